@@ -1,0 +1,66 @@
+/* rt_core_int.h: PRIVATE to the router core library (rt_router.c, rt_session.c, rt_broker.c,
+ * rt_dealer.c, rt_realm.c). The router and session structs are shared by these few tightly
+ * coupled modules so that the per-message path reads fields instead of calling accessors;
+ * nothing outside router/rt_*.c (adapters, tracing, mgmt, tests) may include this header. */
+#ifndef RT_CORE_INT_H
+#define RT_CORE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rt_hmap.h"
+#include "rt_list.h"
+#include "rt_outq.h"
+#include "rt_router.h"
+#include "rt_session.h"
+#include "wamp_id.h"
+
+struct rt_router {
+    const rt_config *cfg;
+    rt_clock_fn clock;
+    void *clock_ctx;
+    rt_realm **realms; /* owned, cfg->n_realms entries */
+    size_t n_realms;
+    rt_hmap sessions_by_id; /* rt_session.by_id */
+    rt_list sessions;       /* every live session (rt_session.in_router) */
+    rt_list greeting;       /* sessions waiting for HELLO, oldest first (rt_session.in_wait) */
+    size_t n_sessions;
+    wamp_idgen ids;
+    const rt_msg_hook *hook; /* NULL: no tracing; the one branch on the hot path */
+    void *hook_ctx;
+    bool shutting_down;
+    uint64_t shutdown_deadline_us;
+    rt_router_stats stats;
+};
+
+struct rt_session {
+    rt_router *rt;
+    const rt_transport_ops *ops;
+    void *tp;
+    wamp_ser ser;
+    rt_session_state state;
+    uint64_t id;
+    rt_realm *realm; /* borrowed; NULL until joined */
+    char *authid;    /* owned */
+    char *authrole;  /* owned */
+    rt_peer peer;
+    const char *anonymous_role; /* from the listener config; NULL = anonymous refused */
+    rt_outq outq;
+    uint64_t hello_deadline_us;
+    rt_hnode by_id;       /* in rt_router.sessions_by_id */
+    rt_list in_router;    /* in rt_router.sessions */
+    rt_list in_wait;      /* in rt_router.greeting while waiting for HELLO */
+    rt_list in_realm;     /* in the realm's member list */
+    rt_list subs;         /* broker membership records of this session */
+    rt_list regs;         /* dealer registrations of this session */
+    rt_list calls_made;   /* pending calls this session made (caller side) */
+    rt_list calls_served; /* pending invocations this session serves (callee side) */
+};
+
+/* Realm membership, maintained by rt_session.c. */
+void rt_realm_member_add(rt_realm *r, rt_session *s);
+void rt_realm_member_remove(rt_realm *r, rt_session *s);
+/* Live members list (for shutdown iteration and meta API). */
+rt_list *rt_realm_members(rt_realm *r);
+
+#endif /* RT_CORE_INT_H */

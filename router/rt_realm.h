@@ -1,0 +1,39 @@
+/* rt_realm.h: one realm: its name and role policy (from rt_config), its joined sessions, and the
+ * broker and dealer it owns. Owned by rt_router. Service thread only. */
+#ifndef RT_REALM_H
+#define RT_REALM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rt_router.h"
+
+typedef struct rt_broker rt_broker;
+typedef struct rt_dealer rt_dealer;
+
+typedef enum rt_action {
+    RT_ACTION_CALL,
+    RT_ACTION_REGISTER,
+    RT_ACTION_PUBLISH,
+    RT_ACTION_SUBSCRIBE
+} rt_action;
+
+/* New realm for cfg (borrowed, outlives the realm). NULL on allocation failure. */
+rt_realm *rt_realm_new(rt_router *rt, const rt_realm_config *cfg);
+/* The realm must have no members left. NULL-safe. */
+void rt_realm_free(rt_realm *r);
+
+const char *rt_realm_name(const rt_realm *r);
+rt_broker *rt_realm_broker(rt_realm *r);
+rt_dealer *rt_realm_dealer(rt_realm *r);
+rt_router *rt_realm_router(rt_realm *r);
+size_t rt_realm_member_count(const rt_realm *r);
+
+/* true if the realm defines role `authrole`. */
+bool rt_realm_has_role(const rt_realm *r, const char *authrole);
+/* Crossbar-style static authorization: the permission of role `authrole` that best matches uri
+ * (an exact match first, then the longest prefix match, then the wildcard pattern with the most
+ * non-empty components) decides; no matching permission = denied. */
+bool rt_realm_authorize(const rt_realm *r, const char *authrole, rt_action action, const char *uri);
+
+#endif /* RT_REALM_H */

@@ -1,0 +1,223 @@
+/* rt_router.c: the router context, the session registry, timers and shutdown. */
+#include "rt_router.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt_core_int.h"
+#include "rt_log.h"
+#include "rt_realm.h"
+#include "rt_session.h"
+
+static uint64_t monotonic_us(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ctx)
+{
+    rt_router *rt = calloc(1, sizeof(*rt));
+    if (!rt) {
+        return NULL;
+    }
+    rt->cfg = cfg;
+    rt->clock = clock ? clock : monotonic_us;
+    rt->clock_ctx = clock_ctx;
+    rt_hmap_init(&rt->sessions_by_id);
+    rt_list_init(&rt->sessions);
+    rt_list_init(&rt->greeting);
+    if (cfg->n_realms) {
+        rt->realms = calloc(cfg->n_realms, sizeof(*rt->realms));
+        if (!rt->realms) {
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < cfg->n_realms; i++) {
+        rt->realms[i] = rt_realm_new(rt, &cfg->realms[i]);
+        if (!rt->realms[i]) {
+            goto fail;
+        }
+        rt->n_realms++;
+    }
+    return rt;
+fail:
+    rt_router_free(rt);
+    return NULL;
+}
+
+void rt_router_free(rt_router *rt)
+{
+    if (!rt) {
+        return;
+    }
+    RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
+    {
+        rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
+        rt_session_on_closed(s);
+    }
+    for (size_t i = 0; i < rt->n_realms; i++) {
+        rt_realm_free(rt->realms[i]);
+    }
+    free(rt->realms);
+    rt_hmap_fini(&rt->sessions_by_id);
+    free(rt);
+}
+
+const rt_config *rt_router_config(const rt_router *rt)
+{
+    return rt->cfg;
+}
+
+uint64_t rt_router_now_us(const rt_router *rt)
+{
+    return rt->clock(rt->clock_ctx);
+}
+
+void rt_router_set_msg_hook(rt_router *rt, const rt_msg_hook *hook, void *ctx)
+{
+    rt->hook = hook;
+    rt->hook_ctx = ctx;
+}
+
+uint64_t rt_router_next_id(rt_router *rt)
+{
+    return wamp_idgen_next(&rt->ids);
+}
+
+const rt_router_stats *rt_router_stats_get(const rt_router *rt)
+{
+    return &rt->stats;
+}
+
+size_t rt_router_session_count(const rt_router *rt)
+{
+    return rt->n_sessions;
+}
+
+rt_realm *rt_router_find_realm(rt_router *rt, const char *name)
+{
+    for (size_t i = 0; i < rt->n_realms; i++) {
+        if (strcmp(rt_realm_name(rt->realms[i]), name) == 0) {
+            return rt->realms[i];
+        }
+    }
+    return NULL;
+}
+
+static bool session_id_taken(const rt_router *rt, uint64_t id)
+{
+    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(id)); n;
+         n = rt_hmap_next(n)) {
+        if (RT_CONTAINER_OF(n, rt_session, by_id)->id == id) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const rt_listener *find_listener(const rt_config *cfg, const char *id)
+{
+    for (size_t i = 0; id && i < cfg->n_listeners; i++) {
+        if (cfg->listeners[i].id && strcmp(cfg->listeners[i].id, id) == 0) {
+            return &cfg->listeners[i];
+        }
+    }
+    return NULL;
+}
+
+rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *tp, wamp_ser ser,
+                             const rt_peer *peer)
+{
+    if (rt->shutting_down) {
+        return NULL;
+    }
+    rt_session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        return NULL;
+    }
+    s->rt = rt;
+    s->ops = ops;
+    s->tp = tp;
+    s->ser = ser;
+    s->state = RT_SESSION_ESTABLISHED;
+    if (peer) {
+        s->peer = *peer;
+    }
+    const rt_listener *l = find_listener(rt->cfg, s->peer.listener_id);
+    s->anonymous_role = l ? l->anonymous_role : "anonymous";
+    if (!s->peer.max_message_size) {
+        s->peer.max_message_size = l ? l->max_message_size : rt->cfg->limits.max_message_size;
+    }
+    rt_outq_init(&s->outq, rt->cfg->limits.max_queue_bytes, rt->cfg->limits.max_queue_messages);
+    rt_list_init(&s->in_realm);
+    rt_list_init(&s->subs);
+    rt_list_init(&s->regs);
+    rt_list_init(&s->calls_made);
+    rt_list_init(&s->calls_served);
+    /* Session ids are global scope: random, and unique among live sessions. */
+    do {
+        s->id = wamp_id_random();
+    } while (session_id_taken(rt, s->id));
+    if (rt_hmap_insert(&rt->sessions_by_id, &s->by_id, rt_hash_u64(s->id)) != WAMP_OK) {
+        free(s);
+        return NULL;
+    }
+    rt_list_add_tail(&rt->sessions, &s->in_router);
+    s->hello_deadline_us = rt_router_now_us(rt) + (uint64_t)rt->cfg->limits.hello_timeout_ms * 1000;
+    rt_list_add_tail(&rt->greeting, &s->in_wait);
+    rt->n_sessions++;
+    rt->stats.sessions_opened++;
+    RT_LOG_DEBUG(s->id, "connection from %s (%s)", s->peer.addr,
+                 ser == WAMP_SER_JSON ? "json" : "msgpack");
+    return s;
+}
+
+void rt_router_tick(rt_router *rt)
+{
+    uint64_t now = rt_router_now_us(rt);
+    /* The greeting list is ordered by deadline (constant timeout, appended in time order). */
+    while (!rt_list_is_empty(&rt->greeting)) {
+        rt_session *s = RT_CONTAINER_OF(rt->greeting.next, rt_session, in_wait);
+        if (s->hello_deadline_us > now) {
+            break;
+        }
+        RT_LOG_INFO(s->id, "no HELLO from %s within %u ms; closing", s->peer.addr,
+                    rt->cfg->limits.hello_timeout_ms);
+        rt_session_close(s, 1008, "HELLO timeout", false); /* unlinks from greeting */
+    }
+}
+
+void rt_router_begin_shutdown(rt_router *rt)
+{
+    if (rt->shutting_down) {
+        return;
+    }
+    rt->shutting_down = true;
+    rt->shutdown_deadline_us =
+            rt_router_now_us(rt) + (uint64_t)rt->cfg->limits.shutdown_grace_ms * 1000;
+    RT_LOG_INFO(0, "shutting down: %zu session(s) to close, grace period %u ms", rt->n_sessions,
+                rt->cfg->limits.shutdown_grace_ms);
+    RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
+    {
+        rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
+        if (s->state == RT_SESSION_JOINED) {
+            /* Spec "GOODBYE": the router says goodbye and waits for the peer's reply. */
+            (void)rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_SYSTEM_SHUTDOWN));
+            if (s->state == RT_SESSION_JOINED) {
+                s->state = RT_SESSION_CLOSING;
+            }
+        } else if (s->state == RT_SESSION_ESTABLISHED) {
+            rt_session_close(s, 1001, "shutting down", false);
+        }
+    }
+}
+
+bool rt_router_shutdown_done(const rt_router *rt)
+{
+    return rt->shutting_down &&
+           (rt->n_sessions == 0 || rt_router_now_us(rt) >= rt->shutdown_deadline_us);
+}

@@ -1,0 +1,89 @@
+/* rt_router.h: THE router context: configuration, realms, the session registry, id generators,
+ * the clock and the message hooks. Created once in main(), passed explicitly, reached from lws
+ * callbacks through lws_context_user(). Owns every rt_session and rt_realm.
+ * Single-threaded: every function runs on the service thread. */
+#ifndef RT_ROUTER_H
+#define RT_ROUTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_config.h"
+#include "rt_transport.h"
+#include "wamp_buf.h"
+#include "wamp_err.h"
+#include "wamp_msg.h"
+#include "wamp_types.h"
+
+typedef struct rt_router rt_router;
+typedef struct rt_session rt_session;
+typedef struct rt_realm rt_realm;
+
+/* Monotonic clock in microseconds. */
+typedef uint64_t (*rt_clock_fn)(void *ctx);
+
+/* New router for cfg (borrowed: must outlive the router). clock NULL = CLOCK_MONOTONIC.
+ * Creates one realm per configured realm. NULL on allocation failure. */
+rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ctx);
+/* Frees every remaining session (without sending anything) and realm. NULL-safe. Transports
+ * must have been torn down first (their tp pointers are not touched). */
+void rt_router_free(rt_router *rt);
+
+const rt_config *rt_router_config(const rt_router *rt);
+uint64_t rt_router_now_us(const rt_router *rt);
+
+/* A transport accepted a connection that will speak serializer ser. Returns the new session
+ * (owned by the router, freed only by rt_session_on_closed()), or NULL if the router refuses it
+ * (shutting down, out of memory): the adapter then closes the connection. */
+rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *tp, wamp_ser ser,
+                             const rt_peer *peer);
+
+/* Runs timers (HELLO timeouts, shutdown grace). Called every 100 ms by the adapter's loop, and
+ * by tests with a fake clock. */
+void rt_router_tick(rt_router *rt);
+
+/* SIGTERM/SIGINT: refuse new HELLOs, send GOODBYE(wamp.close.system_shutdown) to every joined
+ * session and close the rest. Idempotent. */
+void rt_router_begin_shutdown(rt_router *rt);
+/* true once shutdown began and every session has gone or the grace period has expired: the
+ * loop may stop. */
+bool rt_router_shutdown_done(const rt_router *rt);
+
+/* Live sessions (attached and not yet closed). */
+size_t rt_router_session_count(const rt_router *rt);
+/* Borrowed realm by name, or NULL. */
+rt_realm *rt_router_find_realm(rt_router *rt, const char *name);
+
+/* Seam for the tracing extension. on_rx runs for every message a session receives (msg NULL when
+ * the bytes could not be decoded), on_tx for every message the router queues to a session, with
+ * the bytes already encoded for the wire (wire NULL when the message was dropped before
+ * encoding, drop_reason then says why). All borrowed for the duration of the call. With no hook
+ * set, the cost is one branch per message. */
+typedef struct rt_msg_hook {
+    void (*on_rx)(void *ctx, rt_session *s, const wamp_msg *msg, const void *wire, size_t len);
+    void (*on_tx)(void *ctx, rt_session *s, const json_t *msg, const wamp_buf *wire,
+                  const char *drop_reason);
+} rt_msg_hook;
+
+/* Installs (hook != NULL) or removes (NULL) the message hook; hook is borrowed. */
+void rt_router_set_msg_hook(rt_router *rt, const rt_msg_hook *hook, void *ctx);
+
+/* Next router-scope id (subscriptions, registrations, invocations): 1, 2, ... wrapping at 2^53. */
+uint64_t rt_router_next_id(rt_router *rt);
+
+/* Counters, for logs and (later) the management API. */
+typedef struct rt_router_stats {
+    uint64_t sessions_opened;
+    uint64_t sessions_closed;
+    uint64_t messages_rx;
+    uint64_t messages_tx;
+    uint64_t bytes_rx;
+    uint64_t bytes_tx;
+    uint64_t protocol_violations;
+    uint64_t slow_consumer_disconnects;
+} rt_router_stats;
+
+const rt_router_stats *rt_router_stats_get(const rt_router *rt);
+
+#endif /* RT_ROUTER_H */

@@ -1,0 +1,427 @@
+/* rt_session.c: the session state machine and the per-session outgoing path.
+ *
+ * States (spec "Session Lifecycle"): ESTABLISHED waits for HELLO; JOINED routes messages to the
+ * realm's broker and dealer; CLOSING has sent GOODBYE (router shutdown) and waits for the peer's
+ * GOODBYE; CLOSED has asked the transport to close and ignores all input. After a GOODBYE
+ * exchange initiated by the client the connection returns to ESTABLISHED and may HELLO again.
+ * rt_session_close() never unlinks the session from its realm: routing loops may be iterating
+ * it. The realm is left in rt_session_on_closed() (or at a GOODBYE), and routing skips CLOSED
+ * sessions until then. */
+#include "rt_session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "rt_broker.h"
+#include "rt_core_int.h"
+#include "rt_dealer.h"
+#include "rt_log.h"
+#include "rt_realm.h"
+#include "wamp_codec.h"
+#include "wamp_id.h"
+#include "wamp_uri.h"
+
+#define RT_AGENT "wampscope-0.1.0"
+
+uint64_t rt_session_id(const rt_session *s)
+{
+    return s->id;
+}
+
+rt_session_state rt_session_state_get(const rt_session *s)
+{
+    return s->state;
+}
+
+wamp_ser rt_session_ser(const rt_session *s)
+{
+    return s->ser;
+}
+
+rt_realm *rt_session_realm(const rt_session *s)
+{
+    return s->realm;
+}
+
+const char *rt_session_authid(const rt_session *s)
+{
+    return s->authid;
+}
+
+const char *rt_session_authrole(const rt_session *s)
+{
+    return s->authrole;
+}
+
+const rt_peer *rt_session_peer(const rt_session *s)
+{
+    return &s->peer;
+}
+
+rt_router *rt_session_router(const rt_session *s)
+{
+    return s->rt;
+}
+
+/* --- Outgoing ------------------------------------------------------------------------------- */
+
+void rt_encoded_init(rt_encoded *e, json_t *msg_take)
+{
+    memset(e, 0, sizeof(*e));
+    e->msg = msg_take;
+}
+
+void rt_encoded_fini(rt_encoded *e)
+{
+    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
+        wamp_buf_unref(&e->buf[i]);
+    }
+    json_decref(e->msg);
+    e->msg = NULL;
+}
+
+static void trace_tx_drop(rt_session *s, const json_t *msg, const wamp_buf *wire,
+                          const char *reason)
+{
+    if (s->rt->hook && s->rt->hook->on_tx) {
+        s->rt->hook->on_tx(s->rt->hook_ctx, s, msg, wire, reason);
+    }
+}
+
+wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
+{
+    if (!e->msg) {
+        return WAMP_ENOMEM;
+    }
+    if (s->state == RT_SESSION_CLOSED) {
+        trace_tx_drop(s, e->msg, NULL, "session_closed");
+        return WAMP_OK;
+    }
+    wamp_buf *wire = e->buf[s->ser];
+    if (!wire) {
+        wamp_err err = wamp_codec_encode(s->ser, e->msg, &e->buf[s->ser]);
+        if (err != WAMP_OK) {
+            RT_LOG_WARN(s->id, "cannot encode outgoing message: %s", wamp_strerror(err));
+            trace_tx_drop(s, e->msg, NULL, "encode_failed");
+            return err;
+        }
+        wire = e->buf[s->ser];
+    }
+    if (s->peer.max_message_size && wamp_buf_len(wire) > s->peer.max_message_size) {
+        RT_LOG_INFO(s->id, "outgoing %s of %zu bytes exceeds the transport limit of %zu bytes",
+                    wamp_msg_type_name((int)json_integer_value(json_array_get(e->msg, 0))),
+                    wamp_buf_len(wire), s->peer.max_message_size);
+        trace_tx_drop(s, e->msg, wire, "too_big");
+        return WAMP_ETOOBIG;
+    }
+    bool was_empty = s->outq.count == 0;
+    wamp_err err = rt_outq_push(&s->outq, wire);
+    if (err == WAMP_ETOOBIG) {
+        RT_LOG_INFO(s->id,
+                    "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
+                    "queued); disconnecting",
+                    s->outq.count, s->outq.bytes);
+        s->rt->stats.slow_consumer_disconnects++;
+        trace_tx_drop(s, e->msg, wire, "queue_full");
+        rt_session_close(s, 1008, "slow consumer", true);
+        return WAMP_OK;
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    s->rt->stats.messages_tx++;
+    s->rt->stats.bytes_tx += wamp_buf_len(wire);
+    if (s->rt->hook && s->rt->hook->on_tx) {
+        s->rt->hook->on_tx(s->rt->hook_ctx, s, e->msg, wire, NULL);
+    }
+    if (was_empty) {
+        s->ops->want_write(s->tp);
+    }
+    return WAMP_OK;
+}
+
+wamp_err rt_session_send(rt_session *s, json_t *msg_take)
+{
+    rt_encoded e;
+    rt_encoded_init(&e, msg_take);
+    wamp_err err = rt_session_send_encoded(s, &e);
+    rt_encoded_fini(&e);
+    return err;
+}
+
+wamp_err rt_session_send_error(rt_session *s, wamp_msg_type req_type, uint64_t request,
+                               const char *uri, const char *message)
+{
+    json_t *args = message ? json_pack("[s]", message) : NULL;
+    return rt_session_send(s, wamp_msg_new_error(req_type, request, NULL, uri, args, NULL));
+}
+
+wamp_buf *rt_session_tx_peek(rt_session *s)
+{
+    return rt_outq_peek(&s->outq);
+}
+
+void rt_session_tx_pop(rt_session *s)
+{
+    rt_outq_pop(&s->outq);
+}
+
+void rt_session_close(rt_session *s, uint16_t code, const char *reason, bool drop_queue)
+{
+    if (s->state == RT_SESSION_CLOSED) {
+        return;
+    }
+    s->state = RT_SESSION_CLOSED;
+    rt_list_remove(&s->in_wait);
+    if (drop_queue) {
+        rt_outq_drop_all_but_head(&s->outq);
+    }
+    s->ops->close(s->tp, code, reason);
+}
+
+static void send_abort(rt_session *s, const char *reason, const char *message)
+{
+    json_t *details = message ? json_pack("{s:s}", "message", message) : NULL;
+    (void)rt_session_send(s, wamp_msg_new_abort(details, reason));
+}
+
+void rt_session_protocol_violation(rt_session *s, const char *why)
+{
+    RT_LOG_INFO(s->id, "protocol violation from %s: %s; aborting", s->peer.addr, why);
+    s->rt->stats.protocol_violations++;
+    send_abort(s, WAMP_ERROR_PROTOCOL_VIOLATION, why);
+    rt_session_close(s, 1002, "protocol violation", false);
+}
+
+/* --- Joining and leaving --------------------------------------------------------------------- */
+
+/* Crossbar-style anonymous authid: five groups of four base32 characters. */
+static char *make_anonymous_authid(void)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    char *id = malloc(25);
+    if (!id) {
+        return NULL;
+    }
+    unsigned char rnd[20];
+    randombytes_buf(rnd, sizeof(rnd));
+    size_t o = 0;
+    for (size_t i = 0; i < 20; i++) {
+        if (i && i % 4 == 0) {
+            id[o++] = '-';
+        }
+        id[o++] = alphabet[rnd[i] & 31];
+    }
+    id[o] = '\0';
+    return id;
+}
+
+static json_t *welcome_roles(void)
+{
+    /* Announce exactly what is implemented (spec "Feature Announcement"). */
+    return json_pack("{s:{s:{s:b}}, s:{s:{}}}", "broker", "features", "publisher_exclusion", 1,
+                     "dealer", "features");
+}
+
+static void session_leave(rt_session *s)
+{
+    if (!s->realm) {
+        return;
+    }
+    rt_broker_on_leave(rt_realm_broker(s->realm), s);
+    rt_dealer_on_leave(rt_realm_dealer(s->realm), s);
+    rt_realm_member_remove(s->realm, s);
+    RT_LOG_DEBUG(s->id, "left realm %s", rt_realm_name(s->realm));
+    s->realm = NULL;
+    free(s->authid);
+    free(s->authrole);
+    s->authid = NULL;
+    s->authrole = NULL;
+}
+
+static wamp_err on_hello(rt_session *s, const wamp_msg *m)
+{
+    rt_router *rt = s->rt;
+    if (rt->shutting_down) {
+        send_abort(s, WAMP_CLOSE_SYSTEM_SHUTDOWN, "the router is shutting down");
+        rt_session_close(s, 1001, "shutting down", false);
+        return WAMP_OK;
+    }
+    json_t *roles = json_object_get(m->dict, "roles");
+    if (!json_is_object(roles) || json_object_size(roles) == 0) {
+        rt_session_protocol_violation(s, "HELLO.Details.roles must be a non-empty dict");
+        return WAMP_OK;
+    }
+    rt_realm *realm =
+            wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE) ? rt_router_find_realm(rt, m->uri) : NULL;
+    if (!realm) {
+        RT_LOG_INFO(s->id, "HELLO for unknown realm \"%s\" from %s", m->uri, s->peer.addr);
+        send_abort(s, WAMP_ERROR_NO_SUCH_REALM, "no such realm");
+        rt_session_close(s, 1000, "no such realm", false);
+        return WAMP_OK;
+    }
+    const char *role = s->anonymous_role;
+    if (!role) {
+        RT_LOG_INFO(s->id, "HELLO from %s: no authentication method is acceptable", s->peer.addr);
+        send_abort(s, WAMP_ERROR_NO_AUTH_METHOD, "no acceptable authentication method");
+        rt_session_close(s, 1000, "no auth method", false);
+        return WAMP_OK;
+    }
+    if (!rt_realm_has_role(realm, role)) {
+        RT_LOG_INFO(s->id, "HELLO from %s: role \"%s\" does not exist on realm %s", s->peer.addr,
+                    role, rt_realm_name(realm));
+        send_abort(s, WAMP_ERROR_NO_SUCH_ROLE, "no such role");
+        rt_session_close(s, 1000, "no such role", false);
+        return WAMP_OK;
+    }
+    s->authid = make_anonymous_authid();
+    s->authrole = strdup(role);
+    if (!s->authid || !s->authrole) {
+        return WAMP_ENOMEM;
+    }
+    json_t *details =
+            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "realm", rt_realm_name(realm),
+                      "authid", s->authid, "authrole", s->authrole, "authmethod", "anonymous",
+                      "authprovider", "static", "agent", RT_AGENT, "roles", welcome_roles());
+    if (!details) {
+        return WAMP_ENOMEM;
+    }
+    s->realm = realm;
+    rt_realm_member_add(realm, s);
+    rt_list_remove(&s->in_wait);
+    s->state = RT_SESSION_JOINED;
+    RT_LOG_INFO(s->id, "joined realm %s as %s/%s (%s, %s)", rt_realm_name(realm), s->authid,
+                s->authrole, wamp_ser_name(s->ser), s->peer.addr);
+    return rt_session_send(s, wamp_msg_new_welcome(s->id, details));
+}
+
+/* --- Incoming ------------------------------------------------------------------------------- */
+
+static wamp_err on_joined(rt_session *s, const wamp_msg *m)
+{
+    rt_realm *r = s->realm;
+    switch (m->type) {
+    case WAMP_MSG_PUBLISH:
+        return rt_broker_on_publish(rt_realm_broker(r), s, m);
+    case WAMP_MSG_SUBSCRIBE:
+        return rt_broker_on_subscribe(rt_realm_broker(r), s, m);
+    case WAMP_MSG_UNSUBSCRIBE:
+        return rt_broker_on_unsubscribe(rt_realm_broker(r), s, m);
+    case WAMP_MSG_CALL:
+        return rt_dealer_on_call(rt_realm_dealer(r), s, m);
+    case WAMP_MSG_YIELD:
+        return rt_dealer_on_yield(rt_realm_dealer(r), s, m);
+    case WAMP_MSG_REGISTER:
+        return rt_dealer_on_register(rt_realm_dealer(r), s, m);
+    case WAMP_MSG_UNREGISTER:
+        return rt_dealer_on_unregister(rt_realm_dealer(r), s, m);
+    case WAMP_MSG_ERROR:
+        if (m->req_type == WAMP_MSG_INVOCATION) {
+            return rt_dealer_on_invocation_error(rt_realm_dealer(r), s, m);
+        }
+        rt_session_protocol_violation(s, "ERROR may only answer an INVOCATION");
+        return WAMP_OK;
+    case WAMP_MSG_CANCEL:
+        /* call_canceling is not announced: a well-behaved client never sends CANCEL. The call
+         * runs to completion and its RESULT is delivered. */
+        RT_LOG_DEBUG(s->id, "CANCEL ignored (call_canceling not supported)");
+        return WAMP_OK;
+    case WAMP_MSG_GOODBYE:
+        RT_LOG_INFO(s->id, "GOODBYE (%s): leaving realm %s", m->uri, rt_realm_name(r));
+        session_leave(s);
+        s->state = RT_SESSION_ESTABLISHED;
+        s->hello_deadline_us =
+                rt_router_now_us(s->rt) + (uint64_t)s->rt->cfg->limits.hello_timeout_ms * 1000;
+        rt_list_add_tail(&s->rt->greeting, &s->in_wait);
+        return rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_GOODBYE_AND_OUT));
+    case WAMP_MSG_ABORT:
+        RT_LOG_INFO(s->id, "ABORT from peer (%s); closing", m->uri);
+        rt_session_close(s, 1000, "aborted", false);
+        return WAMP_OK;
+    default: {
+        char why[96];
+        snprintf(why, sizeof(why), "%s is not valid in an established session",
+                 wamp_msg_type_name((int)m->type));
+        rt_session_protocol_violation(s, why);
+        return WAMP_OK;
+    }
+    }
+}
+
+wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
+{
+    rt_router *rt = s->rt;
+    if (s->state == RT_SESSION_CLOSED) {
+        return WAMP_OK;
+    }
+    rt->stats.messages_rx++;
+    rt->stats.bytes_rx += len;
+
+    wamp_msg m;
+    char why[WAMP_WHY_LEN];
+    wamp_err err = wamp_codec_decode_msg(s->ser, data, len, &m, why, sizeof(why));
+    if (rt->hook && rt->hook->on_rx) {
+        rt->hook->on_rx(rt->hook_ctx, s, err == WAMP_OK ? &m : NULL, data, len);
+    }
+    if (err == WAMP_ENOMEM) {
+        return err;
+    }
+    if (err != WAMP_OK) {
+        rt_session_protocol_violation(s, why);
+        return WAMP_OK;
+    }
+
+    switch (s->state) {
+    case RT_SESSION_ESTABLISHED:
+        if (m.type == WAMP_MSG_HELLO) {
+            err = on_hello(s, &m);
+        } else if (m.type == WAMP_MSG_ABORT || m.type == WAMP_MSG_GOODBYE) {
+            rt_session_close(s, 1000, "closed by peer", false);
+        } else {
+            snprintf(why, sizeof(why), "%s received before HELLO", wamp_msg_type_name((int)m.type));
+            rt_session_protocol_violation(s, why);
+        }
+        break;
+    case RT_SESSION_JOINED:
+        err = on_joined(s, &m);
+        break;
+    case RT_SESSION_CLOSING:
+        /* We sent GOODBYE: only the peer's GOODBYE (or ABORT) matters now. */
+        if (m.type == WAMP_MSG_GOODBYE || m.type == WAMP_MSG_ABORT) {
+            session_leave(s);
+            rt_session_close(s, 1000, "goodbye", false);
+        }
+        break;
+    case RT_SESSION_CLOSED:
+        break;
+    }
+    wamp_msg_fini(&m);
+    return err;
+}
+
+/* --- Lifecycle (called by rt_router.c and the adapter) -----------------------------------------
+ */
+
+void rt_session_on_closed(rt_session *s)
+{
+    if (!s) {
+        return;
+    }
+    rt_router *rt = s->rt;
+    if (s->state != RT_SESSION_CLOSED) {
+        RT_LOG_INFO(s->id, "connection from %s closed", s->peer.addr);
+    } else {
+        RT_LOG_DEBUG(s->id, "connection from %s closed", s->peer.addr);
+    }
+    session_leave(s);
+    rt_list_remove(&s->in_wait);
+    rt_list_remove(&s->in_router);
+    rt_hmap_remove(&rt->sessions_by_id, &s->by_id);
+    rt->n_sessions--;
+    rt->stats.sessions_closed++;
+    rt_outq_fini(&s->outq);
+    free(s);
+}

@@ -1,0 +1,84 @@
+/* rt_session.h: one WAMP session (one transport connection): the session state machine
+ * (HELLO -> WELCOME | ABORT, GOODBYE both ways), the rx entry point from the adapter, and the
+ * per-session outgoing queue of encoded messages.
+ * Ownership: the router owns the session; the adapter holds a borrowed pointer until it calls
+ * rt_session_on_closed(), which frees it. Nothing else frees a session. Service thread only. */
+#ifndef RT_SESSION_H
+#define RT_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_router.h"
+#include "wamp_buf.h"
+#include "wamp_err.h"
+
+/* --- Adapter -> core ---------------------------------------------------------------------- */
+
+/* One whole, reassembled message (borrowed; copied or decoded before return). Malformed input
+ * is answered per protocol (ABORT/ERROR, then close) and returns WAMP_OK. A non-OK return means
+ * the session is unusable (out of memory): the adapter closes the connection at once. */
+wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len);
+
+/* Borrowed: the oldest queued outgoing message, NULL when the queue is empty. Valid until the
+ * next rt_session_tx_pop() or rt_session_on_closed(). Its headroom may be used for framing. */
+wamp_buf *rt_session_tx_peek(rt_session *s);
+/* Drops the oldest queued message (after the adapter has written it completely). */
+void rt_session_tx_pop(rt_session *s);
+
+/* The connection is gone (peer closed, error, or after a requested close). Cleans up
+ * subscriptions, registrations and pending calls, leaves the realm and frees s. NULL-safe. */
+void rt_session_on_closed(rt_session *s);
+
+/* --- Inside the core ---------------------------------------------------------------------- */
+
+typedef enum rt_session_state {
+    RT_SESSION_ESTABLISHED, /* transport up, waiting for HELLO */
+    RT_SESSION_JOINED,      /* WELCOME sent */
+    RT_SESSION_CLOSING,     /* GOODBYE sent, waiting for the peer's GOODBYE */
+    RT_SESSION_CLOSED       /* close requested from the transport; ignores further input */
+} rt_session_state;
+
+uint64_t rt_session_id(const rt_session *s);
+rt_session_state rt_session_state_get(const rt_session *s);
+wamp_ser rt_session_ser(const rt_session *s);
+rt_realm *rt_session_realm(const rt_session *s);
+const char *rt_session_authid(const rt_session *s);
+const char *rt_session_authrole(const rt_session *s);
+const rt_peer *rt_session_peer(const rt_session *s);
+rt_router *rt_session_router(const rt_session *s);
+
+/* A message to send to several sessions, encoded at most once per serializer. msg is owned
+ * (one reference); buf[ser] is filled on first use and shared by every receiving queue. */
+typedef struct rt_encoded {
+    json_t *msg;
+    wamp_buf *buf[WAMP_SER_COUNT];
+} rt_encoded;
+
+/* Takes msg_take into a new rt_encoded (msg NULL is allowed: the caller checks for OOM). */
+void rt_encoded_init(rt_encoded *e, json_t *msg_take);
+void rt_encoded_fini(rt_encoded *e);
+
+/* Queues e to s, encoding it for s's serializer if not done yet. A full queue disconnects the
+ * session (slow consumer) and a closed session drops the message: both return WAMP_OK.
+ * WAMP_ETOOBIG: the encoded message is larger than the receiver's max_message_size; it was not
+ * queued (the caller may answer with wamp.error.payload_size_exceeded). WAMP_ENOMEM: allocation
+ * failure. WAMP_EINVAL: the message cannot be encoded in s's serializer (not queued). */
+wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e);
+/* Queues one message to s (consumes msg_take, which may be NULL after a failed builder:
+ * WAMP_ENOMEM). Same rules as rt_session_send_encoded(). */
+wamp_err rt_session_send(rt_session *s, json_t *msg_take);
+/* Sends ERROR for request (req_type, request) with uri and an optional one-line message as
+ * args[0]. */
+wamp_err rt_session_send_error(rt_session *s, wamp_msg_type req_type, uint64_t request,
+                               const char *uri, const char *message);
+/* Protocol violation: log why, send ABORT(wamp.error.protocol_violation, {"message": why}) and
+ * close with 1002. */
+void rt_session_protocol_violation(rt_session *s, const char *why);
+/* Marks the session closed (no more input handled, nothing more queued) and asks the transport
+ * to close once the queue is written. drop_queue: discard what is queued except the message
+ * being written (slow consumer). Idempotent. */
+void rt_session_close(rt_session *s, uint16_t code, const char *reason, bool drop_queue);
+
+#endif /* RT_SESSION_H */

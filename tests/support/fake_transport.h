@@ -1,0 +1,64 @@
+/* fake_transport.h: an in-process transport for core tests. A fake_conn attaches a session to
+ * a router through rt_transport_ops that only record what the core asked for; the test feeds
+ * messages as JSON text (encoded to the connection's serializer) and reads back the decoded
+ * messages the router queued, exactly as a client would receive them.
+ * Ownership: the test owns each fake_conn (fake_conn_free); the router owns the session until
+ * the fake transport reports it closed (fake_conn_drain after a close request, or
+ * fake_conn_disconnect). */
+#ifndef FAKE_TRANSPORT_H
+#define FAKE_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "rt_router.h"
+#include "rt_session.h"
+#include "wamp_types.h"
+
+typedef struct fake_conn {
+    rt_router *rt;
+    rt_session *s; /* NULL once closed */
+    wamp_ser ser;
+    bool want_write; /* the core asked for a writable callback */
+    bool close_requested;
+    uint16_t close_code;
+    char close_reason[64];
+    json_t *inbox; /* decoded messages received, oldest first */
+    size_t bytes_received;
+} fake_conn;
+
+/* Attaches a new connection (peer 127.0.0.1, loopback). Aborts the test on failure. */
+fake_conn *fake_conn_new(rt_router *rt, wamp_ser ser);
+/* Like fake_conn_new with a given peer. */
+fake_conn *fake_conn_new_peer(rt_router *rt, wamp_ser ser, const rt_peer *peer);
+/* Disconnects (if still attached) and frees. NULL-safe. */
+void fake_conn_free(fake_conn *c);
+/* The peer drops the connection: rt_session_on_closed(). */
+void fake_conn_disconnect(fake_conn *c);
+
+/* Sends the message given as JSON text (printf-style), encoded with the connection's
+ * serializer. Returns rt_session_on_message()'s result. */
+wamp_err fake_conn_send(fake_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Feeds raw bytes as one message. */
+wamp_err fake_conn_send_raw(fake_conn *c, const void *data, size_t len);
+/* Writes out everything queued (decoding it into the inbox); if a close was requested and the
+ * queue is empty, closes the session like the real adapter does. */
+void fake_conn_drain(fake_conn *c);
+/* Drains, then removes and returns the oldest received message (owned), or NULL. */
+json_t *fake_conn_next(fake_conn *c);
+/* Drains and returns the number of messages waiting in the inbox. */
+size_t fake_conn_pending(fake_conn *c);
+/* Drains and discards every received message. */
+void fake_conn_clear(fake_conn *c);
+
+/* HELLO to realm with the usual client roles; asserts WELCOME and returns the session id. */
+uint64_t fake_conn_join(fake_conn *c, const char *realm);
+
+/* Message helpers for assertions. */
+int64_t fake_msg_int(const json_t *msg, size_t i);
+const char *fake_msg_str(const json_t *msg, size_t i);
+
+#endif /* FAKE_TRANSPORT_H */

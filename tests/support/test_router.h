@@ -1,0 +1,30 @@
+/* test_router.h: a router built from a hand-made configuration (no config parser involved),
+ * with a fake clock, for core tests.
+ * Realms: "realm1" (role "anonymous" may do everything), "realm2" (same), and "locked" where
+ * role "anonymous" may only call/subscribe under "com.open." (prefix) and publish/register
+ * "com.open.exact" (exact). Limits: small queue (64 KiB, 100 messages), max message 1 MiB,
+ * HELLO timeout 1000 ms, shutdown grace 500 ms. */
+#ifndef TEST_ROUTER_H
+#define TEST_ROUTER_H
+
+#include <stddef.h>
+
+#include "fake_clock.h"
+#include "rt_config.h"
+#include "rt_router.h"
+
+typedef struct test_router {
+    rt_config cfg;
+    fake_clock clock;
+    rt_router *rt;
+} test_router;
+
+/* Builds everything; aborts the test on failure. */
+void test_router_init(test_router *t);
+void test_router_fini(test_router *t);
+/* Subscriptions / registrations / pending calls currently held by a realm's broker and dealer. */
+size_t test_router_sub_count(rt_router *rt, const char *realm);
+size_t test_router_reg_count(rt_router *rt, const char *realm);
+size_t test_router_call_count(rt_router *rt, const char *realm);
+
+#endif /* TEST_ROUTER_H */

@@ -1,0 +1,157 @@
+/* wamp_buf.c: one allocation per buffer: header, headroom, data. */
+#include "wamp_buf.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct wamp_buf {
+    size_t refs;
+    size_t len;
+    size_t cap;
+    unsigned char *data; /* store + WAMP_BUF_HEADROOM */
+    unsigned char store[];
+};
+
+static wamp_buf *buf_alloc(size_t cap)
+{
+    if (cap > SIZE_MAX - sizeof(wamp_buf) - WAMP_BUF_HEADROOM) {
+        return NULL;
+    }
+    wamp_buf *b = malloc(sizeof(*b) + WAMP_BUF_HEADROOM + cap);
+    if (!b) {
+        return NULL;
+    }
+    b->refs = 1;
+    b->len = 0;
+    b->cap = cap;
+    b->data = b->store + WAMP_BUF_HEADROOM;
+    return b;
+}
+
+wamp_buf *wamp_buf_new(size_t cap)
+{
+    return buf_alloc(cap);
+}
+
+wamp_buf *wamp_buf_new_copy(const void *data, size_t len)
+{
+    wamp_buf *b = buf_alloc(len);
+    if (b && len) {
+        memcpy(b->data, data, len);
+        b->len = len;
+    }
+    return b;
+}
+
+wamp_buf *wamp_buf_ref(wamp_buf *b)
+{
+    b->refs++;
+    return b;
+}
+
+void wamp_buf_unref(wamp_buf **b)
+{
+    if (!b || !*b) {
+        return;
+    }
+    if (--(*b)->refs == 0) {
+        free(*b);
+    }
+    *b = NULL;
+}
+
+unsigned char *wamp_buf_data(wamp_buf *b)
+{
+    return b->data;
+}
+
+const unsigned char *wamp_buf_cdata(const wamp_buf *b)
+{
+    return b->data;
+}
+
+size_t wamp_buf_len(const wamp_buf *b)
+{
+    return b->len;
+}
+
+size_t wamp_buf_refs(const wamp_buf *b)
+{
+    return b->refs;
+}
+
+/* Grows *b so that n more bytes fit; doubles to keep appends amortised O(1). */
+static wamp_err buf_grow(wamp_buf **bp, size_t n)
+{
+    wamp_buf *b = *bp;
+    if (!b) {
+        b = buf_alloc(n < 256 ? 256 : n);
+        if (!b) {
+            return WAMP_ENOMEM;
+        }
+        *bp = b;
+        return WAMP_OK;
+    }
+    if (b->refs != 1) {
+        return WAMP_EINVAL;
+    }
+    if (n <= b->cap - b->len) {
+        return WAMP_OK;
+    }
+    if (n > SIZE_MAX / 2 - b->len) {
+        return WAMP_ENOMEM;
+    }
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len < n) {
+        cap *= 2;
+    }
+    if (cap > SIZE_MAX - sizeof(wamp_buf) - WAMP_BUF_HEADROOM) {
+        return WAMP_ENOMEM;
+    }
+    wamp_buf *nb = realloc(b, sizeof(*b) + WAMP_BUF_HEADROOM + cap);
+    if (!nb) {
+        return WAMP_ENOMEM;
+    }
+    nb->cap = cap;
+    nb->data = nb->store + WAMP_BUF_HEADROOM;
+    *bp = nb;
+    return WAMP_OK;
+}
+
+wamp_err wamp_buf_append(wamp_buf **b, const void *p, size_t n, size_t max)
+{
+    size_t cur = *b ? (*b)->len : 0;
+    if (n > max || cur > max - n) {
+        return WAMP_ETOOBIG;
+    }
+    wamp_err err = buf_grow(b, n);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (n) {
+        memcpy((*b)->data + (*b)->len, p, n);
+        (*b)->len += n;
+    }
+    return WAMP_OK;
+}
+
+unsigned char *wamp_buf_reserve(wamp_buf **b, size_t n)
+{
+    if (buf_grow(b, n) != WAMP_OK) {
+        return NULL;
+    }
+    return (*b)->data + (*b)->len;
+}
+
+void wamp_buf_commit(wamp_buf *b, size_t n)
+{
+    b->len += n;
+}
+
+void wamp_buf_clear(wamp_buf *b)
+{
+    if (b && b->refs == 1) {
+        b->len = 0;
+    }
+}

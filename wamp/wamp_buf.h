@@ -1,0 +1,42 @@
+/* wamp_buf.h: refcounted byte buffer holding one encoded WAMP message (or a message being
+ * reassembled). WAMP_BUF_HEADROOM bytes before the data are scratch space that a transport may
+ * use for its frame header (WebSocket LWS_PRE, RawSocket 4-byte prefix) without copying.
+ * Ownership: each reference is released with wamp_buf_unref(); the buffer is freed at zero.
+ * Shared buffers (refs > 1) are immutable. Service thread only (refcount is not atomic). */
+#ifndef WAMP_BUF_H
+#define WAMP_BUF_H
+
+#include <stddef.h>
+
+#include "wamp_err.h"
+
+#define WAMP_BUF_HEADROOM 16
+
+typedef struct wamp_buf wamp_buf;
+
+/* New buffer with one reference, length 0 and room for cap bytes; NULL on allocation failure. */
+wamp_buf *wamp_buf_new(size_t cap);
+/* New buffer holding a copy of len bytes of data; NULL on allocation failure. */
+wamp_buf *wamp_buf_new_copy(const void *data, size_t len);
+/* Takes one more reference; returns b. */
+wamp_buf *wamp_buf_ref(wamp_buf *b);
+/* Drops the reference *b (NULL-safe) and sets *b = NULL. */
+void wamp_buf_unref(wamp_buf **b);
+/* Borrowed pointer to the first data byte; WAMP_BUF_HEADROOM writable bytes precede it. */
+unsigned char *wamp_buf_data(wamp_buf *b);
+const unsigned char *wamp_buf_cdata(const wamp_buf *b);
+size_t wamp_buf_len(const wamp_buf *b);
+size_t wamp_buf_refs(const wamp_buf *b);
+/* Appends n bytes to *b, growing (and possibly moving) it. *b may be NULL (a buffer is created).
+ * WAMP_ETOOBIG if the length would exceed max (buffer unchanged); WAMP_ENOMEM (unchanged);
+ * WAMP_EINVAL if *b is shared. */
+wamp_err wamp_buf_append(wamp_buf **b, const void *p, size_t n, size_t max);
+/* Makes sure n more bytes fit without reallocating; returns a pointer to the first of them
+ * (write them, then call wamp_buf_commit). NULL on allocation failure or shared buffer. */
+unsigned char *wamp_buf_reserve(wamp_buf **b, size_t n);
+/* Adds n bytes, previously written through wamp_buf_reserve(), to the length. */
+void wamp_buf_commit(wamp_buf *b, size_t n);
+/* Sets the length to 0 keeping the allocation (unshared buffers only). */
+void wamp_buf_clear(wamp_buf *b);
+
+#endif /* WAMP_BUF_H */

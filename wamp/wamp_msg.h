@@ -1,0 +1,114 @@
+/* wamp_msg.h: a typed, validated view of one WAMP message.
+ * The message itself is a jansson array (the same value model for JSON and MessagePack; binary
+ * values are strings "\0" + base64, the WAMP JSON convention). wamp_msg owns one reference on
+ * that array; every other pointer in it is borrowed from the array and valid until
+ * wamp_msg_fini(). Service thread only. */
+#ifndef WAMP_MSG_H
+#define WAMP_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "wamp_err.h"
+#include "wamp_types.h"
+
+/* Field mapping (spec message formats; "dict" is Details, Options or Extra):
+ *   HELLO        [1, Realm|uri, Details|dict]                  uri=realm, dict
+ *   WELCOME      [2, Session|id, Details|dict]                 id, dict
+ *   ABORT        [3, Details|dict, Reason|uri]                 dict, uri
+ *   CHALLENGE    [4, AuthMethod|string, Extra|dict]            uri=authmethod, dict
+ *   AUTHENTICATE [5, Signature|string, Extra|dict]             uri=signature, dict
+ *   GOODBYE      [6, Details|dict, Reason|uri]                 dict, uri
+ *   ERROR        [8, REQUEST.Type|int, REQUEST.Request|id, Details|dict, Error|uri, Args?, Kw?]
+ *                                                              req_type, id, dict, uri, args,
+ * kwargs PUBLISH      [16, Request|id, Options|dict, Topic|uri, Args?, Kw?]  id, dict, uri, args,
+ * kwargs PUBLISHED    [17, PUBLISH.Request|id, Publication|id]      id, id2 SUBSCRIBE    [32,
+ * Request|id, Options|dict, Topic|uri]     id, dict, uri SUBSCRIBED   [33, SUBSCRIBE.Request|id,
+ * Subscription|id]   id, id2 UNSUBSCRIBE  [34, Request|id, SUBSCRIBED.Subscription|id]  id, id2
+ *   UNSUBSCRIBED [35, UNSUBSCRIBE.Request|id, Details|dict?]   id, dict (NULL if absent)
+ *   EVENT        [36, Subscription|id, Publication|id, Details|dict, Args?, Kw?]
+ *                                                              id=subscription, id2=publication
+ *   CALL         [48, Request|id, Options|dict, Procedure|uri, Args?, Kw?]
+ *   CANCEL       [49, CALL.Request|id, Options|dict]           id, dict
+ *   RESULT       [50, CALL.Request|id, Details|dict, Args?, Kw?]
+ *   REGISTER     [64, Request|id, Options|dict, Procedure|uri]
+ *   REGISTERED   [65, REGISTER.Request|id, Registration|id]    id, id2
+ *   UNREGISTER   [66, Request|id, REGISTERED.Registration|id]  id, id2
+ *   UNREGISTERED [67, UNREGISTER.Request|id, Details|dict?]    id, dict (NULL if absent)
+ *   INVOCATION   [68, Request|id, Registration|id, Details|dict, Args?, Kw?]
+ *                                                              id=request, id2=registration
+ *   INTERRUPT    [69, INVOCATION.Request|id, Options|dict]     id, dict
+ *   YIELD        [70, INVOCATION.Request|id, Options|dict, Args?, Kw?]
+ * Absent fields are 0 / NULL. ArgumentsKw may only follow Arguments (possibly empty). */
+typedef struct wamp_msg {
+    json_t *root; /* owned: the whole message array */
+    wamp_msg_type type;
+    wamp_msg_type req_type; /* ERROR only: type of the request it answers */
+    uint64_t id;
+    uint64_t id2;
+    const char *uri; /* NUL-terminated; URIs are checked for NUL bytes by wamp_msg_parse */
+    json_t *dict;
+    json_t *args;
+    json_t *kwargs;
+} wamp_msg;
+
+/* Diagnostic text for a rejected message, for the log and for ABORT/ERROR args. */
+#define WAMP_WHY_LEN 160
+
+/* Validates the structure of root and fills *out. Consumes root (success and failure): on
+ * success out->root owns it, on failure it is released and *out is zeroed.
+ * Checks: root is an array whose first element is a known message code; exact arity per type;
+ * each field's type (ids integers in [1, 2^53], Request.Type a known code, dicts are objects,
+ * Arguments an array, ArgumentsKw an object, URI and string fields strings without NUL bytes).
+ * URI *syntax* is NOT checked here: the router answers a bad topic/procedure with ERROR
+ * wamp.error.invalid_uri (see wamp_uri.h), which is not a protocol violation.
+ * WAMP_EPROTO with a reason in why (if why != NULL) when the message is malformed. */
+wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len);
+
+/* Releases the reference on m->root (NULL-safe) and zeroes *m. */
+void wamp_msg_fini(wamp_msg *m);
+
+/* "HELLO", "PUBLISH", ... for a known type; "UNKNOWN" otherwise. Static string. */
+const char *wamp_msg_type_name(int type);
+/* Trace/record style name: "Hello", "Publish", ..., "Unknown". Static string. */
+const char *wamp_msg_type_title(int type);
+/* true if type is a known WAMP message code. */
+bool wamp_msg_type_is_known(int type);
+
+/* Builders. Each returns a new message array (one reference, owned by the caller), or NULL on
+ * allocation failure. `_take` arguments (dict/args/kwargs) are consumed even on failure; NULL
+ * dict means {}; NULL args/kwargs are omitted (args is emitted as [] when only kwargs is given). */
+json_t *wamp_msg_new_welcome(uint64_t session, json_t *details_take);
+json_t *wamp_msg_new_abort(json_t *details_take, const char *reason);
+json_t *wamp_msg_new_goodbye(json_t *details_take, const char *reason);
+json_t *wamp_msg_new_error(wamp_msg_type req_type, uint64_t request, json_t *details_take,
+                           const char *error, json_t *args_take, json_t *kwargs_take);
+json_t *wamp_msg_new_published(uint64_t request, uint64_t publication);
+json_t *wamp_msg_new_subscribed(uint64_t request, uint64_t subscription);
+json_t *wamp_msg_new_unsubscribed(uint64_t request);
+json_t *wamp_msg_new_event(uint64_t subscription, uint64_t publication, json_t *details_take,
+                           json_t *args_take, json_t *kwargs_take);
+json_t *wamp_msg_new_result(uint64_t request, json_t *details_take, json_t *args_take,
+                            json_t *kwargs_take);
+json_t *wamp_msg_new_registered(uint64_t request, uint64_t registration);
+json_t *wamp_msg_new_unregistered(uint64_t request);
+json_t *wamp_msg_new_invocation(uint64_t request, uint64_t registration, json_t *details_take,
+                                json_t *args_take, json_t *kwargs_take);
+json_t *wamp_msg_new_interrupt(uint64_t request, json_t *options_take);
+/* Client-side messages (for tests, the management client and the benchmark). */
+json_t *wamp_msg_new_hello(const char *realm, json_t *details_take);
+json_t *wamp_msg_new_publish(uint64_t request, json_t *options_take, const char *topic,
+                             json_t *args_take, json_t *kwargs_take);
+json_t *wamp_msg_new_subscribe(uint64_t request, json_t *options_take, const char *topic);
+json_t *wamp_msg_new_unsubscribe(uint64_t request, uint64_t subscription);
+json_t *wamp_msg_new_call(uint64_t request, json_t *options_take, const char *procedure,
+                          json_t *args_take, json_t *kwargs_take);
+json_t *wamp_msg_new_register(uint64_t request, json_t *options_take, const char *procedure);
+json_t *wamp_msg_new_unregister(uint64_t request, uint64_t registration);
+json_t *wamp_msg_new_yield(uint64_t request, json_t *options_take, json_t *args_take,
+                           json_t *kwargs_take);
+
+#endif /* WAMP_MSG_H */
