@@ -399,7 +399,9 @@ wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
         break;
     }
     wamp_msg_fini(&m);
-    return err;
+    /* A message that could not be delivered (too big, not encodable) was logged and traced
+     * where it was dropped; only running out of memory makes the session unusable. */
+    return err == WAMP_ENOMEM ? err : WAMP_OK;
 }
 
 /* --- Lifecycle (called by rt_router.c and the adapter) -----------------------------------------

@@ -284,17 +284,17 @@ END_TEST
 
 START_TEST(test_result_too_big_for_caller)
 {
-    /* Callee's transport allows big messages, caller's only 200 bytes. */
+    /* Callee's transport allows big messages, caller's only 400 bytes. */
     rt_peer small;
     memset(&small, 0, sizeof(small));
-    small.max_message_size = 200;
+    small.max_message_size = 400;
     fake_conn *caller = fake_conn_new_peer(T.rt, WAMP_SER_JSON, &small);
     fake_conn_join(caller, "realm1");
     fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
     int64_t reg = do_register(callee, "com.big");
     fake_conn_send(caller, "[48, 1, {}, \"com.big\"]");
     json_t *inv = expect_invocation(callee, reg);
-    char big[400];
+    char big[1000];
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     fake_conn_send(callee, "[70, %lld, {}, [\"%s\"]]", (long long)fake_msg_int(inv, 1), big);
