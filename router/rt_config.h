@@ -25,8 +25,9 @@ typedef struct rt_limits {
 /* One role's permission on a URI pattern (Crossbar "permissions" entry). */
 typedef struct rt_permission {
     char *uri;        /* pattern; "" with PREFIX = everything */
-    wamp_match match; /* "match" key; Crossbar's default is "exact" ... "prefix" if uri ends in
-                       * "." or is "" or "*" (see configs/README.md) */
+    wamp_match match; /* "match" key; without it Crossbar's star convention decides: no "*" =
+                       * exact, one trailing "*" = prefix ("*" alone = everything), other "*"s =
+                       * wildcard (see configs/README.md) */
     bool allow_call, allow_register, allow_publish, allow_subscribe;
     bool disclose_caller, disclose_publisher;
 } rt_permission;

@@ -1,0 +1,1002 @@
+/* check_rt_config.c: Crossbar node configuration parsing: the shipped configs, every default,
+ * Crossbar's permission conventions, and one exact message (with its key path) per refusal. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "rt_config.h"
+
+#define ERR_LEN 512
+#define MIB     ((size_t)1024 * 1024)
+
+/* Test JSON is written with single quotes to stay readable; this turns them into '"'. The
+ * result is owned by the caller. */
+static char *dq(const char *s)
+{
+    char *d = strdup(s);
+    ck_assert_ptr_nonnull(d);
+    for (char *p = d; *p; p++) {
+        if (*p == '\'') {
+            *p = '"';
+        }
+    }
+    return d;
+}
+
+/* Loads single-quoted JSON; returns the status and leaves the message in err. */
+static wamp_err load_q(const char *json, rt_config **out, char *err)
+{
+    char *text = dq(json);
+    wamp_err rc = rt_config_load_string(text, strlen(text), out, err, ERR_LEN);
+    free(text);
+    return rc;
+}
+
+static rt_config *load_ok(const char *json)
+{
+    char err[ERR_LEN] = "";
+    rt_config *cfg = NULL;
+    wamp_err rc = load_q(json, &cfg, err);
+    ck_assert_msg(rc == WAMP_OK, "load failed (%d): %s", rc, err);
+    ck_assert_ptr_nonnull(cfg);
+    return cfg;
+}
+
+/* Builds the path of a file under the source tree (RT_SOURCE_DIR is set by ctest). */
+static void source_path(char *buf, size_t len, const char *rel)
+{
+    const char *root = getenv("RT_SOURCE_DIR");
+    int n = snprintf(buf, len, "%s/%s", root ? root : ".", rel);
+    ck_assert(n > 0 && (size_t)n < len);
+}
+
+static rt_config *load_source_file(const char *rel)
+{
+    char path[4096];
+    char err[ERR_LEN] = "";
+    rt_config *cfg = NULL;
+    source_path(path, sizeof(path), rel);
+    wamp_err rc = rt_config_load_file(path, &cfg, err, sizeof(err));
+    ck_assert_msg(rc == WAMP_OK, "%s: load failed (%d): %s", rel, rc, err);
+    ck_assert_ptr_nonnull(cfg);
+    return cfg;
+}
+
+static void hostname_of(char *buf, size_t len)
+{
+    if (gethostname(buf, len) != 0 || !buf[0]) {
+        snprintf(buf, len, "localhost");
+    }
+    buf[len - 1] = '\0';
+}
+
+/* Building blocks of the test configurations. */
+#define ALLOW_ALL "'allow':{'call':true,'register':true,'publish':true,'subscribe':true}"
+#define R1                                                                                    \
+    "{'name':'realm1','roles':[{'name':'anonymous','permissions':[{'uri':'','match':'prefix'" \
+    "," ALLOW_ALL "}]}]}"
+#define T1                 "{'type':'websocket','endpoint':{'type':'tcp','port':8080}}"
+#define WORKER(body)       "{'version':2,'workers':[{'type':'router'," body "}]}"
+#define STD(extra)         WORKER("'realms':[" R1 "],'transports':[" T1 "]" extra)
+#define WITH_T(t)          WORKER("'realms':[" R1 "],'transports':[" t "]")
+#define WITH_R(r)          WORKER("'realms':[" r "],'transports':[" T1 "]")
+#define WITH_REALM_KEYS(k) WITH_R("{'name':'realm1'," k "}")
+#define WITH_ROLE(r)       WITH_R("{'name':'realm1','roles':[" r "]}")
+#define WITH_PERMS(p)      WITH_ROLE("{'name':'anonymous','permissions':[" p "]}")
+#define WITH_EP(ep)        WITH_T("{'type':'websocket','endpoint':" ep "}")
+#define WITH_WS_KEYS(k)    WITH_T("{'type':'websocket','endpoint':{'type':'tcp','port':8080}," k "}")
+#define WITH_WSOPT(o)      WITH_WS_KEYS("'options':" o)
+#define WITH_AUTH(a)       WITH_WS_KEYS("'auth':" a)
+#define WITH_WEB(k)        WITH_T("{'type':'web','endpoint':{'type':'tcp','port':8080}," k "}")
+#define WITH_PATHS(p)      WITH_WEB("'paths':" p)
+#define WITH_WAMPSCOPE(w)  STD(",'wampscope':" w)
+#define TOP(extra) \
+    "{'version':2," extra "'workers':[{'type':'router','realms':[" R1 "],'transports':[" T1 "]}]}"
+
+#define P_REALM "workers[0].realms[0]"
+#define P_ROLE  P_REALM ".roles[0]"
+#define P_PERM  P_ROLE ".permissions[0]"
+#define P_T     "workers[0].transports[0]"
+#define P_WS    "workers[0].wampscope"
+
+START_TEST(test_default_config)
+{
+    char err[ERR_LEN] = "";
+    char host[256];
+    rt_config *cfg = NULL;
+    ck_assert_int_eq(rt_config_load_default(&cfg, err, sizeof(err)), WAMP_OK);
+    ck_assert_ptr_nonnull(cfg);
+
+    hostname_of(host, sizeof(host));
+    ck_assert_str_eq(cfg->node_id, host);
+    ck_assert_str_eq(cfg->worker_id, "router1");
+
+    ck_assert_uint_eq(cfg->n_realms, 1);
+    const rt_realm_config *r = rt_config_find_realm(cfg, "realm1");
+    ck_assert_ptr_eq(r, &cfg->realms[0]);
+    ck_assert_uint_eq(r->n_roles, 1);
+    ck_assert_str_eq(r->roles[0].name, "anonymous");
+    ck_assert_uint_eq(r->roles[0].n_permissions, 1);
+    const rt_permission *p = &r->roles[0].permissions[0];
+    ck_assert_str_eq(p->uri, "");
+    ck_assert_int_eq(p->match, WAMP_MATCH_PREFIX);
+    ck_assert(p->allow_call && p->allow_register && p->allow_publish && p->allow_subscribe);
+    ck_assert(!p->disclose_caller && !p->disclose_publisher);
+
+    ck_assert_uint_eq(cfg->n_listeners, 1);
+    const rt_listener *l = &cfg->listeners[0];
+    ck_assert_str_eq(l->id, "transport1");
+    ck_assert_int_eq(l->kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_str_eq(l->interface, "127.0.0.1");
+    ck_assert_int_eq(l->port, 8080);
+    ck_assert_str_eq(l->path, "/ws");
+    ck_assert(l->ser_json && l->ser_msgpack);
+    ck_assert_uint_eq(l->max_message_size, 16 * MIB);
+    ck_assert_uint_eq(l->auto_ping_interval_ms, 0);
+    ck_assert_uint_eq(l->auto_ping_timeout_ms, 0);
+    ck_assert_str_eq(l->anonymous_role, "anonymous");
+
+    ck_assert_uint_eq(cfg->limits.max_message_size, 16 * MIB);
+    ck_assert_uint_eq(cfg->limits.max_queue_bytes, 64 * MIB);
+    ck_assert_uint_eq(cfg->limits.max_queue_messages, 1000000);
+    ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 10000);
+    ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
+    ck_assert(cfg->mgmt_enabled);
+    ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
+    ck_assert_uint_eq(cfg->tracing_max_traces, 16);
+    ck_assert_ptr_null(cfg->log_level);
+
+    ck_assert_ptr_null(rt_config_find_realm(cfg, "mgmt"));
+    ck_assert_ptr_null(rt_config_find_realm(cfg, NULL));
+    ck_assert_ptr_null(rt_config_find_realm(NULL, "realm1"));
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* configs/default.json on disk is the same configuration as the embedded one. */
+START_TEST(test_default_file_matches_embedded)
+{
+    rt_config *file = load_source_file("configs/default.json");
+    rt_config *emb = NULL;
+    char err[ERR_LEN];
+    ck_assert_int_eq(rt_config_load_default(&emb, err, sizeof(err)), WAMP_OK);
+    ck_assert_uint_eq(file->n_realms, emb->n_realms);
+    ck_assert_uint_eq(file->n_listeners, emb->n_listeners);
+    ck_assert_str_eq(file->listeners[0].path, emb->listeners[0].path);
+    ck_assert_int_eq(file->listeners[0].port, emb->listeners[0].port);
+    ck_assert_str_eq(file->mgmt_realm, emb->mgmt_realm);
+    rt_config_free(file);
+    rt_config_free(emb);
+}
+
+END_TEST
+
+START_TEST(test_e2e_config)
+{
+    rt_config *cfg = load_source_file("configs/test-e2e.json");
+    ck_assert_uint_eq(cfg->n_realms, 3);
+    const char *names[] = {"realm1", "realm2", "realm3"};
+    for (size_t i = 0; i < 3; i++) {
+        const rt_realm_config *r = rt_config_find_realm(cfg, names[i]);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_uint_eq(r->n_roles, 1);
+        ck_assert_str_eq(r->roles[0].name, "anonymous");
+        const rt_permission *p = &r->roles[0].permissions[0];
+        ck_assert_str_eq(p->uri, "");
+        ck_assert_int_eq(p->match, WAMP_MATCH_PREFIX);
+        ck_assert(p->allow_call && p->allow_register && p->allow_publish && p->allow_subscribe);
+    }
+    ck_assert_uint_eq(cfg->n_listeners, 1);
+    const rt_listener *l = &cfg->listeners[0];
+    ck_assert_str_eq(l->interface, "127.0.0.1");
+    ck_assert_int_eq(l->port, 0);
+    ck_assert_str_eq(l->path, "/ws");
+    ck_assert(l->ser_json && l->ser_msgpack);
+    ck_assert_uint_eq(l->max_message_size, 4 * MIB);
+    ck_assert_str_eq(l->anonymous_role, "anonymous");
+    ck_assert_uint_eq(cfg->limits.max_message_size, 4 * MIB);
+    ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 5000);
+    ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
+    ck_assert_str_eq(cfg->log_level, "info");
+    ck_assert(cfg->mgmt_enabled);
+    ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+START_TEST(test_example_config)
+{
+    rt_config *cfg = load_source_file("configs/router.example.json");
+    ck_assert_str_eq(cfg->node_id, "node1");
+    ck_assert_str_eq(cfg->worker_id, "router1");
+    ck_assert_uint_ge(cfg->n_realms, 2);
+    ck_assert_uint_eq(cfg->n_listeners, 2);
+    ck_assert_ptr_nonnull(cfg->log_level);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* The smallest config: everything not given takes its documented default. */
+START_TEST(test_minimal_defaults)
+{
+    rt_config *cfg = load_ok("{'workers':[{'type':'router','realms':[{'name':'app'}],"
+                             "'transports':[{'type':'websocket','endpoint':{'type':'tcp',"
+                             "'port':9000}}]}]}");
+    char host[256];
+    hostname_of(host, sizeof(host));
+    ck_assert_str_eq(cfg->node_id, host);
+    ck_assert_str_eq(cfg->worker_id, "router1");
+    ck_assert_uint_eq(cfg->n_realms, 1);
+    ck_assert_str_eq(cfg->realms[0].name, "app");
+    ck_assert_uint_eq(cfg->realms[0].n_roles, 0);
+    const rt_listener *l = &cfg->listeners[0];
+    ck_assert_str_eq(l->id, "transport1");
+    ck_assert_ptr_null(l->interface);
+    ck_assert_int_eq(l->port, 9000);
+    ck_assert_str_eq(l->path, "/");
+    ck_assert(l->ser_json && l->ser_msgpack);
+    ck_assert_uint_eq(l->max_message_size, 16 * MIB);
+    ck_assert_str_eq(l->anonymous_role, "anonymous");
+    ck_assert_uint_eq(cfg->limits.max_queue_bytes, 64 * MIB);
+    ck_assert_uint_eq(cfg->limits.max_queue_messages, 1000000);
+    ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 10000);
+    ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
+    ck_assert(cfg->mgmt_enabled);
+    ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
+    ck_assert_uint_eq(cfg->tracing_max_traces, 16);
+    ck_assert_ptr_null(cfg->log_level);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* Crossbar role.py / autobahn convert_starred_uri: without "match" the stars decide; every
+ * allow/disclose flag defaults to false. */
+START_TEST(test_permission_defaults)
+{
+    rt_config *cfg = load_ok(WITH_PERMS("{'uri':'com.example.proc'},"
+                                        "{'uri':'com.example.*','allow':{'call':true}},"
+                                        "{'uri':'*','allow':{'subscribe':true}},"
+                                        "{'uri':'com.*.update','allow':{'publish':true}},"
+                                        "{'uri':'*.x.*'},"
+                                        "{'uri':'com.pre','match':'prefix'},"
+                                        "{'uri':'com..wild','match':'wildcard'},"
+                                        "{'uri':'com.exact','match':'exact','cache':true,"
+                                        "'disclose':{'caller':true,'publisher':true}},"
+                                        "{'uri':'*.*'}"));
+    const rt_role *role = &cfg->realms[0].roles[0];
+    ck_assert_uint_eq(role->n_permissions, 9);
+    const rt_permission *p = role->permissions;
+
+    ck_assert_str_eq(p[0].uri, "com.example.proc");
+    ck_assert_int_eq(p[0].match, WAMP_MATCH_EXACT);
+    ck_assert(!p[0].allow_call && !p[0].allow_register && !p[0].allow_publish &&
+              !p[0].allow_subscribe);
+    ck_assert(!p[0].disclose_caller && !p[0].disclose_publisher);
+
+    ck_assert_str_eq(p[1].uri, "com.example.");
+    ck_assert_int_eq(p[1].match, WAMP_MATCH_PREFIX);
+    ck_assert(p[1].allow_call && !p[1].allow_register);
+
+    ck_assert_str_eq(p[2].uri, "");
+    ck_assert_int_eq(p[2].match, WAMP_MATCH_PREFIX);
+    ck_assert(p[2].allow_subscribe && !p[2].allow_publish);
+
+    ck_assert_str_eq(p[3].uri, "com..update");
+    ck_assert_int_eq(p[3].match, WAMP_MATCH_WILDCARD);
+    ck_assert(p[3].allow_publish);
+
+    ck_assert_str_eq(p[4].uri, ".x.");
+    ck_assert_int_eq(p[4].match, WAMP_MATCH_WILDCARD);
+
+    ck_assert_str_eq(p[5].uri, "com.pre");
+    ck_assert_int_eq(p[5].match, WAMP_MATCH_PREFIX);
+    ck_assert_str_eq(p[6].uri, "com..wild");
+    ck_assert_int_eq(p[6].match, WAMP_MATCH_WILDCARD);
+    ck_assert_str_eq(p[7].uri, "com.exact");
+    ck_assert_int_eq(p[7].match, WAMP_MATCH_EXACT);
+    ck_assert(p[7].disclose_caller && p[7].disclose_publisher);
+    ck_assert_str_eq(p[8].uri, ".");
+    ck_assert_int_eq(p[8].match, WAMP_MATCH_WILDCARD);
+    rt_config_free(cfg);
+
+    /* Crossbar applies a "" entry to every URI no other entry prefixes: prefix "". */
+    cfg = load_ok(WITH_PERMS("{'uri':'','allow':{'register':true}}"));
+    p = cfg->realms[0].roles[0].permissions;
+    ck_assert_str_eq(p[0].uri, "");
+    ck_assert_int_eq(p[0].match, WAMP_MATCH_PREFIX);
+    ck_assert(p[0].allow_register && !p[0].allow_call);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* A role without "permissions" (or with an empty list) denies everything. */
+START_TEST(test_role_without_permissions)
+{
+    rt_config *cfg = load_ok(WITH_ROLE("{'name':'nobody'},{'name':'empty','permissions':[]}"));
+    ck_assert_uint_eq(cfg->realms[0].n_roles, 2);
+    ck_assert_uint_eq(cfg->realms[0].roles[0].n_permissions, 0);
+    ck_assert_ptr_null(cfg->realms[0].roles[0].permissions);
+    ck_assert_uint_eq(cfg->realms[0].roles[1].n_permissions, 0);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* The shape Crossbar users commonly have: "$schema", an empty controller, a web transport with a
+ * "ws" path carrying Crossbar's template WebSocket options and anonymous auth, and realm roles
+ * with starred URIs. */
+START_TEST(test_crossbar_style_config)
+{
+    const char *json =
+            "{'$schema':'https://raw.githubusercontent.com/crossbario/crossbar/master/"
+            "crossbar.json',"
+            "'version':2,'controller':{'options':{'shutdown':['shutdown_on_last_worker_exit'],"
+            "'title':'node'}},"
+            "'workers':[{'type':'router','options':{'pythonpath':['..'],'title':'router'},"
+            "'realms':[{'name':'com.example.app','options':{'uri_check':'loose',"
+            "'enable_meta_api':false,'event_dispatching_chunk_size':100},"
+            "'roles':["
+            "{'name':'backend','permissions':[{'uri':'com.example.*','allow':{'call':true,"
+            "'register':true,'publish':true,'subscribe':true},'disclose':{'caller':true,"
+            "'publisher':true},'cache':true}]},"
+            "{'name':'frontend','permissions':[{'uri':'com.example.api.*','allow':{'call':true,"
+            "'subscribe':true}},{'uri':'com.example.api.admin','match':'exact','allow':{}}]}]}],"
+            "'transports':[{'type':'web','id':'web1','endpoint':{'type':'tcp','port':8080,"
+            "'backlog':1024,'shared':false,'version':4},"
+            "'options':{'access_log':true},"
+            "'paths':{'ws':{'type':'websocket','serializers':['json','msgpack'],"
+            "'auth':{'anonymous':{'type':'static','role':'frontend'}},"
+            "'options':{'allowed_origins':['*'],'allow_null_origin':true,'enable_webstatus':false,"
+            "'max_frame_size':1048576,'max_message_size':1048576,'auto_fragment_size':65536,"
+            "'fail_by_drop':true,'open_handshake_timeout':2500,'close_handshake_timeout':1000,"
+            "'auto_ping_interval':10000,'auto_ping_timeout':5000,'auto_ping_size':12,"
+            "'compression':{'deflate':{'request_no_context_takeover':false}}}}}},"
+            "{'type':'websocket','endpoint':{'type':'tcp','port':9000,'interface':'::1',"
+            "'version':6},'url':'ws://localhost:9000/wamp?x=1','debug':false,"
+            "'serializers':['msgpack']}]}]}";
+    rt_config *cfg = load_ok(json);
+    ck_assert_uint_eq(cfg->n_realms, 1);
+    const rt_realm_config *r = rt_config_find_realm(cfg, "com.example.app");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(r->n_roles, 2);
+    ck_assert_str_eq(r->roles[0].permissions[0].uri, "com.example.");
+    ck_assert_int_eq(r->roles[0].permissions[0].match, WAMP_MATCH_PREFIX);
+    ck_assert(r->roles[0].permissions[0].disclose_caller);
+    ck_assert_str_eq(r->roles[1].permissions[1].uri, "com.example.api.admin");
+    ck_assert(!r->roles[1].permissions[1].allow_call);
+
+    ck_assert_uint_eq(cfg->n_listeners, 2);
+    const rt_listener *web = &cfg->listeners[0];
+    ck_assert_str_eq(web->id, "web1");
+    ck_assert_ptr_null(web->interface);
+    ck_assert_str_eq(web->path, "/ws");
+    ck_assert_uint_eq(web->max_message_size, 1 * MIB);
+    ck_assert_uint_eq(web->auto_ping_interval_ms, 10000);
+    ck_assert_uint_eq(web->auto_ping_timeout_ms, 5000);
+    ck_assert_str_eq(web->anonymous_role, "frontend");
+    const rt_listener *ws = &cfg->listeners[1];
+    ck_assert_str_eq(ws->id, "transport2");
+    ck_assert_str_eq(ws->interface, "::1");
+    ck_assert_int_eq(ws->port, 9000);
+    ck_assert_str_eq(ws->path, "/wamp");
+    ck_assert(!ws->ser_json && ws->ser_msgpack);
+    ck_assert_str_eq(ws->anonymous_role, "anonymous");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+START_TEST(test_web_root_path_and_auth_defaults)
+{
+    rt_config *cfg = load_ok(WITH_T("{'type':'web','endpoint':{'type':'tcp','port':8080},"
+                                    "'paths':{'/':{'type':'websocket','auth':{}}}},"
+                                    "{'type':'websocket','endpoint':{'type':'tcp','port':8081},"
+                                    "'auth':{'anonymous':{'type':'static'}}}"));
+    ck_assert_str_eq(cfg->listeners[0].path, "/");
+    /* Crossbar: an empty "auth" is no auth, i.e. anonymous as "anonymous". */
+    ck_assert_str_eq(cfg->listeners[0].anonymous_role, "anonymous");
+    ck_assert_str_eq(cfg->listeners[1].anonymous_role, "anonymous");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+START_TEST(test_wampscope_values)
+{
+    rt_config *cfg = load_ok(WITH_WAMPSCOPE(
+            "{'limits':{'max_message_size':1024,'max_queue_bytes':2048,'max_queue_messages':1,"
+            "'hello_timeout':100,'shutdown_grace':0},'management':{'realm':'ops','enabled':"
+            "false},'tracing':{'max_traces':1024},'log_level':'debug'}"));
+    ck_assert_uint_eq(cfg->limits.max_message_size, 1024);
+    ck_assert_uint_eq(cfg->limits.max_queue_bytes, 2048);
+    ck_assert_uint_eq(cfg->limits.max_queue_messages, 1);
+    ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 100);
+    ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 0);
+    /* The transport's max_message_size defaults to the limit. */
+    ck_assert_uint_eq(cfg->listeners[0].max_message_size, 1024);
+    ck_assert_str_eq(cfg->mgmt_realm, "ops");
+    ck_assert(!cfg->mgmt_enabled);
+    ck_assert_uint_eq(cfg->tracing_max_traces, 1024);
+    ck_assert_str_eq(cfg->log_level, "debug");
+    rt_config_free(cfg);
+
+    /* A disabled management realm may share its name with an application realm. */
+    cfg = load_ok(WITH_WAMPSCOPE("{'management':{'realm':'realm1','enabled':false}}"));
+    ck_assert(!cfg->mgmt_enabled);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+typedef struct refusal {
+    const char *json;
+    const char *message;
+} refusal;
+
+static const refusal refusals[] = {
+        /* Top level and controller. */
+        {"[1]", "(top level): must be an object"},
+        {TOP("'foo':1,"), "foo: unknown key"},
+        {"{'version':1}", "version: must be 2 (Crossbar node configuration version 2)"},
+        {"{'version':'2'}", "version: must be 2 (Crossbar node configuration version 2)"},
+        {TOP("'$schema':5,"), "$schema: must be a string"},
+        {"{'version':2}", "workers: must contain one worker of type \"router\""},
+        {"{'workers':{}}", "workers: must be a list"},
+        {TOP("'controller':{'id':'Node-1'},"),
+         "controller.id: \"Node-1\" must match ^[a-z][a-z0-9_]{2,63}$ (Crossbar's ID rule)"},
+        {TOP("'controller':{'keyring':{}},"), "controller.keyring: node keys are not supported"},
+        {TOP("'controller':{'options':{'shutdown':'shutdown_never'}},"),
+         "controller.options.shutdown: must be one of (or a list of) "
+         "\"shutdown_on_shutdown_requested\", \"shutdown_on_worker_exit\", "
+         "\"shutdown_on_worker_exit_with_error\", \"shutdown_on_last_worker_exit\""},
+        {TOP("'controller':{'options':{'shutdown':['shutdown_on_worker_exit',3]}},"),
+         "controller.options.shutdown: must be one of (or a list of) "
+         "\"shutdown_on_shutdown_requested\", \"shutdown_on_worker_exit\", "
+         "\"shutdown_on_worker_exit_with_error\", \"shutdown_on_last_worker_exit\""},
+        {TOP("'controller':{'bogus':1},"), "controller.bogus: unknown key"},
+        /* Workers. */
+        {"{'workers':[{'type':'router','realms':[" R1 "],'transports':[" T1 "]},"
+         "{'type':'container'}]}",
+         "workers[1].type: worker type \"container\" is not supported (wampscope runs one "
+         "router worker)"},
+        {"{'workers':[{'type':'guest'}]}",
+         "workers[0].type: worker type \"guest\" is not supported (wampscope runs one router "
+         "worker)"},
+        {"{'workers':[{'type':'router','realms':[" R1 "],'transports':[" T1 "]},"
+         "{'type':'router'}]}",
+         "workers[1].type: a second router worker is not supported (wampscope runs one router "
+         "per process; workers[0] is the router)"},
+        {"{'workers':[{'type':'xbrmarket'}]}",
+         "workers[0].type: worker type \"xbrmarket\" is not supported (wampscope runs one router "
+         "worker)"},
+        {TOP("'controller':{'fabric':{}},"),
+         "controller.fabric: Crossbar FX management uplinks are not supported (wampscope has its "
+         "own management realm)"},
+        {TOP("'controller':{'enable_docker':true},"),
+         "controller.enable_docker: Docker control is not supported"},
+        {"{'workers':[{'id':'router1'}]}", "workers[0].type: is required"},
+        {"{'workers':[5]}", "workers[0]: must be an object"},
+        {STD(",'bogus':true"), "workers[0].bogus: unknown key"},
+        {STD(",'id':'R1'"),
+         "workers[0].id: \"R1\" must match ^[a-z][a-z0-9_]{2,63}$ (Crossbar's ID rule)"},
+        {STD(",'manhole':{}"), "workers[0].manhole: the manhole is not supported"},
+        {STD(",'options':{'cpu_affinity':[0]}"), "workers[0].options.cpu_affinity: not supported"},
+        {STD(",'options':{'env':{}}"),
+         "workers[0].options.env: not supported (set the environment of the wampscope process)"},
+        {STD(",'options':{'disabled':true}"),
+         "workers[0].options.disabled: a disabled router worker leaves nothing to run"},
+        {STD(",'options':{'title':1}"), "workers[0].options.title: must be a string"},
+        {STD(",'options':{'frobnicate':1}"), "workers[0].options.frobnicate: unknown key"},
+        {STD(",'components':[{'type':'class'}]"),
+         "workers[0].components: router components are not supported (run them as separate "
+         "WAMP clients)"},
+        {STD(",'connections':[{}]"),
+         "workers[0].connections: router connections are not supported"},
+        /* Realms. */
+        {WORKER("'transports':[" T1 "]"), "workers[0].realms: at least one realm is required"},
+        {WORKER("'realms':[],'transports':[" T1 "]"),
+         "workers[0].realms: at least one realm is required"},
+        {WORKER("'realms':{},'transports':[" T1 "]"), "workers[0].realms: must be a list"},
+        {WITH_R("{'roles':[]}"), P_REALM ".name: is required"},
+        {WITH_R("{'name':'a b'}"), P_REALM ".name: \"a b\" is not a valid realm name (a URI)"},
+        {WITH_R("{'name':7}"), P_REALM ".name: must be a string"},
+        {WITH_R(R1 "," R1),
+         "workers[0].realms[1].name: realm \"realm1\" is already defined by realms[0]"},
+        {WITH_REALM_KEYS("'store':{'type':'memory'}"),
+         P_REALM ".store: realm stores (event history) are not supported yet"},
+        {WITH_REALM_KEYS("'authorizer':'com.auth'"),
+         P_REALM ".authorizer: dynamic authorizers are not supported (use static permissions)"},
+        {WITH_REALM_KEYS("'bogus':1"), P_REALM ".bogus: unknown key"},
+        {WITH_REALM_KEYS("'options':{'uri_check':'strict'}"),
+         P_REALM ".options.uri_check: only \"loose\" is supported (got \"strict\"); wampscope "
+                 "always checks URIs with the loose rule"},
+        {WITH_REALM_KEYS("'options':{'enable_meta_api':true}"),
+         P_REALM ".options.enable_meta_api: the WAMP meta API is not supported yet; set it to "
+                 "false or remove it"},
+        {WITH_REALM_KEYS("'options':{'bridge_meta_api':true}"),
+         P_REALM ".options.bridge_meta_api: the WAMP meta API is not supported yet"},
+        {WITH_REALM_KEYS("'options':{'event_dispatching_chunk_size':0}"),
+         P_REALM ".options.event_dispatching_chunk_size: must be an integer 1..2147483647"},
+        {WITH_REALM_KEYS("'options':{'colour':'blue'}"), P_REALM ".options.colour: unknown key"},
+        {WITH_REALM_KEYS("'roles':{}"), P_REALM ".roles: must be a list"},
+        /* Roles. */
+        {WITH_ROLE("{'name':'user','authorizer':'com.example.authorize'}"),
+         P_ROLE ".authorizer: dynamic authorizers are not supported (use static permissions)"},
+        {WITH_ROLE("{'permissions':[]}"), P_ROLE ".name: is required"},
+        {WITH_ROLE("{'name':'a role'}"), P_ROLE ".name: \"a role\" is not a valid role name"},
+        {WITH_ROLE("{'name':'r1'},{'name':'r1'}"),
+         P_REALM ".roles[1].name: role \"r1\" is already defined by roles[0]"},
+        {WITH_ROLE("{'name':'r1','permissions':{}}"), P_ROLE ".permissions: must be a list"},
+        {WITH_ROLE("{'name':'r1','allow-by-default':true}"),
+         P_ROLE ".allow-by-default: unknown key"},
+        /* Permissions. */
+        {WITH_PERMS("{'allow':{'call':true}}"), P_PERM ".uri: is required"},
+        {WITH_PERMS("7"), P_PERM ": must be an object"},
+        {WITH_PERMS("{'uri':'com.a','match':'regex'}"),
+         P_PERM ".match: must be \"exact\", \"prefix\" or \"wildcard\" (got \"regex\")"},
+        {WITH_PERMS("{'uri':'com.*','match':'prefix'}"),
+         P_PERM ".uri: '*' is taken literally when \"match\" is given; remove the '*' or the "
+                "\"match\" key"},
+        {WITH_PERMS("{'uri':'com.a*b.*'}"),
+         P_PERM ".uri: '*' must stand for a whole URI component in \"com.a*b.*\""},
+        {WITH_PERMS("{'uri':'com a'}"),
+         P_PERM ".uri: \"com a\" is not a valid URI pattern for match \"exact\""},
+        {WITH_PERMS("{'uri':'','match':'exact'}"),
+         P_PERM ".uri: \"\" with match \"exact\" is ambiguous; for a prefix use \"match\": "
+                "\"prefix\""},
+        {WITH_PERMS("{'uri':'com.example.'}"),
+         P_PERM ".uri: \"com.example.\" with match \"exact\" is ambiguous; for a prefix write "
+                "\"com.example.*\" or \"match\": \"prefix\""},
+        {WITH_PERMS("{'uri':'com..x'}"),
+         P_PERM ".uri: \"com..x\" is not a valid URI pattern for match \"exact\""},
+        {WITH_PERMS("{'uri':'','match':'wildcard'}"),
+         P_PERM ".uri: \"\" is not a valid URI pattern for match \"wildcard\""},
+        {WITH_PERMS("{'uri':'**'}"), P_PERM ".uri: '*' must stand for a whole URI component in "
+                                            "\"**\""},
+        {WITH_PERMS("{'uri':'com.a','validate':{'call':'t'}}"),
+         P_PERM ".validate: payload validation is not supported"},
+        {WITH_PERMS("{'uri':'com.a','allow':{'admin':true}}"), P_PERM ".allow.admin: unknown key"},
+        {WITH_PERMS("{'uri':'com.a','allow':{'call':1}}"), P_PERM ".allow.call: must be a boolean"},
+        {WITH_PERMS("{'uri':'com.a','allow':[]}"), P_PERM ".allow: must be an object"},
+        {WITH_PERMS("{'uri':'com.a','disclose':{'callee':true}}"),
+         P_PERM ".disclose.callee: unknown key"},
+        {WITH_PERMS("{'uri':'com.a','cache':'yes'}"), P_PERM ".cache: must be a boolean"},
+        {WITH_PERMS("{'uri':'com.a'},{'uri':'com.a','match':'prefix'}"),
+         P_ROLE ".permissions[1].uri: pattern \"com.a\" is already used by permissions[0] "
+                "(Crossbar would silently keep only the last one)"},
+        {WITH_PERMS("{'uri':'com.*'},{'uri':'com.','match':'prefix'}"),
+         P_ROLE ".permissions[1].uri: pattern \"com.\" is already used by permissions[0] "
+                "(Crossbar would silently keep only the last one)"},
+        /* Transports. */
+        {WORKER("'realms':[" R1 "]"), "workers[0].transports: at least one transport is required"},
+        {WORKER("'realms':[" R1 "],'transports':[]"),
+         "workers[0].transports: at least one transport is required"},
+        {WITH_T("{'type':'rawsocket','endpoint':{'type':'tcp','port':8081}}"),
+         P_T ".type: RawSocket transports are not supported yet"},
+        {WITH_T("{'type':'universal'}"), P_T ".type: universal transports are not supported yet"},
+        {WITH_T("{'type':'mqtt'}"), P_T ".type: MQTT transports are not supported"},
+        {WITH_T("{'type':'flashpolicy'}"), P_T ".type: Flash policy transports are not supported"},
+        {WITH_T("{'type':'carrier-pigeon'}"), P_T ".type: unknown type \"carrier-pigeon\""},
+        {WITH_T("{'endpoint':{'type':'tcp','port':1}}"), P_T ".type: is required"},
+        {WITH_T("{'type':'websocket'}"), P_T ".endpoint: is required"},
+        {WITH_WS_KEYS("'bogus':1"), P_T ".bogus: unknown key"},
+        {WITH_WS_KEYS("'id':'x'"),
+         P_T ".id: \"x\" must match ^[a-z][a-z0-9_]{2,63}$ (Crossbar's ID rule)"},
+        {WITH_WS_KEYS("'cookie':{}"), P_T ".cookie: cookie tracking is not supported yet"},
+        {WITH_WS_KEYS("'debug':'on'"), P_T ".debug: must be a boolean"},
+        {WITH_WS_KEYS("'url':'http://localhost:8080/ws'"),
+         P_T ".url: \"http://localhost:8080/ws\" must be a ws:// or wss:// URL"},
+        {WITH_WS_KEYS("'url':'ws:///ws'"), P_T ".url: \"ws:///ws\" has no host"},
+        {WITH_WS_KEYS("'serializers':['cbor','json']"),
+         P_T ".serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
+             "\"msgpack\" are)"},
+        {WITH_WS_KEYS("'serializers':['json','ubjson']"),
+         P_T ".serializers[1]: serializer \"ubjson\" is not supported (only \"json\" and "
+             "\"msgpack\" are)"},
+        {WITH_WS_KEYS("'serializers':['flatbuffers']"),
+         P_T ".serializers[0]: serializer \"flatbuffers\" is not supported (only \"json\" and "
+             "\"msgpack\" are)"},
+        {WITH_WS_KEYS("'serializers':['xml']"), P_T ".serializers[0]: unknown serializer \"xml\""},
+        {WITH_WS_KEYS("'serializers':[]"),
+         P_T ".serializers: must name at least one serializer (\"json\", \"msgpack\")"},
+        {WITH_WS_KEYS("'serializers':'json'"), P_T ".serializers: must be a list"},
+        {WITH_T(T1 "," T1), "workers[0].transports[1].endpoint.port: port 8080 is already used by "
+                            "transports[0]"},
+        {WITH_T(T1 ",{'type':'websocket','id':'transport1','endpoint':{'type':'tcp','port':1}}"),
+         "workers[0].transports[1].id: transport ID \"transport1\" is already used by "
+         "transports[0]"},
+        /* Endpoints. */
+        {WITH_EP("{'type':'tcp'}"), P_T ".endpoint.port: is required"},
+        {WITH_EP("{'type':'tcp','port':70000}"), P_T ".endpoint.port: must be an integer 0..65535"},
+        {WITH_EP("{'type':'tcp','port':-1}"), P_T ".endpoint.port: must be an integer 0..65535"},
+        {WITH_EP("{'type':'tcp','port':'8080'}"),
+         P_T ".endpoint.port: must be an integer 0..65535"},
+        {WITH_EP("{'type':'tcp','port':8080.5}"),
+         P_T ".endpoint.port: must be an integer 0..65535"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'key':'k','certificate':'c'}}"),
+         P_T ".endpoint.tls: TLS is not supported yet (terminate TLS in a reverse proxy)"},
+        {WITH_EP("{'type':'unix','path':'/tmp/s'}"),
+         P_T ".endpoint.type: Unix domain socket endpoints are not supported yet"},
+        {WITH_EP("{'type':'onion','port':1}"), P_T ".endpoint.type: Tor onion endpoints are not "
+                                                   "supported"},
+        {WITH_EP("{'port':8080}"), P_T ".endpoint.type: is required"},
+        {WITH_EP("8080"), P_T ".endpoint: must be an object"},
+        {WITH_EP("{'type':'tcp','port':8080,'portrange':[1,2]}"),
+         P_T ".endpoint.portrange: port ranges are not supported; give one \"port\""},
+        {WITH_EP("{'type':'tcp','port':8080,'version':5}"),
+         P_T ".endpoint.version: must be 4 or 6"},
+        {WITH_EP("{'type':'tcp','port':8080,'version':6}"),
+         P_T ".endpoint.version: 6 needs an explicit \"interface\" (e.g. \"::\" for all IPv6 "
+             "interfaces)"},
+        {WITH_EP("{'type':'tcp','port':8080,'version':6,'interface':'127.0.0.1'}"),
+         P_T ".endpoint.version: 6 does not match interface \"127.0.0.1\""},
+        {WITH_EP("{'type':'tcp','port':8080,'interface':'::'}"),
+         P_T ".endpoint.version: 4 does not match interface \"::\""},
+        {WITH_EP("{'type':'tcp','port':8080,'interface':''}"),
+         P_T ".endpoint.interface: must not be empty (remove it to listen on all interfaces)"},
+        {WITH_EP("{'type':'tcp','port':8080,'interface':5}"),
+         P_T ".endpoint.interface: must be a string"},
+        {WITH_EP("{'type':'tcp','port':8080,'backlog':0}"),
+         P_T ".endpoint.backlog: must be an integer 1..65535"},
+        {WITH_EP("{'type':'tcp','port':8080,'shared':1}"),
+         P_T ".endpoint.shared: must be a boolean"},
+        {WITH_EP("{'type':'tcp','port':8080,'user_timeout':5}"),
+         P_T ".endpoint.user_timeout: TCP_USER_TIMEOUT is not supported"},
+        {WITH_EP("{'type':'tcp','port':8080,'colour':5}"), P_T ".endpoint.colour: unknown key"},
+        /* WebSocket options. */
+        {WITH_WSOPT("{'foo':1}"), P_T ".options.foo: unknown key"},
+        {WITH_WSOPT("[]"), P_T ".options: must be an object"},
+        {WITH_WSOPT("{'validate_utf8':true}"), P_T ".options.validate_utf8: not supported"},
+        {WITH_WSOPT("{'external_port':80}"), P_T ".options.external_port: not supported"},
+        {WITH_WSOPT("{'enable_hybi10':false}"),
+         P_T ".options.enable_hybi10: not supported (RFC 6455 only)"},
+        {WITH_WSOPT("{'enable_flash_policy':true}"),
+         P_T ".options.enable_flash_policy: Flash policy files are not supported"},
+        {WITH_WSOPT("{'max_message_size':100}"),
+         P_T ".options.max_message_size: must be an integer 1024..1073741824 bytes"},
+        {WITH_WSOPT("{'max_message_size':33554432}"),
+         P_T ".options.max_message_size: 33554432 exceeds wampscope.limits.max_message_size "
+             "(16777216 bytes)"},
+        {WITH_WSOPT("{'auto_ping_interval':500}"),
+         P_T ".options.auto_ping_interval: must be 0 (off) or an integer 1000..3600000 ms"},
+        {WITH_WSOPT("{'auto_ping_timeout':'5s'}"),
+         P_T ".options.auto_ping_timeout: must be 0 (off) or an integer 1000..3600000 ms"},
+        {WITH_WSOPT("{'auto_ping_size':200}"),
+         P_T ".options.auto_ping_size: must be an integer 12..125"},
+        {WITH_WSOPT("{'allowed_origins':['https://example.com']}"),
+         P_T ".options.allowed_origins: only [\"*\"] is supported (Origin is not checked yet)"},
+        {WITH_WSOPT("{'allow_null_origin':false}"),
+         P_T ".options.allow_null_origin: only true is supported (Origin is not checked yet)"},
+        {WITH_WSOPT("{'require_websocket_subprotocol':false}"),
+         P_T ".options.require_websocket_subprotocol: only true is supported (a WAMP "
+             "subprotocol is always required)"},
+        {WITH_WSOPT("{'compression':true}"), P_T ".options.compression: must be an object"},
+        {WITH_WSOPT("{'enable_webstatus':'no'}"), P_T ".options.enable_webstatus: must be a "
+                                                      "boolean"},
+        /* Authentication. */
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{}}}"),
+         P_T ".auth.ticket: authentication method \"ticket\" is not supported yet"},
+        {WITH_AUTH("{'wampcra':{'type':'static','users':{}}}"),
+         P_T ".auth.wampcra: authentication method \"wampcra\" is not supported yet"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{}}}"),
+         P_T ".auth.cryptosign: authentication method \"cryptosign\" is not supported yet"},
+        {WITH_AUTH("{'cookie':{}}"),
+         P_T ".auth.cookie: authentication method \"cookie\" is not supported yet"},
+        {WITH_AUTH("{'tls':{'type':'static'}}"),
+         P_T ".auth.tls: authentication method \"tls\" is not supported yet"},
+        {WITH_AUTH("{'scram':{'type':'static'}}"),
+         P_T ".auth.scram: authentication method \"scram\" is not supported yet"},
+        {WITH_AUTH("{'kerberos':{}}"), P_T ".auth.kerberos: unknown key"},
+        {WITH_AUTH("{'anonymous':{'type':'dynamic','authenticator':'com.auth'}}"),
+         P_T ".auth.anonymous.type: dynamic authenticators are not supported"},
+        {WITH_AUTH("{'anonymous':{'role':'x'}}"), P_T ".auth.anonymous.type: is required"},
+        {WITH_AUTH("{'anonymous':{'type':'static','authid':'joe'}}"),
+         P_T ".auth.anonymous.authid: a fixed anonymous authid is not supported yet"},
+        {WITH_AUTH("{'anonymous':{'type':'static','role':'a b'}}"),
+         P_T ".auth.anonymous.role: \"a b\" is not a valid role name"},
+        {WITH_AUTH("[]"), P_T ".auth: must be an object"},
+        /* Web transports. */
+        {WITH_WEB("'bogus':1,'paths':{}"), P_T ".bogus: unknown key"},
+        {WITH_WEB("'options':{'hsts':true},'paths':{}"),
+         P_T ".options.hsts: HSTS is not supported (no TLS yet)"},
+        {WITH_WEB("'url':'ws://x/'"), P_T ".url: unknown key"},
+        {WITH_T("{'type':'web','paths':{'ws':{'type':'websocket'}}}"),
+         P_T ".endpoint: is required"},
+        {WITH_WEB("'options':{}"), P_T ".paths: is required"},
+        {WITH_PATHS("[]"), P_T ".paths: must be an object"},
+        {WITH_PATHS("{}"), P_T ".paths: must contain one path of type \"websocket\""},
+        {WITH_PATHS("{'/':{'type':'static','directory':'../web'},'ws':{'type':'websocket'}}"),
+         P_T ".paths[\"/\"].type: path type \"static\" is not supported (wampscope serves only "
+             "WAMP over WebSocket)"},
+        {WITH_PATHS("{'ws':{'type':'websocket'},'info':{'type':'nodeinfo'}}"),
+         P_T ".paths.info.type: path type \"nodeinfo\" is not supported"},
+        {WITH_PATHS("{'call':{'type':'caller','realm':'realm1','role':'anonymous'}}"),
+         P_T ".paths.call.type: path type \"caller\" (HTTP bridge) is not supported"},
+        {WITH_PATHS("{'x':{'type':'teleporter'}}"),
+         P_T ".paths.x.type: unknown type \"teleporter\""},
+        {WITH_PATHS("{'x':{}}"), P_T ".paths.x.type: is required"},
+        {WITH_PATHS("{'ws':{'type':'websocket'},'ws2':{'type':'websocket'}}"),
+         P_T ".paths.ws2: only one WebSocket path per web transport is supported (\"ws\" is one "
+             "already)"},
+        {WITH_PATHS("{'a/b':{'type':'websocket'}}"),
+         P_T ".paths[\"a/b\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
+        {WITH_PATHS("{'ws':{'type':'websocket','endpoint':{}}}"),
+         P_T ".paths.ws.endpoint: unknown key"},
+        {WITH_PATHS("{'ws':{'type':'websocket','serializers':['cbor']}}"),
+         P_T ".paths.ws.serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
+             "\"msgpack\" are)"},
+        {WITH_PATHS("{'ws':{'type':'websocket','auth':{'wampcra':{}}}}"),
+         P_T ".paths.ws.auth.wampcra: authentication method \"wampcra\" is not supported yet"},
+        {WITH_PATHS("{'ws':{'type':'websocket','options':{'max_message_size':1}}}"),
+         P_T ".paths.ws.options.max_message_size: must be an integer 1024..1073741824 bytes"},
+        /* The worker's "wampscope" object. */
+        {WITH_WAMPSCOPE("{'foo':1}"), P_WS ".foo: unknown key"},
+        {WITH_WAMPSCOPE("[]"), P_WS ": must be an object"},
+        {WITH_WAMPSCOPE("{'limits':{'max_message_size':512}}"),
+         P_WS ".limits.max_message_size: must be an integer 1024..1073741824 bytes"},
+        {WITH_WAMPSCOPE("{'limits':{'max_message_size':2147483648}}"),
+         P_WS ".limits.max_message_size: must be an integer 1024..1073741824 bytes"},
+        {WITH_WAMPSCOPE("{'limits':{'max_queue_bytes':100}}"),
+         P_WS ".limits.max_queue_bytes: must be an integer 1024..1073741824 bytes"},
+        {WITH_WAMPSCOPE("{'limits':{'max_queue_messages':0}}"),
+         P_WS ".limits.max_queue_messages: must be an integer 1..100000000"},
+        {WITH_WAMPSCOPE("{'limits':{'hello_timeout':0}}"),
+         P_WS ".limits.hello_timeout: must be an integer 100..3600000 ms"},
+        {WITH_WAMPSCOPE("{'limits':{'shutdown_grace':-1}}"),
+         P_WS ".limits.shutdown_grace: must be an integer 0..3600000 ms"},
+        {WITH_WAMPSCOPE("{'limits':{'max_message_size':1048576,'max_queue_bytes':1024}}"),
+         P_WS ".limits.max_queue_bytes: 1024 is smaller than max_message_size (1048576 bytes): a "
+              "queue must hold at least one message"},
+        {WITH_WAMPSCOPE("{'limits':{'max_queue_size':1}}"), P_WS ".limits.max_queue_size: unknown "
+                                                                 "key"},
+        {WITH_WAMPSCOPE("{'management':{'realm':'realm1'}}"),
+         P_WS ".management.realm: \"realm1\" is also an application realm (realms[0]); pick "
+              "another name"},
+        {WITH_WAMPSCOPE("{'management':{'realm':''}}"),
+         P_WS ".management.realm: \"\" is not a valid realm name (a URI)"},
+        {WITH_WAMPSCOPE("{'management':{'enabled':'yes'}}"),
+         P_WS ".management.enabled: must be a boolean"},
+        {WITH_WAMPSCOPE("{'management':{'password':'x'}}"), P_WS ".management.password: unknown "
+                                                                 "key"},
+        {WITH_WAMPSCOPE("{'tracing':{'max_traces':0}}"),
+         P_WS ".tracing.max_traces: must be an integer 1..1024"},
+        {WITH_WAMPSCOPE("{'log_level':'verbose'}"),
+         P_WS ".log_level: must be \"error\", \"warn\", \"info\", \"debug\" or \"trace\" (got "
+              "\"verbose\")"},
+        {WITH_WAMPSCOPE("{'log_level':3}"), P_WS ".log_level: must be a string"},
+};
+
+START_TEST(test_refusals)
+{
+    const refusal *r = &refusals[_i];
+    char err[ERR_LEN] = "";
+    static rt_config sentinel;
+    rt_config *cfg = &sentinel; /* must be reset to NULL on failure */
+    wamp_err rc = load_q(r->json, &cfg, err);
+    ck_assert_msg(rc == WAMP_EINVAL, "case %d: expected WAMP_EINVAL, got %d (%s)", _i, rc, err);
+    ck_assert_ptr_null(cfg);
+    ck_assert_msg(strcmp(err, r->message) == 0, "case %d:\n got: %s\nwant: %s", _i, err,
+                  r->message);
+}
+
+END_TEST
+
+START_TEST(test_json_syntax_errors)
+{
+    char err[ERR_LEN] = "";
+    rt_config *cfg = NULL;
+    const char *text = "{\n  \"version\": 2,\n  \"workers\": [\n}";
+    ck_assert_int_eq(rt_config_load_string(text, strlen(text), &cfg, err, sizeof(err)),
+                     WAMP_EINVAL);
+    ck_assert_ptr_null(cfg);
+    ck_assert_msg(strncmp(err, "JSON syntax error at line 4, column 1: ", 39) == 0, "%s", err);
+
+    /* Duplicate keys are an error (Crossbar's YAML/JSON loaders keep the last silently). */
+    text = "{\"version\": 2, \"version\": 2}";
+    ck_assert_int_eq(rt_config_load_string(text, strlen(text), &cfg, err, sizeof(err)),
+                     WAMP_EINVAL);
+    ck_assert_msg(strstr(err, "JSON syntax error at line 1") && strstr(err, "duplicate"), "%s",
+                  err);
+
+    ck_assert_int_eq(rt_config_load_string("", 0, &cfg, err, sizeof(err)), WAMP_EINVAL);
+    ck_assert_int_eq(rt_config_load_string(NULL, 0, &cfg, err, sizeof(err)), WAMP_EINVAL);
+    ck_assert_int_eq(rt_config_load_string("{}", 2, NULL, err, sizeof(err)), WAMP_EINVAL);
+}
+
+END_TEST
+
+/* A message longer than the caller's buffer is cut, never overflowed; no buffer is fine too. */
+START_TEST(test_small_error_buffer)
+{
+    char err[9];
+    rt_config *cfg = NULL;
+    char *text = dq(WITH_EP("{'type':'tcp','port':70000}"));
+    memset(err, 'x', sizeof(err));
+    ck_assert_int_eq(rt_config_load_string(text, strlen(text), &cfg, err, sizeof(err)),
+                     WAMP_EINVAL);
+    ck_assert_str_eq(err, "workers[");
+    ck_assert_int_eq(rt_config_load_string(text, strlen(text), &cfg, NULL, 0), WAMP_EINVAL);
+    free(text);
+}
+
+END_TEST
+
+/* The deepest paths still fit; absurdly long keys are cut with "...". */
+START_TEST(test_long_key_path)
+{
+    char json[2048];
+    char key[600];
+    char err[ERR_LEN] = "";
+    rt_config *cfg = NULL;
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    snprintf(json, sizeof(json), WITH_PATHS("{'ws':{'type':'websocket','options':{'%s':1}}}"), key);
+    ck_assert_int_eq(load_q(json, &cfg, err), WAMP_EINVAL);
+    ck_assert_msg(strstr(err, "...: unknown key") != NULL, "%s", err);
+    ck_assert_uint_lt(strlen(err), 300);
+}
+
+END_TEST
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_load_file_errors)
+{
+    char path[] = "/tmp/check_rt_config_XXXXXX";
+    char err[ERR_LEN] = "";
+    char want[ERR_LEN];
+    rt_config *cfg = NULL;
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+
+    /* Syntax errors come with the file name, line and column. */
+    write_file(path, "{\n  \"version\": 2,\n  \"workers\": [\n}\n");
+    ck_assert_int_eq(rt_config_load_file(path, &cfg, err, sizeof(err)), WAMP_EINVAL);
+    snprintf(want, sizeof(want), "%s: JSON syntax error at line 4, column 1: ", path);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+
+    /* Refusals name the file, then the key path. */
+    char *text = dq(WITH_EP("{'type':'tcp','port':70000}"));
+    write_file(path, text);
+    free(text);
+    ck_assert_int_eq(rt_config_load_file(path, &cfg, err, sizeof(err)), WAMP_EINVAL);
+    snprintf(want, sizeof(want),
+             "%s: workers[0].transports[0].endpoint.port: must be an integer "
+             "0..65535",
+             path);
+    ck_assert_str_eq(err, want);
+    ck_assert_ptr_null(cfg);
+
+    text = dq(STD(""));
+    write_file(path, text);
+    free(text);
+    ck_assert_int_eq(rt_config_load_file(path, &cfg, err, sizeof(err)), WAMP_OK);
+    ck_assert_ptr_nonnull(cfg);
+    rt_config_free(cfg);
+    cfg = NULL;
+
+    unlink(path);
+    ck_assert_int_eq(rt_config_load_file(path, &cfg, err, sizeof(err)), WAMP_EIO);
+    ck_assert_ptr_null(cfg);
+    snprintf(want, sizeof(want), "%s: cannot open: %s", path, strerror(ENOENT));
+    ck_assert_str_eq(err, want);
+
+    ck_assert_int_eq(rt_config_load_file(NULL, &cfg, err, sizeof(err)), WAMP_EINVAL);
+    rt_config_free(NULL);
+
+    /* A directory opens but cannot be read. */
+    ck_assert_int_eq(rt_config_load_file("/", &cfg, err, sizeof(err)), WAMP_EIO);
+    ck_assert_msg(strncmp(err, "/: cannot read: ", 16) == 0, "%s", err);
+}
+
+END_TEST
+
+/* Files larger than the read buffer's first size, and larger than the 16 MiB cap. */
+START_TEST(test_load_file_sizes)
+{
+    char path[] = "/tmp/check_rt_config_big_XXXXXX";
+    char err[ERR_LEN] = "";
+    rt_config *cfg = NULL;
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    char *text = dq(STD(""));
+    fputs(text, f);
+    free(text);
+    for (size_t i = 0; i < 200000; i++) { /* JSON allows trailing white space */
+        fputs("    \n", f);
+    }
+    ck_assert_int_eq(fflush(f), 0);
+    ck_assert_int_eq(rt_config_load_file(path, &cfg, err, sizeof(err)), WAMP_OK);
+    rt_config_free(cfg);
+    cfg = NULL;
+
+    char *pad = malloc(MIB);
+    ck_assert_ptr_nonnull(pad);
+    memset(pad, ' ', MIB);
+    for (size_t i = 0; i < 16; i++) {
+        ck_assert_uint_eq(fwrite(pad, 1, MIB, f), MIB);
+    }
+    free(pad);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(rt_config_load_file(path, &cfg, err, sizeof(err)), WAMP_EINVAL);
+    ck_assert_ptr_null(cfg);
+    ck_assert_msg(strstr(err, ": larger than 16777216 bytes") != NULL, "%s", err);
+    unlink(path);
+}
+
+END_TEST
+
+/* Keys and values from the file never break the message over lines. */
+START_TEST(test_message_is_one_line)
+{
+    char err[ERR_LEN] = "";
+    rt_config *cfg = NULL;
+    ck_assert_int_eq(load_q(TOP("'a\\nb':1,"), &cfg, err), WAMP_EINVAL);
+    ck_assert_str_eq(err, "[\"a?b\"]: unknown key");
+    ck_assert_int_eq(load_q(WITH_T("{'type':'web\\tsocket'}"), &cfg, err), WAMP_EINVAL);
+    ck_assert_str_eq(err, P_T ".type: unknown type \"web?socket\"");
+}
+
+END_TEST
+
+static Suite *rt_config_suite(void)
+{
+    Suite *s = suite_create("rt_config");
+
+    TCase *tc = tcase_create("files");
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_default_config);
+    tcase_add_test(tc, test_default_file_matches_embedded);
+    tcase_add_test(tc, test_e2e_config);
+    tcase_add_test(tc, test_example_config);
+    tcase_add_test(tc, test_load_file_errors);
+    tcase_add_test(tc, test_load_file_sizes);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("semantics");
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_minimal_defaults);
+    tcase_add_test(tc, test_permission_defaults);
+    tcase_add_test(tc, test_role_without_permissions);
+    tcase_add_test(tc, test_crossbar_style_config);
+    tcase_add_test(tc, test_web_root_path_and_auth_defaults);
+    tcase_add_test(tc, test_wampscope_values);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("refusals");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_refusals, 0, (int)(sizeof(refusals) / sizeof(refusals[0])));
+    tcase_add_test(tc, test_json_syntax_errors);
+    tcase_add_test(tc, test_small_error_buffer);
+    tcase_add_test(tc, test_long_key_path);
+    tcase_add_test(tc, test_message_is_one_line);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rt_config_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
