@@ -24,7 +24,7 @@
 #include "wamp_id.h"
 #include "wamp_uri.h"
 
-#define RT_AGENT "wampscope-0.1.0"
+#define RT_AGENT "wampscope-" RT_VERSION
 
 uint64_t rt_session_id(const rt_session *s)
 {

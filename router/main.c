@@ -1,0 +1,276 @@
+/* main.c: command line, configuration, library-global state, wiring, run, teardown.
+ *
+ * Library-global state, all set here, once, before the loop (STYLE §5):
+ *   - the signal mask: SIGTERM and SIGINT blocked (rt_lws reads them from a signalfd);
+ *   - sodium_init() and json_object_seed(0);
+ *   - the rt_log level, and lws_set_log_level() through rt_lws_log_init().
+ * Exit status: 0 clean shutdown (or --help/--version/--check-config), 1 runtime failure,
+ * 2 usage or configuration error. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <libwebsockets.h>
+#include <sodium.h>
+
+#include "rt_config.h"
+#include "rt_log.h"
+#include "rt_lws.h"
+#include "rt_router.h"
+
+#ifndef RT_VERSION
+#error "RT_VERSION comes from CMake (router/CMakeLists.txt)"
+#endif
+
+#define EXIT_USAGE 2
+
+typedef struct main_args {
+    const char *config_path;
+    const char *ports_file;
+    const char *log_level;
+    int port; /* -1 = from the config */
+    bool check_config;
+} main_args;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: wampscope [-c FILE] [--port N] [--ports-file FILE] [--log-level LEVEL]\n"
+               "                 [--check-config] [--version] [--help]\n"
+               "\n"
+               "  -c, --config FILE    Crossbar-style node configuration (default: the embedded\n"
+               "                       configuration, 127.0.0.1:8080/ws)\n"
+               "  --port N             port of the first WebSocket listener (0 = any free port)\n"
+               "  --ports-file FILE    after listening, write one ws:// URL per listener to FILE\n"
+               "  --log-level LEVEL    error, warn, info (default) or debug\n"
+               "  --check-config       validate the configuration and exit\n"
+               "  --version            print the version and exit\n"
+               "  --help               print this help and exit\n");
+}
+
+/* Returns -1 to continue, or the exit status. */
+static int parse_args(int argc, char **argv, main_args *a)
+{
+    enum {
+        OPT_PORT = 256,
+        OPT_PORTS_FILE,
+        OPT_LOG_LEVEL,
+        OPT_CHECK,
+        OPT_VERSION,
+        OPT_HELP
+    };
+    static const struct option opts[] = {
+            {"config", required_argument, NULL, 'c'},
+            {"port", required_argument, NULL, OPT_PORT},
+            {"ports-file", required_argument, NULL, OPT_PORTS_FILE},
+            {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+            {"check-config", no_argument, NULL, OPT_CHECK},
+            {"version", no_argument, NULL, OPT_VERSION},
+            {"help", no_argument, NULL, OPT_HELP},
+            {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof(*a));
+    a->port = -1;
+    int c;
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            a->config_path = optarg;
+            break;
+        case OPT_PORT: {
+            char *end = NULL;
+            errno = 0;
+            long p = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || p < 0 || p > 65535) {
+                fprintf(stderr, "wampscope: --port: expected 0..65535, got \"%s\"\n", optarg);
+                return EXIT_USAGE;
+            }
+            a->port = (int)p;
+            break;
+        }
+        case OPT_PORTS_FILE:
+            a->ports_file = optarg;
+            break;
+        case OPT_LOG_LEVEL:
+            a->log_level = optarg;
+            break;
+        case OPT_CHECK:
+            a->check_config = true;
+            break;
+        case OPT_VERSION:
+            printf("wampscope %s (libwebsockets %s)\n", RT_VERSION, lws_get_library_version());
+            return EXIT_SUCCESS;
+        case 'h':
+        case OPT_HELP:
+            usage(stdout);
+            return EXIT_SUCCESS;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "wampscope: unexpected argument \"%s\"\n", argv[optind]);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* The command line wins over the config's wampscope.log_level. */
+static bool apply_log_level(const main_args *a, const rt_config *cfg)
+{
+    const char *s = a->log_level ? a->log_level : cfg->log_level;
+    rt_log_level lv = RT_LOG_LEVEL_INFO;
+    if (s && !rt_log_level_parse(s, &lv)) {
+        fprintf(stderr, "wampscope: %s: unknown log level \"%s\" (error, warn, info, debug)\n",
+                a->log_level ? "--log-level" : "wampscope.log_level", s);
+        return false;
+    }
+    rt_log_set_level(lv);
+    return true;
+}
+
+static void log_start(const rt_config *cfg)
+{
+    char realms[512];
+    size_t o = 0;
+    realms[0] = '\0';
+    for (size_t i = 0; i < cfg->n_realms && o < sizeof(realms); i++) {
+        int n = snprintf(realms + o, sizeof(realms) - o, "%s%s", i ? ", " : "",
+                         cfg->realms[i].name);
+        if (n < 0) {
+            break;
+        }
+        o += (size_t)n;
+    }
+    RT_LOG_INFO(0, "wampscope %s starting: node %s, worker %s, realms: %s", RT_VERSION,
+                cfg->node_id ? cfg->node_id : "?", cfg->worker_id ? cfg->worker_id : "?",
+                cfg->n_realms ? realms : "(none)");
+}
+
+/* Prints and logs one "listening on URL" line per listener; writes the URLs to ports_file
+ * (if given) atomically: FILE.tmp, then rename, so a reader never sees a partial file. */
+static bool announce(const rt_lws *l, const char *ports_file)
+{
+    char tmp[4096];
+    FILE *f = NULL;
+    if (ports_file) {
+        int n = snprintf(tmp, sizeof(tmp), "%s.tmp", ports_file);
+        if (n < 0 || (size_t)n >= sizeof(tmp)) {
+            RT_LOG_ERR(0, "--ports-file: path too long");
+            return false;
+        }
+        f = fopen(tmp, "w");
+        if (!f) {
+            RT_LOG_ERR(0, "cannot write %s: %s", tmp, strerror(errno));
+            return false;
+        }
+    }
+    bool ok = true;
+    for (size_t i = 0; i < rt_lws_listener_count(l); i++) {
+        char url[512];
+        if (!rt_lws_listener_url(l, i, url, sizeof(url))) {
+            snprintf(url, sizeof(url), "ws://?:%d/", rt_lws_listener_port(l, i));
+        }
+        printf("listening on %s\n", url);
+        RT_LOG_INFO(0, "listening on %s", url);
+        if (f && fprintf(f, "%s\n", url) < 0) {
+            ok = false;
+        }
+    }
+    fflush(stdout);
+    if (f) {
+        if (fclose(f) != 0) {
+            ok = false;
+        }
+        if (!ok || rename(tmp, ports_file) != 0) {
+            RT_LOG_ERR(0, "cannot write %s: %s", ports_file, strerror(errno));
+            remove(tmp);
+            return false;
+        }
+    }
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    main_args args;
+    int rc = parse_args(argc, argv, &args);
+    if (rc >= 0) {
+        return rc;
+    }
+
+    /* Before anything else, so that a signal during start-up waits in the signalfd. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
+        fprintf(stderr, "wampscope: sigprocmask: %s\n", strerror(errno));
+        return EXIT_FAILURE;
+    }
+    if (sodium_init() < 0) {
+        fprintf(stderr, "wampscope: libsodium initialisation failed\n");
+        return EXIT_FAILURE;
+    }
+    json_object_seed(0);
+
+    rt_config *cfg = NULL;
+    rt_router *rt = NULL;
+    rt_lws *l = NULL;
+    char err[512];
+    wamp_err e = args.config_path ? rt_config_load_file(args.config_path, &cfg, err, sizeof(err))
+                                  : rt_config_load_default(&cfg, err, sizeof(err));
+    if (e != WAMP_OK) {
+        fprintf(stderr, "wampscope: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (!apply_log_level(&args, cfg)) {
+        rt_config_free(cfg);
+        return EXIT_USAGE;
+    }
+    if (args.check_config) {
+        printf("%s: configuration OK (%zu listener(s), %zu realm(s))\n",
+               args.config_path ? args.config_path : "(embedded default)", cfg->n_listeners,
+               cfg->n_realms);
+        rt_config_free(cfg);
+        return EXIT_SUCCESS;
+    }
+    rt_lws_log_init();
+    log_start(cfg);
+
+    rc = EXIT_FAILURE;
+    rt = rt_router_new(cfg, NULL, NULL);
+    if (!rt) {
+        fprintf(stderr, "wampscope: out of memory\n");
+        goto done;
+    }
+    rt_lws_options opt = {.port_override = args.port};
+    e = rt_lws_new(rt, &opt, &l, err, sizeof(err));
+    if (e != WAMP_OK) {
+        RT_LOG_ERR(0, "%s", err);
+        fprintf(stderr, "wampscope: %s\n", err);
+        goto done;
+    }
+    if (!announce(l, args.ports_file)) {
+        goto done;
+    }
+    if (rt_lws_run(l) == WAMP_OK) {
+        rc = EXIT_SUCCESS;
+    }
+done:
+    /* Order matters: lws delivers CLOSED (rt_session_on_closed) for every live connection
+     * while the router still exists; the router borrows the config. */
+    rt_lws_free(l);
+    rt_router_free(rt);
+    if (rc == EXIT_SUCCESS) {
+        RT_LOG_INFO(0, "stopped");
+    }
+    rt_config_free(cfg);
+    return rc;
+}

@@ -1,0 +1,346 @@
+/* rt_lws.c: the lws context, one vhost per listener, the 100 ms tick, signals and the service
+ * loop (STYLE §7).
+ *
+ * Signals: main() blocks SIGTERM and SIGINT; here they are read from a signalfd that lws polls
+ * as a raw file (LWS_ADOPT_RAW_FILE_DESC) on a vhost of its own that listens on nothing. The
+ * first signal starts the router's graceful shutdown, a second one stops the loop at once.
+ *
+ * Keepalive: lws 4.1 has no ws_ping_pong_interval any more; its replacement is the vhost's
+ * retry_and_idle_policy (lws-retry.h): after secs_since_valid_ping seconds without a PONG the
+ * ws role sends a PING, and after secs_since_valid_hangup seconds it drops the connection. The
+ * listener's auto_ping_interval/auto_ping_timeout map onto it (rounded up to whole seconds).
+ * Only a PONG proves the connection valid (data does not), so like Crossbar's auto_ping it
+ * pings every interval even on a busy connection.
+ * Without auto_ping the policy has secs_since_valid_hangup = 0, which arms no timer at all
+ * (otherwise lws would apply its context default: PING after 300 s, hang up after 310 s). */
+#include "rt_lws.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <libwebsockets.h>
+
+#include "rt_config.h"
+#include "rt_log.h"
+#include "rt_lws_ws.h"
+
+#define RT_LWS_TICK_US ((lws_usec_t)100 * LWS_US_PER_MS)
+
+typedef struct rt_lws_listener {
+    rt_lws_ws_listener ws; /* the vhost user pointer */
+    struct lws_protocols protocols[RT_LWS_WS_PROTOCOLS_MAX];
+    lws_retry_bo_t ping; /* must outlive the vhost: lws keeps the pointer */
+    struct lws_vhost *vh;
+    int port; /* the port really listened on */
+} rt_lws_listener;
+
+struct rt_lws {
+    rt_router *rt;
+    const rt_config *cfg;
+    struct lws_context *ctx;
+    rt_lws_listener *listeners; /* cfg->n_listeners entries */
+    unsigned char *tx_scratch;  /* RT_LWS_WS_SCRATCH bytes, shared by every listener */
+    size_t n_listeners;
+    struct lws_protocols sig_protocols[2];
+    int sigfd;      /* ours until adopted; lws closes it with the wsi afterwards */
+    bool sigfd_lws; /* adopted */
+    lws_sorted_usec_list_t tick;
+    unsigned signals; /* signals received */
+    bool stopping;    /* leave the loop now (second signal) */
+    bool tearing_down;
+};
+
+/* --- lws logs ------------------------------------------------------------------------------- */
+
+static void log_sink(int level, const char *line)
+{
+    rt_log_level lv = RT_LOG_LEVEL_DEBUG;
+    if (level & LLL_ERR) {
+        lv = RT_LOG_LEVEL_ERR;
+    } else if (level & LLL_WARN) {
+        lv = RT_LOG_LEVEL_WARN;
+    }
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) {
+        n--;
+    }
+    rt_log(lv, 0, "lws: %.*s", (int)n, line);
+}
+
+void rt_lws_log_init(void)
+{
+    int levels = LLL_ERR | LLL_WARN;
+    if (rt_log_get_level() >= RT_LOG_LEVEL_DEBUG) {
+        levels |= LLL_NOTICE;
+    }
+    lws_set_log_level(levels, log_sink);
+}
+
+/* --- Tick and signals ----------------------------------------------------------------------- */
+
+static void tick_cb(lws_sorted_usec_list_t *sul)
+{
+    rt_lws *l = lws_container_of(sul, rt_lws, tick);
+    rt_router_tick(l->rt);
+    lws_sul_schedule(l->ctx, 0, &l->tick, tick_cb, RT_LWS_TICK_US);
+}
+
+static void on_signal(rt_lws *l, uint32_t signo)
+{
+    const char *name = signo == SIGINT ? "SIGINT" : "SIGTERM";
+    if (++l->signals == 1) {
+        RT_LOG_INFO(0, "%s received: shutting down", name);
+        rt_router_begin_shutdown(l->rt);
+    } else {
+        RT_LOG_WARN(0, "%s received again: stopping now", name);
+        l->stopping = true;
+    }
+}
+
+static int sig_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                  size_t len)
+{
+    (void)user;
+    (void)in;
+    (void)len;
+    if (reason != LWS_CALLBACK_RAW_RX_FILE) {
+        return 0;
+    }
+    rt_lws *l = lws_get_vhost_user(lws_get_vhost(wsi));
+    struct signalfd_siginfo si;
+    while (read(l->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        on_signal(l, si.ssi_signo);
+    }
+    return 0;
+}
+
+static wamp_err signals_init(rt_lws *l, char *err, size_t err_len)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    l->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (l->sigfd < 0) {
+        snprintf(err, err_len, "signalfd: %s", strerror(errno));
+        return WAMP_EIO;
+    }
+    l->sig_protocols[0].name = "rt-signal";
+    l->sig_protocols[0].callback = sig_cb;
+
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    info.vhost_name = "rt-signal";
+    info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    info.protocols = l->sig_protocols;
+    info.user = l;
+    struct lws_vhost *vh = lws_create_vhost(l->ctx, &info);
+    lws_sock_file_fd_type u;
+    u.filefd = (lws_filefd_type)l->sigfd;
+    if (!vh || !lws_adopt_descriptor_vhost(vh, LWS_ADOPT_RAW_FILE_DESC, u, "rt-signal", NULL)) {
+        snprintf(err, err_len, "cannot watch the signal descriptor");
+        return WAMP_EIO;
+    }
+    l->sigfd_lws = true;
+    return WAMP_OK;
+}
+
+/* --- Listeners ------------------------------------------------------------------------------ */
+
+static uint16_t ceil_secs(uint32_t ms)
+{
+    uint32_t s = ms / 1000 + (ms % 1000 ? 1 : 0);
+    return (uint16_t)(s > 30000 ? 30000 : s);
+}
+
+static void ping_policy(const rt_listener *cfg, lws_retry_bo_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    if (!cfg->auto_ping_interval_ms) {
+        return; /* secs_since_valid_hangup = 0: no validity timer */
+    }
+    uint16_t ping = ceil_secs(cfg->auto_ping_interval_ms);
+    uint16_t timeout = cfg->auto_ping_timeout_ms ? ceil_secs(cfg->auto_ping_timeout_ms) : ping;
+    r->secs_since_valid_ping = ping;
+    r->secs_since_valid_hangup = (uint16_t)(ping + timeout);
+}
+
+static const char *host_of(const rt_listener *cfg)
+{
+    return cfg->interface ? cfg->interface : "0.0.0.0";
+}
+
+static bool host_port(const rt_listener *cfg, int port, char *buf, size_t len)
+{
+    const char *host = host_of(cfg);
+    bool v6 = strchr(host, ':') != NULL;
+    int n = snprintf(buf, len, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    return n >= 0 && (size_t)n < len;
+}
+
+static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t err_len)
+{
+    const rt_listener *cfg = &l->cfg->listeners[i];
+    rt_lws_listener *ll = &l->listeners[i];
+    char where[128];
+    ll->ws.cfg = cfg;
+    ll->ws.tearing_down = &l->tearing_down;
+    ll->ws.tx_scratch = l->tx_scratch;
+    if (rt_lws_ws_protocols(cfg, ll->protocols) == 0) {
+        snprintf(err, err_len, "listener %s enables no serializer", cfg->id ? cfg->id : "?");
+        return WAMP_EINVAL;
+    }
+    ping_policy(cfg, &ll->ping);
+
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    info.vhost_name = cfg->id ? cfg->id : "wamp";
+    info.iface = cfg->interface;
+    info.port = port;
+    info.protocols = ll->protocols;
+    info.user = &ll->ws;
+    info.retry_and_idle_policy = &ll->ping;
+    /* Without this, lws 4.1 treats an address it cannot bind as an interface that may come up
+     * later: the vhost is created, listens on nothing and retries every second. */
+    info.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
+    /* lws 4.1.6 binds an IPv6 socket when IPv6 is enabled, and its lws_interface_to_sa() then
+     * writes an IPv4 literal into the sockaddr_in6 at the wrong offset: "127.0.0.1" would
+     * listen on all interfaces. An IPv4 literal therefore gets an IPv4-only vhost. */
+    struct in_addr a4;
+    if (cfg->interface && inet_pton(AF_INET, cfg->interface, &a4) == 1) {
+        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+    }
+    errno = 0;
+    ll->vh = lws_create_vhost(l->ctx, &info);
+    if (!ll->vh) {
+        int e = errno;
+        host_port(cfg, port, where, sizeof(where));
+        snprintf(err, err_len, "cannot listen on %s (listener %s): %s", where,
+                 cfg->id ? cfg->id : "?", e ? strerror(e) : "see the log above");
+        return WAMP_EIO;
+    }
+    ll->port = lws_get_vhost_listen_port(ll->vh);
+    return WAMP_OK;
+}
+
+/* --- Life cycle ----------------------------------------------------------------------------- */
+
+wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char *err,
+                    size_t err_len)
+{
+    wamp_err e = WAMP_ENOMEM;
+    *out = NULL;
+    rt_lws *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, err_len, "out of memory");
+        return WAMP_ENOMEM;
+    }
+    l->rt = rt;
+    l->cfg = rt_router_config(rt);
+    l->sigfd = -1;
+    l->tx_scratch = malloc(RT_LWS_WS_SCRATCH);
+    if (l->cfg->n_listeners) {
+        l->listeners = calloc(l->cfg->n_listeners, sizeof(*l->listeners));
+    }
+    if (!l->tx_scratch || (l->cfg->n_listeners && !l->listeners)) {
+        snprintf(err, err_len, "out of memory");
+        goto fail;
+    }
+
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    /* Vhosts are created one per listener below; the context only carries the router. */
+    info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    info.user = rt;
+    l->ctx = lws_create_context(&info);
+    if (!l->ctx) {
+        snprintf(err, err_len, "cannot create the libwebsockets context");
+        goto fail;
+    }
+    e = signals_init(l, err, err_len);
+    if (e != WAMP_OK) {
+        goto fail;
+    }
+
+    bool overridden = false;
+    for (size_t i = 0; i < l->cfg->n_listeners; i++) {
+        int port = l->cfg->listeners[i].port;
+        if (opt && opt->port_override >= 0 && !overridden &&
+            l->cfg->listeners[i].kind == RT_TRANSPORT_WEBSOCKET) {
+            port = opt->port_override;
+            overridden = true;
+        }
+        e = listener_init(l, i, port, err, err_len);
+        if (e != WAMP_OK) {
+            goto fail;
+        }
+        l->n_listeners++;
+    }
+
+    lws_sul_schedule(l->ctx, 0, &l->tick, tick_cb, RT_LWS_TICK_US);
+    *out = l;
+    return WAMP_OK;
+fail:
+    rt_lws_free(l);
+    return e;
+}
+
+size_t rt_lws_listener_count(const rt_lws *l)
+{
+    return l->n_listeners;
+}
+
+int rt_lws_listener_port(const rt_lws *l, size_t i)
+{
+    return l->listeners[i].port;
+}
+
+bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
+{
+    const rt_listener *cfg = l->listeners[i].ws.cfg;
+    char where[128];
+    const char *path = cfg->path ? cfg->path : "/";
+    if (!host_port(cfg, l->listeners[i].port, where, sizeof(where))) {
+        return false;
+    }
+    int n = snprintf(buf, len, "ws://%s%s%s", where, path[0] == '/' ? "" : "/", path);
+    return n >= 0 && (size_t)n < len;
+}
+
+wamp_err rt_lws_run(rt_lws *l)
+{
+    while (!l->stopping && !rt_router_shutdown_done(l->rt)) {
+        if (lws_service(l->ctx, 0) < 0) {
+            RT_LOG_ERR(0, "the libwebsockets service loop failed");
+            return WAMP_EIO;
+        }
+    }
+    return WAMP_OK;
+}
+
+void rt_lws_free(rt_lws *l)
+{
+    if (!l) {
+        return;
+    }
+    l->tearing_down = true;
+    if (l->ctx) {
+        lws_sul_cancel(&l->tick);
+        /* Closes every connection: each gets LWS_CALLBACK_CLOSED -> rt_session_on_closed(). */
+        lws_context_destroy(l->ctx);
+    }
+    if (l->sigfd >= 0 && !l->sigfd_lws) {
+        close(l->sigfd);
+    }
+    free(l->listeners);
+    free(l->tx_scratch);
+    free(l);
+}

@@ -1,0 +1,40 @@
+/* rt_lws_ws.h: the WebSocket transport adapter: the lws protocol table of one listener
+ * ("http", "wamp.2.json", "wamp.2.msgpack") and its callbacks. Thin: it translates lws events
+ * into rt_router_attach / rt_session_on_message / rt_session_tx_peek+pop / rt_session_on_closed
+ * and does WebSocket framing, nothing else (STYLE §6).
+ * Ownership: rt_lws owns every rt_lws_ws_listener (one per vhost, the vhost's user pointer) and
+ * the protocol tables; lws owns the per-connection state. Service thread only. */
+#ifndef RT_LWS_WS_H
+#define RT_LWS_WS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rt_config.h"
+
+struct lws_protocols;
+
+/* Entries rt_lws_ws_protocols() writes at most: "http", two WAMP subprotocols, terminator. */
+#define RT_LWS_WS_PROTOCOLS_MAX 4
+
+/* Bytes of the send scratch buffer (see rt_lws_ws_listener.tx_scratch). */
+#define RT_LWS_WS_SCRATCH ((size_t)64 * 1024)
+
+/* What the callbacks of one listener's vhost need; the vhost user pointer. Plain data. */
+typedef struct rt_lws_ws_listener {
+    const rt_listener *cfg;   /* borrowed from the config */
+    const bool *tearing_down; /* true while lws_context_destroy() runs: ops stop calling lws */
+    /* RT_LWS_WS_SCRATCH bytes where small outgoing messages are framed together for one write;
+     * free again when lws_write() returns, so one buffer serves every connection (owned by
+     * rt_lws, shared by all listeners; single thread). */
+    unsigned char *tx_scratch;
+} rt_lws_ws_listener;
+
+/* Fills out[0..RT_LWS_WS_PROTOCOLS_MAX) with the protocol table of cfg: protocols[0] "http"
+ * (refuses plain HTTP and any WebSocket upgrade that does not negotiate an enabled WAMP
+ * subprotocol on cfg->path), then "wamp.2.json" (id WAMP_SER_JSON) and/or "wamp.2.msgpack"
+ * (id WAMP_SER_MSGPACK) as enabled, then the terminator. Returns the number of WAMP
+ * subprotocols (0: the listener can accept nothing). */
+size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out);
+
+#endif /* RT_LWS_WS_H */
