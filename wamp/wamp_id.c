@@ -1,0 +1,34 @@
+/* wamp_id.c: WAMP IDs from libsodium's CSPRNG and from per-scope counters. */
+#include "wamp_id.h"
+
+#include <sodium.h>
+
+#include "wamp_types.h"
+
+/* WAMP_ID_MAX is 2^53, so WAMP_ID_MAX - 1 masks the low 53 bits: a uniform draw from
+ * [0, 2^53 - 1], shifted to [1, 2^53] (spec "IDs": global scope, uniform distribution). */
+_Static_assert((WAMP_ID_MAX & (WAMP_ID_MAX - 1)) == 0, "WAMP_ID_MAX must be a power of two");
+
+uint64_t wamp_id_random(void)
+{
+    uint64_t r;
+    randombytes_buf(&r, sizeof(r));
+    return (r & (WAMP_ID_MAX - 1)) + 1;
+}
+
+uint64_t wamp_idgen_next(wamp_idgen *g)
+{
+    /* Spec "IDs": router- and session-scope IDs are sequential from 1; after 2^53 the counter
+     * starts again at 1 (0 is never a valid ID). */
+    if (g->last >= WAMP_ID_MAX) {
+        g->last = 1;
+    } else {
+        g->last++;
+    }
+    return g->last;
+}
+
+bool wamp_id_is_valid(int64_t v)
+{
+    return v >= 1 && (uint64_t)v <= WAMP_ID_MAX;
+}

@@ -1,0 +1,472 @@
+/* wamp_msg.c: structural validation of decoded WAMP messages, type names and builders.
+ * One static table describes every message type (spec "Message Definitions"); wamp_msg_parse
+ * walks it, so arity and field rules live in one place. */
+#include "wamp_msg.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* What one element of a message must be, and which wamp_msg slot receives it. */
+enum field_kind {
+    FK_NONE = 0,
+    FK_ID,      /* id in [1, 2^53] -> m->id */
+    FK_ID2,     /* id in [1, 2^53] -> m->id2 */
+    FK_REQTYPE, /* known message code -> m->req_type (ERROR only) */
+    FK_DICT,    /* object -> m->dict */
+    FK_URI,     /* string without NUL bytes -> m->uri (URIs, AuthMethod, Signature) */
+    FK_ARGS,    /* array -> m->args */
+    FK_KWARGS   /* object -> m->kwargs */
+};
+
+/* Fields after the type code: at most 6 (ERROR). */
+#define MSG_MAX_FIELDS 6
+
+struct msg_spec {
+    const char *name;  /* "CALL"; NULL for codes that are not WAMP messages */
+    const char *title; /* "Call" */
+    unsigned char min; /* arity range, type code included */
+    unsigned char max;
+    unsigned char kind[MSG_MAX_FIELDS];
+    const char *field[MSG_MAX_FIELDS]; /* spec names, for diagnostics */
+};
+
+#define SPEC(code, nm, ttl, lo, hi, kinds, fields) \
+    [code] = {.name = nm, .title = ttl, .min = lo, .max = hi, .kind = kinds, .field = fields}
+#define K(...)      \
+    {               \
+        __VA_ARGS__ \
+    }
+#define N(...)      \
+    {               \
+        __VA_ARGS__ \
+    }
+
+static const struct msg_spec msg_specs[WAMP_MSG_TYPE_MAX + 1] = {
+        SPEC(WAMP_MSG_HELLO, "HELLO", "Hello", 3, 3, K(FK_URI, FK_DICT), N("Realm", "Details")),
+        SPEC(WAMP_MSG_WELCOME, "WELCOME", "Welcome", 3, 3, K(FK_ID, FK_DICT),
+             N("Session", "Details")),
+        SPEC(WAMP_MSG_ABORT, "ABORT", "Abort", 3, 3, K(FK_DICT, FK_URI), N("Details", "Reason")),
+        SPEC(WAMP_MSG_CHALLENGE, "CHALLENGE", "Challenge", 3, 3, K(FK_URI, FK_DICT),
+             N("AuthMethod", "Extra")),
+        SPEC(WAMP_MSG_AUTHENTICATE, "AUTHENTICATE", "Authenticate", 3, 3, K(FK_URI, FK_DICT),
+             N("Signature", "Extra")),
+        SPEC(WAMP_MSG_GOODBYE, "GOODBYE", "Goodbye", 3, 3, K(FK_DICT, FK_URI),
+             N("Details", "Reason")),
+        SPEC(WAMP_MSG_ERROR, "ERROR", "Error", 5, 7,
+             K(FK_REQTYPE, FK_ID, FK_DICT, FK_URI, FK_ARGS, FK_KWARGS),
+             N("REQUEST.Type", "REQUEST.Request", "Details", "Error", "Arguments", "ArgumentsKw")),
+        SPEC(WAMP_MSG_PUBLISH, "PUBLISH", "Publish", 4, 6,
+             K(FK_ID, FK_DICT, FK_URI, FK_ARGS, FK_KWARGS),
+             N("Request", "Options", "Topic", "Arguments", "ArgumentsKw")),
+        SPEC(WAMP_MSG_PUBLISHED, "PUBLISHED", "Published", 3, 3, K(FK_ID, FK_ID2),
+             N("PUBLISH.Request", "Publication")),
+        SPEC(WAMP_MSG_SUBSCRIBE, "SUBSCRIBE", "Subscribe", 4, 4, K(FK_ID, FK_DICT, FK_URI),
+             N("Request", "Options", "Topic")),
+        SPEC(WAMP_MSG_SUBSCRIBED, "SUBSCRIBED", "Subscribed", 3, 3, K(FK_ID, FK_ID2),
+             N("SUBSCRIBE.Request", "Subscription")),
+        SPEC(WAMP_MSG_UNSUBSCRIBE, "UNSUBSCRIBE", "Unsubscribe", 3, 3, K(FK_ID, FK_ID2),
+             N("Request", "SUBSCRIBED.Subscription")),
+        SPEC(WAMP_MSG_UNSUBSCRIBED, "UNSUBSCRIBED", "Unsubscribed", 2, 3, K(FK_ID, FK_DICT),
+             N("UNSUBSCRIBE.Request", "Details")),
+        SPEC(WAMP_MSG_EVENT, "EVENT", "Event", 4, 6, K(FK_ID, FK_ID2, FK_DICT, FK_ARGS, FK_KWARGS),
+             N("SUBSCRIBED.Subscription", "PUBLISHED.Publication", "Details", "Arguments",
+               "ArgumentsKw")),
+        SPEC(WAMP_MSG_CALL, "CALL", "Call", 4, 6, K(FK_ID, FK_DICT, FK_URI, FK_ARGS, FK_KWARGS),
+             N("Request", "Options", "Procedure", "Arguments", "ArgumentsKw")),
+        SPEC(WAMP_MSG_CANCEL, "CANCEL", "Cancel", 3, 3, K(FK_ID, FK_DICT),
+             N("CALL.Request", "Options")),
+        SPEC(WAMP_MSG_RESULT, "RESULT", "Result", 3, 5, K(FK_ID, FK_DICT, FK_ARGS, FK_KWARGS),
+             N("CALL.Request", "Details", "Arguments", "ArgumentsKw")),
+        SPEC(WAMP_MSG_REGISTER, "REGISTER", "Register", 4, 4, K(FK_ID, FK_DICT, FK_URI),
+             N("Request", "Options", "Procedure")),
+        SPEC(WAMP_MSG_REGISTERED, "REGISTERED", "Registered", 3, 3, K(FK_ID, FK_ID2),
+             N("REGISTER.Request", "Registration")),
+        SPEC(WAMP_MSG_UNREGISTER, "UNREGISTER", "Unregister", 3, 3, K(FK_ID, FK_ID2),
+             N("Request", "REGISTERED.Registration")),
+        SPEC(WAMP_MSG_UNREGISTERED, "UNREGISTERED", "Unregistered", 2, 3, K(FK_ID, FK_DICT),
+             N("UNREGISTER.Request", "Details")),
+        SPEC(WAMP_MSG_INVOCATION, "INVOCATION", "Invocation", 4, 6,
+             K(FK_ID, FK_ID2, FK_DICT, FK_ARGS, FK_KWARGS),
+             N("Request", "REGISTERED.Registration", "Details", "Arguments", "ArgumentsKw")),
+        SPEC(WAMP_MSG_INTERRUPT, "INTERRUPT", "Interrupt", 3, 3, K(FK_ID, FK_DICT),
+             N("INVOCATION.Request", "Options")),
+        SPEC(WAMP_MSG_YIELD, "YIELD", "Yield", 3, 5, K(FK_ID, FK_DICT, FK_ARGS, FK_KWARGS),
+             N("INVOCATION.Request", "Options", "Arguments", "ArgumentsKw")),
+};
+
+#undef SPEC
+#undef K
+#undef N
+
+static const struct msg_spec *spec_of(long long type)
+{
+    if (type < 0 || type > WAMP_MSG_TYPE_MAX || !msg_specs[type].name) {
+        return NULL;
+    }
+    return &msg_specs[type];
+}
+
+bool wamp_msg_type_is_known(int type)
+{
+    return spec_of(type) != NULL;
+}
+
+const char *wamp_msg_type_name(int type)
+{
+    const struct msg_spec *s = spec_of(type);
+    return s ? s->name : "UNKNOWN";
+}
+
+const char *wamp_msg_type_title(int type)
+{
+    const struct msg_spec *s = spec_of(type);
+    return s ? s->title : "Unknown";
+}
+
+__attribute__((format(printf, 3, 4))) static void why_set(char *why, size_t why_len,
+                                                          const char *fmt, ...)
+{
+    if (!why || why_len == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+}
+
+/* Spec "IDs": integers in [1, 2^53]. Reals, booleans and strings are not IDs. */
+static bool id_ok(const json_t *v, uint64_t *out)
+{
+    if (!json_is_integer(v)) {
+        return false;
+    }
+    json_int_t i = json_integer_value(v);
+    if (i < 1 || (uint64_t)i > WAMP_ID_MAX) {
+        return false;
+    }
+    *out = (uint64_t)i;
+    return true;
+}
+
+/* Checks element idx (the idx-th field after the type code, 0-based) and stores it in *m.
+ * Returns the complaint ("must be ...") or NULL when the field is fine. */
+static const char *field_check(enum field_kind kind, json_t *v, wamp_msg *m)
+{
+    switch (kind) {
+    case FK_ID:
+        return id_ok(v, &m->id) ? NULL : "must be an integer in [1, 2^53]";
+    case FK_ID2:
+        return id_ok(v, &m->id2) ? NULL : "must be an integer in [1, 2^53]";
+    case FK_REQTYPE: {
+        if (!json_is_integer(v)) {
+            return "must be an integer";
+        }
+        json_int_t t = json_integer_value(v);
+        if (!spec_of(t)) {
+            return "must be a known message type";
+        }
+        m->req_type = (wamp_msg_type)t;
+        return NULL;
+    }
+    case FK_DICT:
+        if (!json_is_object(v)) {
+            return "must be a dict";
+        }
+        m->dict = v;
+        return NULL;
+    case FK_URI: {
+        if (!json_is_string(v)) {
+            return "must be a string";
+        }
+        const char *s = json_string_value(v);
+        /* JSON_ALLOW_NUL and MessagePack let "\u0000" through; C strings would truncate. */
+        if (memchr(s, '\0', json_string_length(v))) {
+            return "must not contain NUL bytes";
+        }
+        m->uri = s;
+        return NULL;
+    }
+    case FK_ARGS:
+        if (!json_is_array(v)) {
+            return "must be a list";
+        }
+        m->args = v;
+        return NULL;
+    case FK_KWARGS:
+        if (!json_is_object(v)) {
+            return "must be a dict";
+        }
+        m->kwargs = v;
+        return NULL;
+    case FK_NONE:
+        break;
+    }
+    return "is not expected";
+}
+
+wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len)
+{
+    memset(out, 0, sizeof(*out));
+    if (!json_is_array(root)) {
+        why_set(why, why_len, "message must be a list");
+        goto fail;
+    }
+    size_t n = json_array_size(root);
+    if (n == 0) {
+        why_set(why, why_len, "message must not be empty");
+        goto fail;
+    }
+    json_t *code = json_array_get(root, 0);
+    if (!json_is_integer(code)) {
+        why_set(why, why_len, "message type must be an integer");
+        goto fail;
+    }
+    json_int_t type = json_integer_value(code);
+    const struct msg_spec *spec = spec_of(type);
+    if (!spec) {
+        why_set(why, why_len, "unknown message type %lld", (long long)type);
+        goto fail;
+    }
+    if (n < spec->min || n > spec->max) {
+        if (spec->min == spec->max) {
+            why_set(why, why_len, "%s: expected %u elements, got %zu", spec->name, spec->min, n);
+        } else {
+            why_set(why, why_len, "%s: expected %u to %u elements, got %zu", spec->name, spec->min,
+                    spec->max, n);
+        }
+        goto fail;
+    }
+    out->type = (wamp_msg_type)type;
+    for (size_t i = 1; i < n; i++) {
+        const char *bad = field_check(spec->kind[i - 1], json_array_get(root, i), out);
+        if (bad) {
+            why_set(why, why_len, "%s: element %zu (%s) %s", spec->name, i, spec->field[i - 1],
+                    bad);
+            goto fail;
+        }
+    }
+    out->root = root;
+    return WAMP_OK;
+
+fail:
+    json_decref(root);
+    memset(out, 0, sizeof(*out));
+    return WAMP_EPROTO;
+}
+
+void wamp_msg_fini(wamp_msg *m)
+{
+    if (!m) {
+        return;
+    }
+    json_decref(m->root);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Builders. Every item handed to msg_build() is owned by it: items are appended in order and
+ * all of them are released if any is NULL (an earlier allocation failed) or an append fails, so
+ * the public builders can create their items inline without leaking on the failure path. */
+static json_t *msg_build(json_t **items, size_t n)
+{
+    json_t *a = json_array();
+    bool ok = a != NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i]) {
+            ok = false;
+        } else if (ok) {
+            /* json_array_append_new() consumes the item even when it fails. */
+            ok = json_array_append_new(a, items[i]) == 0;
+        } else {
+            json_decref(items[i]);
+        }
+    }
+    if (!ok) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
+static json_t *id_new(uint64_t id)
+{
+    return json_integer((json_int_t)id);
+}
+
+static json_t *dict_or_empty(json_t *dict_take)
+{
+    return dict_take ? dict_take : json_object();
+}
+
+/* Appends the optional Arguments / ArgumentsKw tail to items[*n]. Arguments is emitted as []
+ * when only ArgumentsKw is given, because ArgumentsKw can only follow Arguments. */
+static void tail_add(json_t **items, size_t *n, json_t *args_take, json_t *kwargs_take)
+{
+    if (kwargs_take) {
+        items[(*n)++] = args_take ? args_take : json_array();
+        items[(*n)++] = kwargs_take;
+    } else if (args_take) {
+        items[(*n)++] = args_take;
+    }
+}
+
+json_t *wamp_msg_new_welcome(uint64_t session, json_t *details_take)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_WELCOME), id_new(session),
+                       dict_or_empty(details_take)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_abort(json_t *details_take, const char *reason)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_ABORT), dict_or_empty(details_take),
+                       json_string(reason)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_goodbye(json_t *details_take, const char *reason)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_GOODBYE), dict_or_empty(details_take),
+                       json_string(reason)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_error(wamp_msg_type req_type, uint64_t request, json_t *details_take,
+                           const char *error, json_t *args_take, json_t *kwargs_take)
+{
+    json_t *items[7] = {json_integer(WAMP_MSG_ERROR), json_integer(req_type), id_new(request),
+                        dict_or_empty(details_take), json_string(error)};
+    size_t n = 5;
+    tail_add(items, &n, args_take, kwargs_take);
+    return msg_build(items, n);
+}
+
+json_t *wamp_msg_new_published(uint64_t request, uint64_t publication)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_PUBLISHED), id_new(request), id_new(publication)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_subscribed(uint64_t request, uint64_t subscription)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_SUBSCRIBED), id_new(request), id_new(subscription)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_unsubscribed(uint64_t request)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_UNSUBSCRIBED), id_new(request)};
+    return msg_build(items, 2);
+}
+
+json_t *wamp_msg_new_event(uint64_t subscription, uint64_t publication, json_t *details_take,
+                           json_t *args_take, json_t *kwargs_take)
+{
+    json_t *items[6] = {json_integer(WAMP_MSG_EVENT), id_new(subscription), id_new(publication),
+                        dict_or_empty(details_take)};
+    size_t n = 4;
+    tail_add(items, &n, args_take, kwargs_take);
+    return msg_build(items, n);
+}
+
+json_t *wamp_msg_new_result(uint64_t request, json_t *details_take, json_t *args_take,
+                            json_t *kwargs_take)
+{
+    json_t *items[5] = {json_integer(WAMP_MSG_RESULT), id_new(request),
+                        dict_or_empty(details_take)};
+    size_t n = 3;
+    tail_add(items, &n, args_take, kwargs_take);
+    return msg_build(items, n);
+}
+
+json_t *wamp_msg_new_registered(uint64_t request, uint64_t registration)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_REGISTERED), id_new(request), id_new(registration)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_unregistered(uint64_t request)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_UNREGISTERED), id_new(request)};
+    return msg_build(items, 2);
+}
+
+json_t *wamp_msg_new_invocation(uint64_t request, uint64_t registration, json_t *details_take,
+                                json_t *args_take, json_t *kwargs_take)
+{
+    json_t *items[6] = {json_integer(WAMP_MSG_INVOCATION), id_new(request), id_new(registration),
+                        dict_or_empty(details_take)};
+    size_t n = 4;
+    tail_add(items, &n, args_take, kwargs_take);
+    return msg_build(items, n);
+}
+
+json_t *wamp_msg_new_interrupt(uint64_t request, json_t *options_take)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_INTERRUPT), id_new(request),
+                       dict_or_empty(options_take)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_hello(const char *realm, json_t *details_take)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_HELLO), json_string(realm),
+                       dict_or_empty(details_take)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_publish(uint64_t request, json_t *options_take, const char *topic,
+                             json_t *args_take, json_t *kwargs_take)
+{
+    json_t *items[6] = {json_integer(WAMP_MSG_PUBLISH), id_new(request),
+                        dict_or_empty(options_take), json_string(topic)};
+    size_t n = 4;
+    tail_add(items, &n, args_take, kwargs_take);
+    return msg_build(items, n);
+}
+
+json_t *wamp_msg_new_subscribe(uint64_t request, json_t *options_take, const char *topic)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_SUBSCRIBE), id_new(request),
+                       dict_or_empty(options_take), json_string(topic)};
+    return msg_build(items, 4);
+}
+
+json_t *wamp_msg_new_unsubscribe(uint64_t request, uint64_t subscription)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_UNSUBSCRIBE), id_new(request), id_new(subscription)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_call(uint64_t request, json_t *options_take, const char *procedure,
+                          json_t *args_take, json_t *kwargs_take)
+{
+    json_t *items[6] = {json_integer(WAMP_MSG_CALL), id_new(request), dict_or_empty(options_take),
+                        json_string(procedure)};
+    size_t n = 4;
+    tail_add(items, &n, args_take, kwargs_take);
+    return msg_build(items, n);
+}
+
+json_t *wamp_msg_new_register(uint64_t request, json_t *options_take, const char *procedure)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_REGISTER), id_new(request),
+                       dict_or_empty(options_take), json_string(procedure)};
+    return msg_build(items, 4);
+}
+
+json_t *wamp_msg_new_unregister(uint64_t request, uint64_t registration)
+{
+    json_t *items[] = {json_integer(WAMP_MSG_UNREGISTER), id_new(request), id_new(registration)};
+    return msg_build(items, 3);
+}
+
+json_t *wamp_msg_new_yield(uint64_t request, json_t *options_take, json_t *args_take,
+                           json_t *kwargs_take)
+{
+    json_t *items[5] = {json_integer(WAMP_MSG_YIELD), id_new(request), dict_or_empty(options_take)};
+    size_t n = 3;
+    tail_add(items, &n, args_take, kwargs_take);
+    return msg_build(items, n);
+}
