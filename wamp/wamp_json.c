@@ -23,7 +23,9 @@ wamp_err wamp_json_decode(const void *data, size_t len, json_t **out, char *why,
     if (*out) {
         return WAMP_OK;
     }
-    if (json_error_code(&jerr) == json_error_out_of_memory) {
+    /* jansson reports most allocation failures with json_error_out_of_memory, but a failure
+     * while setting up its lexer returns before any error is recorded (empty text). */
+    if (json_error_code(&jerr) == json_error_out_of_memory || jerr.text[0] == '\0') {
         return WAMP_ENOMEM;
     }
     if (why && why_len) {

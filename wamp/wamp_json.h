@@ -15,7 +15,10 @@
 /* Parses exactly len bytes (one JSON text, any value type, trailing whitespace allowed) into a
  * new value (*out, one reference). Duplicate object keys, invalid UTF-8, NUL bytes in keys,
  * integers outside int64 and nesting deeper than WAMP_CODEC_MAX_DEPTH are WAMP_EPROTO (reason
- * in why when why != NULL). WAMP_ENOMEM on allocation failure. *out is NULL after failure. */
+ * in why when why != NULL). WAMP_ENOMEM on allocation failure, except that jansson 2.14 reports
+ * a failed string allocation in its lexer as a syntax error, which comes out as WAMP_EPROTO
+ * (and its lexer ignores a failed growth of its token buffer, so under memory pressure a string
+ * may even lose bytes: a jansson 2.14 bug). *out is NULL after failure. */
 wamp_err wamp_json_decode(const void *data, size_t len, json_t **out, char *why, size_t why_len);
 
 /* Compact UTF-8 JSON of value, written straight into a new buffer (*out, one reference).

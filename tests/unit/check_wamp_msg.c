@@ -575,6 +575,57 @@ START_TEST(test_builders_consume_on_failure)
 
 END_TEST
 
+/* Allocation failure injection through jansson's allocator hook (forked tests make the
+ * file-scope counters safe): allocation number fail_at, counting from 0, fails. */
+static size_t fail_at;
+static size_t alloc_seq;
+
+static void *failing_malloc(size_t n)
+{
+    if (alloc_seq++ == fail_at) {
+        return NULL;
+    }
+    return malloc(n);
+}
+
+/* Every allocation a builder makes fails in turn: it returns NULL and still releases its _take
+ * arguments (LSan would report them at the forked child's exit), until it succeeds. */
+START_TEST(test_builders_oom)
+{
+    size_t failures = 0;
+    for (fail_at = 0;; fail_at++) {
+        json_t *args = json_pack("[i,s]", 1, "x");
+        json_t *kwargs = json_pack("{s:i}", "k", 2);
+        alloc_seq = 0;
+        json_set_alloc_funcs(failing_malloc, free);
+        json_t *call = wamp_msg_new_call(7, NULL, "com.p", args, kwargs);
+        json_set_alloc_funcs(malloc, free);
+        if (call) {
+            check_built(call, "[48,7,{},\"com.p\",[1,\"x\"],{\"k\":2}]");
+            break;
+        }
+        failures++;
+    }
+    ck_assert_uint_ge(failures, 5);
+    failures = 0;
+    for (fail_at = 0;; fail_at++) {
+        json_t *kwargs = json_pack("{s:i}", "k", 2);
+        alloc_seq = 0;
+        json_set_alloc_funcs(failing_malloc, free);
+        /* NULL details and NULL args: the builder allocates {} and [] itself. */
+        json_t *err = wamp_msg_new_error(WAMP_MSG_CALL, 7, NULL, "app.error", NULL, kwargs);
+        json_set_alloc_funcs(malloc, free);
+        if (err) {
+            check_built(err, "[8,48,7,{},\"app.error\",[],{\"k\":2}]");
+            break;
+        }
+        failures++;
+    }
+    ck_assert_uint_ge(failures, 5);
+}
+
+END_TEST
+
 static Suite *wamp_msg_suite(void)
 {
     Suite *s = suite_create("wamp_msg");
@@ -597,6 +648,7 @@ static Suite *wamp_msg_suite(void)
     tcase_add_test(tc, test_builders_router_side);
     tcase_add_test(tc, test_builders_client_side);
     tcase_add_test(tc, test_builders_consume_on_failure);
+    tcase_add_test(tc, test_builders_oom);
     suite_add_tcase(s, tc);
     return s;
 }
