@@ -1,0 +1,756 @@
+/* check_trace_hub.c: the trace registry (names, duplicates, limits, stop/delete), auto-stop,
+ * live-feed batching, and the capture path (filters first, shared bytes, no allocation when
+ * nothing is kept). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <jansson.h>
+
+#include "trace.h"
+#include "trace_hub.h"
+#include "trace_record.h"
+#include "trace_store.h"
+#include "wamp_buf.h"
+#include "wamp_codec.h"
+#include "wamp_types.h"
+
+/* Counting every malloc needs the sanitizer allocator's hooks (ASan builds, as CI's): then the
+ * "no allocation" tests count all allocations. Without ASan they count JSON allocations
+ * (jansson's allocator hooks) and assert through reference counts and store counters only. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_MALLOC_HOOKS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_MALLOC_HOOKS 1
+#endif
+#endif
+#ifndef HAVE_MALLOC_HOOKS
+#define HAVE_MALLOC_HOOKS 0
+#endif
+
+/* Test-only mutable state: the allocator hooks take no context pointer. */
+static size_t n_mallocs;
+static size_t n_json_allocs;
+
+#if HAVE_MALLOC_HOOKS
+/* Exported by the sanitizer runtimes (compiler-rt's sanitizer/allocator_interface.h). */
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *));
+
+static void on_malloc(const volatile void *p, size_t n)
+{
+    (void)p;
+    (void)n;
+    n_mallocs++;
+}
+
+static void on_free(const volatile void *p)
+{
+    (void)p;
+}
+#endif
+
+static void *json_count_malloc(size_t n)
+{
+    n_json_allocs++;
+    return malloc(n);
+}
+
+static void json_count_free(void *p)
+{
+    free(p);
+}
+
+#define PC0 ((uint64_t)5000000000u)          /* monotonic base: 5 s */
+#define TS0 ((uint64_t)1700000000000000000u) /* wall base: 2023-11-14T22:13:20Z */
+#define MS  ((uint64_t)1000000u)
+
+static trace_hub *hub_of(size_t max)
+{
+    trace_hub *h = trace_hub_new(max, "mgmt");
+    ck_assert_ptr_nonnull(h);
+    return h;
+}
+
+/* Starts a trace at PC0 + at_ms; options as JSON text (NULL = defaults). */
+static trace *start_at(trace_hub *h, const char *id, const char *opts, uint64_t at_ms)
+{
+    json_t *j = opts ? json_loads(opts, 0, NULL) : NULL;
+    ck_assert(!opts || j);
+    trace *t = NULL;
+    char why[200] = "";
+    wamp_err err =
+            trace_hub_start(h, id, j, PC0 + at_ms * MS, TS0 + at_ms * MS, &t, why, sizeof(why));
+    ck_assert_msg(err == WAMP_OK, "start %s: %s (%s)", id ? id : "(null)", wamp_strerror(err), why);
+    json_decref(j);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+static trace *start(trace_hub *h, const char *id, const char *opts)
+{
+    return start_at(h, id, opts, 0);
+}
+
+static const char publish_json[] = "[16,1,{},\"com.example.topic\",[1,2]]";
+
+/* A PUBLISH received from session 7 in realm1 at PC0 + at_ms. */
+static size_t offer_rx_at(trace_hub *h, const char *realm, uint64_t at_ms)
+{
+    trace_ctx c = {.direction = TRACE_RX,
+                   .msg_type = WAMP_MSG_PUBLISH,
+                   .session_id = 7,
+                   .realm = realm,
+                   .authid = "alice",
+                   .authrole = "user",
+                   .uri = "com.example.topic"};
+    trace_input in = {.pc_ns = PC0 + at_ms * MS,
+                      .ts_ns = TS0 + at_ms * MS,
+                      .ser = WAMP_SER_JSON,
+                      .bytes = publish_json,
+                      .len = sizeof(publish_json) - 1};
+    return trace_hub_on_message(h, &c, &in);
+}
+
+static size_t offer_rx(trace_hub *h)
+{
+    return offer_rx_at(h, "realm1", 0);
+}
+
+static size_t held(const trace *t)
+{
+    return trace_store_records(trace_get_store(t));
+}
+
+START_TEST(test_names_trace1_trace2)
+{
+    trace_hub *h = hub_of(8);
+    ck_assert_str_eq(trace_id(start(h, NULL, NULL)), "trace1");
+    ck_assert_str_eq(trace_id(start(h, "trace3", NULL)), "trace3");
+    ck_assert_str_eq(trace_id(start(h, NULL, NULL)), "trace2");
+    /* trace3 is taken: skipped. */
+    ck_assert_str_eq(trace_id(start(h, NULL, NULL)), "trace4");
+    /* Names are not reused after a delete. */
+    ck_assert_int_eq(trace_hub_stop(h, "trace4", PC0, TS0, NULL), WAMP_OK);
+    ck_assert_int_eq(trace_hub_delete(h, "trace4"), WAMP_OK);
+    ck_assert_str_eq(trace_id(start(h, NULL, NULL)), "trace5");
+    /* Listing is oldest first. */
+    const char *order[] = {"trace1", "trace3", "trace2", "trace5"};
+    ck_assert_uint_eq(trace_hub_count(h), 4);
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_str_eq(trace_id(trace_hub_at(h, i)), order[i]);
+    }
+    ck_assert_ptr_null(trace_hub_at(h, 4));
+    ck_assert_ptr_eq(trace_hub_find(h, "trace2"), trace_hub_at(h, 2));
+    ck_assert_ptr_null(trace_hub_find(h, "trace4"));
+    ck_assert_ptr_null(trace_hub_find(h, NULL));
+    trace_hub_free(h);
+    trace_hub_free(NULL);
+}
+
+END_TEST
+
+START_TEST(test_duplicate_running_vs_stopped)
+{
+    trace_hub *h = hub_of(8);
+    trace *a = start(h, "a", NULL);
+    trace *out = NULL;
+    char why[200];
+    ck_assert_int_eq(trace_hub_start(h, "a", NULL, PC0, TS0, &out, why, sizeof(why)), WAMP_EEXIST);
+    ck_assert_ptr_eq(out, a);
+    ck_assert(trace_is_running(out)); /* -> crossbar.error.already_running */
+    ck_assert_ptr_nonnull(strstr(why, "already running"));
+    ck_assert_int_eq(trace_hub_stop(h, "a", PC0, TS0, &out), WAMP_OK);
+    ck_assert_ptr_eq(out, a);
+    ck_assert_int_eq(trace_hub_start(h, "a", NULL, PC0, TS0, &out, why, sizeof(why)), WAMP_EEXIST);
+    ck_assert_ptr_eq(out, a);
+    ck_assert(!trace_is_running(out)); /* -> crossbar.error.already_exists */
+    ck_assert_ptr_nonnull(strstr(why, "delete it first"));
+    /* After delete, the id is free again. */
+    ck_assert_int_eq(trace_hub_delete(h, "a"), WAMP_OK);
+    start(h, "a", NULL);
+    ck_assert_uint_eq(trace_hub_count(h), 1);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_stop_and_delete_errors)
+{
+    trace_hub *h = hub_of(8);
+    trace *out = (trace *)1;
+    ck_assert_int_eq(trace_hub_stop(h, "nope", PC0, TS0, &out), WAMP_ENOTFOUND);
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(trace_hub_delete(h, "nope"), WAMP_ENOTFOUND);
+    ck_assert_int_eq(trace_hub_delete(h, NULL), WAMP_ENOTFOUND);
+    trace *t = start(h, "t", NULL);
+    ck_assert_int_eq(trace_hub_delete(h, "t"), WAMP_EDENIED); /* running: not_stopped */
+    ck_assert_uint_eq(trace_hub_count(h), 1);
+    ck_assert_int_eq(trace_hub_stop(h, "t", PC0 + 5 * MS, TS0 + 5 * MS, NULL), WAMP_OK);
+    /* Stopping again is not an error and changes nothing. */
+    ck_assert_int_eq(trace_hub_stop(h, "t", PC0 + 9 * MS, TS0 + 9 * MS, NULL), WAMP_OK);
+    ck_assert_uint_eq(trace_ended_ns(t), TS0 + 5 * MS);
+    ck_assert_str_eq(trace_stop_reason_name(trace_get_stop_reason(t)), "stopped");
+    ck_assert_int_eq(trace_hub_delete(h, "t"), WAMP_OK);
+    ck_assert_uint_eq(trace_hub_count(h), 0);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_max_traces)
+{
+    trace_hub *h = hub_of(2);
+    ck_assert_uint_eq(trace_hub_max_traces(h), 2);
+    start(h, "a", NULL);
+    start(h, "b", NULL);
+    trace *out = (trace *)1;
+    char why[200] = "";
+    ck_assert_int_eq(trace_hub_start(h, "c", NULL, PC0, TS0, &out, why, sizeof(why)), WAMP_ETOOBIG);
+    ck_assert_ptr_null(out);
+    ck_assert_ptr_nonnull(strstr(why, "too many traces"));
+    /* An auto name is not consumed by a refused start. */
+    ck_assert_int_eq(trace_hub_start(h, NULL, NULL, PC0, TS0, &out, why, sizeof(why)),
+                     WAMP_ETOOBIG);
+    /* Stopped traces count (they hold records) until deleted. */
+    trace_hub_stop(h, "a", PC0, TS0, NULL);
+    ck_assert_int_eq(trace_hub_start(h, "c", NULL, PC0, TS0, &out, why, sizeof(why)), WAMP_ETOOBIG);
+    ck_assert_int_eq(trace_hub_delete(h, "a"), WAMP_OK);
+    ck_assert_str_eq(trace_id(start(h, NULL, NULL)), "trace1");
+    ck_assert_ptr_null(trace_hub_new(0, "mgmt"));
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_invalid_options_and_id)
+{
+    trace_hub *h = hub_of(4);
+    json_t *bad = json_pack("{s:i}", "limit", 0);
+    trace *out = (trace *)1;
+    char why[200] = "";
+    ck_assert_int_eq(trace_hub_start(h, "x", bad, PC0, TS0, &out, why, sizeof(why)), WAMP_EINVAL);
+    ck_assert_ptr_null(out);
+    ck_assert_str_eq(why, "limit: must be an integer from 1 to 10000000 (got 0)");
+    ck_assert_uint_eq(trace_hub_count(h), 0);
+    ck_assert(!trace_hub_is_active(h));
+    json_decref(bad);
+    ck_assert_int_eq(trace_hub_start(h, "", NULL, PC0, TS0, &out, why, sizeof(why)), WAMP_EINVAL);
+    ck_assert_ptr_nonnull(strstr(why, "trace_id:"));
+    ck_assert_int_eq(trace_hub_start(h, "a\nb", NULL, PC0, TS0, &out, why, sizeof(why)),
+                     WAMP_EINVAL);
+    char long_id[TRACE_ID_MAX + 2];
+    memset(long_id, 'x', sizeof(long_id) - 1);
+    long_id[sizeof(long_id) - 1] = '\0';
+    ck_assert_int_eq(trace_hub_start(h, long_id, NULL, PC0, TS0, &out, why, sizeof(why)),
+                     WAMP_EINVAL);
+    long_id[TRACE_ID_MAX] = '\0';
+    ck_assert(trace_id_is_valid(long_id));
+    ck_assert_uint_eq(trace_hub_count(h), 0);
+    /* A refused auto-named start does not consume the name. */
+    json_t *bad2 = json_pack("{s:b}", "persist", 1);
+    ck_assert_int_eq(trace_hub_start(h, NULL, bad2, PC0, TS0, &out, why, sizeof(why)), WAMP_EINVAL);
+    json_decref(bad2);
+    ck_assert_str_eq(trace_id(start(h, NULL, NULL)), "trace1");
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_is_active_only_while_running)
+{
+    trace_hub *h = hub_of(4);
+    ck_assert(!trace_hub_is_active(h));
+    start(h, "a", NULL);
+    ck_assert(trace_hub_is_active(h));
+    start(h, "b", NULL);
+    trace_hub_stop(h, "a", PC0, TS0, NULL);
+    ck_assert(trace_hub_is_active(h));
+    trace_hub_stop(h, "b", PC0, TS0, NULL);
+    ck_assert(!trace_hub_is_active(h));
+    trace_hub_delete(h, "a");
+    ck_assert(!trace_hub_is_active(h));
+    start(h, "c", NULL);
+    start(h, "d", NULL);
+    ck_assert(trace_hub_is_active(h));
+    trace_hub_shutdown(h, PC0 + MS, TS0 + MS);
+    ck_assert(!trace_hub_is_active(h));
+    ck_assert_str_eq(trace_stop_reason_name(trace_get_stop_reason(trace_hub_find(h, "c"))),
+                     "shutdown");
+    ck_assert_str_eq(trace_stop_reason_name(trace_get_stop_reason(trace_hub_find(h, "d"))),
+                     "shutdown");
+    /* b keeps its own reason. */
+    ck_assert_str_eq(trace_stop_reason_name(trace_get_stop_reason(trace_hub_find(h, "b"))),
+                     "stopped");
+    ck_assert_uint_eq(offer_rx(h), 0);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_stop_keeps_records_readable)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "t", NULL);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_uint_eq(offer_rx(h), 1);
+    }
+    trace_hub_stop(h, "t", PC0 + MS, TS0 + MS, NULL);
+    ck_assert_uint_eq(offer_rx(h), 0); /* stopped: nothing more */
+    const trace_store *st = trace_get_store(t);
+    ck_assert_uint_eq(trace_store_records(st), 5);
+    ck_assert_uint_eq(trace_store_next_seq(st), 5);
+    const trace_record *r = trace_store_get(st, 4);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_mem_eq(wamp_buf_cdata(r->wire), publish_json, sizeof(publish_json) - 1);
+    /* Appending to a stopped trace stores nothing. */
+    trace_record extra;
+    memset(&extra, 0, sizeof(extra));
+    ck_assert_uint_eq(trace_append_take(t, &extra), TRACE_SEQ_NONE);
+    ck_assert_uint_eq(held(t), 5);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_duration_auto_stop)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "t", "{\"duration\": 2}");
+    trace *other = start(h, "u", NULL);
+    trace_hub_tick(h, PC0 + 1999 * MS, TS0 + 1999 * MS, NULL, NULL);
+    ck_assert(trace_is_running(t));
+    ck_assert_uint_eq(trace_runtime_ns(t, PC0 + 1999 * MS), 1999 * MS);
+    trace_hub_tick(h, PC0 + 2000 * MS, TS0 + 2000 * MS, NULL, NULL);
+    ck_assert(!trace_is_running(t));
+    ck_assert(trace_is_running(other));
+    ck_assert_int_eq(trace_get_stop_reason(t), TRACE_STOP_DURATION);
+    ck_assert_str_eq(trace_stop_reason_name(TRACE_STOP_DURATION), "duration");
+    ck_assert_uint_eq(trace_ended_ns(t), TS0 + 2000 * MS);
+    ck_assert_uint_eq(trace_runtime_ns(t, PC0 + 9000 * MS), 2000 * MS);
+    /* Still active: u runs. Once u stops too, the hub goes quiet. */
+    ck_assert(trace_hub_is_active(h));
+    trace_hub_stop(h, "u", PC0, TS0, NULL);
+    ck_assert(!trace_hub_is_active(h));
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_max_records_auto_stop)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "t", "{\"max_records\": 3}");
+    ck_assert_uint_eq(offer_rx_at(h, "realm1", 1), 1);
+    ck_assert_uint_eq(offer_rx_at(h, "realm1", 2), 1);
+    ck_assert(trace_is_running(t));
+    ck_assert_uint_eq(offer_rx_at(h, "realm1", 3), 1); /* the third is kept, then it stops */
+    ck_assert(!trace_is_running(t));
+    ck_assert(!trace_hub_is_active(h));
+    ck_assert_int_eq(trace_get_stop_reason(t), TRACE_STOP_MAX_RECORDS);
+    ck_assert_str_eq(trace_stop_reason_name(TRACE_STOP_MAX_RECORDS), "max_records");
+    ck_assert_uint_eq(trace_ended_ns(t), TS0 + 3 * MS);
+    ck_assert_uint_eq(offer_rx_at(h, "realm1", 4), 0);
+    ck_assert_uint_eq(held(t), 3);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_batching_periods_tile)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "t", "{\"batching_period\": 200}");
+    trace_batch b;
+    uint64_t next_first = 0;
+    /* Period 0 [0, 200): nothing before it ends. */
+    ck_assert(!trace_take_batch(t, PC0 + 100 * MS, TS0 + 100 * MS, &b));
+    offer_rx_at(h, "realm1", 150);
+    offer_rx_at(h, "realm1", 160);
+    offer_rx_at(h, "realm1", 170);
+    ck_assert(!trace_take_batch(t, PC0 + 199 * MS, TS0 + 199 * MS, &b));
+    ck_assert(trace_take_batch(t, PC0 + 200 * MS, TS0 + 200 * MS, &b));
+    ck_assert_uint_eq(b.period, 0);
+    ck_assert_uint_eq(b.first_seq, next_first);
+    ck_assert_uint_eq(b.last_seq, 2);
+    ck_assert_uint_eq(b.period_start_ns, TS0);
+    ck_assert_uint_eq(b.finished_ns, TS0 + 200 * MS);
+    next_first = b.last_seq + 1;
+    /* Period 1 [200, 400). */
+    ck_assert(!trace_take_batch(t, PC0 + 300 * MS, TS0 + 300 * MS, &b));
+    offer_rx_at(h, "realm1", 350);
+    offer_rx_at(h, "realm1", 390);
+    ck_assert(trace_take_batch(t, PC0 + 400 * MS, TS0 + 400 * MS, &b));
+    ck_assert_uint_eq(b.period, 1);
+    ck_assert_uint_eq(b.first_seq, next_first);
+    ck_assert_uint_eq(b.last_seq, 4);
+    ck_assert_uint_eq(b.period_start_ns, TS0 + 200 * MS);
+    next_first = b.last_seq + 1;
+    /* Idle periods 2 and 3: nothing. */
+    ck_assert(!trace_take_batch(t, PC0 + 600 * MS, TS0 + 600 * MS, &b));
+    ck_assert(!trace_take_batch(t, PC0 + 800 * MS, TS0 + 800 * MS, &b));
+    /* Period 4 [800, 1000), taken late (at 1150): the numbering stays aligned. */
+    offer_rx_at(h, "realm1", 900);
+    ck_assert(trace_take_batch(t, PC0 + 1150 * MS, TS0 + 1150 * MS, &b));
+    ck_assert_uint_eq(b.period, 4);
+    ck_assert_uint_eq(b.first_seq, next_first);
+    ck_assert_uint_eq(b.last_seq, 5);
+    ck_assert_uint_eq(b.period_start_ns, TS0 + 800 * MS);
+    next_first = b.last_seq + 1;
+    /* Period 5 [1000, 1200) holds 1150..1199; a stop at 1190 flushes at once. */
+    offer_rx_at(h, "realm1", 1160);
+    offer_rx_at(h, "realm1", 1170);
+    trace_hub_stop(h, "t", PC0 + 1190 * MS, TS0 + 1190 * MS, NULL);
+    ck_assert(trace_take_batch(t, PC0 + 1191 * MS, TS0 + 1191 * MS, &b));
+    ck_assert_uint_eq(b.period, 5);
+    ck_assert_uint_eq(b.first_seq, next_first);
+    ck_assert_uint_eq(b.last_seq, 7);
+    ck_assert_uint_eq(b.finished_ns, TS0 + 1190 * MS);
+    ck_assert_uint_eq(b.last_seq + 1, trace_store_next_seq(trace_get_store(t)));
+    ck_assert(!trace_take_batch(t, PC0 + 5000 * MS, TS0 + 5000 * MS, &b));
+    trace_hub_free(h);
+}
+
+END_TEST
+
+/* Records what trace_hub_tick() reports. */
+typedef struct events_log {
+    char seen[512];
+    uint64_t next_first;
+    bool tiles;
+} events_log;
+
+static void log_batch(void *ctx, trace *t, const trace_batch *b)
+{
+    events_log *log = ctx;
+    char line[96];
+    snprintf(line, sizeof(line), "batch %s %llu-%llu;", trace_id(t),
+             (unsigned long long)b->first_seq, (unsigned long long)b->last_seq);
+    strncat(log->seen, line, sizeof(log->seen) - strlen(log->seen) - 1);
+    log->tiles = log->tiles && b->first_seq == log->next_first;
+    log->next_first = b->last_seq + 1;
+}
+
+static void log_stopped(void *ctx, trace *t)
+{
+    events_log *log = ctx;
+    char line[64];
+    snprintf(line, sizeof(line), "stopped %s %s;", trace_id(t),
+             trace_stop_reason_name(trace_get_stop_reason(t)));
+    strncat(log->seen, line, sizeof(log->seen) - strlen(log->seen) - 1);
+}
+
+START_TEST(test_tick_reports_batches_then_stop_once)
+{
+    trace_hub *h = hub_of(4);
+    start(h, "t", "{\"batching_period\": 100, \"duration\": 1}");
+    trace_hub_events ev = {.on_batch = log_batch, .on_stopped = log_stopped};
+    events_log log = {.tiles = true};
+    for (uint64_t ms = 0; ms <= 1500; ms += 10) {
+        if (ms % 30 == 0 && ms < 1000) {
+            offer_rx_at(h, "realm1", ms);
+        }
+        if (ms % 100 == 0) {
+            trace_hub_tick(h, PC0 + ms * MS, TS0 + ms * MS, &ev, &log);
+        }
+    }
+    ck_assert(log.tiles);
+    ck_assert_uint_eq(log.next_first, 34); /* 0, 30, ..., 990: 34 records, all batched */
+    /* The stop is reported exactly once, after the last batch. */
+    const char *stop = strstr(log.seen, "stopped t duration;");
+    ck_assert_ptr_nonnull(stop);
+    ck_assert_str_eq(stop, "stopped t duration;");
+    /* Without events the caller takes the notice itself, once. */
+    start(h, "u", NULL);
+    trace_hub_stop(h, "u", PC0, TS0, NULL);
+    trace_hub_tick(h, PC0 + 2000 * MS, TS0 + 2000 * MS, NULL, NULL);
+    ck_assert(trace_take_stop_notice(trace_hub_find(h, "u")));
+    ck_assert(!trace_take_stop_notice(trace_hub_find(h, "u")));
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_rx_bytes_copied_once_and_shared)
+{
+    trace_hub *h = hub_of(4);
+    trace *a = start(h, "a", NULL);
+    trace *b = start(h, "b", "{\"direction\": \"rx\"}");
+    trace *c = start(h, "c", "{\"direction\": \"tx\"}");
+    ck_assert_uint_eq(offer_rx(h), 2);
+    const trace_record *ra = trace_store_get(trace_get_store(a), 0);
+    const trace_record *rb = trace_store_get(trace_get_store(b), 0);
+    ck_assert_ptr_nonnull(ra);
+    ck_assert_ptr_nonnull(rb);
+    ck_assert_uint_eq(held(c), 0);
+    /* One copy, referenced by both records; not the caller's memory. */
+    ck_assert_ptr_eq(ra->wire, rb->wire);
+    ck_assert_uint_eq(wamp_buf_refs(ra->wire), 2);
+    ck_assert_ptr_ne(wamp_buf_cdata(ra->wire), (const unsigned char *)publish_json);
+    ck_assert_mem_eq(wamp_buf_cdata(ra->wire), publish_json, sizeof(publish_json) - 1);
+    ck_assert_uint_eq(ra->wire_ser, WAMP_SER_JSON);
+    ck_assert_uint_eq(ra->ser_bytes[WAMP_SER_JSON], sizeof(publish_json) - 1);
+    ck_assert_uint_eq(ra->ser_bytes[WAMP_SER_MSGPACK], 0);
+    /* The peer and uri built from the context are shared as well. */
+    ck_assert_ptr_eq(ra->peer, rb->peer);
+    ck_assert_uint_eq(trace_peer_refs(ra->peer), 2);
+    ck_assert_str_eq(trace_peer_realm(ra->peer), "realm1");
+    ck_assert_uint_eq(trace_peer_session_id(ra->peer), 7);
+    ck_assert_ptr_eq(ra->uri, rb->uri);
+    ck_assert_str_eq(trace_str_get(ra->uri), "com.example.topic");
+    ck_assert_uint_eq(ra->dir, TRACE_RX);
+    ck_assert_uint_eq(ra->msg_type, WAMP_MSG_PUBLISH);
+    trace_hub_stop(h, "a", PC0, TS0, NULL);
+    ck_assert_int_eq(trace_hub_delete(h, "a"), WAMP_OK);
+    ck_assert_uint_eq(wamp_buf_refs(rb->wire), 1);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_tx_takes_a_reference_on_the_wire_buffer)
+{
+    trace_hub *h = hub_of(4);
+    trace *a = start(h, "a", NULL);
+    start(h, "b", NULL);
+    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
+    wamp_buf *json_wire = NULL, *mp_wire = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &json_wire), WAMP_OK);
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_MSGPACK, event, &mp_wire), WAMP_OK);
+    trace_peer *peer = trace_peer_new(9, "realm1", "bob", "user");
+    trace_str *uri = trace_str_new("com.example.topic");
+    uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3};
+    trace_ctx c = {.direction = TRACE_TX,
+                   .msg_type = WAMP_MSG_EVENT,
+                   .session_id = 9,
+                   .realm = "realm1",
+                   .authid = "bob",
+                   .authrole = "user",
+                   .uri = "com.example.topic"};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .peer = peer,
+                      .uri = uri,
+                      .correlation = corr,
+                      .correlation_is_last = true,
+                      .ser = WAMP_SER_MSGPACK,
+                      .wire = mp_wire,
+                      .msg = event,
+                      .ser_bytes = {[WAMP_SER_JSON] = wamp_buf_len(json_wire),
+                                    [WAMP_SER_MSGPACK] = wamp_buf_len(mp_wire)}};
+    const unsigned char *bytes_before = wamp_buf_cdata(mp_wire);
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
+    /* No copy: both records point at the router's buffer, which gained two references. */
+    ck_assert_uint_eq(wamp_buf_refs(mp_wire), 3);
+    const trace_record *r = trace_store_get(trace_get_store(a), 0);
+    ck_assert_ptr_eq(r->wire, mp_wire);
+    ck_assert_ptr_eq(wamp_buf_cdata(r->wire), bytes_before);
+    ck_assert_uint_eq(r->wire_ser, WAMP_SER_MSGPACK);
+    ck_assert_uint_eq(r->ser_bytes[WAMP_SER_JSON], wamp_buf_len(json_wire));
+    ck_assert_uint_eq(r->ser_bytes[WAMP_SER_MSGPACK], wamp_buf_len(mp_wire));
+    /* The router's peer and uri objects are referenced, not copied. */
+    ck_assert_ptr_eq(r->peer, peer);
+    ck_assert_uint_eq(trace_peer_refs(peer), 3);
+    ck_assert_ptr_eq(r->uri, uri);
+    ck_assert_uint_eq(trace_str_refs(uri), 3);
+    ck_assert_mem_eq(r->corr, corr, TRACE_UUID_LEN);
+    ck_assert_uint_eq(r->flags, TRACE_CORR_HAS | TRACE_CORR_LAST);
+    ck_assert_ptr_null(r->dropped);
+    /* A drop with a static reason string. */
+    in.dropped = "queue_full";
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
+    ck_assert_str_eq(trace_store_get(trace_get_store(a), 1)->dropped, "queue_full");
+    trace_hub_free(h);
+    ck_assert_uint_eq(wamp_buf_refs(mp_wire), 1);
+    ck_assert_uint_eq(trace_peer_refs(peer), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    trace_peer_unref(&peer);
+    trace_str_unref(&uri);
+    wamp_buf_unref(&json_wire);
+    wamp_buf_unref(&mp_wire);
+    json_decref(event);
+}
+
+END_TEST
+
+START_TEST(test_tx_dropped_before_encoding)
+{
+    trace_hub *h = hub_of(4);
+    trace *a = start(h, "a", NULL);
+    json_t *result = json_loads("[50,3,{},[42]]", 0, NULL);
+    trace_ctx c = {.direction = TRACE_TX, .msg_type = WAMP_MSG_RESULT, .session_id = 3};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .ser = WAMP_SER_JSON,
+                      .msg = result,
+                      .dropped = "session_closed"};
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    const trace_record *r = trace_store_get(trace_get_store(a), 0);
+    /* Encoded here (rare path) so that the record still shows the message; nothing went on
+     * the wire, so no serialization sizes. */
+    ck_assert_ptr_nonnull(r->wire);
+    ck_assert_mem_eq(wamp_buf_cdata(r->wire), "[50,3,{},[42]]", 14);
+    ck_assert_uint_eq(r->ser_bytes[WAMP_SER_JSON], 0);
+    ck_assert_str_eq(r->dropped, "session_closed");
+    ck_assert_ptr_null(r->uri);
+    json_decref(result);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_filters_choose_traces)
+{
+    trace_hub *h = hub_of(4);
+    trace *all = start(h, "all", NULL);
+    trace *r2 = start(h, "r2", "{\"realms\": [\"realm2\"]}");
+    trace *m = start(h, "m", "{\"realms\": [\"mgmt\"]}");
+    ck_assert_uint_eq(offer_rx_at(h, "realm1", 0), 1);
+    ck_assert_uint_eq(offer_rx_at(h, "realm2", 0), 2);
+    /* The management realm: only the trace that names it. */
+    ck_assert_uint_eq(offer_rx_at(h, "mgmt", 0), 1);
+    ck_assert_uint_eq(held(all), 2);
+    ck_assert_uint_eq(held(r2), 1);
+    ck_assert_uint_eq(held(m), 1);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+/* Offers a tx EVENT with a wire buffer, a peer and a uri, and checks that nothing was
+ * allocated, referenced or stored. */
+static void assert_offer_costs_nothing(trace_hub *h, const char *realm)
+{
+    wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
+    trace_peer *peer = trace_peer_new(1, realm, "a", "r");
+    trace_str *uri = trace_str_new("com.x");
+    json_t *msg = json_loads("[36,1,2,{}]", 0, NULL);
+    trace_ctx c = {.direction = TRACE_TX,
+                   .msg_type = WAMP_MSG_EVENT,
+                   .session_id = 1,
+                   .realm = realm,
+                   .uri = "com.x"};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .peer = peer,
+                      .uri = uri,
+                      .ser = WAMP_SER_JSON,
+                      .wire = wire,
+                      .msg = msg};
+    size_t mallocs = n_mallocs, json_allocs = n_json_allocs;
+    size_t kept = 0;
+    for (int i = 0; i < 1000; i++) {
+        kept += trace_hub_on_message(h, &c, &in);
+    }
+    size_t mallocs_after = n_mallocs, json_allocs_after = n_json_allocs;
+    ck_assert_uint_eq(kept, 0);
+    ck_assert_uint_eq(json_allocs_after, json_allocs);
+    ck_assert_uint_eq(mallocs_after, mallocs); /* meaningful in ASan builds, see top */
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    ck_assert_uint_eq(trace_peer_refs(peer), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    wamp_buf_unref(&wire);
+    trace_peer_unref(&peer);
+    trace_str_unref(&uri);
+    json_decref(msg);
+}
+
+START_TEST(test_no_allocation_when_idle_or_rejected)
+{
+    trace_hub *h = hub_of(4);
+    /* Nothing running at all. */
+    assert_offer_costs_nothing(h, "realm1");
+    /* Running traces whose filters reject the message. */
+    trace *rx = start(h, "rx", "{\"direction\": \"rx\"}");
+    trace *r9 = start(h, "r9", "{\"realms\": [\"realm9\"], \"uris\": [\"com.y\"]}");
+    trace *def = start(h, "def", NULL);
+    assert_offer_costs_nothing(h, "mgmt"); /* def excludes the management realm */
+    trace_hub_stop(h, "def", PC0, TS0, NULL);
+    assert_offer_costs_nothing(h, "realm1");
+    ck_assert_uint_eq(held(rx) + held(r9) + held(def), 0);
+    ck_assert_uint_eq(trace_store_next_seq(trace_get_store(rx)), 0);
+#if HAVE_MALLOC_HOOKS
+    /* Sanity check of the hook itself: keeping a rx message allocates. */
+    size_t before = n_mallocs;
+    ck_assert_uint_eq(offer_rx(h), 1);
+    ck_assert_uint_gt(n_mallocs, before);
+#endif
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_markers)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "t", "{\"msg_types\": [\"Call\"]}");
+    offer_rx(h); /* filtered out */
+    json_t *meta = json_pack("{s:s}", "note", "before deploy");
+    uint64_t seq = 99;
+    ck_assert_int_eq(trace_mark(t, "deploy", meta, PC0 + MS, TS0 + MS, &seq), WAMP_OK);
+    ck_assert_uint_eq(seq, 0);
+    ck_assert_int_eq(trace_mark(t, "again", NULL, PC0 + MS, TS0 + MS, &seq), WAMP_OK);
+    ck_assert_uint_eq(seq, 1);
+    const trace_record *r = trace_store_get(trace_get_store(t), 0);
+    ck_assert(trace_record_is_marker(r));
+    ck_assert_str_eq(trace_str_get(r->uri), "deploy");
+    ck_assert_mem_eq(wamp_buf_cdata(r->wire), "{\"note\":\"before deploy\"}", 24);
+    ck_assert_int_eq(trace_mark(t, "", NULL, PC0, TS0, &seq), WAMP_EINVAL);
+    json_t *arr = json_array();
+    ck_assert_int_eq(trace_mark(t, "x", arr, PC0, TS0, &seq), WAMP_EINVAL);
+    json_decref(arr);
+    trace_hub_stop(h, "t", PC0, TS0, NULL);
+    ck_assert_int_eq(trace_mark(t, "late", NULL, PC0, TS0, &seq), WAMP_ECLOSED);
+    ck_assert_uint_eq(held(t), 2);
+    json_decref(meta);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+static Suite *trace_hub_suite(void)
+{
+    Suite *s = suite_create("trace_hub");
+    TCase *reg = tcase_create("registry");
+    tcase_set_timeout(reg, 10);
+    tcase_add_test(reg, test_names_trace1_trace2);
+    tcase_add_test(reg, test_duplicate_running_vs_stopped);
+    tcase_add_test(reg, test_stop_and_delete_errors);
+    tcase_add_test(reg, test_max_traces);
+    tcase_add_test(reg, test_invalid_options_and_id);
+    tcase_add_test(reg, test_is_active_only_while_running);
+    tcase_add_test(reg, test_stop_keeps_records_readable);
+    suite_add_tcase(s, reg);
+    TCase *life = tcase_create("lifecycle");
+    tcase_set_timeout(life, 10);
+    tcase_add_test(life, test_duration_auto_stop);
+    tcase_add_test(life, test_max_records_auto_stop);
+    tcase_add_test(life, test_batching_periods_tile);
+    tcase_add_test(life, test_tick_reports_batches_then_stop_once);
+    tcase_add_test(life, test_markers);
+    suite_add_tcase(s, life);
+    TCase *cap = tcase_create("capture");
+    tcase_set_timeout(cap, 10);
+    tcase_add_test(cap, test_rx_bytes_copied_once_and_shared);
+    tcase_add_test(cap, test_tx_takes_a_reference_on_the_wire_buffer);
+    tcase_add_test(cap, test_tx_dropped_before_encoding);
+    tcase_add_test(cap, test_filters_choose_traces);
+    tcase_add_test(cap, test_no_allocation_when_idle_or_rejected);
+    suite_add_tcase(s, cap);
+    return s;
+}
+
+int main(void)
+{
+#if HAVE_MALLOC_HOOKS
+    __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
+#endif
+    json_set_alloc_funcs(json_count_malloc, json_count_free);
+    SRunner *sr = srunner_create(trace_hub_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,271 @@
+/* check_trace_store.c: the bounded ring of records: seqs, count and byte limits, drops, paging. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "trace_record.h"
+#include "trace_store.h"
+
+/* A record carrying `len` wire bytes (NULL wire for 0) and pc_ns = tag, to recognise it. */
+static trace_record rec_of(size_t len, uint64_t tag)
+{
+    trace_record r;
+    memset(&r, 0, sizeof(r));
+    r.pc_ns = tag;
+    r.dir = TRACE_RX;
+    if (len) {
+        r.wire = wamp_buf_new(len);
+        ck_assert_ptr_nonnull(r.wire);
+        memset(wamp_buf_reserve(&r.wire, len), 'x', len);
+        wamp_buf_commit(r.wire, len);
+        r.wire_ser = WAMP_SER_JSON;
+    }
+    return r;
+}
+
+static void append(trace_store *st, size_t len, uint64_t tag)
+{
+    trace_record r = rec_of(len, tag);
+    uint64_t expect = trace_store_next_seq(st);
+    ck_assert_uint_eq(trace_store_append_take(st, &r), expect);
+    ck_assert_ptr_null(r.wire); /* consumed */
+}
+
+START_TEST(test_seq_from_zero_without_gaps)
+{
+    trace_store *st = trace_store_new(100, 1 << 20);
+    ck_assert_uint_eq(trace_store_first_seq(st), 0);
+    ck_assert_uint_eq(trace_store_next_seq(st), 0);
+    ck_assert_uint_eq(trace_store_records(st), 0);
+    ck_assert_ptr_null(trace_store_get(st, 0));
+    for (uint64_t i = 0; i < 50; i++) {
+        trace_record r = rec_of(10, 1000 + i);
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+    }
+    ck_assert_uint_eq(trace_store_records(st), 50);
+    ck_assert_uint_eq(trace_store_next_seq(st), 50);
+    ck_assert_uint_eq(trace_store_dropped(st), 0);
+    ck_assert_uint_eq(trace_store_bytes(st), 50 * (10 + TRACE_RECORD_OVERHEAD));
+    for (uint64_t i = 0; i < 50; i++) {
+        const trace_record *r = trace_store_get(st, i);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_uint_eq(r->seq, i);
+        ck_assert_uint_eq(r->pc_ns, 1000 + i);
+    }
+    ck_assert_ptr_null(trace_store_get(st, 50));
+    ck_assert_ptr_null(trace_store_get(st, UINT64_MAX));
+    trace_store_free(st);
+    trace_store_free(NULL);
+    ck_assert_ptr_null(trace_store_new(0, 1000)); /* limit 0 is refused */
+}
+
+END_TEST
+
+START_TEST(test_count_limit_drops_oldest)
+{
+    trace_store *st = trace_store_new(5, 1 << 20);
+    for (uint64_t i = 0; i < 12; i++) {
+        append(st, 1, i);
+    }
+    ck_assert_uint_eq(trace_store_records(st), 5);
+    ck_assert_uint_eq(trace_store_first_seq(st), 7);
+    ck_assert_uint_eq(trace_store_next_seq(st), 12);
+    ck_assert_uint_eq(trace_store_dropped(st), 7);
+    ck_assert_uint_eq(trace_store_bytes(st), 5 * (1 + TRACE_RECORD_OVERHEAD));
+    ck_assert_ptr_null(trace_store_get(st, 6));
+    for (uint64_t s = 7; s < 12; s++) {
+        ck_assert_uint_eq(trace_store_get(st, s)->pc_ns, s);
+    }
+    trace_store_free(st);
+}
+
+END_TEST
+
+START_TEST(test_byte_limit_drops_oldest)
+{
+    /* Each record costs 100 + overhead; the budget holds 4 of them, not 5. */
+    const uint64_t cost = 100 + TRACE_RECORD_OVERHEAD;
+    trace_store *st = trace_store_new(1000, 4 * cost + cost / 2);
+    for (uint64_t i = 0; i < 4; i++) {
+        append(st, 100, i);
+    }
+    ck_assert_uint_eq(trace_store_dropped(st), 0);
+    ck_assert_uint_eq(trace_store_bytes(st), 4 * cost);
+    append(st, 100, 4);
+    ck_assert_uint_eq(trace_store_records(st), 4);
+    ck_assert_uint_eq(trace_store_dropped(st), 1);
+    ck_assert_uint_eq(trace_store_first_seq(st), 1);
+    ck_assert_uint_eq(trace_store_bytes(st), 4 * cost);
+    /* A big record evicts as many old ones as it needs. */
+    append(st, 300, 5);
+    ck_assert_uint_eq(trace_store_first_seq(st), 3);
+    ck_assert_uint_eq(trace_store_records(st), 3);
+    ck_assert_uint_eq(trace_store_dropped(st), 3);
+    ck_assert_uint_eq(trace_store_bytes(st), 2 * cost + 300 + TRACE_RECORD_OVERHEAD);
+    ck_assert(trace_store_bytes(st) <= trace_store_max_bytes(st));
+    /* Records without bytes count the overhead only. */
+    append(st, 0, 6);
+    ck_assert_uint_eq(trace_store_dropped(st), 3);
+    ck_assert_uint_eq(trace_store_bytes(st), 2 * cost + 300 + 2 * TRACE_RECORD_OVERHEAD);
+    trace_store_free(st);
+}
+
+END_TEST
+
+START_TEST(test_record_over_budget_alone)
+{
+    trace_store *st = trace_store_new(100, 1024);
+    append(st, 10, 0);
+    append(st, 10, 1);
+    /* Larger than the whole budget: dropped, and (seqs held stay contiguous) so is all older. */
+    append(st, 2000, 2);
+    ck_assert_uint_eq(trace_store_records(st), 0);
+    ck_assert_uint_eq(trace_store_first_seq(st), 3);
+    ck_assert_uint_eq(trace_store_next_seq(st), 3);
+    ck_assert_uint_eq(trace_store_dropped(st), 3);
+    ck_assert_uint_eq(trace_store_bytes(st), 0);
+    append(st, 10, 3);
+    ck_assert_uint_eq(trace_store_get(st, 3)->pc_ns, 3);
+    ck_assert_uint_eq(trace_store_first_seq(st), 3);
+    trace_store_free(st);
+}
+
+END_TEST
+
+START_TEST(test_references_released_on_drop_and_free)
+{
+    wamp_buf *shared = wamp_buf_new_copy("[16,1,{},\"a\"]", 13);
+    trace_store *st = trace_store_new(3, 1 << 20);
+    for (int i = 0; i < 5; i++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.wire = wamp_buf_ref(shared);
+        trace_store_append_take(st, &r);
+    }
+    /* 3 held by the store + ours; the two dropped records released theirs. */
+    ck_assert_uint_eq(wamp_buf_refs(shared), 4);
+    trace_store_free(st);
+    ck_assert_uint_eq(wamp_buf_refs(shared), 1);
+    wamp_buf_unref(&shared);
+}
+
+END_TEST
+
+START_TEST(test_ring_growth_and_wraparound)
+{
+    /* limit 1000: the ring grows 64, 128, ... 1000 and then wraps many times. */
+    trace_store *st = trace_store_new(1000, UINT64_MAX);
+    for (uint64_t i = 0; i < 5321; i++) {
+        append(st, 0, i * 3);
+        if (i % 97 == 0) {
+            uint64_t first = trace_store_first_seq(st);
+            for (uint64_t s = first; s <= i; s++) {
+                ck_assert_uint_eq(trace_store_get(st, s)->pc_ns, s * 3);
+            }
+        }
+    }
+    ck_assert_uint_eq(trace_store_records(st), 1000);
+    ck_assert_uint_eq(trace_store_first_seq(st), 4321);
+    ck_assert_uint_eq(trace_store_dropped(st), 4321);
+    for (uint64_t s = 4321; s < 5321; s++) {
+        ck_assert_uint_eq(trace_store_get(st, s)->seq, s);
+        ck_assert_uint_eq(trace_store_get(st, s)->pc_ns, s * 3);
+    }
+    trace_store_free(st);
+}
+
+END_TEST
+
+START_TEST(test_range_bounds_and_limit)
+{
+    trace_store *st = trace_store_new(100, 1 << 20);
+    for (uint64_t i = 0; i < 10; i++) {
+        append(st, 1, i);
+    }
+    uint64_t first, count;
+    ck_assert(trace_store_range(st, 0, TRACE_SEQ_NONE, 100, &first, &count));
+    ck_assert_uint_eq(first, 0);
+    ck_assert_uint_eq(count, 10);
+    ck_assert(trace_store_range(st, 3, 5, 100, &first, &count)); /* inclusive bounds */
+    ck_assert_uint_eq(first, 3);
+    ck_assert_uint_eq(count, 3);
+    ck_assert(trace_store_range(st, 3, TRACE_SEQ_NONE, 4, &first, &count)); /* limit */
+    ck_assert_uint_eq(first, 3);
+    ck_assert_uint_eq(count, 4);
+    ck_assert(trace_store_range(st, 9, 9, 1, &first, &count));
+    ck_assert_uint_eq(count, 1);
+    ck_assert(trace_store_range(st, 8, 1000, 100, &first, &count)); /* to beyond the newest */
+    ck_assert_uint_eq(count, 2);
+    ck_assert(!trace_store_range(st, 10, TRACE_SEQ_NONE, 100, &first, &count)); /* after end */
+    ck_assert_uint_eq(count, 0);
+    ck_assert(!trace_store_range(st, 5, 4, 100, &first, &count));            /* to < from */
+    ck_assert(!trace_store_range(st, 0, TRACE_SEQ_NONE, 0, &first, &count)); /* limit 0 */
+    trace_store_free(st);
+    /* An empty store has an empty page. */
+    st = trace_store_new(10, 1 << 20);
+    ck_assert(!trace_store_range(st, 0, TRACE_SEQ_NONE, 10, &first, &count));
+    trace_store_free(st);
+}
+
+END_TEST
+
+START_TEST(test_paging_across_drops)
+{
+    trace_store *st = trace_store_new(10, 1 << 20);
+    for (uint64_t i = 0; i < 25; i++) {
+        append(st, 1, i);
+    }
+    /* from_seq older than the retention: the page starts at first_seq. */
+    uint64_t first, count;
+    ck_assert(trace_store_range(st, 0, TRACE_SEQ_NONE, 3, &first, &count));
+    ck_assert_uint_eq(first, 15);
+    ck_assert_uint_eq(count, 3);
+    /* A client paging from 0 (next from = last seq + 1) sees each held seq once, in order. */
+    uint64_t from = 0, expect = 15, pages = 0;
+    while (trace_store_range(st, from, TRACE_SEQ_NONE, 3, &first, &count)) {
+        for (uint64_t s = first; s < first + count; s++) {
+            ck_assert_uint_eq(trace_store_get(st, s)->seq, expect++);
+        }
+        from = first + count;
+        pages++;
+        /* Traffic continues between pages: more drops, still contiguous and in order. */
+        if (pages == 2) {
+            for (int k = 0; k < 4; k++) {
+                append(st, 1, 25 + (uint64_t)k);
+            }
+            expect = from > trace_store_first_seq(st) ? from : trace_store_first_seq(st);
+        }
+    }
+    ck_assert_uint_eq(expect, 29);
+    ck_assert_uint_eq(trace_store_next_seq(st), 29);
+    trace_store_free(st);
+}
+
+END_TEST
+
+static Suite *trace_store_suite(void)
+{
+    Suite *s = suite_create("trace_store");
+    TCase *tc = tcase_create("store");
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, test_seq_from_zero_without_gaps);
+    tcase_add_test(tc, test_count_limit_drops_oldest);
+    tcase_add_test(tc, test_byte_limit_drops_oldest);
+    tcase_add_test(tc, test_record_over_budget_alone);
+    tcase_add_test(tc, test_references_released_on_drop_and_free);
+    tcase_add_test(tc, test_ring_growth_and_wraparound);
+    tcase_add_test(tc, test_range_bounds_and_limit);
+    tcase_add_test(tc, test_paging_across_drops);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(trace_store_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,294 @@
+/* trace.c: a trace and its bookkeeping (status, auto-stop, live-feed periods). */
+#include "trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wamp_codec.h"
+
+#define NS_PER_MS 1000000ull
+
+struct trace {
+    char *id;
+    trace_options opts;
+    trace_filter *filter;
+    trace_store *store;
+    unsigned *running_counter; /* borrowed from the hub, or NULL */
+    bool running;
+    bool stop_notice; /* stopped, not yet announced */
+    trace_stop_reason stop_reason;
+    uint64_t started_pc;
+    uint64_t started_ts;
+    uint64_t ended_pc;
+    uint64_t ended_ts;
+    /* Live feed. */
+    uint64_t batch_next;      /* first seq not handed out in a batch yet */
+    uint64_t period_start_pc; /* start of the current period */
+    uint64_t period_no;
+};
+
+bool trace_id_is_valid(const char *id)
+{
+    if (!id) {
+        return false;
+    }
+    size_t n = strlen(id);
+    if (n == 0 || n > TRACE_ID_MAX) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)id[i];
+        if (c < 0x20 || c == 0x7f) {
+            return false;
+        }
+    }
+    return true;
+}
+
+wamp_err trace_new(const char *id, const json_t *options, const char *mgmt_realm, uint64_t pc_ns,
+                   uint64_t ts_ns, unsigned *running_counter, trace **out, char *why,
+                   size_t why_len)
+{
+    wamp_err err;
+    *out = NULL;
+    if (!trace_id_is_valid(id)) {
+        if (why && why_len) {
+            snprintf(why, why_len,
+                     "trace_id: must be a string of 1 to %d characters without control "
+                     "characters",
+                     TRACE_ID_MAX);
+        }
+        return WAMP_EINVAL;
+    }
+    trace *t = calloc(1, sizeof(*t));
+    if (!t) {
+        return WAMP_ENOMEM;
+    }
+    err = trace_options_parse(options, &t->opts, why, why_len);
+    if (err != WAMP_OK) {
+        goto fail;
+    }
+    err = WAMP_ENOMEM;
+    t->id = strdup(id);
+    t->filter = trace_filter_new(&t->opts, mgmt_realm);
+    t->store = trace_store_new(t->opts.limit, t->opts.max_bytes);
+    if (!t->id || !t->filter || !t->store) {
+        goto fail;
+    }
+    t->running = true;
+    t->started_pc = pc_ns;
+    t->started_ts = ts_ns;
+    t->period_start_pc = pc_ns;
+    t->running_counter = running_counter;
+    if (running_counter) {
+        (*running_counter)++;
+    }
+    *out = t;
+    return WAMP_OK;
+
+fail:
+    trace_free(t);
+    return err;
+}
+
+void trace_free(trace *t)
+{
+    if (!t) {
+        return;
+    }
+    if (t->running && t->running_counter) {
+        (*t->running_counter)--;
+    }
+    trace_store_free(t->store);
+    trace_filter_free(t->filter);
+    trace_options_fini(&t->opts);
+    free(t->id);
+    free(t);
+}
+
+const char *trace_id(const trace *t)
+{
+    return t->id;
+}
+
+bool trace_is_running(const trace *t)
+{
+    return t->running;
+}
+
+const char *trace_status_name(const trace *t)
+{
+    return t->running ? "running" : "stopped";
+}
+
+trace_stop_reason trace_get_stop_reason(const trace *t)
+{
+    return t->stop_reason;
+}
+
+const char *trace_stop_reason_name(trace_stop_reason r)
+{
+    switch (r) {
+    case TRACE_STOP_STOPPED:
+        return "stopped";
+    case TRACE_STOP_DURATION:
+        return "duration";
+    case TRACE_STOP_MAX_RECORDS:
+        return "max_records";
+    case TRACE_STOP_SHUTDOWN:
+        return "shutdown";
+    case TRACE_STOP_NONE:
+    default:
+        return NULL;
+    }
+}
+
+const trace_options *trace_get_options(const trace *t)
+{
+    return &t->opts;
+}
+
+const trace_store *trace_get_store(const trace *t)
+{
+    return t->store;
+}
+
+uint64_t trace_started_ns(const trace *t)
+{
+    return t->started_ts;
+}
+
+uint64_t trace_ended_ns(const trace *t)
+{
+    return t->running ? 0 : t->ended_ts;
+}
+
+uint64_t trace_runtime_ns(const trace *t, uint64_t now_pc_ns)
+{
+    uint64_t end = t->running ? now_pc_ns : t->ended_pc;
+    return end > t->started_pc ? end - t->started_pc : 0;
+}
+
+bool trace_matches(const trace *t, const trace_ctx *c)
+{
+    return t->running && trace_filter_match(t->filter, c);
+}
+
+bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_ns)
+{
+    if (!t->running) {
+        return false;
+    }
+    t->running = false;
+    t->stop_notice = true;
+    t->stop_reason = reason == TRACE_STOP_NONE ? TRACE_STOP_STOPPED : reason;
+    t->ended_pc = pc_ns;
+    t->ended_ts = ts_ns;
+    if (t->running_counter) {
+        (*t->running_counter)--;
+    }
+    return true;
+}
+
+uint64_t trace_append_take(trace *t, trace_record *rec)
+{
+    if (!t->running) {
+        trace_record_fini(rec);
+        return TRACE_SEQ_NONE;
+    }
+    uint64_t pc = rec->pc_ns;
+    uint64_t ts = rec->ts_ns;
+    uint64_t seq = trace_store_append_take(t->store, rec);
+    if (t->opts.max_records && seq + 1 >= t->opts.max_records) {
+        trace_stop(t, TRACE_STOP_MAX_RECORDS, pc, ts);
+    }
+    return seq;
+}
+
+wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_ns, uint64_t ts_ns,
+                    uint64_t *seq)
+{
+    if (!name || !*name || (meta && !json_is_object(meta))) {
+        return WAMP_EINVAL;
+    }
+    if (!t->running) {
+        return WAMP_ECLOSED;
+    }
+    trace_record r;
+    memset(&r, 0, sizeof(r));
+    json_t *empty = meta ? NULL : json_object();
+    if (!meta && !empty) {
+        return WAMP_ENOMEM;
+    }
+    /* The meta is kept as its JSON encoding, like a message's wire bytes (decoded at render). */
+    wamp_err err = wamp_codec_encode(WAMP_SER_JSON, meta ? meta : empty, &r.wire);
+    json_decref(empty);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    r.uri = trace_str_new(name);
+    if (!r.uri) {
+        trace_record_fini(&r);
+        return WAMP_ENOMEM;
+    }
+    r.pc_ns = pc_ns;
+    r.ts_ns = ts_ns;
+    r.msg_type = TRACE_MSG_MARKER;
+    r.wire_ser = WAMP_SER_JSON;
+    *seq = trace_append_take(t, &r);
+    return WAMP_OK;
+}
+
+bool trace_tick(trace *t, uint64_t pc_ns, uint64_t ts_ns)
+{
+    if (t->running && t->opts.duration_ns && pc_ns >= t->started_pc &&
+        pc_ns - t->started_pc >= t->opts.duration_ns) {
+        return trace_stop(t, TRACE_STOP_DURATION, pc_ns, ts_ns);
+    }
+    return false;
+}
+
+/* Wall-clock time of a monotonic instant, through the start times. */
+static uint64_t wall_of(const trace *t, uint64_t pc)
+{
+    return t->started_ts + (pc - t->started_pc);
+}
+
+bool trace_take_batch(trace *t, uint64_t pc_ns, uint64_t ts_ns, trace_batch *out)
+{
+    uint64_t next = trace_store_next_seq(t->store);
+    bool any = next > t->batch_next;
+    uint64_t period_no = t->period_no;
+    uint64_t period_start_pc = t->period_start_pc;
+    uint64_t finished = t->ended_ts;
+    if (t->running) {
+        uint64_t period = (uint64_t)t->opts.batching_period * NS_PER_MS;
+        if (pc_ns < t->period_start_pc || pc_ns - t->period_start_pc < period) {
+            return false;
+        }
+        /* Skip every period that has fully elapsed, so that period numbers stay aligned on the
+         * start even when ticks come late or periods are idle. */
+        uint64_t k = (pc_ns - t->period_start_pc) / period;
+        t->period_start_pc += k * period;
+        t->period_no += k;
+        finished = ts_ns;
+    }
+    if (!any) {
+        return false;
+    }
+    out->period = period_no;
+    out->period_start_ns = wall_of(t, period_start_pc);
+    out->finished_ns = finished;
+    out->first_seq = t->batch_next;
+    out->last_seq = next - 1;
+    t->batch_next = next;
+    return true;
+}
+
+bool trace_take_stop_notice(trace *t)
+{
+    bool n = t->stop_notice;
+    t->stop_notice = false;
+    return n;
+}

@@ -1,0 +1,112 @@
+/* trace.h: one trace: id, options, status, filter, store, auto-stop and live-feed batching.
+ *
+ * Lifecycle: created running by trace_new() (normally through trace_hub_start()); stopped by
+ * trace_stop(), by itself on max_records (checked on every append) or duration (checked by
+ * trace_tick()); a stopped trace keeps its records readable until trace_free().
+ * Time is always a parameter: pc_ns is the monotonic clock, ts_ns the wall clock (ns since the
+ * epoch); the library reads no clock.
+ * Live feed (on_trace_data): periods of batching_period ms are aligned on the start time;
+ * trace_take_batch() hands out, once per elapsed period that captured anything, the seq range
+ * captured since the previous batch. Successive batches tile the seqs exactly (no gap, no
+ * overlap), and the records captured before a stop are flushed by the first call after it.
+ * Ownership: a trace owns its options, filter and store. Not thread-safe (service thread). */
+#ifndef TRACE_H
+#define TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "trace_filter.h"
+#include "trace_options.h"
+#include "trace_record.h"
+#include "trace_store.h"
+#include "wamp_err.h"
+
+/* Longest trace id, in bytes. */
+#define TRACE_ID_MAX 128
+
+typedef struct trace trace;
+
+typedef enum trace_stop_reason {
+    TRACE_STOP_NONE = 0,    /* running */
+    TRACE_STOP_STOPPED,     /* stop_trace */
+    TRACE_STOP_DURATION,    /* the duration option elapsed */
+    TRACE_STOP_MAX_RECORDS, /* the max_records option was reached */
+    TRACE_STOP_SHUTDOWN     /* the router is shutting down */
+} trace_stop_reason;
+
+/* One on_trace_data period: the records first_seq..last_seq (inclusive) were captured in it. */
+typedef struct trace_batch {
+    uint64_t period; /* index of the period the batch started in: 0, 1, ... since start */
+    uint64_t first_seq;
+    uint64_t last_seq;
+    uint64_t period_start_ns; /* wall clock */
+    uint64_t finished_ns;     /* wall clock: when the batch was taken (or the trace stopped) */
+} trace_batch;
+
+/* true if id can name a trace: 1..TRACE_ID_MAX bytes, no ASCII control characters. */
+bool trace_id_is_valid(const char *id);
+
+/* New running trace named id (copied), started at (pc_ns, ts_ns), with options parsed from
+ * options (NULL / JSON null = defaults; see trace_options_parse()). mgmt_realm (may be NULL) is
+ * the management realm, excluded unless the options' realms name it. running_counter, if not
+ * NULL, is incremented now and decremented when the trace stops or is freed while running (the
+ * hub's "anything running?" count). *out owns the new trace (free with trace_free()).
+ * WAMP_EINVAL with a message in why: invalid options (the message names the option) or an
+ * invalid id ("trace_id: ..."). WAMP_ENOMEM. *out is NULL and the counter unchanged on failure. */
+wamp_err trace_new(const char *id, const json_t *options, const char *mgmt_realm, uint64_t pc_ns,
+                   uint64_t ts_ns, unsigned *running_counter, trace **out, char *why,
+                   size_t why_len);
+/* Frees the trace and every record (NULL-safe). */
+void trace_free(trace *t);
+
+/* Borrowed, valid for the trace's lifetime. */
+const char *trace_id(const trace *t);
+bool trace_is_running(const trace *t);
+/* "running" / "stopped". */
+const char *trace_status_name(const trace *t);
+trace_stop_reason trace_get_stop_reason(const trace *t);
+/* "stopped", "duration", "max_records", "shutdown"; NULL for TRACE_STOP_NONE. */
+const char *trace_stop_reason_name(trace_stop_reason r);
+const trace_options *trace_get_options(const trace *t);
+const trace_store *trace_get_store(const trace *t);
+uint64_t trace_started_ns(const trace *t); /* wall clock */
+uint64_t trace_ended_ns(const trace *t);   /* wall clock; 0 while running */
+/* Monotonic ns from start to stop, or to now_pc_ns while running. */
+uint64_t trace_runtime_ns(const trace *t, uint64_t now_pc_ns);
+
+/* true if t is running and its filter accepts the message. Never allocates. */
+bool trace_matches(const trace *t, const trace_ctx *c);
+
+/* Appends *rec (consumed: see trace_store_append_take()) and returns its seq. Stops the trace
+ * (reason max_records, at rec's times) when it reaches max_records. On a stopped trace the
+ * record is released, nothing is stored, and TRACE_SEQ_NONE is returned. */
+uint64_t trace_append_take(trace *t, trace_record *rec);
+
+/* Appends a marker record (msg_type "Marker", name as uri, meta (NULL = {}) as msg) to a running
+ * trace, regardless of its filter; *seq gets its seq. WAMP_EINVAL if name is NULL/empty or meta
+ * is not an object, WAMP_ECLOSED if t is stopped, WAMP_ENOMEM; nothing stored on failure. */
+wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_ns, uint64_t ts_ns,
+                    uint64_t *seq);
+
+/* Stops a running trace at (pc_ns, ts_ns) with reason (not TRACE_STOP_NONE). Returns false (and
+ * changes nothing) if it was already stopped. */
+bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_ns);
+
+/* Periodic check (every 100 ms): stops the trace with reason duration once it has run that long.
+ * Returns true if this call stopped it. */
+bool trace_tick(trace *t, uint64_t pc_ns, uint64_t ts_ns);
+
+/* Live feed: true, with *out filled, when a batching period has elapsed since the previous one
+ * (running trace) or the trace has stopped, and records were captured since the previous batch;
+ * false otherwise (periods without records produce nothing). */
+bool trace_take_batch(trace *t, uint64_t pc_ns, uint64_t ts_ns, trace_batch *out);
+
+/* true once after each stop (any reason), then false: lets the management layer announce
+ * on_trace_stopped exactly once, whoever stopped the trace. */
+bool trace_take_stop_notice(trace *t);
+
+#endif /* TRACE_H */

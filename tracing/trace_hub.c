@@ -1,0 +1,372 @@
+/* trace_hub.c: the trace registry and the capture path. */
+#include "trace_hub.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wamp_codec.h"
+#include "wamp_msg.h"
+#include "wamp_types.h"
+
+struct trace_hub {
+    struct trace_hub_pub pub; /* first: read by the inline trace_hub_is_active() */
+    size_t max_traces;
+    char *mgmt_realm; /* owned; NULL = none */
+    trace **traces;   /* max_traces slots; n used, oldest first */
+    size_t n;
+    trace **hits;     /* max_traces slots: scratch for trace_hub_on_message() */
+    uint64_t auto_id; /* last number used for a "traceN" name */
+};
+
+_Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
+
+trace_hub *trace_hub_new(size_t max_traces, const char *mgmt_realm)
+{
+    if (max_traces == 0) {
+        return NULL;
+    }
+    trace_hub *hub = calloc(1, sizeof(*hub));
+    if (!hub) {
+        return NULL;
+    }
+    hub->max_traces = max_traces;
+    hub->traces = calloc(max_traces, sizeof(*hub->traces));
+    hub->hits = calloc(max_traces, sizeof(*hub->hits));
+    hub->mgmt_realm = mgmt_realm ? strdup(mgmt_realm) : NULL;
+    if (!hub->traces || !hub->hits || (mgmt_realm && !hub->mgmt_realm)) {
+        trace_hub_free(hub);
+        return NULL;
+    }
+    return hub;
+}
+
+void trace_hub_free(trace_hub *hub)
+{
+    if (!hub) {
+        return;
+    }
+    for (size_t i = 0; i < hub->n; i++) {
+        trace_free(hub->traces[i]);
+    }
+    free(hub->traces);
+    free(hub->hits);
+    free(hub->mgmt_realm);
+    free(hub);
+}
+
+static size_t index_of(const trace_hub *hub, const char *id)
+{
+    for (size_t i = 0; i < hub->n; i++) {
+        if (strcmp(trace_id(hub->traces[i]), id) == 0) {
+            return i;
+        }
+    }
+    return SIZE_MAX;
+}
+
+trace *trace_hub_find(const trace_hub *hub, const char *id)
+{
+    size_t i = id ? index_of(hub, id) : SIZE_MAX;
+    return i == SIZE_MAX ? NULL : hub->traces[i];
+}
+
+size_t trace_hub_count(const trace_hub *hub)
+{
+    return hub->n;
+}
+
+trace *trace_hub_at(const trace_hub *hub, size_t i)
+{
+    return i < hub->n ? hub->traces[i] : NULL;
+}
+
+size_t trace_hub_max_traces(const trace_hub *hub)
+{
+    return hub->max_traces;
+}
+
+wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, uint64_t pc_ns,
+                         uint64_t ts_ns, trace **out, char *why, size_t why_len)
+{
+    char name[32];
+    uint64_t auto_id = hub->auto_id;
+    *out = NULL;
+    if (!id) {
+        do {
+            snprintf(name, sizeof(name), "trace%" PRIu64, ++auto_id);
+        } while (index_of(hub, name) != SIZE_MAX);
+        id = name;
+    }
+    trace *existing = trace_hub_find(hub, id);
+    if (existing) {
+        if (why && why_len) {
+            snprintf(why, why_len, "trace \"%s\" %s", id,
+                     trace_is_running(existing) ? "is already running"
+                                                : "already exists (stopped; delete it first)");
+        }
+        *out = existing;
+        return WAMP_EEXIST;
+    }
+    if (hub->n == hub->max_traces) {
+        if (why && why_len) {
+            snprintf(why, why_len,
+                     "too many traces: %zu are held (running or stopped), the limit is %zu; "
+                     "delete stopped traces first",
+                     hub->n, hub->max_traces);
+        }
+        return WAMP_ETOOBIG;
+    }
+    trace *t;
+    wamp_err err = trace_new(id, options, hub->mgmt_realm, pc_ns, ts_ns, &hub->pub.running, &t, why,
+                             why_len);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    hub->traces[hub->n++] = t;
+    hub->auto_id = auto_id;
+    *out = t;
+    return WAMP_OK;
+}
+
+wamp_err trace_hub_stop(trace_hub *hub, const char *id, uint64_t pc_ns, uint64_t ts_ns, trace **out)
+{
+    trace *t = trace_hub_find(hub, id);
+    if (out) {
+        *out = t;
+    }
+    if (!t) {
+        return WAMP_ENOTFOUND;
+    }
+    trace_stop(t, TRACE_STOP_STOPPED, pc_ns, ts_ns);
+    return WAMP_OK;
+}
+
+wamp_err trace_hub_delete(trace_hub *hub, const char *id)
+{
+    size_t i = id ? index_of(hub, id) : SIZE_MAX;
+    if (i == SIZE_MAX) {
+        return WAMP_ENOTFOUND;
+    }
+    if (trace_is_running(hub->traces[i])) {
+        return WAMP_EDENIED;
+    }
+    trace_free(hub->traces[i]);
+    memmove(&hub->traces[i], &hub->traces[i + 1], (hub->n - i - 1) * sizeof(*hub->traces));
+    hub->n--;
+    return WAMP_OK;
+}
+
+void trace_hub_shutdown(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns)
+{
+    for (size_t i = 0; i < hub->n; i++) {
+        trace_stop(hub->traces[i], TRACE_STOP_SHUTDOWN, pc_ns, ts_ns);
+    }
+}
+
+/* --- Capture path ---------------------------------------------------------------------------- */
+
+/* A CHALLENGE (Extra) or AUTHENTICATE (Signature) message: holds a secret. */
+static bool holds_secret(const json_t *msg)
+{
+    if (!json_is_array(msg)) {
+        return false;
+    }
+    const json_t *code = json_array_get(msg, 0);
+    if (!json_is_integer(code)) {
+        return false;
+    }
+    json_int_t t = json_integer_value(code);
+    return t == WAMP_MSG_CHALLENGE || t == WAMP_MSG_AUTHENTICATE;
+}
+
+/* Replaces the secret of a CHALLENGE/AUTHENTICATE array (a private copy) with "***": the
+ * Signature of AUTHENTICATE [5, Signature, Extra], the Extra of CHALLENGE [4, AuthMethod, Extra].
+ * A malformed one (wrong arity) gets every element after the code replaced. */
+static bool redact(json_t *msg)
+{
+    bool auth = json_integer_value(json_array_get(msg, 0)) == WAMP_MSG_AUTHENTICATE;
+    size_t n = json_array_size(msg);
+    for (size_t i = 1; i < n; i++) {
+        if (n == 3 && i != (auth ? 1u : 2u)) {
+            continue;
+        }
+        if (json_array_set_new(msg, i, json_string("***")) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool ser_is_valid(wamp_ser ser)
+{
+    return ser == WAMP_SER_JSON || ser == WAMP_SER_MSGPACK;
+}
+
+/* The bytes records of this message keep (one new reference, or NULL for none), in in->ser:
+ *   - CHALLENGE / AUTHENTICATE: a redacted copy, encoded here (rare messages). The wire bytes
+ *     are never kept, whatever happens.
+ *   - a received message the router could not decode: decoded as a plain value here (rare) so
+ *     that a malformed CHALLENGE/AUTHENTICATE is redacted too; bytes that do not decode at all
+ *     are not kept (they could not be rendered anyway).
+ *   - tx: a reference on the router's buffer; rx: one copy of the received bytes.
+ *   - tx dropped before encoding: encoded here (rare), if it can be. */
+static wamp_buf *kept_bytes(const trace_input *in, wamp_ser *ser)
+{
+    *ser = in->ser;
+    const void *data = in->wire ? wamp_buf_cdata(in->wire) : in->bytes;
+    size_t len = in->wire ? wamp_buf_len(in->wire) : in->len;
+    const json_t *msg = in->msg;
+    json_t *decoded = NULL;
+    wamp_buf *b = NULL;
+    if (!msg && data) {
+        if (!ser_is_valid(in->ser) ||
+            wamp_codec_decode(in->ser, data, len, &decoded, NULL, 0) != WAMP_OK) {
+            return NULL;
+        }
+        msg = decoded;
+    }
+    if (msg && holds_secret(msg)) {
+        json_t *copy = json_deep_copy(msg);
+        if (copy && redact(copy)) {
+            *ser = ser_is_valid(in->ser) ? in->ser : WAMP_SER_JSON;
+            if (wamp_codec_encode(*ser, copy, &b) != WAMP_OK) {
+                b = NULL;
+            }
+        }
+        json_decref(copy);
+    } else if (in->wire) {
+        /* The buffer is shared and immutable; taking a reference only changes its count. */
+        b = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
+    } else if (in->bytes) {
+        b = wamp_buf_new_copy(in->bytes, in->len);
+    } else if (msg && ser_is_valid(in->ser)) {
+        if (wamp_codec_encode(in->ser, msg, &b) != WAMP_OK) {
+            b = NULL;
+        }
+    }
+    json_decref(decoded);
+    return b;
+}
+
+static uint32_t clamp32(size_t n)
+{
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/* A reference on the message's peer info: the caller's, the one cached in its slot (created
+ * now on first use), or a new one from the context. NULL on allocation failure. */
+static trace_peer *shared_peer(const trace_ctx *c, const trace_input *in)
+{
+    if (in->peer) {
+        return trace_peer_ref(in->peer);
+    }
+    if (!in->peer_slot) {
+        return trace_peer_new(c->session_id, c->realm, c->authid, c->authrole);
+    }
+    if (!*in->peer_slot) {
+        *in->peer_slot = trace_peer_new(c->session_id, c->realm, c->authid, c->authrole);
+    }
+    return *in->peer_slot ? trace_peer_ref(*in->peer_slot) : NULL;
+}
+
+/* Same for the action URI; NULL when the message has none. */
+static trace_str *shared_uri(const trace_ctx *c, const trace_input *in)
+{
+    if (in->uri) {
+        return trace_str_ref(in->uri);
+    }
+    if (!c->uri) {
+        return NULL;
+    }
+    if (!in->uri_slot) {
+        return trace_str_new(c->uri);
+    }
+    if (!*in->uri_slot) {
+        *in->uri_slot = trace_str_new(c->uri);
+    }
+    return *in->uri_slot ? trace_str_ref(*in->uri_slot) : NULL;
+}
+
+/* The record every matching trace gets a copy of (each copy holds its own references). */
+static void build_record(const trace_ctx *c, const trace_input *in, trace_record *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->pc_ns = in->pc_ns;
+    r->ts_ns = in->ts_ns;
+    r->dir = (uint8_t)c->direction;
+    r->msg_type = (uint8_t)(wamp_msg_type_is_known(c->msg_type) ? c->msg_type : 0);
+    r->peer = shared_peer(c, in);
+    r->uri = shared_uri(c, in);
+    if (in->correlation) {
+        memcpy(r->corr, in->correlation, TRACE_UUID_LEN);
+        r->flags = (uint8_t)(TRACE_CORR_HAS | (in->correlation_is_anchor ? TRACE_CORR_ANCHOR : 0) |
+                             (in->correlation_is_last ? TRACE_CORR_LAST : 0));
+    }
+    bool any = false;
+    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
+        r->ser_bytes[i] = clamp32(in->ser_bytes[i]);
+        any = any || in->ser_bytes[i];
+    }
+    if (!any && ser_is_valid(in->ser)) {
+        if (in->wire) {
+            r->ser_bytes[in->ser] = clamp32(wamp_buf_len(in->wire));
+        } else if (in->bytes) {
+            r->ser_bytes[in->ser] = clamp32(in->len);
+        }
+    }
+    wamp_ser ser;
+    r->wire = kept_bytes(in, &ser);
+    r->wire_ser = (uint8_t)(r->wire ? ser : 0);
+    r->dropped = in->dropped;
+}
+
+size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
+{
+    if (!hub->pub.running) {
+        return 0;
+    }
+    /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
+    size_t n_hits = 0;
+    for (size_t i = 0; i < hub->n; i++) {
+        if (trace_matches(hub->traces[i], ctx)) {
+            hub->hits[n_hits++] = hub->traces[i];
+        }
+    }
+    if (n_hits == 0) {
+        return 0;
+    }
+    trace_record proto;
+    build_record(ctx, in, &proto);
+    for (size_t i = 0; i + 1 < n_hits; i++) {
+        trace_record r;
+        trace_record_clone(&proto, &r);
+        trace_append_take(hub->hits[i], &r);
+    }
+    /* The last trace takes the prototype's own references. */
+    trace_append_take(hub->hits[n_hits - 1], &proto);
+    return n_hits;
+}
+
+void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_hub_events *ev,
+                    void *ctx)
+{
+    for (size_t i = 0; i < hub->n; i++) {
+        trace_tick(hub->traces[i], pc_ns, ts_ns);
+    }
+    if (!ev) {
+        return;
+    }
+    for (size_t i = 0; i < hub->n; i++) {
+        trace *t = hub->traces[i];
+        trace_batch b;
+        if (trace_take_batch(t, pc_ns, ts_ns, &b) && ev->on_batch) {
+            ev->on_batch(ctx, t, &b);
+        }
+        if (trace_take_stop_notice(t) && ev->on_stopped) {
+            ev->on_stopped(ctx, t);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+/* trace_hub.h: the registry of traces and the entry point of the router's rx/tx hooks.
+ *
+ * The router owns one hub (created with the router, freed after it) and, for every message a
+ * session receives or is sent:
+ *     if (trace_hub_is_active(hub)) {          // one predictable branch when nothing runs
+ *         trace_ctx c = {...};                 // direction, type, session, realm, uri, ...
+ *         trace_input in = {...};              // times, peer, correlation, bytes
+ *         trace_hub_on_message(hub, &c, &in);
+ *     }
+ * trace_hub_on_message() evaluates every running trace's filter first (no allocation, no JSON)
+ * and builds a record only if at least one trace keeps the message: rx bytes are copied once
+ * and the copy is shared by all those traces; tx records take a reference on the buffer the
+ * router already encoded. It never renders JSON.
+ * Every 100 ms the router calls trace_hub_tick() (duration auto-stop, live-feed batches).
+ * The management layer starts, finds, lists, stops and deletes traces here, and reads them
+ * through trace.h / trace_store.h / trace_render.h.
+ * Ownership: the hub owns every trace; trace pointers it returns are borrowed and stay valid
+ * until trace_hub_delete() of that trace or trace_hub_free(). Service thread only. */
+#ifndef TRACE_HUB_H
+#define TRACE_HUB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "trace.h"
+#include "trace_filter.h"
+#include "trace_record.h"
+#include "wamp_buf.h"
+#include "wamp_err.h"
+#include "wamp_types.h"
+
+typedef struct trace_hub trace_hub;
+
+/* The one field of the hub that callers read, through trace_hub_is_active() only. It is the
+ * first member of struct trace_hub (checked in trace_hub.c), so the check inlines to one load
+ * and one compare. */
+struct trace_hub_pub {
+    unsigned running; /* traces running now */
+};
+
+/* true if at least one trace is running. hub must not be NULL. */
+static inline bool trace_hub_is_active(const trace_hub *hub)
+{
+    return ((const struct trace_hub_pub *)(const void *)hub)->running != 0;
+}
+
+/* New hub holding at most max_traces traces (running or stopped; >= 1). mgmt_realm (copied;
+ * NULL = none) is the management realm, excluded from traces whose realms option does not name
+ * it. NULL on allocation failure or max_traces == 0. */
+trace_hub *trace_hub_new(size_t max_traces, const char *mgmt_realm);
+/* Frees every trace and its records (NULL-safe). */
+void trace_hub_free(trace_hub *hub);
+
+/* Starts a trace named id (NULL: the first free name of "trace1", "trace2", ... from a counter
+ * that never goes back) with options (NULL / JSON null = defaults) at (pc_ns, ts_ns).
+ *   WAMP_OK:       *out = the new running trace (owned by the hub).
+ *   WAMP_EINVAL:   bad options or id; why holds a one-line message naming the option ("limit:
+ *                  ...") or "trace_id: ..." (mgmt: crossbar.error.invalid_configuration).
+ *   WAMP_EEXIST:   a trace with that id is held; *out = that trace (borrowed):
+ *                  trace_is_running(*out) ? already_running : already_exists.
+ *   WAMP_ETOOBIG:  max_traces traces are held (running or stopped); why says so
+ *                  (mgmt: crossbar.error.resource_limit).
+ *   WAMP_ENOMEM.
+ * Nothing changes on failure (*out is NULL except for WAMP_EEXIST). */
+wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, uint64_t pc_ns,
+                         uint64_t ts_ns, trace **out, char *why, size_t why_len);
+
+/* Borrowed trace with this id, or NULL. */
+trace *trace_hub_find(const trace_hub *hub, const char *id);
+/* Traces held, and the i-th of them (0 = oldest; NULL if i >= count): list_traces. */
+size_t trace_hub_count(const trace_hub *hub);
+trace *trace_hub_at(const trace_hub *hub, size_t i);
+size_t trace_hub_max_traces(const trace_hub *hub);
+
+/* Stops trace id (reason "stopped"); its records stay readable. Stopping a stopped trace is
+ * not an error (nothing changes). *out (if out != NULL) = the trace. WAMP_ENOTFOUND. */
+wamp_err trace_hub_stop(trace_hub *hub, const char *id, uint64_t pc_ns, uint64_t ts_ns,
+                        trace **out);
+/* Deletes a stopped trace and its records. WAMP_ENOTFOUND; WAMP_EDENIED if it is running
+ * (mgmt: crossbar.error.not_stopped). Nothing changes on failure. */
+wamp_err trace_hub_delete(trace_hub *hub, const char *id);
+/* Stops every running trace with reason "shutdown". */
+void trace_hub_shutdown(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns);
+
+/* Everything about one message beyond the filter's trace_ctx. All pointers are borrowed for the
+ * duration of the call; the hub takes references or copies only if a trace keeps the message. */
+typedef struct trace_input {
+    uint64_t pc_ns; /* monotonic clock */
+    uint64_t ts_ns; /* wall clock, ns since the epoch */
+    /* The peer session's info, shared by every record of the session; each record takes a
+     * reference. When NULL: if peer_slot is not NULL, the hub creates the peer from the ctx's
+     * fields the first time a trace keeps a message and stores it in *peer_slot (a reference the
+     * caller then owns and releases with trace_peer_unref(); later messages passing the same
+     * slot reuse it), so nothing is allocated while every filter rejects; without a slot the hub
+     * makes one per kept message (right for the few messages before a join). */
+    trace_peer *peer;
+    trace_peer **peer_slot;
+    /* The action URI, shared by the action's messages; each record takes a reference. When
+     * NULL and ctx->uri is not: made from ctx->uri when a trace keeps the message, lazily into
+     * *uri_slot like peer_slot (the slot must belong to the action ctx->uri names), or per kept
+     * message without a slot. */
+    trace_str *uri;
+    trace_str **uri_slot;
+    const uint8_t *correlation; /* TRACE_UUID_LEN bytes, or NULL */
+    bool correlation_is_anchor;
+    bool correlation_is_last;
+    wamp_ser ser; /* serializer of wire / bytes (tx: the receiver's) */
+    /* tx: the buffer the router encoded for the wire. Records take a reference (the buffer is
+     * shared and immutable; only its refcount changes). NULL if the message was dropped before
+     * it was encoded. */
+    const wamp_buf *wire;
+    /* rx: the received bytes (used when wire is NULL); copied once if a trace keeps them. */
+    const void *bytes;
+    size_t len;
+    /* The message as decoded (rx) or built (tx); NULL if the router could not decode it. Read
+     * only for CHALLENGE/AUTHENTICATE (a redacted copy is encoded and kept instead of the wire
+     * bytes: secrets are never stored) and for a tx message dropped before it was encoded. */
+    const json_t *msg;
+    /* Bytes on the wire per serializer (index wamp_ser): for tx every encoding the router made
+     * of this message. All 0: derived from wire / len in ser. */
+    size_t ser_bytes[WAMP_SER_COUNT];
+    /* A tx message that was not delivered: why ("queue_full", ...). Must be a string with static
+     * storage duration (it is stored as a pointer). NULL = delivered. */
+    const char *dropped;
+} trace_input;
+
+/* Offers one message to every running trace. Returns how many traces stored a record of it
+ * (0 when nothing runs or every filter rejects it, in which case nothing was allocated or
+ * referenced). Out of memory degrades to a record without the missing part (peer, uri, bytes)
+ * rather than failing. May stop traces (max_records). */
+size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in);
+
+/* Callbacks of trace_hub_tick(). Both may be NULL. They may publish (and so re-enter
+ * trace_hub_on_message()), but must not start or delete traces. */
+typedef struct trace_hub_events {
+    /* A batch of t's records to publish as on_trace_data (see trace_take_batch()). */
+    void (*on_batch)(void *ctx, trace *t, const trace_batch *batch);
+    /* t stopped (any reason, manual stops included) and was not announced yet: on_trace_stopped.
+     * Called after t's last batch. */
+    void (*on_stopped)(void *ctx, trace *t);
+} trace_hub_events;
+
+/* Every 100 ms: stops traces whose duration has elapsed, then, if ev is not NULL, reports each
+ * trace's batch and pending stop notice through ev (oldest trace first). With ev NULL the caller
+ * takes them itself with trace_take_batch() / trace_take_stop_notice(). */
+void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_hub_events *ev,
+                    void *ctx);
+
+#endif /* TRACE_HUB_H */

@@ -1,0 +1,219 @@
+/* trace_record.c: records, shared peer info and strings, correlation UUIDs. */
+#include "trace_record.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "wamp_msg.h"
+
+_Static_assert(sizeof(trace_record) <= TRACE_RECORD_OVERHEAD,
+               "TRACE_RECORD_OVERHEAD must cover the record struct");
+
+/* One allocation: the struct, then the three strings back to back. */
+struct trace_peer {
+    size_t refs;
+    uint64_t session_id;
+    const char *realm; /* into text[], or NULL */
+    const char *authid;
+    const char *authrole;
+    char text[];
+};
+
+static size_t opt_len(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+static const char *opt_put(char **pos, const char *s)
+{
+    if (!s) {
+        return NULL;
+    }
+    size_t n = strlen(s) + 1;
+    char *dst = *pos;
+    memcpy(dst, s, n);
+    *pos += n;
+    return dst;
+}
+
+trace_peer *trace_peer_new(uint64_t session_id, const char *realm, const char *authid,
+                           const char *authrole)
+{
+    size_t n = opt_len(realm) + opt_len(authid) + opt_len(authrole);
+    trace_peer *p = malloc(sizeof(*p) + n);
+    if (!p) {
+        return NULL;
+    }
+    char *pos = p->text;
+    p->refs = 1;
+    p->session_id = session_id;
+    p->realm = opt_put(&pos, realm);
+    p->authid = opt_put(&pos, authid);
+    p->authrole = opt_put(&pos, authrole);
+    return p;
+}
+
+trace_peer *trace_peer_ref(trace_peer *p)
+{
+    p->refs++;
+    return p;
+}
+
+void trace_peer_unref(trace_peer **p)
+{
+    if (!p || !*p) {
+        return;
+    }
+    if (--(*p)->refs == 0) {
+        free(*p);
+    }
+    *p = NULL;
+}
+
+size_t trace_peer_refs(const trace_peer *p)
+{
+    return p->refs;
+}
+
+uint64_t trace_peer_session_id(const trace_peer *p)
+{
+    return p->session_id;
+}
+
+const char *trace_peer_realm(const trace_peer *p)
+{
+    return p->realm;
+}
+
+const char *trace_peer_authid(const trace_peer *p)
+{
+    return p->authid;
+}
+
+const char *trace_peer_authrole(const trace_peer *p)
+{
+    return p->authrole;
+}
+
+struct trace_str {
+    size_t refs;
+    char text[];
+};
+
+trace_str *trace_str_new(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    trace_str *t = malloc(sizeof(*t) + n);
+    if (!t) {
+        return NULL;
+    }
+    t->refs = 1;
+    memcpy(t->text, s, n);
+    return t;
+}
+
+trace_str *trace_str_ref(trace_str *s)
+{
+    s->refs++;
+    return s;
+}
+
+void trace_str_unref(trace_str **s)
+{
+    if (!s || !*s) {
+        return;
+    }
+    if (--(*s)->refs == 0) {
+        free(*s);
+    }
+    *s = NULL;
+}
+
+size_t trace_str_refs(const trace_str *s)
+{
+    return s->refs;
+}
+
+const char *trace_str_get(const trace_str *s)
+{
+    return s->text;
+}
+
+void trace_record_clone(const trace_record *src, trace_record *dst)
+{
+    *dst = *src;
+    if (dst->peer) {
+        trace_peer_ref(dst->peer);
+    }
+    if (dst->uri) {
+        trace_str_ref(dst->uri);
+    }
+    if (dst->wire) {
+        wamp_buf_ref(dst->wire);
+    }
+}
+
+void trace_record_fini(trace_record *r)
+{
+    if (!r) {
+        return;
+    }
+    trace_peer_unref(&r->peer);
+    trace_str_unref(&r->uri);
+    wamp_buf_unref(&r->wire);
+    memset(r, 0, sizeof(*r));
+}
+
+size_t trace_record_cost(const trace_record *r)
+{
+    return (r->wire ? wamp_buf_len(r->wire) : 0) + TRACE_RECORD_OVERHEAD;
+}
+
+bool trace_record_is_marker(const trace_record *r)
+{
+    return r->msg_type == TRACE_MSG_MARKER;
+}
+
+const char *trace_dir_name(int dir)
+{
+    switch (dir) {
+    case TRACE_RX:
+        return "rx";
+    case TRACE_TX:
+        return "tx";
+    default:
+        return NULL;
+    }
+}
+
+const char *trace_msg_type_title(int type)
+{
+    if (type == TRACE_MSG_MARKER) {
+        return "Marker";
+    }
+    return wamp_msg_type_title(type);
+}
+
+void trace_uuid_new(uint8_t out[TRACE_UUID_LEN])
+{
+    randombytes_buf(out, TRACE_UUID_LEN);
+    /* RFC 4122 section 4.4: version 4 in the high nibble of octet 6, variant 10x in octet 8. */
+    out[6] = (uint8_t)((out[6] & 0x0fu) | 0x40u);
+    out[8] = (uint8_t)((out[8] & 0x3fu) | 0x80u);
+}
+
+void trace_uuid_format(const uint8_t uuid[TRACE_UUID_LEN], char out[TRACE_UUID_STRLEN])
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < TRACE_UUID_LEN; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            out[o++] = '-';
+        }
+        out[o++] = hex[uuid[i] >> 4];
+        out[o++] = hex[uuid[i] & 0x0f];
+    }
+    out[o] = '\0';
+}

@@ -1,0 +1,124 @@
+/* trace_record.h: one captured trace record, and the small refcounted objects records share.
+ *
+ * A record is a fixed-size struct (stored by value in a trace_store ring) holding references:
+ *   - trace_peer: session_id, realm, authid, authrole of the peer session. The router creates one
+ *     per session join and passes it with every message; each record takes a reference instead
+ *     of copying four fields.
+ *   - trace_str: an immutable string (the action URI, or a marker's name). Every record of one
+ *     action shares one.
+ *   - wamp_buf: the message bytes. tx: the very buffer the router encoded for the wire (a
+ *     reference, no copy). rx: one copy of the received bytes, shared by every trace that keeps
+ *     the message. CHALLENGE and AUTHENTICATE never keep wire bytes: they keep a re-encoded copy
+ *     with the secret replaced by "***" (see trace_hub.c).
+ * Records are rendered to JSON only when a client reads them (trace_render.h).
+ * Ownership: every reference is released by trace_record_fini(). Service thread only (the
+ * refcounts are not atomic). */
+#ifndef TRACE_RECORD_H
+#define TRACE_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wamp_buf.h"
+#include "wamp_types.h"
+
+/* Direction of a message, as seen by the router. The values are bits (filters use masks). */
+typedef enum trace_dir {
+    TRACE_RX = 1, /* the router received it from the session */
+    TRACE_TX = 2  /* the router sent (or tried to send) it to the session */
+} trace_dir;
+
+/* msg_type of a marker record (mark_trace); never a WAMP message code (those are 1..70, and 0
+ * stands for a received message that could not be decoded). */
+#define TRACE_MSG_MARKER 255
+
+/* Correlation flags (trace_record.flags). */
+#define TRACE_CORR_HAS    0x01u /* corr holds a UUID */
+#define TRACE_CORR_ANCHOR 0x02u /* the message that started the action */
+#define TRACE_CORR_LAST   0x04u /* the message that completed the action */
+
+#define TRACE_UUID_LEN    16
+#define TRACE_UUID_STRLEN 37 /* "8-4-4-4-12" lowercase hex + NUL */
+
+/* Bytes each record counts against a trace's max_bytes in addition to its wire bytes: the
+ * struct in the ring plus a share of the peer/uri objects. A fixed figure so that the budget is
+ * predictable; trace_record.c asserts that the struct fits in it. */
+#define TRACE_RECORD_OVERHEAD 128
+
+/* --- trace_peer ---------------------------------------------------------------------------- */
+
+typedef struct trace_peer trace_peer;
+
+/* New peer info with one reference. The strings are copied (NULL allowed: rendered as null);
+ * one allocation. NULL on allocation failure. */
+trace_peer *trace_peer_new(uint64_t session_id, const char *realm, const char *authid,
+                           const char *authrole);
+/* Takes one more reference; returns p. */
+trace_peer *trace_peer_ref(trace_peer *p);
+/* Drops the reference *p (NULL-safe) and sets *p = NULL; frees at zero. */
+void trace_peer_unref(trace_peer **p);
+size_t trace_peer_refs(const trace_peer *p);
+uint64_t trace_peer_session_id(const trace_peer *p);
+/* Borrowed, valid while the caller holds a reference; NULL if unknown. */
+const char *trace_peer_realm(const trace_peer *p);
+const char *trace_peer_authid(const trace_peer *p);
+const char *trace_peer_authrole(const trace_peer *p);
+
+/* --- trace_str ----------------------------------------------------------------------------- */
+
+typedef struct trace_str trace_str;
+
+/* New immutable copy of s (non-NULL) with one reference; NULL on allocation failure. */
+trace_str *trace_str_new(const char *s);
+trace_str *trace_str_ref(trace_str *s);
+/* Drops the reference *s (NULL-safe) and sets *s = NULL; frees at zero. */
+void trace_str_unref(trace_str **s);
+size_t trace_str_refs(const trace_str *s);
+/* Borrowed NUL-terminated text, valid while the caller holds a reference. */
+const char *trace_str_get(const trace_str *s);
+
+/* --- trace_record -------------------------------------------------------------------------- */
+
+/* Plain fields; the four pointers are references owned by the record (NULL = none). Create by
+ * filling a zeroed struct (trace_hub does it), copy with trace_record_clone(), release with
+ * trace_record_fini(). */
+typedef struct trace_record {
+    uint64_t seq;        /* assigned by trace_store_append_take() */
+    uint64_t pc_ns;      /* monotonic clock when captured */
+    uint64_t ts_ns;      /* wall clock (ns since the epoch) when captured */
+    trace_peer *peer;    /* peer session; NULL for markers */
+    trace_str *uri;      /* action URI, marker name; NULL if none */
+    wamp_buf *wire;      /* message bytes in wire_ser (markers: meta as JSON); NULL if none */
+    const char *dropped; /* static string: why a tx message was not delivered; NULL = delivered */
+    uint32_t ser_bytes[WAMP_SER_COUNT]; /* bytes per serializer (index wamp_ser), 0 = none */
+    uint8_t corr[TRACE_UUID_LEN];       /* valid if flags & TRACE_CORR_HAS */
+    uint8_t dir;                        /* trace_dir; 0 for markers */
+    uint8_t msg_type;                   /* WAMP code, 0 = unknown (rx) or TRACE_MSG_MARKER */
+    uint8_t wire_ser;                   /* wamp_ser of wire */
+    uint8_t flags;                      /* TRACE_CORR_* */
+} trace_record;
+
+/* dst = src with its own references on every shared object. Cannot fail. */
+void trace_record_clone(const trace_record *src, trace_record *dst);
+/* Releases every reference held by r (NULL-safe) and zeroes it. */
+void trace_record_fini(trace_record *r);
+/* Bytes r counts against max_bytes: wire length + TRACE_RECORD_OVERHEAD. */
+size_t trace_record_cost(const trace_record *r);
+/* true if r is a marker record. */
+bool trace_record_is_marker(const trace_record *r);
+
+/* "rx" / "tx"; NULL for anything else (markers). Static string. */
+const char *trace_dir_name(int dir);
+/* "Publish", ..., "Marker" for TRACE_MSG_MARKER, "Unknown" otherwise. Static string. */
+const char *trace_msg_type_title(int type);
+
+/* --- correlation UUIDs --------------------------------------------------------------------- */
+
+/* A random version-4 UUID (RFC 4122 layout) from libsodium's randombytes_buf();
+ * sodium_init() must have run. */
+void trace_uuid_new(uint8_t out[TRACE_UUID_LEN]);
+/* Writes "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lowercase) and a NUL to out. */
+void trace_uuid_format(const uint8_t uuid[TRACE_UUID_LEN], char out[TRACE_UUID_STRLEN]);
+
+#endif /* TRACE_RECORD_H */

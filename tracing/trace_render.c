@@ -1,0 +1,272 @@
+/* trace_render.c: record / metadata / period -> JSON. */
+#include "trace_render.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "trace_store.h"
+#include "wamp_codec.h"
+#include "wamp_msg.h"
+#include "wamp_types.h"
+
+double trace_ns_to_seconds(uint64_t ns)
+{
+    return (double)(ns / 1000000000u) + (double)(ns % 1000000000u) / 1e9;
+}
+
+void trace_format_iso8601(uint64_t ts_ns, char out[TRACE_ISO_LEN])
+{
+    time_t secs = (time_t)(ts_ns / 1000000000u);
+    unsigned ms = (unsigned)((ts_ns % 1000000000u) / 1000000u);
+    struct tm tm;
+    /* 19 characters "YYYY-MM-DDTHH:MM:SS" for years up to 9999, then ".mmmZ". */
+    if (!gmtime_r(&secs, &tm) || tm.tm_year > 9999 - 1900 ||
+        strftime(out, TRACE_ISO_LEN, "%Y-%m-%dT%H:%M:%S", &tm) != 19) {
+        memcpy(out, "9999-12-31T23:59:59.999Z", TRACE_ISO_LEN);
+        return;
+    }
+    out[19] = '.';
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = '\0';
+}
+
+/* Position of Arguments in a message of this type (spec message formats); 0 = has none. */
+static size_t args_index(json_int_t type)
+{
+    switch (type) {
+    case WAMP_MSG_PUBLISH:
+    case WAMP_MSG_EVENT:
+    case WAMP_MSG_CALL:
+    case WAMP_MSG_INVOCATION:
+        return 4;
+    case WAMP_MSG_ERROR:
+        return 5;
+    case WAMP_MSG_RESULT:
+    case WAMP_MSG_YIELD:
+        return 3;
+    default:
+        return 0;
+    }
+}
+
+/* Keeps the envelope, drops Arguments and ArgumentsKw (trace_app_payload false). */
+static void strip_payload(json_t *msg)
+{
+    if (!json_is_array(msg)) {
+        return;
+    }
+    size_t idx = args_index(json_integer_value(json_array_get(msg, 0)));
+    while (idx && json_array_size(msg) > idx) {
+        json_array_remove(msg, json_array_size(msg) - 1);
+    }
+}
+
+/* Safety net: the stored copy of CHALLENGE/AUTHENTICATE is already redacted. */
+static void redact_again(json_t *msg)
+{
+    if (!json_is_array(msg) || json_array_size(msg) != 3) {
+        return;
+    }
+    json_int_t t = json_integer_value(json_array_get(msg, 0));
+    if (t == WAMP_MSG_AUTHENTICATE) {
+        json_array_set_new(msg, 1, json_string("***"));
+    } else if (t == WAMP_MSG_CHALLENGE) {
+        json_array_set_new(msg, 2, json_string("***"));
+    }
+}
+
+static json_t *render_msg(const trace_record *r, bool app_payload)
+{
+    json_t *msg = NULL;
+    if (!r->wire || wamp_codec_decode((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire),
+                                      wamp_buf_len(r->wire), &msg, NULL, 0) != WAMP_OK) {
+        return json_null();
+    }
+    if (trace_record_is_marker(r)) {
+        return msg;
+    }
+    if (!app_payload) {
+        strip_payload(msg);
+    }
+    redact_again(msg);
+    return msg;
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+/* Sets keys[i] = vals[i] (consuming every value, NULL ones included, even after a failure);
+ * false if obj or any value is NULL or an insertion failed. */
+static bool set_all(json_t *obj, const char *const *keys, json_t **vals, size_t n)
+{
+    bool ok = obj != NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (ok && vals[i]) {
+            ok = json_object_set_new(obj, keys[i], vals[i]) == 0; /* consumes vals[i] */
+        } else {
+            ok = false;
+            json_decref(vals[i]);
+        }
+    }
+    return ok;
+}
+
+json_t *trace_render_record(const trace_record *r, bool app_payload)
+{
+    static const char *const keys[] = {"seq",
+                                       "pc",
+                                       "ts",
+                                       "direction",
+                                       "msg_type",
+                                       "realm",
+                                       "session_id",
+                                       "authid",
+                                       "authrole",
+                                       "correlation",
+                                       "correlation_is_anchor",
+                                       "correlation_is_last",
+                                       "uri",
+                                       "serializations",
+                                       "msg"};
+
+    enum {
+        N_KEYS = sizeof(keys) / sizeof(keys[0])
+    };
+
+    char uuid[TRACE_UUID_STRLEN];
+    json_t *sers = json_object();
+    for (int s = 1; sers && s < WAMP_SER_COUNT; s++) {
+        if (r->ser_bytes[s] &&
+            json_object_set_new(sers, wamp_ser_name((wamp_ser)s), json_integer(r->ser_bytes[s]))) {
+            json_decref(sers);
+            sers = NULL;
+        }
+    }
+    if (r->flags & TRACE_CORR_HAS) {
+        trace_uuid_format(r->corr, uuid);
+    }
+    const trace_peer *p = r->peer;
+    json_t *vals[N_KEYS] = {
+            json_integer((json_int_t)r->seq),
+            json_real(trace_ns_to_seconds(r->pc_ns)),
+            json_real(trace_ns_to_seconds(r->ts_ns)),
+            str_or_null(trace_dir_name(r->dir)),
+            json_string(trace_msg_type_title(r->msg_type)),
+            str_or_null(p ? trace_peer_realm(p) : NULL),
+            p ? json_integer((json_int_t)trace_peer_session_id(p)) : json_null(),
+            str_or_null(p ? trace_peer_authid(p) : NULL),
+            str_or_null(p ? trace_peer_authrole(p) : NULL),
+            str_or_null((r->flags & TRACE_CORR_HAS) ? uuid : NULL),
+            json_boolean(r->flags & TRACE_CORR_ANCHOR),
+            json_boolean(r->flags & TRACE_CORR_LAST),
+            str_or_null(r->uri ? trace_str_get(r->uri) : NULL),
+            sers,
+            render_msg(r, app_payload),
+    };
+    json_t *obj = json_object();
+    if (!set_all(obj, keys, vals, N_KEYS)) {
+        json_decref(obj);
+        return NULL;
+    }
+    if (r->dropped && json_object_set_new(obj, "dropped", json_string(r->dropped)) != 0) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+json_t *trace_render_records(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit)
+{
+    const trace_store *st = trace_get_store(t);
+    bool app_payload = trace_get_options(t)->trace_app_payload;
+    uint64_t first, count;
+    json_t *arr = json_array();
+    if (!arr || !trace_store_range(st, from_seq, to_seq, limit, &first, &count)) {
+        return arr;
+    }
+    for (uint64_t seq = first; seq < first + count; seq++) {
+        if (json_array_append_new(
+                    arr, trace_render_record(trace_store_get(st, seq), app_payload)) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static json_t *iso_or_null(uint64_t ts_ns, bool set)
+{
+    char buf[TRACE_ISO_LEN];
+    if (!set) {
+        return json_null();
+    }
+    trace_format_iso8601(ts_ns, buf);
+    return json_string(buf);
+}
+
+json_t *trace_render_meta(const trace *t, const char *node_id, const char *worker_id,
+                          uint64_t now_pc_ns)
+{
+    static const char *const keys[] = {"id",        "node_id",       "worker_id",  "status",
+                                       "started",   "ended",         "runtime",    "options",
+                                       "first_seq", "next_seq",      "records",    "dropped",
+                                       "bytes",     "persistent_id", "stop_reason"};
+
+    enum {
+        N_KEYS = sizeof(keys) / sizeof(keys[0])
+    };
+
+    const trace_store *st = trace_get_store(t);
+    bool running = trace_is_running(t);
+    json_t *vals[N_KEYS] = {
+            json_string(trace_id(t)),
+            str_or_null(node_id),
+            str_or_null(worker_id),
+            json_string(trace_status_name(t)),
+            iso_or_null(trace_started_ns(t), true),
+            iso_or_null(trace_ended_ns(t), !running),
+            json_real(trace_ns_to_seconds(trace_runtime_ns(t, now_pc_ns))),
+            json_deep_copy(trace_get_options(t)->json),
+            json_integer((json_int_t)trace_store_first_seq(st)),
+            json_integer((json_int_t)trace_store_next_seq(st)),
+            json_integer((json_int_t)trace_store_records(st)),
+            json_integer((json_int_t)trace_store_dropped(st)),
+            json_integer((json_int_t)trace_store_bytes(st)),
+            json_null(),
+            str_or_null(trace_stop_reason_name(trace_get_stop_reason(t))),
+    };
+    json_t *obj = json_object();
+    if (!set_all(obj, keys, vals, N_KEYS)) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+json_t *trace_render_batch(const trace_batch *b)
+{
+    static const char *const keys[] = {"period", "first_seq", "last_seq", "period_start",
+                                       "finished_ts"};
+
+    enum {
+        N_KEYS = sizeof(keys) / sizeof(keys[0])
+    };
+
+    json_t *vals[N_KEYS] = {
+            json_integer((json_int_t)b->period),   json_integer((json_int_t)b->first_seq),
+            json_integer((json_int_t)b->last_seq), iso_or_null(b->period_start_ns, true),
+            iso_or_null(b->finished_ns, true),
+    };
+    json_t *obj = json_object();
+    if (!set_all(obj, keys, vals, N_KEYS)) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}

@@ -1,0 +1,178 @@
+/* trace_store.c: a ring buffer of records; slot of seq s is (head + (s - first_seq)) % cap. */
+#include "trace_store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* First ring allocation (entries), unless limit is smaller. */
+#define STORE_INITIAL_CAP 64
+
+struct trace_store {
+    trace_record *ring; /* cap slots; the count held start at head */
+    size_t cap;
+    size_t head;
+    size_t count;
+    size_t limit;
+    uint64_t max_bytes;
+    uint64_t first_seq;
+    uint64_t dropped;
+    uint64_t bytes;
+};
+
+trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
+{
+    if (limit == 0) {
+        return NULL;
+    }
+    trace_store *st = calloc(1, sizeof(*st));
+    if (!st) {
+        return NULL;
+    }
+    st->limit = limit;
+    st->max_bytes = max_bytes;
+    return st;
+}
+
+void trace_store_free(trace_store *st)
+{
+    if (!st) {
+        return;
+    }
+    for (size_t i = 0; i < st->count; i++) {
+        trace_record_fini(&st->ring[(st->head + i) % st->cap]);
+    }
+    free(st->ring);
+    free(st);
+}
+
+static void drop_oldest(trace_store *st)
+{
+    trace_record *r = &st->ring[st->head];
+    st->bytes -= trace_record_cost(r);
+    trace_record_fini(r);
+    st->head = (st->head + 1) % st->cap;
+    st->count--;
+    st->first_seq++;
+    st->dropped++;
+}
+
+/* Doubles the ring (up to limit), moving the held records to the front of the new array. */
+static bool grow(trace_store *st)
+{
+    size_t ncap = st->cap ? st->cap * 2 : STORE_INITIAL_CAP;
+    if (ncap > st->limit || ncap < st->cap) {
+        ncap = st->limit;
+    }
+    trace_record *ring = malloc(ncap * sizeof(*ring));
+    if (!ring) {
+        return false;
+    }
+    if (st->count) {
+        size_t tail = st->cap - st->head; /* slots from head to the end of the old array */
+        size_t n1 = st->count < tail ? st->count : tail;
+        memcpy(ring, st->ring + st->head, n1 * sizeof(*ring));
+        memcpy(ring + n1, st->ring, (st->count - n1) * sizeof(*ring));
+    }
+    free(st->ring);
+    st->ring = ring;
+    st->cap = ncap;
+    st->head = 0;
+    return true;
+}
+
+uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
+{
+    uint64_t seq = st->first_seq + st->count;
+    size_t cost = trace_record_cost(rec);
+    rec->seq = seq;
+    if (cost > st->max_bytes) {
+        /* Alone over the byte budget: everything older goes too (the budget cannot hold it
+         * together with anything), then it is dropped itself. */
+        while (st->count) {
+            drop_oldest(st);
+        }
+        trace_record_fini(rec);
+        st->first_seq++;
+        st->dropped++;
+        return seq;
+    }
+    while (st->count && st->bytes + cost > st->max_bytes) {
+        drop_oldest(st);
+    }
+    if (st->count == st->limit) {
+        drop_oldest(st);
+    }
+    if (st->count == st->cap && (st->cap == st->limit || !grow(st))) {
+        if (st->count == 0) {
+            /* No ring at all and no memory for one. */
+            trace_record_fini(rec);
+            st->first_seq++;
+            st->dropped++;
+            return seq;
+        }
+        drop_oldest(st);
+    }
+    st->ring[(st->head + st->count) % st->cap] = *rec;
+    memset(rec, 0, sizeof(*rec));
+    st->count++;
+    st->bytes += cost;
+    return seq;
+}
+
+const trace_record *trace_store_get(const trace_store *st, uint64_t seq)
+{
+    if (seq < st->first_seq || seq - st->first_seq >= st->count) {
+        return NULL;
+    }
+    return &st->ring[(st->head + (size_t)(seq - st->first_seq)) % st->cap];
+}
+
+bool trace_store_range(const trace_store *st, uint64_t from_seq, uint64_t to_seq, size_t limit,
+                       uint64_t *first, uint64_t *count)
+{
+    uint64_t next = st->first_seq + st->count;
+    uint64_t lo = from_seq < st->first_seq ? st->first_seq : from_seq;
+    uint64_t hi = to_seq >= next ? next : to_seq + 1; /* exclusive */
+    *first = lo;
+    *count = 0;
+    if (lo >= hi || limit == 0) {
+        return false;
+    }
+    *count = hi - lo < limit ? hi - lo : limit;
+    return true;
+}
+
+uint64_t trace_store_first_seq(const trace_store *st)
+{
+    return st->first_seq;
+}
+
+uint64_t trace_store_next_seq(const trace_store *st)
+{
+    return st->first_seq + st->count;
+}
+
+size_t trace_store_records(const trace_store *st)
+{
+    return st->count;
+}
+
+uint64_t trace_store_dropped(const trace_store *st)
+{
+    return st->dropped;
+}
+
+uint64_t trace_store_bytes(const trace_store *st)
+{
+    return st->bytes;
+}
+
+size_t trace_store_limit(const trace_store *st)
+{
+    return st->limit;
+}
+
+uint64_t trace_store_max_bytes(const trace_store *st)
+{
+    return st->max_bytes;
+}

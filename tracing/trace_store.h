@@ -1,0 +1,59 @@
+/* trace_store.h: the bounded in-memory store of one trace: a ring of trace_record structs.
+ *
+ * Every appended record gets the next seq (0, 1, 2, ... with no gaps). The store keeps at most
+ * `limit` records and at most `max_bytes` bytes, counting trace_record_cost() per record (wire
+ * bytes + TRACE_RECORD_OVERHEAD); appending beyond either bound drops the oldest records, which
+ * are counted in `dropped`. Records held are always the contiguous seq range
+ * [first_seq, next_seq), so locating a seq is index arithmetic (O(1)).
+ * The ring starts small and doubles, up to `limit` entries: steady-state appends allocate
+ * nothing. A rx buffer shared by several traces counts fully in each of them.
+ * Ownership: the store owns every record it holds (their references included). Service thread
+ * only. */
+#ifndef TRACE_STORE_H
+#define TRACE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_record.h"
+
+/* to_seq of trace_store_range(): up to the newest record. */
+#define TRACE_SEQ_NONE UINT64_MAX
+
+typedef struct trace_store trace_store;
+
+/* New empty store (limit >= 1 records, max_bytes bytes); allocates its first ring slots lazily.
+ * NULL on allocation failure or limit == 0. */
+trace_store *trace_store_new(size_t limit, uint64_t max_bytes);
+/* Frees every record (NULL-safe). */
+void trace_store_free(trace_store *st);
+
+/* Consumes *rec (its references move into the store, *rec is zeroed), gives it the next seq
+ * and returns that seq. Never fails; instead, records are dropped (and counted in dropped):
+ *   - a record whose cost alone exceeds max_bytes is dropped, and so is every older record
+ *     (held seqs stay contiguous, so nothing older than a dropped record can remain);
+ *   - a full ring that cannot grow for lack of memory drops its oldest record, as at the
+ *     limit; with no ring at all, the new record itself is dropped. */
+uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
+
+/* Borrowed record with this seq, valid until the next append or free; NULL if not held
+ * (never captured, or dropped). */
+const trace_record *trace_store_get(const trace_store *st, uint64_t seq);
+
+/* The page of held records with from_seq <= seq <= to_seq (TRACE_SEQ_NONE: no upper bound),
+ * oldest first, at most limit of them: sets *first and *count (the page is the seqs
+ * first .. first + count - 1, fetch each with trace_store_get()). A from_seq older than the
+ * oldest held record starts the page at first_seq. Returns false (count 0) for an empty page. */
+bool trace_store_range(const trace_store *st, uint64_t from_seq, uint64_t to_seq, size_t limit,
+                       uint64_t *first, uint64_t *count);
+
+uint64_t trace_store_first_seq(const trace_store *st); /* oldest held (= next_seq if empty) */
+uint64_t trace_store_next_seq(const trace_store *st);  /* seq of the next append */
+size_t trace_store_records(const trace_store *st);     /* held now */
+uint64_t trace_store_dropped(const trace_store *st);   /* discarded by limit / max_bytes */
+uint64_t trace_store_bytes(const trace_store *st);     /* sum of trace_record_cost() held */
+size_t trace_store_limit(const trace_store *st);
+uint64_t trace_store_max_bytes(const trace_store *st);
+
+#endif /* TRACE_STORE_H */
