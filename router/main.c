@@ -18,6 +18,7 @@
 #include <libwebsockets.h>
 #include <sodium.h>
 
+#include "mgmt_api.h"
 #include "rt_config.h"
 #include "rt_log.h"
 #include "rt_lws.h"
@@ -222,6 +223,7 @@ int main(int argc, char **argv)
 
     rt_config *cfg = NULL;
     rt_router *rt = NULL;
+    mgmt_api *mgmt = NULL;
     rt_lws *l = NULL;
     char err[512];
     wamp_err e = args.config_path ? rt_config_load_file(args.config_path, &cfg, err, sizeof(err))
@@ -250,6 +252,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "wampscope: out of memory\n");
         goto done;
     }
+    if (cfg->mgmt_enabled) {
+        e = mgmt_api_new(rt, rt_router_wall_ns(rt), &mgmt);
+        if (e != WAMP_OK) {
+            fprintf(stderr, "wampscope: cannot start the management API: %s\n", wamp_strerror(e));
+            goto done;
+        }
+        RT_LOG_INFO(0,
+                    "management realm \"%s\" in protected mode: anonymous sessions from "
+                    "loopback only (role admin)",
+                    cfg->mgmt_realm);
+    }
     rt_lws_options opt = {.port_override = args.port};
     e = rt_lws_new(rt, &opt, &l, err, sizeof(err));
     if (e != WAMP_OK) {
@@ -267,6 +280,7 @@ done:
     /* Order matters: lws delivers CLOSED (rt_session_on_closed) for every live connection
      * while the router still exists; the router borrows the config. */
     rt_lws_free(l);
+    mgmt_api_free(mgmt);
     rt_router_free(rt);
     if (rc == EXIT_SUCCESS) {
         RT_LOG_INFO(0, "stopped");

@@ -9,6 +9,7 @@
 #include "rt_core_int.h"
 #include "rt_log.h"
 #include "rt_session.h"
+#include "wamp_codec.h"
 #include "wamp_id.h"
 #include "wamp_uri.h"
 
@@ -149,6 +150,58 @@ static const char *check_exact_match(const json_t *opts)
     return "only match policy \"exact\" is supported";
 }
 
+/* EVENT to every eligible member of sub, encoded once per serializer, then PUBLISHED. */
+static wamp_err fan_out(rt_session *s, rt_subscription *sub, uint64_t publication,
+                        const wamp_msg *m, bool ack, bool exclude_me)
+{
+    rt_encoded ev;
+    rt_encoded_init(&ev, wamp_msg_new_event(sub->id, publication, NULL,
+                                            m->args ? json_incref(m->args) : NULL,
+                                            m->kwargs ? json_incref(m->kwargs) : NULL));
+    if (!ev.msg) {
+        return WAMP_ENOMEM;
+    }
+    /* The last eligible receiver's EVENT completes the action when nothing is acknowledged. */
+    size_t last = SIZE_MAX;
+    for (size_t i = 0; i < sub->n_members; i++) {
+        rt_session *to = sub->members[i]->s;
+        if (!((to == s && exclude_me) || to->state != RT_SESSION_JOINED)) {
+            last = i;
+        }
+    }
+    if (trace_hub_is_active(s->rt->hub)) {
+        /* Tracing reports the size in every serializer in use, so encode them all up front
+         * (each only once, as the fan-out would). */
+        for (size_t i = 0; i < sub->n_members && last != SIZE_MAX; i++) {
+            wamp_ser ser = sub->members[i]->s->ser;
+            if (!ev.buf[ser]) {
+                (void)wamp_codec_encode(ser, ev.msg, &ev.buf[ser]);
+            }
+        }
+    }
+    for (size_t i = 0; i < sub->n_members && last != SIZE_MAX; i++) {
+        rt_session *to = sub->members[i]->s;
+        if ((to == s && exclude_me) || to->state != RT_SESSION_JOINED) {
+            continue;
+        }
+        if (i == last && !ack) {
+            RT_TRACE_LAST(s->rt);
+        }
+        wamp_err err = rt_session_send_encoded(to, &ev);
+        if (err == WAMP_ENOMEM) {
+            rt_encoded_fini(&ev);
+            return err;
+        }
+        /* ETOOBIG / EINVAL: this receiver cannot take the event; the others still do. */
+    }
+    rt_encoded_fini(&ev);
+    if (ack) {
+        RT_TRACE_LAST(s->rt);
+        return rt_session_send(s, wamp_msg_new_published(m->id, publication));
+    }
+    return WAMP_OK;
+}
+
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
     bool ack, exclude_me;
@@ -172,28 +225,10 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
     uint64_t publication = wamp_id_random();
     rt_subscription *sub = find_by_uri(b, m->uri);
     if (sub) {
-        rt_encoded ev;
-        rt_encoded_init(&ev, wamp_msg_new_event(sub->id, publication, NULL,
-                                                m->args ? json_incref(m->args) : NULL,
-                                                m->kwargs ? json_incref(m->kwargs) : NULL));
-        if (!ev.msg) {
-            return WAMP_ENOMEM;
-        }
-        for (size_t i = 0; i < sub->n_members; i++) {
-            rt_session *to = sub->members[i]->s;
-            if ((to == s && exclude_me) || to->state != RT_SESSION_JOINED) {
-                continue;
-            }
-            wamp_err err = rt_session_send_encoded(to, &ev);
-            if (err == WAMP_ENOMEM) {
-                rt_encoded_fini(&ev);
-                return err;
-            }
-            /* ETOOBIG / EINVAL: this receiver cannot take the event; the others still do. */
-        }
-        rt_encoded_fini(&ev);
+        return fan_out(s, sub, publication, m, ack, exclude_me);
     }
     if (ack) {
+        RT_TRACE_LAST(s->rt);
         return rt_session_send(s, wamp_msg_new_published(m->id, publication));
     }
     return WAMP_OK;
@@ -219,6 +254,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     if (sub) {
         if (find_member(s, sub->id)) {
             /* Spec: subscribing again returns the existing subscription. */
+            RT_TRACE_LAST(s->rt);
             return rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
         }
     } else {
@@ -263,6 +299,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     mb->idx = sub->n_members;
     sub->members[sub->n_members++] = mb;
     rt_list_add_tail(&s->subs, &mb->in_session);
+    RT_TRACE_LAST(s->rt);
     return rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
 }
 
@@ -275,6 +312,7 @@ wamp_err rt_broker_on_unsubscribe(rt_broker *b, rt_session *s, const wamp_msg *m
                                      "no such subscription for this session");
     }
     remove_member(b, mb);
+    RT_TRACE_LAST(s->rt);
     return rt_session_send(s, wamp_msg_new_unsubscribed(m->id));
 }
 
@@ -284,4 +322,47 @@ void rt_broker_on_leave(rt_broker *b, rt_session *s)
     {
         remove_member(b, RT_CONTAINER_OF(it, rt_sub_member, in_session));
     }
+}
+
+wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
+                                 json_t *kwargs_take)
+{
+    rt_subscription *sub = find_by_uri(b, topic);
+    if (!sub) {
+        json_decref(args_take);
+        json_decref(kwargs_take);
+        return WAMP_OK;
+    }
+    rt_encoded ev;
+    rt_encoded_init(&ev,
+                    wamp_msg_new_event(sub->id, wamp_id_random(), NULL, args_take, kwargs_take));
+    if (!ev.msg) {
+        return WAMP_ENOMEM;
+    }
+    wamp_err err = WAMP_OK;
+    for (size_t i = 0; i < sub->n_members && err != WAMP_ENOMEM; i++) {
+        rt_session *to = sub->members[i]->s;
+        if (to->state == RT_SESSION_JOINED) {
+            err = rt_session_send_encoded(to, &ev);
+        }
+    }
+    rt_encoded_fini(&ev);
+    return err == WAMP_ENOMEM ? err : WAMP_OK;
+}
+
+size_t rt_broker_receiver_count(rt_broker *b, rt_session *s, const char *topic, bool exclude_me)
+{
+    rt_subscription *sub = wamp_uri_is_valid(topic, WAMP_URI_LOOSE) ? find_by_uri(b, topic) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; sub && i < sub->n_members; i++) {
+        rt_session *to = sub->members[i]->s;
+        n += (to == s && exclude_me) || to->state != RT_SESSION_JOINED ? 0 : 1;
+    }
+    return n;
+}
+
+const char *rt_broker_topic_of(rt_session *s, uint64_t sub_id)
+{
+    rt_sub_member *mb = find_member(s, sub_id);
+    return mb ? mb->sub->uri : NULL;
 }

@@ -13,6 +13,8 @@
 #include "rt_outq.h"
 #include "rt_router.h"
 #include "rt_session.h"
+#include "rt_trace.h"
+#include "trace_hub.h"
 #include "wamp_id.h"
 
 struct rt_router {
@@ -26,11 +28,14 @@ struct rt_router {
     rt_list greeting;       /* sessions waiting for HELLO, oldest first (rt_session.in_wait) */
     size_t n_sessions;
     wamp_idgen ids;
-    const rt_msg_hook *hook; /* NULL: no tracing; the one branch on the hot path */
-    void *hook_ctx;
+    trace_hub *hub;           /* owned; trace_hub_is_active() is the one branch on the hot path */
+    rt_cur_action cur;        /* the action being handled (rt_trace.h) */
+    rt_realm_config mgmt_cfg; /* the management realm's synthesized configuration */
     bool shutting_down;
     uint64_t shutdown_deadline_us;
     rt_router_stats stats;
+    const trace_hub_events *trace_events; /* the management API's live-feed callbacks */
+    void *trace_events_ctx;
 };
 
 struct rt_session {
@@ -47,6 +52,9 @@ struct rt_session {
     const char *anonymous_role; /* from the listener config; NULL = anonymous refused */
     rt_outq outq;
     uint64_t hello_deadline_us;
+    trace_peer *tpeer;   /* owned; made on the first traced message after the join */
+    bool hello_corr_set; /* the session-opening exchange's correlation (HELLO ... WELCOME) */
+    uint8_t hello_corr[TRACE_UUID_LEN];
     rt_hnode by_id;       /* in rt_router.sessions_by_id */
     rt_list in_router;    /* in rt_router.sessions */
     rt_list in_wait;      /* in rt_router.greeting while waiting for HELLO */
@@ -56,6 +64,13 @@ struct rt_session {
     rt_list calls_made;   /* pending calls this session made (caller side) */
     rt_list calls_served; /* pending invocations this session serves (callee side) */
 };
+
+/* The next message sent completes the current action (correlation_is_last). A plain store, so
+ * the senders need no tracing branch of their own. */
+/* Role of anonymous loopback sessions on the management realm (protected mode). */
+#define RT_MGMT_ROLE "admin"
+
+#define RT_TRACE_LAST(rt) ((rt)->cur.last = true)
 
 /* Realm membership, maintained by rt_session.c. */
 void rt_realm_member_add(rt_realm *r, rt_session *s);

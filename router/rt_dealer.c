@@ -32,6 +32,9 @@ typedef struct rt_call {
     rt_hnode by_invocation;
     rt_list in_caller; /* in caller->calls_made */
     rt_list in_callee; /* in callee->calls_served */
+    bool traced;       /* corr/uri hold the CALL's correlation (a trace was running) */
+    uint8_t corr[TRACE_UUID_LEN];
+    trace_str *uri; /* owned reference, NULL unless traced */
 } rt_call;
 
 struct rt_dealer {
@@ -68,6 +71,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_hmap_remove(&d->calls, &c->by_invocation);
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
+    trace_str_unref(&c->uri);
     free(c);
 }
 
@@ -193,6 +197,7 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (!reg) {
         return WAMP_ENOMEM;
     }
+    RT_TRACE_LAST(s->rt);
     return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
 }
 
@@ -204,6 +209,7 @@ wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
         if (reg->id == m->id2) {
             /* Calls already invoked stay pending on the callee and complete normally. */
             registration_remove(d, reg);
+            RT_TRACE_LAST(s->rt);
             return rt_session_send(s, wamp_msg_new_unregistered(m->id));
         }
     }
@@ -235,6 +241,7 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, RT_ERROR_RUNTIME,
                                      "internal error in router procedure");
     }
+    RT_TRACE_LAST(s->rt);
     if (reply.error_uri) {
         return rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, m->id, NULL, reply.error_uri,
                                                      reply.args, reply.kwargs));
@@ -279,6 +286,11 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     rt_list_add_tail(&s->calls_made, &c->in_caller);
     rt_list_add_tail(&reg->callee->calls_served, &c->in_callee);
+    if (s->rt->cur.set) {
+        c->traced = true;
+        memcpy(c->corr, s->rt->cur.uuid, TRACE_UUID_LEN);
+        c->uri = s->rt->cur.uri ? trace_str_ref(s->rt->cur.uri) : NULL;
+    }
     wamp_err err = rt_session_send(
             reg->callee, wamp_msg_new_invocation(c->invocation, reg->id, NULL,
                                                  m->args ? json_incref(m->args) : NULL,
@@ -318,6 +330,7 @@ wamp_err rt_dealer_on_yield(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (!caller || caller->state != RT_SESSION_JOINED) {
         return WAMP_OK; /* the caller left: the result has nowhere to go */
     }
+    RT_TRACE_LAST(s->rt);
     wamp_err err = rt_session_send(
             caller, wamp_msg_new_result(request, NULL, m->args ? json_incref(m->args) : NULL,
                                         m->kwargs ? json_incref(m->kwargs) : NULL));
@@ -342,6 +355,7 @@ wamp_err rt_dealer_on_invocation_error(rt_dealer *d, rt_session *s, const wamp_m
     if (!caller || caller->state != RT_SESSION_JOINED) {
         return WAMP_OK;
     }
+    RT_TRACE_LAST(s->rt);
     wamp_err err = rt_session_send(caller,
                                    wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict),
                                                       m->uri, m->args ? json_incref(m->args) : NULL,
@@ -366,10 +380,17 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_callee);
         rt_session *caller = c->caller;
         uint64_t request = c->request;
+        bool traced = c->traced && trace_hub_is_active(s->rt->hub);
+        if (traced) {
+            rt_trace_action_open(s->rt, c->corr, c->uri);
+        }
         call_remove(d, c);
         if (caller && caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_CANCELED,
                                         "the callee left before answering");
+        }
+        if (traced) {
+            rt_trace_action_close(s->rt);
         }
     }
     /* Calls this session made: orphaned; the callee's answer will be dropped. */
@@ -379,4 +400,26 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         c->caller = NULL;
         rt_list_remove(&c->in_caller);
     }
+}
+
+bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
+{
+    rt_call *c = callee_call(d, callee, invocation);
+    if (!c || !c->traced) {
+        return false;
+    }
+    rt_trace_action_open(callee->rt, c->corr, c->uri);
+    return true;
+}
+
+const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id)
+{
+    RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
+    {
+        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_session);
+        if (reg->id == reg_id) {
+            return reg->uri;
+        }
+    }
+    return NULL;
 }

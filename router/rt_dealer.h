@@ -7,6 +7,7 @@
 #ifndef RT_DEALER_H
 #define RT_DEALER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,12 @@ typedef wamp_err (*rt_local_proc_fn)(void *ctx, rt_session *caller, const json_t
 
 /* Registers uri as a router-local procedure. WAMP_EEXIST if uri is registered; WAMP_ENOMEM. */
 wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_fn fn, void *ctx);
+
+/* Tracing helpers: opens the router's current action with the correlation of the call that
+ * callee serves as `invocation` (false if none or it was not traced); the procedure of s's
+ * registration reg_id (borrowed, NULL if none). */
+bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation);
+const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id);
 
 size_t rt_dealer_registration_count(const rt_dealer *d);
 size_t rt_dealer_pending_count(const rt_dealer *d);

@@ -10,6 +10,19 @@
 #include "rt_realm.h"
 #include "rt_session.h"
 
+static const rt_permission mgmt_permissions[] = {{
+        .uri = "crossbarfabriccenter.",
+        .match = WAMP_MATCH_PREFIX,
+        .allow_call = true,
+        .allow_subscribe = true,
+}};
+
+static const rt_role mgmt_roles[] = {{
+        .name = RT_MGMT_ROLE,
+        .permissions = (rt_permission *)mgmt_permissions,
+        .n_permissions = 1,
+}};
+
 static uint64_t monotonic_us(void *ctx)
 {
     (void)ctx;
@@ -30,15 +43,27 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt_hmap_init(&rt->sessions_by_id);
     rt_list_init(&rt->sessions);
     rt_list_init(&rt->greeting);
-    if (cfg->n_realms) {
-        rt->realms = calloc(cfg->n_realms, sizeof(*rt->realms));
-        if (!rt->realms) {
-            goto fail;
-        }
+    rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
+                            cfg->mgmt_enabled ? cfg->mgmt_realm : NULL);
+    rt->realms = calloc(cfg->n_realms + 1, sizeof(*rt->realms));
+    if (!rt->hub || !rt->realms) {
+        goto fail;
     }
     for (size_t i = 0; i < cfg->n_realms; i++) {
         rt->realms[i] = rt_realm_new(rt, &cfg->realms[i]);
         if (!rt->realms[i]) {
+            goto fail;
+        }
+        rt->n_realms++;
+    }
+    if (cfg->mgmt_enabled && cfg->mgmt_realm) {
+        /* The management realm: role "admin" may call the management procedures and subscribe
+         * to their topics; only the router itself registers and publishes there. */
+        rt->mgmt_cfg.name = cfg->mgmt_realm;
+        rt->mgmt_cfg.roles = (rt_role *)mgmt_roles;
+        rt->mgmt_cfg.n_roles = 1;
+        rt->realms[rt->n_realms] = rt_realm_new(rt, &rt->mgmt_cfg);
+        if (!rt->realms[rt->n_realms]) {
             goto fail;
         }
         rt->n_realms++;
@@ -63,6 +88,8 @@ void rt_router_free(rt_router *rt)
         rt_realm_free(rt->realms[i]);
     }
     free(rt->realms);
+    rt_trace_action_close(rt);
+    trace_hub_free(rt->hub);
     rt_hmap_fini(&rt->sessions_by_id);
     free(rt);
 }
@@ -77,10 +104,21 @@ uint64_t rt_router_now_us(const rt_router *rt)
     return rt->clock(rt->clock_ctx);
 }
 
-void rt_router_set_msg_hook(rt_router *rt, const rt_msg_hook *hook, void *ctx)
+trace_hub *rt_router_trace_hub(rt_router *rt)
 {
-    rt->hook = hook;
-    rt->hook_ctx = ctx;
+    return rt->hub;
+}
+
+uint64_t rt_router_wall_ns(const rt_router *rt)
+{
+    (void)rt;
+    return rt_trace_wall_ns();
+}
+
+void rt_router_set_trace_events(rt_router *rt, const trace_hub_events *ev, void *ctx)
+{
+    rt->trace_events = ev;
+    rt->trace_events_ctx = ctx;
 }
 
 uint64_t rt_router_next_id(rt_router *rt)
@@ -179,6 +217,9 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
 void rt_router_tick(rt_router *rt)
 {
     uint64_t now = rt_router_now_us(rt);
+    /* Traces: duration auto-stop and the live feed (also for traces that just stopped). */
+    trace_hub_tick(rt->hub, now * 1000u, rt_trace_wall_ns(), rt->trace_events,
+                   rt->trace_events_ctx);
     /* The greeting list is ordered by deadline (constant timeout, appended in time order). */
     while (!rt_list_is_empty(&rt->greeting)) {
         rt_session *s = RT_CONTAINER_OF(rt->greeting.next, rt_session, in_wait);
@@ -201,6 +242,7 @@ void rt_router_begin_shutdown(rt_router *rt)
             rt_router_now_us(rt) + (uint64_t)rt->cfg->limits.shutdown_grace_ms * 1000;
     RT_LOG_INFO(0, "shutting down: %zu session(s) to close, grace period %u ms", rt->n_sessions,
                 rt->cfg->limits.shutdown_grace_ms);
+    trace_hub_shutdown(rt->hub, rt_router_now_us(rt) * 1000u, rt_trace_wall_ns());
     RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
     {
         rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);

@@ -55,19 +55,15 @@ size_t rt_router_session_count(const rt_router *rt);
 /* Borrowed realm by name, or NULL. */
 rt_realm *rt_router_find_realm(rt_router *rt, const char *name);
 
-/* Seam for the tracing extension. on_rx runs for every message a session receives (msg NULL when
- * the bytes could not be decoded), on_tx for every message the router queues to a session, with
- * the bytes already encoded for the wire (wire NULL when the message was dropped before
- * encoding, drop_reason then says why). All borrowed for the duration of the call. With no hook
- * set, the cost is one branch per message. */
-typedef struct rt_msg_hook {
-    void (*on_rx)(void *ctx, rt_session *s, const wamp_msg *msg, const void *wire, size_t len);
-    void (*on_tx)(void *ctx, rt_session *s, const json_t *msg, const wamp_buf *wire,
-                  const char *drop_reason);
-} rt_msg_hook;
-
-/* Installs (hook != NULL) or removes (NULL) the message hook; hook is borrowed. */
-void rt_router_set_msg_hook(rt_router *rt, const rt_msg_hook *hook, void *ctx);
+/* The router's tracing hub (owned by the router; borrowed). The management API starts and reads
+ * traces through it; the core offers every message to it while a trace runs. */
+struct trace_hub;
+struct trace_hub *rt_router_trace_hub(rt_router *rt);
+/* Wall clock for trace records, ns since the epoch. */
+uint64_t rt_router_wall_ns(const rt_router *rt);
+/* Callbacks for the hub's live-feed events, run from rt_router_tick() (borrowed; NULL = none). */
+struct trace_hub_events;
+void rt_router_set_trace_events(rt_router *rt, const struct trace_hub_events *ev, void *ctx);
 
 /* Next router-scope id (subscriptions, registrations, invocations): 1, 2, ... wrapping at 2^53. */
 uint64_t rt_router_next_id(rt_router *rt);

@@ -83,11 +83,11 @@ void rt_encoded_fini(rt_encoded *e)
     e->msg = NULL;
 }
 
-static void trace_tx_drop(rt_session *s, const json_t *msg, const wamp_buf *wire,
-                          const char *reason)
+/* Records a message for s while a trace runs (the one branch when none does). */
+static void trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
-    if (s->rt->hook && s->rt->hook->on_tx) {
-        s->rt->hook->on_tx(s->rt->hook_ctx, s, msg, wire, reason);
+    if (trace_hub_is_active(s->rt->hub)) {
+        rt_trace_tx(s, e, wire, drop);
     }
 }
 
@@ -97,7 +97,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
         return WAMP_ENOMEM;
     }
     if (s->state == RT_SESSION_CLOSED) {
-        trace_tx_drop(s, e->msg, NULL, "session_closed");
+        trace_tx(s, e, NULL, "session_closed");
         return WAMP_OK;
     }
     wamp_buf *wire = e->buf[s->ser];
@@ -105,7 +105,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
         wamp_err err = wamp_codec_encode(s->ser, e->msg, &e->buf[s->ser]);
         if (err != WAMP_OK) {
             RT_LOG_WARN(s->id, "cannot encode outgoing message: %s", wamp_strerror(err));
-            trace_tx_drop(s, e->msg, NULL, "encode_failed");
+            trace_tx(s, e, NULL, "encode_failed");
             return err;
         }
         wire = e->buf[s->ser];
@@ -114,7 +114,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
         RT_LOG_INFO(s->id, "outgoing %s of %zu bytes exceeds the transport limit of %zu bytes",
                     wamp_msg_type_name((int)json_integer_value(json_array_get(e->msg, 0))),
                     wamp_buf_len(wire), s->peer.max_message_size);
-        trace_tx_drop(s, e->msg, wire, "too_big");
+        trace_tx(s, e, wire, "too_big");
         return WAMP_ETOOBIG;
     }
     bool was_empty = s->outq.count == 0;
@@ -125,7 +125,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
                     "queued); disconnecting",
                     s->outq.count, s->outq.bytes);
         s->rt->stats.slow_consumer_disconnects++;
-        trace_tx_drop(s, e->msg, wire, "queue_full");
+        trace_tx(s, e, wire, "queue_full");
         rt_session_close(s, 1008, "slow consumer", true);
         return WAMP_OK;
     }
@@ -134,9 +134,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
     }
     s->rt->stats.messages_tx++;
     s->rt->stats.bytes_tx += wamp_buf_len(wire);
-    if (s->rt->hook && s->rt->hook->on_tx) {
-        s->rt->hook->on_tx(s->rt->hook_ctx, s, e->msg, wire, NULL);
-    }
+    trace_tx(s, e, wire, NULL);
     if (was_empty) {
         s->ops->want_write(s->tp);
     }
@@ -156,6 +154,7 @@ wamp_err rt_session_send_error(rt_session *s, wamp_msg_type req_type, uint64_t r
                                const char *uri, const char *message)
 {
     json_t *args = message ? json_pack("[s]", message) : NULL;
+    RT_TRACE_LAST(s->rt); /* an ERROR always completes the request it answers */
     return rt_session_send(s, wamp_msg_new_error(req_type, request, NULL, uri, args, NULL));
 }
 
@@ -185,6 +184,7 @@ void rt_session_close(rt_session *s, uint16_t code, const char *reason, bool dro
 static void send_abort(rt_session *s, const char *reason, const char *message)
 {
     json_t *details = message ? json_pack("{s:s}", "message", message) : NULL;
+    RT_TRACE_LAST(s->rt);
     (void)rt_session_send(s, wamp_msg_new_abort(details, reason));
 }
 
@@ -235,6 +235,7 @@ static void session_leave(rt_session *s)
     rt_dealer_on_leave(rt_realm_dealer(s->realm), s);
     rt_realm_member_remove(s->realm, s);
     RT_LOG_DEBUG(s->id, "left realm %s", rt_realm_name(s->realm));
+    trace_peer_unref(&s->tpeer);
     s->realm = NULL;
     free(s->authid);
     free(s->authrole);
@@ -264,6 +265,18 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     const char *role = s->anonymous_role;
+    if (rt->cfg->mgmt_enabled && strcmp(rt_realm_name(realm), rt->cfg->mgmt_realm) == 0) {
+        /* Protected mode (TRACING.md): with no management credential configured, the
+         * management realm takes anonymous sessions from loopback peers only, as "admin". */
+        if (!s->peer.is_loopback) {
+            RT_LOG_INFO(s->id, "management realm refused to non-loopback peer %s", s->peer.addr);
+            send_abort(s, WAMP_ERROR_NOT_AUTHORIZED,
+                       "the management realm accepts anonymous sessions from loopback only");
+            rt_session_close(s, 1000, "not authorized", false);
+            return WAMP_OK;
+        }
+        role = RT_MGMT_ROLE;
+    }
     if (!role) {
         RT_LOG_INFO(s->id, "HELLO from %s: no authentication method is acceptable", s->peer.addr);
         send_abort(s, WAMP_ERROR_NO_AUTH_METHOD, "no acceptable authentication method");
@@ -295,6 +308,7 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     s->state = RT_SESSION_JOINED;
     RT_LOG_INFO(s->id, "joined realm %s as %s/%s (%s, %s)", rt_realm_name(realm), s->authid,
                 s->authrole, wamp_ser_name(s->ser), s->peer.addr);
+    RT_TRACE_LAST(rt);
     return rt_session_send(s, wamp_msg_new_welcome(s->id, details));
 }
 
@@ -363,14 +377,17 @@ wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
     wamp_msg m;
     char why[WAMP_WHY_LEN];
     wamp_err err = wamp_codec_decode_msg(s->ser, data, len, &m, why, sizeof(why));
-    if (rt->hook && rt->hook->on_rx) {
-        rt->hook->on_rx(rt->hook_ctx, s, err == WAMP_OK ? &m : NULL, data, len);
+    if (trace_hub_is_active(rt->hub)) {
+        rt_trace_rx(s, err == WAMP_OK ? &m : NULL, data, len);
     }
     if (err == WAMP_ENOMEM) {
         return err;
     }
     if (err != WAMP_OK) {
         rt_session_protocol_violation(s, why);
+        if (rt->cur.set) {
+            rt_trace_action_close(rt);
+        }
         return WAMP_OK;
     }
 
@@ -399,6 +416,10 @@ wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
         break;
     }
     wamp_msg_fini(&m);
+    if (rt->cur.set) {
+        rt_trace_action_close(rt);
+    }
+    rt->cur.last = false;
     /* A message that could not be delivered (too big, not encodable) was logged and traced
      * where it was dropped; only running out of memory makes the session unusable. */
     return err == WAMP_ENOMEM ? err : WAMP_OK;
@@ -425,5 +446,6 @@ void rt_session_on_closed(rt_session *s)
     rt->n_sessions--;
     rt->stats.sessions_closed++;
     rt_outq_fini(&s->outq);
+    trace_peer_unref(&s->tpeer);
     free(s);
 }

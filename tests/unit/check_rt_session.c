@@ -296,51 +296,6 @@ START_TEST(test_shutdown_done_when_no_sessions)
 
 END_TEST
 
-static int rx_count, tx_count, rx_undecodable;
-
-static void hook_rx(void *ctx, rt_session *s, const wamp_msg *msg, const void *wire, size_t len)
-{
-    (void)ctx;
-    (void)s;
-    (void)wire;
-    ck_assert_uint_gt(len, 0);
-    rx_count++;
-    if (!msg) {
-        rx_undecodable++;
-    }
-}
-
-static void hook_tx(void *ctx, rt_session *s, const json_t *msg, const wamp_buf *wire,
-                    const char *drop)
-{
-    (void)ctx;
-    (void)s;
-    ck_assert(json_is_array(msg));
-    ck_assert_ptr_nonnull(wire);
-    ck_assert_ptr_null(drop);
-    tx_count++;
-}
-
-static const rt_msg_hook hooks = {.on_rx = hook_rx, .on_tx = hook_tx};
-
-START_TEST(test_message_hooks_see_rx_and_tx)
-{
-    rx_count = tx_count = rx_undecodable = 0;
-    rt_router_set_msg_hook(T.rt, &hooks, NULL);
-    fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
-    fake_conn_join(c, "realm1");                 /* rx HELLO, tx WELCOME */
-    fake_conn_send(c, "[32, 7, {}, \"com.t\"]"); /* rx SUBSCRIBE, tx SUBSCRIBED */
-    fake_conn_send_raw(c, "[", 1);               /* rx undecodable, tx ABORT */
-    fake_conn_drain(c);
-    ck_assert_int_eq(rx_count, 3);
-    ck_assert_int_eq(rx_undecodable, 1);
-    ck_assert_int_eq(tx_count, 3);
-    rt_router_set_msg_hook(T.rt, NULL, NULL);
-    fake_conn_free(c);
-}
-
-END_TEST
-
 START_TEST(test_closed_session_ignores_input)
 {
     fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
@@ -378,7 +333,6 @@ static Suite *rt_session_suite(void)
     tcase_add_test(tc, test_hello_timeout);
     tcase_add_test(tc, test_shutdown_says_goodbye);
     tcase_add_test(tc, test_shutdown_done_when_no_sessions);
-    tcase_add_test(tc, test_message_hooks_see_rx_and_tx);
     tcase_add_test(tc, test_closed_session_ignores_input);
     suite_add_tcase(s, tc);
     return s;

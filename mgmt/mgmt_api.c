@@ -1,0 +1,434 @@
+/* mgmt_api.c: argument handling shared by every management procedure, the node/worker
+ * procedures, the trace procedures and the live feed.
+ *
+ * Arguments may be positional or keyword (same names); a keyword wins over a positional value.
+ * Wrong types and out-of-range values answer wamp.error.invalid_argument with a one-line
+ * message naming the argument in args[0]. */
+#include "mgmt_api.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_broker.h"
+#include "rt_dealer.h"
+#include "rt_realm.h"
+#include "trace_hub.h"
+#include "trace_render.h"
+#include "wamp_types.h"
+
+struct mgmt_api {
+    rt_router *rt;
+    const rt_config *cfg;
+    trace_hub *hub;
+    rt_broker *broker; /* the management realm's, for the live topics */
+    uint64_t started_wall_ns;
+    uint64_t started_pc_ns;
+    trace_hub_events events;
+};
+
+/* --- Replies -------------------------------------------------------------------------------- */
+
+static wamp_err reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static wamp_err reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    r->error_uri = uri;
+    r->args = json_pack("[s]", msg);
+    return r->args ? WAMP_OK : WAMP_ENOMEM;
+}
+
+/* A result of one value (consumed; NULL = JSON null is not an error only when is_null). */
+static wamp_err reply_value(rt_local_reply *r, json_t *v_take)
+{
+    if (!v_take) {
+        return WAMP_ENOMEM;
+    }
+    r->args = json_array();
+    if (!r->args || json_array_append_new(r->args, v_take) != 0) {
+        return WAMP_ENOMEM;
+    }
+    return WAMP_OK;
+}
+
+/* --- Arguments ------------------------------------------------------------------------------ */
+
+/* Borrowed argument i / name: kwargs[name] if present, else args[i], else NULL. */
+static json_t *arg(const json_t *args, const json_t *kwargs, size_t i, const char *name)
+{
+    json_t *v = json_object_get(kwargs, name);
+    return v ? v : json_array_get(args, i);
+}
+
+/* Reads a required string argument into *out. false: *reply holds invalid_argument. */
+static bool arg_string(const json_t *args, const json_t *kwargs, size_t i, const char *name,
+                       const char **out, rt_local_reply *reply, wamp_err *err)
+{
+    json_t *v = arg(args, kwargs, i, name);
+    if (!json_is_string(v)) {
+        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be a string", name);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+/* Reads an optional integer in [min, max]; absent or null = dflt (null_ok). */
+static bool arg_int(const json_t *args, const json_t *kwargs, size_t i, const char *name,
+                    json_int_t min, json_int_t max, json_int_t dflt, json_int_t *out,
+                    rt_local_reply *reply, wamp_err *err)
+{
+    json_t *v = arg(args, kwargs, i, name);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return true;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be an integer %lld..%lld",
+                           name, (long long)min, (long long)max);
+        return false;
+    }
+    *out = json_integer_value(v);
+    return true;
+}
+
+/* node_id (arg 0) must be this node; worker_id (arg 1, if want_worker) this worker. */
+static bool check_target(const mgmt_api *m, const json_t *args, const json_t *kwargs,
+                         bool want_worker, rt_local_reply *reply, wamp_err *err)
+{
+    const char *node, *worker;
+    if (!arg_string(args, kwargs, 0, "node_id", &node, reply, err)) {
+        return false;
+    }
+    if (strcmp(node, m->cfg->node_id) != 0) {
+        *err = reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no node \"%s\"", node);
+        return false;
+    }
+    if (!want_worker) {
+        return true;
+    }
+    if (!arg_string(args, kwargs, 1, "worker_id", &worker, reply, err)) {
+        return false;
+    }
+    if (strcmp(worker, m->cfg->worker_id) != 0) {
+        *err = reply_error(reply, MGMT_ERROR_NO_SUCH_WORKER, "no worker \"%s\" on node \"%s\"",
+                           worker, node);
+        return false;
+    }
+    return true;
+}
+
+static uint64_t now_pc_ns(const mgmt_api *m)
+{
+    return rt_router_now_us(m->rt) * 1000u;
+}
+
+/* --- Node and worker ----------------------------------------------------------------------- */
+
+static wamp_err proc_list_nodes(void *ctx, rt_session *caller, const json_t *args,
+                                const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    (void)caller;
+    (void)args;
+    (void)kwargs;
+    return reply_value(reply, json_pack("[s]", m->cfg->node_id));
+}
+
+static wamp_err proc_list_workers(void *ctx, rt_session *caller, const json_t *args,
+                                  const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    (void)caller;
+    if (!check_target(m, args, kwargs, false, reply, &err)) {
+        return err;
+    }
+    return reply_value(reply, json_pack("[s]", m->cfg->worker_id));
+}
+
+static wamp_err proc_get_worker(void *ctx, rt_session *caller, const json_t *args,
+                                const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    (void)caller;
+    if (!check_target(m, args, kwargs, true, reply, &err)) {
+        return err;
+    }
+    json_t *realms = json_array();
+    for (size_t i = 0; realms && i < m->cfg->n_realms; i++) {
+        json_array_append_new(realms, json_string(m->cfg->realms[i].name));
+    }
+    char started[TRACE_ISO_LEN];
+    trace_format_iso8601(m->started_wall_ns, started);
+    double uptime = trace_ns_to_seconds(now_pc_ns(m) - m->started_pc_ns);
+    return reply_value(reply, json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:f, s:o?}", "id",
+                                        m->cfg->worker_id, "type", "router", "status", "running",
+                                        "pid", (json_int_t)getpid(), "created", started, "started",
+                                        started, "uptime", uptime, "realms", realms));
+}
+
+/* --- Traces --------------------------------------------------------------------------------- */
+
+static json_t *meta(const mgmt_api *m, const trace *t)
+{
+    return trace_render_meta(t, m->cfg->node_id, m->cfg->worker_id, now_pc_ns(m));
+}
+
+static void publish(mgmt_api *m, const char *event, json_t *args_take)
+{
+    char topic[128];
+    snprintf(topic, sizeof(topic), MGMT_TOPIC_PREFIX "%s", event);
+    (void)rt_broker_publish_local(m->broker, topic, args_take, NULL);
+}
+
+/* The trace named by argument 2 (trace_id); false with the reply set if there is none. */
+static bool find_trace(mgmt_api *m, const json_t *args, const json_t *kwargs, trace **out,
+                       rt_local_reply *reply, wamp_err *err)
+{
+    const char *id;
+    if (!check_target(m, args, kwargs, true, reply, err) ||
+        !arg_string(args, kwargs, 2, "trace_id", &id, reply, err)) {
+        return false;
+    }
+    *out = trace_hub_find(m->hub, id);
+    if (!*out) {
+        *err = reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no trace \"%s\"", id);
+        return false;
+    }
+    return true;
+}
+
+static wamp_err proc_list_traces(void *ctx, rt_session *caller, const json_t *args,
+                                 const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    (void)caller;
+    if (!check_target(m, args, kwargs, true, reply, &err)) {
+        return err;
+    }
+    json_t *inc = arg(args, kwargs, 2, "include_stopped");
+    if (inc && !json_is_null(inc) && !json_is_boolean(inc)) {
+        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                           "include_stopped: must be a boolean");
+    }
+    bool include_stopped = !json_is_false(inc);
+    json_t *ids = json_array();
+    size_t n = trace_hub_count(m->hub);
+    for (size_t i = 0; ids && i < n; i++) {
+        trace *t = trace_hub_at(m->hub, i);
+        if (include_stopped || trace_is_running(t)) {
+            json_array_append_new(ids, json_string(trace_id(t)));
+        }
+    }
+    return reply_value(reply, ids);
+}
+
+static wamp_err proc_get_trace(void *ctx, rt_session *caller, const json_t *args,
+                               const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    trace *t;
+    (void)caller;
+    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
+        return err;
+    }
+    return reply_value(reply, meta(m, t));
+}
+
+static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *args,
+                                 const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    (void)caller;
+    if (!check_target(m, args, kwargs, true, reply, &err)) {
+        return err;
+    }
+    json_t *id = arg(args, kwargs, 2, "trace_id");
+    json_t *options = arg(args, kwargs, 3, "trace_options");
+    if (id && !json_is_null(id) && !json_is_string(id)) {
+        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                           "trace_id: must be a string or null");
+    }
+    if (options && !json_is_null(options) && !json_is_object(options)) {
+        return reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION,
+                           "trace_options: must be a dict or null");
+    }
+    trace *t = NULL;
+    char why[200] = "";
+    err = trace_hub_start(m->hub, json_is_string(id) ? json_string_value(id) : NULL, options,
+                          now_pc_ns(m), rt_router_wall_ns(m->rt), &t, why, sizeof(why));
+    switch (err) {
+    case WAMP_OK:
+        break;
+    case WAMP_EINVAL:
+        return reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION, "%s", why);
+    case WAMP_EEXIST:
+        return trace_is_running(t)
+                       ? reply_error(reply, MGMT_ERROR_ALREADY_RUNNING, "trace \"%s\" is running",
+                                     trace_id(t))
+                       : reply_error(reply, MGMT_ERROR_ALREADY_EXISTS,
+                                     "trace \"%s\" exists (stopped); delete it first", trace_id(t));
+    case WAMP_ETOOBIG:
+        return reply_error(reply, MGMT_ERROR_RESOURCE_LIMIT, "%s", why);
+    default:
+        return err;
+    }
+    json_t *md = meta(m, t);
+    publish(m, "on_trace_started",
+            json_pack("[s, s, s, O]", m->cfg->node_id, m->cfg->worker_id, trace_id(t), md));
+    return reply_value(reply, md);
+}
+
+static wamp_err proc_stop_trace(void *ctx, rt_session *caller, const json_t *args,
+                                const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    trace *t;
+    (void)caller;
+    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
+        return err;
+    }
+    (void)trace_hub_stop(m->hub, trace_id(t), now_pc_ns(m), rt_router_wall_ns(m->rt), NULL);
+    /* on_trace_stopped goes out from the next tick, after the trace's last data batch. */
+    return reply_value(reply, meta(m, t));
+}
+
+static wamp_err proc_delete_trace(void *ctx, rt_session *caller, const json_t *args,
+                                  const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    trace *t;
+    (void)caller;
+    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
+        return err;
+    }
+    if (trace_is_running(t)) {
+        return reply_error(reply, MGMT_ERROR_NOT_STOPPED, "trace \"%s\" is running; stop it first",
+                           trace_id(t));
+    }
+    err = trace_hub_delete(m->hub, trace_id(t));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    return reply_value(reply, json_null());
+}
+
+static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t *args,
+                                    const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    trace *t;
+    json_int_t from, to, limit;
+    (void)caller;
+    if (!find_trace(m, args, kwargs, &t, reply, &err) ||
+        !arg_int(args, kwargs, 3, "from_seq", 0, (json_int_t)WAMP_ID_MAX, 0, &from, reply, &err) ||
+        !arg_int(args, kwargs, 4, "to_seq", 0, (json_int_t)WAMP_ID_MAX, -1, &to, reply, &err) ||
+        !arg_int(args, kwargs, 5, "limit", 1, 10000, 100, &limit, reply, &err)) {
+        return err;
+    }
+    return reply_value(reply,
+                       trace_render_records(t, (uint64_t)from,
+                                            to < 0 ? TRACE_SEQ_NONE : (uint64_t)to, (size_t)limit));
+}
+
+/* --- Live feed (from rt_router_tick) -------------------------------------------------------- */
+
+static void on_batch(void *ctx, trace *t, const trace_batch *b)
+{
+    mgmt_api *m = ctx;
+    json_t *records = trace_render_records(t, b->first_seq, b->last_seq, SIZE_MAX);
+    json_t *period = trace_render_batch(b);
+    if (!records || !period) {
+        json_decref(records);
+        json_decref(period);
+        return;
+    }
+    publish(m, "on_trace_data",
+            json_pack("[s, s, s, o, o]", m->cfg->node_id, m->cfg->worker_id, trace_id(t), period,
+                      records));
+}
+
+static void on_stopped(void *ctx, trace *t)
+{
+    mgmt_api *m = ctx;
+    json_t *md = meta(m, t);
+    if (md) {
+        publish(m, "on_trace_stopped",
+                json_pack("[s, s, s, o]", m->cfg->node_id, m->cfg->worker_id, trace_id(t), md));
+    }
+}
+
+/* --- Registration --------------------------------------------------------------------------- */
+
+typedef struct mgmt_proc {
+    const char *name;
+    rt_local_proc_fn fn;
+} mgmt_proc;
+
+static const mgmt_proc procs[] = {
+        {"list_nodes", proc_list_nodes},         {"list_workers", proc_list_workers},
+        {"get_worker", proc_get_worker},         {"list_traces", proc_list_traces},
+        {"get_trace", proc_get_trace},           {"start_trace", proc_start_trace},
+        {"stop_trace", proc_stop_trace},         {"delete_trace", proc_delete_trace},
+        {"get_trace_data", proc_get_trace_data},
+};
+
+wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
+{
+    *out = NULL;
+    const rt_config *cfg = rt_router_config(rt);
+    rt_realm *realm =
+            cfg->mgmt_enabled && cfg->mgmt_realm ? rt_router_find_realm(rt, cfg->mgmt_realm) : NULL;
+    if (!realm) {
+        return WAMP_ENOTFOUND;
+    }
+    mgmt_api *m = calloc(1, sizeof(*m));
+    if (!m) {
+        return WAMP_ENOMEM;
+    }
+    m->rt = rt;
+    m->cfg = cfg;
+    m->hub = rt_router_trace_hub(rt);
+    m->broker = rt_realm_broker(realm);
+    m->started_wall_ns = started_wall_ns;
+    m->started_pc_ns = rt_router_now_us(rt) * 1000u;
+    for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+        char uri[96];
+        snprintf(uri, sizeof(uri), MGMT_PREFIX "%s", procs[i].name);
+        wamp_err err = rt_dealer_register_local(rt_realm_dealer(realm), uri, procs[i].fn, m);
+        if (err != WAMP_OK) {
+            free(m);
+            return err;
+        }
+    }
+    m->events.on_batch = on_batch;
+    m->events.on_stopped = on_stopped;
+    rt_router_set_trace_events(rt, &m->events, m);
+    *out = m;
+    return WAMP_OK;
+}
+
+void mgmt_api_free(mgmt_api *m)
+{
+    if (!m) {
+        return;
+    }
+    rt_router_set_trace_events(m->rt, NULL, NULL);
+    free(m);
+}

@@ -1,0 +1,175 @@
+/* rt_trace.c: builds trace_ctx / trace_input for the hub and carries the current action's
+ * correlation (see rt_trace.h). Runs only while a trace is running. */
+#include "rt_trace.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "rt_broker.h"
+#include "rt_core_int.h"
+#include "rt_dealer.h"
+#include "rt_realm.h"
+
+uint64_t rt_trace_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t pc_ns(const rt_router *rt)
+{
+    return rt_router_now_us(rt) * 1000u;
+}
+
+/* The session's shared peer info, made once per join on first use; NULL before the join (the
+ * hub then builds one from the ctx for the few messages of the opening exchange). */
+static trace_peer *peer_of(rt_session *s)
+{
+    if (!s->realm) {
+        return NULL;
+    }
+    if (!s->tpeer) {
+        s->tpeer = trace_peer_new(s->id, rt_realm_name(s->realm), s->authid, s->authrole);
+    }
+    return s->tpeer;
+}
+
+static void fill_ctx(rt_session *s, trace_ctx *c, trace_dir dir, int type)
+{
+    const rt_cur_action *a = &s->rt->cur;
+    c->direction = dir;
+    c->msg_type = type;
+    c->session_id = s->id;
+    c->realm = s->realm ? rt_realm_name(s->realm) : a->realm;
+    c->authid = s->authid;
+    c->authrole = s->authrole;
+    c->uri = a->uri ? trace_str_get(a->uri) : NULL;
+}
+
+void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
+{
+    rt_trace_action_close(rt);
+    rt->cur.set = true;
+    rt->cur.last = false;
+    memcpy(rt->cur.uuid, uuid, TRACE_UUID_LEN);
+    rt->cur.uri = uri ? trace_str_ref(uri) : NULL;
+}
+
+void rt_trace_action_close(rt_router *rt)
+{
+    trace_str_unref(&rt->cur.uri);
+    rt->cur.set = false;
+    rt->cur.last = false;
+    rt->cur.realm = NULL;
+}
+
+/* Opens a new anchored action for uri (NULL = none). */
+static void open_anchor(rt_router *rt, const char *uri)
+{
+    uint8_t uuid[TRACE_UUID_LEN];
+    trace_uuid_new(uuid);
+    rt_trace_action_open(rt, uuid, NULL);
+    if (uri) {
+        rt->cur.uri = trace_str_new(uri); /* NULL on OOM: the records just lack the URI */
+    }
+}
+
+void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
+{
+    rt_router *rt = s->rt;
+    bool anchor = false, last = false;
+    rt_trace_action_close(rt);
+    if (m) {
+        switch (m->type) {
+        case WAMP_MSG_HELLO:
+            open_anchor(rt, NULL);
+            rt->cur.realm = m->uri;
+            memcpy(s->hello_corr, rt->cur.uuid, TRACE_UUID_LEN);
+            s->hello_corr_set = true;
+            anchor = true;
+            break;
+        case WAMP_MSG_PUBLISH:
+            open_anchor(rt, m->uri);
+            anchor = true;
+            if (s->realm) {
+                /* Without acknowledge and with nobody to deliver to, nothing follows. */
+                json_t *ack = json_object_get(m->dict, "acknowledge");
+                json_t *excl = json_object_get(m->dict, "exclude_me");
+                last = !json_is_true(ack) &&
+                       rt_broker_receiver_count(rt_realm_broker(s->realm), s, m->uri,
+                                                !json_is_false(excl)) == 0;
+            }
+            break;
+        case WAMP_MSG_CALL:
+        case WAMP_MSG_SUBSCRIBE:
+        case WAMP_MSG_REGISTER:
+            open_anchor(rt, m->uri);
+            anchor = true;
+            break;
+        case WAMP_MSG_UNSUBSCRIBE:
+            open_anchor(rt, s->realm ? rt_broker_topic_of(s, m->id2) : NULL);
+            anchor = true;
+            break;
+        case WAMP_MSG_UNREGISTER:
+            open_anchor(rt, s->realm ? rt_dealer_procedure_of(s, m->id2) : NULL);
+            anchor = true;
+            break;
+        case WAMP_MSG_YIELD:
+        case WAMP_MSG_ERROR:
+            if (s->realm && (m->type == WAMP_MSG_YIELD || m->req_type == WAMP_MSG_INVOCATION)) {
+                (void)rt_dealer_open_call_action(rt_realm_dealer(s->realm), s, m->id);
+            }
+            break;
+        case WAMP_MSG_AUTHENTICATE:
+            if (s->hello_corr_set) {
+                rt_trace_action_open(rt, s->hello_corr, NULL);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    trace_ctx c;
+    fill_ctx(s, &c, TRACE_RX, m ? (int)m->type : 0);
+    trace_input in;
+    memset(&in, 0, sizeof(in));
+    in.pc_ns = pc_ns(rt);
+    in.ts_ns = rt_trace_wall_ns();
+    in.peer = peer_of(s);
+    in.uri = rt->cur.uri;
+    in.correlation = rt->cur.set ? rt->cur.uuid : NULL;
+    in.correlation_is_anchor = anchor;
+    in.correlation_is_last = last;
+    in.ser = s->ser;
+    in.bytes = data;
+    in.len = len;
+    in.msg = m ? m->root : NULL;
+    (void)trace_hub_on_message(rt->hub, &c, &in);
+}
+
+void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
+{
+    rt_router *rt = s->rt;
+    int type = (int)json_integer_value(json_array_get(e->msg, 0));
+    trace_ctx c;
+    fill_ctx(s, &c, TRACE_TX, type);
+    trace_input in;
+    memset(&in, 0, sizeof(in));
+    in.pc_ns = pc_ns(rt);
+    in.ts_ns = rt_trace_wall_ns();
+    in.peer = peer_of(s);
+    in.uri = rt->cur.uri;
+    in.correlation = rt->cur.set ? rt->cur.uuid : NULL;
+    in.correlation_is_last = rt->cur.set && rt->cur.last;
+    in.ser = s->ser;
+    in.wire = wire;
+    in.msg = e->msg;
+    for (int i = 1; i < WAMP_SER_COUNT; i++) {
+        in.ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+    }
+    in.dropped = drop;
+    (void)trace_hub_on_message(rt->hub, &c, &in);
+    /* "last" marks one message: the next one sent is not the last unless marked again. */
+    rt->cur.last = false;
+}

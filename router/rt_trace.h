@@ -1,0 +1,42 @@
+/* rt_trace.h: PRIVATE to the router core: the glue between sessions, broker, dealer and the
+ * tracing hub (tracing/trace_hub.h). Every entry point is called only behind
+ * `trace_hub_is_active(rt->hub)`, so with no trace running the cost per message is that one
+ * branch, and no correlation UUID is generated.
+ *
+ * Correlation (../TRACING.md "Correlation"): the router keeps one *current action* while it
+ * handles a received message. rt_trace_rx() opens it: a fresh UUID for an anchor (HELLO, CALL,
+ * PUBLISH, SUBSCRIBE, UNSUBSCRIBE, REGISTER, UNREGISTER), the pending call's UUID for YIELD and
+ * ERROR. Every message sent while it is open (INVOCATION, RESULT, EVENTs, PUBLISHED, ERROR, ...)
+ * carries it; the code that sends the message completing the action calls rt_trace_last()
+ * first. rt_session_on_message() closes it after dispatch. */
+#ifndef RT_TRACE_H
+#define RT_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_session.h"
+#include "trace_hub.h"
+#include "wamp_msg.h"
+
+typedef struct rt_cur_action {
+    bool set;                     /* an action is open */
+    bool last;                    /* the next message sent completes it */
+    uint8_t uuid[TRACE_UUID_LEN]; /* its correlation */
+    trace_str *uri;               /* owned reference: the action's URI, NULL if none */
+    const char *realm;            /* borrowed: HELLO's realm while the session is not joined */
+} rt_cur_action;
+
+/* Records a received message (m NULL: undecodable) and opens its action. */
+void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len);
+/* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL. */
+void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop);
+/* Opens an action with a known correlation (a pending call's, when its callee leaves). */
+void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri);
+/* Closes the current action (NULL-safe on no action). */
+void rt_trace_action_close(rt_router *rt);
+/* Wall clock, ns since the epoch. */
+uint64_t rt_trace_wall_ns(void);
+
+#endif /* RT_TRACE_H */

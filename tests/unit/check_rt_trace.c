@@ -1,0 +1,360 @@
+/* check_rt_trace.c: the router core feeding the tracing hub: records on rx and tx, correlation
+ * chains (TRACING.md "Correlation"), action URIs, serializations, management realm exclusion and
+ * protected mode. Records are read back through trace_render, as the management API does. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "fake_transport.h"
+#include "test_router.h"
+#include "trace_hub.h"
+#include "trace_render.h"
+
+static test_router T;
+
+static void setup(void)
+{
+    test_router_init(&T);
+}
+
+static void teardown(void)
+{
+    test_router_fini(&T);
+}
+
+static fake_conn *joined(wamp_ser ser, const char *realm)
+{
+    fake_conn *c = fake_conn_new(T.rt, ser);
+    fake_conn_join(c, realm);
+    return c;
+}
+
+/* Starts trace id with options given as JSON text (NULL = defaults). */
+static trace *start(const char *id, const char *options)
+{
+    json_t *o = options ? json_loads(options, 0, NULL) : NULL;
+    ck_assert(options == NULL || o != NULL);
+    trace *t = NULL;
+    char why[160] = "";
+    wamp_err err = trace_hub_start(rt_router_trace_hub(T.rt), id, o, 1, 1, &t, why, sizeof(why));
+    ck_assert_msg(err == WAMP_OK, "start_trace: %s", why);
+    json_decref(o);
+    return t;
+}
+
+/* Every record of t rendered (owned array). */
+static json_t *records(trace *t)
+{
+    json_t *r = trace_render_records(t, 0, UINT64_MAX, 10000);
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+static const char *str(const json_t *rec, const char *key)
+{
+    return json_string_value(json_object_get(rec, key));
+}
+
+static bool flag(const json_t *rec, const char *key)
+{
+    return json_is_true(json_object_get(rec, key));
+}
+
+static void expect_record(const json_t *rec, const char *dir, const char *type, const char *uri)
+{
+    ck_assert_str_eq(str(rec, "direction"), dir);
+    ck_assert_str_eq(str(rec, "msg_type"), type);
+    if (uri) {
+        ck_assert_str_eq(str(rec, "uri"), uri);
+    } else {
+        ck_assert(json_is_null(json_object_get(rec, "uri")));
+    }
+}
+
+START_TEST(test_no_trace_no_records)
+{
+    trace_hub *hub = rt_router_trace_hub(T.rt);
+    ck_assert(!trace_hub_is_active(hub));
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(c, "[32, 1, {}, \"com.t\"]");
+    fake_conn_clear(c);
+    trace *t = start("late", NULL);
+    ck_assert(trace_hub_is_active(hub));
+    ck_assert_uint_eq(trace_store_records(trace_get_store(t)), 0);
+    fake_conn_free(c);
+}
+
+END_TEST
+
+START_TEST(test_call_chain)
+{
+    fake_conn *callee = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.math.add\"]");
+    fake_conn_clear(callee);
+    trace *t = start("calls", NULL);
+    fake_conn_send(caller, "[48, 7, {}, \"com.math.add\", [2, 3]]");
+    json_t *inv = fake_conn_next(callee);
+    fake_conn_send(callee, "[70, %lld, {}, [5]]", (long long)fake_msg_int(inv, 1));
+    json_decref(inv);
+    fake_conn_clear(caller);
+
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 4);
+    expect_record(json_array_get(r, 0), "rx", "Call", "com.math.add");
+    expect_record(json_array_get(r, 1), "tx", "Invocation", "com.math.add");
+    expect_record(json_array_get(r, 2), "rx", "Yield", "com.math.add");
+    expect_record(json_array_get(r, 3), "tx", "Result", "com.math.add");
+    const char *corr = str(json_array_get(r, 0), "correlation");
+    ck_assert_ptr_nonnull(corr);
+    ck_assert_int_eq((int)strlen(corr), 36);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *rec = json_array_get(r, i);
+        ck_assert_int_eq(json_integer_value(json_object_get(rec, "seq")), (json_int_t)i);
+        ck_assert_str_eq(str(rec, "correlation"), corr);
+        ck_assert(flag(rec, "correlation_is_anchor") == (i == 0));
+        ck_assert(flag(rec, "correlation_is_last") == (i == 3));
+        ck_assert_str_eq(str(rec, "realm"), "realm1");
+    }
+    /* Sessions and serializations: the CALL came from the JSON caller, INVOCATION went to the
+     * msgpack callee. */
+    ck_assert_uint_eq(
+            (uint64_t)json_integer_value(json_object_get(json_array_get(r, 0), "session_id")),
+            rt_session_id(caller->s));
+    ck_assert_uint_eq(
+            (uint64_t)json_integer_value(json_object_get(json_array_get(r, 1), "session_id")),
+            rt_session_id(callee->s));
+    json_t *ser1 = json_object_get(json_array_get(r, 1), "serializations");
+    ck_assert(json_integer_value(json_object_get(ser1, "msgpack")) > 0);
+    ck_assert_ptr_null(json_object_get(ser1, "json"));
+    /* msg is the message as sent/received. */
+    json_t *msg = json_object_get(json_array_get(r, 3), "msg");
+    ck_assert_int_eq(json_integer_value(json_array_get(msg, 0)), WAMP_MSG_RESULT);
+    ck_assert_int_eq(json_integer_value(json_array_get(msg, 1)), 7);
+    json_decref(r);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
+START_TEST(test_call_error_and_callee_leaving)
+{
+    fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.p\"]");
+    fake_conn_clear(callee);
+    trace *t = start(NULL, NULL);
+    ck_assert_str_eq(trace_id(t), "trace1");
+    /* An application error. */
+    fake_conn_send(caller, "[48, 1, {}, \"com.p\"]");
+    json_t *inv = fake_conn_next(callee);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"com.example.oops\"]",
+                   (long long)fake_msg_int(inv, 1));
+    json_decref(inv);
+    /* A call the callee never answers: it leaves. */
+    fake_conn_send(caller, "[48, 2, {}, \"com.p\"]");
+    fake_conn_clear(callee);
+    fake_conn_disconnect(callee);
+    fake_conn_clear(caller);
+
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 7);
+    expect_record(json_array_get(r, 2), "rx", "Error", "com.p");
+    expect_record(json_array_get(r, 3), "tx", "Error", "com.p");
+    ck_assert_str_eq(str(json_array_get(r, 3), "correlation"),
+                     str(json_array_get(r, 0), "correlation"));
+    ck_assert(flag(json_array_get(r, 3), "correlation_is_last"));
+    /* Second call: CALL, INVOCATION, then the canceled ERROR with the same correlation. */
+    expect_record(json_array_get(r, 4), "rx", "Call", "com.p");
+    expect_record(json_array_get(r, 6), "tx", "Error", "com.p");
+    ck_assert_str_eq(str(json_array_get(r, 6), "correlation"),
+                     str(json_array_get(r, 4), "correlation"));
+    ck_assert_str_ne(str(json_array_get(r, 4), "correlation"),
+                     str(json_array_get(r, 0), "correlation"));
+    ck_assert(flag(json_array_get(r, 6), "correlation_is_last"));
+    json_t *msg = json_object_get(json_array_get(r, 6), "msg");
+    ck_assert_str_eq(json_string_value(json_array_get(msg, 4)), WAMP_ERROR_CANCELED);
+    json_decref(r);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
+/* PUBLISH from a JSON session to n subscribers (alternating JSON / msgpack) with ack. */
+static void publish_case(int n, bool ack)
+{
+    fake_conn *subs[4];
+    for (int i = 0; i < n; i++) {
+        subs[i] = joined(i % 2 ? WAMP_SER_MSGPACK : WAMP_SER_JSON, "realm1");
+        fake_conn_send(subs[i], "[32, 1, {}, \"com.news\"]");
+        fake_conn_clear(subs[i]);
+    }
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    trace *t = start("pub", NULL);
+    fake_conn_send(pub, "[16, 3, {\"acknowledge\": %s}, \"com.news\", [\"x\"]]",
+                   ack ? "true" : "false");
+    json_t *r = records(t);
+    size_t expect = 1 + (size_t)n + (ack ? 1 : 0);
+    ck_assert_uint_eq(json_array_size(r), expect);
+    expect_record(json_array_get(r, 0), "rx", "Publish", "com.news");
+    ck_assert(flag(json_array_get(r, 0), "correlation_is_anchor"));
+    ck_assert(flag(json_array_get(r, 0), "correlation_is_last") == (n == 0 && !ack));
+    for (size_t i = 1; i < expect; i++) {
+        json_t *rec = json_array_get(r, i);
+        expect_record(rec, "tx", i <= (size_t)n ? "Event" : "Published", "com.news");
+        ck_assert_str_eq(str(rec, "correlation"), str(json_array_get(r, 0), "correlation"));
+        ck_assert(flag(rec, "correlation_is_last") == (i == expect - 1));
+        if (i <= (size_t)n && n > 1) {
+            /* Receivers of both serializers: every EVENT record shows both sizes. */
+            json_t *ser = json_object_get(rec, "serializations");
+            ck_assert(json_integer_value(json_object_get(ser, "json")) > 0);
+            ck_assert(json_integer_value(json_object_get(ser, "msgpack")) > 0);
+        }
+    }
+    json_decref(r);
+    for (int i = 0; i < n; i++) {
+        fake_conn_free(subs[i]);
+    }
+    fake_conn_free(pub);
+}
+
+START_TEST(test_publish_chains)
+{
+    publish_case(0, false);
+    test_router_fini(&T);
+    test_router_init(&T);
+    publish_case(1, false);
+    test_router_fini(&T);
+    test_router_init(&T);
+    publish_case(3, false);
+    test_router_fini(&T);
+    test_router_init(&T);
+    publish_case(3, true);
+}
+
+END_TEST
+
+START_TEST(test_subscribe_unsubscribe_and_session_open)
+{
+    trace *t = start("subs", NULL);
+    fake_conn *c = joined(WAMP_SER_JSON, "realm2");
+    fake_conn_send(c, "[32, 1, {}, \"com.t\"]");
+    json_t *m = fake_conn_next(c);
+    fake_conn_send(c, "[34, 2, %lld]", (long long)fake_msg_int(m, 2));
+    json_decref(m);
+    fake_conn_clear(c);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 6);
+    expect_record(json_array_get(r, 0), "rx", "Hello", NULL);
+    ck_assert_str_eq(str(json_array_get(r, 0), "realm"), "realm2");
+    expect_record(json_array_get(r, 1), "tx", "Welcome", NULL);
+    ck_assert(flag(json_array_get(r, 1), "correlation_is_last"));
+    ck_assert_str_eq(str(json_array_get(r, 1), "correlation"),
+                     str(json_array_get(r, 0), "correlation"));
+    expect_record(json_array_get(r, 2), "rx", "Subscribe", "com.t");
+    expect_record(json_array_get(r, 3), "tx", "Subscribed", "com.t");
+    ck_assert(flag(json_array_get(r, 3), "correlation_is_last"));
+    expect_record(json_array_get(r, 4), "rx", "Unsubscribe", "com.t");
+    expect_record(json_array_get(r, 5), "tx", "Unsubscribed", "com.t");
+    ck_assert_str_eq(str(json_array_get(r, 5), "correlation"),
+                     str(json_array_get(r, 4), "correlation"));
+    json_decref(r);
+    fake_conn_free(c);
+}
+
+END_TEST
+
+START_TEST(test_filters_and_concurrent_traces)
+{
+    trace *calls = start("calls", "{\"uris\": [{\"uri\": \"com.rpc.\", \"match\": \"prefix\"}]}");
+    trace *rx_pub = start("pubs", "{\"msg_types\": [\"Publish\"], \"direction\": \"rx\"}");
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn_send(a, "[64, 1, {}, \"com.rpc.echo\"]");
+    fake_conn_clear(a);
+    fake_conn_send(b, "[48, 1, {}, \"com.rpc.echo\", [1]]");
+    json_t *inv = fake_conn_next(a);
+    fake_conn_send(a, "[70, %lld, {}, [1]]", (long long)fake_msg_int(inv, 1));
+    json_decref(inv);
+    fake_conn_send(b, "[16, 2, {}, \"com.news\"]");
+    fake_conn_send(b, "[48, 3, {}, \"com.other\"]");
+    fake_conn_clear(a);
+    fake_conn_clear(b);
+    json_t *r = records(calls);
+    ck_assert_uint_eq(json_array_size(r), 6); /* REGISTER, REGISTERED, CALL ... RESULT */
+    for (size_t i = 0; i < json_array_size(r); i++) {
+        ck_assert_str_eq(str(json_array_get(r, i), "uri"), "com.rpc.echo");
+    }
+    json_decref(r);
+    r = records(rx_pub);
+    ck_assert_uint_eq(json_array_size(r), 1);
+    expect_record(json_array_get(r, 0), "rx", "Publish", "com.news");
+    json_decref(r);
+    fake_conn_free(a);
+    fake_conn_free(b);
+}
+
+END_TEST
+
+START_TEST(test_management_realm)
+{
+    T.cfg.mgmt_enabled = true;
+    T.cfg.mgmt_realm = "mgmt";
+    test_router_fini(&T); /* rebuild with the management realm (keeps cfg) */
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    trace *all = start("all", NULL);
+    trace *with_mgmt = start("with_mgmt", "{\"realms\": [\"mgmt\"]}");
+    /* Loopback: joins as admin. */
+    fake_conn *local = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_send(local, "[1, \"mgmt\", {\"roles\": {\"caller\": {}}}]");
+    json_t *w = fake_conn_next(local);
+    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(w, 2), "authrole")), "admin");
+    json_decref(w);
+    /* Not loopback: refused. */
+    rt_peer far;
+    memset(&far, 0, sizeof(far));
+    strcpy(far.addr, "192.0.2.7:4000");
+    fake_conn *remote = fake_conn_new_peer(T.rt, WAMP_SER_JSON, &far);
+    fake_conn_send(remote, "[1, \"mgmt\", {\"roles\": {\"caller\": {}}}]");
+    json_t *a = fake_conn_next(remote);
+    ck_assert_int_eq(fake_msg_int(a, 0), WAMP_MSG_ABORT);
+    ck_assert_str_eq(fake_msg_str(a, 2), WAMP_ERROR_NOT_AUTHORIZED);
+    json_decref(a);
+    /* The management realm's messages are in the trace that names it only. */
+    ck_assert_uint_eq(trace_store_records(trace_get_store(all)), 0);
+    ck_assert_uint_ge(trace_store_records(trace_get_store(with_mgmt)), 4);
+    fake_conn_free(local);
+    fake_conn_free(remote);
+}
+
+END_TEST
+
+static Suite *rt_trace_suite(void)
+{
+    Suite *s = suite_create("rt_trace");
+    TCase *tc = tcase_create("trace");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_no_trace_no_records);
+    tcase_add_test(tc, test_call_chain);
+    tcase_add_test(tc, test_call_error_and_callee_leaving);
+    tcase_add_test(tc, test_publish_chains);
+    tcase_add_test(tc, test_subscribe_unsubscribe_and_session_open);
+    tcase_add_test(tc, test_filters_and_concurrent_traces);
+    tcase_add_test(tc, test_management_realm);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rt_trace_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
