@@ -1,0 +1,240 @@
+/* check_mgmt_api.c: the management procedures through the real dealer path, over the fake
+ * transport: argument handling (positional and keyword), results, and every error URI. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "fake_transport.h"
+#include "mgmt_api.h"
+#include "test_router.h"
+
+static test_router T;
+static mgmt_api *M;
+static fake_conn *C;
+static int64_t next_req;
+
+static void setup(void)
+{
+    test_router_init(&T);
+    rt_router_free(T.rt);
+    T.cfg.mgmt_enabled = true;
+    T.cfg.mgmt_realm = "mgmt";
+    T.cfg.tracing_max_traces = 3;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+    ck_assert_int_eq(mgmt_api_new(T.rt, 1700000000000000000ULL, &M), WAMP_OK);
+    C = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_join(C, "mgmt");
+    next_req = 1;
+}
+
+static void teardown(void)
+{
+    fake_conn_free(C);
+    mgmt_api_free(M);
+    test_router_fini(&T);
+}
+
+/* CALLs crossbarfabriccenter.<proc> with args (JSON text of a list, or NULL) and kwargs (JSON
+ * text of a dict, or NULL); returns the reply message (owned). */
+static json_t *call(const char *proc, const char *args, const char *kwargs)
+{
+    int64_t req = next_req++;
+    if (kwargs) {
+        fake_conn_send(C, "[48, %lld, {}, \"crossbarfabriccenter.%s\", %s, %s]", (long long)req,
+                       proc, args ? args : "[]", kwargs);
+    } else if (args) {
+        fake_conn_send(C, "[48, %lld, {}, \"crossbarfabriccenter.%s\", %s]", (long long)req, proc,
+                       args);
+    } else {
+        fake_conn_send(C, "[48, %lld, {}, \"crossbarfabriccenter.%s\"]", (long long)req, proc);
+    }
+    json_t *m = fake_conn_next(C);
+    ck_assert_ptr_nonnull(m);
+    /* RESULT [50, req, ...] or ERROR [8, 48, req, ...] */
+    ck_assert_int_eq(fake_msg_int(m, 0) == WAMP_MSG_ERROR ? fake_msg_int(m, 2) : fake_msg_int(m, 1),
+                     req);
+    return m;
+}
+
+/* The single result value of a RESULT (borrowed from m). */
+static json_t *result(json_t *m)
+{
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_RESULT);
+    return json_array_get(json_array_get(m, 3), 0);
+}
+
+static void expect_error(const char *proc, const char *args, const char *uri)
+{
+    json_t *m = call(proc, args, NULL);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    ck_assert_str_eq(fake_msg_str(m, 4), uri);
+    const char *msg = json_string_value(json_array_get(json_array_get(m, 5), 0));
+    ck_assert_ptr_nonnull(msg);
+    ck_assert_int_gt((int)strlen(msg), 0);
+    ck_assert_ptr_null(strchr(msg, '\n'));
+    json_decref(m);
+}
+
+START_TEST(test_nodes_and_workers)
+{
+    json_t *m = call("list_nodes", NULL, NULL);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "testnode");
+    json_decref(m);
+    m = call("list_workers", "[\"testnode\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "router1");
+    json_decref(m);
+    m = call("get_worker", NULL, "{\"node_id\": \"testnode\", \"worker_id\": \"router1\"}");
+    json_t *w = result(m);
+    ck_assert_str_eq(json_string_value(json_object_get(w, "type")), "router");
+    ck_assert_str_eq(json_string_value(json_object_get(w, "started")), "2023-11-14T22:13:20.000Z");
+    ck_assert_int_eq((int)json_array_size(json_object_get(w, "realms")), 3);
+    json_decref(m);
+    expect_error("list_workers", "[\"other\"]", MGMT_ERROR_NO_SUCH_OBJECT);
+    expect_error("get_worker", "[\"testnode\", \"router9\"]", MGMT_ERROR_NO_SUCH_WORKER);
+    expect_error("list_workers", "[42]", WAMP_ERROR_INVALID_ARGUMENT);
+}
+
+END_TEST
+
+START_TEST(test_trace_lifecycle)
+{
+    json_t *m = call("start_trace",
+                     "[\"testnode\", \"router1\", null, {\"msg_types\": [\"Call\"]}]", NULL);
+    json_t *md = result(m);
+    ck_assert_str_eq(json_string_value(json_object_get(md, "id")), "trace1");
+    ck_assert_str_eq(json_string_value(json_object_get(md, "status")), "running");
+    json_decref(m);
+    /* Traffic on realm1: one CALL (no callee: the ERROR is not a Call, so 1 record). */
+    fake_conn *app = fake_conn_new(T.rt, WAMP_SER_MSGPACK);
+    fake_conn_join(app, "realm1");
+    fake_conn_send(app, "[48, 1, {}, \"com.nobody\"]");
+    fake_conn_free(app);
+    m = call("get_trace_data", NULL,
+             "{\"node_id\": \"testnode\", \"worker_id\": \"router1\", \"trace_id\": \"trace1\", "
+             "\"limit\": 10}");
+    json_t *recs = result(m);
+    ck_assert_int_eq((int)json_array_size(recs), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(recs, 0), "msg_type")),
+                     "Call");
+    json_decref(m);
+    expect_error("start_trace", "[\"testnode\", \"router1\", \"trace1\"]",
+                 MGMT_ERROR_ALREADY_RUNNING);
+    expect_error("delete_trace", "[\"testnode\", \"router1\", \"trace1\"]", MGMT_ERROR_NOT_STOPPED);
+    m = call("stop_trace", "[\"testnode\", \"router1\", \"trace1\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "status")), "stopped");
+    json_decref(m);
+    expect_error("start_trace", "[\"testnode\", \"router1\", \"trace1\"]",
+                 MGMT_ERROR_ALREADY_EXISTS);
+    m = call("list_traces", "[\"testnode\", \"router1\", false]", NULL);
+    ck_assert_int_eq((int)json_array_size(result(m)), 0);
+    json_decref(m);
+    m = call("list_traces", "[\"testnode\", \"router1\"]", NULL);
+    ck_assert_int_eq((int)json_array_size(result(m)), 1);
+    json_decref(m);
+    m = call("delete_trace", "[\"testnode\", \"router1\", \"trace1\"]", NULL);
+    ck_assert(json_is_null(result(m)));
+    json_decref(m);
+    expect_error("get_trace", "[\"testnode\", \"router1\", \"trace1\"]", MGMT_ERROR_NO_SUCH_OBJECT);
+}
+
+END_TEST
+
+START_TEST(test_argument_and_option_errors)
+{
+    json_t *m = call("start_trace", "[\"testnode\", \"router1\", \"t\"]", NULL);
+    json_decref(m);
+    expect_error("get_trace_data", "[\"testnode\", \"router1\", \"t\", -1]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("get_trace_data", "[\"testnode\", \"router1\", \"t\", 0, null, 0]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("get_trace_data", "[\"testnode\", \"router1\", \"t\", 0, null, 20000]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"bogus\": 1}]",
+                 MGMT_ERROR_INVALID_CONFIGURATION);
+    expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"persist\": true}]",
+                 MGMT_ERROR_INVALID_CONFIGURATION);
+    expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"limit\": 0}]",
+                 MGMT_ERROR_INVALID_CONFIGURATION);
+    expect_error("start_trace", "[\"testnode\", \"router1\", 5]", WAMP_ERROR_INVALID_ARGUMENT);
+    /* max_traces is 3 here. */
+    json_decref(call("start_trace", "[\"testnode\", \"router1\"]", NULL));
+    json_decref(call("start_trace", "[\"testnode\", \"router1\"]", NULL));
+    expect_error("start_trace", "[\"testnode\", \"router1\"]", MGMT_ERROR_RESOURCE_LIMIT);
+}
+
+END_TEST
+
+START_TEST(test_live_topics)
+{
+    fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_started\"]");
+    fake_conn_send(C, "[32, 901, {}, \"crossbarfabriccenter.remote.tracing.on_trace_data\"]");
+    fake_conn_send(C, "[32, 902, {}, \"crossbarfabriccenter.remote.tracing.on_trace_stopped\"]");
+    fake_conn_clear(C);
+    fake_conn_send(C, "[48, 77, {}, \"crossbarfabriccenter.start_trace\", "
+                      "[\"testnode\", \"router1\", \"live\", {\"batching_period\": 10}]]");
+    /* on_trace_started is published while start_trace runs, so it arrives before the RESULT. */
+    json_t *started = fake_conn_next(C);
+    ck_assert_int_eq(fake_msg_int(started, 0), WAMP_MSG_EVENT);
+    json_t *sa = json_array_get(started, 4);
+    ck_assert_str_eq(json_string_value(json_array_get(sa, 0)), "testnode");
+    ck_assert_str_eq(json_string_value(json_array_get(sa, 2)), "live");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(sa, 3), "status")),
+                     "running");
+    json_decref(started);
+    json_t *res = fake_conn_next(C);
+    ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
+    ck_assert_int_eq(fake_msg_int(res, 1), 77);
+    json_decref(res);
+    fake_conn *app = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_join(app, "realm1");
+    fake_clock_advance_ms(&T.clock, 20);
+    rt_router_tick(T.rt);
+    json_t *data = fake_conn_next(C);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_int_eq(fake_msg_int(data, 0), WAMP_MSG_EVENT);
+    json_t *a = json_array_get(data, 4);
+    ck_assert_str_eq(json_string_value(json_array_get(a, 2)), "live");
+    json_t *period = json_array_get(a, 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(period, "first_seq")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(period, "last_seq")),
+                     1); /* HELLO, WELCOME */
+    ck_assert_int_eq((int)json_array_size(json_array_get(a, 4)), 2);
+    json_decref(data);
+    json_decref(call("stop_trace", "[\"testnode\", \"router1\", \"live\"]", NULL));
+    fake_clock_advance_ms(&T.clock, 20);
+    rt_router_tick(T.rt);
+    json_t *stopped = fake_conn_next(C);
+    ck_assert_ptr_nonnull(stopped);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                             json_array_get(json_array_get(stopped, 4), 3), "status")),
+                     "stopped");
+    json_decref(stopped);
+    fake_conn_free(app);
+}
+
+END_TEST
+
+static Suite *mgmt_api_suite(void)
+{
+    Suite *s = suite_create("mgmt_api");
+    TCase *tc = tcase_create("mgmt");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_nodes_and_workers);
+    tcase_add_test(tc, test_trace_lifecycle);
+    tcase_add_test(tc, test_argument_and_option_errors);
+    tcase_add_test(tc, test_live_topics);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(mgmt_api_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
