@@ -246,6 +246,12 @@ START_TEST(test_invalid_options_and_id)
     long_id[sizeof(long_id) - 1] = '\0';
     ck_assert_int_eq(trace_hub_start(h, long_id, NULL, PC0, TS0, &out, why, sizeof(why)),
                      WAMP_EINVAL);
+    /* The id is checked before the limit: still EINVAL with a full hub. */
+    trace_hub *full = hub_of(1);
+    start(full, "only", NULL);
+    ck_assert_int_eq(trace_hub_start(full, "", NULL, PC0, TS0, &out, why, sizeof(why)),
+                     WAMP_EINVAL);
+    trace_hub_free(full);
     long_id[TRACE_ID_MAX] = '\0';
     ck_assert(trace_id_is_valid(long_id));
     ck_assert_uint_eq(trace_hub_count(h), 0);
@@ -710,6 +716,62 @@ START_TEST(test_markers)
 
 END_TEST
 
+START_TEST(test_peer_and_uri_slots_filled_lazily)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "t", "{\"realms\": [\"realm2\"]}");
+    trace_peer *peer_slot = NULL;
+    trace_str *uri_slot = NULL;
+    static const char bytes[] = "[48,1,{},\"com.p\",[]]";
+    trace_ctx c = {.direction = TRACE_RX,
+                   .msg_type = WAMP_MSG_CALL,
+                   .session_id = 3,
+                   .realm = "realm1",
+                   .authid = "a",
+                   .authrole = "r",
+                   .uri = "com.p"};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .peer_slot = &peer_slot,
+                      .uri_slot = &uri_slot,
+                      .ser = WAMP_SER_JSON,
+                      .bytes = bytes,
+                      .len = sizeof(bytes) - 1};
+    /* Rejected by the filter: the slots stay empty and nothing is allocated. */
+    size_t mallocs = n_mallocs;
+    size_t kept = trace_hub_on_message(h, &c, &in); /* no ck_assert around it: Check allocates */
+    size_t mallocs_after = n_mallocs;
+    ck_assert_uint_eq(kept, 0);
+    ck_assert_uint_eq(mallocs_after, mallocs);
+    ck_assert_ptr_null(peer_slot);
+    ck_assert_ptr_null(uri_slot);
+    /* Kept: created once, cached for the caller, reused by the next message. */
+    c.realm = "realm2";
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_ptr_nonnull(peer_slot);
+    ck_assert_ptr_nonnull(uri_slot);
+    trace_peer *first_peer = peer_slot;
+    trace_str *first_uri = uri_slot;
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_ptr_eq(peer_slot, first_peer);
+    ck_assert_ptr_eq(uri_slot, first_uri);
+    ck_assert_uint_eq(trace_peer_refs(peer_slot), 3); /* the caller's + two records */
+    ck_assert_uint_eq(trace_str_refs(uri_slot), 3);
+    ck_assert_str_eq(trace_peer_realm(peer_slot), "realm2");
+    ck_assert_str_eq(trace_str_get(uri_slot), "com.p");
+    ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 1)->uri, uri_slot);
+    /* A message without a URI leaves the uri slot alone. */
+    c.uri = NULL;
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_ptr_null(trace_store_get(trace_get_store(t), 2)->uri);
+    trace_hub_free(h);
+    ck_assert_uint_eq(trace_peer_refs(peer_slot), 1);
+    trace_peer_unref(&peer_slot);
+    trace_str_unref(&uri_slot);
+}
+
+END_TEST
+
 static Suite *trace_hub_suite(void)
 {
     Suite *s = suite_create("trace_hub");
@@ -738,6 +800,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_tx_dropped_before_encoding);
     tcase_add_test(cap, test_filters_choose_traces);
     tcase_add_test(cap, test_no_allocation_when_idle_or_rejected);
+    tcase_add_test(cap, test_peer_and_uri_slots_filled_lazily);
     suite_add_tcase(s, cap);
     return s;
 }
