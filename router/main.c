@@ -258,10 +258,19 @@ int main(int argc, char **argv)
             fprintf(stderr, "wampscope: cannot start the management API: %s\n", wamp_strerror(e));
             goto done;
         }
-        RT_LOG_INFO(0,
-                    "management realm \"%s\" in protected mode: anonymous sessions from "
-                    "loopback only (role admin)",
-                    cfg->mgmt_realm);
+        char nets[1024];
+        rt_config_format_trusted(cfg, nets, sizeof(nets));
+        if (nets[0]) {
+            RT_LOG_INFO(0,
+                        "management realm \"%s\" in protected mode: anonymous sessions from "
+                        "%s only (role admin)",
+                        cfg->mgmt_realm, nets);
+        } else {
+            RT_LOG_INFO(0,
+                        "management realm \"%s\" in protected mode: no trusted networks, "
+                        "anonymous sessions refused",
+                        cfg->mgmt_realm);
+        }
     }
     rt_lws_options opt = {.port_override = args.port};
     e = rt_lws_new(rt, &opt, &l, err, sizeof(err));

@@ -64,6 +64,22 @@ typedef struct rt_listener {
     char *anonymous_role;
 } rt_listener;
 
+typedef enum rt_ip_family {
+    RT_IP_NONE = 0,
+    RT_IP_V4,
+    RT_IP_V6
+} rt_ip_family;
+
+/* An IP network ("a.b.c.d/n", "x::y/n"), or a single address with prefix 32 / 128. */
+typedef struct rt_cidr {
+    rt_ip_family family;
+    uint8_t addr[16]; /* network byte order; IPv4 in addr[0..3], the rest zero */
+    unsigned prefix;  /* 0..32 (IPv4) or 0..128 (IPv6) */
+} rt_cidr;
+
+/* "255.255.255.255/32" and "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128" fit, with NUL. */
+#define RT_CIDR_STRLEN 52
+
 typedef struct rt_config {
     char *node_id;   /* controller.id; default: host name */
     char *worker_id; /* workers[i].id; default "router1" */
@@ -76,6 +92,12 @@ typedef struct rt_config {
     bool mgmt_enabled;         /* wampscope.management.enabled (default true) */
     size_t tracing_max_traces; /* wampscope.tracing.max_traces (default 16) */
     char *log_level;           /* wampscope.log_level or NULL (then the command line decides) */
+    /* wampscope.management.trusted_networks: peers that protected mode admits anonymously as
+     * admin (default 127.0.0.0/8 and ::1/128). The loader always sets a non-NULL array (also for
+     * an empty list, which admits nobody). NULL, as in a zeroed hand-built config, means the
+     * default loopback rule. Host bits are zero; no entry is IPv4-mapped (::ffff:0:0/96). */
+    rt_cidr *mgmt_trusted;
+    size_t n_mgmt_trusted;
 } rt_config;
 
 /* Parses the JSON text of a configuration. On failure returns WAMP_EINVAL (or WAMP_ENOMEM) and
@@ -91,5 +113,23 @@ wamp_err rt_config_load_default(rt_config **out, char *err, size_t err_len);
 void rt_config_free(rt_config *cfg);
 /* Borrowed: the realm config with that name, or NULL. */
 const rt_realm_config *rt_config_find_realm(const rt_config *cfg, const char *name);
+
+/* Parses a peer address as rt_peer.addr holds it ("127.0.0.1:54321", "[::1]:5555"), or a bare
+ * address ("10.1.2.3", "::1"), into a single address (prefix 32 or 128). An IPv4-mapped IPv6
+ * address (::ffff:a.b.c.d) becomes the IPv4 address a.b.c.d. false (out zeroed) when text is
+ * NULL, "" or anything else. */
+bool rt_config_parse_peer_addr(const char *text, rt_cidr *out);
+/* true when addr (an address from rt_config_parse_peer_addr(); its prefix is ignored) lies in
+ * one of cfg's management trusted networks (the default loopback rule when cfg->mgmt_trusted is
+ * NULL). IPv4 addresses match IPv4 networks only, IPv6 addresses IPv6 networks only. */
+bool rt_config_is_trusted(const rt_config *cfg, const rt_cidr *addr);
+/* rt_config_parse_peer_addr() + rt_config_is_trusted(); an unparsable address is not trusted. */
+bool rt_config_peer_is_trusted(const rt_config *cfg, const char *peer_addr);
+/* Writes "a.b.c.d/n" or "x::y/n" into buf (RT_CIDR_STRLEN bytes suffice); "" if len is too small
+ * or the family is not RT_IP_V4/RT_IP_V6. */
+void rt_config_format_cidr(const rt_cidr *net, char *buf, size_t len);
+/* Writes the management trusted networks as "127.0.0.0/8, ::1/128" into buf ("" when the list
+ * is empty); a list that does not fit ends in ", ..." or is cut to "...". len 0 writes nothing. */
+void rt_config_format_trusted(const rt_config *cfg, char *buf, size_t len);
 
 #endif /* RT_CONFIG_H */

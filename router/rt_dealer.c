@@ -289,7 +289,8 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (s->rt->cur.set) {
         c->traced = true;
         memcpy(c->corr, s->rt->cur.uuid, TRACE_UUID_LEN);
-        c->uri = s->rt->cur.uri ? trace_str_ref(s->rt->cur.uri) : NULL;
+        trace_str *uri = rt_trace_action_uri(s->rt); /* outlives this message */
+        c->uri = uri ? trace_str_ref(uri) : NULL;
     }
     wamp_err err = rt_session_send(
             reg->callee, wamp_msg_new_invocation(c->invocation, reg->id, NULL,

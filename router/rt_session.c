@@ -267,8 +267,9 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     const char *role = s->anonymous_role;
     if (rt->cfg->mgmt_enabled && strcmp(rt_realm_name(realm), rt->cfg->mgmt_realm) == 0) {
         /* Protected mode (TRACING.md): with no management credential configured, the
-         * management realm takes anonymous sessions from loopback peers only, as "admin". */
-        if (!s->peer.is_loopback) {
+         * management realm takes anonymous sessions, as "admin", only from peers in
+         * wampscope.management.trusted_networks (default: loopback). */
+        if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr)) {
             RT_LOG_INFO(s->id, "management realm refused to non-loopback peer %s", s->peer.addr);
             send_abort(s, WAMP_ERROR_NOT_AUTHORIZED,
                        "the management realm accepts anonymous sessions from loopback only");
@@ -415,11 +416,11 @@ wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
     case RT_SESSION_CLOSED:
         break;
     }
-    wamp_msg_fini(&m);
     if (rt->cur.set) {
-        rt_trace_action_close(rt);
+        rt_trace_action_close(rt); /* before m: the action's URI text points into it */
     }
     rt->cur.last = false;
+    wamp_msg_fini(&m);
     /* A message that could not be delivered (too big, not encodable) was logged and traced
      * where it was dropped; only running out of memory makes the session unusable. */
     return err == WAMP_ENOMEM ? err : WAMP_OK;

@@ -22,19 +22,6 @@ static uint64_t pc_ns(const rt_router *rt)
     return rt_router_now_us(rt) * 1000u;
 }
 
-/* The session's shared peer info, made once per join on first use; NULL before the join (the
- * hub then builds one from the ctx for the few messages of the opening exchange). */
-static trace_peer *peer_of(rt_session *s)
-{
-    if (!s->realm) {
-        return NULL;
-    }
-    if (!s->tpeer) {
-        s->tpeer = trace_peer_new(s->id, rt_realm_name(s->realm), s->authid, s->authrole);
-    }
-    return s->tpeer;
-}
-
 static void fill_ctx(rt_session *s, trace_ctx *c, trace_dir dir, int type)
 {
     const rt_cur_action *a = &s->rt->cur;
@@ -44,7 +31,7 @@ static void fill_ctx(rt_session *s, trace_ctx *c, trace_dir dir, int type)
     c->realm = s->realm ? rt_realm_name(s->realm) : a->realm;
     c->authid = s->authid;
     c->authrole = s->authrole;
-    c->uri = a->uri ? trace_str_get(a->uri) : NULL;
+    c->uri = a->uri_text;
 }
 
 void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
@@ -54,25 +41,43 @@ void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], tra
     rt->cur.last = false;
     memcpy(rt->cur.uuid, uuid, TRACE_UUID_LEN);
     rt->cur.uri = uri ? trace_str_ref(uri) : NULL;
+    rt->cur.uri_text = uri ? trace_str_get(uri) : NULL;
+}
+
+trace_str *rt_trace_action_uri(rt_router *rt)
+{
+    if (!rt->cur.uri && rt->cur.uri_text) {
+        rt->cur.uri = trace_str_new(rt->cur.uri_text);
+    }
+    return rt->cur.uri;
 }
 
 void rt_trace_action_close(rt_router *rt)
 {
     trace_str_unref(&rt->cur.uri);
+    rt->cur.uri_text = NULL;
     rt->cur.set = false;
     rt->cur.last = false;
     rt->cur.realm = NULL;
 }
 
-/* Opens a new anchored action for uri (NULL = none). */
+/* Opens a new anchored action for uri (NULL = none), borrowed from the message being handled
+ * (which outlives the action). */
 static void open_anchor(rt_router *rt, const char *uri)
 {
     uint8_t uuid[TRACE_UUID_LEN];
     trace_uuid_new(uuid);
     rt_trace_action_open(rt, uuid, NULL);
-    if (uri) {
-        rt->cur.uri = trace_str_new(uri); /* NULL on OOM: the records just lack the URI */
-    }
+    rt->cur.uri_text = uri;
+}
+
+/* Same for a URI owned by router state that the action may free (an UNSUBSCRIBE can delete its
+ * subscription): copy it now. */
+static void open_anchor_copy(rt_router *rt, const char *uri)
+{
+    open_anchor(rt, uri);
+    (void)rt_trace_action_uri(rt); /* NULL on OOM: the records just lack the URI */
+    rt->cur.uri_text = rt->cur.uri ? trace_str_get(rt->cur.uri) : NULL;
 }
 
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
@@ -108,11 +113,11 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
             anchor = true;
             break;
         case WAMP_MSG_UNSUBSCRIBE:
-            open_anchor(rt, s->realm ? rt_broker_topic_of(s, m->id2) : NULL);
+            open_anchor_copy(rt, s->realm ? rt_broker_topic_of(s, m->id2) : NULL);
             anchor = true;
             break;
         case WAMP_MSG_UNREGISTER:
-            open_anchor(rt, s->realm ? rt_dealer_procedure_of(s, m->id2) : NULL);
+            open_anchor_copy(rt, s->realm ? rt_dealer_procedure_of(s, m->id2) : NULL);
             anchor = true;
             break;
         case WAMP_MSG_YIELD:
@@ -136,8 +141,10 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
     memset(&in, 0, sizeof(in));
     in.pc_ns = pc_ns(rt);
     in.ts_ns = rt_trace_wall_ns();
-    in.peer = peer_of(s);
+    in.peer = s->tpeer;
+    in.peer_slot = s->realm ? &s->tpeer : NULL;
     in.uri = rt->cur.uri;
+    in.uri_slot = &rt->cur.uri;
     in.correlation = rt->cur.set ? rt->cur.uuid : NULL;
     in.correlation_is_anchor = anchor;
     in.correlation_is_last = last;
@@ -158,8 +165,10 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     memset(&in, 0, sizeof(in));
     in.pc_ns = pc_ns(rt);
     in.ts_ns = rt_trace_wall_ns();
-    in.peer = peer_of(s);
+    in.peer = s->tpeer;
+    in.peer_slot = s->realm ? &s->tpeer : NULL;
     in.uri = rt->cur.uri;
+    in.uri_slot = &rt->cur.uri;
     in.correlation = rt->cur.set ? rt->cur.uuid : NULL;
     in.correlation_is_last = rt->cur.set && rt->cur.last;
     in.ser = s->ser;

@@ -24,8 +24,10 @@ typedef struct rt_cur_action {
     bool set;                     /* an action is open */
     bool last;                    /* the next message sent completes it */
     uint8_t uuid[TRACE_UUID_LEN]; /* its correlation */
-    trace_str *uri;               /* owned reference: the action's URI, NULL if none */
-    const char *realm;            /* borrowed: HELLO's realm while the session is not joined */
+    const char *uri_text;         /* borrowed: the action's URI while it is open, NULL if none */
+    trace_str *uri;    /* owned: uri_text as a shareable string, made lazily by the hub when a trace
+                        * first keeps a message of the action (or by rt_trace_action_uri()) */
+    const char *realm; /* borrowed: HELLO's realm while the session is not joined */
 } rt_cur_action;
 
 /* Records a received message (m NULL: undecodable) and opens its action. */
@@ -34,6 +36,9 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop);
 /* Opens an action with a known correlation (a pending call's, when its callee leaves). */
 void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri);
+/* The current action's URI as a shared string, made now if needed (for state that outlives
+ * the message being handled, such as a pending call). NULL if none or out of memory. */
+trace_str *rt_trace_action_uri(rt_router *rt);
 /* Closes the current action (NULL-safe on no action). */
 void rt_trace_action_close(rt_router *rt);
 /* Wall clock, ns since the epoch. */
