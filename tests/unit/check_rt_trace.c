@@ -13,6 +13,53 @@
 
 static test_router T;
 
+/* Counting every malloc needs the sanitizer allocator's hooks (ASan builds, as CI's); other
+ * builds count jansson's allocations only. Test-only mutable state: the hooks take no context. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_MALLOC_HOOKS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_MALLOC_HOOKS 1
+#endif
+#endif
+#ifndef HAVE_MALLOC_HOOKS
+#define HAVE_MALLOC_HOOKS 0
+#endif
+
+static size_t n_allocs;
+
+#if HAVE_MALLOC_HOOKS
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *));
+
+static void on_malloc(const volatile void *p, size_t n)
+{
+    (void)p;
+    (void)n;
+    n_allocs++;
+}
+
+static void on_free(const volatile void *p)
+{
+    (void)p;
+}
+#else
+static void *count_malloc(size_t n)
+{
+    n_allocs++;
+    return malloc(n);
+}
+#endif
+
+static void count_allocations(void)
+{
+#if HAVE_MALLOC_HOOKS
+    __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
+#else
+    json_set_alloc_funcs(count_malloc, free);
+#endif
+}
+
 static void setup(void)
 {
     test_router_init(&T);
@@ -333,6 +380,47 @@ START_TEST(test_management_realm)
 
 END_TEST
 
+/* n CALL -> INVOCATION -> YIELD -> RESULT round trips; returns the allocations they made. */
+static size_t round_trips(fake_conn *caller, fake_conn *callee, int n)
+{
+    size_t before = n_allocs;
+    for (int i = 0; i < n; i++) {
+        fake_conn_send(caller, "[48, %d, {}, \"com.p\", [%d]]", i + 1, i);
+        json_t *inv = fake_conn_next(callee);
+        fake_conn_send(callee, "[70, %lld, {}, [%d]]", (long long)fake_msg_int(inv, 1), i);
+        json_decref(inv);
+        json_t *res = fake_conn_next(caller);
+        ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
+        json_decref(res);
+    }
+    return n_allocs - before;
+}
+
+START_TEST(test_idle_tracing_allocates_nothing)
+{
+    count_allocations();
+    fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.p\"]");
+    fake_conn_clear(callee);
+    (void)round_trips(caller, callee, 50); /* warm-up: hash maps and rings at their size */
+    size_t never_traced = round_trips(caller, callee, 50);
+    ck_assert_uint_gt(never_traced, 0); /* the counter sees the routing's own allocations */
+    /* A trace that ran and stopped leaves the hub idle: the same traffic costs the same. */
+    trace *t = start("brief", NULL);
+    size_t traced = round_trips(caller, callee, 50);
+    ck_assert_uint_eq(trace_store_records(trace_get_store(t)), 200);
+    ck_assert_uint_gt(traced, never_traced);
+    ck_assert_int_eq(trace_hub_stop(rt_router_trace_hub(T.rt), "brief", 2, 2, NULL), WAMP_OK);
+    ck_assert_int_eq(trace_hub_delete(rt_router_trace_hub(T.rt), "brief"), WAMP_OK);
+    size_t after_trace = round_trips(caller, callee, 50);
+    ck_assert_uint_eq(after_trace, never_traced);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
 static Suite *rt_trace_suite(void)
 {
     Suite *s = suite_create("rt_trace");
@@ -346,6 +434,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_subscribe_unsubscribe_and_session_open);
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);
+    tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     suite_add_tcase(s, tc);
     return s;
 }
