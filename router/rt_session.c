@@ -270,9 +270,13 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
          * management realm takes anonymous sessions, as "admin", only from peers in
          * wampscope.management.trusted_networks (default: loopback). */
         if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr)) {
-            RT_LOG_INFO(s->id, "management realm refused to non-loopback peer %s", s->peer.addr);
-            send_abort(s, WAMP_ERROR_NOT_AUTHORIZED,
-                       "the management realm accepts anonymous sessions from loopback only");
+            RT_LOG_INFO(s->id,
+                        "management realm refused to untrusted peer %s "
+                        "(wampscope.management.trusted_networks)",
+                        s->peer.addr);
+            send_abort(
+                    s, WAMP_ERROR_NOT_AUTHORIZED,
+                    "the management realm accepts anonymous sessions from trusted networks only");
             rt_session_close(s, 1000, "not authorized", false);
             return WAMP_OK;
         }

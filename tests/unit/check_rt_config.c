@@ -74,6 +74,37 @@ static void hostname_of(char *buf, size_t len)
     buf[len - 1] = '\0';
 }
 
+/* The management realm's trusted networks as text ("" for none). */
+static void assert_trusted_str(const rt_config *cfg, const char *want)
+{
+    char buf[1024];
+    rt_config_format_trusted(cfg, buf, sizeof(buf));
+    ck_assert_str_eq(buf, want);
+}
+
+static bool peer_trusted(const rt_config *cfg, const char *peer)
+{
+    return rt_config_peer_is_trusted(cfg, peer);
+}
+
+/* wampscope.management.trusted_networks' default: 127.0.0.0/8 and ::1/128, as parsed data. */
+static void assert_default_trusted(const rt_config *cfg)
+{
+    ck_assert_ptr_nonnull(cfg->mgmt_trusted);
+    ck_assert_uint_eq(cfg->n_mgmt_trusted, 2);
+    const rt_cidr *v4 = &cfg->mgmt_trusted[0];
+    const rt_cidr *v6 = &cfg->mgmt_trusted[1];
+    static const uint8_t a4[16] = {127};
+    static const uint8_t a6[16] = {[15] = 1};
+    ck_assert_int_eq(v4->family, RT_IP_V4);
+    ck_assert_uint_eq(v4->prefix, 8);
+    ck_assert_mem_eq(v4->addr, a4, 16);
+    ck_assert_int_eq(v6->family, RT_IP_V6);
+    ck_assert_uint_eq(v6->prefix, 128);
+    ck_assert_mem_eq(v6->addr, a6, 16);
+    assert_trusted_str(cfg, "127.0.0.0/8, ::1/128");
+}
+
 /* Building blocks of the test configurations. */
 #define ALLOW_ALL "'allow':{'call':true,'register':true,'publish':true,'subscribe':true}"
 #define R1                                                                                    \
@@ -149,6 +180,7 @@ START_TEST(test_default_config)
     ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
     ck_assert_ptr_null(cfg->log_level);
+    assert_default_trusted(cfg);
 
     ck_assert_ptr_null(rt_config_find_realm(cfg, "mgmt"));
     ck_assert_ptr_null(rt_config_find_realm(cfg, NULL));
@@ -210,6 +242,36 @@ START_TEST(test_e2e_config)
 
 END_TEST
 
+/* configs/test-e2e-mgmt.json is configs/test-e2e.json with only 127.0.0.1 trusted, so that a
+ * client bound to 127.0.0.2 is refused on the management realm. */
+START_TEST(test_e2e_mgmt_config)
+{
+    rt_config *base = load_source_file("configs/test-e2e.json");
+    rt_config *cfg = load_source_file("configs/test-e2e-mgmt.json");
+    assert_default_trusted(base);
+    ck_assert_uint_eq(cfg->n_realms, base->n_realms);
+    for (size_t i = 0; i < cfg->n_realms; i++) {
+        ck_assert_str_eq(cfg->realms[i].name, base->realms[i].name);
+    }
+    ck_assert_uint_eq(cfg->n_listeners, 1);
+    ck_assert_str_eq(cfg->listeners[0].interface, "127.0.0.1");
+    ck_assert_int_eq(cfg->listeners[0].port, 0);
+    ck_assert_str_eq(cfg->listeners[0].path, base->listeners[0].path);
+    ck_assert_uint_eq(cfg->limits.hello_timeout_ms, base->limits.hello_timeout_ms);
+    ck_assert(cfg->mgmt_enabled);
+    ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
+    ck_assert_uint_eq(cfg->n_mgmt_trusted, 1);
+    assert_trusted_str(cfg, "127.0.0.1/32");
+    ck_assert(peer_trusted(cfg, "127.0.0.1:40000"));
+    ck_assert(!peer_trusted(cfg, "127.0.0.2:40000"));
+    ck_assert(!peer_trusted(cfg, "[::1]:40000"));
+    ck_assert(peer_trusted(base, "127.0.0.2:40000"));
+    rt_config_free(cfg);
+    rt_config_free(base);
+}
+
+END_TEST
+
 START_TEST(test_example_config)
 {
     rt_config *cfg = load_source_file("configs/router.example.json");
@@ -218,6 +280,7 @@ START_TEST(test_example_config)
     ck_assert_uint_ge(cfg->n_realms, 2);
     ck_assert_uint_eq(cfg->n_listeners, 2);
     ck_assert_ptr_nonnull(cfg->log_level);
+    assert_default_trusted(cfg);
     rt_config_free(cfg);
 }
 
@@ -252,6 +315,7 @@ START_TEST(test_minimal_defaults)
     ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
     ck_assert_ptr_null(cfg->log_level);
+    assert_default_trusted(cfg);
     rt_config_free(cfg);
 }
 
@@ -437,10 +501,260 @@ START_TEST(test_wampscope_values)
 
 END_TEST
 
+/* ---- wampscope.management.trusted_networks ------------------------------------------------ */
+
+#define WITH_TRUSTED(list) WITH_WAMPSCOPE("{'management':{'trusted_networks':" list "}}")
+
+/* CIDR networks and bare addresses (= /32, /128), IPv4 and IPv6, in the order given. */
+START_TEST(test_trusted_networks_explicit)
+{
+    rt_config *cfg = load_ok(WITH_TRUSTED("['10.0.0.0/8','192.168.1.7','2001:db8::/32','fe80::1',"
+                                          "'172.16.0.0/12','::fffe:0:0/95']"));
+    ck_assert_uint_eq(cfg->n_mgmt_trusted, 6);
+    const rt_cidr *bare4 = &cfg->mgmt_trusted[1];
+    static const uint8_t a4[16] = {192, 168, 1, 7};
+    ck_assert_int_eq(bare4->family, RT_IP_V4);
+    ck_assert_uint_eq(bare4->prefix, 32);
+    ck_assert_mem_eq(bare4->addr, a4, 16);
+    ck_assert_int_eq(cfg->mgmt_trusted[3].family, RT_IP_V6);
+    ck_assert_uint_eq(cfg->mgmt_trusted[3].prefix, 128);
+    assert_trusted_str(cfg, "10.0.0.0/8, 192.168.1.7/32, 2001:db8::/32, fe80::1/128, "
+                            "172.16.0.0/12, ::fffe:0:0/95");
+
+    ck_assert(peer_trusted(cfg, "10.0.0.0:1"));
+    ck_assert(peer_trusted(cfg, "10.255.255.255:65535"));
+    ck_assert(!peer_trusted(cfg, "9.255.255.255:1"));
+    ck_assert(!peer_trusted(cfg, "11.0.0.0:1"));
+    ck_assert(peer_trusted(cfg, "192.168.1.7:1"));
+    ck_assert(!peer_trusted(cfg, "192.168.1.6:1"));
+    ck_assert(!peer_trusted(cfg, "192.168.1.8:1"));
+    ck_assert(peer_trusted(cfg, "172.16.0.1:1"));
+    ck_assert(peer_trusted(cfg, "172.31.255.255:1"));
+    ck_assert(!peer_trusted(cfg, "172.32.0.0:1"));
+    ck_assert(!peer_trusted(cfg, "172.15.255.255:1"));
+    /* An explicit list replaces the loopback default. */
+    ck_assert(!peer_trusted(cfg, "127.0.0.1:1"));
+    ck_assert(!peer_trusted(cfg, "[::1]:1"));
+
+    ck_assert(peer_trusted(cfg, "[2001:db8::]:443"));
+    ck_assert(peer_trusted(cfg, "[2001:DB8:ffff:ffff::1]:443"));
+    ck_assert(!peer_trusted(cfg, "[2001:db9::]:443"));
+    ck_assert(!peer_trusted(cfg, "[2001:db7:ffff::]:443"));
+    ck_assert(peer_trusted(cfg, "[fe80::1]:1"));
+    ck_assert(!peer_trusted(cfg, "[fe80::2]:1"));
+
+    /* IPv4-mapped peers are matched as IPv4: against the IPv4 entries, and never against an IPv6
+     * network that happens to cover ::ffff:0:0/96 (entry 5 is ::fffe:0:0/95). */
+    ck_assert(peer_trusted(cfg, "[::ffff:10.1.2.3]:1"));
+    ck_assert(peer_trusted(cfg, "::ffff:192.168.1.7"));
+    ck_assert(!peer_trusted(cfg, "[::ffff:11.1.2.3]:1"));
+    ck_assert(peer_trusted(cfg, "[::fffe:1:2]:1"));
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* /0, and prefixes that do not end on a byte boundary. */
+START_TEST(test_trusted_networks_prefixes)
+{
+    rt_config *cfg = load_ok(WITH_TRUSTED("['0.0.0.0/0']"));
+    ck_assert(peer_trusted(cfg, "0.0.0.0:1"));
+    ck_assert(peer_trusted(cfg, "255.255.255.255:1"));
+    ck_assert(peer_trusted(cfg, "[::ffff:192.0.2.1]:1"));
+    ck_assert(!peer_trusted(cfg, "[::1]:1"));
+    ck_assert(!peer_trusted(cfg, "[2001:db8::1]:1"));
+    rt_config_free(cfg);
+
+    cfg = load_ok(WITH_TRUSTED("['::/0']"));
+    ck_assert(peer_trusted(cfg, "[::1]:1"));
+    ck_assert(peer_trusted(cfg, "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:1"));
+    ck_assert(!peer_trusted(cfg, "127.0.0.1:1"));
+    ck_assert(!peer_trusted(cfg, "[::ffff:127.0.0.1]:1"));
+    rt_config_free(cfg);
+
+    cfg = load_ok(WITH_TRUSTED("['192.168.2.0/23','2001:db8:8000::/33','10.0.0.0/31']"));
+    assert_trusted_str(cfg, "192.168.2.0/23, 2001:db8:8000::/33, 10.0.0.0/31");
+    ck_assert(!peer_trusted(cfg, "192.168.1.255:1"));
+    ck_assert(peer_trusted(cfg, "192.168.2.0:1"));
+    ck_assert(peer_trusted(cfg, "192.168.3.255:1"));
+    ck_assert(!peer_trusted(cfg, "192.168.4.0:1"));
+    ck_assert(!peer_trusted(cfg, "[2001:db8:7fff:ffff::]:1"));
+    ck_assert(peer_trusted(cfg, "[2001:db8:8000::]:1"));
+    ck_assert(peer_trusted(cfg, "[2001:db8:ffff:ffff::1]:1"));
+    ck_assert(!peer_trusted(cfg, "[2001:db9::]:1"));
+    ck_assert(peer_trusted(cfg, "10.0.0.0:1"));
+    ck_assert(peer_trusted(cfg, "10.0.0.1:1"));
+    ck_assert(!peer_trusted(cfg, "10.0.0.2:1"));
+    rt_config_free(cfg);
+
+    cfg = load_ok(WITH_TRUSTED("['127.0.0.1/32','127.0.0.1']")); /* duplicates are harmless */
+    ck_assert_uint_eq(cfg->n_mgmt_trusted, 2);
+    ck_assert(peer_trusted(cfg, "127.0.0.1:1"));
+    ck_assert(!peer_trusted(cfg, "127.0.0.2:1"));
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* [] = no anonymous access to the management realm from anywhere; still a non-NULL list. */
+START_TEST(test_trusted_networks_empty)
+{
+    rt_config *cfg = load_ok(WITH_TRUSTED("[]"));
+    ck_assert_ptr_nonnull(cfg->mgmt_trusted);
+    ck_assert_uint_eq(cfg->n_mgmt_trusted, 0);
+    assert_trusted_str(cfg, "");
+    ck_assert(!peer_trusted(cfg, "127.0.0.1:1"));
+    ck_assert(!peer_trusted(cfg, "[::1]:1"));
+    ck_assert(!peer_trusted(cfg, "[::ffff:127.0.0.1]:1"));
+    rt_config_free(cfg);
+
+    /* The list is checked even when management is disabled. */
+    cfg = load_ok(WITH_WAMPSCOPE("{'management':{'enabled':false,'trusted_networks':['::1']}}"));
+    assert_trusted_str(cfg, "::1/128");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* A hand-built config (tests/support/test_router.c) has no list: the loopback rule applies. */
+START_TEST(test_trusted_networks_hand_built)
+{
+    rt_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    assert_trusted_str(&cfg, "127.0.0.0/8, ::1/128");
+    ck_assert(peer_trusted(&cfg, "127.0.0.1:50000"));
+    ck_assert(peer_trusted(&cfg, "127.255.255.254:1"));
+    ck_assert(!peer_trusted(&cfg, "128.0.0.1:1"));
+    ck_assert(!peer_trusted(&cfg, "192.0.2.7:4000"));
+    ck_assert(peer_trusted(&cfg, "[::1]:1"));
+    ck_assert(!peer_trusted(&cfg, "[::2]:1"));
+    ck_assert(peer_trusted(&cfg, "[::ffff:127.0.0.2]:1"));
+    ck_assert(!peer_trusted(&cfg, ""));
+
+    /* A non-NULL empty list admits nobody. */
+    rt_cidr none[1];
+    memset(none, 0, sizeof(none));
+    cfg.mgmt_trusted = none;
+    ck_assert(!peer_trusted(&cfg, "127.0.0.1:50000"));
+    assert_trusted_str(&cfg, "");
+
+    /* A hand-built IPv4-mapped address (not from rt_config_parse_peer_addr) is unmapped too. */
+    rt_cidr net = {.family = RT_IP_V4, .addr = {192, 0, 2, 0}, .prefix = 24};
+    cfg.mgmt_trusted = &net;
+    cfg.n_mgmt_trusted = 1;
+    rt_cidr mapped = {.family = RT_IP_V6, .addr = {[10] = 0xff, 0xff, 192, 0, 2, 9}, .prefix = 0};
+    ck_assert(rt_config_is_trusted(&cfg, &mapped));
+    rt_cidr none_family = {.addr = {192, 0, 2, 9}};
+    ck_assert(!rt_config_is_trusted(&cfg, &none_family));
+    ck_assert(!rt_config_is_trusted(NULL, &mapped));
+    ck_assert(!rt_config_is_trusted(&cfg, NULL));
+    ck_assert(!rt_config_peer_is_trusted(&cfg, NULL));
+}
+
+END_TEST
+
+/* The forms of rt_peer.addr (rt_transport.h), bare addresses, and everything else. */
+START_TEST(test_parse_peer_addr)
+{
+    rt_cidr a;
+    static const uint8_t lo4[16] = {127, 0, 0, 1};
+    static const uint8_t lo6[16] = {[15] = 1};
+    static const uint8_t two[16] = {127, 0, 0, 2};
+
+    ck_assert(rt_config_parse_peer_addr("127.0.0.1:54321", &a));
+    ck_assert_int_eq(a.family, RT_IP_V4);
+    ck_assert_uint_eq(a.prefix, 32);
+    ck_assert_mem_eq(a.addr, lo4, 16);
+    ck_assert(rt_config_parse_peer_addr("127.0.0.1", &a));
+    ck_assert_mem_eq(a.addr, lo4, 16);
+    ck_assert(rt_config_parse_peer_addr("[::1]:5555", &a));
+    ck_assert_int_eq(a.family, RT_IP_V6);
+    ck_assert_uint_eq(a.prefix, 128);
+    ck_assert_mem_eq(a.addr, lo6, 16);
+    ck_assert(rt_config_parse_peer_addr("[::1]", &a));
+    ck_assert_mem_eq(a.addr, lo6, 16);
+    ck_assert(rt_config_parse_peer_addr("::1", &a));
+    ck_assert_mem_eq(a.addr, lo6, 16);
+    ck_assert(rt_config_parse_peer_addr("[::ffff:127.0.0.2]:80", &a));
+    ck_assert_int_eq(a.family, RT_IP_V4);
+    ck_assert_uint_eq(a.prefix, 32);
+    ck_assert_mem_eq(a.addr, two, 16);
+    ck_assert(rt_config_parse_peer_addr("1.2.3.4:0", &a));
+    ck_assert(
+            rt_config_parse_peer_addr("[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535", &a));
+
+    static const char *const bad[] = {
+            "",
+            ":80",
+            "127.0.0.1:",
+            "127.0.0.1:65536",
+            "127.0.0.1:x",
+            "127.0.0.1:-1",
+            "127.0.0.1:123456",
+            "[127.0.0.1]:80",
+            "[::1",
+            "[::1]x",
+            "[::1]:",
+            "[]:80",
+            "localhost:80",
+            "1.2.3.4.5:1",
+            "010.0.0.1:1",
+            "::1]:80",
+            "fe80::1%lo",
+            " 127.0.0.1:1",
+            "[::1]:80:80",
+            "1::2::3",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&a, 0xa5, sizeof(a));
+        ck_assert_msg(!rt_config_parse_peer_addr(bad[i], &a), "accepted \"%s\"", bad[i]);
+        ck_assert_msg(a.family == RT_IP_NONE && a.prefix == 0, "\"%s\": out not zeroed", bad[i]);
+    }
+    ck_assert(!rt_config_parse_peer_addr(NULL, &a));
+}
+
+END_TEST
+
+START_TEST(test_format_trusted)
+{
+    rt_config *cfg = load_ok(WITH_TRUSTED("['10.0.0.0/8','11.0.0.0/8','12.0.0.0/8']"));
+    char buf[64];
+    const char *full = "10.0.0.0/8, 11.0.0.0/8, 12.0.0.0/8";
+    rt_config_format_trusted(cfg, buf, strlen(full) + 1);
+    ck_assert_str_eq(buf, full);
+    rt_config_format_trusted(cfg, buf, strlen(full));
+    ck_assert_str_eq(buf, "10.0.0.0/8, 11.0.0.0/8, ...");
+    rt_config_format_trusted(cfg, buf, 16);
+    ck_assert_str_eq(buf, "10.0.0.0/8, ...");
+    rt_config_format_trusted(cfg, buf, 15);
+    ck_assert_str_eq(buf, "...");
+    rt_config_format_trusted(cfg, buf, 1);
+    ck_assert_str_eq(buf, "");
+    buf[0] = 'x';
+    rt_config_format_trusted(cfg, buf, 0);
+    ck_assert_int_eq(buf[0], 'x');
+    rt_config_format_trusted(NULL, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "");
+
+    rt_config_format_cidr(&cfg->mgmt_trusted[0], buf, sizeof(buf));
+    ck_assert_str_eq(buf, "10.0.0.0/8");
+    rt_config_format_cidr(&cfg->mgmt_trusted[0], buf, 10); /* one short */
+    ck_assert_str_eq(buf, "");
+    rt_cidr bad = {.family = RT_IP_NONE};
+    rt_config_format_cidr(&bad, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
 typedef struct refusal {
     const char *json;
     const char *message;
 } refusal;
+
+#define P_TN    P_WS ".management.trusted_networks"
+#define NOT_NET " is not an IPv4 or IPv6 network (\"a.b.c.d/n\", \"x::y/n\") or address"
 
 static const refusal refusals[] = {
         /* Top level and controller. */
@@ -767,6 +1081,53 @@ static const refusal refusals[] = {
          P_WS ".management.enabled: must be a boolean"},
         {WITH_WAMPSCOPE("{'management':{'password':'x'}}"), P_WS ".management.password: unknown "
                                                                  "key"},
+        {WITH_TRUSTED("'127.0.0.1/32'"), P_TN ": must be a list"},
+        {WITH_TRUSTED("{}"), P_TN ": must be a list"},
+        {WITH_TRUSTED("[8]"), P_TN "[0]: must be a string"},
+        {WITH_TRUSTED("['127.0.0.1/32',null]"), P_TN "[1]: must be a string"},
+        {WITH_TRUSTED("['127.0.0.1/32','nope']"), P_TN "[1]: \"nope\"" NOT_NET},
+        {WITH_TRUSTED("['']"), P_TN "[0]: \"\"" NOT_NET},
+        {WITH_TRUSTED("['/8']"), P_TN "[0]: \"/8\"" NOT_NET},
+        {WITH_TRUSTED("[' 10.0.0.0/8']"), P_TN "[0]: \" 10.0.0.0/8\"" NOT_NET},
+        {WITH_TRUSTED("['10.0.0/8']"), P_TN "[0]: \"10.0.0/8\"" NOT_NET},
+        {WITH_TRUSTED("['010.0.0.0/8']"), P_TN "[0]: \"010.0.0.0/8\"" NOT_NET},
+        {WITH_TRUSTED("['1.2.3.4.5']"), P_TN "[0]: \"1.2.3.4.5\"" NOT_NET},
+        {WITH_TRUSTED("['localhost']"), P_TN "[0]: \"localhost\"" NOT_NET},
+        {WITH_TRUSTED("['fe80::1%eth0/128']"), P_TN "[0]: \"fe80::1%eth0/128\"" NOT_NET},
+        {WITH_TRUSTED("['[::1]/128']"), P_TN "[0]: \"[::1]/128\"" NOT_NET},
+        {WITH_TRUSTED("['127.0.0.1:80']"), P_TN "[0]: \"127.0.0.1:80\"" NOT_NET},
+        {WITH_TRUSTED("['10.0.0.0/33']"),
+         P_TN "[0]: the prefix length in \"10.0.0.0/33\" must be 0..32"},
+        {WITH_TRUSTED("['::/129']"), P_TN "[0]: the prefix length in \"::/129\" must be 0..128"},
+        {WITH_TRUSTED("['10.0.0.0/']"),
+         P_TN "[0]: the prefix length in \"10.0.0.0/\" must be 0..32"},
+        {WITH_TRUSTED("['10.0.0.0/8x']"),
+         P_TN "[0]: the prefix length in \"10.0.0.0/8x\" must be 0..32"},
+        {WITH_TRUSTED("['10.0.0.0/-1']"),
+         P_TN "[0]: the prefix length in \"10.0.0.0/-1\" must be 0..32"},
+        {WITH_TRUSTED("['10.0.0.0/+8']"),
+         P_TN "[0]: the prefix length in \"10.0.0.0/+8\" must be 0..32"},
+        {WITH_TRUSTED("['10.0.0.0/0008']"),
+         P_TN "[0]: the prefix length in \"10.0.0.0/0008\" must be 0..32"},
+        {WITH_TRUSTED("['10.0.0.0/8/8']"),
+         P_TN "[0]: the prefix length in \"10.0.0.0/8/8\" must be 0..32"},
+        {WITH_TRUSTED("['10.0.0.1/8']"),
+         P_TN "[0]: \"10.0.0.1/8\" has host bits set (the network is \"10.0.0.0/8\")"},
+        {WITH_TRUSTED("['192.168.3.0/23']"),
+         P_TN "[0]: \"192.168.3.0/23\" has host bits set (the network is \"192.168.2.0/23\")"},
+        {WITH_TRUSTED("['::1','2001:db8::1/32']"),
+         P_TN "[1]: \"2001:db8::1/32\" has host bits set (the network is \"2001:db8::/32\")"},
+        {WITH_TRUSTED("['::ffff:127.0.0.1']"),
+         P_TN "[0]: \"::ffff:127.0.0.1\" is an IPv4-mapped IPv6 network; such peers are matched "
+              "as IPv4, write \"127.0.0.1/32\""},
+        {WITH_TRUSTED("['::ffff:127.0.0.0/104']"),
+         P_TN "[0]: \"::ffff:127.0.0.0/104\" is an IPv4-mapped IPv6 network; such peers are "
+              "matched as IPv4, write \"127.0.0.0/8\""},
+        {WITH_TRUSTED("['::ffff:0:0/96']"),
+         P_TN "[0]: \"::ffff:0:0/96\" is an IPv4-mapped IPv6 network; such peers are matched as "
+              "IPv4, write \"0.0.0.0/0\""},
+        {WITH_TRUSTED("['10.0.0.0/8\\n']"), P_TN "[0]: the prefix length in \"10.0.0.0/8?\" must "
+                                                 "be 0..32"},
         {WITH_WAMPSCOPE("{'tracing':{'max_traces':0}}"),
          P_WS ".tracing.max_traces: must be an integer 1..1024"},
         {WITH_WAMPSCOPE("{'log_level':'verbose'}"),
@@ -966,6 +1327,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_default_config);
     tcase_add_test(tc, test_default_file_matches_embedded);
     tcase_add_test(tc, test_e2e_config);
+    tcase_add_test(tc, test_e2e_mgmt_config);
     tcase_add_test(tc, test_example_config);
     tcase_add_test(tc, test_load_file_errors);
     tcase_add_test(tc, test_load_file_sizes);
@@ -979,6 +1341,12 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_crossbar_style_config);
     tcase_add_test(tc, test_web_root_path_and_auth_defaults);
     tcase_add_test(tc, test_wampscope_values);
+    tcase_add_test(tc, test_trusted_networks_explicit);
+    tcase_add_test(tc, test_trusted_networks_prefixes);
+    tcase_add_test(tc, test_trusted_networks_empty);
+    tcase_add_test(tc, test_trusted_networks_hand_built);
+    tcase_add_test(tc, test_parse_peer_addr);
+    tcase_add_test(tc, test_format_trusted);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("refusals");

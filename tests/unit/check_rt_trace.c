@@ -410,7 +410,9 @@ START_TEST(test_idle_tracing_allocates_nothing)
     trace *t = start("brief", NULL);
     size_t traced = round_trips(caller, callee, 50);
     ck_assert_uint_eq(trace_store_records(trace_get_store(t)), 200);
-    ck_assert_uint_gt(traced, never_traced);
+#if HAVE_MALLOC_HOOKS
+    ck_assert_uint_gt(traced, never_traced); /* the counter sees tracing's own allocations */
+#endif
     ck_assert_int_eq(trace_hub_stop(rt_router_trace_hub(T.rt), "brief", 2, 2, NULL), WAMP_OK);
     ck_assert_int_eq(trace_hub_delete(rt_router_trace_hub(T.rt), "brief"), WAMP_OK);
     size_t after_trace = round_trips(caller, callee, 50);
