@@ -348,14 +348,20 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
          * runs to completion and its RESULT is delivered. */
         RT_LOG_DEBUG(s->id, "CANCEL ignored (call_canceling not supported)");
         return WAMP_OK;
-    case WAMP_MSG_GOODBYE:
+    case WAMP_MSG_GOODBYE: {
         RT_LOG_INFO(s->id, "GOODBYE (%s): leaving realm %s", m->uri, rt_realm_name(r));
+        /* Reply while still joined, so the reply is attributed (and traced) to the realm and
+         * identity the session is leaving. */
+        wamp_err err = rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_GOODBYE_AND_OUT));
         session_leave(s);
-        s->state = RT_SESSION_ESTABLISHED;
-        s->hello_deadline_us =
-                rt_router_now_us(s->rt) + (uint64_t)s->rt->cfg->limits.hello_timeout_ms * 1000;
-        rt_list_add_tail(&s->rt->greeting, &s->in_wait);
-        return rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_GOODBYE_AND_OUT));
+        if (s->state == RT_SESSION_JOINED) {
+            s->state = RT_SESSION_ESTABLISHED;
+            s->hello_deadline_us =
+                    rt_router_now_us(s->rt) + (uint64_t)s->rt->cfg->limits.hello_timeout_ms * 1000;
+            rt_list_add_tail(&s->rt->greeting, &s->in_wait);
+        }
+        return err;
+    }
     case WAMP_MSG_ABORT:
         RT_LOG_INFO(s->id, "ABORT from peer (%s); closing", m->uri);
         rt_session_close(s, 1000, "aborted", false);

@@ -336,8 +336,12 @@ OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0, 1, 2, 8, 9, 10
 class RawWs:
     """A blocking WebSocket client speaking just enough RFC 6455 to misbehave on purpose."""
 
-    def __init__(self, host, port, path="/ws", protocols=("wamp.2.json",), timeout=10.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host, port, path="/ws", protocols=("wamp.2.json",), timeout=10.0,
+                 source_address=None):
+        # source_address: (ip, port) to bind the client socket to, e.g. ("127.0.0.2", 0) to
+        # connect from another loopback address than the router's.
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=source_address)
         self.buf = b""
         self.status = None
         self.headers = {}
