@@ -318,55 +318,47 @@ static rt_call *callee_call(rt_dealer *d, rt_session *s, uint64_t invocation)
     return c && c->callee == s ? c : NULL;
 }
 
-wamp_err rt_dealer_on_yield(rt_dealer *d, rt_session *s, const wamp_msg *m)
+/* The callee's YIELD or ERROR (m) completes its pending call: the caller gets RESULT or ERROR
+ * with the same payload. An answer to an unknown invocation (canceled, or never made) and an
+ * answer whose caller has left are dropped. */
+static wamp_err answer_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
+    bool is_error = m->type == WAMP_MSG_ERROR;
     rt_call *c = callee_call(d, s, m->id);
     if (!c) {
-        RT_LOG_DEBUG(s->id, "YIELD for unknown invocation %llu ignored", (unsigned long long)m->id);
+        RT_LOG_DEBUG(s->id, "%s for unknown invocation %llu ignored",
+                     wamp_msg_type_name((int)m->type), (unsigned long long)m->id);
         return WAMP_OK;
     }
     rt_session *caller = c->caller;
     uint64_t request = c->request;
     call_remove(d, c);
     if (!caller || caller->state != RT_SESSION_JOINED) {
-        return WAMP_OK; /* the caller left: the result has nowhere to go */
+        return WAMP_OK; /* the caller left: the answer has nowhere to go */
     }
+    json_t *args = m->args ? json_incref(m->args) : NULL;
+    json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
     RT_TRACE_LAST(s->rt);
     wamp_err err = rt_session_send(
-            caller, wamp_msg_new_result(request, NULL, m->args ? json_incref(m->args) : NULL,
-                                        m->kwargs ? json_incref(m->kwargs) : NULL));
+            caller, is_error ? wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict),
+                                                  m->uri, args, kwargs)
+                             : wamp_msg_new_result(request, NULL, args, kwargs));
     if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
         return rt_session_send_error(caller, WAMP_MSG_CALL, request,
                                      WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the result exceeds the caller's message size limit");
+                                     "the answer exceeds the caller's message size limit");
     }
     return err;
 }
 
+wamp_err rt_dealer_on_yield(rt_dealer *d, rt_session *s, const wamp_msg *m)
+{
+    return answer_call(d, s, m);
+}
+
 wamp_err rt_dealer_on_invocation_error(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
-    rt_call *c = callee_call(d, s, m->id);
-    if (!c) {
-        RT_LOG_DEBUG(s->id, "ERROR for unknown invocation %llu ignored", (unsigned long long)m->id);
-        return WAMP_OK;
-    }
-    rt_session *caller = c->caller;
-    uint64_t request = c->request;
-    call_remove(d, c);
-    if (!caller || caller->state != RT_SESSION_JOINED) {
-        return WAMP_OK;
-    }
-    RT_TRACE_LAST(s->rt);
-    wamp_err err = rt_session_send(caller,
-                                   wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict),
-                                                      m->uri, m->args ? json_incref(m->args) : NULL,
-                                                      m->kwargs ? json_incref(m->kwargs) : NULL));
-    if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
-        return rt_session_send_error(caller, WAMP_MSG_CALL, request,
-                                     WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the error exceeds the caller's message size limit");
-    }
-    return err;
+    return answer_call(d, s, m);
 }
 
 void rt_dealer_on_leave(rt_dealer *d, rt_session *s)

@@ -22,9 +22,11 @@ static uint64_t pc_ns(const rt_router *rt)
     return rt_router_now_us(rt) * 1000u;
 }
 
-static void fill_ctx(rt_session *s, trace_ctx *c, trace_dir dir, int type)
+/* The filter's view of a message of s, and the trace input fields common to rx and tx. */
+static void fill(rt_session *s, trace_dir dir, int type, trace_ctx *c, trace_input *in)
 {
-    const rt_cur_action *a = &s->rt->cur;
+    rt_router *rt = s->rt;
+    const rt_cur_action *a = &rt->cur;
     c->direction = dir;
     c->msg_type = type;
     c->session_id = s->id;
@@ -32,6 +34,15 @@ static void fill_ctx(rt_session *s, trace_ctx *c, trace_dir dir, int type)
     c->authid = s->authid;
     c->authrole = s->authrole;
     c->uri = a->uri_text;
+    memset(in, 0, sizeof(*in));
+    in->pc_ns = pc_ns(rt);
+    in->ts_ns = rt_trace_wall_ns();
+    in->peer = s->tpeer;
+    in->peer_slot = s->realm ? &s->tpeer : NULL;
+    in->uri = a->uri;
+    in->uri_slot = &rt->cur.uri;
+    in->correlation = a->set ? a->uuid : NULL;
+    in->ser = s->ser;
 }
 
 void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
@@ -136,19 +147,10 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         }
     }
     trace_ctx c;
-    fill_ctx(s, &c, TRACE_RX, m ? (int)m->type : 0);
     trace_input in;
-    memset(&in, 0, sizeof(in));
-    in.pc_ns = pc_ns(rt);
-    in.ts_ns = rt_trace_wall_ns();
-    in.peer = s->tpeer;
-    in.peer_slot = s->realm ? &s->tpeer : NULL;
-    in.uri = rt->cur.uri;
-    in.uri_slot = &rt->cur.uri;
-    in.correlation = rt->cur.set ? rt->cur.uuid : NULL;
+    fill(s, TRACE_RX, m ? (int)m->type : 0, &c, &in);
     in.correlation_is_anchor = anchor;
     in.correlation_is_last = last;
-    in.ser = s->ser;
     in.bytes = data;
     in.len = len;
     in.msg = m ? m->root : NULL;
@@ -160,18 +162,9 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     rt_router *rt = s->rt;
     int type = (int)json_integer_value(json_array_get(e->msg, 0));
     trace_ctx c;
-    fill_ctx(s, &c, TRACE_TX, type);
     trace_input in;
-    memset(&in, 0, sizeof(in));
-    in.pc_ns = pc_ns(rt);
-    in.ts_ns = rt_trace_wall_ns();
-    in.peer = s->tpeer;
-    in.peer_slot = s->realm ? &s->tpeer : NULL;
-    in.uri = rt->cur.uri;
-    in.uri_slot = &rt->cur.uri;
-    in.correlation = rt->cur.set ? rt->cur.uuid : NULL;
+    fill(s, TRACE_TX, type, &c, &in);
     in.correlation_is_last = rt->cur.set && rt->cur.last;
-    in.ser = s->ser;
     in.wire = wire;
     in.msg = e->msg;
     for (int i = 1; i < WAMP_SER_COUNT; i++) {

@@ -164,3 +164,21 @@ const char *fake_msg_str(const json_t *msg, size_t i)
     ck_assert_msg(json_is_string(v), "element %zu is not a string", i);
     return json_string_value(v);
 }
+
+fake_conn *fake_conn_new_joined(rt_router *rt, wamp_ser ser, const char *realm)
+{
+    fake_conn *c = fake_conn_new(rt, ser);
+    fake_conn_join(c, realm);
+    return c;
+}
+
+void fake_expect_error(fake_conn *c, int req_type, int64_t request, const char *uri)
+{
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    ck_assert_int_eq(fake_msg_int(m, 1), req_type);
+    ck_assert_int_eq(fake_msg_int(m, 2), request);
+    ck_assert_str_eq(fake_msg_str(m, 4), uri);
+    json_decref(m);
+}

@@ -57,6 +57,12 @@ void fake_conn_clear(fake_conn *c);
 /* HELLO to realm with the usual client roles; asserts WELCOME and returns the session id. */
 uint64_t fake_conn_join(fake_conn *c, const char *realm);
 
+/* fake_conn_new() + fake_conn_join(). */
+fake_conn *fake_conn_new_joined(rt_router *rt, wamp_ser ser, const char *realm);
+
+/* Asserts the next message is ERROR answering (req_type, request) with error uri. */
+void fake_expect_error(fake_conn *c, int req_type, int64_t request, const char *uri);
+
 /* Message helpers for assertions. */
 int64_t fake_msg_int(const json_t *msg, size_t i);
 const char *fake_msg_str(const json_t *msg, size_t i);

@@ -21,9 +21,7 @@ static void teardown(void)
 
 static fake_conn *joined(wamp_ser ser, const char *realm)
 {
-    fake_conn *c = fake_conn_new(T.rt, ser);
-    fake_conn_join(c, realm);
-    return c;
+    return fake_conn_new_joined(T.rt, ser, realm);
 }
 
 /* SUBSCRIBE request 1 to topic; returns the subscription id. */
@@ -36,17 +34,6 @@ static int64_t subscribe(fake_conn *c, const char *topic)
     int64_t id = fake_msg_int(m, 2);
     json_decref(m);
     return id;
-}
-
-static void expect_error(fake_conn *c, int req_type, int64_t request, const char *uri)
-{
-    json_t *m = fake_conn_next(c);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
-    ck_assert_int_eq(fake_msg_int(m, 1), req_type);
-    ck_assert_int_eq(fake_msg_int(m, 2), request);
-    ck_assert_str_eq(fake_msg_str(m, 4), uri);
-    json_decref(m);
 }
 
 START_TEST(test_subscribers_share_subscription_id)
@@ -122,9 +109,9 @@ START_TEST(test_publish_without_ack_is_silent)
     fake_conn_send(a, "[16, 3, {}, \"com..bad\"]");
     ck_assert_uint_eq(fake_conn_pending(a), 0);
     fake_conn_send(a, "[16, 4, {\"acknowledge\": true}, \"com..bad\"]");
-    expect_error(a, WAMP_MSG_PUBLISH, 4, WAMP_ERROR_INVALID_URI);
+    fake_expect_error(a, WAMP_MSG_PUBLISH, 4, WAMP_ERROR_INVALID_URI);
     fake_conn_send(a, "[16, 5, {\"acknowledge\": 1}, \"com.x\"]");
-    expect_error(a, WAMP_MSG_PUBLISH, 5, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_expect_error(a, WAMP_MSG_PUBLISH, 5, WAMP_ERROR_INVALID_ARGUMENT);
     fake_conn_free(a);
 }
 
@@ -175,9 +162,9 @@ START_TEST(test_unsubscribe)
     ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 1);
     /* Again: a is no longer subscribed. */
     fake_conn_send(a, "[34, 10, %lld]", (long long)id);
-    expect_error(a, WAMP_MSG_UNSUBSCRIBE, 10, WAMP_ERROR_NO_SUCH_SUBSCRIPTION);
+    fake_expect_error(a, WAMP_MSG_UNSUBSCRIBE, 10, WAMP_ERROR_NO_SUCH_SUBSCRIPTION);
     fake_conn_send(a, "[34, 11, 424242]");
-    expect_error(a, WAMP_MSG_UNSUBSCRIBE, 11, WAMP_ERROR_NO_SUCH_SUBSCRIPTION);
+    fake_expect_error(a, WAMP_MSG_UNSUBSCRIBE, 11, WAMP_ERROR_NO_SUCH_SUBSCRIPTION);
     /* Events now reach only b. */
     fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
     fake_conn_send(pub, "[16, 1, {}, \"com.t\"]");
@@ -210,9 +197,9 @@ START_TEST(test_subscribe_errors)
 {
     fake_conn *a = joined(WAMP_SER_JSON, "realm1");
     fake_conn_send(a, "[32, 1, {}, \"com. bad\"]");
-    expect_error(a, WAMP_MSG_SUBSCRIBE, 1, WAMP_ERROR_INVALID_URI);
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 1, WAMP_ERROR_INVALID_URI);
     fake_conn_send(a, "[32, 2, {\"match\": \"prefix\"}, \"com\"]");
-    expect_error(a, WAMP_MSG_SUBSCRIBE, 2, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 2, WAMP_ERROR_INVALID_ARGUMENT);
     ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 0);
     fake_conn_free(a);
 }
@@ -227,10 +214,10 @@ START_TEST(test_authorization)
     ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_SUBSCRIBED);
     json_decref(m);
     fake_conn_send(a, "[32, 2, {}, \"com.closed.news\"]");
-    expect_error(a, WAMP_MSG_SUBSCRIBE, 2, WAMP_ERROR_NOT_AUTHORIZED);
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 2, WAMP_ERROR_NOT_AUTHORIZED);
     /* Prefix permission does not allow publish; the exact one does. */
     fake_conn_send(a, "[16, 3, {\"acknowledge\": true}, \"com.open.news\"]");
-    expect_error(a, WAMP_MSG_PUBLISH, 3, WAMP_ERROR_NOT_AUTHORIZED);
+    fake_expect_error(a, WAMP_MSG_PUBLISH, 3, WAMP_ERROR_NOT_AUTHORIZED);
     fake_conn_send(a, "[16, 4, {\"acknowledge\": true}, \"com.open.exact\"]");
     m = fake_conn_next(a);
     ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_PUBLISHED);

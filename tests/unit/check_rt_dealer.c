@@ -24,9 +24,7 @@ static void teardown(void)
 
 static fake_conn *joined(wamp_ser ser, const char *realm)
 {
-    fake_conn *c = fake_conn_new(T.rt, ser);
-    fake_conn_join(c, realm);
-    return c;
+    return fake_conn_new_joined(T.rt, ser, realm);
 }
 
 static int64_t do_register(fake_conn *c, const char *proc)
@@ -38,17 +36,6 @@ static int64_t do_register(fake_conn *c, const char *proc)
     int64_t id = fake_msg_int(m, 2);
     json_decref(m);
     return id;
-}
-
-static void expect_error(fake_conn *c, int req_type, int64_t request, const char *uri)
-{
-    json_t *m = fake_conn_next(c);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
-    ck_assert_int_eq(fake_msg_int(m, 1), req_type);
-    ck_assert_int_eq(fake_msg_int(m, 2), request);
-    ck_assert_str_eq(fake_msg_str(m, 4), uri);
-    json_decref(m);
 }
 
 /* Takes the INVOCATION the callee received and checks its registration; returns it (owned). */
@@ -116,9 +103,9 @@ START_TEST(test_no_such_procedure_and_invalid_uri)
 {
     fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
     fake_conn_send(caller, "[48, 1, {}, \"com.nobody\"]");
-    expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    fake_expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_NO_SUCH_PROCEDURE);
     fake_conn_send(caller, "[48, 2, {}, \"com#bad\"]");
-    expect_error(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_INVALID_URI);
+    fake_expect_error(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_INVALID_URI);
     fake_conn_free(caller);
 }
 
@@ -130,9 +117,9 @@ START_TEST(test_register_twice_fails)
     fake_conn *b = joined(WAMP_SER_JSON, "realm1");
     do_register(a, "com.p");
     fake_conn_send(b, "[64, 5, {}, \"com.p\"]");
-    expect_error(b, WAMP_MSG_REGISTER, 5, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
+    fake_expect_error(b, WAMP_MSG_REGISTER, 5, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
     fake_conn_send(b, "[64, 6, {\"invoke\": \"roundrobin\"}, \"com.q\"]");
-    expect_error(b, WAMP_MSG_REGISTER, 6, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_expect_error(b, WAMP_MSG_REGISTER, 6, WAMP_ERROR_INVALID_ARGUMENT);
     fake_conn_free(a);
     /* Once a is gone the procedure is free again. */
     do_register(b, "com.p");
@@ -147,14 +134,14 @@ START_TEST(test_unregister)
     fake_conn *other = joined(WAMP_SER_JSON, "realm1");
     int64_t reg = do_register(callee, "com.p");
     fake_conn_send(other, "[66, 1, %lld]", (long long)reg);
-    expect_error(other, WAMP_MSG_UNREGISTER, 1, WAMP_ERROR_NO_SUCH_REGISTRATION);
+    fake_expect_error(other, WAMP_MSG_UNREGISTER, 1, WAMP_ERROR_NO_SUCH_REGISTRATION);
     fake_conn_send(callee, "[66, 2, %lld]", (long long)reg);
     json_t *m = fake_conn_next(callee);
     ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_UNREGISTERED);
     ck_assert_int_eq(fake_msg_int(m, 1), 2);
     json_decref(m);
     fake_conn_send(other, "[48, 3, {}, \"com.p\"]");
-    expect_error(other, WAMP_MSG_CALL, 3, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    fake_expect_error(other, WAMP_MSG_CALL, 3, WAMP_ERROR_NO_SUCH_PROCEDURE);
     fake_conn_free(callee);
     fake_conn_free(other);
 }
@@ -172,8 +159,8 @@ START_TEST(test_callee_leaving_cancels_pending_calls)
     ck_assert_uint_eq(fake_conn_pending(callee), 2);
     ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 2);
     fake_conn_disconnect(callee);
-    expect_error(c1, WAMP_MSG_CALL, 1, WAMP_ERROR_CANCELED);
-    expect_error(c2, WAMP_MSG_CALL, 2, WAMP_ERROR_CANCELED);
+    fake_expect_error(c1, WAMP_MSG_CALL, 1, WAMP_ERROR_CANCELED);
+    fake_expect_error(c2, WAMP_MSG_CALL, 2, WAMP_ERROR_CANCELED);
     ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
     ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 0);
     fake_conn_free(callee);
@@ -257,11 +244,11 @@ START_TEST(test_local_procedure)
     json_decref(res);
     json_decref(expect);
     fake_conn_send(caller, "[48, 5, {}, \"wampscope.echo\"]");
-    expect_error(caller, WAMP_MSG_CALL, 5, "com.example.empty");
+    fake_expect_error(caller, WAMP_MSG_CALL, 5, "com.example.empty");
     ck_assert_int_eq(calls, 2);
     /* A client cannot take over a local procedure. */
     fake_conn_send(caller, "[64, 6, {}, \"wampscope.echo\"]");
-    expect_error(caller, WAMP_MSG_REGISTER, 6, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
+    fake_expect_error(caller, WAMP_MSG_REGISTER, 6, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
     fake_conn_free(caller);
 }
 
@@ -271,12 +258,12 @@ START_TEST(test_authorization)
 {
     fake_conn *a = joined(WAMP_SER_JSON, "locked");
     fake_conn_send(a, "[64, 1, {}, \"com.open.other\"]");
-    expect_error(a, WAMP_MSG_REGISTER, 1, WAMP_ERROR_NOT_AUTHORIZED);
+    fake_expect_error(a, WAMP_MSG_REGISTER, 1, WAMP_ERROR_NOT_AUTHORIZED);
     do_register(a, "com.open.exact");
     fake_conn_send(a, "[48, 2, {}, \"com.closed.x\"]");
-    expect_error(a, WAMP_MSG_CALL, 2, WAMP_ERROR_NOT_AUTHORIZED);
+    fake_expect_error(a, WAMP_MSG_CALL, 2, WAMP_ERROR_NOT_AUTHORIZED);
     fake_conn_send(a, "[48, 3, {}, \"com.open.missing\"]");
-    expect_error(a, WAMP_MSG_CALL, 3, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    fake_expect_error(a, WAMP_MSG_CALL, 3, WAMP_ERROR_NO_SUCH_PROCEDURE);
     fake_conn_free(a);
 }
 
@@ -299,7 +286,7 @@ START_TEST(test_result_too_big_for_caller)
     big[sizeof(big) - 1] = '\0';
     fake_conn_send(callee, "[70, %lld, {}, [\"%s\"]]", (long long)fake_msg_int(inv, 1), big);
     json_decref(inv);
-    expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED);
+    fake_expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED);
     fake_conn_free(caller);
     fake_conn_free(callee);
 }

@@ -72,9 +72,7 @@ static void teardown(void)
 
 static fake_conn *joined(wamp_ser ser, const char *realm)
 {
-    fake_conn *c = fake_conn_new(T.rt, ser);
-    fake_conn_join(c, realm);
-    return c;
+    return fake_conn_new_joined(T.rt, ser, realm);
 }
 
 /* Starts trace id with options given as JSON text (NULL = defaults). */
