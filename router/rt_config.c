@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "rt_log.h"
+#include "trace_options.h"
 
 /* Generated from configs/default.json by router/embed_config.cmake. */
 extern const char rt_config_default_json[];
@@ -1461,6 +1462,8 @@ static const key_rule management_rules[] = {
 
 static const key_rule tracing_rules[] = {
         K_PARSED("max_traces"),
+        K_PARSED("default_limit"),
+        K_PARSED("default_max_bytes"),
 };
 
 static const key_rule wampscope_rules[] = {
@@ -1548,14 +1551,27 @@ static wamp_err parse_wampscope(cfg_ctx *c, const char *path, const json_t *o, r
     if (tracing) {
         cfg_path tp = path_key(path, "tracing");
         json_int_t max = (json_int_t)cfg->tracing_max_traces;
+        json_int_t limit = (json_int_t)cfg->tracing_default_limit;
+        json_int_t max_bytes = (json_int_t)cfg->tracing_default_max_bytes;
         err = check_keys(c, tp.s, tracing, tracing_rules, N_RULES(tracing_rules));
         if (err == WAMP_OK) {
             err = opt_int(c, tp.s, tracing, "max_traces", 1, 1024, NULL, &max);
+        }
+        if (err == WAMP_OK) {
+            err = opt_int(c, tp.s, tracing, "default_limit", 1, TRACE_OPT_LIMIT_MAX, "records",
+                          &limit);
+        }
+        if (err == WAMP_OK) {
+            err = opt_int(c, tp.s, tracing, "default_max_bytes",
+                          (json_int_t)TRACE_OPT_MAX_BYTES_MIN, (json_int_t)TRACE_OPT_MAX_BYTES_MAX,
+                          "bytes", &max_bytes);
         }
         if (err != WAMP_OK) {
             return err;
         }
         cfg->tracing_max_traces = (size_t)max;
+        cfg->tracing_default_limit = (size_t)limit;
+        cfg->tracing_default_max_bytes = (uint64_t)max_bytes;
     }
     const char *level = NULL;
     err = opt_str(c, path, o, "log_level", &level);
@@ -1903,6 +1919,8 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
     };
     cfg->mgmt_enabled = true;
     cfg->tracing_max_traces = DEF_MAX_TRACES;
+    cfg->tracing_default_limit = TRACE_OPT_LIMIT_DEFAULT;
+    cfg->tracing_default_max_bytes = TRACE_OPT_MAX_BYTES_DEFAULT;
     wamp_err err = dup_str(c, DEF_MGMT_REALM, &cfg->mgmt_realm);
     if (err == WAMP_OK) {
         err = dup_str(c, DEF_WORKER_ID, &cfg->worker_id);

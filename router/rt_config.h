@@ -91,7 +91,12 @@ typedef struct rt_config {
     char *mgmt_realm;          /* wampscope.management.realm (default "mgmt") */
     bool mgmt_enabled;         /* wampscope.management.enabled (default true) */
     size_t tracing_max_traces; /* wampscope.tracing.max_traces (default 16) */
-    char *log_level;           /* wampscope.log_level or NULL (then the command line decides) */
+    /* wampscope.tracing.default_limit / default_max_bytes: limit and max_bytes of traces whose
+     * options do not set them (defaults 100000 records, 64 MiB). 0, as in a zeroed hand-built
+     * config, means the built-in default. */
+    size_t tracing_default_limit;
+    uint64_t tracing_default_max_bytes;
+    char *log_level; /* wampscope.log_level or NULL (then the command line decides) */
     /* wampscope.management.trusted_networks: peers that protected mode admits anonymously as
      * admin (default 127.0.0.0/8 and ::1/128). The loader always sets a non-NULL array (also for
      * an empty list, which admits nobody). NULL, as in a zeroed hand-built config, means the

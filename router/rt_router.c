@@ -49,6 +49,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     if (!rt->hub || !rt->realms) {
         goto fail;
     }
+    trace_hub_set_defaults(rt->hub, cfg->tracing_default_limit, cfg->tracing_default_max_bytes);
     for (size_t i = 0; i < cfg->n_realms; i++) {
         rt->realms[i] = rt_realm_new(rt, &cfg->realms[i]);
         if (!rt->realms[i]) {

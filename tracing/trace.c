@@ -46,9 +46,9 @@ bool trace_id_is_valid(const char *id)
     return true;
 }
 
-wamp_err trace_new(const char *id, const json_t *options, const char *mgmt_realm, uint64_t pc_ns,
-                   uint64_t ts_ns, unsigned *running_counter, trace **out, char *why,
-                   size_t why_len)
+wamp_err trace_new(const char *id, const json_t *options, const trace_option_defaults *defaults,
+                   const char *mgmt_realm, uint64_t pc_ns, uint64_t ts_ns,
+                   unsigned *running_counter, trace **out, char *why, size_t why_len)
 {
     wamp_err err;
     *out = NULL;
@@ -65,7 +65,7 @@ wamp_err trace_new(const char *id, const json_t *options, const char *mgmt_realm
     if (!t) {
         return WAMP_ENOMEM;
     }
-    err = trace_options_parse(options, &t->opts, why, why_len);
+    err = trace_options_parse_with(options, defaults, &t->opts, why, why_len);
     if (err != WAMP_OK) {
         goto fail;
     }

@@ -51,15 +51,16 @@ typedef struct trace_batch {
 bool trace_id_is_valid(const char *id);
 
 /* New running trace named id (copied), started at (pc_ns, ts_ns), with options parsed from
- * options (NULL / JSON null = defaults; see trace_options_parse()). mgmt_realm (may be NULL) is
- * the management realm, excluded unless the options' realms name it. running_counter, if not
+ * options (NULL / JSON null = defaults; see trace_options_parse_with()); defaults (borrowed, NULL
+ * = built-in) supplies limit and max_bytes when options do not set them. mgmt_realm (may be NULL)
+ * is the management realm, excluded unless the options' realms name it. running_counter, if not
  * NULL, is incremented now and decremented when the trace stops or is freed while running (the
  * hub's "anything running?" count). *out owns the new trace (free with trace_free()).
  * WAMP_EINVAL with a message in why: invalid options (the message names the option) or an
  * invalid id ("trace_id: ..."). WAMP_ENOMEM. *out is NULL and the counter unchanged on failure. */
-wamp_err trace_new(const char *id, const json_t *options, const char *mgmt_realm, uint64_t pc_ns,
-                   uint64_t ts_ns, unsigned *running_counter, trace **out, char *why,
-                   size_t why_len);
+wamp_err trace_new(const char *id, const json_t *options, const trace_option_defaults *defaults,
+                   const char *mgmt_realm, uint64_t pc_ns, uint64_t ts_ns,
+                   unsigned *running_counter, trace **out, char *why, size_t why_len);
 /* Frees the trace and every record (NULL-safe). */
 void trace_free(trace *t);
 

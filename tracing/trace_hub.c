@@ -17,8 +17,9 @@ struct trace_hub {
     char *mgmt_realm; /* owned; NULL = none */
     trace **traces;   /* max_traces slots; n used, oldest first */
     size_t n;
-    trace **hits;     /* max_traces slots: scratch for trace_hub_on_message() */
-    uint64_t auto_id; /* last number used for a "traceN" name */
+    trace **hits;                   /* max_traces slots: scratch for trace_hub_on_message() */
+    uint64_t auto_id;               /* last number used for a "traceN" name */
+    trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
 };
 
 _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
@@ -88,6 +89,12 @@ size_t trace_hub_max_traces(const trace_hub *hub)
     return hub->max_traces;
 }
 
+void trace_hub_set_defaults(trace_hub *hub, size_t limit, uint64_t max_bytes)
+{
+    hub->defaults.limit = limit;
+    hub->defaults.max_bytes = max_bytes;
+}
+
 wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, uint64_t pc_ns,
                          uint64_t ts_ns, trace **out, char *why, size_t why_len)
 {
@@ -129,8 +136,8 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
         return WAMP_ETOOBIG;
     }
     trace *t;
-    wamp_err err = trace_new(id, options, hub->mgmt_realm, pc_ns, ts_ns, &hub->pub.running, &t, why,
-                             why_len);
+    wamp_err err = trace_new(id, options, &hub->defaults, hub->mgmt_realm, pc_ns, ts_ns,
+                             &hub->pub.running, &t, why, why_len);
     if (err != WAMP_OK) {
         return err;
     }

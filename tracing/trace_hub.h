@@ -53,6 +53,11 @@ static inline bool trace_hub_is_active(const trace_hub *hub)
 trace_hub *trace_hub_new(size_t max_traces, const char *mgmt_realm);
 /* Frees every trace and its records (NULL-safe). */
 void trace_hub_free(trace_hub *hub);
+/* Defaults of limit (records held) and max_bytes for traces started from now on whose options
+ * do not set them (wampscope.tracing.default_limit / default_max_bytes). 0 keeps the built-in
+ * default (TRACE_OPT_LIMIT_DEFAULT / TRACE_OPT_MAX_BYTES_DEFAULT); other values are clamped into
+ * the option's range. Traces already held keep their limits. */
+void trace_hub_set_defaults(trace_hub *hub, size_t limit, uint64_t max_bytes);
 
 /* Starts a trace named id (NULL: the first free name of "trace1", "trace2", ... from a counter
  * that never goes back) with options (NULL / JSON null = defaults) at (pc_ns, ts_ns).

@@ -467,13 +467,31 @@ static json_t *effective(const trace_options *o, const json_t *given, const char
 
 wamp_err trace_options_parse(const json_t *j, trace_options *out, char *why, size_t why_len)
 {
+    return trace_options_parse_with(j, NULL, out, why, why_len);
+}
+
+/* A configured default: 0 = builtin, otherwise clamped into [lo, hi]. */
+static uint64_t default_in_range(uint64_t v, uint64_t builtin, uint64_t lo, uint64_t hi)
+{
+    if (v == 0) {
+        return builtin;
+    }
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+wamp_err trace_options_parse_with(const json_t *j, const trace_option_defaults *defaults,
+                                  trace_options *out, char *why, size_t why_len)
+{
     wamp_err err = WAMP_OK;
     memset(out, 0, sizeof(*out));
     out->msg_types[0] = out->msg_types[1] = UINT64_MAX;
     out->direction = TRACE_RX | TRACE_TX;
     out->trace_app_payload = true;
-    out->limit = TRACE_OPT_LIMIT_DEFAULT;
-    out->max_bytes = TRACE_OPT_MAX_BYTES_DEFAULT;
+    out->limit = (size_t)default_in_range(defaults ? defaults->limit : 0, TRACE_OPT_LIMIT_DEFAULT,
+                                          1, TRACE_OPT_LIMIT_MAX);
+    out->max_bytes =
+            default_in_range(defaults ? defaults->max_bytes : 0, TRACE_OPT_MAX_BYTES_DEFAULT,
+                             TRACE_OPT_MAX_BYTES_MIN, TRACE_OPT_MAX_BYTES_MAX);
     out->batching_period = TRACE_OPT_BATCH_DEFAULT;
     if (json_is_null(j)) {
         j = NULL;

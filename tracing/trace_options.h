@@ -64,11 +64,24 @@ typedef struct trace_options {
     json_t *json;
 } trace_options;
 
+/* Defaults of the options that a deployment may configure (wampscope.tracing.default_limit /
+ * default_max_bytes). Plain data; a field of 0 means the built-in default
+ * (TRACE_OPT_LIMIT_DEFAULT / TRACE_OPT_MAX_BYTES_DEFAULT). Non-zero values are clamped into the
+ * option's range (limit 1..TRACE_OPT_LIMIT_MAX, max_bytes TRACE_OPT_MAX_BYTES_MIN..MAX). */
+typedef struct trace_option_defaults {
+    size_t limit;
+    uint64_t max_bytes;
+} trace_option_defaults;
+
 /* Parses j (an object; NULL or JSON null = all defaults) into *out. WAMP_EINVAL with a message
  * naming the option in why (when why != NULL) if j is not an object or an option is unknown, of
  * the wrong type, out of range, or not supported yet; WAMP_ENOMEM. *out is zeroed after failure
- * (trace_options_fini() on it is harmless). */
+ * (trace_options_fini() on it is harmless). Same as trace_options_parse_with(j, NULL, ...). */
 wamp_err trace_options_parse(const json_t *j, trace_options *out, char *why, size_t why_len);
+/* As trace_options_parse(), but limit and max_bytes, when j does not set them, come from
+ * defaults (NULL = the built-in defaults); out->json shows the effective values. */
+wamp_err trace_options_parse_with(const json_t *j, const trace_option_defaults *defaults,
+                                  trace_options *out, char *why, size_t why_len);
 
 /* Releases everything o owns (NULL-safe) and zeroes it. */
 void trace_options_fini(trace_options *o);

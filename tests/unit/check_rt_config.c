@@ -179,6 +179,8 @@ START_TEST(test_default_config)
     ck_assert(cfg->mgmt_enabled);
     ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
+    ck_assert_uint_eq(cfg->tracing_default_limit, 100000);
+    ck_assert_uint_eq(cfg->tracing_default_max_bytes, 64 * MIB);
     ck_assert_ptr_null(cfg->log_level);
     assert_default_trusted(cfg);
 
@@ -314,6 +316,8 @@ START_TEST(test_minimal_defaults)
     ck_assert(cfg->mgmt_enabled);
     ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
+    ck_assert_uint_eq(cfg->tracing_default_limit, 100000);
+    ck_assert_uint_eq(cfg->tracing_default_max_bytes, 64 * MIB);
     ck_assert_ptr_null(cfg->log_level);
     assert_default_trusted(cfg);
     rt_config_free(cfg);
@@ -479,7 +483,8 @@ START_TEST(test_wampscope_values)
     rt_config *cfg = load_ok(WITH_WAMPSCOPE(
             "{'limits':{'max_message_size':1024,'max_queue_bytes':2048,'max_queue_messages':1,"
             "'hello_timeout':100,'shutdown_grace':0},'management':{'realm':'ops','enabled':"
-            "false},'tracing':{'max_traces':1024},'log_level':'debug'}"));
+            "false},'tracing':{'max_traces':1024,'default_limit':1,'default_max_bytes':1024},"
+            "'log_level':'debug'}"));
     ck_assert_uint_eq(cfg->limits.max_message_size, 1024);
     ck_assert_uint_eq(cfg->limits.max_queue_bytes, 2048);
     ck_assert_uint_eq(cfg->limits.max_queue_messages, 1);
@@ -490,7 +495,17 @@ START_TEST(test_wampscope_values)
     ck_assert_str_eq(cfg->mgmt_realm, "ops");
     ck_assert(!cfg->mgmt_enabled);
     ck_assert_uint_eq(cfg->tracing_max_traces, 1024);
+    ck_assert_uint_eq(cfg->tracing_default_limit, 1);
+    ck_assert_uint_eq(cfg->tracing_default_max_bytes, 1024);
     ck_assert_str_eq(cfg->log_level, "debug");
+    rt_config_free(cfg);
+
+    /* The upper ends of the trace options' ranges; max_traces keeps its default. */
+    cfg = load_ok(WITH_WAMPSCOPE(
+            "{'tracing':{'default_limit':10000000,'default_max_bytes':1099511627776}}"));
+    ck_assert_uint_eq(cfg->tracing_max_traces, 16);
+    ck_assert_uint_eq(cfg->tracing_default_limit, 10000000);
+    ck_assert_uint_eq(cfg->tracing_default_max_bytes, (uint64_t)1 << 40);
     rt_config_free(cfg);
 
     /* A disabled management realm may share its name with an application realm. */
@@ -1130,6 +1145,20 @@ static const refusal refusals[] = {
                                                  "be 0..32"},
         {WITH_WAMPSCOPE("{'tracing':{'max_traces':0}}"),
          P_WS ".tracing.max_traces: must be an integer 1..1024"},
+        {WITH_WAMPSCOPE("{'tracing':{'default_limit':0}}"),
+         P_WS ".tracing.default_limit: must be an integer 1..10000000 records"},
+        {WITH_WAMPSCOPE("{'tracing':{'default_limit':10000001}}"),
+         P_WS ".tracing.default_limit: must be an integer 1..10000000 records"},
+        {WITH_WAMPSCOPE("{'tracing':{'default_limit':'100'}}"),
+         P_WS ".tracing.default_limit: must be an integer 1..10000000 records"},
+        {WITH_WAMPSCOPE("{'tracing':{'default_max_bytes':1023}}"),
+         P_WS ".tracing.default_max_bytes: must be an integer 1024..1099511627776 bytes"},
+        {WITH_WAMPSCOPE("{'tracing':{'default_max_bytes':1099511627777}}"),
+         P_WS ".tracing.default_max_bytes: must be an integer 1024..1099511627776 bytes"},
+        {WITH_WAMPSCOPE("{'tracing':{'default_max_bytes':1.5e6}}"),
+         P_WS ".tracing.default_max_bytes: must be an integer 1024..1099511627776 bytes"},
+        {WITH_WAMPSCOPE("{'tracing':{'default_limits':5}}"),
+         P_WS ".tracing.default_limits: unknown key"},
         {WITH_WAMPSCOPE("{'log_level':'verbose'}"),
          P_WS ".log_level: must be \"error\", \"warn\", \"info\", \"debug\" or \"trace\" (got "
               "\"verbose\")"},

@@ -321,6 +321,62 @@ START_TEST(test_stop_keeps_records_readable)
 
 END_TEST
 
+/* The effective limit / max_bytes of t: in its store and in the options its metadata shows. */
+static void assert_limits(const trace *t, size_t limit, uint64_t max_bytes)
+{
+    ck_assert_uint_eq(trace_store_limit(trace_get_store(t)), limit);
+    ck_assert_uint_eq(trace_store_max_bytes(trace_get_store(t)), max_bytes);
+    const trace_options *o = trace_get_options(t);
+    ck_assert_uint_eq(o->limit, limit);
+    ck_assert_uint_eq(o->max_bytes, max_bytes);
+    ck_assert_int_eq(json_integer_value(json_object_get(o->json, "limit")), (json_int_t)limit);
+    ck_assert_int_eq(json_integer_value(json_object_get(o->json, "max_bytes")),
+                     (json_int_t)max_bytes);
+}
+
+START_TEST(test_configured_defaults)
+{
+    trace_hub *h = hub_of(8);
+    /* Built-in defaults until set. */
+    assert_limits(start(h, "builtin", NULL), TRACE_OPT_LIMIT_DEFAULT, TRACE_OPT_MAX_BYTES_DEFAULT);
+
+    trace_hub_set_defaults(h, 3, 4096);
+    trace *d = start(h, "defaults", NULL);
+    assert_limits(d, 3, 4096);
+    assert_limits(start(h, "other_opts", "{\"direction\": \"rx\"}"), 3, 4096);
+    /* Explicit values win, each on its own. */
+    assert_limits(start(h, "explicit", "{\"limit\": 7, \"max_bytes\": 2048}"), 7, 2048);
+    assert_limits(start(h, "limit_only", "{\"limit\": 7}"), 7, 4096);
+    assert_limits(start(h, "bytes_only", "{\"max_bytes\": 2048}"), 3, 2048);
+    /* Traces already held keep theirs. */
+    assert_limits(trace_hub_find(h, "builtin"), TRACE_OPT_LIMIT_DEFAULT,
+                  TRACE_OPT_MAX_BYTES_DEFAULT);
+    /* The default limit is enforced: the oldest records are dropped beyond it. */
+    for (int i = 0; i < 5; i++) {
+        offer_rx(h);
+    }
+    ck_assert_uint_eq(held(d), 3);
+    ck_assert_uint_eq(trace_store_dropped(trace_get_store(d)), 2);
+    ck_assert_uint_eq(held(trace_hub_find(h, "explicit")), 5);
+
+    /* 0 keeps (restores) the built-in defaults, one field at a time. */
+    trace_hub_set_defaults(h, 0, 4096);
+    assert_limits(start(h, "zero_limit", NULL), TRACE_OPT_LIMIT_DEFAULT, 4096);
+    trace_hub_set_defaults(h, 3, 0);
+    assert_limits(start(h, "zero_bytes", NULL), 3, TRACE_OPT_MAX_BYTES_DEFAULT);
+    trace_hub_free(h);
+
+    /* Out-of-range defaults are clamped into the options' ranges. */
+    h = hub_of(2);
+    trace_hub_set_defaults(h, (size_t)TRACE_OPT_LIMIT_MAX + 1, 1);
+    assert_limits(start(h, "low", NULL), TRACE_OPT_LIMIT_MAX, TRACE_OPT_MAX_BYTES_MIN);
+    trace_hub_set_defaults(h, 1, TRACE_OPT_MAX_BYTES_MAX + 1);
+    assert_limits(start(h, "high", NULL), 1, TRACE_OPT_MAX_BYTES_MAX);
+    trace_hub_free(h);
+}
+
+END_TEST
+
 START_TEST(test_duration_auto_stop)
 {
     trace_hub *h = hub_of(4);
@@ -784,6 +840,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(reg, test_invalid_options_and_id);
     tcase_add_test(reg, test_is_active_only_while_running);
     tcase_add_test(reg, test_stop_keeps_records_readable);
+    tcase_add_test(reg, test_configured_defaults);
     suite_add_tcase(s, reg);
     TCase *life = tcase_create("lifecycle");
     tcase_set_timeout(life, 10);
