@@ -352,6 +352,11 @@ static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t 
 static void on_batch(void *ctx, trace *t, const trace_batch *b)
 {
     mgmt_api *m = ctx;
+    /* Rendering a period's records is the expensive part of a trace: skip it while nobody is
+     * subscribed (a late subscriber fills the gap with get_trace_data). */
+    if (rt_broker_receiver_count(m->broker, NULL, MGMT_TOPIC_PREFIX "on_trace_data", false) == 0) {
+        return;
+    }
     json_t *records = trace_render_records(t, b->first_seq, b->last_seq, SIZE_MAX);
     json_t *period = trace_render_batch(b);
     if (!records || !period) {

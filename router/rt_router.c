@@ -43,6 +43,8 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt_hmap_init(&rt->sessions_by_id);
     rt_list_init(&rt->sessions);
     rt_list_init(&rt->greeting);
+    rt_trace_seed_ids(rt);
+    rt_trace_sync_clocks(rt);
     rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
                             cfg->mgmt_enabled ? cfg->mgmt_realm : NULL);
     rt->realms = calloc(cfg->n_realms + 1, sizeof(*rt->realms));
@@ -218,6 +220,7 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
 void rt_router_tick(rt_router *rt)
 {
     uint64_t now = rt_router_now_us(rt);
+    rt_trace_sync_clocks(rt);
     /* Traces: duration auto-stop and the live feed (also for traces that just stopped). */
     trace_hub_tick(rt->hub, now * 1000u, rt_trace_wall_ns(), rt->trace_events,
                    rt->trace_events_ctx);

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "rt_broker.h"
 #include "rt_core_int.h"
 #include "rt_dealer.h"
@@ -22,11 +24,39 @@ static uint64_t pc_ns(const rt_router *rt)
     return rt_router_now_us(rt) * 1000u;
 }
 
-/* The filter's view of a message of s, and the trace input fields common to rx and tx. */
-static void fill(rt_session *s, trace_dir dir, int type, trace_ctx *c, trace_input *in)
+void rt_trace_sync_clocks(rt_router *rt)
 {
-    rt_router *rt = s->rt;
-    const rt_cur_action *a = &rt->cur;
+    rt->wall_offset_ns = (int64_t)(rt_trace_wall_ns() - pc_ns(rt));
+}
+
+void rt_trace_seed_ids(rt_router *rt)
+{
+    uint64_t seed[2];
+    randombytes_buf(seed, sizeof(seed));
+    rt->uuid_prefix = seed[0];
+    rt->uuid_key = seed[1];
+}
+
+/* A version-4-layout UUID that is unique for the life of the router without a system call per
+ * id (libsodium's randombytes is a getrandom() call each time): 64 random bits fixed at start,
+ * then a counter through a keyed bijection (splitmix64), so ids never repeat within a process
+ * and look unrelated to each other. Correlation ids need uniqueness, not secrecy. */
+static void next_uuid(rt_router *rt, uint8_t out[TRACE_UUID_LEN])
+{
+    uint64_t z = (++rt->uuid_counter) ^ rt->uuid_key;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    memcpy(out, &rt->uuid_prefix, 8);
+    memcpy(out + 8, &z, 8);
+    out[6] = (uint8_t)((out[6] & 0x0fu) | 0x40u); /* version 4 */
+    out[8] = (uint8_t)((out[8] & 0x3fu) | 0x80u); /* RFC 4122 variant */
+}
+
+/* The filter's view of a message of s. */
+static void fill_ctx(rt_session *s, trace_dir dir, int type, trace_ctx *c)
+{
+    const rt_cur_action *a = &s->rt->cur;
     c->direction = dir;
     c->msg_type = type;
     c->session_id = s->id;
@@ -34,9 +64,17 @@ static void fill(rt_session *s, trace_dir dir, int type, trace_ctx *c, trace_inp
     c->authid = s->authid;
     c->authrole = s->authrole;
     c->uri = a->uri_text;
+}
+
+/* The trace input fields common to rx and tx; only for a message some trace keeps (this is
+ * where the clock is read). */
+static void fill_input(rt_session *s, trace_input *in)
+{
+    rt_router *rt = s->rt;
+    const rt_cur_action *a = &rt->cur;
     memset(in, 0, sizeof(*in));
     in->pc_ns = pc_ns(rt);
-    in->ts_ns = rt_trace_wall_ns();
+    in->ts_ns = (uint64_t)((int64_t)in->pc_ns + rt->wall_offset_ns);
     in->peer = s->tpeer;
     in->peer_slot = s->realm ? &s->tpeer : NULL;
     in->uri = a->uri;
@@ -77,7 +115,7 @@ void rt_trace_action_close(rt_router *rt)
 static void open_anchor(rt_router *rt, const char *uri)
 {
     uint8_t uuid[TRACE_UUID_LEN];
-    trace_uuid_new(uuid);
+    next_uuid(rt, uuid);
     rt_trace_action_open(rt, uuid, NULL);
     rt->cur.uri_text = uri;
 }
@@ -147,14 +185,18 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         }
     }
     trace_ctx c;
+    fill_ctx(s, TRACE_RX, m ? (int)m->type : 0, &c);
+    if (trace_hub_match(rt->hub, &c) == 0) {
+        return;
+    }
     trace_input in;
-    fill(s, TRACE_RX, m ? (int)m->type : 0, &c, &in);
+    fill_input(s, &in);
     in.correlation_is_anchor = anchor;
     in.correlation_is_last = last;
     in.bytes = data;
     in.len = len;
     in.msg = m ? m->root : NULL;
-    (void)trace_hub_on_message(rt->hub, &c, &in);
+    (void)trace_hub_record_matched(rt->hub, &c, &in);
 }
 
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
@@ -162,16 +204,19 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     rt_router *rt = s->rt;
     int type = (int)json_integer_value(json_array_get(e->msg, 0));
     trace_ctx c;
-    trace_input in;
-    fill(s, TRACE_TX, type, &c, &in);
-    in.correlation_is_last = rt->cur.set && rt->cur.last;
-    in.wire = wire;
-    in.msg = e->msg;
-    for (int i = 1; i < WAMP_SER_COUNT; i++) {
-        in.ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+    fill_ctx(s, TRACE_TX, type, &c);
+    if (trace_hub_match(rt->hub, &c) > 0) {
+        trace_input in;
+        fill_input(s, &in);
+        in.correlation_is_last = rt->cur.set && rt->cur.last;
+        in.wire = wire;
+        in.msg = e->msg;
+        for (int i = 1; i < WAMP_SER_COUNT; i++) {
+            in.ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+        }
+        in.dropped = drop;
+        (void)trace_hub_record_matched(rt->hub, &c, &in);
     }
-    in.dropped = drop;
-    (void)trace_hub_on_message(rt->hub, &c, &in);
     /* "last" marks one message: the next one sent is not the last unless marked again. */
     rt->cur.last = false;
 }

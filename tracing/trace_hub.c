@@ -17,7 +17,8 @@ struct trace_hub {
     char *mgmt_realm; /* owned; NULL = none */
     trace **traces;   /* max_traces slots; n used, oldest first */
     size_t n;
-    trace **hits;                   /* max_traces slots: scratch for trace_hub_on_message() */
+    trace **hits; /* max_traces slots: the traces trace_hub_match() chose */
+    size_t n_hits;
     uint64_t auto_id;               /* last number used for a "traceN" name */
     trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
 };
@@ -339,18 +340,33 @@ static void build_record(const trace_ctx *c, const trace_input *in, trace_record
     r->dropped = in->dropped;
 }
 
-size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
+size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
 {
+    hub->n_hits = 0;
     if (!hub->pub.running) {
         return 0;
     }
     /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
-    size_t n_hits = 0;
     for (size_t i = 0; i < hub->n; i++) {
         if (trace_matches(hub->traces[i], ctx)) {
-            hub->hits[n_hits++] = hub->traces[i];
+            hub->hits[hub->n_hits++] = hub->traces[i];
         }
     }
+    return hub->n_hits;
+}
+
+size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
+{
+    if (trace_hub_match(hub, ctx) == 0) {
+        return 0;
+    }
+    return trace_hub_record_matched(hub, ctx, in);
+}
+
+size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
+{
+    size_t n_hits = hub->n_hits;
+    hub->n_hits = 0;
     if (n_hits == 0) {
         return 0;
     }

@@ -138,6 +138,14 @@ typedef struct trace_input {
  * rather than failing. May stop traces (max_records). */
 size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in);
 
+/* The same in two steps, so that the caller fills trace_input (clock readings included) only
+ * for a message some trace keeps: trace_hub_match() evaluates the filters and remembers the
+ * traces that keep it (returns how many; 0: stop here), then trace_hub_record_matched() stores
+ * the record in those traces (returns how many). Nothing may start, stop or delete traces in
+ * between. */
+size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx);
+size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in);
+
 /* Callbacks of trace_hub_tick(). Both may be NULL. They may publish (and so re-enter
  * trace_hub_on_message()), but must not start or delete traces. */
 typedef struct trace_hub_events {
