@@ -150,6 +150,12 @@ static const char *check_exact_match(const json_t *opts)
     return "only match policy \"exact\" is supported";
 }
 
+/* Whether a PUBLISH by publisher reaches session to. */
+static bool is_receiver(const rt_session *to, const rt_session *publisher, bool exclude_me)
+{
+    return to->state == RT_SESSION_JOINED && !(to == publisher && exclude_me);
+}
+
 /* EVENT to every eligible member of sub, encoded once per serializer, then PUBLISHED. */
 static wamp_err fan_out(rt_session *s, rt_subscription *sub, uint64_t publication,
                         const wamp_msg *m, bool ack, bool exclude_me)
@@ -161,30 +167,28 @@ static wamp_err fan_out(rt_session *s, rt_subscription *sub, uint64_t publicatio
     if (!ev.msg) {
         return WAMP_ENOMEM;
     }
-    /* The last eligible receiver's EVENT completes the action when nothing is acknowledged. */
-    size_t last = SIZE_MAX;
-    for (size_t i = 0; i < sub->n_members; i++) {
-        rt_session *to = sub->members[i]->s;
-        if (!((to == s && exclude_me) || to->state != RT_SESSION_JOINED)) {
-            last = i;
-        }
+    /* Receivers are members[0 .. end): the last one's EVENT completes the action when nothing
+     * is acknowledged. Found from the back, usually at once. */
+    size_t end = sub->n_members;
+    while (end > 0 && !is_receiver(sub->members[end - 1]->s, s, exclude_me)) {
+        end--;
     }
     if (trace_hub_is_active(s->rt->hub)) {
         /* Tracing reports the size in every serializer in use, so encode them all up front
          * (each only once, as the fan-out would). */
-        for (size_t i = 0; i < sub->n_members && last != SIZE_MAX; i++) {
+        for (size_t i = 0; i < end; i++) {
             wamp_ser ser = sub->members[i]->s->ser;
             if (!ev.buf[ser]) {
                 (void)wamp_codec_encode(ser, ev.msg, &ev.buf[ser]);
             }
         }
     }
-    for (size_t i = 0; i < sub->n_members && last != SIZE_MAX; i++) {
+    for (size_t i = 0; i < end; i++) {
         rt_session *to = sub->members[i]->s;
-        if ((to == s && exclude_me) || to->state != RT_SESSION_JOINED) {
+        if (!is_receiver(to, s, exclude_me)) {
             continue;
         }
-        if (i == last && !ack) {
+        if (i + 1 == end && !ack) {
             RT_TRACE_LAST(s->rt);
         }
         wamp_err err = rt_session_send_encoded(to, &ev);
@@ -355,8 +359,7 @@ size_t rt_broker_receiver_count(rt_broker *b, rt_session *s, const char *topic, 
     rt_subscription *sub = wamp_uri_is_valid(topic, WAMP_URI_LOOSE) ? find_by_uri(b, topic) : NULL;
     size_t n = 0;
     for (size_t i = 0; sub && i < sub->n_members; i++) {
-        rt_session *to = sub->members[i]->s;
-        n += (to == s && exclude_me) || to->state != RT_SESSION_JOINED ? 0 : 1;
+        n += is_receiver(sub->members[i]->s, s, exclude_me) ? 1 : 0;
     }
     return n;
 }

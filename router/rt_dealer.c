@@ -318,10 +318,7 @@ static rt_call *callee_call(rt_dealer *d, rt_session *s, uint64_t invocation)
     return c && c->callee == s ? c : NULL;
 }
 
-/* The callee's YIELD or ERROR (m) completes its pending call: the caller gets RESULT or ERROR
- * with the same payload. An answer to an unknown invocation (canceled, or never made) and an
- * answer whose caller has left are dropped. */
-static wamp_err answer_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
+wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     bool is_error = m->type == WAMP_MSG_ERROR;
     rt_call *c = callee_call(d, s, m->id);
@@ -349,16 +346,6 @@ static wamp_err answer_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
                                      "the answer exceeds the caller's message size limit");
     }
     return err;
-}
-
-wamp_err rt_dealer_on_yield(rt_dealer *d, rt_session *s, const wamp_msg *m)
-{
-    return answer_call(d, s, m);
-}
-
-wamp_err rt_dealer_on_invocation_error(rt_dealer *d, rt_session *s, const wamp_msg *m)
-{
-    return answer_call(d, s, m);
 }
 
 void rt_dealer_on_leave(rt_dealer *d, rt_session *s)

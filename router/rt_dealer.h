@@ -24,9 +24,10 @@ void rt_dealer_free(rt_dealer *d);
 wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m);
 wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m);
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m);
-wamp_err rt_dealer_on_yield(rt_dealer *d, rt_session *s, const wamp_msg *m);
-/* ERROR whose Request.Type is INVOCATION. */
-wamp_err rt_dealer_on_invocation_error(rt_dealer *d, rt_session *s, const wamp_msg *m);
+/* The callee's YIELD, or ERROR whose Request.Type is INVOCATION, completes its pending call:
+ * the caller gets RESULT or ERROR with the same payload. An answer to an unknown invocation
+ * (never made, or not this callee's) and one whose caller has left are dropped. */
+wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m);
 /* The session leaves: its registrations go, calls it was serving fail with wamp.error.canceled
  * to their callers, and calls it made are orphaned (their results dropped). */
 void rt_dealer_on_leave(rt_dealer *d, rt_session *s);

@@ -1,5 +1,5 @@
 /* rt_router.h: THE router context: configuration, realms, the session registry, id generators,
- * the clock and the message hooks. Created once in main(), passed explicitly, reached from lws
+ * the clock and the tracing hub. Created once in main(), passed explicitly, reached from lws
  * callbacks through lws_context_user(). Owns every rt_session and rt_realm.
  * Single-threaded: every function runs on the service thread. */
 #ifndef RT_ROUTER_H

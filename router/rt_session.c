@@ -332,14 +332,14 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
     case WAMP_MSG_CALL:
         return rt_dealer_on_call(rt_realm_dealer(r), s, m);
     case WAMP_MSG_YIELD:
-        return rt_dealer_on_yield(rt_realm_dealer(r), s, m);
+        return rt_dealer_on_answer(rt_realm_dealer(r), s, m);
     case WAMP_MSG_REGISTER:
         return rt_dealer_on_register(rt_realm_dealer(r), s, m);
     case WAMP_MSG_UNREGISTER:
         return rt_dealer_on_unregister(rt_realm_dealer(r), s, m);
     case WAMP_MSG_ERROR:
         if (m->req_type == WAMP_MSG_INVOCATION) {
-            return rt_dealer_on_invocation_error(rt_realm_dealer(r), s, m);
+            return rt_dealer_on_answer(rt_realm_dealer(r), s, m);
         }
         rt_session_protocol_violation(s, "ERROR may only answer an INVOCATION");
         return WAMP_OK;

@@ -146,14 +146,6 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         case WAMP_MSG_PUBLISH:
             open_anchor(rt, m->uri);
             anchor = true;
-            if (s->realm) {
-                /* Without acknowledge and with nobody to deliver to, nothing follows. */
-                json_t *ack = json_object_get(m->dict, "acknowledge");
-                json_t *excl = json_object_get(m->dict, "exclude_me");
-                last = !json_is_true(ack) &&
-                       rt_broker_receiver_count(rt_realm_broker(s->realm), s, m->uri,
-                                                !json_is_false(excl)) == 0;
-            }
             break;
         case WAMP_MSG_CALL:
         case WAMP_MSG_SUBSCRIBE:
@@ -188,6 +180,14 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
     fill_ctx(s, TRACE_RX, m ? (int)m->type : 0, &c);
     if (trace_hub_match(rt->hub, &c) == 0) {
         return;
+    }
+    if (m && m->type == WAMP_MSG_PUBLISH && s->realm) {
+        /* Without acknowledge and with nobody to deliver to, nothing follows the PUBLISH.
+         * Counted only for a message some trace keeps. */
+        last = !json_is_true(json_object_get(m->dict, "acknowledge")) &&
+               rt_broker_receiver_count(rt_realm_broker(s->realm), s, m->uri,
+                                        !json_is_false(json_object_get(m->dict, "exclude_me"))) ==
+                       0;
     }
     trace_input in;
     fill_input(s, &in);
