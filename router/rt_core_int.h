@@ -34,9 +34,7 @@ struct rt_router {
     bool shutting_down;
     uint64_t shutdown_deadline_us;
     rt_router_stats stats;
-    uint64_t uuid_prefix; /* correlation ids: random per process ... */
-    uint64_t uuid_key;    /* ... and a keyed bijection of a counter (rt_trace.c) */
-    uint64_t uuid_counter;
+    trace_uuid_gen uuids;   /* correlation ids */
     int64_t wall_offset_ns; /* wall clock minus the router's monotonic clock, refreshed per tick */
     const trace_hub_events *trace_events; /* the management API's live-feed callbacks */
     void *trace_events_ctx;

@@ -5,8 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <sodium.h>
-
 #include "rt_broker.h"
 #include "rt_core_int.h"
 #include "rt_dealer.h"
@@ -27,30 +25,6 @@ static uint64_t pc_ns(const rt_router *rt)
 void rt_trace_sync_clocks(rt_router *rt)
 {
     rt->wall_offset_ns = (int64_t)(rt_trace_wall_ns() - pc_ns(rt));
-}
-
-void rt_trace_seed_ids(rt_router *rt)
-{
-    uint64_t seed[2];
-    randombytes_buf(seed, sizeof(seed));
-    rt->uuid_prefix = seed[0];
-    rt->uuid_key = seed[1];
-}
-
-/* A version-4-layout UUID that is unique for the life of the router without a system call per
- * id (libsodium's randombytes is a getrandom() call each time): 64 random bits fixed at start,
- * then a counter through a keyed bijection (splitmix64), so ids never repeat within a process
- * and look unrelated to each other. Correlation ids need uniqueness, not secrecy. */
-static void next_uuid(rt_router *rt, uint8_t out[TRACE_UUID_LEN])
-{
-    uint64_t z = (++rt->uuid_counter) ^ rt->uuid_key;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    memcpy(out, &rt->uuid_prefix, 8);
-    memcpy(out + 8, &z, 8);
-    out[6] = (uint8_t)((out[6] & 0x0fu) | 0x40u); /* version 4 */
-    out[8] = (uint8_t)((out[8] & 0x3fu) | 0x80u); /* RFC 4122 variant */
 }
 
 /* The filter's view of a message of s. */
@@ -115,7 +89,7 @@ void rt_trace_action_close(rt_router *rt)
 static void open_anchor(rt_router *rt, const char *uri)
 {
     uint8_t uuid[TRACE_UUID_LEN];
-    next_uuid(rt, uuid);
+    trace_uuid_gen_next(&rt->uuids, uuid);
     rt_trace_action_open(rt, uuid, NULL);
     rt->cur.uri_text = uri;
 }

@@ -44,8 +44,6 @@ void rt_trace_action_close(rt_router *rt);
 /* Re-reads the offset between wall and monotonic clock: records take one clock reading (the
  * monotonic one) and derive wall time from it. Called at start and every tick. */
 void rt_trace_sync_clocks(rt_router *rt);
-/* Seeds the correlation id generator (libsodium randomness); once, at router creation. */
-void rt_trace_seed_ids(rt_router *rt);
 /* Wall clock, ns since the epoch. */
 uint64_t rt_trace_wall_ns(void);
 

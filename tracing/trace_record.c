@@ -196,12 +196,37 @@ const char *trace_msg_type_title(int type)
     return wamp_msg_type_title(type);
 }
 
+/* RFC 4122 section 4.4: version 4 in the high nibble of octet 6, variant 10x in octet 8. */
+static void uuid_set_v4(uint8_t out[TRACE_UUID_LEN])
+{
+    out[6] = (uint8_t)((out[6] & 0x0fu) | 0x40u);
+    out[8] = (uint8_t)((out[8] & 0x3fu) | 0x80u);
+}
+
 void trace_uuid_new(uint8_t out[TRACE_UUID_LEN])
 {
     randombytes_buf(out, TRACE_UUID_LEN);
-    /* RFC 4122 section 4.4: version 4 in the high nibble of octet 6, variant 10x in octet 8. */
-    out[6] = (uint8_t)((out[6] & 0x0fu) | 0x40u);
-    out[8] = (uint8_t)((out[8] & 0x3fu) | 0x80u);
+    uuid_set_v4(out);
+}
+
+void trace_uuid_gen_init(trace_uuid_gen *g)
+{
+    uint64_t seed[2];
+    randombytes_buf(seed, sizeof(seed));
+    g->prefix = seed[0];
+    g->key = seed[1];
+    g->counter = 0;
+}
+
+void trace_uuid_gen_next(trace_uuid_gen *g, uint8_t out[TRACE_UUID_LEN])
+{
+    uint64_t z = (++g->counter) ^ g->key;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    memcpy(out, &g->prefix, 8);
+    memcpy(out + 8, &z, 8);
+    uuid_set_v4(out); /* leaves 62 of the 64 mixed bits: collisions stay out of reach */
 }
 
 void trace_uuid_format(const uint8_t uuid[TRACE_UUID_LEN], char out[TRACE_UUID_STRLEN])

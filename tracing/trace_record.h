@@ -118,6 +118,20 @@ const char *trace_msg_type_title(int type);
 /* A random version-4 UUID (RFC 4122 layout) from libsodium's randombytes_buf();
  * sodium_init() must have run. */
 void trace_uuid_new(uint8_t out[TRACE_UUID_LEN]);
+
+/* A generator of version-4-layout UUIDs that never repeat within its lifetime, without a system
+ * call per id (libsodium's randombytes_buf() is a getrandom() call each time): 64 random bits
+ * fixed at init, then a counter through a keyed bijection (splitmix64), so consecutive ids look
+ * unrelated. For correlation ids, which need uniqueness, not secrecy. Plain data, caller's
+ * storage; trace_uuid_gen_init() seeds it (sodium_init() must have run). */
+typedef struct trace_uuid_gen {
+    uint64_t prefix;
+    uint64_t key;
+    uint64_t counter;
+} trace_uuid_gen;
+
+void trace_uuid_gen_init(trace_uuid_gen *g);
+void trace_uuid_gen_next(trace_uuid_gen *g, uint8_t out[TRACE_UUID_LEN]);
 /* Writes "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lowercase) and a NUL to out. */
 void trace_uuid_format(const uint8_t uuid[TRACE_UUID_LEN], char out[TRACE_UUID_STRLEN]);
 

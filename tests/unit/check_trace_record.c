@@ -120,6 +120,39 @@ START_TEST(test_uuid_v4)
 
 END_TEST
 
+START_TEST(test_uuid_generator)
+{
+    trace_uuid_gen g;
+    trace_uuid_gen_init(&g);
+
+    enum {
+        N = 4096
+    };
+
+    uint8_t(*ids)[TRACE_UUID_LEN] = calloc(N, TRACE_UUID_LEN);
+    ck_assert_ptr_nonnull(ids);
+    for (size_t i = 0; i < N; i++) {
+        trace_uuid_gen_next(&g, ids[i]);
+        ck_assert_uint_eq(ids[i][6] >> 4, 4);        /* version 4 */
+        ck_assert_uint_eq(ids[i][8] & 0xc0u, 0x80u); /* RFC 4122 variant */
+        char text[TRACE_UUID_STRLEN];
+        trace_uuid_format(ids[i], text);
+        ck_assert_int_eq((int)strlen(text), 36);
+    }
+    size_t repeats = 0;
+    for (size_t i = 0; i < N; i++) {
+        for (size_t j = i + 1; j < N; j++) {
+            repeats += memcmp(ids[i], ids[j], TRACE_UUID_LEN) == 0;
+        }
+    }
+    ck_assert_uint_eq(repeats, 0);
+    /* Consecutive ids differ in their second half beyond a counter step. */
+    ck_assert(memcmp(ids[0] + 9, ids[1] + 9, 7) != 0);
+    free(ids);
+}
+
+END_TEST
+
 static Suite *trace_record_suite(void)
 {
     Suite *s = suite_create("trace_record");
@@ -130,6 +163,7 @@ static Suite *trace_record_suite(void)
     tcase_add_test(tc, test_clone_and_fini);
     tcase_add_test(tc, test_names);
     tcase_add_test(tc, test_uuid_v4);
+    tcase_add_test(tc, test_uuid_generator);
     suite_add_tcase(s, tc);
     return s;
 }
