@@ -8,6 +8,7 @@
 #include <check.h>
 #include <jansson.h>
 
+#include "alloc_count.h"
 #include "trace.h"
 #include "trace_hub.h"
 #include "trace_record.h"
@@ -15,53 +16,6 @@
 #include "wamp_buf.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
-
-/* Counting every malloc needs the sanitizer allocator's hooks (ASan builds, as CI's): then the
- * "no allocation" tests count all allocations. Without ASan they count JSON allocations
- * (jansson's allocator hooks) and assert through reference counts and store counters only. */
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_MALLOC_HOOKS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_MALLOC_HOOKS 1
-#endif
-#endif
-#ifndef HAVE_MALLOC_HOOKS
-#define HAVE_MALLOC_HOOKS 0
-#endif
-
-/* Test-only mutable state: the allocator hooks take no context pointer. */
-static size_t n_mallocs;
-static size_t n_json_allocs;
-
-#if HAVE_MALLOC_HOOKS
-/* Exported by the sanitizer runtimes (compiler-rt's sanitizer/allocator_interface.h). */
-int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
-                                              void (*free_hook)(const volatile void *));
-
-static void on_malloc(const volatile void *p, size_t n)
-{
-    (void)p;
-    (void)n;
-    n_mallocs++;
-}
-
-static void on_free(const volatile void *p)
-{
-    (void)p;
-}
-#endif
-
-static void *json_count_malloc(size_t n)
-{
-    n_json_allocs++;
-    return malloc(n);
-}
-
-static void json_count_free(void *p)
-{
-    free(p);
-}
 
 #define PC0 ((uint64_t)5000000000u)          /* monotonic base: 5 s */
 #define TS0 ((uint64_t)1700000000000000000u) /* wall base: 2023-11-14T22:13:20Z */
@@ -701,12 +655,12 @@ static void assert_offer_costs_nothing(trace_hub *h, const char *realm)
                       .ser = WAMP_SER_JSON,
                       .wire = wire,
                       .msg = msg};
-    size_t mallocs = n_mallocs, json_allocs = n_json_allocs;
+    size_t mallocs = alloc_count_mallocs(), json_allocs = alloc_count_json();
     size_t kept = 0;
     for (int i = 0; i < 1000; i++) {
         kept += trace_hub_on_message(h, &c, &in);
     }
-    size_t mallocs_after = n_mallocs, json_allocs_after = n_json_allocs;
+    size_t mallocs_after = alloc_count_mallocs(), json_allocs_after = alloc_count_json();
     ck_assert_uint_eq(kept, 0);
     ck_assert_uint_eq(json_allocs_after, json_allocs);
     ck_assert_uint_eq(mallocs_after, mallocs); /* meaningful in ASan builds, see top */
@@ -733,11 +687,11 @@ START_TEST(test_no_allocation_when_idle_or_rejected)
     assert_offer_costs_nothing(h, "realm1");
     ck_assert_uint_eq(held(rx) + held(r9) + held(def), 0);
     ck_assert_uint_eq(trace_store_next_seq(trace_get_store(rx)), 0);
-#if HAVE_MALLOC_HOOKS
+#if ALLOC_COUNT_EVERY_MALLOC
     /* Sanity check of the hook itself: keeping a rx message allocates. */
-    size_t before = n_mallocs;
+    size_t before = alloc_count_mallocs();
     ck_assert_uint_eq(offer_rx(h), 1);
-    ck_assert_uint_gt(n_mallocs, before);
+    ck_assert_uint_gt(alloc_count_mallocs(), before);
 #endif
     trace_hub_free(h);
 }
@@ -794,9 +748,9 @@ START_TEST(test_peer_and_uri_slots_filled_lazily)
                       .bytes = bytes,
                       .len = sizeof(bytes) - 1};
     /* Rejected by the filter: the slots stay empty and nothing is allocated. */
-    size_t mallocs = n_mallocs;
+    size_t mallocs = alloc_count_mallocs();
     size_t kept = trace_hub_on_message(h, &c, &in); /* no ck_assert around it: Check allocates */
-    size_t mallocs_after = n_mallocs;
+    size_t mallocs_after = alloc_count_mallocs();
     ck_assert_uint_eq(kept, 0);
     ck_assert_uint_eq(mallocs_after, mallocs);
     ck_assert_ptr_null(peer_slot);
@@ -864,10 +818,7 @@ static Suite *trace_hub_suite(void)
 
 int main(void)
 {
-#if HAVE_MALLOC_HOOKS
-    __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
-#endif
-    json_set_alloc_funcs(json_count_malloc, json_count_free);
+    alloc_count_install();
     SRunner *sr = srunner_create(trace_hub_suite());
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);
