@@ -1,6 +1,8 @@
-/* rt_broker.c: exact-match subscriptions and EVENT fan-out.
+/* rt_broker.c: subscriptions (exact, prefix, wildcard) and EVENT fan-out.
  * A subscription keeps its members in an array for a cache-friendly fan-out loop; each member
- * record is also linked into its session's `subs` list so leaving costs O(own subscriptions). */
+ * record is also linked into its session's `subs` list so leaving costs O(own subscriptions).
+ * Every subscription is in one hash table keyed by its URI (compared together with the match
+ * policy); pattern subscriptions are found through the shape indexes described in rt_broker.h. */
 #include "rt_broker.h"
 
 #include <stdlib.h>
@@ -11,9 +13,6 @@
 #include "rt_session.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
-#include "wamp_uri.h"
-
-typedef struct rt_subscription rt_subscription;
 
 typedef struct rt_sub_member {
     rt_list in_session; /* in rt_session.subs */
@@ -22,9 +21,27 @@ typedef struct rt_sub_member {
     size_t idx; /* position in sub->members */
 } rt_sub_member;
 
+/* The shape of wildcard patterns: how many components, and which of them are empty (match any
+ * component). One shape is shared by every wildcard subscription that has it. */
+typedef struct rt_wshape {
+    size_t ncomp;
+    bool *any;    /* ncomp entries: component i is empty in the pattern */
+    size_t users; /* wildcard subscriptions with this shape */
+} rt_wshape;
+
+/* A distinct length of prefix patterns, with how many prefix subscriptions have it. */
+typedef struct rt_plen {
+    size_t len;
+    size_t users;
+} rt_plen;
+
 struct rt_subscription {
     uint64_t id;
     char *uri;
+    size_t uri_len;
+    wamp_match match;
+    rt_wshape *shape; /* wildcard only: borrowed from the broker's shape list */
+    uint64_t created_us;
     rt_hnode by_uri;
     rt_hnode by_id;
     rt_sub_member **members;
@@ -34,9 +51,44 @@ struct rt_subscription {
 
 struct rt_broker {
     rt_realm *realm;
-    rt_hmap by_uri;
+    rt_hmap by_uri; /* every subscription, hashed by uri (see uri_hash) */
     rt_hmap by_id;
+    rt_plen *plens; /* distinct prefix lengths in use, ascending */
+    size_t n_plens;
+    rt_wshape **shapes; /* wildcard shapes in use */
+    size_t n_shapes;
+    /* Scratch list of the subscriptions matching the topic being published (reused, so a
+     * PUBLISH allocates nothing here once it has grown). */
+    rt_subscription **hits;
+    size_t cap_hits;
 };
+
+/* --- Hashing ---------------------------------------------------------------------------------
+ * FNV-1a over the URI's bytes, finished with rt_hash_u64 (the same value as rt_hash_str for a
+ * whole string). FNV-1a runs byte by byte, so the hash of every prefix of a topic, and of a topic
+ * with some components left out, comes from one pass. */
+#define FNV_OFFSET 1469598103934665603ULL
+#define FNV_PRIME  1099511628211ULL
+
+static uint64_t fnv_step(uint64_t h, unsigned char c)
+{
+    return (h ^ c) * FNV_PRIME;
+}
+
+static uint64_t fnv_bytes(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h = fnv_step(h, (unsigned char)p[i]);
+    }
+    return h;
+}
+
+static uint64_t uri_hash(const char *uri, size_t len)
+{
+    return rt_hash_u64(fnv_bytes(FNV_OFFSET, uri, len));
+}
+
+/* --- Construction ---------------------------------------------------------------------------- */
 
 rt_broker *rt_broker_new(rt_realm *realm)
 {
@@ -57,6 +109,8 @@ static void subscription_free(rt_subscription *sub)
     free(sub);
 }
 
+static void unindex(rt_broker *b, rt_subscription *sub);
+
 void rt_broker_free(rt_broker *b)
 {
     if (!b) {
@@ -70,27 +124,277 @@ void rt_broker_free(rt_broker *b)
             rt_list_remove(&sub->members[i]->in_session);
             free(sub->members[i]);
         }
+        unindex(b, sub);
         subscription_free(sub);
     }
     rt_hmap_fini(&b->by_uri);
     rt_hmap_fini(&b->by_id);
+    free(b->plens);
+    free(b->shapes);
+    free(b->hits);
     free(b);
 }
 
-size_t rt_broker_subscription_count(const rt_broker *b)
+/* --- Pattern indexes ------------------------------------------------------------------------- */
+
+static size_t component_count(const char *uri)
 {
-    return b->by_id.count;
+    size_t n = 1;
+    for (const char *p = uri; *p; p++) {
+        n += *p == '.' ? 1 : 0;
+    }
+    return n;
 }
 
-static rt_subscription *find_by_uri(const rt_broker *b, const char *uri)
+/* Registers a prefix length (WAMP_ENOMEM: nothing changed). */
+static wamp_err plen_add(rt_broker *b, size_t len)
 {
-    for (rt_hnode *n = rt_hmap_first(&b->by_uri, rt_hash_str(uri)); n; n = rt_hmap_next(n)) {
+    size_t i = 0;
+    while (i < b->n_plens && b->plens[i].len < len) {
+        i++;
+    }
+    if (i < b->n_plens && b->plens[i].len == len) {
+        b->plens[i].users++;
+        return WAMP_OK;
+    }
+    rt_plen *np = realloc(b->plens, (b->n_plens + 1) * sizeof(*np));
+    if (!np) {
+        return WAMP_ENOMEM;
+    }
+    b->plens = np;
+    memmove(&np[i + 1], &np[i], (b->n_plens - i) * sizeof(*np));
+    np[i] = (rt_plen){.len = len, .users = 1};
+    b->n_plens++;
+    return WAMP_OK;
+}
+
+static void plen_remove(rt_broker *b, size_t len)
+{
+    for (size_t i = 0; i < b->n_plens; i++) {
+        if (b->plens[i].len == len) {
+            if (--b->plens[i].users == 0) {
+                memmove(&b->plens[i], &b->plens[i + 1], (b->n_plens - i - 1) * sizeof(rt_plen));
+                b->n_plens--;
+            }
+            return;
+        }
+    }
+}
+
+/* The shape of wildcard pattern uri, shared (users + 1); NULL on allocation failure. */
+static rt_wshape *shape_ref(rt_broker *b, const char *uri)
+{
+    size_t n = component_count(uri);
+    bool *any = calloc(n, sizeof(*any));
+    if (!any) {
+        return NULL;
+    }
+    size_t ci = 0, clen = 0;
+    for (const char *p = uri;; p++) {
+        if (*p == '.' || *p == '\0') {
+            any[ci++] = clen == 0;
+            clen = 0;
+            if (*p == '\0') {
+                break;
+            }
+        } else {
+            clen++;
+        }
+    }
+    for (size_t i = 0; i < b->n_shapes; i++) {
+        rt_wshape *w = b->shapes[i];
+        if (w->ncomp == n && memcmp(w->any, any, n * sizeof(*any)) == 0) {
+            free(any);
+            w->users++;
+            return w;
+        }
+    }
+    rt_wshape *w = calloc(1, sizeof(*w));
+    rt_wshape **ns = w ? realloc(b->shapes, (b->n_shapes + 1) * sizeof(*ns)) : NULL;
+    if (!ns) {
+        free(w);
+        free(any);
+        return NULL;
+    }
+    b->shapes = ns;
+    w->ncomp = n;
+    w->any = any;
+    w->users = 1;
+    b->shapes[b->n_shapes++] = w;
+    return w;
+}
+
+static void shape_unref(rt_broker *b, rt_wshape *w)
+{
+    if (--w->users > 0) {
+        return;
+    }
+    for (size_t i = 0; i < b->n_shapes; i++) {
+        if (b->shapes[i] == w) {
+            b->shapes[i] = b->shapes[--b->n_shapes];
+            break;
+        }
+    }
+    free(w->any);
+    free(w);
+}
+
+/* Removes sub from the tables and pattern indexes (not from its members). */
+static void unindex(rt_broker *b, rt_subscription *sub)
+{
+    rt_hmap_remove(&b->by_uri, &sub->by_uri);
+    rt_hmap_remove(&b->by_id, &sub->by_id);
+    if (sub->match == WAMP_MATCH_PREFIX) {
+        plen_remove(b, sub->uri_len);
+    } else if (sub->match == WAMP_MATCH_WILDCARD) {
+        shape_unref(b, sub->shape);
+        sub->shape = NULL;
+    }
+}
+
+/* New subscription for (uri, match), indexed; NULL on allocation failure (nothing changed). */
+static rt_subscription *subscription_new(rt_broker *b, rt_session *s, const char *uri,
+                                         wamp_match match)
+{
+    rt_subscription *sub = calloc(1, sizeof(*sub));
+    if (!sub || !(sub->uri = strdup(uri))) {
+        free(sub);
+        return NULL;
+    }
+    sub->uri_len = strlen(uri);
+    sub->match = match;
+    sub->id = rt_router_next_id(s->rt);
+    sub->created_us = rt_router_now_us(s->rt);
+    bool in_uri = false, in_id = false;
+    if (rt_hmap_insert(&b->by_uri, &sub->by_uri, uri_hash(uri, sub->uri_len)) != WAMP_OK) {
+        goto fail;
+    }
+    in_uri = true;
+    if (rt_hmap_insert(&b->by_id, &sub->by_id, rt_hash_u64(sub->id)) != WAMP_OK) {
+        goto fail;
+    }
+    in_id = true;
+    if (match == WAMP_MATCH_PREFIX) {
+        if (plen_add(b, sub->uri_len) != WAMP_OK) {
+            goto fail;
+        }
+    } else if (match == WAMP_MATCH_WILDCARD) {
+        if (!(sub->shape = shape_ref(b, uri))) {
+            goto fail;
+        }
+    }
+    return sub;
+fail:
+    if (in_id) {
+        rt_hmap_remove(&b->by_id, &sub->by_id);
+    }
+    if (in_uri) {
+        rt_hmap_remove(&b->by_uri, &sub->by_uri);
+    }
+    subscription_free(sub);
+    return NULL;
+}
+
+/* --- Lookup ---------------------------------------------------------------------------------- */
+
+static rt_subscription *find_exactly(const rt_broker *b, const char *uri, wamp_match match)
+{
+    size_t len = strlen(uri);
+    for (rt_hnode *n = rt_hmap_first(&b->by_uri, uri_hash(uri, len)); n; n = rt_hmap_next(n)) {
         rt_subscription *sub = RT_CONTAINER_OF(n, rt_subscription, by_uri);
-        if (strcmp(sub->uri, uri) == 0) {
+        if (sub->match == match && sub->uri_len == len && memcmp(sub->uri, uri, len) == 0) {
             return sub;
         }
     }
     return NULL;
+}
+
+/* Appends sub to the scratch hit list; false on allocation failure. */
+static bool hit_add(rt_broker *b, size_t *n, rt_subscription *sub)
+{
+    if (*n == b->cap_hits) {
+        size_t ncap = b->cap_hits ? b->cap_hits * 2 : 8;
+        rt_subscription **nh = realloc(b->hits, ncap * sizeof(*nh));
+        if (!nh) {
+            return false;
+        }
+        b->hits = nh;
+        b->cap_hits = ncap;
+    }
+    b->hits[(*n)++] = sub;
+    return true;
+}
+
+/* Fills b->hits with every subscription matching topic (a valid URI); returns how many, or
+ * SIZE_MAX on allocation failure. Order: the exact subscription, prefix ones by length, then
+ * wildcard ones. */
+static size_t collect_matches(rt_broker *b, const char *topic)
+{
+    size_t n = 0;
+    size_t tlen = strlen(topic);
+    uint64_t h = FNV_OFFSET;
+    for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(fnv_bytes(h, topic, tlen))); nd;
+         nd = rt_hmap_next(nd)) {
+        rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
+        if (sub->match == WAMP_MATCH_EXACT && sub->uri_len == tlen &&
+            memcmp(sub->uri, topic, tlen) == 0) {
+            if (!hit_add(b, &n, sub)) {
+                return SIZE_MAX;
+            }
+            break;
+        }
+    }
+    /* Prefix patterns: hash each topic prefix whose length some pattern has, extending one
+     * running FNV state. */
+    size_t done = 0;
+    for (size_t i = 0; i < b->n_plens && b->plens[i].len <= tlen; i++) {
+        size_t len = b->plens[i].len;
+        h = fnv_bytes(h, topic + done, len - done);
+        done = len;
+        for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(h)); nd; nd = rt_hmap_next(nd)) {
+            rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
+            if (sub->match == WAMP_MATCH_PREFIX && sub->uri_len == len &&
+                memcmp(sub->uri, topic, len) == 0) {
+                if (!hit_add(b, &n, sub)) {
+                    return SIZE_MAX;
+                }
+                break;
+            }
+        }
+    }
+    /* Wildcard patterns: for each shape with the topic's component count, hash the topic with
+     * that shape's "any" components left empty: that is the hash of the pattern that would
+     * match. */
+    if (b->n_shapes > 0) {
+        size_t ncomp = component_count(topic);
+        for (size_t i = 0; i < b->n_shapes; i++) {
+            const rt_wshape *w = b->shapes[i];
+            if (w->ncomp != ncomp) {
+                continue;
+            }
+            uint64_t wh = FNV_OFFSET;
+            size_t ci = 0;
+            for (const char *p = topic; *p; p++) {
+                if (*p == '.') {
+                    ci++;
+                    wh = fnv_step(wh, '.');
+                } else if (!w->any[ci]) {
+                    wh = fnv_step(wh, (unsigned char)*p);
+                }
+            }
+            for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(wh)); nd;
+                 nd = rt_hmap_next(nd)) {
+                rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
+                if (sub->shape == w && wamp_uri_matches(sub->uri, WAMP_MATCH_WILDCARD, topic)) {
+                    if (!hit_add(b, &n, sub)) {
+                        return SIZE_MAX;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    return n;
 }
 
 /* The member record of session s for subscription id, or NULL. */
@@ -118,11 +422,12 @@ static void remove_member(rt_broker *b, rt_sub_member *mb)
     rt_list_remove(&mb->in_session);
     free(mb);
     if (sub->n_members == 0) {
-        rt_hmap_remove(&b->by_uri, &sub->by_uri);
-        rt_hmap_remove(&b->by_id, &sub->by_id);
+        unindex(b, sub);
         subscription_free(sub);
     }
 }
+
+/* --- PUBLISH options ------------------------------------------------------------------------- */
 
 /* Reads a boolean option; absent = dflt. false if present but not a boolean. */
 static bool bool_option(const json_t *opts, const char *key, bool dflt, bool *out)
@@ -139,80 +444,246 @@ static bool bool_option(const json_t *opts, const char *key, bool dflt, bool *ou
     return true;
 }
 
-/* Options.match of SUBSCRIBE/REGISTER: only "exact" is implemented (pattern-based
- * subscriptions are not announced). NULL if acceptable, else a message. */
-static const char *check_exact_match(const json_t *opts)
+/* Subscriber black- and whitelisting (spec "Subscriber Black- and Whitelisting"). Each list is
+ * borrowed from the PUBLISH options, NULL when absent or empty (Crossbar treats an empty list as
+ * no restriction). A receiver must be in every eligible* list given and in no exclude* list. */
+typedef struct pub_filter {
+    const json_t *eligible, *eligible_authid, *eligible_authrole;
+    const json_t *exclude, *exclude_authid, *exclude_authrole;
+    bool any; /* at least one list given */
+} pub_filter;
+
+/* Reads one list option: absent or empty -> *out NULL; must be a list of session ids
+ * (ids true) or of strings. false if malformed. */
+static bool list_option(const json_t *opts, const char *key, bool ids, const json_t **out)
 {
-    json_t *match = json_object_get(opts, "match");
-    if (!match || (json_is_string(match) && strcmp(json_string_value(match), "exact") == 0)) {
+    json_t *v = json_object_get(opts, key);
+    *out = NULL;
+    if (!v) {
+        return true;
+    }
+    if (!json_is_array(v)) {
+        return false;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        if (ids ? !(json_is_integer(e) && json_integer_value(e) >= 0) : !json_is_string(e)) {
+            return false;
+        }
+    }
+    *out = json_array_size(v) > 0 ? v : NULL;
+    return true;
+}
+
+/* Parses the listing options; NULL if fine, else a message for the ERROR. */
+static const char *parse_filter(const json_t *opts, pub_filter *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (!list_option(opts, "eligible", true, &f->eligible) ||
+        !list_option(opts, "exclude", true, &f->exclude)) {
+        return "options eligible and exclude must be lists of session ids";
+    }
+    if (!list_option(opts, "eligible_authid", false, &f->eligible_authid) ||
+        !list_option(opts, "eligible_authrole", false, &f->eligible_authrole) ||
+        !list_option(opts, "exclude_authid", false, &f->exclude_authid) ||
+        !list_option(opts, "exclude_authrole", false, &f->exclude_authrole)) {
+        return "options eligible_authid, eligible_authrole, exclude_authid and exclude_authrole "
+               "must be lists of strings";
+    }
+    f->any = f->eligible || f->eligible_authid || f->eligible_authrole || f->exclude ||
+             f->exclude_authid || f->exclude_authrole;
+    return NULL;
+}
+
+static bool id_listed(const json_t *list, uint64_t id)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        if ((uint64_t)json_integer_value(e) == id) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool str_listed(const json_t *list, const char *s)
+{
+    size_t i;
+    json_t *e;
+    if (!s) {
+        return false;
+    }
+    json_array_foreach(list, i, e)
+    {
+        if (strcmp(json_string_value(e), s) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool filter_admits(const pub_filter *f, const rt_session *to)
+{
+    if (!f->any) {
+        return true;
+    }
+    if ((f->eligible && !id_listed(f->eligible, to->id)) ||
+        (f->eligible_authid && !str_listed(f->eligible_authid, to->authid)) ||
+        (f->eligible_authrole && !str_listed(f->eligible_authrole, to->authrole))) {
+        return false;
+    }
+    return !((f->exclude && id_listed(f->exclude, to->id)) ||
+             (f->exclude_authid && str_listed(f->exclude_authid, to->authid)) ||
+             (f->exclude_authrole && str_listed(f->exclude_authrole, to->authrole)));
+}
+
+/* One publication being dispatched. */
+typedef struct pub_ctx {
+    rt_session *publisher; /* NULL for the router's own publications */
+    const char *topic;
+    uint64_t publication;
+    json_t *args, *kwargs; /* borrowed */
+    bool exclude_me;
+    bool disclose; /* publisher identification */
+    pub_filter filter;
+} pub_ctx;
+
+/* Parses PUBLISH options into p (publisher, topic, payload set by the caller); NULL if they
+ * are acceptable, else a message for the ERROR (invalid_argument). */
+static const char *parse_publish(const json_t *opts, pub_ctx *p, bool *ack)
+{
+    bool disclose_me;
+    if (!bool_option(opts, "acknowledge", false, ack) ||
+        !bool_option(opts, "exclude_me", true, &p->exclude_me) ||
+        !bool_option(opts, "disclose_me", false, &disclose_me)) {
+        return "options acknowledge, exclude_me and disclose_me must be booleans";
+    }
+    p->disclose = disclose_me;
+    return parse_filter(opts, &p->filter);
+}
+
+/* Whether publication p reaches session to. */
+static bool is_receiver(const rt_session *to, const pub_ctx *p)
+{
+    return to->state == RT_SESSION_JOINED && !(to == p->publisher && p->exclude_me) &&
+           filter_admits(&p->filter, to);
+}
+
+/* EVENT.Details for subscription sub: Details.topic for a pattern subscription, the publisher's
+ * identity when disclosed. NULL = {} (or allocation failure: *oom set). */
+static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool *oom)
+{
+    bool pattern = sub->match != WAMP_MATCH_EXACT;
+    bool disclose = p->disclose && p->publisher;
+    *oom = false;
+    if (!pattern && !disclose) {
         return NULL;
     }
-    return "only match policy \"exact\" is supported";
+    json_t *d = json_object();
+    if (!d) {
+        *oom = true;
+        return NULL;
+    }
+    int rc = 0;
+    if (pattern) {
+        rc |= json_object_set_new(d, "topic", json_string(p->topic));
+    }
+    if (disclose) {
+        const rt_session *s = p->publisher;
+        rc |= json_object_set_new(d, "publisher", json_integer((json_int_t)s->id));
+        if (s->authid) {
+            rc |= json_object_set_new(d, "publisher_authid", json_string(s->authid));
+        }
+        if (s->authrole) {
+            rc |= json_object_set_new(d, "publisher_authrole", json_string(s->authrole));
+        }
+    }
+    if (rc != 0) {
+        json_decref(d);
+        *oom = true;
+        return NULL;
+    }
+    return d;
 }
 
-/* Whether a PUBLISH by publisher reaches session to. */
-static bool is_receiver(const rt_session *to, const rt_session *publisher, bool exclude_me)
+/* EVENTs for publication p to the receivers of the n subscriptions in b->hits: one EVENT per
+ * subscription, encoded once per serializer. mark_last: the last EVENT completes the traced
+ * action (nothing follows it). */
+static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last)
 {
-    return to->state == RT_SESSION_JOINED && !(to == publisher && exclude_me);
-}
-
-/* EVENT to every eligible member of sub, encoded once per serializer, then PUBLISHED. */
-static wamp_err fan_out(rt_session *s, rt_subscription *sub, uint64_t publication,
-                        const wamp_msg *m, bool ack, bool exclude_me)
-{
-    rt_encoded ev;
-    rt_encoded_init(&ev, wamp_msg_new_event(sub->id, publication, NULL,
-                                            m->args ? json_incref(m->args) : NULL,
-                                            m->kwargs ? json_incref(m->kwargs) : NULL));
-    if (!ev.msg) {
-        return WAMP_ENOMEM;
+    /* The last receiver, found from the back (usually at once): its EVENT completes the action
+     * when nothing is acknowledged. */
+    size_t last_hit = 0, last_end = 0;
+    bool any = false;
+    for (size_t h = n; h-- > 0 && !any;) {
+        const rt_subscription *sub = b->hits[h];
+        size_t end = sub->n_members;
+        while (end > 0 && !is_receiver(sub->members[end - 1]->s, p)) {
+            end--;
+        }
+        if (end > 0) {
+            any = true;
+            last_hit = h;
+            last_end = end;
+        }
     }
-    /* Receivers are members[0 .. end): the last one's EVENT completes the action when nothing
-     * is acknowledged. Found from the back, usually at once. */
-    size_t end = sub->n_members;
-    while (end > 0 && !is_receiver(sub->members[end - 1]->s, s, exclude_me)) {
-        end--;
-    }
-    if (trace_hub_is_active(s->rt->hub)) {
-        /* Tracing reports the size in every serializer in use, so encode them all up front
-         * (each only once, as the fan-out would). */
-        for (size_t i = 0; i < end; i++) {
-            wamp_ser ser = sub->members[i]->s->ser;
-            if (!ev.buf[ser]) {
-                (void)wamp_codec_encode(ser, ev.msg, &ev.buf[ser]);
+    for (size_t h = 0; any && h <= last_hit; h++) {
+        const rt_subscription *sub = b->hits[h];
+        size_t end = h == last_hit ? last_end : sub->n_members;
+        bool oom;
+        json_t *details = event_details(sub, p, &oom);
+        if (oom) {
+            return WAMP_ENOMEM;
+        }
+        rt_encoded ev;
+        rt_encoded_init(&ev, wamp_msg_new_event(sub->id, p->publication, details,
+                                                p->args ? json_incref(p->args) : NULL,
+                                                p->kwargs ? json_incref(p->kwargs) : NULL));
+        if (!ev.msg) {
+            return WAMP_ENOMEM;
+        }
+        if (trace_hub_is_active(rt_realm_router(b->realm)->hub)) {
+            /* Tracing reports the size in every serializer in use, so encode them all up
+             * front (each only once, as the fan-out would). */
+            for (size_t i = 0; i < end; i++) {
+                wamp_ser ser = sub->members[i]->s->ser;
+                if (!ev.buf[ser] && is_receiver(sub->members[i]->s, p)) {
+                    (void)wamp_codec_encode(ser, ev.msg, &ev.buf[ser]);
+                }
             }
         }
-    }
-    for (size_t i = 0; i < end; i++) {
-        rt_session *to = sub->members[i]->s;
-        if (!is_receiver(to, s, exclude_me)) {
-            continue;
+        for (size_t i = 0; i < end; i++) {
+            rt_session *to = sub->members[i]->s;
+            if (!is_receiver(to, p)) {
+                continue;
+            }
+            if (mark_last && h == last_hit && i + 1 == end) {
+                RT_TRACE_LAST(to->rt);
+            }
+            wamp_err err = rt_session_send_encoded(to, &ev);
+            if (err == WAMP_ENOMEM) {
+                rt_encoded_fini(&ev);
+                return err;
+            }
+            /* ETOOBIG / EINVAL: this receiver cannot take the event; the others still do. */
         }
-        if (i + 1 == end && !ack) {
-            RT_TRACE_LAST(s->rt);
-        }
-        wamp_err err = rt_session_send_encoded(to, &ev);
-        if (err == WAMP_ENOMEM) {
-            rt_encoded_fini(&ev);
-            return err;
-        }
-        /* ETOOBIG / EINVAL: this receiver cannot take the event; the others still do. */
-    }
-    rt_encoded_fini(&ev);
-    if (ack) {
-        RT_TRACE_LAST(s->rt);
-        return rt_session_send(s, wamp_msg_new_published(m->id, publication));
+        rt_encoded_fini(&ev);
     }
     return WAMP_OK;
 }
 
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
-    bool ack, exclude_me;
-    if (!bool_option(m->dict, "acknowledge", false, &ack) ||
-        !bool_option(m->dict, "exclude_me", true, &exclude_me)) {
-        return rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "options acknowledge and exclude_me must be booleans");
+    bool ack = false;
+    pub_ctx p = {.publisher = s, .topic = m->uri, .args = m->args, .kwargs = m->kwargs};
+    const char *bad = parse_publish(m->dict, &p, &ack);
+    if (bad) {
+        RT_LOG_DEBUG(s->id, "PUBLISH to %s: %s", m->uri, bad);
+        return rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad);
     }
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
         RT_LOG_DEBUG(s->id, "PUBLISH to invalid topic \"%s\"", m->uri);
@@ -220,41 +691,83 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
                                            "invalid topic URI")
                    : WAMP_OK;
     }
-    if (!rt_realm_authorize(b->realm, s->authrole, RT_ACTION_PUBLISH, m->uri)) {
+    const rt_permission *perm = rt_realm_permission(b->realm, s->authrole, m->uri);
+    if (!perm || !perm->allow_publish) {
         RT_LOG_INFO(s->id, "PUBLISH to %s denied for role %s", m->uri, s->authrole);
         return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                            "not authorized to publish to this topic")
                    : WAMP_OK;
     }
-    uint64_t publication = wamp_id_random();
-    rt_subscription *sub = find_by_uri(b, m->uri);
-    if (sub) {
-        return fan_out(s, sub, publication, m, ack, exclude_me);
+    /* Publisher identification: on the publisher's request (disclose_me), or forced by the
+     * role's permission ("disclose": {"publisher": true}, as in Crossbar). */
+    p.disclose = p.disclose || perm->disclose_publisher;
+    p.publication = wamp_id_random();
+    size_t n = collect_matches(b, m->uri);
+    if (n == SIZE_MAX) {
+        return WAMP_ENOMEM;
     }
-    if (ack) {
-        RT_TRACE_LAST(s->rt);
-        return rt_session_send(s, wamp_msg_new_published(m->id, publication));
+    wamp_err err = fan_out(b, &p, n, !ack);
+    if (err != WAMP_OK || !ack) {
+        return err;
     }
-    return WAMP_OK;
+    RT_TRACE_LAST(s->rt);
+    return rt_session_send(s, wamp_msg_new_published(m->id, p.publication));
+}
+
+/* --- SUBSCRIBE / UNSUBSCRIBE ----------------------------------------------------------------- */
+
+/* Crossbar's rule for prefix patterns: every component but the last is non-empty ("com.x." and
+ * "" are valid prefixes, "com..x" is not). */
+static bool prefix_pattern_is_valid(const char *uri)
+{
+    if (!*uri) {
+        return true;
+    }
+    if (!wamp_uri_is_valid(uri, WAMP_URI_LOOSE_EMPTY) || uri[0] == '.') {
+        return false;
+    }
+    for (const char *p = uri; *p; p++) {
+        if (p[0] == '.' && p[1] == '.') {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool pattern_is_valid(const char *uri, wamp_match match)
+{
+    switch (match) {
+    case WAMP_MATCH_EXACT:
+        return wamp_uri_is_valid(uri, WAMP_URI_LOOSE);
+    case WAMP_MATCH_PREFIX:
+        return prefix_pattern_is_valid(uri);
+    case WAMP_MATCH_WILDCARD:
+        /* "" is one empty component: any one-component topic (Crossbar's regex allows it). */
+        return !*uri || wamp_uri_is_valid(uri, WAMP_URI_LOOSE_EMPTY);
+    }
+    return false;
 }
 
 wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
-    const char *bad = check_exact_match(m->dict);
-    if (bad) {
+    wamp_match match = WAMP_MATCH_EXACT;
+    json_t *jm = json_object_get(m->dict, "match");
+    if (jm && !(json_is_string(jm) && wamp_match_parse(json_string_value(jm), &match))) {
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     bad);
+                                     "option match must be \"exact\", \"prefix\" or \"wildcard\"");
     }
-    if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
+    if (!pattern_is_valid(m->uri, match)) {
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_URI,
-                                     "invalid topic URI");
+                                     match == WAMP_MATCH_EXACT ? "invalid topic URI"
+                                                               : "invalid topic pattern");
     }
     if (!rt_realm_authorize(b->realm, s->authrole, RT_ACTION_SUBSCRIBE, m->uri)) {
         RT_LOG_INFO(s->id, "SUBSCRIBE to %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to subscribe to this topic");
     }
-    rt_subscription *sub = find_by_uri(b, m->uri);
+    rt_subscription *sub = find_exactly(b, m->uri, match);
+    bool created = false;
     if (sub) {
         if (find_member(s, sub->id)) {
             /* Spec: subscribing again returns the existing subscription. */
@@ -262,21 +775,10 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
             return rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
         }
     } else {
-        sub = calloc(1, sizeof(*sub));
-        if (!sub || !(sub->uri = strdup(m->uri))) {
-            free(sub);
+        if (!(sub = subscription_new(b, s, m->uri, match))) {
             return WAMP_ENOMEM;
         }
-        sub->id = rt_router_next_id(s->rt);
-        if (rt_hmap_insert(&b->by_uri, &sub->by_uri, rt_hash_str(sub->uri)) != WAMP_OK) {
-            subscription_free(sub);
-            return WAMP_ENOMEM;
-        }
-        if (rt_hmap_insert(&b->by_id, &sub->by_id, rt_hash_u64(sub->id)) != WAMP_OK) {
-            rt_hmap_remove(&b->by_uri, &sub->by_uri);
-            subscription_free(sub);
-            return WAMP_ENOMEM;
-        }
+        created = true;
     }
     rt_sub_member *mb = calloc(1, sizeof(*mb));
     if (mb && sub->n_members == sub->cap_members) {
@@ -291,9 +793,8 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
         }
     }
     if (!mb) {
-        if (sub->n_members == 0) {
-            rt_hmap_remove(&b->by_uri, &sub->by_uri);
-            rt_hmap_remove(&b->by_id, &sub->by_id);
+        if (created) {
+            unindex(b, sub);
             subscription_free(sub);
         }
         return WAMP_ENOMEM;
@@ -331,41 +832,130 @@ void rt_broker_on_leave(rt_broker *b, rt_session *s)
 wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
                                  json_t *kwargs_take)
 {
-    rt_subscription *sub = find_by_uri(b, topic);
-    if (!sub) {
-        json_decref(args_take);
-        json_decref(kwargs_take);
-        return WAMP_OK;
-    }
-    rt_encoded ev;
-    rt_encoded_init(&ev,
-                    wamp_msg_new_event(sub->id, wamp_id_random(), NULL, args_take, kwargs_take));
-    if (!ev.msg) {
-        return WAMP_ENOMEM;
-    }
+    pub_ctx p = {.topic = topic, .args = args_take, .kwargs = kwargs_take};
     wamp_err err = WAMP_OK;
-    for (size_t i = 0; i < sub->n_members && err != WAMP_ENOMEM; i++) {
-        rt_session *to = sub->members[i]->s;
-        if (to->state == RT_SESSION_JOINED) {
-            err = rt_session_send_encoded(to, &ev);
+    size_t n = collect_matches(b, topic);
+    if (n == SIZE_MAX) {
+        err = WAMP_ENOMEM;
+    } else if (n > 0) {
+        p.publication = wamp_id_random();
+        err = fan_out(b, &p, n, false);
+    }
+    json_decref(args_take);
+    json_decref(kwargs_take);
+    return err;
+}
+
+/* Receivers of publication p over every subscription matching its topic. */
+static size_t count_receivers(rt_broker *b, const pub_ctx *p)
+{
+    if (!p->topic || !wamp_uri_is_valid(p->topic, WAMP_URI_LOOSE)) {
+        return 0;
+    }
+    size_t n = collect_matches(b, p->topic), count = 0;
+    for (size_t h = 0; n != SIZE_MAX && h < n; h++) {
+        const rt_subscription *sub = b->hits[h];
+        for (size_t i = 0; i < sub->n_members; i++) {
+            count += is_receiver(sub->members[i]->s, p) ? 1 : 0;
         }
     }
-    rt_encoded_fini(&ev);
-    return err == WAMP_ENOMEM ? err : WAMP_OK;
+    return count;
 }
 
 size_t rt_broker_receiver_count(rt_broker *b, rt_session *s, const char *topic, bool exclude_me)
 {
-    rt_subscription *sub = wamp_uri_is_valid(topic, WAMP_URI_LOOSE) ? find_by_uri(b, topic) : NULL;
-    size_t n = 0;
-    for (size_t i = 0; sub && i < sub->n_members; i++) {
-        n += is_receiver(sub->members[i]->s, s, exclude_me) ? 1 : 0;
-    }
-    return n;
+    pub_ctx p = {.publisher = s, .topic = topic, .exclude_me = exclude_me};
+    return count_receivers(b, &p);
+}
+
+size_t rt_broker_publish_receiver_count(rt_broker *b, rt_session *s, const wamp_msg *m)
+{
+    bool ack;
+    pub_ctx p = {.publisher = s, .topic = m->uri};
+    return parse_publish(m->dict, &p, &ack) ? 0 : count_receivers(b, &p);
 }
 
 const char *rt_broker_topic_of(rt_session *s, uint64_t sub_id)
 {
     rt_sub_member *mb = find_member(s, sub_id);
     return mb ? mb->sub->uri : NULL;
+}
+
+/* --- Enumeration ----------------------------------------------------------------------------- */
+
+size_t rt_broker_subscription_count(const rt_broker *b)
+{
+    return b->by_id.count;
+}
+
+void rt_broker_foreach(const rt_broker *b, bool (*fn)(const rt_subscription *sub, void *ctx),
+                       void *ctx)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->by_id); it.node;
+         rt_hmap_iter_next(&b->by_id, &it)) {
+        if (!fn(RT_CONTAINER_OF(it.node, rt_subscription, by_id), ctx)) {
+            return;
+        }
+    }
+}
+
+const rt_subscription *rt_broker_find(const rt_broker *b, uint64_t id)
+{
+    for (rt_hnode *n = rt_hmap_first(&b->by_id, rt_hash_u64(id)); n; n = rt_hmap_next(n)) {
+        rt_subscription *sub = RT_CONTAINER_OF(n, rt_subscription, by_id);
+        if (sub->id == id) {
+            return sub;
+        }
+    }
+    return NULL;
+}
+
+const rt_subscription *rt_broker_lookup(const rt_broker *b, const char *uri, wamp_match match)
+{
+    return uri ? find_exactly(b, uri, match) : NULL;
+}
+
+size_t rt_broker_match(rt_broker *b, const char *topic, const rt_subscription **out, size_t max)
+{
+    if (!topic || !wamp_uri_is_valid(topic, WAMP_URI_LOOSE)) {
+        return 0;
+    }
+    size_t n = collect_matches(b, topic);
+    if (n == SIZE_MAX) {
+        return 0;
+    }
+    for (size_t i = 0; i < n && i < max; i++) {
+        out[i] = b->hits[i];
+    }
+    return n;
+}
+
+uint64_t rt_subscription_id(const rt_subscription *sub)
+{
+    return sub->id;
+}
+
+const char *rt_subscription_uri(const rt_subscription *sub)
+{
+    return sub->uri;
+}
+
+wamp_match rt_subscription_match(const rt_subscription *sub)
+{
+    return sub->match;
+}
+
+uint64_t rt_subscription_created_us(const rt_subscription *sub)
+{
+    return sub->created_us;
+}
+
+size_t rt_subscription_subscriber_count(const rt_subscription *sub)
+{
+    return sub->n_members;
+}
+
+rt_session *rt_subscription_subscriber(const rt_subscription *sub, size_t i)
+{
+    return i < sub->n_members ? sub->members[i]->s : NULL;
 }

@@ -1,8 +1,23 @@
-/* rt_broker.h: publish & subscribe for one realm. Subscriptions are exact-match topics; one
- * subscription id per topic, shared by all its subscribers. PUBLISH is fanned out as EVENTs
- * encoded once per serializer (the same bytes are queued to every receiver).
+/* rt_broker.h: publish & subscribe for one realm (spec Basic Profile pub/sub plus the Advanced
+ * Profile features pattern_based_subscription, subscriber_blackwhite_listing,
+ * publisher_identification and publisher_exclusion).
+ *
+ * Subscriptions: one subscription id per (topic or pattern, match policy), shared by all its
+ * subscribers. A PUBLISH reaches every subscription whose pattern matches the topic, and each of
+ * those sends its own EVENT (so a session subscribed through several matching subscriptions
+ * receives one EVENT per subscription, as the spec says). EVENTs of one subscription are encoded
+ * once per serializer (the same bytes are queued to every receiver); pattern subscriptions carry
+ * Details.topic, disclosed publications Details.publisher/publisher_authid/publisher_authrole.
+ *
+ * Cost: an exact topic is one hash lookup. Pattern subscriptions are indexed by *shape*: prefix
+ * patterns by their length, wildcard patterns by (component count, positions of the empty
+ * components). A PUBLISH makes one hash lookup per distinct prefix length up to the topic's
+ * length and one per wildcard shape with the topic's component count, and nothing at all while
+ * the realm has no pattern subscription.
+ *
  * Ownership: the broker owns its subscriptions and membership records; sessions only hold the
- * list links (rt_session.subs). Service thread only. */
+ * list links (rt_session.subs). Service thread only; the fan-out is not re-entrant (nothing it
+ * calls publishes). */
 #ifndef RT_BROKER_H
 #define RT_BROKER_H
 
@@ -13,6 +28,9 @@
 #include "rt_realm.h"
 #include "wamp_err.h"
 #include "wamp_msg.h"
+#include "wamp_uri.h"
+
+typedef struct rt_subscription rt_subscription;
 
 rt_broker *rt_broker_new(rt_realm *realm);
 /* Every subscription must be gone (sessions left first). NULL-safe. */
@@ -27,16 +45,45 @@ wamp_err rt_broker_on_unsubscribe(rt_broker *b, rt_session *s, const wamp_msg *m
 void rt_broker_on_leave(rt_broker *b, rt_session *s);
 
 /* Publishes from the router itself (management topics): EVENT to every joined subscriber of
- * topic. Consumes args_take/kwargs_take (NULL allowed). WAMP_ENOMEM. */
+ * every subscription matching topic. Consumes args_take/kwargs_take (NULL allowed).
+ * WAMP_ENOMEM. */
 wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
                                  json_t *kwargs_take);
 
-/* Tracing helpers: how many sessions a PUBLISH by s to topic reaches; the topic of s's
- * subscription sub_id (borrowed, NULL if none). */
+/* Tracing helpers. How many EVENTs the PUBLISH m by s would send, over every matching
+ * subscription, honouring exclude_me and the black/white lists (0 for a PUBLISH the broker
+ * would refuse for its options or URI). The same for a PUBLISH by s (NULL: by the router) to
+ * topic without options but exclude_me. The topic or pattern of s's subscription sub_id
+ * (borrowed, NULL if none). */
+size_t rt_broker_publish_receiver_count(rt_broker *b, rt_session *s, const wamp_msg *m);
 size_t rt_broker_receiver_count(rt_broker *b, rt_session *s, const char *topic, bool exclude_me);
 const char *rt_broker_topic_of(rt_session *s, uint64_t sub_id);
 
-/* Number of subscriptions (topics with at least one subscriber). */
+/* --- Enumeration (for the subscription meta API) ------------------------------------------
+ * Borrowed pointers, valid until the next message is handled by the broker (a subscription is
+ * deleted with its last subscriber). */
+
+/* Number of subscriptions (each has at least one subscriber). */
 size_t rt_broker_subscription_count(const rt_broker *b);
+/* Calls fn for every subscription, in no particular order; stops early when fn returns false.
+ * fn must not change the broker. */
+void rt_broker_foreach(const rt_broker *b, bool (*fn)(const rt_subscription *sub, void *ctx),
+                       void *ctx);
+/* The subscription with this id, or NULL. */
+const rt_subscription *rt_broker_find(const rt_broker *b, uint64_t id);
+/* The subscription for exactly (uri, match) (meta "lookup"), or NULL. */
+const rt_subscription *rt_broker_lookup(const rt_broker *b, const char *uri, wamp_match match);
+/* The subscriptions a PUBLISH to topic would reach (meta "match"): writes up to max of them to
+ * out and returns how many there are (possibly more than max). */
+size_t rt_broker_match(rt_broker *b, const char *topic, const rt_subscription **out, size_t max);
+
+uint64_t rt_subscription_id(const rt_subscription *sub);
+const char *rt_subscription_uri(const rt_subscription *sub);
+wamp_match rt_subscription_match(const rt_subscription *sub);
+/* The router clock (rt_router_now_us) when the subscription was created. */
+uint64_t rt_subscription_created_us(const rt_subscription *sub);
+size_t rt_subscription_subscriber_count(const rt_subscription *sub);
+/* Borrowed: subscriber i (0 <= i < count), in subscription order. */
+rt_session *rt_subscription_subscriber(const rt_subscription *sub, size_t i);
 
 #endif /* RT_BROKER_H */

@@ -135,11 +135,11 @@ static size_t nonempty_components(const char *pattern)
     }
 }
 
-bool rt_realm_authorize(const rt_realm *r, const char *authrole, rt_action action, const char *uri)
+const rt_permission *rt_realm_permission(const rt_realm *r, const char *authrole, const char *uri)
 {
     const rt_role *role = authrole ? find_role(r, authrole) : NULL;
     if (!role) {
-        return false;
+        return NULL;
     }
     /* Precedence as in Crossbar's static authorizer: exact, then longest prefix, then the most
      * specific wildcard. */
@@ -159,5 +159,11 @@ bool rt_realm_authorize(const rt_realm *r, const char *authrole, rt_action actio
             best_len = len;
         }
     }
+    return best;
+}
+
+bool rt_realm_authorize(const rt_realm *r, const char *authrole, rt_action action, const char *uri)
+{
+    const rt_permission *best = rt_realm_permission(r, authrole, uri);
     return best && perm_allows(best, action);
 }

@@ -35,5 +35,8 @@ bool rt_realm_has_role(const rt_realm *r, const char *authrole);
  * (an exact match first, then the longest prefix match, then the wildcard pattern with the most
  * non-empty components) decides; no matching permission = denied. */
 bool rt_realm_authorize(const rt_realm *r, const char *authrole, rt_action action, const char *uri);
+/* Borrowed: the permission that decides for (authrole, uri) under the precedence above (it also
+ * carries the "disclose" flags), or NULL when none matches or the role does not exist. */
+const rt_permission *rt_realm_permission(const rt_realm *r, const char *authrole, const char *uri);
 
 #endif /* RT_REALM_H */

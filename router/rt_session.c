@@ -222,8 +222,10 @@ static char *make_anonymous_authid(void)
 static json_t *welcome_roles(void)
 {
     /* Announce exactly what is implemented (spec "Feature Announcement"). */
-    return json_pack("{s:{s:{s:b}}, s:{s:{}}}", "broker", "features", "publisher_exclusion", 1,
-                     "dealer", "features");
+    json_t *broker = json_pack("{s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
+                               "pattern_based_subscription", 1, "subscriber_blackwhite_listing", 1,
+                               "publisher_identification", 1);
+    return json_pack("{s:{s:o}, s:{s:{}}}", "broker", "features", broker, "dealer", "features");
 }
 
 static void session_leave(rt_session *s)

@@ -5,7 +5,10 @@
 #include <check.h>
 
 #include "fake_transport.h"
+#include "rt_broker.h"
+#include "rt_realm.h"
 #include "test_router.h"
+#include "wamp_uri.h"
 
 static test_router T;
 
@@ -198,8 +201,21 @@ START_TEST(test_subscribe_errors)
     fake_conn *a = joined(WAMP_SER_JSON, "realm1");
     fake_conn_send(a, "[32, 1, {}, \"com. bad\"]");
     fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 1, WAMP_ERROR_INVALID_URI);
-    fake_conn_send(a, "[32, 2, {\"match\": \"prefix\"}, \"com\"]");
+    fake_conn_send(a, "[32, 2, {\"match\": \"fuzzy\"}, \"com\"]");
     fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 2, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(a, "[32, 3, {\"match\": 1}, \"com\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 3, WAMP_ERROR_INVALID_ARGUMENT);
+    /* Exact topics need every component; prefixes all but the last; wildcards none. */
+    fake_conn_send(a, "[32, 4, {}, \"com.x.\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 4, WAMP_ERROR_INVALID_URI);
+    fake_conn_send(a, "[32, 5, {\"match\": \"prefix\"}, \"com..x\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 5, WAMP_ERROR_INVALID_URI);
+    fake_conn_send(a, "[32, 6, {\"match\": \"prefix\"}, \".com\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 6, WAMP_ERROR_INVALID_URI);
+    fake_conn_send(a, "[32, 7, {\"match\": \"wildcard\"}, \"com. bad.\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 7, WAMP_ERROR_INVALID_URI);
+    fake_conn_send(a, "[32, 8, {\"match\": \"wildcard\"}, \"com.#.x\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 8, WAMP_ERROR_INVALID_URI);
     ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 0);
     fake_conn_free(a);
 }
@@ -254,6 +270,550 @@ START_TEST(test_slow_consumer_is_disconnected)
 
 END_TEST
 
+/* --- Pattern-based subscriptions ------------------------------------------------------------ */
+
+/* SUBSCRIBE request req with options (JSON text) to topic; returns the subscription id. */
+static int64_t subscribe_opts(fake_conn *c, int req, const char *options, const char *topic)
+{
+    fake_conn_send(c, "[32, %d, %s, \"%s\"]", req, options, topic);
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_SUBSCRIBED);
+    ck_assert_int_eq(fake_msg_int(m, 1), req);
+    int64_t id = fake_msg_int(m, 2);
+    json_decref(m);
+    return id;
+}
+
+static int64_t sub_prefix(fake_conn *c, const char *topic)
+{
+    return subscribe_opts(c, 1, "{\"match\": \"prefix\"}", topic);
+}
+
+static int64_t sub_wildcard(fake_conn *c, const char *topic)
+{
+    return subscribe_opts(c, 1, "{\"match\": \"wildcard\"}", topic);
+}
+
+/* Asserts the next message of c is an EVENT of subscription sub_id whose Details.topic is topic
+ * (NULL: no topic key) and whose args[0] is the string arg; returns its publication id. */
+static int64_t expect_event(fake_conn *c, int64_t sub_id, const char *topic, const char *arg)
+{
+    json_t *ev = fake_conn_next(c);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_int_eq(fake_msg_int(ev, 0), WAMP_MSG_EVENT);
+    ck_assert_int_eq(fake_msg_int(ev, 1), sub_id);
+    json_t *t = json_object_get(json_array_get(ev, 3), "topic");
+    if (topic) {
+        ck_assert_str_eq(json_string_value(t), topic);
+    } else {
+        ck_assert_ptr_null(t);
+    }
+    if (arg) {
+        ck_assert_str_eq(json_string_value(json_array_get(json_array_get(ev, 4), 0)), arg);
+    }
+    int64_t pub = fake_msg_int(ev, 2);
+    json_decref(ev);
+    return pub;
+}
+
+START_TEST(test_prefix_and_wildcard_match)
+{
+    fake_conn *p = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *w = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *e = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    int64_t ip = sub_prefix(p, "com.p");
+    int64_t iw = sub_wildcard(w, "com..x");
+    int64_t ie = subscribe(e, "com.p.x");
+    ck_assert(ip != iw && iw != ie && ip != ie);
+    /* All three match: pattern subscriptions get the concrete topic in Details.topic. */
+    fake_conn_send(pub, "[16, 1, {}, \"com.p.x\", [\"a\"]]");
+    expect_event(p, ip, "com.p.x", "a");
+    expect_event(w, iw, "com.p.x", "a");
+    expect_event(e, ie, NULL, "a");
+    /* A prefix is a plain string prefix (as Crossbar and the spec define it). */
+    fake_conn_send(pub, "[16, 2, {}, \"com.pq\", [\"b\"]]");
+    expect_event(p, ip, "com.pq", "b");
+    /* A wildcard needs the same number of components, the non-empty ones equal. */
+    fake_conn_send(pub, "[16, 3, {}, \"com.q.x\", [\"c\"]]");
+    expect_event(w, iw, "com.q.x", "c");
+    fake_conn_send(pub, "[16, 4, {}, \"com.p.x.y\", [\"d\"]]");
+    expect_event(p, ip, "com.p.x.y", "d");
+    fake_conn_send(pub, "[16, 5, {}, \"org.q.x\", [\"e\"]]");
+    fake_conn_send(pub, "[16, 6, {}, \"com.q.y\", [\"f\"]]");
+    for (fake_conn **c = (fake_conn *[]){p, w, e, NULL}; *c; c++) {
+        ck_assert_uint_eq(fake_conn_pending(*c), 0);
+    }
+    fake_conn_free(p);
+    fake_conn_free(w);
+    fake_conn_free(e);
+    fake_conn_free(pub);
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 0);
+}
+
+END_TEST
+
+START_TEST(test_pattern_subscription_ids_shared_per_uri_and_policy)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_JSON, "realm1");
+    int64_t pa = sub_prefix(a, "com.t");
+    int64_t pb = sub_prefix(b, "com.t");
+    ck_assert_int_eq(pa, pb);
+    int64_t wa = sub_wildcard(a, "com.t");
+    int64_t ea = subscribe(a, "com.t");
+    ck_assert(wa != pa && ea != pa && ea != wa);
+    ck_assert_int_eq(sub_wildcard(b, "com.t"), wa);
+    ck_assert_int_eq(sub_prefix(a, "com.t"), pa); /* again: the same subscription */
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 3);
+    /* The enumeration API sees them as they are. */
+    rt_broker *br = rt_realm_broker(rt_router_find_realm(T.rt, "realm1"));
+    const rt_subscription *sp = rt_broker_lookup(br, "com.t", WAMP_MATCH_PREFIX);
+    ck_assert_ptr_nonnull(sp);
+    ck_assert_ptr_eq(rt_broker_find(br, (uint64_t)pa), sp);
+    ck_assert_uint_eq(rt_subscription_id(sp), (uint64_t)pa);
+    ck_assert_str_eq(rt_subscription_uri(sp), "com.t");
+    ck_assert_int_eq(rt_subscription_match(sp), WAMP_MATCH_PREFIX);
+    ck_assert_uint_eq(rt_subscription_subscriber_count(sp), 2);
+    ck_assert_ptr_eq(rt_subscription_subscriber(sp, 0), a->s);
+    ck_assert_ptr_eq(rt_subscription_subscriber(sp, 1), b->s);
+    ck_assert_ptr_null(rt_broker_lookup(br, "com.t.x", WAMP_MATCH_PREFIX));
+    const rt_subscription *found[4];
+    ck_assert_uint_eq(rt_broker_match(br, "com.t", found, 4), 3);
+    ck_assert_uint_eq(rt_broker_match(br, "com.tx", found, 4), 1);
+    ck_assert_ptr_eq(found[0], sp);
+    fake_conn_free(a);
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 2);
+    fake_conn_free(b);
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 0);
+    ck_assert_uint_eq(rt_broker_match(br, "com.t", found, 4), 0);
+}
+
+END_TEST
+
+START_TEST(test_one_event_per_matching_subscription)
+{
+    fake_conn *a = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    int64_t ids[4] = {subscribe(a, "com.a.b"), sub_prefix(a, "com.a"), sub_prefix(a, ""),
+                      sub_wildcard(a, ".a.")};
+    fake_conn_send(pub, "[16, 1, {\"acknowledge\": true}, \"com.a.b\", [\"x\"]]");
+    json_t *ack = fake_conn_next(pub);
+    int64_t publication = fake_msg_int(ack, 2);
+    json_decref(ack);
+    /* Exact first, then prefixes by length, then wildcards: one EVENT each, one publication. */
+    ck_assert_uint_eq(fake_conn_pending(a), 4);
+    ck_assert_int_eq(expect_event(a, ids[0], NULL, "x"), publication);
+    ck_assert_int_eq(expect_event(a, ids[2], "com.a.b", "x"), publication);
+    ck_assert_int_eq(expect_event(a, ids[1], "com.a.b", "x"), publication);
+    ck_assert_int_eq(expect_event(a, ids[3], "com.a.b", "x"), publication);
+    fake_conn_free(a);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+START_TEST(test_pattern_event_encoded_once_per_serializer)
+{
+    fake_conn *j1 = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *j2 = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *m1 = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    sub_prefix(j1, "com.shared");
+    sub_prefix(j2, "com.shared");
+    sub_prefix(m1, "com.shared");
+    fake_conn_send(pub, "[16, 1, {\"disclose_me\": true}, \"com.shared.x\", [\"payload\"]]");
+    wamp_buf *bj1 = rt_session_tx_peek(j1->s), *bj2 = rt_session_tx_peek(j2->s);
+    ck_assert_ptr_nonnull(bj1);
+    ck_assert_ptr_eq(bj1, bj2);
+    ck_assert_uint_eq(wamp_buf_refs(bj1), 2);
+    ck_assert_ptr_ne(rt_session_tx_peek(m1->s), bj1);
+    fake_conn_free(j1);
+    fake_conn_free(j2);
+    fake_conn_free(m1);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+START_TEST(test_pattern_unsubscribe_and_leave_cleanup)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    int64_t w1 = sub_wildcard(a, "com..x");
+    int64_t w2 = sub_wildcard(a, "com.y.");
+    int64_t p1 = sub_prefix(a, "com.y");
+    sub_wildcard(b, "com..x");
+    /* Unsubscribing a's wildcard leaves b's membership (same subscription) in place. */
+    fake_conn_send(a, "[34, 2, %lld]", (long long)w1);
+    fake_conn_clear(a);
+    fake_conn_send(pub, "[16, 1, {}, \"com.y.x\", [\"one\"]]");
+    expect_event(a, p1, "com.y.x", "one"); /* prefix subscriptions come before wildcards */
+    expect_event(a, w2, "com.y.x", "one");
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    expect_event(b, w1, "com.y.x", "one");
+    /* Gone entirely: no index entry may still match. */
+    fake_conn_free(b);
+    fake_conn_send(a, "[34, 3, %lld]", (long long)w2);
+    fake_conn_send(a, "[34, 4, %lld]", (long long)p1);
+    fake_conn_clear(a);
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 0);
+    fake_conn_send(pub, "[16, 2, {}, \"com.y.x\", [\"two\"]]");
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    /* The same shapes again work from scratch. */
+    int64_t w3 = sub_wildcard(a, "com..x");
+    ck_assert_int_ne(w3, w1);
+    fake_conn_send(pub, "[16, 3, {}, \"com.y.x\", [\"three\"]]");
+    expect_event(a, w3, "com.y.x", "three");
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    fake_conn_free(a);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* Many patterns of many shapes: the indexes give exactly what matching every pattern would. */
+START_TEST(test_pattern_index_agrees_with_brute_force)
+{
+    static const char *const comps[] = {"a", "b", "c", "ab"};
+
+    enum {
+        NPAT = 120
+    };
+
+    char pats[NPAT][32];
+    wamp_match pm[NPAT];
+    int64_t ids[NPAT];
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    unsigned seed = 12345;
+    for (int i = 0; i < NPAT; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int n = 1 + (int)((seed >> 16) % 4);
+        pm[i] = (seed >> 8) % 2 ? WAMP_MATCH_WILDCARD : WAMP_MATCH_PREFIX;
+        pats[i][0] = '\0';
+        for (int k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            bool empty = pm[i] == WAMP_MATCH_WILDCARD && (seed >> 20) % 3 == 0;
+            if (k > 0) {
+                strcat(pats[i], ".");
+            }
+            if (!empty) {
+                strcat(pats[i], comps[(seed >> 16) % 4]);
+            }
+        }
+        if (pm[i] == WAMP_MATCH_PREFIX && (seed >> 12) % 3 == 0) {
+            pats[i][strlen(pats[i]) - 1] = '\0'; /* cut inside a component */
+            if (pats[i][0] == '\0' || pats[i][strlen(pats[i]) - 1] == '.') {
+                strcat(pats[i], "a");
+            }
+        }
+        ids[i] = subscribe_opts(c, i + 1,
+                                pm[i] == WAMP_MATCH_PREFIX ? "{\"match\": \"prefix\"}"
+                                                           : "{\"match\": \"wildcard\"}",
+                                pats[i]);
+    }
+    rt_broker *br = rt_realm_broker(rt_router_find_realm(T.rt, "realm1"));
+    const rt_subscription *found[NPAT];
+    size_t checked = 0, total = 0;
+    for (int t = 0; t < 300; t++) {
+        char topic[32] = "";
+        seed = seed * 1103515245u + 12345u;
+        int n = 1 + (int)((seed >> 16) % 4);
+        for (int k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            if (k > 0) {
+                strcat(topic, ".");
+            }
+            strcat(topic, comps[(seed >> 16) % 4]);
+        }
+        size_t got = rt_broker_match(br, topic, found, NPAT);
+        ck_assert_uint_le(got, NPAT);
+        size_t expect = 0;
+        for (int i = 0; i < NPAT; i++) {
+            if (!wamp_uri_matches(pats[i], pm[i], topic)) {
+                continue;
+            }
+            /* Patterns may repeat: the shared subscription counts once. */
+            bool dup = false;
+            for (int k = 0; k < i; k++) {
+                dup = dup || ids[k] == ids[i];
+            }
+            expect += dup ? 0 : 1;
+            bool seen = false;
+            for (size_t k = 0; k < got; k++) {
+                seen = seen || rt_subscription_id(found[k]) == (uint64_t)ids[i];
+            }
+            ck_assert_msg(seen, "%s (%s) should match %s", pats[i], wamp_match_name(pm[i]), topic);
+        }
+        ck_assert_uint_eq(got, expect);
+        checked++;
+        total += got;
+    }
+    ck_assert_uint_eq(checked, 300);
+    ck_assert_uint_gt(total, 300); /* the sample is not trivially empty */
+    fake_conn_free(c);
+}
+
+END_TEST
+
+START_TEST(test_publish_local_reaches_pattern_subscriptions)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    int64_t ip = sub_prefix(a, "wampscope.");
+    int64_t ie = subscribe(a, "wampscope.on_x");
+    rt_broker *br = rt_realm_broker(rt_router_find_realm(T.rt, "realm1"));
+    ck_assert_int_eq(rt_broker_publish_local(br, "wampscope.on_x", json_pack("[s]", "v"), NULL),
+                     WAMP_OK);
+    expect_event(a, ie, NULL, "v");
+    expect_event(a, ip, "wampscope.on_x", "v");
+    ck_assert_uint_eq(rt_broker_receiver_count(br, NULL, "wampscope.on_y", false), 1);
+    fake_conn_free(a);
+}
+
+END_TEST
+
+/* --- Black/white listing and publisher identification --------------------------------------- */
+
+/* A router whose realm "roles" has roles "anonymous" and "guest" (both may do everything;
+ * "guest" publications under "com.disclosed." are disclosed by permission), and two listeners
+ * whose anonymous sessions get those roles. */
+static rt_permission roles_all[] = {{.uri = "",
+                                     .match = WAMP_MATCH_PREFIX,
+                                     .allow_call = true,
+                                     .allow_register = true,
+                                     .allow_publish = true,
+                                     .allow_subscribe = true}};
+static rt_permission roles_guest[] = {{.uri = "",
+                                       .match = WAMP_MATCH_PREFIX,
+                                       .allow_call = true,
+                                       .allow_register = true,
+                                       .allow_publish = true,
+                                       .allow_subscribe = true},
+                                      {.uri = "com.disclosed.",
+                                       .match = WAMP_MATCH_PREFIX,
+                                       .allow_publish = true,
+                                       .allow_subscribe = true,
+                                       .disclose_publisher = true}};
+static rt_role roles_roles[] = {{.name = "anonymous", .permissions = roles_all, .n_permissions = 1},
+                                {.name = "guest", .permissions = roles_guest, .n_permissions = 2}};
+static rt_realm_config roles_realm[] = {{.name = "roles", .roles = roles_roles, .n_roles = 2}};
+static rt_listener roles_listeners[] = {
+        {.id = "anon", .anonymous_role = "anonymous", .max_message_size = 1024 * 1024},
+        {.id = "guest", .anonymous_role = "guest", .max_message_size = 1024 * 1024}};
+
+static void roles_setup(void)
+{
+    test_router_init(&T);
+    rt_router_free(T.rt);
+    T.cfg.realms = roles_realm;
+    T.cfg.n_realms = 1;
+    T.cfg.listeners = roles_listeners;
+    T.cfg.n_listeners = 2;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+}
+
+/* A session on realm "roles" with role "anonymous" or "guest". */
+static fake_conn *with_role(const char *listener)
+{
+    rt_peer peer = {.addr = "127.0.0.1:1", .is_loopback = true, .listener_id = listener};
+    fake_conn *c = fake_conn_new_peer(T.rt, WAMP_SER_JSON, &peer);
+    fake_conn_join(c, "roles");
+    return c;
+}
+
+/* Publishes to com.l with options (JSON text) and returns which of the n sessions got the
+ * EVENT, as a bit set (bit i = sessions[i]). */
+static unsigned delivered(fake_conn *pub, const char *options, fake_conn **sessions, int n)
+{
+    fake_conn_send(pub, "[16, 1, %s, \"com.l\", [\"x\"]]", options);
+    unsigned got = 0;
+    for (int i = 0; i < n; i++) {
+        size_t k = fake_conn_pending(sessions[i]);
+        ck_assert_uint_le(k, 1);
+        got |= k ? 1u << i : 0;
+        fake_conn_clear(sessions[i]);
+    }
+    return got;
+}
+
+START_TEST(test_blackwhite_listing)
+{
+    fake_conn *c[4] = {with_role("anon"), with_role("anon"), with_role("guest"),
+                       with_role("guest")};
+    for (int i = 0; i < 4; i++) {
+        subscribe(c[i], "com.l");
+    }
+    long long id[4];
+    const char *aid[4];
+    for (int i = 0; i < 4; i++) {
+        id[i] = (long long)rt_session_id(c[i]->s);
+        aid[i] = rt_session_authid(c[i]->s);
+    }
+    char o[512];
+    /* Publisher c[0], exclude_me default: c[0] never gets its own event. */
+    ck_assert_uint_eq(delivered(c[0], "{}", c, 4), 0xe);
+    snprintf(o, sizeof(o), "{\"exclude\": [%lld, 424242]}", id[1]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0xc);
+    snprintf(o, sizeof(o), "{\"eligible\": [%lld, %lld]}", id[1], id[3]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0xa);
+    /* eligible names the publisher, but exclude_me still applies unless false. */
+    snprintf(o, sizeof(o), "{\"eligible\": [%lld, %lld]}", id[0], id[3]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0x8);
+    snprintf(o, sizeof(o), "{\"eligible\": [%lld, %lld], \"exclude_me\": false}", id[0], id[3]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0x9);
+    /* Combination: every eligible list must admit the receiver, no exclude list may name it. */
+    snprintf(o, sizeof(o), "{\"eligible_authrole\": [\"guest\"], \"exclude\": [%lld]}", id[2]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0x8);
+    snprintf(o, sizeof(o), "{\"eligible\": [%lld, %lld], \"eligible_authrole\": [\"guest\"]}",
+             id[1], id[2]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0x4);
+    ck_assert_uint_eq(delivered(c[0], "{\"exclude_authrole\": [\"guest\"]}", c, 4), 0x2);
+    ck_assert_uint_eq(delivered(c[0], "{\"eligible_authrole\": [\"nobody\"]}", c, 4), 0);
+    snprintf(o, sizeof(o), "{\"exclude_authid\": [\"%s\", \"%s\"]}", aid[1], aid[2]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0x8);
+    snprintf(o, sizeof(o), "{\"eligible_authid\": [\"%s\"], \"exclude_authrole\": [\"anonymous\"]}",
+             aid[3]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0x8);
+    snprintf(o, sizeof(o), "{\"eligible_authid\": [\"%s\"], \"exclude_authrole\": [\"guest\"]}",
+             aid[3]);
+    ck_assert_uint_eq(delivered(c[0], o, c, 4), 0);
+    /* An empty list restricts nothing (Crossbar). */
+    ck_assert_uint_eq(delivered(c[0], "{\"eligible\": [], \"exclude_authid\": []}", c, 4), 0xe);
+    /* Malformed lists are refused, with or without acknowledge. */
+    static const char *const bad[] = {
+            "{\"exclude\": 5}",           "{\"eligible\": [\"x\"]}",       "{\"exclude\": [-1]}",
+            "{\"eligible_authid\": [1]}", "{\"exclude_authrole\": \"r\"}", "{\"disclose_me\": 1}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        fake_conn_send(c[0], "[16, 9, %s, \"com.l\"]", bad[i]);
+        fake_expect_error(c[0], WAMP_MSG_PUBLISH, 9, WAMP_ERROR_INVALID_ARGUMENT);
+        for (int k = 1; k < 4; k++) {
+            ck_assert_uint_eq(fake_conn_pending(c[k]), 0);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        fake_conn_free(c[i]);
+    }
+}
+
+END_TEST
+
+START_TEST(test_blackwhite_listing_over_patterns_and_counts)
+{
+    fake_conn *a = with_role("anon"), *g = with_role("guest"), *pub = with_role("anon");
+    int64_t ia = sub_prefix(a, "com.");
+    int64_t ig = sub_wildcard(g, "com.");
+    subscribe(g, "com.l");
+    rt_broker *br = rt_realm_broker(rt_router_find_realm(T.rt, "roles"));
+    const char *txt = "[16, 1, {\"exclude_authrole\": [\"guest\"]}, \"com.l\", [\"x\"]]";
+    json_t *root = json_loads(txt, 0, NULL);
+    wamp_msg m;
+    ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, pub->s, &m), 1);
+    wamp_msg_fini(&m);
+    root = json_loads("[16, 1, {}, \"com.l\"]", 0, NULL);
+    ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, pub->s, &m), 3);
+    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, a->s, &m), 2);
+    wamp_msg_fini(&m);
+    root = json_loads("[16, 1, {\"exclude\": \"bad\"}, \"com.l\"]", 0, NULL);
+    ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, pub->s, &m), 0);
+    wamp_msg_fini(&m);
+    fake_conn_send(pub, "%s", txt);
+    expect_event(a, ia, "com.l", "x");
+    ck_assert_uint_eq(fake_conn_pending(g), 0);
+    fake_conn_send(pub, "[16, 2, {\"eligible_authrole\": [\"guest\"]}, \"com.l\", [\"y\"]]");
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    ck_assert_uint_eq(fake_conn_pending(g), 2);
+    fake_conn_clear(g);
+    (void)ig;
+    fake_conn_free(a);
+    fake_conn_free(g);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* The details dict of the next EVENT of c (owned copy). */
+static json_t *next_event_details(fake_conn *c)
+{
+    json_t *ev = fake_conn_next(c);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_int_eq(fake_msg_int(ev, 0), WAMP_MSG_EVENT);
+    json_t *d = json_incref(json_array_get(ev, 3));
+    json_decref(ev);
+    return d;
+}
+
+START_TEST(test_publisher_identification)
+{
+    fake_conn *sub = with_role("anon"), *a = with_role("anon"), *g = with_role("guest");
+    subscribe(sub, "com.l");
+    subscribe(sub, "com.disclosed.x");
+    /* Not disclosed by default. */
+    fake_conn_send(a, "[16, 1, {}, \"com.l\"]");
+    json_t *d = next_event_details(sub);
+    ck_assert_uint_eq(json_object_size(d), 0);
+    json_decref(d);
+    /* On request. */
+    fake_conn_send(a, "[16, 2, {\"disclose_me\": true}, \"com.l\"]");
+    d = next_event_details(sub);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "publisher")),
+                     (json_int_t)rt_session_id(a->s));
+    ck_assert_str_eq(json_string_value(json_object_get(d, "publisher_authid")),
+                     rt_session_authid(a->s));
+    ck_assert_str_eq(json_string_value(json_object_get(d, "publisher_authrole")), "anonymous");
+    json_decref(d);
+    /* Forced by the guest role's permission on com.disclosed.*, even with disclose_me false;
+     * the same role elsewhere is not disclosed. */
+    fake_conn_send(g, "[16, 3, {\"disclose_me\": false}, \"com.disclosed.x\"]");
+    d = next_event_details(sub);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "publisher")),
+                     (json_int_t)rt_session_id(g->s));
+    ck_assert_str_eq(json_string_value(json_object_get(d, "publisher_authrole")), "guest");
+    json_decref(d);
+    fake_conn_send(g, "[16, 4, {}, \"com.l\"]");
+    d = next_event_details(sub);
+    ck_assert_ptr_null(json_object_get(d, "publisher"));
+    json_decref(d);
+    /* The anonymous role has no such permission. */
+    fake_conn_send(a, "[16, 5, {}, \"com.disclosed.x\"]");
+    d = next_event_details(sub);
+    ck_assert_ptr_null(json_object_get(d, "publisher"));
+    json_decref(d);
+    fake_conn_free(sub);
+    fake_conn_free(a);
+    fake_conn_free(g);
+}
+
+END_TEST
+
+START_TEST(test_welcome_announces_broker_features)
+{
+    fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"subscriber\": {}}}]");
+    json_t *w = fake_conn_next(c);
+    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    json_t *f = json_object_get(
+            json_object_get(
+                    json_object_get(json_object_get(json_array_get(w, 2), "roles"), "broker"),
+                    "features"),
+            "pattern_based_subscription");
+    ck_assert(json_is_true(f));
+    json_t *feats = json_object_get(
+            json_object_get(json_object_get(json_array_get(w, 2), "roles"), "broker"), "features");
+    ck_assert(json_is_true(json_object_get(feats, "subscriber_blackwhite_listing")));
+    ck_assert(json_is_true(json_object_get(feats, "publisher_identification")));
+    ck_assert(json_is_true(json_object_get(feats, "publisher_exclusion")));
+    json_decref(w);
+    fake_conn_free(c);
+}
+
+END_TEST
+
 static Suite *rt_broker_suite(void)
 {
     Suite *s = suite_create("rt_broker");
@@ -270,7 +830,22 @@ static Suite *rt_broker_suite(void)
     tcase_add_test(tc, test_subscribe_errors);
     tcase_add_test(tc, test_authorization);
     tcase_add_test(tc, test_slow_consumer_is_disconnected);
+    tcase_add_test(tc, test_prefix_and_wildcard_match);
+    tcase_add_test(tc, test_pattern_subscription_ids_shared_per_uri_and_policy);
+    tcase_add_test(tc, test_one_event_per_matching_subscription);
+    tcase_add_test(tc, test_pattern_event_encoded_once_per_serializer);
+    tcase_add_test(tc, test_pattern_unsubscribe_and_leave_cleanup);
+    tcase_add_test(tc, test_pattern_index_agrees_with_brute_force);
+    tcase_add_test(tc, test_publish_local_reaches_pattern_subscriptions);
+    tcase_add_test(tc, test_welcome_announces_broker_features);
     suite_add_tcase(s, tc);
+    TCase *tr = tcase_create("roles");
+    tcase_add_checked_fixture(tr, roles_setup, teardown);
+    tcase_set_timeout(tr, 10);
+    tcase_add_test(tr, test_blackwhite_listing);
+    tcase_add_test(tr, test_blackwhite_listing_over_patterns_and_counts);
+    tcase_add_test(tr, test_publisher_identification);
+    suite_add_tcase(s, tr);
     return s;
 }
 

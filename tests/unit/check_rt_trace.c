@@ -236,6 +236,54 @@ START_TEST(test_publish_chains)
 
 END_TEST
 
+/* A PUBLISH reaching pattern subscriptions through black/white lists: every EVENT record has
+ * the concrete topic as uri, the last EVENT completes the action, and a PUBLISH whose receivers
+ * are all excluded is its own last record. */
+START_TEST(test_publish_chain_over_patterns_and_filters)
+{
+    fake_conn *p = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *w = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *x = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(p, "[32, 1, {\"match\": \"prefix\"}, \"com.news\"]");
+    fake_conn_send(w, "[32, 1, {\"match\": \"wildcard\"}, \"com..sport\"]");
+    fake_conn_send(x, "[32, 1, {}, \"com.news.sport\"]");
+    fake_conn_clear(p);
+    fake_conn_clear(w);
+    fake_conn_clear(x);
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    trace *t = start("pat", NULL);
+    /* x (exact, delivered first) is excluded: the wildcard EVENT is the last one. */
+    fake_conn_send(pub, "[16, 3, {\"exclude\": [%llu]}, \"com.news.sport\", [\"x\"]]",
+                   (unsigned long long)rt_session_id(x->s));
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 3);
+    expect_record(json_array_get(r, 0), "rx", "Publish", "com.news.sport");
+    ck_assert(!flag(json_array_get(r, 0), "correlation_is_last"));
+    for (size_t i = 1; i < 3; i++) {
+        json_t *rec = json_array_get(r, i);
+        expect_record(rec, "tx", "Event", "com.news.sport");
+        ck_assert_str_eq(str(rec, "correlation"), str(json_array_get(r, 0), "correlation"));
+        ck_assert(flag(rec, "correlation_is_last") == (i == 2));
+    }
+    ck_assert_uint_eq(fake_conn_pending(x), 0);
+    ck_assert_uint_eq(fake_conn_pending(p), 1);
+    ck_assert_uint_eq(fake_conn_pending(w), 1);
+    json_decref(r);
+    /* Nobody eligible: the PUBLISH record itself is the last. */
+    fake_conn_send(pub, "[16, 4, {\"eligible\": [1]}, \"com.news.sport\", [\"y\"]]");
+    r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 4);
+    expect_record(json_array_get(r, 3), "rx", "Publish", "com.news.sport");
+    ck_assert(flag(json_array_get(r, 3), "correlation_is_last"));
+    json_decref(r);
+    fake_conn_free(p);
+    fake_conn_free(w);
+    fake_conn_free(x);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
 START_TEST(test_subscribe_unsubscribe_and_session_open)
 {
     trace *t = start("subs", NULL);
@@ -387,6 +435,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_call_chain);
     tcase_add_test(tc, test_call_error_and_callee_leaving);
     tcase_add_test(tc, test_publish_chains);
+    tcase_add_test(tc, test_publish_chain_over_patterns_and_filters);
     tcase_add_test(tc, test_subscribe_unsubscribe_and_session_open);
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);
