@@ -707,7 +707,7 @@ static wamp_err check_type(cfg_ctx *c, const char *path, const json_t *o, const 
 
 static const type_rule endpoint_types[] = {
         {"tcp", NULL},
-        {"unix", "Unix domain socket endpoints are not supported yet"},
+        {"unix", NULL},
         {"twisted", "Twisted endpoint strings are not supported"},
         {"onion", "Tor onion endpoints are not supported"},
 };
@@ -726,10 +726,48 @@ static const key_rule endpoint_rules[] = {
         K_REFUSED("user_timeout", "TCP_USER_TIMEOUT is not supported"),
 };
 
+/* Crossbar's Unix endpoint (checkconfig.py check_listening_endpoint_unix). */
+static const key_rule unix_endpoint_rules[] = {
+        K_PARSED("type"),
+        K_PARSED("path"),
+        K_IGN_INT("backlog", 1, 65535),
+};
+
+/* sockaddr_un.sun_path holds 108 bytes with the NUL on Linux. */
+#define UNIX_PATH_MAX 107
+
+static wamp_err parse_unix_endpoint(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l)
+{
+    wamp_err err = check_keys(c, path, o, unix_endpoint_rules, N_RULES(unix_endpoint_rules));
+    const char *sp = NULL;
+    if (err == WAMP_OK) {
+        err = req_str(c, path, o, "path", &sp);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    cfg_path pp = path_key(path, "path");
+    if (!sp[0]) {
+        return refuse(c, pp.s, "must not be empty");
+    }
+    if (strlen(sp) > UNIX_PATH_MAX) {
+        return refuse(c, pp.s, "is longer than %d bytes (the limit of a Unix socket path)",
+                      UNIX_PATH_MAX);
+    }
+    /* lws treats a leading '@' as Linux's abstract namespace: keep to files. */
+    if (sp[0] == '@') {
+        return refuse(c, pp.s, "abstract Unix sockets (\"@name\") are not supported");
+    }
+    return dup_str(c, sp, &l->unix_path);
+}
+
 static wamp_err parse_endpoint(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l)
 {
     const char *type = NULL;
     wamp_err err = check_type(c, path, o, endpoint_types, N_RULES(endpoint_types), &type);
+    if (err == WAMP_OK && strcmp(type, "unix") == 0) {
+        return parse_unix_endpoint(c, path, o, l);
+    }
     if (err == WAMP_OK) {
         err = check_keys(c, path, o, endpoint_rules, N_RULES(endpoint_rules));
     }
@@ -1230,10 +1268,103 @@ static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *
     return WAMP_OK;
 }
 
+/* Crossbar's RawSocket transport (checkconfig.py check_listening_transport_rawsocket and
+ * check_rawsocket_options); older Crossbar versions had max_message_size at the top. */
+static const key_rule raw_transport_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("endpoint"),
+        K_PARSED("serializers"),
+        K_PARSED("options"),
+        K_PARSED("auth"),
+        K_PARSED("max_message_size"),
+        K_IGN("debug", KEY_IGN_BOOL),
+};
+
+static const key_rule raw_option_rules[] = {
+        K_PARSED("max_message_size"),
+};
+
+static wamp_err parse_raw_max_size(cfg_ctx *c, const char *path, const json_t *o,
+                                   const rt_limits *lim, rt_listener *l)
+{
+    json_int_t mms = (json_int_t)l->max_message_size;
+    wamp_err err = opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if ((size_t)mms > lim->max_message_size) {
+        return refuse(c, path_key(path, "max_message_size").s,
+                      "%lld exceeds wampscope.limits.max_message_size (%zu bytes)", (long long)mms,
+                      lim->max_message_size);
+    }
+    l->max_message_size = (size_t)mms;
+    return WAMP_OK;
+}
+
+static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *o,
+                                    const rt_limits *lim, rt_listener *l)
+{
+    wamp_err err = check_keys(c, path, o, raw_transport_rules, N_RULES(raw_transport_rules));
+    const char *id = NULL;
+    if (err == WAMP_OK) {
+        err = opt_id(c, path, o, &id);
+    }
+    if (err == WAMP_OK && id) {
+        err = dup_str(c, id, &l->id);
+    }
+    if (err == WAMP_OK) {
+        const json_t *ep = json_object_get(o, "endpoint");
+        cfg_path ep_path = path_key(path, "endpoint");
+        err = ep ? parse_endpoint(c, ep_path.s, ep, l) : refuse(c, ep_path.s, "is required");
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    l->ser_json = true;
+    l->ser_msgpack = true;
+    const json_t *sers = json_object_get(o, "serializers");
+    if (sers) {
+        err = parse_serializers(c, path_key(path, "serializers").s, sers, l);
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    l->max_message_size = lim->max_message_size;
+    const json_t *opts = json_object_get(o, "options");
+    if (opts && json_object_get(o, "max_message_size")) {
+        return refuse(c, path_key(path, "max_message_size").s,
+                      "give it once, in \"options\" (Crossbar's current place)");
+    }
+    if (opts) {
+        cfg_path op = path_key(path, "options");
+        err = check_keys(c, op.s, opts, raw_option_rules, N_RULES(raw_option_rules));
+        if (err == WAMP_OK) {
+            err = parse_raw_max_size(c, op.s, opts, lim, l);
+        }
+    } else {
+        err = parse_raw_max_size(c, path, o, lim, l);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    const json_t *auth = json_object_get(o, "auth");
+    if (auth) {
+        err = parse_auth(c, path_key(path, "auth").s, auth, l);
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    if (!l->anonymous_role) {
+        err = dup_str(c, DEF_ANONYMOUS_ROLE, &l->anonymous_role);
+    }
+    return err;
+}
+
 static const type_rule transport_types[] = {
         {"websocket", NULL},
         {"web", NULL},
-        {"rawsocket", "RawSocket transports are not supported yet"},
+        {"rawsocket", NULL},
         {"universal", "universal transports are not supported yet"},
         {"mqtt", "MQTT transports are not supported"},
         {"flashpolicy", "Flash policy transports are not supported"},
@@ -1250,8 +1381,17 @@ static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, s
         return err;
     }
     l->kind = RT_TRANSPORT_WEBSOCKET;
-    err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l)
-                                   : parse_ws_service(c, path, o, true, lim, l);
+    if (strcmp(type, "rawsocket") == 0) {
+        l->kind = RT_TRANSPORT_RAWSOCKET;
+        err = parse_raw_transport(c, path, o, lim, l);
+    } else {
+        err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l)
+                                       : parse_ws_service(c, path, o, true, lim, l);
+        if (err == WAMP_OK && l->unix_path) {
+            err = refuse(c, path_key(path_key(path, "endpoint").s, "type").s,
+                         "Unix socket endpoints are supported for rawsocket transports only");
+        }
+    }
     if (err == WAMP_OK && !l->id) {
         /* Crossbar numbers unnamed transports "transport1", "transport2", ... */
         char buf[32];
@@ -1697,6 +1837,13 @@ static wamp_err parse_transports(cfg_ctx *c, const char *path, const json_t *o, 
                 return refuse(c, path_key(ip.s, "id").s,
                               "transport ID \"%s\" is already used by transports[%zu]", l->id, j);
             }
+            if (l->unix_path && m->unix_path && strcmp(l->unix_path, m->unix_path) == 0) {
+                return refuse(c, path_key(path_key(ip.s, "endpoint").s, "path").s,
+                              "\"%s\" is already used by transports[%zu]", l->unix_path, j);
+            }
+            if (l->unix_path || m->unix_path) {
+                continue;
+            }
             if (l->port != 0 && l->port == m->port && same_interface(l->interface, m->interface)) {
                 return refuse(c, path_key(path_key(ip.s, "endpoint").s, "port").s,
                               "port %d is already used by transports[%zu]", l->port, j);
@@ -2117,6 +2264,7 @@ void rt_config_free(rt_config *cfg)
         rt_listener *l = &cfg->listeners[i];
         free(l->id);
         free(l->interface);
+        free(l->unix_path);
         free(l->path);
         free(l->anonymous_role);
     }

@@ -45,18 +45,23 @@ typedef struct rt_realm_config {
 } rt_realm_config;
 
 typedef enum rt_transport_kind {
-    RT_TRANSPORT_WEBSOCKET /* "websocket", or a "web" transport's websocket path */
+    RT_TRANSPORT_WEBSOCKET, /* "websocket", or a "web" transport's websocket path */
+    RT_TRANSPORT_RAWSOCKET  /* "rawsocket": WAMP-over-RawSocket */
 } rt_transport_kind;
 
 typedef struct rt_listener {
     char *id; /* transport "id", or "transport<N>" */
     rt_transport_kind kind;
     char *interface; /* endpoint.interface; NULL = all interfaces (Crossbar's default) */
-    int port;        /* endpoint.port, 0..65535 (0 = ephemeral) */
-    char *path;      /* HTTP path of the WebSocket endpoint, "/" or "/ws" etc. */
+    int port;        /* endpoint.port, 0..65535 (0 = ephemeral); 0 for a Unix socket */
+    char *unix_path; /* endpoint "type": "unix": the socket file's path; NULL for TCP */
+    char *path;      /* HTTP path of the WebSocket endpoint, "/" or "/ws" etc.; NULL for
+                      * RawSocket */
     bool ser_json;   /* "serializers" contains "json" (default both) */
     bool ser_msgpack;
-    size_t max_message_size; /* options.max_message_size, defaults to limits.max_message_size */
+    /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
+     * enforces the largest power of two 512..16 MiB not above it (wamp_rawsock.h). */
+    size_t max_message_size;
     uint32_t auto_ping_interval_ms; /* options.auto_ping_interval (0 = off) */
     uint32_t auto_ping_timeout_ms;  /* options.auto_ping_timeout */
     /* auth.anonymous.role; "anonymous" when the transport has no "auth" section (Crossbar's

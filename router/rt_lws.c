@@ -23,22 +23,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <libwebsockets.h>
 
 #include "rt_config.h"
 #include "rt_log.h"
+#include "rt_lws_raw.h"
 #include "rt_lws_ws.h"
 
 #define RT_LWS_TICK_US ((lws_usec_t)100 * LWS_US_PER_MS)
 
+/* Protocol table entries of one vhost: the WebSocket ones, RawSocket, the terminator. */
+#define RT_LWS_PROTOCOLS_MAX (RT_LWS_WS_PROTOCOLS_MAX + 1)
+
+/* Unix socket files get this mode: owner and group may connect (configs/README.md). */
+#define RT_LWS_UNIX_MODE 0660
+
 typedef struct rt_lws_listener {
     rt_lws_ws_listener ws; /* the vhost user pointer */
-    struct lws_protocols protocols[RT_LWS_WS_PROTOCOLS_MAX];
+    struct lws_protocols protocols[RT_LWS_PROTOCOLS_MAX];
     lws_retry_bo_t ping; /* must outlive the vhost: lws keeps the pointer */
     struct lws_vhost *vh;
     int port; /* the port really listened on */
+    /* A Unix socket file we created (removed at exit if it is still ours). */
+    bool unix_made;
+    dev_t unix_dev;
+    ino_t unix_ino;
 } rt_lws_listener;
 
 struct rt_lws {
@@ -185,6 +199,46 @@ static bool host_port(const rt_listener *cfg, int port, char *buf, size_t len)
     return n >= 0 && (size_t)n < len;
 }
 
+/* Before lws binds a Unix socket path (lws 4.1 unlinks whatever is there first): refuse a
+ * path that is not a socket, or a socket some process still accepts on; a stale socket file
+ * (connection refused) may be replaced. */
+static wamp_err unix_path_check(const rt_listener *cfg, char *err, size_t err_len)
+{
+    struct stat st;
+    const char *path = cfg->unix_path;
+    if (lstat(path, &st) != 0) {
+        return WAMP_OK; /* absent: bind decides (e.g. a missing directory) */
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, err_len,
+                 "cannot listen on %s (listener %s): the file exists and is not a "
+                 "socket",
+                 path, cfg->id ? cfg->id : "?");
+        return WAMP_EIO;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, err_len, "socket: %s", strerror(errno));
+        return WAMP_EIO;
+    }
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    close(fd);
+    if (r == 0) {
+        snprintf(err, err_len,
+                 "cannot listen on %s (listener %s): another process is listening "
+                 "on it",
+                 path, cfg->id ? cfg->id : "?");
+        return WAMP_EIO;
+    }
+    RT_LOG_INFO(0, "replacing stale Unix socket file %s (%s)", path, strerror(e));
+    return WAMP_OK;
+}
+
 static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t err_len)
 {
     const rt_listener *cfg = &l->cfg->listeners[i];
@@ -193,23 +247,44 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     ll->ws.cfg = cfg;
     ll->ws.tearing_down = &l->tearing_down;
     ll->ws.tx_scratch = l->tx_scratch;
-    if (rt_lws_ws_protocols(cfg, ll->protocols) == 0) {
+    bool raw = cfg->kind == RT_TRANSPORT_RAWSOCKET;
+    if (raw) {
+        memset(ll->protocols, 0, sizeof(ll->protocols));
+        rt_lws_raw_protocol(cfg, &ll->protocols[0]);
+    }
+    if (!(cfg->ser_json || cfg->ser_msgpack) ||
+        (!raw && rt_lws_ws_protocols(cfg, ll->protocols) == 0)) {
         snprintf(err, err_len, "listener %s enables no serializer", cfg->id ? cfg->id : "?");
         return WAMP_EINVAL;
     }
     ping_policy(cfg, &ll->ping);
+    if (cfg->unix_path) {
+        wamp_err e = unix_path_check(cfg, err, err_len);
+        if (e != WAMP_OK) {
+            return e;
+        }
+    }
 
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof(info));
     info.vhost_name = cfg->id ? cfg->id : "wamp";
-    info.iface = cfg->interface;
-    info.port = port;
+    info.iface = cfg->unix_path ? cfg->unix_path : cfg->interface;
+    info.port = cfg->unix_path ? 0 : port;
     info.protocols = ll->protocols;
     info.user = &ll->ws;
     info.retry_and_idle_policy = &ll->ping;
     /* Without this, lws 4.1 treats an address it cannot bind as an interface that may come up
      * later: the vhost is created, listens on nothing and retries every second. */
     info.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
+    if (raw) {
+        /* Every accepted connection goes straight to the raw-skt role and our protocol. */
+        info.options |= LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG;
+        info.listen_accept_role = "raw-skt";
+        info.listen_accept_protocol = RT_LWS_RAW_PROTOCOL;
+    }
+    if (cfg->unix_path) {
+        info.options |= LWS_SERVER_OPTION_UNIX_SOCK;
+    }
     /* lws 4.1.6 binds an IPv6 socket when IPv6 is enabled, and its lws_interface_to_sa() then
      * writes an IPv4 literal into the sockaddr_in6 at the wrong offset: "127.0.0.1" would
      * listen on all interfaces. An IPv4 literal therefore gets an IPv4-only vhost. */
@@ -221,13 +296,43 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     ll->vh = lws_create_vhost(l->ctx, &info);
     if (!ll->vh) {
         int e = errno;
-        host_port(cfg, port, where, sizeof(where));
+        if (cfg->unix_path) {
+            snprintf(where, sizeof(where), "%s", cfg->unix_path);
+        } else {
+            host_port(cfg, port, where, sizeof(where));
+        }
         snprintf(err, err_len, "cannot listen on %s (listener %s): %s", where,
                  cfg->id ? cfg->id : "?", e ? strerror(e) : "see the log above");
         return WAMP_EIO;
     }
-    ll->port = lws_get_vhost_listen_port(ll->vh);
+    ll->port = cfg->unix_path ? 0 : lws_get_vhost_listen_port(ll->vh);
+    if (cfg->unix_path) {
+        struct stat st;
+        if (lstat(cfg->unix_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            ll->unix_made = true;
+            ll->unix_dev = st.st_dev;
+            ll->unix_ino = st.st_ino;
+        }
+        if (chmod(cfg->unix_path, RT_LWS_UNIX_MODE) != 0) {
+            snprintf(err, err_len, "cannot set the mode of %s (listener %s): %s", cfg->unix_path,
+                     cfg->id ? cfg->id : "?", strerror(errno));
+            return WAMP_EIO;
+        }
+    }
     return WAMP_OK;
+}
+
+/* Removes the socket file of a Unix listener if it is still the one we made. */
+static void unix_cleanup(const rt_lws_listener *ll)
+{
+    struct stat st;
+    const char *path = ll->ws.cfg ? ll->ws.cfg->unix_path : NULL;
+    if (!ll->unix_made || !path) {
+        return;
+    }
+    if (lstat(path, &st) == 0 && st.st_dev == ll->unix_dev && st.st_ino == ll->unix_ino) {
+        unlink(path);
+    }
 }
 
 /* --- Life cycle ----------------------------------------------------------------------------- */
@@ -307,11 +412,23 @@ bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
 {
     const rt_listener *cfg = l->listeners[i].ws.cfg;
     char where[128];
+    int n;
+    if (cfg->kind == RT_TRANSPORT_RAWSOCKET) {
+        /* autobahn's RawSocket URL forms (autobahn/rawsocket/util.py). */
+        if (cfg->unix_path) {
+            n = snprintf(buf, len, "rs://unix:%s", cfg->unix_path);
+        } else if (!host_port(cfg, l->listeners[i].port, where, sizeof(where))) {
+            return false;
+        } else {
+            n = snprintf(buf, len, "rs://%s", where);
+        }
+        return n >= 0 && (size_t)n < len;
+    }
     const char *path = cfg->path ? cfg->path : "/";
     if (!host_port(cfg, l->listeners[i].port, where, sizeof(where))) {
         return false;
     }
-    int n = snprintf(buf, len, "ws://%s%s%s", where, path[0] == '/' ? "" : "/", path);
+    n = snprintf(buf, len, "ws://%s%s%s", where, path[0] == '/' ? "" : "/", path);
     return n >= 0 && (size_t)n < len;
 }
 
@@ -339,6 +456,9 @@ void rt_lws_free(rt_lws *l)
     }
     if (l->sigfd >= 0 && !l->sigfd_lws) {
         close(l->sigfd);
+    }
+    for (size_t i = 0; l->listeners && i < l->cfg->n_listeners; i++) {
+        unix_cleanup(&l->listeners[i]);
     }
     free(l->listeners);
     free(l->tx_scratch);

@@ -32,10 +32,11 @@ wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char
 
 /* Number of listeners (as in the config, in order). */
 size_t rt_lws_listener_count(const rt_lws *l);
-/* The port listener i really listens on (lws_get_vhost_listen_port). */
+/* The port listener i really listens on (lws_get_vhost_listen_port); 0 for a Unix socket. */
 int rt_lws_listener_port(const rt_lws *l, size_t i);
 /* Writes "ws://HOST:PORT/PATH" for listener i into buf (HOST: the interface, 0.0.0.0 for all
- * interfaces, IPv6 in brackets). Returns false if buf is too small. */
+ * interfaces, IPv6 in brackets); "rs://HOST:PORT" or "rs://unix:PATH" for a RawSocket listener
+ * (autobahn's URL forms). Returns false if buf is too small. */
 bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len);
 
 /* Runs the service loop. The first signal starts rt_router_begin_shutdown(); the loop ends

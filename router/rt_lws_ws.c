@@ -243,8 +243,7 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
 
 /* --- Connection life cycle ------------------------------------------------------------------ */
 
-/* "ip:port" / "[ip6]:port" of the peer and whether it is a loopback address. */
-static void fill_peer(struct lws *wsi, rt_peer *peer)
+void rt_lws_fill_peer(struct lws *wsi, rt_peer *peer)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -287,7 +286,7 @@ static int on_established(struct lws *wsi, ws_pss *pss)
     pss->text = ser == WAMP_SER_JSON;
     rt_peer peer;
     memset(&peer, 0, sizeof(peer));
-    fill_peer(wsi, &peer);
+    rt_lws_fill_peer(wsi, &peer);
     peer.listener_id = pss->lis->cfg->id;
     peer.max_message_size = pss->lis->cfg->max_message_size;
     pss->sess = rt_router_attach(router_of(wsi), &ws_ops, pss, ser, &peer);

@@ -11,7 +11,9 @@
 #include <stddef.h>
 
 #include "rt_config.h"
+#include "rt_transport.h"
 
+struct lws;
 struct lws_protocols;
 
 /* Entries rt_lws_ws_protocols() writes at most: "http", two WAMP subprotocols, terminator. */
@@ -36,5 +38,10 @@ typedef struct rt_lws_ws_listener {
  * (id WAMP_SER_MSGPACK) as enabled, then the terminator. Returns the number of WAMP
  * subprotocols (0: the listener can accept nothing). */
 size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out);
+
+/* Fills peer->addr ("ip:port" / "[ip6]:port"; IPv4-mapped shown as IPv4) and is_loopback from
+ * the connection's TCP peer. Leaves them as they are for other sockets (Unix). Shared with the
+ * RawSocket adapter. */
+void rt_lws_fill_peer(struct lws *wsi, rt_peer *peer);
 
 #endif /* RT_LWS_WS_H */

@@ -1,5 +1,5 @@
 /* rt_transport.h: the only seam between the router core and a transport adapter (rt_lws_ws.c,
- * later RawSocket). The core calls these; they never re-enter the core. `tp` is the adapter's
+ * rt_lws_raw.c). The core calls these; they never re-enter the core. `tp` is the adapter's
  * per-connection state (borrowed; valid until the adapter calls rt_session_on_closed()). */
 #ifndef RT_TRANSPORT_H
 #define RT_TRANSPORT_H

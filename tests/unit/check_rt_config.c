@@ -125,6 +125,11 @@ static void assert_default_trusted(const rt_config *cfg)
 #define WITH_WEB(k)        WITH_T("{'type':'web','endpoint':{'type':'tcp','port':8080}," k "}")
 #define WITH_PATHS(p)      WITH_WEB("'paths':" p)
 #define WITH_WAMPSCOPE(w)  STD(",'wampscope':" w)
+#define WITH_RAW(k)        WITH_T("{'type':'rawsocket','endpoint':{'type':'tcp','port':8081}," k "}")
+/* 107 characters: after a '/', one more than a Unix socket path may have. */
+#define LONG_PATH                                                                               \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+    "aaaaaaaaaaaaaaaaaa"
 #define TOP(extra) \
     "{'version':2," extra "'workers':[{'type':'router','realms':[" R1 "],'transports':[" T1 "]}]}"
 
@@ -473,6 +478,44 @@ START_TEST(test_web_root_path_and_auth_defaults)
     /* Crossbar: an empty "auth" is no auth, i.e. anonymous as "anonymous". */
     ck_assert_str_eq(cfg->listeners[0].anonymous_role, "anonymous");
     ck_assert_str_eq(cfg->listeners[1].anonymous_role, "anonymous");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+START_TEST(test_rawsocket_transports)
+{
+    rt_config *cfg = load_ok(
+            WITH_T(T1 ",{'type':'rawsocket','id':'rs1','endpoint':{'type':'tcp','port':8081,"
+                      "'interface':'127.0.0.1'},'serializers':['msgpack'],'debug':false,"
+                      "'options':{'max_message_size':65536},'auth':{'anonymous':{'type':'static',"
+                      "'role':'backend'}}},"
+                      "{'type':'rawsocket','endpoint':{'type':'unix','path':'/run/w.sock',"
+                      "'backlog':10},'max_message_size':4096},"
+                      "{'type':'rawsocket','endpoint':{'type':'unix','path':'/run/x.sock'}}"));
+    ck_assert_uint_eq(cfg->n_listeners, 4);
+    const rt_listener *a = &cfg->listeners[1];
+    ck_assert_int_eq(a->kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert_str_eq(a->id, "rs1");
+    ck_assert_int_eq(a->port, 8081);
+    ck_assert_str_eq(a->interface, "127.0.0.1");
+    ck_assert_ptr_null(a->unix_path);
+    ck_assert_ptr_null(a->path);
+    ck_assert(!a->ser_json);
+    ck_assert(a->ser_msgpack);
+    ck_assert_uint_eq(a->max_message_size, 65536);
+    ck_assert_str_eq(a->anonymous_role, "backend");
+    const rt_listener *b = &cfg->listeners[2];
+    ck_assert_int_eq(b->kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert_str_eq(b->id, "transport3");
+    ck_assert_str_eq(b->unix_path, "/run/w.sock");
+    ck_assert_int_eq(b->port, 0);
+    ck_assert(b->ser_json && b->ser_msgpack);
+    ck_assert_uint_eq(b->max_message_size, 4096); /* older Crossbar's top-level key */
+    ck_assert_str_eq(b->anonymous_role, "anonymous");
+    ck_assert_uint_eq(cfg->listeners[3].max_message_size, 16777216); /* limits default */
+    ck_assert_int_eq(cfg->listeners[0].kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_ptr_null(cfg->listeners[0].unix_path);
     rt_config_free(cfg);
 }
 
@@ -909,8 +952,39 @@ static const refusal refusals[] = {
         {WORKER("'realms':[" R1 "]"), "workers[0].transports: at least one transport is required"},
         {WORKER("'realms':[" R1 "],'transports':[]"),
          "workers[0].transports: at least one transport is required"},
-        {WITH_T("{'type':'rawsocket','endpoint':{'type':'tcp','port':8081}}"),
-         P_T ".type: RawSocket transports are not supported yet"},
+        {WITH_RAW("'bogus':1"), P_T ".bogus: unknown key"},
+        {WITH_RAW("'url':'rs://x'"), P_T ".url: unknown key"},
+        {WITH_RAW("'serializers':['cbor']"),
+         P_T ".serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
+             "\"msgpack\" are)"},
+        {WITH_RAW("'options':{'max_message_size':100}"),
+         P_T ".options.max_message_size: must be an integer 1024..1073741824 bytes"},
+        {WITH_RAW("'options':{'max_message_size':33554432}"),
+         P_T ".options.max_message_size: 33554432 exceeds wampscope.limits.max_message_size "
+             "(16777216 bytes)"},
+        {WITH_RAW("'options':{'auto_ping_interval':1000}"),
+         P_T ".options.auto_ping_interval: unknown key"},
+        {WITH_RAW("'options':{},'max_message_size':2048"),
+         P_T ".max_message_size: give it once, in \"options\" (Crossbar's current place)"},
+        {WITH_RAW("'auth':{'ticket':{}}"),
+         P_T ".auth.ticket: authentication method \"ticket\" is not supported yet"},
+        {WITH_RAW("'debug':1"), P_T ".debug: must be a boolean"},
+        {WITH_T("{'type':'rawsocket'}"), P_T ".endpoint: is required"},
+        {WITH_T("{'type':'rawsocket','endpoint':{'type':'unix'}}"),
+         P_T ".endpoint.path: is required"},
+        {WITH_T("{'type':'rawsocket','endpoint':{'type':'unix','path':''}}"),
+         P_T ".endpoint.path: must not be empty"},
+        {WITH_T("{'type':'rawsocket','endpoint':{'type':'unix','path':'@abstract'}}"),
+         P_T ".endpoint.path: abstract Unix sockets (\"@name\") are not supported"},
+        {WITH_T("{'type':'rawsocket','endpoint':{'type':'unix','path':'/tmp/s','port':1}}"),
+         P_T ".endpoint.port: unknown key"},
+        {WITH_T("{'type':'rawsocket','endpoint':{'type':'unix','path':'/" LONG_PATH "'}}"),
+         P_T ".endpoint.path: is longer than 107 bytes (the limit of a Unix socket path)"},
+        {WITH_T(T1 ",{'type':'rawsocket','endpoint':{'type':'unix','path':'/tmp/s'}},"
+                   "{'type':'rawsocket','endpoint':{'type':'unix','path':'/tmp/s'}}"),
+         "workers[0].transports[2].endpoint.path: \"/tmp/s\" is already used by transports[1]"},
+        {WITH_T(T1 ",{'type':'rawsocket','endpoint':{'type':'tcp','port':8080}}"),
+         "workers[0].transports[1].endpoint.port: port 8080 is already used by transports[0]"},
         {WITH_T("{'type':'universal'}"), P_T ".type: universal transports are not supported yet"},
         {WITH_T("{'type':'mqtt'}"), P_T ".type: MQTT transports are not supported"},
         {WITH_T("{'type':'flashpolicy'}"), P_T ".type: Flash policy transports are not supported"},
@@ -954,7 +1028,8 @@ static const refusal refusals[] = {
         {WITH_EP("{'type':'tcp','port':8443,'tls':{'key':'k','certificate':'c'}}"),
          P_T ".endpoint.tls: TLS is not supported yet (terminate TLS in a reverse proxy)"},
         {WITH_EP("{'type':'unix','path':'/tmp/s'}"),
-         P_T ".endpoint.type: Unix domain socket endpoints are not supported yet"},
+         P_T ".endpoint.type: Unix socket endpoints are supported for rawsocket transports "
+             "only"},
         {WITH_EP("{'type':'onion','port':1}"), P_T ".endpoint.type: Tor onion endpoints are not "
                                                    "supported"},
         {WITH_EP("{'port':8080}"), P_T ".endpoint.type: is required"},
@@ -1354,6 +1429,7 @@ static Suite *rt_config_suite(void)
     TCase *tc = tcase_create("files");
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_default_config);
+    tcase_add_test(tc, test_rawsocket_transports);
     tcase_add_test(tc, test_default_file_matches_embedded);
     tcase_add_test(tc, test_e2e_config);
     tcase_add_test(tc, test_e2e_mgmt_config);

@@ -1,0 +1,371 @@
+/* rt_lws_raw.c: the whole RawSocket adapter (STYLE §6). The pss is allocated, zeroed and freed
+ * by lws; it holds a borrowed rt_session pointer from the accepted handshake until RAW_CLOSE.
+ *
+ * Receive: RAW_RX slices go to wamp_rawsock_feed(), which hands out whole frames (without a
+ * copy when a frame sits in one slice). Messages go to the core, PINGs are answered with a PONG
+ * carrying the same payload, PONGs are ignored (the router sends no PING).
+ * Control bytes (the handshake reply, PONGs) wait in pss->ctl and go out before core data.
+ * Send: one lws_write() per RAW_WRITEABLE: small messages framed together into the shared
+ * scratch buffer (as the WebSocket adapter does); larger ones from their own buffer, the 4-octet
+ * prefix in the wamp_buf headroom, RT_LWS_RAW_CHUNK bytes per WRITEABLE.
+ * Closing: raw callbacks close only by returning -1 (STYLE §6), from RAW_WRITEABLE once what
+ * must go out (a refusal reply, the final ABORT/GOODBYE) is written, or straight from RAW_RX for
+ * a peer that broke the framing. */
+#include "rt_lws_raw.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <libwebsockets.h>
+
+#include "rt_log.h"
+#include "rt_lws_ws.h"
+#include "rt_router.h"
+#include "rt_session.h"
+#include "wamp_buf.h"
+#include "wamp_rawsock.h"
+
+_Static_assert(WAMP_BUF_HEADROOM >= WAMP_RAWSOCK_PREFIX, "headroom must hold a RawSocket prefix");
+
+/* Outgoing messages up to this size are framed together into the scratch buffer. */
+#define RT_LWS_RAW_COALESCE_MAX ((size_t)16 * 1024)
+_Static_assert(RT_LWS_RAW_COALESCE_MAX + WAMP_RAWSOCK_PREFIX <= RT_LWS_WS_SCRATCH,
+               "a coalesced frame fits the scratch buffer");
+/* Larger messages are written in pieces of this size, one per WRITEABLE. */
+#define RT_LWS_RAW_CHUNK ((size_t)64 * 1024)
+/* PONGs owed to a client that sends PINGs faster than it reads: beyond this many bytes of
+ * pending control data the connection is closed. */
+#define RT_LWS_RAW_CTL_MAX ((size_t)1024 * 1024)
+
+typedef struct raw_pss {
+    struct lws *wsi;
+    rt_session *sess;              /* borrowed; NULL before the handshake and after CLOSE */
+    const rt_lws_ws_listener *lis; /* borrowed vhost user */
+    wamp_rawsock rs;
+    wamp_buf *ctl;  /* handshake reply and PONG frames to write before core data */
+    size_t tx_off;  /* bytes of the head message already written (large messages) */
+    bool adopted;   /* rs initialised */
+    bool closing;   /* a close was requested: input is ignored from now on */
+    bool close_now; /* ... by the adapter: close once ctl is written, even with a queue */
+    char peer[64];  /* for log lines */
+} raw_pss;
+
+static rt_router *router_of(struct lws *wsi)
+{
+    return lws_context_user(lws_get_context(wsi));
+}
+
+static uint64_t sid_of(const raw_pss *pss)
+{
+    return pss->sess ? rt_session_id(pss->sess) : 0;
+}
+
+/* --- Transport ops (core -> adapter): never re-enter the core ------------------------------ */
+
+static void want_write(raw_pss *pss)
+{
+    if (!*pss->lis->tearing_down) {
+        lws_callback_on_writable(pss->wsi);
+    }
+}
+
+static void op_want_write(void *tp)
+{
+    want_write(tp);
+}
+
+/* RawSocket has no close frame: the code and reason only go to the debug log. */
+static void op_close(void *tp, uint16_t code, const char *reason)
+{
+    raw_pss *pss = tp;
+    if (pss->closing) {
+        return;
+    }
+    RT_LOG_DEBUG(sid_of(pss), "closing RawSocket connection (%u %s)", code, reason ? reason : "");
+    pss->closing = true;
+    want_write(pss);
+}
+
+static const rt_transport_ops raw_ops = {
+        .want_write = op_want_write,
+        .close = op_close,
+};
+
+static void close_after_ctl(raw_pss *pss)
+{
+    pss->closing = true;
+    pss->close_now = true;
+    want_write(pss);
+}
+
+/* --- Receive -------------------------------------------------------------------------------- */
+
+/* The TCP peer, or "unix:PATH" for a Unix socket listener (never a trusted network). */
+static void fill_peer(struct lws *wsi, const raw_pss *pss, rt_peer *peer)
+{
+    memset(peer, 0, sizeof(*peer));
+    rt_lws_fill_peer(wsi, peer);
+    if (!peer->addr[0] && pss->lis->cfg->unix_path) {
+        snprintf(peer->addr, sizeof(peer->addr), "unix:%s", pss->lis->cfg->unix_path);
+    }
+}
+
+static void on_adopt(struct lws *wsi, raw_pss *pss)
+{
+    pss->wsi = wsi;
+    pss->lis = lws_get_vhost_user(lws_get_vhost(wsi));
+    const rt_listener *cfg = pss->lis->cfg;
+    wamp_rawsock_config rc = {.ser_json = cfg->ser_json,
+                              .ser_msgpack = cfg->ser_msgpack,
+                              .max_len = cfg->max_message_size,
+                              .min_peer_len = 0};
+    wamp_rawsock_init(&pss->rs, &rc);
+    pss->adopted = true;
+    rt_peer peer;
+    fill_peer(wsi, pss, &peer);
+    snprintf(pss->peer, sizeof(pss->peer), "%s", peer.addr[0] ? peer.addr : "?");
+    /* The session (and its HELLO timeout) starts with the handshake: until then lws's own
+     * timeout bounds a connection that never sends one. */
+    uint32_t ms = rt_router_config(router_of(wsi))->limits.hello_timeout_ms;
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
+}
+
+/* Queues control bytes; false (and the connection is closing) when too much is pending. */
+static bool ctl_push(raw_pss *pss, const void *p, size_t n)
+{
+    wamp_err err = wamp_buf_append(&pss->ctl, p, n, RT_LWS_RAW_CTL_MAX);
+    if (err != WAMP_OK) {
+        RT_LOG_INFO(sid_of(pss), "RawSocket peer %s: %s while queueing control data; closing",
+                    pss->peer, err == WAMP_ETOOBIG ? "too many unread PONGs" : "out of memory");
+        close_after_ctl(pss);
+        return false;
+    }
+    want_write(pss);
+    return true;
+}
+
+static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event *ev)
+{
+    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+    rt_peer peer;
+    fill_peer(wsi, pss, &peer);
+    peer.listener_id = pss->lis->cfg->id;
+    /* Our sends respect the limit the client announced (the core refuses larger messages the
+     * way it does for any receiver limit). */
+    size_t max = pss->lis->cfg->max_message_size;
+    peer.max_message_size = ev->peer_max < max ? ev->peer_max : max;
+    pss->sess = rt_router_attach(router_of(wsi), &raw_ops, pss, ev->ser, &peer);
+    if (!pss->sess) {
+        /* Shutting down or out of memory: the closest handshake answer. */
+        RT_LOG_INFO(0, "RawSocket connection from %s refused (shutting down or out of memory)",
+                    pss->peer);
+        uint8_t reply[WAMP_RAWSOCK_PREFIX];
+        wamp_rawsock_error_reply(reply, WAMP_RAWSOCK_ERR_CONNECTIONS);
+        if (ctl_push(pss, reply, sizeof(reply))) {
+            close_after_ctl(pss);
+        }
+        return;
+    }
+    ctl_push(pss, ev->reply, sizeof(ev->reply));
+}
+
+static void on_frame(raw_pss *pss, const wamp_rawsock_event *ev)
+{
+    switch (ev->type) {
+    case WAMP_RAWSOCK_MSG: {
+        wamp_err err = rt_session_on_message(pss->sess, ev->data, ev->len);
+        if (err != WAMP_OK) {
+            RT_LOG_WARN(sid_of(pss), "cannot handle message: %s; closing", wamp_strerror(err));
+            close_after_ctl(pss);
+        }
+        return;
+    }
+    case WAMP_RAWSOCK_PING: {
+        /* Exactly one PONG echoing the payload (spec "RawSocket Transport", Framing). */
+        uint8_t prefix[WAMP_RAWSOCK_PREFIX];
+        (void)wamp_rawsock_prefix(prefix, WAMP_RAWSOCK_PONG, ev->len);
+        if (ctl_push(pss, prefix, sizeof(prefix)) && ev->len) {
+            ctl_push(pss, ev->data, ev->len);
+        }
+        return;
+    }
+    case WAMP_RAWSOCK_PONG:
+        return;
+    }
+}
+
+/* RAW_RX. Returns -1 to drop the connection at once (framing broken: nothing more to say). */
+static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t len)
+{
+    while (len && !pss->closing) {
+        size_t used = 0;
+        wamp_rawsock_event ev;
+        wamp_err err = wamp_rawsock_feed(&pss->rs, in, len, &used, &ev);
+        in += used;
+        len -= used;
+        if (err == WAMP_EAGAIN) {
+            return 0;
+        }
+        if (err == WAMP_ETOOBIG) {
+            RT_LOG_INFO(sid_of(pss),
+                        "RawSocket peer %s announced a message of %zu bytes, over the limit of "
+                        "%zu bytes; closing",
+                        pss->peer, ev.len, wamp_rawsock_max_len(&pss->rs));
+            return -1;
+        }
+        if (err != WAMP_OK) {
+            RT_LOG_INFO(sid_of(pss), "RawSocket peer %s: %s; closing", pss->peer,
+                        err == WAMP_EPROTO ? ev.why : wamp_strerror(err));
+            return -1;
+        }
+        switch (ev.kind) {
+        case WAMP_RAWSOCK_EV_ACCEPTED:
+            on_accepted(wsi, pss, &ev);
+            break;
+        case WAMP_RAWSOCK_EV_REFUSED:
+            RT_LOG_INFO(0, "RawSocket handshake from %s refused: %s", pss->peer, ev.why);
+            if (ctl_push(pss, ev.reply, sizeof(ev.reply))) {
+                close_after_ctl(pss);
+            }
+            break;
+        case WAMP_RAWSOCK_EV_FRAME:
+            on_frame(pss, &ev);
+            break;
+        }
+    }
+    return 0;
+}
+
+/* --- Send ----------------------------------------------------------------------------------- */
+
+static int write_all(struct lws *wsi, raw_pss *pss, unsigned char *p, size_t n)
+{
+    int w = lws_write(wsi, p, n, LWS_WRITE_RAW);
+    if (w < 0 || (size_t)w < n) {
+        RT_LOG_DEBUG(sid_of(pss), "write failed; closing");
+        return -1;
+    }
+    return 0;
+}
+
+/* Small messages: as many prefixed frames as fit the scratch buffer, one write. */
+static int tx_coalesced(struct lws *wsi, raw_pss *pss, wamp_buf *b)
+{
+    unsigned char *out = pss->lis->tx_scratch;
+    size_t used = 0;
+    while (b && wamp_buf_len(b) <= RT_LWS_RAW_COALESCE_MAX) {
+        size_t n = wamp_buf_len(b);
+        if (used + WAMP_RAWSOCK_PREFIX + n > RT_LWS_WS_SCRATCH) {
+            break;
+        }
+        (void)wamp_rawsock_prefix(out + used, WAMP_RAWSOCK_MSG, n);
+        used += WAMP_RAWSOCK_PREFIX;
+        memcpy(out + used, wamp_buf_cdata(b), n);
+        used += n;
+        rt_session_tx_pop(pss->sess);
+        b = rt_session_tx_peek(pss->sess);
+    }
+    if (write_all(wsi, pss, out, used) < 0) {
+        return -1;
+    }
+    if (b || pss->closing) {
+        lws_callback_on_writable(wsi);
+    }
+    return 0;
+}
+
+/* RAW_WRITEABLE: one lws_write of control bytes, or of core data; -1 to close. */
+static int on_writeable(struct lws *wsi, raw_pss *pss)
+{
+    if (pss->ctl && wamp_buf_len(pss->ctl)) {
+        int r = write_all(wsi, pss, wamp_buf_data(pss->ctl), wamp_buf_len(pss->ctl));
+        wamp_buf_unref(&pss->ctl);
+        if (r < 0) {
+            return -1;
+        }
+        /* lws calls WRITEABLE again only after what the socket did not take is sent: the
+         * close below (or the next data) waits for that. */
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    if (pss->close_now || !pss->sess) {
+        return pss->closing ? -1 : 0;
+    }
+    wamp_buf *b = rt_session_tx_peek(pss->sess);
+    if (!b) {
+        return pss->closing ? -1 : 0;
+    }
+    if (pss->tx_off == 0 && wamp_buf_len(b) <= RT_LWS_RAW_COALESCE_MAX) {
+        return tx_coalesced(wsi, pss, b);
+    }
+    /* A larger message from its own buffer: the prefix goes into the headroom before the first
+     * piece (another session sharing the buffer writes its own there when its turn comes; lws
+     * copies what the socket does not take at once). */
+    size_t total = wamp_buf_len(b);
+    size_t left = total - pss->tx_off;
+    size_t n = left > RT_LWS_RAW_CHUNK ? RT_LWS_RAW_CHUNK : left;
+    unsigned char *p = wamp_buf_data(b) + pss->tx_off;
+    size_t extra = 0;
+    if (pss->tx_off == 0) {
+        if (wamp_rawsock_prefix(p - WAMP_RAWSOCK_PREFIX, WAMP_RAWSOCK_MSG, total) != WAMP_OK) {
+            RT_LOG_WARN(sid_of(pss), "outgoing message of %zu bytes cannot be framed", total);
+            return -1; /* the core's receiver limit keeps this from happening */
+        }
+        extra = WAMP_RAWSOCK_PREFIX;
+    }
+    if (write_all(wsi, pss, p - extra, n + extra) < 0) {
+        return -1;
+    }
+    if (n < left) {
+        pss->tx_off += n;
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    pss->tx_off = 0;
+    rt_session_tx_pop(pss->sess);
+    if (pss->closing || rt_session_tx_peek(pss->sess)) {
+        lws_callback_on_writable(wsi);
+    }
+    return 0;
+}
+
+static void on_close(raw_pss *pss)
+{
+    rt_session_on_closed(pss->sess); /* NULL before the handshake: a no-op */
+    pss->sess = NULL;
+    wamp_buf_unref(&pss->ctl);
+    if (pss->adopted) {
+        wamp_rawsock_fini(&pss->rs);
+        pss->adopted = false;
+    }
+}
+
+static int raw_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                  size_t len)
+{
+    raw_pss *pss = user;
+
+    switch (reason) {
+    case LWS_CALLBACK_RAW_ADOPT:
+        on_adopt(wsi, pss);
+        return 0;
+    case LWS_CALLBACK_RAW_RX:
+        return pss->adopted ? on_rx(wsi, pss, in, len) : -1;
+    case LWS_CALLBACK_RAW_WRITEABLE:
+        return pss->adopted ? on_writeable(wsi, pss) : -1;
+    case LWS_CALLBACK_RAW_CLOSE:
+        on_close(pss);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+void rt_lws_raw_protocol(const rt_listener *cfg, struct lws_protocols *out)
+{
+    (void)cfg;
+    memset(out, 0, sizeof(*out));
+    out->name = RT_LWS_RAW_PROTOCOL;
+    out->callback = raw_cb;
+    out->per_session_data_size = sizeof(raw_pss);
+}

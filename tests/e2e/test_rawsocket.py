@@ -1,0 +1,494 @@
+"""WAMP-over-RawSocket against the real router: python3-autobahn's RawSocket client over TCP and a
+Unix socket (JSON and MessagePack), talking to WebSocket clients through the router; our own
+RawSocket client for what no library sends: the handshake and frames one byte at a time, PING,
+every handshake error reply, bad magic, reserved bits, an oversize frame; the router's sends
+held to the length the client announced; a trace record of a RawSocket session.
+
+Each test writes its own config (configs/test-e2e.json plus RawSocket listeners) into a temporary
+directory, because the Unix socket path lives there.
+"""
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import stat
+import struct
+import tempfile
+import time
+import unittest
+
+import msgpack
+from autobahn.asyncio.rawsocket import WampRawSocketClientFactory, WampRawSocketClientProtocol
+from autobahn.exception import PayloadExceededError
+from autobahn.wamp.types import ComponentConfig, PublishOptions
+
+import rt_harness as h
+
+# Debian's python3-autobahn 22.7: autobahn/wamp/protocol.py reads transport.transport_details on
+# WELCOME, which the asyncio RawSocket protocol keeps as _transport_details only (the WebSocket
+# one has both). Without this every RawSocket session fails right after WELCOME on the client.
+if not hasattr(WampRawSocketClientProtocol, "transport_details"):
+    WampRawSocketClientProtocol.transport_details = property(lambda self: self._transport_details)
+
+RAW_MAX = 65536  # options.max_message_size of the RawSocket listeners below: LENGTH 7
+MAGIC = 0x7F
+SER_ID = {"json": 1, "msgpack": 2}
+MSG, PING, PONG = 0, 1, 2
+
+
+def write_config(tmp, extra_transports=()):
+    """configs/test-e2e.json with a json+msgpack TCP listener, a json-only TCP listener and a
+    Unix socket listener added; returns (config path, Unix socket path)."""
+    with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/test-e2e.json"),
+              encoding="utf-8") as f:
+        cfg = json.load(f)
+    sock = os.path.join(tmp, "rs.sock")
+    worker = cfg["workers"][0]
+    worker["transports"] += [
+        {"type": "rawsocket", "id": "rs_tcp",
+         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0},
+         "serializers": ["json", "msgpack"], "options": {"max_message_size": RAW_MAX}},
+        {"type": "rawsocket", "id": "rs_json",
+         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0},
+         "serializers": ["json"]},
+        {"type": "rawsocket", "id": "rs_unix", "endpoint": {"type": "unix", "path": sock},
+         "options": {"max_message_size": RAW_MAX}},
+    ] + list(extra_transports)
+    path = os.path.join(tmp, "config.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    return path, sock
+
+
+def rs_urls(router):
+    """The router's rs:// URLs in config order: TCP json+msgpack, TCP json only, Unix."""
+    return [u for u in router.urls if u.startswith("rs://")]
+
+
+def tcp_port(url):
+    return int(url.rsplit(":", 1)[1])
+
+
+class LimitedRawSocketProtocol(WampRawSocketClientProtocol):
+    """Announces a receive limit of 2^(9+LENGTH_EXP) bytes in its handshake."""
+    LENGTH_EXP = 15
+
+    def __init__(self):
+        super().__init__()
+        self._length_exp = self.LENGTH_EXP
+        self.max_length = 2 ** (9 + self.LENGTH_EXP)
+
+
+async def open_raw_session(realm, serializer, port=None, unix=None, length_exp=15,
+                           cls=h.Client):
+    """An autobahn RawSocket session on 127.0.0.1:port or the Unix socket; waits for WELCOME."""
+    loop = asyncio.get_running_loop()
+    holder = {}
+
+    def session_factory():
+        s = cls(ComponentConfig(realm=realm))
+        holder["session"] = s
+        return s
+
+    factory = WampRawSocketClientFactory(session_factory,
+                                         serializer=h.make_serializer(serializer))
+    factory.protocol = type("Proto%d" % length_exp, (LimitedRawSocketProtocol,),
+                            {"LENGTH_EXP": length_exp})
+    if unix:
+        conn = loop.create_unix_connection(factory, unix)
+    else:
+        conn = loop.create_connection(factory, "127.0.0.1", port)
+    _, proto = await h.step(conn)
+    deadline = loop.time() + h.STEP_TIMEOUT
+    while "session" not in holder:
+        if loop.time() > deadline:
+            raise AssertionError("RawSocket handshake did not complete")
+        await asyncio.sleep(0.005)
+    s = holder["session"]
+    s.ws = proto  # Client.abort_transport() uses .ws.transport
+    await h.step(asyncio.shield(s.joined))
+    return s
+
+
+class RawRs:
+    """A blocking RawSocket client written here, to send what no library would."""
+
+    def __init__(self, port=None, unix=None, timeout=10.0):
+        if unix:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(unix)
+        else:
+            self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def send(self, data, byte_by_byte=False):
+        if not byte_by_byte:
+            self.sock.sendall(data)
+            return
+        for i in range(len(data)):
+            self.sock.sendall(data[i:i + 1])
+            time.sleep(0.001)  # separate segments, so the router sees separate reads
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed by the router after %r" % self.buf)
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def handshake(self, octet2, byte_by_byte=False, reserved=b"\0\0"):
+        self.send(bytes([MAGIC, octet2]) + reserved, byte_by_byte)
+        return self.read_exact(4)
+
+    def send_frame(self, ftype, payload, byte_by_byte=False):
+        self.send(struct.pack("!I", (ftype << 24) | len(payload)) + payload, byte_by_byte)
+
+    def recv_frame(self):
+        (head,) = struct.unpack("!I", self.read_exact(4))
+        ftype, n = head >> 24, head & 0xFFFFFF
+        return ftype, self.read_exact(n)
+
+    def send_json(self, msg, byte_by_byte=False):
+        data = json.dumps(msg).encode()
+        self.send_frame(MSG, data, byte_by_byte)
+        return data
+
+    def recv_json(self):
+        ftype, data = self.recv_frame()
+        assert ftype == MSG, "frame type %d" % ftype
+        return json.loads(data.decode())
+
+    def hello(self, realm="realm1"):
+        self.send_json([1, realm, {"roles": {"publisher": {}, "subscriber": {}, "caller": {},
+                                             "callee": {}}}])
+        return self.recv_json()
+
+    def at_eof(self, timeout=10.0):
+        """True when the router closes the connection (in time) without sending more."""
+        self.sock.settimeout(timeout)
+        try:
+            extra = self.sock.recv(65536)
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+        if extra:
+            raise AssertionError("unexpected bytes %r" % extra[:64])
+        return True
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class RawSocketTestCase(h.AsyncTestCase):
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-rs-")
+        self.config, self.sock_path = write_config(self.tmp)
+        self.router = h.RouterProc(config=self.config).start()
+        urls = rs_urls(self.router)
+        self.assertEqual(len(urls), 3, self.router.urls)
+        self.port, self.json_port = tcp_port(urls[0]), tcp_port(urls[1])
+        self.assertEqual(urls[2], "rs://unix:" + self.sock_path)
+        self._sessions = []
+        self._raws = []
+
+    async def asyncTearDown(self):
+        try:
+            for r in self._raws:
+                r.close()
+            for s in reversed(self._sessions):
+                try:
+                    await s.close()
+                except Exception:
+                    s.abort_transport()
+        finally:
+            try:
+                self.router.stop()
+            finally:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    async def ws(self, ser, realm="realm1"):
+        s = await h.open_session(self.router, realm, ser)
+        self._sessions.append(s)
+        return s
+
+    async def rs(self, ser, realm="realm1", **kw):
+        if "port" not in kw and "unix" not in kw:
+            kw["port"] = self.port
+        s = await open_raw_session(realm, ser, **kw)
+        self._sessions.append(s)
+        return s
+
+    def raw(self, **kw):
+        if "port" not in kw and "unix" not in kw:
+            kw["port"] = self.port
+        r = RawRs(**kw)
+        self._raws.append(r)
+        return r
+
+    def log(self):
+        return self.router.stdout_text() + self.router.stderr_text()
+
+    async def assert_serves(self):
+        """A normal RawSocket client still gets an RPC answered."""
+        a = await self.rs("json")
+        await h.step(a.register(lambda: "ok", h.uri(self, "alive")))
+        self.assertEqual(await h.step(a.call(h.uri(self, "alive"))), "ok")
+        await a.close()
+        self._sessions.remove(a)
+
+    # -- third-party client: RawSocket <-> WebSocket through the router
+
+    async def check_pubsub_rpc(self, ser, other_ser, **where):
+        rs = await self.rs(ser, **where)
+        ws = await self.ws(other_ser)
+        self.assertEqual(rs.joined.result().realm, "realm1")
+        proc = h.uri(self, "echo_%s_%s" % (ser, other_ser))
+
+        def echo(*args, **kwargs):
+            return {"args": list(args), "kwargs": kwargs}
+
+        # RPC both ways.
+        await h.step(rs.register(echo, proc + ".rs"))
+        await h.step(ws.register(echo, proc + ".ws"))
+        for caller, callee in ((ws, "rs"), (rs, "ws")):
+            res = await h.step(caller.call(proc + "." + callee, *h.ARGS, **h.KWARGS))
+            self.assertEqual(res, {"args": h.ARGS, "kwargs": h.KWARGS})
+        # Pub/sub both ways, with acknowledgement.
+        topic = h.uri(self, "topic_%s_%s" % (ser, other_ser))
+        got = {"rs": asyncio.get_running_loop().create_future(),
+               "ws": asyncio.get_running_loop().create_future()}
+        await h.step(rs.subscribe(lambda *a, **k: got["rs"].set_result((list(a), k)), topic))
+        await h.step(ws.subscribe(lambda *a, **k: got["ws"].set_result((list(a), k)), topic))
+        await h.step(ws.publish(topic, *h.ARGS, options=PublishOptions(acknowledge=True),
+                                **h.KWARGS))
+        self.assertEqual(await h.step(got["rs"]), (h.ARGS, h.KWARGS))
+        self.assertFalse(got["ws"].done())  # publisher excluded by default
+        await h.step(rs.publish(topic, "from-rs", options=PublishOptions(acknowledge=True)))
+        self.assertEqual(await h.step(got["ws"]), (["from-rs"], {}))
+
+    async def test_tcp_json_and_msgpack_with_websocket_peers(self):
+        for ser, other in (("json", "msgpack"), ("msgpack", "json"), ("msgpack", "msgpack")):
+            with self.subTest(rawsocket=ser, websocket=other):
+                await self.check_pubsub_rpc(ser, other)
+
+    async def test_unix_socket(self):
+        st = os.stat(self.sock_path)
+        self.assertTrue(stat.S_ISSOCK(st.st_mode))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
+        for ser in ("json", "msgpack"):
+            with self.subTest(ser=ser):
+                await self.check_pubsub_rpc(ser, "json", unix=self.sock_path)
+        # Removed when the router stops.
+        for s in reversed(self._sessions):
+            await s.close()
+        self._sessions = []
+        self.router.stop()
+        self.assertFalse(os.path.exists(self.sock_path), "socket file left behind")
+        # A stale socket file (its listener is gone) is replaced at the next start.
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(self.sock_path)
+        stale.close()
+        self.assertTrue(stat.S_ISSOCK(os.stat(self.sock_path).st_mode))
+        self.router = h.RouterProc(config=self.config).start()
+        self.assertIn("replacing stale Unix socket file " + self.sock_path, self.log())
+        a = await self.rs("msgpack", unix=self.sock_path)
+        await h.step(a.register(lambda: 7, h.uri(self, "seven")))
+        self.assertEqual(await h.step(a.call(h.uri(self, "seven"))), 7)
+
+    async def test_unix_path_in_use_or_not_a_socket_is_refused(self):
+        # The running router holds the socket: a second one must not steal it.
+        other = h.RouterProc(config=self.config)
+        with self.assertRaises(AssertionError) as cm:
+            other.start()
+        self.assertIn(self.sock_path, str(cm.exception))
+        self.assertIn("another process is listening on it", str(cm.exception))
+        await self.assert_serves_unix()
+        # A file that is not a socket is never deleted.
+        tmp2 = tempfile.mkdtemp(prefix="wampscope-rs-")
+        try:
+            cfg2, sock2 = write_config(tmp2)
+            with open(sock2, "w", encoding="utf-8") as f:
+                f.write("precious")
+            third = h.RouterProc(config=cfg2)
+            with self.assertRaises(AssertionError) as cm:
+                third.start()
+            self.assertIn(sock2 + " (listener rs_unix): the file exists and is not a socket",
+                          str(cm.exception))
+            with open(sock2, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "precious")
+        finally:
+            shutil.rmtree(tmp2, ignore_errors=True)
+
+    async def assert_serves_unix(self):
+        a = await self.rs("json", unix=self.sock_path)
+        await h.step(a.register(lambda: "ok", h.uri(self, "alive_unix")))
+        self.assertEqual(await h.step(a.call(h.uri(self, "alive_unix"))), "ok")
+
+    # -- our own client: byte by byte, PING/PONG
+
+    async def test_byte_by_byte_handshake_frames_and_ping(self):
+        for where in ({"port": self.port}, {"unix": self.sock_path}):
+            with self.subTest(**where):
+                r = self.raw(**where)
+                # Client LENGTH 15, JSON; the router announces 2^16 = options.max_message_size.
+                self.assertEqual(r.handshake(0xF1, byte_by_byte=True), bytes([MAGIC, 0x71, 0, 0]))
+                r.send_json([1, "realm1", {"roles": {"caller": {}}}], byte_by_byte=True)
+                welcome = r.recv_json()
+                self.assertEqual(welcome[0], 2, welcome)
+                r.send_frame(PING, b"ping payload \x00\xff", byte_by_byte=True)
+                self.assertEqual(r.recv_frame(), (PONG, b"ping payload \x00\xff"))
+                r.send_frame(PING, b"")
+                self.assertEqual(r.recv_frame(), (PONG, b""))
+                # An unsolicited PONG is ignored; the session goes on.
+                r.send_frame(PONG, b"whatever")
+                r.send_json([48, 1, {}, "wamp.no_such_proc"])
+                err = r.recv_json()
+                self.assertEqual(err[:2], [8, 48])
+                self.assertEqual(err[4], "wamp.error.no_such_procedure")
+                r.send_json([6, {}, "wamp.close.close_realm"], byte_by_byte=True)
+                self.assertEqual(r.recv_json()[0], 6)
+                self.assertTrue(r.at_eof())
+
+    async def test_two_frames_in_one_write_and_msgpack(self):
+        r = self.raw()
+        self.assertEqual(r.handshake(0x02), bytes([MAGIC, 0x72, 0, 0]))  # client LENGTH 0
+        hello = msgpack.packb([1, "realm1", {"roles": {"caller": {}}}])
+        call = msgpack.packb([48, 7, {}, "wamp.no_such_proc"])
+        r.send(b"".join(struct.pack("!I", len(m)) + m for m in (hello, call)))
+        ftype, data = r.recv_frame()
+        self.assertEqual(msgpack.unpackb(data)[0], 2)
+        ftype, data = r.recv_frame()
+        self.assertEqual(msgpack.unpackb(data)[:2], [8, 48])
+
+    # -- handshake errors and broken framing
+
+    async def test_handshake_errors(self):
+        cases = [
+            # (port, octet2, reserved, reply octet2, log text)
+            (self.json_port, 0xF2, b"\0\0", 0x10, "serializer unsupported"),  # msgpack off
+            (self.port, 0xF3, b"\0\0", 0x10, "serializer unsupported"),  # CBOR
+            (self.port, 0xF0, b"\0\0", 0x10, "serializer unsupported"),  # illegal 0
+            (self.port, 0xF1, b"\x01\0", 0x30, "use of reserved bits"),
+            (self.port, 0xF1, b"\0\x80", 0x30, "use of reserved bits"),
+        ]
+        for port, octet2, reserved, reply, text in cases:
+            with self.subTest(octet2=octet2, reserved=reserved):
+                r = self.raw(port=port)
+                self.assertEqual(r.handshake(octet2, byte_by_byte=True, reserved=reserved),
+                                 bytes([MAGIC, reply, 0, 0]))
+                self.assertTrue(r.at_eof(), "not closed after the error reply")
+                self.assertIn("RawSocket handshake from 127.0.0.1:", self.log())
+                self.assertIn("refused: " + text, self.log())
+        # Not RawSocket at all: closed without a reply.
+        r = self.raw()
+        r.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertTrue(r.at_eof())
+        self.assertIn("not a RawSocket handshake", self.log())
+        await self.assert_serves()
+
+    async def test_oversize_and_reserved_frames_close(self):
+        r = self.raw()
+        self.assertEqual(r.handshake(0xF1), bytes([MAGIC, 0x71, 0, 0]))
+        self.assertEqual(r.hello()[0], 2)
+        # One octet over the announced 65536: closed as soon as the prefix is in.
+        r.send(struct.pack("!I", RAW_MAX + 1))
+        self.assertTrue(r.at_eof())
+        self.assertIn("announced a message of 65537 bytes, over the limit of 65536 bytes; closing",
+                      self.log())
+        # Exactly the limit is fine (a JSON string of 65536 bytes in total).
+        r = self.raw()
+        r.handshake(0xF1)
+        self.assertEqual(r.hello()[0], 2)
+        topic = h.uri(self, "big")
+        body = json.dumps([16, 1, {"acknowledge": True}, topic, ["x"]])
+        msg = json.dumps([16, 1, {"acknowledge": True}, topic,
+                          ["x" * (RAW_MAX - len(body) + 1)]]).encode()
+        self.assertEqual(len(msg), RAW_MAX)
+        r.send_frame(MSG, msg)
+        self.assertEqual(r.recv_json()[:2], [17, 1])
+        # Reserved prefix bits and reserved frame types close the connection too.
+        for head in (0x10 << 24 | 2, 3 << 24 | 2, 0x08 << 24 | 2):
+            with self.subTest(prefix=hex(head)):
+                r = self.raw()
+                r.handshake(0xF1)
+                r.send(struct.pack("!I", head) + b"[]")
+                self.assertTrue(r.at_eof())
+        await self.assert_serves()
+
+    # -- the router's sends respect the client's announced length
+
+    async def test_send_respects_client_max_length(self):
+        # LENGTH 1: the client takes messages up to 1024 bytes.
+        small = await self.rs("json", length_exp=1)
+        ws = await self.ws("json")
+        topic = h.uri(self, "limited")
+        got = []
+        await h.step(small.subscribe(lambda s: got.append(s), topic))
+        for payload in ("a", "b" * 2000, "c"):
+            await h.step(ws.publish(topic, payload, options=PublishOptions(acknowledge=True)))
+        for _ in range(200):
+            if len(got) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        self.assertEqual(got, ["a", "c"])
+        self.assertIn("exceeds the transport limit of 1024 bytes", self.log())
+        # A result too big for the caller becomes an ERROR, and the session goes on.
+        proc = h.uri(self, "big_result")
+        await h.step(ws.register(lambda: "r" * 2000, proc))
+        # (autobahn raises ERROR wamp.error.payload_size_exceeded as its PayloadExceededError.)
+        with self.assertRaises(PayloadExceededError) as cm:
+            await h.step(small.call(proc))
+        self.assertIn("exceeds the caller's message size limit", str(cm.exception))
+        await h.step(ws.register(lambda: "fits", proc + "2"))
+        self.assertEqual(await h.step(small.call(proc + "2")), "fits")
+
+    # -- tracing sees RawSocket sessions like WebSocket ones
+
+    async def test_trace_records_rawsocket_messages(self):
+        mg = await self.ws("json", realm="mgmt")
+        node, worker = "e2e_node", "router1"
+        pre = "crossbarfabriccenter."
+        trace = await h.step(mg.call(pre + "start_trace", node, worker, "rs_trace",
+                                     {"realms": ["realm1"]}))
+        self.assertEqual(trace["id"], "rs_trace")
+        r = self.raw()
+        r.handshake(0xF1)
+        welcome = r.hello()
+        sid = welcome[1]
+        topic = h.uri(self, "traced")
+        sent = r.send_json([16, 5, {"acknowledge": True}, topic, [1, 2, 3]])
+        self.assertEqual(r.recv_json()[:2], [17, 5])
+        m = await self.rs("msgpack")
+        await h.step(m.publish(topic, "mp", options=PublishOptions(acknowledge=True)))
+        await h.step(mg.call(pre + "stop_trace", node, worker, "rs_trace"))
+        recs = await h.step(mg.call(pre + "get_trace_data", node, worker, "rs_trace", 0, None,
+                                    1000))
+        pub = [x for x in recs if x["msg_type"] == "Publish" and x["session_id"] == sid]
+        self.assertEqual(len(pub), 1, recs)
+        self.assertEqual(pub[0]["direction"], "rx")
+        self.assertEqual(pub[0]["serializations"], {"json": len(sent)})
+        self.assertEqual(pub[0]["uri"], topic)
+        msid = m.joined.result().session
+        mp = [x for x in recs if x["msg_type"] == "Publish" and x["session_id"] == msid]
+        self.assertEqual(len(mp), 1, recs)
+        self.assertEqual(list(mp[0]["serializations"]), ["msgpack"])
+        self.assertGreater(mp[0]["serializations"]["msgpack"], 0)
+        acks = [x for x in recs if x["msg_type"] == "Published" and x["session_id"] == sid]
+        self.assertEqual(len(acks), 1)
+        self.assertEqual(acks[0]["direction"], "tx")
+
+
+if __name__ == "__main__":
+    h.main()
