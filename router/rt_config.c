@@ -38,6 +38,7 @@ extern const size_t rt_config_default_json_len;
 #define DEF_MAX_QUEUE_MESSAGES 1000000
 #define DEF_HELLO_TIMEOUT_MS   10000
 #define DEF_SHUTDOWN_GRACE_MS  2000
+#define DEF_MAX_CALL_TIMEOUT   3600000
 #define DEF_MAX_TRACES         16
 #define DEF_MGMT_REALM         "mgmt"
 #define DEF_WORKER_ID          "router1"
@@ -1591,7 +1592,7 @@ static wamp_err set_default_trusted(cfg_ctx *c, rt_config *cfg)
 
 static const key_rule limits_rules[] = {
         K_PARSED("max_message_size"), K_PARSED("max_queue_bytes"), K_PARSED("max_queue_messages"),
-        K_PARSED("hello_timeout"),    K_PARSED("shutdown_grace"),
+        K_PARSED("hello_timeout"),    K_PARSED("shutdown_grace"),  K_PARSED("max_call_timeout"),
 };
 
 static const key_rule management_rules[] = {
@@ -1621,6 +1622,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     json_int_t mqm = (json_int_t)lim->max_queue_messages;
     json_int_t hello = lim->hello_timeout_ms;
     json_int_t grace = lim->shutdown_grace_ms;
+    json_int_t call_timeout = lim->max_call_timeout_ms;
 
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
@@ -1637,6 +1639,9 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "shutdown_grace", 0, 3600000, "ms", &grace);
     }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_call_timeout", 1000, 86400000, "ms", &call_timeout);
+    }
     if (err != WAMP_OK) {
         return err;
     }
@@ -1645,6 +1650,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     lim->max_queue_messages = (size_t)mqm;
     lim->hello_timeout_ms = (uint32_t)hello;
     lim->shutdown_grace_ms = (uint32_t)grace;
+    lim->max_call_timeout_ms = (uint32_t)call_timeout;
     return WAMP_OK;
 }
 
@@ -2063,6 +2069,7 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
             .max_queue_messages = DEF_MAX_QUEUE_MESSAGES,
             .hello_timeout_ms = DEF_HELLO_TIMEOUT_MS,
             .shutdown_grace_ms = DEF_SHUTDOWN_GRACE_MS,
+            .max_call_timeout_ms = DEF_MAX_CALL_TIMEOUT,
     };
     cfg->mgmt_enabled = true;
     cfg->tracing_max_traces = DEF_MAX_TRACES;

@@ -20,6 +20,8 @@ typedef struct rt_limits {
     size_t max_queue_messages; /* messages queued for one session (1,000,000) */
     uint32_t hello_timeout_ms; /* connection must send HELLO within this (10,000) */
     uint32_t shutdown_grace_ms; /* SIGTERM: wait this long for sessions to close (2,000) */
+    /* CALL.Options.timeout above this is capped to it (3,600,000; 0 = no cap). */
+    uint32_t max_call_timeout_ms;
 } rt_limits;
 
 /* One role's permission on a URI pattern (Crossbar "permissions" entry). */

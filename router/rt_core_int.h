@@ -65,6 +65,8 @@ struct rt_session {
     rt_list regs;         /* dealer registrations of this session */
     rt_list calls_made;   /* pending calls this session made (caller side) */
     rt_list calls_served; /* pending invocations this session serves (callee side) */
+    /* HELLO roles.callee.features.call_canceling: the dealer may send it INTERRUPT. */
+    bool callee_call_canceling;
 };
 
 /* The next message sent completes the current action (correlation_is_last). A plain store, so

@@ -1,10 +1,21 @@
 /* rt_dealer.c: registrations, pending calls and router-local procedures.
  * INVOCATION request ids come from the router-scope counter, so one map keyed by that id finds
- * the pending call for any callee; YIELD/ERROR are accepted only from the callee it was sent to. */
+ * the pending call for any callee; YIELD/ERROR are accepted only from the callee it was sent to.
+ *
+ * Registrations: exact ones are hashed by URI (the CALL fast path is one lookup); prefix and
+ * wildcard ones sit in two lists scanned only when no exact registration matches. A
+ * registration holds its callees (rt_reg_callee, also linked in the callee session's regs) in
+ * registration order; roundrobin rotates that list.
+ *
+ * A pending call whose caller is gone (left, canceled with skip/killnowait, timed out) stays in
+ * the map, detached from the caller, until its callee answers or leaves: the answer is then
+ * recognised, traced with the call's correlation and dropped. */
 #include "rt_dealer.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "rt_core_int.h"
 #include "rt_log.h"
@@ -13,35 +24,64 @@
 
 #define RT_ERROR_RUNTIME "wamp.error.runtime_error"
 
+typedef enum rt_invoke {
+    RT_INVOKE_SINGLE,
+    RT_INVOKE_ROUNDROBIN,
+    RT_INVOKE_RANDOM,
+    RT_INVOKE_FIRST,
+    RT_INVOKE_LAST
+} rt_invoke;
+
+static const char *const invoke_names[] = {"single", "roundrobin", "random", "first", "last"};
+
 typedef struct rt_registration {
     uint64_t id;
     char *uri;
-    rt_hnode by_uri;
+    wamp_match match;
+    rt_invoke invoke;
+    uint64_t created_us;
+    rt_hnode by_uri;     /* in d->exact (exact registrations only) */
+    rt_list in_patterns; /* in d->prefix or d->wildcard (pattern registrations only) */
     rt_hnode by_id;
-    rt_session *callee; /* NULL for a router-local procedure */
-    rt_list in_session; /* in callee->regs */
-    rt_local_proc_fn fn;
+    rt_list callees; /* rt_reg_callee.in_reg, registration order (roundrobin: next first) */
+    size_t n_callees;
+    rt_local_proc_fn fn; /* router-local procedure (no callees) when set */
     void *fn_ctx;
 } rt_registration;
+
+/* One session's membership of a registration (owned by the registration). */
+typedef struct rt_reg_callee {
+    rt_registration *reg;
+    rt_session *session;
+    rt_list in_reg;     /* in reg->callees */
+    rt_list in_session; /* in session->regs */
+} rt_reg_callee;
 
 typedef struct rt_call {
     uint64_t invocation; /* INVOCATION.Request */
     uint64_t request;    /* the caller's CALL.Request */
-    rt_session *caller;  /* NULL once the caller has left */
+    rt_session *caller;  /* NULL once the caller has left, canceled or timed out */
     rt_session *callee;
     rt_hnode by_invocation;
-    rt_list in_caller; /* in caller->calls_made */
-    rt_list in_callee; /* in callee->calls_served */
-    bool traced;       /* corr/uri hold the CALL's correlation (a trace was running) */
+    rt_list in_caller;   /* in caller->calls_made */
+    rt_list in_callee;   /* in callee->calls_served */
+    rt_list in_timeouts; /* in d->timeouts (by deadline) while deadline_us != 0 */
+    uint64_t deadline_us;
+    bool receive_progress; /* CALL.Options.receive_progress */
+    bool killing;          /* CANCEL mode kill: INTERRUPT sent, the callee's answer ends it */
+    bool traced;           /* corr/uri hold the CALL's correlation (a trace was running) */
     uint8_t corr[TRACE_UUID_LEN];
     trace_str *uri; /* owned reference, NULL unless traced */
 } rt_call;
 
 struct rt_dealer {
     rt_realm *realm;
-    rt_hmap by_uri;
+    rt_hmap exact; /* exact registrations by URI */
     rt_hmap by_id;
     rt_hmap calls;
+    rt_list prefix;   /* prefix registrations */
+    rt_list wildcard; /* wildcard registrations */
+    rt_list timeouts; /* calls with a deadline, earliest first */
 };
 
 rt_dealer *rt_dealer_new(rt_realm *realm)
@@ -51,19 +91,42 @@ rt_dealer *rt_dealer_new(rt_realm *realm)
         return NULL;
     }
     d->realm = realm;
-    rt_hmap_init(&d->by_uri);
+    rt_hmap_init(&d->exact);
     rt_hmap_init(&d->by_id);
     rt_hmap_init(&d->calls);
+    rt_list_init(&d->prefix);
+    rt_list_init(&d->wildcard);
+    rt_list_init(&d->timeouts);
     return d;
 }
 
-static void registration_remove(rt_dealer *d, rt_registration *reg)
+static void registration_free(rt_dealer *d, rt_registration *reg)
 {
-    rt_hmap_remove(&d->by_uri, &reg->by_uri);
+    if (reg->match == WAMP_MATCH_EXACT) {
+        rt_hmap_remove(&d->exact, &reg->by_uri);
+    }
+    rt_list_remove(&reg->in_patterns);
     rt_hmap_remove(&d->by_id, &reg->by_id);
-    rt_list_remove(&reg->in_session);
+    RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
+    {
+        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_reg);
+        rt_list_remove(&rc->in_session);
+        free(rc);
+    }
     free(reg->uri);
     free(reg);
+}
+
+/* Removes one callee from its registration; the registration goes with its last callee. */
+static void reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
+{
+    rt_registration *reg = rc->reg;
+    rt_list_remove(&rc->in_reg);
+    rt_list_remove(&rc->in_session);
+    free(rc);
+    if (--reg->n_callees == 0) {
+        registration_free(d, reg);
+    }
 }
 
 static void call_remove(rt_dealer *d, rt_call *c)
@@ -71,8 +134,20 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_hmap_remove(&d->calls, &c->by_invocation);
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
+    rt_list_remove(&c->in_timeouts);
     trace_str_unref(&c->uri);
     free(c);
+}
+
+/* The caller is gone from the call (left, canceled, timed out): the callee's answer will be
+ * dropped. */
+static void call_detach_caller(rt_call *c)
+{
+    c->caller = NULL;
+    c->killing = false;
+    c->deadline_us = 0;
+    rt_list_remove(&c->in_caller);
+    rt_list_remove(&c->in_timeouts);
 }
 
 void rt_dealer_free(rt_dealer *d)
@@ -88,9 +163,9 @@ void rt_dealer_free(rt_dealer *d)
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->by_id); it.node;) {
         rt_registration *reg = RT_CONTAINER_OF(it.node, rt_registration, by_id);
         rt_hmap_iter_next(&d->by_id, &it);
-        registration_remove(d, reg);
+        registration_free(d, reg);
     }
-    rt_hmap_fini(&d->by_uri);
+    rt_hmap_fini(&d->exact);
     rt_hmap_fini(&d->by_id);
     rt_hmap_fini(&d->calls);
     free(d);
@@ -106,15 +181,102 @@ size_t rt_dealer_pending_count(const rt_dealer *d)
     return d->calls.count;
 }
 
-static rt_registration *find_by_uri(const rt_dealer *d, const char *uri)
+static rt_registration *find_exact(const rt_dealer *d, const char *uri)
 {
-    for (rt_hnode *n = rt_hmap_first(&d->by_uri, rt_hash_str(uri)); n; n = rt_hmap_next(n)) {
+    for (rt_hnode *n = rt_hmap_first(&d->exact, rt_hash_str(uri)); n; n = rt_hmap_next(n)) {
         rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_uri);
         if (strcmp(reg->uri, uri) == 0) {
             return reg;
         }
     }
     return NULL;
+}
+
+/* The registration of exactly (uri, match), or NULL. */
+static rt_registration *find_registration(const rt_dealer *d, const char *uri, wamp_match match)
+{
+    if (match == WAMP_MATCH_EXACT) {
+        return find_exact(d, uri);
+    }
+    const rt_list *head = match == WAMP_MATCH_PREFIX ? &d->prefix : &d->wildcard;
+    for (const rt_list *it = head->next; it != head; it = it->next) {
+        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
+        if (strcmp(reg->uri, uri) == 0) {
+            return reg;
+        }
+    }
+    return NULL;
+}
+
+/* Wildcard specificity (spec "Calls matching multiple registrations"): the lengths, in
+ * components, of the runs of non-empty components between wildcards, compared in order; the
+ * longer run first wins ("a1.b2..d4" beats "a1...d4", "a1.b2..d4.e5..g7" beats
+ * "a1.b2..d4..f6.g7"). next_run() yields one run length per call, -1 past the end. */
+static int next_run(const char **p)
+{
+    const char *s = *p;
+    if (!s) {
+        return -1;
+    }
+    int n = 0;
+    for (;;) {
+        const char *dot = strchr(s, '.');
+        size_t len = dot ? (size_t)(dot - s) : strlen(s);
+        if (len == 0) {
+            *p = dot ? dot + 1 : NULL;
+            return n;
+        }
+        n++;
+        if (!dot) {
+            *p = NULL;
+            return n;
+        }
+        s = dot + 1;
+    }
+}
+
+/* > 0 if wildcard pattern a is more specific than b, < 0 if less, 0 if equal. */
+static int wildcard_cmp(const char *a, const char *b)
+{
+    for (;;) {
+        int ra = next_run(&a), rb = next_run(&b);
+        if (ra != rb) {
+            return ra - rb;
+        }
+        if (ra < 0) {
+            return 0;
+        }
+    }
+}
+
+/* The registration a CALL of uri reaches: exact, else longest prefix, else most specific
+ * wildcard (the earliest registered among equals). NULL if none. */
+static rt_registration *match_registration(const rt_dealer *d, const char *uri)
+{
+    rt_registration *best = find_exact(d, uri);
+    if (best) {
+        return best;
+    }
+    size_t best_len = 0;
+    for (const rt_list *it = d->prefix.next; it != &d->prefix; it = it->next) {
+        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
+        size_t len = strlen(reg->uri);
+        if ((!best || len > best_len) && strncmp(reg->uri, uri, len) == 0) {
+            best = reg;
+            best_len = len;
+        }
+    }
+    if (best) {
+        return best;
+    }
+    for (const rt_list *it = d->wildcard.next; it != &d->wildcard; it = it->next) {
+        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
+        if (wamp_uri_matches(reg->uri, WAMP_MATCH_WILDCARD, uri) &&
+            (!best || wildcard_cmp(reg->uri, best->uri) > 0)) {
+            best = reg;
+        }
+    }
+    return best;
 }
 
 static rt_call *find_call(const rt_dealer *d, uint64_t invocation)
@@ -128,26 +290,35 @@ static rt_call *find_call(const rt_dealer *d, uint64_t invocation)
     return NULL;
 }
 
-/* New registration linked into both maps; NULL on allocation failure (nothing linked). */
-static rt_registration *registration_add(rt_dealer *d, rt_session *callee, const char *uri)
+/* New registration (no callee yet) linked into the maps; NULL on allocation failure (nothing
+ * linked). */
+static rt_registration *registration_new(rt_dealer *d, const char *uri, wamp_match match,
+                                         rt_invoke invoke)
 {
     rt_registration *reg = calloc(1, sizeof(*reg));
     if (!reg || !(reg->uri = strdup(uri))) {
         free(reg);
         return NULL;
     }
-    reg->id = rt_router_next_id(rt_realm_router(d->realm));
-    reg->callee = callee;
-    rt_list_init(&reg->in_session);
-    if (rt_hmap_insert(&d->by_uri, &reg->by_uri, rt_hash_str(reg->uri)) != WAMP_OK) {
+    rt_router *rt = rt_realm_router(d->realm);
+    reg->id = rt_router_next_id(rt);
+    reg->match = match;
+    reg->invoke = invoke;
+    reg->created_us = rt_router_now_us(rt);
+    rt_list_init(&reg->in_patterns);
+    rt_list_init(&reg->callees);
+    if (match == WAMP_MATCH_EXACT &&
+        rt_hmap_insert(&d->exact, &reg->by_uri, rt_hash_str(reg->uri)) != WAMP_OK) {
         goto fail;
     }
     if (rt_hmap_insert(&d->by_id, &reg->by_id, rt_hash_u64(reg->id)) != WAMP_OK) {
-        rt_hmap_remove(&d->by_uri, &reg->by_uri);
+        if (match == WAMP_MATCH_EXACT) {
+            rt_hmap_remove(&d->exact, &reg->by_uri);
+        }
         goto fail;
     }
-    if (callee) {
-        rt_list_add_tail(&callee->regs, &reg->in_session);
+    if (match != WAMP_MATCH_EXACT) {
+        rt_list_add_tail(match == WAMP_MATCH_PREFIX ? &d->prefix : &d->wildcard, &reg->in_patterns);
     }
     return reg;
 fail:
@@ -158,10 +329,10 @@ fail:
 
 wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_fn fn, void *ctx)
 {
-    if (find_by_uri(d, uri)) {
+    if (find_exact(d, uri)) {
         return WAMP_EEXIST;
     }
-    rt_registration *reg = registration_add(d, NULL, uri);
+    rt_registration *reg = registration_new(d, uri, WAMP_MATCH_EXACT, RT_INVOKE_SINGLE);
     if (!reg) {
         return WAMP_ENOMEM;
     }
@@ -170,16 +341,37 @@ wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_f
     return WAMP_OK;
 }
 
+static bool parse_invoke(const json_t *v, rt_invoke *out)
+{
+    if (!v) {
+        *out = RT_INVOKE_SINGLE;
+        return true;
+    }
+    const char *s = json_string_value(v);
+    for (size_t i = 0; s && i < sizeof(invoke_names) / sizeof(invoke_names[0]); i++) {
+        if (strcmp(s, invoke_names[i]) == 0) {
+            *out = (rt_invoke)i;
+            return true;
+        }
+    }
+    return false;
+}
+
 wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
-    json_t *match = json_object_get(m->dict, "match");
-    json_t *invoke = json_object_get(m->dict, "invoke");
-    if ((match && !(json_is_string(match) && strcmp(json_string_value(match), "exact") == 0)) ||
-        (invoke && !(json_is_string(invoke) && strcmp(json_string_value(invoke), "single") == 0))) {
+    json_t *match_v = json_object_get(m->dict, "match");
+    wamp_match match = WAMP_MATCH_EXACT;
+    rt_invoke invoke;
+    if ((match_v &&
+         !(json_is_string(match_v) && wamp_match_parse(json_string_value(match_v), &match))) ||
+        !parse_invoke(json_object_get(m->dict, "invoke"), &invoke)) {
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "only match \"exact\" and invoke \"single\" are supported");
+                                     "match must be exact, prefix or wildcard; invoke single, "
+                                     "roundrobin, random, first or last");
     }
-    if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
+    /* Patterns may have empty components: wildcards, or a prefix ending in "." */
+    if (!wamp_uri_is_valid(m->uri,
+                           match == WAMP_MATCH_EXACT ? WAMP_URI_LOOSE : WAMP_URI_LOOSE_EMPTY)) {
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_URI,
                                      "invalid procedure URI");
     }
@@ -188,15 +380,35 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to register this procedure");
     }
-    if (find_by_uri(d, m->uri)) {
-        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id,
-                                     WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
-                                     "procedure is already registered");
+    rt_registration *reg = find_registration(d, m->uri, match);
+    if (reg) {
+        /* Spec "Shared Registration": joining needs the same policy, and single is exclusive. */
+        bool member = false;
+        RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
+        {
+            member = member || RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session == s;
+        }
+        if (reg->fn || invoke == RT_INVOKE_SINGLE || reg->invoke != invoke || member) {
+            return rt_session_send_error(
+                    s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
+                    reg->fn || member || invoke == RT_INVOKE_SINGLE
+                            ? "procedure is already registered"
+                            : "procedure is already registered with another invocation policy");
+        }
     }
-    rt_registration *reg = registration_add(d, s, m->uri);
-    if (!reg) {
+    rt_reg_callee *rc = calloc(1, sizeof(*rc));
+    if (!rc) {
         return WAMP_ENOMEM;
     }
+    if (!reg && !(reg = registration_new(d, m->uri, match, invoke))) {
+        free(rc);
+        return WAMP_ENOMEM;
+    }
+    rc->reg = reg;
+    rc->session = s;
+    rt_list_add_tail(&reg->callees, &rc->in_reg);
+    rt_list_add_tail(&s->regs, &rc->in_session);
+    reg->n_callees++;
     RT_TRACE_LAST(s->rt);
     return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
 }
@@ -205,10 +417,10 @@ wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
     {
-        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_session);
-        if (reg->id == m->id2) {
+        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
+        if (rc->reg->id == m->id2) {
             /* Calls already invoked stay pending on the callee and complete normally. */
-            registration_remove(d, reg);
+            reg_callee_remove(d, rc);
             RT_TRACE_LAST(s->rt);
             return rt_session_send(s, wamp_msg_new_unregistered(m->id));
         }
@@ -249,43 +461,134 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
     return rt_session_send(s, wamp_msg_new_result(m->id, NULL, reply.args, reply.kwargs));
 }
 
+/* The callee a new call of reg goes to, by the registration's invocation policy. */
+static rt_session *pick_callee(rt_registration *reg)
+{
+    rt_list *n = reg->callees.next;
+    switch (reg->invoke) {
+    case RT_INVOKE_LAST:
+        n = reg->callees.prev;
+        break;
+    case RT_INVOKE_RANDOM:
+        for (uint32_t i = randombytes_uniform((uint32_t)reg->n_callees); i > 0; i--) {
+            n = n->next;
+        }
+        break;
+    case RT_INVOKE_ROUNDROBIN: /* the head serves, then waits at the tail */
+        rt_list_remove(n);
+        rt_list_add_tail(&reg->callees, n);
+        break;
+    case RT_INVOKE_SINGLE:
+    case RT_INVOKE_FIRST:
+        break;
+    }
+    return RT_CONTAINER_OF(n, rt_reg_callee, in_reg)->session;
+}
+
+/* Links c into the deadline list, kept sorted; calls usually arrive in deadline order, so the
+ * walk from the tail stops at once. */
+static void timeout_insert(rt_dealer *d, rt_call *c)
+{
+    rt_list *it = d->timeouts.prev;
+    while (it != &d->timeouts &&
+           RT_CONTAINER_OF(it, rt_call, in_timeouts)->deadline_us > c->deadline_us) {
+        it = it->prev;
+    }
+    rt_list_add_tail(it->next, &c->in_timeouts);
+}
+
+/* INVOCATION.Details for the features in use (NULL = {} when none is). *err set on failure. */
+static json_t *invocation_details(const rt_registration *reg, const rt_session *s,
+                                  const wamp_msg *m, bool progress, bool disclose, bool *oom)
+{
+    if (reg->match == WAMP_MATCH_EXACT && !progress && !disclose) {
+        return NULL;
+    }
+    json_t *det = json_object();
+    bool ok = det != NULL;
+    if (ok && reg->match != WAMP_MATCH_EXACT) {
+        ok = json_object_set_new(det, "procedure", json_string(m->uri)) == 0;
+    }
+    if (ok && progress) {
+        ok = json_object_set_new(det, "receive_progress", json_true()) == 0;
+    }
+    if (ok && disclose) {
+        ok = json_object_set_new(det, "caller", json_integer((json_int_t)s->id)) == 0 &&
+             json_object_set_new(det, "caller_authid", json_string(s->authid)) == 0 &&
+             json_object_set_new(det, "caller_authrole", json_string(s->authrole)) == 0;
+    }
+    if (!ok) {
+        json_decref(det);
+        *oom = true;
+        return NULL;
+    }
+    return det;
+}
+
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_URI,
                                      "invalid procedure URI");
     }
-    if (!rt_realm_authorize(d->realm, s->authrole, RT_ACTION_CALL, m->uri)) {
+    const rt_permission *perm = rt_realm_permission(d->realm, s->authrole, m->uri);
+    if (!perm || !perm->allow_call) {
         RT_LOG_INFO(s->id, "CALL of %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to call this procedure");
     }
-    rt_registration *reg = find_by_uri(d, m->uri);
+    json_t *timeout_v = json_object_get(m->dict, "timeout");
+    if (timeout_v && !(json_is_integer(timeout_v) && json_integer_value(timeout_v) >= 0)) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
+                                     "timeout must be a non-negative integer (ms)");
+    }
+    rt_registration *reg = match_registration(d, m->uri);
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
                                      "no callee registered for this procedure");
     }
-    if (!reg->callee) {
+    if (reg->fn) {
         return call_local(reg, s, m);
     }
-    if (reg->callee->state != RT_SESSION_JOINED) {
+    rt_session *callee = pick_callee(reg);
+    if (callee->state != RT_SESSION_JOINED) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
                                      "the callee is leaving");
     }
+    bool progress = json_is_true(json_object_get(m->dict, "receive_progress"));
+    bool disclose = perm->disclose_caller || json_is_true(json_object_get(m->dict, "disclose_me"));
+    bool oom = false;
+    json_t *details = invocation_details(reg, s, m, progress, disclose, &oom);
+    if (oom) {
+        return WAMP_ENOMEM;
+    }
     rt_call *c = calloc(1, sizeof(*c));
     if (!c) {
+        json_decref(details);
         return WAMP_ENOMEM;
     }
     c->invocation = rt_router_next_id(s->rt);
     c->request = m->id;
     c->caller = s;
-    c->callee = reg->callee;
+    c->callee = callee;
+    c->receive_progress = progress;
+    rt_list_init(&c->in_timeouts);
     if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
+        json_decref(details);
         free(c);
         return WAMP_ENOMEM;
     }
     rt_list_add_tail(&s->calls_made, &c->in_caller);
-    rt_list_add_tail(&reg->callee->calls_served, &c->in_callee);
+    rt_list_add_tail(&callee->calls_served, &c->in_callee);
+    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
+    if (timeout_ms > 0) {
+        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
+        if (max_ms && timeout_ms > (json_int_t)max_ms) {
+            timeout_ms = (json_int_t)max_ms;
+        }
+        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
+        timeout_insert(d, c);
+    }
     if (s->rt->cur.set) {
         c->traced = true;
         memcpy(c->corr, s->rt->cur.uuid, TRACE_UUID_LEN);
@@ -293,9 +596,9 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         c->uri = uri ? trace_str_ref(uri) : NULL;
     }
     wamp_err err = rt_session_send(
-            reg->callee, wamp_msg_new_invocation(c->invocation, reg->id, NULL,
-                                                 m->args ? json_incref(m->args) : NULL,
-                                                 m->kwargs ? json_incref(m->kwargs) : NULL));
+            callee, wamp_msg_new_invocation(c->invocation, reg->id, details,
+                                            m->args ? json_incref(m->args) : NULL,
+                                            m->kwargs ? json_incref(m->kwargs) : NULL));
     if (err == WAMP_OK) {
         return WAMP_OK;
     }
@@ -318,6 +621,19 @@ static rt_call *callee_call(rt_dealer *d, rt_session *s, uint64_t invocation)
     return c && c->callee == s ? c : NULL;
 }
 
+/* The pending call s made as CALL.Request `request`, or NULL (a session has few at a time). */
+static rt_call *caller_call(rt_session *s, uint64_t request)
+{
+    RT_LIST_FOREACH_SAFE(it, nx, &s->calls_made)
+    {
+        rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
+        if (c->request == request) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
 wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     bool is_error = m->type == WAMP_MSG_ERROR;
@@ -329,18 +645,39 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     rt_session *caller = c->caller;
     uint64_t request = c->request;
-    call_remove(d, c);
+    bool progress = !is_error && json_is_true(json_object_get(m->dict, "progress"));
+    if (progress) {
+        /* Spec "Progressive Call Results": forwarded only to a caller that asked for them; a
+         * call being killed waits for its final answer only. */
+        if (!caller || !c->receive_progress || c->killing) {
+            RT_LOG_DEBUG(s->id, "progressive YIELD for invocation %llu not forwarded",
+                         (unsigned long long)m->id);
+            return WAMP_OK;
+        }
+    } else {
+        call_remove(d, c);
+    }
     if (!caller || caller->state != RT_SESSION_JOINED) {
         return WAMP_OK; /* the caller left: the answer has nowhere to go */
     }
     json_t *args = m->args ? json_incref(m->args) : NULL;
     json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
-    RT_TRACE_LAST(s->rt);
-    wamp_err err = rt_session_send(
-            caller, is_error ? wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict),
-                                                  m->uri, args, kwargs)
-                             : wamp_msg_new_result(request, NULL, args, kwargs));
+    json_t *reply;
+    if (is_error) {
+        reply = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
+                                   kwargs);
+    } else {
+        reply = wamp_msg_new_result(request, progress ? json_pack("{s:b}", "progress", 1) : NULL,
+                                    args, kwargs);
+    }
+    if (!progress) {
+        RT_TRACE_LAST(s->rt);
+    }
+    wamp_err err = rt_session_send(caller, reply);
     if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
+        if (progress) {
+            call_remove(d, c); /* the caller is told the call failed: it ends here */
+        }
         return rt_session_send_error(caller, WAMP_MSG_CALL, request,
                                      WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
                                      "the answer exceeds the caller's message size limit");
@@ -348,11 +685,90 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     return err;
 }
 
+/* INTERRUPT for c to its callee with mode (not the action's last message). */
+static wamp_err send_interrupt(rt_call *c, const char *mode)
+{
+    return rt_session_send(c->callee,
+                           wamp_msg_new_interrupt(c->invocation, json_pack("{s:s}", "mode", mode)));
+}
+
+/* The callee announced callee.features.call_canceling and can still be told. */
+static bool callee_can_interrupt(const rt_call *c)
+{
+    return c->callee->callee_call_canceling && c->callee->state == RT_SESSION_JOINED;
+}
+
+wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
+{
+    (void)d;
+    json_t *mode_v = json_object_get(m->dict, "mode");
+    const char *mode = mode_v ? json_string_value(mode_v) : "killnowait";
+    if (!mode || (strcmp(mode, "skip") != 0 && strcmp(mode, "kill") != 0 &&
+                  strcmp(mode, "killnowait") != 0)) {
+        rt_session_protocol_violation(s, "CANCEL.Options.mode must be skip, kill or killnowait");
+        return WAMP_OK;
+    }
+    rt_call *c = caller_call(s, m->id);
+    if (!c || c->killing) {
+        RT_LOG_DEBUG(s->id,
+                     "CANCEL of request %llu ignored (no pending call, or already "
+                     "canceling)",
+                     (unsigned long long)m->id);
+        return WAMP_OK;
+    }
+    if (!callee_can_interrupt(c)) {
+        mode = "skip"; /* spec: a callee without call_canceling is never interrupted */
+    }
+    wamp_err err = WAMP_OK;
+    if (strcmp(mode, "skip") != 0) {
+        err = send_interrupt(c, mode);
+    }
+    if (strcmp(mode, "kill") == 0) {
+        c->killing = true; /* the callee's answer completes the call */
+        return err;
+    }
+    call_detach_caller(c);
+    if (err != WAMP_OK && err != WAMP_ETOOBIG && err != WAMP_EINVAL) {
+        return err;
+    }
+    return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
+                                 "the call was canceled");
+}
+
+void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
+{
+    while (!rt_list_is_empty(&d->timeouts)) {
+        rt_call *c = RT_CONTAINER_OF(d->timeouts.next, rt_call, in_timeouts);
+        if (c->deadline_us > now_us) {
+            return;
+        }
+        rt_session *caller = c->caller;
+        rt_router *rt = caller->rt;
+        bool traced = c->traced && trace_hub_is_active(rt->hub);
+        if (traced) {
+            rt_trace_action_open(rt, c->corr, c->uri);
+        }
+        RT_LOG_DEBUG(caller->id, "call %llu timed out", (unsigned long long)c->request);
+        if (callee_can_interrupt(c)) {
+            (void)send_interrupt(c, "killnowait");
+        }
+        uint64_t request = c->request;
+        call_detach_caller(c); /* unlinks it from d->timeouts */
+        if (caller->state == RT_SESSION_JOINED) {
+            (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_TIMEOUT,
+                                        "the call timed out");
+        }
+        if (traced) {
+            rt_trace_action_close(rt);
+        }
+    }
+}
+
 void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
 {
     RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
     {
-        registration_remove(d, RT_CONTAINER_OF(it, rt_registration, in_session));
+        reg_callee_remove(d, RT_CONTAINER_OF(it, rt_reg_callee, in_session));
     }
     /* Calls this session was serving: their callers learn the callee is gone. */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_served)
@@ -373,12 +789,23 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
             rt_trace_action_close(s->rt);
         }
     }
-    /* Calls this session made: orphaned; the callee's answer will be dropped. */
+    /* Calls this session made: orphaned; the callee's answer will be dropped. A callee that
+     * can be interrupted is told to stop (as Crossbar does). */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_made)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
-        c->caller = NULL;
-        rt_list_remove(&c->in_caller);
+        if (callee_can_interrupt(c)) {
+            bool traced = c->traced && trace_hub_is_active(s->rt->hub);
+            if (traced) {
+                rt_trace_action_open(s->rt, c->corr, c->uri);
+            }
+            RT_TRACE_LAST(s->rt);
+            (void)send_interrupt(c, "killnowait");
+            if (traced) {
+                rt_trace_action_close(s->rt);
+            }
+        }
+        call_detach_caller(c);
     }
 }
 
@@ -392,14 +819,96 @@ bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invoc
     return true;
 }
 
+bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
+{
+    (void)d;
+    rt_call *c = caller_call(caller, request);
+    if (!c || !c->traced) {
+        return false;
+    }
+    rt_trace_action_open(caller->rt, c->corr, c->uri);
+    return true;
+}
+
 const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id)
 {
     RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
     {
-        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_session);
-        if (reg->id == reg_id) {
-            return reg->uri;
+        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
+        if (rc->reg->id == reg_id) {
+            return rc->reg->uri;
         }
     }
     return NULL;
+}
+
+/* --- Enumeration ----------------------------------------------------------------------------- */
+
+static void reg_info(const rt_registration *reg, rt_reg_info *out)
+{
+    out->id = reg->id;
+    out->uri = reg->uri;
+    out->match = reg->match;
+    out->invoke = invoke_names[reg->invoke];
+    out->n_callees = reg->n_callees;
+    out->created_us = reg->created_us;
+}
+
+static rt_registration *find_by_id(const rt_dealer *d, uint64_t id)
+{
+    for (rt_hnode *n = rt_hmap_first(&d->by_id, rt_hash_u64(id)); n; n = rt_hmap_next(n)) {
+        rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_id);
+        if (reg->id == id) {
+            return reg;
+        }
+    }
+    return NULL;
+}
+
+void rt_dealer_foreach(const rt_dealer *d, bool (*fn)(void *ctx, const rt_reg_info *r), void *ctx)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&d->by_id); it.node;
+         rt_hmap_iter_next(&d->by_id, &it)) {
+        rt_reg_info info;
+        reg_info(RT_CONTAINER_OF(it.node, rt_registration, by_id), &info);
+        if (!fn(ctx, &info)) {
+            return;
+        }
+    }
+}
+
+bool rt_dealer_get(const rt_dealer *d, uint64_t reg_id, rt_reg_info *out)
+{
+    rt_registration *reg = find_by_id(d, reg_id);
+    if (reg) {
+        reg_info(reg, out);
+    }
+    return reg != NULL;
+}
+
+uint64_t rt_dealer_lookup(const rt_dealer *d, const char *uri, wamp_match match)
+{
+    rt_registration *reg = find_registration(d, uri, match);
+    return reg ? reg->id : 0;
+}
+
+uint64_t rt_dealer_match(const rt_dealer *d, const char *uri)
+{
+    rt_registration *reg = match_registration(d, uri);
+    return reg ? reg->id : 0;
+}
+
+size_t rt_dealer_callees(const rt_dealer *d, uint64_t reg_id, uint64_t *ids, size_t max)
+{
+    rt_registration *reg = find_by_id(d, reg_id);
+    if (!reg) {
+        return 0;
+    }
+    size_t i = 0;
+    for (const rt_list *it = reg->callees.next; it != &reg->callees; it = it->next, i++) {
+        if (i < max) {
+            ids[i] = RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session->id;
+        }
+    }
+    return i;
 }

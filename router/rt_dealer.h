@@ -1,8 +1,19 @@
-/* rt_dealer.h: routed RPC for one realm: exact registrations (one callee each), CALL ->
- * INVOCATION -> YIELD/ERROR -> RESULT/ERROR, and router-local procedures (the seam the
- * management API registers its procedures through).
+/* rt_dealer.h: routed RPC for one realm (WAMP Basic + Advanced Profile dealer):
+ * - registrations by exact URI or pattern (REGISTER.Options.match "prefix" / "wildcard"); a CALL
+ *   goes to the exact registration, else the longest prefix, else the most specific wildcard
+ *   (spec "Pattern-based Registrations"); INVOCATION.Details.procedure names the called URI
+ *   for a pattern registration;
+ * - shared registrations (REGISTER.Options.invoke single / roundrobin / random / first / last):
+ *   callees registering the same (uri, match) with the same policy share one registration id;
+ * - CALL -> INVOCATION -> YIELD/ERROR -> RESULT/ERROR, with progressive results
+ *   (CALL.Options.receive_progress, YIELD.Options.progress), caller disclosure (disclose_me or
+ *   the role permission's disclose.caller), call timeouts (CALL.Options.timeout, enforced by
+ *   the router: ERROR wamp.error.timeout, INTERRUPT to a callee announcing call_canceling) and
+ *   CANCEL (skip / kill / killnowait; see rt_dealer_on_cancel);
+ * - router-local procedures (the seam the management API registers its procedures through).
  * Callee leaving with calls pending: each caller gets ERROR wamp.error.canceled. Caller leaving:
- * its pending calls stay until the callee answers, and the answer is dropped.
+ * its pending calls stay until the callee answers, and the answer is dropped (a callee that
+ * announced call_canceling gets INTERRUPT killnowait).
  * Ownership: the dealer owns registrations and pending calls. Service thread only. */
 #ifndef RT_DEALER_H
 #define RT_DEALER_H
@@ -16,6 +27,7 @@
 #include "rt_realm.h"
 #include "wamp_err.h"
 #include "wamp_msg.h"
+#include "wamp_uri.h"
 
 rt_dealer *rt_dealer_new(rt_realm *realm);
 /* Frees local registrations; session registrations and calls must be gone. NULL-safe. */
@@ -24,13 +36,27 @@ void rt_dealer_free(rt_dealer *d);
 wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m);
 wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m);
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m);
-/* The callee's YIELD, or ERROR whose Request.Type is INVOCATION, completes its pending call:
- * the caller gets RESULT or ERROR with the same payload. An answer to an unknown invocation
- * (never made, or not this callee's) and one whose caller has left are dropped. */
+/* The callee's YIELD, or ERROR whose Request.Type is INVOCATION, answers its pending call: the
+ * caller gets RESULT or ERROR with the same payload. A progressive YIELD (Options.progress) is
+ * forwarded as RESULT with Details.progress only if the caller asked for progress, and leaves
+ * the call open. An answer to an unknown invocation (never made, or not this callee's) and one
+ * whose caller has left or canceled (skip / killnowait) or timed out are dropped. */
 wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m);
+/* CANCEL from the caller (spec "Call Canceling"). Options.mode: "skip" = ERROR
+ * wamp.error.canceled to the caller now, nothing to the callee; "kill" = INTERRUPT to the
+ * callee, and the callee's answer (ERROR or RESULT) goes to the caller; "killnowait" (also the
+ * default when mode is absent, as Crossbar does) = INTERRUPT and ERROR now. A callee that did
+ * not announce callee.features.call_canceling is never interrupted: every mode acts as skip.
+ * CANCEL of a call that is not pending (finished, or already canceled) is ignored; an invalid
+ * mode is a protocol violation. */
+wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m);
 /* The session leaves: its registrations go, calls it was serving fail with wamp.error.canceled
  * to their callers, and calls it made are orphaned (their results dropped). */
 void rt_dealer_on_leave(rt_dealer *d, rt_session *s);
+/* Call timeouts: calls whose deadline (CALL.Options.timeout) is at or before now_us end with
+ * ERROR wamp.error.timeout to the caller and INTERRUPT (killnowait) to a callee announcing
+ * call_canceling. One list check when no call has a timeout. */
+void rt_dealer_tick(rt_dealer *d, uint64_t now_us);
 
 /* --- Router-local procedures ---------------------------------------------------------------- */
 
@@ -48,16 +74,44 @@ typedef struct rt_local_reply {
 typedef wamp_err (*rt_local_proc_fn)(void *ctx, rt_session *caller, const json_t *args,
                                      const json_t *kwargs, rt_local_reply *reply);
 
-/* Registers uri as a router-local procedure. WAMP_EEXIST if uri is registered; WAMP_ENOMEM. */
+/* Registers uri as a router-local procedure (exact, single). WAMP_EEXIST if an exact
+ * registration of uri exists; WAMP_ENOMEM. */
 wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_fn fn, void *ctx);
 
 /* Tracing helpers: opens the router's current action with the correlation of the call that
- * callee serves as `invocation` (false if none or it was not traced); the procedure of s's
- * registration reg_id (borrowed, NULL if none). */
+ * callee serves as `invocation` (false if none or it was not traced); same for the call the
+ * caller made as CALL.Request `request` (for its CANCEL); the procedure of s's registration
+ * reg_id (borrowed, NULL if none). */
 bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation);
+bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request);
 const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id);
 
 size_t rt_dealer_registration_count(const rt_dealer *d);
 size_t rt_dealer_pending_count(const rt_dealer *d);
+
+/* --- Enumeration (for the registration meta API) -------------------------------------------- */
+
+/* A registration as the meta API describes it (wamp.registration.get). Borrowed strings, valid
+ * until the registration changes. */
+typedef struct rt_reg_info {
+    uint64_t id;
+    const char *uri;
+    wamp_match match;
+    const char *invoke; /* "single", "roundrobin", "random", "first", "last" */
+    size_t n_callees;   /* 0 for a router-local procedure */
+    uint64_t created_us;
+} rt_reg_info;
+
+/* Visits every registration (local ones included); stops early when fn returns false. */
+void rt_dealer_foreach(const rt_dealer *d, bool (*fn)(void *ctx, const rt_reg_info *r), void *ctx);
+/* The registration with this id (*out filled), or false. */
+bool rt_dealer_get(const rt_dealer *d, uint64_t reg_id, rt_reg_info *out);
+/* wamp.registration.lookup: the registration of exactly (uri, match), 0 if none. */
+uint64_t rt_dealer_lookup(const rt_dealer *d, const char *uri, wamp_match match);
+/* wamp.registration.match: the registration a CALL of uri would reach, 0 if none. */
+uint64_t rt_dealer_match(const rt_dealer *d, const char *uri);
+/* wamp.registration.list_callees: writes up to max session ids of the registration's callees
+ * (registration order) to ids; returns how many it has in all (0 if none or no such id). */
+size_t rt_dealer_callees(const rt_dealer *d, uint64_t reg_id, uint64_t *ids, size_t max);
 
 #endif /* RT_DEALER_H */

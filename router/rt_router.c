@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "rt_core_int.h"
+#include "rt_dealer.h"
 #include "rt_log.h"
 #include "rt_realm.h"
 #include "rt_session.h"
@@ -233,6 +234,10 @@ void rt_router_tick(rt_router *rt)
         RT_LOG_INFO(s->id, "no HELLO from %s within %u ms; closing", s->peer.addr,
                     rt->cfg->limits.hello_timeout_ms);
         rt_session_close(s, 1008, "HELLO timeout", false); /* unlinks from greeting */
+    }
+    /* Call timeouts: one list check per realm when no call has a deadline. */
+    for (size_t i = 0; i < rt->n_realms; i++) {
+        rt_dealer_tick(rt_realm_dealer(rt->realms[i]), now);
     }
 }
 

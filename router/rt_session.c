@@ -225,7 +225,11 @@ static json_t *welcome_roles(void)
     json_t *broker = json_pack("{s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
                                "pattern_based_subscription", 1, "subscriber_blackwhite_listing", 1,
                                "publisher_identification", 1);
-    return json_pack("{s:{s:o}, s:{s:{}}}", "broker", "features", broker, "dealer", "features");
+    json_t *dealer = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
+                               "shared_registration", 1, "progressive_call_results", 1,
+                               "call_canceling", 1, "call_timeout", 1, "caller_identification", 1);
+    return json_pack("{s:{s:o}, s:{s:o}}", "broker", "features", broker, "dealer", "features",
+                     dealer);
 }
 
 static void session_leave(rt_session *s)
@@ -258,6 +262,8 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         rt_session_protocol_violation(s, "HELLO.Details.roles must be a non-empty dict");
         return WAMP_OK;
     }
+    s->callee_call_canceling = json_is_true(json_object_get(
+            json_object_get(json_object_get(roles, "callee"), "features"), "call_canceling"));
     rt_realm *realm =
             wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE) ? rt_router_find_realm(rt, m->uri) : NULL;
     if (!realm) {
@@ -346,10 +352,7 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
         rt_session_protocol_violation(s, "ERROR may only answer an INVOCATION");
         return WAMP_OK;
     case WAMP_MSG_CANCEL:
-        /* call_canceling is not announced: a well-behaved client never sends CANCEL. The call
-         * runs to completion and its RESULT is delivered. */
-        RT_LOG_DEBUG(s->id, "CANCEL ignored (call_canceling not supported)");
-        return WAMP_OK;
+        return rt_dealer_on_cancel(rt_realm_dealer(r), s, m);
     case WAMP_MSG_GOODBYE: {
         RT_LOG_INFO(s->id, "GOODBYE (%s): leaving realm %s", m->uri, rt_realm_name(r));
         /* Reply while still joined, so the reply is attributed (and traced) to the realm and

@@ -141,6 +141,11 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
                 (void)rt_dealer_open_call_action(rt_realm_dealer(s->realm), s, m->id);
             }
             break;
+        case WAMP_MSG_CANCEL:
+            if (s->realm) {
+                (void)rt_dealer_open_caller_action(rt_realm_dealer(s->realm), s, m->id);
+            }
+            break;
         case WAMP_MSG_AUTHENTICATE:
             if (s->hello_corr_set) {
                 rt_trace_action_open(rt, s->hello_corr, NULL);

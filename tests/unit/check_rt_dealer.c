@@ -1,10 +1,12 @@
 /* check_rt_dealer.c: registrations, CALL -> INVOCATION -> YIELD/ERROR -> RESULT/ERROR, callee and
  * caller leaving, router-local procedures. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
 
+#include "fake_clock.h"
 #include "fake_transport.h"
 #include "rt_dealer.h"
 #include "rt_realm.h"
@@ -118,8 +120,8 @@ START_TEST(test_register_twice_fails)
     do_register(a, "com.p");
     fake_conn_send(b, "[64, 5, {}, \"com.p\"]");
     fake_expect_error(b, WAMP_MSG_REGISTER, 5, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
-    fake_conn_send(b, "[64, 6, {\"invoke\": \"roundrobin\"}, \"com.q\"]");
-    fake_expect_error(b, WAMP_MSG_REGISTER, 6, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(b, "[64, 6, {\"invoke\": \"roundrobin\"}, \"com.p\"]");
+    fake_expect_error(b, WAMP_MSG_REGISTER, 6, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
     fake_conn_free(a);
     /* Once a is gone the procedure is free again. */
     do_register(b, "com.p");
@@ -271,10 +273,10 @@ END_TEST
 
 START_TEST(test_result_too_big_for_caller)
 {
-    /* Callee's transport allows big messages, caller's only 400 bytes. */
+    /* Callee's transport allows big messages, caller's only 700 bytes (a WELCOME fits). */
     rt_peer small;
     memset(&small, 0, sizeof(small));
-    small.max_message_size = 400;
+    small.max_message_size = 700;
     fake_conn *caller = fake_conn_new_peer(T.rt, WAMP_SER_JSON, &small);
     fake_conn_join(caller, "realm1");
     fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
@@ -289,6 +291,537 @@ START_TEST(test_result_too_big_for_caller)
     fake_expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED);
     fake_conn_free(caller);
     fake_conn_free(callee);
+}
+
+END_TEST
+
+/* --- Advanced profile ------------------------------------------------------------------------ */
+
+/* A joined session whose HELLO announces callee.features.call_canceling (and progressive
+ * results), as autobahn-python does. */
+static fake_conn *joined_canceling(wamp_ser ser, const char *realm)
+{
+    fake_conn *c = fake_conn_new(T.rt, ser);
+    fake_conn_send(c,
+                   "[1, \"%s\", {\"roles\": {\"caller\": {}, \"callee\": {\"features\": "
+                   "{\"call_canceling\": true, \"progressive_call_results\": true}}}}]",
+                   realm);
+    json_t *w = fake_conn_next(c);
+    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    json_decref(w);
+    return c;
+}
+
+static int64_t register_opts(fake_conn *c, const char *options, const char *proc)
+{
+    fake_conn_send(c, "[64, 100, %s, \"%s\"]", options, proc);
+    json_t *m = fake_conn_next(c);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_REGISTERED);
+    int64_t id = fake_msg_int(m, 2);
+    json_decref(m);
+    return id;
+}
+
+static const char *detail_str(const json_t *msg, size_t i, const char *key)
+{
+    return json_string_value(json_object_get(json_array_get(msg, i), key));
+}
+
+/* Calls uri; asserts exactly one of callees[0..n) got the INVOCATION and returns its index;
+ * answers it so no call stays pending. *procedure gets Details.procedure (or NULL). */
+static int call_goes_to(fake_conn *caller, fake_conn **callees, int n, const char *uri,
+                        char *procedure, size_t proc_len)
+{
+    fake_conn_send(caller, "[48, 1, {}, \"%s\"]", uri);
+    int got = -1;
+    for (int i = 0; i < n; i++) {
+        json_t *inv = fake_conn_next(callees[i]);
+        if (!inv) {
+            continue;
+        }
+        ck_assert_int_eq(got, -1);
+        got = i;
+        ck_assert_int_eq(fake_msg_int(inv, 0), WAMP_MSG_INVOCATION);
+        const char *p = detail_str(inv, 3, "procedure");
+        snprintf(procedure, proc_len, "%s", p ? p : "");
+        fake_conn_send(callees[i], "[70, %lld, {}]", (long long)fake_msg_int(inv, 1));
+        json_decref(inv);
+    }
+    json_t *res = fake_conn_next(caller);
+    if (got >= 0) {
+        ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
+    }
+    json_decref(res);
+    return got;
+}
+
+START_TEST(test_pattern_precedence)
+{
+    /* The spec's example set ("Calls matching multiple registrations"), one callee each. */
+    static const struct {
+        const char *match, *uri;
+    } regs[] = {
+            {"exact", "a1.b2.c3.d4.e55"},     {"prefix", "a1.b2.c3"},
+            {"prefix", "a1.b2.c3.d4"},        {"wildcard", "a1.b2..d4.e5"},
+            {"wildcard", "a1.b2.c3..e5"},     {"wildcard", "a1.b2..d4.e5..g7"},
+            {"wildcard", "a1.b2..d4..f6.g7"},
+    };
+
+    fake_conn *callees[7];
+    char opts[64];
+    for (int i = 0; i < 7; i++) {
+        callees[i] = joined(WAMP_SER_JSON, "realm1");
+        snprintf(opts, sizeof(opts), "{\"match\": \"%s\"}", regs[i].match);
+        register_opts(callees[i], opts, regs[i].uri);
+    }
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    char proc[64];
+    ck_assert_int_eq(call_goes_to(caller, callees, 7, "a1.b2.c3.d4.e55", proc, sizeof(proc)), 0);
+    ck_assert_str_eq(proc, ""); /* exact: no Details.procedure */
+    ck_assert_int_eq(call_goes_to(caller, callees, 7, "a1.b2.c3.d98.e74", proc, sizeof(proc)), 1);
+    ck_assert_str_eq(proc, "a1.b2.c3.d98.e74");
+    ck_assert_int_eq(call_goes_to(caller, callees, 7, "a1.b2.c3.d4.e325", proc, sizeof(proc)), 2);
+    ck_assert_int_eq(call_goes_to(caller, callees, 7, "a1.b2.c55.d4.e5", proc, sizeof(proc)), 3);
+    ck_assert_str_eq(proc, "a1.b2.c55.d4.e5");
+    /* Prefix registrations 1 and 2 match "a1.b2.c3..." URIs, so the wildcard cases of the spec
+     * are checked once they are gone. */
+    fake_conn_free(callees[1]);
+    fake_conn_free(callees[2]);
+    callees[1] = joined(WAMP_SER_JSON, "realm1");
+    callees[2] = joined(WAMP_SER_JSON, "realm1");
+    ck_assert_int_eq(call_goes_to(caller, callees, 7, "a1.b2.c3.d4.e5", proc, sizeof(proc)), 4);
+    ck_assert_int_eq(call_goes_to(caller, callees, 7, "a1.b2.c88.d4.e5.f6.g7", proc, sizeof(proc)),
+                     5);
+    ck_assert_str_eq(proc, "a1.b2.c88.d4.e5.f6.g7");
+    ck_assert_int_eq(call_goes_to(caller, callees, 7, "a2.b2.c2.d2.e2", proc, sizeof(proc)), -1);
+    fake_conn_send(caller, "[48, 2, {}, \"a2.b2.c2.d2.e2\"]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    /* Enumeration for the meta API. */
+    rt_dealer *d = rt_realm_dealer(rt_router_find_realm(T.rt, "realm1"));
+    uint64_t wid = rt_dealer_lookup(d, "a1.b2..d4.e5", WAMP_MATCH_WILDCARD);
+    ck_assert_uint_ne(wid, 0);
+    ck_assert_uint_eq(rt_dealer_lookup(d, "a1.b2..d4.e5", WAMP_MATCH_PREFIX), 0);
+    ck_assert_uint_eq(rt_dealer_match(d, "a1.b2.c55.d4.e5"), wid);
+    rt_reg_info info;
+    ck_assert(rt_dealer_get(d, wid, &info));
+    ck_assert_str_eq(info.uri, "a1.b2..d4.e5");
+    ck_assert_int_eq(info.match, WAMP_MATCH_WILDCARD);
+    ck_assert_str_eq(info.invoke, "single");
+    uint64_t ids[2];
+    ck_assert_uint_eq(rt_dealer_callees(d, wid, ids, 2), 1);
+    ck_assert_uint_eq(ids[0], rt_session_id(callees[3]->s));
+    for (int i = 0; i < 7; i++) {
+        fake_conn_free(callees[i]);
+    }
+    fake_conn_free(caller);
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 0);
+}
+
+END_TEST
+
+START_TEST(test_pattern_register_errors)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(a, "[64, 1, {\"match\": \"regex\"}, \"com.x\"]");
+    fake_expect_error(a, WAMP_MSG_REGISTER, 1, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(a, "[64, 2, {\"invoke\": \"all\"}, \"com.x\"]");
+    fake_expect_error(a, WAMP_MSG_REGISTER, 2, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(a, "[64, 3, {}, \"com..x\"]"); /* empty component only in patterns */
+    fake_expect_error(a, WAMP_MSG_REGISTER, 3, WAMP_ERROR_INVALID_URI);
+    /* The same URI with different match policies: separate registrations. */
+    int64_t r1 = register_opts(a, "{}", "com.x");
+    int64_t r2 = register_opts(a, "{\"match\": \"prefix\"}", "com.x");
+    int64_t r3 = register_opts(a, "{\"match\": \"wildcard\"}", "com..x");
+    ck_assert_int_ne(r1, r2);
+    ck_assert_int_ne(r2, r3);
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 3);
+    fake_conn_send(a, "[66, 4, %lld]", (long long)r2);
+    json_t *m = fake_conn_next(a);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_UNREGISTERED);
+    json_decref(m);
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 2);
+    fake_conn_free(a);
+}
+
+END_TEST
+
+START_TEST(test_shared_registration_policies)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *c = joined(WAMP_SER_MSGPACK, "realm1");
+    int64_t r = register_opts(a, "{\"invoke\": \"roundrobin\"}", "com.rr");
+    ck_assert_int_eq(register_opts(b, "{\"invoke\": \"roundrobin\"}", "com.rr"), r);
+    /* A different policy, or joining twice, is refused. */
+    fake_conn_send(c, "[64, 5, {\"invoke\": \"random\"}, \"com.rr\"]");
+    fake_expect_error(c, WAMP_MSG_REGISTER, 5, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
+    fake_conn_send(c, "[64, 6, {}, \"com.rr\"]");
+    fake_expect_error(c, WAMP_MSG_REGISTER, 6, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
+    fake_conn_send(a, "[64, 7, {\"invoke\": \"roundrobin\"}, \"com.rr\"]");
+    fake_expect_error(a, WAMP_MSG_REGISTER, 7, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
+    ck_assert_int_eq(register_opts(c, "{\"invoke\": \"roundrobin\"}", "com.rr"), r);
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 1);
+    /* A second single registration is refused too. */
+    register_opts(a, "{}", "com.one");
+    fake_conn_send(b, "[64, 8, {\"invoke\": \"single\"}, \"com.one\"]");
+    fake_expect_error(b, WAMP_MSG_REGISTER, 8, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS);
+
+    /* Roundrobin: a, b, c, a, b, c. */
+    fake_conn *callees[3] = {a, b, c};
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    char proc[8];
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(call_goes_to(caller, callees, 3, "com.rr", proc, sizeof(proc)), i % 3);
+    }
+    /* first / last: by registration order, whoever registered first or last. */
+    register_opts(b, "{\"invoke\": \"first\"}", "com.first");
+    register_opts(c, "{\"invoke\": \"first\"}", "com.first");
+    register_opts(b, "{\"invoke\": \"last\"}", "com.last");
+    register_opts(c, "{\"invoke\": \"last\"}", "com.last");
+    register_opts(a, "{\"invoke\": \"last\"}", "com.last");
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(call_goes_to(caller, callees, 3, "com.first", proc, sizeof(proc)), 1);
+        ck_assert_int_eq(call_goes_to(caller, callees, 3, "com.last", proc, sizeof(proc)), 0);
+    }
+    /* The first callee leaving: the next one is first; the registration stays. */
+    fake_conn_free(b);
+    callees[1] = joined(WAMP_SER_JSON, "realm1");
+    ck_assert_int_eq(call_goes_to(caller, callees, 3, "com.first", proc, sizeof(proc)), 2);
+    /* Unregistering the last one: the one before becomes last. */
+    rt_dealer *d = rt_realm_dealer(rt_router_find_realm(T.rt, "realm1"));
+    uint64_t last_id = rt_dealer_lookup(d, "com.last", WAMP_MATCH_EXACT);
+    fake_conn_send(a, "[66, 9, %llu]", (unsigned long long)last_id);
+    fake_conn_clear(a);
+    ck_assert_int_eq(call_goes_to(caller, callees, 3, "com.last", proc, sizeof(proc)), 2);
+    /* random: every call reaches one of the members, all of them over many calls. */
+    register_opts(a, "{\"invoke\": \"random\"}", "com.rnd");
+    register_opts(c, "{\"invoke\": \"random\"}", "com.rnd");
+    int hits[3] = {0, 0, 0};
+    for (int i = 0; i < 60; i++) {
+        int got = call_goes_to(caller, callees, 3, "com.rnd", proc, sizeof(proc));
+        ck_assert(got == 0 || got == 2);
+        hits[got]++;
+    }
+    ck_assert_int_gt(hits[0], 0);
+    ck_assert_int_gt(hits[2], 0);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_free(callees[0]);
+    fake_conn_free(callees[1]);
+    fake_conn_free(callees[2]);
+    fake_conn_free(caller);
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 0);
+}
+
+END_TEST
+
+START_TEST(test_progressive_results)
+{
+    fake_conn *callee = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    int64_t reg = do_register(callee, "com.prog");
+    fake_conn_send(caller, "[48, 9, {\"receive_progress\": true}, \"com.prog\", [1]]");
+    json_t *inv = expect_invocation(callee, reg);
+    ck_assert(json_is_true(json_object_get(json_array_get(inv, 3), "receive_progress")));
+    long long id = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    for (int i = 0; i < 2; i++) {
+        fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [%d]]", id, i);
+        json_t *res = fake_conn_next(caller);
+        json_t *expect = json_pack("[i, i, {s:b}, [i]]", WAMP_MSG_RESULT, 9, "progress", 1, i);
+        ck_assert(json_equal(res, expect));
+        json_decref(res);
+        json_decref(expect);
+        ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 1);
+    }
+    fake_conn_send(callee, "[70, %lld, {}, [\"done\"]]", id);
+    json_t *res = fake_conn_next(caller);
+    json_t *expect = json_pack("[i, i, {}, [s]]", WAMP_MSG_RESULT, 9, "done");
+    ck_assert(json_equal(res, expect));
+    json_decref(res);
+    json_decref(expect);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+
+    /* Without receive_progress: progressive YIELDs are not forwarded, the final one is. */
+    fake_conn_send(caller, "[48, 10, {}, \"com.prog\"]");
+    inv = expect_invocation(callee, reg);
+    ck_assert_ptr_null(json_object_get(json_array_get(inv, 3), "receive_progress"));
+    id = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [0]]", id);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_conn_send(callee, "[70, %lld, {}, [1]]", id);
+    res = fake_conn_next(caller);
+    ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
+    ck_assert_int_eq(fake_msg_int(res, 1), 10);
+    json_decref(res);
+
+    /* An ERROR after progress ends the call; the callee leaving mid-progress cancels it. */
+    fake_conn_send(caller, "[48, 11, {\"receive_progress\": true}, \"com.prog\"]");
+    inv = expect_invocation(callee, reg);
+    id = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [0]]", id);
+    fake_conn_clear(caller);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"com.failed\"]", id);
+    fake_expect_error(caller, WAMP_MSG_CALL, 11, "com.failed");
+    fake_conn_send(caller, "[48, 12, {\"receive_progress\": true}, \"com.prog\"]");
+    inv = expect_invocation(callee, reg);
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [0]]",
+                   (long long)fake_msg_int(inv, 1));
+    json_decref(inv);
+    fake_conn_clear(caller);
+    fake_conn_free(callee);
+    fake_expect_error(caller, WAMP_MSG_CALL, 12, WAMP_ERROR_CANCELED);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
+/* Makes a call from caller to proc; returns the INVOCATION.Request the callee got. */
+static long long start_call(fake_conn *caller, fake_conn *callee, int request, const char *opts,
+                            const char *proc)
+{
+    fake_conn_send(caller, "[48, %d, %s, \"%s\"]", request, opts, proc);
+    json_t *inv = fake_conn_next(callee);
+    ck_assert_int_eq(fake_msg_int(inv, 0), WAMP_MSG_INVOCATION);
+    long long id = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    return id;
+}
+
+static void expect_interrupt(fake_conn *callee, long long inv, const char *mode)
+{
+    json_t *m = fake_conn_next(callee);
+    ck_assert_ptr_nonnull(m);
+    json_t *expect = json_pack("[i, I, {s:s}]", WAMP_MSG_INTERRUPT, (json_int_t)inv, "mode", mode);
+    ck_assert(json_equal(m, expect));
+    json_decref(m);
+    json_decref(expect);
+}
+
+START_TEST(test_cancel_modes)
+{
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    do_register(callee, "com.long");
+
+    /* skip: ERROR now, nothing to the callee, its late answer dropped. */
+    long long inv = start_call(caller, callee, 1, "{}", "com.long");
+    fake_conn_send(caller, "[49, 1, {\"mode\": \"skip\"}]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_CANCELED);
+    ck_assert_uint_eq(fake_conn_pending(callee), 0);
+    fake_conn_send(callee, "[70, %lld, {}, [\"late\"]]", inv);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+
+    /* killnowait (also the default): INTERRUPT and ERROR now, the callee's ERROR dropped. */
+    for (int i = 0; i < 2; i++) {
+        inv = start_call(caller, callee, 2, "{}", "com.long");
+        fake_conn_send(caller, i ? "[49, 2, {}]" : "[49, 2, {\"mode\": \"killnowait\"}]");
+        expect_interrupt(callee, inv, "killnowait");
+        fake_expect_error(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_CANCELED);
+        fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\"]", inv);
+        ck_assert_uint_eq(fake_conn_pending(caller), 0);
+        ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    }
+
+    /* kill: INTERRUPT, and the callee's answer (here ERROR) ends the call; a second CANCEL and
+     * progress in between are ignored. */
+    inv = start_call(caller, callee, 3, "{\"receive_progress\": true}", "com.long");
+    fake_conn_send(caller, "[49, 3, {\"mode\": \"kill\"}]");
+    expect_interrupt(callee, inv, "kill");
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_conn_send(caller, "[49, 3, {\"mode\": \"kill\"}]");
+    ck_assert_uint_eq(fake_conn_pending(callee), 0);
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [1]]", inv);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\", [\"stopped\"]]", inv);
+    fake_expect_error(caller, WAMP_MSG_CALL, 3, WAMP_ERROR_CANCELED);
+    /* kill racing a RESULT: the caller gets the RESULT. */
+    inv = start_call(caller, callee, 4, "{}", "com.long");
+    fake_conn_send(caller, "[49, 4, {\"mode\": \"kill\"}]");
+    expect_interrupt(callee, inv, "kill");
+    fake_conn_send(callee, "[70, %lld, {}, [\"finished\"]]", inv);
+    json_t *res = fake_conn_next(caller);
+    ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
+    json_decref(res);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+
+    /* CANCEL of a finished call: ignored. A bad mode: protocol violation. */
+    fake_conn_send(caller, "[49, 4, {\"mode\": \"kill\"}]");
+    ck_assert_uint_eq(fake_conn_pending(caller) + fake_conn_pending(callee), 0);
+    fake_conn_send(caller, "[49, 4, {\"mode\": \"abort\"}]");
+    json_t *abort_msg = fake_conn_next(caller);
+    ck_assert_int_eq(fake_msg_int(abort_msg, 0), WAMP_MSG_ABORT);
+    ck_assert_str_eq(fake_msg_str(abort_msg, 2), WAMP_ERROR_PROTOCOL_VIOLATION);
+    json_decref(abort_msg);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
+START_TEST(test_cancel_callee_without_call_canceling)
+{
+    /* A callee that did not announce call_canceling is never interrupted: kill acts as skip. */
+    fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    do_register(callee, "com.long");
+    const char *modes[] = {"kill", "killnowait", "skip"};
+    for (int i = 0; i < 3; i++) {
+        long long inv = start_call(caller, callee, 10 + i, "{}", "com.long");
+        fake_conn_send(caller, "[49, %d, {\"mode\": \"%s\"}]", 10 + i, modes[i]);
+        fake_expect_error(caller, WAMP_MSG_CALL, 10 + i, WAMP_ERROR_CANCELED);
+        ck_assert_uint_eq(fake_conn_pending(callee), 0);
+        fake_conn_send(callee, "[70, %lld, {}]", inv);
+        ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    }
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
+START_TEST(test_caller_leaving_interrupts_canceling_callee)
+{
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *plain = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    do_register(callee, "com.a");
+    do_register(plain, "com.b");
+    long long inv = start_call(caller, callee, 1, "{}", "com.a");
+    long long inv_b = start_call(caller, plain, 2, "{}", "com.b");
+    fake_conn_free(caller);
+    expect_interrupt(callee, inv, "killnowait");
+    ck_assert_uint_eq(fake_conn_pending(plain), 0);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\"]", inv);
+    fake_conn_send(plain, "[70, %lld, {}]", inv_b);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    ck_assert_ptr_nonnull(callee->s);
+    ck_assert_ptr_nonnull(plain->s);
+    fake_conn_free(callee);
+    fake_conn_free(plain);
+}
+
+END_TEST
+
+START_TEST(test_call_timeout)
+{
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *plain = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    do_register(callee, "com.slow");
+    do_register(plain, "com.plain");
+    long long inv = start_call(caller, callee, 1, "{\"timeout\": 500}", "com.slow");
+    long long inv2 = start_call(caller, plain, 2, "{\"timeout\": 300}", "com.plain");
+    (void)start_call(caller, callee, 3, "{\"timeout\": 0}", "com.slow"); /* 0 = none */
+    fake_clock_advance_ms(&T.clock, 299);
+    rt_router_tick(T.rt);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_clock_advance_ms(&T.clock, 1);
+    rt_router_tick(T.rt);
+    /* The plain callee is not interrupted; the caller gets wamp.error.timeout. */
+    fake_expect_error(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_TIMEOUT);
+    ck_assert_uint_eq(fake_conn_pending(plain), 0);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_clock_advance_ms(&T.clock, 200);
+    rt_router_tick(T.rt);
+    fake_expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_TIMEOUT);
+    expect_interrupt(callee, inv, "killnowait");
+    /* Late answers are dropped; the call without timeout stays. */
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\"]", inv);
+    fake_conn_send(plain, "[70, %lld, {}]", inv2);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 1);
+    fake_clock_advance_ms(&T.clock, 100000);
+    rt_router_tick(T.rt);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    /* A call answered in time is not touched by its old deadline. */
+    long long inv4 = start_call(caller, plain, 4, "{\"timeout\": 100}", "com.plain");
+    fake_conn_send(plain, "[70, %lld, {}]", inv4);
+    fake_conn_clear(caller);
+    fake_clock_advance_ms(&T.clock, 200);
+    rt_router_tick(T.rt);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    /* Out-of-order deadlines and the configured cap (wampscope.limits.max_call_timeout). */
+    T.cfg.limits.max_call_timeout_ms = 1000;
+    (void)start_call(caller, plain, 5, "{\"timeout\": 100000}", "com.plain"); /* capped: 1 s */
+    (void)start_call(caller, plain, 6, "{\"timeout\": 400}", "com.plain");
+    fake_clock_advance_ms(&T.clock, 400);
+    rt_router_tick(T.rt);
+    fake_expect_error(caller, WAMP_MSG_CALL, 6, WAMP_ERROR_TIMEOUT);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_clock_advance_ms(&T.clock, 600);
+    rt_router_tick(T.rt);
+    fake_expect_error(caller, WAMP_MSG_CALL, 5, WAMP_ERROR_TIMEOUT);
+    /* A bad timeout is an invalid argument. */
+    fake_conn_send(caller, "[48, 7, {\"timeout\": -1}, \"com.plain\"]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 7, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(caller, "[48, 8, {\"timeout\": \"soon\"}, \"com.plain\"]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 8, WAMP_ERROR_INVALID_ARGUMENT);
+    /* The caller leaving with a timed call pending: nothing fires later. */
+    (void)start_call(caller, plain, 9, "{\"timeout\": 100}", "com.plain");
+    fake_conn_free(caller);
+    fake_clock_advance_ms(&T.clock, 200);
+    rt_router_tick(T.rt);
+    fake_conn_free(callee);
+    fake_conn_free(plain);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+}
+
+END_TEST
+
+START_TEST(test_caller_identification)
+{
+    fake_conn *callee = joined(WAMP_SER_JSON, "disclose");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "disclose");
+    int64_t r1 = do_register(callee, "com.plain.p");
+    int64_t r2 = do_register(callee, "com.disclosed.p");
+    /* Not disclosed by default. */
+    fake_conn_send(caller, "[48, 1, {}, \"com.plain.p\"]");
+    json_t *inv = expect_invocation(callee, r1);
+    ck_assert_ptr_null(json_object_get(json_array_get(inv, 3), "caller"));
+    json_decref(inv);
+    /* disclose_me, and the role permission's disclose.caller, disclose it. */
+    for (int i = 0; i < 2; i++) {
+        fake_conn_send(caller, "[48, 2, %s, \"%s\"]", i ? "{}" : "{\"disclose_me\": true}",
+                       i ? "com.disclosed.p" : "com.plain.p");
+        inv = expect_invocation(callee, i ? r2 : r1);
+        json_t *det = json_array_get(inv, 3);
+        ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(det, "caller")),
+                          rt_session_id(caller->s));
+        ck_assert_str_eq(json_string_value(json_object_get(det, "caller_authid")),
+                         rt_session_authid(caller->s));
+        ck_assert_str_eq(json_string_value(json_object_get(det, "caller_authrole")), "anonymous");
+        json_decref(inv);
+    }
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
+START_TEST(test_local_procedure_with_patterns)
+{
+    /* A client's prefix registration does not shadow an exact router-local procedure. */
+    int calls = 0;
+    rt_dealer *d = rt_realm_dealer(rt_router_find_realm(T.rt, "realm1"));
+    ck_assert_int_eq(rt_dealer_register_local(d, "wampscope.echo", local_echo, &calls), WAMP_OK);
+    fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
+    register_opts(callee, "{\"match\": \"prefix\"}", "wampscope.");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(caller, "[48, 1, {}, \"wampscope.echo\", [1]]");
+    json_t *res = fake_conn_next(caller);
+    ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
+    json_decref(res);
+    ck_assert_int_eq(calls, 1);
+    ck_assert_uint_eq(fake_conn_pending(callee), 0);
+    fake_conn_send(caller, "[48, 2, {}, \"wampscope.other\"]");
+    ck_assert_uint_eq(fake_conn_pending(callee), 1);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
 }
 
 END_TEST
@@ -310,6 +843,16 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_local_procedure);
     tcase_add_test(tc, test_authorization);
     tcase_add_test(tc, test_result_too_big_for_caller);
+    tcase_add_test(tc, test_pattern_precedence);
+    tcase_add_test(tc, test_pattern_register_errors);
+    tcase_add_test(tc, test_shared_registration_policies);
+    tcase_add_test(tc, test_progressive_results);
+    tcase_add_test(tc, test_cancel_modes);
+    tcase_add_test(tc, test_cancel_callee_without_call_canceling);
+    tcase_add_test(tc, test_caller_leaving_interrupts_canceling_callee);
+    tcase_add_test(tc, test_call_timeout);
+    tcase_add_test(tc, test_caller_identification);
+    tcase_add_test(tc, test_local_procedure_with_patterns);
     suite_add_tcase(s, tc);
     return s;
 }
