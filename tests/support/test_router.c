@@ -29,17 +29,7 @@ static rt_permission locked_perm[] = {
          .allow_register = true,
          .allow_call = true,
          .allow_subscribe = true},
-};
-
-/* Everything allowed, and callers under "com.disclosed." are disclosed to callees. */
-static rt_permission disclose_perm[] = {
-        {.uri = "",
-         .match = WAMP_MATCH_PREFIX,
-         .allow_call = true,
-         .allow_register = true,
-         .allow_publish = true,
-         .allow_subscribe = true},
-        {.uri = "com.disclosed.",
+        {.uri = "com.open.disclosed.",
          .match = WAMP_MATCH_PREFIX,
          .allow_call = true,
          .allow_register = true,
@@ -48,16 +38,12 @@ static rt_permission disclose_perm[] = {
 
 static rt_role all_role[] = {{.name = "anonymous", .permissions = all_perm, .n_permissions = 1}};
 static rt_role locked_role[] = {
-        {.name = "anonymous", .permissions = locked_perm, .n_permissions = 2}};
-
-static rt_role disclose_role[] = {
-        {.name = "anonymous", .permissions = disclose_perm, .n_permissions = 2}};
+        {.name = "anonymous", .permissions = locked_perm, .n_permissions = 3}};
 
 static rt_realm_config realms[] = {
         {.name = "realm1", .roles = all_role, .n_roles = 1},
         {.name = "realm2", .roles = all_role, .n_roles = 1},
         {.name = "locked", .roles = locked_role, .n_roles = 1},
-        {.name = "disclose", .roles = disclose_role, .n_roles = 1},
 };
 
 void test_router_init(test_router *t)

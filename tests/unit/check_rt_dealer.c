@@ -775,19 +775,19 @@ END_TEST
 
 START_TEST(test_caller_identification)
 {
-    fake_conn *callee = joined(WAMP_SER_JSON, "disclose");
-    fake_conn *caller = joined(WAMP_SER_MSGPACK, "disclose");
-    int64_t r1 = do_register(callee, "com.plain.p");
-    int64_t r2 = do_register(callee, "com.disclosed.p");
+    fake_conn *callee = joined(WAMP_SER_JSON, "locked");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "locked");
+    int64_t r1 = do_register(callee, "com.open.exact");
+    int64_t r2 = do_register(callee, "com.open.disclosed.p");
     /* Not disclosed by default. */
-    fake_conn_send(caller, "[48, 1, {}, \"com.plain.p\"]");
+    fake_conn_send(caller, "[48, 1, {}, \"com.open.exact\"]");
     json_t *inv = expect_invocation(callee, r1);
     ck_assert_ptr_null(json_object_get(json_array_get(inv, 3), "caller"));
     json_decref(inv);
     /* disclose_me, and the role permission's disclose.caller, disclose it. */
     for (int i = 0; i < 2; i++) {
         fake_conn_send(caller, "[48, 2, %s, \"%s\"]", i ? "{}" : "{\"disclose_me\": true}",
-                       i ? "com.disclosed.p" : "com.plain.p");
+                       i ? "com.open.disclosed.p" : "com.open.exact");
         inv = expect_invocation(callee, i ? r2 : r1);
         json_t *det = json_array_get(inv, 3);
         ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(det, "caller")),

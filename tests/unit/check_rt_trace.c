@@ -380,6 +380,124 @@ START_TEST(test_management_realm)
 
 END_TEST
 
+/* A joined session whose callee role announces call_canceling. */
+static fake_conn *joined_canceling(void)
+{
+    fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"callee\": {\"features\": "
+                      "{\"call_canceling\": true}}}}]");
+    fake_conn_clear(c);
+    return c;
+}
+
+/* Asserts records [from, to) of r all carry the correlation of record `from`, that none but
+ * `last` (-1 = none) is marked last, and that they name uri. */
+static void expect_chain(const json_t *r, size_t from, size_t to, long last, const char *uri)
+{
+    const char *corr = str(json_array_get(r, from), "correlation");
+    ck_assert_ptr_nonnull(corr);
+    for (size_t i = from; i < to; i++) {
+        json_t *rec = json_array_get(r, i);
+        ck_assert_str_eq(str(rec, "correlation"), corr);
+        ck_assert_msg(flag(rec, "correlation_is_last") == ((long)i == last),
+                      "record %zu: correlation_is_last", i);
+        ck_assert_str_eq(str(rec, "uri"), uri);
+    }
+}
+
+START_TEST(test_advanced_call_chains)
+{
+    fake_conn *callee = joined_canceling();
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn_send(callee, "[64, 1, {\"match\": \"prefix\"}, \"com.adv.\"]");
+    fake_conn_clear(callee);
+    trace *t = start("adv", NULL);
+
+    /* Progressive: CALL, INVOCATION, YIELD(progress), RESULT(progress), YIELD, RESULT; only the
+     * final RESULT is last; every record names the called URI. */
+    fake_conn_send(caller, "[48, 1, {\"receive_progress\": true}, \"com.adv.prog\"]");
+    json_t *inv = fake_conn_next(callee);
+    long long id = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [1]]", id);
+    fake_conn_send(callee, "[70, %lld, {}, [2]]", id);
+    fake_conn_clear(caller);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 6);
+    expect_record(json_array_get(r, 3), "tx", "Result", "com.adv.prog");
+    expect_chain(r, 0, 6, 5, "com.adv.prog");
+    json_decref(r);
+
+    /* Cancel killnowait: CANCEL, INTERRUPT, ERROR (last) in the call's chain. */
+    fake_conn_send(caller, "[48, 2, {}, \"com.adv.cancel\"]");
+    fake_conn_clear(callee);
+    fake_conn_send(caller, "[49, 2, {\"mode\": \"killnowait\"}]");
+    fake_conn_clear(caller);
+    fake_conn_clear(callee);
+    r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 11);
+    expect_record(json_array_get(r, 8), "rx", "Cancel", "com.adv.cancel");
+    expect_record(json_array_get(r, 9), "tx", "Interrupt", "com.adv.cancel");
+    expect_record(json_array_get(r, 10), "tx", "Error", "com.adv.cancel");
+    expect_chain(r, 6, 11, 10, "com.adv.cancel");
+    json_decref(r);
+
+    /* Timeout: INTERRUPT and ERROR (last) from the tick, in the call's chain. */
+    fake_conn_send(caller, "[48, 3, {\"timeout\": 100}, \"com.adv.slow\"]");
+    fake_conn_clear(callee);
+    fake_clock_advance_ms(&T.clock, 100);
+    rt_router_tick(T.rt);
+    fake_conn_clear(caller);
+    fake_conn_clear(callee);
+    r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 15);
+    expect_record(json_array_get(r, 13), "tx", "Interrupt", "com.adv.slow");
+    expect_record(json_array_get(r, 14), "tx", "Error", "com.adv.slow");
+    ck_assert_str_eq(
+            json_string_value(json_array_get(json_object_get(json_array_get(r, 14), "msg"), 4)),
+            WAMP_ERROR_TIMEOUT);
+    expect_chain(r, 11, 15, 14, "com.adv.slow");
+    json_decref(r);
+
+    /* Cancel kill: the callee's ERROR ends the chain. */
+    fake_conn_send(caller, "[48, 4, {}, \"com.adv.kill\"]");
+    inv = fake_conn_next(callee);
+    id = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    fake_conn_send(caller, "[49, 4, {\"mode\": \"kill\"}]");
+    fake_conn_clear(callee);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\"]", id);
+    fake_conn_clear(caller);
+    r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 21);
+    expect_record(json_array_get(r, 18), "tx", "Interrupt", "com.adv.kill");
+    expect_record(json_array_get(r, 20), "tx", "Error", "com.adv.kill");
+    expect_chain(r, 15, 21, 20, "com.adv.kill");
+    json_decref(r);
+
+    /* The caller leaving: the INTERRUPT to the callee closes the chain. */
+    fake_conn_send(caller, "[48, 5, {}, \"com.adv.orphan\"]");
+    fake_conn_clear(callee);
+    fake_conn_free(caller);
+    fake_conn_clear(callee);
+    r = records(t);
+    size_t n = json_array_size(r);
+    json_t *intr = NULL;
+    for (size_t i = 21; i < n; i++) {
+        if (strcmp(str(json_array_get(r, i), "msg_type"), "Interrupt") == 0) {
+            intr = json_array_get(r, i);
+        }
+    }
+    ck_assert_ptr_nonnull(intr);
+    ck_assert_str_eq(str(intr, "correlation"), str(json_array_get(r, 21), "correlation"));
+    ck_assert(flag(intr, "correlation_is_last"));
+    ck_assert_str_eq(str(intr, "uri"), "com.adv.orphan");
+    json_decref(r);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
 /* n CALL -> INVOCATION -> YIELD -> RESULT round trips; returns the allocations they made. */
 static size_t round_trips(fake_conn *caller, fake_conn *callee, int n)
 {
@@ -433,6 +551,7 @@ static Suite *rt_trace_suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_no_trace_no_records);
     tcase_add_test(tc, test_call_chain);
+    tcase_add_test(tc, test_advanced_call_chains);
     tcase_add_test(tc, test_call_error_and_callee_leaving);
     tcase_add_test(tc, test_publish_chains);
     tcase_add_test(tc, test_publish_chain_over_patterns_and_filters);
