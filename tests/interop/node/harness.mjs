@@ -132,14 +132,18 @@ function makeSerializer(name) {
 // Opens a connection and resolves with { session, connection, closed } once joined. closed
 // resolves with { reason, details } when the connection goes away (GOODBYE, ABORT or loss).
 // With joinExpected false, resolves once the connection closes instead (for ABORT tests).
-export function openSession(router, { realm = 'realm1', serializer = 'json', joinExpected = true } = {}) {
+// es6Promises false makes autobahn-js use when.js deferreds, whose promises report progressive
+// call results (ES6 promises have no progress channel).
+export function openSession(router, {
+  realm = 'realm1', serializer = 'json', joinExpected = true, es6Promises = true,
+} = {}) {
   const connection = new autobahn.Connection({
     url: router.url,
     realm,
     serializers: [makeSerializer(serializer)],
     max_retries: 0,
     retry_if_unreachable: false,
-    use_es6_promises: true,
+    use_es6_promises: es6Promises,
     // Errors thrown on purpose by test procedures (autobahn.Error) are expected; others show up.
     on_user_error: (err, msg) => {
       if (!(err instanceof autobahn.Error)) console.error(msg, err);
