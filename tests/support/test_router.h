@@ -3,8 +3,8 @@
  * Realms: "realm1" (role "anonymous" may do everything), "realm2" (same), and "locked" where
  * role "anonymous" may only call/subscribe under "com.open." (prefix) and publish/register
  * "com.open.exact" (exact), and may call and register under "com.open.disclosed." (prefix),
- * where the caller is disclosed to callees. Limits: small queue (64 KiB, 100 messages), max message 1 MiB,
- * HELLO timeout 1000 ms, shutdown grace 500 ms. */
+ * where the caller is disclosed to callees. Limits: small queue (64 KiB, 100 messages), max message
+ * 1 MiB, HELLO timeout 1000 ms, shutdown grace 500 ms. */
 #ifndef TEST_ROUTER_H
 #define TEST_ROUTER_H
 
