@@ -347,6 +347,72 @@ static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t 
                                             to < 0 ? TRACE_SEQ_NONE : (uint64_t)to, (size_t)limit));
 }
 
+/* mark_trace(node_id, worker_id, trace_id|null, name, meta={}): a marker record (msg_type
+ * "Marker", name as uri, meta as msg) in one running trace (returns its seq) or, with a null
+ * trace_id, in every running trace (returns {trace_id: seq}, empty when none runs). A stopped
+ * trace answers crossbar.error.not_running. */
+static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *args,
+                                const json_t *kwargs, rt_local_reply *reply)
+{
+    mgmt_api *m = ctx;
+    wamp_err err = WAMP_OK;
+    const char *name;
+    (void)caller;
+    if (!check_target(m, args, kwargs, true, reply, &err)) {
+        return err;
+    }
+    json_t *id = arg(args, kwargs, 2, "trace_id");
+    if (id && !json_is_null(id) && !json_is_string(id)) {
+        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                           "trace_id: must be a string or null");
+    }
+    if (!arg_string(args, kwargs, 3, "name", &name, reply, &err)) {
+        return err;
+    }
+    if (!*name) {
+        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "name: must not be empty");
+    }
+    json_t *mt = arg(args, kwargs, 4, "meta");
+    if (mt && json_is_null(mt)) {
+        mt = NULL;
+    }
+    if (mt && !json_is_object(mt)) {
+        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "meta: must be a dict");
+    }
+    uint64_t pc = now_pc_ns(m);
+    uint64_t ts = rt_router_wall_ns(m->rt);
+    uint64_t seq = 0;
+    if (json_is_string(id)) {
+        trace *t = trace_hub_find(m->hub, json_string_value(id));
+        if (!t) {
+            return reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no trace \"%s\"",
+                               json_string_value(id));
+        }
+        err = trace_mark(t, name, mt, pc, ts, &seq);
+        if (err == WAMP_ECLOSED) {
+            return reply_error(reply, MGMT_ERROR_NOT_RUNNING, "trace \"%s\" is stopped",
+                               trace_id(t));
+        }
+        return err == WAMP_OK ? reply_value(reply, json_integer((json_int_t)seq)) : err;
+    }
+    json_t *seqs = json_object();
+    size_t n = trace_hub_count(m->hub);
+    for (size_t i = 0; seqs && i < n; i++) {
+        trace *t = trace_hub_at(m->hub, i);
+        if (!trace_is_running(t)) {
+            continue;
+        }
+        err = trace_mark(t, name, mt, pc, ts, &seq);
+        if (err == WAMP_OK) {
+            json_object_set_new(seqs, trace_id(t), json_integer((json_int_t)seq));
+        } else if (err != WAMP_ECLOSED) {
+            json_decref(seqs);
+            return err;
+        }
+    }
+    return reply_value(reply, seqs);
+}
+
 /* --- Live feed (from rt_router_tick) -------------------------------------------------------- */
 
 static void on_batch(void *ctx, trace *t, const trace_batch *b)
@@ -387,11 +453,26 @@ typedef struct mgmt_proc {
 } mgmt_proc;
 
 static const mgmt_proc procs[] = {
-        {"list_nodes", proc_list_nodes},         {"list_workers", proc_list_workers},
-        {"get_worker", proc_get_worker},         {"list_traces", proc_list_traces},
-        {"get_trace", proc_get_trace},           {"start_trace", proc_start_trace},
-        {"stop_trace", proc_stop_trace},         {"delete_trace", proc_delete_trace},
+        {"list_nodes", proc_list_nodes},
+        {"list_workers", proc_list_workers},
+        {"get_worker", proc_get_worker},
+        {"list_traces", proc_list_traces},
+        {"get_trace", proc_get_trace},
+        {"start_trace", proc_start_trace},
+        {"stop_trace", proc_stop_trace},
+        {"delete_trace", proc_delete_trace},
         {"get_trace_data", proc_get_trace_data},
+        {"mark_trace", proc_mark_trace},
+        /* Crossbar's remote-API names for the same procedures (TRACING.md "Compatibility
+         * aliases"). */
+        {"remote.tracing.get_traces", proc_list_traces},
+        {"remote.tracing.get_trace", proc_get_trace},
+        {"remote.tracing.start_trace", proc_start_trace},
+        {"remote.tracing.stop_trace", proc_stop_trace},
+        {"remote.tracing.get_trace_data", proc_get_trace_data},
+        {"mrealm.get_nodes", proc_list_nodes},
+        {"remote.node.get_workers", proc_list_workers},
+        {"remote.node.get_worker", proc_get_worker},
 };
 
 wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)

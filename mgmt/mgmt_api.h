@@ -30,6 +30,8 @@ void mgmt_api_free(mgmt_api *m);
 #define MGMT_ERROR_NOT_STOPPED           "crossbar.error.not_stopped"
 #define MGMT_ERROR_INVALID_CONFIGURATION "crossbar.error.invalid_configuration"
 #define MGMT_ERROR_RESOURCE_LIMIT        "crossbar.error.resource_limit"
+/* mark_trace on a stopped trace (Crossbar's ApplicationError.NOT_RUNNING). */
+#define MGMT_ERROR_NOT_RUNNING "crossbar.error.not_running"
 
 #define MGMT_PREFIX       "crossbarfabriccenter."
 #define MGMT_TOPIC_PREFIX "crossbarfabriccenter.remote.tracing."

@@ -216,6 +216,82 @@ START_TEST(test_live_topics)
 
 END_TEST
 
+START_TEST(test_mark_trace)
+{
+    json_decref(call("start_trace", "[\"testnode\", \"router1\", \"a\"]", NULL));
+    json_decref(call("start_trace", "[\"testnode\", \"router1\", \"b\"]", NULL));
+    /* One trace: the marker's seq (nothing else was recorded: 0). */
+    json_t *m =
+            call("mark_trace", "[\"testnode\", \"router1\", \"a\", \"step 1\", {\"k\": 7}]", NULL);
+    ck_assert_int_eq(json_integer_value(result(m)), 0);
+    json_decref(m);
+    /* Every running trace: {trace_id: seq}; "b" is stopped first, so only "a" gets it. */
+    json_decref(call("stop_trace", "[\"testnode\", \"router1\", \"b\"]", NULL));
+    m = call("mark_trace", NULL,
+             "{\"node_id\": \"testnode\", \"worker_id\": \"router1\", \"trace_id\": null, "
+             "\"name\": \"all\"}");
+    json_t *seqs = result(m);
+    ck_assert_int_eq((int)json_object_size(seqs), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(seqs, "a")), 1);
+    json_decref(m);
+    m = call("get_trace_data", "[\"testnode\", \"router1\", \"a\"]", NULL);
+    json_t *recs = result(m);
+    ck_assert_int_eq((int)json_array_size(recs), 2);
+    json_t *r0 = json_array_get(recs, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(r0, "msg_type")), "Marker");
+    ck_assert_str_eq(json_string_value(json_object_get(r0, "uri")), "step 1");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r0, "msg"), "k")), 7);
+    json_t *r1 = json_array_get(recs, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(r1, "uri")), "all");
+    ck_assert_int_eq((int)json_object_size(json_object_get(r1, "msg")), 0);
+    json_decref(m);
+    expect_error("mark_trace", "[\"testnode\", \"router1\", \"b\", \"x\"]", MGMT_ERROR_NOT_RUNNING);
+    expect_error("mark_trace", "[\"testnode\", \"router1\", \"zz\", \"x\"]",
+                 MGMT_ERROR_NO_SUCH_OBJECT);
+    expect_error("mark_trace", "[\"testnode\", \"router1\", \"a\", \"\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("mark_trace", "[\"testnode\", \"router1\", \"a\", \"x\", [1]]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("mark_trace", "[\"testnode\", \"router1\", 3, \"x\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("mark_trace", "[\"testnode\", \"router9\", \"a\", \"x\"]",
+                 MGMT_ERROR_NO_SUCH_WORKER);
+}
+
+END_TEST
+
+START_TEST(test_crossbar_aliases)
+{
+    json_t *m = call("mrealm.get_nodes", NULL, NULL);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "testnode");
+    json_decref(m);
+    m = call("remote.node.get_workers", "[\"testnode\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "router1");
+    json_decref(m);
+    m = call("remote.node.get_worker", "[\"testnode\", \"router1\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "type")), "router");
+    json_decref(m);
+    m = call("remote.tracing.start_trace", "[\"testnode\", \"router1\", \"al\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "status")), "running");
+    json_decref(m);
+    m = call("remote.tracing.get_traces", "[\"testnode\", \"router1\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "al");
+    json_decref(m);
+    m = call("remote.tracing.get_trace", "[\"testnode\", \"router1\", \"al\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "id")), "al");
+    json_decref(m);
+    m = call("remote.tracing.get_trace_data", "[\"testnode\", \"router1\", \"al\"]", NULL);
+    ck_assert(json_is_array(result(m)));
+    json_decref(m);
+    m = call("remote.tracing.stop_trace", "[\"testnode\", \"router1\", \"al\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "status")), "stopped");
+    json_decref(m);
+    expect_error("remote.tracing.get_trace", "[\"testnode\", \"router1\", \"none\"]",
+                 MGMT_ERROR_NO_SUCH_OBJECT);
+}
+
+END_TEST
+
 static Suite *mgmt_api_suite(void)
 {
     Suite *s = suite_create("mgmt_api");
@@ -226,6 +302,8 @@ static Suite *mgmt_api_suite(void)
     tcase_add_test(tc, test_trace_lifecycle);
     tcase_add_test(tc, test_argument_and_option_errors);
     tcase_add_test(tc, test_live_topics);
+    tcase_add_test(tc, test_mark_trace);
+    tcase_add_test(tc, test_crossbar_aliases);
     suite_add_tcase(s, tc);
     return s;
 }
