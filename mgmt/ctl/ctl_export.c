@@ -1,0 +1,375 @@
+/* ctl_export.c: see ctl_export.h. The Chrome converter keeps its maps in jansson objects (realm
+ * -> pid, session -> tid, correlation -> action) and the instant/metadata events in an array;
+ * action slices and flows are laid out once every record is in (ctl_chrome_build()). */
+#include "ctl_export.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ctl_chrome {
+    json_t *events;  /* metadata and instant events, in record order */
+    json_t *pids;    /* realm -> pid */
+    json_t *tids;    /* "pid/session[#lane]" -> tid */
+    json_t *actions; /* correlation -> {pid, tid, skey, start, end, name, followers} */
+    json_t *order;   /* correlations in order of first appearance */
+    json_int_t next_pid;
+    json_int_t next_tid;
+    bool markers;
+};
+
+bool ctl_export_jsonl(FILE *out, const json_t *record)
+{
+    char *line = json_dumps(record, JSON_COMPACT);
+    if (!line) {
+        return false;
+    }
+    bool ok = fputs(line, out) >= 0 && fputc('\n', out) != EOF;
+    free(line);
+    return ok;
+}
+
+ctl_chrome *ctl_chrome_new(void)
+{
+    ctl_chrome *c = calloc(1, sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    c->events = json_array();
+    c->pids = json_object();
+    c->tids = json_object();
+    c->actions = json_object();
+    c->order = json_array();
+    c->next_pid = 1;
+    c->next_tid = 1;
+    if (!c->events || !c->pids || !c->tids || !c->actions || !c->order) {
+        ctl_chrome_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void ctl_chrome_free(ctl_chrome *c)
+{
+    if (!c) {
+        return;
+    }
+    json_decref(c->events);
+    json_decref(c->pids);
+    json_decref(c->tids);
+    json_decref(c->actions);
+    json_decref(c->order);
+    free(c);
+}
+
+static bool add_meta(ctl_chrome *c, const char *what, json_int_t pid, json_int_t tid,
+                     const char *name)
+{
+    return json_array_append_new(c->events, json_pack("{s:s, s:s, s:I, s:I, s:i, s:{s:s}}", "name",
+                                                      what, "ph", "M", "pid", pid, "tid", tid, "ts",
+                                                      0, "args", "name", name)) == 0;
+}
+
+/* pid of realm, creating it (with its process_name event) on first use; 0 on failure. */
+static json_int_t pid_of(ctl_chrome *c, const char *realm)
+{
+    json_t *v = json_object_get(c->pids, realm);
+    if (v) {
+        return json_integer_value(v);
+    }
+    json_int_t pid = c->next_pid++;
+    char name[300];
+    snprintf(name, sizeof(name), "realm %s", realm);
+    if (json_object_set_new(c->pids, realm, json_integer(pid)) != 0 ||
+        !add_meta(c, "process_name", pid, 0, name)) {
+        return 0;
+    }
+    return pid;
+}
+
+/* tid under key, creating it (with its thread_name event) on first use; 0 on failure. */
+static json_int_t tid_of(ctl_chrome *c, const char *key, json_int_t pid, const char *name)
+{
+    json_t *v = json_object_get(c->tids, key);
+    if (v) {
+        return json_integer_value(v);
+    }
+    json_int_t tid = c->next_tid++;
+    if (json_object_set_new(c->tids, key, json_integer(tid)) != 0 ||
+        !add_meta(c, "thread_name", pid, tid, name)) {
+        return 0;
+    }
+    return tid;
+}
+
+static const char *str_or(const json_t *obj, const char *key, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : dflt;
+}
+
+/* "Call com.example.add" / "Hello". */
+static void event_name(const json_t *rec, char *out, size_t len)
+{
+    const char *type = str_or(rec, "msg_type", "Unknown");
+    const char *uri = json_string_value(json_object_get(rec, "uri"));
+    if (uri) {
+        snprintf(out, len, "%s %s", type, uri);
+    } else {
+        snprintf(out, len, "%s", type);
+    }
+}
+
+/* Microseconds of the record's wall clock. */
+static double ts_us(const json_t *rec)
+{
+    return json_number_value(json_object_get(rec, "ts")) * 1e6;
+}
+
+bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
+{
+    if (!json_is_object(rec)) {
+        return false;
+    }
+    char name[600];
+    double ts = ts_us(rec);
+    const char *type = str_or(rec, "msg_type", "Unknown");
+    if (strcmp(type, "Marker") == 0) {
+        /* Markers belong to no session: a global instant (a line across every track). */
+        if (!c->markers) {
+            c->markers = true;
+            if (!add_meta(c, "process_name", 0, 0, "wampscope markers")) {
+                return false;
+            }
+        }
+        snprintf(name, sizeof(name), "Marker %s", str_or(rec, "uri", ""));
+        return json_array_append_new(c->events,
+                                     json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:i, s:O}", "name",
+                                               name, "cat", "marker", "ph", "i", "s", "g", "ts", ts,
+                                               "pid", 0, "tid", 0, "args", rec)) == 0;
+    }
+    json_int_t pid = pid_of(c, str_or(rec, "realm", "(no realm)"));
+    json_int_t session = json_integer_value(json_object_get(rec, "session_id"));
+    char key[64], tname[600];
+    snprintf(key, sizeof(key), "%lld/%lld", (long long)pid, (long long)session);
+    const char *authid = json_string_value(json_object_get(rec, "authid"));
+    const char *authrole = json_string_value(json_object_get(rec, "authrole"));
+    snprintf(tname, sizeof(tname), "session %lld%s%s%s%s%s", (long long)session, authid ? " " : "",
+             authid ? authid : "", authrole ? " (" : "", authrole ? authrole : "",
+             authrole ? ")" : "");
+    json_int_t tid = pid ? tid_of(c, key, pid, tname) : 0;
+    if (!pid || !tid) {
+        return false;
+    }
+    event_name(rec, name, sizeof(name));
+    const char *dir = str_or(rec, "direction", "message");
+    if (json_array_append_new(c->events,
+                              json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:O}", "name", name,
+                                        "cat", dir, "ph", "i", "s", "t", "ts", ts, "pid", pid,
+                                        "tid", tid, "args", rec)) != 0) {
+        return false;
+    }
+    const char *corr = json_string_value(json_object_get(rec, "correlation"));
+    if (!corr) {
+        return true;
+    }
+    json_t *a = json_object_get(c->actions, corr);
+    if (!a) {
+        /* The first record of an action is its anchor (unless the anchor was not captured). */
+        a = json_pack("{s:I, s:I, s:s, s:f, s:f, s:s, s:[]}", "pid", pid, "tid", tid, "skey", key,
+                      "start", ts, "end", ts, "name", name, "followers");
+        return a && json_object_set_new(c->actions, corr, a) == 0 &&
+               json_array_append_new(c->order, json_string(corr)) == 0;
+    }
+    if (ts > json_real_value(json_object_get(a, "end"))) {
+        json_object_set_new(a, "end", json_real(ts));
+    }
+    return json_array_append_new(json_object_get(a, "followers"),
+                                 json_pack("[I, I, f]", pid, tid, ts)) == 0;
+}
+
+typedef struct slice {
+    double start, end;
+    json_int_t pid, tid;
+    const char *skey;
+    json_t *action; /* borrowed */
+} slice;
+
+static int slice_cmp(const void *pa, const void *pb)
+{
+    const slice *a = pa, *b = pb;
+    if (a->pid != b->pid) {
+        return a->pid < b->pid ? -1 : 1;
+    }
+    if (a->tid != b->tid) {
+        return a->tid < b->tid ? -1 : 1;
+    }
+    if (a->start != b->start) {
+        return a->start < b->start ? -1 : 1;
+    }
+    if (a->end != b->end) {
+        return a->end > b->end ? -1 : 1; /* the longer (parent) first */
+    }
+    return 0;
+}
+
+/* Per-lane stack of the end times of open slices. */
+typedef struct lane {
+    double *ends;
+    size_t n, cap;
+} lane;
+
+static bool lane_fits(lane *l, const slice *s)
+{
+    while (l->n > 0 && l->ends[l->n - 1] <= s->start) {
+        l->n--;
+    }
+    return l->n == 0 || s->end <= l->ends[l->n - 1];
+}
+
+static bool lane_push(lane *l, double end)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        double *p = realloc(l->ends, cap * sizeof(*p));
+        if (!p) {
+            return false;
+        }
+        l->ends = p;
+        l->cap = cap;
+    }
+    l->ends[l->n++] = end;
+    return true;
+}
+
+/* Places the slices (sorted) on lanes of their session and appends their X and flow events. */
+static bool layout(ctl_chrome *c, slice *sl, size_t n, json_t *out)
+{
+    bool ok = true;
+    json_int_t flow_id = 1;
+    size_t i = 0;
+    while (ok && i < n) {
+        size_t j = i;
+        while (j < n && sl[j].pid == sl[i].pid && sl[j].tid == sl[i].tid) {
+            j++;
+        }
+        lane *lanes = NULL;
+        size_t nlanes = 0;
+        for (size_t k = i; ok && k < j; k++) {
+            size_t L = 0;
+            while (L < nlanes && !lane_fits(&lanes[L], &sl[k])) {
+                L++;
+            }
+            if (L == nlanes) {
+                lane *p = realloc(lanes, (nlanes + 1) * sizeof(*p));
+                if (!p) {
+                    ok = false;
+                    break;
+                }
+                lanes = p;
+                memset(&lanes[nlanes++], 0, sizeof(lane));
+            }
+            ok = lane_push(&lanes[L], sl[k].end);
+            json_int_t tid = sl[k].tid;
+            if (ok && L > 0) {
+                char key[96], tname[128];
+                snprintf(key, sizeof(key), "%s#%zu", sl[k].skey, L);
+                snprintf(tname, sizeof(tname), "session %s (overlap %zu)",
+                         strchr(sl[k].skey, '/') + 1, L);
+                tid = tid_of(c, key, sl[k].pid, tname);
+                ok = tid != 0;
+            }
+            if (!ok) {
+                break;
+            }
+            const char *name = json_string_value(json_object_get(sl[k].action, "name"));
+            ok = json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I}", "name",
+                                                      name, "cat", "action", "ph", "X", "ts",
+                                                      sl[k].start, "dur", sl[k].end - sl[k].start,
+                                                      "pid", sl[k].pid, "tid", tid)) == 0;
+            size_t fi;
+            json_t *f;
+            json_array_foreach(json_object_get(sl[k].action, "followers"), fi, f)
+            {
+                if (!ok) {
+                    break;
+                }
+                json_int_t id = flow_id++;
+                ok = json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}",
+                                                          "name", name, "cat", "flow", "ph", "s",
+                                                          "id", id, "ts", sl[k].start, "pid",
+                                                          sl[k].pid, "tid", tid)) == 0 &&
+                     json_array_append_new(
+                             out, json_pack("{s:s, s:s, s:s, s:s, s:I, s:O, s:O, s:O}", "name",
+                                            name, "cat", "flow", "ph", "f", "bp", "e", "id", id,
+                                            "ts", json_array_get(f, 2), "pid", json_array_get(f, 0),
+                                            "tid", json_array_get(f, 1))) == 0;
+            }
+        }
+        for (size_t L = 0; L < nlanes; L++) {
+            free(lanes[L].ends);
+        }
+        free(lanes);
+        i = j;
+    }
+    return ok;
+}
+
+json_t *ctl_chrome_build(ctl_chrome *c, const json_t *other_data)
+{
+    size_t n = json_array_size(c->order);
+    slice *sl = calloc(n ? n : 1, sizeof(*sl));
+    json_t *slices = json_array();
+    if (!sl || !slices) {
+        free(sl);
+        json_decref(slices);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = json_object_get(c->actions, json_string_value(json_array_get(c->order, i)));
+        sl[i] = (slice){.start = json_real_value(json_object_get(a, "start")),
+                        .end = json_real_value(json_object_get(a, "end")),
+                        .pid = json_integer_value(json_object_get(a, "pid")),
+                        .tid = json_integer_value(json_object_get(a, "tid")),
+                        .skey = json_string_value(json_object_get(a, "skey")),
+                        .action = a};
+    }
+    qsort(sl, n, sizeof(*sl), slice_cmp);
+    bool ok = layout(c, sl, n, slices);
+    free(sl);
+    json_t *events = ok ? json_copy(c->events) : NULL;
+    if (!events || json_array_extend(events, slices) != 0) {
+        json_decref(events);
+        json_decref(slices);
+        return NULL;
+    }
+    json_decref(slices);
+    json_t *other = other_data ? json_deep_copy(other_data) : json_object();
+    return json_pack("{s:o, s:s, s:o}", "traceEvents", events, "displayTimeUnit", "ms", "otherData",
+                     other);
+}
+
+bool ctl_chrome_write(ctl_chrome *c, const json_t *other_data, FILE *out)
+{
+    json_t *doc = ctl_chrome_build(c, other_data);
+    if (!doc) {
+        return false;
+    }
+    bool ok = fputs("{\"traceEvents\": [\n", out) >= 0;
+    size_t i;
+    json_t *ev;
+    json_t *events = json_object_get(doc, "traceEvents");
+    json_array_foreach(events, i, ev)
+    {
+        char *s = json_dumps(ev, JSON_COMPACT);
+        ok = ok && s && fputs(s, out) >= 0 &&
+             fputs(i + 1 < json_array_size(events) ? ",\n" : "\n", out) >= 0;
+        free(s);
+    }
+    char *other = json_dumps(json_object_get(doc, "otherData"), JSON_COMPACT);
+    ok = ok && other &&
+         fprintf(out, "],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": %s}\n", other) > 0;
+    free(other);
+    json_decref(doc);
+    return ok;
+}

@@ -1,0 +1,41 @@
+/* ctl_export.h: trace exports built client-side from get_trace_data records (TRACING.md
+ * "Trace record"): JSON Lines and the Chrome Trace Event format (JSON object form, loads in
+ * Perfetto and chrome://tracing).
+ *
+ * Chrome layout: one process (pid) per realm, one thread (tid) per session, named by metadata
+ * events (process_name / thread_name); every record an instant event ("ph": "i", thread scope;
+ * markers: global scope) with the record in args; every correlated action (records sharing a
+ * correlation: CALL -> INVOCATION -> YIELD -> RESULT, PUBLISH -> EVENTs -> PUBLISHED, ...) a
+ * complete event ("ph": "X") on the anchor's session from the anchor to the last message, and a
+ * flow arrow ("ph": "s" at the anchor, "ph": "f" with "bp": "e" at each follower, same "id")
+ * from the anchor to each follower. Slices of one thread always nest: an action overlapping
+ * another of the same session without containing it goes to an extra thread of that session
+ * ("session N (overlap k)"). Times are microseconds of the records' wall clock ("ts").
+ * Ownership: the converter copies what it keeps from each record; single-threaded. */
+#ifndef CTL_EXPORT_H
+#define CTL_EXPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* Writes record as one compact JSON line (the API's object, unchanged). false on I/O error. */
+bool ctl_export_jsonl(FILE *out, const json_t *record);
+
+typedef struct ctl_chrome ctl_chrome;
+
+/* NULL on allocation failure. */
+ctl_chrome *ctl_chrome_new(void);
+void ctl_chrome_free(ctl_chrome *c);
+/* Adds one record (borrowed; records in seq order). false on allocation failure or a record
+ * that is not an object. */
+bool ctl_chrome_add(ctl_chrome *c, const json_t *record);
+/* The whole trace as a new {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}
+ * object (owned), NULL on allocation failure. other_data (borrowed, may be NULL) is copied into
+ * otherData. */
+json_t *ctl_chrome_build(ctl_chrome *c, const json_t *other_data);
+/* ctl_chrome_build() written to out (one event per line). false on failure. */
+bool ctl_chrome_write(ctl_chrome *c, const json_t *other_data, FILE *out);
+
+#endif /* CTL_EXPORT_H */

@@ -1,0 +1,1396 @@
+/* ctl_main.c: wampscope-ctl, the command-line management client (README.md "wampscope-ctl").
+ * Parses the command line, connects (ctl_client), runs one command against the management API
+ * (TRACING.md) and maps failures to the documented exit statuses. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "ctl_auth.h"
+#include "ctl_client.h"
+#include "ctl_export.h"
+#include "ctl_format.h"
+
+#define PROC(name)  "crossbarfabriccenter." name
+#define TOPIC(name) "crossbarfabriccenter.remote.tracing." name
+
+/* Exit statuses (also in the --help text). */
+enum {
+    EX_OK = 0,
+    EX_FAIL = 1,     /* local failure: I/O, lost connection, timeout */
+    EX_USAGE = 2,    /* bad command line */
+    EX_CONNECT = 3,  /* cannot connect to the router */
+    EX_AUTH = 4,     /* the router refused to join us (authentication / authorization) */
+    EX_NOTFOUND = 5, /* unknown trace, node or worker */
+    EX_REFUSED = 6,  /* the router refused the request (any other error URI) */
+    /* Internal: Ctrl-C during a command for which it is the normal end (tail). */
+    EX_INTERRUPTED_END = -2
+};
+
+#define DEFAULT_URL   "ws://127.0.0.1:8080/ws"
+#define DEFAULT_REALM "mgmt"
+
+static const char usage_text[] =
+        "usage: wampscope-ctl [--url URL] [--realm REALM] [--node ID] [--worker ID]\n"
+        "                     [--authid ID] [--ticket-file F | --secret-file F | --key-file F]\n"
+        "                     [--timeout SECONDS] COMMAND [ARGS...]\n"
+        "\n"
+        "The management client of the wampscope WAMP router.\n"
+        "\n"
+        "Commands:\n"
+        "  nodes                 list the nodes\n"
+        "  workers               list the workers of the node\n"
+        "  traces                table of the traces (id, status, records, dropped, started, "
+        "runtime)\n"
+        "  start [ID] [OPTIONS]  start a trace (ID omitted: the router names it)\n"
+        "  stop ID               stop a trace (its records stay readable)\n"
+        "  delete ID             delete a stopped trace and its records\n"
+        "  show ID               a trace's metadata\n"
+        "  data ID               a trace's records (table, or --json)\n"
+        "  tail ID               follow a trace's records live (Ctrl-C ends)\n"
+        "  export ID             write a whole trace to a file (JSON Lines or Chrome trace)\n"
+        "  mark [ID] NAME        add a marker record to one trace or to every running one\n"
+        "  help [COMMAND]        this text, or a command's\n"
+        "\n"
+        "Global options:\n"
+        "  --url URL        router WebSocket URL (env WAMPSCOPE_URL; default " DEFAULT_URL ")\n"
+        "  --realm REALM    management realm (default " DEFAULT_REALM ")\n"
+        "  --node ID        node (default: the first the router lists)\n"
+        "  --worker ID      worker (default: the first the node lists)\n"
+        "  --timeout S      seconds to wait for the router per request (default 30)\n"
+        "Authentication (default anonymous; secrets never on the command line):\n"
+        "  --authid ID         the authid to announce (env WAMPSCOPE_AUTHID)\n"
+        "  --ticket-file F     ticket auth, ticket on F's first line (or env WAMPSCOPE_TICKET)\n"
+        "  --secret-file F     wampcra auth, secret on F's first line (or env WAMPSCOPE_SECRET)\n"
+        "  --key-file F        cryptosign auth, Ed25519 seed as 64 hex digits in F\n"
+        "                      (or env WAMPSCOPE_KEY_FILE)\n"
+        "\n"
+        "Exit status: 0 ok, 1 local failure (I/O, connection lost, timeout), 2 usage error,\n"
+        "3 cannot connect, 4 authentication refused, 5 unknown trace/node/worker\n"
+        "(crossbar.error.no_such_object / no_such_worker), 6 request refused by the router\n"
+        "(any other error; the error URI is printed).\n";
+
+typedef struct cmd cmd;
+
+typedef struct ctl {
+    const char *url;
+    const char *realm;
+    const char *node;
+    const char *worker;
+    json_t *node_owned;   /* keeps a discovered node id alive */
+    json_t *worker_owned; /* likewise for the worker */
+    ctl_auth auth;
+    int timeout_ms;
+    ctl_client *cl;
+    const cmd *command;
+    bool interrupt_is_end; /* Ctrl-C ends the command normally (tail) */
+    int argc;              /* the command's arguments (after its name) */
+    char **argv;
+} ctl;
+
+struct cmd {
+    const char *name;
+    int (*run)(ctl *c);
+    const char *help;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static void errline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void errline(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("wampscope-ctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* Prints e as one line and returns the exit status for it. */
+static int fail(const ctl_error *e)
+{
+    switch (e->kind) {
+    case CTL_E_CONNECT:
+        errline("%s", e->msg);
+        return EX_CONNECT;
+    case CTL_E_AUTH:
+        errline("authentication failed: %s%s%s%s", e->uri, *e->uri ? ": " : "", e->msg, "");
+        return EX_AUTH;
+    case CTL_E_WAMP:
+        errline("%s: %s", e->uri, e->msg);
+        return strcmp(e->uri, "crossbar.error.no_such_object") == 0 ||
+                               strcmp(e->uri, "crossbar.error.no_such_worker") == 0
+                       ? EX_NOTFOUND
+                       : EX_REFUSED;
+    case CTL_E_USAGE:
+        errline("%s", e->msg);
+        return EX_USAGE;
+    case CTL_E_INTERRUPTED:
+        errline("interrupted");
+        return EX_FAIL;
+    default:
+        errline("%s%s%s", e->msg, *e->uri ? ": " : "", e->uri);
+        return EX_FAIL;
+    }
+}
+
+static int usage_error(const ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int usage_error(const ctl *c, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (c && c->command) {
+        errline("%s: %s (see: wampscope-ctl %s --help)", c->command->name, msg, c->command->name);
+    } else {
+        errline("%s (see: wampscope-ctl --help)", msg);
+    }
+    return EX_USAGE;
+}
+
+/* --name VALUE or --name=VALUE at argv[*i]; advances *i past the value. */
+static bool opt_value(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0) {
+        return false;
+    }
+    if (argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return true;
+    }
+    if (argv[*i][n] != '\0') {
+        return false;
+    }
+    *val = *i + 1 < argc ? argv[++*i] : NULL;
+    return true;
+}
+
+static bool parse_int(const char *s, long long min, long long max, long long *out)
+{
+    if (!s || !*s) {
+        return false;
+    }
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* --- Calls ---------------------------------------------------------------------------------- */
+
+/* Calls proc; on success *res = RESULT args[0] (owned, JSON null if none). On failure prints
+ * the error and returns its exit status (non-zero). */
+static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
+{
+    ctl_error e;
+    json_t *result;
+    *res = NULL;
+    if (!args_take) {
+        errline("out of memory");
+        return EX_FAIL;
+    }
+    if (!ctl_client_call(c->cl, proc, args_take, NULL, &result, &e)) {
+        return e.kind == CTL_E_INTERRUPTED && c->interrupt_is_end ? EX_INTERRUPTED_END : fail(&e);
+    }
+    json_t *v = json_array_get(result, 0);
+    *res = v ? json_incref(v) : json_null();
+    json_decref(result);
+    return EX_OK;
+}
+
+/* Fills c->node / c->worker with the first listed when not given. */
+static int resolve_target(ctl *c, bool want_worker)
+{
+    json_t *v;
+    int rc;
+    if (!c->node) {
+        if ((rc = call(c, PROC("list_nodes"), json_array(), &v)) != EX_OK) {
+            return rc;
+        }
+        if (!json_is_string(json_array_get(v, 0))) {
+            json_decref(v);
+            errline("the router lists no node");
+            return EX_NOTFOUND;
+        }
+        c->node_owned = v;
+        c->node = json_string_value(json_array_get(v, 0));
+    }
+    if (want_worker && !c->worker) {
+        if ((rc = call(c, PROC("list_workers"), json_pack("[s]", c->node), &v)) != EX_OK) {
+            return rc;
+        }
+        if (!json_is_string(json_array_get(v, 0))) {
+            json_decref(v);
+            errline("node \"%s\" lists no worker", c->node);
+            return EX_NOTFOUND;
+        }
+        c->worker_owned = v;
+        c->worker = json_string_value(json_array_get(v, 0));
+    }
+    return EX_OK;
+}
+
+/* [node, worker, id]: a new args list for the trace procedures. */
+static json_t *target_args_id(const ctl *c, const char *id)
+{
+    return json_pack("[s, s, s]", c->node, c->worker, id);
+}
+
+static void print_json(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    if (s) {
+        puts(s);
+        free(s);
+    }
+}
+
+/* Splits the command arguments into positionals (returned in pos, at most max) and flags
+ * handled by fn(c, argc, argv, &i) (which returns false for an unknown flag). */
+typedef int (*flag_fn)(ctl *c, void *state, int argc, char **argv, int *i);
+
+/* Return values of flag_fn besides EX_OK / EX_USAGE. */
+#define FLAG_UNKNOWN (-1)
+
+static int parse_cmd_args(ctl *c, void *state, flag_fn fn, const char **pos, int max, int *npos)
+{
+    *npos = 0;
+    for (int i = 0; i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (strcmp(a, "--") == 0) {
+            for (i++; i < c->argc; i++) {
+                if (*npos == max) {
+                    return usage_error(c, "too many arguments");
+                }
+                pos[(*npos)++] = c->argv[i];
+            }
+            break;
+        }
+        if (a[0] == '-' && a[1] != '\0') {
+            int rc = fn ? fn(c, state, c->argc, c->argv, &i) : FLAG_UNKNOWN;
+            if (rc == FLAG_UNKNOWN) {
+                return usage_error(c, "unknown option %s", a);
+            }
+            if (rc != EX_OK) {
+                return rc;
+            }
+            continue;
+        }
+        if (*npos == max) {
+            return usage_error(c, "unexpected argument \"%s\"", a);
+        }
+        pos[(*npos)++] = a;
+    }
+    return EX_OK;
+}
+
+/* A flag without value: --json. */
+static int flag_json(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    (void)c;
+    (void)argc;
+    if (strcmp(argv[*i], "--json") == 0) {
+        *(bool *)state = true;
+        return EX_OK;
+    }
+    return FLAG_UNKNOWN;
+}
+
+/* --- Commands ------------------------------------------------------------------------------- */
+
+static int cmd_nodes(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    bool json = false;
+    if ((rc = parse_cmd_args(c, &json, flag_json, pos, 0, &n)) != EX_OK) {
+        return rc;
+    }
+    json_t *v;
+    if ((rc = call(c, PROC("list_nodes"), json_array(), &v)) != EX_OK) {
+        return rc;
+    }
+    if (json) {
+        print_json(v);
+    } else {
+        size_t i;
+        json_t *s;
+        json_array_foreach(v, i, s)
+        {
+            puts(json_string_value(s) ? json_string_value(s) : "?");
+        }
+    }
+    json_decref(v);
+    return EX_OK;
+}
+
+static int cmd_workers(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    bool json = false;
+    if ((rc = parse_cmd_args(c, &json, flag_json, pos, 0, &n)) != EX_OK ||
+        (rc = resolve_target(c, false)) != EX_OK) {
+        return rc;
+    }
+    json_t *v;
+    if ((rc = call(c, PROC("list_workers"), json_pack("[s]", c->node), &v)) != EX_OK) {
+        return rc;
+    }
+    if (json) {
+        print_json(v);
+    } else {
+        size_t i;
+        json_t *s;
+        json_array_foreach(v, i, s)
+        {
+            puts(json_string_value(s) ? json_string_value(s) : "?");
+        }
+    }
+    json_decref(v);
+    return EX_OK;
+}
+
+typedef struct traces_flags {
+    bool json;
+    bool running;
+} traces_flags;
+
+static int flag_traces(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    traces_flags *f = state;
+    (void)c;
+    (void)argc;
+    if (strcmp(argv[*i], "--json") == 0) {
+        f->json = true;
+    } else if (strcmp(argv[*i], "--running") == 0) {
+        f->running = true;
+    } else {
+        return FLAG_UNKNOWN;
+    }
+    return EX_OK;
+}
+
+static int cmd_traces(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    traces_flags f = {0};
+    if ((rc = parse_cmd_args(c, &f, flag_traces, pos, 0, &n)) != EX_OK ||
+        (rc = resolve_target(c, true)) != EX_OK) {
+        return rc;
+    }
+    json_t *ids;
+    if ((rc = call(c, PROC("list_traces"), json_pack("[s, s, b]", c->node, c->worker, !f.running),
+                   &ids)) != EX_OK) {
+        return rc;
+    }
+    json_t *metas = json_array();
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id)
+    {
+        json_t *m;
+        rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
+        if (rc == EX_NOTFOUND) {
+            continue; /* deleted between the two calls */
+        }
+        if (rc != EX_OK) {
+            break;
+        }
+        json_array_append_new(metas, m);
+    }
+    json_decref(ids);
+    if (rc == EX_OK || rc == EX_NOTFOUND) {
+        rc = EX_OK;
+        if (f.json) {
+            print_json(metas);
+        } else {
+            ctl_format_traces_header(stdout);
+            json_t *m;
+            json_array_foreach(metas, i, m)
+            {
+                ctl_format_trace_row(stdout, m);
+            }
+        }
+    }
+    json_decref(metas);
+    return rc;
+}
+
+/* start: every trace option as a flag (TRACING.md "trace_options"). */
+typedef struct start_flags {
+    json_t *opts;
+    json_t *uris; /* strings until --match is known */
+    const char *match;
+    bool json;
+} start_flags;
+
+static int append_list(start_flags *f, const char *key, json_t *v_take)
+{
+    json_t *l = json_object_get(f->opts, key);
+    if (!l) {
+        l = json_array();
+        json_object_set_new(f->opts, key, l);
+    }
+    return json_array_append_new(l, v_take) == 0 ? EX_OK : EX_FAIL;
+}
+
+static int flag_start(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    start_flags *f = state;
+    const char *v = NULL;
+    long long n;
+
+    static const struct {
+        const char *flag, *key;
+        long long min, max;
+    } ints[] = {
+            {"--limit", "limit", 1, INT64_MAX},
+            {"--max-bytes", "max_bytes", 1, INT64_MAX},
+            {"--duration", "duration", 1, INT64_MAX},
+            {"--max-records", "max_records", 1, INT64_MAX},
+            {"--batching-period", "batching_period", 1, INT64_MAX},
+    };
+
+    const char *a = argv[*i];
+    if (strcmp(a, "--json") == 0) {
+        f->json = true;
+        return EX_OK;
+    }
+    if (strcmp(a, "--payload") == 0 || strcmp(a, "--no-payload") == 0) {
+        json_object_set_new(f->opts, "trace_app_payload", json_boolean(a[2] == 'p'));
+        return EX_OK;
+    }
+    if (strcmp(a, "--persist") == 0) {
+        json_object_set_new(f->opts, "persist", json_true());
+        return EX_OK;
+    }
+    for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++) {
+        if (opt_value(argc, argv, i, ints[k].flag, &v)) {
+            if (!parse_int(v, ints[k].min, ints[k].max, &n)) {
+                return usage_error(c, "%s needs a positive integer", ints[k].flag);
+            }
+            json_object_set_new(f->opts, ints[k].key, json_integer((json_int_t)n));
+            return EX_OK;
+        }
+    }
+    if (opt_value(argc, argv, i, "--realm", &v)) {
+        return v ? append_list(f, "realms", json_string(v))
+                 : usage_error(c, "--realm needs a value");
+    }
+    if (opt_value(argc, argv, i, "--uri", &v)) {
+        return v ? (json_array_append_new(f->uris, json_string(v)) == 0 ? EX_OK : EX_FAIL)
+                 : usage_error(c, "--uri needs a value");
+    }
+    if (opt_value(argc, argv, i, "--match", &v)) {
+        if (!v ||
+            (strcmp(v, "exact") != 0 && strcmp(v, "prefix") != 0 && strcmp(v, "wildcard") != 0)) {
+            return usage_error(c, "--match needs exact, prefix or wildcard");
+        }
+        f->match = v;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--type", &v)) {
+        if (!v) {
+            return usage_error(c, "--type needs a message type");
+        }
+        /* Comma-separated lists too: --type Call,Result. */
+        char buf[512];
+        snprintf(buf, sizeof(buf), "%s", v);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            append_list(f, "msg_types", json_string(t));
+        }
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--direction", &v)) {
+        if (!v) {
+            return usage_error(c, "--direction needs rx, tx or both");
+        }
+        json_object_set_new(f->opts, "direction", json_string(v));
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--session", &v)) {
+        if (!parse_int(v, 0, INT64_MAX, &n)) {
+            return usage_error(c, "--session needs a session id");
+        }
+        return append_list(f, "session_ids", json_integer((json_int_t)n));
+    }
+    if (opt_value(argc, argv, i, "--authid", &v)) {
+        return v ? append_list(f, "authids", json_string(v))
+                 : usage_error(c, "--authid needs a value");
+    }
+    if (opt_value(argc, argv, i, "--authrole", &v)) {
+        return v ? append_list(f, "authroles", json_string(v))
+                 : usage_error(c, "--authrole needs a value");
+    }
+    if (opt_value(argc, argv, i, "--trace-level", &v)) {
+        if (!v) {
+            return usage_error(c, "--trace-level needs message or action");
+        }
+        json_object_set_new(f->opts, "trace_level", json_string(v));
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--options", &v)) {
+        json_error_t jerr;
+        json_t *o = v ? json_loads(v, 0, &jerr) : NULL;
+        if (!json_is_object(o)) {
+            json_decref(o);
+            return usage_error(c, "--options needs a JSON object");
+        }
+        json_object_update_missing(f->opts, o); /* flags win over --options */
+        json_decref(o);
+        return EX_OK;
+    }
+    return FLAG_UNKNOWN;
+}
+
+static int cmd_start(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    start_flags f = {.opts = json_object(), .uris = json_array()};
+    if (!f.opts || !f.uris) {
+        json_decref(f.opts);
+        json_decref(f.uris);
+        return EX_FAIL;
+    }
+    rc = parse_cmd_args(c, &f, flag_start, pos, 1, &n);
+    if (rc == EX_OK && json_array_size(f.uris) > 0) {
+        json_t *list = json_array();
+        size_t i;
+        json_t *u;
+        json_array_foreach(f.uris, i, u)
+        {
+            json_array_append_new(list,
+                                  f.match ? json_pack("{s:O, s:s}", "uri", u, "match", f.match)
+                                          : json_incref(u));
+        }
+        json_object_set_new(f.opts, "uris", list);
+    } else if (rc == EX_OK && f.match) {
+        rc = usage_error(c, "--match applies to --uri, and no --uri was given");
+    }
+    json_decref(f.uris);
+    if (rc != EX_OK || (rc = resolve_target(c, true)) != EX_OK) {
+        json_decref(f.opts);
+        return rc;
+    }
+    json_t *m;
+    rc = call(c, PROC("start_trace"),
+              json_pack("[s, s, s?, o]", c->node, c->worker, n ? pos[0] : NULL, f.opts), &m);
+    if (rc != EX_OK) {
+        return rc;
+    }
+    if (f.json) {
+        print_json(m);
+    } else {
+        ctl_format_meta(stdout, m);
+    }
+    json_decref(m);
+    return EX_OK;
+}
+
+/* stop / delete / show: one ID, optional --json. */
+static int one_id(ctl *c, const char **id, bool *json)
+{
+    const char *pos[1];
+    int n, rc;
+    if ((rc = parse_cmd_args(c, json, flag_json, pos, 1, &n)) != EX_OK) {
+        return rc;
+    }
+    if (n != 1) {
+        return usage_error(c, "a trace ID is needed");
+    }
+    *id = pos[0];
+    return resolve_target(c, true);
+}
+
+static int cmd_stop(ctl *c)
+{
+    const char *id;
+    bool json = false;
+    int rc = one_id(c, &id, &json);
+    json_t *m;
+    if (rc != EX_OK || (rc = call(c, PROC("stop_trace"), target_args_id(c, id), &m)) != EX_OK) {
+        return rc;
+    }
+    if (json) {
+        print_json(m);
+    } else {
+        ctl_format_meta(stdout, m);
+    }
+    json_decref(m);
+    return EX_OK;
+}
+
+static int cmd_delete(ctl *c)
+{
+    const char *id;
+    bool json = false;
+    int rc = one_id(c, &id, &json);
+    json_t *m;
+    if (rc != EX_OK || (rc = call(c, PROC("delete_trace"), target_args_id(c, id), &m)) != EX_OK) {
+        return rc;
+    }
+    json_decref(m);
+    printf("deleted %s\n", id);
+    return EX_OK;
+}
+
+static int cmd_show(ctl *c)
+{
+    const char *id;
+    bool json = false;
+    int rc = one_id(c, &id, &json);
+    json_t *m;
+    if (rc != EX_OK || (rc = call(c, PROC("get_trace"), target_args_id(c, id), &m)) != EX_OK) {
+        return rc;
+    }
+    if (json) {
+        print_json(m);
+    } else {
+        ctl_format_meta(stdout, m);
+    }
+    json_decref(m);
+    return EX_OK;
+}
+
+/* One get_trace_data page: records with from <= seq <= to (to < 0: no bound), at most limit. */
+static int page(ctl *c, const char *id, long long from, long long to, long long limit,
+                json_t **records)
+{
+    json_t *args =
+            json_pack("[s, s, s, I, o, I]", c->node, c->worker, id, (json_int_t)from,
+                      to < 0 ? json_null() : json_integer((json_int_t)to), (json_int_t)limit);
+    int rc = call(c, PROC("get_trace_data"), args, records);
+    if (rc == EX_OK && !json_is_array(*records)) {
+        json_decref(*records);
+        *records = NULL;
+        errline("get_trace_data: the router answered something else than a list");
+        return EX_FAIL;
+    }
+    return rc;
+}
+
+typedef struct data_flags {
+    long long from, to, limit;
+    int width;
+    bool json;
+} data_flags;
+
+static int flag_data(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    data_flags *f = state;
+    const char *v;
+    if (strcmp(argv[*i], "--json") == 0) {
+        f->json = true;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--from", &v)) {
+        return parse_int(v, 0, INT64_MAX, &f->from) ? EX_OK
+                                                    : usage_error(c, "--from needs a seq >= 0");
+    }
+    if (opt_value(argc, argv, i, "--to", &v)) {
+        return parse_int(v, 0, INT64_MAX, &f->to) ? EX_OK : usage_error(c, "--to needs a seq >= 0");
+    }
+    if (opt_value(argc, argv, i, "--limit", &v)) {
+        return parse_int(v, 1, INT64_MAX, &f->limit) ? EX_OK
+                                                     : usage_error(c, "--limit needs N >= 1");
+    }
+    if (opt_value(argc, argv, i, "--width", &v)) {
+        long long w;
+        if (!parse_int(v, 0, 100000, &w)) {
+            return usage_error(c, "--width needs N >= 0");
+        }
+        f->width = (int)w;
+        return EX_OK;
+    }
+    return FLAG_UNKNOWN;
+}
+
+static int cmd_data(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    data_flags f = {.from = 0, .to = -1, .limit = 100, .width = 60};
+    if ((rc = parse_cmd_args(c, &f, flag_data, pos, 1, &n)) != EX_OK) {
+        return rc;
+    }
+    if (n != 1) {
+        return usage_error(c, "a trace ID is needed");
+    }
+    if ((rc = resolve_target(c, true)) != EX_OK) {
+        return rc;
+    }
+    /* Pages of at most 10000 (the API's bound) until limit records or an empty page. */
+    json_t *all = json_array();
+    long long from = f.from, left = f.limit;
+    while (left > 0) {
+        json_t *recs;
+        if ((rc = page(c, pos[0], from, f.to, left < 10000 ? left : 10000, &recs)) != EX_OK) {
+            json_decref(all);
+            return rc;
+        }
+        size_t got = json_array_size(recs);
+        if (got == 0) {
+            json_decref(recs);
+            break;
+        }
+        from = (long long)json_integer_value(
+                       json_object_get(json_array_get(recs, got - 1), "seq")) +
+               1;
+        left -= (long long)got;
+        json_array_extend(all, recs);
+        json_decref(recs);
+    }
+    if (f.json) {
+        print_json(all);
+    } else {
+        ctl_format_records_header(stdout);
+        size_t i;
+        json_t *r;
+        json_array_foreach(all, i, r)
+        {
+            ctl_format_record_row(stdout, r, f.width);
+        }
+    }
+    json_decref(all);
+    return EX_OK;
+}
+
+/* tail: follows on_trace_data; gaps (a late start, records published before we subscribed,
+ * lost events) are filled with get_trace_data. Ends on Ctrl-C or when the trace stops. */
+typedef struct tail_flags {
+    long long lines;
+    int width;
+    bool json;
+} tail_flags;
+
+static int flag_tail(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    tail_flags *f = state;
+    const char *v;
+    if (strcmp(argv[*i], "--json") == 0) {
+        f->json = true;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "-n", &v) || opt_value(argc, argv, i, "--lines", &v)) {
+        return parse_int(v, 0, INT64_MAX, &f->lines) ? EX_OK : usage_error(c, "-n needs N >= 0");
+    }
+    if (opt_value(argc, argv, i, "--width", &v)) {
+        long long w;
+        if (!parse_int(v, 0, 100000, &w)) {
+            return usage_error(c, "--width needs N >= 0");
+        }
+        f->width = (int)w;
+        return EX_OK;
+    }
+    return FLAG_UNKNOWN;
+}
+
+static void tail_print(const tail_flags *f, const json_t *rec)
+{
+    if (f->json) {
+        ctl_export_jsonl(stdout, rec);
+    } else {
+        ctl_format_record_row(stdout, rec, f->width);
+    }
+}
+
+/* Prints records with seq >= *next from recs; advances *next. */
+static void tail_records(const tail_flags *f, const json_t *recs, long long *next)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(recs, i, r)
+    {
+        long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
+        if (seq >= *next) {
+            tail_print(f, r);
+            *next = seq + 1;
+        }
+    }
+    fflush(stdout);
+}
+
+/* Prints every held record from *next up to to (< 0: the newest). */
+static int tail_fill(ctl *c, const char *id, const tail_flags *f, long long *next, long long to)
+{
+    for (;;) {
+        if (to >= 0 && *next > to) {
+            return EX_OK;
+        }
+        json_t *recs;
+        int rc = page(c, id, *next, to, 1000, &recs);
+        if (rc != EX_OK) {
+            return rc;
+        }
+        size_t got = json_array_size(recs);
+        if (got > 0) {
+            long long first =
+                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
+            if (first > *next) {
+                fprintf(stderr, "wampscope-ctl: records %lld..%lld are gone (trace limits)\n",
+                        *next, first - 1);
+                *next = first;
+            }
+        }
+        tail_records(f, recs, next);
+        json_decref(recs);
+        if (got == 0) {
+            return EX_OK;
+        }
+    }
+}
+
+static int tail_run(ctl *c);
+
+/* Ctrl-C is tail's normal end, whatever it was doing: exit status 0, nothing on stderr. */
+static int cmd_tail(ctl *c)
+{
+    c->interrupt_is_end = true;
+    int rc = tail_run(c);
+    return rc == EX_INTERRUPTED_END ? EX_OK : rc;
+}
+
+static int tail_run(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    tail_flags f = {.lines = 10, .width = 60};
+    if ((rc = parse_cmd_args(c, &f, flag_tail, pos, 1, &n)) != EX_OK) {
+        return rc;
+    }
+    if (n != 1) {
+        return usage_error(c, "a trace ID is needed");
+    }
+    const char *id = pos[0];
+    ctl_error e;
+    uint64_t sub_data, sub_stop;
+    if ((rc = resolve_target(c, true)) != EX_OK) {
+        return rc;
+    }
+    if (!ctl_client_subscribe(c->cl, TOPIC("on_trace_data"), &sub_data, &e) ||
+        !ctl_client_subscribe(c->cl, TOPIC("on_trace_stopped"), &sub_stop, &e)) {
+        return e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
+    }
+    json_t *m;
+    if ((rc = call(c, PROC("get_trace"), target_args_id(c, id), &m)) != EX_OK) {
+        return rc;
+    }
+    long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
+    long long next = (long long)json_integer_value(json_object_get(m, "next_seq")) - f.lines;
+    bool stopped = strcmp(json_string_value(json_object_get(m, "status")), "stopped") == 0;
+    json_decref(m);
+    if (next < first) {
+        next = first;
+    }
+    if (!f.json) {
+        ctl_format_records_header(stdout);
+    }
+    if ((rc = tail_fill(c, id, &f, &next, -1)) != EX_OK) {
+        return rc;
+    }
+    while (!stopped) {
+        uint64_t sub;
+        json_t *args;
+        if (!ctl_client_next_event(c->cl, -1, &sub, &args, &e)) {
+            if (e.kind == CTL_E_INTERRUPTED) {
+                return EX_OK; /* Ctrl-C: the normal end of tail */
+            }
+            return fail(&e);
+        }
+        const char *tid = json_string_value(json_array_get(args, 2));
+        if (!tid || strcmp(tid, id) != 0) {
+            json_decref(args);
+            continue;
+        }
+        if (sub == sub_data) {
+            json_t *recs = json_array_get(args, 4);
+            long long seq0 =
+                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
+            if (json_array_size(recs) > 0 && seq0 > next) {
+                rc = tail_fill(c, id, &f, &next, seq0 - 1);
+            }
+            tail_records(&f, recs, &next);
+        } else if (sub == sub_stop) {
+            rc = tail_fill(c, id, &f, &next, -1);
+            stopped = true;
+        }
+        json_decref(args);
+        if (rc != EX_OK) {
+            return rc;
+        }
+    }
+    fprintf(stderr, "wampscope-ctl: trace %s stopped\n", id);
+    return EX_OK;
+}
+
+/* export: pages through the whole trace into a file. */
+typedef struct export_flags {
+    const char *format;
+    const char *out;
+    long long page;
+} export_flags;
+
+static int flag_export(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    export_flags *f = state;
+    const char *v;
+    if (opt_value(argc, argv, i, "--format", &v) || opt_value(argc, argv, i, "-f", &v)) {
+        if (!v || (strcmp(v, "jsonl") != 0 && strcmp(v, "chrome") != 0)) {
+            return usage_error(c, "--format needs jsonl or chrome");
+        }
+        f->format = v;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "-o", &v) || opt_value(argc, argv, i, "--output", &v)) {
+        if (!v) {
+            return usage_error(c, "-o needs a file name (- for stdout)");
+        }
+        f->out = v;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--page", &v)) {
+        return parse_int(v, 1, 10000, &f->page) ? EX_OK : usage_error(c, "--page needs 1..10000");
+    }
+    return FLAG_UNKNOWN;
+}
+
+static void progress(long long done, long long total)
+{
+    int width = 30;
+    int pct = total > 0 ? (int)(done * 100 / total) : 100;
+    pct = pct > 100 ? 100 : pct;
+    int fill = pct * width / 100;
+    fprintf(stderr, "\r[%.*s%*s] %3d%% %lld/%lld records", fill, "##############################",
+            width - fill, "", pct, done, total);
+    fflush(stderr);
+}
+
+static int cmd_export(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    export_flags f = {.page = 1000};
+    if ((rc = parse_cmd_args(c, &f, flag_export, pos, 1, &n)) != EX_OK) {
+        return rc;
+    }
+    if (n != 1) {
+        return usage_error(c, "a trace ID is needed");
+    }
+    if (!f.format || !f.out) {
+        return usage_error(c, "--format jsonl|chrome and -o FILE are needed");
+    }
+    const char *id = pos[0];
+    json_t *meta;
+    if ((rc = resolve_target(c, true)) != EX_OK ||
+        (rc = call(c, PROC("get_trace"), target_args_id(c, id), &meta)) != EX_OK) {
+        return rc;
+    }
+    long long total = (long long)json_integer_value(json_object_get(meta, "next_seq")) -
+                      (long long)json_integer_value(json_object_get(meta, "first_seq"));
+    bool to_stdout = strcmp(f.out, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(f.out, "w");
+    if (!out) {
+        errline("cannot write %s: %s", f.out, strerror(errno));
+        json_decref(meta);
+        return EX_FAIL;
+    }
+    bool chrome = strcmp(f.format, "chrome") == 0;
+    bool bar = isatty(STDERR_FILENO);
+    ctl_chrome *ch = chrome ? ctl_chrome_new() : NULL;
+    bool ok = !chrome || ch;
+    long long from = 0, done = 0;
+    while (ok) {
+        json_t *recs;
+        if ((rc = page(c, id, from, -1, f.page, &recs)) != EX_OK) {
+            ok = false;
+            break;
+        }
+        size_t got = json_array_size(recs);
+        size_t i;
+        json_t *r;
+        json_array_foreach(recs, i, r)
+        {
+            ok = ok && (chrome ? ctl_chrome_add(ch, r) : ctl_export_jsonl(out, r));
+        }
+        if (got > 0) {
+            from = (long long)json_integer_value(
+                           json_object_get(json_array_get(recs, got - 1), "seq")) +
+                   1;
+        }
+        done += (long long)got;
+        json_decref(recs);
+        if (bar) {
+            progress(done, total > done ? total : done);
+        }
+        if (got == 0) {
+            break;
+        }
+    }
+    if (bar) {
+        fputc('\n', stderr);
+    }
+    if (ok && chrome) {
+        json_t *other = json_pack("{s:s, s:O, s:I}", "exported_by", "wampscope-ctl", "trace", meta,
+                                  "records", (json_int_t)done);
+        ok = other && ctl_chrome_write(ch, other, out);
+        json_decref(other);
+    }
+    ctl_chrome_free(ch);
+    json_decref(meta);
+    if (fflush(out) != 0 || ferror(out)) {
+        ok = false;
+    }
+    if (!to_stdout && fclose(out) != 0) {
+        ok = false;
+    }
+    if (!ok) {
+        if (rc == EX_OK) {
+            errline("cannot write %s", f.out);
+            rc = EX_FAIL;
+        }
+        if (!to_stdout) {
+            unlink(f.out);
+        }
+        return rc;
+    }
+    fprintf(stderr, "wampscope-ctl: exported %lld records of trace %s to %s (%s)\n", done, id,
+            to_stdout ? "stdout" : f.out, f.format);
+    return EX_OK;
+}
+
+/* mark [ID] NAME [--meta JSON] */
+typedef struct mark_flags {
+    json_t *meta;
+    bool json;
+} mark_flags;
+
+static int flag_mark(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    mark_flags *f = state;
+    const char *v;
+    if (strcmp(argv[*i], "--json") == 0) {
+        f->json = true;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--meta", &v)) {
+        json_error_t jerr;
+        json_decref(f->meta);
+        f->meta = v ? json_loads(v, 0, &jerr) : NULL;
+        if (!json_is_object(f->meta)) {
+            return usage_error(c, "--meta needs a JSON object");
+        }
+        return EX_OK;
+    }
+    return FLAG_UNKNOWN;
+}
+
+static int cmd_mark(ctl *c)
+{
+    const char *pos[2];
+    int n, rc;
+    mark_flags f = {0};
+    rc = parse_cmd_args(c, &f, flag_mark, pos, 2, &n);
+    if (rc == EX_OK && n == 0) {
+        rc = usage_error(c, "a marker NAME is needed");
+    }
+    if (rc != EX_OK || (rc = resolve_target(c, true)) != EX_OK) {
+        json_decref(f.meta);
+        return rc;
+    }
+    const char *id = n == 2 ? pos[0] : NULL;
+    const char *name = pos[n - 1];
+    json_t *res;
+    rc = call(c, PROC("mark_trace"),
+              json_pack("[s, s, s?, s, o]", c->node, c->worker, id, name,
+                        f.meta ? f.meta : json_object()),
+              &res);
+    if (rc != EX_OK) {
+        return rc;
+    }
+    if (f.json) {
+        print_json(res);
+    } else if (json_is_integer(res)) {
+        printf("%s: marker \"%s\" is seq %lld\n", id, name, (long long)json_integer_value(res));
+    } else if (json_object_size(res) == 0) {
+        fprintf(stderr, "wampscope-ctl: no running trace to mark\n");
+    } else {
+        const char *k;
+        json_t *v;
+        json_object_foreach(res, k, v)
+        {
+            printf("%s: marker \"%s\" is seq %lld\n", k, name, (long long)json_integer_value(v));
+        }
+    }
+    json_decref(res);
+    return EX_OK;
+}
+
+static const cmd commands[] = {
+        {"nodes", cmd_nodes,
+         "usage: wampscope-ctl nodes [--json]\n"
+         "Lists the node ids (crossbarfabriccenter.list_nodes).\n"},
+        {"workers", cmd_workers,
+         "usage: wampscope-ctl [--node ID] workers [--json]\n"
+         "Lists the worker ids of the node (crossbarfabriccenter.list_workers).\n"},
+        {"traces", cmd_traces,
+         "usage: wampscope-ctl traces [--running] [--json]\n"
+         "Table of the traces, oldest first: id, status, records held, records dropped by the\n"
+         "trace's limits, start time, runtime. --running: only running traces; --json: the\n"
+         "metadata objects.\n"},
+        {"start", cmd_start,
+         "usage: wampscope-ctl start [ID] [OPTIONS]\n"
+         "Starts a trace (without ID the router names it trace1, trace2, ...) and prints its\n"
+         "metadata. Options (TRACING.md trace_options; filters combine with AND, repeated\n"
+         "values of one filter with OR):\n"
+         "  --realm REALM          only sessions of this realm (repeatable)\n"
+         "  --uri URI              only actions on this URI (repeatable)\n"
+         "  --match exact|prefix|wildcard   how every --uri matches (default exact)\n"
+         "  --type TYPE            only these message types, e.g. Call,Result (repeatable)\n"
+         "  --direction rx|tx|both\n"
+         "  --session ID, --authid ID, --authrole ROLE   only these peers (repeatable)\n"
+         "  --payload / --no-payload   keep / drop Arguments and ArgumentsKw\n"
+         "  --limit N              records held (oldest dropped beyond)\n"
+         "  --max-bytes N          bytes held\n"
+         "  --duration S           stop after S seconds\n"
+         "  --max-records N        stop after N records\n"
+         "  --batching-period MS   live feed period\n"
+         "  --persist              persist the records (refused by routers without it)\n"
+         "  --trace-level message|action\n"
+         "  --options JSON         any trace_options object (the flags above win)\n"
+         "  --json                 print the metadata as JSON\n"},
+        {"stop", cmd_stop,
+         "usage: wampscope-ctl stop ID [--json]\n"
+         "Stops a trace; its records stay readable until it is deleted.\n"},
+        {"delete", cmd_delete,
+         "usage: wampscope-ctl delete ID\n"
+         "Deletes a stopped trace and its records.\n"},
+        {"show", cmd_show,
+         "usage: wampscope-ctl show ID [--json]\n"
+         "Prints a trace's metadata.\n"},
+        {"data", cmd_data,
+         "usage: wampscope-ctl data ID [--from SEQ] [--to SEQ] [--limit N] [--json] [--width N]\n"
+         "Prints the records with from <= seq <= to (default: from the oldest held, up to the\n"
+         "newest), at most N (default 100), as a table (MSG cut to --width characters, 0 =\n"
+         "whole; default 60) or with --json as the API's record objects (a JSON list).\n"},
+        {"tail", cmd_tail,
+         "usage: wampscope-ctl tail ID [-n N] [--json] [--width N]\n"
+         "Prints the last N records (default 10), then every new record as it arrives (the\n"
+         "live on_trace_data feed; gaps are filled with get_trace_data). Ends when the trace\n"
+         "stops, or on Ctrl-C (exit status 0). --json: one record object per line.\n"},
+        {"export", cmd_export,
+         "usage: wampscope-ctl export ID --format jsonl|chrome -o FILE [--page N]\n"
+         "Pages through the whole trace (get_trace_data, N records per page, default 1000)\n"
+         "and writes it to FILE (- = stdout): jsonl = one record object per line; chrome =\n"
+         "Chrome Trace Event JSON for Perfetto / chrome://tracing (a process per realm, a\n"
+         "thread per session, an instant per message, a slice per action with flow arrows\n"
+         "from the anchor to each follower). A progress bar on a terminal.\n"},
+        {"mark", cmd_mark,
+         "usage: wampscope-ctl mark [ID] NAME [--meta JSON] [--json]\n"
+         "Adds a marker record (msg_type Marker, NAME as uri, the --meta object as msg) to\n"
+         "trace ID, or without ID to every running trace, and prints the marker's seq(s).\n"},
+};
+
+static const cmd *find_cmd(const char *name)
+{
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(commands[i].name, name) == 0) {
+            return &commands[i];
+        }
+    }
+    return NULL;
+}
+
+static bool wants_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            return false;
+        }
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Credentials from the flags, else from the environment. */
+static int setup_auth(ctl *c, const char *ticket_file, const char *secret_file,
+                      const char *key_file)
+{
+    char why[300];
+    int given = (ticket_file != NULL) + (secret_file != NULL) + (key_file != NULL);
+    if (given > 1) {
+        return usage_error(NULL, "give one of --ticket-file, --secret-file, --key-file");
+    }
+    if (!c->auth.authid) {
+        c->auth.authid = getenv("WAMPSCOPE_AUTHID");
+    }
+    if (ticket_file || secret_file) {
+        bool ok = ctl_auth_load_secret(&c->auth, ticket_file ? CTL_AUTH_TICKET : CTL_AUTH_WAMPCRA,
+                                       ticket_file ? ticket_file : secret_file, why, sizeof(why));
+        if (!ok) {
+            errline("%s", why);
+            return EX_USAGE;
+        }
+        return EX_OK;
+    }
+    if (key_file || (key_file = getenv("WAMPSCOPE_KEY_FILE")) != NULL) {
+        if (!ctl_auth_load_cryptosign(&c->auth, key_file, why, sizeof(why))) {
+            errline("%s", why);
+            return EX_USAGE;
+        }
+        return EX_OK;
+    }
+    const char *t = getenv("WAMPSCOPE_TICKET");
+    const char *s = getenv("WAMPSCOPE_SECRET");
+    if (t && *t && !ctl_auth_set_secret(&c->auth, CTL_AUTH_TICKET, t)) {
+        errline("WAMPSCOPE_TICKET: unusable");
+        return EX_USAGE;
+    }
+    if (!(t && *t) && s && *s && !ctl_auth_set_secret(&c->auth, CTL_AUTH_WAMPCRA, s)) {
+        errline("WAMPSCOPE_SECRET: unusable");
+        return EX_USAGE;
+    }
+    return EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+    ctl c;
+    memset(&c, 0, sizeof(c));
+    ctl_auth_init(&c.auth);
+    c.url = getenv("WAMPSCOPE_URL");
+    if (!c.url || !*c.url) {
+        c.url = DEFAULT_URL;
+    }
+    c.realm = DEFAULT_REALM;
+    c.timeout_ms = 30000;
+    const char *ticket_file = NULL, *secret_file = NULL, *key_file = NULL;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *v = NULL;
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return EX_OK;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("wampscope-ctl %s\n", CTL_VERSION);
+            return EX_OK;
+        }
+        const char **slot = NULL;
+        if (opt_value(argc, argv, &i, "--url", &v)) {
+            slot = &c.url;
+        } else if (opt_value(argc, argv, &i, "--realm", &v)) {
+            slot = &c.realm;
+        } else if (opt_value(argc, argv, &i, "--node", &v)) {
+            slot = &c.node;
+        } else if (opt_value(argc, argv, &i, "--worker", &v)) {
+            slot = &c.worker;
+        } else if (opt_value(argc, argv, &i, "--authid", &v)) {
+            slot = &c.auth.authid;
+        } else if (opt_value(argc, argv, &i, "--ticket-file", &v)) {
+            slot = &ticket_file;
+        } else if (opt_value(argc, argv, &i, "--secret-file", &v)) {
+            slot = &secret_file;
+        } else if (opt_value(argc, argv, &i, "--key-file", &v)) {
+            slot = &key_file;
+        } else if (opt_value(argc, argv, &i, "--timeout", &v)) {
+            long long s;
+            if (!parse_int(v, 1, 86400, &s)) {
+                return usage_error(NULL, "--timeout needs seconds (1..86400)");
+            }
+            c.timeout_ms = (int)(s * 1000);
+            continue;
+        } else {
+            return usage_error(NULL, "unknown option %s", a);
+        }
+        if (!v || !*v) {
+            return usage_error(NULL, "%s needs a value", a);
+        }
+        *slot = v;
+    }
+    if (i >= argc) {
+        fputs(usage_text, stderr);
+        return EX_USAGE;
+    }
+    if (strcmp(argv[i], "help") == 0) {
+        const cmd *h = i + 1 < argc ? find_cmd(argv[i + 1]) : NULL;
+        if (i + 1 < argc && !h) {
+            return usage_error(NULL, "unknown command \"%s\"", argv[i + 1]);
+        }
+        fputs(h ? h->help : usage_text, stdout);
+        return EX_OK;
+    }
+    c.command = find_cmd(argv[i]);
+    if (!c.command) {
+        return usage_error(NULL, "unknown command \"%s\"", argv[i]);
+    }
+    c.argc = argc - i - 1;
+    c.argv = argv + i + 1;
+    if (wants_help(c.argc, c.argv)) {
+        fputs(c.command->help, stdout);
+        return EX_OK;
+    }
+    if (sodium_init() < 0) {
+        errline("libsodium failed to initialise");
+        return EX_FAIL;
+    }
+    int rc = setup_auth(&c, ticket_file, secret_file, key_file);
+    if (rc != EX_OK) {
+        ctl_auth_fini(&c.auth);
+        return rc;
+    }
+    /* Ctrl-C interrupts the event loop (no SA_RESTART: poll() returns EINTR) and ends the
+     * command cleanly: tail leaves with GOODBYE and exit status 0. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    ctl_client_log_init();
+
+    ctl_error e;
+    ctl_client_opts o = {.url = c.url,
+                         .realm = c.realm,
+                         .auth = &c.auth,
+                         .timeout_ms = c.timeout_ms,
+                         .interrupt = &interrupted};
+    if (!ctl_client_open(&o, &c.cl, &e)) {
+        rc = fail(&e);
+    } else {
+        rc = c.command->run(&c);
+        ctl_client_close(c.cl);
+    }
+    json_decref(c.node_owned);
+    json_decref(c.worker_owned);
+    ctl_auth_fini(&c.auth);
+    return rc;
+}

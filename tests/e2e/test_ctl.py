@@ -1,0 +1,479 @@
+"""wampscope-ctl end to end: the real router and the real wampscope-ctl binary (RT_CTL_BIN) as a
+subprocess, with traffic and cross-checks from python3-autobahn clients.
+
+Covers every command and its error exits (connection refused, unknown trace, router refusals,
+usage), trace filters given as flags, the data table and --json, tail receiving live records
+(stopped with SIGINT, and ending by itself when the trace stops), both exports (JSON Lines equal
+to get_trace_data; Chrome Trace Event JSON checked structurally), mark_trace into one and all
+traces, and the Crossbar alias procedure names called with autobahn.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import tempfile
+
+import rt_harness as h
+
+NODE, WORKER = "e2e_node", "router1"  # configs/test-e2e.json
+P = "crossbarfabriccenter."
+EX_OK, EX_FAIL, EX_USAGE, EX_CONNECT, EX_AUTH, EX_NOTFOUND, EX_REFUSED = 0, 1, 2, 3, 4, 5, 6
+COMMANDS = ("nodes", "workers", "traces", "start", "stop", "delete", "show", "data", "tail",
+            "export", "mark")
+
+
+def ctl_bin():
+    b = os.environ.get("RT_CTL_BIN")
+    if not b:
+        raise AssertionError("RT_CTL_BIN must be set (ctest sets it)")
+    return b
+
+
+class Result:
+    def __init__(self, rc, out, err):
+        self.rc, self.out, self.err = rc, out, err
+
+    def __repr__(self):
+        return "<rc=%s out=%r err=%r>" % (self.rc, self.out[-2000:], self.err[-2000:])
+
+
+class CtlTestCase(h.RouterTestCase):
+    async def ctl(self, *args, url=True, env=None, timeout=30.0):
+        """Runs wampscope-ctl [--url router] args... without blocking the event loop (the
+        autobahn sessions of the test keep working meanwhile)."""
+        argv = [ctl_bin()] + (["--url", self.router.url] if url else []) + list(args)
+        full_env = dict(os.environ)
+        full_env.pop("WAMPSCOPE_URL", None)
+        full_env.update(env or {})
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE, env=full_env)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise AssertionError("wampscope-ctl %s did not finish in %.0f s" % (args, timeout))
+        return Result(proc.returncode, out.decode(), err.decode())
+
+    async def ok(self, *args, **kw):
+        r = await self.ctl(*args, **kw)
+        self.assertEqual(r.rc, EX_OK, r)
+        return r
+
+    def assert_error(self, r, rc, needle):
+        """A failing command: its exit status and exactly one line on stderr naming the cause."""
+        self.assertEqual(r.rc, rc, r)
+        lines = r.err.strip().splitlines()
+        self.assertEqual(len(lines), 1, r)
+        self.assertIn(needle, lines[0])
+        self.assertTrue(lines[0].startswith("wampscope-ctl: "), r)
+
+    async def mgmt(self):
+        if not hasattr(self, "_mgmt"):
+            self._mgmt = await self.session("json", realm="mgmt")
+        return self._mgmt
+
+    async def records(self, trace_id):
+        """Every record of the trace through autobahn's get_trace_data (pages of 100)."""
+        m = await self.mgmt()
+        out, frm = [], 0
+        while True:
+            page = await h.step(m.call(P + "get_trace_data", NODE, WORKER, trace_id, frm))
+            if not page:
+                return out
+            out += page
+            frm = page[-1]["seq"] + 1
+
+    async def rpc_traffic(self, prefix, n=3, realm="realm1"):
+        callee = await self.session("json", realm=realm)
+        caller = await self.session("msgpack", realm=realm)
+        await h.step(callee.register(lambda a, b: a + b, prefix + "add"))
+        for i in range(n):
+            self.assertEqual(await h.step(caller.call(prefix + "add", i, 1)), i + 1)
+        return callee, caller
+
+
+class TestCommands(CtlTestCase):
+    async def test_help_nodes_workers_and_usage(self):
+        r = await self.ok("--help", url=False)
+        for c in COMMANDS:
+            self.assertIn("  " + c, r.out)
+        self.assertIn("Exit status", r.out)
+        for c in COMMANDS:
+            r = await self.ok(c, "--help", url=False)
+            self.assertTrue(r.out.startswith("usage: wampscope-ctl"), (c, r))
+            self.assertIn(c, r.out.splitlines()[0])
+        r = await self.ok("nodes")
+        self.assertEqual(r.out.split(), [NODE])
+        r = await self.ok("workers")
+        self.assertEqual(r.out.split(), [WORKER])
+        r = await self.ok("--node", NODE, "workers", "--json")
+        self.assertEqual(json.loads(r.out), [WORKER])
+        # The URL from the environment.
+        r = await self.ctl("nodes", url=False, env={"WAMPSCOPE_URL": self.router.url})
+        self.assertEqual((r.rc, r.out.split()), (EX_OK, [NODE]), r)
+        # Usage errors: exit 2, one line.
+        self.assert_error(await self.ctl("frobnicate"), EX_USAGE, "unknown command")
+        self.assert_error(await self.ctl("show"), EX_USAGE, "trace ID")
+        self.assert_error(await self.ctl("data", "x", "--limit", "zero"), EX_USAGE, "--limit")
+        self.assert_error(await self.ctl("export", "x"), EX_USAGE, "--format")
+        self.assert_error(await self.ctl("--bogus", "nodes"), EX_USAGE, "unknown option")
+        # Unknown node / worker chosen explicitly.
+        self.assert_error(await self.ctl("--node", "mars", "workers"), EX_NOTFOUND,
+                          "crossbar.error.no_such_object")
+        self.assert_error(await self.ctl("--worker", "w9", "traces"), EX_NOTFOUND,
+                          "crossbar.error.no_such_worker")
+
+    async def test_connection_refused(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        url = "ws://127.0.0.1:%d/ws" % port
+        r = await self.ctl("--url", url, "nodes", url=False)
+        self.assert_error(r, EX_CONNECT, "cannot connect")
+        self.assertIn(url, r.err)
+        r = await self.ctl("--url", "http://x", "nodes", url=False)
+        self.assert_error(r, EX_USAGE, "bad URL")
+
+    async def test_not_a_management_realm(self):
+        # realm1 has no management procedures: the router answers no_such_procedure.
+        r = await self.ctl("--realm", "realm1", "nodes")
+        self.assert_error(r, EX_REFUSED, "wamp.error.no_such_procedure")
+        # A realm that does not exist: the router refuses to join (ABORT).
+        r = await self.ctl("--realm", "nosuchrealm", "nodes")
+        self.assert_error(r, EX_AUTH, "wamp.error.no_such_realm")
+
+    async def test_unknown_trace(self):
+        for args in (["show", "nope"], ["stop", "nope"], ["delete", "nope"], ["data", "nope"],
+                     ["tail", "nope"], ["export", "nope", "--format", "jsonl", "-o", "-"],
+                     ["mark", "nope", "m"]):
+            r = await self.ctl(*args)
+            self.assert_error(r, EX_NOTFOUND, 'crossbar.error.no_such_object: no trace "nope"')
+
+    async def test_lifecycle_filters_and_data(self):
+        prefix = h.uri(self, "")
+        r = await self.ok("start", "t1", "--realm", "realm1", "--uri", prefix, "--match",
+                          "prefix", "--type", "Call,Result", "--type", "Invocation", "--json")
+        meta = json.loads(r.out)
+        self.assertEqual(meta["status"], "running")
+        self.assertEqual(meta["options"]["realms"], ["realm1"])
+        self.assertEqual(meta["options"]["uris"], [{"uri": prefix, "match": "prefix"}])
+        self.assertEqual(sorted(meta["options"]["msg_types"]), ["Call", "Invocation", "Result"])
+        r = await self.ok("start", "--direction", "rx", "--no-payload", "--limit", "50",
+                          "--max-bytes", "100000", "--duration", "600", "--max-records", "1000",
+                          "--batching-period", "100", "--session", "12345", "--authid", "x",
+                          "--authrole", "y", "--json")
+        auto = json.loads(r.out)
+        self.assertEqual(auto["id"], "trace1")
+        o = auto["options"]
+        self.assertEqual((o["direction"], o["trace_app_payload"], o["limit"], o["max_bytes"],
+                          o["duration"], o["max_records"], o["batching_period"],
+                          o["session_ids"], o["authids"], o["authroles"]),
+                         ("rx", False, 50, 100000, 600, 1000, 100, [12345], ["x"], ["y"]))
+        # Traffic: matching calls on realm1, the same URIs on realm2, other URIs on realm1.
+        await self.rpc_traffic(prefix, n=3)
+        await self.rpc_traffic(prefix, n=1, realm="realm2")
+        await self.rpc_traffic("com.other.", n=1)
+        recs = await self.records("t1")
+        self.assertEqual([x["msg_type"] for x in recs], ["Call", "Invocation", "Result"] * 3)
+        self.assertTrue(all(x["realm"] == "realm1" and x["uri"] == prefix + "add" for x in recs))
+        r = await self.ok("data", "t1", "--json")
+        self.assertEqual(json.loads(r.out), recs)
+        r = await self.ok("data", "t1", "--from", "3", "--to", "5", "--json")
+        self.assertEqual([x["seq"] for x in json.loads(r.out)], [3, 4, 5])
+        r = await self.ok("data", "t1", "--limit", "2", "--json")
+        self.assertEqual([x["seq"] for x in json.loads(r.out)], [0, 1])
+        r = await self.ok("data", "t1")
+        lines = r.out.splitlines()
+        self.assertEqual(lines[0].split()[:4], ["SEQ", "TIME", "DIR", "TYPE"])
+        self.assertEqual(len(lines), 1 + len(recs))
+        for line, rec in zip(lines[1:], recs):
+            cols = line.split()
+            self.assertEqual((int(cols[0]), cols[2], cols[3], cols[4], cols[5], cols[6]),
+                             (rec["seq"], rec["direction"], rec["msg_type"], "realm1",
+                              str(rec["session_id"]), prefix + "add"), line)
+        # traces table: both traces with their record counts.
+        r = await self.ok("traces")
+        rows = {line.split()[0]: line.split() for line in r.out.splitlines()[1:]}
+        self.assertEqual(set(rows), {"t1", "trace1"})
+        self.assertEqual(rows["t1"][1:4], ["running", "9", "0"])
+        r = await self.ok("show", "t1")
+        self.assertIn("records        9", r.out)
+        # Router refusals: exit 6 with the URI.
+        self.assert_error(await self.ctl("delete", "t1"), EX_REFUSED, "crossbar.error.not_stopped")
+        self.assert_error(await self.ctl("start", "t1"), EX_REFUSED,
+                          "crossbar.error.already_running")
+        self.assert_error(await self.ctl("start", "--direction", "sideways"), EX_REFUSED,
+                          "crossbar.error.invalid_configuration")
+        # --persist passes persist: true; a router without persistence says so.
+        r = await self.ctl("start", "p1", "--persist", "--json")
+        if r.rc == EX_OK:
+            self.assertTrue(json.loads(r.out)["options"]["persist"])
+        else:
+            self.assert_error(r, EX_REFUSED, "crossbar.error.invalid_configuration: persist")
+        r = await self.ok("stop", "t1", "--json")
+        self.assertEqual(json.loads(r.out)["status"], "stopped")
+        self.assert_error(await self.ctl("start", "t1"), EX_REFUSED,
+                          "crossbar.error.already_exists")
+        r = await self.ok("traces", "--running")
+        self.assertNotIn("t1", r.out)
+        r = await self.ok("delete", "t1")
+        self.assertEqual(r.out.strip(), "deleted t1")
+        m = await self.mgmt()
+        self.assertNotIn("t1", await h.step(m.call(P + "list_traces", NODE, WORKER)))
+
+
+class TestTail(CtlTestCase):
+    async def start_tail(self, *args):
+        argv = [ctl_bin(), "--url", self.router.url, "tail"] + list(args)
+        return await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE)
+
+    async def read_records(self, proc, n, timeout=20.0):
+        out = []
+        while len(out) < n:
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout)
+            self.assertTrue(line, "tail ended early")
+            out.append(json.loads(line))
+        return out
+
+    async def test_tail_live_then_sigint(self):
+        prefix = h.uri(self, "")
+        await self.ok("start", "live", "--realm", "realm1", "--batching-period", "50")
+        pub = await self.session("json")
+        sub = await self.session("msgpack")
+        got = []
+        await h.step(sub.subscribe(lambda *a: got.append(a), prefix + "topic"))
+        # Records before tail starts: the last -n of them are printed first.
+        before = len(await self.records("live"))
+        self.assertGreater(before, 2)
+        proc = await self.start_tail("live", "--json", "-n", "2")
+        try:
+            first = await self.read_records(proc, 2)
+            self.assertEqual([r["seq"] for r in first], [before - 2, before - 1])
+            # Live: publishes after tail subscribed arrive through on_trace_data.
+            from autobahn.wamp.types import PublishOptions
+            for i in range(5):
+                await h.step(pub.publish(prefix + "topic", i,
+                                         options=PublishOptions(acknowledge=True)))
+            # Per PUBLISH: Publish, Event, Published = 3 records.
+            live = await self.read_records(proc, 15)
+            self.assertEqual([r["seq"] for r in live], list(range(before, before + 15)))
+            self.assertEqual([r["msg_type"] for r in live[:3]], ["Publish", "Event", "Published"])
+            proc.send_signal(signal.SIGINT)
+            rc = await asyncio.wait_for(proc.wait(), 10)
+            err = (await proc.stderr.read()).decode()
+            self.assertEqual((rc, err), (0, ""))
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        # Exactly what get_trace_data returns.
+        self.assertEqual(first + live, (await self.records("live"))[before - 2:before + 15])
+
+    async def test_tail_table_ends_when_trace_stops(self):
+        prefix = h.uri(self, "")
+        await self.ok("start", "s", "--realm", "realm1", "--uri", prefix + "add",
+                      "--batching-period", "20")
+        proc = await self.start_tail("s", "--width", "0")
+        try:
+            await asyncio.sleep(0.5)  # tail subscribed (gaps would be filled anyway)
+            await self.rpc_traffic(prefix, n=2)
+            await self.ok("stop", "s")
+            out, err = await asyncio.wait_for(proc.communicate(), 15)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn("trace s stopped", err.decode())
+        lines = out.decode().splitlines()
+        self.assertEqual(lines[0].split()[0], "SEQ")
+        recs = await self.records("s")
+        # Register, Registered, then 2 x (Call, Invocation, Yield, Result)
+        self.assertEqual(len(recs), 10)
+        self.assertEqual([int(x.split()[0]) for x in lines[1:]], [r["seq"] for r in recs])
+        self.assertEqual([x.split()[3] for x in lines[1:]], [r["msg_type"] for r in recs])
+
+
+def check_chrome(test, doc, records):
+    """Structural validation of a Chrome Trace Event JSON object (the rules chrome://tracing
+    and Perfetto's JSON importer apply): every event has ph/ts/pid/tid; X events have a
+    non-negative dur and nest properly per thread; every flow start has a matching finish;
+    metadata names every process and thread used; one instant per record."""
+    events = doc["traceEvents"]
+    test.assertEqual(doc["displayTimeUnit"], "ms")
+    names = {}
+    for e in events:
+        for k in ("ph", "ts", "pid", "tid", "name"):
+            test.assertIn(k, e, e)
+        test.assertIsInstance(e["ts"], (int, float))
+        test.assertIsInstance(e["pid"], int)
+        test.assertIsInstance(e["tid"], int)
+        if e["ph"] == "M":
+            test.assertIn(e["name"], ("process_name", "thread_name"))
+            names[(e["name"], e["pid"], e["tid"] if e["name"] == "thread_name" else 0)] = \
+                e["args"]["name"]
+    for e in events:
+        if e["ph"] in ("i", "X", "s", "f") and not (e["ph"] == "i" and e.get("s") == "g"):
+            test.assertIn(("process_name", e["pid"], 0), names, e)
+            test.assertIn(("thread_name", e["pid"], e["tid"]), names, e)
+    instants = [e for e in events if e["ph"] == "i"]
+    test.assertEqual(len(instants), len(records))
+    test.assertEqual(sorted(e["args"]["seq"] for e in instants), [r["seq"] for r in records])
+    # X nesting per thread.
+    by_thread = {}
+    for e in events:
+        if e["ph"] == "X":
+            test.assertGreaterEqual(e["dur"], 0)
+            by_thread.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_thread.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        stack = []
+        for start, end in spans:
+            while stack and stack[-1] <= start:
+                stack.pop()
+            if stack:
+                test.assertLessEqual(end, stack[-1], "slices overlap without nesting")
+            stack.append(end)
+    # Flows: each id has exactly one s and one f (bp e); the s lies inside a slice of its thread.
+    flows = {}
+    for e in events:
+        if e["ph"] in ("s", "f"):
+            flows.setdefault(e["id"], []).append(e)
+    for fid, pair in flows.items():
+        test.assertEqual(sorted(p["ph"] for p in pair), ["f", "s"], pair)
+        s = next(p for p in pair if p["ph"] == "s")
+        f = next(p for p in pair if p["ph"] == "f")
+        test.assertEqual(f.get("bp"), "e")
+        test.assertEqual(s["name"], f["name"])
+        test.assertLessEqual(s["ts"], f["ts"])
+        test.assertTrue(any(a <= s["ts"] <= b for a, b in by_thread[(s["pid"], s["tid"])]))
+    return flows, by_thread
+
+
+class TestExportAndMark(CtlTestCase):
+    async def test_export_jsonl_and_chrome(self):
+        prefix = h.uri(self, "")
+        await self.ok("start", "ex", "--realm", "realm1", "--realm", "realm2")
+        await self.rpc_traffic(prefix, n=4)
+        await self.rpc_traffic(prefix, n=1, realm="realm2")
+        pub = await self.session("json")
+        subs = [await self.session(s) for s in h.SERIALIZERS]
+        for s in subs:
+            await h.step(s.subscribe(lambda *a: None, prefix + "topic"))
+        from autobahn.wamp.types import PublishOptions
+        await h.step(pub.publish(prefix + "topic", 1, options=PublishOptions(acknowledge=True)))
+        await self.ok("mark", "ex", "checkpoint", "--meta", '{"step": 1}')
+        await self.ok("stop", "ex")
+        recs = await self.records("ex")
+        self.assertGreater(len(recs), 30)
+        with tempfile.TemporaryDirectory() as tmp:
+            jl = os.path.join(tmp, "ex.jsonl")
+            r = await self.ok("export", "ex", "--format", "jsonl", "-o", jl, "--page", "7")
+            self.assertIn("exported %d records" % len(recs), r.err)
+            with open(jl, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+            self.assertEqual([json.loads(x) for x in lines], recs)
+            ch = os.path.join(tmp, "ex.json")
+            await self.ok("export", "ex", "--format", "chrome", "-o", ch)
+            with open(ch, encoding="utf-8") as f:
+                doc = json.load(f)
+        r = await self.ok("export", "ex", "--format", "jsonl", "-o", "-")
+        self.assertEqual([json.loads(x) for x in r.out.splitlines()], recs)
+        flows, by_thread = check_chrome(self, doc, recs)
+        events = doc["traceEvents"]
+        procs = {e["args"]["name"] for e in events if e["name"] == "process_name"}
+        self.assertTrue({"realm realm1", "realm realm2"} <= procs)
+        threads = [e for e in events if e["name"] == "thread_name"]
+        sessions = {r["session_id"] for r in recs if r["msg_type"] != "Marker"}
+        self.assertGreaterEqual(len(threads), len(sessions))
+        # One slice per correlated action; a CALL's slice spans CALL..RESULT, with flow arrows
+        # to INVOCATION, YIELD and RESULT.
+        corrs = {}
+        for rec in recs:
+            if rec["correlation"]:
+                corrs.setdefault(rec["correlation"], []).append(rec)
+        slices = [e for e in events if e["ph"] == "X"]
+        self.assertEqual(len(slices), len(corrs))
+        self.assertEqual(len(flows), sum(len(v) - 1 for v in corrs.values()))
+        calls = [v for v in corrs.values() if v[0]["msg_type"] == "Call"]
+        self.assertEqual(len(calls), 5)
+        for v in calls:
+            self.assertEqual([x["msg_type"] for x in v], ["Call", "Invocation", "Yield", "Result"])
+            name = "Call " + prefix + "add"
+            sl = [e for e in slices if e["name"] == name and
+                  abs(e["ts"] - v[0]["ts"] * 1e6) < 1 and
+                  abs(e["ts"] + e["dur"] - v[-1]["ts"] * 1e6) < 1]
+            self.assertEqual(len(sl), 1, v)
+        pubs = [v for v in corrs.values() if v[0]["msg_type"] == "Publish"]
+        self.assertEqual(len(pubs), 1)
+        self.assertEqual(sorted(x["msg_type"] for x in pubs[0]),
+                         ["Event", "Event", "Publish", "Published"])
+        marker = [e for e in events if e["ph"] == "i" and e.get("s") == "g"]
+        self.assertEqual(len(marker), 1)
+        self.assertEqual(marker[0]["name"], "Marker checkpoint")
+        self.assertEqual(marker[0]["args"]["msg"], {"step": 1})
+        # A file that cannot be written: exit 1, one line.
+        r = await self.ctl("export", "ex", "--format", "chrome", "-o", "/nonexistent/dir/x.json")
+        self.assert_error(r, EX_FAIL, "cannot write")
+
+    async def test_mark_one_and_all(self):
+        await self.ok("start", "a")
+        await self.ok("start", "b")
+        await self.ok("start", "c")
+        await self.ok("stop", "c")
+        r = await self.ok("mark", "a", "only-a", "--meta", '{"n": 1}')
+        self.assertEqual(r.out.strip(), 'a: marker "only-a" is seq 0')
+        r = await self.ok("mark", "everyone", "--json")
+        self.assertEqual(json.loads(r.out), {"a": 1, "b": 0})
+        ra = await self.records("a")
+        self.assertEqual([(x["msg_type"], x["uri"], x["msg"]) for x in ra],
+                         [("Marker", "only-a", {"n": 1}), ("Marker", "everyone", {})])
+        self.assertEqual([x["uri"] for x in await self.records("b")], ["everyone"])
+        self.assertEqual(await self.records("c"), [])
+        self.assert_error(await self.ctl("mark", "c", "late"), EX_REFUSED,
+                          "crossbar.error.not_running")
+        self.assert_error(await self.ctl("mark", "a", "x", "--meta", "[1]"), EX_USAGE, "--meta")
+        # The procedure itself from autobahn: positional and keyword arguments.
+        m = await self.mgmt()
+        self.assertEqual(await h.step(m.call(P + "mark_trace", NODE, WORKER, "a", "py")), 2)
+        self.assertEqual(await h.step(m.call(P + "mark_trace", node_id=NODE, worker_id=WORKER,
+                                             trace_id=None, name="py2", meta={"k": [1]})),
+                         {"a": 3, "b": 1})
+        self.assertEqual((await self.records("a"))[3]["msg"], {"k": [1]})
+
+    async def test_crossbar_aliases(self):
+        m = await self.mgmt()
+        self.assertEqual(await h.step(m.call(P + "mrealm.get_nodes")), [NODE])
+        self.assertEqual(await h.step(m.call(P + "remote.node.get_workers", NODE)), [WORKER])
+        w = await h.step(m.call(P + "remote.node.get_worker", NODE, WORKER))
+        self.assertEqual((w["id"], w["type"]), (WORKER, "router"))
+        t = await h.step(m.call(P + "remote.tracing.start_trace", NODE, WORKER, "al",
+                                {"realms": ["realm1"]}))
+        self.assertEqual(t["status"], "running")
+        self.assertEqual(await h.step(m.call(P + "remote.tracing.get_traces", NODE, WORKER)),
+                         ["al"])
+        await self.rpc_traffic(h.uri(self, ""), n=1)
+        data = await h.step(m.call(P + "remote.tracing.get_trace_data", NODE, WORKER, "al"))
+        self.assertEqual(data, await h.step(m.call(P + "get_trace_data", NODE, WORKER, "al")))
+        self.assertIn("Call", [x["msg_type"] for x in data])
+        g = await h.step(m.call(P + "remote.tracing.get_trace", NODE, WORKER, "al"))
+        self.assertEqual(g["records"], len(data))
+        s = await h.step(m.call(P + "remote.tracing.stop_trace", NODE, WORKER, "al"))
+        self.assertEqual(s["status"], "stopped")
+        # Errors are the same as the original names'.
+        from autobahn.wamp.exception import ApplicationError
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(m.call(P + "remote.tracing.get_trace", NODE, WORKER, "none"))
+        self.assertEqual(cm.exception.error, "crossbar.error.no_such_object")
+        # And wampscope-ctl sees the trace started through the alias.
+        r = await self.ok("show", "al", "--json")
+        self.assertEqual(json.loads(r.out)["status"], "stopped")
+
+
+if __name__ == "__main__":
+    h.main()
