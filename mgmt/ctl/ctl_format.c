@@ -80,7 +80,9 @@ void ctl_format_record_row(FILE *out, const json_t *rec, int msg_width)
     char corr[16] = "-";
     const char *c = json_string_value(json_object_get(rec, "correlation"));
     if (c) {
-        snprintf(corr, sizeof(corr), "%.8s %s%s", c,
+        /* The last 8 hex digits: the router's correlation ids share their first half. */
+        size_t n = strlen(c);
+        snprintf(corr, sizeof(corr), "%.8s %s%s", n > 8 ? c + n - 8 : c,
                  json_is_true(json_object_get(rec, "correlation_is_anchor")) ? "A" : "",
                  json_is_true(json_object_get(rec, "correlation_is_last")) ? "L" : "");
     }

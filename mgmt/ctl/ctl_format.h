@@ -14,7 +14,7 @@ void ctl_format_trace_row(FILE *out, const json_t *meta);
 /* One "key: value" line per metadata field. */
 void ctl_format_meta(FILE *out, const json_t *meta);
 /* data / tail: "SEQ TIME DIR TYPE REALM SESSION URI CORR MSG" header and one row per record.
- * TIME is the UTC time of day with milliseconds; CORR the first 8 hex digits of the correlation
+ * TIME is the UTC time of day with milliseconds; CORR the last 8 hex digits of the correlation
  * with A (anchor) / L (last); MSG the compact message, cut to msg_width characters (0: whole). */
 void ctl_format_records_header(FILE *out);
 void ctl_format_record_row(FILE *out, const json_t *rec, int msg_width);

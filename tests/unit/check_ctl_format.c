@@ -41,7 +41,7 @@ START_TEST(test_record_row)
     ck_assert_str_eq(realm, "realm1");
     ck_assert_str_eq(sess, "77");
     ck_assert_str_eq(uri, "com.example.on");
-    ck_assert_str_eq(corr, "d5d9bcec");
+    ck_assert_str_eq(corr, "680bb546");
     ck_assert_str_eq(flags, "L");
     ck_assert_ptr_nonnull(strstr(row, "[36,1,2,{},[\"a lo...\n"));
     ck_assert_int_eq((int)strlen(strstr(row, "[36")), 20 + 1); /* width incl. "...", newline */
