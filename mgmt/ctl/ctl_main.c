@@ -26,7 +26,8 @@ enum {
     EX_FAIL = 1,     /* local failure: I/O, lost connection, timeout */
     EX_USAGE = 2,    /* bad command line */
     EX_CONNECT = 3,  /* cannot connect to the router */
-    EX_AUTH = 4,     /* the router refused to join us (authentication / authorization) */
+    EX_AUTH = 4,     /* the router refused the session (ABORT: authentication, authorization,
+                      * no such realm) */
     EX_NOTFOUND = 5, /* unknown trace, node or worker */
     EX_REFUSED = 6,  /* the router refused the request (any other error URI) */
     /* Internal: Ctrl-C during a command for which it is the normal end (tail). */
@@ -72,7 +73,8 @@ static const char usage_text[] =
         "                      (or env WAMPSCOPE_KEY_FILE)\n"
         "\n"
         "Exit status: 0 ok, 1 local failure (I/O, connection lost, timeout), 2 usage error,\n"
-        "3 cannot connect, 4 authentication refused, 5 unknown trace/node/worker\n"
+        "3 cannot connect, 4 session refused (ABORT: authentication failed, not authorized,\n"
+        "no such realm), 5 unknown trace/node/worker\n"
         "(crossbar.error.no_such_object / no_such_worker), 6 request refused by the router\n"
         "(any other error; the error URI is printed).\n";
 
@@ -128,7 +130,7 @@ static int fail(const ctl_error *e)
         errline("%s", e->msg);
         return EX_CONNECT;
     case CTL_E_AUTH:
-        errline("authentication failed: %s%s%s%s", e->uri, *e->uri ? ": " : "", e->msg, "");
+        errline("the router refused the session: %s%s%s", e->uri, *e->uri ? ": " : "", e->msg);
         return EX_AUTH;
     case CTL_E_WAMP:
         errline("%s: %s", e->uri, e->msg);

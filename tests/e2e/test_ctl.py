@@ -11,6 +11,7 @@ traces, and the Crossbar alias procedure names called with autobahn.
 import asyncio
 import json
 import os
+import pty
 import signal
 import socket
 import tempfile
@@ -144,7 +145,7 @@ class TestCommands(CtlTestCase):
         self.assert_error(r, EX_REFUSED, "wamp.error.no_such_procedure")
         # A realm that does not exist: the router refuses to join (ABORT).
         r = await self.ctl("--realm", "nosuchrealm", "nodes")
-        self.assert_error(r, EX_AUTH, "wamp.error.no_such_realm")
+        self.assert_error(r, EX_AUTH, "the router refused the session: wamp.error.no_such_realm")
 
     async def test_unknown_trace(self):
         for args in (["show", "nope"], ["stop", "nope"], ["delete", "nope"], ["data", "nope"],
@@ -417,9 +418,48 @@ class TestExportAndMark(CtlTestCase):
         self.assertEqual(len(marker), 1)
         self.assertEqual(marker[0]["name"], "Marker checkpoint")
         self.assertEqual(marker[0]["args"]["msg"], {"step": 1})
+        # On a terminal (stderr a pty) a progress bar; never in a pipe (checked above: r.err).
+        self.assertNotIn("\r[", r.err)
+        with tempfile.TemporaryDirectory() as tmp:
+            out, err = await self.on_pty("export", "ex", "--format", "jsonl", "--page", "5",
+                                         "-o", os.path.join(tmp, "p.jsonl"))
+        self.assertIn("\r[", err)
+        self.assertIn("100%% %d/%d records" % (len(recs), len(recs)), err)
         # A file that cannot be written: exit 1, one line.
         r = await self.ctl("export", "ex", "--format", "chrome", "-o", "/nonexistent/dir/x.json")
         self.assert_error(r, EX_FAIL, "cannot write")
+
+    async def on_pty(self, *args):
+        """Runs wampscope-ctl with stderr on a pseudo-terminal; returns (stdout, stderr)."""
+        master, slave = pty.openpty()
+        argv = [ctl_bin(), "--url", self.router.url] + list(args)
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=slave)
+        os.close(slave)
+
+        def drain():
+            chunks = []
+            while True:
+                try:
+                    b = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not b:
+                    break
+                chunks.append(b)
+            return b"".join(chunks)
+
+        try:
+            err = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, drain),
+                                         30)
+            out = await asyncio.wait_for(proc.stdout.read(), 30)
+            self.assertEqual(await asyncio.wait_for(proc.wait(), 30), 0)
+        finally:
+            os.close(master)
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        return out.decode(), err.decode()
 
     async def test_mark_one_and_all(self):
         await self.ok("start", "a")
