@@ -61,7 +61,21 @@ struct rt_broker {
      * PUBLISH allocates nothing here once it has grown). */
     rt_subscription **hits;
     size_t cap_hits;
+    rt_hmap retained; /* rt_retained.by_topic, hashed by topic */
+    size_t retained_bytes;
 };
+
+/* The retained event of one topic (event_retention): the payload as published, the publisher's
+ * identity when it was disclosed, and the publication's black/white lists, which also decide who
+ * gets it later. */
+typedef struct rt_retained {
+    rt_hnode by_topic;
+    char *topic;
+    json_t *args, *kwargs; /* owned references, NULL when absent */
+    json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
+    json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
+    size_t bytes;          /* counted against limits.max_retained_bytes */
+} rt_retained;
 
 /* --- Hashing ---------------------------------------------------------------------------------
  * FNV-1a over the URI's bytes, finished with rt_hash_u64 (the same value as rt_hash_str for a
@@ -99,6 +113,7 @@ rt_broker *rt_broker_new(rt_realm *realm)
     b->realm = realm;
     rt_hmap_init(&b->by_uri);
     rt_hmap_init(&b->by_id);
+    rt_hmap_init(&b->retained);
     return b;
 }
 
@@ -110,6 +125,7 @@ static void subscription_free(rt_subscription *sub)
 }
 
 static void unindex(rt_broker *b, rt_subscription *sub);
+static void retained_remove(rt_broker *b, rt_retained *r);
 
 void rt_broker_free(rt_broker *b)
 {
@@ -127,6 +143,12 @@ void rt_broker_free(rt_broker *b)
         unindex(b, sub);
         subscription_free(sub);
     }
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;) {
+        rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        rt_hmap_iter_next(&b->retained, &it);
+        retained_remove(b, r);
+    }
+    rt_hmap_fini(&b->retained);
     rt_hmap_fini(&b->by_uri);
     rt_hmap_fini(&b->by_id);
     free(b->plens);
@@ -549,6 +571,7 @@ typedef struct pub_ctx {
     json_t *args, *kwargs; /* borrowed */
     bool exclude_me;
     bool disclose; /* publisher identification */
+    bool retain;   /* event retention */
     pub_filter filter;
 } pub_ctx;
 
@@ -559,8 +582,9 @@ static const char *parse_publish(const json_t *opts, pub_ctx *p, bool *ack)
     bool disclose_me;
     if (!bool_option(opts, "acknowledge", false, ack) ||
         !bool_option(opts, "exclude_me", true, &p->exclude_me) ||
-        !bool_option(opts, "disclose_me", false, &disclose_me)) {
-        return "options acknowledge, exclude_me and disclose_me must be booleans";
+        !bool_option(opts, "disclose_me", false, &disclose_me) ||
+        !bool_option(opts, "retain", false, &p->retain)) {
+        return "options acknowledge, exclude_me, disclose_me and retain must be booleans";
     }
     p->disclose = disclose_me;
     return parse_filter(opts, &p->filter);
@@ -571,6 +595,20 @@ static bool is_receiver(const rt_session *to, const pub_ctx *p)
 {
     return to->state == RT_SESSION_JOINED && !(to == p->publisher && p->exclude_me) &&
            filter_admits(&p->filter, to);
+}
+
+/* Adds publisher identification (spec "Publisher Identification") for s to details d; non-zero
+ * on allocation failure. */
+static int set_publisher(json_t *d, const rt_session *s)
+{
+    int rc = json_object_set_new(d, "publisher", json_integer((json_int_t)s->id));
+    if (s->authid) {
+        rc |= json_object_set_new(d, "publisher_authid", json_string(s->authid));
+    }
+    if (s->authrole) {
+        rc |= json_object_set_new(d, "publisher_authrole", json_string(s->authrole));
+    }
+    return rc;
 }
 
 /* EVENT.Details for subscription sub: Details.topic for a pattern subscription, the publisher's
@@ -593,14 +631,7 @@ static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool 
         rc |= json_object_set_new(d, "topic", json_string(p->topic));
     }
     if (disclose) {
-        const rt_session *s = p->publisher;
-        rc |= json_object_set_new(d, "publisher", json_integer((json_int_t)s->id));
-        if (s->authid) {
-            rc |= json_object_set_new(d, "publisher_authid", json_string(s->authid));
-        }
-        if (s->authrole) {
-            rc |= json_object_set_new(d, "publisher_authrole", json_string(s->authrole));
-        }
+        rc |= set_publisher(d, p->publisher);
     }
     if (rc != 0) {
         json_decref(d);
@@ -676,6 +707,173 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
     return WAMP_OK;
 }
 
+/* --- Event retention ------------------------------------------------------------------------ */
+
+static size_t json_size(const json_t *v)
+{
+    return v ? json_dumpb(v, NULL, 0, JSON_COMPACT) : 0;
+}
+
+static rt_retained *retained_find(const rt_broker *b, const char *topic)
+{
+    size_t len = strlen(topic);
+    for (rt_hnode *n = rt_hmap_first(&b->retained, uri_hash(topic, len)); n; n = rt_hmap_next(n)) {
+        rt_retained *r = RT_CONTAINER_OF(n, rt_retained, by_topic);
+        if (strcmp(r->topic, topic) == 0) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static void retained_remove(rt_broker *b, rt_retained *r)
+{
+    rt_hmap_remove(&b->retained, &r->by_topic);
+    b->retained_bytes -= r->bytes;
+    json_decref(r->args);
+    json_decref(r->kwargs);
+    json_decref(r->publisher);
+    json_decref(r->options);
+    free(r->topic);
+    free(r);
+}
+
+static size_t limit_or(size_t v, size_t dflt)
+{
+    return v ? v : dflt;
+}
+
+/* PUBLISH with retain: the event replaces the topic's retained one. Within the realm's limits
+ * (topics and bytes): over them the event is not retained (and the topic keeps none), which is
+ * logged. WAMP_ENOMEM. */
+static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *options)
+{
+    rt_router *rt = rt_realm_router(b->realm);
+    size_t max_topics = limit_or(rt->cfg->limits.max_retained_topics, RT_DEF_MAX_RETAINED_TOPICS);
+    size_t max_bytes = limit_or(rt->cfg->limits.max_retained_bytes, RT_DEF_MAX_RETAINED_BYTES);
+    rt_retained *old = retained_find(b, p->topic);
+    if (old) {
+        retained_remove(b, old);
+    }
+    size_t bytes = strlen(p->topic) + json_size(p->args) + json_size(p->kwargs) +
+                   (p->filter.any ? json_size(options) : 0);
+    if (b->retained.count >= max_topics || bytes > max_bytes ||
+        b->retained_bytes > max_bytes - bytes) {
+        RT_LOG_INFO(p->publisher ? p->publisher->id : 0,
+                    "event on %s not retained: realm %s holds %zu retained topics, %zu bytes "
+                    "(limits.max_retained_topics %zu, max_retained_bytes %zu; this one %zu bytes)",
+                    p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes,
+                    max_topics, max_bytes, bytes);
+        return WAMP_OK;
+    }
+    rt_retained *r = calloc(1, sizeof(*r));
+    if (!r || !(r->topic = strdup(p->topic))) {
+        free(r);
+        return WAMP_ENOMEM;
+    }
+    r->bytes = bytes;
+    r->args = p->args ? json_incref(p->args) : NULL;
+    r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
+    r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
+    bool oom = false;
+    if (p->disclose && p->publisher) {
+        r->publisher = json_object();
+        oom = !r->publisher || set_publisher(r->publisher, p->publisher) != 0;
+    }
+    if (oom || rt_hmap_insert(&b->retained, &r->by_topic, uri_hash(r->topic, strlen(r->topic))) !=
+                       WAMP_OK) {
+        json_decref(r->args);
+        json_decref(r->kwargs);
+        json_decref(r->publisher);
+        json_decref(r->options);
+        free(r->topic);
+        free(r);
+        return WAMP_ENOMEM;
+    }
+    b->retained_bytes += bytes;
+    return WAMP_OK;
+}
+
+/* Whether subscription sub's new member s gets retained event r: the topic matches, and the
+ * publication's black/white lists admit s (exclude_me does not apply: the publisher may
+ * subscribe later to read its own retained state). */
+static bool retained_admits(const rt_subscription *sub, const rt_retained *r, const rt_session *s)
+{
+    if (!wamp_uri_matches(sub->uri, sub->match, r->topic)) {
+        return false;
+    }
+    pub_filter f;
+    return !r->options || (parse_filter(r->options, &f) == NULL && filter_admits(&f, s));
+}
+
+/* EVENT of retained event r for subscription sub (Details.retained, Details.topic for a pattern
+ * subscription, the publisher if it was disclosed) to s. */
+static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, rt_session *s)
+{
+    json_t *d = r->publisher ? json_copy(r->publisher) : json_object();
+    if (!d || json_object_set_new(d, "retained", json_true()) != 0 ||
+        (sub->match != WAMP_MATCH_EXACT &&
+         json_object_set_new(d, "topic", json_string(r->topic)) != 0)) {
+        json_decref(d);
+        return WAMP_ENOMEM;
+    }
+    return rt_session_send(s, wamp_msg_new_event(sub->id, wamp_id_random(), d,
+                                                 r->args ? json_incref(r->args) : NULL,
+                                                 r->kwargs ? json_incref(r->kwargs) : NULL));
+}
+
+/* SUBSCRIBED for sub, then (get_retained) every retained event it admits; the last message
+ * completes the SUBSCRIBE action. */
+static wamp_err subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
+                           const rt_subscription *sub, bool get_retained)
+{
+    size_t n = 0;
+    rt_retained *only = NULL;
+    if (get_retained && sub->match == WAMP_MATCH_EXACT) {
+        only = retained_find(b, sub->uri);
+        n = only && retained_admits(sub, only, s) ? 1 : 0;
+    } else if (get_retained) {
+        /* A pattern: every retained topic it matches (bounded by limits.max_retained_topics). */
+        for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
+             rt_hmap_iter_next(&b->retained, &it)) {
+            n += retained_admits(sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s) ? 1 : 0;
+        }
+    }
+    if (n == 0) {
+        RT_TRACE_LAST(s->rt);
+    }
+    wamp_err err = rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
+    if (err != WAMP_OK || n == 0) {
+        return err;
+    }
+    if (only) {
+        RT_TRACE_LAST(s->rt);
+        return send_retained(sub, only, s);
+    }
+    size_t sent = 0;
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node && err == WAMP_OK;
+         rt_hmap_iter_next(&b->retained, &it)) {
+        rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        if (retained_admits(sub, r, s)) {
+            if (++sent == n) {
+                RT_TRACE_LAST(s->rt);
+            }
+            err = send_retained(sub, r, s);
+        }
+    }
+    return err;
+}
+
+size_t rt_broker_retained_count(const rt_broker *b)
+{
+    return b->retained.count;
+}
+
+size_t rt_broker_retained_bytes(const rt_broker *b)
+{
+    return b->retained_bytes;
+}
+
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
     bool ack = false;
@@ -707,6 +905,9 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
         return WAMP_ENOMEM;
     }
     wamp_err err = fan_out(b, &p, n, !ack);
+    if (err == WAMP_OK && p.retain) {
+        err = retain_event(b, &p, m->dict);
+    }
     if (err != WAMP_OK || !ack) {
         return err;
     }
@@ -756,6 +957,11 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
                                      "option match must be \"exact\", \"prefix\" or \"wildcard\"");
     }
+    bool get_retained;
+    if (!bool_option(m->dict, "get_retained", false, &get_retained)) {
+        return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
+                                     "option get_retained must be a boolean");
+    }
     if (!pattern_is_valid(m->uri, match)) {
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_URI,
                                      match == WAMP_MATCH_EXACT ? "invalid topic URI"
@@ -771,8 +977,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     if (sub) {
         if (find_member(s, sub->id)) {
             /* Spec: subscribing again returns the existing subscription. */
-            RT_TRACE_LAST(s->rt);
-            return rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
+            return subscribed(b, s, m, sub, get_retained);
         }
     } else {
         if (!(sub = subscription_new(b, s, m->uri, match))) {
@@ -804,8 +1009,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     mb->idx = sub->n_members;
     sub->members[sub->n_members++] = mb;
     rt_list_add_tail(&s->subs, &mb->in_session);
-    RT_TRACE_LAST(s->rt);
-    return rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
+    return subscribed(b, s, m, sub, get_retained);
 }
 
 wamp_err rt_broker_on_unsubscribe(rt_broker *b, rt_session *s, const wamp_msg *m)

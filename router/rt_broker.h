@@ -1,6 +1,6 @@
 /* rt_broker.h: publish & subscribe for one realm (spec Basic Profile pub/sub plus the Advanced
  * Profile features pattern_based_subscription, subscriber_blackwhite_listing,
- * publisher_identification and publisher_exclusion).
+ * publisher_identification, publisher_exclusion and event_retention).
  *
  * Subscriptions: one subscription id per (topic or pattern, match policy), shared by all its
  * subscribers. A PUBLISH reaches every subscription whose pattern matches the topic, and each of
@@ -15,9 +15,14 @@
  * length and one per wildcard shape with the topic's component count, and nothing at all while
  * the realm has no pattern subscription.
  *
- * Ownership: the broker owns its subscriptions and membership records; sessions only hold the
- * list links (rt_session.subs). Service thread only; the fan-out is not re-entrant (nothing it
- * calls publishes). */
+ * Event retention: PUBLISH options.retain stores the event as the topic's retained one (per
+ * realm, bounded by limits.max_retained_topics / max_retained_bytes); SUBSCRIBE
+ * options.get_retained delivers, after SUBSCRIBED, the retained event of every topic the
+ * subscription matches that the publication's black/white lists admit (Details.retained).
+ *
+ * Ownership: the broker owns its subscriptions, membership records and retained events; sessions
+ * only hold the list links (rt_session.subs). Service thread only; the fan-out is not re-entrant
+ * (nothing it calls publishes). */
 #ifndef RT_BROKER_H
 #define RT_BROKER_H
 
@@ -58,6 +63,10 @@ wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_t
 size_t rt_broker_publish_receiver_count(rt_broker *b, rt_session *s, const wamp_msg *m);
 size_t rt_broker_receiver_count(rt_broker *b, rt_session *s, const char *topic, bool exclude_me);
 const char *rt_broker_topic_of(rt_session *s, uint64_t sub_id);
+
+/* Event retention: retained topics and their bytes (as counted against the limits). */
+size_t rt_broker_retained_count(const rt_broker *b);
+size_t rt_broker_retained_bytes(const rt_broker *b);
 
 /* --- Enumeration (for the subscription meta API) ------------------------------------------
  * Borrowed pointers, valid until the next message is handled by the broker (a subscription is

@@ -1591,8 +1591,10 @@ static wamp_err set_default_trusted(cfg_ctx *c, rt_config *cfg)
 /* ---- The worker's "wampscope" object -------------------------------------------------------- */
 
 static const key_rule limits_rules[] = {
-        K_PARSED("max_message_size"), K_PARSED("max_queue_bytes"), K_PARSED("max_queue_messages"),
-        K_PARSED("hello_timeout"),    K_PARSED("shutdown_grace"),  K_PARSED("max_call_timeout"),
+        K_PARSED("max_message_size"),    K_PARSED("max_queue_bytes"),
+        K_PARSED("max_queue_messages"),  K_PARSED("hello_timeout"),
+        K_PARSED("shutdown_grace"),      K_PARSED("max_call_timeout"),
+        K_PARSED("max_retained_topics"), K_PARSED("max_retained_bytes"),
 };
 
 static const key_rule management_rules[] = {
@@ -1623,6 +1625,8 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     json_int_t hello = lim->hello_timeout_ms;
     json_int_t grace = lim->shutdown_grace_ms;
     json_int_t call_timeout = lim->max_call_timeout_ms;
+    json_int_t mrt = (json_int_t)lim->max_retained_topics;
+    json_int_t mrb = (json_int_t)lim->max_retained_bytes;
 
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
@@ -1642,6 +1646,12 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_call_timeout", 1000, 86400000, "ms", &call_timeout);
     }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_retained_topics", 1, 10000000, NULL, &mrt);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_retained_bytes", KIB, GIB, "bytes", &mrb);
+    }
     if (err != WAMP_OK) {
         return err;
     }
@@ -1651,6 +1661,8 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     lim->hello_timeout_ms = (uint32_t)hello;
     lim->shutdown_grace_ms = (uint32_t)grace;
     lim->max_call_timeout_ms = (uint32_t)call_timeout;
+    lim->max_retained_topics = (size_t)mrt;
+    lim->max_retained_bytes = (size_t)mrb;
     return WAMP_OK;
 }
 
@@ -2070,6 +2082,8 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
             .hello_timeout_ms = DEF_HELLO_TIMEOUT_MS,
             .shutdown_grace_ms = DEF_SHUTDOWN_GRACE_MS,
             .max_call_timeout_ms = DEF_MAX_CALL_TIMEOUT,
+            .max_retained_topics = RT_DEF_MAX_RETAINED_TOPICS,
+            .max_retained_bytes = RT_DEF_MAX_RETAINED_BYTES,
     };
     cfg->mgmt_enabled = true;
     cfg->tracing_max_traces = DEF_MAX_TRACES;

@@ -22,7 +22,15 @@ typedef struct rt_limits {
     uint32_t shutdown_grace_ms; /* SIGTERM: wait this long for sessions to close (2,000) */
     /* CALL.Options.timeout above this is capped to it (3,600,000; 0 = no cap). */
     uint32_t max_call_timeout_ms;
+    /* Event retention, per realm: topics with a retained event, and their bytes (topic, args and
+     * kwargs as compact JSON, and the publication's black/white lists). 0, as in a zeroed
+     * hand-built config, means the default. */
+    size_t max_retained_topics; /* (RT_DEF_MAX_RETAINED_TOPICS) */
+    size_t max_retained_bytes;  /* (RT_DEF_MAX_RETAINED_BYTES) */
 } rt_limits;
+
+#define RT_DEF_MAX_RETAINED_TOPICS 10000
+#define RT_DEF_MAX_RETAINED_BYTES  ((size_t)16 * 1024 * 1024)
 
 /* One role's permission on a URI pattern (Crossbar "permissions" entry). */
 typedef struct rt_permission {

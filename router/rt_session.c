@@ -222,9 +222,9 @@ static char *make_anonymous_authid(void)
 static json_t *welcome_roles(void)
 {
     /* Announce exactly what is implemented (spec "Feature Announcement"). */
-    json_t *broker = json_pack("{s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
+    json_t *broker = json_pack("{s:b, s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
                                "pattern_based_subscription", 1, "subscriber_blackwhite_listing", 1,
-                               "publisher_identification", 1);
+                               "publisher_identification", 1, "event_retention", 1);
     json_t *dealer = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
                                "shared_registration", 1, "progressive_call_results", 1,
                                "call_canceling", 1, "call_timeout", 1, "caller_identification", 1);

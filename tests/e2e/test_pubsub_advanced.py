@@ -1,5 +1,6 @@
 """Advanced Profile pub/sub through wampscope with python3-autobahn (json and msgpack):
-pattern-based subscriptions, subscriber black/white listing, publisher identification.
+pattern-based subscriptions, subscriber black/white listing, publisher identification, event
+retention.
 
 The router runs configs/test-e2e-broker.json: realm1 has roles "anonymous" and "guest" (publications
 of "guest" under com.forced. are disclosed by permission); the first transport admits anonymous
@@ -241,7 +242,7 @@ class AdvancedBase:
             self.assertEqual(welcome[0], 2)
             feats = welcome[2]["roles"]["broker"]["features"]
             for f in ("pattern_based_subscription", "subscriber_blackwhite_listing",
-                      "publisher_identification", "publisher_exclusion"):
+                      "publisher_identification", "publisher_exclusion", "event_retention"):
                 self.assertIs(feats.get(f), True, f)
             raw.send_json([16, 1, {"acknowledge": True}, topic, ["hidden"]])
             self.assertEqual(raw.recv_wamp()[0], 17)
@@ -262,6 +263,81 @@ class AdvancedBase:
             self.assertEqual(d.topic, topic + ".x")
         finally:
             raw.close()
+
+    # --- event_retention -------------------------------------------------------------------
+
+    async def test_retained_event_on_get_retained(self):
+        topic = h.uri(self, "r")
+        pub = await self.session(self.SER)
+        ack = PublishOptions(acknowledge=True, retain=True)
+        await h.step(pub.publish(topic, "old", options=ack))
+        await h.step(pub.publish(topic, *h.ARGS, options=ack, **h.KWARGS))
+        await h.step(pub.publish(topic + ".other", "other", options=ack))
+        await pub.close()  # retained events outlive their publisher
+        late = await self.session(self.SER)
+        ev = Events()
+        s = await h.step(late.subscribe(ev, topic, options=SubscribeOptions(
+            details=True, get_retained=True)))
+        events = await ev.wait_for(1)
+        self.assertEqual(events[0][0], h.ARGS)
+        self.assertEqual(events[0][1], h.KWARGS)
+        self.assertIs(events[0][2].retained, True)
+        self.assertEqual(events[0][2].subscription.id, s.id)
+        # Without get_retained nothing is replayed; live events are not marked retained.
+        plain = await self.session(self.SER)
+        ev2 = Events()
+        await h.step(plain.subscribe(ev2, topic, options=opts()))
+        pub2 = await self.session(self.SER)
+        await h.step(pub2.publish(topic, "live", options=PublishOptions(acknowledge=True)))
+        events = await ev2.wait_for(1)
+        self.assertEqual(ev2.args0(), ["live"])
+        self.assertFalse(events[0][2].retained)
+        await ev.wait_for(2)
+        self.assertEqual(len(ev.events), 2)
+
+    async def test_retained_events_for_a_prefix_subscription(self):
+        base = h.uri(self, "rp")
+        pub = await self.session(self.SER)
+        g = await self.guest()
+        gd = await self.joined(g)
+        ack = PublishOptions(acknowledge=True, retain=True)
+        await h.step(pub.publish(base + ".a", "a", options=ack))
+        await h.step(pub.publish(base + ".b", "b", options=ack))
+        await h.step(pub.publish(base + ".c", "c",
+                                 options=PublishOptions(acknowledge=True, retain=True,
+                                                        exclude_authrole=["guest"])))
+        await h.step(pub.publish(base + ".d", "d",
+                                 options=PublishOptions(acknowledge=True, retain=True,
+                                                        eligible=[gd.session])))
+        await h.step(pub.publish("com.unrelated." + base, "x", options=ack))
+        # The guest sees a, b and d (c excludes its role); an anonymous session a, b and c.
+        for who, expect in ((g, {"a", "b", "d"}), (await self.session(self.SER), {"a", "b", "c"})):
+            ev = Events()
+            await h.step(who.subscribe(ev, base, options=SubscribeOptions(
+                match="prefix", details=True, get_retained=True)))
+            events = await ev.wait_for(3)
+            await asyncio.sleep(0.1)
+            self.assertEqual(len(ev.events), 3)
+            self.assertEqual(set(ev.args0()), expect)
+            for e in events:
+                self.assertIs(e[2].retained, True)
+                self.assertEqual(e[2].topic, base + "." + e[0][0])
+
+    async def test_retained_event_keeps_forced_disclosure(self):
+        topic = "com.forced." + h.uri(self, "rd")
+        g = await self.guest()
+        gd = await self.joined(g)
+        await h.step(g.publish(topic, "state",
+                               options=PublishOptions(acknowledge=True, retain=True)))
+        sub = await self.session(self.SER)
+        ev = Events()
+        await h.step(sub.subscribe(ev, topic, options=SubscribeOptions(details=True,
+                                                                        get_retained=True)))
+        events = await ev.wait_for(1)
+        d = events[0][2]
+        self.assertIs(d.retained, True)
+        self.assertEqual(d.publisher, gd.session)
+        self.assertEqual(d.publisher_authrole, "guest")
 
 
 class TestPubSubAdvancedJson(AdvancedBase, h.RouterTestCase):

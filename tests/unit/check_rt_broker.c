@@ -814,6 +814,229 @@ START_TEST(test_welcome_announces_broker_features)
 
 END_TEST
 
+/* --- Event retention ------------------------------------------------------------------------- */
+
+/* Asserts the next message of c is an EVENT of sub_id with Details.retained, the given
+ * Details.topic (NULL: none) and args[0] arg; returns its details (owned). */
+static json_t *expect_retained(fake_conn *c, int64_t sub_id, const char *topic, const char *arg)
+{
+    json_t *ev = fake_conn_next(c);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_int_eq(fake_msg_int(ev, 0), WAMP_MSG_EVENT);
+    ck_assert_int_eq(fake_msg_int(ev, 1), sub_id);
+    json_t *d = json_incref(json_array_get(ev, 3));
+    ck_assert(json_is_true(json_object_get(d, "retained")));
+    json_t *t = json_object_get(d, "topic");
+    if (topic) {
+        ck_assert_str_eq(json_string_value(t), topic);
+    } else {
+        ck_assert_ptr_null(t);
+    }
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(ev, 4), 0)), arg);
+    json_decref(ev);
+    return d;
+}
+
+static rt_broker *broker_of(const char *realm)
+{
+    return rt_realm_broker(rt_router_find_realm(T.rt, realm));
+}
+
+START_TEST(test_retained_event_delivered_on_get_retained)
+{
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *a = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *live = joined(WAMP_SER_JSON, "realm1");
+    int64_t il = subscribe(live, "com.r");
+    fake_conn_send(pub, "[16, 1, {\"retain\": true, \"acknowledge\": true}, \"com.r\", [\"v1\"]]");
+    json_t *m = fake_conn_next(pub);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_PUBLISHED);
+    json_decref(m);
+    /* A live subscriber gets the event as usual, not marked retained. */
+    json_t *d = next_event_details(live);
+    ck_assert_ptr_null(json_object_get(d, "retained"));
+    json_decref(d);
+    (void)il;
+    fake_conn_send(pub, "[16, 2, {\"retain\": true}, \"com.r\", [\"v2\"], {\"k\": [1, 2]}]");
+    fake_conn_clear(live);
+    ck_assert_uint_eq(rt_broker_retained_count(broker_of("realm1")), 1);
+    /* Without get_retained: nothing but SUBSCRIBED. */
+    int64_t ia = subscribe(a, "com.r");
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    /* With it (subscribing again is fine): SUBSCRIBED, then the last retained event. */
+    fake_conn_send(a, "[32, 7, {\"get_retained\": true}, \"com.r\"]");
+    m = fake_conn_next(a);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_SUBSCRIBED);
+    ck_assert_int_eq(fake_msg_int(m, 2), ia);
+    json_decref(m);
+    m = fake_conn_next(a);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_EVENT);
+    ck_assert_int_eq(fake_msg_int(m, 1), ia);
+    ck_assert(json_is_true(json_object_get(json_array_get(m, 3), "retained")));
+    ck_assert_ptr_null(json_object_get(json_array_get(m, 3), "publisher"));
+    json_t *kw = json_pack("{s:[i,i]}", "k", 1, 2);
+    ck_assert(json_equal(json_array_get(m, 5), kw));
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(m, 4), 0)), "v2");
+    json_decref(kw);
+    json_decref(m);
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    /* Retained events outlive their publisher; a topic without one gives nothing. */
+    fake_conn_free(pub);
+    fake_conn *b = joined(WAMP_SER_JSON, "realm1");
+    subscribe_opts(b, 1, "{\"get_retained\": true}", "com.none");
+    ck_assert_uint_eq(fake_conn_pending(b), 0);
+    int64_t ib = subscribe_opts(b, 2, "{\"get_retained\": true}", "com.r");
+    json_decref(expect_retained(b, ib, NULL, "v2"));
+    /* Options must be booleans. */
+    fake_conn_send(b, "[32, 3, {\"get_retained\": 1}, \"com.r\"]");
+    fake_expect_error(b, WAMP_MSG_SUBSCRIBE, 3, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(b, "[16, 4, {\"retain\": \"yes\"}, \"com.r\", [\"v3\"]]");
+    fake_expect_error(b, WAMP_MSG_PUBLISH, 4, WAMP_ERROR_INVALID_ARGUMENT);
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    fake_conn_free(a);
+    fake_conn_free(b);
+    fake_conn_free(live);
+    /* Subscriptions are gone, the retained event stays with the realm. */
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 0);
+    ck_assert_uint_eq(rt_broker_retained_count(broker_of("realm1")), 1);
+}
+
+END_TEST
+
+START_TEST(test_retained_events_for_pattern_subscriptions)
+{
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    static const char *const topics[] = {"com.r.a", "com.r.b", "com.x.a", "com.r"};
+    for (int i = 0; i < 4; i++) {
+        fake_conn_send(pub, "[16, %d, {\"retain\": true}, \"%s\", [\"%s\"]]", i + 1, topics[i],
+                       topics[i]);
+    }
+    fake_conn *c = joined(WAMP_SER_MSGPACK, "realm1");
+    int64_t ip = subscribe_opts(c, 1, "{\"match\": \"prefix\", \"get_retained\": true}", "com.r.");
+    ck_assert_uint_eq(fake_conn_pending(c), 2);
+    bool seen_a = false, seen_b = false;
+    for (int i = 0; i < 2; i++) {
+        json_t *ev = fake_conn_next(c);
+        ck_assert_int_eq(fake_msg_int(ev, 1), ip);
+        json_t *d = json_array_get(ev, 3);
+        ck_assert(json_is_true(json_object_get(d, "retained")));
+        const char *t = json_string_value(json_object_get(d, "topic"));
+        ck_assert_str_eq(json_string_value(json_array_get(json_array_get(ev, 4), 0)), t);
+        seen_a = seen_a || strcmp(t, "com.r.a") == 0;
+        seen_b = seen_b || strcmp(t, "com.r.b") == 0;
+        json_decref(ev);
+    }
+    ck_assert(seen_a && seen_b);
+    int64_t iw =
+            subscribe_opts(c, 2, "{\"match\": \"wildcard\", \"get_retained\": true}", "com..a");
+    ck_assert_uint_eq(fake_conn_pending(c), 2);
+    for (int i = 0; i < 2; i++) {
+        json_t *ev = fake_conn_next(c);
+        ck_assert_int_eq(fake_msg_int(ev, 1), iw);
+        const char *t = json_string_value(json_object_get(json_array_get(ev, 3), "topic"));
+        ck_assert(strcmp(t, "com.r.a") == 0 || strcmp(t, "com.x.a") == 0);
+        json_decref(ev);
+    }
+    fake_conn_free(pub);
+    fake_conn_free(c);
+}
+
+END_TEST
+
+START_TEST(test_retained_event_keeps_listing_and_disclosure)
+{
+    fake_conn *pub = with_role("anon"), *a = with_role("anon"), *g = with_role("guest");
+    char o[256];
+    snprintf(o, sizeof(o), "{\"retain\": true, \"eligible\": [%llu], \"disclose_me\": true}",
+             (unsigned long long)rt_session_id(a->s));
+    fake_conn_send(pub, "[16, 1, %s, \"com.l\", [\"for a\"]]", o);
+    fake_conn_send(pub, "[16, 2, {\"retain\": true, \"exclude_authrole\": [\"anonymous\"]}, "
+                        "\"com.m\", [\"for guests\"]]");
+    int64_t ia = subscribe_opts(a, 1, "{\"get_retained\": true}", "com.l");
+    json_t *d = expect_retained(a, ia, NULL, "for a");
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "publisher")),
+                     (json_int_t)rt_session_id(pub->s));
+    ck_assert_str_eq(json_string_value(json_object_get(d, "publisher_authrole")), "anonymous");
+    json_decref(d);
+    subscribe_opts(g, 1, "{\"get_retained\": true}", "com.l");
+    ck_assert_uint_eq(fake_conn_pending(g), 0);
+    subscribe_opts(a, 2, "{\"get_retained\": true}", "com.m");
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    int64_t ig = subscribe_opts(g, 2, "{\"get_retained\": true, \"match\": \"prefix\"}", "com.");
+    d = expect_retained(g, ig, "com.m", "for guests");
+    ck_assert_ptr_null(json_object_get(d, "publisher"));
+    json_decref(d);
+    ck_assert_uint_eq(fake_conn_pending(g), 0);
+    fake_conn_free(pub);
+    fake_conn_free(a);
+    fake_conn_free(g);
+}
+
+END_TEST
+
+static void retain_limits_setup(void)
+{
+    test_router_init(&T);
+    rt_router_free(T.rt);
+    T.cfg.limits.max_retained_topics = 2;
+    T.cfg.limits.max_retained_bytes = 64;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+}
+
+START_TEST(test_retained_limits)
+{
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    rt_broker *br = broker_of("realm1");
+    /* "com.a" + ["x"]: 5 + 5 bytes. */
+    fake_conn_send(pub, "[16, 1, {\"retain\": true}, \"com.a\", [\"x\"]]");
+    ck_assert_uint_eq(rt_broker_retained_count(br), 1);
+    ck_assert_uint_eq(rt_broker_retained_bytes(br), 10);
+    fake_conn_send(pub, "[16, 2, {\"retain\": true}, \"com.b\", [\"y\"]]");
+    ck_assert_uint_eq(rt_broker_retained_count(br), 2);
+    /* A third topic is over max_retained_topics: not retained. */
+    fake_conn_send(pub, "[16, 3, {\"retain\": true, \"acknowledge\": true}, \"com.c\", [\"z\"]]");
+    json_t *m = fake_conn_next(pub);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_PUBLISHED); /* still published */
+    json_decref(m);
+    ck_assert_uint_eq(rt_broker_retained_count(br), 2);
+    ck_assert_uint_eq(rt_broker_retained_bytes(br), 20);
+    /* Replacing a retained topic is fine... */
+    fake_conn_send(pub, "[16, 4, {\"retain\": true}, \"com.a\", [\"xx\"]]");
+    ck_assert_uint_eq(rt_broker_retained_count(br), 2);
+    ck_assert_uint_eq(rt_broker_retained_bytes(br), 21);
+    /* ...unless the new event is over max_retained_bytes: then the topic keeps nothing. */
+    fake_conn_send(pub,
+                   "[16, 5, {\"retain\": true}, \"com.a\", [\"0123456789012345678901234567890123"
+                   "456789012345678901234567890123456789\"]]");
+    ck_assert_uint_eq(rt_broker_retained_count(br), 1);
+    ck_assert_uint_eq(rt_broker_retained_bytes(br), 10);
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    subscribe_opts(c, 1, "{\"get_retained\": true}", "com.a");
+    subscribe_opts(c, 2, "{\"get_retained\": true}", "com.c");
+    ck_assert_uint_eq(fake_conn_pending(c), 0);
+    int64_t ib = subscribe_opts(c, 3, "{\"get_retained\": true}", "com.b");
+    json_decref(expect_retained(c, ib, NULL, "y"));
+    fake_conn_free(pub);
+    fake_conn_free(c);
+}
+
+END_TEST
+
+START_TEST(test_welcome_announces_event_retention)
+{
+    fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"subscriber\": {}}}]");
+    json_t *w = fake_conn_next(c);
+    json_t *feats = json_object_get(
+            json_object_get(json_object_get(json_array_get(w, 2), "roles"), "broker"), "features");
+    ck_assert(json_is_true(json_object_get(feats, "event_retention")));
+    json_decref(w);
+    fake_conn_free(c);
+}
+
+END_TEST
+
 static Suite *rt_broker_suite(void)
 {
     Suite *s = suite_create("rt_broker");
@@ -845,7 +1068,20 @@ static Suite *rt_broker_suite(void)
     tcase_add_test(tr, test_blackwhite_listing);
     tcase_add_test(tr, test_blackwhite_listing_over_patterns_and_counts);
     tcase_add_test(tr, test_publisher_identification);
+    tcase_add_test(tr, test_retained_event_keeps_listing_and_disclosure);
     suite_add_tcase(s, tr);
+    TCase *tt = tcase_create("retention");
+    tcase_add_checked_fixture(tt, setup, teardown);
+    tcase_set_timeout(tt, 10);
+    tcase_add_test(tt, test_retained_event_delivered_on_get_retained);
+    tcase_add_test(tt, test_retained_events_for_pattern_subscriptions);
+    tcase_add_test(tt, test_welcome_announces_event_retention);
+    suite_add_tcase(s, tt);
+    TCase *tl = tcase_create("retention_limits");
+    tcase_add_checked_fixture(tl, retain_limits_setup, teardown);
+    tcase_set_timeout(tl, 10);
+    tcase_add_test(tl, test_retained_limits);
+    suite_add_tcase(s, tl);
     return s;
 }
 

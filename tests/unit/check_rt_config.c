@@ -182,6 +182,8 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 10000);
     ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
     ck_assert_uint_eq(cfg->limits.max_call_timeout_ms, 3600000);
+    ck_assert_uint_eq(cfg->limits.max_retained_topics, 10000);
+    ck_assert_uint_eq(cfg->limits.max_retained_bytes, 16 * MIB);
     ck_assert(cfg->mgmt_enabled);
     ck_assert_str_eq(cfg->mgmt_realm, "mgmt");
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
@@ -527,7 +529,8 @@ START_TEST(test_wampscope_values)
 {
     rt_config *cfg = load_ok(WITH_WAMPSCOPE(
             "{'limits':{'max_message_size':1024,'max_queue_bytes':2048,'max_queue_messages':1,"
-            "'hello_timeout':100,'shutdown_grace':0,'max_call_timeout':1000},'management':{"
+            "'hello_timeout':100,'shutdown_grace':0,'max_call_timeout':1000,"
+            "'max_retained_topics':1,'max_retained_bytes':1024},'management':{"
             "'realm':'ops','enabled':"
             "false},'tracing':{'max_traces':1024,'default_limit':1,'default_max_bytes':1024},"
             "'log_level':'debug'}"));
@@ -537,6 +540,8 @@ START_TEST(test_wampscope_values)
     ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 100);
     ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 0);
     ck_assert_uint_eq(cfg->limits.max_call_timeout_ms, 1000);
+    ck_assert_uint_eq(cfg->limits.max_retained_topics, 1);
+    ck_assert_uint_eq(cfg->limits.max_retained_bytes, 1024);
     /* The transport's max_message_size defaults to the limit. */
     ck_assert_uint_eq(cfg->listeners[0].max_message_size, 1024);
     ck_assert_str_eq(cfg->mgmt_realm, "ops");
@@ -1163,6 +1168,10 @@ static const refusal refusals[] = {
          P_WS ".limits.shutdown_grace: must be an integer 0..3600000 ms"},
         {WITH_WAMPSCOPE("{'limits':{'max_call_timeout':999}}"),
          P_WS ".limits.max_call_timeout: must be an integer 1000..86400000 ms"},
+        {WITH_WAMPSCOPE("{'limits':{'max_retained_topics':0}}"),
+         P_WS ".limits.max_retained_topics: must be an integer 1..10000000"},
+        {WITH_WAMPSCOPE("{'limits':{'max_retained_bytes':'1k'}}"),
+         P_WS ".limits.max_retained_bytes: must be an integer 1024..1073741824 bytes"},
         {WITH_WAMPSCOPE("{'limits':{'max_message_size':1048576,'max_queue_bytes':1024}}"),
          P_WS ".limits.max_queue_bytes: 1024 is smaller than max_message_size (1048576 bytes): a "
               "queue must hold at least one message"},

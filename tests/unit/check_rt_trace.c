@@ -284,6 +284,38 @@ START_TEST(test_publish_chain_over_patterns_and_filters)
 
 END_TEST
 
+/* SUBSCRIBE with get_retained: the retained EVENTs follow SUBSCRIBED in the same action, and the
+ * last of them completes it. */
+START_TEST(test_subscribe_with_retained_events_chain)
+{
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(pub, "[16, 1, {\"retain\": true}, \"com.ret.a\", [1]]");
+    fake_conn_send(pub, "[16, 2, {\"retain\": true}, \"com.ret.b\", [2]]");
+    fake_conn *c = joined(WAMP_SER_MSGPACK, "realm1");
+    trace *t = start("ret", NULL);
+    fake_conn_send(c, "[32, 3, {\"match\": \"prefix\", \"get_retained\": true}, \"com.ret.\"]");
+    fake_conn_send(c, "[32, 4, {\"get_retained\": true}, \"com.ret.none\"]");
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 6);
+    expect_record(json_array_get(r, 0), "rx", "Subscribe", "com.ret.");
+    expect_record(json_array_get(r, 1), "tx", "Subscribed", "com.ret.");
+    expect_record(json_array_get(r, 2), "tx", "Event", "com.ret.");
+    expect_record(json_array_get(r, 3), "tx", "Event", "com.ret.");
+    for (size_t i = 1; i < 4; i++) {
+        ck_assert_str_eq(str(json_array_get(r, i), "correlation"),
+                         str(json_array_get(r, 0), "correlation"));
+        ck_assert(flag(json_array_get(r, i), "correlation_is_last") == (i == 3));
+    }
+    /* Nothing retained: SUBSCRIBED completes it. */
+    expect_record(json_array_get(r, 5), "tx", "Subscribed", "com.ret.none");
+    ck_assert(flag(json_array_get(r, 5), "correlation_is_last"));
+    json_decref(r);
+    fake_conn_free(pub);
+    fake_conn_free(c);
+}
+
+END_TEST
+
 START_TEST(test_subscribe_unsubscribe_and_session_open)
 {
     trace *t = start("subs", NULL);
@@ -555,6 +587,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_call_error_and_callee_leaving);
     tcase_add_test(tc, test_publish_chains);
     tcase_add_test(tc, test_publish_chain_over_patterns_and_filters);
+    tcase_add_test(tc, test_subscribe_with_retained_events_chain);
     tcase_add_test(tc, test_subscribe_unsubscribe_and_session_open);
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);

@@ -1,5 +1,6 @@
 // Advanced Profile pub/sub through wampscope with autobahn-js (json and msgpack): pattern-based
-// subscriptions (details.topic), publisher identification (disclose_me), black/white listing.
+// subscriptions (details.topic), publisher identification (disclose_me), black/white listing,
+// event retention (retain / get_retained).
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 
@@ -38,7 +39,7 @@ for (const ser of SERIALIZERS) {
       const c = await fx.openClient({ serializer: ser });
       const features = c.details.roles.broker.features;
       for (const f of ['pattern_based_subscription', 'subscriber_blackwhite_listing',
-        'publisher_identification', 'publisher_exclusion']) {
+        'publisher_identification', 'publisher_exclusion', 'event_retention']) {
         assert.equal(features[f], true, f);
       }
     });
@@ -109,6 +110,35 @@ for (const ser of SERIALIZERS) {
         const events = await evs[i].waitFor(expect[i].length);
         assert.deepEqual(events.map((x) => x.args[0]), expect[i]);
       }
+    });
+    it('delivers the retained event to a get_retained subscriber', async () => {
+      const base = uniqueUri('r');
+      const pubClient = await fx.openClient({ serializer: ser });
+      const pub = pubClient.session;
+      const opts = { acknowledge: true, retain: true };
+      await step(pub.publish(`${base}.a`, ['old'], {}, opts));
+      await step(pub.publish(`${base}.a`, ['new'], { k: 1 }, { ...opts, disclose_me: true }));
+      await step(pub.publish(`${base}.b`, ['b'], {}, opts));
+      const sub = await fx.open({ serializer: ser });
+      const ev = new Events();
+      await step(sub.subscribe(`${base}.a`, ev.handler, { get_retained: true }));
+      const events = await ev.waitFor(1);
+      assert.deepEqual(events[0].args, ['new']);
+      assert.deepEqual(events[0].kwargs, { k: 1 });
+      assert.equal(events[0].details.retained, true);
+      assert.equal(events[0].details.publisher, pub.id);
+      assert.equal(events[0].details.publisher_authid, pubClient.details.authid);
+      // A prefix subscription gets every matching retained topic, with its topic.
+      const all = new Events();
+      await step(sub.subscribe(base, all.handler, { match: 'prefix', get_retained: true }));
+      const got = await all.waitFor(2);
+      assert.deepEqual(got.map((e) => e.details.topic).sort(), [`${base}.a`, `${base}.b`]);
+      assert.ok(got.every((e) => e.details.retained === true));
+      // Live events are not marked retained.
+      await step(pub.publish(`${base}.b`, ['live'], {}, { acknowledge: true }));
+      const later = await all.waitFor(3);
+      assert.deepEqual(later[2].args, ['live']);
+      assert.equal(later[2].details.retained, false);
     });
   });
 }
