@@ -798,8 +798,8 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
             bool traced = c->traced && trace_hub_is_active(s->rt->hub);
             if (traced) {
                 rt_trace_action_open(s->rt, c->corr, c->uri);
+                RT_TRACE_LAST(s->rt); /* nothing else of this call will reach a client */
             }
-            RT_TRACE_LAST(s->rt);
             (void)send_interrupt(c, "killnowait");
             if (traced) {
                 rt_trace_action_close(s->rt);

@@ -214,6 +214,20 @@ class AdvancedRpcBase:
         self.assertEqual(cm.exception.error, "wamp.error.canceled")
         await h.step(st["interrupted"])
 
+    async def test_caller_leaving_interrupts_callee(self):
+        proc = h.uri(self, "hang")
+        callee, caller = await self._pair()
+        st = await self._hanging_callee(callee, proc)
+        call = caller.call(proc)
+        await h.step(st["invoked"])
+        caller.abort_transport()  # the caller drops its connection mid-call
+        await h.step(st["interrupted"])  # INTERRUPT (killnowait) reached the callee
+        with self.assertRaises(Exception):
+            await h.step(call)
+        other = await self.session(self.SER)
+        await h.step(callee.register(lambda: "ok", proc + ".after"))
+        self.assertEqual(await h.step(other.call(proc + ".after")), "ok")
+
     async def test_call_timeout(self):
         proc = h.uri(self, "hang")
         callee, caller = await self._pair()

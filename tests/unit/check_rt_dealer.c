@@ -707,6 +707,42 @@ START_TEST(test_caller_leaving_interrupts_canceling_callee)
 
 END_TEST
 
+START_TEST(test_leaving_with_progressive_and_canceled_calls)
+{
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *other = joined(WAMP_SER_JSON, "realm1");
+    do_register(callee, "com.prog");
+    /* The caller leaves mid-progress: the callee is interrupted, its later progress and final
+     * answer are dropped, and the call is gone once it answers. */
+    long long inv = start_call(caller, callee, 1, "{\"receive_progress\": true}", "com.prog");
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [1]]", inv);
+    ck_assert_uint_eq(fake_conn_pending(caller), 1);
+    fake_conn_free(caller);
+    expect_interrupt(callee, inv, "killnowait");
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [2]]", inv);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 1);
+    fake_conn_send(callee, "[70, %lld, {}, [3]]", inv);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    ck_assert_ptr_nonnull(callee->s);
+    /* The callee leaves while a kill is pending and while a skipped call is still open: the
+     * killed call's caller gets canceled, the skipped one hears nothing more. */
+    long long inv_kill = start_call(other, callee, 2, "{}", "com.prog");
+    (void)start_call(other, callee, 3, "{}", "com.prog");
+    fake_conn_send(other, "[49, 2, {\"mode\": \"kill\"}]");
+    expect_interrupt(callee, inv_kill, "kill");
+    fake_conn_send(other, "[49, 3, {\"mode\": \"skip\"}]");
+    fake_expect_error(other, WAMP_MSG_CALL, 3, WAMP_ERROR_CANCELED);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 2);
+    fake_conn_free(callee);
+    fake_expect_error(other, WAMP_MSG_CALL, 2, WAMP_ERROR_CANCELED);
+    ck_assert_uint_eq(fake_conn_pending(other), 0);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_free(other);
+}
+
+END_TEST
+
 START_TEST(test_call_timeout)
 {
     fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
@@ -850,6 +886,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_cancel_modes);
     tcase_add_test(tc, test_cancel_callee_without_call_canceling);
     tcase_add_test(tc, test_caller_leaving_interrupts_canceling_callee);
+    tcase_add_test(tc, test_leaving_with_progressive_and_canceled_calls);
     tcase_add_test(tc, test_call_timeout);
     tcase_add_test(tc, test_caller_identification);
     tcase_add_test(tc, test_local_procedure_with_patterns);
