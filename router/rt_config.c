@@ -722,10 +722,67 @@ static const key_rule endpoint_rules[] = {
         K_IGN_INT("backlog", 1, 65535),
         /* SO_REUSEPORT between Crossbar router workers; wampscope runs one router. */
         K_IGN("shared", KEY_IGN_BOOL),
-        K_REFUSED("tls", "TLS is not supported yet (terminate TLS in a reverse proxy)"),
+        K_PARSED("tls"),
         K_REFUSED("portrange", "port ranges are not supported; give one \"port\""),
         K_REFUSED("user_timeout", "TCP_USER_TIMEOUT is not supported"),
 };
+
+/* Crossbar's listening TLS options (checkconfig.py check_listening_endpoint_tls), as far as
+ * lws 4.1's vhost TLS can honour them. */
+static const key_rule tls_rules[] = {
+        K_PARSED("key"),
+        K_PARSED("certificate"),
+        K_PARSED("ciphers"),
+        K_REFUSED("chain_certificates",
+                  "not supported: append the chain certificates to the \"certificate\" file "
+                  "(PEM)"),
+        K_REFUSED("ca_certificates", "client certificate verification is not supported yet"),
+        K_REFUSED("dhparam", "not supported (lws 4.1 has no DH parameter setting; ECDHE cipher "
+                             "suites need none)"),
+};
+
+/* A required file name whose file the router can read now (refused at start, with the path,
+ * rather than by lws later). */
+static wamp_err tls_file(cfg_ctx *c, const char *path, const json_t *o, const char *key, char **out)
+{
+    const char *name = NULL;
+    wamp_err err = req_str(c, path, o, key, &name);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    cfg_path kp = path_key(path, key);
+    if (!name[0]) {
+        return refuse(c, kp.s, "must not be empty");
+    }
+    FILE *f = fopen(name, "rb");
+    if (!f) {
+        return refuse(c, kp.s, "cannot read \"%s\": %s", name, strerror(errno));
+    }
+    fclose(f);
+    return dup_str(c, name, out);
+}
+
+static wamp_err parse_tls(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l)
+{
+    wamp_err err = check_keys(c, path, o, tls_rules, N_RULES(tls_rules));
+    if (err == WAMP_OK) {
+        err = tls_file(c, path, o, "certificate", &l->tls_certificate);
+    }
+    if (err == WAMP_OK) {
+        err = tls_file(c, path, o, "key", &l->tls_key);
+    }
+    const char *ciphers = NULL;
+    if (err == WAMP_OK) {
+        err = opt_str(c, path, o, "ciphers", &ciphers);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (ciphers && !ciphers[0]) {
+        return refuse(c, path_key(path, "ciphers").s, "must not be empty");
+    }
+    return ciphers ? dup_str(c, ciphers, &l->tls_ciphers) : WAMP_OK;
+}
 
 /* Crossbar's Unix endpoint (checkconfig.py check_listening_endpoint_unix). */
 static const key_rule unix_endpoint_rules[] = {
@@ -823,7 +880,8 @@ static wamp_err parse_endpoint(cfg_ctx *c, const char *path, const json_t *o, rt
     if ((version == 4 && v6_literal) || (version == 6 && v4_literal)) {
         return refuse(c, vp.s, "%lld does not match interface \"%s\"", (long long)version, iface);
     }
-    return WAMP_OK;
+    const json_t *tls = json_object_get(o, "tls");
+    return tls ? parse_tls(c, path_key(path, "tls").s, tls, l) : WAMP_OK;
 }
 
 /* "ws://host[:port][/path][?query]" or "wss://..." (autobahn parse_url accepts these). Writes
@@ -1168,8 +1226,8 @@ static const key_rule web_option_rules[] = {
         /* Options of Crossbar's HTTP services, which wampscope does not have. */
         K_IGN("access_log", KEY_IGN_BOOL),
         K_IGN("display_tracebacks", KEY_IGN_BOOL),
-        K_REFUSED("hsts", "HSTS is not supported (no TLS yet)"),
-        K_REFUSED("hsts_max_age", "HSTS is not supported (no TLS yet)"),
+        K_REFUSED("hsts", "HSTS is not supported"),
+        K_REFUSED("hsts_max_age", "HSTS is not supported"),
         K_REFUSED("client_timeout", "not supported"),
 };
 
@@ -2286,6 +2344,9 @@ void rt_config_free(rt_config *cfg)
         free(l->id);
         free(l->interface);
         free(l->unix_path);
+        free(l->tls_key);
+        free(l->tls_certificate);
+        free(l->tls_ciphers);
         free(l->path);
         free(l->anonymous_role);
     }

@@ -65,9 +65,14 @@ typedef struct rt_listener {
     char *interface; /* endpoint.interface; NULL = all interfaces (Crossbar's default) */
     int port;        /* endpoint.port, 0..65535 (0 = ephemeral); 0 for a Unix socket */
     char *unix_path; /* endpoint "type": "unix": the socket file's path; NULL for TCP */
-    char *path;      /* HTTP path of the WebSocket endpoint, "/" or "/ws" etc.; NULL for
-                      * RawSocket */
-    bool ser_json;   /* "serializers" contains "json" (default both) */
+    /* endpoint.tls (TCP only): TLS through lws's vhost TLS (wss://, rss://). All NULL = plain.
+     * The files were readable when the config was loaded. */
+    char *tls_key;         /* tls.key: PEM private key file */
+    char *tls_certificate; /* tls.certificate: PEM certificate file, chain appended */
+    char *tls_ciphers;     /* tls.ciphers: OpenSSL cipher list (TLS <= 1.2); NULL = default */
+    char *path;            /* HTTP path of the WebSocket endpoint, "/" or "/ws" etc.; NULL for
+                            * RawSocket */
+    bool ser_json;         /* "serializers" contains "json" (default both) */
     bool ser_msgpack;
     /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
      * enforces the largest power of two 512..16 MiB not above it (wamp_rawsock.h). */

@@ -285,6 +285,17 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     if (cfg->unix_path) {
         info.options |= LWS_SERVER_OPTION_UNIX_SOCK;
     }
+    if (cfg->tls_certificate) {
+        /* lws 4.1 loads the certificate with SSL_CTX_use_certificate_chain_file(): a chain
+         * appended to the file is sent too. A client that does not speak TLS fails its
+         * handshake and is dropped (no LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT). */
+        info.ssl_cert_filepath = cfg->tls_certificate;
+        info.ssl_private_key_filepath = cfg->tls_key;
+        info.ssl_cipher_list = cfg->tls_ciphers;
+        /* lws 4.1 sets up a vhost's TLS only when the vhost's own options carry this too
+         * (tls-server.c, lws_context_init_server_ssl). */
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    }
     /* lws 4.1.6 binds an IPv6 socket when IPv6 is enabled, and its lws_interface_to_sa() then
      * writes an IPv4 literal into the sockaddr_in6 at the wrong offset: "127.0.0.1" would
      * listen on all interfaces. An IPv4 literal therefore gets an IPv4-only vhost. */
@@ -301,8 +312,16 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
         } else {
             host_port(cfg, port, where, sizeof(where));
         }
-        snprintf(err, err_len, "cannot listen on %s (listener %s): %s", where,
-                 cfg->id ? cfg->id : "?", e ? strerror(e) : "see the log above");
+        if (cfg->tls_certificate) {
+            /* errno says nothing about a TLS failure; lws logged OpenSSL's reason. */
+            snprintf(err, err_len,
+                     "cannot listen on %s (listener %s) with certificate %s and key %s: see "
+                     "the log above",
+                     where, cfg->id ? cfg->id : "?", cfg->tls_certificate, cfg->tls_key);
+        } else {
+            snprintf(err, err_len, "cannot listen on %s (listener %s): %s", where,
+                     cfg->id ? cfg->id : "?", e ? strerror(e) : "see the log above");
+        }
         return WAMP_EIO;
     }
     ll->port = cfg->unix_path ? 0 : lws_get_vhost_listen_port(ll->vh);
@@ -363,6 +382,11 @@ wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char
     memset(&info, 0, sizeof(info));
     /* Vhosts are created one per listener below; the context only carries the router. */
     info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    for (size_t i = 0; i < l->cfg->n_listeners; i++) {
+        if (l->cfg->listeners[i].tls_certificate) {
+            info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        }
+    }
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.user = rt;
     l->ctx = lws_create_context(&info);
@@ -420,7 +444,7 @@ bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
         } else if (!host_port(cfg, l->listeners[i].port, where, sizeof(where))) {
             return false;
         } else {
-            n = snprintf(buf, len, "rs://%s", where);
+            n = snprintf(buf, len, "%s://%s", cfg->tls_certificate ? "rss" : "rs", where);
         }
         return n >= 0 && (size_t)n < len;
     }
@@ -428,7 +452,8 @@ bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
     if (!host_port(cfg, l->listeners[i].port, where, sizeof(where))) {
         return false;
     }
-    n = snprintf(buf, len, "ws://%s%s%s", where, path[0] == '/' ? "" : "/", path);
+    n = snprintf(buf, len, "%s://%s%s%s", cfg->tls_certificate ? "wss" : "ws", where,
+                 path[0] == '/' ? "" : "/", path);
     return n >= 0 && (size_t)n < len;
 }
 

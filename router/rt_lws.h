@@ -36,7 +36,7 @@ size_t rt_lws_listener_count(const rt_lws *l);
 int rt_lws_listener_port(const rt_lws *l, size_t i);
 /* Writes "ws://HOST:PORT/PATH" for listener i into buf (HOST: the interface, 0.0.0.0 for all
  * interfaces, IPv6 in brackets); "rs://HOST:PORT" or "rs://unix:PATH" for a RawSocket listener
- * (autobahn's URL forms). Returns false if buf is too small. */
+ * (autobahn's URL forms); "wss://", "rss://" with TLS. Returns false if buf is too small. */
 bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len);
 
 /* Runs the service loop. The first signal starts rt_router_begin_shutdown(); the loop ends

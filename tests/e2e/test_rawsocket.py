@@ -13,14 +13,17 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import stat
 import struct
+import subprocess
 import tempfile
 import time
 import unittest
 
 import msgpack
 from autobahn.asyncio.rawsocket import WampRawSocketClientFactory, WampRawSocketClientProtocol
+from autobahn.asyncio.websocket import WampWebSocketClientFactory
 from autobahn.exception import PayloadExceededError
 from autobahn.wamp.types import ComponentConfig, PublishOptions
 
@@ -82,7 +85,7 @@ class LimitedRawSocketProtocol(WampRawSocketClientProtocol):
 
 
 async def open_raw_session(realm, serializer, port=None, unix=None, length_exp=15,
-                           cls=h.Client):
+                           cls=h.Client, ssl_ctx=None):
     """An autobahn RawSocket session on 127.0.0.1:port or the Unix socket; waits for WELCOME."""
     loop = asyncio.get_running_loop()
     holder = {}
@@ -99,7 +102,8 @@ async def open_raw_session(realm, serializer, port=None, unix=None, length_exp=1
     if unix:
         conn = loop.create_unix_connection(factory, unix)
     else:
-        conn = loop.create_connection(factory, "127.0.0.1", port)
+        conn = loop.create_connection(factory, "127.0.0.1", port, ssl=ssl_ctx,
+                                      server_hostname="localhost" if ssl_ctx else None)
     _, proto = await h.step(conn)
     deadline = loop.time() + h.STEP_TIMEOUT
     while "session" not in holder:
@@ -488,6 +492,186 @@ class RawSocketTestCase(h.AsyncTestCase):
         acks = [x for x in recs if x["msg_type"] == "Published" and x["session_id"] == sid]
         self.assertEqual(len(acks), 1)
         self.assertEqual(acks[0]["direction"], "tx")
+
+
+# --- TLS ------------------------------------------------------------------------------------------
+
+def make_cert(tmp):
+    """A self-signed certificate for localhost / 127.0.0.1, made with the openssl CLI."""
+    key, cert = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-keyout", key, "-out", cert, "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return key, cert
+
+
+def write_tls_config(tmp, key, cert):
+    """configs/test-e2e.json plus a WebSocket and a RawSocket listener with TLS."""
+    with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/test-e2e.json"),
+              encoding="utf-8") as f:
+        cfg = json.load(f)
+    tls = {"key": key, "certificate": cert}
+    cfg["workers"][0]["transports"] += [
+        {"type": "websocket", "id": "wss_e2e", "url": "wss://localhost/secure",
+         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0, "tls": tls}},
+        {"type": "rawsocket", "id": "rss_e2e",
+         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0, "tls": tls}},
+    ]
+    path = os.path.join(tmp, "config.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    return path
+
+
+def read_to_eof(sock, timeout=10.0):
+    """Everything the peer sends until it closes (None if it does not close in time)."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+    except ConnectionResetError:
+        return data
+    except socket.timeout:
+        return None
+
+
+class TlsTestCase(h.AsyncTestCase):
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-tls-")
+        self.key, self.cert = make_cert(self.tmp)
+        self.router = h.RouterProc(config=write_tls_config(self.tmp, self.key, self.cert))
+        self.router.start()
+        wss = [u for u in self.router.urls if u.startswith("wss://")]
+        rss = [u for u in self.router.urls if u.startswith("rss://")]
+        self.assertEqual(len(wss), 1, self.router.urls)
+        self.assertEqual(len(rss), 1, self.router.urls)
+        self.wss_url = wss[0]
+        self.assertTrue(self.wss_url.endswith("/secure"), self.wss_url)
+        self.wss_port = int(self.wss_url.split(":")[2].split("/")[0])
+        self.rss_port = tcp_port(rss[0])
+        self.ctx = ssl.create_default_context(cafile=self.cert)
+        self._sessions = []
+
+    async def asyncTearDown(self):
+        try:
+            for s in reversed(self._sessions):
+                try:
+                    await s.close()
+                except Exception:
+                    s.abort_transport()
+        finally:
+            try:
+                self.router.stop()
+            finally:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    async def wss(self, ser):
+        loop = asyncio.get_running_loop()
+        holder = {}
+
+        def session_factory():
+            holder["s"] = h.Client(ComponentConfig(realm="realm1"))
+            return holder["s"]
+
+        url = "wss://localhost:%d/secure" % self.wss_port
+        factory = WampWebSocketClientFactory(session_factory, url=url,
+                                             serializers=[h.make_serializer(ser)])
+        _, proto = await h.step(loop.create_connection(factory, "127.0.0.1", self.wss_port,
+                                                       ssl=self.ctx,
+                                                       server_hostname="localhost"))
+        deadline = loop.time() + h.STEP_TIMEOUT
+        while "s" not in holder:
+            if loop.time() > deadline:
+                raise AssertionError("wss opening handshake did not complete")
+            await asyncio.sleep(0.005)
+        s = holder["s"]
+        s.ws = proto
+        self._sessions.append(s)
+        await h.step(asyncio.shield(s.joined))
+        self.assertTrue(proto.transport.get_extra_info("ssl_object") is not None)
+        return s
+
+    async def rss(self, ser):
+        s = await open_raw_session("realm1", ser, port=self.rss_port, ssl_ctx=self.ctx)
+        self._sessions.append(s)
+        self.assertTrue(s.ws.transport.get_extra_info("ssl_object") is not None)
+        return s
+
+    async def rpc_between_tls_clients(self, tag):
+        a = await self.wss("json")
+        b = await self.rss("msgpack")
+        proc = h.uri(self, "tls_" + tag)
+        await h.step(b.register(lambda *x, **k: {"a": list(x), "k": k}, proc))
+        self.assertEqual(await h.step(a.call(proc, *h.ARGS, **h.KWARGS)),
+                         {"a": h.ARGS, "k": h.KWARGS})
+        topic = h.uri(self, "tls_topic_" + tag)
+        got = asyncio.get_running_loop().create_future()
+        await h.step(a.subscribe(lambda v: got.set_result(v), topic))
+        await h.step(b.publish(topic, "over rss", options=PublishOptions(acknowledge=True)))
+        self.assertEqual(await h.step(got), "over rss")
+        # A large message crosses TLS in pieces.
+        big = "y" * (1024 * 1024)
+        self.assertEqual(await h.step(a.call(proc, big)), {"a": [big], "k": {}})
+
+    async def test_wss_and_rss_with_autobahn(self):
+        await self.rpc_between_tls_clients("first")
+
+    async def test_plain_clients_on_tls_ports_fail_cleanly(self):
+        # A RawSocket handshake in clear text on the rss port.
+        sock = socket.create_connection(("127.0.0.1", self.rss_port), timeout=10)
+        sock.sendall(bytes([MAGIC, 0xF1, 0, 0]))
+        data = read_to_eof(sock)
+        sock.close()
+        self.assertIsNotNone(data, "the router did not close a plain connection")
+        self.assertFalse(data.startswith(bytes([MAGIC])), "answered in clear text: %r" % data)
+        # A plain WebSocket upgrade on the wss port.
+        sock = socket.create_connection(("127.0.0.1", self.wss_port), timeout=10)
+        sock.sendall(b"GET /secure HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+                     b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: wamp.2.json\r\n\r\n")
+        data = read_to_eof(sock)
+        sock.close()
+        self.assertIsNotNone(data, "the router did not close a plain connection")
+        self.assertNotIn(b"101", data[:20])
+        # A TLS client that does not trust the certificate is refused by its own side; the
+        # router goes on serving.
+        with self.assertRaises(ssl.SSLError):
+            bad = ssl.create_default_context()
+            with socket.create_connection(("127.0.0.1", self.rss_port), timeout=10) as raw:
+                with bad.wrap_socket(raw, server_hostname="localhost"):
+                    pass
+        await self.rpc_between_tls_clients("after")
+
+
+class TlsConfigTestCase(unittest.TestCase):
+    def test_unreadable_tls_files_refused_at_start(self):
+        tmp = tempfile.mkdtemp(prefix="wampscope-tls-")
+        try:
+            key, cert = make_cert(tmp)
+            missing = os.path.join(tmp, "missing-key.pem")
+            r = h.RouterProc(config=write_tls_config(tmp, missing, cert))
+            self.addCleanup(r.cleanup)  # stops it should it start after all
+            with self.assertRaises(AssertionError) as cm:
+                r.start()
+            self.assertIn("endpoint.tls.key: cannot read \"%s\": No such file or directory"
+                          % missing, str(cm.exception))
+            # A readable file that is not a certificate: lws refuses it when listening.
+            junk = os.path.join(tmp, "junk.pem")
+            with open(junk, "w", encoding="utf-8") as f:
+                f.write("not a certificate\n")
+            r = h.RouterProc(config=write_tls_config(tmp, key, junk))
+            self.addCleanup(r.cleanup)
+            with self.assertRaises(AssertionError) as cm:
+                r.start()
+            self.assertIn("cannot listen on 127.0.0.1:0 (listener wss_e2e)", str(cm.exception))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

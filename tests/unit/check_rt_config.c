@@ -520,6 +520,26 @@ START_TEST(test_rawsocket_transports)
     ck_assert_uint_eq(cfg->listeners[3].max_message_size, 16777216); /* limits default */
     ck_assert_int_eq(cfg->listeners[0].kind, RT_TRANSPORT_WEBSOCKET);
     ck_assert_ptr_null(cfg->listeners[0].unix_path);
+    ck_assert_ptr_null(cfg->listeners[0].tls_certificate);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* TLS file names are kept as given (readable files: /dev/null stands in for PEM files here;
+ * lws checks their content when it creates the vhost). */
+START_TEST(test_tls_endpoint)
+{
+    rt_config *cfg = load_ok(WITH_T(
+            "{'type':'websocket','endpoint':{'type':'tcp','port':8443,'tls':{'key':'/dev/null',"
+            "'certificate':'/dev/null','ciphers':'ECDHE-RSA-AES128-GCM-SHA256'}}},"
+            "{'type':'rawsocket','endpoint':{'type':'tcp','port':8444,'tls':{'key':'/dev/null',"
+            "'certificate':'/dev/null'}}}"));
+    ck_assert_str_eq(cfg->listeners[0].tls_key, "/dev/null");
+    ck_assert_str_eq(cfg->listeners[0].tls_certificate, "/dev/null");
+    ck_assert_str_eq(cfg->listeners[0].tls_ciphers, "ECDHE-RSA-AES128-GCM-SHA256");
+    ck_assert_str_eq(cfg->listeners[1].tls_certificate, "/dev/null");
+    ck_assert_ptr_null(cfg->listeners[1].tls_ciphers);
     rt_config_free(cfg);
 }
 
@@ -1034,8 +1054,36 @@ static const refusal refusals[] = {
          P_T ".endpoint.port: must be an integer 0..65535"},
         {WITH_EP("{'type':'tcp','port':8080.5}"),
          P_T ".endpoint.port: must be an integer 0..65535"},
-        {WITH_EP("{'type':'tcp','port':8443,'tls':{'key':'k','certificate':'c'}}"),
-         P_T ".endpoint.tls: TLS is not supported yet (terminate TLS in a reverse proxy)"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'key':'/nonexistent/k.pem',"
+                 "'certificate':'/nonexistent/c.pem'}}"),
+         P_T ".endpoint.tls.certificate: cannot read \"/nonexistent/c.pem\": No such file or "
+             "directory"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'key':'k'}}"),
+         P_T ".endpoint.tls.certificate: is required"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'certificate':''}}"),
+         P_T ".endpoint.tls.certificate: must not be empty"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'certificate':'/dev/null'}}"),
+         P_T ".endpoint.tls.key: is required"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'certificate':'/dev/null','key':'/nonexistent/"
+                 "k.pem'}}"),
+         P_T ".endpoint.tls.key: cannot read \"/nonexistent/k.pem\": No such file or directory"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'certificate':'/dev/null','key':'/dev/null',"
+                 "'ciphers':''}}"),
+         P_T ".endpoint.tls.ciphers: must not be empty"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'chain_certificates':[]}}"),
+         P_T ".endpoint.tls.chain_certificates: not supported: append the chain certificates to "
+             "the \"certificate\" file (PEM)"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'ca_certificates':[]}}"),
+         P_T ".endpoint.tls.ca_certificates: client certificate verification is not supported "
+             "yet"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'dhparam':'dh.pem'}}"),
+         P_T ".endpoint.tls.dhparam: not supported (lws 4.1 has no DH parameter setting; ECDHE "
+             "cipher suites need none)"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'bogus':1}}"),
+         P_T ".endpoint.tls.bogus: unknown key"},
+        {WITH_EP("{'type':'tcp','port':8443,'tls':'yes'}"), P_T ".endpoint.tls: must be an object"},
+        {WITH_T("{'type':'rawsocket','endpoint':{'type':'unix','path':'/tmp/s','tls':{}}}"),
+         P_T ".endpoint.tls: unknown key"},
         {WITH_EP("{'type':'unix','path':'/tmp/s'}"),
          P_T ".endpoint.type: Unix socket endpoints are supported for rawsocket transports "
              "only"},
@@ -1120,7 +1168,7 @@ static const refusal refusals[] = {
         /* Web transports. */
         {WITH_WEB("'bogus':1,'paths':{}"), P_T ".bogus: unknown key"},
         {WITH_WEB("'options':{'hsts':true},'paths':{}"),
-         P_T ".options.hsts: HSTS is not supported (no TLS yet)"},
+         P_T ".options.hsts: HSTS is not supported"},
         {WITH_WEB("'url':'ws://x/'"), P_T ".url: unknown key"},
         {WITH_T("{'type':'web','paths':{'ws':{'type':'websocket'}}}"),
          P_T ".endpoint: is required"},
@@ -1445,6 +1493,7 @@ static Suite *rt_config_suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_default_config);
     tcase_add_test(tc, test_rawsocket_transports);
+    tcase_add_test(tc, test_tls_endpoint);
     tcase_add_test(tc, test_default_file_matches_embedded);
     tcase_add_test(tc, test_e2e_config);
     tcase_add_test(tc, test_e2e_mgmt_config);
