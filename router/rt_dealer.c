@@ -429,11 +429,19 @@ wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
                                  "no such registration for this session");
 }
 
+static void local_reply_fini(rt_local_reply *reply)
+{
+    json_decref(reply->args);
+    json_decref(reply->kwargs);
+    wamp_buf_unref(&reply->args_encoded);
+    reply->args = reply->kwargs = NULL;
+}
+
 static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *m)
 {
     json_t *empty_args = m->args ? NULL : json_array();
     json_t *empty_kw = m->kwargs ? NULL : json_object();
-    rt_local_reply reply = {NULL, NULL, NULL};
+    rt_local_reply reply = {NULL, NULL, NULL, NULL};
     wamp_err err = WAMP_ENOMEM;
     if ((m->args || empty_args) && (m->kwargs || empty_kw)) {
         err = reg->fn(reg->fn_ctx, s, m->args ? m->args : empty_args,
@@ -442,21 +450,30 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
     json_decref(empty_args);
     json_decref(empty_kw);
     if (err == WAMP_ENOMEM) {
-        json_decref(reply.args);
-        json_decref(reply.kwargs);
+        local_reply_fini(&reply);
         return err;
     }
     if (err != WAMP_OK) {
         RT_LOG_WARN(s->id, "local procedure %s failed: %s", reg->uri, wamp_strerror(err));
-        json_decref(reply.args);
-        json_decref(reply.kwargs);
+        local_reply_fini(&reply);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, RT_ERROR_RUNTIME,
                                      "internal error in router procedure");
     }
     RT_TRACE_LAST(s->rt);
     if (reply.error_uri) {
+        wamp_buf_unref(&reply.args_encoded);
         return rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, m->id, NULL, reply.error_uri,
                                                      reply.args, reply.kwargs));
+    }
+    if (reply.args_encoded) {
+        err = rt_session_send_with_tail(s, wamp_msg_new_result(m->id, NULL, NULL, NULL),
+                                        reply.args_encoded);
+        local_reply_fini(&reply);
+        if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
+            return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                         "the result exceeds the caller's message size limit");
+        }
+        return err;
     }
     return rt_session_send(s, wamp_msg_new_result(m->id, NULL, reply.args, reply.kwargs));
 }

@@ -66,6 +66,10 @@ typedef struct rt_local_reply {
     const char *error_uri; /* static or otherwise outliving the call */
     json_t *args;
     json_t *kwargs;
+    /* Instead of args, for a result: the Arguments list already encoded in the caller's
+     * serializer (rt_session_ser(caller)); one reference, owned by the reply. Large replies
+     * rendered straight to the wire (get_trace_data pages) go out this way. */
+    wamp_buf *args_encoded;
 } rt_local_reply;
 
 /* Runs synchronously inside the CALL. args/kwargs/details are borrowed (never NULL: empty

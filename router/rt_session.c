@@ -23,6 +23,7 @@
 #include "wamp_codec.h"
 #include "wamp_id.h"
 #include "wamp_uri.h"
+#include "wamp_wr.h"
 
 #define RT_AGENT "wampscope-" RT_VERSION
 
@@ -146,6 +147,30 @@ wamp_err rt_session_send(rt_session *s, json_t *msg_take)
     rt_encoded e;
     rt_encoded_init(&e, msg_take);
     wamp_err err = rt_session_send_encoded(s, &e);
+    rt_encoded_fini(&e);
+    return err;
+}
+
+wamp_err rt_session_send_with_tail(rt_session *s, json_t *head_take, const wamp_buf *tail)
+{
+    rt_encoded e;
+    rt_encoded_init(&e, head_take);
+    if (!head_take) {
+        return WAMP_ENOMEM;
+    }
+    wamp_wr w;
+    wamp_wr_init(&w, s->ser, wamp_buf_len(tail) + 64, 0);
+    wamp_wr_array(&w, json_array_size(head_take) + 1);
+    for (size_t i = 0; i < json_array_size(head_take); i++) {
+        wamp_wr_json(&w, json_array_get(head_take, i));
+    }
+    wamp_wr_raw(&w, wamp_buf_cdata(tail), wamp_buf_len(tail));
+    wamp_wr_end(&w);
+    wamp_err err = wamp_wr_finish_buf(&w, &e.buf[s->ser]);
+    wamp_wr_fini(&w);
+    if (err == WAMP_OK) {
+        err = rt_session_send_encoded(s, &e);
+    }
     rt_encoded_fini(&e);
     return err;
 }

@@ -66,6 +66,11 @@ void rt_encoded_fini(rt_encoded *e);
  * queued (the caller may answer with wamp.error.payload_size_exceeded). WAMP_ENOMEM: allocation
  * failure. WAMP_EINVAL: the message cannot be encoded in s's serializer (not queued). */
 wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e);
+/* Queues the message head_take (a message list, consumed) with one more element appended whose
+ * encoding in s's serializer is tail (borrowed; e.g. a reply's Arguments rendered straight to
+ * the wire), without decoding tail. Same rules as rt_session_send_encoded(); tracing sees head's
+ * type and the whole encoded message. */
+wamp_err rt_session_send_with_tail(rt_session *s, json_t *head_take, const wamp_buf *tail);
 /* Queues one message to s (consumes msg_take, which may be NULL after a failed builder:
  * WAMP_ENOMEM). Same rules as rt_session_send_encoded(). */
 wamp_err rt_session_send(rt_session *s, json_t *msg_take);

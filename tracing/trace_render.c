@@ -79,21 +79,138 @@ static void redact_again(json_t *msg)
     }
 }
 
-static json_t *render_msg(const trace_record *r, bool app_payload)
+/* The record's message: the stored bytes as they are when they are in w's serializer and need
+ * no change, else decoded, stripped / redacted, and written as a value. null when no bytes were
+ * kept or they do not decode. */
+static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
 {
+    if (!r->wire) {
+        wamp_wr_null(w);
+        return;
+    }
+    bool marker = trace_record_is_marker(r);
+    int type = r->msg_type;
+    /* msg_type 0: the received bytes did not decode; anything else decoded when captured. */
+    bool as_stored = marker || (type != 0 && type != WAMP_MSG_AUTHENTICATE &&
+                                type != WAMP_MSG_CHALLENGE && (app_payload || !args_index(type)));
+    if (as_stored && w->ser == r->wire_ser) {
+        wamp_wr_raw(w, wamp_buf_cdata(r->wire), wamp_buf_len(r->wire));
+        return;
+    }
     json_t *msg = NULL;
-    if (!r->wire || wamp_codec_decode((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire),
-                                      wamp_buf_len(r->wire), &msg, NULL, 0) != WAMP_OK) {
-        return json_null();
+    if (wamp_codec_decode((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire), wamp_buf_len(r->wire),
+                          &msg, NULL, 0) != WAMP_OK) {
+        wamp_wr_null(w);
+        return;
     }
-    if (trace_record_is_marker(r)) {
-        return msg;
+    if (!marker) {
+        if (!app_payload) {
+            strip_payload(msg);
+        }
+        redact_again(msg);
     }
-    if (!app_payload) {
-        strip_payload(msg);
+    wamp_wr_json(w, msg);
+    json_decref(msg);
+}
+
+static void write_record(wamp_wr *w, const trace_record *r, bool app_payload)
+{
+    const trace_peer *p = r->peer;
+    size_t n_sers = 0;
+    for (int s = 1; s < WAMP_SER_COUNT; s++) {
+        n_sers += r->ser_bytes[s] != 0;
     }
-    redact_again(msg);
-    return msg;
+    wamp_wr_map(w, r->dropped ? 16 : 15);
+    wamp_wr_key(w, "seq");
+    wamp_wr_int(w, (int64_t)r->seq);
+    wamp_wr_key(w, "pc");
+    wamp_wr_real(w, trace_ns_to_seconds(r->pc_ns));
+    wamp_wr_key(w, "ts");
+    wamp_wr_real(w, trace_ns_to_seconds(r->ts_ns));
+    wamp_wr_key(w, "direction");
+    wamp_wr_str_or_null(w, trace_dir_name(r->dir));
+    wamp_wr_key(w, "msg_type");
+    wamp_wr_str(w, trace_msg_type_title(r->msg_type));
+    wamp_wr_key(w, "realm");
+    wamp_wr_str_or_null(w, p ? trace_peer_realm(p) : NULL);
+    wamp_wr_key(w, "session_id");
+    if (p) {
+        wamp_wr_int(w, (int64_t)trace_peer_session_id(p));
+    } else {
+        wamp_wr_null(w);
+    }
+    wamp_wr_key(w, "authid");
+    wamp_wr_str_or_null(w, p ? trace_peer_authid(p) : NULL);
+    wamp_wr_key(w, "authrole");
+    wamp_wr_str_or_null(w, p ? trace_peer_authrole(p) : NULL);
+    wamp_wr_key(w, "correlation");
+    if (r->flags & TRACE_CORR_HAS) {
+        char uuid[TRACE_UUID_STRLEN];
+        trace_uuid_format(r->corr, uuid);
+        wamp_wr_str(w, uuid);
+    } else {
+        wamp_wr_null(w);
+    }
+    wamp_wr_key(w, "correlation_is_anchor");
+    wamp_wr_bool(w, r->flags & TRACE_CORR_ANCHOR);
+    wamp_wr_key(w, "correlation_is_last");
+    wamp_wr_bool(w, r->flags & TRACE_CORR_LAST);
+    wamp_wr_key(w, "uri");
+    wamp_wr_str_or_null(w, r->uri ? trace_str_get(r->uri) : NULL);
+    wamp_wr_key(w, "serializations");
+    wamp_wr_map(w, n_sers);
+    for (int s = 1; s < WAMP_SER_COUNT; s++) {
+        if (r->ser_bytes[s]) {
+            wamp_wr_key(w, wamp_ser_name((wamp_ser)s));
+            wamp_wr_int(w, r->ser_bytes[s]);
+        }
+    }
+    wamp_wr_end(w);
+    wamp_wr_key(w, "msg");
+    write_msg(w, r, app_payload);
+    if (r->dropped) {
+        wamp_wr_key(w, "dropped");
+        wamp_wr_str(w, r->dropped);
+    }
+    wamp_wr_end(w);
+}
+
+json_t *trace_render_record(const trace_record *r, bool app_payload)
+{
+    wamp_wr w;
+    json_t *out = NULL;
+    wamp_wr_init(&w, WAMP_WR_TREE, 0, 0);
+    write_record(&w, r, app_payload);
+    (void)wamp_wr_finish_tree(&w, &out);
+    wamp_wr_fini(&w);
+    return out;
+}
+
+void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit,
+                             wamp_wr *w)
+{
+    const trace_store *st = trace_get_store(t);
+    bool app_payload = trace_get_options(t)->trace_app_payload;
+    uint64_t first, count;
+    if (!trace_store_range(st, from_seq, to_seq, limit, &first, &count)) {
+        first = count = 0;
+    }
+    wamp_wr_array(w, (size_t)count);
+    for (uint64_t seq = first; seq < first + count && wamp_wr_error(w) == WAMP_OK; seq++) {
+        write_record(w, trace_store_get(st, seq), app_payload);
+    }
+    wamp_wr_end(w);
+}
+
+json_t *trace_render_records(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit)
+{
+    wamp_wr w;
+    json_t *out = NULL;
+    wamp_wr_init(&w, WAMP_WR_TREE, 0, 0);
+    trace_render_records_to(t, from_seq, to_seq, limit, &w);
+    (void)wamp_wr_finish_tree(&w, &out);
+    wamp_wr_fini(&w);
+    return out;
 }
 
 static json_t *str_or_null(const char *s)
@@ -115,89 +232,6 @@ static bool set_all(json_t *obj, const char *const *keys, json_t **vals, size_t 
         }
     }
     return ok;
-}
-
-json_t *trace_render_record(const trace_record *r, bool app_payload)
-{
-    static const char *const keys[] = {"seq",
-                                       "pc",
-                                       "ts",
-                                       "direction",
-                                       "msg_type",
-                                       "realm",
-                                       "session_id",
-                                       "authid",
-                                       "authrole",
-                                       "correlation",
-                                       "correlation_is_anchor",
-                                       "correlation_is_last",
-                                       "uri",
-                                       "serializations",
-                                       "msg"};
-
-    enum {
-        N_KEYS = sizeof(keys) / sizeof(keys[0])
-    };
-
-    char uuid[TRACE_UUID_STRLEN];
-    json_t *sers = json_object();
-    for (int s = 1; sers && s < WAMP_SER_COUNT; s++) {
-        if (r->ser_bytes[s] &&
-            json_object_set_new(sers, wamp_ser_name((wamp_ser)s), json_integer(r->ser_bytes[s]))) {
-            json_decref(sers);
-            sers = NULL;
-        }
-    }
-    if (r->flags & TRACE_CORR_HAS) {
-        trace_uuid_format(r->corr, uuid);
-    }
-    const trace_peer *p = r->peer;
-    json_t *vals[N_KEYS] = {
-            json_integer((json_int_t)r->seq),
-            json_real(trace_ns_to_seconds(r->pc_ns)),
-            json_real(trace_ns_to_seconds(r->ts_ns)),
-            str_or_null(trace_dir_name(r->dir)),
-            json_string(trace_msg_type_title(r->msg_type)),
-            str_or_null(p ? trace_peer_realm(p) : NULL),
-            p ? json_integer((json_int_t)trace_peer_session_id(p)) : json_null(),
-            str_or_null(p ? trace_peer_authid(p) : NULL),
-            str_or_null(p ? trace_peer_authrole(p) : NULL),
-            str_or_null((r->flags & TRACE_CORR_HAS) ? uuid : NULL),
-            json_boolean(r->flags & TRACE_CORR_ANCHOR),
-            json_boolean(r->flags & TRACE_CORR_LAST),
-            str_or_null(r->uri ? trace_str_get(r->uri) : NULL),
-            sers,
-            render_msg(r, app_payload),
-    };
-    json_t *obj = json_object();
-    if (!set_all(obj, keys, vals, N_KEYS)) {
-        json_decref(obj);
-        return NULL;
-    }
-    if (r->dropped && json_object_set_new(obj, "dropped", json_string(r->dropped)) != 0) {
-        json_decref(obj);
-        return NULL;
-    }
-    return obj;
-}
-
-json_t *trace_render_records(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit)
-{
-    const trace_store *st = trace_get_store(t);
-    bool app_payload = trace_get_options(t)->trace_app_payload;
-    uint64_t first, count;
-    json_t *arr = json_array();
-    if (!arr || !trace_store_range(st, from_seq, to_seq, limit, &first, &count)) {
-        return arr;
-    }
-    for (uint64_t seq = first; seq < first + count; seq++) {
-        if (json_array_append_new(
-                    arr, trace_render_record(trace_store_get(st, seq), app_payload)) != 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
 }
 
 static json_t *iso_or_null(uint64_t ts_ns, bool set)

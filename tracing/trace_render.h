@@ -17,6 +17,7 @@
 
 #include "trace.h"
 #include "trace_record.h"
+#include "wamp_wr.h"
 
 /* "2017-08-15T20:36:36.597Z": ISO-8601 UTC with milliseconds; 24 characters + NUL. */
 #define TRACE_ISO_LEN 25
@@ -34,6 +35,12 @@ json_t *trace_render_record(const trace_record *r, bool app_payload);
  * first, at most limit (see trace_store_range()), as an array of record objects rendered with
  * t's trace_app_payload option. */
 json_t *trace_render_records(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit);
+
+/* The same array written into w (any serializer, or tree mode) without building JSON values
+ * for the stored messages where w's serializer is theirs: those bytes are copied as they are
+ * (get_trace_data pages go out this way). Errors are left in w (wamp_wr_error()). */
+void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit,
+                             wamp_wr *w);
 
 /* Trace metadata: {id, node_id, worker_id, status, started, ended, runtime, options, first_seq,
  * next_seq, records, dropped, bytes, persistent_id, stop_reason}. node_id / worker_id are

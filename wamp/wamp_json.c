@@ -82,20 +82,28 @@ static int json_sink_write(const char *p, size_t n, void *data)
     return 0;
 }
 
-wamp_err wamp_json_encode(const json_t *value, wamp_buf **out)
+wamp_err wamp_json_encode_append(const json_t *value, wamp_buf **buf)
 {
-    struct json_sink s = {.buf = wamp_buf_new(JSON_OUT_MIN), .err = WAMP_OK};
-    *out = NULL;
-    if (!s.buf) {
-        return WAMP_ENOMEM;
-    }
-    s.cur = wamp_buf_data(s.buf);
-    s.end = s.cur + JSON_OUT_MIN;
-    if (json_dump_callback(value, json_sink_write, &s, JSON_ENCODE_FLAGS) != 0) {
-        wamp_buf_unref(&s.buf);
+    struct json_sink s = {.buf = *buf, .err = WAMP_OK};
+    s.cur = s.end = wamp_buf_data(s.buf) + wamp_buf_len(s.buf);
+    int rc = json_dump_callback(value, json_sink_write, &s, JSON_ENCODE_FLAGS);
+    json_sink_commit(&s);
+    *buf = s.buf;
+    if (rc != 0) {
         return s.err != WAMP_OK ? s.err : WAMP_EINVAL;
     }
-    json_sink_commit(&s);
-    *out = s.buf;
     return WAMP_OK;
+}
+
+wamp_err wamp_json_encode(const json_t *value, wamp_buf **out)
+{
+    *out = wamp_buf_new(JSON_OUT_MIN);
+    if (!*out) {
+        return WAMP_ENOMEM;
+    }
+    wamp_err err = wamp_json_encode_append(value, out);
+    if (err != WAMP_OK) {
+        wamp_buf_unref(out);
+    }
+    return err;
 }

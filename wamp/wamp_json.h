@@ -27,4 +27,8 @@ wamp_err wamp_json_decode(const void *data, size_t len, json_t **out, char *why,
  * if the buffer cannot grow. *out is NULL after failure. */
 wamp_err wamp_json_encode(const json_t *value, wamp_buf **out);
 
+/* Appends the encoding of value to *buf (unshared; may move). On failure *buf keeps what was
+ * written before the call plus possibly part of the value: callers discard it. */
+wamp_err wamp_json_encode_append(const json_t *value, wamp_buf **buf);
+
 #endif /* WAMP_JSON_H */

@@ -707,22 +707,26 @@ static wamp_err mp_put(struct mp_enc *e, const json_t *v, unsigned depth)
     return WAMP_EINVAL;
 }
 
-wamp_err wamp_msgpack_encode(const json_t *value, wamp_buf **out)
+wamp_err wamp_msgpack_encode_append(const json_t *value, wamp_buf **buf)
 {
-    struct mp_enc e = {.buf = wamp_buf_new(MP_OUT_MIN), .err = WAMP_OK};
-    *out = NULL;
-    if (!e.buf) {
-        return WAMP_ENOMEM;
-    }
-    e.cur = wamp_buf_data(e.buf);
-    e.end = e.cur + MP_OUT_MIN;
+    struct mp_enc e = {.buf = *buf, .err = WAMP_OK};
+    e.cur = e.end = wamp_buf_data(e.buf) + wamp_buf_len(e.buf);
     msgpack_packer_init(&e.pk, &e, mp_write);
     wamp_err err = mp_put(&e, value, 1);
-    if (err != WAMP_OK) {
-        wamp_buf_unref(&e.buf);
-        return err;
-    }
     mp_commit(&e);
-    *out = e.buf;
-    return WAMP_OK;
+    *buf = e.buf;
+    return err;
+}
+
+wamp_err wamp_msgpack_encode(const json_t *value, wamp_buf **out)
+{
+    *out = wamp_buf_new(MP_OUT_MIN);
+    if (!*out) {
+        return WAMP_ENOMEM;
+    }
+    wamp_err err = wamp_msgpack_encode_append(value, out);
+    if (err != WAMP_OK) {
+        wamp_buf_unref(out);
+    }
+    return err;
 }

@@ -29,4 +29,8 @@ wamp_err wamp_msgpack_decode(const void *data, size_t len, json_t **out, char *w
  * reference cycles) or sizes above 2^32 - 1; WAMP_ENOMEM. *out is NULL after failure. */
 wamp_err wamp_msgpack_encode(const json_t *value, wamp_buf **out);
 
+/* Appends the encoding of value to *buf (unshared; may move). On failure *buf keeps what was
+ * written before the call plus possibly part of the value: callers discard it. */
+wamp_err wamp_msgpack_encode_append(const json_t *value, wamp_buf **buf);
+
 #endif /* WAMP_MSGPACK_H */

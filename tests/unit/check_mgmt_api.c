@@ -292,6 +292,74 @@ START_TEST(test_crossbar_aliases)
 
 END_TEST
 
+/* get_trace_data pages are written straight in the caller's serializer: a MessagePack and a
+ * JSON management session read the same records (stored in both serializers), and a page too
+ * large for the caller's transport is refused with payload_size_exceeded, not cut. */
+START_TEST(test_pages_in_both_serializers_and_size_limit)
+{
+    json_t *m = call("start_trace", "[\"testnode\", \"router1\", \"t\"]", NULL);
+    json_decref(m);
+    for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+        fake_conn *app = fake_conn_new_joined(T.rt, (wamp_ser)ser, "realm1");
+        fake_conn_send(app, "[48, 1, {}, \"com.nobody\", [1, \"\\u0000AQID\", {\"k\": 2.5}]]");
+        fake_conn_send(app, "[16, 2, {\"acknowledge\": true}, \"com.t\", [\"h\\u00e9\"]]");
+        fake_conn_free(app);
+    }
+    static const char page_kw[] = "{\"node_id\": \"testnode\", \"worker_id\": \"router1\", "
+                                  "\"trace_id\": \"t\", \"limit\": 100}";
+    json_t *by_json = call("get_trace_data", NULL, page_kw);
+    json_t *recs = result(by_json);
+    /* HELLO, WELCOME, CALL, ERROR, PUBLISH, PUBLISHED (x2 serializers), GOODBYE... at least. */
+    ck_assert_int_ge((int)json_array_size(recs), 12);
+    fake_conn *mp = fake_conn_new_joined(T.rt, WAMP_SER_MSGPACK, "mgmt");
+    fake_conn_send(mp, "[48, 5, {}, \"crossbarfabriccenter.get_trace_data\", [], %s]", page_kw);
+    json_t *by_mp = fake_conn_next(mp);
+    ck_assert_int_eq(fake_msg_int(by_mp, 0), WAMP_MSG_RESULT);
+    json_t *mp_recs = json_array_get(json_array_get(by_mp, 3), 0);
+    /* The MessagePack session's own HELLO/WELCOME and this CALL came after the JSON page. */
+    ck_assert_int_ge((int)json_array_size(mp_recs), (int)json_array_size(recs));
+    for (size_t i = 0; i < json_array_size(recs); i++) {
+        ck_assert(json_equal(json_array_get(recs, i), json_array_get(mp_recs, i)));
+    }
+    /* The CALL's binary argument is binary in both (JSON convention string after decoding). */
+    json_t *call_rec = NULL;
+    for (size_t i = 0; i < json_array_size(recs) && !call_rec; i++) {
+        json_t *r = json_array_get(recs, i);
+        if (strcmp(json_string_value(json_object_get(r, "msg_type")), "Call") == 0) {
+            call_rec = r;
+        }
+    }
+    ck_assert_ptr_nonnull(call_rec);
+    json_t *bin = json_array_get(json_array_get(json_object_get(call_rec, "msg"), 4), 1);
+    ck_assert_uint_eq(json_string_length(bin), 5);
+    ck_assert_mem_eq(json_string_value(bin), "\0AQID", 5);
+    json_decref(by_json);
+    json_decref(by_mp);
+    fake_conn_free(mp);
+    /* A transport limit of 600 bytes: the 100-record page does not fit, one record does. */
+    for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+        rt_peer peer;
+        memset(&peer, 0, sizeof(peer));
+        snprintf(peer.addr, sizeof(peer.addr), "127.0.0.1:50001");
+        peer.is_loopback = true;
+        peer.max_message_size = 600;
+        fake_conn *small = fake_conn_new_peer(T.rt, (wamp_ser)ser, &peer);
+        fake_conn_join(small, "mgmt");
+        fake_conn_send(small, "[48, 6, {}, \"crossbarfabriccenter.get_trace_data\", [], %s]",
+                       page_kw);
+        fake_expect_error(small, WAMP_MSG_CALL, 6, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED);
+        fake_conn_send(small, "[48, 7, {}, \"crossbarfabriccenter.get_trace_data\", "
+                              "[\"testnode\", \"router1\", \"t\", 0, 0, 1]]");
+        json_t *one = fake_conn_next(small);
+        ck_assert_int_eq(fake_msg_int(one, 0), WAMP_MSG_RESULT);
+        ck_assert_int_eq((int)json_array_size(json_array_get(json_array_get(one, 3), 0)), 1);
+        json_decref(one);
+        fake_conn_free(small);
+    }
+}
+
+END_TEST
+
 static Suite *mgmt_api_suite(void)
 {
     Suite *s = suite_create("mgmt_api");
@@ -304,6 +372,7 @@ static Suite *mgmt_api_suite(void)
     tcase_add_test(tc, test_live_topics);
     tcase_add_test(tc, test_mark_trace);
     tcase_add_test(tc, test_crossbar_aliases);
+    tcase_add_test(tc, test_pages_in_both_serializers_and_size_limit);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -15,6 +15,7 @@
 #include "trace_store.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
+#include "wamp_wr.h"
 
 #define PC0 ((uint64_t)129852050601509u)     /* 129852.050601509 s */
 #define TS0 ((uint64_t)1502829396597845600u) /* 2017-08-15T20:36:36.597Z */
@@ -454,6 +455,120 @@ START_TEST(test_period_render)
 
 END_TEST
 
+/* --- pages written straight to the wire ---------------------------------------------------- */
+
+/* trace_render_records_to() in JSON and in MessagePack decodes to exactly the tree that
+ * trace_render_records() builds, for every kind of record: both serializers' stored bytes (the
+ * one copied as it is, the other transcoded), binary payloads, stripped payloads, secrets,
+ * malformed and undecodable input, markers, dropped tx records, peers and correlation. */
+static void assert_wire_pages_equal_tree(const trace *t)
+{
+    json_t *tree = trace_render_records(t, 0, TRACE_SEQ_NONE, 1000);
+    ck_assert_ptr_nonnull(tree);
+    ck_assert_uint_ge(json_array_size(tree), 10);
+    for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+        wamp_wr w;
+        wamp_wr_init(&w, ser, 16, 0);
+        trace_render_records_to(t, 0, TRACE_SEQ_NONE, 1000, &w);
+        wamp_buf *out = NULL;
+        ck_assert_int_eq(wamp_wr_finish_buf(&w, &out), WAMP_OK);
+        wamp_wr_fini(&w);
+        json_t *back = NULL;
+        char why[128] = "";
+        ck_assert_msg(wamp_codec_decode((wamp_ser)ser, wamp_buf_cdata(out), wamp_buf_len(out),
+                                        &back, why, sizeof(why)) == WAMP_OK,
+                      "ser %d: %s", ser, why);
+        char *g = json_dumps(back, JSON_COMPACT | JSON_SORT_KEYS);
+        char *e = json_dumps(tree, JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_msg(json_equal(back, tree), "ser %d:\n got %.1500s\nwant %.1500s", ser, g, e);
+        free(g);
+        free(e);
+        json_decref(back);
+        /* A page larger than the limit is refused, not cut. */
+        wamp_wr_init(&w, ser, 16, wamp_buf_len(out) - 1);
+        trace_render_records_to(t, 0, TRACE_SEQ_NONE, 1000, &w);
+        wamp_buf *cut = NULL;
+        ck_assert_int_eq(wamp_wr_finish_buf(&w, &cut), WAMP_ETOOBIG);
+        ck_assert_ptr_null(cut);
+        wamp_wr_fini(&w);
+        wamp_buf_unref(&out);
+    }
+    json_decref(tree);
+}
+
+START_TEST(test_wire_pages_equal_tree)
+{
+    static const uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3, 4, 5, 6, 0x47, 8, 0x89, 10, 11, 12, 13};
+    static const char *const msgs[] = {
+            "[16,1,{\"acknowledge\":true},\"com.t\",[1,\"\\u0000AAEC\",{\"x\":[true,null]}],"
+            "{\"k\":\"\\u00e9\\n\\\"q\\\"\"}]",
+            "[48,7,{},\"com.p\",[2.5,-3,9007199254740992]]",
+            "[70,7,{},[\"ok\"]]",
+            "[5,\"s3cr3t-signature\",{\"nonce\":\"n1\"}]",
+            "[16,\"not-an-id\",{},\"com.t\"]",
+            "[1,\"realm1\",{\"roles\":{\"caller\":{}}}]",
+    };
+    for (int payload = 0; payload <= 1; payload++) {
+        trace_hub *h = trace_hub_new(4, "mgmt");
+        trace *t;
+        char why[128];
+        json_t *opts = json_pack("{s:b}", "trace_app_payload", payload);
+        ck_assert_int_eq(trace_hub_start(h, "t", opts, PC0, TS0, &t, why, sizeof(why)), WAMP_OK);
+        json_decref(opts);
+        json_t *meta = load("{\"who\": \"ops\", \"bin\": \"\\u0000AQI=\", \"n\": [1, 2]}");
+        uint64_t seq;
+        ck_assert_int_eq(trace_mark(t, "deploy \"v2\"", meta, PC0, TS0, &seq), WAMP_OK);
+        json_decref(meta);
+        trace_peer *peer = trace_peer_new(77, "realm1", "alice", "user\tröle");
+        for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+            for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+                json_t *m = load(msgs[i]);
+                wamp_buf *wire = NULL;
+                ck_assert_int_eq(wamp_codec_encode((wamp_ser)ser, m, &wire), WAMP_OK);
+                json_decref(m);
+                wamp_msg parsed;
+                bool ok = wamp_codec_decode_msg((wamp_ser)ser, wamp_buf_cdata(wire),
+                                                wamp_buf_len(wire), &parsed, NULL, 0) == WAMP_OK;
+                trace_ctx c = {.direction = (i % 2) ? TRACE_TX : TRACE_RX,
+                               .msg_type = ok ? (int)parsed.type : 0,
+                               .session_id = 77,
+                               .uri = i == 1 ? "com.p" : NULL};
+                trace_input in = {.pc_ns = PC0 + i * MS,
+                                  .ts_ns = TS0 + i * MS,
+                                  .peer = peer,
+                                  .ser = (wamp_ser)ser,
+                                  .correlation = i < 3 ? corr : NULL,
+                                  .correlation_is_anchor = i == 0,
+                                  .correlation_is_last = i == 2,
+                                  .wire = (i % 2) ? wire : NULL,
+                                  .bytes = wamp_buf_cdata(wire),
+                                  .len = wamp_buf_len(wire),
+                                  .msg = ok ? parsed.root : NULL,
+                                  .dropped = i == 3 ? "queue_full" : NULL};
+                in.ser_bytes[ser] = (uint32_t)wamp_buf_len(wire);
+                ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+                if (ok) {
+                    wamp_msg_fini(&parsed);
+                }
+                wamp_buf_unref(&wire);
+            }
+        }
+        static const char garbage[] = "[5,\"s3cr3t";
+        trace_ctx c = {.direction = TRACE_RX, .msg_type = 0, .session_id = 77};
+        trace_input in = {.pc_ns = PC0,
+                          .ts_ns = TS0,
+                          .ser = WAMP_SER_JSON,
+                          .bytes = garbage,
+                          .len = sizeof(garbage) - 1};
+        ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+        trace_peer_unref(&peer);
+        assert_wire_pages_equal_tree(t);
+        trace_hub_free(h);
+    }
+}
+
+END_TEST
+
 static Suite *trace_render_suite(void)
 {
     Suite *s = suite_create("trace_render");
@@ -476,6 +591,7 @@ static Suite *trace_render_suite(void)
     tcase_add_test(meta, test_metadata);
     tcase_add_test(meta, test_pages_and_markers);
     tcase_add_test(meta, test_period_render);
+    tcase_add_test(meta, test_wire_pages_equal_tree);
     suite_add_tcase(s, meta);
     return s;
 }

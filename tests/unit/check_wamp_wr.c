@@ -1,0 +1,378 @@
+/* check_wamp_wr.c: the streaming writer: every value kind in JSON, MessagePack and tree mode
+ * decodes to the value it was meant to write (and MessagePack bytes are the codec's own), the
+ * size boundaries of MessagePack headers, JSON escaping, raw values, the byte limit, and misuse
+ * reported as a sticky error. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <jansson.h>
+
+#include "wamp_codec.h"
+#include "wamp_wr.h"
+
+static const int MODES[] = {WAMP_SER_JSON, WAMP_SER_MSGPACK, WAMP_WR_TREE};
+
+/* The writer's value, decoded (bytes modes) or as built (tree mode). */
+static json_t *finish(wamp_wr *w)
+{
+    json_t *v = NULL;
+    if (w->ser == WAMP_WR_TREE) {
+        ck_assert_int_eq(wamp_wr_finish_tree(w, &v), WAMP_OK);
+    } else {
+        wamp_buf *b = NULL;
+        ck_assert_int_eq(wamp_wr_finish_buf(w, &b), WAMP_OK);
+        char why[128] = "";
+        ck_assert_msg(wamp_codec_decode((wamp_ser)w->ser, wamp_buf_cdata(b), wamp_buf_len(b), &v,
+                                        why, sizeof(why)) == WAMP_OK,
+                      "%s", why);
+        wamp_buf_unref(&b);
+    }
+    wamp_wr_fini(w);
+    return v;
+}
+
+/* The bytes the codec makes of v; the writer must produce exactly these in MessagePack. */
+static void assert_same_msgpack(wamp_wr *w, const json_t *v)
+{
+    wamp_buf *got = NULL, *want = NULL;
+    ck_assert_int_eq(wamp_wr_finish_buf(w, &got), WAMP_OK);
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_MSGPACK, v, &want), WAMP_OK);
+    ck_assert_uint_eq(wamp_buf_len(got), wamp_buf_len(want));
+    ck_assert_mem_eq(wamp_buf_cdata(got), wamp_buf_cdata(want), wamp_buf_len(want));
+    wamp_buf_unref(&got);
+    wamp_buf_unref(&want);
+    wamp_wr_fini(w);
+}
+
+static const int64_t INTS[] = {0,
+                               1,
+                               127,
+                               128,
+                               255,
+                               256,
+                               65535,
+                               65536,
+                               -1,
+                               -32,
+                               -33,
+                               -128,
+                               -129,
+                               32767,
+                               -32768,
+                               -32769,
+                               4294967295,
+                               4294967296,
+                               -2147483648LL,
+                               -2147483649LL,
+                               INT64_MAX,
+                               INT64_MIN + 1};
+
+/* Writes the same document in every mode: a map of every scalar kind, nested containers, and
+ * strings needing escapes. */
+static void write_doc(wamp_wr *w, const json_t *nested)
+{
+    wamp_wr_map(w, 9);
+    wamp_wr_key(w, "ints");
+    wamp_wr_array(w, sizeof(INTS) / sizeof(INTS[0]));
+    for (size_t i = 0; i < sizeof(INTS) / sizeof(INTS[0]); i++) {
+        wamp_wr_int(w, INTS[i]);
+    }
+    wamp_wr_end(w);
+    wamp_wr_key(w, "reals");
+    wamp_wr_array(w, 4);
+    wamp_wr_real(w, 1.0);
+    wamp_wr_real(w, -0.25);
+    wamp_wr_real(w, 1502829396.5978456);
+    wamp_wr_real(w, 1e300);
+    wamp_wr_end(w);
+    wamp_wr_key(w, "esc \"key\"\n");
+    wamp_wr_str(w, "quote\" back\\ nl\n tab\t cr\r bell\a x1f\x1f del\x7f é ✓ 🎉");
+    wamp_wr_key(w, "t");
+    wamp_wr_bool(w, true);
+    wamp_wr_key(w, "f");
+    wamp_wr_bool(w, false);
+    wamp_wr_key(w, "n");
+    wamp_wr_str_or_null(w, NULL);
+    wamp_wr_key(w, "nested");
+    wamp_wr_json(w, nested);
+    wamp_wr_key(w, "empty");
+    wamp_wr_map(w, 0);
+    wamp_wr_end(w);
+    wamp_wr_key(w, "");
+    wamp_wr_array(w, 0);
+    wamp_wr_end(w);
+    wamp_wr_end(w);
+}
+
+static json_t *doc_expected(const json_t *nested)
+{
+    json_t *ints = json_array();
+    for (size_t i = 0; i < sizeof(INTS) / sizeof(INTS[0]); i++) {
+        json_array_append_new(ints, json_integer(INTS[i]));
+    }
+    return json_pack("{s:o, s:[f,f,f,f], s:s, s:b, s:b, s:n, s:O, s:{}, s:[]}", "ints", ints,
+                     "reals", 1.0, -0.25, 1502829396.5978456, 1e300, "esc \"key\"\n",
+                     "quote\" back\\ nl\n tab\t cr\r bell\a x1f\x1f del\x7f é ✓ 🎉", "t", 1, "f", 0,
+                     "n", "nested", nested, "empty", "");
+}
+
+START_TEST(test_document_in_every_mode)
+{
+    json_t *nested = json_pack("[i, {s:[s, n, f]}, s]", 1, "deep", "x", 2.5, "\0AQID");
+    /* A binary value (JSON convention "\0" + base64) inside a jansson value. */
+    json_array_set_new(nested, 2, json_stringn("\0AQID", 5));
+    json_t *want = doc_expected(nested);
+    for (size_t m = 0; m < sizeof(MODES) / sizeof(MODES[0]); m++) {
+        wamp_wr w;
+        wamp_wr_init(&w, MODES[m], 8, 0);
+        write_doc(&w, nested);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_OK);
+        json_t *got = finish(&w);
+        char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_msg(json_equal(got, want), "mode %d: %s", MODES[m], g);
+        free(g);
+        /* Reals stay reals (JSON: "1.0", not "1"). */
+        ck_assert(json_is_real(json_array_get(json_object_get(got, "reals"), 0)));
+        json_decref(got);
+    }
+    /* MessagePack: byte for byte what the codec encodes (shortest integer forms, float64). */
+    wamp_wr w;
+    wamp_wr_init(&w, WAMP_SER_MSGPACK, 8, 0);
+    write_doc(&w, nested);
+    assert_same_msgpack(&w, want);
+    json_decref(want);
+    json_decref(nested);
+}
+
+END_TEST
+
+/* Strings, arrays and maps across the MessagePack header sizes (fix / 8 / 16 / 32 bit). */
+START_TEST(test_msgpack_header_boundaries)
+{
+    static const size_t lens[] = {0, 15, 16, 31, 32, 255, 256, 65535, 65536};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        size_t n = lens[i];
+        char *s = malloc(n + 1);
+        memset(s, 'a', n);
+        s[n] = '\0';
+        json_t *arr = json_array();
+        json_t *map = json_object();
+        wamp_wr w;
+        wamp_wr_init(&w, WAMP_SER_MSGPACK, 8, 0);
+        wamp_wr_array(&w, 3);
+        wamp_wr_str(&w, s);
+        wamp_wr_array(&w, n);
+        for (size_t k = 0; k < n; k++) {
+            wamp_wr_int(&w, (int64_t)k);
+            json_array_append_new(arr, json_integer((json_int_t)k));
+        }
+        wamp_wr_end(&w);
+        size_t keys = n < 300 ? n : 300; /* maps: enough for the 16-bit form */
+        wamp_wr_map(&w, keys);
+        for (size_t k = 0; k < keys; k++) {
+            char key[16];
+            snprintf(key, sizeof(key), "k%zu", k);
+            wamp_wr_key(&w, key);
+            wamp_wr_null(&w);
+            json_object_set_new(map, key, json_null());
+        }
+        wamp_wr_end(&w);
+        wamp_wr_end(&w);
+        json_t *want = json_pack("[s, o, o]", s, arr, map);
+        assert_same_msgpack(&w, want);
+        json_decref(want);
+        free(s);
+    }
+}
+
+END_TEST
+
+/* A raw value is copied as it is; here the codec's own encoding of a message. */
+START_TEST(test_raw_values)
+{
+    json_t *msg = json_pack("[i, i, {}, [s, i]]", 36, 5, "x", 7);
+    for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+        wamp_buf *enc = NULL;
+        ck_assert_int_eq(wamp_codec_encode((wamp_ser)ser, msg, &enc), WAMP_OK);
+        wamp_wr w;
+        wamp_wr_init(&w, ser, 8, 0);
+        wamp_wr_array(&w, 3);
+        wamp_wr_raw(&w, wamp_buf_cdata(enc), wamp_buf_len(enc));
+        wamp_wr_int(&w, 1);
+        wamp_wr_raw(&w, wamp_buf_cdata(enc), wamp_buf_len(enc));
+        wamp_wr_end(&w);
+        json_t *got = finish(&w);
+        json_t *want = json_pack("[O, i, O]", msg, 1, msg);
+        ck_assert(json_equal(got, want));
+        json_decref(got);
+        json_decref(want);
+        wamp_buf_unref(&enc);
+    }
+    /* Not in tree mode. */
+    wamp_wr w;
+    wamp_wr_init(&w, WAMP_WR_TREE, 0, 0);
+    wamp_wr_raw(&w, "1", 1);
+    ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+    wamp_wr_fini(&w);
+    json_decref(msg);
+}
+
+END_TEST
+
+START_TEST(test_byte_limit)
+{
+    for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+        wamp_wr w;
+        wamp_wr_init(&w, ser, 4, 64);
+        wamp_wr_array(&w, 100);
+        for (int i = 0; i < 100; i++) {
+            wamp_wr_str(&w, "0123456789");
+        }
+        wamp_wr_end(&w);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_ETOOBIG);
+        wamp_buf *b = NULL;
+        ck_assert_int_eq(wamp_wr_finish_buf(&w, &b), WAMP_ETOOBIG);
+        ck_assert_ptr_null(b);
+        wamp_wr_fini(&w);
+        /* Through a jansson value too. */
+        json_t *big =
+                json_pack("[s, s, s, s, s, s, s, s]", "0123456789", "0123456789", "0123456789",
+                          "0123456789", "0123456789", "0123456789", "0123456789", "0123456789");
+        wamp_wr_init(&w, ser, 4, 64);
+        wamp_wr_json(&w, big);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_ETOOBIG);
+        wamp_wr_fini(&w);
+        json_decref(big);
+        /* Exactly at the limit is fine. */
+        wamp_wr_init(&w, ser, 4, ser == WAMP_SER_JSON ? 5 : 4);
+        wamp_wr_str(&w, "abc");
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_OK);
+        json_t *v = finish(&w);
+        ck_assert_str_eq(json_string_value(v), "abc");
+        json_decref(v);
+    }
+}
+
+END_TEST
+
+/* Misuse is an error that sticks, in every mode, and finish hands nothing over. */
+START_TEST(test_misuse_is_sticky)
+{
+    for (size_t m = 0; m < sizeof(MODES) / sizeof(MODES[0]); m++) {
+        int mode = MODES[m];
+        wamp_wr w;
+        /* Fewer elements than announced. */
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_array(&w, 2);
+        wamp_wr_int(&w, 1);
+        wamp_wr_end(&w);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_int(&w, 2); /* ignored */
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        /* More elements than announced. */
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_array(&w, 1);
+        wamp_wr_int(&w, 1);
+        wamp_wr_int(&w, 2);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        /* A value where a key is due, a key in an array, a key at the top. */
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_map(&w, 1);
+        wamp_wr_int(&w, 1);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_array(&w, 1);
+        wamp_wr_key(&w, "k");
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_key(&w, "k");
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        /* A key without its value, then end. */
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_map(&w, 1);
+        wamp_wr_key(&w, "k");
+        wamp_wr_end(&w);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        /* Two top-level values; end with nothing open. */
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_int(&w, 1);
+        wamp_wr_int(&w, 2);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_end(&w);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        /* Not finite. */
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_real(&w, NAN);
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        /* Too deep for the writer's own levels. */
+        wamp_wr_init(&w, mode, 8, 0);
+        for (int d = 0; d <= WAMP_WR_MAX_DEPTH; d++) {
+            wamp_wr_array(&w, 1);
+        }
+        ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+        wamp_wr_fini(&w);
+        /* Incomplete value at finish; the wrong finish for the mode. */
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_array(&w, 1);
+        json_t *tree = NULL;
+        wamp_buf *buf = NULL;
+        if (mode == WAMP_WR_TREE) {
+            ck_assert_int_eq(wamp_wr_finish_tree(&w, &tree), WAMP_EINVAL);
+        } else {
+            ck_assert_int_eq(wamp_wr_finish_buf(&w, &buf), WAMP_EINVAL);
+        }
+        ck_assert_ptr_null(tree);
+        ck_assert_ptr_null(buf);
+        wamp_wr_fini(&w);
+        wamp_wr_init(&w, mode, 8, 0);
+        wamp_wr_null(&w);
+        if (mode == WAMP_WR_TREE) {
+            ck_assert_int_eq(wamp_wr_finish_buf(&w, &buf), WAMP_EINVAL);
+        } else {
+            ck_assert_int_eq(wamp_wr_finish_tree(&w, &tree), WAMP_EINVAL);
+        }
+        wamp_wr_fini(&w);
+    }
+    /* An unknown serializer. */
+    wamp_wr w;
+    wamp_wr_init(&w, 7, 8, 0);
+    ck_assert_int_eq(wamp_wr_error(&w), WAMP_EINVAL);
+    wamp_wr_fini(&w);
+}
+
+END_TEST
+
+static Suite *wamp_wr_suite(void)
+{
+    Suite *s = suite_create("wamp_wr");
+    TCase *tc = tcase_create("writer");
+    tcase_add_test(tc, test_document_in_every_mode);
+    tcase_add_test(tc, test_msgpack_header_boundaries);
+    tcase_add_test(tc, test_raw_values);
+    tcase_add_test(tc, test_byte_limit);
+    tcase_add_test(tc, test_misuse_is_sticky);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(wamp_wr_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

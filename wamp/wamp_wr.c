@@ -1,0 +1,525 @@
+/* wamp_wr.c: streaming writer (JSON, MessagePack, jansson tree). */
+#include "wamp_wr.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wamp_json.h"
+#include "wamp_msgpack.h"
+
+static bool fail(wamp_wr *w, wamp_err err)
+{
+    if (w->err == WAMP_OK) {
+        w->err = err;
+    }
+    return false;
+}
+
+void wamp_wr_init(wamp_wr *w, int ser, size_t cap, size_t max)
+{
+    memset(w, 0, sizeof(*w));
+    w->ser = ser;
+    w->max = max;
+    if (ser != WAMP_SER_JSON && ser != WAMP_SER_MSGPACK && ser != WAMP_WR_TREE) {
+        w->err = WAMP_EINVAL;
+        return;
+    }
+    if (ser != WAMP_WR_TREE) {
+        w->buf = wamp_buf_new(cap ? cap : 256);
+        if (!w->buf) {
+            w->err = WAMP_ENOMEM;
+        }
+    }
+}
+
+void wamp_wr_fini(wamp_wr *w)
+{
+    wamp_buf_unref(&w->buf);
+    json_decref(w->root);
+    w->root = NULL;
+    for (unsigned i = 0; i < w->depth && i < WAMP_WR_MAX_DEPTH; i++) {
+        json_decref(w->lv[i].node);
+        free(w->lv[i].key);
+        w->lv[i].node = NULL;
+        w->lv[i].key = NULL;
+    }
+    w->depth = 0;
+}
+
+wamp_err wamp_wr_error(const wamp_wr *w)
+{
+    return w->err;
+}
+
+/* --- Bytes ----------------------------------------------------------------------------------- */
+
+static bool put(wamp_wr *w, const void *p, size_t n)
+{
+    if (w->max && wamp_buf_len(w->buf) + n > w->max) {
+        return fail(w, WAMP_ETOOBIG);
+    }
+    unsigned char *dst = wamp_buf_reserve(&w->buf, n);
+    if (!dst) {
+        return fail(w, WAMP_ENOMEM);
+    }
+    memcpy(dst, p, n);
+    wamp_buf_commit(w->buf, n);
+    return true;
+}
+
+static bool put_byte(wamp_wr *w, unsigned char c)
+{
+    return put(w, &c, 1);
+}
+
+/* MessagePack: a tag byte followed by an n-byte big-endian value. */
+static bool mp_tagged(wamp_wr *w, unsigned char tag, uint64_t v, unsigned n)
+{
+    unsigned char b[9];
+    b[0] = tag;
+    for (unsigned i = 0; i < n; i++) {
+        b[1 + i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+    }
+    return put(w, b, 1 + n);
+}
+
+/* Array/map/str header: fix form when v fits in fix_max, else 16- or 32-bit forms. */
+static bool mp_header(wamp_wr *w, unsigned char fix, uint64_t fix_max, unsigned char t8,
+                      unsigned char t16, unsigned char t32, uint64_t v)
+{
+    if (v <= fix_max) {
+        return put_byte(w, (unsigned char)(fix | v));
+    }
+    if (t8 && v <= 0xff) {
+        return mp_tagged(w, t8, v, 1);
+    }
+    if (v <= 0xffff) {
+        return mp_tagged(w, t16, v, 2);
+    }
+    if (v <= 0xffffffffu) {
+        return mp_tagged(w, t32, v, 4);
+    }
+    return fail(w, WAMP_EINVAL);
+}
+
+static bool mp_int(wamp_wr *w, int64_t v)
+{
+    if (v >= 0) {
+        uint64_t u = (uint64_t)v;
+        if (u < 128) {
+            return put_byte(w, (unsigned char)u);
+        }
+        if (u <= 0xff) {
+            return mp_tagged(w, 0xcc, u, 1);
+        }
+        if (u <= 0xffff) {
+            return mp_tagged(w, 0xcd, u, 2);
+        }
+        if (u <= 0xffffffffu) {
+            return mp_tagged(w, 0xce, u, 4);
+        }
+        return mp_tagged(w, 0xcf, u, 8);
+    }
+    if (v >= -32) {
+        return put_byte(w, (unsigned char)(int8_t)v);
+    }
+    if (v >= INT8_MIN) {
+        return mp_tagged(w, 0xd0, (uint64_t)v, 1);
+    }
+    if (v >= INT16_MIN) {
+        return mp_tagged(w, 0xd1, (uint64_t)v, 2);
+    }
+    if (v >= INT32_MIN) {
+        return mp_tagged(w, 0xd2, (uint64_t)v, 4);
+    }
+    return mp_tagged(w, 0xd3, (uint64_t)v, 8);
+}
+
+static bool mp_str(wamp_wr *w, const char *s, size_t n)
+{
+    return mp_header(w, 0xa0, 31, 0xd9, 0xda, 0xdb, n) && put(w, s, n);
+}
+
+/* JSON string with the escapes RFC 8259 requires (", \ and control characters); other bytes,
+ * UTF-8 included, pass through in runs. */
+static bool json_str(wamp_wr *w, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!put_byte(w, '"')) {
+        return false;
+    }
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            continue;
+        }
+        if (i > run && !put(w, s + run, i - run)) {
+            return false;
+        }
+        run = i + 1;
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        size_t len = 6;
+        switch (c) {
+        case '"':
+        case '\\':
+            esc[1] = (char)c;
+            len = 2;
+            break;
+        case '\n':
+            esc[1] = 'n';
+            len = 2;
+            break;
+        case '\r':
+            esc[1] = 'r';
+            len = 2;
+            break;
+        case '\t':
+            esc[1] = 't';
+            len = 2;
+            break;
+        default:
+            break;
+        }
+        if (!put(w, esc, len)) {
+            return false;
+        }
+    }
+    return (n <= run || put(w, s + run, n - run)) && put_byte(w, '"');
+}
+
+/* --- Structure ------------------------------------------------------------------------------- */
+
+/* Before a value (or a key): checks that the current level expects one and writes the JSON
+ * separator. key: a map key is about to be written. */
+static bool before(wamp_wr *w, bool key)
+{
+    if (w->err != WAMP_OK) {
+        return false;
+    }
+    if (w->depth == 0) {
+        return (w->done || key) ? fail(w, WAMP_EINVAL) : true;
+    }
+    wamp_wr_level *l = &w->lv[w->depth - 1];
+    if (l->is_map ? (key == l->want_val) : key) {
+        return fail(w, WAMP_EINVAL);
+    }
+    if (l->is_map && !key) {
+        return true; /* the value of a pair: the key took the separator */
+    }
+    if (l->left == 0) {
+        return fail(w, WAMP_EINVAL);
+    }
+    if (w->ser == WAMP_SER_JSON && !l->first && !put_byte(w, ',')) {
+        return false;
+    }
+    l->first = false;
+    return true;
+}
+
+/* Tree mode: attaches v (consumed) where the next value goes. */
+static bool tree_attach(wamp_wr *w, json_t *v)
+{
+    if (!v) {
+        return fail(w, WAMP_ENOMEM);
+    }
+    if (w->depth == 0) {
+        w->root = v;
+        return true;
+    }
+    wamp_wr_level *l = &w->lv[w->depth - 1];
+    int rc = l->is_map ? json_object_set_new_nocheck(l->node, l->key, v)
+                       : json_array_append_new(l->node, v);
+    return rc == 0 ? true : fail(w, WAMP_ENOMEM);
+}
+
+/* After a complete value at the current level. */
+static void after(wamp_wr *w)
+{
+    if (w->depth == 0) {
+        w->done = true;
+        return;
+    }
+    wamp_wr_level *l = &w->lv[w->depth - 1];
+    if (l->is_map) {
+        free(l->key);
+        l->key = NULL;
+        l->want_val = false;
+    }
+    l->left--;
+}
+
+static void open_level(wamp_wr *w, bool is_map, size_t n)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    if (w->depth == WAMP_WR_MAX_DEPTH) {
+        fail(w, WAMP_EINVAL);
+        return;
+    }
+    json_t *node = NULL;
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        node = is_map ? json_object() : json_array();
+        ok = node != NULL || fail(w, WAMP_ENOMEM);
+    } else if (w->ser == WAMP_SER_JSON) {
+        ok = put_byte(w, is_map ? '{' : '[');
+    } else {
+        ok = is_map ? mp_header(w, 0x80, 15, 0, 0xde, 0xdf, n)
+                    : mp_header(w, 0x90, 15, 0, 0xdc, 0xdd, n);
+    }
+    if (!ok) {
+        return;
+    }
+    w->lv[w->depth++] = (wamp_wr_level){
+            .left = n, .is_map = is_map, .want_val = false, .first = true, .node = node};
+}
+
+void wamp_wr_array(wamp_wr *w, size_t n)
+{
+    open_level(w, false, n);
+}
+
+void wamp_wr_map(wamp_wr *w, size_t n)
+{
+    open_level(w, true, n);
+}
+
+void wamp_wr_end(wamp_wr *w)
+{
+    if (w->err != WAMP_OK) {
+        return;
+    }
+    if (w->depth == 0) {
+        fail(w, WAMP_EINVAL);
+        return;
+    }
+    wamp_wr_level *l = &w->lv[w->depth - 1];
+    if (l->left != 0 || l->want_val) {
+        fail(w, WAMP_EINVAL);
+        return;
+    }
+    if (w->ser == WAMP_SER_JSON && !put_byte(w, l->is_map ? '}' : ']')) {
+        return;
+    }
+    json_t *node = l->node;
+    l->node = NULL;
+    w->depth--;
+    if (w->ser == WAMP_WR_TREE && !tree_attach(w, node)) {
+        return;
+    }
+    after(w);
+}
+
+void wamp_wr_key(wamp_wr *w, const char *key)
+{
+    if (!before(w, true)) {
+        return;
+    }
+    wamp_wr_level *l = &w->lv[w->depth - 1];
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        l->key = strdup(key);
+        ok = l->key != NULL || fail(w, WAMP_ENOMEM);
+    } else if (w->ser == WAMP_SER_JSON) {
+        ok = json_str(w, key, strlen(key)) && put_byte(w, ':');
+    } else {
+        ok = mp_str(w, key, strlen(key));
+    }
+    if (ok) {
+        l->want_val = true;
+    }
+}
+
+/* --- Scalars --------------------------------------------------------------------------------- */
+
+void wamp_wr_str(wamp_wr *w, const char *s)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    size_t n = strlen(s);
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        ok = tree_attach(w, json_stringn_nocheck(s, n));
+    } else if (w->ser == WAMP_SER_JSON) {
+        ok = json_str(w, s, n);
+    } else {
+        ok = mp_str(w, s, n);
+    }
+    if (ok) {
+        after(w);
+    }
+}
+
+void wamp_wr_str_or_null(wamp_wr *w, const char *s)
+{
+    if (s) {
+        wamp_wr_str(w, s);
+    } else {
+        wamp_wr_null(w);
+    }
+}
+
+void wamp_wr_int(wamp_wr *w, int64_t v)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        ok = tree_attach(w, json_integer((json_int_t)v));
+    } else if (w->ser == WAMP_SER_JSON) {
+        char b[24];
+        int n = snprintf(b, sizeof(b), "%lld", (long long)v);
+        ok = put(w, b, (size_t)n);
+    } else {
+        ok = mp_int(w, v);
+    }
+    if (ok) {
+        after(w);
+    }
+}
+
+void wamp_wr_real(wamp_wr *w, double v)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    if (!isfinite(v)) {
+        fail(w, WAMP_EINVAL);
+        return;
+    }
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        ok = tree_attach(w, json_real(v));
+    } else if (w->ser == WAMP_SER_JSON) {
+        /* As jansson with JSON_REAL_PRECISION(17): shortest exact round trip is not needed,
+         * but the text must read back as a real, so an integral value gets ".0". */
+        char b[40];
+        int n = snprintf(b, sizeof(b), "%.17g", v);
+        if (!strpbrk(b, ".eE") && n + 2 < (int)sizeof(b)) {
+            memcpy(b + n, ".0", 3);
+            n += 2;
+        }
+        ok = put(w, b, (size_t)n);
+    } else {
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof(bits));
+        ok = mp_tagged(w, 0xcb, bits, 8);
+    }
+    if (ok) {
+        after(w);
+    }
+}
+
+void wamp_wr_bool(wamp_wr *w, bool v)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        ok = tree_attach(w, json_boolean(v));
+    } else if (w->ser == WAMP_SER_JSON) {
+        ok = v ? put(w, "true", 4) : put(w, "false", 5);
+    } else {
+        ok = put_byte(w, v ? 0xc3 : 0xc2);
+    }
+    if (ok) {
+        after(w);
+    }
+}
+
+void wamp_wr_null(wamp_wr *w)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        ok = tree_attach(w, json_null());
+    } else if (w->ser == WAMP_SER_JSON) {
+        ok = put(w, "null", 4);
+    } else {
+        ok = put_byte(w, 0xc0);
+    }
+    if (ok) {
+        after(w);
+    }
+}
+
+void wamp_wr_json(wamp_wr *w, const json_t *v)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    if (!v) {
+        fail(w, WAMP_EINVAL);
+        return;
+    }
+    if (w->ser == WAMP_WR_TREE) {
+        if (tree_attach(w, json_incref((json_t *)(uintptr_t)v))) {
+            after(w);
+        }
+        return;
+    }
+    wamp_err err = w->ser == WAMP_SER_JSON ? wamp_json_encode_append(v, &w->buf)
+                                           : wamp_msgpack_encode_append(v, &w->buf);
+    if (err != WAMP_OK) {
+        fail(w, err);
+        return;
+    }
+    if (w->max && wamp_buf_len(w->buf) > w->max) {
+        fail(w, WAMP_ETOOBIG);
+        return;
+    }
+    after(w);
+}
+
+void wamp_wr_raw(wamp_wr *w, const void *p, size_t n)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    if (w->ser == WAMP_WR_TREE || n == 0) {
+        fail(w, WAMP_EINVAL);
+        return;
+    }
+    if (put(w, p, n)) {
+        after(w);
+    }
+}
+
+/* --- Finish ---------------------------------------------------------------------------------- */
+
+wamp_err wamp_wr_finish_buf(wamp_wr *w, wamp_buf **out)
+{
+    *out = NULL;
+    if (w->err == WAMP_OK && (w->ser == WAMP_WR_TREE || !w->done)) {
+        w->err = WAMP_EINVAL;
+    }
+    if (w->err != WAMP_OK) {
+        return w->err;
+    }
+    *out = w->buf;
+    w->buf = NULL;
+    return WAMP_OK;
+}
+
+wamp_err wamp_wr_finish_tree(wamp_wr *w, json_t **out)
+{
+    *out = NULL;
+    if (w->err == WAMP_OK && (w->ser != WAMP_WR_TREE || !w->done)) {
+        w->err = WAMP_EINVAL;
+    }
+    if (w->err != WAMP_OK) {
+        return w->err;
+    }
+    *out = w->root;
+    w->root = NULL;
+    return WAMP_OK;
+}

@@ -1,0 +1,97 @@
+/* wamp_wr.h: a streaming writer of one value, in a serializer's encoding (JSON or MessagePack)
+ * or as a jansson tree, without building the value first.
+ *
+ * For large replies the router renders from its own data (trace records: get_trace_data pages
+ * of up to 10,000 records): building a jansson tree of every record and freeing it again costs
+ * more than everything else. The writer emits the encoding directly, can copy a value that is
+ * already encoded in its serializer as it is (wamp_wr_raw), and falls back to encoding a jansson
+ * value (wamp_wr_json) where a value exists only as one. Its tree mode (WAMP_WR_TREE) builds
+ * the same value as jansson, so one rendering function serves both uses.
+ *
+ * Usage: wamp_wr_init(), then exactly one value (containers nest: wamp_wr_array(n) is followed
+ * by n values and wamp_wr_end(); wamp_wr_map(n) by n pairs of wamp_wr_key() and a value, and
+ * wamp_wr_end()), then wamp_wr_finish_buf() / wamp_wr_finish_tree(). Counts are required up
+ * front because MessagePack headers carry them; a mismatch is reported by finish (WAMP_EINVAL).
+ * Errors are sticky: after the first failure (allocation, size limit, misuse) every call does
+ * nothing and finish returns the error, so writers need not check each call.
+ * Ownership: the writer owns what it builds until finish hands it over; wamp_wr_fini() releases
+ * whatever is left (always call it; it is a no-op after a successful finish). Service thread
+ * only. */
+#ifndef WAMP_WR_H
+#define WAMP_WR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "wamp_buf.h"
+#include "wamp_err.h"
+#include "wamp_types.h"
+
+/* Serializer value for tree mode: the writer builds a jansson value. */
+#define WAMP_WR_TREE 0
+
+/* Deepest container nesting the writer itself tracks (values passed to wamp_wr_json() and
+ * wamp_wr_raw() may nest deeper). */
+#define WAMP_WR_MAX_DEPTH 32
+
+typedef struct wamp_wr_level {
+    size_t left;   /* values (arrays) or pairs (maps) still expected at this level */
+    bool is_map;   /* the level is a map */
+    bool want_val; /* map: a key was written, its value comes next */
+    bool first;    /* JSON: no element written yet (no comma before the next) */
+    json_t *node;  /* tree mode: the container being filled */
+    char *key;     /* tree mode: the pending key (owned) */
+} wamp_wr_level;
+
+typedef struct wamp_wr {
+    int ser; /* WAMP_SER_JSON, WAMP_SER_MSGPACK or WAMP_WR_TREE */
+    wamp_err err;
+    size_t max;     /* byte limit of the encoding (0 = none) */
+    wamp_buf *buf;  /* encoding modes: the output */
+    json_t *root;   /* tree mode: the finished value */
+    unsigned depth; /* open containers */
+    bool done;      /* the one top-level value is complete */
+    wamp_wr_level lv[WAMP_WR_MAX_DEPTH];
+} wamp_wr;
+
+/* ser: WAMP_SER_JSON, WAMP_SER_MSGPACK or WAMP_WR_TREE. cap: initial buffer size hint.
+ * max: WAMP_ETOOBIG once the encoding would exceed max bytes (0 = no limit; ignored in tree
+ * mode). Cannot fail (an allocation failure shows at finish). */
+void wamp_wr_init(wamp_wr *w, int ser, size_t cap, size_t max);
+/* Releases everything not handed over. NULL-safe, idempotent. */
+void wamp_wr_fini(wamp_wr *w);
+
+void wamp_wr_array(wamp_wr *w, size_t n);
+void wamp_wr_map(wamp_wr *w, size_t n);
+/* Closes the innermost container (all its announced elements must have been written). */
+void wamp_wr_end(wamp_wr *w);
+/* A map key (NUL-terminated UTF-8). */
+void wamp_wr_key(wamp_wr *w, const char *key);
+
+void wamp_wr_str(wamp_wr *w, const char *s);         /* NUL-terminated UTF-8 */
+void wamp_wr_str_or_null(wamp_wr *w, const char *s); /* null when s is NULL */
+void wamp_wr_int(wamp_wr *w, int64_t v);
+void wamp_wr_real(wamp_wr *w, double v); /* finite; NaN/inf -> WAMP_EINVAL */
+void wamp_wr_bool(wamp_wr *w, bool v);
+void wamp_wr_null(wamp_wr *w);
+/* A jansson value (borrowed), encoded as the codecs encode it (wamp_codec.h: binary strings
+ * become MessagePack bin). Tree mode: inserted with a new reference (not copied). */
+void wamp_wr_json(wamp_wr *w, const json_t *v);
+/* One complete value already encoded in the writer's serializer (e.g. stored message bytes),
+ * copied as it is. The caller vouches for it being exactly one well-formed value. Not allowed
+ * in tree mode (WAMP_EINVAL). */
+void wamp_wr_raw(wamp_wr *w, const void *p, size_t n);
+
+/* The current error (WAMP_OK while none). */
+wamp_err wamp_wr_error(const wamp_wr *w);
+
+/* Hands over the encoding (one reference, WAMP_BUF_HEADROOM free before it). Fails with the
+ * sticky error, or WAMP_EINVAL if the value is incomplete or the writer is in tree mode. */
+wamp_err wamp_wr_finish_buf(wamp_wr *w, wamp_buf **out);
+/* Tree mode: hands over the value (one reference). */
+wamp_err wamp_wr_finish_tree(wamp_wr *w, json_t **out);
+
+#endif /* WAMP_WR_H */
