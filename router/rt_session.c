@@ -406,7 +406,18 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
     }
 }
 
+static wamp_err on_message(rt_session *s, const void *data, size_t len);
+
 wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
+{
+    /* Two plain stores, no branch: the records of this message share one clock reading. */
+    s->rt->cur.now_set = false;
+    wamp_err err = on_message(s, data, len);
+    s->rt->cur.now_set = false;
+    return err;
+}
+
+static wamp_err on_message(rt_session *s, const void *data, size_t len)
 {
     rt_router *rt = s->rt;
     if (s->state == RT_SESSION_CLOSED) {

@@ -47,7 +47,11 @@ static void fill_input(rt_session *s, trace_input *in)
     rt_router *rt = s->rt;
     const rt_cur_action *a = &rt->cur;
     memset(in, 0, sizeof(*in));
-    in->pc_ns = pc_ns(rt);
+    if (!rt->cur.now_set) {
+        rt->cur.now_ns = pc_ns(rt);
+        rt->cur.now_set = true;
+    }
+    in->pc_ns = rt->cur.now_ns;
     in->ts_ns = (uint64_t)((int64_t)in->pc_ns + rt->wall_offset_ns);
     in->peer = s->tpeer;
     in->peer_slot = s->realm ? &s->tpeer : NULL;

@@ -28,6 +28,12 @@ typedef struct rt_cur_action {
     trace_str *uri;    /* owned: uri_text as a shareable string, made lazily by the hub when a trace
                         * first keeps a message of the action (or by rt_trace_action_uri()) */
     const char *realm; /* borrowed: HELLO's realm while the session is not joined */
+    /* The clock reading shared by every record of the message being handled (the rx record
+     * and what it causes at once): one clock read per message, not per record. Valid while
+     * now_set; rt_session_on_message() clears it before and after each message, so records
+     * made elsewhere (timers, closes) read the clock themselves. */
+    bool now_set;
+    uint64_t now_ns;
 } rt_cur_action;
 
 /* Records a received message (m NULL: undecodable) and opens its action. */

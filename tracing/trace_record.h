@@ -92,11 +92,12 @@ typedef struct trace_record {
     wamp_buf *wire;      /* message bytes in wire_ser (markers: meta as JSON); NULL if none */
     const char *dropped; /* static string: why a tx message was not delivered; NULL = delivered */
     uint32_t ser_bytes[WAMP_SER_COUNT]; /* bytes per serializer (index wamp_ser), 0 = none */
-    uint8_t corr[TRACE_UUID_LEN];       /* valid if flags & TRACE_CORR_HAS */
-    uint8_t dir;                        /* trace_dir; 0 for markers */
-    uint8_t msg_type;                   /* WAMP code, 0 = unknown (rx) or TRACE_MSG_MARKER */
-    uint8_t wire_ser;                   /* wamp_ser of wire */
-    uint8_t flags;                      /* TRACE_CORR_* */
+    uint32_t cost; /* what the record counts against its store's max_bytes (set by the store) */
+    uint8_t corr[TRACE_UUID_LEN]; /* valid if flags & TRACE_CORR_HAS */
+    uint8_t dir;                  /* trace_dir; 0 for markers */
+    uint8_t msg_type;             /* WAMP code, 0 = unknown (rx) or TRACE_MSG_MARKER */
+    uint8_t wire_ser;             /* wamp_ser of wire */
+    uint8_t flags;                /* TRACE_CORR_* */
 } trace_record;
 
 /* dst = src with its own references on every shared object. Cannot fail. */

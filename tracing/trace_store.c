@@ -48,7 +48,7 @@ void trace_store_free(trace_store *st)
 static void drop_oldest(trace_store *st)
 {
     trace_record *r = &st->ring[st->head];
-    st->bytes -= trace_record_cost(r);
+    st->bytes -= r->cost;
     trace_record_fini(r);
     st->head = (st->head + 1) % st->cap;
     st->count--;
@@ -83,8 +83,10 @@ static bool grow(trace_store *st)
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
 {
     uint64_t seq = st->first_seq + st->count;
-    size_t cost = trace_record_cost(rec);
+    size_t full_cost = trace_record_cost(rec);
+    uint32_t cost = full_cost > UINT32_MAX ? UINT32_MAX : (uint32_t)full_cost;
     rec->seq = seq;
+    rec->cost = cost;
     if (cost > st->max_bytes) {
         /* Alone over the byte budget: everything older goes too (the budget cannot hold it
          * together with anything), then it is dropped itself. */

@@ -8,6 +8,9 @@
 
 #include "alloc_count.h"
 #include "fake_transport.h"
+#include "rt_broker.h"
+#include "rt_dealer.h"
+#include "rt_realm.h"
 #include "test_router.h"
 #include "trace_hub.h"
 #include "trace_render.h"
@@ -575,6 +578,58 @@ START_TEST(test_idle_tracing_allocates_nothing)
 
 END_TEST
 
+/* A router-local procedure that lets time pass while it runs. */
+static wamp_err slow_proc(void *ctx, rt_session *caller, const json_t *args, const json_t *kwargs,
+                          rt_local_reply *reply)
+{
+    (void)caller;
+    (void)args;
+    (void)kwargs;
+    fake_clock_advance_ms(ctx, 5);
+    reply->args = json_pack("[s]", "done");
+    return reply->args ? WAMP_OK : WAMP_ENOMEM;
+}
+
+static double pc_of(const json_t *rec)
+{
+    return json_real_value(json_object_get(rec, "pc"));
+}
+
+/* The records of one received message share one clock reading (the CALL and the RESULT it
+ * caused at once, although 5 ms passed inside); the next message reads the clock again, and so
+ * does a message sent outside any received one (an EVENT the router publishes itself). */
+START_TEST(test_one_clock_reading_per_message)
+{
+    ck_assert_int_eq(rt_dealer_register_local(rt_realm_dealer(rt_router_find_realm(T.rt, "realm1")),
+                                              "com.slow", slow_proc, &T.clock),
+                     WAMP_OK);
+    fake_clock_advance_ms(&T.clock, 1000);
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(c, "[32, 9, {}, \"com.tick\"]");
+    trace *t = start("t", "{\"msg_types\": [\"Call\", \"Result\", \"Event\"]}");
+    fake_conn_send(c, "[48, 1, {}, \"com.slow\"]");
+    fake_conn_send(c, "[48, 2, {}, \"com.slow\"]");
+    fake_conn_clear(c);
+    fake_clock_advance_ms(&T.clock, 2000);
+    ck_assert_int_eq(rt_broker_publish_local(rt_realm_broker(rt_router_find_realm(T.rt, "realm1")),
+                                             "com.tick", NULL, NULL),
+                     WAMP_OK);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 5);
+    expect_record(json_array_get(r, 0), "rx", "Call", "com.slow");
+    expect_record(json_array_get(r, 1), "tx", "Result", "com.slow");
+    ck_assert(pc_of(json_array_get(r, 0)) == pc_of(json_array_get(r, 1)));
+    /* The second CALL came after the first's 5 ms. */
+    ck_assert(pc_of(json_array_get(r, 2)) >= pc_of(json_array_get(r, 1)) + 0.005 - 1e-9);
+    ck_assert(pc_of(json_array_get(r, 2)) == pc_of(json_array_get(r, 3)));
+    expect_record(json_array_get(r, 4), "tx", "Event", NULL);
+    ck_assert(pc_of(json_array_get(r, 4)) >= pc_of(json_array_get(r, 3)) + 1.9);
+    json_decref(r);
+    fake_conn_free(c);
+}
+
+END_TEST
+
 static Suite *rt_trace_suite(void)
 {
     Suite *s = suite_create("rt_trace");
@@ -592,6 +647,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
+    tcase_add_test(tc, test_one_clock_reading_per_message);
     suite_add_tcase(s, tc);
     return s;
 }
