@@ -1249,7 +1249,7 @@ static int setup_auth(ctl *c, const char *ticket_file, const char *secret_file,
     if (given > 1) {
         return usage_error(NULL, "give one of --ticket-file, --secret-file, --key-file");
     }
-    if (!c->auth.authid) {
+    if (!c->auth.authid && getenv("WAMPSCOPE_AUTHID") && *getenv("WAMPSCOPE_AUTHID")) {
         c->auth.authid = getenv("WAMPSCOPE_AUTHID");
     }
     if (ticket_file || secret_file) {
@@ -1261,7 +1261,10 @@ static int setup_auth(ctl *c, const char *ticket_file, const char *secret_file,
         }
         return EX_OK;
     }
-    if (key_file || (key_file = getenv("WAMPSCOPE_KEY_FILE")) != NULL) {
+    if (!key_file && getenv("WAMPSCOPE_KEY_FILE") && *getenv("WAMPSCOPE_KEY_FILE")) {
+        key_file = getenv("WAMPSCOPE_KEY_FILE");
+    }
+    if (key_file) {
         if (!ctl_auth_load_cryptosign(&c->auth, key_file, why, sizeof(why))) {
             errline("%s", why);
             return EX_USAGE;
