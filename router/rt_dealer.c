@@ -475,7 +475,13 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         }
         return err;
     }
-    return rt_session_send(s, wamp_msg_new_result(m->id, NULL, reply.args, reply.kwargs));
+    err = rt_session_send(s, wamp_msg_new_result(m->id, NULL, reply.args, reply.kwargs));
+    if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
+        /* As for a callee's answer: the caller learns why instead of waiting forever. */
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                     "the result exceeds the caller's message size limit");
+    }
+    return err;
 }
 
 /* The callee a new call of reg goes to, by the registration's invocation policy. */

@@ -631,7 +631,7 @@ static int one_id(ctl *c, const char **id, bool *json)
 
 static int cmd_stop(ctl *c)
 {
-    const char *id;
+    const char *id = NULL;
     bool json = false;
     int rc = one_id(c, &id, &json);
     json_t *m;
@@ -649,7 +649,7 @@ static int cmd_stop(ctl *c)
 
 static int cmd_delete(ctl *c)
 {
-    const char *id;
+    const char *id = NULL;
     bool json = false;
     int rc = one_id(c, &id, &json);
     json_t *m;
@@ -663,7 +663,7 @@ static int cmd_delete(ctl *c)
 
 static int cmd_show(ctl *c)
 {
-    const char *id;
+    const char *id = NULL;
     bool json = false;
     int rc = one_id(c, &id, &json);
     json_t *m;
@@ -679,14 +679,37 @@ static int cmd_show(ctl *c)
     return EX_OK;
 }
 
-/* One get_trace_data page: records with from <= seq <= to (to < 0: no bound), at most limit. */
+/* One get_trace_data page: records with from <= seq <= to (to < 0: no bound), at most limit
+ * (fewer when a page of limit records would exceed the router's message size limit: the router
+ * answers wamp.error.payload_size_exceeded and the page is asked again, half as long). */
 static int page(ctl *c, const char *id, long long from, long long to, long long limit,
                 json_t **records)
 {
-    json_t *args =
-            json_pack("[s, s, s, I, o, I]", c->node, c->worker, id, (json_int_t)from,
-                      to < 0 ? json_null() : json_integer((json_int_t)to), (json_int_t)limit);
-    int rc = call(c, PROC("get_trace_data"), args, records);
+    int rc = EX_OK;
+    *records = NULL;
+    for (;;) {
+        json_t *args =
+                json_pack("[s, s, s, I, o, I]", c->node, c->worker, id, (json_int_t)from,
+                          to < 0 ? json_null() : json_integer((json_int_t)to), (json_int_t)limit);
+        ctl_error e;
+        json_t *result = NULL;
+        if (!args) {
+            errline("out of memory");
+            return EX_FAIL;
+        }
+        if (ctl_client_call(c->cl, PROC("get_trace_data"), args, NULL, &result, &e)) {
+            json_t *v = json_array_get(result, 0);
+            *records = v ? json_incref(v) : json_null();
+            json_decref(result);
+            break;
+        }
+        if (e.kind == CTL_E_WAMP && strcmp(e.uri, "wamp.error.payload_size_exceeded") == 0 &&
+            limit > 1) {
+            limit /= 2;
+            continue;
+        }
+        return e.kind == CTL_E_INTERRUPTED && c->interrupt_is_end ? EX_INTERRUPTED_END : fail(&e);
+    }
     if (rc == EX_OK && !json_is_array(*records)) {
         json_decref(*records);
         *records = NULL;

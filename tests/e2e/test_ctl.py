@@ -429,6 +429,31 @@ class TestExportAndMark(CtlTestCase):
         r = await self.ctl("export", "ex", "--format", "chrome", "-o", "/nonexistent/dir/x.json")
         self.assert_error(r, EX_FAIL, "cannot write")
 
+    async def test_pages_over_the_message_size_limit(self):
+        """Records of ~1 MiB each: a default page (100) exceeds the 4 MiB message limit of
+        configs/test-e2e.json. The router answers payload_size_exceeded (not silence), and
+        wampscope-ctl asks again with smaller pages, so data and export still get everything."""
+        await self.ok("start", "big", "--realm", "realm1", "--type", "Publish")
+        pub = await self.session("json")
+        from autobahn.wamp.types import PublishOptions
+        blob = "x" * (1024 * 1024)
+        for i in range(6):
+            await h.step(pub.publish(h.uri(self, "t"), i, blob,
+                                     options=PublishOptions(acknowledge=True)))
+        m = await self.mgmt()
+        # autobahn turns the error URI wamp.error.payload_size_exceeded into this exception.
+        from autobahn.exception import PayloadExceededError
+        with self.assertRaises(PayloadExceededError):
+            await h.step(m.call(P + "get_trace_data", NODE, WORKER, "big", 0, None, 100))
+        want = []
+        for seq in range(6):
+            want += await h.step(m.call(P + "get_trace_data", NODE, WORKER, "big", seq, seq, 1))
+        self.assertEqual([r["msg"][4][0] for r in want], list(range(6)))
+        r = await self.ok("data", "big", "--json")
+        self.assertEqual(json.loads(r.out), want)
+        r = await self.ok("export", "big", "--format", "jsonl", "-o", "-")
+        self.assertEqual([json.loads(x) for x in r.out.splitlines()], want)
+
     async def on_pty(self, *args):
         """Runs wampscope-ctl with stderr on a pseudo-terminal; returns (stdout, stderr)."""
         master, slave = pty.openpty()
