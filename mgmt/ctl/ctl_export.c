@@ -1,6 +1,6 @@
 /* ctl_export.c: see ctl_export.h. The Chrome converter keeps its maps in jansson objects (realm
- * -> pid, session -> tid, correlation -> action) and the instant/metadata events in an array;
- * action slices and flows are laid out once every record is in (ctl_chrome_build()). */
+ * -> pid, session -> tid, correlation -> action) and writes instant and metadata events at once;
+ * action slices and flows are laid out once every record is in (ctl_chrome_finish()). */
 #include "ctl_export.h"
 
 #include <stdint.h>
@@ -8,7 +8,9 @@
 #include <string.h>
 
 struct ctl_chrome {
-    json_t *events;  /* metadata and instant events, in record order */
+    FILE *out;
+    size_t written;  /* events written so far */
+    bool failed;     /* a write failed: the document is unusable */
     json_t *pids;    /* realm -> pid */
     json_t *tids;    /* "pid/session[#lane]" -> tid */
     json_t *actions; /* correlation -> {pid, tid, skey, start, end, name, followers} */
@@ -29,20 +31,35 @@ bool ctl_export_jsonl(FILE *out, const json_t *record)
     return ok;
 }
 
-ctl_chrome *ctl_chrome_new(void)
+/* Writes one event (consumed) as a line of the traceEvents array. */
+static bool emit(ctl_chrome *c, json_t *ev_take)
+{
+    char *line = ev_take ? json_dumps(ev_take, JSON_COMPACT) : NULL;
+    json_decref(ev_take);
+    if (!line || c->failed || fputs(c->written ? ",\n" : "", c->out) < 0 ||
+        fputs(line, c->out) < 0) {
+        c->failed = true;
+    }
+    free(line);
+    c->written++;
+    return !c->failed;
+}
+
+ctl_chrome *ctl_chrome_new(FILE *out)
 {
     ctl_chrome *c = calloc(1, sizeof(*c));
     if (!c) {
         return NULL;
     }
-    c->events = json_array();
+    c->out = out;
     c->pids = json_object();
     c->tids = json_object();
     c->actions = json_object();
     c->order = json_array();
     c->next_pid = 1;
     c->next_tid = 1;
-    if (!c->events || !c->pids || !c->tids || !c->actions || !c->order) {
+    if (!c->pids || !c->tids || !c->actions || !c->order ||
+        fputs("{\"traceEvents\": [\n", out) < 0) {
         ctl_chrome_free(c);
         return NULL;
     }
@@ -54,7 +71,6 @@ void ctl_chrome_free(ctl_chrome *c)
     if (!c) {
         return;
     }
-    json_decref(c->events);
     json_decref(c->pids);
     json_decref(c->tids);
     json_decref(c->actions);
@@ -65,9 +81,8 @@ void ctl_chrome_free(ctl_chrome *c)
 static bool add_meta(ctl_chrome *c, const char *what, json_int_t pid, json_int_t tid,
                      const char *name)
 {
-    return json_array_append_new(c->events, json_pack("{s:s, s:s, s:I, s:I, s:i, s:{s:s}}", "name",
-                                                      what, "ph", "M", "pid", pid, "tid", tid, "ts",
-                                                      0, "args", "name", name)) == 0;
+    return emit(c, json_pack("{s:s, s:s, s:I, s:I, s:i, s:{s:s}}", "name", what, "ph", "M", "pid",
+                             pid, "tid", tid, "ts", 0, "args", "name", name));
 }
 
 /* pid of realm, creating it (with its process_name event) on first use; 0 on failure. */
@@ -143,10 +158,9 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
             }
         }
         snprintf(name, sizeof(name), "Marker %s", str_or(rec, "uri", ""));
-        return json_array_append_new(c->events,
-                                     json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:i, s:O}", "name",
-                                               name, "cat", "marker", "ph", "i", "s", "g", "ts", ts,
-                                               "pid", 0, "tid", 0, "args", rec)) == 0;
+        return emit(c, json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:i, s:O}", "name", name, "cat",
+                                 "marker", "ph", "i", "s", "g", "ts", ts, "pid", 0, "tid", 0,
+                                 "args", rec));
     }
     json_int_t pid = pid_of(c, str_or(rec, "realm", "(no realm)"));
     json_int_t session = json_integer_value(json_object_get(rec, "session_id"));
@@ -163,10 +177,8 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
     }
     event_name(rec, name, sizeof(name));
     const char *dir = str_or(rec, "direction", "message");
-    if (json_array_append_new(c->events,
-                              json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:O}", "name", name,
-                                        "cat", dir, "ph", "i", "s", "t", "ts", ts, "pid", pid,
-                                        "tid", tid, "args", rec)) != 0) {
+    if (!emit(c, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:O}", "name", name, "cat", dir,
+                           "ph", "i", "s", "t", "ts", ts, "pid", pid, "tid", tid, "args", rec))) {
         return false;
     }
     const char *corr = json_string_value(json_object_get(rec, "correlation"));
@@ -242,8 +254,8 @@ static bool lane_push(lane *l, double end)
     return true;
 }
 
-/* Places the slices (sorted) on lanes of their session and appends their X and flow events. */
-static bool layout(ctl_chrome *c, slice *sl, size_t n, json_t *out)
+/* Places the slices (sorted) on lanes of their session and writes their X and flow events. */
+static bool layout(ctl_chrome *c, slice *sl, size_t n)
 {
     bool ok = true;
     json_int_t flow_id = 1;
@@ -283,10 +295,9 @@ static bool layout(ctl_chrome *c, slice *sl, size_t n, json_t *out)
                 break;
             }
             const char *name = json_string_value(json_object_get(sl[k].action, "name"));
-            ok = json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I}", "name",
-                                                      name, "cat", "action", "ph", "X", "ts",
-                                                      sl[k].start, "dur", sl[k].end - sl[k].start,
-                                                      "pid", sl[k].pid, "tid", tid)) == 0;
+            ok = emit(c, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I}", "name", name, "cat",
+                                   "action", "ph", "X", "ts", sl[k].start, "dur",
+                                   sl[k].end - sl[k].start, "pid", sl[k].pid, "tid", tid));
             size_t fi;
             json_t *f;
             json_array_foreach(json_object_get(sl[k].action, "followers"), fi, f)
@@ -295,15 +306,13 @@ static bool layout(ctl_chrome *c, slice *sl, size_t n, json_t *out)
                     break;
                 }
                 json_int_t id = flow_id++;
-                ok = json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}",
-                                                          "name", name, "cat", "flow", "ph", "s",
-                                                          "id", id, "ts", sl[k].start, "pid",
-                                                          sl[k].pid, "tid", tid)) == 0 &&
-                     json_array_append_new(
-                             out, json_pack("{s:s, s:s, s:s, s:s, s:I, s:O, s:O, s:O}", "name",
-                                            name, "cat", "flow", "ph", "f", "bp", "e", "id", id,
-                                            "ts", json_array_get(f, 2), "pid", json_array_get(f, 0),
-                                            "tid", json_array_get(f, 1))) == 0;
+                ok = emit(c, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", name, "cat",
+                                       "flow", "ph", "s", "id", id, "ts", sl[k].start, "pid",
+                                       sl[k].pid, "tid", tid)) &&
+                     emit(c, json_pack("{s:s, s:s, s:s, s:s, s:I, s:O, s:O, s:O}", "name", name,
+                                       "cat", "flow", "ph", "f", "bp", "e", "id", id, "ts",
+                                       json_array_get(f, 2), "pid", json_array_get(f, 0), "tid",
+                                       json_array_get(f, 1)));
             }
         }
         for (size_t L = 0; L < nlanes; L++) {
@@ -315,15 +324,12 @@ static bool layout(ctl_chrome *c, slice *sl, size_t n, json_t *out)
     return ok;
 }
 
-json_t *ctl_chrome_build(ctl_chrome *c, const json_t *other_data)
+bool ctl_chrome_finish(ctl_chrome *c, const json_t *other_data)
 {
     size_t n = json_array_size(c->order);
     slice *sl = calloc(n ? n : 1, sizeof(*sl));
-    json_t *slices = json_array();
-    if (!sl || !slices) {
-        free(sl);
-        json_decref(slices);
-        return NULL;
+    if (!sl) {
+        return false;
     }
     for (size_t i = 0; i < n; i++) {
         json_t *a = json_object_get(c->actions, json_string_value(json_array_get(c->order, i)));
@@ -335,41 +341,12 @@ json_t *ctl_chrome_build(ctl_chrome *c, const json_t *other_data)
                         .action = a};
     }
     qsort(sl, n, sizeof(*sl), slice_cmp);
-    bool ok = layout(c, sl, n, slices);
+    bool ok = layout(c, sl, n) && !c->failed;
     free(sl);
-    json_t *events = ok ? json_copy(c->events) : NULL;
-    if (!events || json_array_extend(events, slices) != 0) {
-        json_decref(events);
-        json_decref(slices);
-        return NULL;
-    }
-    json_decref(slices);
-    json_t *other = other_data ? json_deep_copy(other_data) : json_object();
-    return json_pack("{s:o, s:s, s:o}", "traceEvents", events, "displayTimeUnit", "ms", "otherData",
-                     other);
-}
-
-bool ctl_chrome_write(ctl_chrome *c, const json_t *other_data, FILE *out)
-{
-    json_t *doc = ctl_chrome_build(c, other_data);
-    if (!doc) {
-        return false;
-    }
-    bool ok = fputs("{\"traceEvents\": [\n", out) >= 0;
-    size_t i;
-    json_t *ev;
-    json_t *events = json_object_get(doc, "traceEvents");
-    json_array_foreach(events, i, ev)
-    {
-        char *s = json_dumps(ev, JSON_COMPACT);
-        ok = ok && s && fputs(s, out) >= 0 &&
-             fputs(i + 1 < json_array_size(events) ? ",\n" : "\n", out) >= 0;
-        free(s);
-    }
-    char *other = json_dumps(json_object_get(doc, "otherData"), JSON_COMPACT);
+    char *other = other_data ? json_dumps(other_data, JSON_COMPACT) : strdup("{}");
     ok = ok && other &&
-         fprintf(out, "],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": %s}\n", other) > 0;
+         fprintf(c->out, "%s],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": %s}\n",
+                 c->written ? "\n" : "", other) > 0;
     free(other);
-    json_decref(doc);
     return ok;
 }

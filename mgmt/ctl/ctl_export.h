@@ -11,7 +11,8 @@
  * from the anchor to each follower. Slices of one thread always nest: an action overlapping
  * another of the same session without containing it goes to an extra thread of that session
  * ("session N (overlap k)"). Times are microseconds of the records' wall clock ("ts").
- * Ownership: the converter copies what it keeps from each record; single-threaded. */
+ * Ownership: the converter copies what it keeps from each record; single-threaded. One event
+ * per line in the output. */
 #ifndef CTL_EXPORT_H
 #define CTL_EXPORT_H
 
@@ -25,17 +26,17 @@ bool ctl_export_jsonl(FILE *out, const json_t *record);
 
 typedef struct ctl_chrome ctl_chrome;
 
-/* NULL on allocation failure. */
-ctl_chrome *ctl_chrome_new(void);
+/* Starts a Chrome trace document on out (borrowed until ctl_chrome_finish()): instant and
+ * metadata events are written as records are added, so memory holds only the maps and each
+ * action's anchor and followers, not the records. NULL on allocation or write failure. */
+ctl_chrome *ctl_chrome_new(FILE *out);
 void ctl_chrome_free(ctl_chrome *c);
-/* Adds one record (borrowed; records in seq order). false on allocation failure or a record
- * that is not an object. */
+/* Adds one record (borrowed; records in seq order). false on allocation or write failure, or a
+ * record that is not an object. */
 bool ctl_chrome_add(ctl_chrome *c, const json_t *record);
-/* The whole trace as a new {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}
- * object (owned), NULL on allocation failure. other_data (borrowed, may be NULL) is copied into
- * otherData. */
-json_t *ctl_chrome_build(ctl_chrome *c, const json_t *other_data);
-/* ctl_chrome_build() written to out (one event per line). false on failure. */
-bool ctl_chrome_write(ctl_chrome *c, const json_t *other_data, FILE *out);
+/* Writes the action slices and flows, then ends the document as {"traceEvents": [...],
+ * "displayTimeUnit": "ms", "otherData": other_data (borrowed, NULL = {})}. false on failure
+ * (the document is then incomplete). Call once. */
+bool ctl_chrome_finish(ctl_chrome *c, const json_t *other_data);
 
 #endif /* CTL_EXPORT_H */

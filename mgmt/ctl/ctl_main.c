@@ -1046,7 +1046,7 @@ static int cmd_export(ctl *c)
     }
     bool chrome = strcmp(f.format, "chrome") == 0;
     bool bar = isatty(STDERR_FILENO);
-    ctl_chrome *ch = chrome ? ctl_chrome_new() : NULL;
+    ctl_chrome *ch = chrome ? ctl_chrome_new(out) : NULL;
     bool ok = !chrome || ch;
     long long from = 0, done = 0;
     while (ok) {
@@ -1082,7 +1082,7 @@ static int cmd_export(ctl *c)
     if (ok && chrome) {
         json_t *other = json_pack("{s:s, s:O, s:I}", "exported_by", "wampscope-ctl", "trace", meta,
                                   "records", (json_int_t)done);
-        ok = other && ctl_chrome_write(ch, other, out);
+        ok = other && ctl_chrome_finish(ch, other);
         json_decref(other);
     }
     ctl_chrome_free(ch);

@@ -112,7 +112,10 @@ END_TEST
 
 static json_t *chrome_doc(void)
 {
-    ctl_chrome *c = ctl_chrome_new();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_chrome *c = ctl_chrome_new(f);
     ck_assert_ptr_nonnull(c);
     for (size_t i = 0; i < N_RECORDS; i++) {
         json_t *r = record(i);
@@ -122,14 +125,11 @@ static json_t *chrome_doc(void)
     json_t *not_object = json_array();
     ck_assert(!ctl_chrome_add(c, not_object));
     json_decref(not_object);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
     json_t *other = json_pack("{s:s}", "trace", "t1");
-    ck_assert(ctl_chrome_write(c, other, f));
-    fclose(f);
+    ck_assert(ctl_chrome_finish(c, other));
     json_decref(other);
     ctl_chrome_free(c);
+    fclose(f);
     json_error_t e;
     json_t *doc = json_loads(buf, 0, &e);
     ck_assert_msg(doc != NULL, "chrome output is not JSON: %s", e.text);
@@ -325,14 +325,21 @@ END_TEST
 
 START_TEST(test_chrome_empty_trace)
 {
-    ctl_chrome *c = ctl_chrome_new();
-    json_t *doc = ctl_chrome_build(c, NULL);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_chrome *c = ctl_chrome_new(f);
+    ck_assert(ctl_chrome_finish(c, NULL));
+    ctl_chrome_free(c);
+    ctl_chrome_free(NULL);
+    fclose(f);
+    json_error_t e;
+    json_t *doc = json_loads(buf, 0, &e);
     ck_assert_ptr_nonnull(doc);
     ck_assert_uint_eq(json_array_size(json_object_get(doc, "traceEvents")), 0);
     ck_assert(json_is_object(json_object_get(doc, "otherData")));
     json_decref(doc);
-    ctl_chrome_free(c);
-    ctl_chrome_free(NULL);
+    free(buf);
 }
 
 END_TEST
