@@ -475,15 +475,10 @@ typedef struct pub_filter {
     bool any; /* at least one list given */
 } pub_filter;
 
-/* Reads one list option: absent or empty -> *out NULL; must be a list of session ids
- * (ids true) or of strings. false if malformed. */
-static bool list_option(const json_t *opts, const char *key, bool ids, const json_t **out)
+/* Checks one list option's value: a list of session ids (ids true) or of strings. *out = the
+ * list, or NULL when it is empty. false if malformed. */
+static bool list_value(const json_t *v, bool ids, const json_t **out)
 {
-    json_t *v = json_object_get(opts, key);
-    *out = NULL;
-    if (!v) {
-        return true;
-    }
     if (!json_is_array(v)) {
         return false;
     }
@@ -497,26 +492,6 @@ static bool list_option(const json_t *opts, const char *key, bool ids, const jso
     }
     *out = json_array_size(v) > 0 ? v : NULL;
     return true;
-}
-
-/* Parses the listing options; NULL if fine, else a message for the ERROR. */
-static const char *parse_filter(const json_t *opts, pub_filter *f)
-{
-    memset(f, 0, sizeof(*f));
-    if (!list_option(opts, "eligible", true, &f->eligible) ||
-        !list_option(opts, "exclude", true, &f->exclude)) {
-        return "options eligible and exclude must be lists of session ids";
-    }
-    if (!list_option(opts, "eligible_authid", false, &f->eligible_authid) ||
-        !list_option(opts, "eligible_authrole", false, &f->eligible_authrole) ||
-        !list_option(opts, "exclude_authid", false, &f->exclude_authid) ||
-        !list_option(opts, "exclude_authrole", false, &f->exclude_authrole)) {
-        return "options eligible_authid, eligible_authrole, exclude_authid and exclude_authrole "
-               "must be lists of strings";
-    }
-    f->any = f->eligible || f->eligible_authid || f->eligible_authrole || f->exclude ||
-             f->exclude_authid || f->exclude_authrole;
-    return NULL;
 }
 
 static bool id_listed(const json_t *list, uint64_t id)
@@ -576,18 +551,61 @@ typedef struct pub_ctx {
 } pub_ctx;
 
 /* Parses PUBLISH options into p (publisher, topic, payload set by the caller); NULL if they
- * are acceptable, else a message for the ERROR (invalid_argument). */
+ * are acceptable, else a message for the ERROR (invalid_argument). Walks the options present
+ * (usually none or one) rather than looking each known one up: this runs for every PUBLISH.
+ * Unknown options are ignored. */
 static const char *parse_publish(const json_t *opts, pub_ctx *p, bool *ack)
 {
-    bool disclose_me;
-    if (!bool_option(opts, "acknowledge", false, ack) ||
-        !bool_option(opts, "exclude_me", true, &p->exclude_me) ||
-        !bool_option(opts, "disclose_me", false, &disclose_me) ||
-        !bool_option(opts, "retain", false, &p->retain)) {
-        return "options acknowledge, exclude_me, disclose_me and retain must be booleans";
+    pub_filter *f = &p->filter;
+    *ack = false;
+    p->exclude_me = true;
+    p->disclose = false;
+    p->retain = false;
+    memset(f, 0, sizeof(*f));
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)opts, key, v)
+    {
+        bool *flag = NULL;
+        const json_t **list = NULL;
+        bool ids = false;
+        if (strcmp(key, "acknowledge") == 0) {
+            flag = ack;
+        } else if (strcmp(key, "exclude_me") == 0) {
+            flag = &p->exclude_me;
+        } else if (strcmp(key, "disclose_me") == 0) {
+            flag = &p->disclose;
+        } else if (strcmp(key, "retain") == 0) {
+            flag = &p->retain;
+        } else if (strcmp(key, "eligible") == 0) {
+            list = &f->eligible;
+            ids = true;
+        } else if (strcmp(key, "exclude") == 0) {
+            list = &f->exclude;
+            ids = true;
+        } else if (strcmp(key, "eligible_authid") == 0) {
+            list = &f->eligible_authid;
+        } else if (strcmp(key, "eligible_authrole") == 0) {
+            list = &f->eligible_authrole;
+        } else if (strcmp(key, "exclude_authid") == 0) {
+            list = &f->exclude_authid;
+        } else if (strcmp(key, "exclude_authrole") == 0) {
+            list = &f->exclude_authrole;
+        }
+        if (flag && !json_is_boolean(v)) {
+            return "options acknowledge, exclude_me, disclose_me and retain must be booleans";
+        }
+        if (flag) {
+            *flag = json_is_true(v);
+        } else if (list && !list_value(v, ids, list)) {
+            return ids ? "options eligible and exclude must be lists of session ids"
+                       : "options eligible_authid, eligible_authrole, exclude_authid and "
+                         "exclude_authrole must be lists of strings";
+        }
     }
-    p->disclose = disclose_me;
-    return parse_filter(opts, &p->filter);
+    f->any = f->eligible || f->eligible_authid || f->eligible_authrole || f->exclude ||
+             f->exclude_authid || f->exclude_authrole;
+    return NULL;
 }
 
 /* Whether publication p reaches session to. */
@@ -802,8 +820,10 @@ static bool retained_admits(const rt_subscription *sub, const rt_retained *r, co
     if (!wamp_uri_matches(sub->uri, sub->match, r->topic)) {
         return false;
     }
-    pub_filter f;
-    return !r->options || (parse_filter(r->options, &f) == NULL && filter_admits(&f, s));
+    pub_ctx p;
+    bool ack;
+    return !r->options ||
+           (parse_publish(r->options, &p, &ack) == NULL && filter_admits(&p.filter, s));
 }
 
 /* EVENT of retained event r for subscription sub (Details.retained, Details.topic for a pattern
@@ -954,15 +974,19 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     wamp_match match = WAMP_MATCH_EXACT;
     json_t *jm = json_object_get(m->dict, "match");
     if (jm && !(json_is_string(jm) && wamp_match_parse(json_string_value(jm), &match))) {
+        RT_LOG_DEBUG(s->id, "SUBSCRIBE to %s: bad option match", m->uri);
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
                                      "option match must be \"exact\", \"prefix\" or \"wildcard\"");
     }
     bool get_retained;
     if (!bool_option(m->dict, "get_retained", false, &get_retained)) {
+        RT_LOG_DEBUG(s->id, "SUBSCRIBE to %s: option get_retained is not a boolean", m->uri);
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
                                      "option get_retained must be a boolean");
     }
     if (!pattern_is_valid(m->uri, match)) {
+        RT_LOG_DEBUG(s->id, "SUBSCRIBE to invalid %s pattern \"%s\"", wamp_match_name(match),
+                     m->uri);
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_URI,
                                      match == WAMP_MATCH_EXACT ? "invalid topic URI"
                                                                : "invalid topic pattern");
