@@ -115,6 +115,12 @@ START_TEST(test_publish_without_ack_is_silent)
     fake_expect_error(a, WAMP_MSG_PUBLISH, 4, WAMP_ERROR_INVALID_URI);
     fake_conn_send(a, "[16, 5, {\"acknowledge\": 1}, \"com.x\"]");
     fake_expect_error(a, WAMP_MSG_PUBLISH, 5, WAMP_ERROR_INVALID_ARGUMENT);
+    /* Unknown options are ignored; known ones after them still count. */
+    fake_conn_send(a, "[16, 6, {\"x_custom\": [1], \"acknowledge\": true}, \"com.x\"]");
+    json_t *m = fake_conn_next(a);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_PUBLISHED);
+    ck_assert_int_eq(fake_msg_int(m, 1), 6);
+    json_decref(m);
     fake_conn_free(a);
 }
 
