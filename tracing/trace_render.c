@@ -80,8 +80,8 @@ static void redact_again(json_t *msg)
 }
 
 /* The record's message: the stored bytes as they are when they are in w's serializer and need
- * no change, else decoded, stripped / redacted, and written as a value. null when no bytes were
- * kept or they do not decode. */
+ * no change (or transcoded straight from MessagePack to JSON), else decoded, stripped /
+ * redacted, and written as a value. null when no bytes were kept or they do not decode. */
 static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
 {
     if (!r->wire) {
@@ -93,8 +93,11 @@ static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
     /* msg_type 0: the received bytes did not decode; anything else decoded when captured. */
     bool as_stored = marker || (type != 0 && type != WAMP_MSG_AUTHENTICATE &&
                                 type != WAMP_MSG_CHALLENGE && (app_payload || !args_index(type)));
-    if (as_stored && w->ser == r->wire_ser) {
-        wamp_wr_raw(w, wamp_buf_cdata(r->wire), wamp_buf_len(r->wire));
+    /* The bytes decoded when they were captured, so they transcode (same encoding: a copy;
+     * MessagePack into JSON: walked without building values). */
+    if (as_stored && w->ser != WAMP_WR_TREE &&
+        (w->ser == r->wire_ser || r->wire_ser == WAMP_SER_MSGPACK)) {
+        wamp_wr_transcode(w, r->wire_ser, wamp_buf_cdata(r->wire), wamp_buf_len(r->wire));
         return;
     }
     json_t *msg = NULL;

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
+#include "wamp_codec.h"
 #include "wamp_json.h"
 #include "wamp_msgpack.h"
 
@@ -492,6 +495,246 @@ void wamp_wr_raw(wamp_wr *w, const void *p, size_t n)
     if (put(w, p, n)) {
         after(w);
     }
+}
+
+/* --- Transcoding ------------------------------------------------------------------------- */
+
+/* MessagePack reader over [p, end) for the walk below. */
+struct mp_in {
+    const unsigned char *p, *end;
+};
+
+static bool mp_need(struct mp_in *in, size_t n)
+{
+    return (size_t)(in->end - in->p) >= n;
+}
+
+static uint64_t mp_be(struct mp_in *in, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++) {
+        v = v << 8 | in->p[i];
+    }
+    in->p += n;
+    return v;
+}
+
+/* Reads an n-byte big-endian length or count after the tag; false if truncated. */
+static bool mp_len(struct mp_in *in, unsigned n, uint64_t *out)
+{
+    if (!mp_need(in, n)) {
+        return false;
+    }
+    *out = mp_be(in, n);
+    return true;
+}
+
+static bool json_bin(wamp_wr *w, const unsigned char *bin, size_t len)
+{
+    size_t enc = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+    if (!put(w, "\"\\u0000", 7)) {
+        return false;
+    }
+    unsigned char *dst = wamp_buf_reserve(&w->buf, enc);
+    if (!dst) {
+        return fail(w, WAMP_ENOMEM);
+    }
+    sodium_bin2base64((char *)dst, enc, bin, len, sodium_base64_VARIANT_ORIGINAL);
+    /* enc counts the terminating NUL, which is not part of the output. */
+    if (w->max && wamp_buf_len(w->buf) + enc - 1 > w->max) {
+        return fail(w, WAMP_ETOOBIG);
+    }
+    wamp_buf_commit(w->buf, enc - 1);
+    return put_byte(w, '"');
+}
+
+static bool json_i64(wamp_wr *w, int64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
+    return put(w, b, (size_t)n);
+}
+
+static bool json_f64(wamp_wr *w, double v)
+{
+    if (!isfinite(v)) {
+        return fail(w, WAMP_EPROTO);
+    }
+    char b[40];
+    int n = snprintf(b, sizeof(b), "%.17g", v);
+    if (!strpbrk(b, ".eE") && n + 2 < (int)sizeof(b)) {
+        memcpy(b + n, ".0", 3);
+        n += 2;
+    }
+    return put(w, b, (size_t)n);
+}
+
+/* One MessagePack value from in, as JSON. depth as the codec counts it (root = 1). */
+static bool mp_to_json(wamp_wr *w, struct mp_in *in, unsigned depth)
+{
+    if (depth > WAMP_CODEC_MAX_DEPTH || !mp_need(in, 1)) {
+        return fail(w, WAMP_EPROTO);
+    }
+    unsigned char tag = *in->p++;
+    uint64_t n = 0;
+    bool is_map = false;
+    if (tag <= 0x7f) {
+        return json_i64(w, tag);
+    }
+    if (tag >= 0xe0) {
+        return json_i64(w, (int8_t)tag);
+    }
+    if ((tag & 0xe0) == 0xa0) {
+        n = tag & 0x1f;
+        goto str;
+    }
+    if ((tag & 0xf0) == 0x90) {
+        n = tag & 0x0f;
+        goto container;
+    }
+    if ((tag & 0xf0) == 0x80) {
+        n = tag & 0x0f;
+        is_map = true;
+        goto container;
+    }
+    switch (tag) {
+    case 0xc0:
+        return put(w, "null", 4);
+    case 0xc2:
+        return put(w, "false", 5);
+    case 0xc3:
+        return put(w, "true", 4);
+    case 0xc4:
+    case 0xc5:
+    case 0xc6:
+        if (!mp_len(in, 1u << (tag - 0xc4), &n) || !mp_need(in, n)) {
+            return fail(w, WAMP_EPROTO);
+        }
+        in->p += n;
+        return json_bin(w, in->p - n, (size_t)n);
+    case 0xca: {
+        if (!mp_need(in, 4)) {
+            return fail(w, WAMP_EPROTO);
+        }
+        uint32_t bits = (uint32_t)mp_be(in, 4);
+        float f;
+        memcpy(&f, &bits, sizeof(f));
+        return json_f64(w, (double)f);
+    }
+    case 0xcb: {
+        if (!mp_need(in, 8)) {
+            return fail(w, WAMP_EPROTO);
+        }
+        uint64_t bits = mp_be(in, 8);
+        double d;
+        memcpy(&d, &bits, sizeof(d));
+        return json_f64(w, d);
+    }
+    case 0xcc:
+    case 0xcd:
+    case 0xce:
+    case 0xcf: {
+        if (!mp_len(in, 1u << (tag - 0xcc), &n) || n > INT64_MAX) {
+            return fail(w, WAMP_EPROTO);
+        }
+        return json_i64(w, (int64_t)n);
+    }
+    case 0xd0:
+    case 0xd1:
+    case 0xd2:
+    case 0xd3: {
+        unsigned bytes = 1u << (tag - 0xd0);
+        if (!mp_len(in, bytes, &n)) {
+            return fail(w, WAMP_EPROTO);
+        }
+        /* Sign-extend from the field's width. */
+        unsigned shift = 64 - 8 * bytes;
+        return json_i64(w, (int64_t)(n << shift) >> shift);
+    }
+    case 0xd9:
+    case 0xda:
+    case 0xdb:
+        if (!mp_len(in, 1u << (tag - 0xd9), &n)) {
+            return fail(w, WAMP_EPROTO);
+        }
+        goto str;
+    case 0xdc:
+    case 0xdd:
+        if (!mp_len(in, tag == 0xdc ? 2 : 4, &n)) {
+            return fail(w, WAMP_EPROTO);
+        }
+        goto container;
+    case 0xde:
+    case 0xdf:
+        if (!mp_len(in, tag == 0xde ? 2 : 4, &n)) {
+            return fail(w, WAMP_EPROTO);
+        }
+        is_map = true;
+        goto container;
+    default:
+        return fail(w, WAMP_EPROTO); /* 0xc1, ext, fixext */
+    }
+str:
+    if (!mp_need(in, n)) {
+        return fail(w, WAMP_EPROTO);
+    }
+    in->p += n;
+    return json_str(w, (const char *)in->p - n, (size_t)n);
+container:
+    /* Every element takes at least one byte: a count beyond the input is malformed. */
+    if (n > (uint64_t)(in->end - in->p) || !put_byte(w, is_map ? '{' : '[')) {
+        return fail(w, WAMP_EPROTO);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (i && !put_byte(w, ',')) {
+            return false;
+        }
+        if (is_map) {
+            if (!mp_need(in, 1)) {
+                return fail(w, WAMP_EPROTO);
+            }
+            unsigned char k = *in->p;
+            bool is_str = (k & 0xe0) == 0xa0 || k == 0xd9 || k == 0xda || k == 0xdb;
+            if (!is_str || !mp_to_json(w, in, depth + 1) || !put_byte(w, ':')) {
+                return fail(w, WAMP_EPROTO);
+            }
+        }
+        if (!mp_to_json(w, in, depth + 1)) {
+            return false;
+        }
+    }
+    return put_byte(w, is_map ? '}' : ']');
+}
+
+void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n)
+{
+    if (src_ser == w->ser) {
+        wamp_wr_raw(w, p, n);
+        return;
+    }
+    if (src_ser == WAMP_SER_MSGPACK && w->ser == WAMP_SER_JSON) {
+        if (!before(w, false)) {
+            return;
+        }
+        struct mp_in in = {p, (const unsigned char *)p + n};
+        if (mp_to_json(w, &in, 1) && in.p == in.end) {
+            after(w);
+        } else {
+            fail(w, WAMP_EPROTO);
+        }
+        return;
+    }
+    json_t *v = NULL;
+    if (src_ser != WAMP_SER_JSON && src_ser != WAMP_SER_MSGPACK) {
+        fail(w, WAMP_EINVAL);
+        return;
+    }
+    if (wamp_codec_decode((wamp_ser)src_ser, p, n, &v, NULL, 0) != WAMP_OK) {
+        fail(w, WAMP_EPROTO);
+        return;
+    }
+    wamp_wr_json(w, v);
+    json_decref(v);
 }
 
 /* --- Finish ---------------------------------------------------------------------------------- */

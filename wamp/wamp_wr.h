@@ -85,6 +85,14 @@ void wamp_wr_json(wamp_wr *w, const json_t *v);
  * in tree mode (WAMP_EINVAL). */
 void wamp_wr_raw(wamp_wr *w, const void *p, size_t n);
 
+/* One value encoded in src_ser (WAMP_SER_JSON / WAMP_SER_MSGPACK), written in the writer's
+ * encoding: copied as it is when the encodings are the same; MessagePack into JSON walked
+ * directly, without building a jansson value (bin becomes the "\0" + base64 convention string,
+ * as the MessagePack decoder makes it); anything else decoded and written as with
+ * wamp_wr_json(). The input must be one value that wamp_codec_decode() accepts (e.g. bytes that
+ * passed it before); malformed input makes the writer fail with WAMP_EPROTO. */
+void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n);
+
 /* The current error (WAMP_OK while none). */
 wamp_err wamp_wr_error(const wamp_wr *w);
 

@@ -4,6 +4,7 @@
  * reported as a sticky error. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -355,6 +356,139 @@ START_TEST(test_misuse_is_sticky)
 
 END_TEST
 
+/* Decodes bytes (ser) the codec's way; NULL if it refuses them. */
+static json_t *codec_value(int ser, const void *p, size_t n)
+{
+    json_t *v = NULL;
+    return wamp_codec_decode((wamp_ser)ser, p, n, &v, NULL, 0) == WAMP_OK ? v : NULL;
+}
+
+/* Writes one transcoded value into a fresh writer of ser; the writer's error, *out its value. */
+static wamp_err transcode(int ser, int src, const void *p, size_t n, json_t **out)
+{
+    wamp_wr w;
+    wamp_wr_init(&w, ser, 8, 0);
+    wamp_wr_transcode(&w, src, p, n);
+    wamp_err err = wamp_wr_error(&w);
+    *out = err == WAMP_OK ? finish(&w) : NULL;
+    wamp_wr_fini(&w);
+    return err;
+}
+
+/* MessagePack into JSON is walked directly: every type, including float32, bin (the "\0" +
+ * base64 convention), extreme integers, every header width, and escapes; the result reads back
+ * as exactly what the MessagePack decoder makes of the input. Same encoding: a copy; JSON into
+ * MessagePack: through a value. */
+START_TEST(test_transcode)
+{
+    static const unsigned char mp[] = {
+            0xdc, 0x00, 0x11,                                     /* array16: 17 elements */
+            0x00, 0x7f, 0xe0, 0xff,                               /* fixints */
+            0xcc, 0xff, 0xcd, 0x01, 0x00,                         /* uint8 255, uint16 256 */
+            0xcf, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, /* INT64_MAX */
+            0xd3, 0x80, 0,    0,    0,    0,    0,    0,    0,    /* INT64_MIN */
+            0xd0, 0x80, 0xd1, 0x80, 0x00,                         /* int8 -128, int16 -32768 */
+            0xca, 0x3f, 0xc0, 0x00, 0x00,                         /* float32 1.5 */
+            0xcb, 0x40, 0x09, 0x21, 0xfb, 0x54, 0x44, 0x2d, 0x18, /* float64 pi */
+            0xc4, 0x03, 0x01, 0x02, 0xff,                         /* bin8 */
+            0xd9, 0x05, 'q',  '"',  '\\', '\n', 0x01,             /* str8 with escapes */
+            0xc0, 0xc2,                                           /* nil, false */
+            0x82, 0xa1, 'a',  0xc3, 0xa2, 0xc3, 0xa9, 0x90,       /* {"a": true, "é": []} */
+    };
+    json_t *want = codec_value(WAMP_SER_MSGPACK, mp, sizeof(mp));
+    ck_assert_ptr_nonnull(want);
+    json_t *got = NULL;
+    ck_assert_int_eq(transcode(WAMP_SER_JSON, WAMP_SER_MSGPACK, mp, sizeof(mp), &got), WAMP_OK);
+    char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
+    ck_assert_msg(json_equal(got, want), "%s", g);
+    free(g);
+    ck_assert(json_is_real(json_array_get(got, 10))); /* float32 1.5 */
+    json_decref(got);
+    /* Same encoding, and JSON into MessagePack. */
+    wamp_buf *js = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, want, &js), WAMP_OK);
+    ck_assert_int_eq(transcode(WAMP_SER_MSGPACK, WAMP_SER_MSGPACK, mp, sizeof(mp), &got), WAMP_OK);
+    ck_assert(json_equal(got, want));
+    json_decref(got);
+    ck_assert_int_eq(
+            transcode(WAMP_SER_MSGPACK, WAMP_SER_JSON, wamp_buf_cdata(js), wamp_buf_len(js), &got),
+            WAMP_OK);
+    ck_assert(json_equal(got, want));
+    json_decref(got);
+    wamp_buf_unref(&js);
+    json_decref(want);
+    /* 16- and 32-bit headers. */
+    json_t *big = json_array();
+    json_t *bigmap = json_object();
+    for (int i = 0; i < 70000; i++) {
+        json_array_append_new(big, json_integer(i));
+    }
+    for (int i = 0; i < 20; i++) {
+        char k[8];
+        snprintf(k, sizeof(k), "k%d", i);
+        json_object_set_new(bigmap, k, json_string(k));
+    }
+    json_array_append_new(big, bigmap);
+    wamp_buf *enc = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_MSGPACK, big, &enc), WAMP_OK);
+    ck_assert_int_eq(transcode(WAMP_SER_JSON, WAMP_SER_MSGPACK, wamp_buf_cdata(enc),
+                               wamp_buf_len(enc), &got),
+                     WAMP_OK);
+    ck_assert(json_equal(got, big));
+    json_decref(got);
+    wamp_buf_unref(&enc);
+    json_decref(big);
+}
+
+END_TEST
+
+/* Input the decoder refuses is refused here too (WAMP_EPROTO), never written half. */
+START_TEST(test_transcode_malformed)
+{
+    static const struct {
+        const char *what;
+        unsigned char b[12];
+        size_t n;
+    } bad[] = {
+            {"empty", {0}, 0},
+            {"truncated array", {0x92, 0x01}, 2},
+            {"truncated str", {0xa5, 'a', 'b'}, 3},
+            {"truncated uint32", {0xce, 0x01, 0x02}, 3},
+            {"never-used byte", {0xc1}, 1},
+            {"ext", {0xd4, 0x01, 0x02}, 3},
+            {"int key", {0x81, 0x01, 0x02}, 3},
+            {"uint64 above INT64_MAX", {0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0}, 9},
+            {"NaN", {0xcb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0}, 9},
+            {"trailing byte", {0x01, 0x02}, 2},
+            {"huge count", {0xdd, 0xff, 0xff, 0xff, 0xff, 0x01}, 6},
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *got = NULL;
+        ck_assert_msg(transcode(WAMP_SER_JSON, WAMP_SER_MSGPACK, bad[i].b, bad[i].n, &got) ==
+                              WAMP_EPROTO,
+                      "%s", bad[i].what);
+        ck_assert_ptr_null(got);
+    }
+    /* Nesting deeper than the codec accepts (every value has a depth, the root's is 1), and
+     * the deepest it accepts. */
+    size_t depth = WAMP_CODEC_MAX_DEPTH + 1;
+    unsigned char *deep = malloc(depth + 1);
+    memset(deep, 0x91, depth);
+    deep[depth] = 0x01;
+    json_t *got = NULL;
+    ck_assert_int_eq(transcode(WAMP_SER_JSON, WAMP_SER_MSGPACK, deep, depth + 1, &got),
+                     WAMP_EPROTO);
+    ck_assert_int_eq(transcode(WAMP_SER_JSON, WAMP_SER_MSGPACK, deep + 2, depth - 1, &got),
+                     WAMP_OK);
+    json_decref(got);
+    free(deep);
+    /* Not valid JSON either way. */
+    ck_assert_int_eq(transcode(WAMP_SER_MSGPACK, WAMP_SER_JSON, "[1,", 3, &got), WAMP_EPROTO);
+}
+
+END_TEST
+
 static Suite *wamp_wr_suite(void)
 {
     Suite *s = suite_create("wamp_wr");
@@ -364,6 +498,8 @@ static Suite *wamp_wr_suite(void)
     tcase_add_test(tc, test_raw_values);
     tcase_add_test(tc, test_byte_limit);
     tcase_add_test(tc, test_misuse_is_sticky);
+    tcase_add_test(tc, test_transcode);
+    tcase_add_test(tc, test_transcode_malformed);
     suite_add_tcase(s, tc);
     return s;
 }
