@@ -4,10 +4,12 @@
 
 #include <check.h>
 
+#include "alloc_count.h"
 #include "fake_transport.h"
 #include "rt_broker.h"
 #include "rt_realm.h"
 #include "test_router.h"
+#include "wamp_codec.h"
 #include "wamp_uri.h"
 
 static test_router T;
@@ -580,6 +582,63 @@ START_TEST(test_publish_local_reaches_pattern_subscriptions)
 
 END_TEST
 
+/* Allocations made by n PUBLISHes (pre-encoded) of pub to com.hot, whose queued EVENTs are
+ * dropped without decoding. */
+static size_t publish_allocs(fake_conn *pub, fake_conn **subs, int n_subs, int n)
+{
+    json_t *m = json_loads("[16, 1, {}, \"com.hot.topic\", [1, \"payload\"]]", 0, NULL);
+    wamp_buf *wire = NULL;
+    ck_assert_int_eq(wamp_codec_encode(pub->ser, m, &wire), WAMP_OK);
+    json_decref(m);
+    size_t before = alloc_count_best();
+    for (int k = 0; k < n; k++) {
+        ck_assert_int_eq(rt_session_on_message(pub->s, wamp_buf_data(wire), wamp_buf_len(wire)),
+                         WAMP_OK);
+        for (int i = 0; i < n_subs; i++) {
+            ck_assert_ptr_nonnull(rt_session_tx_peek(subs[i]->s));
+            while (rt_session_tx_peek(subs[i]->s)) {
+                rt_session_tx_pop(subs[i]->s);
+            }
+        }
+    }
+    size_t used = alloc_count_best() - before;
+    wamp_buf_unref(&wire);
+    return used;
+}
+
+/* Pattern subscriptions that do not match cost an exact-topic PUBLISH no allocation. */
+START_TEST(test_pattern_index_allocates_nothing_per_publish)
+{
+    alloc_count_install();
+    fake_conn *subs[3];
+    for (int i = 0; i < 3; i++) {
+        subs[i] = joined(i == 1 ? WAMP_SER_MSGPACK : WAMP_SER_JSON, "realm1");
+        subscribe(subs[i], "com.hot.topic");
+    }
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1");
+    (void)publish_allocs(pub, subs, 3, 10); /* warm-up */
+    size_t plain = publish_allocs(pub, subs, 3, 100);
+    ck_assert_uint_gt(plain, 0); /* the counter sees the routing's own allocations */
+    fake_conn *pat = joined(WAMP_SER_JSON, "realm1");
+    for (int i = 0; i < 200; i++) {
+        fake_conn_send(pat, "[32, %d, {\"match\": \"prefix\"}, \"com.hot.t%d\"]", i + 1, i);
+        fake_conn_send(pat, "[32, %d, {\"match\": \"wildcard\"}, \"com..x%d.\"]", i + 1, i % 50);
+        fake_conn_send(pat, "[32, %d, {\"match\": \"wildcard\"}, \"com.hot..x%d\"]", i + 1, i % 7);
+        fake_conn_clear(pat); /* (the test router's queues hold 100 messages) */
+    }
+    ck_assert_uint_gt(test_router_sub_count(T.rt, "realm1"), 250);
+    (void)publish_allocs(pub, subs, 3, 10);
+    ck_assert_uint_eq(publish_allocs(pub, subs, 3, 100), plain);
+    ck_assert_uint_eq(fake_conn_pending(pat), 0);
+    for (int i = 0; i < 3; i++) {
+        fake_conn_free(subs[i]);
+    }
+    fake_conn_free(pub);
+    fake_conn_free(pat);
+}
+
+END_TEST
+
 /* --- Black/white listing and publisher identification --------------------------------------- */
 
 /* A router whose realm "roles" has roles "anonymous" and "guest" (both may do everything;
@@ -1066,6 +1125,7 @@ static Suite *rt_broker_suite(void)
     tcase_add_test(tc, test_pattern_unsubscribe_and_leave_cleanup);
     tcase_add_test(tc, test_pattern_index_agrees_with_brute_force);
     tcase_add_test(tc, test_publish_local_reaches_pattern_subscriptions);
+    tcase_add_test(tc, test_pattern_index_allocates_nothing_per_publish);
     tcase_add_test(tc, test_welcome_announces_broker_features);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("roles");
