@@ -261,8 +261,13 @@ static int client_cb(struct lws *wsi, enum lws_callback_reasons reason, void *us
     switch (reason) {
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
         char msg[400];
-        snprintf(msg, sizeof(msg), "cannot connect to %s: %.*s", c->url, in && len ? (int)len : 17,
-                 in && len ? (const char *)in : "connection failed");
+        const char *what = in && len ? (const char *)in : "connection failed";
+        int wlen = in && len ? (int)len : (int)strlen(what);
+        bool tls_err = strncmp(c->url, "wss:", 4) == 0 && strstr(what, "SSL") != NULL;
+        snprintf(msg, sizeof(msg), "cannot connect to %s: %.*s%s", c->url, wlen, what,
+                 tls_err ? " (TLS handshake failed: is the router's certificate trusted? see "
+                           "--ca-file)"
+                         : "");
         fail_conn(c, CTL_E_CONNECT, NULL, msg);
         c->wsi = NULL;
         c->state = ST_CLOSED;
@@ -444,6 +449,7 @@ bool ctl_client_open(const ctl_client_opts *o, ctl_client **out, ctl_error *e)
     info.uid = -1;
     if (tls) {
         info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.client_ssl_ca_filepath = o->ca_file;
     }
     c->ctx = lws_create_context(&info);
     if (!c->ctx) {

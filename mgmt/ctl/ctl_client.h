@@ -41,10 +41,11 @@ typedef struct ctl_error {
 } ctl_error;
 
 typedef struct ctl_client_opts {
-    const char *url;                  /* ws://host:port/path or wss://... */
-    const char *realm;                /* realm to join */
-    const ctl_auth *auth;             /* credentials (NULL = anonymous) */
-    int timeout_ms;                   /* per connect / call */
+    const char *url;      /* ws://host:port/path or wss://... */
+    const char *realm;    /* realm to join */
+    const ctl_auth *auth; /* credentials (NULL = anonymous) */
+    int timeout_ms;       /* per connect / call */
+    const char *ca_file;  /* wss://: PEM file of the CA(s) to trust instead of the system\'s */
     volatile sig_atomic_t *interrupt; /* may be NULL */
 } ctl_client_opts;
 

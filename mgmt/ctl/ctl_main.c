@@ -40,7 +40,7 @@ enum {
 static const char usage_text[] =
         "usage: wampscope-ctl [--url URL] [--realm REALM] [--node ID] [--worker ID]\n"
         "                     [--authid ID] [--ticket-file F | --secret-file F | --key-file F]\n"
-        "                     [--timeout SECONDS] COMMAND [ARGS...]\n"
+        "                     [--timeout SECONDS] [--ca-file F] COMMAND [ARGS...]\n"
         "\n"
         "The management client of the wampscope WAMP router.\n"
         "\n"
@@ -65,6 +65,8 @@ static const char usage_text[] =
         "  --node ID        node (default: the first the router lists)\n"
         "  --worker ID      worker (default: the first the node lists)\n"
         "  --timeout S      seconds to wait for the router per request (default 30)\n"
+        "  --ca-file F      wss:// URLs: trust the CA certificate(s) in PEM file F\n"
+        "                   (default: the system\'s CAs)\n"
         "Authentication (default anonymous; secrets never on the command line):\n"
         "  --authid ID         the authid to announce (env WAMPSCOPE_AUTHID)\n"
         "  --ticket-file F     ticket auth, ticket on F's first line (or env WAMPSCOPE_TICKET)\n"
@@ -85,6 +87,7 @@ typedef struct ctl {
     const char *realm;
     const char *node;
     const char *worker;
+    const char *ca_file;
     json_t *node_owned;   /* keeps a discovered node id alive */
     json_t *worker_owned; /* likewise for the worker */
     ctl_auth auth;
@@ -1340,6 +1343,8 @@ int main(int argc, char **argv)
             slot = &c.node;
         } else if (opt_value(argc, argv, &i, "--worker", &v)) {
             slot = &c.worker;
+        } else if (opt_value(argc, argv, &i, "--ca-file", &v)) {
+            slot = &c.ca_file;
         } else if (opt_value(argc, argv, &i, "--authid", &v)) {
             slot = &c.auth.authid;
         } else if (opt_value(argc, argv, &i, "--ticket-file", &v)) {
@@ -1410,6 +1415,7 @@ int main(int argc, char **argv)
                          .realm = c.realm,
                          .auth = &c.auth,
                          .timeout_ms = c.timeout_ms,
+                         .ca_file = c.ca_file,
                          .interrupt = &interrupted};
     if (!ctl_client_open(&o, &c.cl, &e)) {
         rc = fail(&e);

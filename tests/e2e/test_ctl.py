@@ -540,5 +540,48 @@ class TestExportAndMark(CtlTestCase):
         self.assertEqual(json.loads(r.out)["status"], "stopped")
 
 
+class TestTls(h.AsyncTestCase):
+    """wss:// with the router's TLS listener (a self-signed certificate, as test_rawsocket.py
+    makes it): trusted with --ca-file; refused as a connection failure without it."""
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        from test_rawsocket import make_cert, write_tls_config
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-ctl-tls-")
+        _, self.cert = make_cert(self.tmp)
+        key = os.path.join(self.tmp, "key.pem")
+        self.router = h.RouterProc(config=write_tls_config(self.tmp, key, self.cert)).start()
+        self.wss = [u for u in self.router.urls if u.startswith("wss://")][0]
+
+    async def asyncTearDown(self):
+        try:
+            self.router.stop()
+        finally:
+            import shutil
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    async def run_ctl(self, *args):
+        proc = await asyncio.create_subprocess_exec(ctl_bin(), *args,
+                                                    stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        return Result(proc.returncode, out.decode(), err.decode())
+
+    async def test_wss(self):
+        # The certificate names localhost and 127.0.0.1; the ports file says 127.0.0.1.
+        r = await self.run_ctl("--url", self.wss, "--ca-file", self.cert, "nodes")
+        self.assertEqual((r.rc, r.out.split()), (EX_OK, [NODE]), r)
+        r = await self.run_ctl("--url", self.wss, "--ca-file", self.cert, "start", "tls1")
+        self.assertEqual(r.rc, EX_OK, r)
+        r = await self.run_ctl("--url", self.wss, "--ca-file", self.cert, "traces")
+        self.assertIn("tls1", r.out)
+        # Not trusted: the TLS handshake fails on our side, a connection error.
+        r = await self.run_ctl("--url", self.wss, "nodes")
+        self.assertEqual(r.rc, EX_CONNECT, r)
+        self.assertEqual(len(r.err.strip().splitlines()), 1, r)
+        self.assertIn("cannot connect", r.err)
+        self.assertIn("--ca-file", r.err)
+
+
 if __name__ == "__main__":
     h.main()
