@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "rt_log.h"
 #include "trace_options.h"
@@ -39,6 +40,8 @@ extern const size_t rt_config_default_json_len;
 #define DEF_HELLO_TIMEOUT_MS   10000
 #define DEF_SHUTDOWN_GRACE_MS  2000
 #define DEF_MAX_CALL_TIMEOUT   3600000
+#define DEF_AUTH_FAILURE_DELAY 1000
+#define DEF_MGMT_AUTH_ROLE     "admin"
 #define DEF_MAX_TRACES         16
 #define DEF_MGMT_REALM         "mgmt"
 #define DEF_WORKER_ID          "router1"
@@ -1060,9 +1063,9 @@ static const key_rule anonymous_rules[] = {
 
 static const key_rule auth_rules[] = {
         K_PARSED("anonymous"),
-        K_REFUSED("ticket", "authentication method \"ticket\" is not supported yet"),
-        K_REFUSED("wampcra", "authentication method \"wampcra\" is not supported yet"),
-        K_REFUSED("cryptosign", "authentication method \"cryptosign\" is not supported yet"),
+        K_PARSED("ticket"),
+        K_PARSED("wampcra"),
+        K_PARSED("cryptosign"),
         K_REFUSED("cookie", "authentication method \"cookie\" is not supported yet"),
         K_REFUSED("tls", "authentication method \"tls\" is not supported yet"),
         K_REFUSED("scram", "authentication method \"scram\" is not supported yet"),
@@ -1070,17 +1073,321 @@ static const key_rule auth_rules[] = {
         K_REFUSED("cryptosign-proxy", "proxy authentication is not supported"),
 };
 
-/* Crossbar (router/session.py): a transport without "auth", or with an empty "auth", lets
- * anyone join as role "anonymous". */
+/* The management realm's credentials: the same format without anonymous (protected mode is the
+ * anonymous way in, and it is off once credentials are configured). */
+static const key_rule mgmt_auth_rules[] = {
+        K_REFUSED("anonymous",
+                  "anonymous access to the management realm is protected mode "
+                  "(wampscope.management.trusted_networks), which is off once credentials are "
+                  "configured"),
+        K_PARSED("ticket"),
+        K_PARSED("wampcra"),
+        K_PARSED("cryptosign"),
+        K_REFUSED("cookie", "authentication method \"cookie\" is not supported yet"),
+        K_REFUSED("tls", "authentication method \"tls\" is not supported yet"),
+        K_REFUSED("scram", "authentication method \"scram\" is not supported yet"),
+        K_REFUSED("anonymous-proxy", "proxy authentication is not supported"),
+        K_REFUSED("cryptosign-proxy", "proxy authentication is not supported"),
+};
+
+static const type_rule static_types[] = {
+        {"static", NULL},
+        {"dynamic", "dynamic authenticators are not supported (use static principals)"},
+        {"function", "authenticator functions are not supported (use static principals)"},
+};
+
+static const key_rule ticket_rules[] = {K_PARSED("type"), K_PARSED("principals")};
+static const key_rule wampcra_rules[] = {K_PARSED("type"), K_PARSED("users")};
+static const key_rule cryptosign_rules[] = {K_PARSED("type"), K_PARSED("principals")};
+static const key_rule ticket_principal_rules[] = {K_PARSED("ticket"), K_PARSED("role")};
+static const key_rule wampcra_user_rules[] = {
+        K_PARSED("secret"),     K_PARSED("role"),   K_PARSED("salt"),
+        K_PARSED("iterations"), K_PARSED("keylen"),
+};
+static const key_rule cryptosign_principal_rules[] = {
+        K_PARSED("authorized_keys"),
+        K_PARSED("role"),
+        K_PARSED("realm"),
+};
+
+typedef enum auth_kind {
+    AUTH_TICKET,
+    AUTH_WAMPCRA,
+    AUTH_CRYPTOSIGN
+} auth_kind;
+
+/* Frees what a principal holds; secrets are wiped first. */
+static void free_principal(rt_auth_principal *p)
+{
+    if (p->secret) {
+        sodium_memzero(p->secret, strlen(p->secret));
+        free(p->secret);
+    }
+    free(p->authid);
+    free(p->role);
+    free(p->salt);
+    free(p->realm);
+    free(p->keys);
+    memset(p, 0, sizeof(*p));
+}
+
+static void free_auth_method(rt_auth_method_config *m)
+{
+    for (size_t i = 0; i < m->n_principals; i++) {
+        free_principal(&m->principals[i]);
+    }
+    free(m->principals);
+    memset(m, 0, sizeof(*m));
+}
+
+static void free_auth(rt_auth_config *a)
+{
+    free_auth_method(&a->ticket);
+    free_auth_method(&a->wampcra);
+    free_auth_method(&a->cryptosign);
+}
+
+/* A secret as Crossbar reads it (checkconfig.py maybe_from_env): "${VAR}" is the value of the
+ * environment variable VAR, anything else is literal. Unlike Crossbar, which warns and keeps the
+ * literal text, a variable that is not set stops the start. The value is never put into a
+ * message. */
+static wamp_err parse_secret(cfg_ctx *c, const char *path, const char *text, char **out)
+{
+    size_t n = strlen(text);
+    const char *value = text;
+    if (n > 3 && text[0] == '$' && text[1] == '{' && text[n - 1] == '}') {
+        char var[256];
+        if (n - 3 >= sizeof(var)) {
+            return refuse(c, path, "environment variable name is too long");
+        }
+        memcpy(var, text + 2, n - 3);
+        var[n - 3] = '\0';
+        value = getenv(var);
+        if (!value) {
+            return refuse(c, path, "environment variable %s is not set", var);
+        }
+        if (!value[0]) {
+            return refuse(c, path, "environment variable %s is empty", var);
+        }
+    } else if (!n) {
+        return refuse(c, path, "must not be empty");
+    }
+    return dup_str(c, value, out);
+}
+
+static wamp_err parse_role_name(cfg_ctx *c, const char *path, const json_t *o, char **out)
+{
+    const char *role = NULL;
+    wamp_err err = opt_str(c, path, o, "role", &role);
+    if (err != WAMP_OK || !role) {
+        return err;
+    }
+    if (!wamp_uri_is_valid(role, WAMP_URI_LOOSE)) {
+        return refuse(c, path_key(path, "role").s, "\"%s\" is not a valid role name", role);
+    }
+    return dup_str(c, role, out);
+}
+
+static wamp_err parse_keys(cfg_ctx *c, const char *path, const json_t *v, rt_auth_principal *p)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        return refuse(c, path, "must be a non-empty list of hex-encoded Ed25519 public keys");
+    }
+    p->keys = calloc(json_array_size(v), sizeof(*p->keys));
+    if (!p->keys) {
+        return out_of_memory(c);
+    }
+    size_t i;
+    const json_t *k;
+    json_array_foreach(v, i, k)
+    {
+        const char *hex = json_string_value(k);
+        size_t bin_len = 0;
+        if (!hex || strlen(hex) != 64 ||
+            sodium_hex2bin(p->keys[i], 32, hex, 64, NULL, &bin_len, NULL) != 0 || bin_len != 32) {
+            return refuse(c, path_index(path, i).s,
+                          "must be an Ed25519 public key as 64 hex characters");
+        }
+        p->n_keys = i + 1;
+    }
+    return WAMP_OK;
+}
+
+static wamp_err parse_principal(cfg_ctx *c, const char *path, auth_kind kind, const char *authid,
+                                const json_t *o, const char *default_role, rt_auth_principal *p)
+{
+    wamp_err err;
+    switch (kind) {
+    case AUTH_TICKET:
+        err = check_keys(c, path, o, ticket_principal_rules, N_RULES(ticket_principal_rules));
+        break;
+    case AUTH_WAMPCRA:
+        err = check_keys(c, path, o, wampcra_user_rules, N_RULES(wampcra_user_rules));
+        break;
+    default:
+        err = check_keys(c, path, o, cryptosign_principal_rules,
+                         N_RULES(cryptosign_principal_rules));
+        break;
+    }
+    if (err == WAMP_OK) {
+        err = dup_str(c, authid, &p->authid);
+    }
+    if (err == WAMP_OK) {
+        err = parse_role_name(c, path, o, &p->role);
+    }
+    if (err == WAMP_OK && !p->role && default_role) {
+        err = dup_str(c, default_role, &p->role);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (kind == AUTH_CRYPTOSIGN) {
+        const char *realm = NULL;
+        if (!p->role) {
+            return refuse(c, path_key(path, "role").s, "is required");
+        }
+        err = opt_str(c, path, o, "realm", &realm);
+        if (err == WAMP_OK && realm && !wamp_uri_is_valid(realm, WAMP_URI_LOOSE)) {
+            err = refuse(c, path_key(path, "realm").s, "\"%s\" is not a valid realm name", realm);
+        }
+        if (err == WAMP_OK && realm) {
+            err = dup_str(c, realm, &p->realm);
+        }
+        const json_t *keys = json_object_get(o, "authorized_keys");
+        cfg_path kp = path_key(path, "authorized_keys");
+        if (err == WAMP_OK) {
+            err = keys ? parse_keys(c, kp.s, keys, p) : refuse(c, kp.s, "is required");
+        }
+        return err;
+    }
+    const char *key = kind == AUTH_TICKET ? "ticket" : "secret";
+    const char *secret = NULL;
+    err = req_str(c, path, o, key, &secret);
+    if (err == WAMP_OK) {
+        err = parse_secret(c, path_key(path, key).s, secret, &p->secret);
+    }
+    if (err != WAMP_OK || kind != AUTH_WAMPCRA) {
+        return err;
+    }
+    const char *salt = NULL;
+    json_int_t iterations = 1000, keylen = 32;
+    err = opt_str(c, path, o, "salt", &salt);
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "iterations", 1, 100000000, NULL, &iterations);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "keylen", 1, 1024, "bytes", &keylen);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (!salt && (json_object_get(o, "iterations") || json_object_get(o, "keylen"))) {
+        return refuse(c, path, "\"iterations\" and \"keylen\" need a \"salt\"");
+    }
+    if (salt && !salt[0]) {
+        return refuse(c, path_key(path, "salt").s, "must not be empty");
+    }
+    p->iterations = (uint32_t)iterations;
+    p->keylen = (uint32_t)keylen;
+    return salt ? dup_str(c, salt, &p->salt) : WAMP_OK;
+}
+
+static wamp_err parse_auth_method(cfg_ctx *c, const char *path, auth_kind kind, const json_t *o,
+                                  const char *default_role, rt_auth_method_config *m)
+{
+    const char *type = NULL;
+    wamp_err err = check_type(c, path, o, static_types, N_RULES(static_types), &type);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    const char *list_key = "principals";
+    switch (kind) {
+    case AUTH_TICKET:
+        err = check_keys(c, path, o, ticket_rules, N_RULES(ticket_rules));
+        break;
+    case AUTH_WAMPCRA:
+        err = check_keys(c, path, o, wampcra_rules, N_RULES(wampcra_rules));
+        list_key = "users";
+        break;
+    default:
+        err = check_keys(c, path, o, cryptosign_rules, N_RULES(cryptosign_rules));
+        break;
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    cfg_path lp = path_key(path, list_key);
+    const json_t *list = json_object_get(o, list_key);
+    if (!list) {
+        return refuse(c, lp.s, "is required for static %s authentication",
+                      kind == AUTH_TICKET    ? "ticket"
+                      : kind == AUTH_WAMPCRA ? "wampcra"
+                                             : "cryptosign");
+    }
+    if (!json_is_object(list)) {
+        return refuse(c, lp.s, "must be an object mapping authids to principals");
+    }
+    m->enabled = true;
+    m->principals = calloc(json_object_size(list) + 1, sizeof(*m->principals));
+    if (!m->principals) {
+        return out_of_memory(c);
+    }
+    const char *authid;
+    const json_t *v;
+    json_object_foreach((json_t *)list, authid, v)
+    {
+        cfg_path pp = path_key(lp.s, authid);
+        if (!authid[0]) {
+            return refuse(c, pp.s, "an authid must not be empty");
+        }
+        err = parse_principal(c, pp.s, kind, authid, v, default_role,
+                              &m->principals[m->n_principals]);
+        m->n_principals++; /* counted even when partly filled: freed either way */
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    return WAMP_OK;
+}
+
+/* ticket / wampcra / cryptosign of an auth object already checked against its key table. */
+static wamp_err parse_auth_methods(cfg_ctx *c, const char *path, const json_t *o,
+                                   const char *default_role, rt_auth_config *a)
+{
+    static const char *const keys[] = {"ticket", "wampcra", "cryptosign"};
+    rt_auth_method_config *ms[] = {&a->ticket, &a->wampcra, &a->cryptosign};
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *v = json_object_get(o, keys[i]);
+        if (!v) {
+            continue;
+        }
+        wamp_err err = parse_auth_method(c, path_key(path, keys[i]).s, (auth_kind)i, v,
+                                         default_role, ms[i]);
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    return WAMP_OK;
+}
+
+/* A transport's "auth" (Crossbar router/session.py): a transport without "auth", or with an
+ * empty "auth", lets anyone join as role "anonymous"; otherwise exactly the listed methods are
+ * offered. Transport-type independent: every listener kind calls this for its "auth". */
 static wamp_err parse_auth(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l)
 {
+    if (!o || (json_is_object(o) && json_object_size(o) == 0)) {
+        return dup_str(c, DEF_ANONYMOUS_ROLE, &l->anonymous_role);
+    }
     wamp_err err = check_keys(c, path, o, auth_rules, N_RULES(auth_rules));
+    if (err == WAMP_OK) {
+        err = parse_auth_methods(c, path, o, NULL, &l->auth);
+    }
     if (err != WAMP_OK) {
         return err;
     }
     const json_t *anon = json_object_get(o, "anonymous");
     if (!anon) {
-        return WAMP_OK;
+        return WAMP_OK; /* credentials only: anonymous_role stays NULL (anonymous refused) */
     }
     cfg_path ap = path_key(path, "anonymous");
     const char *type = NULL;
@@ -1098,7 +1405,7 @@ static wamp_err parse_auth(cfg_ctx *c, const char *path, const json_t *o, rt_lis
     if (role && !wamp_uri_is_valid(role, WAMP_URI_LOOSE)) {
         return refuse(c, path_key(ap.s, "role").s, "\"%s\" is not a valid role name", role);
     }
-    return role ? dup_str(c, role, &l->anonymous_role) : WAMP_OK;
+    return dup_str(c, role ? role : DEF_ANONYMOUS_ROLE, &l->anonymous_role);
 }
 
 /* Keys of a "websocket" transport (is_transport) or of a web transport's "websocket" path. */
@@ -1188,17 +1495,7 @@ static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, 
         }
     }
 
-    const json_t *auth = json_object_get(o, "auth");
-    if (auth) {
-        err = parse_auth(c, path_key(path, "auth").s, auth, l);
-        if (err != WAMP_OK) {
-            return err;
-        }
-    }
-    if (!l->anonymous_role) {
-        err = dup_str(c, DEF_ANONYMOUS_ROLE, &l->anonymous_role);
-    }
-    return err;
+    return parse_auth(c, path_key(path, "auth").s, json_object_get(o, "auth"), l);
 }
 
 static const type_rule web_path_types[] = {
@@ -1653,12 +1950,14 @@ static const key_rule limits_rules[] = {
         K_PARSED("max_queue_messages"),  K_PARSED("hello_timeout"),
         K_PARSED("shutdown_grace"),      K_PARSED("max_call_timeout"),
         K_PARSED("max_retained_topics"), K_PARSED("max_retained_bytes"),
+        K_PARSED("auth_failure_delay"),
 };
 
 static const key_rule management_rules[] = {
         K_PARSED("realm"),
         K_PARSED("enabled"),
         K_PARSED("trusted_networks"),
+        K_PARSED("auth"),
 };
 
 static const key_rule tracing_rules[] = {
@@ -1674,6 +1973,26 @@ static const key_rule wampscope_rules[] = {
         K_PARSED("log_level"),
 };
 
+/* wampscope.management.auth: Crossbar's auth format without anonymous; principals' role
+ * defaults to "admin", the management realm's only role. At least one method. */
+static wamp_err parse_mgmt_auth(cfg_ctx *c, const char *path, const json_t *o, rt_config *cfg)
+{
+    wamp_err err = check_keys(c, path, o, mgmt_auth_rules, N_RULES(mgmt_auth_rules));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (json_object_size(o) == 0) {
+        return refuse(c, path,
+                      "must configure at least one of \"ticket\", \"wampcra\", "
+                      "\"cryptosign\" (leave \"auth\" out for protected mode)");
+    }
+    cfg->mgmt_auth = calloc(1, sizeof(*cfg->mgmt_auth));
+    if (!cfg->mgmt_auth) {
+        return out_of_memory(c);
+    }
+    return parse_auth_methods(c, path, o, DEF_MGMT_AUTH_ROLE, cfg->mgmt_auth);
+}
+
 static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_limits *lim)
 {
     wamp_err err = check_keys(c, path, o, limits_rules, N_RULES(limits_rules));
@@ -1685,6 +2004,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     json_int_t call_timeout = lim->max_call_timeout_ms;
     json_int_t mrt = (json_int_t)lim->max_retained_topics;
     json_int_t mrb = (json_int_t)lim->max_retained_bytes;
+    json_int_t delay = lim->auth_failure_delay_ms;
 
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
@@ -1710,6 +2030,9 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_retained_bytes", KIB, GIB, "bytes", &mrb);
     }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "auth_failure_delay", 0, 60000, "ms", &delay);
+    }
     if (err != WAMP_OK) {
         return err;
     }
@@ -1721,6 +2044,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     lim->max_call_timeout_ms = (uint32_t)call_timeout;
     lim->max_retained_topics = (size_t)mrt;
     lim->max_retained_bytes = (size_t)mrb;
+    lim->auth_failure_delay_ms = (uint32_t)delay;
     return WAMP_OK;
 }
 
@@ -1758,6 +2082,10 @@ static wamp_err parse_wampscope(cfg_ctx *c, const char *path, const json_t *o, r
         const json_t *trusted = json_object_get(mgmt, "trusted_networks");
         if (err == WAMP_OK && trusted) {
             err = parse_trusted(c, path_key(mp.s, "trusted_networks").s, trusted, cfg);
+        }
+        const json_t *mauth = json_object_get(mgmt, "auth");
+        if (err == WAMP_OK && mauth) {
+            err = parse_mgmt_auth(c, path_key(mp.s, "auth").s, mauth, cfg);
         }
         if (err != WAMP_OK) {
             return err;
@@ -2142,6 +2470,7 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
             .max_call_timeout_ms = DEF_MAX_CALL_TIMEOUT,
             .max_retained_topics = RT_DEF_MAX_RETAINED_TOPICS,
             .max_retained_bytes = RT_DEF_MAX_RETAINED_BYTES,
+            .auth_failure_delay_ms = DEF_AUTH_FAILURE_DELAY,
     };
     cfg->mgmt_enabled = true;
     cfg->tracing_max_traces = DEF_MAX_TRACES;
@@ -2349,12 +2678,17 @@ void rt_config_free(rt_config *cfg)
         free(l->tls_ciphers);
         free(l->path);
         free(l->anonymous_role);
+        free_auth(&l->auth);
     }
     free(cfg->listeners);
     free(cfg->node_id);
     free(cfg->worker_id);
     free(cfg->mgmt_realm);
     free(cfg->mgmt_trusted);
+    if (cfg->mgmt_auth) {
+        free_auth(cfg->mgmt_auth);
+        free(cfg->mgmt_auth);
+    }
     free(cfg->log_level);
     free(cfg);
 }
@@ -2367,6 +2701,17 @@ const rt_realm_config *rt_config_find_realm(const rt_config *cfg, const char *na
     for (size_t i = 0; i < cfg->n_realms; i++) {
         if (strcmp(cfg->realms[i].name, name) == 0) {
             return &cfg->realms[i];
+        }
+    }
+    return NULL;
+}
+
+const rt_auth_principal *rt_config_find_principal(const rt_auth_method_config *m,
+                                                  const char *authid)
+{
+    for (size_t i = 0; authid && i < m->n_principals; i++) {
+        if (strcmp(m->principals[i].authid, authid) == 0) {
+            return &m->principals[i];
         }
     }
     return NULL;

@@ -27,6 +27,9 @@ typedef struct rt_limits {
      * hand-built config, means the default. */
     size_t max_retained_topics; /* (RT_DEF_MAX_RETAINED_TOPICS) */
     size_t max_retained_bytes;  /* (RT_DEF_MAX_RETAINED_BYTES) */
+    /* a failed authentication is answered with ABORT after this delay, to slow down guessing
+     * (1,000; 0 = at once) */
+    uint32_t auth_failure_delay_ms;
 } rt_limits;
 
 #define RT_DEF_MAX_RETAINED_TOPICS 10000
@@ -53,6 +56,36 @@ typedef struct rt_realm_config {
     rt_role *roles;
     size_t n_roles;
 } rt_realm_config;
+
+/* One static principal of a transport's (or the management realm's) "auth" section: a ticket
+ * principal, a WAMP-CRA user or a cryptosign principal (Crossbar's static authentication). */
+typedef struct rt_auth_principal {
+    char *authid;
+    char *role;   /* "role"; NULL when absent (joining then fails with wamp.error.no_such_role) */
+    char *secret; /* ticket: "ticket"; wampcra: "secret" (the HMAC key as written, for salted users
+                   * the derived key, as in Crossbar), possibly read from "${VAR}". Wiped on free.
+                   * NULL for cryptosign. */
+    char *salt;   /* wampcra "salt"; NULL = unsalted */
+    uint32_t iterations; /* wampcra "iterations" (1000 when salted and absent, as Crossbar) */
+    uint32_t keylen;     /* wampcra "keylen" (32 when salted and absent) */
+    char *realm;         /* cryptosign "realm"; NULL = any realm */
+    uint8_t (*keys)[32]; /* cryptosign "authorized_keys": Ed25519 public keys */
+    size_t n_keys;
+} rt_auth_principal;
+
+/* The static principals of one method; enabled when the method's key is present. */
+typedef struct rt_auth_method_config {
+    bool enabled;
+    rt_auth_principal *principals;
+    size_t n_principals;
+} rt_auth_method_config;
+
+/* A parsed "auth" section (see configs/README.md, "auth"). */
+typedef struct rt_auth_config {
+    rt_auth_method_config ticket;
+    rt_auth_method_config wampcra;
+    rt_auth_method_config cryptosign;
+} rt_auth_config;
 
 typedef enum rt_transport_kind {
     RT_TRANSPORT_WEBSOCKET, /* "websocket", or a "web" transport's websocket path */
@@ -82,6 +115,7 @@ typedef struct rt_listener {
     /* auth.anonymous.role; "anonymous" when the transport has no "auth" section (Crossbar's
      * default); NULL when an "auth" section exists without "anonymous" (anonymous refused). */
     char *anonymous_role;
+    rt_auth_config auth; /* auth.ticket / auth.wampcra / auth.cryptosign */
 } rt_listener;
 
 typedef enum rt_ip_family {
@@ -123,6 +157,11 @@ typedef struct rt_config {
      * default loopback rule. Host bits are zero; no entry is IPv4-mapped (::ffff:0:0/96). */
     rt_cidr *mgmt_trusted;
     size_t n_mgmt_trusted;
+    /* wampscope.management.auth: credentials for the management realm (principals' role
+     * defaults to "admin"). NULL = protected mode (anonymous admin from trusted networks). When
+     * set, protected mode is off and every session on the management realm authenticates with
+     * these principals, whatever its transport's "auth" says. */
+    rt_auth_config *mgmt_auth;
 } rt_config;
 
 /* Parses the JSON text of a configuration. On failure returns WAMP_EINVAL (or WAMP_ENOMEM) and
@@ -138,6 +177,10 @@ wamp_err rt_config_load_default(rt_config **out, char *err, size_t err_len);
 void rt_config_free(rt_config *cfg);
 /* Borrowed: the realm config with that name, or NULL. */
 const rt_realm_config *rt_config_find_realm(const rt_config *cfg, const char *name);
+
+/* Borrowed: the principal with authid in m, or NULL. */
+const rt_auth_principal *rt_config_find_principal(const rt_auth_method_config *m,
+                                                  const char *authid);
 
 /* Parses a peer address as rt_peer.addr holds it ("127.0.0.1:54321", "[::1]:5555"), or a bare
  * address ("10.1.2.3", "::1"), into a single address (prefix 32 or 128). An IPv4-mapped IPv6

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rt_auth.h"
 #include "rt_hmap.h"
 #include "rt_list.h"
 #include "rt_outq.h"
@@ -26,6 +27,8 @@ struct rt_router {
     rt_hmap sessions_by_id; /* rt_session.by_id */
     rt_list sessions;       /* every live session (rt_session.in_router) */
     rt_list greeting;       /* sessions waiting for HELLO, oldest first (rt_session.in_wait) */
+    rt_list auth_failed;    /* sessions whose authentication failed, waiting for their ABORT
+                             * (auth_failure_delay), oldest first (rt_session.in_wait) */
     size_t n_sessions;
     wamp_idgen ids;
     trace_hub *hub;           /* owned; trace_hub_is_active() is the one branch on the hot path */
@@ -51,7 +54,11 @@ struct rt_session {
     char *authid;    /* owned */
     char *authrole;  /* owned */
     rt_peer peer;
-    const char *anonymous_role; /* from the listener config; NULL = anonymous refused */
+    const char *anonymous_role;     /* from the listener config; NULL = anonymous refused */
+    const rt_auth_config *auth_cfg; /* the listener's credentials (borrowed); NULL = none */
+    rt_auth_pending *auth;          /* owned: the handshake in progress (CHALLENGED, AUTH_FAILED) */
+    rt_auth_denial *denial;         /* owned: the ABORT to send when abort_at_us comes */
+    uint64_t abort_at_us;
     rt_outq outq;
     uint64_t hello_deadline_us;
     trace_peer *tpeer;   /* owned; made on the first traced message after the join */
@@ -59,7 +66,7 @@ struct rt_session {
     uint8_t hello_corr[TRACE_UUID_LEN];
     rt_hnode by_id;       /* in rt_router.sessions_by_id */
     rt_list in_router;    /* in rt_router.sessions */
-    rt_list in_wait;      /* in rt_router.greeting while waiting for HELLO */
+    rt_list in_wait;      /* in rt_router.greeting until WELCOME, then in auth_failed if it fails */
     rt_list in_realm;     /* in the realm's member list */
     rt_list subs;         /* broker membership records of this session */
     rt_list regs;         /* dealer registrations of this session */
@@ -75,6 +82,9 @@ struct rt_session {
 #define RT_MGMT_ROLE "admin"
 
 #define RT_TRACE_LAST(rt) ((rt)->cur.last = true)
+
+/* rt_router_tick(): the auth_failure_delay of s is over: send its ABORT and close. */
+void rt_session_on_auth_delay_over(rt_session *s);
 
 /* Realm membership, maintained by rt_session.c. */
 void rt_realm_member_add(rt_realm *r, rt_session *s);

@@ -44,6 +44,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt_hmap_init(&rt->sessions_by_id);
     rt_list_init(&rt->sessions);
     rt_list_init(&rt->greeting);
+    rt_list_init(&rt->auth_failed);
     trace_uuid_gen_init(&rt->uuids);
     rt_trace_sync_clocks(rt);
     rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
@@ -191,6 +192,7 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
     }
     const rt_listener *l = find_listener(rt->cfg, s->peer.listener_id);
     s->anonymous_role = l ? l->anonymous_role : "anonymous";
+    s->auth_cfg = l ? &l->auth : NULL;
     if (!s->peer.max_message_size) {
         s->peer.max_message_size = l ? l->max_message_size : rt->cfg->limits.max_message_size;
     }
@@ -239,6 +241,14 @@ void rt_router_tick(rt_router *rt)
     for (size_t i = 0; i < rt->n_realms; i++) {
         rt_dealer_tick(rt_realm_dealer(rt->realms[i]), now);
     }
+    /* Failed authentications wait auth_failure_delay (constant: the list is in deadline order). */
+    while (!rt_list_is_empty(&rt->auth_failed)) {
+        rt_session *s = RT_CONTAINER_OF(rt->auth_failed.next, rt_session, in_wait);
+        if (s->abort_at_us > now) {
+            break;
+        }
+        rt_session_on_auth_delay_over(s); /* unlinks from auth_failed */
+    }
 }
 
 void rt_router_begin_shutdown(rt_router *rt)
@@ -261,7 +271,7 @@ void rt_router_begin_shutdown(rt_router *rt)
             if (s->state == RT_SESSION_JOINED) {
                 s->state = RT_SESSION_CLOSING;
             }
-        } else if (s->state == RT_SESSION_ESTABLISHED) {
+        } else if (s->state != RT_SESSION_CLOSING) { /* greeting, authenticating, closed */
             rt_session_close(s, 1001, "shutting down", false);
         }
     }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -274,6 +275,151 @@ static void session_leave(rt_session *s)
     s->authrole = NULL;
 }
 
+/* Joins realm as authid (taken: freed on failure too) / role and sends WELCOME. authextra_take
+ * (may be NULL) goes into WELCOME.Details.authextra. */
+static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, const char *role,
+                             rt_auth_method method, json_t *authextra_take)
+{
+    rt_router *rt = s->rt;
+    s->authid = authid_take;
+    s->authrole = strdup(role);
+    if (!s->authid || !s->authrole) {
+        json_decref(authextra_take);
+        return WAMP_ENOMEM;
+    }
+    json_t *details = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "realm",
+                                rt_realm_name(realm), "authid", s->authid, "authrole", s->authrole,
+                                "authmethod", rt_auth_method_name(method), "authprovider", "static",
+                                "agent", RT_AGENT, "roles", welcome_roles());
+    if (!details || (authextra_take && json_object_set_new(details, "authextra", authextra_take))) {
+        json_decref(details);
+        return WAMP_ENOMEM;
+    }
+    rt_auth_pending_free(s->auth);
+    s->auth = NULL;
+    s->realm = realm;
+    rt_realm_member_add(realm, s);
+    rt_list_remove(&s->in_wait);
+    s->state = RT_SESSION_JOINED;
+    RT_LOG_INFO(s->id, "joined realm %s as %s/%s (%s, %s, %s)", rt_realm_name(realm), s->authid,
+                s->authrole, rt_auth_method_name(method), wamp_ser_name(s->ser), s->peer.addr);
+    RT_TRACE_LAST(rt);
+    return rt_session_send(s, wamp_msg_new_welcome(s->id, details));
+}
+
+/* A failed authentication (ticket, wampcra, cryptosign): one log line (no secret), then ABORT
+ * after wampscope.limits.auth_failure_delay, sent from the router tick. Until then the session
+ * waits in RT_SESSION_AUTH_FAILED and ignores its input. */
+static wamp_err auth_failed(rt_session *s, rt_auth_method method, const rt_auth_denial *d)
+{
+    rt_router *rt = s->rt;
+    const char *authid = s->auth ? rt_auth_pending_authid(s->auth) : NULL;
+    RT_LOG_INFO(s->id, "authentication failed (%s, authid \"%s\", realm %s) from %s: %s: %s",
+                rt_auth_method_name(method), authid ? authid : "",
+                s->auth ? rt_auth_pending_realm(s->auth) : "", s->peer.addr, d->reason, d->message);
+    uint32_t delay_ms = rt->cfg->limits.auth_failure_delay_ms;
+    if (delay_ms == 0) {
+        send_abort(s, d->reason, d->message);
+        rt_session_close(s, 1000, "authentication failed", false);
+        return WAMP_OK;
+    }
+    rt_auth_denial *copy = malloc(sizeof(*copy));
+    if (!copy) {
+        return WAMP_ENOMEM;
+    }
+    *copy = *d;
+    free(s->denial);
+    s->denial = copy;
+    s->state = RT_SESSION_AUTH_FAILED;
+    s->abort_at_us = rt_router_now_us(rt) + (uint64_t)delay_ms * 1000;
+    rt_list_remove(&s->in_wait);
+    rt_list_add_tail(&rt->auth_failed, &s->in_wait);
+    return WAMP_OK;
+}
+
+void rt_session_on_auth_delay_over(rt_session *s)
+{
+    rt_router *rt = s->rt;
+    rt_list_remove(&s->in_wait);
+    if (s->state != RT_SESSION_AUTH_FAILED || !s->denial) {
+        return;
+    }
+    /* The ABORT ends the session-opening exchange: it carries the HELLO's correlation. */
+    if (trace_hub_is_active(rt->hub) && s->hello_corr_set) {
+        rt_trace_action_open(rt, s->hello_corr, NULL);
+        rt->cur.realm = s->auth ? rt_auth_pending_realm(s->auth) : NULL;
+    }
+    send_abort(s, s->denial->reason, s->denial->message);
+    rt_session_close(s, 1000, "authentication failed", false);
+    if (rt->cur.set) {
+        rt_trace_action_close(rt);
+    }
+    rt->cur.last = false;
+}
+
+/* Starts a ticket / wampcra / cryptosign handshake: CHALLENGE, or a (delayed) ABORT. */
+static wamp_err auth_begin(rt_session *s, const wamp_msg *m, rt_realm *realm,
+                           const rt_auth_config *cfg, rt_auth_method method)
+{
+    rt_auth_pending_free(s->auth);
+    s->auth = rt_auth_pending_new(method, cfg, rt_realm_name(realm));
+    if (!s->auth) {
+        return WAMP_ENOMEM;
+    }
+    json_t *extra = NULL;
+    rt_auth_denial d;
+    wamp_err err = rt_auth_begin(s->auth, m->dict, s->id, rt_trace_wall_ns(), &extra, &d);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (!extra) {
+        return auth_failed(s, method, &d);
+    }
+    /* Crossbar (pending.py _assign_principal): the principal's role must exist on the realm. */
+    const char *role = rt_auth_pending_role(s->auth);
+    if (!role || !rt_realm_has_role(realm, role)) {
+        json_decref(extra);
+        d.reason = WAMP_ERROR_NO_SUCH_ROLE;
+        snprintf(d.message, sizeof(d.message), "role \"%s\" does not exist on realm %s",
+                 role ? role : "", rt_realm_name(realm));
+        return auth_failed(s, method, &d);
+    }
+    json_t *challenge = json_pack("[i, s, o]", (json_int_t)WAMP_MSG_CHALLENGE,
+                                  rt_auth_method_name(method), extra);
+    if (!challenge) {
+        return WAMP_ENOMEM;
+    }
+    s->state = RT_SESSION_CHALLENGED; /* still in rt->greeting: hello_timeout covers it all */
+    RT_LOG_DEBUG(s->id, "%s challenge sent to %s", rt_auth_method_name(method), s->peer.addr);
+    return rt_session_send(s, challenge);
+}
+
+static wamp_err on_authenticate(rt_session *s, const wamp_msg *m)
+{
+    rt_auth_method method = rt_auth_pending_method(s->auth);
+    rt_auth_denial d;
+    if (!rt_auth_verify(s->auth, m->uri, &d)) {
+        return auth_failed(s, method, &d);
+    }
+    rt_realm *realm = rt_router_find_realm(s->rt, rt_auth_pending_realm(s->auth));
+    const char *role = rt_auth_pending_role(s->auth);
+    char *authid = strdup(rt_auth_pending_authid(s->auth));
+    json_t *authextra = NULL;
+    if (method == RT_AUTH_CRYPTOSIGN) {
+        /* Crossbar's WELCOME.Details.authextra for cryptosign: where the session landed. */
+        const rt_config *cfg = s->rt->cfg;
+        authextra = json_pack("{s:s?, s:s?, s:s, s:I}", "x_cb_node", cfg->node_id, "x_cb_worker",
+                              cfg->worker_id, "x_cb_peer", s->peer.addr, "x_cb_pid",
+                              (json_int_t)getpid());
+        if (!authextra) {
+            free(authid);
+            return WAMP_ENOMEM;
+        }
+    }
+    RT_ASSERT(realm && role);
+    return session_join(s, realm, authid, role, method, authextra);
+}
+
 static wamp_err on_hello(rt_session *s, const wamp_msg *m)
 {
     rt_router *rt = s->rt;
@@ -289,6 +435,11 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     }
     s->callee_call_canceling = json_is_true(json_object_get(
             json_object_get(json_object_get(roles, "callee"), "features"), "call_canceling"));
+    const json_t *authmethods = json_object_get(m->dict, "authmethods");
+    if (authmethods && !json_is_array(authmethods)) {
+        rt_session_protocol_violation(s, "HELLO.Details.authmethods must be a list of strings");
+        return WAMP_OK;
+    }
     rt_realm *realm =
             wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE) ? rt_router_find_realm(rt, m->uri) : NULL;
     if (!realm) {
@@ -297,8 +448,11 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         rt_session_close(s, 1000, "no such realm", false);
         return WAMP_OK;
     }
-    const char *role = s->anonymous_role;
-    if (rt->cfg->mgmt_enabled && strcmp(rt_realm_name(realm), rt->cfg->mgmt_realm) == 0) {
+    const char *anon_role = s->anonymous_role;
+    const rt_auth_config *auth_cfg = s->auth_cfg;
+    bool is_mgmt = rt->cfg->mgmt_enabled && strcmp(rt_realm_name(realm), rt->cfg->mgmt_realm) == 0;
+    rt_auth_method method;
+    if (is_mgmt && !rt->cfg->mgmt_auth) {
         /* Protected mode (TRACING.md): with no management credential configured, the
          * management realm takes anonymous sessions, as "admin", only from peers in
          * wampscope.management.trusted_networks (default: loopback). */
@@ -313,41 +467,33 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
             rt_session_close(s, 1000, "not authorized", false);
             return WAMP_OK;
         }
-        role = RT_MGMT_ROLE;
+        anon_role = RT_MGMT_ROLE;
+        method = RT_AUTH_ANONYMOUS;
+    } else {
+        if (is_mgmt) {
+            /* Management credentials replace the transport's auth on the management realm. */
+            anon_role = NULL;
+            auth_cfg = rt->cfg->mgmt_auth;
+        }
+        method = rt_auth_pick(authmethods, auth_cfg, anon_role != NULL);
     }
-    if (!role) {
+    if (method == RT_AUTH_NONE) {
         RT_LOG_INFO(s->id, "HELLO from %s: no authentication method is acceptable", s->peer.addr);
         send_abort(s, WAMP_ERROR_NO_AUTH_METHOD, "no acceptable authentication method");
         rt_session_close(s, 1000, "no auth method", false);
         return WAMP_OK;
     }
-    if (!rt_realm_has_role(realm, role)) {
+    if (method != RT_AUTH_ANONYMOUS) {
+        return auth_begin(s, m, realm, auth_cfg, method);
+    }
+    if (!rt_realm_has_role(realm, anon_role)) {
         RT_LOG_INFO(s->id, "HELLO from %s: role \"%s\" does not exist on realm %s", s->peer.addr,
-                    role, rt_realm_name(realm));
+                    anon_role, rt_realm_name(realm));
         send_abort(s, WAMP_ERROR_NO_SUCH_ROLE, "no such role");
         rt_session_close(s, 1000, "no such role", false);
         return WAMP_OK;
     }
-    s->authid = make_anonymous_authid();
-    s->authrole = strdup(role);
-    if (!s->authid || !s->authrole) {
-        return WAMP_ENOMEM;
-    }
-    json_t *details =
-            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "realm", rt_realm_name(realm),
-                      "authid", s->authid, "authrole", s->authrole, "authmethod", "anonymous",
-                      "authprovider", "static", "agent", RT_AGENT, "roles", welcome_roles());
-    if (!details) {
-        return WAMP_ENOMEM;
-    }
-    s->realm = realm;
-    rt_realm_member_add(realm, s);
-    rt_list_remove(&s->in_wait);
-    s->state = RT_SESSION_JOINED;
-    RT_LOG_INFO(s->id, "joined realm %s as %s/%s (%s, %s)", rt_realm_name(realm), s->authid,
-                s->authrole, wamp_ser_name(s->ser), s->peer.addr);
-    RT_TRACE_LAST(rt);
-    return rt_session_send(s, wamp_msg_new_welcome(s->id, details));
+    return session_join(s, realm, make_anonymous_authid(), anon_role, RT_AUTH_ANONYMOUS, NULL);
 }
 
 /* --- Incoming ------------------------------------------------------------------------------- */
@@ -444,6 +590,23 @@ static wamp_err on_message(rt_session *s, const void *data, size_t len)
     }
 
     switch (s->state) {
+    case RT_SESSION_CHALLENGED:
+        if (m.type == WAMP_MSG_AUTHENTICATE) {
+            err = on_authenticate(s, &m);
+        } else if (m.type == WAMP_MSG_ABORT || m.type == WAMP_MSG_GOODBYE) {
+            rt_session_close(s, 1000, "closed by peer", false);
+        } else {
+            snprintf(why, sizeof(why), "%s received while authenticating (AUTHENTICATE expected)",
+                     wamp_msg_type_name((int)m.type));
+            rt_session_protocol_violation(s, why);
+        }
+        break;
+    case RT_SESSION_AUTH_FAILED:
+        /* Its ABORT is on the way; only the peer giving up matters. */
+        if (m.type == WAMP_MSG_ABORT || m.type == WAMP_MSG_GOODBYE) {
+            rt_session_close(s, 1000, "closed by peer", false);
+        }
+        break;
     case RT_SESSION_ESTABLISHED:
         if (m.type == WAMP_MSG_HELLO) {
             err = on_hello(s, &m);
@@ -499,5 +662,7 @@ void rt_session_on_closed(rt_session *s)
     rt->stats.sessions_closed++;
     rt_outq_fini(&s->outq);
     trace_peer_unref(&s->tpeer);
+    rt_auth_pending_free(s->auth);
+    free(s->denial);
     free(s);
 }

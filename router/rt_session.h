@@ -1,6 +1,6 @@
 /* rt_session.h: one WAMP session (one transport connection): the session state machine
- * (HELLO -> WELCOME | ABORT, GOODBYE both ways), the rx entry point from the adapter, and the
- * per-session outgoing queue of encoded messages.
+ * (HELLO [-> CHALLENGE -> AUTHENTICATE] -> WELCOME | ABORT, GOODBYE both ways), the rx entry
+ * point from the adapter, and the per-session outgoing queue of encoded messages.
  * Ownership: the router owns the session; the adapter holds a borrowed pointer until it calls
  * rt_session_on_closed(), which frees it. Nothing else frees a session. Service thread only. */
 #ifndef RT_SESSION_H
@@ -35,6 +35,8 @@ void rt_session_on_closed(rt_session *s);
 
 typedef enum rt_session_state {
     RT_SESSION_ESTABLISHED, /* transport up, waiting for HELLO */
+    RT_SESSION_CHALLENGED,  /* CHALLENGE sent, waiting for AUTHENTICATE */
+    RT_SESSION_AUTH_FAILED, /* authentication failed: ABORT follows after auth_failure_delay */
     RT_SESSION_JOINED,      /* WELCOME sent */
     RT_SESSION_CLOSING,     /* GOODBYE sent, waiting for the peer's GOODBYE */
     RT_SESSION_CLOSED       /* close requested from the transport; ignores further input */

@@ -153,6 +153,7 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         case WAMP_MSG_AUTHENTICATE:
             if (s->hello_corr_set) {
                 rt_trace_action_open(rt, s->hello_corr, NULL);
+                rt->cur.realm = s->auth ? rt_auth_pending_realm(s->auth) : NULL;
             }
             break;
         default:

@@ -1144,12 +1144,62 @@ static const refusal refusals[] = {
         {WITH_WSOPT("{'enable_webstatus':'no'}"), P_T ".options.enable_webstatus: must be a "
                                                       "boolean"},
         /* Authentication. */
-        {WITH_AUTH("{'ticket':{'type':'static','principals':{}}}"),
-         P_T ".auth.ticket: authentication method \"ticket\" is not supported yet"},
-        {WITH_AUTH("{'wampcra':{'type':'static','users':{}}}"),
-         P_T ".auth.wampcra: authentication method \"wampcra\" is not supported yet"},
-        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{}}}"),
-         P_T ".auth.cryptosign: authentication method \"cryptosign\" is not supported yet"},
+        {WITH_AUTH("{'ticket':{'type':'dynamic','authenticator':'com.auth'}}"),
+         P_T ".auth.ticket.type: dynamic authenticators are not supported (use static "
+             "principals)"},
+        {WITH_AUTH("{'ticket':{'type':'static'}}"),
+         P_T ".auth.ticket.principals: is required for static ticket authentication"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':[]}}"),
+         P_T ".auth.ticket.principals: must be an object mapping authids to principals"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{'joe':{'role':'x'}}}}"),
+         P_T ".auth.ticket.principals.joe.ticket: is required"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{'joe':{'ticket':''}}}}"),
+         P_T ".auth.ticket.principals.joe.ticket: must not be empty"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{'joe':{'ticket':5}}}}"),
+         P_T ".auth.ticket.principals.joe.ticket: must be a string"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{'joe':{'ticket':'t','salt':'s'}}}}"),
+         P_T ".auth.ticket.principals.joe.salt: unknown key"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{'joe':{'ticket':'t','role':'a b'}}}}"),
+         P_T ".auth.ticket.principals.joe.role: \"a b\" is not a valid role name"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{'':{'ticket':'t'}}}}"),
+         P_T ".auth.ticket.principals[\"\"]: an authid must not be empty"},
+        {WITH_AUTH("{'ticket':{'type':'static','principals':{'joe':{'ticket':"
+                   "'${WAMPSCOPE_TEST_UNSET_VAR}'}}}}"),
+         P_T ".auth.ticket.principals.joe.ticket: environment variable WAMPSCOPE_TEST_UNSET_VAR "
+             "is not set"},
+        {WITH_AUTH("{'wampcra':{'type':'static','principals':{}}}"),
+         P_T ".auth.wampcra.principals: unknown key"},
+        {WITH_AUTH("{'wampcra':{'type':'static','users':{'joe':{'secret':'s','iterations':10}}}}"),
+         P_T ".auth.wampcra.users.joe: \"iterations\" and \"keylen\" need a \"salt\""},
+        {WITH_AUTH("{'wampcra':{'type':'static','users':{'joe':{'secret':'s','salt':'x',"
+                   "'keylen':0}}}}"),
+         P_T ".auth.wampcra.users.joe.keylen: must be an integer 1..1024 bytes"},
+        {WITH_AUTH("{'wampcra':{'type':'static','users':{'joe':{'secret':'s','salt':'x',"
+                   "'iterations':'100'}}}}"),
+         P_T ".auth.wampcra.users.joe.iterations: must be an integer 1..100000000"},
+        {WITH_AUTH("{'wampcra':{'type':'static','users':{'joe':{'secret':'s','salt':''}}}}"),
+         P_T ".auth.wampcra.users.joe.salt: must not be empty"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{'joe':{'role':'r'}}}}"),
+         P_T ".auth.cryptosign.principals.joe.authorized_keys: is required"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{'joe':{'authorized_keys':"
+                   "['00']}}}}"),
+         P_T ".auth.cryptosign.principals.joe.role: is required"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{'joe':{'role':'r',"
+                   "'authorized_keys':['zz']}}}}"),
+         P_T ".auth.cryptosign.principals.joe.authorized_keys[0]: must be an Ed25519 public key "
+             "as 64 hex characters"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{'joe':{'role':'r',"
+                   "'authorized_keys':[]}}}}"),
+         P_T ".auth.cryptosign.principals.joe.authorized_keys: must be a non-empty list of "
+             "hex-encoded Ed25519 public keys"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{'joe':{'role':'r','realm':'a b',"
+                   "'authorized_keys':['"
+                   "0000000000000000000000000000000000000000000000000000"
+                   "000000000000']}}}}"),
+         P_T ".auth.cryptosign.principals.joe.realm: \"a b\" is not a valid realm name"},
+        {WITH_AUTH("{'cryptosign':{'type':'function'}}"),
+         P_T ".auth.cryptosign.type: authenticator functions are not supported (use static "
+             "principals)"},
         {WITH_AUTH("{'cookie':{}}"),
          P_T ".auth.cookie: authentication method \"cookie\" is not supported yet"},
         {WITH_AUTH("{'tls':{'type':'static'}}"),
@@ -1196,7 +1246,7 @@ static const refusal refusals[] = {
          P_T ".paths.ws.serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
              "\"msgpack\" are)"},
         {WITH_PATHS("{'ws':{'type':'websocket','auth':{'wampcra':{}}}}"),
-         P_T ".paths.ws.auth.wampcra: authentication method \"wampcra\" is not supported yet"},
+         P_T ".paths.ws.auth.wampcra.type: is required"},
         {WITH_PATHS("{'ws':{'type':'websocket','options':{'max_message_size':1}}}"),
          P_T ".paths.ws.options.max_message_size: must be an integer 1024..1073741824 bytes"},
         /* The worker's "wampscope" object. */
@@ -1301,6 +1351,20 @@ static const refusal refusals[] = {
          P_WS ".log_level: must be \"error\", \"warn\", \"info\", \"debug\" or \"trace\" (got "
               "\"verbose\")"},
         {WITH_WAMPSCOPE("{'log_level':3}"), P_WS ".log_level: must be a string"},
+        {WITH_WAMPSCOPE("{'limits':{'auth_failure_delay':-1}}"),
+         P_WS ".limits.auth_failure_delay: must be an integer 0..60000 ms"},
+        {WITH_WAMPSCOPE("{'limits':{'auth_failure_delay':60001}}"),
+         P_WS ".limits.auth_failure_delay: must be an integer 0..60000 ms"},
+        {WITH_WAMPSCOPE("{'management':{'auth':{}}}"),
+         P_WS ".management.auth: must configure at least one of \"ticket\", \"wampcra\", "
+              "\"cryptosign\" (leave \"auth\" out for protected mode)"},
+        {WITH_WAMPSCOPE("{'management':{'auth':{'anonymous':{'type':'static'}}}}"),
+         P_WS ".management.auth.anonymous: anonymous access to the management realm is protected "
+              "mode (wampscope.management.trusted_networks), which is off once credentials are "
+              "configured"},
+        {WITH_WAMPSCOPE("{'management':{'auth':{'ticket':{'type':'static','principals':"
+                        "{'admin':{}}}}}}"),
+         P_WS ".management.auth.ticket.principals.admin.ticket: is required"},
 };
 
 START_TEST(test_refusals)
