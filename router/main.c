@@ -261,7 +261,17 @@ int main(int argc, char **argv)
         }
         char nets[1024];
         rt_config_format_trusted(cfg, nets, sizeof(nets));
-        if (nets[0]) {
+        if (cfg->mgmt_auth) {
+            const rt_auth_config *a = cfg->mgmt_auth;
+            RT_LOG_INFO(0,
+                        "management realm \"%s\": protected mode off, authentication required "
+                        "(%s%s%s%zu principal(s), wampscope.management.auth)",
+                        cfg->mgmt_realm, a->ticket.enabled ? "ticket, " : "",
+                        a->wampcra.enabled ? "wampcra, " : "",
+                        a->cryptosign.enabled ? "cryptosign, " : "",
+                        a->ticket.n_principals + a->wampcra.n_principals +
+                                a->cryptosign.n_principals);
+        } else if (nets[0]) {
             RT_LOG_INFO(0,
                         "management realm \"%s\" in protected mode: anonymous sessions from "
                         "%s only (role admin)",

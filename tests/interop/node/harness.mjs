@@ -43,13 +43,14 @@ export function step(p, what = 'step', ms = STEP_TIMEOUT_MS) {
   return Promise.race([Promise.resolve(p), timeout]).finally(() => clearTimeout(timer));
 }
 
-export async function startRouter() {
+// config: a file under configs/ (default the shared e2e config).
+export async function startRouter(config = 'configs/test-e2e.json') {
   const bin = process.env.RT_ROUTER_BIN;
   const src = process.env.RT_SOURCE_DIR;
   assert.ok(bin && src, 'RT_ROUTER_BIN and RT_SOURCE_DIR must be set (run via ctest)');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wampscope-node-'));
   const portsFile = path.join(tmp, 'ports');
-  let argv = [bin, '-c', path.join(src, 'configs/test-e2e.json'), '--port', '0',
+  let argv = [bin, '-c', path.join(src, config), '--port', '0',
     '--ports-file', portsFile];
   if (process.env.RT_E2E_LOG_LEVEL) {
     argv.push('--log-level', process.env.RT_E2E_LOG_LEVEL);
@@ -134,10 +135,12 @@ function makeSerializer(name) {
 // With joinExpected false, resolves once the connection closes instead (for ABORT tests).
 // es6Promises false makes autobahn-js use when.js deferreds, whose promises report progressive
 // call results (ES6 promises have no progress channel).
+// auth: extra Connection options (authmethods, authid, authextra, onchallenge).
 export function openSession(router, {
-  realm = 'realm1', serializer = 'json', joinExpected = true, es6Promises = true,
+  realm = 'realm1', serializer = 'json', joinExpected = true, es6Promises = true, auth = {},
 } = {}) {
   const connection = new autobahn.Connection({
+    ...auth,
     url: router.url,
     realm,
     serializers: [makeSerializer(serializer)],
@@ -218,10 +221,10 @@ function findWs(connection) {
 
 // A fixture for node:test: each test gets a fresh router; sessions opened through fx.open() are
 // closed before the router is stopped (and the stop asserts exit 0).
-export function fixture() {
+export function fixture(config) {
   const fx = { router: null, clients: [] };
   fx.setUp = async () => {
-    fx.router = await startRouter();
+    fx.router = await startRouter(config);
     fx.clients = [];
   };
   fx.tearDown = async () => {

@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Authentication end to end with python3-autobahn clients (configs/test-e2e-auth.json): ticket,
+WAMP-CRA (plain and salted) and cryptosign (python3-nacl), each with a right and a wrong credential
+over JSON and MessagePack; unknown principal, no acceptable method, a role missing on the realm,
+the failure delay, and management credentials (protected mode off)."""
+
+import asyncio
+import os
+import time
+
+from autobahn.wamp import auth
+from autobahn.wamp.cryptosign import CryptosignKey
+
+from rt_harness import (SERIALIZERS, AsyncTestCase, Client, LeftBeforeJoin, RouterProc,
+                        RouterTestCase, main, open_session, step)
+
+TICKET = "joe-ticket-from-env"
+MGMT_TICKET = "mgmt-ticket-from-env"
+# The router reads both from the environment ("${VAR}" in the config); set before it starts.
+os.environ["WAMPSCOPE_E2E_TICKET"] = TICKET
+os.environ["WAMPSCOPE_E2E_MGMT_TICKET"] = MGMT_TICKET
+
+CAT_KEY = CryptosignKey.from_bytes(b"wampscope-e2e-cryptosign-key-01!")
+OPS_KEY = CryptosignKey.from_bytes(b"wampscope-e2e-mgmt-cryptosign-01")
+OTHER_KEY = CryptosignKey.from_bytes(b"an-unauthorized-ed25519-seed-000")
+DELAY = 0.4  # wampscope.limits.auth_failure_delay in the config (ms / 1000)
+
+
+def auth_client(authmethods, authid=None, secret=None, authextra=None):
+    """An autobahn session class that joins with these credentials and answers the CHALLENGE as
+    autobahn applications do (auth.compute_wcs / derive_key, CryptosignKey.sign_challenge)."""
+
+    class AuthClient(Client):
+        challenges = []
+        answered_at = None
+
+        def onConnect(self):
+            self.join(self.config.realm, authmethods=authmethods, authid=authid,
+                      authextra=authextra)
+
+        def onChallenge(self, challenge):
+            type(self).challenges.append(challenge)
+            type(self).answered_at = time.monotonic()
+            if challenge.method == "ticket":
+                return secret
+            if challenge.method == "wampcra":
+                key = secret.encode()
+                if "salt" in challenge.extra:
+                    key = auth.derive_key(secret, challenge.extra["salt"],
+                                          challenge.extra["iterations"],
+                                          challenge.extra["keylen"])
+                return auth.compute_wcs(key, challenge.extra["challenge"].encode()).decode()
+            if challenge.method == "cryptosign":
+                return secret.sign_challenge(challenge)
+            raise Exception("unexpected challenge %s" % challenge.method)
+
+    return AuthClient
+
+
+class AuthTest(RouterTestCase):
+    async def asyncSetUp(self):
+        # RouterTestCase's set-up with this suite's own config.
+        await AsyncTestCase.asyncSetUp(self)
+        self.router = RouterProc("configs/test-e2e-auth.json").start()
+        self._sessions = []
+
+    async def join(self, serializer, cls, realm="realm1"):
+        s = await self.session(serializer, realm=realm, cls=cls)
+        return s, s.joined.result()
+
+    async def refused(self, serializer, cls, realm="realm1"):
+        """Joins expecting ABORT; returns (CloseDetails, seconds from AUTHENTICATE to ABORT)."""
+        s = await open_session(self.router, realm, serializer, cls=cls, wait_join=False)
+        try:
+            await step(asyncio.shield(s.joined))
+        except LeftBeforeJoin as e:
+            left_at = time.monotonic()
+            answered = getattr(cls, "answered_at", None)
+            await step(asyncio.shield(s.lost))
+            return e.details, (left_at - answered) if answered else None
+        finally:
+            if not s.lost.done():
+                s.abort_transport()
+        self.fail("joined although the credential is wrong")
+
+    def check_welcome(self, d, authid, method):
+        self.assertEqual(d.realm, "realm1")
+        self.assertEqual(d.authid, authid)
+        self.assertEqual(d.authrole, "user")
+        self.assertEqual(d.authmethod, method)
+        self.assertEqual(d.authprovider, "static")
+
+    async def test_ticket(self):
+        for ser in SERIALIZERS:
+            with self.subTest(serializer=ser):
+                s, d = await self.join(ser, auth_client(["ticket"], "joe", TICKET))
+                self.check_welcome(d, "joe", "ticket")
+                # The session works: a call to itself.
+                await s.register(lambda: "pong", "com.auth.ping." + ser)
+                self.assertEqual(await step(s.call("com.auth.ping." + ser)), "pong")
+                details, delay = await self.refused(ser, auth_client(["ticket"], "joe", "nope"))
+                self.assertEqual(details.reason, "wamp.error.authentication_failed")
+                self.assertNotIn(TICKET, str(details.message))
+
+    async def test_wampcra(self):
+        for ser in SERIALIZERS:
+            for authid, secret in (("ann", "ann-secret"), ("sal", "salted-password")):
+                with self.subTest(serializer=ser, authid=authid):
+                    cls = auth_client(["wampcra"], authid, secret)
+                    s, d = await self.join(ser, cls)
+                    self.check_welcome(d, authid, "wampcra")
+                    extra = cls.challenges[-1].extra
+                    if authid == "sal":
+                        self.assertEqual((extra["salt"], extra["iterations"], extra["keylen"]),
+                                         ("e2e-salt", 1000, 32))
+                    else:
+                        self.assertNotIn("salt", extra)
+                    details, _ = await self.refused(ser, auth_client(["wampcra"], authid, "x"))
+                    self.assertEqual(details.reason, "wamp.error.authentication_failed")
+
+    async def test_cryptosign(self):
+        for ser in SERIALIZERS:
+            with self.subTest(serializer=ser):
+                # authid from the public key, as autobahn's cryptosign clients usually do.
+                cls = auth_client(["cryptosign"], None, CAT_KEY,
+                                  {"pubkey": CAT_KEY.public_key()})
+                s, d = await self.join(ser, cls)
+                self.check_welcome(d, "cat", "cryptosign")
+                self.assertEqual(d.authextra.get("x_cb_node"), "e2e_node")
+                self.assertEqual(len(cls.challenges[-1].extra["challenge"]), 64)
+                # Right authid and announced key, but signed with another key.
+                details, _ = await self.refused(
+                    ser, auth_client(["cryptosign"], "cat", OTHER_KEY,
+                                     {"pubkey": CAT_KEY.public_key()}))
+                self.assertEqual(details.reason, "wamp.error.authentication_failed")
+                # A key nobody has.
+                details, _ = await self.refused(
+                    ser, auth_client(["cryptosign"], None, OTHER_KEY,
+                                     {"pubkey": OTHER_KEY.public_key()}))
+                self.assertEqual(details.reason, "wamp.error.no_such_principal")
+
+    async def test_unknown_principal_no_method_no_role(self):
+        for ser in SERIALIZERS:
+            with self.subTest(serializer=ser):
+                details, _ = await self.refused(ser, auth_client(["ticket"], "nobody", "x"))
+                self.assertEqual(details.reason, "wamp.error.no_such_principal")
+                details, _ = await self.refused(ser, auth_client(["anonymous"]))
+                self.assertEqual(details.reason, "wamp.error.no_auth_method")
+                details, _ = await self.refused(ser, auth_client(["ticket"], "ghost", "boo"))
+                self.assertEqual(details.reason, "wamp.error.no_such_role")
+        log = self.router.stderr_text()
+        self.assertIn("authentication failed (ticket, authid \"nobody\"", log)
+        self.assertNotIn(TICKET, log)
+
+    async def test_failure_delay(self):
+        """ABORT comes auth_failure_delay after the wrong credential (tolerance: the 100 ms tick
+        and scheduling), not before; a right credential is not delayed."""
+        delays = []
+        for ser in SERIALIZERS:
+            details, delay = await self.refused(ser, auth_client(["ticket"], "joe", "wrong"))
+            self.assertEqual(details.reason, "wamp.error.authentication_failed")
+            delays.append(delay)
+        for d in delays:
+            self.assertGreaterEqual(d, DELAY - 0.01)
+            self.assertLess(d, DELAY + 1.5)
+        cls = auth_client(["ticket"], "joe", TICKET)
+        t0 = time.monotonic()
+        await self.join("json", cls)
+        self.assertLess(time.monotonic() - t0, DELAY)
+        print("failure delay measured: %s s (configured %.3f s)"
+              % (", ".join("%.3f" % d for d in delays), DELAY))
+
+    async def test_management_credentials(self):
+        self.assertIn("protected mode off, authentication required", self.router.stderr_text())
+        for ser in SERIALIZERS:
+            with self.subTest(serializer=ser):
+                # Anonymous (even from loopback) is refused once credentials are configured.
+                details, _ = await self.refused(ser, Client, realm="mgmt")
+                self.assertEqual(details.reason, "wamp.error.no_auth_method")
+                details, _ = await self.refused(
+                    ser, auth_client(["ticket"], "admin", "wrong"), realm="mgmt")
+                self.assertEqual(details.reason, "wamp.error.authentication_failed")
+                # Application principals do not open the management realm.
+                details, _ = await self.refused(
+                    ser, auth_client(["ticket"], "joe", TICKET), realm="mgmt")
+                self.assertEqual(details.reason, "wamp.error.no_such_principal")
+                s = await self.session(ser, realm="mgmt",
+                                       cls=auth_client(["ticket"], "admin", MGMT_TICKET))
+                d = s.joined.result()
+                self.assertEqual((d.authid, d.authrole, d.authmethod), ("admin", "admin", "ticket"))
+                nodes = await step(s.call("crossbarfabriccenter.list_nodes"))
+                self.assertEqual(nodes, ["e2e_node"])
+                s2 = await self.session(ser, realm="mgmt",
+                                        cls=auth_client(["cryptosign"], "ops", OPS_KEY,
+                                                        {"pubkey": OPS_KEY.public_key()}))
+                self.assertEqual(s2.joined.result().authrole, "admin")
+
+
+if __name__ == "__main__":
+    main()
