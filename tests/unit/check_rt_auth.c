@@ -267,6 +267,66 @@ START_TEST(test_config_methods)
 
 END_TEST
 
+static rt_config *load_source(const char *rel, char *err, size_t err_len, wamp_err *rc)
+{
+    const char *src = getenv("RT_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", src ? src : ".", rel);
+    rt_config *cfg = NULL;
+    *rc = rt_config_load_file(path, &cfg, err, err_len);
+    return cfg;
+}
+
+/* configs/auth.example.json (every method, a restricted role, management credentials) and the
+ * e2e config load, with their secrets from the environment. */
+START_TEST(test_config_files)
+{
+    char err[512] = "";
+    wamp_err rc;
+    unsetenv("APP_BACKEND_TICKET");
+    setenv("WAMPSCOPE_ADMIN_TICKET", "a1", 1);
+    rt_config *cfg = load_source("configs/auth.example.json", err, sizeof(err), &rc);
+    ck_assert_int_eq(rc, WAMP_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err,
+                                 "workers[0].transports[0].auth.ticket.principals.backend1."
+                                 "ticket: environment variable APP_BACKEND_TICKET is not set"));
+    setenv("APP_BACKEND_TICKET", "t1", 1);
+    setenv("APP_ALICE_SECRET", "s1", 1);
+    setenv("WAMPSCOPE_ADMIN_TICKET", "a1", 1);
+    cfg = load_source("configs/auth.example.json", err, sizeof(err), &rc);
+    ck_assert_msg(rc == WAMP_OK, "%s", err);
+    const rt_listener *l = &cfg->listeners[0];
+    ck_assert_str_eq(l->anonymous_role, "viewer");
+    ck_assert_str_eq(rt_config_find_principal(&l->auth.ticket, "backend1")->secret, "t1");
+    ck_assert_str_eq(rt_config_find_principal(&l->auth.wampcra, "alice")->secret, "s1");
+    ck_assert_str_eq(rt_config_find_principal(&l->auth.wampcra, "bob")->salt, "bob-salt");
+    ck_assert_str_eq(rt_config_find_principal(&l->auth.cryptosign, "device1")->role, "backend");
+    ck_assert_str_eq(rt_config_find_principal(&cfg->mgmt_auth->ticket, "admin")->role, "admin");
+    ck_assert_str_eq(rt_config_find_principal(&cfg->mgmt_auth->cryptosign, "ops")->role, "admin");
+    /* bob's stored secret is autobahn's derive_key("bob-password", "bob-salt", 1000, 32). */
+    char key[64];
+    ck_assert_int_eq(
+            rt_auth_wampcra_derive_key("bob-password", "bob-salt", 1000, 32, key, sizeof(key)),
+            WAMP_OK);
+    ck_assert_str_eq(rt_config_find_principal(&l->auth.wampcra, "bob")->secret, key);
+    rt_config_free(cfg);
+
+    setenv("WAMPSCOPE_E2E_TICKET", "t", 1);
+    setenv("WAMPSCOPE_E2E_MGMT_TICKET", "m", 1);
+    cfg = load_source("configs/test-e2e-auth.json", err, sizeof(err), &rc);
+    ck_assert_msg(rc == WAMP_OK, "%s", err);
+    ck_assert_ptr_null(cfg->listeners[0].anonymous_role);
+    ck_assert_uint_eq(cfg->limits.auth_failure_delay_ms, 400);
+    /* The salted e2e user's secret: derive_key("salted-password", "e2e-salt", 1000, 32). */
+    ck_assert_int_eq(
+            rt_auth_wampcra_derive_key("salted-password", "e2e-salt", 1000, 32, key, sizeof(key)),
+            WAMP_OK);
+    ck_assert_str_eq(rt_config_find_principal(&cfg->listeners[0].auth.wampcra, "sal")->secret, key);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
 /* ---- Handshake over the fake transport ------------------------------------------------------ */
 
 #define DELAY_MS 700
@@ -830,6 +890,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_cryptosign_verify);
     tcase_add_test(tc, test_pick);
     tcase_add_test(tc, test_config_methods);
+    tcase_add_test(tc, test_config_files);
     suite_add_tcase(s, tc);
     tc = tcase_create("handshake");
     tcase_add_checked_fixture(tc, setup, teardown);
