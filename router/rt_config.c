@@ -1704,17 +1704,7 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
     if (err != WAMP_OK) {
         return err;
     }
-    const json_t *auth = json_object_get(o, "auth");
-    if (auth) {
-        err = parse_auth(c, path_key(path, "auth").s, auth, l);
-        if (err != WAMP_OK) {
-            return err;
-        }
-    }
-    if (!l->anonymous_role) {
-        err = dup_str(c, DEF_ANONYMOUS_ROLE, &l->anonymous_role);
-    }
-    return err;
+    return parse_auth(c, path_key(path, "auth").s, json_object_get(o, "auth"), l);
 }
 
 static const type_rule transport_types[] = {

@@ -245,6 +245,20 @@ START_TEST(test_config_methods)
     ck_assert_uint_eq(cfg->limits.auth_failure_delay_ms, 0);
     rt_config_free(cfg);
 
+    /* A rawsocket transport takes the same "auth" (and without "anonymous" refuses it). */
+    ck_assert_msg(load_q("{'version':2,'workers':[{'type':'router','realms':[{'name':'realm1',"
+                         "'roles':[" ROLE_USER "]}],'transports':[{'type':'rawsocket',"
+                         "'endpoint':{'type':'tcp','port':0},'auth':{'ticket':{'type':'static',"
+                         "'principals':{'joe':{'ticket':'t','role':'user'}}}}},"
+                         "{'type':'rawsocket','endpoint':{'type':'tcp','port':0}}]}]}",
+                         &cfg, err, sizeof(err)) == WAMP_OK,
+                  "%s", err);
+    ck_assert_ptr_null(cfg->listeners[0].anonymous_role);
+    ck_assert(cfg->listeners[0].auth.ticket.enabled);
+    ck_assert_str_eq(cfg->listeners[1].anonymous_role, "anonymous");
+    ck_assert(!cfg->listeners[1].auth.ticket.enabled);
+    rt_config_free(cfg);
+
     /* A set but empty variable is refused (with the key path, never a value). */
     setenv("WAMPSCOPE_TEST_TICKET", "", 1);
     ck_assert_int_eq(load_q(CONFIG(AUTH_SECTION, "{}"), &cfg, err, sizeof(err)), WAMP_EINVAL);
