@@ -314,7 +314,7 @@ static wamp_err begin_cryptosign(rt_auth_pending *p, const json_t *details, json
         const char *b = json_string_value(binding);
         if (b && strcmp(b, "tls-unique") == 0) {
             deny(d, WAMP_ERROR_AUTHENTICATION_FAILED,
-                 "channel binding \"tls-unique\" is not available: this transport has no TLS");
+                 "channel binding \"tls-unique\" is not supported (use channel_binding null)");
         } else {
             deny(d, WAMP_ERROR_AUTHENTICATION_FAILED, "unknown channel binding requested");
         }
