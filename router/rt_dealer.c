@@ -505,7 +505,18 @@ static rt_session *pick_callee(rt_registration *reg)
     case RT_INVOKE_FIRST:
         break;
     }
-    return RT_CONTAINER_OF(n, rt_reg_callee, in_reg)->session;
+    rt_session *callee = RT_CONTAINER_OF(n, rt_reg_callee, in_reg)->session;
+    if (callee->state != RT_SESSION_JOINED && reg->n_callees > 1) {
+        /* Closing (its registrations go when the transport reports it closed): a shared
+         * registration's call goes to another member, in registration order. */
+        for (rt_list *it = reg->callees.next; it != &reg->callees; it = it->next) {
+            rt_session *other = RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session;
+            if (other->state == RT_SESSION_JOINED) {
+                return other;
+            }
+        }
+    }
+    return callee;
 }
 
 /* Links c into the deadline list, kept sorted; calls usually arrive in deadline order, so the
@@ -606,7 +617,10 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
     if (timeout_ms > 0) {
         uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
-        if (max_ms && timeout_ms > (json_int_t)max_ms) {
+        if (!max_ms) {
+            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
+        }
+        if (timeout_ms > (json_int_t)max_ms) {
             timeout_ms = (json_int_t)max_ms;
         }
         c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
@@ -817,7 +831,7 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_made)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
-        if (callee_can_interrupt(c)) {
+        if (callee_can_interrupt(c) && !c->killing) { /* a kill has interrupted it already */
             bool traced = c->traced && trace_hub_is_active(s->rt->hub);
             if (traced) {
                 rt_trace_action_open(s->rt, c->corr, c->uri);

@@ -600,6 +600,30 @@ static void expect_interrupt(fake_conn *callee, long long inv, const char *mode)
     json_decref(expect);
 }
 
+START_TEST(test_shared_registration_skips_closing_callee)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    register_opts(a, "{\"invoke\": \"roundrobin\"}", "com.rr");
+    register_opts(b, "{\"invoke\": \"roundrobin\"}", "com.rr");
+    long long first = start_call(caller, a, 1, "{}", "com.rr"); /* a served: b is next */
+    fake_conn_send(a, "[70, %lld, {}]", first);
+    fake_conn_clear(caller);
+    /* b breaks the protocol: closed, but its transport has not reported the close yet. */
+    fake_conn_send_raw(b, "not json", 8);
+    ck_assert_int_eq(rt_session_state_get(b->s), RT_SESSION_CLOSED);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    (void)start_call(caller, a, 2, "{}", "com.rr"); /* goes to a, not an ERROR */
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_conn_free(b);
+    fake_conn_free(a);
+    fake_expect_error(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_CANCELED); /* a left with it */
+    fake_conn_free(caller);
+}
+
+END_TEST
+
 START_TEST(test_cancel_modes)
 {
     fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
@@ -738,7 +762,15 @@ START_TEST(test_leaving_with_progressive_and_canceled_calls)
     fake_expect_error(other, WAMP_MSG_CALL, 2, WAMP_ERROR_CANCELED);
     ck_assert_uint_eq(fake_conn_pending(other), 0);
     ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    /* A caller leaving after a kill: the callee is not interrupted twice. */
+    fake_conn *callee2 = joined_canceling(WAMP_SER_JSON, "realm1");
+    do_register(callee2, "com.prog2");
+    inv = start_call(other, callee2, 4, "{}", "com.prog2");
+    fake_conn_send(other, "[49, 4, {\"mode\": \"kill\"}]");
+    expect_interrupt(callee2, inv, "kill");
     fake_conn_free(other);
+    ck_assert_uint_eq(fake_conn_pending(callee2), 0);
+    fake_conn_free(callee2);
 }
 
 END_TEST
@@ -792,6 +824,15 @@ START_TEST(test_call_timeout)
     fake_clock_advance_ms(&T.clock, 600);
     rt_router_tick(T.rt);
     fake_expect_error(caller, WAMP_MSG_CALL, 5, WAMP_ERROR_TIMEOUT);
+    /* Without a configured cap, a huge timeout is held at 2^32-1 ms (no overflow). */
+    T.cfg.limits.max_call_timeout_ms = 0;
+    (void)start_call(caller, plain, 10, "{\"timeout\": 9007199254740992}", "com.plain");
+    fake_clock_advance_ms(&T.clock, 4294967294u);
+    rt_router_tick(T.rt);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_clock_advance_ms(&T.clock, 1);
+    rt_router_tick(T.rt);
+    fake_expect_error(caller, WAMP_MSG_CALL, 10, WAMP_ERROR_TIMEOUT);
     /* A bad timeout is an invalid argument. */
     fake_conn_send(caller, "[48, 7, {\"timeout\": -1}, \"com.plain\"]");
     fake_expect_error(caller, WAMP_MSG_CALL, 7, WAMP_ERROR_INVALID_ARGUMENT);
@@ -882,6 +923,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_pattern_precedence);
     tcase_add_test(tc, test_pattern_register_errors);
     tcase_add_test(tc, test_shared_registration_policies);
+    tcase_add_test(tc, test_shared_registration_skips_closing_callee);
     tcase_add_test(tc, test_progressive_results);
     tcase_add_test(tc, test_cancel_modes);
     tcase_add_test(tc, test_cancel_callee_without_call_canceling);
