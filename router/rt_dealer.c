@@ -63,6 +63,7 @@ typedef struct rt_call {
     rt_session *caller;  /* NULL once the caller has left, canceled or timed out */
     rt_session *callee;
     rt_hnode by_invocation;
+    rt_hnode by_request; /* in d->requests while caller != NULL (CANCEL finds it there) */
     rt_list in_caller;   /* in caller->calls_made */
     rt_list in_callee;   /* in callee->calls_served */
     rt_list in_timeouts; /* in d->timeouts (by deadline) while deadline_us != 0 */
@@ -79,6 +80,7 @@ struct rt_dealer {
     rt_hmap exact; /* exact registrations by URI */
     rt_hmap by_id;
     rt_hmap calls;
+    rt_hmap requests; /* calls by (caller, CALL.Request) */
     rt_list prefix;   /* prefix registrations */
     rt_list wildcard; /* wildcard registrations */
     rt_list timeouts; /* calls with a deadline, earliest first */
@@ -94,6 +96,7 @@ rt_dealer *rt_dealer_new(rt_realm *realm)
     rt_hmap_init(&d->exact);
     rt_hmap_init(&d->by_id);
     rt_hmap_init(&d->calls);
+    rt_hmap_init(&d->requests);
     rt_list_init(&d->prefix);
     rt_list_init(&d->wildcard);
     rt_list_init(&d->timeouts);
@@ -129,9 +132,17 @@ static void reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
     }
 }
 
+static uint64_t request_hash(const rt_session *caller, uint64_t request)
+{
+    return rt_hash_u64(request ^ (caller->id * UINT64_C(0x9E3779B97F4A7C15)));
+}
+
 static void call_remove(rt_dealer *d, rt_call *c)
 {
     rt_hmap_remove(&d->calls, &c->by_invocation);
+    if (c->caller) {
+        rt_hmap_remove(&d->requests, &c->by_request);
+    }
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
@@ -141,8 +152,9 @@ static void call_remove(rt_dealer *d, rt_call *c)
 
 /* The caller is gone from the call (left, canceled, timed out): the callee's answer will be
  * dropped. */
-static void call_detach_caller(rt_call *c)
+static void call_detach_caller(rt_dealer *d, rt_call *c)
 {
+    rt_hmap_remove(&d->requests, &c->by_request);
     c->caller = NULL;
     c->killing = false;
     c->deadline_us = 0;
@@ -168,6 +180,7 @@ void rt_dealer_free(rt_dealer *d)
     rt_hmap_fini(&d->exact);
     rt_hmap_fini(&d->by_id);
     rt_hmap_fini(&d->calls);
+    rt_hmap_fini(&d->requests);
     free(d);
 }
 
@@ -612,6 +625,12 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         free(c);
         return WAMP_ENOMEM;
     }
+    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, m->id)) != WAMP_OK) {
+        rt_hmap_remove(&d->calls, &c->by_invocation);
+        json_decref(details);
+        free(c);
+        return WAMP_ENOMEM;
+    }
     rt_list_add_tail(&s->calls_made, &c->in_caller);
     rt_list_add_tail(&callee->calls_served, &c->in_callee);
     json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
@@ -658,13 +677,13 @@ static rt_call *callee_call(rt_dealer *d, rt_session *s, uint64_t invocation)
     return c && c->callee == s ? c : NULL;
 }
 
-/* The pending call s made as CALL.Request `request`, or NULL (a session has few at a time). */
-static rt_call *caller_call(rt_session *s, uint64_t request)
+/* The pending call s made as CALL.Request `request`, or NULL. */
+static rt_call *caller_call(const rt_dealer *d, const rt_session *s, uint64_t request)
 {
-    RT_LIST_FOREACH_SAFE(it, nx, &s->calls_made)
-    {
-        rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
-        if (c->request == request) {
+    for (rt_hnode *n = rt_hmap_first(&d->requests, request_hash(s, request)); n;
+         n = rt_hmap_next(n)) {
+        rt_call *c = RT_CONTAINER_OF(n, rt_call, by_request);
+        if (c->caller == s && c->request == request) {
             return c;
         }
     }
@@ -737,7 +756,6 @@ static bool callee_can_interrupt(const rt_call *c)
 
 wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
-    (void)d;
     json_t *mode_v = json_object_get(m->dict, "mode");
     const char *mode = mode_v ? json_string_value(mode_v) : "killnowait";
     if (!mode || (strcmp(mode, "skip") != 0 && strcmp(mode, "kill") != 0 &&
@@ -745,7 +763,7 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
         rt_session_protocol_violation(s, "CANCEL.Options.mode must be skip, kill or killnowait");
         return WAMP_OK;
     }
-    rt_call *c = caller_call(s, m->id);
+    rt_call *c = caller_call(d, s, m->id);
     if (!c || c->killing) {
         RT_LOG_DEBUG(s->id,
                      "CANCEL of request %llu ignored (no pending call, or already "
@@ -764,7 +782,7 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
         c->killing = true; /* the callee's answer completes the call */
         return err;
     }
-    call_detach_caller(c);
+    call_detach_caller(d, c);
     if (err != WAMP_OK && err != WAMP_ETOOBIG && err != WAMP_EINVAL) {
         return err;
     }
@@ -790,7 +808,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
             (void)send_interrupt(c, "killnowait");
         }
         uint64_t request = c->request;
-        call_detach_caller(c); /* unlinks it from d->timeouts */
+        call_detach_caller(d, c); /* unlinks it from d->timeouts */
         if (caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_TIMEOUT,
                                         "the call timed out");
@@ -842,7 +860,7 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
                 rt_trace_action_close(s->rt);
             }
         }
-        call_detach_caller(c);
+        call_detach_caller(d, c);
     }
 }
 
@@ -858,8 +876,7 @@ bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invoc
 
 bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
 {
-    (void)d;
-    rt_call *c = caller_call(caller, request);
+    rt_call *c = caller_call(d, caller, request);
     if (!c || !c->traced) {
         return false;
     }

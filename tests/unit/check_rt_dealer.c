@@ -686,6 +686,41 @@ START_TEST(test_cancel_modes)
 
 END_TEST
 
+START_TEST(test_cancel_finds_its_call)
+{
+    /* Two callers use the same request ids; each CANCEL reaches only its own call, among many
+     * pending ones. */
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_MSGPACK, "realm1");
+    do_register(callee, "com.long");
+    long long inv_a[50], inv_b[50];
+    for (int i = 0; i < 50; i++) {
+        inv_a[i] = start_call(a, callee, i + 1, "{}", "com.long");
+        inv_b[i] = start_call(b, callee, i + 1, "{}", "com.long");
+    }
+    fake_conn_send(b, "[49, 17, {\"mode\": \"killnowait\"}]");
+    expect_interrupt(callee, inv_b[16], "killnowait");
+    fake_expect_error(b, WAMP_MSG_CALL, 17, WAMP_ERROR_CANCELED);
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    fake_conn_send(a, "[49, 17, {\"mode\": \"killnowait\"}]");
+    expect_interrupt(callee, inv_a[16], "killnowait");
+    fake_expect_error(a, WAMP_MSG_CALL, 17, WAMP_ERROR_CANCELED);
+    /* A's call 18 still completes normally. */
+    fake_conn_send(callee, "[70, %lld, {}, [18]]", inv_a[17]);
+    json_t *res = fake_conn_next(a);
+    ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
+    ck_assert_int_eq(fake_msg_int(res, 1), 18);
+    json_decref(res);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 99);
+    fake_conn_free(a);
+    fake_conn_free(b);
+    fake_conn_free(callee);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+}
+
+END_TEST
+
 START_TEST(test_cancel_callee_without_call_canceling)
 {
     /* A callee that did not announce call_canceling is never interrupted: kill acts as skip. */
@@ -926,6 +961,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_shared_registration_skips_closing_callee);
     tcase_add_test(tc, test_progressive_results);
     tcase_add_test(tc, test_cancel_modes);
+    tcase_add_test(tc, test_cancel_finds_its_call);
     tcase_add_test(tc, test_cancel_callee_without_call_canceling);
     tcase_add_test(tc, test_caller_leaving_interrupts_canceling_callee);
     tcase_add_test(tc, test_leaving_with_progressive_and_canceled_calls);
