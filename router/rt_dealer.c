@@ -584,7 +584,9 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to call this procedure");
     }
-    json_t *timeout_v = json_object_get(m->dict, "timeout");
+    /* Plain calls have empty options: skip the option lookups (each hashes its key). */
+    bool has_options = json_object_size(m->dict) > 0;
+    json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
     if (timeout_v && !(json_is_integer(timeout_v) && json_integer_value(timeout_v) >= 0)) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
                                      "timeout must be a non-negative integer (ms)");
@@ -602,18 +604,22 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
                                      "the callee is leaving");
     }
-    bool progress = json_is_true(json_object_get(m->dict, "receive_progress"));
-    bool disclose = perm->disclose_caller || json_is_true(json_object_get(m->dict, "disclose_me"));
+    bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
+    bool disclose = perm->disclose_caller ||
+                    (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
     bool oom = false;
     json_t *details = invocation_details(reg, s, m, progress, disclose, &oom);
     if (oom) {
         return WAMP_ENOMEM;
     }
-    rt_call *c = calloc(1, sizeof(*c));
+    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
+     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
+    rt_call *c = malloc(sizeof(*c));
     if (!c) {
         json_decref(details);
         return WAMP_ENOMEM;
     }
+    memset(c, 0, sizeof(*c));
     c->invocation = rt_router_next_id(s->rt);
     c->request = m->id;
     c->caller = s;
@@ -701,7 +707,8 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     rt_session *caller = c->caller;
     uint64_t request = c->request;
-    bool progress = !is_error && json_is_true(json_object_get(m->dict, "progress"));
+    bool progress = !is_error && json_object_size(m->dict) > 0 &&
+                    json_is_true(json_object_get(m->dict, "progress"));
     if (progress) {
         /* Spec "Progressive Call Results": forwarded only to a caller that asked for them; a
          * call being killed waits for its final answer only. */
