@@ -12,12 +12,17 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build
 TEST_DIR := build-test
 NODE_DIR := tests/interop/node
+FUZZ_DIR := build-fuzz
+FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_rawsock fuzz_session
+FUZZ_SECONDS ?= $(if $(CI),40,0)
+# `make fuzz` alone runs 60 s per target when FUZZ_SECONDS is 0.
+FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
 NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
 
 # Debian 12 packages: toolchain, the four C libraries, Check, and the interop clients.
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
-	nodejs npm openssl
+	nodejs npm openssl clang libclang-rt-14-dev
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -38,7 +43,7 @@ C_SOURCES = $(shell find $(C_DIRS) -type f \( -name '*.c' -o -name '*.h' \) \
 # Only the lws adapter, main.c and the management CLI may include <libwebsockets.h> (STYLE §1).
 LWS_ALLOWED := ^(router/rt_lws[^/]*|router/main\.c|mgmt/ctl/.*)$$
 
-.PHONY: deps build run test test-build npm clean distclean format lint
+.PHONY: deps build run test test-build npm clean distclean format lint fuzz fuzz-build
 
 deps:
 	@missing=""; \
@@ -80,9 +85,33 @@ test: deps
 	$(MAKE) --no-print-directory npm
 	$(MAKE) --no-print-directory test-build
 	$(SANITIZER_ENV) ctest --test-dir $(TEST_DIR) --output-on-failure -j2
+	@if [ "$(FUZZ_SECONDS)" -gt 0 ]; then $(MAKE) --no-print-directory fuzz; fi
+
+# libFuzzer runs of the tests/fuzz targets (clang, ASan+UBSan, build-fuzz/). Each target starts
+# from the committed seeds (tests/fuzz/corpus/<t>) and regressions, keeps what it discovers in
+# build-fuzz/corpus/<t> (never in the source tree) and writes a crashing input to
+# build-fuzz/crashes/<t>/: copy it into tests/fuzz/regressions/<t>/ with the fix, and every test
+# build replays it from then on. FUZZ_SECONDS per target: 0 (off) in `make test` unless CI is set
+# (then 40); `make fuzz FUZZ_SECONDS=3600` for a long run by hand.
+fuzz-build:
+	CC=clang cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRT_FUZZ=ON \
+		-DRT_SANITIZE=address,undefined
+	cmake --build $(FUZZ_DIR) -j$(NPROC) --target $(FUZZ_TARGETS)
+
+fuzz: deps fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/crashes/$$t; \
+		echo "fuzz: $$t for $(FUZZ_RUN_SECONDS) s"; \
+		$(SANITIZER_ENV) $(FUZZ_DIR)/tests/fuzz/$$t -max_total_time=$(FUZZ_RUN_SECONDS) \
+			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crashes/$$t/ \
+			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t \
+			2>$(FUZZ_DIR)/$$t.log || { tail -n 60 $(FUZZ_DIR)/$$t.log; \
+			echo "fuzz: $$t failed; the input is in $(FUZZ_DIR)/crashes/$$t/"; exit 1; }; \
+		grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' $(FUZZ_DIR)/$$t.log; \
+	done
 
 clean:
-	rm -rf $(BUILD_DIR) $(TEST_DIR)
+	rm -rf $(BUILD_DIR) $(TEST_DIR) $(FUZZ_DIR)
 
 distclean: clean
 	rm -rf $(NODE_DIR)/node_modules

@@ -349,7 +349,7 @@ static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t 
     const rt_peer *peer = rt_session_peer(caller);
     size_t max = peer->max_message_size; /* 0: no limit */
     wamp_wr w;
-    wamp_wr_init(&w, rt_session_ser(caller), 64 * 1024, max);
+    wamp_wr_init(&w, (int)rt_session_ser(caller), 64 * 1024, max);
     wamp_wr_array(&w, 1);
     trace_render_records_to(t, (uint64_t)from, to < 0 ? TRACE_SEQ_NONE : (uint64_t)to,
                             (size_t)limit, &w);

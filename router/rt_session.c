@@ -160,7 +160,7 @@ wamp_err rt_session_send_with_tail(rt_session *s, json_t *head_take, const wamp_
         return WAMP_ENOMEM;
     }
     wamp_wr w;
-    wamp_wr_init(&w, s->ser, wamp_buf_len(tail) + 64, 0);
+    wamp_wr_init(&w, (int)s->ser, wamp_buf_len(tail) + 64, 0);
     wamp_wr_array(&w, json_array_size(head_take) + 1);
     for (size_t i = 0; i < json_array_size(head_take); i++) {
         wamp_wr_json(&w, json_array_get(head_take, i));

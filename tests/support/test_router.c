@@ -46,7 +46,7 @@ static rt_realm_config realms[] = {
         {.name = "locked", .roles = locked_role, .n_roles = 1},
 };
 
-void test_router_init(test_router *t)
+bool test_router_setup(test_router *t)
 {
     memset(t, 0, sizeof(*t));
     t->cfg.node_id = "testnode";
@@ -60,7 +60,12 @@ void test_router_init(test_router *t)
     t->cfg.limits.shutdown_grace_ms = 500;
     t->clock.now_us = 1000000;
     t->rt = rt_router_new(&t->cfg, fake_clock_now, &t->clock);
-    ck_assert_ptr_nonnull(t->rt);
+    return t->rt != NULL;
+}
+
+void test_router_init(test_router *t)
+{
+    ck_assert(test_router_setup(t));
 }
 
 void test_router_fini(test_router *t)

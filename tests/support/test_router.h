@@ -8,6 +8,7 @@
 #ifndef TEST_ROUTER_H
 #define TEST_ROUTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "fake_clock.h"
@@ -22,6 +23,8 @@ typedef struct test_router {
 
 /* Builds everything; aborts the test on failure. */
 void test_router_init(test_router *t);
+/* The same without Check (fuzz targets run outside a Check runner): false on failure. */
+bool test_router_setup(test_router *t);
 void test_router_fini(test_router *t);
 /* Subscriptions / registrations / pending calls currently held by a realm's broker and dealer. */
 size_t test_router_sub_count(rt_router *rt, const char *realm);
