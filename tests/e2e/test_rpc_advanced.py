@@ -10,6 +10,7 @@ from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import CallOptions, RegisterOptions
 
 import rt_harness as h
+from test_tracing import Mgmt, e2e_config
 
 
 def send_cancel(session, call_future, mode):
@@ -22,10 +23,11 @@ def send_cancel(session, call_future, mode):
 
 class AdvancedRpcBase:
     SER = None
+    CALLER_SER = None  # None: same as SER
 
     async def _pair(self, realm="realm1"):
         callee = await self.session(self.SER, realm=realm)
-        caller = await self.session(self.SER, realm=realm)
+        caller = await self.session(self.CALLER_SER or self.SER, realm=realm)
         return callee, caller
 
     async def test_dealer_features_announced(self):
@@ -245,6 +247,70 @@ class AdvancedRpcBase:
         self.assertEqual(await h.step(caller.call(proc + ".fast",
                                                   options=CallOptions(timeout=5000))), "fast")
 
+    async def test_traced_call_chains(self):
+        """Through the management API: every record of a progressive, a canceled and a timed-out
+        call carries the call's correlation and URI; the message completing each is the last."""
+        cfg = e2e_config()
+        mgmt = Mgmt(type("P", (), {"s": await self.session("json", realm=cfg["mgmt_realm"])}),
+                    cfg)
+        base = h.uri(self, "t")
+        callee, caller = await self._pair()
+
+        async def countdown(n, details=None):
+            for i in range(n, 0, -1):
+                details.progress(i)
+            return 0
+
+        await h.step(callee.register(countdown, base + ".prog",
+                                     options=RegisterOptions(details_arg="details")))
+        st = await self._hanging_callee(callee, base + ".hang")
+        st2 = await self._hanging_callee(callee, base + ".slow")
+        await h.step(callee.register(lambda: None, base + ".sync"))
+        await mgmt.start("dealer")
+        await h.step(caller.call(base + ".prog", 2, options=CallOptions(on_progress=lambda i: i)))
+        call = caller.call(base + ".hang")
+        await h.step(st["invoked"])
+        send_cancel(caller, call, "killnowait")
+        with self.assertRaises(ApplicationError):
+            await h.step(call)
+        await h.step(st["interrupted"])
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(caller.call(base + ".slow", options=CallOptions(timeout=200)))
+        self.assertEqual(cm.exception.error, "wamp.error.timeout")
+        await h.step(st2["interrupted"])
+        await h.step(caller.call(base + ".sync"))  # the callee's late ERRORs have arrived by now
+        await mgmt.stop("dealer")
+        records = await mgmt.data("dealer", 0, None, 1000)
+        chains = {}
+        for r in records:
+            if r["uri"] and r["uri"].startswith(base):
+                chains.setdefault(r["correlation"], []).append(r)
+
+        def shape(g):
+            return [(r["direction"], r["msg_type"], r["correlation_is_last"]) for r in g]
+
+        self.maxDiff = None
+        got = sorted((g[0]["uri"], shape(g)) for g in chains.values())
+        self.assertEqual(got, sorted([
+            (base + ".hang", [("rx", "Call", False), ("tx", "Invocation", False),
+                              ("rx", "Cancel", False), ("tx", "Interrupt", False),
+                              ("tx", "Error", True), ("rx", "Error", False)]),
+            (base + ".slow", [("rx", "Call", False), ("tx", "Invocation", False),
+                              ("tx", "Interrupt", False), ("tx", "Error", True),
+                              ("rx", "Error", False)]),
+            (base + ".prog", [("rx", "Call", False), ("tx", "Invocation", False),
+                              ("rx", "Yield", False), ("tx", "Result", False),
+                              ("rx", "Yield", False), ("tx", "Result", False),
+                              ("rx", "Yield", False), ("tx", "Result", True)]),
+            (base + ".sync", [("rx", "Call", False), ("tx", "Invocation", False),
+                              ("rx", "Yield", False), ("tx", "Result", True)]),
+        ]))
+        for g in chains.values():
+            self.assertTrue(g[0]["correlation_is_anchor"])
+            self.assertEqual({r["uri"] for r in g}, {g[0]["uri"]})
+        timeout_err = [g for g in chains.values() if len(g) == 5][0][3]
+        self.assertEqual(timeout_err["msg"][4], "wamp.error.timeout")
+
     async def test_caller_identification_by_permission(self):
         callee, caller = await self._pair(realm="realm3")
         seen = []
@@ -268,6 +334,11 @@ class TestAdvancedRpcJson(AdvancedRpcBase, h.RouterTestCase):
 
 class TestAdvancedRpcMsgpack(AdvancedRpcBase, h.RouterTestCase):
     SER = "msgpack"
+
+
+class TestAdvancedRpcJsonCalleeMsgpackCaller(AdvancedRpcBase, h.RouterTestCase):
+    SER = "json"
+    CALLER_SER = "msgpack"
 
 
 if __name__ == "__main__":
