@@ -9,6 +9,7 @@ traces, and the Crossbar alias procedure names called with autobahn.
 """
 
 import asyncio
+import base64
 import json
 import os
 import pty
@@ -30,6 +31,18 @@ def ctl_bin():
     if not b:
         raise AssertionError("RT_CTL_BIN must be set (ctest sets it)")
     return b
+
+
+def as_json(v):
+    """A value as it is written in JSON: autobahn's JSON serializer turns the WAMP binary
+    convention ("\\u0000" + base64 strings) into bytes; the JSON text keeps the string."""
+    if isinstance(v, bytes):
+        return "\x00" + base64.b64encode(v).decode()
+    if isinstance(v, list):
+        return [as_json(x) for x in v]
+    if isinstance(v, dict):
+        return {k: as_json(x) for k, x in v.items()}
+    return v
 
 
 class Result:
@@ -84,7 +97,7 @@ class CtlTestCase(h.RouterTestCase):
             page = await h.step(m.call(P + "get_trace_data", NODE, WORKER, trace_id, frm))
             if not page:
                 return out
-            out += page
+            out += as_json(page)
             frm = page[-1]["seq"] + 1
 
     async def rpc_traffic(self, prefix, n=3, realm="realm1"):
@@ -368,6 +381,9 @@ class TestExportAndMark(CtlTestCase):
             await h.step(s.subscribe(lambda *a: None, prefix + "topic"))
         from autobahn.wamp.types import PublishOptions
         await h.step(pub.publish(prefix + "topic", 1, options=PublishOptions(acknowledge=True)))
+        # Binary payload (msgpack bin; JSON "\u0000" + base64 in records) survives the exports.
+        await h.step(subs[1].publish(prefix + "bin", b"\x00\x01\xffbinary",
+                                     options=PublishOptions(acknowledge=True)))
         await self.ok("mark", "ex", "checkpoint", "--meta", '{"step": 1}')
         await self.ok("stop", "ex")
         recs = await self.records("ex")
@@ -379,6 +395,10 @@ class TestExportAndMark(CtlTestCase):
             with open(jl, encoding="utf-8") as f:
                 lines = f.read().splitlines()
             self.assertEqual([json.loads(x) for x in lines], recs)
+            binrec = [x for x in recs if x["msg_type"] == "Publish" and x["uri"] == prefix + "bin"]
+            self.assertEqual(len(binrec), 1)
+            self.assertEqual(binrec[0]["msg"][4][0],
+                             "\x00" + base64.b64encode(b"\x00\x01\xffbinary").decode())
             ch = os.path.join(tmp, "ex.json")
             await self.ok("export", "ex", "--format", "chrome", "-o", ch)
             with open(ch, encoding="utf-8") as f:
@@ -410,7 +430,8 @@ class TestExportAndMark(CtlTestCase):
                   abs(e["ts"] - v[0]["ts"] * 1e6) < 1 and
                   abs(e["ts"] + e["dur"] - v[-1]["ts"] * 1e6) < 1]
             self.assertEqual(len(sl), 1, v)
-        pubs = [v for v in corrs.values() if v[0]["msg_type"] == "Publish"]
+        pubs = [v for v in corrs.values()
+                if v[0]["msg_type"] == "Publish" and v[0]["uri"] == prefix + "topic"]
         self.assertEqual(len(pubs), 1)
         self.assertEqual(sorted(x["msg_type"] for x in pubs[0]),
                          ["Event", "Event", "Publish", "Published"])
