@@ -13,10 +13,12 @@ struct ctl_chrome {
     bool failed;     /* a write failed: the document is unusable */
     json_t *pids;    /* realm -> pid */
     json_t *tids;    /* "pid/session[#lane]" -> tid */
-    json_t *actions; /* correlation -> {pid, tid, skey, start, end, name, followers} */
+    json_t *actions; /* correlation -> {pid, tid, skey, start, end, name, followers:
+                        the flow ids} */
     json_t *order;   /* correlations in order of first appearance */
     json_int_t next_pid;
     json_int_t next_tid;
+    json_int_t next_flow;
     bool markers;
 };
 
@@ -58,6 +60,7 @@ ctl_chrome *ctl_chrome_new(FILE *out)
     c->order = json_array();
     c->next_pid = 1;
     c->next_tid = 1;
+    c->next_flow = 1;
     if (!c->pids || !c->tids || !c->actions || !c->order ||
         fputs("{\"traceEvents\": [\n", out) < 0) {
         ctl_chrome_free(c);
@@ -196,8 +199,17 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
     if (ts > json_real_value(json_object_get(a, "end"))) {
         json_object_set_new(a, "end", json_real(ts));
     }
-    return json_array_append_new(json_object_get(a, "followers"),
-                                 json_pack("[I, I, f]", pid, tid, ts)) == 0;
+    /* A follower: the end of a flow arrow from the anchor, bound to the next slice on this
+     * thread, which is a zero-length slice for the message itself written right after it
+     * (chrome://tracing binds flows to slices only, not to instants). The start is written
+     * with the action's slice (ctl_chrome_finish()), whose thread is known only then. */
+    json_int_t id = c->next_flow++;
+    const char *aname = json_string_value(json_object_get(a, "name"));
+    return emit(c, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", aname, "cat", "flow",
+                             "ph", "f", "id", id, "ts", ts, "pid", pid, "tid", tid)) &&
+           emit(c, json_pack("{s:s, s:s, s:s, s:f, s:i, s:I, s:I}", "name", name, "cat", "message",
+                             "ph", "X", "ts", ts, "dur", 0, "pid", pid, "tid", tid)) &&
+           json_array_append_new(json_object_get(a, "followers"), json_integer(id)) == 0;
 }
 
 typedef struct slice {
@@ -258,7 +270,6 @@ static bool lane_push(lane *l, double end)
 static bool layout(ctl_chrome *c, slice *sl, size_t n)
 {
     bool ok = true;
-    json_int_t flow_id = 1;
     size_t i = 0;
     while (ok && i < n) {
         size_t j = i;
@@ -305,14 +316,10 @@ static bool layout(ctl_chrome *c, slice *sl, size_t n)
                 if (!ok) {
                     break;
                 }
-                json_int_t id = flow_id++;
-                ok = emit(c, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", name, "cat",
-                                       "flow", "ph", "s", "id", id, "ts", sl[k].start, "pid",
-                                       sl[k].pid, "tid", tid)) &&
-                     emit(c, json_pack("{s:s, s:s, s:s, s:s, s:I, s:O, s:O, s:O}", "name", name,
-                                       "cat", "flow", "ph", "f", "bp", "e", "id", id, "ts",
-                                       json_array_get(f, 2), "pid", json_array_get(f, 0), "tid",
-                                       json_array_get(f, 1)));
+                /* Inside the action's slice (it starts at the slice's start). */
+                ok = emit(c, json_pack("{s:s, s:s, s:s, s:O, s:f, s:I, s:I}", "name", name, "cat",
+                                       "flow", "ph", "s", "id", f, "ts", sl[k].start, "pid",
+                                       sl[k].pid, "tid", tid));
             }
         }
         for (size_t L = 0; L < nlanes; L++) {

@@ -6,9 +6,11 @@
  * events (process_name / thread_name); every record an instant event ("ph": "i", thread scope;
  * markers: global scope) with the record in args; every correlated action (records sharing a
  * correlation: CALL -> INVOCATION -> YIELD -> RESULT, PUBLISH -> EVENTs -> PUBLISHED, ...) a
- * complete event ("ph": "X") on the anchor's session from the anchor to the last message, and a
- * flow arrow ("ph": "s" at the anchor, "ph": "f" with "bp": "e" at each follower, same "id")
- * from the anchor to each follower. Slices of one thread always nest: an action overlapping
+ * complete event ("ph": "X", cat "action") on the anchor's session from the anchor to the last
+ * message, and a flow arrow ("ph": "s" at the anchor inside that slice, "ph": "f" at each
+ * follower, same "id") from the anchor to each follower; the "f" binds to the next slice of its
+ * thread, a zero-length complete event (cat "message") at the follower's time (chrome://tracing
+ * binds flows to slices only). Slices of one thread always nest: an action overlapping
  * another of the same session without containing it goes to an extra thread of that session
  * ("session N (overlap k)"). Times are microseconds of the records' wall clock ("ts").
  * Ownership: the converter copies what it keeps from each record; single-threaded. One event
