@@ -157,6 +157,27 @@ static wamp_err proc_list_workers(void *ctx, rt_session *caller, const json_t *a
     return reply_value(reply, json_pack("[s]", m->cfg->worker_id));
 }
 
+/* get_worker's "stats" (an extension of TRACING.md's worker object, see mgmt/README.md):
+ * counters since start and what the router holds now. */
+static json_t *worker_stats(const mgmt_api *m)
+{
+    const rt_router_stats *st = rt_router_stats_get(m->rt);
+    rt_router_gauges g;
+    rt_router_gauges_get(m->rt, &g);
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                     "sessions", (json_int_t)g.sessions, "sessions_opened",
+                     (json_int_t)st->sessions_opened, "sessions_closed",
+                     (json_int_t)st->sessions_closed, "messages_rx", (json_int_t)st->messages_rx,
+                     "messages_tx", (json_int_t)st->messages_tx, "bytes_rx",
+                     (json_int_t)st->bytes_rx, "bytes_tx", (json_int_t)st->bytes_tx,
+                     "protocol_violations", (json_int_t)st->protocol_violations,
+                     "slow_consumer_disconnects", (json_int_t)st->slow_consumer_disconnects,
+                     "queued_messages", (json_int_t)g.queued_messages, "queued_bytes",
+                     (json_int_t)g.queued_bytes, "subscriptions", (json_int_t)g.subscriptions,
+                     "registrations", (json_int_t)g.registrations, "pending_calls",
+                     (json_int_t)g.pending_calls, "retained_events", (json_int_t)g.retained_events);
+}
+
 static wamp_err proc_get_worker(void *ctx, rt_session *caller, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
@@ -173,10 +194,11 @@ static wamp_err proc_get_worker(void *ctx, rt_session *caller, const json_t *arg
     char started[TRACE_ISO_LEN];
     trace_format_iso8601(m->started_wall_ns, started);
     double uptime = trace_ns_to_seconds(now_pc_ns(m) - m->started_pc_ns);
-    return reply_value(reply, json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:f, s:o?}", "id",
-                                        m->cfg->worker_id, "type", "router", "status", "running",
-                                        "pid", (json_int_t)getpid(), "created", started, "started",
-                                        started, "uptime", uptime, "realms", realms));
+    return reply_value(reply,
+                       json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:f, s:o?, s:o?}", "id",
+                                 m->cfg->worker_id, "type", "router", "status", "running", "pid",
+                                 (json_int_t)getpid(), "created", started, "started", started,
+                                 "uptime", uptime, "realms", realms, "stats", worker_stats(m)));
 }
 
 /* --- Traces --------------------------------------------------------------------------------- */

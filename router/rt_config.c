@@ -37,6 +37,7 @@ extern const size_t rt_config_default_json_len;
 #define DEF_MAX_MESSAGE_SIZE   (16 * MIB)
 #define DEF_MAX_QUEUE_BYTES    (64 * MIB)
 #define DEF_MAX_QUEUE_MESSAGES 1000000
+#define DEF_CLOSE_TIMEOUT_MS   5000
 #define DEF_HELLO_TIMEOUT_MS   10000
 #define DEF_SHUTDOWN_GRACE_MS  2000
 #define DEF_MAX_CALL_TIMEOUT   3600000
@@ -1940,7 +1941,7 @@ static const key_rule limits_rules[] = {
         K_PARSED("max_queue_messages"),  K_PARSED("hello_timeout"),
         K_PARSED("shutdown_grace"),      K_PARSED("max_call_timeout"),
         K_PARSED("max_retained_topics"), K_PARSED("max_retained_bytes"),
-        K_PARSED("auth_failure_delay"),
+        K_PARSED("auth_failure_delay"),  K_PARSED("close_timeout"),
 };
 
 static const key_rule management_rules[] = {
@@ -1995,6 +1996,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     json_int_t mrt = (json_int_t)lim->max_retained_topics;
     json_int_t mrb = (json_int_t)lim->max_retained_bytes;
     json_int_t delay = lim->auth_failure_delay_ms;
+    json_int_t close_timeout = lim->close_timeout_ms;
 
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
@@ -2023,6 +2025,9 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "auth_failure_delay", 0, 60000, "ms", &delay);
     }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "close_timeout", 1000, 3600000, "ms", &close_timeout);
+    }
     if (err != WAMP_OK) {
         return err;
     }
@@ -2035,6 +2040,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     lim->max_retained_topics = (size_t)mrt;
     lim->max_retained_bytes = (size_t)mrb;
     lim->auth_failure_delay_ms = (uint32_t)delay;
+    lim->close_timeout_ms = (uint32_t)close_timeout;
     return WAMP_OK;
 }
 
@@ -2456,6 +2462,7 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
             .max_queue_bytes = (size_t)DEF_MAX_QUEUE_BYTES,
             .max_queue_messages = DEF_MAX_QUEUE_MESSAGES,
             .hello_timeout_ms = DEF_HELLO_TIMEOUT_MS,
+            .close_timeout_ms = DEF_CLOSE_TIMEOUT_MS,
             .shutdown_grace_ms = DEF_SHUTDOWN_GRACE_MS,
             .max_call_timeout_ms = DEF_MAX_CALL_TIMEOUT,
             .max_retained_topics = RT_DEF_MAX_RETAINED_TOPICS,

@@ -30,6 +30,9 @@ typedef struct rt_limits {
     /* a failed authentication is answered with ABORT after this delay, to slow down guessing
      * (1,000; 0 = at once) */
     uint32_t auth_failure_delay_ms;
+    /* A connection being closed must finish writing its queue and close frame within this,
+     * or it is dropped (a peer that never reads would otherwise hold it forever) (5,000). */
+    uint32_t close_timeout_ms;
 } rt_limits;
 
 #define RT_DEF_MAX_RETAINED_TOPICS 10000

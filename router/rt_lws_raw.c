@@ -75,6 +75,15 @@ static void op_want_write(void *tp)
 }
 
 /* RawSocket has no close frame: the code and reason only go to the debug log. */
+/* A peer that never reads never lets the queue out: lws drops the connection when
+ * limits.close_timeout runs out. */
+static void close_deadline(raw_pss *pss)
+{
+    uint32_t ms = rt_router_config(router_of(pss->wsi))->limits.close_timeout_ms;
+    ms = ms ? ms : 5000; /* a zeroed hand-built config */
+    lws_set_timeout(pss->wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
+}
+
 static void op_close(void *tp, uint16_t code, const char *reason)
 {
     raw_pss *pss = tp;
@@ -84,6 +93,7 @@ static void op_close(void *tp, uint16_t code, const char *reason)
     RT_LOG_DEBUG(sid_of(pss), "closing RawSocket connection (%u %s)", code, reason ? reason : "");
     pss->closing = true;
     want_write(pss);
+    close_deadline(pss);
 }
 
 static const rt_transport_ops raw_ops = {
@@ -96,6 +106,7 @@ static void close_after_ctl(raw_pss *pss)
     pss->closing = true;
     pss->close_now = true;
     want_write(pss);
+    close_deadline(pss);
 }
 
 /* --- Receive -------------------------------------------------------------------------------- */

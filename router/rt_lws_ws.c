@@ -99,6 +99,11 @@ static void request_close(ws_pss *pss, uint16_t code, const char *reason, bool a
     /* pss->rx stays: this may run inside rt_session_on_message(), which borrows it. */
     if (!*pss->lis->tearing_down) {
         lws_callback_on_writable(pss->wsi);
+        /* A peer that never reads never lets the queue and the close frame out: lws drops the
+         * connection when limits.close_timeout runs out. */
+        uint32_t ms = rt_router_config(router_of(pss->wsi))->limits.close_timeout_ms;
+        ms = ms ? ms : 5000; /* a zeroed hand-built config */
+        lws_set_timeout(pss->wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
     }
 }
 

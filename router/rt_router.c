@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt_broker.h"
 #include "rt_core_int.h"
 #include "rt_dealer.h"
 #include "rt_log.h"
@@ -134,6 +135,23 @@ uint64_t rt_router_next_id(rt_router *rt)
 const rt_router_stats *rt_router_stats_get(const rt_router *rt)
 {
     return &rt->stats;
+}
+
+void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->sessions = rt->n_sessions;
+    for (const rt_list *it = rt->sessions.next; it != &rt->sessions; it = it->next) {
+        const rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
+        out->queued_messages += s->outq.count;
+        out->queued_bytes += s->outq.bytes;
+    }
+    for (size_t i = 0; i < rt->n_realms; i++) {
+        out->subscriptions += rt_broker_subscription_count(rt_realm_broker(rt->realms[i]));
+        out->retained_events += rt_broker_retained_count(rt_realm_broker(rt->realms[i]));
+        out->registrations += rt_dealer_registration_count(rt_realm_dealer(rt->realms[i]));
+        out->pending_calls += rt_dealer_pending_count(rt_realm_dealer(rt->realms[i]));
+    }
 }
 
 size_t rt_router_session_count(const rt_router *rt)

@@ -82,4 +82,18 @@ typedef struct rt_router_stats {
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);
 
+/* What the router holds right now (for the management API's get_worker "stats", and to check
+ * that state returns to its baseline after hostile or heavy traffic). */
+typedef struct rt_router_gauges {
+    size_t sessions;        /* attached connections, joined or not */
+    size_t queued_messages; /* in every session's outgoing queue */
+    size_t queued_bytes;
+    size_t subscriptions; /* over all realms */
+    size_t registrations; /* over all realms, router-local procedures included */
+    size_t pending_calls;
+    size_t retained_events;
+} rt_router_gauges;
+
+void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out);
+
 #endif /* RT_ROUTER_H */

@@ -360,6 +360,47 @@ START_TEST(test_pages_in_both_serializers_and_size_limit)
 
 END_TEST
 
+/* get_worker's stats follow what the router holds: sessions, subscriptions, registrations,
+ * queued bytes, and return to where they were when the session leaves. */
+static json_int_t stat_of(const char *key)
+{
+    json_t *m = call("get_worker", "[\"testnode\", \"router1\"]", NULL);
+    json_t *v = json_object_get(json_object_get(result(m), "stats"), key);
+    ck_assert_msg(json_is_integer(v), "stats.%s", key);
+    json_int_t n = json_integer_value(v);
+    json_decref(m);
+    return n;
+}
+
+START_TEST(test_worker_stats)
+{
+    json_int_t sessions = stat_of("sessions"), subs = stat_of("subscriptions");
+    json_int_t regs = stat_of("registrations"), rx = stat_of("messages_rx");
+    ck_assert_int_ge(sessions, 1); /* this management session */
+    ck_assert_int_ge(regs, 9);     /* the management procedures themselves */
+    fake_conn *app = fake_conn_new_joined(T.rt, WAMP_SER_MSGPACK, "realm1");
+    fake_conn_send(app, "[32, 1, {}, \"com.a\"]");
+    fake_conn_send(app, "[32, 2, {}, \"com.b\"]");
+    fake_conn_send(app, "[64, 3, {}, \"com.p\"]");
+    fake_conn_clear(app);
+    ck_assert_int_eq(stat_of("sessions"), sessions + 1);
+    ck_assert_int_eq(stat_of("subscriptions"), subs + 2);
+    ck_assert_int_eq(stat_of("registrations"), regs + 1);
+    ck_assert_int_gt(stat_of("messages_rx"), rx + 4);
+    /* A message left unread is counted in the queue. */
+    fake_conn_send(app, "[32, 4, {}, \"com.c\"]");
+    ck_assert_int_eq(stat_of("queued_messages"), 1);
+    ck_assert_int_gt(stat_of("queued_bytes"), 0);
+    fake_conn_free(app);
+    ck_assert_int_eq(stat_of("sessions"), sessions);
+    ck_assert_int_eq(stat_of("subscriptions"), subs);
+    ck_assert_int_eq(stat_of("registrations"), regs);
+    ck_assert_int_eq(stat_of("queued_bytes"), 0);
+    ck_assert_int_eq(stat_of("pending_calls"), 0);
+}
+
+END_TEST
+
 static Suite *mgmt_api_suite(void)
 {
     Suite *s = suite_create("mgmt_api");
@@ -367,6 +408,7 @@ static Suite *mgmt_api_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_nodes_and_workers);
+    tcase_add_test(tc, test_worker_stats);
     tcase_add_test(tc, test_trace_lifecycle);
     tcase_add_test(tc, test_argument_and_option_errors);
     tcase_add_test(tc, test_live_topics);

@@ -180,6 +180,7 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(cfg->limits.max_queue_bytes, 64 * MIB);
     ck_assert_uint_eq(cfg->limits.max_queue_messages, 1000000);
     ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 10000);
+    ck_assert_uint_eq(cfg->limits.close_timeout_ms, 5000);
     ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
     ck_assert_uint_eq(cfg->limits.max_call_timeout_ms, 3600000);
     ck_assert_uint_eq(cfg->limits.max_retained_topics, 10000);
@@ -1354,6 +1355,10 @@ static const refusal refusals[] = {
          P_WS ".limits.auth_failure_delay: must be an integer 0..60000 ms"},
         {WITH_WAMPSCOPE("{'limits':{'auth_failure_delay':60001}}"),
          P_WS ".limits.auth_failure_delay: must be an integer 0..60000 ms"},
+        {WITH_WAMPSCOPE("{'limits':{'close_timeout':999}}"),
+         P_WS ".limits.close_timeout: must be an integer 1000..3600000 ms"},
+        {WITH_WAMPSCOPE("{'limits':{'close_timeout':'5s'}}"),
+         P_WS ".limits.close_timeout: must be an integer 1000..3600000 ms"},
         {WITH_WAMPSCOPE("{'management':{'auth':{}}}"),
          P_WS ".management.auth: must configure at least one of \"ticket\", \"wampcra\", "
               "\"cryptosign\" (leave \"auth\" out for protected mode)"},
