@@ -110,7 +110,8 @@ class TestMgmtClientScript(h.RouterTestCase):
 
     def check_worker(self, worker):
         self.assertEqual(set(worker), {"id", "type", "status", "pid", "created", "started",
-                                       "uptime", "realms"})
+                                       "uptime", "realms", "stats"})
+        self.assertGreaterEqual(worker["stats"]["sessions"], 1)  # the script's own session
         self.assertEqual(worker["id"], self.worker)
         self.assertEqual(worker["type"], "router")
         self.assertEqual(worker["status"], "running")
