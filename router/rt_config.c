@@ -1659,8 +1659,9 @@ static wamp_err parse_raw_max_size(cfg_ctx *c, const char *path, const json_t *o
     return WAMP_OK;
 }
 
+/* A rawsocket transport, or (with_endpoint false) the "rawsocket" part of a universal one. */
 static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *o,
-                                    const rt_limits *lim, rt_listener *l)
+                                    const rt_limits *lim, rt_listener *l, bool with_endpoint)
 {
     wamp_err err = check_keys(c, path, o, raw_transport_rules, N_RULES(raw_transport_rules));
     const char *id = NULL;
@@ -1668,9 +1669,20 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
         err = opt_id(c, path, o, &id);
     }
     if (err == WAMP_OK && id) {
+        free(l->id);
+        l->id = NULL;
         err = dup_str(c, id, &l->id);
     }
-    if (err == WAMP_OK) {
+    if (err == WAMP_OK && !with_endpoint) {
+        if (json_object_get(o, "endpoint")) {
+            return refuse(c, path_key(path, "endpoint").s,
+                          "not allowed here: the universal transport's endpoint is used");
+        }
+        const json_t *t = json_object_get(o, "type");
+        if (t && (!json_is_string(t) || strcmp(json_string_value(t), "rawsocket") != 0)) {
+            return refuse(c, path_key(path, "type").s, "must be \"rawsocket\"");
+        }
+    } else if (err == WAMP_OK) {
         const json_t *ep = json_object_get(o, "endpoint");
         cfg_path ep_path = path_key(path, "endpoint");
         err = ep ? parse_endpoint(c, ep_path.s, ep, l) : refuse(c, ep_path.s, "is required");
@@ -1708,29 +1720,141 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
     return parse_auth(c, path_key(path, "auth").s, json_object_get(o, "auth"), l);
 }
 
+/* Crossbar's universal transport (checkconfig.py check_listening_transport_universal): one
+ * port, told apart by the first octet. */
+static const key_rule universal_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("endpoint"),
+        K_PARSED("rawsocket"),
+        K_PARSED("websocket"),
+        K_REFUSED("mqtt", "MQTT is not supported"),
+        K_REFUSED("web", "the \"web\" part is not supported; give the WebSocket endpoint in "
+                         "\"websocket\""),
+};
+
+/* A universal transport: l gets the endpoint and the WebSocket part (or the RawSocket part when
+ * there is no WebSocket part); with both parts, raw (reserved by the caller) gets the RawSocket
+ * part and shares l's port. *used_raw says whether raw was filled. */
+static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
+                                rt_listener *l, rt_listener *raw, bool *used_raw)
+{
+    *used_raw = false;
+    wamp_err err = check_keys(c, path, o, universal_rules, N_RULES(universal_rules));
+    const char *id = NULL;
+    if (err == WAMP_OK) {
+        err = opt_id(c, path, o, &id);
+    }
+    if (err == WAMP_OK && id) {
+        err = dup_str(c, id, &l->id);
+    }
+    if (err == WAMP_OK) {
+        const json_t *ep = json_object_get(o, "endpoint");
+        cfg_path ep_path = path_key(path, "endpoint");
+        err = ep ? parse_endpoint(c, ep_path.s, ep, l) : refuse(c, ep_path.s, "is required");
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    const json_t *rs = json_object_get(o, "rawsocket");
+    const json_t *ws = json_object_get(o, "websocket");
+    if (!rs && !ws) {
+        return refuse(c, path, "needs a \"rawsocket\" or a \"websocket\" part (or both)");
+    }
+    if (ws) {
+        cfg_path wp = path_key(path, "websocket");
+        if (!json_is_object(ws) || json_object_size(ws) != 1) {
+            return refuse(c, wp.s, "must be an object with exactly one path");
+        }
+        const char *key = json_object_iter_key(json_object_iter((json_t *)ws));
+        const json_t *svc = json_object_get(ws, key);
+        cfg_path kp = path_key(wp.s, key);
+        if (!web_path_key_is_valid(key)) {
+            return refuse(c, kp.s, "a path key must be \"/\" or match [a-zA-Z0-9_-]+");
+        }
+        const json_t *t = json_is_object(svc) ? json_object_get(svc, "type") : NULL;
+        if (t && (!json_is_string(t) || strcmp(json_string_value(t), "websocket") != 0)) {
+            return refuse(c, path_key(kp.s, "type").s, "must be \"websocket\"");
+        }
+        l->kind = RT_TRANSPORT_WEBSOCKET;
+        err = parse_ws_service(c, kp.s, svc, false, lim, l);
+        if (err != WAMP_OK) {
+            return err;
+        }
+        char buf[CFG_PATH_MAX];
+        snprintf(buf, sizeof(buf), "%s%s", strcmp(key, "/") == 0 ? "" : "/",
+                 strcmp(key, "/") == 0 ? "/" : key);
+        err = dup_str(c, buf, &l->path);
+        if (err == WAMP_OK && l->unix_path) {
+            err = refuse(c, path_key(path_key(path, "endpoint").s, "type").s,
+                         "Unix socket endpoints are supported for rawsocket transports only");
+        }
+        if (err != WAMP_OK || !rs) {
+            return err;
+        }
+    }
+    cfg_path rp = path_key(path, "rawsocket");
+    if (!json_is_object(rs)) {
+        return refuse(c, rp.s, "must be an object");
+    }
+    if (!ws) {
+        l->kind = RT_TRANSPORT_RAWSOCKET;
+        return parse_raw_transport(c, rp.s, rs, lim, l, false);
+    }
+    /* Both parts: the RawSocket part is a listener of its own that shares l's socket. Its ID is
+     * the part's "id", else "<transport id>_rawsocket" (set by the caller once l->id is). */
+    if (!raw) {
+        return refuse(c, path, "internal error: no listener reserved for the rawsocket part");
+    }
+    *used_raw = true;
+    raw->kind = RT_TRANSPORT_RAWSOCKET;
+    raw->shares_port = true;
+    raw->port = l->port;
+    err = parse_raw_transport(c, rp.s, rs, lim, raw, false);
+    if (err == WAMP_OK && l->interface) {
+        err = dup_str(c, l->interface, &raw->interface);
+    }
+    if (err == WAMP_OK && l->tls_certificate) {
+        err = dup_str(c, l->tls_certificate, &raw->tls_certificate);
+        if (err == WAMP_OK) {
+            err = dup_str(c, l->tls_key, &raw->tls_key);
+        }
+        if (err == WAMP_OK && l->tls_ciphers) {
+            err = dup_str(c, l->tls_ciphers, &raw->tls_ciphers);
+        }
+    }
+    return err;
+}
+
 static const type_rule transport_types[] = {
         {"websocket", NULL},
         {"web", NULL},
         {"rawsocket", NULL},
-        {"universal", "universal transports are not supported yet"},
+        {"universal", NULL},
         {"mqtt", "MQTT transports are not supported"},
         {"flashpolicy", "Flash policy transports are not supported"},
         {"websocket.testee", "WebSocket testee transports are not supported"},
         {"stream.testee", "stream testee transports are not supported"},
 };
 
+/* raw: a spare entry for the RawSocket part of a universal transport with both parts (NULL
+ * when none was reserved); *used_raw says whether it was filled. */
 static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, size_t index,
-                                const rt_limits *lim, rt_listener *l)
+                                const rt_limits *lim, rt_listener *l, rt_listener *raw,
+                                bool *used_raw)
 {
     const char *type = NULL;
+    *used_raw = false;
     wamp_err err = check_type(c, path, o, transport_types, N_RULES(transport_types), &type);
     if (err != WAMP_OK) {
         return err;
     }
     l->kind = RT_TRANSPORT_WEBSOCKET;
-    if (strcmp(type, "rawsocket") == 0) {
+    if (strcmp(type, "universal") == 0) {
+        err = parse_universal(c, path, o, lim, l, raw, used_raw);
+    } else if (strcmp(type, "rawsocket") == 0) {
         l->kind = RT_TRANSPORT_RAWSOCKET;
-        err = parse_raw_transport(c, path, o, lim, l);
+        err = parse_raw_transport(c, path, o, lim, l, true);
     } else {
         err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l)
                                        : parse_ws_service(c, path, o, true, lim, l);
@@ -1744,6 +1868,11 @@ static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, s
         char buf[32];
         snprintf(buf, sizeof(buf), "transport%zu", index + 1);
         err = dup_str(c, buf, &l->id);
+    }
+    if (err == WAMP_OK && *used_raw && !raw->id) {
+        char buf[96];
+        snprintf(buf, sizeof(buf), "%s_rawsocket", l->id);
+        err = dup_str(c, buf, &raw->id);
     }
     return err;
 }
@@ -2219,38 +2348,61 @@ static wamp_err parse_transports(cfg_ctx *c, const char *path, const json_t *o, 
     if (n == 0) {
         return refuse(c, tp.s, "at least one transport is required");
     }
-    cfg->listeners = calloc(n, sizeof(*cfg->listeners));
-    if (!cfg->listeners) {
+    /* A universal transport with both a WebSocket and a RawSocket part becomes two listeners;
+     * tix maps a listener back to its transport for messages. */
+    size_t n_listeners = n;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *t = json_array_get(transports, i);
+        const json_t *ty = json_object_get(t, "type");
+        if (json_is_string(ty) && strcmp(json_string_value(ty), "universal") == 0 &&
+            json_object_get(t, "rawsocket") && json_object_get(t, "websocket")) {
+            n_listeners++;
+        }
+    }
+    cfg->listeners = calloc(n_listeners, sizeof(*cfg->listeners));
+    size_t *tix = calloc(n_listeners, sizeof(*tix));
+    if (!cfg->listeners || !tix) {
+        free(tix);
         return out_of_memory(c);
     }
-    cfg->n_listeners = n;
-    for (size_t i = 0; i < n; i++) {
+    cfg->n_listeners = n_listeners;
+    wamp_err err = WAMP_OK;
+    size_t li = 0;
+    for (size_t i = 0; i < n && err == WAMP_OK; i++) {
         cfg_path ip = path_index(tp.s, i);
-        rt_listener *l = &cfg->listeners[i];
-        wamp_err err = parse_transport(c, ip.s, json_array_get(transports, i), i, &cfg->limits, l);
-        if (err != WAMP_OK) {
-            return err;
+        rt_listener *l = &cfg->listeners[li];
+        rt_listener *raw = li + 1 < n_listeners ? &cfg->listeners[li + 1] : NULL;
+        bool used_raw = false;
+        err = parse_transport(c, ip.s, json_array_get(transports, i), i, &cfg->limits, l, raw,
+                              &used_raw);
+        size_t first = li;
+        tix[li++] = i;
+        if (used_raw) {
+            raw->shares_port_of = first;
+            tix[li++] = i;
         }
-        for (size_t j = 0; j < i; j++) {
-            const rt_listener *m = &cfg->listeners[j];
-            if (strcmp(l->id, m->id) == 0) {
-                return refuse(c, path_key(ip.s, "id").s,
-                              "transport ID \"%s\" is already used by transports[%zu]", l->id, j);
-            }
-            if (l->unix_path && m->unix_path && strcmp(l->unix_path, m->unix_path) == 0) {
-                return refuse(c, path_key(path_key(ip.s, "endpoint").s, "path").s,
-                              "\"%s\" is already used by transports[%zu]", l->unix_path, j);
-            }
-            if (l->unix_path || m->unix_path) {
-                continue;
-            }
-            if (l->port != 0 && l->port == m->port && same_interface(l->interface, m->interface)) {
-                return refuse(c, path_key(path_key(ip.s, "endpoint").s, "port").s,
-                              "port %d is already used by transports[%zu]", l->port, j);
+        for (size_t k = first; k < li && err == WAMP_OK; k++) {
+            l = &cfg->listeners[k];
+            for (size_t j = 0; j < k && err == WAMP_OK; j++) {
+                const rt_listener *m = &cfg->listeners[j];
+                if (strcmp(l->id, m->id) == 0) {
+                    err = refuse(c, path_key(ip.s, l->shares_port ? "rawsocket.id" : "id").s,
+                                 "transport ID \"%s\" is already used by transports[%zu]", l->id,
+                                 tix[j]);
+                } else if (l->unix_path && m->unix_path &&
+                           strcmp(l->unix_path, m->unix_path) == 0) {
+                    err = refuse(c, path_key(path_key(ip.s, "endpoint").s, "path").s,
+                                 "\"%s\" is already used by transports[%zu]", l->unix_path, tix[j]);
+                } else if (!l->unix_path && !m->unix_path && !l->shares_port && l->port != 0 &&
+                           l->port == m->port && same_interface(l->interface, m->interface)) {
+                    err = refuse(c, path_key(path_key(ip.s, "endpoint").s, "port").s,
+                                 "port %d is already used by transports[%zu]", l->port, tix[j]);
+                }
             }
         }
     }
-    return WAMP_OK;
+    free(tix);
+    return err;
 }
 
 static wamp_err parse_router(cfg_ctx *c, const char *path, const json_t *w, rt_config *cfg)

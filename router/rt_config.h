@@ -113,6 +113,12 @@ typedef struct rt_listener {
     /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
      * enforces the largest power of two 512..16 MiB not above it (wamp_rawsock.h). */
     size_t max_message_size;
+    /* The RawSocket part of a "universal" transport: it has no socket of its own but shares
+     * the one of listeners[shares_port_of] (the transport's WebSocket part, always an earlier
+     * entry), which tells the protocols apart by the first octet (0x7F = RawSocket). Its
+     * endpoint fields are copies of that listener's. */
+    bool shares_port;
+    size_t shares_port_of;
     uint32_t auto_ping_interval_ms; /* options.auto_ping_interval (0 = off) */
     uint32_t auto_ping_timeout_ms;  /* options.auto_ping_timeout */
     /* auth.anonymous.role; "anonymous" when the transport has no "auth" section (Crossbar's

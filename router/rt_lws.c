@@ -247,15 +247,37 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     ll->ws.cfg = cfg;
     ll->ws.tearing_down = &l->tearing_down;
     ll->ws.tx_scratch = l->tx_scratch;
+    if (cfg->shares_port) {
+        /* The RawSocket part of a universal transport: served by the vhost of its WebSocket
+         * part (an earlier listener), set up there. */
+        ll->port = l->listeners[cfg->shares_port_of].port;
+        return WAMP_OK;
+    }
     bool raw = cfg->kind == RT_TRANSPORT_RAWSOCKET;
+    /* A universal transport's RawSocket part, if this is its WebSocket part. */
+    const rt_listener *part = NULL;
+    for (size_t j = i + 1; !raw && j < l->cfg->n_listeners; j++) {
+        const rt_listener *m = &l->cfg->listeners[j];
+        if (m->shares_port && m->shares_port_of == i) {
+            part = m;
+        }
+    }
+    ll->ws.raw_cfg = part;
+    size_t n_wamp = 0;
     if (raw) {
         memset(ll->protocols, 0, sizeof(ll->protocols));
         rt_lws_raw_protocol(cfg, &ll->protocols[0]);
+    } else {
+        n_wamp = rt_lws_ws_protocols(cfg, ll->protocols);
     }
-    if (!(cfg->ser_json || cfg->ser_msgpack) ||
-        (!raw && rt_lws_ws_protocols(cfg, ll->protocols) == 0)) {
+    if (!(cfg->ser_json || cfg->ser_msgpack) || (!raw && n_wamp == 0)) {
         snprintf(err, err_len, "listener %s enables no serializer", cfg->id ? cfg->id : "?");
         return WAMP_EINVAL;
+    }
+    if (part) {
+        /* After "http" and the WAMP subprotocols, before the terminator (zeroed). */
+        _Static_assert(RT_LWS_PROTOCOLS_MAX >= RT_LWS_WS_PROTOCOLS_MAX + 1, "room for raw");
+        rt_lws_raw_protocol(part, &ll->protocols[1 + n_wamp]);
     }
     ping_policy(cfg, &ll->ping);
     if (cfg->unix_path) {
@@ -279,6 +301,13 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     if (raw) {
         /* Every accepted connection goes straight to the raw-skt role and our protocol. */
         info.options |= LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG;
+        info.listen_accept_role = "raw-skt";
+        info.listen_accept_protocol = RT_LWS_RAW_PROTOCOL;
+    } else if (part) {
+        /* Port sharing: what does not parse as HTTP (a RawSocket handshake starts with 0x7F,
+         * which no HTTP request can) is handed, with the bytes read so far, to the raw-skt
+         * role and our RawSocket protocol (lws_http_to_fallback() in lws 4.1). */
+        info.options |= LWS_SERVER_OPTION_FALLBACK_TO_APPLY_LISTEN_ACCEPT_CONFIG;
         info.listen_accept_role = "raw-skt";
         info.listen_accept_protocol = RT_LWS_RAW_PROTOCOL;
     }

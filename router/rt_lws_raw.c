@@ -55,6 +55,13 @@ static rt_router *router_of(struct lws *wsi)
     return lws_context_user(lws_get_context(wsi));
 }
 
+/* The RawSocket settings of the connection's listener (the RawSocket part of a universal
+ * transport on a shared port). */
+static const rt_listener *cfg_of(const rt_lws_ws_listener *lis)
+{
+    return lis->raw_cfg ? lis->raw_cfg : lis->cfg;
+}
+
 static uint64_t sid_of(const raw_pss *pss)
 {
     return pss->sess ? rt_session_id(pss->sess) : 0;
@@ -116,8 +123,8 @@ static void fill_peer(struct lws *wsi, const raw_pss *pss, rt_peer *peer)
 {
     memset(peer, 0, sizeof(*peer));
     rt_lws_fill_peer(wsi, peer);
-    if (!peer->addr[0] && pss->lis->cfg->unix_path) {
-        snprintf(peer->addr, sizeof(peer->addr), "unix:%s", pss->lis->cfg->unix_path);
+    if (!peer->addr[0] && cfg_of(pss->lis)->unix_path) {
+        snprintf(peer->addr, sizeof(peer->addr), "unix:%s", cfg_of(pss->lis)->unix_path);
     }
 }
 
@@ -125,7 +132,7 @@ static void on_adopt(struct lws *wsi, raw_pss *pss)
 {
     pss->wsi = wsi;
     pss->lis = lws_get_vhost_user(lws_get_vhost(wsi));
-    const rt_listener *cfg = pss->lis->cfg;
+    const rt_listener *cfg = cfg_of(pss->lis);
     wamp_rawsock_config rc = {.ser_json = cfg->ser_json,
                               .ser_msgpack = cfg->ser_msgpack,
                               .max_len = cfg->max_message_size,
@@ -160,10 +167,10 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
     lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
     rt_peer peer;
     fill_peer(wsi, pss, &peer);
-    peer.listener_id = pss->lis->cfg->id;
+    peer.listener_id = cfg_of(pss->lis)->id;
     /* Our sends respect the limit the client announced (the core refuses larger messages the
      * way it does for any receiver limit). */
-    size_t max = pss->lis->cfg->max_message_size;
+    size_t max = cfg_of(pss->lis)->max_message_size;
     peer.max_message_size = ev->peer_max < max ? ev->peer_max : max;
     pss->sess = rt_router_attach(router_of(wsi), &raw_ops, pss, ev->ser, &peer);
     if (!pss->sess) {

@@ -24,7 +24,10 @@ struct lws_protocols;
 
 /* What the callbacks of one listener's vhost need; the vhost user pointer. Plain data. */
 typedef struct rt_lws_ws_listener {
-    const rt_listener *cfg;   /* borrowed from the config */
+    const rt_listener *cfg; /* borrowed from the config */
+    /* The RawSocket part sharing this listener's port (a universal transport), or NULL. The
+     * RawSocket adapter uses it, when set, instead of cfg. Borrowed from the config. */
+    const rt_listener *raw_cfg;
     const bool *tearing_down; /* true while lws_context_destroy() runs: ops stop calling lws */
     /* RT_LWS_WS_SCRATCH bytes where small outgoing messages are framed together for one write;
      * free again when lws_write() returns, so one buffer serves every connection (owned by

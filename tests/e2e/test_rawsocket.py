@@ -116,6 +116,31 @@ async def open_raw_session(realm, serializer, port=None, unix=None, length_exp=1
     return s
 
 
+async def open_ws(url, port, realm, ser, ssl_ctx=None):
+    """An autobahn WebSocket session to url (connecting to 127.0.0.1:port); waits for WELCOME."""
+    loop = asyncio.get_running_loop()
+    holder = {}
+
+    def session_factory():
+        holder["s"] = h.Client(ComponentConfig(realm=realm))
+        return holder["s"]
+
+    factory = WampWebSocketClientFactory(session_factory, url=url,
+                                         serializers=[h.make_serializer(ser)])
+    _, proto = await h.step(loop.create_connection(
+        factory, "127.0.0.1", port, ssl=ssl_ctx,
+        server_hostname="localhost" if ssl_ctx else None))
+    deadline = loop.time() + h.STEP_TIMEOUT
+    while "s" not in holder:
+        if loop.time() > deadline:
+            raise AssertionError("WebSocket opening handshake did not complete")
+        await asyncio.sleep(0.005)
+    s = holder["s"]
+    s.ws = proto
+    await h.step(asyncio.shield(s.joined))
+    return s
+
+
 class RawRs:
     """A blocking RawSocket client written here, to send what no library would."""
 
@@ -401,6 +426,22 @@ class RawSocketTestCase(h.AsyncTestCase):
         self.assertIn("not a RawSocket handshake", self.log())
         await self.assert_serves()
 
+    async def test_handshake_refused_while_shutting_down(self):
+        """Error 4 (maximum connection count reached) when the router refuses new sessions:
+        here during the shutdown grace period, which a session that ignores GOODBYE keeps
+        open."""
+        stay = self.raw()
+        stay.handshake(0xF1)
+        self.assertEqual(stay.hello()[0], 2)
+        sent_at = self.router.terminate()
+        self.assertEqual(stay.recv_json()[:3], [6, {}, "wamp.close.system_shutdown"])
+        late = self.raw()
+        self.assertEqual(late.handshake(0xF1), bytes([MAGIC, 0x40, 0, 0]))
+        self.assertTrue(late.at_eof())
+        self.router.wait_exit(sent_at)
+        self.assertIn("RawSocket connection from 127.0.0.1:", self.log())
+        self.assertIn("refused (shutting down or out of memory)", self.log())
+
     async def test_oversize_and_reserved_frames_close(self):
         r = self.raw()
         self.assertEqual(r.handshake(0xF1), bytes([MAGIC, 0x71, 0, 0]))
@@ -428,6 +469,21 @@ class RawSocketTestCase(h.AsyncTestCase):
                 r.handshake(0xF1)
                 r.send(struct.pack("!I", head) + b"[]")
                 self.assertTrue(r.at_eof())
+        await self.assert_serves()
+
+    async def test_silent_connections_are_closed(self):
+        """No handshake, half a handshake, or a handshake but no HELLO: each connection is
+        closed after wampscope.limits.hello_timeout (5 s in test-e2e.json)."""
+        quiet = self.raw()
+        half = self.raw()
+        half.send(bytes([MAGIC, 0xF1]))
+        mute = self.raw(unix=self.sock_path)
+        self.assertEqual(mute.handshake(0xF1), bytes([MAGIC, 0x71, 0, 0]))
+        started = time.monotonic()
+        for r in (quiet, half, mute):
+            self.assertTrue(r.at_eof(timeout=15), "still open after %.1f s"
+                            % (time.monotonic() - started))
+        self.assertGreater(time.monotonic() - started, 3.0)
         await self.assert_serves()
 
     # -- the router's sends respect the client's announced length
@@ -517,6 +573,9 @@ def write_tls_config(tmp, key, cert):
          "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0, "tls": tls}},
         {"type": "rawsocket", "id": "rss_e2e",
          "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0, "tls": tls}},
+        {"type": "universal", "id": "uni_tls",
+         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0, "tls": tls},
+         "rawsocket": {}, "websocket": {"uni": {"type": "websocket"}}},
     ]
     path = os.path.join(tmp, "config.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -549,8 +608,10 @@ class TlsTestCase(h.AsyncTestCase):
         self.router.start()
         wss = [u for u in self.router.urls if u.startswith("wss://")]
         rss = [u for u in self.router.urls if u.startswith("rss://")]
-        self.assertEqual(len(wss), 1, self.router.urls)
-        self.assertEqual(len(rss), 1, self.router.urls)
+        self.assertEqual(len(wss), 2, self.router.urls)
+        self.assertEqual(len(rss), 2, self.router.urls)
+        self.uni_port = tcp_port(rss[1])
+        self.assertEqual(wss[1], "wss://127.0.0.1:%d/uni" % self.uni_port)
         self.wss_url = wss[0]
         self.assertTrue(self.wss_url.endswith("/secure"), self.wss_url)
         self.wss_port = int(self.wss_url.split(":")[2].split("/")[0])
@@ -571,34 +632,16 @@ class TlsTestCase(h.AsyncTestCase):
             finally:
                 shutil.rmtree(self.tmp, ignore_errors=True)
 
-    async def wss(self, ser):
-        loop = asyncio.get_running_loop()
-        holder = {}
-
-        def session_factory():
-            holder["s"] = h.Client(ComponentConfig(realm="realm1"))
-            return holder["s"]
-
-        url = "wss://localhost:%d/secure" % self.wss_port
-        factory = WampWebSocketClientFactory(session_factory, url=url,
-                                             serializers=[h.make_serializer(ser)])
-        _, proto = await h.step(loop.create_connection(factory, "127.0.0.1", self.wss_port,
-                                                       ssl=self.ctx,
-                                                       server_hostname="localhost"))
-        deadline = loop.time() + h.STEP_TIMEOUT
-        while "s" not in holder:
-            if loop.time() > deadline:
-                raise AssertionError("wss opening handshake did not complete")
-            await asyncio.sleep(0.005)
-        s = holder["s"]
-        s.ws = proto
+    async def wss(self, ser, port=None, path="/secure"):
+        port = port or self.wss_port
+        s = await open_ws("wss://localhost:%d%s" % (port, path), port, "realm1", ser,
+                          ssl_ctx=self.ctx)
         self._sessions.append(s)
-        await h.step(asyncio.shield(s.joined))
-        self.assertTrue(proto.transport.get_extra_info("ssl_object") is not None)
+        self.assertTrue(s.ws.transport.get_extra_info("ssl_object") is not None)
         return s
 
-    async def rss(self, ser):
-        s = await open_raw_session("realm1", ser, port=self.rss_port, ssl_ctx=self.ctx)
+    async def rss(self, ser, port=None):
+        s = await open_raw_session("realm1", ser, port=port or self.rss_port, ssl_ctx=self.ctx)
         self._sessions.append(s)
         self.assertTrue(s.ws.transport.get_extra_info("ssl_object") is not None)
         return s
@@ -621,6 +664,13 @@ class TlsTestCase(h.AsyncTestCase):
 
     async def test_wss_and_rss_with_autobahn(self):
         await self.rpc_between_tls_clients("first")
+
+    async def test_universal_port_with_tls(self):
+        a = await self.wss("msgpack", port=self.uni_port, path="/uni")
+        b = await self.rss("json", port=self.uni_port)
+        proc = h.uri(self, "uni_tls")
+        await h.step(a.register(lambda x: x + 1, proc))
+        self.assertEqual(await h.step(b.call(proc, 41)), 42)
 
     async def test_plain_clients_on_tls_ports_fail_cleanly(self):
         # A RawSocket handshake in clear text on the rss port.
@@ -672,6 +722,100 @@ class TlsConfigTestCase(unittest.TestCase):
             self.assertIn("cannot listen on 127.0.0.1:0 (listener wss_e2e)", str(cm.exception))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- universal transport: RawSocket and WebSocket on one port -------------------------------------
+
+def write_universal_config(tmp):
+    with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/test-e2e.json"),
+              encoding="utf-8") as f:
+        cfg = json.load(f)
+    cfg["workers"][0]["transports"].append(
+        {"type": "universal", "id": "uni",
+         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0},
+         "rawsocket": {"serializers": ["json", "msgpack"],
+                       "options": {"max_message_size": RAW_MAX}},
+         "websocket": {"uni": {"type": "websocket", "serializers": ["json", "msgpack"]}}})
+    path = os.path.join(tmp, "config.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    return path
+
+
+class UniversalTestCase(h.AsyncTestCase):
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-uni-")
+        self.router = h.RouterProc(config=write_universal_config(self.tmp)).start()
+        rs = rs_urls(self.router)
+        self.assertEqual(len(rs), 1, self.router.urls)
+        self.port = tcp_port(rs[0])
+        self.ws_url = "ws://127.0.0.1:%d/uni" % self.port
+        self.assertIn(self.ws_url, self.router.urls)
+        self._sessions = []
+        self._raws = []
+
+    async def asyncTearDown(self):
+        try:
+            for r in self._raws:
+                r.close()
+            for s in reversed(self._sessions):
+                try:
+                    await s.close()
+                except Exception:
+                    s.abort_transport()
+        finally:
+            try:
+                self.router.stop()
+            finally:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    async def test_autobahn_rawsocket_and_websocket_on_one_port(self):
+        for rser, wser in (("json", "msgpack"), ("msgpack", "json")):
+            with self.subTest(rawsocket=rser, websocket=wser):
+                rs = await open_raw_session("realm1", rser, port=self.port)
+                self._sessions.append(rs)
+                ws = await open_ws(self.ws_url, self.port, "realm1", wser)
+                self._sessions.append(ws)
+                proc = h.uri(self, "uni_" + rser)
+                await h.step(rs.register(lambda *a, **k: [list(a), k], proc))
+                self.assertEqual(await h.step(ws.call(proc, *h.ARGS, **h.KWARGS)),
+                                 [h.ARGS, h.KWARGS])
+                topic = h.uri(self, "uni_topic_" + rser)
+                got = asyncio.get_running_loop().create_future()
+                await h.step(ws.subscribe(lambda v: got.set_result(v), topic))
+                await h.step(rs.publish(topic, "shared port",
+                                        options=PublishOptions(acknowledge=True)))
+                self.assertEqual(await h.step(got), "shared port")
+
+    async def test_byte_by_byte_and_errors_on_the_shared_port(self):
+        r = RawRs(port=self.port)
+        self._raws.append(r)
+        self.assertEqual(r.handshake(0xF2, byte_by_byte=True), bytes([MAGIC, 0x72, 0, 0]))
+        hello = msgpack.packb([1, "realm1", {"roles": {"caller": {}}}])
+        r.send_frame(MSG, hello, byte_by_byte=True)
+        ftype, data = r.recv_frame()
+        self.assertEqual((ftype, msgpack.unpackb(data)[0]), (MSG, 2))
+        r.send_frame(PING, b"shared", byte_by_byte=True)
+        self.assertEqual(r.recv_frame(), (PONG, b"shared"))
+        # Handshake errors and oversize frames behave as on a RawSocket port.
+        e = RawRs(port=self.port)
+        self._raws.append(e)
+        self.assertEqual(e.handshake(0xF3), bytes([MAGIC, 0x10, 0, 0]))
+        self.assertTrue(e.at_eof())
+        o = RawRs(port=self.port)
+        self._raws.append(o)
+        o.handshake(0xF1)
+        o.send(struct.pack("!I", RAW_MAX + 1))
+        self.assertTrue(o.at_eof())
+        # HTTP is still HTTP on that port.
+        w = h.RawWs("127.0.0.1", self.port, path="/uni")
+        self.assertTrue(w.upgraded)
+        w.close()
+        p = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        p.sendall(b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertTrue(p.recv(64).startswith(b"HTTP/1.1 404"))
+        p.close()
 
 
 if __name__ == "__main__":

@@ -125,6 +125,7 @@ static void assert_default_trusted(const rt_config *cfg)
 #define WITH_WEB(k)        WITH_T("{'type':'web','endpoint':{'type':'tcp','port':8080}," k "}")
 #define WITH_PATHS(p)      WITH_WEB("'paths':" p)
 #define WITH_WAMPSCOPE(w)  STD(",'wampscope':" w)
+#define WITH_UNI(k)        WITH_T("{'type':'universal','endpoint':{'type':'tcp','port':8081}," k "}")
 #define WITH_RAW(k)        WITH_T("{'type':'rawsocket','endpoint':{'type':'tcp','port':8081}," k "}")
 /* 107 characters: after a '/', one more than a Unix socket path may have. */
 #define LONG_PATH                                                                               \
@@ -541,6 +542,51 @@ START_TEST(test_tls_endpoint)
     ck_assert_str_eq(cfg->listeners[0].tls_ciphers, "ECDHE-RSA-AES128-GCM-SHA256");
     ck_assert_str_eq(cfg->listeners[1].tls_certificate, "/dev/null");
     ck_assert_ptr_null(cfg->listeners[1].tls_ciphers);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* A universal transport with both parts is two listeners on one port; the RawSocket part
+ * shares the WebSocket part's socket. With one part it is an ordinary listener. */
+START_TEST(test_universal_transports)
+{
+    rt_config *cfg = load_ok(WITH_T(
+            "{'type':'universal','id':'uni','endpoint':{'type':'tcp','port':8081,"
+            "'interface':'127.0.0.1'},'rawsocket':{'serializers':['msgpack'],'options':"
+            "{'max_message_size':4096},'auth':{'anonymous':{'type':'static','role':'raw'}}},"
+            "'websocket':{'ws':{'type':'websocket','serializers':['json']}}}," T1 ","
+            "{'type':'universal','endpoint':{'type':'tcp','port':8082},'rawsocket':{'id':"
+            "'only_raw'}},"
+            "{'type':'universal','endpoint':{'type':'tcp','port':8083},'websocket':{'/':{}}}"));
+    ck_assert_uint_eq(cfg->n_listeners, 5);
+    const rt_listener *w = &cfg->listeners[0];
+    const rt_listener *r = &cfg->listeners[1];
+    ck_assert_int_eq(w->kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_str_eq(w->id, "uni");
+    ck_assert_str_eq(w->path, "/ws");
+    ck_assert(w->ser_json && !w->ser_msgpack);
+    ck_assert(!w->shares_port);
+    ck_assert_str_eq(w->anonymous_role, "anonymous");
+    ck_assert_int_eq(r->kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert_str_eq(r->id, "uni_rawsocket");
+    ck_assert(r->shares_port);
+    ck_assert_uint_eq(r->shares_port_of, 0);
+    ck_assert_int_eq(r->port, 8081);
+    ck_assert_str_eq(r->interface, "127.0.0.1");
+    ck_assert(!r->ser_json && r->ser_msgpack);
+    ck_assert_uint_eq(r->max_message_size, 4096);
+    ck_assert_str_eq(r->anonymous_role, "raw");
+    ck_assert_int_eq(cfg->listeners[2].port, 8080); /* T1 */
+    const rt_listener *o = &cfg->listeners[3];
+    ck_assert_int_eq(o->kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert_str_eq(o->id, "only_raw");
+    ck_assert(!o->shares_port);
+    ck_assert_int_eq(o->port, 8082);
+    const rt_listener *ow = &cfg->listeners[4];
+    ck_assert_int_eq(ow->kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_str_eq(ow->id, "transport4");
+    ck_assert_str_eq(ow->path, "/");
     rt_config_free(cfg);
 }
 
@@ -1014,7 +1060,38 @@ static const refusal refusals[] = {
          "workers[0].transports[2].endpoint.path: \"/tmp/s\" is already used by transports[1]"},
         {WITH_T(T1 ",{'type':'rawsocket','endpoint':{'type':'tcp','port':8080}}"),
          "workers[0].transports[1].endpoint.port: port 8080 is already used by transports[0]"},
-        {WITH_T("{'type':'universal'}"), P_T ".type: universal transports are not supported yet"},
+        {WITH_T("{'type':'universal'}"), P_T ".endpoint: is required"},
+        {WITH_UNI("'mqtt':{}"), P_T ".mqtt: MQTT is not supported"},
+        {WITH_UNI("'web':{}"), P_T ".web: the \"web\" part is not supported; give the WebSocket "
+                                   "endpoint in \"websocket\""},
+        {WITH_UNI("'bogus':1"), P_T ".bogus: unknown key"},
+        {WITH_UNI("'id':'u1x'"), P_T ": needs a \"rawsocket\" or a \"websocket\" part (or both)"},
+        {WITH_UNI("'websocket':{}"), P_T ".websocket: must be an object with exactly one path"},
+        {WITH_UNI("'websocket':{'a':{},'b':{}}"),
+         P_T ".websocket: must be an object with exactly one path"},
+        {WITH_UNI("'websocket':{'/x':{}}"),
+         P_T ".websocket[\"/x\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
+        {WITH_UNI("'websocket':{'ws':{'type':'static'}}"),
+         P_T ".websocket.ws.type: must be \"websocket\""},
+        {WITH_UNI("'websocket':{'ws':{'cookie':{}}}"),
+         P_T ".websocket.ws.cookie: cookie tracking is not supported yet"},
+        {WITH_UNI("'rawsocket':{'endpoint':{}},'websocket':{'ws':{}}"),
+         P_T ".rawsocket.endpoint: not allowed here: the universal transport's endpoint is used"},
+        {WITH_UNI("'rawsocket':{'type':'websocket'}"),
+         P_T ".rawsocket.type: must be \"rawsocket\""},
+        {WITH_UNI("'rawsocket':[]"), P_T ".rawsocket: must be an object"},
+        {WITH_UNI("'rawsocket':{'serializers':['ubjson']},'websocket':{'ws':{}}"),
+         P_T ".rawsocket.serializers[0]: serializer \"ubjson\" is not supported (only \"json\" "
+             "and \"msgpack\" are)"},
+        {WITH_T("{'type':'universal','id':'uni','endpoint':{'type':'tcp','port':8081},"
+                "'rawsocket':{},'websocket':{'ws':{}}},"
+                "{'type':'websocket','id':'uni_rawsocket','endpoint':{'type':'tcp','port':9}}"),
+         "workers[0].transports[1].id: transport ID \"uni_rawsocket\" is already used by "
+         "transports[0]"},
+        {WITH_T("{'type':'universal','endpoint':{'type':'tcp','port':8081},"
+                "'rawsocket':{},'websocket':{'ws':{}}}," T1 ","
+                "{'type':'rawsocket','endpoint':{'type':'tcp','port':8081}}"),
+         "workers[0].transports[2].endpoint.port: port 8081 is already used by transports[0]"},
         {WITH_T("{'type':'mqtt'}"), P_T ".type: MQTT transports are not supported"},
         {WITH_T("{'type':'flashpolicy'}"), P_T ".type: Flash policy transports are not supported"},
         {WITH_T("{'type':'carrier-pigeon'}"), P_T ".type: unknown type \"carrier-pigeon\""},
@@ -1562,6 +1639,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_default_config);
     tcase_add_test(tc, test_rawsocket_transports);
     tcase_add_test(tc, test_tls_endpoint);
+    tcase_add_test(tc, test_universal_transports);
     tcase_add_test(tc, test_default_file_matches_embedded);
     tcase_add_test(tc, test_e2e_config);
     tcase_add_test(tc, test_e2e_mgmt_config);
