@@ -313,10 +313,21 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
 static wamp_err auth_failed(rt_session *s, rt_auth_method method, const rt_auth_denial *d)
 {
     rt_router *rt = s->rt;
+    /* The authid is the client's text: one line, bounded, in the log. */
     const char *authid = s->auth ? rt_auth_pending_authid(s->auth) : NULL;
+    char shown[68];
+    size_t n = 0;
+    for (const char *c = authid ? authid : ""; *c && n < sizeof(shown) - 4; c++) {
+        shown[n++] = ((unsigned char)*c < 0x20 || *c == 0x7f) ? '?' : *c;
+    }
+    if (authid && strlen(authid) > n) {
+        memcpy(shown + n, "...", 3);
+        n += 3;
+    }
+    shown[n] = '\0';
     RT_LOG_INFO(s->id, "authentication failed (%s, authid \"%s\", realm %s) from %s: %s: %s",
-                rt_auth_method_name(method), authid ? authid : "",
-                s->auth ? rt_auth_pending_realm(s->auth) : "", s->peer.addr, d->reason, d->message);
+                rt_auth_method_name(method), shown, s->auth ? rt_auth_pending_realm(s->auth) : "",
+                s->peer.addr, d->reason, d->message);
     uint32_t delay_ms = rt->cfg->limits.auth_failure_delay_ms;
     if (delay_ms == 0) {
         send_abort(s, d->reason, d->message);

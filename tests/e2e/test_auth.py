@@ -6,6 +6,7 @@ the failure delay, and management credentials (protected mode off)."""
 
 import asyncio
 import os
+import tempfile
 import time
 
 from autobahn.asyncio.rawsocket import WampRawSocketClientFactory, WampRawSocketClientProtocol
@@ -252,6 +253,44 @@ class AuthTest(RouterTestCase):
                         await step(asyncio.shield(s.joined))
                     self.assertEqual(e.exception.details.reason, reason)
                     await step(asyncio.shield(s.lost))
+
+
+    async def test_ctl_with_management_credentials(self):
+        """wampscope-ctl (the project's management client) against management credentials:
+        ticket, salted WAMP-CRA and cryptosign from files, and refusals (exit status 4)."""
+        ctl = os.environ.get("RT_CTL_BIN")
+        self.assertTrue(ctl, "RT_CTL_BIN must be set (ctest sets it)")
+
+        async def run(*args):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("WAMPSCOPE_")}
+            proc = await asyncio.create_subprocess_exec(
+                ctl, "--url", self.router.url, *args, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env)
+            out, err = await step(proc.communicate(), 60)
+            return proc.returncode, out.decode(), err.decode()
+
+        with tempfile.TemporaryDirectory() as d:
+            def secret_file(name, text):
+                path = os.path.join(d, name)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text + "\n")
+                return path
+
+            ticket = secret_file("ticket", MGMT_TICKET)
+            wrong = secret_file("wrong", "not-the-ticket")
+            password = secret_file("password", "auditor-password")
+            key = secret_file("key", b"wampscope-e2e-mgmt-cryptosign-01".hex())
+            for args in (("--authid", "admin", "--ticket-file", ticket),
+                         ("--authid", "auditor", "--secret-file", password),
+                         ("--authid", "ops", "--key-file", key)):
+                rc, out, err = await run(*args, "nodes")
+                self.assertEqual((rc, out.strip()), (0, "e2e_node"), err)
+            for args in (("--authid", "admin", "--ticket-file", wrong), ()):
+                rc, out, err = await run(*args, "nodes")
+                self.assertEqual(rc, 4, (out, err))
+        log = self.router.stderr_text()
+        self.assertIn("joined realm mgmt as auditor/admin (wampcra", log)
+        self.assertNotIn(MGMT_TICKET, log)
 
 
 if __name__ == "__main__":

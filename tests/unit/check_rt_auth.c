@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <check.h>
 #include <sodium.h>
@@ -825,6 +826,74 @@ START_TEST(test_management_credentials)
 
 END_TEST
 
+/* stderr into a temporary file while fn runs; returns what was logged (owned). */
+static char *captured_log(void (*fn)(void))
+{
+    char path[] = "/tmp/check_rt_auth_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+    close(fd);
+    fn();
+    fflush(stderr);
+    ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+    close(saved);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char *text = calloc(1, 65537);
+    ck_assert_ptr_nonnull(text);
+    text[fread(text, 1, 65536, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    return text;
+}
+
+static void log_scenario(void)
+{
+    char authid[200];
+    snprintf(authid, sizeof(authid), "ev\nil%0120d", 7);
+    fake_conn *c = conn(WAMP_SER_JSON);
+    hello(c, "realm1", authid, "[\"ticket\"]", NULL);
+    expect_abort_delayed(c, WAMP_ERROR_NO_SUCH_PRINCIPAL);
+    fake_conn_free(c);
+    c = conn(WAMP_SER_JSON);
+    hello(c, "realm1", "joe", "[\"ticket\"]", NULL);
+    json_decref(expect_challenge(c, "ticket"));
+    authenticate(c, "joes-ticket-but-wrong");
+    expect_abort_delayed(c, WAMP_ERROR_AUTHENTICATION_FAILED);
+    fake_conn_free(c);
+    c = conn(WAMP_SER_JSON);
+    hello(c, "realm1", "joe", "[\"ticket\"]", NULL);
+    json_decref(expect_challenge(c, "ticket"));
+    authenticate(c, "joes-ticket");
+    json_decref(expect_welcome(c, "joe", "user", "ticket"));
+    fake_conn_free(c);
+}
+
+/* One INFO line per failure, the client's authid kept on that line and bounded, no secret. */
+START_TEST(test_failure_log_lines)
+{
+    char *log = captured_log(log_scenario);
+    size_t failures = 0;
+    for (const char *p = log; (p = strstr(p, "authentication failed (")); p++) {
+        failures++;
+    }
+    ck_assert_uint_eq(failures, 2);
+    const char *line = strstr(log, "authid \"ev?il0000");
+    ck_assert_msg(line != NULL, "%s", log);
+    const char *eol = strchr(line, '\n');
+    ck_assert_ptr_nonnull(eol);
+    ck_assert_ptr_nonnull(strstr(line, "...\", realm realm1)"));
+    ck_assert_int_lt((int)(eol - line), 400); /* bounded: authid cut, message cut at 160 */
+    ck_assert_ptr_nonnull(strstr(log, "wamp.error.authentication_failed: ticket is invalid"));
+    ck_assert_ptr_null(strstr(log, "joes-ticket")); /* neither the wrong nor the right one */
+    free(log);
+}
+
+END_TEST
+
 /* Records of trace t whose JSON text contains needle. */
 static size_t count_containing(const json_t *recs, const char *needle)
 {
@@ -919,6 +988,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_zero_delay);
     tcase_add_test(tc, test_management_credentials);
     tcase_add_test(tc, test_trace_redaction_and_correlation);
+    tcase_add_test(tc, test_failure_log_lines);
     suite_add_tcase(s, tc);
     return s;
 }
