@@ -255,6 +255,39 @@ class AuthTest(RouterTestCase):
                     await step(asyncio.shield(s.lost))
 
 
+    async def test_trace_of_the_handshake(self):
+        """A trace (started by an authenticated management session) records HELLO, CHALLENGE,
+        AUTHENTICATE and WELCOME/ABORT under one correlation, with the secrets replaced by ***."""
+        P = "crossbarfabriccenter."
+        m = await self.session("msgpack", realm="mgmt",
+                               cls=auth_client(["ticket"], "admin", MGMT_TICKET))
+        node = (await step(m.call(P + "list_nodes")))[0]
+        worker = (await step(m.call(P + "list_workers", node)))[0]
+        t = await step(m.call(P + "start_trace", node, worker, "auth", {"realms": ["realm1"]}))
+        cls = auth_client(["wampcra"], "ann", "ann-secret")
+        await self.join("json", cls)
+        signature = auth.compute_wcs(b"ann-secret",
+                                     cls.challenges[-1].extra["challenge"].encode()).decode()
+        await self.refused("msgpack", auth_client(["ticket"], "joe", "wrong-ticket"))
+        await step(m.call(P + "stop_trace", node, worker, t["id"]))
+        recs = await step(m.call(P + "get_trace_data", node, worker, t["id"], 0, None, 100))
+        kinds = [r["msg_type"] for r in recs]
+        self.assertEqual(kinds[:8], ["Hello", "Challenge", "Authenticate", "Welcome",
+                                     "Hello", "Challenge", "Authenticate", "Abort"], kinds)
+        for first in (0, 4):
+            group = recs[first:first + 4]
+            self.assertEqual({r["correlation"] for r in group}, {group[0]["correlation"]})
+            self.assertEqual([r["correlation_is_anchor"] for r in group],
+                             [True, False, False, False])
+            self.assertTrue(group[3]["correlation_is_last"])
+            self.assertEqual({r["realm"] for r in group}, {"realm1"})
+            self.assertEqual(group[1]["msg"][2], "***")
+            self.assertEqual(group[2]["msg"][1], "***")
+        self.assertNotEqual(recs[0]["correlation"], recs[4]["correlation"])
+        text = repr(recs)
+        for secret in (signature, "wrong-ticket", "ann-secret", TICKET):
+            self.assertNotIn(secret, text)
+
     async def test_ctl_with_management_credentials(self):
         """wampscope-ctl (the project's management client) against management credentials:
         ticket, salted WAMP-CRA and cryptosign from files, and refusals (exit status 4)."""
