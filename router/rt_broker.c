@@ -10,6 +10,7 @@
 
 #include "rt_core_int.h"
 #include "rt_log.h"
+#include "rt_meta.h"
 #include "rt_session.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -435,6 +436,7 @@ static rt_sub_member *find_member(rt_session *s, uint64_t id)
 static void remove_member(rt_broker *b, rt_sub_member *mb)
 {
     rt_subscription *sub = mb->sub;
+    rt_meta_on_unsubscribe(b->realm, mb->s, sub, sub->n_members == 1);
     size_t last = sub->n_members - 1;
     if (mb->idx != last) {
         sub->members[mb->idx] = sub->members[last];
@@ -1033,6 +1035,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     mb->idx = sub->n_members;
     sub->members[sub->n_members++] = mb;
     rt_list_add_tail(&s->subs, &mb->in_session);
+    rt_meta_on_subscribe(b->realm, s, sub, created);
     return subscribed(b, s, m, sub, get_retained);
 }
 
@@ -1071,6 +1074,21 @@ wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_t
     }
     json_decref(args_take);
     json_decref(kwargs_take);
+    return err;
+}
+
+wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_take, bool mark_last)
+{
+    pub_ctx p = {.topic = topic, .args = args_take};
+    wamp_err err = WAMP_OK;
+    size_t n = collect_matches(b, topic);
+    if (n == SIZE_MAX) {
+        err = WAMP_ENOMEM;
+    } else if (n > 0) {
+        p.publication = wamp_id_random();
+        err = fan_out(b, &p, n, mark_last);
+    }
+    json_decref(args_take);
     return err;
 }
 

@@ -55,6 +55,10 @@ void rt_broker_on_leave(rt_broker *b, rt_session *s);
 wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
                                  json_t *kwargs_take);
 
+/* Meta events (rt_meta.c): rt_broker_publish_local() without kwargs, and mark_last: the last
+ * EVENT completes the current traced action. Consumes args_take. WAMP_ENOMEM. */
+wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_take, bool mark_last);
+
 /* Tracing helpers. How many EVENTs the PUBLISH m by s would send, over every matching
  * subscription, honouring exclude_me and the black/white lists (0 for a PUBLISH the broker
  * would refuse for its options or URI). The same for a PUBLISH by s (NULL: by the router) to

@@ -41,6 +41,9 @@ struct rt_router {
     int64_t wall_offset_ns; /* wall clock minus the router's monotonic clock, refreshed per tick */
     const trace_hub_events *trace_events; /* the management API's live-feed callbacks */
     void *trace_events_ctx;
+    /* Meta events of the action being handled (rt_meta.c), published after its reply. */
+    struct rt_meta_event *meta_q; /* owned, meta_n used of meta_cap */
+    size_t meta_n, meta_cap;
 };
 
 struct rt_session {
@@ -74,6 +77,10 @@ struct rt_session {
     rt_list calls_served; /* pending invocations this session serves (callee side) */
     /* HELLO roles.callee.features.call_canceling: the dealer may send it INTERRUPT. */
     bool callee_call_canceling;
+    /* How it joined (meta API session details). */
+    rt_auth_method authmethod;
+    /* session_leave() is in progress: meta events skip this session. */
+    bool leaving;
 };
 
 /* The next message sent completes the current action (correlation_is_last). A plain store, so
@@ -85,6 +92,12 @@ struct rt_session {
 
 /* rt_router_tick(): the auth_failure_delay of s is over: send its ABORT and close. */
 void rt_session_on_auth_delay_over(rt_session *s);
+
+/* wamp.session.kill*: sends GOODBYE(reason, {message}) to the joined session s, takes it out of
+ * its realm at once (meta events with the current action's correlation) and waits in the
+ * CLOSING state for the peer's GOODBYE, closing the connection then or after
+ * limits.hello_timeout. No-op unless s is joined. */
+void rt_session_kill(rt_session *s, const char *reason, const char *message);
 
 /* Realm membership, maintained by rt_session.c. */
 void rt_realm_member_add(rt_realm *r, rt_session *s);

@@ -19,6 +19,7 @@
 
 #include "rt_core_int.h"
 #include "rt_log.h"
+#include "rt_meta.h"
 #include "rt_session.h"
 #include "wamp_uri.h"
 
@@ -124,6 +125,7 @@ static void registration_free(rt_dealer *d, rt_registration *reg)
 static void reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
 {
     rt_registration *reg = rc->reg;
+    rt_meta_on_unregister(d->realm, rc->session, reg->id, reg->uri, reg->n_callees == 1);
     rt_list_remove(&rc->in_reg);
     rt_list_remove(&rc->in_session);
     free(rc);
@@ -422,6 +424,7 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
     rt_list_add_tail(&reg->callees, &rc->in_reg);
     rt_list_add_tail(&s->regs, &rc->in_session);
     reg->n_callees++;
+    rt_meta_on_register(d->realm, s, reg->id, reg->n_callees == 1);
     RT_TRACE_LAST(s->rt);
     return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
 }
@@ -832,6 +835,9 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
     {
         reg_callee_remove(d, RT_CONTAINER_OF(it, rt_reg_callee, in_session));
     }
+    /* The calls below open their own actions; the leave's (GOODBYE, kill) resumes after. */
+    rt_cur_action leave_action;
+    rt_trace_action_stash(s->rt, &leave_action);
     /* Calls this session was serving: their callers learn the callee is gone. */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_served)
     {
@@ -869,6 +875,7 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         }
         call_detach_caller(d, c);
     }
+    rt_trace_action_unstash(s->rt, &leave_action);
 }
 
 bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)

@@ -9,6 +9,7 @@
 #include "rt_core_int.h"
 #include "rt_dealer.h"
 #include "rt_log.h"
+#include "rt_meta.h"
 #include "rt_realm.h"
 #include "rt_session.h"
 
@@ -61,6 +62,9 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
             goto fail;
         }
         rt->n_realms++;
+        if (rt_meta_attach(rt->realms[i]) != WAMP_OK) { /* not on the management realm */
+            goto fail;
+        }
     }
     if (cfg->mgmt_enabled && cfg->mgmt_realm) {
         /* The management realm: role "admin" may call the management procedures and subscribe
@@ -94,6 +98,7 @@ void rt_router_free(rt_router *rt)
         rt_realm_free(rt->realms[i]);
     }
     free(rt->realms);
+    rt_meta_discard(rt);
     rt_trace_action_close(rt);
     trace_hub_free(rt->hub);
     rt_hmap_fini(&rt->sessions_by_id);
@@ -251,9 +256,13 @@ void rt_router_tick(rt_router *rt)
         if (s->hello_deadline_us > now) {
             break;
         }
-        RT_LOG_INFO(s->id, "no HELLO from %s within %u ms; closing", s->peer.addr,
+        /* A killed session (CLOSING) waits here for its GOODBYE reply (rt_session_kill). */
+        bool killed = s->state == RT_SESSION_CLOSING;
+        RT_LOG_INFO(s->id, "no %s from %s within %u ms; closing",
+                    killed ? "GOODBYE reply" : "HELLO", s->peer.addr,
                     rt->cfg->limits.hello_timeout_ms);
-        rt_session_close(s, 1008, "HELLO timeout", false); /* unlinks from greeting */
+        rt_session_close(s, 1008, killed ? "GOODBYE timeout" : "HELLO timeout",
+                         false); /* unlinks from greeting */
     }
     /* Call timeouts: one list check per realm when no call has a deadline. */
     for (size_t i = 0; i < rt->n_realms; i++) {

@@ -20,6 +20,7 @@
 #include "rt_core_int.h"
 #include "rt_dealer.h"
 #include "rt_log.h"
+#include "rt_meta.h"
 #include "rt_realm.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -254,8 +255,26 @@ static json_t *welcome_roles(void)
     json_t *dealer = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
                                "shared_registration", 1, "progressive_call_results", 1,
                                "call_canceling", 1, "call_timeout", 1, "caller_identification", 1);
+    /* Meta API (rt_meta.h). */
+    json_object_set_new(broker, "session_meta_api", json_true());
+    json_object_set_new(broker, "subscription_meta_api", json_true());
+    json_object_set_new(dealer, "session_meta_api", json_true());
+    json_object_set_new(dealer, "registration_meta_api", json_true());
     return json_pack("{s:{s:o}, s:{s:o}}", "broker", "features", broker, "dealer", "features",
                      dealer);
+}
+
+/* First half of leaving the realm: s leaves the broker and the dealer, then
+ * wamp.session.on_leave is queued, while s still has its realm and identity. Idempotent. */
+static void session_detach(rt_session *s)
+{
+    if (!s->realm || s->leaving) {
+        return;
+    }
+    s->leaving = true;
+    rt_broker_on_leave(rt_realm_broker(s->realm), s);
+    rt_dealer_on_leave(rt_realm_dealer(s->realm), s);
+    rt_meta_on_leave(s);
 }
 
 static void session_leave(rt_session *s)
@@ -263,8 +282,8 @@ static void session_leave(rt_session *s)
     if (!s->realm) {
         return;
     }
-    rt_broker_on_leave(rt_realm_broker(s->realm), s);
-    rt_dealer_on_leave(rt_realm_dealer(s->realm), s);
+    session_detach(s);
+    s->leaving = false;
     rt_realm_member_remove(s->realm, s);
     RT_LOG_DEBUG(s->id, "left realm %s", rt_realm_name(s->realm));
     trace_peer_unref(&s->tpeer);
@@ -298,11 +317,13 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
     rt_auth_pending_free(s->auth);
     s->auth = NULL;
     s->realm = realm;
+    s->authmethod = method;
     rt_realm_member_add(realm, s);
     rt_list_remove(&s->in_wait);
     s->state = RT_SESSION_JOINED;
     RT_LOG_INFO(s->id, "joined realm %s as %s/%s (%s, %s, %s)", rt_realm_name(realm), s->authid,
                 s->authrole, rt_auth_method_name(method), wamp_ser_name(s->ser), s->peer.addr);
+    rt_meta_on_join(s); /* before WELCOME, which completes the opening exchange */
     RT_TRACE_LAST(rt);
     return rt_session_send(s, wamp_msg_new_welcome(s->id, details));
 }
@@ -507,6 +528,26 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     return session_join(s, realm, make_anonymous_authid(), anon_role, RT_AUTH_ANONYMOUS, NULL);
 }
 
+void rt_session_kill(rt_session *s, const char *reason, const char *message)
+{
+    rt_router *rt = s->rt;
+    if (s->state != RT_SESSION_JOINED) {
+        return;
+    }
+    json_t *details = message ? json_pack("{s:s}", "message", message) : NULL;
+    (void)rt_session_send(s, wamp_msg_new_goodbye(details, reason));
+    if (s->state != RT_SESSION_JOINED) {
+        return; /* the send closed it (slow consumer): it leaves when the connection goes */
+    }
+    /* Spec "GOODBYE": the peer answers with GOODBYE, then the connection is closed (CLOSING
+     * state). It leaves the realm now: it is no longer counted, listed or routed to. */
+    s->state = RT_SESSION_CLOSING;
+    session_leave(s);
+    s->hello_deadline_us = rt_router_now_us(rt) + (uint64_t)rt->cfg->limits.hello_timeout_ms * 1000;
+    rt_list_remove(&s->in_wait);
+    rt_list_add_tail(&rt->greeting, &s->in_wait);
+}
+
 /* --- Incoming ------------------------------------------------------------------------------- */
 
 static wamp_err on_joined(rt_session *s, const wamp_msg *m)
@@ -537,8 +578,11 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
         return rt_dealer_on_cancel(rt_realm_dealer(r), s, m);
     case WAMP_MSG_GOODBYE: {
         RT_LOG_INFO(s->id, "GOODBYE (%s): leaving realm %s", m->uri, rt_realm_name(r));
-        /* Reply while still joined, so the reply is attributed (and traced) to the realm and
+        /* Leave first (its meta events are queued, and go out after the reply), then the
+         * reply, while still joined, so that it is attributed (and traced) to the realm and
          * identity the session is leaving. */
+        session_detach(s);
+        RT_TRACE_LAST(s->rt);
         wamp_err err = rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_GOODBYE_AND_OUT));
         session_leave(s);
         if (s->state == RT_SESSION_JOINED) {
@@ -641,6 +685,9 @@ static wamp_err on_message(rt_session *s, const void *data, size_t len)
     case RT_SESSION_CLOSED:
         break;
     }
+    if (rt->meta_n) {
+        rt_meta_flush(rt); /* the action's meta events, after its reply */
+    }
     if (rt->cur.set) {
         rt_trace_action_close(rt); /* before m: the action's URI text points into it */
     }
@@ -665,6 +712,12 @@ void rt_session_on_closed(rt_session *s)
     } else {
         RT_LOG_DEBUG(s->id, "connection from %s closed", s->peer.addr);
     }
+    /* Leave events of a connection lost without GOODBYE: an action of their own. */
+    bool own = false;
+    if (s->realm && trace_hub_is_active(rt->hub) && !rt->cur.set) {
+        rt_trace_action_open_new(rt);
+        own = true;
+    }
     session_leave(s);
     rt_list_remove(&s->in_wait);
     rt_list_remove(&s->in_router);
@@ -676,4 +729,10 @@ void rt_session_on_closed(rt_session *s)
     rt_auth_pending_free(s->auth);
     free(s->denial);
     free(s);
+    if (rt->meta_n) {
+        rt_meta_flush(rt);
+    }
+    if (own) {
+        rt_trace_action_close(rt);
+    }
 }

@@ -98,6 +98,30 @@ static void open_anchor(rt_router *rt, const char *uri)
     rt->cur.uri_text = uri;
 }
 
+void rt_trace_action_open_new(rt_router *rt)
+{
+    open_anchor(rt, NULL);
+}
+
+void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
+{
+    *saved = rt->cur;
+    rt->cur.set = false;
+    rt->cur.last = false;
+    rt->cur.uri = NULL; /* the reference moved to *saved */
+    rt->cur.uri_text = NULL;
+    rt->cur.realm = NULL;
+}
+
+void rt_trace_action_unstash(rt_router *rt, rt_cur_action *saved)
+{
+    rt_trace_action_close(rt);
+    /* The clock reading belongs to the message being handled, not to the action. */
+    saved->now_set = rt->cur.now_set;
+    saved->now_ns = rt->cur.now_ns;
+    rt->cur = *saved;
+}
+
 /* Same for a URI owned by router state that the action may free (an UNSUBSCRIBE can delete its
  * subscription): copy it now. */
 static void open_anchor_copy(rt_router *rt, const char *uri)
@@ -150,6 +174,14 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
                 (void)rt_dealer_open_caller_action(rt_realm_dealer(s->realm), s, m->id);
             }
             break;
+        case WAMP_MSG_GOODBYE:
+            /* A joined session's GOODBYE: its reply and the leave's meta events follow it. (A
+             * GOODBYE answering the router's own is no new action.) */
+            if (s->state == RT_SESSION_JOINED) {
+                open_anchor(rt, NULL);
+                anchor = true;
+            }
+            break;
         case WAMP_MSG_AUTHENTICATE:
             if (s->hello_corr_set) {
                 rt_trace_action_open(rt, s->hello_corr, NULL);
@@ -190,7 +222,8 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     if (trace_hub_match(rt->hub, &c) > 0) {
         trace_input in;
         fill_input(s, &in);
-        in.correlation_is_last = rt->cur.set && rt->cur.last;
+        /* Queued meta events go out after this message: the last of them completes. */
+        in.correlation_is_last = rt->cur.set && rt->cur.last && rt->meta_n == 0;
         in.wire = wire;
         in.msg = e->msg;
         for (int i = 1; i < WAMP_SER_COUNT; i++) {

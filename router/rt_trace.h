@@ -45,6 +45,13 @@ void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], tra
 /* The current action's URI as a shared string, made now if needed (for state that outlives
  * the message being handled, such as a pending call). NULL if none or out of memory. */
 trace_str *rt_trace_action_uri(rt_router *rt);
+/* Opens an action with a fresh correlation and no URI, anchored on no received message (the
+ * leave events of a connection lost without GOODBYE). */
+void rt_trace_action_open_new(rt_router *rt);
+/* Moves the current action out into *saved (none is open afterwards), and puts it back (closing
+ * whatever was opened meanwhile): for work that opens actions of its own in the middle of one. */
+void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved);
+void rt_trace_action_unstash(rt_router *rt, rt_cur_action *saved);
 /* Closes the current action (NULL-safe on no action). */
 void rt_trace_action_close(rt_router *rt);
 /* Re-reads the offset between wall and monotonic clock: records take one clock reading (the

@@ -86,9 +86,17 @@ size_t test_router_sub_count(rt_router *rt, const char *realm)
     return rt_broker_subscription_count(rt_realm_broker(realm_of(rt, realm)));
 }
 
+static bool count_session_reg(void *ctx, const rt_reg_info *r)
+{
+    *(size_t *)ctx += r->n_callees > 0 ? 1 : 0;
+    return true;
+}
+
 size_t test_router_reg_count(rt_router *rt, const char *realm)
 {
-    return rt_dealer_registration_count(rt_realm_dealer(realm_of(rt, realm)));
+    size_t n = 0;
+    rt_dealer_foreach(rt_realm_dealer(realm_of(rt, realm)), count_session_reg, &n);
+    return n;
 }
 
 size_t test_router_call_count(rt_router *rt, const char *realm)

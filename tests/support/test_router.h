@@ -26,7 +26,8 @@ void test_router_init(test_router *t);
 /* The same without Check (fuzz targets run outside a Check runner): false on failure. */
 bool test_router_setup(test_router *t);
 void test_router_fini(test_router *t);
-/* Subscriptions / registrations / pending calls currently held by a realm's broker and dealer. */
+/* Subscriptions / registrations / pending calls currently held by a realm's broker and dealer
+ * (registrations of sessions: router-local procedures such as the meta API are not counted). */
 size_t test_router_sub_count(rt_router *rt, const char *realm);
 size_t test_router_reg_count(rt_router *rt, const char *realm);
 size_t test_router_call_count(rt_router *rt, const char *realm);
