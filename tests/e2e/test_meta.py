@@ -1,0 +1,261 @@
+"""Session, subscription and registration meta API through wampscope with python3-autobahn
+(json and msgpack): results checked against the sessions, subscriptions and registrations the
+clients actually made, meta events received by an autobahn subscriber, and kills seen by the
+victim's onLeave (wamp.close.killed).
+
+The router runs configs/test-e2e.json (realm1: role "anonymous" may do everything).
+"""
+
+import asyncio
+
+from autobahn.wamp.exception import ApplicationError
+from autobahn.wamp.types import RegisterOptions, SubscribeOptions
+
+import rt_harness as h
+
+
+class Events:
+    """A subscription handler recording (args, details)."""
+
+    def __init__(self):
+        self.events = []
+        self._cond = asyncio.Condition()
+
+    async def __call__(self, *args, details=None):
+        async with self._cond:
+            self.events.append((list(args), details))
+            self._cond.notify_all()
+
+    async def wait_for(self, n):
+        async def _wait():
+            async with self._cond:
+                await self._cond.wait_for(lambda: len(self.events) >= n)
+        await h.step(_wait())
+        return self.events
+
+
+class MetaBase:
+    SER = None
+
+    async def three(self):
+        """Three joined sessions and their SessionDetails."""
+        sessions = [await self.session(self.SER) for _ in range(3)]
+        details = [s.joined.result() for s in sessions]
+        return sessions, details
+
+    async def test_session_count_list_get(self):
+        sessions, details = await self.three()
+        ids = {d.session for d in details}
+        self.assertEqual(len(ids), 3)
+        for s in sessions:
+            self.assertEqual(await h.step(s.call("wamp.session.count")), 3)
+            self.assertEqual(set(await h.step(s.call("wamp.session.list"))), ids)
+        self.assertEqual(await h.step(sessions[0].call("wamp.session.count", ["anonymous"])), 3)
+        self.assertEqual(await h.step(sessions[0].call("wamp.session.list", ["nobody"])), [])
+        for d in details:
+            got = await h.step(sessions[1].call("wamp.session.get", d.session))
+            self.assertEqual(got["session"], d.session)
+            self.assertEqual(got["authid"], d.authid)
+            self.assertEqual(got["authrole"], d.authrole)
+            self.assertEqual(got["authrole"], "anonymous")
+            self.assertEqual(got["authmethod"], "anonymous")
+            self.assertEqual(got["authprovider"], "static")
+            self.assertEqual(got["realm"], "realm1")
+            self.assertEqual(got["transport"]["type"], "websocket")
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(sessions[0].call("wamp.session.get", 123456789))
+        self.assertEqual(cm.exception.error, "wamp.error.no_such_session")
+        # A session in another realm is not visible from realm1.
+        other = await self.session(self.SER, realm="realm2")
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(sessions[0].call("wamp.session.get", other.joined.result().session))
+        self.assertEqual(cm.exception.error, "wamp.error.no_such_session")
+        # One leaves: the others see it gone.
+        await h.step(sessions[2].close())
+        self.assertEqual(await h.step(sessions[0].call("wamp.session.count")), 2)
+        self.assertEqual(set(await h.step(sessions[0].call("wamp.session.list"))),
+                         {details[0].session, details[1].session})
+
+    async def test_on_join_and_on_leave(self):
+        watcher = await self.session(self.SER)
+        joins, leaves = Events(), Events()
+        await h.step(watcher.subscribe(joins, "wamp.session.on_join",
+                                       options=SubscribeOptions(details=True)))
+        await h.step(watcher.subscribe(leaves, "wamp.session.on_leave",
+                                       options=SubscribeOptions(details=True)))
+        other_ser = "msgpack" if self.SER == "json" else "json"
+        a = await self.session(other_ser)
+        ad = a.joined.result()
+        events = await joins.wait_for(1)
+        info = events[0][0][0]
+        self.assertEqual(info["session"], ad.session)
+        self.assertEqual(info["authid"], ad.authid)
+        self.assertEqual(info["authrole"], "anonymous")
+        self.assertEqual(info["authmethod"], "anonymous")
+        self.assertEqual(info["authprovider"], "static")
+        await h.step(a.close())
+        events = await leaves.wait_for(1)
+        self.assertEqual(events[0][0], [ad.session, ad.authid, "anonymous"])
+        # A connection dropped without GOODBYE leaves too.
+        b = await self.session(self.SER)
+        bd = b.joined.result()
+        await joins.wait_for(2)
+        b.abort_transport()
+        events = await leaves.wait_for(2)
+        self.assertEqual(events[1][0][0], bd.session)
+        self.assertEqual([e[0][0]["session"] for e in joins.events], [ad.session, bd.session])
+
+    async def test_kill_variants(self):
+        sessions, details = await self.three()
+        killer = sessions[0]
+        # kill: the victim's onLeave sees wamp.close.killed and the message.
+        res = await h.step(killer.call("wamp.session.kill", details[1].session,
+                                       message="maintenance"))
+        self.assertIsNone(res)
+        left = await h.step(asyncio.shield(sessions[1].left))
+        self.assertEqual(left.reason, "wamp.close.killed")
+        self.assertEqual(left.message, "maintenance")
+        await h.step(asyncio.shield(sessions[1].lost))
+        self.assertEqual(await h.step(killer.call("wamp.session.count")), 2)
+        # The caller cannot kill itself.
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(killer.call("wamp.session.kill", details[0].session))
+        self.assertEqual(cm.exception.error, "wamp.error.no_such_session")
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(killer.call("wamp.session.kill", details[2].session, reason="no uri!"))
+        self.assertEqual(cm.exception.error, "wamp.error.invalid_uri")
+        # kill_by_authid: the list of killed ids; a custom reason.
+        killed = await h.step(killer.call("wamp.session.kill_by_authid", details[2].authid,
+                                          reason="com.example.bye"))
+        self.assertEqual(killed, [details[2].session])
+        left = await h.step(asyncio.shield(sessions[2].left))
+        self.assertEqual(left.reason, "com.example.bye")
+        # kill_by_authrole and kill_all spare the caller; they count.
+        more = [await self.session(self.SER) for _ in range(2)]
+        self.assertEqual(await h.step(killer.call("wamp.session.kill_by_authrole", "anonymous")),
+                         2)
+        for s in more:
+            self.assertEqual((await h.step(asyncio.shield(s.left))).reason, "wamp.close.killed")
+        more = [await self.session(self.SER) for _ in range(2)]
+        self.assertEqual(await h.step(killer.call("wamp.session.kill_all")), 2)
+        for s in more:
+            self.assertEqual((await h.step(asyncio.shield(s.left))).reason, "wamp.close.killed")
+        self.assertEqual(await h.step(killer.call("wamp.session.list")), [details[0].session])
+
+    async def test_subscription_meta(self):
+        watcher = await self.session(self.SER)
+        created, subscribed, unsubscribed, deleted = Events(), Events(), Events(), Events()
+        for handler, topic in ((created, "on_create"), (subscribed, "on_subscribe"),
+                               (unsubscribed, "on_unsubscribe"), (deleted, "on_delete")):
+            await h.step(watcher.subscribe(handler, "wamp.subscription." + topic,
+                                           options=SubscribeOptions(details=True)))
+        a, b = await self.session(self.SER), await self.session(self.SER)
+        aid, bid = a.joined.result().session, b.joined.result().session
+        topic = h.uri(self, "t")
+        sub_a = await h.step(a.subscribe(lambda *x: None, topic))
+        sub_b = await h.step(b.subscribe(lambda *x: None, topic))
+        self.assertEqual(sub_a.id, sub_b.id)
+        prefix = h.uri(self, "")
+        sub_p = await h.step(b.subscribe(lambda *x: None, prefix,
+                                         options=SubscribeOptions(match="prefix")))
+        ev = await created.wait_for(2)
+        self.assertEqual(ev[0][0][0], aid)
+        self.assertEqual(ev[0][0][1]["id"], sub_a.id)
+        self.assertEqual(ev[0][0][1]["uri"], topic)
+        self.assertEqual(ev[0][0][1]["match"], "exact")
+        self.assertEqual(ev[1][0][1]["match"], "prefix")
+        ev = await subscribed.wait_for(3)
+        self.assertEqual([e[0] for e in ev], [[aid, sub_a.id], [bid, sub_a.id], [bid, sub_p.id]])
+
+        lists = await h.step(watcher.call("wamp.subscription.list"))
+        self.assertEqual(lists["exact"], [sub_a.id])
+        self.assertEqual(lists["prefix"], [sub_p.id])
+        self.assertEqual(lists["wildcard"], [])
+        self.assertEqual(await h.step(watcher.call("wamp.subscription.lookup", topic)), sub_a.id)
+        self.assertEqual(await h.step(watcher.call("wamp.subscription.lookup", prefix,
+                                                   {"match": "prefix"})), sub_p.id)
+        self.assertIsNone(await h.step(watcher.call("wamp.subscription.lookup", prefix)))
+        self.assertEqual(set(await h.step(watcher.call("wamp.subscription.match", topic))),
+                         {sub_a.id, sub_p.id})
+        self.assertIsNone(await h.step(watcher.call("wamp.subscription.match", "org.none")))
+        got = await h.step(watcher.call("wamp.subscription.get", sub_a.id))
+        self.assertEqual((got["id"], got["uri"], got["match"]), (sub_a.id, topic, "exact"))
+        self.assertRegex(got["created"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(set(await h.step(watcher.call("wamp.subscription.list_subscribers",
+                                                       sub_a.id))), {aid, bid})
+        self.assertEqual(await h.step(watcher.call("wamp.subscription.count_subscribers",
+                                                   sub_p.id)), 1)
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(watcher.call("wamp.subscription.get", 987654321))
+        self.assertEqual(cm.exception.error, "wamp.error.no_such_subscription")
+
+        await h.step(sub_a.unsubscribe())
+        ev = await unsubscribed.wait_for(1)
+        self.assertEqual(ev[0][0], [aid, sub_a.id])
+        await h.step(b.close())  # b's two subscriptions go, each then deleted
+        ev = await deleted.wait_for(2)
+        self.assertEqual({tuple(e[0]) for e in ev}, {(bid, sub_a.id), (bid, sub_p.id)})
+        self.assertEqual(len(unsubscribed.events), 3)
+        lists = await h.step(watcher.call("wamp.subscription.list"))
+        self.assertEqual(lists, {"exact": [], "prefix": [], "wildcard": []})
+
+    async def test_registration_meta(self):
+        watcher = await self.session(self.SER)
+        created, registered, unregistered, deleted = Events(), Events(), Events(), Events()
+        for handler, topic in ((created, "on_create"), (registered, "on_register"),
+                               (unregistered, "on_unregister"), (deleted, "on_delete")):
+            await h.step(watcher.subscribe(handler, "wamp.registration." + topic,
+                                           options=SubscribeOptions(details=True)))
+        a, b = await self.session(self.SER), await self.session(self.SER)
+        aid, bid = a.joined.result().session, b.joined.result().session
+        proc = h.uri(self, "p")
+        rr = RegisterOptions(invoke="roundrobin")
+        reg_a = await h.step(a.register(lambda: "a", proc, options=rr))
+        reg_b = await h.step(b.register(lambda: "b", proc, options=rr))
+        self.assertEqual(reg_a.id, reg_b.id)
+        wild = "com.wampscope.e2e.registration_meta..x"
+        reg_w = await h.step(b.register(lambda: "w", wild,
+                                        options=RegisterOptions(match="wildcard")))
+        ev = await created.wait_for(2)
+        self.assertEqual(ev[0][0][0], aid)
+        self.assertEqual(ev[0][0][1]["uri"], proc)
+        self.assertEqual(ev[0][0][1]["invoke"], "roundrobin")
+        ev = await registered.wait_for(3)
+        self.assertEqual([e[0] for e in ev], [[aid, reg_a.id], [bid, reg_a.id], [bid, reg_w.id]])
+
+        lists = await h.step(watcher.call("wamp.registration.list"))
+        self.assertEqual(lists, {"exact": [reg_a.id], "prefix": [], "wildcard": [reg_w.id]})
+        self.assertEqual(await h.step(watcher.call("wamp.registration.lookup", proc)), reg_a.id)
+        self.assertIsNone(await h.step(watcher.call("wamp.registration.lookup", "org.none")))
+        self.assertEqual(await h.step(watcher.call("wamp.registration.match", proc)), reg_a.id)
+        got = await h.step(watcher.call("wamp.registration.get", reg_a.id))
+        self.assertEqual((got["id"], got["uri"], got["match"], got["invoke"]),
+                         (reg_a.id, proc, "exact", "roundrobin"))
+        self.assertEqual(await h.step(watcher.call("wamp.registration.list_callees", reg_a.id)),
+                         [aid, bid])
+        self.assertEqual(await h.step(watcher.call("wamp.registration.count_callees", reg_a.id)),
+                         2)
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(watcher.call("wamp.registration.list_callees", 987654321))
+        self.assertEqual(cm.exception.error, "wamp.error.no_such_registration")
+
+        await h.step(reg_a.unregister())
+        ev = await unregistered.wait_for(1)
+        self.assertEqual(ev[0][0], [aid, reg_a.id])
+        b.abort_transport()  # lost: its registrations go, each then deleted
+        ev = await deleted.wait_for(2)
+        self.assertEqual({tuple(e[0]) for e in ev}, {(bid, reg_a.id), (bid, reg_w.id)})
+        self.assertEqual(await h.step(watcher.call("wamp.registration.list")),
+                         {"exact": [], "prefix": [], "wildcard": []})
+
+
+class MetaJson(MetaBase, h.RouterTestCase):
+    SER = "json"
+
+
+class MetaMsgpack(MetaBase, h.RouterTestCase):
+    SER = "msgpack"
+
+
+if __name__ == "__main__":
+    h.main()
