@@ -597,9 +597,9 @@ static const key_rule realm_option_rules[] = {
         K_PARSED("uri_check"),
         /* Crossbar's event fan-out batch size: a Twisted scheduling knob. */
         K_IGN_INT("event_dispatching_chunk_size", 1, INT32_MAX),
-        K_ONLY("enable_meta_api", KEY_ONLY_FALSE,
-               "the WAMP meta API is not supported yet; set it to false or remove it"),
-        K_ONLY("bridge_meta_api", KEY_ONLY_FALSE, "the WAMP meta API is not supported yet"),
+        K_PARSED("enable_meta_api"),
+        K_ONLY("bridge_meta_api", KEY_ONLY_FALSE,
+               "bridging the meta API to the management realm is not supported"),
 };
 
 static const key_rule realm_rules[] = {
@@ -637,6 +637,11 @@ static wamp_err parse_realm(cfg_ctx *c, const char *path, const json_t *o, rt_re
         if (err == WAMP_OK) {
             err = opt_str(c, op.s, opts, "uri_check", &uri_check);
         }
+        bool meta_api = true; /* Crossbar's default */
+        if (err == WAMP_OK) {
+            err = opt_bool(c, op.s, opts, "enable_meta_api", &meta_api);
+        }
+        rc->no_meta_api = !meta_api;
         if (err != WAMP_OK) {
             return err;
         }

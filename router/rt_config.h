@@ -58,6 +58,7 @@ typedef struct rt_realm_config {
     char *name;
     rt_role *roles;
     size_t n_roles;
+    bool no_meta_api; /* options.enable_meta_api false: no wamp.session.* etc. (rt_meta.h) */
 } rt_realm_config;
 
 /* One static principal of a transport's (or the management realm's) "auth" section: a ticket

@@ -71,6 +71,11 @@ size_t rt_realm_member_count(const rt_realm *r)
     return r->n_members;
 }
 
+bool rt_realm_has_meta_api(const rt_realm *r)
+{
+    return !r->cfg->no_meta_api;
+}
+
 void rt_realm_member_add(rt_realm *r, rt_session *s)
 {
     rt_list_add_tail(&r->members, &s->in_realm);

@@ -28,6 +28,9 @@ rt_broker *rt_realm_broker(rt_realm *r);
 rt_dealer *rt_realm_dealer(rt_realm *r);
 rt_router *rt_realm_router(rt_realm *r);
 size_t rt_realm_member_count(const rt_realm *r);
+/* true if the realm serves the meta API (rt_meta.h): not the management realm, and not a realm
+ * with options.enable_meta_api false. */
+bool rt_realm_has_meta_api(const rt_realm *r);
 
 /* true if the realm defines role `authrole`. */
 bool rt_realm_has_role(const rt_realm *r, const char *authrole);

@@ -62,7 +62,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
             goto fail;
         }
         rt->n_realms++;
-        if (rt_meta_attach(rt->realms[i]) != WAMP_OK) { /* not on the management realm */
+        if (rt_realm_has_meta_api(rt->realms[i]) && rt_meta_attach(rt->realms[i]) != WAMP_OK) {
             goto fail;
         }
     }
@@ -72,6 +72,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
         rt->mgmt_cfg.name = cfg->mgmt_realm;
         rt->mgmt_cfg.roles = (rt_role *)mgmt_roles;
         rt->mgmt_cfg.n_roles = 1;
+        rt->mgmt_cfg.no_meta_api = true; /* its role may use crossbarfabriccenter.* only */
         rt->realms[rt->n_realms] = rt_realm_new(rt, &rt->mgmt_cfg);
         if (!rt->realms[rt->n_realms]) {
             goto fail;

@@ -246,7 +246,7 @@ static char *make_anonymous_authid(void)
     return id;
 }
 
-static json_t *welcome_roles(void)
+static json_t *welcome_roles(const rt_realm *realm)
 {
     /* Announce exactly what is implemented (spec "Feature Announcement"). */
     json_t *broker = json_pack("{s:b, s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
@@ -255,11 +255,12 @@ static json_t *welcome_roles(void)
     json_t *dealer = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
                                "shared_registration", 1, "progressive_call_results", 1,
                                "call_canceling", 1, "call_timeout", 1, "caller_identification", 1);
-    /* Meta API (rt_meta.h). */
-    json_object_set_new(broker, "session_meta_api", json_true());
-    json_object_set_new(broker, "subscription_meta_api", json_true());
-    json_object_set_new(dealer, "session_meta_api", json_true());
-    json_object_set_new(dealer, "registration_meta_api", json_true());
+    if (rt_realm_has_meta_api(realm)) { /* rt_meta.h */
+        json_object_set_new(broker, "session_meta_api", json_true());
+        json_object_set_new(broker, "subscription_meta_api", json_true());
+        json_object_set_new(dealer, "session_meta_api", json_true());
+        json_object_set_new(dealer, "registration_meta_api", json_true());
+    }
     return json_pack("{s:{s:o}, s:{s:o}}", "broker", "features", broker, "dealer", "features",
                      dealer);
 }
@@ -309,7 +310,7 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
     json_t *details = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "realm",
                                 rt_realm_name(realm), "authid", s->authid, "authrole", s->authrole,
                                 "authmethod", rt_auth_method_name(method), "authprovider", "static",
-                                "agent", RT_AGENT, "roles", welcome_roles());
+                                "agent", RT_AGENT, "roles", welcome_roles(realm));
     if (!details || (authextra_take && json_object_set_new(details, "authextra", authextra_take))) {
         json_decref(details);
         return WAMP_ENOMEM;

@@ -967,11 +967,11 @@ static const refusal refusals[] = {
         {WITH_REALM_KEYS("'options':{'uri_check':'strict'}"),
          P_REALM ".options.uri_check: only \"loose\" is supported (got \"strict\"); wampscope "
                  "always checks URIs with the loose rule"},
-        {WITH_REALM_KEYS("'options':{'enable_meta_api':true}"),
-         P_REALM ".options.enable_meta_api: the WAMP meta API is not supported yet; set it to "
-                 "false or remove it"},
+        {WITH_REALM_KEYS("'options':{'enable_meta_api':1}"),
+         P_REALM ".options.enable_meta_api: must be a boolean"},
         {WITH_REALM_KEYS("'options':{'bridge_meta_api':true}"),
-         P_REALM ".options.bridge_meta_api: the WAMP meta API is not supported yet"},
+         P_REALM ".options.bridge_meta_api: bridging the meta API to the management realm is not "
+                 "supported"},
         {WITH_REALM_KEYS("'options':{'event_dispatching_chunk_size':0}"),
          P_REALM ".options.event_dispatching_chunk_size: must be an integer 1..2147483647"},
         {WITH_REALM_KEYS("'options':{'colour':'blue'}"), P_REALM ".options.colour: unknown key"},

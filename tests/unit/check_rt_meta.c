@@ -10,6 +10,7 @@
 #include "alloc_count.h"
 #include "fake_clock.h"
 #include "fake_transport.h"
+#include "rt_realm.h"
 #include "rt_router.h"
 #include "test_router.h"
 #include "trace_hub.h"
@@ -706,6 +707,63 @@ START_TEST(test_meta_events_carry_the_action_correlation)
 
 END_TEST
 
+/* --- Configuration ------------------------------------------------------------------------ */
+
+static bool announces_meta(fake_conn *c, const char *realm)
+{
+    fake_conn_send(c, "[1, \"%s\", {\"roles\": {\"caller\": {}, \"subscriber\": {}}}]", realm);
+    json_t *w = fake_conn_next(c);
+    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    json_t *roles = json_object_get(json_array_get(w, 2), "roles");
+    json_t *bf = json_object_get(json_object_get(roles, "broker"), "features");
+    json_t *df = json_object_get(json_object_get(roles, "dealer"), "features");
+    bool all = json_is_true(json_object_get(bf, "session_meta_api")) &&
+               json_is_true(json_object_get(bf, "subscription_meta_api")) &&
+               json_is_true(json_object_get(df, "session_meta_api")) &&
+               json_is_true(json_object_get(df, "registration_meta_api"));
+    bool any = json_object_get(bf, "session_meta_api") ||
+               json_object_get(bf, "subscription_meta_api") ||
+               json_object_get(df, "session_meta_api") ||
+               json_object_get(df, "registration_meta_api");
+    json_decref(w);
+    ck_assert(all == any);
+    return all;
+}
+
+/* options.enable_meta_api false, and the management realm: no meta procedures, nothing
+ * announced; other realms announce the four features. */
+START_TEST(test_realm_without_meta_api)
+{
+    static rt_permission all = {
+            .uri = "", .match = WAMP_MATCH_PREFIX, .allow_call = true, .allow_subscribe = true};
+    static rt_role role = {.name = "anonymous", .permissions = &all, .n_permissions = 1};
+    static rt_realm_config realms[] = {
+            {.name = "with", .roles = &role, .n_roles = 1},
+            {.name = "without", .roles = &role, .n_roles = 1, .no_meta_api = true},
+    };
+    rt_config cfg = T.cfg;
+    cfg.realms = realms;
+    cfg.n_realms = 2;
+    cfg.mgmt_enabled = true;
+    cfg.mgmt_realm = "mgmt";
+    rt_router *rt = rt_router_new(&cfg, NULL, NULL);
+    ck_assert_ptr_nonnull(rt);
+    ck_assert(rt_realm_has_meta_api(rt_router_find_realm(rt, "with")));
+    ck_assert(!rt_realm_has_meta_api(rt_router_find_realm(rt, "without")));
+    ck_assert(!rt_realm_has_meta_api(rt_router_find_realm(rt, "mgmt")));
+    fake_conn *a = fake_conn_new(rt, WAMP_SER_JSON);
+    ck_assert(announces_meta(a, "with"));
+    fake_conn *b = fake_conn_new(rt, WAMP_SER_MSGPACK);
+    ck_assert(!announces_meta(b, "without"));
+    ck_assert_int_eq(call_int(a, "wamp.session.count", NULL, NULL), 1);
+    call_fails(b, "wamp.session.count", NULL, NULL, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    fake_conn_free(a);
+    fake_conn_free(b);
+    rt_router_free(rt);
+}
+
+END_TEST
+
 /* --- Cost ----------------------------------------------------------------------------------- */
 
 /* Allocations of one join + GOODBYE + rejoin cycle... measured over n joins of fresh sessions. */
@@ -766,6 +824,7 @@ static Suite *rt_meta_suite(void)
     tcase_add_test(tc, test_registration_meta);
     tcase_add_test(tc, test_meta_events_carry_the_action_correlation);
     tcase_add_test(tc, test_join_nobody_listens_allocates_nothing_for_meta);
+    tcase_add_test(tc, test_realm_without_meta_api);
     suite_add_tcase(s, tc);
     return s;
 }
