@@ -911,6 +911,14 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
                                            "invalid topic URI")
                    : WAMP_OK;
     }
+    if (strncmp(m->uri, "wamp.", 5) == 0) {
+        /* The router's own namespace (meta events): clients cannot publish there, whatever the
+         * permissions say, as in Crossbar. */
+        RT_LOG_INFO(s->id, "PUBLISH to restricted topic %s refused", m->uri);
+        return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_URI,
+                                           "publish to a restricted topic URI (wamp.*)")
+                   : WAMP_OK;
+    }
     const rt_permission *perm = rt_realm_permission(b->realm, s->authrole, m->uri);
     if (!perm || !perm->allow_publish) {
         RT_LOG_INFO(s->id, "PUBLISH to %s denied for role %s", m->uri, s->authrole);

@@ -390,6 +390,11 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_URI,
                                      "invalid procedure URI");
     }
+    if (strncmp(m->uri, "wamp.", 5) == 0) {
+        /* The router's own namespace (meta API), as in Crossbar. */
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_URI,
+                                     "register of a restricted procedure URI (wamp.*)");
+    }
     if (!rt_realm_authorize(d->realm, s->authrole, RT_ACTION_REGISTER, m->uri)) {
         RT_LOG_INFO(s->id, "REGISTER of %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_NOT_AUTHORIZED,

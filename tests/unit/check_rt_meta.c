@@ -205,6 +205,26 @@ START_TEST(test_meta_procedures_follow_permissions)
 
 END_TEST
 
+/* Clients cannot publish meta events nor register in the router's namespace (Crossbar's rule). */
+START_TEST(test_wamp_namespace_is_the_routers)
+{
+    fake_conn *l = joined(WAMP_SER_JSON, "realm1");
+    subscribe(l, 1, "{}", "wamp.session.on_join");
+    fake_conn *c = joined(WAMP_SER_MSGPACK, "realm1");
+    json_decref(fake_conn_next(l)); /* c's real on_join */
+    fake_conn_send(c, "[16, 2, {\"acknowledge\": true}, \"wamp.session.on_join\", [{}]]");
+    fake_expect_error(c, WAMP_MSG_PUBLISH, 2, WAMP_ERROR_INVALID_URI);
+    fake_conn_send(c, "[16, 3, {}, \"wamp.session.on_join\", [{}]]");
+    ck_assert_uint_eq(fake_conn_pending(c), 0);
+    ck_assert_uint_eq(fake_conn_pending(l), 0);
+    fake_conn_send(c, "[64, 4, {\"match\": \"prefix\"}, \"wamp.session.\"]");
+    fake_expect_error(c, WAMP_MSG_REGISTER, 4, WAMP_ERROR_INVALID_URI);
+    fake_conn_free(c);
+    fake_conn_free(l);
+}
+
+END_TEST
+
 START_TEST(test_on_join_and_on_leave)
 {
     fake_conn *l = joined(WAMP_SER_JSON, "realm1");
@@ -816,6 +836,7 @@ static Suite *rt_meta_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, test_session_count_list_get);
     tcase_add_test(tc, test_meta_procedures_follow_permissions);
+    tcase_add_test(tc, test_wamp_namespace_is_the_routers);
     tcase_add_test(tc, test_on_join_and_on_leave);
     tcase_add_test(tc, test_kill);
     tcase_add_test(tc, test_kill_by_authid_authrole_all);
