@@ -378,6 +378,14 @@ START_TEST(test_prefix_and_wildcard_match)
 
 END_TEST
 
+/* rt_broker_foreach callback: counts subscriptions, stops after reaching 101. */
+static bool count_subs(const rt_subscription *sub, void *ctx)
+{
+    size_t *n = ctx;
+    ck_assert_uint_gt(rt_subscription_subscriber_count(sub), 0);
+    return ++*n != 101;
+}
+
 START_TEST(test_pattern_subscription_ids_shared_per_uri_and_policy)
 {
     fake_conn *a = joined(WAMP_SER_JSON, "realm1");
@@ -403,6 +411,13 @@ START_TEST(test_pattern_subscription_ids_shared_per_uri_and_policy)
     ck_assert_ptr_eq(rt_subscription_subscriber(sp, 0), a->s);
     ck_assert_ptr_eq(rt_subscription_subscriber(sp, 1), b->s);
     ck_assert_ptr_null(rt_broker_lookup(br, "com.t.x", WAMP_MATCH_PREFIX));
+    ck_assert_uint_eq(rt_subscription_created_us(sp), T.clock.now_us);
+    size_t seen = 0;
+    rt_broker_foreach(br, count_subs, &seen);
+    ck_assert_uint_eq(seen, 3);
+    seen = 100; /* count_subs stops at 101 */
+    rt_broker_foreach(br, count_subs, &seen);
+    ck_assert_uint_eq(seen, 101);
     const rt_subscription *found[4];
     ck_assert_uint_eq(rt_broker_match(br, "com.t", found, 4), 3);
     ck_assert_uint_eq(rt_broker_match(br, "com.tx", found, 4), 1);
