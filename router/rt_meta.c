@@ -775,12 +775,14 @@ static void enqueue(rt_realm *r, const char *topic, json_t *args_take)
         return;
     }
     rt->meta_q[rt->meta_n++] = (struct rt_meta_event){r, topic, args_take};
+    rt->cur.meta_pending = true; /* the action's reply is not its last message */
 }
 
 void rt_meta_flush(rt_router *rt)
 {
     size_t n = rt->meta_n;
-    rt->meta_n = 0; /* from here on, the last EVENT may complete the action */
+    rt->meta_n = 0;
+    rt->cur.meta_pending = false; /* from here on, the last EVENT completes the action */
     size_t last = SIZE_MAX;
     if (trace_hub_is_active(rt->hub) && rt->cur.set) {
         for (size_t i = n; i-- > 0 && last == SIZE_MAX;) {

@@ -20,10 +20,10 @@
  * published by rt_meta_flush() once the action's reply has gone out (after WELCOME, SUBSCRIBED,
  * REGISTERED, UNSUBSCRIBED, UNREGISTERED, the GOODBYE reply, a kill's RESULT), so a client
  * always knows the subscription an EVENT is for, and every event carries the correlation of the
- * action that caused it. While events are queued no message is marked correlation_is_last; the
- * last EVENT published by the flush is. A connection lost without GOODBYE opens an action of
- * its own for its leave events (only while a trace runs). Spec ordering: on_create before
- * on_subscribe / on_register; on_unsubscribe / on_unregister before on_delete.
+ * action that caused it. While the action has events queued, none of its messages is marked
+ * correlation_is_last; the last EVENT published by the flush is. A connection lost without GOODBYE
+ * opens an action of its own for its leave events (only while a trace runs). Spec ordering:
+ * on_create before on_subscribe / on_register; on_unsubscribe / on_unregister before on_delete.
  *
  * PRIVATE to the router core (includes rt_core_int.h in its .c). Service thread only. */
 #ifndef RT_META_H

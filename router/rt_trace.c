@@ -85,6 +85,7 @@ void rt_trace_action_close(rt_router *rt)
     rt->cur.uri_text = NULL;
     rt->cur.set = false;
     rt->cur.last = false;
+    rt->cur.meta_pending = false;
     rt->cur.realm = NULL;
 }
 
@@ -108,6 +109,7 @@ void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
     *saved = rt->cur;
     rt->cur.set = false;
     rt->cur.last = false;
+    rt->cur.meta_pending = false;
     rt->cur.uri = NULL; /* the reference moved to *saved */
     rt->cur.uri_text = NULL;
     rt->cur.realm = NULL;
@@ -223,7 +225,7 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
         trace_input in;
         fill_input(s, &in);
         /* Queued meta events go out after this message: the last of them completes. */
-        in.correlation_is_last = rt->cur.set && rt->cur.last && rt->meta_n == 0;
+        in.correlation_is_last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
         in.wire = wire;
         in.msg = e->msg;
         for (int i = 1; i < WAMP_SER_COUNT; i++) {

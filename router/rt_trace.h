@@ -34,6 +34,8 @@ typedef struct rt_cur_action {
      * made elsewhere (timers, closes) read the clock themselves. */
     bool now_set;
     uint64_t now_ns;
+    /* Meta events this action caused are queued (rt_meta.c): they complete it, not its reply. */
+    bool meta_pending;
 } rt_cur_action;
 
 /* Records a received message (m NULL: undecodable) and opens its action. */

@@ -7,7 +7,10 @@ The router runs configs/test-e2e.json (realm1: role "anonymous" may do everythin
 """
 
 import asyncio
+import json
+import os
 
+from autobahn.wamp import auth
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import RegisterOptions, SubscribeOptions
 
@@ -249,12 +252,106 @@ class MetaBase:
                          {"exact": [], "prefix": [], "wildcard": []})
 
 
+    async def test_meta_events_traced_with_their_action(self):
+        """Through the management API: the on_subscribe / on_leave EVENTs carry the correlation
+        of the SUBSCRIBE / GOODBYE that caused them, after the reply, and are the last."""
+        with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/test-e2e.json"),
+                  encoding="utf-8") as f:
+            cfg = json.load(f)
+        worker = cfg["workers"][0]
+        node, wid = cfg.get("controller", {}).get("id"), worker.get("id", "router1")
+        mrealm = worker.get("wampscope", {}).get("management", {}).get("realm", "mgmt")
+        mgmt = await self.session("json", realm=mrealm)
+        api = "crossbarfabriccenter.remote.tracing."
+        watcher = await self.session(self.SER)
+        subs, leaves = Events(), Events()
+        await h.step(watcher.subscribe(subs, "wamp.subscription.on_subscribe",
+                                       options=SubscribeOptions(details=True)))
+        await h.step(watcher.subscribe(leaves, "wamp.session.on_leave",
+                                       options=SubscribeOptions(details=True)))
+        await h.step(mgmt.call(api + "start_trace", node, wid, "meta",
+                               {"realms": ["realm1"]}))
+        a = await self.session(self.SER)
+        aid = a.joined.result().session
+        topic = h.uri(self, "t")
+        await h.step(a.subscribe(lambda *x: None, topic))
+        await subs.wait_for(1)
+        await h.step(a.close())
+        await leaves.wait_for(1)
+        await h.step(mgmt.call(api + "stop_trace", node, wid, "meta"))
+        recs = await h.step(mgmt.call(api + "get_trace_data", node, wid, "meta", 0, None, 1000))
+        by_corr = {}
+        for r in recs:
+            if r.get("correlation"):
+                by_corr.setdefault(r["correlation"], []).append(r)
+
+        def action(first_type):
+            found = [v for v in by_corr.values()
+                     if v[0]["msg_type"] == first_type and v[0]["session_id"] == aid]
+            self.assertEqual(len(found), 1, first_type)
+            return [(r["direction"], r["msg_type"], r["session_id"], r["correlation_is_last"])
+                    for r in found[0]]
+
+        wid_ = watcher.joined.result().session
+        self.assertEqual(action("Subscribe"), [("rx", "Subscribe", aid, False),
+                                               ("tx", "Subscribed", aid, False),
+                                               ("tx", "Event", wid_, True)])
+        self.assertEqual(action("Goodbye"), [("rx", "Goodbye", aid, False),
+                                             ("tx", "Goodbye", aid, False),
+                                             ("tx", "Event", wid_, True)])
+        sub_rec = [r for v in by_corr.values() for r in v if v[0]["msg_type"] == "Subscribe"]
+        self.assertTrue(all(r["uri"] == topic for r in sub_rec))
+
+
 class MetaJson(MetaBase, h.RouterTestCase):
     SER = "json"
 
 
 class MetaMsgpack(MetaBase, h.RouterTestCase):
     SER = "msgpack"
+
+
+def credentials(authmethod, authid, secret):
+    """An autobahn session class joining with a ticket or a (plain) WAMP-CRA secret."""
+
+    class Authenticated(h.Client):
+        def onConnect(self):
+            self.join(self.config.realm, authmethods=[authmethod], authid=authid)
+
+        def onChallenge(self, challenge):
+            if challenge.method == "ticket":
+                return secret
+            return auth.compute_wcs(secret.encode(),
+                                    challenge.extra["challenge"].encode()).decode()
+
+    return Authenticated
+
+
+class MetaAuthenticated(h.RouterTestCase):
+    """configs/test-e2e-auth.json: authenticated sessions as the meta API describes them."""
+
+    async def asyncSetUp(self):
+        await h.AsyncTestCase.asyncSetUp(self)
+        os.environ["WAMPSCOPE_E2E_TICKET"] = "joe-ticket-from-env"
+        os.environ["WAMPSCOPE_E2E_MGMT_TICKET"] = "mgmt-ticket-from-env"
+        self.router = h.RouterProc("configs/test-e2e-auth.json").start()
+        self._sessions = []
+
+    async def test_get_and_kill_by_authid_of_authenticated_sessions(self):
+        for ser in h.SERIALIZERS:
+            joe = await self.session(ser, cls=credentials("ticket", "joe", "joe-ticket-from-env"))
+            ann = await self.session(ser, cls=credentials("wampcra", "ann", "ann-secret"))
+            got = await h.step(joe.call("wamp.session.get", ann.joined.result().session))
+            self.assertEqual((got["authid"], got["authrole"], got["authmethod"]),
+                             ("ann", "user", "wampcra"))
+            got = await h.step(ann.call("wamp.session.get", joe.joined.result().session))
+            self.assertEqual((got["authid"], got["authmethod"]), ("joe", "ticket"))
+            self.assertEqual(await h.step(joe.call("wamp.session.kill_by_authid", "ann")),
+                             [ann.joined.result().session])
+            self.assertEqual((await h.step(asyncio.shield(ann.left))).reason,
+                             "wamp.close.killed")
+            self.assertEqual(await h.step(joe.call("wamp.session.count", ["user"])), 1)
+            await h.step(joe.close())
 
 
 if __name__ == "__main__":

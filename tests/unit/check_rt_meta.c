@@ -727,6 +727,52 @@ START_TEST(test_meta_events_carry_the_action_correlation)
 
 END_TEST
 
+/* Killing a callee with a pending call: the caller's ERROR carries that call's correlation, and
+ * the kill's own messages resume with the kill's (the dealer's call actions do not replace it). */
+START_TEST(test_kill_of_a_callee_keeps_both_correlations)
+{
+    fake_conn *l = joined(WAMP_SER_JSON, "realm1");
+    int64_t leave_sub = subscribe(l, 1, "{}", "wamp.session.on_leave");
+    int64_t delete_sub = subscribe(l, 2, "{}", "wamp.registration.on_delete");
+    fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    int64_t reg = do_register(callee, 2, "{}", "com.slow");
+    fake_conn_clear(l);
+    trace *t = start("kill");
+    fake_conn_send(caller, "[48, 3, {}, \"com.slow\", []]");
+    fake_conn_clear(callee);
+    char args[48];
+    snprintf(args, sizeof(args), "[%llu]", (unsigned long long)sid(callee));
+    uint64_t victim = sid(callee);
+    json_decref(call(l, "wamp.session.kill", args, NULL));
+    fake_expect_error(caller, WAMP_MSG_CALL, 3, WAMP_ERROR_CANCELED);
+    expect_pair(l, delete_sub, victim, reg);
+    expect_leave(l, leave_sub, victim);
+    json_t *recs = trace_render_records(t, 0, UINT64_MAX, 100);
+    ck_assert_uint_eq(json_array_size(recs), 8);
+    static const char *const types[] = {"rx:Call",  "tx:Invocation", "rx:Call",  "tx:Goodbye",
+                                        "tx:Error", "tx:Result",     "tx:Event", "tx:Event"};
+    static const int action[] = {1, 1, 2, 2, 1, 2, 2, 2};
+    static const bool last[] = {false, false, false, false, true, false, false, true};
+    const char *corr[3] = {NULL, rstr(json_array_get(recs, 0), "correlation"),
+                           rstr(json_array_get(recs, 2), "correlation")};
+    ck_assert_str_ne(corr[1], corr[2]);
+    for (size_t i = 0; i < 8; i++) {
+        const json_t *r = json_array_get(recs, i);
+        char got[48];
+        snprintf(got, sizeof(got), "%s:%s", rstr(r, "direction"), rstr(r, "msg_type"));
+        ck_assert_str_eq(got, types[i]);
+        ck_assert_str_eq(rstr(r, "correlation"), corr[action[i]]);
+        ck_assert_msg(rflag(r, "correlation_is_last") == last[i], "record %zu", i);
+    }
+    json_decref(recs);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+    fake_conn_free(l);
+}
+
+END_TEST
+
 /* --- Configuration ------------------------------------------------------------------------ */
 
 static bool announces_meta(fake_conn *c, const char *realm)
@@ -846,6 +892,7 @@ static Suite *rt_meta_suite(void)
     tcase_add_test(tc, test_meta_events_carry_the_action_correlation);
     tcase_add_test(tc, test_join_nobody_listens_allocates_nothing_for_meta);
     tcase_add_test(tc, test_realm_without_meta_api);
+    tcase_add_test(tc, test_kill_of_a_callee_keeps_both_correlations);
     suite_add_tcase(s, tc);
     return s;
 }
