@@ -2071,11 +2071,12 @@ static wamp_err set_default_trusted(cfg_ctx *c, rt_config *cfg)
 /* ---- The worker's "wampscope" object -------------------------------------------------------- */
 
 static const key_rule limits_rules[] = {
-        K_PARSED("max_message_size"),    K_PARSED("max_queue_bytes"),
-        K_PARSED("max_queue_messages"),  K_PARSED("hello_timeout"),
-        K_PARSED("shutdown_grace"),      K_PARSED("max_call_timeout"),
-        K_PARSED("max_retained_topics"), K_PARSED("max_retained_bytes"),
-        K_PARSED("auth_failure_delay"),  K_PARSED("close_timeout"),
+        K_PARSED("max_message_size"),     K_PARSED("max_queue_bytes"),
+        K_PARSED("rawsocket_min_length"), K_PARSED("max_queue_messages"),
+        K_PARSED("hello_timeout"),        K_PARSED("shutdown_grace"),
+        K_PARSED("max_call_timeout"),     K_PARSED("max_retained_topics"),
+        K_PARSED("max_retained_bytes"),   K_PARSED("auth_failure_delay"),
+        K_PARSED("close_timeout"),
 };
 
 static const key_rule management_rules[] = {
@@ -2123,6 +2124,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     wamp_err err = check_keys(c, path, o, limits_rules, N_RULES(limits_rules));
     json_int_t mms = (json_int_t)lim->max_message_size;
     json_int_t mqb = (json_int_t)lim->max_queue_bytes;
+    json_int_t rml = (json_int_t)lim->rawsocket_min_length;
     json_int_t mqm = (json_int_t)lim->max_queue_messages;
     json_int_t hello = lim->hello_timeout_ms;
     json_int_t grace = lim->shutdown_grace_ms;
@@ -2137,6 +2139,10 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     }
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_queue_bytes", KIB, GIB, "bytes", &mqb);
+    }
+    if (err == WAMP_OK) {
+        /* The lengths a RawSocket handshake can announce: 2^9..2^24. */
+        err = opt_int(c, path, o, "rawsocket_min_length", 512, 16 * MIB, "bytes", &rml);
     }
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_queue_messages", 1, 100000000, NULL, &mqm);
@@ -2167,6 +2173,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     }
     lim->max_message_size = (size_t)mms;
     lim->max_queue_bytes = (size_t)mqb;
+    lim->rawsocket_min_length = (size_t)rml;
     lim->max_queue_messages = (size_t)mqm;
     lim->hello_timeout_ms = (uint32_t)hello;
     lim->shutdown_grace_ms = (uint32_t)grace;
@@ -2617,6 +2624,7 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
     cfg->limits = (rt_limits){
             .max_message_size = (size_t)DEF_MAX_MESSAGE_SIZE,
             .max_queue_bytes = (size_t)DEF_MAX_QUEUE_BYTES,
+            .rawsocket_min_length = 512,
             .max_queue_messages = DEF_MAX_QUEUE_MESSAGES,
             .hello_timeout_ms = DEF_HELLO_TIMEOUT_MS,
             .close_timeout_ms = DEF_CLOSE_TIMEOUT_MS,

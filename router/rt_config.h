@@ -15,7 +15,10 @@
 
 /* Limits. Defaults in parentheses. */
 typedef struct rt_limits {
-    size_t max_message_size;   /* bytes of one incoming or outgoing message (16 MiB) */
+    size_t max_message_size; /* bytes of one incoming or outgoing message (16 MiB) */
+    /* RawSocket: a client announcing a smaller receive limit is refused with handshake error 2
+     * (512 = every client; 0, as in a zeroed hand-built config, too). */
+    size_t rawsocket_min_length;
     size_t max_queue_bytes;    /* bytes queued for one session before it is disconnected (64 MiB) */
     size_t max_queue_messages; /* messages queued for one session (1,000,000) */
     uint32_t hello_timeout_ms; /* connection must send HELLO within this (10,000) */

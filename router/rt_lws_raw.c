@@ -133,10 +133,11 @@ static void on_adopt(struct lws *wsi, raw_pss *pss)
     pss->wsi = wsi;
     pss->lis = lws_get_vhost_user(lws_get_vhost(wsi));
     const rt_listener *cfg = cfg_of(pss->lis);
-    wamp_rawsock_config rc = {.ser_json = cfg->ser_json,
-                              .ser_msgpack = cfg->ser_msgpack,
-                              .max_len = cfg->max_message_size,
-                              .min_peer_len = 0};
+    wamp_rawsock_config rc = {
+            .ser_json = cfg->ser_json,
+            .ser_msgpack = cfg->ser_msgpack,
+            .max_len = cfg->max_message_size,
+            .min_peer_len = rt_router_config(router_of(wsi))->limits.rawsocket_min_length};
     wamp_rawsock_init(&pss->rs, &rc);
     pss->adopted = true;
     rt_peer peer;

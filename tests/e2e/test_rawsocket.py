@@ -49,6 +49,8 @@ def write_config(tmp, extra_transports=()):
         cfg = json.load(f)
     sock = os.path.join(tmp, "rs.sock")
     worker = cfg["workers"][0]
+    # Clients announcing less than 1 KiB are refused (handshake error 2).
+    worker["wampscope"]["limits"]["rawsocket_min_length"] = 1024
     worker["transports"] += [
         {"type": "rawsocket", "id": "rs_tcp",
          "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0},
@@ -411,6 +413,8 @@ class RawSocketTestCase(h.AsyncTestCase):
             (self.port, 0xF0, b"\0\0", 0x10, "serializer unsupported"),  # illegal 0
             (self.port, 0xF1, b"\x01\0", 0x30, "use of reserved bits"),
             (self.port, 0xF1, b"\0\x80", 0x30, "use of reserved bits"),
+            # LENGTH 0: 512 bytes, below limits.rawsocket_min_length (1024).
+            (self.port, 0x01, b"\0\0", 0x20, "maximum message length unacceptable"),
         ]
         for port, octet2, reserved, reply, text in cases:
             with self.subTest(octet2=octet2, reserved=reserved):

@@ -489,6 +489,23 @@ START_TEST(test_web_root_path_and_auth_defaults)
 
 END_TEST
 
+START_TEST(test_rawsocket_min_length)
+{
+    rt_config *cfg = load_ok(STD(""));
+    ck_assert_uint_eq(cfg->limits.rawsocket_min_length, 512);
+    rt_config_free(cfg);
+    cfg = load_ok(WITH_WAMPSCOPE("{'limits':{'rawsocket_min_length':65536}}"));
+    ck_assert_uint_eq(cfg->limits.rawsocket_min_length, 65536);
+    rt_config_free(cfg);
+    char err[ERR_LEN] = "";
+    ck_assert_int_eq(load_q(WITH_WAMPSCOPE("{'limits':{'rawsocket_min_length':511}}"), &cfg, err),
+                     WAMP_EINVAL);
+    ck_assert_str_eq(err, P_WS ".limits.rawsocket_min_length: must be an integer 512..16777216 "
+                               "bytes");
+}
+
+END_TEST
+
 START_TEST(test_rawsocket_transports)
 {
     rt_config *cfg = load_ok(
@@ -1638,6 +1655,7 @@ static Suite *rt_config_suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_default_config);
     tcase_add_test(tc, test_rawsocket_transports);
+    tcase_add_test(tc, test_rawsocket_min_length);
     tcase_add_test(tc, test_tls_endpoint);
     tcase_add_test(tc, test_universal_transports);
     tcase_add_test(tc, test_default_file_matches_embedded);
