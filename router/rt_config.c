@@ -24,6 +24,7 @@
 
 #include "rt_log.h"
 #include "trace_options.h"
+#include "trace_persist.h"
 
 /* Generated from configs/default.json by router/embed_config.cmake. */
 extern const char rt_config_default_json[];
@@ -2087,10 +2088,67 @@ static const key_rule management_rules[] = {
 };
 
 static const key_rule tracing_rules[] = {
-        K_PARSED("max_traces"),
-        K_PARSED("default_limit"),
-        K_PARSED("default_max_bytes"),
+        K_PARSED("max_traces"),     K_PARSED("default_limit"),     K_PARSED("default_max_bytes"),
+        K_PARSED("data_dir"),       K_PARSED("segment_bytes"),     K_PARSED("fsync"),
+        K_PARSED("fsync_interval"), K_PARSED("persist_max_bytes"), K_PARSED("persist_max_age"),
 };
+
+/* The persistence keys of wampscope.tracing (trace_persist.h). */
+static wamp_err parse_tracing_persist(cfg_ctx *c, const char *path, const json_t *o, rt_config *cfg)
+{
+    const char *dir = NULL, *fsync = NULL;
+    json_int_t seg = (json_int_t)cfg->tracing_segment_bytes;
+    json_int_t every = (json_int_t)cfg->tracing_fsync_interval_ms;
+    json_int_t pmb = (json_int_t)cfg->tracing_persist_max_bytes;
+    json_int_t age = (json_int_t)cfg->tracing_persist_max_age_s;
+    wamp_err err = opt_str(c, path, o, "data_dir", &dir);
+    if (err == WAMP_OK && dir && !*dir) {
+        err = refuse(c, path_key(path, "data_dir").s, "must not be empty");
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "segment_bytes", (json_int_t)TRACE_PERSIST_SEGMENT_MIN,
+                      (json_int_t)TRACE_PERSIST_SEGMENT_MAX, "bytes", &seg);
+    }
+    if (err == WAMP_OK) {
+        err = opt_str(c, path, o, "fsync", &fsync);
+    }
+    if (err == WAMP_OK && fsync) {
+        if (strcmp(fsync, "interval") == 0) {
+            cfg->tracing_fsync = TRACE_FSYNC_INTERVAL;
+        } else if (strcmp(fsync, "batch") == 0) {
+            cfg->tracing_fsync = TRACE_FSYNC_BATCH;
+        } else if (strcmp(fsync, "never") == 0) {
+            cfg->tracing_fsync = TRACE_FSYNC_NEVER;
+        } else {
+            err = refuse(c, path_key(path, "fsync").s,
+                         "must be \"interval\", \"batch\" or \"never\" (got \"%s\")", fsync);
+        }
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "fsync_interval", 10, 3600000, "ms", &every);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "persist_max_bytes", (json_int_t)TRACE_OPT_PERSIST_BYTES_MIN,
+                      (json_int_t)TRACE_OPT_PERSIST_BYTES_MAX, "bytes", &pmb);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "persist_max_age", 0, (json_int_t)TRACE_OPT_PERSIST_AGE_MAX,
+                      "seconds", &age);
+    }
+    if (err == WAMP_OK && dir) {
+        free(cfg->tracing_data_dir);
+        cfg->tracing_data_dir = NULL;
+        err = dup_str(c, dir, &cfg->tracing_data_dir);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    cfg->tracing_segment_bytes = (uint64_t)seg;
+    cfg->tracing_fsync_interval_ms = (uint32_t)every;
+    cfg->tracing_persist_max_bytes = (uint64_t)pmb;
+    cfg->tracing_persist_max_age_s = (uint64_t)age;
+    return WAMP_OK;
+}
 
 static const key_rule wampscope_rules[] = {
         K_PARSED("limits"),
@@ -2246,6 +2304,9 @@ static wamp_err parse_wampscope(cfg_ctx *c, const char *path, const json_t *o, r
             err = opt_int(c, tp.s, tracing, "default_max_bytes",
                           (json_int_t)TRACE_OPT_MAX_BYTES_MIN, (json_int_t)TRACE_OPT_MAX_BYTES_MAX,
                           "bytes", &max_bytes);
+        }
+        if (err == WAMP_OK) {
+            err = parse_tracing_persist(c, tp.s, tracing, cfg);
         }
         if (err != WAMP_OK) {
             return err;
@@ -2638,6 +2699,11 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
     cfg->tracing_max_traces = DEF_MAX_TRACES;
     cfg->tracing_default_limit = TRACE_OPT_LIMIT_DEFAULT;
     cfg->tracing_default_max_bytes = TRACE_OPT_MAX_BYTES_DEFAULT;
+    cfg->tracing_segment_bytes = TRACE_PERSIST_SEGMENT_DEFAULT;
+    cfg->tracing_fsync = TRACE_FSYNC_INTERVAL;
+    cfg->tracing_fsync_interval_ms = 1000;
+    cfg->tracing_persist_max_bytes = TRACE_OPT_PERSIST_BYTES_DEFAULT;
+    cfg->tracing_persist_max_age_s = 0;
     wamp_err err = dup_str(c, DEF_MGMT_REALM, &cfg->mgmt_realm);
     if (err == WAMP_OK) {
         err = dup_str(c, DEF_WORKER_ID, &cfg->worker_id);
@@ -2851,6 +2917,7 @@ void rt_config_free(rt_config *cfg)
         free_auth(cfg->mgmt_auth);
         free(cfg->mgmt_auth);
     }
+    free(cfg->tracing_data_dir);
     free(cfg->log_level);
     free(cfg);
 }

@@ -163,6 +163,17 @@ typedef struct rt_config {
      * config, means the built-in default. */
     size_t tracing_default_limit;
     uint64_t tracing_default_max_bytes;
+    /* Persisted traces (wampscope.tracing.*): data_dir (NULL = "./wampscope-data", relative to
+     * the working directory), segment_bytes (rotation size; 0 = 16 MiB), fsync ("interval" 0,
+     * "batch" 1, "never" 2: trace_fsync_mode), fsync_interval ms (0 = 1000), and the defaults
+     * of the retention options persist_max_bytes (0 = 1 GiB) and persist_max_age (seconds,
+     * 0 = no age limit). */
+    char *tracing_data_dir;
+    uint64_t tracing_segment_bytes;
+    int tracing_fsync;
+    uint32_t tracing_fsync_interval_ms;
+    uint64_t tracing_persist_max_bytes;
+    uint64_t tracing_persist_max_age_s;
     char *log_level; /* wampscope.log_level or NULL (then the command line decides) */
     /* wampscope.management.trusted_networks: peers that protected mode admits anonymously as
      * admin (default 127.0.0.0/8 and ::1/128). The loader always sets a non-NULL array (also for

@@ -26,6 +26,17 @@ static const rt_role mgmt_roles[] = {{
         .n_permissions = 1,
 }};
 
+/* The trace hub's log lines (persisted traces reloaded, torn tails cut, I/O errors). */
+static void hub_log(void *ctx, bool error, const char *line)
+{
+    (void)ctx;
+    if (error) {
+        RT_LOG_WARN(0, "%s", line);
+    } else {
+        RT_LOG_INFO(0, "%s", line);
+    }
+}
+
 static uint64_t monotonic_us(void *ctx)
 {
     (void)ctx;
@@ -56,6 +67,20 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
         goto fail;
     }
     trace_hub_set_defaults(rt->hub, cfg->tracing_default_limit, cfg->tracing_default_max_bytes);
+    trace_hub_set_persist_defaults(rt->hub, cfg->tracing_persist_max_bytes,
+                                   cfg->tracing_persist_max_age_s);
+    trace_hub_set_log(rt->hub, hub_log, rt);
+    const trace_persist_config pcfg = {
+            .data_dir = cfg->tracing_data_dir,
+            .segment_bytes = cfg->tracing_segment_bytes,
+            .fsync = (trace_fsync_mode)cfg->tracing_fsync,
+            .fsync_interval_ms = cfg->tracing_fsync_interval_ms,
+    };
+    if (trace_hub_set_persist(rt->hub, &pcfg) != WAMP_OK) {
+        goto fail;
+    }
+    /* Persisted traces of earlier runs come back as stopped traces. */
+    (void)trace_hub_load(rt->hub);
     for (size_t i = 0; i < cfg->n_realms; i++) {
         rt->realms[i] = rt_realm_new(rt, &cfg->realms[i]);
         if (!rt->realms[i]) {

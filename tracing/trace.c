@@ -26,7 +26,30 @@ struct trace {
     uint64_t batch_next;      /* first seq not handed out in a batch yet */
     uint64_t period_start_pc; /* start of the current period */
     uint64_t period_no;
+    /* Persistence (NULL = in memory only). */
+    trace_persist *persist;
+    json_t *given_options; /* as the client gave them, for meta.json; may be NULL */
+    bool io_error_pending; /* stopped by an I/O error not reported yet */
 };
+
+/* meta.json: what trace_reload() needs to rebuild the trace (see trace_persist.h). */
+static wamp_err write_meta(trace *t)
+{
+    json_t *m = json_pack("{s:i, s:s, s:s, s:s, s:s?, s:I, s:I, s:I, s:O, s:O?}", "format", 1, "id",
+                          t->id, "persistent_id", trace_persist_id(t->persist), "status",
+                          t->running ? "running" : "stopped", "stop_reason",
+                          trace_stop_reason_name(t->stop_reason), "started_ns",
+                          (json_int_t)t->started_ts, "ended_ns",
+                          (json_int_t)(t->running ? 0 : t->ended_ts), "runtime_ns",
+                          (json_int_t)(t->running ? 0 : t->ended_pc - t->started_pc), "options",
+                          t->opts.json, "options_given", t->given_options);
+    if (!m) {
+        return WAMP_ENOMEM;
+    }
+    wamp_err err = trace_persist_write_meta(t->persist, m);
+    json_decref(m);
+    return err;
+}
 
 bool trace_id_is_valid(const char *id)
 {
@@ -100,6 +123,8 @@ void trace_free(trace *t)
     if (t->running && t->running_counter) {
         (*t->running_counter)--;
     }
+    trace_persist_free(t->persist);
+    json_decref(t->given_options);
     trace_store_free(t->store);
     trace_filter_free(t->filter);
     trace_options_fini(&t->opts);
@@ -138,10 +163,24 @@ const char *trace_stop_reason_name(trace_stop_reason r)
         return "max_records";
     case TRACE_STOP_SHUTDOWN:
         return "shutdown";
+    case TRACE_STOP_CRASH:
+        return "crash";
+    case TRACE_STOP_IO_ERROR:
+        return "io_error";
     case TRACE_STOP_NONE:
     default:
         return NULL;
     }
+}
+
+trace_stop_reason trace_stop_reason_parse(const char *s)
+{
+    for (int r = TRACE_STOP_STOPPED; s && r <= TRACE_STOP_IO_ERROR; r++) {
+        if (strcmp(trace_stop_reason_name((trace_stop_reason)r), s) == 0) {
+            return (trace_stop_reason)r;
+        }
+    }
+    return TRACE_STOP_NONE;
 }
 
 const trace_options *trace_get_options(const trace *t)
@@ -188,7 +227,22 @@ bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_
     if (t->running_counter) {
         (*t->running_counter)--;
     }
+    if (t->persist) {
+        /* Everything to disk and synced, then meta.json says how the trace ended. */
+        if (trace_persist_flush(t->persist, true, pc_ns) != WAMP_OK || write_meta(t) != WAMP_OK) {
+            if (t->stop_reason != TRACE_STOP_IO_ERROR) {
+                t->io_error_pending = true;
+            }
+        }
+    }
     return true;
+}
+
+/* A persisted trace could not write: it stops (routing goes on); the hub logs why. */
+static void stop_io_error(trace *t, uint64_t pc_ns, uint64_t ts_ns)
+{
+    t->io_error_pending = true;
+    trace_stop(t, TRACE_STOP_IO_ERROR, pc_ns, ts_ns);
 }
 
 uint64_t trace_append_take(trace *t, trace_record *rec)
@@ -199,8 +253,16 @@ uint64_t trace_append_take(trace *t, trace_record *rec)
     }
     uint64_t pc = rec->pc_ns;
     uint64_t ts = rec->ts_ns;
+    bool io_failed = false;
+    if (t->persist) {
+        /* The one extra branch of the capture path for traces that persist. */
+        rec->seq = trace_store_next_seq(t->store);
+        io_failed = trace_persist_append(t->persist, rec) != WAMP_OK;
+    }
     uint64_t seq = trace_store_append_take(t->store, rec);
-    if (t->opts.max_records && seq + 1 >= t->opts.max_records) {
+    if (io_failed) {
+        stop_io_error(t, pc, ts);
+    } else if (t->opts.max_records && seq + 1 >= t->opts.max_records) {
         trace_stop(t, TRACE_STOP_MAX_RECORDS, pc, ts);
     }
     return seq;
@@ -242,6 +304,10 @@ wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_
 
 bool trace_tick(trace *t, uint64_t pc_ns, uint64_t ts_ns)
 {
+    if (t->running && t->persist && trace_persist_tick(t->persist, pc_ns, ts_ns) != WAMP_OK) {
+        stop_io_error(t, pc_ns, ts_ns);
+        return true;
+    }
     if (t->running && t->opts.duration_ns && pc_ns >= t->started_pc &&
         pc_ns - t->started_pc >= t->opts.duration_ns) {
         return trace_stop(t, TRACE_STOP_DURATION, pc_ns, ts_ns);
@@ -291,4 +357,177 @@ bool trace_take_stop_notice(trace *t)
     bool n = t->stop_notice;
     t->stop_notice = false;
     return n;
+}
+
+/* --- Persistence ------------------------------------------------------------------------------ */
+
+wamp_err trace_enable_persist(trace *t, const json_t *given_options,
+                              const trace_persist_config *cfg, char *why, size_t why_len)
+{
+    if (t->persist) {
+        return WAMP_OK;
+    }
+    wamp_err err = trace_persist_create(cfg, t->started_ts, trace_store_next_seq(t->store),
+                                        &t->persist, why, why_len);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    trace_persist_set_retention(t->persist, t->opts.persist_max_bytes, t->opts.persist_max_age_ns);
+    if (given_options && !json_is_null(given_options)) {
+        t->given_options = json_deep_copy(given_options);
+        if (!t->given_options) {
+            return WAMP_ENOMEM;
+        }
+    }
+    err = write_meta(t);
+    if (err != WAMP_OK && why && why_len) {
+        snprintf(why, why_len, "persist: %s",
+                 trace_persist_error(t->persist) ? trace_persist_error(t->persist)
+                                                 : "out of memory");
+    }
+    return err == WAMP_ECLOSED ? WAMP_EINVAL : err;
+}
+
+static uint64_t meta_u64(const json_t *m, const char *key)
+{
+    json_int_t v = json_integer_value(json_object_get(m, key));
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+wamp_err trace_reload(const trace_persist_config *cfg, const char *persistent_id,
+                      const trace_option_defaults *defaults, const char *mgmt_realm, trace **out,
+                      char *why, size_t why_len, char *note, size_t note_len)
+{
+    trace_persist *p = NULL;
+    json_t *m = NULL;
+    trace *t = NULL;
+    *out = NULL;
+    wamp_err err = trace_persist_open(cfg, persistent_id, &p, &m, note, note_len);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    const char *id = json_string_value(json_object_get(m, "id"));
+    const json_t *given = json_object_get(m, "options_given");
+    const json_t *echo = json_object_get(m, "options");
+    if (!id) {
+        if (why && why_len) {
+            snprintf(why, why_len, "%s: no valid meta.json", persistent_id);
+        }
+        err = WAMP_EINVAL;
+        goto fail;
+    }
+    err = trace_new(id, given, defaults, mgmt_realm, 0, meta_u64(m, "started_ns"), NULL, &t, why,
+                    why_len);
+    if (err == WAMP_EINVAL && given) {
+        /* Options this version no longer accepts: the records stay readable with defaults
+         * (the echo below still shows the options the trace ran with). */
+        err = trace_new(id, NULL, defaults, mgmt_realm, 0, meta_u64(m, "started_ns"), NULL, &t, why,
+                        why_len);
+    }
+    if (err != WAMP_OK) {
+        goto fail;
+    }
+    if (json_is_object(echo)) {
+        json_t *copy = json_deep_copy(echo);
+        if (copy) {
+            json_decref(t->opts.json);
+            t->opts.json = copy;
+        }
+    }
+    bool clean = json_is_string(json_object_get(m, "status")) &&
+                 strcmp(json_string_value(json_object_get(m, "status")), "stopped") == 0;
+    trace_stop_reason r =
+            clean ? trace_stop_reason_parse(json_string_value(json_object_get(m, "stop_reason")))
+                  : TRACE_STOP_CRASH;
+    uint64_t ended = meta_u64(m, "ended_ns");
+    uint64_t runtime = meta_u64(m, "runtime_ns");
+    if (!clean || ended == 0) {
+        /* Ended unannounced: the newest record on disk is the last sign of life. */
+        uint64_t last = trace_persist_last_ts(p);
+        ended = last > t->started_ts ? last : t->started_ts;
+        runtime = ended - t->started_ts;
+    }
+    t->running = false;
+    t->stop_reason = r == TRACE_STOP_NONE ? TRACE_STOP_STOPPED : r;
+    t->started_pc = 0;
+    t->ended_pc = runtime;
+    t->ended_ts = ended;
+    trace_store_start_at(t->store, trace_persist_next_seq(p));
+    t->batch_next = trace_persist_next_seq(p); /* nothing to announce live */
+    t->persist = p;
+    json_decref(m);
+    *out = t;
+    return WAMP_OK;
+
+fail:
+    trace_free(t);
+    trace_persist_free(p);
+    json_decref(m);
+    return err;
+}
+
+const trace_persist *trace_get_persist(const trace *t)
+{
+    return t->persist;
+}
+
+void trace_delete_files(trace *t)
+{
+    if (t->persist) {
+        (void)trace_persist_remove(t->persist);
+        t->persist = NULL;
+    }
+}
+
+const char *trace_take_io_error(trace *t)
+{
+    if (!t->io_error_pending) {
+        return NULL;
+    }
+    t->io_error_pending = false;
+    const char *e = t->persist ? trace_persist_error(t->persist) : NULL;
+    return e ? e : "out of memory";
+}
+
+/* Persisted records readable: [pf, pn) on disk and whatever the store holds from pn on. */
+uint64_t trace_first_seq(const trace *t)
+{
+    uint64_t sf = trace_store_first_seq(t->store);
+    if (!t->persist) {
+        return sf;
+    }
+    uint64_t pf = trace_persist_first_seq(t->persist);
+    uint64_t pn = trace_persist_next_seq(t->persist);
+    return pn > pf && pf < sf ? pf : sf;
+}
+
+uint64_t trace_next_seq(const trace *t)
+{
+    return trace_store_next_seq(t->store);
+}
+
+uint64_t trace_records(const trace *t)
+{
+    if (!t->persist) {
+        return trace_store_records(t->store);
+    }
+    uint64_t pf = trace_persist_first_seq(t->persist);
+    uint64_t pn = trace_persist_next_seq(t->persist);
+    uint64_t sf = trace_store_first_seq(t->store);
+    uint64_t sn = trace_store_next_seq(t->store);
+    uint64_t from = sf > pn ? sf : pn;
+    return (pn - pf) + (sn > from ? sn - from : 0);
+}
+
+uint64_t trace_dropped(const trace *t)
+{
+    if (!t->persist) {
+        return trace_store_dropped(t->store);
+    }
+    return trace_next_seq(t) - trace_records(t);
+}
+
+uint64_t trace_bytes(const trace *t)
+{
+    return t->persist ? trace_persist_bytes(t->persist) : trace_store_bytes(t->store);
 }

@@ -21,6 +21,7 @@
 
 #include "trace_filter.h"
 #include "trace_options.h"
+#include "trace_persist.h"
 #include "trace_record.h"
 #include "trace_store.h"
 #include "wamp_err.h"
@@ -35,7 +36,9 @@ typedef enum trace_stop_reason {
     TRACE_STOP_STOPPED,     /* stop_trace */
     TRACE_STOP_DURATION,    /* the duration option elapsed */
     TRACE_STOP_MAX_RECORDS, /* the max_records option was reached */
-    TRACE_STOP_SHUTDOWN     /* the router is shutting down */
+    TRACE_STOP_SHUTDOWN,    /* the router is shutting down */
+    TRACE_STOP_CRASH,       /* reloaded: the router ended without stopping it (kill -9...) */
+    TRACE_STOP_IO_ERROR     /* a persisted trace could not write its files */
 } trace_stop_reason;
 
 /* One on_trace_data period: the records first_seq..last_seq (inclusive) were captured in it. */
@@ -70,14 +73,51 @@ bool trace_is_running(const trace *t);
 /* "running" / "stopped". */
 const char *trace_status_name(const trace *t);
 trace_stop_reason trace_get_stop_reason(const trace *t);
-/* "stopped", "duration", "max_records", "shutdown"; NULL for TRACE_STOP_NONE. */
+/* "stopped", "duration", "max_records", "shutdown", "crash", "io_error"; NULL for
+ * TRACE_STOP_NONE. */
 const char *trace_stop_reason_name(trace_stop_reason r);
+/* The reason named s (as above), TRACE_STOP_NONE if unknown. */
+trace_stop_reason trace_stop_reason_parse(const char *s);
 const trace_options *trace_get_options(const trace *t);
 const trace_store *trace_get_store(const trace *t);
 uint64_t trace_started_ns(const trace *t); /* wall clock */
 uint64_t trace_ended_ns(const trace *t);   /* wall clock; 0 while running */
 /* Monotonic ns from start to stop, or to now_pc_ns while running. */
 uint64_t trace_runtime_ns(const trace *t, uint64_t now_pc_ns);
+
+/* --- Persistence (options.persist; see trace_persist.h) ------------------------------------- */
+
+/* Gives a new running trace whose options say persist: true its directory under cfg's data
+ * directory and writes meta.json (status running). given_options (borrowed; NULL = none) are
+ * the options as the client gave them, kept in meta.json to rebuild the trace after a restart.
+ * WAMP_EINVAL with why set when the directory cannot be made, WAMP_ENOMEM. */
+wamp_err trace_enable_persist(trace *t, const json_t *given_options,
+                              const trace_persist_config *cfg, char *why, size_t why_len);
+
+/* Rebuilds a stopped trace from its directory <data_dir>/<persistent_id> after a restart (see
+ * trace_persist_open()): id, options and times from meta.json; status stopped with the saved
+ * stop reason, or "crash" when meta.json still said running. Its records are read from disk;
+ * the in-memory store stays empty. WAMP_EINVAL (why says why) if meta.json is missing or
+ * invalid, WAMP_ENOTFOUND, WAMP_ENOMEM. note (may be empty) tells what recovery cut. */
+wamp_err trace_reload(const trace_persist_config *cfg, const char *persistent_id,
+                      const trace_option_defaults *defaults, const char *mgmt_realm, trace **out,
+                      char *why, size_t why_len, char *note, size_t note_len);
+
+/* Borrowed; NULL if t does not persist. */
+const trace_persist *trace_get_persist(const trace *t);
+/* Deletes t's files (delete_trace); harmless without persistence. */
+void trace_delete_files(trace *t);
+/* After an I/O error stopped t: the message, once (for the log), then NULL. */
+const char *trace_take_io_error(trace *t);
+
+/* Seqs and sizes as the metadata reports them: over disk and memory for a persisted trace
+ * (first_seq: oldest readable; records: readable now; bytes: on disk; dropped: seqs no longer
+ * readable), the in-memory store's otherwise. */
+uint64_t trace_first_seq(const trace *t);
+uint64_t trace_next_seq(const trace *t);
+uint64_t trace_records(const trace *t);
+uint64_t trace_dropped(const trace *t);
+uint64_t trace_bytes(const trace *t);
 
 /* true if t is running and its filter accepts the message. Never allocates. */
 bool trace_matches(const trace *t, const trace_ctx *c);
@@ -97,8 +137,9 @@ wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_
  * changes nothing) if it was already stopped. */
 bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_ns);
 
-/* Periodic check (every 100 ms): stops the trace with reason duration once it has run that long.
- * Returns true if this call stopped it. */
+/* Periodic check (every 100 ms): stops the trace with reason duration once it has run that long;
+ * a persisted running trace also writes its buffered records (and stops with io_error if it
+ * cannot). Returns true if this call stopped it. */
 bool trace_tick(trace *t, uint64_t pc_ns, uint64_t ts_ns);
 
 /* Live feed: true, with *out filled, when a batching period has elapsed since the previous one

@@ -2,6 +2,7 @@
 #include "trace_hub.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,10 @@ struct trace_hub {
     size_t n_hits;
     uint64_t auto_id;               /* last number used for a "traceN" name */
     trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
+    trace_persist_config persist;   /* data_dir owned (persist_dir) */
+    char *persist_dir;
+    trace_hub_log_fn log;
+    void *log_ctx;
 };
 
 _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
@@ -56,6 +61,7 @@ void trace_hub_free(trace_hub *hub)
     free(hub->traces);
     free(hub->hits);
     free(hub->mgmt_realm);
+    free(hub->persist_dir);
     free(hub);
 }
 
@@ -94,6 +100,124 @@ void trace_hub_set_defaults(trace_hub *hub, size_t limit, uint64_t max_bytes)
 {
     hub->defaults.limit = limit;
     hub->defaults.max_bytes = max_bytes;
+}
+
+wamp_err trace_hub_set_persist(trace_hub *hub, const trace_persist_config *cfg)
+{
+    char *dir = NULL;
+    if (cfg->data_dir) {
+        dir = strdup(cfg->data_dir);
+        if (!dir) {
+            return WAMP_ENOMEM;
+        }
+    }
+    free(hub->persist_dir);
+    hub->persist_dir = dir;
+    hub->persist = *cfg;
+    hub->persist.data_dir = dir;
+    return WAMP_OK;
+}
+
+void trace_hub_set_persist_defaults(trace_hub *hub, uint64_t max_bytes, uint64_t max_age_s)
+{
+    hub->defaults.persist_max_bytes = max_bytes;
+    hub->defaults.persist_max_age_s = max_age_s;
+}
+
+void trace_hub_set_log(trace_hub *hub, trace_hub_log_fn fn, void *ctx)
+{
+    hub->log = fn;
+    hub->log_ctx = ctx;
+}
+
+__attribute__((format(printf, 3, 4))) static void hub_log(const trace_hub *hub, bool error,
+                                                          const char *fmt, ...)
+{
+    if (!hub->log) {
+        return;
+    }
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    hub->log(hub->log_ctx, error, line);
+}
+
+typedef struct load_ctx {
+    trace_hub *hub;
+    trace **found;
+    size_t n;
+    size_t cap;
+} load_ctx;
+
+static void load_one(const char *persistent_id, void *ctx)
+{
+    load_ctx *lc = ctx;
+    trace_hub *hub = lc->hub;
+    char why[256] = "", note[512] = "";
+    trace *t = NULL;
+    wamp_err err = trace_reload(&hub->persist, persistent_id, &hub->defaults, hub->mgmt_realm, &t,
+                                why, sizeof(why), note, sizeof(note));
+    if (note[0]) {
+        hub_log(hub, true, "persisted trace %s: %s", persistent_id, note);
+    }
+    if (err != WAMP_OK) {
+        hub_log(hub, true, "persisted trace %s not reloaded: %s", persistent_id,
+                why[0] ? why : wamp_strerror(err));
+        return;
+    }
+    if (lc->n == lc->cap) {
+        size_t ncap = lc->cap ? lc->cap * 2 : 16;
+        trace **n = realloc(lc->found, ncap * sizeof(*n));
+        if (!n) {
+            trace_free(t);
+            return;
+        }
+        lc->found = n;
+        lc->cap = ncap;
+    }
+    lc->found[lc->n++] = t;
+}
+
+static int cmp_started(const void *a, const void *b)
+{
+    uint64_t x = trace_started_ns(*(trace *const *)a), y = trace_started_ns(*(trace *const *)b);
+    return x < y ? -1 : x > y;
+}
+
+size_t trace_hub_load(trace_hub *hub)
+{
+    load_ctx lc = {.hub = hub};
+    (void)trace_persist_list(&hub->persist, load_one, &lc);
+    if (lc.n > 1) {
+        qsort(lc.found, lc.n, sizeof(*lc.found), cmp_started);
+    }
+    size_t loaded = 0;
+    for (size_t i = 0; i < lc.n; i++) {
+        trace *t = lc.found[i];
+        const char *pid = trace_persist_id(trace_get_persist(t));
+        if (index_of(hub, trace_id(t)) != SIZE_MAX) {
+            hub_log(hub, true, "persisted trace %s not reloaded: trace id \"%s\" is taken", pid,
+                    trace_id(t));
+            trace_free(t);
+        } else if (hub->n == hub->max_traces) {
+            hub_log(hub, true,
+                    "persisted trace %s not reloaded: max_traces (%zu) traces are held already",
+                    pid, hub->max_traces);
+            trace_free(t);
+        } else {
+            hub_log(hub, false,
+                    "persisted trace \"%s\" reloaded from %s: %" PRIu64 " record(s), seqs %" PRIu64
+                    "..%" PRIu64 ", stop_reason %s",
+                    trace_id(t), pid, trace_records(t), trace_first_seq(t), trace_next_seq(t),
+                    trace_stop_reason_name(trace_get_stop_reason(t)));
+            hub->traces[hub->n++] = t;
+            loaded++;
+        }
+    }
+    free(lc.found);
+    return loaded;
 }
 
 wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, uint64_t pc_ns,
@@ -142,6 +266,14 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
     if (err != WAMP_OK) {
         return err;
     }
+    if (trace_get_options(t)->persist) {
+        err = trace_enable_persist(t, options, &hub->persist, why, why_len);
+        if (err != WAMP_OK) {
+            trace_delete_files(t);
+            trace_free(t);
+            return err;
+        }
+    }
     hub->traces[hub->n++] = t;
     hub->auto_id = auto_id;
     *out = t;
@@ -170,6 +302,7 @@ wamp_err trace_hub_delete(trace_hub *hub, const char *id)
     if (trace_is_running(hub->traces[i])) {
         return WAMP_EDENIED;
     }
+    trace_delete_files(hub->traces[i]);
     trace_free(hub->traces[i]);
     memmove(&hub->traces[i], &hub->traces[i + 1], (hub->n - i - 1) * sizeof(*hub->traces));
     hub->n--;
@@ -386,7 +519,13 @@ void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_
                     void *ctx)
 {
     for (size_t i = 0; i < hub->n; i++) {
-        trace_tick(hub->traces[i], pc_ns, ts_ns);
+        trace *t = hub->traces[i];
+        trace_tick(t, pc_ns, ts_ns);
+        const char *io = trace_take_io_error(t);
+        if (io) {
+            hub_log(hub, true, "trace \"%s\" stopped (io_error): %s; routing goes on", trace_id(t),
+                    io);
+        }
     }
     if (!ev) {
         return;

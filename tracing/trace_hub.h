@@ -59,6 +59,23 @@ void trace_hub_free(trace_hub *hub);
  * the option's range. Traces already held keep their limits. */
 void trace_hub_set_defaults(trace_hub *hub, size_t limit, uint64_t max_bytes);
 
+/* Persistence settings for traces started with persist: true from now on, and for
+ * trace_hub_load() (cfg is copied, data_dir included). WAMP_ENOMEM (nothing changes). */
+wamp_err trace_hub_set_persist(trace_hub *hub, const trace_persist_config *cfg);
+/* Defaults of the retention options of persisted traces (wampscope.tracing.persist_max_bytes /
+ * persist_max_age); 0 = built-in (1 GiB / no age limit). */
+void trace_hub_set_persist_defaults(trace_hub *hub, uint64_t max_bytes, uint64_t max_age_s);
+
+/* Log sink of the hub (NULL = silent): one line per event worth a log (a trace reloaded, a torn
+ * tail cut, a trace stopped by an I/O error). error: true for problems. */
+typedef void (*trace_hub_log_fn)(void *ctx, bool error, const char *line);
+void trace_hub_set_log(trace_hub *hub, trace_hub_log_fn fn, void *ctx);
+
+/* Reloads every persisted trace found in the data directory (after a restart), as stopped
+ * traces (stop_reason as saved, or "crash"), oldest first, up to max_traces; directories that
+ * cannot be reloaded are logged and left alone. Returns how many traces were reloaded. */
+size_t trace_hub_load(trace_hub *hub);
+
 /* Starts a trace named id (NULL: the first free name of "trace1", "trace2", ... from a counter
  * that never goes back) with options (NULL / JSON null = defaults) at (pc_ns, ts_ns).
  *   WAMP_OK:       *out = the new running trace (owned by the hub).
@@ -84,8 +101,8 @@ size_t trace_hub_max_traces(const trace_hub *hub);
  * not an error (nothing changes). *out (if out != NULL) = the trace. WAMP_ENOTFOUND. */
 wamp_err trace_hub_stop(trace_hub *hub, const char *id, uint64_t pc_ns, uint64_t ts_ns,
                         trace **out);
-/* Deletes a stopped trace and its records. WAMP_ENOTFOUND; WAMP_EDENIED if it is running
- * (mgmt: crossbar.error.not_stopped). Nothing changes on failure. */
+/* Deletes a stopped trace and its records (a persisted trace's files too). WAMP_ENOTFOUND;
+ * WAMP_EDENIED if it is running (mgmt: crossbar.error.not_stopped). Nothing changes on failure. */
 wamp_err trace_hub_delete(trace_hub *hub, const char *id);
 /* Stops every running trace with reason "shutdown". */
 void trace_hub_shutdown(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns);
@@ -156,9 +173,10 @@ typedef struct trace_hub_events {
     void (*on_stopped)(void *ctx, trace *t);
 } trace_hub_events;
 
-/* Every 100 ms: stops traces whose duration has elapsed, then, if ev is not NULL, reports each
- * trace's batch and pending stop notice through ev (oldest trace first). With ev NULL the caller
- * takes them itself with trace_take_batch() / trace_take_stop_notice(). */
+/* Every 100 ms: stops traces whose duration has elapsed, writes persisted traces' buffered
+ * records (a trace that cannot write stops with io_error, logged through the log sink), then, if ev
+ * is not NULL, reports each trace's batch and pending stop notice through ev (oldest trace first).
+ * With ev NULL the caller takes them itself with trace_take_batch() / trace_take_stop_notice(). */
 void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_hub_events *ev,
                     void *ctx);
 

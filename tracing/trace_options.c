@@ -367,15 +367,33 @@ static wamp_err opt_batching_period(const json_t *v, trace_options *o, char *why
 
 static wamp_err opt_persist(const json_t *v, trace_options *o, char *why, size_t why_len)
 {
-    (void)o;
     if (!json_is_boolean(v)) {
         return fail_why(why, why_len, "persist: must be true or false");
     }
-    if (json_is_true(v)) {
-        return fail_why(why, why_len,
-                        "persist: persistent traces are not supported yet (use false)");
-    }
+    o->persist = json_is_true(v);
     return WAMP_OK;
+}
+
+static wamp_err opt_persist_max_bytes(const json_t *v, trace_options *o, char *why, size_t why_len)
+{
+    return int_in_range("persist_max_bytes", v, TRACE_OPT_PERSIST_BYTES_MIN,
+                        TRACE_OPT_PERSIST_BYTES_MAX, &o->persist_max_bytes, why, why_len);
+}
+
+/* Whole seconds, or null (no age limit). */
+static wamp_err opt_persist_max_age(const json_t *v, trace_options *o, char *why, size_t why_len)
+{
+    uint64_t s = 0;
+    if (json_is_null(v)) {
+        o->persist_max_age_ns = 0;
+        return WAMP_OK;
+    }
+    wamp_err err =
+            int_in_range("persist_max_age", v, 1, TRACE_OPT_PERSIST_AGE_MAX, &s, why, why_len);
+    if (err == WAMP_OK) {
+        o->persist_max_age_ns = s * 1000000000u;
+    }
+    return err;
 }
 
 static wamp_err opt_trace_level(const json_t *v, trace_options *o, char *why, size_t why_len)
@@ -414,6 +432,8 @@ static const struct opt_spec {
         {"batching_period", opt_batching_period},
         {"persist", opt_persist},
         {"trace_level", opt_trace_level},
+        {"persist_max_bytes", opt_persist_max_bytes},
+        {"persist_max_age", opt_persist_max_age},
 };
 
 #define N_OPT_SPECS (sizeof(opt_specs) / sizeof(opt_specs[0]))
@@ -457,7 +477,15 @@ static json_t *effective(const trace_options *o, const json_t *given, const char
         return json_integer((json_int_t)o->batching_period);
     }
     if (strcmp(key, "persist") == 0) {
-        return json_false();
+        return json_boolean(o->persist);
+    }
+    if (strcmp(key, "persist_max_bytes") == 0) {
+        return json_integer((json_int_t)o->persist_max_bytes);
+    }
+    if (strcmp(key, "persist_max_age") == 0) {
+        return o->persist_max_age_ns
+                       ? json_integer((json_int_t)(o->persist_max_age_ns / 1000000000u))
+                       : json_null();
     }
     if (strcmp(key, "trace_level") == 0) {
         return json_string("message");
@@ -493,6 +521,15 @@ wamp_err trace_options_parse_with(const json_t *j, const trace_option_defaults *
             default_in_range(defaults ? defaults->max_bytes : 0, TRACE_OPT_MAX_BYTES_DEFAULT,
                              TRACE_OPT_MAX_BYTES_MIN, TRACE_OPT_MAX_BYTES_MAX);
     out->batching_period = TRACE_OPT_BATCH_DEFAULT;
+    out->persist_max_bytes = default_in_range(
+            defaults ? defaults->persist_max_bytes : 0, TRACE_OPT_PERSIST_BYTES_DEFAULT,
+            TRACE_OPT_PERSIST_BYTES_MIN, TRACE_OPT_PERSIST_BYTES_MAX);
+    out->persist_max_age_ns = defaults && defaults->persist_max_age_s
+                                      ? (defaults->persist_max_age_s > TRACE_OPT_PERSIST_AGE_MAX
+                                                 ? TRACE_OPT_PERSIST_AGE_MAX
+                                                 : defaults->persist_max_age_s) *
+                                                1000000000u
+                                      : 0;
     if (json_is_null(j)) {
         j = NULL;
     }

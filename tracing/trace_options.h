@@ -1,7 +1,9 @@
 /* trace_options.h: the trace_options argument of start_trace (../shared/TRACING.md), parsed and
  * validated into plain C values.
- * Every key of the table is checked for type and range; an unknown key is an error, as are the
- * options not supported yet (persist: true, trace_level: "action"). Error messages start with
+ * Every key of the table is checked for type and range; an unknown key is an error, as is an
+ * option not supported yet (trace_level: "action"). Two keys are wampscope's own, for the
+ * retention of persisted traces: persist_max_bytes (bytes of segment files kept) and
+ * persist_max_age (seconds; null = no age limit). Error messages start with
  * the option's name ("limit: must be an integer from 1 to 10000000 (got 0)"), so the management
  * layer can answer crossbar.error.invalid_configuration with the message as args[0].
  * Ownership: a parsed trace_options owns its arrays and its json; release with
@@ -19,16 +21,20 @@
 #include "wamp_uri.h"
 
 /* Defaults and ranges (TRACING.md "trace_options"; the ranges TRACING.md leaves open are ours). */
-#define TRACE_OPT_LIMIT_DEFAULT     100000u
-#define TRACE_OPT_LIMIT_MAX         10000000u
-#define TRACE_OPT_MAX_BYTES_DEFAULT ((uint64_t)64 * 1024 * 1024)
-#define TRACE_OPT_MAX_BYTES_MIN     ((uint64_t)1024)
-#define TRACE_OPT_MAX_BYTES_MAX     ((uint64_t)1 << 40)
-#define TRACE_OPT_DURATION_MAX      86400 /* seconds; minimum 1 */
-#define TRACE_OPT_BATCH_DEFAULT     200u  /* ms */
-#define TRACE_OPT_BATCH_MIN         10u
-#define TRACE_OPT_BATCH_MAX         10000u
-#define TRACE_OPT_MAX_RECORDS_MAX   ((uint64_t)1 << 53)
+#define TRACE_OPT_LIMIT_DEFAULT         100000u
+#define TRACE_OPT_LIMIT_MAX             10000000u
+#define TRACE_OPT_MAX_BYTES_DEFAULT     ((uint64_t)64 * 1024 * 1024)
+#define TRACE_OPT_MAX_BYTES_MIN         ((uint64_t)1024)
+#define TRACE_OPT_MAX_BYTES_MAX         ((uint64_t)1 << 40)
+#define TRACE_OPT_DURATION_MAX          86400 /* seconds; minimum 1 */
+#define TRACE_OPT_BATCH_DEFAULT         200u  /* ms */
+#define TRACE_OPT_BATCH_MIN             10u
+#define TRACE_OPT_BATCH_MAX             10000u
+#define TRACE_OPT_MAX_RECORDS_MAX       ((uint64_t)1 << 53)
+#define TRACE_OPT_PERSIST_BYTES_DEFAULT ((uint64_t)1 << 30) /* 1 GiB of segment files */
+#define TRACE_OPT_PERSIST_BYTES_MIN     ((uint64_t)64 * 1024)
+#define TRACE_OPT_PERSIST_BYTES_MAX     ((uint64_t)1 << 50)
+#define TRACE_OPT_PERSIST_AGE_MAX       ((uint64_t)10 * 366 * 86400) /* seconds: ten years */
 /* Longest accepted list (realms, uris, msg_types, session_ids, authids, authroles). */
 #define TRACE_OPT_LIST_MAX 1024u
 
@@ -56,9 +62,12 @@ typedef struct trace_options {
     bool trace_app_payload;
     size_t limit;
     uint64_t max_bytes;
-    uint64_t duration_ns;     /* 0 = no duration */
-    uint64_t max_records;     /* 0 = no limit */
-    uint32_t batching_period; /* ms */
+    uint64_t duration_ns;        /* 0 = no duration */
+    uint64_t max_records;        /* 0 = no limit */
+    uint32_t batching_period;    /* ms */
+    bool persist;                /* records also go to disk (trace_persist.h) */
+    uint64_t persist_max_bytes;  /* retention of a persisted trace: bytes of files */
+    uint64_t persist_max_age_ns; /* retention by age; 0 = none */
     /* The effective options as JSON (every key, defaults filled in, lists as given), for the
      * metadata's "options" echo. Owned. */
     json_t *json;
@@ -71,6 +80,8 @@ typedef struct trace_options {
 typedef struct trace_option_defaults {
     size_t limit;
     uint64_t max_bytes;
+    uint64_t persist_max_bytes; /* wampscope.tracing.persist_max_bytes; 0 = built-in */
+    uint64_t persist_max_age_s; /* wampscope.tracing.persist_max_age; 0 = no age limit */
 } trace_option_defaults;
 
 /* Parses j (an object; NULL or JSON null = all defaults) into *out. WAMP_EINVAL with a message

@@ -2,6 +2,7 @@
 #include "trace_render.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -193,16 +194,46 @@ void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq,
                              wamp_wr *w)
 {
     const trace_store *st = trace_get_store(t);
+    const trace_persist *p = trace_get_persist(t);
     bool app_payload = trace_get_options(t)->trace_app_payload;
     uint64_t first, count;
-    if (!trace_store_range(st, from_seq, to_seq, limit, &first, &count)) {
+    trace_record *disk = NULL;
+    size_t n_disk = 0;
+    uint64_t store_first = trace_store_first_seq(st);
+    if (p && limit && from_seq < store_first && trace_persist_first_seq(p) < store_first) {
+        /* A persisted trace: seqs older than the in-memory store (a cache of the newest
+         * records) come from disk, read into records so that they render like the others. */
+        uint64_t hi = to_seq == TRACE_SEQ_NONE || to_seq >= store_first ? store_first : to_seq + 1;
+        uint64_t lo = from_seq;
+        if (lo < trace_persist_first_seq(p)) {
+            lo = trace_persist_first_seq(p);
+        }
+        uint64_t want = hi > lo ? hi - lo : 0;
+        size_t n = want < limit ? (size_t)want : limit;
+        disk = n ? calloc(n, sizeof(*disk)) : NULL;
+        if (disk) {
+            n_disk = trace_persist_read(p, lo, hi, n, disk);
+        }
+    }
+    if (n_disk) {
+        /* The rest of the page continues in the store. */
+        from_seq = store_first;
+    }
+    if (!trace_store_range(st, from_seq, to_seq, limit - n_disk, &first, &count)) {
         first = count = 0;
     }
-    wamp_wr_array(w, (size_t)count);
+    wamp_wr_array(w, n_disk + (size_t)count);
+    for (size_t i = 0; i < n_disk && wamp_wr_error(w) == WAMP_OK; i++) {
+        write_record(w, &disk[i], app_payload);
+    }
     for (uint64_t seq = first; seq < first + count && wamp_wr_error(w) == WAMP_OK; seq++) {
         write_record(w, trace_store_get(st, seq), app_payload);
     }
     wamp_wr_end(w);
+    for (size_t i = 0; i < n_disk; i++) {
+        trace_record_fini(&disk[i]);
+    }
+    free(disk);
 }
 
 json_t *trace_render_records(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit)
@@ -259,7 +290,7 @@ json_t *trace_render_meta(const trace *t, const char *node_id, const char *worke
         N_KEYS = sizeof(keys) / sizeof(keys[0])
     };
 
-    const trace_store *st = trace_get_store(t);
+    const trace_persist *p = trace_get_persist(t);
     bool running = trace_is_running(t);
     json_t *vals[N_KEYS] = {
             json_string(trace_id(t)),
@@ -270,12 +301,12 @@ json_t *trace_render_meta(const trace *t, const char *node_id, const char *worke
             iso_or_null(trace_ended_ns(t), !running),
             json_real(trace_ns_to_seconds(trace_runtime_ns(t, now_pc_ns))),
             json_deep_copy(trace_get_options(t)->json),
-            json_integer((json_int_t)trace_store_first_seq(st)),
-            json_integer((json_int_t)trace_store_next_seq(st)),
-            json_integer((json_int_t)trace_store_records(st)),
-            json_integer((json_int_t)trace_store_dropped(st)),
-            json_integer((json_int_t)trace_store_bytes(st)),
-            json_null(),
+            json_integer((json_int_t)trace_first_seq(t)),
+            json_integer((json_int_t)trace_next_seq(t)),
+            json_integer((json_int_t)trace_records(t)),
+            json_integer((json_int_t)trace_dropped(t)),
+            json_integer((json_int_t)trace_bytes(t)),
+            p ? json_string(trace_persist_id(p)) : json_null(),
             str_or_null(trace_stop_reason_name(trace_get_stop_reason(t))),
     };
     json_t *obj = json_object();

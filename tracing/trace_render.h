@@ -33,7 +33,8 @@ json_t *trace_render_record(const trace_record *r, bool app_payload);
 
 /* The records of t with from_seq <= seq <= to_seq (TRACE_SEQ_NONE: up to the newest), oldest
  * first, at most limit (see trace_store_range()), as an array of record objects rendered with
- * t's trace_app_payload option. */
+ * t's trace_app_payload option. A persisted trace reads the seqs older than its in-memory store
+ * from disk. */
 json_t *trace_render_records(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit);
 
 /* The same array written into w (any serializer, or tree mode) without building JSON values
@@ -46,7 +47,9 @@ void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq,
  * next_seq, records, dropped, bytes, persistent_id, stop_reason}. node_id / worker_id are
  * echoed (NULL: null); ended and stop_reason are null while running; runtime in seconds up to
  * now_pc_ns (monotonic) while running; options are the effective options (defaults filled in);
- * persistent_id is null (no persistence yet). */
+ * persistent_id is the directory name of a persisted trace, null otherwise; for a persisted
+ * trace, first_seq / records / dropped / bytes count what is readable from disk and memory
+ * (trace_first_seq() and siblings in trace.h). */
 json_t *trace_render_meta(const trace *t, const char *node_id, const char *worker_id,
                           uint64_t now_pc_ns);
 

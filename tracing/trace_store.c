@@ -121,6 +121,13 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     return seq;
 }
 
+void trace_store_start_at(trace_store *st, uint64_t seq)
+{
+    if (st->count == 0 && st->first_seq == 0 && st->dropped == 0) {
+        st->first_seq = seq;
+    }
+}
+
 const trace_record *trace_store_get(const trace_store *st, uint64_t seq)
 {
     if (seq < st->first_seq || seq - st->first_seq >= st->count) {

@@ -37,6 +37,10 @@ void trace_store_free(trace_store *st);
  *     limit; with no ring at all, the new record itself is dropped. */
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
 
+/* Makes an empty store start its seqs at seq (a trace reloaded from disk continues its seqs).
+ * No effect if the store holds or held records. */
+void trace_store_start_at(trace_store *st, uint64_t seq);
+
 /* Borrowed record with this seq, valid until the next append or free; NULL if not held
  * (never captured, or dropped). */
 const trace_record *trace_store_get(const trace_store *st, uint64_t seq);

@@ -153,7 +153,7 @@ START_TEST(test_argument_and_option_errors)
                  WAMP_ERROR_INVALID_ARGUMENT);
     expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"bogus\": 1}]",
                  MGMT_ERROR_INVALID_CONFIGURATION);
-    expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"persist\": true}]",
+    expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"persist\": 1}]",
                  MGMT_ERROR_INVALID_CONFIGURATION);
     expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"limit\": 0}]",
                  MGMT_ERROR_INVALID_CONFIGURATION);

@@ -210,7 +210,7 @@ START_TEST(test_invalid_options_and_id)
     ck_assert(trace_id_is_valid(long_id));
     ck_assert_uint_eq(trace_hub_count(h), 0);
     /* A refused auto-named start does not consume the name. */
-    json_t *bad2 = json_pack("{s:b}", "persist", 1);
+    json_t *bad2 = json_pack("{s:i}", "persist", 1);
     ck_assert_int_eq(trace_hub_start(h, NULL, bad2, PC0, TS0, &out, why, sizeof(why)), WAMP_EINVAL);
     json_decref(bad2);
     ck_assert_str_eq(trace_id(start(h, NULL, NULL)), "trace1");

@@ -69,7 +69,8 @@ static void assert_defaults(const trace_options *o)
                          "\"authroles\": null, \"trace_app_payload\": true, \"limit\": 100000, "
                          "\"max_bytes\": 67108864, \"duration\": null, \"max_records\": null, "
                          "\"batching_period\": 200, \"persist\": false, "
-                         "\"trace_level\": \"message\"}";
+                         "\"trace_level\": \"message\", \"persist_max_bytes\": 1073741824, "
+                         "\"persist_max_age\": null}";
     json_t *e = load(expect);
     ck_assert_msg(json_equal(o->json, e), "echo: %s", json_dumps(o->json, JSON_COMPACT));
     json_decref(e);
@@ -231,6 +232,10 @@ START_TEST(test_invalid_values_name_the_option)
             {"{\"batching_period\": 10001}", "batching_period:"},
             {"{\"batching_period\": null}", "batching_period:"},
             {"{\"persist\": \"no\"}", "persist:"},
+            {"{\"persist_max_bytes\": 65535}", "persist_max_bytes:"},
+            {"{\"persist_max_bytes\": null}", "persist_max_bytes:"},
+            {"{\"persist_max_age\": 0}", "persist_max_age:"},
+            {"{\"persist_max_age\": 1.5}", "persist_max_age:"},
             {"{\"trace_level\": \"packet\"}", "trace_level:"},
             {"{\"trace_level\": 1}", "trace_level:"},
     };
@@ -255,11 +260,28 @@ END_TEST
 
 START_TEST(test_unsupported_options_refused)
 {
-    parse_bad("{\"persist\": true}", "persist: persistent traces are not supported");
     parse_bad("{\"trace_level\": \"action\"}", "trace_level: \"action\" is not supported");
     trace_options o;
     parse_ok("{\"persist\": false, \"trace_level\": \"message\"}", &o);
+    ck_assert(!o.persist);
     trace_options_fini(&o);
+    /* Persistence and its retention options. */
+    parse_ok("{\"persist\": true, \"persist_max_bytes\": 65536, \"persist_max_age\": 3600}", &o);
+    ck_assert(o.persist);
+    ck_assert_uint_eq(o.persist_max_bytes, 65536);
+    ck_assert_uint_eq(o.persist_max_age_ns, 3600ull * 1000000000u);
+    ck_assert(json_is_true(json_object_get(o.json, "persist")));
+    ck_assert_int_eq(json_integer_value(json_object_get(o.json, "persist_max_age")), 3600);
+    trace_options_fini(&o);
+    /* Configured defaults of the retention options. */
+    trace_option_defaults d = {.persist_max_bytes = 1 << 20, .persist_max_age_s = 60};
+    json_t *j = load("{\"persist\": true}");
+    char why[128];
+    ck_assert_int_eq(trace_options_parse_with(j, &d, &o, why, sizeof(why)), WAMP_OK);
+    ck_assert_uint_eq(o.persist_max_bytes, 1 << 20);
+    ck_assert_uint_eq(o.persist_max_age_ns, 60ull * 1000000000u);
+    trace_options_fini(&o);
+    json_decref(j);
 }
 
 END_TEST

@@ -368,7 +368,7 @@ START_TEST(test_metadata)
     const json_t *echo = json_object_get(meta, "options");
     ck_assert_int_eq(json_integer_value(json_object_get(echo, "limit")), 2);
     assert_json_eq(json_object_get(echo, "realms"), "[\"realm1\"]");
-    ck_assert_uint_eq(json_object_size(echo), 15);
+    ck_assert_uint_eq(json_object_size(echo), 17);
     json_object_del(meta, "options");
     char expect[600];
     snprintf(expect, sizeof(expect),

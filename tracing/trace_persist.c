@@ -1,0 +1,1332 @@
+/* trace_persist.c: segment files, CRC-32C framing, sparse index, recovery, retention. */
+#include "trace_persist.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NS_PER_MS 1000000ull
+
+/* Record framing: u32 body length + u32 CRC-32C of the body. */
+#define HDR_LEN 8u
+/* Fixed part of a body: seq, pc, ts, session_id (4 x u64), ser_bytes (3 x u32), dir, msg_type,
+ * wire_ser, flags, has_peer (5 x u8), corr (16). Then 5 strings and the message bytes, each as
+ * u32 length (NIL_LEN = absent) + bytes. */
+#define FIXED_LEN (4u * 8u + WAMP_SER_COUNT * 4u + 5u + TRACE_UUID_LEN)
+#define NIL_LEN   UINT32_MAX
+/* Largest body accepted when reading (a bad length must not make us allocate gigabytes). */
+#define BODY_MAX  ((uint32_t)256 * 1024 * 1024)
+#define IDX_ENTRY 16u
+/* pread window of a reader. */
+#define READ_CHUNK (256u * 1024u)
+
+_Static_assert(WAMP_SER_COUNT == 3, "the record layout stores 3 ser_bytes entries");
+
+static const uint32_t crc32c_table[256] = {
+        0x00000000u, 0xf26b8303u, 0xe13b70f7u, 0x1350f3f4u, 0xc79a971fu, 0x35f1141cu, 0x26a1e7e8u,
+        0xd4ca64ebu, 0x8ad958cfu, 0x78b2dbccu, 0x6be22838u, 0x9989ab3bu, 0x4d43cfd0u, 0xbf284cd3u,
+        0xac78bf27u, 0x5e133c24u, 0x105ec76fu, 0xe235446cu, 0xf165b798u, 0x030e349bu, 0xd7c45070u,
+        0x25afd373u, 0x36ff2087u, 0xc494a384u, 0x9a879fa0u, 0x68ec1ca3u, 0x7bbcef57u, 0x89d76c54u,
+        0x5d1d08bfu, 0xaf768bbcu, 0xbc267848u, 0x4e4dfb4bu, 0x20bd8edeu, 0xd2d60dddu, 0xc186fe29u,
+        0x33ed7d2au, 0xe72719c1u, 0x154c9ac2u, 0x061c6936u, 0xf477ea35u, 0xaa64d611u, 0x580f5512u,
+        0x4b5fa6e6u, 0xb93425e5u, 0x6dfe410eu, 0x9f95c20du, 0x8cc531f9u, 0x7eaeb2fau, 0x30e349b1u,
+        0xc288cab2u, 0xd1d83946u, 0x23b3ba45u, 0xf779deaeu, 0x05125dadu, 0x1642ae59u, 0xe4292d5au,
+        0xba3a117eu, 0x4851927du, 0x5b016189u, 0xa96ae28au, 0x7da08661u, 0x8fcb0562u, 0x9c9bf696u,
+        0x6ef07595u, 0x417b1dbcu, 0xb3109ebfu, 0xa0406d4bu, 0x522bee48u, 0x86e18aa3u, 0x748a09a0u,
+        0x67dafa54u, 0x95b17957u, 0xcba24573u, 0x39c9c670u, 0x2a993584u, 0xd8f2b687u, 0x0c38d26cu,
+        0xfe53516fu, 0xed03a29bu, 0x1f682198u, 0x5125dad3u, 0xa34e59d0u, 0xb01eaa24u, 0x42752927u,
+        0x96bf4dccu, 0x64d4cecfu, 0x77843d3bu, 0x85efbe38u, 0xdbfc821cu, 0x2997011fu, 0x3ac7f2ebu,
+        0xc8ac71e8u, 0x1c661503u, 0xee0d9600u, 0xfd5d65f4u, 0x0f36e6f7u, 0x61c69362u, 0x93ad1061u,
+        0x80fde395u, 0x72966096u, 0xa65c047du, 0x5437877eu, 0x4767748au, 0xb50cf789u, 0xeb1fcbadu,
+        0x197448aeu, 0x0a24bb5au, 0xf84f3859u, 0x2c855cb2u, 0xdeeedfb1u, 0xcdbe2c45u, 0x3fd5af46u,
+        0x7198540du, 0x83f3d70eu, 0x90a324fau, 0x62c8a7f9u, 0xb602c312u, 0x44694011u, 0x5739b3e5u,
+        0xa55230e6u, 0xfb410cc2u, 0x092a8fc1u, 0x1a7a7c35u, 0xe811ff36u, 0x3cdb9bddu, 0xceb018deu,
+        0xdde0eb2au, 0x2f8b6829u, 0x82f63b78u, 0x709db87bu, 0x63cd4b8fu, 0x91a6c88cu, 0x456cac67u,
+        0xb7072f64u, 0xa457dc90u, 0x563c5f93u, 0x082f63b7u, 0xfa44e0b4u, 0xe9141340u, 0x1b7f9043u,
+        0xcfb5f4a8u, 0x3dde77abu, 0x2e8e845fu, 0xdce5075cu, 0x92a8fc17u, 0x60c37f14u, 0x73938ce0u,
+        0x81f80fe3u, 0x55326b08u, 0xa759e80bu, 0xb4091bffu, 0x466298fcu, 0x1871a4d8u, 0xea1a27dbu,
+        0xf94ad42fu, 0x0b21572cu, 0xdfeb33c7u, 0x2d80b0c4u, 0x3ed04330u, 0xccbbc033u, 0xa24bb5a6u,
+        0x502036a5u, 0x4370c551u, 0xb11b4652u, 0x65d122b9u, 0x97baa1bau, 0x84ea524eu, 0x7681d14du,
+        0x2892ed69u, 0xdaf96e6au, 0xc9a99d9eu, 0x3bc21e9du, 0xef087a76u, 0x1d63f975u, 0x0e330a81u,
+        0xfc588982u, 0xb21572c9u, 0x407ef1cau, 0x532e023eu, 0xa145813du, 0x758fe5d6u, 0x87e466d5u,
+        0x94b49521u, 0x66df1622u, 0x38cc2a06u, 0xcaa7a905u, 0xd9f75af1u, 0x2b9cd9f2u, 0xff56bd19u,
+        0x0d3d3e1au, 0x1e6dcdeeu, 0xec064eedu, 0xc38d26c4u, 0x31e6a5c7u, 0x22b65633u, 0xd0ddd530u,
+        0x0417b1dbu, 0xf67c32d8u, 0xe52cc12cu, 0x1747422fu, 0x49547e0bu, 0xbb3ffd08u, 0xa86f0efcu,
+        0x5a048dffu, 0x8ecee914u, 0x7ca56a17u, 0x6ff599e3u, 0x9d9e1ae0u, 0xd3d3e1abu, 0x21b862a8u,
+        0x32e8915cu, 0xc083125fu, 0x144976b4u, 0xe622f5b7u, 0xf5720643u, 0x07198540u, 0x590ab964u,
+        0xab613a67u, 0xb831c993u, 0x4a5a4a90u, 0x9e902e7bu, 0x6cfbad78u, 0x7fab5e8cu, 0x8dc0dd8fu,
+        0xe330a81au, 0x115b2b19u, 0x020bd8edu, 0xf0605beeu, 0x24aa3f05u, 0xd6c1bc06u, 0xc5914ff2u,
+        0x37faccf1u, 0x69e9f0d5u, 0x9b8273d6u, 0x88d28022u, 0x7ab90321u, 0xae7367cau, 0x5c18e4c9u,
+        0x4f48173du, 0xbd23943eu, 0xf36e6f75u, 0x0105ec76u, 0x12551f82u, 0xe03e9c81u, 0x34f4f86au,
+        0xc69f7b69u, 0xd5cf889du, 0x27a40b9eu, 0x79b737bau, 0x8bdcb4b9u, 0x988c474du, 0x6ae7c44eu,
+        0xbe2da0a5u, 0x4c4623a6u, 0x5f16d052u, 0xad7d5351u,
+};
+
+uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (size_t i = 0; i < len; i++) {
+        crc = crc32c_table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+    }
+    return ~crc;
+}
+
+typedef struct idx_entry {
+    uint64_t seq;
+    uint64_t off;
+} idx_entry;
+
+typedef struct seg {
+    uint64_t first_seq;
+    uint64_t next_seq; /* exclusive */
+    uint64_t size;     /* bytes of whole records (flushed + buffered for the active one) */
+    uint64_t last_ts;  /* wall clock of the newest record */
+    idx_entry *idx;
+    size_t n_idx;
+    size_t cap_idx;
+} seg;
+
+struct trace_persist {
+    char *dir; /* <data_dir>/<id> */
+    char *id;  /* persistent_id */
+    seg *segs; /* oldest first; the last one is the active one */
+    size_t n_segs;
+    size_t cap_segs;
+    uint64_t first_seq; /* of an empty store: where records start */
+    uint64_t bytes;     /* sum of seg sizes */
+    /* Writing (active segment). */
+    bool writable;
+    int fd;             /* active segment, -1 if none open */
+    int idx_fd;         /* its index */
+    uint64_t written;   /* bytes of the active segment on disk */
+    size_t idx_written; /* index entries of the active segment on disk */
+    unsigned char *buf; /* records not written yet (whole records only) */
+    size_t len;
+    size_t cap;
+    uint64_t segment_bytes;
+    trace_fsync_mode fsync;
+    uint64_t fsync_interval_ns;
+    uint64_t last_sync_pc;
+    bool dirty; /* written since the last fsync */
+    uint64_t max_bytes;
+    uint64_t max_age_ns;
+    char *error; /* first I/O error, sticky */
+};
+
+/* --- little-endian helpers ------------------------------------------------------------------- */
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/* --- errors ------------------------------------------------------------------------------------
+ */
+
+static void set_error(trace_persist *p, const char *what, const char *file, int err)
+{
+    if (p->error) {
+        return;
+    }
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s %s/%s: %s", what, p->dir, file, strerror(err));
+    p->error = strdup(msg);
+    if (!p->error) {
+        p->error = strdup("I/O error");
+    }
+}
+
+static void seg_name(char *out, size_t n, uint64_t first_seq, const char *ext)
+{
+    snprintf(out, n, "%020" PRIu64 ".%s", first_seq, ext);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *s = malloc(la + lb + 2);
+    if (s) {
+        memcpy(s, a, la);
+        s[la] = '/';
+        memcpy(s + la + 1, b, lb + 1);
+    }
+    return s;
+}
+
+/* open(2) of dir/name; -1 with errno. */
+static int open_in(const char *dir, const char *name, int flags)
+{
+    char *path = path_join(dir, name);
+    if (!path) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = open(path, flags | O_CLOEXEC, 0644);
+    int e = errno;
+    free(path);
+    errno = e;
+    return fd;
+}
+
+static int unlink_in(const char *dir, const char *name)
+{
+    char *path = path_join(dir, name);
+    if (!path) {
+        return -1;
+    }
+    int rc = unlink(path);
+    free(path);
+    return rc;
+}
+
+/* Writes all n bytes; false with errno on failure (a partial write included). */
+static bool write_all(int fd, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return false;
+        }
+        if (w == 0) {
+            errno = EIO;
+            return false;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* --- segments and index ---------------------------------------------------------------------- */
+
+static bool idx_push(seg *s, uint64_t seq, uint64_t off)
+{
+    if (s->n_idx == s->cap_idx) {
+        size_t ncap = s->cap_idx ? s->cap_idx * 2 : 16;
+        idx_entry *n = realloc(s->idx, ncap * sizeof(*n));
+        if (!n) {
+            return false;
+        }
+        s->idx = n;
+        s->cap_idx = ncap;
+    }
+    s->idx[s->n_idx++] = (idx_entry){seq, off};
+    return true;
+}
+
+static seg *seg_push(trace_persist *p, uint64_t first_seq)
+{
+    if (p->n_segs == p->cap_segs) {
+        size_t ncap = p->cap_segs ? p->cap_segs * 2 : 8;
+        seg *n = realloc(p->segs, ncap * sizeof(*n));
+        if (!n) {
+            return NULL;
+        }
+        p->segs = n;
+        p->cap_segs = ncap;
+    }
+    seg *s = &p->segs[p->n_segs++];
+    memset(s, 0, sizeof(*s));
+    s->first_seq = s->next_seq = first_seq;
+    return s;
+}
+
+static void close_active(trace_persist *p)
+{
+    if (p->fd >= 0) {
+        close(p->fd);
+        p->fd = -1;
+    }
+    if (p->idx_fd >= 0) {
+        close(p->idx_fd);
+        p->idx_fd = -1;
+    }
+}
+
+/* Deletes the oldest segment's files. */
+static void drop_oldest(trace_persist *p)
+{
+    seg *s = &p->segs[0];
+    char name[40];
+    seg_name(name, sizeof(name), s->first_seq, "seg");
+    (void)unlink_in(p->dir, name);
+    seg_name(name, sizeof(name), s->first_seq, "idx");
+    (void)unlink_in(p->dir, name);
+    p->bytes -= s->size;
+    p->first_seq = s->next_seq;
+    free(s->idx);
+    memmove(&p->segs[0], &p->segs[1], (p->n_segs - 1) * sizeof(*p->segs));
+    p->n_segs--;
+}
+
+static void apply_retention(trace_persist *p, uint64_t now_ts_ns, bool by_age)
+{
+    while (p->n_segs > 1) {
+        const seg *s = &p->segs[0];
+        bool too_big = p->max_bytes && p->bytes > p->max_bytes;
+        bool too_old = by_age && p->max_age_ns && now_ts_ns > p->max_age_ns &&
+                       s->last_ts < now_ts_ns - p->max_age_ns;
+        if (!too_big && !too_old) {
+            break;
+        }
+        drop_oldest(p);
+    }
+}
+
+static wamp_err fail_io(trace_persist *p, const char *what, const char *file)
+{
+    set_error(p, what, file, errno);
+    return WAMP_ECLOSED;
+}
+
+/* Opens a new active segment starting at first_seq. */
+static wamp_err open_segment(trace_persist *p, uint64_t first_seq)
+{
+    char name[40];
+    seg *s = seg_push(p, first_seq);
+    if (!s) {
+        return WAMP_ENOMEM;
+    }
+    seg_name(name, sizeof(name), first_seq, "seg");
+    p->fd = open_in(p->dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND);
+    if (p->fd < 0) {
+        p->n_segs--;
+        return fail_io(p, "create", name);
+    }
+    seg_name(name, sizeof(name), first_seq, "idx");
+    p->idx_fd = open_in(p->dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND);
+    if (p->idx_fd < 0) {
+        close_active(p);
+        p->n_segs--;
+        return fail_io(p, "create", name);
+    }
+    p->written = 0;
+    p->idx_written = 0;
+    return WAMP_OK;
+}
+
+static wamp_err sync_active(trace_persist *p, uint64_t now_pc_ns)
+{
+    p->last_sync_pc = now_pc_ns;
+    if (!p->dirty || p->fd < 0) {
+        return WAMP_OK;
+    }
+    if (fsync(p->fd) != 0 || fsync(p->idx_fd) != 0) {
+        return fail_io(p, "fsync", "segment");
+    }
+    p->dirty = false;
+    return WAMP_OK;
+}
+
+/* Writes the buffer and the pending index entries. On a failed segment write the file is cut
+ * back to its last whole record, so that what is on disk stays readable. */
+static wamp_err write_out(trace_persist *p)
+{
+    if (p->error) {
+        return WAMP_ECLOSED;
+    }
+    if (p->fd < 0 || p->n_segs == 0) {
+        p->len = 0;
+        return WAMP_OK;
+    }
+    seg *s = &p->segs[p->n_segs - 1];
+    char name[40];
+    if (p->len) {
+        if (!write_all(p->fd, p->buf, p->len)) {
+            int e = errno;
+            seg_name(name, sizeof(name), s->first_seq, "seg");
+            if (ftruncate(p->fd, (off_t)p->written) != 0) {
+                /* The torn tail is cut when the trace is opened again. */
+            }
+            errno = e;
+            return fail_io(p, "write", name);
+        }
+        p->written += p->len;
+        p->len = 0;
+        p->dirty = true;
+    }
+    if (p->idx_written < s->n_idx) {
+        unsigned char ent[IDX_ENTRY * 64];
+        while (p->idx_written < s->n_idx) {
+            size_t n = s->n_idx - p->idx_written;
+            n = n > 64 ? 64 : n;
+            for (size_t i = 0; i < n; i++) {
+                put64(ent + i * IDX_ENTRY, s->idx[p->idx_written + i].seq);
+                put64(ent + i * IDX_ENTRY + 8, s->idx[p->idx_written + i].off);
+            }
+            if (!write_all(p->idx_fd, ent, n * IDX_ENTRY)) {
+                seg_name(name, sizeof(name), s->first_seq, "idx");
+                return fail_io(p, "write", name);
+            }
+            p->idx_written += n;
+        }
+        p->dirty = true;
+    }
+    return WAMP_OK;
+}
+
+/* Rotation: the active segment is complete; sync it and start the next one at next_seq. */
+static wamp_err rotate(trace_persist *p, uint64_t next_seq, uint64_t now_ts_ns)
+{
+    wamp_err err = write_out(p);
+    if (err == WAMP_OK) {
+        p->dirty = true;
+        err = sync_active(p, p->last_sync_pc);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    close_active(p);
+    err = open_segment(p, next_seq);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    apply_retention(p, now_ts_ns, false);
+    return WAMP_OK;
+}
+
+/* --- create / open / free ----------------------------------------------------------------------
+ */
+
+static trace_persist *persist_alloc(const trace_persist_config *cfg)
+{
+    trace_persist *p = calloc(1, sizeof(*p));
+    if (!p) {
+        return NULL;
+    }
+    p->fd = -1;
+    p->idx_fd = -1;
+    p->segment_bytes =
+            cfg && cfg->segment_bytes ? cfg->segment_bytes : TRACE_PERSIST_SEGMENT_DEFAULT;
+    p->fsync = cfg ? cfg->fsync : TRACE_FSYNC_INTERVAL;
+    p->fsync_interval_ns =
+            (uint64_t)(cfg && cfg->fsync_interval_ms ? cfg->fsync_interval_ms : 1000u) * NS_PER_MS;
+    return p;
+}
+
+static const char *data_dir_of(const trace_persist_config *cfg)
+{
+    return cfg && cfg->data_dir ? cfg->data_dir : TRACE_PERSIST_DATA_DIR_DEFAULT;
+}
+
+static wamp_err why_errno(char *why, size_t why_len, const char *what, const char *path)
+{
+    if (why && why_len) {
+        snprintf(why, why_len, "persist: cannot %s %s: %s", what, path, strerror(errno));
+    }
+    return WAMP_EINVAL;
+}
+
+wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, uint64_t first_seq,
+                              trace_persist **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    const char *root = data_dir_of(cfg);
+    if (mkdir(root, 0755) != 0 && errno != EEXIST) {
+        return why_errno(why, why_len, "create the data directory", root);
+    }
+    trace_persist *p = persist_alloc(cfg);
+    if (!p) {
+        return WAMP_ENOMEM;
+    }
+    char id[TRACE_PERSIST_ID_MAX];
+    for (unsigned n = 0;; n++) {
+        /* A name that sorts by start time; a suffix only for two starts in the same ns. */
+        if (n) {
+            snprintf(id, sizeof(id), "%020" PRIu64 "-%u", ts_ns, n);
+        } else {
+            snprintf(id, sizeof(id), "%020" PRIu64, ts_ns);
+        }
+        free(p->dir);
+        p->dir = path_join(root, id);
+        if (!p->dir) {
+            trace_persist_free(p);
+            return WAMP_ENOMEM;
+        }
+        if (mkdir(p->dir, 0755) == 0) {
+            break;
+        }
+        if (errno != EEXIST || n > 1000) {
+            wamp_err err = why_errno(why, why_len, "create", p->dir);
+            trace_persist_free(p);
+            return err;
+        }
+    }
+    p->id = strdup(id);
+    if (!p->id) {
+        rmdir(p->dir);
+        trace_persist_free(p);
+        return WAMP_ENOMEM;
+    }
+    p->writable = true;
+    p->first_seq = first_seq;
+    *out = p;
+    return WAMP_OK;
+}
+
+/* Reads n bytes at off of a file; false if fewer were available. */
+static bool pread_all(int fd, void *dst, size_t n, uint64_t off)
+{
+    unsigned char *d = dst;
+    while (n) {
+        ssize_t r = pread(fd, d, n, (off_t)off);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            return false;
+        }
+        d += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return true;
+}
+
+/* One record at off of a segment file (body in *body, malloc'ed, or reuses *body/cap):
+ * true and *total (header + body) when whole and its CRC matches. */
+static bool read_record_fd(int fd, uint64_t off, uint64_t file_size, unsigned char **body,
+                           size_t *cap, uint32_t *body_len)
+{
+    unsigned char hdr[HDR_LEN];
+    if (off + HDR_LEN > file_size || !pread_all(fd, hdr, HDR_LEN, off)) {
+        return false;
+    }
+    uint32_t len = get32(hdr);
+    if (len < FIXED_LEN || len > BODY_MAX || off + HDR_LEN + len > file_size) {
+        return false;
+    }
+    if (*cap < len) {
+        unsigned char *n = realloc(*body, len);
+        if (!n) {
+            return false;
+        }
+        *body = n;
+        *cap = len;
+    }
+    if (!pread_all(fd, *body, len, off + HDR_LEN) ||
+        trace_crc32c(0, *body, len) != get32(hdr + 4)) {
+        return false;
+    }
+    *body_len = len;
+    return true;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+    const seg *x = a, *y = b;
+    return x->first_seq < y->first_seq ? -1 : x->first_seq > y->first_seq;
+}
+
+/* Loads one segment (name = "<digits>.seg"): index, then a verified scan of the tail. */
+static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, size_t why_len)
+{
+    char name[40];
+    seg *s = seg_push(p, first_seq);
+    if (!s) {
+        return WAMP_ENOMEM;
+    }
+    seg_name(name, sizeof(name), first_seq, "seg");
+    int fd = open_in(p->dir, name, O_RDWR);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        p->n_segs--;
+        return WAMP_OK; /* vanished: nothing held there */
+    }
+    uint64_t file_size = (uint64_t)st.st_size;
+    /* The index: whole entries that point inside the file and increase. */
+    seg_name(name, sizeof(name), first_seq, "idx");
+    int ifd = open_in(p->dir, name, O_RDONLY);
+    if (ifd >= 0) {
+        unsigned char ent[IDX_ENTRY];
+        uint64_t off = 0;
+        while (pread_all(ifd, ent, IDX_ENTRY, off)) {
+            uint64_t seq = get64(ent), at = get64(ent + 8);
+            bool ok = at < file_size && (s->n_idx == 0 ? seq == first_seq && at == 0
+                                                       : seq > s->idx[s->n_idx - 1].seq &&
+                                                                 at > s->idx[s->n_idx - 1].off);
+            if (!ok || !idx_push(s, seq, at)) {
+                break;
+            }
+            off += IDX_ENTRY;
+        }
+        close(ifd);
+    }
+    unsigned char *body = NULL;
+    size_t cap = 0;
+    uint32_t len;
+    /* An index entry is trusted only if a valid record with its seq is where it points (a
+     * stale entry must not make us cut valid records). */
+    while (s->n_idx > 1 &&
+           (!read_record_fd(fd, s->idx[s->n_idx - 1].off, file_size, &body, &cap, &len) ||
+            get64(body) != s->idx[s->n_idx - 1].seq)) {
+        s->n_idx--;
+    }
+    /* Scan from the last index entry (or the start) to the end, verifying every record. */
+    uint64_t off = 0;
+    uint64_t seq = first_seq;
+    if (s->n_idx) {
+        off = s->idx[s->n_idx - 1].off;
+        seq = s->idx[s->n_idx - 1].seq;
+    }
+    uint64_t last_ts = 0;
+    bool bad_seq = false;
+    while (read_record_fd(fd, off, file_size, &body, &cap, &len)) {
+        if (get64(body) != seq) {
+            bad_seq = true;
+            break;
+        }
+        if (s->n_idx == 0 || ((seq - first_seq) % TRACE_PERSIST_INDEX_EVERY == 0 &&
+                              s->idx[s->n_idx - 1].seq < seq)) {
+            if (!idx_push(s, seq, off)) {
+                break;
+            }
+        }
+        last_ts = get64(body + 16);
+        off += HDR_LEN + len;
+        seq++;
+    }
+    free(body);
+    if (off < file_size) {
+        /* A torn or corrupt tail: cut it, so that it is never returned and appends (none for
+         * a reopened trace) could not follow garbage. */
+        if (why && why_len) {
+            snprintf(why, why_len,
+                     "%s: cut %" PRIu64 " bytes of torn or corrupt records after seq %" PRIu64 "%s",
+                     name, file_size - off, seq, bad_seq ? " (seq out of order)" : "");
+        }
+        if (ftruncate(fd, (off_t)off) != 0) {
+            /* Read-only media: the reader still stops at the same place (size below). */
+        }
+        while (s->n_idx && s->idx[s->n_idx - 1].off >= off) {
+            s->n_idx--;
+        }
+    }
+    close(fd);
+    if (seq == first_seq) {
+        /* Nothing valid: drop the empty segment (its index may be stale). */
+        free(s->idx);
+        p->n_segs--;
+        seg_name(name, sizeof(name), first_seq, "seg");
+        (void)unlink_in(p->dir, name);
+        seg_name(name, sizeof(name), first_seq, "idx");
+        (void)unlink_in(p->dir, name);
+        return WAMP_OK;
+    }
+    s->next_seq = seq;
+    s->size = off;
+    s->last_ts = last_ts;
+    p->bytes += off;
+    return WAMP_OK;
+}
+
+static bool parse_seg_name(const char *name, uint64_t *first_seq)
+{
+    size_t n = strlen(name);
+    if (n != 24 || strcmp(name + 20, ".seg") != 0) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < 20; i++) {
+        if (name[i] < '0' || name[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    *first_seq = v;
+    return true;
+}
+
+wamp_err trace_persist_open(const trace_persist_config *cfg, const char *persistent_id,
+                            trace_persist **out, json_t **meta, char *why, size_t why_len)
+{
+    *out = NULL;
+    *meta = NULL;
+    if (why && why_len) {
+        why[0] = '\0';
+    }
+    if (!persistent_id || !*persistent_id || strchr(persistent_id, '/') ||
+        strlen(persistent_id) >= TRACE_PERSIST_ID_MAX) {
+        return WAMP_ENOTFOUND;
+    }
+    trace_persist *p = persist_alloc(cfg);
+    if (!p) {
+        return WAMP_ENOMEM;
+    }
+    wamp_err err = WAMP_ENOMEM;
+    p->dir = path_join(data_dir_of(cfg), persistent_id);
+    p->id = strdup(persistent_id);
+    if (!p->dir || !p->id) {
+        goto fail;
+    }
+    DIR *d = opendir(p->dir);
+    if (!d) {
+        err = WAMP_ENOTFOUND;
+        goto fail;
+    }
+    /* Collect the segment names first (loading writes to the directory). */
+    uint64_t *firsts = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t f;
+        if (!parse_seg_name(e->d_name, &f)) {
+            continue;
+        }
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            uint64_t *nf = realloc(firsts, ncap * sizeof(*nf));
+            if (!nf) {
+                closedir(d);
+                free(firsts);
+                goto fail;
+            }
+            firsts = nf;
+            cap = ncap;
+        }
+        firsts[n++] = f;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        err = load_segment(p, firsts[i], why, why_len);
+        if (err != WAMP_OK) {
+            free(firsts);
+            goto fail;
+        }
+    }
+    free(firsts);
+    if (p->n_segs > 1) {
+        qsort(p->segs, p->n_segs, sizeof(*p->segs), cmp_seg);
+    }
+    p->first_seq = p->n_segs ? p->segs[0].first_seq : 0;
+    char *mpath = path_join(p->dir, "meta.json");
+    if (!mpath) {
+        goto fail;
+    }
+    *meta = json_load_file(mpath, 0, NULL);
+    free(mpath);
+    *out = p;
+    return WAMP_OK;
+
+fail:
+    trace_persist_free(p);
+    return err;
+}
+
+void trace_persist_free(trace_persist *p)
+{
+    if (!p) {
+        return;
+    }
+    if (p->writable) {
+        (void)write_out(p);
+    }
+    close_active(p);
+    for (size_t i = 0; i < p->n_segs; i++) {
+        free(p->segs[i].idx);
+    }
+    free(p->segs);
+    free(p->buf);
+    free(p->error);
+    free(p->dir);
+    free(p->id);
+    free(p);
+}
+
+bool trace_persist_remove(trace_persist *p)
+{
+    if (!p) {
+        return true;
+    }
+    close_active(p);
+    p->writable = false;
+    bool ok = true;
+    DIR *d = opendir(p->dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+                continue;
+            }
+            if (unlink_in(p->dir, e->d_name) != 0) {
+                ok = false;
+            }
+        }
+        closedir(d);
+    }
+    if (rmdir(p->dir) != 0 && errno != ENOENT) {
+        ok = false;
+    }
+    trace_persist_free(p);
+    return ok;
+}
+
+const char *trace_persist_id(const trace_persist *p)
+{
+    return p->id;
+}
+
+const char *trace_persist_error(const trace_persist *p)
+{
+    return p->error;
+}
+
+void trace_persist_set_retention(trace_persist *p, uint64_t max_bytes, uint64_t max_age_ns)
+{
+    p->max_bytes = max_bytes;
+    p->max_age_ns = max_age_ns;
+}
+
+uint64_t trace_persist_first_seq(const trace_persist *p)
+{
+    return p->n_segs ? p->segs[0].first_seq : p->first_seq;
+}
+
+uint64_t trace_persist_next_seq(const trace_persist *p)
+{
+    return p->n_segs ? p->segs[p->n_segs - 1].next_seq : p->first_seq;
+}
+
+uint64_t trace_persist_bytes(const trace_persist *p)
+{
+    return p->bytes;
+}
+
+uint64_t trace_persist_last_ts(const trace_persist *p)
+{
+    for (size_t i = p->n_segs; i > 0; i--) {
+        if (p->segs[i - 1].next_seq > p->segs[i - 1].first_seq) {
+            return p->segs[i - 1].last_ts;
+        }
+    }
+    return 0;
+}
+
+size_t trace_persist_segments(const trace_persist *p)
+{
+    return p->n_segs;
+}
+
+/* --- writing -----------------------------------------------------------------------------------
+ */
+
+static size_t str_len(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
+static unsigned char *put_blob(unsigned char *d, const void *data, size_t n, bool present)
+{
+    if (!present) {
+        put32(d, NIL_LEN);
+        return d + 4;
+    }
+    put32(d, (uint32_t)n);
+    if (n) {
+        memcpy(d + 4, data, n);
+    }
+    return d + 4 + n;
+}
+
+static unsigned char *put_str(unsigned char *d, const char *s)
+{
+    return put_blob(d, s, str_len(s), s != NULL);
+}
+
+wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
+{
+    if (p->error || !p->writable) {
+        return WAMP_ECLOSED;
+    }
+    wamp_err err;
+    if (p->fd < 0) {
+        err = open_segment(p, r->seq);
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    seg *s = &p->segs[p->n_segs - 1];
+    if (s->size >= p->segment_bytes && s->next_seq > s->first_seq) {
+        err = rotate(p, r->seq, r->ts_ns);
+        if (err != WAMP_OK) {
+            return err;
+        }
+        s = &p->segs[p->n_segs - 1];
+    }
+    const trace_peer *peer = r->peer;
+    const char *realm = peer ? trace_peer_realm(peer) : NULL;
+    const char *authid = peer ? trace_peer_authid(peer) : NULL;
+    const char *authrole = peer ? trace_peer_authrole(peer) : NULL;
+    const char *uri = r->uri ? trace_str_get(r->uri) : NULL;
+    size_t wire_len = r->wire ? wamp_buf_len(r->wire) : 0;
+    size_t body = FIXED_LEN + 6 * 4 + str_len(realm) + str_len(authid) + str_len(authrole) +
+                  str_len(uri) + str_len(r->dropped) + wire_len;
+    if (body > BODY_MAX) {
+        /* Larger than a reader accepts: keep the record without its message bytes. */
+        body -= wire_len;
+        wire_len = 0;
+    }
+    size_t need = HDR_LEN + body;
+    if (p->len + need > p->cap) {
+        size_t ncap = p->cap ? p->cap : 64 * 1024;
+        while (ncap < p->len + need) {
+            ncap *= 2;
+        }
+        unsigned char *nb = realloc(p->buf, ncap);
+        if (!nb) {
+            return WAMP_ENOMEM;
+        }
+        p->buf = nb;
+        p->cap = ncap;
+    }
+    unsigned char *h = p->buf + p->len;
+    unsigned char *d = h + HDR_LEN;
+    put64(d, r->seq);
+    put64(d + 8, r->pc_ns);
+    put64(d + 16, r->ts_ns);
+    put64(d + 24, peer ? trace_peer_session_id(peer) : 0);
+    d += 32;
+    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+        put32(d, r->ser_bytes[i]);
+        d += 4;
+    }
+    d[0] = r->dir;
+    d[1] = r->msg_type;
+    d[2] = r->wire_ser;
+    d[3] = r->flags;
+    d[4] = peer != NULL;
+    memcpy(d + 5, r->corr, TRACE_UUID_LEN);
+    d += 5 + TRACE_UUID_LEN;
+    d = put_str(d, realm);
+    d = put_str(d, authid);
+    d = put_str(d, authrole);
+    d = put_str(d, uri);
+    d = put_str(d, r->dropped);
+    d = put_blob(d, r->wire ? wamp_buf_cdata(r->wire) : NULL, wire_len,
+                 r->wire != NULL && wire_len == (r->wire ? wamp_buf_len(r->wire) : 0));
+    put32(h, (uint32_t)body);
+    put32(h + 4, trace_crc32c(0, h + HDR_LEN, body));
+    if (s->next_seq == s->first_seq || (r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY == 0) {
+        if (!idx_push(s, r->seq, s->size)) {
+            return WAMP_ENOMEM;
+        }
+    }
+    p->len += need;
+    s->size += need;
+    s->next_seq = r->seq + 1;
+    s->last_ts = r->ts_ns;
+    p->bytes += need;
+    if (p->len >= TRACE_PERSIST_BUFFER_MAX) {
+        return write_out(p);
+    }
+    return WAMP_OK;
+}
+
+wamp_err trace_persist_flush(trace_persist *p, bool sync, uint64_t now_pc_ns)
+{
+    if (!p->writable) {
+        return p->error ? WAMP_ECLOSED : WAMP_OK;
+    }
+    wamp_err err = write_out(p);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    bool due =
+            p->fsync == TRACE_FSYNC_BATCH ||
+            (p->fsync == TRACE_FSYNC_INTERVAL &&
+             (now_pc_ns < p->last_sync_pc || now_pc_ns - p->last_sync_pc >= p->fsync_interval_ns));
+    if (sync || due) {
+        return sync_active(p, now_pc_ns);
+    }
+    return WAMP_OK;
+}
+
+wamp_err trace_persist_tick(trace_persist *p, uint64_t now_pc_ns, uint64_t now_ts_ns)
+{
+    wamp_err err = trace_persist_flush(p, false, now_pc_ns);
+    if (err == WAMP_OK && p->max_age_ns) {
+        apply_retention(p, now_ts_ns, true);
+    }
+    return err;
+}
+
+wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta)
+{
+    if (!p->writable) {
+        return WAMP_OK; /* reopened traces keep the meta.json they were opened with */
+    }
+    char *text = json_dumps(meta, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (!text) {
+        return WAMP_ENOMEM;
+    }
+    wamp_err err = WAMP_OK;
+    int fd = open_in(p->dir, "meta.json.tmp", O_WRONLY | O_CREAT | O_TRUNC);
+    if (fd < 0) {
+        err = fail_io(p, "create", "meta.json.tmp");
+    } else {
+        size_t n = strlen(text);
+        text[n] = '\n';
+        if (!write_all(fd, text, n + 1) || fsync(fd) != 0) {
+            err = fail_io(p, "write", "meta.json.tmp");
+        }
+        close(fd);
+    }
+    free(text);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    char *from = path_join(p->dir, "meta.json.tmp");
+    char *to = path_join(p->dir, "meta.json");
+    if (!from || !to) {
+        err = WAMP_ENOMEM;
+    } else if (rename(from, to) != 0) {
+        err = fail_io(p, "rename", "meta.json.tmp");
+    }
+    free(from);
+    free(to);
+    return err;
+}
+
+/* --- reading -----------------------------------------------------------------------------------
+ */
+
+/* A read cursor over one segment: a window of the file (or the write buffer). */
+typedef struct reader {
+    const trace_persist *p;
+    int fd;
+    size_t seg_i;
+    uint64_t file_end; /* bytes readable through fd */
+    unsigned char *win;
+    uint64_t win_off;
+    size_t win_len;
+    size_t win_cap;
+} reader;
+
+static bool reader_open(reader *rd, size_t seg_i)
+{
+    const trace_persist *p = rd->p;
+    if (rd->fd >= 0) {
+        close(rd->fd);
+        rd->fd = -1;
+    }
+    rd->seg_i = seg_i;
+    rd->win_len = 0;
+    const seg *s = &p->segs[seg_i];
+    bool active = p->writable && seg_i == p->n_segs - 1 && p->fd >= 0;
+    rd->file_end = active ? p->written : s->size;
+    if (rd->file_end == 0) {
+        return true;
+    }
+    char name[40];
+    seg_name(name, sizeof(name), s->first_seq, "seg");
+    rd->fd = open_in(p->dir, name, O_RDONLY);
+    return rd->fd >= 0;
+}
+
+/* Pointer to n bytes at off of the current segment, or NULL. */
+static const unsigned char *reader_at(reader *rd, uint64_t off, size_t n)
+{
+    const trace_persist *p = rd->p;
+    if (off >= rd->file_end) {
+        /* Buffered records of the active segment. */
+        bool active = p->writable && rd->seg_i == p->n_segs - 1;
+        uint64_t rel = off - rd->file_end;
+        if (!active || rel + n > p->len) {
+            return NULL;
+        }
+        return p->buf + rel;
+    }
+    if (off + n > rd->file_end) {
+        return NULL;
+    }
+    if (off >= rd->win_off && off + n <= rd->win_off + rd->win_len) {
+        return rd->win + (off - rd->win_off);
+    }
+    size_t want = n > READ_CHUNK ? n : READ_CHUNK;
+    if (off + want > rd->file_end) {
+        want = (size_t)(rd->file_end - off);
+    }
+    if (rd->win_cap < want) {
+        unsigned char *w = realloc(rd->win, want);
+        if (!w) {
+            return NULL;
+        }
+        rd->win = w;
+        rd->win_cap = want;
+    }
+    if (rd->fd < 0 || !pread_all(rd->fd, rd->win, want, off)) {
+        rd->win_len = 0;
+        return NULL;
+    }
+    rd->win_off = off;
+    rd->win_len = want;
+    return rd->win;
+}
+
+typedef struct cursor {
+    const unsigned char *p;
+    const unsigned char *end;
+    bool ok;
+} cursor;
+
+/* A string field: NULL when absent; malloc'ed copy in *out (caller frees). */
+static bool cur_blob(cursor *c, const unsigned char **data, uint32_t *len, bool *present)
+{
+    if (c->end - c->p < 4) {
+        return c->ok = false;
+    }
+    uint32_t n = get32(c->p);
+    c->p += 4;
+    *present = n != NIL_LEN;
+    if (!*present) {
+        *data = NULL;
+        *len = 0;
+        return true;
+    }
+    if ((size_t)(c->end - c->p) < n) {
+        return c->ok = false;
+    }
+    *data = c->p;
+    *len = n;
+    c->p += n;
+    return true;
+}
+
+static char *dup_n(const unsigned char *s, uint32_t n)
+{
+    char *d = malloc((size_t)n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* The static string of a drop reason read back (trace_record.dropped is a static string). */
+static const char *intern_reason(const unsigned char *s, uint32_t n)
+{
+    static const char *const known[] = {"queue_full", "session_closed", "encode_failed", "too_big"};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (strlen(known[i]) == n && memcmp(known[i], s, n) == 0) {
+            return known[i];
+        }
+    }
+    return "unknown";
+}
+
+/* Same peer as the previous record of the page: shared, like the capture path shares it. */
+static bool peer_equal(const trace_peer *pe, uint64_t sid, const char *realm, const char *authid,
+                       const char *authrole)
+{
+    const char *a[3] = {trace_peer_realm(pe), trace_peer_authid(pe), trace_peer_authrole(pe)};
+    const char *b[3] = {realm, authid, authrole};
+    if (trace_peer_session_id(pe) != sid) {
+        return false;
+    }
+    for (int i = 0; i < 3; i++) {
+        if ((a[i] == NULL) != (b[i] == NULL) || (a[i] && strcmp(a[i], b[i]) != 0)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Decodes one verified body into *r (owned references). false on a malformed body. */
+static bool decode_record(const unsigned char *b, uint32_t len, trace_record *r,
+                          const trace_record *prev)
+{
+    memset(r, 0, sizeof(*r));
+    if (len < FIXED_LEN) {
+        return false;
+    }
+    r->seq = get64(b);
+    r->pc_ns = get64(b + 8);
+    r->ts_ns = get64(b + 16);
+    uint64_t sid = get64(b + 24);
+    const unsigned char *d = b + 32;
+    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+        r->ser_bytes[i] = get32(d);
+        d += 4;
+    }
+    r->dir = d[0];
+    r->msg_type = d[1];
+    r->wire_ser = d[2];
+    r->flags = d[3];
+    bool has_peer = d[4] != 0;
+    memcpy(r->corr, d + 5, TRACE_UUID_LEN);
+    cursor c = {b + FIXED_LEN, b + len, true};
+    const unsigned char *f[6];
+    uint32_t fl[6];
+    bool fp[6];
+    for (int i = 0; i < 6; i++) {
+        if (!cur_blob(&c, &f[i], &fl[i], &fp[i])) {
+            return false;
+        }
+    }
+    char *s[4] = {NULL, NULL, NULL, NULL};
+    bool ok = true;
+    for (int i = 0; i < 4; i++) {
+        if (fp[i]) {
+            s[i] = dup_n(f[i], fl[i]);
+            ok = ok && s[i];
+        }
+    }
+    if (ok && has_peer) {
+        if (prev && prev->peer && peer_equal(prev->peer, sid, s[0], s[1], s[2])) {
+            r->peer = trace_peer_ref(prev->peer);
+        } else {
+            r->peer = trace_peer_new(sid, s[0], s[1], s[2]);
+        }
+    }
+    if (ok && s[3]) {
+        if (prev && prev->uri && strcmp(trace_str_get(prev->uri), s[3]) == 0) {
+            r->uri = trace_str_ref(prev->uri);
+        } else {
+            r->uri = trace_str_new(s[3]);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        free(s[i]);
+    }
+    if (fp[4]) {
+        r->dropped = intern_reason(f[4], fl[4]);
+    }
+    if (fp[5]) {
+        r->wire = wamp_buf_new_copy(f[5], fl[5]);
+    }
+    return ok;
+}
+
+/* Index of the segment holding seq (or the first one after it); n_segs if none. */
+static size_t find_seg(const trace_persist *p, uint64_t seq)
+{
+    size_t lo = 0, hi = p->n_segs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->segs[mid].next_seq <= seq) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Offset of the index entry at or before seq in s. */
+static uint64_t find_off(const seg *s, uint64_t seq)
+{
+    size_t lo = 0, hi = s->n_idx;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->idx[mid].seq <= seq) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo ? s->idx[lo - 1].off : 0;
+}
+
+size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
+                          trace_record *out)
+{
+    size_t n = 0;
+    reader rd = {.p = p, .fd = -1};
+    for (size_t si = find_seg(p, from_seq); si < p->n_segs && n < limit; si++) {
+        const seg *s = &p->segs[si];
+        if (s->first_seq >= to_seq) {
+            break;
+        }
+        if (!reader_open(&rd, si)) {
+            continue;
+        }
+        uint64_t off = from_seq > s->first_seq ? find_off(s, from_seq) : 0;
+        while (n < limit && off < s->size) {
+            const unsigned char *h = reader_at(&rd, off, HDR_LEN);
+            if (!h) {
+                break;
+            }
+            uint32_t len = get32(h);
+            uint32_t crc = get32(h + 4);
+            if (len < FIXED_LEN || len > BODY_MAX) {
+                break;
+            }
+            const unsigned char *b = reader_at(&rd, off + HDR_LEN, len);
+            if (!b || trace_crc32c(0, b, len) != crc) {
+                break; /* corrupt: the rest of this segment is not trusted */
+            }
+            uint64_t seq = get64(b);
+            off += HDR_LEN + len;
+            if (seq < from_seq) {
+                continue;
+            }
+            if (seq >= to_seq) {
+                si = p->n_segs; /* done */
+                break;
+            }
+            if (!decode_record(b, len, &out[n], n ? &out[n - 1] : NULL)) {
+                trace_record_fini(&out[n]);
+                break;
+            }
+            n++;
+        }
+    }
+    if (rd.fd >= 0) {
+        close(rd.fd);
+    }
+    free(rd.win);
+    return n;
+}
+
+size_t trace_persist_list(const trace_persist_config *cfg,
+                          void (*fn)(const char *persistent_id, void *ctx), void *ctx)
+{
+    DIR *d = opendir(data_dir_of(cfg));
+    if (!d) {
+        return 0;
+    }
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= TRACE_PERSIST_ID_MAX) {
+            continue;
+        }
+        fn(e->d_name, ctx);
+        n++;
+    }
+    closedir(d);
+    return n;
+}

@@ -1,0 +1,144 @@
+/* trace_persist.h: the on-disk store of a persisted trace (trace option persist: true).
+ *
+ * Layout: <data_dir>/<persistent_id>/ holds
+ *   - meta.json: the trace's id, options and status, written by the trace (trace.c) at start and
+ *     at stop, replaced atomically (write to meta.json.tmp, fsync, rename). A meta.json that
+ *     still says "running" after a restart means the router did not stop cleanly: "crash".
+ *   - <first_seq>.seg: segment files (first_seq as 20 decimal digits), records appended in seq
+ *     order. A new segment starts when the active one reaches segment_bytes (rotation).
+ *   - <first_seq>.idx: the segment's sparse index: one 16-byte entry (seq, offset; little
+ *     endian) for the segment's first record and then every TRACE_PERSIST_INDEX_EVERY records.
+ *     Locating a seq is a binary search over the segments, then over the segment's index, then a
+ *     scan of at most TRACE_PERSIST_INDEX_EVERY records: O(log n).
+ * Record framing (little endian): u32 body length, u32 CRC-32C of the body, body. The body holds
+ * the record's fixed fields, the peer (session id, realm, authid, authrole), the URI, the drop
+ * reason and the message bytes as they were kept in memory (see trace_persist.c). CRC-32C
+ * (Castagnoli, the polynomial of iSCSI / ext4 / SCTP) was chosen over zlib's CRC-32 for its
+ * better error detection on short records and because a 256-entry table needs no dependency.
+ *
+ * Writing: trace_persist_append() encodes the record into an in-memory buffer (no system call);
+ * trace_persist_flush() writes the buffer with write(2) (the trace's tick does it every 100 ms,
+ * and append does it when the buffer holds TRACE_PERSIST_BUFFER_MAX bytes); fsync follows the
+ * configured policy. An I/O error (disk full, file size limit, EIO...) is sticky: every later
+ * write call returns WAMP_ECLOSED, trace_persist_error() says what happened, and the segment is
+ * cut back to its last whole record.
+ * Reading: trace_persist_read() reads records back (flushed ones with pread(2), buffered ones
+ * from the buffer), checking each CRC; a record that fails its check ends the segment.
+ * Opening after a restart (trace_persist_open()): every segment's tail after its last index
+ * entry is scanned; a torn or corrupt record (short, bad length, bad CRC) is cut off
+ * (ftruncate), with everything after it in that segment.
+ * Retention: whole segments (never the active one) are deleted, oldest first, while the trace's
+ * files exceed max_bytes or while a segment's newest record is older than max_age.
+ * Ownership: a trace_persist owns its file descriptors, buffer and index; the trace owns it.
+ * Not thread-safe (service thread). */
+#ifndef TRACE_PERSIST_H
+#define TRACE_PERSIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "trace_record.h"
+#include "wamp_err.h"
+
+/* One index entry every this many records (and for each segment's first record). */
+#define TRACE_PERSIST_INDEX_EVERY 64u
+/* append() writes the buffer out when it holds this many bytes (bounds memory between ticks). */
+#define TRACE_PERSIST_BUFFER_MAX (1024u * 1024u)
+/* Longest persistent_id (a directory name). */
+#define TRACE_PERSIST_ID_MAX 64
+
+/* When written data is fsync'ed. Always also at stop, at rotation and after meta.json. */
+typedef enum trace_fsync_mode {
+    TRACE_FSYNC_INTERVAL = 0, /* at most every fsync_interval_ms (default policy) */
+    TRACE_FSYNC_BATCH,        /* after every write of a batch */
+    TRACE_FSYNC_NEVER         /* only at stop / rotation / meta.json */
+} trace_fsync_mode;
+
+/* Plain data (the hub keeps a copy; data_dir is copied there). */
+typedef struct trace_persist_config {
+    const char *data_dir;       /* NULL = TRACE_PERSIST_DATA_DIR_DEFAULT */
+    uint64_t segment_bytes;     /* rotation size; 0 = TRACE_PERSIST_SEGMENT_DEFAULT */
+    trace_fsync_mode fsync;     /* policy */
+    uint32_t fsync_interval_ms; /* TRACE_FSYNC_INTERVAL; 0 = 1000 */
+} trace_persist_config;
+
+#define TRACE_PERSIST_DATA_DIR_DEFAULT "./wampscope-data"
+#define TRACE_PERSIST_SEGMENT_DEFAULT  ((uint64_t)16 * 1024 * 1024)
+#define TRACE_PERSIST_SEGMENT_MIN      ((uint64_t)4096)
+#define TRACE_PERSIST_SEGMENT_MAX      ((uint64_t)1 << 32)
+
+typedef struct trace_persist trace_persist;
+
+/* CRC-32C (Castagnoli) of len bytes, continuing from crc (start with 0). */
+uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* Creates data_dir (if missing) and a new directory in it named after ts_ns (a persistent id
+ * unique in data_dir), with no segment yet; records start at first_seq. *out owns it.
+ * WAMP_EINVAL with why set ("persist: cannot create ...: <strerror>") when a directory cannot
+ * be made; WAMP_ENOMEM. */
+wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, uint64_t first_seq,
+                              trace_persist **out, char *why, size_t why_len);
+
+/* Opens the existing trace directory <data_dir>/<persistent_id> read-only for a reloaded
+ * (stopped) trace: loads its segments and indexes, cuts torn tails (see above), and returns
+ * its meta.json in *meta (new reference; NULL if missing or unreadable). WAMP_ENOTFOUND if the
+ * directory cannot be read; WAMP_ENOMEM. why says what was wrong or what was cut. */
+wamp_err trace_persist_open(const trace_persist_config *cfg, const char *persistent_id,
+                            trace_persist **out, json_t **meta, char *why, size_t why_len);
+
+/* Flushes (best effort), closes and frees (NULL-safe). The files stay. */
+void trace_persist_free(trace_persist *p);
+/* Deletes every file and the directory, then frees p (NULL-safe). false if something could
+ * not be removed (p is freed anyway). */
+bool trace_persist_remove(trace_persist *p);
+
+/* Borrowed. */
+const char *trace_persist_id(const trace_persist *p);
+/* Message of the first I/O error ("write <file>: No space left on device"); NULL if none. */
+const char *trace_persist_error(const trace_persist *p);
+
+/* Encodes r (borrowed; r->seq must be the next seq) into the write buffer; writes the buffer
+ * out when it is full and rotates the segment when the active one is full. WAMP_ECLOSED after
+ * an I/O error (now or earlier; the record is not stored), WAMP_ENOMEM. */
+wamp_err trace_persist_append(trace_persist *p, const trace_record *r);
+/* Writes the buffer out; fsyncs if sync (or if the policy asks for it at now_pc_ns).
+ * WAMP_ECLOSED after an I/O error. */
+wamp_err trace_persist_flush(trace_persist *p, bool sync, uint64_t now_pc_ns);
+/* Periodic work of a running trace: flush (with the fsync policy), then retention by age at
+ * now_ts_ns. WAMP_ECLOSED after an I/O error. */
+wamp_err trace_persist_tick(trace_persist *p, uint64_t now_pc_ns, uint64_t now_ts_ns);
+
+/* Retention of this trace: max_bytes of files (0 = none), max_age_ns (0 = none). Applied at
+ * rotation (bytes) and at each tick (age). */
+void trace_persist_set_retention(trace_persist *p, uint64_t max_bytes, uint64_t max_age_ns);
+
+/* Writes meta.json (atomically: tmp file, fsync, rename). WAMP_ECLOSED on I/O error (the
+ * error is sticky as for the segments). */
+wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta);
+
+/* Records held: the seqs first_seq .. next_seq - 1 (gaps are possible after corruption). */
+uint64_t trace_persist_first_seq(const trace_persist *p);
+uint64_t trace_persist_next_seq(const trace_persist *p);
+/* Bytes of records held (flushed or buffered). */
+uint64_t trace_persist_bytes(const trace_persist *p);
+/* Wall clock of the newest record held, 0 if none. */
+uint64_t trace_persist_last_ts(const trace_persist *p);
+/* Segments held. */
+size_t trace_persist_segments(const trace_persist *p);
+
+/* Reads the records with from_seq <= seq < to_seq (exclusive), oldest first, at most limit of
+ * them, into out[0..] (caller's array of at least limit entries; each filled record owns its
+ * references: release with trace_record_fini()). Records that are not held (deleted by
+ * retention, cut as corrupt) are skipped. Returns how many were filled. Does not change p. */
+size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
+                          trace_record *out);
+
+/* Calls fn(persistent_id, ctx) for each directory in data_dir (the candidates for
+ * trace_persist_open()); returns how many; 0 if data_dir does not exist. */
+size_t trace_persist_list(const trace_persist_config *cfg,
+                          void (*fn)(const char *persistent_id, void *ctx), void *ctx);
+
+#endif /* TRACE_PERSIST_H */
