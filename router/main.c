@@ -2,6 +2,8 @@
  *
  * Library-global state, all set here, once, before the loop (STYLE §5):
  *   - the signal mask: SIGTERM and SIGINT blocked (rt_lws reads them from a signalfd);
+ *   - SIGXFSZ ignored: a persisted trace over a file-size limit gets EFBIG from write(2) and
+ *     stops with io_error, instead of the signal killing the router;
  *   - sodium_init() and json_object_seed(0);
  *   - the rt_log level, and lws_set_log_level() through rt_lws_log_init().
  * Exit status: 0 clean shutdown (or --help/--version/--check-config), 1 runtime failure,
@@ -216,6 +218,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "wampscope: sigprocmask: %s\n", strerror(errno));
         return EXIT_FAILURE;
     }
+    signal(SIGXFSZ, SIG_IGN);
     if (sodium_init() < 0) {
         fprintf(stderr, "wampscope: libsodium initialisation failed\n");
         return EXIT_FAILURE;

@@ -843,8 +843,10 @@ class TestTracing(TraceTestCase):
             ({"trace_app_payload": "yes"}, "trace_app_payload"), ({"persist": 1}, "persist"),
             ({"trace_level": "packet"}, "trace_level"), ({"no_such_option": 1}, "no_such_option"),
             ({"uris": TRACED, "Limit": 5}, "Limit"),
+            ({"persist_max_bytes": 1}, "persist_max_bytes"),
+            ({"persist_max_age": 0}, "persist_max_age"),
             # Not implemented yet, and refused rather than ignored.
-            ({"persist": True}, "persist"), ({"trace_level": "action"}, "trace_level"),
+            ({"trace_level": "action"}, "trace_level"),
         ]
         for opts, name in bad:
             with self.subTest(opts=opts):

@@ -1,0 +1,736 @@
+/* check_trace_persist.c: persisted traces on disk: CRC-32C, segment write/read (flushed and
+ * buffered), reload, torn tails cut, index seeks, rotation, retention by bytes and by age, I/O
+ * errors, and the trace / hub level (cache of newest records in memory, older seqs from disk,
+ * restart as "shutdown" or "crash", delete removes the files). Each test works in its own
+ * temporary directory. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "trace.h"
+#include "trace_hub.h"
+#include "trace_persist.h"
+#include "trace_record.h"
+#include "trace_render.h"
+#include "trace_store.h"
+
+#define PC0 ((uint64_t)5000000000u)
+#define TS0 ((uint64_t)1700000000000000000u)
+#define SEC ((uint64_t)1000000000u)
+
+static char tmpdir[256];
+
+static void make_tmp(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_trace_persist.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void rm_rf(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+                continue;
+            }
+            char sub[1024];
+            snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+            rm_rf(sub);
+        }
+        closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static void cleanup_tmp(void)
+{
+    rm_rf(tmpdir);
+}
+
+static trace_persist_config config(uint64_t segment_bytes)
+{
+    static char data_dir[300];
+    snprintf(data_dir, sizeof(data_dir), "%s/data", tmpdir);
+    trace_persist_config c = {
+            .data_dir = data_dir, .segment_bytes = segment_bytes, .fsync = TRACE_FSYNC_INTERVAL};
+    return c;
+}
+
+/* A record like the capture path makes: peer, uri, correlation, wire bytes, maybe a drop. */
+static trace_record make_rec(uint64_t seq, size_t wire_len)
+{
+    trace_record r;
+    memset(&r, 0, sizeof(r));
+    r.seq = seq;
+    r.pc_ns = PC0 + seq * 1000;
+    r.ts_ns = TS0 + seq * 1000;
+    r.peer = trace_peer_new(1000 + seq % 3, "realm1", seq % 2 ? "alice" : NULL, "anonymous");
+    r.uri = trace_str_new("com.example.topic");
+    r.dir = seq % 2 ? TRACE_TX : TRACE_RX;
+    r.msg_type = 16;
+    r.wire_ser = WAMP_SER_JSON;
+    r.flags = TRACE_CORR_HAS | (seq % 5 == 0 ? TRACE_CORR_ANCHOR : 0);
+    for (int i = 0; i < TRACE_UUID_LEN; i++) {
+        r.corr[i] = (uint8_t)(seq + (uint64_t)i);
+    }
+    r.ser_bytes[WAMP_SER_JSON] = (uint32_t)wire_len;
+    r.dropped = seq % 7 == 3 ? "queue_full" : NULL;
+    char text[64];
+    snprintf(text, sizeof(text), "[16, %llu, {}, \"com.example.topic\"]", (unsigned long long)seq);
+    r.wire = wamp_buf_new(wire_len + 64);
+    size_t n = strlen(text);
+    memcpy(wamp_buf_reserve(&r.wire, wire_len + n), text, n);
+    memset(wamp_buf_data(r.wire) + n, ' ', wire_len);
+    wamp_buf_commit(r.wire, wire_len + n);
+    return r;
+}
+
+static void append_n(trace_persist *p, uint64_t from, uint64_t n, size_t wire_len)
+{
+    for (uint64_t s = from; s < from + n; s++) {
+        trace_record r = make_rec(s, wire_len);
+        ck_assert_int_eq(trace_persist_append(p, &r), WAMP_OK);
+        trace_record_fini(&r);
+    }
+}
+
+static void assert_same(const trace_record *got, uint64_t seq, size_t wire_len)
+{
+    trace_record want = make_rec(seq, wire_len);
+    ck_assert_uint_eq(got->seq, seq);
+    ck_assert_uint_eq(got->pc_ns, want.pc_ns);
+    ck_assert_uint_eq(got->ts_ns, want.ts_ns);
+    ck_assert_uint_eq(got->dir, want.dir);
+    ck_assert_uint_eq(got->msg_type, want.msg_type);
+    ck_assert_uint_eq(got->wire_ser, want.wire_ser);
+    ck_assert_uint_eq(got->flags, want.flags);
+    ck_assert_mem_eq(got->corr, want.corr, TRACE_UUID_LEN);
+    ck_assert_mem_eq(got->ser_bytes, want.ser_bytes, sizeof(want.ser_bytes));
+    ck_assert_ptr_nonnull(got->peer);
+    ck_assert_uint_eq(trace_peer_session_id(got->peer), trace_peer_session_id(want.peer));
+    ck_assert_str_eq(trace_peer_realm(got->peer), "realm1");
+    if (seq % 2) {
+        ck_assert_str_eq(trace_peer_authid(got->peer), "alice");
+    } else {
+        ck_assert_ptr_null(trace_peer_authid(got->peer));
+    }
+    ck_assert_str_eq(trace_str_get(got->uri), "com.example.topic");
+    if (want.dropped) {
+        ck_assert_str_eq(got->dropped, want.dropped);
+    } else {
+        ck_assert_ptr_null(got->dropped);
+    }
+    ck_assert_uint_eq(wamp_buf_len(got->wire), wamp_buf_len(want.wire));
+    ck_assert_mem_eq(wamp_buf_cdata(got->wire), wamp_buf_cdata(want.wire), wamp_buf_len(want.wire));
+    trace_record_fini(&want);
+}
+
+/* Reads [from, to) and checks it is exactly the seqs from..from+expect-1. */
+static void read_check(const trace_persist *p, uint64_t from, uint64_t to, size_t limit,
+                       uint64_t expect_first, size_t expect_n, size_t wire_len)
+{
+    trace_record *out = calloc(limit ? limit : 1, sizeof(*out));
+    size_t n = trace_persist_read(p, from, to, limit, out);
+    ck_assert_uint_eq(n, expect_n);
+    for (size_t i = 0; i < n; i++) {
+        assert_same(&out[i], expect_first + i, wire_len);
+        trace_record_fini(&out[i]);
+    }
+    free(out);
+}
+
+static size_t count_files(const char *dir, const char *ext)
+{
+    DIR *d = opendir(dir);
+    size_t n = 0;
+    if (!d) {
+        return 0;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name), k = strlen(ext);
+        if (l > k && strcmp(e->d_name + l - k, ext) == 0) {
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void persist_dir_of(const trace_persist *p, char *out, size_t n)
+{
+    snprintf(out, n, "%s/data/%s", tmpdir, trace_persist_id(p));
+}
+
+START_TEST(test_crc32c)
+{
+    /* The check value of CRC-32C (RFC 3720 B.4 and every CRC catalogue). */
+    ck_assert_uint_eq(trace_crc32c(0, "123456789", 9), 0xe3069283u);
+    ck_assert_uint_eq(trace_crc32c(0, "", 0), 0);
+    /* 32 bytes of zeros: RFC 3720 B.4 */
+    unsigned char z[32] = {0};
+    ck_assert_uint_eq(trace_crc32c(0, z, sizeof(z)), 0x8a9136aau);
+    /* Incremental = one shot. */
+    uint32_t c = trace_crc32c(0, "12345", 5);
+    ck_assert_uint_eq(trace_crc32c(c, "6789", 4), 0xe3069283u);
+}
+
+END_TEST
+
+START_TEST(test_write_read_flushed_and_buffered)
+{
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    char why[256] = "";
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, why, sizeof(why)), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 0);
+    read_check(p, 0, UINT64_MAX, 10, 0, 0, 0);
+    append_n(p, 0, 100, 20);
+    /* Buffered only: readable from memory, nothing in the file yet. */
+    read_check(p, 0, UINT64_MAX, 1000, 0, 100, 20);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    append_n(p, 100, 50, 20);
+    /* Flushed + buffered in one read, ranges and limits. */
+    read_check(p, 0, UINT64_MAX, 1000, 0, 150, 20);
+    read_check(p, 95, 105, 1000, 95, 10, 20);
+    read_check(p, 120, UINT64_MAX, 5, 120, 5, 20);
+    read_check(p, 150, UINT64_MAX, 5, 0, 0, 20);
+    ck_assert_uint_eq(trace_persist_first_seq(p), 0);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 150);
+    ck_assert_uint_eq(trace_persist_last_ts(p), TS0 + 149 * 1000);
+    ck_assert_ptr_null(trace_persist_error(p));
+    trace_persist_free(p);
+}
+
+END_TEST
+
+START_TEST(test_reload_after_clean_close)
+{
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    append_n(p, 0, 300, 40);
+    json_t *meta = json_pack("{s:s}", "id", "t1");
+    ck_assert_int_eq(trace_persist_write_meta(p, meta), WAMP_OK);
+    json_decref(meta);
+    uint64_t bytes = trace_persist_bytes(p);
+    trace_persist_free(p); /* flushes */
+
+    json_t *m = NULL;
+    char note[256] = "";
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, note, sizeof(note)), WAMP_OK);
+    ck_assert_str_eq(note, "");
+    ck_assert_str_eq(json_string_value(json_object_get(m, "id")), "t1");
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_first_seq(p), 0);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 300);
+    ck_assert_uint_eq(trace_persist_bytes(p), bytes);
+    ck_assert_uint_eq(trace_persist_last_ts(p), TS0 + 299 * 1000);
+    read_check(p, 0, UINT64_MAX, 1000, 0, 300, 40);
+    /* Reopened traces are read-only. */
+    trace_record r = make_rec(300, 1);
+    ck_assert_int_eq(trace_persist_append(p, &r), WAMP_ECLOSED);
+    trace_record_fini(&r);
+    trace_persist_free(p);
+    /* Unknown or unsafe ids. */
+    ck_assert_int_eq(trace_persist_open(&cfg, "nope", &p, &m, NULL, 0), WAMP_ENOTFOUND);
+    ck_assert_int_eq(trace_persist_open(&cfg, "../data", &p, &m, NULL, 0), WAMP_ENOTFOUND);
+}
+
+END_TEST
+
+static void seg_path(const trace_persist *p, uint64_t first_seq, char *out, size_t n)
+{
+    char dir[512];
+    persist_dir_of(p, dir, sizeof(dir));
+    snprintf(out, n, "%s/%020llu.seg", dir, (unsigned long long)first_seq);
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    return st.st_size;
+}
+
+START_TEST(test_torn_tail_cut)
+{
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX], seg[600];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    seg_path(p, 0, seg, sizeof(seg));
+    append_n(p, 0, 200, 30);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    trace_persist_free(p);
+    off_t whole = file_size(seg);
+
+    /* 1. Truncated in the middle of the last record (a write cut by kill -9 / power loss). */
+    ck_assert_int_eq(truncate(seg, whole - 7), 0);
+    json_t *m = NULL;
+    char note[256] = "";
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, note, sizeof(note)), WAMP_OK);
+    ck_assert_msg(strstr(note, "cut") != NULL, "note: %s", note);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 199);
+    read_check(p, 0, UINT64_MAX, 1000, 0, 199, 30);
+    trace_persist_free(p);
+    off_t cut = file_size(seg);
+    ck_assert_int_lt(cut, whole - 7); /* the torn record is gone from the file */
+
+    /* 2. Garbage appended after the last whole record. */
+    int fd = open(seg, O_WRONLY | O_APPEND);
+    ck_assert_int_ge(fd, 0);
+    const char junk[] = "\x20\x00\x00\x00garbage garbage garbage garbage!!";
+    ck_assert_int_eq(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+    close(fd);
+    note[0] = '\0';
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, note, sizeof(note)), WAMP_OK);
+    ck_assert_msg(strstr(note, "cut") != NULL, "note: %s", note);
+    read_check(p, 0, UINT64_MAX, 1000, 0, 199, 30);
+    trace_persist_free(p);
+    ck_assert_int_eq(file_size(seg), cut);
+
+    /* 3. A flipped byte inside the last record: its CRC no longer matches. */
+    fd = open(seg, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "X", 1, cut - 3), 1);
+    close(fd);
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 198);
+    read_check(p, 0, UINT64_MAX, 1000, 0, 198, 30);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+START_TEST(test_index_seek_and_rotation)
+{
+    trace_persist_config cfg = config(8192);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX], dir[512];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    persist_dir_of(p, dir, sizeof(dir));
+    for (uint64_t s = 0; s < 5000; s += 500) {
+        append_n(p, s, 500, 10);
+        ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
+    }
+    size_t segs = trace_persist_segments(p);
+    ck_assert_uint_gt(segs, 50); /* ~130 bytes a record, 8 KiB segments */
+    ck_assert_uint_eq(count_files(dir, ".seg"), segs);
+    ck_assert_uint_eq(count_files(dir, ".idx"), segs);
+    /* Any seq, at segment edges and inside, with small pages crossing segments. */
+    uint64_t probes[] = {0, 1, 63, 64, 65, 127, 128, 1000, 2047, 2500, 4936, 4999};
+    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+        uint64_t s = probes[i];
+        size_t n = 5000 - s < 100 ? (size_t)(5000 - s) : 100;
+        read_check(p, s, UINT64_MAX, 100, s, n, 10);
+    }
+    read_check(p, 10, 20, 100, 10, 10, 10);
+    trace_persist_free(p);
+    /* Reopened: same answers (indexes loaded from the .idx files). */
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_segments(p), segs);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 5000);
+    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+        uint64_t s = probes[i];
+        size_t n = 5000 - s < 100 ? (size_t)(5000 - s) : 100;
+        read_check(p, s, UINT64_MAX, 100, s, n, 10);
+    }
+    trace_persist_free(p);
+    /* A damaged index is not trusted blindly: records are still found (by scanning) and
+     * nothing valid is cut. */
+    char idx[600];
+    snprintf(idx, sizeof(idx), "%s/%020llu.idx", dir, 0ull);
+    int fd = open(idx, O_WRONLY | O_TRUNC);
+    ck_assert_int_ge(fd, 0);
+    unsigned char bogus[32] = {0};
+    bogus[16] = 64; /* seq 64 ... */
+    bogus[24] = 5;  /* ... at offset 5: not a record boundary */
+    ck_assert_int_eq(write(fd, bogus, sizeof(bogus)), 32);
+    close(fd);
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 5000);
+    read_check(p, 0, UINT64_MAX, 100, 0, 100, 10);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+START_TEST(test_retention_by_bytes)
+{
+    trace_persist_config cfg = config(4096);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char dir[512];
+    persist_dir_of(p, dir, sizeof(dir));
+    trace_persist_set_retention(p, 16384, 0);
+    append_n(p, 0, 2000, 10);
+    ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
+    /* Whole segments go, oldest first: at most max_bytes plus the active segment. */
+    ck_assert_uint_le(trace_persist_bytes(p), 16384 + 4096 + 200);
+    ck_assert_uint_gt(trace_persist_first_seq(p), 1500);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 2000);
+    ck_assert_uint_eq(count_files(dir, ".seg"), trace_persist_segments(p));
+    uint64_t first = trace_persist_first_seq(p);
+    /* A read from 0 starts at the oldest record held. */
+    read_check(p, 0, UINT64_MAX, 10, first, 10, 10);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+START_TEST(test_retention_by_age)
+{
+    trace_persist_config cfg = config(4096);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    trace_persist_set_retention(p, 0, 60 * SEC);
+    append_n(p, 0, 500, 10); /* ts TS0 .. TS0 + 0.5 ms */
+    size_t segs = trace_persist_segments(p);
+    ck_assert_uint_gt(segs, 3);
+    /* Not old yet: nothing goes. */
+    ck_assert_int_eq(trace_persist_tick(p, PC0, TS0 + 30 * SEC), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_segments(p), segs);
+    ck_assert_uint_eq(trace_persist_first_seq(p), 0);
+    /* Two minutes later: every segment but the active one is older than 60 s. */
+    ck_assert_int_eq(trace_persist_tick(p, PC0, TS0 + 120 * SEC), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_segments(p), 1);
+    ck_assert_uint_gt(trace_persist_first_seq(p), 400);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 500);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+START_TEST(test_io_error_directory_gone)
+{
+    trace_persist_config cfg = config(4096);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char dir[512];
+    persist_dir_of(p, dir, sizeof(dir));
+    append_n(p, 0, 10, 10);
+    ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
+    /* The directory disappears: the next segment cannot be created. */
+    rm_rf(dir);
+    int rc = WAMP_OK;
+    for (uint64_t s = 10; s < 1000 && rc == WAMP_OK; s++) {
+        trace_record r = make_rec(s, 10);
+        rc = trace_persist_append(p, &r);
+        trace_record_fini(&r);
+    }
+    ck_assert_int_eq(rc, WAMP_ECLOSED);
+    ck_assert_ptr_nonnull(trace_persist_error(p));
+    ck_assert_msg(strstr(trace_persist_error(p), "No such file") != NULL, "%s",
+                  trace_persist_error(p));
+    /* Sticky. */
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_ECLOSED);
+    trace_persist_free(p);
+    /* A data directory that cannot be made refuses the start. */
+    trace_persist_config bad = {.data_dir = "/proc/self/nope"};
+    char why[256] = "";
+    ck_assert_int_eq(trace_persist_create(&bad, TS0, 0, &p, why, sizeof(why)), WAMP_EINVAL);
+    ck_assert_msg(strncmp(why, "persist: cannot create", 22) == 0, "%s", why);
+}
+
+END_TEST
+
+START_TEST(test_io_error_file_size_limit)
+{
+    /* A file-size limit stands in for a full disk: write(2) fails with EFBIG (SIGXFSZ is
+     * ignored, as the router does), the segment is cut back to its last whole record, and what
+     * was written stays readable after a reopen. */
+    trace_persist_config cfg = config(1 << 20);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX], seg[600];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    seg_path(p, 0, seg, sizeof(seg));
+    append_n(p, 0, 100, 100);
+    ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
+    off_t good = file_size(seg);
+    struct rlimit old, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    lim = old;
+    lim.rlim_cur = (rlim_t)good + 1000;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    append_n(p, 100, 100, 100);
+    wamp_err err = trace_persist_flush(p, false, PC0);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, prev);
+    ck_assert_int_eq(err, WAMP_ECLOSED);
+    ck_assert_msg(strstr(trace_persist_error(p), "too large") != NULL, "%s",
+                  trace_persist_error(p));
+    ck_assert_int_eq(file_size(seg), good);
+    trace_record r = make_rec(200, 1);
+    ck_assert_int_eq(trace_persist_append(p, &r), WAMP_ECLOSED);
+    trace_record_fini(&r);
+    trace_persist_free(p);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 100);
+    read_check(p, 0, UINT64_MAX, 1000, 0, 100, 100);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+/* --- trace and hub level ---------------------------------------------------------------------- */
+
+static trace_hub *hub_new(uint64_t segment_bytes)
+{
+    trace_hub *h = trace_hub_new(8, "mgmt");
+    ck_assert_ptr_nonnull(h);
+    trace_persist_config cfg = config(segment_bytes);
+    ck_assert_int_eq(trace_hub_set_persist(h, &cfg), WAMP_OK);
+    return h;
+}
+
+static trace *start_persisted(trace_hub *h, const char *id, const char *opts)
+{
+    json_t *o = json_loads(opts, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    trace *t = NULL;
+    char why[256] = "";
+    wamp_err err = trace_hub_start(h, id, o, PC0, TS0, &t, why, sizeof(why));
+    ck_assert_msg(err == WAMP_OK, "start: %s", why);
+    json_decref(o);
+    return t;
+}
+
+static void mark_n(trace *t, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t seq;
+        json_t *meta = json_pack("{s:I}", "i", (json_int_t)i);
+        ck_assert_int_eq(trace_mark(t, "m", meta, PC0 + i, TS0 + i, &seq), WAMP_OK);
+        json_decref(meta);
+    }
+}
+
+/* Checks that get_trace_data pages over [0, n) give every seq once, in order, with the marker
+ * meta {"i": seq - base}. */
+static void check_pages(const trace *t, uint64_t first, uint64_t n, size_t page)
+{
+    uint64_t expect = first;
+    while (expect < n) {
+        json_t *recs = trace_render_records(t, expect, TRACE_SEQ_NONE, page);
+        ck_assert_ptr_nonnull(recs);
+        size_t k = json_array_size(recs);
+        ck_assert_uint_gt(k, 0);
+        for (size_t i = 0; i < k; i++) {
+            json_t *r = json_array_get(recs, i);
+            ck_assert_int_eq(json_integer_value(json_object_get(r, "seq")), (json_int_t)expect);
+            ck_assert_str_eq(json_string_value(json_object_get(r, "msg_type")), "Marker");
+            ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "msg"), "i")),
+                             (json_int_t)expect);
+            expect++;
+        }
+        json_decref(recs);
+    }
+    ck_assert_uint_eq(expect, n);
+    json_t *none = trace_render_records(t, n, TRACE_SEQ_NONE, page);
+    ck_assert_uint_eq(json_array_size(none), 0);
+    json_decref(none);
+}
+
+START_TEST(test_trace_memory_cache_and_disk)
+{
+    trace_hub *h = hub_new(16384);
+    trace *t = start_persisted(h, "p1", "{\"persist\": true, \"limit\": 50}");
+    ck_assert_ptr_nonnull(trace_get_persist(t));
+    mark_n(t, 1000);
+    /* Memory holds the newest 50; the metadata counts what is readable (disk + memory). */
+    ck_assert_uint_eq(trace_store_records(trace_get_store(t)), 50);
+    ck_assert_uint_eq(trace_first_seq(t), 0);
+    ck_assert_uint_eq(trace_next_seq(t), 1000);
+    ck_assert_uint_eq(trace_records(t), 1000);
+    ck_assert_uint_eq(trace_dropped(t), 0);
+    json_t *md = trace_render_meta(t, "n", "w", PC0);
+    ck_assert_str_eq(json_string_value(json_object_get(md, "persistent_id")),
+                     trace_persist_id(trace_get_persist(t)));
+    ck_assert(json_is_true(json_object_get(json_object_get(md, "options"), "persist")));
+    json_decref(md);
+    /* Pages read older seqs from disk (buffered or flushed) and the newest from memory. */
+    check_pages(t, 0, 1000, 77);
+    trace_hub_tick(h, PC0 + SEC, TS0 + SEC, NULL, NULL);
+    check_pages(t, 0, 1000, 1000);
+    check_pages(t, 940, 1000, 7); /* across the disk / memory boundary */
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_restart_shutdown_and_crash)
+{
+    trace_hub *h = hub_new(8192);
+    trace *a = start_persisted(h, "clean", "{\"persist\": true, \"limit\": 10}");
+    trace *b = start_persisted(h, "crashed", "{\"persist\": true, \"limit\": 10}");
+    trace *c = start_persisted(h, "mem", "{\"limit\": 10}"); /* not persisted */
+    ck_assert_ptr_null(trace_get_persist(c));
+    mark_n(a, 300);
+    mark_n(b, 200);
+    mark_n(c, 5);
+    trace_hub_tick(h, PC0 + SEC, TS0 + SEC, NULL, NULL); /* b's records reach the files */
+    ck_assert(trace_stop(a, TRACE_STOP_SHUTDOWN, PC0 + 2 * SEC, TS0 + 2 * SEC));
+    /* b is never stopped: as after kill -9, its meta.json still says running. The hub is
+     * freed without a shutdown (trace_free flushes, but does not mark it stopped). */
+    trace_hub_free(h);
+
+    h = hub_new(8192);
+    ck_assert_uint_eq(trace_hub_load(h), 2);
+    ck_assert_uint_eq(trace_hub_count(h), 2);
+    trace *ra = trace_hub_find(h, "clean");
+    trace *rb = trace_hub_find(h, "crashed");
+    ck_assert_ptr_nonnull(ra);
+    ck_assert_ptr_nonnull(rb);
+    ck_assert_ptr_null(trace_hub_find(h, "mem"));
+    ck_assert(!trace_is_running(ra));
+    ck_assert_int_eq(trace_get_stop_reason(ra), TRACE_STOP_SHUTDOWN);
+    ck_assert_int_eq(trace_get_stop_reason(rb), TRACE_STOP_CRASH);
+    ck_assert_uint_eq(trace_started_ns(ra), TS0);
+    ck_assert_uint_eq(trace_ended_ns(ra), TS0 + 2 * SEC);
+    ck_assert_uint_eq(trace_runtime_ns(ra, 0), 2 * SEC);
+    ck_assert_uint_eq(trace_ended_ns(rb), TS0 + 199); /* the newest record's time */
+    ck_assert_uint_eq(trace_next_seq(ra), 300);
+    ck_assert_uint_eq(trace_records(ra), 300);
+    ck_assert_uint_eq(trace_next_seq(rb), 200);
+    ck_assert_uint_eq(trace_get_options(ra)->limit, 10);
+    json_t *md = trace_render_meta(rb, "n", "w", 0);
+    ck_assert_str_eq(json_string_value(json_object_get(md, "stop_reason")), "crash");
+    ck_assert_str_eq(json_string_value(json_object_get(md, "status")), "stopped");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(md, "options"), "limit")),
+                     10);
+    json_decref(md);
+    check_pages(ra, 0, 300, 64);
+    check_pages(rb, 0, 200, 1000);
+    /* Nothing to announce on the live feed for a reloaded trace. */
+    trace_batch batch;
+    ck_assert(!trace_take_batch(ra, PC0, TS0, &batch));
+    ck_assert(!trace_take_stop_notice(ra));
+    /* The ids stay taken: starting one again is "already exists". */
+    trace *out = NULL;
+    char why[128];
+    ck_assert_int_eq(trace_hub_start(h, "clean", NULL, PC0, TS0, &out, why, sizeof(why)),
+                     WAMP_EEXIST);
+    ck_assert_ptr_eq(out, ra);
+    /* delete_trace removes the files. */
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, trace_persist_id(trace_get_persist(ra)));
+    struct stat st;
+    ck_assert_int_eq(stat(dir, &st), 0);
+    ck_assert_int_eq(trace_hub_delete(h, "clean"), WAMP_OK);
+    ck_assert_int_ne(stat(dir, &st), 0);
+    trace_hub_free(h);
+    /* Only the crashed one comes back next time. */
+    h = hub_new(8192);
+    ck_assert_uint_eq(trace_hub_load(h), 1);
+    ck_assert_ptr_nonnull(trace_hub_find(h, "crashed"));
+    trace_hub_free(h);
+}
+
+END_TEST
+
+static int n_errors;
+
+static void count_log(void *ctx, bool error, const char *line)
+{
+    (void)ctx;
+    (void)line;
+    n_errors += error;
+}
+
+START_TEST(test_trace_io_error_stops_only_that_trace)
+{
+    trace_hub *h = hub_new(4096);
+    n_errors = 0;
+    trace_hub_set_log(h, count_log, NULL);
+    trace *p = start_persisted(h, "p", "{\"persist\": true}");
+    trace *m = start_persisted(h, "m", "{}");
+    mark_n(p, 10);
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, trace_persist_id(trace_get_persist(p)));
+    rm_rf(dir);
+    /* The next segment cannot be created: the trace stops on the append that needs it. */
+    wamp_err err = WAMP_OK;
+    for (int i = 0; i < 200 && err == WAMP_OK; i++) {
+        uint64_t seq;
+        err = trace_mark(p, "m", NULL, PC0, TS0, &seq);
+    }
+    ck_assert_int_eq(err, WAMP_ECLOSED);
+    ck_assert(!trace_is_running(p));
+    ck_assert_int_eq(trace_get_stop_reason(p), TRACE_STOP_IO_ERROR);
+    ck_assert_str_eq(trace_stop_reason_name(TRACE_STOP_IO_ERROR), "io_error");
+    ck_assert(trace_is_running(m));
+    mark_n(m, 3);
+    trace_hub_tick(h, PC0 + SEC, TS0 + SEC, NULL, NULL);
+    ck_assert_int_eq(n_errors, 1); /* one log line */
+    trace_hub_tick(h, PC0 + 2 * SEC, TS0 + 2 * SEC, NULL, NULL);
+    ck_assert_int_eq(n_errors, 1);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+static void setup(void)
+{
+    make_tmp();
+}
+
+static void teardown(void)
+{
+    cleanup_tmp();
+}
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("trace_persist");
+    TCase *c = tcase_create("segments");
+    tcase_add_checked_fixture(c, setup, teardown);
+    tcase_set_timeout(c, 60);
+    tcase_add_test(c, test_crc32c);
+    tcase_add_test(c, test_write_read_flushed_and_buffered);
+    tcase_add_test(c, test_reload_after_clean_close);
+    tcase_add_test(c, test_torn_tail_cut);
+    tcase_add_test(c, test_index_seek_and_rotation);
+    tcase_add_test(c, test_retention_by_bytes);
+    tcase_add_test(c, test_retention_by_age);
+    tcase_add_test(c, test_io_error_directory_gone);
+    tcase_add_test(c, test_io_error_file_size_limit);
+    suite_add_tcase(s, c);
+    TCase *t = tcase_create("traces");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_trace_memory_cache_and_disk);
+    tcase_add_test(t, test_restart_shutdown_and_crash);
+    tcase_add_test(t, test_trace_io_error_stops_only_that_trace);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
