@@ -106,6 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     T.cfg.mgmt_enabled = true;
     T.cfg.mgmt_realm = "mgmt";
     T.cfg.tracing_max_traces = 4;
+    /* No files: a data directory that cannot exist refuses persist: true (and reloads nothing),
+     * so runs stay independent of each other and of the working directory. */
+    T.cfg.tracing_data_dir = "/dev/null/wampscope-data";
     T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
     FUZZ_CHECK(T.rt != NULL);
     mgmt_api *api = NULL;
