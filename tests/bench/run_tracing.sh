@@ -26,9 +26,13 @@
 #                    of a core (wamp-bench other_cpu; default 25) is run again after 20 s, up to
 #                    BG_RETRIES times (default 2); the disturbed outputs are kept aside
 #   OPTS_B, OPTS_C   trace_options JSON of (b) and of each trace of (c) and (d)
-#                    (defaults: the no-match filter above; null)
+#                    (defaults: the no-match filter above; null). OPTS_C='{"persist": true}'
+#                    measures persisted traces (the router runs in BENCH_SCRATCH, so its
+#                    ./wampscope-data lands there; it is emptied before each router start)
 #   PAGING=0         skip the paging measurement
 #   PAGE_RECORDS     records to page out (default 100000), PAGE_REPEAT passes (default 3)
+#   PAGE_OPTS        trace_options JSON of the paged trace (default {"limit": PAGE_RECORDS*1.2});
+#                    '{"persist": true, "limit": 1000}' pages a persisted trace from disk
 #   PROFILE=1        also profile the router with perf (cpu-clock) under rpc100 and pubsub10
 #                    (PROFILE_SECONDS each, default 3) in PROFILE_CONFIGS (default "a b c") and
 #                    while paging; prints the top symbols by self time and the router's own
@@ -44,7 +48,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 scratch=${BENCH_SCRATCH:-/tmp/wampscope-bench-tracing}
-build=${BUILD_DIR:-$repo/build-rel}
+build=$(realpath -m "${BUILD_DIR:-$repo/build-rel}")
 router_core=${ROUTER_CORE:-0}
 bench_core=${BENCH_CORE:-1}
 repeat=${BENCH_REPEAT:-3}
@@ -99,8 +103,9 @@ trap cleanup EXIT INT TERM
 
 start_router() { # starts wampscope pinned to ROUTER_CORE; sets router_pid and url
     rm -f "$ports"
-    taskset -c "$router_core" "$router_bin" --port 0 --ports-file "$ports" --log-level warn \
-        >>"$scratch/wampscope.log" 2>&1 &
+    rm -rf "$scratch/wampscope-data" # persisted traces of an earlier run
+    (cd "$scratch" && exec taskset -c "$router_core" "$router_bin" --port 0 --ports-file "$ports" \
+        --log-level warn >>"$scratch/wampscope.log" 2>&1) &
     router_pid=$!
     for _ in $(seq 1 100); do
         if [[ -s $ports ]]; then
@@ -277,7 +282,7 @@ if [[ $table_only != 1 ]]; then
         log "paging: filling a trace with >= $page_records records"
         if start_router; then
             fill_limit=$((page_records + page_records / 5))
-            ctl start fill --options "{\"limit\": $fill_limit}" >/dev/null
+            ctl start fill --options "${PAGE_OPTS:-{\"limit\": $fill_limit\}}" >/dev/null
             held=0
             for _ in 1 2 3 4 5; do
                 bench --scenarios rpc --inflight 100 --ser msgpack --seconds 2 --warmup 0 \
