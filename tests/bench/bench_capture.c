@@ -9,7 +9,14 @@
  * baseline measured in the same run: the same loop without any trace (only making and freeing
  * the buffers a router makes anyway). A measuring tool, never a test.
  *
+ * With --persist DIR the trace also persists (persist: true, data directory DIR, retention
+ * 64 MiB so the disk does not fill): records are encoded with their CRC into the write buffer,
+ * and the loop calls the hub's tick every 4096 rounds, as the router's 100 ms tick would, which
+ * writes the buffer out (the write(2) system time is in the figure). The trace's files are
+ * deleted at the end.
+ *
  * Usage: bench-capture [--records N] [--limit N] [--fanout N] [--payload BYTES] [--repeat N]
+ *                      [--persist DIR]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -38,6 +45,7 @@ static double cpu_seconds(void)
 typedef struct opts {
     size_t records, limit, fanout, payload;
     int repeat;
+    const char *persist_dir;
 } opts;
 
 /* One round: a PUBLISH received, fanout EVENTs sent. Returns records offered. */
@@ -110,6 +118,9 @@ static double run(trace_hub *h, const opts *o, size_t messages)
     for (uint64_t now = 1; done < messages; now++) {
         round_once(h, o, peer, &g, msg, wamp_buf_cdata(enc), wamp_buf_len(enc), now * 1000);
         done += per_round;
+        if (h && now % 4096 == 0) {
+            trace_hub_tick(h, now * 1000, now * 1000, NULL, NULL);
+        }
     }
     double t = cpu_seconds() - t0;
     trace_peer_unref(&peer);
@@ -121,12 +132,19 @@ static double run(trace_hub *h, const opts *o, size_t messages)
 int main(int argc, char **argv)
 {
     opts o = {.records = 4000000, .limit = 100000, .fanout = 10, .payload = 80, .repeat = 3};
-    static const struct option longopts[] = {
-            {"records", required_argument, NULL, 'r'}, {"limit", required_argument, NULL, 'l'},
-            {"fanout", required_argument, NULL, 'f'},  {"payload", required_argument, NULL, 'p'},
-            {"repeat", required_argument, NULL, 'n'},  {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"records", required_argument, NULL, 'r'},
+                                             {"limit", required_argument, NULL, 'l'},
+                                             {"fanout", required_argument, NULL, 'f'},
+                                             {"payload", required_argument, NULL, 'p'},
+                                             {"repeat", required_argument, NULL, 'n'},
+                                             {"persist", required_argument, NULL, 'P'},
+                                             {NULL, 0, NULL, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (ch == 'P') {
+            o.persist_dir = optarg;
+            continue;
+        }
         size_t v = strtoul(optarg, NULL, 10);
         switch (ch) {
         case 'r':
@@ -147,7 +165,7 @@ int main(int argc, char **argv)
         default:
             fprintf(stderr,
                     "usage: %s [--records N] [--limit N] [--fanout N] [--payload B] "
-                    "[--repeat N]\n",
+                    "[--repeat N] [--persist DIR]\n",
                     argv[0]);
             return 2;
         }
@@ -160,8 +178,18 @@ int main(int argc, char **argv)
         trace_hub *h = trace_hub_new(4, "mgmt");
         trace *t;
         char why[128];
-        char optstr[64];
-        snprintf(optstr, sizeof(optstr), "{\"limit\": %zu}", o.limit);
+        char optstr[128];
+        if (o.persist_dir) {
+            trace_persist_config pc = {.data_dir = o.persist_dir};
+            if (trace_hub_set_persist(h, &pc) != WAMP_OK) {
+                return 1;
+            }
+            snprintf(optstr, sizeof(optstr),
+                     "{\"limit\": %zu, \"persist\": true, \"persist_max_bytes\": 67108864}",
+                     o.limit);
+        } else {
+            snprintf(optstr, sizeof(optstr), "{\"limit\": %zu}", o.limit);
+        }
         json_t *opt = json_loads(optstr, 0, NULL);
         if (trace_hub_start(h, "t", opt, 1, 1, &t, why, sizeof(why)) != WAMP_OK) {
             fprintf(stderr, "start: %s\n", why);
@@ -170,12 +198,14 @@ int main(int argc, char **argv)
         json_decref(opt);
         run(h, &o, o.limit * 2); /* fill the store: every later append evicts */
         double traced = run(h, &o, o.records);
-        printf("CAPTURE round=%d records=%zu limit=%zu fanout=%zu payload=%zu "
+        printf("CAPTURE round=%d persist=%d records=%zu limit=%zu fanout=%zu payload=%zu "
                "baseline_ns_per_msg=%.1f traced_ns_per_msg=%.1f capture_ns_per_record=%.1f "
                "held=%zu dropped=%llu\n",
-               r, o.records, o.limit, o.fanout, o.payload, base, traced, traced - base,
-               trace_store_records(trace_get_store(t)),
+               r, o.persist_dir != NULL, o.records, o.limit, o.fanout, o.payload, base, traced,
+               traced - base, trace_store_records(trace_get_store(t)),
                (unsigned long long)trace_store_dropped(trace_get_store(t)));
+        (void)trace_hub_stop(h, "t", 2, 2, NULL);
+        (void)trace_hub_delete(h, "t"); /* a persisted trace's files too */
         trace_hub_free(h);
     }
     return 0;
