@@ -68,10 +68,40 @@ static const uint32_t crc32c_table[256] = {
         0xbe2da0a5u, 0x4c4623a6u, 0x5f16d052u, 0xad7d5351u,
 };
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CRC32C_HW 1
+
+/* SSE 4.2 has an instruction for exactly this polynomial: 8 bytes per instruction instead of a
+ * table lookup per byte (the table loop cost ~3 ns per byte, most of a persisted record's
+ * capture cost; bench-capture --persist). Little-endian loads match the reflected CRC. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p,
+                                                            size_t len)
+{
+    uint64_t c = crc;
+    while (len >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+        p += 8;
+        len -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (len--) {
+        c32 = __builtin_ia32_crc32qi(c32, *p++);
+    }
+    return c32;
+}
+#endif
+
 uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len)
 {
     const unsigned char *p = data;
     crc = ~crc;
+#ifdef CRC32C_HW
+    if (__builtin_cpu_supports("sse4.2")) {
+        return ~crc32c_hw(crc, p, len);
+    }
+#endif
     for (size_t i = 0; i < len; i++) {
         crc = crc32c_table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
     }
