@@ -229,7 +229,9 @@ bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_
     }
     if (t->persist) {
         /* Everything to disk and synced, then meta.json says how the trace ended. */
-        if (trace_persist_flush(t->persist, true, pc_ns) != WAMP_OK || write_meta(t) != WAMP_OK) {
+        bool flushed = trace_persist_flush(t->persist, true, pc_ns) == WAMP_OK;
+        /* meta.json even after a failed flush: the reason (io_error) survives a restart. */
+        if (write_meta(t) != WAMP_OK || !flushed) {
             if (t->stop_reason != TRACE_STOP_IO_ERROR) {
                 t->io_error_pending = true;
             }

@@ -588,6 +588,9 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
     }
     seg_name(name, sizeof(name), first_seq, "seg");
     int fd = open_in(p->dir, name, O_RDWR);
+    if (fd < 0) {
+        fd = open_in(p->dir, name, O_RDONLY); /* read-only media: readable, tails not cut */
+    }
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         if (fd >= 0) {
