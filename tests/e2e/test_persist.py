@@ -218,9 +218,12 @@ class PersistTestCase(h.AsyncTestCase):
                     await asyncio.sleep(0)
 
         task = asyncio.ensure_future(pump())
-        await asyncio.sleep(0.5)
-        # Records captured so far; the router writes them out within a tick (100 ms).
-        flushed = (await self.call(m, "get_trace", "crashy"))["next_seq"]
+        # Records captured so far (at least 500); the router writes them out within a tick.
+        deadline = time.monotonic() + 20
+        flushed = 0
+        while flushed <= 500 and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            flushed = (await self.call(m, "get_trace", "crashy"))["next_seq"]
         before = []
         nxt = 0
         while nxt < flushed:
