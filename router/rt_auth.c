@@ -268,9 +268,11 @@ static void format_utc(uint64_t wall_ns, char *buf, size_t len)
     time_t sec = (time_t)(wall_ns / 1000000000u);
     struct tm tm;
     gmtime_r(&sec, &tm);
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (unsigned)((wall_ns / 1000000u) % 1000u));
+    char date[32];
+    if (strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+        date[0] = '\0';
+    }
+    snprintf(buf, len, "%s.%03uZ", date, (unsigned)((wall_ns / 1000000u) % 1000u));
 }
 
 static wamp_err begin_wampcra(rt_auth_pending *p, uint64_t session_id, uint64_t now_wall_ns,

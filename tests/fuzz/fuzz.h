@@ -8,7 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <jansson.h>
+
+#include "wamp_types.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* v, encoded in ser and decoded again, is equal to itself (a value the serializer cannot carry,
+ * e.g. nesting past the encoder's limit, is skipped). Aborts otherwise (support.c). */
+void fuzz_round_trip(wamp_ser ser, const json_t *v);
 
 #define FUZZ_CHECK(cond)                                                                \
     do {                                                                                \

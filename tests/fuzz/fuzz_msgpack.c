@@ -13,22 +13,6 @@
 #include "wamp_msg.h"
 #include "wamp_wr.h"
 
-static void round_trip(wamp_ser ser, const json_t *v)
-{
-    wamp_buf *enc = NULL;
-    wamp_err err = wamp_codec_encode(ser, v, &enc);
-    if (err == WAMP_EINVAL) {
-        return;
-    }
-    FUZZ_CHECK(err == WAMP_OK);
-    json_t *back = NULL;
-    FUZZ_CHECK(wamp_codec_decode(ser, wamp_buf_cdata(enc), wamp_buf_len(enc), &back, NULL, 0) ==
-               WAMP_OK);
-    FUZZ_CHECK(json_equal(back, v));
-    json_decref(back);
-    wamp_buf_unref(&enc);
-}
-
 /* The transcoder's JSON for data, decoded (NULL when it refused the input or, with
  * must_decode false, wrote JSON that does not decode). */
 static json_t *transcoded(const uint8_t *data, size_t size, bool must_decode)
@@ -67,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(t != NULL && json_equal(t, v));
     json_decref(t);
-    round_trip(WAMP_SER_MSGPACK, v);
-    round_trip(WAMP_SER_JSON, v);
+    fuzz_round_trip(WAMP_SER_MSGPACK, v);
+    fuzz_round_trip(WAMP_SER_JSON, v);
     wamp_msg m;
     if (wamp_msg_parse(v, &m, why, sizeof(why)) == WAMP_OK) { /* consumes v */
         wamp_msg_fini(&m);
