@@ -402,15 +402,60 @@ static json_t *by_match_lists(void)
     return json_pack("{s:[], s:[], s:[]}", "exact", "prefix", "wildcard");
 }
 
+/* wamp.subscription.list / wamp.registration.list accumulator: {exact, prefix, wildcard}, only
+ * the optional session's (Crossbar's session_id argument). */
+typedef struct list_ctx {
+    json_t *lists;
+    const rt_session *only;
+    const rt_dealer *dealer;
+    bool oom;
+} list_ctx;
+
+static bool list_add(list_ctx *lc, wamp_match match, uint64_t id)
+{
+    json_t *l = json_object_get(lc->lists, wamp_match_name(match));
+    if (json_array_append_new(l, json_integer((json_int_t)id)) != 0) {
+        lc->oom = true;
+        return false;
+    }
+    return true;
+}
+
 static bool list_one_sub(const rt_subscription *sub, void *ctx)
 {
-    json_t *lists = ctx;
+    list_ctx *lc = ctx;
     if (is_protected(rt_subscription_uri(sub))) {
         return true;
     }
-    json_t *l = json_object_get(lists, wamp_match_name(rt_subscription_match(sub)));
-    if (json_array_append_new(l, json_integer((json_int_t)rt_subscription_id(sub))) != 0) {
-        json_object_set_new(lists, "oom", json_true());
+    bool member = !lc->only;
+    for (size_t i = 0; !member && i < rt_subscription_subscriber_count(sub); i++) {
+        member = rt_subscription_subscriber(sub, i) == lc->only;
+    }
+    return !member || list_add(lc, rt_subscription_match(sub), rt_subscription_id(sub));
+}
+
+/* The optional session filter of the list procedures: absent or null = all. false: *reply
+ * holds the error (invalid_argument, or no_such_session for a session not on this realm). */
+static bool arg_list_session(rt_realm *r, const json_t *args, const json_t *kwargs,
+                             const rt_session **out, rt_local_reply *reply, wamp_err *err)
+{
+    json_t *v = json_object_get(kwargs, "session_id");
+    *out = NULL;
+    if (!v) {
+        v = arg(args, kwargs, 0, "session");
+    }
+    if (!v || json_is_null(v)) {
+        return true;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > (json_int_t)WAMP_ID_MAX) {
+        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "session_id: must be an id");
+        return false;
+    }
+    uint64_t id = (uint64_t)json_integer_value(v);
+    if (!(*out = find_session(r, id))) {
+        *err = reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION, "no session %llu on this realm",
+                           (unsigned long long)id);
         return false;
     }
     return true;
@@ -420,18 +465,20 @@ static wamp_err proc_sub_list(void *ctx, rt_session *caller, const json_t *args,
                               const json_t *kwargs, rt_local_reply *reply)
 {
     (void)caller;
-    (void)args;
-    (void)kwargs;
-    json_t *lists = by_match_lists();
-    if (!lists) {
+    wamp_err err = WAMP_OK;
+    list_ctx lc = {.lists = NULL};
+    if (!arg_list_session(ctx, args, kwargs, &lc.only, reply, &err)) {
+        return err;
+    }
+    if (!(lc.lists = by_match_lists())) {
         return WAMP_ENOMEM;
     }
-    rt_broker_foreach(rt_realm_broker(ctx), list_one_sub, lists);
-    if (json_object_get(lists, "oom")) {
-        json_decref(lists);
+    rt_broker_foreach(rt_realm_broker(ctx), list_one_sub, &lc);
+    if (lc.oom) {
+        json_decref(lc.lists);
         return WAMP_ENOMEM;
     }
-    return reply_value(reply, lists);
+    return reply_value(reply, lc.lists);
 }
 
 /* The visible subscription with this id argument, or NULL with *reply holding the error. */
@@ -566,34 +613,44 @@ static bool reg_visible(const rt_reg_info *r)
 
 static bool list_one_reg(void *ctx, const rt_reg_info *r)
 {
-    json_t *lists = ctx;
+    list_ctx *lc = ctx;
     if (!reg_visible(r)) {
         return true;
     }
-    json_t *l = json_object_get(lists, wamp_match_name(r->match));
-    if (json_array_append_new(l, json_integer((json_int_t)r->id)) != 0) {
-        json_object_set_new(lists, "oom", json_true());
-        return false;
+    bool member = !lc->only;
+    if (!member) {
+        uint64_t *ids = malloc(r->n_callees * sizeof(*ids));
+        if (!ids) {
+            lc->oom = true;
+            return false;
+        }
+        size_t n = rt_dealer_callees(lc->dealer, r->id, ids, r->n_callees);
+        for (size_t i = 0; !member && i < n && i < r->n_callees; i++) {
+            member = ids[i] == lc->only->id;
+        }
+        free(ids);
     }
-    return true;
+    return !member || list_add(lc, r->match, r->id);
 }
 
 static wamp_err proc_reg_list(void *ctx, rt_session *caller, const json_t *args,
                               const json_t *kwargs, rt_local_reply *reply)
 {
     (void)caller;
-    (void)args;
-    (void)kwargs;
-    json_t *lists = by_match_lists();
-    if (!lists) {
+    wamp_err err = WAMP_OK;
+    list_ctx lc = {.dealer = rt_realm_dealer(ctx)};
+    if (!arg_list_session(ctx, args, kwargs, &lc.only, reply, &err)) {
+        return err;
+    }
+    if (!(lc.lists = by_match_lists())) {
         return WAMP_ENOMEM;
     }
-    rt_dealer_foreach(rt_realm_dealer(ctx), list_one_reg, lists);
-    if (json_object_get(lists, "oom")) {
-        json_decref(lists);
+    rt_dealer_foreach(lc.dealer, list_one_reg, &lc);
+    if (lc.oom) {
+        json_decref(lc.lists);
         return WAMP_ENOMEM;
     }
-    return reply_value(reply, lists);
+    return reply_value(reply, lc.lists);
 }
 
 /* The visible registration with this id argument (*info filled), or false with *reply holding

@@ -449,6 +449,18 @@ START_TEST(test_subscription_meta)
     ck_assert(list_has(json_object_get(lists, "prefix"), (uint64_t)p));
     ck_assert(list_has(json_object_get(lists, "wildcard"), (uint64_t)wc));
     json_decref(m);
+    /* Crossbar's session_id argument: that session's subscriptions only. */
+    char sarg[48];
+    snprintf(sarg, sizeof(sarg), "[%llu]", (unsigned long long)sid(a));
+    m = call(l, "wamp.subscription.list", sarg, NULL);
+    lists = result_of(m);
+    ck_assert_uint_eq(json_array_size(json_object_get(lists, "exact")), 1);
+    ck_assert_uint_eq(json_array_size(json_object_get(lists, "prefix")), 0);
+    ck_assert(list_has(json_object_get(lists, "wildcard"), (uint64_t)wc));
+    json_decref(m);
+    call_fails(l, "wamp.subscription.list", NULL, "{\"session_id\": 4242}",
+               WAMP_ERROR_NO_SUCH_SESSION);
+    call_fails(l, "wamp.subscription.list", "[\"x\"]", NULL, WAMP_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(call_int(l, "wamp.subscription.lookup", "[\"com.x\"]", NULL), x);
     ck_assert_int_eq(
             call_int(l, "wamp.subscription.lookup", "[\"com.\", {\"match\": \"prefix\"}]", NULL),
@@ -582,6 +594,19 @@ START_TEST(test_registration_meta)
     m = call(l, "wamp.registration.list", NULL, NULL);
     lists = result_of(m);
     ck_assert_uint_eq(json_array_size(json_object_get(lists, "exact")), 1);
+    ck_assert(list_has(json_object_get(lists, "exact"), (uint64_t)r));
+    ck_assert(list_has(json_object_get(lists, "prefix"), (uint64_t)p));
+    json_decref(m);
+    char sarg[48];
+    snprintf(sarg, sizeof(sarg), "{\"session_id\": %llu}", (unsigned long long)sid(a));
+    m = call(l, "wamp.registration.list", NULL, sarg);
+    lists = result_of(m);
+    ck_assert_uint_eq(json_array_size(json_object_get(lists, "exact")), 1);
+    ck_assert_uint_eq(json_array_size(json_object_get(lists, "prefix")), 0);
+    json_decref(m);
+    snprintf(sarg, sizeof(sarg), "[%llu]", (unsigned long long)sid(b));
+    m = call(l, "wamp.registration.list", sarg, NULL);
+    lists = result_of(m);
     ck_assert(list_has(json_object_get(lists, "exact"), (uint64_t)r));
     ck_assert(list_has(json_object_get(lists, "prefix"), (uint64_t)p));
     json_decref(m);
