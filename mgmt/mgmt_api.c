@@ -164,18 +164,19 @@ static json_t *worker_stats(const mgmt_api *m)
     const rt_router_stats *st = rt_router_stats_get(m->rt);
     rt_router_gauges g;
     rt_router_gauges_get(m->rt, &g);
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                     "sessions", (json_int_t)g.sessions, "sessions_opened",
-                     (json_int_t)st->sessions_opened, "sessions_closed",
-                     (json_int_t)st->sessions_closed, "messages_rx", (json_int_t)st->messages_rx,
-                     "messages_tx", (json_int_t)st->messages_tx, "bytes_rx",
-                     (json_int_t)st->bytes_rx, "bytes_tx", (json_int_t)st->bytes_tx,
-                     "protocol_violations", (json_int_t)st->protocol_violations,
-                     "slow_consumer_disconnects", (json_int_t)st->slow_consumer_disconnects,
-                     "queued_messages", (json_int_t)g.queued_messages, "queued_bytes",
-                     (json_int_t)g.queued_bytes, "subscriptions", (json_int_t)g.subscriptions,
-                     "registrations", (json_int_t)g.registrations, "pending_calls",
-                     (json_int_t)g.pending_calls, "retained_events", (json_int_t)g.retained_events);
+    return json_pack(
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+            "sessions", (json_int_t)g.sessions, "sessions_opened", (json_int_t)st->sessions_opened,
+            "sessions_closed", (json_int_t)st->sessions_closed, "messages_rx",
+            (json_int_t)st->messages_rx, "messages_tx", (json_int_t)st->messages_tx, "bytes_rx",
+            (json_int_t)st->bytes_rx, "bytes_tx", (json_int_t)st->bytes_tx, "protocol_violations",
+            (json_int_t)st->protocol_violations, "slow_consumer_disconnects",
+            (json_int_t)st->slow_consumer_disconnects, "limit_refusals",
+            (json_int_t)st->limit_refusals, "queued_messages", (json_int_t)g.queued_messages,
+            "queued_bytes", (json_int_t)g.queued_bytes, "subscriptions",
+            (json_int_t)g.subscriptions, "registrations", (json_int_t)g.registrations,
+            "pending_calls", (json_int_t)g.pending_calls, "retained_events",
+            (json_int_t)g.retained_events);
 }
 
 static wamp_err proc_get_worker(void *ctx, rt_session *caller, const json_t *args,

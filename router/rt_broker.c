@@ -139,6 +139,7 @@ void rt_broker_free(rt_broker *b)
         rt_hmap_iter_next(&b->by_id, &it);
         for (size_t i = 0; i < sub->n_members; i++) {
             rt_list_remove(&sub->members[i]->in_session);
+            sub->members[i]->s->n_subs--;
             free(sub->members[i]);
         }
         unindex(b, sub);
@@ -444,6 +445,7 @@ static void remove_member(rt_broker *b, rt_sub_member *mb)
     }
     sub->n_members--;
     rt_list_remove(&mb->in_session);
+    mb->s->n_subs--;
     free(mb);
     if (sub->n_members == 0) {
         unindex(b, sub);
@@ -1008,12 +1010,15 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     }
     rt_subscription *sub = find_exactly(b, m->uri, match);
     bool created = false;
-    if (sub) {
-        if (find_member(s, sub->id)) {
-            /* Spec: subscribing again returns the existing subscription. */
-            return subscribed(b, s, m, sub, get_retained);
-        }
-    } else {
+    if (sub && find_member(s, sub->id)) {
+        /* Spec: subscribing again returns the existing subscription. */
+        return subscribed(b, s, m, sub, get_retained);
+    }
+    size_t max_subs = s->rt->cfg->limits.max_subscriptions;
+    if (max_subs && s->n_subs >= max_subs) {
+        return rt_session_refuse_limit(s, WAMP_MSG_SUBSCRIBE, m->id, "max_subscriptions", max_subs);
+    }
+    if (!sub) {
         if (!(sub = subscription_new(b, s, m->uri, match))) {
             return WAMP_ENOMEM;
         }
@@ -1043,6 +1048,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     mb->idx = sub->n_members;
     sub->members[sub->n_members++] = mb;
     rt_list_add_tail(&s->subs, &mb->in_session);
+    s->n_subs++;
     rt_meta_on_subscribe(b->realm, s, sub, created);
     return subscribed(b, s, m, sub, get_retained);
 }

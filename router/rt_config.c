@@ -2072,12 +2072,14 @@ static wamp_err set_default_trusted(cfg_ctx *c, rt_config *cfg)
 /* ---- The worker's "wampscope" object -------------------------------------------------------- */
 
 static const key_rule limits_rules[] = {
-        K_PARSED("max_message_size"),     K_PARSED("max_queue_bytes"),
-        K_PARSED("rawsocket_min_length"), K_PARSED("max_queue_messages"),
-        K_PARSED("hello_timeout"),        K_PARSED("shutdown_grace"),
-        K_PARSED("max_call_timeout"),     K_PARSED("max_retained_topics"),
-        K_PARSED("max_retained_bytes"),   K_PARSED("auth_failure_delay"),
-        K_PARSED("close_timeout"),
+        K_PARSED("max_message_size"),       K_PARSED("max_queue_bytes"),
+        K_PARSED("rawsocket_min_length"),   K_PARSED("max_queue_messages"),
+        K_PARSED("hello_timeout"),          K_PARSED("shutdown_grace"),
+        K_PARSED("max_call_timeout"),       K_PARSED("max_retained_topics"),
+        K_PARSED("max_retained_bytes"),     K_PARSED("auth_failure_delay"),
+        K_PARSED("close_timeout"),          K_PARSED("max_sessions"),
+        K_PARSED("max_sessions_per_realm"), K_PARSED("max_pending_calls"),
+        K_PARSED("max_subscriptions"),      K_PARSED("max_registrations"),
 };
 
 static const key_rule management_rules[] = {
@@ -2191,6 +2193,11 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     json_int_t mrb = (json_int_t)lim->max_retained_bytes;
     json_int_t delay = lim->auth_failure_delay_ms;
     json_int_t close_timeout = lim->close_timeout_ms;
+    json_int_t max_sessions = (json_int_t)lim->max_sessions;
+    json_int_t max_per_realm = (json_int_t)lim->max_sessions_per_realm;
+    json_int_t max_calls = (json_int_t)lim->max_pending_calls;
+    json_int_t max_subs = (json_int_t)lim->max_subscriptions;
+    json_int_t max_regs = (json_int_t)lim->max_registrations;
 
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
@@ -2226,6 +2233,21 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "close_timeout", 1000, 3600000, "ms", &close_timeout);
     }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_sessions", 1, 10000000, NULL, &max_sessions);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_sessions_per_realm", 1, 10000000, NULL, &max_per_realm);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_pending_calls", 1, 10000000, NULL, &max_calls);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_subscriptions", 1, 10000000, NULL, &max_subs);
+    }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "max_registrations", 1, 10000000, NULL, &max_regs);
+    }
     if (err != WAMP_OK) {
         return err;
     }
@@ -2240,6 +2262,11 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     lim->max_retained_bytes = (size_t)mrb;
     lim->auth_failure_delay_ms = (uint32_t)delay;
     lim->close_timeout_ms = (uint32_t)close_timeout;
+    lim->max_sessions = (size_t)max_sessions;
+    lim->max_sessions_per_realm = (size_t)max_per_realm;
+    lim->max_pending_calls = (size_t)max_calls;
+    lim->max_subscriptions = (size_t)max_subs;
+    lim->max_registrations = (size_t)max_regs;
     return WAMP_OK;
 }
 
@@ -2689,6 +2716,11 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
             .max_queue_messages = DEF_MAX_QUEUE_MESSAGES,
             .hello_timeout_ms = DEF_HELLO_TIMEOUT_MS,
             .close_timeout_ms = DEF_CLOSE_TIMEOUT_MS,
+            .max_sessions = 100000,
+            .max_sessions_per_realm = 100000,
+            .max_pending_calls = 10000,
+            .max_subscriptions = 100000,
+            .max_registrations = 10000,
             .shutdown_grace_ms = DEF_SHUTDOWN_GRACE_MS,
             .max_call_timeout_ms = DEF_MAX_CALL_TIMEOUT,
             .max_retained_topics = RT_DEF_MAX_RETAINED_TOPICS,

@@ -36,6 +36,17 @@ typedef struct rt_limits {
     /* A connection being closed must finish writing its queue and close frame within this,
      * or it is dropped (a peer that never reads would otherwise hold it forever) (5,000). */
     uint32_t close_timeout_ms;
+    /* Sessions: joined at once in all realms / in one realm; a HELLO beyond is answered with
+     * ABORT wampscope.error.limit_reached (100,000 / 100,000). 0, as in a zeroed hand-built
+     * config, means no limit. */
+    size_t max_sessions;
+    size_t max_sessions_per_realm;
+    /* Per session: calls it has pending (routed to a callee, not yet answered), subscriptions,
+     * registrations. A CALL / SUBSCRIBE / REGISTER beyond is answered with ERROR
+     * wampscope.error.limit_reached (10,000 / 100,000 / 10,000; 0 = no limit). */
+    size_t max_pending_calls;
+    size_t max_subscriptions;
+    size_t max_registrations;
 } rt_limits;
 
 #define RT_DEF_MAX_RETAINED_TOPICS 10000

@@ -75,6 +75,9 @@ struct rt_session {
     rt_list regs;         /* dealer registrations of this session */
     rt_list calls_made;   /* pending calls this session made (caller side) */
     rt_list calls_served; /* pending invocations this session serves (callee side) */
+    size_t n_subs;        /* entries of subs (limits.max_subscriptions) */
+    size_t n_regs;        /* entries of regs (limits.max_registrations) */
+    size_t n_calls_made;  /* entries of calls_made (limits.max_pending_calls) */
     /* HELLO roles.callee.features.call_canceling: the dealer may send it INTERRUPT. */
     bool callee_call_canceling;
     /* How it joined (meta API session details). */
@@ -85,6 +88,14 @@ struct rt_session {
 
 /* The next message sent completes the current action (correlation_is_last). A plain store, so
  * the senders need no tracing branch of their own. */
+/* What a request refused by one of wampscope.limits gets (ERROR / ABORT reason): the router's
+ * own URI, since the WAMP spec predefines none for it. */
+#define RT_ERROR_LIMIT_REACHED "wampscope.error.limit_reached"
+
+/* A refused request: counted in the stats, logged at info, answered with ERROR. */
+wamp_err rt_session_refuse_limit(rt_session *s, wamp_msg_type req_type, uint64_t request,
+                                 const char *limit, size_t value);
+
 /* Role of anonymous loopback sessions on the management realm (protected mode). */
 #define RT_MGMT_ROLE "admin"
 

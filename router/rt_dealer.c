@@ -115,6 +115,7 @@ static void registration_free(rt_dealer *d, rt_registration *reg)
     {
         rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_reg);
         rt_list_remove(&rc->in_session);
+        rc->session->n_regs--;
         free(rc);
     }
     free(reg->uri);
@@ -128,6 +129,7 @@ static void reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
     rt_meta_on_unregister(d->realm, rc->session, reg->id, reg->uri, reg->n_callees == 1);
     rt_list_remove(&rc->in_reg);
     rt_list_remove(&rc->in_session);
+    rc->session->n_regs--;
     free(rc);
     if (--reg->n_callees == 0) {
         registration_free(d, reg);
@@ -144,6 +146,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_hmap_remove(&d->calls, &c->by_invocation);
     if (c->caller) {
         rt_hmap_remove(&d->requests, &c->by_request);
+        c->caller->n_calls_made--;
     }
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
@@ -157,6 +160,9 @@ static void call_remove(rt_dealer *d, rt_call *c)
 static void call_detach_caller(rt_dealer *d, rt_call *c)
 {
     rt_hmap_remove(&d->requests, &c->by_request);
+    if (c->caller) {
+        c->caller->n_calls_made--;
+    }
     c->caller = NULL;
     c->killing = false;
     c->deadline_us = 0;
@@ -416,6 +422,10 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
                             : "procedure is already registered with another invocation policy");
         }
     }
+    size_t max_regs = rt_router_config(rt_realm_router(d->realm))->limits.max_registrations;
+    if (max_regs && s->n_regs >= max_regs) {
+        return rt_session_refuse_limit(s, WAMP_MSG_REGISTER, m->id, "max_registrations", max_regs);
+    }
     rt_reg_callee *rc = calloc(1, sizeof(*rc));
     if (!rc) {
         return WAMP_ENOMEM;
@@ -428,6 +438,7 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
     rc->session = s;
     rt_list_add_tail(&reg->callees, &rc->in_reg);
     rt_list_add_tail(&s->regs, &rc->in_session);
+    s->n_regs++;
     reg->n_callees++;
     rt_meta_on_register(d->realm, s, reg->id, reg->n_callees == 1);
     RT_TRACE_LAST(s->rt);
@@ -607,6 +618,10 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (reg->fn) {
         return call_local(reg, s, m);
     }
+    size_t max_calls = rt_router_config(s->rt)->limits.max_pending_calls;
+    if (max_calls && s->n_calls_made >= max_calls) {
+        return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
+    }
     rt_session *callee = pick_callee(reg);
     if (callee->state != RT_SESSION_JOINED) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
@@ -646,6 +661,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_ENOMEM;
     }
     rt_list_add_tail(&s->calls_made, &c->in_caller);
+    s->n_calls_made++;
     rt_list_add_tail(&callee->calls_served, &c->in_callee);
     json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
     if (timeout_ms > 0) {

@@ -78,6 +78,7 @@ typedef struct rt_router_stats {
     uint64_t bytes_tx;
     uint64_t protocol_violations;
     uint64_t slow_consumer_disconnects;
+    uint64_t limit_refusals; /* HELLO, CALL, SUBSCRIBE, REGISTER refused by a wampscope.limits */
 } rt_router_stats;
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);

@@ -453,6 +453,47 @@ static wamp_err on_authenticate(rt_session *s, const wamp_msg *m)
     return session_join(s, realm, authid, role, method, authextra);
 }
 
+wamp_err rt_session_refuse_limit(rt_session *s, wamp_msg_type req_type, uint64_t request,
+                                 const char *limit, size_t value)
+{
+    char why[96];
+    snprintf(why, sizeof(why), "limit reached: wampscope.limits.%s (%zu)", limit, value);
+    RT_LOG_INFO(s->id, "%s refused: %s", wamp_msg_type_name((int)req_type), why);
+    s->rt->stats.limit_refusals++;
+    return rt_session_send_error(s, req_type, request, RT_ERROR_LIMIT_REACHED, why);
+}
+
+/* limits.max_sessions / max_sessions_per_realm, checked at HELLO: false (ABORT sent, closing)
+ * when joining realm would exceed one. Management sessions count too. */
+static bool session_limits_allow(rt_session *s, rt_realm *realm)
+{
+    const rt_limits *lim = &s->rt->cfg->limits;
+    size_t in_realm = rt_realm_member_count(realm), total = 0;
+    for (size_t i = 0; i < s->rt->n_realms; i++) {
+        total += rt_realm_member_count(s->rt->realms[i]);
+    }
+    const char *limit = NULL;
+    size_t value = 0;
+    if (lim->max_sessions && total >= lim->max_sessions) {
+        limit = "max_sessions";
+        value = lim->max_sessions;
+    } else if (lim->max_sessions_per_realm && in_realm >= lim->max_sessions_per_realm) {
+        limit = "max_sessions_per_realm";
+        value = lim->max_sessions_per_realm;
+    }
+    if (!limit) {
+        return true;
+    }
+    char why[96];
+    snprintf(why, sizeof(why), "limit reached: wampscope.limits.%s (%zu)", limit, value);
+    RT_LOG_INFO(s->id, "HELLO for realm %s from %s refused: %s", rt_realm_name(realm), s->peer.addr,
+                why);
+    s->rt->stats.limit_refusals++;
+    send_abort(s, RT_ERROR_LIMIT_REACHED, why);
+    rt_session_close(s, 1000, "limit reached", false);
+    return false;
+}
+
 static wamp_err on_hello(rt_session *s, const wamp_msg *m)
 {
     rt_router *rt = s->rt;
@@ -479,6 +520,9 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         RT_LOG_INFO(s->id, "HELLO for unknown realm \"%s\" from %s", m->uri, s->peer.addr);
         send_abort(s, WAMP_ERROR_NO_SUCH_REALM, "no such realm");
         rt_session_close(s, 1000, "no such realm", false);
+        return WAMP_OK;
+    }
+    if (!session_limits_allow(s, realm)) {
         return WAMP_OK;
     }
     const char *anon_role = s->anonymous_role;

@@ -19,6 +19,7 @@ import threading
 import time
 
 import rt_harness as h
+from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import PublishOptions
 
 CONFIG = "configs/test-e2e-hostile.json"
@@ -260,6 +261,35 @@ class TestHostileFraming(HostileTestCase):
                          self.baseline["slow_consumer_disconnects"] + 1, stats)
         await h.step(pub.close())
         await self.assert_recovered()
+
+
+class TestLimits(HostileTestCase):
+    async def test_pending_calls_and_sessions_per_realm(self):
+        # max_pending_calls 5: a sixth call while five hang is refused, the others go on.
+        slow = h.uri(self, "slow")
+        reg = await h.step(self.good.register(h.hang_forever, slow))
+        caller = await h.open_session(self.router, "realm1", "json")
+        pending = [caller.call(slow) for _ in range(5)]
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(caller.call(slow))
+        self.assertEqual(cm.exception.error, "wampscope.error.limit_reached")
+        self.assertIn("max_pending_calls", cm.exception.args[0])
+        # Leaving with calls pending releases them.
+        for p in pending:
+            p.cancel()
+        await h.step(caller.close())
+        # max_sessions_per_realm 50: the 51st session on realm1 is aborted.
+        sessions = []
+        for _ in range(50 - self.baseline["sessions"] + 1):  # mgmt is not on realm1
+            sessions.append(await h.open_session(self.router, "realm1", "msgpack"))
+        with self.assertRaises(Exception) as cm:
+            await h.open_session(self.router, "realm1", "json")
+        self.assertIn("wampscope.error.limit_reached", repr(cm.exception))
+        for s in sessions:
+            await h.step(s.close())
+        await h.step(reg.unregister())
+        stats = await self.assert_recovered()
+        self.assertGreaterEqual(stats["limit_refusals"], self.baseline["limit_refusals"] + 2)
 
 
 class TestFloods(HostileTestCase):

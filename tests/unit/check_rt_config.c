@@ -182,6 +182,11 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(cfg->limits.max_queue_messages, 1000000);
     ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 10000);
     ck_assert_uint_eq(cfg->limits.close_timeout_ms, 5000);
+    ck_assert_uint_eq(cfg->limits.max_sessions, 100000);
+    ck_assert_uint_eq(cfg->limits.max_sessions_per_realm, 100000);
+    ck_assert_uint_eq(cfg->limits.max_pending_calls, 10000);
+    ck_assert_uint_eq(cfg->limits.max_subscriptions, 100000);
+    ck_assert_uint_eq(cfg->limits.max_registrations, 10000);
     ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
     ck_assert_uint_eq(cfg->limits.max_call_timeout_ms, 3600000);
     ck_assert_uint_eq(cfg->limits.max_retained_topics, 10000);
@@ -1449,6 +1454,12 @@ static const refusal refusals[] = {
          P_WS ".limits.auth_failure_delay: must be an integer 0..60000 ms"},
         {WITH_WAMPSCOPE("{'limits':{'auth_failure_delay':60001}}"),
          P_WS ".limits.auth_failure_delay: must be an integer 0..60000 ms"},
+        {WITH_WAMPSCOPE("{'limits':{'max_sessions':0}}"),
+         P_WS ".limits.max_sessions: must be an integer 1..10000000"},
+        {WITH_WAMPSCOPE("{'limits':{'max_pending_calls':-5}}"),
+         P_WS ".limits.max_pending_calls: must be an integer 1..10000000"},
+        {WITH_WAMPSCOPE("{'limits':{'max_subscriptions':1e9}}"),
+         P_WS ".limits.max_subscriptions: must be an integer 1..10000000"},
         {WITH_WAMPSCOPE("{'limits':{'close_timeout':999}}"),
          P_WS ".limits.close_timeout: must be an integer 1000..3600000 ms"},
         {WITH_WAMPSCOPE("{'limits':{'close_timeout':'5s'}}"),
