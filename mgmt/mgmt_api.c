@@ -6,7 +6,6 @@
  * message naming the argument in args[0]. */
 #include "mgmt_api.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "rt_broker.h"
 #include "rt_dealer.h"
+#include "rt_local.h"
 #include "rt_realm.h"
 #include "rt_session.h"
 #include "trace_hub.h"
@@ -31,71 +31,22 @@ struct mgmt_api {
     trace_hub_events events;
 };
 
-/* --- Replies -------------------------------------------------------------------------------- */
-
-static wamp_err reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static wamp_err reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    r->error_uri = uri;
-    r->args = json_pack("[s]", msg);
-    return r->args ? WAMP_OK : WAMP_ENOMEM;
-}
-
-/* A result of one value (consumed; NULL = JSON null is not an error only when is_null). */
-static wamp_err reply_value(rt_local_reply *r, json_t *v_take)
-{
-    if (!v_take) {
-        return WAMP_ENOMEM;
-    }
-    r->args = json_array();
-    if (!r->args || json_array_append_new(r->args, v_take) != 0) {
-        return WAMP_ENOMEM;
-    }
-    return WAMP_OK;
-}
-
-/* --- Arguments ------------------------------------------------------------------------------ */
-
-/* Borrowed argument i / name: kwargs[name] if present, else args[i], else NULL. */
-static json_t *arg(const json_t *args, const json_t *kwargs, size_t i, const char *name)
-{
-    json_t *v = json_object_get(kwargs, name);
-    return v ? v : json_array_get(args, i);
-}
-
-/* Reads a required string argument into *out. false: *reply holds invalid_argument. */
-static bool arg_string(const json_t *args, const json_t *kwargs, size_t i, const char *name,
-                       const char **out, rt_local_reply *reply, wamp_err *err)
-{
-    json_t *v = arg(args, kwargs, i, name);
-    if (!json_is_string(v)) {
-        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be a string", name);
-        return false;
-    }
-    *out = json_string_value(v);
-    return true;
-}
+/* --- Arguments (the shared helpers are in rt_local.h) ---------------------------------------- */
 
 /* Reads an optional integer in [min, max]; absent or null = dflt (null_ok). */
 static bool arg_int(const json_t *args, const json_t *kwargs, size_t i, const char *name,
                     json_int_t min, json_int_t max, json_int_t dflt, json_int_t *out,
                     rt_local_reply *reply, wamp_err *err)
 {
-    json_t *v = arg(args, kwargs, i, name);
+    json_t *v = rt_local_arg(args, kwargs, i, name);
     if (!v || json_is_null(v)) {
         *out = dflt;
         return true;
     }
     if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
-        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be an integer %lld..%lld",
-                           name, (long long)min, (long long)max);
+        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "%s: must be an integer %lld..%lld", name, (long long)min,
+                                    (long long)max);
         return false;
     }
     *out = json_integer_value(v);
@@ -107,22 +58,22 @@ static bool check_target(const mgmt_api *m, const json_t *args, const json_t *kw
                          bool want_worker, rt_local_reply *reply, wamp_err *err)
 {
     const char *node, *worker;
-    if (!arg_string(args, kwargs, 0, "node_id", &node, reply, err)) {
+    if (!rt_local_arg_string(args, kwargs, 0, "node_id", &node, reply, err)) {
         return false;
     }
     if (strcmp(node, m->cfg->node_id) != 0) {
-        *err = reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no node \"%s\"", node);
+        *err = rt_local_reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no node \"%s\"", node);
         return false;
     }
     if (!want_worker) {
         return true;
     }
-    if (!arg_string(args, kwargs, 1, "worker_id", &worker, reply, err)) {
+    if (!rt_local_arg_string(args, kwargs, 1, "worker_id", &worker, reply, err)) {
         return false;
     }
     if (strcmp(worker, m->cfg->worker_id) != 0) {
-        *err = reply_error(reply, MGMT_ERROR_NO_SUCH_WORKER, "no worker \"%s\" on node \"%s\"",
-                           worker, node);
+        *err = rt_local_reply_error(reply, MGMT_ERROR_NO_SUCH_WORKER,
+                                    "no worker \"%s\" on node \"%s\"", worker, node);
         return false;
     }
     return true;
@@ -142,7 +93,7 @@ static wamp_err proc_list_nodes(void *ctx, rt_session *caller, const json_t *arg
     (void)caller;
     (void)args;
     (void)kwargs;
-    return reply_value(reply, json_pack("[s]", m->cfg->node_id));
+    return rt_local_reply_value(reply, json_pack("[s]", m->cfg->node_id));
 }
 
 static wamp_err proc_list_workers(void *ctx, rt_session *caller, const json_t *args,
@@ -154,7 +105,7 @@ static wamp_err proc_list_workers(void *ctx, rt_session *caller, const json_t *a
     if (!check_target(m, args, kwargs, false, reply, &err)) {
         return err;
     }
-    return reply_value(reply, json_pack("[s]", m->cfg->worker_id));
+    return rt_local_reply_value(reply, json_pack("[s]", m->cfg->worker_id));
 }
 
 /* get_worker's "stats" (an extension of TRACING.md's worker object, see mgmt/README.md):
@@ -195,11 +146,11 @@ static wamp_err proc_get_worker(void *ctx, rt_session *caller, const json_t *arg
     char started[TRACE_ISO_LEN];
     trace_format_iso8601(m->started_wall_ns, started);
     double uptime = trace_ns_to_seconds(now_pc_ns(m) - m->started_pc_ns);
-    return reply_value(reply,
-                       json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:f, s:o?, s:o?}", "id",
-                                 m->cfg->worker_id, "type", "router", "status", "running", "pid",
-                                 (json_int_t)getpid(), "created", started, "started", started,
-                                 "uptime", uptime, "realms", realms, "stats", worker_stats(m)));
+    return rt_local_reply_value(
+            reply, json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:f, s:o?, s:o?}", "id",
+                             m->cfg->worker_id, "type", "router", "status", "running", "pid",
+                             (json_int_t)getpid(), "created", started, "started", started, "uptime",
+                             uptime, "realms", realms, "stats", worker_stats(m)));
 }
 
 /* --- Traces --------------------------------------------------------------------------------- */
@@ -222,12 +173,12 @@ static bool find_trace(mgmt_api *m, const json_t *args, const json_t *kwargs, tr
 {
     const char *id;
     if (!check_target(m, args, kwargs, true, reply, err) ||
-        !arg_string(args, kwargs, 2, "trace_id", &id, reply, err)) {
+        !rt_local_arg_string(args, kwargs, 2, "trace_id", &id, reply, err)) {
         return false;
     }
     *out = trace_hub_find(m->hub, id);
     if (!*out) {
-        *err = reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no trace \"%s\"", id);
+        *err = rt_local_reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no trace \"%s\"", id);
         return false;
     }
     return true;
@@ -242,10 +193,10 @@ static wamp_err proc_list_traces(void *ctx, rt_session *caller, const json_t *ar
     if (!check_target(m, args, kwargs, true, reply, &err)) {
         return err;
     }
-    json_t *inc = arg(args, kwargs, 2, "include_stopped");
+    json_t *inc = rt_local_arg(args, kwargs, 2, "include_stopped");
     if (inc && !json_is_null(inc) && !json_is_boolean(inc)) {
-        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                           "include_stopped: must be a boolean");
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "include_stopped: must be a boolean");
     }
     bool include_stopped = !json_is_false(inc);
     json_t *ids = json_array();
@@ -256,7 +207,7 @@ static wamp_err proc_list_traces(void *ctx, rt_session *caller, const json_t *ar
             json_array_append_new(ids, json_string(trace_id(t)));
         }
     }
-    return reply_value(reply, ids);
+    return rt_local_reply_value(reply, ids);
 }
 
 static wamp_err proc_get_trace(void *ctx, rt_session *caller, const json_t *args,
@@ -269,7 +220,7 @@ static wamp_err proc_get_trace(void *ctx, rt_session *caller, const json_t *args
     if (!find_trace(m, args, kwargs, &t, reply, &err)) {
         return err;
     }
-    return reply_value(reply, meta(m, t));
+    return rt_local_reply_value(reply, meta(m, t));
 }
 
 static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *args,
@@ -281,15 +232,15 @@ static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *ar
     if (!check_target(m, args, kwargs, true, reply, &err)) {
         return err;
     }
-    json_t *id = arg(args, kwargs, 2, "trace_id");
-    json_t *options = arg(args, kwargs, 3, "trace_options");
+    json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
+    json_t *options = rt_local_arg(args, kwargs, 3, "trace_options");
     if (id && !json_is_null(id) && !json_is_string(id)) {
-        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                           "trace_id: must be a string or null");
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "trace_id: must be a string or null");
     }
     if (options && !json_is_null(options) && !json_is_object(options)) {
-        return reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION,
-                           "trace_options: must be a dict or null");
+        return rt_local_reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION,
+                                    "trace_options: must be a dict or null");
     }
     trace *t = NULL;
     char why[200] = "";
@@ -299,22 +250,23 @@ static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *ar
     case WAMP_OK:
         break;
     case WAMP_EINVAL:
-        return reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION, "%s", why);
+        return rt_local_reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION, "%s", why);
     case WAMP_EEXIST:
         return trace_is_running(t)
-                       ? reply_error(reply, MGMT_ERROR_ALREADY_RUNNING, "trace \"%s\" is running",
-                                     trace_id(t))
-                       : reply_error(reply, MGMT_ERROR_ALREADY_EXISTS,
-                                     "trace \"%s\" exists (stopped); delete it first", trace_id(t));
+                       ? rt_local_reply_error(reply, MGMT_ERROR_ALREADY_RUNNING,
+                                              "trace \"%s\" is running", trace_id(t))
+                       : rt_local_reply_error(reply, MGMT_ERROR_ALREADY_EXISTS,
+                                              "trace \"%s\" exists (stopped); delete it first",
+                                              trace_id(t));
     case WAMP_ETOOBIG:
-        return reply_error(reply, MGMT_ERROR_RESOURCE_LIMIT, "%s", why);
+        return rt_local_reply_error(reply, MGMT_ERROR_RESOURCE_LIMIT, "%s", why);
     default:
         return err;
     }
     json_t *md = meta(m, t);
     publish(m, "on_trace_started",
             json_pack("[s, s, s, O]", m->cfg->node_id, m->cfg->worker_id, trace_id(t), md));
-    return reply_value(reply, md);
+    return rt_local_reply_value(reply, md);
 }
 
 static wamp_err proc_stop_trace(void *ctx, rt_session *caller, const json_t *args,
@@ -329,7 +281,7 @@ static wamp_err proc_stop_trace(void *ctx, rt_session *caller, const json_t *arg
     }
     (void)trace_hub_stop(m->hub, trace_id(t), now_pc_ns(m), rt_router_wall_ns(m->rt), NULL);
     /* on_trace_stopped goes out from the next tick, after the trace's last data batch. */
-    return reply_value(reply, meta(m, t));
+    return rt_local_reply_value(reply, meta(m, t));
 }
 
 static wamp_err proc_delete_trace(void *ctx, rt_session *caller, const json_t *args,
@@ -343,14 +295,14 @@ static wamp_err proc_delete_trace(void *ctx, rt_session *caller, const json_t *a
         return err;
     }
     if (trace_is_running(t)) {
-        return reply_error(reply, MGMT_ERROR_NOT_STOPPED, "trace \"%s\" is running; stop it first",
-                           trace_id(t));
+        return rt_local_reply_error(reply, MGMT_ERROR_NOT_STOPPED,
+                                    "trace \"%s\" is running; stop it first", trace_id(t));
     }
     err = trace_hub_delete(m->hub, trace_id(t));
     if (err != WAMP_OK) {
         return err;
     }
-    return reply_value(reply, json_null());
+    return rt_local_reply_value(reply, json_null());
 }
 
 static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t *args,
@@ -380,10 +332,11 @@ static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t 
     err = wamp_wr_finish_buf(&w, &reply->args_encoded);
     wamp_wr_fini(&w);
     if (err == WAMP_ETOOBIG) {
-        return reply_error(reply, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                           "%lld records do not fit in this transport's max_message_size (%zu "
-                           "bytes): ask for fewer (limit)",
-                           (long long)limit, max);
+        return rt_local_reply_error(
+                reply, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                "%lld records do not fit in this transport's max_message_size (%zu "
+                "bytes): ask for fewer (limit)",
+                (long long)limit, max);
     }
     return err;
 }
@@ -402,23 +355,23 @@ static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *arg
     if (!check_target(m, args, kwargs, true, reply, &err)) {
         return err;
     }
-    json_t *id = arg(args, kwargs, 2, "trace_id");
+    json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     if (id && !json_is_null(id) && !json_is_string(id)) {
-        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                           "trace_id: must be a string or null");
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "trace_id: must be a string or null");
     }
-    if (!arg_string(args, kwargs, 3, "name", &name, reply, &err)) {
+    if (!rt_local_arg_string(args, kwargs, 3, "name", &name, reply, &err)) {
         return err;
     }
     if (!*name) {
-        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "name: must not be empty");
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "name: must not be empty");
     }
-    json_t *mt = arg(args, kwargs, 4, "meta");
+    json_t *mt = rt_local_arg(args, kwargs, 4, "meta");
     if (mt && json_is_null(mt)) {
         mt = NULL;
     }
     if (mt && !json_is_object(mt)) {
-        return reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "meta: must be a dict");
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "meta: must be a dict");
     }
     uint64_t pc = now_pc_ns(m);
     uint64_t ts = rt_router_wall_ns(m->rt);
@@ -426,15 +379,15 @@ static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *arg
     if (json_is_string(id)) {
         trace *t = trace_hub_find(m->hub, json_string_value(id));
         if (!t) {
-            return reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no trace \"%s\"",
-                               json_string_value(id));
+            return rt_local_reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no trace \"%s\"",
+                                        json_string_value(id));
         }
         err = trace_mark(t, name, mt, pc, ts, &seq);
         if (err == WAMP_ECLOSED) {
-            return reply_error(reply, MGMT_ERROR_NOT_RUNNING, "trace \"%s\" is stopped",
-                               trace_id(t));
+            return rt_local_reply_error(reply, MGMT_ERROR_NOT_RUNNING, "trace \"%s\" is stopped",
+                                        trace_id(t));
         }
-        return err == WAMP_OK ? reply_value(reply, json_integer((json_int_t)seq)) : err;
+        return err == WAMP_OK ? rt_local_reply_value(reply, json_integer((json_int_t)seq)) : err;
     }
     json_t *seqs = json_object();
     size_t n = trace_hub_count(m->hub);
@@ -451,7 +404,7 @@ static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *arg
             return err;
         }
     }
-    return reply_value(reply, seqs);
+    return rt_local_reply_value(reply, seqs);
 }
 
 /* --- Live feed (from rt_router_tick) -------------------------------------------------------- */

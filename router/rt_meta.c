@@ -5,7 +5,6 @@
  * wins. Wrong types answer wamp.error.invalid_argument with a one-line message. */
 #include "rt_meta.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 
 #include "rt_core_int.h"
 #include "rt_dealer.h"
+#include "rt_local.h"
 #include "rt_log.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
@@ -20,65 +20,18 @@
 
 /* --- Replies and arguments ------------------------------------------------------------------ */
 
-static wamp_err reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static wamp_err reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    r->error_uri = uri;
-    r->args = json_pack("[s]", msg);
-    return r->args ? WAMP_OK : WAMP_ENOMEM;
-}
-
-/* A result of one value (consumed; NULL = out of memory). */
-static wamp_err reply_value(rt_local_reply *r, json_t *v_take)
-{
-    if (!v_take) {
-        return WAMP_ENOMEM;
-    }
-    r->args = json_array();
-    if (!r->args || json_array_append_new(r->args, v_take) != 0) {
-        return WAMP_ENOMEM;
-    }
-    return WAMP_OK;
-}
-
-/* Borrowed argument: kwargs[name] if present, else args[i], else NULL. */
-static json_t *arg(const json_t *args, const json_t *kwargs, size_t i, const char *name)
-{
-    json_t *v = json_object_get(kwargs, name);
-    return v ? v : json_array_get(args, i);
-}
-
 /* A required id argument (integer 0..2^53). false: *reply holds invalid_argument. */
 static bool arg_id(const json_t *args, const json_t *kwargs, size_t i, const char *name,
                    uint64_t *out, rt_local_reply *reply, wamp_err *err)
 {
-    json_t *v = arg(args, kwargs, i, name);
+    json_t *v = rt_local_arg(args, kwargs, i, name);
     if (!json_is_integer(v) || json_integer_value(v) < 0 ||
         json_integer_value(v) > (json_int_t)WAMP_ID_MAX) {
-        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be an id (integer)", name);
+        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "%s: must be an id (integer)", name);
         return false;
     }
     *out = (uint64_t)json_integer_value(v);
-    return true;
-}
-
-/* A required string argument. */
-static bool arg_string(const json_t *args, const json_t *kwargs, size_t i, const char *name,
-                       const char **out, rt_local_reply *reply, wamp_err *err)
-{
-    json_t *v = arg(args, kwargs, i, name);
-    if (!json_is_string(v)) {
-        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be a string", name);
-        return false;
-    }
-    *out = json_string_value(v);
     return true;
 }
 
@@ -86,7 +39,7 @@ static bool arg_string(const json_t *args, const json_t *kwargs, size_t i, const
 static bool arg_string_list(const json_t *args, const json_t *kwargs, size_t i, const char *name,
                             const json_t **out, rt_local_reply *reply, wamp_err *err)
 {
-    json_t *v = arg(args, kwargs, i, name);
+    json_t *v = rt_local_arg(args, kwargs, i, name);
     *out = NULL;
     if (!v || json_is_null(v)) {
         return true;
@@ -96,8 +49,8 @@ static bool arg_string_list(const json_t *args, const json_t *kwargs, size_t i, 
         ok = json_is_string(json_array_get(v, k));
     }
     if (!ok) {
-        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be a list of strings",
-                           name);
+        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "%s: must be a list of strings", name);
         return false;
     }
     *out = v;
@@ -108,20 +61,22 @@ static bool arg_string_list(const json_t *args, const json_t *kwargs, size_t i, 
 static bool arg_kill(const json_t *args, const json_t *kwargs, size_t i, const char **reason,
                      const char **message, rt_local_reply *reply, wamp_err *err)
 {
-    json_t *r = arg(args, kwargs, i, "reason");
-    json_t *m = arg(args, kwargs, i + 1, "message");
+    json_t *r = rt_local_arg(args, kwargs, i, "reason");
+    json_t *m = rt_local_arg(args, kwargs, i + 1, "message");
     *reason = WAMP_CLOSE_KILLED;
     *message = NULL;
     if (r && !json_is_null(r)) {
         if (!json_is_string(r) || !wamp_uri_is_valid(json_string_value(r), WAMP_URI_LOOSE)) {
-            *err = reply_error(reply, WAMP_ERROR_INVALID_URI, "reason: must be a valid URI");
+            *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_URI,
+                                        "reason: must be a valid URI");
             return false;
         }
         *reason = json_string_value(r);
     }
     if (m && !json_is_null(m)) {
         if (!json_is_string(m)) {
-            *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "message: must be a string");
+            *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                        "message: must be a string");
             return false;
         }
         *message = json_string_value(m);
@@ -133,13 +88,13 @@ static bool arg_kill(const json_t *args, const json_t *kwargs, size_t i, const c
 static bool arg_match(const json_t *args, const json_t *kwargs, size_t i, wamp_match *out,
                       rt_local_reply *reply, wamp_err *err)
 {
-    json_t *o = arg(args, kwargs, i, "options");
+    json_t *o = rt_local_arg(args, kwargs, i, "options");
     json_t *m = json_object_get(o, "match");
     *out = WAMP_MATCH_EXACT;
     if ((o && !json_is_null(o) && !json_is_object(o)) ||
         (m && !(json_is_string(m) && wamp_match_parse(json_string_value(m), out)))) {
-        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                           "options.match: must be \"exact\", \"prefix\" or \"wildcard\"");
+        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "options.match: must be \"exact\", \"prefix\" or \"wildcard\"");
         return false;
     }
     return true;
@@ -255,7 +210,8 @@ static wamp_err proc_session_count(void *ctx, rt_session *caller, const json_t *
         return err;
     }
     bool oom = false;
-    return reply_value(reply, json_integer((json_int_t)session_ids(ctx, roles, NULL, &oom)));
+    return rt_local_reply_value(reply,
+                                json_integer((json_int_t)session_ids(ctx, roles, NULL, &oom)));
 }
 
 static wamp_err proc_session_list(void *ctx, rt_session *caller, const json_t *args,
@@ -276,7 +232,7 @@ static wamp_err proc_session_list(void *ctx, rt_session *caller, const json_t *a
         json_decref(ids);
         return WAMP_ENOMEM;
     }
-    return reply_value(reply, ids);
+    return rt_local_reply_value(reply, ids);
 }
 
 static wamp_err proc_session_get(void *ctx, rt_session *caller, const json_t *args,
@@ -290,10 +246,10 @@ static wamp_err proc_session_get(void *ctx, rt_session *caller, const json_t *ar
     }
     rt_session *s = find_session(ctx, id);
     if (!s) {
-        return reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION, "no session %llu on this realm",
-                           (unsigned long long)id);
+        return rt_local_reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION,
+                                    "no session %llu on this realm", (unsigned long long)id);
     }
-    return reply_value(reply, session_details(s));
+    return rt_local_reply_value(reply, session_details(s));
 }
 
 /* Kills the sessions of the caller's realm listed in ids (json integers), skipping the
@@ -324,8 +280,8 @@ static wamp_err proc_session_kill(void *ctx, rt_session *caller, const json_t *a
     rt_session *v = find_session(ctx, id);
     if (!v || v == caller) {
         /* Spec: the caller's own session counts as no (other) such session. */
-        return reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION, "no other session %llu on this realm",
-                           (unsigned long long)id);
+        return rt_local_reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION,
+                                    "no other session %llu on this realm", (unsigned long long)id);
     }
     RT_LOG_INFO(v->id, "killed by session %llu (%s)", (unsigned long long)caller->id, reason);
     rt_session_kill(v, reason, message);
@@ -345,8 +301,8 @@ static wamp_err kill_some(rt_realm *r, rt_session *caller, const json_t *args, c
     wamp_err err = WAMP_OK;
     const char *who = NULL, *reason, *message;
     if ((by != KILL_ALL &&
-         !arg_string(args, kwargs, 0, by == KILL_BY_AUTHID ? "authid" : "authrole", &who, reply,
-                     &err)) ||
+         !rt_local_arg_string(args, kwargs, 0, by == KILL_BY_AUTHID ? "authid" : "authrole", &who,
+                              reply, &err)) ||
         !arg_kill(args, kwargs, by == KILL_ALL ? 0 : 1, &reason, &message, reply, &err)) {
         return err;
     }
@@ -370,11 +326,11 @@ static wamp_err kill_some(rt_realm *r, rt_session *caller, const json_t *args, c
     }
     kill_ids(r, caller, ids, reason, message);
     if (by == KILL_BY_AUTHID) {
-        return reply_value(reply, ids);
+        return rt_local_reply_value(reply, ids);
     }
     size_t n = json_array_size(ids);
     json_decref(ids);
-    return reply_value(reply, json_integer((json_int_t)n));
+    return rt_local_reply_value(reply, json_integer((json_int_t)n));
 }
 
 static wamp_err proc_kill_by_authid(void *ctx, rt_session *caller, const json_t *args,
@@ -442,20 +398,21 @@ static bool arg_list_session(rt_realm *r, const json_t *args, const json_t *kwar
     json_t *v = json_object_get(kwargs, "session_id");
     *out = NULL;
     if (!v) {
-        v = arg(args, kwargs, 0, "session");
+        v = rt_local_arg(args, kwargs, 0, "session");
     }
     if (!v || json_is_null(v)) {
         return true;
     }
     if (!json_is_integer(v) || json_integer_value(v) < 0 ||
         json_integer_value(v) > (json_int_t)WAMP_ID_MAX) {
-        *err = reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "session_id: must be an id");
+        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "session_id: must be an id");
         return false;
     }
     uint64_t id = (uint64_t)json_integer_value(v);
     if (!(*out = find_session(r, id))) {
-        *err = reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION, "no session %llu on this realm",
-                           (unsigned long long)id);
+        *err = rt_local_reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION,
+                                    "no session %llu on this realm", (unsigned long long)id);
         return false;
     }
     return true;
@@ -478,7 +435,7 @@ static wamp_err proc_sub_list(void *ctx, rt_session *caller, const json_t *args,
         json_decref(lc.lists);
         return WAMP_ENOMEM;
     }
-    return reply_value(reply, lc.lists);
+    return rt_local_reply_value(reply, lc.lists);
 }
 
 /* The visible subscription with this id argument, or NULL with *reply holding the error. */
@@ -491,8 +448,8 @@ static const rt_subscription *arg_sub(rt_realm *r, const json_t *args, const jso
     }
     const rt_subscription *sub = rt_broker_find(rt_realm_broker(r), id);
     if (!sub || is_protected(rt_subscription_uri(sub))) {
-        *err = reply_error(reply, WAMP_ERROR_NO_SUCH_SUBSCRIPTION,
-                           "no subscription %llu on this realm", (unsigned long long)id);
+        *err = rt_local_reply_error(reply, WAMP_ERROR_NO_SUCH_SUBSCRIPTION,
+                                    "no subscription %llu on this realm", (unsigned long long)id);
         return NULL;
     }
     return sub;
@@ -513,14 +470,14 @@ static wamp_err proc_sub_lookup(void *ctx, rt_session *caller, const json_t *arg
     wamp_err err = WAMP_OK;
     const char *topic;
     wamp_match match;
-    if (!arg_string(args, kwargs, 0, "topic", &topic, reply, &err) ||
+    if (!rt_local_arg_string(args, kwargs, 0, "topic", &topic, reply, &err) ||
         !arg_match(args, kwargs, 1, &match, reply, &err)) {
         return err;
     }
     const rt_subscription *sub = rt_broker_lookup(rt_realm_broker(ctx), topic, match);
-    return reply_value(reply, sub && !is_protected(topic)
-                                      ? json_integer((json_int_t)rt_subscription_id(sub))
-                                      : json_null());
+    return rt_local_reply_value(reply, sub && !is_protected(topic)
+                                               ? json_integer((json_int_t)rt_subscription_id(sub))
+                                               : json_null());
 }
 
 static wamp_err proc_sub_match(void *ctx, rt_session *caller, const json_t *args,
@@ -529,7 +486,7 @@ static wamp_err proc_sub_match(void *ctx, rt_session *caller, const json_t *args
     (void)caller;
     wamp_err err = WAMP_OK;
     const char *topic;
-    if (!arg_string(args, kwargs, 0, "topic", &topic, reply, &err)) {
+    if (!rt_local_arg_string(args, kwargs, 0, "topic", &topic, reply, &err)) {
         return err;
     }
     rt_broker *b = rt_realm_broker(ctx);
@@ -558,9 +515,9 @@ static wamp_err proc_sub_match(void *ctx, rt_session *caller, const json_t *args
     }
     if (json_array_size(ids) == 0) {
         json_decref(ids);
-        return reply_value(reply, json_null()); /* spec: null when nothing matches */
+        return rt_local_reply_value(reply, json_null()); /* spec: null when nothing matches */
     }
-    return reply_value(reply, ids);
+    return rt_local_reply_value(reply, ids);
 }
 
 static wamp_err proc_sub_get(void *ctx, rt_session *caller, const json_t *args,
@@ -569,7 +526,7 @@ static wamp_err proc_sub_get(void *ctx, rt_session *caller, const json_t *args,
     (void)caller;
     wamp_err err = WAMP_OK;
     const rt_subscription *sub = arg_sub(ctx, args, kwargs, reply, &err);
-    return sub ? reply_value(reply, sub_details(ctx, sub)) : err;
+    return sub ? rt_local_reply_value(reply, sub_details(ctx, sub)) : err;
 }
 
 static wamp_err proc_sub_list_subscribers(void *ctx, rt_session *caller, const json_t *args,
@@ -590,7 +547,7 @@ static wamp_err proc_sub_list_subscribers(void *ctx, rt_session *caller, const j
             ids = NULL;
         }
     }
-    return reply_value(reply, ids);
+    return rt_local_reply_value(reply, ids);
 }
 
 static wamp_err proc_sub_count_subscribers(void *ctx, rt_session *caller, const json_t *args,
@@ -599,7 +556,8 @@ static wamp_err proc_sub_count_subscribers(void *ctx, rt_session *caller, const 
     (void)caller;
     wamp_err err = WAMP_OK;
     const rt_subscription *sub = arg_sub(ctx, args, kwargs, reply, &err);
-    return sub ? reply_value(reply, json_integer((json_int_t)rt_subscription_subscriber_count(sub)))
+    return sub ? rt_local_reply_value(
+                         reply, json_integer((json_int_t)rt_subscription_subscriber_count(sub)))
                : err;
 }
 
@@ -650,7 +608,7 @@ static wamp_err proc_reg_list(void *ctx, rt_session *caller, const json_t *args,
         json_decref(lc.lists);
         return WAMP_ENOMEM;
     }
-    return reply_value(reply, lc.lists);
+    return rt_local_reply_value(reply, lc.lists);
 }
 
 /* The visible registration with this id argument (*info filled), or false with *reply holding
@@ -663,8 +621,8 @@ static bool arg_reg(rt_realm *r, const json_t *args, const json_t *kwargs, rt_re
         return false;
     }
     if (!rt_dealer_get(rt_realm_dealer(r), id, info) || !reg_visible(info)) {
-        *err = reply_error(reply, WAMP_ERROR_NO_SUCH_REGISTRATION,
-                           "no registration %llu on this realm", (unsigned long long)id);
+        *err = rt_local_reply_error(reply, WAMP_ERROR_NO_SUCH_REGISTRATION,
+                                    "no registration %llu on this realm", (unsigned long long)id);
         return false;
     }
     return true;
@@ -693,12 +651,12 @@ static wamp_err proc_reg_lookup(void *ctx, rt_session *caller, const json_t *arg
     wamp_err err = WAMP_OK;
     const char *uri;
     wamp_match match;
-    if (!arg_string(args, kwargs, 0, "procedure", &uri, reply, &err) ||
+    if (!rt_local_arg_string(args, kwargs, 0, "procedure", &uri, reply, &err) ||
         !arg_match(args, kwargs, 1, &match, reply, &err)) {
         return err;
     }
-    return reply_value(reply,
-                       reg_id_or_null(ctx, rt_dealer_lookup(rt_realm_dealer(ctx), uri, match)));
+    return rt_local_reply_value(
+            reply, reg_id_or_null(ctx, rt_dealer_lookup(rt_realm_dealer(ctx), uri, match)));
 }
 
 static wamp_err proc_reg_match(void *ctx, rt_session *caller, const json_t *args,
@@ -707,10 +665,11 @@ static wamp_err proc_reg_match(void *ctx, rt_session *caller, const json_t *args
     (void)caller;
     wamp_err err = WAMP_OK;
     const char *uri;
-    if (!arg_string(args, kwargs, 0, "procedure", &uri, reply, &err)) {
+    if (!rt_local_arg_string(args, kwargs, 0, "procedure", &uri, reply, &err)) {
         return err;
     }
-    return reply_value(reply, reg_id_or_null(ctx, rt_dealer_match(rt_realm_dealer(ctx), uri)));
+    return rt_local_reply_value(reply,
+                                reg_id_or_null(ctx, rt_dealer_match(rt_realm_dealer(ctx), uri)));
 }
 
 static wamp_err proc_reg_get(void *ctx, rt_session *caller, const json_t *args,
@@ -720,7 +679,7 @@ static wamp_err proc_reg_get(void *ctx, rt_session *caller, const json_t *args,
     wamp_err err = WAMP_OK;
     rt_reg_info info;
     return arg_reg(ctx, args, kwargs, &info, reply, &err)
-                   ? reply_value(reply, reg_details(ctx, &info))
+                   ? rt_local_reply_value(reply, reg_details(ctx, &info))
                    : err;
 }
 
@@ -743,7 +702,7 @@ static wamp_err proc_reg_list_callees(void *ctx, rt_session *caller, const json_
         }
     }
     free(ids);
-    return reply_value(reply, list);
+    return rt_local_reply_value(reply, list);
 }
 
 static wamp_err proc_reg_count_callees(void *ctx, rt_session *caller, const json_t *args,
@@ -753,7 +712,7 @@ static wamp_err proc_reg_count_callees(void *ctx, rt_session *caller, const json
     wamp_err err = WAMP_OK;
     rt_reg_info info;
     return arg_reg(ctx, args, kwargs, &info, reply, &err)
-                   ? reply_value(reply, json_integer((json_int_t)info.n_callees))
+                   ? rt_local_reply_value(reply, json_integer((json_int_t)info.n_callees))
                    : err;
 }
 

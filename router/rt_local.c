@@ -1,0 +1,50 @@
+/* rt_local.c: helpers for router-local procedures. */
+#include "rt_local.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "wamp_types.h"
+
+wamp_err rt_local_reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    r->error_uri = uri;
+    r->args = json_pack("[s]", msg);
+    return r->args ? WAMP_OK : WAMP_ENOMEM;
+}
+
+wamp_err rt_local_reply_value(rt_local_reply *r, json_t *v_take)
+{
+    if (!v_take) {
+        return WAMP_ENOMEM;
+    }
+    r->args = json_array();
+    if (!r->args || json_array_append_new(r->args, v_take) != 0) {
+        return WAMP_ENOMEM;
+    }
+    return WAMP_OK;
+}
+
+json_t *rt_local_arg(const json_t *args, const json_t *kwargs, size_t i, const char *name)
+{
+    json_t *v = json_object_get(kwargs, name);
+    return v ? v : json_array_get(args, i);
+}
+
+bool rt_local_arg_string(const json_t *args, const json_t *kwargs, size_t i, const char *name,
+                         const char **out, rt_local_reply *reply, wamp_err *err)
+{
+    json_t *v = rt_local_arg(args, kwargs, i, name);
+    if (!json_is_string(v)) {
+        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be a string",
+                                    name);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}

@@ -1,0 +1,30 @@
+/* rt_local.h: argument and reply helpers for router-local procedures (rt_dealer.h
+ * rt_local_proc_fn), shared by the meta API (rt_meta.c) and the management API (mgmt/).
+ * Arguments are read positionally or by keyword, as WAMP APIs are called both ways. Service
+ * thread only. */
+#ifndef RT_LOCAL_H
+#define RT_LOCAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "rt_dealer.h"
+#include "wamp_err.h"
+
+/* An error reply: uri (static or outliving the call) with one argument, the formatted message.
+ * WAMP_OK, or WAMP_ENOMEM. */
+wamp_err rt_local_reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+/* A result of one value (consumed; NULL = out of memory: WAMP_ENOMEM). */
+wamp_err rt_local_reply_value(rt_local_reply *r, json_t *v_take);
+
+/* Borrowed argument: kwargs[name] if present, else args[i], else NULL. */
+json_t *rt_local_arg(const json_t *args, const json_t *kwargs, size_t i, const char *name);
+/* A required string argument into *out (borrowed from args/kwargs). false: *reply holds
+ * wamp.error.invalid_argument and *err the reply's status. */
+bool rt_local_arg_string(const json_t *args, const json_t *kwargs, size_t i, const char *name,
+                         const char **out, rt_local_reply *reply, wamp_err *err);
+
+#endif /* RT_LOCAL_H */
