@@ -632,13 +632,14 @@ static int one_id(ctl *c, const char **id, bool *json)
     return resolve_target(c, true);
 }
 
-static int cmd_stop(ctl *c)
+/* stop / show: one trace's metadata from proc, printed as a table or (--json) as JSON. */
+static int meta_cmd(ctl *c, const char *proc)
 {
     const char *id = NULL;
     bool json = false;
     int rc = one_id(c, &id, &json);
     json_t *m;
-    if (rc != EX_OK || (rc = call(c, PROC("stop_trace"), target_args_id(c, id), &m)) != EX_OK) {
+    if (rc != EX_OK || (rc = call(c, proc, target_args_id(c, id), &m)) != EX_OK) {
         return rc;
     }
     if (json) {
@@ -648,6 +649,11 @@ static int cmd_stop(ctl *c)
     }
     json_decref(m);
     return EX_OK;
+}
+
+static int cmd_stop(ctl *c)
+{
+    return meta_cmd(c, PROC("stop_trace"));
 }
 
 static int cmd_delete(ctl *c)
@@ -666,20 +672,7 @@ static int cmd_delete(ctl *c)
 
 static int cmd_show(ctl *c)
 {
-    const char *id = NULL;
-    bool json = false;
-    int rc = one_id(c, &id, &json);
-    json_t *m;
-    if (rc != EX_OK || (rc = call(c, PROC("get_trace"), target_args_id(c, id), &m)) != EX_OK) {
-        return rc;
-    }
-    if (json) {
-        print_json(m);
-    } else {
-        ctl_format_meta(stdout, m);
-    }
-    json_decref(m);
-    return EX_OK;
+    return meta_cmd(c, PROC("get_trace"));
 }
 
 /* One get_trace_data page: records with from <= seq <= to (to < 0: no bound), at most limit
