@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <msgpack.h>
 #include <sodium.h>
 
 #include "wamp_codec.h"
@@ -77,72 +78,46 @@ static bool put_byte(wamp_wr *w, unsigned char c)
     return put(w, &c, 1);
 }
 
-/* MessagePack: a tag byte followed by an n-byte big-endian value. */
-static bool mp_tagged(wamp_wr *w, unsigned char tag, uint64_t v, unsigned n)
+/* MessagePack goes through msgpack-c's packer, as the codec's encoder does (wamp_msgpack.c):
+ * shortest integer forms, float64 reals; its output lands in put(). */
+static int mp_write(void *data, const char *p, size_t n)
 {
-    unsigned char b[9];
-    b[0] = tag;
-    for (unsigned i = 0; i < n; i++) {
-        b[1 + i] = (unsigned char)(v >> (8 * (n - 1 - i)));
-    }
-    return put(w, b, 1 + n);
+    return put(data, p, n) ? 0 : -1;
 }
 
-/* Array/map/str header: fix form when v fits in fix_max, else 16- or 32-bit forms. */
-static bool mp_header(wamp_wr *w, unsigned char fix, uint64_t fix_max, unsigned char t8,
-                      unsigned char t16, unsigned char t32, uint64_t v)
+static bool mp_ok(int rc)
 {
-    if (v <= fix_max) {
-        return put_byte(w, (unsigned char)(fix | v));
-    }
-    if (t8 && v <= 0xff) {
-        return mp_tagged(w, t8, v, 1);
-    }
-    if (v <= 0xffff) {
-        return mp_tagged(w, t16, v, 2);
-    }
-    if (v <= 0xffffffffu) {
-        return mp_tagged(w, t32, v, 4);
-    }
-    return fail(w, WAMP_EINVAL);
-}
-
-static bool mp_int(wamp_wr *w, int64_t v)
-{
-    if (v >= 0) {
-        uint64_t u = (uint64_t)v;
-        if (u < 128) {
-            return put_byte(w, (unsigned char)u);
-        }
-        if (u <= 0xff) {
-            return mp_tagged(w, 0xcc, u, 1);
-        }
-        if (u <= 0xffff) {
-            return mp_tagged(w, 0xcd, u, 2);
-        }
-        if (u <= 0xffffffffu) {
-            return mp_tagged(w, 0xce, u, 4);
-        }
-        return mp_tagged(w, 0xcf, u, 8);
-    }
-    if (v >= -32) {
-        return put_byte(w, (unsigned char)(int8_t)v);
-    }
-    if (v >= INT8_MIN) {
-        return mp_tagged(w, 0xd0, (uint64_t)v, 1);
-    }
-    if (v >= INT16_MIN) {
-        return mp_tagged(w, 0xd1, (uint64_t)v, 2);
-    }
-    if (v >= INT32_MIN) {
-        return mp_tagged(w, 0xd2, (uint64_t)v, 4);
-    }
-    return mp_tagged(w, 0xd3, (uint64_t)v, 8);
+    return rc == 0; /* on failure put() has recorded the error */
 }
 
 static bool mp_str(wamp_wr *w, const char *s, size_t n)
 {
-    return mp_header(w, 0xa0, 31, 0xd9, 0xda, 0xdb, n) && put(w, s, n);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, w, mp_write);
+    return mp_ok(msgpack_pack_str(&pk, n)) && mp_ok(msgpack_pack_str_body(&pk, s, n));
+}
+
+/* JSON numbers as jansson writes them with JSON_REAL_PRECISION(17): a real always reads back as
+ * a real (".0" added to an integral value). */
+static bool json_i64(wamp_wr *w, int64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
+    return put(w, b, (size_t)n);
+}
+
+static bool json_f64(wamp_wr *w, double v)
+{
+    if (!isfinite(v)) {
+        return fail(w, WAMP_EINVAL);
+    }
+    char b[40];
+    int n = snprintf(b, sizeof(b), "%.17g", v);
+    if (!strpbrk(b, ".eE") && n + 2 < (int)sizeof(b)) {
+        memcpy(b + n, ".0", 3);
+        n += 2;
+    }
+    return put(w, b, (size_t)n);
 }
 
 /* JSON string with the escapes RFC 8259 requires (", \ and control characters); other bytes,
@@ -271,8 +246,10 @@ static void open_level(wamp_wr *w, bool is_map, size_t n)
     } else if (w->ser == WAMP_SER_JSON) {
         ok = put_byte(w, is_map ? '{' : '[');
     } else {
-        ok = is_map ? mp_header(w, 0x80, 15, 0, 0xde, 0xdf, n)
-                    : mp_header(w, 0x90, 15, 0, 0xdc, 0xdd, n);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, w, mp_write);
+        ok = n <= UINT32_MAX ? mp_ok(is_map ? msgpack_pack_map(&pk, n) : msgpack_pack_array(&pk, n))
+                             : fail(w, WAMP_EINVAL);
     }
     if (!ok) {
         return;
@@ -376,11 +353,11 @@ void wamp_wr_int(wamp_wr *w, int64_t v)
     if (w->ser == WAMP_WR_TREE) {
         ok = tree_attach(w, json_integer((json_int_t)v));
     } else if (w->ser == WAMP_SER_JSON) {
-        char b[24];
-        int n = snprintf(b, sizeof(b), "%lld", (long long)v);
-        ok = put(w, b, (size_t)n);
+        ok = json_i64(w, v);
     } else {
-        ok = mp_int(w, v);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, w, mp_write);
+        ok = mp_ok(msgpack_pack_int64(&pk, v));
     }
     if (ok) {
         after(w);
@@ -400,19 +377,11 @@ void wamp_wr_real(wamp_wr *w, double v)
     if (w->ser == WAMP_WR_TREE) {
         ok = tree_attach(w, json_real(v));
     } else if (w->ser == WAMP_SER_JSON) {
-        /* As jansson with JSON_REAL_PRECISION(17): shortest exact round trip is not needed,
-         * but the text must read back as a real, so an integral value gets ".0". */
-        char b[40];
-        int n = snprintf(b, sizeof(b), "%.17g", v);
-        if (!strpbrk(b, ".eE") && n + 2 < (int)sizeof(b)) {
-            memcpy(b + n, ".0", 3);
-            n += 2;
-        }
-        ok = put(w, b, (size_t)n);
+        ok = json_f64(w, v);
     } else {
-        uint64_t bits;
-        memcpy(&bits, &v, sizeof(bits));
-        ok = mp_tagged(w, 0xcb, bits, 8);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, w, mp_write);
+        ok = mp_ok(msgpack_pack_double(&pk, v));
     }
     if (ok) {
         after(w);
@@ -430,7 +399,7 @@ void wamp_wr_bool(wamp_wr *w, bool v)
     } else if (w->ser == WAMP_SER_JSON) {
         ok = v ? put(w, "true", 4) : put(w, "false", 5);
     } else {
-        ok = put_byte(w, v ? 0xc3 : 0xc2);
+        ok = put_byte(w, v ? 0xc3 : 0xc2); /* MessagePack true / false */
     }
     if (ok) {
         after(w);
@@ -548,27 +517,6 @@ static bool json_bin(wamp_wr *w, const unsigned char *bin, size_t len)
     return put_byte(w, '"');
 }
 
-static bool json_i64(wamp_wr *w, int64_t v)
-{
-    char b[24];
-    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
-    return put(w, b, (size_t)n);
-}
-
-static bool json_f64(wamp_wr *w, double v)
-{
-    if (!isfinite(v)) {
-        return fail(w, WAMP_EPROTO);
-    }
-    char b[40];
-    int n = snprintf(b, sizeof(b), "%.17g", v);
-    if (!strpbrk(b, ".eE") && n + 2 < (int)sizeof(b)) {
-        memcpy(b + n, ".0", 3);
-        n += 2;
-    }
-    return put(w, b, (size_t)n);
-}
-
 /* One MessagePack value from in, as JSON. depth as the codec counts it (root = 1). */
 static bool mp_to_json(wamp_wr *w, struct mp_in *in, unsigned depth)
 {
@@ -619,7 +567,7 @@ static bool mp_to_json(wamp_wr *w, struct mp_in *in, unsigned depth)
         uint32_t bits = (uint32_t)mp_be(in, 4);
         float f;
         memcpy(&f, &bits, sizeof(f));
-        return json_f64(w, (double)f);
+        return isfinite(f) ? json_f64(w, (double)f) : fail(w, WAMP_EPROTO);
     }
     case 0xcb: {
         if (!mp_need(in, 8)) {
@@ -628,7 +576,7 @@ static bool mp_to_json(wamp_wr *w, struct mp_in *in, unsigned depth)
         uint64_t bits = mp_be(in, 8);
         double d;
         memcpy(&d, &bits, sizeof(d));
-        return json_f64(w, d);
+        return isfinite(d) ? json_f64(w, d) : fail(w, WAMP_EPROTO);
     }
     case 0xcc:
     case 0xcd:
