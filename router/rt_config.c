@@ -2090,9 +2090,10 @@ static const key_rule management_rules[] = {
 };
 
 static const key_rule tracing_rules[] = {
-        K_PARSED("max_traces"),     K_PARSED("default_limit"),     K_PARSED("default_max_bytes"),
-        K_PARSED("data_dir"),       K_PARSED("segment_bytes"),     K_PARSED("fsync"),
-        K_PARSED("fsync_interval"), K_PARSED("persist_max_bytes"), K_PARSED("persist_max_age"),
+        K_PARSED("max_traces"),      K_PARSED("default_limit"),     K_PARSED("default_max_bytes"),
+        K_PARSED("data_dir"),        K_PARSED("segment_bytes"),     K_PARSED("fsync"),
+        K_PARSED("fsync_interval"),  K_PARSED("persist_max_bytes"), K_PARSED("persist_max_age"),
+        K_PARSED("flight_recorder"),
 };
 
 /* The persistence keys of wampscope.tracing (trace_persist.h). */
@@ -2149,6 +2150,69 @@ static wamp_err parse_tracing_persist(cfg_ctx *c, const char *path, const json_t
     cfg->tracing_fsync_interval_ms = (uint32_t)every;
     cfg->tracing_persist_max_bytes = (uint64_t)pmb;
     cfg->tracing_persist_max_age_s = (uint64_t)age;
+    return WAMP_OK;
+}
+
+/* wampscope.tracing.flight_recorder: true (the default), false, or {"enabled": bool, "options":
+ * {trace_options}}. The options go over the flight recorder's own defaults (limit 10000,
+ * trace_app_payload false) and are checked now, as start_trace would check them, so that a
+ * mistake is a configuration error rather than a missing flight recorder. */
+static const key_rule flight_recorder_rules[] = {
+        K_PARSED("enabled"),
+        K_PARSED("options"),
+};
+
+static json_t *flight_recorder_defaults(void)
+{
+    return json_pack("{s:I, s:b}", "limit", (json_int_t)RT_FLIGHT_RECORDER_LIMIT,
+                     "trace_app_payload", 0);
+}
+
+static wamp_err parse_flight_recorder(cfg_ctx *c, const char *path, const json_t *v, rt_config *cfg)
+{
+    cfg_path fp = path_key(path, "flight_recorder");
+    cfg_path op = path_key(fp.s, "options");
+    bool enabled = true;
+    const json_t *given = NULL;
+    if (json_is_boolean(v)) {
+        enabled = json_is_true(v);
+    } else if (!json_is_object(v)) {
+        return refuse(c, fp.s, "must be true, false or an object {\"enabled\", \"options\"}");
+    } else {
+        wamp_err err =
+                check_keys(c, fp.s, v, flight_recorder_rules, N_RULES(flight_recorder_rules));
+        if (err == WAMP_OK) {
+            err = opt_bool(c, fp.s, v, "enabled", &enabled);
+        }
+        if (err != WAMP_OK) {
+            return err;
+        }
+        given = json_object_get(v, "options");
+        if (given && !json_is_object(given)) {
+            return refuse(c, op.s, "must be an object of trace options");
+        }
+    }
+    json_t *opts = flight_recorder_defaults();
+    json_t *copy = given ? json_deep_copy(given) : NULL;
+    if (!opts || (given && (!copy || json_object_update(opts, copy) != 0))) {
+        json_decref(copy);
+        json_decref(opts);
+        return out_of_memory(c);
+    }
+    json_decref(copy);
+    trace_options o;
+    char why[256] = "";
+    wamp_err err = trace_options_parse(opts, &o, why, sizeof(why));
+    trace_options_fini(&o);
+    if (err != WAMP_OK) {
+        json_decref(opts);
+        return err == WAMP_EINVAL ? refuse(c, op.s, "%s", why) : out_of_memory(c);
+    }
+    json_decref(cfg->tracing_flight_recorder);
+    cfg->tracing_flight_recorder = enabled ? opts : NULL;
+    if (!enabled) {
+        json_decref(opts);
+    }
     return WAMP_OK;
 }
 
@@ -2334,6 +2398,10 @@ static wamp_err parse_wampscope(cfg_ctx *c, const char *path, const json_t *o, r
         }
         if (err == WAMP_OK) {
             err = parse_tracing_persist(c, tp.s, tracing, cfg);
+        }
+        const json_t *flight = json_object_get(tracing, "flight_recorder");
+        if (err == WAMP_OK && flight) {
+            err = parse_flight_recorder(c, tp.s, flight, cfg);
         }
         if (err != WAMP_OK) {
             return err;
@@ -2736,6 +2804,10 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
     cfg->tracing_fsync_interval_ms = 1000;
     cfg->tracing_persist_max_bytes = TRACE_OPT_PERSIST_BYTES_DEFAULT;
     cfg->tracing_persist_max_age_s = 0;
+    cfg->tracing_flight_recorder = flight_recorder_defaults();
+    if (!cfg->tracing_flight_recorder) {
+        return out_of_memory(c);
+    }
     wamp_err err = dup_str(c, DEF_MGMT_REALM, &cfg->mgmt_realm);
     if (err == WAMP_OK) {
         err = dup_str(c, DEF_WORKER_ID, &cfg->worker_id);
@@ -2950,6 +3022,7 @@ void rt_config_free(rt_config *cfg)
         free(cfg->mgmt_auth);
     }
     free(cfg->tracing_data_dir);
+    json_decref(cfg->tracing_flight_recorder);
     free(cfg->log_level);
     free(cfg);
 }

@@ -158,6 +158,10 @@ typedef struct rt_cidr {
 /* "255.255.255.255/32" and "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128" fit, with NUL. */
 #define RT_CIDR_STRLEN 52
 
+/* The flight recorder: an always-on trace of this name (wampscope.tracing.flight_recorder). */
+#define RT_FLIGHT_RECORDER_ID    "flight-recorder"
+#define RT_FLIGHT_RECORDER_LIMIT 10000 /* its default limit, in records */
+
 typedef struct rt_config {
     char *node_id;   /* controller.id; default: host name */
     char *worker_id; /* workers[i].id; default "router1" */
@@ -185,6 +189,12 @@ typedef struct rt_config {
     uint32_t tracing_fsync_interval_ms;
     uint64_t tracing_persist_max_bytes;
     uint64_t tracing_persist_max_age_s;
+    /* wampscope.tracing.flight_recorder: the trace_options (owned JSON object) of the always-on
+     * trace RT_FLIGHT_RECORDER_ID that the router starts at startup: limit
+     * RT_FLIGHT_RECORDER_LIMIT and trace_app_payload false, with the configured options over
+     * them, already checked by trace_options_parse(). NULL = no flight recorder
+     * ("flight_recorder": false, and a zeroed hand-built config). The loader's default is on. */
+    struct json_t *tracing_flight_recorder;
     char *log_level; /* wampscope.log_level or NULL (then the command line decides) */
     /* wampscope.management.trusted_networks: peers that protected mode admits anonymously as
      * admin (default 127.0.0.0/8 and ::1/128). The loader always sets a non-NULL array (also for

@@ -1,6 +1,7 @@
 /* rt_router.c: the router context, the session registry, timers and shutdown. */
 #include "rt_router.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,34 @@ static void hub_log(void *ctx, bool error, const char *line)
     } else {
         RT_LOG_INFO(0, "%s", line);
     }
+}
+
+/* The flight recorder (wampscope.tracing.flight_recorder): an ordinary trace, started here so
+ * that the last messages before an incident are there without anyone having started a trace. Its
+ * name was reserved in the hub (no max_traces slot, restart with null options). A failure (out of
+ * memory, a data directory it cannot write) is logged and the router runs without it. */
+static void start_flight_recorder(rt_router *rt)
+{
+    char why[256] = "";
+    trace *t = NULL;
+    wamp_err err =
+            trace_hub_start(rt->hub, RT_FLIGHT_RECORDER_ID, NULL, rt_router_now_us(rt) * 1000u,
+                            rt_trace_wall_ns(), &t, why, sizeof(why));
+    if (err != WAMP_OK) {
+        RT_LOG_ERR(0, "flight recorder not started: %s", why[0] ? why : wamp_strerror(err));
+        return;
+    }
+    const trace_options *o = trace_get_options(t);
+    RT_LOG_INFO(0,
+                "flight recorder running: trace \"%s\", last %zu records (at most %" PRIu64
+                " bytes), %s, payload %s%s (wampscope.tracing.flight_recorder)",
+                RT_FLIGHT_RECORDER_ID, o->limit, o->max_bytes,
+                o->persist ? "in memory and on disk" : "in memory",
+                o->trace_app_payload ? "kept" : "stripped",
+                o->n_realms || o->n_uris || o->has_msg_types || o->n_session_ids || o->n_authids ||
+                                o->n_authroles
+                        ? ", filtered"
+                        : "");
 }
 
 static uint64_t monotonic_us(void *ctx)
@@ -79,6 +108,11 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     if (trace_hub_set_persist(rt->hub, &pcfg) != WAMP_OK) {
         goto fail;
     }
+    if (cfg->tracing_flight_recorder &&
+        trace_hub_reserve(rt->hub, RT_FLIGHT_RECORDER_ID, cfg->tracing_flight_recorder) !=
+                WAMP_OK) {
+        goto fail;
+    }
     /* Persisted traces of earlier runs come back as stopped traces. */
     (void)trace_hub_load(rt->hub);
     for (size_t i = 0; i < cfg->n_realms; i++) {
@@ -103,6 +137,9 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
             goto fail;
         }
         rt->n_realms++;
+    }
+    if (cfg->tracing_flight_recorder) {
+        start_flight_recorder(rt);
     }
     return rt;
 fail:

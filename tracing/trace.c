@@ -137,6 +137,20 @@ const char *trace_id(const trace *t)
     return t->id;
 }
 
+wamp_err trace_rename(trace *t, const char *id)
+{
+    if (!trace_id_is_valid(id)) {
+        return WAMP_EINVAL;
+    }
+    char *copy = strdup(id);
+    if (!copy) {
+        return WAMP_ENOMEM;
+    }
+    free(t->id);
+    t->id = copy;
+    return WAMP_OK;
+}
+
 bool trace_is_running(const trace *t)
 {
     return t->running;

@@ -67,8 +67,12 @@ wamp_err trace_new(const char *id, const json_t *options, const trace_option_def
 /* Frees the trace and every record (NULL-safe). */
 void trace_free(trace *t);
 
-/* Borrowed, valid for the trace's lifetime. */
+/* Borrowed, valid for the trace's lifetime (or until trace_rename()). */
 const char *trace_id(const trace *t);
+/* Gives t the name id (copied; trace_id_is_valid()), e.g. a reloaded trace whose name is now
+ * taken. The files of a persisted trace keep the old name in their meta.json. WAMP_EINVAL (bad
+ * id), WAMP_ENOMEM; the name is unchanged on failure. */
+wamp_err trace_rename(trace *t, const char *id);
 bool trace_is_running(const trace *t);
 /* "running" / "stopped". */
 const char *trace_status_name(const trace *t);

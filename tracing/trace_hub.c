@@ -26,6 +26,10 @@ struct trace_hub {
     char *persist_dir;
     trace_hub_log_fn log;
     void *log_ctx;
+    /* trace_hub_reserve(): the always-on trace's id (owned; NULL = none) and its options
+     * (owned). It has a slot of its own: traces/hits then hold max_traces + 1 slots. */
+    char *reserved_id;
+    json_t *reserved_opts;
 };
 
 _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
@@ -62,6 +66,8 @@ void trace_hub_free(trace_hub *hub)
     free(hub->hits);
     free(hub->mgmt_realm);
     free(hub->persist_dir);
+    free(hub->reserved_id);
+    json_decref(hub->reserved_opts);
     free(hub);
 }
 
@@ -94,6 +100,49 @@ trace *trace_hub_at(const trace_hub *hub, size_t i)
 size_t trace_hub_max_traces(const trace_hub *hub)
 {
     return hub->max_traces;
+}
+
+static bool is_reserved(const trace_hub *hub, const char *id)
+{
+    return hub->reserved_id && id && strcmp(hub->reserved_id, id) == 0;
+}
+
+/* Traces that count against max_traces: all but the reserved one. */
+static size_t counted(const trace_hub *hub)
+{
+    size_t n = hub->n;
+    if (hub->reserved_id && index_of(hub, hub->reserved_id) != SIZE_MAX) {
+        n--;
+    }
+    return n;
+}
+
+wamp_err trace_hub_reserve(trace_hub *hub, const char *id, const json_t *options)
+{
+    if (hub->reserved_id || !trace_id_is_valid(id) || (options && !json_is_object(options))) {
+        return WAMP_EINVAL;
+    }
+    size_t slots = hub->max_traces + 1;
+    trace **traces = realloc(hub->traces, slots * sizeof(*traces));
+    if (!traces) {
+        return WAMP_ENOMEM;
+    }
+    hub->traces = traces;
+    trace **hits = realloc(hub->hits, slots * sizeof(*hits));
+    if (!hits) {
+        return WAMP_ENOMEM;
+    }
+    hub->hits = hits;
+    char *rid = strdup(id);
+    json_t *opts = options ? json_deep_copy(options) : NULL;
+    if (!rid || (options && !opts)) {
+        free(rid);
+        json_decref(opts);
+        return WAMP_ENOMEM;
+    }
+    hub->reserved_id = rid;
+    hub->reserved_opts = opts;
+    return WAMP_OK;
 }
 
 void trace_hub_set_defaults(trace_hub *hub, size_t limit, uint64_t max_bytes)
@@ -197,11 +246,21 @@ size_t trace_hub_load(trace_hub *hub)
     for (size_t i = 0; i < lc.n; i++) {
         trace *t = lc.found[i];
         const char *pid = trace_persist_id(trace_get_persist(t));
-        if (index_of(hub, trace_id(t)) != SIZE_MAX) {
+        if (is_reserved(hub, trace_id(t))) {
+            /* An earlier run's always-on trace: its name belongs to this run's, so it comes
+             * back as "<id>.<persistent_id>", an ordinary stopped trace. */
+            char name[TRACE_ID_MAX + 64];
+            snprintf(name, sizeof(name), "%s.%s", hub->reserved_id, pid);
+            if (trace_rename(t, name) == WAMP_OK) {
+                hub_log(hub, false, "persisted trace \"%s\" of an earlier run is now \"%s\"",
+                        hub->reserved_id, name);
+            }
+        }
+        if (index_of(hub, trace_id(t)) != SIZE_MAX || is_reserved(hub, trace_id(t))) {
             hub_log(hub, true, "persisted trace %s not reloaded: trace id \"%s\" is taken", pid,
                     trace_id(t));
             trace_free(t);
-        } else if (hub->n == hub->max_traces) {
+        } else if (counted(hub) == hub->max_traces) {
             hub_log(hub, true,
                     "persisted trace %s not reloaded: max_traces (%zu) traces are held already",
                     pid, hub->max_traces);
@@ -226,6 +285,9 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
     char name[32];
     uint64_t auto_id = hub->auto_id;
     *out = NULL;
+    if (is_reserved(hub, id) && (!options || json_is_null(options))) {
+        options = hub->reserved_opts;
+    }
     if (!id) {
         do {
             snprintf(name, sizeof(name), "trace%" PRIu64, ++auto_id);
@@ -251,12 +313,12 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
         *out = existing;
         return WAMP_EEXIST;
     }
-    if (hub->n == hub->max_traces) {
+    if (!is_reserved(hub, id) && counted(hub) == hub->max_traces) {
         if (why && why_len) {
             snprintf(why, why_len,
                      "too many traces: %zu are held (running or stopped), the limit is %zu; "
                      "delete stopped traces first",
-                     hub->n, hub->max_traces);
+                     counted(hub), hub->max_traces);
         }
         return WAMP_ETOOBIG;
     }

@@ -83,7 +83,8 @@ size_t trace_hub_load(trace_hub *hub);
  *                  ...") or "trace_id: ..." (mgmt: crossbar.error.invalid_configuration).
  *   WAMP_EEXIST:   a trace with that id is held; *out = that trace (borrowed):
  *                  trace_is_running(*out) ? already_running : already_exists.
- *   WAMP_ETOOBIG:  max_traces traces are held (running or stopped); why says so
+ *   WAMP_ETOOBIG:  max_traces traces are held (running or stopped; the reserved one, see
+ *                  trace_hub_reserve(), not counted); why says so
  *                  (mgmt: crossbar.error.resource_limit).
  *   WAMP_ENOMEM.
  * Nothing changes on failure (*out is NULL except for WAMP_EEXIST). */
@@ -96,6 +97,18 @@ trace *trace_hub_find(const trace_hub *hub, const char *id);
 size_t trace_hub_count(const trace_hub *hub);
 trace *trace_hub_at(const trace_hub *hub, size_t i);
 size_t trace_hub_max_traces(const trace_hub *hub);
+
+/* Reserves the name id for an always-on trace (the router's flight recorder), before
+ * trace_hub_load() and the first trace_hub_start():
+ *   - the trace named id has a slot of its own: it never counts against max_traces, and
+ *     max_traces other traces may be held next to it;
+ *   - trace_hub_start(id, NULL or JSON null options) starts it with options (copied; NULL =
+ *     the defaults), so that it can be restarted (after stop + delete) as configured;
+ *   - a persisted trace named id that trace_hub_load() finds (an earlier run's) is reloaded as
+ *     "<id>.<persistent_id>", an ordinary stopped trace that counts against max_traces.
+ * At most one id per hub. WAMP_EINVAL (invalid id, options not an object, or an id reserved
+ * already), WAMP_ENOMEM; nothing is reserved after failure. */
+wamp_err trace_hub_reserve(trace_hub *hub, const char *id, const json_t *options);
 
 /* Stops trace id (reason "stopped"); its records stay readable. Stopping a stopped trace is
  * not an error (nothing changes). *out (if out != NULL) = the trace. WAMP_ENOTFOUND. */
