@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <jansson.h>
 
 #include "rt_config.h"
 
@@ -140,6 +141,23 @@ static void assert_default_trusted(const rt_config *cfg)
 #define P_T     "workers[0].transports[0]"
 #define P_WS    "workers[0].wampscope"
 
+/* Options JSON of the flight recorder, as compact text (sorted keys); caller frees. */
+static char *flight_options(const rt_config *cfg)
+{
+    ck_assert_ptr_nonnull(cfg->tracing_flight_recorder);
+    char *s = json_dumps(cfg->tracing_flight_recorder, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/* wampscope.tracing.flight_recorder's default: on, 10000 records, payload stripped. */
+static void assert_flight_recorder_default(const rt_config *cfg)
+{
+    char *s = flight_options(cfg);
+    ck_assert_str_eq(s, "{\"limit\":10000,\"trace_app_payload\":false}");
+    free(s);
+}
+
 START_TEST(test_default_config)
 {
     char err[ERR_LEN] = "";
@@ -196,6 +214,7 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
     ck_assert_uint_eq(cfg->tracing_default_limit, 100000);
     ck_assert_uint_eq(cfg->tracing_default_max_bytes, 64 * MIB);
+    assert_flight_recorder_default(cfg);
     ck_assert_ptr_null(cfg->log_level);
     assert_default_trusted(cfg);
 
@@ -249,6 +268,8 @@ START_TEST(test_e2e_config)
     ck_assert_uint_eq(l->max_message_size, 4 * MIB);
     ck_assert_str_eq(l->anonymous_role, "anonymous");
     ck_assert_uint_eq(cfg->limits.max_message_size, 4 * MIB);
+    /* The e2e tests that expect exact trace lists run without the flight recorder. */
+    ck_assert_ptr_null(cfg->tracing_flight_recorder);
     ck_assert_uint_eq(cfg->limits.hello_timeout_ms, 5000);
     ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
     ck_assert_str_eq(cfg->log_level, "info");
@@ -298,6 +319,7 @@ START_TEST(test_example_config)
     ck_assert_uint_eq(cfg->n_listeners, 2);
     ck_assert_ptr_nonnull(cfg->log_level);
     assert_default_trusted(cfg);
+    assert_flight_recorder_default(cfg);
     rt_config_free(cfg);
 }
 
@@ -334,6 +356,7 @@ START_TEST(test_minimal_defaults)
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
     ck_assert_uint_eq(cfg->tracing_default_limit, 100000);
     ck_assert_uint_eq(cfg->tracing_default_max_bytes, 64 * MIB);
+    assert_flight_recorder_default(cfg);
     ck_assert_ptr_null(cfg->log_level);
     assert_default_trusted(cfg);
     rt_config_free(cfg);
@@ -609,6 +632,56 @@ START_TEST(test_universal_transports)
     ck_assert_int_eq(ow->kind, RT_TRANSPORT_WEBSOCKET);
     ck_assert_str_eq(ow->id, "transport4");
     ck_assert_str_eq(ow->path, "/");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* ---- wampscope.tracing.flight_recorder ----------------------------------------------------- */
+
+START_TEST(test_flight_recorder_config)
+{
+    /* Default on (no tracing key, an empty tracing object, true, an empty object). */
+    const char *on[] = {
+            WITH_WAMPSCOPE("{}"),
+            WITH_WAMPSCOPE("{'tracing':{}}"),
+            WITH_WAMPSCOPE("{'tracing':{'flight_recorder':true}}"),
+            WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{}}}"),
+            WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'enabled':true}}}"),
+            WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'options':{}}}}"),
+    };
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+        rt_config *cfg = load_ok(on[i]);
+        assert_flight_recorder_default(cfg);
+        rt_config_free(cfg);
+    }
+    /* Off. */
+    const char *off[] = {
+            WITH_WAMPSCOPE("{'tracing':{'flight_recorder':false}}"),
+            WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'enabled':false}}}"),
+            WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'enabled':false,'options':{"
+                           "'limit':5}}}}"),
+    };
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+        rt_config *cfg = load_ok(off[i]);
+        ck_assert_ptr_null(cfg->tracing_flight_recorder);
+        rt_config_free(cfg);
+    }
+    /* Options go over the flight recorder's defaults; the others stay. */
+    rt_config *cfg = load_ok(WITH_WAMPSCOPE(
+            "{'tracing':{'flight_recorder':{'options':{'limit':500,'realms':['realm1'],"
+            "'persist':true,'msg_types':['Call','Result']}}}}"));
+    char *s = flight_options(cfg);
+    ck_assert_str_eq(s, "{\"limit\":500,\"msg_types\":[\"Call\",\"Result\"],\"persist\":true,"
+                        "\"realms\":[\"realm1\"],\"trace_app_payload\":false}");
+    free(s);
+    rt_config_free(cfg);
+    cfg = load_ok(WITH_WAMPSCOPE(
+            "{'tracing':{'flight_recorder':{'enabled':true,'options':{'trace_app_payload':true,"
+            "'duration':60}}}}"));
+    s = flight_options(cfg);
+    ck_assert_str_eq(s, "{\"duration\":60,\"limit\":10000,\"trace_app_payload\":true}");
+    free(s);
     rt_config_free(cfg);
 }
 
@@ -1446,6 +1519,30 @@ static const refusal refusals[] = {
          P_WS ".tracing.default_max_bytes: must be an integer 1024..1099511627776 bytes"},
         {WITH_WAMPSCOPE("{'tracing':{'default_limits':5}}"),
          P_WS ".tracing.default_limits: unknown key"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':'on'}}"),
+         P_WS ".tracing.flight_recorder: must be true, false or an object {\"enabled\", "
+              "\"options\"}"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':null}}"),
+         P_WS ".tracing.flight_recorder: must be true, false or an object {\"enabled\", "
+              "\"options\"}"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'enable':true}}}"),
+         P_WS ".tracing.flight_recorder.enable: unknown key"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'limit':5}}}"),
+         P_WS ".tracing.flight_recorder.limit: unknown key"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'enabled':1}}}"),
+         P_WS ".tracing.flight_recorder.enabled: must be a boolean"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'options':[]}}}"),
+         P_WS ".tracing.flight_recorder.options: must be an object of trace options"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'options':{'limit':0}}}}"),
+         P_WS ".tracing.flight_recorder.options: limit: must be an integer from 1 to 10000000 "
+              "(got 0)"},
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'options':{'limits':5}}}}"),
+         P_WS ".tracing.flight_recorder.options: limits: unknown option"},
+        /* Options are checked even when the flight recorder is off. */
+        {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'enabled':false,'options':{"
+                        "'direction':'up'}}}}"),
+         P_WS ".tracing.flight_recorder.options: direction: must be \"rx\", \"tx\" or "
+              "\"both\""},
         {WITH_WAMPSCOPE("{'log_level':'verbose'}"),
          P_WS ".log_level: must be \"error\", \"warn\", \"info\", \"debug\" or \"trace\" (got "
               "\"verbose\")"},
@@ -1685,6 +1782,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_crossbar_style_config);
     tcase_add_test(tc, test_web_root_path_and_auth_defaults);
     tcase_add_test(tc, test_wampscope_values);
+    tcase_add_test(tc, test_flight_recorder_config);
     tcase_add_test(tc, test_trusted_networks_explicit);
     tcase_add_test(tc, test_trusted_networks_prefixes);
     tcase_add_test(tc, test_trusted_networks_empty);

@@ -415,6 +415,48 @@ START_TEST(test_management_realm)
 
 END_TEST
 
+/* wampscope.tracing.flight_recorder: the router starts "flight-recorder" itself, with the
+ * configured options, outside max_traces; its records strip the payload. */
+START_TEST(test_flight_recorder_started_by_router)
+{
+    json_t *fo = json_pack("{s:i, s:b}", "limit", 10000, "trace_app_payload", 0);
+    T.cfg.tracing_flight_recorder = fo;
+    T.cfg.tracing_max_traces = 1;
+    test_router_fini(&T); /* rebuild with the flight recorder (keeps cfg) */
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+    trace_hub *hub = rt_router_trace_hub(T.rt);
+    ck_assert(trace_hub_is_active(hub));
+    ck_assert_uint_eq(trace_hub_count(hub), 1);
+    trace *fr = trace_hub_find(hub, RT_FLIGHT_RECORDER_ID);
+    ck_assert_ptr_nonnull(fr);
+    ck_assert(trace_is_running(fr));
+    ck_assert_uint_eq(trace_get_options(fr)->limit, 10000);
+    ck_assert(!trace_get_options(fr)->trace_app_payload);
+    /* max_traces 1: the user's own trace still starts. */
+    trace *mine = start(NULL, NULL);
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(c, "[16, 1, {\"acknowledge\": true}, \"com.fr.topic\", [1, 2], {\"k\": 3}]");
+    json_t *r = records(fr);
+    /* HELLO, WELCOME, PUBLISH, PUBLISHED. */
+    ck_assert_uint_eq(json_array_size(r), 4);
+    json_t *pub = json_array_get(r, 2);
+    expect_record(pub, "rx", "Publish", "com.fr.topic");
+    ck_assert_uint_eq(json_array_size(json_object_get(pub, "msg")), 4); /* no args/kwargs */
+    json_decref(r);
+    r = records(mine); /* the same messages, the payload kept */
+    ck_assert_uint_eq(json_array_size(r), 4);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_array_get(r, 2), "msg")), 6);
+    json_decref(r);
+    fake_conn_free(c);
+    test_router_fini(&T);
+    T.rt = NULL;
+    T.cfg.tracing_flight_recorder = NULL;
+    json_decref(fo);
+}
+
+END_TEST
+
 /* A joined session whose callee role announces call_canceling. */
 static fake_conn *joined_canceling(void)
 {
@@ -646,6 +688,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_subscribe_unsubscribe_and_session_open);
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);
+    tcase_add_test(tc, test_flight_recorder_started_by_router);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     tcase_add_test(tc, test_one_clock_reading_per_message);
     suite_add_tcase(s, tc);

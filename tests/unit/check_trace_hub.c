@@ -179,6 +179,67 @@ START_TEST(test_max_traces)
 
 END_TEST
 
+/* The flight recorder's reserved id: its own slot outside max_traces, restart with the reserved
+ * options when start_trace gives none. */
+START_TEST(test_reserved_id_outside_max_traces)
+{
+    trace_hub *h = hub_of(1);
+    json_t *fo = json_loads("{\"limit\": 7, \"trace_app_payload\": false}", 0, NULL);
+    ck_assert_int_eq(trace_hub_reserve(h, "fr", fo), WAMP_OK);
+    json_decref(fo); /* copied */
+    /* One reserved id per hub; ids and options are checked. */
+    ck_assert_int_eq(trace_hub_reserve(h, "other", NULL), WAMP_EINVAL);
+    trace_hub *h2 = hub_of(1);
+    ck_assert_int_eq(trace_hub_reserve(h2, "", NULL), WAMP_EINVAL);
+    json_t *arr = json_array();
+    ck_assert_int_eq(trace_hub_reserve(h2, "x", arr), WAMP_EINVAL);
+    json_decref(arr);
+    trace_hub_free(h2);
+
+    trace *fr = start(h, "fr", NULL);
+    ck_assert_uint_eq(trace_get_options(fr)->limit, 7);
+    ck_assert(!trace_get_options(fr)->trace_app_payload);
+    /* max_traces 1 and the reserved trace running: one trace of the user's own still fits. */
+    trace *mine = start(h, NULL, NULL);
+    ck_assert_str_eq(trace_id(mine), "trace1");
+    ck_assert_uint_eq(trace_get_options(mine)->limit, TRACE_OPT_LIMIT_DEFAULT);
+    ck_assert_uint_eq(trace_hub_count(h), 2);
+    trace *out = NULL;
+    char why[200] = "";
+    ck_assert_int_eq(trace_hub_start(h, "two", NULL, PC0, TS0, &out, why, sizeof(why)),
+                     WAMP_ETOOBIG);
+    ck_assert_str_eq(why, "too many traces: 1 are held (running or stopped), the limit is 1; "
+                          "delete stopped traces first");
+    /* Both record. */
+    ck_assert_uint_eq(offer_rx(h), 2);
+    ck_assert_uint_eq(held(fr), 1);
+    ck_assert_uint_eq(held(mine), 1);
+    /* Stopped, deleted and restarted with the reserved options (null options) while the user's
+     * trace holds the only counted slot. */
+    ck_assert_int_eq(trace_hub_stop(h, "fr", PC0, TS0, NULL), WAMP_OK);
+    ck_assert_int_eq(trace_hub_start(h, "fr", NULL, PC0, TS0, &out, why, sizeof(why)), WAMP_EEXIST);
+    ck_assert_int_eq(trace_hub_delete(h, "fr"), WAMP_OK);
+    json_t *jnull = json_null();
+    ck_assert_int_eq(trace_hub_start(h, "fr", jnull, PC0, TS0, &out, why, sizeof(why)), WAMP_OK);
+    json_decref(jnull);
+    ck_assert_uint_eq(trace_get_options(out)->limit, 7);
+    ck_assert_int_eq(trace_hub_stop(h, "fr", PC0, TS0, NULL), WAMP_OK);
+    ck_assert_int_eq(trace_hub_delete(h, "fr"), WAMP_OK);
+    /* Given options win over the reserved ones. */
+    fr = start(h, "fr", "{\"limit\": 3}");
+    ck_assert_uint_eq(trace_get_options(fr)->limit, 3);
+    ck_assert(trace_get_options(fr)->trace_app_payload);
+    ck_assert_uint_eq(trace_hub_count(h), 2);
+    /* Deleting the user's trace frees its slot; the reserved one never takes it. */
+    ck_assert_int_eq(trace_hub_stop(h, "trace1", PC0, TS0, NULL), WAMP_OK);
+    ck_assert_int_eq(trace_hub_delete(h, "trace1"), WAMP_OK);
+    start(h, "again", NULL);
+    ck_assert_uint_eq(trace_hub_count(h), 2);
+    trace_hub_free(h);
+}
+
+END_TEST
+
 START_TEST(test_invalid_options_and_id)
 {
     trace_hub *h = hub_of(4);
@@ -791,6 +852,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(reg, test_duplicate_running_vs_stopped);
     tcase_add_test(reg, test_stop_and_delete_errors);
     tcase_add_test(reg, test_max_traces);
+    tcase_add_test(reg, test_reserved_id_outside_max_traces);
     tcase_add_test(reg, test_invalid_options_and_id);
     tcase_add_test(reg, test_is_active_only_while_running);
     tcase_add_test(reg, test_stop_keeps_records_readable);

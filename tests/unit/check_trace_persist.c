@@ -667,6 +667,54 @@ START_TEST(test_restart_shutdown_and_crash)
 
 END_TEST
 
+/* A persisted trace with the reserved (flight recorder) id comes back from an earlier run as
+ * "<id>.<persistent_id>", so that this run's flight recorder can start under its own name. */
+START_TEST(test_reload_reserved_id_renamed)
+{
+    trace_hub *h = hub_new(8192);
+    json_t *fo = json_loads("{\"persist\": true, \"limit\": 10}", 0, NULL);
+    ck_assert_int_eq(trace_hub_reserve(h, "flight-recorder", fo), WAMP_OK);
+    trace *t = NULL;
+    char why[256] = "";
+    ck_assert_int_eq(trace_hub_start(h, "flight-recorder", NULL, PC0, TS0, &t, why, sizeof(why)),
+                     WAMP_OK);
+    ck_assert_ptr_nonnull(trace_get_persist(t));
+    char old_pid[128];
+    snprintf(old_pid, sizeof(old_pid), "%s", trace_persist_id(trace_get_persist(t)));
+    mark_n(t, 40);
+    trace_hub_shutdown(h, PC0 + SEC, TS0 + SEC);
+    trace_hub_free(h);
+
+    h = hub_new(8192);
+    ck_assert_int_eq(trace_hub_reserve(h, "flight-recorder", fo), WAMP_OK);
+    ck_assert_uint_eq(trace_hub_load(h), 1);
+    ck_assert_ptr_null(trace_hub_find(h, "flight-recorder"));
+    char renamed[256];
+    snprintf(renamed, sizeof(renamed), "flight-recorder.%s", old_pid);
+    trace *old = trace_hub_find(h, renamed);
+    ck_assert_ptr_nonnull(old);
+    ck_assert(!trace_is_running(old));
+    check_pages(old, 0, 40, 16);
+    /* This run's flight recorder starts under its own name, with a new directory. */
+    ck_assert_int_eq(trace_hub_start(h, "flight-recorder", NULL, PC0 + 2 * SEC, TS0 + 2 * SEC, &t,
+                                     why, sizeof(why)),
+                     WAMP_OK);
+    ck_assert_str_ne(trace_persist_id(trace_get_persist(t)), old_pid);
+    ck_assert_uint_eq(trace_hub_count(h), 2);
+    trace_hub_shutdown(h, PC0 + 3 * SEC, TS0 + 3 * SEC);
+    trace_hub_free(h);
+
+    /* Without a reserved id the name on disk stays: the oldest of the two comes back under it,
+     * the other's id is taken. */
+    h = hub_new(8192);
+    ck_assert_uint_eq(trace_hub_load(h), 1);
+    ck_assert_ptr_nonnull(trace_hub_find(h, "flight-recorder"));
+    trace_hub_free(h);
+    json_decref(fo);
+}
+
+END_TEST
+
 static int n_errors;
 
 static void count_log(void *ctx, bool error, const char *line)
@@ -739,6 +787,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_trace_memory_cache_and_disk);
     tcase_add_test(t, test_restart_shutdown_and_crash);
+    tcase_add_test(t, test_reload_reserved_id_renamed);
     tcase_add_test(t, test_trace_io_error_stops_only_that_trace);
     suite_add_tcase(s, t);
     return s;
