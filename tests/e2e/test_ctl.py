@@ -563,6 +563,37 @@ class TestExportAndMark(CtlTestCase):
         self.assertEqual(json.loads(r.out)["status"], "stopped")
 
 
+class TestFlightRecorder(CtlTestCase):
+    """The router with its default configuration (configs/default.json on an ephemeral port):
+    the flight recorder is in `traces` and readable with `data` right away, as README's
+    after-an-incident recipe says."""
+
+    async def asyncSetUp(self):
+        await h.AsyncTestCase.asyncSetUp(self)
+        self.router = h.RouterProc("configs/default.json").start()
+        self._sessions = []
+
+    async def test_traces_data_and_mark(self):
+        r = await self.ok("traces")
+        rows = {line.split()[0]: line.split() for line in r.out.splitlines()[1:]}
+        self.assertEqual(set(rows), {"flight-recorder"})
+        self.assertEqual(rows["flight-recorder"][1], "running")
+        prefix = h.uri(self, "")
+        await self.rpc_traffic(prefix, n=2)
+        r = await self.ok("mark", "flight-recorder", "incident")
+        r = await self.ok("data", "flight-recorder", "--json", "--limit", "10000")
+        recs = json.loads(r.out)
+        calls = [x for x in recs if x["msg_type"] == "Call" and x["uri"] == prefix + "add"]
+        self.assertEqual(len(calls), 2)
+        self.assertTrue(all(len(x["msg"]) == 4 for x in calls))  # payload stripped
+        self.assertEqual(recs[-1]["msg_type"], "Marker")
+        self.assertEqual(recs[-1]["uri"], "incident")
+        r = await self.ok("show", "flight-recorder", "--json")
+        meta = json.loads(r.out)
+        self.assertEqual((meta["status"], meta["options"]["limit"]), ("running", 10000))
+        self.assertEqual(meta["records"], len(recs))
+
+
 class TestTls(h.AsyncTestCase):
     """wss:// with the router's TLS listener (a self-signed certificate, as test_rawsocket.py
     makes it): trusted with --ca-file; refused as a connection failure without it."""
