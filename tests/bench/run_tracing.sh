@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # run_tracing.sh: what does message tracing cost the router? The same wamp-bench loads against
-# wampscope in four configurations, alternated over BENCH_REPEAT rounds, then a table of the
+# wampscope in five configurations, alternated over BENCH_REPEAT rounds, then a table of the
 # medians and each configuration's rate as a ratio to (a); then the time a management client
 # takes to page 100,000 records out of a trace. A measuring tool, never a pass/fail test.
 #
-#   (a) no trace
+#   (a) no trace                                (the flight recorder explicitly off: the embedded
+#                                                default config with wampscope.tracing.
+#                                                flight_recorder false, as (b) (c) (d) and paging)
 #   (b) one trace whose filter matches nothing  (uris [{"uri": "no.such.", "match": "prefix"}])
 #   (c) one trace capturing everything          (default options: limit 100,000 records, 64 MiB;
 #                                                beyond that the oldest records are dropped)
 #   (d) three traces capturing everything       (default options each)
+#   (f) flight recorder (default config)        (the embedded default config as is: only the
+#                                                always-on "flight-recorder" trace, 10,000
+#                                                records in memory, payload stripped)
 #
 # Usage: tests/bench/run_tracing.sh [-- WAMP-BENCH OPTIONS...]   (run from anywhere)
 # Environment:
@@ -21,7 +26,7 @@
 #   BENCH_CORE       CPU wamp-bench and the Python clients are pinned to (default 1)
 #   BENCH_REPEAT     rounds (default 3); each round runs every configuration once, the order
 #                    rotated by one each round (round 1: a b c d, round 2: b c d a, ...)
-#   CONFIGS          configurations to run (default "a b c d")
+#   CONFIGS          configurations to run (default "a b c d f")
 #   BG_MAX           a configuration run during which other processes used more than BG_MAX %
 #                    of a core (wamp-bench other_cpu; default 25) is run again after 20 s, up to
 #                    BG_RETRIES times (default 2); the disturbed outputs are kept aside
@@ -52,7 +57,7 @@ build=$(realpath -m "${BUILD_DIR:-$repo/build-rel}")
 router_core=${ROUTER_CORE:-0}
 bench_core=${BENCH_CORE:-1}
 repeat=${BENCH_REPEAT:-3}
-configs=${CONFIGS:-a b c d}
+configs=${CONFIGS:-a b c d f}
 python=${PYTHON:-/usr/bin/python3}
 opts_b=${OPTS_B:-'{"uris": [{"uri": "no.such.", "match": "prefix"}]}'}
 opts_c=${OPTS_C:-null}
@@ -101,11 +106,18 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-start_router() { # starts wampscope pinned to ROUTER_CORE; sets router_pid and url
+# The embedded default config (configs/default.json) without the flight recorder: every
+# configuration but (f) runs with it, so that (a) is really "no trace".
+no_flight=$scratch/default-no-flight-recorder.json
+start_router() { # [cfg]: starts wampscope pinned to ROUTER_CORE; sets router_pid and url
+    local config=(-c "$no_flight")
+    if [[ ${1:-} == f ]]; then
+        config=() # the embedded default: flight recorder on
+    fi
     rm -f "$ports"
     rm -rf "$scratch/wampscope-data" # persisted traces of an earlier run
-    (cd "$scratch" && exec taskset -c "$router_core" "$router_bin" --port 0 --ports-file "$ports" \
-        --log-level warn >>"$scratch/wampscope.log" 2>&1) &
+    (cd "$scratch" && exec taskset -c "$router_core" "$router_bin" "${config[@]}" --port 0 \
+        --ports-file "$ports" --log-level warn >>"$scratch/wampscope.log" 2>&1) &
     router_pid=$!
     for _ in $(seq 1 100); do
         if [[ -s $ports ]]; then
@@ -161,8 +173,9 @@ start_traces() {
     b) ctl start nomatch --options "$opts_b" >/dev/null ;;
     c) ctl start all1 --options "$opts_c" >/dev/null ;;
     d) ctl start all1 all2 all3 --options "$opts_c" >/dev/null ;;
+    f) ;; # the router started it
     *)
-        log "unknown configuration $1 (a, b, c or d)"
+        log "unknown configuration $1 (a, b, c, d or f)"
         return 1
         ;;
     esac
@@ -172,6 +185,7 @@ trace_ids() {
     b) echo nomatch ;;
     c) echo all1 ;;
     d) echo all1 all2 all3 ;;
+    f) echo flight-recorder ;;
     esac
 }
 
@@ -184,7 +198,7 @@ bench() { # wamp-bench pinned to BENCH_CORE against the running router, extra ar
 # final metadata, router stopped. Outputs: cfg_C.out.R (wamp-bench), cfg_C.traces.R.
 run_config() {
     local cfg=$1 round=$2 ids
-    if ! start_router; then
+    if ! start_router "$cfg"; then
         status=1
         return 1
     fi
@@ -252,7 +266,16 @@ if [[ $table_only != 1 ]]; then
         echo "router: $router_bin (pinned to core $router_core); wamp-bench on core $bench_core"
         echo "wamp-bench options: ${bench_args[*]:-(defaults)}"
         echo "(b) options: $opts_b; (c), (d) options: $opts_c"
+        echo "(a)-(d) and paging: $no_flight (flight recorder off); (f): the embedded default"
     } >"$scratch/info.txt"
+    "$python" - "$repo/configs/default.json" "$no_flight" <<'PY'
+import json, sys
+with open(sys.argv[1], encoding="utf-8") as f:
+    cfg = json.load(f)
+cfg["workers"][0].setdefault("wampscope", {}).setdefault("tracing", {})["flight_recorder"] = False
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    json.dump(cfg, f, indent=2)
+PY
     read -r -a cfg_list <<<"$configs"
     n=${#cfg_list[@]}
     for round in $(seq 1 "$repeat"); do
@@ -318,7 +341,7 @@ if [[ $table_only != 1 ]]; then
     if [[ ${PROFILE:-0} == 1 ]]; then
         for cfg in ${PROFILE_CONFIGS:-a b c}; do
             log "profiling the router under ($cfg): rpc100 and pubsub10, JSON and MessagePack"
-            start_router || continue
+            start_router "$cfg" || continue
             start_traces "$cfg" || true
             start_perf "cfg_$cfg"
             bench --inflight 100 --seconds "${PROFILE_SECONDS:-3}" "${bench_args[@]}" \
@@ -389,25 +412,26 @@ BEGIN {
     }
     print ""
     print "Tracing overhead: medians over the rounds; ratio = rate of the configuration / rate of (a)"
-    print "(a) no trace  (b) 1 trace, filter matches nothing  (c) 1 trace, everything  (d) 3 traces, everything"
+    print "(a) no trace (flight recorder off)  (b) 1 trace, filter matches nothing  (c) 1 trace, everything  (d) 3 traces, everything"
+    print "(f) flight recorder (default config): only the always-on trace, 10,000 records, payload stripped"
     print "cpu = router CPU % of one core; bg = other processes, % of one core (max over the configurations)"
-    printf "%-9s %-8s %-9s %10s %7s %7s %7s  %6s %6s %6s %6s %5s\n", "scenario", "ser", "unit", "(a) rate", "(b)/(a)", "(c)/(a)", "(d)/(a)", "cpu a", "cpu b", "cpu c", "cpu d", "bg"
+    printf "%-9s %-8s %-9s %10s %7s %7s %7s %7s  %6s %6s %6s %6s %6s %5s\n", "scenario", "ser", "unit", "(a) rate", "(b)/(a)", "(c)/(a)", "(d)/(a)", "(f)/(a)", "cpu a", "cpu b", "cpu c", "cpu d", "cpu f", "bg"
     for (k = 1; k <= nkeys; k++) {
         key = order[k]; split(key, sk, " ")
         ra = stat("a", key, "rate")
         bg = ""
-        for (ci = 1; ci <= 4; ci++) { c = substr("abcd", ci, 1); o = stat(c, key, "other_cpu"); if (o != "" && (bg == "" || o > bg)) bg = o }
+        for (ci = 1; ci <= 5; ci++) { c = substr("abcdf", ci, 1); o = stat(c, key, "other_cpu"); if (o != "" && (bg == "" || o > bg)) bg = o }
         if (bg != "" && bg > maxbg) maxbg = bg
-        printf "%-9s %-8s %-9s %10s %7s %7s %7s  %6s %6s %6s %6s %5s\n", sk[1], sk[2], unit[key], cell(ra, "%.0f"), ratio(stat("b", key, "rate"), ra), ratio(stat("c", key, "rate"), ra), ratio(stat("d", key, "rate"), ra), cell(stat("a", key, "router_cpu"), "%.1f"), cell(stat("b", key, "router_cpu"), "%.1f"), cell(stat("c", key, "router_cpu"), "%.1f"), cell(stat("d", key, "router_cpu"), "%.1f"), cell(bg, "%.0f")
+        printf "%-9s %-8s %-9s %10s %7s %7s %7s %7s  %6s %6s %6s %6s %6s %5s\n", sk[1], sk[2], unit[key], cell(ra, "%.0f"), ratio(stat("b", key, "rate"), ra), ratio(stat("c", key, "rate"), ra), ratio(stat("d", key, "rate"), ra), ratio(stat("f", key, "rate"), ra), cell(stat("a", key, "router_cpu"), "%.1f"), cell(stat("b", key, "router_cpu"), "%.1f"), cell(stat("c", key, "router_cpu"), "%.1f"), cell(stat("d", key, "router_cpu"), "%.1f"), cell(stat("f", key, "router_cpu"), "%.1f"), cell(bg, "%.0f")
     }
     print ""
     print "Paired ratios per round (same round, minutes apart): the spread shows the noise"
-    printf "%-9s %-8s  %-26s %-26s %-26s\n", "scenario", "ser", "(b)/(a)", "(c)/(a)", "(d)/(a)"
+    printf "%-9s %-8s  %-26s %-26s %-26s %-26s\n", "scenario", "ser", "(b)/(a)", "(c)/(a)", "(d)/(a)", "(f)/(a)"
     for (k = 1; k <= nkeys; k++) {
         key = order[k]; split(key, sk, " ")
         line = sprintf("%-9s %-8s ", sk[1], sk[2])
-        for (ci = 2; ci <= 4; ci++) {
-            c = substr("abcd", ci, 1); s = ""
+        for (ci = 2; ci <= 5; ci++) {
+            c = substr("abcdf", ci, 1); s = ""
             for (r = 1; r <= maxround; r++)
                 if (((c, key, r) in byround) && ((("a", key, r) in byround)) && byround["a", key, r] > 0)
                     s = s sprintf(" %.3f", byround[c, key, r] / byround["a", key, r])
@@ -417,12 +441,12 @@ BEGIN {
     }
     print ""
     print "Latency, medians in microseconds (p50 / p99)"
-    printf "%-9s %-8s %17s %17s %17s %17s\n", "scenario", "ser", "(a)", "(b)", "(c)", "(d)"
+    printf "%-9s %-8s %17s %17s %17s %17s %17s\n", "scenario", "ser", "(a)", "(b)", "(c)", "(d)", "(f)"
     for (k = 1; k <= nkeys; k++) {
         key = order[k]; split(key, sk, " ")
         line = sprintf("%-9s %-8s", sk[1], sk[2])
-        for (ci = 1; ci <= 4; ci++) {
-            c = substr("abcd", ci, 1)
+        for (ci = 1; ci <= 5; ci++) {
+            c = substr("abcdf", ci, 1)
             line = line sprintf(" %17s", cell(stat(c, key, "p50_us"), "%.0f") " / " cell(stat(c, key, "p99_us"), "%.0f"))
         }
         print line
@@ -449,7 +473,7 @@ if [[ -n $traces ]]; then
     echo "Traces when stopped at the end of each configuration run (per trace, medians over rounds"
     echo "and traces; captured = records the trace took, held = still in its store, dropped = evicted"
     echo "by the store's limits):"
-    for cfg in b c d; do
+    for cfg in b c d f; do
         runs=$(find "$scratch" -maxdepth 1 -name "cfg_$cfg.traces.*" | wc -l)
         [[ $runs -gt 0 ]] || continue
         cat "$scratch"/cfg_$cfg.traces.* | "$python" -c '
