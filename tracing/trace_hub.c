@@ -505,7 +505,10 @@ static trace_str *shared_uri(const trace_ctx *c, const trace_input *in)
 /* The record every matching trace gets a copy of (each copy holds its own references). */
 static void build_record(const trace_ctx *c, const trace_input *in, trace_record *r)
 {
-    memset(r, 0, sizeof(*r));
+    /* Copied from a zero struct, not memset() (nor a compound literal): GCC turns those into a
+     * `rep stos`, whose start-up cost showed in capture profiles; the copy is a few vector moves. */
+    static const trace_record zero;
+    *r = zero;
     r->pc_ns = in->pc_ns;
     r->ts_ns = in->ts_ns;
     r->dir = (uint8_t)c->direction;

@@ -1,4 +1,6 @@
-/* trace_store.c: a ring buffer of records; slot of seq s is (head + (s - first_seq)) % cap. */
+/* trace_store.c: a ring buffer of records; slot of seq s is (head + (s - first_seq)) % cap.
+ * The capture path (append, evict) wraps indexes with a compare instead of `%` (a division),
+ * and releases evicted records without zeroing slots it overwrites next. */
 #include "trace_store.h"
 
 #include <stdlib.h>
@@ -45,12 +47,19 @@ void trace_store_free(trace_store *st)
     free(st);
 }
 
+/* i + n wrapped into the ring (i < cap, n <= cap). */
+static size_t wrap(const trace_store *st, size_t i, size_t n)
+{
+    size_t j = i + n;
+    return j >= st->cap ? j - st->cap : j;
+}
+
 static void drop_oldest(trace_store *st)
 {
     trace_record *r = &st->ring[st->head];
     st->bytes -= r->cost;
-    trace_record_fini(r);
-    st->head = (st->head + 1) % st->cap;
+    trace_record_release(r); /* the slot is dead: overwritten by a later append */
+    st->head = wrap(st, st->head, 1);
     st->count--;
     st->first_seq++;
     st->dropped++;
@@ -114,8 +123,9 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
         }
         drop_oldest(st);
     }
-    st->ring[(st->head + st->count) % st->cap] = *rec;
-    memset(rec, 0, sizeof(*rec));
+    static const trace_record zero;
+    st->ring[wrap(st, st->head, st->count)] = *rec;
+    *rec = zero; /* vector moves; a memset() of the struct compiles to a slow `rep stos` */
     st->count++;
     st->bytes += cost;
     return seq;
