@@ -80,6 +80,35 @@ START_TEST(test_clone_and_fini)
 
 END_TEST
 
+/* trace_record_release() (the store's eviction) drops exactly one reference on each of the
+ * three shared objects, and frees those it held the last reference to (ASan's leak check fails
+ * the suite otherwise). */
+START_TEST(test_release_drops_every_reference)
+{
+    trace_peer *peer = trace_peer_new(7, "realm1", "alice", "user");
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
+    trace_record r;
+    memset(&r, 0, sizeof(r));
+    r.peer = trace_peer_ref(peer);
+    r.uri = trace_str_ref(uri);
+    r.wire = wamp_buf_ref(wire);
+    trace_record_release(&r);
+    ck_assert_uint_eq(trace_peer_refs(peer), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    /* Now the record holds the only references: release frees them. */
+    r.peer = peer;
+    r.uri = uri;
+    r.wire = wire;
+    trace_record_release(&r);
+    /* A record without shared objects (a marker without URI, a dropped tx) is fine too. */
+    memset(&r, 0, sizeof(r));
+    trace_record_release(&r);
+}
+
+END_TEST
+
 START_TEST(test_names)
 {
     ck_assert_str_eq(trace_dir_name(TRACE_RX), "rx");
@@ -161,6 +190,7 @@ static Suite *trace_record_suite(void)
     tcase_add_test(tc, test_peer_shares_and_copies);
     tcase_add_test(tc, test_str_refcount);
     tcase_add_test(tc, test_clone_and_fini);
+    tcase_add_test(tc, test_release_drops_every_reference);
     tcase_add_test(tc, test_names);
     tcase_add_test(tc, test_uuid_v4);
     tcase_add_test(tc, test_uuid_generator);

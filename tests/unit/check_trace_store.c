@@ -152,6 +152,49 @@ START_TEST(test_references_released_on_drop_and_free)
 
 END_TEST
 
+/* A full store evicts one record per append: every evicted record releases its peer, URI and
+ * wire (shared objects, as the hub makes them), across many wraps of the ring, and the
+ * consumed record comes back all zero (the documented contract of append_take). */
+START_TEST(test_eviction_releases_every_reference)
+{
+    static const trace_record zero;
+    trace_peer *peer = trace_peer_new(7, "realm1", "alice", "user");
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
+    trace_store *st = trace_store_new(5, 1 << 20);
+    for (uint64_t i = 0; i < 1000; i++) {
+        trace_record r = rec_of(i % 3 ? 0 : 1 + i % 50, i); /* some own their wire bytes */
+        r.peer = trace_peer_ref(peer);
+        r.uri = i % 2 ? trace_str_ref(uri) : trace_str_new("own.uri");
+        if (!r.wire) {
+            r.wire = wamp_buf_ref(wire);
+        }
+        r.flags = TRACE_CORR_HAS;
+        memset(r.corr, 0xab, sizeof(r.corr));
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+        ck_assert_mem_eq(&r, &zero, sizeof(r));
+        uint64_t held = i + 1 < 5 ? i + 1 : 5;
+        ck_assert_uint_eq(trace_store_records(st), held);
+        ck_assert_uint_eq(trace_peer_refs(peer), 1 + held);
+        const trace_record *newest = trace_store_get(st, i);
+        ck_assert_uint_eq(newest->pc_ns, i);
+        ck_assert_uint_eq(newest->seq, i);
+        ck_assert_uint_eq(newest->corr[15], 0xab);
+    }
+    /* The last five: seqs 995..999; odd ones share uri, those not multiple of 3 share wire. */
+    ck_assert_uint_eq(trace_str_refs(uri), 1 + 3);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1 + 3);
+    trace_store_free(st);
+    ck_assert_uint_eq(trace_peer_refs(peer), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    trace_peer_unref(&peer);
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
 START_TEST(test_ring_growth_and_wraparound)
 {
     /* limit 1000: the ring grows 64, 128, ... 1000 and then wraps many times. */
@@ -254,6 +297,7 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_byte_limit_drops_oldest);
     tcase_add_test(tc, test_record_over_budget_alone);
     tcase_add_test(tc, test_references_released_on_drop_and_free);
+    tcase_add_test(tc, test_eviction_releases_every_reference);
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_range_bounds_and_limit);
     tcase_add_test(tc, test_paging_across_drops);
