@@ -506,7 +506,8 @@ static trace_str *shared_uri(const trace_ctx *c, const trace_input *in)
 static void build_record(const trace_ctx *c, const trace_input *in, trace_record *r)
 {
     /* Copied from a zero struct, not memset() (nor a compound literal): GCC turns those into a
-     * `rep stos`, whose start-up cost showed in capture profiles; the copy is a few vector moves. */
+     * `rep stos`, whose start-up cost showed in capture profiles; the copy is a few vector moves.
+     */
     static const trace_record zero;
     *r = zero;
     r->pc_ns = in->pc_ns;
