@@ -425,7 +425,7 @@ static bool ser_is_valid(wamp_ser ser)
  *     are not kept (they could not be rendered anyway).
  *   - tx: a reference on the router's buffer; rx: one copy of the received bytes.
  *   - tx dropped before encoding: encoded here (rare), if it can be. */
-static wamp_buf *kept_bytes(const trace_input *in, wamp_ser *ser)
+static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, wamp_ser *ser)
 {
     *ser = in->ser;
     const void *data = in->wire ? wamp_buf_cdata(in->wire) : in->bytes;
@@ -440,7 +440,12 @@ static wamp_buf *kept_bytes(const trace_input *in, wamp_ser *ser)
         }
         msg = decoded;
     }
-    if (msg && holds_secret(msg)) {
+    /* in->msg's code is c->msg_type (trace_hub.h): only a CHALLENGE, an AUTHENTICATE or a
+     * message of unknown code needs its JSON looked at, not every message of the capture path. */
+    bool may_hold_secret = decoded || c->msg_type == WAMP_MSG_CHALLENGE ||
+                           c->msg_type == WAMP_MSG_AUTHENTICATE ||
+                           !wamp_msg_type_is_known(c->msg_type);
+    if (msg && may_hold_secret && holds_secret(msg)) {
         json_t *copy = json_deep_copy(msg);
         if (copy && redact(copy)) {
             *ser = ser_is_valid(in->ser) ? in->ser : WAMP_SER_JSON;
@@ -534,7 +539,7 @@ static void build_record(const trace_ctx *c, const trace_input *in, trace_record
         }
     }
     wamp_ser ser;
-    r->wire = kept_bytes(in, &ser);
+    r->wire = kept_bytes(c, in, &ser);
     r->wire_ser = (uint8_t)(r->wire ? ser : 0);
     r->dropped = in->dropped;
 }

@@ -152,7 +152,9 @@ typedef struct trace_input {
     size_t len;
     /* The message as decoded (rx) or built (tx); NULL if the router could not decode it. Read
      * only for CHALLENGE/AUTHENTICATE (a redacted copy is encoded and kept instead of the wire
-     * bytes: secrets are never stored) and for a tx message dropped before it was encoded. */
+     * bytes: secrets are never stored) and for a tx message dropped before it was encoded. Its
+     * code must be the ctx's msg_type: the hub looks into it only when that says CHALLENGE,
+     * AUTHENTICATE or a code it does not know. */
     const json_t *msg;
     /* Bytes on the wire per serializer (index wamp_ser): for tx every encoding the router made
      * of this message. All 0: derived from wire / len in ser. */

@@ -894,9 +894,11 @@ static unsigned char *put_blob(unsigned char *d, const void *data, size_t n, boo
     return d + 4 + n;
 }
 
-static unsigned char *put_str(unsigned char *d, const char *s)
+/* s with its length n (computed once per record: these strings are measured for the body
+ * size first). */
+static unsigned char *put_str(unsigned char *d, const char *s, size_t n)
 {
-    return put_blob(d, s, str_len(s), s != NULL);
+    return put_blob(d, s, n, s != NULL);
 }
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
@@ -925,8 +927,11 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     const char *authrole = peer ? trace_peer_authrole(peer) : NULL;
     const char *uri = r->uri ? trace_str_get(r->uri) : NULL;
     size_t wire_len = r->wire ? wamp_buf_len(r->wire) : 0;
-    size_t body = FIXED_LEN + 6 * 4 + str_len(realm) + str_len(authid) + str_len(authrole) +
-                  str_len(uri) + str_len(r->dropped) + wire_len;
+    size_t realm_len = str_len(realm), authid_len = str_len(authid),
+           authrole_len = str_len(authrole), uri_len = str_len(uri),
+           dropped_len = str_len(r->dropped);
+    size_t body = FIXED_LEN + 6 * 4 + realm_len + authid_len + authrole_len + uri_len +
+                  dropped_len + wire_len;
     if (body > BODY_MAX) {
         /* Larger than a reader accepts: keep the record without its message bytes. */
         body -= wire_len;
@@ -963,11 +968,11 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     d[4] = peer != NULL;
     memcpy(d + 5, r->corr, TRACE_UUID_LEN);
     d += 5 + TRACE_UUID_LEN;
-    d = put_str(d, realm);
-    d = put_str(d, authid);
-    d = put_str(d, authrole);
-    d = put_str(d, uri);
-    d = put_str(d, r->dropped);
+    d = put_str(d, realm, realm_len);
+    d = put_str(d, authid, authid_len);
+    d = put_str(d, authrole, authrole_len);
+    d = put_str(d, uri, uri_len);
+    d = put_str(d, r->dropped, dropped_len);
     d = put_blob(d, r->wire ? wamp_buf_cdata(r->wire) : NULL, wire_len,
                  r->wire != NULL && wire_len == (r->wire ? wamp_buf_len(r->wire) : 0));
     put32(h, (uint32_t)body);
