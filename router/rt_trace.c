@@ -38,6 +38,8 @@ static void fill_ctx(rt_session *s, trace_dir dir, int type, trace_ctx *c)
     c->authid = s->authid;
     c->authrole = s->authrole;
     c->uri = a->uri_text;
+    c->correlation = a->set ? a->uuid : NULL;
+    c->correlation_is_anchor = false;
 }
 
 /* The trace input fields common to rx and tx; only for a message some trace keeps (this is
@@ -198,6 +200,7 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
     }
     trace_ctx c;
     fill_ctx(s, TRACE_RX, m ? (int)m->type : 0, &c);
+    c.correlation_is_anchor = anchor;
     if (trace_hub_match(rt->hub, &c) == 0) {
         return;
     }

@@ -14,6 +14,7 @@ struct trace {
     trace_options opts;
     trace_filter *filter;
     trace_store *store;
+    trace_action *action;      /* trace_level "action": pending actions; NULL otherwise */
     unsigned *running_counter; /* borrowed from the hub, or NULL */
     bool running;
     bool stop_notice; /* stopped, not yet announced */
@@ -99,6 +100,13 @@ wamp_err trace_new(const char *id, const json_t *options, const trace_option_def
     if (!t->id || !t->filter || !t->store) {
         goto fail;
     }
+    if (t->opts.action_level) {
+        /* Pending actions are bounded by the trace's record limit. */
+        t->action = trace_action_new(t->opts.limit);
+        if (!t->action) {
+            goto fail;
+        }
+    }
     t->running = true;
     t->started_pc = pc_ns;
     t->started_ts = ts_ns;
@@ -125,6 +133,7 @@ void trace_free(trace *t)
     }
     trace_persist_free(t->persist);
     json_decref(t->given_options);
+    trace_action_free(t->action);
     trace_store_free(t->store);
     trace_filter_free(t->filter);
     trace_options_fini(&t->opts);
@@ -225,7 +234,33 @@ uint64_t trace_runtime_ns(const trace *t, uint64_t now_pc_ns)
 
 bool trace_matches(const trace *t, const trace_ctx *c)
 {
-    return t->running && trace_filter_match(t->filter, c);
+    if (!t->running) {
+        return false;
+    }
+    if (!t->action) {
+        return trace_filter_match(t->filter, c);
+    }
+    if (!c->correlation) {
+        return false;
+    }
+    if (c->correlation_is_anchor) {
+        return trace_filter_match(t->filter, c);
+    }
+    return trace_action_is_pending(t->action, c->correlation);
+}
+
+trace_action *trace_get_action(const trace *t)
+{
+    return t->action;
+}
+
+uint64_t trace_on_action_message(trace *t, const trace_action_msg *m)
+{
+    trace_record r;
+    if (!t->running || !t->action || !trace_action_on_message(t->action, m, &r)) {
+        return TRACE_SEQ_NONE;
+    }
+    return trace_append_take(t, &r);
 }
 
 bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_ns)
@@ -238,6 +273,8 @@ bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_
     t->stop_reason = reason == TRACE_STOP_NONE ? TRACE_STOP_STOPPED : reason;
     t->ended_pc = pc_ns;
     t->ended_ts = ts_ns;
+    /* Only completed actions are recorded: the pending ones end here. */
+    trace_action_clear(t->action);
     if (t->running_counter) {
         (*t->running_counter)--;
     }
@@ -537,10 +574,11 @@ uint64_t trace_records(const trace *t)
 
 uint64_t trace_dropped(const trace *t)
 {
+    uint64_t abandoned = t->action ? trace_action_abandoned(t->action) : 0;
     if (!t->persist) {
-        return trace_store_dropped(t->store);
+        return trace_store_dropped(t->store) + abandoned;
     }
-    return trace_next_seq(t) - trace_records(t);
+    return trace_next_seq(t) - trace_records(t) + abandoned;
 }
 
 uint64_t trace_bytes(const trace *t)

@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "trace_action.h"
 #include "trace_filter.h"
 #include "trace_options.h"
 #include "trace_persist.h"
@@ -116,15 +117,26 @@ const char *trace_take_io_error(trace *t);
 
 /* Seqs and sizes as the metadata reports them: over disk and memory for a persisted trace
  * (first_seq: oldest readable; records: readable now; bytes: on disk; dropped: seqs no longer
- * readable), the in-memory store's otherwise. */
+ * readable), the in-memory store's otherwise. dropped also counts the actions an action-level
+ * trace abandoned unfinished because too many were pending (trace_action.h). */
 uint64_t trace_first_seq(const trace *t);
 uint64_t trace_next_seq(const trace *t);
 uint64_t trace_records(const trace *t);
 uint64_t trace_dropped(const trace *t);
 uint64_t trace_bytes(const trace *t);
 
-/* true if t is running and its filter accepts the message. Never allocates. */
+/* true if t is running and keeps the message. A message-level trace: its filter accepts it.
+ * An action-level trace (trace_level "action"): the message is the received anchor of an
+ * action and the filter accepts it, or it belongs to an action the trace tracks (its
+ * correlation is pending). Never allocates. */
 bool trace_matches(const trace *t, const trace_ctx *c);
+
+/* The action tracker of an action-level trace (borrowed); NULL for a message-level trace. */
+trace_action *trace_get_action(const trace *t);
+/* An action-level trace: folds m into its tracker and appends the record of the action m
+ * completes, if any (see trace_action_on_message()). Returns the record's seq, or
+ * TRACE_SEQ_NONE when nothing was appended. */
+uint64_t trace_on_action_message(trace *t, const trace_action_msg *m);
 
 /* Appends *rec (consumed: see trace_store_append_take()) and returns its seq. Stops the trace
  * (reason max_records, at rec's times) when it reaches max_records. On a stopped trace the

@@ -30,6 +30,12 @@ typedef struct trace_ctx {
     /* The action URI: topic, procedure, or the URI of the action the message belongs to (an
      * EVENT's topic, a RESULT's procedure). NULL if the message has none. */
     const char *uri;
+    /* The message's correlation (TRACE_UUID_LEN bytes; NULL if none) and whether it is the
+     * received anchor that starts the action. The filter does not read them: action-level
+     * traces (trace_matches()) do, to evaluate the filter on anchors only and keep the other
+     * messages of the actions they track. */
+    const uint8_t *correlation;
+    bool correlation_is_anchor;
 } trace_ctx;
 
 typedef struct trace_filter trace_filter;

@@ -20,6 +20,7 @@ struct trace_hub {
     size_t n;
     trace **hits; /* max_traces slots: the traces trace_hub_match() chose */
     size_t n_hits;
+    size_t n_action_hits;           /* of them, action-level traces */
     uint64_t auto_id;               /* last number used for a "traceN" name */
     trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
     trace_persist_config persist;   /* data_dir owned (persist_dir) */
@@ -547,12 +548,14 @@ static void build_record(const trace_ctx *c, const trace_input *in, trace_record
 size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
 {
     hub->n_hits = 0;
+    hub->n_action_hits = 0;
     if (!hub->pub.running) {
         return 0;
     }
     /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
     for (size_t i = 0; i < hub->n; i++) {
         if (trace_matches(hub->traces[i], ctx)) {
+            hub->n_action_hits += trace_get_action(hub->traces[i]) != NULL;
             hub->hits[hub->n_hits++] = hub->traces[i];
         }
     }
@@ -567,12 +570,54 @@ size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_in
     return trace_hub_record_matched(hub, ctx, in);
 }
 
+/* Offers the message to the action-level traces among the first n hits and compacts the
+ * message-level ones to the front; returns how many message-level hits remain. */
+static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, const trace_input *in)
+{
+    size_t n_msg = 0;
+    trace_peer *peer = NULL;
+    trace_str *uri = NULL;
+    bool made = false;
+    for (size_t i = 0; i < n; i++) {
+        trace *t = hub->hits[i];
+        if (!trace_get_action(t)) {
+            hub->hits[n_msg++] = t;
+            continue;
+        }
+        if (!made) {
+            peer = shared_peer(ctx, in);
+            uri = shared_uri(ctx, in);
+            made = true;
+        }
+        trace_action_msg m = {
+                .corr = in->correlation,
+                .anchor = in->correlation_is_anchor,
+                .last = in->correlation_is_last,
+                .msg_type = ctx->msg_type,
+                .pc_ns = in->pc_ns,
+                .ts_ns = in->ts_ns,
+                .peer = peer,
+                .uri = uri,
+                .dropped = in->dropped != NULL,
+        };
+        (void)trace_on_action_message(t, &m);
+    }
+    trace_peer_unref(&peer);
+    trace_str_unref(&uri);
+    return n_msg;
+}
+
 size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
 {
-    size_t n_hits = hub->n_hits;
+    size_t n_all = hub->n_hits;
     hub->n_hits = 0;
-    if (n_hits == 0) {
+    if (n_all == 0) {
         return 0;
+    }
+    size_t n_hits = hub->n_action_hits ? record_actions(hub, n_all, ctx, in) : n_all;
+    hub->n_action_hits = 0;
+    if (n_hits == 0) {
+        return n_all;
     }
     trace_record proto;
     build_record(ctx, in, &proto);
@@ -583,7 +628,7 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     }
     /* The last trace takes the prototype's own references. */
     trace_append_take(hub->hits[n_hits - 1], &proto);
-    return n_hits;
+    return n_all;
 }
 
 void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_hub_events *ev,

@@ -398,14 +398,14 @@ static wamp_err opt_persist_max_age(const json_t *v, trace_options *o, char *why
 
 static wamp_err opt_trace_level(const json_t *v, trace_options *o, char *why, size_t why_len)
 {
-    (void)o;
     const char *s = plain_string(v);
     if (s && strcmp(s, "message") == 0) {
+        o->action_level = false;
         return WAMP_OK;
     }
     if (s && strcmp(s, "action") == 0) {
-        return fail_why(why, why_len,
-                        "trace_level: \"action\" is not supported yet (use \"message\")");
+        o->action_level = true;
+        return WAMP_OK;
     }
     return fail_why(why, why_len, "trace_level: must be \"message\" or \"action\"");
 }
@@ -488,7 +488,7 @@ static json_t *effective(const trace_options *o, const json_t *given, const char
                        : json_null();
     }
     if (strcmp(key, "trace_level") == 0) {
-        return json_string("message");
+        return json_string(o->action_level ? "action" : "message");
     }
     return v ? json_deep_copy(v) : json_null();
 }
@@ -556,6 +556,13 @@ wamp_err trace_options_parse_with(const json_t *j, const trace_option_defaults *
                 }
             }
         }
+    }
+    if (out->action_level && out->direction != (TRACE_RX | TRACE_TX)) {
+        /* An action trace filters on the anchor, which the router always receives. */
+        err = fail_why(why, why_len,
+                       "direction: must be \"both\" with trace_level \"action\" (the filter "
+                       "applies to each action's anchor message)");
+        goto fail;
     }
     out->json = json_object();
     if (!out->json) {

@@ -1,7 +1,9 @@
 /* trace_options.h: the trace_options argument of start_trace (../shared/TRACING.md), parsed and
  * validated into plain C values.
- * Every key of the table is checked for type and range; an unknown key is an error, as is an
- * option not supported yet (trace_level: "action"). Two keys are wampscope's own, for the
+ * Every key of the table is checked for type and range; an unknown key is an error.
+ * trace_level "action" (one record per completed action, trace_action.h) requires direction
+ * "both" (the filter is evaluated on each action's anchor); trace_app_payload has no effect on
+ * it (action records carry no payload). Two keys are wampscope's own, for the
  * retention of persisted traces: persist_max_bytes (bytes of segment files kept) and
  * persist_max_age (seconds; null = no age limit). Error messages start with
  * the option's name ("limit: must be an integer from 1 to 10000000 (got 0)"), so the management
@@ -66,6 +68,7 @@ typedef struct trace_options {
     uint64_t max_records;        /* 0 = no limit */
     uint32_t batching_period;    /* ms */
     bool persist;                /* records also go to disk (trace_persist.h) */
+    bool action_level;           /* trace_level "action": one record per completed action */
     uint64_t persist_max_bytes;  /* retention of a persisted trace: bytes of files */
     uint64_t persist_max_age_ns; /* retention by age; 0 = none */
     /* The effective options as JSON (every key, defaults filled in, lists as given), for the

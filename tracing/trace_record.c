@@ -190,6 +190,11 @@ bool trace_record_is_marker(const trace_record *r)
     return r->msg_type == TRACE_MSG_MARKER;
 }
 
+bool trace_record_is_action(const trace_record *r)
+{
+    return r->msg_type == TRACE_MSG_ACTION;
+}
+
 const char *trace_dir_name(int dir)
 {
     switch (dir) {

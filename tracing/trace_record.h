@@ -32,6 +32,9 @@ typedef enum trace_dir {
 /* msg_type of a marker record (mark_trace); never a WAMP message code (those are 1..70, and 0
  * stands for a received message that could not be decoded). */
 #define TRACE_MSG_MARKER 255
+/* msg_type of an action record (trace_level "action", trace_action.h): peer = the originator,
+ * pc/ts = the anchor's, wire = the action part (MessagePack). Never a WAMP message code. */
+#define TRACE_MSG_ACTION 254
 
 /* Correlation flags (trace_record.flags). */
 #define TRACE_CORR_HAS    0x01u /* corr holds a UUID */
@@ -112,6 +115,8 @@ void trace_record_release(trace_record *r);
 size_t trace_record_cost(const trace_record *r);
 /* true if r is a marker record. */
 bool trace_record_is_marker(const trace_record *r);
+/* true if r is an action record (TRACE_MSG_ACTION). */
+bool trace_record_is_action(const trace_record *r);
 
 /* "rx" / "tx"; NULL for anything else (markers). Static string. */
 const char *trace_dir_name(int dir);

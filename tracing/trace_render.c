@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "trace_action.h"
 #include "trace_store.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
@@ -119,6 +120,10 @@ static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
 
 static void write_record(wamp_wr *w, const trace_record *r, bool app_payload)
 {
+    if (trace_record_is_action(r)) {
+        trace_action_write_record(w, r);
+        return;
+    }
     const trace_peer *p = r->peer;
     size_t n_sers = 0;
     for (int s = 1; s < WAMP_SER_COUNT; s++) {

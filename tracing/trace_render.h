@@ -28,7 +28,8 @@
  * correlation_is_anchor, correlation_is_last, uri (null if none), serializations
  * ({"json": n, "msgpack": m}, serializers that were used only), msg (the decoded message, null
  * if no bytes were kept or they do not decode; markers: the meta object), and "dropped" only
- * when set. app_payload false: msg loses its Arguments and ArgumentsKw. */
+ * when set. app_payload false: msg loses its Arguments and ArgumentsKw. An action record
+ * (TRACE_MSG_ACTION) renders as trace_action_write_record() says. */
 json_t *trace_render_record(const trace_record *r, bool app_payload);
 
 /* The records of t with from_seq <= seq <= to_seq (TRACE_SEQ_NONE: up to the newest), oldest

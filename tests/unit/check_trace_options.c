@@ -1,5 +1,5 @@
 /* check_trace_options.c: trace_options parsing: defaults, every key valid / wrong type / out of
- * range, unknown keys, and the options refused until later (persist, trace_level "action"). */
+ * range, unknown keys, persistence options, and trace_level (action: direction must be "both"). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,13 +258,29 @@ START_TEST(test_unknown_key_and_non_object)
 
 END_TEST
 
-START_TEST(test_unsupported_options_refused)
+START_TEST(test_trace_level_and_persist_options)
 {
-    parse_bad("{\"trace_level\": \"action\"}", "trace_level: \"action\" is not supported");
     trace_options o;
     parse_ok("{\"persist\": false, \"trace_level\": \"message\"}", &o);
     ck_assert(!o.persist);
+    ck_assert(!o.action_level);
+    ck_assert_str_eq(json_string_value(json_object_get(o.json, "trace_level")), "message");
     trace_options_fini(&o);
+    /* Action level: the filter applies to anchors, which the router receives: direction must
+     * stay "both" (given or not). */
+    parse_ok("{\"trace_level\": \"action\", \"msg_types\": [\"Call\"]}", &o);
+    ck_assert(o.action_level);
+    ck_assert_str_eq(json_string_value(json_object_get(o.json, "trace_level")), "action");
+    trace_options_fini(&o);
+    parse_ok("{\"trace_level\": \"action\", \"direction\": \"both\"}", &o);
+    ck_assert(o.action_level);
+    trace_options_fini(&o);
+    parse_bad("{\"trace_level\": \"action\", \"direction\": \"rx\"}",
+              "direction: must be \"both\"");
+    parse_bad("{\"direction\": \"tx\", \"trace_level\": \"action\"}",
+              "direction: must be \"both\"");
+    parse_bad("{\"trace_level\": \"actions\"}", "trace_level: must be");
+    parse_bad("{\"trace_level\": 1}", "trace_level: must be");
     /* Persistence and its retention options. */
     parse_ok("{\"persist\": true, \"persist_max_bytes\": 65536, \"persist_max_age\": 3600}", &o);
     ck_assert(o.persist);
@@ -329,7 +345,7 @@ static Suite *trace_options_suite(void)
     tcase_add_test(tc, test_uris_star_and_prefix_all);
     tcase_add_test(tc, test_invalid_values_name_the_option);
     tcase_add_test(tc, test_unknown_key_and_non_object);
-    tcase_add_test(tc, test_unsupported_options_refused);
+    tcase_add_test(tc, test_trace_level_and_persist_options);
     tcase_add_test(tc, test_why_is_optional);
     tcase_add_test(tc, test_msg_type_names);
     suite_add_tcase(s, tc);
