@@ -845,8 +845,8 @@ class TestTracing(TraceTestCase):
             ({"uris": TRACED, "Limit": 5}, "Limit"),
             ({"persist_max_bytes": 1}, "persist_max_bytes"),
             ({"persist_max_age": 0}, "persist_max_age"),
-            # Not implemented yet, and refused rather than ignored.
-            ({"trace_level": "action"}, "trace_level"),
+            # An action trace filters on anchors, which the router receives.
+            ({"trace_level": "action", "direction": "tx"}, "direction"),
         ]
         for opts, name in bad:
             with self.subTest(opts=opts):
