@@ -2080,6 +2080,7 @@ static const key_rule limits_rules[] = {
         K_PARSED("close_timeout"),          K_PARSED("max_sessions"),
         K_PARSED("max_sessions_per_realm"), K_PARSED("max_pending_calls"),
         K_PARSED("max_subscriptions"),      K_PARSED("max_registrations"),
+        K_PARSED("slow_consumer"),
 };
 
 static const key_rule management_rules[] = {
@@ -2262,6 +2263,7 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     json_int_t max_calls = (json_int_t)lim->max_pending_calls;
     json_int_t max_subs = (json_int_t)lim->max_subscriptions;
     json_int_t max_regs = (json_int_t)lim->max_registrations;
+    const char *slow = NULL;
 
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
@@ -2311,6 +2313,19 @@ static wamp_err parse_limits(cfg_ctx *c, const char *path, const json_t *o, rt_l
     }
     if (err == WAMP_OK) {
         err = opt_int(c, path, o, "max_registrations", 1, 10000000, NULL, &max_regs);
+    }
+    if (err == WAMP_OK) {
+        err = opt_str(c, path, o, "slow_consumer", &slow);
+    }
+    if (err == WAMP_OK && slow) {
+        if (strcmp(slow, "disconnect") == 0) {
+            lim->slow_consumer = RT_SLOW_CONSUMER_DISCONNECT;
+        } else if (strcmp(slow, "drop_oldest_events") == 0) {
+            lim->slow_consumer = RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS;
+        } else {
+            err = refuse(c, path_key(path, "slow_consumer").s,
+                         "must be \"disconnect\" or \"drop_oldest_events\" (got \"%s\")", slow);
+        }
     }
     if (err != WAMP_OK) {
         return err;

@@ -13,6 +13,12 @@
 #include "wamp_err.h"
 #include "wamp_uri.h"
 
+/* limits.slow_consumer: what happens when a message does not fit a session's outgoing queue. */
+typedef enum rt_slow_consumer_policy {
+    RT_SLOW_CONSUMER_DISCONNECT = 0,     /* "disconnect": close 1008 (the default) */
+    RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS, /* "drop_oldest_events": queued EVENTs make room */
+} rt_slow_consumer_policy;
+
 /* Limits. Defaults in parentheses. */
 typedef struct rt_limits {
     size_t max_message_size; /* bytes of one incoming or outgoing message (16 MiB) */
@@ -21,7 +27,8 @@ typedef struct rt_limits {
     size_t rawsocket_min_length;
     size_t max_queue_bytes;    /* bytes queued for one session before it is disconnected (64 MiB) */
     size_t max_queue_messages; /* messages queued for one session (1,000,000) */
-    uint32_t hello_timeout_ms; /* connection must send HELLO within this (10,000) */
+    rt_slow_consumer_policy slow_consumer; /* when the queue is full (disconnect) */
+    uint32_t hello_timeout_ms;             /* connection must send HELLO within this (10,000) */
     uint32_t shutdown_grace_ms; /* SIGTERM: wait this long for sessions to close (2,000) */
     /* CALL.Options.timeout above this is capped to it (3,600,000; 0 = no cap). */
     uint32_t max_call_timeout_ms;

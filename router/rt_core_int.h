@@ -84,6 +84,11 @@ struct rt_session {
     rt_auth_method authmethod;
     /* session_leave() is in progress: meta events skip this session. */
     bool leaving;
+    /* limits.slow_consumer "drop_oldest_events": EVENTs dropped from this session's queue, how
+     * many of them the log has reported, and when it may report again (rate limit). */
+    uint64_t events_dropped;
+    uint64_t events_dropped_logged;
+    uint64_t drop_log_at_us;
 };
 
 /* The next message sent completes the current action (correlation_is_last). A plain store, so

@@ -1,5 +1,8 @@
 /* rt_outq.h: per-session FIFO of encoded messages awaiting the transport, capped by bytes and
- * by count (rt_limits). Ownership: the queue holds one reference on every wamp_buf it contains.
+ * by count (rt_limits). Each entry carries a "droppable" tag (EVENTs, for the slow-consumer
+ * policy limits.slow_consumer = "drop_oldest_events"), so that the queue can make room by
+ * dropping such entries oldest first without decoding anything.
+ * Ownership: the queue holds one reference on every wamp_buf it contains.
  * Embedded in rt_session (init/fini). Service thread only. */
 #ifndef RT_OUTQ_H
 #define RT_OUTQ_H
@@ -10,24 +13,40 @@
 #include "wamp_buf.h"
 #include "wamp_err.h"
 
+typedef struct rt_outq_entry {
+    wamp_buf *buf;  /* one reference */
+    bool droppable; /* may be dropped to make room (an EVENT) */
+} rt_outq_entry;
+
 typedef struct rt_outq {
-    wamp_buf **ring; /* owned array of cap slots */
-    size_t cap;      /* power of two, 0 while empty-never-used */
-    size_t head;     /* index of the oldest entry */
+    rt_outq_entry *ring; /* owned array of cap slots */
+    size_t cap;          /* power of two, 0 while empty-never-used */
+    size_t head;         /* index of the oldest entry */
     size_t count;
     size_t bytes; /* sum of wamp_buf_len of queued entries */
     size_t max_bytes;
     size_t max_count;
+    size_t droppable_count; /* entries tagged droppable (the head included) */
+    size_t droppable_bytes;
 } rt_outq;
 
 /* Empty queue with the given caps; allocates nothing. */
 void rt_outq_init(rt_outq *q, size_t max_bytes, size_t max_count);
 /* Drops every queued reference and frees the ring. */
 void rt_outq_fini(rt_outq *q);
-/* Takes its own reference on buf. WAMP_ETOOBIG if a cap would be exceeded; WAMP_ENOMEM;
- * the queue is unchanged after a failure. An empty queue always accepts one message of any
- * size (a single message is bounded by max_message_size instead). */
-wamp_err rt_outq_push(rt_outq *q, wamp_buf *buf);
+/* Takes its own reference on buf, tagged droppable or not. WAMP_ETOOBIG if a cap would be
+ * exceeded; WAMP_ENOMEM; the queue is unchanged after a failure. An empty queue always accepts
+ * one message of any size (a single message is bounded by max_message_size instead). */
+wamp_err rt_outq_push(rt_outq *q, wamp_buf *buf, bool droppable);
+/* true if rt_outq_push() of a len-byte message would pass the caps now. */
+bool rt_outq_fits(const rt_outq *q, size_t len);
+/* true if the caps would let a len-byte message in once every droppable entry but the head
+ * is dropped (rt_outq_take_droppable() until rt_outq_fits()). */
+bool rt_outq_can_make_room(const rt_outq *q, size_t len);
+/* Removes the oldest droppable entry other than the head (which a transport may be half-way
+ * through writing) and returns its reference, which the caller now owns (wamp_buf_unref);
+ * NULL if there is none. O(position of that entry). */
+wamp_buf *rt_outq_take_droppable(rt_outq *q);
 /* Borrowed: the oldest entry, valid until the next pop/fini; NULL when empty. */
 wamp_buf *rt_outq_peek(const rt_outq *q);
 /* Drops the oldest entry (no-op when empty). */

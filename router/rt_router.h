@@ -79,6 +79,12 @@ typedef struct rt_router_stats {
     uint64_t protocol_violations;
     uint64_t slow_consumer_disconnects;
     uint64_t limit_refusals; /* HELLO, CALL, SUBSCRIBE, REGISTER refused by a wampscope.limits */
+    /* EVENTs dropped from full outgoing queues (limits.slow_consumer "drop_oldest_events") */
+    uint64_t events_dropped;
+    /* Outgoing messages larger than the receiver's limit (transport max_message_size, or the
+     * length a RawSocket client announced): not sent (an EVENT), or replaced (RESULT -> ERROR,
+     * WELCOME -> ABORT) */
+    uint64_t messages_too_big;
 } rt_router_stats;
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);

@@ -9,6 +9,7 @@
  * sessions until then. */
 #include "rt_session.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,83 @@ static void trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, c
     }
 }
 
+/* Encodes e for s's serializer unless done already (logged and traced on failure). */
+static wamp_err encode_for(rt_session *s, rt_encoded *e)
+{
+    if (e->buf[s->ser]) {
+        return WAMP_OK;
+    }
+    wamp_err err = wamp_codec_encode(s->ser, e->msg, &e->buf[s->ser]);
+    if (err != WAMP_OK) {
+        RT_LOG_WARN(s->id, "cannot encode outgoing message: %s", wamp_strerror(err));
+        trace_tx(s, e, NULL, "encode_failed");
+    }
+    return err;
+}
+
+/* e, encoded for s, is longer than s can receive (its transport's max_message_size, or the
+ * length a RawSocket client announced). */
+static bool exceeds_peer_limit(const rt_session *s, const rt_encoded *e)
+{
+    return s->peer.max_message_size && wamp_buf_len(e->buf[s->ser]) > s->peer.max_message_size;
+}
+
+/* The rate of the "EVENTs dropped" summary log line, per session. */
+#define RT_DROP_LOG_INTERVAL_US (10u * 1000000u)
+
+/* Logs the EVENTs dropped for s since the last line: the first drop at once, then at most one
+ * line per RT_DROP_LOG_INTERVAL_US (and a last one when the session closes). */
+static void log_drops(rt_session *s, bool closing)
+{
+    uint64_t n = s->events_dropped - s->events_dropped_logged;
+    if (n == 0) {
+        return;
+    }
+    if (s->events_dropped_logged == 0) {
+        RT_LOG_INFO(s->id,
+                    "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
+                    "queued); dropping its oldest queued EVENTs (limits.slow_consumer)",
+                    s->outq.count, s->outq.bytes);
+    } else if (closing) {
+        RT_LOG_INFO(s->id, "slow consumer: %" PRIu64 " EVENTs dropped in all", s->events_dropped);
+    } else {
+        RT_LOG_INFO(s->id,
+                    "slow consumer: %" PRIu64 " more EVENTs dropped (%" PRIu64 " in all, %zu "
+                    "messages queued)",
+                    n, s->events_dropped, s->outq.count);
+    }
+    s->events_dropped_logged = s->events_dropped;
+}
+
+/* limits.slow_consumer "drop_oldest_events": a message of len bytes does not fit s's queue.
+ * Drops queued EVENTs, oldest first and never the head, until it fits, unless even dropping
+ * them all would not make room (then nothing is dropped and the caller disconnects). Any new
+ * message may displace EVENTs: a RESULT or PUBLISHED must not cost the session its connection
+ * where an EVENT would not. */
+static void make_room(rt_session *s, size_t len)
+{
+    rt_router *rt = s->rt;
+    if (rt->cfg->limits.slow_consumer != RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS ||
+        !rt_outq_can_make_room(&s->outq, len)) {
+        return;
+    }
+    while (!rt_outq_fits(&s->outq, len)) {
+        wamp_buf *victim = rt_outq_take_droppable(&s->outq);
+        RT_ASSERT(victim); /* rt_outq_can_make_room() said so */
+        if (trace_hub_is_active(rt->hub)) {
+            rt_trace_tx_dropped_event(s, victim, "slow_consumer");
+        }
+        wamp_buf_unref(&victim);
+        s->events_dropped++;
+        rt->stats.events_dropped++;
+    }
+    uint64_t now = rt_router_now_us(rt);
+    if (s->events_dropped_logged == 0 || now >= s->drop_log_at_us) {
+        log_drops(s, false);
+        s->drop_log_at_us = now + RT_DROP_LOG_INTERVAL_US;
+    }
+}
+
 wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
 {
     if (!e->msg) {
@@ -103,25 +181,26 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
         trace_tx(s, e, NULL, "session_closed");
         return WAMP_OK;
     }
-    wamp_buf *wire = e->buf[s->ser];
-    if (!wire) {
-        wamp_err err = wamp_codec_encode(s->ser, e->msg, &e->buf[s->ser]);
-        if (err != WAMP_OK) {
-            RT_LOG_WARN(s->id, "cannot encode outgoing message: %s", wamp_strerror(err));
-            trace_tx(s, e, NULL, "encode_failed");
-            return err;
-        }
-        wire = e->buf[s->ser];
+    wamp_err err = encode_for(s, e);
+    if (err != WAMP_OK) {
+        return err;
     }
-    if (s->peer.max_message_size && wamp_buf_len(wire) > s->peer.max_message_size) {
+    wamp_buf *wire = e->buf[s->ser];
+    if (exceeds_peer_limit(s, e)) {
         RT_LOG_INFO(s->id, "outgoing %s of %zu bytes exceeds the transport limit of %zu bytes",
                     wamp_msg_type_name((int)json_integer_value(json_array_get(e->msg, 0))),
                     wamp_buf_len(wire), s->peer.max_message_size);
+        s->rt->stats.messages_too_big++;
         trace_tx(s, e, wire, "too_big");
         return WAMP_ETOOBIG;
     }
     bool was_empty = s->outq.count == 0;
-    wamp_err err = rt_outq_push(&s->outq, wire);
+    size_t len = wamp_buf_len(wire);
+    if (!rt_outq_fits(&s->outq, len)) {
+        make_room(s, len);
+    }
+    bool is_event = json_integer_value(json_array_get(e->msg, 0)) == WAMP_MSG_EVENT;
+    err = rt_outq_push(&s->outq, wire, is_event);
     if (err == WAMP_ETOOBIG) {
         RT_LOG_INFO(s->id,
                     "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
@@ -223,6 +302,19 @@ void rt_session_protocol_violation(rt_session *s, const char *why)
     rt_session_close(s, 1002, "protocol violation", false);
 }
 
+/* A message the session cannot go on without (WELCOME, CHALLENGE) is longer than the client
+ * can receive: ABORT wamp.error.payload_size_exceeded (spec: "a message could not be delivered
+ * due to transport payload size limits"), which is short enough for any client, then close. */
+static void abort_too_big(rt_session *s, const char *what)
+{
+    char why[128];
+    snprintf(why, sizeof(why), "the %s message exceeds the maximum message length of %zu bytes",
+             what, s->peer.max_message_size);
+    RT_LOG_INFO(s->id, "%s for %s: %s; aborting", what, s->peer.addr, why);
+    send_abort(s, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED, why);
+    rt_session_close(s, 1009, "message too big", false);
+}
+
 /* --- Joining and leaving --------------------------------------------------------------------- */
 
 /* Crossbar-style anonymous authid: five groups of four base32 characters. */
@@ -315,6 +407,26 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
         json_decref(details);
         return WAMP_ENOMEM;
     }
+    /* The WELCOME must reach the client before anything else happens: one that the client
+     * cannot receive (longer than the length a RawSocket client announced) aborts the joining
+     * instead of leaving a session the client does not know it has. */
+    rt_encoded welcome;
+    rt_encoded_init(&welcome, wamp_msg_new_welcome(s->id, details));
+    wamp_err err = welcome.msg ? encode_for(s, &welcome) : WAMP_ENOMEM;
+    if (err == WAMP_OK && exceeds_peer_limit(s, &welcome)) {
+        (void)rt_session_send_encoded(s, &welcome); /* logged, counted, traced "too_big" */
+        rt_encoded_fini(&welcome);
+        free(s->authid);
+        free(s->authrole);
+        s->authid = NULL;
+        s->authrole = NULL;
+        abort_too_big(s, "WELCOME");
+        return WAMP_OK;
+    }
+    if (err != WAMP_OK) {
+        rt_encoded_fini(&welcome);
+        return err;
+    }
     rt_auth_pending_free(s->auth);
     s->auth = NULL;
     s->realm = realm;
@@ -326,7 +438,9 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
                 s->authrole, rt_auth_method_name(method), wamp_ser_name(s->ser), s->peer.addr);
     rt_meta_on_join(s); /* before WELCOME, which completes the opening exchange */
     RT_TRACE_LAST(rt);
-    return rt_session_send(s, wamp_msg_new_welcome(s->id, details));
+    err = rt_session_send_encoded(s, &welcome);
+    rt_encoded_fini(&welcome);
+    return err;
 }
 
 /* A failed authentication (ticket, wampcra, cryptosign): one log line (no secret), then ABORT
@@ -424,7 +538,12 @@ static wamp_err auth_begin(rt_session *s, const wamp_msg *m, rt_realm *realm,
     }
     s->state = RT_SESSION_CHALLENGED; /* still in rt->greeting: hello_timeout covers it all */
     RT_LOG_DEBUG(s->id, "%s challenge sent to %s", rt_auth_method_name(method), s->peer.addr);
-    return rt_session_send(s, challenge);
+    err = rt_session_send(s, challenge);
+    if (err == WAMP_ETOOBIG) {
+        abort_too_big(s, "CHALLENGE");
+        return WAMP_OK;
+    }
+    return err;
 }
 
 static wamp_err on_authenticate(rt_session *s, const wamp_msg *m)
@@ -580,7 +699,12 @@ void rt_session_kill(rt_session *s, const char *reason, const char *message)
         return;
     }
     json_t *details = message ? json_pack("{s:s}", "message", message) : NULL;
-    (void)rt_session_send(s, wamp_msg_new_goodbye(details, reason));
+    wamp_err err = rt_session_send(s, wamp_msg_new_goodbye(details, reason));
+    if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
+        /* The peer cannot be told (a long kill message): closing tells it. */
+        rt_session_close(s, 1008, "killed", false);
+        return;
+    }
     if (s->state != RT_SESSION_JOINED) {
         return; /* the send closed it (slow consumer): it leaves when the connection goes */
     }
@@ -769,6 +893,7 @@ void rt_session_on_closed(rt_session *s)
     rt_hmap_remove(&rt->sessions_by_id, &s->by_id);
     rt->n_sessions--;
     rt->stats.sessions_closed++;
+    log_drops(s, true);
     rt_outq_fini(&s->outq);
     trace_peer_unref(&s->tpeer);
     rt_auth_pending_free(s->auth);

@@ -9,6 +9,7 @@
 #include "rt_core_int.h"
 #include "rt_dealer.h"
 #include "rt_realm.h"
+#include "wamp_codec.h"
 
 uint64_t rt_trace_wall_ns(void)
 {
@@ -241,4 +242,39 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     }
     /* "last" marks one message: the next one sent is not the last unless marked again. */
     rt->cur.last = false;
+}
+
+void rt_trace_tx_dropped_event(rt_session *s, const wamp_buf *wire, const char *drop)
+{
+    rt_router *rt = s->rt;
+    /* The URI is the EVENT's topic: Details.topic for a pattern subscription, else the topic of
+     * the subscription (decoded here, on the drop path, and only while a trace runs). */
+    wamp_msg m;
+    char why[WAMP_WHY_LEN];
+    bool ok = wamp_codec_decode_msg(s->ser, wamp_buf_cdata(wire), wamp_buf_len(wire), &m, why,
+                                    sizeof(why)) == WAMP_OK;
+    const char *uri = NULL;
+    if (ok && s->realm) {
+        uri = json_string_value(json_object_get(m.dict, "topic"));
+        uri = uri ? uri : rt_broker_topic_of(s, m.id);
+    }
+    trace_ctx c;
+    fill_ctx(s, TRACE_TX, WAMP_MSG_EVENT, &c);
+    c.uri = uri;
+    if (trace_hub_match(rt->hub, &c) > 0) {
+        trace_input in;
+        fill_input(s, &in);
+        /* Not the current action's message: no correlation (the action that queued it is
+         * over), and the URI from this EVENT. */
+        in.uri = NULL;
+        in.uri_slot = NULL;
+        in.correlation = NULL;
+        in.wire = wire;
+        in.msg = ok ? m.root : NULL;
+        in.dropped = drop;
+        (void)trace_hub_record_matched(rt->hub, &c, &in);
+    }
+    if (ok) {
+        wamp_msg_fini(&m);
+    }
 }

@@ -1176,7 +1176,8 @@ static char *dup_n(const unsigned char *s, uint32_t n)
 /* The static string of a drop reason read back (trace_record.dropped is a static string). */
 static const char *intern_reason(const unsigned char *s, uint32_t n)
 {
-    static const char *const known[] = {"queue_full", "session_closed", "encode_failed", "too_big"};
+    static const char *const known[] = {"queue_full", "session_closed", "encode_failed", "too_big",
+                                        "slow_consumer"};
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (strlen(known[i]) == n && memcmp(known[i], s, n) == 0) {
             return known[i];

@@ -205,6 +205,7 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(cfg->limits.max_pending_calls, 10000);
     ck_assert_uint_eq(cfg->limits.max_subscriptions, 100000);
     ck_assert_uint_eq(cfg->limits.max_registrations, 10000);
+    ck_assert_int_eq(cfg->limits.slow_consumer, RT_SLOW_CONSUMER_DISCONNECT);
     ck_assert_uint_eq(cfg->limits.shutdown_grace_ms, 2000);
     ck_assert_uint_eq(cfg->limits.max_call_timeout_ms, 3600000);
     ck_assert_uint_eq(cfg->limits.max_retained_topics, 10000);
@@ -692,7 +693,8 @@ START_TEST(test_wampscope_values)
     rt_config *cfg = load_ok(WITH_WAMPSCOPE(
             "{'limits':{'max_message_size':1024,'max_queue_bytes':2048,'max_queue_messages':1,"
             "'hello_timeout':100,'shutdown_grace':0,'max_call_timeout':1000,"
-            "'max_retained_topics':1,'max_retained_bytes':1024},'management':{"
+            "'max_retained_topics':1,'max_retained_bytes':1024,"
+            "'slow_consumer':'drop_oldest_events'},'management':{"
             "'realm':'ops','enabled':"
             "false},'tracing':{'max_traces':1024,'default_limit':1,'default_max_bytes':1024},"
             "'log_level':'debug'}"));
@@ -704,6 +706,7 @@ START_TEST(test_wampscope_values)
     ck_assert_uint_eq(cfg->limits.max_call_timeout_ms, 1000);
     ck_assert_uint_eq(cfg->limits.max_retained_topics, 1);
     ck_assert_uint_eq(cfg->limits.max_retained_bytes, 1024);
+    ck_assert_int_eq(cfg->limits.slow_consumer, RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS);
     /* The transport's max_message_size defaults to the limit. */
     ck_assert_uint_eq(cfg->listeners[0].max_message_size, 1024);
     ck_assert_str_eq(cfg->mgmt_realm, "ops");
@@ -1557,6 +1560,9 @@ static const refusal refusals[] = {
          P_WS ".limits.max_pending_calls: must be an integer 1..10000000"},
         {WITH_WAMPSCOPE("{'limits':{'max_subscriptions':1e9}}"),
          P_WS ".limits.max_subscriptions: must be an integer 1..10000000"},
+        {WITH_WAMPSCOPE("{'limits':{'slow_consumer':'drop_all'}}"),
+         P_WS ".limits.slow_consumer: must be \"disconnect\" or \"drop_oldest_events\" (got "
+              "\"drop_all\")"},
         {WITH_WAMPSCOPE("{'limits':{'close_timeout':999}}"),
          P_WS ".limits.close_timeout: must be an integer 1000..3600000 ms"},
         {WITH_WAMPSCOPE("{'limits':{'close_timeout':'5s'}}"),

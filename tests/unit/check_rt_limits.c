@@ -8,8 +8,11 @@
 #include <check.h>
 
 #include "fake_transport.h"
+#include "rt_realm.h"
 #include "rt_router.h"
 #include "test_router.h"
+#include "trace_hub.h"
+#include "trace_render.h"
 
 #define LIMIT_URI "wampscope.error.limit_reached"
 
@@ -184,6 +187,260 @@ START_TEST(test_pending_calls_per_session)
 
 END_TEST
 
+/* --- limits.slow_consumer (the test router caps queues at 100 messages / 64 KiB) ---------- */
+
+static void setup_policy(rt_slow_consumer_policy p)
+{
+    test_router_init(&T);
+    rt_router_free(T.rt);
+    T.cfg.limits.slow_consumer = p;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+}
+
+static void subscribe(fake_conn *c, uint64_t req, const char *topic)
+{
+    fake_conn_send(c, "[32, %llu, {}, \"%s\"]", (unsigned long long)req, topic);
+    json_t *m = fake_conn_next(c);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_SUBSCRIBED);
+    json_decref(m);
+}
+
+static trace *start_trace(const char *id)
+{
+    trace *t = NULL;
+    char why[160] = "";
+    wamp_err err = trace_hub_start(rt_router_trace_hub(T.rt), id, NULL, 1, 1, &t, why, sizeof(why));
+    ck_assert_msg(err == WAMP_OK, "start_trace: %s", why);
+    return t;
+}
+
+static uint64_t dropped_stat(void)
+{
+    return rt_router_stats_get(T.rt)->events_dropped;
+}
+
+/* A subscriber that never reads under a flood keeps its connection; its oldest queued EVENTs
+ * make room, never the head (which the transport may be writing); each one shows in a
+ * running trace as a tx record with "dropped": "slow_consumer". */
+START_TEST(test_drop_oldest_events_keeps_head)
+{
+    setup_policy(RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS);
+    fake_conn *slow = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_MSGPACK, "realm1");
+    subscribe(slow, 1, "com.flood");
+    trace *t = start_trace("drops");
+    for (int i = 0; i < 150; i++) {
+        fake_conn_send(pub, "[16, %d, {}, \"com.flood\", [%d]]", i + 1, i);
+    }
+    ck_assert(!slow->close_requested);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->slow_consumer_disconnects, 0);
+    ck_assert_uint_eq(dropped_stat(), 50);
+    /* 0 (the head), then 51..149: 1..50 were dropped, oldest first. */
+    ck_assert_uint_eq(fake_conn_pending(slow), 100);
+    json_t *m = fake_conn_next(slow);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_EVENT);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(m, 4), 0)), 0);
+    json_decref(m);
+    for (int i = 51; i < 150; i++) {
+        m = fake_conn_next(slow);
+        ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(m, 4), 0)), i);
+        json_decref(m);
+    }
+    /* The trace: 50 dropped EVENT records, for the slow session, with the topic. */
+    json_t *recs = trace_render_records(t, 0, UINT64_MAX, 10000);
+    ck_assert_ptr_nonnull(recs);
+    size_t n = 0, i;
+    json_t *r;
+    json_array_foreach(recs, i, r)
+    {
+        const char *d = json_string_value(json_object_get(r, "dropped"));
+        if (!d) {
+            continue;
+        }
+        ck_assert_str_eq(d, "slow_consumer");
+        ck_assert_str_eq(json_string_value(json_object_get(r, "msg_type")), "Event");
+        ck_assert_str_eq(json_string_value(json_object_get(r, "direction")), "tx");
+        ck_assert_str_eq(json_string_value(json_object_get(r, "uri")), "com.flood");
+        n++;
+    }
+    ck_assert_uint_eq(n, 50);
+    json_decref(recs);
+    /* Drained, the session works normally. */
+    subscribe(slow, 2, "com.other");
+    fake_conn_free(slow);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* Non-EVENTs (here SUBSCRIBED replies) filling the queue: no EVENT can make room, so the
+ * session is disconnected as a slow consumer as with the "disconnect" policy. */
+START_TEST(test_drop_oldest_events_disconnects_when_no_room)
+{
+    setup_policy(RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS);
+    fake_conn *slow = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    subscribe(slow, 1, "com.flood");
+    /* One EVENT (the head, never dropped), then 99 SUBSCRIBED: the queue is full. */
+    fake_conn_send(pub, "[16, 1, {}, \"com.flood\", [0]]");
+    for (int i = 0; i < 99; i++) {
+        fake_conn_send(slow, "[32, %d, {}, \"com.t%d\"]", i + 2, i);
+    }
+    ck_assert(!slow->close_requested);
+    fake_conn_send(pub, "[16, 2, {}, \"com.flood\", [1]]");
+    ck_assert(slow->close_requested);
+    ck_assert_int_eq(slow->close_code, 1008);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->slow_consumer_disconnects, 1);
+    ck_assert_uint_eq(dropped_stat(), 0);
+    fake_conn_free(slow);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* Queued EVENTs also make room for a reply: the session keeps its connection and gets it. */
+START_TEST(test_drop_oldest_events_room_for_reply)
+{
+    setup_policy(RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS);
+    fake_conn *slow = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    subscribe(slow, 1, "com.flood");
+    for (int i = 0; i < 100; i++) {
+        fake_conn_send(pub, "[16, %d, {}, \"com.flood\", [%d]]", i + 1, i);
+    }
+    fake_conn_send(slow, "[32, 7, {}, \"com.more\"]");
+    ck_assert(!slow->close_requested);
+    ck_assert_uint_eq(dropped_stat(), 1);
+    ck_assert_uint_eq(fake_conn_pending(slow), 100);
+    json_t *last = json_array_get(slow->inbox, 99);
+    ck_assert_int_eq(fake_msg_int(last, 0), WAMP_MSG_SUBSCRIBED);
+    ck_assert_int_eq(fake_msg_int(last, 1), 7);
+    fake_conn_free(slow);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* The default policy is unchanged: disconnect, nothing dropped. */
+START_TEST(test_disconnect_policy_default)
+{
+    setup_policy(RT_SLOW_CONSUMER_DISCONNECT);
+    fake_conn *slow = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    subscribe(slow, 1, "com.flood");
+    for (int i = 0; i < 101; i++) {
+        fake_conn_send(pub, "[16, %d, {}, \"com.flood\", [%d]]", i + 1, i);
+    }
+    ck_assert(slow->close_requested);
+    ck_assert_int_eq(slow->close_code, 1008);
+    ck_assert_uint_eq(dropped_stat(), 0);
+    fake_conn_free(slow);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* --- Messages longer than the client can receive ------------------------------------------- */
+
+static fake_conn *conn_with_limit(size_t max)
+{
+    rt_peer peer;
+    memset(&peer, 0, sizeof(peer));
+    snprintf(peer.addr, sizeof(peer.addr), "127.0.0.1:50001");
+    peer.is_loopback = true;
+    peer.max_message_size = max;
+    return fake_conn_new_peer(T.rt, WAMP_SER_JSON, &peer);
+}
+
+/* A WELCOME over the client's limit (a RawSocket client announcing 512 bytes): ABORT
+ * wamp.error.payload_size_exceeded and close, no session joined, the WELCOME traced as
+ * dropped "too_big". */
+START_TEST(test_welcome_too_big_aborts)
+{
+    setup_policy(RT_SLOW_CONSUMER_DISCONNECT);
+    trace *t = start_trace("welcome");
+    fake_conn *c = conn_with_limit(512);
+    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"subscriber\": {}}}]");
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ABORT);
+    ck_assert_str_eq(fake_msg_str(m, 2), "wamp.error.payload_size_exceeded");
+    json_decref(m);
+    ck_assert_ptr_null(fake_conn_next(c));
+    ck_assert(c->close_requested || c->s == NULL);
+    ck_assert_uint_eq(rt_realm_member_count(rt_router_find_realm(T.rt, "realm1")), 0);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->messages_too_big, 1);
+    json_t *recs = trace_render_records(t, 0, UINT64_MAX, 100);
+    bool seen = false;
+    size_t i;
+    json_t *r;
+    json_array_foreach(recs, i, r)
+    {
+        const char *d = json_string_value(json_object_get(r, "dropped"));
+        if (d && strcmp(json_string_value(json_object_get(r, "msg_type")), "Welcome") == 0) {
+            ck_assert_str_eq(d, "too_big");
+            seen = true;
+        }
+    }
+    ck_assert(seen);
+    json_decref(recs);
+    fake_conn_free(c);
+    /* A client that can take it joins. */
+    c = conn_with_limit(65536);
+    fake_conn_join(c, "realm1");
+    fake_conn_free(c);
+}
+
+END_TEST
+
+/* Even the ABORT does not fit: the connection is closed without it. */
+START_TEST(test_abort_too_big_closes)
+{
+    setup_policy(RT_SLOW_CONSUMER_DISCONNECT);
+    fake_conn *c = conn_with_limit(40);
+    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"subscriber\": {}}}]");
+    ck_assert_ptr_null(fake_conn_next(c));
+    ck_assert(c->close_requested || c->s == NULL);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->messages_too_big, 2); /* WELCOME, ABORT */
+    fake_conn_free(c);
+    c = conn_with_limit(40);
+    fake_conn_send(c, "[1, \"no.such.realm\", {\"roles\": {\"subscriber\": {}}}]");
+    ck_assert_ptr_null(fake_conn_next(c));
+    ck_assert(c->close_requested || c->s == NULL);
+    fake_conn_free(c);
+}
+
+END_TEST
+
+/* An EVENT over one subscriber's limit is not sent to it (dropped "too_big"); it stays
+ * joined and the others get the EVENT. */
+START_TEST(test_event_too_big_skips_receiver)
+{
+    setup_policy(RT_SLOW_CONSUMER_DISCONNECT);
+    fake_conn *small = conn_with_limit(1024);
+    fake_conn_join(small, "realm1");
+    fake_conn *big = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    subscribe(small, 1, "com.big");
+    subscribe(big, 1, "com.big");
+    char payload[2001];
+    memset(payload, 'x', 2000);
+    payload[2000] = '\0';
+    fake_conn_send(pub, "[16, 1, {}, \"com.big\", [\"%s\"]]", payload);
+    ck_assert_uint_eq(fake_conn_pending(small), 0);
+    ck_assert_uint_eq(fake_conn_pending(big), 1);
+    ck_assert(!small->close_requested);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->messages_too_big, 1);
+    fake_conn_send(pub, "[16, 2, {}, \"com.big\", [\"small\"]]");
+    ck_assert_uint_eq(fake_conn_pending(small), 1);
+    fake_conn_free(small);
+    fake_conn_free(big);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
 static Suite *limits_suite(void)
 {
     Suite *s = suite_create("rt_limits");
@@ -193,6 +450,13 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, test_subscriptions_per_session);
     tcase_add_test(tc, test_registrations_per_session);
     tcase_add_test(tc, test_pending_calls_per_session);
+    tcase_add_test(tc, test_drop_oldest_events_keeps_head);
+    tcase_add_test(tc, test_drop_oldest_events_disconnects_when_no_room);
+    tcase_add_test(tc, test_drop_oldest_events_room_for_reply);
+    tcase_add_test(tc, test_disconnect_policy_default);
+    tcase_add_test(tc, test_welcome_too_big_aborts);
+    tcase_add_test(tc, test_abort_too_big_closes);
+    tcase_add_test(tc, test_event_too_big_skips_receiver);
     suite_add_tcase(s, tc);
     return s;
 }

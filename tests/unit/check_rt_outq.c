@@ -24,7 +24,7 @@ START_TEST(test_fifo_order_and_refs)
     wamp_buf *bufs[20];
     for (size_t i = 0; i < 20; i++) {
         bufs[i] = buf_of(i + 1);
-        ck_assert_int_eq(rt_outq_push(&q, bufs[i]), WAMP_OK);
+        ck_assert_int_eq(rt_outq_push(&q, bufs[i], false), WAMP_OK);
         ck_assert_uint_eq(wamp_buf_refs(bufs[i]), 2);
     }
     ck_assert_uint_eq(q.count, 20);
@@ -50,15 +50,15 @@ START_TEST(test_caps)
     wamp_buf *big = buf_of(500);
     wamp_buf *small = buf_of(10);
     /* An empty queue takes one message of any size... */
-    ck_assert_int_eq(rt_outq_push(&q, big), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, big, false), WAMP_OK);
     /* ...but nothing more once over the byte cap. */
-    ck_assert_int_eq(rt_outq_push(&q, small), WAMP_ETOOBIG);
+    ck_assert_int_eq(rt_outq_push(&q, small, false), WAMP_ETOOBIG);
     ck_assert_uint_eq(q.count, 1);
     rt_outq_pop(&q);
-    ck_assert_int_eq(rt_outq_push(&q, small), WAMP_OK);
-    ck_assert_int_eq(rt_outq_push(&q, small), WAMP_OK);
-    ck_assert_int_eq(rt_outq_push(&q, small), WAMP_OK);
-    ck_assert_int_eq(rt_outq_push(&q, small), WAMP_ETOOBIG); /* count cap */
+    ck_assert_int_eq(rt_outq_push(&q, small, false), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, small, false), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, small, false), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, small, false), WAMP_ETOOBIG); /* count cap */
     ck_assert_uint_eq(wamp_buf_refs(small), 4);
     rt_outq_drop_all_but_head(&q);
     ck_assert_uint_eq(q.count, 1);
@@ -79,7 +79,7 @@ START_TEST(test_wraparound)
     size_t pushed = 0, popped = 0;
     for (int round = 0; round < 100; round++) {
         for (int i = 0; i < 5; i++, pushed++) {
-            ck_assert_int_eq(rt_outq_push(&q, b), WAMP_OK);
+            ck_assert_int_eq(rt_outq_push(&q, b, false), WAMP_OK);
         }
         for (int i = 0; i < 3; i++, popped++) {
             rt_outq_pop(&q);
@@ -90,6 +90,80 @@ START_TEST(test_wraparound)
     rt_outq_fini(&q);
     ck_assert_uint_eq(wamp_buf_refs(b), 1);
     wamp_buf_unref(&b);
+}
+
+END_TEST
+
+/* limits.slow_consumer "drop_oldest_events": droppable entries leave oldest first, never the
+ * head, with the caps' accounting kept exact. */
+START_TEST(test_take_droppable)
+{
+    rt_outq q;
+    rt_outq_init(&q, 1000, 6);
+    wamp_buf *b[6];
+    /* head (droppable), keep, drop1, keep, drop2, drop3 */
+    const bool tag[6] = {true, false, true, false, true, true};
+    for (int i = 0; i < 6; i++) {
+        b[i] = buf_of((size_t)10 + (size_t)i);
+        ck_assert_int_eq(rt_outq_push(&q, b[i], tag[i]), WAMP_OK);
+    }
+    ck_assert(!rt_outq_fits(&q, 1)); /* count cap */
+    ck_assert(rt_outq_can_make_room(&q, 1));
+    ck_assert_uint_eq(q.droppable_count, 4);
+    wamp_buf *t = rt_outq_take_droppable(&q);
+    ck_assert_ptr_eq(t, b[2]);
+    wamp_buf_unref(&t);
+    ck_assert(rt_outq_fits(&q, 1));
+    ck_assert_uint_eq(q.count, 5);
+    ck_assert_uint_eq(q.bytes, 10 + 11 + 13 + 14 + 15);
+    t = rt_outq_take_droppable(&q);
+    ck_assert_ptr_eq(t, b[4]);
+    wamp_buf_unref(&t);
+    t = rt_outq_take_droppable(&q);
+    ck_assert_ptr_eq(t, b[5]);
+    wamp_buf_unref(&t);
+    /* Only the head is droppable now: it stays. */
+    ck_assert_ptr_null(rt_outq_take_droppable(&q));
+    ck_assert_uint_eq(q.droppable_count, 1);
+    ck_assert_uint_eq(q.droppable_bytes, 10);
+    /* The order of what is left is untouched. */
+    const int left[3] = {0, 1, 3};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_ptr_eq(rt_outq_peek(&q), b[left[i]]);
+        rt_outq_pop(&q);
+    }
+    ck_assert_uint_eq(q.bytes, 0);
+    ck_assert_uint_eq(q.droppable_count, 0);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_uint_eq(wamp_buf_refs(b[i]), 1);
+        wamp_buf_unref(&b[i]);
+    }
+    rt_outq_fini(&q);
+}
+
+END_TEST
+
+/* Non-droppable entries filling the queue: no room can be made. */
+START_TEST(test_cannot_make_room)
+{
+    rt_outq q;
+    rt_outq_init(&q, 100, 1000);
+    wamp_buf *d = buf_of(30), *k = buf_of(40);
+    ck_assert_int_eq(rt_outq_push(&q, k, false), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, d, true), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, d, true), WAMP_OK);
+    ck_assert(!rt_outq_fits(&q, 40));
+    ck_assert(rt_outq_can_make_room(&q, 40));
+    ck_assert(!rt_outq_can_make_room(&q, 61)); /* 40 stay queued */
+    /* A droppable head is not counted as room. */
+    rt_outq_pop(&q);
+    ck_assert_int_eq(rt_outq_push(&q, k, false), WAMP_OK);
+    ck_assert(!rt_outq_can_make_room(&q, 40)); /* 30 (head) + 40 stay */
+    ck_assert(rt_outq_can_make_room(&q, 30));
+    rt_outq_fini(&q);
+    ck_assert_uint_eq(wamp_buf_refs(d), 1);
+    wamp_buf_unref(&d);
+    wamp_buf_unref(&k);
 }
 
 END_TEST
@@ -149,6 +223,8 @@ static Suite *rt_outq_suite(void)
     tcase_add_test(tc, test_fifo_order_and_refs);
     tcase_add_test(tc, test_caps);
     tcase_add_test(tc, test_wraparound);
+    tcase_add_test(tc, test_take_droppable);
+    tcase_add_test(tc, test_cannot_make_room);
     tcase_add_test(tc, test_hmap_insert_find_remove);
     suite_add_tcase(s, tc);
     return s;
