@@ -116,14 +116,17 @@ static json_t *worker_stats(const mgmt_api *m)
     rt_router_gauges g;
     rt_router_gauges_get(m->rt, &g);
     return json_pack(
-            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+            "s:I, s:I, s:I}",
             "sessions", (json_int_t)g.sessions, "sessions_opened", (json_int_t)st->sessions_opened,
             "sessions_closed", (json_int_t)st->sessions_closed, "messages_rx",
             (json_int_t)st->messages_rx, "messages_tx", (json_int_t)st->messages_tx, "bytes_rx",
             (json_int_t)st->bytes_rx, "bytes_tx", (json_int_t)st->bytes_tx, "protocol_violations",
             (json_int_t)st->protocol_violations, "slow_consumer_disconnects",
             (json_int_t)st->slow_consumer_disconnects, "limit_refusals",
-            (json_int_t)st->limit_refusals, "queued_messages", (json_int_t)g.queued_messages,
+            (json_int_t)st->limit_refusals, "events_dropped", (json_int_t)st->events_dropped,
+            "messages_too_big", (json_int_t)st->messages_too_big, "connection_refusals",
+            (json_int_t)st->connection_refusals, "queued_messages", (json_int_t)g.queued_messages,
             "queued_bytes", (json_int_t)g.queued_bytes, "subscriptions",
             (json_int_t)g.subscriptions, "registrations", (json_int_t)g.registrations,
             "pending_calls", (json_int_t)g.pending_calls, "retained_events",

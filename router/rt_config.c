@@ -965,6 +965,7 @@ static wamp_err parse_serializers(cfg_ctx *c, const char *path, const json_t *v,
 static const key_rule ws_option_rules[] = {
         /* Honoured. */
         K_PARSED("max_message_size"),
+        K_PARSED("max_connections"), /* wampscope's; see parse_max_connections() */
         K_PARSED("auto_ping_interval"),
         K_PARSED("auto_ping_timeout"),
         /* Accepted and ignored: no effect on what the router accepts or on its safety. */
@@ -1018,6 +1019,19 @@ static wamp_err parse_ping_ms(cfg_ctx *c, const char *path, const json_t *o, con
     return WAMP_OK;
 }
 
+/* options.max_connections (WebSocket and RawSocket). Crossbar's checkconfig knows no such key
+ * (its router/protocol.py has it only in a comment, unenforced); autobahn's WebSocket server
+ * factory has the same limit as maxConnections, answered with HTTP 503. */
+static wamp_err parse_max_connections(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l)
+{
+    json_int_t max = 0;
+    wamp_err err = opt_int(c, path, o, "max_connections", 1, 10000000, NULL, &max);
+    if (err == WAMP_OK) {
+        l->max_connections = (size_t)max;
+    }
+    return err;
+}
+
 static wamp_err parse_ws_options(cfg_ctx *c, const char *path, const json_t *o,
                                  const rt_limits *lim, rt_listener *l)
 {
@@ -1036,7 +1050,10 @@ static wamp_err parse_ws_options(cfg_ctx *c, const char *path, const json_t *o,
                       lim->max_message_size);
     }
     l->max_message_size = (size_t)mms;
-    err = parse_ping_ms(c, path, o, "auto_ping_interval", &l->auto_ping_interval_ms);
+    err = parse_max_connections(c, path, o, l);
+    if (err == WAMP_OK) {
+        err = parse_ping_ms(c, path, o, "auto_ping_interval", &l->auto_ping_interval_ms);
+    }
     if (err == WAMP_OK) {
         err = parse_ping_ms(c, path, o, "auto_ping_timeout", &l->auto_ping_timeout_ms);
     }
@@ -1646,6 +1663,7 @@ static const key_rule raw_transport_rules[] = {
 
 static const key_rule raw_option_rules[] = {
         K_PARSED("max_message_size"),
+        K_PARSED("max_connections"), /* wampscope's; see parse_max_connections() */
 };
 
 static wamp_err parse_raw_max_size(cfg_ctx *c, const char *path, const json_t *o,
@@ -1716,6 +1734,9 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
         err = check_keys(c, op.s, opts, raw_option_rules, N_RULES(raw_option_rules));
         if (err == WAMP_OK) {
             err = parse_raw_max_size(c, op.s, opts, lim, l);
+        }
+        if (err == WAMP_OK) {
+            err = parse_max_connections(c, op.s, opts, l);
         }
     } else {
         err = parse_raw_max_size(c, path, o, lim, l);

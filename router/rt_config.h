@@ -141,6 +141,10 @@ typedef struct rt_listener {
      * endpoint fields are copies of that listener's. */
     bool shares_port;
     size_t shares_port_of;
+    /* options.max_connections: connections this listener holds at once (a universal
+     * transport's parts count apart); 0 = no limit. Over it, RawSocket answers the handshake
+     * with error 4 and WebSocket upgrades get HTTP 503 (rt_lws_ws.c, rt_lws_raw.c). */
+    size_t max_connections;
     uint32_t auto_ping_interval_ms; /* options.auto_ping_interval (0 = off) */
     uint32_t auto_ping_timeout_ms;  /* options.auto_ping_timeout */
     /* auth.anonymous.role; "anonymous" when the transport has no "auth" section (Crossbar's

@@ -49,6 +49,10 @@ typedef struct rt_lws_listener {
     lws_retry_bo_t ping; /* must outlive the vhost: lws keeps the pointer */
     struct lws_vhost *vh;
     int port; /* the port really listened on */
+    /* Connections held now (options.max_connections), counted by the adapters through
+     * ws.ws_conns / ws.raw_conns. */
+    size_t ws_conns;
+    size_t raw_conns;
     /* A Unix socket file we created (removed at exit if it is still ours). */
     bool unix_made;
     dev_t unix_dev;
@@ -246,6 +250,8 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     char where[128];
     ll->ws.cfg = cfg;
     ll->ws.tearing_down = &l->tearing_down;
+    ll->ws.ws_conns = &ll->ws_conns;
+    ll->ws.raw_conns = &ll->raw_conns;
     ll->ws.tx_scratch = l->tx_scratch;
     if (cfg->shares_port) {
         /* The RawSocket part of a universal transport: served by the vhost of its WebSocket

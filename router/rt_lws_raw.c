@@ -47,6 +47,7 @@ typedef struct raw_pss {
     bool adopted;   /* rs initialised */
     bool closing;   /* a close was requested: input is ignored from now on */
     bool close_now; /* ... by the adapter: close once ctl is written, even with a queue */
+    bool counted;   /* holds a place in *lis->raw_conns (options.max_connections) */
     char peer[64];  /* for log lines */
 } raw_pss;
 
@@ -143,6 +144,12 @@ static void on_adopt(struct lws *wsi, raw_pss *pss)
     rt_peer peer;
     fill_peer(wsi, pss, &peer);
     snprintf(pss->peer, sizeof(pss->peer), "%s", peer.addr[0] ? peer.addr : "?");
+    /* options.max_connections: a connection over it is not counted, and its handshake gets
+     * error 4 (on_accepted()). */
+    if (!cfg->max_connections || *pss->lis->raw_conns < cfg->max_connections) {
+        (*pss->lis->raw_conns)++;
+        pss->counted = true;
+    }
     /* The session (and its HELLO timeout) starts with the handshake: until then lws's own
      * timeout bounds a connection that never sends one. */
     uint32_t ms = rt_router_config(router_of(wsi))->limits.hello_timeout_ms;
@@ -173,6 +180,17 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
      * way it does for any receiver limit). */
     size_t max = cfg_of(pss->lis)->max_message_size;
     peer.max_message_size = ev->peer_max < max ? ev->peer_max : max;
+    if (!pss->counted) {
+        /* Spec "RawSocket Transport": error 4, "maximum connection count reached". */
+        rt_router_refused_connection(router_of(wsi), peer.listener_id, pss->peer,
+                                     cfg_of(pss->lis)->max_connections);
+        uint8_t reply[WAMP_RAWSOCK_PREFIX];
+        wamp_rawsock_error_reply(reply, WAMP_RAWSOCK_ERR_CONNECTIONS);
+        if (ctl_push(pss, reply, sizeof(reply))) {
+            close_after_ctl(pss);
+        }
+        return;
+    }
     pss->sess = rt_router_attach(router_of(wsi), &raw_ops, pss, ev->ser, &peer);
     if (!pss->sess) {
         /* Shutting down or out of memory: the closest handshake answer. */
@@ -356,6 +374,10 @@ static void on_close(raw_pss *pss)
     if (pss->adopted) {
         wamp_rawsock_fini(&pss->rs);
         pss->adopted = false;
+    }
+    if (pss->counted) {
+        (*pss->lis->raw_conns)--;
+        pss->counted = false;
     }
 }
 

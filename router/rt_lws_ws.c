@@ -54,6 +54,7 @@ typedef struct ws_pss {
     bool closing;                  /* a close was requested: input is ignored from now on */
     bool close_now;                /* ... by the adapter: at the next WRITEABLE, queue or not */
     bool close_sent;               /* close_frame() ran: lws owns the close handshake now */
+    bool counted;                  /* holds a place in *lis->ws_conns (max_connections) */
     uint16_t close_code;
     char close_reason[RT_LWS_WS_REASON_MAX];
 } ws_pss;
@@ -197,6 +198,12 @@ static int upgrade_refuse(struct lws *wsi, unsigned int code, const char *status
     return -1;
 }
 
+/* The listener holds options.max_connections WebSocket connections already. */
+static bool over_cap(const rt_lws_ws_listener *lis)
+{
+    return lis->cfg->max_connections && *lis->ws_conns >= lis->cfg->max_connections;
+}
+
 /* LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: the headers are still available, so a bad upgrade gets an
  * HTTP answer (404 wrong path, 400 no WAMP subprotocol) instead of a bare disconnect. Returns
  * 0 to proceed, -1 to hang up (after answering). */
@@ -213,6 +220,16 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
         return upgrade_refuse(wsi, 400, "Bad Request",
                               "WAMP needs the WebSocket subprotocol wamp.2.json or "
                               "wamp.2.msgpack");
+    }
+    if (over_cap(lis)) {
+        /* options.max_connections: refused before the upgrade, as autobahn's server does
+         * (maxConnections), so the client sees why (an HTTP status, no WebSocket, no session)
+         * and nothing is allocated for it. */
+        char peer[64];
+        peer_name(wsi, peer, sizeof(peer));
+        rt_router_refused_connection(router_of(wsi), lis->cfg->id, peer, lis->cfg->max_connections);
+        return upgrade_refuse(wsi, 503, "Service Unavailable",
+                              "maximum number of connections reached");
     }
     return 0;
 }
@@ -294,6 +311,16 @@ static int on_established(struct lws *wsi, ws_pss *pss)
     rt_lws_fill_peer(wsi, &peer);
     peer.listener_id = pss->lis->cfg->id;
     peer.max_message_size = pss->lis->cfg->max_message_size;
+    if (over_cap(pss->lis)) {
+        /* Upgrades that passed confirm_upgrade() together: close 1013 "try again later". */
+        rt_router_refused_connection(router_of(wsi), peer.listener_id, peer.addr,
+                                     pss->lis->cfg->max_connections);
+        request_close(pss, 1013 /* RFC 6455 registry: Try Again Later */,
+                      "maximum connection count reached", true);
+        return 0;
+    }
+    (*pss->lis->ws_conns)++;
+    pss->counted = true;
     pss->sess = rt_router_attach(router_of(wsi), &ws_ops, pss, ser, &peer);
     if (!pss->sess) {
         RT_LOG_INFO(0, "connection from %s refused (shutting down or out of memory)", peer.addr);
@@ -307,6 +334,10 @@ static void on_closed(ws_pss *pss)
     /* Also reached after a refused attach (sess NULL: a no-op). */
     rt_session_on_closed(pss->sess);
     pss->sess = NULL;
+    if (pss->counted) {
+        (*pss->lis->ws_conns)--;
+        pss->counted = false;
+    }
     wamp_buf_unref(&pss->rx);
 }
 

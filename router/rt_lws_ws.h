@@ -29,6 +29,10 @@ typedef struct rt_lws_ws_listener {
      * RawSocket adapter uses it, when set, instead of cfg. Borrowed from the config. */
     const rt_listener *raw_cfg;
     const bool *tearing_down; /* true while lws_context_destroy() runs: ops stop calling lws */
+    /* Connections the WebSocket part (established) and the RawSocket part (adopted) hold now,
+     * against their options.max_connections; owned by rt_lws, counted by the adapters. */
+    size_t *ws_conns;
+    size_t *raw_conns;
     /* RT_LWS_WS_SCRATCH bytes where small outgoing messages are framed together for one write;
      * free again when lws_write() returns, so one buffer serves every connection (owned by
      * rt_lws, shared by all listeners; single thread). */

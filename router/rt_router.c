@@ -205,6 +205,24 @@ const rt_router_stats *rt_router_stats_get(const rt_router *rt)
     return &rt->stats;
 }
 
+void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
+                                  size_t max)
+{
+    rt->stats.connection_refusals++;
+    rt->refusals_unlogged++;
+    uint64_t now = rt_router_now_us(rt);
+    if (now < rt->refusal_log_at_us) {
+        return;
+    }
+    RT_LOG_INFO(0,
+                "connection from %s refused: listener %s has its maximum of %zu connections "
+                "(options.max_connections; %" PRIu64 " refused since the last such line)",
+                peer && *peer ? peer : "?", listener_id ? listener_id : "?", max,
+                rt->refusals_unlogged);
+    rt->refusals_unlogged = 0;
+    rt->refusal_log_at_us = now + 1000000;
+}
+
 void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
 {
     memset(out, 0, sizeof(*out));

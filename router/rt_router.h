@@ -85,9 +85,19 @@ typedef struct rt_router_stats {
      * length a RawSocket client announced): not sent (an EVENT), or replaced (RESULT -> ERROR,
      * WELCOME -> ABORT) */
     uint64_t messages_too_big;
+    /* Connections refused by a listener's options.max_connections (counted by the adapters
+     * through rt_router_refused_connection()) */
+    uint64_t connection_refusals;
 } rt_router_stats;
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);
+
+/* A transport adapter refused a connection on listener (its options.max_connections of max
+ * connections reached; peer "ip:port" or "" if unknown): counted in
+ * stats.connection_refusals and logged at info, at most one line per second (with the number
+ * refused since the previous line), so a connection flood cannot flood the log. */
+void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
+                                  size_t max);
 
 /* What the router holds right now (for the management API's get_worker "stats", and to check
  * that state returns to its baseline after hostile or heavy traffic). */
