@@ -115,22 +115,33 @@ static json_t *worker_stats(const mgmt_api *m)
     const rt_router_stats *st = rt_router_stats_get(m->rt);
     rt_router_gauges g;
     rt_router_gauges_get(m->rt, &g);
-    return json_pack(
-            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-            "s:I, s:I, s:I}",
+    json_t *o = json_pack(
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
             "sessions", (json_int_t)g.sessions, "sessions_opened", (json_int_t)st->sessions_opened,
             "sessions_closed", (json_int_t)st->sessions_closed, "messages_rx",
             (json_int_t)st->messages_rx, "messages_tx", (json_int_t)st->messages_tx, "bytes_rx",
             (json_int_t)st->bytes_rx, "bytes_tx", (json_int_t)st->bytes_tx, "protocol_violations",
             (json_int_t)st->protocol_violations, "slow_consumer_disconnects",
             (json_int_t)st->slow_consumer_disconnects, "limit_refusals",
-            (json_int_t)st->limit_refusals, "events_dropped", (json_int_t)st->events_dropped,
-            "messages_too_big", (json_int_t)st->messages_too_big, "connection_refusals",
-            (json_int_t)st->connection_refusals, "queued_messages", (json_int_t)g.queued_messages,
+            (json_int_t)st->limit_refusals, "queued_messages", (json_int_t)g.queued_messages,
             "queued_bytes", (json_int_t)g.queued_bytes, "subscriptions",
             (json_int_t)g.subscriptions, "registrations", (json_int_t)g.registrations,
             "pending_calls", (json_int_t)g.pending_calls, "retained_events",
             (json_int_t)g.retained_events);
+    /* What each wampscope.limits hit costs (configs/README.md, "When a limit is hit"). */
+    json_t *hits = json_pack(
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "events_dropped", (json_int_t)st->events_dropped,
+            "messages_too_big", (json_int_t)st->messages_too_big, "incoming_too_big",
+            (json_int_t)st->incoming_too_big, "connection_refusals",
+            (json_int_t)st->connection_refusals, "hello_timeouts", (json_int_t)st->hello_timeouts,
+            "messages_undelivered", (json_int_t)st->messages_undelivered, "events_not_retained",
+            (json_int_t)st->events_not_retained);
+    if (!o || !hits || json_object_update(o, hits) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(hits);
+    return o;
 }
 
 static wamp_err proc_get_worker(void *ctx, rt_session *caller, const json_t *args,

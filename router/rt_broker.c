@@ -786,6 +786,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
                     "(limits.max_retained_topics %zu, max_retained_bytes %zu; this one %zu bytes)",
                     p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes,
                     max_topics, max_bytes, bytes);
+        rt->stats.events_not_retained++;
         return WAMP_OK;
     }
     rt_retained *r = calloc(1, sizeof(*r));

@@ -182,8 +182,10 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
     peer.max_message_size = ev->peer_max < max ? ev->peer_max : max;
     if (!pss->counted) {
         /* Spec "RawSocket Transport": error 4, "maximum connection count reached". */
-        rt_router_refused_connection(router_of(wsi), peer.listener_id, pss->peer,
-                                     cfg_of(pss->lis)->max_connections);
+        char why[96];
+        snprintf(why, sizeof(why), "its maximum of %zu connections (options.max_connections)",
+                 cfg_of(pss->lis)->max_connections);
+        rt_router_refused_connection(router_of(wsi), peer.listener_id, pss->peer, why);
         uint8_t reply[WAMP_RAWSOCK_PREFIX];
         wamp_rawsock_error_reply(reply, WAMP_RAWSOCK_ERR_CONNECTIONS);
         if (ctl_push(pss, reply, sizeof(reply))) {
@@ -244,6 +246,7 @@ static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t 
             return 0;
         }
         if (err == WAMP_ETOOBIG) {
+            rt_router_incoming_too_big(router_of(wsi));
             RT_LOG_INFO(sid_of(pss),
                         "RawSocket peer %s announced a message of %zu bytes, over the limit of "
                         "%zu bytes; closing",
@@ -261,6 +264,10 @@ static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t 
             break;
         case WAMP_RAWSOCK_EV_REFUSED:
             RT_LOG_INFO(0, "RawSocket handshake from %s refused: %s", pss->peer, ev.why);
+            if ((ev.reply[1] >> 4) == WAMP_RAWSOCK_ERR_MAX_LENGTH) {
+                /* limits.rawsocket_min_length: counted like the other limits (logged above). */
+                rt_router_refused_connection(router_of(wsi), cfg_of(pss->lis)->id, pss->peer, NULL);
+            }
             if (ctl_push(pss, ev.reply, sizeof(ev.reply))) {
                 close_after_ctl(pss);
             }

@@ -227,7 +227,10 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
          * and nothing is allocated for it. */
         char peer[64];
         peer_name(wsi, peer, sizeof(peer));
-        rt_router_refused_connection(router_of(wsi), lis->cfg->id, peer, lis->cfg->max_connections);
+        char why[96];
+        snprintf(why, sizeof(why), "its maximum of %zu connections (options.max_connections)",
+                 lis->cfg->max_connections);
+        rt_router_refused_connection(router_of(wsi), lis->cfg->id, peer, why);
         return upgrade_refuse(wsi, 503, "Service Unavailable",
                               "maximum number of connections reached");
     }
@@ -313,8 +316,10 @@ static int on_established(struct lws *wsi, ws_pss *pss)
     peer.max_message_size = pss->lis->cfg->max_message_size;
     if (over_cap(pss->lis)) {
         /* Upgrades that passed confirm_upgrade() together: close 1013 "try again later". */
-        rt_router_refused_connection(router_of(wsi), peer.listener_id, peer.addr,
-                                     pss->lis->cfg->max_connections);
+        char why[96];
+        snprintf(why, sizeof(why), "its maximum of %zu connections (options.max_connections)",
+                 pss->lis->cfg->max_connections);
+        rt_router_refused_connection(router_of(wsi), peer.listener_id, peer.addr, why);
         request_close(pss, 1013 /* RFC 6455 registry: Try Again Later */,
                       "maximum connection count reached", true);
         return 0;
@@ -355,6 +360,7 @@ static void deliver(ws_pss *pss, const void *data, size_t len)
 
 static void too_big(ws_pss *pss, size_t max)
 {
+    rt_router_incoming_too_big(router_of(pss->wsi));
     RT_LOG_INFO(sid_of(pss), "message of more than %zu bytes, closing with 1009", max);
     wamp_buf_unref(&pss->rx);
     request_close(pss, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too big", true);

@@ -127,6 +127,11 @@ wamp_buf *rt_outq_take_droppable(rt_outq *q)
     return victim.buf;
 }
 
+wamp_buf *rt_outq_at(const rt_outq *q, size_t i)
+{
+    return i < q->count ? q->ring[(q->head + i) & (q->cap - 1)].buf : NULL;
+}
+
 wamp_buf *rt_outq_peek(const rt_outq *q)
 {
     return q->count ? q->ring[q->head].buf : NULL;

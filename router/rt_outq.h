@@ -47,6 +47,8 @@ bool rt_outq_can_make_room(const rt_outq *q, size_t len);
  * through writing) and returns its reference, which the caller now owns (wamp_buf_unref);
  * NULL if there is none. O(position of that entry). */
 wamp_buf *rt_outq_take_droppable(rt_outq *q);
+/* Borrowed: entry i (0 = the oldest), valid until the queue changes; NULL if i >= count. */
+wamp_buf *rt_outq_at(const rt_outq *q, size_t i);
 /* Borrowed: the oldest entry, valid until the next pop/fini; NULL when empty. */
 wamp_buf *rt_outq_peek(const rt_outq *q);
 /* Drops the oldest entry (no-op when empty). */

@@ -205,19 +205,27 @@ const rt_router_stats *rt_router_stats_get(const rt_router *rt)
     return &rt->stats;
 }
 
+void rt_router_incoming_too_big(rt_router *rt)
+{
+    rt->stats.incoming_too_big++;
+}
+
 void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
-                                  size_t max)
+                                  const char *why)
 {
     rt->stats.connection_refusals++;
+    if (!why) {
+        return;
+    }
     rt->refusals_unlogged++;
     uint64_t now = rt_router_now_us(rt);
     if (now < rt->refusal_log_at_us) {
         return;
     }
     RT_LOG_INFO(0,
-                "connection from %s refused: listener %s has its maximum of %zu connections "
-                "(options.max_connections; %" PRIu64 " refused since the last such line)",
-                peer && *peer ? peer : "?", listener_id ? listener_id : "?", max,
+                "connection from %s refused by listener %s: %s (%" PRIu64 " refused since the "
+                "last such line)",
+                peer && *peer ? peer : "?", listener_id ? listener_id : "?", why,
                 rt->refusals_unlogged);
     rt->refusals_unlogged = 0;
     rt->refusal_log_at_us = now + 1000000;
@@ -342,6 +350,7 @@ void rt_router_tick(rt_router *rt)
         RT_LOG_INFO(s->id, "no %s from %s within %u ms; closing",
                     killed ? "GOODBYE reply" : "HELLO", s->peer.addr,
                     rt->cfg->limits.hello_timeout_ms);
+        rt->stats.hello_timeouts++;
         rt_session_close(s, 1008, killed ? "GOODBYE timeout" : "HELLO timeout",
                          false); /* unlinks from greeting */
     }

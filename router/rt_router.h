@@ -88,16 +88,31 @@ typedef struct rt_router_stats {
     /* Connections refused by a listener's options.max_connections (counted by the adapters
      * through rt_router_refused_connection()) */
     uint64_t connection_refusals;
+    /* Incoming messages over the transport's max_message_size (connection closed: WebSocket
+     * 1009, RawSocket without a word), counted by the adapters (rt_router_incoming_too_big()) */
+    uint64_t incoming_too_big;
+    /* Connections closed for not sending HELLO (or a killed session's GOODBYE reply) within
+     * limits.hello_timeout */
+    uint64_t hello_timeouts;
+    /* Queued messages never written: discarded when a slow consumer is disconnected, or left
+     * in the queue when the connection went (limits.close_timeout, peer gone) */
+    uint64_t messages_undelivered;
+    /* Retained events not kept (limits.max_retained_topics / max_retained_bytes) */
+    uint64_t events_not_retained;
 } rt_router_stats;
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);
 
-/* A transport adapter refused a connection on listener (its options.max_connections of max
- * connections reached; peer "ip:port" or "" if unknown): counted in
- * stats.connection_refusals and logged at info, at most one line per second (with the number
- * refused since the previous line), so a connection flood cannot flood the log. */
+/* A transport adapter refused a connection on listener because of a limit (why: e.g. "its
+ * maximum of 2 connections (options.max_connections)"; peer "ip:port" or "" if unknown):
+ * counted in stats.connection_refusals and logged at info, at most one line per second (with
+ * the number refused since the previous line), so a connection flood cannot flood the log.
+ * why NULL: counted only (the adapter logged it). */
 void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
-                                  size_t max);
+                                  const char *why);
+/* A transport adapter received a message over its max_message_size (it logs and closes the
+ * connection itself): counted in stats.incoming_too_big. */
+void rt_router_incoming_too_big(rt_router *rt);
 
 /* What the router holds right now (for the management API's get_worker "stats", and to check
  * that state returns to its baseline after hostile or heavy traffic). */

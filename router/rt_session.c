@@ -159,7 +159,7 @@ static void make_room(rt_session *s, size_t len)
         wamp_buf *victim = rt_outq_take_droppable(&s->outq);
         RT_ASSERT(victim); /* rt_outq_can_make_room() said so */
         if (trace_hub_is_active(rt->hub)) {
-            rt_trace_tx_dropped_event(s, victim, "slow_consumer");
+            rt_trace_tx_dropped_queued(s, victim, "slow_consumer");
         }
         wamp_buf_unref(&victim);
         s->events_dropped++;
@@ -274,6 +274,22 @@ void rt_session_tx_pop(rt_session *s)
     rt_outq_pop(&s->outq);
 }
 
+/* The queued messages of s from index first on will never be written: counted, and recorded as
+ * dropped "session_closed" while a trace runs. */
+static void note_undelivered(rt_session *s, size_t first)
+{
+    rt_outq *q = &s->outq;
+    if (q->count <= first) {
+        return;
+    }
+    s->rt->stats.messages_undelivered += q->count - first;
+    if (trace_hub_is_active(s->rt->hub)) {
+        for (size_t i = first; i < q->count; i++) {
+            rt_trace_tx_dropped_queued(s, rt_outq_at(q, i), "session_closed");
+        }
+    }
+}
+
 void rt_session_close(rt_session *s, uint16_t code, const char *reason, bool drop_queue)
 {
     if (s->state == RT_SESSION_CLOSED) {
@@ -282,6 +298,7 @@ void rt_session_close(rt_session *s, uint16_t code, const char *reason, bool dro
     s->state = RT_SESSION_CLOSED;
     rt_list_remove(&s->in_wait);
     if (drop_queue) {
+        note_undelivered(s, 1);
         rt_outq_drop_all_but_head(&s->outq);
     }
     s->ops->close(s->tp, code, reason);
@@ -880,6 +897,12 @@ void rt_session_on_closed(rt_session *s)
         RT_LOG_INFO(s->id, "connection from %s closed", s->peer.addr);
     } else {
         RT_LOG_DEBUG(s->id, "connection from %s closed", s->peer.addr);
+    }
+    if (s->outq.count) {
+        /* The peer went, or limits.close_timeout ran out, before the queue was written. */
+        RT_LOG_INFO(s->id, "%zu queued messages (%zu bytes) not written to %s", s->outq.count,
+                    s->outq.bytes, s->peer.addr);
+        note_undelivered(s, 0);
     }
     /* Leave events of a connection lost without GOODBYE: an action of their own. */
     bool own = false;

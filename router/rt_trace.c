@@ -244,28 +244,28 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     rt->cur.last = false;
 }
 
-void rt_trace_tx_dropped_event(rt_session *s, const wamp_buf *wire, const char *drop)
+void rt_trace_tx_dropped_queued(rt_session *s, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
-    /* The URI is the EVENT's topic: Details.topic for a pattern subscription, else the topic of
-     * the subscription (decoded here, on the drop path, and only while a trace runs). */
+    /* Decoded here, on the drop path and only while a trace runs: the type, and for an EVENT
+     * its topic (Details.topic for a pattern subscription, else the subscription's topic). */
     wamp_msg m;
     char why[WAMP_WHY_LEN];
     bool ok = wamp_codec_decode_msg(s->ser, wamp_buf_cdata(wire), wamp_buf_len(wire), &m, why,
                                     sizeof(why)) == WAMP_OK;
     const char *uri = NULL;
-    if (ok && s->realm) {
+    if (ok && m.type == WAMP_MSG_EVENT && s->realm) {
         uri = json_string_value(json_object_get(m.dict, "topic"));
         uri = uri ? uri : rt_broker_topic_of(s, m.id);
     }
     trace_ctx c;
-    fill_ctx(s, TRACE_TX, WAMP_MSG_EVENT, &c);
+    fill_ctx(s, TRACE_TX, ok ? (int)m.type : 0, &c);
     c.uri = uri;
     if (trace_hub_match(rt->hub, &c) > 0) {
         trace_input in;
         fill_input(s, &in);
         /* Not the current action's message: no correlation (the action that queued it is
-         * over), and the URI from this EVENT. */
+         * over), and the URI of this message only for an EVENT. */
         in.uri = NULL;
         in.uri_slot = NULL;
         in.correlation = NULL;

@@ -42,11 +42,12 @@ typedef struct rt_cur_action {
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len);
 /* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL. */
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop);
-/* Records an EVENT that was queued for s and is now dropped from its queue (limits.slow_consumer
- * "drop_oldest_events"), reason drop. The record has the wire bytes and the EVENT's topic as its
+/* Records a message that was queued for s and is now dropped from its queue, reason drop: an
+ * EVENT making room (limits.slow_consumer "drop_oldest_events"), or what a closed connection
+ * leaves unwritten. The record has the wire bytes, the type, and for an EVENT its topic as the
  * uri, but no correlation: the action that queued it is over, and remembering it per queued
  * message would cost on the hot path while no trace runs. */
-void rt_trace_tx_dropped_event(rt_session *s, const wamp_buf *wire, const char *drop);
+void rt_trace_tx_dropped_queued(rt_session *s, const wamp_buf *wire, const char *drop);
 /* Opens an action with a known correlation (a pending call's, when its callee leaves). */
 void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri);
 /* The current action's URI as a shared string, made now if needed (for state that outlives

@@ -34,7 +34,7 @@ QUEUE_MESSAGES = 200
 CAP = 2
 
 
-def write_config(tmp, policy):
+def write_config(tmp, policy, min_length=None):
     with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/test-e2e-hostile.json"),
               encoding="utf-8") as f:
         cfg = json.load(f)
@@ -43,6 +43,8 @@ def write_config(tmp, policy):
     limits["max_queue_messages"] = QUEUE_MESSAGES
     if policy:
         limits["slow_consumer"] = policy
+    if min_length:
+        limits["rawsocket_min_length"] = min_length
     tcp = {"type": "tcp", "interface": "127.0.0.1", "port": 0}
     worker["transports"] += [
         {"type": "rawsocket", "id": "rs_plain", "endpoint": tcp, "serializers": ["json"]},
@@ -59,12 +61,13 @@ def write_config(tmp, policy):
 
 class OverloadTestCase(h.AsyncTestCase):
     POLICY = None
+    MIN_LENGTH = None
 
     async def asyncSetUp(self):
         await super().asyncSetUp()
         self.tmp = tempfile.mkdtemp(prefix="wampscope-overload-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.router = h.RouterProc(config=write_config(self.tmp, self.POLICY)).start()
+        self.router = h.RouterProc(config=write_config(self.tmp, self.POLICY, self.MIN_LENGTH)).start()
         self.addCleanup(self.router.stop)
         rs = [u for u in self.router.urls if u.startswith("rs://")]
         ws = [u for u in self.router.urls if u.startswith("ws://")]
@@ -230,6 +233,40 @@ class TestWelcomeTooBig(OverloadTestCase):
         # 1 KiB is enough.
         s = await trs.open_raw_session("realm1", "json", port=self.rs_plain, length_exp=1)
         await h.step(s.close())
+
+
+class TestIncomingLimits(OverloadTestCase):
+    MIN_LENGTH = 1024
+
+    async def test_incoming_too_big_and_min_length(self):
+        # WebSocket: a message over max_message_size (1 MiB) closes with 1009.
+        ws = h.RawWs(self.router.host, self.router.port, self.router.path)
+        self.addCleanup(ws.close)
+        self.assertEqual(ws.hello("realm1")[0], 2)
+        ws.send_text('[16, 1, {}, "com.big", ["%s"]]' % ("x" * (1024 * 1024)))
+
+        def close_code():
+            while True:
+                m = ws.recv_message(reply_close=False)
+                if m[0] == "close":
+                    return m[1]
+
+        self.assertEqual(await self.run_blocking(close_code), 1009)
+        # RawSocket: a length prefix over the announced limit closes the connection.
+        r = trs.RawRs(port=self.rs_plain)
+        self.addCleanup(r.close)
+        await self.run_blocking(r.handshake, 0xF1)
+        r.send(bytes([0, 0xFF, 0xFF, 0xFF]))
+        self.assertTrue(await self.run_blocking(r.at_eof))
+        # limits.rawsocket_min_length (1024 here): LENGTH 0 (512 bytes) gets error 2.
+        r2 = trs.RawRs(port=self.rs_plain)
+        self.addCleanup(r2.close)
+        self.assertEqual(await self.run_blocking(r2.handshake, 0x01), bytes([0x7F, 0x20, 0, 0]))
+        self.assertTrue(await self.run_blocking(r2.at_eof))
+        stats = await self.stats()
+        self.assertEqual(stats["incoming_too_big"], self.baseline["incoming_too_big"] + 2)
+        self.assertEqual(stats["connection_refusals"], self.baseline["connection_refusals"] + 1)
+        await self.assert_serves()
 
 
 class TestConnectionCap(OverloadTestCase):

@@ -540,7 +540,8 @@ START_TEST(test_rawsocket_transports)
     rt_config *cfg = load_ok(
             WITH_T(T1 ",{'type':'rawsocket','id':'rs1','endpoint':{'type':'tcp','port':8081,"
                       "'interface':'127.0.0.1'},'serializers':['msgpack'],'debug':false,"
-                      "'options':{'max_message_size':65536},'auth':{'anonymous':{'type':'static',"
+                      "'options':{'max_message_size':65536,'max_connections':3},"
+                      "'auth':{'anonymous':{'type':'static',"
                       "'role':'backend'}}},"
                       "{'type':'rawsocket','endpoint':{'type':'unix','path':'/run/w.sock',"
                       "'backlog':10},'max_message_size':4096},"
@@ -556,6 +557,7 @@ START_TEST(test_rawsocket_transports)
     ck_assert(!a->ser_json);
     ck_assert(a->ser_msgpack);
     ck_assert_uint_eq(a->max_message_size, 65536);
+    ck_assert_uint_eq(a->max_connections, 3);
     ck_assert_str_eq(a->anonymous_role, "backend");
     const rt_listener *b = &cfg->listeners[2];
     ck_assert_int_eq(b->kind, RT_TRANSPORT_RAWSOCKET);
@@ -564,6 +566,7 @@ START_TEST(test_rawsocket_transports)
     ck_assert_int_eq(b->port, 0);
     ck_assert(b->ser_json && b->ser_msgpack);
     ck_assert_uint_eq(b->max_message_size, 4096); /* older Crossbar's top-level key */
+    ck_assert_uint_eq(b->max_connections, 0);     /* no limit */
     ck_assert_str_eq(b->anonymous_role, "anonymous");
     ck_assert_uint_eq(cfg->listeners[3].max_message_size, 16777216); /* limits default */
     ck_assert_int_eq(cfg->listeners[0].kind, RT_TRANSPORT_WEBSOCKET);
@@ -1302,6 +1305,10 @@ static const refusal refusals[] = {
         {WITH_WSOPT("{'max_message_size':33554432}"),
          P_T ".options.max_message_size: 33554432 exceeds wampscope.limits.max_message_size "
              "(16777216 bytes)"},
+        {WITH_WSOPT("{'max_connections':0}"),
+         P_T ".options.max_connections: must be an integer 1..10000000"},
+        {WITH_RAW("'options':{'max_connections':'many'}"),
+         P_T ".options.max_connections: must be an integer 1..10000000"},
         {WITH_WSOPT("{'auto_ping_interval':500}"),
          P_T ".options.auto_ping_interval: must be 0 (off) or an integer 1000..3600000 ms"},
         {WITH_WSOPT("{'auto_ping_timeout':'5s'}"),

@@ -322,20 +322,97 @@ START_TEST(test_drop_oldest_events_room_for_reply)
 
 END_TEST
 
-/* The default policy is unchanged: disconnect, nothing dropped. */
+/* Counts the records of t with "dropped": reason (and msg_type type, if not NULL). */
+static size_t count_dropped(trace *t, const char *reason, const char *type)
+{
+    json_t *recs = trace_render_records(t, 0, UINT64_MAX, 10000);
+    ck_assert_ptr_nonnull(recs);
+    size_t n = 0, i;
+    json_t *r;
+    json_array_foreach(recs, i, r)
+    {
+        const char *d = json_string_value(json_object_get(r, "dropped"));
+        const char *mt = json_string_value(json_object_get(r, "msg_type"));
+        n += d && strcmp(d, reason) == 0 && (!type || strcmp(mt, type) == 0);
+    }
+    json_decref(recs);
+    return n;
+}
+
+/* The default policy is unchanged: disconnect, nothing dropped. The EVENT that did not fit is
+ * traced "queue_full", and the queued messages thrown away with the connection (all but the
+ * head, which may be half-written) "session_closed", counted in stats.messages_undelivered. */
 START_TEST(test_disconnect_policy_default)
 {
     setup_policy(RT_SLOW_CONSUMER_DISCONNECT);
     fake_conn *slow = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
     fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
     subscribe(slow, 1, "com.flood");
+    trace *t = start_trace("disconnect");
     for (int i = 0; i < 101; i++) {
         fake_conn_send(pub, "[16, %d, {}, \"com.flood\", [%d]]", i + 1, i);
     }
     ck_assert(slow->close_requested);
     ck_assert_int_eq(slow->close_code, 1008);
     ck_assert_uint_eq(dropped_stat(), 0);
+    ck_assert_uint_eq(count_dropped(t, "queue_full", "Event"), 1);
+    ck_assert_uint_eq(count_dropped(t, "session_closed", "Event"), 99);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->messages_undelivered, 99);
     fake_conn_free(slow);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* A connection that goes with messages still queued (peer gone, or limits.close_timeout ran
+ * out): they are counted and traced "session_closed". */
+START_TEST(test_queue_left_at_close_is_undelivered)
+{
+    setup_policy(RT_SLOW_CONSUMER_DISCONNECT);
+    fake_conn *sub = fake_conn_new_joined(T.rt, WAMP_SER_MSGPACK, "realm1");
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    subscribe(sub, 1, "com.left");
+    trace *t = start_trace("left");
+    for (int i = 0; i < 5; i++) {
+        fake_conn_send(pub, "[16, %d, {}, \"com.left\", [%d]]", i + 1, i);
+    }
+    fake_conn_disconnect(sub);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->messages_undelivered, 5);
+    ck_assert_uint_eq(count_dropped(t, "session_closed", "Event"), 5);
+    fake_conn_free(sub);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
+/* limits.hello_timeout: counted in stats.hello_timeouts. */
+START_TEST(test_hello_timeout_counted)
+{
+    setup_policy(RT_SLOW_CONSUMER_DISCONNECT);
+    fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_clock_advance_ms(&T.clock, 1000);
+    rt_router_tick(T.rt);
+    ck_assert(c->close_requested);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->hello_timeouts, 1);
+    fake_conn_free(c);
+}
+
+END_TEST
+
+/* limits.max_retained_topics: an event that cannot be retained is counted (and still
+ * delivered and acknowledged). */
+START_TEST(test_retained_not_kept_counted)
+{
+    test_router_init(&T);
+    rt_router_free(T.rt);
+    T.cfg.limits.max_retained_topics = 1;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn_send(pub, "[16, 1, {\"retain\": true, \"acknowledge\": true}, \"com.r1\", [1]]");
+    fake_conn_send(pub, "[16, 2, {\"retain\": true, \"acknowledge\": true}, \"com.r2\", [2]]");
+    ck_assert_uint_eq(fake_conn_pending(pub), 2); /* both PUBLISHED */
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->events_not_retained, 1);
     fake_conn_free(pub);
 }
 
@@ -454,6 +531,9 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, test_drop_oldest_events_disconnects_when_no_room);
     tcase_add_test(tc, test_drop_oldest_events_room_for_reply);
     tcase_add_test(tc, test_disconnect_policy_default);
+    tcase_add_test(tc, test_queue_left_at_close_is_undelivered);
+    tcase_add_test(tc, test_hello_timeout_counted);
+    tcase_add_test(tc, test_retained_not_kept_counted);
     tcase_add_test(tc, test_welcome_too_big_aborts);
     tcase_add_test(tc, test_abort_too_big_closes);
     tcase_add_test(tc, test_event_too_big_skips_receiver);
