@@ -301,8 +301,12 @@ int main(int argc, char **argv)
     }
 done:
     /* Order matters: lws delivers CLOSED (rt_session_on_closed) for every live connection
-     * while the router still exists; the router borrows the config. */
+     * while the router still exists; traces record until then, and stop (persisted ones
+     * flushed and synced) before anything is freed; the router borrows the config. */
     rt_lws_free(l);
+    if (rt) {
+        rt_router_end_shutdown(rt);
+    }
     mgmt_api_free(mgmt);
     rt_router_free(rt);
     if (rc == EXIT_SUCCESS) {

@@ -378,13 +378,24 @@ void rt_router_begin_shutdown(rt_router *rt)
             rt_router_now_us(rt) + (uint64_t)rt->cfg->limits.shutdown_grace_ms * 1000;
     RT_LOG_INFO(0, "shutting down: %zu session(s) to close, grace period %u ms", rt->n_sessions,
                 rt->cfg->limits.shutdown_grace_ms);
-    trace_hub_shutdown(rt->hub, rt_router_now_us(rt) * 1000u, rt_trace_wall_ns());
+    /* Traces keep running until rt_router_end_shutdown(): the GOODBYEs below, the peers'
+     * replies and the traffic of the grace period are recorded too. */
     RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
     {
         rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
         if (s->state == RT_SESSION_JOINED) {
-            /* Spec "GOODBYE": the router says goodbye and waits for the peer's reply. */
+            /* Spec "GOODBYE": the router says goodbye and waits for the peer's reply. Each
+             * GOODBYE is an action of its own, caused by no message (like the leave events of
+             * a lost connection), which it completes. */
+            bool traced = trace_hub_is_active(rt->hub);
+            if (traced) {
+                rt_trace_action_open_new(rt);
+                RT_TRACE_LAST(rt);
+            }
             (void)rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_SYSTEM_SHUTDOWN));
+            if (traced) {
+                rt_trace_action_close(rt);
+            }
             if (s->state == RT_SESSION_JOINED) {
                 s->state = RT_SESSION_CLOSING;
             }
@@ -398,4 +409,10 @@ bool rt_router_shutdown_done(const rt_router *rt)
 {
     return rt->shutting_down &&
            (rt->n_sessions == 0 || rt_router_now_us(rt) >= rt->shutdown_deadline_us);
+}
+
+void rt_router_end_shutdown(rt_router *rt)
+{
+    /* Persisted traces write out what they buffered, fsync and save meta.json here. */
+    trace_hub_shutdown(rt->hub, rt_router_now_us(rt) * 1000u, rt_trace_wall_ns());
 }

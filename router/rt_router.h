@@ -44,11 +44,18 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
 void rt_router_tick(rt_router *rt);
 
 /* SIGTERM/SIGINT: refuse new HELLOs, send GOODBYE(wamp.close.system_shutdown) to every joined
- * session and close the rest. Idempotent. */
+ * session and close the rest. Running traces go on recording (see rt_router_end_shutdown()).
+ * Idempotent. */
 void rt_router_begin_shutdown(rt_router *rt);
 /* true once shutdown began and every session has gone or the grace period has expired: the
  * loop may stop. */
 bool rt_router_shutdown_done(const rt_router *rt);
+/* The end of the process: stops every running trace with stop_reason "shutdown"; persisted ones
+ * write out their buffered records, fsync and save meta.json, so that a restart lists them
+ * stopped with every record. Call after the transports are torn down (the closes of the last
+ * connections are still recorded) and before rt_router_free(); whether or not
+ * rt_router_begin_shutdown() ran (a second signal, a failed loop). Idempotent. */
+void rt_router_end_shutdown(rt_router *rt);
 
 /* Live sessions (attached and not yet closed). */
 size_t rt_router_session_count(const rt_router *rt);

@@ -224,6 +224,22 @@ static int open_in(const char *dir, const char *name, int flags)
     return fd;
 }
 
+/* fsync(2) of a directory: a file's own fsync does not make its name (a new segment, a renamed
+ * meta.json) survive a power loss. 0, or -1 with errno; EINVAL (a file system that cannot sync
+ * directories) counts as done. */
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : -1;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
 static int unlink_in(const char *dir, const char *name)
 {
     char *path = path_join(dir, name);
@@ -1052,6 +1068,10 @@ wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta)
         err = WAMP_ENOMEM;
     } else if (rename(from, to) != 0) {
         err = fail_io(p, "rename", "meta.json.tmp");
+    } else if (sync_dir(p->dir) != 0) {
+        /* Also makes the names of the segments made since the last time durable: at stop,
+         * everything the trace wrote is on disk under its name. */
+        err = fail_io(p, "fsync", ".");
     }
     free(from);
     free(to);

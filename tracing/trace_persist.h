@@ -2,8 +2,9 @@
  *
  * Layout: <data_dir>/<persistent_id>/ holds
  *   - meta.json: the trace's id, options and status, written by the trace (trace.c) at start and
- *     at stop, replaced atomically (write to meta.json.tmp, fsync, rename). A meta.json that
- *     still says "running" after a restart means the router did not stop cleanly: "crash".
+ *     at stop, replaced atomically (write to meta.json.tmp, fsync, rename, fsync of the
+ *     directory). A meta.json that still says "running" after a restart means the router did
+ *     not stop cleanly: "crash".
  *   - <first_seq>.seg: segment files (first_seq as 20 decimal digits), records appended in seq
  *     order. A new segment starts when the active one reaches segment_bytes (rotation).
  *   - <first_seq>.idx: the segment's sparse index: one 16-byte entry (seq, offset; little
@@ -116,8 +117,9 @@ wamp_err trace_persist_tick(trace_persist *p, uint64_t now_pc_ns, uint64_t now_t
  * rotation (bytes) and at each tick (age). */
 void trace_persist_set_retention(trace_persist *p, uint64_t max_bytes, uint64_t max_age_ns);
 
-/* Writes meta.json (atomically: tmp file, fsync, rename). WAMP_ECLOSED on I/O error (the
- * error is sticky as for the segments). */
+/* Writes meta.json (atomically: tmp file, fsync, rename, then fsync of the trace's directory,
+ * so that the new meta.json and every segment file's name survive a power loss). WAMP_ECLOSED on
+ * I/O error (the error is sticky as for the segments). */
 wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta);
 
 /* Records held: the seqs first_seq .. next_seq - 1 (gaps are possible after corruption). */

@@ -672,6 +672,48 @@ START_TEST(test_one_clock_reading_per_message)
 
 END_TEST
 
+/* SIGTERM: traces keep recording through the grace period, so the GOODBYEs the router sends
+ * (each its own completed action) and the peers' replies are in them; the end of the shutdown
+ * stops them with stop_reason "shutdown". */
+START_TEST(test_shutdown_goodbyes_recorded)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_MSGPACK, "realm2");
+    trace *t = start("t", NULL);
+    rt_router_begin_shutdown(T.rt);
+    ck_assert(trace_is_running(t));
+    fake_conn_send(a, "[6, {}, \"wamp.close.goodbye_and_out\"]");
+    fake_conn_clear(a);
+    fake_conn_clear(b);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 3);
+    const char *corr[2];
+    for (size_t i = 0; i < 2; i++) {
+        json_t *rec = json_array_get(r, i);
+        expect_record(rec, "tx", "Goodbye", NULL);
+        ck_assert_str_eq(str(rec, "realm"), i ? "realm2" : "realm1");
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(rec, "msg"), 2)),
+                         WAMP_CLOSE_SYSTEM_SHUTDOWN);
+        corr[i] = str(rec, "correlation");
+        ck_assert_ptr_nonnull(corr[i]);
+        ck_assert(!flag(rec, "correlation_is_anchor"));
+        ck_assert(flag(rec, "correlation_is_last"));
+    }
+    ck_assert_str_ne(corr[0], corr[1]);
+    expect_record(json_array_get(r, 2), "rx", "Goodbye", NULL);
+    ck_assert_str_eq(str(json_array_get(r, 2), "realm"), "realm1");
+    json_decref(r);
+    rt_router_end_shutdown(T.rt);
+    ck_assert(!trace_is_running(t));
+    ck_assert_int_eq(trace_get_stop_reason(t), TRACE_STOP_SHUTDOWN);
+    rt_router_end_shutdown(T.rt); /* idempotent */
+    ck_assert_int_eq(trace_get_stop_reason(t), TRACE_STOP_SHUTDOWN);
+    fake_conn_free(a);
+    fake_conn_free(b);
+}
+
+END_TEST
+
 static Suite *rt_trace_suite(void)
 {
     Suite *s = suite_create("rt_trace");
@@ -691,6 +733,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_flight_recorder_started_by_router);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     tcase_add_test(tc, test_one_clock_reading_per_message);
+    tcase_add_test(tc, test_shutdown_goodbyes_recorded);
     suite_add_tcase(s, tc);
     return s;
 }
