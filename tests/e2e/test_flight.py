@@ -4,7 +4,7 @@ and python3-autobahn clients for the traffic and the management API.
 
 Checks: right after start list_traces shows "flight-recorder" running with limit 10000 and the
 payload off (and the start-up log says so); pub/sub and RPC traffic appears in it without
-args/kwargs; after more traffic than 10000 records it holds exactly 10000 (dropped > 0,
+args/kwargs, in get_trace_data and in the on_trace_data feed; after more traffic than 10000 records it holds exactly 10000 (dropped > 0,
 first_seq > 0); mark_trace marks it; stop, delete and start_trace "flight-recorder" restart it
 with its configured options; max_traces does not count it; "flight_recorder": false in the config
 means no flight recorder; a persisted flight recorder of an earlier run is listed after a restart
@@ -163,6 +163,30 @@ class TestDefaultConfig(FlightTestCase):
         # realm is not (no self-tracing).
         self.assertTrue(any(r["msg_type"] == "Hello" and r["realm"] == "realm1" for r in recs))
         self.assertFalse(any(r["realm"] == "mgmt" for r in recs))
+
+    async def test_live_feed(self):
+        """on_trace_data carries the flight recorder's records like any trace's."""
+        m = await self.mgmt()
+        batches = []
+        got = asyncio.get_running_loop().create_future()
+        topic = h.uri(self, "live")
+
+        def on_data(node, worker, trace_id, period, records):
+            if trace_id == FR:
+                batches.append((period, records))
+                if any(r["uri"] == topic for r in records) and not got.done():
+                    got.set_result(True)
+
+        await h.step(m.subscribe(on_data, P + "remote.tracing.on_trace_data"))
+        pub = await self.session("json")
+        await h.step(pub.publish(topic, "payload", options=PublishOptions(acknowledge=True)))
+        await h.step(got)
+        recs = [r for _, records in batches for r in records if r["uri"] == topic]
+        self.assertEqual([r["msg_type"] for r in recs], ["Publish", "Published"])
+        self.assertEqual(len(recs[0]["msg"]), 4)  # payload stripped in the feed too
+        for period, records in batches:
+            self.assertEqual([r["seq"] for r in records],
+                             list(range(period["first_seq"], period["last_seq"] + 1)))
 
     async def test_holds_at_most_10000_records(self):
         topic = h.uri(self, "flood")
