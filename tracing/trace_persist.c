@@ -70,6 +70,7 @@ static const uint32_t crc32c_table[256] = {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CRC32C_HW 1
+#include <immintrin.h>
 
 /* SSE 4.2 has an instruction for exactly this polynomial: 8 bytes per instruction instead of a
  * table lookup per byte (the table loop cost ~3 ns per byte, most of a persisted record's
@@ -91,6 +92,59 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
     }
     return c32;
 }
+
+/* Three lanes at once. crc32 has a latency of 3 cycles but starts one per cycle, so the loop
+ * above, one dependent chain, uses a third of it: a 200-byte record took ~26 ns, a tenth of a
+ * persisted record's capture cost. Here a stretch of 3 * L bytes is cut into three lanes of L
+ * bytes, computed side by side (the second and third from 0), then joined: the register after
+ * A||B is shift(crc(A), |B|) ^ crc(B), where shift() carries a register over |B| zero bytes.
+ * That shift is linear, and one carry-less multiply by x^(8n-33) mod P (bit-reflected, like the
+ * register) followed by a crc32 of the 64-bit product computes it (checked against the table
+ * for every register bit when the constants were made, and by check_trace_persist's test_crc32c
+ * against a bit-by-bit reference at every length up to 1100). L = 64 while the data lasts, then
+ * once L = 32: ~17 ns for 200 bytes, ~11 ns for 100. */
+#define CRC_X_8N_33_32  0xba4fc28eu /* x^(8*32-33) mod P: shift over 32 bytes */
+#define CRC_X_8N_33_64  0x9e4addf8u /* over 64 bytes */
+#define CRC_X_8N_33_128 0x0d3b6092u /* over 128 bytes */
+
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc32c_shift(uint32_t c, uint32_t k)
+{
+    __m128i t = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0);
+    return (uint32_t)__builtin_ia32_crc32di(0, (unsigned long long)_mm_cvtsi128_si64(t));
+}
+
+/* One stretch of 3 * lane bytes from register c; k1, k2 shift over lane and 2 * lane bytes. */
+__attribute__((target("sse4.2,pclmul"))) static uint32_t
+crc32c_lanes(uint32_t c, const unsigned char *p, size_t lane, uint32_t k1, uint32_t k2)
+{
+    uint64_t a = c, b = 0, d = 0;
+    for (size_t i = 0; i < lane; i += 8) {
+        uint64_t va, vb, vd;
+        memcpy(&va, p + i, 8);
+        memcpy(&vb, p + lane + i, 8);
+        memcpy(&vd, p + 2 * lane + i, 8);
+        a = __builtin_ia32_crc32di(a, va);
+        b = __builtin_ia32_crc32di(b, vb);
+        d = __builtin_ia32_crc32di(d, vd);
+    }
+    return crc32c_shift((uint32_t)a, k2) ^ crc32c_shift((uint32_t)b, k1) ^ (uint32_t)d;
+}
+
+__attribute__((target("sse4.2,pclmul"))) static uint32_t
+crc32c_hw3(uint32_t crc, const unsigned char *p, size_t len)
+{
+    while (len >= 3 * 64) {
+        crc = crc32c_lanes(crc, p, 64, CRC_X_8N_33_64, CRC_X_8N_33_128);
+        p += 3 * 64;
+        len -= 3 * 64;
+    }
+    if (len >= 3 * 32) {
+        crc = crc32c_lanes(crc, p, 32, CRC_X_8N_33_32, CRC_X_8N_33_64);
+        p += 3 * 32;
+        len -= 3 * 32;
+    }
+    return crc32c_hw(crc, p, len);
+}
 #endif
 
 uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len)
@@ -99,6 +153,9 @@ uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len)
     crc = ~crc;
 #ifdef CRC32C_HW
     if (__builtin_cpu_supports("sse4.2")) {
+        if (len >= 3 * 32 && __builtin_cpu_supports("pclmul")) {
+            return ~crc32c_hw3(crc, p, len);
+        }
         return ~crc32c_hw(crc, p, len);
     }
 #endif

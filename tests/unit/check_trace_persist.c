@@ -185,22 +185,26 @@ START_TEST(test_crc32c)
     /* Incremental = one shot. */
     uint32_t c = trace_crc32c(0, "12345", 5);
     ck_assert_uint_eq(trace_crc32c(c, "6789", 4), 0xe3069283u);
-    /* Against a bit-by-bit reference, at every length and alignment up to 100 bytes (the
-     * hardware path takes 8 bytes at a time, the table path one). */
-    unsigned char buf[128];
+    /* Against a bit-by-bit reference, at every length and alignment up to 1100 bytes (the
+     * hardware paths take 8 bytes at a time, in one chain or in three lanes of 32 or 64 bytes
+     * joined by carry-less multiplies; the table path one byte). */
+    unsigned char buf[1108];
     for (size_t i = 0; i < sizeof(buf); i++) {
-        buf[i] = (unsigned char)(i * 131u + 7u);
+        buf[i] = (unsigned char)(i * 131u + 7u + (i >> 8));
     }
     for (size_t off = 0; off < 8; off++) {
-        for (size_t len = 0; len <= 100; len++) {
-            uint32_t ref = 0xffffffffu;
-            for (size_t i = 0; i < len; i++) {
-                ref ^= buf[off + i];
-                for (int k = 0; k < 8; k++) {
-                    ref = (ref >> 1) ^ (0x82f63b78u & (0u - (ref & 1u)));
-                }
+        uint32_t ref = 0xffffffffu; /* the reference register over buf[off .. off + len) */
+        for (size_t len = 0; len <= 1100; len++) {
+            uint32_t crc = trace_crc32c(0, buf + off, len);
+            ck_assert_uint_eq(crc, ~ref);
+            /* Incremental across the lanes: any cut gives the same CRC. */
+            size_t cut = len * off / 8;
+            ck_assert_uint_eq(
+                    trace_crc32c(trace_crc32c(0, buf + off, cut), buf + off + cut, len - cut), crc);
+            ref ^= buf[off + len];
+            for (int k = 0; k < 8; k++) {
+                ref = (ref >> 1) ^ (0x82f63b78u & (0u - (ref & 1u)));
             }
-            ck_assert_uint_eq(trace_crc32c(0, buf + off, len), ~ref);
         }
     }
 }
