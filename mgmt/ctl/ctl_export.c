@@ -144,6 +144,50 @@ static double ts_us(const json_t *rec)
     return json_number_value(json_object_get(rec, "ts")) * 1e6;
 }
 
+/* The track (tid) of the session who names ({session_id, authid, authrole}: a message record
+ * or an action record's originator) under realm pid, named on first use; key gets its map key.
+ * 0 on failure. */
+static json_int_t session_tid(ctl_chrome *c, json_int_t pid, const json_t *who, char key[64])
+{
+    json_int_t session = json_integer_value(json_object_get(who, "session_id"));
+    char tname[600];
+    snprintf(key, 64, "%lld/%lld", (long long)pid, (long long)session);
+    const char *authid = json_string_value(json_object_get(who, "authid"));
+    const char *authrole = json_string_value(json_object_get(who, "authrole"));
+    snprintf(tname, sizeof(tname), "session %lld%s%s%s%s%s", (long long)session, authid ? " " : "",
+             authid ? authid : "", authrole ? " (" : "", authrole ? authrole : "",
+             authrole ? ")" : "");
+    return tid_of(c, key, pid, tname);
+}
+
+/* An action record (trace_level "action"): one complete slice on the originator's track from
+ * ts to ts + duration, with the record in args, laid out with the others at the end. */
+static bool add_action(ctl_chrome *c, const json_t *rec)
+{
+    json_int_t pid = pid_of(c, str_or(rec, "realm", "(no realm)"));
+    char key[64], name[600], seqkey[40];
+    json_int_t tid = pid ? session_tid(c, pid, json_object_get(rec, "originator"), key) : 0;
+    if (!pid || !tid) {
+        return false;
+    }
+    const char *uri = json_string_value(json_object_get(rec, "uri"));
+    snprintf(name, sizeof(name), "%s%s%s", str_or(rec, "action", "action"), uri ? " " : "",
+             uri ? uri : "");
+    double start = ts_us(rec);
+    double dur = json_number_value(json_object_get(rec, "duration")) * 1e6;
+    const char *corr = json_string_value(json_object_get(rec, "correlation"));
+    if (!corr || json_object_get(c->actions, corr)) {
+        snprintf(seqkey, sizeof(seqkey), "seq %lld",
+                 (long long)json_integer_value(json_object_get(rec, "seq")));
+        corr = seqkey;
+    }
+    json_t *a = json_pack("{s:I, s:I, s:s, s:f, s:f, s:s, s:[], s:O}", "pid", pid, "tid", tid,
+                          "skey", key, "start", start, "end", start + (dur > 0 ? dur : 0), "name",
+                          name, "followers", "args", rec);
+    return a && json_object_set_new(c->actions, corr, a) == 0 &&
+           json_array_append_new(c->order, json_string(corr)) == 0;
+}
+
 bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
 {
     if (!json_is_object(rec)) {
@@ -165,16 +209,12 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
                                  "marker", "ph", "i", "s", "g", "ts", ts, "pid", 0, "tid", 0,
                                  "args", rec));
     }
+    if (json_is_string(json_object_get(rec, "action"))) {
+        return add_action(c, rec);
+    }
     json_int_t pid = pid_of(c, str_or(rec, "realm", "(no realm)"));
-    json_int_t session = json_integer_value(json_object_get(rec, "session_id"));
-    char key[64], tname[600];
-    snprintf(key, sizeof(key), "%lld/%lld", (long long)pid, (long long)session);
-    const char *authid = json_string_value(json_object_get(rec, "authid"));
-    const char *authrole = json_string_value(json_object_get(rec, "authrole"));
-    snprintf(tname, sizeof(tname), "session %lld%s%s%s%s%s", (long long)session, authid ? " " : "",
-             authid ? authid : "", authrole ? " (" : "", authrole ? authrole : "",
-             authrole ? ")" : "");
-    json_int_t tid = pid ? tid_of(c, key, pid, tname) : 0;
+    char key[64];
+    json_int_t tid = pid ? session_tid(c, pid, rec, key) : 0;
     if (!pid || !tid) {
         return false;
     }
@@ -306,9 +346,15 @@ static bool layout(ctl_chrome *c, slice *sl, size_t n)
                 break;
             }
             const char *name = json_string_value(json_object_get(sl[k].action, "name"));
-            ok = emit(c, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I}", "name", name, "cat",
+            json_t *ev = json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I}", "name", name, "cat",
                                    "action", "ph", "X", "ts", sl[k].start, "dur",
-                                   sl[k].end - sl[k].start, "pid", sl[k].pid, "tid", tid));
+                                   sl[k].end - sl[k].start, "pid", sl[k].pid, "tid", tid);
+            json_t *args = json_object_get(sl[k].action, "args"); /* action records only */
+            if (ev && args && json_object_set(ev, "args", args) != 0) {
+                json_decref(ev);
+                ev = NULL;
+            }
+            ok = emit(c, ev);
             size_t fi;
             json_t *f;
             json_array_foreach(json_object_get(sl[k].action, "followers"), fi, f)

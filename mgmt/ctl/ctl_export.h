@@ -13,6 +13,9 @@
  * binds flows to slices only). Slices of one thread always nest: an action overlapping
  * another of the same session without containing it goes to an extra thread of that session
  * ("session N (overlap k)"). Times are microseconds of the records' wall clock ("ts").
+ * Action records (trace_level "action") are no instants: each is one complete event (cat
+ * "action") on its originator's track from ts to ts + duration, named "call com.example.add",
+ * with the record in args (responders included), laid out on lanes like the other slices.
  * Ownership: the converter copies what it keeps from each record; single-threaded. One event
  * per line in the output. */
 #ifndef CTL_EXPORT_H

@@ -64,19 +64,63 @@ void ctl_format_records_header(FILE *out)
             "REALM", "SESSION", "URI", "CORR", "MSG");
 }
 
-void ctl_format_record_row(FILE *out, const json_t *rec, int msg_width)
+/* The record's ts as the UTC time of day with milliseconds ("-" if it has none). */
+static void time_of_day(const json_t *rec, char when[16])
 {
     double ts = json_number_value(json_object_get(rec, "ts"));
     time_t secs = (time_t)ts;
     struct tm tm;
-    char when[16] = "-";
+    snprintf(when, 16, "-");
     if (gmtime_r(&secs, &tm)) {
         int ms = (int)((ts - (double)secs) * 1000.0);
-        snprintf(when, sizeof(when), "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+        snprintf(when, 16, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
                  ms < 0     ? 0
                  : ms > 999 ? 999
                             : ms);
     }
+}
+
+bool ctl_format_is_action(const json_t *rec)
+{
+    return json_is_string(json_object_get(rec, "action"));
+}
+
+void ctl_format_actions_header(FILE *out)
+{
+    fprintf(out, "%6s %-12s %-11s %-10s %-16s %-32s %4s %-7s %s\n", "SEQ", "TIME", "ACTION",
+            "REALM", "ORIGINATOR", "URI", "RESP", "SUCCESS", "DURATION");
+}
+
+static void action_row(FILE *out, const json_t *rec)
+{
+    char when[16], session[24] = "-", dur[32] = "-";
+    time_of_day(rec, when);
+    json_t *sid = json_object_get(json_object_get(rec, "originator"), "session_id");
+    if (json_is_integer(sid)) {
+        snprintf(session, sizeof(session), "%lld", (long long)json_integer_value(sid));
+    }
+    json_t *d = json_object_get(rec, "duration");
+    if (json_is_number(d)) {
+        snprintf(dur, sizeof(dur), "%.3f ms", json_number_value(d) * 1000.0);
+    }
+    json_t *ok = json_object_get(rec, "success");
+    fprintf(out, "%6lld %-12s %-11s %-10s %-16s %-32s %4zu %-7s %s\n", int_of(rec, "seq"), when,
+            str_or(rec, "action", "?"), str_or(rec, "realm", "-"), session, str_or(rec, "uri", "-"),
+            json_array_size(json_object_get(rec, "responders")),
+            json_is_true(ok)    ? "yes"
+            : json_is_false(ok) ? "NO"
+                                : "-",
+            dur);
+}
+
+void ctl_format_record_row(FILE *out, const json_t *rec, int msg_width)
+{
+    if (ctl_format_is_action(rec)) {
+        action_row(out, rec);
+        return;
+    }
+    char when[16];
+    time_of_day(rec, when);
     char corr[16] = "-";
     const char *c = json_string_value(json_object_get(rec, "correlation"));
     if (c) {

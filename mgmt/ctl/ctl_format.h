@@ -4,6 +4,7 @@
 #ifndef CTL_FORMAT_H
 #define CTL_FORMAT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -18,5 +19,10 @@ void ctl_format_meta(FILE *out, const json_t *meta);
  * with A (anchor) / L (last); MSG the compact message, cut to msg_width characters (0: whole). */
 void ctl_format_records_header(FILE *out);
 void ctl_format_record_row(FILE *out, const json_t *rec, int msg_width);
+/* Action records (trace_level "action"; ctl_format_record_row() prints them this way):
+ * "SEQ TIME ACTION REALM ORIGINATOR URI RESP SUCCESS DURATION" with the originator's session
+ * id, the number of responders, yes/NO, and the duration in milliseconds. */
+bool ctl_format_is_action(const json_t *rec);
+void ctl_format_actions_header(FILE *out);
 
 #endif /* CTL_FORMAT_H */

@@ -789,7 +789,12 @@ static int cmd_data(ctl *c)
     if (f.json) {
         print_json(all);
     } else {
-        ctl_format_records_header(stdout);
+        /* An action trace's records get their own columns. */
+        if (ctl_format_is_action(json_array_get(all, 0))) {
+            ctl_format_actions_header(stdout);
+        } else {
+            ctl_format_records_header(stdout);
+        }
         size_t i;
         json_t *r;
         json_array_foreach(all, i, r)
@@ -924,12 +929,19 @@ static int tail_run(ctl *c)
     long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
     long long next = (long long)json_integer_value(json_object_get(m, "next_seq")) - f.lines;
     bool stopped = strcmp(json_string_value(json_object_get(m, "status")), "stopped") == 0;
+    const char *level =
+            json_string_value(json_object_get(json_object_get(m, "options"), "trace_level"));
+    bool actions = level && strcmp(level, "action") == 0;
     json_decref(m);
     if (next < first) {
         next = first;
     }
     if (!f.json) {
-        ctl_format_records_header(stdout);
+        if (actions) {
+            ctl_format_actions_header(stdout);
+        } else {
+            ctl_format_records_header(stdout);
+        }
     }
     if ((rc = tail_fill(c, id, &f, &next, -1)) != EX_OK) {
         return rc;
@@ -1201,7 +1213,7 @@ static const cmd commands[] = {
          "  --max-records N        stop after N records\n"
          "  --batching-period MS   live feed period\n"
          "  --persist              persist the records (refused by routers without it)\n"
-         "  --trace-level message|action\n"
+         "  --trace-level message|action  action: one record per completed action\n"
          "  --options JSON         any trace_options object (the flags above win)\n"
          "  --json                 print the metadata as JSON\n"},
         {"stop", cmd_stop,
@@ -1217,7 +1229,9 @@ static const cmd commands[] = {
          "usage: wampscope-ctl data ID [--from SEQ] [--to SEQ] [--limit N] [--json] [--width N]\n"
          "Prints the records with from <= seq <= to (default: from the oldest held, up to the\n"
          "newest), at most N (default 100), as a table (MSG cut to --width characters, 0 =\n"
-         "whole; default 60) or with --json as the API's record objects (a JSON list).\n"},
+         "whole; default 60) or with --json as the API's record objects (a JSON list).\n"
+         "An action trace's records: SEQ TIME ACTION REALM ORIGINATOR URI RESP (responders)\n"
+         "SUCCESS DURATION.\n"},
         {"tail", cmd_tail,
          "usage: wampscope-ctl tail ID [-n N] [--json] [--width N]\n"
          "Prints the last N records (default 10), then every new record as it arrives (the\n"

@@ -562,6 +562,82 @@ class TestExportAndMark(CtlTestCase):
         r = await self.ok("show", "al", "--json")
         self.assertEqual(json.loads(r.out)["status"], "stopped")
 
+    async def test_action_trace_data_and_exports(self):
+        """An action trace (--trace-level action): the data table's action columns, --json and
+        both exports; Chrome draws each action as one slice on its originator's track."""
+        from autobahn.wamp.exception import ApplicationError
+        prefix = h.uri(self, "")
+        r = await self.ok("start", "acts", "--trace-level", "action", "--realm", "realm1",
+                          "--json")
+        self.assertEqual(json.loads(r.out)["options"]["trace_level"], "action")
+        self.assert_error(await self.ctl("start", "bad", "--trace-level", "action",
+                                         "--direction", "rx"),
+                          EX_REFUSED, "crossbar.error.invalid_configuration: direction")
+        callee, caller = await self.rpc_traffic(prefix, n=3)
+        with self.assertRaises(ApplicationError):
+            await h.step(caller.call(prefix + "nobody"))
+        await self.ok("stop", "acts")
+        recs = await self.records("acts")
+        self.assertEqual([x["action"] for x in recs],
+                         ["join", "join", "register", "call", "call", "call", "call"])
+        calls = [x for x in recs if x["action"] == "call"]
+        self.assertEqual([x["success"] for x in calls], [True, True, True, False])
+        self.assertTrue(all(x["originator"]["session_id"] == caller._session_id for x in calls))
+        self.assertEqual([x["session_id"] for x in calls[0]["responders"]], [callee._session_id])
+        r = await self.ok("data", "acts")
+        lines = r.out.splitlines()
+        self.assertEqual(lines[0].split(), ["SEQ", "TIME", "ACTION", "REALM", "ORIGINATOR", "URI",
+                                            "RESP", "SUCCESS", "DURATION"])
+        self.assertEqual(len(lines), 1 + len(recs))
+        for line, rec in zip(lines[1:], recs):
+            cols = line.split()
+            self.assertEqual(tuple(cols[:1] + cols[2:8] + cols[9:]),
+                             (str(rec["seq"]), rec["action"], "realm1",
+                              str(rec["originator"]["session_id"]), rec["uri"] or "-",
+                              str(len(rec["responders"])), "yes" if rec["success"] else "NO",
+                              "ms"), line)
+            self.assertAlmostEqual(float(cols[8]), rec["duration"] * 1000, delta=0.0006)
+        r = await self.ok("data", "acts", "--json")
+        self.assertEqual(json.loads(r.out), recs)
+        # tail of a stopped action trace: the same columns, the last rows, then it ends.
+        r = await self.ok("tail", "acts", "-n", "3")
+        self.assertEqual(r.out.splitlines(), lines[:1] + lines[-3:])
+        with tempfile.TemporaryDirectory() as tmp:
+            ch = os.path.join(tmp, "acts.json")
+            r = await self.ok("export", "acts", "--format", "chrome", "-o", ch)
+            self.assertIn("exported %d records" % len(recs), r.err)
+            with open(ch, encoding="utf-8") as f:
+                doc = json.load(f)
+        r = await self.ok("export", "acts", "--format", "jsonl", "-o", "-")
+        self.assertEqual([json.loads(x) for x in r.out.splitlines()], recs)
+        events = doc["traceEvents"]
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        self.assertFalse([e for e in events if e["ph"] in ("i", "s", "f")])
+        slices = [e for e in events if e["ph"] == "X"]
+        self.assertEqual(len(slices), len(recs))
+        self.assertEqual(sorted(e["args"]["seq"] for e in slices), [x["seq"] for x in recs])
+        by_thread = {}
+        for e in slices:
+            rec = e["args"]
+            self.assertEqual(e["cat"], "action")
+            self.assertEqual(e["name"], rec["action"] + (" " + rec["uri"] if rec["uri"] else ""))
+            self.assertAlmostEqual(e["ts"], rec["ts"] * 1e6, delta=1)
+            self.assertAlmostEqual(e["dur"], rec["duration"] * 1e6, delta=1)
+            # On the originator's track (or an overlap lane of it).
+            self.assertTrue(names[(e["pid"], e["tid"])].startswith(
+                "session %d" % rec["originator"]["session_id"]), names)
+            by_thread.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+        for spans in by_thread.values():
+            spans.sort(key=lambda x: (x[0], -x[1]))
+            stack = []
+            for start, end in spans:
+                while stack and stack[-1] <= start:
+                    stack.pop()
+                if stack:
+                    self.assertLessEqual(end, stack[-1], "slices overlap without nesting")
+                stack.append(end)
+
 
 class TestFlightRecorder(CtlTestCase):
     """The router with its default configuration (configs/default.json on an ephemeral port):

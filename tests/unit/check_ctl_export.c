@@ -361,6 +361,78 @@ START_TEST(test_chrome_empty_trace)
 
 END_TEST
 
+/* Action records (trace_level "action"): one complete slice each on the originator's track,
+ * [ts, ts + duration], record in args, no instants; overlapping actions of one session go to
+ * an overlap lane so that slices nest. */
+START_TEST(test_chrome_action_records)
+{
+    static const char *const recs[] = {
+            "{\"seq\": 0, \"pc\": 1.0, \"ts\": 100.0, \"realm\": \"realm1\", \"action\": \"call\","
+            "\"correlation\": \"00000000-0000-4000-8000-000000000001\", \"uri\": \"com.add\","
+            "\"originator\": {\"session_id\": 5, \"authid\": \"alice\", \"authrole\": \"user\"},"
+            "\"responders\": [{\"session_id\": 6, \"authid\": null, \"authrole\": null}],"
+            "\"success\": true, \"duration\": 0.5}",
+            "{\"seq\": 1, \"pc\": 1.2, \"ts\": 100.2, \"realm\": \"realm1\", \"action\": "
+            "\"publish\","
+            "\"correlation\": \"00000000-0000-4000-8000-000000000002\", \"uri\": \"com.t\","
+            "\"originator\": {\"session_id\": 5, \"authid\": \"alice\", \"authrole\": \"user\"},"
+            "\"responders\": [], \"success\": true, \"duration\": 0.6}",
+            "{\"seq\": 2, \"pc\": 1.3, \"ts\": 100.3, \"realm\": \"realm1\", \"action\": \"join\","
+            "\"correlation\": \"00000000-0000-4000-8000-000000000003\", \"uri\": null,"
+            "\"originator\": {\"session_id\": 7, \"authid\": null, \"authrole\": \"anonymous\"},"
+            "\"responders\": [], \"success\": false, \"duration\": 0.0}",
+    };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_chrome *c = ctl_chrome_new(f);
+    ck_assert_ptr_nonnull(c);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *r = json_loads(recs[i], 0, NULL);
+        ck_assert_ptr_nonnull(r);
+        ck_assert(ctl_chrome_add(c, r));
+        json_decref(r);
+    }
+    ck_assert(ctl_chrome_finish(c, NULL));
+    ctl_chrome_free(c);
+    fclose(f);
+    json_t *doc = json_loads(buf, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    free(buf);
+    json_t *events = json_object_get(doc, "traceEvents");
+    size_t i, n_x = 0;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        ck_assert_str_ne(sget(e, "ph"), "i");
+        ck_assert_str_ne(sget(e, "ph"), "s");
+        n_x += strcmp(sget(e, "ph"), "X") == 0;
+    }
+    ck_assert_uint_eq(n_x, 3);
+    const json_t *call = slice_named(events, "call com.add");
+    ck_assert_double_eq_tol(nget(call, "ts"), 100.0e6, 1);
+    ck_assert_double_eq_tol(nget(call, "dur"), 0.5e6, 1);
+    ck_assert_str_eq(meta_name(events, iget(call, "pid"), -1), "realm realm1");
+    ck_assert_str_eq(meta_name(events, iget(call, "pid"), iget(call, "tid")),
+                     "session 5 alice (user)");
+    json_t *args = json_object_get(call, "args");
+    ck_assert_str_eq(sget(args, "action"), "call");
+    ck_assert_uint_eq(json_array_size(json_object_get(args, "responders")), 1);
+    /* The publish overlaps the call without nesting in it: another lane of session 5. */
+    const json_t *pub = slice_named(events, "publish com.t");
+    ck_assert_int_ne(iget(pub, "tid"), iget(call, "tid"));
+    ck_assert_str_eq(meta_name(events, iget(pub, "pid"), iget(pub, "tid")),
+                     "session 5 (overlap 1)");
+    const json_t *join = slice_named(events, "join");
+    ck_assert_double_eq(nget(join, "dur"), 0.0);
+    ck_assert_str_eq(meta_name(events, iget(join, "pid"), iget(join, "tid")),
+                     "session 7 (anonymous)");
+    ck_assert(json_is_false(json_object_get(json_object_get(join, "args"), "success")));
+    json_decref(doc);
+}
+
+END_TEST
+
 static Suite *ctl_export_suite(void)
 {
     Suite *s = suite_create("ctl_export");
@@ -368,6 +440,7 @@ static Suite *ctl_export_suite(void)
     tcase_add_test(tc, test_jsonl_lines_are_the_records);
     tcase_add_test(tc, test_chrome_structure);
     tcase_add_test(tc, test_chrome_empty_trace);
+    tcase_add_test(tc, test_chrome_action_records);
     suite_add_tcase(s, tc);
     return s;
 }

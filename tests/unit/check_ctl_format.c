@@ -58,6 +58,53 @@ START_TEST(test_record_row)
 
 END_TEST
 
+START_TEST(test_action_row)
+{
+    const char *text =
+            "{\"seq\": 7, \"pc\": 1.0, \"ts\": 1502829396.5978456, \"realm\": \"realm1\","
+            "\"action\": \"call\", \"correlation\": \"d5d9bcec-a3eb-4f0e-875b-6933680bb546\","
+            "\"uri\": \"com.example.add\", \"originator\": {\"session_id\": 77, \"authid\": \"a\","
+            "\"authrole\": \"r\"}, \"responders\": [{\"session_id\": 8, \"authid\": null,"
+            "\"authrole\": null}, {\"session_id\": 9, \"authid\": null, \"authrole\": null}],"
+            "\"success\": false, \"duration\": 0.0123456}";
+    json_t *v = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(v);
+    ck_assert(ctl_format_is_action(v));
+    json_decref(v);
+    char *row = capture_row(text, 20);
+    char seq[16], time[16], action[16], realm[16], sess[24], uri[64], resp[8], ok[8], dur[16],
+            unit[8];
+    ck_assert_int_eq(sscanf(row, "%15s %15s %15s %15s %23s %63s %7s %7s %15s %7s", seq, time,
+                            action, realm, sess, uri, resp, ok, dur, unit),
+                     10);
+    ck_assert_str_eq(seq, "7");
+    ck_assert_str_eq(time, "20:36:36.597");
+    ck_assert_str_eq(action, "call");
+    ck_assert_str_eq(realm, "realm1");
+    ck_assert_str_eq(sess, "77"); /* the originator */
+    ck_assert_str_eq(uri, "com.example.add");
+    ck_assert_str_eq(resp, "2");
+    ck_assert_str_eq(ok, "NO");
+    ck_assert_str_eq(dur, "12.346");
+    ck_assert_str_eq(unit, "ms");
+    free(row);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_format_actions_header(f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "ACTION"));
+    ck_assert_ptr_nonnull(strstr(buf, "ORIGINATOR"));
+    ck_assert_ptr_nonnull(strstr(buf, "DURATION"));
+    free(buf);
+    /* A message record is not one. */
+    v = json_loads("{\"seq\": 1, \"msg_type\": \"Call\"}", 0, NULL);
+    ck_assert(!ctl_format_is_action(v));
+    json_decref(v);
+}
+
+END_TEST
+
 START_TEST(test_traces_and_meta)
 {
     json_t *m =
@@ -98,6 +145,7 @@ static Suite *ctl_format_suite(void)
     Suite *s = suite_create("ctl_format");
     TCase *tc = tcase_create("format");
     tcase_add_test(tc, test_record_row);
+    tcase_add_test(tc, test_action_row);
     tcase_add_test(tc, test_traces_and_meta);
     suite_add_tcase(s, tc);
     return s;
