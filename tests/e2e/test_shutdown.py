@@ -1,9 +1,16 @@
-"""SIGTERM: every joined session gets GOODBYE(wamp.close.system_shutdown) and the router exits 0."""
+"""SIGTERM: every joined session gets GOODBYE(wamp.close.system_shutdown) and the router exits 0;
+a second signal ends the grace period at once. (Under load: test_shutdown_load.py.)"""
 
 import asyncio
+import os
+import shutil
+import signal
 import time
 
 import rt_harness as h
+
+MGMT = "crossbarfabriccenter."
+NODE, WORKER = "e2e_node", "router1"  # configs/test-e2e.json
 
 
 class TestShutdown(h.AsyncTestCase):
@@ -59,6 +66,45 @@ class TestShutdown(h.AsyncTestCase):
         await self._sigterm_and_wait()
         self.assertTrue(raw.read_until_eof(5.0))
         self.assertLess(time.monotonic() - t0, 5.0)
+
+    async def test_second_signal_stops_at_once(self):
+        m = await h.open_session(self.router, "mgmt", "json")
+        await h.step(m.call(MGMT + "start_trace", NODE, WORKER, "kept", {"persist": True}))
+        raw = h.RawWs(self.router.host, self.router.port, self.router.path)
+        self.addCleanup(raw.close)
+        self.assertEqual(raw.hello("realm1")[0], 2)  # WELCOME; this client never says GOODBYE
+        sent = self.router.terminate()
+        msg = raw.recv_wamp()  # the first signal is being handled
+        self.assertEqual(msg[0], 6, msg)
+        self.router.proc.send_signal(signal.SIGINT)  # no waiting for the 2 s grace period now
+        elapsed = await asyncio.get_running_loop().run_in_executor(None, self.router.wait_exit,
+                                                                   sent)
+        self.assertLess(elapsed, 1.5)
+        self.assertTrue(raw.read_until_eof(5.0))
+        err = self.router.stderr_text()
+        self.assertIn("SIGINT received again: stopping now", err)
+        self.assertIn("stopped", err.splitlines()[-1])
+        # Even so, the persisted trace was written out and stopped: a restart (same working
+        # directory, so the same ./wampscope-data) lists it with the session's GOODBYE.
+        again = h.RouterProc()
+        shutil.rmtree(again.tmp)
+        again.tmp = self.router.tmp
+        os.remove(self.router.ports_file)
+        again.ports_file = self.router.ports_file
+        again.stdout_path = self.router.stdout_path + "2"
+        again.stderr_path = self.router.stderr_path + "2"
+        again.start()
+        self.addCleanup(again.kill)
+        m = await h.open_session(again, "mgmt", "json")
+        meta = await h.step(m.call(MGMT + "get_trace", NODE, WORKER, "kept"))
+        self.assertEqual((meta["status"], meta["stop_reason"]), ("stopped", "shutdown"))
+        recs = await h.step(m.call(MGMT + "get_trace_data", NODE, WORKER, "kept", 0, None, 100))
+        self.assertEqual([r["seq"] for r in recs], list(range(meta["next_seq"])))
+        self.assertIn(("rx", "Hello"), [(r["direction"], r["msg_type"]) for r in recs])
+        self.assertEqual(recs[-1]["msg_type"], "Goodbye")
+        self.assertEqual(recs[-1]["msg"][2], "wamp.close.system_shutdown")
+        await m.close()
+        again.wait_exit(again.terminate())
 
     async def test_idle_router(self):
         elapsed = await self._sigterm_and_wait()
