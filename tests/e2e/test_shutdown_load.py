@@ -14,6 +14,9 @@ comes while the traffic flows. Then:
   counted just before SIGTERM, a tx PUBLISHED/RESULT record for every one the clients received
   (so the last moments before the signal are on disk), and the GOODBYE the router sent to each
   of the 1,000 sessions at shutdown.
+The same with one light session in ten deaf to GOODBYE: the router waits for the grace period,
+and no longer. And a subscriber that stopped reading: what is still queued for it when the grace
+period ends is in the persisted trace as dropped "session_closed", GOODBYE included.
 The figures (seconds from SIGTERM to exit, records flushed) are printed; RT_ROUTER_BIN pointing
 at a Release build measures that build.
 """
@@ -22,6 +25,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import sys
@@ -152,6 +156,59 @@ class TestShutdownUnderLoad(h.AsyncTestCase):
     async def test_sigterm_with_busy_and_deaf_sessions(self):
         """One light session in ten never answers GOODBYE: the grace period ends them."""
         await self.shutdown_under_load(deaf_every=10)
+
+    async def test_sigterm_with_a_stalled_reader(self):
+        """A subscriber that stopped reading holds queued EVENTs (and then its GOODBYE) when the
+        grace period ends: each message never written is in the persisted trace as a tx record
+        with dropped "session_closed", as many as the router's log line counts."""
+        router = self.start_router()
+        m = await h.open_session(router, "mgmt", "msgpack")
+        await self.call(m, "start_trace", "disk", {"persist": True})
+        topic = "com.wampscope.e2e.stalled.t"
+        raw = h.RawWs(router.host, router.port, router.path)
+        self.addCleanup(raw.close)
+        welcome = raw.hello("realm1")
+        self.assertEqual(welcome[0], 2, welcome)
+        stalled = welcome[1]
+        raw.send_json([32, 1, {}, topic])
+        self.assertEqual(raw.recv_wamp()[0], 33)
+        pub = await h.open_session(router, "realm1", "msgpack")
+        blob = "s" * 10000
+        for i in range(2000):  # 20 MB: far more than the socket buffers hold, not the queue cap
+            await h.step(pub.publish(topic, i, blob, options=PublishOptions(acknowledge=True)))
+        elapsed = await asyncio.get_running_loop().run_in_executor(
+            None, router.wait_exit, router.terminate(), GRACE_S + EXIT_MARGIN_S)
+        self.assertGreaterEqual(elapsed, GRACE_S - 0.2)  # it waited for the stalled reader
+        found = re.findall(r"\[session %d\] (\d+) queued messages \(\d+ bytes\) not written"
+                           % stalled, router.stderr_text())
+        self.assertEqual(len(found), 1, router.stderr_text()[-3000:])
+        unwritten = int(found[0])
+
+        router = self.start_router()
+        m = await h.open_session(router, "mgmt", "msgpack")
+        meta = await self.call(m, "get_trace", "disk")
+        self.assertEqual(meta["stop_reason"], "shutdown")
+        mine = []
+        nxt = 0
+        while nxt < meta["next_seq"]:
+            page = await self.call(m, "get_trace_data", "disk", nxt, None, 200)  # 10 kB each
+            self.assertEqual(page[0]["seq"], nxt)
+            nxt = page[-1]["seq"] + 1
+            mine += [r for r in page if r["session_id"] == stalled and r["direction"] == "tx"]
+        queued = [r for r in mine if "dropped" not in r]
+        dropped = [r for r in mine if "dropped" in r]
+        self.assertEqual(sum(1 for r in queued if r["msg_type"] == "Event"), 2000)
+        self.assertEqual(queued[-1]["msg_type"], "Goodbye")
+        self.assertEqual(len(dropped), unwritten)
+        self.assertGreater(unwritten, 100)
+        self.assertEqual({r["dropped"] for r in dropped}, {"session_closed"})
+        self.assertEqual(dropped[-1]["msg_type"], "Goodbye")
+        self.assertEqual({r["msg_type"] for r in dropped[:-1]}, {"Event"})
+        # The EVENTs lost are the newest ones, in order.
+        self.assertEqual([r["msg"][4][0] for r in dropped[:-1]],
+                         list(range(2000 - (unwritten - 1), 2000)))
+        await h.step(m.close())
+        router.wait_exit(router.terminate())
 
     async def shutdown_under_load(self, deaf_every):
         router = self.start_router()
