@@ -14,20 +14,24 @@
 #include "wamp_err.h"
 
 typedef struct rt_outq_entry {
-    wamp_buf *buf;  /* one reference */
+    wamp_buf *buf;  /* one reference; NULL: a dropped entry's slot (see rt_outq_take_droppable) */
     bool droppable; /* may be dropped to make room (an EVENT) */
 } rt_outq_entry;
 
 typedef struct rt_outq {
     rt_outq_entry *ring; /* owned array of cap slots */
     size_t cap;          /* power of two, 0 while empty-never-used */
-    size_t head;         /* index of the oldest entry */
-    size_t count;
-    size_t bytes; /* sum of wamp_buf_len of queued entries */
+    size_t head;         /* index of the oldest entry (never a dropped slot) */
+    size_t slots;        /* slots in use from head on: the entries and the dropped slots */
+    size_t count;        /* entries (messages) queued */
+    size_t bytes;        /* sum of wamp_buf_len of queued entries */
     size_t max_bytes;
     size_t max_count;
     size_t droppable_count; /* entries tagged droppable (the head included) */
     size_t droppable_bytes;
+    /* Slots (from head) before this one hold no droppable entry but the head: where the search
+     * of rt_outq_take_droppable() resumes, so that a run of other entries is walked once. */
+    size_t scan_from;
 } rt_outq;
 
 /* Empty queue with the given caps; allocates nothing. */
@@ -45,10 +49,13 @@ bool rt_outq_fits(const rt_outq *q, size_t len);
 bool rt_outq_can_make_room(const rt_outq *q, size_t len);
 /* Removes the oldest droppable entry other than the head (which a transport may be half-way
  * through writing) and returns its reference, which the caller now owns (wamp_buf_unref);
- * NULL if there is none. O(position of that entry). */
+ * NULL if there is none. Its slot stays, empty, until the head passes it or the ring is
+ * compacted (when empty slots outnumber entries): amortized O(1), however many other entries
+ * precede the droppable ones. */
 wamp_buf *rt_outq_take_droppable(rt_outq *q);
-/* Borrowed: entry i (0 = the oldest), valid until the queue changes; NULL if i >= count. */
-wamp_buf *rt_outq_at(const rt_outq *q, size_t i);
+/* Borrowed: slot i (0 = the oldest entry, up to q->slots), valid until the queue changes; NULL
+ * for a dropped entry's slot or i >= q->slots. */
+wamp_buf *rt_outq_slot(const rt_outq *q, size_t i);
 /* Borrowed: the oldest entry, valid until the next pop/fini; NULL when empty. */
 wamp_buf *rt_outq_peek(const rt_outq *q);
 /* Drops the oldest entry (no-op when empty). */

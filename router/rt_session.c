@@ -274,7 +274,8 @@ void rt_session_tx_pop(rt_session *s)
     rt_outq_pop(&s->outq);
 }
 
-/* The queued messages of s from index first on will never be written: counted, and recorded as
+/* The queued messages of s from index first on (0: all, 1: all but the head, the only values
+ * used; the head is always slot 0) will never be written: counted, and recorded as
  * dropped "session_closed" while a trace runs. */
 static void note_undelivered(rt_session *s, size_t first)
 {
@@ -284,8 +285,11 @@ static void note_undelivered(rt_session *s, size_t first)
     }
     s->rt->stats.messages_undelivered += q->count - first;
     if (trace_hub_is_active(s->rt->hub)) {
-        for (size_t i = first; i < q->count; i++) {
-            rt_trace_tx_dropped_queued(s, rt_outq_at(q, i), "session_closed");
+        for (size_t i = first; i < q->slots; i++) {
+            wamp_buf *b = rt_outq_slot(q, i);
+            if (b) {
+                rt_trace_tx_dropped_queued(s, b, "session_closed");
+            }
         }
     }
 }

@@ -143,6 +143,88 @@ START_TEST(test_take_droppable)
 
 END_TEST
 
+/* Droppable entries behind a long run of others: each is found without walking the run again,
+ * the slots they leave are reclaimed (the ring does not grow while the head never moves), and
+ * the order of what is left is kept. */
+START_TEST(test_take_droppable_behind_others)
+{
+    rt_outq q;
+    rt_outq_init(&q, 1 << 30, 1200);
+    wamp_buf *k = buf_of(3), *d = buf_of(5);
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_int_eq(rt_outq_push(&q, k, false), WAMP_OK);
+    }
+    for (int i = 0; i < 200; i++) {
+        ck_assert_int_eq(rt_outq_push(&q, d, true), WAMP_OK);
+    }
+    /* A flood: every new droppable entry displaces the oldest droppable one. */
+    for (int i = 0; i < 100000; i++) {
+        ck_assert(!rt_outq_fits(&q, 5));
+        ck_assert(rt_outq_can_make_room(&q, 5));
+        wamp_buf *t = rt_outq_take_droppable(&q);
+        ck_assert_ptr_eq(t, d);
+        wamp_buf_unref(&t);
+        ck_assert_int_eq(rt_outq_push(&q, d, true), WAMP_OK);
+        ck_assert_uint_le(q.slots, 2 * q.count + 9);
+    }
+    ck_assert_uint_le(q.cap, 4096);
+    ck_assert_uint_eq(q.count, 1200);
+    ck_assert_uint_eq(q.droppable_count, 200);
+    ck_assert_uint_eq(q.bytes, 1000 * 3 + 200 * 5);
+    for (int i = 0; i < 1200; i++) {
+        ck_assert_ptr_eq(rt_outq_peek(&q), i < 1000 ? k : d);
+        rt_outq_pop(&q);
+    }
+    ck_assert_ptr_null(rt_outq_peek(&q));
+    ck_assert_uint_eq(q.bytes, 0);
+    rt_outq_fini(&q);
+    ck_assert_uint_eq(wamp_buf_refs(k), 1);
+    ck_assert_uint_eq(wamp_buf_refs(d), 1);
+    wamp_buf_unref(&k);
+    wamp_buf_unref(&d);
+}
+
+END_TEST
+
+/* Pops over the slots taken entries leave, the head being written meanwhile. */
+START_TEST(test_pop_over_taken_slots)
+{
+    rt_outq q;
+    rt_outq_init(&q, 1 << 20, 10);
+    wamp_buf *b[6];
+    for (int i = 0; i < 6; i++) {
+        b[i] = buf_of((size_t)i + 1);
+        ck_assert_int_eq(rt_outq_push(&q, b[i], i != 3), WAMP_OK);
+    }
+    /* Take 1 and 2 (3 is not droppable), leaving two empty slots after the head. */
+    for (int i = 1; i <= 2; i++) {
+        wamp_buf *t = rt_outq_take_droppable(&q);
+        ck_assert_ptr_eq(t, b[i]);
+        wamp_buf_unref(&t);
+    }
+    ck_assert_uint_eq(q.count, 4);
+    ck_assert_ptr_null(rt_outq_slot(&q, 1));
+    ck_assert_ptr_eq(rt_outq_slot(&q, 3), b[3]);
+    rt_outq_pop(&q); /* 0: the next is 3, over the two empty slots */
+    ck_assert_ptr_eq(rt_outq_peek(&q), b[3]);
+    wamp_buf *t = rt_outq_take_droppable(&q); /* 4 (3, the head, is not droppable anyway) */
+    ck_assert_ptr_eq(t, b[4]);
+    wamp_buf_unref(&t);
+    ck_assert_int_eq(rt_outq_push(&q, b[0], true), WAMP_OK);
+    rt_outq_drop_all_but_head(&q);
+    ck_assert_uint_eq(q.count, 1);
+    ck_assert_uint_eq(q.slots, 1);
+    ck_assert_uint_eq(q.droppable_count, 0);
+    ck_assert_ptr_eq(rt_outq_peek(&q), b[3]);
+    rt_outq_fini(&q);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_uint_eq(wamp_buf_refs(b[i]), 1);
+        wamp_buf_unref(&b[i]);
+    }
+}
+
+END_TEST
+
 /* Non-droppable entries filling the queue: no room can be made. */
 START_TEST(test_cannot_make_room)
 {
@@ -225,6 +307,8 @@ static Suite *rt_outq_suite(void)
     tcase_add_test(tc, test_wraparound);
     tcase_add_test(tc, test_take_droppable);
     tcase_add_test(tc, test_cannot_make_room);
+    tcase_add_test(tc, test_take_droppable_behind_others);
+    tcase_add_test(tc, test_pop_over_taken_slots);
     tcase_add_test(tc, test_hmap_insert_find_remove);
     suite_add_tcase(s, tc);
     return s;
