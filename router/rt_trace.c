@@ -261,6 +261,7 @@ void rt_trace_tx_dropped_queued(rt_session *s, const wamp_buf *wire, const char 
     trace_ctx c;
     fill_ctx(s, TRACE_TX, ok ? (int)m.type : 0, &c);
     c.uri = uri;
+    c.correlation = NULL; /* as in.correlation below: no action trace tracks it */
     if (trace_hub_match(rt->hub, &c) > 0) {
         trace_input in;
         fill_input(s, &in);

@@ -8,11 +8,13 @@ plausible duration.
 
 import asyncio
 import time
+import unittest
 
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import PublishOptions
 
 import rt_harness as h
+import test_persist as tp
 import test_tracing as tt
 
 ACTION_KEYS = {"seq", "pc", "ts", "realm", "action", "correlation", "uri", "originator",
@@ -164,6 +166,49 @@ class TestActionTraceMgmtJson(ActionTraceBase, tt.TraceTestCase):
 
 class TestActionTraceMgmtMsgpack(ActionTraceBase, tt.TraceTestCase):
     MGMT_SER = "msgpack"
+
+
+class TestPersistedActionTrace(tp.PersistTestCase):
+    """A persisted action trace survives a restart (SIGTERM) with every record. Inherits the
+    router-restart helpers of test_persist; load_tests below runs only this class's own test."""
+
+    async def test_persisted_action_trace_reloads(self):
+        self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "start_trace", "acts",
+                               {"trace_level": "action", "persist": True, "limit": 20})
+        pid = meta["persistent_id"]
+        self.assertEqual(meta["options"]["trace_level"], "action")
+        await self.traffic(60, "com.persist.actions")
+        before = await self.all_records(m, "acts", limit=33)
+        # Two joins, the subscribe, 60 publishes (memory holds 20, disk every one).
+        self.assertEqual([r["action"] for r in before].count("publish"), 60)
+        self.assertEqual(len(before), 63)
+        self.assertEqual([r["seq"] for r in before], list(range(63)))
+        for r in before:
+            self.assertEqual(set(r), ACTION_KEYS)
+        pubs = [r for r in before if r["action"] == "publish"]
+        self.assertTrue(all(len(r["responders"]) == 1 and r["success"] for r in pubs))
+        await self.stop_router()
+
+        self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "get_trace", "acts")
+        self.assertEqual((meta["status"], meta["stop_reason"], meta["persistent_id"]),
+                         ("stopped", "shutdown", pid))
+        self.assertEqual(meta["options"]["trace_level"], "action")
+        after = await self.all_records(m, "acts", limit=100)
+        # The sessions' leaves (GOODBYE at SIGTERM) may have been recorded after the reads.
+        self.assertEqual(after[:len(before)], before)
+        self.assertEqual({r["action"] for r in after[len(before):]} - {"leave"}, set())
+
+
+def load_tests(loader, tests, pattern):
+    suite = unittest.TestSuite()
+    for cls in (TestActionTraceMgmtJson, TestActionTraceMgmtMsgpack):
+        suite.addTests(loader.loadTestsFromTestCase(cls))
+    suite.addTest(TestPersistedActionTrace("test_persisted_action_trace_reloads"))
+    return suite
 
 
 if __name__ == "__main__":
