@@ -350,35 +350,29 @@ static bool link_new(trace_action *a, pending *p)
     return true;
 }
 
-/* The action part of the record, MessagePack: {"action", "responders", "success",
- * "duration"}. NULL on allocation failure. */
+/* The action part of the record, MessagePack, positional (no keys: this is written once per
+ * completed action, on the capture path): [action, [[session_id, authid, authrole], ...],
+ * success, duration]. trace_action_write_record() gives it its keys. NULL on allocation
+ * failure. */
 static wamp_buf *encode_body(const pending *p, uint64_t end_pc_ns)
 {
     wamp_wr w;
     wamp_buf *out = NULL;
     uint64_t dur = end_pc_ns > p->pc_ns ? end_pc_ns - p->pc_ns : 0;
-    const char *name = trace_action_name(p->kind);
-    wamp_wr_init(&w, WAMP_SER_MSGPACK, 64 + p->n_resp * 48, 0);
-    wamp_wr_map(&w, 4);
-    wamp_wr_key(&w, "action");
-    wamp_wr_str_or_null(&w, name);
-    wamp_wr_key(&w, "responders");
+    wamp_wr_init(&w, WAMP_SER_MSGPACK, 32 + p->n_resp * 40, 0);
+    wamp_wr_array(&w, 4);
+    wamp_wr_str_or_null(&w, trace_action_name(p->kind));
     wamp_wr_array(&w, p->n_resp);
     for (size_t i = 0; i < p->n_resp; i++) {
         const trace_peer *r = p->resp[i];
-        wamp_wr_map(&w, 3);
-        wamp_wr_key(&w, "session_id");
+        wamp_wr_array(&w, 3);
         wamp_wr_int(&w, (int64_t)trace_peer_session_id(r));
-        wamp_wr_key(&w, "authid");
         wamp_wr_str_or_null(&w, trace_peer_authid(r));
-        wamp_wr_key(&w, "authrole");
         wamp_wr_str_or_null(&w, trace_peer_authrole(r));
         wamp_wr_end(&w);
     }
     wamp_wr_end(&w);
-    wamp_wr_key(&w, "success");
     wamp_wr_bool(&w, !p->failed);
-    wamp_wr_key(&w, "duration");
     wamp_wr_real(&w, trace_ns_to_seconds(dur));
     wamp_wr_end(&w);
     if (wamp_wr_finish_buf(&w, &out) != WAMP_OK) {
@@ -480,18 +474,46 @@ static void write_peer(wamp_wr *w, const trace_peer *p)
     wamp_wr_end(w);
 }
 
-/* body[key] as it was stored; null (responders: []) when the body or the key is missing. */
-static void write_part(wamp_wr *w, const json_t *body, const char *key)
+/* Element i of the stored body when it is of the expected JSON type, else NULL. */
+static const json_t *part(const json_t *body, size_t i, json_type type)
 {
-    const json_t *v = body ? json_object_get(body, key) : NULL;
+    const json_t *v = json_array_get(body, i);
+    if (type == JSON_REAL) {
+        return json_is_number(v) ? v : NULL;
+    }
+    if (type == JSON_TRUE) {
+        return json_is_boolean(v) ? v : NULL;
+    }
+    return v && json_typeof(v) == type ? v : NULL;
+}
+
+static void write_value_or_null(wamp_wr *w, const json_t *v)
+{
     if (v) {
         wamp_wr_json(w, v);
-    } else if (strcmp(key, "responders") == 0) {
-        wamp_wr_array(w, 0);
-        wamp_wr_end(w);
     } else {
         wamp_wr_null(w);
     }
+}
+
+/* The stored [[session_id, authid, authrole], ...] as the record's list of objects. */
+static void write_responders(wamp_wr *w, const json_t *list)
+{
+    size_t n = json_array_size(list), i;
+    const json_t *e;
+    wamp_wr_array(w, n);
+    json_array_foreach(list, i, e)
+    {
+        wamp_wr_map(w, 3);
+        wamp_wr_key(w, "session_id");
+        write_value_or_null(w, part(e, 0, JSON_INTEGER));
+        wamp_wr_key(w, "authid");
+        wamp_wr_str_or_null(w, json_string_value(json_array_get(e, 1)));
+        wamp_wr_key(w, "authrole");
+        wamp_wr_str_or_null(w, json_string_value(json_array_get(e, 2)));
+        wamp_wr_end(w);
+    }
+    wamp_wr_end(w);
 }
 
 void trace_action_write_record(wamp_wr *w, const trace_record *r)
@@ -501,7 +523,7 @@ void trace_action_write_record(wamp_wr *w, const trace_record *r)
                                      wamp_buf_len(r->wire), &body, NULL, 0) != WAMP_OK) {
         body = NULL;
     }
-    if (body && !json_is_object(body)) {
+    if (body && (!json_is_array(body) || json_array_size(body) != 4)) {
         json_decref(body);
         body = NULL;
     }
@@ -516,7 +538,7 @@ void trace_action_write_record(wamp_wr *w, const trace_record *r)
     wamp_wr_key(w, "realm");
     wamp_wr_str_or_null(w, p ? trace_peer_realm(p) : NULL);
     wamp_wr_key(w, "action");
-    write_part(w, body, "action");
+    wamp_wr_str_or_null(w, json_string_value(part(body, 0, JSON_STRING)));
     wamp_wr_key(w, "correlation");
     if (r->flags & TRACE_CORR_HAS) {
         char uuid[TRACE_UUID_STRLEN];
@@ -530,11 +552,11 @@ void trace_action_write_record(wamp_wr *w, const trace_record *r)
     wamp_wr_key(w, "originator");
     write_peer(w, p);
     wamp_wr_key(w, "responders");
-    write_part(w, body, "responders");
+    write_responders(w, part(body, 1, JSON_ARRAY));
     wamp_wr_key(w, "success");
-    write_part(w, body, "success");
+    write_value_or_null(w, part(body, 2, JSON_TRUE));
     wamp_wr_key(w, "duration");
-    write_part(w, body, "duration");
+    write_value_or_null(w, part(body, 3, JSON_REAL));
     wamp_wr_end(w);
     json_decref(body);
 }

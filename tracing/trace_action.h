@@ -15,8 +15,9 @@
  *   - duration: from the anchor to the completing message (monotonic clock).
  * When the completing message comes, the tracker hands out one record (trace_record with
  * msg_type TRACE_MSG_ACTION: pc/ts are the ANCHOR's, peer = originator, uri = the action's URI,
- * corr = the correlation, wire = a MessagePack map {"action", "responders", "success",
- * "duration"} that trace_render.c turns into the record object) and forgets the action.
+ * corr = the correlation, wire = the MessagePack array [action, [[session_id, authid,
+ * authrole], ...], success, duration] that trace_render.c turns into the record object) and
+ * forgets the action.
  * Bounded: at most max_pending actions are pending; a new anchor beyond that abandons the oldest
  * pending action (counted, see trace_action_abandoned()). Actions never completed are never
  * recorded (trace_action_clear() discards them when the trace stops).
