@@ -1,5 +1,6 @@
 /* wamp_id.h: WAMP IDs (spec "IDs"). Global-scope IDs (session, publication) are drawn uniformly
- * from [1, 2^53] with libsodium's randombytes (sodium_init() must have run); router- and
+ * from [1, 2^53] with libsodium's randombytes (sodium_init() must have run), drawn 64 at a time
+ * into a pool (one system call per 64 IDs; not thread-safe: one thread only); router- and
  * session-scope IDs (subscription, registration, request) come from a counter that starts at 1
  * and wraps from 2^53 back to 1. */
 #ifndef WAMP_ID_H
