@@ -270,16 +270,40 @@ class TestIncomingLimits(OverloadTestCase):
 
 
 class TestConnectionCap(OverloadTestCase):
-    async def wait_accepted(self, connect):
-        """Retries connect() until the router has noticed a closed connection (5 s)."""
+    async def wait_accepted(self, probe):
+        """A closed connection frees its place only once the router has seen the close, which
+        may come after the client's close returns. probe() opens one connection with a raw
+        client that fails fast when refused (an autobahn client refused at the handshake just
+        waits) and returns its WAMP reply to HELLO, or None when refused; retried for 5 s."""
         deadline = time.monotonic() + 5
         while True:
-            try:
-                return await connect()
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.1)
+            reply = await self.run_blocking(probe)
+            if reply is not None:
+                return reply
+            if time.monotonic() > deadline:
+                raise AssertionError("no connection accepted within 5 s after one closed")
+            await asyncio.sleep(0.1)
+
+    def probe_rawsocket(self):
+        r = trs.RawRs(port=self.rs_capped)
+        try:
+            reply = r.handshake(0xF1)
+            if reply[1] & 0x0F == 0:  # an error reply: 0x7F, error << 4, 0, 0
+                self.assertEqual(reply, bytes([0x7F, 0x40, 0, 0]))
+                return None
+            return r.hello()
+        finally:
+            r.close()
+
+    def probe_websocket(self):
+        ws = h.RawWs("127.0.0.1", self.ws_capped_port, self.ws_capped_path)
+        try:
+            if ws.status != 101:
+                self.assertEqual(ws.status, 503, ws.headers)
+                return None
+            return ws.hello()
+        finally:
+            ws.close()
 
     async def test_rawsocket_cap(self):
         held = [await trs.open_raw_session("realm1", "json", port=self.rs_capped)
@@ -297,10 +321,8 @@ class TestConnectionCap(OverloadTestCase):
         await h.step(other.close())
         # One closes: a new one is accepted.
         await h.step(held[0].close())
-        s = await self.wait_accepted(
-            lambda: trs.open_raw_session("realm1", "msgpack", port=self.rs_capped))
-        self.assertEqual(s.joined.result().realm, "realm1")
-        await h.step(s.close())
+        welcome = await self.wait_accepted(self.probe_rawsocket)
+        self.assertEqual(welcome[0], 2, welcome)  # WELCOME
         await h.step(held[1].close())
 
     async def test_websocket_cap(self):
@@ -321,8 +343,8 @@ class TestConnectionCap(OverloadTestCase):
         # The main WebSocket listener is not affected.
         await self.assert_serves()
         await h.step(held[0].close())
-        s = await self.wait_accepted(lambda: open_capped("msgpack"))
-        await h.step(s.close())
+        welcome = await self.wait_accepted(self.probe_websocket)
+        self.assertEqual(welcome[0], 2, welcome)  # WELCOME
         await h.step(held[1].close())
 
 
