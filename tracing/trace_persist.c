@@ -202,6 +202,11 @@ struct trace_persist {
     uint64_t fsync_interval_ns;
     uint64_t last_sync_pc;
     bool dirty; /* written since the last fsync */
+    /* Names not yet durable: a segment created in dir since the last fsync (names_dirty), the
+     * trace's own directory in the data directory (new_dir: a trace just created). A file's
+     * fsync does not make its name survive a power loss; the directory's does. */
+    bool names_dirty;
+    bool new_dir;
     uint64_t max_bytes;
     uint64_t max_age_ns;
     char *error; /* first I/O error, sticky */
@@ -435,6 +440,33 @@ static wamp_err open_segment(trace_persist *p, uint64_t first_seq)
     }
     p->written = 0;
     p->idx_written = 0;
+    p->names_dirty = true;
+    return WAMP_OK;
+}
+
+/* Makes the names made since the last time durable: the segments' (or, with all, every name in
+ * the trace's directory, e.g. a renamed meta.json) and a new trace directory's own name in the
+ * data directory. */
+static wamp_err sync_names(trace_persist *p, bool all)
+{
+    if ((p->names_dirty || all) && sync_dir(p->dir) != 0) {
+        return fail_io(p, "fsync", p->dir);
+    }
+    p->names_dirty = false;
+    if (p->new_dir) {
+        /* The data directory is p->dir's parent (path_join put the last '/'). */
+        char *slash = strrchr(p->dir, '/');
+        int rc = 0;
+        if (slash) {
+            *slash = '\0';
+            rc = sync_dir(slash == p->dir ? "/" : p->dir);
+            *slash = '/';
+        }
+        if (rc != 0) {
+            return fail_io(p, "fsync", "the data directory");
+        }
+        p->new_dir = false;
+    }
     return WAMP_OK;
 }
 
@@ -446,6 +478,10 @@ static wamp_err sync_active(trace_persist *p, uint64_t now_pc_ns)
     }
     if (fsync(p->fd) != 0 || fsync(p->idx_fd) != 0) {
         return fail_io(p, "fsync", "segment");
+    }
+    wamp_err err = sync_names(p, false);
+    if (err != WAMP_OK) {
+        return err;
     }
     p->dirty = false;
     return WAMP_OK;
@@ -592,6 +628,7 @@ wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, u
         return WAMP_ENOMEM;
     }
     p->writable = true;
+    p->new_dir = true;
     p->first_seq = first_seq;
     *out = p;
     return WAMP_OK;
@@ -1125,10 +1162,10 @@ wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta)
         err = WAMP_ENOMEM;
     } else if (rename(from, to) != 0) {
         err = fail_io(p, "rename", "meta.json.tmp");
-    } else if (sync_dir(p->dir) != 0) {
+    } else {
         /* Also makes the names of the segments made since the last time durable: at stop,
          * everything the trace wrote is on disk under its name. */
-        err = fail_io(p, "fsync", ".");
+        err = sync_names(p, true);
     }
     free(from);
     free(to);
