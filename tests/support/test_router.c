@@ -8,6 +8,8 @@
 #include "rt_broker.h"
 #include "rt_dealer.h"
 #include "rt_realm.h"
+#include "trace_hub.h"
+#include "trace_render.h"
 
 static rt_permission all_perm[] = {{
         .uri = "",
@@ -102,4 +104,23 @@ size_t test_router_reg_count(rt_router *rt, const char *realm)
 size_t test_router_call_count(rt_router *rt, const char *realm)
 {
     return rt_dealer_pending_count(rt_realm_dealer(realm_of(rt, realm)));
+}
+
+trace *test_router_start_trace(test_router *t, const char *id, const char *options)
+{
+    json_t *o = options ? json_loads(options, 0, NULL) : NULL;
+    ck_assert(options == NULL || o != NULL);
+    trace *tr = NULL;
+    char why[160] = "";
+    wamp_err err = trace_hub_start(rt_router_trace_hub(t->rt), id, o, 1, 1, &tr, why, sizeof(why));
+    ck_assert_msg(err == WAMP_OK, "start_trace: %s", why);
+    json_decref(o);
+    return tr;
+}
+
+json_t *test_router_records(trace *tr)
+{
+    json_t *r = trace_render_records(tr, 0, UINT64_MAX, 10000);
+    ck_assert_ptr_nonnull(r);
+    return r;
 }

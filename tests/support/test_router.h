@@ -11,9 +11,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "fake_clock.h"
 #include "rt_config.h"
 #include "rt_router.h"
+#include "trace.h"
 
 typedef struct test_router {
     rt_config cfg;
@@ -31,5 +34,10 @@ void test_router_fini(test_router *t);
 size_t test_router_sub_count(rt_router *rt, const char *realm);
 size_t test_router_reg_count(rt_router *rt, const char *realm);
 size_t test_router_call_count(rt_router *rt, const char *realm);
+/* Starts trace id on t's hub with options given as JSON text (NULL = defaults), at pc = ts = 1;
+ * aborts the test on failure. */
+trace *test_router_start_trace(test_router *t, const char *id, const char *options);
+/* Every record of tr rendered as the API's objects (owned JSON array). */
+json_t *test_router_records(trace *tr);
 
 #endif /* TEST_ROUTER_H */

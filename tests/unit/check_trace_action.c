@@ -582,21 +582,12 @@ static fake_conn *joined(wamp_ser ser, const char *realm)
 
 static trace *start(const char *id, const char *options)
 {
-    json_t *o = options ? json_loads(options, 0, NULL) : NULL;
-    ck_assert(options == NULL || o != NULL);
-    trace *t = NULL;
-    char why[160] = "";
-    wamp_err err = trace_hub_start(rt_router_trace_hub(T.rt), id, o, 1, 1, &t, why, sizeof(why));
-    ck_assert_msg(err == WAMP_OK, "start_trace: %s", why);
-    json_decref(o);
-    return t;
+    return test_router_start_trace(&T, id, options);
 }
 
 static json_t *records(trace *t)
 {
-    json_t *r = trace_render_records(t, 0, UINT64_MAX, 10000);
-    ck_assert_ptr_nonnull(r);
-    return r;
+    return test_router_records(t);
 }
 
 static uint64_t sid(const fake_conn *c)
