@@ -76,6 +76,7 @@ void rt_encoded_init(rt_encoded *e, json_t *msg_take)
 {
     memset(e, 0, sizeof(*e));
     e->msg = msg_take;
+    e->type = (int)json_integer_value(json_array_get(msg_take, 0));
 }
 
 void rt_encoded_fini(rt_encoded *e)
@@ -188,8 +189,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
     wamp_buf *wire = e->buf[s->ser];
     if (exceeds_peer_limit(s, e)) {
         RT_LOG_INFO(s->id, "outgoing %s of %zu bytes exceeds the transport limit of %zu bytes",
-                    wamp_msg_type_name((int)json_integer_value(json_array_get(e->msg, 0))),
-                    wamp_buf_len(wire), s->peer.max_message_size);
+                    wamp_msg_type_name(e->type), wamp_buf_len(wire), s->peer.max_message_size);
         s->rt->stats.messages_too_big++;
         trace_tx(s, e, wire, "too_big");
         return WAMP_ETOOBIG;
@@ -199,8 +199,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
     if (!rt_outq_fits(&s->outq, len)) {
         make_room(s, len);
     }
-    bool is_event = json_integer_value(json_array_get(e->msg, 0)) == WAMP_MSG_EVENT;
-    err = rt_outq_push(&s->outq, wire, is_event);
+    err = rt_outq_push(&s->outq, wire, e->type == WAMP_MSG_EVENT);
     if (err == WAMP_ETOOBIG) {
         RT_LOG_INFO(s->id,
                     "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "

@@ -56,6 +56,7 @@ rt_router *rt_session_router(const rt_session *s);
 typedef struct rt_encoded {
     json_t *msg;
     wamp_buf *buf[WAMP_SER_COUNT];
+    int type; /* msg's WAMP code, read once at init (0 if msg is NULL) */
 } rt_encoded;
 
 /* Takes msg_take into a new rt_encoded (msg NULL is allowed: the caller checks for OOM). */

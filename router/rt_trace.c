@@ -224,9 +224,8 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
-    int type = (int)json_integer_value(json_array_get(e->msg, 0));
     trace_ctx c;
-    fill_ctx(s, TRACE_TX, type, &c);
+    fill_ctx(s, TRACE_TX, e->type, &c);
     if (trace_hub_match(rt->hub, &c) > 0) {
         trace_input in;
         fill_input(s, &in);
