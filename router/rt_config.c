@@ -2115,7 +2115,7 @@ static const key_rule tracing_rules[] = {
         K_PARSED("max_traces"),      K_PARSED("default_limit"),     K_PARSED("default_max_bytes"),
         K_PARSED("data_dir"),        K_PARSED("segment_bytes"),     K_PARSED("fsync"),
         K_PARSED("fsync_interval"),  K_PARSED("persist_max_bytes"), K_PARSED("persist_max_age"),
-        K_PARSED("flight_recorder"),
+        K_PARSED("flight_recorder"), K_PARSED("write_backlog"),
 };
 
 /* The persistence keys of wampscope.tracing (trace_persist.h). */
@@ -2126,6 +2126,7 @@ static wamp_err parse_tracing_persist(cfg_ctx *c, const char *path, const json_t
     json_int_t every = (json_int_t)cfg->tracing_fsync_interval_ms;
     json_int_t pmb = (json_int_t)cfg->tracing_persist_max_bytes;
     json_int_t age = (json_int_t)cfg->tracing_persist_max_age_s;
+    json_int_t backlog = (json_int_t)cfg->tracing_write_backlog;
     wamp_err err = opt_str(c, path, o, "data_dir", &dir);
     if (err == WAMP_OK && dir && !*dir) {
         err = refuse(c, path_key(path, "data_dir").s, "must not be empty");
@@ -2160,6 +2161,10 @@ static wamp_err parse_tracing_persist(cfg_ctx *c, const char *path, const json_t
         err = opt_int(c, path, o, "persist_max_age", 0, (json_int_t)TRACE_OPT_PERSIST_AGE_MAX,
                       "seconds", &age);
     }
+    if (err == WAMP_OK) {
+        err = opt_int(c, path, o, "write_backlog", (json_int_t)TRACE_PERSIST_BACKLOG_MIN,
+                      (json_int_t)TRACE_PERSIST_BACKLOG_MAX, "bytes", &backlog);
+    }
     if (err == WAMP_OK && dir) {
         free(cfg->tracing_data_dir);
         cfg->tracing_data_dir = NULL;
@@ -2172,6 +2177,7 @@ static wamp_err parse_tracing_persist(cfg_ctx *c, const char *path, const json_t
     cfg->tracing_fsync_interval_ms = (uint32_t)every;
     cfg->tracing_persist_max_bytes = (uint64_t)pmb;
     cfg->tracing_persist_max_age_s = (uint64_t)age;
+    cfg->tracing_write_backlog = (uint64_t)backlog;
     return WAMP_OK;
 }
 
@@ -2840,6 +2846,7 @@ static wamp_err set_defaults(cfg_ctx *c, rt_config *cfg)
     cfg->tracing_fsync_interval_ms = 1000;
     cfg->tracing_persist_max_bytes = TRACE_OPT_PERSIST_BYTES_DEFAULT;
     cfg->tracing_persist_max_age_s = 0;
+    cfg->tracing_write_backlog = TRACE_PERSIST_BACKLOG_DEFAULT;
     cfg->tracing_flight_recorder = flight_recorder_defaults();
     if (!cfg->tracing_flight_recorder) {
         return out_of_memory(c);

@@ -198,6 +198,7 @@ typedef struct rt_config {
     uint64_t tracing_segment_bytes;
     int tracing_fsync;
     uint32_t tracing_fsync_interval_ms;
+    uint64_t tracing_write_backlog; /* bytes queued for a persisted trace's writer thread */
     uint64_t tracing_persist_max_bytes;
     uint64_t tracing_persist_max_age_s;
     /* wampscope.tracing.flight_recorder: the trace_options (owned JSON object) of the always-on

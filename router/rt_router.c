@@ -104,6 +104,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
             .segment_bytes = cfg->tracing_segment_bytes,
             .fsync = (trace_fsync_mode)cfg->tracing_fsync,
             .fsync_interval_ms = cfg->tracing_fsync_interval_ms,
+            .write_backlog = cfg->tracing_write_backlog,
     };
     if (trace_hub_set_persist(rt->hub, &pcfg) != WAMP_OK) {
         goto fail;

@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,7 +212,9 @@ struct trace_persist {
     bool new_dir;
     uint64_t max_bytes;
     uint64_t max_age_ns;
-    char *error; /* first I/O error, sticky */
+    char *error;       /* first I/O error, sticky */
+    struct writer *w;  /* the writer thread of a writable trace (NULL once stopped) */
+    uint64_t backlog_max;
 };
 
 /* --- little-endian helpers ------------------------------------------------------------------- */
@@ -335,6 +340,324 @@ static bool write_all(int fd, const void *data, size_t n)
     return true;
 }
 
+/* --- the writer thread -------------------------------------------------------------------------
+ * Each writable trace has one. The service thread only encodes records into a buffer; a full
+ * buffer (TRACE_PERSIST_BUFFER_MAX), the tick's flush, an fsync that is due and the closing of a
+ * rotated segment become jobs, executed in order here: CRC-32C of each record, write(2) of the
+ * records and of the index entries, fsync(2), close(2), fsync of the directories. Before, these
+ * ran on the service thread and took 25-30% of its time in a pub/sub run keeping everything,
+ * part of it asleep in the kernel's dirty-page throttling (tracing/README.md, "writer thread").
+ *
+ * Ownership: a job owns its buffers; the fds of a rotated segment pass to its last job (JOB_CLOSE);
+ * the active segment's fds stay the service thread's, the writer only writes to them. Bookkeeping
+ * (segments, sizes, index, retention, names) stays on the service thread: it counts data as
+ * written when it hands it over. A reader first waits until every job's data is handled
+ * (writer_drain), so that the active segment holds exactly what was handed over, except after
+ * an error: then the data of the failed job and of every later one is kept in `failed`, in order,
+ * and readers find it there (reader_at). After the first error nothing more is written (fsyncs
+ * and closes still run), the segment is cut back to the failed job's start, and the service
+ * thread sees it at its next call (writer_failed).
+ * Memory: jobs queued hold at most backlog_max bytes of data; a service thread that would go
+ * beyond waits for the writer (a disk slower than the traffic: back-pressure rather than an
+ * unbounded queue or a silent gap in the trace). */
+
+enum {
+    JOB_SYNC = 1u << 0,        /* fsync the segment and its index after the data */
+    JOB_CLOSE = 1u << 1,       /* then close them (a rotated segment) */
+    JOB_SYNC_DIR = 1u << 2,    /* then fsync the trace's directory (new segment names) */
+    JOB_SYNC_PARENT = 1u << 3, /* and the data directory (a new trace's directory name) */
+};
+
+/* Spare jobs kept (with their buffers) for reuse. */
+#define WRITER_SPARE 4u
+
+typedef struct job {
+    struct job *next;
+    unsigned flags;
+    int fd;             /* segment (-1: none) */
+    int idx_fd;         /* its index (-1: none) */
+    uint64_t seg_first; /* the segment's first seq: names its files */
+    uint64_t base;      /* offset of buf in the segment */
+    unsigned char *buf; /* whole records; their CRCs are filled in here */
+    size_t len;
+    size_t cap;
+    unsigned char *idx; /* encoded index entries */
+    size_t idx_len;
+    size_t idx_cap;
+} job;
+
+typedef struct writer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;     /* to the writer: a job, or quit */
+    pthread_cond_t progress; /* to the service thread: data handled, backlog shrunk */
+    job *head, *tail;        /* queued, oldest first */
+    job *failed, *failed_tail;
+    job *spare;
+    unsigned n_spare;
+    uint64_t queued;    /* jobs submitted */
+    uint64_t data_done; /* jobs whose data is written (or failed) */
+    uint64_t done;      /* jobs finished */
+    uint64_t backlog;   /* bytes of data queued, not written yet */
+    uint64_t backlog_max;
+    uint64_t waits; /* times the service thread waited for the backlog */
+    uint64_t peak;  /* the most bytes ever queued */
+    bool quit;
+    atomic_bool failed_flag;
+    char error[512]; /* the first error, set once before failed_flag */
+    char *dir;       /* the trace's directory, and the data directory */
+    char *parent;
+} writer;
+
+static void job_free(job *j)
+{
+    if (j) {
+        free(j->buf);
+        free(j->idx);
+        free(j);
+    }
+}
+
+static void writer_set_error(writer *w, const char *what, uint64_t seg_first, const char *ext,
+                             int err)
+{
+    char name[40] = "";
+    if (ext) {
+        seg_name(name, sizeof(name), seg_first, ext);
+    }
+    pthread_mutex_lock(&w->mu);
+    if (!atomic_load(&w->failed_flag)) {
+        snprintf(w->error, sizeof(w->error), "%s %s%s%s: %s", what, ext ? w->dir : "",
+                 ext ? "/" : "", ext ? name : w->dir, strerror(err));
+        atomic_store(&w->failed_flag, true);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* The CRC of each record of the job, in its header. */
+static void job_crc(job *j)
+{
+    size_t off = 0;
+    while (off + HDR_LEN <= j->len) {
+        uint32_t body = get32(j->buf + off);
+        put32(j->buf + off + 4, trace_crc32c(0, j->buf + off + HDR_LEN, body));
+        off += HDR_LEN + body;
+    }
+}
+
+/* The job's data to disk; false after an error (set). */
+static bool job_write(writer *w, job *j)
+{
+    if (j->len) {
+        job_crc(j);
+        if (!write_all(j->fd, j->buf, j->len)) {
+            int e = errno;
+            /* Cut back to the last whole record; if that fails too, the torn tail is cut when
+             * the trace is opened again (its CRC). */
+            if (ftruncate(j->fd, (off_t)j->base) != 0) {
+                e = e ? e : errno;
+            }
+            writer_set_error(w, "write", j->seg_first, "seg", e);
+            return false;
+        }
+    }
+    if (j->idx_len && !write_all(j->idx_fd, j->idx, j->idx_len)) {
+        writer_set_error(w, "write", j->seg_first, "idx", errno);
+        return false;
+    }
+    return true;
+}
+
+static void job_finish(writer *w, job *j)
+{
+    if ((j->flags & JOB_SYNC) && j->fd >= 0 && !atomic_load(&w->failed_flag)) {
+        if (fsync(j->fd) != 0 || (j->idx_fd >= 0 && fsync(j->idx_fd) != 0)) {
+            writer_set_error(w, "fsync", j->seg_first, "seg", errno);
+        }
+    }
+    if (j->flags & JOB_CLOSE) {
+        if (j->fd >= 0) {
+            close(j->fd);
+        }
+        if (j->idx_fd >= 0) {
+            close(j->idx_fd);
+        }
+        j->fd = j->idx_fd = -1;
+    }
+    if ((j->flags & JOB_SYNC_DIR) && !atomic_load(&w->failed_flag) && sync_dir(w->dir) != 0) {
+        writer_set_error(w, "fsync", 0, NULL, errno);
+    }
+    if ((j->flags & JOB_SYNC_PARENT) && !atomic_load(&w->failed_flag) && w->parent &&
+        sync_dir(w->parent) != 0) {
+        writer_set_error(w, "fsync the data directory of", 0, NULL, errno);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->head && !w->quit) {
+            pthread_cond_wait(&w->wake, &w->mu);
+        }
+        job *j = w->head;
+        if (!j) {
+            break; /* quit, and nothing left */
+        }
+        w->head = j->next;
+        if (!w->head) {
+            w->tail = NULL;
+        }
+        j->next = NULL;
+        pthread_mutex_unlock(&w->mu);
+
+        bool written = !atomic_load(&w->failed_flag) && job_write(w, j);
+
+        pthread_mutex_lock(&w->mu);
+        bool keep = !written && j->len;
+        if (keep) {
+            /* Not on disk: readers find these records here. */
+            if (w->failed_tail) {
+                w->failed_tail->next = j;
+            } else {
+                w->failed = j;
+            }
+            w->failed_tail = j;
+        }
+        w->backlog -= j->len;
+        w->data_done++;
+        pthread_cond_broadcast(&w->progress);
+        pthread_mutex_unlock(&w->mu);
+
+        job_finish(w, j);
+
+        pthread_mutex_lock(&w->mu);
+        w->done++;
+        if (!keep) {
+            if (w->n_spare < WRITER_SPARE) {
+                j->next = w->spare;
+                w->spare = j;
+                w->n_spare++;
+            } else {
+                job_free(j);
+            }
+        }
+        pthread_cond_broadcast(&w->progress);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static writer *writer_start(const char *dir, uint64_t backlog_max)
+{
+    writer *w = calloc(1, sizeof(*w));
+    if (!w) {
+        return NULL;
+    }
+    w->dir = strdup(dir);
+    w->parent = strdup(dir);
+    w->backlog_max = backlog_max;
+    atomic_init(&w->failed_flag, false);
+    if (!w->dir || !w->parent) {
+        goto fail_mem;
+    }
+    /* The data directory is dir's parent (path_join put the last '/'). */
+    char *slash = strrchr(w->parent, '/');
+    if (slash == w->parent) {
+        slash[1] = '\0';
+    } else if (slash) {
+        *slash = '\0';
+    } else {
+        free(w->parent);
+        w->parent = NULL;
+    }
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        goto fail_mem;
+    }
+    if (pthread_cond_init(&w->wake, NULL) != 0) {
+        goto fail_mu;
+    }
+    if (pthread_cond_init(&w->progress, NULL) != 0) {
+        goto fail_wake;
+    }
+    /* No signal is for this thread (the router reads SIGTERM/SIGINT from a signalfd; a file
+     * size limit's SIGXFSZ is ignored and write(2) fails with EFBIG). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&w->thread, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0) {
+        return w;
+    }
+    errno = rc;
+    pthread_cond_destroy(&w->progress);
+fail_wake:
+    pthread_cond_destroy(&w->wake);
+fail_mu:
+    pthread_mutex_destroy(&w->mu);
+fail_mem:
+    free(w->dir);
+    free(w->parent);
+    free(w);
+    return NULL;
+}
+
+/* Runs every queued job, then ends the thread and frees w (NULL-safe). */
+static void writer_stop(writer *w)
+{
+    if (!w) {
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->quit = true;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    for (job *j = w->failed, *n; j; j = n) {
+        n = j->next;
+        job_free(j);
+    }
+    for (job *j = w->spare, *n; j; j = n) {
+        n = j->next;
+        job_free(j);
+    }
+    pthread_cond_destroy(&w->progress);
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->mu);
+    free(w->dir);
+    free(w->parent);
+    free(w);
+}
+
+/* Waits until the data of every job submitted is handled (written, or kept in `failed`); with
+ * all, until every job is finished (fsyncs, closes). */
+static void writer_drain(writer *w, bool all)
+{
+    pthread_mutex_lock(&w->mu);
+    while ((all ? w->done : w->data_done) != w->queued) {
+        pthread_cond_wait(&w->progress, &w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Bytes of the segment starting at seg_first that are kept in `failed` (not on disk). Call
+ * after writer_drain(). */
+static uint64_t writer_failed_bytes(writer *w, uint64_t seg_first)
+{
+    uint64_t n = 0;
+    if (!w || !atomic_load(&w->failed_flag)) {
+        return 0;
+    }
+    pthread_mutex_lock(&w->mu);
+    for (const job *j = w->failed; j; j = j->next) {
+        n += j->seg_first == seg_first ? j->len : 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
 /* --- segments and index ---------------------------------------------------------------------- */
 
 static bool idx_push(seg *s, uint64_t seq, uint64_t off)
@@ -444,6 +767,112 @@ static wamp_err open_segment(trace_persist *p, uint64_t first_seq)
     return WAMP_OK;
 }
 
+/* --- handing work to the writer (service thread) ------------------------------------------ */
+
+/* True after an I/O error, the writer's included (its message becomes p->error). */
+static bool persist_failed(trace_persist *p)
+{
+    if (p->error) {
+        return true;
+    }
+    if (!p->w || !atomic_load_explicit(&p->w->failed_flag, memory_order_acquire)) {
+        return false;
+    }
+    pthread_mutex_lock(&p->w->mu);
+    p->error = strdup(p->w->error);
+    pthread_mutex_unlock(&p->w->mu);
+    if (!p->error) {
+        p->error = strdup("I/O error");
+    }
+    return true;
+}
+
+/* The buffered records and the index entries not handed over yet, with flags, as one job for
+ * the writer. The job takes the buffer; the service thread gets a spare one back. */
+static wamp_err submit(trace_persist *p, unsigned flags)
+{
+    writer *w = p->w;
+    seg *s = p->n_segs ? &p->segs[p->n_segs - 1] : NULL;
+    size_t n_idx = s && p->fd >= 0 ? s->n_idx - p->idx_written : 0;
+    if (!w || (p->fd < 0 && !(flags & (JOB_SYNC_DIR | JOB_SYNC_PARENT)))) {
+        p->len = 0;
+        return WAMP_OK;
+    }
+    if (!p->len && !n_idx && !flags) {
+        return WAMP_OK;
+    }
+    pthread_mutex_lock(&w->mu);
+    job *j = w->spare;
+    if (j) {
+        w->spare = j->next;
+        w->n_spare--;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!j) {
+        j = calloc(1, sizeof(*j));
+        if (!j) {
+            return WAMP_ENOMEM;
+        }
+    }
+    if (j->idx_cap < n_idx * IDX_ENTRY) {
+        unsigned char *n = realloc(j->idx, n_idx * IDX_ENTRY);
+        if (!n) {
+            job_free(j);
+            return WAMP_ENOMEM;
+        }
+        j->idx = n;
+        j->idx_cap = n_idx * IDX_ENTRY;
+    }
+    for (size_t i = 0; i < n_idx; i++) {
+        put64(j->idx + i * IDX_ENTRY, s->idx[p->idx_written + i].seq);
+        put64(j->idx + i * IDX_ENTRY + 8, s->idx[p->idx_written + i].off);
+    }
+    j->idx_len = n_idx * IDX_ENTRY;
+    /* Swap buffers: the job's old one (a spare's, or none) becomes the next write buffer. */
+    unsigned char *b = j->buf;
+    size_t cap = j->cap;
+    j->buf = p->buf;
+    j->cap = p->cap;
+    j->len = p->len;
+    p->buf = b;
+    p->cap = cap;
+    p->len = 0;
+    j->flags = flags;
+    j->fd = p->fd;
+    j->idx_fd = p->idx_fd;
+    j->seg_first = s ? s->first_seq : 0;
+    j->base = p->written;
+    j->next = NULL;
+    p->written += j->len;
+    p->idx_written += n_idx;
+    if (j->len || j->idx_len) {
+        p->dirty = true;
+    }
+    pthread_mutex_lock(&w->mu);
+    if (w->backlog + j->len > w->backlog_max && w->backlog) {
+        /* The disk is behind: wait (see above). */
+        w->waits++;
+        while (w->backlog + j->len > w->backlog_max && w->backlog &&
+               !atomic_load(&w->failed_flag)) {
+            pthread_cond_wait(&w->progress, &w->mu);
+        }
+    }
+    if (w->tail) {
+        w->tail->next = j;
+    } else {
+        w->head = j;
+    }
+    w->tail = j;
+    w->backlog += j->len;
+    if (w->backlog > w->peak) {
+        w->peak = w->backlog;
+    }
+    w->queued++;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+    return WAMP_OK;
+}
+
 /* Makes the names made since the last time durable: the segments' (or, with all, every name in
  * the trace's directory, e.g. a renamed meta.json) and a new trace directory's own name in the
  * data directory. */
@@ -470,82 +899,51 @@ static wamp_err sync_names(trace_persist *p, bool all)
     return WAMP_OK;
 }
 
+/* Queues an fsync of the active segment (and of the names made since the last one). */
 static wamp_err sync_active(trace_persist *p, uint64_t now_pc_ns)
 {
     p->last_sync_pc = now_pc_ns;
     if (!p->dirty || p->fd < 0) {
         return WAMP_OK;
     }
-    if (fsync(p->fd) != 0 || fsync(p->idx_fd) != 0) {
-        return fail_io(p, "fsync", "segment");
-    }
-    wamp_err err = sync_names(p, false);
+    unsigned flags = JOB_SYNC | (p->names_dirty ? JOB_SYNC_DIR : 0u) |
+                     (p->new_dir ? JOB_SYNC_PARENT : 0u);
+    wamp_err err = submit(p, flags);
     if (err != WAMP_OK) {
         return err;
     }
     p->dirty = false;
+    p->names_dirty = false;
+    p->new_dir = false;
     return WAMP_OK;
 }
 
-/* Writes the buffer and the pending index entries. On a failed segment write the file is cut
- * back to its last whole record, so that what is on disk stays readable. */
+/* Hands the buffered records to the writer. */
 static wamp_err write_out(trace_persist *p)
 {
-    if (p->error) {
+    if (persist_failed(p)) {
         return WAMP_ECLOSED;
     }
-    if (p->fd < 0 || p->n_segs == 0) {
-        p->len = 0;
-        return WAMP_OK;
-    }
-    seg *s = &p->segs[p->n_segs - 1];
-    char name[40];
-    if (p->len) {
-        if (!write_all(p->fd, p->buf, p->len)) {
-            int e = errno;
-            seg_name(name, sizeof(name), s->first_seq, "seg");
-            if (ftruncate(p->fd, (off_t)p->written) != 0) {
-                /* The torn tail is cut when the trace is opened again. */
-            }
-            errno = e;
-            return fail_io(p, "write", name);
-        }
-        p->written += p->len;
-        p->len = 0;
-        p->dirty = true;
-    }
-    if (p->idx_written < s->n_idx) {
-        unsigned char ent[IDX_ENTRY * 64];
-        while (p->idx_written < s->n_idx) {
-            size_t n = s->n_idx - p->idx_written;
-            n = n > 64 ? 64 : n;
-            for (size_t i = 0; i < n; i++) {
-                put64(ent + i * IDX_ENTRY, s->idx[p->idx_written + i].seq);
-                put64(ent + i * IDX_ENTRY + 8, s->idx[p->idx_written + i].off);
-            }
-            if (!write_all(p->idx_fd, ent, n * IDX_ENTRY)) {
-                seg_name(name, sizeof(name), s->first_seq, "idx");
-                return fail_io(p, "write", name);
-            }
-            p->idx_written += n;
-        }
-        p->dirty = true;
-    }
-    return WAMP_OK;
+    return submit(p, 0);
 }
 
-/* Rotation: the active segment is complete; sync it and start the next one at next_seq. */
+/* Rotation: the active segment is complete. Its last job writes the rest, fsyncs and closes
+ * it (its fds go with the job); the next one starts at next_seq. */
 static wamp_err rotate(trace_persist *p, uint64_t next_seq, uint64_t now_ts_ns)
 {
-    wamp_err err = write_out(p);
-    if (err == WAMP_OK) {
-        p->dirty = true;
-        err = sync_active(p, p->last_sync_pc);
+    if (persist_failed(p)) {
+        return WAMP_ECLOSED;
     }
+    unsigned flags = JOB_SYNC | JOB_CLOSE | (p->names_dirty ? JOB_SYNC_DIR : 0u) |
+                     (p->new_dir ? JOB_SYNC_PARENT : 0u);
+    wamp_err err = submit(p, flags);
     if (err != WAMP_OK) {
         return err;
     }
-    close_active(p);
+    p->fd = p->idx_fd = -1;
+    p->dirty = false;
+    p->names_dirty = false;
+    p->new_dir = false;
     err = open_segment(p, next_seq);
     if (err != WAMP_OK) {
         return err;
@@ -570,6 +968,7 @@ static trace_persist *persist_alloc(const trace_persist_config *cfg)
     p->fsync = cfg ? cfg->fsync : TRACE_FSYNC_INTERVAL;
     p->fsync_interval_ns =
             (uint64_t)(cfg && cfg->fsync_interval_ms ? cfg->fsync_interval_ms : 1000u) * NS_PER_MS;
+    p->backlog_max = cfg && cfg->write_backlog ? cfg->write_backlog : TRACE_PERSIST_BACKLOG_DEFAULT;
     return p;
 }
 
@@ -626,6 +1025,13 @@ wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, u
         rmdir(p->dir);
         trace_persist_free(p);
         return WAMP_ENOMEM;
+    }
+    p->w = writer_start(p->dir, p->backlog_max);
+    if (!p->w) {
+        wamp_err err = why_errno(why, why_len, "start the writer thread of", p->dir);
+        rmdir(p->dir);
+        trace_persist_free(p);
+        return err;
     }
     p->writable = true;
     p->new_dir = true;
@@ -897,6 +1303,8 @@ void trace_persist_free(trace_persist *p)
     if (p->writable) {
         (void)write_out(p);
     }
+    writer_stop(p->w); /* after every job queued */
+    p->w = NULL;
     close_active(p);
     for (size_t i = 0; i < p->n_segs; i++) {
         free(p->segs[i].idx);
@@ -914,6 +1322,8 @@ bool trace_persist_remove(trace_persist *p)
     if (!p) {
         return true;
     }
+    writer_stop(p->w);
+    p->w = NULL;
     close_active(p);
     p->writable = false;
     bool ok = true;
@@ -935,6 +1345,17 @@ bool trace_persist_remove(trace_persist *p)
     }
     trace_persist_free(p);
     return ok;
+}
+
+void trace_persist_writer_stats(const trace_persist *p, uint64_t *waits, uint64_t *peak)
+{
+    *waits = *peak = 0;
+    if (p->w) {
+        pthread_mutex_lock(&p->w->mu);
+        *waits = p->w->waits;
+        *peak = p->w->peak;
+        pthread_mutex_unlock(&p->w->mu);
+    }
 }
 
 const char *trace_persist_id(const trace_persist *p)
@@ -1013,7 +1434,7 @@ static unsigned char *put_str(unsigned char *d, const char *s, size_t n)
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
 {
-    if (p->error || !p->writable) {
+    if (!p->writable || persist_failed(p)) {
         return WAMP_ECLOSED;
     }
     wamp_err err;
@@ -1086,7 +1507,7 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     d = put_blob(d, r->wire ? wamp_buf_cdata(r->wire) : NULL, wire_len,
                  r->wire != NULL && wire_len == (r->wire ? wamp_buf_len(r->wire) : 0));
     put32(h, (uint32_t)body);
-    put32(h + 4, trace_crc32c(0, h + HDR_LEN, body));
+    put32(h + 4, 0); /* the CRC: the writer's work */
     if (s->next_seq == s->first_seq || (r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY == 0) {
         if (!idx_push(s, r->seq, s->size)) {
             return WAMP_ENOMEM;
@@ -1117,9 +1538,15 @@ wamp_err trace_persist_flush(trace_persist *p, bool sync, uint64_t now_pc_ns)
             (p->fsync == TRACE_FSYNC_INTERVAL &&
              (now_pc_ns < p->last_sync_pc || now_pc_ns - p->last_sync_pc >= p->fsync_interval_ns));
     if (sync || due) {
-        return sync_active(p, now_pc_ns);
+        err = sync_active(p, now_pc_ns);
+        if (err != WAMP_OK) {
+            return err;
+        }
     }
-    return WAMP_OK;
+    if (sync && p->w) {
+        writer_drain(p->w, true);
+    }
+    return persist_failed(p) ? WAMP_ECLOSED : WAMP_OK;
 }
 
 wamp_err trace_persist_tick(trace_persist *p, uint64_t now_pc_ns, uint64_t now_ts_ns)
@@ -1181,6 +1608,7 @@ typedef struct reader {
     int fd;
     size_t seg_i;
     uint64_t file_end; /* bytes readable through fd */
+    bool mem;          /* the last reader_at() pointed into memory (no CRC there yet) */
     unsigned char *win;
     uint64_t win_off;
     size_t win_len;
@@ -1198,7 +1626,7 @@ static bool reader_open(reader *rd, size_t seg_i)
     rd->win_len = 0;
     const seg *s = &p->segs[seg_i];
     bool active = p->writable && seg_i == p->n_segs - 1 && p->fd >= 0;
-    rd->file_end = active ? p->written : s->size;
+    rd->file_end = (active ? p->written : s->size) - writer_failed_bytes(p->w, s->first_seq);
     if (rd->file_end == 0) {
         return true;
     }
@@ -1212,10 +1640,24 @@ static bool reader_open(reader *rd, size_t seg_i)
 static const unsigned char *reader_at(reader *rd, uint64_t off, size_t n)
 {
     const trace_persist *p = rd->p;
-    if (off >= rd->file_end) {
-        /* Buffered records of the active segment. */
-        bool active = p->writable && rd->seg_i == p->n_segs - 1;
+    rd->mem = off >= rd->file_end;
+    if (rd->mem) {
+        /* Records not on disk: after a write error, those the writer kept (in order); then the
+         * buffered ones of the active segment. */
         uint64_t rel = off - rd->file_end;
+        uint64_t first = p->segs[rd->seg_i].first_seq;
+        if (p->w && atomic_load(&p->w->failed_flag)) {
+            for (const job *j = p->w->failed; j; j = j->next) {
+                if (j->seg_first != first) {
+                    continue;
+                }
+                if (rel < j->len) {
+                    return rel + n <= j->len ? j->buf + rel : NULL;
+                }
+                rel -= j->len;
+            }
+        }
+        bool active = p->writable && rd->seg_i == p->n_segs - 1;
         if (!active || rel + n > p->len) {
             return NULL;
         }
@@ -1418,6 +1860,10 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
 {
     size_t n = 0;
     reader rd = {.p = p, .fd = -1};
+    if (p->w) {
+        /* The active segment holds what was handed over (or the writer kept it). */
+        writer_drain(p->w, false);
+    }
     for (size_t si = find_seg(p, from_seq); si < p->n_segs && n < limit; si++) {
         const seg *s = &p->segs[si];
         if (s->first_seq >= to_seq) {
@@ -1438,7 +1884,7 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
                 break;
             }
             const unsigned char *b = reader_at(&rd, off + HDR_LEN, len);
-            if (!b || trace_crc32c(0, b, len) != crc) {
+            if (!b || (!rd.mem && trace_crc32c(0, b, len) != crc)) {
                 break; /* corrupt: the rest of this segment is not trusted */
             }
             uint64_t seq = get64(b);

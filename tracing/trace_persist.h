@@ -19,20 +19,26 @@
  * because x86-64 computes it in hardware (SSE 4.2 crc32, used when the CPU has it).
  *
  * Writing: trace_persist_append() encodes the record into an in-memory buffer (no system call);
- * trace_persist_flush() writes the buffer with write(2) (the trace's tick does it every 100 ms,
- * and append does it when the buffer holds TRACE_PERSIST_BUFFER_MAX bytes); fsync follows the
- * configured policy. An I/O error (disk full, file size limit, EIO...) is sticky: every later
- * write call returns WAMP_ECLOSED, trace_persist_error() says what happened, and the segment is
- * cut back to its last whole record.
- * Reading: trace_persist_read() reads records back (flushed ones with pread(2), buffered ones
- * from the buffer), checking each CRC; a record that fails its check ends the segment.
+ * the buffer goes to the trace's writer thread when it holds TRACE_PERSIST_BUFFER_MAX bytes and
+ * at each trace_persist_flush() (the trace's tick, every 100 ms). The writer thread computes the
+ * CRCs, writes (write(2)), fsyncs following the configured policy, and closes rotated segments,
+ * so the service thread never waits on the disk, except when write_backlog bytes are queued
+ * (a disk slower than the traffic) and in a flush with sync (stop, shutdown). An I/O error (disk
+ * full, file size limit, EIO...) is sticky: the segment is cut back to its last whole record,
+ * nothing more is written, and every later call returns WAMP_ECLOSED (the service thread sees
+ * the writer's error at its next call), with trace_persist_error() saying what happened.
+ * Reading: trace_persist_read() first waits until the writer has handled every buffer handed to
+ * it, then reads records back: written ones with pread(2), checking each CRC (a record that fails
+ * its check ends the segment); buffered ones, and those a failed write left in memory, from
+ * memory.
  * Opening after a restart (trace_persist_open()): every segment's tail after its last index
  * entry is scanned; a torn or corrupt record (short, bad length, bad CRC) is cut off
  * (ftruncate), with everything after it in that segment.
  * Retention: whole segments (never the active one) are deleted, oldest first, while the trace's
  * files exceed max_bytes or while a segment's newest record is older than max_age.
- * Ownership: a trace_persist owns its file descriptors, buffer and index; the trace owns it.
- * Not thread-safe (service thread). */
+ * Ownership: a trace_persist owns its file descriptors, buffer, index and writer thread; the
+ * trace owns it. Its functions are called from the service thread only (not thread-safe); the
+ * writer thread is internal (trace_persist.c says what it owns). */
 #ifndef TRACE_PERSIST_H
 #define TRACE_PERSIST_H
 
@@ -47,8 +53,8 @@
 
 /* One index entry every this many records (and for each segment's first record). */
 #define TRACE_PERSIST_INDEX_EVERY 64u
-/* append() writes the buffer out when it holds this many bytes (bounds memory between ticks). */
-#define TRACE_PERSIST_BUFFER_MAX (1024u * 1024u)
+/* append() hands the buffer to the writer thread when it holds this many bytes. */
+#define TRACE_PERSIST_BUFFER_MAX (256u * 1024u)
 /* Longest persistent_id (a directory name). */
 #define TRACE_PERSIST_ID_MAX 64
 
@@ -65,12 +71,16 @@ typedef struct trace_persist_config {
     uint64_t segment_bytes;     /* rotation size; 0 = TRACE_PERSIST_SEGMENT_DEFAULT */
     trace_fsync_mode fsync;     /* policy */
     uint32_t fsync_interval_ms; /* TRACE_FSYNC_INTERVAL; 0 = 1000 */
+    uint64_t write_backlog;     /* bytes queued for the writer thread; 0 = the default */
 } trace_persist_config;
 
 #define TRACE_PERSIST_DATA_DIR_DEFAULT "./wampscope-data"
 #define TRACE_PERSIST_SEGMENT_DEFAULT  ((uint64_t)16 * 1024 * 1024)
 #define TRACE_PERSIST_SEGMENT_MIN      ((uint64_t)4096)
 #define TRACE_PERSIST_SEGMENT_MAX      ((uint64_t)1 << 32)
+#define TRACE_PERSIST_BACKLOG_DEFAULT  ((uint64_t)64 * 1024 * 1024)
+#define TRACE_PERSIST_BACKLOG_MIN      ((uint64_t)TRACE_PERSIST_BUFFER_MAX)
+#define TRACE_PERSIST_BACKLOG_MAX      ((uint64_t)16 * 1024 * 1024 * 1024)
 
 typedef struct trace_persist trace_persist;
 
@@ -96,6 +106,10 @@ void trace_persist_free(trace_persist *p);
 /* Deletes every file and the directory, then frees p (NULL-safe). false if something could
  * not be removed (p is freed anyway). */
 bool trace_persist_remove(trace_persist *p);
+
+/* The writer thread of a writable trace: how many times the service thread waited because
+ * write_backlog bytes were queued, and the most bytes ever queued (0 and 0 without one). */
+void trace_persist_writer_stats(const trace_persist *p, uint64_t *waits, uint64_t *peak);
 
 /* Borrowed. */
 const char *trace_persist_id(const trace_persist *p);

@@ -215,6 +215,7 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
     ck_assert_uint_eq(cfg->tracing_default_limit, 100000);
     ck_assert_uint_eq(cfg->tracing_default_max_bytes, 64 * MIB);
+    ck_assert_uint_eq(cfg->tracing_write_backlog, 64 * MIB);
     assert_flight_recorder_default(cfg);
     ck_assert_ptr_null(cfg->log_level);
     assert_default_trusted(cfg);
@@ -722,7 +723,9 @@ START_TEST(test_wampscope_values)
 
     /* The upper ends of the trace options' ranges; max_traces keeps its default. */
     cfg = load_ok(WITH_WAMPSCOPE(
-            "{'tracing':{'default_limit':10000000,'default_max_bytes':1099511627776}}"));
+            "{'tracing':{'default_limit':10000000,'default_max_bytes':1099511627776,"
+            "'write_backlog':262144}}"));
+    ck_assert_uint_eq(cfg->tracing_write_backlog, 256 * 1024);
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
     ck_assert_uint_eq(cfg->tracing_default_limit, 10000000);
     ck_assert_uint_eq(cfg->tracing_default_max_bytes, (uint64_t)1 << 40);
@@ -1527,6 +1530,10 @@ static const refusal refusals[] = {
          P_WS ".tracing.default_max_bytes: must be an integer 1024..1099511627776 bytes"},
         {WITH_WAMPSCOPE("{'tracing':{'default_max_bytes':1.5e6}}"),
          P_WS ".tracing.default_max_bytes: must be an integer 1024..1099511627776 bytes"},
+        {WITH_WAMPSCOPE("{'tracing':{'write_backlog':262143}}"),
+         P_WS ".tracing.write_backlog: must be an integer 262144..17179869184 bytes"},
+        {WITH_WAMPSCOPE("{'tracing':{'write_backlog':17179869185}}"),
+         P_WS ".tracing.write_backlog: must be an integer 262144..17179869184 bytes"},
         {WITH_WAMPSCOPE("{'tracing':{'default_limits':5}}"),
          P_WS ".tracing.default_limits: unknown key"},
         {WITH_WAMPSCOPE("{'tracing':{'flight_recorder':'on'}}"),

@@ -486,7 +486,7 @@ START_TEST(test_io_error_file_size_limit)
     snprintf(id, sizeof(id), "%s", trace_persist_id(p));
     seg_path(p, 0, seg, sizeof(seg));
     append_n(p, 0, 100, 100);
-    ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
     off_t good = file_size(seg);
     struct rlimit old, lim;
     ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -495,7 +495,8 @@ START_TEST(test_io_error_file_size_limit)
     lim.rlim_cur = (rlim_t)good + 1000;
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
     append_n(p, 100, 100, 100);
-    wamp_err err = trace_persist_flush(p, false, PC0);
+    /* sync: waits for the writer thread, while the limit holds. */
+    wamp_err err = trace_persist_flush(p, true, PC0);
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, prev);
     ck_assert_int_eq(err, WAMP_ECLOSED);
@@ -505,11 +506,54 @@ START_TEST(test_io_error_file_size_limit)
     trace_record r = make_rec(200, 1);
     ck_assert_int_eq(trace_persist_append(p, &r), WAMP_ECLOSED);
     trace_record_fini(&r);
+    /* Until it is freed, the records the writer could not write stay readable (from memory),
+     * behind the ones on disk, in one page. */
+    ck_assert_uint_eq(trace_persist_next_seq(p), 200);
+    read_check(p, 0, UINT64_MAX, 1000, 0, 200, 100);
+    read_check(p, 150, UINT64_MAX, 1000, 150, 50, 100);
     trace_persist_free(p);
     json_t *m = NULL;
     ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
     ck_assert_uint_eq(trace_persist_next_seq(p), 100);
     read_check(p, 0, UINT64_MAX, 1000, 0, 100, 100);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+START_TEST(test_writer_backlog_bounded)
+{
+    /* The writer thread's queue holds at most write_backlog bytes (plus the job being handed
+     * over): 24 MiB appended without a flush, with the smallest backlog, 256 KiB. The service
+     * thread waits rather than queue more; nothing is lost, and every record reads back (the
+     * CRCs were computed by the writer). */
+    trace_persist_config cfg = config(4 << 20);
+    cfg.write_backlog = TRACE_PERSIST_BACKLOG_MIN;
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    const uint64_t n = 6000;
+    const size_t wire = 4000;
+    append_n(p, 0, n, wire);
+    uint64_t waits = 0, peak = 0;
+    trace_persist_writer_stats(p, &waits, &peak);
+    ck_assert_uint_gt(peak, 0);
+    ck_assert_uint_le(peak, TRACE_PERSIST_BACKLOG_MIN + TRACE_PERSIST_BUFFER_MAX + wire + 256);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_next_seq(p), n);
+    read_check(p, 0, UINT64_MAX, 100, 0, 100, wire);
+    read_check(p, n - 50, UINT64_MAX, 100, n - 50, 50, wire);
+    trace_persist_free(p);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_next_seq(p), n);
+    read_check(p, 2990, UINT64_MAX, 20, 2990, 20, wire);
+    uint64_t w2 = 1, p2 = 1;
+    trace_persist_writer_stats(p, &w2, &p2); /* opened read-only: no writer */
+    ck_assert_uint_eq(w2, 0);
+    ck_assert_uint_eq(p2, 0);
     trace_persist_free(p);
 }
 
@@ -785,6 +829,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_retention_by_age);
     tcase_add_test(c, test_io_error_directory_gone);
     tcase_add_test(c, test_io_error_file_size_limit);
+    tcase_add_test(c, test_writer_backlog_bounded);
     suite_add_tcase(s, c);
     TCase *t = tcase_create("traces");
     tcase_add_checked_fixture(t, setup, teardown);
