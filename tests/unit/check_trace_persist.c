@@ -404,7 +404,8 @@ START_TEST(test_retention_by_bytes)
     persist_dir_of(p, dir, sizeof(dir));
     trace_persist_set_retention(p, 16384, 0);
     append_n(p, 0, 2000, 10);
-    ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
+    /* sync: the writer thread deletes the files, in order after the writes before. */
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
     /* Whole segments go, oldest first: at most max_bytes plus the active segment. */
     ck_assert_uint_le(trace_persist_bytes(p), 16384 + 4096 + 200);
     ck_assert_uint_gt(trace_persist_first_seq(p), 1500);
@@ -434,6 +435,11 @@ START_TEST(test_retention_by_age)
     /* Two minutes later: every segment but the active one is older than 60 s. */
     ck_assert_int_eq(trace_persist_tick(p, PC0, TS0 + 120 * SEC), WAMP_OK);
     ck_assert_uint_eq(trace_persist_segments(p), 1);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    char dir[512];
+    persist_dir_of(p, dir, sizeof(dir));
+    ck_assert_uint_eq(count_files(dir, ".seg"), 1);
+    ck_assert_uint_eq(count_files(dir, ".idx"), 1);
     ck_assert_uint_gt(trace_persist_first_seq(p), 400);
     ck_assert_uint_eq(trace_persist_next_seq(p), 500);
     trace_persist_free(p);
