@@ -212,8 +212,8 @@ struct trace_persist {
     bool new_dir;
     uint64_t max_bytes;
     uint64_t max_age_ns;
-    char *error;       /* first I/O error, sticky */
-    struct writer *w;  /* the writer thread of a writable trace (NULL once stopped) */
+    char *error;      /* first I/O error, sticky */
+    struct writer *w; /* the writer thread of a writable trace (NULL once stopped) */
     uint64_t backlog_max;
 };
 
@@ -923,8 +923,8 @@ static wamp_err sync_active(trace_persist *p, uint64_t now_pc_ns)
     if (!p->dirty || p->fd < 0) {
         return WAMP_OK;
     }
-    unsigned flags = JOB_SYNC | (p->names_dirty ? JOB_SYNC_DIR : 0u) |
-                     (p->new_dir ? JOB_SYNC_PARENT : 0u);
+    unsigned flags =
+            JOB_SYNC | (p->names_dirty ? JOB_SYNC_DIR : 0u) | (p->new_dir ? JOB_SYNC_PARENT : 0u);
     wamp_err err = submit(p, flags, 0);
     if (err != WAMP_OK) {
         return err;

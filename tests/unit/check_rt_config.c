@@ -722,9 +722,9 @@ START_TEST(test_wampscope_values)
     rt_config_free(cfg);
 
     /* The upper ends of the trace options' ranges; max_traces keeps its default. */
-    cfg = load_ok(WITH_WAMPSCOPE(
-            "{'tracing':{'default_limit':10000000,'default_max_bytes':1099511627776,"
-            "'write_backlog':262144}}"));
+    cfg = load_ok(
+            WITH_WAMPSCOPE("{'tracing':{'default_limit':10000000,'default_max_bytes':1099511627776,"
+                           "'write_backlog':262144}}"));
     ck_assert_uint_eq(cfg->tracing_write_backlog, 256 * 1024);
     ck_assert_uint_eq(cfg->tracing_max_traces, 16);
     ck_assert_uint_eq(cfg->tracing_default_limit, 10000000);
