@@ -195,9 +195,9 @@ struct trace_persist {
     bool writable;
     int fd;             /* active segment, -1 if none open */
     int idx_fd;         /* its index */
-    uint64_t written;   /* bytes of the active segment on disk */
-    size_t idx_written; /* index entries of the active segment on disk */
-    unsigned char *buf; /* records not written yet (whole records only) */
+    uint64_t written;   /* bytes of the active segment handed to the writer */
+    size_t idx_written; /* index entries of the active segment handed to the writer */
+    unsigned char *buf; /* records not handed over yet (whole records only) */
     size_t len;
     size_t cap;
     uint64_t segment_bytes;
@@ -214,7 +214,7 @@ struct trace_persist {
     uint64_t max_age_ns;
     char *error;      /* first I/O error, sticky */
     struct writer *w; /* the writer thread of a writable trace (NULL once stopped) */
-    uint64_t backlog_max;
+    char *data_dir;   /* of a writable trace: dir's parent, whose fsync makes dir's name durable */
 };
 
 /* --- little-endian helpers ------------------------------------------------------------------- */
@@ -318,6 +318,16 @@ static int unlink_in(const char *dir, const char *name)
     return rc;
 }
 
+/* Deletes a segment's two files (errors ignored: retention tries again with the next one). */
+static void unlink_segment(const char *dir, uint64_t first_seq)
+{
+    char name[40];
+    seg_name(name, sizeof(name), first_seq, "seg");
+    (void)unlink_in(dir, name);
+    seg_name(name, sizeof(name), first_seq, "idx");
+    (void)unlink_in(dir, name);
+}
+
 /* Writes all n bytes; false with errno on failure (a partial write included). */
 static bool write_all(int fd, const void *data, size_t n)
 {
@@ -356,7 +366,7 @@ static bool write_all(int fd, const void *data, size_t n)
  * an error: then the data of the failed job and of every later one is kept in `failed`, in order,
  * and readers find it there (reader_at). After the first error nothing more is written (fsyncs
  * and closes still run), the segment is cut back to the failed job's start, and the service
- * thread sees it at its next call (writer_failed).
+ * thread sees it at its next call (persist_failed).
  * Memory: jobs queued hold at most backlog_max bytes of data; a service thread that would go
  * beyond waits for the writer (a disk slower than the traffic: back-pressure rather than an
  * unbounded queue or a silent gap in the trace). */
@@ -406,9 +416,9 @@ typedef struct writer {
     uint64_t peak;  /* the most bytes ever queued */
     bool quit;
     atomic_bool failed_flag;
-    char error[512]; /* the first error, set once before failed_flag */
-    char *dir;       /* the trace's directory, and the data directory */
-    char *parent;
+    char error[512];      /* the first error, set once before failed_flag */
+    const char *dir;      /* the trace's directory (the trace_persist's; outlives the thread) */
+    const char *data_dir; /* and the data directory */
 } writer;
 
 static void job_free(job *j)
@@ -489,18 +499,14 @@ static void job_finish(writer *w, job *j)
     if ((j->flags & JOB_SYNC_DIR) && !atomic_load(&w->failed_flag) && sync_dir(w->dir) != 0) {
         writer_set_error(w, "fsync", 0, NULL, errno);
     }
-    if ((j->flags & JOB_SYNC_PARENT) && !atomic_load(&w->failed_flag) && w->parent &&
-        sync_dir(w->parent) != 0) {
+    if ((j->flags & JOB_SYNC_PARENT) && !atomic_load(&w->failed_flag) &&
+        sync_dir(w->data_dir) != 0) {
         writer_set_error(w, "fsync the data directory of", 0, NULL, errno);
     }
     if (j->flags & JOB_UNLINK) {
         /* Here rather than on the service thread: unlinking a segment still in the page cache
          * frees all its pages, milliseconds for 16 MiB. */
-        char name[40];
-        seg_name(name, sizeof(name), j->unlink_first, "seg");
-        (void)unlink_in(w->dir, name);
-        seg_name(name, sizeof(name), j->unlink_first, "idx");
-        (void)unlink_in(w->dir, name);
+        unlink_segment(w->dir, j->unlink_first);
     }
 }
 
@@ -560,29 +566,16 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static writer *writer_start(const char *dir, uint64_t backlog_max)
+static writer *writer_start(const char *dir, const char *data_dir, uint64_t backlog_max)
 {
     writer *w = calloc(1, sizeof(*w));
     if (!w) {
         return NULL;
     }
-    w->dir = strdup(dir);
-    w->parent = strdup(dir);
+    w->dir = dir;
+    w->data_dir = data_dir;
     w->backlog_max = backlog_max;
     atomic_init(&w->failed_flag, false);
-    if (!w->dir || !w->parent) {
-        goto fail_mem;
-    }
-    /* The data directory is dir's parent (path_join put the last '/'). */
-    char *slash = strrchr(w->parent, '/');
-    if (slash == w->parent) {
-        slash[1] = '\0';
-    } else if (slash) {
-        *slash = '\0';
-    } else {
-        free(w->parent);
-        w->parent = NULL;
-    }
     if (pthread_mutex_init(&w->mu, NULL) != 0) {
         goto fail_mem;
     }
@@ -609,8 +602,6 @@ fail_wake:
 fail_mu:
     pthread_mutex_destroy(&w->mu);
 fail_mem:
-    free(w->dir);
-    free(w->parent);
     free(w);
     return NULL;
 }
@@ -637,8 +628,6 @@ static void writer_stop(writer *w)
     pthread_cond_destroy(&w->progress);
     pthread_cond_destroy(&w->wake);
     pthread_mutex_destroy(&w->mu);
-    free(w->dir);
-    free(w->parent);
     free(w);
 }
 
@@ -723,11 +712,7 @@ static void drop_oldest(trace_persist *p)
 {
     seg *s = &p->segs[0];
     if (!p->w || submit(p, JOB_UNLINK, s->first_seq) != WAMP_OK) {
-        char name[40];
-        seg_name(name, sizeof(name), s->first_seq, "seg");
-        (void)unlink_in(p->dir, name);
-        seg_name(name, sizeof(name), s->first_seq, "idx");
-        (void)unlink_in(p->dir, name);
+        unlink_segment(p->dir, s->first_seq);
     }
     p->bytes -= s->size;
     p->first_seq = s->next_seq;
@@ -900,15 +885,7 @@ static wamp_err sync_names(trace_persist *p, bool all)
     }
     p->names_dirty = false;
     if (p->new_dir) {
-        /* The data directory is p->dir's parent (path_join put the last '/'). */
-        char *slash = strrchr(p->dir, '/');
-        int rc = 0;
-        if (slash) {
-            *slash = '\0';
-            rc = sync_dir(slash == p->dir ? "/" : p->dir);
-            *slash = '/';
-        }
-        if (rc != 0) {
+        if (sync_dir(p->data_dir) != 0) {
             return fail_io(p, "fsync", "the data directory");
         }
         p->new_dir = false;
@@ -985,7 +962,6 @@ static trace_persist *persist_alloc(const trace_persist_config *cfg)
     p->fsync = cfg ? cfg->fsync : TRACE_FSYNC_INTERVAL;
     p->fsync_interval_ns =
             (uint64_t)(cfg && cfg->fsync_interval_ms ? cfg->fsync_interval_ms : 1000u) * NS_PER_MS;
-    p->backlog_max = cfg && cfg->write_backlog ? cfg->write_backlog : TRACE_PERSIST_BACKLOG_DEFAULT;
     return p;
 }
 
@@ -1038,12 +1014,15 @@ wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, u
         }
     }
     p->id = strdup(id);
-    if (!p->id) {
+    p->data_dir = strdup(root);
+    if (!p->id || !p->data_dir) {
         rmdir(p->dir);
         trace_persist_free(p);
         return WAMP_ENOMEM;
     }
-    p->w = writer_start(p->dir, p->backlog_max);
+    p->w = writer_start(p->dir, p->data_dir,
+                        cfg && cfg->write_backlog ? cfg->write_backlog
+                                                  : TRACE_PERSIST_BACKLOG_DEFAULT);
     if (!p->w) {
         wamp_err err = why_errno(why, why_len, "start the writer thread of", p->dir);
         rmdir(p->dir);
@@ -1329,6 +1308,7 @@ void trace_persist_free(trace_persist *p)
     free(p->segs);
     free(p->buf);
     free(p->error);
+    free(p->data_dir);
     free(p->dir);
     free(p->id);
     free(p);
