@@ -3,16 +3,15 @@
  * duration, the pending cap, stop), the record's rendering in every writer mode, persistence of
  * action records, and the router core driving an action trace through the hub (CALL, PUBLISH,
  * SUBSCRIBE, joins and leaves, filters evaluated on the anchor). */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <check.h>
 
 #include "fake_transport.h"
 #include "test_router.h"
+#include "tmp_dir.h"
 #include "trace_action.h"
 #include "trace_hub.h"
 #include "trace_render.h"
@@ -504,31 +503,10 @@ END_TEST
 
 static char tmpdir[256];
 
-static void rm_rf(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-                continue;
-            }
-            char sub[1024];
-            snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-            rm_rf(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 /* A persisted action trace reloads after a restart and renders the same records. */
 START_TEST(test_persisted_action_trace_reloads)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_trace_action.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    tmp_dir_make(tmpdir, sizeof(tmpdir), "check_trace_action");
     char data_dir[300];
     snprintf(data_dir, sizeof(data_dir), "%s/data", tmpdir);
     trace_persist_config cfg = {.data_dir = data_dir, .fsync = TRACE_FSYNC_INTERVAL};
@@ -555,7 +533,7 @@ START_TEST(test_persisted_action_trace_reloads)
     json_decref(before);
     json_decref(after);
     trace_hub_free(hub);
-    rm_rf(tmpdir);
+    tmp_dir_remove(tmpdir);
 }
 
 END_TEST

@@ -15,6 +15,7 @@
 
 #include <check.h>
 
+#include "tmp_dir.h"
 #include "trace.h"
 #include "trace_hub.h"
 #include "trace_persist.h"
@@ -30,33 +31,12 @@ static char tmpdir[256];
 
 static void make_tmp(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_trace_persist.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void rm_rf(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-                continue;
-            }
-            char sub[1024];
-            snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-            rm_rf(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
+    tmp_dir_make(tmpdir, sizeof(tmpdir), "check_trace_persist");
 }
 
 static void cleanup_tmp(void)
 {
-    rm_rf(tmpdir);
+    tmp_dir_remove(tmpdir);
 }
 
 static trace_persist_config config(uint64_t segment_bytes)
@@ -457,7 +437,7 @@ START_TEST(test_io_error_directory_gone)
     append_n(p, 0, 10, 10);
     ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
     /* The directory disappears: the next segment cannot be created. */
-    rm_rf(dir);
+    tmp_dir_remove(dir);
     int rc = WAMP_OK;
     for (uint64_t s = 10; s < 1000 && rc == WAMP_OK; s++) {
         trace_record r = make_rec(s, 10);
@@ -788,7 +768,7 @@ START_TEST(test_trace_io_error_stops_only_that_trace)
     mark_n(p, 10);
     char dir[512];
     snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, trace_persist_id(trace_get_persist(p)));
-    rm_rf(dir);
+    tmp_dir_remove(dir);
     /* The next segment cannot be created: the trace stops on the append that needs it. */
     wamp_err err = WAMP_OK;
     for (int i = 0; i < 200 && err == WAMP_OK; i++) {
