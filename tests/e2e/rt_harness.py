@@ -71,16 +71,23 @@ def _die_with_parent():
 class RouterProc:
     """One wampscope process listening on 127.0.0.1:<ephemeral>."""
 
-    def __init__(self, config="configs/test-e2e.json"):
+    def __init__(self, config="configs/test-e2e.json", workdir=None, run=None):
+        """workdir: the test's own working directory, kept across restarts (so the router's
+        ./wampscope-data survives; cleanup() leaves it); by default a new temporary one that
+        cleanup() removes. run: a number for the stdout/stderr file names of this start."""
         self.bin = os.environ.get("RT_ROUTER_BIN")
         self.src = os.environ.get("RT_SOURCE_DIR")
         if not self.bin or not self.src:
             raise AssertionError("RT_ROUTER_BIN and RT_SOURCE_DIR must be set (ctest sets them)")
         self.config = os.path.join(self.src, config)
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-e2e-")
+        self.own_tmp = workdir is None
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-e2e-") if self.own_tmp else workdir
         self.ports_file = os.path.join(self.tmp, "ports")
-        self.stdout_path = os.path.join(self.tmp, "stdout")
-        self.stderr_path = os.path.join(self.tmp, "stderr")
+        if os.path.exists(self.ports_file):
+            os.remove(self.ports_file)  # an earlier run's
+        suffix = "" if run is None else str(run)
+        self.stdout_path = os.path.join(self.tmp, "stdout" + suffix)
+        self.stderr_path = os.path.join(self.tmp, "stderr" + suffix)
         self.proc = None
         self.urls = []
         self.url = None
@@ -179,7 +186,7 @@ class RouterProc:
 
     def cleanup(self):
         self.kill()
-        if not os.environ.get("RT_E2E_KEEP"):
+        if self.own_tmp and not os.environ.get("RT_E2E_KEEP"):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 

@@ -68,14 +68,7 @@ class PersistTestCase(h.AsyncTestCase):
                 shutil.rmtree(self.work, ignore_errors=True)
 
     def start_router(self, fsize_limit=None):
-        r = h.RouterProc(self.config)
-        shutil.rmtree(r.tmp, ignore_errors=True)
-        r.tmp = self.work
-        r.ports_file = os.path.join(self.work, "ports")
-        r.stdout_path = os.path.join(self.work, "stdout")
-        r.stderr_path = os.path.join(self.work, "stderr")
-        if os.path.exists(r.ports_file):
-            os.remove(r.ports_file)
+        r = h.RouterProc(self.config, workdir=self.work)
         old = resource.getrlimit(resource.RLIMIT_FSIZE)
         if fsize_limit:
             # Inherited by the router (fork); restored here at once.
@@ -84,7 +77,6 @@ class PersistTestCase(h.AsyncTestCase):
             r._start()
         finally:
             resource.setrlimit(resource.RLIMIT_FSIZE, old)
-        r.cleanup = r.kill  # the working directory is ours, not the harness's
         self.router = r
         return r
 

@@ -2,8 +2,6 @@
 a second signal ends the grace period at once. (Under load: test_shutdown_load.py.)"""
 
 import asyncio
-import os
-import shutil
 import signal
 import time
 
@@ -86,13 +84,7 @@ class TestShutdown(h.AsyncTestCase):
         self.assertIn("stopped", err.splitlines()[-1])
         # Even so, the persisted trace was written out and stopped: a restart (same working
         # directory, so the same ./wampscope-data) lists it with the session's GOODBYE.
-        again = h.RouterProc()
-        shutil.rmtree(again.tmp)
-        again.tmp = self.router.tmp
-        os.remove(self.router.ports_file)
-        again.ports_file = self.router.ports_file
-        again.stdout_path = self.router.stdout_path + "2"
-        again.stderr_path = self.router.stderr_path + "2"
+        again = h.RouterProc(workdir=self.router.tmp, run=2)
         again.start()
         self.addCleanup(again.kill)
         m = await h.open_session(again, "mgmt", "json")

@@ -132,17 +132,9 @@ class TestShutdownUnderLoad(h.AsyncTestCase):
 
     def start_router(self):
         """A router whose working directory (so ./wampscope-data) is self.work across runs."""
-        r = h.RouterProc(self.config)
-        shutil.rmtree(r.tmp, ignore_errors=True)
-        r.tmp = self.work
-        r.ports_file = os.path.join(self.work, "ports")
         self.runs += 1
-        r.stdout_path = os.path.join(self.work, "stdout%d" % self.runs)
-        r.stderr_path = os.path.join(self.work, "stderr%d" % self.runs)
-        if os.path.exists(r.ports_file):
-            os.remove(r.ports_file)
+        r = h.RouterProc(self.config, workdir=self.work, run=self.runs)
         r._start()
-        r.cleanup = r.kill  # the working directory is the test's
         self.router = r
         return r
 
