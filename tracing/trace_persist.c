@@ -16,13 +16,45 @@
 
 #define NS_PER_MS 1000000ull
 
-/* Record framing: u32 body length + u32 CRC-32C of the body. */
-#define HDR_LEN 8u
-/* Fixed part of a body: seq, pc, ts, session_id (4 x u64), ser_bytes (3 x u32), dir, msg_type,
- * wire_ser, flags, has_peer (5 x u8), corr (16). Then 5 strings and the message bytes, each as
- * u32 length (NIL_LEN = absent) + bytes. */
+/* Record framing: u32 length word + u32 CRC-32C of the body. The length word is the body's
+ * length, with LEN_COMPACT set for a compact (v2) body. */
+#define HDR_LEN     8u
+#define LEN_COMPACT 0x80000000u
+/* v1 body (written until session 11, still read): seq, pc, ts, session_id (4 x u64), ser_bytes
+ * (3 x u32), dir, msg_type, wire_ser, flags, has_peer (5 x u8), corr (16). Then 5 strings and
+ * the message bytes, each as u32 length (NIL_LEN = absent) + bytes. */
 #define FIXED_LEN (4u * 8u + WAMP_SER_COUNT * 4u + 5u + TRACE_UUID_LEN)
 #define NIL_LEN   UINT32_MAX
+/* v2 (compact) body, written since session 11. Records are grouped in blocks: a block starts at
+ * each index entry (a segment's first record, then every TRACE_PERSIST_INDEX_EVERY seqs), so a
+ * reader that seeks to an index entry starts a block. Within a block, a peer, a URI, the
+ * correlation UUID and the message bytes are written once and then referred to:
+ *   u8 what (C_* bits), u8 msg_type, u8 dir | wire_ser << 2 | flags << 4,
+ *   varint seq, pc, ts: absolute in the block's first record (C_BLOCK), else the difference from
+ *     the previous record (seq: plain; pc, ts: zigzag, an action record has its anchor's times),
+ *   varint ser_bytes[3],
+ *   C_PEER: varint i: the block's i-th peer; i = number of peers so far: a new one follows
+ *     (varint session_id, realm, authid, authrole as strings),
+ *   C_URI: the same with one string,
+ *   C_DROPPED: string,
+ *   flags & TRACE_CORR_HAS, without C_CORR_SAME: 16 bytes (C_CORR_SAME: the block's last UUID),
+ *   C_WIRE, without C_WIRE_SAME: varint length + bytes (C_WIRE_SAME: the block's last message
+ *     bytes: one EVENT sent to many subscribers is one buffer).
+ * Strings are varint length + 1 (0 = NULL) + bytes. Varints are LEB128 (7 bits a byte, low
+ * first). The router's pub/sub benchmark averaged 43 bytes a record (an EVENT repeating its
+ * block's buffer, peer and UUID: ~21) against 207 for the first format. */
+#define C_BLOCK     0x01u
+#define C_PEER      0x02u
+#define C_URI       0x04u
+#define C_DROPPED   0x08u
+#define C_WIRE      0x10u
+#define C_WIRE_SAME 0x20u
+#define C_CORR_SAME 0x40u
+#define C_MIN_LEN   9u /* 3 bytes and 6 one-byte varints */
+/* Peers and URIs a block defines at most (a block holds at most TRACE_PERSIST_INDEX_EVERY
+ * records, each defining at most one of each; both sides stop adding at this size). */
+#define BLOCK_TABLE TRACE_PERSIST_INDEX_EVERY
+#define HINT_SLOTS  64u /* a power of two */
 /* Largest body accepted when reading (a bad length must not make us allocate gigabytes). */
 #define BODY_MAX  ((uint32_t)256 * 1024 * 1024)
 #define IDX_ENTRY 16u
@@ -183,6 +215,36 @@ typedef struct seg {
     size_t cap_idx;
 } seg;
 
+/* What the current block of compact records defined (the writer's and each reader's own
+ * copy): references held on every entry. */
+typedef struct block {
+    void *peers[BLOCK_TABLE]; /* trace_peer */
+    size_t n_peers;
+    void *uris[BLOCK_TABLE]; /* trace_str */
+    size_t n_uris;
+    wamp_buf *wire;
+    uint8_t corr[TRACE_UUID_LEN];
+    bool has_corr;
+    bool open; /* a block's first record has been seen (reader) */
+    uint64_t seq, pc, ts;
+} block;
+
+static void block_reset(block *b)
+{
+    for (size_t i = 0; i < b->n_peers; i++) {
+        trace_peer *pe = b->peers[i];
+        trace_peer_unref(&pe);
+    }
+    for (size_t i = 0; i < b->n_uris; i++) {
+        trace_str *u = b->uris[i];
+        trace_str_unref(&u);
+    }
+    wamp_buf_unref(&b->wire);
+    b->n_peers = b->n_uris = 0;
+    b->has_corr = false;
+    b->open = false;
+}
+
 struct trace_persist {
     char *dir; /* <data_dir>/<id> */
     char *id;  /* persistent_id */
@@ -215,6 +277,13 @@ struct trace_persist {
     char *error;      /* first I/O error, sticky */
     struct writer *w; /* the writer thread of a writable trace (NULL once stopped) */
     char *data_dir;   /* of a writable trace: dir's parent, whose fsync makes dir's name durable */
+    block blk;        /* the active segment's current block (compact records) */
+    /* Where a peer or URI object last was in blk's tables, direct-mapped by address: one probe
+     * instead of a search (a search whose exit is a different entry each record mispredicts;
+     * it was about a tenth of the encoder's time in the router benchmark). A hint is used only if
+     * the table holds that object at that place; otherwise the table is searched. */
+    uint8_t peer_hint[HINT_SLOTS];
+    uint8_t uri_hint[HINT_SLOTS];
 };
 
 /* --- little-endian helpers ------------------------------------------------------------------- */
@@ -241,6 +310,31 @@ static uint32_t get32(const unsigned char *p)
 static uint64_t get64(const unsigned char *p)
 {
     return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/* LEB128: at most 10 bytes for a u64. */
+#define VAR_MAX 10u
+
+static unsigned char *put_var(unsigned char *d, uint64_t v)
+{
+    while (v >= 0x80u) {
+        *d++ = (unsigned char)(v | 0x80u);
+        v >>= 7;
+    }
+    *d++ = (unsigned char)v;
+    return d;
+}
+
+/* Signed difference cur - prev as a small unsigned number (zigzag: 0, -1, 1, -2 -> 0, 1, 2, 3). */
+static uint64_t zigzag(uint64_t cur, uint64_t prev)
+{
+    uint64_t d = cur - prev;
+    return (d << 1) ^ (0u - (d >> 63));
+}
+
+static uint64_t unzigzag(uint64_t prev, uint64_t z)
+{
+    return prev + ((z >> 1) ^ (0u - (z & 1u)));
 }
 
 /* --- errors ------------------------------------------------------------------------------------
@@ -451,7 +545,7 @@ static void job_crc(job *j)
 {
     size_t off = 0;
     while (off + HDR_LEN <= j->len) {
-        uint32_t body = get32(j->buf + off);
+        uint32_t body = get32(j->buf + off) & ~LEN_COMPACT;
         put32(j->buf + off + 4, trace_crc32c(0, j->buf + off + HDR_LEN, body));
         off += HDR_LEN + body;
     }
@@ -694,6 +788,7 @@ static seg *seg_push(trace_persist *p, uint64_t first_seq)
 
 static void close_active(trace_persist *p)
 {
+    block_reset(&p->blk); /* the next segment starts a block */
     if (p->fd >= 0) {
         close(p->fd);
         p->fd = -1;
@@ -1055,17 +1150,26 @@ static bool pread_all(int fd, void *dst, size_t n, uint64_t off)
     return true;
 }
 
+/* A record's length word: its body length in *len, compact or not in *compact; false if no
+ * record can have it. */
+static bool frame_len(uint32_t word, uint32_t *len, bool *compact)
+{
+    *compact = (word & LEN_COMPACT) != 0;
+    *len = word & ~LEN_COMPACT;
+    return *len >= (*compact ? C_MIN_LEN : FIXED_LEN) && *len <= BODY_MAX;
+}
+
 /* One record at off of a segment file (body in *body, malloc'ed, or reuses *body/cap):
- * true and *total (header + body) when whole and its CRC matches. */
+ * true, its body length and kind when whole and its CRC matches. */
 static bool read_record_fd(int fd, uint64_t off, uint64_t file_size, unsigned char **body,
-                           size_t *cap, uint32_t *body_len)
+                           size_t *cap, uint32_t *body_len, bool *compact)
 {
     unsigned char hdr[HDR_LEN];
     if (off + HDR_LEN > file_size || !pread_all(fd, hdr, HDR_LEN, off)) {
         return false;
     }
-    uint32_t len = get32(hdr);
-    if (len < FIXED_LEN || len > BODY_MAX || off + HDR_LEN + len > file_size) {
+    uint32_t len;
+    if (!frame_len(get32(hdr), &len, compact) || off + HDR_LEN + len > file_size) {
         return false;
     }
     if (*cap < len) {
@@ -1081,6 +1185,223 @@ static bool read_record_fd(int fd, uint64_t off, uint64_t file_size, unsigned ch
         return false;
     }
     *body_len = len;
+    return true;
+}
+
+/* --- compact records: decoding ------------------------------------------------------------ */
+
+typedef struct cursor {
+    const unsigned char *p;
+    const unsigned char *end;
+    bool ok;
+} cursor;
+
+static bool get_var(cursor *c, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (c->p >= c->end) {
+            return c->ok = false;
+        }
+        unsigned char byte = *c->p++;
+        x |= (uint64_t)(byte & 0x7fu) << shift;
+        if (!(byte & 0x80u)) {
+            *v = x;
+            return true;
+        }
+    }
+    return c->ok = false; /* longer than a u64 */
+}
+
+/* A string (put_vstr): *s NULL when absent, else a malloc'ed copy. */
+static bool get_vstr(cursor *c, char **s)
+{
+    uint64_t n1;
+    *s = NULL;
+    if (!get_var(c, &n1)) {
+        return false;
+    }
+    if (n1 == 0) {
+        return true;
+    }
+    uint64_t n = n1 - 1;
+    if ((uint64_t)(c->end - c->p) < n || !(*s = malloc((size_t)n + 1))) {
+        return c->ok = false;
+    }
+    memcpy(*s, c->p, (size_t)n);
+    (*s)[n] = '\0';
+    c->p += n;
+    return true;
+}
+
+/* The seq, pc and ts of a compact body (the block's running values b->seq/pc/ts become the
+ * record's); false if malformed or if it continues a block whose start was not seen. The
+ * cursor is left after the times. */
+static bool compact_head(const unsigned char *body, uint32_t len, block *b, cursor *c)
+{
+    c->p = body + 3;
+    c->end = body + len;
+    c->ok = true;
+    bool first = (body[0] & C_BLOCK) != 0;
+    if (first) {
+        block_reset(b);
+        b->open = true;
+    } else if (!b->open) {
+        return false;
+    }
+    uint64_t v[3];
+    for (int i = 0; i < 3; i++) {
+        if (!get_var(c, &v[i])) {
+            return false;
+        }
+    }
+    if (first) {
+        b->seq = v[0];
+        b->pc = v[1];
+        b->ts = v[2];
+    } else {
+        b->seq += v[0];
+        b->pc = unzigzag(b->pc, v[1]);
+        b->ts = unzigzag(b->ts, v[2]);
+    }
+    return true;
+}
+
+static const char *intern_reason(const unsigned char *s, uint32_t n);
+
+/* Decodes one verified compact body into *r (owned references; the caller finis it on failure
+ * too), updating the block's tables. */
+static bool decode_compact(const unsigned char *body, uint32_t len, block *b, trace_record *r)
+{
+    memset(r, 0, sizeof(*r));
+    cursor c;
+    if (!compact_head(body, len, b, &c)) {
+        return false;
+    }
+    unsigned what = body[0];
+    r->seq = b->seq;
+    r->pc_ns = b->pc;
+    r->ts_ns = b->ts;
+    r->msg_type = body[1];
+    r->dir = body[2] & 3u;
+    r->wire_ser = (body[2] >> 2) & 3u;
+    r->flags = (body[2] >> 4) & 7u;
+    if (r->wire_ser >= WAMP_SER_COUNT) {
+        return false;
+    }
+    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+        uint64_t v;
+        if (!get_var(&c, &v) || v > UINT32_MAX) {
+            return false;
+        }
+        r->ser_bytes[i] = (uint32_t)v;
+    }
+    uint64_t i;
+    if (what & C_PEER) {
+        if (!get_var(&c, &i) || i > b->n_peers) {
+            return false;
+        }
+        if (i < b->n_peers) {
+            r->peer = trace_peer_ref((trace_peer *)b->peers[i]);
+        } else {
+            uint64_t sid;
+            char *str[3] = {NULL, NULL, NULL};
+            bool ok = get_var(&c, &sid) && get_vstr(&c, &str[0]) && get_vstr(&c, &str[1]) &&
+                      get_vstr(&c, &str[2]);
+            r->peer = ok ? trace_peer_new(sid, str[0], str[1], str[2]) : NULL;
+            for (int k = 0; k < 3; k++) {
+                free(str[k]);
+            }
+            if (!r->peer) {
+                return false;
+            }
+            if (b->n_peers < BLOCK_TABLE) {
+                b->peers[b->n_peers++] = trace_peer_ref(r->peer);
+            }
+        }
+    }
+    if (what & C_URI) {
+        if (!get_var(&c, &i) || i > b->n_uris) {
+            return false;
+        }
+        if (i < b->n_uris) {
+            r->uri = trace_str_ref((trace_str *)b->uris[i]);
+        } else {
+            char *str;
+            if (!get_vstr(&c, &str) || !str) {
+                return false;
+            }
+            r->uri = trace_str_new(str);
+            free(str);
+            if (!r->uri) {
+                return false;
+            }
+            if (b->n_uris < BLOCK_TABLE) {
+                b->uris[b->n_uris++] = trace_str_ref(r->uri);
+            }
+        }
+    }
+    if (what & C_DROPPED) {
+        uint64_t n1;
+        if (!get_var(&c, &n1) || n1 == 0 || (uint64_t)(c.end - c.p) < n1 - 1) {
+            return false;
+        }
+        r->dropped = intern_reason(c.p, (uint32_t)(n1 - 1));
+        c.p += n1 - 1;
+    }
+    if (r->flags & TRACE_CORR_HAS) {
+        if (what & C_CORR_SAME) {
+            if (!b->has_corr) {
+                return false;
+            }
+        } else {
+            if (c.end - c.p < TRACE_UUID_LEN) {
+                return false;
+            }
+            memcpy(b->corr, c.p, TRACE_UUID_LEN);
+            b->has_corr = true;
+            c.p += TRACE_UUID_LEN;
+        }
+        memcpy(r->corr, b->corr, TRACE_UUID_LEN);
+    }
+    if (what & C_WIRE) {
+        if (what & C_WIRE_SAME) {
+            if (!b->wire) {
+                return false;
+            }
+        } else {
+            uint64_t n;
+            if (!get_var(&c, &n) || (uint64_t)(c.end - c.p) < n) {
+                return false;
+            }
+            wamp_buf *w = wamp_buf_new_copy(c.p, (size_t)n);
+            if (!w) {
+                return false;
+            }
+            c.p += n;
+            wamp_buf_unref(&b->wire);
+            b->wire = w;
+        }
+        r->wire = wamp_buf_ref(b->wire);
+    }
+    return c.p == c.end;
+}
+
+/* seq and ts of a verified body of either kind (b: the block of compact ones). */
+static bool body_seq_ts(const unsigned char *body, uint32_t len, bool compact, block *b,
+                        uint64_t *seq, uint64_t *ts)
+{
+    if (!compact) {
+        *seq = get64(body);
+        *ts = get64(body + 16);
+        return true;
+    }
+    cursor c;
+    if (!compact_head(body, len, b, &c)) {
+        return false;
+    }
+    *seq = b->seq;
+    *ts = b->ts;
     return true;
 }
 
@@ -1133,13 +1454,21 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
     unsigned char *body = NULL;
     size_t cap = 0;
     uint32_t len;
-    /* An index entry is trusted only if a valid record with its seq is where it points (a
-     * stale entry must not make us cut valid records). */
-    while (s->n_idx > 1 &&
-           (!read_record_fd(fd, s->idx[s->n_idx - 1].off, file_size, &body, &cap, &len) ||
-            get64(body) != s->idx[s->n_idx - 1].seq)) {
+    bool compact;
+    block blk = {0};
+    uint64_t rseq, rts;
+    /* An index entry is trusted only if a valid record with its seq is where it points, and
+     * (compact records) starts a block (a stale entry must not make us cut valid records). */
+    while (s->n_idx > 1) {
+        block_reset(&blk);
+        if (read_record_fd(fd, s->idx[s->n_idx - 1].off, file_size, &body, &cap, &len, &compact) &&
+            body_seq_ts(body, len, compact, &blk, &rseq, &rts) &&
+            rseq == s->idx[s->n_idx - 1].seq) {
+            break;
+        }
         s->n_idx--;
     }
+    block_reset(&blk);
     /* Scan from the last index entry (or the start) to the end, verifying every record. */
     uint64_t off = 0;
     uint64_t seq = first_seq;
@@ -1149,8 +1478,8 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
     }
     uint64_t last_ts = 0;
     bool bad_seq = false;
-    while (read_record_fd(fd, off, file_size, &body, &cap, &len)) {
-        if (get64(body) != seq) {
+    while (read_record_fd(fd, off, file_size, &body, &cap, &len, &compact)) {
+        if (!body_seq_ts(body, len, compact, &blk, &rseq, &rts) || rseq != seq) {
             bad_seq = true;
             break;
         }
@@ -1160,10 +1489,11 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
                 break;
             }
         }
-        last_ts = get64(body + 16);
+        last_ts = rts;
         off += HDR_LEN + len;
         seq++;
     }
+    block_reset(&blk);
     free(body);
     if (off < file_size) {
         /* A torn or corrupt tail: cut it, so that it is never returned and appends (none for
@@ -1301,7 +1631,7 @@ void trace_persist_free(trace_persist *p)
     }
     writer_stop(p->w); /* after every job queued */
     p->w = NULL;
-    close_active(p);
+    close_active(p); /* and releases the block */
     for (size_t i = 0; i < p->n_segs; i++) {
         free(p->segs[i].idx);
     }
@@ -1409,24 +1739,66 @@ static size_t str_len(const char *s)
     return s ? strlen(s) : 0;
 }
 
-static unsigned char *put_blob(unsigned char *d, const void *data, size_t n, bool present)
+/* A string: varint length + 1 (0 = NULL), then its bytes. */
+static unsigned char *put_vstr(unsigned char *d, const char *s, size_t n)
 {
-    if (!present) {
-        put32(d, NIL_LEN);
-        return d + 4;
+    if (!s) {
+        *d++ = 0;
+        return d;
     }
-    put32(d, (uint32_t)n);
-    if (n) {
-        memcpy(d + 4, data, n);
-    }
-    return d + 4 + n;
+    d = put_var(d, (uint64_t)n + 1);
+    memcpy(d, s, n);
+    return d + n;
 }
 
-/* s with its length n (computed once per record: these strings are measured for the body
- * size first). */
-static unsigned char *put_str(unsigned char *d, const char *s, size_t n)
+/* Room for need more bytes in the write buffer. */
+static bool buf_reserve(trace_persist *p, size_t need)
 {
-    return put_blob(d, s, n, s != NULL);
+    if (p->len + need <= p->cap) {
+        return true;
+    }
+    size_t ncap = p->cap ? p->cap : 64 * 1024;
+    while (ncap < p->len + need) {
+        ncap *= 2;
+    }
+    unsigned char *nb = realloc(p->buf, ncap);
+    if (!nb) {
+        return false;
+    }
+    p->buf = nb;
+    p->cap = ncap;
+    return true;
+}
+
+/* Index of x in the first n entries of table (pointer identity: the block holds a reference on
+ * each entry, so an address is never reused while it is there); n if absent. The hint slot of
+ * x's address answers first; a search sets it. */
+static size_t hint_slot(const void *x)
+{
+    uintptr_t a = (uintptr_t)x;
+    return (size_t)((a >> 4) ^ (a >> 12)) & (HINT_SLOTS - 1);
+}
+
+static size_t table_find(void *const *table, size_t n, const void *x, uint8_t *hints)
+{
+    uint8_t *h = &hints[hint_slot(x)];
+    if (*h < n && table[*h] == x) {
+        return *h;
+    }
+    for (size_t i = n; i-- > 0;) {
+        if (table[i] == x) {
+            *h = (uint8_t)i;
+            return i;
+        }
+    }
+    return n;
+}
+
+/* Adds x (a reference the table keeps) at the end of a table with room, with its hint. */
+static void table_add(void **table, size_t *n, void *x, uint8_t *hints)
+{
+    hints[hint_slot(x)] = (uint8_t)*n;
+    table[(*n)++] = x;
 }
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
@@ -1449,67 +1821,120 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
         }
         s = &p->segs[p->n_segs - 1];
     }
-    const trace_peer *peer = r->peer;
-    const char *realm = peer ? trace_peer_realm(peer) : NULL;
-    const char *authid = peer ? trace_peer_authid(peer) : NULL;
-    const char *authrole = peer ? trace_peer_authrole(peer) : NULL;
-    const char *uri = r->uri ? trace_str_get(r->uri) : NULL;
-    size_t wire_len = r->wire ? wamp_buf_len(r->wire) : 0;
-    size_t realm_len = str_len(realm), authid_len = str_len(authid),
-           authrole_len = str_len(authrole), uri_len = str_len(uri),
-           dropped_len = str_len(r->dropped);
-    size_t body = FIXED_LEN + 6 * 4 + realm_len + authid_len + authrole_len + uri_len +
-                  dropped_len + wire_len;
-    if (body > BODY_MAX) {
-        /* Larger than a reader accepts: keep the record without its message bytes. */
-        body -= wire_len;
-        wire_len = 0;
+    block *b = &p->blk;
+    bool first =
+            s->next_seq == s->first_seq || (r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY == 0;
+    if (first) {
+        block_reset(b);
     }
-    size_t need = HDR_LEN + body;
-    if (p->len + need > p->cap) {
-        size_t ncap = p->cap ? p->cap : 64 * 1024;
-        while (ncap < p->len + need) {
-            ncap *= 2;
+    /* What is new in this block, and the most the body can take. */
+    trace_peer *peer = r->peer;
+    size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
+    bool peer_def = peer && peer_i == b->n_peers;
+    trace_str *uri = r->uri;
+    size_t uri_i = uri ? table_find(b->uris, b->n_uris, uri, p->uri_hint) : 0;
+    bool uri_def = uri && uri_i == b->n_uris;
+    bool corr = (r->flags & TRACE_CORR_HAS) != 0;
+    bool corr_same = corr && b->has_corr && memcmp(b->corr, r->corr, TRACE_UUID_LEN) == 0;
+    size_t wire_len = r->wire ? wamp_buf_len(r->wire) : 0;
+    bool wire_same = r->wire && r->wire == b->wire;
+    const char *realm = NULL, *authid = NULL, *authrole = NULL, *uri_s = NULL;
+    size_t realm_len = 0, authid_len = 0, authrole_len = 0, uri_len = 0;
+    size_t dropped_len = str_len(r->dropped);
+    size_t max = 3 + 6 * VAR_MAX + 2 * VAR_MAX + VAR_MAX + dropped_len + TRACE_UUID_LEN;
+    if (peer_def) {
+        realm = trace_peer_realm(peer);
+        authid = trace_peer_authid(peer);
+        authrole = trace_peer_authrole(peer);
+        realm_len = str_len(realm);
+        authid_len = str_len(authid);
+        authrole_len = str_len(authrole);
+        max += 4 * VAR_MAX + realm_len + authid_len + authrole_len;
+    }
+    if (uri_def) {
+        uri_s = trace_str_get(uri);
+        uri_len = strlen(uri_s);
+        max += VAR_MAX + uri_len;
+    }
+    bool wire = r->wire != NULL;
+    if (wire && !wire_same) {
+        if (max + VAR_MAX + wire_len > BODY_MAX) {
+            wire = false; /* larger than a reader accepts: the record without its bytes */
+        } else {
+            max += VAR_MAX + wire_len;
         }
-        unsigned char *nb = realloc(p->buf, ncap);
-        if (!nb) {
-            return WAMP_ENOMEM;
-        }
-        p->buf = nb;
-        p->cap = ncap;
+    }
+    /* Both can fail: before anything changes (the block must only hold what was written). */
+    if (!buf_reserve(p, HDR_LEN + max) || (first && !idx_push(s, r->seq, s->size))) {
+        return WAMP_ENOMEM;
     }
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
-    put64(d, r->seq);
-    put64(d + 8, r->pc_ns);
-    put64(d + 16, r->ts_ns);
-    put64(d + 24, peer ? trace_peer_session_id(peer) : 0);
-    d += 32;
-    for (int i = 0; i < WAMP_SER_COUNT; i++) {
-        put32(d, r->ser_bytes[i]);
-        d += 4;
-    }
-    d[0] = r->dir;
+    unsigned what = (first ? C_BLOCK : 0) | (peer ? C_PEER : 0) | (uri ? C_URI : 0) |
+                    (r->dropped ? C_DROPPED : 0) | (wire ? C_WIRE : 0) |
+                    (wire && wire_same ? C_WIRE_SAME : 0) | (corr_same ? C_CORR_SAME : 0);
+    d[0] = (unsigned char)what;
     d[1] = r->msg_type;
-    d[2] = r->wire_ser;
-    d[3] = r->flags;
-    d[4] = peer != NULL;
-    memcpy(d + 5, r->corr, TRACE_UUID_LEN);
-    d += 5 + TRACE_UUID_LEN;
-    d = put_str(d, realm, realm_len);
-    d = put_str(d, authid, authid_len);
-    d = put_str(d, authrole, authrole_len);
-    d = put_str(d, uri, uri_len);
-    d = put_str(d, r->dropped, dropped_len);
-    d = put_blob(d, r->wire ? wamp_buf_cdata(r->wire) : NULL, wire_len,
-                 r->wire != NULL && wire_len == (r->wire ? wamp_buf_len(r->wire) : 0));
-    put32(h, (uint32_t)body);
-    put32(h + 4, 0); /* the CRC: the writer's work */
-    if (s->next_seq == s->first_seq || (r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY == 0) {
-        if (!idx_push(s, r->seq, s->size)) {
-            return WAMP_ENOMEM;
+    d[2] = (unsigned char)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    d += 3;
+    if (first) {
+        d = put_var(d, r->seq);
+        d = put_var(d, r->pc_ns);
+        d = put_var(d, r->ts_ns);
+    } else {
+        d = put_var(d, r->seq - b->seq);
+        d = put_var(d, zigzag(r->pc_ns, b->pc));
+        d = put_var(d, zigzag(r->ts_ns, b->ts));
+    }
+    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+        d = put_var(d, r->ser_bytes[i]);
+    }
+    if (peer) {
+        d = put_var(d, peer_i);
+        if (peer_def) {
+            d = put_var(d, trace_peer_session_id(peer));
+            d = put_vstr(d, realm, realm_len);
+            d = put_vstr(d, authid, authid_len);
+            d = put_vstr(d, authrole, authrole_len);
+            if (b->n_peers < BLOCK_TABLE) {
+                table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
+            }
         }
     }
+    if (uri) {
+        d = put_var(d, uri_i);
+        if (uri_def) {
+            d = put_vstr(d, uri_s, uri_len);
+            if (b->n_uris < BLOCK_TABLE) {
+                table_add(b->uris, &b->n_uris, trace_str_ref(uri), p->uri_hint);
+            }
+        }
+    }
+    if (r->dropped) {
+        d = put_vstr(d, r->dropped, dropped_len);
+    }
+    if (corr && !corr_same) {
+        memcpy(d, r->corr, TRACE_UUID_LEN);
+        d += TRACE_UUID_LEN;
+        memcpy(b->corr, r->corr, TRACE_UUID_LEN);
+        b->has_corr = true;
+    }
+    if (wire && !wire_same) {
+        d = put_var(d, wire_len);
+        if (wire_len) {
+            memcpy(d, wamp_buf_cdata(r->wire), wire_len);
+            d += wire_len;
+        }
+        wamp_buf_unref(&b->wire);
+        b->wire = wamp_buf_ref(r->wire);
+    }
+    b->seq = r->seq;
+    b->pc = r->pc_ns;
+    b->ts = r->ts_ns;
+    size_t body = (size_t)(d - (h + HDR_LEN));
+    put32(h, (uint32_t)body | LEN_COMPACT);
+    put32(h + 4, 0); /* the CRC: the writer's work */
+    size_t need = HDR_LEN + body;
     p->len += need;
     s->size += need;
     s->next_seq = r->seq + 1;
@@ -1687,12 +2112,6 @@ static const unsigned char *reader_at(reader *rd, uint64_t off, size_t n)
     return rd->win;
 }
 
-typedef struct cursor {
-    const unsigned char *p;
-    const unsigned char *end;
-    bool ok;
-} cursor;
-
 /* A string field: NULL when absent; malloc'ed copy in *out (caller frees). */
 static bool cur_blob(cursor *c, const unsigned char **data, uint32_t *len, bool *present)
 {
@@ -1857,6 +2276,7 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
 {
     size_t n = 0;
     reader rd = {.p = p, .fd = -1};
+    block blk = {0};
     if (p->w) {
         /* The active segment holds what was handed over (or the writer kept it). */
         writer_drain(p->w, false);
@@ -1869,37 +2289,56 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
         if (!reader_open(&rd, si)) {
             continue;
         }
+        /* An index entry (or the segment's start) starts a block of compact records. */
         uint64_t off = from_seq > s->first_seq ? find_off(s, from_seq) : 0;
+        block_reset(&blk);
         while (n < limit && off < s->size) {
             const unsigned char *h = reader_at(&rd, off, HDR_LEN);
             if (!h) {
                 break;
             }
-            uint32_t len = get32(h);
+            uint32_t len;
+            bool compact;
             uint32_t crc = get32(h + 4);
-            if (len < FIXED_LEN || len > BODY_MAX) {
+            if (!frame_len(get32(h), &len, &compact)) {
                 break;
             }
             const unsigned char *b = reader_at(&rd, off + HDR_LEN, len);
             if (!b || (!rd.mem && trace_crc32c(0, b, len) != crc)) {
                 break; /* corrupt: the rest of this segment is not trusted */
             }
-            uint64_t seq = get64(b);
             off += HDR_LEN + len;
-            if (seq < from_seq) {
-                continue;
+            if (!compact) {
+                uint64_t seq = get64(b);
+                if (seq < from_seq) {
+                    continue;
+                }
+                if (seq >= to_seq) {
+                    si = p->n_segs; /* done */
+                    break;
+                }
             }
-            if (seq >= to_seq) {
-                si = p->n_segs; /* done */
+            /* A compact record is decoded even when skipped: it may define what later ones
+             * refer to. */
+            bool ok = compact ? decode_compact(b, len, &blk, &out[n])
+                              : decode_record(b, len, &out[n], n ? &out[n - 1] : NULL);
+            if (!ok) {
+                trace_record_fini(&out[n]);
                 break;
             }
-            if (!decode_record(b, len, &out[n], n ? &out[n - 1] : NULL)) {
+            if (out[n].seq < from_seq) {
                 trace_record_fini(&out[n]);
+                continue;
+            }
+            if (out[n].seq >= to_seq) {
+                trace_record_fini(&out[n]);
+                si = p->n_segs; /* done */
                 break;
             }
             n++;
         }
     }
+    block_reset(&blk);
     if (rd.fd >= 0) {
         close(rd.fd);
     }

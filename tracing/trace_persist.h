@@ -12,8 +12,13 @@
  *     Locating a seq is a binary search over the segments, then over the segment's index, then a
  *     scan of at most TRACE_PERSIST_INDEX_EVERY records: O(log n).
  * Record framing (little endian): u32 body length, u32 CRC-32C of the body, body. The body holds
- * the record's fixed fields, the peer (session id, realm, authid, authrole), the URI, the drop
- * reason and the message bytes as they were kept in memory (see trace_persist.c). CRC-32C
+ * the record's fields, the peer (session id, realm, authid, authrole), the URI, the drop reason
+ * and the message bytes as they were kept in memory. Since session 11 bodies are compact (a
+ * flag in the length word): records are grouped in blocks that start at each index entry, and
+ * within a block a peer, a URI, a correlation UUID and a message buffer are written once and
+ * then referred to (an EVENT sent to ten subscribers is one buffer: its bytes are written once),
+ * seq and times as differences; a reader that seeks to an index entry starts a block, so seeks
+ * stay O(log n). Records of the first format are still read. See trace_persist.c. CRC-32C
  * (Castagnoli, the polynomial of iSCSI / ext4 / SCTP) was chosen over zlib's CRC-32 for its
  * better error detection on short records, because a 256-entry table needs no dependency, and
  * because x86-64 computes it in hardware (SSE 4.2 crc32, used when the CPU has it).

@@ -790,6 +790,256 @@ START_TEST(test_trace_io_error_stops_only_that_trace)
 
 END_TEST
 
+/* Both records alike, field by field (peers and URIs by content). */
+static void assert_equal(const trace_record *got, const trace_record *want)
+{
+    ck_assert_uint_eq(got->seq, want->seq);
+    ck_assert_uint_eq(got->pc_ns, want->pc_ns);
+    ck_assert_uint_eq(got->ts_ns, want->ts_ns);
+    ck_assert_uint_eq(got->dir, want->dir);
+    ck_assert_uint_eq(got->msg_type, want->msg_type);
+    ck_assert_uint_eq(got->wire_ser, want->wire_ser);
+    ck_assert_uint_eq(got->flags, want->flags);
+    if (want->flags & TRACE_CORR_HAS) {
+        ck_assert_mem_eq(got->corr, want->corr, TRACE_UUID_LEN);
+    }
+    ck_assert_mem_eq(got->ser_bytes, want->ser_bytes, sizeof(want->ser_bytes));
+    ck_assert_uint_eq(got->peer != NULL, want->peer != NULL);
+    if (want->peer) {
+        ck_assert_uint_eq(trace_peer_session_id(got->peer), trace_peer_session_id(want->peer));
+        ck_assert_pstr_eq(trace_peer_realm(got->peer), trace_peer_realm(want->peer));
+        ck_assert_pstr_eq(trace_peer_authid(got->peer), trace_peer_authid(want->peer));
+        ck_assert_pstr_eq(trace_peer_authrole(got->peer), trace_peer_authrole(want->peer));
+    }
+    ck_assert_uint_eq(got->uri != NULL, want->uri != NULL);
+    if (want->uri) {
+        ck_assert_str_eq(trace_str_get(got->uri), trace_str_get(want->uri));
+    }
+    ck_assert_pstr_eq(got->dropped, want->dropped);
+    ck_assert_uint_eq(got->wire != NULL, want->wire != NULL);
+    if (want->wire) {
+        ck_assert_uint_eq(wamp_buf_len(got->wire), wamp_buf_len(want->wire));
+        ck_assert_mem_eq(wamp_buf_cdata(got->wire), wamp_buf_cdata(want->wire),
+                         wamp_buf_len(want->wire));
+    }
+}
+
+static wamp_buf *text_buf(const char *text)
+{
+    wamp_buf *b = wamp_buf_new_copy(text, strlen(text));
+    ck_assert_ptr_nonnull(b);
+    return b;
+}
+
+/* The capture path's pattern: a PUBLISH from one session, then one EVENT (one buffer, the same
+ * correlation) per subscriber, every peer and the URI shared objects, an action record now and
+ * then with its anchor's (earlier) times, a marker without a peer. Compact records refer back
+ * to what their block already holds; every read, from any seq, must give the records back. */
+#define FAN_SUBS 10
+#define FAN_PUBS 300
+
+START_TEST(test_compact_fan_out)
+{
+    trace_persist_config cfg = config(64 * 1024);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    trace_peer *pub = trace_peer_new(77, "realm1", "pub", "publisher");
+    trace_peer *subs[FAN_SUBS];
+    for (int k = 0; k < FAN_SUBS; k++) {
+        char authid[16];
+        snprintf(authid, sizeof(authid), "sub%d", k);
+        subs[k] = trace_peer_new(1000 + (uint64_t)k * UINT64_C(100000000000), "realm1",
+                                 k % 4 ? authid : NULL, "subscriber");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    size_t cap = FAN_PUBS * (FAN_SUBS + 3), n = 0;
+    trace_record *want = calloc(cap, sizeof(*want));
+    ck_assert_ptr_nonnull(want);
+    uint64_t pc = PC0;
+    for (int i = 0; i < FAN_PUBS; i++) {
+        char text[96];
+        uint64_t anchor_pc = pc;
+        trace_record r = {0};
+        r.seq = n;
+        r.pc_ns = pc;
+        r.ts_ns = TS0 + (pc - PC0) + 7;
+        r.peer = trace_peer_ref(pub);
+        r.uri = trace_str_ref(uri);
+        r.dir = TRACE_RX;
+        r.msg_type = 16;
+        r.wire_ser = (uint8_t)(i % 2 ? WAMP_SER_MSGPACK : WAMP_SER_JSON);
+        r.flags = TRACE_CORR_HAS | TRACE_CORR_ANCHOR;
+        for (int b = 0; b < TRACE_UUID_LEN; b++) {
+            r.corr[b] = (uint8_t)(i * 31 + b);
+        }
+        snprintf(text, sizeof(text), "[16, %d, {}, \"com.example.topic\", [%d, \"payload\"]]", i,
+                 i);
+        r.wire = text_buf(text);
+        r.ser_bytes[r.wire_ser] = (uint32_t)strlen(text);
+        want[n++] = r;
+        snprintf(text, sizeof(text), "[36, 5, %d, {}, [%d, \"payload\"]]", i, i);
+        wamp_buf *event = text_buf(text);
+        for (int k = 0; k < FAN_SUBS; k++) {
+            pc += 150 + (uint64_t)(k * 13);
+            trace_record e = {0};
+            e.seq = n;
+            e.pc_ns = pc;
+            e.ts_ns = TS0 + (pc - PC0) + 7;
+            e.peer = trace_peer_ref(subs[k]);
+            e.uri = trace_str_ref(uri);
+            e.dir = TRACE_TX;
+            e.msg_type = 36;
+            e.wire_ser = WAMP_SER_JSON;
+            e.flags = TRACE_CORR_HAS | (k == FAN_SUBS - 1 ? TRACE_CORR_LAST : 0);
+            memcpy(e.corr, want[n - 1 - (size_t)k].corr, TRACE_UUID_LEN);
+            e.ser_bytes[WAMP_SER_JSON] = (uint32_t)strlen(text);
+            e.ser_bytes[WAMP_SER_MSGPACK] = 21;
+            e.dropped = k == 3 ? "queue_full" : NULL;
+            e.wire = wamp_buf_ref(event);
+            want[n++] = e;
+        }
+        wamp_buf_unref(&event);
+        if (i % 7 == 0) {
+            trace_record a = {0};
+            a.seq = n;
+            a.pc_ns = anchor_pc; /* earlier than the record before it */
+            a.ts_ns = TS0 + (anchor_pc - PC0) + 7;
+            a.peer = trace_peer_ref(pub);
+            a.uri = trace_str_ref(uri);
+            a.msg_type = TRACE_MSG_ACTION;
+            a.wire_ser = WAMP_SER_MSGPACK;
+            a.flags = TRACE_CORR_HAS;
+            memcpy(a.corr, want[n - 1].corr, TRACE_UUID_LEN);
+            a.wire = text_buf("\x81\xa1k\x01");
+            want[n++] = a;
+        }
+        if (i % 50 == 49) {
+            trace_record m = {0};
+            m.seq = n;
+            m.pc_ns = pc;
+            m.ts_ns = TS0 + (pc - PC0) + 7;
+            m.uri = trace_str_new("a marker");
+            m.msg_type = TRACE_MSG_MARKER;
+            m.wire_ser = WAMP_SER_JSON;
+            m.wire = text_buf("{}");
+            want[n++] = m;
+        }
+        pc += 1000;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(trace_persist_append(p, &want[i]), WAMP_OK);
+    }
+    /* The point of the format: ~23 bytes for an EVENT that repeats the block's buffer, peer
+     * and correlation, against 150+ with everything written out. */
+    uint64_t bytes = trace_persist_bytes(p);
+    ck_assert_msg(bytes < n * 40, "%llu bytes for %zu records", (unsigned long long)bytes, n);
+    ck_assert_uint_gt(trace_persist_segments(p), 1);
+    uint64_t probes[] = {0, 1, 62, 63, 64, 65, 100, 127, 128, 1000, 1999, 2047, n - 150, n - 1};
+    trace_record *got = calloc(150, sizeof(*got));
+    ck_assert_ptr_nonnull(got);
+    for (int round = 0; round < 3; round++) {
+        if (round == 1) {
+            ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+        } else if (round == 2) {
+            trace_persist_free(p);
+            json_t *m = NULL;
+            ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+            json_decref(m);
+            ck_assert_uint_eq(trace_persist_next_seq(p), n);
+            ck_assert_uint_eq(trace_persist_bytes(p), bytes);
+        }
+        for (size_t pi = 0; pi < sizeof(probes) / sizeof(probes[0]); pi++) {
+            uint64_t from = probes[pi];
+            size_t expect = n - from < 150 ? (size_t)(n - from) : 150;
+            size_t k = trace_persist_read(p, from, UINT64_MAX, 150, got);
+            ck_assert_uint_eq(k, expect);
+            for (size_t j = 0; j < k; j++) {
+                assert_equal(&got[j], &want[from + j]);
+                trace_record_fini(&got[j]);
+            }
+        }
+        /* A bounded range in the middle of a block. */
+        size_t k = trace_persist_read(p, 70, 75, 150, got);
+        ck_assert_uint_eq(k, 5);
+        for (size_t j = 0; j < k; j++) {
+            assert_equal(&got[j], &want[70 + j]);
+            trace_record_fini(&got[j]);
+        }
+    }
+    free(got);
+    trace_persist_free(p);
+    for (size_t i = 0; i < n; i++) {
+        trace_record_fini(&want[i]);
+    }
+    free(want);
+    for (int k = 0; k < FAN_SUBS; k++) {
+        trace_peer_unref(&subs[k]);
+    }
+    trace_peer_unref(&pub);
+    trace_str_unref(&uri);
+}
+
+END_TEST
+
+/* Copies src (a file) to dst. */
+static void copy_file(const char *src, const char *dst)
+{
+    FILE *in = fopen(src, "rb");
+    ck_assert_msg(in != NULL, "open %s", src);
+    FILE *out = fopen(dst, "wb");
+    ck_assert_ptr_nonnull(out);
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof(buf), in)) > 0) {
+        ck_assert_uint_eq(fwrite(buf, 1, k, out), k);
+    }
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+}
+
+/* Traces persisted before the compact format (tests/data/persist_v1, see its README.md) are
+ * still read: records, index seeks, the segment edge. */
+START_TEST(test_v1_segments_still_read)
+{
+    const char *root = getenv("RT_SOURCE_DIR");
+    ck_assert_msg(root != NULL, "RT_SOURCE_DIR is set by ctest");
+    static const char *const files[] = {"00000000000000000000.seg", "00000000000000000000.idx",
+                                        "00000000000000000047.seg", "00000000000000000047.idx",
+                                        "meta.json"};
+    const char *id = "01700000000000000000";
+    char dir[512], src[1024], dst[1024];
+    snprintf(dir, sizeof(dir), "%s/data", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, id);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(src, sizeof(src), "%s/tests/data/persist_v1/%s/%s", root, id, files[i]);
+        snprintf(dst, sizeof(dst), "%s/%s", dir, files[i]);
+        copy_file(src, dst);
+    }
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    json_t *m = NULL;
+    char note[256] = "";
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, note, sizeof(note)), WAMP_OK);
+    ck_assert_msg(note[0] == '\0', "nothing is cut: %s", note);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(json_string_value(json_object_get(m, "id")), "v1-fixture");
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_segments(p), 2);
+    ck_assert_uint_eq(trace_persist_first_seq(p), 0);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 70);
+    ck_assert_uint_eq(trace_persist_last_ts(p), TS0 + 69 * 1000);
+    read_check(p, 0, UINT64_MAX, 100, 0, 70, 10);
+    read_check(p, 40, UINT64_MAX, 10, 40, 10, 10); /* across the segment edge */
+    read_check(p, 50, 60, 100, 50, 10, 10);
+    trace_persist_free(p);
+}
+
+END_TEST
+
 static void setup(void)
 {
     make_tmp();
@@ -816,6 +1066,8 @@ static Suite *suite(void)
     tcase_add_test(c, test_io_error_directory_gone);
     tcase_add_test(c, test_io_error_file_size_limit);
     tcase_add_test(c, test_writer_backlog_bounded);
+    tcase_add_test(c, test_compact_fan_out);
+    tcase_add_test(c, test_v1_segments_still_read);
     suite_add_tcase(s, c);
     TCase *t = tcase_create("traces");
     tcase_add_checked_fixture(t, setup, teardown);
