@@ -1213,24 +1213,47 @@ static bool get_var(cursor *c, uint64_t *v)
     return c->ok = false; /* longer than a u64 */
 }
 
-/* A string (put_vstr): *s NULL when absent, else a malloc'ed copy. */
-static bool get_vstr(cursor *c, char **s)
+/* The next n bytes (the cursor moves past them) in *at; false if fewer are left. */
+static bool get_span(cursor *c, uint64_t n, const unsigned char **at)
+{
+    if ((uint64_t)(c->end - c->p) < n) {
+        return c->ok = false;
+    }
+    *at = c->p;
+    c->p += n;
+    return true;
+}
+
+/* A string's bytes (put_vstr) in *at and *n; *at NULL when absent. */
+static bool get_vspan(cursor *c, const unsigned char **at, uint64_t *n)
 {
     uint64_t n1;
-    *s = NULL;
+    *at = NULL;
+    *n = 0;
     if (!get_var(c, &n1)) {
         return false;
     }
     if (n1 == 0) {
         return true;
     }
-    uint64_t n = n1 - 1;
-    if ((uint64_t)(c->end - c->p) < n || !(*s = malloc((size_t)n + 1))) {
+    *n = n1 - 1;
+    return get_span(c, *n, at);
+}
+
+static char *dup_n(const unsigned char *s, uint32_t n);
+
+/* A string (put_vstr): *s NULL when absent, else a malloc'ed copy. */
+static bool get_vstr(cursor *c, char **s)
+{
+    const unsigned char *at;
+    uint64_t n;
+    *s = NULL;
+    if (!get_vspan(c, &at, &n)) {
+        return false;
+    }
+    if (at && !(*s = dup_n(at, (uint32_t)n))) {
         return c->ok = false;
     }
-    memcpy(*s, c->p, (size_t)n);
-    (*s)[n] = '\0';
-    c->p += n;
     return true;
 }
 
@@ -1341,13 +1364,13 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
             }
         }
     }
+    const unsigned char *at;
+    uint64_t n;
     if (what & C_DROPPED) {
-        uint64_t n1;
-        if (!get_var(&c, &n1) || n1 == 0 || (uint64_t)(c.end - c.p) < n1 - 1) {
+        if (!get_vspan(&c, &at, &n) || !at) {
             return false;
         }
-        r->dropped = intern_reason(c.p, (uint32_t)(n1 - 1));
-        c.p += n1 - 1;
+        r->dropped = intern_reason(at, (uint32_t)n);
     }
     if (r->flags & TRACE_CORR_HAS) {
         if (what & C_CORR_SAME) {
@@ -1355,12 +1378,11 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
                 return false;
             }
         } else {
-            if (c.end - c.p < TRACE_UUID_LEN) {
+            if (!get_span(&c, TRACE_UUID_LEN, &at)) {
                 return false;
             }
-            memcpy(b->corr, c.p, TRACE_UUID_LEN);
+            memcpy(b->corr, at, TRACE_UUID_LEN);
             b->has_corr = true;
-            c.p += TRACE_UUID_LEN;
         }
         memcpy(r->corr, b->corr, TRACE_UUID_LEN);
     }
@@ -1370,15 +1392,13 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
                 return false;
             }
         } else {
-            uint64_t n;
-            if (!get_var(&c, &n) || (uint64_t)(c.end - c.p) < n) {
+            if (!get_var(&c, &n) || !get_span(&c, n, &at)) {
                 return false;
             }
-            wamp_buf *w = wamp_buf_new_copy(c.p, (size_t)n);
+            wamp_buf *w = wamp_buf_new_copy(at, (size_t)n);
             if (!w) {
                 return false;
             }
-            c.p += n;
             wamp_buf_unref(&b->wire);
             b->wire = w;
         }
