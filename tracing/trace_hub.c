@@ -12,6 +12,9 @@
 #include "wamp_msg.h"
 #include "wamp_types.h"
 
+/* Entries of the hub's action-URI cache (a power of two). */
+#define HUB_URI_CACHE 256
+
 struct trace_hub {
     struct trace_hub_pub pub; /* first: read by the inline trace_hub_is_active() */
     size_t max_traces;
@@ -31,6 +34,9 @@ struct trace_hub {
      * (owned). It has a slot of its own: traces/hits then hold max_traces + 1 slots. */
     char *reserved_id;
     json_t *reserved_opts;
+    /* Action URIs made for kept messages, by hash of their text (direct-mapped, each entry a
+     * reference; see intern_uri()). */
+    trace_str *uris[HUB_URI_CACHE];
 };
 
 _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
@@ -69,6 +75,9 @@ void trace_hub_free(trace_hub *hub)
     free(hub->persist_dir);
     free(hub->reserved_id);
     json_decref(hub->reserved_opts);
+    for (size_t i = 0; i < HUB_URI_CACHE; i++) {
+        trace_str_unref(&hub->uris[i]);
+    }
     free(hub);
 }
 
@@ -490,8 +499,32 @@ static trace_peer *shared_peer(const trace_ctx *c, const trace_input *in)
     return *in->peer_slot ? trace_peer_ref(*in->peer_slot) : NULL;
 }
 
+/* A new reference on an immutable string equal to uri: the cached one for its text, else a new
+ * one that replaces the cache entry. Every action (a PUBLISH, a CALL) needs its URI as a
+ * trace_str; made afresh, each was a malloc() and, a whole ring later, a free() of memory long
+ * out of cache, for the same few topics and procedures over and over. Hashing the text is
+ * cheaper, and records of one URI then share one warm object. NULL on allocation failure. */
+static trace_str *intern_uri(trace_hub *hub, const char *uri)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    size_t n = 0;
+    for (; uri[n]; n++) {
+        h = (h ^ (unsigned char)uri[n]) * 16777619u;
+    }
+    trace_str **e = &hub->uris[h & (HUB_URI_CACHE - 1)];
+    if (*e && strcmp(trace_str_get(*e), uri) == 0) {
+        return trace_str_ref(*e);
+    }
+    trace_str *s = trace_str_new(uri);
+    if (s) {
+        trace_str_unref(e);
+        *e = trace_str_ref(s);
+    }
+    return s;
+}
+
 /* Same for the action URI; NULL when the message has none. */
-static trace_str *shared_uri(const trace_ctx *c, const trace_input *in)
+static trace_str *shared_uri(trace_hub *hub, const trace_ctx *c, const trace_input *in)
 {
     if (in->uri) {
         return trace_str_ref(in->uri);
@@ -500,16 +533,17 @@ static trace_str *shared_uri(const trace_ctx *c, const trace_input *in)
         return NULL;
     }
     if (!in->uri_slot) {
-        return trace_str_new(c->uri);
+        return intern_uri(hub, c->uri);
     }
     if (!*in->uri_slot) {
-        *in->uri_slot = trace_str_new(c->uri);
+        *in->uri_slot = intern_uri(hub, c->uri);
     }
     return *in->uri_slot ? trace_str_ref(*in->uri_slot) : NULL;
 }
 
 /* The record every matching trace gets a copy of (each copy holds its own references). */
-static void build_record(const trace_ctx *c, const trace_input *in, trace_record *r)
+static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *in,
+                         trace_record *r)
 {
     /* Copied from a zero struct, not memset() (nor a compound literal): GCC turns those into a
      * `rep stos`, whose start-up cost showed in capture profiles; the copy is a few vector moves.
@@ -521,7 +555,7 @@ static void build_record(const trace_ctx *c, const trace_input *in, trace_record
     r->dir = (uint8_t)c->direction;
     r->msg_type = (uint8_t)(wamp_msg_type_is_known(c->msg_type) ? c->msg_type : 0);
     r->peer = shared_peer(c, in);
-    r->uri = shared_uri(c, in);
+    r->uri = shared_uri(hub, c, in);
     if (in->correlation) {
         memcpy(r->corr, in->correlation, TRACE_UUID_LEN);
         r->flags = (uint8_t)(TRACE_CORR_HAS | (in->correlation_is_anchor ? TRACE_CORR_ANCHOR : 0) |
@@ -586,7 +620,7 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
         }
         if (!made) {
             peer = shared_peer(ctx, in);
-            uri = shared_uri(ctx, in);
+            uri = shared_uri(hub, ctx, in);
             made = true;
         }
         trace_action_msg m = {
@@ -620,7 +654,7 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
         return n_all;
     }
     trace_record proto;
-    build_record(ctx, in, &proto);
+    build_record(hub, ctx, in, &proto);
     for (size_t i = 0; i + 1 < n_hits; i++) {
         trace_record r;
         trace_record_clone(&proto, &r);

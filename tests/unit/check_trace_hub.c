@@ -827,7 +827,7 @@ START_TEST(test_peer_and_uri_slots_filled_lazily)
     ck_assert_ptr_eq(peer_slot, first_peer);
     ck_assert_ptr_eq(uri_slot, first_uri);
     ck_assert_uint_eq(trace_peer_refs(peer_slot), 3); /* the caller's + two records */
-    ck_assert_uint_eq(trace_str_refs(uri_slot), 3);
+    ck_assert_uint_eq(trace_str_refs(uri_slot), 4); /* and the hub's URI cache */
     ck_assert_str_eq(trace_peer_realm(peer_slot), "realm2");
     ck_assert_str_eq(trace_str_get(uri_slot), "com.p");
     ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 1)->uri, uri_slot);
@@ -837,8 +837,65 @@ START_TEST(test_peer_and_uri_slots_filled_lazily)
     ck_assert_ptr_null(trace_store_get(trace_get_store(t), 2)->uri);
     trace_hub_free(h);
     ck_assert_uint_eq(trace_peer_refs(peer_slot), 1);
+    ck_assert_uint_eq(trace_str_refs(uri_slot), 1);
     trace_peer_unref(&peer_slot);
     trace_str_unref(&uri_slot);
+}
+
+END_TEST
+
+/* Every action needs its URI as a trace_str: the hub keeps one per URI text for the actions
+ * that follow (no allocation per PUBLISH or CALL), and a different text, in the same cache
+ * entry or not, never gets another's. */
+START_TEST(test_action_uris_interned)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "t", NULL);
+    trace_peer *peer = trace_peer_new(3, "realm1", "a", "r");
+    trace_ctx c = {.direction = TRACE_RX, .msg_type = WAMP_MSG_PUBLISH, .session_id = 3,
+                   .realm = "realm1", .uri = "com.topic"};
+    trace_str *slots[4] = {NULL, NULL, NULL, NULL};
+    /* Four actions: two of com.topic, then a URI of another text, then com.topic again. */
+    const char *uris[4] = {"com.topic", "com.topic", "com.other", "com.topic"};
+    for (size_t i = 0; i < 4; i++) {
+        c.uri = uris[i];
+        trace_input in = {.pc_ns = PC0, .ts_ns = TS0, .peer = peer, .uri_slot = &slots[i]};
+        ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+        ck_assert_ptr_nonnull(slots[i]);
+        ck_assert_str_eq(trace_str_get(slots[i]), uris[i]);
+    }
+    ck_assert_ptr_eq(slots[1], slots[0]);
+    ck_assert_ptr_ne(slots[2], slots[0]);
+    /* Without a slot, each kept message still gets the shared object. */
+    c.uri = "com.other";
+    trace_input in = {.pc_ns = PC0, .ts_ns = TS0, .peer = peer};
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 4)->uri, slots[2]);
+    /* 2048 other texts (they cover every entry of the cache): com.topic's entry is replaced, and
+     * a lookup after that makes a new object of the right text, never returns another text's. */
+    char text[32];
+    for (int i = 0; i < 2048; i++) {
+        snprintf(text, sizeof(text), "com.t%d", i);
+        c.uri = text;
+        trace_input k = {.pc_ns = PC0, .ts_ns = TS0, .peer = peer};
+        ck_assert_uint_eq(trace_hub_on_message(h, &c, &k), 1);
+        ck_assert_str_eq(trace_str_get(trace_store_get(trace_get_store(t), 5 + (uint64_t)i)->uri),
+                         text);
+    }
+    c.uri = "com.topic";
+    trace_input again = {.pc_ns = PC0, .ts_ns = TS0, .peer = peer};
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &again), 1);
+    const trace_str *now = trace_store_get(trace_get_store(t), 2053)->uri;
+    ck_assert_str_eq(trace_str_get(now), "com.topic");
+    ck_assert_ptr_ne(now, slots[0]);
+    trace_hub_free(h);
+    /* The hub released its cache: the callers' slots hold the last references. */
+    ck_assert_uint_eq(trace_str_refs(slots[0]), 3); /* slots 0, 1 and 3 (the record's went) */
+    ck_assert_uint_eq(trace_str_refs(slots[2]), 1);
+    for (size_t i = 0; i < 4; i++) {
+        trace_str_unref(&slots[i]);
+    }
+    trace_peer_unref(&peer);
 }
 
 END_TEST
@@ -874,6 +931,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_filters_choose_traces);
     tcase_add_test(cap, test_no_allocation_when_idle_or_rejected);
     tcase_add_test(cap, test_peer_and_uri_slots_filled_lazily);
+    tcase_add_test(cap, test_action_uris_interned);
     suite_add_tcase(s, cap);
     return s;
 }
