@@ -1107,8 +1107,9 @@ wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_ta
     return err;
 }
 
-/* Receivers of publication p over every subscription matching its topic. */
-static size_t count_receivers(rt_broker *b, const pub_ctx *p)
+/* Receivers of publication p over every subscription matching its topic, counted up to at
+ * most `enough`. */
+static size_t count_receivers(rt_broker *b, const pub_ctx *p, size_t enough)
 {
     if (!p->topic || !wamp_uri_is_valid(p->topic, WAMP_URI_LOOSE)) {
         return 0;
@@ -1118,6 +1119,9 @@ static size_t count_receivers(rt_broker *b, const pub_ctx *p)
         const rt_subscription *sub = b->hits[h];
         for (size_t i = 0; i < sub->n_members; i++) {
             count += is_receiver(sub->members[i]->s, p) ? 1 : 0;
+            if (count == enough) {
+                return count;
+            }
         }
     }
     return count;
@@ -1126,14 +1130,14 @@ static size_t count_receivers(rt_broker *b, const pub_ctx *p)
 size_t rt_broker_receiver_count(rt_broker *b, rt_session *s, const char *topic, bool exclude_me)
 {
     pub_ctx p = {.publisher = s, .topic = topic, .exclude_me = exclude_me};
-    return count_receivers(b, &p);
+    return count_receivers(b, &p, SIZE_MAX);
 }
 
-size_t rt_broker_publish_receiver_count(rt_broker *b, rt_session *s, const wamp_msg *m)
+bool rt_broker_publish_has_receiver(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
     bool ack;
     pub_ctx p = {.publisher = s, .topic = m->uri};
-    return parse_publish(m->dict, &p, &ack) ? 0 : count_receivers(b, &p);
+    return !parse_publish(m->dict, &p, &ack) && count_receivers(b, &p, 1) > 0;
 }
 
 const char *rt_broker_topic_of(rt_session *s, uint64_t sub_id)

@@ -59,12 +59,12 @@ wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_t
  * EVENT completes the current traced action. Consumes args_take. WAMP_ENOMEM. */
 wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_take, bool mark_last);
 
-/* Tracing helpers. How many EVENTs the PUBLISH m by s would send, over every matching
- * subscription, honouring exclude_me and the black/white lists (0 for a PUBLISH the broker
- * would refuse for its options or URI). The same for a PUBLISH by s (NULL: by the router) to
- * topic without options but exclude_me. The topic or pattern of s's subscription sub_id
- * (borrowed, NULL if none). */
-size_t rt_broker_publish_receiver_count(rt_broker *b, rt_session *s, const wamp_msg *m);
+/* Tracing helpers. Whether the PUBLISH m by s would send any EVENT, over every matching
+ * subscription, honouring exclude_me and the black/white lists (false for a PUBLISH the broker
+ * would refuse for its options or URI); it stops at the first receiver. How many EVENTs a
+ * PUBLISH by s (NULL: by the router) to topic without options but exclude_me would send. The
+ * topic or pattern of s's subscription sub_id (borrowed, NULL if none). */
+bool rt_broker_publish_has_receiver(rt_broker *b, rt_session *s, const wamp_msg *m);
 size_t rt_broker_receiver_count(rt_broker *b, rt_session *s, const char *topic, bool exclude_me);
 const char *rt_broker_topic_of(rt_session *s, uint64_t sub_id);
 

@@ -209,7 +209,7 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         /* Without acknowledge and with nobody to deliver to, nothing follows the PUBLISH.
          * Counted only for a message some trace keeps. */
         last = !json_is_true(json_object_get(m->dict, "acknowledge")) &&
-               rt_broker_publish_receiver_count(rt_realm_broker(s->realm), s, m) == 0;
+               !rt_broker_publish_has_receiver(rt_realm_broker(s->realm), s, m);
     }
     trace_input in;
     fill_input(s, &in);

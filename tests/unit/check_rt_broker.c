@@ -808,17 +808,25 @@ START_TEST(test_blackwhite_listing_over_patterns_and_counts)
     json_t *root = json_loads(txt, 0, NULL);
     wamp_msg m;
     ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
-    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, pub->s, &m), 1);
+    ck_assert(rt_broker_publish_has_receiver(br, pub->s, &m)); /* a */
+    wamp_msg_fini(&m);
+    root = json_loads("[16, 1, {\"exclude_authrole\": [\"guest\", \"anonymous\"]}, \"com.l\"]",
+                      0, NULL);
+    ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
+    ck_assert(!rt_broker_publish_has_receiver(br, pub->s, &m)); /* a and g both excluded */
     wamp_msg_fini(&m);
     root = json_loads("[16, 1, {}, \"com.l\"]", 0, NULL);
     ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
-    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, pub->s, &m), 3);
-    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, a->s, &m), 2);
+    ck_assert(rt_broker_publish_has_receiver(br, pub->s, &m));
+    ck_assert(rt_broker_publish_has_receiver(br, a->s, &m)); /* g, twice */
+    ck_assert(rt_broker_publish_has_receiver(br, g->s, &m)); /* a */
     wamp_msg_fini(&m);
     root = json_loads("[16, 1, {\"exclude\": \"bad\"}, \"com.l\"]", 0, NULL);
     ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
-    ck_assert_uint_eq(rt_broker_publish_receiver_count(br, pub->s, &m), 0);
+    ck_assert(!rt_broker_publish_has_receiver(br, pub->s, &m)); /* refused */
     wamp_msg_fini(&m);
+    ck_assert_uint_eq(rt_broker_receiver_count(br, pub->s, "com.l", true), 3);
+    ck_assert_uint_eq(rt_broker_receiver_count(br, a->s, "com.l", true), 2);
     fake_conn_send(pub, "%s", txt);
     expect_event(a, ia, "com.l", "x");
     ck_assert_uint_eq(fake_conn_pending(g), 0);
