@@ -40,9 +40,14 @@
  *   flags & TRACE_CORR_HAS, without C_CORR_SAME: 16 bytes (C_CORR_SAME: the block's last UUID),
  *   C_WIRE, without C_WIRE_SAME: varint length + bytes (C_WIRE_SAME: the block's last message
  *     bytes: one EVENT sent to many subscribers is one buffer).
+ * A C_REPEAT record (session 12) is the block's previous record again but for its peer and the
+ * next seq: one EVENT sent to another subscriber. Its body is only u8 what (C_REPEAT, and C_PEER
+ * as above) and, with C_PEER, the peer as above. msg_type, the dir/ser/flags byte, pc, ts,
+ * ser_bytes, the URI, the correlation and the message bytes are the previous record's; it has no
+ * drop reason. Never a block's first record.
  * Strings are varint length + 1 (0 = NULL) + bytes. Varints are LEB128 (7 bits a byte, low
  * first). The router's pub/sub benchmark averaged 43 bytes a record (an EVENT repeating its
- * block's buffer, peer and UUID: ~21) against 207 for the first format. */
+ * block's buffer, peer and UUID: ~21) against 207 for the first format, before C_REPEAT. */
 #define C_BLOCK     0x01u
 #define C_PEER      0x02u
 #define C_URI       0x04u
@@ -50,7 +55,13 @@
 #define C_WIRE      0x10u
 #define C_WIRE_SAME 0x20u
 #define C_CORR_SAME 0x40u
-#define C_MIN_LEN   9u /* 3 bytes and 6 one-byte varints */
+#define C_REPEAT    0x80u
+#define C_MIN_LEN   1u /* a C_REPEAT record without a peer */
+#define C_FULL_MIN  9u /* any other: 3 bytes and 6 one-byte varints */
+/* block.prev_uri when the previous record had no URI, or one a C_REPEAT cannot refer to (not
+ * in the table). */
+#define PREV_NO_URI  SIZE_MAX
+#define PREV_BAD_URI (SIZE_MAX - 1)
 /* Peers and URIs a block defines at most (a block holds at most TRACE_PERSIST_INDEX_EVERY
  * records, each defining at most one of each; both sides stop adding at this size). */
 #define BLOCK_TABLE TRACE_PERSIST_INDEX_EVERY
@@ -227,6 +238,13 @@ typedef struct block {
     bool has_corr;
     bool open; /* a block's first record has been seen (reader) */
     uint64_t seq, pc, ts;
+    /* The block's previous record, what a C_REPEAT repeats (has_prev: there is one). */
+    bool has_prev;
+    bool prev_wire; /* it had C_WIRE: its bytes are `wire` */
+    uint8_t prev_type;
+    uint8_t prev_b2; /* dir | wire_ser << 2 | flags << 4 */
+    uint32_t prev_ser[WAMP_SER_COUNT];
+    size_t prev_uri; /* index in uris, or PREV_NO_URI / PREV_BAD_URI */
 } block;
 
 static void block_reset(block *b)
@@ -243,6 +261,7 @@ static void block_reset(block *b)
     b->n_peers = b->n_uris = 0;
     b->has_corr = false;
     b->open = false;
+    b->has_prev = false;
 }
 
 struct trace_persist {
@@ -1262,16 +1281,29 @@ static bool get_vstr(cursor *c, char **s)
  * cursor is left after the times. */
 static bool compact_head(const unsigned char *body, uint32_t len, block *b, cursor *c)
 {
-    c->p = body + 3;
     c->end = body + len;
     c->ok = true;
     bool first = (body[0] & C_BLOCK) != 0;
+    if (body[0] & C_REPEAT) {
+        /* The previous record's times, the next seq. */
+        if (first || !b->has_prev) {
+            return false;
+        }
+        c->p = body + 1;
+        b->seq++;
+        return true;
+    }
+    if (len < C_FULL_MIN) {
+        return false;
+    }
+    c->p = body + 3;
     if (first) {
         block_reset(b);
         b->open = true;
     } else if (!b->open) {
         return false;
     }
+    b->has_prev = true;
     uint64_t v[3];
     for (int i = 0; i < 3; i++) {
         if (!get_var(c, &v[i])) {
@@ -1302,19 +1334,24 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         return false;
     }
     unsigned what = body[0];
+    bool repeat = (what & C_REPEAT) != 0;
+    if (repeat && (what & ~(C_REPEAT | C_PEER))) {
+        return false;
+    }
     r->seq = b->seq;
     r->pc_ns = b->pc;
     r->ts_ns = b->ts;
-    r->msg_type = body[1];
-    r->dir = body[2] & 3u;
-    r->wire_ser = (body[2] >> 2) & 3u;
-    r->flags = (body[2] >> 4) & 7u;
+    unsigned b2 = repeat ? b->prev_b2 : body[2];
+    r->msg_type = repeat ? b->prev_type : body[1];
+    r->dir = b2 & 3u;
+    r->wire_ser = (b2 >> 2) & 3u;
+    r->flags = (b2 >> 4) & 7u;
     if (r->wire_ser >= WAMP_SER_COUNT) {
         return false;
     }
     for (int i = 0; i < WAMP_SER_COUNT; i++) {
-        uint64_t v;
-        if (!get_var(&c, &v) || v > UINT32_MAX) {
+        uint64_t v = b->prev_ser[i];
+        if (!repeat && (!get_var(&c, &v) || v > UINT32_MAX)) {
             return false;
         }
         r->ser_bytes[i] = (uint32_t)v;
@@ -1343,10 +1380,18 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
             }
         }
     }
-    if (what & C_URI) {
+    if (repeat) {
+        if (b->prev_uri == PREV_BAD_URI) {
+            return false;
+        }
+        if (b->prev_uri != PREV_NO_URI) {
+            r->uri = trace_str_ref((trace_str *)b->uris[b->prev_uri]);
+        }
+    } else if (what & C_URI) {
         if (!get_var(&c, &i) || i > b->n_uris) {
             return false;
         }
+        b->prev_uri = i < b->n_uris ? (size_t)i : PREV_BAD_URI;
         if (i < b->n_uris) {
             r->uri = trace_str_ref((trace_str *)b->uris[i]);
         } else {
@@ -1360,9 +1405,12 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
                 return false;
             }
             if (b->n_uris < BLOCK_TABLE) {
+                b->prev_uri = b->n_uris;
                 b->uris[b->n_uris++] = trace_str_ref(r->uri);
             }
         }
+    } else {
+        b->prev_uri = PREV_NO_URI;
     }
     const unsigned char *at;
     uint64_t n;
@@ -1373,7 +1421,7 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         r->dropped = intern_reason(at, (uint32_t)n);
     }
     if (r->flags & TRACE_CORR_HAS) {
-        if (what & C_CORR_SAME) {
+        if (repeat || (what & C_CORR_SAME)) {
             if (!b->has_corr) {
                 return false;
             }
@@ -1386,8 +1434,8 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         }
         memcpy(r->corr, b->corr, TRACE_UUID_LEN);
     }
-    if (what & C_WIRE) {
-        if (what & C_WIRE_SAME) {
+    if (repeat ? b->prev_wire : (what & C_WIRE) != 0) {
+        if (repeat || (what & C_WIRE_SAME)) {
             if (!b->wire) {
                 return false;
             }
@@ -1403,6 +1451,13 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
             b->wire = w;
         }
         r->wire = wamp_buf_ref(b->wire);
+    }
+    if (!repeat) {
+        b->has_prev = true;
+        b->prev_wire = (what & C_WIRE) != 0;
+        b->prev_type = body[1];
+        b->prev_b2 = body[2];
+        memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
     }
     return c.p == c.end;
 }
@@ -1821,6 +1876,46 @@ static void table_add(void **table, size_t *n, void *x, uint8_t *hints)
     table[(*n)++] = x;
 }
 
+/* The peer part of a record: its index in the block's table, then, if new there, its
+ * definition (the table keeps a reference). */
+static unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d, trace_peer *peer,
+                               size_t peer_i, bool def)
+{
+    d = put_var(d, peer_i);
+    if (def) {
+        const char *realm = trace_peer_realm(peer);
+        const char *authid = trace_peer_authid(peer);
+        const char *authrole = trace_peer_authrole(peer);
+        d = put_var(d, trace_peer_session_id(peer));
+        d = put_vstr(d, realm, str_len(realm));
+        d = put_vstr(d, authid, str_len(authid));
+        d = put_vstr(d, authrole, str_len(authrole));
+        if (b->n_peers < BLOCK_TABLE) {
+            table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
+        }
+    }
+    return d;
+}
+
+/* Frames the record whose header is at h and body ends at d, and accounts for it. */
+static wamp_err end_record(trace_persist *p, seg *s, const trace_record *r, unsigned char *h,
+                           const unsigned char *d)
+{
+    size_t body = (size_t)(d - (h + HDR_LEN));
+    put32(h, (uint32_t)body | LEN_COMPACT);
+    put32(h + 4, 0); /* the CRC: the writer's work */
+    size_t need = HDR_LEN + body;
+    p->len += need;
+    s->size += need;
+    s->next_seq = r->seq + 1;
+    s->last_ts = r->ts_ns;
+    p->bytes += need;
+    if (p->len >= TRACE_PERSIST_BUFFER_MAX) {
+        return write_out(p);
+    }
+    return WAMP_OK;
+}
+
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
 {
     if (!p->writable || persist_failed(p)) {
@@ -1858,18 +1953,13 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     bool corr_same = corr && b->has_corr && memcmp(b->corr, r->corr, TRACE_UUID_LEN) == 0;
     size_t wire_len = r->wire ? wamp_buf_len(r->wire) : 0;
     bool wire_same = r->wire && r->wire == b->wire;
-    const char *realm = NULL, *authid = NULL, *authrole = NULL, *uri_s = NULL;
-    size_t realm_len = 0, authid_len = 0, authrole_len = 0, uri_len = 0;
+    const char *uri_s = NULL;
+    size_t uri_len = 0;
     size_t dropped_len = str_len(r->dropped);
     size_t max = 3 + 6 * VAR_MAX + 2 * VAR_MAX + VAR_MAX + dropped_len + TRACE_UUID_LEN;
     if (peer_def) {
-        realm = trace_peer_realm(peer);
-        authid = trace_peer_authid(peer);
-        authrole = trace_peer_authrole(peer);
-        realm_len = str_len(realm);
-        authid_len = str_len(authid);
-        authrole_len = str_len(authrole);
-        max += 4 * VAR_MAX + realm_len + authid_len + authrole_len;
+        max += 4 * VAR_MAX + str_len(trace_peer_realm(peer)) + str_len(trace_peer_authid(peer)) +
+               str_len(trace_peer_authrole(peer));
     }
     if (uri_def) {
         uri_s = trace_str_get(uri);
@@ -1890,12 +1980,29 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     }
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
+    uint8_t b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    /* The same message to the next session (an EVENT's fan-out): only the peer is written. */
+    bool repeat = b->has_prev && !first && r->seq == b->seq + 1 && r->pc_ns == b->pc &&
+                  r->ts_ns == b->ts && r->msg_type == b->prev_type && b2 == b->prev_b2 &&
+                  !r->dropped && (!corr || corr_same) &&
+                  (wire ? wire_same && b->prev_wire : !b->prev_wire) &&
+                  (uri ? !uri_def && uri_i == b->prev_uri : b->prev_uri == PREV_NO_URI) &&
+                  memcmp(r->ser_bytes, b->prev_ser, sizeof(b->prev_ser)) == 0;
+    if (repeat) {
+        d[0] = (unsigned char)(C_REPEAT | (peer ? C_PEER : 0));
+        d++;
+        if (peer) {
+            d = put_peer(p, b, d, peer, peer_i, peer_def);
+        }
+        b->seq = r->seq;
+        return end_record(p, s, r, h, d);
+    }
     unsigned what = (first ? C_BLOCK : 0) | (peer ? C_PEER : 0) | (uri ? C_URI : 0) |
                     (r->dropped ? C_DROPPED : 0) | (wire ? C_WIRE : 0) |
                     (wire && wire_same ? C_WIRE_SAME : 0) | (corr_same ? C_CORR_SAME : 0);
     d[0] = (unsigned char)what;
     d[1] = r->msg_type;
-    d[2] = (unsigned char)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    d[2] = b2;
     d += 3;
     if (first) {
         d = put_var(d, r->seq);
@@ -1910,22 +2017,16 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
         d = put_var(d, r->ser_bytes[i]);
     }
     if (peer) {
-        d = put_var(d, peer_i);
-        if (peer_def) {
-            d = put_var(d, trace_peer_session_id(peer));
-            d = put_vstr(d, realm, realm_len);
-            d = put_vstr(d, authid, authid_len);
-            d = put_vstr(d, authrole, authrole_len);
-            if (b->n_peers < BLOCK_TABLE) {
-                table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
-            }
-        }
+        d = put_peer(p, b, d, peer, peer_i, peer_def);
     }
+    b->prev_uri = PREV_NO_URI;
     if (uri) {
         d = put_var(d, uri_i);
+        b->prev_uri = uri_def ? PREV_BAD_URI : uri_i;
         if (uri_def) {
             d = put_vstr(d, uri_s, uri_len);
             if (b->n_uris < BLOCK_TABLE) {
+                b->prev_uri = b->n_uris;
                 table_add(b->uris, &b->n_uris, trace_str_ref(uri), p->uri_hint);
             }
         }
@@ -1951,19 +2052,12 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     b->seq = r->seq;
     b->pc = r->pc_ns;
     b->ts = r->ts_ns;
-    size_t body = (size_t)(d - (h + HDR_LEN));
-    put32(h, (uint32_t)body | LEN_COMPACT);
-    put32(h + 4, 0); /* the CRC: the writer's work */
-    size_t need = HDR_LEN + body;
-    p->len += need;
-    s->size += need;
-    s->next_seq = r->seq + 1;
-    s->last_ts = r->ts_ns;
-    p->bytes += need;
-    if (p->len >= TRACE_PERSIST_BUFFER_MAX) {
-        return write_out(p);
-    }
-    return WAMP_OK;
+    b->has_prev = true;
+    b->prev_wire = wire;
+    b->prev_type = r->msg_type;
+    b->prev_b2 = b2;
+    memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
+    return end_record(p, s, r, h, d);
 }
 
 wamp_err trace_persist_flush(trace_persist *p, bool sync, uint64_t now_pc_ns)
