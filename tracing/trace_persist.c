@@ -1878,23 +1878,63 @@ static void table_add(void **table, size_t *n, void *x, uint8_t *hints)
 
 /* The peer part of a record: its index in the block's table, then, if new there, its
  * definition (the table keeps a reference). */
-static unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d, trace_peer *peer,
-                               size_t peer_i, bool def)
+/* The most bytes the definition of a peer takes. */
+static size_t peer_def_max(const trace_peer *peer)
 {
-    d = put_var(d, peer_i);
-    if (def) {
-        const char *realm = trace_peer_realm(peer);
-        const char *authid = trace_peer_authid(peer);
-        const char *authrole = trace_peer_authrole(peer);
-        d = put_var(d, trace_peer_session_id(peer));
-        d = put_vstr(d, realm, str_len(realm));
-        d = put_vstr(d, authid, str_len(authid));
-        d = put_vstr(d, authrole, str_len(authrole));
-        if (b->n_peers < BLOCK_TABLE) {
-            table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
-        }
+    return 4 * VAR_MAX + str_len(trace_peer_realm(peer)) + str_len(trace_peer_authid(peer)) +
+           str_len(trace_peer_authrole(peer));
+}
+
+/* The peer part of a record: its index i in the block's table, then, if new there (i = the
+ * number of peers so far), its definition (the table keeps a reference). */
+static unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d, trace_peer *peer,
+                               size_t i)
+{
+    d = put_var(d, i);
+    if (i < b->n_peers) {
+        return d;
+    }
+    const char *realm = trace_peer_realm(peer);
+    const char *authid = trace_peer_authid(peer);
+    const char *authrole = trace_peer_authrole(peer);
+    d = put_var(d, trace_peer_session_id(peer));
+    d = put_vstr(d, realm, str_len(realm));
+    d = put_vstr(d, authid, str_len(authid));
+    d = put_vstr(d, authrole, str_len(authrole));
+    if (b->n_peers < BLOCK_TABLE) {
+        table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
     }
     return d;
+}
+
+static bool uuid_eq(const uint8_t *a, const uint8_t *b)
+{
+    uint64_t x[2], y[2];
+    memcpy(x, a, TRACE_UUID_LEN);
+    memcpy(y, b, TRACE_UUID_LEN);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
+}
+
+/* Whether r, in the block b has open, is its previous record again but for the peer and the
+ * next seq (an EVENT's fan-out): a C_REPEAT. Object identity stands for equality: the block
+ * holds a reference on the previous record's URI (in its table) and message bytes (`wire`), so
+ * their addresses cannot be reused meanwhile. */
+static bool is_repeat(const block *b, const trace_record *r, uint8_t b2)
+{
+    if (!b->has_prev || r->seq != b->seq + 1 || r->pc_ns != b->pc || r->ts_ns != b->ts ||
+        r->msg_type != b->prev_type || b2 != b->prev_b2 || r->dropped ||
+        r->ser_bytes[0] != b->prev_ser[0] || r->ser_bytes[1] != b->prev_ser[1] ||
+        r->ser_bytes[2] != b->prev_ser[2]) {
+        return false;
+    }
+    if (r->wire ? !b->prev_wire || r->wire != b->wire : b->prev_wire) {
+        return false;
+    }
+    if (r->uri ? b->prev_uri >= b->n_uris || b->uris[b->prev_uri] != r->uri
+               : b->prev_uri != PREV_NO_URI) {
+        return false;
+    }
+    return !(r->flags & TRACE_CORR_HAS) || (b->has_corr && uuid_eq(b->corr, r->corr));
 }
 
 /* Frames the record whose header is at h and body ends at d, and accounts for it. */
@@ -1914,6 +1954,25 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_record *r, unsi
         return write_out(p);
     }
     return WAMP_OK;
+}
+
+/* Appends r as a C_REPEAT record (is_repeat()). */
+static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_record *r)
+{
+    trace_peer *peer = r->peer;
+    size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
+    size_t max = 1 + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
+    if (!buf_reserve(p, HDR_LEN + max)) {
+        return WAMP_ENOMEM;
+    }
+    unsigned char *h = p->buf + p->len;
+    unsigned char *d = h + HDR_LEN;
+    *d++ = (unsigned char)(C_REPEAT | (peer ? C_PEER : 0));
+    if (peer) {
+        d = put_peer(p, b, d, peer, peer_i);
+    }
+    b->seq = r->seq;
+    return end_record(p, s, r, h, d);
 }
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
@@ -1942,6 +2001,10 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     if (first) {
         block_reset(b);
     }
+    uint8_t b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    if (!first && is_repeat(b, r, b2)) {
+        return append_repeat(p, s, b, r);
+    }
     /* What is new in this block, and the most the body can take. */
     trace_peer *peer = r->peer;
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
@@ -1950,16 +2013,15 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     size_t uri_i = uri ? table_find(b->uris, b->n_uris, uri, p->uri_hint) : 0;
     bool uri_def = uri && uri_i == b->n_uris;
     bool corr = (r->flags & TRACE_CORR_HAS) != 0;
-    bool corr_same = corr && b->has_corr && memcmp(b->corr, r->corr, TRACE_UUID_LEN) == 0;
-    size_t wire_len = r->wire ? wamp_buf_len(r->wire) : 0;
+    bool corr_same = corr && b->has_corr && uuid_eq(b->corr, r->corr);
     bool wire_same = r->wire && r->wire == b->wire;
+    size_t wire_len = r->wire && !wire_same ? wamp_buf_len(r->wire) : 0;
     const char *uri_s = NULL;
     size_t uri_len = 0;
     size_t dropped_len = str_len(r->dropped);
     size_t max = 3 + 6 * VAR_MAX + 2 * VAR_MAX + VAR_MAX + dropped_len + TRACE_UUID_LEN;
     if (peer_def) {
-        max += 4 * VAR_MAX + str_len(trace_peer_realm(peer)) + str_len(trace_peer_authid(peer)) +
-               str_len(trace_peer_authrole(peer));
+        max += peer_def_max(peer);
     }
     if (uri_def) {
         uri_s = trace_str_get(uri);
@@ -1980,23 +2042,6 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     }
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
-    uint8_t b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
-    /* The same message to the next session (an EVENT's fan-out): only the peer is written. */
-    bool repeat = b->has_prev && !first && r->seq == b->seq + 1 && r->pc_ns == b->pc &&
-                  r->ts_ns == b->ts && r->msg_type == b->prev_type && b2 == b->prev_b2 &&
-                  !r->dropped && (!corr || corr_same) &&
-                  (wire ? wire_same && b->prev_wire : !b->prev_wire) &&
-                  (uri ? !uri_def && uri_i == b->prev_uri : b->prev_uri == PREV_NO_URI) &&
-                  memcmp(r->ser_bytes, b->prev_ser, sizeof(b->prev_ser)) == 0;
-    if (repeat) {
-        d[0] = (unsigned char)(C_REPEAT | (peer ? C_PEER : 0));
-        d++;
-        if (peer) {
-            d = put_peer(p, b, d, peer, peer_i, peer_def);
-        }
-        b->seq = r->seq;
-        return end_record(p, s, r, h, d);
-    }
     unsigned what = (first ? C_BLOCK : 0) | (peer ? C_PEER : 0) | (uri ? C_URI : 0) |
                     (r->dropped ? C_DROPPED : 0) | (wire ? C_WIRE : 0) |
                     (wire && wire_same ? C_WIRE_SAME : 0) | (corr_same ? C_CORR_SAME : 0);
@@ -2017,7 +2062,7 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
         d = put_var(d, r->ser_bytes[i]);
     }
     if (peer) {
-        d = put_peer(p, b, d, peer, peer_i, peer_def);
+        d = put_peer(p, b, d, peer, peer_i);
     }
     b->prev_uri = PREV_NO_URI;
     if (uri) {
