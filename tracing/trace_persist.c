@@ -1878,11 +1878,11 @@ static void table_add(void **table, size_t *n, void *x, uint8_t *hints)
 
 /* The peer part of a record: its index in the block's table, then, if new there, its
  * definition (the table keeps a reference). */
-/* The most bytes the definition of a peer takes. */
+/* The most bytes the definition of a peer takes (its strings' lengths are at most their bytes
+ * with NULs). */
 static size_t peer_def_max(const trace_peer *peer)
 {
-    return 4 * VAR_MAX + str_len(trace_peer_realm(peer)) + str_len(trace_peer_authid(peer)) +
-           str_len(trace_peer_authrole(peer));
+    return 4 * VAR_MAX + trace_peer_text_bytes(peer);
 }
 
 /* The peer part of a record: its index i in the block's table, then, if new there (i = the

@@ -18,6 +18,7 @@ struct trace_peer {
     const char *realm; /* into text[], or NULL */
     const char *authid;
     const char *authrole;
+    size_t text_bytes; /* of text[] */
     char text[];
 };
 
@@ -48,6 +49,7 @@ trace_peer *trace_peer_new(uint64_t session_id, const char *realm, const char *a
     }
     char *pos = p->text;
     p->refs = 1;
+    p->text_bytes = n;
     p->session_id = session_id;
     p->realm = opt_put(&pos, realm);
     p->authid = opt_put(&pos, authid);
@@ -95,6 +97,11 @@ const char *trace_peer_authid(const trace_peer *p)
 const char *trace_peer_authrole(const trace_peer *p)
 {
     return p->authrole;
+}
+
+size_t trace_peer_text_bytes(const trace_peer *p)
+{
+    return p->text_bytes;
 }
 
 struct trace_str {

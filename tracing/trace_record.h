@@ -67,6 +67,8 @@ uint64_t trace_peer_session_id(const trace_peer *p);
 const char *trace_peer_realm(const trace_peer *p);
 const char *trace_peer_authid(const trace_peer *p);
 const char *trace_peer_authrole(const trace_peer *p);
+/* Bytes of the three strings together, a NUL after each present one (without strlen()). */
+size_t trace_peer_text_bytes(const trace_peer *p);
 
 /* --- trace_str ----------------------------------------------------------------------------- */
 

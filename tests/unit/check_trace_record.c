@@ -18,6 +18,7 @@ START_TEST(test_peer_shares_and_copies)
     ck_assert_str_eq(trace_peer_authid(p), "alice");
     ck_assert_ptr_null(trace_peer_authrole(p));
     ck_assert_uint_eq(trace_peer_session_id(p), 42);
+    ck_assert_uint_eq(trace_peer_text_bytes(p), sizeof("realm1") + sizeof("alice"));
     trace_peer *q = trace_peer_ref(p);
     ck_assert_ptr_eq(q, p);
     ck_assert_uint_eq(trace_peer_refs(p), 2);
@@ -30,6 +31,7 @@ START_TEST(test_peer_shares_and_copies)
     trace_peer_unref(NULL);
     trace_peer *empty = trace_peer_new(1, NULL, NULL, NULL);
     ck_assert_ptr_null(trace_peer_realm(empty));
+    ck_assert_uint_eq(trace_peer_text_bytes(empty), 0);
     trace_peer_unref(&empty);
 }
 
