@@ -542,8 +542,7 @@ static trace_str *shared_uri(trace_hub *hub, const trace_ctx *c, const trace_inp
 }
 
 /* The record every matching trace gets a copy of (each copy holds its own references). */
-static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *in,
-                         trace_record *r)
+static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *in, trace_record *r)
 {
     /* Copied from a zero struct, not memset() (nor a compound literal): GCC turns those into a
      * `rep stos`, whose start-up cost showed in capture profiles; the copy is a few vector moves.

@@ -810,8 +810,8 @@ START_TEST(test_blackwhite_listing_over_patterns_and_counts)
     ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
     ck_assert(rt_broker_publish_has_receiver(br, pub->s, &m)); /* a */
     wamp_msg_fini(&m);
-    root = json_loads("[16, 1, {\"exclude_authrole\": [\"guest\", \"anonymous\"]}, \"com.l\"]",
-                      0, NULL);
+    root = json_loads("[16, 1, {\"exclude_authrole\": [\"guest\", \"anonymous\"]}, \"com.l\"]", 0,
+                      NULL);
     ck_assert_int_eq(wamp_msg_parse(root, &m, NULL, 0), WAMP_OK);
     ck_assert(!rt_broker_publish_has_receiver(br, pub->s, &m)); /* a and g both excluded */
     wamp_msg_fini(&m);

@@ -827,7 +827,7 @@ START_TEST(test_peer_and_uri_slots_filled_lazily)
     ck_assert_ptr_eq(peer_slot, first_peer);
     ck_assert_ptr_eq(uri_slot, first_uri);
     ck_assert_uint_eq(trace_peer_refs(peer_slot), 3); /* the caller's + two records */
-    ck_assert_uint_eq(trace_str_refs(uri_slot), 4); /* and the hub's URI cache */
+    ck_assert_uint_eq(trace_str_refs(uri_slot), 4);   /* and the hub's URI cache */
     ck_assert_str_eq(trace_peer_realm(peer_slot), "realm2");
     ck_assert_str_eq(trace_str_get(uri_slot), "com.p");
     ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 1)->uri, uri_slot);
@@ -852,8 +852,11 @@ START_TEST(test_action_uris_interned)
     trace_hub *h = hub_of(4);
     trace *t = start(h, "t", NULL);
     trace_peer *peer = trace_peer_new(3, "realm1", "a", "r");
-    trace_ctx c = {.direction = TRACE_RX, .msg_type = WAMP_MSG_PUBLISH, .session_id = 3,
-                   .realm = "realm1", .uri = "com.topic"};
+    trace_ctx c = {.direction = TRACE_RX,
+                   .msg_type = WAMP_MSG_PUBLISH,
+                   .session_id = 3,
+                   .realm = "realm1",
+                   .uri = "com.topic"};
     trace_str *slots[4] = {NULL, NULL, NULL, NULL};
     /* Four actions: two of com.topic, then a URI of another text, then com.topic again. */
     const char *uris[4] = {"com.topic", "com.topic", "com.other", "com.topic"};
