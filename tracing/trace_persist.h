@@ -17,7 +17,9 @@
  * flag in the length word): records are grouped in blocks that start at each index entry, and
  * within a block a peer, a URI, a correlation UUID and a message buffer are written once and
  * then referred to (an EVENT sent to ten subscribers is one buffer: its bytes are written once),
- * seq and times as differences; a reader that seeks to an index entry starts a block, so seeks
+ * seq and times as differences, and (since session 12) a record that repeats the previous one
+ * but for its peer, the next subscriber's EVENT, is written as that peer alone (C_REPEAT); a
+ * reader that seeks to an index entry starts a block, so seeks
  * stay O(log n). Records of the first format are still read. See trace_persist.c. CRC-32C
  * (Castagnoli, the polynomial of iSCSI / ext4 / SCTP) was chosen over zlib's CRC-32 for its
  * better error detection on short records, because a 256-entry table needs no dependency, and
