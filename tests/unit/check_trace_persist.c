@@ -986,6 +986,94 @@ static void copy_file(const char *src, const char *dst)
 
 /* Traces persisted before the compact format (tests/data/persist_v1, see its README.md) are
  * still read: records, index seeks, the segment edge. */
+/* A persisted trace of make_rec() records 0..9 with one compact record appended to its segment
+ * by hand (framed and CRC'd like a real one), opened again: how many records the trace counts
+ * and how many read back. Returns the reopened trace. */
+#define CRAFT_GOOD 10
+
+static trace_persist *with_crafted(const unsigned char *body, size_t len, uint64_t expect_next,
+                                   size_t expect_read, trace_record *read_out)
+{
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX], seg[600];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    seg_path(p, 0, seg, sizeof(seg));
+    append_n(p, 0, CRAFT_GOOD, 20);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    trace_persist_free(p);
+    unsigned char hdr[8];
+    uint32_t word = (uint32_t)len | 0x80000000u; /* LEN_COMPACT: a compact body */
+    uint32_t crc = trace_crc32c(0, body, len);
+    for (int i = 0; i < 4; i++) {
+        hdr[i] = (unsigned char)(word >> (8 * i));
+        hdr[4 + i] = (unsigned char)(crc >> (8 * i));
+    }
+    int fd = open(seg, O_WRONLY | O_APPEND);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+    ck_assert_int_eq(write(fd, body, len), (ssize_t)len);
+    close(fd);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_next_seq(p), expect_next);
+    size_t n = trace_persist_read(p, 0, UINT64_MAX, CRAFT_GOOD + 5, read_out);
+    ck_assert_uint_eq(n, expect_read);
+    for (size_t i = 0; i < CRAFT_GOOD && i < n; i++) {
+        assert_same(&read_out[i], i, 20);
+    }
+    return p;
+}
+
+/* C_REPEAT records (the previous record again but for its peer) from a file: a well-formed one
+ * reads back as the previous record with the next seq and its own peer; malformed ones (a bit
+ * a repeat cannot have, a peer the block does not hold, a repeat opening a block) never come
+ * back as records, and never crash the reader. */
+START_TEST(test_compact_crafted_repeats)
+{
+    trace_record out[CRAFT_GOOD + 5];
+    /* C_REPEAT | C_PEER, the block's first peer (record 0's). */
+    static const unsigned char good[] = {0x82, 0x00};
+    trace_persist *p = with_crafted(good, sizeof(good), CRAFT_GOOD + 1, CRAFT_GOOD + 1, out);
+    trace_record want = make_rec(CRAFT_GOOD - 1, 20);
+    trace_record first = make_rec(0, 20);
+    trace_peer_unref(&want.peer);
+    want.peer = trace_peer_ref(first.peer);
+    want.seq = CRAFT_GOOD;
+    want.dropped = NULL;
+    assert_equal(&out[CRAFT_GOOD], &want);
+    trace_record_fini(&want);
+    trace_record_fini(&first);
+    for (size_t i = 0; i < CRAFT_GOOD + 1; i++) {
+        trace_record_fini(&out[i]);
+    }
+    trace_persist_free(p);
+
+    /* Counted when the trace is opened (its head decodes), but not readable: the read ends
+     * before it. */
+    static const unsigned char extra_bit[] = {0x86, 0x00}; /* C_REPEAT | C_URI | C_PEER */
+    static const unsigned char bad_peer[] = {0x82, 0x0c};  /* peer 12 of 10 */
+    const unsigned char *bad[] = {extra_bit, bad_peer};
+    for (int k = 0; k < 2; k++) {
+        p = with_crafted(bad[k], 2, CRAFT_GOOD + 1, CRAFT_GOOD, out);
+        for (size_t i = 0; i < CRAFT_GOOD; i++) {
+            trace_record_fini(&out[i]);
+        }
+        trace_persist_free(p);
+    }
+    /* A repeat cannot open a block: cut off when the trace is opened. */
+    static const unsigned char opens_block[] = {0x83, 0x00}; /* C_REPEAT | C_PEER | C_BLOCK */
+    p = with_crafted(opens_block, sizeof(opens_block), CRAFT_GOOD, CRAFT_GOOD, out);
+    for (size_t i = 0; i < CRAFT_GOOD; i++) {
+        trace_record_fini(&out[i]);
+    }
+    trace_persist_free(p);
+}
+
+END_TEST
+
 START_TEST(test_v1_segments_still_read)
 {
     const char *root = getenv("RT_SOURCE_DIR");
@@ -1052,6 +1140,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_io_error_file_size_limit);
     tcase_add_test(c, test_writer_backlog_bounded);
     tcase_add_test(c, test_compact_fan_out);
+    tcase_add_test(c, test_compact_crafted_repeats);
     tcase_add_test(c, test_v1_segments_still_read);
     suite_add_tcase(s, c);
     TCase *t = tcase_create("traces");
