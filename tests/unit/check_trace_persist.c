@@ -248,17 +248,26 @@ static off_t file_size(const char *path)
     return st.st_size;
 }
 
+/* A trace of make_rec() records 0..n-1 written, synced and closed: its id, and the path of its
+ * (first) segment. */
+static void written_trace(const trace_persist_config *cfg, uint64_t n, size_t wire_len,
+                          char id[TRACE_PERSIST_ID_MAX], char *seg, size_t seg_len)
+{
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    snprintf(id, TRACE_PERSIST_ID_MAX, "%s", trace_persist_id(p));
+    seg_path(p, 0, seg, seg_len);
+    append_n(p, 0, n, wire_len);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    trace_persist_free(p);
+}
+
 START_TEST(test_torn_tail_cut)
 {
     trace_persist_config cfg = config(0);
     trace_persist *p = NULL;
-    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
     char id[TRACE_PERSIST_ID_MAX], seg[600];
-    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
-    seg_path(p, 0, seg, sizeof(seg));
-    append_n(p, 0, 200, 30);
-    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
-    trace_persist_free(p);
+    written_trace(&cfg, 200, 30, id, seg, sizeof(seg));
     off_t whole = file_size(seg);
 
     /* 1. Truncated in the middle of the last record (a write cut by kill -9 / power loss). */
@@ -996,13 +1005,8 @@ static trace_persist *with_crafted(const unsigned char *body, size_t len, uint64
 {
     trace_persist_config cfg = config(0);
     trace_persist *p = NULL;
-    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
     char id[TRACE_PERSIST_ID_MAX], seg[600];
-    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
-    seg_path(p, 0, seg, sizeof(seg));
-    append_n(p, 0, CRAFT_GOOD, 20);
-    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
-    trace_persist_free(p);
+    written_trace(&cfg, CRAFT_GOOD, 20, id, seg, sizeof(seg));
     unsigned char hdr[8];
     uint32_t word = (uint32_t)len | 0x80000000u; /* LEN_COMPACT: a compact body */
     uint32_t crc = trace_crc32c(0, body, len);
