@@ -1,17 +1,26 @@
 /* wamp_buf.c: one allocation per buffer: header, headroom, data. */
 #include "wamp_buf.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The fields are the public head (wamp_buf.h, read by the inline accessors), then the bytes:
+ * data = store + WAMP_BUF_HEADROOM. */
 struct wamp_buf {
     size_t refs;
     size_t len;
     size_t cap;
-    unsigned char *data; /* store + WAMP_BUF_HEADROOM */
+    unsigned char *data;
     unsigned char store[];
 };
+
+_Static_assert(offsetof(struct wamp_buf, refs) == offsetof(struct wamp_buf_head, refs) &&
+                       offsetof(struct wamp_buf, len) == offsetof(struct wamp_buf_head, len) &&
+                       offsetof(struct wamp_buf, cap) == offsetof(struct wamp_buf_head, cap) &&
+                       offsetof(struct wamp_buf, data) == offsetof(struct wamp_buf_head, data),
+               "wamp_buf.h's inline accessors read struct wamp_buf_head");
 
 static wamp_buf *buf_alloc(size_t cap)
 {
@@ -44,41 +53,9 @@ wamp_buf *wamp_buf_new_copy(const void *data, size_t len)
     return b;
 }
 
-wamp_buf *wamp_buf_ref(wamp_buf *b)
+void wamp_buf_free_(wamp_buf *b)
 {
-    b->refs++;
-    return b;
-}
-
-void wamp_buf_unref(wamp_buf **b)
-{
-    if (!b || !*b) {
-        return;
-    }
-    if (--(*b)->refs == 0) {
-        free(*b);
-    }
-    *b = NULL;
-}
-
-unsigned char *wamp_buf_data(wamp_buf *b)
-{
-    return b->data;
-}
-
-const unsigned char *wamp_buf_cdata(const wamp_buf *b)
-{
-    return b->data;
-}
-
-size_t wamp_buf_len(const wamp_buf *b)
-{
-    return b->len;
-}
-
-size_t wamp_buf_refs(const wamp_buf *b)
-{
-    return b->refs;
+    free(b);
 }
 
 /* Grows *b so that n more bytes fit; doubles to keep appends amortised O(1). */
