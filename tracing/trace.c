@@ -1,6 +1,7 @@
 /* trace.c: a trace and its bookkeeping (status, auto-stop, live-feed periods). */
 #include "trace.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +11,15 @@
 #define NS_PER_MS 1000000ull
 
 struct trace {
+    bool running; /* first: struct trace_head (trace.h) */
+    bool keeps_all;
     char *id;
     trace_options opts;
     trace_filter *filter;
     trace_store *store;
     trace_action *action;      /* trace_level "action": pending actions; NULL otherwise */
     unsigned *running_counter; /* borrowed from the hub, or NULL */
-    bool running;
-    bool stop_notice; /* stopped, not yet announced */
+    bool stop_notice;          /* stopped, not yet announced */
     trace_stop_reason stop_reason;
     uint64_t started_pc;
     uint64_t started_ts;
@@ -32,6 +34,10 @@ struct trace {
     json_t *given_options; /* as the client gave them, for meta.json; may be NULL */
     bool io_error_pending; /* stopped by an I/O error not reported yet */
 };
+
+_Static_assert(offsetof(struct trace, running) == offsetof(struct trace_head, running) &&
+                       offsetof(struct trace, keeps_all) == offsetof(struct trace_head, keeps_all),
+               "trace.h's inline functions read struct trace_head");
 
 /* meta.json: what trace_reload() needs to rebuild the trace (see trace_persist.h). */
 static wamp_err write_meta(trace *t)
@@ -107,6 +113,7 @@ wamp_err trace_new(const char *id, const json_t *options, const trace_option_def
             goto fail;
         }
     }
+    t->keeps_all = !t->action && trace_filter_keeps_all(t->filter);
     t->running = true;
     t->started_pc = pc_ns;
     t->started_ts = ts_ns;
@@ -158,11 +165,6 @@ wamp_err trace_rename(trace *t, const char *id)
     free(t->id);
     t->id = copy;
     return WAMP_OK;
-}
-
-bool trace_is_running(const trace *t)
-{
-    return t->running;
 }
 
 const char *trace_status_name(const trace *t)

@@ -74,7 +74,26 @@ const char *trace_id(const trace *t);
  * taken. The files of a persisted trace keep the old name in their meta.json. WAMP_EINVAL (bad
  * id), WAMP_ENOMEM; the name is unchanged on failure. */
 wamp_err trace_rename(trace *t, const char *id);
-bool trace_is_running(const trace *t);
+
+/* The head of every trace, read by the inline functions below: the capture path asks them of
+ * every trace for every message (trace_hub_match()). The rest of the struct is private. */
+struct trace_head {
+    bool running;
+    bool keeps_all;
+};
+
+static inline bool trace_is_running(const trace *t)
+{
+    return ((const struct trace_head *)(const void *)t)->running;
+}
+
+/* true if t is a message-level trace whose filter keeps every message outside the management
+ * realm (trace_filter_keeps_all()): fixed for the trace's life. */
+static inline bool trace_keeps_all(const trace *t)
+{
+    return ((const struct trace_head *)(const void *)t)->keeps_all;
+}
+
 /* "running" / "stopped". */
 const char *trace_status_name(const trace *t);
 trace_stop_reason trace_get_stop_reason(const trace *t);

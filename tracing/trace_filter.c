@@ -135,6 +135,13 @@ static bool in_strings(char *const *list, size_t n, const char *s)
     return false;
 }
 
+bool trace_filter_keeps_all(const trace_filter *f)
+{
+    return f->dir_mask == (TRACE_RX | TRACE_TX) && f->types[0] == UINT64_MAX &&
+           f->types[1] == UINT64_MAX && !f->n_sessions && !f->n_realms && !f->n_authids &&
+           !f->n_authroles && !f->n_uris;
+}
+
 bool trace_filter_match(const trace_filter *f, const trace_ctx *c)
 {
     unsigned t = (unsigned)c->msg_type;

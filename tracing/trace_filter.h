@@ -48,5 +48,9 @@ void trace_filter_free(trace_filter *f);
 /* true if the message described by c passes every key of f. A key that restricts on a field
  * the context lacks (NULL realm, authid, authrole or uri) does not match. Never allocates. */
 bool trace_filter_match(const trace_filter *f, const trace_ctx *c);
+/* true if f restricts nothing but the management realm's exclusion: it keeps every direction,
+ * every message type and every session outside the management realm given at creation. The
+ * hub tests such a trace inline (trace_hub_match()), without a call per message. */
+bool trace_filter_keeps_all(const trace_filter *f);
 
 #endif /* TRACE_FILTER_H */

@@ -585,11 +585,17 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
     if (!hub->pub.running) {
         return 0;
     }
+    /* A trace that keeps everything (the usual "capture all" trace, the flight recorder) is
+     * tested here, inline: running, and the message not on the management realm (its filter's
+     * one exclusion, the hub's realm). The first characters first, as in the filter. */
+    const char *mr = hub->mgmt_realm;
+    bool mgmt = mr && ctx->realm && mr[0] == ctx->realm[0] && strcmp(mr, ctx->realm) == 0;
     /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
     for (size_t i = 0; i < hub->n; i++) {
-        if (trace_matches(hub->traces[i], ctx)) {
-            hub->n_action_hits += trace_get_action(hub->traces[i]) != NULL;
-            hub->hits[hub->n_hits++] = hub->traces[i];
+        trace *t = hub->traces[i];
+        if (trace_keeps_all(t) ? trace_is_running(t) && !mgmt : trace_matches(t, ctx)) {
+            hub->n_action_hits += !trace_keeps_all(t) && trace_get_action(t) != NULL;
+            hub->hits[hub->n_hits++] = t;
         }
     }
     return hub->n_hits;

@@ -47,6 +47,34 @@ static trace_ctx ctx(void)
     return c;
 }
 
+/* The hub tests a filter that keeps everything inline; any restriction sends it to
+ * trace_filter_match(). */
+START_TEST(test_keeps_all)
+{
+    static const char *restricting[] = {
+            "{\"direction\": \"rx\"}",
+            "{\"msg_types\": [\"Publish\", \"Event\"]}",
+            "{\"realms\": [\"realm1\"]}",
+            "{\"session_ids\": [7]}",
+            "{\"authids\": [\"alice\"]}",
+            "{\"authroles\": [\"user\"]}",
+            "{\"uris\": [{\"uri\": \"com.\", \"match\": \"prefix\"}]}",
+    };
+    const char *keeping[] = {NULL, "{\"direction\": \"both\"}", "{\"limit\": 10}"};
+    for (size_t i = 0; i < sizeof(keeping) / sizeof(keeping[0]); i++) {
+        trace_filter *f = filter_of(keeping[i]);
+        ck_assert_msg(trace_filter_keeps_all(f), "%s", keeping[i] ? keeping[i] : "defaults");
+        trace_filter_free(f);
+    }
+    for (size_t i = 0; i < sizeof(restricting) / sizeof(restricting[0]); i++) {
+        trace_filter *f = filter_of(restricting[i]);
+        ck_assert_msg(!trace_filter_keeps_all(f), "%s", restricting[i]);
+        trace_filter_free(f);
+    }
+}
+
+END_TEST
+
 START_TEST(test_defaults_match_everything_but_mgmt)
 {
     trace_filter *f = filter_of(NULL);
@@ -298,6 +326,7 @@ static Suite *trace_filter_suite(void)
     TCase *tc = tcase_create("filter");
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_defaults_match_everything_but_mgmt);
+    tcase_add_test(tc, test_keeps_all);
     tcase_add_test(tc, test_direction);
     tcase_add_test(tc, test_msg_types);
     tcase_add_test(tc, test_realms);

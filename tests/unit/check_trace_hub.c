@@ -691,6 +691,13 @@ START_TEST(test_filters_choose_traces)
     ck_assert_uint_eq(held(all), 2);
     ck_assert_uint_eq(held(r2), 1);
     ck_assert_uint_eq(held(m), 1);
+    /* "all" keeps everything (tested inline by the hub) until it stops. */
+    ck_assert(trace_keeps_all(all));
+    ck_assert(!trace_keeps_all(r2));
+    ck_assert_int_eq(trace_hub_stop(h, "all", PC0, TS0, NULL), WAMP_OK);
+    ck_assert_uint_eq(offer_rx_at(h, "realm1", 0), 0);
+    ck_assert_uint_eq(offer_rx_at(h, "realm2", 0), 1);
+    ck_assert_uint_eq(held(all), 2);
     trace_hub_free(h);
 }
 
