@@ -33,6 +33,7 @@ struct rt_router {
     wamp_idgen ids;
     trace_hub *hub;           /* owned; trace_hub_is_active() is the one branch on the hot path */
     rt_cur_action cur;        /* the action being handled (rt_trace.h) */
+    rt_trace_pending pend;    /* its PUBLISH's record, while that waits (rt_trace.h) */
     rt_realm_config mgmt_cfg; /* the management realm's synthesized configuration */
     bool shutting_down;
     uint64_t shutdown_deadline_us;

@@ -43,6 +43,15 @@ static void fill_ctx(rt_session *s, trace_dir dir, int type, trace_ctx *c)
     c->correlation_is_anchor = false;
 }
 
+/* The clock reading of the message being handled, taken now if it has none yet. */
+static void read_clock(rt_router *rt)
+{
+    if (!rt->cur.now_set) {
+        rt->cur.now_ns = pc_ns(rt);
+        rt->cur.now_set = true;
+    }
+}
+
 /* The trace input fields common to rx and tx; only for a message some trace keeps (this is
  * where the clock is read). */
 static void fill_input(rt_session *s, trace_input *in)
@@ -52,10 +61,7 @@ static void fill_input(rt_session *s, trace_input *in)
     /* Copied from a zero struct: GCC turns a memset() of it into a slow `rep stos`. */
     static const trace_input zero;
     *in = zero;
-    if (!rt->cur.now_set) {
-        rt->cur.now_ns = pc_ns(rt);
-        rt->cur.now_set = true;
-    }
+    read_clock(rt);
     in->pc_ns = rt->cur.now_ns;
     in->ts_ns = (uint64_t)((int64_t)in->pc_ns + rt->wall_offset_ns);
     in->peer = s->tpeer;
@@ -66,8 +72,40 @@ static void fill_input(rt_session *s, trace_input *in)
     in->ser = s->ser;
 }
 
+/* Records the waiting PUBLISH (rt_trace_pending) with its "last" flag: last_known says whether
+ * the caller knows it (last), else the broker is asked (something happens to the action before
+ * anything is sent: a nested action). Runs while rt->cur is still the PUBLISH's action. */
+static void flush_pending(rt_router *rt, bool last_known, bool last)
+{
+    rt_trace_pending p = rt->pend;
+    rt->pend.s = NULL;
+    rt_session *s = p.s;
+    if (!last_known) {
+        last = s->realm && !json_is_true(json_object_get(p.m->dict, "acknowledge")) &&
+               !rt_broker_publish_has_receiver(rt_realm_broker(s->realm), s, p.m);
+    }
+    /* Matched again: the hub's hits may be another message's by now. */
+    trace_ctx c;
+    fill_ctx(s, TRACE_RX, WAMP_MSG_PUBLISH, &c);
+    c.correlation_is_anchor = true;
+    if (trace_hub_match(rt->hub, &c) == 0) {
+        return;
+    }
+    trace_input in;
+    fill_input(s, &in);
+    in.correlation_is_anchor = true;
+    in.correlation_is_last = last;
+    in.bytes = p.data;
+    in.len = p.len;
+    in.msg = p.m->root;
+    (void)trace_hub_record_matched(rt->hub, &c, &in);
+}
+
 void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
 {
+    if (rt->pend.s) {
+        flush_pending(rt, false, false);
+    }
     rt_trace_action_close(rt);
     rt->cur.set = true;
     rt->cur.last = false;
@@ -86,6 +124,9 @@ trace_str *rt_trace_action_uri(rt_router *rt)
 
 void rt_trace_action_close(rt_router *rt)
 {
+    if (rt->pend.s) {
+        flush_pending(rt, true, true); /* nothing was sent after it */
+    }
     trace_str_unref(&rt->cur.uri);
     rt->cur.uri_text = NULL;
     rt->cur.set = false;
@@ -111,6 +152,9 @@ void rt_trace_action_open_new(rt_router *rt)
 
 void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
 {
+    if (rt->pend.s) {
+        flush_pending(rt, false, false);
+    }
     *saved = rt->cur;
     rt->cur.set = false;
     rt->cur.last = false;
@@ -141,7 +185,7 @@ static void open_anchor_copy(rt_router *rt, const char *uri)
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
 {
     rt_router *rt = s->rt;
-    bool anchor = false, last = false;
+    bool anchor = false;
     rt_trace_action_close(rt);
     if (m) {
         switch (m->type) {
@@ -206,15 +250,14 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         return;
     }
     if (m && m->type == WAMP_MSG_PUBLISH && s->realm) {
-        /* Without acknowledge and with nobody to deliver to, nothing follows the PUBLISH.
-         * Counted only for a message some trace keeps. */
-        last = !json_is_true(json_object_get(m->dict, "acknowledge")) &&
-               !rt_broker_publish_has_receiver(rt_realm_broker(s->realm), s, m);
+        /* Its record waits until it is known whether anything follows (rt_trace_pending). */
+        rt->pend = (rt_trace_pending){.s = s, .m = m, .data = data, .len = len};
+        read_clock(rt); /* its time is when it came in */
+        return;
     }
     trace_input in;
     fill_input(s, &in);
     in.correlation_is_anchor = anchor;
-    in.correlation_is_last = last;
     in.bytes = data;
     in.len = len;
     in.msg = m ? m->root : NULL;
@@ -224,6 +267,9 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
+    if (rt->pend.s) {
+        flush_pending(rt, true, false); /* this message follows it */
+    }
     trace_ctx c;
     fill_ctx(s, TRACE_TX, e->type, &c);
     if (trace_hub_match(rt->hub, &c) > 0) {
@@ -246,6 +292,9 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
 void rt_trace_tx_dropped_queued(rt_session *s, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
+    if (rt->pend.s) {
+        flush_pending(rt, false, false); /* a drop is no follower: the broker says */
+    }
     /* Decoded here, on the drop path and only while a trace runs: the type, and for an EVENT
      * its topic (Details.topic for a pattern subscription, else the subscription's topic). */
     wamp_msg m;

@@ -38,6 +38,18 @@ typedef struct rt_cur_action {
     bool meta_pending;
 } rt_cur_action;
 
+/* A received PUBLISH that some trace keeps waits here for its record's "last" flag: whether
+ * anything follows it (an EVENT, PUBLISHED or ERROR). The next message traced says yes, the end
+ * of its handling says no. Asking the broker up front meant a second URI check and subscription
+ * lookup per PUBLISH, about 90 ns with ten subscribers. Everything is borrowed from the
+ * message being handled; s is NULL when nothing waits. */
+typedef struct rt_trace_pending {
+    rt_session *s;
+    const wamp_msg *m;
+    const void *data;
+    size_t len;
+} rt_trace_pending;
+
 /* Records a received message (m NULL: undecodable) and opens its action. */
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len);
 /* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL. */

@@ -278,6 +278,55 @@ START_TEST(test_publish_chain_over_patterns_and_filters)
 
 END_TEST
 
+/* A PUBLISH's record waits for whether anything follows it: the flag comes from what is sent,
+ * not from who subscribes. A PUBLISH refused without acknowledge has subscribers but nothing
+ * follows: it is its own last record (asking the broker for receivers said otherwise). A trace
+ * that keeps only PUBLISH messages still learns that EVENTs followed. */
+START_TEST(test_publish_last_from_what_follows)
+{
+    fake_conn *sub = joined(WAMP_SER_JSON, "locked");
+    fake_conn_send(sub, "[32, 1, {}, \"com.open.news\"]");
+    ck_assert_uint_eq(fake_conn_pending(sub), 1); /* SUBSCRIBED: allowed */
+    fake_conn_clear(sub);
+    fake_conn *pub = joined(WAMP_SER_JSON, "locked");
+    trace *t = start("refused", NULL);
+    fake_conn_send(pub, "[16, 3, {}, \"com.open.news\", [\"x\"]]"); /* publish not allowed */
+    ck_assert_uint_eq(fake_conn_pending(sub), 0);
+    ck_assert_uint_eq(fake_conn_pending(pub), 0);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 1);
+    expect_record(json_array_get(r, 0), "rx", "Publish", "com.open.news");
+    ck_assert(flag(json_array_get(r, 0), "correlation_is_anchor"));
+    ck_assert(flag(json_array_get(r, 0), "correlation_is_last"));
+    json_decref(r);
+    /* Allowed (com.open.exact), to one subscriber, with a trace that keeps only PUBLISH. */
+    fake_conn_send(sub, "[32, 2, {}, \"com.open.exact\"]");
+    fake_conn_clear(sub);
+    trace *only = start("only-publish", "{\"msg_types\": [\"Publish\"]}");
+    fake_conn_send(pub, "[16, 4, {}, \"com.open.exact\", [\"y\"]]");
+    ck_assert_uint_eq(fake_conn_pending(sub), 1);
+    r = records(only);
+    ck_assert_uint_eq(json_array_size(r), 1);
+    expect_record(json_array_get(r, 0), "rx", "Publish", "com.open.exact");
+    ck_assert(!flag(json_array_get(r, 0), "correlation_is_last"));
+    json_decref(r);
+    /* The trace keeping everything (after the SUBSCRIBE and SUBSCRIBED): the PUBLISH before
+     * its EVENT, which completes it. */
+    r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 5);
+    expect_record(json_array_get(r, 3), "rx", "Publish", "com.open.exact");
+    ck_assert(!flag(json_array_get(r, 3), "correlation_is_last"));
+    expect_record(json_array_get(r, 4), "tx", "Event", "com.open.exact");
+    ck_assert(flag(json_array_get(r, 4), "correlation_is_last"));
+    ck_assert_str_eq(str(json_array_get(r, 4), "correlation"),
+                     str(json_array_get(r, 3), "correlation"));
+    json_decref(r);
+    fake_conn_free(sub);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
 /* SUBSCRIBE with get_retained: the retained EVENTs follow SUBSCRIBED in the same action, and the
  * last of them completes it. */
 START_TEST(test_subscribe_with_retained_events_chain)
@@ -717,6 +766,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_call_error_and_callee_leaving);
     tcase_add_test(tc, test_publish_chains);
     tcase_add_test(tc, test_publish_chain_over_patterns_and_filters);
+    tcase_add_test(tc, test_publish_last_from_what_follows);
     tcase_add_test(tc, test_subscribe_with_retained_events_chain);
     tcase_add_test(tc, test_subscribe_unsubscribe_and_session_open);
     tcase_add_test(tc, test_filters_and_concurrent_traces);
