@@ -1,26 +1,16 @@
 /* wamp_buf.c: one allocation per buffer: header, headroom, data. */
 #include "wamp_buf.h"
 
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The fields are the public head (wamp_buf.h, read by the inline accessors), then the bytes:
- * data = store + WAMP_BUF_HEADROOM. */
+/* The public head (wamp_buf.h, read by the inline accessors), then the bytes:
+ * h.data = store + WAMP_BUF_HEADROOM. */
 struct wamp_buf {
-    size_t refs;
-    size_t len;
-    size_t cap;
-    unsigned char *data;
+    struct wamp_buf_head h;
     unsigned char store[];
 };
-
-_Static_assert(offsetof(struct wamp_buf, refs) == offsetof(struct wamp_buf_head, refs) &&
-                       offsetof(struct wamp_buf, len) == offsetof(struct wamp_buf_head, len) &&
-                       offsetof(struct wamp_buf, cap) == offsetof(struct wamp_buf_head, cap) &&
-                       offsetof(struct wamp_buf, data) == offsetof(struct wamp_buf_head, data),
-               "wamp_buf.h's inline accessors read struct wamp_buf_head");
 
 static wamp_buf *buf_alloc(size_t cap)
 {
@@ -31,10 +21,10 @@ static wamp_buf *buf_alloc(size_t cap)
     if (!b) {
         return NULL;
     }
-    b->refs = 1;
-    b->len = 0;
-    b->cap = cap;
-    b->data = b->store + WAMP_BUF_HEADROOM;
+    b->h.refs = 1;
+    b->h.len = 0;
+    b->h.cap = cap;
+    b->h.data = b->store + WAMP_BUF_HEADROOM;
     return b;
 }
 
@@ -47,8 +37,8 @@ wamp_buf *wamp_buf_new_copy(const void *data, size_t len)
 {
     wamp_buf *b = buf_alloc(len);
     if (b && len) {
-        memcpy(b->data, data, len);
-        b->len = len;
+        memcpy(b->h.data, data, len);
+        b->h.len = len;
     }
     return b;
 }
@@ -70,17 +60,17 @@ static wamp_err buf_grow(wamp_buf **bp, size_t n)
         *bp = b;
         return WAMP_OK;
     }
-    if (b->refs != 1) {
+    if (b->h.refs != 1) {
         return WAMP_EINVAL;
     }
-    if (n <= b->cap - b->len) {
+    if (n <= b->h.cap - b->h.len) {
         return WAMP_OK;
     }
-    if (n > SIZE_MAX / 2 - b->len) {
+    if (n > SIZE_MAX / 2 - b->h.len) {
         return WAMP_ENOMEM;
     }
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < n) {
+    size_t cap = b->h.cap ? b->h.cap : 256;
+    while (cap - b->h.len < n) {
         cap *= 2;
     }
     if (cap > SIZE_MAX - sizeof(wamp_buf) - WAMP_BUF_HEADROOM) {
@@ -90,15 +80,15 @@ static wamp_err buf_grow(wamp_buf **bp, size_t n)
     if (!nb) {
         return WAMP_ENOMEM;
     }
-    nb->cap = cap;
-    nb->data = nb->store + WAMP_BUF_HEADROOM;
+    nb->h.cap = cap;
+    nb->h.data = nb->store + WAMP_BUF_HEADROOM;
     *bp = nb;
     return WAMP_OK;
 }
 
 wamp_err wamp_buf_append(wamp_buf **b, const void *p, size_t n, size_t max)
 {
-    size_t cur = *b ? (*b)->len : 0;
+    size_t cur = *b ? (*b)->h.len : 0;
     if (n > max || cur > max - n) {
         return WAMP_ETOOBIG;
     }
@@ -107,8 +97,8 @@ wamp_err wamp_buf_append(wamp_buf **b, const void *p, size_t n, size_t max)
         return err;
     }
     if (n) {
-        memcpy((*b)->data + (*b)->len, p, n);
-        (*b)->len += n;
+        memcpy((*b)->h.data + (*b)->h.len, p, n);
+        (*b)->h.len += n;
     }
     return WAMP_OK;
 }
@@ -118,17 +108,17 @@ unsigned char *wamp_buf_reserve(wamp_buf **b, size_t n)
     if (buf_grow(b, n) != WAMP_OK) {
         return NULL;
     }
-    return (*b)->data + (*b)->len;
+    return (*b)->h.data + (*b)->h.len;
 }
 
 void wamp_buf_commit(wamp_buf *b, size_t n)
 {
-    b->len += n;
+    b->h.len += n;
 }
 
 void wamp_buf_clear(wamp_buf *b)
 {
-    if (b && b->refs == 1) {
-        b->len = 0;
+    if (b && b->h.refs == 1) {
+        b->h.len = 0;
     }
 }
