@@ -1,7 +1,6 @@
 /* trace.c: a trace and its bookkeeping (status, auto-stop, live-feed periods). */
 #include "trace.h"
 
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +10,7 @@
 #define NS_PER_MS 1000000ull
 
 struct trace {
-    bool running; /* first: struct trace_head (trace.h) */
-    bool keeps_all;
+    struct trace_head h; /* running, keeps_all: read inline (trace.h) */
     char *id;
     trace_options opts;
     trace_filter *filter;
@@ -35,20 +33,16 @@ struct trace {
     bool io_error_pending; /* stopped by an I/O error not reported yet */
 };
 
-_Static_assert(offsetof(struct trace, running) == offsetof(struct trace_head, running) &&
-                       offsetof(struct trace, keeps_all) == offsetof(struct trace_head, keeps_all),
-               "trace.h's inline functions read struct trace_head");
-
 /* meta.json: what trace_reload() needs to rebuild the trace (see trace_persist.h). */
 static wamp_err write_meta(trace *t)
 {
     json_t *m = json_pack("{s:i, s:s, s:s, s:s, s:s?, s:I, s:I, s:I, s:O, s:O?}", "format", 1, "id",
                           t->id, "persistent_id", trace_persist_id(t->persist), "status",
-                          t->running ? "running" : "stopped", "stop_reason",
+                          t->h.running ? "running" : "stopped", "stop_reason",
                           trace_stop_reason_name(t->stop_reason), "started_ns",
                           (json_int_t)t->started_ts, "ended_ns",
-                          (json_int_t)(t->running ? 0 : t->ended_ts), "runtime_ns",
-                          (json_int_t)(t->running ? 0 : t->ended_pc - t->started_pc), "options",
+                          (json_int_t)(t->h.running ? 0 : t->ended_ts), "runtime_ns",
+                          (json_int_t)(t->h.running ? 0 : t->ended_pc - t->started_pc), "options",
                           t->opts.json, "options_given", t->given_options);
     if (!m) {
         return WAMP_ENOMEM;
@@ -113,8 +107,8 @@ wamp_err trace_new(const char *id, const json_t *options, const trace_option_def
             goto fail;
         }
     }
-    t->keeps_all = !t->action && trace_filter_keeps_all(t->filter);
-    t->running = true;
+    t->h.keeps_all = !t->action && trace_filter_keeps_all(t->filter);
+    t->h.running = true;
     t->started_pc = pc_ns;
     t->started_ts = ts_ns;
     t->period_start_pc = pc_ns;
@@ -135,7 +129,7 @@ void trace_free(trace *t)
     if (!t) {
         return;
     }
-    if (t->running && t->running_counter) {
+    if (t->h.running && t->running_counter) {
         (*t->running_counter)--;
     }
     trace_persist_free(t->persist);
@@ -169,7 +163,7 @@ wamp_err trace_rename(trace *t, const char *id)
 
 const char *trace_status_name(const trace *t)
 {
-    return t->running ? "running" : "stopped";
+    return t->h.running ? "running" : "stopped";
 }
 
 trace_stop_reason trace_get_stop_reason(const trace *t)
@@ -225,18 +219,18 @@ uint64_t trace_started_ns(const trace *t)
 
 uint64_t trace_ended_ns(const trace *t)
 {
-    return t->running ? 0 : t->ended_ts;
+    return t->h.running ? 0 : t->ended_ts;
 }
 
 uint64_t trace_runtime_ns(const trace *t, uint64_t now_pc_ns)
 {
-    uint64_t end = t->running ? now_pc_ns : t->ended_pc;
+    uint64_t end = t->h.running ? now_pc_ns : t->ended_pc;
     return end > t->started_pc ? end - t->started_pc : 0;
 }
 
 bool trace_matches(const trace *t, const trace_ctx *c)
 {
-    if (!t->running) {
+    if (!t->h.running) {
         return false;
     }
     if (!t->action) {
@@ -259,7 +253,7 @@ trace_action *trace_get_action(const trace *t)
 uint64_t trace_on_action_message(trace *t, const trace_action_msg *m)
 {
     trace_record r;
-    if (!t->running || !t->action || !trace_action_on_message(t->action, m, &r)) {
+    if (!t->h.running || !t->action || !trace_action_on_message(t->action, m, &r)) {
         return TRACE_SEQ_NONE;
     }
     return trace_append_take(t, &r);
@@ -267,10 +261,10 @@ uint64_t trace_on_action_message(trace *t, const trace_action_msg *m)
 
 bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_ns)
 {
-    if (!t->running) {
+    if (!t->h.running) {
         return false;
     }
-    t->running = false;
+    t->h.running = false;
     t->stop_notice = true;
     t->stop_reason = reason == TRACE_STOP_NONE ? TRACE_STOP_STOPPED : reason;
     t->ended_pc = pc_ns;
@@ -302,7 +296,7 @@ static void stop_io_error(trace *t, uint64_t pc_ns, uint64_t ts_ns)
 
 uint64_t trace_append_take(trace *t, trace_record *rec)
 {
-    if (!t->running) {
+    if (!t->h.running) {
         trace_record_fini(rec);
         return TRACE_SEQ_NONE;
     }
@@ -329,7 +323,7 @@ wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_
     if (!name || !*name || (meta && !json_is_object(meta))) {
         return WAMP_EINVAL;
     }
-    if (!t->running) {
+    if (!t->h.running) {
         return WAMP_ECLOSED;
     }
     trace_record r;
@@ -359,11 +353,11 @@ wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_
 
 bool trace_tick(trace *t, uint64_t pc_ns, uint64_t ts_ns)
 {
-    if (t->running && t->persist && trace_persist_tick(t->persist, pc_ns, ts_ns) != WAMP_OK) {
+    if (t->h.running && t->persist && trace_persist_tick(t->persist, pc_ns, ts_ns) != WAMP_OK) {
         stop_io_error(t, pc_ns, ts_ns);
         return true;
     }
-    if (t->running && t->opts.duration_ns && pc_ns >= t->started_pc &&
+    if (t->h.running && t->opts.duration_ns && pc_ns >= t->started_pc &&
         pc_ns - t->started_pc >= t->opts.duration_ns) {
         return trace_stop(t, TRACE_STOP_DURATION, pc_ns, ts_ns);
     }
@@ -383,7 +377,7 @@ bool trace_take_batch(trace *t, uint64_t pc_ns, uint64_t ts_ns, trace_batch *out
     uint64_t period_no = t->period_no;
     uint64_t period_start_pc = t->period_start_pc;
     uint64_t finished = t->ended_ts;
-    if (t->running) {
+    if (t->h.running) {
         uint64_t period = (uint64_t)t->opts.batching_period * NS_PER_MS;
         if (pc_ns < t->period_start_pc || pc_ns - t->period_start_pc < period) {
             return false;
@@ -502,7 +496,7 @@ wamp_err trace_reload(const trace_persist_config *cfg, const char *persistent_id
         ended = last > t->started_ts ? last : t->started_ts;
         runtime = ended - t->started_ts;
     }
-    t->running = false;
+    t->h.running = false;
     t->stop_reason = r == TRACE_STOP_NONE ? TRACE_STOP_STOPPED : r;
     t->started_pc = 0;
     t->ended_pc = runtime;
