@@ -158,10 +158,7 @@ bool trace_filter_match(const trace_filter *f, const trace_ctx *c)
             return false;
         }
     }
-    /* The first characters first: most messages are not on the management realm, and this
-     * test runs for every message while a trace runs. */
-    if (f->mgmt_realm && c->realm && f->mgmt_realm[0] == c->realm[0] &&
-        strcmp(f->mgmt_realm, c->realm) == 0) {
+    if (trace_is_mgmt_realm(f->mgmt_realm, c->realm)) {
         return false;
     }
     if (f->n_realms && !in_strings(f->realms, f->n_realms, c->realm)) {

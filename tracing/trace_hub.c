@@ -587,9 +587,8 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
     }
     /* A trace that keeps everything (the usual "capture all" trace, the flight recorder) is
      * tested here, inline: running, and the message not on the management realm (its filter's
-     * one exclusion, the hub's realm). The first characters first, as in the filter. */
-    const char *mr = hub->mgmt_realm;
-    bool mgmt = mr && ctx->realm && mr[0] == ctx->realm[0] && strcmp(mr, ctx->realm) == 0;
+     * one exclusion, the hub's realm, tested once per message). */
+    bool mgmt = trace_is_mgmt_realm(hub->mgmt_realm, ctx->realm);
     /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
     for (size_t i = 0; i < hub->n; i++) {
         trace *t = hub->traces[i];
