@@ -72,6 +72,21 @@ static void fill_input(rt_session *s, trace_input *in)
     in->ser = s->ser;
 }
 
+/* Records the received message m (NULL: undecodable; data/len its bytes) for the traces the
+ * hub has just matched against c. */
+static void record_rx(rt_session *s, const trace_ctx *c, const wamp_msg *m, const void *data,
+                      size_t len, bool last)
+{
+    trace_input in;
+    fill_input(s, &in);
+    in.correlation_is_anchor = c->correlation_is_anchor;
+    in.correlation_is_last = last;
+    in.bytes = data;
+    in.len = len;
+    in.msg = m ? m->root : NULL;
+    (void)trace_hub_record_matched(s->rt->hub, c, &in);
+}
+
 /* Records the waiting PUBLISH (rt_trace_pending) with its "last" flag: last_known says whether
  * the caller knows it (last), else the broker is asked (something happens to the action before
  * anything is sent: a nested action). Runs while rt->cur is still the PUBLISH's action. */
@@ -88,17 +103,9 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
     trace_ctx c;
     fill_ctx(s, TRACE_RX, WAMP_MSG_PUBLISH, &c);
     c.correlation_is_anchor = true;
-    if (trace_hub_match(rt->hub, &c) == 0) {
-        return;
+    if (trace_hub_match(rt->hub, &c) > 0) {
+        record_rx(s, &c, p.m, p.data, p.len, last);
     }
-    trace_input in;
-    fill_input(s, &in);
-    in.correlation_is_anchor = true;
-    in.correlation_is_last = last;
-    in.bytes = p.data;
-    in.len = p.len;
-    in.msg = p.m->root;
-    (void)trace_hub_record_matched(rt->hub, &c, &in);
 }
 
 void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
@@ -255,13 +262,7 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         read_clock(rt); /* its time is when it came in */
         return;
     }
-    trace_input in;
-    fill_input(s, &in);
-    in.correlation_is_anchor = anchor;
-    in.bytes = data;
-    in.len = len;
-    in.msg = m ? m->root : NULL;
-    (void)trace_hub_record_matched(rt->hub, &c, &in);
+    record_rx(s, &c, m, data, len, false);
 }
 
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)

@@ -49,6 +49,7 @@ void trace_filter_free(trace_filter *f);
 /* true if the message described by c passes every key of f. A key that restricts on a field
  * the context lacks (NULL realm, authid, authrole or uri) does not match. Never allocates. */
 bool trace_filter_match(const trace_filter *f, const trace_ctx *c);
+
 /* true if realm is the management realm mgmt (either may be NULL: then false). The first
  * characters first: most messages are not on the management realm, and this runs for every
  * message while a trace runs (the filter's exclusion, and the hub's for traces that keep all). */
@@ -56,6 +57,7 @@ static inline bool trace_is_mgmt_realm(const char *mgmt, const char *realm)
 {
     return mgmt && realm && mgmt[0] == realm[0] && strcmp(mgmt, realm) == 0;
 }
+
 /* true if f restricts nothing but the management realm's exclusion: it keeps every direction,
  * every message type and every session outside the management realm given at creation. The
  * hub tests such a trace inline (trace_hub_match()), without a call per message. */
