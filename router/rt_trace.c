@@ -271,18 +271,29 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     if (rt->pend.s) {
         flush_pending(rt, true, false); /* this message follows it */
     }
+    size_t ser_bytes[WAMP_SER_COUNT] = {0};
+    for (int i = 1; i < WAMP_SER_COUNT; i++) {
+        ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+    }
+    bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
+    /* The next receiver of the message just recorded (a fan-out): the hub appends it again
+     * with this peer, or says no and it is recorded the usual way. */
+    if (!drop && !last && rt->cur.now_set &&
+        trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL, rt->cur.now_ns,
+                         ser_bytes)) {
+        rt->cur.last = false;
+        return;
+    }
     trace_ctx c;
     fill_ctx(s, TRACE_TX, e->type, &c);
     if (trace_hub_match(rt->hub, &c) > 0) {
         trace_input in;
         fill_input(s, &in);
         /* Queued meta events go out after this message: the last of them completes. */
-        in.correlation_is_last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
+        in.correlation_is_last = last;
         in.wire = wire;
         in.msg = e->msg;
-        for (int i = 1; i < WAMP_SER_COUNT; i++) {
-            in.ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
-        }
+        memcpy(in.ser_bytes, ser_bytes, sizeof(in.ser_bytes));
         in.dropped = drop;
         (void)trace_hub_record_matched(rt->hub, &c, &in);
     }

@@ -10,7 +10,7 @@
 #define NS_PER_MS 1000000ull
 
 struct trace {
-    struct trace_head h; /* running, keeps_all: read inline (trace.h) */
+    struct trace_head h; /* running, keeps_all, persists: read inline (trace.h) */
     char *id;
     trace_options opts;
     trace_filter *filter;
@@ -108,6 +108,7 @@ wamp_err trace_new(const char *id, const json_t *options, const trace_option_def
         }
     }
     t->h.keeps_all = !t->action && trace_filter_keeps_all(t->filter);
+    t->h.peer_blind = !t->action && !trace_filter_reads_peer(t->filter);
     t->h.running = true;
     t->started_pc = pc_ns;
     t->started_ts = ts_ns;
@@ -294,6 +295,17 @@ static void stop_io_error(trace *t, uint64_t pc_ns, uint64_t ts_ns)
     trace_stop(t, TRACE_STOP_IO_ERROR, pc_ns, ts_ns);
 }
 
+/* After a record took seq: a failed write stops the trace (io_error), reaching max_records
+ * stops it too. */
+static void after_append(trace *t, uint64_t seq, bool io_failed, uint64_t pc, uint64_t ts)
+{
+    if (io_failed) {
+        stop_io_error(t, pc, ts);
+    } else if (t->opts.max_records && seq + 1 >= t->opts.max_records) {
+        trace_stop(t, TRACE_STOP_MAX_RECORDS, pc, ts);
+    }
+}
+
 uint64_t trace_append_take(trace *t, trace_record *rec)
 {
     if (!t->h.running) {
@@ -302,18 +314,29 @@ uint64_t trace_append_take(trace *t, trace_record *rec)
     }
     uint64_t pc = rec->pc_ns;
     uint64_t ts = rec->ts_ns;
-    bool io_failed = false;
     if (t->persist) {
-        /* The one extra branch of the capture path for traces that persist. */
+        /* A persisted trace keeps its records in its files only (read back from there). */
         rec->seq = trace_store_next_seq(t->store);
-        io_failed = trace_persist_append(t->persist, rec) != WAMP_OK;
+        bool io_failed = trace_persist_append(t->persist, rec) != WAMP_OK;
+        uint64_t seq = trace_store_skip(t->store);
+        trace_record_fini(rec);
+        after_append(t, seq, io_failed, pc, ts);
+        return seq;
     }
     uint64_t seq = trace_store_append_take(t->store, rec);
-    if (io_failed) {
-        stop_io_error(t, pc, ts);
-    } else if (t->opts.max_records && seq + 1 >= t->opts.max_records) {
-        trace_stop(t, TRACE_STOP_MAX_RECORDS, pc, ts);
+    after_append(t, seq, false, pc, ts);
+    return seq;
+}
+
+uint64_t trace_append_rec(trace *t, trace_persist_rec *rec)
+{
+    if (!t->h.running || !t->persist) {
+        return TRACE_SEQ_NONE;
     }
+    rec->seq = trace_store_next_seq(t->store);
+    bool io_failed = trace_persist_append_rec(t->persist, rec) != WAMP_OK;
+    uint64_t seq = trace_store_skip(t->store);
+    after_append(t, seq, io_failed, rec->pc_ns, rec->ts_ns);
     return seq;
 }
 
@@ -421,6 +444,7 @@ wamp_err trace_enable_persist(trace *t, const json_t *given_options,
     if (err != WAMP_OK) {
         return err;
     }
+    t->h.persists = true;
     trace_persist_set_retention(t->persist, t->opts.persist_max_bytes, t->opts.persist_max_age_ns);
     if (given_options && !json_is_null(given_options)) {
         t->given_options = json_deep_copy(given_options);
@@ -504,6 +528,7 @@ wamp_err trace_reload(const trace_persist_config *cfg, const char *persistent_id
     trace_store_start_at(t->store, trace_persist_next_seq(p));
     t->batch_next = trace_persist_next_seq(p); /* nothing to announce live */
     t->persist = p;
+    t->h.persists = true;
     json_decref(m);
     *out = t;
     return WAMP_OK;
@@ -525,6 +550,7 @@ void trace_delete_files(trace *t)
     if (t->persist) {
         (void)trace_persist_remove(t->persist);
         t->persist = NULL;
+        t->h.persists = false;
     }
 }
 

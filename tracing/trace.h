@@ -80,6 +80,8 @@ wamp_err trace_rename(trace *t, const char *id);
 struct trace_head {
     bool running;
     bool keeps_all;
+    bool persists;   /* has files (options.persist): records go there, not to the store */
+    bool peer_blind; /* message-level, and its filter does not look at the peer session */
 };
 
 static inline bool trace_is_running(const trace *t)
@@ -92,6 +94,20 @@ static inline bool trace_is_running(const trace *t)
 static inline bool trace_keeps_all(const trace *t)
 {
     return ((const struct trace_head *)(const void *)t)->keeps_all;
+}
+
+/* true if t keeps its records in files (options.persist), where trace_append_rec() encodes a
+ * message straight from its parts: such a trace holds no records in memory. */
+static inline bool trace_persists(const trace *t)
+{
+    return ((const struct trace_head *)(const void *)t)->persists;
+}
+
+/* true if t is a message-level trace whose filter does not read the peer session
+ * (trace_filter_reads_peer()): a message sent to several sessions matches for all or none. */
+static inline bool trace_is_peer_blind(const trace *t)
+{
+    return ((const struct trace_head *)(const void *)t)->peer_blind;
 }
 
 /* "running" / "stopped". */
@@ -157,10 +173,15 @@ trace_action *trace_get_action(const trace *t);
  * TRACE_SEQ_NONE when nothing was appended. */
 uint64_t trace_on_action_message(trace *t, const trace_action_msg *m);
 
-/* Appends *rec (consumed: see trace_store_append_take()) and returns its seq. Stops the trace
- * (reason max_records, at rec's times) when it reaches max_records. On a stopped trace the
- * record is released, nothing is stored, and TRACE_SEQ_NONE is returned. */
+/* Appends *rec (consumed: see trace_store_append_take(); a persisted trace encodes it into its
+ * files and releases it) and returns its seq. Stops the trace (reason max_records, at rec's
+ * times) when it reaches max_records, or (io_error) when a persisted trace cannot write. On a
+ * stopped trace the record is released, nothing is stored, and TRACE_SEQ_NONE is returned. */
 uint64_t trace_append_take(trace *t, trace_record *rec);
+/* The same for a persisted trace (trace_persists()) and a record given by its parts (borrowed;
+ * rec->seq is set here): encoded into the trace's files without a trace_record. TRACE_SEQ_NONE
+ * (nothing stored) if t is stopped or does not persist. */
+uint64_t trace_append_rec(trace *t, trace_persist_rec *rec);
 
 /* Appends a marker record (msg_type "Marker", name as uri, meta (NULL = {}) as msg) to a running
  * trace, regardless of its filter; *seq gets its seq. WAMP_EINVAL if name is NULL/empty or meta

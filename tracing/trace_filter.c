@@ -142,6 +142,11 @@ bool trace_filter_keeps_all(const trace_filter *f)
            !f->n_authroles && !f->n_uris;
 }
 
+bool trace_filter_reads_peer(const trace_filter *f)
+{
+    return f->n_sessions || f->n_authids || f->n_authroles;
+}
+
 bool trace_filter_match(const trace_filter *f, const trace_ctx *c)
 {
     unsigned t = (unsigned)c->msg_type;

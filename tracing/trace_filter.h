@@ -63,4 +63,8 @@ static inline bool trace_is_mgmt_realm(const char *mgmt, const char *realm)
  * hub tests such a trace inline (trace_hub_match()), without a call per message. */
 bool trace_filter_keeps_all(const trace_filter *f);
 
+/* true if f looks at the peer session (session_ids, authids or authroles): one message sent to
+ * several sessions may then match for some of them only. */
+bool trace_filter_reads_peer(const trace_filter *f);
+
 #endif /* TRACE_FILTER_H */

@@ -14,6 +14,8 @@
 
 /* Entries of the hub's action-URI cache (a power of two). */
 #define HUB_URI_CACHE 256
+/* The most traces a message recorded for trace_hub_repeat() may go to. */
+#define HUB_REPEAT_TRACES 4
 
 struct trace_hub {
     struct trace_hub_pub pub; /* first: read by the inline trace_hub_is_active() */
@@ -24,6 +26,7 @@ struct trace_hub {
     trace **hits; /* max_traces slots: the traces trace_hub_match() chose */
     size_t n_hits;
     size_t n_action_hits;           /* of them, action-level traces */
+    size_t n_persisting;            /* of them, traces with files (trace_persists()) */
     uint64_t auto_id;               /* last number used for a "traceN" name */
     trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
     trace_persist_config persist;   /* data_dir owned (persist_dir) */
@@ -37,9 +40,29 @@ struct trace_hub {
     /* Action URIs made for kept messages, by hash of their text (direct-mapped, each entry a
      * reference; see intern_uri()). */
     trace_str *uris[HUB_URI_CACHE];
+
+    /* The message last sent and recorded straight into persisted traces, which
+     * trace_hub_repeat() records again for another receiver (see there). wire and uri are
+     * references (wire NULL: nothing to repeat); rec borrows them, corr points to corr. */
+    struct {
+        wamp_buf *wire;
+        trace_str *uri;
+        trace_persist_rec rec;
+        uint8_t corr[TRACE_UUID_LEN];
+        trace *traces[HUB_REPEAT_TRACES];
+        size_t n;
+    } rep;
 };
 
 _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
+
+/* Forgets the message trace_hub_repeat() would repeat. */
+static void rep_clear(trace_hub *hub)
+{
+    wamp_buf_unref(&hub->rep.wire);
+    trace_str_unref(&hub->rep.uri);
+    hub->rep.n = 0;
+}
 
 trace_hub *trace_hub_new(size_t max_traces, const char *mgmt_realm)
 {
@@ -78,6 +101,7 @@ void trace_hub_free(trace_hub *hub)
     for (size_t i = 0; i < HUB_URI_CACHE; i++) {
         trace_str_unref(&hub->uris[i]);
     }
+    rep_clear(hub);
     free(hub);
 }
 
@@ -346,6 +370,7 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
             return err;
         }
     }
+    rep_clear(hub); /* a repeat goes to the traces its message went to, and this one is new */
     hub->traces[hub->n++] = t;
     hub->auto_id = auto_id;
     *out = t;
@@ -374,6 +399,7 @@ wamp_err trace_hub_delete(trace_hub *hub, const char *id)
     if (trace_is_running(hub->traces[i])) {
         return WAMP_EDENIED;
     }
+    rep_clear(hub);
     trace_delete_files(hub->traces[i]);
     trace_free(hub->traces[i]);
     memmove(&hub->traces[i], &hub->traces[i + 1], (hub->n - i - 1) * sizeof(*hub->traces));
@@ -582,6 +608,7 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
 {
     hub->n_hits = 0;
     hub->n_action_hits = 0;
+    hub->n_persisting = 0;
     if (!hub->pub.running) {
         return 0;
     }
@@ -594,6 +621,7 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
         trace *t = hub->traces[i];
         if (trace_keeps_all(t) ? trace_is_running(t) && !mgmt : trace_matches(t, ctx)) {
             hub->n_action_hits += !trace_keeps_all(t) && trace_get_action(t) != NULL;
+            hub->n_persisting += trace_persists(t);
             hub->hits[hub->n_hits++] = t;
         }
     }
@@ -645,6 +673,136 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
     return n_msg;
 }
 
+/* Whether the bytes a record keeps are the message's own (a reference on the router's buffer,
+ * or the received bytes): then a persisted trace can encode the message straight from the
+ * input (persist_direct()). Not for a CHALLENGE, an AUTHENTICATE or a message of unknown code
+ * (maybe redacted), a received message that could not be decoded (decoded and checked first) or
+ * one dropped before it was encoded (encoded here): kept_bytes() makes those. */
+static bool bytes_as_given(const trace_ctx *c, const trace_input *in)
+{
+    return in->msg && (in->wire || in->bytes) && ser_is_valid(in->ser) &&
+           c->msg_type != WAMP_MSG_CHALLENGE && c->msg_type != WAMP_MSG_AUTHENTICATE &&
+           wamp_msg_type_is_known(c->msg_type);
+}
+
+/* The message's record for a persisted trace, every part borrowed from the input: no
+ * trace_record, no references, no copy of received bytes (the encoder copies them once into
+ * the trace's write buffer). peer and uri are the shared objects the caller resolved. */
+static void persist_direct(const trace_ctx *c, const trace_input *in, trace_peer *peer,
+                           trace_str *uri, trace_persist_rec *r)
+{
+    r->pc_ns = in->pc_ns;
+    r->ts_ns = in->ts_ns;
+    r->peer = peer;
+    r->uri = uri;
+    r->dropped = in->dropped;
+    r->corr = in->correlation;
+    r->flags = in->correlation ? (uint8_t)(TRACE_CORR_HAS |
+                                           (in->correlation_is_anchor ? TRACE_CORR_ANCHOR : 0) |
+                                           (in->correlation_is_last ? TRACE_CORR_LAST : 0))
+                               : 0;
+    r->wire = in->wire;
+    r->bytes = in->wire ? NULL : in->bytes;
+    r->len = in->wire ? 0 : in->len;
+    r->dir = (uint8_t)c->direction;
+    r->msg_type = (uint8_t)c->msg_type;
+    r->wire_ser = (uint8_t)in->ser;
+    bool any = false;
+    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
+        r->ser_bytes[i] = clamp32(in->ser_bytes[i]);
+        any = any || in->ser_bytes[i];
+    }
+    if (!any) {
+        r->ser_bytes[in->ser] = clamp32(in->wire ? wamp_buf_len(in->wire) : in->len);
+    }
+}
+
+/* After r (a message straight from the input) went to the first n hits: keeps it for
+ * trace_hub_repeat() if the same message sent to another session is certain to go to exactly
+ * these traces with only its peer changed: a tx message with a shared buffer, delivered, not the
+ * last of its action, and every running trace persisted with a filter blind to the peer (the
+ * receivers of one message share its realm, type, URI and action). */
+static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in,
+                     const trace_persist_rec *r, size_t n)
+{
+    if (ctx->direction != TRACE_TX || !in->wire || in->dropped ||
+        (r->flags & (TRACE_CORR_ANCHOR | TRACE_CORR_LAST)) || n > HUB_REPEAT_TRACES) {
+        return;
+    }
+    for (size_t i = 0; i < hub->n; i++) {
+        const trace *t = hub->traces[i];
+        if (trace_is_running(t) && !(trace_persists(t) && trace_is_peer_blind(t))) {
+            return;
+        }
+    }
+    hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
+    hub->rep.uri = r->uri ? trace_str_ref(r->uri) : NULL;
+    hub->rep.rec = *r;
+    hub->rep.rec.peer = NULL;
+    if (r->corr) {
+        memcpy(hub->rep.corr, r->corr, TRACE_UUID_LEN);
+        hub->rep.rec.corr = hub->rep.corr;
+    }
+    memcpy(hub->rep.traces, hub->hits, n * sizeof(*hub->hits));
+    hub->rep.n = n;
+}
+
+bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
+                      const uint8_t *correlation, uint64_t pc_ns,
+                      const size_t ser_bytes[WAMP_SER_COUNT])
+{
+    trace_persist_rec *r = &hub->rep.rec;
+    if (!wire || wire != hub->rep.wire || !peer || pc_ns != r->pc_ns ||
+        !correlation != !(r->flags & TRACE_CORR_HAS) ||
+        (correlation && memcmp(correlation, hub->rep.corr, TRACE_UUID_LEN) != 0)) {
+        return false;
+    }
+    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
+        if (clamp32(ser_bytes[i]) != r->ser_bytes[i]) {
+            return false;
+        }
+    }
+    r->peer = peer;
+    for (size_t i = 0; i < hub->rep.n; i++) {
+        (void)trace_append_rec(hub->rep.traces[i], r);
+    }
+    r->peer = NULL;
+    return true;
+}
+
+/* Appends the message to the persisted message-level traces among the first n hits, straight
+ * from the input, and compacts the other hits to the front; returns how many remain. */
+static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
+                               const trace_input *in)
+{
+    size_t n_rest = 0;
+    bool made = false;
+    trace_peer *peer = NULL;
+    trace_str *uri = NULL;
+    trace_persist_rec r;
+    for (size_t i = 0; i < n; i++) {
+        trace *t = hub->hits[i];
+        if (!trace_persists(t)) {
+            hub->hits[n_rest++] = t;
+            continue;
+        }
+        if (!made) {
+            /* References for the duration of the call (an encoder's block takes its own). */
+            peer = shared_peer(ctx, in);
+            uri = shared_uri(hub, ctx, in);
+            persist_direct(ctx, in, peer, uri, &r);
+            made = true;
+        }
+        (void)trace_append_rec(t, &r);
+    }
+    if (made && n_rest == 0) {
+        rep_keep(hub, ctx, in, &r, n);
+    }
+    trace_peer_unref(&peer);
+    trace_str_unref(&uri);
+    return n_rest;
+}
+
 size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
 {
     size_t n_all = hub->n_hits;
@@ -652,8 +810,13 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     if (n_all == 0) {
         return 0;
     }
+    rep_clear(hub); /* something else is recorded: what follows repeats it, or nothing */
     size_t n_hits = hub->n_action_hits ? record_actions(hub, n_all, ctx, in) : n_all;
     hub->n_action_hits = 0;
+    if (n_hits && hub->n_persisting && bytes_as_given(ctx, in)) {
+        n_hits = record_persisted(hub, n_hits, ctx, in);
+    }
+    hub->n_persisting = 0;
     if (n_hits == 0) {
         return n_all;
     }

@@ -1917,9 +1917,10 @@ static bool uuid_eq(const uint8_t *a, const uint8_t *b)
 
 /* Whether r, in the block b has open, is its previous record again but for the peer and the
  * next seq (an EVENT's fan-out): a C_REPEAT. Object identity stands for equality: the block
- * holds a reference on the previous record's URI (in its table) and message bytes (`wire`), so
- * their addresses cannot be reused meanwhile. */
-static bool is_repeat(const block *b, const trace_record *r, uint8_t b2)
+ * holds a reference on the previous record's URI (in its table) and message buffer (`wire`), so
+ * their addresses cannot be reused meanwhile. Plain bytes (a received message) have no
+ * identity: a record with them is never a repeat. */
+static bool is_repeat(const block *b, const trace_persist_rec *r, uint8_t b2)
 {
     if (!b->has_prev || r->seq != b->seq + 1 || r->pc_ns != b->pc || r->ts_ns != b->ts ||
         r->msg_type != b->prev_type || b2 != b->prev_b2 || r->dropped ||
@@ -1927,7 +1928,7 @@ static bool is_repeat(const block *b, const trace_record *r, uint8_t b2)
         r->ser_bytes[2] != b->prev_ser[2]) {
         return false;
     }
-    if (r->wire ? !b->prev_wire || r->wire != b->wire : b->prev_wire) {
+    if (r->wire ? !b->prev_wire || r->wire != b->wire : r->bytes || b->prev_wire) {
         return false;
     }
     if (r->uri ? b->prev_uri >= b->n_uris || b->uris[b->prev_uri] != r->uri
@@ -1938,7 +1939,7 @@ static bool is_repeat(const block *b, const trace_record *r, uint8_t b2)
 }
 
 /* Frames the record whose header is at h and body ends at d, and accounts for it. */
-static wamp_err end_record(trace_persist *p, seg *s, const trace_record *r, unsigned char *h,
+static wamp_err end_record(trace_persist *p, seg *s, const trace_persist_rec *r, unsigned char *h,
                            const unsigned char *d)
 {
     size_t body = (size_t)(d - (h + HDR_LEN));
@@ -1957,7 +1958,7 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_record *r, unsi
 }
 
 /* Appends r as a C_REPEAT record (is_repeat()). */
-static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_record *r)
+static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_persist_rec *r)
 {
     trace_peer *peer = r->peer;
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
@@ -1976,6 +1977,26 @@ static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_re
 }
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
+{
+    trace_persist_rec v = {
+            .seq = r->seq,
+            .pc_ns = r->pc_ns,
+            .ts_ns = r->ts_ns,
+            .peer = r->peer,
+            .uri = r->uri,
+            .dropped = r->dropped,
+            .corr = r->corr,
+            .wire = r->wire,
+            .dir = r->dir,
+            .msg_type = r->msg_type,
+            .wire_ser = r->wire_ser,
+            .flags = r->flags,
+    };
+    memcpy(v.ser_bytes, r->ser_bytes, sizeof(v.ser_bytes));
+    return trace_persist_append_rec(p, &v);
+}
+
+wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
 {
     if (!p->writable || persist_failed(p)) {
         return WAMP_ECLOSED;
@@ -2015,7 +2036,8 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     bool corr = (r->flags & TRACE_CORR_HAS) != 0;
     bool corr_same = corr && b->has_corr && uuid_eq(b->corr, r->corr);
     bool wire_same = r->wire && r->wire == b->wire;
-    size_t wire_len = r->wire && !wire_same ? wamp_buf_len(r->wire) : 0;
+    const void *bytes = r->wire ? wamp_buf_cdata(r->wire) : r->bytes;
+    size_t wire_len = r->wire ? wamp_buf_len(r->wire) : r->len;
     const char *uri_s = NULL;
     size_t uri_len = 0;
     size_t dropped_len = str_len(r->dropped);
@@ -2028,7 +2050,7 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
         uri_len = strlen(uri_s);
         max += VAR_MAX + uri_len;
     }
-    bool wire = r->wire != NULL;
+    bool wire = bytes != NULL;
     if (wire && !wire_same) {
         if (max + VAR_MAX + wire_len > BODY_MAX) {
             wire = false; /* larger than a reader accepts: the record without its bytes */
@@ -2088,11 +2110,13 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     if (wire && !wire_same) {
         d = put_var(d, wire_len);
         if (wire_len) {
-            memcpy(d, wamp_buf_cdata(r->wire), wire_len);
+            memcpy(d, bytes, wire_len);
             d += wire_len;
         }
+        /* Only a shared buffer can be referred to by a later record of the block (its
+         * reference keeps the address from being reused); plain bytes cannot. */
         wamp_buf_unref(&b->wire);
-        b->wire = wamp_buf_ref(r->wire);
+        b->wire = r->wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)r->wire) : NULL;
     }
     b->seq = r->seq;
     b->pc = r->pc_ns;

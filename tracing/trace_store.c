@@ -152,6 +152,14 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     return seq;
 }
 
+uint64_t trace_store_skip(trace_store *st)
+{
+    while (st->count) {
+        drop_oldest(st);
+    }
+    return st->first_seq++;
+}
+
 void trace_store_start_at(trace_store *st, uint64_t seq)
 {
     if (st->count == 0 && st->first_seq == 0 && st->dropped == 0) {

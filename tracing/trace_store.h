@@ -37,6 +37,11 @@ void trace_store_free(trace_store *st);
  *     limit; with no ring at all, the new record itself is dropped. */
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
 
+/* Gives the next seq to a record kept elsewhere (a persisted trace's files) and returns it: the
+ * store holds nothing of it. Records still held are dropped first (and counted), so that held
+ * seqs stay contiguous; a store used only this way holds nothing and drops nothing. */
+uint64_t trace_store_skip(trace_store *st);
+
 /* Makes an empty store start its seqs at seq (a trace reloaded from disk continues its seqs).
  * No effect if the store holds or held records. */
 void trace_store_start_at(trace_store *st, uint64_t seq);

@@ -12,6 +12,7 @@
 #include "rt_dealer.h"
 #include "rt_realm.h"
 #include "test_router.h"
+#include "tmp_dir.h"
 #include "trace_hub.h"
 #include "trace_render.h"
 
@@ -754,6 +755,231 @@ START_TEST(test_shutdown_goodbyes_recorded)
 
 END_TEST
 
+/* --- Persisted traces record what in-memory traces record ---------------------------------- */
+
+/* Replaces, in v (recursively), every integer of at least 2^20 (session, publication, request
+ * and registration ids: random, different in every run) and every string seen as an authid or
+ * a correlation by its order of first appearance in map (an object: text -> ordinal). */
+static json_t *ordinal(json_t *map, const char *key)
+{
+    json_t *o = json_object_get(map, key);
+    if (!o) {
+        o = json_integer((json_int_t)json_object_size(map));
+        json_object_set_new(map, key, o);
+    }
+    return json_incref(o);
+}
+
+static void normalize_value(json_t *map, json_t *v)
+{
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+        {
+            if (json_is_integer(x) && json_integer_value(x) >= (1 << 20)) {
+                char key[32];
+                snprintf(key, sizeof(key), "i%lld", (long long)json_integer_value(x));
+                json_array_set_new(v, i, ordinal(map, key));
+            } else if (json_is_string(x) && json_object_get(map, json_string_value(x))) {
+                json_array_set_new(v, i, ordinal(map, json_string_value(x)));
+            } else {
+                normalize_value(map, x);
+            }
+        }
+    } else if (json_is_object(v)) {
+        void *tmp;
+        json_object_foreach_safe(v, tmp, k, x)
+        {
+            if (json_is_integer(x) && json_integer_value(x) >= (1 << 20)) {
+                char key[32];
+                snprintf(key, sizeof(key), "i%lld", (long long)json_integer_value(x));
+                json_object_set_new(v, k, ordinal(map, key));
+            } else if (json_is_string(x) && json_object_get(map, json_string_value(x))) {
+                json_object_set_new(v, k, ordinal(map, json_string_value(x)));
+            } else {
+                normalize_value(map, x);
+            }
+        }
+    }
+}
+
+/* The records of a run with what differs between runs (ids, authids, correlations, the wall
+ * clock) replaced by what stays: the order in which they first appear. */
+static json_t *normalized(json_t *recs)
+{
+    json_t *map = json_object();
+    size_t i;
+    json_t *r;
+    json_array_foreach(recs, i, r)
+    {
+        const char *keys[] = {"authid", "correlation"};
+        for (size_t k = 0; k < 2; k++) {
+            const char *v = str(r, keys[k]);
+            if (v) {
+                json_decref(ordinal(map, v));
+            }
+        }
+    }
+    json_array_foreach(recs, i, r)
+    {
+        json_object_del(r, "ts");
+        /* Sizes vary with the ids' digits: which serializers were used is what stays. */
+        json_t *ser = json_object_get(r, "serializations");
+        const char *k;
+        json_t *v;
+        json_object_foreach(ser, k, v)
+        {
+            json_object_set(ser, k, json_true());
+        }
+        normalize_value(map, r);
+    }
+    json_decref(map);
+    return recs;
+}
+
+/* Traffic that exercises every way a message reaches a trace: sessions joining (records before
+ * the join have no peer object yet), one EVENT fanned out to JSON and MessagePack subscribers,
+ * a slow subscriber whose oldest queued EVENTs are dropped, acknowledged publications with an
+ * excluded receiver, calls and their answers, an unsubscribe, a session leaving. */
+static void mixed_traffic(fake_conn **late)
+{
+    fake_conn *s[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = joined(i == 1 ? WAMP_SER_MSGPACK : WAMP_SER_JSON, "realm1");
+        fake_conn_send(s[i], "[32, 1, {}, \"com.flood\"]");
+        fake_conn_clear(s[i]);
+    }
+    fake_conn *pub = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.math.add\"]");
+    fake_conn_clear(callee);
+    *late = fake_conn_new(T.rt, WAMP_SER_JSON); /* joins while traces run */
+    fake_conn_join(*late, "realm1");
+    fake_conn_send(*late, "[32, 1, {}, \"com.flood\"]");
+    for (int i = 0; i < 130; i++) {
+        /* s[3] never reads: past 100 queued messages its oldest EVENTs are dropped. */
+        fake_conn_send(pub, "[16, %d, {}, \"com.flood\", [%d], {\"k\": \"v\"}]", i + 1, i);
+        if (i % 10 == 0) {
+            fake_conn_send(pub,
+                           "[16, %d, {\"acknowledge\": true, \"exclude\": [%llu]}, \"com.flood\"]",
+                           1000 + i, (unsigned long long)rt_session_id(s[0]->s));
+            fake_conn_send(s[2], "[48, %d, {}, \"com.math.add\", [%d, 1]]", i + 1, i);
+            json_t *inv = fake_conn_next(callee);
+            fake_conn_send(callee, "[70, %lld, {}, [%d]]", (long long)fake_msg_int(inv, 1), i + 1);
+            json_decref(inv);
+        }
+        for (int k = 0; k < 3; k++) {
+            fake_conn_clear(s[k]);
+        }
+        fake_conn_clear(*late);
+        fake_conn_clear(pub);
+    }
+    fake_conn_send(s[1], "[34, 2, %lld]", 1LL); /* unsubscribe (subscription ids: small) */
+    fake_conn_send(s[1], "[6, {}, \"wamp.close.close_realm\"]");
+    for (int i = 0; i < 4; i++) {
+        fake_conn_free(s[i]);
+    }
+    fake_conn_free(pub);
+    fake_conn_free(callee);
+}
+
+/* A fresh router whose slow consumers lose their oldest EVENTs; persisted traces go to dir. */
+static void fresh_router(const char *dir)
+{
+    test_router_fini(&T);
+    T.cfg.limits.slow_consumer = RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+    trace_persist_config pc = {.data_dir = dir};
+    ck_assert_int_eq(trace_hub_set_persist(rt_router_trace_hub(T.rt), &pc), WAMP_OK);
+}
+
+/* Runs mixed_traffic() under the traces named by ids with options opts (n of them, started
+ * after the first sessions joined; "SUB1" in an option stands for the session id of the second
+ * session joined) and returns each one's normalized records in out[]. */
+static void capture(const char *dir, size_t n, const char *const *opts, json_t **out)
+{
+    fresh_router(dir);
+    trace *t[4];
+    for (size_t i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "t%zu", i);
+        t[i] = start(id, opts[i]);
+    }
+    fake_conn *late = NULL;
+    mixed_traffic(&late);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = normalized(records(t[i]));
+    }
+    fake_conn_free(late);
+}
+
+static void assert_same_records(json_t *a, json_t *b)
+{
+    ck_assert_uint_gt(json_array_size(a), 0);
+    ck_assert_uint_eq(json_array_size(a), json_array_size(b));
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        if (!json_equal(json_array_get(a, i), json_array_get(b, i))) {
+            char *x = json_dumps(json_array_get(a, i), JSON_SORT_KEYS);
+            char *y = json_dumps(json_array_get(b, i), JSON_SORT_KEYS);
+            ck_abort_msg("record %zu differs:\n  %s\n  %s", i, x, y);
+        }
+    }
+}
+
+/* A persisted trace records, and reads back, exactly what an in-memory trace with the same
+ * options records, whichever capture path it takes: straight from the capture input, the
+ * fan-out's repeat (every running trace persisted and blind to the peer), or the record path
+ * (an in-memory trace running beside it, a filter that reads the peer). */
+START_TEST(test_persisted_records_equal_memory)
+{
+    char dir[256];
+    tmp_dir_make(dir, sizeof(dir), "check_rt_trace");
+    static const char *const mem[] = {NULL, "{\"msg_types\": [\"Event\", \"Publish\"]}",
+                                      "{\"authroles\": [\"anonymous\"], \"direction\": \"tx\"}"};
+    json_t *want[3];
+    capture(dir, 3, mem, want);
+    /* The slow subscriber's drops and the fan-outs are there. */
+    size_t dropped = 0, events = 0;
+    for (size_t i = 0; i < json_array_size(want[0]); i++) {
+        json_t *r = json_array_get(want[0], i);
+        dropped += json_object_get(r, "dropped") != NULL;
+        events += strcmp(str(r, "msg_type"), "Event") == 0;
+    }
+    ck_assert_uint_gt(dropped, 10);
+    ck_assert_uint_gt(events, 500);
+
+    json_t *got[3];
+    /* Alone, keeping everything: the repeat path. */
+    static const char *const p1[] = {"{\"persist\": true}"};
+    capture(dir, 1, p1, got);
+    assert_same_records(want[0], got[0]);
+    json_decref(got[0]);
+    /* Two persisted traces blind to the peer: the repeat path feeds both. */
+    static const char *const p2[] = {
+            "{\"persist\": true}", "{\"persist\": true, \"msg_types\": [\"Event\", \"Publish\"]}"};
+    capture(dir, 2, p2, got);
+    assert_same_records(want[0], got[0]);
+    assert_same_records(want[1], got[1]);
+    json_decref(got[0]);
+    json_decref(got[1]);
+    /* A filter that reads the peer, and an in-memory trace beside a persisted one. */
+    static const char *const p3[] = {
+            "{\"persist\": true}", "{\"msg_types\": [\"Event\", \"Publish\"]}",
+            "{\"persist\": true, \"authroles\": [\"anonymous\"], \"direction\": \"tx\"}"};
+    capture(dir, 3, p3, got);
+    for (size_t i = 0; i < 3; i++) {
+        assert_same_records(want[i], got[i]);
+        json_decref(got[i]);
+        json_decref(want[i]);
+    }
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
 static Suite *rt_trace_suite(void)
 {
     Suite *s = suite_create("rt_trace");
@@ -775,6 +1001,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     tcase_add_test(tc, test_one_clock_reading_per_message);
     tcase_add_test(tc, test_shutdown_goodbyes_recorded);
+    tcase_add_test(tc, test_persisted_records_equal_memory);
     suite_add_tcase(s, tc);
     return s;
 }

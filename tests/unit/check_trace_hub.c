@@ -9,9 +9,11 @@
 #include <jansson.h>
 
 #include "alloc_count.h"
+#include "tmp_dir.h"
 #include "trace.h"
 #include "trace_hub.h"
 #include "trace_record.h"
+#include "trace_render.h"
 #include "trace_store.h"
 #include "wamp_buf.h"
 #include "wamp_codec.h"
@@ -910,6 +912,127 @@ START_TEST(test_action_uris_interned)
 
 END_TEST
 
+/* trace_hub_repeat(): the next receiver of the message just recorded is appended without
+ * matching or building anything, but only when that is certain to record the same thing as the
+ * usual path: the same buffer, clock reading, correlation and sizes, a message kept for it (tx,
+ * delivered, not its action's last), and every running trace persisted and blind to the peer. */
+START_TEST(test_repeat_only_when_certain)
+{
+    char dir[256];
+    tmp_dir_make(dir, sizeof(dir), "check_trace_hub");
+    trace_hub *h = hub_of(4);
+    trace_persist_config pc = {.data_dir = dir};
+    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    trace *p = start(h, "p", "{\"persist\": true}");
+    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
+    wamp_buf *wire = NULL, *other = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &wire), WAMP_OK);
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &other), WAMP_OK);
+    trace_peer *peers[3] = {trace_peer_new(9, "realm1", "bob", "user"),
+                            trace_peer_new(10, "realm1", "carol", "user"),
+                            trace_peer_new(11, "realm1", "dave", "user")};
+    trace_str *uri = trace_str_new("com.example.topic");
+    uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3};
+    uint8_t corr2[TRACE_UUID_LEN] = {1, 2, 4};
+    size_t sizes[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire)};
+    size_t sizes2[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire), [WAMP_SER_MSGPACK] = 9};
+    trace_ctx c = {.direction = TRACE_TX,
+                   .msg_type = WAMP_MSG_EVENT,
+                   .session_id = 9,
+                   .realm = "realm1",
+                   .authid = "bob",
+                   .authrole = "user",
+                   .uri = "com.example.topic"};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .peer = peers[0],
+                      .uri = uri,
+                      .correlation = corr,
+                      .ser = WAMP_SER_JSON,
+                      .wire = wire,
+                      .msg = event,
+                      .ser_bytes = {[WAMP_SER_JSON] = wamp_buf_len(wire)}};
+    /* Nothing recorded yet. */
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    /* Referenced by the hub (kept for a repeat) and the trace's encoder (its block's buffer). */
+    ck_assert_uint_eq(wamp_buf_refs(wire), 3);
+    /* Anything that differs: no. */
+    ck_assert(!trace_hub_repeat(h, other, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, NULL, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, NULL, corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr2, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], NULL, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0 + 1, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes2));
+    ck_assert_uint_eq(trace_next_seq(p), 1);
+    /* The same message to two more sessions. */
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes));
+    ck_assert_uint_eq(trace_next_seq(p), 3);
+    json_t *recs = trace_render_records(p, 0, TRACE_SEQ_NONE, 10);
+    ck_assert_uint_eq(json_array_size(recs), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *r = json_array_get(recs, i);
+        ck_assert_int_eq(json_integer_value(json_object_get(r, "session_id")), (json_int_t)(9 + i));
+        json_t *first = json_deep_copy(json_array_get(recs, 0));
+        json_t *mine = json_deep_copy(r);
+        const char *keys[] = {"seq", "session_id", "authid"};
+        for (size_t k = 0; k < 3; k++) {
+            json_object_del(first, keys[k]);
+            json_object_del(mine, keys[k]);
+        }
+        ck_assert(json_equal(first, mine)); /* all else equal */
+        json_decref(first);
+        json_decref(mine);
+    }
+    json_decref(recs);
+    /* A message the hub must not keep: its action's last, a drop, a received one. */
+    in.correlation_is_last = true;
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    in.correlation_is_last = false;
+    in.dropped = "queue_full";
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    in.dropped = NULL;
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_uint_eq(offer_rx(h), 1); /* anything recorded in between */
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    /* A trace that is not persisted, or reads the peer: every receiver goes the usual way. */
+    trace *m = start(h, "m", NULL);
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    trace_stop(m, TRACE_STOP_STOPPED, PC0, TS0);
+    start(h, "who", "{\"persist\": true, \"authids\": [\"carol\"]}");
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1); /* bob: p only */
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert_int_eq(trace_hub_stop(h, "who", PC0, TS0, NULL), WAMP_OK);
+    /* Kept again; a trace stopped meanwhile (max_records...) gets nothing more. */
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    uint64_t next = trace_next_seq(p);
+    trace_stop(p, TRACE_STOP_STOPPED, PC0, TS0);
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert_uint_eq(trace_next_seq(p), next);
+    /* Deleting a trace forgets the message. */
+    ck_assert_int_eq(trace_hub_delete(h, "m"), WAMP_OK);
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    trace_hub_free(h);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+    wamp_buf_unref(&other);
+    json_decref(event);
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
 static Suite *trace_hub_suite(void)
 {
     Suite *s = suite_create("trace_hub");
@@ -942,6 +1065,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_no_allocation_when_idle_or_rejected);
     tcase_add_test(cap, test_peer_and_uri_slots_filled_lazily);
     tcase_add_test(cap, test_action_uris_interned);
+    tcase_add_test(cap, test_repeat_only_when_certain);
     suite_add_tcase(s, cap);
     return s;
 }

@@ -556,9 +556,10 @@ static trace *start_persisted(trace_hub *h, const char *id, const char *opts)
     return t;
 }
 
-static void mark_n(trace *t, uint64_t n)
+/* Marks n times, with the meta {"i": first}, {"i": first + 1}, ... */
+static void mark_n(trace *t, uint64_t first, uint64_t n)
 {
-    for (uint64_t i = 0; i < n; i++) {
+    for (uint64_t i = first; i < first + n; i++) {
         uint64_t seq;
         json_t *meta = json_pack("{s:I}", "i", (json_int_t)i);
         ck_assert_int_eq(trace_mark(t, "m", meta, PC0 + i, TS0 + i, &seq), WAMP_OK);
@@ -566,8 +567,8 @@ static void mark_n(trace *t, uint64_t n)
     }
 }
 
-/* Checks that get_trace_data pages over [0, n) give every seq once, in order, with the marker
- * meta {"i": seq - base}. */
+/* Checks that get_trace_data pages over [first, n) give every seq once, in order, with the
+ * marker meta {"i": seq}. */
 static void check_pages(const trace *t, uint64_t first, uint64_t n, size_t page)
 {
     uint64_t expect = first;
@@ -592,14 +593,16 @@ static void check_pages(const trace *t, uint64_t first, uint64_t n, size_t page)
     json_decref(none);
 }
 
-START_TEST(test_trace_memory_cache_and_disk)
+START_TEST(test_trace_records_in_files_only)
 {
     trace_hub *h = hub_new(16384);
     trace *t = start_persisted(h, "p1", "{\"persist\": true, \"limit\": 50}");
     ck_assert_ptr_nonnull(trace_get_persist(t));
-    mark_n(t, 1000);
-    /* Memory holds the newest 50; the metadata counts what is readable (disk + memory). */
-    ck_assert_uint_eq(trace_store_records(trace_get_store(t)), 50);
+    mark_n(t, 0, 1000);
+    /* A persisted trace keeps nothing in memory (limit does not apply to it); the metadata
+     * counts what is readable from its files, buffered or written. */
+    ck_assert_uint_eq(trace_store_records(trace_get_store(t)), 0);
+    ck_assert_uint_eq(trace_store_dropped(trace_get_store(t)), 0);
     ck_assert_uint_eq(trace_first_seq(t), 0);
     ck_assert_uint_eq(trace_next_seq(t), 1000);
     ck_assert_uint_eq(trace_records(t), 1000);
@@ -609,11 +612,13 @@ START_TEST(test_trace_memory_cache_and_disk)
                      trace_persist_id(trace_get_persist(t)));
     ck_assert(json_is_true(json_object_get(json_object_get(md, "options"), "persist")));
     json_decref(md);
-    /* Pages read older seqs from disk (buffered or flushed) and the newest from memory. */
+    /* Pages read the buffered records, then (after the tick's flush) the written ones, and
+     * across the boundary between written and buffered ones. */
     check_pages(t, 0, 1000, 77);
     trace_hub_tick(h, PC0 + SEC, TS0 + SEC, NULL, NULL);
     check_pages(t, 0, 1000, 1000);
-    check_pages(t, 940, 1000, 7); /* across the disk / memory boundary */
+    mark_n(t, 1000, 100);
+    check_pages(t, 940, 1100, 7);
     trace_hub_free(h);
 }
 
@@ -626,9 +631,9 @@ START_TEST(test_restart_shutdown_and_crash)
     trace *b = start_persisted(h, "crashed", "{\"persist\": true, \"limit\": 10}");
     trace *c = start_persisted(h, "mem", "{\"limit\": 10}"); /* not persisted */
     ck_assert_ptr_null(trace_get_persist(c));
-    mark_n(a, 300);
-    mark_n(b, 200);
-    mark_n(c, 5);
+    mark_n(a, 0, 300);
+    mark_n(b, 0, 200);
+    mark_n(c, 0, 5);
     trace_hub_tick(h, PC0 + SEC, TS0 + SEC, NULL, NULL); /* b's records reach the files */
     ck_assert(trace_stop(a, TRACE_STOP_SHUTDOWN, PC0 + 2 * SEC, TS0 + 2 * SEC));
     /* b is never stopped: as after kill -9, its meta.json still says running. The hub is
@@ -703,7 +708,7 @@ START_TEST(test_reload_reserved_id_renamed)
     ck_assert_ptr_nonnull(trace_get_persist(t));
     char old_pid[128];
     snprintf(old_pid, sizeof(old_pid), "%s", trace_persist_id(trace_get_persist(t)));
-    mark_n(t, 40);
+    mark_n(t, 0, 40);
     trace_hub_shutdown(h, PC0 + SEC, TS0 + SEC);
     trace_hub_free(h);
 
@@ -753,7 +758,7 @@ START_TEST(test_trace_io_error_stops_only_that_trace)
     trace_hub_set_log(h, count_log, NULL);
     trace *p = start_persisted(h, "p", "{\"persist\": true}");
     trace *m = start_persisted(h, "m", "{}");
-    mark_n(p, 10);
+    mark_n(p, 0, 10);
     char dir[512];
     snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, trace_persist_id(trace_get_persist(p)));
     tmp_dir_remove(dir);
@@ -768,7 +773,7 @@ START_TEST(test_trace_io_error_stops_only_that_trace)
     ck_assert_int_eq(trace_get_stop_reason(p), TRACE_STOP_IO_ERROR);
     ck_assert_str_eq(trace_stop_reason_name(TRACE_STOP_IO_ERROR), "io_error");
     ck_assert(trace_is_running(m));
-    mark_n(m, 3);
+    mark_n(m, 0, 3);
     trace_hub_tick(h, PC0 + SEC, TS0 + SEC, NULL, NULL);
     ck_assert_int_eq(n_errors, 1); /* one log line */
     trace_hub_tick(h, PC0 + 2 * SEC, TS0 + 2 * SEC, NULL, NULL);
@@ -1150,7 +1155,7 @@ static Suite *suite(void)
     TCase *t = tcase_create("traces");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 60);
-    tcase_add_test(t, test_trace_memory_cache_and_disk);
+    tcase_add_test(t, test_trace_records_in_files_only);
     tcase_add_test(t, test_restart_shutdown_and_crash);
     tcase_add_test(t, test_reload_reserved_id_renamed);
     tcase_add_test(t, test_trace_io_error_stops_only_that_trace);

@@ -287,6 +287,32 @@ START_TEST(test_paging_across_drops)
 
 END_TEST
 
+/* trace_store_skip(): a seq for a record kept elsewhere (a persisted trace's files). The store
+ * holds nothing of it; records still held are dropped first, so held seqs stay contiguous. */
+START_TEST(test_skip_gives_seqs_without_holding)
+{
+    trace_store *st = trace_store_new(10, 1 << 20);
+    ck_assert_uint_eq(trace_store_skip(st), 0);
+    ck_assert_uint_eq(trace_store_skip(st), 1);
+    ck_assert_uint_eq(trace_store_records(st), 0);
+    ck_assert_uint_eq(trace_store_dropped(st), 0);
+    ck_assert_uint_eq(trace_store_first_seq(st), 2);
+    ck_assert_uint_eq(trace_store_next_seq(st), 2);
+    append(st, 4, 7);
+    append(st, 4, 8);
+    ck_assert_ptr_nonnull(trace_store_get(st, 3));
+    ck_assert_uint_eq(trace_store_skip(st), 4);
+    ck_assert_uint_eq(trace_store_records(st), 0);
+    ck_assert_uint_eq(trace_store_dropped(st), 2);
+    ck_assert_uint_eq(trace_store_bytes(st), 0);
+    ck_assert_ptr_null(trace_store_get(st, 3));
+    append(st, 4, 9);
+    ck_assert_uint_eq(trace_store_get(st, 5)->pc_ns, 9);
+    trace_store_free(st);
+}
+
+END_TEST
+
 static Suite *trace_store_suite(void)
 {
     Suite *s = suite_create("trace_store");
@@ -301,6 +327,7 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_range_bounds_and_limit);
     tcase_add_test(tc, test_paging_across_drops);
+    tcase_add_test(tc, test_skip_gives_seqs_without_holding);
     suite_add_tcase(s, tc);
     return s;
 }
