@@ -45,6 +45,11 @@
  * as above) and, with C_PEER, the peer as above. msg_type, the dir/ser/flags byte, pc, ts,
  * ser_bytes, the URI, the correlation and the message bytes are the previous record's; it has no
  * drop reason. Never a block's first record.
+ * A run (session 15: C_REPEAT | C_PEER | C_RUN) is as many C_REPEAT records in one frame: u8
+ * what, u16 count (little endian, >= 1), then count peers as above, one per seq. An EVENT
+ * fanned out to n subscribers is one full record and one run of n - 1 peers (about a byte
+ * each) instead of n - 1 framed records of ten bytes. The writer grows the run in place while
+ * it is the last record of its buffer. Never a block's first record.
  * Strings are varint length + 1 (0 = NULL) + bytes. Varints are LEB128 (7 bits a byte, low
  * first). The router's pub/sub benchmark averaged 43 bytes a record (an EVENT repeating its
  * block's buffer, peer and UUID: ~21) against 207 for the first format, before C_REPEAT. */
@@ -56,8 +61,15 @@
 #define C_WIRE_SAME 0x20u
 #define C_CORR_SAME 0x40u
 #define C_REPEAT    0x80u
-#define C_MIN_LEN   1u /* a C_REPEAT record without a peer */
-#define C_FULL_MIN  9u /* any other: 3 bytes and 6 one-byte varints */
+/* In a C_REPEAT's what: a run (session 15). A repeat has no drop reason of its own, so the bit
+ * is free there. */
+#define C_RUN      C_DROPPED
+#define C_RUN_HEAD 3u      /* what, u16 count */
+#define C_RUN_MAX  0xffffu /* repeats a run holds at most */
+#define C_MIN_LEN  1u      /* a C_REPEAT record without a peer */
+#define C_FULL_MIN 9u      /* any other: 3 bytes and 6 one-byte varints */
+/* trace_persist.run_off when the record last written is not a run that may grow. */
+#define NO_RUN SIZE_MAX
 /* block.prev_uri when the previous record had no URI, or one a C_REPEAT cannot refer to (not
  * in the table). */
 #define PREV_NO_URI  SIZE_MAX
@@ -65,7 +77,7 @@
 /* Peers and URIs a block defines at most (a block holds at most TRACE_PERSIST_INDEX_EVERY
  * records, each defining at most one of each; both sides stop adding at this size). */
 #define BLOCK_TABLE TRACE_PERSIST_INDEX_EVERY
-#define HINT_SLOTS  64u /* a power of two */
+#define HINT_SLOTS  256u /* a power of two */
 /* Largest body accepted when reading (a bad length must not make us allocate gigabytes). */
 #define BODY_MAX  ((uint32_t)256 * 1024 * 1024)
 #define IDX_ENTRY 16u
@@ -297,6 +309,9 @@ struct trace_persist {
     struct writer *w; /* the writer thread of a writable trace (NULL once stopped) */
     char *data_dir;   /* of a writable trace: dir's parent, whose fsync makes dir's name durable */
     block blk;        /* the active segment's current block (compact records) */
+    /* Offset in buf of the run (C_RUN) written last, which the next repeat of its block joins;
+     * NO_RUN when the last record written is something else or was handed over. */
+    size_t run_off;
     /* Where a peer or URI object last was in blk's tables, direct-mapped by address: one probe
      * instead of a search (a search whose exit is a different entry each record mispredicts;
      * it was about a tenth of the encoder's time in the router benchmark). A hint is used only if
@@ -319,6 +334,17 @@ static void put64(unsigned char *p, uint64_t v)
     for (int i = 0; i < 8; i++) {
         p[i] = (unsigned char)(v >> (8 * i));
     }
+}
+
+static void put16(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+
+static uint32_t get16(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
 static uint32_t get32(const unsigned char *p)
@@ -911,6 +937,7 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     size_t n_idx = s && p->fd >= 0 ? s->n_idx - p->idx_written : 0;
     if (!w || (p->fd < 0 && !(flags & (JOB_SYNC_DIR | JOB_SYNC_PARENT | JOB_UNLINK)))) {
         p->len = 0;
+        p->run_off = NO_RUN;
         return WAMP_OK;
     }
     if (!p->len && !n_idx && !flags) {
@@ -952,6 +979,7 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     p->buf = b;
     p->cap = cap;
     p->len = 0;
+    p->run_off = NO_RUN; /* the run went with the buffer */
     j->flags = flags;
     j->fd = p->fd;
     j->idx_fd = p->idx_fd;
@@ -1071,6 +1099,7 @@ static trace_persist *persist_alloc(const trace_persist_config *cfg)
     }
     p->fd = -1;
     p->idx_fd = -1;
+    p->run_off = NO_RUN;
     p->segment_bytes =
             cfg && cfg->segment_bytes ? cfg->segment_bytes : TRACE_PERSIST_SEGMENT_DEFAULT;
     p->fsync = cfg ? cfg->fsync : TRACE_FSYNC_INTERVAL;
@@ -1324,8 +1353,86 @@ static bool compact_head(const unsigned char *body, uint32_t len, block *b, curs
 
 static const char *intern_reason(const unsigned char *s, uint32_t n);
 
-/* Decodes one verified compact body into *r (owned references; the caller finis it on failure
- * too), updating the block's tables. */
+/* A peer reference at c: the block's i-th peer, or (i = the number so far) a definition, which
+ * joins the table. *out gets a new reference. */
+static bool get_peer(cursor *c, block *b, trace_peer **out)
+{
+    uint64_t i;
+    if (!get_var(c, &i) || i > b->n_peers) {
+        return false;
+    }
+    if (i < b->n_peers) {
+        *out = trace_peer_ref((trace_peer *)b->peers[i]);
+        return true;
+    }
+    uint64_t sid;
+    char *str[3] = {NULL, NULL, NULL};
+    bool ok = get_var(c, &sid) && get_vstr(c, &str[0]) && get_vstr(c, &str[1]) &&
+              get_vstr(c, &str[2]);
+    *out = ok ? trace_peer_new(sid, str[0], str[1], str[2]) : NULL;
+    for (int k = 0; k < 3; k++) {
+        free(str[k]);
+    }
+    if (!*out) {
+        return false;
+    }
+    if (b->n_peers < BLOCK_TABLE) {
+        b->peers[b->n_peers++] = trace_peer_ref(*out);
+    }
+    return true;
+}
+
+/* A repeat of the block's previous record with the seq b->seq (already advanced) into *r
+ * (zeroed here; owned references, the caller finis it on failure too): its fields, and with
+ * with_peer the peer read at c. */
+static bool decode_repeat(cursor *c, block *b, bool with_peer, trace_record *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->seq = b->seq;
+    r->pc_ns = b->pc;
+    r->ts_ns = b->ts;
+    unsigned b2 = b->prev_b2;
+    r->msg_type = b->prev_type;
+    r->dir = b2 & 3u;
+    r->wire_ser = (b2 >> 2) & 3u;
+    r->flags = (b2 >> 4) & 7u;
+    memcpy(r->ser_bytes, b->prev_ser, sizeof(r->ser_bytes));
+    if (r->wire_ser >= WAMP_SER_COUNT || b->prev_uri == PREV_BAD_URI ||
+        (with_peer && !get_peer(c, b, &r->peer))) {
+        return false;
+    }
+    if (b->prev_uri != PREV_NO_URI) {
+        r->uri = trace_str_ref((trace_str *)b->uris[b->prev_uri]);
+    }
+    if (r->flags & TRACE_CORR_HAS) {
+        if (!b->has_corr) {
+            return false;
+        }
+        memcpy(r->corr, b->corr, TRACE_UUID_LEN);
+    }
+    if (b->prev_wire) {
+        if (!b->wire) {
+            return false;
+        }
+        r->wire = wamp_buf_ref(b->wire);
+    }
+    return true;
+}
+
+/* Whether a verified compact body is a run (C_RUN), and then its count (0 if malformed: too
+ * short, a zero count, opening a block, or no previous record to repeat). */
+static bool is_run(const unsigned char *body, uint32_t len, const block *b, uint32_t *count)
+{
+    if ((body[0] & (C_REPEAT | C_RUN)) != (C_REPEAT | C_RUN)) {
+        return false;
+    }
+    bool ok = len >= C_RUN_HEAD + 1 && body[0] == (C_REPEAT | C_PEER | C_RUN) && b->has_prev;
+    *count = ok ? get16(body + 1) : 0;
+    return true;
+}
+
+/* Decodes one verified compact body (not a run) into *r (owned references; the caller finis
+ * it on failure too), updating the block's tables. */
 static bool decode_compact(const unsigned char *body, uint32_t len, block *b, trace_record *r)
 {
     memset(r, 0, sizeof(*r));
@@ -1334,15 +1441,15 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         return false;
     }
     unsigned what = body[0];
-    bool repeat = (what & C_REPEAT) != 0;
-    if (repeat && (what & ~(C_REPEAT | C_PEER))) {
-        return false;
+    if (what & C_REPEAT) {
+        return !(what & ~(C_REPEAT | C_PEER)) && decode_repeat(&c, b, what & C_PEER, r) &&
+               c.p == c.end;
     }
     r->seq = b->seq;
     r->pc_ns = b->pc;
     r->ts_ns = b->ts;
-    unsigned b2 = repeat ? b->prev_b2 : body[2];
-    r->msg_type = repeat ? b->prev_type : body[1];
+    unsigned b2 = body[2];
+    r->msg_type = body[1];
     r->dir = b2 & 3u;
     r->wire_ser = (b2 >> 2) & 3u;
     r->flags = (b2 >> 4) & 7u;
@@ -1350,44 +1457,17 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         return false;
     }
     for (int i = 0; i < WAMP_SER_COUNT; i++) {
-        uint64_t v = b->prev_ser[i];
-        if (!repeat && (!get_var(&c, &v) || v > UINT32_MAX)) {
+        uint64_t v;
+        if (!get_var(&c, &v) || v > UINT32_MAX) {
             return false;
         }
         r->ser_bytes[i] = (uint32_t)v;
     }
-    uint64_t i;
-    if (what & C_PEER) {
-        if (!get_var(&c, &i) || i > b->n_peers) {
-            return false;
-        }
-        if (i < b->n_peers) {
-            r->peer = trace_peer_ref((trace_peer *)b->peers[i]);
-        } else {
-            uint64_t sid;
-            char *str[3] = {NULL, NULL, NULL};
-            bool ok = get_var(&c, &sid) && get_vstr(&c, &str[0]) && get_vstr(&c, &str[1]) &&
-                      get_vstr(&c, &str[2]);
-            r->peer = ok ? trace_peer_new(sid, str[0], str[1], str[2]) : NULL;
-            for (int k = 0; k < 3; k++) {
-                free(str[k]);
-            }
-            if (!r->peer) {
-                return false;
-            }
-            if (b->n_peers < BLOCK_TABLE) {
-                b->peers[b->n_peers++] = trace_peer_ref(r->peer);
-            }
-        }
+    if ((what & C_PEER) && !get_peer(&c, b, &r->peer)) {
+        return false;
     }
-    if (repeat) {
-        if (b->prev_uri == PREV_BAD_URI) {
-            return false;
-        }
-        if (b->prev_uri != PREV_NO_URI) {
-            r->uri = trace_str_ref((trace_str *)b->uris[b->prev_uri]);
-        }
-    } else if (what & C_URI) {
+    uint64_t i;
+    if (what & C_URI) {
         if (!get_var(&c, &i) || i > b->n_uris) {
             return false;
         }
@@ -1421,7 +1501,7 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         r->dropped = intern_reason(at, (uint32_t)n);
     }
     if (r->flags & TRACE_CORR_HAS) {
-        if (repeat || (what & C_CORR_SAME)) {
+        if (what & C_CORR_SAME) {
             if (!b->has_corr) {
                 return false;
             }
@@ -1434,8 +1514,8 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         }
         memcpy(r->corr, b->corr, TRACE_UUID_LEN);
     }
-    if (repeat ? b->prev_wire : (what & C_WIRE) != 0) {
-        if (repeat || (what & C_WIRE_SAME)) {
+    if (what & C_WIRE) {
+        if (what & C_WIRE_SAME) {
             if (!b->wire) {
                 return false;
             }
@@ -1452,24 +1532,28 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
         }
         r->wire = wamp_buf_ref(b->wire);
     }
-    if (!repeat) {
-        b->has_prev = true;
-        b->prev_wire = (what & C_WIRE) != 0;
-        b->prev_type = body[1];
-        b->prev_b2 = body[2];
-        memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
-    }
+    b->has_prev = true;
+    b->prev_wire = (what & C_WIRE) != 0;
+    b->prev_type = body[1];
+    b->prev_b2 = body[2];
+    memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
     return c.p == c.end;
 }
 
-/* seq and ts of a verified body of either kind (b: the block of compact ones). */
+/* seq and ts of a verified body of either kind (b: the block of compact ones), and how many
+ * records (seqs) it holds: one, or a run's count (its first seq in *seq). */
 static bool body_seq_ts(const unsigned char *body, uint32_t len, bool compact, block *b,
-                        uint64_t *seq, uint64_t *ts)
+                        uint64_t *seq, uint64_t *ts, uint64_t *count)
 {
+    *count = 1;
     if (!compact) {
         *seq = get64(body);
         *ts = get64(body + 16);
         return true;
+    }
+    uint32_t run = 0;
+    if (is_run(body, len, b, &run) && run == 0) {
+        return false;
     }
     cursor c;
     if (!compact_head(body, len, b, &c)) {
@@ -1477,6 +1561,10 @@ static bool body_seq_ts(const unsigned char *body, uint32_t len, bool compact, b
     }
     *seq = b->seq;
     *ts = b->ts;
+    if (run) {
+        *count = run;
+        b->seq += run - 1;
+    }
     return true;
 }
 
@@ -1531,13 +1619,13 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
     uint32_t len;
     bool compact;
     block blk = {0};
-    uint64_t rseq, rts;
+    uint64_t rseq, rts, rcount;
     /* An index entry is trusted only if a valid record with its seq is where it points, and
      * (compact records) starts a block (a stale entry must not make us cut valid records). */
     while (s->n_idx > 1) {
         block_reset(&blk);
         if (read_record_fd(fd, s->idx[s->n_idx - 1].off, file_size, &body, &cap, &len, &compact) &&
-            body_seq_ts(body, len, compact, &blk, &rseq, &rts) &&
+            body_seq_ts(body, len, compact, &blk, &rseq, &rts, &rcount) &&
             rseq == s->idx[s->n_idx - 1].seq) {
             break;
         }
@@ -1554,7 +1642,7 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
     uint64_t last_ts = 0;
     bool bad_seq = false;
     while (read_record_fd(fd, off, file_size, &body, &cap, &len, &compact)) {
-        if (!body_seq_ts(body, len, compact, &blk, &rseq, &rts) || rseq != seq) {
+        if (!body_seq_ts(body, len, compact, &blk, &rseq, &rts, &rcount) || rseq != seq) {
             bad_seq = true;
             break;
         }
@@ -1566,7 +1654,7 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
         }
         last_ts = rts;
         off += HDR_LEN + len;
-        seq++;
+        seq += rcount;
     }
     block_reset(&blk);
     free(body);
@@ -1957,20 +2045,44 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_persist_rec *r,
     return WAMP_OK;
 }
 
-/* Appends r as a C_REPEAT record (is_repeat()). */
+/* Appends r as a repeat (is_repeat()): with a peer, into the run written last (grown in
+ * place: one more peer, the frame's length and the run's count updated) or as a new run; a
+ * repeat without a peer as a C_REPEAT record of its own. */
 static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_persist_rec *r)
 {
     trace_peer *peer = r->peer;
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
-    size_t max = 1 + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
+    size_t max = C_RUN_HEAD + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
     if (!buf_reserve(p, HDR_LEN + max)) {
         return WAMP_ENOMEM;
     }
+    if (peer && p->run_off != NO_RUN) {
+        unsigned char *h = p->buf + p->run_off;
+        unsigned char *d = put_peer(p, b, p->buf + p->len, peer, peer_i);
+        size_t add = (size_t)(d - (p->buf + p->len));
+        uint32_t count = get16(h + HDR_LEN + 1) + 1;
+        put32(h, (get32(h) + (uint32_t)add)); /* LEN_COMPACT stays set: the body is small */
+        put16(h + HDR_LEN + 1, count);
+        if (count == C_RUN_MAX) {
+            p->run_off = NO_RUN;
+        }
+        p->len += add;
+        s->size += add;
+        p->bytes += add;
+        s->next_seq = r->seq + 1;
+        s->last_ts = r->ts_ns;
+        b->seq = r->seq;
+        return p->len >= TRACE_PERSIST_BUFFER_MAX ? write_out(p) : WAMP_OK;
+    }
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
-    *d++ = (unsigned char)(C_REPEAT | (peer ? C_PEER : 0));
     if (peer) {
-        d = put_peer(p, b, d, peer, peer_i);
+        *d++ = (unsigned char)(C_REPEAT | C_PEER | C_RUN);
+        put16(d, 1);
+        d = put_peer(p, b, d + 2, peer, peer_i);
+        p->run_off = p->len;
+    } else {
+        *d++ = (unsigned char)C_REPEAT;
     }
     b->seq = r->seq;
     return end_record(p, s, r, h, d);
@@ -1998,7 +2110,10 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
 
 wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
 {
-    if (!p->writable || persist_failed(p)) {
+    /* An error of the writer thread is seen when the buffer is handed over next (write_out(),
+     * rotate()): records appended meanwhile stay readable from the buffer. Asking the writer's
+     * flag here, an atomic load of a line the writer thread writes, was a cache miss a record. */
+    if (!p->writable || p->error) {
         return WAMP_ECLOSED;
     }
     wamp_err err;
@@ -2026,6 +2141,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     if (!first && is_repeat(b, r, b2)) {
         return append_repeat(p, s, b, r);
     }
+    p->run_off = NO_RUN; /* a run is only ever the last record of its block so far */
     /* What is new in this block, and the most the body can take. */
     trace_peer *peer = r->peer;
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
@@ -2491,6 +2607,31 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
                 break; /* corrupt: the rest of this segment is not trusted */
             }
             off += HDR_LEN + len;
+            uint32_t run = 0;
+            if (compact && is_run(b, len, &blk, &run)) {
+                /* count repeats, each decoded even when skipped (peers it defines) */
+                cursor c = {.p = b + C_RUN_HEAD, .end = b + len, .ok = true};
+                bool ok = run > 0 && blk.open, done = false;
+                uint32_t k = 0;
+                for (; ok && !done && k < run && n < limit; k++) {
+                    blk.seq++;
+                    ok = decode_repeat(&c, &blk, true, &out[n]);
+                    if (!ok || out[n].seq < from_seq || out[n].seq >= to_seq) {
+                        done = ok && out[n].seq >= to_seq;
+                        trace_record_fini(&out[n]);
+                        continue;
+                    }
+                    n++;
+                }
+                if (!ok || (k == run && c.p != c.end)) {
+                    break; /* malformed: the rest of this segment is not trusted */
+                }
+                if (done) {
+                    si = p->n_segs;
+                    break;
+                }
+                continue;
+            }
             if (!compact) {
                 uint64_t seq = get64(b);
                 if (seq < from_seq) {

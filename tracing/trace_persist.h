@@ -18,9 +18,9 @@
  * within a block a peer, a URI, a correlation UUID and a message buffer are written once and
  * then referred to (an EVENT sent to ten subscribers is one buffer: its bytes are written once),
  * seq and times as differences, and (since session 12) a record that repeats the previous one
- * but for its peer, the next subscriber's EVENT, is written as that peer alone (C_REPEAT); a
- * reader that seeks to an index entry starts a block, so seeks
- * stay O(log n). Records of the first format are still read. See trace_persist.c. CRC-32C
+ * but for its peer, the next subscriber's EVENT, is written as that peer alone (C_REPEAT; since
+ * session 15 the repeats that follow each other share one frame, a run); a reader that seeks to
+ * an index entry starts a block, so seeks stay O(log n). Records of the first format are still read. See trace_persist.c. CRC-32C
  * (Castagnoli, the polynomial of iSCSI / ext4 / SCTP) was chosen over zlib's CRC-32 for its
  * better error detection on short records, because a 256-entry table needs no dependency, and
  * because x86-64 computes it in hardware (SSE 4.2 crc32, used when the CPU has it).
@@ -59,7 +59,7 @@
 #include "wamp_err.h"
 
 /* One index entry every this many records (and for each segment's first record). */
-#define TRACE_PERSIST_INDEX_EVERY 64u
+#define TRACE_PERSIST_INDEX_EVERY 256u
 /* append() hands the buffer to the writer thread when it holds this many bytes. */
 #define TRACE_PERSIST_BUFFER_MAX (256u * 1024u)
 /* Longest persistent_id (a directory name). */
