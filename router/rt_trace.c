@@ -278,9 +278,9 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
     /* The next receiver of the message just recorded (a fan-out): the hub appends it again
      * with this peer, or says no and it is recorded the usual way. */
-    if (!drop && !last && rt->cur.now_set &&
+    if (!drop && rt->cur.now_set &&
         trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL, rt->cur.now_ns,
-                         ser_bytes)) {
+                         ser_bytes, last)) {
         rt->cur.last = false;
         return;
     }

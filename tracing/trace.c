@@ -316,9 +316,8 @@ uint64_t trace_append_take(trace *t, trace_record *rec)
     uint64_t ts = rec->ts_ns;
     if (t->persist) {
         /* A persisted trace keeps its records in its files only (read back from there). */
-        rec->seq = trace_store_next_seq(t->store);
+        uint64_t seq = rec->seq = trace_store_skip(t->store);
         bool io_failed = trace_persist_append(t->persist, rec) != WAMP_OK;
-        uint64_t seq = trace_store_skip(t->store);
         trace_record_fini(rec);
         after_append(t, seq, io_failed, pc, ts);
         return seq;
@@ -333,9 +332,8 @@ uint64_t trace_append_rec(trace *t, trace_persist_rec *rec)
     if (!t->h.running || !t->persist) {
         return TRACE_SEQ_NONE;
     }
-    rec->seq = trace_store_next_seq(t->store);
+    uint64_t seq = rec->seq = trace_store_skip(t->store);
     bool io_failed = trace_persist_append_rec(t->persist, rec) != WAMP_OK;
-    uint64_t seq = trace_store_skip(t->store);
     after_append(t, seq, io_failed, rec->pc_ns, rec->ts_ns);
     return seq;
 }

@@ -166,17 +166,18 @@ typedef struct trace_input {
 
 /* The fast path of a fan-out: records, for the session of peer, the message last recorded
  * through trace_hub_record_matched() again, if it is certain to be that same message to the
- * same traces with only the peer changed; returns true then, false (nothing done) otherwise, and
- * the caller records it the usual way. "The same message": the same shared buffer (wire), the
- * same correlation (NULL: none), clock reading (pc_ns) and bytes per serializer; the caller
- * must only ask for a delivered message that is not its action's last (flags the hub cannot
- * check). The hub keeps a message for this only when every running trace is persisted and
- * message-level with a filter blind to the peer (trace_is_peer_blind()): an EVENT sent to the
- * next subscriber then costs one record appended per trace, without matching, building or
- * referencing anything. peer: borrowed (the encoder references it if it keeps it). */
+ * same traces with only the peer changed (and, with last, the action's last message); returns
+ * true then, false (nothing done) otherwise, and the caller records it the usual way. "The same
+ * message": the same shared buffer (wire), the same correlation (NULL: none), clock reading
+ * (pc_ns) and bytes per serializer; the caller must only ask for a delivered message (which the
+ * hub cannot check). The hub keeps a message for this only when every running trace is
+ * persisted and message-level with a filter blind to the peer (trace_is_peer_blind()), and it
+ * was delivered and not its action's last: an EVENT sent to the next subscriber then costs one
+ * record appended per trace, without matching, building or referencing anything. peer: borrowed
+ * (the encoder references it if it keeps it). */
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
                       const uint8_t *correlation, uint64_t pc_ns,
-                      const size_t ser_bytes[WAMP_SER_COUNT]);
+                      const size_t ser_bytes[WAMP_SER_COUNT], bool last);
 
 /* Offers one message to every running trace. Returns how many traces stored a record of it
  * (0 when nothing runs or every filter rejects it, in which case nothing was allocated or

@@ -239,24 +239,27 @@ typedef struct seg {
 } seg;
 
 /* What the current block of compact records defined (the writer's and each reader's own
- * copy): references held on every entry. */
+ * copy): references held on every entry. The scalars come first, the tables last: an append
+ * reads and writes a few of the scalars and one table entry, and keeping those few in one or two
+ * cache lines (not behind the 2 KiB peer table) saved a miss a record in the router's profile. */
 typedef struct block {
-    void *peers[BLOCK_TABLE]; /* trace_peer */
+    uint64_t seq, pc, ts;
+    uint64_t prev_key; /* the previous record's trace_persist_rec.key (writer; 0 = none) */
     size_t n_peers;
-    void *uris[BLOCK_TABLE]; /* trace_str */
     size_t n_uris;
     wamp_buf *wire;
-    uint8_t corr[TRACE_UUID_LEN];
-    bool has_corr;
-    bool open; /* a block's first record has been seen (reader) */
-    uint64_t seq, pc, ts;
+    size_t prev_uri; /* index in uris, or PREV_NO_URI / PREV_BAD_URI */
     /* The block's previous record, what a C_REPEAT repeats (has_prev: there is one). */
+    uint32_t prev_ser[WAMP_SER_COUNT];
     bool has_prev;
     bool prev_wire; /* it had C_WIRE: its bytes are `wire` */
     uint8_t prev_type;
     uint8_t prev_b2; /* dir | wire_ser << 2 | flags << 4 */
-    uint32_t prev_ser[WAMP_SER_COUNT];
-    size_t prev_uri; /* index in uris, or PREV_NO_URI / PREV_BAD_URI */
+    bool has_corr;
+    bool open; /* a block's first record has been seen (reader) */
+    uint8_t corr[TRACE_UUID_LEN];
+    void *peers[BLOCK_TABLE]; /* trace_peer */
+    void *uris[BLOCK_TABLE];  /* trace_str */
 } block;
 
 static void block_reset(block *b)
@@ -274,26 +277,39 @@ static void block_reset(block *b)
     b->has_corr = false;
     b->open = false;
     b->has_prev = false;
+    b->prev_key = 0;
 }
 
 struct trace_persist {
-    char *dir; /* <data_dir>/<id> */
-    char *id;  /* persistent_id */
-    seg *segs; /* oldest first; the last one is the active one */
-    size_t n_segs;
-    size_t cap_segs;
-    uint64_t first_seq; /* of an empty store: where records start */
-    uint64_t bytes;     /* sum of seg sizes */
-    /* Writing (active segment). */
+    /* What every append reads or writes first, together (see block). */
     bool writable;
-    int fd;             /* active segment, -1 if none open */
-    int idx_fd;         /* its index */
-    uint64_t written;   /* bytes of the active segment handed to the writer */
-    size_t idx_written; /* index entries of the active segment handed to the writer */
+    int fd;      /* active segment, -1 if none open */
+    char *error; /* first I/O error, sticky */
+    seg *segs;   /* oldest first; the last one is the active one */
+    size_t n_segs;
     unsigned char *buf; /* records not handed over yet (whole records only) */
     size_t len;
     size_t cap;
+    uint64_t bytes; /* sum of seg sizes */
     uint64_t segment_bytes;
+    /* Offset in buf of the run (C_RUN) written last, which the next repeat of its block joins;
+     * NO_RUN when the last record written is something else or was handed over. */
+    size_t run_off;
+    block blk; /* the active segment's current block (compact records); its tables last */
+    /* Where a peer or URI object last was in blk's tables, direct-mapped by address: one probe
+     * instead of a search (a search whose exit is a different entry each record mispredicts;
+     * it was about a tenth of the encoder's time in the router benchmark). A hint is used only if
+     * the table holds that object at that place; otherwise the table is searched. */
+    uint8_t peer_hint[HINT_SLOTS];
+    uint8_t uri_hint[HINT_SLOTS];
+    char *dir; /* <data_dir>/<id> */
+    char *id;  /* persistent_id */
+    size_t cap_segs;
+    uint64_t first_seq; /* of an empty store: where records start */
+    /* Writing (active segment). */
+    int idx_fd;         /* its index */
+    uint64_t written;   /* bytes of the active segment handed to the writer */
+    size_t idx_written; /* index entries of the active segment handed to the writer */
     trace_fsync_mode fsync;
     uint64_t fsync_interval_ns;
     uint64_t last_sync_pc;
@@ -305,19 +321,8 @@ struct trace_persist {
     bool new_dir;
     uint64_t max_bytes;
     uint64_t max_age_ns;
-    char *error;      /* first I/O error, sticky */
     struct writer *w; /* the writer thread of a writable trace (NULL once stopped) */
     char *data_dir;   /* of a writable trace: dir's parent, whose fsync makes dir's name durable */
-    block blk;        /* the active segment's current block (compact records) */
-    /* Offset in buf of the run (C_RUN) written last, which the next repeat of its block joins;
-     * NO_RUN when the last record written is something else or was handed over. */
-    size_t run_off;
-    /* Where a peer or URI object last was in blk's tables, direct-mapped by address: one probe
-     * instead of a search (a search whose exit is a different entry each record mispredicts;
-     * it was about a tenth of the encoder's time in the router benchmark). A hint is used only if
-     * the table holds that object at that place; otherwise the table is searched. */
-    uint8_t peer_hint[HINT_SLOTS];
-    uint8_t uri_hint[HINT_SLOTS];
 };
 
 /* --- little-endian helpers ------------------------------------------------------------------- */
@@ -1973,15 +1978,9 @@ static size_t peer_def_max(const trace_peer *peer)
     return 4 * VAR_MAX + trace_peer_text_bytes(peer);
 }
 
-/* The peer part of a record: its index i in the block's table, then, if new there (i = the
- * number of peers so far), its definition (the table keeps a reference). */
-static unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d, trace_peer *peer,
-                               size_t i)
+/* A peer's definition after its index (see put_peer()); out of line, once per peer and block. */
+static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer)
 {
-    d = put_var(d, i);
-    if (i < b->n_peers) {
-        return d;
-    }
     const char *realm = trace_peer_realm(peer);
     const char *authid = trace_peer_authid(peer);
     const char *authrole = trace_peer_authrole(peer);
@@ -1993,6 +1992,19 @@ static unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d, tra
         table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
     }
     return d;
+}
+
+/* The peer part of a record: its index i in the block's table, then, if new there (i = the
+ * number of peers so far), its definition (the table keeps a reference). */
+static inline unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d,
+                                      trace_peer *peer, size_t i)
+{
+    if (i < 0x80u && i < b->n_peers) {
+        *d++ = (unsigned char)i;
+        return d;
+    }
+    d = put_var(d, i);
+    return i < b->n_peers ? d : put_peer_def(p, b, d, peer);
 }
 
 static bool uuid_eq(const uint8_t *a, const uint8_t *b)
@@ -2116,6 +2128,17 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     if (!p->writable || p->error) {
         return WAMP_ECLOSED;
     }
+    block *b = &p->blk;
+    if (r->key && r->key == b->prev_key && p->run_off != NO_RUN && r->peer &&
+        r->seq == b->seq + 1) {
+        /* The next receiver of the message the block's run repeats (the same key: the same
+         * message but for the peer): no field to compare, unless the run must end here. */
+        seg *s = &p->segs[p->n_segs - 1];
+        if ((r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY != 0 &&
+            s->size < p->segment_bytes) {
+            return append_repeat(p, s, b, r);
+        }
+    }
     wamp_err err;
     if (p->fd < 0) {
         err = open_segment(p, r->seq);
@@ -2131,7 +2154,6 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         }
         s = &p->segs[p->n_segs - 1];
     }
-    block *b = &p->blk;
     bool first =
             s->next_seq == s->first_seq || (r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY == 0;
     if (first) {
@@ -2241,6 +2263,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     b->prev_wire = wire;
     b->prev_type = r->msg_type;
     b->prev_b2 = b2;
+    b->prev_key = r->key;
     memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
     return end_record(p, s, r, h, d);
 }

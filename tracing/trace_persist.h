@@ -20,10 +20,11 @@
  * seq and times as differences, and (since session 12) a record that repeats the previous one
  * but for its peer, the next subscriber's EVENT, is written as that peer alone (C_REPEAT; since
  * session 15 the repeats that follow each other share one frame, a run); a reader that seeks to
- * an index entry starts a block, so seeks stay O(log n). Records of the first format are still read. See trace_persist.c. CRC-32C
- * (Castagnoli, the polynomial of iSCSI / ext4 / SCTP) was chosen over zlib's CRC-32 for its
- * better error detection on short records, because a 256-entry table needs no dependency, and
- * because x86-64 computes it in hardware (SSE 4.2 crc32, used when the CPU has it).
+ * an index entry starts a block, so seeks stay O(log n). Records of the first format are still
+ * read. See trace_persist.c. CRC-32C (Castagnoli, the polynomial of iSCSI / ext4 / SCTP) was chosen
+ * over zlib's CRC-32 for its better error detection on short records, because a 256-entry table
+ * needs no dependency, and because x86-64 computes it in hardware (SSE 4.2 crc32, used when the CPU
+ * has it).
  *
  * Writing: trace_persist_append() encodes the record into an in-memory buffer (no system call);
  * the buffer goes to the trace's writer thread when it holds TRACE_PERSIST_BUFFER_MAX bytes and
@@ -145,6 +146,10 @@ typedef struct trace_persist_rec {
     uint8_t msg_type;
     uint8_t wire_ser; /* wamp_ser of the bytes */
     uint8_t flags;    /* TRACE_CORR_* */
+    /* 0, or a number the caller gives one message and no other: records with the same key are
+     * the same message but for peer and seq, so the encoder takes the next one for a repeat of
+     * the previous without comparing them field by field (trace_hub_repeat()). */
+    uint64_t key;
 } trace_persist_rec;
 
 /* Encodes r (borrowed; r->seq must be the next seq) into the write buffer; writes the buffer

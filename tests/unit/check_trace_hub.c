@@ -953,25 +953,32 @@ START_TEST(test_repeat_only_when_certain)
                       .msg = event,
                       .ser_bytes = {[WAMP_SER_JSON] = wamp_buf_len(wire)}};
     /* Nothing recorded yet. */
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
     /* Referenced by the hub (kept for a repeat) and the trace's encoder (its block's buffer). */
     ck_assert_uint_eq(wamp_buf_refs(wire), 3);
     /* Anything that differs: no. */
-    ck_assert(!trace_hub_repeat(h, other, peers[1], corr, PC0, sizes));
-    ck_assert(!trace_hub_repeat(h, NULL, peers[1], corr, PC0, sizes));
-    ck_assert(!trace_hub_repeat(h, wire, NULL, corr, PC0, sizes));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr2, PC0, sizes));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], NULL, PC0, sizes));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0 + 1, sizes));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes2));
+    ck_assert(!trace_hub_repeat(h, other, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, NULL, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, NULL, corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr2, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], NULL, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0 + 1, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes2, false));
     ck_assert_uint_eq(trace_next_seq(p), 1);
     /* The same message to two more sessions. */
-    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
-    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes));
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes, false));
     ck_assert_uint_eq(trace_next_seq(p), 3);
+    /* And to the last receiver: the action's last record. */
+    ck_assert(trace_hub_repeat(h, wire, peers[0], corr, PC0, sizes, true));
+    ck_assert_uint_eq(trace_next_seq(p), 4);
     json_t *recs = trace_render_records(p, 0, TRACE_SEQ_NONE, 10);
-    ck_assert_uint_eq(json_array_size(recs), 3);
+    ck_assert_uint_eq(json_array_size(recs), 4);
+    json_t *lr = json_array_get(recs, 3);
+    ck_assert(json_is_true(json_object_get(lr, "correlation_is_last")));
+    ck_assert_int_eq(json_integer_value(json_object_get(lr, "session_id")), 9);
+    ck_assert(json_is_false(json_object_get(json_array_get(recs, 2), "correlation_is_last")));
     for (size_t i = 0; i < 3; i++) {
         json_t *r = json_array_get(recs, i);
         ck_assert_int_eq(json_integer_value(json_object_get(r, "session_id")), (json_int_t)(9 + i));
@@ -990,33 +997,33 @@ START_TEST(test_repeat_only_when_certain)
     /* A message the hub must not keep: its action's last, a drop, a received one. */
     in.correlation_is_last = true;
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     in.correlation_is_last = false;
     in.dropped = "queue_full";
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     in.dropped = NULL;
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
     ck_assert_uint_eq(offer_rx(h), 1); /* anything recorded in between */
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     /* A trace that is not persisted, or reads the peer: every receiver goes the usual way. */
     trace *m = start(h, "m", NULL);
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     trace_stop(m, TRACE_STOP_STOPPED, PC0, TS0);
     start(h, "who", "{\"persist\": true, \"authids\": [\"carol\"]}");
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1); /* bob: p only */
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     ck_assert_int_eq(trace_hub_stop(h, "who", PC0, TS0, NULL), WAMP_OK);
     /* Kept again; a trace stopped meanwhile (max_records...) gets nothing more. */
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
     uint64_t next = trace_next_seq(p);
     trace_stop(p, TRACE_STOP_STOPPED, PC0, TS0);
-    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     ck_assert_uint_eq(trace_next_seq(p), next);
     /* Deleting a trace forgets the message. */
     ck_assert_int_eq(trace_hub_delete(h, "m"), WAMP_OK);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     trace_hub_free(h);
     ck_assert_uint_eq(wamp_buf_refs(wire), 1);
     for (size_t i = 0; i < 3; i++) {
