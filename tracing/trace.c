@@ -338,6 +338,26 @@ uint64_t trace_append_rec(trace *t, trace_persist_rec *rec)
     return seq;
 }
 
+size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n)
+{
+    if (!t->h.running || !t->persist || n == 0) {
+        return 0;
+    }
+    if (t->opts.max_records) {
+        uint64_t next = trace_store_next_seq(t->store);
+        uint64_t room = next < t->opts.max_records ? t->opts.max_records - next : 0;
+        n = n < room ? n : (size_t)room;
+        if (n == 0) {
+            return 0;
+        }
+    }
+    trace_persist_rec r = *rec;
+    r.seq = trace_store_skip_n(t->store, n);
+    bool io_failed = trace_persist_append_run(t->persist, &r, peers, n) != WAMP_OK;
+    after_append(t, r.seq + n - 1, io_failed, r.pc_ns, r.ts_ns);
+    return n;
+}
+
 wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_ns, uint64_t ts_ns,
                     uint64_t *seq)
 {

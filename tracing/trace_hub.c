@@ -16,6 +16,8 @@
 #define HUB_URI_CACHE 256
 /* The most traces a message recorded for trace_hub_repeat() may go to. */
 #define HUB_REPEAT_TRACES 4
+/* Repeats gathered before they are appended together (rep_flush()). */
+#define HUB_REPEAT_BATCH 64
 
 struct trace_hub {
     struct trace_hub_pub pub; /* first: read by the inline trace_hub_is_active() */
@@ -52,14 +54,42 @@ struct trace_hub {
         trace *traces[HUB_REPEAT_TRACES];
         size_t n;
         uint64_t keys; /* the last trace_persist_rec.key given */
+        /* Receivers repeated but not appended yet (references), in order: rep_flush(). */
+        trace_peer *pend[HUB_REPEAT_BATCH];
+        size_t n_pend;
     } rep;
 };
 
 _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
 
-/* Forgets the message trace_hub_repeat() would repeat. */
+/* Appends the repeats gathered by trace_hub_repeat(), in one go per trace (one call into the
+ * encoder for the whole fan-out instead of one per receiver). Every entry point of the hub but
+ * trace_hub_repeat() and trace_hub_is_active() calls it first, so that nothing is recorded, read
+ * or stopped between a repeat and its record. */
+static void rep_flush(trace_hub *hub)
+{
+    size_t n = hub->rep.n_pend;
+    if (n == 0) {
+        return;
+    }
+    hub->rep.n_pend = 0;
+    for (size_t i = 0; i < hub->rep.n; i++) {
+        (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        trace_peer_unref(&hub->rep.pend[i]);
+    }
+}
+
+void trace_hub_flush(trace_hub *hub)
+{
+    rep_flush(hub);
+}
+
+/* Forgets the message trace_hub_repeat() would repeat (after appending its repeats). */
 static void rep_clear(trace_hub *hub)
 {
+    rep_flush(hub);
     wamp_buf_unref(&hub->rep.wire);
     trace_str_unref(&hub->rep.uri);
     hub->rep.n = 0;
@@ -90,6 +120,7 @@ void trace_hub_free(trace_hub *hub)
     if (!hub) {
         return;
     }
+    rep_clear(hub); /* the repeats gathered go to their traces first */
     for (size_t i = 0; i < hub->n; i++) {
         trace_free(hub->traces[i]);
     }
@@ -102,7 +133,6 @@ void trace_hub_free(trace_hub *hub)
     for (size_t i = 0; i < HUB_URI_CACHE; i++) {
         trace_str_unref(&hub->uris[i]);
     }
-    rep_clear(hub);
     free(hub);
 }
 
@@ -380,6 +410,7 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
 
 wamp_err trace_hub_stop(trace_hub *hub, const char *id, uint64_t pc_ns, uint64_t ts_ns, trace **out)
 {
+    rep_flush(hub);
     trace *t = trace_hub_find(hub, id);
     if (out) {
         *out = t;
@@ -410,6 +441,7 @@ wamp_err trace_hub_delete(trace_hub *hub, const char *id)
 
 void trace_hub_shutdown(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns)
 {
+    rep_flush(hub);
     for (size_t i = 0; i < hub->n; i++) {
         trace_stop(hub->traces[i], TRACE_STOP_SHUTDOWN, pc_ns, ts_ns);
     }
@@ -615,6 +647,7 @@ static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *
 
 size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
 {
+    rep_flush(hub);
     hub->n_hits = 0;
     hub->n_action_hits = 0;
     hub->n_persisting = 0;
@@ -780,7 +813,9 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
         }
     }
     if (last) {
-        /* The action's last message: a record of its own, under no key (nothing repeats it). */
+        /* The action's last message: a record of its own, under no key (nothing repeats it),
+         * after the repeats before it. */
+        rep_flush(hub);
         trace_persist_rec l = *r;
         l.peer = peer;
         l.flags |= TRACE_CORR_LAST;
@@ -790,11 +825,10 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
         }
         return true;
     }
-    r->peer = peer;
-    for (size_t i = 0; i < hub->rep.n; i++) {
-        (void)trace_append_rec(hub->rep.traces[i], r);
+    hub->rep.pend[hub->rep.n_pend++] = trace_peer_ref(peer);
+    if (hub->rep.n_pend == HUB_REPEAT_BATCH) {
+        rep_flush(hub);
     }
-    r->peer = NULL;
     return true;
 }
 
@@ -865,6 +899,7 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
 void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_hub_events *ev,
                     void *ctx)
 {
+    rep_flush(hub);
     for (size_t i = 0; i < hub->n; i++) {
         trace *t = hub->traces[i];
         trace_tick(t, pc_ns, ts_ns);

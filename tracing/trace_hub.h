@@ -178,6 +178,12 @@ typedef struct trace_input {
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
                       const uint8_t *correlation, uint64_t pc_ns,
                       const size_t ser_bytes[WAMP_SER_COUNT], bool last);
+/* The repeats are gathered (a reference on each peer) and appended together, with their seqs
+ * in order, by the next call into the hub (any function here but trace_hub_repeat() and
+ * trace_hub_is_active(): whatever records, matches, ticks, starts, stops or deletes appends them
+ * first, so nothing comes between them and their message), or by this one. A caller that reads
+ * a trace's records or counts right after repeats, without such a call, flushes first. */
+void trace_hub_flush(trace_hub *hub);
 
 /* Offers one message to every running trace. Returns how many traces stored a record of it
  * (0 when nothing runs or every filter rejects it, in which case nothing was allocated or

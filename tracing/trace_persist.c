@@ -2057,34 +2057,61 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_persist_rec *r,
     return WAMP_OK;
 }
 
-/* Appends r as a repeat (is_repeat()): with a peer, into the run written last (grown in
- * place: one more peer, the frame's length and the run's count updated) or as a new run; a
- * repeat without a peer as a C_REPEAT record of its own. */
+/* Adds up to max_k repeats to the run written last (p->run_off), with the seqs first_seq, ...
+ * and the peers peers[0..): each one its peer, the frame's length and the run's count updated
+ * once. Stops early at a full run or a full buffer (handed over then). Returns how many were
+ * added; *err is set when one could not be (out of memory, or the hand-over failed). */
+static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq, uint64_t ts_ns,
+                         trace_peer *const *peers, size_t max_k, wamp_err *err)
+{
+    *err = WAMP_OK;
+    size_t start = p->len, k = 0;
+    uint32_t count = get16(p->buf + p->run_off + HDR_LEN + 1);
+    while (k < max_k && count < C_RUN_MAX && p->len < TRACE_PERSIST_BUFFER_MAX) {
+        trace_peer *peer = peers[k];
+        size_t i = table_find(b->peers, b->n_peers, peer, p->peer_hint);
+        if (!buf_reserve(p, VAR_MAX + (i == b->n_peers ? peer_def_max(peer) : 0))) {
+            *err = WAMP_ENOMEM;
+            break;
+        }
+        p->len = (size_t)(put_peer(p, b, p->buf + p->len, peer, i) - p->buf);
+        count++;
+        k++;
+    }
+    if (k) {
+        size_t add = p->len - start;
+        unsigned char *h = p->buf + p->run_off;
+        put32(h, get32(h) + (uint32_t)add); /* LEN_COMPACT stays set: a run is small */
+        put16(h + HDR_LEN + 1, count);
+        s->size += add;
+        p->bytes += add;
+        s->next_seq = first_seq + k;
+        s->last_ts = ts_ns;
+        b->seq = first_seq + k - 1;
+    }
+    if (count == C_RUN_MAX) {
+        p->run_off = NO_RUN;
+    }
+    if (*err == WAMP_OK && p->len >= TRACE_PERSIST_BUFFER_MAX) {
+        *err = write_out(p);
+    }
+    return k;
+}
+
+/* Appends r as a repeat (is_repeat()): with a peer, into the run written last or as a new run;
+ * a repeat without a peer as a C_REPEAT record of its own. */
 static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_persist_rec *r)
 {
     trace_peer *peer = r->peer;
+    wamp_err err;
+    if (peer && p->run_off != NO_RUN) {
+        return extend_run(p, s, b, r->seq, r->ts_ns, &peer, 1, &err) ? err
+                                                                     : (err ? err : WAMP_ENOMEM);
+    }
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
     size_t max = C_RUN_HEAD + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
     if (!buf_reserve(p, HDR_LEN + max)) {
         return WAMP_ENOMEM;
-    }
-    if (peer && p->run_off != NO_RUN) {
-        unsigned char *h = p->buf + p->run_off;
-        unsigned char *d = put_peer(p, b, p->buf + p->len, peer, peer_i);
-        size_t add = (size_t)(d - (p->buf + p->len));
-        uint32_t count = get16(h + HDR_LEN + 1) + 1;
-        put32(h, (get32(h) + (uint32_t)add)); /* LEN_COMPACT stays set: the body is small */
-        put16(h + HDR_LEN + 1, count);
-        if (count == C_RUN_MAX) {
-            p->run_off = NO_RUN;
-        }
-        p->len += add;
-        s->size += add;
-        p->bytes += add;
-        s->next_seq = r->seq + 1;
-        s->last_ts = r->ts_ns;
-        b->seq = r->seq;
-        return p->len >= TRACE_PERSIST_BUFFER_MAX ? write_out(p) : WAMP_OK;
     }
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
@@ -2098,6 +2125,58 @@ static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_pe
     }
     b->seq = r->seq;
     return end_record(p, s, r, h, d);
+}
+
+/* Whether r is a repeat of the block's previous record without further checks (append_repeat()
+ * then adds it to the run, or starts one): the same key (the same message but for peer and
+ * seq), a peer, the next seq, and no block start or full segment at r. */
+static bool joins_run(trace_persist *p, const trace_persist_rec *r, seg **s)
+{
+    const block *b = &p->blk;
+    if (!r->key || r->key != b->prev_key || !r->peer || r->seq != b->seq + 1) {
+        return false;
+    }
+    *s = &p->segs[p->n_segs - 1];
+    return (r->seq - (*s)->first_seq) % TRACE_PERSIST_INDEX_EVERY != 0 &&
+           (*s)->size < p->segment_bytes;
+}
+
+wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
+                                  trace_peer *const *peers, size_t n)
+{
+    trace_persist_rec one = *r;
+    for (size_t i = 0; i < n;) {
+        one.seq = r->seq + i;
+        one.peer = peers[i];
+        seg *s;
+        if (p->writable && !p->error && joins_run(p, &one, &s)) {
+            if (p->run_off == NO_RUN) {
+                wamp_err err = append_repeat(p, s, &p->blk, &one); /* starts the run */
+                if (err != WAMP_OK) {
+                    return err;
+                }
+                i++;
+                continue;
+            }
+            /* As many as the block and the run take, in one go. */
+            uint64_t in_block = TRACE_PERSIST_INDEX_EVERY -
+                                (one.seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY;
+            size_t max_k = n - i < in_block ? n - i : (size_t)in_block;
+            wamp_err err;
+            size_t k = extend_run(p, s, &p->blk, one.seq, one.ts_ns, peers + i, max_k, &err);
+            if (err != WAMP_OK) {
+                return err;
+            }
+            i += k;
+            continue;
+        }
+        wamp_err err = trace_persist_append_rec(p, &one);
+        if (err != WAMP_OK) {
+            return err;
+        }
+        i++;
+    }
+    return WAMP_OK;
 }
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
@@ -2129,15 +2208,10 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         return WAMP_ECLOSED;
     }
     block *b = &p->blk;
-    if (r->key && r->key == b->prev_key && p->run_off != NO_RUN && r->peer &&
-        r->seq == b->seq + 1) {
-        /* The next receiver of the message the block's run repeats (the same key: the same
-         * message but for the peer): no field to compare, unless the run must end here. */
-        seg *s = &p->segs[p->n_segs - 1];
-        if ((r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY != 0 &&
-            s->size < p->segment_bytes) {
-            return append_repeat(p, s, b, r);
-        }
+    seg *s;
+    if (joins_run(p, r, &s)) {
+        /* The next receiver of the message the block's run repeats: nothing to compare. */
+        return append_repeat(p, s, b, r);
     }
     wamp_err err;
     if (p->fd < 0) {
@@ -2146,7 +2220,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
             return err;
         }
     }
-    seg *s = &p->segs[p->n_segs - 1];
+    s = &p->segs[p->n_segs - 1];
     if (s->size >= p->segment_bytes && s->next_seq > s->first_seq) {
         err = rotate(p, r->seq, r->ts_ns);
         if (err != WAMP_OK) {

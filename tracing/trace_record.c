@@ -13,7 +13,7 @@ _Static_assert(sizeof(trace_record) <= TRACE_RECORD_OVERHEAD,
 
 /* One allocation: the struct, then the three strings back to back. */
 struct trace_peer {
-    size_t refs;
+    struct trace_peer_head h; /* refs: read inline (trace_record.h) */
     uint64_t session_id;
     const char *realm; /* into text[], or NULL */
     const char *authid;
@@ -48,7 +48,7 @@ trace_peer *trace_peer_new(uint64_t session_id, const char *realm, const char *a
         return NULL;
     }
     char *pos = p->text;
-    p->refs = 1;
+    p->h.refs = 1;
     p->text_bytes = n;
     p->session_id = session_id;
     p->realm = opt_put(&pos, realm);
@@ -57,26 +57,14 @@ trace_peer *trace_peer_new(uint64_t session_id, const char *realm, const char *a
     return p;
 }
 
-trace_peer *trace_peer_ref(trace_peer *p)
+void trace_peer_free_(trace_peer *p)
 {
-    p->refs++;
-    return p;
-}
-
-void trace_peer_unref(trace_peer **p)
-{
-    if (!p || !*p) {
-        return;
-    }
-    if (--(*p)->refs == 0) {
-        free(*p);
-    }
-    *p = NULL;
+    free(p);
 }
 
 size_t trace_peer_refs(const trace_peer *p)
 {
-    return p->refs;
+    return p->h.refs;
 }
 
 uint64_t trace_peer_session_id(const trace_peer *p)
@@ -164,7 +152,7 @@ void trace_record_clone(const trace_record *src, trace_record *dst)
 
 void trace_record_release(trace_record *r)
 {
-    if (r->peer && --r->peer->refs == 0) {
+    if (r->peer && --r->peer->h.refs == 0) {
         free(r->peer);
     }
     if (r->uri && --r->uri->refs == 0) {

@@ -57,10 +57,35 @@ typedef struct trace_peer trace_peer;
  * one allocation. NULL on allocation failure. */
 trace_peer *trace_peer_new(uint64_t session_id, const char *realm, const char *authid,
                            const char *authrole);
+
+/* The head of every peer, for the inline reference functions below only: the capture path
+ * takes and drops a reference per receiver of a fan-out (trace_hub_repeat()), where a call into
+ * trace_record.c each cost more than the count itself. The rest of the struct is private. */
+struct trace_peer_head {
+    size_t refs;
+};
+
+/* Frees a peer whose last reference was dropped (trace_peer_unref()'s slow path). */
+void trace_peer_free_(trace_peer *p);
+
 /* Takes one more reference; returns p. */
-trace_peer *trace_peer_ref(trace_peer *p);
+static inline trace_peer *trace_peer_ref(trace_peer *p)
+{
+    ((struct trace_peer_head *)(void *)p)->refs++;
+    return p;
+}
+
 /* Drops the reference *p (NULL-safe) and sets *p = NULL; frees at zero. */
-void trace_peer_unref(trace_peer **p);
+static inline void trace_peer_unref(trace_peer **p)
+{
+    if (p && *p) {
+        if (--((struct trace_peer_head *)(void *)*p)->refs == 0) {
+            trace_peer_free_(*p);
+        }
+        *p = NULL;
+    }
+}
+
 size_t trace_peer_refs(const trace_peer *p);
 uint64_t trace_peer_session_id(const trace_peer *p);
 /* Borrowed, valid while the caller holds a reference; NULL if unknown. */

@@ -152,12 +152,19 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     return seq;
 }
 
-uint64_t trace_store_skip(trace_store *st)
+uint64_t trace_store_skip_n(trace_store *st, uint64_t n)
 {
     while (st->count) {
         drop_oldest(st);
     }
-    return st->first_seq++;
+    uint64_t seq = st->first_seq;
+    st->first_seq += n;
+    return seq;
+}
+
+uint64_t trace_store_skip(trace_store *st)
+{
+    return trace_store_skip_n(st, 1);
 }
 
 void trace_store_start_at(trace_store *st, uint64_t seq)

@@ -41,6 +41,8 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
  * store holds nothing of it. Records still held are dropped first (and counted), so that held
  * seqs stay contiguous; a store used only this way holds nothing and drops nothing. */
 uint64_t trace_store_skip(trace_store *st);
+/* The same for n records (seqs returned .. returned + n - 1). */
+uint64_t trace_store_skip_n(trace_store *st, uint64_t n);
 
 /* Makes an empty store start its seqs at seq (a trace reloaded from disk continues its seqs).
  * No effect if the store holds or held records. */

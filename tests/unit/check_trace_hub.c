@@ -969,6 +969,11 @@ START_TEST(test_repeat_only_when_certain)
     /* The same message to two more sessions. */
     ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes, false));
+    /* Gathered, appended at the next call into the hub. */
+    ck_assert_uint_eq(trace_next_seq(p), 1);
+    trace_hub_flush(h);
+    ck_assert_uint_eq(trace_next_seq(p), 3);
+    trace_hub_flush(h); /* nothing more */
     ck_assert_uint_eq(trace_next_seq(p), 3);
     /* And to the last receiver: the action's last record. */
     ck_assert(trace_hub_repeat(h, wire, peers[0], corr, PC0, sizes, true));
@@ -1020,6 +1025,7 @@ START_TEST(test_repeat_only_when_certain)
     uint64_t next = trace_next_seq(p);
     trace_stop(p, TRACE_STOP_STOPPED, PC0, TS0);
     ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    trace_hub_flush(h);
     ck_assert_uint_eq(trace_next_seq(p), next);
     /* Deleting a trace forgets the message. */
     ck_assert_int_eq(trace_hub_delete(h, "m"), WAMP_OK);
@@ -1034,6 +1040,96 @@ START_TEST(test_repeat_only_when_certain)
     trace_str_unref(&uri);
     wamp_buf_unref(&wire);
     wamp_buf_unref(&other);
+    json_decref(event);
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
+/* A fan-out to more receivers than the hub gathers at once (64), across the encoder's block
+ * boundaries (every 256 seqs) and segment rotations: every receiver's record reads back in
+ * order with its own peer; a trace with max_records takes exactly up to it. */
+START_TEST(test_repeat_large_fan_out)
+{
+    char dir[256];
+    tmp_dir_make(dir, sizeof(dir), "check_trace_hub");
+    trace_hub *h = hub_of(4);
+    trace_persist_config pc = {.data_dir = dir, .segment_bytes = 4096};
+    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    trace *p = start(h, "p", "{\"persist\": true}");
+    trace *q = start(h, "q", "{\"persist\": true, \"max_records\": 100}");
+    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
+    wamp_buf *wire = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &wire), WAMP_OK);
+
+    enum {
+        N = 700
+    };
+
+    trace_peer **peers = calloc(N, sizeof(*peers));
+    ck_assert_ptr_nonnull(peers);
+    for (size_t i = 0; i < N; i++) {
+        char authid[16];
+        snprintf(authid, sizeof(authid), "a%zu", i % 300); /* > 256: the table fills */
+        peers[i] = trace_peer_new(100 + i % 300, "realm1", authid, "user");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    uint8_t corr[TRACE_UUID_LEN] = {7};
+    size_t sizes[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire)};
+    trace_ctx c = {.direction = TRACE_TX,
+                   .msg_type = WAMP_MSG_EVENT,
+                   .session_id = 100,
+                   .realm = "realm1",
+                   .authid = "a0",
+                   .authrole = "user",
+                   .uri = "com.example.topic"};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .peer = peers[0],
+                      .uri = uri,
+                      .correlation = corr,
+                      .ser = WAMP_SER_JSON,
+                      .wire = wire,
+                      .msg = event,
+                      .ser_bytes = {[WAMP_SER_JSON] = wamp_buf_len(wire)}};
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
+    for (size_t i = 1; i < N; i++) {
+        ck_assert(trace_hub_repeat(h, wire, peers[i], corr, PC0, sizes, i == N - 1));
+    }
+    trace_hub_flush(h);
+    ck_assert_uint_eq(trace_next_seq(p), N);
+    ck_assert_uint_gt(trace_persist_segments(trace_get_persist(p)), 1);
+    ck_assert_uint_eq(trace_next_seq(q), 100);
+    ck_assert(!trace_is_running(q));
+    ck_assert_int_eq(trace_get_stop_reason(q), TRACE_STOP_MAX_RECORDS);
+    trace *both[] = {p, q};
+    for (size_t k = 0; k < 2; k++) {
+        size_t want = k ? 100 : N;
+        json_t *recs = trace_render_records(both[k], 0, TRACE_SEQ_NONE, 10000);
+        ck_assert_uint_eq(json_array_size(recs), want);
+        for (size_t i = 0; i < want; i++) {
+            json_t *r = json_array_get(recs, i);
+            ck_assert_int_eq(json_integer_value(json_object_get(r, "seq")), (json_int_t)i);
+            ck_assert_int_eq(json_integer_value(json_object_get(r, "session_id")),
+                             (json_int_t)(100 + i % 300));
+            char authid[16];
+            snprintf(authid, sizeof(authid), "a%zu", i % 300);
+            ck_assert_str_eq(json_string_value(json_object_get(r, "authid")), authid);
+            ck_assert_str_eq(json_string_value(json_object_get(r, "uri")), "com.example.topic");
+            ck_assert_str_eq(json_string_value(json_object_get(r, "msg_type")), "Event");
+            ck_assert(json_is_true(json_object_get(r, "correlation_is_last")) == (i == N - 1));
+            ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "msg"), 0)), 36);
+        }
+        json_decref(recs);
+    }
+    trace_hub_free(h);
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    free(peers);
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
     json_decref(event);
     tmp_dir_remove(dir);
 }
@@ -1073,6 +1169,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_peer_and_uri_slots_filled_lazily);
     tcase_add_test(cap, test_action_uris_interned);
     tcase_add_test(cap, test_repeat_only_when_certain);
+    tcase_add_test(cap, test_repeat_large_fan_out);
     suite_add_tcase(s, cap);
     return s;
 }

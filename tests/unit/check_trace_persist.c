@@ -1041,6 +1041,90 @@ static trace_persist *with_crafted(const unsigned char *body, size_t len, uint64
  * reads back as the previous record with the next seq and its own peer; malformed ones (a bit
  * a repeat cannot have, a peer the block does not hold, a repeat opening a block) never come
  * back as records, and never crash the reader. */
+/* trace_persist_append_run(): one message's receivers, most of them a byte each in the block's
+ * run; the run ends at every block start (an index entry every 256 seqs, whatever the fan-out)
+ * and the records read back, from a seek into the middle too, before and after a reopen. */
+START_TEST(test_append_run_blocks_and_index)
+{
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+
+    enum {
+        N = 600
+    };
+
+    trace_peer *peers[N]; /* 20 sessions, as a router's: one peer object each */
+    for (size_t i = 0; i < N; i++) {
+        peers[i] = i < 20 ? trace_peer_new(1 + i, "realm1", "user", "role")
+                          : trace_peer_ref(peers[i % 20]);
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wire = wamp_buf_new(16);
+    memcpy(wamp_buf_reserve(&wire, 12), "[36,5,6,{}]x", 12);
+    wamp_buf_commit(wire, 11);
+    uint8_t corr[TRACE_UUID_LEN] = {9};
+    trace_persist_rec r = {.seq = 0,
+                           .pc_ns = PC0,
+                           .ts_ns = TS0,
+                           .peer = peers[0],
+                           .uri = uri,
+                           .corr = corr,
+                           .wire = wire,
+                           .ser_bytes = {[WAMP_SER_JSON] = 11},
+                           .dir = TRACE_TX,
+                           .msg_type = 36,
+                           .wire_ser = WAMP_SER_JSON,
+                           .flags = TRACE_CORR_HAS,
+                           .key = 42};
+    ck_assert_int_eq(trace_persist_append_rec(p, &r), WAMP_OK);
+    r.seq = 1;
+    ck_assert_int_eq(trace_persist_append_run(p, &r, peers + 1, N - 1), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_next_seq(p), N);
+    /* ~1 byte a receiver, and per block a full record, a run and the 20 peer definitions. */
+    ck_assert_uint_lt(trace_persist_bytes(p), 4 * N);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    char idx[600];
+    snprintf(idx, sizeof(idx), "%s/%s/%020llu.idx", cfg.data_dir, id, 0ull);
+    struct stat st;
+    ck_assert_int_eq(stat(idx, &st), 0);
+    ck_assert_int_eq(st.st_size, 3 * 16); /* seqs 0, 256, 512 */
+    for (int reopen = 0; reopen < 2; reopen++) {
+        uint64_t from[] = {0, 255, 256, 300, 599};
+        for (size_t f = 0; f < 5; f++) {
+            trace_record out[50];
+            size_t n = trace_persist_read(p, from[f], UINT64_MAX, 50, out);
+            ck_assert_uint_eq(n, N - from[f] < 50 ? N - from[f] : 50);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t seq = from[f] + i;
+                ck_assert_uint_eq(out[i].seq, seq);
+                ck_assert_uint_eq(trace_peer_session_id(out[i].peer), 1 + seq % 20);
+                ck_assert_uint_eq(out[i].msg_type, 36);
+                ck_assert_uint_eq(wamp_buf_len(out[i].wire), 11);
+                ck_assert_mem_eq(out[i].corr, corr, TRACE_UUID_LEN);
+                trace_record_fini(&out[i]);
+            }
+        }
+        if (!reopen) {
+            trace_persist_free(p);
+            json_t *m = NULL;
+            ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+            json_decref(m);
+            ck_assert_uint_eq(trace_persist_next_seq(p), N);
+        }
+    }
+    trace_persist_free(p);
+    for (size_t i = 0; i < N; i++) {
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
 START_TEST(test_compact_crafted_repeats)
 {
     trace_record out[CRAFT_GOOD + 5];
@@ -1227,6 +1311,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_compact_fan_out);
     tcase_add_test(c, test_compact_crafted_repeats);
     tcase_add_test(c, test_compact_crafted_runs);
+    tcase_add_test(c, test_append_run_blocks_and_index);
     tcase_add_test(c, test_v1_segments_still_read);
     suite_add_tcase(s, c);
     TCase *t = tcase_create("traces");
