@@ -338,7 +338,8 @@ uint64_t trace_append_rec(trace *t, trace_persist_rec *rec)
     return seq;
 }
 
-size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n)
+size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n,
+                        bool last)
 {
     if (!t->h.running || !t->persist || n == 0) {
         return 0;
@@ -346,14 +347,17 @@ size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *pee
     if (t->opts.max_records) {
         uint64_t next = trace_store_next_seq(t->store);
         uint64_t room = next < t->opts.max_records ? t->opts.max_records - next : 0;
-        n = n < room ? n : (size_t)room;
+        if (room < n) {
+            n = (size_t)room; /* the trace stops before the last one */
+            last = false;
+        }
         if (n == 0) {
             return 0;
         }
     }
     trace_persist_rec r = *rec;
     r.seq = trace_store_skip_n(t->store, n);
-    bool io_failed = trace_persist_append_run(t->persist, &r, peers, n) != WAMP_OK;
+    bool io_failed = trace_persist_append_run(t->persist, &r, peers, n, last) != WAMP_OK;
     after_append(t, r.seq + n - 1, io_failed, r.pc_ns, r.ts_ns);
     return n;
 }

@@ -183,9 +183,11 @@ uint64_t trace_append_take(trace *t, trace_record *rec);
  * (nothing stored) if t is stopped or does not persist. */
 uint64_t trace_append_rec(trace *t, trace_persist_rec *rec);
 /* rec once per peer in peers[0..n) (borrowed), seqs in order: the receivers of one message
- * (trace_hub_repeat()). Appends fewer if the trace stops on the way (max_records: exactly up to
- * it). Returns how many were appended. rec->seq and rec->peer are left as they were. */
-size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n);
+ * (trace_hub_repeat()); with last, the last of them completes the action (TRACE_CORR_LAST).
+ * Appends fewer if the trace stops on the way (max_records: exactly up to it). Returns how many
+ * were appended. rec is left as it was. */
+size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n,
+                        bool last);
 
 /* Appends a marker record (msg_type "Marker", name as uri, meta (NULL = {}) as msg) to a running
  * trace, regardless of its filter; *seq gets its seq. WAMP_EINVAL if name is NULL/empty or meta

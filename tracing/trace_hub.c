@@ -57,6 +57,7 @@ struct trace_hub {
         /* Receivers repeated but not appended yet (references), in order: rep_flush(). */
         trace_peer *pend[HUB_REPEAT_BATCH];
         size_t n_pend;
+        bool pend_last; /* the last of them completes the action */
     } rep;
 };
 
@@ -72,9 +73,11 @@ static void rep_flush(trace_hub *hub)
     if (n == 0) {
         return;
     }
+    bool last = hub->rep.pend_last;
     hub->rep.n_pend = 0;
+    hub->rep.pend_last = false;
     for (size_t i = 0; i < hub->rep.n; i++) {
-        (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n);
+        (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n, last);
     }
     for (size_t i = 0; i < n; i++) {
         trace_peer_unref(&hub->rep.pend[i]);
@@ -812,21 +815,12 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
             return false;
         }
     }
-    if (last) {
-        /* The action's last message: a record of its own, under no key (nothing repeats it),
-         * after the repeats before it. */
-        rep_flush(hub);
-        trace_persist_rec l = *r;
-        l.peer = peer;
-        l.flags |= TRACE_CORR_LAST;
-        l.key = 0;
-        for (size_t i = 0; i < hub->rep.n; i++) {
-            (void)trace_append_rec(hub->rep.traces[i], &l);
-        }
-        return true;
-    }
     hub->rep.pend[hub->rep.n_pend++] = trace_peer_ref(peer);
-    if (hub->rep.n_pend == HUB_REPEAT_BATCH) {
+    if (last) {
+        /* The action's last message (the run's last entry says so): nothing follows. */
+        hub->rep.pend_last = true;
+        rep_flush(hub);
+    } else if (hub->rep.n_pend == HUB_REPEAT_BATCH) {
         rep_flush(hub);
     }
     return true;

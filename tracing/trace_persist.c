@@ -46,10 +46,13 @@
  * ser_bytes, the URI, the correlation and the message bytes are the previous record's; it has no
  * drop reason. Never a block's first record.
  * A run (session 15: C_REPEAT | C_PEER | C_RUN) is as many C_REPEAT records in one frame: u8
- * what, u16 count (little endian, >= 1), then count peers as above, one per seq. An EVENT
- * fanned out to n subscribers is one full record and one run of n - 1 peers (about a byte
- * each) instead of n - 1 framed records of ten bytes. The writer grows the run in place while
- * it is the last record of its buffer. Never a block's first record.
+ * what, u16 count (little endian, >= 1), then count entries, one per seq: varint i << 1 | last,
+ * i the peer as above (a definition follows when i is new) and last set when that record also
+ * completes its action (TRACE_CORR_LAST added to the previous record's flags: the last EVENT of
+ * a fan-out). An EVENT fanned out to n subscribers is one full record and one run of n - 1
+ * entries (about a byte each) instead of n - 1 framed records of ten bytes or more. The writer
+ * grows the run in place while it is the last record of its buffer. Never a block's first
+ * record.
  * Strings are varint length + 1 (0 = NULL) + bytes. Varints are LEB128 (7 bits a byte, low
  * first). The router's pub/sub benchmark averaged 43 bytes a record (an EVENT repeating its
  * block's buffer, peer and UUID: ~21) against 207 for the first format, before C_REPEAT. */
@@ -1358,17 +1361,16 @@ static bool compact_head(const unsigned char *body, uint32_t len, block *b, curs
 
 static const char *intern_reason(const unsigned char *s, uint32_t n);
 
-/* A peer reference at c: the block's i-th peer, or (i = the number so far) a definition, which
+/* The block's i-th peer, or (i = the number so far) a new one whose definition is at c and
  * joins the table. *out gets a new reference. */
-static bool get_peer(cursor *c, block *b, trace_peer **out)
+static bool peer_at(cursor *c, block *b, uint64_t i, trace_peer **out)
 {
-    uint64_t i;
-    if (!get_var(c, &i) || i > b->n_peers) {
-        return false;
-    }
     if (i < b->n_peers) {
         *out = trace_peer_ref((trace_peer *)b->peers[i]);
         return true;
+    }
+    if (i > b->n_peers) {
+        return false;
     }
     uint64_t sid;
     char *str[3] = {NULL, NULL, NULL};
@@ -1387,10 +1389,28 @@ static bool get_peer(cursor *c, block *b, trace_peer **out)
     return true;
 }
 
+/* A peer reference at c (varint i, see peer_at()). */
+static bool get_peer(cursor *c, block *b, trace_peer **out)
+{
+    uint64_t i;
+    return get_var(c, &i) && peer_at(c, b, i, out);
+}
+
+/* A run's entry at c: varint i << 1 | last, then as peer_at(). */
+static bool get_run_peer(cursor *c, block *b, trace_peer **out, bool *last)
+{
+    uint64_t v;
+    if (!get_var(c, &v)) {
+        return false;
+    }
+    *last = v & 1u;
+    return peer_at(c, b, v >> 1, out);
+}
+
 /* A repeat of the block's previous record with the seq b->seq (already advanced) into *r
  * (zeroed here; owned references, the caller finis it on failure too): its fields, and with
- * with_peer the peer read at c. */
-static bool decode_repeat(cursor *c, block *b, bool with_peer, trace_record *r)
+ * with_peer the peer read at c; in_run: c is at a run's entry (a peer and a last bit). */
+static bool decode_repeat(cursor *c, block *b, bool with_peer, bool in_run, trace_record *r)
 {
     memset(r, 0, sizeof(*r));
     r->seq = b->seq;
@@ -1402,9 +1422,13 @@ static bool decode_repeat(cursor *c, block *b, bool with_peer, trace_record *r)
     r->wire_ser = (b2 >> 2) & 3u;
     r->flags = (b2 >> 4) & 7u;
     memcpy(r->ser_bytes, b->prev_ser, sizeof(r->ser_bytes));
+    bool last = false;
     if (r->wire_ser >= WAMP_SER_COUNT || b->prev_uri == PREV_BAD_URI ||
-        (with_peer && !get_peer(c, b, &r->peer))) {
+        (with_peer && !(in_run ? get_run_peer(c, b, &r->peer, &last) : get_peer(c, b, &r->peer)))) {
         return false;
+    }
+    if (last) {
+        r->flags |= TRACE_CORR_LAST;
     }
     if (b->prev_uri != PREV_NO_URI) {
         r->uri = trace_str_ref((trace_str *)b->uris[b->prev_uri]);
@@ -1447,7 +1471,7 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
     }
     unsigned what = body[0];
     if (what & C_REPEAT) {
-        return !(what & ~(C_REPEAT | C_PEER)) && decode_repeat(&c, b, what & C_PEER, r) &&
+        return !(what & ~(C_REPEAT | C_PEER)) && decode_repeat(&c, b, what & C_PEER, false, r) &&
                c.p == c.end;
     }
     r->seq = b->seq;
@@ -1978,6 +2002,21 @@ static size_t peer_def_max(const trace_peer *peer)
     return 4 * VAR_MAX + trace_peer_text_bytes(peer);
 }
 
+/* A run's entry: the peer's index i shifted left once, with last in the low bit; the peer's
+ * definition follows when i is new to the block. */
+static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer);
+
+static inline unsigned char *put_run_entry(trace_persist *p, block *b, unsigned char *d,
+                                           trace_peer *peer, size_t i, bool last)
+{
+    if (i < 0x40u && i < b->n_peers) {
+        *d++ = (unsigned char)(i << 1 | last);
+        return d;
+    }
+    d = put_var(d, (uint64_t)i << 1 | last);
+    return i < b->n_peers ? d : put_peer_def(p, b, d, peer);
+}
+
 /* A peer's definition after its index (see put_peer()); out of line, once per peer and block. */
 static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer)
 {
@@ -2058,11 +2097,12 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_persist_rec *r,
 }
 
 /* Adds up to max_k repeats to the run written last (p->run_off), with the seqs first_seq, ...
- * and the peers peers[0..): each one its peer, the frame's length and the run's count updated
- * once. Stops early at a full run or a full buffer (handed over then). Returns how many were
- * added; *err is set when one could not be (out of memory, or the hand-over failed). */
+ * and the peers peers[0..): each one its entry (peers[last_k]'s with the last bit; SIZE_MAX for
+ * none), the frame's length and the run's count updated once. Stops early at a full run or a
+ * full buffer (handed over then). Returns how many were added; *err is set when one could not
+ * be (out of memory, or the hand-over failed). */
 static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq, uint64_t ts_ns,
-                         trace_peer *const *peers, size_t max_k, wamp_err *err)
+                         trace_peer *const *peers, size_t max_k, size_t last_k, wamp_err *err)
 {
     *err = WAMP_OK;
     size_t start = p->len, k = 0;
@@ -2074,7 +2114,7 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
             *err = WAMP_ENOMEM;
             break;
         }
-        p->len = (size_t)(put_peer(p, b, p->buf + p->len, peer, i) - p->buf);
+        p->len = (size_t)(put_run_entry(p, b, p->buf + p->len, peer, i, k == last_k) - p->buf);
         count++;
         k++;
     }
@@ -2098,15 +2138,18 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
     return k;
 }
 
-/* Appends r as a repeat (is_repeat()): with a peer, into the run written last or as a new run;
- * a repeat without a peer as a C_REPEAT record of its own. */
-static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_persist_rec *r)
+/* Appends r as a repeat (is_repeat()): with a peer, into the run written last or as a new run
+ * (last: the run entry's last bit); a repeat without a peer (never last) as a C_REPEAT record of
+ * its own. */
+static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_persist_rec *r,
+                              bool last)
 {
     trace_peer *peer = r->peer;
     wamp_err err;
     if (peer && p->run_off != NO_RUN) {
-        return extend_run(p, s, b, r->seq, r->ts_ns, &peer, 1, &err) ? err
-                                                                     : (err ? err : WAMP_ENOMEM);
+        return extend_run(p, s, b, r->seq, r->ts_ns, &peer, 1, last ? 0 : SIZE_MAX, &err)
+                       ? err
+                       : (err ? err : WAMP_ENOMEM);
     }
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
     size_t max = C_RUN_HEAD + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
@@ -2118,7 +2161,7 @@ static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_pe
     if (peer) {
         *d++ = (unsigned char)(C_REPEAT | C_PEER | C_RUN);
         put16(d, 1);
-        d = put_peer(p, b, d + 2, peer, peer_i);
+        d = put_run_entry(p, b, d + 2, peer, peer_i, last);
         p->run_off = p->len;
     } else {
         *d++ = (unsigned char)C_REPEAT;
@@ -2142,16 +2185,17 @@ static bool joins_run(trace_persist *p, const trace_persist_rec *r, seg **s)
 }
 
 wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
-                                  trace_peer *const *peers, size_t n)
+                                  trace_peer *const *peers, size_t n, bool last)
 {
     trace_persist_rec one = *r;
     for (size_t i = 0; i < n;) {
         one.seq = r->seq + i;
         one.peer = peers[i];
+        bool is_last = last && i == n - 1;
         seg *s;
         if (p->writable && !p->error && joins_run(p, &one, &s)) {
             if (p->run_off == NO_RUN) {
-                wamp_err err = append_repeat(p, s, &p->blk, &one); /* starts the run */
+                wamp_err err = append_repeat(p, s, &p->blk, &one, is_last); /* starts the run */
                 if (err != WAMP_OK) {
                     return err;
                 }
@@ -2163,12 +2207,18 @@ wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
                                 (one.seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY;
             size_t max_k = n - i < in_block ? n - i : (size_t)in_block;
             wamp_err err;
-            size_t k = extend_run(p, s, &p->blk, one.seq, one.ts_ns, peers + i, max_k, &err);
+            size_t k = extend_run(p, s, &p->blk, one.seq, one.ts_ns, peers + i, max_k,
+                                  last ? n - 1 - i : SIZE_MAX, &err);
             if (err != WAMP_OK) {
                 return err;
             }
             i += k;
             continue;
+        }
+        if (is_last) {
+            /* Where no run can take it: the last record on its own, a message of its own. */
+            one.flags |= TRACE_CORR_LAST;
+            one.key = 0;
         }
         wamp_err err = trace_persist_append_rec(p, &one);
         if (err != WAMP_OK) {
@@ -2211,7 +2261,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     seg *s;
     if (joins_run(p, r, &s)) {
         /* The next receiver of the message the block's run repeats: nothing to compare. */
-        return append_repeat(p, s, b, r);
+        return append_repeat(p, s, b, r, false);
     }
     wamp_err err;
     if (p->fd < 0) {
@@ -2235,7 +2285,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     }
     uint8_t b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
     if (!first && is_repeat(b, r, b2)) {
-        return append_repeat(p, s, b, r);
+        return append_repeat(p, s, b, r, false);
     }
     p->run_off = NO_RUN; /* a run is only ever the last record of its block so far */
     /* What is new in this block, and the most the body can take. */
@@ -2712,7 +2762,7 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
                 uint32_t k = 0;
                 for (; ok && !done && k < run && n < limit; k++) {
                     blk.seq++;
-                    ok = decode_repeat(&c, &blk, true, &out[n]);
+                    ok = decode_repeat(&c, &blk, true, true, &out[n]);
                     if (!ok || out[n].seq < from_seq || out[n].seq >= to_seq) {
                         done = ok && out[n].seq >= to_seq;
                         trace_record_fini(&out[n]);

@@ -159,9 +159,10 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r);
 /* The same for a record given by its parts. */
 wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r);
 /* r once per peer of peers[0..n), with the seqs r->seq .. r->seq + n - 1: one message's
- * receivers, most of them a byte each in the block's run. */
+ * receivers, most of them a byte each in the block's run; with last, the last of them also
+ * completes the action (TRACE_CORR_LAST added to r->flags). */
 wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
-                                  trace_peer *const *peers, size_t n);
+                                  trace_peer *const *peers, size_t n, bool last);
 /* Writes the buffer out; fsyncs if sync (or if the policy asks for it at now_pc_ns).
  * WAMP_ECLOSED after an I/O error. */
 wamp_err trace_persist_flush(trace_persist *p, bool sync, uint64_t now_pc_ns);

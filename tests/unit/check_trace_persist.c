@@ -1042,8 +1042,9 @@ static trace_persist *with_crafted(const unsigned char *body, size_t len, uint64
  * a repeat cannot have, a peer the block does not hold, a repeat opening a block) never come
  * back as records, and never crash the reader. */
 /* trace_persist_append_run(): one message's receivers, most of them a byte each in the block's
- * run; the run ends at every block start (an index entry every 256 seqs, whatever the fan-out)
- * and the records read back, from a seek into the middle too, before and after a reopen. */
+ * run, the last one completing the action; the run ends at every block start (an index entry
+ * every 256 seqs, whatever the fan-out) and the records read back, from a seek into the middle
+ * too, before and after a reopen. */
 START_TEST(test_append_run_blocks_and_index)
 {
     trace_persist_config cfg = config(0);
@@ -1081,7 +1082,7 @@ START_TEST(test_append_run_blocks_and_index)
                            .key = 42};
     ck_assert_int_eq(trace_persist_append_rec(p, &r), WAMP_OK);
     r.seq = 1;
-    ck_assert_int_eq(trace_persist_append_run(p, &r, peers + 1, N - 1), WAMP_OK);
+    ck_assert_int_eq(trace_persist_append_run(p, &r, peers + 1, N - 1, true), WAMP_OK);
     ck_assert_uint_eq(trace_persist_next_seq(p), N);
     /* ~1 byte a receiver, and per block a full record, a run and the 20 peer definitions. */
     ck_assert_uint_lt(trace_persist_bytes(p), 4 * N);
@@ -1104,6 +1105,9 @@ START_TEST(test_append_run_blocks_and_index)
                 ck_assert_uint_eq(out[i].msg_type, 36);
                 ck_assert_uint_eq(wamp_buf_len(out[i].wire), 11);
                 ck_assert_mem_eq(out[i].corr, corr, TRACE_UUID_LEN);
+                /* The last receiver's record completes the action (its entry's last bit). */
+                ck_assert_uint_eq(out[i].flags,
+                                  TRACE_CORR_HAS | (seq == N - 1 ? TRACE_CORR_LAST : 0));
                 trace_record_fini(&out[i]);
             }
         }
@@ -1176,8 +1180,9 @@ END_TEST
 START_TEST(test_compact_crafted_runs)
 {
     trace_record out[CRAFT_GOOD + 5];
-    /* C_REPEAT | C_RUN | C_PEER, count 3: the peers of records 0, 1 and 2. */
-    static const unsigned char good[] = {0x8a, 3, 0, 0x00, 0x01, 0x02};
+    /* C_REPEAT | C_RUN | C_PEER, count 3: the peers of records 0, 1 and 2 (entries i << 1),
+     * the last one also completing the action (its low bit). */
+    static const unsigned char good[] = {0x8a, 3, 0, 0x00, 0x02, 0x05};
     trace_persist *p = with_crafted(good, sizeof(good), CRAFT_GOOD + 3, CRAFT_GOOD + 3, out);
     for (uint64_t k = 0; k < 3; k++) {
         trace_record want = make_rec(CRAFT_GOOD - 1, 20);
@@ -1186,6 +1191,7 @@ START_TEST(test_compact_crafted_runs)
         want.peer = trace_peer_ref(owner.peer);
         want.seq = CRAFT_GOOD + k;
         want.dropped = NULL;
+        want.flags |= k == 2 ? TRACE_CORR_LAST : 0;
         assert_equal(&out[CRAFT_GOOD + k], &want);
         trace_record_fini(&want);
         trace_record_fini(&owner);
@@ -1196,8 +1202,8 @@ START_TEST(test_compact_crafted_runs)
     trace_persist_free(p);
     /* A peer defined in the run (index 10 = new: session 5, realm "r1", no authid, role "x"),
      * then referred to. */
-    static const unsigned char defines[] = {0x8a, 2,   0,    0x0a, 0x05, 0x03,
-                                            'r',  '1', 0x00, 0x02, 'x',  0x0a};
+    static const unsigned char defines[] = {0x8a, 2,   0,    0x14, 0x05, 0x03,
+                                            'r',  '1', 0x00, 0x02, 'x',  0x14};
     p = with_crafted(defines, sizeof(defines), CRAFT_GOOD + 2, CRAFT_GOOD + 2, out);
     for (size_t k = CRAFT_GOOD; k < CRAFT_GOOD + 2; k++) {
         ck_assert_uint_eq(out[k].seq, k);
@@ -1226,9 +1232,9 @@ START_TEST(test_compact_crafted_runs)
     }
     /* Counted at open (the count is in the head), read up to where decoding stops: a count of
      * 3 with 2 peers, a count of 1 with 2 peers (the extra one ends it), peer 12 of 10. */
-    static const unsigned char short_run[] = {0x8a, 3, 0, 0x00, 0x01};
-    static const unsigned char long_run[] = {0x8a, 1, 0, 0x00, 0x01};
-    static const unsigned char bad_peer[] = {0x8a, 1, 0, 0x0c, 0x00};
+    static const unsigned char short_run[] = {0x8a, 3, 0, 0x00, 0x02};
+    static const unsigned char long_run[] = {0x8a, 1, 0, 0x00, 0x02};
+    static const unsigned char bad_peer[] = {0x8a, 1, 0, 0x18, 0x00};
     const unsigned char *partial[] = {short_run, long_run, bad_peer};
     uint64_t next[] = {CRAFT_GOOD + 3, CRAFT_GOOD + 1, CRAFT_GOOD + 1};
     size_t read[] = {CRAFT_GOOD + 2, CRAFT_GOOD + 1, CRAFT_GOOD};
