@@ -33,7 +33,8 @@
 #   OPTS_B, OPTS_C   trace_options JSON of (b) and of each trace of (c) and (d)
 #                    (defaults: the no-match filter above; null). OPTS_C='{"persist": true}'
 #                    measures persisted traces (the router runs in BENCH_SCRATCH, so its
-#                    ./wampscope-data lands there; it is emptied before each router start)
+#                    ./wampscope-data lands there; it is emptied before each router start);
+#                    the (c) target line then checks the persisted target (25%, not 15%)
 #   PAGING=0         skip the paging measurement
 #   PAGE_RECORDS     records to page out (default 100000), PAGE_REPEAT passes (default 3)
 #   PAGE_OPTS        trace_options JSON of the paged trace (default {"limit": PAGE_RECORDS*1.2});
@@ -375,7 +376,13 @@ for f in "$scratch"/cfg_?.out.*; do
     round=${b##*.}
     sed -n "s/^RESULT /RESULT cfg=$cfg round=$round /p" "$f" >>"$scratch/all.out"
 done
-awk -v file="$scratch/all.out" '
+# (c) persisted (OPTS_C with "persist": true) has the target of the persistence issue: no more
+# than 25% below (a); in memory, the tracing issue's 15%.
+c_floor=0.85
+if [[ $opts_c =~ \"persist\"[[:space:]]*:[[:space:]]*true ]]; then
+    c_floor=0.75
+fi
+awk -v file="$scratch/all.out" -v c_floor="$c_floor" '
 function med(arr, n,    i, j, t, a) {
     if (n == 0) return ""
     for (i = 1; i <= n; i++) a[i] = arr[i]
@@ -452,13 +459,13 @@ BEGIN {
         print line
     }
     print ""
-    print "Targets (issue): (b) within 2% of (a); (c) no more than 15% below (a)"
+    printf "Targets (issues): (b) within 2%% of (a); (c) no more than %.0f%% below (a)%s\n", (1 - c_floor) * 100, c_floor < 0.85 ? " (persisted)" : ""
     for (k = 1; k <= nkeys; k++) {
         key = order[k]
         ra = stat("a", key, "rate"); rb = stat("b", key, "rate"); rc = stat("c", key, "rate")
         if (ra == "" || ra == 0) continue
         tb = rb == "" ? "n/a" : (rb / ra >= 0.98 ? "met" : "MISSED")
-        tc = rc == "" ? "n/a" : (rc / ra >= 0.85 ? "met" : "MISSED")
+        tc = rc == "" ? "n/a" : (rc / ra >= c_floor ? "met" : "MISSED")
         printf "  %-18s (b) %-6s (c) %-6s\n", key, tb, tc
     }
     for (key in bad) { split(key, bk, SUBSEP); printf "note: (%s) %s: %d run(s) failed (left out)\n", bk[1], bk[2], bad[key] }
