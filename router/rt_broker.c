@@ -48,6 +48,7 @@ struct rt_subscription {
     rt_sub_member **members;
     size_t n_members;
     size_t cap_members;
+    size_t n_by_ser[WAMP_SER_COUNT]; /* members per serializer (a session's never changes) */
 };
 
 struct rt_broker {
@@ -444,6 +445,7 @@ static void remove_member(rt_broker *b, rt_sub_member *mb)
         sub->members[mb->idx]->idx = mb->idx;
     }
     sub->n_members--;
+    sub->n_by_ser[mb->s->ser]--;
     rt_list_remove(&mb->in_session);
     mb->s->n_subs--;
     free(mb);
@@ -663,6 +665,16 @@ static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool 
     return d;
 }
 
+/* Whether sub's members use more than one serializer. */
+static bool mixed_serializers(const rt_subscription *sub)
+{
+    int used = 0;
+    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+        used += sub->n_by_ser[i] > 0;
+    }
+    return used > 1;
+}
+
 /* EVENTs for publication p to the receivers of the n subscriptions in b->hits: one EVENT per
  * subscription, encoded once per serializer. mark_last: the last EVENT completes the traced
  * action (nothing follows it). */
@@ -699,9 +711,10 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
         if (!ev.msg) {
             return WAMP_ENOMEM;
         }
-        if (trace_hub_is_active(rt_realm_router(b->realm)->hub)) {
+        if (trace_hub_is_active(rt_realm_router(b->realm)->hub) && mixed_serializers(sub)) {
             /* Tracing reports the size in every serializer in use, so encode them all up
-             * front (each only once, as the fan-out would). */
+             * front (each only once, as the fan-out would). With one serializer among the
+             * members there is nothing to do: the first send encodes it. */
             for (size_t i = 0; i < end; i++) {
                 wamp_ser ser = sub->members[i]->s->ser;
                 if (!ev.buf[ser] && is_receiver(sub->members[i]->s, p)) {
@@ -1048,6 +1061,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     mb->s = s;
     mb->idx = sub->n_members;
     sub->members[sub->n_members++] = mb;
+    sub->n_by_ser[s->ser]++;
     rt_list_add_tail(&s->subs, &mb->in_session);
     s->n_subs++;
     rt_meta_on_subscribe(b->realm, s, sub, created);

@@ -99,11 +99,12 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
         last = s->realm && !json_is_true(json_object_get(p.m->dict, "acknowledge")) &&
                !rt_broker_publish_has_receiver(rt_realm_broker(s->realm), s, p.m);
     }
-    /* Matched again: the hub's hits may be another message's by now. */
+    /* The hub's hits are still the PUBLISH's unless something was matched since (the usual case,
+     * its first EVENT, matches after this): then matched again. */
     trace_ctx c;
     fill_ctx(s, TRACE_RX, WAMP_MSG_PUBLISH, &c);
     c.correlation_is_anchor = true;
-    if (trace_hub_match(rt->hub, &c) > 0) {
+    if (trace_hub_match_gen(rt->hub) == p.match_gen || trace_hub_match(rt->hub, &c) > 0) {
         record_rx(s, &c, p.m, p.data, p.len, last);
     }
 }
@@ -258,7 +259,11 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
     }
     if (m && m->type == WAMP_MSG_PUBLISH && s->realm) {
         /* Its record waits until it is known whether anything follows (rt_trace_pending). */
-        rt->pend = (rt_trace_pending){.s = s, .m = m, .data = data, .len = len};
+        rt->pend = (rt_trace_pending){.s = s,
+                                      .m = m,
+                                      .data = data,
+                                      .len = len,
+                                      .match_gen = trace_hub_match_gen(rt->hub)};
         read_clock(rt); /* its time is when it came in */
         return;
     }

@@ -48,6 +48,7 @@ typedef struct rt_trace_pending {
     const wamp_msg *m;
     const void *data;
     size_t len;
+    uint64_t match_gen; /* the hub's match of it (trace_hub_match_gen()) */
 } rt_trace_pending;
 
 /* Records a received message (m NULL: undecodable) and opens its action. */

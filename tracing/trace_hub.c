@@ -29,6 +29,7 @@ struct trace_hub {
     size_t n_hits;
     size_t n_action_hits;           /* of them, action-level traces */
     size_t n_persisting;            /* of them, traces with files (trace_persists()) */
+    uint64_t match_gen;             /* trace_hub_match_gen() */
     uint64_t auto_id;               /* last number used for a "traceN" name */
     trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
     trace_persist_config persist;   /* data_dir owned (persist_dir) */
@@ -648,9 +649,15 @@ static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *
     r->dropped = in->dropped;
 }
 
+uint64_t trace_hub_match_gen(const trace_hub *hub)
+{
+    return hub->match_gen;
+}
+
 size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
 {
     rep_flush(hub);
+    hub->match_gen++;
     hub->n_hits = 0;
     hub->n_action_hits = 0;
     hub->n_persisting = 0;

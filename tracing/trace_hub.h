@@ -197,6 +197,10 @@ size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_in
  * the record in those traces (returns how many). Nothing may start, stop or delete traces in
  * between. */
 size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx);
+/* A number that changes with every trace_hub_match(): a caller that matched, did other work
+ * and finds the number unchanged may call trace_hub_record_matched() for that match without
+ * matching again (the traces it chose are still the ones; nothing may have recorded since). */
+uint64_t trace_hub_match_gen(const trace_hub *hub);
 size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in);
 
 /* Callbacks of trace_hub_tick(). Both may be NULL. They may publish (and so re-enter
