@@ -93,7 +93,7 @@ size_t trace_peer_text_bytes(const trace_peer *p)
 }
 
 struct trace_str {
-    size_t refs;
+    struct trace_str_head h; /* refs: read inline (trace_record.h) */
     char text[];
 };
 
@@ -104,31 +104,19 @@ trace_str *trace_str_new(const char *s)
     if (!t) {
         return NULL;
     }
-    t->refs = 1;
+    t->h.refs = 1;
     memcpy(t->text, s, n);
     return t;
 }
 
-trace_str *trace_str_ref(trace_str *s)
+void trace_str_free_(trace_str *s)
 {
-    s->refs++;
-    return s;
-}
-
-void trace_str_unref(trace_str **s)
-{
-    if (!s || !*s) {
-        return;
-    }
-    if (--(*s)->refs == 0) {
-        free(*s);
-    }
-    *s = NULL;
+    free(s);
 }
 
 size_t trace_str_refs(const trace_str *s)
 {
-    return s->refs;
+    return s->h.refs;
 }
 
 const char *trace_str_get(const trace_str *s)
@@ -155,7 +143,7 @@ void trace_record_release(trace_record *r)
     if (r->peer && --r->peer->h.refs == 0) {
         free(r->peer);
     }
-    if (r->uri && --r->uri->refs == 0) {
+    if (r->uri && --r->uri->h.refs == 0) {
         free(r->uri);
     }
     if (r->wire) {

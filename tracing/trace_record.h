@@ -101,9 +101,33 @@ typedef struct trace_str trace_str;
 
 /* New immutable copy of s (non-NULL) with one reference; NULL on allocation failure. */
 trace_str *trace_str_new(const char *s);
-trace_str *trace_str_ref(trace_str *s);
+
+/* The head of every string, for the inline reference functions below (as trace_peer_head: an
+ * action's URI is referenced and released a few times per message on the capture path). */
+struct trace_str_head {
+    size_t refs;
+};
+
+/* Frees a string whose last reference was dropped (trace_str_unref()'s slow path). */
+void trace_str_free_(trace_str *s);
+
+static inline trace_str *trace_str_ref(trace_str *s)
+{
+    ((struct trace_str_head *)(void *)s)->refs++;
+    return s;
+}
+
 /* Drops the reference *s (NULL-safe) and sets *s = NULL; frees at zero. */
-void trace_str_unref(trace_str **s);
+static inline void trace_str_unref(trace_str **s)
+{
+    if (s && *s) {
+        if (--((struct trace_str_head *)(void *)*s)->refs == 0) {
+            trace_str_free_(*s);
+        }
+        *s = NULL;
+    }
+}
+
 size_t trace_str_refs(const trace_str *s);
 /* Borrowed NUL-terminated text, valid while the caller holds a reference. */
 const char *trace_str_get(const trace_str *s);
