@@ -44,16 +44,20 @@ struct trace_hub {
      * reference; see intern_uri()). */
     trace_str *uris[HUB_URI_CACHE];
 
-    /* The message last sent and recorded straight into persisted traces, which
-     * trace_hub_repeat() records again for another receiver (see there). wire and uri are
-     * references (wire NULL: nothing to repeat); rec borrows them, corr points to corr. */
+    /* The message last sent and recorded, which trace_hub_repeat() records again for another
+     * receiver (see there). wire and uri are references (wire NULL: nothing to repeat); rec, the
+     * message's parts for persisted traces, borrows them, and corr points to corr; mem is the
+     * record in-memory traces get (its own references), its peer swapped per receiver. */
     struct {
         wamp_buf *wire;
         trace_str *uri;
         trace_persist_rec rec;
         uint8_t corr[TRACE_UUID_LEN];
-        trace *traces[HUB_REPEAT_TRACES];
+        trace *traces[HUB_REPEAT_TRACES]; /* persisted */
         size_t n;
+        trace_record mem;
+        trace *mem_traces[HUB_REPEAT_TRACES];
+        size_t n_mem;
         uint64_t keys; /* the last trace_persist_rec.key given */
         /* Receivers repeated but not appended yet (references), in order: rep_flush(). */
         trace_peer *pend[HUB_REPEAT_BATCH];
@@ -80,6 +84,18 @@ static void rep_flush(trace_hub *hub)
     for (size_t i = 0; i < hub->rep.n; i++) {
         (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n, last);
     }
+    for (size_t i = 0; i < hub->rep.n_mem; i++) {
+        for (size_t k = 0; k < n; k++) {
+            trace_record r;
+            trace_record_clone(&hub->rep.mem, &r);
+            trace_peer_unref(&r.peer);
+            r.peer = trace_peer_ref(hub->rep.pend[k]);
+            if (last && k == n - 1) {
+                r.flags |= TRACE_CORR_LAST;
+            }
+            trace_append_take(hub->rep.mem_traces[i], &r);
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         trace_peer_unref(&hub->rep.pend[i]);
     }
@@ -97,6 +113,10 @@ static void rep_clear(trace_hub *hub)
     wamp_buf_unref(&hub->rep.wire);
     trace_str_unref(&hub->rep.uri);
     hub->rep.n = 0;
+    if (hub->rep.n_mem) {
+        trace_record_fini(&hub->rep.mem);
+        hub->rep.n_mem = 0;
+    }
 }
 
 trace_hub *trace_hub_new(size_t max_traces, const char *mgmt_realm)
@@ -770,41 +790,39 @@ static void persist_direct(const trace_ctx *c, const trace_input *in, trace_peer
     }
 }
 
-/* Whether a message going straight from the input to the first n hits is kept for
- * trace_hub_repeat(): when the same message sent to another session is certain to go to exactly
- * these traces with only its peer changed: a tx message with a shared buffer, delivered, not the
- * last of its action, and every running trace persisted with a filter blind to the peer (the
- * receivers of one message share its realm, type, URI and action). */
+/* Whether the message about to be recorded for n hits is kept for trace_hub_repeat(): when the
+ * same message sent to another session is certain to go to exactly these traces with only its
+ * peer changed: a tx message with a shared buffer whose bytes the records keep as they are,
+ * delivered, not the last of its action, and every running trace message-level with a filter
+ * blind to the peer (the receivers of one message share its realm, type, URI and action). */
 static bool rep_eligible(const trace_hub *hub, const trace_ctx *ctx, const trace_input *in,
                          size_t n)
 {
     if (ctx->direction != TRACE_TX || !in->wire || in->dropped || in->correlation_is_anchor ||
-        in->correlation_is_last || n > HUB_REPEAT_TRACES) {
+        in->correlation_is_last || n > HUB_REPEAT_TRACES || !bytes_as_given(ctx, in)) {
         return false;
     }
     for (size_t i = 0; i < hub->n; i++) {
         const trace *t = hub->traces[i];
-        if (trace_is_running(t) && !(trace_persists(t) && trace_is_peer_blind(t))) {
+        if (trace_is_running(t) && !trace_is_peer_blind(t)) {
             return false;
         }
     }
     return true;
 }
 
-/* Keeps r, just appended to the first n hits with a key of its own (rep_eligible()), for
- * trace_hub_repeat(). */
-static void rep_keep(trace_hub *hub, const trace_input *in, const trace_persist_rec *r, size_t n)
+/* Keeps the message for trace_hub_repeat() (rep_eligible()): its buffer, URI and parts under
+ * key; the traces it went to are added by the recording paths. */
+static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in, uint64_t key)
 {
     hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
-    hub->rep.uri = r->uri ? trace_str_ref(r->uri) : NULL;
-    hub->rep.rec = *r;
-    hub->rep.rec.peer = NULL;
-    if (r->corr) {
-        memcpy(hub->rep.corr, r->corr, TRACE_UUID_LEN);
+    hub->rep.uri = shared_uri(hub, ctx, in);
+    persist_direct(ctx, in, NULL, hub->rep.uri, &hub->rep.rec);
+    hub->rep.rec.key = key;
+    if (in->correlation) {
+        memcpy(hub->rep.corr, in->correlation, TRACE_UUID_LEN);
         hub->rep.rec.corr = hub->rep.corr;
     }
-    memcpy(hub->rep.traces, hub->hits, n * sizeof(*hub->hits));
-    hub->rep.n = n;
 }
 
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
@@ -834,9 +852,10 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
 }
 
 /* Appends the message to the persisted message-level traces among the first n hits, straight
- * from the input, and compacts the other hits to the front; returns how many remain. */
+ * from the input (under key: 0, or the key of a message kept for repeats, whose persisted
+ * traces are noted there), and compacts the other hits to the front; returns how many remain. */
 static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
-                               const trace_input *in)
+                               const trace_input *in, uint64_t key)
 {
     size_t n_rest = 0;
     bool made = false;
@@ -854,14 +873,13 @@ static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
             peer = shared_peer(ctx, in);
             uri = shared_uri(hub, ctx, in);
             persist_direct(ctx, in, peer, uri, &r);
-            /* Every hit persisted (checked below), so this message may be repeated: its key. */
-            r.key = rep_eligible(hub, ctx, in, n) ? ++hub->rep.keys : 0;
+            r.key = key;
             made = true;
         }
         (void)trace_append_rec(t, &r);
-    }
-    if (made && n_rest == 0 && r.key) {
-        rep_keep(hub, in, &r, n);
+        if (key) {
+            hub->rep.traces[hub->rep.n++] = t;
+        }
     }
     trace_peer_unref(&peer);
     trace_str_unref(&uri);
@@ -878,8 +896,14 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     rep_clear(hub); /* something else is recorded: what follows repeats it, or nothing */
     size_t n_hits = hub->n_action_hits ? record_actions(hub, n_all, ctx, in) : n_all;
     hub->n_action_hits = 0;
+    uint64_t key = 0;
+    if (n_hits && rep_eligible(hub, ctx, in, n_hits)) {
+        /* Kept for the next receivers (trace_hub_repeat()), under a key of its own. */
+        key = ++hub->rep.keys;
+        rep_keep(hub, ctx, in, key);
+    }
     if (n_hits && hub->n_persisting && bytes_as_given(ctx, in)) {
-        n_hits = record_persisted(hub, n_hits, ctx, in);
+        n_hits = record_persisted(hub, n_hits, ctx, in, key);
     }
     hub->n_persisting = 0;
     if (n_hits == 0) {
@@ -887,6 +911,11 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     }
     trace_record proto;
     build_record(hub, ctx, in, &proto);
+    if (key) {
+        trace_record_clone(&proto, &hub->rep.mem);
+        memcpy(hub->rep.mem_traces, hub->hits, n_hits * sizeof(*hub->hits));
+        hub->rep.n_mem = n_hits;
+    }
     for (size_t i = 0; i + 1 < n_hits; i++) {
         trace_record r;
         trace_record_clone(&proto, &r);

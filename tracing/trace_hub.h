@@ -171,10 +171,10 @@ typedef struct trace_input {
  * message": the same shared buffer (wire), the same correlation (NULL: none), clock reading
  * (pc_ns) and bytes per serializer; the caller must only ask for a delivered message (which the
  * hub cannot check). The hub keeps a message for this only when every running trace is
- * persisted and message-level with a filter blind to the peer (trace_is_peer_blind()), and it
- * was delivered and not its action's last: an EVENT sent to the next subscriber then costs one
- * record appended per trace, without matching, building or referencing anything. peer: borrowed
- * (the encoder references it if it keeps it). */
+ * message-level with a filter blind to the peer (trace_is_peer_blind()), and it was delivered
+ * and not its action's last: an EVENT sent to the next subscriber then costs no matching and no
+ * building: a byte in a persisted trace's run, a copy of the previous record with this peer in
+ * an in-memory trace. peer: borrowed (referenced while gathered). */
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
                       const uint8_t *correlation, uint64_t pc_ns,
                       const size_t ser_bytes[WAMP_SER_COUNT], bool last);

@@ -930,9 +930,9 @@ static void assert_same_records(json_t *a, json_t *b)
 }
 
 /* A persisted trace records, and reads back, exactly what an in-memory trace with the same
- * options records, whichever capture path it takes: straight from the capture input, the
- * fan-out's repeat (every running trace persisted and blind to the peer), or the record path
- * (an in-memory trace running beside it, a filter that reads the peer). */
+ * options records on the usual path, whichever capture path it takes: straight from the
+ * capture input, the fan-out's repeats (every running trace blind to the peer), or the record
+ * path (a filter that reads the peer); and so do in-memory traces on the repeat path. */
 START_TEST(test_persisted_records_equal_memory)
 {
     char dir[256];
@@ -952,6 +952,13 @@ START_TEST(test_persisted_records_equal_memory)
     ck_assert_uint_gt(events, 500);
 
     json_t *got[3];
+    /* (The reference above took the usual path: a trace reading the peer ran.) In-memory traces
+     * blind to the peer: the repeat path, records copied with the next receiver's peer. */
+    capture(dir, 2, mem, got);
+    assert_same_records(want[0], got[0]);
+    assert_same_records(want[1], got[1]);
+    json_decref(got[0]);
+    json_decref(got[1]);
     /* Alone, keeping everything: the repeat path. */
     static const char *const p1[] = {"{\"persist\": true}"};
     capture(dir, 1, p1, got);

@@ -915,7 +915,8 @@ END_TEST
 /* trace_hub_repeat(): the next receiver of the message just recorded is appended without
  * matching or building anything, but only when that is certain to record the same thing as the
  * usual path: the same buffer, clock reading, correlation and sizes, a message kept for it (tx,
- * delivered, not its action's last), and every running trace persisted and blind to the peer. */
+ * delivered, not its action's last), and every running trace blind to the peer (persisted
+ * traces get a byte in their run, in-memory ones a copy of the previous record). */
 START_TEST(test_repeat_only_when_certain)
 {
     char dir[256];
@@ -1011,11 +1012,25 @@ START_TEST(test_repeat_only_when_certain)
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
     ck_assert_uint_eq(offer_rx(h), 1); /* anything recorded in between */
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
-    /* A trace that is not persisted, or reads the peer: every receiver goes the usual way. */
+    /* An in-memory trace beside it gets its repeats too: the previous record with this peer. */
     trace *m = start(h, "m", NULL);
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes, true));
+    trace_hub_flush(h);
+    ck_assert_uint_eq(trace_store_records(trace_get_store(m)), 3);
+    for (uint64_t i = 0; i < 3; i++) {
+        const trace_record *r = trace_store_get(trace_get_store(m), i);
+        ck_assert_ptr_eq(r->peer, peers[i]);
+        ck_assert_ptr_eq(r->wire, wire);
+        ck_assert_ptr_eq(r->uri, uri);
+        ck_assert_uint_eq(r->flags, TRACE_CORR_HAS | (i == 2 ? TRACE_CORR_LAST : 0));
+        ck_assert_mem_eq(r->corr, corr, TRACE_UUID_LEN);
+        ck_assert_uint_eq(r->msg_type, WAMP_MSG_EVENT);
+        ck_assert_uint_eq(r->ser_bytes[WAMP_SER_JSON], wamp_buf_len(wire));
+    }
     trace_stop(m, TRACE_STOP_STOPPED, PC0, TS0);
+    /* A trace that reads the peer: every receiver goes the usual way. */
     start(h, "who", "{\"persist\": true, \"authids\": [\"carol\"]}");
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1); /* bob: p only */
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
@@ -1028,7 +1043,7 @@ START_TEST(test_repeat_only_when_certain)
     trace_hub_flush(h);
     ck_assert_uint_eq(trace_next_seq(p), next);
     /* Deleting a trace forgets the message. */
-    ck_assert_int_eq(trace_hub_delete(h, "m"), WAMP_OK);
+    ck_assert_int_eq(trace_hub_delete(h, "who"), WAMP_OK);
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     trace_hub_free(h);
     ck_assert_uint_eq(wamp_buf_refs(wire), 1);
