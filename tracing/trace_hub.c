@@ -792,14 +792,17 @@ static void persist_direct(const trace_ctx *c, const trace_input *in, trace_peer
 
 /* Whether the message about to be recorded for n hits is kept for trace_hub_repeat(): when the
  * same message sent to another session is certain to go to exactly these traces with only its
- * peer changed: a tx message with a shared buffer whose bytes the records keep as they are,
+ * peer changed: a tx EVENT with a shared buffer whose bytes the records keep as they are,
  * delivered, not the last of its action, and every running trace message-level with a filter
  * blind to the peer (the receivers of one message share its realm, type, URI and action). */
 static bool rep_eligible(const trace_hub *hub, const trace_ctx *ctx, const trace_input *in,
                          size_t n)
 {
-    if (ctx->direction != TRACE_TX || !in->wire || in->dropped || in->correlation_is_anchor ||
-        in->correlation_is_last || n > HUB_REPEAT_TRACES || !bytes_as_given(ctx, in)) {
+    /* Only an EVENT goes to many sessions (a CALL's INVOCATION, even to a shared registration,
+     * goes to one): keeping anything else would be work for nothing. */
+    if (ctx->msg_type != WAMP_MSG_EVENT || ctx->direction != TRACE_TX || !in->wire || in->dropped ||
+        in->correlation_is_anchor || in->correlation_is_last || n > HUB_REPEAT_TRACES ||
+        !bytes_as_given(ctx, in)) {
         return false;
     }
     for (size_t i = 0; i < hub->n; i++) {

@@ -770,34 +770,40 @@ static json_t *ordinal(json_t *map, const char *key)
     return json_incref(o);
 }
 
+/* What x becomes (a new reference), or NULL when it stays (and is walked into). */
+static json_t *normalized_leaf(json_t *map, const json_t *x)
+{
+    if (json_is_integer(x) && json_integer_value(x) >= (1 << 20)) {
+        char key[32];
+        snprintf(key, sizeof(key), "i%lld", (long long)json_integer_value(x));
+        return ordinal(map, key);
+    }
+    if (json_is_string(x) && json_object_get(map, json_string_value(x))) {
+        return ordinal(map, json_string_value(x));
+    }
+    return NULL;
+}
+
 static void normalize_value(json_t *map, json_t *v)
 {
     size_t i;
     const char *k;
-    json_t *x;
+    json_t *x, *n;
+    void *tmp;
     if (json_is_array(v)) {
         json_array_foreach(v, i, x)
         {
-            if (json_is_integer(x) && json_integer_value(x) >= (1 << 20)) {
-                char key[32];
-                snprintf(key, sizeof(key), "i%lld", (long long)json_integer_value(x));
-                json_array_set_new(v, i, ordinal(map, key));
-            } else if (json_is_string(x) && json_object_get(map, json_string_value(x))) {
-                json_array_set_new(v, i, ordinal(map, json_string_value(x)));
+            if ((n = normalized_leaf(map, x))) {
+                json_array_set_new(v, i, n);
             } else {
                 normalize_value(map, x);
             }
         }
     } else if (json_is_object(v)) {
-        void *tmp;
         json_object_foreach_safe(v, tmp, k, x)
         {
-            if (json_is_integer(x) && json_integer_value(x) >= (1 << 20)) {
-                char key[32];
-                snprintf(key, sizeof(key), "i%lld", (long long)json_integer_value(x));
-                json_object_set_new(v, k, ordinal(map, key));
-            } else if (json_is_string(x) && json_object_get(map, json_string_value(x))) {
-                json_object_set_new(v, k, ordinal(map, json_string_value(x)));
+            if ((n = normalized_leaf(map, x))) {
+                json_object_set_new(v, k, n);
             } else {
                 normalize_value(map, x);
             }

@@ -912,6 +912,32 @@ START_TEST(test_action_uris_interned)
 
 END_TEST
 
+/* An EVENT (wire, decoded: event) of the action corr on uri sent to peer at PC0, offered to the
+ * hub as the router does: the last of its action or not, delivered or dropped. */
+static size_t offer_event(trace_hub *h, trace_peer *peer, trace_str *uri, const uint8_t *corr,
+                          const wamp_buf *wire, const json_t *event, bool last, const char *dropped)
+{
+    trace_ctx c = {.direction = TRACE_TX,
+                   .msg_type = WAMP_MSG_EVENT,
+                   .session_id = trace_peer_session_id(peer),
+                   .realm = trace_peer_realm(peer),
+                   .authid = trace_peer_authid(peer),
+                   .authrole = trace_peer_authrole(peer),
+                   .uri = trace_str_get(uri)};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .peer = peer,
+                      .uri = uri,
+                      .correlation = corr,
+                      .correlation_is_last = last,
+                      .ser = WAMP_SER_JSON,
+                      .wire = wire,
+                      .msg = event,
+                      .ser_bytes = {[WAMP_SER_JSON] = wamp_buf_len(wire)},
+                      .dropped = dropped};
+    return trace_hub_on_message(h, &c, &in);
+}
+
 /* trace_hub_repeat(): the next receiver of the message just recorded is appended without
  * matching or building anything, but only when that is certain to record the same thing as the
  * usual path: the same buffer, clock reading, correlation and sizes, a message kept for it (tx,
@@ -937,25 +963,9 @@ START_TEST(test_repeat_only_when_certain)
     uint8_t corr2[TRACE_UUID_LEN] = {1, 2, 4};
     size_t sizes[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire)};
     size_t sizes2[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire), [WAMP_SER_MSGPACK] = 9};
-    trace_ctx c = {.direction = TRACE_TX,
-                   .msg_type = WAMP_MSG_EVENT,
-                   .session_id = 9,
-                   .realm = "realm1",
-                   .authid = "bob",
-                   .authrole = "user",
-                   .uri = "com.example.topic"};
-    trace_input in = {.pc_ns = PC0,
-                      .ts_ns = TS0,
-                      .peer = peers[0],
-                      .uri = uri,
-                      .correlation = corr,
-                      .ser = WAMP_SER_JSON,
-                      .wire = wire,
-                      .msg = event,
-                      .ser_bytes = {[WAMP_SER_JSON] = wamp_buf_len(wire)}};
     /* Nothing recorded yet. */
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
     /* Referenced by the hub (kept for a repeat) and the trace's encoder (its block's buffer). */
     ck_assert_uint_eq(wamp_buf_refs(wire), 3);
     /* Anything that differs: no. */
@@ -1001,20 +1011,16 @@ START_TEST(test_repeat_only_when_certain)
     }
     json_decref(recs);
     /* A message the hub must not keep: its action's last, a drop, a received one. */
-    in.correlation_is_last = true;
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, true, NULL), 1);
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
-    in.correlation_is_last = false;
-    in.dropped = "queue_full";
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, "queue_full"), 1);
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
-    in.dropped = NULL;
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
     ck_assert_uint_eq(offer_rx(h), 1); /* anything recorded in between */
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     /* An in-memory trace beside it gets its repeats too: the previous record with this peer. */
     trace *m = start(h, "m", NULL);
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 2);
     ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes, true));
     trace_hub_flush(h);
@@ -1032,11 +1038,11 @@ START_TEST(test_repeat_only_when_certain)
     trace_stop(m, TRACE_STOP_STOPPED, PC0, TS0);
     /* A trace that reads the peer: every receiver goes the usual way. */
     start(h, "who", "{\"persist\": true, \"authids\": [\"carol\"]}");
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1); /* bob: p only */
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
     ck_assert_int_eq(trace_hub_stop(h, "who", PC0, TS0, NULL), WAMP_OK);
     /* Kept again; a trace stopped meanwhile (max_records...) gets nothing more. */
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
     uint64_t next = trace_next_seq(p);
     trace_stop(p, TRACE_STOP_STOPPED, PC0, TS0);
     ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
@@ -1091,23 +1097,7 @@ START_TEST(test_repeat_large_fan_out)
     trace_str *uri = trace_str_new("com.example.topic");
     uint8_t corr[TRACE_UUID_LEN] = {7};
     size_t sizes[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire)};
-    trace_ctx c = {.direction = TRACE_TX,
-                   .msg_type = WAMP_MSG_EVENT,
-                   .session_id = 100,
-                   .realm = "realm1",
-                   .authid = "a0",
-                   .authrole = "user",
-                   .uri = "com.example.topic"};
-    trace_input in = {.pc_ns = PC0,
-                      .ts_ns = TS0,
-                      .peer = peers[0],
-                      .uri = uri,
-                      .correlation = corr,
-                      .ser = WAMP_SER_JSON,
-                      .wire = wire,
-                      .msg = event,
-                      .ser_bytes = {[WAMP_SER_JSON] = wamp_buf_len(wire)}};
-    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 2);
     for (size_t i = 1; i < N; i++) {
         ck_assert(trace_hub_repeat(h, wire, peers[i], corr, PC0, sizes, i == N - 1));
     }
