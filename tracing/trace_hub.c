@@ -72,12 +72,18 @@ _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() read
  * encoder for the whole fan-out instead of one per receiver). Every entry point of the hub but
  * trace_hub_repeat() and trace_hub_is_active() calls it first, so that nothing is recorded, read
  * or stopped between a repeat and its record. */
-static void rep_flush(trace_hub *hub)
+static void rep_flush_gathered(trace_hub *hub);
+
+static inline void rep_flush(trace_hub *hub)
+{
+    if (hub->rep.n_pend) {
+        rep_flush_gathered(hub);
+    }
+}
+
+static void rep_flush_gathered(trace_hub *hub)
 {
     size_t n = hub->rep.n_pend;
-    if (n == 0) {
-        return;
-    }
     bool last = hub->rep.pend_last;
     hub->rep.n_pend = 0;
     hub->rep.pend_last = false;
