@@ -113,7 +113,16 @@ void trace_hub_flush(trace_hub *hub)
 }
 
 /* Forgets the message trace_hub_repeat() would repeat (after appending its repeats). */
-static void rep_clear(trace_hub *hub)
+static void rep_forget(trace_hub *hub);
+
+static inline void rep_clear(trace_hub *hub)
+{
+    if (hub->rep.wire || hub->rep.n_pend || hub->rep.n_mem) {
+        rep_forget(hub);
+    }
+}
+
+static void rep_forget(trace_hub *hub)
 {
     rep_flush(hub);
     wamp_buf_unref(&hub->rep.wire);

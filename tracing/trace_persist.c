@@ -2061,13 +2061,14 @@ static bool uuid_eq(const uint8_t *a, const uint8_t *b)
  * identity: a record with them is never a repeat. */
 static bool is_repeat(const block *b, const trace_persist_rec *r, uint8_t b2)
 {
-    if (!b->has_prev || r->seq != b->seq + 1 || r->pc_ns != b->pc || r->ts_ns != b->ts ||
-        r->msg_type != b->prev_type || b2 != b->prev_b2 || r->dropped ||
+    /* What differs most often first: the type (a CALL's INVOCATION follows it), the bytes. */
+    if (!b->has_prev || r->msg_type != b->prev_type || b2 != b->prev_b2 || r->bytes ||
+        r->seq != b->seq + 1 || r->pc_ns != b->pc || r->ts_ns != b->ts || r->dropped ||
         r->ser_bytes[0] != b->prev_ser[0] || r->ser_bytes[1] != b->prev_ser[1] ||
         r->ser_bytes[2] != b->prev_ser[2]) {
         return false;
     }
-    if (r->wire ? !b->prev_wire || r->wire != b->wire : r->bytes || b->prev_wire) {
+    if (r->wire ? !b->prev_wire || r->wire != b->wire : b->prev_wire) {
         return false;
     }
     if (r->uri ? b->prev_uri >= b->n_uris || b->uris[b->prev_uri] != r->uri
