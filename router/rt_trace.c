@@ -276,16 +276,14 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     if (rt->pend.s) {
         flush_pending(rt, true, false); /* this message follows it */
     }
-    size_t ser_bytes[WAMP_SER_COUNT] = {0};
-    for (int i = 1; i < WAMP_SER_COUNT; i++) {
-        ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
-    }
     bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
     /* The next receiver of the message just recorded (a fan-out): the hub appends it again
-     * with this peer, or says no and it is recorded the usual way. */
+     * with this peer, or says no and it is recorded the usual way. The same buffer is the same
+     * message with the same encodings: only a fan-out sends one rt_encoded to several sessions,
+     * and it encodes every serializer it needs before the first send (rt_broker.c, fan_out). */
     if (!drop && rt->cur.now_set &&
         trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL, rt->cur.now_ns,
-                         ser_bytes, last)) {
+                         last)) {
         rt->cur.last = false;
         return;
     }
@@ -298,7 +296,9 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
         in.correlation_is_last = last;
         in.wire = wire;
         in.msg = e->msg;
-        memcpy(in.ser_bytes, ser_bytes, sizeof(in.ser_bytes));
+        for (int i = 1; i < WAMP_SER_COUNT; i++) {
+            in.ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+        }
         in.dropped = drop;
         (void)trace_hub_record_matched(rt->hub, &c, &in);
     }

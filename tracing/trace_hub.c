@@ -844,19 +844,13 @@ static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in
 }
 
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
-                      const uint8_t *correlation, uint64_t pc_ns,
-                      const size_t ser_bytes[WAMP_SER_COUNT], bool last)
+                      const uint8_t *correlation, uint64_t pc_ns, bool last)
 {
     trace_persist_rec *r = &hub->rep.rec;
     if (!wire || wire != hub->rep.wire || !peer || pc_ns != r->pc_ns ||
         !correlation != !(r->flags & TRACE_CORR_HAS) ||
         (correlation && memcmp(correlation, hub->rep.corr, TRACE_UUID_LEN) != 0)) {
         return false;
-    }
-    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
-        if (clamp32(ser_bytes[i]) != r->ser_bytes[i]) {
-            return false;
-        }
     }
     hub->rep.pend[hub->rep.n_pend++] = trace_peer_ref(peer);
     if (last) {

@@ -168,16 +168,17 @@ typedef struct trace_input {
  * through trace_hub_record_matched() again, if it is certain to be that same message to the
  * same traces with only the peer changed (and, with last, the action's last message); returns
  * true then, false (nothing done) otherwise, and the caller records it the usual way. "The same
- * message": the same shared buffer (wire), the same correlation (NULL: none), clock reading
- * (pc_ns) and bytes per serializer; the caller must only ask for a delivered message (which the
- * hub cannot check). The hub keeps a message for this only when every running trace is
- * message-level with a filter blind to the peer (trace_is_peer_blind()), and it was delivered
- * and not its action's last: an EVENT sent to the next subscriber then costs no matching and no
- * building: a byte in a persisted trace's run, a copy of the previous record with this peer in
- * an in-memory trace. peer: borrowed (referenced while gathered). */
+ * message": the same shared buffer (wire; the hub holds a reference, so the address stands for
+ * the bytes), the same correlation (NULL: none) and clock reading (pc_ns). The caller must only
+ * ask for a delivered message, and vouches that one buffer is one message with the same
+ * encodings (sizes per serializer) for all its receivers; the hub cannot check either. The hub
+ * keeps a message for this only when every running trace is message-level with a filter blind to
+ * the peer (trace_is_peer_blind()), and it was delivered and not its action's last: an EVENT sent
+ * to the next subscriber then costs no matching and no building: a byte in a persisted trace's run,
+ * a copy of the previous record with this peer in an in-memory trace. peer: borrowed (referenced
+ * while gathered). */
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
-                      const uint8_t *correlation, uint64_t pc_ns,
-                      const size_t ser_bytes[WAMP_SER_COUNT], bool last);
+                      const uint8_t *correlation, uint64_t pc_ns, bool last);
 /* The repeats are gathered (a reference on each peer) and appended together, with their seqs
  * in order, by the next call into the hub (any function here but trace_hub_repeat() and
  * trace_hub_is_active(): whatever records, matches, ticks, starts, stops or deletes appends them

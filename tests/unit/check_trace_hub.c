@@ -940,7 +940,7 @@ static size_t offer_event(trace_hub *h, trace_peer *peer, trace_str *uri, const 
 
 /* trace_hub_repeat(): the next receiver of the message just recorded is appended without
  * matching or building anything, but only when that is certain to record the same thing as the
- * usual path: the same buffer, clock reading, correlation and sizes, a message kept for it (tx,
+ * usual path: the same buffer, clock reading and correlation, a message kept for it (tx,
  * delivered, not its action's last), and every running trace blind to the peer (persisted
  * traces get a byte in their run, in-memory ones a copy of the previous record). */
 START_TEST(test_repeat_only_when_certain)
@@ -961,25 +961,22 @@ START_TEST(test_repeat_only_when_certain)
     trace_str *uri = trace_str_new("com.example.topic");
     uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3};
     uint8_t corr2[TRACE_UUID_LEN] = {1, 2, 4};
-    size_t sizes[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire)};
-    size_t sizes2[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire), [WAMP_SER_MSGPACK] = 9};
     /* Nothing recorded yet. */
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
     /* Referenced by the hub (kept for a repeat) and the trace's encoder (its block's buffer). */
     ck_assert_uint_eq(wamp_buf_refs(wire), 3);
     /* Anything that differs: no. */
-    ck_assert(!trace_hub_repeat(h, other, peers[1], corr, PC0, sizes, false));
-    ck_assert(!trace_hub_repeat(h, NULL, peers[1], corr, PC0, sizes, false));
-    ck_assert(!trace_hub_repeat(h, wire, NULL, corr, PC0, sizes, false));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr2, PC0, sizes, false));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], NULL, PC0, sizes, false));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0 + 1, sizes, false));
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes2, false));
+    ck_assert(!trace_hub_repeat(h, other, peers[1], corr, PC0, false));
+    ck_assert(!trace_hub_repeat(h, NULL, peers[1], corr, PC0, false));
+    ck_assert(!trace_hub_repeat(h, wire, NULL, corr, PC0, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr2, PC0, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], NULL, PC0, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0 + 1, false));
     ck_assert_uint_eq(trace_next_seq(p), 1);
     /* The same message to two more sessions. */
-    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
-    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, false));
     /* Gathered, appended at the next call into the hub. */
     ck_assert_uint_eq(trace_next_seq(p), 1);
     trace_hub_flush(h);
@@ -987,7 +984,7 @@ START_TEST(test_repeat_only_when_certain)
     trace_hub_flush(h); /* nothing more */
     ck_assert_uint_eq(trace_next_seq(p), 3);
     /* And to the last receiver: the action's last record. */
-    ck_assert(trace_hub_repeat(h, wire, peers[0], corr, PC0, sizes, true));
+    ck_assert(trace_hub_repeat(h, wire, peers[0], corr, PC0, true));
     ck_assert_uint_eq(trace_next_seq(p), 4);
     json_t *recs = trace_render_records(p, 0, TRACE_SEQ_NONE, 10);
     ck_assert_uint_eq(json_array_size(recs), 4);
@@ -1012,17 +1009,17 @@ START_TEST(test_repeat_only_when_certain)
     json_decref(recs);
     /* A message the hub must not keep: its action's last, a drop, a received one. */
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, true, NULL), 1);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, "queue_full"), 1);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
     ck_assert_uint_eq(offer_rx(h), 1); /* anything recorded in between */
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     /* An in-memory trace beside it gets its repeats too: the previous record with this peer. */
     trace *m = start(h, "m", NULL);
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 2);
-    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
-    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, sizes, true));
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, true));
     trace_hub_flush(h);
     ck_assert_uint_eq(trace_store_records(trace_get_store(m)), 3);
     for (uint64_t i = 0; i < 3; i++) {
@@ -1039,18 +1036,18 @@ START_TEST(test_repeat_only_when_certain)
     /* A trace that reads the peer: every receiver goes the usual way. */
     start(h, "who", "{\"persist\": true, \"authids\": [\"carol\"]}");
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     ck_assert_int_eq(trace_hub_stop(h, "who", PC0, TS0, NULL), WAMP_OK);
     /* Kept again; a trace stopped meanwhile (max_records...) gets nothing more. */
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 1);
     uint64_t next = trace_next_seq(p);
     trace_stop(p, TRACE_STOP_STOPPED, PC0, TS0);
-    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     trace_hub_flush(h);
     ck_assert_uint_eq(trace_next_seq(p), next);
     /* Deleting a trace forgets the message. */
     ck_assert_int_eq(trace_hub_delete(h, "who"), WAMP_OK);
-    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, sizes, false));
+    ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     trace_hub_free(h);
     ck_assert_uint_eq(wamp_buf_refs(wire), 1);
     for (size_t i = 0; i < 3; i++) {
@@ -1096,10 +1093,9 @@ START_TEST(test_repeat_large_fan_out)
     }
     trace_str *uri = trace_str_new("com.example.topic");
     uint8_t corr[TRACE_UUID_LEN] = {7};
-    size_t sizes[WAMP_SER_COUNT] = {[WAMP_SER_JSON] = wamp_buf_len(wire)};
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 2);
     for (size_t i = 1; i < N; i++) {
-        ck_assert(trace_hub_repeat(h, wire, peers[i], corr, PC0, sizes, i == N - 1));
+        ck_assert(trace_hub_repeat(h, wire, peers[i], corr, PC0, i == N - 1));
     }
     trace_hub_flush(h);
     ck_assert_uint_eq(trace_next_seq(p), N);
