@@ -647,6 +647,33 @@ static trace_str *shared_uri(trace_hub *hub, const trace_ctx *c, const trace_inp
     return *in->uri_slot ? trace_str_ref(*in->uri_slot) : NULL;
 }
 
+/* The correlation flags of a record of in (TRACE_CORR_*). */
+static uint8_t corr_flags(const trace_input *in)
+{
+    return in->correlation ? (uint8_t)(TRACE_CORR_HAS |
+                                       (in->correlation_is_anchor ? TRACE_CORR_ANCHOR : 0) |
+                                       (in->correlation_is_last ? TRACE_CORR_LAST : 0))
+                           : 0;
+}
+
+/* The bytes per serializer a record of in reports: in's, or, when it gives none, the length of
+ * its bytes in their serializer. */
+static void wire_sizes(const trace_input *in, uint32_t out[WAMP_SER_COUNT])
+{
+    bool any = false;
+    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
+        out[i] = clamp32(in->ser_bytes[i]);
+        any = any || in->ser_bytes[i];
+    }
+    if (!any && ser_is_valid(in->ser)) {
+        if (in->wire) {
+            out[in->ser] = clamp32(wamp_buf_len(in->wire));
+        } else if (in->bytes) {
+            out[in->ser] = clamp32(in->len);
+        }
+    }
+}
+
 /* The record every matching trace gets a copy of (each copy holds its own references). */
 static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *in, trace_record *r)
 {
@@ -663,21 +690,9 @@ static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *
     r->uri = shared_uri(hub, c, in);
     if (in->correlation) {
         memcpy(r->corr, in->correlation, TRACE_UUID_LEN);
-        r->flags = (uint8_t)(TRACE_CORR_HAS | (in->correlation_is_anchor ? TRACE_CORR_ANCHOR : 0) |
-                             (in->correlation_is_last ? TRACE_CORR_LAST : 0));
     }
-    bool any = false;
-    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
-        r->ser_bytes[i] = clamp32(in->ser_bytes[i]);
-        any = any || in->ser_bytes[i];
-    }
-    if (!any && ser_is_valid(in->ser)) {
-        if (in->wire) {
-            r->ser_bytes[in->ser] = clamp32(wamp_buf_len(in->wire));
-        } else if (in->bytes) {
-            r->ser_bytes[in->ser] = clamp32(in->len);
-        }
-    }
+    r->flags = corr_flags(in);
+    wire_sizes(in, r->ser_bytes);
     wamp_ser ser;
     r->wire = kept_bytes(c, in, &ser);
     r->wire_ser = (uint8_t)(r->wire ? ser : 0);
@@ -785,39 +800,29 @@ static void persist_direct(const trace_ctx *c, const trace_input *in, trace_peer
     r->uri = uri;
     r->dropped = in->dropped;
     r->corr = in->correlation;
-    r->flags = in->correlation ? (uint8_t)(TRACE_CORR_HAS |
-                                           (in->correlation_is_anchor ? TRACE_CORR_ANCHOR : 0) |
-                                           (in->correlation_is_last ? TRACE_CORR_LAST : 0))
-                               : 0;
+    r->flags = corr_flags(in);
     r->wire = in->wire;
     r->bytes = in->wire ? NULL : in->bytes;
     r->len = in->wire ? 0 : in->len;
     r->dir = (uint8_t)c->direction;
     r->msg_type = (uint8_t)c->msg_type;
     r->wire_ser = (uint8_t)in->ser;
-    bool any = false;
-    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
-        r->ser_bytes[i] = clamp32(in->ser_bytes[i]);
-        any = any || in->ser_bytes[i];
-    }
-    if (!any) {
-        r->ser_bytes[in->ser] = clamp32(in->wire ? wamp_buf_len(in->wire) : in->len);
-    }
+    wire_sizes(in, r->ser_bytes);
 }
 
-/* Whether the message about to be recorded for n hits is kept for trace_hub_repeat(): when the
- * same message sent to another session is certain to go to exactly these traces with only its
- * peer changed: a tx EVENT with a shared buffer whose bytes the records keep as they are,
+/* Whether the message about to be recorded for n hits, whose bytes the records keep as they are,
+ * is kept for trace_hub_repeat(): when the same message sent to another session is certain to go
+ * to exactly these traces with only its peer changed: a tx EVENT with a shared buffer,
  * delivered, not the last of its action, and every running trace message-level with a filter
  * blind to the peer (the receivers of one message share its realm, type, URI and action). */
 static bool rep_eligible(const trace_hub *hub, const trace_ctx *ctx, const trace_input *in,
                          size_t n)
 {
     /* Only an EVENT goes to many sessions (a CALL's INVOCATION, even to a shared registration,
-     * goes to one): keeping anything else would be work for nothing. */
+     * goes to one): keeping anything else would be work for nothing. The caller checked that
+     * the records keep the message's own bytes (bytes_as_given()). */
     if (ctx->msg_type != WAMP_MSG_EVENT || ctx->direction != TRACE_TX || !in->wire || in->dropped ||
-        in->correlation_is_anchor || in->correlation_is_last || n > HUB_REPEAT_TRACES ||
-        !bytes_as_given(ctx, in)) {
+        in->correlation_is_anchor || in->correlation_is_last || n > HUB_REPEAT_TRACES) {
         return false;
     }
     for (size_t i = 0; i < hub->n; i++) {
@@ -864,8 +869,9 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
 }
 
 /* Appends the message to the persisted message-level traces among the first n hits, straight
- * from the input (under key: 0, or the key of a message kept for repeats, whose persisted
- * traces are noted there), and compacts the other hits to the front; returns how many remain. */
+ * from the input (under key: 0, or the key of a message rep_keep() kept for repeats, whose parts
+ * are taken from there and whose persisted traces are noted there), and compacts the other hits
+ * to the front; returns how many remain. */
 static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
                                const trace_input *in, uint64_t key)
 {
@@ -883,9 +889,13 @@ static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
         if (!made) {
             /* References for the duration of the call (an encoder's block takes its own). */
             peer = shared_peer(ctx, in);
-            uri = shared_uri(hub, ctx, in);
-            persist_direct(ctx, in, peer, uri, &r);
-            r.key = key;
+            if (key) {
+                r = hub->rep.rec; /* its URI is the kept one's reference */
+                r.peer = peer;
+            } else {
+                uri = shared_uri(hub, ctx, in);
+                persist_direct(ctx, in, peer, uri, &r);
+            }
             made = true;
         }
         (void)trace_append_rec(t, &r);
@@ -909,12 +919,13 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     size_t n_hits = hub->n_action_hits ? record_actions(hub, n_all, ctx, in) : n_all;
     hub->n_action_hits = 0;
     uint64_t key = 0;
-    if (n_hits && rep_eligible(hub, ctx, in, n_hits)) {
+    bool as_given = n_hits && bytes_as_given(ctx, in);
+    if (as_given && rep_eligible(hub, ctx, in, n_hits)) {
         /* Kept for the next receivers (trace_hub_repeat()), under a key of its own. */
         key = ++hub->rep.keys;
         rep_keep(hub, ctx, in, key);
     }
-    if (n_hits && hub->n_persisting && bytes_as_given(ctx, in)) {
+    if (as_given && hub->n_persisting) {
         n_hits = record_persisted(hub, n_hits, ctx, in, key);
     }
     hub->n_persisting = 0;
