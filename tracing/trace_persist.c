@@ -2002,22 +2002,8 @@ static size_t peer_def_max(const trace_peer *peer)
     return 4 * VAR_MAX + trace_peer_text_bytes(peer);
 }
 
-/* A run's entry: the peer's index i shifted left once, with last in the low bit; the peer's
- * definition follows when i is new to the block. */
-static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer);
-
-static inline unsigned char *put_run_entry(trace_persist *p, block *b, unsigned char *d,
-                                           trace_peer *peer, size_t i, bool last)
-{
-    if (i < 0x40u && i < b->n_peers) {
-        *d++ = (unsigned char)(i << 1 | last);
-        return d;
-    }
-    d = put_var(d, (uint64_t)i << 1 | last);
-    return i < b->n_peers ? d : put_peer_def(p, b, d, peer);
-}
-
-/* A peer's definition after its index (see put_peer()); out of line, once per peer and block. */
+/* A peer's definition after its index (see put_peer_code()); out of line, once per peer and
+ * block. */
 static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer)
 {
     const char *realm = trace_peer_realm(peer);
@@ -2033,17 +2019,30 @@ static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d,
     return d;
 }
 
-/* The peer part of a record: its index i in the block's table, then, if new there (i = the
- * number of peers so far), its definition (the table keeps a reference). */
+/* A reference to the peer at index i of the block's table, written as the varint code (i in a
+ * record's peer part, i << 1 | last in a run's entry), then, if i is new there (the number of
+ * peers so far), its definition (the table keeps a reference). */
+static inline unsigned char *put_peer_code(trace_persist *p, block *b, unsigned char *d,
+                                           trace_peer *peer, size_t i, uint64_t code)
+{
+    if (code < 0x80u && i < b->n_peers) {
+        *d++ = (unsigned char)code;
+        return d;
+    }
+    d = put_var(d, code);
+    return i < b->n_peers ? d : put_peer_def(p, b, d, peer);
+}
+
 static inline unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d,
                                       trace_peer *peer, size_t i)
 {
-    if (i < 0x80u && i < b->n_peers) {
-        *d++ = (unsigned char)i;
-        return d;
-    }
-    d = put_var(d, i);
-    return i < b->n_peers ? d : put_peer_def(p, b, d, peer);
+    return put_peer_code(p, b, d, peer, i, i);
+}
+
+static inline unsigned char *put_run_entry(trace_persist *p, block *b, unsigned char *d,
+                                           trace_peer *peer, size_t i, bool last)
+{
+    return put_peer_code(p, b, d, peer, i, (uint64_t)i << 1 | last);
 }
 
 static bool uuid_eq(const uint8_t *a, const uint8_t *b)
@@ -2148,9 +2147,9 @@ static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_pe
     trace_peer *peer = r->peer;
     wamp_err err;
     if (peer && p->run_off != NO_RUN) {
-        return extend_run(p, s, b, r->seq, r->ts_ns, &peer, 1, last ? 0 : SIZE_MAX, &err)
-                       ? err
-                       : (err ? err : WAMP_ENOMEM);
+        /* Adds it, or fails with err (an open run always has room for one more). */
+        (void)extend_run(p, s, b, r->seq, r->ts_ns, &peer, 1, last ? 0 : SIZE_MAX, &err);
+        return err;
     }
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
     size_t max = C_RUN_HEAD + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
