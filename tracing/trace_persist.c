@@ -29,10 +29,11 @@
  * each index entry (a segment's first record, then every TRACE_PERSIST_INDEX_EVERY seqs), so a
  * reader that seeks to an index entry starts a block. Within a block, a peer, a URI, the
  * correlation UUID and the message bytes are written once and then referred to:
- *   u8 what (C_* bits), u8 msg_type, u8 dir | wire_ser << 2 | flags << 4,
+ *   u8 what (C_* bits), u8 msg_type, u8 dir | wire_ser << 2 | flags << 4 (| C2_SHORT),
  *   varint seq, pc, ts: absolute in the block's first record (C_BLOCK), else the difference from
- *     the previous record (seq: plain; pc, ts: zigzag, an action record has its anchor's times),
- *   varint ser_bytes[3],
+ *     the previous record (seq: plain; pc, ts: zigzag, an action record has its anchor's times);
+ *     no ts in a short record (C2_SHORT, session 16),
+ *   varint ser_bytes[3] (not in a short record),
  *   C_PEER: varint i: the block's i-th peer; i = number of peers so far: a new one follows
  *     (varint session_id, realm, authid, authrole as strings),
  *   C_URI: the same with one string,
@@ -71,6 +72,14 @@
 #define C_RUN_MAX  0xffffu /* repeats a run holds at most */
 #define C_MIN_LEN  1u      /* a C_REPEAT record without a peer */
 #define C_FULL_MIN 9u      /* any other: 3 bytes and 6 one-byte varints */
+/* In a full record's third byte (dir | wire_ser << 2 | flags << 4), whose top bit was free
+ * (session 16): the record is short. It has no ts varint (ts moved by as much as pc did, as it
+ * does unless the wall clock was set) and no ser_bytes varints (the length of its bytes in
+ * wire_ser is its only size, all others 0): every message the router receives, and every one it
+ * sends in one serializer. Only for a record with bytes of its own (C_WIRE without C_WIRE_SAME),
+ * never a block's first. Four to six bytes less a record, and as many varints less to write. */
+#define C2_SHORT    0x80u
+#define C_SHORT_MIN 6u /* 3 bytes, seq, pc and the bytes' length */
 /* trace_persist.run_off when the record last written is not a run that may grow. */
 #define NO_RUN SIZE_MAX
 /* block.prev_uri when the previous record had no URI, or one a C_REPEAT cannot refer to (not
@@ -332,9 +341,13 @@ struct trace_persist {
 
 static void put32(unsigned char *p, uint32_t v)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 4); /* one store: the loop was four, twice a record */
+#else
     for (int i = 0; i < 4; i++) {
         p[i] = (unsigned char)(v >> (8 * i));
     }
+#endif
 }
 
 static void put64(unsigned char *p, uint64_t v)
@@ -1330,7 +1343,10 @@ static bool compact_head(const unsigned char *body, uint32_t len, block *b, curs
         b->seq++;
         return true;
     }
-    if (len < C_FULL_MIN) {
+    /* C2_SHORT: never a block's first record, always with bytes of its own. */
+    bool is_short = len >= 3 && (body[2] & C2_SHORT);
+    if (len < (is_short ? C_SHORT_MIN : C_FULL_MIN) ||
+        (is_short && (first || (body[0] & (C_WIRE | C_WIRE_SAME)) != C_WIRE))) {
         return false;
     }
     c->p = body + 3;
@@ -1342,7 +1358,7 @@ static bool compact_head(const unsigned char *body, uint32_t len, block *b, curs
     }
     b->has_prev = true;
     uint64_t v[3];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (is_short ? 2 : 3); i++) {
         if (!get_var(c, &v[i])) {
             return false;
         }
@@ -1352,9 +1368,10 @@ static bool compact_head(const unsigned char *body, uint32_t len, block *b, curs
         b->pc = v[1];
         b->ts = v[2];
     } else {
+        uint64_t pc = unzigzag(b->pc, v[1]);
         b->seq += v[0];
-        b->pc = unzigzag(b->pc, v[1]);
-        b->ts = unzigzag(b->ts, v[2]);
+        b->ts = is_short ? b->ts + (pc - b->pc) : unzigzag(b->ts, v[2]);
+        b->pc = pc;
     }
     return true;
 }
@@ -1485,7 +1502,7 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
     if (r->wire_ser >= WAMP_SER_COUNT) {
         return false;
     }
-    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+    for (int i = 0; i < WAMP_SER_COUNT && !(b2 & C2_SHORT); i++) {
         uint64_t v;
         if (!get_var(&c, &v) || v > UINT32_MAX) {
             return false;
@@ -1552,6 +1569,9 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
             if (!get_var(&c, &n) || !get_span(&c, n, &at)) {
                 return false;
             }
+            if (b2 & C2_SHORT) {
+                r->ser_bytes[r->wire_ser] = (uint32_t)n; /* get_span(): n < BODY_MAX */
+            }
             wamp_buf *w = wamp_buf_new_copy(at, (size_t)n);
             if (!w) {
                 return false;
@@ -1564,7 +1584,7 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
     b->has_prev = true;
     b->prev_wire = (what & C_WIRE) != 0;
     b->prev_type = body[1];
-    b->prev_b2 = body[2];
+    b->prev_b2 = (uint8_t)(body[2] & ~C2_SHORT); /* what a repeat of it has */
     memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
     return c.p == c.end;
 }
@@ -2324,6 +2344,11 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     if (!buf_reserve(p, HDR_LEN + max) || (first && !idx_push(s, r->seq, s->size))) {
         return WAMP_ENOMEM;
     }
+    /* Short (C2_SHORT): bytes of its own that are its only size, and ts moved as pc did. */
+    bool own = wire && !wire_same;
+    bool is_short = own && !first && r->ts_ns - b->ts == r->pc_ns - b->pc &&
+                    r->wire_ser < WAMP_SER_COUNT && r->ser_bytes[r->wire_ser] == wire_len &&
+                    (uint64_t)r->ser_bytes[0] + r->ser_bytes[1] + r->ser_bytes[2] == wire_len;
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
     unsigned what = (first ? C_BLOCK : 0) | (peer ? C_PEER : 0) | (uri ? C_URI : 0) |
@@ -2331,7 +2356,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
                     (wire && wire_same ? C_WIRE_SAME : 0) | (corr_same ? C_CORR_SAME : 0);
     d[0] = (unsigned char)what;
     d[1] = r->msg_type;
-    d[2] = b2;
+    d[2] = (unsigned char)(b2 | (is_short ? C2_SHORT : 0));
     d += 3;
     if (first) {
         d = put_var(d, r->seq);
@@ -2340,9 +2365,11 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     } else {
         d = put_var(d, r->seq - b->seq);
         d = put_var(d, zigzag(r->pc_ns, b->pc));
-        d = put_var(d, zigzag(r->ts_ns, b->ts));
+        if (!is_short) {
+            d = put_var(d, zigzag(r->ts_ns, b->ts));
+        }
     }
-    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+    for (int i = 0; i < WAMP_SER_COUNT && !is_short; i++) {
         d = put_var(d, r->ser_bytes[i]);
     }
     if (peer) {
@@ -2369,7 +2396,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         memcpy(b->corr, r->corr, TRACE_UUID_LEN);
         b->has_corr = true;
     }
-    if (wire && !wire_same) {
+    if (own) {
         d = put_var(d, wire_len);
         if (wire_len) {
             memcpy(d, bytes, wire_len);
@@ -2377,8 +2404,10 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         }
         /* Only a shared buffer can be referred to by a later record of the block (its
          * reference keeps the address from being reused); plain bytes cannot. */
-        wamp_buf_unref(&b->wire);
-        b->wire = r->wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)r->wire) : NULL;
+        if (b->wire != r->wire) {
+            wamp_buf_unref(&b->wire);
+            b->wire = r->wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)r->wire) : NULL;
+        }
     }
     b->seq = r->seq;
     b->pc = r->pc_ns;

@@ -1249,6 +1249,99 @@ START_TEST(test_compact_crafted_runs)
 
 END_TEST
 
+/* Short records (C2_SHORT: no ts and no ser_bytes varints): written when a record's bytes are
+ * its only size and ts moved as pc did, and only then; every kind reads back the same, before
+ * and after a reopen, and the short ones are smaller. Crafted short records that break the rules
+ * (opening a block, without bytes of their own) are cut when the trace is opened. */
+START_TEST(test_short_records)
+{
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    char id[TRACE_PERSIST_ID_MAX];
+    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+
+    enum {
+        N = 8
+    };
+
+    trace_record in[N];
+    uint64_t size[N];
+    for (uint64_t k = 0; k < N; k++) {
+        in[k] = make_rec(k, 20);
+        in[k].dropped = NULL;
+        in[k].ser_bytes[WAMP_SER_JSON] = (uint32_t)wamp_buf_len(in[k].wire); /* its only size */
+    }
+    /* 0: a block's first (never short); 1, 2, 6, 7: short; 3: the wall clock was set (ts moved
+     * less than pc); 4: also sent as MessagePack (two sizes); 5: a size that is not its bytes'. */
+    in[3].ts_ns -= 5;
+    in[4].ser_bytes[WAMP_SER_MSGPACK] = 17;
+    in[5].ser_bytes[WAMP_SER_JSON] += 1;
+    for (uint64_t k = 0; k < N; k++) {
+        uint64_t before = trace_persist_bytes(p);
+        ck_assert_int_eq(trace_persist_append(p, &in[k]), WAMP_OK);
+        size[k] = trace_persist_bytes(p) - before;
+    }
+    /* Like records (of the same parity: an odd one's peer has an authid), but short: 4 bytes
+     * less at least (3 sizes and a ts of 1 byte each). */
+    ck_assert_uint_le(size[7] + 4, size[3]);
+    ck_assert_uint_le(size[6] + 4, size[4]);
+    ck_assert_uint_le(size[7] + 4, size[5]);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        trace_record out[N];
+        ck_assert_uint_eq(trace_persist_read(p, 0, UINT64_MAX, N, out), N);
+        for (uint64_t k = 0; k < N; k++) {
+            assert_equal(&out[k], &in[k]);
+            trace_record_fini(&out[k]);
+        }
+        trace_persist_free(p);
+        p = NULL;
+        if (pass == 0) {
+            json_t *m = NULL;
+            ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+            json_decref(m);
+        }
+    }
+    for (uint64_t k = 0; k < N; k++) {
+        trace_record_fini(&in[k]);
+    }
+
+    /* Crafted after CRAFT_GOOD records: C_WIRE, type 16, rx JSON short; seq + 1, pc + 1000
+     * (zigzag 2000), 3 bytes "abc". */
+    trace_record got[CRAFT_GOOD + 1];
+    static const unsigned char good[] = {0x10, 16, 0x84, 1, 0xd0, 0x0f, 3, 'a', 'b', 'c'};
+    p = with_crafted(good, sizeof(good), CRAFT_GOOD + 1, CRAFT_GOOD + 1, got);
+    const trace_record *r = &got[CRAFT_GOOD];
+    ck_assert_uint_eq(r->seq, CRAFT_GOOD);
+    ck_assert_uint_eq(r->pc_ns, got[CRAFT_GOOD - 1].pc_ns + 1000);
+    ck_assert_uint_eq(r->ts_ns, got[CRAFT_GOOD - 1].ts_ns + 1000);
+    ck_assert_uint_eq(r->ser_bytes[WAMP_SER_JSON], 3);
+    ck_assert_uint_eq(r->ser_bytes[WAMP_SER_MSGPACK], 0);
+    ck_assert_uint_eq(r->wire_ser, WAMP_SER_JSON);
+    ck_assert_uint_eq(wamp_buf_len(r->wire), 3);
+    ck_assert_mem_eq(wamp_buf_cdata(r->wire), "abc", 3);
+    ck_assert_ptr_null(r->peer);
+    for (size_t i = 0; i < CRAFT_GOOD + 1; i++) {
+        trace_record_fini(&got[i]);
+    }
+    trace_persist_free(p);
+    /* Opening a block, the block's last bytes (C_WIRE_SAME), no bytes at all. */
+    static const unsigned char opens[] = {0x11, 16, 0x84, 1, 0xd0, 0x0f, 3, 'a', 'b', 'c'};
+    static const unsigned char same[] = {0x30, 16, 0x84, 1, 0xd0, 0x0f, 0, 0, 0, 0};
+    static const unsigned char none[] = {0x00, 16, 0x84, 1, 0xd0, 0x0f, 0, 0, 0, 0};
+    const unsigned char *cut[] = {opens, same, none};
+    for (int k = 0; k < 3; k++) {
+        p = with_crafted(cut[k], sizeof(good), CRAFT_GOOD, CRAFT_GOOD, got);
+        for (size_t i = 0; i < CRAFT_GOOD; i++) {
+            trace_record_fini(&got[i]);
+        }
+        trace_persist_free(p);
+    }
+}
+
+END_TEST
+
 START_TEST(test_v1_segments_still_read)
 {
     const char *root = getenv("RT_SOURCE_DIR");
@@ -1311,6 +1404,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_index_seek_and_rotation);
     tcase_add_test(c, test_retention_by_bytes);
     tcase_add_test(c, test_retention_by_age);
+    tcase_add_test(c, test_short_records);
     tcase_add_test(c, test_io_error_directory_gone);
     tcase_add_test(c, test_io_error_file_size_limit);
     tcase_add_test(c, test_writer_backlog_bounded);
