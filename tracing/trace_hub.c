@@ -660,17 +660,16 @@ static uint8_t corr_flags(const trace_input *in)
  * its bytes in their serializer. */
 static void wire_sizes(const trace_input *in, uint32_t out[WAMP_SER_COUNT])
 {
-    bool any = false;
-    for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
-        out[i] = clamp32(in->ser_bytes[i]);
-        any = any || in->ser_bytes[i];
-    }
-    if (!any && ser_is_valid(in->ser)) {
-        if (in->wire) {
-            out[in->ser] = clamp32(wamp_buf_len(in->wire));
-        } else if (in->bytes) {
-            out[in->ser] = clamp32(in->len);
+    if (in->ser_bytes[0] | in->ser_bytes[1] | in->ser_bytes[2]) {
+        for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
+            out[i] = clamp32(in->ser_bytes[i]);
         }
+        return;
+    }
+    /* None given (every received message): its bytes' length in its serializer. */
+    out[0] = out[1] = out[2] = 0;
+    if (ser_is_valid(in->ser) && (in->wire || in->bytes)) {
+        out[in->ser] = clamp32(in->wire ? wamp_buf_len(in->wire) : in->len);
     }
 }
 
@@ -887,13 +886,14 @@ static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
             continue;
         }
         if (!made) {
-            /* References for the duration of the call (an encoder's block takes its own). */
-            peer = shared_peer(ctx, in);
+            /* References for the duration of the call (an encoder's block takes its own):
+             * borrowed when the caller holds one. */
+            peer = in->peer ? in->peer : shared_peer(ctx, in);
             if (key) {
                 r = hub->rep.rec; /* its URI is the kept one's reference */
                 r.peer = peer;
             } else {
-                uri = shared_uri(hub, ctx, in);
+                uri = in->uri ? in->uri : shared_uri(hub, ctx, in);
                 persist_direct(ctx, in, peer, uri, &r);
             }
             made = true;
@@ -903,8 +903,12 @@ static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
             hub->rep.traces[hub->rep.n++] = t;
         }
     }
-    trace_peer_unref(&peer);
-    trace_str_unref(&uri);
+    if (peer != in->peer) {
+        trace_peer_unref(&peer);
+    }
+    if (uri != in->uri) {
+        trace_str_unref(&uri);
+    }
     return n_rest;
 }
 

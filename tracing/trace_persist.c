@@ -2311,50 +2311,49 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     /* What is new in this block, and the most the body can take. */
     trace_peer *peer = r->peer;
     size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
-    bool peer_def = peer && peer_i == b->n_peers;
     trace_str *uri = r->uri;
     size_t uri_i = uri ? table_find(b->uris, b->n_uris, uri, p->uri_hint) : 0;
     bool uri_def = uri && uri_i == b->n_uris;
-    bool corr = (r->flags & TRACE_CORR_HAS) != 0;
-    bool corr_same = corr && b->has_corr && uuid_eq(b->corr, r->corr);
-    bool wire_same = r->wire && r->wire == b->wire;
     const void *bytes = r->wire ? wamp_buf_cdata(r->wire) : r->bytes;
     size_t wire_len = r->wire ? wamp_buf_len(r->wire) : r->len;
-    const char *uri_s = NULL;
-    size_t uri_len = 0;
-    size_t dropped_len = str_len(r->dropped);
-    size_t max = 3 + 6 * VAR_MAX + 2 * VAR_MAX + VAR_MAX + dropped_len + TRACE_UUID_LEN;
-    if (peer_def) {
+    /* own: the record carries its bytes (C_WIRE without C_WIRE_SAME). */
+    bool wire_same = r->wire && r->wire == b->wire;
+    bool own = bytes && !wire_same;
+    /* 3 bytes, 6 varints (seq, pc, ts, ser_bytes), the peer's and the URI's, the UUID. */
+    size_t max = 3 + 8 * VAR_MAX + TRACE_UUID_LEN + (own ? VAR_MAX + wire_len : 0);
+    if (r->dropped) {
+        max += VAR_MAX + strlen(r->dropped);
+    }
+    if (peer && peer_i == b->n_peers) {
         max += peer_def_max(peer);
     }
+    const char *uri_s = NULL;
+    size_t uri_len = 0;
     if (uri_def) {
         uri_s = trace_str_get(uri);
         uri_len = strlen(uri_s);
         max += VAR_MAX + uri_len;
     }
-    bool wire = bytes != NULL;
-    if (wire && !wire_same) {
-        if (max + VAR_MAX + wire_len > BODY_MAX) {
-            wire = false; /* larger than a reader accepts: the record without its bytes */
-        } else {
-            max += VAR_MAX + wire_len;
-        }
+    if (own && max > BODY_MAX) {
+        /* Larger than a reader accepts: the record without its bytes. */
+        own = false;
+        bytes = NULL;
+        max -= VAR_MAX + wire_len;
     }
     /* Both can fail: before anything changes (the block must only hold what was written). */
     if (!buf_reserve(p, HDR_LEN + max) || (first && !idx_push(s, r->seq, s->size))) {
         return WAMP_ENOMEM;
     }
     /* Short (C2_SHORT): bytes of its own that are its only size, and ts moved as pc did. */
-    bool own = wire && !wire_same;
-    bool is_short = own && !first && r->ts_ns - b->ts == r->pc_ns - b->pc &&
-                    r->wire_ser < WAMP_SER_COUNT && r->ser_bytes[r->wire_ser] == wire_len &&
-                    (uint64_t)r->ser_bytes[0] + r->ser_bytes[1] + r->ser_bytes[2] == wire_len;
+    uint32_t implied[WAMP_SER_COUNT] = {0, 0, 0};
+    implied[r->wire_ser < WAMP_SER_COUNT ? r->wire_ser : 0] = (uint32_t)wire_len;
+    bool is_short = own && !first && wire_len <= UINT32_MAX && r->wire_ser < WAMP_SER_COUNT &&
+                    r->ts_ns - b->ts == r->pc_ns - b->pc &&
+                    memcmp(implied, r->ser_bytes, sizeof(implied)) == 0;
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
-    unsigned what = (first ? C_BLOCK : 0) | (peer ? C_PEER : 0) | (uri ? C_URI : 0) |
-                    (r->dropped ? C_DROPPED : 0) | (wire ? C_WIRE : 0) |
-                    (wire && wire_same ? C_WIRE_SAME : 0) | (corr_same ? C_CORR_SAME : 0);
-    d[0] = (unsigned char)what;
+    /* The what byte (d[0]) is known when the body is: its bits are set on the way. */
+    unsigned what = first ? C_BLOCK : 0;
     d[1] = r->msg_type;
     d[2] = (unsigned char)(b2 | (is_short ? C2_SHORT : 0));
     d += 3;
@@ -2369,14 +2368,18 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
             d = put_var(d, zigzag(r->ts_ns, b->ts));
         }
     }
-    for (int i = 0; i < WAMP_SER_COUNT && !is_short; i++) {
-        d = put_var(d, r->ser_bytes[i]);
+    if (!is_short) {
+        for (int i = 0; i < WAMP_SER_COUNT; i++) {
+            d = put_var(d, r->ser_bytes[i]);
+        }
     }
     if (peer) {
+        what |= C_PEER;
         d = put_peer(p, b, d, peer, peer_i);
     }
     b->prev_uri = PREV_NO_URI;
     if (uri) {
+        what |= C_URI;
         d = put_var(d, uri_i);
         b->prev_uri = uri_def ? PREV_BAD_URI : uri_i;
         if (uri_def) {
@@ -2388,32 +2391,39 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         }
     }
     if (r->dropped) {
-        d = put_vstr(d, r->dropped, dropped_len);
+        what |= C_DROPPED;
+        d = put_vstr(d, r->dropped, strlen(r->dropped));
     }
-    if (corr && !corr_same) {
-        memcpy(d, r->corr, TRACE_UUID_LEN);
-        d += TRACE_UUID_LEN;
-        memcpy(b->corr, r->corr, TRACE_UUID_LEN);
-        b->has_corr = true;
+    if (r->flags & TRACE_CORR_HAS) {
+        if (b->has_corr && uuid_eq(b->corr, r->corr)) {
+            what |= C_CORR_SAME;
+        } else {
+            memcpy(d, r->corr, TRACE_UUID_LEN);
+            d += TRACE_UUID_LEN;
+            memcpy(b->corr, r->corr, TRACE_UUID_LEN);
+            b->has_corr = true;
+        }
     }
     if (own) {
+        what |= C_WIRE;
         d = put_var(d, wire_len);
-        if (wire_len) {
-            memcpy(d, bytes, wire_len);
-            d += wire_len;
-        }
+        memcpy(d, bytes, wire_len);
+        d += wire_len;
         /* Only a shared buffer can be referred to by a later record of the block (its
          * reference keeps the address from being reused); plain bytes cannot. */
         if (b->wire != r->wire) {
             wamp_buf_unref(&b->wire);
             b->wire = r->wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)r->wire) : NULL;
         }
+    } else if (wire_same) {
+        what |= C_WIRE | C_WIRE_SAME;
     }
+    h[HDR_LEN] = (unsigned char)what;
     b->seq = r->seq;
     b->pc = r->pc_ns;
     b->ts = r->ts_ns;
     b->has_prev = true;
-    b->prev_wire = wire;
+    b->prev_wire = own || wire_same;
     b->prev_type = r->msg_type;
     b->prev_b2 = b2;
     b->prev_key = r->key;
