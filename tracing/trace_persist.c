@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -673,6 +674,14 @@ static void job_finish(writer *w, job *j)
 static void *writer_main(void *arg)
 {
     writer *w = arg;
+    /* Background work: this thread yields to the service thread when both want the same core
+     * (TRACE_PERSIST_WRITER_NICE). On Linux the nice value is per thread: who 0 is this one. */
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0) {
+        nice += TRACE_PERSIST_WRITER_NICE;
+        (void)setpriority(PRIO_PROCESS, 0, nice < 19 ? nice : 19);
+    }
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->head && !w->quit) {

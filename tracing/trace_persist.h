@@ -63,6 +63,11 @@
 #define TRACE_PERSIST_INDEX_EVERY 256u
 /* append() hands the buffer to the writer thread when it holds this many bytes. */
 #define TRACE_PERSIST_BUFFER_MAX (256u * 1024u)
+/* A trace's writer thread runs this much nicer than the router (at most 19): its CRCs and
+ * writes fill the time the service thread leaves idle instead of preempting it when both share a
+ * core (the writer catches up whenever the service thread waits for the network, and the
+ * service thread waits for it past tracing.write_backlog). Measured in tracing/README.md. */
+#define TRACE_PERSIST_WRITER_NICE 10
 /* Longest persistent_id (a directory name). */
 #define TRACE_PERSIST_ID_MAX 64
 

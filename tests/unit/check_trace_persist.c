@@ -5,6 +5,7 @@
  * temporary directory. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,6 +492,65 @@ START_TEST(test_io_error_file_size_limit)
     ck_assert_uint_eq(trace_persist_next_seq(p), 100);
     read_check(p, 0, UINT64_MAX, 1000, 0, 100, 100);
     trace_persist_free(p);
+}
+
+END_TEST
+
+/* The nice value of the thread tid of this process (/proc/self/task/<tid>/stat, field 19), or
+ * INT_MIN if it cannot be read. */
+static int thread_nice(const char *tid)
+{
+    char path[300], line[1024];
+    snprintf(path, sizeof(path), "/proc/self/task/%s/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return INT_MIN;
+    }
+    size_t n = fread(line, 1, sizeof(line) - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    /* After the command's closing parenthesis: field 3 (state) on; nice is field 19. */
+    char *p = strrchr(line, ')');
+    int field = 2;
+    for (; p && *p && field < 19; p++) {
+        field += *p == ' ';
+    }
+    return p && field == 19 ? atoi(p) : INT_MIN;
+}
+
+/* How many threads of this process have the nice value want. */
+static int threads_with_nice(int want)
+{
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] != '.' && thread_nice(e->d_name) == want) {
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* A writable trace's writer thread runs TRACE_PERSIST_WRITER_NICE nicer than the process (the
+ * service thread keeps its own), and stops with the trace. */
+START_TEST(test_writer_thread_is_nicer)
+{
+    int base = getpriority(PRIO_PROCESS, 0); /* this thread's (Linux: per thread) */
+    int want = base + TRACE_PERSIST_WRITER_NICE < 19 ? base + TRACE_PERSIST_WRITER_NICE : 19;
+    ck_assert_int_ne(want, base);
+    int before = threads_with_nice(want);
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    append_n(p, 0, 10, 20);
+    /* The thread sets its own nice value as it starts: a flush with sync waits for it. */
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    ck_assert_int_eq(threads_with_nice(want), before + 1);
+    ck_assert_int_eq(getpriority(PRIO_PROCESS, 0), base); /* this thread's is unchanged */
+    trace_persist_free(p);
+    ck_assert_int_eq(threads_with_nice(want), before);
 }
 
 END_TEST
@@ -1405,6 +1465,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_retention_by_bytes);
     tcase_add_test(c, test_retention_by_age);
     tcase_add_test(c, test_short_records);
+    tcase_add_test(c, test_writer_thread_is_nicer);
     tcase_add_test(c, test_io_error_directory_gone);
     tcase_add_test(c, test_io_error_file_size_limit);
     tcase_add_test(c, test_writer_backlog_bounded);
