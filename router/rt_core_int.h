@@ -111,6 +111,25 @@ wamp_err rt_session_refuse_limit(rt_session *s, wamp_msg_type req_type, uint64_t
 
 #define RT_TRACE_LAST(rt) ((rt)->cur.last = true)
 
+/* The fan-out fast path of tracing a message sent to s, inline in the send path (an EVENT to
+ * the next subscriber is most of what a fan-out sends): while a trace runs and no received
+ * PUBLISH waits for its record (rt->pend.s), the hub appends the message just recorded again
+ * with s's peer when it is certainly that message (trace_hub_repeat()); true then. Otherwise
+ * the caller records it with rt_trace_tx(). The same buffer is the same message with the same
+ * encodings: only a fan-out sends one rt_encoded to several sessions, and it encodes every
+ * serializer it needs before the first send (rt_broker.c, fan_out). */
+static inline bool rt_trace_tx_repeat(rt_session *s, const wamp_buf *wire, const char *drop)
+{
+    rt_router *rt = s->rt;
+    if (drop || !rt->cur.now_set ||
+        !trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL,
+                          rt->cur.now_ns, rt->cur.set && rt->cur.last && !rt->cur.meta_pending)) {
+        return false;
+    }
+    rt->cur.last = false; /* "last" marks one message */
+    return true;
+}
+
 /* rt_router_tick(): the auth_failure_delay of s is over: send its ABORT and close. */
 void rt_session_on_auth_delay_over(rt_session *s);
 

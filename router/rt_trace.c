@@ -275,18 +275,11 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     rt_router *rt = s->rt;
     if (rt->pend.s) {
         flush_pending(rt, true, false); /* this message follows it */
+        if (rt_trace_tx_repeat(s, wire, drop)) {
+            return;
+        }
     }
     bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
-    /* The next receiver of the message just recorded (a fan-out): the hub appends it again
-     * with this peer, or says no and it is recorded the usual way. The same buffer is the same
-     * message with the same encodings: only a fan-out sends one rt_encoded to several sessions,
-     * and it encodes every serializer it needs before the first send (rt_broker.c, fan_out). */
-    if (!drop && rt->cur.now_set &&
-        trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL, rt->cur.now_ns,
-                         last)) {
-        rt->cur.last = false;
-        return;
-    }
     trace_ctx c;
     fill_ctx(s, TRACE_TX, e->type, &c);
     if (trace_hub_match(rt->hub, &c) > 0) {

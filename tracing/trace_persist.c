@@ -2136,17 +2136,29 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
     *err = WAMP_OK;
     size_t start = p->len, k = 0;
     uint32_t count = get16(p->buf + p->run_off + HDR_LEN + 1);
-    while (k < max_k && count < C_RUN_MAX && p->len < TRACE_PERSIST_BUFFER_MAX) {
+    size_t n = C_RUN_MAX - count < max_k ? C_RUN_MAX - count : max_k;
+    /* One reservation for the entries (a varint each); a peer new to the block reserves room
+     * for its definition when it comes. */
+    if (!buf_reserve(p, n * VAR_MAX)) {
+        *err = WAMP_ENOMEM;
+        n = 0;
+    }
+    unsigned char *d = p->buf + p->len;
+    for (; k < n && (size_t)(d - p->buf) < TRACE_PERSIST_BUFFER_MAX; k++) {
         trace_peer *peer = peers[k];
         size_t i = table_find(b->peers, b->n_peers, peer, p->peer_hint);
-        if (!buf_reserve(p, VAR_MAX + (i == b->n_peers ? peer_def_max(peer) : 0))) {
-            *err = WAMP_ENOMEM;
-            break;
+        if (i == b->n_peers) {
+            p->len = (size_t)(d - p->buf);
+            if (!buf_reserve(p, (n - k) * VAR_MAX + peer_def_max(peer))) {
+                *err = WAMP_ENOMEM;
+                break;
+            }
+            d = p->buf + p->len;
         }
-        p->len = (size_t)(put_run_entry(p, b, p->buf + p->len, peer, i, k == last_k) - p->buf);
-        count++;
-        k++;
+        d = put_run_entry(p, b, d, peer, i, k == last_k);
     }
+    p->len = (size_t)(d - p->buf);
+    count += (uint32_t)k;
     if (k) {
         size_t add = p->len - start;
         unsigned char *h = p->buf + p->run_off;
