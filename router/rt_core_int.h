@@ -40,6 +40,7 @@ struct rt_router {
     rt_router_stats stats;
     trace_uuid_gen uuids;   /* correlation ids */
     int64_t wall_offset_ns; /* wall clock minus the router's monotonic clock, refreshed per tick */
+    rt_trace_clock tclock;  /* the clock of trace records (rt_trace.h) */
     const trace_hub_events *trace_events; /* the management API's live-feed callbacks */
     void *trace_events_ctx;
     /* Meta events of the action being handled (rt_meta.c), published after its reply. */

@@ -88,6 +88,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt_list_init(&rt->greeting);
     rt_list_init(&rt->auth_failed);
     trace_uuid_gen_init(&rt->uuids);
+    rt_trace_clock_init(&rt->tclock, clock == NULL);
     rt_trace_sync_clocks(rt);
     rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
                             cfg->mgmt_enabled ? cfg->mgmt_realm : NULL);

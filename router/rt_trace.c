@@ -2,8 +2,15 @@
  * correlation (see rt_trace.h). Runs only while a trace is running. */
 #include "rt_trace.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define RT_HAVE_TSC 1
+#else
+#define RT_HAVE_TSC 0
+#endif
 
 #include "rt_broker.h"
 #include "rt_core_int.h"
@@ -18,14 +25,85 @@ uint64_t rt_trace_wall_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t pc_ns(const rt_router *rt)
+static uint64_t tsc_read(void)
 {
-    return rt_router_now_us(rt) * 1000u;
+#if RT_HAVE_TSC
+    return __rdtsc();
+#else
+    return 0;
+#endif
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void rt_trace_clock_init(rt_trace_clock *c, bool own_clock)
+{
+    memset(c, 0, sizeof(*c));
+    char name[32] = "";
+    FILE *f =
+            RT_HAVE_TSC && own_clock
+                    ? fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r")
+                    : NULL;
+    if (f) {
+        c->usable = fgets(name, sizeof(name), f) && strcmp(name, "tsc\n") == 0;
+        fclose(f);
+    }
+    if (c->usable) {
+        c->tsc0 = tsc_read();
+        c->ns0 = mono_ns();
+    }
+}
+
+/* Takes a new anchor (at least 10 ms after the last one: the scale between them is measured
+ * then); returns CLOCK_MONOTONIC's reading at it. Spans too long for 64-bit arithmetic (over 2 s:
+ * a stalled loop) only re-anchor; a counter that went back turns the counter off. */
+static uint64_t clock_anchor(rt_trace_clock *c)
+{
+    uint64_t tsc = tsc_read(), ns = mono_ns();
+    uint64_t dt = tsc - c->tsc0, dns = ns - c->ns0;
+    if (tsc < c->tsc0 || ns < c->ns0) {
+        c->usable = c->on = false;
+        return ns;
+    }
+    if (dns < 10000000u) {
+        return ns;
+    }
+    if (dns < (1u << 31) && dt > dns) { /* over 1 GHz (an invariant TSC is): mult < 2^32 */
+        c->mult = (dns << 32) / dt;
+        c->on = true;
+    }
+    c->tsc0 = tsc;
+    c->ns0 = ns;
+    return ns;
+}
+
+/* The trace clock's reading (see rt_trace_clock). */
+static uint64_t pc_ns(rt_router *rt)
+{
+    rt_trace_clock *c = &rt->tclock;
+    uint64_t ns;
+    uint64_t dt = tsc_read() - c->tsc0;
+    if (c->on && dt < (1ull << 32)) {
+        /* mult < 2^32 (under a ns per count): the product fits. */
+        ns = c->ns0 + ((dt * c->mult) >> 32);
+    } else {
+        ns = c->usable ? mono_ns() : rt_router_now_us(rt) * 1000u;
+    }
+    ns = ns > c->last ? ns : c->last;
+    c->last = ns;
+    return ns;
 }
 
 void rt_trace_sync_clocks(rt_router *rt)
 {
-    rt->wall_offset_ns = (int64_t)(rt_trace_wall_ns() - pc_ns(rt));
+    rt_trace_clock *c = &rt->tclock;
+    uint64_t now = c->usable ? clock_anchor(c) : rt_router_now_us(rt) * 1000u;
+    rt->wall_offset_ns = (int64_t)(rt_trace_wall_ns() - now);
 }
 
 /* The filter's view of a message of s. */

@@ -1,8 +1,10 @@
 /* check_rt_trace.c: the router core feeding the tracing hub: records on rx and tx, correlation
  * chains (TRACING.md "Correlation"), action URIs, serializations, management realm exclusion and
  * protected mode. Records are read back through trace_render, as the management API does. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <check.h>
 
@@ -15,6 +17,7 @@
 #include "tmp_dir.h"
 #include "trace_hub.h"
 #include "trace_render.h"
+#include "trace_store.h"
 
 static test_router T;
 
@@ -713,6 +716,76 @@ START_TEST(test_one_clock_reading_per_message)
 
 END_TEST
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether the kernel keeps time with the TSC (the trace clock then uses it). */
+static bool kernel_clock_is_tsc(void)
+{
+    char name[32] = "";
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    bool tsc = f && fgets(name, sizeof(name), f) && strcmp(name, "tsc\n") == 0;
+    if (f) {
+        fclose(f);
+    }
+    return tsc;
+}
+
+/* With the router's own clock (none injected), records carry CLOCK_MONOTONIC time: each one
+ * between readings taken just before and after its message, never going back, across the
+ * ticks that re-anchor the trace clock; in nanoseconds where the kernel's clock is the TSC (the
+ * router's own clock has microseconds). */
+START_TEST(test_trace_clock_is_monotonic_time)
+{
+    rt_router_free(T.rt);
+    T.rt = rt_router_new(&T.cfg, NULL, NULL);
+    ck_assert_ptr_nonnull(T.rt);
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    trace *t = start("t", "{\"msg_types\": [\"Publish\"]}");
+
+    enum {
+        N = 60
+    };
+
+    uint64_t before[N], after[N];
+    for (int k = 0; k < N; k++) {
+        if (k % 20 == 10) {
+            /* Past the 10 ms a new anchor needs: the tick measures the counter's scale. */
+            struct timespec pause = {0, 12 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            rt_router_tick(T.rt);
+        }
+        before[k] = mono_ns();
+        fake_conn_send(c, "[16, %d, {}, \"com.tick\"]", k + 1);
+        after[k] = mono_ns();
+    }
+    const trace_store *st = trace_get_store(t);
+    ck_assert_uint_eq(trace_records(t), N);
+    bool sub_us = false;
+    uint64_t prev = 0;
+    for (int k = 0; k < N; k++) {
+        const trace_record *r = trace_store_get(st, trace_first_seq(t) + (uint64_t)k);
+        ck_assert_ptr_nonnull(r);
+        /* The scale is extrapolated over at most a tick: 5 us of slack either way. */
+        ck_assert_msg(r->pc_ns + 5000 >= before[k] && r->pc_ns <= after[k] + 5000,
+                      "record %d: pc %llu outside [%llu, %llu]", k, (unsigned long long)r->pc_ns,
+                      (unsigned long long)before[k], (unsigned long long)after[k]);
+        ck_assert_uint_ge(r->pc_ns, prev);
+        prev = r->pc_ns;
+        sub_us = sub_us || r->pc_ns % 1000 != 0;
+    }
+    if (kernel_clock_is_tsc()) {
+        ck_assert_msg(sub_us, "nanoseconds from the TSC");
+    }
+    fake_conn_free(c);
+}
+
+END_TEST
+
 /* SIGTERM: traces keep recording through the grace period, so the GOODBYEs the router sends
  * (each its own completed action) and the peers' replies are in them; the end of the shutdown
  * stops them with stop_reason "shutdown". */
@@ -1013,6 +1086,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_flight_recorder_started_by_router);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     tcase_add_test(tc, test_one_clock_reading_per_message);
+    tcase_add_test(tc, test_trace_clock_is_monotonic_time);
     tcase_add_test(tc, test_shutdown_goodbyes_recorded);
     tcase_add_test(tc, test_persisted_records_equal_memory);
     suite_add_tcase(s, tc);
