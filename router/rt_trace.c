@@ -41,6 +41,28 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A counter reading and CLOCK_MONOTONIC's at the same moment: the counter read on both sides of
+ * the clock, the tightest of a few tries (a preemption between the two readings would skew the
+ * anchor, and the scale measured from it, by as long as it lasted). */
+static void clock_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 4; i++) {
+        uint64_t a = tsc_read();
+        uint64_t n = mono_ns();
+        uint64_t b = tsc_read();
+        if (b >= a && b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *ns = n;
+        }
+    }
+    if (best == UINT64_MAX) { /* the counter went back each time */
+        *tsc = 0;
+        *ns = mono_ns();
+    }
+}
+
 void rt_trace_clock_init(rt_trace_clock *c, bool own_clock)
 {
     memset(c, 0, sizeof(*c));
@@ -54,8 +76,7 @@ void rt_trace_clock_init(rt_trace_clock *c, bool own_clock)
         fclose(f);
     }
     if (c->usable) {
-        c->tsc0 = tsc_read();
-        c->ns0 = mono_ns();
+        clock_pair(&c->tsc0, &c->ns0);
     }
 }
 
@@ -64,7 +85,8 @@ void rt_trace_clock_init(rt_trace_clock *c, bool own_clock)
  * a stalled loop) only re-anchor; a counter that went back turns the counter off. */
 static uint64_t clock_anchor(rt_trace_clock *c)
 {
-    uint64_t tsc = tsc_read(), ns = mono_ns();
+    uint64_t tsc, ns;
+    clock_pair(&tsc, &ns);
     uint64_t dt = tsc - c->tsc0, dns = ns - c->ns0;
     if (tsc < c->tsc0 || ns < c->ns0) {
         c->usable = c->on = false;
