@@ -54,7 +54,11 @@ stop_router() {
     fi
     router_pid=""
 }
-trap stop_router EXIT INT TERM
+# The EXIT trap cleans up; a signal ends the run (a trap that only cleaned up let the run go on
+# with the next configuration after Ctrl-C or kill).
+trap stop_router EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Waits for the ports file written by the router; prints its first URL.
 wait_url() {

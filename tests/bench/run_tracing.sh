@@ -105,7 +105,11 @@ cleanup() {
     stop_pid "$router_pid"
     router_pid=""
 }
-trap cleanup EXIT INT TERM
+# The EXIT trap cleans up; a signal ends the run (a trap that only cleaned up let the run go on
+# with the next configuration after Ctrl-C or kill).
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The embedded default config (configs/default.json) without the flight recorder: every
 # configuration but (f) runs with it, so that (a) is really "no trace".
