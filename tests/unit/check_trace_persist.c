@@ -78,6 +78,15 @@ static trace_record make_rec(uint64_t seq, size_t wire_len)
     return r;
 }
 
+/* A new writable trace under cfg, its persistent id in id. */
+static trace_persist *created(const trace_persist_config *cfg, char id[TRACE_PERSIST_ID_MAX])
+{
+    trace_persist *p = NULL;
+    ck_assert_int_eq(trace_persist_create(cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
+    snprintf(id, TRACE_PERSIST_ID_MAX, "%s", trace_persist_id(p));
+    return p;
+}
+
 static void append_n(trace_persist *p, uint64_t from, uint64_t n, size_t wire_len)
 {
     for (uint64_t s = from; s < from + n; s++) {
@@ -201,10 +210,8 @@ END_TEST
 START_TEST(test_reload_after_clean_close)
 {
     trace_persist_config cfg = config(0);
-    trace_persist *p = NULL;
-    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
     char id[TRACE_PERSIST_ID_MAX];
-    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    trace_persist *p = created(&cfg, id);
     append_n(p, 0, 300, 40);
     json_t *meta = json_pack("{s:s}", "id", "t1");
     ck_assert_int_eq(trace_persist_write_meta(p, meta), WAMP_OK);
@@ -563,10 +570,8 @@ START_TEST(test_writer_backlog_bounded)
      * CRCs were computed by the writer). */
     trace_persist_config cfg = config(4 << 20);
     cfg.write_backlog = TRACE_PERSIST_BACKLOG_MIN;
-    trace_persist *p = NULL;
-    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
     char id[TRACE_PERSIST_ID_MAX];
-    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    trace_persist *p = created(&cfg, id);
     const uint64_t n = 6000;
     const size_t wire = 4000;
     append_n(p, 0, n, wire);
@@ -897,10 +902,8 @@ static wamp_buf *text_buf(const char *text)
 START_TEST(test_compact_fan_out)
 {
     trace_persist_config cfg = config(64 * 1024);
-    trace_persist *p = NULL;
-    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
     char id[TRACE_PERSIST_ID_MAX];
-    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    trace_persist *p = created(&cfg, id);
     trace_peer *pub = trace_peer_new(77, "realm1", "pub", "publisher");
     trace_peer *subs[FAN_SUBS];
     for (int k = 0; k < FAN_SUBS; k++) {
@@ -1108,10 +1111,8 @@ static trace_persist *with_crafted(const unsigned char *body, size_t len, uint64
 START_TEST(test_append_run_blocks_and_index)
 {
     trace_persist_config cfg = config(0);
-    trace_persist *p = NULL;
-    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
     char id[TRACE_PERSIST_ID_MAX];
-    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    trace_persist *p = created(&cfg, id);
 
     enum {
         N = 600
@@ -1316,10 +1317,8 @@ END_TEST
 START_TEST(test_short_records)
 {
     trace_persist_config cfg = config(0);
-    trace_persist *p = NULL;
-    ck_assert_int_eq(trace_persist_create(&cfg, TS0, 0, &p, NULL, 0), WAMP_OK);
     char id[TRACE_PERSIST_ID_MAX];
-    snprintf(id, sizeof(id), "%s", trace_persist_id(p));
+    trace_persist *p = created(&cfg, id);
 
     enum {
         N = 8
