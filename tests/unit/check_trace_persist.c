@@ -1100,10 +1100,6 @@ static trace_persist *with_crafted(const unsigned char *body, size_t len, uint64
     return p;
 }
 
-/* C_REPEAT records (the previous record again but for its peer) from a file: a well-formed one
- * reads back as the previous record with the next seq and its own peer; malformed ones (a bit
- * a repeat cannot have, a peer the block does not hold, a repeat opening a block) never come
- * back as records, and never crash the reader. */
 /* trace_persist_append_run(): one message's receivers, most of them a byte each in the block's
  * run, the last one completing the action; the run ends at every block start (an index entry
  * every 256 seqs, whatever the fan-out) and the records read back, from a seek into the middle
@@ -1190,6 +1186,10 @@ START_TEST(test_append_run_blocks_and_index)
 
 END_TEST
 
+/* C_REPEAT records (the previous record again but for its peer) from a file: a well-formed one
+ * reads back as the previous record with the next seq and its own peer; malformed ones (a bit
+ * a repeat cannot have, a peer the block does not hold, a repeat opening a block) never come
+ * back as records, and never crash the reader. */
 START_TEST(test_compact_crafted_repeats)
 {
     trace_record out[CRAFT_GOOD + 5];
