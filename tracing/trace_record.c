@@ -140,15 +140,9 @@ void trace_record_clone(const trace_record *src, trace_record *dst)
 
 void trace_record_release(trace_record *r)
 {
-    if (r->peer && --r->peer->h.refs == 0) {
-        free(r->peer);
-    }
-    if (r->uri && --r->uri->h.refs == 0) {
-        free(r->uri);
-    }
-    if (r->wire) {
-        wamp_buf_unref(&r->wire);
-    }
+    trace_peer_unref(&r->peer);
+    trace_str_unref(&r->uri);
+    wamp_buf_unref(&r->wire);
 }
 
 void trace_record_fini(trace_record *r)

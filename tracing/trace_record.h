@@ -158,9 +158,9 @@ typedef struct trace_record {
 void trace_record_clone(const trace_record *src, trace_record *dst);
 /* Releases every reference held by r (NULL-safe) and zeroes it. */
 void trace_record_fini(trace_record *r);
-/* Releases every reference held by r (not NULL) and leaves its fields as they are (dangling):
- * for storage that is overwritten or freed next (a store evicting its oldest record), where
- * zeroing would be wasted work on the capture path. */
+/* Releases every reference held by r (not NULL): its peer, uri and wire become NULL, the other
+ * fields stay as they are. For storage that is overwritten or freed next (a store evicting its
+ * oldest record), where zeroing the whole record would be wasted work on the capture path. */
 void trace_record_release(trace_record *r);
 /* Bytes r counts against max_bytes: wire length + TRACE_RECORD_OVERHEAD. */
 size_t trace_record_cost(const trace_record *r);
