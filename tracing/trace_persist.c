@@ -251,6 +251,13 @@ typedef struct seg {
     size_t cap_idx;
 } seg;
 
+/* seq's place in its block of segment s: 0 for a block's first record (the segment's first, then
+ * every TRACE_PERSIST_INDEX_EVERY seqs: where index entries point). */
+static uint64_t block_pos(const seg *s, uint64_t seq)
+{
+    return (seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY;
+}
+
 /* What the current block of compact records defined (the writer's and each reader's own
  * copy): references held on every entry. The scalars come first, the tables last: an append
  * reads and writes a few of the scalars and one table entry, and keeping those few in one or two
@@ -1704,8 +1711,7 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
             bad_seq = true;
             break;
         }
-        if (s->n_idx == 0 || ((seq - first_seq) % TRACE_PERSIST_INDEX_EVERY == 0 &&
-                              s->idx[s->n_idx - 1].seq < seq)) {
+        if (s->n_idx == 0 || (block_pos(s, seq) == 0 && s->idx[s->n_idx - 1].seq < seq)) {
             if (!idx_push(s, seq, off)) {
                 break;
             }
@@ -2221,8 +2227,7 @@ static bool joins_run(trace_persist *p, const trace_persist_rec *r, seg **s)
         return false;
     }
     *s = &p->segs[p->n_segs - 1];
-    return (r->seq - (*s)->first_seq) % TRACE_PERSIST_INDEX_EVERY != 0 &&
-           (*s)->size < p->segment_bytes;
+    return block_pos(*s, r->seq) != 0 && (*s)->size < p->segment_bytes;
 }
 
 wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
@@ -2244,8 +2249,7 @@ wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
                 continue;
             }
             /* As many as the block and the run take, in one go. */
-            uint64_t in_block = TRACE_PERSIST_INDEX_EVERY -
-                                (one.seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY;
+            uint64_t in_block = TRACE_PERSIST_INDEX_EVERY - block_pos(s, one.seq);
             size_t max_k = n - i < in_block ? n - i : (size_t)in_block;
             wamp_err err;
             size_t k = extend_run(p, s, &p->blk, one.seq, one.ts_ns, peers + i, max_k,
@@ -2319,8 +2323,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         }
         s = &p->segs[p->n_segs - 1];
     }
-    bool first =
-            s->next_seq == s->first_seq || (r->seq - s->first_seq) % TRACE_PERSIST_INDEX_EVERY == 0;
+    bool first = s->next_seq == s->first_seq || block_pos(s, r->seq) == 0;
     if (first) {
         block_reset(b);
     }
