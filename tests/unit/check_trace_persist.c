@@ -1100,6 +1100,18 @@ static trace_persist *with_crafted(const unsigned char *body, size_t len, uint64
     return p;
 }
 
+/* with_crafted() for a body whose records are only counted: read back, then released. */
+static void crafted_counts(const unsigned char *body, size_t len, uint64_t expect_next,
+                           size_t expect_read)
+{
+    trace_record out[CRAFT_GOOD + 5];
+    trace_persist *p = with_crafted(body, len, expect_next, expect_read, out);
+    for (size_t i = 0; i < expect_read; i++) {
+        trace_record_fini(&out[i]);
+    }
+    trace_persist_free(p);
+}
+
 /* trace_persist_append_run(): one message's receivers, most of them a byte each in the block's
  * run, the last one completing the action; the run ends at every block start (an index entry
  * every 256 seqs, whatever the fan-out) and the records read back, from a seek into the middle
@@ -1216,19 +1228,11 @@ START_TEST(test_compact_crafted_repeats)
     static const unsigned char bad_peer[] = {0x82, 0x0c};  /* peer 12 of 10 */
     const unsigned char *bad[] = {extra_bit, bad_peer};
     for (int k = 0; k < 2; k++) {
-        p = with_crafted(bad[k], 2, CRAFT_GOOD + 1, CRAFT_GOOD, out);
-        for (size_t i = 0; i < CRAFT_GOOD; i++) {
-            trace_record_fini(&out[i]);
-        }
-        trace_persist_free(p);
+        crafted_counts(bad[k], 2, CRAFT_GOOD + 1, CRAFT_GOOD);
     }
     /* A repeat cannot open a block: cut off when the trace is opened. */
     static const unsigned char opens_block[] = {0x83, 0x00}; /* C_REPEAT | C_PEER | C_BLOCK */
-    p = with_crafted(opens_block, sizeof(opens_block), CRAFT_GOOD, CRAFT_GOOD, out);
-    for (size_t i = 0; i < CRAFT_GOOD; i++) {
-        trace_record_fini(&out[i]);
-    }
-    trace_persist_free(p);
+    crafted_counts(opens_block, sizeof(opens_block), CRAFT_GOOD, CRAFT_GOOD);
 }
 
 END_TEST
@@ -1285,11 +1289,7 @@ START_TEST(test_compact_crafted_runs)
     static const unsigned char opens_block[] = {0x8b, 1, 0, 0x00};
     const unsigned char *cut[] = {zero, extra_bit, opens_block};
     for (int k = 0; k < 3; k++) {
-        p = with_crafted(cut[k], 4, CRAFT_GOOD, CRAFT_GOOD, out);
-        for (size_t i = 0; i < CRAFT_GOOD; i++) {
-            trace_record_fini(&out[i]);
-        }
-        trace_persist_free(p);
+        crafted_counts(cut[k], 4, CRAFT_GOOD, CRAFT_GOOD);
     }
     /* Counted at open (the count is in the head), read up to where decoding stops: a count of
      * 3 with 2 peers, a count of 1 with 2 peers (the extra one ends it), peer 12 of 10. */
@@ -1300,11 +1300,7 @@ START_TEST(test_compact_crafted_runs)
     uint64_t next[] = {CRAFT_GOOD + 3, CRAFT_GOOD + 1, CRAFT_GOOD + 1};
     size_t read[] = {CRAFT_GOOD + 2, CRAFT_GOOD + 1, CRAFT_GOOD};
     for (int k = 0; k < 3; k++) {
-        p = with_crafted(partial[k], 5, next[k], read[k], out);
-        for (size_t i = 0; i < read[k]; i++) {
-            trace_record_fini(&out[i]);
-        }
-        trace_persist_free(p);
+        crafted_counts(partial[k], 5, next[k], read[k]);
     }
 }
 
@@ -1391,11 +1387,7 @@ START_TEST(test_short_records)
     static const unsigned char none[] = {0x00, 16, 0x84, 1, 0xd0, 0x0f, 0, 0, 0, 0};
     const unsigned char *cut[] = {opens, same, none};
     for (int k = 0; k < 3; k++) {
-        p = with_crafted(cut[k], sizeof(good), CRAFT_GOOD, CRAFT_GOOD, got);
-        for (size_t i = 0; i < CRAFT_GOOD; i++) {
-            trace_record_fini(&got[i]);
-        }
-        trace_persist_free(p);
+        crafted_counts(cut[k], sizeof(good), CRAFT_GOOD, CRAFT_GOOD);
     }
 }
 
