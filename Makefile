@@ -1,6 +1,8 @@
 # wampscope: convenience targets around CMake/CTest for a Debian 12 machine.
 #   make run    install what is missing, build (Release, build/) and run the router
 #   make test   install what is missing, build with ASan+UBSan (Debug, build-test/), run every test
+#   make install  build (Release) and install under PREFIX (default /usr/local; DESTDIR honoured)
+#   make deb      build the Debian package (Release, prefix /usr, build-deb/wampscope_*.deb)
 # Other targets: deps, build, clean, distclean, format, lint. Extra router arguments: ARGS="...".
 
 SHELL := /bin/bash
@@ -13,6 +15,8 @@ BUILD_DIR := build
 TEST_DIR := build-test
 NODE_DIR := tests/interop/node
 FUZZ_DIR := build-fuzz
+DEB_DIR := build-deb
+PREFIX ?= /usr/local
 FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_rawsock fuzz_session
 FUZZ_SECONDS ?= $(if $(CI),40,0)
 # `make fuzz` alone runs 60 s per target when FUZZ_SECONDS is 0.
@@ -43,7 +47,7 @@ C_SOURCES = $(shell find $(C_DIRS) -type f \( -name '*.c' -o -name '*.h' \) \
 # Only the lws adapter, main.c and the management CLI may include <libwebsockets.h> (STYLE §1).
 LWS_ALLOWED := ^(router/rt_lws[^/]*|router/main\.c|mgmt/ctl/.*)$$
 
-.PHONY: deps build run test test-build npm clean distclean format lint fuzz fuzz-build
+.PHONY: deps build run test test-build npm clean distclean format lint fuzz fuzz-build install deb
 
 deps:
 	@missing=""; \
@@ -69,6 +73,22 @@ build:
 
 run: deps build
 	exec $(BUILD_DIR)/router/wampscope $(ARGS)
+
+# Install rules: configs/dist/packaging.cmake. PREFIX is a configure-time setting (the unit and
+# the config path depend on it), so it is passed to cmake here.
+install:
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --build $(BUILD_DIR) -j$(NPROC)
+	cmake --install $(BUILD_DIR)
+
+# The Debian package: its own build directory (Release, no tests, prefix /usr so that the
+# config lands in /etc/wampscope); dependencies from dpkg-shlibdeps (CPack's DEB generator).
+deb:
+	cmake -S . -B $(DEB_DIR) -DCMAKE_BUILD_TYPE=Release -DRT_BUILD_TESTS=OFF \
+		-DCMAKE_INSTALL_PREFIX=/usr
+	cmake --build $(DEB_DIR) -j$(NPROC)
+	cd $(DEB_DIR) && cpack -G DEB
+	@ls -1 $(DEB_DIR)/wampscope_*.deb
 
 # npm ci only when node_modules is missing or the lock file (or package.json) changed.
 npm: $(NPM_STAMP)
@@ -111,7 +131,7 @@ fuzz: deps fuzz-build
 	done
 
 clean:
-	rm -rf $(BUILD_DIR) $(TEST_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(TEST_DIR) $(FUZZ_DIR) $(DEB_DIR)
 
 distclean: clean
 	rm -rf $(NODE_DIR)/node_modules
