@@ -49,7 +49,8 @@ static const col trace_cols[] = {
 
 #define NCOLS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-/* Column widths for st: w[i] = -1 for a dropped column; the last column's 0 = unlimited. */
+/* Column widths for st: w[i] = -1 for a dropped column; the last column's 0 = unlimited. A
+ * right-aligned last column (a number) is never flexible: it keeps its width. */
 static void fit(const col *cols, int n, const ctl_style *st, int *w)
 {
     int maxdrop = 0;
@@ -60,7 +61,7 @@ static void fit(const col *cols, int n, const ctl_style *st, int *w)
         for (int i = 0; i < n - 1; i++) {
             w[i] = cols[i].width;
         }
-        w[n - 1] = st->msg_width > 0 ? st->msg_width : 0;
+        w[n - 1] = cols[n - 1].right ? cols[n - 1].width : st->msg_width > 0 ? st->msg_width : 0;
         return;
     }
     int last_min = cols[n - 1].width;
@@ -76,7 +77,7 @@ static void fit(const col *cols, int n, const ctl_style *st, int *w)
         }
         int room = st->columns - kept; /* one space after every kept column but the last */
         if (room - full >= last_min) {
-            w[n - 1] = room - full;
+            w[n - 1] = cols[n - 1].right ? last_min : room - full;
             return;
         }
         if (room - least >= last_min || k >= maxdrop) {
@@ -144,7 +145,7 @@ static void put_cell(FILE *out, const ctl_style *st, const char *s, int w, bool 
         len = prefix_bytes(s, keep);
     }
     int pad = w > 0 && !cut && (size_t)w > n ? w - (int)n : 0;
-    if (right && !last) {
+    if (right) {
         fprintf(out, "%*s", pad, "");
     }
     if (sgr && st->color) {
@@ -313,12 +314,7 @@ char *ctl_format_json(const json_t *v, bool pretty)
 
 /* --- Traces and metadata -------------------------------------------------------------------- */
 
-void ctl_format_traces_header(FILE *out, const ctl_style *st)
-{
-    put_header(out, st, trace_cols, NCOLS(trace_cols));
-}
-
-void ctl_format_trace_row(FILE *out, const ctl_style *st, const json_t *meta)
+static void trace_row(FILE *out, const ctl_style *st, const col *cols, const json_t *meta)
 {
     char records[24], dropped[24], runtime[48];
     snprintf(records, sizeof(records), "%lld", int_of(meta, "records"));
@@ -330,7 +326,27 @@ void ctl_format_trace_row(FILE *out, const ctl_style *st, const json_t *meta)
                           str_or(meta, "started", "-"), runtime};
     const char *sgr[] = {NULL, strcmp(status, "running") == 0 ? SGR_GREEN : NULL, NULL, NULL, NULL,
                          NULL};
-    put_row(out, st, trace_cols, NCOLS(trace_cols), text, sgr);
+    put_row(out, st, cols, NCOLS(trace_cols), text, sgr);
+}
+
+void ctl_format_traces(FILE *out, const ctl_style *st, const json_t *metas)
+{
+    /* The ID column as wide as the longest id (at least the header's 20), cut only when the
+     * table would not fit otherwise. */
+    col cols[NCOLS(trace_cols)];
+    memcpy(cols, trace_cols, sizeof(cols));
+    size_t i;
+    json_t *m;
+    json_array_foreach(metas, i, m)
+    {
+        size_t n = chars(str_or(m, "id", "?"));
+        cols[0].width = n > (size_t)cols[0].width && n < 1000 ? (int)n : cols[0].width;
+    }
+    put_header(out, st, cols, NCOLS(trace_cols));
+    json_array_foreach(metas, i, m)
+    {
+        trace_row(out, st, cols, m);
+    }
 }
 
 void ctl_format_meta(FILE *out, const json_t *meta)

@@ -28,9 +28,9 @@ typedef struct ctl_style {
     bool color;
 } ctl_style;
 
-/* traces: "ID STATUS RECORDS DROPPED STARTED RUNTIME" header and one row per metadata object. */
-void ctl_format_traces_header(FILE *out, const ctl_style *st);
-void ctl_format_trace_row(FILE *out, const ctl_style *st, const json_t *meta);
+/* traces: "ID STATUS RECORDS DROPPED STARTED RUNTIME" header and one row per metadata object of
+ * the list metas; the ID column is as wide as the longest id. */
+void ctl_format_traces(FILE *out, const ctl_style *st, const json_t *metas);
 /* One "key: value" line per metadata field. */
 void ctl_format_meta(FILE *out, const json_t *meta);
 /* data / tail: "SEQ TIME DIR TYPE REALM SESSION URI CORR MSG" header and one row per record.

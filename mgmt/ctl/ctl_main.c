@@ -505,12 +505,7 @@ static int cmd_traces(ctl *c)
             print_json(metas);
         } else {
             ctl_style st = table_style(c, -1);
-            ctl_format_traces_header(stdout, &st);
-            json_t *m;
-            json_array_foreach(metas, i, m)
-            {
-                ctl_format_trace_row(stdout, &st, m);
-            }
+            ctl_format_traces(stdout, &st, metas);
         }
     }
     json_decref(metas);

@@ -131,8 +131,9 @@ START_TEST(test_traces_and_meta)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ctl_style plain = {0};
-    ctl_format_traces_header(f, &plain);
-    ctl_format_trace_row(f, &plain, m);
+    json_t *list = json_pack("[O]", m);
+    ctl_format_traces(f, &plain, list);
+    json_decref(list);
     ctl_format_meta(f, m);
     fclose(f);
     char *row = strchr(buf, '\n') + 1;
@@ -151,7 +152,34 @@ START_TEST(test_traces_and_meta)
     ck_assert_ptr_nonnull(strstr(buf, "\nended          -\n"));
     ck_assert_ptr_nonnull(strstr(buf, "\nruntime        12.34\n")); /* shortest float */
     ck_assert_ptr_nonnull(strstr(buf, "\noptions        {\"limit\":5}\n"));
+    ck_assert_ptr_nonnull(
+            strstr(buf, " 2026-01-02T03:04:05.678Z      12.3s\n")); /* right-aligned */
     free(buf);
+    /* A long id: whole when the table fits (ID as wide as it), cut at 80 columns. */
+    json_object_set_new(m, "id",
+                        json_string("a-trace-with-a-rather-long-name-that-goes-on-and-on"));
+    list = json_pack("[O, {s:s, s:s, s:f}]", m, "id", "t2", "status", "running", "runtime", 1.0);
+    for (int columns = 80; columns <= 200; columns += 120) {
+        ctl_style st = {.columns = columns, .color = false};
+        buf = NULL;
+        f = open_memstream(&buf, &len);
+        ctl_format_traces(f, &st, list);
+        fclose(f);
+        ck_assert_ptr_nonnull(strstr(buf, columns == 80 ? "\na-trace-wi... stopped "
+                                                        : "\na-trace-with-a-rather-long-name-that-"
+                                                          "goes-on-and-on stopped "));
+        ck_assert_ptr_nonnull(strstr(
+                buf, columns == 80 ? "\nt2            running "
+                                   : "\nt2"
+                                     "                                                  running "));
+        for (char *p = buf; *p;) {
+            char *nl = strchr(p, '\n');
+            ck_assert_int_le((int)(nl - p), columns);
+            p = nl + 1;
+        }
+        free(buf);
+    }
+    json_decref(list);
     json_decref(m);
 }
 
