@@ -4,7 +4,7 @@
 #
 # Layout (prefix /usr, as the Debian package has it; /usr/local by default):
 #   bin/wampscope, bin/wampscope-ctl
-#   share/man/man8/wampscope.8, share/man/man1/wampscope-ctl.1
+#   share/man/man8/wampscope.8, share/man/man1/wampscope-ctl.1  (from man/*.in, with the version)
 #   share/bash-completion/completions/wampscope-ctl
 #   lib/systemd/system/wampscope.service
 #   share/doc/wampscope/examples/low-port.conf    (drop-in for ports below 1024)
@@ -19,8 +19,11 @@ configure_file(${RT_DIST_DIR}/wampscope.service.in ${PROJECT_BINARY_DIR}/dist/wa
                @ONLY)
 configure_file(${RT_DIST_DIR}/debian/conffiles.in ${PROJECT_BINARY_DIR}/dist/conffiles @ONLY)
 
-install(FILES ${RT_DIST_DIR}/man/wampscope.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
-install(FILES ${RT_DIST_DIR}/man/wampscope-ctl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# The man pages carry the project's version.
+configure_file(${RT_DIST_DIR}/man/wampscope.8.in ${PROJECT_BINARY_DIR}/dist/wampscope.8 @ONLY)
+configure_file(${RT_DIST_DIR}/man/wampscope-ctl.1.in ${PROJECT_BINARY_DIR}/dist/wampscope-ctl.1 @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/dist/wampscope.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+install(FILES ${PROJECT_BINARY_DIR}/dist/wampscope-ctl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${RT_DIST_DIR}/wampscope-ctl.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME wampscope-ctl)

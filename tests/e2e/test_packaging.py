@@ -189,6 +189,8 @@ class Installed(unittest.TestCase):
             text = r.stdout
             self.assertIn("NAME", text)
             self.assertIn("EXIT STATUS", text)
+            version = run([self.at(binary), "--version"]).stdout.split()[1]
+            self.assertIn("wampscope " + version, text)  # the footer names this version
             # Accurate to --help: every option and (the CLI) every command is documented.
             helptext = run([self.at(binary), "--help"]).stdout
             for opt in help_options(helptext):
