@@ -154,29 +154,30 @@ static wamp_err parse_role_name(cfg_ctx *c, const char *path, const json_t *o, c
     return cfg_dup(c, role, out);
 }
 
+static wamp_err parse_key_item(cfg_ctx *c, const char *path, const json_t *v, void *items, size_t i,
+                               void *arg)
+{
+    (void)arg;
+    uint8_t(*keys)[32] = items;
+    const char *hex = json_string_value(v);
+    size_t bin_len = 0;
+    if (!hex || strlen(hex) != 64 ||
+        sodium_hex2bin(keys[i], 32, hex, 64, NULL, &bin_len, NULL) != 0 || bin_len != 32) {
+        return cfg_refuse(c, path, "must be an Ed25519 public key as 64 hex characters");
+    }
+    return WAMP_OK;
+}
+
 static wamp_err parse_keys(cfg_ctx *c, const char *path, const json_t *v, rt_auth_principal *p)
 {
     if (!json_is_array(v) || json_array_size(v) == 0) {
         return cfg_refuse(c, path, "must be a non-empty list of hex-encoded Ed25519 public keys");
     }
-    p->keys = calloc(json_array_size(v), sizeof(*p->keys));
-    if (!p->keys) {
-        return cfg_oom(c);
-    }
-    size_t i;
-    const json_t *k;
-    json_array_foreach(v, i, k)
-    {
-        const char *hex = json_string_value(k);
-        size_t bin_len = 0;
-        if (!hex || strlen(hex) != 64 ||
-            sodium_hex2bin(p->keys[i], 32, hex, 64, NULL, &bin_len, NULL) != 0 || bin_len != 32) {
-            return cfg_refuse(c, cfg_index(path, i).s,
-                              "must be an Ed25519 public key as 64 hex characters");
-        }
-        p->n_keys = i + 1;
-    }
-    return WAMP_OK;
+    void *items = NULL;
+    wamp_err err =
+            cfg_parse_list(c, path, v, sizeof(*p->keys), parse_key_item, NULL, &items, &p->n_keys);
+    p->keys = items;
+    return err;
 }
 
 /* A cryptosign principal's "role" (required), "realm" and "authorized_keys". */
