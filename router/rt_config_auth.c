@@ -64,7 +64,12 @@ static const type_rule static_types[] = {
 
 static const key_rule ticket_rules[] = {K_PARSED("type"), K_PARSED("principals")};
 static const key_rule wampcra_rules[] = {K_PARSED("type"), K_PARSED("users")};
-static const key_rule cryptosign_rules[] = {K_PARSED("type"), K_PARSED("principals")};
+static const key_rule cryptosign_rules[] = {
+        K_PARSED("type"),
+        K_PARSED("principals"),
+        K_REFUSED("trustroots", "trust roots (certificate chains) are not supported; list the "
+                                "principals and their authorized_keys"),
+};
 static const key_rule ticket_principal_rules[] = {K_PARSED("ticket"), K_PARSED("role")};
 static const key_rule wampcra_user_rules[] = {
         K_PARSED("secret"),     K_PARSED("role"),   K_PARSED("salt"),

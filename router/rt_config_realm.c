@@ -247,6 +247,7 @@ static const key_rule realm_rules[] = {
         K_PARSED("options"),
         K_REFUSED("store", "realm stores (event history) are not supported yet"),
         K_REFUSED("authorizer", "dynamic authorizers are not supported (use static permissions)"),
+        K_REFUSED("inventory", "realm inventories (payload validation) are not supported"),
         /* Crossbar's router-to-router links (edge personality). */
         K_REFUSED("rlinks", "router-to-router links (rlinks) are not supported; wampscope's own "
                             "cluster (under construction) is to connect routers instead"),

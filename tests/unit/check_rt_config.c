@@ -1067,6 +1067,11 @@ static const refusal refusals[] = {
         {WITH_R("{'name':7}"), P_REALM ".name: must be a string"},
         {WITH_R(R1 "," R1),
          "workers[0].realms[1].name: realm \"realm1\" is already defined by realms[0]"},
+        {WITH_REALM_KEYS("'inventory':{'type':'wamp.eth'}"),
+         P_REALM ".inventory: realm inventories (payload validation) are not supported"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{},'trustroots':{}}}"),
+         P_T ".auth.cryptosign.trustroots: trust roots (certificate chains) are not supported; "
+             "list the principals and their authorized_keys"},
         {WITH_REALM_KEYS("'store':{'type':'memory'}"),
          P_REALM ".store: realm stores (event history) are not supported yet"},
         {WITH_REALM_KEYS("'authorizer':'com.auth'"),
