@@ -34,6 +34,23 @@ static const key_rule ws_path_rules[] = {
         K_REFUSED("cookie", "cookie tracking is not supported yet"),
 };
 
+/* "id" into l->id (unchanged when absent), by Crossbar's ID rule. */
+static wamp_err parse_id(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l)
+{
+    const char *id = NULL;
+    wamp_err err = cfg_opt_id(c, path, o, &id);
+    return err == WAMP_OK && id ? cfg_dup(c, id, &l->id) : err;
+}
+
+/* The transport's "endpoint", which every listening transport needs. */
+static wamp_err parse_required_endpoint(cfg_ctx *c, const char *path, const json_t *o,
+                                        rt_listener *l)
+{
+    const json_t *ep = json_object_get(o, "endpoint");
+    cfg_path ep_path = cfg_key(path, "endpoint");
+    return ep ? cfg_parse_endpoint(c, ep_path.s, ep, l) : cfg_refuse(c, ep_path.s, "is required");
+}
+
 /* Crossbar's server does not check the request path against "url"; wampscope serves a
  * "websocket" transport on the path of its "url" (default "/"). On a web path the path key
  * decides and "url" is only checked. */
@@ -68,16 +85,12 @@ static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, 
     if (err != WAMP_OK) {
         return err;
     }
-    const char *id = NULL;
-    err = cfg_opt_id(c, path, o, &id);
-    if (err == WAMP_OK && is_transport && id) {
-        err = cfg_dup(c, id, &l->id);
-    }
-    if (is_transport && !cfg_stop(err)) {
-        const json_t *ep = json_object_get(o, "endpoint");
-        cfg_path ep_path = cfg_key(path, "endpoint");
-        err = cfg_worse(err, ep ? cfg_parse_endpoint(c, ep_path.s, ep, l)
-                                : cfg_refuse(c, ep_path.s, "is required"));
+    if (is_transport) {
+        err = parse_id(c, path, o, l);
+        err = cfg_stop(err) ? err : cfg_worse(err, parse_required_endpoint(c, path, o, l));
+    } else {
+        const char *id = NULL; /* checked; a web path's "id" names nothing in wampscope */
+        err = cfg_opt_id(c, path, o, &id);
     }
     if (!cfg_stop(err)) {
         err = cfg_worse(err, parse_url(c, path, o, is_transport, l));
@@ -168,18 +181,11 @@ static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *
                                     const rt_limits *lim, rt_listener *l)
 {
     wamp_err err = cfg_check_keys(c, path, o, web_transport_rules, N_RULES(web_transport_rules));
-    const char *id = NULL;
     if (err == WAMP_OK) {
-        err = cfg_opt_id(c, path, o, &id);
-    }
-    if (err == WAMP_OK && id) {
-        err = cfg_dup(c, id, &l->id);
+        err = parse_id(c, path, o, l);
     }
     if (err == WAMP_OK) {
-        const json_t *ep = json_object_get(o, "endpoint");
-        cfg_path ep_path = cfg_key(path, "endpoint");
-        err = ep ? cfg_parse_endpoint(c, ep_path.s, ep, l)
-                 : cfg_refuse(c, ep_path.s, "is required");
+        err = parse_required_endpoint(c, path, o, l);
     }
     if (err == WAMP_OK && json_object_get(o, "options")) {
         err = cfg_check_keys(c, cfg_key(path, "options").s, json_object_get(o, "options"),
@@ -273,14 +279,8 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
                                     const rt_limits *lim, rt_listener *l, bool with_endpoint)
 {
     wamp_err err = cfg_check_keys(c, path, o, raw_transport_rules, N_RULES(raw_transport_rules));
-    const char *id = NULL;
     if (err == WAMP_OK) {
-        err = cfg_opt_id(c, path, o, &id);
-    }
-    if (err == WAMP_OK && id) {
-        free(l->id);
-        l->id = NULL;
-        err = cfg_dup(c, id, &l->id);
+        err = parse_id(c, path, o, l);
     }
     if (err == WAMP_OK && !with_endpoint) {
         if (json_object_get(o, "endpoint")) {
@@ -292,10 +292,7 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
             return cfg_refuse(c, cfg_key(path, "type").s, "must be \"rawsocket\"");
         }
     } else if (err == WAMP_OK) {
-        const json_t *ep = json_object_get(o, "endpoint");
-        cfg_path ep_path = cfg_key(path, "endpoint");
-        err = ep ? cfg_parse_endpoint(c, ep_path.s, ep, l)
-                 : cfg_refuse(c, ep_path.s, "is required");
+        err = parse_required_endpoint(c, path, o, l);
     }
     if (err != WAMP_OK) {
         return err;
@@ -384,18 +381,11 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
 {
     *used_raw = false;
     wamp_err err = cfg_check_keys(c, path, o, universal_rules, N_RULES(universal_rules));
-    const char *id = NULL;
     if (err == WAMP_OK) {
-        err = cfg_opt_id(c, path, o, &id);
-    }
-    if (err == WAMP_OK && id) {
-        err = cfg_dup(c, id, &l->id);
+        err = parse_id(c, path, o, l);
     }
     if (err == WAMP_OK) {
-        const json_t *ep = json_object_get(o, "endpoint");
-        cfg_path ep_path = cfg_key(path, "endpoint");
-        err = ep ? cfg_parse_endpoint(c, ep_path.s, ep, l)
-                 : cfg_refuse(c, ep_path.s, "is required");
+        err = parse_required_endpoint(c, path, o, l);
     }
     if (err != WAMP_OK) {
         return err;
