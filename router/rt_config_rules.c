@@ -86,8 +86,8 @@ void cfg_note_ignored(cfg_ctx *c, const char *path)
     size_t used = strlen(c->ignored);
     const char *sep = c->n_ignored ? ", " : "";
     c->n_ignored++;
-    if (used >= sizeof(c->ignored) - sizeof(more)) {
-        return; /* already cut */
+    if (used >= strlen(more) && strcmp(c->ignored + used - strlen(more), more) == 0) {
+        return; /* already cut: the count still grows */
     }
     if (used + strlen(sep) + strlen(path) >= sizeof(c->ignored) - sizeof(more)) {
         snprintf(c->ignored + used, sizeof(c->ignored) - used, "%s", more);

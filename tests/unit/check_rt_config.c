@@ -1909,6 +1909,29 @@ START_TEST(test_harmless_keys_warned)
     rt_config_free(cfg);
     rt_config_diag_fini(&d);
 
+    /* A long list is cut with ", ..." (still one line); the count covers every key. */
+    char perms[16384] = "";
+    size_t n = 0;
+    for (int i = 0; i < 100; i++) {
+        n += (size_t)snprintf(perms + n, sizeof(perms) - n, "%s{'uri':'com.p%d','cache':true}",
+                              i ? "," : "", i);
+    }
+    char json[20000];
+    snprintf(json, sizeof(json), WITH_PERMS("%s"), perms);
+    ck_assert_int_eq(parse_q(json, NULL, &cfg, &d), WAMP_OK);
+    ck_assert_uint_eq(d.n_warnings, 1);
+    const char *w = d.warnings[0];
+    ck_assert_msg(strncmp(w, "100 key(s) with no effect in wampscope, ignored: " P_PERM ".cache, ",
+                          strlen("100 key(s) with no effect in wampscope, ignored: " P_PERM
+                                 ".cache, ")) == 0,
+                  "%s", w);
+    ck_assert_str_eq(w + strlen(w) - 5, ", ...");
+    ck_assert_ptr_null(strchr(w, '\n'));
+    ck_assert_uint_lt(strlen(w), 2200);
+    ck_assert_ptr_null(strstr(w, "permissions[99]"));
+    rt_config_free(cfg);
+    rt_config_diag_fini(&d);
+
     /* A clean file has no warning ("$schema" is no Crossbar feature: not named). */
     ck_assert_int_eq(parse_q(TOP("'$schema':'x',"), NULL, &cfg, &d), WAMP_OK);
     ck_assert_uint_eq(d.n_warnings, 0);
