@@ -263,6 +263,21 @@ wamp_err rt_config_load_string(const char *text, size_t len, rt_config **out, ch
                                size_t err_len);
 wamp_err rt_config_load_file(const char *path, rt_config **out, char *err, size_t err_len);
 wamp_err rt_config_load_default(rt_config **out, char *err, size_t err_len);
+
+/* One integer setting of the "wampscope" object as the loader's tables hold it. */
+typedef struct rt_config_setting {
+    const char *section; /* "limits" or "tracing" */
+    const char *key;     /* "max_message_size", ... */
+    long long def, min, max;
+    const char *unit; /* "bytes", "ms", "records", "seconds", or NULL for a count */
+} rt_config_setting;
+
+/* The i-th integer setting of wampscope.limits and wampscope.tracing, in table order (static
+ * strings); false past the last. The loader reads, checks and defaults them from the same
+ * rows, so documentation can be checked against them (check_rt_config does, for
+ * configs/README.md). */
+bool rt_config_setting_get(size_t i, rt_config_setting *out);
+
 /* NULL-safe. */
 void rt_config_free(rt_config *cfg);
 /* Borrowed: the realm config with that name, or NULL. */

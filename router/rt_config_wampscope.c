@@ -156,6 +156,24 @@ static wamp_err parse_flight_recorder(cfg_ctx *c, const char *path, const json_t
     return WAMP_OK;
 }
 
+bool rt_config_setting_get(size_t i, rt_config_setting *out)
+{
+    size_t n_limits = N_RULES(limit_fields);
+    if (i >= n_limits + N_RULES(tracing_fields)) {
+        return false;
+    }
+    const cfg_field *f = i < n_limits ? &limit_fields[i] : &tracing_fields[i - n_limits];
+    *out = (rt_config_setting){
+            .section = i < n_limits ? "limits" : "tracing",
+            .key = f->key,
+            .def = (long long)f->def,
+            .min = (long long)f->lo,
+            .max = (long long)f->hi,
+            .unit = f->unit,
+    };
+    return true;
+}
+
 wamp_err cfg_wampscope_defaults(cfg_ctx *c, rt_config *cfg)
 {
     cfg_fields_default(limit_fields, N_RULES(limit_fields), &cfg->limits);

@@ -2007,6 +2007,49 @@ START_TEST(test_tls_relative_to_config_dir)
 
 END_TEST
 
+/* configs/README.md documents every integer setting of the wampscope object with the default
+ * the loader uses, and documents no other: the table row "| `limits.<key>` | integer |
+ * <default> ..." starts its default column with the number. */
+START_TEST(test_readme_documents_settings)
+{
+    char path[4096];
+    source_path(path, sizeof(path), "configs/README.md");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[8192];
+    size_t documented = 0, n = 0;
+    rt_config_setting st;
+    while (fgets(line, sizeof(line), f)) {
+        char key[128];
+        long long def;
+        if (sscanf(line, "| `%127[a-z_.]` | integer | %lld", key, &def) != 2 ||
+            (strncmp(key, "limits.", 7) != 0 && strncmp(key, "tracing.", 8) != 0)) {
+            continue;
+        }
+        documented++;
+        bool found = false;
+        for (size_t i = 0; rt_config_setting_get(i, &st); i++) {
+            char full[128];
+            snprintf(full, sizeof(full), "%s.%s", st.section, st.key);
+            if (strcmp(full, key) == 0) {
+                found = true;
+                ck_assert_msg(st.def == def, "%s: README says %lld, the loader %lld", key, def,
+                              st.def);
+            }
+        }
+        ck_assert_msg(found, "README documents %s, which the loader does not have", key);
+    }
+    fclose(f);
+    while (rt_config_setting_get(n, &st)) {
+        ck_assert(st.min <= st.def && st.def <= st.max);
+        n++;
+    }
+    ck_assert_uint_eq(n, 24);
+    ck_assert_uint_eq(documented, n);
+}
+
+END_TEST
+
 static Suite *rt_config_suite(void)
 {
     Suite *s = suite_create("rt_config");
@@ -2024,6 +2067,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_example_config);
     tcase_add_test(tc, test_load_file_errors);
     tcase_add_test(tc, test_load_file_sizes);
+    tcase_add_test(tc, test_readme_documents_settings);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("semantics");
