@@ -51,7 +51,7 @@ static void usage(FILE *f)
                "  --ports-file FILE    after listening, write one URL per listener (ws://, rs://) "
                "to FILE\n"
                "  --log-level LEVEL    error, warn, info (default) or debug\n"
-               "  --check-config       validate the configuration and exit\n"
+               "  --check-config       validate the configuration, list every error, and exit\n"
                "  --version            print the version and exit\n"
                "  --help               print this help and exit\n");
 }
