@@ -46,6 +46,13 @@ C_SOURCES = $(shell find $(C_DIRS) -type f \( -name '*.c' -o -name '*.h' \) \
 	-not -path '*/node_modules/*' 2>/dev/null | sort)
 # Only the lws adapter, main.c and the management CLI may include <libwebsockets.h> (STYLE §1).
 LWS_ALLOWED := ^(router/rt_lws[^/]*|router/main\.c|mgmt/ctl/.*)$$
+# No source file in router/ or tracing/ is longer than MAX_FILE_LINES lines, so that each stays
+# one area a reader can take in. Allowed to be longer, until they are split along their sections
+# as router/rt_config*.c was: the broker and the dealer (routing and tracing calls interleaved),
+# the session FSM, the trace hub and the persisted-trace store.
+MAX_FILE_LINES := 1000
+LONG_FILES_ALLOWED := router/rt_broker.c router/rt_dealer.c router/rt_session.c \
+	tracing/trace_hub.c tracing/trace_persist.c
 
 .PHONY: deps build run test test-build npm clean distclean format lint fuzz fuzz-build install deb
 
@@ -142,6 +149,16 @@ format:
 lint:
 	@command -v clang-format >/dev/null || { echo "lint: install clang-format (apt-get install clang-format)"; exit 1; }
 	clang-format --dry-run -Werror $(C_SOURCES)
+	@long=""; \
+	for f in $$(find router tracing -type f \( -name '*.c' -o -name '*.h' \) | sort); do \
+		n=$$(wc -l < "$$f"); \
+		case " $(LONG_FILES_ALLOWED) " in *" $$f "*) continue ;; esac; \
+		[ "$$n" -le $(MAX_FILE_LINES) ] || long="$$long $$f ($$n lines)"; \
+	done; \
+	if [ -n "$$long" ]; then \
+		echo "lint: longer than $(MAX_FILE_LINES) lines (split it, or list it in LONG_FILES_ALLOWED with a reason):$$long"; \
+		exit 1; \
+	fi
 	@bad=$$(grep -rlE '#[[:space:]]*include[[:space:]]*[<"]libwebsockets\.h[>"]' $(C_DIRS) \
 		--include='*.c' --include='*.h' | grep -vE '$(LWS_ALLOWED)' || true); \
 	if [ -n "$$bad" ]; then \
