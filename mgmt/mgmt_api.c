@@ -136,7 +136,8 @@ static json_t *worker_stats(const mgmt_api *m)
             (json_int_t)st->connection_refusals, "hello_timeouts", (json_int_t)st->hello_timeouts,
             "messages_undelivered", (json_int_t)st->messages_undelivered, "events_not_retained",
             (json_int_t)st->events_not_retained);
-    if (!o || !hits || json_object_update(o, hits) != 0) {
+    if (!o || !hits || json_object_update(o, hits) != 0 ||
+        json_object_set_new(o, "answers_dropped", json_integer((json_int_t)st->answers_dropped))) {
         json_decref(o);
         o = NULL;
     }

@@ -7,9 +7,12 @@
  * registration holds its callees (rt_reg_callee, also linked in the callee session's regs) in
  * registration order; roundrobin rotates that list.
  *
- * A pending call whose caller is gone (left, canceled with skip/killnowait, timed out) stays in
- * the map, detached from the caller, until its callee answers or leaves: the answer is then
- * recognised, traced with the call's correlation and dropped. */
+ * A pending call lives exactly as long as its caller waits for it: a call whose caller is gone
+ * (left, canceled with skip/killnowait, timed out) is freed at once, its callee told with
+ * INTERRUPT {"mode": "killnowait"} where it announced call_canceling (CANCEL skip excepted, by
+ * the spec). So limits.max_pending_calls, counted per caller, bounds every call the router
+ * holds: no caller can leave calls behind and come back for more. The callee's late answer
+ * finds no call and is dropped (stats.answers_dropped). */
 #include "rt_dealer.h"
 
 #include <stdlib.h>
@@ -61,10 +64,10 @@ typedef struct rt_reg_callee {
 typedef struct rt_call {
     uint64_t invocation; /* INVOCATION.Request */
     uint64_t request;    /* the caller's CALL.Request */
-    rt_session *caller;  /* NULL once the caller has left, canceled or timed out */
+    rt_session *caller;  /* waiting for the answer (never NULL) */
     rt_session *callee;
     rt_hnode by_invocation;
-    rt_hnode by_request; /* in d->requests while caller != NULL (CANCEL finds it there) */
+    rt_hnode by_request; /* in d->requests (CANCEL finds it there) */
     rt_list in_caller;   /* in caller->calls_made */
     rt_list in_callee;   /* in callee->calls_served */
     rt_list in_timeouts; /* in d->timeouts (by deadline) while deadline_us != 0 */
@@ -141,33 +144,17 @@ static uint64_t request_hash(const rt_session *caller, uint64_t request)
     return rt_hash_u64(request ^ (caller->id * UINT64_C(0x9E3779B97F4A7C15)));
 }
 
+/* Unlinks and frees c: answered, canceled, timed out, or its caller or callee gone. */
 static void call_remove(rt_dealer *d, rt_call *c)
 {
     rt_hmap_remove(&d->calls, &c->by_invocation);
-    if (c->caller) {
-        rt_hmap_remove(&d->requests, &c->by_request);
-        c->caller->n_calls_made--;
-    }
+    rt_hmap_remove(&d->requests, &c->by_request);
+    c->caller->n_calls_made--;
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
     trace_str_unref(&c->uri);
     free(c);
-}
-
-/* The caller is gone from the call (left, canceled, timed out): the callee's answer will be
- * dropped. */
-static void call_detach_caller(rt_dealer *d, rt_call *c)
-{
-    rt_hmap_remove(&d->requests, &c->by_request);
-    if (c->caller) {
-        c->caller->n_calls_made--;
-    }
-    c->caller = NULL;
-    c->killing = false;
-    c->deadline_us = 0;
-    rt_list_remove(&c->in_caller);
-    rt_list_remove(&c->in_timeouts);
 }
 
 void rt_dealer_free(rt_dealer *d)
@@ -725,7 +712,9 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     bool is_error = m->type == WAMP_MSG_ERROR;
     rt_call *c = callee_call(d, s, m->id);
     if (!c) {
-        RT_LOG_DEBUG(s->id, "%s for unknown invocation %llu ignored",
+        /* Its call was canceled, timed out or its caller left (or the id is made up). */
+        s->rt->stats.answers_dropped++;
+        RT_LOG_DEBUG(s->id, "%s for unknown invocation %llu dropped",
                      wamp_msg_type_name((int)m->type), (unsigned long long)m->id);
         return WAMP_OK;
     }
@@ -736,7 +725,7 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (progress) {
         /* Spec "Progressive Call Results": forwarded only to a caller that asked for them; a
          * call being killed waits for its final answer only. */
-        if (!caller || !c->receive_progress || c->killing) {
+        if (!c->receive_progress || c->killing) {
             RT_LOG_DEBUG(s->id, "progressive YIELD for invocation %llu not forwarded",
                          (unsigned long long)m->id);
             return WAMP_OK;
@@ -744,8 +733,9 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     } else {
         call_remove(d, c);
     }
-    if (!caller || caller->state != RT_SESSION_JOINED) {
-        return WAMP_OK; /* the caller left: the answer has nowhere to go */
+    if (caller->state != RT_SESSION_JOINED) {
+        s->rt->stats.answers_dropped++; /* the caller is closing: nowhere to go */
+        return WAMP_OK;
     }
     json_t *args = m->args ? json_incref(m->args) : NULL;
     json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
@@ -813,7 +803,7 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
         c->killing = true; /* the callee's answer completes the call */
         return err;
     }
-    call_detach_caller(d, c);
+    call_remove(d, c); /* skip, killnowait: the callee's answer will be dropped */
     if (err != WAMP_OK && err != WAMP_ETOOBIG && err != WAMP_EINVAL) {
         return err;
     }
@@ -839,7 +829,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
             (void)send_interrupt(c, "killnowait");
         }
         uint64_t request = c->request;
-        call_detach_caller(d, c); /* unlinks it from d->timeouts */
+        call_remove(d, c); /* unlinks it from d->timeouts */
         if (caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_TIMEOUT,
                                         "the call timed out");
@@ -878,8 +868,8 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
             rt_trace_action_close(s->rt);
         }
     }
-    /* Calls this session made: orphaned; the callee's answer will be dropped. A callee that
-     * can be interrupted is told to stop (as Crossbar does). */
+    /* Calls this session made are canceled as CANCEL killnowait does (INTERRUPT to a callee
+     * that announced call_canceling) and freed now: the callee's answer will be dropped. */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_made)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
@@ -894,7 +884,7 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
                 rt_trace_action_close(s->rt);
             }
         }
-        call_detach_caller(d, c);
+        call_remove(d, c);
     }
     rt_trace_action_unstash(s->rt, &leave_action);
 }

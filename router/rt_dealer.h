@@ -51,7 +51,9 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m);
  * mode is a protocol violation. */
 wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m);
 /* The session leaves: its registrations go, calls it was serving fail with wamp.error.canceled
- * to their callers, and calls it made are orphaned (their results dropped). */
+ * to their callers, and calls it made are canceled as CANCEL killnowait does (INTERRUPT to a
+ * callee with call_canceling) and freed; their late answers are dropped and counted in
+ * stats.answers_dropped. */
 void rt_dealer_on_leave(rt_dealer *d, rt_session *s);
 /* Call timeouts: calls whose deadline (CALL.Options.timeout) is at or before now_us end with
  * ERROR wamp.error.timeout to the caller and INTERRUPT (killnowait) to a callee announcing

@@ -106,6 +106,9 @@ typedef struct rt_router_stats {
     uint64_t messages_undelivered;
     /* Retained events not kept (limits.max_retained_topics / max_retained_bytes) */
     uint64_t events_not_retained;
+    /* YIELDs and ERRORs answering no pending call (canceled, timed out, its caller gone),
+     * dropped */
+    uint64_t answers_dropped;
 } rt_router_stats;
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);

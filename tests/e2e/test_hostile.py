@@ -292,6 +292,46 @@ class TestLimits(HostileTestCase):
         self.assertGreaterEqual(stats["limit_refusals"], self.baseline["limit_refusals"] + 2)
 
 
+    async def test_orphaned_calls_do_not_pile_up(self):
+        # Callers that send CALLs to a callee that never answers and then disconnect: their calls
+        # are canceled toward the callee (INTERRUPT killnowait, it announced call_canceling) and
+        # freed at once, so reconnecting cannot walk around max_pending_calls (5 a caller).
+        slow = h.uri(self, "never")
+        callee = self.raw()
+        callee.send_json([1, "realm1", {"roles": {"callee": {"features": {
+            "call_canceling": True}}}}])
+        self.assertEqual((await self.run_blocking(callee.recv_wamp))[0], 2)
+        callee.send_json([64, 1, {}, slow])
+        self.assertEqual((await self.run_blocking(callee.recv_wamp))[0], 65)
+
+        def recv_n(n, code):
+            got = [callee.recv_wamp() for _ in range(n)]
+            self.assertEqual([m[0] for m in got], [code] * n, got)
+            return got
+
+        for _ in range(5):
+            callers = [self.raw() for _ in range(10)]
+            for ws in callers:
+                self.assertEqual(ws.hello("realm1")[0], 2)
+                for k in range(1, 6):
+                    ws.send_json([48, k, {}, slow])
+            invocations = await self.run_blocking(recv_n, 50, 68)
+            stats = await self.stats()
+            self.assertEqual(stats["pending_calls"], self.baseline["pending_calls"] + 50, stats)
+            for ws in callers:
+                ws.close()
+            interrupts = await self.run_blocking(recv_n, 50, 69)
+            self.assertEqual(sorted(m[1] for m in interrupts), sorted(m[1] for m in invocations))
+            self.assertEqual({m[2]["mode"] for m in interrupts}, {"killnowait"})
+            self.assertEqual((await self.stats())["pending_calls"], self.baseline["pending_calls"])
+        # A late answer finds no call: dropped and counted.
+        callee.send_json([70, interrupts[0][1], {}, ["late"]])
+        callee.send_json([6, {}, "wamp.close.normal"])
+        self.assertEqual((await self.run_blocking(callee.recv_wamp))[0], 6)
+        stats = await self.assert_recovered()
+        self.assertEqual(stats["answers_dropped"], self.baseline["answers_dropped"] + 1)
+        self.assertEqual(stats["limit_refusals"], self.baseline["limit_refusals"])
+
 class TestFloods(HostileTestCase):
     async def test_hello_floods(self):
         # One connection repeating HELLO: the second is a protocol violation.

@@ -187,6 +187,74 @@ START_TEST(test_pending_calls_per_session)
 
 END_TEST
 
+/* Callers that leave with calls pending, skip-cancel them or let them time out leave nothing
+ * behind: 20 rounds of 10 callers x 5 calls against a callee that never answers hold at most
+ * one round's calls (max_pending_calls 5 a caller), the callee is interrupted where it can be,
+ * and its late answers are dropped and counted. */
+START_TEST(test_orphaned_calls_are_freed)
+{
+    setup_limits(0, 0, 5, 0, 0);
+    fake_conn *callee = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_send(callee, "[1, \"realm1\", {\"roles\": {\"callee\": {\"features\": "
+                           "{\"call_canceling\": true}}}}]");
+    fake_conn_clear(callee);
+    fake_conn_send(callee, "[64, 1, {}, \"com.never\"]");
+    fake_conn_clear(callee);
+    long long last_inv = 0;
+    for (int round = 0; round < 20; round++) {
+        fake_conn *callers[10];
+        for (int i = 0; i < 10; i++) {
+            callers[i] = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+            for (int k = 1; k <= 5; k++) {
+                fake_conn_send(callers[i], "[48, %d, {}, \"com.never\"]", k);
+            }
+            ck_assert_uint_eq(fake_conn_pending(callers[i]), 0); /* none refused */
+        }
+        ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 50);
+        for (int i = 0; i < 10; i++) {
+            fake_conn_free(callers[i]);
+        }
+        ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+        /* 50 INVOCATIONs, then one INTERRUPT killnowait for each. */
+        size_t interrupts = 0;
+        for (json_t *m; (m = fake_conn_next(callee)); json_decref(m)) {
+            if (fake_msg_int(m, 0) == WAMP_MSG_INTERRUPT) {
+                interrupts++;
+                last_inv = (long long)fake_msg_int(m, 1);
+                ck_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 2), "mode")),
+                                 "killnowait");
+            }
+        }
+        ck_assert_uint_eq(interrupts, 50);
+    }
+    ck_assert_uint_eq(refusals(), 0);
+    /* The callee's late answer finds nothing: dropped, counted. */
+    fake_conn_send(callee, "[70, %lld, {}, [\"late\"]]", last_inv);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\"]", last_inv);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->answers_dropped, 2);
+    /* CANCEL skip and a timeout free the call too: a caller cannot pile up calls that way. */
+    fake_conn *caller = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    for (int k = 1; k <= 40; k++) {
+        fake_conn_send(caller, "[48, %d, {\"timeout\": 100}, \"com.never\"]", k);
+        fake_conn_send(caller, "[49, %d, {\"mode\": \"skip\"}]", k);
+        fake_expect_error(caller, WAMP_MSG_CALL, k, "wamp.error.canceled");
+    }
+    for (int k = 41; k <= 45; k++) {
+        fake_conn_send(caller, "[48, %d, {\"timeout\": 100}, \"com.never\"]", k);
+    }
+    fake_clock_advance_ms(&T.clock, 200);
+    rt_router_tick(T.rt);
+    for (int k = 41; k <= 45; k++) {
+        fake_expect_error(caller, WAMP_MSG_CALL, k, "wamp.error.timeout");
+    }
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    ck_assert_uint_eq(refusals(), 0);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
 /* --- limits.slow_consumer (the test router caps queues at 100 messages / 64 KiB) ---------- */
 
 static void setup_policy(rt_slow_consumer_policy p)
@@ -527,6 +595,7 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, test_subscriptions_per_session);
     tcase_add_test(tc, test_registrations_per_session);
     tcase_add_test(tc, test_pending_calls_per_session);
+    tcase_add_test(tc, test_orphaned_calls_are_freed);
     tcase_add_test(tc, test_drop_oldest_events_keeps_head);
     tcase_add_test(tc, test_drop_oldest_events_disconnects_when_no_room);
     tcase_add_test(tc, test_drop_oldest_events_room_for_reply);
