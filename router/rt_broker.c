@@ -794,11 +794,12 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
                    (p->filter.any ? json_size(options) : 0);
     if (b->retained.count >= max_topics || bytes > max_bytes ||
         b->retained_bytes > max_bytes - bytes) {
-        RT_LOG_INFO(p->publisher ? p->publisher->id : 0,
-                    "event on %s not retained: realm %s holds %zu retained topics, %zu bytes "
-                    "(limits.max_retained_topics %zu, max_retained_bytes %zu; this one %zu bytes)",
-                    p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes,
-                    max_topics, max_bytes, bytes);
+        RT_LOG_INFO_LIMITED(
+                rt_router_now_us(rt), "event not retained", p->publisher ? p->publisher->id : 0,
+                "event on %s not retained: realm %s holds %zu retained topics, %zu bytes "
+                "(limits.max_retained_topics %zu, max_retained_bytes %zu; this one %zu bytes)",
+                p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes, max_topics,
+                max_bytes, bytes);
         rt->stats.events_not_retained++;
         return WAMP_OK;
     }
@@ -930,14 +931,16 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
     if (strncmp(m->uri, "wamp.", 5) == 0) {
         /* The router's own namespace (meta events): clients cannot publish there, whatever the
          * permissions say, as in Crossbar. */
-        RT_LOG_INFO(s->id, "PUBLISH to restricted topic %s refused", m->uri);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "PUBLISH refused", s->id,
+                            "PUBLISH to restricted topic %s refused", m->uri);
         return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_URI,
                                            "publish to a restricted topic URI (wamp.*)")
                    : WAMP_OK;
     }
     const rt_permission *perm = rt_realm_permission(b->realm, s->authrole, m->uri);
     if (!perm || !perm->allow_publish) {
-        RT_LOG_INFO(s->id, "PUBLISH to %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "PUBLISH denied", s->id,
+                            "PUBLISH to %s denied for role %s", m->uri, s->authrole);
         return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                            "not authorized to publish to this topic")
                    : WAMP_OK;
@@ -1018,7 +1021,8 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
                                                                : "invalid topic pattern");
     }
     if (!rt_realm_authorize(b->realm, s->authrole, RT_ACTION_SUBSCRIBE, m->uri)) {
-        RT_LOG_INFO(s->id, "SUBSCRIBE to %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "SUBSCRIBE denied", s->id,
+                            "SUBSCRIBE to %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to subscribe to this topic");
     }

@@ -12,7 +12,8 @@
  * INTERRUPT {"mode": "killnowait"} where it announced call_canceling (CANCEL skip excepted, by
  * the spec). So limits.max_pending_calls, counted per caller, bounds every call the router
  * holds: no caller can leave calls behind and come back for more. The callee's late answer
- * finds no call and is dropped (stats.answers_dropped). */
+ * finds no call and is dropped (stats.answers_dropped); while a trace runs, it is recorded with the
+ * call's correlation, kept for that in a bounded ring (rt_late_call). */
 #include "rt_dealer.h"
 
 #include <stdlib.h>
@@ -79,9 +80,24 @@ typedef struct rt_call {
     trace_str *uri; /* owned reference, NULL unless traced */
 } rt_call;
 
+/* A traced call freed before its callee answered (canceled, timed out, its caller gone): what
+ * the callee's late answer needs to be traced with the call's correlation. Kept in a ring of
+ * RT_DEALER_LATE_MAX per dealer, the oldest forgotten first, so tracing late answers costs
+ * bounded memory whatever callers do. */
+#define RT_DEALER_LATE_MAX 256
+
+typedef struct rt_late_call {
+    uint64_t invocation;
+    uint64_t callee_id;
+    uint8_t corr[TRACE_UUID_LEN];
+    trace_str *uri; /* owned reference, NULL if none */
+} rt_late_call;
+
 struct rt_dealer {
     rt_realm *realm;
-    rt_hmap exact; /* exact registrations by URI */
+    rt_late_call *late; /* RT_DEALER_LATE_MAX entries once a traced call was abandoned */
+    size_t late_next;   /* the entry the next one replaces */
+    rt_hmap exact;      /* exact registrations by URI */
     rt_hmap by_id;
     rt_hmap calls;
     rt_hmap requests; /* calls by (caller, CALL.Request) */
@@ -157,11 +173,35 @@ static void call_remove(rt_dealer *d, rt_call *c)
     free(c);
 }
 
+/* The caller no longer waits for c (CANCEL skip/killnowait, timeout, caller gone): freed now,
+ * remembered for tracing the callee's late answer if c was traced. */
+static void call_abandon(rt_dealer *d, rt_call *c)
+{
+    if (c->traced && !d->late) {
+        d->late = calloc(RT_DEALER_LATE_MAX, sizeof(*d->late)); /* none: untraced late answers */
+    }
+    if (c->traced && d->late) {
+        rt_late_call *l = &d->late[d->late_next];
+        d->late_next = (d->late_next + 1) % RT_DEALER_LATE_MAX;
+        trace_str_unref(&l->uri);
+        l->invocation = c->invocation;
+        l->callee_id = c->callee->id;
+        memcpy(l->corr, c->corr, TRACE_UUID_LEN);
+        l->uri = c->uri; /* the reference moves */
+        c->uri = NULL;
+    }
+    call_remove(d, c);
+}
+
 void rt_dealer_free(rt_dealer *d)
 {
     if (!d) {
         return;
     }
+    for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
+        trace_str_unref(&d->late[i].uri);
+    }
+    free(d->late);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->calls); it.node;) {
         rt_call *c = RT_CONTAINER_OF(it.node, rt_call, by_invocation);
         rt_hmap_iter_next(&d->calls, &it);
@@ -389,7 +429,8 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
                                      "register of a restricted procedure URI (wamp.*)");
     }
     if (!rt_realm_authorize(d->realm, s->authrole, RT_ACTION_REGISTER, m->uri)) {
-        RT_LOG_INFO(s->id, "REGISTER of %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "REGISTER denied", s->id,
+                            "REGISTER of %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to register this procedure");
     }
@@ -473,7 +514,8 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         return err;
     }
     if (err != WAMP_OK) {
-        RT_LOG_WARN(s->id, "local procedure %s failed: %s", reg->uri, wamp_strerror(err));
+        RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(s->rt), "router procedure failed", s->id,
+                       "local procedure %s failed: %s", reg->uri, wamp_strerror(err));
         local_reply_fini(&reply);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, RT_ERROR_RUNTIME,
                                      "internal error in router procedure");
@@ -586,7 +628,8 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     const rt_permission *perm = rt_realm_permission(d->realm, s->authrole, m->uri);
     if (!perm || !perm->allow_call) {
-        RT_LOG_INFO(s->id, "CALL of %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "CALL denied", s->id,
+                            "CALL of %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to call this procedure");
     }
@@ -803,7 +846,7 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
         c->killing = true; /* the callee's answer completes the call */
         return err;
     }
-    call_remove(d, c); /* skip, killnowait: the callee's answer will be dropped */
+    call_abandon(d, c); /* skip, killnowait: the callee's answer will be dropped */
     if (err != WAMP_OK && err != WAMP_ETOOBIG && err != WAMP_EINVAL) {
         return err;
     }
@@ -829,7 +872,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
             (void)send_interrupt(c, "killnowait");
         }
         uint64_t request = c->request;
-        call_remove(d, c); /* unlinks it from d->timeouts */
+        call_abandon(d, c); /* unlinks it from d->timeouts */
         if (caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_TIMEOUT,
                                         "the call timed out");
@@ -884,7 +927,7 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
                 rt_trace_action_close(s->rt);
             }
         }
-        call_remove(d, c);
+        call_abandon(d, c);
     }
     rt_trace_action_unstash(s->rt, &leave_action);
 }
@@ -892,11 +935,21 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
 bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
 {
     rt_call *c = callee_call(d, callee, invocation);
-    if (!c || !c->traced) {
-        return false;
+    if (c) {
+        if (c->traced) {
+            rt_trace_action_open(callee->rt, c->corr, c->uri);
+        }
+        return c->traced;
     }
-    rt_trace_action_open(callee->rt, c->corr, c->uri);
-    return true;
+    /* A late answer to an abandoned call (a scan, only while a trace runs). */
+    for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
+        const rt_late_call *l = &d->late[i];
+        if (l->invocation == invocation && l->callee_id == callee->id) {
+            rt_trace_action_open(callee->rt, l->corr, l->uri);
+            return true;
+        }
+    }
+    return false;
 }
 
 bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)

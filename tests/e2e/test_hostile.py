@@ -12,6 +12,7 @@ HELLO timeout).
 import asyncio
 import concurrent.futures
 import json
+import re
 import socket
 import struct
 import sys
@@ -405,6 +406,57 @@ class TestFloods(HostileTestCase):
         stats = await self.assert_recovered()
         self.assertGreaterEqual(stats["sessions_opened"], before + 10000)
 
+
+
+class TestLogFlood(h.AsyncTestCase):
+    """Lines a peer can cause are rate-limited (configs/README.md, "Logging"): a flood writes
+    one line per call site, then a summary with the count every 10 s and at exit."""
+
+    async def test_refused_calls_log_once(self):
+        router = h.RouterProc(config=CONFIG).start()
+        self.addCleanup(router.stop)
+        slow = "com.logflood.slow"
+        callee = h.RawWs(router.host, router.port, router.path)
+        self.addCleanup(callee.close)
+        self.assertEqual(callee.hello("realm1")[0], 2)
+        callee.send_json([64, 1, {}, slow])
+        self.assertEqual(callee.recv_wamp()[0], 65)
+        caller = h.RawWs(router.host, router.port, router.path)
+        self.addCleanup(caller.close)
+        self.assertEqual(caller.hello("realm1")[0], 2)
+        total, batch = 20000, 500
+
+        def flood():
+            # Five calls hang (max_pending_calls 5); every further one is refused.
+            caller.sock.sendall(b"".join(TestFloods._frame(json.dumps(
+                [48, i, {}, slow]).encode()) for i in range(1, 6)))
+            refused = 0
+            for start in range(6, 6 + total, batch):
+                caller.sock.sendall(b"".join(TestFloods._frame(json.dumps(
+                    [48, i, {}, slow]).encode()) for i in range(start, start + batch)))
+                for _ in range(batch):
+                    msg = caller.recv_wamp()
+                    self.assertEqual(msg[:2], [8, 48], msg)
+                    refused += msg[4] == "wampscope.error.limit_reached"
+            return refused
+
+        started = time.monotonic()
+        refused = await asyncio.get_running_loop().run_in_executor(None, flood)
+        elapsed = time.monotonic() - started
+        self.assertEqual(refused, total)
+        caller.close()
+        callee.close()
+        router.wait_exit(router.terminate())
+        err = router.stderr_text()
+        self.assertEqual(err.count("CALL refused: limit reached"), 1, err[-3000:])
+        summaries = [int(n) for n in re.findall(
+            r'\(rate-limited\) (\d+) more lines like "request refused by a limit"', err)]
+        # The rest in summaries: one per 10 s of flood, and the last at exit.
+        self.assertEqual(sum(summaries), total - 1, err[-3000:])
+        self.assertLessEqual(len(summaries), 2 + int(elapsed / 10), err[-3000:])
+        self.assertLess(len(err.splitlines()), 60, err[-3000:])
+        sys.stderr.write("[%d refused CALLs in %.1f s: %d log lines] "
+                         % (total, elapsed, len(err.splitlines())))
 
 if __name__ == "__main__":
     h.main()
