@@ -249,9 +249,9 @@ static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *ar
     }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     json_t *options = rt_local_arg(args, kwargs, 3, "trace_options");
-    if (id && !json_is_null(id) && !json_is_string(id)) {
+    if (id && !json_is_null(id) && !rt_local_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                                    "trace_id: must be a string or null");
+                                    "trace_id: must be a string without NUL bytes, or null");
     }
     if (options && !json_is_null(options) && !json_is_object(options)) {
         return rt_local_reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION,
@@ -371,9 +371,9 @@ static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *arg
         return err;
     }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
-    if (id && !json_is_null(id) && !json_is_string(id)) {
+    if (id && !json_is_null(id) && !rt_local_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                                    "trace_id: must be a string or null");
+                                    "trace_id: must be a string without NUL bytes, or null");
     }
     if (!rt_local_arg_string(args, kwargs, 3, "name", &name, reply, &err)) {
         return err;

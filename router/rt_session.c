@@ -648,6 +648,52 @@ static bool session_limits_allow(rt_session *s, rt_realm *realm)
     return false;
 }
 
+/* v is a string without NUL bytes: jansson strings may hold them (JSON "\u0000", MessagePack),
+ * and a C string would silently end at the first ("joe\u0000x" read as "joe"). */
+static bool plain_string(const json_t *v)
+{
+    return json_is_string(v) && !memchr(json_string_value(v), '\0', json_string_length(v));
+}
+
+/* The HELLO.Details fields the router reads as text, where present: authid, authrole
+ * (strings), authmethods (a list of strings), authextra.pubkey and authextra.channel_binding
+ * (strings; channel_binding may be null). NULL if they are fine, else what is wrong (the
+ * protocol violation's reason). */
+static const char *hello_bad_field(const json_t *details)
+{
+    static const char *const strings[] = {"authid", "authrole"};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        const json_t *v = json_object_get(details, strings[i]);
+        if (v && !plain_string(v)) {
+            return i == 0 ? "HELLO.Details.authid must be a string without NUL bytes"
+                          : "HELLO.Details.authrole must be a string without NUL bytes";
+        }
+    }
+    const json_t *methods = json_object_get(details, "authmethods");
+    if (methods && !json_is_array(methods)) {
+        return "HELLO.Details.authmethods must be a list of strings";
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(methods, i, v)
+    {
+        if (!plain_string(v)) {
+            return "HELLO.Details.authmethods must be a list of strings without NUL bytes";
+        }
+    }
+    const json_t *extra = json_object_get(details, "authextra");
+    if (extra && !json_is_object(extra)) {
+        return "HELLO.Details.authextra must be a dict";
+    }
+    const json_t *pk = json_object_get(extra, "pubkey");
+    const json_t *cb = json_object_get(extra, "channel_binding");
+    if ((pk && !plain_string(pk)) || (cb && !json_is_null(cb) && !plain_string(cb))) {
+        return "HELLO.Details.authextra.pubkey and channel_binding must be strings without NUL "
+               "bytes";
+    }
+    return NULL;
+}
+
 static wamp_err on_hello(rt_session *s, const wamp_msg *m)
 {
     rt_router *rt = s->rt;
@@ -663,11 +709,12 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     }
     s->callee_call_canceling = json_is_true(json_object_get(
             json_object_get(json_object_get(roles, "callee"), "features"), "call_canceling"));
-    const json_t *authmethods = json_object_get(m->dict, "authmethods");
-    if (authmethods && !json_is_array(authmethods)) {
-        rt_session_protocol_violation(s, "HELLO.Details.authmethods must be a list of strings");
+    const char *bad = hello_bad_field(m->dict);
+    if (bad) {
+        rt_session_protocol_violation(s, bad);
         return WAMP_OK;
     }
+    const json_t *authmethods = json_object_get(m->dict, "authmethods");
     rt_realm *realm =
             wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE) ? rt_router_find_realm(rt, m->uri) : NULL;
     if (!realm) {
