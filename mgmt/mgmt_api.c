@@ -14,6 +14,7 @@
 #include "rt_broker.h"
 #include "rt_dealer.h"
 #include "rt_local.h"
+#include "rt_options.h"
 #include "rt_realm.h"
 #include "rt_session.h"
 #include "trace_hub.h"
@@ -249,7 +250,7 @@ static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *ar
     }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     json_t *options = rt_local_arg(args, kwargs, 3, "trace_options");
-    if (id && !json_is_null(id) && !rt_local_is_plain_string(id)) {
+    if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
                                     "trace_id: must be a string without NUL bytes, or null");
     }
@@ -371,7 +372,7 @@ static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *arg
         return err;
     }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
-    if (id && !json_is_null(id) && !rt_local_is_plain_string(id)) {
+    if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
                                     "trace_id: must be a string without NUL bytes, or null");
     }

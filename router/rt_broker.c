@@ -11,6 +11,7 @@
 #include "rt_core_int.h"
 #include "rt_log.h"
 #include "rt_meta.h"
+#include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -917,6 +918,11 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
     bool ack = false;
     pub_ctx p = {.publisher = s, .topic = m->uri, .args = m->args, .kwargs = m->kwargs};
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_PUBLISH, m->dict, why, sizeof(why))) {
+        /* Answered with or without acknowledge, as every invalid option. */
+        return rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
+    }
     const char *bad = parse_publish(m->dict, &p, &ack);
     if (bad) {
         RT_LOG_DEBUG(s->id, "PUBLISH to %s: %s", m->uri, bad);
@@ -1000,6 +1006,11 @@ static bool pattern_is_valid(const char *uri, wamp_match match)
 
 wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_SUBSCRIBE, m->dict, why, sizeof(why))) {
+        return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
+                                     why);
+    }
     wamp_match match = WAMP_MATCH_EXACT;
     json_t *jm = json_object_get(m->dict, "match");
     if (jm && !(json_is_string(jm) && wamp_match_parse(json_string_value(jm), &match))) {

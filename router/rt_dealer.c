@@ -24,6 +24,7 @@
 #include "rt_core_int.h"
 #include "rt_log.h"
 #include "rt_meta.h"
+#include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_uri.h"
 
@@ -407,6 +408,10 @@ static bool parse_invoke(const json_t *v, rt_invoke *out)
 
 wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_REGISTER, m->dict, why, sizeof(why))) {
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
+    }
     json_t *match_v = json_object_get(m->dict, "match");
     wamp_match match = WAMP_MATCH_EXACT;
     rt_invoke invoke;
@@ -635,11 +640,11 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     /* Plain calls have empty options: skip the option lookups (each hashes its key). */
     bool has_options = json_object_size(m->dict) > 0;
-    json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
-    if (timeout_v && !(json_is_integer(timeout_v) && json_integer_value(timeout_v) >= 0)) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "timeout must be a non-negative integer (ms)");
+    char why[96];
+    if (has_options && !rt_options_check(WAMP_MSG_CALL, m->dict, why, sizeof(why))) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
+    json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
     rt_registration *reg = match_registration(d, m->uri);
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
@@ -753,6 +758,12 @@ static rt_call *caller_call(const rt_dealer *d, const rt_session *s, uint64_t re
 wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     bool is_error = m->type == WAMP_MSG_ERROR;
+    char why[96];
+    if (!is_error && !rt_options_check(WAMP_MSG_YIELD, m->dict, why, sizeof(why))) {
+        /* YIELD has no reply to carry an ERROR: as for CANCEL, a protocol violation. */
+        rt_session_protocol_violation(s, why);
+        return WAMP_OK;
+    }
     rt_call *c = callee_call(d, s, m->id);
     if (!c) {
         /* Its call was canceled, timed out or its caller left (or the id is made up). */
@@ -820,6 +831,11 @@ static bool callee_can_interrupt(const rt_call *c)
 
 wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_CANCEL, m->dict, why, sizeof(why))) {
+        rt_session_protocol_violation(s, why);
+        return WAMP_OK;
+    }
     json_t *mode_v = json_object_get(m->dict, "mode");
     const char *mode = mode_v ? json_string_value(mode_v) : "killnowait";
     if (!mode || (strcmp(mode, "skip") != 0 && strcmp(mode, "kill") != 0 &&

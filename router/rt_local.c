@@ -3,8 +3,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
+#include "rt_options.h"
 #include "wamp_types.h"
 
 wamp_err rt_local_reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
@@ -31,11 +31,6 @@ wamp_err rt_local_reply_value(rt_local_reply *r, json_t *v_take)
     return WAMP_OK;
 }
 
-bool rt_local_is_plain_string(const json_t *v)
-{
-    return json_is_string(v) && !memchr(json_string_value(v), '\0', json_string_length(v));
-}
-
 json_t *rt_local_arg(const json_t *args, const json_t *kwargs, size_t i, const char *name)
 {
     json_t *v = json_object_get(kwargs, name);
@@ -46,7 +41,7 @@ bool rt_local_arg_string(const json_t *args, const json_t *kwargs, size_t i, con
                          const char **out, rt_local_reply *reply, wamp_err *err)
 {
     json_t *v = rt_local_arg(args, kwargs, i, name);
-    if (!rt_local_is_plain_string(v)) {
+    if (!rt_options_is_plain_string(v)) {
         *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
                                     "%s: must be a string without NUL bytes", name);
         return false;

@@ -14,6 +14,7 @@
 #include "rt_dealer.h"
 #include "rt_local.h"
 #include "rt_log.h"
+#include "rt_options.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
 #include "wamp_uri.h"
@@ -46,7 +47,7 @@ static bool arg_string_list(const json_t *args, const json_t *kwargs, size_t i, 
     }
     bool ok = json_is_array(v);
     for (size_t k = 0; ok && k < json_array_size(v); k++) {
-        ok = rt_local_is_plain_string(json_array_get(v, k));
+        ok = rt_options_is_plain_string(json_array_get(v, k));
     }
     if (!ok) {
         *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
@@ -66,7 +67,7 @@ static bool arg_kill(const json_t *args, const json_t *kwargs, size_t i, const c
     *reason = WAMP_CLOSE_KILLED;
     *message = NULL;
     if (r && !json_is_null(r)) {
-        if (!rt_local_is_plain_string(r) ||
+        if (!rt_options_is_plain_string(r) ||
             !wamp_uri_is_valid(json_string_value(r), WAMP_URI_LOOSE)) {
             *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_URI,
                                         "reason: must be a valid URI");
@@ -93,7 +94,7 @@ static bool arg_match(const json_t *args, const json_t *kwargs, size_t i, wamp_m
     json_t *m = json_object_get(o, "match");
     *out = WAMP_MATCH_EXACT;
     if ((o && !json_is_null(o) && !json_is_object(o)) ||
-        (m && !(rt_local_is_plain_string(m) && wamp_match_parse(json_string_value(m), out)))) {
+        (m && !(rt_options_is_plain_string(m) && wamp_match_parse(json_string_value(m), out)))) {
         *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
                                     "options.match: must be \"exact\", \"prefix\" or \"wildcard\"");
         return false;

@@ -22,6 +22,7 @@
 #include "rt_dealer.h"
 #include "rt_log.h"
 #include "rt_meta.h"
+#include "rt_options.h"
 #include "rt_realm.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -648,23 +649,17 @@ static bool session_limits_allow(rt_session *s, rt_realm *realm)
     return false;
 }
 
-/* v is a string without NUL bytes: jansson strings may hold them (JSON "\u0000", MessagePack),
- * and a C string would silently end at the first ("joe\u0000x" read as "joe"). */
-static bool plain_string(const json_t *v)
-{
-    return json_is_string(v) && !memchr(json_string_value(v), '\0', json_string_length(v));
-}
-
-/* The HELLO.Details fields the router reads as text, where present: authid, authrole
- * (strings), authmethods (a list of strings), authextra.pubkey and authextra.channel_binding
- * (strings; channel_binding may be null). NULL if they are fine, else what is wrong (the
- * protocol violation's reason). */
+/* The HELLO.Details fields the router reads as text (without NUL bytes: jansson strings may hold
+ * them, and a C string would end at the first, "joe\u0000x" read as "joe"), where present: authid,
+ * authrole (strings), authmethods (a list of strings), authextra.pubkey and
+ * authextra.channel_binding (strings; channel_binding may be null). NULL if they are fine, else
+ * what is wrong (the protocol violation's reason). */
 static const char *hello_bad_field(const json_t *details)
 {
     static const char *const strings[] = {"authid", "authrole"};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         const json_t *v = json_object_get(details, strings[i]);
-        if (v && !plain_string(v)) {
+        if (v && !rt_options_is_plain_string(v)) {
             return i == 0 ? "HELLO.Details.authid must be a string without NUL bytes"
                           : "HELLO.Details.authrole must be a string without NUL bytes";
         }
@@ -677,7 +672,7 @@ static const char *hello_bad_field(const json_t *details)
     const json_t *v;
     json_array_foreach(methods, i, v)
     {
-        if (!plain_string(v)) {
+        if (!rt_options_is_plain_string(v)) {
             return "HELLO.Details.authmethods must be a list of strings without NUL bytes";
         }
     }
@@ -687,7 +682,8 @@ static const char *hello_bad_field(const json_t *details)
     }
     const json_t *pk = json_object_get(extra, "pubkey");
     const json_t *cb = json_object_get(extra, "channel_binding");
-    if ((pk && !plain_string(pk)) || (cb && !json_is_null(cb) && !plain_string(cb))) {
+    if ((pk && !rt_options_is_plain_string(pk)) ||
+        (cb && !json_is_null(cb) && !rt_options_is_plain_string(cb))) {
         return "HELLO.Details.authextra.pubkey and channel_binding must be strings without NUL "
                "bytes";
     }

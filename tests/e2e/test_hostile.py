@@ -179,6 +179,36 @@ class TestHostileMessages(HostileTestCase):
         self.assertEqual(code, 1002)
         await self.assert_recovered()
 
+    async def test_wrongly_typed_options_and_nul_strings(self):
+        # Options of the wrong type are answered like every invalid option (ERROR
+        # wamp.error.invalid_argument naming it), also those the router does not act on.
+        ws = self.raw()
+        self.assertEqual(ws.hello("realm1")[0], 2)
+        for req, (msg, name) in enumerate((
+                ([48, 0, {"transaction_hash": 123}, self.echo_uri, [1]], "transaction_hash"),
+                ([48, 0, {"receive_progress": "yes"}, self.echo_uri], "receive_progress"),
+                ([16, 0, {"forward_for": "hello"}, "com.typed", [1]], "forward_for"),
+                ([16, 0, {"eligible_authid": ["joe\x00x"]}, "com.typed"], "eligible_authid"),
+                ([32, 0, {"match": "prefix\x00x"}, "com."], "match"),
+                ([64, 0, {"invoke": "roundrobin\x00"}, "com.typed"], "invoke")), start=1):
+            with self.subTest(option=name):
+                msg[1] = req
+                ws.send_json(msg)
+                err = await self.run_blocking(ws.recv_wamp)
+                self.assertEqual(err[:3], [8, msg[0], req], err)
+                self.assertEqual(err[4], "wamp.error.invalid_argument", err)
+                self.assertIn(name, err[5][0])
+        ws.send_json([6, {}, "wamp.close.normal"])
+        self.assertEqual((await self.run_blocking(ws.recv_wamp))[0], 6)
+        # NUL in a management argument is refused, never cut: "a\0b" is not trace "a".
+        for args in ((self.node, self.worker, "a\x00b"), (self.node + "\x00x", self.worker)):
+            with self.assertRaises(ApplicationError) as cm:
+                await h.step(self.mgmt.call(MGMT + "start_trace", *args))
+            self.assertEqual(cm.exception.error, "wamp.error.invalid_argument")
+        traces = await h.step(self.mgmt.call(MGMT + "list_traces", self.node, self.worker))
+        self.assertNotIn("a", traces)
+        await self.assert_recovered()
+
     async def test_invalid_utf8(self):
         # In a text frame before and after joining, and inside a MessagePack str.
         ws = self.raw()

@@ -939,6 +939,63 @@ START_TEST(test_local_procedure_with_patterns)
 
 END_TEST
 
+/* The next message is ERROR wamp.error.invalid_argument for request, naming option. */
+static void expect_invalid_option(fake_conn *c, int req_type, int64_t request, const char *option)
+{
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    ck_assert_int_eq(fake_msg_int(m, 1), req_type);
+    ck_assert_int_eq(fake_msg_int(m, 2), request);
+    ck_assert_str_eq(fake_msg_str(m, 4), WAMP_ERROR_INVALID_ARGUMENT);
+    const char *why = json_string_value(json_array_get(json_array_get(m, 5), 0));
+    ck_assert_msg(why && strstr(why, option), "%s", why ? why : "(no message)");
+    json_decref(m);
+}
+
+/* Options of the wrong type, the router acting on them or not, and strings with NUL: CALL and
+ * REGISTER get ERROR invalid_argument naming the option; CANCEL and YIELD (no reply to carry
+ * an ERROR) are protocol violations. */
+START_TEST(test_wrongly_typed_options)
+{
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    do_register(callee, "com.typed");
+    fake_conn_send(caller, "[48, 1, {\"transaction_hash\": 123}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 1, "transaction_hash");
+    fake_conn_send(caller, "[48, 2, {\"receive_progress\": \"yes\"}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 2, "receive_progress");
+    fake_conn_send(caller, "[48, 3, {\"disclose_me\": 1}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 3, "disclose_me");
+    fake_conn_send(caller, "[48, 4, {\"forward_for\": \"hello\"}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 4, "forward_for");
+    ck_assert_uint_eq(fake_conn_pending(callee), 0); /* nothing was invoked */
+    fake_conn_send(callee, "[64, 5, {\"concurrency\": \"x\"}, \"com.typed2\"]");
+    expect_invalid_option(callee, WAMP_MSG_REGISTER, 5, "concurrency");
+    fake_conn_send(callee, "[64, 6, {\"invoke\": \"roundrobin\\u0000\"}, \"com.typed3\"]");
+    expect_invalid_option(callee, WAMP_MSG_REGISTER, 6, "invoke");
+    fake_conn_send(callee, "[64, 7, {\"match\": \"prefix\\u0000x\"}, \"com.typed4\"]");
+    expect_invalid_option(callee, WAMP_MSG_REGISTER, 7, "match");
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 1);
+    /* CANCEL mode "kill\u0000x" is not kill: a protocol violation, as any bad mode. */
+    long long inv = start_call(caller, callee, 8, "{}", "com.typed");
+    fake_conn_send(caller, "[49, 8, {\"mode\": \"kill\\u0000x\"}]");
+    ck_assert_int_eq(rt_session_state_get(caller->s), RT_SESSION_CLOSED);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->protocol_violations, 1);
+    fake_conn_free(caller);
+    fake_conn_clear(callee);
+    /* YIELD progress 1 is not a boolean. */
+    caller = joined(WAMP_SER_JSON, "realm1");
+    inv = start_call(caller, callee, 9, "{\"receive_progress\": true}", "com.typed");
+    fake_conn_send(callee, "[70, %lld, {\"progress\": 1}, [1]]", inv);
+    ck_assert_int_eq(rt_session_state_get(callee->s), RT_SESSION_CLOSED);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->protocol_violations, 2);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
 static Suite *rt_dealer_suite(void)
 {
     Suite *s = suite_create("rt_dealer");
@@ -969,6 +1026,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_call_timeout);
     tcase_add_test(tc, test_caller_identification);
     tcase_add_test(tc, test_local_procedure_with_patterns);
+    tcase_add_test(tc, test_wrongly_typed_options);
     suite_add_tcase(s, tc);
     return s;
 }
