@@ -262,8 +262,9 @@ static void kill_ids(rt_realm *r, rt_session *caller, const json_t *ids, const c
     for (size_t i = 0; i < json_array_size(ids); i++) {
         rt_session *v = find_session(r, (uint64_t)json_integer_value(json_array_get(ids, i)));
         if (v && v != caller) {
-            RT_LOG_INFO(v->id, "killed by session %llu (%s)", (unsigned long long)caller->id,
-                        reason);
+            RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(v->rt),
+                             "session killed", v->id, "killed by session %llu (%s)",
+                             (unsigned long long)caller->id, reason);
             rt_session_kill(v, reason, message);
         }
     }
@@ -285,7 +286,9 @@ static wamp_err proc_session_kill(void *ctx, rt_session *caller, const json_t *a
         return rt_local_reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION,
                                     "no other session %llu on this realm", (unsigned long long)id);
     }
-    RT_LOG_INFO(v->id, "killed by session %llu (%s)", (unsigned long long)caller->id, reason);
+    RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(v->rt),
+                     "session killed", v->id, "killed by session %llu (%s)",
+                     (unsigned long long)caller->id, reason);
     rt_session_kill(v, reason, message);
     return WAMP_OK;
 }

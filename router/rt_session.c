@@ -131,18 +131,24 @@ static void log_drops(rt_session *s, bool closing)
     if (n == 0) {
         return;
     }
+    /* Per session as above, and per line across sessions (RT_LOG_LIMITED): many slow
+     * consumers at once cannot flood the log either. */
+    uint64_t now = rt_router_now_us(s->rt);
     if (s->events_dropped_logged == 0) {
-        RT_LOG_INFO(s->id,
-                    "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
-                    "queued); dropping its oldest queued EVENTs (limits.slow_consumer)",
-                    s->outq.count, s->outq.bytes);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now, "slow consumer dropping EVENTs",
+                         s->id,
+                         "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
+                         "queued); dropping its oldest queued EVENTs (limits.slow_consumer)",
+                         s->outq.count, s->outq.bytes);
     } else if (closing) {
-        RT_LOG_INFO(s->id, "slow consumer: %" PRIu64 " EVENTs dropped in all", s->events_dropped);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now,
+                         "slow consumer's EVENTs dropped", s->id,
+                         "slow consumer: %" PRIu64 " EVENTs dropped in all", s->events_dropped);
     } else {
-        RT_LOG_INFO(s->id,
-                    "slow consumer: %" PRIu64 " more EVENTs dropped (%" PRIu64 " in all, %zu "
-                    "messages queued)",
-                    n, s->events_dropped, s->outq.count);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now, "more EVENTs dropped", s->id,
+                         "slow consumer: %" PRIu64 " more EVENTs dropped (%" PRIu64 " in all, %zu "
+                         "messages queued)",
+                         n, s->events_dropped, s->outq.count);
     }
     s->events_dropped_logged = s->events_dropped;
 }
