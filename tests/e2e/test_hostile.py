@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import json
 import re
+import resource
 import socket
 import struct
 import sys
@@ -487,6 +488,37 @@ class TestLogFlood(h.AsyncTestCase):
         self.assertLess(len(err.splitlines()), 60, err[-3000:])
         sys.stderr.write("[%d refused CALLs in %.1f s: %d log lines] "
                          % (total, elapsed, len(err.splitlines())))
+
+    async def test_accept_failures_log_once(self):
+        # Under file-descriptor exhaustion every accept() fails while connections wait, and
+        # libwebsockets logs each failure: rate-limited like every line a peer can cause.
+        old = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (48, old[1]))
+        try:
+            router = h.RouterProc(config=CONFIG).start()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, old)
+        self.addCleanup(router.stop)
+        socks = []
+        try:
+            for _ in range(100):
+                socks.append(socket.create_connection((router.host, router.port), timeout=5))
+            await asyncio.sleep(1.0)
+        finally:
+            for s in socks:
+                s.close()
+        await asyncio.sleep(0.5)
+        router.wait_exit(router.terminate())
+        err = router.stderr_text()
+        failures = err.count("lws: accept")
+        self.assertGreater(failures, 0, err[-3000:])
+        self.assertLessEqual(failures, 20, err[-3000:])  # a connection's burst, then counted
+        summaries = [int(n) for n in re.findall(
+            r'\(rate-limited\) (\d+) more lines like "libwebsockets"', err)]
+        self.assertTrue(summaries, err[-3000:])
+        self.assertLess(len(err.splitlines()), 60, err[-3000:])
+        sys.stderr.write("[accept() failures: %d lines written, %d summarised] "
+                         % (failures, sum(summaries)))
 
 if __name__ == "__main__":
     h.main()
