@@ -96,15 +96,18 @@ typedef struct rt_late_call {
 
 struct rt_dealer {
     rt_realm *realm;
-    rt_late_call *late; /* RT_DEALER_LATE_MAX entries once a traced call was abandoned */
-    size_t late_next;   /* the entry the next one replaces */
-    rt_hmap exact;      /* exact registrations by URI */
+    rt_hmap exact; /* exact registrations by URI */
     rt_hmap by_id;
     rt_hmap calls;
     rt_hmap requests; /* calls by (caller, CALL.Request) */
     rt_list prefix;   /* prefix registrations */
     rt_list wildcard; /* wildcard registrations */
     rt_list timeouts; /* calls with a deadline, earliest first */
+
+    /* Abandoned traced calls, for their late answers: RT_DEALER_LATE_MAX entries once one was
+     * abandoned, NULL before; late_next is the entry the next one replaces. */
+    rt_late_call *late;
+    size_t late_next;
 };
 
 rt_dealer *rt_dealer_new(rt_realm *realm)
