@@ -132,12 +132,17 @@ bool rt_options_check(wamp_msg_type type, const json_t *opts, char *why, size_t 
         return true;
     }
 #undef RT_OPTS
-    if (json_object_size(opts) == 0) {
-        return true; /* the usual case: no options */
-    }
-    for (size_t i = 0; i < n; i++) {
-        const json_t *v = json_object_get(opts, specs[i].name);
-        if (v && !has_type(v, specs[i].type)) {
+    /* The options given (usually none, one or two) against the table, rather than a hash
+     * lookup per table entry: this runs for every PUBLISH that has options. */
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)opts, key, v)
+    {
+        size_t i = 0;
+        while (i < n && strcmp(key, specs[i].name) != 0) {
+            i++;
+        }
+        if (i < n && !has_type(v, specs[i].type)) {
             snprintf(why, why_len, "option %s must be %s", specs[i].name, type_text[specs[i].type]);
             return false;
         }
