@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libwebsockets.h>
@@ -89,7 +90,13 @@ static void log_sink(int level, const char *line)
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) {
         n--;
     }
-    rt_log(lv, 0, "lws: %.*s", (int)n, line);
+    /* lws logs some failures once per event a peer causes (an accept() failing while file
+     * descriptors run out, for one): rate-limited like every such line, with the monotonic clock
+     * (the router's own; the sink has no router to ask). */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, lv, now_us, "libwebsockets", 0, "lws: %.*s", (int)n, line);
 }
 
 void rt_lws_log_init(void)

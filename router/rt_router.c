@@ -159,6 +159,7 @@ void rt_router_free(rt_router *rt)
         rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
         rt_session_on_closed(s);
     }
+    rt_log_flush(rt_router_now_us(rt)); /* what the rate-limited lines left out */
     for (size_t i = 0; i < rt->n_realms; i++) {
         rt_realm_free(rt->realms[i]);
     }
@@ -219,18 +220,9 @@ void rt_router_refused_connection(rt_router *rt, const char *listener_id, const 
     if (!why) {
         return;
     }
-    rt->refusals_unlogged++;
-    uint64_t now = rt_router_now_us(rt);
-    if (now < rt->refusal_log_at_us) {
-        return;
-    }
-    RT_LOG_INFO(0,
-                "connection from %s refused by listener %s: %s (%" PRIu64 " refused since the "
-                "last such line)",
-                peer && *peer ? peer : "?", listener_id ? listener_id : "?", why,
-                rt->refusals_unlogged);
-    rt->refusals_unlogged = 0;
-    rt->refusal_log_at_us = now + 1000000;
+    RT_LOG_INFO_LIMITED(rt_router_now_us(rt), "connection refused by a listener limit", 0,
+                        "connection from %s refused by listener %s: %s", peer && *peer ? peer : "?",
+                        listener_id ? listener_id : "?", why);
 }
 
 void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
@@ -338,6 +330,7 @@ void rt_router_tick(rt_router *rt)
 {
     uint64_t now = rt_router_now_us(rt);
     rt_trace_sync_clocks(rt);
+    rt_log_tick(now); /* the summaries of rate-limited log lines */
     /* Traces: duration auto-stop and the live feed (also for traces that just stopped). */
     trace_hub_tick(rt->hub, now * 1000u, rt_trace_wall_ns(), rt->trace_events,
                    rt->trace_events_ctx);
@@ -349,9 +342,9 @@ void rt_router_tick(rt_router *rt)
         }
         /* A killed session (CLOSING) waits here for its GOODBYE reply (rt_session_kill). */
         bool killed = s->state == RT_SESSION_CLOSING;
-        RT_LOG_INFO(s->id, "no %s from %s within %u ms; closing",
-                    killed ? "GOODBYE reply" : "HELLO", s->peer.addr,
-                    rt->cfg->limits.hello_timeout_ms);
+        RT_LOG_INFO_LIMITED(now, "HELLO timeout", s->id, "no %s from %s within %u ms; closing",
+                            killed ? "GOODBYE reply" : "HELLO", s->peer.addr,
+                            rt->cfg->limits.hello_timeout_ms);
         rt->stats.hello_timeouts++;
         rt_session_close(s, 1008, killed ? "GOODBYE timeout" : "HELLO timeout",
                          false); /* unlinks from greeting */

@@ -106,14 +106,18 @@ typedef struct rt_router_stats {
     uint64_t messages_undelivered;
     /* Retained events not kept (limits.max_retained_topics / max_retained_bytes) */
     uint64_t events_not_retained;
+    /* YIELDs and ERRORs answering no pending call (canceled, timed out, its caller gone),
+     * dropped */
+    uint64_t answers_dropped;
 } rt_router_stats;
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);
 
 /* A transport adapter refused a connection on listener because of a limit (why: e.g. "its
  * maximum of 2 connections (options.max_connections)"; peer "ip:port" or "" if unknown):
- * counted in stats.connection_refusals and logged at info, at most one line per second (with
- * the number refused since the previous line), so a connection flood cannot flood the log.
+ * counted in stats.connection_refusals and logged at info, rate-limited (RT_LOG_LIMITED: one
+ * line, then a summary with the count every 10 s while it goes on), so a connection flood
+ * cannot flood the log.
  * why NULL: counted only (the adapter logged it). */
 void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
                                   const char *why);

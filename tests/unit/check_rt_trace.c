@@ -526,6 +526,49 @@ static void expect_chain(const json_t *r, size_t from, size_t to, long last, con
     }
 }
 
+/* A call is freed as soon as its caller stops waiting (CANCEL skip, caller gone), yet the
+ * callee's late answer is still recorded in the call's chain (the dealer's ring of abandoned
+ * traced calls), and the ring forgets the oldest: 300 later abandoned calls push the first out. */
+START_TEST(test_late_answers_keep_their_correlation)
+{
+    fake_conn *callee = joined_canceling();
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.late\"]");
+    fake_conn_clear(callee);
+    trace *t = start("late_answers", NULL);
+    fake_conn_send(caller, "[48, 1, {}, \"com.late\"]");
+    json_t *inv = fake_conn_next(callee);
+    long long first = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    fake_conn_send(caller, "[49, 1, {\"mode\": \"skip\"}]");
+    fake_conn_clear(caller);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_send(callee, "[70, %lld, {}, [\"late\"]]", first);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 5); /* CALL, INVOCATION, CANCEL, ERROR, YIELD */
+    expect_record(json_array_get(r, 4), "rx", "Yield", "com.late");
+    expect_chain(r, 0, 5, 3, "com.late");
+    json_decref(r);
+    /* 300 more abandoned calls: the first one's entry is gone, its answer has no chain. */
+    for (int i = 2; i < 302; i++) {
+        fake_conn_send(caller, "[48, %d, {}, \"com.late\"]", i);
+        fake_conn_send(caller, "[49, %d, {\"mode\": \"skip\"}]", i);
+        fake_conn_clear(caller);
+        fake_conn_clear(callee);
+    }
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_send(callee, "[70, %lld, {}, [\"later\"]]", first);
+    r = records(t);
+    json_t *last = json_array_get(r, json_array_size(r) - 1);
+    expect_record(last, "rx", "Yield", NULL);
+    ck_assert_ptr_null(str(last, "correlation"));
+    json_decref(r);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
 START_TEST(test_advanced_call_chains)
 {
     fake_conn *callee = joined_canceling();
@@ -1075,6 +1118,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_no_trace_no_records);
     tcase_add_test(tc, test_call_chain);
     tcase_add_test(tc, test_advanced_call_chains);
+    tcase_add_test(tc, test_late_answers_keep_their_correlation);
     tcase_add_test(tc, test_call_error_and_callee_leaving);
     tcase_add_test(tc, test_publish_chains);
     tcase_add_test(tc, test_publish_chain_over_patterns_and_filters);
