@@ -1496,6 +1496,7 @@ static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, 
     if (err == WAMP_OK && is_transport && !l->path) {
         err = dup_str(c, "/", &l->path);
     }
+    l->any_path = is_transport;
     if (err != WAMP_OK) {
         return err;
     }

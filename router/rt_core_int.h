@@ -50,6 +50,9 @@ struct rt_router {
      * refusals the log has not reported yet. */
     uint64_t refusal_log_at_us;
     uint64_t refusals_unlogged;
+    /* The same for rt_router_refused_handshake(). */
+    uint64_t handshake_log_at_us;
+    uint64_t handshakes_unlogged;
 };
 
 struct rt_session {

@@ -233,6 +233,47 @@ void rt_router_refused_connection(rt_router *rt, const char *listener_id, const 
     rt->refusal_log_at_us = now + 1000000;
 }
 
+const char *rt_refusal_name(rt_refusal reason)
+{
+    switch (reason) {
+    case RT_REFUSAL_REQUEST:
+        return "request";
+    case RT_REFUSAL_PATH:
+        return "path";
+    case RT_REFUSAL_SUBPROTOCOL:
+        return "subprotocol";
+    default:
+        return "?";
+    }
+}
+
+void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,
+                                 const char *peer, const char *detail)
+{
+    if ((unsigned)reason >= RT_REFUSAL_COUNT) {
+        return;
+    }
+    rt->stats.handshakes_refused[reason]++;
+    const char *name = rt_refusal_name(reason);
+    peer = peer && *peer ? peer : NULL;
+    if (trace_hub_is_active(rt->hub)) {
+        rt_trace_connection(rt, "refused", name, listener_id, peer, detail);
+    }
+    /* A client that retries in a loop must not flood the log: one line a second at most. */
+    rt->handshakes_unlogged++;
+    uint64_t now = rt_router_now_us(rt);
+    if (now < rt->handshake_log_at_us) {
+        return;
+    }
+    RT_LOG_INFO(0,
+                "handshake from %s refused by listener %s (%s)%s%s (%" PRIu64
+                " refused since the last such line)",
+                peer ? peer : "?", listener_id ? listener_id : "?", name, detail ? ": " : "",
+                detail ? detail : "", rt->handshakes_unlogged);
+    rt->handshakes_unlogged = 0;
+    rt->handshake_log_at_us = now + 1000000;
+}
+
 void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
 {
     memset(out, 0, sizeof(*out));
