@@ -153,6 +153,9 @@ class HandshakeTest(h.AsyncTestCase):
         for r in recs:
             self.assertIsNone(r["session_id"])
             self.assertIsNone(r["direction"])
+            self.assertIsNone(r["realm"])
+            self.assertIsNone(r["uri"])
+            self.assertEqual(r["serializations"], {})
         self.assertEqual([m["event"] for m in msgs], ["refused"] * 3)
         self.assertEqual([m["reason"] for m in msgs], ["subprotocol", "subprotocol", "path"])
         for m in msgs:
