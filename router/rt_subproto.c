@@ -90,15 +90,6 @@ bool rt_subproto_choose(const char *text, size_t len, unsigned enabled, wamp_ser
     return false;
 }
 
-bool rt_subproto_is_first(const char *text, size_t len, wamp_ser ser)
-{
-    const char *name = rt_subproto_name(ser);
-    size_t pos = 0;
-    const char *tok;
-    size_t tok_len;
-    return name && rt_subproto_next(text, len, &pos, &tok, &tok_len) && tok_is(tok, tok_len, name);
-}
-
 bool rt_subproto_list(unsigned enabled, char *buf, size_t len)
 {
     size_t used = 0;

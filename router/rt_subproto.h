@@ -36,10 +36,6 @@ const char *rt_subproto_name(wamp_ser ser);
  * that is both enabled and offered; false (*out unchanged) when there is none. */
 bool rt_subproto_choose(const char *text, size_t len, unsigned enabled, wamp_ser *out);
 
-/* true if the offer text[0..len) names exactly ser's subprotocol as its first element: a server
- * that takes the client's first choice chooses the same. */
-bool rt_subproto_is_first(const char *text, size_t len, wamp_ser ser);
-
 /* Writes the names of the serializers in enabled, in the router's order, as
  * "wamp.2.msgpack, wamp.2.json", into buf. Returns false if buf is too small (buf then holds
  * a cut, NUL-terminated prefix; nothing when len is 0). */

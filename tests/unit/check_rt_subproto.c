@@ -150,16 +150,6 @@ START_TEST(test_next_tokens)
 
 END_TEST
 
-START_TEST(test_is_first)
-{
-    ck_assert(rt_subproto_is_first(" wamp.2.json , wamp.2.msgpack", 29, WAMP_SER_JSON));
-    ck_assert(!rt_subproto_is_first(" wamp.2.json , wamp.2.msgpack", 29, WAMP_SER_MSGPACK));
-    ck_assert(!rt_subproto_is_first("", 0, WAMP_SER_JSON));
-    ck_assert(!rt_subproto_is_first("wamp.2.json.batched", 19, WAMP_SER_JSON));
-}
-
-END_TEST
-
 START_TEST(test_names_and_list)
 {
     ck_assert_str_eq(rt_subproto_name(WAMP_SER_JSON), "wamp.2.json");
@@ -193,7 +183,6 @@ static Suite *rt_subproto_suite(void)
     tcase_add_test(tc, test_duplicates);
     tcase_add_test(tc, test_long_offer);
     tcase_add_test(tc, test_next_tokens);
-    tcase_add_test(tc, test_is_first);
     tcase_add_test(tc, test_names_and_list);
     suite_add_tcase(s, tc);
     return s;
