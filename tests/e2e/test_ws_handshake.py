@@ -10,26 +10,36 @@ refusal is counted in get_worker's stats per reason and the flight recorder hold
 record for it (event, reason, transport, peer). A binary frame on a wamp.2.json session and a
 text frame on a wamp.2.msgpack session are protocol violations (ABORT
 wamp.error.protocol_violation, then close 1002); a text frame that is not valid UTF-8 closes the
-connection with 1007 before any WAMP decoding.
+connection with 1007 before any WAMP decoding. On a TLS listener (where the router cannot take
+the negotiation over from libwebsockets) a short offer gets the client's first supported choice
+and an offer over 126 bytes a 400 that says so.
 """
 
 import base64
+import json
 import os
+import shutil
 import socket
+import ssl
+import tempfile
 
 import msgpack
 
 import rt_harness as h
+from test_rawsocket import make_cert
 
 P = "crossbarfabriccenter."
 FR = "flight-recorder"
 DEFAULT_CONFIG = "configs/default.json"
 
 
-def raw_upgrade(host, port, path, protocol_lines):
+def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None):
     """Sends an upgrade request with one Sec-WebSocket-Protocol line per entry of
-    protocol_lines; returns (status, headers, body, socket). The socket stays open."""
+    protocol_lines (over TLS with ssl_ctx); returns (status, headers, body, socket). The socket
+    stays open."""
     sock = socket.create_connection((host, port), timeout=10)
+    if ssl_ctx:
+        sock = ssl_ctx.wrap_socket(sock, server_hostname="localhost")
     key = base64.b64encode(os.urandom(16)).decode()
     lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (host, port), "Upgrade: websocket",
              "Connection: Upgrade", "Sec-WebSocket-Key: " + key, "Sec-WebSocket-Version: 13"]
@@ -206,6 +216,60 @@ class HandshakeTest(h.AsyncTestCase):
                 w = self.ws(["wamp.2.json"])
                 w.send_frame(h.OP_TEXT, payload)
                 self.assertEqual(w.recv_message()[:2], ("close", 1007))
+
+
+class TlsHandshakeTest(h.AsyncTestCase):
+    """On a TLS listener the router cannot take the negotiation over from libwebsockets: an
+    offer lws can take gets the client's first supported choice, a longer one a clear 400."""
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-wss-")
+        key, cert = make_cert(self.tmp)
+        with open(os.path.join(os.environ["RT_SOURCE_DIR"], DEFAULT_CONFIG),
+                  encoding="utf-8") as f:
+            cfg = json.load(f)
+        cfg["workers"][0]["transports"].append(
+            {"type": "websocket", "url": "wss://localhost/ws",
+             "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0,
+                          "tls": {"key": key, "certificate": cert}}})
+        path = os.path.join(self.tmp, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        self.router = h.RouterProc(path)
+        self.router.start()
+        wss = [u for u in self.router.urls if u.startswith("wss://")]
+        self.port = int(wss[0].split(":")[2].split("/")[0])
+        self.ctx = ssl.create_default_context(cafile=cert)
+        self._socks = []
+
+    async def asyncTearDown(self):
+        try:
+            for s in self._socks:
+                s.close()
+        finally:
+            try:
+                self.router.stop()
+            finally:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def upgrade(self, protocol_lines):
+        status, headers, body, sock = raw_upgrade("127.0.0.1", self.port, "/any", protocol_lines,
+                                                  self.ctx)
+        self._socks.append(sock)
+        return status, headers, body
+
+    async def test_short_offer_client_order(self):
+        status, headers, _ = self.upgrade(["wamp.2.json, wamp.2.msgpack"])
+        self.assertEqual(status, 101)
+        self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.json")
+
+    async def test_long_offer_refused_clearly(self):
+        status, _, body = self.upgrade([long_offer(["wamp.2.json"], 200)])
+        self.assertEqual(status, 400)
+        self.assertIn("at most 126 bytes", body)
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertIn("on a TLS listener", log)
 
 
 if __name__ == "__main__":
