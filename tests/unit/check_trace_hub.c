@@ -834,6 +834,35 @@ START_TEST(test_connection_records)
 
 END_TEST
 
+/* A persisted trace keeps connection records like any other and reads them back the same. */
+START_TEST(test_connection_records_persisted)
+{
+    char dir[256];
+    tmp_dir_make(dir, sizeof(dir), "check_trace_hub");
+    trace_hub *h = hub_of(4);
+    trace_persist_config pc = {.data_dir = dir};
+    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    trace *p = start(h, "p", "{\"persist\": true}");
+    offer_rx(h);
+    json_t *info = json_pack("{s:s, s:s}", "event", "refused", "reason", "path");
+    ck_assert_uint_eq(trace_hub_on_connection(h, info, PC0 + MS, TS0 + MS), 1);
+    offer_rx(h);
+    json_t *recs = trace_render_records(p, 0, TRACE_SEQ_NONE, 10);
+    ck_assert_uint_eq(json_array_size(recs), 3);
+    json_t *c = json_array_get(recs, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "msg_type")), "Connection");
+    ck_assert(json_is_null(json_object_get(c, "session_id")));
+    ck_assert(json_equal(json_object_get(c, "msg"), info));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(recs, 2), "msg_type")),
+                     "Publish");
+    json_decref(recs);
+    json_decref(info);
+    trace_hub_free(h);
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
 START_TEST(test_peer_and_uri_slots_filled_lazily)
 {
     trace_hub *h = hub_of(4);
@@ -1198,6 +1227,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(life, test_tick_reports_batches_then_stop_once);
     tcase_add_test(life, test_markers);
     tcase_add_test(life, test_connection_records);
+    tcase_add_test(life, test_connection_records_persisted);
     suite_add_tcase(s, life);
     TCase *cap = tcase_create("capture");
     tcase_set_timeout(cap, 10);
