@@ -50,7 +50,8 @@ struct rt_router {
      * refusals the log has not reported yet. */
     uint64_t refusal_log_at_us;
     uint64_t refusals_unlogged;
-    /* The same for rt_router_refused_handshake(). */
+    /* rt_router_refused_handshake(): until when refusals are not logged one by one, and how many
+     * were not (summed up by rt_router_tick()). */
     uint64_t handshake_log_at_us;
     uint64_t handshakes_unlogged;
 };

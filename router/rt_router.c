@@ -233,6 +233,9 @@ void rt_router_refused_connection(rt_router *rt, const char *listener_id, const 
     rt->refusal_log_at_us = now + 1000000;
 }
 
+/* Rate-limited log lines: at most one per this period. */
+#define RT_ROUTER_LOG_PERIOD_US ((uint64_t)1000000)
+
 const char *rt_refusal_name(rt_refusal reason)
 {
     switch (reason) {
@@ -259,19 +262,30 @@ void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *l
     if (trace_hub_is_active(rt->hub)) {
         rt_trace_connection(rt, "refused", name, listener_id, peer, detail);
     }
-    /* A client that retries in a loop must not flood the log: one line a second at most. */
-    rt->handshakes_unlogged++;
+    /* A client that retries in a loop must not flood the log: the first refusal gets its line,
+     * those in the second after it are summed up by rt_router_tick() (log_handshake_summary()). */
     uint64_t now = rt_router_now_us(rt);
     if (now < rt->handshake_log_at_us) {
+        rt->handshakes_unlogged++;
+        return;
+    }
+    RT_LOG_INFO(0, "WebSocket handshake from %s refused by listener %s (%s)%s%s", peer ? peer : "?",
+                listener_id ? listener_id : "?", name, detail ? ": " : "", detail ? detail : "");
+    rt->handshake_log_at_us = now + RT_ROUTER_LOG_PERIOD_US;
+}
+
+/* One line a second at most for the refusals rt_router_refused_handshake() did not log. */
+static void log_handshake_summary(rt_router *rt, uint64_t now)
+{
+    if (rt->handshakes_unlogged == 0 || now < rt->handshake_log_at_us) {
         return;
     }
     RT_LOG_INFO(0,
-                "handshake from %s refused by listener %s (%s)%s%s (%" PRIu64
-                " refused since the last such line)",
-                peer ? peer : "?", listener_id ? listener_id : "?", name, detail ? ": " : "",
-                detail ? detail : "", rt->handshakes_unlogged);
+                "%" PRIu64 " more WebSocket handshakes refused (one line a second at most; "
+                "counts per reason in get_worker's stats)",
+                rt->handshakes_unlogged);
     rt->handshakes_unlogged = 0;
-    rt->handshake_log_at_us = now + 1000000;
+    rt->handshake_log_at_us = now + RT_ROUTER_LOG_PERIOD_US;
 }
 
 void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
@@ -379,6 +393,7 @@ void rt_router_tick(rt_router *rt)
 {
     uint64_t now = rt_router_now_us(rt);
     rt_trace_sync_clocks(rt);
+    log_handshake_summary(rt, now);
     /* Traces: duration auto-stop and the live feed (also for traces that just stopped). */
     trace_hub_tick(rt->hub, now * 1000u, rt_trace_wall_ns(), rt->trace_events,
                    rt->trace_events_ctx);

@@ -133,8 +133,9 @@ const char *rt_refusal_name(rt_refusal reason);
 
 /* A transport adapter refused a handshake (it answered the client itself): counted in
  * stats.handshakes_refused[reason]; logged at info with the reason, listener, peer ("ip:port",
- * NULL or "" if unknown) and detail (one line, NULL = none), at most one line per second (with
- * the number refused since the previous line); and, while a trace runs, recorded as a
+ * NULL or "" if unknown) and detail (one line, NULL = none), except within a second of the last
+ * such line: those are counted, and rt_router_tick() logs their number once the second is
+ * over (one line a second at most in a flood); and, while a trace runs, recorded as a
  * connection record (event "refused") in the traces that keep everything, such as the flight
  * recorder (rt_trace_connection()). Peer-supplied text in detail must be printable ASCII. */
 void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,

@@ -11,6 +11,8 @@
 #include <check.h>
 
 #include "rt_log.h"
+#include "rt_router.h"
+#include "test_router.h"
 
 /* stderr redirected to a temporary file for the duration of one test. */
 typedef struct capture {
@@ -274,6 +276,53 @@ START_TEST(test_assert_message)
 
 END_TEST
 
+/* Refused handshakes (rt_router_refused_handshake()): the first gets its line with peer, reason
+ * and detail; those within the next second only a count, logged by the tick once the second is
+ * over; then the next refusal gets its own line again. */
+START_TEST(test_refused_handshakes_rate_limited)
+{
+    test_router t;
+    test_router_init(&t);
+    fake_clock_advance_ms(&t.clock, 5000);
+    capture c;
+    capture_begin(&c);
+    rt_router_refused_handshake(t.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4000",
+                                "offered wamp.2.cbor");
+    for (int i = 0; i < 5; i++) {
+        rt_router_refused_handshake(t.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.2:4001", NULL);
+    }
+    fake_clock_advance_ms(&t.clock, 500);
+    rt_router_tick(t.rt); /* within the second: nothing yet */
+    char *mid = capture_end(&c);
+    ck_assert_uint_eq(count_lines(mid), 1);
+    ck_assert_ptr_nonnull(strstr(mid, "WebSocket handshake from 10.0.0.1:4000 refused by listener "
+                                      "ws1 (subprotocol): offered wamp.2.cbor"));
+    free(mid);
+    capture_begin(&c);
+    fake_clock_advance_ms(&t.clock, 600);
+    rt_router_tick(t.rt);
+    rt_router_tick(t.rt); /* once only */
+    char *sum = capture_end(&c);
+    ck_assert_uint_eq(count_lines(sum), 1);
+    ck_assert_ptr_nonnull(strstr(sum, "5 more WebSocket handshakes refused"));
+    free(sum);
+    capture_begin(&c);
+    fake_clock_advance_ms(&t.clock, 1100);
+    rt_router_tick(t.rt); /* nothing left to sum up */
+    rt_router_refused_handshake(t.rt, RT_REFUSAL_REQUEST, "ws1", NULL, NULL);
+    char *next = capture_end(&c);
+    ck_assert_uint_eq(count_lines(next), 1);
+    ck_assert_ptr_nonnull(strstr(next, "handshake from ? refused by listener ws1 (request)\n"));
+    free(next);
+    const rt_router_stats *st = rt_router_stats_get(t.rt);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_PATH], 5);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_REQUEST], 1);
+    test_router_fini(&t);
+}
+
+END_TEST
+
 static Suite *rt_log_suite(void)
 {
     Suite *s = suite_create("rt_log");
@@ -286,6 +335,7 @@ static Suite *rt_log_suite(void)
     tcase_add_test(tc, test_long_message);
     tcase_add_test(tc, test_assert_passes);
     tcase_add_test(tc, test_assert_message);
+    tcase_add_test(tc, test_refused_handshakes_rate_limited);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("assert_abort");
