@@ -216,6 +216,10 @@ void rt_router_refused_connection(rt_router *rt, const char *listener_id, const 
                                   const char *why)
 {
     rt->stats.connection_refusals++;
+    if (trace_hub_is_active(rt->hub)) {
+        rt_trace_connection(rt, "refused", "limit", listener_id, peer && *peer ? peer : NULL,
+                            why ? why : "limits.rawsocket_min_length");
+    }
     if (!why) {
         return;
     }

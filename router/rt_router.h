@@ -124,7 +124,9 @@ const rt_router_stats *rt_router_stats_get(const rt_router *rt);
  * maximum of 2 connections (options.max_connections)"; peer "ip:port" or "" if unknown):
  * counted in stats.connection_refusals and logged at info, at most one line per second (with
  * the number refused since the previous line), so a connection flood cannot flood the log.
- * why NULL: counted only (the adapter logged it). */
+ * why NULL: counted only (the adapter logged it; a RawSocket client's announced length under
+ * limits.rawsocket_min_length). While a trace runs, also a connection record (event "refused",
+ * reason "limit", detail why) as rt_router_refused_handshake() makes. */
 void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
                                   const char *why);
 /* "request", "path", "subprotocol" (the names in stats, logs and connection records); "?" for

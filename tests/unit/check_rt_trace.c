@@ -489,6 +489,22 @@ START_TEST(test_refused_handshake_recorded)
     ck_assert(json_equal(json_object_get(json_array_get(r, 1), "msg"), want));
     json_decref(want);
     json_decref(r);
+    /* Connections refused by a limit too (reason "limit"). */
+    rt_router_refused_connection(T.rt, "rs1", "10.0.0.3:4001", "its maximum of 2 connections");
+    rt_router_refused_connection(T.rt, "rs1", "", NULL);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->connection_refusals, 2);
+    r = records(all);
+    ck_assert_uint_eq(json_array_size(r), 4);
+    want = json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "refused", "reason", "limit",
+                     "transport", "rs1", "peer", "10.0.0.3:4001", "detail",
+                     "its maximum of 2 connections");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 2), "msg"), want));
+    json_decref(want);
+    want = json_pack("{s:s, s:s, s:s, s:s}", "event", "refused", "reason", "limit", "transport",
+                     "rs1", "detail", "limits.rawsocket_min_length");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 3), "msg"), want));
+    json_decref(want);
+    json_decref(r);
     ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_REQUEST), "request");
     ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_COUNT), "?");
 }
