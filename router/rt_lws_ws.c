@@ -290,6 +290,48 @@ static bool plain_header(struct lws *wsi, enum lws_token_indexes h, char *buf, s
     return true;
 }
 
+/* true if the Connection header lists the token "upgrade" (RFC 7230 6.1; any case). */
+static bool connection_upgrade(struct lws *wsi)
+{
+    char conn[256];
+    int n = lws_hdr_copy(wsi, conn, (int)sizeof(conn), WSI_TOKEN_CONNECTION);
+    size_t pos = 0;
+    const char *tok;
+    size_t tok_len;
+    while (n > 0 && rt_subproto_next(conn, (size_t)n, &pos, &tok, &tok_len)) {
+        if (tok_len == 7 && strncasecmp(tok, "upgrade", 7) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* What is wrong with an upgrade request that lws would drop without an answer (RFC 6455 4.1
+ * and lws's own checks in roles/ws/server-ws.c), or NULL. Copies the Host, Sec-WebSocket-Key
+ * and Sec-WebSocket-Version headers into h for rewrite_upgrade(). */
+typedef struct upgrade_hdrs {
+    char host[RT_LWS_WS_HOST_MAX];
+    char key[RT_LWS_WS_KEY_MAX];
+    char version[16];
+} upgrade_hdrs;
+
+static const char *bad_request(struct lws *wsi, upgrade_hdrs *h)
+{
+    if (!plain_header(wsi, WSI_TOKEN_HOST, h->host, sizeof(h->host))) {
+        return "no valid Host header";
+    }
+    if (!plain_header(wsi, WSI_TOKEN_KEY, h->key, sizeof(h->key))) {
+        return "no valid Sec-WebSocket-Key header";
+    }
+    if (!plain_header(wsi, WSI_TOKEN_VERSION, h->version, sizeof(h->version))) {
+        return "no valid Sec-WebSocket-Version header";
+    }
+    if (!connection_upgrade(wsi)) {
+        return "no \"Connection: Upgrade\" header";
+    }
+    return NULL;
+}
+
 /* Takes the negotiation over from lws (see RT_LWS_WS_LWS_OFFER_MAX): the connection's socket
  * is handed to a new lws connection on the same vhost together with the request rewritten to
  * offer only ser's subprotocol (lws_adopt_socket_vhost_readbuf(): lws parses those bytes as if
@@ -299,31 +341,20 @@ static bool plain_header(struct lws *wsi, enum lws_token_indexes h, char *buf, s
  * nothing after its upgrade request before the answer, so no bytes are lost with the old
  * connection. Plain TCP only: a TLS session cannot change hands. Returns -1 (the old connection
  * closes) in every case; answers 400 or 503 itself when it cannot go on. */
-static int rewrite_upgrade(struct lws *wsi, const rt_lws_ws_listener *lis, wamp_ser ser)
+static int rewrite_upgrade(struct lws *wsi, const rt_lws_ws_listener *lis, wamp_ser ser,
+                           const upgrade_hdrs *h)
 {
-    char host[RT_LWS_WS_HOST_MAX];
-    char key[RT_LWS_WS_KEY_MAX];
-    char version[16];
     char req[RT_LWS_WS_REWRITE_MAX];
-    if (!plain_header(wsi, WSI_TOKEN_KEY, key, sizeof(key)) ||
-        !plain_header(wsi, WSI_TOKEN_VERSION, version, sizeof(version))) {
-        refused(wsi, RT_REFUSAL_REQUEST, "no valid Sec-WebSocket-Key or Sec-WebSocket-Version");
-        return upgrade_refuse(wsi, 400, "Bad Request",
-                              "a WebSocket upgrade needs Sec-WebSocket-Key and "
-                              "Sec-WebSocket-Version");
-    }
-    if (!plain_header(wsi, WSI_TOKEN_HOST, host, sizeof(host))) {
-        snprintf(host, sizeof(host), "wampscope"); /* lws requires one; its value is not used */
-    }
     int n = snprintf(req, sizeof(req),
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
                      "Sec-WebSocket-Version: %s\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
-                     lis->cfg->path ? lis->cfg->path : "/", host, key, version,
+                     lis->cfg->path ? lis->cfg->path : "/", h->host, h->key, h->version,
                      rt_subproto_name(ser));
     int fd = lws_get_socket_fd(wsi);
     int keep = -1;
     int stub = -1;
+    errno = EINVAL; /* the request does not fit req */
     if (n > 0 && (size_t)n < sizeof(req) && fd >= 0) {
         keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
         stub = keep >= 0 ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
@@ -354,9 +385,15 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
 {
     const rt_lws_ws_listener *lis = listener_of(wsi);
     char detail[RT_LWS_WS_QUOTE_MAX + 64];
+    upgrade_hdrs hdrs;
     if (!upgrade || strcasecmp(upgrade, "websocket") != 0) {
         refused(wsi, RT_REFUSAL_REQUEST, "Upgrade is not websocket");
         return upgrade_refuse(wsi, 400, "Bad Request", "only WebSocket upgrades are supported");
+    }
+    const char *bad = bad_request(wsi, &hdrs);
+    if (bad) {
+        refused(wsi, RT_REFUSAL_REQUEST, bad);
+        return upgrade_refuse(wsi, 400, "Bad Request", bad);
     }
     if (!path_ok(wsi, lis->cfg)) {
         char path[RT_LWS_WS_QUOTE_MAX];
@@ -411,7 +448,7 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
         return 0; /* lws binds the same subprotocol */
     }
     if (!lws_is_ssl(wsi)) {
-        return rewrite_upgrade(wsi, lis, ser);
+        return rewrite_upgrade(wsi, lis, ser, &hdrs);
     }
     if (lws_ser >= 0) {
         return 0; /* TLS: lws binds the client's first choice among ours */

@@ -77,7 +77,7 @@ uint64_t rt_router_next_id(rt_router *rt);
 
 /* Why a transport adapter refused a connection's handshake (before any session existed). */
 typedef enum rt_refusal {
-    RT_REFUSAL_REQUEST,     /* "request": not a WebSocket upgrade (HTTP 400) */
+    RT_REFUSAL_REQUEST,     /* "request": not a valid WebSocket upgrade request (HTTP 400) */
     RT_REFUSAL_PATH,        /* "path": no WebSocket endpoint on the request path (HTTP 404) */
     RT_REFUSAL_SUBPROTOCOL, /* "subprotocol": no WAMP subprotocol the listener speaks (HTTP 400) */
     RT_REFUSAL_COUNT

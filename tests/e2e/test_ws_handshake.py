@@ -33,10 +33,10 @@ FR = "flight-recorder"
 DEFAULT_CONFIG = "configs/default.json"
 
 
-def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None):
+def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None, drop=()):
     """Sends an upgrade request with one Sec-WebSocket-Protocol line per entry of
-    protocol_lines (over TLS with ssl_ctx); returns (status, headers, body, socket). The socket
-    stays open."""
+    protocol_lines (over TLS with ssl_ctx; without the header lines whose names are in drop);
+    returns (status, headers, body, socket). The socket stays open."""
     sock = socket.create_connection((host, port), timeout=10)
     if ssl_ctx:
         sock = ssl_ctx.wrap_socket(sock, server_hostname="localhost")
@@ -44,6 +44,7 @@ def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None):
     lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (host, port), "Upgrade: websocket",
              "Connection: Upgrade", "Sec-WebSocket-Key: " + key, "Sec-WebSocket-Version: 13"]
     lines += ["Sec-WebSocket-Protocol: " + p for p in protocol_lines]
+    lines = [x for x in lines if x.split(":")[0] not in drop]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -93,9 +94,10 @@ class HandshakeTest(h.AsyncTestCase):
         finally:
             self.router.stop()
 
-    def upgrade(self, protocol_lines, path=None):
+    def upgrade(self, protocol_lines, path=None, drop=()):
         status, headers, body, sock = raw_upgrade(self.router.host, self.router.port,
-                                                  path or self.router.path, protocol_lines)
+                                                  path or self.router.path, protocol_lines,
+                                                  drop=drop)
         self._socks.append(sock)
         return status, headers, body
 
@@ -153,12 +155,19 @@ class HandshakeTest(h.AsyncTestCase):
         self.assertIn("wamp.2.msgpack, wamp.2.json", body)
         status, _, body = self.upgrade(["wamp.2.json"], path="/not-wamp")
         self.assertEqual(status, 404)
+        # lws would hang up on these without a word.
+        status, _, body = self.upgrade(["wamp.2.json"], drop=("Sec-WebSocket-Key",))
+        self.assertEqual(status, 400)
+        self.assertIn("Sec-WebSocket-Key", body)
+        status, _, body = self.upgrade(["wamp.2.json"], drop=("Connection",))
+        self.assertEqual(status, 400)
+        self.assertIn("Connection: Upgrade", body)
         after = await self.stats()
         self.assertEqual(after["handshakes_refused_subprotocol"], 2)
         self.assertEqual(after["handshakes_refused_path"], 1)
-        self.assertEqual(after["handshakes_refused_request"], 0)
+        self.assertEqual(after["handshakes_refused_request"], 2)
         recs = await self.connection_records()
-        self.assertEqual(len(recs), 3, recs)
+        self.assertEqual(len(recs), 5, recs)
         msgs = [r["msg"] for r in recs]
         for r in recs:
             self.assertIsNone(r["session_id"])
@@ -166,8 +175,9 @@ class HandshakeTest(h.AsyncTestCase):
             self.assertIsNone(r["realm"])
             self.assertIsNone(r["uri"])
             self.assertEqual(r["serializations"], {})
-        self.assertEqual([m["event"] for m in msgs], ["refused"] * 3)
-        self.assertEqual([m["reason"] for m in msgs], ["subprotocol", "subprotocol", "path"])
+        self.assertEqual([m["event"] for m in msgs], ["refused"] * 5)
+        self.assertEqual([m["reason"] for m in msgs],
+                         ["subprotocol", "subprotocol", "path", "request", "request"])
         for m in msgs:
             self.assertEqual(m["transport"], "transport1")
             self.assertRegex(m["peer"], r"^127\.0\.0\.1:\d+$")
