@@ -160,6 +160,7 @@ static int close_frame(struct lws *wsi, ws_pss *pss)
 /* Bytes of a detail (log line, connection record) quoting what the client sent. */
 #define RT_LWS_WS_QUOTE_MAX 160
 
+/* The serializers the listener's "serializers" enable (one line per configurable serializer). */
 static unsigned enabled_sers(const rt_listener *cfg)
 {
     return (cfg->ser_json ? RT_SUBPROTO_BIT(WAMP_SER_JSON) : 0u) |
@@ -778,19 +779,16 @@ size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out)
     out[i].name = "http";
     out[i].callback = http_cb;
     i++;
-    if (cfg->ser_json) {
-        out[i].name = WAMP_SUBPROTOCOL_JSON;
+    /* One entry per serializer the listener enables and rt_subproto.c negotiates. */
+    for (int s = 1; s < WAMP_SER_COUNT; s++) {
+        const char *name = rt_subproto_name((wamp_ser)s);
+        if (!name || !(enabled_sers(cfg) & RT_SUBPROTO_BIT(s))) {
+            continue;
+        }
+        out[i].name = name;
         out[i].callback = ws_cb;
         out[i].per_session_data_size = sizeof(ws_pss);
-        out[i].id = WAMP_SER_JSON;
-        i++;
-        n_wamp++;
-    }
-    if (cfg->ser_msgpack) {
-        out[i].name = WAMP_SUBPROTOCOL_MSGPACK;
-        out[i].callback = ws_cb;
-        out[i].per_session_data_size = sizeof(ws_pss);
-        out[i].id = WAMP_SER_MSGPACK;
+        out[i].id = (unsigned int)s;
         i++;
         n_wamp++;
     }
