@@ -5,7 +5,9 @@
 #include <string.h>
 
 /* The router's order of preference: the most compact encoding first. One line per supported
- * serializer; a serializer added to the codecs becomes negotiable with its line here. */
+ * serializer; a serializer added to the codecs becomes negotiable over WebSocket with its line
+ * here (the WebSocket adapter builds its protocol table from these names) and its listener
+ * flag in rt_lws_ws.c's enabled_sers(). */
 static const struct {
     const char *name;
     wamp_ser ser;
