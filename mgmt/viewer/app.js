@@ -11,7 +11,7 @@ const T = P + 'remote.tracing.';
 const PAGE = 1000; // records per get_trace_data call
 const ROW = 22; // sequence diagram row height (px)
 const TROW = 24; // table row height (px)
-const GUTTER = 150; // sequence diagram: seq and time column
+const GUTTER = 160; // sequence diagram: seq and time column
 const MSG_TYPES = ['Hello', 'Welcome', 'Abort', 'Challenge', 'Authenticate', 'Goodbye', 'Error',
   'Publish', 'Published', 'Subscribe', 'Subscribed', 'Unsubscribe', 'Unsubscribed', 'Event',
   'Call', 'Cancel', 'Result', 'Register', 'Registered', 'Unregister', 'Unregistered',
@@ -28,7 +28,10 @@ const app = {
   traces: new Map(), // id -> metadata
   view: null, // the open trace (TraceView)
   pollTimer: null,
+  listedAt: 0, // when the trace list was last read (ms)
 };
+// For the browser tests and the developer console.
+window.wampscopeViewer = app;
 
 // ---------------------------------------------------------------------------------- helpers --
 
@@ -158,7 +161,10 @@ async function connect() {
       if (app.view && args[2] === app.view.id) app.view.meta = args[3] || app.view.meta;
     });
     await sess.subscribe(T + 'on_trace_data', (args) => {
-      if (app.view && args[0] === app.node && args[2] === app.view.id) app.view.onBatch(args[4] || []);
+      if (app.view && args[0] === app.node && args[2] === app.view.id) {
+        app.view.onBatch(args[4] || []);
+        if (Date.now() - app.listedAt > 1000) refreshTraces();
+      }
     });
     await refreshTraces();
     app.pollTimer = setInterval(refreshTraces, 2000);
@@ -188,6 +194,7 @@ function api(proc, ...args) {
 
 async function refreshTraces() {
   if (!app.sess) return;
+  app.listedAt = Date.now();
   try {
     const ids = await api('list_traces', true);
     const metas = await Promise.all(ids.map((id) => api('get_trace', id).catch(() => null)));
@@ -340,6 +347,7 @@ class TraceView {
       const i = this.records.length;
       this.records.push(r);
       this.nextSeq = r.seq + 1;
+      if (this.filtered && matches(r, this.needle)) this.filtered.push(i);
       if (isAction(r)) {
         this.addLane(r.realm, r.originator);
         for (const x of r.responders || []) this.addLane(r.realm, x);
@@ -358,7 +366,6 @@ class TraceView {
         if (r.msg_type === 'Error' || r.msg_type === 'Abort') c.error = i;
       }
     }
-    if (this.filtered && this.search) this.applySearch(this.search);
     this.actions = null;
     this.schedule();
   }
@@ -437,16 +444,14 @@ class TraceView {
   }
 
   applySearch(q) {
-    this.search = q;
     if (!q) {
       this.filtered = null;
       return;
     }
-    const needle = q.toLowerCase();
+    this.needle = q.toLowerCase();
     const out = [];
     this.records.forEach((r, i) => {
-      if (r._text === undefined) r._text = JSON.stringify(r).toLowerCase();
-      if (r._text.includes(needle)) out.push(i);
+      if (matches(r, this.needle)) out.push(i);
     });
     this.filtered = out;
   }
@@ -484,6 +489,18 @@ class TraceView {
   }
 }
 
+// The search: a substring of the record as JSON (its message included), case-insensitive. The
+// lower-cased text is computed once per record, on the first search.
+const searchText = new WeakMap();
+function matches(r, needle) {
+  let t = searchText.get(r);
+  if (t === undefined) {
+    t = JSON.stringify(r).toLowerCase();
+    searchText.set(r, t);
+  }
+  return t.includes(needle);
+}
+
 function currentTab() {
   return document.querySelector('.tab.active').dataset.tab;
 }
@@ -518,7 +535,7 @@ function seqColumns(v) {
   const n = v.laneOrder.length;
   const mid = Math.ceil(n / 2);
   const avail = $('seq-scroll').clientWidth - GUTTER - 20;
-  const colW = Math.max(120, Math.min(240, avail / (n + 1)));
+  const colW = Math.max(100, Math.min(240, avail / (n + 1)));
   const cols = new Map();
   let x = GUTTER + colW / 2;
   let routerX = x;
@@ -601,6 +618,12 @@ function drawSequence(v) {
   ctx.fillStyle = '#eef2f9';
   ctx.fillRect(routerX - sx - 3, 0, 6, h);
 
+  if (!v.records.length) {
+    ctx.fillStyle = '#677287';
+    ctx.textAlign = 'center';
+    const what = v.meta.status === 'running' ? 'Waiting for records… (the trace captures what matches its filters)' : 'This trace holds no records.';
+    ctx.fillText(what, (GUTTER + w) / 2, 60);
+  }
   const first = Math.max(0, Math.floor(top / ROW));
   const last = Math.min(v.records.length, Math.ceil((top + h) / ROW));
   const hl = v.hoverCorr || (v.selected != null ? v.records[v.selected]?.correlation : null);
@@ -618,9 +641,9 @@ function drawSequence(v) {
     ctx.globalAlpha = hl && !related ? 0.35 : 1;
     ctx.fillStyle = '#677287';
     ctx.textAlign = 'right';
-    ctx.fillText(String(r.seq), 44, y);
+    ctx.fillText(String(r.seq), 52, y);
     ctx.textAlign = 'left';
-    ctx.fillText(clockTime(r.ts), 52, y);
+    ctx.fillText(clockTime(r.ts), 60, y);
     if (r.msg_type === 'Marker') {
       ctx.strokeStyle = COLORS.marker;
       ctx.setLineDash([6, 4]);
@@ -661,7 +684,7 @@ function drawSequence(v) {
 
 // The arrow's label, above its middle, cut to the arrow's length.
 function label(ctx, text, x1, x2, y, color, colW) {
-  const span = Math.max(Math.abs(x2 - x1) - 16, colW - 20);
+  const span = Math.max(Math.abs(x2 - x1) - 16, colW * 1.5);
   let t = text;
   if (ctx.measureText(t).width > span) {
     while (t.length > 4 && ctx.measureText(t + '…').width > span) t = t.slice(0, -1);
@@ -727,7 +750,8 @@ function drawSeqHead(v, cols, routerX, colW, sx) {
   ctx.textAlign = 'left';
   ctx.fillStyle = '#677287';
   ctx.font = `600 11px ${font}`;
-  ctx.fillText('SEQ  TIME (UTC)', 14, 38);
+  ctx.fillText('SEQ', 24, 38);
+  ctx.fillText('TIME (UTC)', 60, 38);
 }
 
 function fit(ctx, text, width) {

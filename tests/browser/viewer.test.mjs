@@ -212,6 +212,84 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   console.log(`viewer test: ${held.length} records, ${Date.now() - started} ms; artifacts in ${out}`);
 });
 
+test('an action-level trace from the form, and 100,000 records drawn window by window', async () => {
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}&connect=1`);
+  await page.waitForSelector('#app-view:not([hidden])');
+
+  // Action level: one record per completed CALL, shown in the action view.
+  await page.click('#new-trace-toggle');
+  await page.type('input[name=trace_id]', 'acts');
+  await page.select('select[name=trace_level]', 'action');
+  await page.type('input[name=realms]', 'realm2');
+  await page.click('#start-go');
+  await until(async () => (await page.$eval('#tv-id', (e) => e.textContent)) === 'acts', 'the trace view');
+  const callee = await open({ realm: 'realm2' });
+  await callee.register('com.acts.echo', (args) => args[0]);
+  const caller = await open({ realm: 'realm2' });
+  assert.equal(await caller.call('com.acts.echo', ['x']), 'x');
+  await page.click('.tab[data-tab=actions]');
+  await until(async () => (await page.$$('#actions-rows .trow')).length === 1, 'the call action');
+  const row = await page.$eval('#actions-rows .trow', (r) => [...r.children].map((c) => c.textContent));
+  assert.deepEqual([row[0], row[1], row[3]], ['call', 'com.acts.echo', 'ok']);
+  await page.click('#actions-rows .trow');
+  await until(async () => /^Action #\d+$/.test(await page.$eval('#detail-title', (e) => e.textContent)),
+    'the action record');
+  assert.match(await page.$eval('#detail-fields', (e) => e.textContent), /responders/);
+  await page.click('.tab[data-tab=seq]');
+  // The selected action is highlighted (orange): its arrow from the caller and to the callee.
+  assert.ok(await countPixels(page, '#seq-canvas', [0xe0, 0x8a, 0x00]) > 100, 'the action arrows');
+
+  // 100,000 records fed as live batches of 1000 into an open trace (synthetic: a CALL exchange
+  // per 4 records over 8 sessions in 2 realms) with "follow" on: the table keeps a window of
+  // rows in the DOM, and the canvas draws only the rows in view.
+  const figures = await page.evaluate(() => {
+    const v = window.wampscopeViewer.view;
+    const base = v.nextSeq;
+    const before = v.records.length;
+    const types = [['Call', 'rx'], ['Invocation', 'tx'], ['Yield', 'rx'], ['Result', 'tx']];
+    const t0 = performance.now();
+    let worst = 0;
+    for (let b = 0; b < 100; b++) {
+      const batch = [];
+      for (let k = 0; k < 1000; k++) {
+        const n = b * 1000 + k;
+        const [msgType, direction] = types[n % 4];
+        const caller = 1000 + ((n >> 2) % 4);
+        batch.push({ seq: base + n, pc: n / 1e4, ts: 1.7e9 + n / 1e4, direction, msg_type: msgType,
+          realm: caller % 2 ? 'realm1' : 'realm2', session_id: n % 4 === 1 || n % 4 === 2 ? caller + 100 : caller,
+          authid: null, authrole: 'anonymous', correlation: `c${n >> 2}`, uri: 'com.load.add',
+          correlation_is_anchor: n % 4 === 0, correlation_is_last: n % 4 === 3,
+          serializations: { json: 40 }, msg: [48, n, {}, 'com.load.add'] });
+      }
+      const t = performance.now();
+      v.add(batch);
+      v.render();
+      worst = Math.max(worst, performance.now() - t);
+    }
+    return { total: performance.now() - t0, worst, before, records: v.records.length };
+  });
+  assert.equal(figures.records, figures.before + 100000);
+  await page.click('.tab[data-tab=table]');
+  const domRows = await page.$$eval('#table-rows .trow', (rs) => rs.length);
+  assert.ok(domRows > 10 && domRows < 200, `${domRows} rows in the DOM`);
+  const lastSeq = await page.$$eval('#table-rows .trow', (rs) => Math.max(...rs.map((r) => Number(r.dataset.i))));
+  assert.equal(lastSeq, figures.records - 1); // "follow" shows the newest
+  await page.type('#search', 'c24999'); // the last exchange's correlation
+  await until(async () => (await page.$$('#table-rows .trow')).length === 4, 'one exchange found');
+  await page.click('#detail-close'); // nothing selected: no correlation highlighted
+  await page.click('.tab[data-tab=seq]');
+  await page.screenshot({ path: path.join(artifactsDir(), 'viewer-5-100k.png') });
+  assert.ok(await countPixels(page, '#seq-canvas', [0x0f, 0x9d, 0x76]) > 200, 'arrows at the end');
+  await page.screenshot({ path: path.join(artifactsDir(), 'viewer-5-100k.png') });
+  console.log(`100,000 records in 100 live batches: ${figures.total.toFixed(0)} ms in all, ` +
+    `worst batch (add + draw) ${figures.worst.toFixed(1)} ms`);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
 test('the page answers a router that refuses the login', async () => {
   const problems = [];
   const page = await chrome.browser.newPage();
