@@ -290,6 +290,45 @@ test('an action-level trace from the form, and 100,000 records drawn window by w
   assert.deepEqual(problems, []);
 });
 
+// Management credentials (configs/test-e2e-auth.json): no anonymous access; a ticket principal
+// and a wampcra user with a salted key (PBKDF2 and HMAC-SHA256 in WebCrypto).
+test('the page logs in with ticket and wampcra, and reports a refused login', async () => {
+  // The config reads both tickets from the environment ("${VAR}").
+  process.env.WAMPSCOPE_E2E_MGMT_TICKET = 'mgmt-ticket-from-env';
+  process.env.WAMPSCOPE_E2E_TICKET = 'joe-ticket-from-env';
+  const authRouter = await startRouter('configs/test-e2e-auth.json');
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  try {
+    const login = async (method, authid, secret) => {
+      await page.goto(`${web.url}/index.html?url=${encodeURIComponent(authRouter.url)}` +
+        `&authmethod=${method}&authid=${authid}`);
+      await page.type('#login-secret', secret);
+      await page.click('#login-go');
+      return until(async () => {
+        if (!(await page.$eval('#app-view', (e) => e.hidden))) return 'joined';
+        return page.$eval('#login-error', (e) => e.textContent);
+      }, `${method} login`);
+    };
+    assert.equal(await login('wampcra', 'auditor', 'auditor-password'), 'joined');
+    assert.match(await page.$eval('#conn', (e) => e.textContent), /auditor \(admin\)/);
+    await page.waitForSelector('#trace-list li');
+    await page.click('#logout');
+    await page.waitForSelector('#login-view:not([hidden])');
+    assert.equal(await login('ticket', 'admin', 'mgmt-ticket-from-env'), 'joined');
+    assert.match(await page.$eval('#conn', (e) => e.textContent), /admin \(admin\)/);
+    await page.click('#logout');
+    await page.waitForSelector('#login-view:not([hidden])');
+    assert.match(await login('wampcra', 'auditor', 'wrong-password'), /wamp\.error\.authentication_failed/);
+    assert.match(await login('anonymous', '', ''), /wamp\.error\./);
+    await page.close();
+  } finally {
+    await authRouter.stop();
+  }
+  assert.deepEqual(problems, []);
+});
+
 test('the page answers a router that refuses the login', async () => {
   const problems = [];
   const page = await chrome.browser.newPage();
