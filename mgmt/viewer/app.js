@@ -12,6 +12,7 @@ const PAGE = 1000; // records per get_trace_data call
 const ROW = 22; // sequence diagram row height (px)
 const TROW = 24; // table row height (px)
 const GUTTER = 160; // sequence diagram: seq and time column
+const PAD = 8; // sequence diagram: space above the first row
 const MSG_TYPES = ['Hello', 'Welcome', 'Abort', 'Challenge', 'Authenticate', 'Goodbye', 'Error',
   'Publish', 'Published', 'Subscribe', 'Subscribed', 'Unsubscribe', 'Unsubscribed', 'Event',
   'Call', 'Cancel', 'Result', 'Register', 'Registered', 'Unregister', 'Unregistered',
@@ -521,7 +522,7 @@ function openTrace(id) {
 }
 
 function sizeSpacers(v) {
-  $('seq-spacer').style.height = `${v.records.length * ROW + 8}px`;
+  $('seq-spacer').style.height = `${v.records.length * ROW + PAD + 8}px`;
   $('seq-spacer').style.width = `${seqWidth(v)}px`;
   const n = v.filtered ? v.filtered.length : v.records.length;
   $('table-spacer').style.height = `${n * TROW}px`;
@@ -624,12 +625,12 @@ function drawSequence(v) {
     const what = v.meta.status === 'running' ? 'Waiting for records… (the trace captures what matches its filters)' : 'This trace holds no records.';
     ctx.fillText(what, (GUTTER + w) / 2, 60);
   }
-  const first = Math.max(0, Math.floor(top / ROW));
-  const last = Math.min(v.records.length, Math.ceil((top + h) / ROW));
+  const first = Math.max(0, Math.floor((top - PAD) / ROW));
+  const last = Math.min(v.records.length, Math.ceil((top + h - PAD) / ROW));
   const hl = v.hoverCorr || (v.selected != null ? v.records[v.selected]?.correlation : null);
   for (let i = first; i < last; i++) {
     const r = v.records[i];
-    const y = i * ROW - top + ROW / 2;
+    const y = PAD + i * ROW - top + ROW / 2;
     const related = hl && r.correlation === hl;
     if (i === v.selected) {
       ctx.fillStyle = '#e6eefc';
@@ -764,7 +765,7 @@ function fit(ctx, text, width) {
 function seqRowAt(ev) {
   const scroll = $('seq-scroll');
   const rect = scroll.getBoundingClientRect();
-  const y = ev.clientY - rect.top + scroll.scrollTop;
+  const y = ev.clientY - rect.top + scroll.scrollTop - PAD;
   const i = Math.floor(y / ROW);
   return app.view && i >= 0 && i < app.view.records.length ? i : null;
 }

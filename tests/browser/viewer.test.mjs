@@ -139,7 +139,7 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
     const b = e.getBoundingClientRect();
     return { x: b.x, y: b.y, w: b.width };
   });
-  await page.mouse.click(box.x + box.w / 2, box.y + callIdx * 22 + 11);
+  await page.mouse.click(box.x + box.w / 2, box.y + 8 + callIdx * 22 + 11);
   await page.waitForSelector('#detail:not([hidden])');
   assert.equal(await page.$eval('#detail-title', (e) => e.textContent), `Call #${held[callIdx].seq}`);
   const msgText = await page.$eval('#detail-msg', (e) => e.textContent);
