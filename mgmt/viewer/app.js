@@ -207,6 +207,9 @@ async function refreshTraces() {
       if (m) {
         app.view.meta = m;
         app.view.renderHead();
+      } else {
+        toast(`trace ${app.view.id} was deleted`, false);
+        closeTrace();
       }
     }
   } catch (e) {
@@ -519,6 +522,14 @@ function openTrace(id) {
   app.view.renderHead();
   app.view.fetchMore();
   app.view.schedule();
+}
+
+function closeTrace() {
+  if (app.view) app.view.closed = true;
+  app.view = null;
+  $('trace-view').hidden = true;
+  $('empty').hidden = false;
+  renderTraceList();
 }
 
 function sizeSpacers(v) {
@@ -978,10 +989,7 @@ function initTraceActions() {
     b.textContent = 'Delete';
     try {
       await api('delete_trace', app.view.id);
-      app.view.closed = true;
-      app.view = null;
-      $('trace-view').hidden = true;
-      $('empty').hidden = false;
+      closeTrace();
       refreshTraces();
     } catch (e) {
       toast(`delete_trace: ${errText(e)}`);

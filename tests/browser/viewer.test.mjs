@@ -286,6 +286,15 @@ test('an action-level trace from the form, and 100,000 records drawn window by w
   await page.screenshot({ path: path.join(artifactsDir(), 'viewer-5-100k.png') });
   console.log(`100,000 records in 100 live batches: ${figures.total.toFixed(0)} ms in all, ` +
     `worst batch (add + draw) ${figures.worst.toFixed(1)} ms`);
+
+  // Another management client stops and deletes the open trace: the page follows.
+  const mgmt = await open({ realm: 'mgmt' });
+  const node = (await mgmt.call(MGMT + 'list_nodes'))[0];
+  const worker = (await mgmt.call(MGMT + 'list_workers', [node]))[0];
+  await mgmt.call(MGMT + 'stop_trace', [node, worker, 'acts']);
+  await until(async () => (await page.$eval('#tv-status', (e) => e.textContent)) === 'stopped', 'stopped');
+  await mgmt.call(MGMT + 'delete_trace', [node, worker, 'acts']);
+  await page.waitForSelector('#empty:not([hidden])');
   await page.close();
   assert.deepEqual(problems, []);
 });
