@@ -322,7 +322,10 @@ test('the page logs in with ticket and wampcra, and reports a refused login', as
     };
     assert.equal(await login('wampcra', 'auditor', 'auditor-password'), 'joined');
     assert.match(await page.$eval('#conn', (e) => e.textContent), /auditor \(admin\)/);
-    await page.waitForSelector('#trace-list li');
+    // This config keeps the default flight recorder: listed, with its badge, running.
+    await page.waitForSelector('#trace-list li[data-id="flight-recorder"] .badge.flight');
+    assert.equal(await page.$eval('#trace-list li[data-id="flight-recorder"] .badge.running',
+      (e) => e.textContent), 'running');
     await page.click('#logout');
     await page.waitForSelector('#login-view:not([hidden])');
     assert.equal(await login('ticket', 'admin', 'mgmt-ticket-from-env'), 'joined');
