@@ -660,14 +660,14 @@ static uint8_t corr_flags(const trace_input *in)
  * its bytes in their serializer. */
 static void wire_sizes(const trace_input *in, uint32_t out[WAMP_SER_COUNT])
 {
-    if (in->ser_bytes[0] | in->ser_bytes[1] | in->ser_bytes[2]) {
+    if (in->ser_bytes[0] | in->ser_bytes[1] | in->ser_bytes[2] | in->ser_bytes[3]) {
         for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
             out[i] = clamp32(in->ser_bytes[i]);
         }
         return;
     }
     /* None given (every received message): its bytes' length in its serializer. */
-    out[0] = out[1] = out[2] = 0;
+    memset(out, 0, WAMP_SER_COUNT * sizeof(out[0]));
     if (ser_is_valid(in->ser) && (in->wire || in->bytes)) {
         out[in->ser] = clamp32(in->wire ? wamp_buf_len(in->wire) : in->len);
     }

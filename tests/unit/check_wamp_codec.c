@@ -1035,7 +1035,7 @@ START_TEST(test_api_misuse)
     char why[WAMP_WHY_LEN] = "";
     ck_assert_int_eq(wamp_codec_decode((wamp_ser)0, "[]", 2, &v, why, sizeof(why)), WAMP_EINVAL);
     ck_assert_ptr_null(v);
-    ck_assert_int_eq(wamp_codec_decode((wamp_ser)3, "[]", 2, &v, NULL, 0), WAMP_EINVAL);
+    ck_assert_int_eq(wamp_codec_decode((wamp_ser)4, "[]", 2, &v, NULL, 0), WAMP_EINVAL);
     ck_assert_int_eq(wamp_codec_decode(WAMP_SER_JSON, NULL, 5, &v, NULL, 0), WAMP_EINVAL);
     ck_assert_int_eq(wamp_codec_decode(WAMP_SER_JSON, "[]", 2, NULL, NULL, 0), WAMP_EINVAL);
     /* NULL with length 0 is just empty input. */
