@@ -73,7 +73,8 @@ struct rt_broker {
 typedef struct rt_retained {
     rt_hnode by_topic;
     char *topic;
-    json_t *args, *kwargs; /* owned references, NULL when absent */
+    json_t *args, *kwargs; /* owned references, NULL when absent (a router-built payload) */
+    rt_payload payload;    /* owned copy of the publisher's payload bytes (ser 0: none) */
     json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
@@ -549,7 +550,8 @@ typedef struct pub_ctx {
     rt_session *publisher; /* NULL for the router's own publications */
     const char *topic;
     uint64_t publication;
-    json_t *args, *kwargs; /* borrowed */
+    json_t *args, *kwargs; /* borrowed: the router's own payload (jansson) */
+    rt_payload payload;    /* borrowed: a client's payload, as its bytes */
     bool exclude_me;
     bool disclose; /* publisher identification */
     bool retain;   /* event retention */
@@ -705,9 +707,11 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
             return WAMP_ENOMEM;
         }
         rt_encoded ev;
-        rt_encoded_init(&ev, wamp_msg_new_event(sub->id, p->publication, details,
-                                                p->args ? json_incref(p->args) : NULL,
-                                                p->kwargs ? json_incref(p->kwargs) : NULL));
+        rt_encoded_init_payload(&ev,
+                                wamp_msg_new_event(sub->id, p->publication, details,
+                                                   p->args ? json_incref(p->args) : NULL,
+                                                   p->kwargs ? json_incref(p->kwargs) : NULL),
+                                &p->payload);
         if (!ev.msg) {
             return WAMP_ENOMEM;
         }
@@ -718,7 +722,7 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
             for (size_t i = 0; i < end; i++) {
                 wamp_ser ser = sub->members[i]->s->ser;
                 if (!ev.buf[ser] && is_receiver(sub->members[i]->s, p)) {
-                    (void)wamp_codec_encode(ser, ev.msg, &ev.buf[ser]);
+                    (void)rt_encoded_encode(&ev, ser);
                 }
             }
         }
@@ -767,6 +771,7 @@ static void retained_remove(rt_broker *b, rt_retained *r)
     b->retained_bytes -= r->bytes;
     json_decref(r->args);
     json_decref(r->kwargs);
+    rt_payload_fini(&r->payload);
     json_decref(r->publisher);
     json_decref(r->options);
     free(r->topic);
@@ -791,6 +796,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         retained_remove(b, old);
     }
     size_t bytes = strlen(p->topic) + json_size(p->args) + json_size(p->kwargs) +
+                   p->payload.args.len + p->payload.kwargs.len +
                    (p->filter.any ? json_size(options) : 0);
     if (b->retained.count >= max_topics || bytes > max_bytes ||
         b->retained_bytes > max_bytes - bytes) {
@@ -811,8 +817,8 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
     r->args = p->args ? json_incref(p->args) : NULL;
     r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
     r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
-    bool oom = false;
-    if (p->disclose && p->publisher) {
+    bool oom = rt_payload_dup(&p->payload, &r->payload) != WAMP_OK;
+    if (!oom && p->disclose && p->publisher) {
         r->publisher = json_object();
         oom = !r->publisher || set_publisher(r->publisher, p->publisher) != 0;
     }
@@ -820,6 +826,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
                        WAMP_OK) {
         json_decref(r->args);
         json_decref(r->kwargs);
+        rt_payload_fini(&r->payload);
         json_decref(r->publisher);
         json_decref(r->options);
         free(r->topic);
@@ -855,9 +862,11 @@ static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, 
         json_decref(d);
         return WAMP_ENOMEM;
     }
-    return rt_session_send(s, wamp_msg_new_event(sub->id, wamp_id_random(), d,
-                                                 r->args ? json_incref(r->args) : NULL,
-                                                 r->kwargs ? json_incref(r->kwargs) : NULL));
+    return rt_session_send_payload(s,
+                                   wamp_msg_new_event(sub->id, wamp_id_random(), d,
+                                                      r->args ? json_incref(r->args) : NULL,
+                                                      r->kwargs ? json_incref(r->kwargs) : NULL),
+                                   &r->payload);
 }
 
 /* SUBSCRIBED for sub, then (get_retained) every retained event it admits; the last message
@@ -915,7 +924,11 @@ size_t rt_broker_retained_bytes(const rt_broker *b)
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
     bool ack = false;
-    pub_ctx p = {.publisher = s, .topic = m->uri, .args = m->args, .kwargs = m->kwargs};
+    pub_ctx p = {.publisher = s,
+                 .topic = m->uri,
+                 .args = m->args,
+                 .kwargs = m->kwargs,
+                 .payload = rt_payload_of(m)};
     const char *bad = parse_publish(m->dict, &p, &ack);
     if (bad) {
         RT_LOG_DEBUG(s->id, "PUBLISH to %s: %s", m->uri, bad);

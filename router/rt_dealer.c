@@ -18,6 +18,7 @@
 #include <sodium.h>
 
 #include "rt_core_int.h"
+#include "rt_local.h"
 #include "rt_log.h"
 #include "rt_meta.h"
 #include "rt_session.h"
@@ -471,16 +472,22 @@ static void local_reply_fini(rt_local_reply *reply)
 
 static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *m)
 {
-    json_t *empty_args = m->args ? NULL : json_array();
-    json_t *empty_kw = m->kwargs ? NULL : json_object();
+    json_t *args, *kwargs;
+    char why[WAMP_WHY_LEN];
     rt_local_reply reply = {NULL, NULL, NULL, NULL};
-    wamp_err err = WAMP_ENOMEM;
-    if ((m->args || empty_args) && (m->kwargs || empty_kw)) {
-        err = reg->fn(reg->fn_ctx, s, m->args ? m->args : empty_args,
-                      m->kwargs ? m->kwargs : empty_kw, &reply);
+    wamp_err err = rt_local_call_args(m, &args, &kwargs, why, sizeof(why));
+    if (err == WAMP_ERANGE || err == WAMP_EPROTO) {
+        /* A payload the router cannot look into (say a uint64 above 2^63-1) is the caller's
+         * mistake for this procedure, not a protocol violation. */
+        RT_LOG_DEBUG(s->id, "CALL %s: %s", reg->uri, why);
+        RT_TRACE_LAST(s->rt);
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
-    json_decref(empty_args);
-    json_decref(empty_kw);
+    if (err == WAMP_OK) {
+        err = reg->fn(reg->fn_ctx, s, args, kwargs, &reply);
+    }
+    json_decref(args);
+    json_decref(kwargs);
     if (err == WAMP_ENOMEM) {
         local_reply_fini(&reply);
         return err;
@@ -681,10 +688,13 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         trace_str *uri = rt_trace_action_uri(s->rt); /* outlives this message */
         c->uri = uri ? trace_str_ref(uri) : NULL;
     }
-    wamp_err err = rt_session_send(
-            callee, wamp_msg_new_invocation(c->invocation, reg->id, details,
-                                            m->args ? json_incref(m->args) : NULL,
-                                            m->kwargs ? json_incref(m->kwargs) : NULL));
+    rt_payload payload = rt_payload_of(m);
+    wamp_err err = rt_session_send_payload(
+            callee,
+            wamp_msg_new_invocation(c->invocation, reg->id, details,
+                                    m->args ? json_incref(m->args) : NULL,
+                                    m->kwargs ? json_incref(m->kwargs) : NULL),
+            &payload);
     if (err == WAMP_OK) {
         return WAMP_OK;
     }
@@ -760,7 +770,8 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (!progress) {
         RT_TRACE_LAST(s->rt);
     }
-    wamp_err err = rt_session_send(caller, reply);
+    rt_payload payload = rt_payload_of(m);
+    wamp_err err = rt_session_send_payload(caller, reply, &payload);
     if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
         if (progress) {
             call_remove(d, c); /* the caller is told the call failed: it ends here */

@@ -39,7 +39,8 @@ wamp_err wamp_codec_decode(wamp_ser ser, const void *data, size_t len, json_t **
 wamp_err wamp_codec_decode_value(wamp_ser ser, const void *data, size_t len, json_t **out,
                                  char *why, size_t why_len);
 
-/* wamp_codec_decode() followed by wamp_msg_parse(). */
+/* wamp_msg_parse_bytes(): the envelope decoded, the payload (Arguments, ArgumentsKw) validated
+ * and kept as slices of data (see wamp_msg.h). */
 wamp_err wamp_codec_decode_msg(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
                                size_t why_len);
 

@@ -979,7 +979,7 @@ wamp_err wamp_rd_next(wamp_rd *r, wamp_tok *t)
     return step(r, t);
 }
 
-wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n)
+wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
 {
     wamp_tok t;
     if (wamp_rd_next(r, &t) != WAMP_OK) {
@@ -987,6 +987,9 @@ wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n)
     }
     const unsigned char *from = r->tok_start;
     unsigned depth = t.depth;
+    if (kind) {
+        *kind = t.kind;
+    }
     if (t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) {
         do {
             if (wamp_rd_next(r, &t) != WAMP_OK) {
@@ -1014,4 +1017,144 @@ wamp_err wamp_rd_validate(wamp_ser ser, const void *p, size_t n, char *why, size
     }
     wamp_rd_fini(&r);
     return err;
+}
+
+/* --- Token stream -> jansson ----------------------------------------------------------------- */
+
+struct build_level {
+    json_t *node;
+    char *key; /* maps: the pending key (owned) */
+    size_t key_len;
+};
+
+/* The WAMP JSON binary convention: "\0" + base64. */
+static json_t *bin_value(const unsigned char *p, size_t n)
+{
+    size_t enc = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+    char *s = malloc(enc + 1);
+    if (!s) {
+        return NULL;
+    }
+    s[0] = '\0';
+    sodium_bin2base64(s + 1, enc, p, n, sodium_base64_VARIANT_ORIGINAL);
+    json_t *v = json_stringn_nocheck(s, enc); /* "\0" + enc - 1 digits */
+    free(s);
+    return v;
+}
+
+/* Attaches v (consumed) to the innermost container, or makes it the value. */
+static wamp_err attach(wamp_rd *r, struct build_level *lv, size_t depth, json_t *v, json_t **out,
+                       size_t at)
+{
+    if (!v) {
+        return oom(r);
+    }
+    if (depth == 0) {
+        *out = v;
+        return WAMP_OK;
+    }
+    struct build_level *l = &lv[depth - 1];
+    if (json_is_array(l->node)) {
+        return json_array_append_new(l->node, v) == 0 ? WAMP_OK : oom(r);
+    }
+    if (json_object_getn(l->node, l->key, l->key_len)) {
+        json_decref(v);
+        return bad(r, "duplicate map key at offset %zu", at);
+    }
+    int rc = json_object_setn_new_nocheck(l->node, l->key, l->key_len, v);
+    free(l->key);
+    l->key = NULL;
+    return rc == 0 ? WAMP_OK : oom(r);
+}
+
+wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
+{
+    *out = NULL;
+    wamp_tok t;
+    struct build_level *lv = NULL;
+    size_t cap = 0, depth = 0;
+    json_t *v = NULL;
+    do {
+        if (wamp_rd_next(r, &t) != WAMP_OK) {
+            goto fail;
+        }
+        size_t at = (size_t)(r->tok_start - r->start);
+        json_t *item = NULL;
+        switch (t.kind) {
+        case WAMP_TOK_END: {
+            item = lv[--depth].node;
+            lv[depth].node = NULL;
+            break;
+        }
+        case WAMP_TOK_ARRAY:
+        case WAMP_TOK_MAP:
+            if (depth == cap) {
+                size_t ncap = cap ? cap * 2 : 8;
+                struct build_level *n = realloc(lv, ncap * sizeof(*n));
+                if (!n) {
+                    oom(r);
+                    goto fail;
+                }
+                lv = n;
+                cap = ncap;
+            }
+            lv[depth] = (struct build_level){
+                    .node = t.kind == WAMP_TOK_MAP ? json_object() : json_array()};
+            if (!lv[depth].node) {
+                oom(r);
+                goto fail;
+            }
+            depth++;
+            continue;
+        case WAMP_TOK_STR:
+            if (t.is_key) {
+                char *k = malloc(t.len + 1);
+                if (!k) {
+                    oom(r);
+                    goto fail;
+                }
+                memcpy(k, t.p, t.len);
+                k[t.len] = '\0';
+                lv[depth - 1].key = k;
+                lv[depth - 1].key_len = t.len;
+                continue;
+            }
+            item = json_stringn_nocheck((const char *)t.p, t.len);
+            break;
+        case WAMP_TOK_BIN:
+            item = bin_value(t.p, t.len);
+            break;
+        case WAMP_TOK_NULL:
+            item = json_null();
+            break;
+        case WAMP_TOK_BOOL:
+            item = json_boolean(t.b);
+            break;
+        case WAMP_TOK_INT:
+            item = json_integer((json_int_t)t.i);
+            break;
+        case WAMP_TOK_UINT:
+            snprintf(r->why, sizeof(r->why), "integer %llu at offset %zu is above 2^63-1",
+                     (unsigned long long)t.u, at);
+            r->err = WAMP_ERANGE;
+            goto fail;
+        case WAMP_TOK_REAL:
+            item = json_real(t.d);
+            break;
+        }
+        if (attach(r, lv, depth, item, &v, at) != WAMP_OK) {
+            goto fail;
+        }
+    } while (depth > 0);
+    free(lv);
+    *out = v;
+    return WAMP_OK;
+fail:
+    for (size_t i = 0; i < depth; i++) {
+        json_decref(lv[i].node);
+        free(lv[i].key);
+    }
+    free(lv);
+    json_decref(v);
+    return r->err != WAMP_OK ? r->err : WAMP_EINVAL;
 }

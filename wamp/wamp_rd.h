@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "wamp_err.h"
 #include "wamp_types.h"
 
@@ -103,12 +105,20 @@ void wamp_rd_fini(wamp_rd *r);
  * the top-level value also checks that no bytes follow it. */
 wamp_err wamp_rd_next(wamp_rd *r, wamp_tok *t);
 /* Reads the next whole value (validating it) and hands back its encoded bytes: a slice of the
- * input (for JSON without surrounding whitespace). Same errors as wamp_rd_next(). */
-wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n);
+ * input (for JSON without surrounding whitespace), and its kind (the first token's: ARRAY, MAP,
+ * STR, ...) when kind is not NULL. Same errors as wamp_rd_next(). */
+wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind);
 /* true once the top-level value has been read completely. */
 bool wamp_rd_done(const wamp_rd *r);
 /* Reason of the last error ("" when none). */
 const char *wamp_rd_why(const wamp_rd *r);
+
+/* Reads the next whole value into a new jansson value (*out, one reference): binary as the
+ * "\0" + base64 string, map keys with their NUL bytes (jansson 2.14 length-aware keys). Beyond
+ * wamp_rd_next()'s errors: WAMP_EPROTO for a duplicate map key; WAMP_ERANGE for an integer above
+ * INT64_MAX (jansson has no uint64; wamp_rd_why() names the value and its offset). The reader
+ * is unusable after an error. *out is NULL after failure. */
+wamp_err wamp_rd_json(wamp_rd *r, json_t **out);
 
 /* Validates that p[0..n) is exactly one value in ser. WAMP_OK, WAMP_EPROTO (reason in why),
  * WAMP_ENOMEM, WAMP_EINVAL (unknown serializer). */
