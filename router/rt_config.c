@@ -930,10 +930,12 @@ static wamp_err parse_serializers(cfg_ctx *c, const char *path, const json_t *v,
         return refuse(c, path, "must be a list");
     }
     if (json_array_size(v) == 0) {
-        return refuse(c, path, "must name at least one serializer (\"json\", \"msgpack\")");
+        return refuse(c, path,
+                      "must name at least one serializer (\"json\", \"msgpack\", \"cbor\")");
     }
     l->ser_json = false;
     l->ser_msgpack = false;
+    l->ser_cbor = false;
     size_t i;
     const json_t *e;
     json_array_foreach(v, i, e)
@@ -947,11 +949,12 @@ static wamp_err parse_serializers(cfg_ctx *c, const char *path, const json_t *v,
             l->ser_json = true;
         } else if (strcmp(s, "msgpack") == 0) {
             l->ser_msgpack = true;
-        } else if (strcmp(s, "cbor") == 0 || strcmp(s, "ubjson") == 0 ||
-                   strcmp(s, "flatbuffers") == 0) {
+        } else if (strcmp(s, "cbor") == 0) {
+            l->ser_cbor = true;
+        } else if (strcmp(s, "ubjson") == 0 || strcmp(s, "flatbuffers") == 0) {
             return refuse(c, ip.s,
-                          "serializer \"%s\" is not supported (only \"json\" and "
-                          "\"msgpack\" are)",
+                          "serializer \"%s\" is not supported (only \"json\", \"msgpack\" "
+                          "and \"cbor\" are)",
                           s);
         } else {
             return refuse(c, ip.s, "unknown serializer \"%s\"", s);
@@ -1502,6 +1505,7 @@ static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, 
 
     l->ser_json = true;
     l->ser_msgpack = true;
+    l->ser_cbor = true;
     const json_t *sers = json_object_get(o, "serializers");
     if (sers) {
         err = parse_serializers(c, path_key(path, "serializers").s, sers, l);
@@ -1716,6 +1720,7 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
     }
     l->ser_json = true;
     l->ser_msgpack = true;
+    l->ser_cbor = true;
     const json_t *sers = json_object_get(o, "serializers");
     if (sers) {
         err = parse_serializers(c, path_key(path, "serializers").s, sers, l);

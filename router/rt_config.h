@@ -132,6 +132,7 @@ typedef struct rt_listener {
                             * RawSocket */
     bool ser_json;         /* "serializers" contains "json" (default both) */
     bool ser_msgpack;
+    bool ser_cbor;
     /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
      * enforces the largest power of two 512..16 MiB not above it (wamp_rawsock.h). */
     size_t max_message_size;

@@ -154,7 +154,7 @@ static bool offers_wamp(struct lws *wsi)
     for (char *tok = strtok_r(list, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
         const struct lws_protocols *p = lws_vhost_name_to_protocol(lws_get_vhost(wsi), tok);
         if (p) {
-            return p->id == WAMP_SER_JSON || p->id == WAMP_SER_MSGPACK;
+            return p->id == WAMP_SER_JSON || p->id == WAMP_SER_MSGPACK || p->id == WAMP_SER_CBOR;
         }
     }
     return false;
@@ -553,6 +553,14 @@ size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out)
         out[i].callback = ws_cb;
         out[i].per_session_data_size = sizeof(ws_pss);
         out[i].id = WAMP_SER_MSGPACK;
+        i++;
+        n_wamp++;
+    }
+    if (cfg->ser_cbor) {
+        out[i].name = WAMP_SUBPROTOCOL_CBOR;
+        out[i].callback = ws_cb;
+        out[i].per_session_data_size = sizeof(ws_pss);
+        out[i].id = WAMP_SER_CBOR;
         i++;
         n_wamp++;
     }

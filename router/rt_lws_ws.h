@@ -17,7 +17,7 @@ struct lws;
 struct lws_protocols;
 
 /* Entries rt_lws_ws_protocols() writes at most: "http", two WAMP subprotocols, terminator. */
-#define RT_LWS_WS_PROTOCOLS_MAX 4
+#define RT_LWS_WS_PROTOCOLS_MAX 5
 
 /* Bytes of the send scratch buffer (see rt_lws_ws_listener.tx_scratch). */
 #define RT_LWS_WS_SCRATCH ((size_t)64 * 1024)
@@ -41,8 +41,8 @@ typedef struct rt_lws_ws_listener {
 
 /* Fills out[0..RT_LWS_WS_PROTOCOLS_MAX) with the protocol table of cfg: protocols[0] "http"
  * (refuses plain HTTP and any WebSocket upgrade that does not negotiate an enabled WAMP
- * subprotocol on cfg->path), then "wamp.2.json" (id WAMP_SER_JSON) and/or "wamp.2.msgpack"
- * (id WAMP_SER_MSGPACK) as enabled, then the terminator. Returns the number of WAMP
+ * subprotocol on cfg->path), then "wamp.2.json" (id WAMP_SER_JSON), "wamp.2.msgpack"
+ * (id WAMP_SER_MSGPACK) and "wamp.2.cbor" (id WAMP_SER_CBOR) as enabled, then the terminator. Returns the number of WAMP
  * subprotocols (0: the listener can accept nothing). */
 size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out);
 

@@ -13,6 +13,7 @@
 #include "rt_meta.h"
 #include "rt_realm.h"
 #include "rt_session.h"
+#include "wamp_codec.h"
 
 static const rt_permission mgmt_permissions[] = {{
         .uri = "crossbarfabriccenter.",
@@ -330,7 +331,7 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
     rt->n_sessions++;
     rt->stats.sessions_opened++;
     RT_LOG_DEBUG(s->id, "connection from %s (%s)", s->peer.addr,
-                 ser == WAMP_SER_JSON ? "json" : "msgpack");
+                 wamp_ser_name(ser));
     return s;
 }
 

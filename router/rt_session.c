@@ -257,7 +257,11 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
         return WAMP_ENOMEM;
     }
     if (s->state == RT_SESSION_CLOSED) {
-        trace_tx(s, e, NULL, "session_closed");
+        /* A traced record keeps the message's bytes: with a payload, msg is only its envelope. */
+        if (e->payload.ser && trace_hub_is_active(s->rt->hub)) {
+            (void)rt_encoded_encode(e, s->ser);
+        }
+        trace_tx(s, e, e->payload.ser ? e->buf[s->ser] : NULL, "session_closed");
         return WAMP_OK;
     }
     wamp_err err = encode_for(s, e);

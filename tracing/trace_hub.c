@@ -522,7 +522,7 @@ static bool redact(json_t *msg)
 
 static bool ser_is_valid(wamp_ser ser)
 {
-    return ser == WAMP_SER_JSON || ser == WAMP_SER_MSGPACK;
+    return ser == WAMP_SER_JSON || ser == WAMP_SER_MSGPACK || ser == WAMP_SER_CBOR;
 }
 
 /* The bytes records of this message keep (one new reference, or NULL for none), in in->ser:
