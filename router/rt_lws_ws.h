@@ -42,8 +42,8 @@ typedef struct rt_lws_ws_listener {
 /* Fills out[0..RT_LWS_WS_PROTOCOLS_MAX) with the protocol table of cfg: protocols[0] "http"
  * (refuses plain HTTP and any WebSocket upgrade that does not negotiate an enabled WAMP
  * subprotocol on cfg->path), then "wamp.2.json" (id WAMP_SER_JSON), "wamp.2.msgpack"
- * (id WAMP_SER_MSGPACK) and "wamp.2.cbor" (id WAMP_SER_CBOR) as enabled, then the terminator. Returns the number of WAMP
- * subprotocols (0: the listener can accept nothing). */
+ * (id WAMP_SER_MSGPACK) and "wamp.2.cbor" (id WAMP_SER_CBOR) as enabled, then the terminator.
+ * Returns the number of WAMP subprotocols (0: the listener can accept nothing). */
 size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out);
 
 /* Fills peer->addr ("ip:port" / "[ip6]:port"; IPv4-mapped shown as IPv4) and is_loopback from

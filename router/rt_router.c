@@ -330,8 +330,7 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
     rt_list_add_tail(&rt->greeting, &s->in_wait);
     rt->n_sessions++;
     rt->stats.sessions_opened++;
-    RT_LOG_DEBUG(s->id, "connection from %s (%s)", s->peer.addr,
-                 wamp_ser_name(ser));
+    RT_LOG_DEBUG(s->id, "connection from %s (%s)", s->peer.addr, wamp_ser_name(ser));
     return s;
 }
 

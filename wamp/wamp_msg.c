@@ -265,8 +265,8 @@ static bool is_payload(const struct msg_spec *spec, size_t i)
            (spec->kind[i - 1] == FK_ARGS || spec->kind[i - 1] == FK_KWARGS);
 }
 
-wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out,
-                              char *why, size_t why_len)
+wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
+                              size_t why_len)
 {
     memset(out, 0, sizeof(*out));
     wamp_rd r;

@@ -93,8 +93,8 @@ wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len);
  * refuses, anywhere in the message; a duplicate key or an integer above INT64_MAX in the
  * envelope; Arguments not a list, ArgumentsKw not a dict; the wamp_msg_parse() rules);
  * WAMP_ENOMEM. *out is zeroed after failure. */
-wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out,
-                              char *why, size_t why_len);
+wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
+                              size_t why_len);
 
 /* Builds m->args / m->kwargs (owned by m, released by wamp_msg_fini()) from the payload slices
  * of a message parsed from bytes, for a consumer that needs the values; a no-op (WAMP_OK) when

@@ -1098,8 +1098,8 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
                 lv = n;
                 cap = ncap;
             }
-            lv[depth] = (struct build_level){
-                    .node = t.kind == WAMP_TOK_MAP ? json_object() : json_array()};
+            lv[depth] = (struct build_level){.node = t.kind == WAMP_TOK_MAP ? json_object()
+                                                                            : json_array()};
             if (!lv[depth].node) {
                 oom(r);
                 goto fail;
