@@ -75,6 +75,7 @@ typedef struct rt_retained {
     char *topic;
     json_t *args, *kwargs; /* owned references, NULL when absent (a router-built payload) */
     rt_payload payload;    /* owned copy of the publisher's payload bytes (ser 0: none) */
+    json_t *ppt;           /* owned: the publication's ppt_* options (payload passthru), or NULL */
     json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
@@ -552,6 +553,7 @@ typedef struct pub_ctx {
     uint64_t publication;
     json_t *args, *kwargs; /* borrowed: the router's own payload (jansson) */
     rt_payload payload;    /* borrowed: a client's payload, as its bytes */
+    const json_t *ppt;     /* borrowed: PUBLISH.Options holding ppt_* keys, or NULL */
     bool exclude_me;
     bool disclose; /* publisher identification */
     bool retain;   /* event retention */
@@ -644,7 +646,7 @@ static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool 
     bool pattern = sub->match != WAMP_MATCH_EXACT;
     bool disclose = p->disclose && p->publisher;
     *oom = false;
-    if (!pattern && !disclose) {
+    if (!pattern && !disclose && !p->ppt) {
         return NULL;
     }
     json_t *d = json_object();
@@ -659,6 +661,8 @@ static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool 
     if (disclose) {
         rc |= set_publisher(d, p->publisher);
     }
+    /* Payload passthru mode: the ppt_* options go along with the untouched payload. */
+    rc |= wamp_msg_ppt_copy(d, p->ppt);
     if (rc != 0) {
         json_decref(d);
         *oom = true;
@@ -772,6 +776,7 @@ static void retained_remove(rt_broker *b, rt_retained *r)
     json_decref(r->args);
     json_decref(r->kwargs);
     rt_payload_fini(&r->payload);
+    json_decref(r->ppt);
     json_decref(r->publisher);
     json_decref(r->options);
     free(r->topic);
@@ -818,6 +823,10 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
     r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
     r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
     bool oom = rt_payload_dup(&p->payload, &r->payload) != WAMP_OK;
+    if (!oom && p->ppt) {
+        r->ppt = json_object();
+        oom = !r->ppt || wamp_msg_ppt_copy(r->ppt, p->ppt) != 0;
+    }
     if (!oom && p->disclose && p->publisher) {
         r->publisher = json_object();
         oom = !r->publisher || set_publisher(r->publisher, p->publisher) != 0;
@@ -827,6 +836,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         json_decref(r->args);
         json_decref(r->kwargs);
         rt_payload_fini(&r->payload);
+        json_decref(r->ppt);
         json_decref(r->publisher);
         json_decref(r->options);
         free(r->topic);
@@ -857,6 +867,7 @@ static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, 
 {
     json_t *d = r->publisher ? json_copy(r->publisher) : json_object();
     if (!d || json_object_set_new(d, "retained", json_true()) != 0 ||
+        wamp_msg_ppt_copy(d, r->ppt) != 0 ||
         (sub->match != WAMP_MATCH_EXACT &&
          json_object_set_new(d, "topic", json_string(r->topic)) != 0)) {
         json_decref(d);
@@ -930,10 +941,21 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
                  .kwargs = m->kwargs,
                  .payload = rt_payload_of(m)};
     const char *bad = parse_publish(m->dict, &p, &ack);
+    bool ppt = false;
+    if (!bad && json_object_size(m->dict) > 0) {
+        bad = wamp_msg_ppt_check(m->dict, &ppt);
+    }
     if (bad) {
         RT_LOG_DEBUG(s->id, "PUBLISH to %s: %s", m->uri, bad);
         return rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad);
     }
+    if (ppt && !s->ppt_publisher) {
+        /* Spec "Payload Passthru Mode": a protocol error. */
+        rt_session_protocol_violation(s, "PUBLISH uses payload passthru mode (ppt_*), which the "
+                                         "publisher did not announce (payload_passthru_mode)");
+        return WAMP_OK;
+    }
+    p.ppt = ppt ? m->dict : NULL;
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
         RT_LOG_DEBUG(s->id, "PUBLISH to invalid topic \"%s\"", m->uri);
         return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_URI,

@@ -572,9 +572,10 @@ static void timeout_insert(rt_dealer *d, rt_call *c)
 
 /* INVOCATION.Details for the features in use (NULL = {} when none is). *err set on failure. */
 static json_t *invocation_details(const rt_registration *reg, const rt_session *s,
-                                  const wamp_msg *m, bool progress, bool disclose, bool *oom)
+                                  const wamp_msg *m, bool progress, bool disclose, bool ppt,
+                                  bool *oom)
 {
-    if (reg->match == WAMP_MATCH_EXACT && !progress && !disclose) {
+    if (reg->match == WAMP_MATCH_EXACT && !progress && !disclose && !ppt) {
         return NULL;
     }
     json_t *det = json_object();
@@ -589,6 +590,10 @@ static json_t *invocation_details(const rt_registration *reg, const rt_session *
         ok = json_object_set_new(det, "caller", json_integer((json_int_t)s->id)) == 0 &&
              json_object_set_new(det, "caller_authid", json_string(s->authid)) == 0 &&
              json_object_set_new(det, "caller_authrole", json_string(s->authrole)) == 0;
+    }
+    if (ok && ppt) {
+        /* Payload passthru mode: CALL.Options.ppt_* become INVOCATION.Details.ppt_*. */
+        ok = wamp_msg_ppt_copy(det, m->dict) == 0;
     }
     if (!ok) {
         json_decref(det);
@@ -617,13 +622,28 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
                                      "timeout must be a non-negative integer (ms)");
     }
+    bool ppt = false;
+    const char *bad_ppt = has_options ? wamp_msg_ppt_check(m->dict, &ppt) : NULL;
+    if (bad_ppt) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad_ppt);
+    }
+    if (ppt && !s->ppt_caller) {
+        /* Spec "Payload Passthru Mode": a protocol error. */
+        rt_session_protocol_violation(s, "CALL uses payload passthru mode (ppt_*), which the "
+                                         "caller did not announce (payload_passthru_mode)");
+        return WAMP_OK;
+    }
     rt_registration *reg = match_registration(d, m->uri);
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
                                      "no callee registered for this procedure");
     }
     if (reg->fn) {
-        return call_local(reg, s, m);
+        /* The router's own procedures read their arguments: no opaque payload for them. */
+        return ppt ? rt_session_send_error(s, WAMP_MSG_CALL, m->id,
+                                           WAMP_ERROR_FEATURE_NOT_SUPPORTED,
+                                           "router procedures do not take passthru payloads")
+                   : call_local(reg, s, m);
     }
     size_t max_calls = rt_router_config(s->rt)->limits.max_pending_calls;
     if (max_calls && s->n_calls_made >= max_calls) {
@@ -634,11 +654,16 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
                                      "the callee is leaving");
     }
+    if (ppt && !callee->ppt_callee) {
+        /* Spec "Payload Passthru Mode": an application error for the caller. */
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
+                                     "the callee does not support payload passthru mode");
+    }
     bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
     bool disclose = perm->disclose_caller ||
                     (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
     bool oom = false;
-    json_t *details = invocation_details(reg, s, m, progress, disclose, &oom);
+    json_t *details = invocation_details(reg, s, m, progress, disclose, ppt, &oom);
     if (oom) {
         return WAMP_ENOMEM;
     }
@@ -761,11 +786,24 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
     json_t *reply;
     if (is_error) {
+        /* ERROR.Details go along as they are (ppt_* keys included). */
         reply = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
                                    kwargs);
     } else {
-        reply = wamp_msg_new_result(request, progress ? json_pack("{s:b}", "progress", 1) : NULL,
-                                    args, kwargs);
+        /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
+        json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
+        bool ppt = false;
+        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
+            details = details ? details : json_object();
+            if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
+                json_decref(details);
+                details = NULL;
+                json_decref(args);
+                json_decref(kwargs);
+                return WAMP_ENOMEM;
+            }
+        }
+        reply = wamp_msg_new_result(request, details, args, kwargs);
     }
     if (!progress) {
         RT_TRACE_LAST(s->rt);

@@ -452,12 +452,14 @@ static char *make_anonymous_authid(void)
 static json_t *welcome_roles(const rt_realm *realm)
 {
     /* Announce exactly what is implemented (spec "Feature Announcement"). */
-    json_t *broker = json_pack("{s:b, s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
+    json_t *broker = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
                                "pattern_based_subscription", 1, "subscriber_blackwhite_listing", 1,
-                               "publisher_identification", 1, "event_retention", 1);
-    json_t *dealer = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
-                               "shared_registration", 1, "progressive_call_results", 1,
-                               "call_canceling", 1, "call_timeout", 1, "caller_identification", 1);
+                               "publisher_identification", 1, "event_retention", 1,
+                               "payload_passthru_mode", 1);
+    json_t *dealer =
+            json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
+                      "shared_registration", 1, "progressive_call_results", 1, "call_canceling", 1,
+                      "call_timeout", 1, "caller_identification", 1, "payload_passthru_mode", 1);
     if (rt_realm_has_meta_api(realm)) { /* rt_meta.h */
         json_object_set_new(broker, "session_meta_api", json_true());
         json_object_set_new(broker, "subscription_meta_api", json_true());
@@ -724,6 +726,13 @@ static bool session_limits_allow(rt_session *s, rt_realm *realm)
     return false;
 }
 
+/* HELLO.Details.roles.<role>.features.<feature> is true. */
+static bool role_feature(const json_t *roles, const char *role, const char *feature)
+{
+    return json_is_true(
+            json_object_get(json_object_get(json_object_get(roles, role), "features"), feature));
+}
+
 static wamp_err on_hello(rt_session *s, const wamp_msg *m)
 {
     rt_router *rt = s->rt;
@@ -737,8 +746,11 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         rt_session_protocol_violation(s, "HELLO.Details.roles must be a non-empty dict");
         return WAMP_OK;
     }
-    s->callee_call_canceling = json_is_true(json_object_get(
-            json_object_get(json_object_get(roles, "callee"), "features"), "call_canceling"));
+    s->callee_call_canceling = role_feature(roles, "callee", "call_canceling");
+    s->ppt_caller = role_feature(roles, "caller", "payload_passthru_mode");
+    s->ppt_callee = role_feature(roles, "callee", "payload_passthru_mode");
+    s->ppt_publisher = role_feature(roles, "publisher", "payload_passthru_mode");
+    s->ppt_subscriber = role_feature(roles, "subscriber", "payload_passthru_mode");
     const json_t *authmethods = json_object_get(m->dict, "authmethods");
     if (authmethods && !json_is_array(authmethods)) {
         rt_session_protocol_violation(s, "HELLO.Details.authmethods must be a list of strings");

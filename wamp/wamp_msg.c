@@ -395,6 +395,50 @@ wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len)
     return WAMP_OK;
 }
 
+const char *wamp_msg_ppt_check(const json_t *dict, bool *present)
+{
+    static const char *const known[] = {"ppt_scheme", "ppt_serializer", "ppt_cipher", "ppt_keyid"};
+    *present = false;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)dict, key, v)
+    {
+        if (strncmp(key, "ppt_", 4) != 0) {
+            continue;
+        }
+        *present = true;
+        bool is_known = false;
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+            is_known = is_known || strcmp(key, known[i]) == 0;
+        }
+        if (!is_known) {
+            return "unknown payload passthru option (ppt_scheme, ppt_serializer, ppt_cipher and "
+                   "ppt_keyid are defined)";
+        }
+        if (!json_is_string(v)) {
+            return "payload passthru options ppt_* must be strings";
+        }
+    }
+    json_t *scheme = json_object_get(dict, "ppt_scheme");
+    if (*present && json_string_length(scheme) == 0) {
+        return "payload passthru mode needs ppt_scheme (a non-empty string)";
+    }
+    return NULL;
+}
+
+int wamp_msg_ppt_copy(json_t *dst, const json_t *src)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)src, key, v)
+    {
+        if (strncmp(key, "ppt_", 4) == 0 && json_object_set(dst, key, v) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void wamp_msg_fini(wamp_msg *m)
 {
     if (!m) {

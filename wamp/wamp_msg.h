@@ -103,6 +103,17 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
  * duplicate map key, WAMP_ENOMEM. m->args/kwargs stay NULL after failure. */
 wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len);
 
+/* Payload passthru mode (WAMP Advanced Profile "Payload Passthru Mode"): the ppt_* keys of an
+ * Options/Details dict (CALL, INVOCATION, YIELD, RESULT, ERROR, PUBLISH, EVENT). Sets *present
+ * when dict has any key starting with "ppt_". Returns NULL when they are acceptable (none, or
+ * ppt_scheme a non-empty string and ppt_serializer, ppt_cipher, ppt_keyid strings when present;
+ * schemes are the application's: "mqtt", "wamp.eth" and custom "x_..." ones alike), else what
+ * is wrong (an unknown ppt_* key included), for an ERROR wamp.error.invalid_argument. */
+const char *wamp_msg_ppt_check(const json_t *dict, bool *present);
+/* Copies every ppt_* key of src (NULL-safe) into the dict dst. 0, or -1 on allocation failure
+ * (dst then holds part of them). */
+int wamp_msg_ppt_copy(json_t *dst, const json_t *src);
+
 /* Releases the reference on m->root (and decoded payload values) (NULL-safe) and zeroes *m. */
 void wamp_msg_fini(wamp_msg *m);
 
