@@ -13,7 +13,7 @@ BUILD_DIR := build
 TEST_DIR := build-test
 NODE_DIR := tests/interop/node
 FUZZ_DIR := build-fuzz
-FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_rawsock fuzz_session
+FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_cbor fuzz_transcode fuzz_rawsock fuzz_session
 FUZZ_SECONDS ?= $(if $(CI),40,0)
 # `make fuzz` alone runs 60 s per target when FUZZ_SECONDS is 0.
 FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
