@@ -543,7 +543,7 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, wamp_ser 
     wamp_buf *b = NULL;
     if (!msg && data) {
         if (!ser_is_valid(in->ser) ||
-            wamp_codec_decode(in->ser, data, len, &decoded, NULL, 0) != WAMP_OK) {
+            wamp_codec_decode_value(in->ser, data, len, &decoded, NULL, 0) != WAMP_OK) {
             return NULL;
         }
         msg = decoded;
