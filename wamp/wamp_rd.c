@@ -1133,11 +1133,23 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
         case WAMP_TOK_INT:
             item = json_integer((json_int_t)t.i);
             break;
-        case WAMP_TOK_UINT:
-            snprintf(r->why, sizeof(r->why), "integer %llu at offset %zu is above 2^63-1",
+        case WAMP_TOK_UINT: {
+            /* Malformed input is reported as such wherever it is: read the value to its end
+             * before reporting the range. */
+            char why[sizeof(r->why)];
+            snprintf(why, sizeof(why), "integer %llu at offset %zu is above 2^63-1",
                      (unsigned long long)t.u, at);
+            for (size_t open = depth; open > 0;) {
+                if (wamp_rd_next(r, &t) != WAMP_OK) {
+                    goto fail;
+                }
+                open += t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP;
+                open -= t.kind == WAMP_TOK_END;
+            }
+            memcpy(r->why, why, sizeof(why));
             r->err = WAMP_ERANGE;
             goto fail;
+        }
         case WAMP_TOK_REAL:
             item = json_real(t.d);
             break;

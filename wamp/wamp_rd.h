@@ -116,8 +116,9 @@ const char *wamp_rd_why(const wamp_rd *r);
 /* Reads the next whole value into a new jansson value (*out, one reference): binary as the
  * "\0" + base64 string, map keys with their NUL bytes (jansson 2.14 length-aware keys). Beyond
  * wamp_rd_next()'s errors: WAMP_EPROTO for a duplicate map key; WAMP_ERANGE for an integer above
- * INT64_MAX (jansson has no uint64; wamp_rd_why() names the value and its offset). The reader
- * is unusable after an error. *out is NULL after failure. */
+ * INT64_MAX (jansson has no uint64; wamp_rd_why() names the value and its offset), reported only
+ * once the rest of the value has read as well-formed. The reader is unusable after an error.
+ * *out is NULL after failure. */
 wamp_err wamp_rd_json(wamp_rd *r, json_t **out);
 
 /* Validates that p[0..n) is exactly one value in ser. WAMP_OK, WAMP_EPROTO (reason in why),

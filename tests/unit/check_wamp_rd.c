@@ -479,6 +479,12 @@ START_TEST(test_decode_value)
                      WAMP_ERANGE);
     ck_assert_ptr_null(v);
     ck_assert_msg(strstr(why, "18446744073709551615"), "%s", why);
+    /* Malformed input after the big integer is malformed input, not a range error. */
+    const unsigned char bad_after[] = {0x82, 0x1b, 0xff, 0xff, 0xff, 0xff,
+                                       0xff, 0xff, 0xff, 0xff, 0xff};
+    ck_assert_int_eq(wamp_codec_decode_value(WAMP_SER_CBOR, bad_after, sizeof(bad_after), &v, why,
+                                             sizeof(why)),
+                     WAMP_EPROTO);
     const unsigned char dup[] = {0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02};
     ck_assert_int_eq(wamp_codec_decode_value(WAMP_SER_CBOR, dup, sizeof(dup), &v, why, sizeof(why)),
                      WAMP_EPROTO);
