@@ -14,6 +14,7 @@
 #include "rt_broker.h"
 #include "rt_dealer.h"
 #include "rt_local.h"
+#include "rt_options.h"
 #include "rt_realm.h"
 #include "rt_session.h"
 #include "trace_hub.h"
@@ -136,11 +137,21 @@ static json_t *worker_stats(const mgmt_api *m)
             (json_int_t)st->connection_refusals, "hello_timeouts", (json_int_t)st->hello_timeouts,
             "messages_undelivered", (json_int_t)st->messages_undelivered, "events_not_retained",
             (json_int_t)st->events_not_retained);
-    if (!o || !hits || json_object_update(o, hits) != 0) {
+    if (!o || !hits || json_object_update(o, hits) != 0 ||
+        json_object_set_new(o, "answers_dropped", json_integer((json_int_t)st->answers_dropped))) {
         json_decref(o);
         o = NULL;
     }
     json_decref(hits);
+    /* Handshakes the transports refused, per reason: handshakes_refused_subprotocol, ... */
+    for (int r = 0; o && r < RT_REFUSAL_COUNT; r++) {
+        char key[64];
+        snprintf(key, sizeof(key), "handshakes_refused_%s", rt_refusal_name((rt_refusal)r));
+        if (json_object_set_new(o, key, json_integer((json_int_t)st->handshakes_refused[r])) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
     return o;
 }
 
@@ -248,9 +259,9 @@ static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *ar
     }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     json_t *options = rt_local_arg(args, kwargs, 3, "trace_options");
-    if (id && !json_is_null(id) && !json_is_string(id)) {
+    if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                                    "trace_id: must be a string or null");
+                                    "trace_id: must be a string without NUL bytes, or null");
     }
     if (options && !json_is_null(options) && !json_is_object(options)) {
         return rt_local_reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION,
@@ -370,9 +381,9 @@ static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *arg
         return err;
     }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
-    if (id && !json_is_null(id) && !json_is_string(id)) {
+    if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                                    "trace_id: must be a string or null");
+                                    "trace_id: must be a string without NUL bytes, or null");
     }
     if (!rt_local_arg_string(args, kwargs, 3, "name", &name, reply, &err)) {
         return err;

@@ -51,7 +51,7 @@ static void usage(FILE *f)
                "  --ports-file FILE    after listening, write one URL per listener (ws://, rs://) "
                "to FILE\n"
                "  --log-level LEVEL    error, warn, info (default) or debug\n"
-               "  --check-config       validate the configuration and exit\n"
+               "  --check-config       validate the configuration, list every error, and exit\n"
                "  --version            print the version and exit\n"
                "  --help               print this help and exit\n");
 }
@@ -123,6 +123,28 @@ static int parse_args(int argc, char **argv, main_args *a)
         return EXIT_USAGE;
     }
     return -1;
+}
+
+/* Every error and warning of the configuration, one a line on stderr, each starting with the
+ * file; a refused configuration ends with the count. */
+static void report_config(const char *path, wamp_err e, const rt_config_diag *d)
+{
+    const char *src = path ? path : "embedded default configuration";
+    for (size_t i = 0; i < d->n_warnings; i++) {
+        fprintf(stderr, "wampscope: %s: warning: %s\n", src, d->warnings[i]);
+    }
+    for (size_t i = 0; i < d->n_errors; i++) {
+        fprintf(stderr, "wampscope: %s: %s\n", src, d->errors[i]);
+    }
+    if (d->n_errors_dropped) {
+        fprintf(stderr, "wampscope: %s: %zu more error(s) not shown\n", src, d->n_errors_dropped);
+    }
+    if (e == WAMP_ENOMEM) {
+        fprintf(stderr, "wampscope: %s: out of memory\n", src);
+    } else if (e != WAMP_OK) {
+        fprintf(stderr, "wampscope: %s: %zu error(s), configuration refused\n", src,
+                d->n_errors + d->n_errors_dropped);
+    }
 }
 
 /* The command line wins over the config's wampscope.log_level. */
@@ -230,10 +252,12 @@ int main(int argc, char **argv)
     mgmt_api *mgmt = NULL;
     rt_lws *l = NULL;
     char err[512];
-    wamp_err e = args.config_path ? rt_config_load_file(args.config_path, &cfg, err, sizeof(err))
-                                  : rt_config_load_default(&cfg, err, sizeof(err));
+    rt_config_diag diag = {0};
+    wamp_err e = args.config_path ? rt_config_parse_file(args.config_path, &cfg, &diag)
+                                  : rt_config_parse_default(&cfg, &diag);
+    report_config(args.config_path, e, &diag);
+    rt_config_diag_fini(&diag);
     if (e != WAMP_OK) {
-        fprintf(stderr, "wampscope: %s\n", err);
         return EXIT_USAGE;
     }
     if (!apply_log_level(&args, cfg)) {

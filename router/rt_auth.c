@@ -328,7 +328,7 @@ static wamp_err begin_cryptosign(rt_auth_pending *p, const json_t *details, json
     if (pk) {
         const char *hex = json_string_value(pk);
         size_t n = 0;
-        if (!hex || strlen(hex) != 64 ||
+        if (!hex || json_string_length(pk) != 64 || strlen(hex) != 64 ||
             sodium_hex2bin(key, sizeof(key), hex, 64, NULL, &n, NULL) != 0 || n != 32) {
             deny(d, WAMP_ERROR_AUTHENTICATION_FAILED,
                  "authextra.pubkey must be an Ed25519 public key as 64 hex characters");

@@ -11,6 +11,7 @@
 #include "rt_core_int.h"
 #include "rt_log.h"
 #include "rt_meta.h"
+#include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -805,11 +806,12 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
                    (p->filter.any ? json_size(options) : 0);
     if (b->retained.count >= max_topics || bytes > max_bytes ||
         b->retained_bytes > max_bytes - bytes) {
-        RT_LOG_INFO(p->publisher ? p->publisher->id : 0,
-                    "event on %s not retained: realm %s holds %zu retained topics, %zu bytes "
-                    "(limits.max_retained_topics %zu, max_retained_bytes %zu; this one %zu bytes)",
-                    p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes,
-                    max_topics, max_bytes, bytes);
+        RT_LOG_INFO_LIMITED(
+                rt_router_now_us(rt), "event not retained", p->publisher ? p->publisher->id : 0,
+                "event on %s not retained: realm %s holds %zu retained topics, %zu bytes "
+                "(limits.max_retained_topics %zu, max_retained_bytes %zu; this one %zu bytes)",
+                p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes, max_topics,
+                max_bytes, bytes);
         rt->stats.events_not_retained++;
         return WAMP_OK;
     }
@@ -940,6 +942,11 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
                  .args = m->args,
                  .kwargs = m->kwargs,
                  .payload = rt_payload_of(m)};
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_PUBLISH, m->dict, why, sizeof(why))) {
+        /* Answered with or without acknowledge, as every invalid option. */
+        return rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
+    }
     const char *bad = parse_publish(m->dict, &p, &ack);
     bool ppt = false;
     if (!bad && json_object_size(m->dict) > 0) {
@@ -965,14 +972,16 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
     if (strncmp(m->uri, "wamp.", 5) == 0) {
         /* The router's own namespace (meta events): clients cannot publish there, whatever the
          * permissions say, as in Crossbar. */
-        RT_LOG_INFO(s->id, "PUBLISH to restricted topic %s refused", m->uri);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "PUBLISH refused", s->id,
+                            "PUBLISH to restricted topic %s refused", m->uri);
         return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_URI,
                                            "publish to a restricted topic URI (wamp.*)")
                    : WAMP_OK;
     }
     const rt_permission *perm = rt_realm_permission(b->realm, s->authrole, m->uri);
     if (!perm || !perm->allow_publish) {
-        RT_LOG_INFO(s->id, "PUBLISH to %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "PUBLISH denied", s->id,
+                            "PUBLISH to %s denied for role %s", m->uri, s->authrole);
         return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                            "not authorized to publish to this topic")
                    : WAMP_OK;
@@ -1032,6 +1041,11 @@ static bool pattern_is_valid(const char *uri, wamp_match match)
 
 wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_SUBSCRIBE, m->dict, why, sizeof(why))) {
+        return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
+                                     why);
+    }
     wamp_match match = WAMP_MATCH_EXACT;
     json_t *jm = json_object_get(m->dict, "match");
     if (jm && !(json_is_string(jm) && wamp_match_parse(json_string_value(jm), &match))) {
@@ -1053,7 +1067,8 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
                                                                : "invalid topic pattern");
     }
     if (!rt_realm_authorize(b->realm, s->authrole, RT_ACTION_SUBSCRIBE, m->uri)) {
-        RT_LOG_INFO(s->id, "SUBSCRIBE to %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "SUBSCRIBE denied", s->id,
+                            "SUBSCRIBE to %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to subscribe to this topic");
     }

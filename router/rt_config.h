@@ -1,8 +1,11 @@
 /* rt_config.h: the router's configuration, read from a Crossbar.io node configuration file
  * (version 2: controller + one worker of type "router" with realms and transports), plus
  * wampscope's own keys under the worker's "wampscope" object. See configs/README.md.
- * Ownership: rt_config_load_*() return an owned, immutable config; everything inside belongs to
- * it. Free with rt_config_free(). Unknown keys and unsupported Crossbar features are refused. */
+ * Ownership: rt_config_parse*() and rt_config_load_*() return an owned, immutable config;
+ * everything inside belongs to it. Free with rt_config_free(). Unknown keys and unsupported
+ * Crossbar features are refused (every error of a file at once, rt_config_diag); keys that have no
+ * effect in wampscope are ignored and named in one warning. The loader lives in rt_config*.c
+ * (rt_config_int.h). */
 #ifndef RT_CONFIG_H
 #define RT_CONFIG_H
 
@@ -130,7 +133,9 @@ typedef struct rt_listener {
     char *tls_ciphers;     /* tls.ciphers: OpenSSL cipher list (TLS <= 1.2); NULL = default */
     char *path;            /* HTTP path of the WebSocket endpoint, "/" or "/ws" etc.; NULL for
                             * RawSocket */
-    bool ser_json;         /* "serializers" contains "json" (default both) */
+    bool any_path; /* a "websocket" transport: WAMP on every request path, as in Crossbar (path
+                    * is only the one printed); false on a web or universal transport's path */
+    bool ser_json; /* "serializers" contains "json" (default both) */
     bool ser_msgpack;
     bool ser_cbor;
     /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
@@ -222,15 +227,60 @@ typedef struct rt_config {
     rt_auth_config *mgmt_auth;
 } rt_config;
 
-/* Parses the JSON text of a configuration. On failure returns WAMP_EINVAL (or WAMP_ENOMEM) and
- * writes a one-line message naming the offending key path (e.g.
- * "workers[0].transports[1].endpoint.port: must be an integer 0..65535") into err. */
+/* What one load found: every error (each one line starting with its key path, e.g.
+ * "workers[0].transports[1].endpoint.port: must be an integer 0..65535"; at most
+ * RT_CONFIG_ERRORS_MAX kept, the rest counted) and its warnings (e.g. the one line that names the
+ * Crossbar keys that have no effect in wampscope). Caller storage: zero it before the load, free
+ * what it holds with rt_config_diag_fini(). A diag may be passed to several loads (it grows). */
+#define RT_CONFIG_ERRORS_MAX 100
+
+typedef struct rt_config_diag {
+    char **errors;
+    size_t n_errors;
+    size_t n_errors_dropped;
+    char **warnings;
+    size_t n_warnings;
+} rt_config_diag;
+
+/* NULL-safe; frees the messages and zeroes d. */
+void rt_config_diag_fini(rt_config_diag *d);
+
+/* Parses the JSON text of a configuration. Relative TLS file names are resolved against base_dir
+ * (NULL = the working directory). WAMP_OK: *out is the config (warnings may be in diag).
+ * Otherwise *out is NULL and diag holds every error: WAMP_EINVAL (a bad configuration) or
+ * WAMP_ENOMEM (perhaps with fewer messages). */
+wamp_err rt_config_parse(const char *text, size_t len, const char *base_dir, rt_config **out,
+                         rt_config_diag *diag);
+/* Reads path and parses it; relative TLS file names are resolved against the file's directory
+ * (as Crossbar resolves them against its node directory). Also WAMP_EIO (the file cannot be
+ * read, the reason in diag). Messages do not repeat the path. */
+wamp_err rt_config_parse_file(const char *path, rt_config **out, rt_config_diag *diag);
+/* The embedded default (configs/default.json compiled in; no file directory: the working
+ * directory is used). */
+wamp_err rt_config_parse_default(rt_config **out, rt_config_diag *diag);
+
+/* The same loads with only the first error: on failure the message is written into err (cut to
+ * err_len; err may be NULL), warnings are dropped. rt_config_load_file()'s message starts with
+ * the path, rt_config_load_default()'s with "embedded default configuration". */
 wamp_err rt_config_load_string(const char *text, size_t len, rt_config **out, char *err,
                                size_t err_len);
-/* Reads path and parses it; the message in err starts with the path. */
 wamp_err rt_config_load_file(const char *path, rt_config **out, char *err, size_t err_len);
-/* The embedded default (configs/default.json compiled in). */
 wamp_err rt_config_load_default(rt_config **out, char *err, size_t err_len);
+
+/* One integer setting of the "wampscope" object as the loader's tables hold it. */
+typedef struct rt_config_setting {
+    const char *section; /* "limits" or "tracing" */
+    const char *key;     /* "max_message_size", ... */
+    long long def, min, max;
+    const char *unit; /* "bytes", "ms", "records", "seconds", or NULL for a count */
+} rt_config_setting;
+
+/* The i-th integer setting of wampscope.limits and wampscope.tracing, in table order (static
+ * strings); false past the last. The loader reads, checks and defaults them from the same
+ * rows, so documentation can be checked against them (check_rt_config does, for
+ * configs/README.md). */
+bool rt_config_setting_get(size_t i, rt_config_setting *out);
+
 /* NULL-safe. */
 void rt_config_free(rt_config *cfg);
 /* Borrowed: the realm config with that name, or NULL. */

@@ -46,10 +46,6 @@ struct rt_router {
     /* Meta events of the action being handled (rt_meta.c), published after its reply. */
     struct rt_meta_event *meta_q; /* owned, meta_n used of meta_cap */
     size_t meta_n, meta_cap;
-    /* rt_router_refused_connection(): when the next log line may be written, and how many
-     * refusals the log has not reported yet. */
-    uint64_t refusal_log_at_us;
-    uint64_t refusals_unlogged;
 };
 
 struct rt_session {

@@ -7,9 +7,13 @@
  * registration holds its callees (rt_reg_callee, also linked in the callee session's regs) in
  * registration order; roundrobin rotates that list.
  *
- * A pending call whose caller is gone (left, canceled with skip/killnowait, timed out) stays in
- * the map, detached from the caller, until its callee answers or leaves: the answer is then
- * recognised, traced with the call's correlation and dropped. */
+ * A pending call lives exactly as long as its caller waits for it: a call whose caller is gone
+ * (left, canceled with skip/killnowait, timed out) is freed at once, its callee told with
+ * INTERRUPT {"mode": "killnowait"} where it announced call_canceling (CANCEL skip excepted, by
+ * the spec). So limits.max_pending_calls, counted per caller, bounds every call the router
+ * holds: no caller can leave calls behind and come back for more. The callee's late answer
+ * finds no call and is dropped (stats.answers_dropped); while a trace runs, it is recorded with the
+ * call's correlation, kept for that in a bounded ring (rt_late_call). */
 #include "rt_dealer.h"
 
 #include <stdlib.h>
@@ -21,6 +25,7 @@
 #include "rt_local.h"
 #include "rt_log.h"
 #include "rt_meta.h"
+#include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_uri.h"
 
@@ -62,10 +67,10 @@ typedef struct rt_reg_callee {
 typedef struct rt_call {
     uint64_t invocation; /* INVOCATION.Request */
     uint64_t request;    /* the caller's CALL.Request */
-    rt_session *caller;  /* NULL once the caller has left, canceled or timed out */
+    rt_session *caller;  /* waiting for the answer (never NULL) */
     rt_session *callee;
     rt_hnode by_invocation;
-    rt_hnode by_request; /* in d->requests while caller != NULL (CANCEL finds it there) */
+    rt_hnode by_request; /* in d->requests (CANCEL finds it there) */
     rt_list in_caller;   /* in caller->calls_made */
     rt_list in_callee;   /* in callee->calls_served */
     rt_list in_timeouts; /* in d->timeouts (by deadline) while deadline_us != 0 */
@@ -77,6 +82,19 @@ typedef struct rt_call {
     trace_str *uri; /* owned reference, NULL unless traced */
 } rt_call;
 
+/* A traced call freed before its callee answered (canceled, timed out, its caller gone): what
+ * the callee's late answer needs to be traced with the call's correlation. Kept in a ring of
+ * RT_DEALER_LATE_MAX per dealer, the oldest forgotten first, so tracing late answers costs
+ * bounded memory whatever callers do. */
+#define RT_DEALER_LATE_MAX 256
+
+typedef struct rt_late_call {
+    uint64_t invocation;
+    uint64_t callee_id;
+    uint8_t corr[TRACE_UUID_LEN];
+    trace_str *uri; /* owned reference, NULL if none */
+} rt_late_call;
+
 struct rt_dealer {
     rt_realm *realm;
     rt_hmap exact; /* exact registrations by URI */
@@ -86,6 +104,11 @@ struct rt_dealer {
     rt_list prefix;   /* prefix registrations */
     rt_list wildcard; /* wildcard registrations */
     rt_list timeouts; /* calls with a deadline, earliest first */
+
+    /* Abandoned traced calls, for their late answers: RT_DEALER_LATE_MAX entries once one was
+     * abandoned, NULL before; late_next is the entry the next one replaces. */
+    rt_late_call *late;
+    size_t late_next;
 };
 
 rt_dealer *rt_dealer_new(rt_realm *realm)
@@ -142,13 +165,12 @@ static uint64_t request_hash(const rt_session *caller, uint64_t request)
     return rt_hash_u64(request ^ (caller->id * UINT64_C(0x9E3779B97F4A7C15)));
 }
 
+/* Unlinks and frees c: answered, canceled, timed out, or its caller or callee gone. */
 static void call_remove(rt_dealer *d, rt_call *c)
 {
     rt_hmap_remove(&d->calls, &c->by_invocation);
-    if (c->caller) {
-        rt_hmap_remove(&d->requests, &c->by_request);
-        c->caller->n_calls_made--;
-    }
+    rt_hmap_remove(&d->requests, &c->by_request);
+    c->caller->n_calls_made--;
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
@@ -156,19 +178,24 @@ static void call_remove(rt_dealer *d, rt_call *c)
     free(c);
 }
 
-/* The caller is gone from the call (left, canceled, timed out): the callee's answer will be
- * dropped. */
-static void call_detach_caller(rt_dealer *d, rt_call *c)
+/* The caller no longer waits for c (CANCEL skip/killnowait, timeout, caller gone): freed now,
+ * remembered for tracing the callee's late answer if c was traced. */
+static void call_abandon(rt_dealer *d, rt_call *c)
 {
-    rt_hmap_remove(&d->requests, &c->by_request);
-    if (c->caller) {
-        c->caller->n_calls_made--;
+    if (c->traced && !d->late) {
+        d->late = calloc(RT_DEALER_LATE_MAX, sizeof(*d->late)); /* none: untraced late answers */
     }
-    c->caller = NULL;
-    c->killing = false;
-    c->deadline_us = 0;
-    rt_list_remove(&c->in_caller);
-    rt_list_remove(&c->in_timeouts);
+    if (c->traced && d->late) {
+        rt_late_call *l = &d->late[d->late_next];
+        d->late_next = (d->late_next + 1) % RT_DEALER_LATE_MAX;
+        trace_str_unref(&l->uri);
+        l->invocation = c->invocation;
+        l->callee_id = c->callee->id;
+        memcpy(l->corr, c->corr, TRACE_UUID_LEN);
+        l->uri = c->uri; /* the reference moves */
+        c->uri = NULL;
+    }
+    call_remove(d, c);
 }
 
 void rt_dealer_free(rt_dealer *d)
@@ -176,6 +203,10 @@ void rt_dealer_free(rt_dealer *d)
     if (!d) {
         return;
     }
+    for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
+        trace_str_unref(&d->late[i].uri);
+    }
+    free(d->late);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->calls); it.node;) {
         rt_call *c = RT_CONTAINER_OF(it.node, rt_call, by_invocation);
         rt_hmap_iter_next(&d->calls, &it);
@@ -381,6 +412,10 @@ static bool parse_invoke(const json_t *v, rt_invoke *out)
 
 wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_REGISTER, m->dict, why, sizeof(why))) {
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
+    }
     json_t *match_v = json_object_get(m->dict, "match");
     wamp_match match = WAMP_MATCH_EXACT;
     rt_invoke invoke;
@@ -403,7 +438,8 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
                                      "register of a restricted procedure URI (wamp.*)");
     }
     if (!rt_realm_authorize(d->realm, s->authrole, RT_ACTION_REGISTER, m->uri)) {
-        RT_LOG_INFO(s->id, "REGISTER of %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "REGISTER denied", s->id,
+                            "REGISTER of %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to register this procedure");
     }
@@ -493,7 +529,8 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         return err;
     }
     if (err != WAMP_OK) {
-        RT_LOG_WARN(s->id, "local procedure %s failed: %s", reg->uri, wamp_strerror(err));
+        RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(s->rt), "router procedure failed", s->id,
+                       "local procedure %s failed: %s", reg->uri, wamp_strerror(err));
         local_reply_fini(&reply);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, RT_ERROR_RUNTIME,
                                      "internal error in router procedure");
@@ -611,17 +648,18 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     const rt_permission *perm = rt_realm_permission(d->realm, s->authrole, m->uri);
     if (!perm || !perm->allow_call) {
-        RT_LOG_INFO(s->id, "CALL of %s denied for role %s", m->uri, s->authrole);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "CALL denied", s->id,
+                            "CALL of %s denied for role %s", m->uri, s->authrole);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to call this procedure");
     }
     /* Plain calls have empty options: skip the option lookups (each hashes its key). */
     bool has_options = json_object_size(m->dict) > 0;
-    json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
-    if (timeout_v && !(json_is_integer(timeout_v) && json_integer_value(timeout_v) >= 0)) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "timeout must be a non-negative integer (ms)");
+    char why[96];
+    if (has_options && !rt_options_check(WAMP_MSG_CALL, m->dict, why, sizeof(why))) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
+    json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
     bool ppt = false;
     const char *bad_ppt = has_options ? wamp_msg_ppt_check(m->dict, &ppt) : NULL;
     if (bad_ppt) {
@@ -758,9 +796,17 @@ static rt_call *caller_call(const rt_dealer *d, const rt_session *s, uint64_t re
 wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     bool is_error = m->type == WAMP_MSG_ERROR;
+    char why[96];
+    if (!is_error && !rt_options_check(WAMP_MSG_YIELD, m->dict, why, sizeof(why))) {
+        /* YIELD has no reply to carry an ERROR: as for CANCEL, a protocol violation. */
+        rt_session_protocol_violation(s, why);
+        return WAMP_OK;
+    }
     rt_call *c = callee_call(d, s, m->id);
     if (!c) {
-        RT_LOG_DEBUG(s->id, "%s for unknown invocation %llu ignored",
+        /* Its call was canceled, timed out or its caller left (or the id is made up). */
+        s->rt->stats.answers_dropped++;
+        RT_LOG_DEBUG(s->id, "%s for unknown invocation %llu dropped",
                      wamp_msg_type_name((int)m->type), (unsigned long long)m->id);
         return WAMP_OK;
     }
@@ -771,7 +817,7 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (progress) {
         /* Spec "Progressive Call Results": forwarded only to a caller that asked for them; a
          * call being killed waits for its final answer only. */
-        if (!caller || !c->receive_progress || c->killing) {
+        if (!c->receive_progress || c->killing) {
             RT_LOG_DEBUG(s->id, "progressive YIELD for invocation %llu not forwarded",
                          (unsigned long long)m->id);
             return WAMP_OK;
@@ -779,8 +825,9 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     } else {
         call_remove(d, c);
     }
-    if (!caller || caller->state != RT_SESSION_JOINED) {
-        return WAMP_OK; /* the caller left: the answer has nowhere to go */
+    if (caller->state != RT_SESSION_JOINED) {
+        s->rt->stats.answers_dropped++; /* the caller is closing: nowhere to go */
+        return WAMP_OK;
     }
     json_t *args = m->args ? json_incref(m->args) : NULL;
     json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
@@ -836,6 +883,11 @@ static bool callee_can_interrupt(const rt_call *c)
 
 wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_CANCEL, m->dict, why, sizeof(why))) {
+        rt_session_protocol_violation(s, why);
+        return WAMP_OK;
+    }
     json_t *mode_v = json_object_get(m->dict, "mode");
     const char *mode = mode_v ? json_string_value(mode_v) : "killnowait";
     if (!mode || (strcmp(mode, "skip") != 0 && strcmp(mode, "kill") != 0 &&
@@ -862,7 +914,7 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
         c->killing = true; /* the callee's answer completes the call */
         return err;
     }
-    call_detach_caller(d, c);
+    call_abandon(d, c); /* skip, killnowait: the callee's answer will be dropped */
     if (err != WAMP_OK && err != WAMP_ETOOBIG && err != WAMP_EINVAL) {
         return err;
     }
@@ -888,7 +940,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
             (void)send_interrupt(c, "killnowait");
         }
         uint64_t request = c->request;
-        call_detach_caller(d, c); /* unlinks it from d->timeouts */
+        call_abandon(d, c); /* unlinks it from d->timeouts */
         if (caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_TIMEOUT,
                                         "the call timed out");
@@ -927,8 +979,8 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
             rt_trace_action_close(s->rt);
         }
     }
-    /* Calls this session made: orphaned; the callee's answer will be dropped. A callee that
-     * can be interrupted is told to stop (as Crossbar does). */
+    /* Calls this session made are canceled as CANCEL killnowait does (INTERRUPT to a callee
+     * that announced call_canceling) and freed now: the callee's answer will be dropped. */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_made)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
@@ -943,7 +995,7 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
                 rt_trace_action_close(s->rt);
             }
         }
-        call_detach_caller(d, c);
+        call_abandon(d, c);
     }
     rt_trace_action_unstash(s->rt, &leave_action);
 }
@@ -951,11 +1003,21 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
 bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
 {
     rt_call *c = callee_call(d, callee, invocation);
-    if (!c || !c->traced) {
-        return false;
+    if (c) {
+        if (c->traced) {
+            rt_trace_action_open(callee->rt, c->corr, c->uri);
+        }
+        return c->traced;
     }
-    rt_trace_action_open(callee->rt, c->corr, c->uri);
-    return true;
+    /* A late answer to an abandoned call (a scan, only while a trace runs). */
+    for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
+        const rt_late_call *l = &d->late[i];
+        if (l->invocation == invocation && l->callee_id == callee->id) {
+            rt_trace_action_open(callee->rt, l->corr, l->uri);
+            return true;
+        }
+    }
+    return false;
 }
 
 bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)

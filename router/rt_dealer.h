@@ -51,7 +51,9 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m);
  * mode is a protocol violation. */
 wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m);
 /* The session leaves: its registrations go, calls it was serving fail with wamp.error.canceled
- * to their callers, and calls it made are orphaned (their results dropped). */
+ * to their callers, and calls it made are canceled as CANCEL killnowait does (INTERRUPT to a
+ * callee with call_canceling) and freed; their late answers are dropped and counted in
+ * stats.answers_dropped. */
 void rt_dealer_on_leave(rt_dealer *d, rt_session *s);
 /* Call timeouts: calls whose deadline (CALL.Options.timeout) is at or before now_us end with
  * ERROR wamp.error.timeout to the caller and INTERRUPT (killnowait) to a callee announcing
@@ -83,7 +85,9 @@ typedef wamp_err (*rt_local_proc_fn)(void *ctx, rt_session *caller, const json_t
 wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_fn fn, void *ctx);
 
 /* Tracing helpers: opens the router's current action with the correlation of the call that
- * callee serves as `invocation` (false if none or it was not traced); same for the call the
+ * callee serves as `invocation`, or served until it was abandoned (canceled, timed out, its
+ * caller gone; the last 256 traced ones a realm) so that its late answer is traced with it
+ * (false if none or it was not traced); same for the call the
  * caller made as CALL.Request `request` (for its CANCEL); the procedure of s's registration
  * reg_id (borrowed, NULL if none). */
 bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation);

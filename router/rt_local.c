@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "rt_options.h"
 #include "wamp_types.h"
 
 wamp_err rt_local_call_args(const wamp_msg *m, json_t **args, json_t **kwargs, char *why,
@@ -68,9 +69,9 @@ bool rt_local_arg_string(const json_t *args, const json_t *kwargs, size_t i, con
                          const char **out, rt_local_reply *reply, wamp_err *err)
 {
     json_t *v = rt_local_arg(args, kwargs, i, name);
-    if (!json_is_string(v)) {
-        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s: must be a string",
-                                    name);
+    if (!rt_options_is_plain_string(v)) {
+        *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "%s: must be a string without NUL bytes", name);
         return false;
     }
     *out = json_string_value(v);

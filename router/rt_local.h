@@ -31,7 +31,9 @@ wamp_err rt_local_reply_value(rt_local_reply *r, json_t *v_take);
 
 /* Borrowed argument: kwargs[name] if present, else args[i], else NULL. */
 json_t *rt_local_arg(const json_t *args, const json_t *kwargs, size_t i, const char *name);
-/* A required string argument into *out (borrowed from args/kwargs). false: *reply holds
+/* A required string argument without NUL bytes into *out (borrowed from args/kwargs): names,
+ * ids and URIs are read as C strings, which would end at the first NUL ("a\u0000b" read as
+ * "a"), so such arguments are refused (rt_options_is_plain_string()). false: *reply holds
  * wamp.error.invalid_argument and *err the reply's status. */
 bool rt_local_arg_string(const json_t *args, const json_t *kwargs, size_t i, const char *name,
                          const char **out, rt_local_reply *reply, wamp_err *err);

@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,11 @@
  * that. Passing it to every RT_LOG_* call site would thread the router context into code that
  * has none (the lws log sink, RT_ASSERT). The program is single-threaded. */
 static rt_log_level log_threshold = RT_LOG_LEVEL_INFO;
+
+/* Rate-limited call sites with an interval running, for rt_log_tick() and rt_log_flush(). Part
+ * of the same exception: each site's state is static storage in its macro expansion (so a call
+ * site needs no context to be limited), and this list only links those states. */
+static rt_log_limit *limited_sites;
 
 /* Room for the timestamp, the level and the session prefix; messages that do not fit into
  * RT_LOG_LINE_MAX go through a heap buffer instead of being cut. */
@@ -169,4 +175,84 @@ _Noreturn void rt_log_assert_failed(const char *cond, const char *file, int line
     log_always(RT_LOG_LEVEL_ERR, 0, "assertion failed: %s (%s:%d)", cond ? cond : "?",
                file ? file : "?", line);
     abort();
+}
+
+/* Writes lim's summary of the interval that ends at now_us (nothing if nothing was counted). */
+static void write_summary(rt_log_limit *lim, uint64_t now_us)
+{
+    if (lim->suppressed == 0) {
+        return;
+    }
+    uint64_t span = now_us > lim->start_us ? now_us - lim->start_us : 0;
+    rt_log(lim->level, 0, "(rate-limited) %" PRIu64 " more lines like \"%s\" in the last %.1f s",
+           lim->suppressed, lim->what, (double)span / 1e6);
+    lim->suppressed = 0;
+}
+
+static void start_interval(rt_log_limit *lim, uint64_t now_us)
+{
+    lim->active = true;
+    lim->start_us = now_us;
+    lim->written = 0;
+    lim->suppressed = 0;
+    if (!lim->listed) {
+        lim->listed = true;
+        lim->next = limited_sites;
+        limited_sites = lim;
+    }
+}
+
+bool rt_log_limit_pass(rt_log_limit *lim, rt_log_level level, uint64_t now_us)
+{
+    lim->level = level;
+    if (lim->active && now_us - lim->start_us >= RT_LOG_SUMMARY_INTERVAL_US) {
+        /* The interval is over and no tick has ended it yet. */
+        bool flooding = lim->suppressed > 0;
+        write_summary(lim, now_us);
+        lim->active = flooding; /* a flood goes on counting; after a quiet interval, write */
+        if (flooding) {
+            lim->start_us = now_us;
+            lim->written = lim->burst;
+        }
+    }
+    if (!lim->active) {
+        start_interval(lim, now_us);
+    }
+    if (lim->written < (lim->burst ? lim->burst : 1)) {
+        lim->written++;
+        return true;
+    }
+    lim->suppressed++;
+    return false;
+}
+
+void rt_log_tick(uint64_t now_us)
+{
+    for (rt_log_limit **p = &limited_sites; *p;) {
+        rt_log_limit *lim = *p;
+        if (now_us - lim->start_us < RT_LOG_SUMMARY_INTERVAL_US) {
+            p = &lim->next;
+            continue;
+        }
+        if (lim->suppressed > 0) {
+            /* Still flooding: the summary, and the next interval counts from here. */
+            write_summary(lim, now_us);
+            lim->start_us = now_us;
+            lim->written = lim->burst;
+            p = &lim->next;
+            continue;
+        }
+        /* An interval without a line left out: the site writes its next line again. */
+        lim->active = false;
+        lim->listed = false;
+        *p = lim->next;
+        lim->next = NULL;
+    }
+}
+
+void rt_log_flush(uint64_t now_us)
+{
+    for (rt_log_limit *lim = limited_sites; lim; lim = lim->next) {
+        write_summary(lim, now_us > lim->start_us ? now_us : lim->start_us);
+    }
 }

@@ -1,9 +1,11 @@
 /* rt_log.h: leveled logging to stderr, one line per event:
  *   2026-11-22T03:20:38.123Z INFO  [session 123456] message
- * The level threshold is part of rt_log's only state, set once in main() before the loop. */
+ * The level threshold is part of rt_log's only state, set once in main() before the loop, with
+ * the rate-limited call sites' states (RT_LOG_LIMITED). Service thread only. */
 #ifndef RT_LOG_H
 #define RT_LOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum rt_log_level {
@@ -32,6 +34,67 @@ void rt_log(rt_log_level level, uint64_t session_id, const char *fmt, ...)
             rt_log(RT_LOG_LEVEL_DEBUG, (sid), __VA_ARGS__); \
         }                                                   \
     } while (0)
+
+/* --- Rate-limited lines ----------------------------------------------------------------------
+ * Every line a remote peer can cause (a refused or denied request, a protocol violation, a
+ * failed authentication, a refused connection, a message too big, ...) goes through
+ * RT_LOG_LIMITED, so that a flood of such messages writes a few lines, never one per message.
+ * Each call site has its own state: its first `burst` lines are written; past those, its lines
+ * are only counted until RT_LOG_SUMMARY_INTERVAL_US after the first one, then one summary line
+ * says how many were left out:
+ *   ... INFO  CALL of com.x denied for role anonymous
+ *   ... INFO  (rate-limited) 9999 more lines like "CALL denied" in the last 10.0 s
+ * A flood that goes on gets one summary per interval; the next line after an interval without
+ * any is written again. Summaries are written by rt_log_tick() (the router calls it every tick)
+ * or by the site's next line, whichever comes first; rt_log_flush() writes them all (at exit).
+ * Debug lines are not limited (the operator asked for everything). */
+
+/* The summary interval: 10 s (a constant, not a setting). */
+#define RT_LOG_SUMMARY_INTERVAL_US (10u * 1000000u)
+/* Lines per interval before counting starts: 1 for what a message causes (a refused request:
+ * RT_LOG_LIMITED), more for what a connection causes once (a failed authentication, a refused
+ * handshake, a protocol violation) and for session lifecycle lines (joined, left, closed), so
+ * that ordinary traffic is logged in full and only a flood is summarised. */
+#define RT_LOG_BURST_CONN    20u
+#define RT_LOG_BURST_SESSION 100u
+
+/* One call site's state (static storage in the macro below; zero-initialised but for what and
+ * burst). */
+typedef struct rt_log_limit {
+    const char *what; /* names the site's lines in its summary */
+    unsigned burst;   /* lines written per interval before counting starts (>= 1) */
+    rt_log_level level;
+    bool active;               /* an interval is running */
+    bool listed;               /* in rt_log's list of sites with an interval running */
+    uint64_t start_us;         /* when the interval began */
+    uint64_t written;          /* lines written in it */
+    uint64_t suppressed;       /* lines counted, not written, in it */
+    struct rt_log_limit *next; /* in that list */
+} rt_log_limit;
+
+/* true: write the line (of level) now (the caller does, with rt_log()); false: counted for the
+ * summary, which has the level of the site's last line. May write the site's summary first (its
+ * interval is over). now_us is the router's clock. */
+bool rt_log_limit_pass(rt_log_limit *lim, rt_log_level level, uint64_t now_us);
+/* Writes the summary of every site whose interval is over at now_us and has counted lines, and
+ * starts a new interval for it; a site whose interval passed without any is reset. */
+void rt_log_tick(uint64_t now_us);
+/* Writes the summary of every site that has counted lines, now (at shutdown). */
+void rt_log_flush(uint64_t now_us);
+
+/* lvl: an rt_log_level; now_us: the router's clock (evaluated only when the level is logged);
+ * what_s: a string literal naming the site's lines in its summary. */
+#define RT_LOG_LIMITED_N(burst_n, lvl, now_us, what_s, sid, ...)                                \
+    do {                                                                                        \
+        static rt_log_limit rt_log_site_ = {.what = (what_s), .burst = (burst_n)};              \
+        if (rt_log_get_level() >= (lvl) && rt_log_limit_pass(&rt_log_site_, (lvl), (now_us))) { \
+            rt_log((lvl), (sid), __VA_ARGS__);                                                  \
+        }                                                                                       \
+    } while (0)
+#define RT_LOG_LIMITED(lvl, now_us, what_s, sid, ...) \
+    RT_LOG_LIMITED_N(1u, lvl, now_us, what_s, sid, __VA_ARGS__)
+#define RT_LOG_INFO_LIMITED(now_us, what_s, sid, ...) \
+    RT_LOG_LIMITED(RT_LOG_LEVEL_INFO, now_us, what_s, sid, __VA_ARGS__)
 
 /* Internal invariant check, always on: logs file:line and aborts. Never for peer input. */
 #define RT_ASSERT(cond)                                      \

@@ -56,6 +56,12 @@ static rt_router *router_of(struct lws *wsi)
     return lws_context_user(lws_get_context(wsi));
 }
 
+/* The router's clock, for rate-limited log lines. */
+static uint64_t now_us(struct lws *wsi)
+{
+    return rt_router_now_us(router_of(wsi));
+}
+
 /* The RawSocket settings of the connection's listener (the RawSocket part of a universal
  * transport on a shared port). */
 static const rt_listener *cfg_of(const rt_lws_ws_listener *lis)
@@ -162,8 +168,10 @@ static bool ctl_push(raw_pss *pss, const void *p, size_t n)
 {
     wamp_err err = wamp_buf_append(&pss->ctl, p, n, RT_LWS_RAW_CTL_MAX);
     if (err != WAMP_OK) {
-        RT_LOG_INFO(sid_of(pss), "RawSocket peer %s: %s while queueing control data; closing",
-                    pss->peer, err == WAMP_ETOOBIG ? "too many unread PONGs" : "out of memory");
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us(pss->wsi),
+                         "RawSocket control data refused", sid_of(pss),
+                         "RawSocket peer %s: %s while queueing control data; closing", pss->peer,
+                         err == WAMP_ETOOBIG ? "too many unread PONGs" : "out of memory");
         close_after_ctl(pss);
         return false;
     }
@@ -197,8 +205,10 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
     pss->sess = rt_router_attach(router_of(wsi), &raw_ops, pss, ev->ser, &peer);
     if (!pss->sess) {
         /* Shutting down or out of memory: the closest handshake answer. */
-        RT_LOG_INFO(0, "RawSocket connection from %s refused (shutting down or out of memory)",
-                    pss->peer);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us(wsi),
+                         "RawSocket connection refused", 0,
+                         "RawSocket connection from %s refused (shutting down or out of memory)",
+                         pss->peer);
         uint8_t reply[WAMP_RAWSOCK_PREFIX];
         wamp_rawsock_error_reply(reply, WAMP_RAWSOCK_ERR_CONNECTIONS);
         if (ctl_push(pss, reply, sizeof(reply))) {
@@ -248,15 +258,18 @@ static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t 
         }
         if (err == WAMP_ETOOBIG) {
             rt_router_incoming_too_big(router_of(wsi));
-            RT_LOG_INFO(sid_of(pss),
-                        "RawSocket peer %s announced a message of %zu bytes, over the limit of "
-                        "%zu bytes; closing",
-                        pss->peer, ev.len, wamp_rawsock_max_len(&pss->rs));
+            RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us(wsi),
+                             "RawSocket message too big", sid_of(pss),
+                             "RawSocket peer %s announced a message of %zu bytes, over the limit "
+                             "of %zu bytes; closing",
+                             pss->peer, ev.len, wamp_rawsock_max_len(&pss->rs));
             return -1;
         }
         if (err != WAMP_OK) {
-            RT_LOG_INFO(sid_of(pss), "RawSocket peer %s: %s; closing", pss->peer,
-                        err == WAMP_EPROTO ? ev.why : wamp_strerror(err));
+            RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us(wsi),
+                             "RawSocket framing error", sid_of(pss),
+                             "RawSocket peer %s: %s; closing", pss->peer,
+                             err == WAMP_EPROTO ? ev.why : wamp_strerror(err));
             return -1;
         }
         switch (ev.kind) {
@@ -264,7 +277,9 @@ static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t 
             on_accepted(wsi, pss, &ev);
             break;
         case WAMP_RAWSOCK_EV_REFUSED:
-            RT_LOG_INFO(0, "RawSocket handshake from %s refused: %s", pss->peer, ev.why);
+            RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us(wsi),
+                             "RawSocket handshake refused", 0,
+                             "RawSocket handshake from %s refused: %s", pss->peer, ev.why);
             if ((ev.reply[1] >> 4) == WAMP_RAWSOCK_ERR_MAX_LENGTH) {
                 /* limits.rawsocket_min_length: counted like the other limits (logged above). */
                 rt_router_refused_connection(router_of(wsi), cfg_of(pss->lis)->id, pss->peer, NULL);

@@ -14,6 +14,7 @@
 #include "rt_dealer.h"
 #include "rt_local.h"
 #include "rt_log.h"
+#include "rt_options.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
 #include "wamp_uri.h"
@@ -46,11 +47,11 @@ static bool arg_string_list(const json_t *args, const json_t *kwargs, size_t i, 
     }
     bool ok = json_is_array(v);
     for (size_t k = 0; ok && k < json_array_size(v); k++) {
-        ok = json_is_string(json_array_get(v, k));
+        ok = rt_options_is_plain_string(json_array_get(v, k));
     }
     if (!ok) {
         *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                                    "%s: must be a list of strings", name);
+                                    "%s: must be a list of strings without NUL bytes", name);
         return false;
     }
     *out = v;
@@ -66,7 +67,8 @@ static bool arg_kill(const json_t *args, const json_t *kwargs, size_t i, const c
     *reason = WAMP_CLOSE_KILLED;
     *message = NULL;
     if (r && !json_is_null(r)) {
-        if (!json_is_string(r) || !wamp_uri_is_valid(json_string_value(r), WAMP_URI_LOOSE)) {
+        if (!rt_options_is_plain_string(r) ||
+            !wamp_uri_is_valid(json_string_value(r), WAMP_URI_LOOSE)) {
             *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_URI,
                                         "reason: must be a valid URI");
             return false;
@@ -92,7 +94,7 @@ static bool arg_match(const json_t *args, const json_t *kwargs, size_t i, wamp_m
     json_t *m = json_object_get(o, "match");
     *out = WAMP_MATCH_EXACT;
     if ((o && !json_is_null(o) && !json_is_object(o)) ||
-        (m && !(json_is_string(m) && wamp_match_parse(json_string_value(m), out)))) {
+        (m && !(rt_options_is_plain_string(m) && wamp_match_parse(json_string_value(m), out)))) {
         *err = rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
                                     "options.match: must be \"exact\", \"prefix\" or \"wildcard\"");
         return false;
@@ -262,8 +264,9 @@ static void kill_ids(rt_realm *r, rt_session *caller, const json_t *ids, const c
     for (size_t i = 0; i < json_array_size(ids); i++) {
         rt_session *v = find_session(r, (uint64_t)json_integer_value(json_array_get(ids, i)));
         if (v && v != caller) {
-            RT_LOG_INFO(v->id, "killed by session %llu (%s)", (unsigned long long)caller->id,
-                        reason);
+            RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(v->rt),
+                             "session killed", v->id, "killed by session %llu (%s)",
+                             (unsigned long long)caller->id, reason);
             rt_session_kill(v, reason, message);
         }
     }
@@ -285,7 +288,9 @@ static wamp_err proc_session_kill(void *ctx, rt_session *caller, const json_t *a
         return rt_local_reply_error(reply, WAMP_ERROR_NO_SUCH_SESSION,
                                     "no other session %llu on this realm", (unsigned long long)id);
     }
-    RT_LOG_INFO(v->id, "killed by session %llu (%s)", (unsigned long long)caller->id, reason);
+    RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(v->rt),
+                     "session killed", v->id, "killed by session %llu (%s)",
+                     (unsigned long long)caller->id, reason);
     rt_session_kill(v, reason, message);
     return WAMP_OK;
 }

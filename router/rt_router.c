@@ -160,6 +160,7 @@ void rt_router_free(rt_router *rt)
         rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
         rt_session_on_closed(s);
     }
+    rt_log_flush(rt_router_now_us(rt)); /* what the rate-limited lines left out */
     for (size_t i = 0; i < rt->n_realms; i++) {
         rt_realm_free(rt->realms[i]);
     }
@@ -217,21 +218,52 @@ void rt_router_refused_connection(rt_router *rt, const char *listener_id, const 
                                   const char *why)
 {
     rt->stats.connection_refusals++;
+    if (trace_hub_is_active(rt->hub)) {
+        rt_trace_connection(rt, "refused", "limit", listener_id, peer && *peer ? peer : NULL,
+                            why ? why : "limits.rawsocket_min_length");
+    }
     if (!why) {
         return;
     }
-    rt->refusals_unlogged++;
-    uint64_t now = rt_router_now_us(rt);
-    if (now < rt->refusal_log_at_us) {
+    RT_LOG_INFO_LIMITED(rt_router_now_us(rt), "connection refused by a listener limit", 0,
+                        "connection from %s refused by listener %s: %s", peer && *peer ? peer : "?",
+                        listener_id ? listener_id : "?", why);
+}
+
+const char *rt_refusal_name(rt_refusal reason)
+{
+    switch (reason) {
+    case RT_REFUSAL_REQUEST:
+        return "request";
+    case RT_REFUSAL_PATH:
+        return "path";
+    case RT_REFUSAL_SUBPROTOCOL:
+        return "subprotocol";
+    default:
+        return "?";
+    }
+}
+
+void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,
+                                 const char *peer, const char *detail)
+{
+    if ((unsigned)reason >= RT_REFUSAL_COUNT) {
         return;
     }
-    RT_LOG_INFO(0,
-                "connection from %s refused by listener %s: %s (%" PRIu64 " refused since the "
-                "last such line)",
-                peer && *peer ? peer : "?", listener_id ? listener_id : "?", why,
-                rt->refusals_unlogged);
-    rt->refusals_unlogged = 0;
-    rt->refusal_log_at_us = now + 1000000;
+    rt->stats.handshakes_refused[reason]++;
+    const char *name = rt_refusal_name(reason);
+    peer = peer && *peer ? peer : NULL;
+    if (trace_hub_is_active(rt->hub)) {
+        rt_trace_connection(rt, "refused", name, listener_id, peer, detail);
+    }
+    /* A client that retries in a loop must not flood the log (RT_LOG_LIMITED: the first lines,
+     * then a summary with the count every 10 s while it goes on; a handshake is what a
+     * connection causes once: RT_LOG_BURST_CONN lines before counting starts). */
+    RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                     "WebSocket handshake refused", 0,
+                     "WebSocket handshake from %s refused by listener %s (%s)%s%s",
+                     peer ? peer : "?", listener_id ? listener_id : "?", name, detail ? ": " : "",
+                     detail ? detail : "");
 }
 
 void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
@@ -338,6 +370,7 @@ void rt_router_tick(rt_router *rt)
 {
     uint64_t now = rt_router_now_us(rt);
     rt_trace_sync_clocks(rt);
+    rt_log_tick(now); /* the summaries of rate-limited log lines */
     /* Traces: duration auto-stop and the live feed (also for traces that just stopped). */
     trace_hub_tick(rt->hub, now * 1000u, rt_trace_wall_ns(), rt->trace_events,
                    rt->trace_events_ctx);
@@ -349,9 +382,9 @@ void rt_router_tick(rt_router *rt)
         }
         /* A killed session (CLOSING) waits here for its GOODBYE reply (rt_session_kill). */
         bool killed = s->state == RT_SESSION_CLOSING;
-        RT_LOG_INFO(s->id, "no %s from %s within %u ms; closing",
-                    killed ? "GOODBYE reply" : "HELLO", s->peer.addr,
-                    rt->cfg->limits.hello_timeout_ms);
+        RT_LOG_INFO_LIMITED(now, "HELLO timeout", s->id, "no %s from %s within %u ms; closing",
+                            killed ? "GOODBYE reply" : "HELLO", s->peer.addr,
+                            rt->cfg->limits.hello_timeout_ms);
         rt->stats.hello_timeouts++;
         rt_session_close(s, 1008, killed ? "GOODBYE timeout" : "HELLO timeout",
                          false); /* unlinks from greeting */

@@ -22,6 +22,7 @@
 #include "rt_dealer.h"
 #include "rt_log.h"
 #include "rt_meta.h"
+#include "rt_options.h"
 #include "rt_realm.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -182,7 +183,8 @@ static wamp_err encode_for(rt_session *s, rt_encoded *e)
     }
     wamp_err err = rt_encoded_encode(e, s->ser);
     if (err != WAMP_OK) {
-        RT_LOG_WARN(s->id, "cannot encode outgoing message: %s", wamp_strerror(err));
+        RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(s->rt), "outgoing message not encodable",
+                       s->id, "cannot encode outgoing message: %s", wamp_strerror(err));
         trace_tx(s, e, NULL, "encode_failed");
     }
     return err;
@@ -206,18 +208,24 @@ static void log_drops(rt_session *s, bool closing)
     if (n == 0) {
         return;
     }
+    /* Per session as above, and per line across sessions (RT_LOG_LIMITED): many slow
+     * consumers at once cannot flood the log either. */
+    uint64_t now = rt_router_now_us(s->rt);
     if (s->events_dropped_logged == 0) {
-        RT_LOG_INFO(s->id,
-                    "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
-                    "queued); dropping its oldest queued EVENTs (limits.slow_consumer)",
-                    s->outq.count, s->outq.bytes);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now, "slow consumer dropping EVENTs",
+                         s->id,
+                         "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
+                         "queued); dropping its oldest queued EVENTs (limits.slow_consumer)",
+                         s->outq.count, s->outq.bytes);
     } else if (closing) {
-        RT_LOG_INFO(s->id, "slow consumer: %" PRIu64 " EVENTs dropped in all", s->events_dropped);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now,
+                         "slow consumer's EVENTs dropped", s->id,
+                         "slow consumer: %" PRIu64 " EVENTs dropped in all", s->events_dropped);
     } else {
-        RT_LOG_INFO(s->id,
-                    "slow consumer: %" PRIu64 " more EVENTs dropped (%" PRIu64 " in all, %zu "
-                    "messages queued)",
-                    n, s->events_dropped, s->outq.count);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now, "more EVENTs dropped", s->id,
+                         "slow consumer: %" PRIu64 " more EVENTs dropped (%" PRIu64 " in all, %zu "
+                         "messages queued)",
+                         n, s->events_dropped, s->outq.count);
     }
     s->events_dropped_logged = s->events_dropped;
 }
@@ -270,8 +278,10 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
     }
     wamp_buf *wire = e->buf[s->ser];
     if (exceeds_peer_limit(s, e)) {
-        RT_LOG_INFO(s->id, "outgoing %s of %zu bytes exceeds the transport limit of %zu bytes",
-                    wamp_msg_type_name(e->type), wamp_buf_len(wire), s->peer.max_message_size);
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "outgoing message too big", s->id,
+                            "outgoing %s of %zu bytes exceeds the transport limit of %zu bytes",
+                            wamp_msg_type_name(e->type), wamp_buf_len(wire),
+                            s->peer.max_message_size);
         s->rt->stats.messages_too_big++;
         trace_tx(s, e, wire, "too_big");
         return WAMP_ETOOBIG;
@@ -283,10 +293,11 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
     }
     err = rt_outq_push(&s->outq, wire, e->type == WAMP_MSG_EVENT);
     if (err == WAMP_ETOOBIG) {
-        RT_LOG_INFO(s->id,
-                    "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
-                    "queued); disconnecting",
-                    s->outq.count, s->outq.bytes);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(s->rt),
+                         "slow consumer disconnected", s->id,
+                         "slow consumer: outgoing queue limit reached (%zu messages, %zu bytes "
+                         "queued); disconnecting",
+                         s->outq.count, s->outq.bytes);
         s->rt->stats.slow_consumer_disconnects++;
         trace_tx(s, e, wire, "queue_full");
         rt_session_close(s, 1008, "slow consumer", true);
@@ -407,7 +418,9 @@ static void send_abort(rt_session *s, const char *reason, const char *message)
 
 void rt_session_protocol_violation(rt_session *s, const char *why)
 {
-    RT_LOG_INFO(s->id, "protocol violation from %s: %s; aborting", s->peer.addr, why);
+    RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(s->rt),
+                     "protocol violation", s->id, "protocol violation from %s: %s; aborting",
+                     s->peer.addr, why);
     s->rt->stats.protocol_violations++;
     send_abort(s, WAMP_ERROR_PROTOCOL_VIOLATION, why);
     rt_session_close(s, 1002, "protocol violation", false);
@@ -421,7 +434,9 @@ static void abort_too_big(rt_session *s, const char *what)
     char why[128];
     snprintf(why, sizeof(why), "the %s message exceeds the maximum message length of %zu bytes",
              what, s->peer.max_message_size);
-    RT_LOG_INFO(s->id, "%s for %s: %s; aborting", what, s->peer.addr, why);
+    RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(s->rt),
+                     "WELCOME/CHALLENGE too big", s->id, "%s for %s: %s; aborting", what,
+                     s->peer.addr, why);
     send_abort(s, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED, why);
     rt_session_close(s, 1009, "message too big", false);
 }
@@ -547,8 +562,10 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
     rt_realm_member_add(realm, s);
     rt_list_remove(&s->in_wait);
     s->state = RT_SESSION_JOINED;
-    RT_LOG_INFO(s->id, "joined realm %s as %s/%s (%s, %s, %s)", rt_realm_name(realm), s->authid,
-                s->authrole, rt_auth_method_name(method), wamp_ser_name(s->ser), s->peer.addr);
+    RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(rt), "joined realm",
+                     s->id, "joined realm %s as %s/%s (%s, %s, %s)", rt_realm_name(realm),
+                     s->authid, s->authrole, rt_auth_method_name(method), wamp_ser_name(s->ser),
+                     s->peer.addr);
     rt_meta_on_join(s); /* before WELCOME, which completes the opening exchange */
     RT_TRACE_LAST(rt);
     err = rt_session_send_encoded(s, &welcome);
@@ -574,9 +591,11 @@ static wamp_err auth_failed(rt_session *s, rt_auth_method method, const rt_auth_
         n += 3;
     }
     shown[n] = '\0';
-    RT_LOG_INFO(s->id, "authentication failed (%s, authid \"%s\", realm %s) from %s: %s: %s",
-                rt_auth_method_name(method), shown, s->auth ? rt_auth_pending_realm(s->auth) : "",
-                s->peer.addr, d->reason, d->message);
+    RT_LOG_LIMITED_N(
+            RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt), "authentication failed",
+            s->id, "authentication failed (%s, authid \"%s\", realm %s) from %s: %s: %s",
+            rt_auth_method_name(method), shown, s->auth ? rt_auth_pending_realm(s->auth) : "",
+            s->peer.addr, d->reason, d->message);
     uint32_t delay_ms = rt->cfg->limits.auth_failure_delay_ms;
     if (delay_ms == 0) {
         send_abort(s, d->reason, d->message);
@@ -690,7 +709,8 @@ wamp_err rt_session_refuse_limit(rt_session *s, wamp_msg_type req_type, uint64_t
 {
     char why[96];
     snprintf(why, sizeof(why), "limit reached: wampscope.limits.%s (%zu)", limit, value);
-    RT_LOG_INFO(s->id, "%s refused: %s", wamp_msg_type_name((int)req_type), why);
+    RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "request refused by a limit", s->id,
+                        "%s refused: %s", wamp_msg_type_name((int)req_type), why);
     s->rt->stats.limit_refusals++;
     return rt_session_send_error(s, req_type, request, RT_ERROR_LIMIT_REACHED, why);
 }
@@ -718,8 +738,9 @@ static bool session_limits_allow(rt_session *s, rt_realm *realm)
     }
     char why[96];
     snprintf(why, sizeof(why), "limit reached: wampscope.limits.%s (%zu)", limit, value);
-    RT_LOG_INFO(s->id, "HELLO for realm %s from %s refused: %s", rt_realm_name(realm), s->peer.addr,
-                why);
+    RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(s->rt),
+                     "HELLO refused by a limit", s->id, "HELLO for realm %s from %s refused: %s",
+                     rt_realm_name(realm), s->peer.addr, why);
     s->rt->stats.limit_refusals++;
     send_abort(s, RT_ERROR_LIMIT_REACHED, why);
     rt_session_close(s, 1000, "limit reached", false);
@@ -731,6 +752,47 @@ static bool role_feature(const json_t *roles, const char *role, const char *feat
 {
     return json_is_true(
             json_object_get(json_object_get(json_object_get(roles, role), "features"), feature));
+}
+
+/* The HELLO.Details fields the router reads as text (without NUL bytes: jansson strings may hold
+ * them, and a C string would end at the first, "joe\u0000x" read as "joe"), where present: authid,
+ * authrole (strings), authmethods (a list of strings), authextra.pubkey and
+ * authextra.channel_binding (strings; channel_binding may be null). NULL if they are fine, else
+ * what is wrong (the protocol violation's reason). */
+static const char *hello_bad_field(const json_t *details)
+{
+    static const char *const strings[] = {"authid", "authrole"};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        const json_t *v = json_object_get(details, strings[i]);
+        if (v && !rt_options_is_plain_string(v)) {
+            return i == 0 ? "HELLO.Details.authid must be a string without NUL bytes"
+                          : "HELLO.Details.authrole must be a string without NUL bytes";
+        }
+    }
+    const json_t *methods = json_object_get(details, "authmethods");
+    if (methods && !json_is_array(methods)) {
+        return "HELLO.Details.authmethods must be a list of strings";
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(methods, i, v)
+    {
+        if (!rt_options_is_plain_string(v)) {
+            return "HELLO.Details.authmethods must be a list of strings without NUL bytes";
+        }
+    }
+    const json_t *extra = json_object_get(details, "authextra");
+    if (extra && !json_is_object(extra)) {
+        return "HELLO.Details.authextra must be a dict";
+    }
+    const json_t *pk = json_object_get(extra, "pubkey");
+    const json_t *cb = json_object_get(extra, "channel_binding");
+    if ((pk && !rt_options_is_plain_string(pk)) ||
+        (cb && !json_is_null(cb) && !rt_options_is_plain_string(cb))) {
+        return "HELLO.Details.authextra.pubkey and channel_binding must be strings without NUL "
+               "bytes";
+    }
+    return NULL;
 }
 
 static wamp_err on_hello(rt_session *s, const wamp_msg *m)
@@ -751,15 +813,18 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     s->ppt_callee = role_feature(roles, "callee", "payload_passthru_mode");
     s->ppt_publisher = role_feature(roles, "publisher", "payload_passthru_mode");
     s->ppt_subscriber = role_feature(roles, "subscriber", "payload_passthru_mode");
-    const json_t *authmethods = json_object_get(m->dict, "authmethods");
-    if (authmethods && !json_is_array(authmethods)) {
-        rt_session_protocol_violation(s, "HELLO.Details.authmethods must be a list of strings");
+    const char *bad = hello_bad_field(m->dict);
+    if (bad) {
+        rt_session_protocol_violation(s, bad);
         return WAMP_OK;
     }
+    const json_t *authmethods = json_object_get(m->dict, "authmethods");
     rt_realm *realm =
             wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE) ? rt_router_find_realm(rt, m->uri) : NULL;
     if (!realm) {
-        RT_LOG_INFO(s->id, "HELLO for unknown realm \"%s\" from %s", m->uri, s->peer.addr);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                         "HELLO for an unknown realm", s->id,
+                         "HELLO for unknown realm \"%s\" from %s", m->uri, s->peer.addr);
         send_abort(s, WAMP_ERROR_NO_SUCH_REALM, "no such realm");
         rt_session_close(s, 1000, "no such realm", false);
         return WAMP_OK;
@@ -776,10 +841,11 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
          * management realm takes anonymous sessions, as "admin", only from peers in
          * wampscope.management.trusted_networks (default: loopback). */
         if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr)) {
-            RT_LOG_INFO(s->id,
-                        "management realm refused to untrusted peer %s "
-                        "(wampscope.management.trusted_networks)",
-                        s->peer.addr);
+            RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                             "management realm refused", s->id,
+                             "management realm refused to untrusted peer %s "
+                             "(wampscope.management.trusted_networks)",
+                             s->peer.addr);
             send_abort(
                     s, WAMP_ERROR_NOT_AUTHORIZED,
                     "the management realm accepts anonymous sessions from trusted networks only");
@@ -797,7 +863,9 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         method = rt_auth_pick(authmethods, auth_cfg, anon_role != NULL);
     }
     if (method == RT_AUTH_NONE) {
-        RT_LOG_INFO(s->id, "HELLO from %s: no authentication method is acceptable", s->peer.addr);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                         "HELLO without an acceptable authmethod", s->id,
+                         "HELLO from %s: no authentication method is acceptable", s->peer.addr);
         send_abort(s, WAMP_ERROR_NO_AUTH_METHOD, "no acceptable authentication method");
         rt_session_close(s, 1000, "no auth method", false);
         return WAMP_OK;
@@ -806,8 +874,10 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         return auth_begin(s, m, realm, auth_cfg, method);
     }
     if (!rt_realm_has_role(realm, anon_role)) {
-        RT_LOG_INFO(s->id, "HELLO from %s: role \"%s\" does not exist on realm %s", s->peer.addr,
-                    anon_role, rt_realm_name(realm));
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                         "HELLO for a missing role", s->id,
+                         "HELLO from %s: role \"%s\" does not exist on realm %s", s->peer.addr,
+                         anon_role, rt_realm_name(realm));
         send_abort(s, WAMP_ERROR_NO_SUCH_ROLE, "no such role");
         rt_session_close(s, 1000, "no such role", false);
         return WAMP_OK;
@@ -869,7 +939,9 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
     case WAMP_MSG_CANCEL:
         return rt_dealer_on_cancel(rt_realm_dealer(r), s, m);
     case WAMP_MSG_GOODBYE: {
-        RT_LOG_INFO(s->id, "GOODBYE (%s): leaving realm %s", m->uri, rt_realm_name(r));
+        RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(s->rt),
+                         "GOODBYE", s->id, "GOODBYE (%s): leaving realm %s", m->uri,
+                         rt_realm_name(r));
         /* Leave first (its meta events are queued, and go out after the reply), then the
          * reply, while still joined, so that it is attributed (and traced) to the realm and
          * identity the session is leaving. */
@@ -886,7 +958,8 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
         return err;
     }
     case WAMP_MSG_ABORT:
-        RT_LOG_INFO(s->id, "ABORT from peer (%s); closing", m->uri);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(s->rt),
+                         "ABORT from peer", s->id, "ABORT from peer (%s); closing", m->uri);
         rt_session_close(s, 1000, "aborted", false);
         return WAMP_OK;
     default: {
@@ -1000,14 +1073,17 @@ void rt_session_on_closed(rt_session *s)
     }
     rt_router *rt = s->rt;
     if (s->state != RT_SESSION_CLOSED) {
-        RT_LOG_INFO(s->id, "connection from %s closed", s->peer.addr);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                         "connection closed", s->id, "connection from %s closed", s->peer.addr);
     } else {
         RT_LOG_DEBUG(s->id, "connection from %s closed", s->peer.addr);
     }
     if (s->outq.count) {
         /* The peer went, or limits.close_timeout ran out, before the queue was written. */
-        RT_LOG_INFO(s->id, "%zu queued messages (%zu bytes) not written to %s", s->outq.count,
-                    s->outq.bytes, s->peer.addr);
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                         "queued messages not written", s->id,
+                         "%zu queued messages (%zu bytes) not written to %s", s->outq.count,
+                         s->outq.bytes, s->peer.addr);
         note_undelivered(s, 0);
     }
     /* Leave events of a connection lost without GOODBYE: an action of their own. */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_format.h"
+
 struct ctl_chrome {
     FILE *out;
     size_t written;  /* events written so far */
@@ -24,7 +26,7 @@ struct ctl_chrome {
 
 bool ctl_export_jsonl(FILE *out, const json_t *record)
 {
-    char *line = json_dumps(record, JSON_COMPACT);
+    char *line = ctl_format_json(record, false);
     if (!line) {
         return false;
     }

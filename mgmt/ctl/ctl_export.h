@@ -26,7 +26,8 @@
 
 #include <jansson.h>
 
-/* Writes record as one compact JSON line (the API's object, unchanged). false on I/O error. */
+/* Writes record as one compact JSON line (the API's object, unchanged; reals as short as they
+ * round-trip, ctl_format_real()). false on I/O error. */
 bool ctl_export_jsonl(FILE *out, const json_t *record);
 
 typedef struct ctl_chrome ctl_chrome;

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -40,7 +43,8 @@ enum {
 static const char usage_text[] =
         "usage: wampscope-ctl [--url URL] [--realm REALM] [--node ID] [--worker ID]\n"
         "                     [--authid ID] [--ticket-file F | --secret-file F | --key-file F]\n"
-        "                     [--timeout SECONDS] [--ca-file F] COMMAND [ARGS...]\n"
+        "                     [--timeout SECONDS] [--ca-file F] [--no-color] [--wide]\n"
+        "                     COMMAND [ARGS...]\n"
         "\n"
         "The management client of the wampscope WAMP router.\n"
         "\n"
@@ -53,6 +57,7 @@ static const char usage_text[] =
         "  stop ID               stop a trace (its records stay readable)\n"
         "  delete ID             delete a stopped trace and its records\n"
         "  show ID               a trace's metadata\n"
+        "  stats                 the worker's counters and gauges (--watch [S]: refresh)\n"
         "  data ID               a trace's records (table, or --json)\n"
         "  tail ID               follow a trace's records live (Ctrl-C ends)\n"
         "  export ID             write a whole trace to a file (JSON Lines or Chrome trace)\n"
@@ -67,6 +72,9 @@ static const char usage_text[] =
         "  --timeout S      seconds to wait for the router per request (default 30)\n"
         "  --ca-file F      wss:// URLs: trust the CA certificate(s) in PEM file F\n"
         "                   (default: the system\'s CAs)\n"
+        "  --no-color       no colours (also env NO_COLOR; never when stdout is no terminal)\n"
+        "  --wide           tables at full width (default: fit the terminal, cutting the\n"
+        "                   MSG, URI and REALM columns, leaving out REALM, CORR, SESSION)\n"
         "Authentication (default anonymous; secrets never on the command line):\n"
         "  --authid ID         the authid to announce (env WAMPSCOPE_AUTHID)\n"
         "  --ticket-file F     ticket auth, ticket on F's first line (or env WAMPSCOPE_TICKET)\n"
@@ -95,6 +103,7 @@ typedef struct ctl {
     ctl_client *cl;
     const cmd *command;
     bool interrupt_is_end; /* Ctrl-C ends the command normally (tail) */
+    bool wide;             /* --wide: tables at full width */
     int argc;              /* the command's arguments (after its name) */
     char **argv;
 } ctl;
@@ -115,14 +124,55 @@ static void on_sigint(int sig)
 
 static void errline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Colour on fd: a terminal, and NO_COLOR unset or empty (https://no-color.org; --no-color sets
+ * it, so the environment is the one place that says so). */
+static bool colour_on(int fd)
+{
+    const char *nc = getenv("NO_COLOR");
+    return !(nc && *nc) && isatty(fd);
+}
+
 static void errline(const char *fmt, ...)
 {
     va_list ap;
+    bool red = colour_on(STDERR_FILENO);
     va_start(ap, fmt);
-    fputs("wampscope-ctl: ", stderr);
+    fputs(red ? "\033[31mwampscope-ctl: " : "wampscope-ctl: ", stderr);
     vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    fputs(red ? "\033[0m\n" : "\n", stderr);
     va_end(ap);
+}
+
+/* Columns of the terminal on stdout (0 when it is none). */
+static int terminal_columns(void)
+{
+    struct winsize ws;
+    if (!isatty(STDOUT_FILENO)) {
+        return 0;
+    }
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+        return ws.ws_col;
+    }
+    const char *env = getenv("COLUMNS");
+    int n = env ? atoi(env) : 0;
+    return n > 0 ? n : 80;
+}
+
+/* How a command's tables look: --wide: full width; --width N (width >= 0): full width, MSG cut
+ * at N; else the terminal's width, or (not a terminal) MSG cut at 60. */
+static ctl_style table_style(const ctl *c, int width)
+{
+    ctl_style st = {.columns = 0, .msg_width = 0, .color = colour_on(STDOUT_FILENO)};
+    if (c->wide) {
+        return st;
+    }
+    if (width >= 0) {
+        st.msg_width = width;
+        return st;
+    }
+    st.columns = terminal_columns();
+    st.msg_width = st.columns ? 0 : 60;
+    return st;
 }
 
 /* Prints e as one line and returns the exit status for it. */
@@ -205,6 +255,18 @@ static bool parse_int(const char *s, long long min, long long max, long long *ou
 
 /* --- Calls ---------------------------------------------------------------------------------- */
 
+/* Prints a failed call's error; a management procedure unknown to the realm means the session
+ * is not on the management realm. Returns the exit status. */
+static int fail_call(const ctl *c, const char *proc, const ctl_error *e)
+{
+    if (e->kind == CTL_E_WAMP && strcmp(e->uri, "wamp.error.no_such_procedure") == 0 &&
+        strncmp(proc, PROC(""), strlen(PROC(""))) == 0) {
+        errline("%s: %s (is --realm the management realm? it is \"%s\")", e->uri, e->msg, c->realm);
+        return EX_REFUSED;
+    }
+    return fail(e);
+}
+
 /* Calls proc; on success *res = RESULT args[0] (owned, JSON null if none). On failure prints
  * the error and returns its exit status (non-zero). */
 static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
@@ -217,7 +279,8 @@ static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
         return EX_FAIL;
     }
     if (!ctl_client_call(c->cl, proc, args_take, NULL, &result, &e)) {
-        return e.kind == CTL_E_INTERRUPTED && c->interrupt_is_end ? EX_INTERRUPTED_END : fail(&e);
+        return e.kind == CTL_E_INTERRUPTED && c->interrupt_is_end ? EX_INTERRUPTED_END
+                                                                  : fail_call(c, proc, &e);
     }
     json_t *v = json_array_get(result, 0);
     *res = v ? json_incref(v) : json_null();
@@ -265,7 +328,7 @@ static json_t *target_args_id(const ctl *c, const char *id)
 
 static void print_json(const json_t *v)
 {
-    char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    char *s = ctl_format_json(v, true);
     if (s) {
         puts(s);
         free(s);
@@ -292,6 +355,14 @@ static int parse_cmd_args(ctl *c, void *state, flag_fn fn, const char **pos, int
                 pos[(*npos)++] = c->argv[i];
             }
             break;
+        }
+        if (strcmp(a, "--wide") == 0) {
+            c->wide = true;
+            continue;
+        }
+        if (strcmp(a, "--no-color") == 0) {
+            setenv("NO_COLOR", "1", 1);
+            continue;
         }
         if (a[0] == '-' && a[1] != '\0') {
             int rc = fn ? fn(c, state, c->argc, c->argv, &i) : FLAG_UNKNOWN;
@@ -433,12 +504,8 @@ static int cmd_traces(ctl *c)
         if (f.json) {
             print_json(metas);
         } else {
-            ctl_format_traces_header(stdout);
-            json_t *m;
-            json_array_foreach(metas, i, m)
-            {
-                ctl_format_trace_row(stdout, m);
-            }
+            ctl_style st = table_style(c, -1);
+            ctl_format_traces(stdout, &st, metas);
         }
     }
     json_decref(metas);
@@ -704,7 +771,9 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
             limit /= 2;
             continue;
         }
-        return e.kind == CTL_E_INTERRUPTED && c->interrupt_is_end ? EX_INTERRUPTED_END : fail(&e);
+        return e.kind == CTL_E_INTERRUPTED && c->interrupt_is_end
+                       ? EX_INTERRUPTED_END
+                       : fail_call(c, PROC("get_trace_data"), &e);
     }
     if (rc == EX_OK && !json_is_array(*records)) {
         json_decref(*records);
@@ -715,16 +784,133 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
     return rc;
 }
 
+/* data / tail: client-side record filters. A record must match every kind given, and one of
+ * the values of each kind: --type (msg_type, or an action record's action; case-insensitive,
+ * comma lists too), --session (session_id, or the originator's), --uri (exact, or a prefix when
+ * it ends in '*'), --dir (rx or tx; action records have none). The values are borrowed from
+ * argv. */
+#define FILTER_MAX 16
+
+typedef struct rec_filter {
+    const char *types[FILTER_MAX];
+    long long sessions[FILTER_MAX];
+    const char *uris[FILTER_MAX];
+    const char *dir;
+    int ntypes, nsessions, nuris;
+} rec_filter;
+
+static int flag_filter(ctl *c, rec_filter *f, int argc, char **argv, int *i)
+{
+    const char *v;
+    long long n;
+    if (opt_value(argc, argv, i, "--type", &v)) {
+        if (!v || !*v || f->ntypes == FILTER_MAX) {
+            return usage_error(c, "--type needs a message type (at most %d)", FILTER_MAX);
+        }
+        f->types[f->ntypes++] = v;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--session", &v)) {
+        if (!parse_int(v, 0, INT64_MAX, &n) || f->nsessions == FILTER_MAX) {
+            return usage_error(c, "--session needs a session id (at most %d)", FILTER_MAX);
+        }
+        f->sessions[f->nsessions++] = n;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--uri", &v)) {
+        if (!v || !*v || f->nuris == FILTER_MAX) {
+            return usage_error(c, "--uri needs a URI (at most %d)", FILTER_MAX);
+        }
+        f->uris[f->nuris++] = v;
+        return EX_OK;
+    }
+    if (opt_value(argc, argv, i, "--dir", &v)) {
+        if (!v || (strcmp(v, "rx") != 0 && strcmp(v, "tx") != 0)) {
+            return usage_error(c, "--dir needs rx or tx");
+        }
+        f->dir = v;
+        return EX_OK;
+    }
+    return FLAG_UNKNOWN;
+}
+
+/* word in the comma-separated list, case-insensitively. */
+static bool list_has(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncasecmp(p, word, n) == 0) {
+            return true;
+        }
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+static bool filter_match(const rec_filter *f, const json_t *rec)
+{
+    bool action = ctl_format_is_action(rec);
+    if (f->ntypes) {
+        const char *t = json_string_value(json_object_get(rec, action ? "action" : "msg_type"));
+        bool hit = false;
+        for (int k = 0; t && k < f->ntypes && !hit; k++) {
+            hit = list_has(f->types[k], t);
+        }
+        if (!hit) {
+            return false;
+        }
+    }
+    if (f->nsessions) {
+        json_t *sid = action ? json_object_get(json_object_get(rec, "originator"), "session_id")
+                             : json_object_get(rec, "session_id");
+        bool hit = false;
+        for (int k = 0; json_is_integer(sid) && k < f->nsessions && !hit; k++) {
+            hit = (long long)json_integer_value(sid) == f->sessions[k];
+        }
+        if (!hit) {
+            return false;
+        }
+    }
+    if (f->nuris) {
+        const char *u = json_string_value(json_object_get(rec, "uri"));
+        bool hit = false;
+        for (int k = 0; u && k < f->nuris && !hit; k++) {
+            size_t len = strlen(f->uris[k]);
+            hit = f->uris[k][len - 1] == '*' ? strncmp(u, f->uris[k], len - 1) == 0
+                                             : strcmp(u, f->uris[k]) == 0;
+        }
+        if (!hit) {
+            return false;
+        }
+    }
+    if (f->dir) {
+        const char *d = json_string_value(json_object_get(rec, "direction"));
+        return d && strcmp(d, f->dir) == 0;
+    }
+    return true;
+}
+
+static bool filter_active(const rec_filter *f)
+{
+    return f->ntypes || f->nsessions || f->nuris || f->dir;
+}
+
 typedef struct data_flags {
     long long from, to, limit;
     int width;
     bool json;
+    rec_filter filt;
 } data_flags;
 
 static int flag_data(ctl *c, void *state, int argc, char **argv, int *i)
 {
     data_flags *f = state;
     const char *v;
+    int rc = flag_filter(c, &f->filt, argc, argv, i);
+    if (rc != FLAG_UNKNOWN) {
+        return rc;
+    }
     if (strcmp(argv[*i], "--json") == 0) {
         f->json = true;
         return EX_OK;
@@ -755,7 +941,7 @@ static int cmd_data(ctl *c)
 {
     const char *pos[1];
     int n, rc;
-    data_flags f = {.from = 0, .to = -1, .limit = 100, .width = 60};
+    data_flags f = {.from = 0, .to = -1, .limit = 100, .width = -1};
     if ((rc = parse_cmd_args(c, &f, flag_data, pos, 1, &n)) != EX_OK) {
         return rc;
     }
@@ -765,12 +951,15 @@ static int cmd_data(ctl *c)
     if ((rc = resolve_target(c, true)) != EX_OK) {
         return rc;
     }
-    /* Pages of at most 10000 (the API's bound) until limit records or an empty page. */
+    /* Pages of at most 10000 (the API's bound) until limit records or an empty page; with
+     * filters, pages of 1000 until limit records matched. */
+    bool filtering = filter_active(&f.filt);
     json_t *all = json_array();
     long long from = f.from, left = f.limit;
     while (left > 0) {
         json_t *recs;
-        if ((rc = page(c, pos[0], from, f.to, left < 10000 ? left : 10000, &recs)) != EX_OK) {
+        long long want = filtering ? 1000 : left < 10000 ? left : 10000;
+        if ((rc = page(c, pos[0], from, f.to, want, &recs)) != EX_OK) {
             json_decref(all);
             return rc;
         }
@@ -782,24 +971,32 @@ static int cmd_data(ctl *c)
         from = (long long)json_integer_value(
                        json_object_get(json_array_get(recs, got - 1), "seq")) +
                1;
-        left -= (long long)got;
-        json_array_extend(all, recs);
+        size_t k;
+        json_t *r;
+        json_array_foreach(recs, k, r)
+        {
+            if (left > 0 && filter_match(&f.filt, r)) {
+                json_array_append(all, r);
+                left--;
+            }
+        }
         json_decref(recs);
     }
     if (f.json) {
         print_json(all);
     } else {
         /* An action trace's records get their own columns. */
+        ctl_style st = table_style(c, f.width);
         if (ctl_format_is_action(json_array_get(all, 0))) {
-            ctl_format_actions_header(stdout);
+            ctl_format_actions_header(stdout, &st);
         } else {
-            ctl_format_records_header(stdout);
+            ctl_format_records_header(stdout, &st);
         }
         size_t i;
         json_t *r;
         json_array_foreach(all, i, r)
         {
-            ctl_format_record_row(stdout, r, f.width);
+            ctl_format_record_row(stdout, &st, r);
         }
     }
     json_decref(all);
@@ -812,12 +1009,18 @@ typedef struct tail_flags {
     long long lines;
     int width;
     bool json;
+    rec_filter filt;
+    ctl_style style;
 } tail_flags;
 
 static int flag_tail(ctl *c, void *state, int argc, char **argv, int *i)
 {
     tail_flags *f = state;
     const char *v;
+    int rc = flag_filter(c, &f->filt, argc, argv, i);
+    if (rc != FLAG_UNKNOWN) {
+        return rc;
+    }
     if (strcmp(argv[*i], "--json") == 0) {
         f->json = true;
         return EX_OK;
@@ -838,10 +1041,13 @@ static int flag_tail(ctl *c, void *state, int argc, char **argv, int *i)
 
 static void tail_print(const tail_flags *f, const json_t *rec)
 {
+    if (!filter_match(&f->filt, rec)) {
+        return;
+    }
     if (f->json) {
         ctl_export_jsonl(stdout, rec);
     } else {
-        ctl_format_record_row(stdout, rec, f->width);
+        ctl_format_record_row(stdout, &f->style, rec);
     }
 }
 
@@ -905,7 +1111,7 @@ static int tail_run(ctl *c)
 {
     const char *pos[1];
     int n, rc;
-    tail_flags f = {.lines = 10, .width = 60};
+    tail_flags f = {.lines = 10, .width = -1};
     if ((rc = parse_cmd_args(c, &f, flag_tail, pos, 1, &n)) != EX_OK) {
         return rc;
     }
@@ -936,11 +1142,12 @@ static int tail_run(ctl *c)
     if (next < first) {
         next = first;
     }
+    f.style = table_style(c, f.width);
     if (!f.json) {
         if (actions) {
-            ctl_format_actions_header(stdout);
+            ctl_format_actions_header(stdout, &f.style);
         } else {
-            ctl_format_records_header(stdout);
+            ctl_format_records_header(stdout, &f.style);
         }
     }
     if ((rc = tail_fill(c, id, &f, &next, -1)) != EX_OK) {
@@ -1183,6 +1390,107 @@ static int cmd_mark(ctl *c)
     return EX_OK;
 }
 
+/* stats [--watch [S]] [--json]: get_worker's stats; --watch repeats every S seconds (default
+ * 2) with each counter's rate since the previous sample, until Ctrl-C. */
+typedef struct stats_flags {
+    long long every;
+    bool watch;
+    bool json;
+} stats_flags;
+
+static int flag_stats(ctl *c, void *state, int argc, char **argv, int *i)
+{
+    stats_flags *f = state;
+    const char *a = argv[*i];
+    if (strcmp(a, "--json") == 0) {
+        f->json = true;
+        return EX_OK;
+    }
+    if (strncmp(a, "--watch=", 8) == 0) {
+        f->watch = true;
+        return parse_int(a + 8, 1, 86400, &f->every) ? EX_OK
+                                                     : usage_error(c, "--watch needs 1..86400 s");
+    }
+    if (strcmp(a, "--watch") == 0) {
+        f->watch = true;
+        /* The seconds are optional: take the next argument when it is a number. */
+        if (*i + 1 < argc && parse_int(argv[*i + 1], 1, 86400, &f->every)) {
+            ++*i;
+        }
+        return EX_OK;
+    }
+    return FLAG_UNKNOWN;
+}
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int stats_run(ctl *c)
+{
+    const char *pos[1];
+    int n, rc;
+    stats_flags f = {.every = 2};
+    if ((rc = parse_cmd_args(c, &f, flag_stats, pos, 0, &n)) != EX_OK ||
+        (rc = resolve_target(c, true)) != EX_OK) {
+        return rc;
+    }
+    c->interrupt_is_end = f.watch;
+    bool clear = f.watch && !f.json && isatty(STDOUT_FILENO);
+    json_t *prev = NULL;
+    double prev_t = 0;
+    for (;;) {
+        json_t *w;
+        if ((rc = call(c, PROC("get_worker"), json_pack("[s, s]", c->node, c->worker), &w)) !=
+            EX_OK) {
+            break;
+        }
+        double now = monotonic_s();
+        if (f.json) {
+            print_json(w);
+        } else {
+            ctl_style st = table_style(c, -1);
+            if (clear) {
+                fputs("\033[H\033[2J", stdout); /* home, erase the screen */
+            } else if (prev) {
+                fputc('\n', stdout);
+            }
+            ctl_format_stats(stdout, &st, c->node, w, prev, now - prev_t);
+        }
+        fflush(stdout);
+        json_decref(prev);
+        prev = w;
+        prev_t = now;
+        if (!f.watch) {
+            break;
+        }
+        /* Sleep in the client's event loop (keeps the session serviced; Ctrl-C ends it). */
+        ctl_error e;
+        uint64_t sub;
+        json_t *args;
+        if (ctl_client_next_event(c->cl, (int)(f.every * 1000), &sub, &args, &e)) {
+            json_decref(args);
+        } else if (e.kind == CTL_E_INTERRUPTED) {
+            break;
+        } else if (e.kind != CTL_E_TIMEOUT) {
+            rc = fail(&e);
+            break;
+        }
+    }
+    json_decref(prev);
+    return rc;
+}
+
+/* Ctrl-C is the normal end of stats --watch. */
+static int cmd_stats(ctl *c)
+{
+    int rc = stats_run(c);
+    return rc == EX_INTERRUPTED_END ? EX_OK : rc;
+}
+
 static const cmd commands[] = {
         {"nodes", cmd_nodes,
          "usage: wampscope-ctl nodes [--json]\n"
@@ -1226,17 +1534,35 @@ static const cmd commands[] = {
          "usage: wampscope-ctl show ID [--json]\n"
          "Prints a trace's metadata.\n"},
         {"data", cmd_data,
-         "usage: wampscope-ctl data ID [--from SEQ] [--to SEQ] [--limit N] [--json] [--width N]\n"
+         "usage: wampscope-ctl data ID [--from SEQ] [--to SEQ] [--limit N] [--json]\n"
+         "                          [--wide | --width N] [FILTERS]\n"
          "Prints the records with from <= seq <= to (default: from the oldest held, up to the\n"
-         "newest), at most N (default 100), as a table (MSG cut to --width characters, 0 =\n"
-         "whole; default 60) or with --json as the API's record objects (a JSON list).\n"
-         "An action trace's records: SEQ TIME ACTION REALM ORIGINATOR URI RESP (responders)\n"
-         "SUCCESS DURATION.\n"},
+         "newest), at most N (default 100) that pass the filters, as a table or with --json as\n"
+         "the API's record objects (a JSON list). The table fits the terminal (MSG, URI and\n"
+         "REALM cut with \"...\"; narrow terminals leave out REALM, then CORR, then SESSION);\n"
+         "--wide prints every column whole; --width N: every column, MSG cut to N characters\n"
+         "(0 = whole); not on a terminal, MSG is cut to 60. An Error's MSG starts with its\n"
+         "error URI, an Abort's with its reason. An action trace's records: SEQ TIME ACTION\n"
+         "REALM ORIGINATOR URI RESP (responders) SUCCESS DURATION.\n"
+         "Filters (client-side; kinds combine with AND, repeated values with OR):\n"
+         "  --type TYPE      msg_type (action records: action), e.g. Call,Error; any case\n"
+         "  --session ID     session_id (action records: the originator's)\n"
+         "  --uri URI        the record's uri; a trailing * matches a prefix\n"
+         "  --dir rx|tx      direction (leaves out action records and markers)\n"},
         {"tail", cmd_tail,
-         "usage: wampscope-ctl tail ID [-n N] [--json] [--width N]\n"
-         "Prints the last N records (default 10), then every new record as it arrives (the\n"
-         "live on_trace_data feed; gaps are filled with get_trace_data). Ends when the trace\n"
-         "stops, or on Ctrl-C (exit status 0). --json: one record object per line.\n"},
+         "usage: wampscope-ctl tail ID [-n N] [--json] [--wide | --width N] [FILTERS]\n"
+         "Prints the last N records (default 10; counted before filtering), then every new\n"
+         "record as it arrives (the live on_trace_data feed; gaps are filled with\n"
+         "get_trace_data). Ends when the trace stops, or on Ctrl-C (exit status 0). --json:\n"
+         "one record object per line. Table and FILTERS as for data (--type, --session,\n"
+         "--uri, --dir).\n"},
+        {"stats", cmd_stats,
+         "usage: wampscope-ctl stats [--watch [S]] [--json]\n"
+         "Prints the worker's stats (get_worker): what the router holds now (sessions, queued\n"
+         "messages and bytes, subscriptions, registrations, pending calls, retained events)\n"
+         "and its counters since start (sessions, messages and bytes rx/tx, refusals, ...).\n"
+         "--watch: again every S seconds (default 2) with each counter's rate per second,\n"
+         "until Ctrl-C (exit status 0). --json: get_worker's answer as JSON.\n"},
         {"export", cmd_export,
          "usage: wampscope-ctl export ID --format jsonl|chrome -o FILE [--page N]\n"
          "Pages through the whole trace (get_trace_data, N records per page, default 1000)\n"
@@ -1336,6 +1662,14 @@ int main(int argc, char **argv)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(usage_text, stdout);
             return EX_OK;
+        }
+        if (strcmp(a, "--no-color") == 0) {
+            setenv("NO_COLOR", "1", 1);
+            continue;
+        }
+        if (strcmp(a, "--wide") == 0) {
+            c.wide = true;
+            continue;
         }
         if (strcmp(a, "--version") == 0) {
             printf("wampscope-ctl %s\n", CTL_VERSION);

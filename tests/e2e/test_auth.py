@@ -175,6 +175,15 @@ class AuthTest(RouterTestCase):
         self.assertIn("authentication failed (ticket, authid \"nobody\"", log)
         self.assertNotIn(TICKET, log)
 
+    async def test_nul_in_authid(self):
+        """HELLO.Details.authid is read with its real length: "joe\u0000x" with joe's ticket is
+        a protocol violation (ABORT), not joe."""
+        for ser in SERIALIZERS:
+            with self.subTest(serializer=ser):
+                details, _ = await self.refused(ser, auth_client(["ticket"], "joe\x00x", TICKET))
+                self.assertEqual(details.reason, "wamp.error.protocol_violation")
+                self.assertIn("authid", details.message)
+
     async def test_failure_delay(self):
         """ABORT comes auth_failure_delay after the wrong credential (tolerance: the 100 ms tick
         and scheduling), not before; a right credential is not delayed."""

@@ -12,6 +12,8 @@ HELLO timeout).
 import asyncio
 import concurrent.futures
 import json
+import re
+import resource
 import socket
 import struct
 import sys
@@ -178,6 +180,36 @@ class TestHostileMessages(HostileTestCase):
         self.assertEqual(code, 1002)
         await self.assert_recovered()
 
+    async def test_wrongly_typed_options_and_nul_strings(self):
+        # Options of the wrong type are answered like every invalid option (ERROR
+        # wamp.error.invalid_argument naming it), also those the router does not act on.
+        ws = self.raw()
+        self.assertEqual(ws.hello("realm1")[0], 2)
+        for req, (msg, name) in enumerate((
+                ([48, 0, {"transaction_hash": 123}, self.echo_uri, [1]], "transaction_hash"),
+                ([48, 0, {"receive_progress": "yes"}, self.echo_uri], "receive_progress"),
+                ([16, 0, {"forward_for": "hello"}, "com.typed", [1]], "forward_for"),
+                ([16, 0, {"eligible_authid": ["joe\x00x"]}, "com.typed"], "eligible_authid"),
+                ([32, 0, {"match": "prefix\x00x"}, "com."], "match"),
+                ([64, 0, {"invoke": "roundrobin\x00"}, "com.typed"], "invoke")), start=1):
+            with self.subTest(option=name):
+                msg[1] = req
+                ws.send_json(msg)
+                err = await self.run_blocking(ws.recv_wamp)
+                self.assertEqual(err[:3], [8, msg[0], req], err)
+                self.assertEqual(err[4], "wamp.error.invalid_argument", err)
+                self.assertIn(name, err[5][0])
+        ws.send_json([6, {}, "wamp.close.normal"])
+        self.assertEqual((await self.run_blocking(ws.recv_wamp))[0], 6)
+        # NUL in a management argument is refused, never cut: "a\0b" is not trace "a".
+        for args in ((self.node, self.worker, "a\x00b"), (self.node + "\x00x", self.worker)):
+            with self.assertRaises(ApplicationError) as cm:
+                await h.step(self.mgmt.call(MGMT + "start_trace", *args))
+            self.assertEqual(cm.exception.error, "wamp.error.invalid_argument")
+        traces = await h.step(self.mgmt.call(MGMT + "list_traces", self.node, self.worker))
+        self.assertNotIn("a", traces)
+        await self.assert_recovered()
+
     async def test_invalid_utf8(self):
         # In a text frame before and after joining, and inside a MessagePack str.
         ws = self.raw()
@@ -292,6 +324,46 @@ class TestLimits(HostileTestCase):
         self.assertGreaterEqual(stats["limit_refusals"], self.baseline["limit_refusals"] + 2)
 
 
+    async def test_orphaned_calls_do_not_pile_up(self):
+        # Callers that send CALLs to a callee that never answers and then disconnect: their calls
+        # are canceled toward the callee (INTERRUPT killnowait, it announced call_canceling) and
+        # freed at once, so reconnecting cannot walk around max_pending_calls (5 a caller).
+        slow = h.uri(self, "never")
+        callee = self.raw()
+        callee.send_json([1, "realm1", {"roles": {"callee": {"features": {
+            "call_canceling": True}}}}])
+        self.assertEqual((await self.run_blocking(callee.recv_wamp))[0], 2)
+        callee.send_json([64, 1, {}, slow])
+        self.assertEqual((await self.run_blocking(callee.recv_wamp))[0], 65)
+
+        def recv_n(n, code):
+            got = [callee.recv_wamp() for _ in range(n)]
+            self.assertEqual([m[0] for m in got], [code] * n, got)
+            return got
+
+        for _ in range(5):
+            callers = [self.raw() for _ in range(10)]
+            for ws in callers:
+                self.assertEqual(ws.hello("realm1")[0], 2)
+                for k in range(1, 6):
+                    ws.send_json([48, k, {}, slow])
+            invocations = await self.run_blocking(recv_n, 50, 68)
+            stats = await self.stats()
+            self.assertEqual(stats["pending_calls"], self.baseline["pending_calls"] + 50, stats)
+            for ws in callers:
+                ws.close()
+            interrupts = await self.run_blocking(recv_n, 50, 69)
+            self.assertEqual(sorted(m[1] for m in interrupts), sorted(m[1] for m in invocations))
+            self.assertEqual({m[2]["mode"] for m in interrupts}, {"killnowait"})
+            self.assertEqual((await self.stats())["pending_calls"], self.baseline["pending_calls"])
+        # A late answer finds no call: dropped and counted.
+        callee.send_json([70, interrupts[0][1], {}, ["late"]])
+        callee.send_json([6, {}, "wamp.close.normal"])
+        self.assertEqual((await self.run_blocking(callee.recv_wamp))[0], 6)
+        stats = await self.assert_recovered()
+        self.assertEqual(stats["answers_dropped"], self.baseline["answers_dropped"] + 1)
+        self.assertEqual(stats["limit_refusals"], self.baseline["limit_refusals"])
+
 class TestFloods(HostileTestCase):
     async def test_hello_floods(self):
         # One connection repeating HELLO: the second is a protocol violation.
@@ -365,6 +437,88 @@ class TestFloods(HostileTestCase):
         stats = await self.assert_recovered()
         self.assertGreaterEqual(stats["sessions_opened"], before + 10000)
 
+
+
+class TestLogFlood(h.AsyncTestCase):
+    """Lines a peer can cause are rate-limited (configs/README.md, "Logging"): a flood writes
+    one line per call site, then a summary with the count every 10 s and at exit."""
+
+    async def test_refused_calls_log_once(self):
+        router = h.RouterProc(config=CONFIG).start()
+        self.addCleanup(router.stop)
+        slow = "com.logflood.slow"
+        callee = h.RawWs(router.host, router.port, router.path)
+        self.addCleanup(callee.close)
+        self.assertEqual(callee.hello("realm1")[0], 2)
+        callee.send_json([64, 1, {}, slow])
+        self.assertEqual(callee.recv_wamp()[0], 65)
+        caller = h.RawWs(router.host, router.port, router.path)
+        self.addCleanup(caller.close)
+        self.assertEqual(caller.hello("realm1")[0], 2)
+        total, batch = 20000, 500
+
+        def flood():
+            # Five calls hang (max_pending_calls 5); every further one is refused.
+            caller.sock.sendall(b"".join(TestFloods._frame(json.dumps(
+                [48, i, {}, slow]).encode()) for i in range(1, 6)))
+            refused = 0
+            for start in range(6, 6 + total, batch):
+                caller.sock.sendall(b"".join(TestFloods._frame(json.dumps(
+                    [48, i, {}, slow]).encode()) for i in range(start, start + batch)))
+                for _ in range(batch):
+                    msg = caller.recv_wamp()
+                    self.assertEqual(msg[:2], [8, 48], msg)
+                    refused += msg[4] == "wampscope.error.limit_reached"
+            return refused
+
+        started = time.monotonic()
+        refused = await asyncio.get_running_loop().run_in_executor(None, flood)
+        elapsed = time.monotonic() - started
+        self.assertEqual(refused, total)
+        caller.close()
+        callee.close()
+        router.wait_exit(router.terminate())
+        err = router.stderr_text()
+        self.assertEqual(err.count("CALL refused: limit reached"), 1, err[-3000:])
+        summaries = [int(n) for n in re.findall(
+            r'\(rate-limited\) (\d+) more lines like "request refused by a limit"', err)]
+        # The rest in summaries: one per 10 s of flood, and the last at exit.
+        self.assertEqual(sum(summaries), total - 1, err[-3000:])
+        self.assertLessEqual(len(summaries), 2 + int(elapsed / 10), err[-3000:])
+        self.assertLess(len(err.splitlines()), 60, err[-3000:])
+        sys.stderr.write("[%d refused CALLs in %.1f s: %d log lines] "
+                         % (total, elapsed, len(err.splitlines())))
+
+    async def test_accept_failures_log_once(self):
+        # Under file-descriptor exhaustion every accept() fails while connections wait, and
+        # libwebsockets logs each failure: rate-limited like every line a peer can cause.
+        old = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (48, old[1]))
+        try:
+            router = h.RouterProc(config=CONFIG).start()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, old)
+        self.addCleanup(router.stop)
+        socks = []
+        try:
+            for _ in range(100):
+                socks.append(socket.create_connection((router.host, router.port), timeout=5))
+            await asyncio.sleep(1.0)
+        finally:
+            for s in socks:
+                s.close()
+        await asyncio.sleep(0.5)
+        router.wait_exit(router.terminate())
+        err = router.stderr_text()
+        failures = err.count("lws: accept")
+        self.assertGreater(failures, 0, err[-3000:])
+        self.assertLessEqual(failures, 20, err[-3000:])  # a connection's burst, then counted
+        summaries = [int(n) for n in re.findall(
+            r'\(rate-limited\) (\d+) more lines like "libwebsockets"', err)]
+        self.assertTrue(summaries, err[-3000:])
+        self.assertLess(len(err.splitlines()), 60, err[-3000:])
+        sys.stderr.write("[accept() failures: %d lines written, %d summarised] "
+                         % (failures, sum(summaries)))
 
 if __name__ == "__main__":
     h.main()

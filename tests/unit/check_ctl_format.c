@@ -1,4 +1,7 @@
-/* check_ctl_format.c: wampscope-ctl's tables and metadata lines. */
+/* check_ctl_format.c: wampscope-ctl's tables (fitted to 80 and 200 columns, with and without
+ * colour), metadata lines, stats, and the shortest round-tripping floats. */
+#include <float.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,18 +10,30 @@
 
 #include "ctl_format.h"
 
-static char *capture_row(const char *json_text, int width)
+/* The row of one record: columns 0 (full width), MSG cut at width, no colour. */
+static char *capture_styled(const char *json_text, const ctl_style *st, bool header)
 {
     json_error_t e;
     json_t *v = json_loads(json_text, 0, &e);
-    ck_assert_ptr_nonnull(v);
+    ck_assert_msg(v != NULL, "%s", e.text);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    ctl_format_record_row(f, v, width);
+    if (header && ctl_format_is_action(v)) {
+        ctl_format_actions_header(f, st);
+    } else if (header) {
+        ctl_format_records_header(f, st);
+    }
+    ctl_format_record_row(f, st, v);
     fclose(f);
     json_decref(v);
     return buf;
+}
+
+static char *capture_row(const char *json_text, int width)
+{
+    ctl_style st = {.columns = 0, .msg_width = width, .color = false};
+    return capture_styled(json_text, &st, false);
 }
 
 START_TEST(test_record_row)
@@ -91,7 +106,8 @@ START_TEST(test_action_row)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    ctl_format_actions_header(f);
+    ctl_style plain = {0};
+    ctl_format_actions_header(f, &plain);
     fclose(f);
     ck_assert_ptr_nonnull(strstr(buf, "ACTION"));
     ck_assert_ptr_nonnull(strstr(buf, "ORIGINATOR"));
@@ -114,8 +130,10 @@ START_TEST(test_traces_and_meta)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    ctl_format_traces_header(f);
-    ctl_format_trace_row(f, m);
+    ctl_style plain = {0};
+    json_t *list = json_pack("[O]", m);
+    ctl_format_traces(f, &plain, list);
+    json_decref(list);
     ctl_format_meta(f, m);
     fclose(f);
     char *row = strchr(buf, '\n') + 1;
@@ -132,10 +150,344 @@ START_TEST(test_traces_and_meta)
     ck_assert_str_eq(runtime, "12.3s");
     ck_assert_ptr_nonnull(strstr(buf, "\nrecords        9\n"));
     ck_assert_ptr_nonnull(strstr(buf, "\nended          -\n"));
-    ck_assert_ptr_nonnull(strstr(buf, "\nruntime        12.340\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\nruntime        12.34\n")); /* shortest float */
     ck_assert_ptr_nonnull(strstr(buf, "\noptions        {\"limit\":5}\n"));
+    ck_assert_ptr_nonnull(
+            strstr(buf, " 2026-01-02T03:04:05.678Z      12.3s\n")); /* right-aligned */
     free(buf);
+    /* A long id: whole when the table fits (ID as wide as it), cut at 80 columns. */
+    json_object_set_new(m, "id",
+                        json_string("a-trace-with-a-rather-long-name-that-goes-on-and-on"));
+    list = json_pack("[O, {s:s, s:s, s:f}]", m, "id", "t2", "status", "running", "runtime", 1.0);
+    for (int columns = 80; columns <= 200; columns += 120) {
+        ctl_style st = {.columns = columns, .color = false};
+        buf = NULL;
+        f = open_memstream(&buf, &len);
+        ctl_format_traces(f, &st, list);
+        fclose(f);
+        ck_assert_ptr_nonnull(strstr(buf, columns == 80 ? "\na-trace-wi... stopped "
+                                                        : "\na-trace-with-a-rather-long-name-that-"
+                                                          "goes-on-and-on stopped "));
+        ck_assert_ptr_nonnull(strstr(
+                buf, columns == 80 ? "\nt2            running "
+                                   : "\nt2"
+                                     "                                                  running "));
+        for (char *p = buf; *p;) {
+            char *nl = strchr(p, '\n');
+            ck_assert_int_le((int)(nl - p), columns);
+            p = nl + 1;
+        }
+        free(buf);
+    }
+    json_decref(list);
     json_decref(m);
+}
+
+END_TEST
+
+/* A message record with a long URI and a long message, and an Error record. */
+static const char event_rec[] =
+        "{\"seq\": 12345, \"ts\": 1502829396.5978456, \"direction\": \"rx\","
+        "\"msg_type\": \"Publish\", \"realm\": \"a.rather.long.realm.name\","
+        "\"session_id\": 4391477441301702, \"correlation\": "
+        "\"d5d9bcec-a3eb-4f0e-875b-6933680bb546\","
+        "\"correlation_is_anchor\": true, \"correlation_is_last\": false,"
+        "\"uri\": \"com.example.a.very.long.topic.name.that.goes.on.and.on\","
+        "\"msg\": [16, 2, {\"acknowledge\": true}, \"com.example.a.very.long.topic.name\","
+        "[\"an argument long enough to overflow any terminal: 0123456789012345678901234567890123456"
+        "789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456"
+        "789\"]]}";
+static const char error_rec[] =
+        "{\"seq\": 3, \"ts\": 1.0, \"direction\": \"tx\", \"msg_type\": \"Error\","
+        "\"realm\": \"realm1\", \"session_id\": 77, \"correlation\": null,"
+        "\"uri\": \"com.example.add\", \"dropped\": \"queue_full\","
+        "\"msg\": [8, 48, 4, {}, \"wamp.error.no_such_procedure\", [\"no callee for it at all, and "
+        "a long explanation that goes on past two hundred "
+        "columns for sure: "
+        "0123456789012345678901234567890123456789012345678901234567890123456789\"]]}";
+
+/* Characters of a line: UTF-8 code points, escape sequences (ESC [ ... m) not counted. */
+static size_t visible(const char *s, size_t n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\033') {
+            while (i < n && s[i] != 'm') {
+                i++;
+            }
+            continue;
+        }
+        count += ((unsigned char)s[i] & 0xC0) != 0x80;
+    }
+    return count;
+}
+
+/* s without its escape sequences (owned). */
+static char *strip_sgr(const char *s)
+{
+    char *out = malloc(strlen(s) + 1), *o = out;
+    for (; *s; s++) {
+        if (*s == '\033') {
+            while (*s && *s != 'm') {
+                s++;
+            }
+            continue;
+        }
+        *o++ = *s;
+    }
+    *o = '\0';
+    return out;
+}
+
+/* No line of text is wider than width; with full, the last (a row with a long message) is
+ * exactly that wide. */
+static void assert_lines_width(const char *text, size_t width, bool full)
+{
+    int lines = 0;
+    size_t last = 0;
+    for (const char *p = text; *p; lines++) {
+        const char *nl = strchr(p, '\n');
+        ck_assert_ptr_nonnull(nl);
+        last = visible(p, (size_t)(nl - p));
+        ck_assert_msg(last <= width, "line %d is %zu wide, over %zu: %.*s", lines, last, width,
+                      (int)(nl - p), p);
+        p = nl + 1;
+    }
+    ck_assert_int_ge(lines, 2);
+    if (full) {
+        ck_assert_int_eq((long)last, (long)width);
+    }
+}
+
+START_TEST(test_fit_80_columns)
+{
+    ctl_style st = {.columns = 80, .color = false};
+    char *out = capture_styled(event_rec, &st, true);
+    assert_lines_width(out, 80, true);
+    /* Narrow: REALM, CORR and SESSION left out, URI and MSG cut with "...". */
+    ck_assert_ptr_null(strstr(out, "REALM"));
+    ck_assert_ptr_null(strstr(out, "CORR"));
+    ck_assert_ptr_null(strstr(out, "SESSION"));
+    ck_assert_ptr_null(strstr(out, "4391477441301702"));
+    ck_assert_ptr_nonnull(strstr(out, "   SEQ TIME         DIR TYPE         URI"));
+    ck_assert_ptr_nonnull(
+            strstr(out, " 12345 20:36:36.597 rx  Publish      com.example.a.very.... "));
+    ck_assert_ptr_nonnull(strstr(out, " [16,2,{\"acknowled...\n"));
+    free(out);
+    /* An action trace at 80 columns: ORIGINATOR and REALM go, the rest stays whole. */
+    out = capture_styled("{\"seq\": 7, \"ts\": 1.5, \"realm\": \"realm1\", \"action\": \"call\","
+                         "\"uri\": \"com.example.add\", \"originator\": {\"session_id\": 77},"
+                         "\"responders\": [], \"success\": false, \"duration\": 0.5}",
+                         &st, true);
+    assert_lines_width(out, 80, false);
+    ck_assert_ptr_null(strstr(out, "ORIGINATOR"));
+    ck_assert_ptr_nonnull(strstr(out, "RESP SUCCESS DURATION"));
+    ck_assert_ptr_nonnull(strstr(out, " call        com.example.add "));
+    ck_assert_ptr_nonnull(strstr(out, " NO      500.000 ms"));
+    free(out);
+}
+
+END_TEST
+
+START_TEST(test_fit_200_columns)
+{
+    ctl_style st = {.columns = 200, .color = false};
+    char *out = capture_styled(event_rec, &st, true);
+    assert_lines_width(out, 200, true);
+    /* Wide enough for every column at its full width; only MSG is cut. */
+    ck_assert_ptr_nonnull(strstr(out, "REALM      SESSION          URI"));
+    ck_assert_ptr_nonnull(
+            strstr(out, " 4391477441301702 com.example.a.very.long.topic... 680bb546 A "));
+    ck_assert_ptr_nonnull(strstr(out, "...\n"));
+    free(out);
+    /* Full width (--wide): nothing cut, the whole message. */
+    ctl_style wide = {.columns = 0, .msg_width = 0};
+    out = capture_styled(event_rec, &wide, false);
+    ck_assert_ptr_nonnull(strstr(out, "com.example.a.very.long.topic.name.that.goes.on.and.on "));
+    ck_assert_ptr_nonnull(strstr(out, "3456789\"]]\n"));
+    ck_assert_ptr_null(strstr(out, "..."));
+    free(out);
+}
+
+END_TEST
+
+START_TEST(test_colour)
+{
+    for (int columns = 80; columns <= 200; columns += 120) {
+        ctl_style plain = {.columns = columns, .color = false};
+        ctl_style colour = {.columns = columns, .color = true};
+        for (int k = 0; k < 2; k++) {
+            const char *rec = k ? error_rec : event_rec;
+            char *a = capture_styled(rec, &plain, true);
+            char *b = capture_styled(rec, &colour, true);
+            ck_assert_ptr_null(strchr(a, '\033')); /* no colour: no escape at all */
+            ck_assert_ptr_nonnull(strchr(b, '\033'));
+            assert_lines_width(b, (size_t)columns, true); /* colour changes no width */
+            char *stripped = strip_sgr(b);
+            ck_assert_str_eq(stripped, a);
+            free(stripped);
+            ck_assert_ptr_nonnull(strstr(b, "\033[1mSEQ\033[0m")); /* bold header */
+            if (k == 0) {
+                ck_assert_ptr_nonnull(strstr(b, "\033[36mrx\033[0m")); /* rx cyan */
+            } else {
+                ck_assert_ptr_nonnull(strstr(b, "\033[33mtx!\033[0m"));   /* undelivered */
+                ck_assert_ptr_nonnull(strstr(b, "\033[31mError\033[0m")); /* errors red */
+                ck_assert_ptr_nonnull(strstr(b, "\033[31mwamp.error.no_suc"));
+            }
+            free(a);
+            free(b);
+        }
+    }
+    /* tx cyan never, green; a failed action's SUCCESS bold red. */
+    ctl_style colour = {.columns = 200, .color = true};
+    char *b = capture_styled("{\"seq\": 1, \"ts\": 1.0, \"direction\": \"tx\", \"msg_type\": "
+                             "\"Result\", \"msg\": [50, 1, {}]}",
+                             &colour, false);
+    ck_assert_ptr_nonnull(strstr(b, "\033[32mtx\033[0m"));
+    free(b);
+    b = capture_styled("{\"seq\": 7, \"ts\": 1.5, \"action\": \"call\", \"success\": false}",
+                       &colour, false);
+    ck_assert_ptr_nonnull(strstr(b, "\033[1;31mNO\033[0m"));
+    ck_assert_ptr_nonnull(strstr(b, "\033[31mcall\033[0m"));
+    free(b);
+}
+
+END_TEST
+
+START_TEST(test_error_uri_and_control_chars)
+{
+    char *row = capture_row(error_rec, 0);
+    ck_assert_ptr_nonnull(strstr(row, " wamp.error.no_such_procedure [8,48,4,{},"));
+    free(row);
+    /* Even when the message is cut, the error URI shows. */
+    row = capture_row(error_rec, 40);
+    ck_assert_ptr_nonnull(strstr(row, " wamp.error.no_such_procedure [8,48,4,...\n"));
+    free(row);
+    row = capture_row("{\"seq\": 1, \"msg_type\": \"Abort\", \"direction\": \"tx\","
+                      "\"msg\": [3, {\"message\": \"no\"}, \"wamp.error.not_authorized\"]}",
+                      0);
+    ck_assert_ptr_nonnull(strstr(row, " wamp.error.not_authorized [3,{\"message\":\"no\"},"));
+    free(row);
+    /* A URI with an escape sequence reaches the terminal as '?'. */
+    row = capture_row("{\"seq\": 1, \"msg_type\": \"Call\", \"uri\": \"a\\u001b[2Jb\","
+                      "\"realm\": \"r\\u0007\", \"msg\": [48, 1, {}, \"a\\u001b[2Jb\"]}",
+                      0);
+    ck_assert_ptr_null(strchr(row, '\033'));
+    ck_assert_ptr_null(strchr(row, '\007'));
+    ck_assert_ptr_nonnull(strstr(row, " a?[2Jb "));
+    ck_assert_ptr_nonnull(strstr(row, " r? "));
+    ck_assert_ptr_nonnull(strstr(row, "\"a\\u001B[2Jb\"]")); /* JSON-escaped in MSG */
+    free(row);
+}
+
+END_TEST
+
+START_TEST(test_shortest_floats)
+{
+    static const struct {
+        double v;
+        const char *text;
+    } cases[] = {
+            {0.1, "0.1"},
+            {1.0, "1.0"},
+            {-2.5, "-2.5"},
+            {100.0, "100.0"},
+            {8626.879202, "8626.879202"},
+            {1795326157.1498864, "1795326157.1498864"},
+            {0.0123456, "0.0123456"},
+            {1e300, "1e+300"},
+            {2.5e-05, "2.5e-05"},
+            {1.0 / 3.0, "0.3333333333333333"},
+            {5e-324, "5e-324"},
+            {DBL_MAX, "1.7976931348623157e+308"},
+    };
+
+    char buf[40];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ck_assert_str_eq(ctl_format_real(buf, sizeof(buf), cases[i].v), cases[i].text);
+    }
+    /* Every text reads back equal, and one digit less would not (for a spread of values). */
+    double v = 1e-7;
+    for (int i = 0; i < 2000; i++, v = v * 1.0137 + 1e-9 * i) {
+        ctl_format_real(buf, sizeof(buf), v);
+        ck_assert(strtod(buf, NULL) == v);
+        char shorter[40];
+        int p = 0;
+        for (int d = 1; d <= 17; d++) {
+            snprintf(shorter, sizeof(shorter), "%.*g", d, v);
+            if (strtod(shorter, NULL) == v) {
+                p = d;
+                break;
+            }
+        }
+        snprintf(shorter, sizeof(shorter), "%.*g", p, v);
+        ck_assert_msg(strncmp(buf, shorter, strlen(shorter)) == 0, "%s vs %s", buf, shorter);
+    }
+    /* JSON text: compact and pretty, reals shortest, strings escaped, order kept. */
+    json_t *j = json_loads("{\"b\": [0.1, 2.5e-05, true, null, \"x\\n\\u0000y\"], \"a\": {},"
+                           "\"c\": [], \"ts\": 1795326157.1498864, \"n\": -7}",
+                           JSON_ALLOW_NUL, NULL);
+    ck_assert_ptr_nonnull(j);
+    char *s = ctl_format_json(j, false);
+    ck_assert_str_eq(s, "{\"b\":[0.1,2.5e-05,true,null,\"x\\n\\u0000y\"],\"a\":{},\"c\":[],"
+                        "\"ts\":1795326157.1498864,\"n\":-7}");
+    free(s);
+    s = ctl_format_json(j, true);
+    ck_assert_str_eq(s, "{\n  \"b\": [\n    0.1,\n    2.5e-05,\n    true,\n    null,\n"
+                        "    \"x\\n\\u0000y\"\n  ],\n  \"a\": {},\n  \"c\": [],\n"
+                        "  \"ts\": 1795326157.1498864,\n  \"n\": -7\n}");
+    json_t *back = json_loads(s, JSON_ALLOW_NUL, NULL);
+    ck_assert(json_equal(back, j));
+    json_decref(back);
+    free(s);
+    json_decref(j);
+}
+
+END_TEST
+
+START_TEST(test_stats)
+{
+    json_t *w0 = json_loads(
+            "{\"id\": \"router1\", \"pid\": 42, \"uptime\": 93784.5, \"realms\": [\"realm1\","
+            "\"mgmt\"], \"stats\": {\"sessions\": 3, \"sessions_opened\": 10, \"messages_rx\": 100,"
+            "\"queued_bytes\": 0, \"brand_new_counter\": 5}}",
+            0, NULL);
+    json_t *w1 = json_deep_copy(w0);
+    json_t *st1 = json_object_get(w1, "stats");
+    json_object_set_new(st1, "messages_rx", json_integer(130));
+    json_object_set_new(st1, "sessions", json_integer(4));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_style plain = {.columns = 80};
+    ctl_format_stats(f, &plain, "node1", w0, NULL, 0);
+    fputs("--\n", f);
+    ctl_format_stats(f, &plain, "node1", w1, w0, 2.0);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "worker router1 on node node1, pid 42, up 1d 02h 03m 04s, "
+                                      "realms: realm1, mgmt\n"));
+    char *second = strstr(buf, "--\n");
+    ck_assert_ptr_nonnull(second);
+    /* Gauges under NOW, counters under SINCE START (unknown keys are counters), in order. */
+    const char *now = strstr(buf, "NOW"), *since = strstr(buf, "SINCE START");
+    ck_assert_ptr_nonnull(now);
+    ck_assert_ptr_nonnull(since);
+    ck_assert(now < strstr(buf, "\nsessions ") && strstr(buf, "\nsessions ") < since);
+    ck_assert(now < strstr(buf, "\nqueued_bytes ") && strstr(buf, "\nqueued_bytes ") < since);
+    ck_assert(since < strstr(buf, "\nsessions_opened ") &&
+              strstr(buf, "\nsessions_opened ") < strstr(buf, "\nmessages_rx ") &&
+              strstr(buf, "\nmessages_rx ") < strstr(buf, "\nbrand_new_counter "));
+    ck_assert(strstr(buf, "RATE/s") > second); /* no rate in the first sample */
+    ck_assert_ptr_nonnull(strstr(second, "RATE/s"));
+    ck_assert_ptr_nonnull(
+            strstr(second, "\nmessages_rx                             130       15.0\n"));
+    ck_assert_ptr_nonnull(
+            strstr(second, "\nsessions_opened                          10        0.0\n"));
+    ck_assert_ptr_nonnull(strstr(second, "\nsessions                                  4\n"));
+    ck_assert_ptr_null(strchr(buf, '\033'));
+    free(buf);
+    json_decref(w0);
+    json_decref(w1);
 }
 
 END_TEST
@@ -144,9 +496,16 @@ static Suite *ctl_format_suite(void)
 {
     Suite *s = suite_create("ctl_format");
     TCase *tc = tcase_create("format");
+    tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_record_row);
     tcase_add_test(tc, test_action_row);
     tcase_add_test(tc, test_traces_and_meta);
+    tcase_add_test(tc, test_fit_80_columns);
+    tcase_add_test(tc, test_fit_200_columns);
+    tcase_add_test(tc, test_colour);
+    tcase_add_test(tc, test_error_uri_and_control_chars);
+    tcase_add_test(tc, test_shortest_floats);
+    tcase_add_test(tc, test_stats);
     suite_add_tcase(s, tc);
     return s;
 }

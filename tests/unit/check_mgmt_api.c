@@ -166,6 +166,39 @@ START_TEST(test_argument_and_option_errors)
 
 END_TEST
 
+/* Ids, names and node/worker ids are read with their real length: NUL inside one is an
+ * invalid argument, never cut ("a\u0000b" is not trace "a"). */
+START_TEST(test_nul_in_argument_strings)
+{
+    expect_error("start_trace", "[\"testnode\", \"router1\", \"a\\u0000b\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    json_t *m = call("list_traces", "[\"testnode\", \"router1\"]", NULL);
+    ck_assert_uint_eq(json_array_size(result(m)), 0);
+    json_decref(m);
+    json_decref(call("start_trace", "[\"testnode\", \"router1\", \"a\"]", NULL));
+    expect_error("get_trace", "[\"testnode\", \"router1\", \"a\\u0000zzz\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("stop_trace", "[\"testnode\", \"router1\", \"a\\u0000\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("get_trace_data", "[\"testnode\", \"router1\", \"a\\u0000\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("mark_trace", "[\"testnode\", \"router1\", \"a\\u0000x\", \"m\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("mark_trace", "[\"testnode\", \"router1\", \"a\", \"m\\u0000x\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("get_trace", "[\"testnode\\u0000x\", \"router1\", \"a\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("get_worker", "[\"testnode\", \"router1\\u0000\"]", WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("start_trace",
+                 "[\"testnode\", \"router1\", null, {\"uris\": [\"com.a\\u0000b\"]}]",
+                 MGMT_ERROR_INVALID_CONFIGURATION);
+    m = call("get_trace", "[\"testnode\", \"router1\", \"a\"]", NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "id")), "a");
+    json_decref(m);
+}
+
+END_TEST
+
 START_TEST(test_live_topics)
 {
     fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_started\"]");
@@ -412,6 +445,7 @@ static Suite *mgmt_api_suite(void)
     tcase_add_test(tc, test_worker_stats);
     tcase_add_test(tc, test_trace_lifecycle);
     tcase_add_test(tc, test_argument_and_option_errors);
+    tcase_add_test(tc, test_nul_in_argument_strings);
     tcase_add_test(tc, test_live_topics);
     tcase_add_test(tc, test_mark_trace);
     tcase_add_test(tc, test_crossbar_aliases);

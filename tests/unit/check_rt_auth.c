@@ -563,6 +563,40 @@ START_TEST(test_no_auth_method)
 
 END_TEST
 
+/* HELLO.Details strings are read with their real length: "joe\u0000x" with joe's ticket is not
+ * joe, and NUL in authid, authrole, authmethods or authextra.pubkey is a protocol violation
+ * (ABORT), in both serializers. */
+START_TEST(test_nul_in_hello_fields)
+{
+    static const char *const details[] = {
+            "{\"authid\": \"joe\\u0000x\", \"authmethods\": [\"ticket\"]}",
+            "{\"authid\": \"joe\", \"authrole\": \"user\\u0000\", \"authmethods\": [\"ticket\"]}",
+            "{\"authid\": \"joe\", \"authmethods\": [\"ticket\\u0000x\"]}",
+            "{\"authmethods\": [\"cryptosign\"], \"authextra\": {\"pubkey\": "
+            "\"0000000000000000000000000000000000000000000000000000000000000000\\u0000\"}}",
+            "{\"authid\": 7, \"authmethods\": [\"ticket\"]}",
+            "{\"authid\": \"joe\", \"authmethods\": [\"ticket\", 5]}",
+    };
+    for (int ser = 0; ser < 2; ser++) {
+        for (size_t i = 0; i < sizeof(details) / sizeof(details[0]); i++) {
+            fake_conn *c = conn(ser ? WAMP_SER_MSGPACK : WAMP_SER_JSON);
+            const char *d = details[i];
+            fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"caller\": {}}, %s]", d + 1);
+            expect_abort_now(c, WAMP_ERROR_PROTOCOL_VIOLATION);
+            fake_conn_free(c);
+        }
+    }
+    /* The same authid without the NUL joins. */
+    fake_conn *c = conn(WAMP_SER_JSON);
+    hello(c, "realm1", "joe", "[\"ticket\"]", NULL);
+    json_decref(expect_challenge(c, "ticket"));
+    authenticate(c, "joes-ticket");
+    json_decref(expect_welcome(c, "joe", "user", "ticket"));
+    fake_conn_free(c);
+}
+
+END_TEST
+
 static void wampcra_flow(wamp_ser ser, const char *authid, const char *password, bool salted)
 {
     fake_conn *c = conn(ser);
@@ -989,6 +1023,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_management_credentials);
     tcase_add_test(tc, test_trace_redaction_and_correlation);
     tcase_add_test(tc, test_failure_log_lines);
+    tcase_add_test(tc, test_nul_in_hello_fields);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1302,6 +1302,43 @@ START_TEST(test_payload_passthru)
     fake_conn_free(pub);
     fake_conn_free(sub);
 }
+END_TEST
+
+/* PUBLISH and SUBSCRIBE options of the wrong type (forward_for, transaction_hash, the lists)
+ * or strings with NUL get ERROR invalid_argument naming the option, with or without
+ * acknowledge; nothing is delivered or subscribed. */
+START_TEST(test_wrongly_typed_options)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn_send(b, "[32, 1, {}, \"com.typed\"]");
+    fake_conn_clear(b);
+    static const char *const bad[][2] = {
+            {"{\"forward_for\": \"hello\"}", "forward_for"},
+            {"{\"transaction_hash\": 123, \"acknowledge\": true}", "transaction_hash"},
+            {"{\"eligible_authid\": [\"joe\\u0000x\"]}", "eligible_authid"},
+            {"{\"exclude_authrole\": [\"anonymous\\u0000\"]}", "exclude_authrole"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        fake_conn_send(a, "[16, %zu, %s, \"com.typed\", [1]]", i + 1, bad[i][0]);
+        json_t *m = fake_conn_next(a);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+        ck_assert_str_eq(fake_msg_str(m, 4), WAMP_ERROR_INVALID_ARGUMENT);
+        const char *why = json_string_value(json_array_get(json_array_get(m, 5), 0));
+        ck_assert_msg(why && strstr(why, bad[i][1]), "%s", why ? why : "(none)");
+        json_decref(m);
+        ck_assert_uint_eq(fake_conn_pending(b), 0);
+    }
+    size_t subs = test_router_sub_count(T.rt, "realm1");
+    fake_conn_send(a, "[32, 9, {\"match\": \"prefix\\u0000x\"}, \"com.\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 9, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(a, "[32, 10, {\"forward_for\": [1]}, \"com.x\"]");
+    fake_expect_error(a, WAMP_MSG_SUBSCRIBE, 10, WAMP_ERROR_INVALID_ARGUMENT);
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), subs);
+    fake_conn_free(a);
+    fake_conn_free(b);
+}
 
 END_TEST
 
@@ -1332,6 +1369,7 @@ static Suite *rt_broker_suite(void)
     tcase_add_test(tc, test_welcome_announces_broker_features);
     tcase_add_test(tc, test_payload_exact_across_serializers);
     tcase_add_test(tc, test_payload_passthru);
+    tcase_add_test(tc, test_wrongly_typed_options);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("roles");
     tcase_add_checked_fixture(tr, roles_setup, teardown);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -1018,11 +1019,12 @@ static const refusal refusals[] = {
         /* Workers. */
         {"{'workers':[{'type':'router','realms':[" R1 "],'transports':[" T1 "]},"
          "{'type':'container'}]}",
-         "workers[1].type: worker type \"container\" is not supported (wampscope runs one "
-         "router worker)"},
+         "workers[1].type: container workers are not supported: wampscope runs no components; "
+         "run them as separate WAMP clients that connect to one of this router's transports"},
         {"{'workers':[{'type':'guest'}]}",
-         "workers[0].type: worker type \"guest\" is not supported (wampscope runs one router "
-         "worker)"},
+         "workers[0].type: guest workers are not supported: start the program on its own (e.g. as "
+         "a systemd service) and, if it is a WAMP client, let it connect to one of this router's "
+         "transports"},
         {"{'workers':[{'type':'router','realms':[" R1 "],'transports':[" T1 "]},"
          "{'type':'router'}]}",
          "workers[1].type: a second router worker is not supported (wampscope runs one router "
@@ -1040,8 +1042,7 @@ static const refusal refusals[] = {
         {STD(",'bogus':true"), "workers[0].bogus: unknown key"},
         {STD(",'id':'R1'"),
          "workers[0].id: \"R1\" must match ^[a-z][a-z0-9_]{2,63}$ (Crossbar's ID rule)"},
-        {STD(",'manhole':{}"), "workers[0].manhole: the manhole is not supported"},
-        {STD(",'options':{'cpu_affinity':[0]}"), "workers[0].options.cpu_affinity: not supported"},
+        {STD(",'manhole':[]"), "workers[0].manhole: must be an object"},
         {STD(",'options':{'env':{}}"),
          "workers[0].options.env: not supported (set the environment of the wampscope process)"},
         {STD(",'options':{'disabled':true}"),
@@ -1049,11 +1050,14 @@ static const refusal refusals[] = {
         {STD(",'options':{'title':1}"), "workers[0].options.title: must be a string"},
         {STD(",'options':{'frobnicate':1}"), "workers[0].options.frobnicate: unknown key"},
         {STD(",'components':[{'type':'class'}]"),
-         "workers[0].components: router components are not supported (run them as separate "
-         "WAMP clients)"},
+         "workers[0].components: router components are not supported: run them as separate WAMP "
+         "clients that connect to one of this router's transports"},
         {STD(",'connections':[{}]"),
          "workers[0].connections: router connections are not supported"},
         /* Realms. */
+        {WITH_REALM_KEYS("'rlinks':[{'id':'r2r'}]"),
+         P_REALM ".rlinks: router-to-router links (rlinks) are not supported; wampscope's own "
+                 "cluster (under construction) is to connect routers instead"},
         {WORKER("'transports':[" T1 "]"), "workers[0].realms: at least one realm is required"},
         {WORKER("'realms':[],'transports':[" T1 "]"),
          "workers[0].realms: at least one realm is required"},
@@ -1063,6 +1067,11 @@ static const refusal refusals[] = {
         {WITH_R("{'name':7}"), P_REALM ".name: must be a string"},
         {WITH_R(R1 "," R1),
          "workers[0].realms[1].name: realm \"realm1\" is already defined by realms[0]"},
+        {WITH_REALM_KEYS("'inventory':{'type':'wamp.eth'}"),
+         P_REALM ".inventory: realm inventories (payload validation) are not supported"},
+        {WITH_AUTH("{'cryptosign':{'type':'static','principals':{},'trustroots':{}}}"),
+         P_T ".auth.cryptosign.trustroots: trust roots (certificate chains) are not supported; "
+             "list the principals and their authorized_keys"},
         {WITH_REALM_KEYS("'store':{'type':'memory'}"),
          P_REALM ".store: realm stores (event history) are not supported yet"},
         {WITH_REALM_KEYS("'authorizer':'com.auth'"),
@@ -1776,6 +1785,272 @@ START_TEST(test_message_is_one_line)
 
 END_TEST
 
+/* Parses single-quoted JSON with rt_config_parse() into d (zeroed first). */
+static wamp_err parse_q(const char *json, const char *base_dir, rt_config **out, rt_config_diag *d)
+{
+    char *text = dq(json);
+    memset(d, 0, sizeof(*d));
+    wamp_err rc = rt_config_parse(text, strlen(text), base_dir, out, d);
+    free(text);
+    return rc;
+}
+
+/* Five mistakes in five places: every one is reported, in file order, each with its key path. */
+START_TEST(test_every_error_listed)
+{
+    rt_config_diag d;
+    rt_config *cfg = NULL;
+    wamp_err rc =
+            parse_q("{'version':2,'controller':{'id':'Bad-Id'},'workers':[{'type':'router',"
+                    "'wampscope':{'limits':{'hello_timeout':5,'max_sessions':0}},"
+                    "'realms':[{'name':'realm1','frobnicate':1}],"
+                    "'transports':[{'type':'websocket','endpoint':{'type':'tcp','port':70000}}]}]}",
+                    NULL, &cfg, &d);
+    ck_assert_int_eq(rc, WAMP_EINVAL);
+    ck_assert_ptr_null(cfg);
+    static const char *const want[] = {
+            "controller.id: \"Bad-Id\" must match ^[a-z][a-z0-9_]{2,63}$ (Crossbar's ID rule)",
+            P_WS ".limits.hello_timeout: must be an integer 100..3600000 ms",
+            P_WS ".limits.max_sessions: must be an integer 1..10000000",
+            P_REALM ".frobnicate: unknown key",
+            P_T ".endpoint.port: must be an integer 0..65535",
+    };
+    ck_assert_uint_eq(d.n_errors, 5);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_str_eq(d.errors[i], want[i]);
+    }
+    ck_assert_uint_eq(d.n_errors_dropped, 0);
+    rt_config_diag_fini(&d);
+    ck_assert_ptr_null(d.errors);
+
+    /* The one-message API keeps the first. */
+    char err[ERR_LEN] = "";
+    char *text = dq("{'controller':{'id':'Bad-Id'},'workers':[{'type':'guest'}]}");
+    ck_assert_int_eq(rt_config_load_string(text, strlen(text), &cfg, err, sizeof(err)),
+                     WAMP_EINVAL);
+    free(text);
+    ck_assert_str_eq(err, want[0]);
+}
+
+END_TEST
+
+/* Refused list items, roles and transports do not hide the next ones. */
+START_TEST(test_errors_in_lists)
+{
+    rt_config_diag d;
+    rt_config *cfg = NULL;
+    ck_assert_int_eq(
+            parse_q(WORKER("'realms':[{'name':'a b'},{'name':'realm1','roles':[{'name':'r',"
+                           "'permissions':[{'uri':'x.*y'},{'uri':'ok'},{'uri':'a','allow':"
+                           "{'call':1}}]}]},{'name':'realm1'}],"
+                           "'transports':[{'type':'mqtt'},{'type':'websocket','endpoint':"
+                           "{'type':'tcp','port':8080},'serializers':['json','xml']}]"),
+                    NULL, &cfg, &d),
+            WAMP_EINVAL);
+    static const char *const want[] = {
+            "workers[0].realms[0].name: \"a b\" is not a valid realm name (a URI)",
+            "workers[0].realms[1].roles[0].permissions[0].uri: '*' must stand for a whole URI "
+            "component in \"x.*y\"",
+            "workers[0].realms[1].roles[0].permissions[2].allow.call: must be a boolean",
+            "workers[0].realms[2].name: realm \"realm1\" is already defined by realms[1]",
+            "workers[0].transports[0].type: MQTT transports are not supported",
+            "workers[0].transports[1].serializers[1]: unknown serializer \"xml\"",
+    };
+    ck_assert_uint_eq(d.n_errors, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < d.n_errors; i++) {
+        ck_assert_str_eq(d.errors[i], want[i]);
+    }
+    rt_config_diag_fini(&d);
+}
+
+END_TEST
+
+/* At most RT_CONFIG_ERRORS_MAX messages are kept; the rest are counted. */
+START_TEST(test_error_cap)
+{
+    char json[8192] = "{'version':2,";
+    size_t n = strlen(json);
+    for (int i = 0; i < RT_CONFIG_ERRORS_MAX + 20; i++) {
+        n += (size_t)snprintf(json + n, sizeof(json) - n, "'k%d':1,", i);
+    }
+    snprintf(json + n, sizeof(json) - n, "'workers':[]}");
+    rt_config_diag d;
+    rt_config *cfg = NULL;
+    ck_assert_int_eq(parse_q(json, NULL, &cfg, &d), WAMP_EINVAL);
+    ck_assert_uint_eq(d.n_errors, RT_CONFIG_ERRORS_MAX);
+    /* 20 keys more, and "workers: must contain one worker of type "router"". */
+    ck_assert_uint_eq(d.n_errors_dropped, 21);
+    ck_assert_str_eq(d.errors[0], "k0: unknown key");
+    rt_config_diag_fini(&d);
+}
+
+END_TEST
+
+/* Crossbar keys that change nothing in wampscope load, and one warning names them all. */
+START_TEST(test_harmless_keys_warned)
+{
+    rt_config_diag d;
+    rt_config *cfg = NULL;
+    ck_assert_int_eq(
+            parse_q("{'$schema':'x','version':2,'controller':{'options':{'title':'node'},"
+                    "'manhole':{}},'workers':[{'type':'router','options':{'pythonpath':['..'],"
+                    "'cpu_affinity':[0,1]},'manhole':{'endpoint':{}},'realms':[{'name':'realm1',"
+                    "'roles':[{'name':'anonymous','permissions':[{'uri':'','cache':true}]}]}],"
+                    "'transports':[" T1 "]}]}",
+                    NULL, &cfg, &d),
+            WAMP_OK);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_uint_eq(d.n_errors, 0);
+    ck_assert_uint_eq(d.n_warnings, 1);
+    ck_assert_str_eq(d.warnings[0],
+                     "6 key(s) with no effect in wampscope, ignored: controller.manhole, "
+                     "controller.options.title, workers[0].manhole, "
+                     "workers[0].options.pythonpath, workers[0].options.cpu_affinity, "
+                     "workers[0].realms[0].roles[0].permissions[0].cache");
+    rt_config_free(cfg);
+    rt_config_diag_fini(&d);
+
+    /* A long list is cut with ", ..." (still one line); the count covers every key. */
+    char perms[16384] = "";
+    size_t n = 0;
+    for (int i = 0; i < 100; i++) {
+        n += (size_t)snprintf(perms + n, sizeof(perms) - n, "%s{'uri':'com.p%d','cache':true}",
+                              i ? "," : "", i);
+    }
+    char json[20000];
+    snprintf(json, sizeof(json), WITH_PERMS("%s"), perms);
+    ck_assert_int_eq(parse_q(json, NULL, &cfg, &d), WAMP_OK);
+    ck_assert_uint_eq(d.n_warnings, 1);
+    const char *w = d.warnings[0];
+    ck_assert_msg(strncmp(w, "100 key(s) with no effect in wampscope, ignored: " P_PERM ".cache, ",
+                          strlen("100 key(s) with no effect in wampscope, ignored: " P_PERM
+                                 ".cache, ")) == 0,
+                  "%s", w);
+    ck_assert_str_eq(w + strlen(w) - 5, ", ...");
+    ck_assert_ptr_null(strchr(w, '\n'));
+    ck_assert_uint_lt(strlen(w), 2200);
+    ck_assert_ptr_null(strstr(w, "permissions[99]"));
+    rt_config_free(cfg);
+    rt_config_diag_fini(&d);
+
+    /* A clean file has no warning ("$schema" is no Crossbar feature: not named). */
+    ck_assert_int_eq(parse_q(TOP("'$schema':'x',"), NULL, &cfg, &d), WAMP_OK);
+    ck_assert_uint_eq(d.n_warnings, 0);
+    rt_config_free(cfg);
+    rt_config_diag_fini(&d);
+}
+
+END_TEST
+
+/* Relative TLS file names are found in the config file's directory, as Crossbar finds them in
+ * its node directory; absolute ones stay; a string config (no file) uses the working directory. */
+START_TEST(test_tls_relative_to_config_dir)
+{
+    char dir[] = "/tmp/check_rt_config_tls_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char sub[128], key[160], cert[160], conf[160], want[512];
+    snprintf(sub, sizeof(sub), "%s/tls", dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(key, sizeof(key), "%s/tls/key.pem", dir);
+    snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+    write_file(key, "key\n");
+    write_file(cert, "cert\n");
+    snprintf(conf, sizeof(conf), "%s/config.json", dir);
+    char *text = dq(WITH_T("{'type':'websocket','endpoint':{'type':'tcp','port':8443,'tls':"
+                           "{'key':'tls/key.pem','certificate':'cert.pem'}}},"
+                           "{'type':'rawsocket','endpoint':{'type':'tcp','port':8444,'tls':"
+                           "{'key':'/dev/null','certificate':'/dev/null'}}}"));
+    write_file(conf, text);
+
+    rt_config_diag d = {0};
+    rt_config *cfg = NULL;
+    ck_assert_int_eq(chdir("/"), 0); /* the working directory does not matter */
+    ck_assert_int_eq(rt_config_parse_file(conf, &cfg, &d), WAMP_OK);
+    ck_assert_str_eq(cfg->listeners[0].tls_key, key);
+    snprintf(want, sizeof(want), "%s/cert.pem", dir);
+    ck_assert_str_eq(cfg->listeners[0].tls_certificate, want);
+    ck_assert_str_eq(cfg->listeners[1].tls_key, "/dev/null");
+    rt_config_free(cfg);
+
+    /* A relative config path: its directory is taken from the working directory at load. */
+    ck_assert_int_eq(chdir(dir), 0);
+    ck_assert_int_eq(rt_config_parse_file("config.json", &cfg, &d), WAMP_OK);
+    ck_assert_str_eq(cfg->listeners[0].tls_key, key);
+    rt_config_free(cfg);
+
+    /* Without a file the names are opened as given, from the working directory. */
+    ck_assert_int_eq(chdir(sub), 0);
+    ck_assert_int_eq(rt_config_parse(text, strlen(text), NULL, &cfg, &d), WAMP_EINVAL);
+    ck_assert_uint_eq(d.n_errors, 1);
+    ck_assert_msg(strstr(d.errors[0], P_T ".endpoint.tls.certificate: cannot read \"cert.pem\""),
+                  "%s", d.errors[0]);
+    rt_config_diag_fini(&d);
+    ck_assert_int_eq(chdir(dir), 0);
+    ck_assert_int_eq(rt_config_parse(text, strlen(text), NULL, &cfg, &d), WAMP_OK);
+    ck_assert_str_eq(cfg->listeners[0].tls_key, "tls/key.pem");
+    rt_config_free(cfg);
+    rt_config_diag_fini(&d);
+
+    /* A file that is not there is named with its resolved path. */
+    ck_assert_int_eq(unlink(key), 0);
+    ck_assert_int_eq(chdir("/"), 0);
+    ck_assert_int_eq(rt_config_parse_file(conf, &cfg, &d), WAMP_EINVAL);
+    snprintf(want, sizeof(want), P_T ".endpoint.tls.key: cannot read \"%s\": %s", key,
+             strerror(ENOENT));
+    ck_assert_str_eq(d.errors[0], want);
+    rt_config_diag_fini(&d);
+    free(text);
+    unlink(cert);
+    unlink(conf);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+END_TEST
+
+/* configs/README.md documents every integer setting of the wampscope object with the default
+ * the loader uses, and documents no other: the table row "| `limits.<key>` | integer |
+ * <default> ..." starts its default column with the number. */
+START_TEST(test_readme_documents_settings)
+{
+    char path[4096];
+    source_path(path, sizeof(path), "configs/README.md");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[8192];
+    size_t documented = 0, n = 0;
+    rt_config_setting st;
+    while (fgets(line, sizeof(line), f)) {
+        char key[128];
+        long long def;
+        if (sscanf(line, "| `%127[a-z_.]` | integer | %lld", key, &def) != 2 ||
+            (strncmp(key, "limits.", 7) != 0 && strncmp(key, "tracing.", 8) != 0)) {
+            continue;
+        }
+        documented++;
+        bool found = false;
+        for (size_t i = 0; rt_config_setting_get(i, &st); i++) {
+            char full[128];
+            snprintf(full, sizeof(full), "%s.%s", st.section, st.key);
+            if (strcmp(full, key) == 0) {
+                found = true;
+                ck_assert_msg(st.def == def, "%s: README says %lld, the loader %lld", key, def,
+                              st.def);
+            }
+        }
+        ck_assert_msg(found, "README documents %s, which the loader does not have", key);
+    }
+    fclose(f);
+    while (rt_config_setting_get(n, &st)) {
+        ck_assert(st.min <= st.def && st.def <= st.max);
+        n++;
+    }
+    ck_assert_uint_eq(n, 24);
+    ck_assert_uint_eq(documented, n);
+}
+
+END_TEST
+
 static Suite *rt_config_suite(void)
 {
     Suite *s = suite_create("rt_config");
@@ -1793,6 +2068,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_example_config);
     tcase_add_test(tc, test_load_file_errors);
     tcase_add_test(tc, test_load_file_sizes);
+    tcase_add_test(tc, test_readme_documents_settings);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("semantics");
@@ -1819,6 +2095,11 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_small_error_buffer);
     tcase_add_test(tc, test_long_key_path);
     tcase_add_test(tc, test_message_is_one_line);
+    tcase_add_test(tc, test_every_error_listed);
+    tcase_add_test(tc, test_errors_in_lists);
+    tcase_add_test(tc, test_error_cap);
+    tcase_add_test(tc, test_harmless_keys_warned);
+    tcase_add_test(tc, test_tls_relative_to_config_dir);
     suite_add_tcase(s, tc);
     return s;
 }

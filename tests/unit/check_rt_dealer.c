@@ -10,6 +10,7 @@
 #include "fake_transport.h"
 #include "rt_dealer.h"
 #include "rt_realm.h"
+#include "rt_router.h"
 #include "test_router.h"
 
 static test_router T;
@@ -180,10 +181,10 @@ START_TEST(test_caller_leaving_drops_result)
     fake_conn_send(caller, "[48, 1, {}, \"com.slow\"]");
     json_t *inv = expect_invocation(callee, reg);
     fake_conn_free(caller);
-    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 1);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0); /* freed at once */
     fake_conn_send(callee, "[70, %lld, {}, [\"late\"]]", (long long)fake_msg_int(inv, 1));
     json_decref(inv);
-    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->answers_dropped, 1);
     ck_assert_uint_eq(fake_conn_pending(callee), 0);
     ck_assert_ptr_nonnull(callee->s); /* not a protocol violation */
     fake_conn_free(callee);
@@ -712,7 +713,7 @@ START_TEST(test_cancel_finds_its_call)
     ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
     ck_assert_int_eq(fake_msg_int(res, 1), 18);
     json_decref(res);
-    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 99);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 97); /* the canceled two freed */
     fake_conn_free(a);
     fake_conn_free(b);
     fake_conn_free(callee);
@@ -772,19 +773,19 @@ START_TEST(test_leaving_with_progressive_and_canceled_calls)
     fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
     fake_conn *other = joined(WAMP_SER_JSON, "realm1");
     do_register(callee, "com.prog");
-    /* The caller leaves mid-progress: the callee is interrupted, its later progress and final
-     * answer are dropped, and the call is gone once it answers. */
+    /* The caller leaves mid-progress: the callee is interrupted, the call is gone at once,
+     * and its later progress and final answer are dropped. */
     long long inv = start_call(caller, callee, 1, "{\"receive_progress\": true}", "com.prog");
     fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [1]]", inv);
     ck_assert_uint_eq(fake_conn_pending(caller), 1);
     fake_conn_free(caller);
     expect_interrupt(callee, inv, "killnowait");
-    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [2]]", inv);
-    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 1);
-    fake_conn_send(callee, "[70, %lld, {}, [3]]", inv);
     ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [2]]", inv);
+    fake_conn_send(callee, "[70, %lld, {}, [3]]", inv);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->answers_dropped, 2);
     ck_assert_ptr_nonnull(callee->s);
-    /* The callee leaves while a kill is pending and while a skipped call is still open: the
+    /* The callee leaves while a kill is pending and after a skipped call (gone at once): the
      * killed call's caller gets canceled, the skipped one hears nothing more. */
     long long inv_kill = start_call(other, callee, 2, "{}", "com.prog");
     (void)start_call(other, callee, 3, "{}", "com.prog");
@@ -792,7 +793,7 @@ START_TEST(test_leaving_with_progressive_and_canceled_calls)
     expect_interrupt(callee, inv_kill, "kill");
     fake_conn_send(other, "[49, 3, {\"mode\": \"skip\"}]");
     fake_expect_error(other, WAMP_MSG_CALL, 3, WAMP_ERROR_CANCELED);
-    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 2);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 1);
     fake_conn_free(callee);
     fake_expect_error(other, WAMP_MSG_CALL, 2, WAMP_ERROR_CANCELED);
     ck_assert_uint_eq(fake_conn_pending(other), 0);
@@ -1150,6 +1151,62 @@ START_TEST(test_payload_passthru)
     fake_conn_free(callee);
     fake_conn_free(caller);
 }
+END_TEST
+
+/* The next message is ERROR wamp.error.invalid_argument for request, naming option. */
+static void expect_invalid_option(fake_conn *c, int req_type, int64_t request, const char *option)
+{
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    ck_assert_int_eq(fake_msg_int(m, 1), req_type);
+    ck_assert_int_eq(fake_msg_int(m, 2), request);
+    ck_assert_str_eq(fake_msg_str(m, 4), WAMP_ERROR_INVALID_ARGUMENT);
+    const char *why = json_string_value(json_array_get(json_array_get(m, 5), 0));
+    ck_assert_msg(why && strstr(why, option), "%s", why ? why : "(no message)");
+    json_decref(m);
+}
+
+/* Options of the wrong type, the router acting on them or not, and strings with NUL: CALL and
+ * REGISTER get ERROR invalid_argument naming the option; CANCEL and YIELD (no reply to carry
+ * an ERROR) are protocol violations. */
+START_TEST(test_wrongly_typed_options)
+{
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
+    do_register(callee, "com.typed");
+    fake_conn_send(caller, "[48, 1, {\"transaction_hash\": 123}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 1, "transaction_hash");
+    fake_conn_send(caller, "[48, 2, {\"receive_progress\": \"yes\"}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 2, "receive_progress");
+    fake_conn_send(caller, "[48, 3, {\"disclose_me\": 1}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 3, "disclose_me");
+    fake_conn_send(caller, "[48, 4, {\"forward_for\": \"hello\"}, \"com.typed\"]");
+    expect_invalid_option(caller, WAMP_MSG_CALL, 4, "forward_for");
+    ck_assert_uint_eq(fake_conn_pending(callee), 0); /* nothing was invoked */
+    fake_conn_send(callee, "[64, 5, {\"concurrency\": \"x\"}, \"com.typed2\"]");
+    expect_invalid_option(callee, WAMP_MSG_REGISTER, 5, "concurrency");
+    fake_conn_send(callee, "[64, 6, {\"invoke\": \"roundrobin\\u0000\"}, \"com.typed3\"]");
+    expect_invalid_option(callee, WAMP_MSG_REGISTER, 6, "invoke");
+    fake_conn_send(callee, "[64, 7, {\"match\": \"prefix\\u0000x\"}, \"com.typed4\"]");
+    expect_invalid_option(callee, WAMP_MSG_REGISTER, 7, "match");
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 1);
+    /* CANCEL mode "kill\u0000x" is not kill: a protocol violation, as any bad mode. */
+    long long inv = start_call(caller, callee, 8, "{}", "com.typed");
+    fake_conn_send(caller, "[49, 8, {\"mode\": \"kill\\u0000x\"}]");
+    ck_assert_int_eq(rt_session_state_get(caller->s), RT_SESSION_CLOSED);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->protocol_violations, 1);
+    fake_conn_free(caller);
+    fake_conn_clear(callee);
+    /* YIELD progress 1 is not a boolean. */
+    caller = joined(WAMP_SER_JSON, "realm1");
+    inv = start_call(caller, callee, 9, "{\"receive_progress\": true}", "com.typed");
+    fake_conn_send(callee, "[70, %lld, {\"progress\": 1}, [1]]", inv);
+    ck_assert_int_eq(rt_session_state_get(callee->s), RT_SESSION_CLOSED);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->protocol_violations, 2);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
 
 END_TEST
 
@@ -1186,6 +1243,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_payload_exact_across_serializers);
     tcase_add_test(tc, test_local_procedure_unrepresentable_argument);
     tcase_add_test(tc, test_payload_passthru);
+    tcase_add_test(tc, test_wrongly_typed_options);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "fake_transport.h"
+#include "log_capture.h"
 #include "rt_realm.h"
 #include "rt_router.h"
 #include "test_router.h"
@@ -181,6 +182,139 @@ START_TEST(test_pending_calls_per_session)
     fake_conn_send(caller, "[48, 7, {}, \"com.slow\"]");
     fake_expect_error(caller, WAMP_MSG_CALL, 7, LIMIT_URI);
     ck_assert_uint_eq(refusals(), 2);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
+/* Callers that leave with calls pending, skip-cancel them or let them time out leave nothing
+ * behind: 20 rounds of 10 callers x 5 calls against a callee that never answers hold at most
+ * one round's calls (max_pending_calls 5 a caller), the callee is interrupted where it can be,
+ * and its late answers are dropped and counted. */
+START_TEST(test_orphaned_calls_are_freed)
+{
+    setup_limits(0, 0, 5, 0, 0);
+    fake_conn *callee = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_send(callee, "[1, \"realm1\", {\"roles\": {\"callee\": {\"features\": "
+                           "{\"call_canceling\": true}}}}]");
+    fake_conn_clear(callee);
+    fake_conn_send(callee, "[64, 1, {}, \"com.never\"]");
+    fake_conn_clear(callee);
+    long long last_inv = 0;
+    for (int round = 0; round < 20; round++) {
+        fake_conn *callers[10];
+        for (int i = 0; i < 10; i++) {
+            callers[i] = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+            for (int k = 1; k <= 5; k++) {
+                fake_conn_send(callers[i], "[48, %d, {}, \"com.never\"]", k);
+            }
+            ck_assert_uint_eq(fake_conn_pending(callers[i]), 0); /* none refused */
+        }
+        ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 50);
+        for (int i = 0; i < 10; i++) {
+            fake_conn_free(callers[i]);
+        }
+        ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+        /* 50 INVOCATIONs, then one INTERRUPT killnowait for each. */
+        size_t interrupts = 0;
+        for (json_t *m; (m = fake_conn_next(callee)); json_decref(m)) {
+            if (fake_msg_int(m, 0) == WAMP_MSG_INTERRUPT) {
+                interrupts++;
+                last_inv = (long long)fake_msg_int(m, 1);
+                ck_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 2), "mode")),
+                                 "killnowait");
+            }
+        }
+        ck_assert_uint_eq(interrupts, 50);
+    }
+    ck_assert_uint_eq(refusals(), 0);
+    /* The callee's late answer finds nothing: dropped, counted. */
+    fake_conn_send(callee, "[70, %lld, {}, [\"late\"]]", last_inv);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\"]", last_inv);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->answers_dropped, 2);
+    /* CANCEL skip and a timeout free the call too: a caller cannot pile up calls that way. */
+    fake_conn *caller = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    for (int k = 1; k <= 40; k++) {
+        fake_conn_send(caller, "[48, %d, {\"timeout\": 100}, \"com.never\"]", k);
+        fake_conn_send(caller, "[49, %d, {\"mode\": \"skip\"}]", k);
+        fake_expect_error(caller, WAMP_MSG_CALL, k, "wamp.error.canceled");
+    }
+    for (int k = 41; k <= 45; k++) {
+        fake_conn_send(caller, "[48, %d, {\"timeout\": 100}, \"com.never\"]", k);
+    }
+    fake_clock_advance_ms(&T.clock, 200);
+    rt_router_tick(T.rt);
+    for (int k = 41; k <= 45; k++) {
+        fake_expect_error(caller, WAMP_MSG_CALL, k, "wamp.error.timeout");
+    }
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    ck_assert_uint_eq(refusals(), 0);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
+/* A flood of refused requests logs one line per call site, then a summary with the count
+ * when the interval (10 s, router clock) is over: 10,000 CALLs over max_pending_calls, 199
+ * denied SUBSCRIBEs, 100 denied CALLs; 30 protocol violations (one a connection) log 20 lines
+ * (a connection's burst) and a summary of 10. */
+START_TEST(test_refusals_logged_once_then_summarised)
+{
+    setup_limits(0, 0, 1, 0, 0);
+    fake_conn *callee = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.slow\"]");
+    fake_conn *caller = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn_send(caller, "[48, 1, {}, \"com.slow\"]");
+    fake_conn *locked = fake_conn_new_joined(T.rt, WAMP_SER_MSGPACK, "locked");
+    log_capture c;
+    log_capture_begin(&c);
+    for (int i = 2; i < 10002; i++) {
+        fake_conn_send(caller, "[48, %d, {}, \"com.slow\"]", i);
+        if (i % 50 == 0) {
+            fake_conn_clear(caller);
+        }
+    }
+    for (int i = 1; i < 200; i++) {
+        fake_conn_send(locked, "[32, %d, {}, \"com.closed\"]", i);
+        if (i < 101) {
+            fake_conn_send(locked, "[48, %d, {}, \"com.closed.proc\"]", i);
+        }
+        fake_conn_clear(locked);
+    }
+    for (int i = 0; i < 30; i++) {
+        fake_conn *bad = fake_conn_new(T.rt, WAMP_SER_JSON);
+        fake_conn_send_raw(bad, "not json", 8);
+        fake_conn_free(bad);
+    }
+    fake_clock_advance_ms(&T.clock, 9999);
+    rt_router_tick(T.rt);
+    char *early = log_capture_end(&c);
+    log_capture_begin(&c);
+    fake_clock_advance_ms(&T.clock, 1);
+    rt_router_tick(T.rt);
+    char *late = log_capture_end(&c);
+
+    ck_assert_uint_eq(refusals(), 10000);
+    ck_assert_uint_eq(log_count_lines(early, "CALL refused: limit reached"), 1);
+    ck_assert_uint_eq(log_count_lines(early, "SUBSCRIBE to com.closed denied"), 1);
+    ck_assert_uint_eq(log_count_lines(early, "CALL of com.closed.proc denied"), 1);
+    ck_assert_uint_eq(log_count_lines(early, "protocol violation from"), 20);
+    ck_assert_uint_eq(log_count_lines(early, "(rate-limited)"), 0);
+    size_t n = 0;
+    ck_assert_uint_eq(log_summarized(late, "request refused by a limit", &n), 9999);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(log_summarized(late, "SUBSCRIBE denied", &n), 198);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(log_summarized(late, "CALL denied", &n), 99);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(log_summarized(late, "protocol violation", &n), 10);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(log_count_lines(late, "refused"), 1); /* nothing but the summaries */
+    free(early);
+    free(late);
+    fake_conn_free(locked);
     fake_conn_free(caller);
     fake_conn_free(callee);
 }
@@ -527,6 +661,8 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, test_subscriptions_per_session);
     tcase_add_test(tc, test_registrations_per_session);
     tcase_add_test(tc, test_pending_calls_per_session);
+    tcase_add_test(tc, test_orphaned_calls_are_freed);
+    tcase_add_test(tc, test_refusals_logged_once_then_summarised);
     tcase_add_test(tc, test_drop_oldest_events_keeps_head);
     tcase_add_test(tc, test_drop_oldest_events_disconnects_when_no_room);
     tcase_add_test(tc, test_drop_oldest_events_room_for_reply);

@@ -10,7 +10,10 @@
 
 #include <check.h>
 
+#include "log_capture.h"
 #include "rt_log.h"
+#include "rt_router.h"
+#include "test_router.h"
 
 /* stderr redirected to a temporary file for the duration of one test. */
 typedef struct capture {
@@ -194,6 +197,120 @@ START_TEST(test_threshold)
 
 END_TEST
 
+/* The call sites of the rate-limited tests: each function is one site, fed n lines. */
+static void flood_site(uint64_t now_us, int n)
+{
+    for (int i = 0; i < n; i++) {
+        RT_LOG_INFO_LIMITED(now_us, "test flood", 5, "refused %d", i);
+    }
+}
+
+static void other_site(uint64_t now_us, int n)
+{
+    for (int i = 0; i < n; i++) {
+        RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, now_us, "other flood", 0, "other %d", i);
+    }
+}
+
+static void burst_site(uint64_t now_us, int n)
+{
+    for (int i = 0; i < n; i++) {
+        RT_LOG_LIMITED_N(3u, RT_LOG_LEVEL_INFO, now_us, "burst flood", 0, "burst %d", i);
+    }
+}
+
+#define T0  UINT64_C(5000000000)
+#define SEC UINT64_C(1000000)
+
+/* 10,000 lines from one site: the first written, then one summary with the count when the
+ * interval is over; a flood that goes on gets a summary per interval; after a quiet interval
+ * the next line is written again. */
+START_TEST(test_limited_line_then_summary)
+{
+    log_capture c;
+    log_capture_begin(&c);
+    flood_site(T0, 10000);
+    other_site(T0, 2);
+    rt_log_tick(T0 + 10 * SEC - 1); /* not over yet */
+    char *out = log_capture_end(&c);
+    ck_assert_uint_eq(log_count_lines(out, "refused "), 1);
+    ck_assert_ptr_nonnull(strstr(out, "INFO  [session 5] refused 0\n"));
+    ck_assert_uint_eq(log_count_lines(out, "WARN  other "), 1);
+    ck_assert_uint_eq(log_count_lines(out, "(rate-limited)"), 0);
+    free(out);
+
+    log_capture_begin(&c);
+    rt_log_tick(T0 + 10 * SEC);
+    out = log_capture_end(&c);
+    size_t n = 0;
+    ck_assert_uint_eq(log_summarized(out, "test flood", &n), 9999);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(log_summarized(out, "other flood", &n), 1);
+    ck_assert_ptr_nonnull(strstr(out, "WARN  (rate-limited) 1 more lines like \"other flood\" in "
+                                      "the last 10.0 s\n"));
+    ck_assert_uint_eq(log_count_lines(out, "(rate-limited)"), 2);
+    free(out);
+
+    /* The flood goes on: counted from the summary on, one summary an interval. */
+    log_capture_begin(&c);
+    flood_site(T0 + 12 * SEC, 500);
+    rt_log_tick(T0 + 19 * SEC);
+    rt_log_tick(T0 + 20 * SEC);
+    out = log_capture_end(&c);
+    ck_assert_uint_eq(log_count_lines(out, "refused "), 0);
+    ck_assert_uint_eq(log_summarized(out, "test flood", &n), 500);
+    ck_assert_uint_eq(n, 1);
+    free(out);
+
+    /* Quiet for an interval: reset; the next line is written at once. */
+    log_capture_begin(&c);
+    rt_log_tick(T0 + 30 * SEC);
+    flood_site(T0 + 31 * SEC, 1);
+    out = log_capture_end(&c);
+    ck_assert_uint_eq(log_count_lines(out, "refused 0"), 1);
+    ck_assert_uint_eq(log_count_lines(out, "(rate-limited)"), 0);
+    free(out);
+}
+
+END_TEST
+
+/* Without a tick, the site's next line after its interval writes the summary; a burst of 3
+ * lines is written before counting starts; rt_log_flush() writes what is left; nothing is
+ * counted or evaluated below the threshold. */
+START_TEST(test_limited_without_tick_burst_flush)
+{
+    log_capture c;
+    log_capture_begin(&c);
+    other_site(T0, 4);
+    other_site(T0 + 10 * SEC, 1); /* summary of 3, and this one counted for the next */
+    burst_site(T0, 10);
+    rt_log_flush(T0 + 11 * SEC);
+    char *out = log_capture_end(&c);
+    size_t n = 0;
+    ck_assert_uint_eq(log_count_lines(out, "WARN  other "), 1);
+    ck_assert_uint_eq(log_summarized(out, "other flood", &n), 4);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(log_count_lines(out, "INFO  burst "), 3);
+    ck_assert_uint_eq(log_summarized(out, "burst flood", &n), 7);
+    ck_assert_uint_eq(n, 1);
+    free(out);
+
+    rt_log_set_level(RT_LOG_LEVEL_WARN);
+    int evaluated = 0;
+    log_capture_begin(&c);
+    for (int i = 0; i < 5; i++) {
+        RT_LOG_INFO_LIMITED(T0 + (uint64_t)++evaluated, "hidden", 0, "hidden");
+    }
+    rt_log_flush(T0 + 100 * SEC);
+    out = log_capture_end(&c);
+    rt_log_set_level(RT_LOG_LEVEL_INFO);
+    ck_assert_int_eq(evaluated, 0);
+    ck_assert_uint_eq(log_count_lines(out, "hidden"), 0);
+    free(out);
+}
+
+END_TEST
+
 /* Messages longer than the internal line buffer are printed whole, on one line. */
 START_TEST(test_long_message)
 {
@@ -274,6 +391,48 @@ START_TEST(test_assert_message)
 
 END_TEST
 
+/* Refused handshakes (rt_router_refused_handshake()): every one counted per reason; the first
+ * RT_LOG_BURST_CONN get their line with peer, reason and detail, the rest only a count, logged as
+ * one summary by the tick once the interval is over. */
+START_TEST(test_refused_handshakes_rate_limited)
+{
+    test_router t;
+    test_router_init(&t);
+    fake_clock_advance_ms(&t.clock, 5000);
+    capture c;
+    capture_begin(&c);
+    rt_router_refused_handshake(t.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4000",
+                                "offered wamp.2.ubjson");
+    rt_router_refused_handshake(t.rt, RT_REFUSAL_REQUEST, "ws1", NULL, NULL);
+    for (unsigned i = 0; i < RT_LOG_BURST_CONN + 3; i++) {
+        rt_router_refused_handshake(t.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.2:4001", NULL);
+    }
+    fake_clock_advance_ms(&t.clock, 500);
+    rt_router_tick(t.rt); /* within the interval: no summary yet */
+    char *mid = capture_end(&c);
+    ck_assert_uint_eq(count_lines(mid), RT_LOG_BURST_CONN);
+    ck_assert_ptr_nonnull(strstr(mid, "WebSocket handshake from 10.0.0.1:4000 refused by listener "
+                                      "ws1 (subprotocol): offered wamp.2.ubjson"));
+    ck_assert_ptr_nonnull(strstr(mid, "handshake from ? refused by listener ws1 (request)\n"));
+    free(mid);
+    capture_begin(&c);
+    fake_clock_advance_ms(&t.clock, RT_LOG_SUMMARY_INTERVAL_US / 1000u);
+    rt_router_tick(t.rt);
+    rt_router_tick(t.rt); /* once only */
+    char *sum = capture_end(&c);
+    ck_assert_uint_eq(count_lines(sum), 1);
+    ck_assert_ptr_nonnull(
+        strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
+    free(sum);
+    const rt_router_stats *st = rt_router_stats_get(t.rt);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_PATH], RT_LOG_BURST_CONN + 3);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_REQUEST], 1);
+    test_router_fini(&t);
+}
+
+END_TEST
+
 static Suite *rt_log_suite(void)
 {
     Suite *s = suite_create("rt_log");
@@ -284,8 +443,11 @@ static Suite *rt_log_suite(void)
     tcase_add_test(tc, test_line_format);
     tcase_add_test(tc, test_threshold);
     tcase_add_test(tc, test_long_message);
+    tcase_add_test(tc, test_limited_line_then_summary);
+    tcase_add_test(tc, test_limited_without_tick_burst_flush);
     tcase_add_test(tc, test_assert_passes);
     tcase_add_test(tc, test_assert_message);
+    tcase_add_test(tc, test_refused_handshakes_rate_limited);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("assert_abort");

@@ -459,6 +459,58 @@ START_TEST(test_management_realm)
 
 END_TEST
 
+/* A handshake an adapter refused: counted per reason, and a connection record in the traces
+ * that keep everything (not in a filtered one). */
+START_TEST(test_refused_handshake_recorded)
+{
+    trace *all = start("all", NULL);
+    trace *calls = start("calls", "{\"msg_types\": [\"Call\"]}");
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4000",
+                                "offered wamp.2.cbor");
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_PATH, "ws1", NULL, NULL);
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_COUNT, "ws1", NULL, NULL); /* ignored */
+    const rt_router_stats *st = rt_router_stats_get(T.rt);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_PATH], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_REQUEST], 0);
+    ck_assert_uint_eq(trace_store_records(trace_get_store(calls)), 0);
+    json_t *r = records(all);
+    ck_assert_uint_eq(json_array_size(r), 2);
+    json_t *a = json_array_get(r, 0);
+    ck_assert_str_eq(str(a, "msg_type"), "Connection");
+    ck_assert(json_is_null(json_object_get(a, "direction")));
+    json_t *want =
+            json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "refused", "reason", "subprotocol",
+                      "transport", "ws1", "peer", "10.0.0.1:4000", "detail", "offered wamp.2.cbor");
+    ck_assert(json_equal(json_object_get(a, "msg"), want));
+    json_decref(want);
+    /* Unknown peer and no detail: left out. */
+    want = json_pack("{s:s, s:s, s:s}", "event", "refused", "reason", "path", "transport", "ws1");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 1), "msg"), want));
+    json_decref(want);
+    json_decref(r);
+    /* Connections refused by a limit too (reason "limit"). */
+    rt_router_refused_connection(T.rt, "rs1", "10.0.0.3:4001", "its maximum of 2 connections");
+    rt_router_refused_connection(T.rt, "rs1", "", NULL);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->connection_refusals, 2);
+    r = records(all);
+    ck_assert_uint_eq(json_array_size(r), 4);
+    want = json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "refused", "reason", "limit",
+                     "transport", "rs1", "peer", "10.0.0.3:4001", "detail",
+                     "its maximum of 2 connections");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 2), "msg"), want));
+    json_decref(want);
+    want = json_pack("{s:s, s:s, s:s, s:s}", "event", "refused", "reason", "limit", "transport",
+                     "rs1", "detail", "limits.rawsocket_min_length");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 3), "msg"), want));
+    json_decref(want);
+    json_decref(r);
+    ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_REQUEST), "request");
+    ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_COUNT), "?");
+}
+
+END_TEST
+
 /* wampscope.tracing.flight_recorder: the router starts "flight-recorder" itself, with the
  * configured options, outside max_traces; its records strip the payload. */
 START_TEST(test_flight_recorder_started_by_router)
@@ -525,6 +577,49 @@ static void expect_chain(const json_t *r, size_t from, size_t to, long last, con
         ck_assert_str_eq(str(rec, "uri"), uri);
     }
 }
+
+/* A call is freed as soon as its caller stops waiting (CANCEL skip, caller gone), yet the
+ * callee's late answer is still recorded in the call's chain (the dealer's ring of abandoned
+ * traced calls), and the ring forgets the oldest: 300 later abandoned calls push the first out. */
+START_TEST(test_late_answers_keep_their_correlation)
+{
+    fake_conn *callee = joined_canceling();
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.late\"]");
+    fake_conn_clear(callee);
+    trace *t = start("late_answers", NULL);
+    fake_conn_send(caller, "[48, 1, {}, \"com.late\"]");
+    json_t *inv = fake_conn_next(callee);
+    long long first = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    fake_conn_send(caller, "[49, 1, {\"mode\": \"skip\"}]");
+    fake_conn_clear(caller);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_send(callee, "[70, %lld, {}, [\"late\"]]", first);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 5); /* CALL, INVOCATION, CANCEL, ERROR, YIELD */
+    expect_record(json_array_get(r, 4), "rx", "Yield", "com.late");
+    expect_chain(r, 0, 5, 3, "com.late");
+    json_decref(r);
+    /* 300 more abandoned calls: the first one's entry is gone, its answer has no chain. */
+    for (int i = 2; i < 302; i++) {
+        fake_conn_send(caller, "[48, %d, {}, \"com.late\"]", i);
+        fake_conn_send(caller, "[49, %d, {\"mode\": \"skip\"}]", i);
+        fake_conn_clear(caller);
+        fake_conn_clear(callee);
+    }
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_send(callee, "[70, %lld, {}, [\"later\"]]", first);
+    r = records(t);
+    json_t *last = json_array_get(r, json_array_size(r) - 1);
+    expect_record(last, "rx", "Yield", NULL);
+    ck_assert_ptr_null(str(last, "correlation"));
+    json_decref(r);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
 
 START_TEST(test_advanced_call_chains)
 {
@@ -1075,6 +1170,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_no_trace_no_records);
     tcase_add_test(tc, test_call_chain);
     tcase_add_test(tc, test_advanced_call_chains);
+    tcase_add_test(tc, test_late_answers_keep_their_correlation);
     tcase_add_test(tc, test_call_error_and_callee_leaving);
     tcase_add_test(tc, test_publish_chains);
     tcase_add_test(tc, test_publish_chain_over_patterns_and_filters);
@@ -1084,6 +1180,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);
     tcase_add_test(tc, test_flight_recorder_started_by_router);
+    tcase_add_test(tc, test_refused_handshake_recorded);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     tcase_add_test(tc, test_one_clock_reading_per_message);
     tcase_add_test(tc, test_trace_clock_is_monotonic_time);

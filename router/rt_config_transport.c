@@ -1,0 +1,597 @@
+/* rt_config_transport.c: the router worker's "transports": websocket, web (one WebSocket
+ * path), rawsocket and universal (crossbar/common/checkconfig.py check_listening_transport_*),
+ * each becoming one rt_listener (a universal transport with both parts, two). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "rt_config_int.h"
+
+/* Keys of a "websocket" transport (is_transport) or of a web transport's "websocket" path. */
+static const key_rule ws_transport_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("endpoint"),
+        K_PARSED("url"),
+        K_PARSED("serializers"),
+        K_PARSED("options"),
+        K_PARSED("auth"),
+        K_IGN("debug", KEY_IGN_BOOL),
+        K_REFUSED("cookie", "cookie tracking is not supported yet"),
+};
+
+static const key_rule ws_path_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("url"),
+        K_PARSED("serializers"),
+        K_PARSED("options"),
+        K_PARSED("auth"),
+        K_IGN("debug", KEY_IGN_BOOL),
+        K_REFUSED("cookie", "cookie tracking is not supported yet"),
+};
+
+/* "id" into l->id (unchanged when absent), by Crossbar's ID rule. */
+static wamp_err parse_id(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l)
+{
+    const char *id = NULL;
+    wamp_err err = cfg_opt_id(c, path, o, &id);
+    return err == WAMP_OK && id ? cfg_dup(c, id, &l->id) : err;
+}
+
+/* The transport's "endpoint", which every listening transport needs. */
+static wamp_err parse_required_endpoint(cfg_ctx *c, const char *path, const json_t *o,
+                                        rt_listener *l)
+{
+    const json_t *ep = json_object_get(o, "endpoint");
+    cfg_path ep_path = cfg_key(path, "endpoint");
+    return ep ? cfg_parse_endpoint(c, ep_path.s, ep, l) : cfg_refuse(c, ep_path.s, "is required");
+}
+
+/* Crossbar's server does not check the request path against "url"; wampscope serves a
+ * "websocket" transport on the path of its "url" (default "/"). On a web path the path key
+ * decides and "url" is only checked. */
+static wamp_err parse_url(cfg_ctx *c, const char *path, const json_t *o, bool is_transport,
+                          rt_listener *l)
+{
+    const char *url = NULL;
+    wamp_err err = cfg_opt_str(c, path, o, "url", &url);
+    if (err == WAMP_OK && url) {
+        char *url_path = NULL;
+        err = cfg_parse_ws_url(c, cfg_key(path, "url").s, url, &url_path);
+        if (err == WAMP_OK && is_transport) {
+            free(l->path);
+            l->path = url_path;
+            url_path = NULL;
+        }
+        free(url_path);
+    }
+    if (err == WAMP_OK && is_transport && !l->path) {
+        err = cfg_dup(c, "/", &l->path);
+    }
+    return err;
+}
+
+/* Part by part; a refused part does not stop the next one. */
+static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, bool is_transport,
+                                 const rt_limits *lim, rt_listener *l)
+{
+    wamp_err err = is_transport ? cfg_check_keys(c, path, o, ws_transport_rules,
+                                                 N_RULES(ws_transport_rules))
+                                : cfg_check_keys(c, path, o, ws_path_rules, N_RULES(ws_path_rules));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (is_transport) {
+        err = parse_id(c, path, o, l);
+        err = cfg_stop(err) ? err : cfg_worse(err, parse_required_endpoint(c, path, o, l));
+    } else {
+        const char *id = NULL; /* checked; a web path's "id" names nothing in wampscope */
+        err = cfg_opt_id(c, path, o, &id);
+    }
+    if (!cfg_stop(err)) {
+        err = cfg_worse(err, parse_url(c, path, o, is_transport, l));
+    }
+    l->any_path = is_transport;
+    l->ser_json = true;
+    l->ser_msgpack = true;
+    l->ser_cbor = true;
+    const json_t *sers = json_object_get(o, "serializers");
+    if (sers && !cfg_stop(err)) {
+        err = cfg_worse(err, cfg_parse_serializers(c, cfg_key(path, "serializers").s, sers, l));
+    }
+    l->max_message_size = lim->max_message_size;
+    const json_t *opts = json_object_get(o, "options");
+    if (opts && !cfg_stop(err)) {
+        err = cfg_worse(err, cfg_parse_ws_options(c, cfg_key(path, "options").s, opts, lim, l));
+    }
+    if (cfg_stop(err)) {
+        return err;
+    }
+    return cfg_worse(err,
+                     cfg_parse_auth(c, cfg_key(path, "auth").s, json_object_get(o, "auth"), l));
+}
+
+static const type_rule web_path_types[] = {
+        {"websocket", NULL},
+        {"static", "path type \"static\" is not supported (wampscope serves only WAMP over "
+                   "WebSocket)"},
+        {"wsgi", "path type \"wsgi\" is not supported"},
+        {"resource", "path type \"resource\" is not supported"},
+        {"redirect", "path type \"redirect\" is not supported"},
+        {"nodeinfo", "path type \"nodeinfo\" is not supported"},
+        {"reverseproxy", "path type \"reverseproxy\" is not supported"},
+        {"websocket-reverseproxy", "path type \"websocket-reverseproxy\" is not supported"},
+        {"json", "path type \"json\" is not supported"},
+        {"cgi", "path type \"cgi\" is not supported"},
+        {"longpoll", "path type \"longpoll\" is not supported"},
+        {"publisher", "path type \"publisher\" (HTTP bridge) is not supported"},
+        {"webhook", "path type \"webhook\" (HTTP bridge) is not supported"},
+        {"caller", "path type \"caller\" (HTTP bridge) is not supported"},
+        {"path", "path type \"path\" (nested paths) is not supported"},
+        {"upload", "path type \"upload\" is not supported"},
+        {"archive", "path type \"archive\" is not supported"},
+};
+
+static const key_rule web_option_rules[] = {
+        /* Options of Crossbar's HTTP services, which wampscope does not have. */
+        K_IGN("access_log", KEY_IGN_BOOL),
+        K_IGN("display_tracebacks", KEY_IGN_BOOL),
+        K_REFUSED("hsts", "HSTS is not supported"),
+        K_REFUSED("hsts_max_age", "HSTS is not supported"),
+        K_REFUSED("client_timeout", "not supported"),
+};
+
+static const key_rule web_transport_rules[] = {
+        K_PARSED("id"),    K_PARSED("type"),    K_PARSED("endpoint"),
+        K_PARSED("paths"), K_PARSED("options"),
+};
+
+/* Crossbar's path key rule (checkconfig.py _WEB_PATH_PAT_STR): ^([a-z0-9A-Z_\-]+|/)$. */
+static bool web_path_key_is_valid(const char *k)
+{
+    if (strcmp(k, "/") == 0) {
+        return true;
+    }
+    if (!*k) {
+        return false;
+    }
+    for (const char *p = k; *p; p++) {
+        char ch = *p;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The path key of a web transport or of a universal transport's "websocket" part is one URL
+ * path segment: "ws" serves "/ws"; "/" serves the root. */
+static wamp_err path_from_key(cfg_ctx *c, const char *key, rt_listener *l)
+{
+    bool root = strcmp(key, "/") == 0;
+    char buf[CFG_PATH_MAX];
+    snprintf(buf, sizeof(buf), "/%s", root ? "" : key);
+    return cfg_dup(c, buf, &l->path);
+}
+
+static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *o,
+                                    const rt_limits *lim, rt_listener *l)
+{
+    wamp_err err = cfg_check_keys(c, path, o, web_transport_rules, N_RULES(web_transport_rules));
+    if (err == WAMP_OK) {
+        err = parse_id(c, path, o, l);
+    }
+    if (err == WAMP_OK) {
+        err = parse_required_endpoint(c, path, o, l);
+    }
+    if (err == WAMP_OK && json_object_get(o, "options")) {
+        err = cfg_check_keys(c, cfg_key(path, "options").s, json_object_get(o, "options"),
+                             web_option_rules, N_RULES(web_option_rules));
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+
+    const json_t *paths = json_object_get(o, "paths");
+    cfg_path pp = cfg_key(path, "paths");
+    if (!paths) {
+        return cfg_refuse(c, pp.s, "is required");
+    }
+    if (!json_is_object(paths)) {
+        return cfg_refuse(c, pp.s, "must be an object");
+    }
+    const char *key;
+    const json_t *svc;
+    const char *ws_key = NULL;
+    json_object_foreach((json_t *)paths, key, svc)
+    {
+        cfg_path kp = cfg_key(pp.s, key);
+        if (!web_path_key_is_valid(key)) {
+            return cfg_refuse(c, kp.s, "a path key must be \"/\" or match [a-zA-Z0-9_-]+");
+        }
+        const char *type = NULL;
+        err = cfg_check_type(c, kp.s, svc, web_path_types, N_RULES(web_path_types), &type);
+        if (err != WAMP_OK) {
+            return err;
+        }
+        if (ws_key) {
+            return cfg_refuse(c, kp.s,
+                              "only one WebSocket path per web transport is supported (\"%s\" is "
+                              "one already)",
+                              ws_key);
+        }
+        ws_key = key;
+        err = parse_ws_service(c, kp.s, svc, false, lim, l);
+        if (err != WAMP_OK) {
+            return err;
+        }
+        err = path_from_key(c, key, l);
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    if (!ws_key) {
+        return cfg_refuse(c, pp.s, "must contain one path of type \"websocket\"");
+    }
+    return WAMP_OK;
+}
+
+/* Crossbar's RawSocket transport (checkconfig.py check_listening_transport_rawsocket and
+ * check_rawsocket_options); older Crossbar versions had max_message_size at the top. */
+static const key_rule raw_transport_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("endpoint"),
+        K_PARSED("serializers"),
+        K_PARSED("options"),
+        K_PARSED("auth"),
+        K_PARSED("max_message_size"),
+        K_IGN("debug", KEY_IGN_BOOL),
+};
+
+static const key_rule raw_option_rules[] = {
+        K_PARSED("max_message_size"),
+        K_PARSED("max_connections"), /* wampscope's; see cfg_parse_max_connections() */
+};
+
+static wamp_err parse_raw_max_size(cfg_ctx *c, const char *path, const json_t *o,
+                                   const rt_limits *lim, rt_listener *l)
+{
+    json_int_t mms = (json_int_t)l->max_message_size;
+    wamp_err err = cfg_opt_int(c, path, o, "max_message_size", KIB, GIB, "bytes", &mms);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if ((size_t)mms > lim->max_message_size) {
+        return cfg_refuse(c, cfg_key(path, "max_message_size").s,
+                          "%lld exceeds wampscope.limits.max_message_size (%zu bytes)",
+                          (long long)mms, lim->max_message_size);
+    }
+    l->max_message_size = (size_t)mms;
+    return WAMP_OK;
+}
+
+/* A rawsocket transport, or (with_endpoint false) the "rawsocket" part of a universal one. */
+static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *o,
+                                    const rt_limits *lim, rt_listener *l, bool with_endpoint)
+{
+    wamp_err err = cfg_check_keys(c, path, o, raw_transport_rules, N_RULES(raw_transport_rules));
+    if (err == WAMP_OK) {
+        err = parse_id(c, path, o, l);
+    }
+    if (err == WAMP_OK && !with_endpoint) {
+        if (json_object_get(o, "endpoint")) {
+            return cfg_refuse(c, cfg_key(path, "endpoint").s,
+                              "not allowed here: the universal transport's endpoint is used");
+        }
+        const json_t *t = json_object_get(o, "type");
+        if (t && (!json_is_string(t) || strcmp(json_string_value(t), "rawsocket") != 0)) {
+            return cfg_refuse(c, cfg_key(path, "type").s, "must be \"rawsocket\"");
+        }
+    } else if (err == WAMP_OK) {
+        err = parse_required_endpoint(c, path, o, l);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    l->ser_json = true;
+    l->ser_msgpack = true;
+    l->ser_cbor = true;
+    const json_t *sers = json_object_get(o, "serializers");
+    if (sers) {
+        err = cfg_parse_serializers(c, cfg_key(path, "serializers").s, sers, l);
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    l->max_message_size = lim->max_message_size;
+    const json_t *opts = json_object_get(o, "options");
+    if (opts && json_object_get(o, "max_message_size")) {
+        return cfg_refuse(c, cfg_key(path, "max_message_size").s,
+                          "give it once, in \"options\" (Crossbar's current place)");
+    }
+    if (opts) {
+        cfg_path op = cfg_key(path, "options");
+        err = cfg_check_keys(c, op.s, opts, raw_option_rules, N_RULES(raw_option_rules));
+        if (err == WAMP_OK) {
+            err = parse_raw_max_size(c, op.s, opts, lim, l);
+        }
+        if (err == WAMP_OK) {
+            err = cfg_parse_max_connections(c, op.s, opts, l);
+        }
+    } else {
+        err = parse_raw_max_size(c, path, o, lim, l);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    return cfg_parse_auth(c, cfg_key(path, "auth").s, json_object_get(o, "auth"), l);
+}
+
+/* Crossbar's universal transport (checkconfig.py check_listening_transport_universal): one
+ * port, told apart by the first octet. */
+static const key_rule universal_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("endpoint"),
+        K_PARSED("rawsocket"),
+        K_PARSED("websocket"),
+        K_REFUSED("mqtt", "MQTT is not supported"),
+        K_REFUSED("web", "the \"web\" part is not supported; give the WebSocket endpoint in "
+                         "\"websocket\""),
+};
+
+/* The "websocket" part of a universal transport: exactly one path. */
+static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *ws,
+                                   const rt_limits *lim, rt_listener *l)
+{
+    cfg_path wp = cfg_key(path, "websocket");
+    if (!json_is_object(ws) || json_object_size(ws) != 1) {
+        return cfg_refuse(c, wp.s, "must be an object with exactly one path");
+    }
+    const char *key = json_object_iter_key(json_object_iter((json_t *)ws));
+    const json_t *svc = json_object_get(ws, key);
+    cfg_path kp = cfg_key(wp.s, key);
+    if (!web_path_key_is_valid(key)) {
+        return cfg_refuse(c, kp.s, "a path key must be \"/\" or match [a-zA-Z0-9_-]+");
+    }
+    const json_t *t = json_is_object(svc) ? json_object_get(svc, "type") : NULL;
+    if (t && (!json_is_string(t) || strcmp(json_string_value(t), "websocket") != 0)) {
+        return cfg_refuse(c, cfg_key(kp.s, "type").s, "must be \"websocket\"");
+    }
+    l->kind = RT_TRANSPORT_WEBSOCKET;
+    wamp_err err = parse_ws_service(c, kp.s, svc, false, lim, l);
+    if (err == WAMP_OK) {
+        err = path_from_key(c, key, l);
+    }
+    if (err == WAMP_OK && l->unix_path) {
+        err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
+                         "Unix socket endpoints are supported for rawsocket transports only");
+    }
+    return err;
+}
+
+/* A universal transport: l gets the endpoint and the WebSocket part (or the RawSocket part when
+ * there is no WebSocket part); with both parts, raw (reserved by the caller) gets the RawSocket
+ * part and shares l's port. *used_raw says whether raw was filled. */
+static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
+                                rt_listener *l, rt_listener *raw, bool *used_raw)
+{
+    *used_raw = false;
+    wamp_err err = cfg_check_keys(c, path, o, universal_rules, N_RULES(universal_rules));
+    if (err == WAMP_OK) {
+        err = parse_id(c, path, o, l);
+    }
+    if (err == WAMP_OK) {
+        err = parse_required_endpoint(c, path, o, l);
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    const json_t *rs = json_object_get(o, "rawsocket");
+    const json_t *ws = json_object_get(o, "websocket");
+    if (!rs && !ws) {
+        return cfg_refuse(c, path, "needs a \"rawsocket\" or a \"websocket\" part (or both)");
+    }
+    if (ws) {
+        err = parse_universal_ws(c, path, ws, lim, l);
+        if (err != WAMP_OK || !rs) {
+            return err;
+        }
+    }
+    cfg_path rp = cfg_key(path, "rawsocket");
+    if (!json_is_object(rs)) {
+        return cfg_refuse(c, rp.s, "must be an object");
+    }
+    if (!ws) {
+        l->kind = RT_TRANSPORT_RAWSOCKET;
+        return parse_raw_transport(c, rp.s, rs, lim, l, false);
+    }
+    /* Both parts: the RawSocket part is a listener of its own that shares l's socket. Its ID is
+     * the part's "id", else "<transport id>_rawsocket" (set by the caller once l->id is). */
+    if (!raw) {
+        return cfg_refuse(c, path, "internal error: no listener reserved for the rawsocket part");
+    }
+    *used_raw = true;
+    raw->kind = RT_TRANSPORT_RAWSOCKET;
+    raw->shares_port = true;
+    raw->port = l->port;
+    err = parse_raw_transport(c, rp.s, rs, lim, raw, false);
+    if (err == WAMP_OK && l->interface) {
+        err = cfg_dup(c, l->interface, &raw->interface);
+    }
+    if (err == WAMP_OK && l->tls_certificate) {
+        err = cfg_dup(c, l->tls_certificate, &raw->tls_certificate);
+        if (err == WAMP_OK) {
+            err = cfg_dup(c, l->tls_key, &raw->tls_key);
+        }
+        if (err == WAMP_OK && l->tls_ciphers) {
+            err = cfg_dup(c, l->tls_ciphers, &raw->tls_ciphers);
+        }
+    }
+    return err;
+}
+
+static const type_rule transport_types[] = {
+        {"websocket", NULL},
+        {"web", NULL},
+        {"rawsocket", NULL},
+        {"universal", NULL},
+        {"mqtt", "MQTT transports are not supported"},
+        {"flashpolicy", "Flash policy transports are not supported"},
+        {"websocket.testee", "WebSocket testee transports are not supported"},
+        {"stream.testee", "stream testee transports are not supported"},
+};
+
+/* raw: a spare entry for the RawSocket part of a universal transport with both parts (NULL
+ * when none was reserved); *used_raw says whether it was filled. */
+static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, size_t index,
+                                const rt_limits *lim, rt_listener *l, rt_listener *raw,
+                                bool *used_raw)
+{
+    const char *type = NULL;
+    *used_raw = false;
+    wamp_err err = cfg_check_type(c, path, o, transport_types, N_RULES(transport_types), &type);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    l->kind = RT_TRANSPORT_WEBSOCKET;
+    if (strcmp(type, "universal") == 0) {
+        err = parse_universal(c, path, o, lim, l, raw, used_raw);
+    } else if (strcmp(type, "rawsocket") == 0) {
+        l->kind = RT_TRANSPORT_RAWSOCKET;
+        err = parse_raw_transport(c, path, o, lim, l, true);
+    } else {
+        err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l)
+                                       : parse_ws_service(c, path, o, true, lim, l);
+        if (err == WAMP_OK && l->unix_path) {
+            err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
+                             "Unix socket endpoints are supported for rawsocket transports only");
+        }
+    }
+    if (err == WAMP_OK && !l->id) {
+        /* Crossbar numbers unnamed transports "transport1", "transport2", ... */
+        char buf[32];
+        snprintf(buf, sizeof(buf), "transport%zu", index + 1);
+        err = cfg_dup(c, buf, &l->id);
+    }
+    if (err == WAMP_OK && *used_raw && !raw->id) {
+        char buf[96];
+        snprintf(buf, sizeof(buf), "%s_rawsocket", l->id);
+        err = cfg_dup(c, buf, &raw->id);
+    }
+    return err;
+}
+
+static bool same_interface(const char *a, const char *b)
+{
+    /* NULL = all interfaces, which clashes with every address on that port. */
+    return !a || !b || strcmp(a, b) == 0;
+}
+
+/* A universal transport with both a WebSocket and a RawSocket part becomes two listeners. */
+static size_t count_listeners(const json_t *transports)
+{
+    size_t n = json_array_size(transports);
+    for (size_t i = 0; i < json_array_size(transports); i++) {
+        const json_t *t = json_array_get(transports, i);
+        const json_t *ty = json_object_get(t, "type");
+        if (json_is_string(ty) && strcmp(json_string_value(ty), "universal") == 0 &&
+            json_object_get(t, "rawsocket") && json_object_get(t, "websocket")) {
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Listener k (of transport path ip) against the earlier ones: IDs, Unix paths and TCP ports are
+ * unique. tix maps a listener back to its transport for messages. */
+static wamp_err check_unique(cfg_ctx *c, const char *ip, const rt_config *cfg, size_t k,
+                             const size_t *tix)
+{
+    const rt_listener *l = &cfg->listeners[k];
+    for (size_t j = 0; j < k; j++) {
+        const rt_listener *m = &cfg->listeners[j];
+        if (l->id && m->id && strcmp(l->id, m->id) == 0) {
+            return cfg_refuse(c, cfg_key(ip, l->shares_port ? "rawsocket.id" : "id").s,
+                              "transport ID \"%s\" is already used by transports[%zu]", l->id,
+                              tix[j]);
+        }
+        if (l->unix_path && m->unix_path && strcmp(l->unix_path, m->unix_path) == 0) {
+            return cfg_refuse(c, cfg_key(cfg_key(ip, "endpoint").s, "path").s,
+                              "\"%s\" is already used by transports[%zu]", l->unix_path, tix[j]);
+        }
+        if (!l->unix_path && !m->unix_path && !l->shares_port && l->port != 0 &&
+            l->port == m->port && same_interface(l->interface, m->interface)) {
+            return cfg_refuse(c, cfg_key(cfg_key(ip, "endpoint").s, "port").s,
+                              "port %d is already used by transports[%zu]", l->port, tix[j]);
+        }
+    }
+    return WAMP_OK;
+}
+
+wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_config *cfg)
+{
+    const json_t *transports = json_object_get(w, "transports");
+    cfg_path tp = cfg_key(path, "transports");
+    if (transports && !json_is_array(transports)) {
+        return cfg_refuse(c, tp.s, "must be a list");
+    }
+    size_t n = transports ? json_array_size(transports) : 0;
+    if (n == 0) {
+        return cfg_refuse(c, tp.s, "at least one transport is required");
+    }
+    size_t n_listeners = count_listeners(transports);
+    cfg->listeners = calloc(n_listeners, sizeof(*cfg->listeners));
+    size_t *tix = calloc(n_listeners, sizeof(*tix));
+    if (!cfg->listeners || !tix) {
+        free(tix);
+        return cfg_oom(c);
+    }
+    cfg->n_listeners = n_listeners;
+    wamp_err err = WAMP_OK;
+    size_t li = 0;
+    for (size_t i = 0; i < n && !cfg_stop(err); i++) {
+        cfg_path ip = cfg_index(tp.s, i);
+        rt_listener *l = &cfg->listeners[li];
+        rt_listener *raw = li + 1 < n_listeners ? &cfg->listeners[li + 1] : NULL;
+        bool used_raw = false;
+        wamp_err e = parse_transport(c, ip.s, json_array_get(transports, i), i, &cfg->limits, l,
+                                     raw, &used_raw);
+        size_t first = li;
+        tix[li++] = i;
+        if (used_raw) {
+            raw->shares_port_of = first;
+            tix[li++] = i;
+        }
+        /* A refused transport's fields may be missing: it is not compared. */
+        for (size_t k = first; k < li && e == WAMP_OK; k++) {
+            e = check_unique(c, ip.s, cfg, k, tix);
+        }
+        err = cfg_worse(err, e);
+    }
+    free(tix);
+    return err;
+}
+
+void cfg_free_listeners(rt_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        rt_listener *l = &cfg->listeners[i];
+        free(l->id);
+        free(l->interface);
+        free(l->unix_path);
+        free(l->tls_key);
+        free(l->tls_certificate);
+        free(l->tls_ciphers);
+        free(l->path);
+        free(l->anonymous_role);
+        cfg_free_auth(&l->auth);
+    }
+    free(cfg->listeners);
+}
