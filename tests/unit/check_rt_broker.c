@@ -1302,6 +1302,7 @@ START_TEST(test_payload_passthru)
     fake_conn_free(pub);
     fake_conn_free(sub);
 }
+
 END_TEST
 
 /* PUBLISH and SUBSCRIBE options of the wrong type (forward_for, transaction_hash, the lists)

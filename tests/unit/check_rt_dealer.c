@@ -1151,6 +1151,7 @@ START_TEST(test_payload_passthru)
     fake_conn_free(callee);
     fake_conn_free(caller);
 }
+
 END_TEST
 
 /* The next message is ERROR wamp.error.invalid_argument for request, naming option. */
