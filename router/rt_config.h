@@ -137,6 +137,7 @@ typedef struct rt_listener {
                     * is only the one printed); false on a web or universal transport's path */
     bool ser_json; /* "serializers" contains "json" (default both) */
     bool ser_msgpack;
+    bool ser_cbor;
     /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
      * enforces the largest power of two 512..16 MiB not above it (wamp_rawsock.h). */
     size_t max_message_size;

@@ -257,6 +257,7 @@ static bool ser_from_name(const char *name, wamp_ser *out)
     } names[] = {
             {"json", WAMP_SER_JSON},
             {"msgpack", WAMP_SER_MSGPACK},
+            {"cbor", WAMP_SER_CBOR},
     };
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -277,6 +278,9 @@ static void enable_ser(rt_listener *l, wamp_ser ser)
     case WAMP_SER_MSGPACK:
         l->ser_msgpack = true;
         break;
+    case WAMP_SER_CBOR:
+        l->ser_cbor = true;
+        break;
     }
 }
 
@@ -286,10 +290,12 @@ wamp_err cfg_parse_serializers(cfg_ctx *c, const char *path, const json_t *v, rt
         return cfg_refuse(c, path, "must be a list");
     }
     if (json_array_size(v) == 0) {
-        return cfg_refuse(c, path, "must name at least one serializer (\"json\", \"msgpack\")");
+        return cfg_refuse(c, path,
+                          "must name at least one serializer (\"json\", \"msgpack\", \"cbor\")");
     }
     l->ser_json = false;
     l->ser_msgpack = false;
+    l->ser_cbor = false;
     wamp_err err = WAMP_OK;
     size_t i;
     const json_t *e;
@@ -302,11 +308,10 @@ wamp_err cfg_parse_serializers(cfg_ctx *c, const char *path, const json_t *v, rt
             err = cfg_refuse(c, ip.s, "must be a string");
         } else if (ser_from_name(s, &ser)) {
             enable_ser(l, ser);
-        } else if (strcmp(s, "cbor") == 0 || strcmp(s, "ubjson") == 0 ||
-                   strcmp(s, "flatbuffers") == 0) {
+        } else if (strcmp(s, "ubjson") == 0 || strcmp(s, "flatbuffers") == 0) {
             err = cfg_refuse(c, ip.s,
-                             "serializer \"%s\" is not supported (only \"json\" and \"msgpack\" "
-                             "are)",
+                             "serializer \"%s\" is not supported (only \"json\", \"msgpack\" "
+                             "and \"cbor\" are)",
                              s);
         } else {
             err = cfg_refuse(c, ip.s, "unknown serializer \"%s\"", s);

@@ -292,7 +292,7 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     } else {
         n_wamp = rt_lws_ws_protocols(cfg, ll->protocols);
     }
-    if (!(cfg->ser_json || cfg->ser_msgpack) || (!raw && n_wamp == 0)) {
+    if (!(cfg->ser_json || cfg->ser_msgpack || cfg->ser_cbor) || (!raw && n_wamp == 0)) {
         snprintf(err, err_len, "listener %s enables no serializer", cfg->id ? cfg->id : "?");
         return WAMP_EINVAL;
     }

@@ -192,11 +192,39 @@ class RouterProc:
 
 # --- autobahn clients -----------------------------------------------------------------------------
 
+try:
+    from autobahn.wamp.serializer import CBORSerializer  # noqa: E402 (needs cbor2)
+except ImportError:
+    # Debian's autobahn 22.7 wants cbor2 for CBOR; python3-cbor (a dependency) serves as well.
+    import cbor as _cbor  # noqa: E402
+    from autobahn.wamp.serializer import Serializer  # noqa: E402
+
+    class _CborObjectSerializer:
+        NAME = "cbor"
+        BINARY = True
+
+        def serialize(self, obj):
+            return _cbor.dumps(obj)
+
+        def unserialize(self, payload):
+            return [_cbor.loads(payload)]
+
+    class CBORSerializer(Serializer):
+        SERIALIZER_ID = "cbor"
+        RAWSOCKET_SERIALIZER_ID = 3
+        MIME_TYPE = "application/cbor"
+
+        def __init__(self):
+            Serializer.__init__(self, _CborObjectSerializer())
+
+
 def make_serializer(name):
     if name == "json":
         return JsonSerializer()
     if name == "msgpack":
         return MsgPackSerializer()
+    if name == "cbor":
+        return CBORSerializer()
     raise ValueError(name)
 
 

@@ -1143,9 +1143,9 @@ static const refusal refusals[] = {
          "workers[0].transports: at least one transport is required"},
         {WITH_RAW("'bogus':1"), P_T ".bogus: unknown key"},
         {WITH_RAW("'url':'rs://x'"), P_T ".url: unknown key"},
-        {WITH_RAW("'serializers':['cbor']"),
-         P_T ".serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+        {WITH_RAW("'serializers':['ubjson']"),
+         P_T ".serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_RAW("'options':{'max_message_size':100}"),
          P_T ".options.max_message_size: must be an integer 1024..1073741824 bytes"},
         {WITH_RAW("'options':{'max_message_size':33554432}"),
@@ -1194,8 +1194,8 @@ static const refusal refusals[] = {
          P_T ".rawsocket.type: must be \"rawsocket\""},
         {WITH_UNI("'rawsocket':[]"), P_T ".rawsocket: must be an object"},
         {WITH_UNI("'rawsocket':{'serializers':['ubjson']},'websocket':{'ws':{}}"),
-         P_T ".rawsocket.serializers[0]: serializer \"ubjson\" is not supported (only \"json\" "
-             "and \"msgpack\" are)"},
+         P_T ".rawsocket.serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_T("{'type':'universal','id':'uni','endpoint':{'type':'tcp','port':8081},"
                 "'rawsocket':{},'websocket':{'ws':{}}},"
                 "{'type':'websocket','id':'uni_rawsocket','endpoint':{'type':'tcp','port':9}}"),
@@ -1218,18 +1218,19 @@ static const refusal refusals[] = {
         {WITH_WS_KEYS("'url':'http://localhost:8080/ws'"),
          P_T ".url: \"http://localhost:8080/ws\" must be a ws:// or wss:// URL"},
         {WITH_WS_KEYS("'url':'ws:///ws'"), P_T ".url: \"ws:///ws\" has no host"},
-        {WITH_WS_KEYS("'serializers':['cbor','json']"),
-         P_T ".serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+        {WITH_WS_KEYS("'serializers':['ubjson','json']"),
+         P_T ".serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_WS_KEYS("'serializers':['json','ubjson']"),
-         P_T ".serializers[1]: serializer \"ubjson\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+         P_T ".serializers[1]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_WS_KEYS("'serializers':['flatbuffers']"),
-         P_T ".serializers[0]: serializer \"flatbuffers\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+         P_T ".serializers[0]: serializer \"flatbuffers\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_WS_KEYS("'serializers':['xml']"), P_T ".serializers[0]: unknown serializer \"xml\""},
         {WITH_WS_KEYS("'serializers':[]"),
-         P_T ".serializers: must name at least one serializer (\"json\", \"msgpack\")"},
+         P_T ".serializers: must name at least one serializer (\"json\", \"msgpack\", "
+             "\"cbor\")"},
         {WITH_WS_KEYS("'serializers':'json'"), P_T ".serializers: must be a list"},
         {WITH_T(T1 "," T1), "workers[0].transports[1].endpoint.port: port 8080 is already used by "
                             "transports[0]"},
@@ -1436,9 +1437,9 @@ static const refusal refusals[] = {
          P_T ".paths[\"a/b\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_PATHS("{'ws':{'type':'websocket','endpoint':{}}}"),
          P_T ".paths.ws.endpoint: unknown key"},
-        {WITH_PATHS("{'ws':{'type':'websocket','serializers':['cbor']}}"),
-         P_T ".paths.ws.serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+        {WITH_PATHS("{'ws':{'type':'websocket','serializers':['ubjson']}}"),
+         P_T ".paths.ws.serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_PATHS("{'ws':{'type':'websocket','auth':{'wampcra':{}}}}"),
          P_T ".paths.ws.auth.wampcra.type: is required"},
         {WITH_PATHS("{'ws':{'type':'websocket','options':{'max_message_size':1}}}"),
