@@ -140,9 +140,10 @@ const char *rt_refusal_name(rt_refusal reason);
 /* A transport adapter refused a handshake (it answered the client itself): counted in
  * stats.handshakes_refused[reason]; logged at info with the reason, listener, peer ("ip:port",
  * NULL or "" if unknown) and detail (one line, NULL = none), rate-limited (RT_LOG_LIMITED: the
- * first lines, then a summary with the count every 10 s while a flood goes on); and, while a trace runs, recorded as a
- * connection record (event "refused") in the traces that keep everything, such as the flight
- * recorder (rt_trace_connection()). Peer-supplied text in detail must be printable ASCII. */
+ * first lines, then a summary with the count every 10 s while a flood goes on); and, while a trace
+ * runs, recorded as a connection record (event "refused") in the traces that keep everything, such
+ * as the flight recorder (rt_trace_connection()). Peer-supplied text in detail must be printable
+ * ASCII. */
 void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,
                                  const char *peer, const char *detail);
 /* A transport adapter received a message over its max_message_size (it logs and closes the

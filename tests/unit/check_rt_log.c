@@ -422,7 +422,7 @@ START_TEST(test_refused_handshakes_rate_limited)
     char *sum = capture_end(&c);
     ck_assert_uint_eq(count_lines(sum), 1);
     ck_assert_ptr_nonnull(
-        strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
+            strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
     free(sum);
     const rt_router_stats *st = rt_router_stats_get(t.rt);
     ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
