@@ -84,7 +84,7 @@ START_TEST(test_level_parse)
     ck_assert_int_eq(lv, RT_LOG_LEVEL_DEBUG);
     lv = RT_LOG_LEVEL_ERR;
     ck_assert(rt_log_level_parse("trace", &lv));
-    ck_assert_int_eq(lv, RT_LOG_LEVEL_DEBUG);
+    ck_assert_int_eq(lv, RT_LOG_LEVEL_TRACE);
     ck_assert(rt_log_level_parse("INFO", &lv));
     ck_assert_int_eq(lv, RT_LOG_LEVEL_INFO);
 
