@@ -64,7 +64,7 @@ int rt_log_level_parse(const char *s, rt_log_level *out)
 const char *rt_log_level_name(rt_log_level level)
 {
     return (unsigned)level < sizeof(level_names) / sizeof(level_names[0]) ? level_names[level]
-                                                                           : "?";
+                                                                          : "?";
 }
 
 bool rt_log_format_parse(const char *s, rt_log_format *out)
@@ -175,8 +175,7 @@ static void lb_put(lbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-__attribute__((format(printf, 2, 0))) static void lb_vprintf(lbuf *b, const char *fmt,
-                                                             va_list ap)
+__attribute__((format(printf, 2, 0))) static void lb_vprintf(lbuf *b, const char *fmt, va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);

@@ -141,7 +141,10 @@ typedef struct stat_row {
     size_t off; /* of a uint64_t in rt_router_stats */
 } stat_row;
 
-#define STAT(n, field, h) {"wampscope_" n, h, offsetof(rt_router_stats, field)}
+#define STAT(n, field, h)                                   \
+    {                                                       \
+        "wampscope_" n, h, offsetof(rt_router_stats, field) \
+    }
 /* clang-format off */
 static const stat_row stat_rows[] = {
     STAT("sessions_opened_total", sessions_opened, "Connections attached to the router."),
@@ -171,6 +174,7 @@ static const stat_row stat_rows[] = {
     STAT("answers_dropped_total", answers_dropped,
          "YIELDs and ERRORs answering no pending call, dropped."),
 };
+
 /* clang-format on */
 
 /* rt_router_gauges without labels. */
@@ -180,7 +184,10 @@ typedef struct gauge_row {
     size_t off; /* of a size_t in rt_router_gauges */
 } gauge_row;
 
-#define GAUGE(n, field, h) {"wampscope_" n, h, offsetof(rt_router_gauges, field)}
+#define GAUGE(n, field, h)                                   \
+    {                                                        \
+        "wampscope_" n, h, offsetof(rt_router_gauges, field) \
+    }
 static const gauge_row gauge_rows[] = {
         GAUGE("queued_messages", queued_messages, "Messages in every outgoing queue."),
         GAUGE("queued_bytes", queued_bytes, "Bytes in every outgoing queue."),
@@ -273,8 +280,8 @@ static void render_messages(mbuf *b, const rt_router_stats *st, bool rx)
             if (v == 0) {
                 continue;
             }
-            const char *lab[] = {"type", t ? wamp_msg_type_name(t) : "undecodable",
-                                 "serializer", wamp_ser_name((wamp_ser)ser), NULL};
+            const char *lab[] = {"type", t ? wamp_msg_type_name(t) : "undecodable", "serializer",
+                                 wamp_ser_name((wamp_ser)ser), NULL};
             sample_u64(b, name, lab, v);
         }
     }
