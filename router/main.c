@@ -229,9 +229,9 @@ static void log_start(const rt_config *cfg)
                 cfg->n_realms ? realms : "(none)");
     if (rt_log_get_level() >= RT_LOG_LEVEL_TRACE) {
         RT_LOG_INFO(0, "log level trace: one line per WAMP message received and sent (type, "
-                       "session, realm, size; never the payload). Message tracing records the "
-                       "messages themselves, filtered, at a fraction of the cost: wampscope-ctl "
-                       "trace start (see wampscope-ctl(1))");
+                       "session, realm, size; never the payload). Message tracing is the better "
+                       "tool: it keeps the messages themselves, filtered, at a fraction of the "
+                       "cost (wampscope-ctl start, see wampscope-ctl(1))");
     }
 }
 
