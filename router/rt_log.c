@@ -414,6 +414,16 @@ static void build_text(lbuf *b, rt_log_level level, uint64_t sid, const rt_log_f
     }
 }
 
+static bool has_field(const rt_log_field *f, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(f[i].key, key) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void build_json(lbuf *b, rt_log_level level, uint64_t sid, const rt_log_field *f, size_t n,
                        const lbuf *msg)
 {
@@ -427,10 +437,11 @@ static void build_json(lbuf *b, rt_log_level level, uint64_t sid, const rt_log_f
         lb_printf(b, ",\"session\":%" PRIu64, sid);
         rt_log_session_info info = {0};
         if (log_session_fn && log_session_fn(log_session_ctx, sid, &info)) {
-            if (info.realm) {
+            /* A field the call site gives wins over the lookup (no key twice). */
+            if (info.realm && !has_field(f, n, "realm")) {
                 lb_json_str(b, "realm", info.realm, strlen(info.realm));
             }
-            if (info.peer && info.peer[0]) {
+            if (info.peer && info.peer[0] && !has_field(f, n, "peer")) {
                 lb_json_str(b, "peer", info.peer, strlen(info.peer));
             }
         }

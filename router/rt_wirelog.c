@@ -1,16 +1,21 @@
 /* rt_wirelog.c: the trace-level message lines and the session lookup of JSON log lines. */
 #include "rt_wirelog.h"
 
+#include "rt_auth.h"
 #include "rt_hmap.h"
 #include "rt_realm.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
 
-/* The realm a line names: the joined one, else the one HELLO asked for while it is handled. */
+/* The realm a line names: the joined one, else the one HELLO asked for (while authenticating,
+ * or while a traced HELLO is handled). */
 static const char *realm_of(const rt_session *s)
 {
     if (s->realm) {
         return rt_realm_name(s->realm);
+    }
+    if (s->auth) {
+        return rt_auth_pending_realm(s->auth);
     }
     return s->rt->cur.set ? s->rt->cur.realm : NULL;
 }
