@@ -26,7 +26,7 @@ NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
 # Debian 12 packages: toolchain, the four C libraries, Check, and the interop clients.
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
-	nodejs npm openssl clang libclang-rt-14-dev
+	python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
