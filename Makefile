@@ -23,7 +23,8 @@ FUZZ_SECONDS ?= $(if $(CI),40,0)
 FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
 NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
 
-# Debian 12 packages: toolchain, the four C libraries, Check, and the interop clients.
+# Debian 12 packages: toolchain, the four C libraries, Check, the interop clients, and the
+# metrics checkers of test_metrics.py (prometheus_client's parser; promtool from prometheus).
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
 	python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev
