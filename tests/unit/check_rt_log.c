@@ -1,4 +1,5 @@
-/* check_rt_log.c: level parsing, the threshold, and the exact line format on stderr (captured
+/* check_rt_log.c: level parsing, the threshold, the exact line format on stderr (text and JSON,
+ * with the JSON escaping of what peers send), rate limiting (captured
  * by pointing fd 2 at a temporary file with dup2). */
 #include <signal.h>
 #include <stdbool.h>

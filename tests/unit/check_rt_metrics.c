@@ -1,4 +1,5 @@
-/* check_rt_metrics.c: the Prometheus text of the router. A small parser written here checks the
+/* check_rt_metrics.c: the Prometheus text of the router (rt_metrics.h), and the per-message
+ * counters and trace-level lines behind it (rt_wirelog.h). A small parser written here checks the
  * exposition format's rules on every rendering (HELP and TYPE before the samples of each family,
  * names and label names well formed, counters ending in _total, no family or series twice,
  * values numeric, label values escaped); the tests check that the values follow the router
@@ -12,6 +13,8 @@
 #include <check.h>
 
 #include "fake_transport.h"
+#include "log_capture.h"
+#include "rt_log.h"
 #include "rt_metrics.h"
 #include "rt_router.h"
 #include "test_router.h"
@@ -354,6 +357,38 @@ START_TEST(test_process_figures)
 
 END_TEST
 
+START_TEST(test_trace_level_lines)
+{
+    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
+    fake_conn_join(a, "realm1");
+    log_capture lc;
+    /* At debug: no message lines. */
+    rt_log_set_level(RT_LOG_LEVEL_DEBUG);
+    log_capture_begin(&lc);
+    fake_conn_send(a, "[48, 1, {}, \"com.example.none\"]");
+    fake_conn_clear(a);
+    char *out = log_capture_end(&lc);
+    ck_assert_uint_eq(log_count_lines(out, "rx CALL"), 0);
+    free(out);
+    /* At trace: one line per message in and out, with its session, realm and size, and never
+     * its payload. */
+    rt_log_set_level(RT_LOG_LEVEL_TRACE);
+    log_capture_begin(&lc);
+    fake_conn_send(a, "[48, 2, {}, \"com.example.none\", [\"secret-arg\"]]");
+    fake_conn_clear(a);
+    out = log_capture_end(&lc);
+    rt_log_set_level(RT_LOG_LEVEL_INFO);
+    ck_assert_uint_eq(log_count_lines(out, "TRACE"), 2);
+    ck_assert_uint_eq(log_count_lines(out, "rx CALL (json) dir=rx type=CALL realm=realm1 bytes="),
+                      1);
+    ck_assert_uint_eq(log_count_lines(out, "tx ERROR (json) dir=tx type=ERROR realm=realm1"), 1);
+    ck_assert_ptr_null(strstr(out, "secret-arg"));
+    free(out);
+    fake_conn_free(a);
+}
+
+END_TEST
+
 static Suite *rt_metrics_suite(void)
 {
     Suite *s = suite_create("rt_metrics");
@@ -365,6 +400,7 @@ static Suite *rt_metrics_suite(void)
     tcase_add_test(tc, test_messages_by_type_and_serializer);
     tcase_add_test(tc, test_traces_labelled_by_id);
     tcase_add_test(tc, test_process_figures);
+    tcase_add_test(tc, test_trace_level_lines);
     suite_add_tcase(s, tc);
     return s;
 }
