@@ -22,8 +22,9 @@ from rt_harness import AsyncTestCase, RouterProc, main, open_session, step, uri
 TRANSPORT = "ws_e2e"  # the transport id in configs/test-e2e.json
 
 
-def metrics_config(tmp):
-    """configs/test-e2e.json with the metrics listener and the flight recorder on."""
+def metrics_config(tmp, extra_realms=0):
+    """configs/test-e2e.json with the metrics listener and the flight recorder on, and
+    extra_realms more realms (m0, m1, ...)."""
     src = os.path.join(os.environ["RT_SOURCE_DIR"], "configs", "test-e2e.json")
     with open(src, encoding="utf-8") as f:
         cfg = json.load(f)
@@ -31,6 +32,9 @@ def metrics_config(tmp):
     ws["metrics"] = {"endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"},
                      "path": "/metrics"}
     ws["tracing"]["flight_recorder"] = True
+    realms = cfg["workers"][0]["realms"]
+    for i in range(extra_realms):
+        realms.append({"name": "m%d" % i, "roles": realms[0]["roles"]})
     path = os.path.join(tmp, "metrics.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f)
@@ -68,10 +72,12 @@ class Scrape:
 
 
 class MetricsTest(AsyncTestCase):
+    EXTRA_REALMS = 0
+
     async def asyncSetUp(self):
         await super().asyncSetUp()
         self.tmp = tempfile.mkdtemp(prefix="wampscope-metrics-")
-        self.router = RouterProc(config=metrics_config(self.tmp)).start()
+        self.router = RouterProc(config=metrics_config(self.tmp, self.EXTRA_REALMS)).start()
         urls = [u for u in self.router.urls if u.startswith("http://")]
         self.assertEqual(len(urls), 1, self.router.urls)
         self.url = urls[0]
@@ -171,6 +177,40 @@ class MetricsTest(AsyncTestCase):
         self.assertNotEqual(status, 101)
         # Still serving after all that.
         self.assertEqual(http_request(self.url)[0], 200)
+
+
+class LargeTextTest(MetricsTest):
+    """A text far over the adapter's 16 KiB write chunk (one sessions series per realm), over
+    one keep-alive connection scraped twice."""
+
+    EXTRA_REALMS = 400
+
+    test_values_follow_traffic = None
+    test_promtool_accepts_the_text = None
+    test_only_get_of_the_path = None
+
+    async def test_large_text_in_chunks_keep_alive(self):
+        await self.session("json", realm="m399")
+        u = urlparse(self.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        try:
+            for _ in range(2):
+                conn.request("GET", u.path)
+                r = conn.getresponse()
+                body = r.read().decode()
+                self.assertEqual(r.status, 200)
+                self.assertEqual(int(r.getheader("content-length")), len(body.encode()))
+                self.assertGreater(len(body), 16384)  # more than one chunk
+                samples = {}
+                for fam in text_string_to_metric_families(body):
+                    for smp in fam.samples:
+                        if smp.name == "wampscope_sessions":
+                            samples[smp.labels["realm"]] = smp.value
+                self.assertEqual(len(samples), 400 + 4)  # realm1..3, mgmt, m0..m399
+                self.assertEqual(samples["m399"], 1)
+                self.assertEqual(samples["m0"], 0)
+        finally:
+            conn.close()
 
 
 class ConfigTest(unittest.TestCase):
