@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,25 +161,51 @@ static int parse_args(int argc, char **argv, main_args *a)
     return -1;
 }
 
+/* The router's log is JSON on stderr (--log-format json, not with --check-config, whose output
+ * is for a person): then every start-up message is a JSON log line too, so that every line on
+ * stderr parses. */
+static bool json_stderr(const main_args *a)
+{
+    return a->log_format && strcmp(a->log_format, "json") == 0 && !a->check_config &&
+           !(a->log_target && strcmp(a->log_target, "syslog") == 0);
+}
+
+/* A start-up message: a log line of level lv when the log is JSON on stderr, else
+ * "wampscope: ..." on stderr. */
+__attribute__((format(printf, 3, 4))) static void say(const main_args *a, rt_log_level lv,
+                                                      const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (json_stderr(a)) {
+        rt_log(lv, 0, "%s", msg);
+    } else {
+        fprintf(stderr, "wampscope: %s\n", msg);
+    }
+}
+
 /* Every error and warning of the configuration, one a line on stderr, each starting with the
  * file; a refused configuration ends with the count. */
-static void report_config(const char *path, wamp_err e, const rt_config_diag *d)
+static void report_config(const main_args *a, wamp_err e, const rt_config_diag *d)
 {
-    const char *src = path ? path : "embedded default configuration";
+    const char *src = a->config_path ? a->config_path : "embedded default configuration";
     for (size_t i = 0; i < d->n_warnings; i++) {
-        fprintf(stderr, "wampscope: %s: warning: %s\n", src, d->warnings[i]);
+        say(a, RT_LOG_LEVEL_WARN, "%s: warning: %s", src, d->warnings[i]);
     }
     for (size_t i = 0; i < d->n_errors; i++) {
-        fprintf(stderr, "wampscope: %s: %s\n", src, d->errors[i]);
+        say(a, RT_LOG_LEVEL_ERR, "%s: %s", src, d->errors[i]);
     }
     if (d->n_errors_dropped) {
-        fprintf(stderr, "wampscope: %s: %zu more error(s) not shown\n", src, d->n_errors_dropped);
+        say(a, RT_LOG_LEVEL_ERR, "%s: %zu more error(s) not shown", src, d->n_errors_dropped);
     }
     if (e == WAMP_ENOMEM) {
-        fprintf(stderr, "wampscope: %s: out of memory\n", src);
+        say(a, RT_LOG_LEVEL_ERR, "%s: out of memory", src);
     } else if (e != WAMP_OK) {
-        fprintf(stderr, "wampscope: %s: %zu error(s), configuration refused\n", src,
-                d->n_errors + d->n_errors_dropped);
+        say(a, RT_LOG_LEVEL_ERR, "%s: %zu error(s), configuration refused", src,
+            d->n_errors + d->n_errors_dropped);
     }
 }
 
@@ -188,9 +215,8 @@ static bool apply_log_level(const main_args *a, const rt_config *cfg)
     const char *s = a->log_level ? a->log_level : cfg->log_level;
     rt_log_level lv = RT_LOG_LEVEL_INFO;
     if (s && !rt_log_level_parse(s, &lv)) {
-        fprintf(stderr,
-                "wampscope: %s: unknown log level \"%s\" (error, warn, info, debug, trace)\n",
-                a->log_level ? "--log-level" : "wampscope.log_level", s);
+        say(a, RT_LOG_LEVEL_ERR, "%s: unknown log level \"%s\" (error, warn, info, debug, trace)",
+            a->log_level ? "--log-level" : "wampscope.log_level", s);
         return false;
     }
     rt_log_set_level(lv);
@@ -319,7 +345,10 @@ int main(int argc, char **argv)
     rt_config_diag diag = {0};
     wamp_err e = args.config_path ? rt_config_parse_file(args.config_path, &cfg, &diag)
                                   : rt_config_parse_default(&cfg, &diag);
-    report_config(args.config_path, e, &diag);
+    if (json_stderr(&args)) {
+        rt_log_set_output(RT_LOG_FORMAT_JSON, RT_LOG_TARGET_STDERR);
+    }
+    report_config(&args, e, &diag);
     rt_config_diag_fini(&diag);
     if (e != WAMP_OK) {
         return EXIT_USAGE;
@@ -342,14 +371,14 @@ int main(int argc, char **argv)
     rc = EXIT_FAILURE;
     rt = rt_router_new(cfg, NULL, NULL);
     if (!rt) {
-        fprintf(stderr, "wampscope: out of memory\n");
+        say(&args, RT_LOG_LEVEL_ERR, "out of memory");
         goto done;
     }
     rt_log_set_session_lookup(rt_router_log_session_info, rt);
     if (cfg->mgmt_enabled) {
         e = mgmt_api_new(rt, rt_router_wall_ns(rt), &mgmt);
         if (e != WAMP_OK) {
-            fprintf(stderr, "wampscope: cannot start the management API: %s\n", wamp_strerror(e));
+            say(&args, RT_LOG_LEVEL_ERR, "cannot start the management API: %s", wamp_strerror(e));
             goto done;
         }
         char nets[1024];
@@ -379,8 +408,10 @@ int main(int argc, char **argv)
     rt_lws_options opt = {.port_override = args.port};
     e = rt_lws_new(rt, &opt, &l, err, sizeof(err));
     if (e != WAMP_OK) {
-        RT_LOG_ERR(0, "%s", err);
-        fprintf(stderr, "wampscope: %s\n", err);
+        if (!json_stderr(&args)) {
+            RT_LOG_ERR(0, "%s", err);
+        }
+        say(&args, RT_LOG_LEVEL_ERR, "%s", err);
         goto done;
     }
     if (!announce(l, args.ports_file)) {

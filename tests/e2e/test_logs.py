@@ -22,7 +22,8 @@ LEVELS = {"error", "warn", "info", "debug", "trace"}
 
 def log_config(tmp):
     """configs/test-e2e.json whose transport also takes ticket authentication (joe / right),
-    failing without delay."""
+    failing without delay, with a key that has no effect in wampscope (a configuration
+    warning at start-up)."""
     src = os.path.join(os.environ["RT_SOURCE_DIR"], "configs", "test-e2e.json")
     with open(src, encoding="utf-8") as f:
         cfg = json.load(f)
@@ -32,6 +33,7 @@ def log_config(tmp):
         "ticket": {"type": "static",
                    "principals": {"joe": {"ticket": "right", "role": "anonymous"}}}}
     worker["wampscope"]["limits"]["auth_failure_delay"] = 0
+    worker["transports"][0]["endpoint"]["backlog"] = 50
     path = os.path.join(tmp, "logs.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f)
@@ -140,6 +142,9 @@ class LogTest(AsyncTestCase):
             self.assertTrue(hits, "no line for %s in:\n%s" % (what, "\n".join(map(str, lines))))
             return hits[0]
 
+        # The configuration's warning is a log line too.
+        warning = find(lambda o: "with no effect in wampscope" in o["msg"], "config warning")
+        self.assertEqual(warning["level"], "warn")
         # The trace level: the CALL received and its RESULT sent, with their fields.
         call = find(lambda o: o.get("type") == "CALL" and o.get("dir") == "rx", "rx CALL")
         self.assertEqual(call["level"], "trace")
