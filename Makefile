@@ -14,6 +14,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build
 TEST_DIR := build-test
 NODE_DIR := tests/interop/node
+BROWSER_DIR := tests/browser
 FUZZ_DIR := build-fuzz
 DEB_DIR := build-deb
 PREFIX ?= /usr/local
@@ -22,12 +23,14 @@ FUZZ_SECONDS ?= $(if $(CI),40,0)
 # `make fuzz` alone runs 60 s per target when FUZZ_SECONDS is 0.
 FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
 NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
+BROWSER_NPM_STAMP := $(BROWSER_DIR)/node_modules/.wampscope-npm-ci
 
 # Debian 12 packages: toolchain, the four C libraries, Check, the interop clients, and the
-# metrics checkers of test_metrics.py (prometheus_client's parser; promtool from prometheus).
+# metrics checkers of test_metrics.py (prometheus_client's parser; promtool from prometheus) and
+# the browser of the trace viewer's tests.
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
-	python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev
+	python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev chromium
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -99,9 +102,14 @@ deb:
 	@ls -1 $(DEB_DIR)/wampscope_*.deb
 
 # npm ci only when node_modules is missing or the lock file (or package.json) changed.
-npm: $(NPM_STAMP)
+# tests/browser: puppeteer-core (drives the system chromium; it never downloads a browser) and
+# the DevTools trace engine.
+npm: $(NPM_STAMP) $(BROWSER_NPM_STAMP)
 $(NPM_STAMP): $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+	touch $@
+$(BROWSER_NPM_STAMP): $(BROWSER_DIR)/package-lock.json $(BROWSER_DIR)/package.json
+	cd $(BROWSER_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
 test-build:
@@ -142,7 +150,7 @@ clean:
 	rm -rf $(BUILD_DIR) $(TEST_DIR) $(FUZZ_DIR) $(DEB_DIR)
 
 distclean: clean
-	rm -rf $(NODE_DIR)/node_modules
+	rm -rf $(NODE_DIR)/node_modules $(BROWSER_DIR)/node_modules
 
 format:
 	clang-format -i $(C_SOURCES)

@@ -143,6 +143,15 @@ static json_t *worker_stats(const mgmt_api *m)
         o = NULL;
     }
     json_decref(hits);
+    /* Handshakes the transports refused, per reason: handshakes_refused_subprotocol, ... */
+    for (int r = 0; o && r < RT_REFUSAL_COUNT; r++) {
+        char key[64];
+        snprintf(key, sizeof(key), "handshakes_refused_%s", rt_refusal_name((rt_refusal)r));
+        if (json_object_set_new(o, key, json_integer((json_int_t)st->handshakes_refused[r])) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
     return o;
 }
 

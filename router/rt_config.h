@@ -133,7 +133,9 @@ typedef struct rt_listener {
     char *tls_ciphers;     /* tls.ciphers: OpenSSL cipher list (TLS <= 1.2); NULL = default */
     char *path;            /* HTTP path of the WebSocket endpoint, "/" or "/ws" etc.; NULL for
                             * RawSocket */
-    bool ser_json;         /* "serializers" contains "json" (default both) */
+    bool any_path; /* a "websocket" transport: WAMP on every request path, as in Crossbar (path
+                    * is only the one printed); false on a web or universal transport's path */
+    bool ser_json; /* "serializers" contains "json" (default both) */
     bool ser_msgpack;
     /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
      * enforces the largest power of two 512..16 MiB not above it (wamp_rawsock.h). */

@@ -95,6 +95,7 @@ static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, 
     if (!cfg_stop(err)) {
         err = cfg_worse(err, parse_url(c, path, o, is_transport, l));
     }
+    l->any_path = is_transport;
     l->ser_json = true;
     l->ser_msgpack = true;
     const json_t *sers = json_object_get(o, "serializers");

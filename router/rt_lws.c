@@ -42,6 +42,10 @@
 /* Protocol table entries of one vhost: the WebSocket ones, RawSocket, the terminator. */
 #define RT_LWS_PROTOCOLS_MAX (RT_LWS_WS_PROTOCOLS_MAX + 1)
 
+/* Bytes of request headers a connection may send before its WebSocket upgrade (lws's
+ * max_http_header_data, an unsigned short). */
+#define RT_LWS_HEADER_BYTES 16384
+
 /* Unix socket files get this mode: owner and group may connect (configs/README.md). */
 #define RT_LWS_UNIX_MODE 0660
 
@@ -91,6 +95,11 @@ static void log_sink(int level, const char *line)
     size_t n = strlen(line);
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) {
         n--;
+    }
+    /* lws 4.1 logs every lws_adopt_socket_vhost_readbuf() as an error ("adopt_socket_readbuf:
+     * calling service", core-net/adopt.c); the WebSocket adapter uses it on purpose. */
+    if (strncmp(line, "adopt_socket_readbuf: ", 22) == 0) {
+        lv = RT_LOG_LEVEL_DEBUG;
     }
     /* lws logs some failures once per event a peer causes (an accept() failing while file
      * descriptors run out, for one): rate-limited like every such line, with the monotonic clock
@@ -431,6 +440,12 @@ wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char
             info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
         }
     }
+    /* RFC 6455 8.1: a text message that is not valid UTF-8 fails the connection with 1007
+     * (lws checks it before RECEIVE, roles/ws/ops-ws.c). */
+    info.options |= LWS_SERVER_OPTION_VALIDATE_UTF8;
+    /* The request headers lws keeps per connection being upgraded (default 4096): room for a
+     * Sec-WebSocket-Protocol offer of several KiB next to the usual headers. */
+    info.max_http_header_data = RT_LWS_HEADER_BYTES;
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.user = rt;
     l->ctx = lws_create_context(&info);

@@ -15,17 +15,23 @@
 #include "rt_lws_ws.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <libwebsockets.h>
 
 #include "rt_log.h"
 #include "rt_router.h"
 #include "rt_session.h"
+#include "rt_subproto.h"
 #include "wamp_buf.h"
 #include "wamp_types.h"
 
@@ -58,6 +64,9 @@ typedef struct ws_pss {
     uint16_t close_code;
     char close_reason[RT_LWS_WS_REASON_MAX];
 } ws_pss;
+
+static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                 size_t len);
 
 static rt_router *router_of(struct lws *wsi)
 {
@@ -133,47 +142,79 @@ static int close_frame(struct lws *wsi, ws_pss *pss)
 
 /* --- Handshake ------------------------------------------------------------------------------ */
 
-/* The request path (without the query string, which lws keeps apart) equals the listener's. */
-static bool path_matches(struct lws *wsi, const char *path)
+/* lws 4.1 copies Sec-WebSocket-Protocol into a 128-byte buffer to pick the subprotocol
+ * (lws_process_ws_upgrade(), roles/ws/server-ws.c) and fails the upgrade without any answer
+ * when the value does not fit ("protocol list too long"; autobahn-python offers 137 bytes by
+ * default). It also takes the client's first choice, splits tokens by its own rules and fails on
+ * a name of 64 bytes or more. So confirm_upgrade() negotiates (rt_subproto.h) and lets lws go on
+ * only with an offer lws picks the same subprotocol from; any other is rewritten
+ * (rewrite_upgrade()). */
+#define RT_LWS_WS_LWS_OFFER_MAX 127 /* bytes: longer offers fail in lws */
+#define RT_LWS_WS_LWS_NAME_MAX  63  /* bytes of one name lws can look up */
+
+/* Bytes of the rewritten request (method, path, five headers) and of the headers copied. */
+#define RT_LWS_WS_REWRITE_MAX 1024
+#define RT_LWS_WS_HOST_MAX    256
+#define RT_LWS_WS_KEY_MAX     128 /* lws refuses longer keys (MAX_WEBSOCKET_04_KEY_LEN) */
+
+/* Bytes of a detail (log line, connection record) quoting what the client sent. */
+#define RT_LWS_WS_QUOTE_MAX 160
+
+/* The serializers the listener's "serializers" enable (one line per configurable serializer). */
+static unsigned enabled_sers(const rt_listener *cfg)
 {
+    return (cfg->ser_json ? RT_SUBPROTO_BIT(WAMP_SER_JSON) : 0u) |
+           (cfg->ser_msgpack ? RT_SUBPROTO_BIT(WAMP_SER_MSGPACK) : 0u);
+}
+
+/* The request path (without the query string, which lws keeps apart) is the listener's, or the
+ * listener is a "websocket" transport, which serves every path (as Crossbar does). */
+static bool path_ok(struct lws *wsi, const rt_listener *cfg)
+{
+    if (cfg->any_path) {
+        return true;
+    }
     char uri[256];
     int n = lws_hdr_copy(wsi, uri, (int)sizeof(uri), WSI_TOKEN_GET_URI);
-    return n > 0 && strcmp(uri, path ? path : "/") == 0;
+    return n > 0 && strcmp(uri, cfg->path ? cfg->path : "/") == 0;
 }
 
-/* Mirrors lws's own choice (server-ws.c: the first offered name that is a protocol of the
- * vhost wins) and says whether that choice is one of our WAMP subprotocols. */
-static bool offers_wamp(struct lws *wsi)
+/* Writes s[0..n) into out (len > 4) as printable ASCII for a log line or a record: other bytes
+ * become '?', and text that does not fit is cut and ends in "...". */
+static void quote(const char *s, size_t n, char *out, size_t len)
 {
-    char list[256];
-    int n = lws_hdr_copy(wsi, list, (int)sizeof(list), WSI_TOKEN_PROTOCOL);
-    if (n <= 0) {
-        return false;
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[k++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
     }
-    char *save = NULL;
-    for (char *tok = strtok_r(list, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
-        const struct lws_protocols *p = lws_vhost_name_to_protocol(lws_get_vhost(wsi), tok);
-        if (p) {
-            return p->id == WAMP_SER_JSON || p->id == WAMP_SER_MSGPACK;
-        }
+    if (k < n) {
+        memcpy(out + len - 4, "...", 4);
+    } else {
+        out[k] = '\0';
     }
-    return false;
 }
 
-static void peer_name(struct lws *wsi, char *buf, size_t len)
+/* Counts, logs and records a refused handshake (rt_router_refused_handshake()). */
+static void refused(struct lws *wsi, rt_refusal reason, const char *detail)
 {
-    if (lws_get_peer_simple(wsi, buf, len) == NULL) {
-        snprintf(buf, len, "?");
-    }
+    rt_peer peer;
+    memset(&peer, 0, sizeof(peer));
+    rt_lws_fill_peer(wsi, &peer);
+    rt_router_refused_handshake(router_of(wsi), reason, listener_of(wsi)->cfg->id, peer.addr,
+                                detail);
 }
 
 /* Answers an HTTP request with status code and a one-line body. Returns what an lws HTTP
  * callback returns next: <0 on write failure. */
 static int http_refuse(struct lws *wsi, unsigned int code, const char *why)
 {
-    char peer[64];
-    peer_name(wsi, peer, sizeof(peer));
-    RT_LOG_DEBUG(0, "HTTP request from %s refused with %u: %s", peer, code, why);
+    if (rt_log_get_level() >= RT_LOG_LEVEL_DEBUG) {
+        rt_peer peer;
+        memset(&peer, 0, sizeof(peer));
+        rt_lws_fill_peer(wsi, &peer);
+        RT_LOG_DEBUG(0, "HTTP request from %s refused with %u: %s", peer.addr, code, why);
+    }
     return lws_return_http_status(wsi, code, why) ? -1 : 0;
 }
 
@@ -182,12 +223,9 @@ static int http_refuse(struct lws *wsi, unsigned int code, const char *why)
  * which WebSocket clients reject as a protocol error instead of reporting the status. */
 static int upgrade_refuse(struct lws *wsi, unsigned int code, const char *status, const char *why)
 {
-    unsigned char buf[LWS_PRE + 384];
+    unsigned char buf[LWS_PRE + 512];
     char *p = (char *)buf + LWS_PRE;
     size_t room = sizeof(buf) - LWS_PRE;
-    char peer[64];
-    peer_name(wsi, peer, sizeof(peer));
-    RT_LOG_DEBUG(0, "WebSocket upgrade from %s refused with %u: %s", peer, code, why);
     int n = snprintf(p, room,
                      "HTTP/1.1 %u %s\r\ncontent-type: text/plain\r\ncontent-length: %zu\r\n"
                      "connection: close\r\n\r\n%s\n",
@@ -204,37 +242,226 @@ static bool over_cap(const rt_lws_ws_listener *lis)
     return lis->cfg->max_connections && *lis->ws_conns >= lis->cfg->max_connections;
 }
 
+/* What lws will do with the offer: the id (wamp_ser) of the subprotocol it binds, -1 when it
+ * binds "http" or another protocol of the vhost or fails (lws_process_ws_upgrade(): the first
+ * offered name that is a protocol of the vhost; only names of letters, digits, '.', '-' and '_'
+ * are split the same way by lws's tokenizer). */
+static int lws_choice(struct lws *wsi, const char *offer, size_t len)
+{
+    if (len >= RT_LWS_WS_LWS_OFFER_MAX) {
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)offer[i];
+        if (!isalnum(c) && !strchr(".-_, \t", c)) {
+            return -1;
+        }
+    }
+    size_t pos = 0;
+    const char *tok;
+    size_t tok_len;
+    while (rt_subproto_next(offer, len, &pos, &tok, &tok_len)) {
+        char name[RT_LWS_WS_LWS_NAME_MAX + 1];
+        if (tok_len > RT_LWS_WS_LWS_NAME_MAX) {
+            return -1;
+        }
+        memcpy(name, tok, tok_len);
+        name[tok_len] = '\0';
+        const struct lws_protocols *p = lws_vhost_name_to_protocol(lws_get_vhost(wsi), name);
+        if (p) {
+            return p->callback == ws_cb ? (int)p->id : -1;
+        }
+    }
+    return -1;
+}
+
+/* Copies header h into buf as a plain header value (printable ASCII); false if absent, too
+ * long or anything else. */
+static bool plain_header(struct lws *wsi, enum lws_token_indexes h, char *buf, size_t len)
+{
+    int n = lws_hdr_copy(wsi, buf, (int)len, h);
+    if (n <= 0) {
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] >= 0x7f) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* true if the Connection header lists the token "upgrade" (RFC 7230 6.1; any case). */
+static bool connection_upgrade(struct lws *wsi)
+{
+    char conn[256];
+    int n = lws_hdr_copy(wsi, conn, (int)sizeof(conn), WSI_TOKEN_CONNECTION);
+    size_t pos = 0;
+    const char *tok;
+    size_t tok_len;
+    while (n > 0 && rt_subproto_next(conn, (size_t)n, &pos, &tok, &tok_len)) {
+        if (tok_len == 7 && strncasecmp(tok, "upgrade", 7) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* What is wrong with an upgrade request that lws would drop without an answer (RFC 6455 4.1
+ * and lws's own checks in roles/ws/server-ws.c), or NULL. Copies the Host, Sec-WebSocket-Key
+ * and Sec-WebSocket-Version headers into h for rewrite_upgrade(). */
+typedef struct upgrade_hdrs {
+    char host[RT_LWS_WS_HOST_MAX];
+    char key[RT_LWS_WS_KEY_MAX];
+    char version[16];
+} upgrade_hdrs;
+
+static const char *bad_request(struct lws *wsi, upgrade_hdrs *h)
+{
+    if (!plain_header(wsi, WSI_TOKEN_HOST, h->host, sizeof(h->host))) {
+        return "no valid Host header";
+    }
+    if (!plain_header(wsi, WSI_TOKEN_KEY, h->key, sizeof(h->key))) {
+        return "no valid Sec-WebSocket-Key header";
+    }
+    if (!plain_header(wsi, WSI_TOKEN_VERSION, h->version, sizeof(h->version))) {
+        return "no valid Sec-WebSocket-Version header";
+    }
+    if (!connection_upgrade(wsi)) {
+        return "no \"Connection: Upgrade\" header";
+    }
+    return NULL;
+}
+
+/* Takes the negotiation over from lws (see RT_LWS_WS_LWS_OFFER_MAX): the connection's socket
+ * is handed to a new lws connection on the same vhost together with the request rewritten to
+ * offer only ser's subprotocol (lws_adopt_socket_vhost_readbuf(): lws parses those bytes as if
+ * they had been read from the socket, and answers 101 with that subprotocol). The old
+ * connection keeps its descriptor number, which now refers to an unconnected socket, so that
+ * closing it (the shutdown() included) leaves the client's connection alone. A client sends
+ * nothing after its upgrade request before the answer, so no bytes are lost with the old
+ * connection. Plain TCP only: a TLS session cannot change hands. Returns -1 (the old connection
+ * closes) in every case; answers 400 or 503 itself when it cannot go on. */
+static int rewrite_upgrade(struct lws *wsi, const rt_lws_ws_listener *lis, wamp_ser ser,
+                           const upgrade_hdrs *h)
+{
+    char req[RT_LWS_WS_REWRITE_MAX];
+    int n = snprintf(req, sizeof(req),
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                     "Sec-WebSocket-Version: %s\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
+                     lis->cfg->path ? lis->cfg->path : "/", h->host, h->key, h->version,
+                     rt_subproto_name(ser));
+    int fd = lws_get_socket_fd(wsi);
+    int keep = -1;
+    int stub = -1;
+    errno = EINVAL; /* the request does not fit req */
+    if (n > 0 && (size_t)n < sizeof(req) && fd >= 0) {
+        keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        stub = keep >= 0 ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+    }
+    if (stub < 0 || dup2(stub, fd) < 0) {
+        RT_LOG_WARN(0, "cannot take over a WebSocket upgrade: %s; answering 503", strerror(errno));
+        if (keep >= 0) {
+            close(keep);
+        }
+        if (stub >= 0) {
+            close(stub);
+        }
+        return upgrade_refuse(wsi, 503, "Service Unavailable", "try again later");
+    }
+    close(stub);
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    RT_LOG_DEBUG(0, "WebSocket upgrade negotiated by the router: %s", rt_subproto_name(ser));
+    /* On failure lws closes keep itself. */
+    (void)lws_adopt_socket_vhost_readbuf(lws_get_vhost(wsi), keep, req, (size_t)n);
+    return -1;
+}
+
 /* LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: the headers are still available, so a bad upgrade gets an
- * HTTP answer (404 wrong path, 400 no WAMP subprotocol) instead of a bare disconnect. Returns
- * 0 to proceed, -1 to hang up (after answering). */
+ * HTTP answer (404 wrong path, 400 no WAMP subprotocol) instead of a bare disconnect, and the
+ * subprotocol is chosen here (rt_subproto_choose()). Returns 0 to let lws answer 101, -1 to
+ * hang up (after answering, or after handing the connection on). */
 static int confirm_upgrade(struct lws *wsi, const char *upgrade)
 {
     const rt_lws_ws_listener *lis = listener_of(wsi);
+    char detail[RT_LWS_WS_QUOTE_MAX + 64];
+    upgrade_hdrs hdrs;
     if (!upgrade || strcasecmp(upgrade, "websocket") != 0) {
+        refused(wsi, RT_REFUSAL_REQUEST, "Upgrade is not websocket");
         return upgrade_refuse(wsi, 400, "Bad Request", "only WebSocket upgrades are supported");
     }
-    if (!path_matches(wsi, lis->cfg->path)) {
+    const char *bad = bad_request(wsi, &hdrs);
+    if (bad) {
+        refused(wsi, RT_REFUSAL_REQUEST, bad);
+        return upgrade_refuse(wsi, 400, "Bad Request", bad);
+    }
+    if (!path_ok(wsi, lis->cfg)) {
+        char path[RT_LWS_WS_QUOTE_MAX];
+        char uri[RT_LWS_WS_QUOTE_MAX];
+        int n = lws_hdr_copy(wsi, uri, (int)sizeof(uri), WSI_TOKEN_GET_URI);
+        quote(uri, n > 0 ? (size_t)n : 0, path, sizeof(path));
+        snprintf(detail, sizeof(detail), "no WebSocket endpoint on path %s (serves %s)",
+                 n >= 0 ? path : "(long)", lis->cfg->path ? lis->cfg->path : "/");
+        refused(wsi, RT_REFUSAL_PATH, detail);
         return upgrade_refuse(wsi, 404, "Not Found", "no WebSocket endpoint on this path");
     }
-    if (!offers_wamp(wsi)) {
-        return upgrade_refuse(wsi, 400, "Bad Request",
-                              "WAMP needs the WebSocket subprotocol wamp.2.json or "
-                              "wamp.2.msgpack");
+    int total = lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL);
+    size_t len = total > 0 ? (size_t)total : 0;
+    char *offer = len ? malloc(len + 1) : NULL;
+    if (len && (!offer || lws_hdr_copy(wsi, offer, total + 1, WSI_TOKEN_PROTOCOL) != total)) {
+        free(offer);
+        RT_LOG_WARN(0, "cannot read a WebSocket upgrade's subprotocols (out of memory)");
+        return upgrade_refuse(wsi, 503, "Service Unavailable", "try again later");
+    }
+    wamp_ser ser = WAMP_SER_JSON;
+    bool chosen = rt_subproto_choose(offer, len, enabled_sers(lis->cfg), &ser);
+    int lws_ser = chosen ? lws_choice(wsi, offer, len) : -1;
+    if (!chosen) {
+        char q[RT_LWS_WS_QUOTE_MAX];
+        quote(offer ? offer : "", len, q, sizeof(q));
+        snprintf(detail, sizeof(detail), len ? "offered %s" : "no Sec-WebSocket-Protocol", q);
+    }
+    free(offer);
+    if (!chosen) {
+        char list[64];
+        char body[128];
+        (void)rt_subproto_list(enabled_sers(lis->cfg), list, sizeof(list));
+        snprintf(body, sizeof(body), "This server only speaks WebSocket subprotocols %s", list);
+        refused(wsi, RT_REFUSAL_SUBPROTOCOL, detail);
+        return upgrade_refuse(wsi, 400, "Bad Request", body);
     }
     if (over_cap(lis)) {
         /* options.max_connections: refused before the upgrade, as autobahn's server does
          * (maxConnections), so the client sees why (an HTTP status, no WebSocket, no session)
          * and nothing is allocated for it. */
-        char peer[64];
-        peer_name(wsi, peer, sizeof(peer));
+        rt_peer peer;
+        memset(&peer, 0, sizeof(peer));
+        rt_lws_fill_peer(wsi, &peer);
         char why[96];
         snprintf(why, sizeof(why), "its maximum of %zu connections (options.max_connections)",
                  lis->cfg->max_connections);
-        rt_router_refused_connection(router_of(wsi), lis->cfg->id, peer, why);
+        rt_router_refused_connection(router_of(wsi), lis->cfg->id, peer.addr, why);
         return upgrade_refuse(wsi, 503, "Service Unavailable",
                               "maximum number of connections reached");
     }
-    return 0;
+    if (lws_ser == (int)ser) {
+        return 0; /* lws binds the same subprotocol */
+    }
+    if (!lws_is_ssl(wsi)) {
+        return rewrite_upgrade(wsi, lis, ser, &hdrs);
+    }
+    if (lws_ser >= 0) {
+        return 0; /* TLS: lws binds the client's first choice among ours */
+    }
+    snprintf(detail, sizeof(detail),
+             "an offer of %zu bytes on a TLS listener, which takes at most %d bytes of simple "
+             "names",
+             len, RT_LWS_WS_LWS_OFFER_MAX - 1);
+    refused(wsi, RT_REFUSAL_SUBPROTOCOL, detail);
+    return upgrade_refuse(wsi, 400, "Bad Request",
+                          "on this TLS endpoint, offer at most 126 bytes of subprotocols, "
+                          "e.g. wamp.2.json");
 }
 
 /* protocols[0]: everything that did not negotiate a WAMP subprotocol ends up here. */
@@ -248,7 +475,8 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
         /* Plain HTTP: this is a WebSocket-only endpoint. Answer, then finish the transaction
          * (lws keeps or closes the connection per HTTP keep-alive). */
         const rt_lws_ws_listener *lis = listener_of(wsi);
-        bool on_path = in && lis->cfg->path && strcmp(in, lis->cfg->path) == 0;
+        bool on_path =
+                lis->cfg->any_path || (in && lis->cfg->path && strcmp(in, lis->cfg->path) == 0);
         int r = on_path ? http_refuse(wsi, HTTP_STATUS_BAD_REQUEST,
                                       "this is a WAMP WebSocket endpoint")
                         : http_refuse(wsi, HTTP_STATUS_NOT_FOUND, "not found");
@@ -366,13 +594,23 @@ static void too_big(ws_pss *pss, size_t max)
     request_close(pss, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too big", true);
 }
 
-/* One RECEIVE chunk: a whole frame or part of one; last = the message is complete. Text and
- * binary frames are both accepted whatever the subprotocol: the decoder judges the bytes. */
-static void rx_chunk(ws_pss *pss, const void *in, size_t len, bool last)
+/* One RECEIVE chunk: a whole frame or part of one; binary = it belongs to a binary message;
+ * last = the message is complete. */
+static void rx_chunk(ws_pss *pss, const void *in, size_t len, bool binary, bool last)
 {
     if (!pss->sess || pss->closing) {
         /* Closing (asked by the core, or by us): input is ignored. */
         wamp_buf_unref(&pss->rx);
+        return;
+    }
+    if (binary == pss->text) {
+        /* WAMP spec, "WebSocket Transport": wamp.2.json travels in text messages, binary
+         * serializers in binary ones. Answered like any other protocol violation. */
+        wamp_buf_unref(&pss->rx);
+        rt_session_protocol_violation(pss->sess, pss->text ? "binary WebSocket message on a "
+                                                             "wamp.2.json connection"
+                                                           : "text WebSocket message on a "
+                                                             "wamp.2.msgpack connection");
         return;
     }
     size_t max = pss->lis->cfg->max_message_size ? pss->lis->cfg->max_message_size : SIZE_MAX;
@@ -516,11 +754,12 @@ static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         /* Second line of defence behind confirm_upgrade(): the GET URI must be the path. */
-        return path_matches(wsi, listener_of(wsi)->cfg->path) ? 0 : 1;
+        return path_ok(wsi, listener_of(wsi)->cfg) ? 0 : 1;
     case LWS_CALLBACK_ESTABLISHED:
         return on_established(wsi, pss);
     case LWS_CALLBACK_RECEIVE:
-        rx_chunk(pss, in, len, lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi));
+        rx_chunk(pss, in, len, lws_frame_is_binary(wsi),
+                 lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi));
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return tx_one(wsi, pss);
@@ -540,19 +779,16 @@ size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out)
     out[i].name = "http";
     out[i].callback = http_cb;
     i++;
-    if (cfg->ser_json) {
-        out[i].name = WAMP_SUBPROTOCOL_JSON;
+    /* One entry per serializer the listener enables and rt_subproto.c negotiates. */
+    for (int s = 1; s < WAMP_SER_COUNT; s++) {
+        const char *name = rt_subproto_name((wamp_ser)s);
+        if (!name || !(enabled_sers(cfg) & RT_SUBPROTO_BIT(s))) {
+            continue;
+        }
+        out[i].name = name;
         out[i].callback = ws_cb;
         out[i].per_session_data_size = sizeof(ws_pss);
-        out[i].id = WAMP_SER_JSON;
-        i++;
-        n_wamp++;
-    }
-    if (cfg->ser_msgpack) {
-        out[i].name = WAMP_SUBPROTOCOL_MSGPACK;
-        out[i].callback = ws_cb;
-        out[i].per_session_data_size = sizeof(ws_pss);
-        out[i].id = WAMP_SER_MSGPACK;
+        out[i].id = (unsigned int)s;
         i++;
         n_wamp++;
     }

@@ -12,12 +12,14 @@
 
 #include "rt_config.h"
 #include "rt_transport.h"
+#include "wamp_types.h"
 
 struct lws;
 struct lws_protocols;
 
-/* Entries rt_lws_ws_protocols() writes at most: "http", two WAMP subprotocols, terminator. */
-#define RT_LWS_WS_PROTOCOLS_MAX 4
+/* Entries rt_lws_ws_protocols() writes at most: "http", one WAMP subprotocol per serializer,
+ * the terminator. */
+#define RT_LWS_WS_PROTOCOLS_MAX (WAMP_SER_COUNT + 1)
 
 /* Bytes of the send scratch buffer (see rt_lws_ws_listener.tx_scratch). */
 #define RT_LWS_WS_SCRATCH ((size_t)64 * 1024)
@@ -40,10 +42,11 @@ typedef struct rt_lws_ws_listener {
 } rt_lws_ws_listener;
 
 /* Fills out[0..RT_LWS_WS_PROTOCOLS_MAX) with the protocol table of cfg: protocols[0] "http"
- * (refuses plain HTTP and any WebSocket upgrade that does not negotiate an enabled WAMP
- * subprotocol on cfg->path), then "wamp.2.json" (id WAMP_SER_JSON) and/or "wamp.2.msgpack"
- * (id WAMP_SER_MSGPACK) as enabled, then the terminator. Returns the number of WAMP
- * subprotocols (0: the listener can accept nothing). */
+ * (refuses plain HTTP; chooses the subprotocol of a WebSocket upgrade with rt_subproto.h and
+ * refuses, with an HTTP status, one that offers no enabled WAMP subprotocol or comes on another
+ * path than cfg->path unless cfg->any_path), then one entry per enabled serializer named by
+ * rt_subproto_name() ("wamp.2.json", id WAMP_SER_JSON; ...), then the terminator. Returns the
+ * number of WAMP subprotocols (0: the listener can accept nothing). */
 size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out);
 
 /* Fills peer->addr ("ip:port" / "[ip6]:port"; IPv4-mapped shown as IPv4) and is_loopback from

@@ -217,12 +217,52 @@ void rt_router_refused_connection(rt_router *rt, const char *listener_id, const 
                                   const char *why)
 {
     rt->stats.connection_refusals++;
+    if (trace_hub_is_active(rt->hub)) {
+        rt_trace_connection(rt, "refused", "limit", listener_id, peer && *peer ? peer : NULL,
+                            why ? why : "limits.rawsocket_min_length");
+    }
     if (!why) {
         return;
     }
     RT_LOG_INFO_LIMITED(rt_router_now_us(rt), "connection refused by a listener limit", 0,
                         "connection from %s refused by listener %s: %s", peer && *peer ? peer : "?",
                         listener_id ? listener_id : "?", why);
+}
+
+const char *rt_refusal_name(rt_refusal reason)
+{
+    switch (reason) {
+    case RT_REFUSAL_REQUEST:
+        return "request";
+    case RT_REFUSAL_PATH:
+        return "path";
+    case RT_REFUSAL_SUBPROTOCOL:
+        return "subprotocol";
+    default:
+        return "?";
+    }
+}
+
+void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,
+                                 const char *peer, const char *detail)
+{
+    if ((unsigned)reason >= RT_REFUSAL_COUNT) {
+        return;
+    }
+    rt->stats.handshakes_refused[reason]++;
+    const char *name = rt_refusal_name(reason);
+    peer = peer && *peer ? peer : NULL;
+    if (trace_hub_is_active(rt->hub)) {
+        rt_trace_connection(rt, "refused", name, listener_id, peer, detail);
+    }
+    /* A client that retries in a loop must not flood the log (RT_LOG_LIMITED: the first lines,
+     * then a summary with the count every 10 s while it goes on; a handshake is what a
+     * connection causes once: RT_LOG_BURST_CONN lines before counting starts). */
+    RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                     "WebSocket handshake refused", 0,
+                     "WebSocket handshake from %s refused by listener %s (%s)%s%s",
+                     peer ? peer : "?", listener_id ? listener_id : "?", name, detail ? ": " : "",
+                     detail ? detail : "");
 }
 
 void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)

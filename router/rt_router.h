@@ -75,6 +75,14 @@ void rt_router_set_trace_events(rt_router *rt, const struct trace_hub_events *ev
 /* Next router-scope id (subscriptions, registrations, invocations): 1, 2, ... wrapping at 2^53. */
 uint64_t rt_router_next_id(rt_router *rt);
 
+/* Why a transport adapter refused a connection's handshake (before any session existed). */
+typedef enum rt_refusal {
+    RT_REFUSAL_REQUEST,     /* "request": not a valid WebSocket upgrade request (HTTP 400) */
+    RT_REFUSAL_PATH,        /* "path": no WebSocket endpoint on the request path (HTTP 404) */
+    RT_REFUSAL_SUBPROTOCOL, /* "subprotocol": no WAMP subprotocol the listener speaks (HTTP 400) */
+    RT_REFUSAL_COUNT
+} rt_refusal;
+
 /* Slots of the per-type message counters: one per WAMP type code 0..YIELD (70). */
 #define RT_STATS_TYPE_SLOTS (WAMP_MSG_YIELD + 1)
 
@@ -112,6 +120,8 @@ typedef struct rt_router_stats {
     /* YIELDs and ERRORs answering no pending call (canceled, timed out, its caller gone),
      * dropped */
     uint64_t answers_dropped;
+    /* Handshakes refused by a transport adapter, per rt_refusal (rt_router_refused_handshake()) */
+    uint64_t handshakes_refused[RT_REFUSAL_COUNT];
     /* Messages received (counted after decoding; slot 0: undecodable) and queued to be sent,
      * by serializer and WAMP type code (rt_wirelog.h). */
     uint64_t messages_rx_by_type[WAMP_SER_COUNT][RT_STATS_TYPE_SLOTS];
@@ -125,9 +135,24 @@ const rt_router_stats *rt_router_stats_get(const rt_router *rt);
  * counted in stats.connection_refusals and logged at info, rate-limited (RT_LOG_LIMITED: one
  * line, then a summary with the count every 10 s while it goes on), so a connection flood
  * cannot flood the log.
- * why NULL: counted only (the adapter logged it). */
+ * why NULL: counted only (the adapter logged it; a RawSocket client's announced length under
+ * limits.rawsocket_min_length). While a trace runs, also a connection record (event "refused",
+ * reason "limit", detail why) as rt_router_refused_handshake() makes. */
 void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
                                   const char *why);
+/* "request", "path", "subprotocol" (the names in stats, logs and connection records); "?" for
+ * anything else. Static string. */
+const char *rt_refusal_name(rt_refusal reason);
+
+/* A transport adapter refused a handshake (it answered the client itself): counted in
+ * stats.handshakes_refused[reason]; logged at info with the reason, listener, peer ("ip:port",
+ * NULL or "" if unknown) and detail (one line, NULL = none), rate-limited (RT_LOG_LIMITED: the
+ * first lines, then a summary with the count every 10 s while a flood goes on); and, while a trace
+ * runs, recorded as a connection record (event "refused") in the traces that keep everything, such
+ * as the flight recorder (rt_trace_connection()). Peer-supplied text in detail must be printable
+ * ASCII. */
+void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,
+                                 const char *peer, const char *detail);
 /* A transport adapter received a message over its max_message_size (it logs and closes the
  * connection itself): counted in stats.incoming_too_big. */
 void rt_router_incoming_too_big(rt_router *rt);

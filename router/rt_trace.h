@@ -101,5 +101,10 @@ void rt_trace_action_close(rt_router *rt);
 void rt_trace_sync_clocks(rt_router *rt);
 /* Wall clock, ns since the epoch. */
 uint64_t rt_trace_wall_ns(void);
+/* Records a connection event outside any session (trace_hub_on_connection()): event
+ * ("refused"), reason, the listener's id, the peer's address and a one-line detail, each NULL
+ * when unknown (then left out). Call only while trace_hub_is_active(). */
+void rt_trace_connection(rt_router *rt, const char *event, const char *reason,
+                         const char *transport, const char *peer, const char *detail);
 
 #endif /* RT_TRACE_H */

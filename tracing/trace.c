@@ -362,12 +362,11 @@ size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *pee
     return n;
 }
 
-wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_ns, uint64_t ts_ns,
-                    uint64_t *seq)
+/* A record that is no WAMP message (a marker, a connection event): msg_type, the name as uri
+ * (NULL: none) and the object meta (NULL = {}) as msg. */
+static wamp_err append_note(trace *t, uint8_t msg_type, const char *name, const json_t *meta,
+                            uint64_t pc_ns, uint64_t ts_ns, uint64_t *seq)
 {
-    if (!name || !*name || (meta && !json_is_object(meta))) {
-        return WAMP_EINVAL;
-    }
     if (!t->h.running) {
         return WAMP_ECLOSED;
     }
@@ -383,17 +382,37 @@ wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_
     if (err != WAMP_OK) {
         return err;
     }
-    r.uri = trace_str_new(name);
-    if (!r.uri) {
-        trace_record_fini(&r);
-        return WAMP_ENOMEM;
+    if (name) {
+        r.uri = trace_str_new(name);
+        if (!r.uri) {
+            trace_record_fini(&r);
+            return WAMP_ENOMEM;
+        }
     }
     r.pc_ns = pc_ns;
     r.ts_ns = ts_ns;
-    r.msg_type = TRACE_MSG_MARKER;
+    r.msg_type = msg_type;
     r.wire_ser = WAMP_SER_JSON;
     *seq = trace_append_take(t, &r);
     return WAMP_OK;
+}
+
+wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_ns, uint64_t ts_ns,
+                    uint64_t *seq)
+{
+    if (!name || !*name || (meta && !json_is_object(meta))) {
+        return WAMP_EINVAL;
+    }
+    return append_note(t, TRACE_MSG_MARKER, name, meta, pc_ns, ts_ns, seq);
+}
+
+wamp_err trace_connection(trace *t, const json_t *info, uint64_t pc_ns, uint64_t ts_ns,
+                          uint64_t *seq)
+{
+    if (!json_is_object(info)) {
+        return WAMP_EINVAL;
+    }
+    return append_note(t, TRACE_MSG_CONNECTION, NULL, info, pc_ns, ts_ns, seq);
 }
 
 bool trace_tick(trace *t, uint64_t pc_ns, uint64_t ts_ns)

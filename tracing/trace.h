@@ -194,6 +194,12 @@ size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *pee
  * is not an object, WAMP_ECLOSED if t is stopped, WAMP_ENOMEM; nothing stored on failure. */
 wamp_err trace_mark(trace *t, const char *name, const json_t *meta, uint64_t pc_ns, uint64_t ts_ns,
                     uint64_t *seq);
+/* Appends a connection record (msg_type "Connection", no session, no uri, info as msg) to a
+ * running trace, regardless of its filter (trace_hub_on_connection() chooses the traces).
+ * WAMP_EINVAL if info is not an object, WAMP_ECLOSED if t is stopped, WAMP_ENOMEM; nothing
+ * stored on failure. */
+wamp_err trace_connection(trace *t, const json_t *info, uint64_t pc_ns, uint64_t ts_ns,
+                          uint64_t *seq);
 
 /* Stops a running trace at (pc_ns, ts_ns) with reason (not TRACE_STOP_NONE). Returns false (and
  * changes nothing) if it was already stopped. */

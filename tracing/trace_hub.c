@@ -486,6 +486,21 @@ void trace_hub_shutdown(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns)
     }
 }
 
+size_t trace_hub_on_connection(trace_hub *hub, const json_t *info, uint64_t pc_ns, uint64_t ts_ns)
+{
+    size_t kept = 0;
+    rep_clear(hub); /* nothing may come between a message and its repeats */
+    for (size_t i = 0; i < hub->n; i++) {
+        trace *t = hub->traces[i];
+        uint64_t seq;
+        if (trace_is_running(t) && trace_keeps_all(t) &&
+            trace_connection(t, info, pc_ns, ts_ns, &seq) == WAMP_OK) {
+            kept++;
+        }
+    }
+    return kept;
+}
+
 /* --- Capture path ---------------------------------------------------------------------------- */
 
 /* A CHALLENGE (Extra) or AUTHENTICATE (Signature) message: holds a secret. */

@@ -204,6 +204,12 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx);
 uint64_t trace_hub_match_gen(const trace_hub *hub);
 size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in);
 
+/* A connection event outside any session (a refused handshake, ...): appends a connection
+ * record (trace_connection(): msg_type "Connection", info, a JSON object, borrowed, as msg) to
+ * every running trace whose filter keeps everything (trace_keeps_all(): no restriction, as
+ * the flight recorder's default options). Returns how many traces stored it. */
+size_t trace_hub_on_connection(trace_hub *hub, const json_t *info, uint64_t pc_ns, uint64_t ts_ns);
+
 /* Callbacks of trace_hub_tick(). Both may be NULL. They may publish (and so re-enter
  * trace_hub_on_message()), but must not start or delete traces. */
 typedef struct trace_hub_events {

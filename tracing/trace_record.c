@@ -172,6 +172,11 @@ bool trace_record_is_action(const trace_record *r)
     return r->msg_type == TRACE_MSG_ACTION;
 }
 
+bool trace_record_is_connection(const trace_record *r)
+{
+    return r->msg_type == TRACE_MSG_CONNECTION;
+}
+
 const char *trace_dir_name(int dir)
 {
     switch (dir) {
@@ -188,6 +193,9 @@ const char *trace_msg_type_title(int type)
 {
     if (type == TRACE_MSG_MARKER) {
         return "Marker";
+    }
+    if (type == TRACE_MSG_CONNECTION) {
+        return "Connection";
     }
     return wamp_msg_type_title(type);
 }

@@ -35,6 +35,10 @@ typedef enum trace_dir {
 /* msg_type of an action record (trace_level "action", trace_action.h): peer = the originator,
  * pc/ts = the anchor's, wire = the action part (MessagePack). Never a WAMP message code. */
 #define TRACE_MSG_ACTION 254
+/* msg_type of a connection record: an event of a transport connection outside any session (a
+ * refused WebSocket handshake, ...); no peer, no direction, wire = the event as a JSON object
+ * (trace_hub_on_connection()). Never a WAMP message code. */
+#define TRACE_MSG_CONNECTION 253
 
 /* Correlation flags (trace_record.flags). */
 #define TRACE_CORR_HAS    0x01u /* corr holds a UUID */
@@ -168,10 +172,13 @@ size_t trace_record_cost(const trace_record *r);
 bool trace_record_is_marker(const trace_record *r);
 /* true if r is an action record (TRACE_MSG_ACTION). */
 bool trace_record_is_action(const trace_record *r);
+/* true if r is a connection record (TRACE_MSG_CONNECTION). */
+bool trace_record_is_connection(const trace_record *r);
 
 /* "rx" / "tx"; NULL for anything else (markers). Static string. */
 const char *trace_dir_name(int dir);
-/* "Publish", ..., "Marker" for TRACE_MSG_MARKER, "Unknown" otherwise. Static string. */
+/* "Publish", ..., "Marker" for TRACE_MSG_MARKER, "Connection" for TRACE_MSG_CONNECTION,
+ * "Unknown" otherwise. Static string. */
 const char *trace_msg_type_title(int type);
 
 /* --- correlation UUIDs --------------------------------------------------------------------- */

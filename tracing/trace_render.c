@@ -90,7 +90,7 @@ static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
         wamp_wr_null(w);
         return;
     }
-    bool marker = trace_record_is_marker(r);
+    bool marker = trace_record_is_marker(r) || trace_record_is_connection(r);
     int type = r->msg_type;
     /* msg_type 0: the received bytes did not decode; anything else decoded when captured. */
     bool as_stored = marker || (type != 0 && type != WAMP_MSG_AUTHENTICATE &&

@@ -14,6 +14,8 @@
 
 #include "log_capture.h"
 #include "rt_log.h"
+#include "rt_router.h"
+#include "test_router.h"
 
 /* stderr redirected to a temporary file for the duration of one test. */
 typedef struct capture {
@@ -391,6 +393,48 @@ START_TEST(test_assert_message)
 
 END_TEST
 
+/* Refused handshakes (rt_router_refused_handshake()): every one counted per reason; the first
+ * RT_LOG_BURST_CONN get their line with peer, reason and detail, the rest only a count, logged as
+ * one summary by the tick once the interval is over. */
+START_TEST(test_refused_handshakes_rate_limited)
+{
+    test_router t;
+    test_router_init(&t);
+    fake_clock_advance_ms(&t.clock, 5000);
+    capture c;
+    capture_begin(&c);
+    rt_router_refused_handshake(t.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4000",
+                                "offered wamp.2.ubjson");
+    rt_router_refused_handshake(t.rt, RT_REFUSAL_REQUEST, "ws1", NULL, NULL);
+    for (unsigned i = 0; i < RT_LOG_BURST_CONN + 3; i++) {
+        rt_router_refused_handshake(t.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.2:4001", NULL);
+    }
+    fake_clock_advance_ms(&t.clock, 500);
+    rt_router_tick(t.rt); /* within the interval: no summary yet */
+    char *mid = capture_end(&c);
+    ck_assert_uint_eq(count_lines(mid), RT_LOG_BURST_CONN);
+    ck_assert_ptr_nonnull(strstr(mid, "WebSocket handshake from 10.0.0.1:4000 refused by listener "
+                                      "ws1 (subprotocol): offered wamp.2.ubjson"));
+    ck_assert_ptr_nonnull(strstr(mid, "handshake from ? refused by listener ws1 (request)\n"));
+    free(mid);
+    capture_begin(&c);
+    fake_clock_advance_ms(&t.clock, RT_LOG_SUMMARY_INTERVAL_US / 1000u);
+    rt_router_tick(t.rt);
+    rt_router_tick(t.rt); /* once only */
+    char *sum = capture_end(&c);
+    ck_assert_uint_eq(count_lines(sum), 1);
+    ck_assert_ptr_nonnull(
+            strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
+    free(sum);
+    const rt_router_stats *st = rt_router_stats_get(t.rt);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_PATH], RT_LOG_BURST_CONN + 3);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_REQUEST], 1);
+    test_router_fini(&t);
+}
+
+END_TEST
+
 /* rt_log_json_escape() of len bytes of in must give want (and return its length). */
 static void expect_escape(const char *in, size_t len, const char *want)
 {
@@ -576,6 +620,7 @@ static Suite *rt_log_suite(void)
     tcase_add_test(tc, test_limited_without_tick_burst_flush);
     tcase_add_test(tc, test_assert_passes);
     tcase_add_test(tc, test_assert_message);
+    tcase_add_test(tc, test_refused_handshakes_rate_limited);
     tcase_add_test(tc, test_json_escape);
     tcase_add_test(tc, test_json_escape_cut);
     tcase_add_test(tc, test_json_lines);

@@ -459,6 +459,58 @@ START_TEST(test_management_realm)
 
 END_TEST
 
+/* A handshake an adapter refused: counted per reason, and a connection record in the traces
+ * that keep everything (not in a filtered one). */
+START_TEST(test_refused_handshake_recorded)
+{
+    trace *all = start("all", NULL);
+    trace *calls = start("calls", "{\"msg_types\": [\"Call\"]}");
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4000",
+                                "offered wamp.2.cbor");
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_PATH, "ws1", NULL, NULL);
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_COUNT, "ws1", NULL, NULL); /* ignored */
+    const rt_router_stats *st = rt_router_stats_get(T.rt);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_PATH], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_REQUEST], 0);
+    ck_assert_uint_eq(trace_store_records(trace_get_store(calls)), 0);
+    json_t *r = records(all);
+    ck_assert_uint_eq(json_array_size(r), 2);
+    json_t *a = json_array_get(r, 0);
+    ck_assert_str_eq(str(a, "msg_type"), "Connection");
+    ck_assert(json_is_null(json_object_get(a, "direction")));
+    json_t *want =
+            json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "refused", "reason", "subprotocol",
+                      "transport", "ws1", "peer", "10.0.0.1:4000", "detail", "offered wamp.2.cbor");
+    ck_assert(json_equal(json_object_get(a, "msg"), want));
+    json_decref(want);
+    /* Unknown peer and no detail: left out. */
+    want = json_pack("{s:s, s:s, s:s}", "event", "refused", "reason", "path", "transport", "ws1");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 1), "msg"), want));
+    json_decref(want);
+    json_decref(r);
+    /* Connections refused by a limit too (reason "limit"). */
+    rt_router_refused_connection(T.rt, "rs1", "10.0.0.3:4001", "its maximum of 2 connections");
+    rt_router_refused_connection(T.rt, "rs1", "", NULL);
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->connection_refusals, 2);
+    r = records(all);
+    ck_assert_uint_eq(json_array_size(r), 4);
+    want = json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "refused", "reason", "limit",
+                     "transport", "rs1", "peer", "10.0.0.3:4001", "detail",
+                     "its maximum of 2 connections");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 2), "msg"), want));
+    json_decref(want);
+    want = json_pack("{s:s, s:s, s:s, s:s}", "event", "refused", "reason", "limit", "transport",
+                     "rs1", "detail", "limits.rawsocket_min_length");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 3), "msg"), want));
+    json_decref(want);
+    json_decref(r);
+    ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_REQUEST), "request");
+    ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_COUNT), "?");
+}
+
+END_TEST
+
 /* wampscope.tracing.flight_recorder: the router starts "flight-recorder" itself, with the
  * configured options, outside max_traces; its records strip the payload. */
 START_TEST(test_flight_recorder_started_by_router)
@@ -1128,6 +1180,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);
     tcase_add_test(tc, test_flight_recorder_started_by_router);
+    tcase_add_test(tc, test_refused_handshake_recorded);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     tcase_add_test(tc, test_one_clock_reading_per_message);
     tcase_add_test(tc, test_trace_clock_is_monotonic_time);

@@ -796,6 +796,73 @@ START_TEST(test_markers)
 
 END_TEST
 
+START_TEST(test_connection_records)
+{
+    trace_hub *h = hub_of(4);
+    trace *all = start(h, "all", NULL);
+    trace *calls = start(h, "calls", "{\"msg_types\": [\"Call\"]}");
+    trace *stopped = start(h, "stopped", NULL);
+    trace_hub_stop(h, "stopped", PC0, TS0, NULL);
+    json_t *info = json_pack("{s:s, s:s, s:s, s:s}", "event", "refused", "reason", "subprotocol",
+                             "transport", "t1", "peer", "127.0.0.1:5555");
+    /* Only running traces that keep everything take it. */
+    ck_assert_uint_eq(trace_hub_on_connection(h, info, PC0 + MS, TS0 + MS), 1);
+    ck_assert_uint_eq(held(all), 1);
+    ck_assert_uint_eq(held(calls), 0);
+    ck_assert_uint_eq(held(stopped), 0);
+    const trace_record *r = trace_store_get(trace_get_store(all), 0);
+    ck_assert(trace_record_is_connection(r));
+    ck_assert(!trace_record_is_marker(r));
+    ck_assert_ptr_null(r->peer);
+    ck_assert_ptr_null(r->uri);
+    json_t *j = trace_render_record(r, true);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "msg_type")), "Connection");
+    ck_assert(json_is_null(json_object_get(j, "direction")));
+    ck_assert(json_is_null(json_object_get(j, "session_id")));
+    ck_assert(json_is_null(json_object_get(j, "uri")));
+    ck_assert(json_equal(json_object_get(j, "msg"), info));
+    json_decref(j);
+    /* Not an object: nothing stored. */
+    json_t *arr = json_array();
+    ck_assert_uint_eq(trace_hub_on_connection(h, arr, PC0, TS0), 0);
+    ck_assert_uint_eq(held(all), 1);
+    json_decref(arr);
+    json_decref(info);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+/* A persisted trace keeps connection records like any other and reads them back the same. */
+START_TEST(test_connection_records_persisted)
+{
+    char dir[256];
+    tmp_dir_make(dir, sizeof(dir), "check_trace_hub");
+    trace_hub *h = hub_of(4);
+    trace_persist_config pc = {.data_dir = dir};
+    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    trace *p = start(h, "p", "{\"persist\": true}");
+    offer_rx(h);
+    json_t *info = json_pack("{s:s, s:s}", "event", "refused", "reason", "path");
+    ck_assert_uint_eq(trace_hub_on_connection(h, info, PC0 + MS, TS0 + MS), 1);
+    offer_rx(h);
+    json_t *recs = trace_render_records(p, 0, TRACE_SEQ_NONE, 10);
+    ck_assert_uint_eq(json_array_size(recs), 3);
+    json_t *c = json_array_get(recs, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "msg_type")), "Connection");
+    ck_assert(json_is_null(json_object_get(c, "session_id")));
+    ck_assert(json_equal(json_object_get(c, "msg"), info));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(recs, 2), "msg_type")),
+                     "Publish");
+    json_decref(recs);
+    json_decref(info);
+    trace_hub_free(h);
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
 START_TEST(test_peer_and_uri_slots_filled_lazily)
 {
     trace_hub *h = hub_of(4);
@@ -1159,6 +1226,8 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(life, test_batching_periods_tile);
     tcase_add_test(life, test_tick_reports_batches_then_stop_once);
     tcase_add_test(life, test_markers);
+    tcase_add_test(life, test_connection_records);
+    tcase_add_test(life, test_connection_records_persisted);
     suite_add_tcase(s, life);
     TCase *cap = tcase_create("capture");
     tcase_set_timeout(cap, 10);

@@ -1,0 +1,286 @@
+"""The WebSocket handshake and frame rules, with hand-made requests and frames (rt_harness.RawWs
+and raw sockets), against the router with the DEFAULT configuration (configs/default.json on an
+ephemeral port: a web transport serving WAMP on /ws, the flight recorder on).
+
+Checks: a 4 KiB Sec-WebSocket-Protocol offer is answered 101 with the subprotocol the router
+prefers (wamp.2.msgpack before wamp.2.json, whatever the client's order; repeated header lines
+and whitespace are one list), and the session works; an offer with nothing supported, or no
+offer, is answered 400 with the supported subprotocols in the body, and a wrong path 404; each
+refusal is counted in get_worker's stats per reason and the flight recorder holds a connection
+record for it (event, reason, transport, peer). A binary frame on a wamp.2.json session and a
+text frame on a wamp.2.msgpack session are protocol violations (ABORT
+wamp.error.protocol_violation, then close 1002); a text frame that is not valid UTF-8 closes the
+connection with 1007 before any WAMP decoding. On a TLS listener (where the router cannot take
+the negotiation over from libwebsockets) a short offer gets the client's first supported choice
+and an offer over 126 bytes a 400 that says so.
+"""
+
+import base64
+import json
+import os
+import shutil
+import socket
+import ssl
+import tempfile
+
+import msgpack
+
+import rt_harness as h
+from test_rawsocket import make_cert
+
+P = "crossbarfabriccenter."
+FR = "flight-recorder"
+DEFAULT_CONFIG = "configs/default.json"
+
+
+def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None, drop=()):
+    """Sends an upgrade request with one Sec-WebSocket-Protocol line per entry of
+    protocol_lines (over TLS with ssl_ctx; without the header lines whose names are in drop);
+    returns (status, headers, body, socket). The socket stays open."""
+    sock = socket.create_connection((host, port), timeout=10)
+    if ssl_ctx:
+        sock = ssl_ctx.wrap_socket(sock, server_hostname="localhost")
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (host, port), "Upgrade: websocket",
+             "Connection: Upgrade", "Sec-WebSocket-Key: " + key, "Sec-WebSocket-Version: 13"]
+    lines += ["Sec-WebSocket-Protocol: " + p for p in protocol_lines]
+    lines = [x for x in lines if x.split(":")[0] not in drop]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError("connection closed without an answer: %r" % buf)
+        buf += chunk
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    head_lines = head.decode("latin-1").split("\r\n")
+    status = int(head_lines[0].split(" ")[1])
+    headers = {}
+    for line in head_lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    n = int(headers.get("content-length", "0"))
+    while len(rest) < n:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return status, headers, rest.decode("utf-8", "replace"), sock
+
+
+def long_offer(tail, size=4096):
+    """About size bytes of subprotocols nobody supports, then tail."""
+    names, n, i = [], 0, 0
+    while n < size:
+        names.append("x-vendor.protocol-%04d" % i)
+        n += len(names[-1]) + 2
+        i += 1
+    return ", ".join(names + list(tail))
+
+
+class HandshakeTest(h.AsyncTestCase):
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.router = h.RouterProc(DEFAULT_CONFIG).start()
+        self._mgmt = None
+        self._socks = []
+
+    async def asyncTearDown(self):
+        try:
+            for s in self._socks:
+                s.close()
+            if self._mgmt:
+                await self._mgmt.close()
+        finally:
+            self.router.stop()
+
+    def upgrade(self, protocol_lines, path=None, drop=()):
+        status, headers, body, sock = raw_upgrade(self.router.host, self.router.port,
+                                                  path or self.router.path, protocol_lines,
+                                                  drop=drop)
+        self._socks.append(sock)
+        return status, headers, body
+
+    def ws(self, protocols):
+        w = h.RawWs(self.router.host, self.router.port, self.router.path, protocols)
+        self._socks.append(w)
+        self.assertTrue(w.upgraded, w.status)
+        return w
+
+    async def api(self, proc, *args):
+        if not self._mgmt:
+            self._mgmt = await h.open_session(self.router, "mgmt", "json")
+            self.node = (await h.step(self._mgmt.call(P + "list_nodes")))[0]
+            self.worker = (await h.step(self._mgmt.call(P + "list_workers", self.node)))[0]
+        return await h.step(self._mgmt.call(P + proc, self.node, self.worker, *args))
+
+    async def connection_records(self):
+        page = await self.api("get_trace_data", FR, 0, None, 10000)
+        return [r for r in page if r["msg_type"] == "Connection"]
+
+    async def stats(self):
+        return (await self.api("get_worker"))["stats"]
+
+    # --- negotiation --------------------------------------------------------------------------
+
+    async def test_long_offer_chooses_router_order(self):
+        offer = long_offer(["wamp.2.json", "wamp.2.msgpack"])
+        self.assertGreater(len(offer), 4096)
+        status, headers, _ = self.upgrade([offer])
+        self.assertEqual(status, 101)
+        self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.msgpack")
+
+    async def test_long_offer_session_works(self):
+        w = self.ws([long_offer(["wamp.2.json"])])
+        self.assertEqual(w.headers.get("sec-websocket-protocol"), "wamp.2.json")
+        welcome = w.hello()
+        self.assertEqual(welcome[0], 2, welcome)
+
+    async def test_short_offer_router_order(self):
+        status, headers, _ = self.upgrade(["wamp.2.json, wamp.2.msgpack"])
+        self.assertEqual(status, 101)
+        self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.msgpack")
+        status, headers, _ = self.upgrade(["wamp.2.cbor", "  wamp.2.json.batched ,wamp.2.json"])
+        self.assertEqual(status, 101)
+        self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.json")
+
+    async def test_refusals_answered_counted_and_recorded(self):
+        before = await self.stats()
+        self.assertEqual(before["handshakes_refused_subprotocol"], 0)
+        status, _, body = self.upgrade(["wamp.2.cbor, wamp.2.json.batched, WAMP.2.JSON"])
+        self.assertEqual(status, 400)
+        self.assertIn("wamp.2.msgpack, wamp.2.json", body)
+        status, _, body = self.upgrade([])
+        self.assertEqual(status, 400)
+        self.assertIn("wamp.2.msgpack, wamp.2.json", body)
+        status, _, body = self.upgrade(["wamp.2.json"], path="/not-wamp")
+        self.assertEqual(status, 404)
+        # lws would hang up on these without a word.
+        status, _, body = self.upgrade(["wamp.2.json"], drop=("Sec-WebSocket-Key",))
+        self.assertEqual(status, 400)
+        self.assertIn("Sec-WebSocket-Key", body)
+        status, _, body = self.upgrade(["wamp.2.json"], drop=("Connection",))
+        self.assertEqual(status, 400)
+        self.assertIn("Connection: Upgrade", body)
+        after = await self.stats()
+        self.assertEqual(after["handshakes_refused_subprotocol"], 2)
+        self.assertEqual(after["handshakes_refused_path"], 1)
+        self.assertEqual(after["handshakes_refused_request"], 2)
+        recs = await self.connection_records()
+        self.assertEqual(len(recs), 5, recs)
+        msgs = [r["msg"] for r in recs]
+        for r in recs:
+            self.assertIsNone(r["session_id"])
+            self.assertIsNone(r["direction"])
+            self.assertIsNone(r["realm"])
+            self.assertIsNone(r["uri"])
+            self.assertEqual(r["serializations"], {})
+        self.assertEqual([m["event"] for m in msgs], ["refused"] * 5)
+        self.assertEqual([m["reason"] for m in msgs],
+                         ["subprotocol", "subprotocol", "path", "request", "request"])
+        for m in msgs:
+            self.assertEqual(m["transport"], "transport1")
+            self.assertRegex(m["peer"], r"^127\.0\.0\.1:\d+$")
+        self.assertIn("wamp.2.cbor", msgs[0]["detail"])
+        self.assertIn("no Sec-WebSocket-Protocol", msgs[1]["detail"])
+        self.assertIn("/not-wamp", msgs[2]["detail"])
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertIn("refused by listener transport1 (subprotocol)", log)
+
+    # --- frames -------------------------------------------------------------------------------
+
+    async def test_binary_frame_on_json_is_protocol_violation(self):
+        w = self.ws(["wamp.2.json"])
+        self.assertEqual(w.hello()[0], 2)
+        w.send_frame(h.OP_BINARY, b'[32,1,{},"com.example.x"]')
+        abort = w.recv_wamp()
+        self.assertEqual(abort[0], 3, abort)
+        self.assertEqual(abort[2], "wamp.error.protocol_violation")
+        self.assertIn("binary WebSocket message", abort[1]["message"])
+        close = w.recv_message()
+        self.assertEqual(close[:2], ("close", 1002))
+        self.assertEqual((await self.stats())["protocol_violations"], 1)
+
+    async def test_text_frame_on_msgpack_is_protocol_violation(self):
+        w = self.ws(["wamp.2.msgpack"])
+        w.send_frame(h.OP_BINARY, msgpack.packb([1, "realm1", {"roles": {"caller": {}}}]))
+        op, data = w.recv_message()
+        self.assertEqual(op, h.OP_BINARY)
+        self.assertEqual(msgpack.unpackb(data)[0], 2)
+        w.send_frame(h.OP_TEXT, b'[32,1,{},"com.example.x"]')
+        op, data = w.recv_message()
+        self.assertEqual(op, h.OP_BINARY)
+        abort = msgpack.unpackb(data)
+        self.assertEqual(abort[0], 3, abort)
+        self.assertEqual(abort[2], "wamp.error.protocol_violation")
+        # Judged by the frame type (the bytes would not decode either: no UTF-8 text is a
+        # MessagePack array).
+        self.assertIn("text WebSocket message", abort[1]["message"])
+        self.assertEqual(w.recv_message()[:2], ("close", 1002))
+
+    async def test_invalid_utf8_closes_1007(self):
+        for payload in (b'[1,"realm1",{"x":"\xc0\xaf"}]',  # overlong '/'
+                        b'[1,"realm1",{"x":"\xed\xa0\x80"}]',  # a UTF-16 surrogate
+                        b'[1,"realm1",{"x":"\xe2\x82"}]'):  # cut short
+            with self.subTest(payload=payload):
+                w = self.ws(["wamp.2.json"])
+                w.send_frame(h.OP_TEXT, payload)
+                self.assertEqual(w.recv_message()[:2], ("close", 1007))
+
+
+class TlsHandshakeTest(h.AsyncTestCase):
+    """On a TLS listener the router cannot take the negotiation over from libwebsockets: an
+    offer lws can take gets the client's first supported choice, a longer one a clear 400."""
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-wss-")
+        key, cert = make_cert(self.tmp)
+        with open(os.path.join(os.environ["RT_SOURCE_DIR"], DEFAULT_CONFIG),
+                  encoding="utf-8") as f:
+            cfg = json.load(f)
+        cfg["workers"][0]["transports"].append(
+            {"type": "websocket", "url": "wss://localhost/ws",
+             "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0,
+                          "tls": {"key": key, "certificate": cert}}})
+        path = os.path.join(self.tmp, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        self.router = h.RouterProc(path)
+        self.router.start()
+        wss = [u for u in self.router.urls if u.startswith("wss://")]
+        self.port = int(wss[0].split(":")[2].split("/")[0])
+        self.ctx = ssl.create_default_context(cafile=cert)
+        self._socks = []
+
+    async def asyncTearDown(self):
+        try:
+            for s in self._socks:
+                s.close()
+        finally:
+            try:
+                self.router.stop()
+            finally:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def upgrade(self, protocol_lines):
+        status, headers, body, sock = raw_upgrade("127.0.0.1", self.port, "/any", protocol_lines,
+                                                  self.ctx)
+        self._socks.append(sock)
+        return status, headers, body
+
+    async def test_short_offer_client_order(self):
+        status, headers, _ = self.upgrade(["wamp.2.json, wamp.2.msgpack"])
+        self.assertEqual(status, 101)
+        self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.json")
+
+    async def test_long_offer_refused_clearly(self):
+        status, _, body = self.upgrade([long_offer(["wamp.2.json"], 200)])
+        self.assertEqual(status, 400)
+        self.assertIn("at most 126 bytes", body)
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertIn("on a TLS listener", log)
+
+
+if __name__ == "__main__":
+    h.main()
