@@ -267,6 +267,19 @@ done:
     free(joined);
 }
 
+/* wampscope_handshakes_refused_total{reason}: every reason, zeros included. */
+static void render_refusals(mbuf *b, const rt_router_stats *st)
+{
+    const char *name = "wampscope_handshakes_refused_total";
+    family(b, name, M_COUNTER,
+           "Handshakes a transport refused before any session existed, by reason (request: not "
+           "a valid upgrade; path: no endpoint there; subprotocol: no WAMP subprotocol).");
+    for (int r = 0; r < RT_REFUSAL_COUNT; r++) {
+        const char *lab[] = {"reason", rt_refusal_name((rt_refusal)r), NULL};
+        sample_u64(b, name, lab, st->handshakes_refused[r]);
+    }
+}
+
 static void render_messages(mbuf *b, const rt_router_stats *st, bool rx)
 {
     const char *name = rx ? "wampscope_messages_received_total" : "wampscope_messages_sent_total";
@@ -414,6 +427,7 @@ wamp_err rt_metrics_render(const rt_router *rt, const rt_metrics_proc *proc, cha
         family(&b, stat_rows[i].name, M_COUNTER, stat_rows[i].help);
         sample_u64(&b, stat_rows[i].name, NULL, stat_at(st, stat_rows[i].off));
     }
+    render_refusals(&b, st);
     render_messages(&b, st, true);
     render_messages(&b, st, false);
     render_traces(&b, rt);

@@ -239,6 +239,7 @@ START_TEST(test_format_of_an_idle_router)
     ck_assert(value_of(text, "wampscope_connections{transport=\"ws1\"}") == 0);
     ck_assert(value_of(text, "wampscope_sessions{realm=\"realm1\",transport=\"rs1\"}") == 0);
     ck_assert(value_of(text, "wampscope_traces") == 0);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"subprotocol\"}") == 0);
     ck_assert_ptr_null(strstr(text, "process_"));
     free(text);
 }
@@ -338,6 +339,20 @@ START_TEST(test_traces_labelled_by_id)
 
 END_TEST
 
+START_TEST(test_refused_handshakes_by_reason)
+{
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.1:4000", NULL);
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.1:4001", NULL);
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4002", NULL);
+    char *text = render(NULL);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"path\"}") == 2);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"subprotocol\"}") == 1);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"request\"}") == 0);
+    free(text);
+}
+
+END_TEST
+
 START_TEST(test_process_figures)
 {
     rt_metrics_proc p;
@@ -399,6 +414,7 @@ static Suite *rt_metrics_suite(void)
     tcase_add_test(tc, test_sessions_by_realm_and_transport);
     tcase_add_test(tc, test_messages_by_type_and_serializer);
     tcase_add_test(tc, test_traces_labelled_by_id);
+    tcase_add_test(tc, test_refused_handshakes_by_reason);
     tcase_add_test(tc, test_process_figures);
     tcase_add_test(tc, test_trace_level_lines);
     suite_add_tcase(s, tc);
