@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 from autobahn.wamp.types import PublishOptions
 from prometheus_client.parser import text_string_to_metric_families
 
-from rt_harness import AsyncTestCase, RouterProc, main, open_session, step, uri
+from rt_harness import AsyncTestCase, RawWs, RouterProc, main, open_session, step, uri
 
 TRANSPORT = "ws_e2e"  # the transport id in configs/test-e2e.json
 
@@ -143,6 +143,20 @@ class MetricsTest(AsyncTestCase):
         self.assertEqual(left.value("wampscope_sessions_closed_total"),
                          before.value("wampscope_sessions_closed_total") + 1)
 
+    async def test_refused_handshakes_by_reason(self):
+        before = Scrape(self.url)
+        name = "wampscope_handshakes_refused_total"
+        r = self.router
+        for path, protocols in (("/nope", ("wamp.2.json",)), (r.path, ("wamp.2.cbor.x",))):
+            ws = RawWs(r.host, r.port, path, protocols=protocols)
+            self.assertNotEqual(ws.status, 101)
+            ws.sock.close()
+        after = Scrape(self.url)
+        self.assertEqual(after.value(name, reason="path"), before.value(name, reason="path") + 1)
+        self.assertEqual(after.value(name, reason="subprotocol"),
+                         before.value(name, reason="subprotocol") + 1)
+        self.assertEqual(after.value(name, reason="request"), before.value(name, reason="request"))
+
     async def test_promtool_accepts_the_text(self):
         promtool = shutil.which("promtool")
         if not promtool:
@@ -188,6 +202,7 @@ class LargeTextTest(MetricsTest):
     test_values_follow_traffic = None
     test_promtool_accepts_the_text = None
     test_only_get_of_the_path = None
+    test_refused_handshakes_by_reason = None
 
     async def test_large_text_in_chunks_keep_alive(self):
         await self.session("json", realm="m399")
