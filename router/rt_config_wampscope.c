@@ -303,8 +303,11 @@ static wamp_err parse_metrics(cfg_ctx *c, const char *path, const json_t *o, rt_
         free(l.tls_certificate);
         free(l.tls_ciphers);
     }
-    const char *mpath = DEF_METRICS_PATH;
+    const char *mpath = NULL;
     wamp_err e = cfg_opt_str(c, path, o, "path", &mpath);
+    if (e == WAMP_OK && !mpath) {
+        mpath = DEF_METRICS_PATH;
+    }
     if (e == WAMP_OK && (mpath[0] != '/' || mpath[strcspn(mpath, "?# \t\r\n")] != '\0')) {
         e = cfg_refuse(c, cfg_key(path, "path").s,
                        "must start with \"/\" and hold no query, fragment or blank (got \"%s\")",
