@@ -26,10 +26,11 @@ NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
 BROWSER_NPM_STAMP := $(BROWSER_DIR)/node_modules/.wampscope-npm-ci
 
 # Debian 12 packages: toolchain, the four C libraries, Check, the interop clients, and the
-# browser of the trace viewer's tests.
+# metrics checkers of test_metrics.py (prometheus_client's parser; promtool from prometheus) and
+# the browser of the trace viewer's tests.
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl python3-cbor2 \
-	nodejs npm openssl clang libclang-rt-14-dev chromium
+	python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev chromium
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

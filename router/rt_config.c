@@ -594,6 +594,8 @@ void rt_config_free(rt_config *cfg)
     free(cfg->tracing_data_dir);
     json_decref(cfg->tracing_flight_recorder);
     free(cfg->log_level);
+    free(cfg->metrics_interface);
+    free(cfg->metrics_path);
     free(cfg);
 }
 

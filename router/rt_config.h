@@ -214,6 +214,13 @@ typedef struct rt_config {
      * ("flight_recorder": false, and a zeroed hand-built config). The loader's default is on. */
     struct json_t *tracing_flight_recorder;
     char *log_level; /* wampscope.log_level or NULL (then the command line decides) */
+    /* wampscope.metrics: an HTTP listener of its own serving the Prometheus text (rt_metrics.h)
+     * on metrics_path (default "/metrics"). TCP only, no TLS; metrics_interface NULL = all
+     * interfaces; metrics_port 0 = ephemeral. */
+    bool metrics_enabled;
+    char *metrics_interface;
+    int metrics_port;
+    char *metrics_path;
     /* wampscope.management.trusted_networks: peers that protected mode admits anonymously as
      * admin (default 127.0.0.0/8 and ::1/128). The loader always sets a non-NULL array (also for
      * an empty list, which admits nobody). NULL, as in a zeroed hand-built config, means the

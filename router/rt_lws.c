@@ -33,6 +33,7 @@
 
 #include "rt_config.h"
 #include "rt_log.h"
+#include "rt_lws_http.h"
 #include "rt_lws_raw.h"
 #include "rt_lws_ws.h"
 
@@ -78,6 +79,7 @@ struct rt_lws {
     unsigned signals; /* signals received */
     bool stopping;    /* leave the loop now (second signal) */
     bool tearing_down;
+    rt_lws_http *metrics; /* wampscope.metrics; NULL = none */
 };
 
 /* --- lws logs ------------------------------------------------------------------------------- */
@@ -471,6 +473,11 @@ wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char
         l->n_listeners++;
     }
 
+    e = rt_lws_http_new(l->ctx, rt, &l->metrics, err, err_len);
+    if (e != WAMP_OK) {
+        goto fail;
+    }
+
     lws_sul_schedule(l->ctx, 0, &l->tick, tick_cb, RT_LWS_TICK_US);
     *out = l;
     return WAMP_OK;
@@ -514,6 +521,11 @@ bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
     return n >= 0 && (size_t)n < len;
 }
 
+bool rt_lws_metrics_url(const rt_lws *l, char *buf, size_t len)
+{
+    return rt_lws_http_url(l->metrics, buf, len);
+}
+
 wamp_err rt_lws_run(rt_lws *l)
 {
     while (!l->stopping && !rt_router_shutdown_done(l->rt)) {
@@ -536,6 +548,7 @@ void rt_lws_free(rt_lws *l)
         /* Closes every connection: each gets LWS_CALLBACK_CLOSED -> rt_session_on_closed(). */
         lws_context_destroy(l->ctx);
     }
+    rt_lws_http_free(l->metrics);
     if (l->sigfd >= 0 && !l->sigfd_lws) {
         close(l->sigfd);
     }

@@ -39,6 +39,10 @@ int rt_lws_listener_port(const rt_lws *l, size_t i);
  * (autobahn's URL forms); "wss://", "rss://" with TLS. Returns false if buf is too small. */
 bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len);
 
+/* Writes "http://HOST:PORT/PATH" of the metrics listener (wampscope.metrics) into buf; false
+ * if there is none or buf is too small. */
+bool rt_lws_metrics_url(const rt_lws *l, char *buf, size_t len);
+
 /* Runs the service loop. The first signal starts rt_router_begin_shutdown(); the loop ends
  * when rt_router_shutdown_done() or at a second signal. WAMP_OK on a clean stop, WAMP_EIO if
  * lws_service() failed. */

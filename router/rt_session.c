@@ -24,6 +24,7 @@
 #include "rt_meta.h"
 #include "rt_options.h"
 #include "rt_realm.h"
+#include "rt_wirelog.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
 #include "wamp_uri.h"
@@ -308,6 +309,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
     }
     s->rt->stats.messages_tx++;
     s->rt->stats.bytes_tx += wamp_buf_len(wire);
+    rt_wirelog_tx(s, e->type, wamp_buf_len(wire));
     trace_tx(s, e, wire, NULL);
     if (was_empty) {
         s->ops->want_write(s->tp);
@@ -995,6 +997,7 @@ static wamp_err on_message(rt_session *s, const void *data, size_t len)
     wamp_msg m;
     char why[WAMP_WHY_LEN];
     wamp_err err = wamp_codec_decode_msg(s->ser, data, len, &m, why, sizeof(why));
+    rt_wirelog_rx(s, err == WAMP_OK ? (int)m.type : 0, len);
     if (trace_hub_is_active(rt->hub)) {
         rt_trace_rx(s, err == WAMP_OK ? &m : NULL, data, len);
     }

@@ -323,7 +323,61 @@ START_TEST(test_example_config)
     ck_assert_ptr_nonnull(cfg->log_level);
     assert_default_trusted(cfg);
     assert_flight_recorder_default(cfg);
+    ck_assert(cfg->metrics_enabled);
+    ck_assert_str_eq(cfg->metrics_interface, "127.0.0.1");
+    ck_assert_int_eq(cfg->metrics_port, 9464);
+    ck_assert_str_eq(cfg->metrics_path, "/metrics");
     rt_config_free(cfg);
+}
+
+END_TEST
+
+/* wampscope.metrics: absent = no listener; the path defaults to /metrics; the endpoint is a
+ * plain TCP listening endpoint. */
+START_TEST(test_metrics_section)
+{
+    rt_config *cfg = load_ok(STD(""));
+    ck_assert(!cfg->metrics_enabled);
+    ck_assert_ptr_null(cfg->metrics_path);
+    rt_config_free(cfg);
+    cfg = load_ok(WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':0}}}"));
+    ck_assert(cfg->metrics_enabled);
+    ck_assert_ptr_null(cfg->metrics_interface);
+    ck_assert_int_eq(cfg->metrics_port, 0);
+    ck_assert_str_eq(cfg->metrics_path, "/metrics");
+    rt_config_free(cfg);
+    cfg = load_ok(WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':9100,"
+                                 "'interface':'::1','version':6},'path':'/x/prom'}}"));
+    ck_assert_str_eq(cfg->metrics_interface, "::1");
+    ck_assert_int_eq(cfg->metrics_port, 9100);
+    ck_assert_str_eq(cfg->metrics_path, "/x/prom");
+    rt_config_free(cfg);
+
+    static const struct {
+        const char *json;
+        const char *err;
+    } bad[] = {
+            {WITH_WAMPSCOPE("{'metrics':{}}"), P_WS ".metrics.endpoint: is required"},
+            {WITH_WAMPSCOPE("{'metrics':true}"), P_WS ".metrics: must be an object"},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':70000}}}"),
+             P_WS ".metrics.endpoint.port: must be an integer 0..65535"},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'unix','path':'/tmp/m.sock'}}}"),
+             P_WS ".metrics.endpoint.type: must be \"tcp\""},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':1},'path':'/m?x'}}"),
+             P_WS ".metrics.path: must start with \"/\""},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':1},'path':'m'}}"),
+             P_WS ".metrics.path: must start with \"/\""},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':1},'auth':{}}}"),
+             P_WS ".metrics.auth: unknown key"},
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[ERR_LEN] = "";
+        cfg = NULL;
+        ck_assert_int_eq(load_q(bad[i].json, &cfg, err), WAMP_EINVAL);
+        ck_assert_ptr_null(cfg);
+        ck_assert_msg(strncmp(err, bad[i].err, strlen(bad[i].err)) == 0, "%zu: got \"%s\"", i, err);
+    }
 }
 
 END_TEST
@@ -2066,6 +2120,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_e2e_config);
     tcase_add_test(tc, test_e2e_mgmt_config);
     tcase_add_test(tc, test_example_config);
+    tcase_add_test(tc, test_metrics_section);
     tcase_add_test(tc, test_load_file_errors);
     tcase_add_test(tc, test_load_file_sizes);
     tcase_add_test(tc, test_readme_documents_settings);
