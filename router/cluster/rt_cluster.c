@@ -50,6 +50,8 @@ struct rt_cluster {
     uint64_t conflict_since_us;
     uint64_t last_warn_us;
     bool warned;
+    uint64_t last_join_warn_us;
+    bool join_warned;
 
     char **nodes; /* sorted; owned strings */
     size_t n_nodes;
@@ -180,7 +182,7 @@ static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
     nodes_clear(c);
     c->nodes = list;
     c->n_nodes = n_keys;
-    if (changed) {
+    if (changed && c->ops) { /* not for the initial list of rt_cluster_new() */
         log_nodes(c);
     }
     return WAMP_OK;
@@ -254,6 +256,7 @@ static void joined(rt_cluster *c)
     c->state = RT_CLUSTER_MEMBER_JOINED;
     c->ever_joined = true;
     c->conflict = false;
+    c->join_warned = false;
     c->next_beat_us = now_us(c) + c->heartbeat_us;
     RT_LOG_INFO(0, "cluster %s: joined as node %s (instance %s)", c->name, c->node_id, c->instance);
     announce(c);
@@ -263,6 +266,22 @@ static void joined(rt_cluster *c)
 static void retry_join(rt_cluster *c, uint64_t after_us)
 {
     c->next_join_us = now_us(c) + after_us;
+}
+
+/* A join step failed on an up link (not a refusal): e.g. a server without JetStream. */
+static void join_failed(rt_cluster *c, wamp_err err)
+{
+    uint64_t now = now_us(c);
+    if (err != WAMP_ECLOSED &&
+        (!c->join_warned || now - c->last_join_warn_us >= WARN_INTERVAL_US)) {
+        c->join_warned = true;
+        c->last_join_warn_us = now;
+        RT_LOG_WARN(0,
+                    "cluster %s: cannot announce node %s in bucket %s: %s (is JetStream enabled "
+                    "on the NATS server?); retrying every heartbeat",
+                    c->name, c->node_id, c->bucket, wamp_strerror(err));
+    }
+    retry_join(c, c->heartbeat_us);
 }
 
 /* Another instance holds our key. */
@@ -301,7 +320,7 @@ static void on_join_put(void *arg, const rt_cluster_kv_result *res)
     if (res->err == WAMP_OK) {
         joined(c);
     } else {
-        retry_join(c, c->heartbeat_us);
+        join_failed(c, res->err);
     }
 }
 
@@ -317,7 +336,7 @@ static void on_join_get(void *arg, const rt_cluster_kv_result *res)
         return;
     }
     if (res->err != WAMP_OK) {
-        retry_join(c, c->heartbeat_us);
+        join_failed(c, res->err);
         return;
     }
     json_error_t jerr;
@@ -356,7 +375,7 @@ static void on_join_create(void *arg, const rt_cluster_kv_result *res)
         return;
     }
     if (res->err != WAMP_EEXIST) {
-        retry_join(c, c->heartbeat_us);
+        join_failed(c, res->err);
         return;
     }
     rt_cluster_kv_op op = {

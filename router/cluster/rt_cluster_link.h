@@ -78,6 +78,7 @@ typedef struct rt_cluster_link_stats {
     rt_cluster_link_state state;
     uint64_t reconnects; /* times the link came back after being up */
     uint64_t msgs_in, msgs_out, bytes_in, bytes_out;
+    uint64_t dropped; /* incoming messages dropped over the link's queue limit */
 } rt_cluster_link_stats;
 
 typedef struct rt_cluster_ops {
