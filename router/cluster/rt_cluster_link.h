@@ -4,7 +4,7 @@
  * A link carries four things, which are all a cluster of nodes needs from its bus:
  *   - publish/subscribe on subjects ("<name>.nodes.changed"; '*' matches one dot-separated
  *     token, '>' the rest), with optional queue groups (one member of a group gets each message),
- *     so that a node receives only what it has shown interest in;
+ *     so that a node receives only what it has shown interest in (and never its own messages);
  *   - request/reply with a timeout (a reply subject the link invents; the responder publishes
  *     its answer there), for asking one node something;
  *   - key-value buckets with an atomic create and a per-bucket time to live (a key not written

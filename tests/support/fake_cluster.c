@@ -283,8 +283,8 @@ static void deliver_to_inbox(fake_bus *b, const char *subject, const void *data,
 
 /* Queues one delivery per matching plain subscription and one per queue group (its first
  * member: deterministic). Returns the number of deliveries. */
-static size_t route(fake_bus *b, const char *subject, const char *reply, const void *data,
-                    size_t len)
+static size_t route(fake_bus *b, const fake_link *from, const char *subject, const char *reply,
+                    const void *data, size_t len)
 {
     if (strncmp(subject, INBOX_PREFIX, strlen(INBOX_PREFIX)) == 0) {
         deliver_to_inbox(b, subject, data, len);
@@ -294,8 +294,8 @@ static size_t route(fake_bus *b, const char *subject, const char *reply, const v
     const char *groups[64];
     size_t n_groups = 0;
     for (fake_link *l = b->links; l; l = l->next) {
-        if (!l->up) {
-            continue;
+        if (!l->up || l == from) {
+            continue; /* no echo */
         }
         for (sub *s = l->subs; s; s = s->next) {
             if (!subject_match(s->subject, subject)) {
@@ -340,7 +340,7 @@ static wamp_err op_publish(void *link, const char *subject, const char *reply, c
         b->dropped++;
         return WAMP_OK;
     }
-    route(b, subject, reply, data, len);
+    route(b, l, subject, reply, data, len);
     return WAMP_OK;
 }
 
@@ -415,7 +415,7 @@ static wamp_err op_request(void *link, const char *subject, const void *data, si
         b->dropped++;
         return WAMP_OK;
     }
-    if (route(b, subject, p->inbox, data, len) == 0) {
+    if (route(b, l, subject, p->inbox, data, len) == 0) {
         /* NATS "no responders" */
         b->pending = p->next;
         ev *e = ev_push(b, EV_REPLY, l);
