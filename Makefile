@@ -23,10 +23,11 @@ FUZZ_SECONDS ?= $(if $(CI),40,0)
 FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
 NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
 
-# Debian 12 packages: toolchain, the four C libraries, Check, and the interop clients.
+# Debian 12 packages: toolchain, the C libraries, Check, the interop clients, and NATS (the C
+# client for the cluster link, the server for its e2e tests).
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
-	nodejs npm openssl clang libclang-rt-14-dev
+	nodejs npm openssl clang libclang-rt-14-dev libnats-dev nats-server
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
