@@ -7,11 +7,7 @@
  *     reconnected callbacks (MaxReconnect -1: for ever).
  *   - Pings every heartbeat_interval, two unanswered ones close the connection: a server that
  *     vanishes without a TCP reset is noticed within about three heartbeats.
- *   - Key-value buckets are JetStream streams "KV_<bucket>"; kvConfig.TTL is copied into the
- *     stream's max_age, which is in nanoseconds. Buckets are created in memory storage: the
- *     membership is live state, and a restarted server simply gets every node's key again.
- *   - kvStore_Create() fails alike for "the key exists" and for other errors; a kvStore_Get()
- *     after a failed create tells them apart.
+ *   - Key-value operations run on a worker thread: rt_nats_kv.c.
  *   - Requests: one wildcard subscription "<inbox>.*" takes every reply; the last token is the
  *     request's number. A request nobody listens to gets a "no responders" status message
  *     (natsMsg_IsNoResponders()).
@@ -33,6 +29,7 @@
 #include <time.h>
 
 #include "rt_log.h"
+#include "rt_nats_int.h"
 
 /* Dropped-message log lines: at most one per this many microseconds. */
 #define DROP_LOG_INTERVAL_US (10ull * 1000 * 1000)
@@ -40,106 +37,8 @@
 #define FLUSH_TIMEOUT_MS 1000
 /* How long rt_nats_free() lets cnats' threads finish. */
 #define CLOSE_TIMEOUT_MS 2000
-/* A queued event or job also costs its bookkeeping. */
-#define ENTRY_COST 64
 
-typedef enum ev_kind {
-    EV_STATE,
-    EV_MSG,
-    EV_REPLY,
-    EV_KV
-} ev_kind;
-
-typedef struct ev {
-    struct ev *next;
-    ev_kind kind;
-    rt_cluster_link_state st; /* EV_STATE */
-    uint64_t id;              /* EV_MSG: subscription; EV_REPLY: request token */
-    char *subject, *reply;    /* EV_MSG */
-    void *data;               /* EV_MSG, EV_REPLY, EV_KV (GET) */
-    size_t len;
-    wamp_err err; /* EV_REPLY, EV_KV */
-    rt_cluster_kv_fn kfn;
-    void *arg;
-    char **keys; /* EV_KV (KEYS) */
-    size_t n_keys;
-    size_t cost; /* counted in pending_bytes */
-} ev;
-
-typedef struct job {
-    struct job *next;
-    rt_cluster_kv_kind kind;
-    char *bucket, *key;
-    void *value;
-    size_t len;
-    uint32_t ttl_ms;
-    rt_cluster_kv_fn fn;
-    void *arg;
-    size_t cost;
-} job;
-
-typedef struct nsub {
-    struct nsub *next;
-    rt_nats *n;
-    uint64_t id;
-    natsSubscription *sub;
-    rt_cluster_msg_fn fn;
-    void *arg;
-} nsub;
-
-typedef struct preq {
-    struct preq *next;
-    uint64_t token;
-    uint64_t deadline_us;
-    rt_cluster_reply_fn fn;
-    void *arg;
-} preq;
-
-typedef struct kvb {
-    struct kvb *next;
-    char *name;
-    kvStore *kv;
-} kvb;
-
-struct rt_nats {
-    const rt_cluster_config *cfg;
-    rt_cluster *core;
-    natsOptions *opts;
-    natsConnection *nc;
-    jsCtx *js;
-    natsInbox *inbox;
-    natsSubscription *inbox_sub;
-    natsStatistics *stats;
-
-    /* Service thread only. */
-    rt_cluster_link_state state;
-    nsub *subs, *retired;
-    uint64_t next_sub;
-    preq *reqs;
-    uint64_t next_token;
-    uint64_t drops_logged;
-    uint64_t last_drop_log_us;
-
-    /* Shared, under mu. */
-    pthread_mutex_t mu;
-    pthread_cond_t ev_cv;
-    pthread_cond_t job_cv;
-    ev *head, *tail;
-    job *jhead, *jtail;
-    size_t pending_bytes; /* events and jobs */
-    uint64_t dropped;
-    void (*wake)(void *ctx);
-    void *wake_ctx;
-    bool stop;
-    /* (Re)connected: the server may be a restarted one that lost the memory buckets. */
-    bool buckets_stale;
-
-    /* Worker thread only (and rt_nats_free() after the join). */
-    pthread_t worker;
-    bool worker_started;
-    kvb *buckets;
-    bool sync_ok; /* mu, cv created */
-};
+/* The types (ev, job, nsub, preq, kvb, struct rt_nats) are in rt_nats_int.h. */
 
 static uint64_t mono_us(void)
 {
@@ -148,12 +47,12 @@ static uint64_t mono_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static char *dup_or_null(const char *s)
+char *rt_nats_strdup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
 }
 
-static void *memdup(const void *p, size_t n)
+void *rt_nats_memdup(const void *p, size_t n)
 {
     void *q = malloc(n ? n : 1);
     if (q && n) {
@@ -164,7 +63,7 @@ static void *memdup(const void *p, size_t n)
 
 /* ---- The event queue (any thread -> service thread) ------------------------------------- */
 
-static void ev_free(ev *e)
+void rt_nats_ev_free(ev *e)
 {
     if (!e) {
         return;
@@ -182,13 +81,13 @@ static void ev_free(ev *e)
 /* Queues e (taken) and wakes the service loop. A message over max_pending_bytes is dropped
  * (counted); other events (state, replies, kv results) are always queued: each answers an
  * operation that was admitted, and their number is bounded by the operations. */
-static void ev_push(rt_nats *n, ev *e)
+void rt_nats_ev_push(rt_nats *n, ev *e)
 {
     pthread_mutex_lock(&n->mu);
     if (e->kind == EV_MSG && n->pending_bytes + e->cost > n->cfg->max_pending_bytes) {
         n->dropped++;
         pthread_mutex_unlock(&n->mu);
-        ev_free(e);
+        rt_nats_ev_free(e);
         return;
     }
     n->pending_bytes += e->cost;
@@ -209,7 +108,7 @@ static void ev_push(rt_nats *n, ev *e)
     pthread_mutex_unlock(&n->mu);
 }
 
-static ev *ev_new(ev_kind kind)
+ev *rt_nats_ev_new(ev_kind kind)
 {
     ev *e = calloc(1, sizeof(*e));
     if (e) {
@@ -221,29 +120,29 @@ static ev *ev_new(ev_kind kind)
 
 static void push_state(rt_nats *n, rt_cluster_link_state st)
 {
-    ev *e = ev_new(EV_STATE);
+    ev *e = rt_nats_ev_new(EV_STATE);
     if (e) {
         e->st = st;
-        ev_push(n, e);
+        rt_nats_ev_push(n, e);
     }
 }
 
 static void push_reply(rt_nats *n, uint64_t token, wamp_err err, const void *data, size_t len)
 {
-    ev *e = ev_new(EV_REPLY);
+    ev *e = rt_nats_ev_new(EV_REPLY);
     if (!e) {
         return;
     }
     e->id = token;
     e->err = err;
-    e->data = memdup(data, len);
+    e->data = rt_nats_memdup(data, len);
     e->len = len;
     e->cost += len;
     if (!e->data) {
         e->err = WAMP_ENOMEM;
         e->len = 0;
     }
-    ev_push(n, e);
+    rt_nats_ev_push(n, e);
 }
 
 /* ---- cnats callbacks (cnats threads) ----------------------------------------------------- */
@@ -271,22 +170,22 @@ static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void
     nsub *s = closure;
     int dlen = natsMsg_GetDataLength(msg);
     size_t len = dlen > 0 ? (size_t)dlen : 0;
-    ev *e = ev_new(EV_MSG);
+    ev *e = rt_nats_ev_new(EV_MSG);
     if (e) {
         e->id = s->id;
-        e->subject = dup_or_null(natsMsg_GetSubject(msg));
-        e->reply = dup_or_null(natsMsg_GetReply(msg));
-        e->data = memdup(natsMsg_GetData(msg), len);
+        e->subject = rt_nats_strdup_or_null(natsMsg_GetSubject(msg));
+        e->reply = rt_nats_strdup_or_null(natsMsg_GetReply(msg));
+        e->data = rt_nats_memdup(natsMsg_GetData(msg), len);
         e->len = len;
         e->cost += len + (e->subject ? strlen(e->subject) : 0);
         if (!e->subject || !e->data) {
-            ev_free(e);
+            rt_nats_ev_free(e);
             e = NULL;
         }
     }
     natsMsg_Destroy(msg);
     if (e) {
-        ev_push(s->n, e);
+        rt_nats_ev_push(s->n, e);
     }
 }
 
@@ -310,224 +209,6 @@ static void on_inbox(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
     natsMsg_Destroy(msg);
 }
 
-/* ---- The key-value worker ---------------------------------------------------------------- */
-
-static void job_free(job *j)
-{
-    if (j) {
-        free(j->bucket);
-        free(j->key);
-        free(j->value);
-        free(j);
-    }
-}
-
-static void log_nats_error(const char *what, natsStatus s)
-{
-    natsStatus ls = NATS_OK;
-    const char *last = nats_GetLastError(&ls);
-    RT_LOG_DEBUG(0, "cluster: %s: %s (%s)", what, natsStatus_GetText(s), last ? last : "");
-}
-
-static void bucket_drop(rt_nats *n, const char *name)
-{
-    for (kvb **pp = &n->buckets; *pp; pp = &(*pp)->next) {
-        if (strcmp((*pp)->name, name) == 0) {
-            kvb *b = *pp;
-            *pp = b->next;
-            kvStore_Destroy(b->kv);
-            free(b->name);
-            free(b);
-            return;
-        }
-    }
-}
-
-/* The bucket, created with ttl_ms if it does not exist yet. */
-static natsStatus bucket_get(rt_nats *n, const job *j, kvStore **out)
-{
-    for (kvb *b = n->buckets; b; b = b->next) {
-        if (strcmp(b->name, j->bucket) == 0) {
-            *out = b->kv;
-            return NATS_OK;
-        }
-    }
-    kvConfig kc;
-    kvConfig_Init(&kc);
-    kc.Bucket = j->bucket;
-    kc.History = 1;
-    kc.TTL = (int64_t)j->ttl_ms * 1000000; /* ns (stream max_age) */
-    kc.StorageType = js_MemoryStorage;
-    kvStore *kv = NULL;
-    natsStatus s = js_CreateKeyValue(&kv, n->js, &kc);
-    if (s != NATS_OK) {
-        /* Created by another node with another TTL: use it as it is. */
-        s = js_KeyValue(&kv, n->js, j->bucket);
-    }
-    if (s != NATS_OK) {
-        log_nats_error("key-value bucket", s);
-        return s;
-    }
-    kvb *b = calloc(1, sizeof(*b));
-    if (!b || !(b->name = strdup(j->bucket))) {
-        free(b);
-        kvStore_Destroy(kv);
-        return NATS_NO_MEMORY;
-    }
-    b->kv = kv;
-    b->next = n->buckets;
-    n->buckets = b;
-    *out = kv;
-    return NATS_OK;
-}
-
-static wamp_err err_of(natsStatus s)
-{
-    switch (s) {
-    case NATS_OK:
-        return WAMP_OK;
-    case NATS_NO_MEMORY:
-        return WAMP_ENOMEM;
-    case NATS_CONNECTION_CLOSED:
-    case NATS_CONNECTION_DISCONNECTED:
-        return WAMP_ECLOSED;
-    default:
-        return WAMP_EIO;
-    }
-}
-
-/* KEYS: every live key (kvStore_Keys() skips deleted ones); none is NATS_NOT_FOUND. */
-static void list_keys(kvStore *kv, ev *e)
-{
-    kvKeysList list = {0};
-    natsStatus s = kvStore_Keys(&list, kv, NULL);
-    if (s == NATS_NOT_FOUND) {
-        return;
-    }
-    if (s != NATS_OK) {
-        e->err = err_of(s);
-        log_nats_error("key-value keys", s);
-        return;
-    }
-    size_t cnt = list.Count > 0 ? (size_t)list.Count : 0;
-    e->keys = calloc(cnt ? cnt : 1, sizeof(char *));
-    for (size_t i = 0; e->keys && i < cnt; i++) {
-        e->keys[i] = strdup(list.Keys[i]);
-        e->n_keys += e->keys[i] != NULL;
-    }
-    e->err = e->keys && e->n_keys == cnt ? WAMP_OK : WAMP_ENOMEM;
-    kvKeysList_Destroy(&list);
-}
-
-/* Runs one kv operation into e (its result). false: retry once (the bucket may have gone,
- * e.g. a restarted server). */
-static bool run_job_once(rt_nats *n, const job *j, ev *e)
-{
-    kvStore *kv = NULL;
-    natsStatus s = bucket_get(n, j, &kv);
-    if (s != NATS_OK) {
-        e->err = err_of(s);
-        return true;
-    }
-    int len = (int)j->len;
-    kvEntry *ent = NULL;
-    switch (j->kind) {
-    case RT_CLUSTER_KV_CREATE:
-        s = kvStore_Create(NULL, kv, j->key, j->value, len);
-        if (s != NATS_OK && kvStore_Get(&ent, kv, j->key) == NATS_OK) {
-            kvEntry_Destroy(ent);
-            e->err = WAMP_EEXIST;
-            return true;
-        }
-        break;
-    case RT_CLUSTER_KV_PUT:
-        s = kvStore_Put(NULL, kv, j->key, j->value, len);
-        break;
-    case RT_CLUSTER_KV_GET:
-        s = kvStore_Get(&ent, kv, j->key);
-        if (s == NATS_NOT_FOUND) {
-            e->err = WAMP_ENOTFOUND;
-            return true;
-        }
-        if (s == NATS_OK) {
-            int vlen = kvEntry_ValueLen(ent);
-            e->len = vlen > 0 ? (size_t)vlen : 0;
-            e->data = memdup(kvEntry_Value(ent), e->len);
-            e->err = e->data ? WAMP_OK : WAMP_ENOMEM;
-            kvEntry_Destroy(ent);
-            return true;
-        }
-        break;
-    case RT_CLUSTER_KV_DELETE:
-        s = kvStore_Delete(kv, j->key);
-        break;
-    case RT_CLUSTER_KV_KEYS:
-        list_keys(kv, e);
-        if (e->err == WAMP_OK || e->err == WAMP_ENOMEM) {
-            return true;
-        }
-        bucket_drop(n, j->bucket);
-        return false;
-    }
-    e->err = err_of(s);
-    if (s == NATS_OK) {
-        return true;
-    }
-    log_nats_error("key-value operation", s);
-    bucket_drop(n, j->bucket);
-    return false;
-}
-
-static void run_job(rt_nats *n, const job *j)
-{
-    ev *e = ev_new(EV_KV);
-    if (!e) {
-        return;
-    }
-    e->kfn = j->fn;
-    e->arg = j->arg;
-    if (natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED) {
-        e->err = WAMP_ECLOSED;
-    } else if (!run_job_once(n, j, e)) {
-        free(e->data);
-        e->data = NULL;
-        e->len = 0;
-        run_job_once(n, j, e);
-    }
-    ev_push(n, e);
-}
-
-static void *worker_main(void *arg)
-{
-    rt_nats *n = arg;
-    pthread_mutex_lock(&n->mu);
-    for (;;) {
-        while (!n->jhead && !n->stop) {
-            pthread_cond_wait(&n->job_cv, &n->mu);
-        }
-        job *j = n->jhead;
-        if (!j) {
-            break; /* stopping, and every queued job has run */
-        }
-        n->jhead = j->next;
-        if (!n->jhead) {
-            n->jtail = NULL;
-        }
-        n->pending_bytes -= j->cost;
-        bool stale = n->buckets_stale;
-        n->buckets_stale = false;
-        pthread_mutex_unlock(&n->mu);
-        while (stale && n->buckets) {
-            bucket_drop(n, n->buckets->name);
-        }
-        run_job(n, j);
-        job_free(j);
-        pthread_mutex_lock(&n->mu);
-    }
-    pthread_mutex_unlock(&n->mu);
-    return NULL;
-}
-
 /* ---- Ops (service thread) ---------------------------------------------------------------- */
 
 static wamp_err op_publish(void *link, const char *subject, const char *reply, const void *data,
@@ -545,7 +226,7 @@ static wamp_err op_publish(void *link, const char *subject, const char *reply, c
     if (s == NATS_INSUFFICIENT_BUFFER) {
         return WAMP_ETOOBIG;
     }
-    return err_of(s);
+    return rt_nats_err_of(s);
 }
 
 static wamp_err op_subscribe(void *link, const char *subject, const char *queue,
@@ -563,9 +244,9 @@ static wamp_err op_subscribe(void *link, const char *subject, const char *queue,
     natsStatus st = queue ? natsConnection_QueueSubscribe(&s->sub, n->nc, subject, queue, on_msg, s)
                           : natsConnection_Subscribe(&s->sub, n->nc, subject, on_msg, s);
     if (st != NATS_OK) {
-        log_nats_error("subscribe", st);
+        rt_nats_log_error("subscribe", st);
         free(s);
-        return err_of(st);
+        return rt_nats_err_of(st);
     }
     s->next = n->subs;
     n->subs = s;
@@ -609,51 +290,13 @@ static wamp_err op_request(void *link, const char *subject, const void *data, si
     wamp_err err = WAMP_ECLOSED;
     if (n->state == RT_CLUSTER_LINK_UP) {
         err = len > n->cfg->max_pending_bytes ? WAMP_ETOOBIG
-                                              : err_of(natsConnection_PublishRequest(
+                                              : rt_nats_err_of(natsConnection_PublishRequest(
                                                         n->nc, subject, reply, data, (int)len));
     }
     if (err != WAMP_OK) {
         /* Answered through the queue: callbacks never run inside an op. */
         push_reply(n, r->token, err, NULL, 0);
     }
-    return WAMP_OK;
-}
-
-static wamp_err op_kv(void *link, const rt_cluster_kv_op *op, rt_cluster_kv_fn fn, void *arg)
-{
-    rt_nats *n = link;
-    job *j = calloc(1, sizeof(*j));
-    if (!j) {
-        return WAMP_ENOMEM;
-    }
-    j->kind = op->kind;
-    j->ttl_ms = op->ttl_ms;
-    j->fn = fn;
-    j->arg = arg;
-    j->bucket = strdup(op->bucket);
-    j->key = dup_or_null(op->key);
-    j->value = op->value ? memdup(op->value, op->len) : NULL;
-    j->len = op->len;
-    j->cost = ENTRY_COST + op->len;
-    if (!j->bucket || (op->key && !j->key) || (op->value && !j->value)) {
-        job_free(j);
-        return WAMP_ENOMEM;
-    }
-    pthread_mutex_lock(&n->mu);
-    if (n->pending_bytes + j->cost > n->cfg->max_pending_bytes) {
-        pthread_mutex_unlock(&n->mu);
-        job_free(j);
-        return WAMP_ETOOBIG;
-    }
-    n->pending_bytes += j->cost;
-    if (n->jtail) {
-        n->jtail->next = j;
-    } else {
-        n->jhead = j;
-    }
-    n->jtail = j;
-    pthread_cond_signal(&n->job_cv);
-    pthread_mutex_unlock(&n->mu);
     return WAMP_OK;
 }
 
@@ -676,7 +319,7 @@ static const rt_cluster_ops nats_ops = {
         .subscribe = op_subscribe,
         .unsubscribe = op_unsubscribe,
         .request = op_request,
-        .kv = op_kv,
+        .kv = rt_nats_op_kv,
         .stats = op_stats,
 };
 
@@ -747,7 +390,7 @@ void rt_nats_service(rt_nats *n)
         ev *next = e->next;
         size_t cost = e->cost;
         dispatch(n, e);
-        ev_free(e);
+        rt_nats_ev_free(e);
         pthread_mutex_lock(&n->mu);
         n->pending_bytes -= cost;
         pthread_mutex_unlock(&n->mu);
@@ -914,7 +557,7 @@ wamp_err rt_nats_new(const rt_cluster_config *cfg, rt_cluster *core, rt_nats **o
         snprintf(err, err_len, "cluster: cannot set up the NATS connection");
         goto fail;
     }
-    if (pthread_create(&n->worker, NULL, worker_main, n) != 0) {
+    if (pthread_create(&n->worker, NULL, rt_nats_worker_main, n) != 0) {
         snprintf(err, err_len, "cluster: cannot start the key-value thread");
         goto fail;
     }
@@ -970,9 +613,7 @@ void rt_nats_free(rt_nats *n)
     if (n->nc) {
         natsConnection_Close(n->nc);
     }
-    while (n->buckets) {
-        bucket_drop(n, n->buckets->name);
-    }
+    rt_nats_kv_fini(n);
     jsCtx_Destroy(n->js);
     natsSubscription_Destroy(n->inbox_sub);
     natsConnection_Destroy(n->nc);
@@ -1000,12 +641,7 @@ void rt_nats_free(rt_nats *n)
     while (n->head) {
         ev *e = n->head;
         n->head = e->next;
-        ev_free(e);
-    }
-    while (n->jhead) {
-        job *j = n->jhead;
-        n->jhead = j->next;
-        job_free(j);
+        rt_nats_ev_free(e);
     }
     if (n->sync_ok) {
         pthread_cond_destroy(&n->ev_cv);

@@ -1,5 +1,5 @@
 /* rt_nats.h: the cluster link over NATS (cnats 3.4, JetStream key-value): rt_cluster_ops for
- * rt_cluster. The only module that includes <nats/nats.h>.
+ * rt_cluster. The only module that includes <nats/nats.h> (rt_nats.c, rt_nats_kv.c, rt_nats_int.h).
  *
  * Threads: cnats calls back on its own threads (connection events, subscription messages), and
  * key-value operations, which block in cnats, run on one worker thread of this module. Both hand
