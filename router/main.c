@@ -297,6 +297,18 @@ static bool cluster_start(rt_router *rt, const rt_config *cfg, main_cluster *mc)
     return true;
 }
 
+/* Leaves the cluster: waits (at most request_timeout) for the delete of this node's key, after
+ * which the others are told, so that they drop this node at once. */
+static void cluster_leave(rt_router *rt, const rt_config *cfg, main_cluster *mc)
+{
+    rt_cluster_leave(mc->member);
+    uint64_t end = rt_router_now_us(rt) + (uint64_t)cfg->cluster->request_timeout_ms * 1000;
+    while (mc->link && rt_cluster_is_leaving(mc->member) && rt_router_now_us(rt) < end) {
+        rt_nats_wait(mc->link, 100);
+        rt_nats_service(mc->link);
+    }
+}
+
 int main(int argc, char **argv)
 {
     main_args args;
@@ -416,7 +428,7 @@ done:
     }
     rt_lws_free(l);
     if (mc.member) {
-        rt_cluster_leave(mc.member);
+        cluster_leave(rt, cfg, &mc);
     }
     rt_nats_free(mc.link);
     rt_cluster_free(mc.member);

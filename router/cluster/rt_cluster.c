@@ -40,6 +40,7 @@ struct rt_cluster {
     rt_cluster_member_state state;
     bool ever_joined;
     bool left;
+    bool leaving;      /* the leave's DELETE is in flight */
     bool join_pending; /* a CREATE, GET or PUT of the join is in flight */
     bool beat_pending; /* a heartbeat PUT is in flight */
     bool keys_pending; /* a KEYS is in flight */
@@ -549,6 +550,17 @@ void rt_cluster_tick(rt_cluster *c)
     }
 }
 
+static void on_left(void *arg, const rt_cluster_kv_result *res)
+{
+    rt_cluster *c = arg;
+    c->leaving = false;
+    if (res->err == WAMP_OK) {
+        /* After the delete, so that the others' read of the list misses this node. */
+        announce(c);
+        RT_LOG_INFO(0, "cluster %s: left", c->name);
+    }
+}
+
 void rt_cluster_leave(rt_cluster *c)
 {
     bool was_joined = c->state == RT_CLUSTER_MEMBER_JOINED;
@@ -563,9 +575,12 @@ void rt_cluster_leave(rt_cluster *c)
                            .bucket = c->bucket,
                            .ttl_ms = c->ttl_ms,
                            .key = c->node_id};
-    c->ops->kv(c->link, &op, NULL, NULL);
-    announce(c);
-    RT_LOG_INFO(0, "cluster %s: left", c->name);
+    c->leaving = c->ops->kv(c->link, &op, on_left, c) == WAMP_OK;
+}
+
+bool rt_cluster_is_leaving(const rt_cluster *c)
+{
+    return c->leaving;
 }
 
 rt_cluster_member_state rt_cluster_member_state_get(const rt_cluster *c)

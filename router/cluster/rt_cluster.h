@@ -70,9 +70,12 @@ wamp_err rt_cluster_set_link(rt_cluster *c, const rt_cluster_ops *ops, void *lin
 void rt_cluster_on_link_state(rt_cluster *c, rt_cluster_link_state st);
 /* Heartbeats, list reads and join retries that are due. Call often (every 100 ms). */
 void rt_cluster_tick(rt_cluster *c);
-/* Clean leave: deletes this node's key and announces it. The link should then be given a moment
- * to send it (rt_nats_free() does). */
+/* Clean leave: deletes this node's key, then (when the delete is done) announces it; the node
+ * does not join again. */
 void rt_cluster_leave(rt_cluster *c);
+/* true while the leave's delete is in flight: keep servicing the link until it is false (or a
+ * timeout), so that the announcement goes out. */
+bool rt_cluster_is_leaving(const rt_cluster *c);
 
 rt_cluster_member_state rt_cluster_member_state_get(const rt_cluster *c);
 /* true once another live node has been found to hold this node's id while this node had not

@@ -238,7 +238,9 @@ START_TEST(test_clean_leave_is_seen_at_once)
     fake_link_set_up(b->l, true);
     run_ms(100);
     rt_cluster_leave(b->c);
-    fake_bus_run(bus);
+    ck_assert(rt_cluster_is_leaving(b->c));
+    fake_bus_run(bus); /* no tick: the announcement after the delete does it */
+    ck_assert(!rt_cluster_is_leaving(b->c));
     ck_assert_str_eq(list_of(a), "a");
     /* A left node does not join again. */
     run_ms(2 * HB_MS);
