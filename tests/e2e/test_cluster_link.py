@@ -1,8 +1,8 @@
 """The cluster link over a real nats-server (JetStream, ephemeral port, temp store): nodes join the
 membership, a duplicate controller.id is refused at start, a node killed with kill -9 leaves the
 others' view within node_ttl + 2 heartbeats, a clean stop leaves at once, a restarted
-nats-server gets every node re-announced, and a node started before nats-server routes locally
-and joins once it is up.
+nats-server gets every node re-announced, a node started before nats-server routes locally
+and joins once it is up, and --check-config checks the cluster keys without connecting.
 
 The node list is observed through the router's log ("cluster NAME: nodes (N): a, b"): the
 management API does not list cluster nodes yet."""
@@ -232,6 +232,31 @@ class TestClusterLink(h.AsyncTestCase):
         wait_log(a, re.escape("cluster %s: link up" % self.name))
         await self.routes_locally(a)
         a.stop()
+
+    async def test_check_config(self):
+        """--check-config checks the cluster keys and connects to nothing."""
+        path = write_config(self.tmp, "node_a", self.nats.port, self.name)  # no server there
+        bin_ = os.environ["RT_ROUTER_BIN"]
+        ok = subprocess.run([bin_, "-c", path, "--check-config"], capture_output=True, text=True,
+                            timeout=30)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("configuration OK", ok.stdout)
+        self.assertNotIn("cluster", ok.stderr)  # no link was started
+        with open(path, encoding="utf-8") as f:
+            cfg = json.load(f)
+        cluster = cfg["workers"][0]["wampscope"]["cluster"]
+        cluster["heartbeat_interval"] = 1000
+        cluster["node_ttl"] = 1500  # less than twice the heartbeat
+        cluster["nats"]["servers"] = ["http://127.0.0.1:1"]
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        bad = subprocess.run([bin_, "-c", path, "--check-config"], capture_output=True, text=True,
+                             timeout=30)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("workers[0].wampscope.cluster.node_ttl: must be at least twice "
+                      "heartbeat_interval", bad.stderr)
+        self.assertIn("workers[0].wampscope.cluster.nats.servers[0]: must be a nats:// or tls:// "
+                      "URL", bad.stderr)
 
 
 if __name__ == "__main__":
