@@ -281,11 +281,19 @@ static bool cluster_start(rt_router *rt, const rt_config *cfg, main_cluster *mc)
         rt_cluster_link_stats st;
         rt_cluster_link_stats_get(mc->member, &st);
         uint64_t now = rt_router_now_us(rt);
-        if (rt_cluster_is_settled(mc->member) ||
+        if (rt_cluster_is_settled(mc->member) || rt_nats_is_closed(mc->link, NULL, 0) ||
             (st.state != RT_CLUSTER_LINK_UP && now >= connect_end) || now >= settle_end) {
             break;
         }
         rt_nats_wait(mc->link, 100);
+    }
+    char why[256];
+    if (rt_nats_is_closed(mc->link, why, sizeof(why))) {
+        fprintf(stderr,
+                "wampscope: cluster %s: the NATS server closed the connection: %s (check the "
+                "credentials and TLS in wampscope.cluster.nats)\n",
+                cc->name, why);
+        return false;
     }
     if (rt_cluster_is_refused(mc->member)) {
         fprintf(stderr,

@@ -163,6 +163,19 @@ static void on_disconnected(natsConnection *nc, void *closure)
     push_state(closure, RT_CLUSTER_LINK_DOWN);
 }
 
+static void on_closed(natsConnection *nc, void *closure)
+{
+    rt_nats *n = closure;
+    const char *last = NULL;
+    natsConnection_GetLastError(nc, &last);
+    pthread_mutex_lock(&n->mu);
+    n->closed = true;
+    snprintf(n->closed_reason, sizeof(n->closed_reason), "%s",
+             last && *last ? last : "connection closed");
+    pthread_mutex_unlock(&n->mu);
+    push_state(n, RT_CLUSTER_LINK_DOWN);
+}
+
 static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
     (void)nc;
@@ -243,7 +256,9 @@ static wamp_err op_subscribe(void *link, const char *subject, const char *queue,
     s->arg = arg;
     natsStatus st = queue ? natsConnection_QueueSubscribe(&s->sub, n->nc, subject, queue, on_msg, s)
                           : natsConnection_Subscribe(&s->sub, n->nc, subject, on_msg, s);
-    if (st != NATS_OK) {
+    if (st != NATS_OK && natsConnection_IsClosed(n->nc)) {
+        s->sub = NULL; /* closed for good: it would never get a message anyway */
+    } else if (st != NATS_OK) {
         rt_nats_log_error("subscribe", st);
         free(s);
         return rt_nats_err_of(st);
@@ -404,6 +419,14 @@ void rt_nats_service(rt_nats *n)
         }
         r = next;
     }
+    char why[256];
+    if (!n->closed_logged && rt_nats_is_closed(n, why, sizeof(why))) {
+        n->closed_logged = true;
+        RT_LOG_ERR(0,
+                   "cluster %s: the NATS connection is closed for good (%s): check "
+                   "wampscope.cluster.nats; this node runs alone until restarted",
+                   n->cfg->name, why);
+    }
     if (dropped > n->drops_logged && now - n->last_drop_log_us >= DROP_LOG_INTERVAL_US) {
         RT_LOG_WARN(0,
                     "cluster %s: %" PRIu64 " incoming message(s) dropped: more than "
@@ -412,6 +435,17 @@ void rt_nats_service(rt_nats *n)
         n->drops_logged = dropped;
         n->last_drop_log_us = now;
     }
+}
+
+bool rt_nats_is_closed(rt_nats *n, char *why, size_t len)
+{
+    pthread_mutex_lock(&n->mu);
+    bool closed = n->closed;
+    if (closed && why && len) {
+        snprintf(why, len, "%s", n->closed_reason);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return closed;
 }
 
 void rt_nats_wait(rt_nats *n, uint32_t ms)
@@ -463,6 +497,9 @@ static natsStatus set_options(rt_nats *n, char *err, size_t err_len)
     }
     if (s == NATS_OK) {
         s = natsOptions_SetReconnectedCB(o, on_connected, n);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetClosedCB(o, on_closed, n);
     }
     if (s == NATS_OK) {
         s = natsOptions_SetReconnectBufSize(
@@ -534,6 +571,7 @@ wamp_err rt_nats_new(const rt_cluster_config *cfg, rt_cluster *core, rt_nats **o
         goto fail;
     }
     natsStatus s = natsConnection_Connect(&n->nc, n->opts);
+    bool connected = s == NATS_OK;
     if (s == NATS_NOT_YET_CONNECTED) {
         RT_LOG_WARN(0,
                     "cluster %s: no NATS server reachable (%s%s): starting alone, routing "
@@ -552,9 +590,15 @@ wamp_err rt_nats_new(const rt_cluster_config *cfg, rt_cluster *core, rt_nats **o
     jo.Wait = cfg->request_timeout_ms;
     char pattern[128];
     snprintf(pattern, sizeof(pattern), "%s.*", n->inbox);
-    if (natsConnection_JetStream(&n->js, n->nc, &jo) != NATS_OK ||
-        natsConnection_Subscribe(&n->inbox_sub, n->nc, pattern, on_inbox, n) != NATS_OK) {
-        snprintf(err, err_len, "cluster: cannot set up the NATS connection");
+    s = natsConnection_JetStream(&n->js, n->nc, &jo);
+    if (s == NATS_OK) {
+        s = natsConnection_Subscribe(&n->inbox_sub, n->nc, pattern, on_inbox, n);
+    }
+    if (s != NATS_OK && !natsConnection_IsClosed(n->nc)) {
+        const char *last = NULL;
+        natsConnection_GetLastError(n->nc, &last);
+        snprintf(err, err_len, "cluster %s: the NATS connection cannot be used: %s (%s)", cfg->name,
+                 natsStatus_GetText(s), last && *last ? last : "no details");
         goto fail;
     }
     if (pthread_create(&n->worker, NULL, rt_nats_worker_main, n) != 0) {
@@ -567,7 +611,7 @@ wamp_err rt_nats_new(const rt_cluster_config *cfg, rt_cluster *core, rt_nats **o
         snprintf(err, err_len, "cluster: cannot subscribe: %s", wamp_strerror(e));
         goto fail;
     }
-    if (s == NATS_OK) {
+    if (connected) {
         push_state(n, RT_CLUSTER_LINK_UP);
     }
     *out = n;

@@ -44,5 +44,9 @@ void rt_nats_set_wake(rt_nats *n, void (*wake)(void *ctx), void *ctx);
 void rt_nats_wait(rt_nats *n, uint32_t ms);
 /* Delivers every queued event and expires requests whose timeout has passed. */
 void rt_nats_service(rt_nats *n);
+/* true once cnats has closed the connection for good (it does when the server refuses the
+ * credentials): the link will not come back; why (len bytes) gets the reason. The first
+ * rt_nats_service() after it logs it as an error. */
+bool rt_nats_is_closed(rt_nats *n, char *why, size_t len);
 
 #endif /* RT_NATS_H */

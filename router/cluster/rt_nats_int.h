@@ -91,6 +91,7 @@ struct rt_nats {
     uint64_t next_token;
     uint64_t drops_logged;
     uint64_t last_drop_log_us;
+    bool closed_logged;
 
     /* Shared, under mu. */
     pthread_mutex_t mu;
@@ -105,6 +106,10 @@ struct rt_nats {
     bool stop;
     /* (Re)connected: the server may be a restarted one that lost the memory buckets. */
     bool buckets_stale;
+    /* cnats closed the connection for good (e.g. the server refused the credentials): the
+     * reason, from natsConnection_GetLastError(). */
+    bool closed;
+    char closed_reason[256];
 
     /* Worker thread only (and rt_nats_free() after the join). */
     pthread_t worker;

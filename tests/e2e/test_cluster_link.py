@@ -38,8 +38,9 @@ def free_port():
 class NatsServer:
     """nats-server with JetStream on 127.0.0.1:port, its store in a temp dir; stopped by PID."""
 
-    def __init__(self, tmp, port=None):
+    def __init__(self, tmp, port=None, extra=()):
         self.port = port or free_port()
+        self.extra = list(extra)
         self.store = os.path.join(tmp, "js")
         self.log = os.path.join(tmp, "nats.log")
         self.proc = None
@@ -47,7 +48,8 @@ class NatsServer:
     def start(self):
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [NATS_BIN, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store],
+                [NATS_BIN, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store]
+                + self.extra,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 preexec_fn=h._die_with_parent)
         deadline = time.monotonic() + 10
@@ -72,7 +74,7 @@ class NatsServer:
                 self.proc.wait()
 
 
-def write_config(tmp, node_id, nats_port, name):
+def write_config(tmp, node_id, nats_port, name, nats=None):
     cfg = {
         "version": 2,
         "controller": {"id": node_id},
@@ -89,7 +91,7 @@ def write_config(tmp, node_id, nats_port, name):
                 "cluster": {"name": name, "heartbeat_interval": HEARTBEAT_MS,
                             "node_ttl": NODE_TTL_MS, "connect_timeout": CONNECT_TIMEOUT_MS,
                             "reconnect_wait": 200, "request_timeout": 1000,
-                            "nats": {"servers": ["nats://127.0.0.1:%d" % nats_port]}},
+                            "nats": nats or {"servers": ["nats://127.0.0.1:%d" % nats_port]}},
             },
         }],
     }
@@ -127,8 +129,8 @@ class TestClusterLink(h.AsyncTestCase):
         # Distinct cluster names per test: buckets and subjects never meet.
         self.name = "c_" + self.id().split(".")[-1][5:][:40]
 
-    def node(self, node_id, start=True):
-        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name))
+    def node(self, node_id, start=True, nats=None):
+        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name, nats))
         self.addCleanup(r.cleanup)
         return r.start() if start else r
 
@@ -231,6 +233,35 @@ class TestClusterLink(h.AsyncTestCase):
         wait_log(a, re.escape("cluster %s: joined as node node_a" % self.name))
         wait_log(a, re.escape("cluster %s: link up" % self.name))
         await self.routes_locally(a)
+        a.stop()
+
+    async def test_tls_and_password(self):
+        """TLS to the server (verified with the given CA) and user/password authentication."""
+        key, cert = os.path.join(self.tmp, "key.pem"), os.path.join(self.tmp, "cert.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-keyout", key, "-out", cert, "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.nats = NatsServer(self.tmp, extra=["--tls", "--tlscert", cert, "--tlskey", key,
+                                                "--user", "wsc", "--pass", "s3cret"])
+        self.addCleanup(self.nats.stop)
+        self.nats.start()
+        url = "tls://127.0.0.1:%d" % self.nats.port
+        a = self.node("node_a", nats={"servers": [url], "user": "wsc", "password": "s3cret",
+                                      "tls": {"ca": cert}})
+        wait_log(a, re.escape("cluster %s: joined as node node_a" % self.name))
+        # A wrong password: cnats closes the connection for good (its last error is only "No
+        # server available for connection"), and the node refuses to start.
+        b = self.node("node_b", start=False, nats={"servers": [url], "user": "wsc",
+                                                   "password": "wrong", "tls": {"ca": cert}})
+        proc = subprocess.run([b.bin, "-c", b.config, "--port", "0"], capture_output=True,
+                              text=True, timeout=30, cwd=b.tmp)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("cluster %s: the NATS server closed the connection: " % self.name,
+                      proc.stderr)
+        for m in h.SANITIZER_MARKERS:
+            self.assertNotIn(m, proc.stderr)
+        self.assertNotIn("node_b", a.stderr_text())
         a.stop()
 
     async def test_check_config(self):
