@@ -5,7 +5,7 @@
  *   - SIGXFSZ ignored: a persisted trace over a file-size limit gets EFBIG from write(2) and
  *     stops with io_error, instead of the signal killing the router;
  *   - sodium_init() and json_object_seed(0);
- *   - with wampscope.cluster, cnats' library state (released by rt_nats_free());
+ *   - with wampscope.cluster, cnats' library state (released by rt_nats_node_free());
  *   - the rt_log level, and lws_set_log_level() through rt_lws_log_init().
  * Exit status: 0 clean shutdown (or --help/--version/--check-config), 1 runtime failure,
  * 2 usage or configuration error. */
@@ -22,11 +22,10 @@
 #include <sodium.h>
 
 #include "mgmt_api.h"
-#include "rt_cluster.h"
 #include "rt_config.h"
 #include "rt_log.h"
 #include "rt_lws.h"
-#include "rt_nats.h"
+#include "rt_nats_node.h"
 #include "rt_router.h"
 
 #ifndef RT_VERSION
@@ -226,97 +225,6 @@ static bool announce(const rt_lws *l, const char *ports_file)
     return ok;
 }
 
-/* The cluster link (wampscope.cluster): membership core and NATS adapter, driven by the lws
- * loop through its service hook. */
-typedef struct main_cluster {
-    rt_cluster *member;
-    rt_nats *link;
-} main_cluster;
-
-static uint64_t cluster_clock(void *ctx)
-{
-    return rt_router_now_us(ctx);
-}
-
-static void cluster_service(void *ctx)
-{
-    main_cluster *mc = ctx;
-    rt_nats_service(mc->link);
-    rt_cluster_tick(mc->member);
-}
-
-/* Connects and, before the router listens, waits for the join to be decided, so that a node
- * whose id another live node holds is refused at start. Bounded: no server answering within
- * connect_timeout, or no decision within connect_timeout + node_ttl + 3 heartbeats +
- * request_timeout, and the node starts anyway (routing locally; the link keeps trying). */
-static bool cluster_start(rt_router *rt, const rt_config *cfg, main_cluster *mc)
-{
-    const rt_cluster_config *cc = cfg->cluster;
-    uint64_t instance = 0;
-    randombytes_buf(&instance, sizeof(instance));
-    rt_cluster_options o = {.name = cc->name,
-                            .node_id = cfg->node_id,
-                            .version = RT_VERSION,
-                            .heartbeat_ms = cc->heartbeat_ms,
-                            .node_ttl_ms = cc->node_ttl_ms,
-                            .request_timeout_ms = cc->request_timeout_ms};
-    mc->member = rt_cluster_new(&o, instance, cluster_clock, rt);
-    if (!mc->member) {
-        fprintf(stderr, "wampscope: out of memory\n");
-        return false;
-    }
-    char err[512];
-    if (rt_nats_new(cc, mc->member, &mc->link, err, sizeof(err)) != WAMP_OK) {
-        RT_LOG_ERR(0, "%s", err);
-        fprintf(stderr, "wampscope: %s\n", err);
-        return false;
-    }
-    uint64_t t0 = rt_router_now_us(rt);
-    uint64_t connect_end = t0 + (uint64_t)cc->connect_timeout_ms * 1000;
-    uint64_t settle_end =
-            connect_end +
-            ((uint64_t)cc->node_ttl_ms + 3ull * cc->heartbeat_ms + cc->request_timeout_ms) * 1000;
-    for (;;) {
-        cluster_service(mc);
-        rt_cluster_link_stats st;
-        rt_cluster_link_stats_get(mc->member, &st);
-        uint64_t now = rt_router_now_us(rt);
-        if (rt_cluster_is_settled(mc->member) || rt_nats_is_closed(mc->link, NULL, 0) ||
-            (st.state != RT_CLUSTER_LINK_UP && now >= connect_end) || now >= settle_end) {
-            break;
-        }
-        rt_nats_wait(mc->link, 100);
-    }
-    char why[256];
-    if (rt_nats_is_closed(mc->link, why, sizeof(why))) {
-        fprintf(stderr,
-                "wampscope: cluster %s: the NATS server closed the connection: %s (check the "
-                "credentials and TLS in wampscope.cluster.nats)\n",
-                cc->name, why);
-        return false;
-    }
-    if (rt_cluster_is_refused(mc->member)) {
-        fprintf(stderr,
-                "wampscope: cluster %s: node id \"%s\" (controller.id) is already in use by "
-                "another live node\n",
-                cc->name, cfg->node_id);
-        return false;
-    }
-    return true;
-}
-
-/* Leaves the cluster: waits (at most request_timeout) for the delete of this node's key, after
- * which the others are told, so that they drop this node at once. */
-static void cluster_leave(rt_router *rt, const rt_config *cfg, main_cluster *mc)
-{
-    rt_cluster_leave(mc->member);
-    uint64_t end = rt_router_now_us(rt) + (uint64_t)cfg->cluster->request_timeout_ms * 1000;
-    while (mc->link && rt_cluster_is_leaving(mc->member) && rt_router_now_us(rt) < end) {
-        rt_nats_wait(mc->link, 100);
-        rt_nats_service(mc->link);
-    }
-}
-
 int main(int argc, char **argv)
 {
     main_args args;
@@ -345,7 +253,7 @@ int main(int argc, char **argv)
     rt_router *rt = NULL;
     mgmt_api *mgmt = NULL;
     rt_lws *l = NULL;
-    main_cluster mc = {0};
+    rt_nats_node *cluster = NULL;
     char err[512];
     rt_config_diag diag = {0};
     wamp_err e = args.config_path ? rt_config_parse_file(args.config_path, &cfg, &diag)
@@ -405,8 +313,13 @@ int main(int argc, char **argv)
                         cfg->mgmt_realm);
         }
     }
-    if (cfg->cluster && !cluster_start(rt, cfg, &mc)) {
-        goto done;
+    if (cfg->cluster) {
+        e = rt_nats_node_start(rt, cfg, &cluster, err, sizeof(err));
+        if (e != WAMP_OK) {
+            RT_LOG_ERR(0, "%s", err);
+            fprintf(stderr, "wampscope: %s\n", err);
+            goto done;
+        }
     }
     rt_lws_options opt = {.port_override = args.port};
     e = rt_lws_new(rt, &opt, &l, err, sizeof(err));
@@ -415,9 +328,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "wampscope: %s\n", err);
         goto done;
     }
-    if (mc.link) {
-        rt_lws_set_service_hook(l, cluster_service, &mc);
-        rt_nats_set_wake(mc.link, rt_lws_wake, l);
+    if (cluster) {
+        rt_lws_set_service_hook(l, rt_nats_node_service, cluster);
+        rt_nats_node_set_wake(cluster, rt_lws_wake, l);
     }
     if (!announce(l, args.ports_file)) {
         goto done;
@@ -429,17 +342,13 @@ done:
     /* Order matters: lws delivers CLOSED (rt_session_on_closed) for every live connection
      * while the router still exists; traces record until then, and stop (persisted ones
      * flushed and synced) before anything is freed; the router borrows the config. The
-     * cluster link stops waking the loop before the loop goes; the node leaves the cluster
-     * (its key deleted) once it takes no more clients. */
-    if (mc.link) {
-        rt_nats_set_wake(mc.link, NULL, NULL);
+     * cluster link stops waking the loop before the loop goes, and leaves once the node takes
+     * no more clients. */
+    if (cluster) {
+        rt_nats_node_set_wake(cluster, NULL, NULL);
     }
     rt_lws_free(l);
-    if (mc.member) {
-        cluster_leave(rt, cfg, &mc);
-    }
-    rt_nats_free(mc.link);
-    rt_cluster_free(mc.member);
+    rt_nats_node_free(cluster);
     if (rt) {
         rt_router_end_shutdown(rt);
     }
