@@ -25,12 +25,13 @@ FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
 NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
 BROWSER_NPM_STAMP := $(BROWSER_DIR)/node_modules/.wampscope-npm-ci
 
-# Debian 12 packages: toolchain, the four C libraries, Check, the interop clients, and the
-# metrics checkers of test_metrics.py (prometheus_client's parser; promtool from prometheus) and
-# the browser of the trace viewer's tests.
+# Debian 12 packages: toolchain, the C libraries, Check, the interop clients, NATS (the C client
+# for the cluster link, the server for its e2e tests), the metrics checkers of test_metrics.py
+# (prometheus_client's parser; promtool from prometheus) and the browser of the trace viewer's tests.
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
-	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl python3-cbor2 \
-	python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev chromium
+	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
+	python3-cbor2 python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev \
+	libnats-dev nats-server chromium
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

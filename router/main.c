@@ -5,6 +5,7 @@
  *   - SIGXFSZ ignored: a persisted trace over a file-size limit gets EFBIG from write(2) and
  *     stops with io_error, instead of the signal killing the router;
  *   - sodium_init() and json_object_seed(0);
+ *   - with wampscope.cluster, cnats' library state (released by rt_nats_node_free());
  *   - the rt_log level, format and target (syslog opened here), its session lookup (the
  *     router, while it exists), and lws_set_log_level() through rt_lws_log_init().
  * Exit status: 0 clean shutdown (or --help/--version/--check-config), 1 runtime failure,
@@ -26,6 +27,7 @@
 #include "rt_config.h"
 #include "rt_log.h"
 #include "rt_lws.h"
+#include "rt_nats_node.h"
 #include "rt_router.h"
 
 #ifndef RT_VERSION
@@ -341,6 +343,7 @@ int main(int argc, char **argv)
     rt_router *rt = NULL;
     mgmt_api *mgmt = NULL;
     rt_lws *l = NULL;
+    rt_nats_node *cluster = NULL;
     char err[512];
     rt_config_diag diag = {0};
     wamp_err e = args.config_path ? rt_config_parse_file(args.config_path, &cfg, &diag)
@@ -405,6 +408,14 @@ int main(int argc, char **argv)
                         cfg->mgmt_realm);
         }
     }
+    if (cfg->cluster) {
+        e = rt_nats_node_start(rt, cfg, &cluster, err, sizeof(err));
+        if (e != WAMP_OK) {
+            RT_LOG_ERR(0, "%s", err);
+            fprintf(stderr, "wampscope: %s\n", err);
+            goto done;
+        }
+    }
     rt_lws_options opt = {.port_override = args.port};
     e = rt_lws_new(rt, &opt, &l, err, sizeof(err));
     if (e != WAMP_OK) {
@@ -413,6 +424,10 @@ int main(int argc, char **argv)
         }
         say(&args, RT_LOG_LEVEL_ERR, "%s", err);
         goto done;
+    }
+    if (cluster) {
+        rt_lws_set_service_hook(l, rt_nats_node_service, cluster);
+        rt_nats_node_set_wake(cluster, rt_lws_wake, l);
     }
     if (!announce(l, args.ports_file)) {
         goto done;
@@ -423,8 +438,14 @@ int main(int argc, char **argv)
 done:
     /* Order matters: lws delivers CLOSED (rt_session_on_closed) for every live connection
      * while the router still exists; traces record until then, and stop (persisted ones
-     * flushed and synced) before anything is freed; the router borrows the config. */
+     * flushed and synced) before anything is freed; the router borrows the config. The
+     * cluster link stops waking the loop before the loop goes, and leaves once the node takes
+     * no more clients. */
+    if (cluster) {
+        rt_nats_node_set_wake(cluster, NULL, NULL);
+    }
     rt_lws_free(l);
+    rt_nats_node_free(cluster);
     if (rt) {
         rt_router_end_shutdown(rt);
     }

@@ -179,6 +179,28 @@ typedef struct rt_cidr {
 #define RT_FLIGHT_RECORDER_ID    "flight-recorder"
 #define RT_FLIGHT_RECORDER_LIMIT 10000 /* its default limit, in records */
 
+/* wampscope.cluster: this node's link to a cluster of nodes over NATS (configs/README.md,
+ * "cluster"). Secrets (password, token) are wiped when the config is freed. */
+typedef struct rt_cluster_config {
+    char *name;     /* prefix of every subject and bucket (default "wampscope") */
+    char **servers; /* nats.servers: "nats://host:port" or "tls://host:port" URLs (at least 1) */
+    size_t n_servers;
+    char *user; /* nats.user + nats.password, or NULL */
+    char *password;
+    char *token;           /* nats.token, or NULL */
+    char *creds;           /* nats.creds: a NATS credentials file (resolved path), or NULL */
+    bool tls;              /* nats.tls present: TLS to the servers */
+    char *tls_ca;          /* nats.tls.ca: CA certificates file, or NULL (system CAs) */
+    char *tls_certificate; /* nats.tls.certificate + key: client certificate, or NULL */
+    char *tls_key;
+    uint32_t connect_timeout_ms; /* one connection attempt (2,000) */
+    uint32_t reconnect_wait_ms;  /* between attempts (1,000) */
+    uint32_t request_timeout_ms; /* requests to other nodes, and key-value operations (2,000) */
+    uint32_t heartbeat_ms;       /* membership heartbeat (1,000) */
+    uint32_t node_ttl_ms;        /* a node's key lives this long after its last heartbeat (4,000) */
+    size_t max_pending_bytes;    /* cluster bytes queued in either direction (8 MiB) */
+} rt_cluster_config;
+
 typedef struct rt_config {
     char *node_id;   /* controller.id; default: host name */
     char *worker_id; /* workers[i].id; default "router1" */
@@ -232,6 +254,8 @@ typedef struct rt_config {
      * set, protected mode is off and every session on the management realm authenticates with
      * these principals, whatever its transport's "auth" says. */
     rt_auth_config *mgmt_auth;
+    /* wampscope.cluster, or NULL: a single node (no NATS connection, no thread). */
+    rt_cluster_config *cluster;
 } rt_config;
 
 /* What one load found: every error (each one line starting with its key path, e.g.

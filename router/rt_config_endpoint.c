@@ -60,9 +60,8 @@ static int asprintf_path(const char *dir, const char *name, char **out)
     return 0;
 }
 
-/* A required file name whose file the router can read now (refused at start, with the path,
- * rather than by lws later). A relative name is resolved against the config file's directory. */
-static wamp_err tls_file(cfg_ctx *c, const char *path, const json_t *o, const char *key, char **out)
+wamp_err cfg_readable_file(cfg_ctx *c, const char *path, const json_t *o, const char *key,
+                           char **out)
 {
     const char *name = NULL;
     wamp_err err = cfg_req_str(c, path, o, key, &name);
@@ -99,10 +98,10 @@ static wamp_err parse_tls(cfg_ctx *c, const char *path, const json_t *o, rt_list
 {
     wamp_err err = cfg_check_keys(c, path, o, tls_rules, N_RULES(tls_rules));
     if (err == WAMP_OK) {
-        err = tls_file(c, path, o, "certificate", &l->tls_certificate);
+        err = cfg_readable_file(c, path, o, "certificate", &l->tls_certificate);
     }
     if (err == WAMP_OK) {
-        err = tls_file(c, path, o, "key", &l->tls_key);
+        err = cfg_readable_file(c, path, o, "key", &l->tls_key);
     }
     const char *ciphers = NULL;
     if (err == WAMP_OK) {

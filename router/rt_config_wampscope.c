@@ -1,8 +1,8 @@
 /* rt_config_wampscope.c: the router worker's "wampscope" object: limits, tracing (persistence,
- * flight recorder), management (realm, trusted networks, credentials), the metrics listener and
- * the log level. The
- * integer settings are field tables (cfg_field): each limit is named once, with its default,
- * range and unit, and the same rows set the defaults. */
+ * flight recorder), management (realm, trusted networks, credentials), the metrics listener, the
+ * cluster link (in rt_config_cluster.c) and the log level. The integer settings are field tables
+ * (cfg_field): each limit is named once, with its default, range and unit, and the same rows set
+ * the defaults. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -320,7 +320,7 @@ static wamp_err parse_metrics(cfg_ctx *c, const char *path, const json_t *o, rt_
 
 static const key_rule wampscope_rules[] = {
         K_PARSED("metrics"), K_PARSED("limits"),    K_PARSED("management"),
-        K_PARSED("tracing"), K_PARSED("log_level"),
+        K_PARSED("tracing"), K_PARSED("log_level"), K_PARSED("cluster"),
 };
 
 /* Section by section; a refused section does not stop the next one. */
@@ -349,6 +349,10 @@ wamp_err cfg_parse_wampscope(cfg_ctx *c, const char *path, const json_t *o, rt_c
                 err, json_is_object(metrics)
                              ? parse_metrics(c, mp.s, metrics, cfg)
                              : cfg_refuse(c, mp.s, "must be an object {\"endpoint\", \"path\"}"));
+    }
+    const json_t *cluster = json_object_get(o, "cluster");
+    if (cluster && !cfg_stop(err)) {
+        err = cfg_worse(err, cfg_parse_cluster(c, cfg_key(path, "cluster").s, cluster, cfg));
     }
     if (cfg_stop(err)) {
         return err;

@@ -79,7 +79,9 @@ struct rt_lws {
     unsigned signals; /* signals received */
     bool stopping;    /* leave the loop now (second signal) */
     bool tearing_down;
-    rt_lws_http *metrics; /* wampscope.metrics; NULL = none */
+    rt_lws_http *metrics;    /* wampscope.metrics; NULL = none */
+    void (*hook)(void *ctx); /* rt_lws_set_service_hook() */
+    void *hook_ctx;
 };
 
 /* --- lws logs ------------------------------------------------------------------------------- */
@@ -125,6 +127,9 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 {
     rt_lws *l = lws_container_of(sul, rt_lws, tick);
     rt_router_tick(l->rt);
+    if (l->hook) {
+        l->hook(l->hook_ctx);
+    }
     lws_sul_schedule(l->ctx, 0, &l->tick, tick_cb, RT_LWS_TICK_US);
 }
 
@@ -146,6 +151,15 @@ static int sig_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     (void)user;
     (void)in;
     (void)len;
+    if (reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED) {
+        /* lws_cancel_service() (rt_lws_wake()) broadcasts this to every vhost's protocols,
+         * with a stand-in wsi whose vhost is set; this vhost is ours alone. */
+        rt_lws *hl = lws_get_vhost_user(lws_get_vhost(wsi));
+        if (hl && hl->hook) {
+            hl->hook(hl->hook_ctx);
+        }
+        return 0;
+    }
     if (reason != LWS_CALLBACK_RAW_RX_FILE) {
         return 0;
     }
@@ -535,6 +549,17 @@ wamp_err rt_lws_run(rt_lws *l)
         }
     }
     return WAMP_OK;
+}
+
+void rt_lws_set_service_hook(rt_lws *l, void (*fn)(void *ctx), void *ctx)
+{
+    l->hook = fn;
+    l->hook_ctx = ctx;
+}
+
+void rt_lws_wake(void *ctx)
+{
+    lws_cancel_service(((rt_lws *)ctx)->ctx);
 }
 
 void rt_lws_free(rt_lws *l)

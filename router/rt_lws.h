@@ -48,6 +48,13 @@ bool rt_lws_metrics_url(const rt_lws *l, char *buf, size_t len);
  * lws_service() failed. */
 wamp_err rt_lws_run(rt_lws *l);
 
+/* A function of another loop-driven module (the cluster link) that the service loop calls on
+ * the service thread after every 100 ms tick and soon after each rt_lws_wake(); NULL = none. */
+void rt_lws_set_service_hook(rt_lws *l, void (*fn)(void *ctx), void *ctx);
+/* Thread-safe (lws_cancel_service()): makes the loop call the service hook soon. ctx is the
+ * rt_lws. */
+void rt_lws_wake(void *ctx);
+
 /* Destroys the context (lws delivers CLOSED, hence rt_session_on_closed(), for every live
  * connection), then frees l. NULL-safe. Free the router only after this. */
 void rt_lws_free(rt_lws *l);
