@@ -1,5 +1,6 @@
 /* rt_config_transport.c: the router worker's "transports": websocket, web (one WebSocket
- * path), rawsocket and universal (crossbar/common/checkconfig.py check_listening_transport_*),
+ * path and HTTP services: static, redirect, nodeinfo, the trace viewer, nested "path"),
+ * rawsocket and universal (crossbar/common/checkconfig.py check_listening_transport_*),
  * each becoming one rt_listener (a universal transport with both parts, two). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -116,27 +117,26 @@ static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, 
 
 static const type_rule web_path_types[] = {
         {"websocket", NULL},
-        {"static", "path type \"static\" is not supported (wampscope serves only WAMP over "
-                   "WebSocket)"},
-        {"wsgi", "path type \"wsgi\" is not supported"},
-        {"resource", "path type \"resource\" is not supported"},
-        {"redirect", "path type \"redirect\" is not supported"},
-        {"nodeinfo", "path type \"nodeinfo\" is not supported"},
+        {"static", NULL},
+        {"redirect", NULL},
+        {"nodeinfo", NULL},
+        {"path", NULL},
+        {"wampscope-trace-viewer", NULL},
+        {"wsgi", "path type \"wsgi\" is not supported (wampscope runs no Python)"},
+        {"resource", "path type \"resource\" is not supported (wampscope runs no Python)"},
         {"reverseproxy", "path type \"reverseproxy\" is not supported"},
         {"websocket-reverseproxy", "path type \"websocket-reverseproxy\" is not supported"},
         {"json", "path type \"json\" is not supported"},
-        {"cgi", "path type \"cgi\" is not supported"},
+        {"cgi", "path type \"cgi\" is not supported (wampscope runs no programs)"},
         {"longpoll", "path type \"longpoll\" is not supported"},
-        {"publisher", "path type \"publisher\" (HTTP bridge) is not supported"},
+        {"publisher", "path type \"publisher\" (HTTP bridge) is not supported yet"},
         {"webhook", "path type \"webhook\" (HTTP bridge) is not supported"},
-        {"caller", "path type \"caller\" (HTTP bridge) is not supported"},
-        {"path", "path type \"path\" (nested paths) is not supported"},
+        {"caller", "path type \"caller\" (HTTP bridge) is not supported yet"},
         {"upload", "path type \"upload\" is not supported"},
         {"archive", "path type \"archive\" is not supported"},
 };
 
 static const key_rule web_option_rules[] = {
-        /* Options of Crossbar's HTTP services, which wampscope does not have. */
         K_IGN("access_log", KEY_IGN_BOOL),
         K_IGN("display_tracebacks", KEY_IGN_BOOL),
         K_REFUSED("hsts", "HSTS is not supported"),
@@ -148,6 +148,46 @@ static const key_rule web_transport_rules[] = {
         K_PARSED("id"),    K_PARSED("type"),    K_PARSED("endpoint"),
         K_PARSED("paths"), K_PARSED("options"),
 };
+
+/* checkconfig.py check_web_path_service_static. */
+static const key_rule static_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("directory"),
+        K_REFUSED("package", "files of a Python package are not supported; give \"directory\""),
+        K_REFUSED("resource", "files of a Python package are not supported; give \"directory\""),
+        K_PARSED("options"),
+};
+
+static const key_rule static_option_rules[] = {
+        K_PARSED("enable_directory_listing"),
+        K_PARSED("mime_types"),
+        K_PARSED("cache_timeout"),
+        K_PARSED("default_file"),
+};
+
+static const key_rule redirect_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("url"),
+};
+
+/* nodeinfo and wampscope-trace-viewer. */
+static const key_rule plain_service_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+};
+
+static const key_rule nested_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("paths"),
+};
+
+/* Crossbar's static.py DEFAULT_CACHE_TIMEOUT: 12 hours. */
+#define WEB_DEF_CACHE_SECS (12 * 60 * 60)
+/* Nested "path" services deeper than this are refused (a bound on the recursion). */
+#define WEB_MAX_DEPTH 8
 
 /* Crossbar's path key rule (checkconfig.py _WEB_PATH_PAT_STR): ^([a-z0-9A-Z_\-]+|/)$. */
 static bool web_path_key_is_valid(const char *k)
@@ -168,14 +208,281 @@ static bool web_path_key_is_valid(const char *k)
     return true;
 }
 
-/* The path key of a web transport or of a universal transport's "websocket" part is one URL
- * path segment: "ws" serves "/ws"; "/" serves the root. */
-static wamp_err path_from_key(cfg_ctx *c, const char *key, rt_listener *l)
+/* The URL path of key under prefix ("" at the top): key "ws" serves "<prefix>/ws", key "/" the
+ * prefix itself ("/" at the top), as in Crossbar's resource tree. */
+static cfg_path key_prefix(const char *prefix, const char *key)
 {
-    bool root = strcmp(key, "/") == 0;
-    char buf[CFG_PATH_MAX];
-    snprintf(buf, sizeof(buf), "/%s", root ? "" : key);
-    return cfg_dup(c, buf, &l->path);
+    cfg_path r;
+    if (strcmp(key, "/") == 0) {
+        snprintf(r.s, sizeof(r.s), "%s", prefix[0] ? prefix : "/");
+    } else {
+        snprintf(r.s, sizeof(r.s), "%s/%s", prefix, key);
+    }
+    return r;
+}
+
+/* true when s holds a byte that must not go into an HTTP header or a file name check. */
+static bool has_ctl(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static wamp_err parse_mime_types(cfg_ctx *c, const char *path, const json_t *o, rt_web_path *w)
+{
+    if (!json_is_object(o)) {
+        return cfg_refuse(c, path, "must be an object mapping extensions to MIME types");
+    }
+    w->mime_types = calloc(json_object_size(o) + 1, sizeof(*w->mime_types));
+    if (!w->mime_types) {
+        return cfg_oom(c);
+    }
+    const char *ext;
+    const json_t *v;
+    wamp_err err = WAMP_OK;
+    json_object_foreach((json_t *)o, ext, v)
+    {
+        cfg_path kp = cfg_key(path, ext);
+        if (!json_is_string(v) || !json_string_value(v)[0] || has_ctl(json_string_value(v))) {
+            err = cfg_worse(err, cfg_refuse(c, kp.s, "must be a MIME type string"));
+            continue;
+        }
+        if (ext[0] != '.' || !ext[1] || strchr(ext, '/') || has_ctl(ext)) {
+            err = cfg_worse(err, cfg_refuse(c, kp.s, "an extension starts with \".\" (\".svg\")"));
+            continue;
+        }
+        rt_mime_type *m = &w->mime_types[w->n_mime_types];
+        wamp_err e = cfg_dup(c, ext, &m->ext);
+        if (e == WAMP_OK) {
+            e = cfg_dup(c, json_string_value(v), &m->type);
+        }
+        w->n_mime_types++;
+        if (cfg_stop(e)) {
+            return e;
+        }
+    }
+    return err;
+}
+
+static wamp_err parse_static_options(cfg_ctx *c, const char *path, const json_t *o, rt_web_path *w)
+{
+    wamp_err err = cfg_check_keys(c, path, o, static_option_rules, N_RULES(static_option_rules));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    err = cfg_opt_bool(c, path, o, "enable_directory_listing", &w->listing);
+    const json_t *ct = json_object_get(o, "cache_timeout");
+    if (ct && json_is_null(ct)) {
+        w->cache_secs = -1; /* Crossbar: no Cache-Control header */
+    } else if (ct) {
+        json_int_t secs = w->cache_secs;
+        err = cfg_worse(err, cfg_opt_int(c, path, o, "cache_timeout", 0, 10LL * 365 * 24 * 3600,
+                                         "seconds", &secs));
+        w->cache_secs = secs;
+    }
+    const char *df = NULL;
+    err = cfg_worse(err, cfg_opt_str(c, path, o, "default_file", &df));
+    if (df) {
+        cfg_path kp = cfg_key(path, "default_file");
+        if (!df[0] || df[0] == '/' || has_ctl(df) || strstr(df, "..")) {
+            err = cfg_worse(
+                    err, cfg_refuse(c, kp.s, "must name a file inside the directory (no \"..\")"));
+        } else {
+            err = cfg_worse(err, cfg_dup(c, df, &w->default_file));
+        }
+    }
+    const json_t *mt = json_object_get(o, "mime_types");
+    if (mt && !cfg_stop(err)) {
+        err = cfg_worse(err, parse_mime_types(c, cfg_key(path, "mime_types").s, mt, w));
+    }
+    return err;
+}
+
+/* "directory" against the config file's directory, as Crossbar joins it with its node
+ * directory (static.py: os.path.abspath(os.path.join(cbdir, directory))). */
+static wamp_err static_directory(cfg_ctx *c, const char *path, const char *dir, rt_web_path *w)
+{
+    if (!dir[0] || has_ctl(dir)) {
+        return cfg_refuse(c, path, "must be a directory name");
+    }
+    char buf[4096];
+    int n;
+    if (dir[0] == '/' || !c->base_dir) {
+        n = snprintf(buf, sizeof(buf), "%s", dir);
+    } else {
+        n = snprintf(buf, sizeof(buf), "%s/%s", c->base_dir, dir);
+    }
+    if (n < 0 || (size_t)n >= sizeof(buf)) {
+        return cfg_refuse(c, path, "too long");
+    }
+    return cfg_dup(c, buf, &w->directory);
+}
+
+static wamp_err parse_static(cfg_ctx *c, const char *path, const json_t *o, rt_web_path *w)
+{
+    wamp_err err = cfg_check_keys(c, path, o, static_rules, N_RULES(static_rules));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    if (json_object_get(o, "package") || json_object_get(o, "resource")) {
+        return WAMP_EINVAL; /* refused by the key table */
+    }
+    const char *id = NULL;
+    const char *dir = NULL;
+    err = cfg_opt_id(c, path, o, &id);
+    err = cfg_worse(err, cfg_req_str(c, path, o, "directory", &dir));
+    if (dir) {
+        err = cfg_worse(err, static_directory(c, cfg_key(path, "directory").s, dir, w));
+    }
+    w->cache_secs = WEB_DEF_CACHE_SECS;
+    const json_t *opts = json_object_get(o, "options");
+    if (opts && !cfg_stop(err)) {
+        err = cfg_worse(err, parse_static_options(c, cfg_key(path, "options").s, opts, w));
+    }
+    return err;
+}
+
+static wamp_err parse_redirect(cfg_ctx *c, const char *path, const json_t *o, rt_web_path *w)
+{
+    wamp_err err = cfg_check_keys(c, path, o, redirect_rules, N_RULES(redirect_rules));
+    const char *id = NULL;
+    const char *url = NULL;
+    if (err == WAMP_OK) {
+        err = cfg_opt_id(c, path, o, &id);
+        err = cfg_worse(err, cfg_req_str(c, path, o, "url", &url));
+    }
+    if (url && (!url[0] || has_ctl(url) || strchr(url, ' '))) {
+        return cfg_refuse(c, cfg_key(path, "url").s,
+                          "must be a URL (no spaces or control "
+                          "characters)");
+    }
+    return url && err == WAMP_OK ? cfg_dup(c, url, &w->url) : err;
+}
+
+/* Grows l->web by one zeroed entry; *out is it. */
+static wamp_err web_add(cfg_ctx *c, rt_listener *l, rt_web_kind kind, const char *prefix,
+                        rt_web_path **out)
+{
+    rt_web_path *a = realloc(l->web, (l->n_web + 1) * sizeof(*a));
+    if (!a) {
+        return cfg_oom(c);
+    }
+    l->web = a;
+    rt_web_path *w = &a[l->n_web++];
+    memset(w, 0, sizeof(*w));
+    w->kind = kind;
+    *out = w;
+    return cfg_dup(c, prefix, &w->prefix);
+}
+
+typedef struct web_walk {
+    const rt_limits *lim;
+    const char *ws_where; /* key path of the WebSocket path found so far, or NULL */
+    char ws_where_buf[CFG_PATH_MAX];
+} web_walk;
+
+/* The services of one "paths" object (pp: its key path) under URL prefix ("" at the top). */
+static wamp_err parse_web_paths(cfg_ctx *c, const char *pp, const json_t *paths, const char *prefix,
+                                int depth, web_walk *ww, rt_listener *l)
+{
+    if (!json_is_object(paths)) {
+        return cfg_refuse(c, pp, "must be an object");
+    }
+    const char *key;
+    const json_t *svc;
+    wamp_err err = WAMP_OK;
+    json_object_foreach((json_t *)paths, key, svc)
+    {
+        cfg_path kp = cfg_key(pp, key);
+        if (!web_path_key_is_valid(key)) {
+            err = cfg_worse(err, cfg_refuse(c, kp.s,
+                                            "a path key must be \"/\" or match "
+                                            "[a-zA-Z0-9_-]+"));
+            continue;
+        }
+        const char *type = NULL;
+        wamp_err e = cfg_check_type(c, kp.s, svc, web_path_types, N_RULES(web_path_types), &type);
+        if (e != WAMP_OK) {
+            err = cfg_worse(err, e);
+            continue;
+        }
+        cfg_path url = key_prefix(prefix, key);
+        rt_web_path *w = NULL;
+        if (strcmp(type, "websocket") == 0) {
+            if (ww->ws_where) {
+                e = cfg_refuse(c, kp.s,
+                               "only one WebSocket path per web transport is supported (%s is "
+                               "one already)",
+                               ww->ws_where);
+            } else {
+                snprintf(ww->ws_where_buf, sizeof(ww->ws_where_buf), "%s", kp.s);
+                ww->ws_where = ww->ws_where_buf;
+                e = parse_ws_service(c, kp.s, svc, false, ww->lim, l);
+                e = cfg_stop(e) ? e : cfg_worse(e, cfg_dup(c, url.s, &l->path));
+            }
+        } else if (strcmp(type, "path") == 0) {
+            e = cfg_check_keys(c, kp.s, svc, nested_rules, N_RULES(nested_rules));
+            const json_t *sub = json_object_get(svc, "paths");
+            if (e == WAMP_OK && !sub) {
+                e = cfg_refuse(c, cfg_key(kp.s, "paths").s, "is required");
+            } else if (e == WAMP_OK && (depth >= WEB_MAX_DEPTH || strcmp(key, "/") == 0)) {
+                e = cfg_refuse(c, kp.s,
+                               strcmp(key, "/") == 0 ? "a nested \"path\" service needs a named key"
+                                                     : "nested too deep");
+            } else if (e == WAMP_OK) {
+                e = parse_web_paths(c, cfg_key(kp.s, "paths").s, sub, url.s, depth + 1, ww, l);
+            }
+        } else if (strcmp(type, "static") == 0) {
+            e = web_add(c, l, RT_WEB_STATIC, url.s, &w);
+            e = cfg_stop(e) ? e : parse_static(c, kp.s, svc, w);
+        } else if (strcmp(type, "redirect") == 0) {
+            e = web_add(c, l, RT_WEB_REDIRECT, url.s, &w);
+            e = cfg_stop(e) ? e : parse_redirect(c, kp.s, svc, w);
+        } else {
+            e = cfg_check_keys(c, kp.s, svc, plain_service_rules, N_RULES(plain_service_rules));
+            const char *id = NULL;
+            e = e == WAMP_OK ? cfg_opt_id(c, kp.s, svc, &id) : e;
+            if (e == WAMP_OK) {
+                e = web_add(c, l, strcmp(type, "nodeinfo") == 0 ? RT_WEB_NODEINFO : RT_WEB_VIEWER,
+                            url.s, &w);
+            }
+        }
+        err = cfg_worse(err, e);
+        if (cfg_stop(err)) {
+            return err;
+        }
+    }
+    return err;
+}
+
+/* The "paths" of a web transport or of a universal transport's "web" part (pp: their key
+ * path); ws_where: the key path of a WebSocket path the transport has already (the universal
+ * transport's "websocket" part), or NULL. */
+static wamp_err parse_web_services(cfg_ctx *c, const char *pp, const json_t *paths,
+                                   const char *ws_where, const rt_limits *lim, rt_listener *l)
+{
+    if (!paths) {
+        return cfg_refuse(c, pp, "is required");
+    }
+    web_walk ww = {.lim = lim, .ws_where = ws_where};
+    wamp_err err = parse_web_paths(c, pp, paths, "", 0, &ww, l);
+    if (err == WAMP_OK && !ww.ws_where) {
+        /* HTTP only: no WebSocket endpoint (path NULL), every upgrade is refused. */
+        l->ser_json = true;
+        l->ser_msgpack = true;
+        l->max_message_size = lim->max_message_size;
+    }
+    if (err == WAMP_OK && !ww.ws_where && l->n_web == 0) {
+        err = cfg_refuse(c, pp, "must contain at least one path");
+    }
+    if (err == WAMP_OK && !ww.ws_where) {
+        err = cfg_parse_auth(c, cfg_key(pp, "auth").s, NULL, l);
+    }
+    return err;
 }
 
 static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *o,
@@ -195,49 +502,8 @@ static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *
     if (err != WAMP_OK) {
         return err;
     }
-
-    const json_t *paths = json_object_get(o, "paths");
-    cfg_path pp = cfg_key(path, "paths");
-    if (!paths) {
-        return cfg_refuse(c, pp.s, "is required");
-    }
-    if (!json_is_object(paths)) {
-        return cfg_refuse(c, pp.s, "must be an object");
-    }
-    const char *key;
-    const json_t *svc;
-    const char *ws_key = NULL;
-    json_object_foreach((json_t *)paths, key, svc)
-    {
-        cfg_path kp = cfg_key(pp.s, key);
-        if (!web_path_key_is_valid(key)) {
-            return cfg_refuse(c, kp.s, "a path key must be \"/\" or match [a-zA-Z0-9_-]+");
-        }
-        const char *type = NULL;
-        err = cfg_check_type(c, kp.s, svc, web_path_types, N_RULES(web_path_types), &type);
-        if (err != WAMP_OK) {
-            return err;
-        }
-        if (ws_key) {
-            return cfg_refuse(c, kp.s,
-                              "only one WebSocket path per web transport is supported (\"%s\" is "
-                              "one already)",
-                              ws_key);
-        }
-        ws_key = key;
-        err = parse_ws_service(c, kp.s, svc, false, lim, l);
-        if (err != WAMP_OK) {
-            return err;
-        }
-        err = path_from_key(c, key, l);
-        if (err != WAMP_OK) {
-            return err;
-        }
-    }
-    if (!ws_key) {
-        return cfg_refuse(c, pp.s, "must contain one path of type \"websocket\"");
-    }
-    return WAMP_OK;
+    return parse_web_services(c, cfg_key(path, "paths").s, json_object_get(o, "paths"), NULL, lim,
+                              l);
 }
 
 /* Crossbar's RawSocket transport (checkconfig.py check_listening_transport_rawsocket and
@@ -334,14 +600,15 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
 /* Crossbar's universal transport (checkconfig.py check_listening_transport_universal): one
  * port, told apart by the first octet. */
 static const key_rule universal_rules[] = {
-        K_PARSED("id"),
-        K_PARSED("type"),
-        K_PARSED("endpoint"),
-        K_PARSED("rawsocket"),
-        K_PARSED("websocket"),
-        K_REFUSED("mqtt", "MQTT is not supported"),
-        K_REFUSED("web", "the \"web\" part is not supported; give the WebSocket endpoint in "
-                         "\"websocket\""),
+        K_PARSED("id"),        K_PARSED("type"),      K_PARSED("endpoint"),
+        K_PARSED("rawsocket"), K_PARSED("websocket"), K_REFUSED("mqtt", "MQTT is not supported"),
+        K_PARSED("web"),
+};
+
+/* The "web" part of a universal transport: the paths of a web transport, and its options. */
+static const key_rule universal_web_rules[] = {
+        K_PARSED("paths"),
+        K_PARSED("options"),
 };
 
 /* The "websocket" part of a universal transport: exactly one path. */
@@ -365,7 +632,7 @@ static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *w
     l->kind = RT_TRANSPORT_WEBSOCKET;
     wamp_err err = parse_ws_service(c, kp.s, svc, false, lim, l);
     if (err == WAMP_OK) {
-        err = path_from_key(c, key, l);
+        err = cfg_dup(c, key_prefix("", key).s, &l->path);
     }
     if (err == WAMP_OK && l->unix_path) {
         err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
@@ -393,20 +660,40 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
     }
     const json_t *rs = json_object_get(o, "rawsocket");
     const json_t *ws = json_object_get(o, "websocket");
-    if (!rs && !ws) {
-        return cfg_refuse(c, path, "needs a \"rawsocket\" or a \"websocket\" part (or both)");
+    const json_t *web = json_object_get(o, "web");
+    if (!rs && !ws && !web) {
+        return cfg_refuse(c, path,
+                          "needs a \"rawsocket\", \"websocket\" or \"web\" part (or several)");
     }
     if (ws) {
         err = parse_universal_ws(c, path, ws, lim, l);
-        if (err != WAMP_OK || !rs) {
-            return err;
+    }
+    if (web && err == WAMP_OK) {
+        cfg_path wp = cfg_key(path, "web");
+        l->kind = RT_TRANSPORT_WEBSOCKET;
+        err = cfg_check_keys(c, wp.s, web, universal_web_rules, N_RULES(universal_web_rules));
+        if (err == WAMP_OK && json_object_get(web, "options")) {
+            err = cfg_check_keys(c, cfg_key(wp.s, "options").s, json_object_get(web, "options"),
+                                 web_option_rules, N_RULES(web_option_rules));
         }
+        cfg_path ws_where = cfg_key(path, "websocket");
+        if (err == WAMP_OK) {
+            err = parse_web_services(c, cfg_key(wp.s, "paths").s, json_object_get(web, "paths"),
+                                     ws ? ws_where.s : NULL, lim, l);
+        }
+        if (err == WAMP_OK && l->unix_path) {
+            err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
+                             "Unix socket endpoints are supported for rawsocket transports only");
+        }
+    }
+    if (err != WAMP_OK || !rs) {
+        return err;
     }
     cfg_path rp = cfg_key(path, "rawsocket");
     if (!json_is_object(rs)) {
         return cfg_refuse(c, rp.s, "must be an object");
     }
-    if (!ws) {
+    if (!ws && !web) {
         l->kind = RT_TRANSPORT_RAWSOCKET;
         return parse_raw_transport(c, rp.s, rs, lim, l, false);
     }
@@ -500,7 +787,8 @@ static size_t count_listeners(const json_t *transports)
         const json_t *t = json_array_get(transports, i);
         const json_t *ty = json_object_get(t, "type");
         if (json_is_string(ty) && strcmp(json_string_value(ty), "universal") == 0 &&
-            json_object_get(t, "rawsocket") && json_object_get(t, "websocket")) {
+            json_object_get(t, "rawsocket") &&
+            (json_object_get(t, "websocket") || json_object_get(t, "web"))) {
             n++;
         }
     }
@@ -590,6 +878,19 @@ void cfg_free_listeners(rt_config *cfg)
         free(l->path);
         free(l->anonymous_role);
         cfg_free_auth(&l->auth);
+        for (size_t k = 0; k < l->n_web; k++) {
+            rt_web_path *w = &l->web[k];
+            free(w->prefix);
+            free(w->directory);
+            free(w->default_file);
+            free(w->url);
+            for (size_t m = 0; m < w->n_mime_types; m++) {
+                free(w->mime_types[m].ext);
+                free(w->mime_types[m].type);
+            }
+            free(w->mime_types);
+        }
+        free(l->web);
     }
     free(cfg->listeners);
 }

@@ -505,6 +505,74 @@ START_TEST(test_crossbar_style_config)
 
 END_TEST
 
+/* A web transport's HTTP services (Crossbar's path services), nested paths flattened into URL
+ * prefixes, and a static directory resolved against the config file's directory. */
+START_TEST(test_web_services)
+{
+    char *text = dq(WITH_T(
+            "{'type':'web','endpoint':{'type':'tcp','port':8080},'paths':{"
+            "'/':{'type':'static','directory':'../web','options':{'enable_directory_listing':"
+            "true,'mime_types':{'.wasm':'application/wasm'},'cache_timeout':null,"
+            "'default_file':'index.html'}},"
+            "'ws':{'type':'websocket','serializers':['json']},"
+            "'abs':{'type':'static','directory':'/srv/files'},"
+            "'old':{'type':'redirect','url':'https://example.com/new'},"
+            "'info':{'type':'nodeinfo','id':'info1'},"
+            "'trace':{'type':'wampscope-trace-viewer'},"
+            "'app':{'type':'path','paths':{'/':{'type':'static','directory':'app'},"
+            "'deep':{'type':'path','paths':{'n':{'type':'nodeinfo'}}}}}}},"
+            "{'type':'universal','endpoint':{'type':'tcp','port':8081},'rawsocket':{},"
+            "'web':{'paths':{'/':{'type':'wampscope-trace-viewer'}}}}"));
+    rt_config_diag diag = {0};
+    rt_config *cfg = NULL;
+    wamp_err rc = rt_config_parse(text, strlen(text), "/etc/node", &cfg, &diag);
+    free(text);
+    ck_assert_msg(rc == WAMP_OK, "%s", diag.n_errors ? diag.errors[0] : "?");
+    rt_config_diag_fini(&diag);
+    ck_assert_uint_eq(cfg->n_listeners, 3);
+    const rt_listener *l = &cfg->listeners[0];
+    ck_assert_str_eq(l->path, "/ws");
+    ck_assert(l->ser_json && !l->ser_msgpack);
+    ck_assert_uint_eq(l->n_web, 7);
+    const rt_web_path *w = l->web;
+    ck_assert_str_eq(w[0].prefix, "/");
+    ck_assert_int_eq(w[0].kind, RT_WEB_STATIC);
+    ck_assert_str_eq(w[0].directory, "/etc/node/../web");
+    ck_assert(w[0].listing);
+    ck_assert_int_eq(w[0].cache_secs, -1);
+    ck_assert_str_eq(w[0].default_file, "index.html");
+    ck_assert_uint_eq(w[0].n_mime_types, 1);
+    ck_assert_str_eq(w[0].mime_types[0].ext, ".wasm");
+    ck_assert_str_eq(w[0].mime_types[0].type, "application/wasm");
+    ck_assert_str_eq(w[1].prefix, "/abs");
+    ck_assert_str_eq(w[1].directory, "/srv/files");
+    ck_assert(!w[1].listing);
+    ck_assert_int_eq(w[1].cache_secs, 43200);
+    ck_assert_ptr_null(w[1].default_file);
+    ck_assert_str_eq(w[2].prefix, "/old");
+    ck_assert_int_eq(w[2].kind, RT_WEB_REDIRECT);
+    ck_assert_str_eq(w[2].url, "https://example.com/new");
+    ck_assert_str_eq(w[3].prefix, "/info");
+    ck_assert_int_eq(w[3].kind, RT_WEB_NODEINFO);
+    ck_assert_str_eq(w[4].prefix, "/trace");
+    ck_assert_int_eq(w[4].kind, RT_WEB_VIEWER);
+    ck_assert_str_eq(w[5].prefix, "/app");
+    ck_assert_str_eq(w[5].directory, "/etc/node/app");
+    ck_assert_str_eq(w[6].prefix, "/app/deep/n");
+    ck_assert_int_eq(w[6].kind, RT_WEB_NODEINFO);
+    /* A universal transport with a web part and no WebSocket part: HTTP only, no WAMP path. */
+    const rt_listener *u = &cfg->listeners[1];
+    ck_assert_int_eq(u->kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_ptr_null(u->path);
+    ck_assert_uint_eq(u->n_web, 1);
+    ck_assert_int_eq(u->web[0].kind, RT_WEB_VIEWER);
+    ck_assert_int_eq(cfg->listeners[2].kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert(cfg->listeners[2].shares_port);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
 START_TEST(test_web_root_path_and_auth_defaults)
 {
     rt_config *cfg = load_ok(WITH_T("{'type':'web','endpoint':{'type':'tcp','port':8080},"
@@ -1175,10 +1243,14 @@ static const refusal refusals[] = {
          "workers[0].transports[1].endpoint.port: port 8080 is already used by transports[0]"},
         {WITH_T("{'type':'universal'}"), P_T ".endpoint: is required"},
         {WITH_UNI("'mqtt':{}"), P_T ".mqtt: MQTT is not supported"},
-        {WITH_UNI("'web':{}"), P_T ".web: the \"web\" part is not supported; give the WebSocket "
-                                   "endpoint in \"websocket\""},
+        {WITH_UNI("'web':{}"), P_T ".web.paths: is required"},
+        {WITH_UNI("'web':{'paths':{'/':{'type':'static'}},'x':1}"), P_T ".web.x: unknown key"},
+        {WITH_UNI("'websocket':{'ws':{}},'web':{'paths':{'ws2':{'type':'websocket'}}}"),
+         P_T ".web.paths.ws2: only one WebSocket path per web transport is supported (" P_T
+             ".websocket is one already)"},
         {WITH_UNI("'bogus':1"), P_T ".bogus: unknown key"},
-        {WITH_UNI("'id':'u1x'"), P_T ": needs a \"rawsocket\" or a \"websocket\" part (or both)"},
+        {WITH_UNI("'id':'u1x'"),
+         P_T ": needs a \"rawsocket\", \"websocket\" or \"web\" part (or several)"},
         {WITH_UNI("'websocket':{}"), P_T ".websocket: must be an object with exactly one path"},
         {WITH_UNI("'websocket':{'a':{},'b':{}}"),
          P_T ".websocket: must be an object with exactly one path"},
@@ -1418,20 +1490,45 @@ static const refusal refusals[] = {
          P_T ".endpoint: is required"},
         {WITH_WEB("'options':{}"), P_T ".paths: is required"},
         {WITH_PATHS("[]"), P_T ".paths: must be an object"},
-        {WITH_PATHS("{}"), P_T ".paths: must contain one path of type \"websocket\""},
-        {WITH_PATHS("{'/':{'type':'static','directory':'../web'},'ws':{'type':'websocket'}}"),
-         P_T ".paths[\"/\"].type: path type \"static\" is not supported (wampscope serves only "
-             "WAMP over WebSocket)"},
-        {WITH_PATHS("{'ws':{'type':'websocket'},'info':{'type':'nodeinfo'}}"),
-         P_T ".paths.info.type: path type \"nodeinfo\" is not supported"},
+        {WITH_PATHS("{}"), P_T ".paths: must contain at least one path"},
+        {WITH_PATHS("{'/':{'type':'static','package':'app','resource':'web'},"
+                    "'ws':{'type':'websocket'}}"),
+         P_T ".paths[\"/\"].package: files of a Python package are not supported; give "
+             "\"directory\""},
+        {WITH_PATHS("{'/':{'type':'static'}}"), P_T ".paths[\"/\"].directory: is required"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':{'listing':true}}}"),
+         P_T ".paths[\"/\"].options.listing: unknown key"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':"
+                    "{'enable_directory_listing':1}}}"),
+         P_T ".paths[\"/\"].options.enable_directory_listing: must be a boolean"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':"
+                    "{'mime_types':{'svg':'image/svg+xml'}}}}"),
+         P_T ".paths[\"/\"].options.mime_types.svg: an extension starts with \".\" (\".svg\")"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':{'cache_timeout':-1}}}"),
+         P_T ".paths[\"/\"].options.cache_timeout: must be an integer 0..315360000 seconds"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':"
+                    "{'default_file':'../x.html'}}}"),
+         P_T ".paths[\"/\"].options.default_file: must name a file inside the directory (no "
+             "\"..\")"},
+        {WITH_PATHS("{'r':{'type':'redirect'}}"), P_T ".paths.r.url: is required"},
+        {WITH_PATHS("{'r':{'type':'redirect','url':'http://x/\\r\\nSet-Cookie: a=b'}}"),
+         P_T ".paths.r.url: must be a URL (no spaces or control characters)"},
+        {WITH_PATHS("{'ws':{'type':'websocket'},'info':{'type':'nodeinfo','x':1}}"),
+         P_T ".paths.info.x: unknown key"},
+        {WITH_PATHS("{'n':{'type':'path'}}"), P_T ".paths.n.paths: is required"},
+        {WITH_PATHS("{'/':{'type':'path','paths':{}}}"),
+         P_T ".paths[\"/\"]: a nested \"path\" service needs a named key"},
+        {WITH_PATHS("{'n':{'type':'path','paths':{'x':{'type':'wsgi'}}}}"),
+         P_T ".paths.n.paths.x.type: path type \"wsgi\" is not supported (wampscope runs no "
+             "Python)"},
         {WITH_PATHS("{'call':{'type':'caller','realm':'realm1','role':'anonymous'}}"),
-         P_T ".paths.call.type: path type \"caller\" (HTTP bridge) is not supported"},
+         P_T ".paths.call.type: path type \"caller\" (HTTP bridge) is not supported yet"},
         {WITH_PATHS("{'x':{'type':'teleporter'}}"),
          P_T ".paths.x.type: unknown type \"teleporter\""},
         {WITH_PATHS("{'x':{}}"), P_T ".paths.x.type: is required"},
         {WITH_PATHS("{'ws':{'type':'websocket'},'ws2':{'type':'websocket'}}"),
-         P_T ".paths.ws2: only one WebSocket path per web transport is supported (\"ws\" is one "
-             "already)"},
+         P_T ".paths.ws2: only one WebSocket path per web transport is supported (" P_T
+             ".paths.ws is one already)"},
         {WITH_PATHS("{'a/b':{'type':'websocket'}}"),
          P_T ".paths[\"a/b\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_PATHS("{'ws':{'type':'websocket','endpoint':{}}}"),
@@ -2077,6 +2174,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_role_without_permissions);
     tcase_add_test(tc, test_crossbar_style_config);
     tcase_add_test(tc, test_web_root_path_and_auth_defaults);
+    tcase_add_test(tc, test_web_services);
     tcase_add_test(tc, test_wampscope_values);
     tcase_add_test(tc, test_flight_recorder_config);
     tcase_add_test(tc, test_trusted_networks_explicit);
