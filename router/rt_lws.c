@@ -505,10 +505,15 @@ bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
         }
         return n >= 0 && (size_t)n < len;
     }
-    const char *path = cfg->path ? cfg->path : "/";
     if (!host_port(cfg, l->listeners[i].port, where, sizeof(where))) {
         return false;
     }
+    if (!cfg->path) {
+        /* A web transport with HTTP services only. */
+        n = snprintf(buf, len, "%s://%s/", cfg->tls_certificate ? "https" : "http", where);
+        return n >= 0 && (size_t)n < len;
+    }
+    const char *path = cfg->path;
     n = snprintf(buf, len, "%s://%s%s%s", cfg->tls_certificate ? "wss" : "ws", where,
                  path[0] == '/' ? "" : "/", path);
     return n >= 0 && (size_t)n < len;

@@ -29,6 +29,7 @@
 #include <libwebsockets.h>
 
 #include "rt_log.h"
+#include "rt_lws_web.h"
 #include "rt_router.h"
 #include "rt_session.h"
 #include "rt_subproto.h"
@@ -168,11 +169,15 @@ static unsigned enabled_sers(const rt_listener *cfg)
 }
 
 /* The request path (without the query string, which lws keeps apart) is the listener's, or the
- * listener is a "websocket" transport, which serves every path (as Crossbar does). */
+ * listener is a "websocket" transport, which serves every path (as Crossbar does). A web
+ * transport without a WebSocket path (path NULL) has none. */
 static bool path_ok(struct lws *wsi, const rt_listener *cfg)
 {
     if (cfg->any_path) {
         return true;
+    }
+    if (!cfg->path) {
+        return false;
     }
     char uri[256];
     int n = lws_hdr_copy(wsi, uri, (int)sizeof(uri), WSI_TOKEN_GET_URI);
@@ -402,7 +407,7 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
         int n = lws_hdr_copy(wsi, uri, (int)sizeof(uri), WSI_TOKEN_GET_URI);
         quote(uri, n > 0 ? (size_t)n : 0, path, sizeof(path));
         snprintf(detail, sizeof(detail), "no WebSocket endpoint on path %s (serves %s)",
-                 n >= 0 ? path : "(long)", lis->cfg->path ? lis->cfg->path : "/");
+                 n >= 0 ? path : "(long)", lis->cfg->path ? lis->cfg->path : "none");
         refused(wsi, RT_REFUSAL_PATH, detail);
         return upgrade_refuse(wsi, 404, "Not Found", "no WebSocket endpoint on this path");
     }
@@ -472,11 +477,15 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
         return confirm_upgrade(wsi, in);
     case LWS_CALLBACK_HTTP: {
-        /* Plain HTTP: this is a WebSocket-only endpoint. Answer, then finish the transaction
-         * (lws keeps or closes the connection per HTTP keep-alive). */
+        /* Plain HTTP: the web transport's services (rt_lws_web.c) answer every path but the
+         * WebSocket one; elsewhere this is a WebSocket-only endpoint. Answer, then finish the
+         * transaction (lws keeps or closes the connection per HTTP keep-alive). */
         const rt_lws_ws_listener *lis = listener_of(wsi);
         bool on_path =
                 lis->cfg->any_path || (in && lis->cfg->path && strcmp(in, lis->cfg->path) == 0);
+        if (!on_path && rt_lws_web_enabled(lis)) {
+            return rt_lws_web_on_http(wsi, user, in);
+        }
         int r = on_path ? http_refuse(wsi, HTTP_STATUS_BAD_REQUEST,
                                       "this is a WAMP WebSocket endpoint")
                         : http_refuse(wsi, HTTP_STATUS_NOT_FOUND, "not found");
@@ -485,6 +494,12 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
         }
         return 0;
     }
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+        return rt_lws_web_on_writeable(wsi, user);
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+    case LWS_CALLBACK_CLOSED_HTTP:
+        rt_lws_web_on_closed(user);
+        return lws_callback_http_dummy(wsi, reason, user, in, len);
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         /* A WebSocket bound to "http": the client offered no WAMP subprotocol (or offered
          * "http"). WAMP requires one (spec "WebSocket Transport"). */
@@ -778,6 +793,7 @@ size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out)
     memset(out, 0, RT_LWS_WS_PROTOCOLS_MAX * sizeof(*out));
     out[i].name = "http";
     out[i].callback = http_cb;
+    out[i].per_session_data_size = rt_lws_web_pss_size(); /* a web transport's HTTP answers */
     i++;
     /* One entry per serializer the listener enables and rt_subproto.c negotiates. */
     for (int s = 1; s < WAMP_SER_COUNT; s++) {
