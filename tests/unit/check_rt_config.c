@@ -195,6 +195,10 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(l->auto_ping_interval_ms, 0);
     ck_assert_uint_eq(l->auto_ping_timeout_ms, 0);
     ck_assert_str_eq(l->anonymous_role, "anonymous");
+    /* The trace viewer at /trace/, next to WAMP at /ws. */
+    ck_assert_uint_eq(l->n_web, 1);
+    ck_assert_str_eq(l->web[0].prefix, "/trace");
+    ck_assert_int_eq(l->web[0].kind, RT_WEB_VIEWER);
 
     ck_assert_uint_eq(cfg->limits.max_message_size, 16 * MIB);
     ck_assert_uint_eq(cfg->limits.max_queue_bytes, 64 * MIB);
@@ -239,6 +243,7 @@ START_TEST(test_default_file_matches_embedded)
     ck_assert_uint_eq(file->n_realms, emb->n_realms);
     ck_assert_uint_eq(file->n_listeners, emb->n_listeners);
     ck_assert_str_eq(file->listeners[0].path, emb->listeners[0].path);
+    ck_assert_uint_eq(file->listeners[0].n_web, emb->listeners[0].n_web);
     ck_assert_int_eq(file->listeners[0].port, emb->listeners[0].port);
     ck_assert_str_eq(file->mgmt_realm, emb->mgmt_realm);
     rt_config_free(file);
