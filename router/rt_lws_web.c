@@ -117,8 +117,10 @@ static int add_header(struct lws *wsi, const char *name, const char *value, unsi
                                        (const unsigned char *)value, (int)strlen(value), p, end);
 }
 
-/* Writes the status line and headers of r. 0 on success. */
-static int write_headers(struct lws *wsi, const rt_http_resp *r, unsigned char *buf, size_t len)
+/* Writes the status line and headers of r; with_body: the (small, in-memory) body too, in the
+ * same write. 0 on success. */
+static int write_headers(struct lws *wsi, const rt_http_resp *r, bool with_body, unsigned char *buf,
+                         size_t len)
 {
     unsigned char *start = buf + LWS_PRE;
     unsigned char *p = start;
@@ -149,7 +151,16 @@ static int write_headers(struct lws *wsi, const rt_http_resp *r, unsigned char *
     if (add_header(wsi, "x-content-type-options:", "nosniff", &p, end)) {
         return -1;
     }
-    return lws_finalize_write_http_header(wsi, start, &p, end) ? -1 : 0;
+    if (!with_body) {
+        return lws_finalize_write_http_header(wsi, start, &p, end) ? -1 : 0;
+    }
+    if (lws_finalize_http_header(wsi, &p, end) || r->length > (uint64_t)(end - p)) {
+        return -1;
+    }
+    memcpy(p, r->data, (size_t)r->length);
+    p += r->length;
+    size_t n = (size_t)(p - start);
+    return lws_write(wsi, start, n, LWS_WRITE_HTTP_HEADERS) == (int)n ? 0 : -1;
 }
 
 /* The answer is out: ready for the next request on the connection, or -1 to close it. */
@@ -188,13 +199,13 @@ int rt_lws_web_on_http(struct lws *wsi, void *user, const char *path)
     pss->busy = true;
     pss->sent = 0;
     account(wsi, req.method, req.path, pss->resp.status, pss->resp.why);
+    /* Another method's request may carry a body that is never read, and lws awaits that body
+     * before it offers the connection for writing: the answer (a small error page) goes out
+     * with its headers at once, and the connection closes. */
+    bool close_now =
+            strcmp(req.method, "GET") != 0 && strcmp(req.method, "HEAD") != 0 && pss->resp.fd < 0;
     unsigned char buf[LWS_PRE + RT_LWS_WEB_HEADERS];
-    if (write_headers(wsi, &pss->resp, buf, sizeof(buf)) != 0) {
-        rt_lws_web_on_closed(pss);
-        return -1;
-    }
-    if (strcmp(req.method, "GET") != 0 && strcmp(req.method, "HEAD") != 0) {
-        /* The request may carry a body we do not read: close after the answer. */
+    if (write_headers(wsi, &pss->resp, close_now, buf, sizeof(buf)) != 0 || close_now) {
         rt_lws_web_on_closed(pss);
         return -1;
     }
