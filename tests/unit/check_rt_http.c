@@ -13,6 +13,9 @@
 
 #include "rt_http.h"
 
+/* snprintf that must not cut. */
+#define FMT(buf, ...) ck_assert_int_lt(snprintf((buf), sizeof(buf), __VA_ARGS__), (int)sizeof(buf))
+
 /* --- Routing -------------------------------------------------------------------------------- */
 
 static rt_web_path route_paths[] = {
@@ -159,7 +162,7 @@ static char outside[128];
 static void write_file(const char *dir, const char *name, const char *text)
 {
     char p[512];
-    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    FMT(p, "%s/%s", dir, name);
     FILE *f = fopen(p, "w");
     ck_assert_ptr_nonnull(f);
     fputs(text, f);
@@ -168,39 +171,39 @@ static void write_file(const char *dir, const char *name, const char *text)
 
 static void tree_setup(void)
 {
-    snprintf(tmp, sizeof(tmp), "/tmp/check_rt_http.XXXXXX");
+    FMT(tmp, "/tmp/check_rt_http.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmp));
-    snprintf(root, sizeof(root), "%s/www", tmp);
-    snprintf(outside, sizeof(outside), "%s/secret", tmp);
+    FMT(root, "%s/www", tmp);
+    FMT(outside, "%s/secret", tmp);
     char p[512];
     ck_assert_int_eq(mkdir(root, 0700), 0);
     ck_assert_int_eq(mkdir(outside, 0700), 0);
     write_file(outside, "passwd", "root:x:0:0\n");
     write_file(root, "hello.txt", "hello, world\n");
     write_file(root, "<b>.txt", "x");
-    snprintf(p, sizeof(p), "%s/sub", root);
+    FMT(p, "%s/sub", root);
     ck_assert_int_eq(mkdir(p, 0700), 0);
     write_file(p, "index.html", "<p>sub</p>\n");
-    snprintf(p, sizeof(p), "%s/plain", root);
+    FMT(p, "%s/plain", root);
     ck_assert_int_eq(mkdir(p, 0700), 0);
     write_file(p, "a.css", "a{}");
     /* Links: one out of the directory, one inside it. */
-    snprintf(p, sizeof(p), "%s/out", root);
+    FMT(p, "%s/out", root);
     ck_assert_int_eq(symlink(outside, p), 0);
-    snprintf(p, sizeof(p), "%s/leak.txt", root);
+    FMT(p, "%s/leak.txt", root);
     char target[256];
-    snprintf(target, sizeof(target), "%s/passwd", outside);
+    FMT(target, "%s/passwd", outside);
     ck_assert_int_eq(symlink(target, p), 0);
-    snprintf(p, sizeof(p), "%s/alias.txt", root);
+    FMT(p, "%s/alias.txt", root);
     ck_assert_int_eq(symlink("hello.txt", p), 0);
-    snprintf(p, sizeof(p), "%s/fifo", root);
+    FMT(p, "%s/fifo", root);
     ck_assert_int_eq(mkfifo(p, 0600), 0);
 }
 
 static void tree_teardown(void)
 {
     char cmd[256];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+    FMT(cmd, "rm -rf '%s'", tmp);
     ck_assert_int_eq(system(cmd), 0);
 }
 
@@ -291,8 +294,8 @@ START_TEST(test_static_file_exact_bytes_and_headers)
     free(b);
     char etag[RT_HTTP_ETAG_MAX];
     char lm[RT_HTTP_DATE_MAX];
-    snprintf(etag, sizeof(etag), "%s", r.etag);
-    snprintf(lm, sizeof(lm), "%s", r.last_modified);
+    FMT(etag, "%s", r.etag);
+    FMT(lm, "%s", r.last_modified);
     rt_http_resp_fini(&r);
     ck_assert_int_eq(r.fd, -1);
     /* HEAD: the same headers, marked body-less. */
@@ -441,7 +444,7 @@ START_TEST(test_viewer_serves_embedded_files)
     ck_assert_str_eq(r.content_type, "text/html; charset=utf-8");
     char path[4096];
     const char *src = getenv("RT_SOURCE_DIR");
-    snprintf(path, sizeof(path), "%s/mgmt/viewer/index.html", src ? src : ".");
+    FMT(path, "%s/mgmt/viewer/index.html", src ? src : ".");
     FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);
     char *want = calloc(1, 1 << 20);
