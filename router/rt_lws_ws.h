@@ -42,7 +42,8 @@ typedef struct rt_lws_ws_listener {
 } rt_lws_ws_listener;
 
 /* Fills out[0..RT_LWS_WS_PROTOCOLS_MAX) with the protocol table of cfg: protocols[0] "http"
- * (refuses plain HTTP; chooses the subprotocol of a WebSocket upgrade with rt_subproto.h and
+ * (hands plain HTTP to rt_lws_web.h on a web transport with HTTP services and refuses it
+ * elsewhere; chooses the subprotocol of a WebSocket upgrade with rt_subproto.h and
  * refuses, with an HTTP status, one that offers no enabled WAMP subprotocol or comes on another
  * path than cfg->path unless cfg->any_path), then one entry per enabled serializer named by
  * rt_subproto_name() ("wamp.2.json", id WAMP_SER_JSON; ...), then the terminator. Returns the
