@@ -378,16 +378,35 @@ static wamp_err redirect(rt_http_resp *r, unsigned status, const char *location)
 }
 
 /* 301 to the request path with a '/' appended (a directory asked for without one: the
- * relative links of its page need it). */
+ * relative links of its page need it). The path is the decoded one: it is percent-encoded again
+ * (but for '/'), so that no byte of it (a CR or LF of a directory name, say) reaches the header
+ * as it is. */
 static wamp_err add_slash(rt_http_resp *r, const rt_http_req *req)
 {
-    char *loc = malloc(req->path_len + 2);
+    size_t cap = 3 * req->path_len + 2;
+    char *loc = malloc(cap);
     if (!loc) {
         return WAMP_ENOMEM;
     }
-    memcpy(loc, req->path, req->path_len);
-    loc[req->path_len] = '/';
-    loc[req->path_len + 1] = '\0';
+    char *name = strndup(req->path, req->path_len);
+    if (!name) {
+        free(loc);
+        return WAMP_ENOMEM;
+    }
+    size_t used = 0;
+    loc[0] = '\0';
+    char *seg = name;
+    bool ok = true;
+    for (char *slash; ok && (slash = strchr(seg, '/')) != NULL; seg = slash + 1) {
+        *slash = '\0';
+        ok = url_escape(seg, loc, cap, &used) && put("/", 1, loc, cap, &used);
+    }
+    ok = ok && url_escape(seg, loc, cap, &used) && put("/", 1, loc, cap, &used);
+    free(name);
+    if (!ok) {
+        free(loc); /* cannot happen: cap is the worst case */
+        return WAMP_ENOMEM;
+    }
     r->location = loc;
     r->status = 301;
     return WAMP_OK;

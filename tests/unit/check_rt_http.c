@@ -187,6 +187,8 @@ static void tree_setup(void)
     FMT(p, "%s/plain", root);
     ck_assert_int_eq(mkdir(p, 0700), 0);
     write_file(p, "a.css", "a{}");
+    FMT(p, "%s/a b\r\nx", root);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
     /* Links: one out of the directory, one inside it. */
     FMT(p, "%s/out", root);
     ck_assert_int_eq(symlink(outside, p), 0);
@@ -354,6 +356,11 @@ START_TEST(test_static_directories)
     ck_assert_uint_eq(r.status, 301);
     ck_assert_str_eq(r.location, "/sub/");
     rt_http_resp_fini(&r);
+    /* A directory name that is not a plain header value is percent-encoded in Location. */
+    r = get(&s.l, "/a b\r\nx");
+    ck_assert_uint_eq(r.status, 301);
+    ck_assert_str_eq(r.location, "/a%20b%0D%0Ax/");
+    rt_http_resp_fini(&r);
     r = get(&s.l, "/sub/");
     ck_assert_uint_eq(r.status, 200);
     ck_assert_str_eq(r.content_type, "text/html; charset=utf-8");
@@ -379,7 +386,7 @@ START_TEST(test_static_directories)
     r = get(&s.l, "/plain/");
     ck_assert_uint_eq(r.status, 200);
     b = body_of(&r);
-    ck_assert_ptr_nonnull(strstr(b, "a.css"));
+    ck_assert_msg(strstr(b, "a.css") != NULL, "%s", b);
     free(b);
     rt_http_resp_fini(&r);
 }
