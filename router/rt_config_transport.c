@@ -379,11 +379,55 @@ static wamp_err web_add(cfg_ctx *c, rt_listener *l, rt_web_kind kind, const char
     return cfg_dup(c, prefix, &w->prefix);
 }
 
+/* Listener entries reserved by the caller for WebSocket paths after the first: each becomes a
+ * listener of its own (its path, serializers, options and auth) that shares the web
+ * transport's socket (shares_port), as a universal transport's RawSocket part does. */
+typedef struct web_spares {
+    rt_listener *l;
+    size_t n;    /* entries reserved */
+    size_t used; /* entries filled */
+} web_spares;
+
 typedef struct web_walk {
     const rt_limits *lim;
-    const char *ws_where; /* key path of the WebSocket path found so far, or NULL */
-    char ws_where_buf[CFG_PATH_MAX];
+    bool has_ws; /* the transport has its first WebSocket path (in l) */
+    web_spares *spares;
 } web_walk;
+
+/* A WebSocket path service at key path kp serving URL path url: into l if it is the
+ * transport's first (*has_ws false), else into the next spare. */
+static wamp_err parse_ws_path(cfg_ctx *c, const char *kp, const json_t *svc, const char *url,
+                              const rt_limits *lim, rt_listener *l, web_spares *spares,
+                              bool *has_ws)
+{
+    rt_listener *x = l;
+    if (*has_ws) {
+        if (spares->used >= spares->n) {
+            return cfg_refuse(c, kp, "internal error: no listener reserved for this path");
+        }
+        x = &spares->l[spares->used++];
+        x->shares_port = true;
+    }
+    *has_ws = true;
+    x->kind = RT_TRANSPORT_WEBSOCKET;
+    wamp_err e = parse_ws_service(c, kp, svc, false, lim, x);
+    e = cfg_stop(e) ? e : cfg_worse(e, cfg_dup(c, url, &x->path));
+    if (x == l || e != WAMP_OK) {
+        return e;
+    }
+    const char *id = NULL;
+    if (cfg_opt_id(c, kp, svc, &id) == WAMP_OK && id) {
+        e = cfg_dup(c, id, &x->id);
+    }
+    /* lws keeps one keepalive policy per listening socket (rt_lws.c). */
+    if (e == WAMP_OK && (x->auto_ping_interval_ms != l->auto_ping_interval_ms ||
+                         x->auto_ping_timeout_ms != l->auto_ping_timeout_ms)) {
+        e = cfg_refuse(c, cfg_key(kp, "options").s,
+                       "auto_ping_interval and auto_ping_timeout must be the same on every "
+                       "WebSocket path of a transport (they are the listener's)");
+    }
+    return e;
+}
 
 /* The services of one "paths" object (pp: its key path) under URL prefix ("" at the top). */
 static wamp_err parse_web_paths(cfg_ctx *c, const char *pp, const json_t *paths, const char *prefix,
@@ -413,17 +457,7 @@ static wamp_err parse_web_paths(cfg_ctx *c, const char *pp, const json_t *paths,
         cfg_path url = key_prefix(prefix, key);
         rt_web_path *w = NULL;
         if (strcmp(type, "websocket") == 0) {
-            if (ww->ws_where) {
-                e = cfg_refuse(c, kp.s,
-                               "only one WebSocket path per web transport is supported (%s is "
-                               "one already)",
-                               ww->ws_where);
-            } else {
-                snprintf(ww->ws_where_buf, sizeof(ww->ws_where_buf), "%s", kp.s);
-                ww->ws_where = ww->ws_where_buf;
-                e = parse_ws_service(c, kp.s, svc, false, ww->lim, l);
-                e = cfg_stop(e) ? e : cfg_worse(e, cfg_dup(c, url.s, &l->path));
-            }
+            e = parse_ws_path(c, kp.s, svc, url.s, ww->lim, l, ww->spares, &ww->has_ws);
         } else if (strcmp(type, "path") == 0) {
             e = cfg_check_keys(c, kp.s, svc, nested_rules, N_RULES(nested_rules));
             const json_t *sub = json_object_get(svc, "paths");
@@ -460,33 +494,33 @@ static wamp_err parse_web_paths(cfg_ctx *c, const char *pp, const json_t *paths,
 }
 
 /* The "paths" of a web transport or of a universal transport's "web" part (pp: their key
- * path); ws_where: the key path of a WebSocket path the transport has already (the universal
- * transport's "websocket" part), or NULL. */
-static wamp_err parse_web_services(cfg_ctx *c, const char *pp, const json_t *paths,
-                                   const char *ws_where, const rt_limits *lim, rt_listener *l)
+ * path); has_ws: the transport has a WebSocket path already (the universal transport's
+ * "websocket" part). WebSocket paths after the first fill spares. */
+static wamp_err parse_web_services(cfg_ctx *c, const char *pp, const json_t *paths, bool has_ws,
+                                   const rt_limits *lim, rt_listener *l, web_spares *spares)
 {
     if (!paths) {
         return cfg_refuse(c, pp, "is required");
     }
-    web_walk ww = {.lim = lim, .ws_where = ws_where};
+    web_walk ww = {.lim = lim, .has_ws = has_ws, .spares = spares};
     wamp_err err = parse_web_paths(c, pp, paths, "", 0, &ww, l);
-    if (err == WAMP_OK && !ww.ws_where) {
+    if (err == WAMP_OK && !ww.has_ws) {
         /* HTTP only: no WebSocket endpoint (path NULL), every upgrade is refused. */
         l->ser_json = true;
         l->ser_msgpack = true;
         l->max_message_size = lim->max_message_size;
     }
-    if (err == WAMP_OK && !ww.ws_where && l->n_web == 0) {
+    if (err == WAMP_OK && !ww.has_ws && l->n_web == 0) {
         err = cfg_refuse(c, pp, "must contain at least one path");
     }
-    if (err == WAMP_OK && !ww.ws_where) {
+    if (err == WAMP_OK && !ww.has_ws) {
         err = cfg_parse_auth(c, cfg_key(pp, "auth").s, NULL, l);
     }
     return err;
 }
 
 static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *o,
-                                    const rt_limits *lim, rt_listener *l)
+                                    const rt_limits *lim, rt_listener *l, web_spares *spares)
 {
     wamp_err err = cfg_check_keys(c, path, o, web_transport_rules, N_RULES(web_transport_rules));
     if (err == WAMP_OK) {
@@ -502,8 +536,8 @@ static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *
     if (err != WAMP_OK) {
         return err;
     }
-    return parse_web_services(c, cfg_key(path, "paths").s, json_object_get(o, "paths"), NULL, lim,
-                              l);
+    return parse_web_services(c, cfg_key(path, "paths").s, json_object_get(o, "paths"), false, lim,
+                              l, spares);
 }
 
 /* Crossbar's RawSocket transport (checkconfig.py check_listening_transport_rawsocket and
@@ -611,43 +645,70 @@ static const key_rule universal_web_rules[] = {
         K_PARSED("options"),
 };
 
-/* The "websocket" part of a universal transport: exactly one path. */
+/* The "websocket" part of a universal transport: its paths (the first in l, the others in
+ * spares). */
 static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *ws,
-                                   const rt_limits *lim, rt_listener *l)
+                                   const rt_limits *lim, rt_listener *l, web_spares *spares)
 {
     cfg_path wp = cfg_key(path, "websocket");
-    if (!json_is_object(ws) || json_object_size(ws) != 1) {
-        return cfg_refuse(c, wp.s, "must be an object with exactly one path");
+    if (!json_is_object(ws) || json_object_size(ws) == 0) {
+        return cfg_refuse(c, wp.s, "must be an object with at least one path");
     }
-    const char *key = json_object_iter_key(json_object_iter((json_t *)ws));
-    const json_t *svc = json_object_get(ws, key);
-    cfg_path kp = cfg_key(wp.s, key);
-    if (!web_path_key_is_valid(key)) {
-        return cfg_refuse(c, kp.s, "a path key must be \"/\" or match [a-zA-Z0-9_-]+");
+    if (l->unix_path) {
+        return cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
+                          "Unix socket endpoints are supported for rawsocket transports only");
     }
-    const json_t *t = json_is_object(svc) ? json_object_get(svc, "type") : NULL;
-    if (t && (!json_is_string(t) || strcmp(json_string_value(t), "websocket") != 0)) {
-        return cfg_refuse(c, cfg_key(kp.s, "type").s, "must be \"websocket\"");
+    const char *key;
+    const json_t *svc;
+    wamp_err err = WAMP_OK;
+    bool has_ws = false;
+    json_object_foreach((json_t *)ws, key, svc)
+    {
+        cfg_path kp = cfg_key(wp.s, key);
+        if (!web_path_key_is_valid(key)) {
+            err = cfg_worse(err, cfg_refuse(c, kp.s,
+                                            "a path key must be \"/\" or match "
+                                            "[a-zA-Z0-9_-]+"));
+            continue;
+        }
+        const json_t *t = json_is_object(svc) ? json_object_get(svc, "type") : NULL;
+        if (t && (!json_is_string(t) || strcmp(json_string_value(t), "websocket") != 0)) {
+            err = cfg_worse(err, cfg_refuse(c, cfg_key(kp.s, "type").s, "must be \"websocket\""));
+            continue;
+        }
+        err = cfg_worse(
+                err, parse_ws_path(c, kp.s, svc, key_prefix("", key).s, lim, l, spares, &has_ws));
+        if (cfg_stop(err)) {
+            return err;
+        }
     }
-    l->kind = RT_TRANSPORT_WEBSOCKET;
-    wamp_err err = parse_ws_service(c, kp.s, svc, false, lim, l);
-    if (err == WAMP_OK) {
-        err = cfg_dup(c, key_prefix("", key).s, &l->path);
-    }
-    if (err == WAMP_OK && l->unix_path) {
-        err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
-                         "Unix socket endpoints are supported for rawsocket transports only");
+    return err;
+}
+
+/* The endpoint of the listener that owns the socket, copied into a listener sharing it. */
+static wamp_err copy_endpoint(cfg_ctx *c, const rt_listener *l, rt_listener *x)
+{
+    x->port = l->port;
+    wamp_err err = l->interface ? cfg_dup(c, l->interface, &x->interface) : WAMP_OK;
+    if (err == WAMP_OK && l->tls_certificate) {
+        err = cfg_dup(c, l->tls_certificate, &x->tls_certificate);
+        if (err == WAMP_OK) {
+            err = cfg_dup(c, l->tls_key, &x->tls_key);
+        }
+        if (err == WAMP_OK && l->tls_ciphers) {
+            err = cfg_dup(c, l->tls_ciphers, &x->tls_ciphers);
+        }
     }
     return err;
 }
 
 /* A universal transport: l gets the endpoint and the WebSocket part (or the RawSocket part when
- * there is no WebSocket part); with both parts, raw (reserved by the caller) gets the RawSocket
- * part and shares l's port. *used_raw says whether raw was filled. */
+ * there is no WebSocket or web part); with both kinds of parts, the first spare (reserved by the
+ * caller) gets the RawSocket part and shares l's port, and the web part's WebSocket paths after
+ * the first fill the spares after it. */
 static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
-                                rt_listener *l, rt_listener *raw, bool *used_raw)
+                                rt_listener *l, web_spares *spares)
 {
-    *used_raw = false;
     wamp_err err = cfg_check_keys(c, path, o, universal_rules, N_RULES(universal_rules));
     if (err == WAMP_OK) {
         err = parse_id(c, path, o, l);
@@ -666,7 +727,12 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
                           "needs a \"rawsocket\", \"websocket\" or \"web\" part (or several)");
     }
     if (ws) {
-        err = parse_universal_ws(c, path, ws, lim, l);
+        err = parse_universal_ws(c, path, ws, lim, l, spares);
+    }
+    /* The RawSocket part's entry comes first, filled below. */
+    rt_listener *raw = NULL;
+    if (rs && (ws || web) && spares->used < spares->n) {
+        raw = &spares->l[spares->used++];
     }
     if (web && err == WAMP_OK) {
         cfg_path wp = cfg_key(path, "web");
@@ -676,10 +742,9 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
             err = cfg_check_keys(c, cfg_key(wp.s, "options").s, json_object_get(web, "options"),
                                  web_option_rules, N_RULES(web_option_rules));
         }
-        cfg_path ws_where = cfg_key(path, "websocket");
         if (err == WAMP_OK) {
             err = parse_web_services(c, cfg_key(wp.s, "paths").s, json_object_get(web, "paths"),
-                                     ws ? ws_where.s : NULL, lim, l);
+                                     ws != NULL, lim, l, spares);
         }
         if (err == WAMP_OK && l->unix_path) {
             err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
@@ -702,24 +767,10 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
     if (!raw) {
         return cfg_refuse(c, path, "internal error: no listener reserved for the rawsocket part");
     }
-    *used_raw = true;
     raw->kind = RT_TRANSPORT_RAWSOCKET;
     raw->shares_port = true;
-    raw->port = l->port;
     err = parse_raw_transport(c, rp.s, rs, lim, raw, false);
-    if (err == WAMP_OK && l->interface) {
-        err = cfg_dup(c, l->interface, &raw->interface);
-    }
-    if (err == WAMP_OK && l->tls_certificate) {
-        err = cfg_dup(c, l->tls_certificate, &raw->tls_certificate);
-        if (err == WAMP_OK) {
-            err = cfg_dup(c, l->tls_key, &raw->tls_key);
-        }
-        if (err == WAMP_OK && l->tls_ciphers) {
-            err = cfg_dup(c, l->tls_ciphers, &raw->tls_ciphers);
-        }
-    }
-    return err;
+    return err == WAMP_OK ? copy_endpoint(c, l, raw) : err;
 }
 
 static const type_rule transport_types[] = {
@@ -733,26 +784,39 @@ static const type_rule transport_types[] = {
         {"stream.testee", "stream testee transports are not supported"},
 };
 
-/* raw: a spare entry for the RawSocket part of a universal transport with both parts (NULL
- * when none was reserved); *used_raw says whether it was filled. */
+/* The default ID of a further WebSocket path: "<transport id>_<path>", lower case, with every
+ * character Crossbar's ID rule does not allow as '_' ("transport1_ws2", "web1_my_app_ws" for
+ * "/My-App/ws"). */
+static wamp_err path_listener_id(cfg_ctx *c, const rt_listener *l, rt_listener *x)
+{
+    char buf[CFG_PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s_%s", l->id, x->path[1] ? x->path + 1 : "root");
+    for (char *p = buf; *p; p++) {
+        char ch = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        *p = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ? ch : '_';
+    }
+    return cfg_dup(c, buf, &x->id);
+}
+
+/* spares: the entries the caller reserved after l for the listeners that share l's socket (a
+ * universal transport's RawSocket part, WebSocket paths after the first); spares->used says how
+ * many were filled. */
 static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, size_t index,
-                                const rt_limits *lim, rt_listener *l, rt_listener *raw,
-                                bool *used_raw)
+                                const rt_limits *lim, rt_listener *l, web_spares *spares)
 {
     const char *type = NULL;
-    *used_raw = false;
     wamp_err err = cfg_check_type(c, path, o, transport_types, N_RULES(transport_types), &type);
     if (err != WAMP_OK) {
         return err;
     }
     l->kind = RT_TRANSPORT_WEBSOCKET;
     if (strcmp(type, "universal") == 0) {
-        err = parse_universal(c, path, o, lim, l, raw, used_raw);
+        err = parse_universal(c, path, o, lim, l, spares);
     } else if (strcmp(type, "rawsocket") == 0) {
         l->kind = RT_TRANSPORT_RAWSOCKET;
         err = parse_raw_transport(c, path, o, lim, l, true);
     } else {
-        err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l)
+        err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l, spares)
                                        : parse_ws_service(c, path, o, true, lim, l);
         if (err == WAMP_OK && l->unix_path) {
             err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
@@ -765,10 +829,20 @@ static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, s
         snprintf(buf, sizeof(buf), "transport%zu", index + 1);
         err = cfg_dup(c, buf, &l->id);
     }
-    if (err == WAMP_OK && *used_raw && !raw->id) {
-        char buf[96];
-        snprintf(buf, sizeof(buf), "%s_rawsocket", l->id);
-        err = cfg_dup(c, buf, &raw->id);
+    for (size_t k = 0; err == WAMP_OK && k < spares->used; k++) {
+        rt_listener *x = &spares->l[k];
+        if (x->kind == RT_TRANSPORT_RAWSOCKET) {
+            if (!x->id) {
+                char buf[96];
+                snprintf(buf, sizeof(buf), "%s_rawsocket", l->id);
+                err = cfg_dup(c, buf, &x->id);
+            }
+            continue; /* its endpoint was copied by parse_universal() */
+        }
+        err = copy_endpoint(c, l, x);
+        if (err == WAMP_OK && !x->id) {
+            err = path_listener_id(c, l, x);
+        }
     }
     return err;
 }
@@ -779,18 +853,48 @@ static bool same_interface(const char *a, const char *b)
     return !a || !b || strcmp(a, b) == 0;
 }
 
-/* A universal transport with both a WebSocket and a RawSocket part becomes two listeners. */
+/* "type": "websocket" services in a "paths" object, nested "path" services included. */
+static size_t count_ws_paths(const json_t *paths, int depth)
+{
+    size_t n = 0;
+    const char *key;
+    const json_t *svc;
+    if (!json_is_object(paths) || depth > WEB_MAX_DEPTH) {
+        return 0;
+    }
+    json_object_foreach((json_t *)paths, key, svc)
+    {
+        const char *type = json_string_value(json_object_get(svc, "type"));
+        if (type && strcmp(type, "websocket") == 0) {
+            n++;
+        } else if (type && strcmp(type, "path") == 0) {
+            n += count_ws_paths(json_object_get(svc, "paths"), depth + 1);
+        }
+    }
+    return n;
+}
+
+/* A universal transport with a RawSocket part next to a WebSocket or web part becomes two
+ * listeners; every WebSocket path of a web transport (or web part) after the first one more. */
 static size_t count_listeners(const json_t *transports)
 {
     size_t n = json_array_size(transports);
     for (size_t i = 0; i < json_array_size(transports); i++) {
         const json_t *t = json_array_get(transports, i);
-        const json_t *ty = json_object_get(t, "type");
-        if (json_is_string(ty) && strcmp(json_string_value(ty), "universal") == 0 &&
-            json_object_get(t, "rawsocket") &&
-            (json_object_get(t, "websocket") || json_object_get(t, "web"))) {
-            n++;
+        const char *ty = json_string_value(json_object_get(t, "type"));
+        const json_t *ws = json_object_get(t, "websocket");
+        const json_t *web = json_object_get(t, "web");
+        size_t n_ws = 0;
+        if (ty && strcmp(ty, "universal") == 0) {
+            if (json_object_get(t, "rawsocket") && (ws || web)) {
+                n++;
+            }
+            n_ws = (json_is_object(ws) ? json_object_size(ws) : 0) +
+                   count_ws_paths(json_object_get(web, "paths"), 0);
+        } else if (ty && strcmp(ty, "web") == 0) {
+            n_ws = count_ws_paths(json_object_get(t, "paths"), 0);
         }
+        n += n_ws > 1 ? n_ws - 1 : 0;
     }
     return n;
 }
@@ -845,14 +949,13 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
     for (size_t i = 0; i < n && !cfg_stop(err); i++) {
         cfg_path ip = cfg_index(tp.s, i);
         rt_listener *l = &cfg->listeners[li];
-        rt_listener *raw = li + 1 < n_listeners ? &cfg->listeners[li + 1] : NULL;
-        bool used_raw = false;
+        web_spares spares = {.l = l + 1, .n = n_listeners - li - 1};
         wamp_err e = parse_transport(c, ip.s, json_array_get(transports, i), i, &cfg->limits, l,
-                                     raw, &used_raw);
+                                     &spares);
         size_t first = li;
         tix[li++] = i;
-        if (used_raw) {
-            raw->shares_port_of = first;
+        for (size_t k = 0; k < spares.used; k++) {
+            cfg->listeners[li].shares_port_of = first;
             tix[li++] = i;
         }
         /* A refused transport's fields may be missing: it is not compared. */

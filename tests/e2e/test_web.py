@@ -307,6 +307,86 @@ class WebTlsTest(WebTest):
     TLS = True
 
 
+class SeveralWebSocketPathsTest(h.AsyncTestCase):
+    """A web transport with three WebSocket paths, each with its own serializers and auth, next
+    to a static root, on one port; plain TCP and TLS."""
+
+    def config(self, tls=None):
+        endpoint = {"type": "tcp", "interface": "127.0.0.1", "port": 0}
+        if tls:
+            endpoint["tls"] = tls
+        r = realm()
+        r["roles"].append(dict(r["roles"][0], name="r2"))
+        web = {"type": "web", "id": "web1", "endpoint": endpoint, "paths": {
+            "/": {"type": "static", "directory": "www"},
+            "ws": {"type": "websocket", "serializers": ["json"]},
+            "ws2": {"type": "websocket", "serializers": ["msgpack"],
+                    "auth": {"anonymous": {"type": "static", "role": "r2"}}},
+            "app": {"type": "path", "paths": {"ws": {"type": "websocket"}}},
+        }}
+        plain = {"type": "websocket", "id": "plain",
+                 "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0}}
+        cfg = {"version": 2, "workers": [{"type": "router", "realms": [r],
+                                           "transports": ([plain] if tls else []) + [web]}]}
+        path = os.path.join(self.tmp, "node", "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        return path
+
+    async def run_paths(self, tls):
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-webws-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        make_tree(self.tmp)
+        ctx, tls_cfg = None, None
+        if tls:
+            key, cert = make_cert(self.tmp)
+            tls_cfg = {"key": key, "certificate": cert}
+            ctx = ssl.create_default_context(cafile=cert)
+        router = h.RouterProc(config=self.config(tls_cfg)).start()
+        self.addCleanup(router.cleanup)
+        scheme = "wss" if tls else "ws"
+        urls = [u for u in router.urls if u.startswith(scheme + "://")]
+        port = int(urls[-1].split(":")[2].split("/")[0])
+        self.assertEqual(urls[-3:], ["%s://127.0.0.1:%d%s" % (scheme, port, p)
+                                     for p in ("/ws", "/ws2", "/app/ws")])
+        sessions = []
+        for path, ser, role in (("/ws", "json", "anonymous"), ("/ws2", "msgpack", "r2"),
+                                ("/app/ws", "json", "anonymous"),
+                                ("/app/ws", "msgpack", "anonymous")):
+            s = await open_ws("%s://localhost:%d%s" % (scheme, port, path), port, "realm1", ser,
+                              ssl_ctx=ctx)
+            sessions.append(s)
+            self.assertEqual(s.joined.result().authrole, role, path)
+        proc = h.uri(self, "add")
+        await h.step(sessions[1].register(lambda a, b: a + b, proc))
+        self.assertEqual(await h.step(sessions[0].call(proc, 2, 3)), 5)
+        # Each path holds to its own serializers; an upgrade elsewhere is 404.
+        if not tls:
+            for path, offer, status in (("/ws", "wamp.2.msgpack", 400),
+                                        ("/ws2", "wamp.2.json", 400),
+                                        ("/ws2", "wamp.2.json, wamp.2.msgpack", 101),
+                                        ("/ws3", "wamp.2.json", 404),
+                                        ("/app", "wamp.2.json", 404)):
+                ws = h.RawWs("127.0.0.1", port, path=path, protocols=(offer,))
+                self.assertEqual(ws.status, status, (path, offer))
+                ws.close()
+        self.assertEqual(self.get_status(port, ctx, "/hello.txt"), 200)
+        self.assertEqual(self.get_status(port, ctx, "/ws2"), 400)
+        for s in sessions:
+            await s.close()
+        router.stop()
+
+    def get_status(self, port, ctx, path):
+        status, _ = raw_request(port, path.encode(), ctx=ctx)
+        return status
+
+    async def test_several_paths(self):
+        await self.run_paths(tls=False)
+
+    async def test_several_paths_tls(self):
+        await self.run_paths(tls=True)
+
+
 def example_config(name):
     return os.path.join(SRC, "tests", "data", "crossbar-examples", name, ".crossbar",
                         "config.json")

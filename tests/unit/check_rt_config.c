@@ -511,6 +511,62 @@ START_TEST(test_crossbar_style_config)
 
 END_TEST
 
+/* Several WebSocket paths on one web transport: each after the first is a listener of its own
+ * (path, serializers, auth) that shares the transport's socket; nested ones too, and those of a
+ * universal transport's web part after its RawSocket part. */
+START_TEST(test_web_several_websocket_paths)
+{
+    rt_config *cfg = load_ok(WITH_T(
+            "{'type':'web','id':'web1','endpoint':{'type':'tcp','port':8080,'interface':"
+            "'127.0.0.1'},'paths':{'ws':{'type':'websocket'},"
+            "'ws2':{'type':'websocket','serializers':['msgpack'],'auth':{'anonymous':{'type':"
+            "'static','role':'r2'}},'options':{'max_message_size':2048}},"
+            "'/':{'type':'static','directory':'x'},"
+            "'app':{'type':'path','paths':{'ws':{'type':'websocket','id':'appws'}}},"
+            "'My-App':{'type':'path','paths':{'ws':{'type':'websocket'}}}}},"
+            "{'type':'universal','endpoint':{'type':'tcp','port':8081},'rawsocket':{},"
+            "'websocket':{'ws':{},'ws3':{}},'web':{'paths':{'more':{'type':'websocket'}}}}"));
+    ck_assert_uint_eq(cfg->n_listeners, 8);
+    const rt_listener *w = cfg->listeners;
+    ck_assert_str_eq(w[0].id, "web1");
+    ck_assert_str_eq(w[0].path, "/ws");
+    ck_assert(!w[0].shares_port);
+    ck_assert_uint_eq(w[0].n_web, 1);
+    ck_assert_str_eq(w[1].id, "web1_ws2");
+    ck_assert_str_eq(w[1].path, "/ws2");
+    ck_assert(w[1].shares_port);
+    ck_assert_uint_eq(w[1].shares_port_of, 0);
+    ck_assert_int_eq(w[1].port, 8080);
+    ck_assert_str_eq(w[1].interface, "127.0.0.1");
+    ck_assert(!w[1].ser_json && w[1].ser_msgpack);
+    ck_assert_str_eq(w[1].anonymous_role, "r2");
+    ck_assert_uint_eq(w[1].max_message_size, 2048);
+    ck_assert_str_eq(w[2].id, "appws");
+    ck_assert_str_eq(w[2].path, "/app/ws");
+    ck_assert(w[2].shares_port);
+    ck_assert_str_eq(w[2].anonymous_role, "anonymous");
+    ck_assert_str_eq(w[3].id, "web1_my_app_ws"); /* made to follow the ID rule */
+    ck_assert_str_eq(w[3].path, "/My-App/ws");
+    /* The universal transport: WebSocket part (two paths), RawSocket part, the web part's
+     * path. */
+    ck_assert_str_eq(w[4].path, "/ws");
+    ck_assert(!w[4].shares_port);
+    ck_assert_str_eq(w[5].id, "transport2_ws3");
+    ck_assert_str_eq(w[5].path, "/ws3");
+    ck_assert_uint_eq(w[5].shares_port_of, 4);
+    ck_assert_int_eq(w[6].kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert_str_eq(w[6].id, "transport2_rawsocket");
+    ck_assert_uint_eq(w[6].shares_port_of, 4);
+    ck_assert_int_eq(w[7].kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_str_eq(w[7].id, "transport2_more");
+    ck_assert_str_eq(w[7].path, "/more");
+    ck_assert_uint_eq(w[7].shares_port_of, 4);
+    ck_assert_int_eq(w[7].port, 8081);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
 /* A web transport's HTTP services (Crossbar's path services), nested paths flattened into URL
  * prefixes, and a static directory resolved against the config file's directory. */
 START_TEST(test_web_services)
@@ -1251,15 +1307,17 @@ static const refusal refusals[] = {
         {WITH_UNI("'mqtt':{}"), P_T ".mqtt: MQTT is not supported"},
         {WITH_UNI("'web':{}"), P_T ".web.paths: is required"},
         {WITH_UNI("'web':{'paths':{'/':{'type':'static'}},'x':1}"), P_T ".web.x: unknown key"},
-        {WITH_UNI("'websocket':{'ws':{}},'web':{'paths':{'ws2':{'type':'websocket'}}}"),
-         P_T ".web.paths.ws2: only one WebSocket path per web transport is supported (" P_T
-             ".websocket is one already)"},
+        {WITH_UNI("'websocket':{'ws':{}},'web':{'paths':{'ws2':{'type':'websocket',"
+                  "'serializers':['cbor']}}}"),
+         P_T ".web.paths.ws2.serializers[0]: serializer \"cbor\" is not supported (only \"json\" "
+             "and \"msgpack\" are)"},
         {WITH_UNI("'bogus':1"), P_T ".bogus: unknown key"},
         {WITH_UNI("'id':'u1x'"),
          P_T ": needs a \"rawsocket\", \"websocket\" or \"web\" part (or several)"},
-        {WITH_UNI("'websocket':{}"), P_T ".websocket: must be an object with exactly one path"},
-        {WITH_UNI("'websocket':{'a':{},'b':{}}"),
-         P_T ".websocket: must be an object with exactly one path"},
+        {WITH_UNI("'websocket':{}"), P_T ".websocket: must be an object with at least one path"},
+        {WITH_UNI("'websocket':{'a':{},'b':{'options':{'auto_ping_interval':1000}}}"),
+         P_T ".websocket.b.options: auto_ping_interval and auto_ping_timeout must be the same on "
+             "every WebSocket path of a transport (they are the listener's)"},
         {WITH_UNI("'websocket':{'/x':{}}"),
          P_T ".websocket[\"/x\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_UNI("'websocket':{'ws':{'type':'static'}}"),
@@ -1532,9 +1590,15 @@ static const refusal refusals[] = {
         {WITH_PATHS("{'x':{'type':'teleporter'}}"),
          P_T ".paths.x.type: unknown type \"teleporter\""},
         {WITH_PATHS("{'x':{}}"), P_T ".paths.x.type: is required"},
-        {WITH_PATHS("{'ws':{'type':'websocket'},'ws2':{'type':'websocket'}}"),
-         P_T ".paths.ws2: only one WebSocket path per web transport is supported (" P_T
-             ".paths.ws is one already)"},
+        {WITH_PATHS("{'ws':{'type':'websocket'},'ws2':{'type':'websocket','options':"
+                    "{'auto_ping_interval':1000}}}"),
+         P_T ".paths.ws2.options: auto_ping_interval and auto_ping_timeout must be the same on "
+             "every WebSocket path of a transport (they are the listener's)"},
+        {WITH_T("{'type':'web','id':'web1','endpoint':{'type':'tcp','port':1},'paths':{"
+                "'ws':{'type':'websocket'},'ws2':{'type':'websocket'}}},"
+                "{'type':'websocket','id':'web1_ws2','endpoint':{'type':'tcp','port':2}}"),
+         "workers[0].transports[1].id: transport ID \"web1_ws2\" is already used by "
+         "transports[0]"},
         {WITH_PATHS("{'a/b':{'type':'websocket'}}"),
          P_T ".paths[\"a/b\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_PATHS("{'ws':{'type':'websocket','endpoint':{}}}"),
@@ -2181,6 +2245,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_crossbar_style_config);
     tcase_add_test(tc, test_web_root_path_and_auth_defaults);
     tcase_add_test(tc, test_web_services);
+    tcase_add_test(tc, test_web_several_websocket_paths);
     tcase_add_test(tc, test_wampscope_values);
     tcase_add_test(tc, test_flight_recorder_config);
     tcase_add_test(tc, test_trusted_networks_explicit);
