@@ -127,7 +127,8 @@ typedef enum rt_web_kind {
     RT_WEB_STATIC,   /* "static": the files of a directory */
     RT_WEB_REDIRECT, /* "redirect": 302 to url */
     RT_WEB_NODEINFO, /* "nodeinfo": a page with the node ID and version */
-    RT_WEB_VIEWER    /* "wampscope-trace-viewer": the trace viewer embedded in the binary */
+    RT_WEB_VIEWER,   /* "wampscope-trace-viewer": the trace viewer embedded in the binary */
+    RT_WEB_JSON      /* "json": a fixed JSON value */
 } rt_web_kind;
 
 /* options.mime_types entry of a static path: file name extension (with its dot, as Crossbar
@@ -149,6 +150,11 @@ typedef struct rt_web_path {
     rt_mime_type *mime_types; /* static: options.mime_types, checked before the built-in table */
     size_t n_mime_types;
     char *url; /* redirect: the Location */
+    /* json: "value" serialized (compact, or indented with options.prettify), body_len bytes;
+     * no_store: options.discourage_caching */
+    char *body;
+    size_t body_len;
+    bool no_store;
 } rt_web_path;
 
 typedef struct rt_listener {

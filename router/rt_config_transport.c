@@ -126,7 +126,7 @@ static const type_rule web_path_types[] = {
         {"resource", "path type \"resource\" is not supported (wampscope runs no Python)"},
         {"reverseproxy", "path type \"reverseproxy\" is not supported"},
         {"websocket-reverseproxy", "path type \"websocket-reverseproxy\" is not supported"},
-        {"json", "path type \"json\" is not supported"},
+        {"json", NULL},
         {"cgi", "path type \"cgi\" is not supported (wampscope runs no programs)"},
         {"longpoll", "path type \"longpoll\" is not supported"},
         {"publisher", "path type \"publisher\" (HTTP bridge) is not supported yet"},
@@ -176,6 +176,21 @@ static const key_rule redirect_rules[] = {
 static const key_rule plain_service_rules[] = {
         K_PARSED("id"),
         K_PARSED("type"),
+};
+
+/* checkconfig.py check_web_path_service_json. */
+static const key_rule json_rules[] = {
+        K_PARSED("id"),
+        K_PARSED("type"),
+        K_PARSED("value"),
+        K_PARSED("options"),
+};
+
+static const key_rule json_option_rules[] = {
+        K_PARSED("prettify"),
+        K_PARSED("discourage_caching"),
+        /* wampscope sends no CORS headers (configs/README.md, "Differences from Crossbar"). */
+        K_IGN("allow_cross_origin", KEY_IGN_BOOL),
 };
 
 static const key_rule nested_rules[] = {
@@ -363,6 +378,35 @@ static wamp_err parse_redirect(cfg_ctx *c, const char *path, const json_t *o, rt
     return url && err == WAMP_OK ? cfg_dup(c, url, &w->url) : err;
 }
 
+static wamp_err parse_json_service(cfg_ctx *c, const char *path, const json_t *o, rt_web_path *w)
+{
+    wamp_err err = cfg_check_keys(c, path, o, json_rules, N_RULES(json_rules));
+    const char *id = NULL;
+    err = err == WAMP_OK ? cfg_opt_id(c, path, o, &id) : err;
+    const json_t *value = json_object_get(o, "value");
+    if (err == WAMP_OK && !value) {
+        return cfg_refuse(c, cfg_key(path, "value").s, "is required");
+    }
+    bool pretty = false;
+    const json_t *opts = json_object_get(o, "options");
+    if (err == WAMP_OK && opts) {
+        cfg_path op = cfg_key(path, "options");
+        err = cfg_check_keys(c, op.s, opts, json_option_rules, N_RULES(json_option_rules));
+        err = err == WAMP_OK ? cfg_opt_bool(c, op.s, opts, "prettify", &pretty) : err;
+        err = cfg_worse(err, cfg_opt_bool(c, op.s, opts, "discourage_caching", &w->no_store));
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    /* As Crossbar's JsonResource: compact, or indented by 3; UTF-8 as it is. */
+    w->body = json_dumps(value, JSON_ENCODE_ANY | (pretty ? JSON_INDENT(3) : JSON_COMPACT));
+    if (!w->body) {
+        return cfg_oom(c);
+    }
+    w->body_len = strlen(w->body);
+    return WAMP_OK;
+}
+
 /* Grows l->web by one zeroed entry; *out is it. */
 static wamp_err web_add(cfg_ctx *c, rt_listener *l, rt_web_kind kind, const char *prefix,
                         rt_web_path **out)
@@ -476,6 +520,9 @@ static wamp_err parse_web_paths(cfg_ctx *c, const char *pp, const json_t *paths,
         } else if (strcmp(type, "redirect") == 0) {
             e = web_add(c, l, RT_WEB_REDIRECT, url.s, &w);
             e = cfg_stop(e) ? e : parse_redirect(c, kp.s, svc, w);
+        } else if (strcmp(type, "json") == 0) {
+            e = web_add(c, l, RT_WEB_JSON, url.s, &w);
+            e = cfg_stop(e) ? e : parse_json_service(c, kp.s, svc, w);
         } else {
             e = cfg_check_keys(c, kp.s, svc, plain_service_rules, N_RULES(plain_service_rules));
             const char *id = NULL;
@@ -987,6 +1034,7 @@ void cfg_free_listeners(rt_config *cfg)
             free(w->directory);
             free(w->default_file);
             free(w->url);
+            free(w->body);
             for (size_t m = 0; m < w->n_mime_types; m++) {
                 free(w->mime_types[m].ext);
                 free(w->mime_types[m].type);

@@ -470,6 +470,20 @@ static wamp_err viewer(rt_http_resp *r, const rt_http_req *req, const char *rest
     return WAMP_OK;
 }
 
+/* A json service's value; only on its own path (Crossbar's JsonResource has no children). */
+static wamp_err json_value(rt_http_resp *r, const rt_web_path *w, size_t rest_len)
+{
+    if (rest_len > 0) {
+        return not_found(r, "no such resource");
+    }
+    r->status = 200;
+    r->data = (const unsigned char *)w->body;
+    r->length = w->body_len;
+    r->content_type = "application/json; charset=utf-8";
+    r->no_store = w->no_store;
+    return WAMP_OK;
+}
+
 typedef enum resolved {
     RESOLVED_INSIDE, /* real is the resolved path, inside root (root itself included) */
     RESOLVED_MISSING,
@@ -737,6 +751,9 @@ wamp_err rt_http_respond(const rt_listener *l, const rt_http_node *node, const r
             break;
         case RT_WEB_VIEWER:
             err = viewer(out, req, rest, rest_len);
+            break;
+        case RT_WEB_JSON:
+            err = json_value(out, w, rest_len);
             break;
         case RT_WEB_STATIC:
         default:

@@ -67,6 +67,7 @@ typedef struct rt_http_resp {
     char etag[RT_HTTP_ETAG_MAX]; /* "" = no ETag header */
     char last_modified[RT_HTTP_DATE_MAX]; /* "" = no Last-Modified header */
     int64_t cache_secs;                   /* Cache-Control: max-age=N, public; -1 = none */
+    bool no_store;                        /* Cache-Control: no-store (takes cache_secs' place) */
     bool head;                            /* a HEAD request: write no body */
     bool allow;                           /* a 405: add "Allow: GET, HEAD" */
     /* For the log: why an error answer was given (static text), or NULL. */

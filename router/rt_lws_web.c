@@ -139,7 +139,11 @@ static int write_headers(struct lws *wsi, const rt_http_resp *r, bool with_body,
     if (r->last_modified[0] && add_header(wsi, "last-modified:", r->last_modified, &p, end)) {
         return -1;
     }
-    if (r->cache_secs >= 0) {
+    if (r->no_store && add_header(wsi, "cache-control:",
+                                  "no-store, no-cache, must-revalidate, max-age=0", &p, end)) {
+        return -1;
+    }
+    if (!r->no_store && r->cache_secs >= 0) {
         snprintf(v, sizeof(v), "max-age=%lld, public", (long long)r->cache_secs);
         if (add_header(wsi, "cache-control:", v, &p, end)) {
             return -1;

@@ -451,7 +451,18 @@ class CrossbarExamplesTest(h.AsyncTestCase):
         self.assertEqual(self.fetch(router, "/double-nested/"), (200, home))
         self.assertEqual(self.fetch(router, "/double-nested/nested/"), (200, nested))
         self.assertEqual(self.fetch(router, "/double-nested/nested/info")[0], 200)
+        want = {"url": "ws://localhost:8080/ws", "realm": "testing"}
+        status, body = self.fetch(router, "/config")
+        self.assertEqual((status, body), (200, b'{"url":"ws://localhost:8080/ws","realm":"testing"}'))
+        status, body = self.fetch(router, "/nested/config")
+        self.assertEqual((status, json.loads(body)), (200, want))
+        self.assertIn(b'\n   "url"', body)  # prettify: indented by 3, as Crossbar
+        self.assertEqual(self.fetch(router, "/config/x")[0], 404)
+        self.assertIn("ws://127.0.0.1:%d/nested/ws" % router.port, router.urls)
         s = await h.open_session(router, "testing", "json")
+        s2 = await open_ws("ws://127.0.0.1:%d/nested/ws" % router.port, router.port, "testing",
+                           "msgpack")
+        await s2.close()
         await s.close()
         router.stop()
 

@@ -581,6 +581,9 @@ START_TEST(test_web_services)
             "'old':{'type':'redirect','url':'https://example.com/new'},"
             "'info':{'type':'nodeinfo','id':'info1'},"
             "'trace':{'type':'wampscope-trace-viewer'},"
+            "'cfg':{'type':'json','value':{'url':'ws://x/ws','n':[1,2.5,null],'s':'\u00e9'}},"
+            "'cfgp':{'type':'json','value':[1],'options':{'prettify':true,"
+            "'discourage_caching':true,'allow_cross_origin':false}},"
             "'app':{'type':'path','paths':{'/':{'type':'static','directory':'app'},"
             "'deep':{'type':'path','paths':{'n':{'type':'nodeinfo'}}}}}}},"
             "{'type':'universal','endpoint':{'type':'tcp','port':8081},'rawsocket':{},"
@@ -595,7 +598,7 @@ START_TEST(test_web_services)
     const rt_listener *l = &cfg->listeners[0];
     ck_assert_str_eq(l->path, "/ws");
     ck_assert(l->ser_json && !l->ser_msgpack);
-    ck_assert_uint_eq(l->n_web, 7);
+    ck_assert_uint_eq(l->n_web, 9);
     const rt_web_path *w = l->web;
     ck_assert_str_eq(w[0].prefix, "/");
     ck_assert_int_eq(w[0].kind, RT_WEB_STATIC);
@@ -618,10 +621,16 @@ START_TEST(test_web_services)
     ck_assert_int_eq(w[3].kind, RT_WEB_NODEINFO);
     ck_assert_str_eq(w[4].prefix, "/trace");
     ck_assert_int_eq(w[4].kind, RT_WEB_VIEWER);
-    ck_assert_str_eq(w[5].prefix, "/app");
-    ck_assert_str_eq(w[5].directory, "/etc/node/app");
-    ck_assert_str_eq(w[6].prefix, "/app/deep/n");
-    ck_assert_int_eq(w[6].kind, RT_WEB_NODEINFO);
+    ck_assert_int_eq(w[5].kind, RT_WEB_JSON);
+    ck_assert_str_eq(w[5].body, "{\"url\":\"ws://x/ws\",\"n\":[1,2.5,null],\"s\":\"\xc3\xa9\"}");
+    ck_assert_uint_eq(w[5].body_len, strlen(w[5].body));
+    ck_assert(!w[5].no_store);
+    ck_assert_str_eq(w[6].body, "[\n   1\n]");
+    ck_assert(w[6].no_store);
+    ck_assert_str_eq(w[7].prefix, "/app");
+    ck_assert_str_eq(w[7].directory, "/etc/node/app");
+    ck_assert_str_eq(w[8].prefix, "/app/deep/n");
+    ck_assert_int_eq(w[8].kind, RT_WEB_NODEINFO);
     /* A universal transport with a web part and no WebSocket part: HTTP only, no WAMP path. */
     const rt_listener *u = &cfg->listeners[1];
     ck_assert_int_eq(u->kind, RT_TRANSPORT_WEBSOCKET);
@@ -1580,6 +1589,11 @@ static const refusal refusals[] = {
         {WITH_PATHS("{'ws':{'type':'websocket'},'info':{'type':'nodeinfo','x':1}}"),
          P_T ".paths.info.x: unknown key"},
         {WITH_PATHS("{'n':{'type':'path'}}"), P_T ".paths.n.paths: is required"},
+        {WITH_PATHS("{'c':{'type':'json'}}"), P_T ".paths.c.value: is required"},
+        {WITH_PATHS("{'c':{'type':'json','value':1,'options':{'sort_keys':true}}}"),
+         P_T ".paths.c.options.sort_keys: unknown key"},
+        {WITH_PATHS("{'c':{'type':'json','value':1,'options':{'prettify':1}}}"),
+         P_T ".paths.c.options.prettify: must be a boolean"},
         {WITH_PATHS("{'/':{'type':'path','paths':{}}}"),
          P_T ".paths[\"/\"]: a nested \"path\" service needs a named key"},
         {WITH_PATHS("{'n':{'type':'path','paths':{'x':{'type':'wsgi'}}}}"),

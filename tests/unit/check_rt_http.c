@@ -210,7 +210,7 @@ static void tree_teardown(void)
 }
 
 typedef struct site {
-    rt_web_path web[6];
+    rt_web_path web[7];
     rt_listener l;
 } site;
 
@@ -235,8 +235,13 @@ static void site_init(site *s, bool listing)
                               .kind = RT_WEB_STATIC,
                               .directory = "/nonexistent/dir",
                               .cache_secs = -1};
+    s->web[6] = (rt_web_path){.prefix = "/cfg",
+                              .kind = RT_WEB_JSON,
+                              .body = "{\"a\":1}",
+                              .body_len = 7,
+                              .no_store = true};
     s->l.web = s->web;
-    s->l.n_web = 6;
+    s->l.n_web = 7;
 }
 
 static const rt_http_node node = {.node_id = "node<1>", .worker_id = "router1", .version = "1.2.3"};
@@ -433,6 +438,15 @@ START_TEST(test_methods_redirect_nodeinfo)
     rt_http_resp_fini(&r);
     assert_status(&s.l, "", 400);
     assert_status(&s.l, "relative", 400);
+    r = get(&s.l, "/cfg");
+    ck_assert_uint_eq(r.status, 200);
+    ck_assert_str_eq(r.content_type, "application/json; charset=utf-8");
+    ck_assert(r.no_store);
+    b = body_of(&r);
+    ck_assert_str_eq(b, "{\"a\":1}");
+    free(b);
+    rt_http_resp_fini(&r);
+    assert_status(&s.l, "/cfg/x", 404);
 }
 
 END_TEST
