@@ -325,7 +325,7 @@ START_TEST(test_example_config)
     ck_assert_str_eq(cfg->worker_id, "router1");
     ck_assert_uint_ge(cfg->n_realms, 2);
     ck_assert_uint_eq(cfg->n_listeners, 2);
-    ck_assert_uint_eq(cfg->listeners[0].n_web, 6); /* every HTTP service type */
+    ck_assert_uint_eq(cfg->listeners[0].n_web, 7); /* every HTTP service type */
     ck_assert_ptr_nonnull(cfg->log_level);
     assert_default_trusted(cfg);
     assert_flight_recorder_default(cfg);
