@@ -201,6 +201,8 @@ static const key_rule nested_rules[] = {
 
 /* Crossbar's static.py DEFAULT_CACHE_TIMEOUT: 12 hours. */
 #define WEB_DEF_CACHE_SECS (12 * 60 * 60)
+/* Bytes of a redirect's url (it goes into the answer's headers, rt_lws_web.c). */
+#define WEB_MAX_URL 2048
 /* Nested "path" services deeper than this are refused (a bound on the recursion). */
 #define WEB_MAX_DEPTH 8
 
@@ -372,8 +374,10 @@ static wamp_err parse_redirect(cfg_ctx *c, const char *path, const json_t *o, rt
     }
     if (url && (!url[0] || has_ctl(url) || strchr(url, ' '))) {
         return cfg_refuse(c, cfg_key(path, "url").s,
-                          "must be a URL (no spaces or control "
-                          "characters)");
+                          "must be a URL (no spaces or control characters)");
+    }
+    if (url && strlen(url) > WEB_MAX_URL) {
+        return cfg_refuse(c, cfg_key(path, "url").s, "longer than %d bytes", WEB_MAX_URL);
     }
     return url && err == WAMP_OK ? cfg_dup(c, url, &w->url) : err;
 }

@@ -1584,6 +1584,11 @@ static const refusal refusals[] = {
          P_T ".paths[\"/\"].options.default_file: must name a file inside the directory (no "
              "\"..\")"},
         {WITH_PATHS("{'r':{'type':'redirect'}}"), P_T ".paths.r.url: is required"},
+        {WITH_PATHS("{'r':{'type':'redirect','url':'" LONG_PATH LONG_PATH LONG_PATH LONG_PATH
+                            LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH
+                                    LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH
+                                            LONG_PATH LONG_PATH LONG_PATH "'}}"),
+         P_T ".paths.r.url: longer than 2048 bytes"},
         {WITH_PATHS("{'r':{'type':'redirect','url':'http://x/\\r\\nSet-Cookie: a=b'}}"),
          P_T ".paths.r.url: must be a URL (no spaces or control characters)"},
         {WITH_PATHS("{'ws':{'type':'websocket'},'info':{'type':'nodeinfo','x':1}}"),
