@@ -14,19 +14,24 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build
 TEST_DIR := build-test
 NODE_DIR := tests/interop/node
+BROWSER_DIR := tests/browser
 FUZZ_DIR := build-fuzz
 DEB_DIR := build-deb
 PREFIX ?= /usr/local
-FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_rawsock fuzz_session fuzz_http
+FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_cbor fuzz_transcode fuzz_rawsock fuzz_session fuzz_http
 FUZZ_SECONDS ?= $(if $(CI),40,0)
 # `make fuzz` alone runs 60 s per target when FUZZ_SECONDS is 0.
 FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
 NPM_STAMP := $(NODE_DIR)/node_modules/.wampscope-npm-ci
+BROWSER_NPM_STAMP := $(BROWSER_DIR)/node_modules/.wampscope-npm-ci
 
-# Debian 12 packages: toolchain, the four C libraries, Check, and the interop clients.
+# Debian 12 packages: toolchain, the C libraries, Check, the interop clients, NATS (the C client
+# for the cluster link, the server for its e2e tests), the metrics checkers of test_metrics.py
+# (prometheus_client's parser; promtool from prometheus) and the browser of the trace viewer's tests.
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
-	nodejs npm openssl clang libclang-rt-14-dev
+	python3-cbor2 python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev \
+	libnats-dev nats-server chromium
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -98,9 +103,14 @@ deb:
 	@ls -1 $(DEB_DIR)/wampscope_*.deb
 
 # npm ci only when node_modules is missing or the lock file (or package.json) changed.
-npm: $(NPM_STAMP)
+# tests/browser: puppeteer-core (drives the system chromium; it never downloads a browser) and
+# the DevTools trace engine.
+npm: $(NPM_STAMP) $(BROWSER_NPM_STAMP)
 $(NPM_STAMP): $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+	touch $@
+$(BROWSER_NPM_STAMP): $(BROWSER_DIR)/package-lock.json $(BROWSER_DIR)/package.json
+	cd $(BROWSER_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
 test-build:
@@ -141,7 +151,7 @@ clean:
 	rm -rf $(BUILD_DIR) $(TEST_DIR) $(FUZZ_DIR) $(DEB_DIR)
 
 distclean: clean
-	rm -rf $(NODE_DIR)/node_modules
+	rm -rf $(NODE_DIR)/node_modules $(BROWSER_DIR)/node_modules
 
 format:
 	clang-format -i $(C_SOURCES)

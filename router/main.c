@@ -5,12 +5,15 @@
  *   - SIGXFSZ ignored: a persisted trace over a file-size limit gets EFBIG from write(2) and
  *     stops with io_error, instead of the signal killing the router;
  *   - sodium_init() and json_object_seed(0);
- *   - the rt_log level, and lws_set_log_level() through rt_lws_log_init().
+ *   - with wampscope.cluster, cnats' library state (released by rt_nats_node_free());
+ *   - the rt_log level, format and target (syslog opened here), its session lookup (the
+ *     router, while it exists), and lws_set_log_level() through rt_lws_log_init().
  * Exit status: 0 clean shutdown (or --help/--version/--check-config), 1 runtime failure,
  * 2 usage or configuration error. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include "rt_config.h"
 #include "rt_log.h"
 #include "rt_lws.h"
+#include "rt_nats_node.h"
 #include "rt_router.h"
 
 #ifndef RT_VERSION
@@ -36,24 +40,33 @@ typedef struct main_args {
     const char *config_path;
     const char *ports_file;
     const char *log_level;
+    const char *log_format;
+    const char *log_target;
     int port; /* -1 = from the config */
     bool check_config;
 } main_args;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: wampscope [-c FILE] [--port N] [--ports-file FILE] [--log-level LEVEL]\n"
-               "                 [--check-config] [--version] [--help]\n"
-               "\n"
-               "  -c, --config FILE    Crossbar-style node configuration (default: the embedded\n"
-               "                       configuration, 127.0.0.1:8080/ws)\n"
-               "  --port N             port of the first WebSocket listener (0 = any free port)\n"
-               "  --ports-file FILE    after listening, write one URL per listener (ws://, rs://) "
-               "to FILE\n"
-               "  --log-level LEVEL    error, warn, info (default) or debug\n"
-               "  --check-config       validate the configuration, list every error, and exit\n"
-               "  --version            print the version and exit\n"
-               "  --help               print this help and exit\n");
+    fprintf(f,
+            "usage: wampscope [-c FILE] [--port N] [--ports-file FILE] [--log-level LEVEL]\n"
+            "                 [--log-format FORMAT] [--log-target TARGET] [--check-config]\n"
+            "                 [--version] [--help]\n"
+            "\n"
+            "  -c, --config FILE    Crossbar-style node configuration (default: the embedded\n"
+            "                       configuration, 127.0.0.1:8080/ws)\n"
+            "  --port N             port of the first WebSocket listener (0 = any free port)\n"
+            "  --ports-file FILE    after listening, write one URL per listener (ws://, rs://) "
+            "to FILE\n"
+            "                       (and the metrics listener's http:// URL, if configured)\n"
+            "  --log-level LEVEL    error, warn, info (default), debug or trace (debug, and one\n"
+            "                       line per WAMP message; tracing is the better tool)\n"
+            "  --loglevel LEVEL     the same (Crossbar's spelling)\n"
+            "  --log-format FORMAT  text (default) or json (one JSON object a line)\n"
+            "  --log-target TARGET  stderr (default) or syslog (daemon facility; journald)\n"
+            "  --check-config       validate the configuration, list every error, and exit\n"
+            "  --version            print the version and exit\n"
+            "  --help               print this help and exit\n");
 }
 
 /* Returns -1 to continue, or the exit status. */
@@ -63,6 +76,8 @@ static int parse_args(int argc, char **argv, main_args *a)
         OPT_PORT = 256,
         OPT_PORTS_FILE,
         OPT_LOG_LEVEL,
+        OPT_LOG_FORMAT,
+        OPT_LOG_TARGET,
         OPT_CHECK,
         OPT_VERSION,
         OPT_HELP
@@ -72,6 +87,9 @@ static int parse_args(int argc, char **argv, main_args *a)
             {"port", required_argument, NULL, OPT_PORT},
             {"ports-file", required_argument, NULL, OPT_PORTS_FILE},
             {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+            {"loglevel", required_argument, NULL, OPT_LOG_LEVEL},
+            {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+            {"log-target", required_argument, NULL, OPT_LOG_TARGET},
             {"check-config", no_argument, NULL, OPT_CHECK},
             {"version", no_argument, NULL, OPT_VERSION},
             {"help", no_argument, NULL, OPT_HELP},
@@ -102,6 +120,26 @@ static int parse_args(int argc, char **argv, main_args *a)
         case OPT_LOG_LEVEL:
             a->log_level = optarg;
             break;
+        case OPT_LOG_FORMAT: {
+            rt_log_format fmt;
+            if (!rt_log_format_parse(optarg, &fmt)) {
+                fprintf(stderr, "wampscope: --log-format: expected text or json, got \"%s\"\n",
+                        optarg);
+                return EXIT_USAGE;
+            }
+            a->log_format = optarg;
+            break;
+        }
+        case OPT_LOG_TARGET: {
+            rt_log_target target;
+            if (!rt_log_target_parse(optarg, &target)) {
+                fprintf(stderr, "wampscope: --log-target: expected stderr or syslog, got \"%s\"\n",
+                        optarg);
+                return EXIT_USAGE;
+            }
+            a->log_target = optarg;
+            break;
+        }
         case OPT_CHECK:
             a->check_config = true;
             break;
@@ -125,25 +163,51 @@ static int parse_args(int argc, char **argv, main_args *a)
     return -1;
 }
 
+/* The router's log is JSON on stderr (--log-format json, not with --check-config, whose output
+ * is for a person): then every start-up message is a JSON log line too, so that every line on
+ * stderr parses. */
+static bool json_stderr(const main_args *a)
+{
+    return a->log_format && strcmp(a->log_format, "json") == 0 && !a->check_config &&
+           !(a->log_target && strcmp(a->log_target, "syslog") == 0);
+}
+
+/* A start-up message: a log line of level lv when the log is JSON on stderr, else
+ * "wampscope: ..." on stderr. */
+__attribute__((format(printf, 3, 4))) static void say(const main_args *a, rt_log_level lv,
+                                                      const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (json_stderr(a)) {
+        rt_log(lv, 0, "%s", msg);
+    } else {
+        fprintf(stderr, "wampscope: %s\n", msg);
+    }
+}
+
 /* Every error and warning of the configuration, one a line on stderr, each starting with the
  * file; a refused configuration ends with the count. */
-static void report_config(const char *path, wamp_err e, const rt_config_diag *d)
+static void report_config(const main_args *a, wamp_err e, const rt_config_diag *d)
 {
-    const char *src = path ? path : "embedded default configuration";
+    const char *src = a->config_path ? a->config_path : "embedded default configuration";
     for (size_t i = 0; i < d->n_warnings; i++) {
-        fprintf(stderr, "wampscope: %s: warning: %s\n", src, d->warnings[i]);
+        say(a, RT_LOG_LEVEL_WARN, "%s: warning: %s", src, d->warnings[i]);
     }
     for (size_t i = 0; i < d->n_errors; i++) {
-        fprintf(stderr, "wampscope: %s: %s\n", src, d->errors[i]);
+        say(a, RT_LOG_LEVEL_ERR, "%s: %s", src, d->errors[i]);
     }
     if (d->n_errors_dropped) {
-        fprintf(stderr, "wampscope: %s: %zu more error(s) not shown\n", src, d->n_errors_dropped);
+        say(a, RT_LOG_LEVEL_ERR, "%s: %zu more error(s) not shown", src, d->n_errors_dropped);
     }
     if (e == WAMP_ENOMEM) {
-        fprintf(stderr, "wampscope: %s: out of memory\n", src);
+        say(a, RT_LOG_LEVEL_ERR, "%s: out of memory", src);
     } else if (e != WAMP_OK) {
-        fprintf(stderr, "wampscope: %s: %zu error(s), configuration refused\n", src,
-                d->n_errors + d->n_errors_dropped);
+        say(a, RT_LOG_LEVEL_ERR, "%s: %zu error(s), configuration refused", src,
+            d->n_errors + d->n_errors_dropped);
     }
 }
 
@@ -153,12 +217,26 @@ static bool apply_log_level(const main_args *a, const rt_config *cfg)
     const char *s = a->log_level ? a->log_level : cfg->log_level;
     rt_log_level lv = RT_LOG_LEVEL_INFO;
     if (s && !rt_log_level_parse(s, &lv)) {
-        fprintf(stderr, "wampscope: %s: unknown log level \"%s\" (error, warn, info, debug)\n",
-                a->log_level ? "--log-level" : "wampscope.log_level", s);
+        say(a, RT_LOG_LEVEL_ERR, "%s: unknown log level \"%s\" (error, warn, info, debug, trace)",
+            a->log_level ? "--log-level" : "wampscope.log_level", s);
         return false;
     }
     rt_log_set_level(lv);
     return true;
+}
+
+/* --log-format and --log-target (checked by parse_args()). */
+static void apply_log_output(const main_args *a)
+{
+    rt_log_format fmt = RT_LOG_FORMAT_TEXT;
+    rt_log_target target = RT_LOG_TARGET_STDERR;
+    if (a->log_format) {
+        rt_log_format_parse(a->log_format, &fmt);
+    }
+    if (a->log_target) {
+        rt_log_target_parse(a->log_target, &target);
+    }
+    rt_log_set_output(fmt, target);
 }
 
 static void log_start(const rt_config *cfg)
@@ -177,6 +255,12 @@ static void log_start(const rt_config *cfg)
     RT_LOG_INFO(0, "wampscope %s starting: node %s, worker %s, realms: %s", RT_VERSION,
                 cfg->node_id ? cfg->node_id : "?", cfg->worker_id ? cfg->worker_id : "?",
                 cfg->n_realms ? realms : "(none)");
+    if (rt_log_get_level() >= RT_LOG_LEVEL_TRACE) {
+        RT_LOG_INFO(0, "log level trace: one line per WAMP message received and sent (type, "
+                       "session, realm, size; never the payload). Message tracing is the better "
+                       "tool: it keeps the messages themselves, filtered, at a fraction of the "
+                       "cost (wampscope-ctl start, see wampscope-ctl(1))");
+    }
 }
 
 /* Prints and logs one "listening on URL" line per listener; writes the URLs to ports_file
@@ -206,6 +290,14 @@ static bool announce(const rt_lws *l, const char *ports_file)
         printf("listening on %s\n", url);
         RT_LOG_INFO(0, "listening on %s", url);
         if (f && fprintf(f, "%s\n", url) < 0) {
+            ok = false;
+        }
+    }
+    char murl[512];
+    if (rt_lws_metrics_url(l, murl, sizeof(murl))) {
+        printf("metrics on %s\n", murl);
+        RT_LOG_INFO(0, "serving metrics on %s", murl);
+        if (f && fprintf(f, "%s\n", murl) < 0) {
             ok = false;
         }
     }
@@ -251,11 +343,15 @@ int main(int argc, char **argv)
     rt_router *rt = NULL;
     mgmt_api *mgmt = NULL;
     rt_lws *l = NULL;
+    rt_nats_node *cluster = NULL;
     char err[512];
     rt_config_diag diag = {0};
     wamp_err e = args.config_path ? rt_config_parse_file(args.config_path, &cfg, &diag)
                                   : rt_config_parse_default(&cfg, &diag);
-    report_config(args.config_path, e, &diag);
+    if (json_stderr(&args)) {
+        rt_log_set_output(RT_LOG_FORMAT_JSON, RT_LOG_TARGET_STDERR);
+    }
+    report_config(&args, e, &diag);
     rt_config_diag_fini(&diag);
     if (e != WAMP_OK) {
         return EXIT_USAGE;
@@ -271,19 +367,21 @@ int main(int argc, char **argv)
         rt_config_free(cfg);
         return EXIT_SUCCESS;
     }
+    apply_log_output(&args);
     rt_lws_log_init();
     log_start(cfg);
 
     rc = EXIT_FAILURE;
     rt = rt_router_new(cfg, NULL, NULL);
     if (!rt) {
-        fprintf(stderr, "wampscope: out of memory\n");
+        say(&args, RT_LOG_LEVEL_ERR, "out of memory");
         goto done;
     }
+    rt_log_set_session_lookup(rt_router_log_session_info, rt);
     if (cfg->mgmt_enabled) {
         e = mgmt_api_new(rt, rt_router_wall_ns(rt), &mgmt);
         if (e != WAMP_OK) {
-            fprintf(stderr, "wampscope: cannot start the management API: %s\n", wamp_strerror(e));
+            say(&args, RT_LOG_LEVEL_ERR, "cannot start the management API: %s", wamp_strerror(e));
             goto done;
         }
         char nets[1024];
@@ -310,12 +408,26 @@ int main(int argc, char **argv)
                         cfg->mgmt_realm);
         }
     }
+    if (cfg->cluster) {
+        e = rt_nats_node_start(rt, cfg, &cluster, err, sizeof(err));
+        if (e != WAMP_OK) {
+            RT_LOG_ERR(0, "%s", err);
+            fprintf(stderr, "wampscope: %s\n", err);
+            goto done;
+        }
+    }
     rt_lws_options opt = {.port_override = args.port};
     e = rt_lws_new(rt, &opt, &l, err, sizeof(err));
     if (e != WAMP_OK) {
-        RT_LOG_ERR(0, "%s", err);
-        fprintf(stderr, "wampscope: %s\n", err);
+        if (!json_stderr(&args)) {
+            RT_LOG_ERR(0, "%s", err);
+        }
+        say(&args, RT_LOG_LEVEL_ERR, "%s", err);
         goto done;
+    }
+    if (cluster) {
+        rt_lws_set_service_hook(l, rt_nats_node_service, cluster);
+        rt_nats_node_set_wake(cluster, rt_lws_wake, l);
     }
     if (!announce(l, args.ports_file)) {
         goto done;
@@ -326,16 +438,24 @@ int main(int argc, char **argv)
 done:
     /* Order matters: lws delivers CLOSED (rt_session_on_closed) for every live connection
      * while the router still exists; traces record until then, and stop (persisted ones
-     * flushed and synced) before anything is freed; the router borrows the config. */
+     * flushed and synced) before anything is freed; the router borrows the config. The
+     * cluster link stops waking the loop before the loop goes, and leaves once the node takes
+     * no more clients. */
+    if (cluster) {
+        rt_nats_node_set_wake(cluster, NULL, NULL);
+    }
     rt_lws_free(l);
+    rt_nats_node_free(cluster);
     if (rt) {
         rt_router_end_shutdown(rt);
     }
     mgmt_api_free(mgmt);
+    rt_log_set_session_lookup(NULL, NULL);
     rt_router_free(rt);
     if (rc == EXIT_SUCCESS) {
         RT_LOG_INFO(0, "stopped");
     }
     rt_config_free(cfg);
+    rt_log_close();
     return rc;
 }

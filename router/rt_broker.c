@@ -74,7 +74,9 @@ struct rt_broker {
 typedef struct rt_retained {
     rt_hnode by_topic;
     char *topic;
-    json_t *args, *kwargs; /* owned references, NULL when absent */
+    json_t *args, *kwargs; /* owned references, NULL when absent (a router-built payload) */
+    rt_payload payload;    /* owned copy of the publisher's payload bytes (ser 0: none) */
+    json_t *ppt;           /* owned: the publication's ppt_* options (payload passthru), or NULL */
     json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
@@ -550,7 +552,9 @@ typedef struct pub_ctx {
     rt_session *publisher; /* NULL for the router's own publications */
     const char *topic;
     uint64_t publication;
-    json_t *args, *kwargs; /* borrowed */
+    json_t *args, *kwargs; /* borrowed: the router's own payload (jansson) */
+    rt_payload payload;    /* borrowed: a client's payload, as its bytes */
+    const json_t *ppt;     /* borrowed: PUBLISH.Options holding ppt_* keys, or NULL */
     bool exclude_me;
     bool disclose; /* publisher identification */
     bool retain;   /* event retention */
@@ -643,7 +647,7 @@ static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool 
     bool pattern = sub->match != WAMP_MATCH_EXACT;
     bool disclose = p->disclose && p->publisher;
     *oom = false;
-    if (!pattern && !disclose) {
+    if (!pattern && !disclose && !p->ppt) {
         return NULL;
     }
     json_t *d = json_object();
@@ -658,6 +662,8 @@ static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool 
     if (disclose) {
         rc |= set_publisher(d, p->publisher);
     }
+    /* Payload passthru mode: the ppt_* options go along with the untouched payload. */
+    rc |= wamp_msg_ppt_copy(d, p->ppt);
     if (rc != 0) {
         json_decref(d);
         *oom = true;
@@ -706,9 +712,11 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
             return WAMP_ENOMEM;
         }
         rt_encoded ev;
-        rt_encoded_init(&ev, wamp_msg_new_event(sub->id, p->publication, details,
-                                                p->args ? json_incref(p->args) : NULL,
-                                                p->kwargs ? json_incref(p->kwargs) : NULL));
+        rt_encoded_init_payload(&ev,
+                                wamp_msg_new_event(sub->id, p->publication, details,
+                                                   p->args ? json_incref(p->args) : NULL,
+                                                   p->kwargs ? json_incref(p->kwargs) : NULL),
+                                &p->payload);
         if (!ev.msg) {
             return WAMP_ENOMEM;
         }
@@ -719,7 +727,7 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
             for (size_t i = 0; i < end; i++) {
                 wamp_ser ser = sub->members[i]->s->ser;
                 if (!ev.buf[ser] && is_receiver(sub->members[i]->s, p)) {
-                    (void)wamp_codec_encode(ser, ev.msg, &ev.buf[ser]);
+                    (void)rt_encoded_encode(&ev, ser);
                 }
             }
         }
@@ -768,6 +776,8 @@ static void retained_remove(rt_broker *b, rt_retained *r)
     b->retained_bytes -= r->bytes;
     json_decref(r->args);
     json_decref(r->kwargs);
+    rt_payload_fini(&r->payload);
+    json_decref(r->ppt);
     json_decref(r->publisher);
     json_decref(r->options);
     free(r->topic);
@@ -792,6 +802,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         retained_remove(b, old);
     }
     size_t bytes = strlen(p->topic) + json_size(p->args) + json_size(p->kwargs) +
+                   p->payload.args.len + p->payload.kwargs.len +
                    (p->filter.any ? json_size(options) : 0);
     if (b->retained.count >= max_topics || bytes > max_bytes ||
         b->retained_bytes > max_bytes - bytes) {
@@ -813,8 +824,12 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
     r->args = p->args ? json_incref(p->args) : NULL;
     r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
     r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
-    bool oom = false;
-    if (p->disclose && p->publisher) {
+    bool oom = rt_payload_dup(&p->payload, &r->payload) != WAMP_OK;
+    if (!oom && p->ppt) {
+        r->ppt = json_object();
+        oom = !r->ppt || wamp_msg_ppt_copy(r->ppt, p->ppt) != 0;
+    }
+    if (!oom && p->disclose && p->publisher) {
         r->publisher = json_object();
         oom = !r->publisher || set_publisher(r->publisher, p->publisher) != 0;
     }
@@ -822,6 +837,8 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
                        WAMP_OK) {
         json_decref(r->args);
         json_decref(r->kwargs);
+        rt_payload_fini(&r->payload);
+        json_decref(r->ppt);
         json_decref(r->publisher);
         json_decref(r->options);
         free(r->topic);
@@ -852,14 +869,17 @@ static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, 
 {
     json_t *d = r->publisher ? json_copy(r->publisher) : json_object();
     if (!d || json_object_set_new(d, "retained", json_true()) != 0 ||
+        wamp_msg_ppt_copy(d, r->ppt) != 0 ||
         (sub->match != WAMP_MATCH_EXACT &&
          json_object_set_new(d, "topic", json_string(r->topic)) != 0)) {
         json_decref(d);
         return WAMP_ENOMEM;
     }
-    return rt_session_send(s, wamp_msg_new_event(sub->id, wamp_id_random(), d,
-                                                 r->args ? json_incref(r->args) : NULL,
-                                                 r->kwargs ? json_incref(r->kwargs) : NULL));
+    return rt_session_send_payload(s,
+                                   wamp_msg_new_event(sub->id, wamp_id_random(), d,
+                                                      r->args ? json_incref(r->args) : NULL,
+                                                      r->kwargs ? json_incref(r->kwargs) : NULL),
+                                   &r->payload);
 }
 
 /* SUBSCRIBED for sub, then (get_retained) every retained event it admits; the last message
@@ -917,17 +937,32 @@ size_t rt_broker_retained_bytes(const rt_broker *b)
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
     bool ack = false;
-    pub_ctx p = {.publisher = s, .topic = m->uri, .args = m->args, .kwargs = m->kwargs};
+    pub_ctx p = {.publisher = s,
+                 .topic = m->uri,
+                 .args = m->args,
+                 .kwargs = m->kwargs,
+                 .payload = rt_payload_of(m)};
     char why[96];
     if (!rt_options_check(WAMP_MSG_PUBLISH, m->dict, why, sizeof(why))) {
         /* Answered with or without acknowledge, as every invalid option. */
         return rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
     const char *bad = parse_publish(m->dict, &p, &ack);
+    bool ppt = false;
+    if (!bad && json_object_size(m->dict) > 0) {
+        bad = wamp_msg_ppt_check(m->dict, &ppt);
+    }
     if (bad) {
         RT_LOG_DEBUG(s->id, "PUBLISH to %s: %s", m->uri, bad);
         return rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad);
     }
+    if (ppt && !s->ppt_publisher) {
+        /* Spec "Payload Passthru Mode": a protocol error. */
+        rt_session_protocol_violation(s, "PUBLISH uses payload passthru mode (ppt_*), which the "
+                                         "publisher did not announce (payload_passthru_mode)");
+        return WAMP_OK;
+    }
+    p.ppt = ppt ? m->dict : NULL;
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
         RT_LOG_DEBUG(s->id, "PUBLISH to invalid topic \"%s\"", m->uri);
         return ack ? rt_session_send_error(s, WAMP_MSG_PUBLISH, m->id, WAMP_ERROR_INVALID_URI,

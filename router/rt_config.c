@@ -369,6 +369,9 @@ static wamp_err parse_json(cfg_ctx *c, const json_t *root, rt_config **out)
     if (rc == WAMP_OK && !cfg->node_id) {
         rc = default_node_id(c, cfg);
     }
+    if (rc == WAMP_OK) {
+        rc = cfg_check_cluster_node_id(c, cfg);
+    }
     if (!cfg_stop(rc)) {
         rc = cfg_worse(rc, warn_ignored(c));
     }
@@ -594,6 +597,9 @@ void rt_config_free(rt_config *cfg)
     free(cfg->tracing_data_dir);
     json_decref(cfg->tracing_flight_recorder);
     free(cfg->log_level);
+    free(cfg->metrics_interface);
+    free(cfg->metrics_path);
+    cfg_free_cluster(cfg);
     free(cfg);
 }
 

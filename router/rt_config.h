@@ -174,6 +174,7 @@ typedef struct rt_listener {
                     * is only the one printed); false on a web or universal transport's path */
     bool ser_json; /* "serializers" contains "json" (default both) */
     bool ser_msgpack;
+    bool ser_cbor;
     /* options.max_message_size, defaults to limits.max_message_size. RawSocket announces and
      * enforces the largest power of two 512..16 MiB not above it (wamp_rawsock.h). */
     size_t max_message_size;
@@ -219,6 +220,28 @@ typedef struct rt_cidr {
 #define RT_FLIGHT_RECORDER_ID    "flight-recorder"
 #define RT_FLIGHT_RECORDER_LIMIT 10000 /* its default limit, in records */
 
+/* wampscope.cluster: this node's link to a cluster of nodes over NATS (configs/README.md,
+ * "cluster"). Secrets (password, token) are wiped when the config is freed. */
+typedef struct rt_cluster_config {
+    char *name;     /* prefix of every subject and bucket (default "wampscope") */
+    char **servers; /* nats.servers: "nats://host:port" or "tls://host:port" URLs (at least 1) */
+    size_t n_servers;
+    char *user; /* nats.user + nats.password, or NULL */
+    char *password;
+    char *token;           /* nats.token, or NULL */
+    char *creds;           /* nats.creds: a NATS credentials file (resolved path), or NULL */
+    bool tls;              /* nats.tls present: TLS to the servers */
+    char *tls_ca;          /* nats.tls.ca: CA certificates file, or NULL (system CAs) */
+    char *tls_certificate; /* nats.tls.certificate + key: client certificate, or NULL */
+    char *tls_key;
+    uint32_t connect_timeout_ms; /* one connection attempt (2,000) */
+    uint32_t reconnect_wait_ms;  /* between attempts (1,000) */
+    uint32_t request_timeout_ms; /* requests to other nodes, and key-value operations (2,000) */
+    uint32_t heartbeat_ms;       /* membership heartbeat (1,000) */
+    uint32_t node_ttl_ms;        /* a node's key lives this long after its last heartbeat (4,000) */
+    size_t max_pending_bytes;    /* cluster bytes queued in either direction (8 MiB) */
+} rt_cluster_config;
+
 typedef struct rt_config {
     char *node_id;   /* controller.id; default: host name */
     char *worker_id; /* workers[i].id; default "router1" */
@@ -254,6 +277,13 @@ typedef struct rt_config {
      * ("flight_recorder": false, and a zeroed hand-built config). The loader's default is on. */
     struct json_t *tracing_flight_recorder;
     char *log_level; /* wampscope.log_level or NULL (then the command line decides) */
+    /* wampscope.metrics: an HTTP listener of its own serving the Prometheus text (rt_metrics.h)
+     * on metrics_path (default "/metrics"). TCP only, no TLS; metrics_interface NULL = all
+     * interfaces; metrics_port 0 = ephemeral. */
+    bool metrics_enabled;
+    char *metrics_interface;
+    int metrics_port;
+    char *metrics_path;
     /* wampscope.management.trusted_networks: peers that protected mode admits anonymously as
      * admin (default 127.0.0.0/8 and ::1/128). The loader always sets a non-NULL array (also for
      * an empty list, which admits nobody). NULL, as in a zeroed hand-built config, means the
@@ -265,6 +295,8 @@ typedef struct rt_config {
      * set, protected mode is off and every session on the management realm authenticates with
      * these principals, whatever its transport's "auth" says. */
     rt_auth_config *mgmt_auth;
+    /* wampscope.cluster, or NULL: a single node (no NATS connection, no thread). */
+    rt_cluster_config *cluster;
 } rt_config;
 
 /* What one load found: every error (each one line starting with its key path, e.g.

@@ -60,9 +60,8 @@ static int asprintf_path(const char *dir, const char *name, char **out)
     return 0;
 }
 
-/* A required file name whose file the router can read now (refused at start, with the path,
- * rather than by lws later). A relative name is resolved against the config file's directory. */
-static wamp_err tls_file(cfg_ctx *c, const char *path, const json_t *o, const char *key, char **out)
+wamp_err cfg_readable_file(cfg_ctx *c, const char *path, const json_t *o, const char *key,
+                           char **out)
 {
     const char *name = NULL;
     wamp_err err = cfg_req_str(c, path, o, key, &name);
@@ -99,10 +98,10 @@ static wamp_err parse_tls(cfg_ctx *c, const char *path, const json_t *o, rt_list
 {
     wamp_err err = cfg_check_keys(c, path, o, tls_rules, N_RULES(tls_rules));
     if (err == WAMP_OK) {
-        err = tls_file(c, path, o, "certificate", &l->tls_certificate);
+        err = cfg_readable_file(c, path, o, "certificate", &l->tls_certificate);
     }
     if (err == WAMP_OK) {
-        err = tls_file(c, path, o, "key", &l->tls_key);
+        err = cfg_readable_file(c, path, o, "key", &l->tls_key);
     }
     const char *ciphers = NULL;
     if (err == WAMP_OK) {
@@ -257,6 +256,7 @@ static bool ser_from_name(const char *name, wamp_ser *out)
     } names[] = {
             {"json", WAMP_SER_JSON},
             {"msgpack", WAMP_SER_MSGPACK},
+            {"cbor", WAMP_SER_CBOR},
     };
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -277,6 +277,9 @@ static void enable_ser(rt_listener *l, wamp_ser ser)
     case WAMP_SER_MSGPACK:
         l->ser_msgpack = true;
         break;
+    case WAMP_SER_CBOR:
+        l->ser_cbor = true;
+        break;
     }
 }
 
@@ -286,10 +289,12 @@ wamp_err cfg_parse_serializers(cfg_ctx *c, const char *path, const json_t *v, rt
         return cfg_refuse(c, path, "must be a list");
     }
     if (json_array_size(v) == 0) {
-        return cfg_refuse(c, path, "must name at least one serializer (\"json\", \"msgpack\")");
+        return cfg_refuse(c, path,
+                          "must name at least one serializer (\"json\", \"msgpack\", \"cbor\")");
     }
     l->ser_json = false;
     l->ser_msgpack = false;
+    l->ser_cbor = false;
     wamp_err err = WAMP_OK;
     size_t i;
     const json_t *e;
@@ -302,11 +307,10 @@ wamp_err cfg_parse_serializers(cfg_ctx *c, const char *path, const json_t *v, rt
             err = cfg_refuse(c, ip.s, "must be a string");
         } else if (ser_from_name(s, &ser)) {
             enable_ser(l, ser);
-        } else if (strcmp(s, "cbor") == 0 || strcmp(s, "ubjson") == 0 ||
-                   strcmp(s, "flatbuffers") == 0) {
+        } else if (strcmp(s, "ubjson") == 0 || strcmp(s, "flatbuffers") == 0) {
             err = cfg_refuse(c, ip.s,
-                             "serializer \"%s\" is not supported (only \"json\" and \"msgpack\" "
-                             "are)",
+                             "serializer \"%s\" is not supported (only \"json\", \"msgpack\" "
+                             "and \"cbor\" are)",
                              s);
         } else {
             err = cfg_refuse(c, ip.s, "unknown serializer \"%s\"", s);

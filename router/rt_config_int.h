@@ -216,6 +216,12 @@ wamp_err cfg_parse_max_connections(cfg_ctx *c, const char *path, const json_t *o
 wamp_err cfg_parse_ws_options(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
                               rt_listener *l);
 
+/* A required file name (key of o) whose file the router can read now (refused at start, with
+ * the path, rather than by a library later). A relative name is resolved against the config
+ * file's directory; *out (freed first) gets the resolved name. */
+wamp_err cfg_readable_file(cfg_ctx *c, const char *path, const json_t *o, const char *key,
+                           char **out);
+
 /* rt_config_auth.c */
 wamp_err cfg_parse_auth(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l);
 /* wampscope.management.auth (principals' role defaults to "admin"). */
@@ -265,5 +271,10 @@ wamp_err cfg_default_trusted(cfg_ctx *c, rt_config *cfg);
 /* rt_config_wampscope.c */
 wamp_err cfg_wampscope_defaults(cfg_ctx *c, rt_config *cfg);
 wamp_err cfg_parse_wampscope(cfg_ctx *c, const char *path, const json_t *o, rt_config *cfg);
+/* rt_config_cluster.c: wampscope.cluster (sets cfg->cluster, also when refused). */
+wamp_err cfg_parse_cluster(cfg_ctx *c, const char *path, const json_t *o, rt_config *cfg);
+/* With wampscope.cluster: controller.id (given or the host name) must be a cluster node id. */
+wamp_err cfg_check_cluster_node_id(cfg_ctx *c, const rt_config *cfg);
+void cfg_free_cluster(rt_config *cfg);
 
 #endif /* RT_CONFIG_INT_H */

@@ -100,6 +100,7 @@ wamp_err cfg_parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, boo
     l->any_path = is_transport;
     l->ser_json = true;
     l->ser_msgpack = true;
+    l->ser_cbor = true;
     const json_t *sers = json_object_get(o, "serializers");
     if (sers && !cfg_stop(err)) {
         err = cfg_worse(err, cfg_parse_serializers(c, cfg_key(path, "serializers").s, sers, l));
@@ -210,6 +211,7 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
     }
     l->ser_json = true;
     l->ser_msgpack = true;
+    l->ser_cbor = true;
     const json_t *sers = json_object_get(o, "serializers");
     if (sers) {
         err = cfg_parse_serializers(c, cfg_key(path, "serializers").s, sers, l);

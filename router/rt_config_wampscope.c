@@ -1,7 +1,8 @@
 /* rt_config_wampscope.c: the router worker's "wampscope" object: limits, tracing (persistence,
- * flight recorder), management (realm, trusted networks, credentials) and the log level. The
- * integer settings are field tables (cfg_field): each limit is named once, with its default,
- * range and unit, and the same rows set the defaults. */
+ * flight recorder), management (realm, trusted networks, credentials), the metrics listener, the
+ * cluster link (in rt_config_cluster.c) and the log level. The integer settings are field tables
+ * (cfg_field): each limit is named once, with its default, range and unit, and the same rows set
+ * the defaults. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -257,11 +258,69 @@ static wamp_err parse_tracing(cfg_ctx *c, const char *path, const json_t *o, rt_
     return err;
 }
 
+/* wampscope.metrics: {"endpoint": {"type": "tcp", "port": N, "interface": "127.0.0.1"},
+ * "path": "/metrics"}. The endpoint is a listening endpoint as a transport's (the same parser),
+ * but plain TCP: the metrics are for a scraper on the host or a trusted network. */
+static const key_rule metrics_rules[] = {
+        K_PARSED("endpoint"),
+        K_PARSED("path"),
+};
+
+#define DEF_METRICS_PATH "/metrics"
+
+static wamp_err parse_metrics(cfg_ctx *c, const char *path, const json_t *o, rt_config *cfg)
+{
+    wamp_err err = cfg_check_keys(c, path, o, metrics_rules, N_RULES(metrics_rules));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    cfg_path ep = cfg_key(path, "endpoint");
+    const json_t *endpoint = json_object_get(o, "endpoint");
+    if (!endpoint) {
+        err = cfg_refuse(c, ep.s, "is required");
+    } else if (!json_is_object(endpoint)) {
+        err = cfg_refuse(c, ep.s, "must be an object {\"type\": \"tcp\", \"port\": N, ...}");
+    } else {
+        rt_listener l;
+        memset(&l, 0, sizeof(l));
+        err = cfg_parse_endpoint(c, ep.s, endpoint, &l);
+        if (err == WAMP_OK && l.unix_path) {
+            err = cfg_refuse(c, cfg_key(ep.s, "type").s,
+                             "must be \"tcp\" (the metrics listener has no Unix socket)");
+        } else if (err == WAMP_OK && l.tls_certificate) {
+            err = cfg_refuse(c, cfg_key(ep.s, "tls").s,
+                             "is not supported on the metrics listener (plain HTTP)");
+        }
+        if (err == WAMP_OK) {
+            cfg->metrics_enabled = true;
+            cfg->metrics_port = l.port;
+            cfg->metrics_interface = l.interface;
+            l.interface = NULL;
+        }
+        free(l.interface);
+        free(l.unix_path);
+        free(l.tls_key);
+        free(l.tls_certificate);
+        free(l.tls_ciphers);
+    }
+    const char *mpath = NULL;
+    wamp_err e = cfg_opt_str(c, path, o, "path", &mpath);
+    if (e == WAMP_OK && !mpath) {
+        mpath = DEF_METRICS_PATH;
+    }
+    if (e == WAMP_OK && (mpath[0] != '/' || mpath[strcspn(mpath, "?# \t\r\n")] != '\0')) {
+        e = cfg_refuse(c, cfg_key(path, "path").s,
+                       "must start with \"/\" and hold no query, fragment or blank (got \"%s\")",
+                       mpath);
+    } else if (e == WAMP_OK) {
+        e = cfg_dup(c, mpath, &cfg->metrics_path);
+    }
+    return cfg_worse(err, e);
+}
+
 static const key_rule wampscope_rules[] = {
-        K_PARSED("limits"),
-        K_PARSED("management"),
-        K_PARSED("tracing"),
-        K_PARSED("log_level"),
+        K_PARSED("metrics"), K_PARSED("limits"),    K_PARSED("management"),
+        K_PARSED("tracing"), K_PARSED("log_level"), K_PARSED("cluster"),
 };
 
 /* Section by section; a refused section does not stop the next one. */
@@ -282,6 +341,18 @@ wamp_err cfg_parse_wampscope(cfg_ctx *c, const char *path, const json_t *o, rt_c
     const json_t *tracing = json_object_get(o, "tracing");
     if (tracing && !cfg_stop(err)) {
         err = cfg_worse(err, parse_tracing(c, cfg_key(path, "tracing").s, tracing, cfg));
+    }
+    const json_t *metrics = json_object_get(o, "metrics");
+    if (metrics && !cfg_stop(err)) {
+        cfg_path mp = cfg_key(path, "metrics");
+        err = cfg_worse(
+                err, json_is_object(metrics)
+                             ? parse_metrics(c, mp.s, metrics, cfg)
+                             : cfg_refuse(c, mp.s, "must be an object {\"endpoint\", \"path\"}"));
+    }
+    const json_t *cluster = json_object_get(o, "cluster");
+    if (cluster && !cfg_stop(err)) {
+        err = cfg_worse(err, cfg_parse_cluster(c, cfg_key(path, "cluster").s, cluster, cfg));
     }
     if (cfg_stop(err)) {
         return err;

@@ -82,6 +82,8 @@ struct rt_session {
     size_t n_calls_made;  /* entries of calls_made (limits.max_pending_calls) */
     /* HELLO roles.callee.features.call_canceling: the dealer may send it INTERRUPT. */
     bool callee_call_canceling;
+    /* HELLO roles.<role>.features.payload_passthru_mode, per role (payload passthru mode). */
+    bool ppt_caller, ppt_callee, ppt_publisher, ppt_subscriber;
     /* How it joined (meta API session details). */
     rt_auth_method authmethod;
     /* session_leave() is in progress: meta events skip this session. */

@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "rt_core_int.h"
+#include "rt_local.h"
 #include "rt_log.h"
 #include "rt_meta.h"
 #include "rt_options.h"
@@ -507,16 +508,22 @@ static void local_reply_fini(rt_local_reply *reply)
 
 static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *m)
 {
-    json_t *empty_args = m->args ? NULL : json_array();
-    json_t *empty_kw = m->kwargs ? NULL : json_object();
+    json_t *args, *kwargs;
+    char why[WAMP_WHY_LEN];
     rt_local_reply reply = {NULL, NULL, NULL, NULL};
-    wamp_err err = WAMP_ENOMEM;
-    if ((m->args || empty_args) && (m->kwargs || empty_kw)) {
-        err = reg->fn(reg->fn_ctx, s, m->args ? m->args : empty_args,
-                      m->kwargs ? m->kwargs : empty_kw, &reply);
+    wamp_err err = rt_local_call_args(m, &args, &kwargs, why, sizeof(why));
+    if (err == WAMP_ERANGE || err == WAMP_EPROTO) {
+        /* A payload the router cannot look into (say a uint64 above 2^63-1) is the caller's
+         * mistake for this procedure, not a protocol violation. */
+        RT_LOG_DEBUG(s->id, "CALL %s: %s", reg->uri, why);
+        RT_TRACE_LAST(s->rt);
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
-    json_decref(empty_args);
-    json_decref(empty_kw);
+    if (err == WAMP_OK) {
+        err = reg->fn(reg->fn_ctx, s, args, kwargs, &reply);
+    }
+    json_decref(args);
+    json_decref(kwargs);
     if (err == WAMP_ENOMEM) {
         local_reply_fini(&reply);
         return err;
@@ -602,9 +609,10 @@ static void timeout_insert(rt_dealer *d, rt_call *c)
 
 /* INVOCATION.Details for the features in use (NULL = {} when none is). *err set on failure. */
 static json_t *invocation_details(const rt_registration *reg, const rt_session *s,
-                                  const wamp_msg *m, bool progress, bool disclose, bool *oom)
+                                  const wamp_msg *m, bool progress, bool disclose, bool ppt,
+                                  bool *oom)
 {
-    if (reg->match == WAMP_MATCH_EXACT && !progress && !disclose) {
+    if (reg->match == WAMP_MATCH_EXACT && !progress && !disclose && !ppt) {
         return NULL;
     }
     json_t *det = json_object();
@@ -619,6 +627,10 @@ static json_t *invocation_details(const rt_registration *reg, const rt_session *
         ok = json_object_set_new(det, "caller", json_integer((json_int_t)s->id)) == 0 &&
              json_object_set_new(det, "caller_authid", json_string(s->authid)) == 0 &&
              json_object_set_new(det, "caller_authrole", json_string(s->authrole)) == 0;
+    }
+    if (ok && ppt) {
+        /* Payload passthru mode: CALL.Options.ppt_* become INVOCATION.Details.ppt_*. */
+        ok = wamp_msg_ppt_copy(det, m->dict) == 0;
     }
     if (!ok) {
         json_decref(det);
@@ -648,13 +660,28 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
     json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
+    bool ppt = false;
+    const char *bad_ppt = has_options ? wamp_msg_ppt_check(m->dict, &ppt) : NULL;
+    if (bad_ppt) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad_ppt);
+    }
+    if (ppt && !s->ppt_caller) {
+        /* Spec "Payload Passthru Mode": a protocol error. */
+        rt_session_protocol_violation(s, "CALL uses payload passthru mode (ppt_*), which the "
+                                         "caller did not announce (payload_passthru_mode)");
+        return WAMP_OK;
+    }
     rt_registration *reg = match_registration(d, m->uri);
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
                                      "no callee registered for this procedure");
     }
     if (reg->fn) {
-        return call_local(reg, s, m);
+        /* The router's own procedures read their arguments: no opaque payload for them. */
+        return ppt ? rt_session_send_error(s, WAMP_MSG_CALL, m->id,
+                                           WAMP_ERROR_FEATURE_NOT_SUPPORTED,
+                                           "router procedures do not take passthru payloads")
+                   : call_local(reg, s, m);
     }
     size_t max_calls = rt_router_config(s->rt)->limits.max_pending_calls;
     if (max_calls && s->n_calls_made >= max_calls) {
@@ -665,11 +692,16 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
                                      "the callee is leaving");
     }
+    if (ppt && !callee->ppt_callee) {
+        /* Spec "Payload Passthru Mode": an application error for the caller. */
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
+                                     "the callee does not support payload passthru mode");
+    }
     bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
     bool disclose = perm->disclose_caller ||
                     (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
     bool oom = false;
-    json_t *details = invocation_details(reg, s, m, progress, disclose, &oom);
+    json_t *details = invocation_details(reg, s, m, progress, disclose, ppt, &oom);
     if (oom) {
         return WAMP_ENOMEM;
     }
@@ -719,10 +751,13 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         trace_str *uri = rt_trace_action_uri(s->rt); /* outlives this message */
         c->uri = uri ? trace_str_ref(uri) : NULL;
     }
-    wamp_err err = rt_session_send(
-            callee, wamp_msg_new_invocation(c->invocation, reg->id, details,
-                                            m->args ? json_incref(m->args) : NULL,
-                                            m->kwargs ? json_incref(m->kwargs) : NULL));
+    rt_payload payload = rt_payload_of(m);
+    wamp_err err = rt_session_send_payload(
+            callee,
+            wamp_msg_new_invocation(c->invocation, reg->id, details,
+                                    m->args ? json_incref(m->args) : NULL,
+                                    m->kwargs ? json_incref(m->kwargs) : NULL),
+            &payload);
     if (err == WAMP_OK) {
         return WAMP_OK;
     }
@@ -798,16 +833,30 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
     json_t *reply;
     if (is_error) {
+        /* ERROR.Details go along as they are (ppt_* keys included). */
         reply = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
                                    kwargs);
     } else {
-        reply = wamp_msg_new_result(request, progress ? json_pack("{s:b}", "progress", 1) : NULL,
-                                    args, kwargs);
+        /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
+        json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
+        bool ppt = false;
+        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
+            details = details ? details : json_object();
+            if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
+                json_decref(details);
+                details = NULL;
+                json_decref(args);
+                json_decref(kwargs);
+                return WAMP_ENOMEM;
+            }
+        }
+        reply = wamp_msg_new_result(request, details, args, kwargs);
     }
     if (!progress) {
         RT_TRACE_LAST(s->rt);
     }
-    wamp_err err = rt_session_send(caller, reply);
+    rt_payload payload = rt_payload_of(m);
+    wamp_err err = rt_session_send_payload(caller, reply, &payload);
     if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
         if (progress) {
             call_remove(d, c); /* the caller is told the call failed: it ends here */

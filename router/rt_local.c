@@ -7,6 +7,34 @@
 #include "rt_options.h"
 #include "wamp_types.h"
 
+wamp_err rt_local_call_args(const wamp_msg *m, json_t **args, json_t **kwargs, char *why,
+                            size_t why_len)
+{
+    *args = *kwargs = NULL;
+    /* Decoded on a view of the slices: m stays as it is (its other consumers see bytes). */
+    wamp_msg view = {.args = m->args,
+                     .kwargs = m->kwargs,
+                     .ser = m->ser,
+                     .args_raw = m->args_raw,
+                     .kwargs_raw = m->kwargs_raw};
+    wamp_err err = wamp_msg_decode_payload(&view, why, why_len);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    /* Parsed from bytes: view owns what it built; from a tree: m's, borrowed. */
+    json_t *a = view.payload_owned ? view.args : json_incref(view.args);
+    json_t *k = view.payload_owned ? view.kwargs : json_incref(view.kwargs);
+    *args = a ? a : json_array();
+    *kwargs = k ? k : json_object();
+    if (!*args || !*kwargs) {
+        json_decref(*args);
+        json_decref(*kwargs);
+        *args = *kwargs = NULL;
+        return WAMP_ENOMEM;
+    }
+    return WAMP_OK;
+}
+
 wamp_err rt_local_reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
 {
     char msg[256];

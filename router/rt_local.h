@@ -12,6 +12,15 @@
 
 #include "rt_dealer.h"
 #include "wamp_err.h"
+#include "wamp_msg.h"
+
+/* The Arguments and ArgumentsKw of CALL m as jansson values for a local procedure, the one
+ * place where the router looks inside a payload: new references in *args / *kwargs ([] and {}
+ * when absent). WAMP_ERANGE when a value has no jansson form (an integer above 2^63-1: why names
+ * it), WAMP_EPROTO for a duplicate key (why), both answered by the caller with
+ * wamp.error.invalid_argument; WAMP_ENOMEM. Both are NULL after failure. */
+wamp_err rt_local_call_args(const wamp_msg *m, json_t **args, json_t **kwargs, char *why,
+                            size_t why_len);
 
 /* An error reply: uri (static or outliving the call) with one argument, the formatted message.
  * WAMP_OK, or WAMP_ENOMEM. */

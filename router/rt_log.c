@@ -1,6 +1,6 @@
-/* rt_log.c: one line per event on stderr, UTC timestamp with milliseconds, level, optional
- * session context. Each line is formatted into one buffer and written with a single fwrite(), so
- * lines from the lws sink and the core never interleave mid-line. */
+/* rt_log.c: one line per event, text or JSON, on stderr or syslog. Each line is formatted into
+ * one buffer and written with a single fwrite() (or one syslog() call), so lines from the lws
+ * sink and the core never interleave mid-line. */
 #include "rt_log.h"
 
 #include <inttypes.h>
@@ -10,21 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <syslog.h>
 #include <time.h>
 
-/* The one documented exception to STYLE §5 (no file-scope mutable state): the threshold is set
- * once by main() via rt_log_set_level() before the service loop starts, and only read after
- * that. Passing it to every RT_LOG_* call site would thread the router context into code that
- * has none (the lws log sink, RT_ASSERT). The program is single-threaded. */
+/* The one documented exception to STYLE §5 (no file-scope mutable state): the threshold, the
+ * format, the target and the session lookup are set by main() before the service loop starts,
+ * and only read after that. Passing them to every RT_LOG_* call site would thread the router
+ * context into code that has none (the lws log sink, RT_ASSERT). The program is
+ * single-threaded. */
 static rt_log_level log_threshold = RT_LOG_LEVEL_INFO;
+static rt_log_format log_format = RT_LOG_FORMAT_TEXT;
+static rt_log_target log_target = RT_LOG_TARGET_STDERR;
+static rt_log_session_fn log_session_fn;
+static void *log_session_ctx;
 
 /* Rate-limited call sites with an interval running, for rt_log_tick() and rt_log_flush(). Part
  * of the same exception: each site's state is static storage in its macro expansion (so a call
  * site needs no context to be limited), and this list only links those states. */
 static rt_log_limit *limited_sites;
 
-/* Room for the timestamp, the level and the session prefix; messages that do not fit into
- * RT_LOG_LINE_MAX go through a heap buffer instead of being cut. */
+/* A line is built in a stack buffer of this size; a longer one moves to the heap instead of
+ * being cut. */
 #define RT_LOG_LINE_MAX 1024
 
 void rt_log_set_level(rt_log_level level)
@@ -37,30 +43,295 @@ rt_log_level rt_log_get_level(void)
     return log_threshold;
 }
 
+static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
+
 int rt_log_level_parse(const char *s, rt_log_level *out)
 {
-    static const struct {
-        const char *name;
-        rt_log_level level;
-    } names[] = {
-            {"error", RT_LOG_LEVEL_ERR},   {"warn", RT_LOG_LEVEL_WARN},
-            {"info", RT_LOG_LEVEL_INFO},   {"debug", RT_LOG_LEVEL_DEBUG},
-            {"trace", RT_LOG_LEVEL_DEBUG},
-    };
-
     if (!s) {
         return 0;
     }
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (strcasecmp(s, names[i].name) == 0) {
+    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+        if (strcasecmp(s, level_names[i]) == 0) {
             if (out) {
-                *out = names[i].level;
+                *out = (rt_log_level)i;
             }
             return 1;
         }
     }
     return 0;
 }
+
+const char *rt_log_level_name(rt_log_level level)
+{
+    return (unsigned)level < sizeof(level_names) / sizeof(level_names[0]) ? level_names[level]
+                                                                          : "?";
+}
+
+bool rt_log_format_parse(const char *s, rt_log_format *out)
+{
+    if (s && strcmp(s, "text") == 0) {
+        *out = RT_LOG_FORMAT_TEXT;
+        return true;
+    }
+    if (s && strcmp(s, "json") == 0) {
+        *out = RT_LOG_FORMAT_JSON;
+        return true;
+    }
+    return false;
+}
+
+bool rt_log_target_parse(const char *s, rt_log_target *out)
+{
+    if (s && strcmp(s, "stderr") == 0) {
+        *out = RT_LOG_TARGET_STDERR;
+        return true;
+    }
+    if (s && strcmp(s, "syslog") == 0) {
+        *out = RT_LOG_TARGET_SYSLOG;
+        return true;
+    }
+    return false;
+}
+
+void rt_log_set_output(rt_log_format format, rt_log_target target)
+{
+    if (target == RT_LOG_TARGET_SYSLOG && log_target != RT_LOG_TARGET_SYSLOG) {
+        openlog("wampscope", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    } else if (target != RT_LOG_TARGET_SYSLOG && log_target == RT_LOG_TARGET_SYSLOG) {
+        closelog();
+    }
+    log_format = format;
+    log_target = target;
+}
+
+void rt_log_close(void)
+{
+    rt_log_set_output(log_format, RT_LOG_TARGET_STDERR);
+}
+
+void rt_log_set_session_lookup(rt_log_session_fn fn, void *ctx)
+{
+    log_session_fn = fn;
+    log_session_ctx = ctx;
+}
+
+/* --- Line buffer ---------------------------------------------------------------------------- */
+
+/* Text that grows from a stack buffer into the heap; on allocation failure it keeps what fits
+ * (a cut line rather than none). */
+typedef struct lbuf {
+    char *p;
+    size_t len, cap;
+    bool heap;
+    char stack[RT_LOG_LINE_MAX];
+} lbuf;
+
+static void lb_init(lbuf *b)
+{
+    b->p = b->stack;
+    b->len = 0;
+    b->cap = sizeof(b->stack);
+    b->heap = false;
+    b->p[0] = '\0';
+}
+
+static void lb_fini(lbuf *b)
+{
+    if (b->heap) {
+        free(b->p);
+    }
+}
+
+/* Makes room for n more bytes plus a NUL; false if it cannot. */
+static bool lb_reserve(lbuf *b, size_t n)
+{
+    if (b->len + n + 1 <= b->cap) {
+        return true;
+    }
+    size_t cap = b->cap * 2;
+    while (cap < b->len + n + 1) {
+        cap *= 2;
+    }
+    char *p = b->heap ? realloc(b->p, cap) : malloc(cap);
+    if (!p) {
+        return false;
+    }
+    if (!b->heap) {
+        memcpy(p, b->p, b->len + 1);
+    }
+    b->p = p;
+    b->cap = cap;
+    b->heap = true;
+    return true;
+}
+
+static void lb_put(lbuf *b, const char *s, size_t n)
+{
+    if (!lb_reserve(b, n)) {
+        n = b->cap - b->len - 1;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+__attribute__((format(printf, 2, 0))) static void lb_vprintf(lbuf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    if (n >= 0 && (size_t)n >= b->cap - b->len && lb_reserve(b, (size_t)n)) {
+        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap2);
+    }
+    va_end(ap2);
+    if (n < 0) {
+        b->p[b->len] = '\0';
+        return;
+    }
+    size_t room = b->cap - b->len - 1;
+    b->len += (size_t)n < room ? (size_t)n : room;
+}
+
+__attribute__((format(printf, 2, 3))) static void lb_printf(lbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lb_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+/* --- JSON strings --------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s[0..len) (RFC 3629: no overlong forms, no surrogates,
+ * nothing above U+10FFFF), 0 if s[0] does not start one. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+    unsigned char c = s[0];
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+    if (c < 0x80) {
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (len < n || s[1] < lo || s[1] > hi) {
+        return 0;
+    }
+    for (size_t i = 2; i < n; i++) {
+        if (s[i] < 0x80 || s[i] > 0xBF) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+/* Calls put(ctx, piece, n) for each piece of the escaped text of s. */
+static void json_escape_each(const char *s, size_t len, void (*put)(void *, const char *, size_t),
+                             void *ctx)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        size_t run = i;
+        /* Plain printable ASCII and valid multi-byte sequences go out as they are. */
+        while (run < len) {
+            unsigned char c = u[run];
+            if (c == '"' || c == '\\' || c < 0x20 || c == 0x7F) {
+                break;
+            }
+            size_t n = c < 0x80 ? 1 : utf8_seq(u + run, len - run);
+            if (n == 0) {
+                break;
+            }
+            run += n;
+        }
+        if (run > i) {
+            put(ctx, s + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned char c = u[i];
+        char esc[8];
+        switch (c) {
+        case '"':
+            put(ctx, "\\\"", 2);
+            break;
+        case '\\':
+            put(ctx, "\\\\", 2);
+            break;
+        case '\n':
+            put(ctx, "\\n", 2);
+            break;
+        case '\r':
+            put(ctx, "\\r", 2);
+            break;
+        case '\t':
+            put(ctx, "\\t", 2);
+            break;
+        default:
+            if (c < 0x20 || c == 0x7F) {
+                snprintf(esc, sizeof(esc), "\\u%04x", c);
+                put(ctx, esc, 6);
+            } else {
+                /* A byte that is not part of valid UTF-8: the replacement character. */
+                put(ctx, "\\ufffd", 6);
+            }
+            break;
+        }
+        i++;
+    }
+}
+
+typedef struct esc_out {
+    char *out;
+    size_t cap;
+    size_t len; /* of the whole text, written or not */
+} esc_out;
+
+static void esc_put_mem(void *ctx, const char *s, size_t n)
+{
+    esc_out *o = ctx;
+    if (o->out && o->len < o->cap) {
+        size_t room = o->cap - 1 - o->len;
+        memcpy(o->out + o->len, s, n < room ? n : room);
+    }
+    o->len += n;
+}
+
+size_t rt_log_json_escape(const char *s, size_t len, char *out, size_t out_len)
+{
+    esc_out o = {.out = out_len ? out : NULL, .cap = out_len, .len = 0};
+    json_escape_each(s ? s : "", s ? len : 0, esc_put_mem, &o);
+    if (o.out) {
+        o.out[o.len < out_len ? o.len : out_len - 1] = '\0';
+    }
+    return o.len;
+}
+
+static void esc_put_lb(void *ctx, const char *s, size_t n)
+{
+    lb_put(ctx, s, n);
+}
+
+/* "key":"escaped value" (comma first). */
+static void lb_json_str(lbuf *b, const char *key, const char *val, size_t len)
+{
+    lb_printf(b, ",\"%s\":\"", key);
+    json_escape_each(val, len, esc_put_lb, b);
+    lb_put(b, "\"", 1);
+}
+
+/* --- Lines ---------------------------------------------------------------------------------- */
 
 /* Five columns wide so that messages line up. */
 static const char *level_tag(rt_log_level level)
@@ -74,79 +345,141 @@ static const char *level_tag(rt_log_level level)
         return "INFO ";
     case RT_LOG_LEVEL_DEBUG:
         return "DEBUG";
+    case RT_LOG_LEVEL_TRACE:
+        return "TRACE";
     }
     return "?    ";
 }
 
-/* "2026-11-22T03:20:38.123Z " plus level and session context; returns the length written
- * (always < len). */
-static size_t format_prefix(char *buf, size_t len, rt_log_level level, uint64_t session_id)
+static int syslog_priority(rt_log_level level)
+{
+    switch (level) {
+    case RT_LOG_LEVEL_ERR:
+        return LOG_ERR;
+    case RT_LOG_LEVEL_WARN:
+        return LOG_WARNING;
+    case RT_LOG_LEVEL_INFO:
+        return LOG_INFO;
+    case RT_LOG_LEVEL_DEBUG:
+    case RT_LOG_LEVEL_TRACE:
+        return LOG_DEBUG;
+    }
+    return LOG_INFO;
+}
+
+/* UTC "2026-11-22T03:20:38" and the nanoseconds of now. */
+static void now_utc(char stamp[32], long *nsec)
 {
     struct timespec ts;
     struct tm tm;
-    char stamp[32] = "0000-00-00T00:00:00";
-
+    snprintf(stamp, 32, "0000-00-00T00:00:00");
     if (clock_gettime(CLOCK_REALTIME, &ts) != 0) {
         ts.tv_sec = 0;
         ts.tv_nsec = 0;
     }
     if (gmtime_r(&ts.tv_sec, &tm)) {
-        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+        strftime(stamp, 32, "%Y-%m-%dT%H:%M:%S", &tm);
     }
-    int ms = (int)(ts.tv_nsec / 1000000);
-    int n;
-    if (session_id != 0) {
-        n = snprintf(buf, len, "%s.%03dZ %s [session %" PRIu64 "] ", stamp, ms, level_tag(level),
-                     session_id);
-    } else {
-        n = snprintf(buf, len, "%s.%03dZ %s ", stamp, ms, level_tag(level));
-    }
-    if (n < 0) {
-        buf[0] = '\0';
-        return 0;
-    }
-    return (size_t)n < len ? (size_t)n : len - 1;
+    *nsec = ts.tv_nsec;
 }
 
-/* Formats and writes one line; used by rt_log() and rt_log_assert_failed(). */
-__attribute__((format(printf, 3, 0))) static void
-log_line_v(rt_log_level level, uint64_t session_id, const char *fmt, va_list ap)
+/* The message text, without the newlines some end in (lws lines do). */
+__attribute__((format(printf, 2, 0))) static void format_msg(lbuf *m, const char *fmt, va_list ap)
 {
-    char line[RT_LOG_LINE_MAX];
-    char *heap = NULL;
-    char *out = line;
-    size_t pre = format_prefix(line, sizeof(line), level, session_id);
-
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n = vsnprintf(line + pre, sizeof(line) - pre, fmt, ap);
-    if (n < 0) {
-        n = 0;
-        line[pre] = '\0';
+    lb_vprintf(m, fmt, ap);
+    while (m->len && (m->p[m->len - 1] == '\n' || m->p[m->len - 1] == '\r')) {
+        m->p[--m->len] = '\0';
     }
-    size_t msg_len = (size_t)n;
-    if (pre + msg_len + 2 > sizeof(line)) {
-        /* Too long for the stack buffer: format again into one exactly sized heap buffer. If
-         * that allocation fails, the truncated stack copy is written instead. */
-        heap = malloc(pre + msg_len + 2);
-        if (heap) {
-            memcpy(heap, line, pre);
-            vsnprintf(heap + pre, msg_len + 1, fmt, ap2);
-            out = heap;
+}
+
+static void build_text(lbuf *b, rt_log_level level, uint64_t sid, const rt_log_field *f, size_t n,
+                       const lbuf *msg)
+{
+    if (log_target == RT_LOG_TARGET_STDERR) {
+        char stamp[32];
+        long ns;
+        now_utc(stamp, &ns);
+        lb_printf(b, "%s.%03dZ %s ", stamp, (int)(ns / 1000000), level_tag(level));
+    }
+    if (sid != 0) {
+        lb_printf(b, "[session %" PRIu64 "] ", sid);
+    }
+    lb_put(b, msg->p, msg->len);
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].str) {
+            lb_printf(b, " %s=%s", f[i].key, f[i].str);
         } else {
-            msg_len = sizeof(line) - pre - 2;
+            lb_printf(b, " %s=%" PRIu64, f[i].key, f[i].num);
         }
     }
-    va_end(ap2);
+}
 
-    size_t total = pre + msg_len;
-    /* Messages may already end in a newline (lws lines do); never print an empty line. */
-    if (total == 0 || out[total - 1] != '\n') {
-        out[total++] = '\n';
+static bool has_field(const rt_log_field *f, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(f[i].key, key) == 0) {
+            return true;
+        }
     }
-    fwrite(out, 1, total, stderr);
-    fflush(stderr);
-    free(heap);
+    return false;
+}
+
+static void build_json(lbuf *b, rt_log_level level, uint64_t sid, const rt_log_field *f, size_t n,
+                       const lbuf *msg)
+{
+    char stamp[32];
+    long ns;
+    now_utc(stamp, &ns);
+    lb_printf(b, "{\"ts\":\"%s.%06ldZ\",\"level\":\"%s\"", stamp, ns / 1000,
+              rt_log_level_name(level));
+    lb_json_str(b, "msg", msg->p, msg->len);
+    if (sid != 0) {
+        lb_printf(b, ",\"session\":%" PRIu64, sid);
+        rt_log_session_info info = {0};
+        if (log_session_fn && log_session_fn(log_session_ctx, sid, &info)) {
+            /* A field the call site gives wins over the lookup (no key twice). */
+            if (info.realm && !has_field(f, n, "realm")) {
+                lb_json_str(b, "realm", info.realm, strlen(info.realm));
+            }
+            if (info.peer && info.peer[0] && !has_field(f, n, "peer")) {
+                lb_json_str(b, "peer", info.peer, strlen(info.peer));
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].str) {
+            lb_json_str(b, f[i].key, f[i].str, strlen(f[i].str));
+        } else {
+            lb_printf(b, ",\"%s\":%" PRIu64, f[i].key, f[i].num);
+        }
+    }
+    lb_put(b, "}", 1);
+}
+
+/* Formats and writes one line; used by rt_log(), rt_log_ev() and rt_log_assert_failed(). */
+__attribute__((format(printf, 5, 0))) static void log_line_v(rt_log_level level, uint64_t sid,
+                                                             const rt_log_field *f, size_t n,
+                                                             const char *fmt, va_list ap)
+{
+    lbuf msg;
+    lbuf line;
+    lb_init(&msg);
+    lb_init(&line);
+    format_msg(&msg, fmt, ap);
+    if (log_format == RT_LOG_FORMAT_JSON) {
+        build_json(&line, level, sid, f, n, &msg);
+    } else {
+        build_text(&line, level, sid, f, n, &msg);
+    }
+    if (log_target == RT_LOG_TARGET_SYSLOG) {
+        syslog(syslog_priority(level), "%s", line.p);
+    } else {
+        lb_put(&line, "\n", 1);
+        fwrite(line.p, 1, line.len, stderr);
+        fflush(stderr);
+    }
+    lb_fini(&line);
+    lb_fini(&msg);
 }
 
 void rt_log(rt_log_level level, uint64_t session_id, const char *fmt, ...)
@@ -156,7 +489,19 @@ void rt_log(rt_log_level level, uint64_t session_id, const char *fmt, ...)
     }
     va_list ap;
     va_start(ap, fmt);
-    log_line_v(level, session_id, fmt, ap);
+    log_line_v(level, session_id, NULL, 0, fmt, ap);
+    va_end(ap);
+}
+
+void rt_log_ev(rt_log_level level, uint64_t session_id, const rt_log_field *f, size_t n,
+               const char *fmt, ...)
+{
+    if (level > log_threshold) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    log_line_v(level, session_id, f, n, fmt, ap);
     va_end(ap);
 }
 
@@ -165,7 +510,7 @@ log_always(rt_log_level level, uint64_t session_id, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    log_line_v(level, session_id, fmt, ap);
+    log_line_v(level, session_id, NULL, 0, fmt, ap);
     va_end(ap);
 }
 

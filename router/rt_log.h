@@ -1,29 +1,90 @@
-/* rt_log.h: leveled logging to stderr, one line per event:
- *   2026-11-22T03:20:38.123Z INFO  [session 123456] message
- * The level threshold is part of rt_log's only state, set once in main() before the loop, with
- * the rate-limited call sites' states (RT_LOG_LIMITED). Service thread only. */
+/* rt_log.h: leveled logging, one line per event, to stderr (default) or syslog(3), as text
+ *   2026-11-22T03:20:38.123Z INFO  [session 123456] message key=value
+ * or as one JSON object a line (--log-format json)
+ *   {"ts":"2026-11-22T03:20:38.123456Z","level":"info","msg":"message","session":123456,
+ *    "realm":"realm1","peer":"127.0.0.1:5000","key":"value"}
+ * The threshold, the format and the target are rt_log's only state with the rate-limited call
+ * sites' states (RT_LOG_LIMITED) and the session lookup, all set in main() before the loop.
+ * Service thread only. */
 #ifndef RT_LOG_H
 #define RT_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum rt_log_level {
     RT_LOG_LEVEL_ERR = 0,
     RT_LOG_LEVEL_WARN = 1,
     RT_LOG_LEVEL_INFO = 2,
-    RT_LOG_LEVEL_DEBUG = 3
+    RT_LOG_LEVEL_DEBUG = 3,
+    /* Debug, and one line per WAMP message received and sent (rt_wirelog.h). */
+    RT_LOG_LEVEL_TRACE = 4
 } rt_log_level;
 
 /* Sets the most verbose level printed (default INFO). Call from main() only. */
 void rt_log_set_level(rt_log_level level);
 rt_log_level rt_log_get_level(void);
-/* Parses "error" / "warn" / "info" / "debug" (also "trace" = debug); false if unknown. */
+/* Parses "error" / "warn" / "info" / "debug" / "trace" (any case); false if unknown. */
 int rt_log_level_parse(const char *s, rt_log_level *out);
+/* "error", "warn", "info", "debug", "trace". */
+const char *rt_log_level_name(rt_log_level level);
+
+typedef enum rt_log_format {
+    RT_LOG_FORMAT_TEXT = 0,
+    RT_LOG_FORMAT_JSON = 1
+} rt_log_format;
+
+typedef enum rt_log_target {
+    RT_LOG_TARGET_STDERR = 0,
+    /* syslog(3), facility daemon, ident "wampscope", with the pid; journald stores it. Lines
+     * carry no timestamp of their own in the text format (syslog adds one). */
+    RT_LOG_TARGET_SYSLOG = 1
+} rt_log_target;
+
+/* "text" / "json", "stderr" / "syslog"; false if unknown. */
+bool rt_log_format_parse(const char *s, rt_log_format *out);
+bool rt_log_target_parse(const char *s, rt_log_target *out);
+/* Sets the format and the target (default text on stderr); opens syslog for the syslog target.
+ * Call from main() only. */
+void rt_log_set_output(rt_log_format format, rt_log_target target);
+/* Closes syslog if it was opened; the target is stderr again. */
+void rt_log_close(void);
+
+/* What a JSON line says about a session besides its id. Borrowed strings, valid during the
+ * call; NULL = not known (the field is left out). */
+typedef struct rt_log_session_info {
+    const char *realm; /* the realm joined (or asked for in HELLO) */
+    const char *peer;  /* "127.0.0.1:54321" */
+} rt_log_session_info;
+
+/* Looks session_id up; false if it is not known. Service thread; must not log. */
+typedef bool (*rt_log_session_fn)(void *ctx, uint64_t session_id, rt_log_session_info *out);
+/* The router's session lookup for JSON lines (fn NULL: none). main() sets it after creating the
+ * router and clears it before freeing it. */
+void rt_log_set_session_lookup(rt_log_session_fn fn, void *ctx);
+
+/* One event field of a line: a string (str not NULL) or an unsigned number. Text lines end in
+ * " key=value" for each; JSON lines carry "key": value. Keys are literal, plain ASCII. */
+typedef struct rt_log_field {
+    const char *key;
+    const char *str;
+    uint64_t num;
+} rt_log_field;
+
+/* Writes "s" with quotes, backslashes and control characters escaped as JSON requires, and
+ * every byte that is not part of valid UTF-8 as \ufffd, into out (NUL-terminated, cut to
+ * out_len; out may be NULL with out_len 0). Returns the length of the whole escaped text
+ * (without the quotes, which are not written), as snprintf does. */
+size_t rt_log_json_escape(const char *s, size_t len, char *out, size_t out_len);
 
 /* session_id 0 = no session context. */
 void rt_log(rt_log_level level, uint64_t session_id, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* The same line with event fields f[0..n) (f may be NULL when n is 0). */
+void rt_log_ev(rt_log_level level, uint64_t session_id, const rt_log_field *f, size_t n,
+               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 #define RT_LOG_ERR(sid, ...)  rt_log(RT_LOG_LEVEL_ERR, (sid), __VA_ARGS__)
 #define RT_LOG_WARN(sid, ...) rt_log(RT_LOG_LEVEL_WARN, (sid), __VA_ARGS__)

@@ -33,6 +33,7 @@
 
 #include "rt_config.h"
 #include "rt_log.h"
+#include "rt_lws_http.h"
 #include "rt_lws_raw.h"
 #include "rt_lws_ws.h"
 
@@ -80,6 +81,9 @@ struct rt_lws {
     unsigned signals; /* signals received */
     bool stopping;    /* leave the loop now (second signal) */
     bool tearing_down;
+    rt_lws_http *metrics;    /* wampscope.metrics; NULL = none */
+    void (*hook)(void *ctx); /* rt_lws_set_service_hook() */
+    void *hook_ctx;
 };
 
 /* --- lws logs ------------------------------------------------------------------------------- */
@@ -125,6 +129,9 @@ static void tick_cb(lws_sorted_usec_list_t *sul)
 {
     rt_lws *l = lws_container_of(sul, rt_lws, tick);
     rt_router_tick(l->rt);
+    if (l->hook) {
+        l->hook(l->hook_ctx);
+    }
     lws_sul_schedule(l->ctx, 0, &l->tick, tick_cb, RT_LWS_TICK_US);
 }
 
@@ -146,6 +153,15 @@ static int sig_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     (void)user;
     (void)in;
     (void)len;
+    if (reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED) {
+        /* lws_cancel_service() (rt_lws_wake()) broadcasts this to every vhost's protocols,
+         * with a stand-in wsi whose vhost is set; this vhost is ours alone. */
+        rt_lws *hl = lws_get_vhost_user(lws_get_vhost(wsi));
+        if (hl && hl->hook) {
+            hl->hook(hl->hook_ctx);
+        }
+        return 0;
+    }
     if (reason != LWS_CALLBACK_RAW_RX_FILE) {
         return 0;
     }
@@ -314,7 +330,7 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     } else {
         n_wamp = rt_lws_ws_protocols(&ll->ws, ll->protocols);
     }
-    if (!(cfg->ser_json || cfg->ser_msgpack) || (!raw && n_wamp == 0)) {
+    if (!(cfg->ser_json || cfg->ser_msgpack || cfg->ser_cbor) || (!raw && n_wamp == 0)) {
         snprintf(err, err_len, "listener %s enables no serializer", cfg->id ? cfg->id : "?");
         return WAMP_EINVAL;
     }
@@ -493,6 +509,11 @@ wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char
         l->n_listeners++;
     }
 
+    e = rt_lws_http_new(l->ctx, rt, &l->metrics, err, err_len);
+    if (e != WAMP_OK) {
+        goto fail;
+    }
+
     lws_sul_schedule(l->ctx, 0, &l->tick, tick_cb, RT_LWS_TICK_US);
     *out = l;
     return WAMP_OK;
@@ -541,6 +562,11 @@ bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
     return n >= 0 && (size_t)n < len;
 }
 
+bool rt_lws_metrics_url(const rt_lws *l, char *buf, size_t len)
+{
+    return rt_lws_http_url(l->metrics, buf, len);
+}
+
 wamp_err rt_lws_run(rt_lws *l)
 {
     while (!l->stopping && !rt_router_shutdown_done(l->rt)) {
@@ -550,6 +576,17 @@ wamp_err rt_lws_run(rt_lws *l)
         }
     }
     return WAMP_OK;
+}
+
+void rt_lws_set_service_hook(rt_lws *l, void (*fn)(void *ctx), void *ctx)
+{
+    l->hook = fn;
+    l->hook_ctx = ctx;
+}
+
+void rt_lws_wake(void *ctx)
+{
+    lws_cancel_service(((rt_lws *)ctx)->ctx);
 }
 
 void rt_lws_free(rt_lws *l)
@@ -563,6 +600,7 @@ void rt_lws_free(rt_lws *l)
         /* Closes every connection: each gets LWS_CALLBACK_CLOSED -> rt_session_on_closed(). */
         lws_context_destroy(l->ctx);
     }
+    rt_lws_http_free(l->metrics);
     if (l->sigfd >= 0 && !l->sigfd_lws) {
         close(l->sigfd);
     }

@@ -39,10 +39,21 @@ int rt_lws_listener_port(const rt_lws *l, size_t i);
  * (autobahn's URL forms); "wss://", "rss://" with TLS. Returns false if buf is too small. */
 bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len);
 
+/* Writes "http://HOST:PORT/PATH" of the metrics listener (wampscope.metrics) into buf; false
+ * if there is none or buf is too small. */
+bool rt_lws_metrics_url(const rt_lws *l, char *buf, size_t len);
+
 /* Runs the service loop. The first signal starts rt_router_begin_shutdown(); the loop ends
  * when rt_router_shutdown_done() or at a second signal. WAMP_OK on a clean stop, WAMP_EIO if
  * lws_service() failed. */
 wamp_err rt_lws_run(rt_lws *l);
+
+/* A function of another loop-driven module (the cluster link) that the service loop calls on
+ * the service thread after every 100 ms tick and soon after each rt_lws_wake(); NULL = none. */
+void rt_lws_set_service_hook(rt_lws *l, void (*fn)(void *ctx), void *ctx);
+/* Thread-safe (lws_cancel_service()): makes the loop call the service hook soon. ctx is the
+ * rt_lws. */
+void rt_lws_wake(void *ctx);
 
 /* Destroys the context (lws delivers CLOSED, hence rt_session_on_closed(), for every live
  * connection), then frees l. NULL-safe. Free the router only after this. */

@@ -143,6 +143,7 @@ static void on_adopt(struct lws *wsi, raw_pss *pss)
     wamp_rawsock_config rc = {
             .ser_json = cfg->ser_json,
             .ser_msgpack = cfg->ser_msgpack,
+            .ser_cbor = cfg->ser_cbor,
             .max_len = cfg->max_message_size,
             .min_peer_len = rt_router_config(router_of(wsi))->limits.rawsocket_min_length};
     wamp_rawsock_init(&pss->rs, &rc);

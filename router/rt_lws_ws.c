@@ -166,7 +166,8 @@ static int close_frame(struct lws *wsi, ws_pss *pss)
 static unsigned enabled_sers(const rt_listener *cfg)
 {
     return (cfg->ser_json ? RT_SUBPROTO_BIT(WAMP_SER_JSON) : 0u) |
-           (cfg->ser_msgpack ? RT_SUBPROTO_BIT(WAMP_SER_MSGPACK) : 0u);
+           (cfg->ser_msgpack ? RT_SUBPROTO_BIT(WAMP_SER_MSGPACK) : 0u) |
+           (cfg->ser_cbor ? RT_SUBPROTO_BIT(WAMP_SER_CBOR) : 0u);
 }
 
 /* The WebSocket path of lis that the request path (without the query string, which lws keeps

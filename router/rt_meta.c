@@ -158,7 +158,9 @@ static json_t *session_details(const rt_session *s)
     const char *type = !l                                  ? "unknown"
                        : l->kind == RT_TRANSPORT_RAWSOCKET ? "rawsocket"
                                                            : "websocket";
-    const char *proto = s->ser == WAMP_SER_MSGPACK ? "wamp.2.msgpack" : "wamp.2.json";
+    const char *proto = s->ser == WAMP_SER_MSGPACK ? WAMP_SUBPROTOCOL_MSGPACK
+                        : s->ser == WAMP_SER_CBOR  ? WAMP_SUBPROTOCOL_CBOR
+                                                   : WAMP_SUBPROTOCOL_JSON;
     return json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s?, s:b}}",
                      "session", (json_int_t)s->id, "realm", rt_realm_name(s->realm), "authid",
                      s->authid, "authrole", s->authrole, "authmethod",

@@ -13,6 +13,7 @@
 #include "rt_meta.h"
 #include "rt_realm.h"
 #include "rt_session.h"
+#include "wamp_codec.h"
 
 static const rt_permission mgmt_permissions[] = {{
         .uri = "crossbarfabriccenter.",
@@ -368,8 +369,7 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
     rt_list_add_tail(&rt->greeting, &s->in_wait);
     rt->n_sessions++;
     rt->stats.sessions_opened++;
-    RT_LOG_DEBUG(s->id, "connection from %s (%s)", s->peer.addr,
-                 ser == WAMP_SER_JSON ? "json" : "msgpack");
+    RT_LOG_DEBUG(s->id, "connection from %s (%s)", s->peer.addr, wamp_ser_name(ser));
     return s;
 }
 

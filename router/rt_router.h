@@ -83,7 +83,10 @@ typedef enum rt_refusal {
     RT_REFUSAL_COUNT
 } rt_refusal;
 
-/* Counters, for logs and (later) the management API. */
+/* Slots of the per-type message counters: one per WAMP type code 0..YIELD (70). */
+#define RT_STATS_TYPE_SLOTS (WAMP_MSG_YIELD + 1)
+
+/* Counters, for logs, the management API and the metrics (rt_metrics.h). */
 typedef struct rt_router_stats {
     uint64_t sessions_opened;
     uint64_t sessions_closed;
@@ -119,6 +122,10 @@ typedef struct rt_router_stats {
     uint64_t answers_dropped;
     /* Handshakes refused by a transport adapter, per rt_refusal (rt_router_refused_handshake()) */
     uint64_t handshakes_refused[RT_REFUSAL_COUNT];
+    /* Messages received (counted after decoding; slot 0: undecodable) and queued to be sent,
+     * by serializer and WAMP type code (rt_wirelog.h). */
+    uint64_t messages_rx_by_type[WAMP_SER_COUNT][RT_STATS_TYPE_SLOTS];
+    uint64_t messages_tx_by_type[WAMP_SER_COUNT][RT_STATS_TYPE_SLOTS];
     /* HTTP answers of web transports' services by status class: [0] 1xx ... [4] 5xx
      * (rt_router_http_response()) */
     uint64_t http_responses[5];
@@ -143,9 +150,10 @@ const char *rt_refusal_name(rt_refusal reason);
 /* A transport adapter refused a handshake (it answered the client itself): counted in
  * stats.handshakes_refused[reason]; logged at info with the reason, listener, peer ("ip:port",
  * NULL or "" if unknown) and detail (one line, NULL = none), rate-limited (RT_LOG_LIMITED: the
- * first lines, then a summary with the count every 10 s while a flood goes on); and, while a trace runs, recorded as a
- * connection record (event "refused") in the traces that keep everything, such as the flight
- * recorder (rt_trace_connection()). Peer-supplied text in detail must be printable ASCII. */
+ * first lines, then a summary with the count every 10 s while a flood goes on); and, while a trace
+ * runs, recorded as a connection record (event "refused") in the traces that keep everything, such
+ * as the flight recorder (rt_trace_connection()). Peer-supplied text in detail must be printable
+ * ASCII. */
 void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,
                                  const char *peer, const char *detail);
 /* A web transport answered an HTTP request with status (100..599; others are not counted):
@@ -168,5 +176,10 @@ typedef struct rt_router_gauges {
 } rt_router_gauges;
 
 void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out);
+
+/* An rt_log_session_fn (rt_log.h) with the router as ctx: the realm (joined, or asked for in
+ * HELLO) and peer address of a live session, for JSON log lines. Implemented in rt_wirelog.c. */
+struct rt_log_session_info;
+bool rt_router_log_session_info(void *rt, uint64_t session_id, struct rt_log_session_info *out);
 
 #endif /* RT_ROUTER_H */

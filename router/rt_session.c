@@ -24,6 +24,7 @@
 #include "rt_meta.h"
 #include "rt_options.h"
 #include "rt_realm.h"
+#include "rt_wirelog.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
 #include "wamp_uri.h"
@@ -80,6 +81,83 @@ void rt_encoded_init(rt_encoded *e, json_t *msg_take)
     e->type = (int)json_integer_value(json_array_get(msg_take, 0));
 }
 
+rt_payload rt_payload_of(const wamp_msg *m)
+{
+    if (!m->ser || (!m->args_raw.len && !m->kwargs_raw.len)) {
+        return (rt_payload){.ser = 0};
+    }
+    return (rt_payload){.ser = m->ser, .args = m->args_raw, .kwargs = m->kwargs_raw};
+}
+
+wamp_err rt_payload_dup(const rt_payload *p, rt_payload *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!p->ser) {
+        return WAMP_OK;
+    }
+    wamp_buf *b = wamp_buf_new(p->args.len + p->kwargs.len);
+    if (!b || wamp_buf_append(&b, p->args.p, p->args.len, SIZE_MAX) != WAMP_OK ||
+        wamp_buf_append(&b, p->kwargs.p, p->kwargs.len, SIZE_MAX) != WAMP_OK) {
+        wamp_buf_unref(&b);
+        return WAMP_ENOMEM;
+    }
+    const unsigned char *d = wamp_buf_cdata(b);
+    *out = (rt_payload){.ser = p->ser,
+                        .args = {p->args.len ? d : NULL, p->args.len},
+                        .kwargs = {p->kwargs.len ? d + p->args.len : NULL, p->kwargs.len},
+                        .own = b};
+    return WAMP_OK;
+}
+
+void rt_payload_fini(rt_payload *p)
+{
+    wamp_buf_unref(&p->own);
+    memset(p, 0, sizeof(*p));
+}
+
+void rt_encoded_init_payload(rt_encoded *e, json_t *msg_take, const rt_payload *p)
+{
+    rt_encoded_init(e, msg_take);
+    if (p && p->ser) {
+        e->payload = *p;
+        e->payload.own = NULL; /* a view: the caller keeps p alive */
+    }
+}
+
+wamp_err rt_encoded_encode(rt_encoded *e, wamp_ser ser)
+{
+    if (e->buf[ser]) {
+        return WAMP_OK;
+    }
+    const rt_payload *p = &e->payload;
+    if (!p->ser) {
+        return wamp_codec_encode(ser, e->msg, &e->buf[ser]);
+    }
+    /* The envelope, then the payload: ArgumentsKw needs Arguments before it ([] if absent). */
+    size_t n = json_array_size(e->msg);
+    bool has_kw = p->kwargs.len > 0;
+    bool has_args = p->args.len > 0 || has_kw;
+    wamp_wr w;
+    wamp_wr_init(&w, (int)ser, p->args.len + p->kwargs.len + 64, 0);
+    wamp_wr_array(&w, n + has_args + has_kw);
+    for (size_t i = 0; i < n; i++) {
+        wamp_wr_json(&w, json_array_get(e->msg, i));
+    }
+    if (p->args.len) {
+        wamp_wr_transcode(&w, (int)p->ser, p->args.p, p->args.len);
+    } else if (has_args) {
+        wamp_wr_array(&w, 0);
+        wamp_wr_end(&w);
+    }
+    if (has_kw) {
+        wamp_wr_transcode(&w, (int)p->ser, p->kwargs.p, p->kwargs.len);
+    }
+    wamp_wr_end(&w);
+    wamp_err err = wamp_wr_finish_buf(&w, &e->buf[ser]);
+    wamp_wr_fini(&w);
+    return err;
+}
+
 void rt_encoded_fini(rt_encoded *e)
 {
     for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
@@ -104,7 +182,7 @@ static wamp_err encode_for(rt_session *s, rt_encoded *e)
     if (e->buf[s->ser]) {
         return WAMP_OK;
     }
-    wamp_err err = wamp_codec_encode(s->ser, e->msg, &e->buf[s->ser]);
+    wamp_err err = rt_encoded_encode(e, s->ser);
     if (err != WAMP_OK) {
         RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(s->rt), "outgoing message not encodable",
                        s->id, "cannot encode outgoing message: %s", wamp_strerror(err));
@@ -188,7 +266,11 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
         return WAMP_ENOMEM;
     }
     if (s->state == RT_SESSION_CLOSED) {
-        trace_tx(s, e, NULL, "session_closed");
+        /* A traced record keeps the message's bytes: with a payload, msg is only its envelope. */
+        if (e->payload.ser && trace_hub_is_active(s->rt->hub)) {
+            (void)rt_encoded_encode(e, s->ser);
+        }
+        trace_tx(s, e, e->payload.ser ? e->buf[s->ser] : NULL, "session_closed");
         return WAMP_OK;
     }
     wamp_err err = encode_for(s, e);
@@ -227,6 +309,7 @@ wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
     }
     s->rt->stats.messages_tx++;
     s->rt->stats.bytes_tx += wamp_buf_len(wire);
+    rt_wirelog_tx(s, e->type, wamp_buf_len(wire));
     trace_tx(s, e, wire, NULL);
     if (was_empty) {
         s->ops->want_write(s->tp);
@@ -238,6 +321,15 @@ wamp_err rt_session_send(rt_session *s, json_t *msg_take)
 {
     rt_encoded e;
     rt_encoded_init(&e, msg_take);
+    wamp_err err = rt_session_send_encoded(s, &e);
+    rt_encoded_fini(&e);
+    return err;
+}
+
+wamp_err rt_session_send_payload(rt_session *s, json_t *head_take, const rt_payload *p)
+{
+    rt_encoded e;
+    rt_encoded_init_payload(&e, head_take, p);
     wamp_err err = rt_session_send_encoded(s, &e);
     rt_encoded_fini(&e);
     return err;
@@ -377,12 +469,14 @@ static char *make_anonymous_authid(void)
 static json_t *welcome_roles(const rt_realm *realm)
 {
     /* Announce exactly what is implemented (spec "Feature Announcement"). */
-    json_t *broker = json_pack("{s:b, s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
+    json_t *broker = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "publisher_exclusion", 1,
                                "pattern_based_subscription", 1, "subscriber_blackwhite_listing", 1,
-                               "publisher_identification", 1, "event_retention", 1);
-    json_t *dealer = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
-                               "shared_registration", 1, "progressive_call_results", 1,
-                               "call_canceling", 1, "call_timeout", 1, "caller_identification", 1);
+                               "publisher_identification", 1, "event_retention", 1,
+                               "payload_passthru_mode", 1);
+    json_t *dealer =
+            json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "pattern_based_registration", 1,
+                      "shared_registration", 1, "progressive_call_results", 1, "call_canceling", 1,
+                      "call_timeout", 1, "caller_identification", 1, "payload_passthru_mode", 1);
     if (rt_realm_has_meta_api(realm)) { /* rt_meta.h */
         json_object_set_new(broker, "session_meta_api", json_true());
         json_object_set_new(broker, "subscription_meta_api", json_true());
@@ -655,6 +749,13 @@ static bool session_limits_allow(rt_session *s, rt_realm *realm)
     return false;
 }
 
+/* HELLO.Details.roles.<role>.features.<feature> is true. */
+static bool role_feature(const json_t *roles, const char *role, const char *feature)
+{
+    return json_is_true(
+            json_object_get(json_object_get(json_object_get(roles, role), "features"), feature));
+}
+
 /* The HELLO.Details fields the router reads as text (without NUL bytes: jansson strings may hold
  * them, and a C string would end at the first, "joe\u0000x" read as "joe"), where present: authid,
  * authrole (strings), authmethods (a list of strings), authextra.pubkey and
@@ -709,8 +810,11 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         rt_session_protocol_violation(s, "HELLO.Details.roles must be a non-empty dict");
         return WAMP_OK;
     }
-    s->callee_call_canceling = json_is_true(json_object_get(
-            json_object_get(json_object_get(roles, "callee"), "features"), "call_canceling"));
+    s->callee_call_canceling = role_feature(roles, "callee", "call_canceling");
+    s->ppt_caller = role_feature(roles, "caller", "payload_passthru_mode");
+    s->ppt_callee = role_feature(roles, "callee", "payload_passthru_mode");
+    s->ppt_publisher = role_feature(roles, "publisher", "payload_passthru_mode");
+    s->ppt_subscriber = role_feature(roles, "subscriber", "payload_passthru_mode");
     const char *bad = hello_bad_field(m->dict);
     if (bad) {
         rt_session_protocol_violation(s, bad);
@@ -893,6 +997,7 @@ static wamp_err on_message(rt_session *s, const void *data, size_t len)
     wamp_msg m;
     char why[WAMP_WHY_LEN];
     wamp_err err = wamp_codec_decode_msg(s->ser, data, len, &m, why, sizeof(why));
+    rt_wirelog_rx(s, err == WAMP_OK ? (int)m.type : 0, len);
     if (trace_hub_is_active(rt->hub)) {
         rt_trace_rx(s, err == WAMP_OK ? &m : NULL, data, len);
     }

@@ -13,6 +13,7 @@
 #include "rt_router.h"
 #include "wamp_buf.h"
 #include "wamp_err.h"
+#include "wamp_msg.h"
 
 /* --- Adapter -> core ---------------------------------------------------------------------- */
 
@@ -51,17 +52,42 @@ const char *rt_session_authrole(const rt_session *s);
 const rt_peer *rt_session_peer(const rt_session *s);
 rt_router *rt_session_router(const rt_session *s);
 
+/* A payload (Arguments, ArgumentsKw) carried as encoded bytes in ser, never decoded by the
+ * router: the sender's own bytes, borrowed from the received message while it is handled
+ * (rt_payload_of()), or an owned copy (rt_payload_dup(), one buffer `own` holding both) for
+ * whatever keeps it longer (retained events). ser 0: no payload. A slice of length 0 is absent. */
+typedef struct rt_payload {
+    wamp_ser ser;
+    wamp_slice args, kwargs;
+    wamp_buf *own; /* NULL for a borrowed payload */
+} rt_payload;
+
+/* The payload of m (parsed from bytes), borrowing m's slices; ser 0 when m has none. */
+rt_payload rt_payload_of(const wamp_msg *m);
+/* An owned copy of p into *out (*out is zeroed on failure: WAMP_ENOMEM). */
+wamp_err rt_payload_dup(const rt_payload *p, rt_payload *out);
+/* Drops the owned copy (NULL-safe, idempotent) and zeroes *p. */
+void rt_payload_fini(rt_payload *p);
+
 /* A message to send to several sessions, encoded at most once per serializer. msg is owned
- * (one reference); buf[ser] is filled on first use and shared by every receiving queue. */
+ * (one reference); buf[ser] is filled on first use and shared by every receiving queue. With a
+ * payload, msg is the envelope and the payload's Arguments/ArgumentsKw follow it on the wire:
+ * copied as they are for a receiver with the payload's serializer, transcoded exactly
+ * (wamp_wr_transcode()) for the others. */
 typedef struct rt_encoded {
     json_t *msg;
+    rt_payload payload; /* borrowed view: must outlive the sends (rt_encoded_fini() leaves it) */
     wamp_buf *buf[WAMP_SER_COUNT];
     int type; /* msg's WAMP code, read once at init (0 if msg is NULL) */
 } rt_encoded;
 
 /* Takes msg_take into a new rt_encoded (msg NULL is allowed: the caller checks for OOM). */
 void rt_encoded_init(rt_encoded *e, json_t *msg_take);
+/* Takes msg_take (an envelope) with payload p (borrowed; NULL or ser 0: none). */
+void rt_encoded_init_payload(rt_encoded *e, json_t *msg_take, const rt_payload *p);
 void rt_encoded_fini(rt_encoded *e);
+/* Encodes e for ser unless done already. WAMP_ENOMEM, WAMP_EINVAL (not encodable). */
+wamp_err rt_encoded_encode(rt_encoded *e, wamp_ser ser);
 
 /* Queues e to s, encoding it for s's serializer if not done yet. A full queue disconnects the
  * session (slow consumer) and a closed session drops the message: both return WAMP_OK.
@@ -77,6 +103,8 @@ wamp_err rt_session_send_with_tail(rt_session *s, json_t *head_take, const wamp_
 /* Queues one message to s (consumes msg_take, which may be NULL after a failed builder:
  * WAMP_ENOMEM). Same rules as rt_session_send_encoded(). */
 wamp_err rt_session_send(rt_session *s, json_t *msg_take);
+/* rt_session_send() of the envelope head_take followed by payload p (borrowed). */
+wamp_err rt_session_send_payload(rt_session *s, json_t *head_take, const rt_payload *p);
 /* Sends ERROR for request (req_type, request) with uri and an optional one-line message as
  * args[0]. */
 wamp_err rt_session_send_error(rt_session *s, wamp_msg_type req_type, uint64_t request,

@@ -13,6 +13,7 @@ static const struct {
     wamp_ser ser;
 } subprotos[] = {
         {WAMP_SUBPROTOCOL_MSGPACK, WAMP_SER_MSGPACK},
+        {WAMP_SUBPROTOCOL_CBOR, WAMP_SER_CBOR},
         {WAMP_SUBPROTOCOL_JSON, WAMP_SER_JSON},
 };
 

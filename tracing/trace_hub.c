@@ -537,7 +537,7 @@ static bool redact(json_t *msg)
 
 static bool ser_is_valid(wamp_ser ser)
 {
-    return ser == WAMP_SER_JSON || ser == WAMP_SER_MSGPACK;
+    return ser == WAMP_SER_JSON || ser == WAMP_SER_MSGPACK || ser == WAMP_SER_CBOR;
 }
 
 /* The bytes records of this message keep (one new reference, or NULL for none), in in->ser:
@@ -558,7 +558,7 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, wamp_ser 
     wamp_buf *b = NULL;
     if (!msg && data) {
         if (!ser_is_valid(in->ser) ||
-            wamp_codec_decode(in->ser, data, len, &decoded, NULL, 0) != WAMP_OK) {
+            wamp_codec_decode_value(in->ser, data, len, &decoded, NULL, 0) != WAMP_OK) {
             return NULL;
         }
         msg = decoded;
@@ -675,14 +675,14 @@ static uint8_t corr_flags(const trace_input *in)
  * its bytes in their serializer. */
 static void wire_sizes(const trace_input *in, uint32_t out[WAMP_SER_COUNT])
 {
-    if (in->ser_bytes[0] | in->ser_bytes[1] | in->ser_bytes[2]) {
+    if (in->ser_bytes[0] | in->ser_bytes[1] | in->ser_bytes[2] | in->ser_bytes[3]) {
         for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
             out[i] = clamp32(in->ser_bytes[i]);
         }
         return;
     }
     /* None given (every received message): its bytes' length in its serializer. */
-    out[0] = out[1] = out[2] = 0;
+    memset(out, 0, WAMP_SER_COUNT * sizeof(out[0]));
     if (ser_is_valid(in->ser) && (in->wire || in->bytes)) {
         out[in->ser] = clamp32(in->wire ? wamp_buf_len(in->wire) : in->len);
     }

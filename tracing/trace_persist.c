@@ -24,7 +24,7 @@
 /* v1 body (written until session 11, still read): seq, pc, ts, session_id (4 x u64), ser_bytes
  * (3 x u32), dir, msg_type, wire_ser, flags, has_peer (5 x u8), corr (16). Then 5 strings and
  * the message bytes, each as u32 length (NIL_LEN = absent) + bytes. */
-#define FIXED_LEN (4u * 8u + WAMP_SER_COUNT * 4u + 5u + TRACE_UUID_LEN)
+#define FIXED_LEN (4u * 8u + PERSIST_SERS * 4u + 5u + TRACE_UUID_LEN)
 #define NIL_LEN   UINT32_MAX
 /* v2 (compact) body, written since session 11. Records are grouped in blocks: a block starts at
  * each index entry (a segment's first record, then every TRACE_PERSIST_INDEX_EVERY seqs), so a
@@ -97,7 +97,10 @@
 /* pread window of a reader. */
 #define READ_CHUNK (256u * 1024u)
 
-_Static_assert(WAMP_SER_COUNT == 3, "the record layout stores 3 ser_bytes entries");
+/* The record layout stores ser_bytes[0..2] (index wamp_ser: JSON and MessagePack); a CBOR size
+ * (ser_bytes[3]) survives only in a short record, where it is the record's own length. */
+#define PERSIST_SERS 3
+_Static_assert(WAMP_SER_COUNT == PERSIST_SERS + 1, "ser_bytes slots beyond the stored ones");
 
 static const uint32_t crc32c_table[256] = {
         0x00000000u, 0xf26b8303u, 0xe13b70f7u, 0x1350f3f4u, 0xc79a971fu, 0x35f1141cu, 0x26a1e7e8u,
@@ -1518,7 +1521,7 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
     if (r->wire_ser >= WAMP_SER_COUNT) {
         return false;
     }
-    for (int i = 0; i < WAMP_SER_COUNT && !(b2 & C2_SHORT); i++) {
+    for (int i = 0; i < PERSIST_SERS && !(b2 & C2_SHORT); i++) {
         uint64_t v;
         if (!get_var(&c, &v) || v > UINT32_MAX) {
             return false;
@@ -2098,8 +2101,7 @@ static bool is_repeat(const block *b, const trace_persist_rec *r, uint8_t b2)
     /* What differs most often first: the type (a CALL's INVOCATION follows it), the bytes. */
     if (!b->has_prev || r->msg_type != b->prev_type || b2 != b->prev_b2 || r->bytes ||
         r->seq != b->seq + 1 || r->pc_ns != b->pc || r->ts_ns != b->ts || r->dropped ||
-        r->ser_bytes[0] != b->prev_ser[0] || r->ser_bytes[1] != b->prev_ser[1] ||
-        r->ser_bytes[2] != b->prev_ser[2]) {
+        memcmp(r->ser_bytes, b->prev_ser, sizeof(b->prev_ser)) != 0) {
         return false;
     }
     if (r->wire ? !b->prev_wire || r->wire != b->wire : b->prev_wire) {
@@ -2369,7 +2371,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         return WAMP_ENOMEM;
     }
     /* Short (C2_SHORT): bytes of its own that are its only size, and ts moved as pc did. */
-    uint32_t implied[WAMP_SER_COUNT] = {0, 0, 0};
+    uint32_t implied[WAMP_SER_COUNT] = {0};
     implied[r->wire_ser < WAMP_SER_COUNT ? r->wire_ser : 0] = (uint32_t)wire_len;
     bool is_short = own && !first && wire_len <= UINT32_MAX && r->wire_ser < WAMP_SER_COUNT &&
                     r->ts_ns - b->ts == r->pc_ns - b->pc &&
@@ -2393,7 +2395,7 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
         }
     }
     if (!is_short) {
-        for (int i = 0; i < WAMP_SER_COUNT; i++) {
+        for (int i = 0; i < PERSIST_SERS; i++) {
             d = put_var(d, r->ser_bytes[i]);
         }
     }
@@ -2697,7 +2699,7 @@ static bool decode_record(const unsigned char *b, uint32_t len, trace_record *r,
     r->ts_ns = get64(b + 16);
     uint64_t sid = get64(b + 24);
     const unsigned char *d = b + 32;
-    for (int i = 0; i < WAMP_SER_COUNT; i++) {
+    for (int i = 0; i < PERSIST_SERS; i++) {
         r->ser_bytes[i] = get32(d);
         d += 4;
     }

@@ -81,9 +81,10 @@ static void redact_again(json_t *msg)
     }
 }
 
-/* The record's message: the stored bytes as they are when they are in w's serializer and need
- * no change (or transcoded straight from MessagePack to JSON), else decoded, stripped /
- * redacted, and written as a value. null when no bytes were kept or they do not decode. */
+/* The record's message: the stored bytes, transcoded exactly into w's serializer (a copy when
+ * it is theirs) when they need no change; else decoded (without the payload when it is not to
+ * be shown), redacted, and written as a value. null when no bytes were kept or they do not
+ * decode (or, in tree mode, hold an integer above 2^63-1, which jansson cannot represent). */
 static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
 {
     if (!r->wire) {
@@ -95,16 +96,25 @@ static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
     /* msg_type 0: the received bytes did not decode; anything else decoded when captured. */
     bool as_stored = marker || (type != 0 && type != WAMP_MSG_AUTHENTICATE &&
                                 type != WAMP_MSG_CHALLENGE && (app_payload || !args_index(type)));
-    /* The bytes decoded when they were captured, so they transcode (same encoding: a copy;
-     * MessagePack into JSON: walked without building values). */
-    if (as_stored && w->ser != WAMP_WR_TREE &&
-        (w->ser == r->wire_ser || r->wire_ser == WAMP_SER_MSGPACK)) {
+    /* The bytes decoded when they were captured, so they transcode. */
+    if (as_stored && w->ser != WAMP_WR_TREE) {
         wamp_wr_transcode(w, r->wire_ser, wamp_buf_cdata(r->wire), wamp_buf_len(r->wire));
         return;
     }
     json_t *msg = NULL;
-    if (wamp_codec_decode((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire), wamp_buf_len(r->wire),
-                          &msg, NULL, 0) != WAMP_OK) {
+    wamp_msg m;
+    if (!marker && type != 0 && !app_payload && args_index(type)) {
+        /* The envelope alone: the payload, whatever it holds, is not decoded. */
+        if (wamp_msg_parse_bytes((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire),
+                                 wamp_buf_len(r->wire), &m, NULL, 0) == WAMP_OK) {
+            msg = json_incref(m.root);
+            wamp_msg_fini(&m);
+        }
+    } else if (wamp_codec_decode_value((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire),
+                                       wamp_buf_len(r->wire), &msg, NULL, 0) != WAMP_OK) {
+        msg = NULL;
+    }
+    if (!msg) {
         wamp_wr_null(w);
         return;
     }

@@ -16,7 +16,8 @@
     X(EEXIST, -7, "already exists")       \
     X(EDENIED, -8, "denied")              \
     X(ECLOSED, -9, "closed")              \
-    X(EIO, -10, "I/O error")
+    X(EIO, -10, "I/O error")              \
+    X(ERANGE, -11, "value not representable")
 
 typedef enum wamp_err {
 #define WAMP_ERR_ENUM(name, value, msg) WAMP_##name = (value),

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wamp_rd.h"
+
 /* What one element of a message must be, and which wamp_msg slot receives it. */
 enum field_kind {
     FK_NONE = 0,
@@ -256,10 +258,195 @@ fail:
     return WAMP_EPROTO;
 }
 
+/* Element i's place in a message of type spec: true for Arguments / ArgumentsKw. */
+static bool is_payload(const struct msg_spec *spec, size_t i)
+{
+    return i >= 1 && i - 1 < MSG_MAX_FIELDS &&
+           (spec->kind[i - 1] == FK_ARGS || spec->kind[i - 1] == FK_KWARGS);
+}
+
+wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
+                              size_t why_len)
+{
+    memset(out, 0, sizeof(*out));
+    wamp_rd r;
+    wamp_tok t;
+    json_t *root = NULL, *v = NULL;
+    wamp_slice raw[2] = {{NULL, 0}, {NULL, 0}};
+    wamp_err err;
+    wamp_rd_init(&r, ser, data, len);
+    if ((err = wamp_rd_next(&r, &t)) != WAMP_OK) {
+        goto rd_fail;
+    }
+    if (t.kind != WAMP_TOK_ARRAY) {
+        /* Validate the rest first: malformed input is reported as such. */
+        while (!wamp_rd_done(&r) && (err = wamp_rd_next(&r, &t)) == WAMP_OK) {
+        }
+        if (err != WAMP_OK) {
+            goto rd_fail;
+        }
+        why_set(why, why_len, "message must be a list");
+        err = WAMP_EPROTO;
+        goto fail;
+    }
+    size_t n = t.count;
+    const struct msg_spec *spec = NULL;
+    root = json_array();
+    if (!root) {
+        err = WAMP_ENOMEM;
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (spec && is_payload(spec, i)) {
+            wamp_tok_kind kind;
+            size_t k = spec->kind[i - 1] == FK_ARGS ? 0 : 1;
+            if ((err = wamp_rd_skip(&r, &raw[k].p, &raw[k].len, &kind)) != WAMP_OK) {
+                goto rd_fail;
+            }
+            if (kind != (k == 0 ? WAMP_TOK_ARRAY : WAMP_TOK_MAP)) {
+                /* Validate the rest, then report the field. */
+                while (!wamp_rd_done(&r) && (err = wamp_rd_next(&r, &t)) == WAMP_OK) {
+                }
+                if (err != WAMP_OK) {
+                    goto rd_fail;
+                }
+                why_set(why, why_len, "%s: element %zu (%s) must be a %s", spec->name, i,
+                        spec->field[i - 1], k == 0 ? "list" : "dict");
+                err = WAMP_EPROTO;
+                goto fail;
+            }
+            continue;
+        }
+        err = wamp_rd_json(&r, &v);
+        if (err == WAMP_ERANGE) {
+            err = WAMP_EPROTO;
+        }
+        if (err != WAMP_OK) {
+            goto rd_fail;
+        }
+        if (json_array_append_new(root, v) != 0) {
+            v = NULL;
+            err = WAMP_ENOMEM;
+            goto fail;
+        }
+        if (i == 0 && json_is_integer(v)) {
+            spec = spec_of(json_integer_value(v));
+        }
+        v = NULL;
+    }
+    if ((err = wamp_rd_next(&r, &t)) != WAMP_OK) {
+        goto rd_fail;
+    }
+    wamp_rd_fini(&r);
+    if (spec && (n < spec->min || n > spec->max)) {
+        /* wamp_msg_parse() sees the envelope only: the arity is checked on the whole. */
+        if (spec->min == spec->max) {
+            why_set(why, why_len, "%s: expected %u elements, got %zu", spec->name, spec->min, n);
+        } else {
+            why_set(why, why_len, "%s: expected %u to %u elements, got %zu", spec->name, spec->min,
+                    spec->max, n);
+        }
+        json_decref(root);
+        return WAMP_EPROTO;
+    }
+    err = wamp_msg_parse(root, out, why, why_len);
+    if (err == WAMP_OK) {
+        out->ser = ser;
+        out->args_raw = raw[0];
+        out->kwargs_raw = raw[1];
+    }
+    return err;
+
+rd_fail:
+    why_set(why, why_len, "%s", wamp_rd_why(&r));
+fail:
+    wamp_rd_fini(&r);
+    json_decref(root);
+    memset(out, 0, sizeof(*out));
+    return err == WAMP_ENOMEM ? err : WAMP_EPROTO;
+}
+
+wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len)
+{
+    if (m->args || m->kwargs || !m->ser) {
+        return WAMP_OK;
+    }
+    static const char *const names[] = {"Arguments", "ArgumentsKw"};
+    const wamp_slice *raw[] = {&m->args_raw, &m->kwargs_raw};
+    json_t *v[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        if (raw[k]->len == 0) {
+            continue;
+        }
+        wamp_rd r;
+        wamp_rd_init(&r, m->ser, raw[k]->p, raw[k]->len);
+        wamp_err err = wamp_rd_json(&r, &v[k]);
+        if (err != WAMP_OK) {
+            why_set(why, why_len, "%s: %s", names[k], wamp_rd_why(&r));
+            wamp_rd_fini(&r);
+            json_decref(v[0]);
+            return err;
+        }
+        wamp_rd_fini(&r);
+    }
+    m->args = v[0];
+    m->kwargs = v[1];
+    m->payload_owned = true;
+    return WAMP_OK;
+}
+
+const char *wamp_msg_ppt_check(const json_t *dict, bool *present)
+{
+    static const char *const known[] = {"ppt_scheme", "ppt_serializer", "ppt_cipher", "ppt_keyid"};
+    *present = false;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)dict, key, v)
+    {
+        if (strncmp(key, "ppt_", 4) != 0) {
+            continue;
+        }
+        *present = true;
+        bool is_known = false;
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+            is_known = is_known || strcmp(key, known[i]) == 0;
+        }
+        if (!is_known) {
+            return "unknown payload passthru option (ppt_scheme, ppt_serializer, ppt_cipher and "
+                   "ppt_keyid are defined)";
+        }
+        if (!json_is_string(v)) {
+            return "payload passthru options ppt_* must be strings";
+        }
+    }
+    json_t *scheme = json_object_get(dict, "ppt_scheme");
+    if (*present && json_string_length(scheme) == 0) {
+        return "payload passthru mode needs ppt_scheme (a non-empty string)";
+    }
+    return NULL;
+}
+
+int wamp_msg_ppt_copy(json_t *dst, const json_t *src)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)src, key, v)
+    {
+        if (strncmp(key, "ppt_", 4) == 0 && json_object_set(dst, key, v) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void wamp_msg_fini(wamp_msg *m)
 {
     if (!m) {
         return;
+    }
+    if (m->payload_owned) {
+        json_decref(m->args);
+        json_decref(m->kwargs);
     }
     json_decref(m->root);
     memset(m, 0, sizeof(*m));

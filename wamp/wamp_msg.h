@@ -1,8 +1,14 @@
 /* wamp_msg.h: a typed, validated view of one WAMP message.
- * The message itself is a jansson array (the same value model for JSON and MessagePack; binary
- * values are strings "\0" + base64, the WAMP JSON convention). wamp_msg owns one reference on
- * that array; every other pointer in it is borrowed from the array and valid until
- * wamp_msg_fini(). Service thread only. */
+ * The envelope (type code, ids, URI, Details/Options dict) is a jansson array (the same value
+ * model for every serializer; binary values are strings "\0" + base64, the WAMP JSON
+ * convention); wamp_msg owns one reference on it. A message parsed from bytes
+ * (wamp_msg_parse_bytes()) keeps its payload, Arguments and ArgumentsKw, as the sender's bytes:
+ * slices of the input, validated (wamp_rd.h) but not converted, so that every integer in
+ * [-2^63, 2^64 - 1], every string (NUL bytes included) and every binary reaches the receivers as
+ * it was sent. Those slices are borrowed from the input and valid only as long as it is; what
+ * must outlive it copies them. wamp_msg_decode_payload() builds jansson values of the payload
+ * for the few consumers that look inside (the router's own procedures). Every other pointer is
+ * borrowed from the envelope and valid until wamp_msg_fini(). Service thread only. */
 #ifndef WAMP_MSG_H
 #define WAMP_MSG_H
 
@@ -43,16 +49,28 @@
  *   INTERRUPT    [69, INVOCATION.Request|id, Options|dict]     id, dict
  *   YIELD        [70, INVOCATION.Request|id, Options|dict, Args?, Kw?]
  * Absent fields are 0 / NULL. ArgumentsKw may only follow Arguments (possibly empty). */
+/* Bytes of one encoded value, borrowed. len 0 = absent. */
+typedef struct wamp_slice {
+    const unsigned char *p;
+    size_t len;
+} wamp_slice;
+
 typedef struct wamp_msg {
-    json_t *root; /* owned: the whole message array */
+    json_t *root; /* owned: the message array (parsed from bytes: without the payload) */
     wamp_msg_type type;
     wamp_msg_type req_type; /* ERROR only: type of the request it answers */
     uint64_t id;
     uint64_t id2;
     const char *uri; /* NUL-terminated; URIs are checked for NUL bytes by wamp_msg_parse */
     json_t *dict;
+    /* Parsed from a jansson tree: borrowed from root. Parsed from bytes: NULL until
+     * wamp_msg_decode_payload(), then owned by m. */
     json_t *args;
     json_t *kwargs;
+    wamp_ser ser;          /* parsed from bytes: the serializer of args_raw/kwargs_raw; else 0 */
+    wamp_slice args_raw;   /* parsed from bytes: Arguments as received (borrowed) */
+    wamp_slice kwargs_raw; /* parsed from bytes: ArgumentsKw as received (borrowed) */
+    bool payload_owned;    /* args/kwargs were built by wamp_msg_decode_payload() */
 } wamp_msg;
 
 /* Diagnostic text for a rejected message, for the log and for ABORT/ERROR args. */
@@ -68,7 +86,35 @@ typedef struct wamp_msg {
  * WAMP_EPROTO with a reason in why (if why != NULL) when the message is malformed. */
 wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len);
 
-/* Releases the reference on m->root (NULL-safe) and zeroes *m. */
+/* One whole message of len bytes in ser: the envelope is decoded into out->root and checked as
+ * wamp_msg_parse() checks it; Arguments and ArgumentsKw are validated by the token reader
+ * (wamp_rd.h) and kept as slices of data (out->args_raw, out->kwargs_raw, out->ser), valid as
+ * long as data is. WAMP_EPROTO with a reason in why for malformed input (whatever wamp_rd
+ * refuses, anywhere in the message; a duplicate key or an integer above INT64_MAX in the
+ * envelope; Arguments not a list, ArgumentsKw not a dict; the wamp_msg_parse() rules);
+ * WAMP_ENOMEM. *out is zeroed after failure. */
+wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
+                              size_t why_len);
+
+/* Builds m->args / m->kwargs (owned by m, released by wamp_msg_fini()) from the payload slices
+ * of a message parsed from bytes, for a consumer that needs the values; a no-op (WAMP_OK) when
+ * they exist already or the message has no payload. WAMP_ERANGE when a value cannot be
+ * represented (an integer above INT64_MAX: why names it and says where), WAMP_EPROTO for a
+ * duplicate map key, WAMP_ENOMEM. m->args/kwargs stay NULL after failure. */
+wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len);
+
+/* Payload passthru mode (WAMP Advanced Profile "Payload Passthru Mode"): the ppt_* keys of an
+ * Options/Details dict (CALL, INVOCATION, YIELD, RESULT, ERROR, PUBLISH, EVENT). Sets *present
+ * when dict has any key starting with "ppt_". Returns NULL when they are acceptable (none, or
+ * ppt_scheme a non-empty string and ppt_serializer, ppt_cipher, ppt_keyid strings when present;
+ * schemes are the application's: "mqtt", "wamp.eth" and custom "x_..." ones alike), else what
+ * is wrong (an unknown ppt_* key included), for an ERROR wamp.error.invalid_argument. */
+const char *wamp_msg_ppt_check(const json_t *dict, bool *present);
+/* Copies every ppt_* key of src (NULL-safe) into the dict dst. 0, or -1 on allocation failure
+ * (dst then holds part of them). */
+int wamp_msg_ppt_copy(json_t *dst, const json_t *src);
+
+/* Releases the reference on m->root (and decoded payload values) (NULL-safe) and zeroes *m. */
 void wamp_msg_fini(wamp_msg *m);
 
 /* "HELLO", "PUBLISH", ... for a known type; "UNKNOWN" otherwise. Static string. */

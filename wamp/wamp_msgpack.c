@@ -19,6 +19,7 @@
 #include <sodium.h>
 
 #include "wamp_codec.h"
+#include "wamp_rd.h"
 
 _Static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE 754 binary32/binary64 expected");
 _Static_assert(sizeof(json_int_t) == 8, "jansson must use 64-bit integers");
@@ -102,56 +103,6 @@ static bool mp_len(struct mp_dec *d, size_t n, uint64_t *out)
     return true;
 }
 
-/* UTF-8 as RFC 3629 defines it (and as jansson checks it): no overlong forms, no surrogates,
- * nothing above U+10FFFF. NUL is allowed (WAMP binary strings start with it). */
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, s + i, sizeof(w));
-            if ((w & 0x8080808080808080ULL) == 0) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80;
-        unsigned hi = 0xbf;
-        if (c < 0xc2) {
-            return false; /* continuation byte, or overlong 2-byte lead */
-        } else if (c < 0xe0) {
-            need = 1;
-        } else if (c < 0xf0) {
-            need = 2;
-            lo = c == 0xe0 ? 0xa0 : lo; /* overlong */
-            hi = c == 0xed ? 0x9f : hi; /* surrogates */
-        } else if (c < 0xf5) {
-            need = 3;
-            lo = c == 0xf0 ? 0x90 : lo; /* overlong */
-            hi = c == 0xf4 ? 0x8f : hi; /* above U+10FFFF */
-        } else {
-            return false;
-        }
-        if (n - i - 1 < need || s[i + 1] < lo || s[i + 1] > hi) {
-            return false;
-        }
-        for (size_t k = 2; k <= need; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) {
-                return false;
-            }
-        }
-        i += need + 1;
-    }
-    return true;
-}
-
 static json_t *mp_int(struct mp_dec *d, json_int_t v)
 {
     json_t *j = json_integer(v);
@@ -220,7 +171,7 @@ static json_t *mp_str(struct mp_dec *d, const unsigned char *tag, uint64_t len)
         return mp_truncated(d, tag);
     }
     const unsigned char *s = d->p;
-    if (!utf8_valid(s, (size_t)len)) {
+    if (!wamp_utf8_valid(s, (size_t)len)) {
         return mp_fail(d, "MessagePack: invalid UTF-8 in string at byte %zu", mp_off(d, tag));
     }
     d->p += len;
@@ -310,7 +261,7 @@ static bool mp_key(struct mp_dec *d, const char **key, size_t *key_len)
         mp_truncated(d, tag);
         return false;
     }
-    if (!utf8_valid(d->p, (size_t)len)) {
+    if (!wamp_utf8_valid(d->p, (size_t)len)) {
         mp_fail(d, "MessagePack: invalid UTF-8 in map key at byte %zu", mp_off(d, tag));
         return false;
     }

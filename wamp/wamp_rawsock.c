@@ -104,7 +104,8 @@ static void handshake(wamp_rawsock *rs, wamp_rawsock_event *ev)
     unsigned lexp = (unsigned)rs->head[1] >> 4;
     size_t peer_max = WAMP_RAWSOCK_MIN << lexp;
     bool ok_ser = (ser == WAMP_SER_JSON && rs->cfg.ser_json) ||
-                  (ser == WAMP_SER_MSGPACK && rs->cfg.ser_msgpack);
+                  (ser == WAMP_SER_MSGPACK && rs->cfg.ser_msgpack) ||
+                  (ser == WAMP_SER_CBOR && rs->cfg.ser_cbor);
     if (!ok_ser) {
         refuse(rs, ev, WAMP_RAWSOCK_ERR_SERIALIZER);
         return;

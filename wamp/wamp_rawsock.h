@@ -41,6 +41,7 @@ typedef enum wamp_rawsock_hs_error {
 typedef struct wamp_rawsock_config {
     bool ser_json;    /* serializer 1 */
     bool ser_msgpack; /* serializer 2 */
+    bool ser_cbor;    /* serializer 3 */
     /* Our receive limit in bytes. The handshake reply announces the largest 2^(9+n) (n 0..15)
      * not above it (512 when it is smaller), and that announced length is what incoming frames
      * are held to. */

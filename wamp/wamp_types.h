@@ -36,18 +36,20 @@ typedef enum wamp_msg_type {
 /* Largest message type code; tables indexed by type have WAMP_MSG_TYPE_MAX + 1 entries. */
 #define WAMP_MSG_TYPE_MAX 70
 
-/* Serializers. The values are the RawSocket serializer ids (1 = JSON, 2 = MessagePack), and
- * the lws protocol ids of the matching WebSocket subprotocols. */
+/* Serializers. The values are the RawSocket serializer ids (1 = JSON, 2 = MessagePack,
+ * 3 = CBOR), and the lws protocol ids of the matching WebSocket subprotocols. */
 typedef enum wamp_ser {
     WAMP_SER_JSON = 1,
-    WAMP_SER_MSGPACK = 2
+    WAMP_SER_MSGPACK = 2,
+    WAMP_SER_CBOR = 3
 } wamp_ser;
 
 /* Arrays indexed by wamp_ser have WAMP_SER_COUNT entries (index 0 unused). */
-#define WAMP_SER_COUNT 3
+#define WAMP_SER_COUNT 4
 
 #define WAMP_SUBPROTOCOL_JSON    "wamp.2.json"
 #define WAMP_SUBPROTOCOL_MSGPACK "wamp.2.msgpack"
+#define WAMP_SUBPROTOCOL_CBOR    "wamp.2.cbor"
 
 /* IDs are integers in [1, 2^53] (spec: "IDs in the global, router and session scopes"). */
 #define WAMP_ID_MAX ((uint64_t)9007199254740992ULL)

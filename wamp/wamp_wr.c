@@ -1,4 +1,4 @@
-/* wamp_wr.c: streaming writer (JSON, MessagePack, jansson tree). */
+/* wamp_wr.c: streaming writer (JSON, MessagePack, CBOR, jansson tree) and the exact transcoder. */
 #include "wamp_wr.h"
 
 #include <math.h>
@@ -9,9 +9,11 @@
 #include <msgpack.h>
 #include <sodium.h>
 
+#include "wamp_cbor.h"
 #include "wamp_codec.h"
 #include "wamp_json.h"
 #include "wamp_msgpack.h"
+#include "wamp_rd.h"
 
 static bool fail(wamp_wr *w, wamp_err err)
 {
@@ -26,7 +28,8 @@ void wamp_wr_init(wamp_wr *w, int ser, size_t cap, size_t max)
     memset(w, 0, sizeof(*w));
     w->ser = ser;
     w->max = max;
-    if (ser != WAMP_SER_JSON && ser != WAMP_SER_MSGPACK && ser != WAMP_WR_TREE) {
+    if (ser != WAMP_SER_JSON && ser != WAMP_SER_MSGPACK && ser != WAMP_SER_CBOR &&
+        ser != WAMP_WR_TREE) {
         w->err = WAMP_EINVAL;
         return;
     }
@@ -46,6 +49,7 @@ void wamp_wr_fini(wamp_wr *w)
     for (unsigned i = 0; i < w->depth && i < WAMP_WR_MAX_DEPTH; i++) {
         json_decref(w->lv[i].node);
         free(w->lv[i].key);
+        w->lv[i].key_len = 0;
         w->lv[i].node = NULL;
         w->lv[i].key = NULL;
     }
@@ -97,8 +101,15 @@ static bool mp_str(wamp_wr *w, const char *s, size_t n)
     return mp_ok(msgpack_pack_str(&pk, n)) && mp_ok(msgpack_pack_str_body(&pk, s, n));
 }
 
-/* JSON numbers as jansson writes them with JSON_REAL_PRECISION(17): a real always reads back as
- * a real (".0" added to an integral value). */
+static bool mp_bin(wamp_wr *w, const void *p, size_t n)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, w, mp_write);
+    return n <= UINT32_MAX
+                   ? mp_ok(msgpack_pack_bin(&pk, n)) && mp_ok(msgpack_pack_bin_body(&pk, p, n))
+                   : fail(w, WAMP_EINVAL);
+}
+
 static bool json_i64(wamp_wr *w, int64_t v)
 {
     char b[24];
@@ -106,18 +117,57 @@ static bool json_i64(wamp_wr *w, int64_t v)
     return put(w, b, (size_t)n);
 }
 
+static bool json_u64(wamp_wr *w, uint64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+    return put(w, b, (size_t)n);
+}
+
+/* JSON reals in the shortest form that reads back as the same double, always with a '.' or an
+ * exponent so that the value stays a real for the receiver (1.0, 1e+300, 5e-324, -0.0). */
 static bool json_f64(wamp_wr *w, double v)
 {
     if (!isfinite(v)) {
         return fail(w, WAMP_EINVAL);
     }
     char b[40];
-    int n = snprintf(b, sizeof(b), "%.17g", v);
+    int n = 0;
+    for (int prec = 1; prec <= 17; prec++) {
+        n = snprintf(b, sizeof(b), "%.*g", prec, v);
+        if (strtod(b, NULL) == v) {
+            break;
+        }
+    }
     if (!strpbrk(b, ".eE") && n + 2 < (int)sizeof(b)) {
         memcpy(b + n, ".0", 3);
         n += 2;
     }
     return put(w, b, (size_t)n);
+}
+
+/* CBOR head (RFC 8949 3.1): major type and argument, in the shortest form. */
+static bool cbor_head(wamp_wr *w, unsigned major, uint64_t v)
+{
+    unsigned char b[9];
+    size_t n = wamp_cbor_head(b, major, v);
+    return put(w, b, n);
+}
+
+static bool cbor_f64(wamp_wr *w, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    unsigned char b[9] = {0xfb};
+    for (int i = 0; i < 8; i++) {
+        b[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
+    }
+    return put(w, b, sizeof(b));
+}
+
+static bool cbor_i64(wamp_wr *w, int64_t v)
+{
+    return v < 0 ? cbor_head(w, 1, (uint64_t)(-1 - v)) : cbor_head(w, 0, (uint64_t)v);
 }
 
 /* JSON string with the escapes RFC 8259 requires (", \ and control characters); other bytes,
@@ -208,7 +258,7 @@ static bool tree_attach(wamp_wr *w, json_t *v)
         return true;
     }
     wamp_wr_level *l = &w->lv[w->depth - 1];
-    int rc = l->is_map ? json_object_set_new_nocheck(l->node, l->key, v)
+    int rc = l->is_map ? json_object_setn_new_nocheck(l->node, l->key, l->key_len, v)
                        : json_array_append_new(l->node, v);
     return rc == 0 ? true : fail(w, WAMP_ENOMEM);
 }
@@ -224,6 +274,7 @@ static void after(wamp_wr *w)
     if (l->is_map) {
         free(l->key);
         l->key = NULL;
+        l->key_len = 0;
         l->want_val = false;
     }
     l->left--;
@@ -245,6 +296,8 @@ static void open_level(wamp_wr *w, bool is_map, size_t n)
         ok = node != NULL || fail(w, WAMP_ENOMEM);
     } else if (w->ser == WAMP_SER_JSON) {
         ok = put_byte(w, is_map ? '{' : '[');
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = cbor_head(w, is_map ? 5 : 4, n);
     } else {
         msgpack_packer pk;
         msgpack_packer_init(&pk, w, mp_write);
@@ -296,18 +349,30 @@ void wamp_wr_end(wamp_wr *w)
 
 void wamp_wr_key(wamp_wr *w, const char *key)
 {
+    wamp_wr_keyn(w, key, strlen(key));
+}
+
+void wamp_wr_keyn(wamp_wr *w, const char *key, size_t n)
+{
     if (!before(w, true)) {
         return;
     }
     wamp_wr_level *l = &w->lv[w->depth - 1];
     bool ok;
     if (w->ser == WAMP_WR_TREE) {
-        l->key = strdup(key);
+        l->key = malloc(n + 1);
         ok = l->key != NULL || fail(w, WAMP_ENOMEM);
+        if (ok) {
+            memcpy(l->key, key, n);
+            l->key[n] = '\0';
+            l->key_len = n;
+        }
     } else if (w->ser == WAMP_SER_JSON) {
-        ok = json_str(w, key, strlen(key)) && put_byte(w, ':');
+        ok = json_str(w, key, n) && put_byte(w, ':');
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = cbor_head(w, 3, n) && put(w, key, n);
     } else {
-        ok = mp_str(w, key, strlen(key));
+        ok = mp_str(w, key, n);
     }
     if (ok) {
         l->want_val = true;
@@ -318,17 +383,60 @@ void wamp_wr_key(wamp_wr *w, const char *key)
 
 void wamp_wr_str(wamp_wr *w, const char *s)
 {
+    wamp_wr_strn(w, s, strlen(s));
+}
+
+void wamp_wr_strn(wamp_wr *w, const char *s, size_t n)
+{
     if (!before(w, false)) {
         return;
     }
-    size_t n = strlen(s);
     bool ok;
     if (w->ser == WAMP_WR_TREE) {
         ok = tree_attach(w, json_stringn_nocheck(s, n));
     } else if (w->ser == WAMP_SER_JSON) {
         ok = json_str(w, s, n);
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = cbor_head(w, 3, n) && put(w, s, n);
     } else {
         ok = mp_str(w, s, n);
+    }
+    if (ok) {
+        after(w);
+    }
+}
+
+/* Tree mode: the JSON binary convention string "\0" + base64. */
+static json_t *bin_string(const void *p, size_t n)
+{
+    size_t enc = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+    char *s = malloc(enc + 1);
+    if (!s) {
+        return NULL;
+    }
+    s[0] = '\0';
+    sodium_bin2base64(s + 1, enc, p, n, sodium_base64_VARIANT_ORIGINAL);
+    json_t *v = json_stringn_nocheck(s, enc); /* "\0" + enc - 1 digits */
+    free(s);
+    return v;
+}
+
+static bool json_bin(wamp_wr *w, const unsigned char *bin, size_t len);
+
+void wamp_wr_bin(wamp_wr *w, const void *p, size_t n)
+{
+    if (!before(w, false)) {
+        return;
+    }
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        ok = tree_attach(w, bin_string(p, n));
+    } else if (w->ser == WAMP_SER_JSON) {
+        ok = json_bin(w, p, n);
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = cbor_head(w, 2, n) && put(w, p, n);
+    } else {
+        ok = mp_bin(w, p, n);
     }
     if (ok) {
         after(w);
@@ -354,10 +462,38 @@ void wamp_wr_int(wamp_wr *w, int64_t v)
         ok = tree_attach(w, json_integer((json_int_t)v));
     } else if (w->ser == WAMP_SER_JSON) {
         ok = json_i64(w, v);
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = cbor_i64(w, v);
     } else {
         msgpack_packer pk;
         msgpack_packer_init(&pk, w, mp_write);
         ok = mp_ok(msgpack_pack_int64(&pk, v));
+    }
+    if (ok) {
+        after(w);
+    }
+}
+
+void wamp_wr_uint(wamp_wr *w, uint64_t v)
+{
+    if (v <= INT64_MAX) {
+        wamp_wr_int(w, (int64_t)v);
+        return;
+    }
+    if (!before(w, false)) {
+        return;
+    }
+    bool ok;
+    if (w->ser == WAMP_WR_TREE) {
+        ok = fail(w, WAMP_ERANGE); /* jansson integers are int64 */
+    } else if (w->ser == WAMP_SER_JSON) {
+        ok = json_u64(w, v);
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = cbor_head(w, 0, v);
+    } else {
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, w, mp_write);
+        ok = mp_ok(msgpack_pack_uint64(&pk, v));
     }
     if (ok) {
         after(w);
@@ -378,6 +514,8 @@ void wamp_wr_real(wamp_wr *w, double v)
         ok = tree_attach(w, json_real(v));
     } else if (w->ser == WAMP_SER_JSON) {
         ok = json_f64(w, v);
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = cbor_f64(w, v);
     } else {
         msgpack_packer pk;
         msgpack_packer_init(&pk, w, mp_write);
@@ -398,6 +536,8 @@ void wamp_wr_bool(wamp_wr *w, bool v)
         ok = tree_attach(w, json_boolean(v));
     } else if (w->ser == WAMP_SER_JSON) {
         ok = v ? put(w, "true", 4) : put(w, "false", 5);
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = put_byte(w, v ? 0xf5 : 0xf4);
     } else {
         ok = put_byte(w, v ? 0xc3 : 0xc2); /* MessagePack true / false */
     }
@@ -416,6 +556,8 @@ void wamp_wr_null(wamp_wr *w)
         ok = tree_attach(w, json_null());
     } else if (w->ser == WAMP_SER_JSON) {
         ok = put(w, "null", 4);
+    } else if (w->ser == WAMP_SER_CBOR) {
+        ok = put_byte(w, 0xf6);
     } else {
         ok = put_byte(w, 0xc0);
     }
@@ -439,8 +581,9 @@ void wamp_wr_json(wamp_wr *w, const json_t *v)
         }
         return;
     }
-    wamp_err err = w->ser == WAMP_SER_JSON ? wamp_json_encode_append(v, &w->buf)
-                                           : wamp_msgpack_encode_append(v, &w->buf);
+    wamp_err err = w->ser == WAMP_SER_JSON   ? wamp_json_encode_append(v, &w->buf)
+                   : w->ser == WAMP_SER_CBOR ? wamp_cbor_encode_append(v, &w->buf)
+                                             : wamp_msgpack_encode_append(v, &w->buf);
     if (err != WAMP_OK) {
         fail(w, err);
         return;
@@ -468,41 +611,14 @@ void wamp_wr_raw(wamp_wr *w, const void *p, size_t n)
 
 /* --- Transcoding ------------------------------------------------------------------------- */
 
-/* MessagePack reader over [p, end) for the walk below. */
-struct mp_in {
-    const unsigned char *p, *end;
-};
-
-static bool mp_need(struct mp_in *in, size_t n)
-{
-    return (size_t)(in->end - in->p) >= n;
-}
-
-static uint64_t mp_be(struct mp_in *in, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++) {
-        v = v << 8 | in->p[i];
-    }
-    in->p += n;
-    return v;
-}
-
-/* Reads an n-byte big-endian length or count after the tag; false if truncated. */
-static bool mp_len(struct mp_in *in, unsigned n, uint64_t *out)
-{
-    if (!mp_need(in, n)) {
-        return false;
-    }
-    *out = mp_be(in, n);
-    return true;
-}
-
 static bool json_bin(wamp_wr *w, const unsigned char *bin, size_t len)
 {
     size_t enc = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
     if (!put(w, "\"\\u0000", 7)) {
         return false;
+    }
+    if (w->max && wamp_buf_len(w->buf) + enc - 1 > w->max) {
+        return fail(w, WAMP_ETOOBIG);
     }
     unsigned char *dst = wamp_buf_reserve(&w->buf, enc);
     if (!dst) {
@@ -510,148 +626,80 @@ static bool json_bin(wamp_wr *w, const unsigned char *bin, size_t len)
     }
     sodium_bin2base64((char *)dst, enc, bin, len, sodium_base64_VARIANT_ORIGINAL);
     /* enc counts the terminating NUL, which is not part of the output. */
-    if (w->max && wamp_buf_len(w->buf) + enc - 1 > w->max) {
-        return fail(w, WAMP_ETOOBIG);
-    }
     wamp_buf_commit(w->buf, enc - 1);
     return put_byte(w, '"');
 }
 
-/* One MessagePack value from in, as JSON. depth as the codec counts it (root = 1). */
-static bool mp_to_json(wamp_wr *w, struct mp_in *in, unsigned depth)
+/* Writes one token of a value being transcoded, below the writer's own levels: the reader has
+ * checked the structure, so only the JSON separators need the token's position. */
+static bool emit_json(wamp_wr *w, const wamp_tok *t)
 {
-    if (depth > WAMP_CODEC_MAX_DEPTH || !mp_need(in, 1)) {
-        return fail(w, WAMP_EPROTO);
+    if (t->kind == WAMP_TOK_END) {
+        return put_byte(w, t->is_map ? '}' : ']');
     }
-    unsigned char tag = *in->p++;
-    uint64_t n = 0;
-    bool is_map = false;
-    if (tag <= 0x7f) {
-        return json_i64(w, tag);
+    if (t->depth > 0 && !t->first && (t->is_key || !t->in_map) && !put_byte(w, ',')) {
+        return false;
     }
-    if (tag >= 0xe0) {
-        return json_i64(w, (int8_t)tag);
-    }
-    if ((tag & 0xe0) == 0xa0) {
-        n = tag & 0x1f;
-        goto str;
-    }
-    if ((tag & 0xf0) == 0x90) {
-        n = tag & 0x0f;
-        goto container;
-    }
-    if ((tag & 0xf0) == 0x80) {
-        n = tag & 0x0f;
-        is_map = true;
-        goto container;
-    }
-    switch (tag) {
-    case 0xc0:
+    switch (t->kind) {
+    case WAMP_TOK_NULL:
         return put(w, "null", 4);
-    case 0xc2:
-        return put(w, "false", 5);
-    case 0xc3:
-        return put(w, "true", 4);
-    case 0xc4:
-    case 0xc5:
-    case 0xc6:
-        if (!mp_len(in, 1u << (tag - 0xc4), &n) || !mp_need(in, n)) {
-            return fail(w, WAMP_EPROTO);
-        }
-        in->p += n;
-        return json_bin(w, in->p - n, (size_t)n);
-    case 0xca: {
-        if (!mp_need(in, 4)) {
-            return fail(w, WAMP_EPROTO);
-        }
-        uint32_t bits = (uint32_t)mp_be(in, 4);
-        float f;
-        memcpy(&f, &bits, sizeof(f));
-        return isfinite(f) ? json_f64(w, (double)f) : fail(w, WAMP_EPROTO);
+    case WAMP_TOK_BOOL:
+        return t->b ? put(w, "true", 4) : put(w, "false", 5);
+    case WAMP_TOK_INT:
+        return json_i64(w, t->i);
+    case WAMP_TOK_UINT:
+        return json_u64(w, t->u);
+    case WAMP_TOK_REAL:
+        return json_f64(w, t->d);
+    case WAMP_TOK_STR:
+        return json_str(w, (const char *)t->p, t->len) && (!t->is_key || put_byte(w, ':'));
+    case WAMP_TOK_BIN:
+        return json_bin(w, t->p, t->len);
+    case WAMP_TOK_ARRAY:
+        return put_byte(w, '[');
+    case WAMP_TOK_MAP:
+        return put_byte(w, '{');
+    case WAMP_TOK_END:
+        break;
     }
-    case 0xcb: {
-        if (!mp_need(in, 8)) {
-            return fail(w, WAMP_EPROTO);
+    return fail(w, WAMP_EINVAL);
+}
+
+static bool emit_bin(wamp_wr *w, const wamp_tok *t)
+{
+    bool cbor = w->ser == WAMP_SER_CBOR;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, w, mp_write);
+    switch (t->kind) {
+    case WAMP_TOK_END:
+        return true;
+    case WAMP_TOK_NULL:
+        return put_byte(w, cbor ? 0xf6 : 0xc0);
+    case WAMP_TOK_BOOL:
+        return put_byte(w, cbor ? (t->b ? 0xf5 : 0xf4) : (t->b ? 0xc3 : 0xc2));
+    case WAMP_TOK_INT:
+        return cbor ? cbor_i64(w, t->i) : mp_ok(msgpack_pack_int64(&pk, t->i));
+    case WAMP_TOK_UINT:
+        return cbor ? cbor_head(w, 0, t->u) : mp_ok(msgpack_pack_uint64(&pk, t->u));
+    case WAMP_TOK_REAL:
+        return cbor ? cbor_f64(w, t->d) : mp_ok(msgpack_pack_double(&pk, t->d));
+    case WAMP_TOK_STR:
+        return cbor ? cbor_head(w, 3, t->len) && put(w, t->p, t->len)
+                    : mp_str(w, (const char *)t->p, t->len);
+    case WAMP_TOK_BIN:
+        return cbor ? cbor_head(w, 2, t->len) && put(w, t->p, t->len) : mp_bin(w, t->p, t->len);
+    case WAMP_TOK_ARRAY:
+    case WAMP_TOK_MAP:
+        if (cbor) {
+            return cbor_head(w, t->kind == WAMP_TOK_MAP ? 5 : 4, t->count);
         }
-        uint64_t bits = mp_be(in, 8);
-        double d;
-        memcpy(&d, &bits, sizeof(d));
-        return isfinite(d) ? json_f64(w, d) : fail(w, WAMP_EPROTO);
+        if (t->count > UINT32_MAX) {
+            return fail(w, WAMP_EINVAL);
+        }
+        return mp_ok(t->kind == WAMP_TOK_MAP ? msgpack_pack_map(&pk, t->count)
+                                             : msgpack_pack_array(&pk, t->count));
     }
-    case 0xcc:
-    case 0xcd:
-    case 0xce:
-    case 0xcf: {
-        if (!mp_len(in, 1u << (tag - 0xcc), &n) || n > INT64_MAX) {
-            return fail(w, WAMP_EPROTO);
-        }
-        return json_i64(w, (int64_t)n);
-    }
-    case 0xd0:
-    case 0xd1:
-    case 0xd2:
-    case 0xd3: {
-        unsigned bytes = 1u << (tag - 0xd0);
-        if (!mp_len(in, bytes, &n)) {
-            return fail(w, WAMP_EPROTO);
-        }
-        /* Sign-extend from the field's width. */
-        unsigned shift = 64 - 8 * bytes;
-        return json_i64(w, (int64_t)(n << shift) >> shift);
-    }
-    case 0xd9:
-    case 0xda:
-    case 0xdb:
-        if (!mp_len(in, 1u << (tag - 0xd9), &n)) {
-            return fail(w, WAMP_EPROTO);
-        }
-        goto str;
-    case 0xdc:
-    case 0xdd:
-        if (!mp_len(in, tag == 0xdc ? 2 : 4, &n)) {
-            return fail(w, WAMP_EPROTO);
-        }
-        goto container;
-    case 0xde:
-    case 0xdf:
-        if (!mp_len(in, tag == 0xde ? 2 : 4, &n)) {
-            return fail(w, WAMP_EPROTO);
-        }
-        is_map = true;
-        goto container;
-    default:
-        return fail(w, WAMP_EPROTO); /* 0xc1, ext, fixext */
-    }
-str:
-    if (!mp_need(in, n)) {
-        return fail(w, WAMP_EPROTO);
-    }
-    in->p += n;
-    return json_str(w, (const char *)in->p - n, (size_t)n);
-container:
-    /* Every element takes at least one byte: a count beyond the input is malformed. */
-    if (n > (uint64_t)(in->end - in->p) || !put_byte(w, is_map ? '{' : '[')) {
-        return fail(w, WAMP_EPROTO);
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        if (i && !put_byte(w, ',')) {
-            return false;
-        }
-        if (is_map) {
-            if (!mp_need(in, 1)) {
-                return fail(w, WAMP_EPROTO);
-            }
-            unsigned char k = *in->p;
-            bool is_str = (k & 0xe0) == 0xa0 || k == 0xd9 || k == 0xda || k == 0xdb;
-            if (!is_str || !mp_to_json(w, in, depth + 1) || !put_byte(w, ':')) {
-                return fail(w, WAMP_EPROTO);
-            }
-        }
-        if (!mp_to_json(w, in, depth + 1)) {
-            return false;
-        }
-    }
-    return put_byte(w, is_map ? '}' : ']');
+    return fail(w, WAMP_EINVAL);
 }
 
 void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n)
@@ -660,29 +708,39 @@ void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n)
         wamp_wr_raw(w, p, n);
         return;
     }
-    if (src_ser == WAMP_SER_MSGPACK && w->ser == WAMP_SER_JSON) {
+    if (w->ser == WAMP_WR_TREE) {
         if (!before(w, false)) {
             return;
         }
-        struct mp_in in = {p, (const unsigned char *)p + n};
-        if (mp_to_json(w, &in, 1) && in.p == in.end) {
+        json_t *v = NULL;
+        wamp_err err = wamp_codec_decode_value((wamp_ser)src_ser, p, n, &v, NULL, 0);
+        if (err != WAMP_OK) {
+            fail(w, err);
+        } else if (tree_attach(w, v)) {
             after(w);
-        } else {
-            fail(w, WAMP_EPROTO);
         }
         return;
     }
-    json_t *v = NULL;
-    if (src_ser != WAMP_SER_JSON && src_ser != WAMP_SER_MSGPACK) {
-        fail(w, WAMP_EINVAL);
+    if (!before(w, false)) {
         return;
     }
-    if (wamp_codec_decode((wamp_ser)src_ser, p, n, &v, NULL, 0) != WAMP_OK) {
-        fail(w, WAMP_EPROTO);
-        return;
+    wamp_rd r;
+    wamp_tok t;
+    wamp_rd_init(&r, (wamp_ser)src_ser, p, n);
+    while (!wamp_rd_done(&r)) {
+        wamp_err err = wamp_rd_next(&r, &t);
+        if (err != WAMP_OK) {
+            fail(w, err == WAMP_ENOMEM ? err : err == WAMP_EINVAL ? WAMP_EINVAL : WAMP_EPROTO);
+            break;
+        }
+        if (!(w->ser == WAMP_SER_JSON ? emit_json(w, &t) : emit_bin(w, &t))) {
+            break;
+        }
     }
-    wamp_wr_json(w, v);
-    json_decref(v);
+    wamp_rd_fini(&r);
+    if (w->err == WAMP_OK) {
+        after(w);
+    }
 }
 
 /* --- Finish ---------------------------------------------------------------------------------- */

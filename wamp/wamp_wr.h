@@ -1,5 +1,5 @@
-/* wamp_wr.h: a streaming writer of one value, in a serializer's encoding (JSON or MessagePack)
- * or as a jansson tree, without building the value first.
+/* wamp_wr.h: a streaming writer of one value, in a serializer's encoding (JSON, MessagePack or
+ * CBOR) or as a jansson tree, without building the value first.
  *
  * For large replies the router renders from its own data (trace records: get_trace_data pages
  * of up to 10,000 records): building a jansson tree of every record and freeing it again costs
@@ -43,11 +43,12 @@ typedef struct wamp_wr_level {
     bool want_val; /* map: a key was written, its value comes next */
     bool first;    /* JSON: no element written yet (no comma before the next) */
     json_t *node;  /* tree mode: the container being filled */
-    char *key;     /* tree mode: the pending key (owned) */
+    char *key;     /* tree mode: the pending key (owned, NUL-terminated, may hold NUL) */
+    size_t key_len;
 } wamp_wr_level;
 
 typedef struct wamp_wr {
-    int ser; /* WAMP_SER_JSON, WAMP_SER_MSGPACK or WAMP_WR_TREE */
+    int ser; /* WAMP_SER_JSON, WAMP_SER_MSGPACK, WAMP_SER_CBOR or WAMP_WR_TREE */
     wamp_err err;
     size_t max;     /* byte limit of the encoding (0 = none) */
     wamp_buf *buf;  /* encoding modes: the output */
@@ -57,7 +58,8 @@ typedef struct wamp_wr {
     wamp_wr_level lv[WAMP_WR_MAX_DEPTH];
 } wamp_wr;
 
-/* ser: WAMP_SER_JSON, WAMP_SER_MSGPACK or WAMP_WR_TREE. cap: initial buffer size hint.
+/* ser: WAMP_SER_JSON, WAMP_SER_MSGPACK, WAMP_SER_CBOR or WAMP_WR_TREE. cap: initial buffer
+ * size hint.
  * max: WAMP_ETOOBIG once the encoding would exceed max bytes (0 = no limit; ignored in tree
  * mode). Cannot fail (an allocation failure shows at finish). */
 void wamp_wr_init(wamp_wr *w, int ser, size_t cap, size_t max);
@@ -70,10 +72,17 @@ void wamp_wr_map(wamp_wr *w, size_t n);
 void wamp_wr_end(wamp_wr *w);
 /* A map key (NUL-terminated UTF-8). */
 void wamp_wr_key(wamp_wr *w, const char *key);
+/* A map key of n bytes of UTF-8 (may hold NUL). */
+void wamp_wr_keyn(wamp_wr *w, const char *key, size_t n);
 
-void wamp_wr_str(wamp_wr *w, const char *s);         /* NUL-terminated UTF-8 */
-void wamp_wr_str_or_null(wamp_wr *w, const char *s); /* null when s is NULL */
+void wamp_wr_str(wamp_wr *w, const char *s);            /* NUL-terminated UTF-8 */
+void wamp_wr_strn(wamp_wr *w, const char *s, size_t n); /* n bytes of UTF-8, may hold NUL */
+void wamp_wr_str_or_null(wamp_wr *w, const char *s);    /* null when s is NULL */
+/* Binary: MessagePack bin, CBOR byte string, JSON (and tree mode) "\0" + base64 string. */
+void wamp_wr_bin(wamp_wr *w, const void *p, size_t n);
 void wamp_wr_int(wamp_wr *w, int64_t v);
+/* Any unsigned value; above INT64_MAX not in tree mode (WAMP_ERANGE: jansson has no uint64). */
+void wamp_wr_uint(wamp_wr *w, uint64_t v);
 void wamp_wr_real(wamp_wr *w, double v); /* finite; NaN/inf -> WAMP_EINVAL */
 void wamp_wr_bool(wamp_wr *w, bool v);
 void wamp_wr_null(wamp_wr *w);
@@ -85,12 +94,13 @@ void wamp_wr_json(wamp_wr *w, const json_t *v);
  * in tree mode (WAMP_EINVAL). */
 void wamp_wr_raw(wamp_wr *w, const void *p, size_t n);
 
-/* One value encoded in src_ser (WAMP_SER_JSON / WAMP_SER_MSGPACK), written in the writer's
- * encoding: copied as it is when the encodings are the same; MessagePack into JSON walked
- * directly, without building a jansson value (bin becomes the "\0" + base64 convention string,
- * as the MessagePack decoder makes it); anything else decoded and written as with
- * wamp_wr_json(). The input must be one value that wamp_codec_decode() accepts (e.g. bytes that
- * passed it before); malformed input makes the writer fail with WAMP_EPROTO. */
+/* One value encoded in src_ser (WAMP_SER_JSON / _MSGPACK / _CBOR), written in the writer's
+ * encoding, exactly (the value model of wamp_rd.h): copied as it is when the encodings are the
+ * same (the caller vouches for it being one valid value); otherwise streamed token by token
+ * through wamp_rd, in O(n), without building a value: integers keep their value (uint64
+ * included), reals stay reals, binary becomes the target's binary (JSON: "\0" + base64), strings
+ * keep their NUL bytes. Tree mode builds the value with wamp_codec_decode_value() (WAMP_ERANGE
+ * for integers above INT64_MAX). Malformed input makes the writer fail with WAMP_EPROTO. */
 void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n);
 
 /* The current error (WAMP_OK while none). */

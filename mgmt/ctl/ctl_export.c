@@ -3,11 +3,15 @@
  * action slices and flows are laid out once every record is in (ctl_chrome_finish()). */
 #include "ctl_export.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl_format.h"
+
+/* The category of every slice and flow event (action records' slices included). */
+#define CHROME_CAT "wamp"
 
 struct ctl_chrome {
     FILE *out;
@@ -15,13 +19,16 @@ struct ctl_chrome {
     bool failed;     /* a write failed: the document is unusable */
     json_t *pids;    /* realm -> pid */
     json_t *tids;    /* "pid/session[#lane]" -> tid */
-    json_t *actions; /* correlation -> {pid, tid, skey, start, end, name, followers:
-                        the flow ids} */
+    json_t *actions; /* correlation -> {pid, tid, skey, start, end, name, corr, followers:
+                        [{ts, pid, tid, name, seq}]} */
     json_t *order;   /* correlations in order of first appearance */
     json_int_t next_pid;
     json_int_t next_tid;
     json_int_t next_flow;
     bool markers;
+    bool have_prev; /* prev_raw/prev_us hold the previous message record's times */
+    double prev_raw;
+    double prev_us;
 };
 
 bool ctl_export_jsonl(FILE *out, const json_t *record)
@@ -146,6 +153,26 @@ static double ts_us(const json_t *rec)
     return json_number_value(json_object_get(rec, "ts")) * 1e6;
 }
 
+/* The time of a message record on the trace's timeline: ts_us(), except that a record whose
+ * time is not after the previous one's (the records of one received message and of what it
+ * causes share one clock reading) is placed at the next representable time after it, so that
+ * every message record has its own time. Consumers need that: the DevTools trace engine binds
+ * a flow event to the slice of exactly its time and keeps one event per time in a flow, so an
+ * arrow between two records of one reading would vanish. A clock that went back (the wall
+ * clock can) restarts the sequence. */
+static double message_us(ctl_chrome *c, const json_t *rec)
+{
+    double raw = ts_us(rec);
+    double t = raw;
+    if (c->have_prev && raw >= c->prev_raw && t <= c->prev_us) {
+        t = nextafter(c->prev_us, INFINITY);
+    }
+    c->have_prev = true;
+    c->prev_raw = raw;
+    c->prev_us = t;
+    return t;
+}
+
 /* The track (tid) of the session who names ({session_id, authid, authrole}: a message record
  * or an action record's originator) under realm pid, named on first use; key gets its map key.
  * 0 on failure. */
@@ -221,6 +248,7 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
         return false;
     }
     event_name(rec, name, sizeof(name));
+    ts = message_us(c, rec);
     const char *dir = str_or(rec, "direction", "message");
     if (!emit(c, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:O}", "name", name, "cat", dir,
                            "ph", "i", "s", "t", "ts", ts, "pid", pid, "tid", tid, "args", rec))) {
@@ -233,25 +261,21 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
     json_t *a = json_object_get(c->actions, corr);
     if (!a) {
         /* The first record of an action is its anchor (unless the anchor was not captured). */
-        a = json_pack("{s:I, s:I, s:s, s:f, s:f, s:s, s:[]}", "pid", pid, "tid", tid, "skey", key,
-                      "start", ts, "end", ts, "name", name, "followers");
+        a = json_pack("{s:I, s:I, s:s, s:f, s:f, s:s, s:s, s:[]}", "pid", pid, "tid", tid, "skey",
+                      key, "start", ts, "end", ts, "name", name, "corr", corr, "followers");
         return a && json_object_set_new(c->actions, corr, a) == 0 &&
                json_array_append_new(c->order, json_string(corr)) == 0;
     }
     if (ts > json_real_value(json_object_get(a, "end"))) {
         json_object_set_new(a, "end", json_real(ts));
     }
-    /* A follower: the end of a flow arrow from the anchor, bound to the next slice on this
-     * thread, which is a zero-length slice for the message itself written right after it
-     * (chrome://tracing binds flows to slices only, not to instants). The start is written
-     * with the action's slice (ctl_chrome_finish()), whose thread is known only then. */
-    json_int_t id = c->next_flow++;
-    const char *aname = json_string_value(json_object_get(a, "name"));
-    return emit(c, json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", aname, "cat", "flow",
-                             "ph", "f", "id", id, "ts", ts, "pid", pid, "tid", tid)) &&
-           emit(c, json_pack("{s:s, s:s, s:s, s:f, s:i, s:I, s:I}", "name", name, "cat", "message",
-                             "ph", "X", "ts", ts, "dur", 0, "pid", pid, "tid", tid)) &&
-           json_array_append_new(json_object_get(a, "followers"), json_integer(id)) == 0;
+    /* A follower: the end of a flow arrow from the anchor, written with the action's slice
+     * (ctl_chrome_finish()), after the arrow's start: the lane of that slice is known only
+     * then, and consumers pair a flow's events in the order they read them. */
+    return json_array_append_new(json_object_get(a, "followers"),
+                                 json_pack("{s:f, s:I, s:I, s:s, s:O?}", "ts", ts, "pid", pid,
+                                           "tid", tid, "name", name, "seq",
+                                           json_object_get(rec, "seq"))) == 0;
 }
 
 typedef struct slice {
@@ -308,6 +332,55 @@ static bool lane_push(lane *l, double end)
     return true;
 }
 
+/* Writes an action's slice on lane tid, then for each follower the start of a flow arrow at the
+ * slice's start (the slice it binds to), the follower's zero-length slice and the arrow's end
+ * bound to it ("bp": "e", the enclosing slice: chrome://tracing and Perfetto bind flows to
+ * slices, not to instants; the DevTools engine to the slice of the same time, thread and
+ * category). Slices and flows share one category, "wamp": consumers pair a flow's start and end
+ * by category, name and id. */
+static bool emit_action(ctl_chrome *c, const slice *s, json_int_t tid)
+{
+    const char *name = json_string_value(json_object_get(s->action, "name"));
+    json_t *ev =
+            json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I}", "name", name, "cat", CHROME_CAT, "ph",
+                      "X", "ts", s->start, "dur", s->end - s->start, "pid", s->pid, "tid", tid);
+    json_t *args = json_object_get(s->action, "args"); /* action records */
+    if (ev) {
+        int rc = args ? json_object_set(ev, "args", args)
+                      : json_object_set_new(ev, "args",
+                                            json_pack("{s:O}", "correlation",
+                                                      json_object_get(s->action, "corr")));
+        if (rc != 0) {
+            json_decref(ev);
+            ev = NULL;
+        }
+    }
+    bool ok = emit(c, ev);
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(s->action, "followers"), i, f)
+    {
+        if (!ok) {
+            break;
+        }
+        json_int_t id = c->next_flow++;
+        double ts = json_real_value(json_object_get(f, "ts"));
+        json_int_t fpid = json_integer_value(json_object_get(f, "pid"));
+        json_int_t ftid = json_integer_value(json_object_get(f, "tid"));
+        ok = emit(c,
+                  json_pack("{s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", name, "cat", CHROME_CAT,
+                            "ph", "s", "id", id, "ts", s->start, "pid", s->pid, "tid", tid)) &&
+             emit(c, json_pack("{s:s, s:s, s:s, s:f, s:i, s:I, s:I, s:{s:O?}}", "name",
+                               json_string_value(json_object_get(f, "name")), "cat", CHROME_CAT,
+                               "ph", "X", "ts", ts, "dur", 0, "pid", fpid, "tid", ftid, "args",
+                               "seq", json_object_get(f, "seq"))) &&
+             emit(c, json_pack("{s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "name", name, "cat",
+                               CHROME_CAT, "ph", "f", "bp", "e", "id", id, "ts", ts, "pid", fpid,
+                               "tid", ftid));
+    }
+    return ok;
+}
+
 /* Places the slices (sorted) on lanes of their session and writes their X and flow events. */
 static bool layout(ctl_chrome *c, slice *sl, size_t n)
 {
@@ -347,28 +420,7 @@ static bool layout(ctl_chrome *c, slice *sl, size_t n)
             if (!ok) {
                 break;
             }
-            const char *name = json_string_value(json_object_get(sl[k].action, "name"));
-            json_t *ev = json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I}", "name", name, "cat",
-                                   "action", "ph", "X", "ts", sl[k].start, "dur",
-                                   sl[k].end - sl[k].start, "pid", sl[k].pid, "tid", tid);
-            json_t *args = json_object_get(sl[k].action, "args"); /* action records only */
-            if (ev && args && json_object_set(ev, "args", args) != 0) {
-                json_decref(ev);
-                ev = NULL;
-            }
-            ok = emit(c, ev);
-            size_t fi;
-            json_t *f;
-            json_array_foreach(json_object_get(sl[k].action, "followers"), fi, f)
-            {
-                if (!ok) {
-                    break;
-                }
-                /* Inside the action's slice (it starts at the slice's start). */
-                ok = emit(c, json_pack("{s:s, s:s, s:s, s:O, s:f, s:I, s:I}", "name", name, "cat",
-                                       "flow", "ph", "s", "id", f, "ts", sl[k].start, "pid",
-                                       sl[k].pid, "tid", tid));
-            }
+            ok = emit_action(c, &sl[k], tid);
         }
         for (size_t L = 0; L < nlanes; L++) {
             free(lanes[L].ends);

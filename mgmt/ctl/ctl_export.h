@@ -6,15 +6,20 @@
  * events (process_name / thread_name); every record an instant event ("ph": "i", thread scope;
  * markers: global scope) with the record in args; every correlated action (records sharing a
  * correlation: CALL -> INVOCATION -> YIELD -> RESULT, PUBLISH -> EVENTs -> PUBLISHED, ...) a
- * complete event ("ph": "X", cat "action") on the anchor's session from the anchor to the last
- * message, and a flow arrow ("ph": "s" at the anchor inside that slice, "ph": "f" at each
- * follower, same "id") from the anchor to each follower; the "f" binds to the next slice of its
- * thread, a zero-length complete event (cat "message") at the follower's time (chrome://tracing
- * binds flows to slices only). Slices of one thread always nest: an action overlapping
- * another of the same session without containing it goes to an extra thread of that session
- * ("session N (overlap k)"). Times are microseconds of the records' wall clock ("ts").
+ * complete event ("ph": "X", args {correlation}) on the anchor's session from the anchor to the
+ * last message, and a flow arrow from the anchor to each follower: "ph": "s" at the start of
+ * that slice, then "ph": "f" with "bp": "e" bound to a zero-length complete event (args {seq})
+ * at the follower's time on its session (chrome://tracing and Perfetto bind flows to slices
+ * only, not to instants); flow ids are unique, and slices and flows share the category "wamp"
+ * (the DevTools trace engine binds a flow event to the slice of the same time, thread and
+ * category, and pairs start and end by category, name and id). Slices of one thread always
+ * nest: an action overlapping another of the same session without containing it goes to an
+ * extra thread of that session ("session N (overlap k)"). Times are microseconds of the
+ * records' wall clock ("ts"); a message record whose time is not after the previous one's
+ * (records of one clock reading) is placed at the next representable time after it, so that
+ * no arrow joins two events of one time (consumers drop those).
  * Action records (trace_level "action") are no instants: each is one complete event (cat
- * "action") on its originator's track from ts to ts + duration, named "call com.example.add",
+ * "wamp") on its originator's track from ts to ts + duration, named "call com.example.add",
  * with the record in args (responders included), laid out on lanes like the other slices.
  * Ownership: the converter copies what it keeps from each record; single-threaded. One event
  * per line in the output. */

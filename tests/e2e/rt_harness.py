@@ -71,10 +71,12 @@ def _die_with_parent():
 class RouterProc:
     """One wampscope process listening on 127.0.0.1:<ephemeral>."""
 
-    def __init__(self, config="configs/test-e2e.json", workdir=None, run=None):
+    def __init__(self, config="configs/test-e2e.json", workdir=None, run=None, args=()):
         """workdir: the test's own working directory, kept across restarts (so the router's
         ./wampscope-data survives; cleanup() leaves it); by default a new temporary one that
-        cleanup() removes. run: a number for the stdout/stderr file names of this start."""
+        cleanup() removes. run: a number for the stdout/stderr file names of this start.
+        args: more command-line options for the router."""
+        self.args = list(args)
         self.bin = os.environ.get("RT_ROUTER_BIN")
         self.src = os.environ.get("RT_SOURCE_DIR")
         if not self.bin or not self.src:
@@ -108,6 +110,7 @@ class RouterProc:
         level = os.environ.get("RT_E2E_LOG_LEVEL")
         if level:
             argv += ["--log-level", level]
+        argv += self.args
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                          preexec_fn=_die_with_parent, cwd=self.tmp)
@@ -192,11 +195,39 @@ class RouterProc:
 
 # --- autobahn clients -----------------------------------------------------------------------------
 
+try:
+    from autobahn.wamp.serializer import CBORSerializer  # noqa: E402 (needs cbor2)
+except ImportError:
+    # Debian's autobahn 22.7 wants cbor2 for CBOR; python3-cbor (a dependency) serves as well.
+    import cbor as _cbor  # noqa: E402
+    from autobahn.wamp.serializer import Serializer  # noqa: E402
+
+    class _CborObjectSerializer:
+        NAME = "cbor"
+        BINARY = True
+
+        def serialize(self, obj):
+            return _cbor.dumps(obj)
+
+        def unserialize(self, payload):
+            return [_cbor.loads(payload)]
+
+    class CBORSerializer(Serializer):
+        SERIALIZER_ID = "cbor"
+        RAWSOCKET_SERIALIZER_ID = 3
+        MIME_TYPE = "application/cbor"
+
+        def __init__(self):
+            Serializer.__init__(self, _CborObjectSerializer())
+
+
 def make_serializer(name):
     if name == "json":
         return JsonSerializer()
     if name == "msgpack":
         return MsgPackSerializer()
+    if name == "cbor":
+        return CBORSerializer()
     raise ValueError(name)
 
 

@@ -62,12 +62,12 @@ class TestHandshake(h.RouterTestCase):
         return ws
 
     async def test_subprotocols_negotiated(self):
-        for proto in ("wamp.2.json", "wamp.2.msgpack"):
+        for proto in ("wamp.2.json", "wamp.2.msgpack", "wamp.2.cbor"):
             ws = self._handshake((proto,))
             self.assertEqual(ws.status, 101)
             self.assertEqual(ws.headers.get("sec-websocket-protocol"), proto)
         # Several offered, unknown ones skipped.
-        ws = self._handshake(("wamp.2.cbor", "wamp.2.msgpack", "wamp.2.json"))
+        ws = self._handshake(("wamp.2.ubjson", "wamp.2.msgpack", "wamp.2.json"))
         self.assertEqual(ws.status, 101)
         self.assertIn(ws.headers.get("sec-websocket-protocol"), ("wamp.2.msgpack", "wamp.2.json"))
 
@@ -76,7 +76,7 @@ class TestHandshake(h.RouterTestCase):
         self.assertNotEqual(ws.status, 101, ws.headers)
 
     async def test_non_wamp_subprotocol_is_refused(self):
-        for protos in (("chat",), ("wamp.2.cbor",), ("wamp.2.ubjson", "mqtt")):
+        for protos in (("chat",), ("wamp.2.flatbuffers",), ("wamp.2.ubjson", "mqtt")):
             with self.subTest(protocols=protos):
                 ws = self._handshake(protos)
                 self.assertNotEqual(ws.status, 101, ws.headers)

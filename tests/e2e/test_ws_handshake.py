@@ -140,19 +140,19 @@ class HandshakeTest(h.AsyncTestCase):
         status, headers, _ = self.upgrade(["wamp.2.json, wamp.2.msgpack"])
         self.assertEqual(status, 101)
         self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.msgpack")
-        status, headers, _ = self.upgrade(["wamp.2.cbor", "  wamp.2.json.batched ,wamp.2.json"])
+        status, headers, _ = self.upgrade(["wamp.2.ubjson", "  wamp.2.json.batched ,wamp.2.json"])
         self.assertEqual(status, 101)
         self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.json")
 
     async def test_refusals_answered_counted_and_recorded(self):
         before = await self.stats()
         self.assertEqual(before["handshakes_refused_subprotocol"], 0)
-        status, _, body = self.upgrade(["wamp.2.cbor, wamp.2.json.batched, WAMP.2.JSON"])
+        status, _, body = self.upgrade(["wamp.2.ubjson, wamp.2.json.batched, WAMP.2.JSON"])
         self.assertEqual(status, 400)
-        self.assertIn("wamp.2.msgpack, wamp.2.json", body)
+        self.assertIn("wamp.2.msgpack, wamp.2.cbor, wamp.2.json", body)
         status, _, body = self.upgrade([])
         self.assertEqual(status, 400)
-        self.assertIn("wamp.2.msgpack, wamp.2.json", body)
+        self.assertIn("wamp.2.msgpack, wamp.2.cbor, wamp.2.json", body)
         status, _, body = self.upgrade(["wamp.2.json"], path="/not-wamp")
         self.assertEqual(status, 404)
         # lws would hang up on these without a word.
@@ -181,7 +181,7 @@ class HandshakeTest(h.AsyncTestCase):
         for m in msgs:
             self.assertEqual(m["transport"], "transport1")
             self.assertRegex(m["peer"], r"^127\.0\.0\.1:\d+$")
-        self.assertIn("wamp.2.cbor", msgs[0]["detail"])
+        self.assertIn("wamp.2.ubjson", msgs[0]["detail"])
         self.assertIn("no Sec-WebSocket-Protocol", msgs[1]["detail"])
         self.assertIn("/not-wamp", msgs[2]["detail"])
         log = self.router.stderr_text() + self.router.stdout_text()

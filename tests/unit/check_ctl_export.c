@@ -1,7 +1,10 @@
 /* check_ctl_export.c: the JSON Lines and Chrome Trace Event converters of wampscope-ctl on a
  * fixed record set. The Chrome output is parsed back and checked against the format's rules:
  * every event has ph/ts/pid/tid, every used process/thread is named, X slices nest per thread,
- * every flow start has exactly one finish (bp "e") and starts inside its action's slice. */
+ * every flow start comes before its one finish, both in the category of the slices they bind to
+ * ("wamp"): the start at its action's slice, the finish ("bp": "e") at the zero-length slice of
+ * its follower; every message record has a time of its own, also when records share a clock
+ * reading (flows between two events of one time vanish in the DevTools trace engine). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +177,14 @@ static const char *meta_name(const json_t *events, json_int_t pid, json_int_t ti
     return NULL;
 }
 
-/* The X event whose name is name (exactly one). */
+/* An action's slice (its args hold a correlation; a message's slice holds only its seq). */
+static bool is_action_slice(const json_t *e)
+{
+    return strcmp(sget(e, "ph"), "X") == 0 &&
+           json_object_get(json_object_get(e, "args"), "correlation") != NULL;
+}
+
+/* The action slice whose name is name (exactly one). */
 static const json_t *slice_named(const json_t *events, const char *name)
 {
     const json_t *found = NULL;
@@ -182,8 +192,7 @@ static const json_t *slice_named(const json_t *events, const char *name)
     json_t *e;
     json_array_foreach(events, i, e)
     {
-        if (strcmp(sget(e, "ph"), "X") == 0 && strcmp(sget(e, "cat"), "action") == 0 &&
-            strcmp(sget(e, "name"), name) == 0) {
+        if (is_action_slice(e) && strcmp(sget(e, "name"), name) == 0) {
             ck_assert_ptr_null(found);
             found = e;
         }
@@ -214,9 +223,12 @@ START_TEST(test_chrome_structure)
             ck_assert_ptr_nonnull(meta_name(events, iget(e, "pid"), iget(e, "tid")));
         }
         n_instant += strcmp(ph, "i") == 0;
+        if (strcmp(ph, "X") == 0 || strcmp(ph, "s") == 0 || strcmp(ph, "f") == 0) {
+            ck_assert_str_eq(sget(e, "cat"), "wamp");
+        }
         if (strcmp(ph, "X") == 0) {
-            n_action += strcmp(sget(e, "cat"), "action") == 0;
-            n_msg_slice += strcmp(sget(e, "cat"), "message") == 0;
+            n_action += is_action_slice(e);
+            n_msg_slice += !is_action_slice(e);
         }
         n_s += strcmp(ph, "s") == 0;
         n_f += strcmp(ph, "f") == 0;
@@ -228,9 +240,8 @@ START_TEST(test_chrome_structure)
     ck_assert_uint_eq(n_s, 9);
     ck_assert_uint_eq(n_f, 9);
 
-    /* Every flow id: one s, one f, same name, s not after f, s inside a slice of its thread
-     * that starts at s, and f followed by a slice on its thread at its time (its bind point:
-     * the next slice). */
+    /* Every flow id: one s, then one f, same name, s not after f, s at a slice of its thread
+     * that starts at s, and f ("bp": "e") at a zero-length slice of its thread at its time. */
     json_array_foreach(events, i, e)
     {
         if (strcmp(sget(e, "ph"), "s") != 0) {
@@ -242,7 +253,8 @@ START_TEST(test_chrome_structure)
         {
             if (strcmp(sget(f, "ph"), "f") == 0 && iget(f, "id") == iget(e, "id")) {
                 finishes++;
-                ck_assert_ptr_null(json_object_get(f, "bp"));
+                ck_assert_uint_gt(j, i);
+                ck_assert_str_eq(sget(f, "bp"), "e");
                 bool bound = false;
                 size_t k;
                 json_t *x;
@@ -409,6 +421,9 @@ START_TEST(test_chrome_action_records)
         ck_assert_str_ne(sget(e, "ph"), "i");
         ck_assert_str_ne(sget(e, "ph"), "s");
         n_x += strcmp(sget(e, "ph"), "X") == 0;
+        if (strcmp(sget(e, "ph"), "X") == 0) {
+            ck_assert_str_eq(sget(e, "cat"), "wamp");
+        }
     }
     ck_assert_uint_eq(n_x, 3);
     const json_t *call = slice_named(events, "call com.add");
@@ -435,6 +450,81 @@ START_TEST(test_chrome_action_records)
 
 END_TEST
 
+/* The records of one received message and of what it causes share one clock reading (a PUBLISH,
+ * its EVENTs and its PUBLISHED): each still gets a time of its own, in seq order, as close to the
+ * reading as a double allows, so every flow joins two distinct times. A clock that went back is
+ * not pushed forward. */
+START_TEST(test_chrome_shared_reading)
+{
+    static const char *const recs[] = {
+            "{\"seq\":1,\"ts\":1764150000.123456,\"direction\":\"rx\",\"msg_type\":"
+            "\"Publish\",\"realm\":\"r\",\"session_id\":1,\"correlation\":\"p\",\"uri\":\"t\"}",
+            "{\"seq\":2,\"ts\":1764150000.123456,\"direction\":\"tx\",\"msg_type\":"
+            "\"Event\",\"realm\":\"r\",\"session_id\":2,\"correlation\":\"p\",\"uri\":\"t\"}",
+            "{\"seq\":3,\"ts\":1764150000.123456,\"direction\":\"tx\",\"msg_type\":"
+            "\"Event\",\"realm\":\"r\",\"session_id\":3,\"correlation\":\"p\",\"uri\":\"t\"}",
+            "{\"seq\":4,\"ts\":1764150000.123456,\"direction\":\"tx\",\"msg_type\":"
+            "\"Published\",\"realm\":\"r\",\"session_id\":1,\"correlation\":\"p\","
+            "\"uri\":\"t\"}",
+            ("{\"seq\":5,\"ts\":1764149999.5,\"direction\":\"rx\",\"msg_type\":\"Hello\","
+             "\"realm\":\"r\",\"session_id\":4,\"correlation\":null,\"uri\":null}"),
+    };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_chrome *c = ctl_chrome_new(f);
+    ck_assert_ptr_nonnull(c);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *r = json_loads(recs[i], 0, NULL);
+        ck_assert_ptr_nonnull(r);
+        ck_assert(ctl_chrome_add(c, r));
+        json_decref(r);
+    }
+    ck_assert(ctl_chrome_finish(c, NULL));
+    ctl_chrome_free(c);
+    fclose(f);
+    json_t *doc = json_loads(buf, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    free(buf);
+    json_t *events = json_object_get(doc, "traceEvents");
+    double t[6] = {0};
+    size_t i, n_flows = 0;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        if (strcmp(sget(e, "ph"), "i") == 0) {
+            t[iget(json_object_get(e, "args"), "seq")] = nget(e, "ts");
+        }
+    }
+    const double reading = 1764150000.123456e6;
+    ck_assert(t[1] == reading);
+    for (size_t k = 2; k <= 4; k++) {
+        ck_assert(t[k] > t[k - 1]);
+        ck_assert_double_eq_tol(t[k], reading, 1);
+    }
+    ck_assert(t[5] == 1764149999.5e6);
+    json_array_foreach(events, i, e)
+    {
+        if (strcmp(sget(e, "ph"), "f") != 0) {
+            continue;
+        }
+        n_flows++;
+        size_t j;
+        json_t *s;
+        json_array_foreach(events, j, s)
+        {
+            if (strcmp(sget(s, "ph"), "s") == 0 && iget(s, "id") == iget(e, "id")) {
+                ck_assert(nget(s, "ts") == t[1]);
+                ck_assert(nget(e, "ts") > nget(s, "ts"));
+            }
+        }
+    }
+    ck_assert_uint_eq(n_flows, 3);
+    json_decref(doc);
+}
+
+END_TEST
+
 static Suite *ctl_export_suite(void)
 {
     Suite *s = suite_create("ctl_export");
@@ -443,6 +533,7 @@ static Suite *ctl_export_suite(void)
     tcase_add_test(tc, test_chrome_structure);
     tcase_add_test(tc, test_chrome_empty_trace);
     tcase_add_test(tc, test_chrome_action_records);
+    tcase_add_test(tc, test_chrome_shared_reading);
     suite_add_tcase(s, tc);
     return s;
 }

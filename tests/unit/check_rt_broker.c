@@ -1142,6 +1142,169 @@ START_TEST(test_welcome_announces_event_retention)
 
 END_TEST
 
+/* --- Payloads as bytes ------------------------------------------------------------------------ */
+
+/* The next queued frame of c as the router encoded it (one reference), NULL if none. */
+static wamp_buf *next_raw(fake_conn *c)
+{
+    wamp_buf *b = rt_session_tx_peek(c->s);
+    if (!b) {
+        return NULL;
+    }
+    wamp_buf_ref(b);
+    rt_session_tx_pop(c->s);
+    return b;
+}
+
+/* The next frame of c ends with the n bytes of tail (the payload ends a message). */
+static void expect_tail(fake_conn *c, const void *tail, size_t n, const char *what)
+{
+    wamp_buf *b = next_raw(c);
+    ck_assert_msg(b != NULL, "%s: nothing received", what);
+    ck_assert_msg(wamp_buf_len(b) >= n &&
+                          memcmp(wamp_buf_cdata(b) + wamp_buf_len(b) - n, tail, n) == 0,
+                  "%s: payload bytes differ", what);
+    wamp_buf_unref(&b);
+}
+
+#define BYTES(s) (s), (sizeof(s) - 1)
+
+/* The payload [2^64-1, "a\0b"], {"k\0": binary 01 02} in each serializer. */
+static const char PAYLOAD_JSON[] =
+        "[18446744073709551615,\"a\\u0000b\"],{\"k\\u0000\":\"\\u0000AQI=\"}]";
+static const char PAYLOAD_MSGPACK[] = "\x92\xcf\xff\xff\xff\xff\xff\xff\xff\xff\xa3"
+                                      "a\x00"
+                                      "b\x81\xa2k\x00\xc4\x02\x01\x02";
+static const char PAYLOAD_CBOR[] = "\x82\x1b\xff\xff\xff\xff\xff\xff\xff\xff\x63"
+                                   "a\x00"
+                                   "b\xa1\x62k\x00\x42\x01\x02";
+
+static void expect_payload(fake_conn *c, const char *what)
+{
+    switch (c->ser) {
+    case WAMP_SER_JSON:
+        expect_tail(c, BYTES(PAYLOAD_JSON), what);
+        break;
+    case WAMP_SER_MSGPACK:
+        expect_tail(c, BYTES(PAYLOAD_MSGPACK), what);
+        break;
+    case WAMP_SER_CBOR:
+        expect_tail(c, BYTES(PAYLOAD_CBOR), what);
+        break;
+    }
+}
+
+/* A uint64 above 2^63-1, NUL in a value and in a key, and binary reach subscribers of every
+ * serializer exactly (MessagePack to MessagePack byte for byte), from publishers of each, live
+ * and as a retained event. */
+START_TEST(test_payload_exact_across_serializers)
+{
+    static const wamp_ser sers[] = {WAMP_SER_JSON, WAMP_SER_MSGPACK, WAMP_SER_CBOR};
+    fake_conn *subs[3];
+    for (int i = 0; i < 3; i++) {
+        subs[i] = joined(sers[i], "realm1");
+        subscribe(subs[i], "com.exact");
+    }
+    fake_conn *pub = joined(WAMP_SER_MSGPACK, "realm1");
+    unsigned char msg[64] = "\x96\x10\x01\x81\xa6retain\xc3\xa9"
+                            "com.exact";
+    size_t n = 22;
+    memcpy(msg + n, PAYLOAD_MSGPACK, sizeof(PAYLOAD_MSGPACK) - 1);
+    ck_assert_int_eq(fake_conn_send_raw(pub, msg, n + sizeof(PAYLOAD_MSGPACK) - 1), WAMP_OK);
+    for (int i = 0; i < 3; i++) {
+        expect_payload(subs[i], "from msgpack");
+    }
+    fake_conn *jpub = joined(WAMP_SER_JSON, "realm1");
+    char text[160];
+    int tn = snprintf(text, sizeof(text), "[16,2,{},\"com.exact\",%s", PAYLOAD_JSON);
+    ck_assert_int_eq(fake_conn_send_raw(jpub, text, (size_t)tn), WAMP_OK);
+    for (int i = 0; i < 3; i++) {
+        expect_payload(subs[i], "from json");
+    }
+    /* The retained event (the MessagePack publication) to a late CBOR subscriber. */
+    fake_conn *late = joined(WAMP_SER_CBOR, "realm1");
+    fake_conn_send(late, "[32, 1, {\"get_retained\": true}, \"com.exact\"]");
+    wamp_buf *subd = next_raw(late); /* SUBSCRIBED (CBOR array of 3: 0x83, then 33) */
+    ck_assert(subd && wamp_buf_cdata(subd)[0] == 0x83 && wamp_buf_cdata(subd)[1] == 0x18 &&
+              wamp_buf_cdata(subd)[2] == WAMP_MSG_SUBSCRIBED);
+    wamp_buf_unref(&subd);
+    expect_payload(late, "retained to cbor");
+    fake_conn_free(late);
+    fake_conn_free(jpub);
+    fake_conn_free(pub);
+    for (int i = 0; i < 3; i++) {
+        fake_conn_free(subs[i]);
+    }
+}
+
+END_TEST
+
+/* A joined session whose HELLO announces payload_passthru_mode (ppt) for its roles, or not. */
+static fake_conn *joined_ppt(wamp_ser ser, bool ppt)
+{
+    fake_conn *c = fake_conn_new(T.rt, ser);
+    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
+    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"publisher\": %s, \"subscriber\": %s}}]", f,
+                   f);
+    json_t *w = fake_conn_next(c);
+    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    ck_assert(json_is_true(json_object_get(
+            json_object_get(
+                    json_object_get(json_object_get(json_array_get(w, 2), "roles"), "broker"),
+                    "features"),
+            "payload_passthru_mode")));
+    json_decref(w);
+    return c;
+}
+
+/* Payload passthru mode: PUBLISH.Options.ppt_* become EVENT.Details.ppt_* (retained events
+ * too), the payload untouched; bad ppt options are invalid_argument; unannounced use aborts. */
+START_TEST(test_payload_passthru)
+{
+    fake_conn *sub = joined_ppt(WAMP_SER_MSGPACK, true);
+    int64_t sid = subscribe(sub, "com.ppt");
+    fake_conn *pub = joined_ppt(WAMP_SER_JSON, true);
+    fake_conn_send(pub, "[16, 1, {\"ppt_scheme\": \"wamp.eth\", \"ppt_serializer\": \"cbor\", "
+                        "\"ppt_cipher\": \"xsalsa20poly1305\", \"ppt_keyid\": \"0xab\", "
+                        "\"retain\": true}, \"com.ppt\", [\"\\u0000AQID\"]]");
+    json_t *ev = fake_conn_next(sub);
+    json_t *want =
+            json_pack("[i, I, I, {s:s, s:s, s:s, s:s}, [s#]]", WAMP_MSG_EVENT, (json_int_t)sid,
+                      fake_msg_int(ev, 2), "ppt_scheme", "wamp.eth", "ppt_serializer", "cbor",
+                      "ppt_cipher", "xsalsa20poly1305", "ppt_keyid", "0xab", "\0AQID", (size_t)5);
+    ck_assert_msg(json_equal(ev, want), "EVENT differs");
+    json_decref(ev);
+    json_decref(want);
+    fake_conn *late = joined_ppt(WAMP_SER_CBOR, true);
+    fake_conn_send(late, "[32, 1, {\"get_retained\": true}, \"com.ppt\"]");
+    json_decref(fake_conn_next(late));
+    ev = fake_conn_next(late);
+    json_t *d = json_array_get(ev, 3);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "ppt_scheme")), "wamp.eth");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "ppt_keyid")), "0xab");
+    ck_assert(json_is_true(json_object_get(d, "retained")));
+    json_decref(ev);
+
+    fake_conn_send(pub, "[16, 2, {\"ppt_keyid\": \"k\", \"acknowledge\": true}, \"com.ppt\"]");
+    fake_expect_error(pub, WAMP_MSG_PUBLISH, 2, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(pub, "[16, 3, {\"ppt_scheme\": \"\"}, \"com.ppt\"]");
+    fake_expect_error(pub, WAMP_MSG_PUBLISH, 3, WAMP_ERROR_INVALID_ARGUMENT);
+    ck_assert_uint_eq(fake_conn_pending(sub), 0);
+    fake_conn *plain = joined_ppt(WAMP_SER_JSON, false);
+    fake_conn_send(plain, "[16, 4, {\"ppt_scheme\": \"x_y\"}, \"com.ppt\", [\"\\u0000AA==\"]]");
+    json_t *abort = fake_conn_next(plain);
+    ck_assert_int_eq(fake_msg_int(abort, 0), WAMP_MSG_ABORT);
+    ck_assert_str_eq(fake_msg_str(abort, 2), WAMP_ERROR_PROTOCOL_VIOLATION);
+    json_decref(abort);
+    ck_assert_uint_eq(fake_conn_pending(sub), 0);
+    fake_conn_free(plain);
+    fake_conn_free(late);
+    fake_conn_free(pub);
+    fake_conn_free(sub);
+}
+
+END_TEST
+
 /* PUBLISH and SUBSCRIBE options of the wrong type (forward_for, transaction_hash, the lists)
  * or strings with NUL get ERROR invalid_argument naming the option, with or without
  * acknowledge; nothing is delivered or subscribed. */
@@ -1205,6 +1368,8 @@ static Suite *rt_broker_suite(void)
     tcase_add_test(tc, test_publish_local_reaches_pattern_subscriptions);
     tcase_add_test(tc, test_pattern_index_allocates_nothing_per_publish);
     tcase_add_test(tc, test_welcome_announces_broker_features);
+    tcase_add_test(tc, test_payload_exact_across_serializers);
+    tcase_add_test(tc, test_payload_passthru);
     tcase_add_test(tc, test_wrongly_typed_options);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("roles");

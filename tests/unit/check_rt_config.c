@@ -329,7 +329,61 @@ START_TEST(test_example_config)
     ck_assert_ptr_nonnull(cfg->log_level);
     assert_default_trusted(cfg);
     assert_flight_recorder_default(cfg);
+    ck_assert(cfg->metrics_enabled);
+    ck_assert_str_eq(cfg->metrics_interface, "127.0.0.1");
+    ck_assert_int_eq(cfg->metrics_port, 9464);
+    ck_assert_str_eq(cfg->metrics_path, "/metrics");
     rt_config_free(cfg);
+}
+
+END_TEST
+
+/* wampscope.metrics: absent = no listener; the path defaults to /metrics; the endpoint is a
+ * plain TCP listening endpoint. */
+START_TEST(test_metrics_section)
+{
+    rt_config *cfg = load_ok(STD(""));
+    ck_assert(!cfg->metrics_enabled);
+    ck_assert_ptr_null(cfg->metrics_path);
+    rt_config_free(cfg);
+    cfg = load_ok(WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':0}}}"));
+    ck_assert(cfg->metrics_enabled);
+    ck_assert_ptr_null(cfg->metrics_interface);
+    ck_assert_int_eq(cfg->metrics_port, 0);
+    ck_assert_str_eq(cfg->metrics_path, "/metrics");
+    rt_config_free(cfg);
+    cfg = load_ok(WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':9100,"
+                                 "'interface':'::1','version':6},'path':'/x/prom'}}"));
+    ck_assert_str_eq(cfg->metrics_interface, "::1");
+    ck_assert_int_eq(cfg->metrics_port, 9100);
+    ck_assert_str_eq(cfg->metrics_path, "/x/prom");
+    rt_config_free(cfg);
+
+    static const struct {
+        const char *json;
+        const char *err;
+    } bad[] = {
+            {WITH_WAMPSCOPE("{'metrics':{}}"), P_WS ".metrics.endpoint: is required"},
+            {WITH_WAMPSCOPE("{'metrics':true}"), P_WS ".metrics: must be an object"},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':70000}}}"),
+             P_WS ".metrics.endpoint.port: must be an integer 0..65535"},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'unix','path':'/tmp/m.sock'}}}"),
+             P_WS ".metrics.endpoint.type: must be \"tcp\""},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':1},'path':'/m?x'}}"),
+             P_WS ".metrics.path: must start with \"/\""},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':1},'path':'m'}}"),
+             P_WS ".metrics.path: must start with \"/\""},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':1},'auth':{}}}"),
+             P_WS ".metrics.auth: unknown key"},
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[ERR_LEN] = "";
+        cfg = NULL;
+        ck_assert_int_eq(load_q(bad[i].json, &cfg, err), WAMP_EINVAL);
+        ck_assert_ptr_null(cfg);
+        ck_assert_msg(strncmp(err, bad[i].err, strlen(bad[i].err)) == 0, "%zu: got \"%s\"", i, err);
+    }
 }
 
 END_TEST
@@ -1282,9 +1336,9 @@ static const refusal refusals[] = {
          "workers[0].transports: at least one transport is required"},
         {WITH_RAW("'bogus':1"), P_T ".bogus: unknown key"},
         {WITH_RAW("'url':'rs://x'"), P_T ".url: unknown key"},
-        {WITH_RAW("'serializers':['cbor']"),
-         P_T ".serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+        {WITH_RAW("'serializers':['ubjson']"),
+         P_T ".serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_RAW("'options':{'max_message_size':100}"),
          P_T ".options.max_message_size: must be an integer 1024..1073741824 bytes"},
         {WITH_RAW("'options':{'max_message_size':33554432}"),
@@ -1317,9 +1371,9 @@ static const refusal refusals[] = {
         {WITH_UNI("'web':{}"), P_T ".web.paths: is required"},
         {WITH_UNI("'web':{'paths':{'/':{'type':'static'}},'x':1}"), P_T ".web.x: unknown key"},
         {WITH_UNI("'websocket':{'ws':{}},'web':{'paths':{'ws2':{'type':'websocket',"
-                  "'serializers':['cbor']}}}"),
-         P_T ".web.paths.ws2.serializers[0]: serializer \"cbor\" is not supported (only \"json\" "
-             "and \"msgpack\" are)"},
+                  "'serializers':['ubjson']}}}"),
+         P_T ".web.paths.ws2.serializers[0]: serializer \"ubjson\" is not supported (only "
+             "\"json\", \"msgpack\" and \"cbor\" are)"},
         {WITH_UNI("'bogus':1"), P_T ".bogus: unknown key"},
         {WITH_UNI("'id':'u1x'"),
          P_T ": needs a \"rawsocket\", \"websocket\" or \"web\" part (or several)"},
@@ -1339,8 +1393,8 @@ static const refusal refusals[] = {
          P_T ".rawsocket.type: must be \"rawsocket\""},
         {WITH_UNI("'rawsocket':[]"), P_T ".rawsocket: must be an object"},
         {WITH_UNI("'rawsocket':{'serializers':['ubjson']},'websocket':{'ws':{}}"),
-         P_T ".rawsocket.serializers[0]: serializer \"ubjson\" is not supported (only \"json\" "
-             "and \"msgpack\" are)"},
+         P_T ".rawsocket.serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_T("{'type':'universal','id':'uni','endpoint':{'type':'tcp','port':8081},"
                 "'rawsocket':{},'websocket':{'ws':{}}},"
                 "{'type':'websocket','id':'uni_rawsocket','endpoint':{'type':'tcp','port':9}}"),
@@ -1363,18 +1417,19 @@ static const refusal refusals[] = {
         {WITH_WS_KEYS("'url':'http://localhost:8080/ws'"),
          P_T ".url: \"http://localhost:8080/ws\" must be a ws:// or wss:// URL"},
         {WITH_WS_KEYS("'url':'ws:///ws'"), P_T ".url: \"ws:///ws\" has no host"},
-        {WITH_WS_KEYS("'serializers':['cbor','json']"),
-         P_T ".serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+        {WITH_WS_KEYS("'serializers':['ubjson','json']"),
+         P_T ".serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_WS_KEYS("'serializers':['json','ubjson']"),
-         P_T ".serializers[1]: serializer \"ubjson\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+         P_T ".serializers[1]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_WS_KEYS("'serializers':['flatbuffers']"),
-         P_T ".serializers[0]: serializer \"flatbuffers\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+         P_T ".serializers[0]: serializer \"flatbuffers\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_WS_KEYS("'serializers':['xml']"), P_T ".serializers[0]: unknown serializer \"xml\""},
         {WITH_WS_KEYS("'serializers':[]"),
-         P_T ".serializers: must name at least one serializer (\"json\", \"msgpack\")"},
+         P_T ".serializers: must name at least one serializer (\"json\", \"msgpack\", "
+             "\"cbor\")"},
         {WITH_WS_KEYS("'serializers':'json'"), P_T ".serializers: must be a list"},
         {WITH_T(T1 "," T1), "workers[0].transports[1].endpoint.port: port 8080 is already used by "
                             "transports[0]"},
@@ -1622,9 +1677,9 @@ static const refusal refusals[] = {
          P_T ".paths[\"a/b\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_PATHS("{'ws':{'type':'websocket','endpoint':{}}}"),
          P_T ".paths.ws.endpoint: unknown key"},
-        {WITH_PATHS("{'ws':{'type':'websocket','serializers':['cbor']}}"),
-         P_T ".paths.ws.serializers[0]: serializer \"cbor\" is not supported (only \"json\" and "
-             "\"msgpack\" are)"},
+        {WITH_PATHS("{'ws':{'type':'websocket','serializers':['ubjson']}}"),
+         P_T ".paths.ws.serializers[0]: serializer \"ubjson\" is not supported (only \"json\", "
+             "\"msgpack\" and \"cbor\" are)"},
         {WITH_PATHS("{'ws':{'type':'websocket','auth':{'wampcra':{}}}}"),
          P_T ".paths.ws.auth.wampcra.type: is required"},
         {WITH_PATHS("{'ws':{'type':'websocket','options':{'max_message_size':1}}}"),
@@ -2251,6 +2306,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_e2e_config);
     tcase_add_test(tc, test_e2e_mgmt_config);
     tcase_add_test(tc, test_example_config);
+    tcase_add_test(tc, test_metrics_section);
     tcase_add_test(tc, test_load_file_errors);
     tcase_add_test(tc, test_load_file_sizes);
     tcase_add_test(tc, test_readme_documents_settings);

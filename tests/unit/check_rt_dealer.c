@@ -274,10 +274,10 @@ END_TEST
 
 START_TEST(test_result_too_big_for_caller)
 {
-    /* Callee's transport allows big messages, caller's only 700 bytes (a WELCOME fits). */
+    /* Callee's transport allows big messages, caller's only 800 bytes (a WELCOME fits). */
     rt_peer small;
     memset(&small, 0, sizeof(small));
-    small.max_message_size = 700;
+    small.max_message_size = 800;
     fake_conn *caller = fake_conn_new_peer(T.rt, WAMP_SER_JSON, &small);
     fake_conn_join(caller, "realm1");
     fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
@@ -939,6 +939,221 @@ START_TEST(test_local_procedure_with_patterns)
 
 END_TEST
 
+/* --- Payloads as bytes ------------------------------------------------------------------------ */
+
+/* The next queued frame of c as the router encoded it (one reference), NULL if none. */
+static wamp_buf *next_raw(fake_conn *c)
+{
+    wamp_buf *b = rt_session_tx_peek(c->s);
+    if (!b) {
+        return NULL;
+    }
+    wamp_buf_ref(b);
+    rt_session_tx_pop(c->s);
+    return b;
+}
+
+/* b ends with the n bytes of tail (the payload is the last part of a message). */
+static void assert_tail(const wamp_buf *b, const void *tail, size_t n, const char *what)
+{
+    ck_assert_ptr_nonnull(b);
+    ck_assert_msg(wamp_buf_len(b) >= n &&
+                          memcmp(wamp_buf_cdata(b) + wamp_buf_len(b) - n, tail, n) == 0,
+                  "%s: payload bytes differ", what);
+}
+
+/* The envelope of frame b (in ser): its request id (element 1). */
+static uint64_t frame_id(wamp_ser ser, const wamp_buf *b, int type)
+{
+    wamp_msg m;
+    char why[WAMP_WHY_LEN] = "";
+    ck_assert_msg(wamp_msg_parse_bytes(ser, wamp_buf_cdata(b), wamp_buf_len(b), &m, why,
+                                       sizeof(why)) == WAMP_OK,
+                  "%s", why);
+    ck_assert_int_eq(m.type, type);
+    uint64_t id = m.id;
+    wamp_msg_fini(&m);
+    return id;
+}
+
+#define BYTES(s) (s), (sizeof(s) - 1)
+
+/* A JSON caller's 2^64-1 and a NUL key reach a CBOR callee (and back) value-exact; a MessagePack
+ * caller's payload reaches a MessagePack callee byte-exact. */
+START_TEST(test_payload_exact_across_serializers)
+{
+    fake_conn *callee = joined(WAMP_SER_CBOR, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    do_register(callee, "com.p");
+    const char call[] =
+            "[48,7,{},\"com.p\",[18446744073709551615],{\"k\\u0000\":-9223372036854775808}]";
+    ck_assert_int_eq(fake_conn_send_raw(caller, BYTES(call)), WAMP_OK);
+    wamp_buf *inv = next_raw(callee);
+    assert_tail(inv,
+                BYTES("\x81\x1b\xff\xff\xff\xff\xff\xff\xff\xff"
+                      "\xa1\x62k\x00\x3b\x7f\xff\xff\xff\xff\xff\xff\xff"),
+                "INVOCATION to cbor");
+    uint64_t inv_id = frame_id(WAMP_SER_CBOR, inv, WAMP_MSG_INVOCATION);
+    wamp_buf_unref(&inv);
+    /* YIELD [70, inv_id, {}, [2^64-1, "a\0b"]] in CBOR. */
+    unsigned char y[64];
+    size_t n = 0;
+    y[n++] = 0x84;
+    y[n++] = 0x18;
+    y[n++] = 70;
+    y[n++] = 0x1b;
+    for (int i = 7; i >= 0; i--) {
+        y[n++] = (unsigned char)(inv_id >> (8 * i));
+    }
+    memcpy(y + n,
+           "\xa0\x82\x1b\xff\xff\xff\xff\xff\xff\xff\xff\x63"
+           "a\x00"
+           "b",
+           15);
+    n += 15;
+    ck_assert_int_eq(fake_conn_send_raw(callee, y, n), WAMP_OK);
+    wamp_buf *res = next_raw(caller);
+    assert_tail(res, BYTES("{},[18446744073709551615,\"a\\u0000b\"]]"), "RESULT to json");
+    wamp_buf_unref(&res);
+
+    /* MessagePack to MessagePack: the caller's own bytes. */
+    fake_conn *mcallee = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *mcaller = joined(WAMP_SER_MSGPACK, "realm1");
+    do_register(mcallee, "com.m");
+    const char payload[] = "\x92\xcf\xff\xff\xff\xff\xff\xff\xff\xff\xa3"
+                           "a\x00"
+                           "b"
+                           "\x81\xa2k\x00\xc4\x02\x01\x02";
+    unsigned char mcall[64] = "\x96\x30\x08\x80\xa5"
+                              "com.m";
+    memcpy(mcall + 10, payload, sizeof(payload) - 1);
+    ck_assert_int_eq(fake_conn_send_raw(mcaller, mcall, 10 + sizeof(payload) - 1), WAMP_OK);
+    inv = next_raw(mcallee);
+    assert_tail(inv, BYTES(payload), "INVOCATION msgpack");
+    wamp_buf_unref(&inv);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+    fake_conn_free(mcallee);
+    fake_conn_free(mcaller);
+}
+
+END_TEST
+
+/* Answers [length of args[0], length of the one kwargs key]. */
+static wamp_err local_keylen(void *ctx, rt_session *caller, const json_t *args,
+                             const json_t *kwargs, rt_local_reply *reply)
+{
+    (void)ctx;
+    (void)caller;
+    void *it = json_object_iter((json_t *)(uintptr_t)kwargs);
+    reply->args = json_pack("[I, I]", (json_int_t)json_string_length(json_array_get(args, 0)),
+                            (json_int_t)(it ? json_object_iter_key_len(it) : 0));
+    return reply->args ? WAMP_OK : WAMP_ENOMEM;
+}
+
+/* A router procedure cannot read 2^64-1: ERROR wamp.error.invalid_argument naming it, and the
+ * session goes on. */
+START_TEST(test_local_procedure_unrepresentable_argument)
+{
+    int calls = 0;
+    rt_dealer *d = rt_realm_dealer(rt_router_find_realm(T.rt, "realm1"));
+    ck_assert_int_eq(rt_dealer_register_local(d, "wampscope.echo", local_echo, &calls), WAMP_OK);
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    const char call[] = "[48,9,{},\"wampscope.echo\",[1,{\"a\":18446744073709551615}]]";
+    ck_assert_int_eq(fake_conn_send_raw(caller, BYTES(call)), WAMP_OK);
+    json_t *err = fake_conn_next(caller);
+    ck_assert_int_eq(fake_msg_int(err, 0), WAMP_MSG_ERROR);
+    ck_assert_int_eq(fake_msg_int(err, 2), 9);
+    ck_assert_str_eq(fake_msg_str(err, 4), WAMP_ERROR_INVALID_ARGUMENT);
+    const char *msg = json_string_value(json_array_get(json_array_get(err, 5), 0));
+    ck_assert_ptr_nonnull(strstr(msg, "18446744073709551615"));
+    json_decref(err);
+    ck_assert_int_eq(calls, 0);
+    /* NUL in values and keys is fine for it (jansson keys with a length). */
+    ck_assert_int_eq(rt_dealer_register_local(d, "wampscope.keylen", local_keylen, NULL), WAMP_OK);
+    const char ok[] = "[48,10,{},\"wampscope.keylen\",[\"x\\u0000y\"],{\"k\\u0000\":2}]";
+    ck_assert_int_eq(fake_conn_send_raw(caller, BYTES(ok)), WAMP_OK);
+    wamp_buf *res = next_raw(caller);
+    assert_tail(res, BYTES("{},[3,2]]"), "local RESULT");
+    wamp_buf_unref(&res);
+    ck_assert_int_eq(calls, 0);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
+/* A joined session announcing payload_passthru_mode for every role (or none when ppt false). */
+static fake_conn *joined_ppt(wamp_ser ser, bool ppt)
+{
+    fake_conn *c = fake_conn_new(T.rt, ser);
+    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
+    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"caller\": %s, \"callee\": %s}}]", f, f);
+    json_t *w = fake_conn_next(c);
+    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    ck_assert(json_is_true(json_object_get(
+            json_object_get(
+                    json_object_get(json_object_get(json_array_get(w, 2), "roles"), "dealer"),
+                    "features"),
+            "payload_passthru_mode")));
+    json_decref(w);
+    return c;
+}
+
+/* Payload passthru mode: ppt_* options travel CALL -> INVOCATION and YIELD -> RESULT with the
+ * payload untouched; a callee that did not announce it is refused; bad ppt options are an
+ * invalid_argument; an unannounced use is a protocol violation. */
+START_TEST(test_payload_passthru)
+{
+    fake_conn *callee = joined_ppt(WAMP_SER_MSGPACK, true);
+    fake_conn *caller = joined_ppt(WAMP_SER_JSON, true);
+    int64_t reg = do_register(callee, "com.ppt");
+    fake_conn_send(caller, "[48, 1, {\"ppt_scheme\": \"x_test\", \"ppt_serializer\": \"cbor\", "
+                           "\"ppt_cipher\": \"xsalsa20poly1305\", \"ppt_keyid\": \"k1\"}, "
+                           "\"com.ppt\", [\"\\u0000AQID\"]]");
+    json_t *inv = fake_conn_next(callee);
+    json_t *want = json_pack("[i, I, I, {s:s, s:s, s:s, s:s}, [s#]]", WAMP_MSG_INVOCATION,
+                             fake_msg_int(inv, 1), (json_int_t)reg, "ppt_scheme", "x_test",
+                             "ppt_serializer", "cbor", "ppt_cipher", "xsalsa20poly1305",
+                             "ppt_keyid", "k1", "\0AQID", (size_t)5);
+    ck_assert_msg(json_equal(inv, want), "INVOCATION differs");
+    json_decref(want);
+    fake_conn_send(callee,
+                   "[70, %lld, {\"ppt_scheme\": \"x_test\", \"ppt_keyid\": \"k2\"}, "
+                   "[\"\\u0000BAU=\"]]",
+                   (long long)fake_msg_int(inv, 1));
+    json_decref(inv);
+    json_t *res = fake_conn_next(caller);
+    want = json_pack("[i, i, {s:s, s:s}, [s#]]", WAMP_MSG_RESULT, 1, "ppt_scheme", "x_test",
+                     "ppt_keyid", "k2", "\0BAU=", (size_t)5);
+    ck_assert_msg(json_equal(res, want), "RESULT differs");
+    json_decref(res);
+    json_decref(want);
+
+    fake_conn_send(caller, "[48, 2, {\"ppt_serializer\": \"cbor\"}, \"com.ppt\", []]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(caller, "[48, 3, {\"ppt_scheme\": 1}, \"com.ppt\", []]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 3, WAMP_ERROR_INVALID_ARGUMENT);
+    fake_conn_send(caller, "[48, 4, {\"ppt_scheme\": \"x\", \"ppt_other\": \"y\"}, \"com.ppt\"]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 4, WAMP_ERROR_INVALID_ARGUMENT);
+
+    fake_conn *plain = joined_ppt(WAMP_SER_JSON, false);
+    do_register(plain, "com.plain");
+    fake_conn_send(caller, "[48, 5, {\"ppt_scheme\": \"mqtt\"}, \"com.plain\", [\"\\u0000AA==\"]]");
+    fake_expect_error(caller, WAMP_MSG_CALL, 5, WAMP_ERROR_FEATURE_NOT_SUPPORTED);
+    ck_assert_uint_eq(fake_conn_pending(plain), 0);
+    fake_conn_send(plain, "[48, 6, {\"ppt_scheme\": \"mqtt\"}, \"com.ppt\", [\"\\u0000AA==\"]]");
+    json_t *abort = fake_conn_next(plain);
+    ck_assert_int_eq(fake_msg_int(abort, 0), WAMP_MSG_ABORT);
+    ck_assert_str_eq(fake_msg_str(abort, 2), WAMP_ERROR_PROTOCOL_VIOLATION);
+    json_decref(abort);
+    ck_assert_uint_eq(fake_conn_pending(callee), 0);
+    fake_conn_free(plain);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
 /* The next message is ERROR wamp.error.invalid_argument for request, naming option. */
 static void expect_invalid_option(fake_conn *c, int req_type, int64_t request, const char *option)
 {
@@ -1026,6 +1241,9 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_call_timeout);
     tcase_add_test(tc, test_caller_identification);
     tcase_add_test(tc, test_local_procedure_with_patterns);
+    tcase_add_test(tc, test_payload_exact_across_serializers);
+    tcase_add_test(tc, test_local_procedure_unrepresentable_argument);
+    tcase_add_test(tc, test_payload_passthru);
     tcase_add_test(tc, test_wrongly_typed_options);
     suite_add_tcase(s, tc);
     return s;

@@ -1,4 +1,5 @@
-/* check_rt_log.c: level parsing, the threshold, and the exact line format on stderr (captured
+/* check_rt_log.c: level parsing, the threshold, the exact line format on stderr (text and JSON,
+ * with the JSON escaping of what peers send), rate limiting (captured
  * by pointing fd 2 at a temporary file with dup2). */
 #include <signal.h>
 #include <stdbool.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <jansson.h>
 
 #include "log_capture.h"
 #include "rt_log.h"
@@ -86,7 +88,7 @@ START_TEST(test_level_parse)
     ck_assert_int_eq(lv, RT_LOG_LEVEL_DEBUG);
     lv = RT_LOG_LEVEL_ERR;
     ck_assert(rt_log_level_parse("trace", &lv));
-    ck_assert_int_eq(lv, RT_LOG_LEVEL_DEBUG);
+    ck_assert_int_eq(lv, RT_LOG_LEVEL_TRACE);
     ck_assert(rt_log_level_parse("INFO", &lv));
     ck_assert_int_eq(lv, RT_LOG_LEVEL_INFO);
 
@@ -422,13 +424,184 @@ START_TEST(test_refused_handshakes_rate_limited)
     char *sum = capture_end(&c);
     ck_assert_uint_eq(count_lines(sum), 1);
     ck_assert_ptr_nonnull(
-        strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
+            strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
     free(sum);
     const rt_router_stats *st = rt_router_stats_get(t.rt);
     ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
     ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_PATH], RT_LOG_BURST_CONN + 3);
     ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_REQUEST], 1);
     test_router_fini(&t);
+}
+
+END_TEST
+
+/* rt_log_json_escape() of len bytes of in must give want (and return its length). */
+static void expect_escape(const char *in, size_t len, const char *want)
+{
+    char out[256];
+    size_t n = rt_log_json_escape(in, len, out, sizeof(out));
+    ck_assert_msg(strcmp(out, want) == 0, "escape gave \"%s\", want \"%s\"", out, want);
+    ck_assert_uint_eq(n, strlen(want));
+}
+
+START_TEST(test_json_escape)
+{
+    expect_escape("abc", 3, "abc");
+    expect_escape("", 0, "");
+    expect_escape("a\"b\\c", 5, "a\\\"b\\\\c");
+    expect_escape("\x01\n\t\r\x1f\x7f", 6, "\\u0001\\n\\t\\r\\u001f\\u007f");
+    expect_escape("a\0b", 3, "a\\u0000b");
+    /* Valid UTF-8 passes as it is: 2, 3 and 4 bytes. */
+    expect_escape("\xc3\xa9\xe6\x97\xa5\xf0\x9f\x8e\x89", 9,
+                  "\xc3\xa9\xe6\x97\xa5\xf0\x9f\x8e\x89");
+    /* Every byte that is not part of valid UTF-8 becomes U+FFFD. */
+    expect_escape("a\xff"
+                  "b",
+                  3, "a\\ufffdb");
+    expect_escape("\x80", 1, "\\ufffd");   /* lone continuation */
+    expect_escape("a\xc3", 2, "a\\ufffd"); /* cut sequence */
+    expect_escape("\xc3"
+                  "a",
+                  2, "\\ufffda");                                         /* bad continuation */
+    expect_escape("\xc0\xaf", 2, "\\ufffd\\ufffd");                       /* overlong '/' */
+    expect_escape("\xe0\x80\xaf", 3, "\\ufffd\\ufffd\\ufffd");            /* overlong, 3 bytes */
+    expect_escape("\xed\xa0\x80", 3, "\\ufffd\\ufffd\\ufffd");            /* UTF-16 surrogate */
+    expect_escape("\xf4\x90\x80\x80", 4, "\\ufffd\\ufffd\\ufffd\\ufffd"); /* > U+10FFFF */
+    expect_escape("\xf4\x8f\xbf\xbf", 4, "\xf4\x8f\xbf\xbf");             /* U+10FFFF itself */
+}
+
+END_TEST
+
+START_TEST(test_json_escape_cut)
+{
+    char out[5];
+    /* Like snprintf: the whole length back, as much as fits written, NUL-terminated. */
+    ck_assert_uint_eq(rt_log_json_escape("ab\"cd", 5, out, sizeof(out)), 6);
+    ck_assert_str_eq(out, "ab\\\"");
+    ck_assert_uint_eq(rt_log_json_escape("abc", 3, NULL, 0), 3);
+}
+
+END_TEST
+
+static int lookup_ctx;
+
+static bool lookup(void *ctx, uint64_t sid, rt_log_session_info *out)
+{
+    ck_assert_ptr_eq(ctx, &lookup_ctx);
+    if (sid != 77) {
+        return false;
+    }
+    out->realm = "realm\"1";
+    out->peer = "127.0.0.1:5000";
+    return true;
+}
+
+/* The next line of text as a JSON object (owned). */
+static json_t *next_json(const char **text)
+{
+    const char *nl = strchr(*text, '\n');
+    ck_assert_ptr_nonnull(nl);
+    json_error_t e;
+    json_t *o = json_loadb(*text, (size_t)(nl - *text), 0, &e);
+    ck_assert_msg(o && json_is_object(o), "not a JSON object (%s): %.*s", e.text, (int)(nl - *text),
+                  *text);
+    *text = nl + 1;
+    return o;
+}
+
+START_TEST(test_json_lines)
+{
+    capture c;
+    rt_log_set_output(RT_LOG_FORMAT_JSON, RT_LOG_TARGET_STDERR);
+    rt_log_set_session_lookup(lookup, &lookup_ctx);
+    rt_log_set_level(RT_LOG_LEVEL_TRACE);
+    capture_begin(&c);
+    RT_LOG_INFO(77, "uri %s from peer", "bad\xff\"\n\x01");
+    RT_LOG_WARN(0, "no session\n");
+    rt_log_field f[] = {{.key = "type", .str = "CALL"},
+                        {.key = "bytes", .num = 42},
+                        {.key = "realm", .str = "given"}};
+    rt_log_ev(RT_LOG_LEVEL_TRACE, 77, f, 3, "rx %s", "CALL");
+    RT_LOG_DEBUG(5, "unknown session");
+    char *out = capture_end(&c);
+    rt_log_set_output(RT_LOG_FORMAT_TEXT, RT_LOG_TARGET_STDERR);
+    rt_log_set_session_lookup(NULL, NULL);
+
+    ck_assert_uint_eq(count_lines(out), 4);
+    const char *p = out;
+    json_t *o = next_json(&p);
+    const char *ts = json_string_value(json_object_get(o, "ts"));
+    ck_assert_ptr_nonnull(ts);
+    /* RFC 3339, UTC, microseconds: 2026-11-22T03:20:38.123456Z */
+    ck_assert_uint_eq(strlen(ts), 27);
+    ck_assert(ts[4] == '-' && ts[10] == 'T' && ts[19] == '.' && ts[26] == 'Z');
+    ck_assert_str_eq(json_string_value(json_object_get(o, "level")), "info");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "msg")),
+                     "uri bad\xef\xbf\xbd\"\n\x01 from peer");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "session")), 77);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "realm")), "realm\"1");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "peer")), "127.0.0.1:5000");
+    json_decref(o);
+
+    o = next_json(&p);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "level")), "warn");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "msg")), "no session");
+    ck_assert_ptr_null(json_object_get(o, "session"));
+    json_decref(o);
+
+    o = next_json(&p);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "level")), "trace");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "type")), "CALL");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "bytes")), 42);
+    /* The call site's field wins over the lookup's, and no key comes twice. */
+    ck_assert_str_eq(json_string_value(json_object_get(o, "realm")), "given");
+    ck_assert_uint_eq(json_object_size(o), 8); /* ts level msg session peer type bytes realm */
+    json_decref(o);
+
+    o = next_json(&p);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "level")), "debug");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "session")), 5);
+    ck_assert_ptr_null(json_object_get(o, "realm"));
+    json_decref(o);
+    free(out);
+}
+
+END_TEST
+
+START_TEST(test_text_fields_and_trace_level)
+{
+    capture c;
+    rt_log_set_level(RT_LOG_LEVEL_DEBUG);
+    capture_begin(&c);
+    rt_log_field f[] = {{.key = "type", .str = "CALL"}, {.key = "bytes", .num = 42}};
+    rt_log_ev(RT_LOG_LEVEL_TRACE, 7, f, 2, "rx CALL"); /* above debug: not written */
+    rt_log_ev(RT_LOG_LEVEL_DEBUG, 7, f, 2, "rx CALL");
+    rt_log_set_level(RT_LOG_LEVEL_TRACE);
+    rt_log_ev(RT_LOG_LEVEL_TRACE, 0, f, 1, "tx %s", "RESULT");
+    RT_LOG_DEBUG(0, "debug shows at trace");
+    char *out = capture_end(&c);
+    rt_log_set_level(RT_LOG_LEVEL_INFO);
+    ck_assert_uint_eq(count_lines(out), 3);
+    ck_assert_msg(strstr(out, "DEBUG [session 7] rx CALL type=CALL bytes=42\n"), "%s", out);
+    ck_assert_msg(strstr(out, "TRACE tx RESULT type=CALL\n"), "%s", out);
+    ck_assert_msg(strstr(out, "DEBUG debug shows at trace\n"), "%s", out);
+    free(out);
+}
+
+END_TEST
+
+START_TEST(test_output_names)
+{
+    rt_log_format f = RT_LOG_FORMAT_TEXT;
+    rt_log_target t = RT_LOG_TARGET_STDERR;
+    ck_assert(rt_log_format_parse("json", &f) && f == RT_LOG_FORMAT_JSON);
+    ck_assert(rt_log_format_parse("text", &f) && f == RT_LOG_FORMAT_TEXT);
+    ck_assert(!rt_log_format_parse("JSONL", &f) && !rt_log_format_parse(NULL, &f));
+    ck_assert(rt_log_target_parse("syslog", &t) && t == RT_LOG_TARGET_SYSLOG);
+    ck_assert(rt_log_target_parse("stderr", &t) && t == RT_LOG_TARGET_STDERR);
+    ck_assert(!rt_log_target_parse("journald", &t));
+    ck_assert_str_eq(rt_log_level_name(RT_LOG_LEVEL_TRACE), "trace");
+    ck_assert_str_eq(rt_log_level_name(RT_LOG_LEVEL_WARN), "warn");
 }
 
 END_TEST
@@ -448,6 +621,11 @@ static Suite *rt_log_suite(void)
     tcase_add_test(tc, test_assert_passes);
     tcase_add_test(tc, test_assert_message);
     tcase_add_test(tc, test_refused_handshakes_rate_limited);
+    tcase_add_test(tc, test_json_escape);
+    tcase_add_test(tc, test_json_escape_cut);
+    tcase_add_test(tc, test_json_lines);
+    tcase_add_test(tc, test_text_fields_and_trace_level);
+    tcase_add_test(tc, test_output_names);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("assert_abort");

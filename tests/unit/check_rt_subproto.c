@@ -34,6 +34,11 @@ START_TEST(test_router_order_wins_over_client_order)
     ck_assert_int_eq(choose("wamp.2.json", BOTH), WAMP_SER_JSON);
     ck_assert_int_eq(choose("wamp.2.msgpack", BOTH), WAMP_SER_MSGPACK);
     ck_assert_int_eq(choose(autobahn_python, BOTH), WAMP_SER_MSGPACK);
+    /* CBOR when enabled: after MessagePack, before JSON. */
+    const unsigned all = BOTH | RT_SUBPROTO_BIT(WAMP_SER_CBOR);
+    ck_assert_int_eq(choose("wamp.2.cbor", all), WAMP_SER_CBOR);
+    ck_assert_int_eq(choose("wamp.2.json, wamp.2.cbor", all), WAMP_SER_CBOR);
+    ck_assert_int_eq(choose("wamp.2.cbor, wamp.2.msgpack", all), WAMP_SER_MSGPACK);
 }
 
 END_TEST

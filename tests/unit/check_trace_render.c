@@ -457,7 +457,7 @@ END_TEST
 
 /* --- pages written straight to the wire ---------------------------------------------------- */
 
-/* trace_render_records_to() in JSON and in MessagePack decodes to exactly the tree that
+/* trace_render_records_to() in JSON, MessagePack and CBOR decodes to exactly the tree that
  * trace_render_records() builds, for every kind of record: both serializers' stored bytes (the
  * one copied as it is, the other transcoded), binary payloads, stripped payloads, secrets,
  * malformed and undecodable input, markers, dropped tx records, peers and correlation. */
@@ -466,7 +466,7 @@ static void assert_wire_pages_equal_tree(const trace *t)
     json_t *tree = trace_render_records(t, 0, TRACE_SEQ_NONE, 1000);
     ck_assert_ptr_nonnull(tree);
     ck_assert_uint_ge(json_array_size(tree), 10);
-    for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+    for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_CBOR; ser++) {
         wamp_wr w;
         wamp_wr_init(&w, ser, 16, 0);
         trace_render_records_to(t, 0, TRACE_SEQ_NONE, 1000, &w);
@@ -520,7 +520,7 @@ START_TEST(test_wire_pages_equal_tree)
         ck_assert_int_eq(trace_mark(t, "deploy \"v2\"", meta, PC0, TS0, &seq), WAMP_OK);
         json_decref(meta);
         trace_peer *peer = trace_peer_new(77, "realm1", "alice", "user\tröle");
-        for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_MSGPACK; ser++) {
+        for (int ser = WAMP_SER_JSON; ser <= WAMP_SER_CBOR; ser++) {
             for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
                 json_t *m = load(msgs[i]);
                 wamp_buf *wire = NULL;
@@ -569,6 +569,61 @@ START_TEST(test_wire_pages_equal_tree)
 
 END_TEST
 
+/* What jansson cannot hold renders exactly on the wire: a CBOR record with 2^64-1, a NUL in a
+ * key and binary, read as a JSON page (and as a CBOR page: the record's own bytes). */
+START_TEST(test_wire_page_exact_payload)
+{
+    trace_hub *h = trace_hub_new(4, "mgmt");
+    trace *t;
+    char why[128];
+    json_t *opts = json_pack("{s:b}", "trace_app_payload", 1);
+    ck_assert_int_eq(trace_hub_start(h, "t", opts, PC0, TS0, &t, why, sizeof(why)), WAMP_OK);
+    json_decref(opts);
+    /* [36, 5, 6, {"ppt_scheme": "x"}, [2^64-1, "a\0b"], {"k\0": h'0102'}] */
+    static const unsigned char ev[] = "\x86\x18\x24\x05\x06\xa1\x6appt_scheme\x61x"
+                                      "\x82\x1b\xff\xff\xff\xff\xff\xff\xff\xff\x63"
+                                      "a\x00"
+                                      "b\xa1\x62k\x00\x42\x01\x02";
+    wamp_msg m; /* as the router hands it over: parsed, the payload as bytes */
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_CBOR, ev, sizeof(ev) - 1, &m, why, sizeof(why)),
+                     WAMP_OK);
+    trace_ctx c = {.direction = TRACE_RX, .msg_type = WAMP_MSG_EVENT, .session_id = 9};
+    trace_input in = {.pc_ns = PC0,
+                      .ts_ns = TS0,
+                      .ser = WAMP_SER_CBOR,
+                      .bytes = ev,
+                      .len = sizeof(ev) - 1,
+                      .msg = m.root};
+    ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
+    wamp_msg_fini(&m);
+    wamp_wr w;
+    wamp_wr_init(&w, WAMP_SER_JSON, 16, 0);
+    trace_render_records_to(t, 0, TRACE_SEQ_NONE, 10, &w);
+    wamp_buf *out = NULL;
+    ck_assert_int_eq(wamp_wr_finish_buf(&w, &out), WAMP_OK);
+    wamp_wr_fini(&w);
+    ck_assert_msg(contains(wamp_buf_cdata(out), wamp_buf_len(out),
+                           "\"msg\":[36,5,6,{\"ppt_scheme\":\"x\"},[18446744073709551615,"
+                           "\"a\\u0000b\"],{\"k\\u0000\":\"\\u0000AQI=\"}]"),
+                  "%.*s", (int)wamp_buf_len(out), wamp_buf_cdata(out));
+    ck_assert(contains(wamp_buf_cdata(out), wamp_buf_len(out), "\"serializations\":{\"cbor\":"));
+    wamp_buf_unref(&out);
+    wamp_wr_init(&w, WAMP_SER_CBOR, 16, 0);
+    trace_render_records_to(t, 0, TRACE_SEQ_NONE, 10, &w);
+    ck_assert_int_eq(wamp_wr_finish_buf(&w, &out), WAMP_OK);
+    wamp_wr_fini(&w);
+    ck_assert(wamp_buf_len(out) > sizeof(ev) - 1);
+    bool found = false;
+    for (size_t i = 0; !found && i + sizeof(ev) - 1 <= wamp_buf_len(out); i++) {
+        found = memcmp(wamp_buf_cdata(out) + i, ev, sizeof(ev) - 1) == 0;
+    }
+    ck_assert_msg(found, "the CBOR page holds the record's bytes as they came");
+    wamp_buf_unref(&out);
+    trace_hub_free(h);
+}
+
+END_TEST
+
 static Suite *trace_render_suite(void)
 {
     Suite *s = suite_create("trace_render");
@@ -592,6 +647,7 @@ static Suite *trace_render_suite(void)
     tcase_add_test(meta, test_pages_and_markers);
     tcase_add_test(meta, test_period_render);
     tcase_add_test(meta, test_wire_pages_equal_tree);
+    tcase_add_test(meta, test_wire_page_exact_payload);
     suite_add_tcase(s, meta);
     return s;
 }

@@ -1035,7 +1035,7 @@ START_TEST(test_api_misuse)
     char why[WAMP_WHY_LEN] = "";
     ck_assert_int_eq(wamp_codec_decode((wamp_ser)0, "[]", 2, &v, why, sizeof(why)), WAMP_EINVAL);
     ck_assert_ptr_null(v);
-    ck_assert_int_eq(wamp_codec_decode((wamp_ser)3, "[]", 2, &v, NULL, 0), WAMP_EINVAL);
+    ck_assert_int_eq(wamp_codec_decode((wamp_ser)4, "[]", 2, &v, NULL, 0), WAMP_EINVAL);
     ck_assert_int_eq(wamp_codec_decode(WAMP_SER_JSON, NULL, 5, &v, NULL, 0), WAMP_EINVAL);
     ck_assert_int_eq(wamp_codec_decode(WAMP_SER_JSON, "[]", 2, NULL, NULL, 0), WAMP_EINVAL);
     /* NULL with length 0 is just empty input. */
@@ -1089,16 +1089,58 @@ START_TEST(test_decode_msg)
     ck_assert_int_eq(m.type, WAMP_MSG_CALL);
     ck_assert_uint_eq(m.id, 7);
     ck_assert_str_eq(m.uri, "com.p");
+    /* The payload stays bytes, a slice of the input, until someone asks for its values. */
+    ck_assert_ptr_null(m.args);
+    ck_assert_int_eq(m.ser, WAMP_SER_MSGPACK);
+    ck_assert_uint_eq(m.args_raw.len, 2);
+    ck_assert_mem_eq(m.args_raw.p, "\x91\x01", 2);
+    ck_assert_uint_eq(m.kwargs_raw.len, 0);
+    ck_assert_int_eq(wamp_msg_decode_payload(&m, why, sizeof(why)), WAMP_OK);
     ck_assert_uint_eq(json_array_size(m.args), 1);
     ck_assert_ptr_null(m.kwargs);
     wamp_msg_fini(&m);
+
+    /* Arguments must be a list, ArgumentsKw a dict; the payload is validated, not converted. */
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, "[48,7,{},\"com.p\",{}]",
+                                           strlen("[48,7,{},\"com.p\",{}]"), &m, why, sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_str_eq(why, "CALL: element 4 (Arguments) must be a list");
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, "[48,7,{},\"com.p\",[],[]]",
+                                           strlen("[48,7,{},\"com.p\",[],[]]"), &m, why,
+                                           sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_str_eq(why, "CALL: element 5 (ArgumentsKw) must be a dict");
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, "[48,7,{},\"com.p\",[\"\xff\"]]",
+                                           strlen("[48,7,{},\"com.p\",[\"\xff\"]]"), &m, why,
+                                           sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_ptr_nonnull(strstr(why, "UTF-8"));
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, "[48,7,{},\"com.p\",[],{},1]",
+                                           strlen("[48,7,{},\"com.p\",[],{},1]"), &m, why,
+                                           sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_str_eq(why, "CALL: expected 4 to 6 elements, got 7");
+    /* An integer above 2^63-1 and a NUL in a key are fine in the payload... */
+    const char *big = "[48,7,{},\"com.p\",[18446744073709551615],{\"a\\u0000\":1}]";
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, big, strlen(big), &m, why, sizeof(why)),
+                     WAMP_OK);
+    ck_assert_mem_eq(m.args_raw.p, "[18446744073709551615]", m.args_raw.len);
+    /* ...and only a consumer that wants jansson values learns that one has no such form. */
+    ck_assert_int_eq(wamp_msg_decode_payload(&m, why, sizeof(why)), WAMP_ERANGE);
+    ck_assert_str_eq(why, "Arguments: integer 18446744073709551615 at offset 1 is above 2^63-1");
+    wamp_msg_fini(&m);
+    /* ...but not in the envelope. */
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, "[48,18446744073709551615,{},\"p\"]",
+                                           strlen("[48,18446744073709551615,{},\"p\"]"), &m, why,
+                                           sizeof(why)),
+                     WAMP_EPROTO);
 
     /* Syntax errors carry the decoder's reason... */
     memset(&m, 0x5a, sizeof(m));
     ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, "[48,", 4, &m, why, sizeof(why)),
                      WAMP_EPROTO);
     ck_assert_ptr_null(m.root);
-    ck_assert_ptr_nonnull(strstr(why, "JSON"));
+    ck_assert_ptr_nonnull(strstr(why, "at offset"));
     /* ...structural errors wamp_msg_parse's. */
     memset(&m, 0x5a, sizeof(m));
     ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_MSGPACK, BYTES("\x94\x30\x07\x80\x01"), &m, why,

@@ -127,6 +127,7 @@ export async function startRouter(config = 'configs/test-e2e.json') {
 function makeSerializer(name) {
   if (name === 'json') return new autobahn.serializer.JSONSerializer();
   if (name === 'msgpack') return new autobahn.serializer.MsgpackSerializer();
+  if (name === 'cbor') return new autobahn.serializer.CBORSerializer();
   throw new Error(`unknown serializer ${name}`);
 }
 

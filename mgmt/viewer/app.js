@@ -1,0 +1,1045 @@
+// app.js: the trace viewer. A management client of the router (mgmt/README.md): it lists the
+// traces, starts/stops/marks/deletes them, and shows one trace live as a sequence diagram, a
+// searchable table and an action view. Records come from get_trace_data pages (paged by seq)
+// and the on_trace_data feed; a gap in the feed is filled with get_trace_data. The diagram and
+// the tables draw only the rows in view, so a trace of 100,000 records scrolls like a short one.
+
+import { WampSession, WampError } from './wamp.js';
+
+const P = 'crossbarfabriccenter.';
+const T = P + 'remote.tracing.';
+const PAGE = 1000; // records per get_trace_data call
+const ROW = 22; // sequence diagram row height (px)
+const TROW = 24; // table row height (px)
+const GUTTER = 160; // sequence diagram: seq and time column
+const PAD = 8; // sequence diagram: space above the first row
+const MSG_TYPES = ['Hello', 'Welcome', 'Abort', 'Challenge', 'Authenticate', 'Goodbye', 'Error',
+  'Publish', 'Published', 'Subscribe', 'Subscribed', 'Unsubscribe', 'Unsubscribed', 'Event',
+  'Call', 'Cancel', 'Result', 'Register', 'Registered', 'Unregister', 'Unregistered',
+  'Invocation', 'Interrupt', 'Yield'];
+
+const $ = (id) => document.getElementById(id);
+const esc = (s) => String(s ?? '').replace(/[&<>"']/g,
+  (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+
+const app = {
+  sess: null,
+  node: null,
+  worker: null,
+  traces: new Map(), // id -> metadata
+  view: null, // the open trace (TraceView)
+  pollTimer: null,
+  listedAt: 0, // when the trace list was last read (ms)
+};
+// For the browser tests and the developer console.
+window.wampscopeViewer = app;
+
+// ---------------------------------------------------------------------------------- helpers --
+
+function toast(text, isError = true) {
+  let el = $('toast');
+  if (!el) {
+    el = document.createElement('div');
+    el.id = 'toast';
+    el.style.cssText = 'position:fixed;bottom:16px;right:16px;max-width:520px;padding:10px 14px;' +
+      'border-radius:8px;color:#fff;font-size:12.5px;box-shadow:0 4px 18px rgba(0,0,0,.18);z-index:9';
+    document.body.appendChild(el);
+  }
+  el.textContent = text;
+  el.style.background = isError ? '#b93030' : '#1d2430';
+  el.hidden = false;
+  clearTimeout(el.timer);
+  el.timer = setTimeout(() => { el.hidden = true; }, 6000);
+}
+
+function errText(e) {
+  return e instanceof WampError ? e.message : String(e && e.message ? e.message : e);
+}
+
+function clockTime(ts) {
+  if (typeof ts !== 'number') return '';
+  const d = new Date(ts * 1000);
+  const us = Math.floor((ts * 1e6) % 1000).toString().padStart(3, '0');
+  return d.toISOString().slice(11, 23) + us;
+}
+
+function fmtMs(seconds) {
+  if (typeof seconds !== 'number') return '';
+  const ms = seconds * 1000;
+  return ms >= 100 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3);
+}
+
+function fmtBytes(n) {
+  if (typeof n !== 'number') return '';
+  if (n < 1024) return `${n} B`;
+  if (n < 1048576) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1048576).toFixed(1)} MiB`;
+}
+
+function prettyJson(v) {
+  const text = esc(JSON.stringify(v, null, 2));
+  return text.replace(/(&quot;(?:[^&]|&(?!quot;))*?&quot;)(\s*:)?|\b(true|false|null)\b|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g,
+    (m, str, colon, lit, num) => {
+      if (str) return colon ? `<span class="k">${str}</span>${colon}` : `<span class="s">${str}</span>`;
+      if (lit) return `<span class="l">${lit}</span>`;
+      return `<span class="n">${num}</span>`;
+    });
+}
+
+// Sum of a record's wire sizes (the largest serialization).
+function recSize(r) {
+  const s = r.serializations;
+  if (!s) return undefined;
+  let max = 0;
+  for (const v of Object.values(s)) if (typeof v === 'number' && v > max) max = v;
+  return max;
+}
+
+function isAction(r) {
+  return typeof r.action === 'string';
+}
+
+function recLabel(r) {
+  if (isAction(r)) return `${r.action}${r.uri ? ' ' + r.uri : ''}`;
+  return `${r.msg_type}${r.uri ? ' ' + r.uri : ''}`;
+}
+
+// ---------------------------------------------------------------------------------- session --
+
+function defaultUrl() {
+  if (location.protocol === 'http:' || location.protocol === 'https:') {
+    return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+  }
+  return 'ws://127.0.0.1:8080/ws';
+}
+
+function initLogin() {
+  const q = new URLSearchParams(location.search);
+  $('login-url').value = q.get('url') || defaultUrl();
+  $('login-realm').value = q.get('realm') || 'mgmt';
+  const method = q.get('authmethod') || 'anonymous';
+  $('login-method').value = ['anonymous', 'ticket', 'wampcra'].includes(method) ? method : 'anonymous';
+  $('login-authid').value = q.get('authid') || '';
+  const syncCred = () => { $('login-cred').hidden = $('login-method').value === 'anonymous'; };
+  $('login-method').addEventListener('change', syncCred);
+  syncCred();
+  $('login-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    connect();
+  });
+  $('logout').addEventListener('click', () => app.sess && app.sess.close());
+  if (q.get('connect') === '1') connect();
+}
+
+async function connect() {
+  $('login-error').textContent = '';
+  $('login-go').disabled = true;
+  const opts = {
+    url: $('login-url').value.trim(),
+    realm: $('login-realm').value.trim(),
+    authmethod: $('login-method').value,
+    authid: $('login-method').value === 'anonymous' ? '' : $('login-authid').value.trim(),
+    secret: $('login-secret').value,
+    onclose: (why) => disconnected(why),
+  };
+  const sess = new WampSession(opts);
+  try {
+    const welcome = await sess.open();
+    $('login-secret').value = '';
+    app.sess = sess;
+    const nodes = (await sess.call(P + 'list_nodes')).args[0] || [];
+    app.node = nodes[0];
+    const workers = (await sess.call(P + 'list_workers', [app.node])).args[0] || [];
+    app.worker = workers[0];
+    $('conn').innerHTML = `<span class="ok">●</span> ${esc(opts.url)} · realm ${esc(opts.realm)} · ` +
+      `${esc(welcome.authid || '')} (${esc(welcome.authrole || '')}) · node ${esc(app.node)} / ${esc(app.worker)}`;
+    $('logout').hidden = false;
+    $('login-view').hidden = true;
+    $('app-view').hidden = false;
+    await sess.subscribe(T + 'on_trace_started', () => refreshTraces());
+    await sess.subscribe(T + 'on_trace_stopped', (args) => {
+      refreshTraces();
+      if (app.view && args[2] === app.view.id) app.view.meta = args[3] || app.view.meta;
+    });
+    await sess.subscribe(T + 'on_trace_data', (args) => {
+      if (app.view && args[0] === app.node && args[2] === app.view.id) {
+        app.view.onBatch(args[4] || []);
+        if (Date.now() - app.listedAt > 1000) refreshTraces();
+      }
+    });
+    await refreshTraces();
+    app.pollTimer = setInterval(refreshTraces, 2000);
+  } catch (e) {
+    $('login-error').textContent = errText(e);
+    sess.close();
+  } finally {
+    $('login-go').disabled = false;
+  }
+}
+
+function disconnected(why) {
+  clearInterval(app.pollTimer);
+  app.sess = null;
+  app.view = null;
+  $('conn').textContent = `not connected (${why})`;
+  $('logout').hidden = true;
+  $('app-view').hidden = true;
+  $('login-view').hidden = false;
+}
+
+function api(proc, ...args) {
+  return app.sess.call(P + proc, [app.node, app.worker, ...args]).then((r) => r.args[0]);
+}
+
+// --------------------------------------------------------------------------------- trace list --
+
+async function refreshTraces() {
+  if (!app.sess) return;
+  app.listedAt = Date.now();
+  try {
+    const ids = await api('list_traces', true);
+    const metas = await Promise.all(ids.map((id) => api('get_trace', id).catch(() => null)));
+    app.traces = new Map();
+    metas.forEach((m) => m && app.traces.set(m.id, m));
+    renderTraceList();
+    if (app.view) {
+      const m = app.traces.get(app.view.id);
+      if (m) {
+        app.view.meta = m;
+        app.view.renderHead();
+      } else {
+        toast(`trace ${app.view.id} was deleted`, false);
+        closeTrace();
+      }
+    }
+  } catch (e) {
+    if (app.sess) toast(`list traces: ${errText(e)}`);
+  }
+}
+
+function renderTraceList() {
+  const ul = $('trace-list');
+  const items = [...app.traces.values()];
+  ul.innerHTML = items.map((m) => {
+    const o = m.options || {};
+    const flight = m.id === 'flight-recorder' ? '<span class="badge flight">flight recorder</span>' : '';
+    const persist = o.persist ? '<span class="badge persist">persisted</span>' : '';
+    const sel = app.view && app.view.id === m.id ? ' selected' : '';
+    return `<li class="trace-item${sel}" data-id="${esc(m.id)}">
+      <span><span class="tid">${esc(m.id)}</span>${flight}${persist}</span>
+      <span class="badge ${m.status === 'running' ? 'running' : 'stopped'}">${esc(m.status)}</span>
+      <span class="sub">${m.records} records · ${esc(o.trace_level || 'message')} level${m.dropped ? ` · ${m.dropped} dropped` : ''} · started ${esc((m.started || '').slice(11, 19))}</span>
+    </li>`;
+  }).join('') || '<li class="sub muted">No traces.</li>';
+}
+
+function initTraceList() {
+  $('trace-list').addEventListener('click', (ev) => {
+    const li = ev.target.closest('li[data-id]');
+    if (li) openTrace(li.dataset.id);
+  });
+  $('new-trace-toggle').addEventListener('click', () => { $('start-form').hidden = !$('start-form').hidden; });
+  $('type-boxes').innerHTML = MSG_TYPES.map((t) =>
+    `<label class="check"><input type="checkbox" name="msg_types" value="${t}"> ${t}</label>`).join('');
+  $('start-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    $('start-error').textContent = '';
+    let id, options;
+    try {
+      ({ id, options } = readStartForm(ev.target));
+    } catch (e) {
+      $('start-error').textContent = e.message;
+      return;
+    }
+    try {
+      const meta = await api('start_trace', id, options);
+      $('start-form').hidden = true;
+      await refreshTraces();
+      openTrace(meta.id);
+    } catch (e) {
+      $('start-error').textContent = errText(e);
+    }
+  });
+}
+
+const list = (s) => s.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean);
+
+// The start form as trace_options: only the options the user filled in, so that the router's
+// defaults apply to the rest.
+function readStartForm(f) {
+  const o = {};
+  const v = (name) => f.elements[name].value.trim();
+  const num = (name) => {
+    const s = v(name);
+    if (s === '') return;
+    const n = Number(s);
+    if (!Number.isInteger(n)) throw new Error(`${name}: not an integer`);
+    o[name] = n;
+  };
+  if (v('realms')) o.realms = list(v('realms'));
+  const uris = v('uris').split('\n').map((l) => l.trim()).filter(Boolean);
+  if (uris.length) {
+    o.uris = uris.map((u) => {
+      const m = /^(exact|prefix|wildcard):(.*)$/.exec(u);
+      return m ? { uri: m[2], match: m[1] } : { uri: u, match: 'exact' };
+    });
+  }
+  const types = [...f.querySelectorAll('input[name=msg_types]:checked')].map((c) => c.value);
+  if (types.length) o.msg_types = types;
+  if (v('direction') !== 'both') o.direction = v('direction');
+  if (v('session_ids')) {
+    o.session_ids = list(v('session_ids')).map((s) => {
+      const n = Number(s);
+      if (!Number.isInteger(n)) throw new Error(`session_ids: ${s} is not a session id`);
+      return n;
+    });
+  }
+  if (v('authids')) o.authids = list(v('authids'));
+  if (v('authroles')) o.authroles = list(v('authroles'));
+  ['limit', 'max_bytes', 'duration', 'max_records', 'batching_period', 'persist_max_bytes',
+    'persist_max_age'].forEach(num);
+  if (!f.elements.trace_app_payload.checked) o.trace_app_payload = false;
+  if (f.elements.persist.checked) o.persist = true;
+  if (v('trace_level') !== 'message') o.trace_level = v('trace_level');
+  return { id: v('trace_id') || null, options: o };
+}
+
+// -------------------------------------------------------------------------------- trace view --
+
+class TraceView {
+  constructor(id) {
+    this.id = id;
+    this.meta = app.traces.get(id) || { id };
+    this.records = []; // seq order
+    this.nextSeq = 0; // the seq after the last record held
+    this.lanes = new Map(); // "realm\u0001session" -> {realm, session, authid, authrole}
+    this.laneOrder = []; // lanes, grouped by realm
+    this.laneIndex = new Map(); // key -> column
+    this.corr = new Map(); // correlation -> {idx: [record index], anchor, last, error}
+    this.hoverCorr = null;
+    this.selected = null; // record index
+    this.filtered = null; // table: record indices matching the search, or null for all
+    this.actions = null; // action view rows, built on demand
+    this.fetching = null;
+    this.dirty = true;
+    this.closed = false;
+  }
+
+  laneKey(r) {
+    return `${r.realm}\u0001${r.session_id}`;
+  }
+
+  addLane(realm, who) {
+    if (!who || who.session_id == null) return;
+    const key = `${realm}\u0001${who.session_id}`;
+    const lane = this.lanes.get(key);
+    if (lane) {
+      if (!lane.authid && who.authid) lane.authid = who.authid;
+      if (!lane.authrole && who.authrole) lane.authrole = who.authrole;
+      return;
+    }
+    this.lanes.set(key, { realm, session: who.session_id, authid: who.authid, authrole: who.authrole });
+    this.laneOrder = [...this.lanes.entries()].sort((a, b) =>
+      String(a[1].realm).localeCompare(String(b[1].realm)));
+    this.laneIndex = new Map(this.laneOrder.map(([k], i) => [k, i]));
+  }
+
+  // Appends records in seq order (older or repeated seqs are ignored).
+  add(recs) {
+    for (const r of recs) {
+      if (typeof r.seq !== 'number' || r.seq < this.nextSeq) continue;
+      const i = this.records.length;
+      this.records.push(r);
+      this.nextSeq = r.seq + 1;
+      if (this.filtered && matches(r, this.needle)) this.filtered.push(i);
+      if (isAction(r)) {
+        this.addLane(r.realm, r.originator);
+        for (const x of r.responders || []) this.addLane(r.realm, x);
+      } else if (r.session_id != null) {
+        this.addLane(r.realm, r);
+      }
+      if (r.correlation) {
+        let c = this.corr.get(r.correlation);
+        if (!c) {
+          c = { idx: [], anchor: null, last: null, error: null };
+          this.corr.set(r.correlation, c);
+        }
+        c.idx.push(i);
+        if (!c.anchor && (r.correlation_is_anchor || c.idx.length === 1)) c.anchor = i;
+        if (r.correlation_is_last) c.last = i;
+        if (r.msg_type === 'Error' || r.msg_type === 'Abort') c.error = i;
+      }
+    }
+    this.actions = null;
+    this.schedule();
+  }
+
+  // Reads every record from seq nextSeq on, page by page (get_trace_data).
+  fetchMore() {
+    if (this.fetching) {
+      this.refetch = true;
+      return this.fetching;
+    }
+    this.fetching = (async () => {
+      try {
+        do {
+          this.refetch = false;
+          for (;;) {
+            const page = await api('get_trace_data', this.id, this.nextSeq, null, PAGE);
+            if (this.closed || !page.length) break;
+            this.add(page);
+            if (page.length < PAGE) break;
+          }
+        } while (this.refetch && !this.closed);
+      } catch (e) {
+        if (!this.closed && app.sess) toast(`get_trace_data: ${errText(e)}`);
+      } finally {
+        this.fetching = null;
+      }
+    })();
+    return this.fetching;
+  }
+
+  onBatch(recs) {
+    if (!recs.length) return;
+    if (this.fetching || recs[0].seq > this.nextSeq) {
+      this.fetchMore(); // a gap (records dropped, or we joined mid-batch): read it
+      return;
+    }
+    this.add(recs);
+  }
+
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.render();
+    });
+  }
+
+  render() {
+    if (this.closed) return;
+    this.renderHead();
+    const tab = currentTab();
+    if ($('follow').checked && this.records.length) this.follow(tab);
+    if (tab === 'seq') drawSequence(this);
+    else if (tab === 'table') drawTable(this);
+    else drawActions(this);
+  }
+
+  follow(tab) {
+    const el = tab === 'seq' ? $('seq-scroll') : tab === 'table' ? $('table-scroll') : null;
+    if (!el) return;
+    sizeSpacers(this);
+    el.scrollTop = el.scrollHeight;
+  }
+
+  renderHead() {
+    const m = this.meta;
+    $('tv-id').textContent = this.id;
+    $('tv-status').textContent = m.status || '';
+    $('tv-status').className = `badge ${m.status === 'running' ? 'running' : 'stopped'}`;
+    const level = (m.options && m.options.trace_level) || 'message';
+    $('tv-stats').textContent = `${this.records.length} records here · ${m.records ?? '?'} held by the router` +
+      `${m.dropped ? ` · ${m.dropped} dropped` : ''} · ${this.lanes.size} sessions · ${level} level`;
+    $('tv-stop').disabled = m.status !== 'running';
+    $('tv-mark').disabled = m.status !== 'running';
+    $('tv-delete').disabled = m.status === 'running';
+  }
+
+  applySearch(q) {
+    if (!q) {
+      this.filtered = null;
+      return;
+    }
+    this.needle = q.toLowerCase();
+    const out = [];
+    this.records.forEach((r, i) => {
+      if (matches(r, this.needle)) out.push(i);
+    });
+    this.filtered = out;
+  }
+
+  // Action view rows: action records as they are, or CALL/PUBLISH actions built from the
+  // message records of one correlation. Slowest first; pending ones last.
+  buildActions() {
+    const rows = [];
+    for (const [i, r] of this.records.entries()) {
+      if (isAction(r) && (r.action === 'call' || r.action === 'publish')) {
+        rows.push({ idx: i, kind: r.action, uri: r.uri, who: r.originator, duration: r.duration,
+          outcome: r.success ? 'ok' : 'error', error: null, responders: (r.responders || []).length });
+      }
+    }
+    for (const c of this.corr.values()) {
+      const a = this.records[c.anchor];
+      if (!a || isAction(a) || (a.msg_type !== 'Call' && a.msg_type !== 'Publish')) continue;
+      const last = c.last != null ? this.records[c.last] : null;
+      const err = c.error != null ? this.records[c.error] : null;
+      const responders = new Set();
+      for (const i of c.idx) {
+        const r = this.records[i];
+        if (r.session_id !== a.session_id && !r.dropped) responders.add(r.session_id);
+      }
+      rows.push({
+        idx: c.anchor, kind: a.msg_type.toLowerCase(), uri: a.uri, who: a,
+        duration: last ? last.pc - a.pc : null,
+        outcome: err ? 'error' : last ? 'ok' : 'pending',
+        error: err && Array.isArray(err.msg) ? err.msg[4] : null,
+        responders: responders.size,
+      });
+    }
+    rows.sort((x, y) => (y.duration ?? -1) - (x.duration ?? -1));
+    this.actions = rows;
+  }
+}
+
+// The search: a substring of the record as JSON (its message included), case-insensitive. The
+// lower-cased text is computed once per record, on the first search.
+const searchText = new WeakMap();
+function matches(r, needle) {
+  let t = searchText.get(r);
+  if (t === undefined) {
+    t = JSON.stringify(r).toLowerCase();
+    searchText.set(r, t);
+  }
+  return t.includes(needle);
+}
+
+function currentTab() {
+  return document.querySelector('.tab.active').dataset.tab;
+}
+
+function openTrace(id) {
+  if (app.view) app.view.closed = true;
+  app.view = new TraceView(id);
+  $('empty').hidden = true;
+  $('trace-view').hidden = false;
+  $('search').value = '';
+  $('detail').hidden = true;
+  $('seq-scroll').scrollTop = 0;
+  $('table-scroll').scrollTop = 0;
+  renderTraceList();
+  app.view.renderHead();
+  app.view.fetchMore();
+  app.view.schedule();
+}
+
+function closeTrace() {
+  if (app.view) app.view.closed = true;
+  app.view = null;
+  $('trace-view').hidden = true;
+  $('empty').hidden = false;
+  renderTraceList();
+}
+
+function sizeSpacers(v) {
+  $('seq-spacer').style.height = `${v.records.length * ROW + PAD + 8}px`;
+  $('seq-spacer').style.width = `${seqWidth(v)}px`;
+  const n = v.filtered ? v.filtered.length : v.records.length;
+  $('table-spacer').style.height = `${n * TROW}px`;
+  if (v.actions) $('actions-spacer').style.height = `${v.actions.length * TROW}px`;
+}
+
+// ------------------------------------------------------------------------- sequence diagram --
+
+// Columns: the session lanes grouped by realm, the router in the middle.
+function seqColumns(v) {
+  const n = v.laneOrder.length;
+  const mid = Math.ceil(n / 2);
+  const avail = $('seq-scroll').clientWidth - GUTTER - 20;
+  const colW = Math.max(100, Math.min(240, avail / (n + 1)));
+  const cols = new Map();
+  let x = GUTTER + colW / 2;
+  let routerX = x;
+  for (let i = 0; i <= n; i++) {
+    if (i === mid) {
+      routerX = x;
+      x += colW;
+    }
+    if (i < n) {
+      cols.set(v.laneOrder[i][0], x);
+      x += colW;
+    }
+  }
+  return { cols, routerX, colW, width: x - colW / 2 + 20 };
+}
+
+function seqWidth(v) {
+  return seqColumns(v).width;
+}
+
+function setupCanvas(canvas, w, h) {
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+    canvas.width = Math.round(w * dpr);
+    canvas.height = Math.round(h * dpr);
+    canvas.style.width = `${w}px`;
+    canvas.style.height = `${h}px`;
+  }
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return ctx;
+}
+
+const COLORS = { rx: '#2f6fde', tx: '#0f9d76', err: '#d33a3a', hl: '#e08a00', marker: '#8a5a00' };
+
+function arrow(ctx, x1, x2, y, color, width, dashed) {
+  ctx.strokeStyle = color;
+  ctx.fillStyle = color;
+  ctx.lineWidth = width;
+  ctx.setLineDash(dashed ? [4, 3] : []);
+  ctx.beginPath();
+  ctx.moveTo(x1, y);
+  ctx.lineTo(x2, y);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  const d = x2 > x1 ? 1 : -1;
+  ctx.beginPath();
+  ctx.moveTo(x2, y);
+  ctx.lineTo(x2 - d * 7, y - 4);
+  ctx.lineTo(x2 - d * 7, y + 4);
+  ctx.closePath();
+  ctx.fill();
+}
+
+function drawSequence(v) {
+  const scroll = $('seq-scroll');
+  sizeSpacers(v);
+  const w = scroll.clientWidth;
+  const h = scroll.clientHeight;
+  const canvas = $('seq-canvas');
+  canvas.style.top = `${scroll.scrollTop}px`;
+  canvas.style.left = `${scroll.scrollLeft}px`;
+  const ctx = setupCanvas(canvas, w, h);
+  const { cols, routerX, colW } = seqColumns(v);
+  const sx = scroll.scrollLeft;
+  const top = scroll.scrollTop;
+  ctx.clearRect(0, 0, w, h);
+  ctx.font = '12px ' + getComputedStyle(document.body).fontFamily;
+  ctx.textBaseline = 'middle';
+
+  // Lifelines.
+  ctx.lineWidth = 1;
+  for (const x of cols.values()) {
+    ctx.strokeStyle = '#e3e7ee';
+    ctx.beginPath();
+    ctx.moveTo(x - sx + 0.5, 0);
+    ctx.lineTo(x - sx + 0.5, h);
+    ctx.stroke();
+  }
+  ctx.fillStyle = '#eef2f9';
+  ctx.fillRect(routerX - sx - 3, 0, 6, h);
+
+  if (!v.records.length) {
+    ctx.fillStyle = '#677287';
+    ctx.textAlign = 'center';
+    const what = v.meta.status === 'running' ? 'Waiting for records… (the trace captures what matches its filters)' : 'This trace holds no records.';
+    ctx.fillText(what, (GUTTER + w) / 2, 60);
+  }
+  const first = Math.max(0, Math.floor((top - PAD) / ROW));
+  const last = Math.min(v.records.length, Math.ceil((top + h - PAD) / ROW));
+  const hl = v.hoverCorr || (v.selected != null ? v.records[v.selected]?.correlation : null);
+  for (let i = first; i < last; i++) {
+    const r = v.records[i];
+    const y = PAD + i * ROW - top + ROW / 2;
+    const related = hl && r.correlation === hl;
+    if (i === v.selected) {
+      ctx.fillStyle = '#e6eefc';
+      ctx.fillRect(0, y - ROW / 2, w, ROW);
+    } else if (related) {
+      ctx.fillStyle = '#fff7e0';
+      ctx.fillRect(0, y - ROW / 2, w, ROW);
+    }
+    ctx.globalAlpha = hl && !related ? 0.35 : 1;
+    ctx.fillStyle = '#677287';
+    ctx.textAlign = 'right';
+    ctx.fillText(String(r.seq), 52, y);
+    ctx.textAlign = 'left';
+    ctx.fillText(clockTime(r.ts), 60, y);
+    if (r.msg_type === 'Marker') {
+      ctx.strokeStyle = COLORS.marker;
+      ctx.setLineDash([6, 4]);
+      ctx.beginPath();
+      ctx.moveTo(GUTTER, y);
+      ctx.lineTo(w, y);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = '#fff';
+      const label = `◆ ${r.uri}`;
+      const tw = ctx.measureText(label).width;
+      ctx.fillRect(routerX - sx - tw / 2 - 6, y - 8, tw + 12, 16);
+      ctx.fillStyle = COLORS.marker;
+      ctx.textAlign = 'center';
+      ctx.fillText(label, routerX - sx, y);
+    } else if (isAction(r)) {
+      const ox = cols.get(`${r.realm}\u0001${r.originator?.session_id}`);
+      const color = related ? COLORS.hl : r.success ? COLORS.rx : COLORS.err;
+      if (ox != null) arrow(ctx, ox - sx, routerX - sx, y, color, related ? 2.5 : 1.5, false);
+      for (const x of r.responders || []) {
+        const rx = cols.get(`${r.realm}\u0001${x.session_id}`);
+        if (rx != null) arrow(ctx, routerX - sx, rx - sx, y, related ? COLORS.hl : COLORS.tx, 1, true);
+      }
+      if (ox != null) label(ctx, `${recLabel(r)} · ${fmtMs(r.duration)} ms`, ox - sx, routerX - sx, y, color, colW);
+    } else {
+      const lx = cols.get(v.laneKey(r));
+      if (lx == null) continue;
+      const bad = r.msg_type === 'Error' || r.msg_type === 'Abort' || r.dropped;
+      const color = related ? COLORS.hl : bad ? COLORS.err : r.direction === 'rx' ? COLORS.rx : COLORS.tx;
+      const [x1, x2] = r.direction === 'rx' ? [lx, routerX] : [routerX, lx];
+      arrow(ctx, x1 - sx, x2 - sx, y, color, related ? 2.5 : 1.5, !!r.dropped);
+      label(ctx, recLabel(r) + (r.dropped ? ` (dropped: ${r.dropped})` : ''), x1 - sx, x2 - sx, y, color, colW);
+    }
+    ctx.globalAlpha = 1;
+  }
+  drawSeqHead(v, cols, routerX, colW, sx);
+}
+
+// The arrow's label, above its middle, cut to the arrow's length.
+function label(ctx, text, x1, x2, y, color, colW) {
+  const span = Math.max(Math.abs(x2 - x1) - 16, colW * 1.5);
+  let t = text;
+  if (ctx.measureText(t).width > span) {
+    while (t.length > 4 && ctx.measureText(t + '…').width > span) t = t.slice(0, -1);
+    t += '…';
+  }
+  const mx = (x1 + x2) / 2;
+  const tw = ctx.measureText(t).width;
+  ctx.fillStyle = 'rgba(255,255,255,0.85)';
+  ctx.fillRect(mx - tw / 2 - 3, y - 13, tw + 6, 11);
+  ctx.fillStyle = color;
+  ctx.textAlign = 'center';
+  ctx.font = '11px ' + getComputedStyle(document.body).fontFamily;
+  ctx.fillText(t, mx, y - 7);
+  ctx.font = '12px ' + getComputedStyle(document.body).fontFamily;
+}
+
+function drawSeqHead(v, cols, routerX, colW, sx) {
+  const head = $('seq-head');
+  const w = head.clientWidth;
+  const ctx = setupCanvas($('seq-head-canvas'), w, 58);
+  ctx.clearRect(0, 0, w, 58);
+  const font = getComputedStyle(document.body).fontFamily;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
+  // Realm groups (a group split by the router column shows twice).
+  let group = null;
+  const groups = [];
+  for (const [key, lane] of v.laneOrder) {
+    const x = cols.get(key);
+    const crossesRouter = group && group.x1 < routerX && x > routerX;
+    if (!group || group.realm !== lane.realm || crossesRouter) {
+      group = { realm: lane.realm, x0: x, x1: x };
+      groups.push(group);
+    }
+    group.x1 = x;
+  }
+  for (const g of groups) {
+    const x0 = g.x0 - colW / 2 + 4 - sx;
+    const x1 = g.x1 + colW / 2 - 4 - sx;
+    ctx.fillStyle = '#f0f3f8';
+    ctx.fillRect(x0, 4, x1 - x0, 16);
+    ctx.fillStyle = '#556077';
+    ctx.font = `600 11px ${font}`;
+    ctx.fillText(`realm ${g.realm}`, (x0 + x1) / 2, 12);
+  }
+  for (const [key, lane] of v.laneOrder) {
+    const x = cols.get(key) - sx;
+    ctx.font = `600 12px ${font}`;
+    ctx.fillStyle = '#1d2430';
+    ctx.fillText(fit(ctx, lane.authid || String(lane.session), colW - 10), x, 32);
+    ctx.font = `11px ${font}`;
+    ctx.fillStyle = '#677287';
+    ctx.fillText(fit(ctx, `${lane.session}${lane.authrole ? ' · ' + lane.authrole : ''}`, colW - 10), x, 47);
+  }
+  ctx.fillStyle = '#18202e';
+  const rw = Math.min(colW - 16, 110);
+  ctx.beginPath();
+  ctx.roundRect(routerX - sx - rw / 2, 24, rw, 28, 6);
+  ctx.fill();
+  ctx.fillStyle = '#fff';
+  ctx.font = `600 12px ${font}`;
+  ctx.fillText('router', routerX - sx, 38);
+  ctx.textAlign = 'left';
+  ctx.fillStyle = '#677287';
+  ctx.font = `600 11px ${font}`;
+  ctx.fillText('SEQ', 24, 38);
+  ctx.fillText('TIME (UTC)', 60, 38);
+}
+
+function fit(ctx, text, width) {
+  let t = text;
+  if (ctx.measureText(t).width <= width) return t;
+  while (t.length > 3 && ctx.measureText(t + '…').width > width) t = t.slice(0, -1);
+  return t + '…';
+}
+
+function seqRowAt(ev) {
+  const scroll = $('seq-scroll');
+  const rect = scroll.getBoundingClientRect();
+  const y = ev.clientY - rect.top + scroll.scrollTop - PAD;
+  const i = Math.floor(y / ROW);
+  return app.view && i >= 0 && i < app.view.records.length ? i : null;
+}
+
+function initSequence() {
+  const scroll = $('seq-scroll');
+  scroll.addEventListener('scroll', () => app.view && drawSequence(app.view));
+  scroll.addEventListener('mousemove', (ev) => {
+    const v = app.view;
+    if (!v) return;
+    const i = seqRowAt(ev);
+    const c = i != null ? v.records[i].correlation || null : null;
+    if (c !== v.hoverCorr) {
+      v.hoverCorr = c;
+      drawSequence(v);
+    }
+  });
+  scroll.addEventListener('mouseleave', () => {
+    if (app.view && app.view.hoverCorr) {
+      app.view.hoverCorr = null;
+      drawSequence(app.view);
+    }
+  });
+  scroll.addEventListener('click', (ev) => {
+    const i = seqRowAt(ev);
+    if (i != null) selectRecord(i);
+  });
+  scroll.addEventListener('wheel', () => { $('follow').checked = false; }, { passive: true });
+}
+
+// ---------------------------------------------------------------------------------- tables --
+
+const TABLE_COLS = '56px 118px 34px 104px 80px 136px 96px 90px minmax(160px,1fr) 84px 70px';
+
+function drawTable(v) {
+  const scroll = $('table-scroll');
+  sizeSpacers(v);
+  const idx = v.filtered;
+  const n = idx ? idx.length : v.records.length;
+  const first = Math.max(0, Math.floor(scroll.scrollTop / TROW) - 5);
+  const last = Math.min(n, Math.ceil((scroll.scrollTop + scroll.clientHeight) / TROW) + 5);
+  const hl = v.selected != null ? v.records[v.selected]?.correlation : null;
+  let html = '';
+  for (let k = first; k < last; k++) {
+    const i = idx ? idx[k] : k;
+    const r = v.records[i];
+    const cls = `trow${i === v.selected ? ' selected' : hl && r.correlation === hl ? ' hl' : ''}`;
+    if (isAction(r)) {
+      html += `<div class="${cls}" data-i="${i}" style="top:${k * TROW}px;grid-template-columns:${TABLE_COLS}">` +
+        `<span class="num">${r.seq}</span><span class="mono">${clockTime(r.ts)}</span><span></span>` +
+        `<span>${esc(r.action)}</span><span>${esc(r.realm)}</span>` +
+        `<span class="mono">${esc(r.originator?.session_id)}</span><span>${esc(r.originator?.authid)}</span>` +
+        `<span>${esc(r.originator?.authrole)}</span><span class="mono">${esc(r.uri)}</span>` +
+        `<span class="mono">${esc((r.correlation || '').slice(0, 8))}</span>` +
+        `<span class="num ${r.success ? 'good' : 'bad'}">${fmtMs(r.duration)} ms</span></div>`;
+      continue;
+    }
+    const bad = r.msg_type === 'Error' || r.msg_type === 'Abort' || r.dropped;
+    html += `<div class="${cls}" data-i="${i}" style="top:${k * TROW}px;grid-template-columns:${TABLE_COLS}">` +
+      `<span class="num">${r.seq}</span><span class="mono">${clockTime(r.ts)}</span>` +
+      `<span class="dir-${esc(r.direction)}">${esc(r.direction || '')}</span>` +
+      `<span class="${bad ? 'bad' : ''}">${esc(r.msg_type)}</span><span>${esc(r.realm ?? '')}</span>` +
+      `<span class="mono">${esc(r.session_id ?? '')}</span><span>${esc(r.authid ?? '')}</span>` +
+      `<span>${esc(r.authrole ?? '')}</span><span class="mono">${esc(r.uri ?? '')}</span>` +
+      `<span class="mono">${esc((r.correlation || '').slice(0, 8))}</span>` +
+      `<span class="num">${esc(fmtBytes(recSize(r)))}</span></div>`;
+  }
+  $('table-rows').innerHTML = html;
+}
+
+function drawActions(v) {
+  if (!v.actions) v.buildActions();
+  const scroll = $('actions-scroll');
+  sizeSpacers(v);
+  const rows = v.actions;
+  const first = Math.max(0, Math.floor(scroll.scrollTop / TROW) - 5);
+  const last = Math.min(rows.length, Math.ceil((scroll.scrollTop + scroll.clientHeight) / TROW) + 5);
+  let html = '';
+  for (let k = first; k < last; k++) {
+    const a = rows[k];
+    const r = v.records[a.idx];
+    const outcome = a.outcome === 'ok' ? '<span class="good">ok</span>' :
+      a.outcome === 'error' ? '<span class="bad">error</span>' : '<span class="muted">pending</span>';
+    html += `<div class="trow${a.idx === v.selected ? ' selected' : ''}" data-i="${a.idx}" ` +
+      `style="top:${k * TROW}px;grid-template-columns:${ACTION_COLS}">` +
+      `<span>${esc(a.kind)}</span><span class="mono">${esc(a.uri ?? '')}</span>` +
+      `<span class="num">${a.duration != null ? fmtMs(a.duration) + ' ms' : ''}</span>${outcome}` +
+      `<span class="mono bad">${esc(a.error ?? '')}</span>` +
+      `<span>${esc(r.realm ?? '')}</span><span class="mono">${esc(a.who?.session_id ?? '')}</span>` +
+      `<span>${esc(a.who?.authid ?? '')}</span><span class="num">${a.responders}</span>` +
+      `<span class="num">${r.seq}</span></div>`;
+  }
+  $('actions-rows').innerHTML = html;
+}
+
+const ACTION_COLS = '64px minmax(180px,1fr) 90px 64px minmax(150px,1fr) 80px 136px 96px 80px 56px';
+
+function initTables() {
+  $('table-head').style.gridTemplateColumns = TABLE_COLS;
+  $('table-head').innerHTML = ['seq', 'time (UTC)', 'dir', 'type', 'realm', 'session', 'authid',
+    'authrole', 'uri', 'correlation', 'size'].map((c) => `<span>${c}</span>`).join('');
+  $('actions-head').style.gridTemplateColumns = ACTION_COLS;
+  $('actions-head').innerHTML = ['action', 'uri', 'duration', 'outcome', 'error', 'realm',
+    'session', 'authid', 'responders', 'seq'].map((c) => `<span>${c}</span>`).join('');
+  for (const [scroll, rows, draw] of [['table-scroll', 'table-rows', drawTable],
+    ['actions-scroll', 'actions-rows', drawActions]]) {
+    $(scroll).addEventListener('scroll', () => app.view && draw(app.view));
+    $(scroll).addEventListener('wheel', () => { $('follow').checked = false; }, { passive: true });
+    $(rows).addEventListener('click', (ev) => {
+      const row = ev.target.closest('[data-i]');
+      if (row) selectRecord(Number(row.dataset.i));
+    });
+  }
+  let timer;
+  $('search').addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      if (!app.view) return;
+      app.view.applySearch($('search').value.trim());
+      $('table-scroll').scrollTop = 0;
+      if (currentTab() !== 'table') setTab('table');
+      app.view.schedule();
+    }, 150);
+  });
+  document.querySelectorAll('.tab').forEach((b) => b.addEventListener('click', () => setTab(b.dataset.tab)));
+}
+
+function setTab(tab) {
+  document.querySelectorAll('.tab').forEach((b) => b.classList.toggle('active', b.dataset.tab === tab));
+  $('pane-seq').hidden = tab !== 'seq';
+  $('pane-table').hidden = tab !== 'table';
+  $('pane-actions').hidden = tab !== 'actions';
+  if (app.view) app.view.render();
+}
+
+// ----------------------------------------------------------------------------------- detail --
+
+function selectRecord(i) {
+  const v = app.view;
+  if (!v) return;
+  v.selected = i;
+  const r = v.records[i];
+  const d = $('detail');
+  d.hidden = false;
+  const f = [];
+  const add = (k, val) => { if (val !== undefined && val !== null && val !== '') f.push([k, val]); };
+  if (isAction(r)) {
+    $('detail-title').textContent = `Action #${r.seq}`;
+    add('action', r.action);
+    add('uri', r.uri);
+    add('realm', r.realm);
+    add('time', `${new Date(r.ts * 1000).toISOString()}`);
+    add('duration', `${fmtMs(r.duration)} ms`);
+    add('success', String(r.success));
+    add('originator', `${r.originator?.session_id} · ${r.originator?.authid ?? '-'} (${r.originator?.authrole ?? '-'})`);
+    add('responders', (r.responders || []).map((x) => `${x.session_id} ${x.authid ?? ''}`).join(', ') || 'none');
+    add('correlation', r.correlation);
+  } else {
+    $('detail-title').textContent = `${r.msg_type} #${r.seq}`;
+    add('direction', r.direction === 'rx' ? 'rx (received by the router)' : r.direction === 'tx' ? 'tx (sent by the router)' : r.direction);
+    add('uri', r.uri);
+    add('time', typeof r.ts === 'number' ? new Date(r.ts * 1000).toISOString() : '');
+    add('pc', r.pc);
+    add('realm', r.realm);
+    add('session', r.session_id);
+    add('authid', r.authid);
+    add('authrole', r.authrole);
+    add('correlation', r.correlation ? `${r.correlation}${r.correlation_is_anchor ? ' · anchor' : ''}${r.correlation_is_last ? ' · last' : ''}` : '');
+    add('dropped', r.dropped);
+    if (r.serializations) {
+      add('size', Object.entries(r.serializations).map(([k, n]) => `${k} ${n} B`).join(' · '));
+    }
+  }
+  $('detail-fields').innerHTML = f.map(([k, val]) => `<dt>${esc(k)}</dt><dd>${esc(val)}</dd>`).join('');
+  $('detail-msg').innerHTML = prettyJson(isAction(r) ? r : r.msg);
+  v.render();
+}
+
+// ---------------------------------------------------------------------------------- actions --
+
+function initTraceActions() {
+  $('tv-stop').addEventListener('click', async () => {
+    try {
+      app.view.meta = await api('stop_trace', app.view.id);
+      app.view.renderHead();
+      refreshTraces();
+    } catch (e) {
+      toast(`stop_trace: ${errText(e)}`);
+    }
+  });
+  $('tv-mark').addEventListener('click', async () => {
+    const name = $('tv-mark-name').value.trim() || 'mark';
+    try {
+      const seq = await api('mark_trace', app.view.id, name, {});
+      $('tv-mark-name').value = '';
+      toast(`marker "${name}" at seq ${seq}`, false);
+    } catch (e) {
+      toast(`mark_trace: ${errText(e)}`);
+    }
+  });
+  $('tv-delete').addEventListener('click', async (ev) => {
+    const b = ev.currentTarget;
+    if (!b.dataset.armed) {
+      b.dataset.armed = '1';
+      b.textContent = 'Really delete?';
+      setTimeout(() => { delete b.dataset.armed; b.textContent = 'Delete'; }, 4000);
+      return;
+    }
+    delete b.dataset.armed;
+    b.textContent = 'Delete';
+    try {
+      await api('delete_trace', app.view.id);
+      closeTrace();
+      refreshTraces();
+    } catch (e) {
+      toast(`delete_trace: ${errText(e)}`);
+    }
+  });
+  $('tv-download').addEventListener('click', () => download(app.view.id));
+  $('detail-close').addEventListener('click', () => {
+    $('detail').hidden = true;
+    if (app.view) {
+      app.view.selected = null;
+      app.view.render();
+    }
+  });
+  $('follow').addEventListener('change', () => app.view && app.view.schedule());
+  window.addEventListener('resize', () => app.view && app.view.schedule());
+}
+
+// JSON Lines, built here from get_trace_data pages: one record per line, as the API returns it.
+async function download(id) {
+  const b = $('tv-download');
+  b.disabled = true;
+  try {
+    const lines = [];
+    let from = 0;
+    for (;;) {
+      const page = await api('get_trace_data', id, from, null, PAGE);
+      if (!page.length) break;
+      for (const r of page) lines.push(JSON.stringify(r));
+      from = page[page.length - 1].seq + 1;
+      b.textContent = `Downloading… ${lines.length}`;
+    }
+    const blob = new Blob(lines.map((l) => l + '\n'), { type: 'application/x-ndjson' });
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = `${id}.jsonl`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    toast(`${id}.jsonl: ${lines.length} records`, false);
+  } catch (e) {
+    toast(`download: ${errText(e)}`);
+  } finally {
+    b.disabled = false;
+    b.textContent = 'Download JSON Lines';
+  }
+}
+
+initLogin();
+initTraceList();
+initSequence();
+initTables();
+initTraceActions();

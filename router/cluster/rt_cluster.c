@@ -1,0 +1,618 @@
+/* rt_cluster.c: membership of this node in the cluster (rt_cluster.h has the protocol). */
+#include "rt_cluster.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "rt_log.h"
+
+/* Bucket and subject names: "<name>_nodes", "<name>.nodes.changed", "<name>.node.<id>.info".
+ * name and id are at most RT_CLUSTER_TOKEN_MAX bytes (rt_config checks it). */
+#define NAME_MAX_LEN (2 * RT_CLUSTER_TOKEN_MAX + 32)
+
+/* A conflicting key must outlive node_ttl by this many heartbeats before the id is refused:
+ * the expiry of a dead process's key is checked by the bus about once a second. */
+#define CONFLICT_MARGIN_BEATS 2
+
+/* Link-down warnings: at most one per this many microseconds. */
+#define WARN_INTERVAL_US (60ull * 1000 * 1000)
+
+struct rt_cluster {
+    char *name;
+    char *node_id;
+    char *value; /* this node's JSON value */
+    char instance[17];
+    char bucket[NAME_MAX_LEN];
+    char subj_changed[NAME_MAX_LEN];
+    char subj_info[NAME_MAX_LEN];
+    rt_cluster_clock_fn clock;
+    void *clock_ctx;
+    uint64_t heartbeat_us, ttl_us;
+    uint32_t ttl_ms, request_timeout_ms;
+
+    const rt_cluster_ops *ops;
+    void *link;
+    rt_cluster_link_state link_state;
+    rt_cluster_member_state state;
+    bool ever_joined;
+    bool left;
+    bool leaving;      /* the leave's DELETE is in flight */
+    bool join_pending; /* a CREATE, GET or PUT of the join is in flight */
+    bool beat_pending; /* a heartbeat PUT is in flight */
+    bool keys_pending; /* a KEYS is in flight */
+    bool keys_again;   /* read the keys again when it returns */
+    uint64_t next_join_us;
+    uint64_t next_beat_us;
+    bool conflict;
+    uint64_t conflict_since_us;
+    uint64_t last_warn_us;
+    bool warned;
+    uint64_t last_join_warn_us;
+    bool join_warned;
+
+    char **nodes; /* sorted; owned strings */
+    size_t n_nodes;
+};
+
+static uint64_t now_us(const rt_cluster *c)
+{
+    return c->clock(c->clock_ctx);
+}
+
+const char *rt_cluster_link_state_name(rt_cluster_link_state st)
+{
+    switch (st) {
+    case RT_CLUSTER_LINK_UP:
+        return "up";
+    case RT_CLUSTER_LINK_DOWN:
+        return "down";
+    case RT_CLUSTER_LINK_CONNECTING:
+        break;
+    }
+    return "connecting";
+}
+
+bool rt_cluster_token_is_valid(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > RT_CLUSTER_TOKEN_MAX) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- The node list ------------------------------------------------------------------------ */
+
+static void nodes_clear(rt_cluster *c)
+{
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        free(c->nodes[i]);
+    }
+    free(c->nodes);
+    c->nodes = NULL;
+    c->n_nodes = 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool list_has(char *const *list, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(list[i], s) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void log_nodes(const rt_cluster *c)
+{
+    char buf[1024];
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->n_nodes && o < sizeof(buf); i++) {
+        int n = snprintf(buf + o, sizeof(buf) - o, "%s%s", i ? ", " : "", c->nodes[i]);
+        if (n < 0) {
+            break;
+        }
+        o += (size_t)n;
+    }
+    RT_LOG_INFO(0, "cluster %s: nodes (%zu): %s", c->name, c->n_nodes, buf);
+}
+
+static void on_info(void *arg, wamp_err err, const void *data, size_t len);
+
+/* Replaces the list by keys (NULL, 0 = just this node); logs and asks about new nodes. */
+static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
+{
+    const char *self = c->node_id;
+    if (!keys) {
+        keys = &self;
+        n_keys = 1;
+    }
+    char **list = calloc(n_keys ? n_keys : 1, sizeof(*list));
+    if (!list) {
+        return WAMP_ENOMEM;
+    }
+    for (size_t i = 0; i < n_keys; i++) {
+        list[i] = strdup(keys[i]);
+        if (!list[i]) {
+            for (size_t j = 0; j < i; j++) {
+                free(list[j]);
+            }
+            free(list);
+            return WAMP_ENOMEM;
+        }
+    }
+    qsort(list, n_keys, sizeof(*list), cmp_str);
+    bool changed = n_keys != c->n_nodes;
+    for (size_t i = 0; !changed && i < n_keys; i++) {
+        changed = strcmp(list[i], c->nodes[i]) != 0;
+    }
+    bool up = c->link_state == RT_CLUSTER_LINK_UP;
+    for (size_t i = 0; up && i < c->n_nodes; i++) {
+        if (!list_has(list, n_keys, c->nodes[i])) {
+            RT_LOG_INFO(0, "cluster %s: node %s left", c->name, c->nodes[i]);
+        }
+    }
+    for (size_t i = 0; up && i < n_keys; i++) {
+        if (strcmp(list[i], self) == 0 || list_has(c->nodes, c->n_nodes, list[i])) {
+            continue;
+        }
+        char subj[NAME_MAX_LEN];
+        int n = snprintf(subj, sizeof(subj), "%s.node.%s.info", c->name, list[i]);
+        if (n > 0 && (size_t)n < sizeof(subj)) {
+            c->ops->request(c->link, subj, "", 0, c->request_timeout_ms, on_info, c);
+        }
+    }
+    nodes_clear(c);
+    c->nodes = list;
+    c->n_nodes = n_keys;
+    if (changed && c->ops) { /* not for the initial list of rt_cluster_new() */
+        log_nodes(c);
+    }
+    return WAMP_OK;
+}
+
+static void on_info(void *arg, wamp_err err, const void *data, size_t len)
+{
+    rt_cluster *c = arg;
+    if (err != WAMP_OK) {
+        RT_LOG_DEBUG(0, "cluster %s: a node's info request failed: %s", c->name,
+                     wamp_strerror(err));
+        return;
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(data, len, 0, &jerr);
+    const char *id = json_string_value(json_object_get(v, "node_id"));
+    const char *version = json_string_value(json_object_get(v, "version"));
+    const char *inst = json_string_value(json_object_get(v, "instance"));
+    if (id && version && inst) {
+        RT_LOG_INFO(0, "cluster %s: node %s joined (wampscope %s, instance %s)", c->name, id,
+                    version, inst);
+    }
+    json_decref(v);
+}
+
+static void on_keys(void *arg, const rt_cluster_kv_result *res)
+{
+    rt_cluster *c = arg;
+    c->keys_pending = false;
+    if (c->state != RT_CLUSTER_MEMBER_JOINED || c->link_state != RT_CLUSTER_LINK_UP) {
+        return;
+    }
+    if (res->err != WAMP_OK) {
+        RT_LOG_DEBUG(0, "cluster %s: reading the node list failed: %s", c->name,
+                     wamp_strerror(res->err));
+        return;
+    }
+    if (nodes_set(c, res->keys, res->n_keys) != WAMP_OK) {
+        RT_LOG_WARN(0, "cluster %s: out of memory reading the node list", c->name);
+    }
+    if (c->keys_again) {
+        c->keys_again = false;
+        c->keys_pending = true;
+        rt_cluster_kv_op op = {
+                .kind = RT_CLUSTER_KV_KEYS, .bucket = c->bucket, .ttl_ms = c->ttl_ms};
+        if (c->ops->kv(c->link, &op, on_keys, c) != WAMP_OK) {
+            c->keys_pending = false;
+        }
+    }
+}
+
+static void read_keys(rt_cluster *c)
+{
+    if (c->keys_pending) {
+        c->keys_again = true;
+        return;
+    }
+    rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_KEYS, .bucket = c->bucket, .ttl_ms = c->ttl_ms};
+    c->keys_pending = c->ops->kv(c->link, &op, on_keys, c) == WAMP_OK;
+}
+
+/* ---- Joining ------------------------------------------------------------------------------ */
+
+static void announce(rt_cluster *c)
+{
+    c->ops->publish(c->link, c->subj_changed, NULL, c->node_id, strlen(c->node_id));
+}
+
+static void joined(rt_cluster *c)
+{
+    c->state = RT_CLUSTER_MEMBER_JOINED;
+    c->ever_joined = true;
+    c->conflict = false;
+    c->join_warned = false;
+    c->next_beat_us = now_us(c) + c->heartbeat_us;
+    RT_LOG_INFO(0, "cluster %s: joined as node %s (instance %s)", c->name, c->node_id, c->instance);
+    announce(c);
+    read_keys(c);
+}
+
+static void retry_join(rt_cluster *c, uint64_t after_us)
+{
+    c->next_join_us = now_us(c) + after_us;
+}
+
+/* A join step failed on an up link (not a refusal): e.g. a server without JetStream. */
+static void join_failed(rt_cluster *c, wamp_err err)
+{
+    uint64_t now = now_us(c);
+    if (err != WAMP_ECLOSED &&
+        (!c->join_warned || now - c->last_join_warn_us >= WARN_INTERVAL_US)) {
+        c->join_warned = true;
+        c->last_join_warn_us = now;
+        RT_LOG_WARN(0,
+                    "cluster %s: cannot announce node %s in bucket %s: %s (is JetStream enabled "
+                    "on the NATS server?); retrying every heartbeat",
+                    c->name, c->node_id, c->bucket, wamp_strerror(err));
+    }
+    retry_join(c, c->heartbeat_us);
+}
+
+/* Another instance holds our key. */
+static void conflict(rt_cluster *c, const char *other)
+{
+    uint64_t now = now_us(c);
+    if (!c->conflict) {
+        c->conflict = true;
+        c->conflict_since_us = now;
+        RT_LOG_WARN(0,
+                    "cluster %s: node id \"%s\" is held by another instance (%s); waiting up to "
+                    "%" PRIu32 " ms (node_ttl) for it to expire",
+                    c->name, c->node_id, other, c->ttl_ms);
+    }
+    if (now - c->conflict_since_us >= c->ttl_us + CONFLICT_MARGIN_BEATS * c->heartbeat_us) {
+        RT_LOG_ERR(0,
+                   "cluster %s: node id \"%s\" (controller.id) is already in use by another live "
+                   "node (instance %s); every node needs its own id",
+                   c->name, c->node_id, other);
+        if (!c->ever_joined) {
+            c->state = RT_CLUSTER_MEMBER_REFUSED;
+            return;
+        }
+        c->conflict = false; /* warn again, refuse again after another TTL */
+    }
+    retry_join(c, c->heartbeat_us);
+}
+
+static void on_join_put(void *arg, const rt_cluster_kv_result *res)
+{
+    rt_cluster *c = arg;
+    c->join_pending = false;
+    if (c->state != RT_CLUSTER_MEMBER_JOINING) {
+        return;
+    }
+    if (res->err == WAMP_OK) {
+        joined(c);
+    } else {
+        join_failed(c, res->err);
+    }
+}
+
+static void on_join_get(void *arg, const rt_cluster_kv_result *res)
+{
+    rt_cluster *c = arg;
+    c->join_pending = false;
+    if (c->state != RT_CLUSTER_MEMBER_JOINING) {
+        return;
+    }
+    if (res->err == WAMP_ENOTFOUND) {
+        retry_join(c, 0); /* gone between CREATE and GET: create again */
+        return;
+    }
+    if (res->err != WAMP_OK) {
+        join_failed(c, res->err);
+        return;
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(res->value, res->len, 0, &jerr);
+    const char *inst = json_string_value(json_object_get(v, "instance"));
+    char other[32];
+    snprintf(other, sizeof(other), "%s", inst ? inst : "unknown");
+    bool ours = inst && strcmp(inst, c->instance) == 0;
+    json_decref(v);
+    if (!ours) {
+        conflict(c, other);
+        return;
+    }
+    /* The bus kept our key while the link was down: take it over. */
+    rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_PUT,
+                           .bucket = c->bucket,
+                           .ttl_ms = c->ttl_ms,
+                           .key = c->node_id,
+                           .value = c->value,
+                           .len = strlen(c->value)};
+    c->join_pending = c->ops->kv(c->link, &op, on_join_put, c) == WAMP_OK;
+    if (!c->join_pending) {
+        retry_join(c, c->heartbeat_us);
+    }
+}
+
+static void on_join_create(void *arg, const rt_cluster_kv_result *res)
+{
+    rt_cluster *c = arg;
+    c->join_pending = false;
+    if (c->state != RT_CLUSTER_MEMBER_JOINING) {
+        return;
+    }
+    if (res->err == WAMP_OK) {
+        joined(c);
+        return;
+    }
+    if (res->err != WAMP_EEXIST) {
+        join_failed(c, res->err);
+        return;
+    }
+    rt_cluster_kv_op op = {
+            .kind = RT_CLUSTER_KV_GET, .bucket = c->bucket, .ttl_ms = c->ttl_ms, .key = c->node_id};
+    c->join_pending = c->ops->kv(c->link, &op, on_join_get, c) == WAMP_OK;
+    if (!c->join_pending) {
+        retry_join(c, c->heartbeat_us);
+    }
+}
+
+static void start_join(rt_cluster *c)
+{
+    rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_CREATE,
+                           .bucket = c->bucket,
+                           .ttl_ms = c->ttl_ms,
+                           .key = c->node_id,
+                           .value = c->value,
+                           .len = strlen(c->value)};
+    c->join_pending = c->ops->kv(c->link, &op, on_join_create, c) == WAMP_OK;
+    if (!c->join_pending) {
+        retry_join(c, c->heartbeat_us);
+    }
+}
+
+static void on_beat(void *arg, const rt_cluster_kv_result *res)
+{
+    rt_cluster *c = arg;
+    c->beat_pending = false;
+    if (res->err != WAMP_OK && res->err != WAMP_ECLOSED) {
+        RT_LOG_DEBUG(0, "cluster %s: heartbeat failed: %s", c->name, wamp_strerror(res->err));
+    }
+}
+
+static void heartbeat(rt_cluster *c)
+{
+    if (!c->beat_pending) {
+        rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_PUT,
+                               .bucket = c->bucket,
+                               .ttl_ms = c->ttl_ms,
+                               .key = c->node_id,
+                               .value = c->value,
+                               .len = strlen(c->value)};
+        c->beat_pending = c->ops->kv(c->link, &op, on_beat, c) == WAMP_OK;
+    }
+    read_keys(c);
+}
+
+/* ---- Subscriptions ------------------------------------------------------------------------ */
+
+static void on_changed(void *arg, const char *subject, const char *reply, const void *data,
+                       size_t len)
+{
+    (void)subject;
+    (void)reply;
+    (void)data;
+    (void)len;
+    rt_cluster *c = arg;
+    if (c->state == RT_CLUSTER_MEMBER_JOINED && c->link_state == RT_CLUSTER_LINK_UP) {
+        read_keys(c);
+    }
+}
+
+static void on_info_request(void *arg, const char *subject, const char *reply, const void *data,
+                            size_t len)
+{
+    (void)subject;
+    (void)data;
+    (void)len;
+    rt_cluster *c = arg;
+    if (reply && c->state == RT_CLUSTER_MEMBER_JOINED) {
+        c->ops->publish(c->link, reply, NULL, c->value, strlen(c->value));
+    }
+}
+
+/* ---- Public ------------------------------------------------------------------------------- */
+
+rt_cluster *rt_cluster_new(const rt_cluster_options *o, uint64_t instance,
+                           rt_cluster_clock_fn clock, void *clock_ctx)
+{
+    rt_cluster *c = calloc(1, sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    c->clock = clock;
+    c->clock_ctx = clock_ctx;
+    c->heartbeat_us = (uint64_t)o->heartbeat_ms * 1000;
+    c->ttl_us = (uint64_t)o->node_ttl_ms * 1000;
+    c->ttl_ms = o->node_ttl_ms;
+    c->request_timeout_ms = o->request_timeout_ms;
+    snprintf(c->instance, sizeof(c->instance), "%016" PRIx64, instance);
+    c->name = strdup(o->name);
+    c->node_id = strdup(o->node_id);
+    json_t *v = json_pack("{s:s, s:s, s:s}", "node_id", o->node_id, "instance", c->instance,
+                          "version", o->version);
+    c->value = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    if (!c->name || !c->node_id || !c->value || nodes_set(c, NULL, 0) != WAMP_OK) {
+        rt_cluster_free(c);
+        return NULL;
+    }
+    snprintf(c->bucket, sizeof(c->bucket), "%s_nodes", c->name);
+    snprintf(c->subj_changed, sizeof(c->subj_changed), "%s.nodes.changed", c->name);
+    snprintf(c->subj_info, sizeof(c->subj_info), "%s.node.%s.info", c->name, c->node_id);
+    return c;
+}
+
+void rt_cluster_free(rt_cluster *c)
+{
+    if (!c) {
+        return;
+    }
+    nodes_clear(c);
+    free(c->name);
+    free(c->node_id);
+    free(c->value);
+    free(c);
+}
+
+wamp_err rt_cluster_set_link(rt_cluster *c, const rt_cluster_ops *ops, void *link)
+{
+    uint64_t sub;
+    c->ops = ops;
+    c->link = link;
+    wamp_err err = ops->subscribe(link, c->subj_changed, NULL, on_changed, c, &sub);
+    if (err == WAMP_OK) {
+        err = ops->subscribe(link, c->subj_info, NULL, on_info_request, c, &sub);
+    }
+    return err;
+}
+
+void rt_cluster_on_link_state(rt_cluster *c, rt_cluster_link_state st)
+{
+    c->link_state = st;
+    if (st != RT_CLUSTER_LINK_UP) {
+        uint64_t now = now_us(c);
+        if (!c->warned || now - c->last_warn_us >= WARN_INTERVAL_US) {
+            c->warned = true;
+            c->last_warn_us = now;
+            RT_LOG_WARN(0, "cluster %s: link %s; routing locally until it is up", c->name,
+                        rt_cluster_link_state_name(st));
+        }
+        if (c->state == RT_CLUSTER_MEMBER_JOINED || c->state == RT_CLUSTER_MEMBER_JOINING) {
+            c->state = RT_CLUSTER_MEMBER_OFFLINE;
+        }
+        if (nodes_set(c, NULL, 0) != WAMP_OK) {
+            RT_LOG_WARN(0, "cluster %s: out of memory", c->name);
+        }
+        return;
+    }
+    RT_LOG_INFO(0, "cluster %s: link up", c->name);
+    c->warned = false;
+    if (c->state == RT_CLUSTER_MEMBER_OFFLINE && !c->left) {
+        c->state = RT_CLUSTER_MEMBER_JOINING;
+        c->conflict = false;
+        c->next_join_us = now_us(c);
+    }
+    rt_cluster_tick(c);
+}
+
+void rt_cluster_tick(rt_cluster *c)
+{
+    if (c->link_state != RT_CLUSTER_LINK_UP) {
+        return;
+    }
+    uint64_t now = now_us(c);
+    if (c->state == RT_CLUSTER_MEMBER_JOINING && !c->join_pending && now >= c->next_join_us) {
+        start_join(c);
+    } else if (c->state == RT_CLUSTER_MEMBER_JOINED && now >= c->next_beat_us) {
+        c->next_beat_us = now + c->heartbeat_us;
+        heartbeat(c);
+    }
+}
+
+static void on_left(void *arg, const rt_cluster_kv_result *res)
+{
+    rt_cluster *c = arg;
+    c->leaving = false;
+    if (res->err == WAMP_OK) {
+        /* After the delete, so that the others' read of the list misses this node. */
+        announce(c);
+        RT_LOG_INFO(0, "cluster %s: left", c->name);
+    }
+}
+
+void rt_cluster_leave(rt_cluster *c)
+{
+    bool was_joined = c->state == RT_CLUSTER_MEMBER_JOINED;
+    c->left = true;
+    if (c->state != RT_CLUSTER_MEMBER_REFUSED) {
+        c->state = RT_CLUSTER_MEMBER_OFFLINE;
+    }
+    if (!was_joined || c->link_state != RT_CLUSTER_LINK_UP) {
+        return;
+    }
+    rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_DELETE,
+                           .bucket = c->bucket,
+                           .ttl_ms = c->ttl_ms,
+                           .key = c->node_id};
+    c->leaving = c->ops->kv(c->link, &op, on_left, c) == WAMP_OK;
+}
+
+bool rt_cluster_is_leaving(const rt_cluster *c)
+{
+    return c->leaving;
+}
+
+rt_cluster_member_state rt_cluster_member_state_get(const rt_cluster *c)
+{
+    return c->state;
+}
+
+bool rt_cluster_is_refused(const rt_cluster *c)
+{
+    return c->state == RT_CLUSTER_MEMBER_REFUSED;
+}
+
+bool rt_cluster_is_settled(const rt_cluster *c)
+{
+    return c->state == RT_CLUSTER_MEMBER_JOINED || c->state == RT_CLUSTER_MEMBER_REFUSED;
+}
+
+size_t rt_cluster_node_count(const rt_cluster *c)
+{
+    return c->n_nodes;
+}
+
+const char *rt_cluster_node_at(const rt_cluster *c, size_t i)
+{
+    return i < c->n_nodes ? c->nodes[i] : NULL;
+}
+
+void rt_cluster_link_stats_get(const rt_cluster *c, rt_cluster_link_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (c->ops) {
+        c->ops->stats(c->link, out);
+    }
+    out->state = c->link_state;
+}

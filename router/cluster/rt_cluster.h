@@ -1,0 +1,95 @@
+/* rt_cluster.h: this node's membership in a cluster of wampscope nodes, over a cluster link
+ * (rt_cluster_link.h). Socket-free: tested with tests/support/fake_cluster.c.
+ *
+ * Membership: every node holds the key <node id> in the bucket "<name>_nodes", whose keys live
+ * node_ttl after their last write. Joining is an atomic CREATE of that key, so two nodes cannot
+ * hold one id. The value is JSON {"node_id", "instance", "version", "started"} where instance is
+ * random per process: a CREATE that finds this process's own instance (after the link came back,
+ * the bus kept the key) takes the key over. A CREATE that finds another instance is retried every
+ * heartbeat until node_ttl has passed since the first refusal: a key left by a killed process
+ * expires by then; a live node keeps it, and the id is refused (rt_cluster_is_refused()).
+ * A joined node writes its key every heartbeat and reads the bucket's keys (the live node list)
+ * every heartbeat too; join and leave are also announced on "<name>.nodes.changed" so that the
+ * other nodes read the list at once. A node killed with kill -9 leaves the others' lists within
+ * node_ttl + heartbeat (the key expires, then the next read misses it). A clean leave deletes the
+ * key. Each node answers requests on "<name>.node.<id>.info" with its value, and asks a node that
+ * appears in the list for it (logged: "cluster wampscope: node B joined (...)").
+ *
+ * Ownership: the caller owns the rt_cluster and the link; the link must be freed first (its
+ * pending callbacks point here). Service thread only. */
+#ifndef RT_CLUSTER_H
+#define RT_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_cluster_link.h"
+#include "wamp_err.h"
+
+typedef struct rt_cluster rt_cluster;
+
+/* Longest cluster name or node id. */
+#define RT_CLUSTER_TOKEN_MAX 64
+
+/* true when s can be a cluster name or node id: 1..RT_CLUSTER_TOKEN_MAX letters, digits, '-'
+ * and '_' (one subject token, and a key of the node bucket). */
+bool rt_cluster_token_is_valid(const char *s);
+
+/* Monotonic clock in microseconds (the router's rt_clock_fn). */
+typedef uint64_t (*rt_cluster_clock_fn)(void *ctx);
+
+typedef struct rt_cluster_options {
+    const char *name;    /* cluster name: prefix of every subject and bucket (copied) */
+    const char *node_id; /* this node's id (copied) */
+    const char *version; /* announced in the node's value (copied) */
+    uint32_t heartbeat_ms;
+    uint32_t node_ttl_ms;
+    uint32_t request_timeout_ms;
+} rt_cluster_options;
+
+typedef enum rt_cluster_member_state {
+    RT_CLUSTER_MEMBER_OFFLINE = 0, /* link not up */
+    RT_CLUSTER_MEMBER_JOINING,     /* link up, key not (yet) ours */
+    RT_CLUSTER_MEMBER_JOINED,
+    RT_CLUSTER_MEMBER_REFUSED /* another live node holds our id; we stopped trying */
+} rt_cluster_member_state;
+
+/* New member with no link (offline). instance is this process's random instance id (64 bits).
+ * NULL on allocation failure. clock NULL is not allowed. */
+rt_cluster *rt_cluster_new(const rt_cluster_options *o, uint64_t instance,
+                           rt_cluster_clock_fn clock, void *clock_ctx);
+/* NULL-safe. Free the link first. */
+void rt_cluster_free(rt_cluster *c);
+
+/* Attaches the link (borrowed; outlives c's use of it) and subscribes to the membership
+ * subjects. Call once, before the link reports any state. */
+wamp_err rt_cluster_set_link(rt_cluster *c, const rt_cluster_ops *ops, void *link);
+
+/* Entry point for the link: its state changed. Up starts (or restarts: re-announce) the join. */
+void rt_cluster_on_link_state(rt_cluster *c, rt_cluster_link_state st);
+/* Heartbeats, list reads and join retries that are due. Call often (every 100 ms). */
+void rt_cluster_tick(rt_cluster *c);
+/* Clean leave: deletes this node's key, then (when the delete is done) announces it; the node
+ * does not join again. */
+void rt_cluster_leave(rt_cluster *c);
+/* true while the leave's delete is in flight: keep servicing the link until it is false (or a
+ * timeout), so that the announcement goes out. */
+bool rt_cluster_is_leaving(const rt_cluster *c);
+
+rt_cluster_member_state rt_cluster_member_state_get(const rt_cluster *c);
+/* true once another live node has been found to hold this node's id while this node had not
+ * joined: the node must not take part (main() stops at start). */
+bool rt_cluster_is_refused(const rt_cluster *c);
+/* true once the join has been decided (joined or refused). */
+bool rt_cluster_is_settled(const rt_cluster *c);
+
+/* The live node list: ids sorted, this node included while joined; just this node while the
+ * link is down. Borrowed, valid until the next call into c. */
+size_t rt_cluster_node_count(const rt_cluster *c);
+const char *rt_cluster_node_at(const rt_cluster *c, size_t i);
+
+/* Link state and traffic counters (from the link), for the stats. */
+void rt_cluster_link_stats_get(const rt_cluster *c, rt_cluster_link_stats *out);
+
+#endif /* RT_CLUSTER_H */

@@ -1,0 +1,123 @@
+/* rt_nats_node.c: see rt_nats_node.h. */
+#include "rt_nats_node.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <sodium.h>
+
+#include "rt_cluster.h"
+#include "rt_nats.h"
+
+#ifndef RT_VERSION
+#error "RT_VERSION comes from CMake (router/CMakeLists.txt)"
+#endif
+
+struct rt_nats_node {
+    rt_router *rt;
+    const rt_cluster_config *cfg;
+    rt_cluster *member;
+    rt_nats *link;
+};
+
+static uint64_t node_clock(void *ctx)
+{
+    return rt_router_now_us(ctx);
+}
+
+void rt_nats_node_service(void *ctx)
+{
+    rt_nats_node *nn = ctx;
+    rt_nats_service(nn->link);
+    rt_cluster_tick(nn->member);
+}
+
+void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
+{
+    rt_nats_set_wake(nn->link, wake, ctx);
+}
+
+/* Frees without leaving. */
+static void node_free(rt_nats_node *nn)
+{
+    rt_nats_free(nn->link);
+    rt_cluster_free(nn->member);
+    free(nn);
+}
+
+wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **out, char *err,
+                            size_t err_len)
+{
+    *out = NULL;
+    const rt_cluster_config *cc = cfg->cluster;
+    rt_nats_node *nn = calloc(1, sizeof(*nn));
+    uint64_t instance = 0;
+    randombytes_buf(&instance, sizeof(instance));
+    rt_cluster_options o = {.name = cc->name,
+                            .node_id = cfg->node_id,
+                            .version = RT_VERSION,
+                            .heartbeat_ms = cc->heartbeat_ms,
+                            .node_ttl_ms = cc->node_ttl_ms,
+                            .request_timeout_ms = cc->request_timeout_ms};
+    if (!nn || !(nn->member = rt_cluster_new(&o, instance, node_clock, rt))) {
+        free(nn);
+        snprintf(err, err_len, "out of memory");
+        return WAMP_ENOMEM;
+    }
+    nn->rt = rt;
+    nn->cfg = cc;
+    wamp_err e = rt_nats_new(cc, nn->member, &nn->link, err, err_len);
+    if (e != WAMP_OK) {
+        node_free(nn);
+        return e;
+    }
+    uint64_t connect_end = rt_router_now_us(rt) + (uint64_t)cc->connect_timeout_ms * 1000;
+    uint64_t settle_end =
+            connect_end +
+            ((uint64_t)cc->node_ttl_ms + 3ull * cc->heartbeat_ms + cc->request_timeout_ms) * 1000;
+    for (;;) {
+        rt_nats_node_service(nn);
+        rt_cluster_link_stats st;
+        rt_cluster_link_stats_get(nn->member, &st);
+        uint64_t now = rt_router_now_us(rt);
+        if (rt_cluster_is_settled(nn->member) || rt_nats_is_closed(nn->link, NULL, 0) ||
+            (st.state != RT_CLUSTER_LINK_UP && now >= connect_end) || now >= settle_end) {
+            break;
+        }
+        rt_nats_wait(nn->link, 100);
+    }
+    char why[256];
+    if (rt_nats_is_closed(nn->link, why, sizeof(why))) {
+        snprintf(err, err_len,
+                 "cluster %s: the NATS server closed the connection: %s (check the credentials "
+                 "and TLS in wampscope.cluster.nats)",
+                 cc->name, why);
+        node_free(nn);
+        return WAMP_ECLOSED;
+    }
+    if (rt_cluster_is_refused(nn->member)) {
+        snprintf(err, err_len,
+                 "cluster %s: node id \"%s\" (controller.id) is already in use by another live "
+                 "node",
+                 cc->name, cfg->node_id);
+        node_free(nn);
+        return WAMP_EEXIST;
+    }
+    *out = nn;
+    return WAMP_OK;
+}
+
+void rt_nats_node_free(rt_nats_node *nn)
+{
+    if (!nn) {
+        return;
+    }
+    rt_cluster_leave(nn->member);
+    uint64_t end = rt_router_now_us(nn->rt) + (uint64_t)nn->cfg->request_timeout_ms * 1000;
+    while (rt_cluster_is_leaving(nn->member) && rt_router_now_us(nn->rt) < end) {
+        rt_nats_wait(nn->link, 100);
+        rt_nats_service(nn->link);
+    }
+    node_free(nn);
+}

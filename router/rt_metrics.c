@@ -1,0 +1,517 @@
+/* rt_metrics.c: the Prometheus text of the router. The plain counters and gauges are rows of
+ * tables (one line per metric: name, type, help, where the value is), so that a new counter in
+ * rt_router_stats is one more row; the labelled families are walked from the router's state. */
+#include "rt_metrics.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_core_int.h"
+#include "rt_realm.h"
+#include "trace.h"
+#include "trace_hub.h"
+#include "wamp_codec.h"
+#include "wamp_msg.h"
+
+/* --- Output buffer -------------------------------------------------------------------------- */
+
+typedef struct mbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} mbuf;
+
+static bool mb_reserve(mbuf *b, size_t n)
+{
+    if (b->oom) {
+        return false;
+    }
+    if (b->len + n + 1 <= b->cap) {
+        return true;
+    }
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + n + 1) {
+        cap *= 2;
+    }
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = true;
+        return false;
+    }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+static void mb_put(mbuf *b, const char *s, size_t n)
+{
+    if (!mb_reserve(b, n)) {
+        return;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+__attribute__((format(printf, 2, 3))) static void mb_printf(mbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[256];
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = true;
+        return;
+    }
+    if ((size_t)n < sizeof(tmp)) {
+        mb_put(b, tmp, (size_t)n);
+        return;
+    }
+    if (!mb_reserve(b, (size_t)n)) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* A label value: backslash, double quote and newline escaped (the exposition format's rule). */
+static void mb_label_value(mbuf *b, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\') {
+            mb_put(b, "\\\\", 2);
+        } else if (*v == '"') {
+            mb_put(b, "\\\"", 2);
+        } else if (*v == '\n') {
+            mb_put(b, "\\n", 2);
+        } else {
+            mb_put(b, v, 1);
+        }
+    }
+}
+
+/* --- Families ------------------------------------------------------------------------------- */
+
+typedef enum mkind {
+    M_COUNTER,
+    M_GAUGE
+} mkind;
+
+static void family(mbuf *b, const char *name, mkind kind, const char *help)
+{
+    mb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+              kind == M_COUNTER ? "counter" : "gauge");
+}
+
+/* One sample; labels: NULL or pairs key, value, ..., NULL. */
+static void sample_u64(mbuf *b, const char *name, const char *const *labels, uint64_t v)
+{
+    mb_printf(b, "%s", name);
+    if (labels && labels[0]) {
+        mb_put(b, "{", 1);
+        for (size_t i = 0; labels[i]; i += 2) {
+            mb_printf(b, "%s%s=\"", i ? "," : "", labels[i]);
+            mb_label_value(b, labels[i + 1]);
+            mb_put(b, "\"", 1);
+        }
+        mb_put(b, "}", 1);
+    }
+    mb_printf(b, " %" PRIu64 "\n", v);
+}
+
+static void sample_f(mbuf *b, const char *name, double v)
+{
+    mb_printf(b, "%s %.17g\n", name, v);
+}
+
+/* rt_router_stats counters without labels: one row each. */
+typedef struct stat_row {
+    const char *name;
+    const char *help;
+    size_t off; /* of a uint64_t in rt_router_stats */
+} stat_row;
+
+#define STAT(n, field, h)                                   \
+    {                                                       \
+        "wampscope_" n, h, offsetof(rt_router_stats, field) \
+    }
+/* clang-format off */
+static const stat_row stat_rows[] = {
+    STAT("sessions_opened_total", sessions_opened, "Connections attached to the router."),
+    STAT("sessions_closed_total", sessions_closed, "Connections closed."),
+    STAT("received_bytes_total", bytes_rx, "Bytes of WAMP messages received."),
+    STAT("sent_bytes_total", bytes_tx, "Bytes of WAMP messages queued to be sent."),
+    STAT("protocol_violations_total", protocol_violations,
+         "Sessions closed for a WAMP protocol violation."),
+    STAT("slow_consumer_disconnects_total", slow_consumer_disconnects,
+         "Sessions disconnected because their outgoing queue was full."),
+    STAT("limit_refusals_total", limit_refusals,
+         "HELLO, CALL, SUBSCRIBE and REGISTER refused by a wampscope.limits key."),
+    STAT("events_dropped_total", events_dropped,
+         "EVENTs dropped from full outgoing queues (slow_consumer drop_oldest_events)."),
+    STAT("outgoing_too_big_total", messages_too_big,
+         "Outgoing messages larger than the receiver's limit, not sent."),
+    STAT("incoming_too_big_total", incoming_too_big,
+         "Incoming messages over the transport's max_message_size (connection closed)."),
+    STAT("connection_refusals_total", connection_refusals,
+         "Connections refused by a listener limit (max_connections, rawsocket_min_length)."),
+    STAT("hello_timeouts_total", hello_timeouts,
+         "Connections closed for not sending HELLO within limits.hello_timeout."),
+    STAT("messages_undelivered_total", messages_undelivered,
+         "Queued messages never written (their connection went)."),
+    STAT("events_not_retained_total", events_not_retained,
+         "Retained events not kept (max_retained_topics, max_retained_bytes)."),
+    STAT("answers_dropped_total", answers_dropped,
+         "YIELDs and ERRORs answering no pending call, dropped."),
+};
+
+/* clang-format on */
+
+/* rt_router_gauges without labels. */
+typedef struct gauge_row {
+    const char *name;
+    const char *help;
+    size_t off; /* of a size_t in rt_router_gauges */
+} gauge_row;
+
+#define GAUGE(n, field, h)                                   \
+    {                                                        \
+        "wampscope_" n, h, offsetof(rt_router_gauges, field) \
+    }
+static const gauge_row gauge_rows[] = {
+        GAUGE("queued_messages", queued_messages, "Messages in every outgoing queue."),
+        GAUGE("queued_bytes", queued_bytes, "Bytes in every outgoing queue."),
+        GAUGE("subscriptions", subscriptions, "Subscriptions over all realms."),
+        GAUGE("registrations", registrations,
+              "Registrations over all realms, router-local procedures included."),
+        GAUGE("pending_calls", pending_calls, "Calls waiting for their answer."),
+        GAUGE("retained_events", retained_events, "Retained events held."),
+};
+
+static uint64_t stat_at(const rt_router_stats *st, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)st + off, sizeof(v));
+    return v;
+}
+
+static size_t gauge_at(const rt_router_gauges *g, size_t off)
+{
+    size_t v;
+    memcpy(&v, (const char *)g + off, sizeof(v));
+    return v;
+}
+
+/* Index of s's listener in the config, n_listeners if none matches. */
+static size_t listener_index(const rt_config *cfg, const rt_session *s)
+{
+    for (size_t i = 0; s->peer.listener_id && i < cfg->n_listeners; i++) {
+        if (cfg->listeners[i].id && strcmp(cfg->listeners[i].id, s->peer.listener_id) == 0) {
+            return i;
+        }
+    }
+    return cfg->n_listeners;
+}
+
+/* wampscope_connections{transport} and wampscope_sessions{realm,transport}: every configured
+ * combination (zeros included, so that the series exist before the first session). The
+ * transport is the listener's id (a universal transport's RawSocket part has its own). */
+static void render_sessions(mbuf *b, const rt_router *rt)
+{
+    const rt_config *cfg = rt->cfg;
+    size_t nl = cfg->n_listeners + 1; /* the last column: sessions of no known listener */
+    size_t *conns = calloc(nl, sizeof(*conns));
+    size_t *joined = calloc((rt->n_realms ? rt->n_realms : 1) * nl, sizeof(*joined));
+    if (!conns || !joined) {
+        b->oom = true;
+        goto done;
+    }
+    RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
+    {
+        const rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
+        size_t li = listener_index(cfg, s);
+        conns[li]++;
+        for (size_t r = 0; s->realm && r < rt->n_realms; r++) {
+            if (rt->realms[r] == s->realm) {
+                joined[r * nl + li]++;
+            }
+        }
+        (void)nx;
+    }
+    family(b, "wampscope_connections", M_GAUGE,
+           "Connections attached now (sessions joined or not), by transport.");
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        const char *lab[] = {"transport", cfg->listeners[i].id ? cfg->listeners[i].id : "", NULL};
+        sample_u64(b, "wampscope_connections", lab, conns[i]);
+    }
+    family(b, "wampscope_sessions", M_GAUGE, "Sessions joined now, by realm and transport.");
+    for (size_t r = 0; r < rt->n_realms; r++) {
+        for (size_t i = 0; i < cfg->n_listeners; i++) {
+            const char *lab[] = {"realm", rt_realm_name(rt->realms[r]), "transport",
+                                 cfg->listeners[i].id ? cfg->listeners[i].id : "", NULL};
+            sample_u64(b, "wampscope_sessions", lab, joined[r * nl + i]);
+        }
+    }
+done:
+    free(conns);
+    free(joined);
+}
+
+/* wampscope_handshakes_refused_total{reason}: every reason, zeros included. */
+static void render_refusals(mbuf *b, const rt_router_stats *st)
+{
+    const char *name = "wampscope_handshakes_refused_total";
+    family(b, name, M_COUNTER,
+           "Handshakes a transport refused before any session existed, by reason (request: not "
+           "a valid upgrade; path: no endpoint there; subprotocol: no WAMP subprotocol).");
+    for (int r = 0; r < RT_REFUSAL_COUNT; r++) {
+        const char *lab[] = {"reason", rt_refusal_name((rt_refusal)r), NULL};
+        sample_u64(b, name, lab, st->handshakes_refused[r]);
+    }
+}
+
+static void render_messages(mbuf *b, const rt_router_stats *st, bool rx)
+{
+    const char *name = rx ? "wampscope_messages_received_total" : "wampscope_messages_sent_total";
+    family(b, name, M_COUNTER,
+           rx ? "WAMP messages received, by type (undecodable: not a valid message) and "
+                "serializer."
+              : "WAMP messages queued to be sent, by type and serializer.");
+    for (int ser = 1; ser < WAMP_SER_COUNT; ser++) {
+        for (int t = 0; t < RT_STATS_TYPE_SLOTS; t++) {
+            uint64_t v = rx ? st->messages_rx_by_type[ser][t] : st->messages_tx_by_type[ser][t];
+            if (v == 0) {
+                continue;
+            }
+            const char *lab[] = {"type", t ? wamp_msg_type_name(t) : "undecodable", "serializer",
+                                 wamp_ser_name((wamp_ser)ser), NULL};
+            sample_u64(b, name, lab, v);
+        }
+    }
+}
+
+/* One labelled sample per trace. */
+typedef enum trace_value {
+    TV_RUNNING,
+    TV_CAPTURED,
+    TV_DROPPED,
+    TV_RECORDS,
+    TV_BYTES,
+} trace_value;
+
+typedef struct trace_row {
+    const char *name;
+    mkind kind;
+    const char *help;
+    trace_value what;
+} trace_row;
+
+static const trace_row trace_rows[] = {
+        {"wampscope_trace_running", M_GAUGE, "1 while the trace runs, 0 once it stopped.",
+         TV_RUNNING},
+        {"wampscope_trace_captured_records_total", M_COUNTER,
+         "Records the trace captured (seqs given out, markers included).", TV_CAPTURED},
+        {"wampscope_trace_dropped_records_total", M_COUNTER,
+         "Records no longer readable (limit, max_bytes, retention) or abandoned actions.",
+         TV_DROPPED},
+        {"wampscope_trace_records", M_GAUGE, "Records readable now (memory, or disk if persisted).",
+         TV_RECORDS},
+        {"wampscope_trace_bytes", M_GAUGE, "Bytes the trace's readable records take.", TV_BYTES},
+};
+
+static uint64_t trace_value_of(const trace *t, trace_value what)
+{
+    switch (what) {
+    case TV_RUNNING:
+        return trace_is_running(t) ? 1 : 0;
+    case TV_CAPTURED:
+        return trace_next_seq(t);
+    case TV_DROPPED:
+        return trace_dropped(t);
+    case TV_RECORDS:
+        return trace_records(t);
+    case TV_BYTES:
+        return trace_bytes(t);
+    }
+    return 0;
+}
+
+static void render_traces(mbuf *b, const rt_router *rt)
+{
+    const trace_hub *hub = rt->hub;
+    size_t n = trace_hub_count(hub);
+    family(b, "wampscope_traces", M_GAUGE, "Traces held (running or stopped).");
+    sample_u64(b, "wampscope_traces", NULL, n);
+    family(b, "wampscope_traces_max", M_GAUGE, "wampscope.tracing.max_traces.");
+    sample_u64(b, "wampscope_traces_max", NULL, trace_hub_max_traces(hub));
+    for (size_t r = 0; r < sizeof(trace_rows) / sizeof(trace_rows[0]); r++) {
+        family(b, trace_rows[r].name, trace_rows[r].kind, trace_rows[r].help);
+        for (size_t i = 0; i < n; i++) {
+            const trace *t = trace_hub_at(hub, i);
+            const char *lab[] = {"trace", trace_id(t), NULL};
+            sample_u64(b, trace_rows[r].name, lab, trace_value_of(t, trace_rows[r].what));
+        }
+    }
+    /* The writer threads of persisted traces. */
+    family(b, "wampscope_trace_persist_backlog_peak_bytes", M_GAUGE,
+           "Most bytes ever queued for a persisted trace's writer thread.");
+    for (size_t i = 0; i < n; i++) {
+        const trace *t = trace_hub_at(hub, i);
+        const trace_persist *p = trace_get_persist(t);
+        if (!p) {
+            continue;
+        }
+        uint64_t waits = 0, peak = 0;
+        trace_persist_writer_stats(p, &waits, &peak);
+        const char *lab[] = {"trace", trace_id(t), NULL};
+        sample_u64(b, "wampscope_trace_persist_backlog_peak_bytes", lab, peak);
+    }
+    family(b, "wampscope_trace_persist_backlog_waits_total", M_COUNTER,
+           "Times the router waited because tracing.write_backlog bytes were queued.");
+    for (size_t i = 0; i < n; i++) {
+        const trace *t = trace_hub_at(hub, i);
+        const trace_persist *p = trace_get_persist(t);
+        if (!p) {
+            continue;
+        }
+        uint64_t waits = 0, peak = 0;
+        trace_persist_writer_stats(p, &waits, &peak);
+        const char *lab[] = {"trace", trace_id(t), NULL};
+        sample_u64(b, "wampscope_trace_persist_backlog_waits_total", lab, waits);
+    }
+}
+
+static void render_proc(mbuf *b, const rt_metrics_proc *p)
+{
+    family(b, "process_cpu_seconds_total", M_COUNTER, "User and system CPU time spent, seconds.");
+    sample_f(b, "process_cpu_seconds_total", p->cpu_seconds);
+    family(b, "process_start_time_seconds", M_GAUGE, "Start time since the epoch, seconds.");
+    sample_f(b, "process_start_time_seconds", p->start_time_seconds);
+    family(b, "process_resident_memory_bytes", M_GAUGE, "Resident memory size, bytes.");
+    sample_u64(b, "process_resident_memory_bytes", NULL, p->resident_bytes);
+    family(b, "process_virtual_memory_bytes", M_GAUGE, "Virtual memory size, bytes.");
+    sample_u64(b, "process_virtual_memory_bytes", NULL, p->virtual_bytes);
+    family(b, "process_open_fds", M_GAUGE, "Open file descriptors.");
+    sample_u64(b, "process_open_fds", NULL, p->open_fds);
+    family(b, "process_max_fds", M_GAUGE, "Maximum number of open file descriptors.");
+    sample_u64(b, "process_max_fds", NULL, p->max_fds);
+}
+
+wamp_err rt_metrics_render(const rt_router *rt, const rt_metrics_proc *proc, char **out,
+                           size_t *out_len)
+{
+    mbuf b = {0};
+    const rt_router_stats *st = &rt->stats;
+    rt_router_gauges g;
+    rt_router_gauges_get(rt, &g);
+
+    family(&b, "wampscope_build_info", M_GAUGE, "Always 1; the version is a label.");
+    const char *ver[] = {"version", RT_VERSION, NULL};
+    sample_u64(&b, "wampscope_build_info", ver, 1);
+    render_sessions(&b, rt);
+    for (size_t i = 0; i < sizeof(gauge_rows) / sizeof(gauge_rows[0]); i++) {
+        family(&b, gauge_rows[i].name, M_GAUGE, gauge_rows[i].help);
+        sample_u64(&b, gauge_rows[i].name, NULL, gauge_at(&g, gauge_rows[i].off));
+    }
+    for (size_t i = 0; i < sizeof(stat_rows) / sizeof(stat_rows[0]); i++) {
+        family(&b, stat_rows[i].name, M_COUNTER, stat_rows[i].help);
+        sample_u64(&b, stat_rows[i].name, NULL, stat_at(st, stat_rows[i].off));
+    }
+    render_refusals(&b, st);
+    render_messages(&b, st, true);
+    render_messages(&b, st, false);
+    render_traces(&b, rt);
+    if (proc) {
+        render_proc(&b, proc);
+    }
+    if (b.oom || !b.p) {
+        free(b.p);
+        *out = NULL;
+        return WAMP_ENOMEM;
+    }
+    *out = b.p;
+    *out_len = b.len;
+    return WAMP_OK;
+}
+
+/* --- /proc/self ----------------------------------------------------------------------------- */
+
+/* Seconds since the epoch at which the system booted (/proc/stat btime), 0 if unknown. */
+static uint64_t boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    char line[256];
+    uint64_t btime = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "btime %" SCNu64, &btime) == 1) {
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    return btime;
+}
+
+bool rt_metrics_proc_read(rt_metrics_proc *out)
+{
+    memset(out, 0, sizeof(*out));
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f) {
+        return false;
+    }
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name (field 2) is in parentheses and may contain anything: parse after the
+     * last ')'. Fields from 3 on: state, ppid, ..., utime (14), stime (15), ..., starttime
+     * (22), vsize (23), rss (24, pages). */
+    char *p = strrchr(buf, ')');
+    if (!p) {
+        return false;
+    }
+    unsigned long long utime, stime, start, vsize;
+    long long rss;
+    if (sscanf(p + 2,
+               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+               "%llu %llu %lld",
+               &utime, &stime, &start, &vsize, &rss) != 5) {
+        return false;
+    }
+    long hz = sysconf(_SC_CLK_TCK);
+    long page = sysconf(_SC_PAGESIZE);
+    if (hz <= 0 || page <= 0) {
+        return false;
+    }
+    out->cpu_seconds = (double)(utime + stime) / (double)hz;
+    out->start_time_seconds = (double)boot_time() + (double)start / (double)hz;
+    out->virtual_bytes = vsize;
+    out->resident_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] != '.') {
+                out->open_fds++;
+            }
+        }
+        closedir(d);
+        out->open_fds--; /* the descriptor of d itself */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        out->max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+    }
+    return true;
+}

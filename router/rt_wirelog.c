@@ -1,0 +1,51 @@
+/* rt_wirelog.c: the trace-level message lines and the session lookup of JSON log lines. */
+#include "rt_wirelog.h"
+
+#include "rt_auth.h"
+#include "rt_hmap.h"
+#include "rt_realm.h"
+#include "wamp_codec.h"
+#include "wamp_msg.h"
+
+/* The realm a line names: the joined one, else the one HELLO asked for (while authenticating,
+ * or while a traced HELLO is handled). */
+static const char *realm_of(const rt_session *s)
+{
+    if (s->realm) {
+        return rt_realm_name(s->realm);
+    }
+    if (s->auth) {
+        return rt_auth_pending_realm(s->auth);
+    }
+    return s->rt->cur.set ? s->rt->cur.realm : NULL;
+}
+
+void rt_wirelog_line(const rt_session *s, bool rx, int type, size_t len)
+{
+    const char *realm = realm_of(s);
+    rt_log_field f[4];
+    size_t n = 0;
+    f[n++] = (rt_log_field){.key = "dir", .str = rx ? "rx" : "tx"};
+    f[n++] = (rt_log_field){.key = "type", .str = type ? wamp_msg_type_name(type) : "undecodable"};
+    if (realm) {
+        f[n++] = (rt_log_field){.key = "realm", .str = realm};
+    }
+    f[n++] = (rt_log_field){.key = "bytes", .num = len};
+    rt_log_ev(RT_LOG_LEVEL_TRACE, s->id, f, n, "%s %s (%s)", rx ? "rx" : "tx",
+              type ? wamp_msg_type_name(type) : "undecodable message", wamp_ser_name(s->ser));
+}
+
+bool rt_router_log_session_info(void *ctx, uint64_t session_id, rt_log_session_info *out)
+{
+    const rt_router *rt = ctx;
+    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(session_id)); n;
+         n = rt_hmap_next(n)) {
+        const rt_session *s = RT_CONTAINER_OF(n, rt_session, by_id);
+        if (s->id == session_id) {
+            out->realm = realm_of(s);
+            out->peer = s->peer.addr;
+            return true;
+        }
+    }
+    return false;
+}

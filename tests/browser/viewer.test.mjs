@@ -1,0 +1,356 @@
+// The trace viewer (mgmt/viewer/) in headless chromium against a real router: log in to the
+// management realm, start a filtered trace from the form, drive autobahn-js clients, and check
+// what the page shows (arrows on the sequence canvas, table rows, search, a record's message,
+// the action view, a marker), then stop, download the JSON Lines export and delete the trace.
+// Any console error, page error or failed request fails the test. Screenshots go to
+// $RT_BROWSER_ARTIFACTS.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { autobahn, openSession, startRouter } from '../interop/node/harness.mjs';
+import { artifactsDir, launchBrowser, startStaticServer, until, watchPage } from './browser.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const VIEWER_DIR = path.join(process.env.RT_SOURCE_DIR || path.join(here, '../..'), 'mgmt/viewer');
+const MGMT = 'crossbarfabriccenter.';
+
+let router, web, chrome;
+const clients = [];
+
+before(async () => {
+  router = await startRouter();
+  web = await startStaticServer(VIEWER_DIR);
+  chrome = await launchBrowser();
+});
+
+after(async () => {
+  for (const c of clients.reverse()) {
+    try {
+      await c.close();
+    } catch {
+      c.abort();
+    }
+  }
+  if (chrome) await chrome.stop();
+  if (web) await web.stop();
+  if (router) await router.stop();
+});
+
+async function open(opts) {
+  const c = await openSession(router, opts);
+  clients.push(c);
+  return c.session;
+}
+
+// Pixels of the canvas close to an RGB colour.
+async function countPixels(page, selector, [r, g, b]) {
+  return page.$eval(selector, (c, want) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (Math.abs(d[i] - want[0]) < 16 && Math.abs(d[i + 1] - want[1]) < 16 &&
+          Math.abs(d[i + 2] - want[2]) < 16 && d[i + 3] > 200) n++;
+    }
+    return n;
+  }, [r, g, b]);
+}
+
+test('the viewer logs in, traces, shows, exports and deletes', async () => {
+  const started = Date.now();
+  const out = artifactsDir();
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  const downloads = path.join(out, 'downloads');
+  fs.rmSync(downloads, { recursive: true, force: true });
+  fs.mkdirSync(downloads, { recursive: true });
+  const cdp = await chrome.browser.target().createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+
+  const mgmt = await open({ realm: 'mgmt' });
+  const node = (await mgmt.call(MGMT + 'list_nodes'))[0];
+  const worker = (await mgmt.call(MGMT + 'list_workers', [node]))[0];
+  const records = (id, from = 0) => mgmt.call(MGMT + 'get_trace_data', [node, worker, id, from, null, 10000]);
+
+  // Log in (protected mode: anonymous from loopback).
+  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}`);
+  await page.click('#login-go');
+  await page.waitForSelector('#app-view:not([hidden])');
+  const conn = await page.$eval('#conn', (e) => e.textContent);
+  assert.match(conn, /realm mgmt/);
+  assert.match(conn, /\(admin\)/);
+
+  // Start a filtered trace from the form.
+  await page.click('#new-trace-toggle');
+  await page.type('input[name=trace_id]', 'viewer1');
+  await page.type('input[name=realms]', 'realm1');
+  await page.type('textarea[name=uris]', 'prefix:com.browser.');
+  await page.click('#start-go');
+  await until(async () => (await page.$eval('#tv-id', (e) => e.textContent)) === 'viewer1', 'the trace view');
+  const meta = await mgmt.call(MGMT + 'get_trace', [node, worker, 'viewer1']);
+  assert.equal(meta.status, 'running');
+  assert.deepEqual(meta.options.realms, ['realm1']);
+  assert.deepEqual(meta.options.uris, [{ uri: 'com.browser.', match: 'prefix' }]);
+  await page.screenshot({ path: path.join(out, 'viewer-1-started.png') });
+
+  // Traffic: calls (one failing), a publish to two subscribers, and traffic outside the filter.
+  const callee = await open({ realm: 'realm1' });
+  await callee.register('com.browser.add', (args) => args[0] + args[1]);
+  await callee.register('com.browser.fail', () => {
+    throw new autobahn.Error('com.browser.error.oops', ['no']);
+  });
+  const caller = await open({ realm: 'realm1', serializer: 'msgpack' });
+  for (let i = 0; i < 3; i++) assert.equal(await caller.call('com.browser.add', [i, 1]), i + 1);
+  await assert.rejects(caller.call('com.browser.fail'), (e) => e.error === 'com.browser.error.oops');
+  const got = [];
+  for (const s of [await open({ realm: 'realm1' }), await open({ realm: 'realm1', serializer: 'msgpack' })]) {
+    await s.subscribe('com.browser.topic', (args) => got.push(args[0]));
+  }
+  await caller.publish('com.browser.topic', [7], {}, { acknowledge: true });
+  await caller.publish('com.other.topic', [8], {}, { acknowledge: true });
+  await until(() => got.length === 2, 'two events');
+
+  // The page gets every record the router holds (live feed), and only those of the filter.
+  let held;
+  await until(async () => {
+    held = await records('viewer1');
+    const n = await page.evaluate(() => document.getElementById('tv-stats').textContent);
+    return held.length >= 20 && n.startsWith(`${held.length} records here`);
+  }, 'the live records in the page');
+  assert.ok(held.every((r) => r.realm === 'realm1' && r.uri.startsWith('com.browser.')));
+  assert.ok(held.some((r) => r.msg_type === 'Invocation'));
+
+  // Arrows on the sequence canvas: rx (blue) and tx (green), and error arrows (red).
+  await page.$eval('#follow', (e) => { e.checked = false; });
+  await page.$eval('#seq-scroll', (e) => { e.scrollTop = 0; e.dispatchEvent(new Event('scroll')); });
+  assert.ok(await countPixels(page, '#seq-canvas', [0x2f, 0x6f, 0xde]) > 200, 'rx arrows drawn');
+  assert.ok(await countPixels(page, '#seq-canvas', [0x0f, 0x9d, 0x76]) > 200, 'tx arrows drawn');
+  assert.ok(await countPixels(page, '#seq-canvas', [0xd3, 0x3a, 0x3a]) > 20, 'error arrow drawn');
+  const lanes = await page.$eval('#tv-stats', (e) => e.textContent);
+  assert.match(lanes, /4 sessions/);
+
+  // Click the first CALL's row: its message, and its correlation highlighted (orange).
+  const callIdx = held.findIndex((r) => r.msg_type === 'Call');
+  const box = await page.$eval('#seq-scroll', (e) => {
+    const b = e.getBoundingClientRect();
+    return { x: b.x, y: b.y, w: b.width };
+  });
+  await page.mouse.click(box.x + box.w / 2, box.y + 8 + callIdx * 22 + 11);
+  await page.waitForSelector('#detail:not([hidden])');
+  assert.equal(await page.$eval('#detail-title', (e) => e.textContent), `Call #${held[callIdx].seq}`);
+  const msgText = await page.$eval('#detail-msg', (e) => e.textContent);
+  assert.deepEqual(JSON.parse(msgText), held[callIdx].msg);
+  const fields = await page.$eval('#detail-fields', (e) => e.textContent);
+  assert.match(fields, /msgpack \d+ B/);
+  assert.match(fields, /anonymous/);
+  await until(async () => await countPixels(page, '#seq-canvas', [0xe0, 0x8a, 0x00]) > 100,
+    'the correlation highlighted');
+  await page.screenshot({ path: path.join(out, 'viewer-2-sequence.png') });
+
+  // A marker from the page.
+  await page.type('#tv-mark-name', 'checkpoint');
+  await page.click('#tv-mark');
+  await until(async () => (await records('viewer1')).some((r) => r.msg_type === 'Marker' && r.uri === 'checkpoint'),
+    'the marker');
+
+  // The table: every record, then the search.
+  await page.click('.tab[data-tab=table]');
+  await until(async () => (await page.$$('#table-rows .trow')).length >= Math.min(held.length, 20), 'table rows');
+  await page.type('#search', 'com.browser.error.oops');
+  const want = held.filter((r) => JSON.stringify(r).toLowerCase().includes('com.browser.error.oops'));
+  assert.ok(want.length >= 2); // the callee's ERROR and the caller's
+  await until(async () => (await page.$$('#table-rows .trow')).length === want.length, 'search results');
+  const errRow = want.find((r) => r.direction === 'tx');
+  await page.click(`#table-rows .trow[data-i="${held.indexOf(errRow)}"]`);
+  await until(async () => (await page.$eval('#detail-title', (e) => e.textContent)) === `Error #${errRow.seq}`,
+    'the error record');
+  assert.match(await page.$eval('#detail-msg', (e) => e.textContent), /com\.browser\.error\.oops/);
+  await page.screenshot({ path: path.join(out, 'viewer-3-table.png') });
+
+  // The action view: every CALL and PUBLISH, slowest first, with outcome and error URI.
+  await page.click('.tab[data-tab=actions]');
+  await until(async () => (await page.$$('#actions-rows .trow')).length === 5, 'five actions');
+  const rows = await page.$$eval('#actions-rows .trow', (rs) => rs
+    .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+    .map((r) => [...r.children].map((c) => c.textContent)));
+  assert.deepEqual(rows.map((r) => r[0]).sort(), ['call', 'call', 'call', 'call', 'publish']);
+  const durations = rows.map((r) => parseFloat(r[2]));
+  assert.deepEqual([...durations].sort((a, b) => b - a), durations);
+  const failed = rows.filter((r) => r[3] === 'error');
+  assert.equal(failed.length, 1);
+  assert.equal(failed[0][1], 'com.browser.fail');
+  assert.equal(failed[0][4], 'com.browser.error.oops');
+  await page.screenshot({ path: path.join(out, 'viewer-4-actions.png') });
+
+  // Stop, then download the JSON Lines export and compare it with the router's records.
+  await page.click('#tv-stop');
+  await until(async () => (await mgmt.call(MGMT + 'get_trace', [node, worker, 'viewer1'])).status === 'stopped', 'stopped');
+  await until(async () => (await page.$eval('#tv-status', (e) => e.textContent)) === 'stopped',
+    'the stopped badge');
+  const final = await records('viewer1');
+  await page.click('#tv-download');
+  const file = path.join(downloads, 'viewer1.jsonl');
+  await until(() => fs.existsSync(file) && fs.readFileSync(file, 'utf8').split('\n').length > final.length,
+    'the download');
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  assert.equal(lines.pop(), '');
+  assert.deepEqual(lines.map((l) => JSON.parse(l)), final);
+  fs.copyFileSync(file, path.join(out, 'viewer1.jsonl'));
+
+  // Delete (two clicks): the trace is gone.
+  await page.click('#tv-delete');
+  await page.click('#tv-delete');
+  await until(async () => !(await mgmt.call(MGMT + 'list_traces', [node, worker, true])).includes('viewer1'), 'deleted');
+  await page.waitForSelector('#empty:not([hidden])');
+
+  await page.close();
+  assert.deepEqual(problems, []);
+  console.log(`viewer test: ${held.length} records, ${Date.now() - started} ms; artifacts in ${out}`);
+});
+
+test('an action-level trace from the form, and 100,000 records drawn window by window', async () => {
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}&connect=1`);
+  await page.waitForSelector('#app-view:not([hidden])');
+
+  // Action level: one record per completed CALL, shown in the action view.
+  await page.click('#new-trace-toggle');
+  await page.type('input[name=trace_id]', 'acts');
+  await page.select('select[name=trace_level]', 'action');
+  await page.type('input[name=realms]', 'realm2');
+  await page.click('#start-go');
+  await until(async () => (await page.$eval('#tv-id', (e) => e.textContent)) === 'acts', 'the trace view');
+  const callee = await open({ realm: 'realm2' });
+  await callee.register('com.acts.echo', (args) => args[0]);
+  const caller = await open({ realm: 'realm2' });
+  assert.equal(await caller.call('com.acts.echo', ['x']), 'x');
+  await page.click('.tab[data-tab=actions]');
+  await until(async () => (await page.$$('#actions-rows .trow')).length === 1, 'the call action');
+  const row = await page.$eval('#actions-rows .trow', (r) => [...r.children].map((c) => c.textContent));
+  assert.deepEqual([row[0], row[1], row[3]], ['call', 'com.acts.echo', 'ok']);
+  await page.click('#actions-rows .trow');
+  await until(async () => /^Action #\d+$/.test(await page.$eval('#detail-title', (e) => e.textContent)),
+    'the action record');
+  assert.match(await page.$eval('#detail-fields', (e) => e.textContent), /responders/);
+  await page.click('.tab[data-tab=seq]');
+  // The selected action is highlighted (orange): its arrow from the caller and to the callee.
+  assert.ok(await countPixels(page, '#seq-canvas', [0xe0, 0x8a, 0x00]) > 100, 'the action arrows');
+
+  // 100,000 records fed as live batches of 1000 into an open trace (synthetic: a CALL exchange
+  // per 4 records over 8 sessions in 2 realms) with "follow" on: the table keeps a window of
+  // rows in the DOM, and the canvas draws only the rows in view.
+  const figures = await page.evaluate(() => {
+    const v = window.wampscopeViewer.view;
+    const base = v.nextSeq;
+    const before = v.records.length;
+    const types = [['Call', 'rx'], ['Invocation', 'tx'], ['Yield', 'rx'], ['Result', 'tx']];
+    const t0 = performance.now();
+    let worst = 0;
+    for (let b = 0; b < 100; b++) {
+      const batch = [];
+      for (let k = 0; k < 1000; k++) {
+        const n = b * 1000 + k;
+        const [msgType, direction] = types[n % 4];
+        const caller = 1000 + ((n >> 2) % 4);
+        batch.push({ seq: base + n, pc: n / 1e4, ts: 1.7e9 + n / 1e4, direction, msg_type: msgType,
+          realm: caller % 2 ? 'realm1' : 'realm2', session_id: n % 4 === 1 || n % 4 === 2 ? caller + 100 : caller,
+          authid: null, authrole: 'anonymous', correlation: `c${n >> 2}`, uri: 'com.load.add',
+          correlation_is_anchor: n % 4 === 0, correlation_is_last: n % 4 === 3,
+          serializations: { json: 40 }, msg: [48, n, {}, 'com.load.add'] });
+      }
+      const t = performance.now();
+      v.add(batch);
+      v.render();
+      worst = Math.max(worst, performance.now() - t);
+    }
+    return { total: performance.now() - t0, worst, before, records: v.records.length };
+  });
+  assert.equal(figures.records, figures.before + 100000);
+  await page.click('.tab[data-tab=table]');
+  const domRows = await page.$$eval('#table-rows .trow', (rs) => rs.length);
+  assert.ok(domRows > 10 && domRows < 200, `${domRows} rows in the DOM`);
+  const lastSeq = await page.$$eval('#table-rows .trow', (rs) => Math.max(...rs.map((r) => Number(r.dataset.i))));
+  assert.equal(lastSeq, figures.records - 1); // "follow" shows the newest
+  await page.type('#search', 'c24999'); // the last exchange's correlation
+  await until(async () => (await page.$$('#table-rows .trow')).length === 4, 'one exchange found');
+  await page.click('#detail-close'); // nothing selected: no correlation highlighted
+  await page.click('.tab[data-tab=seq]');
+  await page.screenshot({ path: path.join(artifactsDir(), 'viewer-5-100k.png') });
+  assert.ok(await countPixels(page, '#seq-canvas', [0x0f, 0x9d, 0x76]) > 200, 'arrows at the end');
+  await page.screenshot({ path: path.join(artifactsDir(), 'viewer-5-100k.png') });
+  console.log(`100,000 records in 100 live batches: ${figures.total.toFixed(0)} ms in all, ` +
+    `worst batch (add + draw) ${figures.worst.toFixed(1)} ms`);
+
+  // Another management client stops and deletes the open trace: the page follows.
+  const mgmt = await open({ realm: 'mgmt' });
+  const node = (await mgmt.call(MGMT + 'list_nodes'))[0];
+  const worker = (await mgmt.call(MGMT + 'list_workers', [node]))[0];
+  await mgmt.call(MGMT + 'stop_trace', [node, worker, 'acts']);
+  await until(async () => (await page.$eval('#tv-status', (e) => e.textContent)) === 'stopped', 'stopped');
+  await mgmt.call(MGMT + 'delete_trace', [node, worker, 'acts']);
+  await page.waitForSelector('#empty:not([hidden])');
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+// Management credentials (configs/test-e2e-auth.json): no anonymous access; a ticket principal
+// and a wampcra user with a salted key (PBKDF2 and HMAC-SHA256 in WebCrypto).
+test('the page logs in with ticket and wampcra, and reports a refused login', async () => {
+  // The config reads both tickets from the environment ("${VAR}").
+  process.env.WAMPSCOPE_E2E_MGMT_TICKET = 'mgmt-ticket-from-env';
+  process.env.WAMPSCOPE_E2E_TICKET = 'joe-ticket-from-env';
+  const authRouter = await startRouter('configs/test-e2e-auth.json');
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  try {
+    const login = async (method, authid, secret) => {
+      await page.goto(`${web.url}/index.html?url=${encodeURIComponent(authRouter.url)}` +
+        `&authmethod=${method}&authid=${authid}`);
+      await page.type('#login-secret', secret);
+      await page.click('#login-go');
+      return until(async () => {
+        if (!(await page.$eval('#app-view', (e) => e.hidden))) return 'joined';
+        return page.$eval('#login-error', (e) => e.textContent);
+      }, `${method} login`);
+    };
+    assert.equal(await login('wampcra', 'auditor', 'auditor-password'), 'joined');
+    assert.match(await page.$eval('#conn', (e) => e.textContent), /auditor \(admin\)/);
+    // This config keeps the default flight recorder: listed, with its badge, running.
+    await page.waitForSelector('#trace-list li[data-id="flight-recorder"] .badge.flight');
+    assert.equal(await page.$eval('#trace-list li[data-id="flight-recorder"] .badge.running',
+      (e) => e.textContent), 'running');
+    await page.click('#logout');
+    await page.waitForSelector('#login-view:not([hidden])');
+    assert.equal(await login('ticket', 'admin', 'mgmt-ticket-from-env'), 'joined');
+    assert.match(await page.$eval('#conn', (e) => e.textContent), /admin \(admin\)/);
+    await page.click('#logout');
+    await page.waitForSelector('#login-view:not([hidden])');
+    assert.match(await login('wampcra', 'auditor', 'wrong-password'), /wamp\.error\.authentication_failed/);
+    assert.match(await login('anonymous', '', ''), /wamp\.error\./);
+    await page.close();
+  } finally {
+    await authRouter.stop();
+  }
+  assert.deepEqual(problems, []);
+});
+
+test('the page answers a router that refuses the login', async () => {
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}&realm=nosuchrealm`);
+  await page.click('#login-go');
+  await until(() => page.$eval('#login-error', (e) => e.textContent), 'the login error');
+  assert.match(await page.$eval('#login-error', (e) => e.textContent), /wamp\.error\./);
+  assert.ok(await page.$eval('#app-view', (e) => e.hidden));
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+

@@ -1,0 +1,45 @@
+/* fake_cluster.h: an in-process cluster bus for core tests: several fake links (one per fake
+ * node) connected through one fake_bus, implementing rt_cluster_ops without NATS.
+ *
+ * Deterministic: nothing happens until fake_bus_run(), which delivers every queued event (state
+ * changes, messages, replies, kv results) in FIFO order, including the ones that the callbacks
+ * queue meanwhile. Key-value buckets expire keys by the injected fake_clock (a key not written
+ * within the bucket's ttl is gone). Requests time out when fake_bus_run() finds the clock past
+ * their deadline. Faults: a link can be set down and up (messages to a down link are lost, its
+ * pending requests fail with WAMP_ECLOSED, its ops fail), fake_bus_drop() loses the next
+ * published messages, and fake_link_free() is a kill -9 (no leave, the key stays until it expires).
+ * Ownership: the bus owns its links; fake_bus_free() frees the remaining ones. */
+#ifndef FAKE_CLUSTER_H
+#define FAKE_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fake_clock.h"
+#include "rt_cluster.h"
+
+typedef struct fake_bus fake_bus;
+typedef struct fake_link fake_link;
+
+extern const rt_cluster_ops fake_link_ops;
+
+/* clock is borrowed. NULL on allocation failure. */
+fake_bus *fake_bus_new(fake_clock *clock);
+void fake_bus_free(fake_bus *b);
+/* Delivers queued events until none is left; returns how many were delivered. */
+size_t fake_bus_run(fake_bus *b);
+/* The next n published messages (requests and replies included) are lost. */
+void fake_bus_drop(fake_bus *b, size_t n);
+/* Messages lost so far by fake_bus_drop(). */
+size_t fake_bus_dropped(const fake_bus *b);
+
+/* New link in state connecting; its state changes go to c (may be NULL: no core attached, the
+ * link is then driven through fake_link_ops by the test). */
+fake_link *fake_link_new(fake_bus *b, rt_cluster *c);
+/* kill -9 of the link's node: removed from the bus, its queued events and pending requests are
+ * dropped (their callbacks never run). NULL-safe. */
+void fake_link_free(fake_link *l);
+/* Queues the state change (up, or down after having been up). */
+void fake_link_set_up(fake_link *l, bool up);
+
+#endif /* FAKE_CLUSTER_H */

@@ -1,0 +1,408 @@
+/* check_rt_cluster.c: cluster membership over the fake bus (tests/support/fake_cluster.c):
+ * joining, the node list, a duplicate id refused, kill -9 expiry through the fake clock, link
+ * down/up and re-announce, lost messages, clean leave; and the fake link's own request/reply. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "fake_clock.h"
+#include "fake_cluster.h"
+#include "rt_cluster.h"
+
+#define HB_MS  1000
+#define TTL_MS 4000
+
+typedef struct node {
+    rt_cluster *c;
+    fake_link *l;
+} node;
+
+static fake_clock clk;
+static fake_bus *bus;
+static node nodes[4];
+
+static void setup(void)
+{
+    clk.now_us = 1000000;
+    bus = fake_bus_new(&clk);
+    ck_assert_ptr_nonnull(bus);
+    memset(nodes, 0, sizeof(nodes));
+}
+
+static void teardown(void)
+{
+    fake_bus_free(bus);
+    for (size_t i = 0; i < 4; i++) {
+        rt_cluster_free(nodes[i].c);
+    }
+}
+
+/* Node i with id and instance, its link attached (connecting: not up yet). */
+static node *start(size_t i, const char *id, uint64_t instance)
+{
+    rt_cluster_options o = {.name = "wsc",
+                            .node_id = id,
+                            .version = "9.9",
+                            .heartbeat_ms = HB_MS,
+                            .node_ttl_ms = TTL_MS,
+                            .request_timeout_ms = 500};
+    node *n = &nodes[i];
+    n->c = rt_cluster_new(&o, instance, fake_clock_now, &clk);
+    ck_assert_ptr_nonnull(n->c);
+    n->l = fake_link_new(bus, n->c);
+    ck_assert_ptr_nonnull(n->l);
+    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
+    return n;
+}
+
+/* kill -9: the link and the member vanish without a leave. */
+static void kill_node(node *n)
+{
+    fake_link_free(n->l);
+    rt_cluster_free(n->c);
+    n->l = NULL;
+    n->c = NULL;
+}
+
+/* Advances the clock by ms in 100 ms ticks, running every live node and the bus. */
+static void run_ms(uint64_t ms)
+{
+    fake_bus_run(bus);
+    for (uint64_t t = 0; t < ms; t += 100) {
+        fake_clock_advance_ms(&clk, 100);
+        for (size_t i = 0; i < 4; i++) {
+            if (nodes[i].c) {
+                rt_cluster_tick(nodes[i].c);
+            }
+        }
+        fake_bus_run(bus);
+    }
+}
+
+/* The node list of n as "a,b,c". */
+static const char *list_of(const node *n)
+{
+    static char buf[256];
+    buf[0] = '\0';
+    for (size_t i = 0; i < rt_cluster_node_count(n->c); i++) {
+        if (i) {
+            strcat(buf, ",");
+        }
+        strcat(buf, rt_cluster_node_at(n->c, i));
+    }
+    return buf;
+}
+
+START_TEST(test_nodes_join_and_see_each_other)
+{
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    ck_assert_str_eq(list_of(a), "a");
+    ck_assert_int_eq(rt_cluster_member_state_get(a->c), RT_CLUSTER_MEMBER_OFFLINE);
+    fake_link_set_up(a->l, true);
+    fake_bus_run(bus);
+    ck_assert_int_eq(rt_cluster_member_state_get(a->c), RT_CLUSTER_MEMBER_JOINED);
+    ck_assert(rt_cluster_is_settled(a->c));
+    ck_assert_str_eq(list_of(a), "a");
+    fake_link_set_up(b->l, true);
+    /* b's join announcement makes a read the list at once: no heartbeat needed. */
+    fake_bus_run(bus);
+    ck_assert_str_eq(list_of(b), "a,b");
+    ck_assert_str_eq(list_of(a), "a,b");
+    rt_cluster_link_stats st;
+    rt_cluster_link_stats_get(a->c, &st);
+    ck_assert_int_eq(st.state, RT_CLUSTER_LINK_UP);
+    ck_assert_uint_gt(st.msgs_out, 0);
+    ck_assert_uint_gt(st.msgs_in, 0);
+}
+
+END_TEST
+
+START_TEST(test_duplicate_id_refused_while_owner_lives)
+{
+    node *a = start(0, "a", 1);
+    fake_link_set_up(a->l, true);
+    run_ms(500);
+    node *dup = start(1, "a", 99);
+    fake_link_set_up(dup->l, true);
+    /* The live owner keeps writing its key: the duplicate never gets it. */
+    run_ms(TTL_MS);
+    ck_assert_int_eq(rt_cluster_member_state_get(dup->c), RT_CLUSTER_MEMBER_JOINING);
+    ck_assert(!rt_cluster_is_settled(dup->c));
+    run_ms(3 * HB_MS);
+    ck_assert(rt_cluster_is_refused(dup->c));
+    ck_assert(rt_cluster_is_settled(dup->c));
+    ck_assert_int_eq(rt_cluster_member_state_get(a->c), RT_CLUSTER_MEMBER_JOINED);
+    ck_assert_str_eq(list_of(a), "a");
+    /* The refused node stays out, also when its link comes back. */
+    fake_link_set_up(dup->l, false);
+    run_ms(100);
+    fake_link_set_up(dup->l, true);
+    run_ms(2 * HB_MS);
+    ck_assert(rt_cluster_is_refused(dup->c));
+}
+
+END_TEST
+
+START_TEST(test_killed_node_expires_from_the_list)
+{
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    fake_link_set_up(a->l, true);
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    ck_assert_str_eq(list_of(a), "a,b");
+    kill_node(b);
+    run_ms(TTL_MS - 1000);
+    ck_assert_str_eq(list_of(a), "a,b"); /* the key lives until its TTL */
+    /* Documented bound: node_ttl + heartbeat after the last write. */
+    run_ms(1000 + HB_MS);
+    ck_assert_str_eq(list_of(a), "a");
+}
+
+END_TEST
+
+START_TEST(test_restart_after_kill_takes_over_the_expired_key)
+{
+    node *a = start(0, "a", 1);
+    fake_link_set_up(a->l, true);
+    run_ms(500);
+    kill_node(a);
+    /* The same id restarted at once (new instance): waits for the old key to expire, then
+     * joins instead of being refused. */
+    a = start(0, "a", 2);
+    fake_link_set_up(a->l, true);
+    run_ms(TTL_MS + HB_MS);
+    ck_assert_int_eq(rt_cluster_member_state_get(a->c), RT_CLUSTER_MEMBER_JOINED);
+}
+
+END_TEST
+
+START_TEST(test_link_down_up_reannounces)
+{
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    fake_link_set_up(a->l, true);
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    fake_link_set_up(a->l, false);
+    run_ms(100);
+    ck_assert_int_eq(rt_cluster_member_state_get(a->c), RT_CLUSTER_MEMBER_OFFLINE);
+    ck_assert_str_eq(list_of(a), "a"); /* down: only itself */
+    rt_cluster_link_stats st;
+    rt_cluster_link_stats_get(a->c, &st);
+    ck_assert_int_eq(st.state, RT_CLUSTER_LINK_DOWN);
+    /* The bus still holds a's key (not expired): a takes it over as its own instance. */
+    fake_link_set_up(a->l, true);
+    run_ms(100);
+    ck_assert_int_eq(rt_cluster_member_state_get(a->c), RT_CLUSTER_MEMBER_JOINED);
+    ck_assert_str_eq(list_of(a), "a,b");
+    rt_cluster_link_stats_get(a->c, &st);
+    ck_assert_uint_eq(st.reconnects, 1);
+    /* Down longer than the TTL: b drops a, a re-creates its key when back, b sees it again. */
+    fake_link_set_up(a->l, false);
+    run_ms(TTL_MS + 2 * HB_MS);
+    ck_assert_str_eq(list_of(b), "b");
+    fake_link_set_up(a->l, true);
+    run_ms(100);
+    ck_assert_str_eq(list_of(b), "a,b");
+    ck_assert_str_eq(list_of(a), "a,b");
+}
+
+END_TEST
+
+START_TEST(test_lost_announcement_caught_by_heartbeat)
+{
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    fake_link_set_up(a->l, true);
+    run_ms(100);
+    fake_bus_drop(bus, 1); /* b's "nodes.changed" */
+    fake_link_set_up(b->l, true);
+    fake_bus_run(bus);
+    ck_assert_uint_eq(fake_bus_dropped(bus), 1);
+    ck_assert_str_eq(list_of(a), "a");
+    run_ms(HB_MS);
+    ck_assert_str_eq(list_of(a), "a,b");
+}
+
+END_TEST
+
+START_TEST(test_clean_leave_is_seen_at_once)
+{
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    fake_link_set_up(a->l, true);
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    rt_cluster_leave(b->c);
+    ck_assert(rt_cluster_is_leaving(b->c));
+    fake_bus_run(bus); /* no tick: the announcement after the delete does it */
+    ck_assert(!rt_cluster_is_leaving(b->c));
+    ck_assert_str_eq(list_of(a), "a");
+    /* A left node does not join again. */
+    run_ms(2 * HB_MS);
+    ck_assert_int_eq(rt_cluster_member_state_get(b->c), RT_CLUSTER_MEMBER_OFFLINE);
+    ck_assert_str_eq(list_of(a), "a");
+}
+
+END_TEST
+
+START_TEST(test_token_rule)
+{
+    ck_assert(rt_cluster_token_is_valid("node-1_A"));
+    ck_assert(!rt_cluster_token_is_valid(""));
+    ck_assert(!rt_cluster_token_is_valid(NULL));
+    ck_assert(!rt_cluster_token_is_valid("a.b"));
+    ck_assert(!rt_cluster_token_is_valid("a*"));
+    ck_assert(!rt_cluster_token_is_valid("a b"));
+    char long_id[RT_CLUSTER_TOKEN_MAX + 2];
+    memset(long_id, 'x', sizeof(long_id) - 1);
+    long_id[sizeof(long_id) - 1] = '\0';
+    ck_assert(!rt_cluster_token_is_valid(long_id));
+    long_id[RT_CLUSTER_TOKEN_MAX] = '\0';
+    ck_assert(rt_cluster_token_is_valid(long_id));
+}
+
+END_TEST
+
+/* ---- The fake link's request/reply, as the NATS adapter must behave -------------------------- */
+
+typedef struct reply_box {
+    int calls;
+    wamp_err err;
+    char data[256];
+} reply_box;
+
+static void on_reply(void *arg, wamp_err err, const void *data, size_t len)
+{
+    reply_box *r = arg;
+    r->calls++;
+    r->err = err;
+    snprintf(r->data, sizeof(r->data), "%.*s", (int)len, (const char *)data);
+}
+
+START_TEST(test_info_request_reply_and_errors)
+{
+    node *a = start(0, "a", 0xab);
+    node *b = start(1, "b", 2);
+    fake_link_set_up(a->l, true);
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    reply_box r = {0};
+    ck_assert_int_eq(fake_link_ops.request(b->l, "wsc.node.a.info", "", 0, 500, on_reply, &r),
+                     WAMP_OK);
+    ck_assert_int_eq(r.calls, 0); /* never from inside the op */
+    fake_bus_run(bus);
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_int_eq(r.err, WAMP_OK);
+    ck_assert_ptr_nonnull(strstr(r.data, "\"instance\":\"00000000000000ab\""));
+    ck_assert_ptr_nonnull(strstr(r.data, "\"version\":\"9.9\""));
+
+    memset(&r, 0, sizeof(r));
+    fake_link_ops.request(b->l, "wsc.node.nobody.info", "", 0, 500, on_reply, &r);
+    fake_bus_run(bus);
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_int_eq(r.err, WAMP_ENOTFOUND);
+
+    memset(&r, 0, sizeof(r));
+    fake_bus_drop(bus, 1);
+    fake_link_ops.request(b->l, "wsc.node.a.info", "", 0, 500, on_reply, &r);
+    run_ms(400);
+    ck_assert_int_eq(r.calls, 0);
+    run_ms(200);
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_int_eq(r.err, WAMP_EIO);
+
+    memset(&r, 0, sizeof(r));
+    fake_bus_drop(bus, 1);
+    fake_link_ops.request(b->l, "wsc.node.a.info", "", 0, 500, on_reply, &r);
+    fake_link_set_up(b->l, false);
+    fake_bus_run(bus);
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_int_eq(r.err, WAMP_ECLOSED);
+    ck_assert_int_eq(fake_link_ops.publish(b->l, "wsc.x", NULL, "", 0), WAMP_ECLOSED);
+}
+
+END_TEST
+
+typedef struct msg_box {
+    int calls;
+    char subject[64];
+} msg_box;
+
+static void on_msg(void *arg, const char *subject, const char *reply, const void *data, size_t len)
+{
+    (void)reply;
+    (void)data;
+    (void)len;
+    msg_box *m = arg;
+    m->calls++;
+    snprintf(m->subject, sizeof(m->subject), "%s", subject);
+}
+
+START_TEST(test_wildcards_and_queue_groups)
+{
+    fake_link *l1 = fake_link_new(bus, NULL);
+    fake_link *l2 = fake_link_new(bus, NULL);
+    fake_link_set_up(l1, true);
+    fake_link_set_up(l2, true);
+    fake_bus_run(bus);
+    msg_box star = {0}, gt = {0}, q1 = {0}, q2 = {0};
+    uint64_t s_star, s_gt, s_q1, s_q2;
+    ck_assert_int_eq(fake_link_ops.subscribe(l1, "x.*.z", NULL, on_msg, &star, &s_star), WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.subscribe(l1, "x.>", NULL, on_msg, &gt, &s_gt), WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.subscribe(l1, "q", "g", on_msg, &q1, &s_q1), WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.subscribe(l2, "q", "g", on_msg, &q2, &s_q2), WAMP_OK);
+    fake_link_ops.publish(l2, "x.y.z", NULL, "1", 1);
+    fake_link_ops.publish(l2, "x.y.z.w", NULL, "1", 1);
+    fake_link_ops.publish(l2, "x", NULL, "1", 1);
+    fake_link_ops.publish(l2, "q", NULL, "1", 1);
+    fake_bus_run(bus);
+    ck_assert_int_eq(star.calls, 1);
+    ck_assert_int_eq(gt.calls, 2);
+    ck_assert_str_eq(gt.subject, "x.y.z.w");
+    ck_assert_int_eq(q1.calls + q2.calls, 1); /* one member of the group */
+    fake_link_ops.unsubscribe(l1, s_gt);
+    fake_link_ops.publish(l2, "x.y.z", NULL, "1", 1);
+    fake_bus_run(bus);
+    ck_assert_int_eq(gt.calls, 2);
+    ck_assert_int_eq(star.calls, 2);
+}
+
+END_TEST
+
+static Suite *rt_cluster_suite(void)
+{
+    Suite *s = suite_create("rt_cluster");
+    TCase *tc = tcase_create("membership");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_nodes_join_and_see_each_other);
+    tcase_add_test(tc, test_duplicate_id_refused_while_owner_lives);
+    tcase_add_test(tc, test_killed_node_expires_from_the_list);
+    tcase_add_test(tc, test_restart_after_kill_takes_over_the_expired_key);
+    tcase_add_test(tc, test_link_down_up_reannounces);
+    tcase_add_test(tc, test_lost_announcement_caught_by_heartbeat);
+    tcase_add_test(tc, test_clean_leave_is_seen_at_once);
+    tcase_add_test(tc, test_token_rule);
+    suite_add_tcase(s, tc);
+    TCase *fk = tcase_create("fake_link");
+    tcase_add_checked_fixture(fk, setup, teardown);
+    tcase_set_timeout(fk, 10);
+    tcase_add_test(fk, test_info_request_reply_and_errors);
+    tcase_add_test(fk, test_wildcards_and_queue_groups);
+    suite_add_tcase(s, fk);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rt_cluster_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

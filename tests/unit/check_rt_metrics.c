@@ -1,0 +1,431 @@
+/* check_rt_metrics.c: the Prometheus text of the router (rt_metrics.h), and the per-message
+ * counters and trace-level lines behind it (rt_wirelog.h). A small parser written here checks the
+ * exposition format's rules on every rendering (HELP and TYPE before the samples of each family,
+ * names and label names well formed, counters ending in _total, no family or series twice,
+ * values numeric, label values escaped); the tests check that the values follow the router
+ * (sessions per realm and transport, messages per type and serializer, limits, traces). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "fake_transport.h"
+#include "log_capture.h"
+#include "rt_log.h"
+#include "rt_metrics.h"
+#include "rt_router.h"
+#include "test_router.h"
+
+static test_router T;
+static rt_listener listeners[2];
+
+/* test_router with two listeners, "ws1" and "rs1". */
+static void setup(void)
+{
+    test_router_init(&T);
+    rt_router_free(T.rt);
+    memset(listeners, 0, sizeof(listeners));
+    listeners[0].id = "ws1";
+    listeners[0].kind = RT_TRANSPORT_WEBSOCKET;
+    listeners[1].id = "rs1";
+    listeners[1].kind = RT_TRANSPORT_RAWSOCKET;
+    for (size_t i = 0; i < 2; i++) {
+        listeners[i].anonymous_role = "anonymous";
+        listeners[i].max_message_size = 1 << 20;
+        listeners[i].ser_json = listeners[i].ser_msgpack = true;
+    }
+    T.cfg.listeners = listeners;
+    T.cfg.n_listeners = 2;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+}
+
+static void teardown(void)
+{
+    test_router_fini(&T);
+}
+
+static fake_conn *conn_on(const char *listener, wamp_ser ser)
+{
+    rt_peer peer;
+    memset(&peer, 0, sizeof(peer));
+    snprintf(peer.addr, sizeof(peer.addr), "127.0.0.1:50000");
+    peer.is_loopback = true;
+    peer.listener_id = listener;
+    peer.max_message_size = 1 << 20;
+    return fake_conn_new_peer(T.rt, ser, &peer);
+}
+
+/* --- The format checker --------------------------------------------------------------------- */
+
+static bool is_name(const char *s, size_t n, bool colon)
+{
+    if (n == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                  (colon && c == ':') || (i > 0 && c >= '0' && c <= '9');
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+#define MAX_SEEN 4096
+
+typedef struct checker {
+    char *families[MAX_SEEN];
+    size_t n_families;
+    char *series[MAX_SEEN];
+    size_t n_series;
+    char family[128]; /* the current one */
+    bool family_counter;
+    bool help_seen;
+} checker;
+
+static bool seen(char **list, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(list[i], s) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Checks one sample line; returns its value. */
+static double check_sample(checker *c, const char *line)
+{
+    size_t n = strcspn(line, "{ ");
+    ck_assert_msg(is_name(line, n, true), "bad metric name in \"%s\"", line);
+    ck_assert_msg(strlen(c->family) == n && strncmp(line, c->family, n) == 0,
+                  "sample \"%s\" outside its family %s", line, c->family);
+    const char *p = line + n;
+    if (*p == '{') {
+        p++;
+        while (*p != '}') {
+            size_t k = strcspn(p, "=");
+            ck_assert_msg(is_name(p, k, false), "bad label name in \"%s\"", line);
+            p += k;
+            ck_assert_msg(p[0] == '=' && p[1] == '"', "label without value in \"%s\"", line);
+            p += 2;
+            while (*p != '"') {
+                ck_assert_msg(*p && *p != '\n', "unterminated label value in \"%s\"", line);
+                if (*p == '\\') {
+                    ck_assert_msg(p[1] == '\\' || p[1] == '"' || p[1] == 'n',
+                                  "bad escape in \"%s\"", line);
+                    p++;
+                }
+                p++;
+            }
+            p++;
+            ck_assert_msg(*p == ',' || *p == '}', "bad label list in \"%s\"", line);
+            if (*p == ',') {
+                p++;
+            }
+        }
+        p++;
+    }
+    size_t key_len = (size_t)(p - line);
+    ck_assert_msg(*p == ' ', "no value in \"%s\"", line);
+    char *end = NULL;
+    double v = strtod(p + 1, &end);
+    ck_assert_msg(end && end != p + 1 && *end == '\0', "bad value in \"%s\"", line);
+    ck_assert_msg(!isnan(v), "NaN in \"%s\"", line);
+    if (c->family_counter) {
+        ck_assert_msg(v >= 0, "negative counter in \"%s\"", line);
+    }
+    char *key = strndup(line, key_len);
+    ck_assert_msg(!seen(c->series, c->n_series, key), "series twice: %s", key);
+    ck_assert_uint_lt(c->n_series, MAX_SEEN);
+    c->series[c->n_series++] = key;
+    return v;
+}
+
+/* Checks the whole text; fails the test on the first broken rule. */
+static void check_format(const char *text)
+{
+    checker *c = calloc(1, sizeof(*c));
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(text[0] && text[strlen(text) - 1] == '\n', "text must end in a newline");
+    char *copy = strdup(text);
+    char *save = NULL;
+    size_t samples = 0;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "# HELP ", 7) == 0) {
+            const char *name = line + 7;
+            size_t n = strcspn(name, " ");
+            ck_assert_msg(is_name(name, n, true), "bad name in \"%s\"", line);
+            ck_assert_msg(name[n] == ' ' && name[n + 1], "HELP without text: \"%s\"", line);
+            ck_assert_uint_lt(n, sizeof(c->family));
+            memcpy(c->family, name, n);
+            c->family[n] = '\0';
+            ck_assert_msg(!seen(c->families, c->n_families, c->family), "family twice: %s",
+                          c->family);
+            c->families[c->n_families++] = strdup(c->family);
+            c->help_seen = true;
+        } else if (strncmp(line, "# TYPE ", 7) == 0) {
+            const char *name = line + 7;
+            size_t n = strcspn(name, " ");
+            ck_assert_msg(c->help_seen && strncmp(name, c->family, n) == 0 &&
+                                  strlen(c->family) == n,
+                          "TYPE without its HELP: \"%s\"", line);
+            const char *type = name + n + 1;
+            ck_assert_msg(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0,
+                          "unknown type in \"%s\"", line);
+            c->family_counter = strcmp(type, "counter") == 0;
+            size_t fl = strlen(c->family);
+            bool total = fl > 6 && strcmp(c->family + fl - 6, "_total") == 0;
+            ck_assert_msg(c->family_counter == total, "%s: counters and only they end in _total",
+                          c->family);
+            ck_assert_msg(strncmp(c->family, "wampscope_", 10) == 0 ||
+                                  strncmp(c->family, "process_", 8) == 0,
+                          "%s: no wampscope_ prefix", c->family);
+            c->help_seen = false;
+        } else {
+            ck_assert_msg(line[0] != '#', "unknown comment \"%s\"", line);
+            ck_assert_msg(!c->help_seen, "sample before TYPE: \"%s\"", line);
+            check_sample(c, line);
+            samples++;
+        }
+    }
+    ck_assert_uint_gt(samples, 0);
+    for (size_t i = 0; i < c->n_families; i++) {
+        free(c->families[i]);
+    }
+    for (size_t i = 0; i < c->n_series; i++) {
+        free(c->series[i]);
+    }
+    free(copy);
+    free(c);
+}
+
+/* The rendering of T.rt (format-checked; owned). */
+static char *render(const rt_metrics_proc *proc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(rt_metrics_render(T.rt, proc, &text, &len), WAMP_OK);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(strlen(text), len);
+    check_format(text);
+    return text;
+}
+
+/* The value of the series key (name with its labels exactly as rendered); -1 if absent. */
+static double value_of(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, n) == 0 && p[n] == ' ') {
+            return strtod(p + n + 1, NULL);
+        }
+    }
+    return -1;
+}
+
+/* --- Tests ---------------------------------------------------------------------------------- */
+
+START_TEST(test_format_of_an_idle_router)
+{
+    char *text = render(NULL);
+    ck_assert(value_of(text, "wampscope_sessions_opened_total") == 0);
+    ck_assert(value_of(text, "wampscope_connections{transport=\"ws1\"}") == 0);
+    ck_assert(value_of(text, "wampscope_sessions{realm=\"realm1\",transport=\"rs1\"}") == 0);
+    ck_assert(value_of(text, "wampscope_traces") == 0);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"subprotocol\"}") == 0);
+    ck_assert_ptr_null(strstr(text, "process_"));
+    free(text);
+}
+
+END_TEST
+
+START_TEST(test_sessions_by_realm_and_transport)
+{
+    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
+    fake_conn_join(a, "realm1");
+    fake_conn *b = conn_on("rs1", WAMP_SER_MSGPACK);
+    fake_conn_join(b, "realm2");
+    fake_conn *c = conn_on("rs1", WAMP_SER_JSON); /* attached, not joined */
+    char *text = render(NULL);
+    ck_assert(value_of(text, "wampscope_sessions{realm=\"realm1\",transport=\"ws1\"}") == 1);
+    ck_assert(value_of(text, "wampscope_sessions{realm=\"realm1\",transport=\"rs1\"}") == 0);
+    ck_assert(value_of(text, "wampscope_sessions{realm=\"realm2\",transport=\"rs1\"}") == 1);
+    ck_assert(value_of(text, "wampscope_connections{transport=\"rs1\"}") == 2);
+    ck_assert(value_of(text, "wampscope_connections{transport=\"ws1\"}") == 1);
+    ck_assert(value_of(text, "wampscope_sessions_opened_total") == 3);
+    free(text);
+    fake_conn_free(b);
+    text = render(NULL);
+    ck_assert(value_of(text, "wampscope_sessions{realm=\"realm2\",transport=\"rs1\"}") == 0);
+    ck_assert(value_of(text, "wampscope_sessions_closed_total") == 1);
+    free(text);
+    fake_conn_free(a);
+    fake_conn_free(c);
+}
+
+END_TEST
+
+START_TEST(test_messages_by_type_and_serializer)
+{
+    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
+    fake_conn_join(a, "realm1");
+    fake_conn *b = conn_on("ws1", WAMP_SER_MSGPACK);
+    fake_conn_join(b, "realm1");
+    fake_conn_send(a, "[48, 1, {}, \"com.example.none\"]");
+    fake_conn_send(a, "[48, 2, {}, \"com.example.none\"]");
+    fake_conn_clear(a);
+    static const char junk[] = "not wamp";
+    fake_conn_send_raw(b, junk, sizeof(junk) - 1);
+    char *text = render(NULL);
+    ck_assert(value_of(text,
+                       "wampscope_messages_received_total{type=\"CALL\",serializer=\"json\"}") ==
+              2);
+    ck_assert(value_of(text, "wampscope_messages_sent_total{type=\"ERROR\",serializer=\"json\"}") ==
+              2);
+    ck_assert(
+            value_of(text,
+                     "wampscope_messages_received_total{type=\"HELLO\",serializer=\"msgpack\"}") ==
+            1);
+    ck_assert(value_of(text,
+                       "wampscope_messages_sent_total{type=\"WELCOME\",serializer=\"msgpack\"}") ==
+              1);
+    ck_assert(value_of(text, "wampscope_messages_received_total{type=\"undecodable\","
+                             "serializer=\"msgpack\"}") == 1);
+    ck_assert(value_of(text, "wampscope_protocol_violations_total") == 1);
+    /* The per-type counters add up to the totals get_worker reports. */
+    const rt_router_stats *st = rt_router_stats_get(T.rt);
+    uint64_t rx = 0, tx = 0;
+    for (int ser = 0; ser < WAMP_SER_COUNT; ser++) {
+        for (int t = 0; t < RT_STATS_TYPE_SLOTS; t++) {
+            rx += st->messages_rx_by_type[ser][t];
+            tx += st->messages_tx_by_type[ser][t];
+        }
+    }
+    ck_assert_uint_eq(st->messages_rx, 5); /* 2 HELLO, 2 CALL, 1 undecodable */
+    ck_assert_uint_eq(rx, st->messages_rx);
+    ck_assert_uint_eq(tx, st->messages_tx);
+    ck_assert(value_of(text, "wampscope_received_bytes_total") == (double)st->bytes_rx);
+    ck_assert(value_of(text, "wampscope_sent_bytes_total") == (double)st->bytes_tx);
+    free(text);
+    fake_conn_free(a);
+    fake_conn_free(b);
+}
+
+END_TEST
+
+START_TEST(test_traces_labelled_by_id)
+{
+    test_router_start_trace(&T, "t1", NULL);
+    /* A trace id may hold quotes and backslashes: escaped in the label value. */
+    test_router_start_trace(&T, "odd\"id\\", NULL);
+    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
+    fake_conn_join(a, "realm1");
+    char *text = render(NULL);
+    ck_assert(value_of(text, "wampscope_traces") == 2);
+    ck_assert(value_of(text, "wampscope_trace_running{trace=\"t1\"}") == 1);
+    ck_assert(value_of(text, "wampscope_trace_captured_records_total{trace=\"t1\"}") >= 2);
+    ck_assert(value_of(text, "wampscope_trace_records{trace=\"t1\"}") >= 2);
+    ck_assert(value_of(text, "wampscope_trace_running{trace=\"odd\\\"id\\\\\"}") == 1);
+    free(text);
+    fake_conn_free(a);
+}
+
+END_TEST
+
+START_TEST(test_refused_handshakes_by_reason)
+{
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.1:4000", NULL);
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.1:4001", NULL);
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4002", NULL);
+    char *text = render(NULL);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"path\"}") == 2);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"subprotocol\"}") == 1);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"request\"}") == 0);
+    free(text);
+}
+
+END_TEST
+
+START_TEST(test_process_figures)
+{
+    rt_metrics_proc p;
+    ck_assert(rt_metrics_proc_read(&p));
+    ck_assert_uint_gt(p.resident_bytes, 0);
+    ck_assert_uint_ge(p.virtual_bytes, p.resident_bytes);
+    ck_assert_uint_ge(p.open_fds, 3); /* stdin, stdout, stderr */
+    ck_assert_uint_ge(p.max_fds, p.open_fds);
+    ck_assert(p.start_time_seconds > 1e9);
+    ck_assert(p.cpu_seconds >= 0);
+    char *text = render(&p);
+    ck_assert(value_of(text, "process_open_fds") == (double)p.open_fds);
+    ck_assert(value_of(text, "process_resident_memory_bytes") == (double)p.resident_bytes);
+    ck_assert(value_of(text, "process_start_time_seconds") > 1e9);
+    free(text);
+}
+
+END_TEST
+
+START_TEST(test_trace_level_lines)
+{
+    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
+    fake_conn_join(a, "realm1");
+    log_capture lc;
+    /* At debug: no message lines. */
+    rt_log_set_level(RT_LOG_LEVEL_DEBUG);
+    log_capture_begin(&lc);
+    fake_conn_send(a, "[48, 1, {}, \"com.example.none\"]");
+    fake_conn_clear(a);
+    char *out = log_capture_end(&lc);
+    ck_assert_uint_eq(log_count_lines(out, "rx CALL"), 0);
+    free(out);
+    /* At trace: one line per message in and out, with its session, realm and size, and never
+     * its payload. */
+    rt_log_set_level(RT_LOG_LEVEL_TRACE);
+    log_capture_begin(&lc);
+    fake_conn_send(a, "[48, 2, {}, \"com.example.none\", [\"secret-arg\"]]");
+    fake_conn_clear(a);
+    out = log_capture_end(&lc);
+    rt_log_set_level(RT_LOG_LEVEL_INFO);
+    ck_assert_uint_eq(log_count_lines(out, "TRACE"), 2);
+    ck_assert_uint_eq(log_count_lines(out, "rx CALL (json) dir=rx type=CALL realm=realm1 bytes="),
+                      1);
+    ck_assert_uint_eq(log_count_lines(out, "tx ERROR (json) dir=tx type=ERROR realm=realm1"), 1);
+    ck_assert_ptr_null(strstr(out, "secret-arg"));
+    free(out);
+    fake_conn_free(a);
+}
+
+END_TEST
+
+static Suite *rt_metrics_suite(void)
+{
+    Suite *s = suite_create("rt_metrics");
+    TCase *tc = tcase_create("render");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_format_of_an_idle_router);
+    tcase_add_test(tc, test_sessions_by_realm_and_transport);
+    tcase_add_test(tc, test_messages_by_type_and_serializer);
+    tcase_add_test(tc, test_traces_labelled_by_id);
+    tcase_add_test(tc, test_refused_handshakes_by_reason);
+    tcase_add_test(tc, test_process_figures);
+    tcase_add_test(tc, test_trace_level_lines);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rt_metrics_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
