@@ -120,6 +120,43 @@ typedef enum rt_transport_kind {
     RT_TRANSPORT_RAWSOCKET  /* "rawsocket": WAMP-over-RawSocket */
 } rt_transport_kind;
 
+/* One HTTP service of a "web" transport (or of a universal transport's "web" part) next to its
+ * WebSocket path: Crossbar's path services that wampscope serves (configs/README.md, "web
+ * transport"; served by router/rt_http.h). */
+typedef enum rt_web_kind {
+    RT_WEB_STATIC,   /* "static": the files of a directory */
+    RT_WEB_REDIRECT, /* "redirect": 302 to url */
+    RT_WEB_NODEINFO, /* "nodeinfo": a page with the node ID and version */
+    RT_WEB_VIEWER,   /* "wampscope-trace-viewer": the trace viewer embedded in the binary */
+    RT_WEB_JSON      /* "json": a fixed JSON value */
+} rt_web_kind;
+
+/* options.mime_types entry of a static path: file name extension (with its dot, as Crossbar
+ * writes it: ".svg") -> Content-Type. */
+typedef struct rt_mime_type {
+    char *ext;
+    char *type;
+} rt_mime_type;
+
+typedef struct rt_web_path {
+    /* The URL path the service answers under: "/" (the root: every request no other path
+     * takes), "/key", or "/outer/inner" for a service in a nested "path" service. */
+    char *prefix;
+    rt_web_kind kind;
+    char *directory;    /* static: absolute directory ("directory", relative to the config's) */
+    bool listing;       /* static: options.enable_directory_listing (false) */
+    int64_t cache_secs; /* static: options.cache_timeout, seconds (43200); -1 = null: none */
+    char *default_file; /* static: options.default_file, served instead of a 404; or NULL */
+    rt_mime_type *mime_types; /* static: options.mime_types, checked before the built-in table */
+    size_t n_mime_types;
+    char *url; /* redirect: the Location */
+    /* json: "value" serialized (compact, or indented with options.prettify), body_len bytes;
+     * no_store: options.discourage_caching */
+    char *body;
+    size_t body_len;
+    bool no_store;
+} rt_web_path;
+
 typedef struct rt_listener {
     char *id; /* transport "id", or "transport<N>" */
     rt_transport_kind kind;
@@ -157,6 +194,10 @@ typedef struct rt_listener {
      * default); NULL when an "auth" section exists without "anonymous" (anonymous refused). */
     char *anonymous_role;
     rt_auth_config auth; /* auth.ticket / auth.wampcra / auth.cryptosign */
+    /* A web transport's (or universal transport's "web" part's) HTTP services besides its
+     * WebSocket path, in the file's order; NULL/0 for other transports. */
+    rt_web_path *web;
+    size_t n_web;
 } rt_listener;
 
 typedef enum rt_ip_family {

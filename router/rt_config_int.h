@@ -4,8 +4,9 @@
  * key tables, typed getters, field tables, lists, error collection), rt_config_realm.c (realms,
  * roles, permissions), rt_config_endpoint.c (endpoints, TLS, serializers, WebSocket options),
  * rt_config_auth.c (transport and management credentials), rt_config_transport.c (transports),
- * rt_config_net.c (trusted networks), rt_config_wampscope.c (the worker's "wampscope" object)
- * and rt_config.c (top level, controller, worker, public API).
+ * rt_config_web.c (a web transport's paths), rt_config_net.c (trusted networks),
+ * rt_config_wampscope.c (the worker's "wampscope" object) and rt_config.c (top level, controller,
+ * worker, public API).
  *
  * Errors: every refusal goes through cfg_refuse(), which records one line ("key.path: why") in
  * the load's rt_config_diag and returns WAMP_EINVAL. A parser that gets WAMP_EINVAL from a part
@@ -230,6 +231,38 @@ void cfg_free_auth(rt_auth_config *a);
 /* rt_config_transport.c: the worker's "transports" (at least one). */
 wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_config *cfg);
 void cfg_free_listeners(rt_config *cfg);
+/* A "websocket" transport (is_transport) or a WebSocket path service, into l. */
+wamp_err cfg_parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, bool is_transport,
+                              const rt_limits *lim, rt_listener *l);
+
+/* rt_config_web.c: a web transport's "paths". */
+/* Listener entries reserved by the caller for WebSocket paths after the first: each becomes a
+ * listener of its own (its path, serializers, options and auth) that shares the web
+ * transport's socket (shares_port), as a universal transport's RawSocket part does. */
+typedef struct cfg_spares {
+    rt_listener *l;
+    size_t n;    /* entries reserved */
+    size_t used; /* entries filled */
+} cfg_spares;
+
+/* Crossbar's path key rule (checkconfig.py _WEB_PATH_PAT_STR): ^([a-z0-9A-Z_\-]+|/)$. */
+bool cfg_web_path_key_is_valid(const char *k);
+/* The URL path of key under prefix ("" at the top): "ws" -> "<prefix>/ws", "/" -> the prefix
+ * ("/" at the top). */
+cfg_path cfg_web_key_prefix(const char *prefix, const char *key);
+/* A WebSocket path service at key path kp serving URL path url: into l if it is the
+ * transport's first (*has_ws false, then set), else into the next spare. */
+wamp_err cfg_parse_ws_path(cfg_ctx *c, const char *kp, const json_t *svc, const char *url,
+                           const rt_limits *lim, rt_listener *l, cfg_spares *spares, bool *has_ws);
+/* The "paths" object at pp of a web transport or a universal transport's "web" part into l
+ * (HTTP services in l->web, WebSocket paths by cfg_parse_ws_path()); has_ws: the transport has
+ * its first WebSocket path already. */
+wamp_err cfg_parse_web_services(cfg_ctx *c, const char *pp, const json_t *paths, bool has_ws,
+                                const rt_limits *lim, rt_listener *l, cfg_spares *spares);
+/* WebSocket path services in a "paths" object, nested ones included (listeners to reserve). */
+size_t cfg_count_ws_paths(const json_t *paths);
+/* Frees l->web and what its entries hold. */
+void cfg_free_web_paths(rt_listener *l);
 
 /* rt_config_net.c */
 wamp_err cfg_parse_trusted(cfg_ctx *c, const char *path, const json_t *v, rt_config *cfg);

@@ -1,6 +1,8 @@
-/* rt_config_transport.c: the router worker's "transports": websocket, web (one WebSocket
- * path), rawsocket and universal (crossbar/common/checkconfig.py check_listening_transport_*),
- * each becoming one rt_listener (a universal transport with both parts, two). */
+/* rt_config_transport.c: the router worker's "transports": websocket, web (its paths in
+ * rt_config_web.c), rawsocket and universal (crossbar/common/checkconfig.py
+ * check_listening_transport_*), each becoming one rt_listener, plus one per part that shares
+ * its socket: a universal transport's RawSocket part next to WebSocket or web parts, and every
+ * WebSocket path after the first. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +78,8 @@ static wamp_err parse_url(cfg_ctx *c, const char *path, const json_t *o, bool is
 }
 
 /* Part by part; a refused part does not stop the next one. */
-static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, bool is_transport,
-                                 const rt_limits *lim, rt_listener *l)
+wamp_err cfg_parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, bool is_transport,
+                              const rt_limits *lim, rt_listener *l)
 {
     wamp_err err = is_transport ? cfg_check_keys(c, path, o, ws_transport_rules,
                                                  N_RULES(ws_transport_rules))
@@ -115,29 +117,7 @@ static wamp_err parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, 
                      cfg_parse_auth(c, cfg_key(path, "auth").s, json_object_get(o, "auth"), l));
 }
 
-static const type_rule web_path_types[] = {
-        {"websocket", NULL},
-        {"static", "path type \"static\" is not supported (wampscope serves only WAMP over "
-                   "WebSocket)"},
-        {"wsgi", "path type \"wsgi\" is not supported"},
-        {"resource", "path type \"resource\" is not supported"},
-        {"redirect", "path type \"redirect\" is not supported"},
-        {"nodeinfo", "path type \"nodeinfo\" is not supported"},
-        {"reverseproxy", "path type \"reverseproxy\" is not supported"},
-        {"websocket-reverseproxy", "path type \"websocket-reverseproxy\" is not supported"},
-        {"json", "path type \"json\" is not supported"},
-        {"cgi", "path type \"cgi\" is not supported"},
-        {"longpoll", "path type \"longpoll\" is not supported"},
-        {"publisher", "path type \"publisher\" (HTTP bridge) is not supported"},
-        {"webhook", "path type \"webhook\" (HTTP bridge) is not supported"},
-        {"caller", "path type \"caller\" (HTTP bridge) is not supported"},
-        {"path", "path type \"path\" (nested paths) is not supported"},
-        {"upload", "path type \"upload\" is not supported"},
-        {"archive", "path type \"archive\" is not supported"},
-};
-
 static const key_rule web_option_rules[] = {
-        /* Options of Crossbar's HTTP services, which wampscope does not have. */
         K_IGN("access_log", KEY_IGN_BOOL),
         K_IGN("display_tracebacks", KEY_IGN_BOOL),
         K_REFUSED("hsts", "HSTS is not supported"),
@@ -150,37 +130,8 @@ static const key_rule web_transport_rules[] = {
         K_PARSED("paths"), K_PARSED("options"),
 };
 
-/* Crossbar's path key rule (checkconfig.py _WEB_PATH_PAT_STR): ^([a-z0-9A-Z_\-]+|/)$. */
-static bool web_path_key_is_valid(const char *k)
-{
-    if (strcmp(k, "/") == 0) {
-        return true;
-    }
-    if (!*k) {
-        return false;
-    }
-    for (const char *p = k; *p; p++) {
-        char ch = *p;
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-')) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* The path key of a web transport or of a universal transport's "websocket" part is one URL
- * path segment: "ws" serves "/ws"; "/" serves the root. */
-static wamp_err path_from_key(cfg_ctx *c, const char *key, rt_listener *l)
-{
-    bool root = strcmp(key, "/") == 0;
-    char buf[CFG_PATH_MAX];
-    snprintf(buf, sizeof(buf), "/%s", root ? "" : key);
-    return cfg_dup(c, buf, &l->path);
-}
-
 static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *o,
-                                    const rt_limits *lim, rt_listener *l)
+                                    const rt_limits *lim, rt_listener *l, cfg_spares *spares)
 {
     wamp_err err = cfg_check_keys(c, path, o, web_transport_rules, N_RULES(web_transport_rules));
     if (err == WAMP_OK) {
@@ -196,49 +147,8 @@ static wamp_err parse_web_transport(cfg_ctx *c, const char *path, const json_t *
     if (err != WAMP_OK) {
         return err;
     }
-
-    const json_t *paths = json_object_get(o, "paths");
-    cfg_path pp = cfg_key(path, "paths");
-    if (!paths) {
-        return cfg_refuse(c, pp.s, "is required");
-    }
-    if (!json_is_object(paths)) {
-        return cfg_refuse(c, pp.s, "must be an object");
-    }
-    const char *key;
-    const json_t *svc;
-    const char *ws_key = NULL;
-    json_object_foreach((json_t *)paths, key, svc)
-    {
-        cfg_path kp = cfg_key(pp.s, key);
-        if (!web_path_key_is_valid(key)) {
-            return cfg_refuse(c, kp.s, "a path key must be \"/\" or match [a-zA-Z0-9_-]+");
-        }
-        const char *type = NULL;
-        err = cfg_check_type(c, kp.s, svc, web_path_types, N_RULES(web_path_types), &type);
-        if (err != WAMP_OK) {
-            return err;
-        }
-        if (ws_key) {
-            return cfg_refuse(c, kp.s,
-                              "only one WebSocket path per web transport is supported (\"%s\" is "
-                              "one already)",
-                              ws_key);
-        }
-        ws_key = key;
-        err = parse_ws_service(c, kp.s, svc, false, lim, l);
-        if (err != WAMP_OK) {
-            return err;
-        }
-        err = path_from_key(c, key, l);
-        if (err != WAMP_OK) {
-            return err;
-        }
-    }
-    if (!ws_key) {
-        return cfg_refuse(c, pp.s, "must contain one path of type \"websocket\"");
-    }
-    return WAMP_OK;
+    return cfg_parse_web_services(c, cfg_key(path, "paths").s, json_object_get(o, "paths"), false,
+                                  lim, l, spares);
 }
 
 /* Crossbar's RawSocket transport (checkconfig.py check_listening_transport_rawsocket and
@@ -336,53 +246,81 @@ static wamp_err parse_raw_transport(cfg_ctx *c, const char *path, const json_t *
 /* Crossbar's universal transport (checkconfig.py check_listening_transport_universal): one
  * port, told apart by the first octet. */
 static const key_rule universal_rules[] = {
-        K_PARSED("id"),
-        K_PARSED("type"),
-        K_PARSED("endpoint"),
-        K_PARSED("rawsocket"),
-        K_PARSED("websocket"),
-        K_REFUSED("mqtt", "MQTT is not supported"),
-        K_REFUSED("web", "the \"web\" part is not supported; give the WebSocket endpoint in "
-                         "\"websocket\""),
+        K_PARSED("id"),        K_PARSED("type"),      K_PARSED("endpoint"),
+        K_PARSED("rawsocket"), K_PARSED("websocket"), K_REFUSED("mqtt", "MQTT is not supported"),
+        K_PARSED("web"),
 };
 
-/* The "websocket" part of a universal transport: exactly one path. */
+/* The "web" part of a universal transport: the paths of a web transport, and its options. */
+static const key_rule universal_web_rules[] = {
+        K_PARSED("paths"),
+        K_PARSED("options"),
+};
+
+/* The "websocket" part of a universal transport: its paths (the first in l, the others in
+ * spares). */
 static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *ws,
-                                   const rt_limits *lim, rt_listener *l)
+                                   const rt_limits *lim, rt_listener *l, cfg_spares *spares)
 {
     cfg_path wp = cfg_key(path, "websocket");
-    if (!json_is_object(ws) || json_object_size(ws) != 1) {
-        return cfg_refuse(c, wp.s, "must be an object with exactly one path");
+    if (!json_is_object(ws) || json_object_size(ws) == 0) {
+        return cfg_refuse(c, wp.s, "must be an object with at least one path");
     }
-    const char *key = json_object_iter_key(json_object_iter((json_t *)ws));
-    const json_t *svc = json_object_get(ws, key);
-    cfg_path kp = cfg_key(wp.s, key);
-    if (!web_path_key_is_valid(key)) {
-        return cfg_refuse(c, kp.s, "a path key must be \"/\" or match [a-zA-Z0-9_-]+");
+    if (l->unix_path) {
+        return cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
+                          "Unix socket endpoints are supported for rawsocket transports only");
     }
-    const json_t *t = json_is_object(svc) ? json_object_get(svc, "type") : NULL;
-    if (t && (!json_is_string(t) || strcmp(json_string_value(t), "websocket") != 0)) {
-        return cfg_refuse(c, cfg_key(kp.s, "type").s, "must be \"websocket\"");
+    const char *key;
+    const json_t *svc;
+    wamp_err err = WAMP_OK;
+    bool has_ws = false;
+    json_object_foreach((json_t *)ws, key, svc)
+    {
+        cfg_path kp = cfg_key(wp.s, key);
+        if (!cfg_web_path_key_is_valid(key)) {
+            err = cfg_worse(err, cfg_refuse(c, kp.s,
+                                            "a path key must be \"/\" or match "
+                                            "[a-zA-Z0-9_-]+"));
+            continue;
+        }
+        const json_t *t = json_is_object(svc) ? json_object_get(svc, "type") : NULL;
+        if (t && (!json_is_string(t) || strcmp(json_string_value(t), "websocket") != 0)) {
+            err = cfg_worse(err, cfg_refuse(c, cfg_key(kp.s, "type").s, "must be \"websocket\""));
+            continue;
+        }
+        err = cfg_worse(err, cfg_parse_ws_path(c, kp.s, svc, cfg_web_key_prefix("", key).s, lim, l,
+                                               spares, &has_ws));
+        if (cfg_stop(err)) {
+            return err;
+        }
     }
-    l->kind = RT_TRANSPORT_WEBSOCKET;
-    wamp_err err = parse_ws_service(c, kp.s, svc, false, lim, l);
-    if (err == WAMP_OK) {
-        err = path_from_key(c, key, l);
-    }
-    if (err == WAMP_OK && l->unix_path) {
-        err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
-                         "Unix socket endpoints are supported for rawsocket transports only");
+    return err;
+}
+
+/* The endpoint of the listener that owns the socket, copied into a listener sharing it. */
+static wamp_err copy_endpoint(cfg_ctx *c, const rt_listener *l, rt_listener *x)
+{
+    x->port = l->port;
+    wamp_err err = l->interface ? cfg_dup(c, l->interface, &x->interface) : WAMP_OK;
+    if (err == WAMP_OK && l->tls_certificate) {
+        err = cfg_dup(c, l->tls_certificate, &x->tls_certificate);
+        if (err == WAMP_OK) {
+            err = cfg_dup(c, l->tls_key, &x->tls_key);
+        }
+        if (err == WAMP_OK && l->tls_ciphers) {
+            err = cfg_dup(c, l->tls_ciphers, &x->tls_ciphers);
+        }
     }
     return err;
 }
 
 /* A universal transport: l gets the endpoint and the WebSocket part (or the RawSocket part when
- * there is no WebSocket part); with both parts, raw (reserved by the caller) gets the RawSocket
- * part and shares l's port. *used_raw says whether raw was filled. */
+ * there is no WebSocket or web part); with both kinds of parts, the first spare (reserved by the
+ * caller) gets the RawSocket part and shares l's port, and the web part's WebSocket paths after
+ * the first fill the spares after it. */
 static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
-                                rt_listener *l, rt_listener *raw, bool *used_raw)
+                                rt_listener *l, cfg_spares *spares)
 {
-    *used_raw = false;
     wamp_err err = cfg_check_keys(c, path, o, universal_rules, N_RULES(universal_rules));
     if (err == WAMP_OK) {
         err = parse_id(c, path, o, l);
@@ -395,20 +333,44 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
     }
     const json_t *rs = json_object_get(o, "rawsocket");
     const json_t *ws = json_object_get(o, "websocket");
-    if (!rs && !ws) {
-        return cfg_refuse(c, path, "needs a \"rawsocket\" or a \"websocket\" part (or both)");
+    const json_t *web = json_object_get(o, "web");
+    if (!rs && !ws && !web) {
+        return cfg_refuse(c, path,
+                          "needs a \"rawsocket\", \"websocket\" or \"web\" part (or several)");
     }
     if (ws) {
-        err = parse_universal_ws(c, path, ws, lim, l);
-        if (err != WAMP_OK || !rs) {
-            return err;
+        err = parse_universal_ws(c, path, ws, lim, l, spares);
+    }
+    /* The RawSocket part's entry comes first, filled below. */
+    rt_listener *raw = NULL;
+    if (rs && (ws || web) && spares->used < spares->n) {
+        raw = &spares->l[spares->used++];
+    }
+    if (web && err == WAMP_OK) {
+        cfg_path wp = cfg_key(path, "web");
+        l->kind = RT_TRANSPORT_WEBSOCKET;
+        err = cfg_check_keys(c, wp.s, web, universal_web_rules, N_RULES(universal_web_rules));
+        if (err == WAMP_OK && json_object_get(web, "options")) {
+            err = cfg_check_keys(c, cfg_key(wp.s, "options").s, json_object_get(web, "options"),
+                                 web_option_rules, N_RULES(web_option_rules));
         }
+        if (err == WAMP_OK) {
+            err = cfg_parse_web_services(c, cfg_key(wp.s, "paths").s, json_object_get(web, "paths"),
+                                         ws != NULL, lim, l, spares);
+        }
+        if (err == WAMP_OK && l->unix_path) {
+            err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
+                             "Unix socket endpoints are supported for rawsocket transports only");
+        }
+    }
+    if (err != WAMP_OK || !rs) {
+        return err;
     }
     cfg_path rp = cfg_key(path, "rawsocket");
     if (!json_is_object(rs)) {
         return cfg_refuse(c, rp.s, "must be an object");
     }
-    if (!ws) {
+    if (!ws && !web) {
         l->kind = RT_TRANSPORT_RAWSOCKET;
         return parse_raw_transport(c, rp.s, rs, lim, l, false);
     }
@@ -417,24 +379,10 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
     if (!raw) {
         return cfg_refuse(c, path, "internal error: no listener reserved for the rawsocket part");
     }
-    *used_raw = true;
     raw->kind = RT_TRANSPORT_RAWSOCKET;
     raw->shares_port = true;
-    raw->port = l->port;
     err = parse_raw_transport(c, rp.s, rs, lim, raw, false);
-    if (err == WAMP_OK && l->interface) {
-        err = cfg_dup(c, l->interface, &raw->interface);
-    }
-    if (err == WAMP_OK && l->tls_certificate) {
-        err = cfg_dup(c, l->tls_certificate, &raw->tls_certificate);
-        if (err == WAMP_OK) {
-            err = cfg_dup(c, l->tls_key, &raw->tls_key);
-        }
-        if (err == WAMP_OK && l->tls_ciphers) {
-            err = cfg_dup(c, l->tls_ciphers, &raw->tls_ciphers);
-        }
-    }
-    return err;
+    return err == WAMP_OK ? copy_endpoint(c, l, raw) : err;
 }
 
 static const type_rule transport_types[] = {
@@ -448,27 +396,40 @@ static const type_rule transport_types[] = {
         {"stream.testee", "stream testee transports are not supported"},
 };
 
-/* raw: a spare entry for the RawSocket part of a universal transport with both parts (NULL
- * when none was reserved); *used_raw says whether it was filled. */
+/* The default ID of a further WebSocket path: "<transport id>_<path>", lower case, with every
+ * character Crossbar's ID rule does not allow as '_' ("transport1_ws2", "web1_my_app_ws" for
+ * "/My-App/ws"). */
+static wamp_err path_listener_id(cfg_ctx *c, const rt_listener *l, rt_listener *x)
+{
+    char buf[CFG_PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s_%s", l->id, x->path[1] ? x->path + 1 : "root");
+    for (char *p = buf; *p; p++) {
+        char ch = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        *p = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ? ch : '_';
+    }
+    return cfg_dup(c, buf, &x->id);
+}
+
+/* spares: the entries the caller reserved after l for the listeners that share l's socket (a
+ * universal transport's RawSocket part, WebSocket paths after the first); spares->used says how
+ * many were filled. */
 static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, size_t index,
-                                const rt_limits *lim, rt_listener *l, rt_listener *raw,
-                                bool *used_raw)
+                                const rt_limits *lim, rt_listener *l, cfg_spares *spares)
 {
     const char *type = NULL;
-    *used_raw = false;
     wamp_err err = cfg_check_type(c, path, o, transport_types, N_RULES(transport_types), &type);
     if (err != WAMP_OK) {
         return err;
     }
     l->kind = RT_TRANSPORT_WEBSOCKET;
     if (strcmp(type, "universal") == 0) {
-        err = parse_universal(c, path, o, lim, l, raw, used_raw);
+        err = parse_universal(c, path, o, lim, l, spares);
     } else if (strcmp(type, "rawsocket") == 0) {
         l->kind = RT_TRANSPORT_RAWSOCKET;
         err = parse_raw_transport(c, path, o, lim, l, true);
     } else {
-        err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l)
-                                       : parse_ws_service(c, path, o, true, lim, l);
+        err = strcmp(type, "web") == 0 ? parse_web_transport(c, path, o, lim, l, spares)
+                                       : cfg_parse_ws_service(c, path, o, true, lim, l);
         if (err == WAMP_OK && l->unix_path) {
             err = cfg_refuse(c, cfg_key(cfg_key(path, "endpoint").s, "type").s,
                              "Unix socket endpoints are supported for rawsocket transports only");
@@ -480,10 +441,20 @@ static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, s
         snprintf(buf, sizeof(buf), "transport%zu", index + 1);
         err = cfg_dup(c, buf, &l->id);
     }
-    if (err == WAMP_OK && *used_raw && !raw->id) {
-        char buf[96];
-        snprintf(buf, sizeof(buf), "%s_rawsocket", l->id);
-        err = cfg_dup(c, buf, &raw->id);
+    for (size_t k = 0; err == WAMP_OK && k < spares->used; k++) {
+        rt_listener *x = &spares->l[k];
+        if (x->kind == RT_TRANSPORT_RAWSOCKET) {
+            if (!x->id) {
+                char buf[96];
+                snprintf(buf, sizeof(buf), "%s_rawsocket", l->id);
+                err = cfg_dup(c, buf, &x->id);
+            }
+            continue; /* its endpoint was copied by parse_universal() */
+        }
+        err = copy_endpoint(c, l, x);
+        if (err == WAMP_OK && !x->id) {
+            err = path_listener_id(c, l, x);
+        }
     }
     return err;
 }
@@ -494,17 +465,27 @@ static bool same_interface(const char *a, const char *b)
     return !a || !b || strcmp(a, b) == 0;
 }
 
-/* A universal transport with both a WebSocket and a RawSocket part becomes two listeners. */
+/* A universal transport with a RawSocket part next to a WebSocket or web part becomes two
+ * listeners; every WebSocket path of a web transport (or web part) after the first one more. */
 static size_t count_listeners(const json_t *transports)
 {
     size_t n = json_array_size(transports);
     for (size_t i = 0; i < json_array_size(transports); i++) {
         const json_t *t = json_array_get(transports, i);
-        const json_t *ty = json_object_get(t, "type");
-        if (json_is_string(ty) && strcmp(json_string_value(ty), "universal") == 0 &&
-            json_object_get(t, "rawsocket") && json_object_get(t, "websocket")) {
-            n++;
+        const char *ty = json_string_value(json_object_get(t, "type"));
+        const json_t *ws = json_object_get(t, "websocket");
+        const json_t *web = json_object_get(t, "web");
+        size_t n_ws = 0;
+        if (ty && strcmp(ty, "universal") == 0) {
+            if (json_object_get(t, "rawsocket") && (ws || web)) {
+                n++;
+            }
+            n_ws = (json_is_object(ws) ? json_object_size(ws) : 0) +
+                   cfg_count_ws_paths(json_object_get(web, "paths"));
+        } else if (ty && strcmp(ty, "web") == 0) {
+            n_ws = cfg_count_ws_paths(json_object_get(t, "paths"));
         }
+        n += n_ws > 1 ? n_ws - 1 : 0;
     }
     return n;
 }
@@ -559,14 +540,13 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
     for (size_t i = 0; i < n && !cfg_stop(err); i++) {
         cfg_path ip = cfg_index(tp.s, i);
         rt_listener *l = &cfg->listeners[li];
-        rt_listener *raw = li + 1 < n_listeners ? &cfg->listeners[li + 1] : NULL;
-        bool used_raw = false;
+        cfg_spares spares = {.l = l + 1, .n = n_listeners - li - 1};
         wamp_err e = parse_transport(c, ip.s, json_array_get(transports, i), i, &cfg->limits, l,
-                                     raw, &used_raw);
+                                     &spares);
         size_t first = li;
         tix[li++] = i;
-        if (used_raw) {
-            raw->shares_port_of = first;
+        for (size_t k = 0; k < spares.used; k++) {
+            cfg->listeners[li].shares_port_of = first;
             tix[li++] = i;
         }
         /* A refused transport's fields may be missing: it is not compared. */
@@ -592,6 +572,7 @@ void cfg_free_listeners(rt_config *cfg)
         free(l->path);
         free(l->anonymous_role);
         cfg_free_auth(&l->auth);
+        cfg_free_web_paths(l);
     }
     free(cfg->listeners);
 }

@@ -51,12 +51,14 @@
 
 typedef struct rt_lws_listener {
     rt_lws_ws_listener ws; /* the vhost user pointer */
+    rt_lws_ws_path *paths; /* owned: ws.paths, the WebSocket paths served on the vhost */
     struct lws_protocols protocols[RT_LWS_PROTOCOLS_MAX];
     lws_retry_bo_t ping; /* must outlive the vhost: lws keeps the pointer */
     struct lws_vhost *vh;
     int port; /* the port really listened on */
     /* Connections held now (options.max_connections), counted by the adapters through
-     * ws.ws_conns / ws.raw_conns. */
+     * ws.paths[].conns (this listener's own, or of a listener sharing its socket) and
+     * ws.raw_conns. */
     size_t ws_conns;
     size_t raw_conns;
     /* A Unix socket file we created (removed at exit if it is still ours). */
@@ -282,31 +284,51 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     char where[128];
     ll->ws.cfg = cfg;
     ll->ws.tearing_down = &l->tearing_down;
-    ll->ws.ws_conns = &ll->ws_conns;
     ll->ws.raw_conns = &ll->raw_conns;
     ll->ws.tx_scratch = l->tx_scratch;
     if (cfg->shares_port) {
-        /* The RawSocket part of a universal transport: served by the vhost of its WebSocket
-         * part (an earlier listener), set up there. */
+        /* The RawSocket part of a universal transport, or a further WebSocket path of a web
+         * transport: served by the vhost of the listener whose socket it shares (an earlier
+         * one), set up there. */
         ll->port = l->listeners[cfg->shares_port_of].port;
         return WAMP_OK;
     }
     bool raw = cfg->kind == RT_TRANSPORT_RAWSOCKET;
-    /* A universal transport's RawSocket part, if this is its WebSocket part. */
+    /* A universal transport's RawSocket part and the further WebSocket paths, sharing this
+     * listener's socket. */
     const rt_listener *part = NULL;
+    size_t n_paths = 1;
     for (size_t j = i + 1; !raw && j < l->cfg->n_listeners; j++) {
         const rt_listener *m = &l->cfg->listeners[j];
         if (m->shares_port && m->shares_port_of == i) {
-            part = m;
+            if (m->kind == RT_TRANSPORT_RAWSOCKET) {
+                part = m;
+            } else {
+                n_paths++;
+            }
         }
     }
     ll->ws.raw_cfg = part;
+    ll->paths = calloc(n_paths, sizeof(*ll->paths));
+    if (!ll->paths) {
+        snprintf(err, err_len, "out of memory");
+        return WAMP_ENOMEM;
+    }
+    ll->paths[0] = (rt_lws_ws_path){.cfg = cfg, .conns = &ll->ws_conns};
+    for (size_t j = i + 1, k = 1; !raw && j < l->cfg->n_listeners; j++) {
+        const rt_listener *m = &l->cfg->listeners[j];
+        if (m->shares_port && m->shares_port_of == i && m->kind != RT_TRANSPORT_RAWSOCKET) {
+            ll->paths[k++] = (rt_lws_ws_path){.cfg = m, .conns = &l->listeners[j].ws_conns};
+        }
+    }
+    ll->ws.paths = ll->paths;
+    ll->ws.n_paths = n_paths;
     size_t n_wamp = 0;
     if (raw) {
         memset(ll->protocols, 0, sizeof(ll->protocols));
         rt_lws_raw_protocol(cfg, &ll->protocols[0]);
     } else {
-        n_wamp = rt_lws_ws_protocols(cfg, ll->protocols);
+        n_wamp = rt_lws_ws_protocols(&ll->ws, ll->protocols);
     }
     if (!(cfg->ser_json || cfg->ser_msgpack || cfg->ser_cbor) || (!raw && n_wamp == 0)) {
         snprintf(err, err_len, "listener %s enables no serializer", cfg->id ? cfg->id : "?");
@@ -526,10 +548,15 @@ bool rt_lws_listener_url(const rt_lws *l, size_t i, char *buf, size_t len)
         }
         return n >= 0 && (size_t)n < len;
     }
-    const char *path = cfg->path ? cfg->path : "/";
     if (!host_port(cfg, l->listeners[i].port, where, sizeof(where))) {
         return false;
     }
+    if (!cfg->path) {
+        /* A web transport with HTTP services only. */
+        n = snprintf(buf, len, "%s://%s/", cfg->tls_certificate ? "https" : "http", where);
+        return n >= 0 && (size_t)n < len;
+    }
+    const char *path = cfg->path;
     n = snprintf(buf, len, "%s://%s%s%s", cfg->tls_certificate ? "wss" : "ws", where,
                  path[0] == '/' ? "" : "/", path);
     return n >= 0 && (size_t)n < len;
@@ -579,6 +606,7 @@ void rt_lws_free(rt_lws *l)
     }
     for (size_t i = 0; l->listeners && i < l->cfg->n_listeners; i++) {
         unix_cleanup(&l->listeners[i]);
+        free(l->listeners[i].paths);
     }
     free(l->listeners);
     free(l->tx_scratch);

@@ -29,6 +29,7 @@
 #include <libwebsockets.h>
 
 #include "rt_log.h"
+#include "rt_lws_web.h"
 #include "rt_router.h"
 #include "rt_session.h"
 #include "rt_subproto.h"
@@ -54,13 +55,14 @@ typedef struct ws_pss {
     struct lws *wsi;
     rt_session *sess;              /* borrowed; NULL before ESTABLISHED and after CLOSED */
     const rt_lws_ws_listener *lis; /* borrowed vhost user */
+    const rt_lws_ws_path *path;    /* borrowed: the WebSocket path (listener) connected to */
     wamp_buf *rx;                  /* owned reassembly buffer, NULL when never used */
     size_t tx_off;                 /* bytes of the head message already written */
     bool text;                     /* JSON: text frames; MessagePack: binary frames */
     bool closing;                  /* a close was requested: input is ignored from now on */
     bool close_now;                /* ... by the adapter: at the next WRITEABLE, queue or not */
     bool close_sent;               /* close_frame() ran: lws owns the close handshake now */
-    bool counted;                  /* holds a place in *lis->ws_conns (max_connections) */
+    bool counted;                  /* holds a place in *path->conns (max_connections) */
     uint16_t close_code;
     char close_reason[RT_LWS_WS_REASON_MAX];
 } ws_pss;
@@ -168,16 +170,33 @@ static unsigned enabled_sers(const rt_listener *cfg)
            (cfg->ser_cbor ? RT_SUBPROTO_BIT(WAMP_SER_CBOR) : 0u);
 }
 
-/* The request path (without the query string, which lws keeps apart) is the listener's, or the
- * listener is a "websocket" transport, which serves every path (as Crossbar does). */
-static bool path_ok(struct lws *wsi, const rt_listener *cfg)
+/* The WebSocket path of lis that the request path (without the query string, which lws keeps
+ * apart) names, or NULL; a "websocket" transport serves every path (as Crossbar does). A web
+ * transport without a WebSocket path (cfg->path NULL) has none. */
+static const rt_lws_ws_path *path_of(struct lws *wsi, const rt_lws_ws_listener *lis)
 {
-    if (cfg->any_path) {
-        return true;
+    if (lis->cfg->any_path) {
+        return &lis->paths[0];
     }
     char uri[256];
     int n = lws_hdr_copy(wsi, uri, (int)sizeof(uri), WSI_TOKEN_GET_URI);
-    return n > 0 && strcmp(uri, cfg->path ? cfg->path : "/") == 0;
+    for (size_t i = 0; n > 0 && i < lis->n_paths; i++) {
+        if (lis->paths[i].cfg->path && strcmp(uri, lis->paths[i].cfg->path) == 0) {
+            return &lis->paths[i];
+        }
+    }
+    return NULL;
+}
+
+/* in (lws's request path) is one of lis's WebSocket paths. */
+static bool is_ws_path(const rt_lws_ws_listener *lis, const char *in)
+{
+    for (size_t i = 0; in && i < lis->n_paths; i++) {
+        if (lis->paths[i].cfg->path && strcmp(in, lis->paths[i].cfg->path) == 0) {
+            return true;
+        }
+    }
+    return lis->cfg->any_path;
 }
 
 /* Writes s[0..n) into out (len > 4) as printable ASCII for a log line or a record: other bytes
@@ -237,10 +256,10 @@ static int upgrade_refuse(struct lws *wsi, unsigned int code, const char *status
     return -1;
 }
 
-/* The listener holds options.max_connections WebSocket connections already. */
-static bool over_cap(const rt_lws_ws_listener *lis)
+/* The path's listener holds options.max_connections WebSocket connections already. */
+static bool over_cap(const rt_lws_ws_path *wp)
 {
-    return lis->cfg->max_connections && *lis->ws_conns >= lis->cfg->max_connections;
+    return wp->cfg->max_connections && *wp->conns >= wp->cfg->max_connections;
 }
 
 /* What lws will do with the offer: the id (wamp_ser) of the subprotocol it binds, -1 when it
@@ -343,7 +362,7 @@ static const char *bad_request(struct lws *wsi, upgrade_hdrs *h)
  * nothing after its upgrade request before the answer, so no bytes are lost with the old
  * connection. Plain TCP only: a TLS session cannot change hands. Returns -1 (the old connection
  * closes) in every case; answers 400 or 503 itself when it cannot go on. */
-static int rewrite_upgrade(struct lws *wsi, const rt_lws_ws_listener *lis, wamp_ser ser,
+static int rewrite_upgrade(struct lws *wsi, const rt_listener *cfg, wamp_ser ser,
                            const upgrade_hdrs *h)
 {
     char req[RT_LWS_WS_REWRITE_MAX];
@@ -351,7 +370,7 @@ static int rewrite_upgrade(struct lws *wsi, const rt_lws_ws_listener *lis, wamp_
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
                      "Sec-WebSocket-Version: %s\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
-                     lis->cfg->path ? lis->cfg->path : "/", h->host, h->key, h->version,
+                     cfg->path ? cfg->path : "/", h->host, h->key, h->version,
                      rt_subproto_name(ser));
     int fd = lws_get_socket_fd(wsi);
     int keep = -1;
@@ -397,13 +416,14 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
         refused(wsi, RT_REFUSAL_REQUEST, bad);
         return upgrade_refuse(wsi, 400, "Bad Request", bad);
     }
-    if (!path_ok(wsi, lis->cfg)) {
+    const rt_lws_ws_path *wp = path_of(wsi, lis);
+    if (!wp) {
         char path[RT_LWS_WS_QUOTE_MAX];
         char uri[RT_LWS_WS_QUOTE_MAX];
         int n = lws_hdr_copy(wsi, uri, (int)sizeof(uri), WSI_TOKEN_GET_URI);
         quote(uri, n > 0 ? (size_t)n : 0, path, sizeof(path));
         snprintf(detail, sizeof(detail), "no WebSocket endpoint on path %s (serves %s)",
-                 n >= 0 ? path : "(long)", lis->cfg->path ? lis->cfg->path : "/");
+                 n >= 0 ? path : "(long)", lis->cfg->path ? lis->cfg->path : "none");
         refused(wsi, RT_REFUSAL_PATH, detail);
         return upgrade_refuse(wsi, 404, "Not Found", "no WebSocket endpoint on this path");
     }
@@ -416,7 +436,7 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
         return upgrade_refuse(wsi, 503, "Service Unavailable", "try again later");
     }
     wamp_ser ser = WAMP_SER_JSON;
-    bool chosen = rt_subproto_choose(offer, len, enabled_sers(lis->cfg), &ser);
+    bool chosen = rt_subproto_choose(offer, len, enabled_sers(wp->cfg), &ser);
     int lws_ser = chosen ? lws_choice(wsi, offer, len) : -1;
     if (!chosen) {
         char q[RT_LWS_WS_QUOTE_MAX];
@@ -427,12 +447,12 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
     if (!chosen) {
         char list[64];
         char body[128];
-        (void)rt_subproto_list(enabled_sers(lis->cfg), list, sizeof(list));
+        (void)rt_subproto_list(enabled_sers(wp->cfg), list, sizeof(list));
         snprintf(body, sizeof(body), "This server only speaks WebSocket subprotocols %s", list);
         refused(wsi, RT_REFUSAL_SUBPROTOCOL, detail);
         return upgrade_refuse(wsi, 400, "Bad Request", body);
     }
-    if (over_cap(lis)) {
+    if (over_cap(wp)) {
         /* options.max_connections: refused before the upgrade, as autobahn's server does
          * (maxConnections), so the client sees why (an HTTP status, no WebSocket, no session)
          * and nothing is allocated for it. */
@@ -441,8 +461,8 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
         rt_lws_fill_peer(wsi, &peer);
         char why[96];
         snprintf(why, sizeof(why), "its maximum of %zu connections (options.max_connections)",
-                 lis->cfg->max_connections);
-        rt_router_refused_connection(router_of(wsi), lis->cfg->id, peer.addr, why);
+                 wp->cfg->max_connections);
+        rt_router_refused_connection(router_of(wsi), wp->cfg->id, peer.addr, why);
         return upgrade_refuse(wsi, 503, "Service Unavailable",
                               "maximum number of connections reached");
     }
@@ -450,10 +470,23 @@ static int confirm_upgrade(struct lws *wsi, const char *upgrade)
         return 0; /* lws binds the same subprotocol */
     }
     if (!lws_is_ssl(wsi)) {
-        return rewrite_upgrade(wsi, lis, ser, &hdrs);
+        return rewrite_upgrade(wsi, wp->cfg, ser, &hdrs);
+    }
+    if (lws_ser >= 0 && (enabled_sers(wp->cfg) & RT_SUBPROTO_BIT(lws_ser))) {
+        return 0; /* TLS: lws binds the client's first choice among ours */
     }
     if (lws_ser >= 0) {
-        return 0; /* TLS: lws binds the client's first choice among ours */
+        /* lws would bind a subprotocol of another WebSocket path of this listener. */
+        char list[64];
+        (void)rt_subproto_list(enabled_sers(wp->cfg), list, sizeof(list));
+        snprintf(detail, sizeof(detail),
+                 "on a TLS listener, first offered %s, which %s does not "
+                 "enable",
+                 rt_subproto_name((wamp_ser)lws_ser), wp->cfg->path);
+        refused(wsi, RT_REFUSAL_SUBPROTOCOL, detail);
+        char body[128];
+        snprintf(body, sizeof(body), "on this TLS endpoint, offer one of %s first", list);
+        return upgrade_refuse(wsi, 400, "Bad Request", body);
     }
     snprintf(detail, sizeof(detail),
              "an offer of %zu bytes on a TLS listener, which takes at most %d bytes of simple "
@@ -473,11 +506,14 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
         return confirm_upgrade(wsi, in);
     case LWS_CALLBACK_HTTP: {
-        /* Plain HTTP: this is a WebSocket-only endpoint. Answer, then finish the transaction
-         * (lws keeps or closes the connection per HTTP keep-alive). */
+        /* Plain HTTP: the web transport's services (rt_lws_web.c) answer every path but the
+         * WebSocket one; elsewhere this is a WebSocket-only endpoint. Answer, then finish the
+         * transaction (lws keeps or closes the connection per HTTP keep-alive). */
         const rt_lws_ws_listener *lis = listener_of(wsi);
-        bool on_path =
-                lis->cfg->any_path || (in && lis->cfg->path && strcmp(in, lis->cfg->path) == 0);
+        bool on_path = is_ws_path(lis, in);
+        if (!on_path && rt_lws_web_enabled(lis)) {
+            return rt_lws_web_on_http(wsi, user, in);
+        }
         int r = on_path ? http_refuse(wsi, HTTP_STATUS_BAD_REQUEST,
                                       "this is a WAMP WebSocket endpoint")
                         : http_refuse(wsi, HTTP_STATUS_NOT_FOUND, "not found");
@@ -486,6 +522,12 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
         }
         return 0;
     }
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+        return rt_lws_web_on_writeable(wsi, user);
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+    case LWS_CALLBACK_CLOSED_HTTP:
+        rt_lws_web_on_closed(user);
+        return lws_callback_http_dummy(wsi, reason, user, in, len);
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         /* A WebSocket bound to "http": the client offered no WAMP subprotocol (or offered
          * "http"). WAMP requires one (spec "WebSocket Transport"). */
@@ -535,25 +577,32 @@ static int on_established(struct lws *wsi, ws_pss *pss)
 {
     pss->wsi = wsi;
     pss->lis = listener_of(wsi);
+    /* The request headers are still there (confirm_upgrade() checked the path already). */
+    pss->path = path_of(wsi, pss->lis);
+    if (!pss->path) {
+        request_close(pss, LWS_CLOSE_STATUS_POLICY_VIOLATION, "no WebSocket endpoint here", true);
+        return 0;
+    }
+    const rt_listener *cfg = pss->path->cfg;
     /* The matched subprotocol's id is the serializer (rt_lws_ws_protocols). */
     wamp_ser ser = (wamp_ser)lws_get_protocol(wsi)->id;
     pss->text = ser == WAMP_SER_JSON;
     rt_peer peer;
     memset(&peer, 0, sizeof(peer));
     rt_lws_fill_peer(wsi, &peer);
-    peer.listener_id = pss->lis->cfg->id;
-    peer.max_message_size = pss->lis->cfg->max_message_size;
-    if (over_cap(pss->lis)) {
+    peer.listener_id = cfg->id;
+    peer.max_message_size = cfg->max_message_size;
+    if (over_cap(pss->path)) {
         /* Upgrades that passed confirm_upgrade() together: close 1013 "try again later". */
         char why[96];
         snprintf(why, sizeof(why), "its maximum of %zu connections (options.max_connections)",
-                 pss->lis->cfg->max_connections);
+                 cfg->max_connections);
         rt_router_refused_connection(router_of(wsi), peer.listener_id, peer.addr, why);
         request_close(pss, 1013 /* RFC 6455 registry: Try Again Later */,
                       "maximum connection count reached", true);
         return 0;
     }
-    (*pss->lis->ws_conns)++;
+    (*pss->path->conns)++;
     pss->counted = true;
     pss->sess = rt_router_attach(router_of(wsi), &ws_ops, pss, ser, &peer);
     if (!pss->sess) {
@@ -569,7 +618,7 @@ static void on_closed(ws_pss *pss)
     rt_session_on_closed(pss->sess);
     pss->sess = NULL;
     if (pss->counted) {
-        (*pss->lis->ws_conns)--;
+        (*pss->path->conns)--;
         pss->counted = false;
     }
     wamp_buf_unref(&pss->rx);
@@ -614,7 +663,7 @@ static void rx_chunk(ws_pss *pss, const void *in, size_t len, bool binary, bool 
                                                              "wamp.2.msgpack connection");
         return;
     }
-    size_t max = pss->lis->cfg->max_message_size ? pss->lis->cfg->max_message_size : SIZE_MAX;
+    size_t max = pss->path->cfg->max_message_size ? pss->path->cfg->max_message_size : SIZE_MAX;
     size_t have = pss->rx ? wamp_buf_len(pss->rx) : 0;
     if (last && have == 0) {
         /* The whole message in one chunk: deliver lws's buffer as is. */
@@ -754,8 +803,13 @@ static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-        /* Second line of defence behind confirm_upgrade(): the GET URI must be the path. */
-        return path_ok(wsi, listener_of(wsi)->cfg) ? 0 : 1;
+        /* Second line of defence behind confirm_upgrade(): the GET URI must be a WebSocket path
+         * that enables this subprotocol. */
+        {
+            const rt_lws_ws_path *wp = path_of(wsi, listener_of(wsi));
+            return wp && (enabled_sers(wp->cfg) & RT_SUBPROTO_BIT(lws_get_protocol(wsi)->id)) ? 0
+                                                                                              : 1;
+        }
     case LWS_CALLBACK_ESTABLISHED:
         return on_established(wsi, pss);
     case LWS_CALLBACK_RECEIVE:
@@ -772,18 +826,23 @@ static int ws_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
     }
 }
 
-size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out)
+size_t rt_lws_ws_protocols(const rt_lws_ws_listener *lis, struct lws_protocols *out)
 {
     size_t i = 0;
     size_t n_wamp = 0;
+    unsigned sers = 0;
+    for (size_t k = 0; k < lis->n_paths; k++) {
+        sers |= enabled_sers(lis->paths[k].cfg);
+    }
     memset(out, 0, RT_LWS_WS_PROTOCOLS_MAX * sizeof(*out));
     out[i].name = "http";
     out[i].callback = http_cb;
+    out[i].per_session_data_size = rt_lws_web_pss_size(); /* a web transport's HTTP answers */
     i++;
     /* One entry per serializer the listener enables and rt_subproto.c negotiates. */
     for (int s = 1; s < WAMP_SER_COUNT; s++) {
         const char *name = rt_subproto_name((wamp_ser)s);
-        if (!name || !(enabled_sers(cfg) & RT_SUBPROTO_BIT(s))) {
+        if (!name || !(sers & RT_SUBPROTO_BIT(s))) {
             continue;
         }
         out[i].name = name;

@@ -24,16 +24,26 @@ struct lws_protocols;
 /* Bytes of the send scratch buffer (see rt_lws_ws_listener.tx_scratch). */
 #define RT_LWS_WS_SCRATCH ((size_t)64 * 1024)
 
+/* One WebSocket path of a vhost: its listener config and its connection counter (against its
+ * options.max_connections; owned by rt_lws). */
+typedef struct rt_lws_ws_path {
+    const rt_listener *cfg;
+    size_t *conns;
+} rt_lws_ws_path;
+
 /* What the callbacks of one listener's vhost need; the vhost user pointer. Plain data. */
 typedef struct rt_lws_ws_listener {
     const rt_listener *cfg; /* borrowed from the config */
+    /* The WebSocket paths served on this vhost: paths[0] is cfg's, then the further paths of a
+     * web transport (listeners that share cfg's socket). Owned by rt_lws. */
+    const rt_lws_ws_path *paths;
+    size_t n_paths;
     /* The RawSocket part sharing this listener's port (a universal transport), or NULL. The
      * RawSocket adapter uses it, when set, instead of cfg. Borrowed from the config. */
     const rt_listener *raw_cfg;
     const bool *tearing_down; /* true while lws_context_destroy() runs: ops stop calling lws */
-    /* Connections the WebSocket part (established) and the RawSocket part (adopted) hold now,
-     * against their options.max_connections; owned by rt_lws, counted by the adapters. */
-    size_t *ws_conns;
+    /* Connections the RawSocket part (adopted) holds now, against its options.max_connections
+     * (the WebSocket paths' are in paths); owned by rt_lws, counted by the adapter. */
     size_t *raw_conns;
     /* RT_LWS_WS_SCRATCH bytes where small outgoing messages are framed together for one write;
      * free again when lws_write() returns, so one buffer serves every connection (owned by
@@ -41,13 +51,15 @@ typedef struct rt_lws_ws_listener {
     unsigned char *tx_scratch;
 } rt_lws_ws_listener;
 
-/* Fills out[0..RT_LWS_WS_PROTOCOLS_MAX) with the protocol table of cfg: protocols[0] "http"
- * (refuses plain HTTP; chooses the subprotocol of a WebSocket upgrade with rt_subproto.h and
- * refuses, with an HTTP status, one that offers no enabled WAMP subprotocol or comes on another
- * path than cfg->path unless cfg->any_path), then one entry per enabled serializer named by
- * rt_subproto_name() ("wamp.2.json", id WAMP_SER_JSON; ...), then the terminator. Returns the
+/* Fills out[0..RT_LWS_WS_PROTOCOLS_MAX) with the protocol table of lis: protocols[0] "http"
+ * (hands plain HTTP to rt_lws_web.h on a web transport with HTTP services and refuses it
+ * elsewhere; chooses the subprotocol of a WebSocket upgrade with rt_subproto.h and
+ * refuses, with an HTTP status, one that offers none of its path's WAMP subprotocols or comes
+ * on no path of lis unless cfg->any_path), then one entry per serializer that one of lis's
+ * paths enables, named by rt_subproto_name() ("wamp.2.json", id WAMP_SER_JSON; ...), then the
+ * terminator. Returns the
  * number of WAMP subprotocols (0: the listener can accept nothing). */
-size_t rt_lws_ws_protocols(const rt_listener *cfg, struct lws_protocols *out);
+size_t rt_lws_ws_protocols(const rt_lws_ws_listener *lis, struct lws_protocols *out);
 
 /* Fills peer->addr ("ip:port" / "[ip6]:port"; IPv4-mapped shown as IPv4) and is_loopback from
  * the connection's TCP peer. Leaves them as they are for other sockets (Unix). Shared with the

@@ -209,6 +209,13 @@ const rt_router_stats *rt_router_stats_get(const rt_router *rt)
     return &rt->stats;
 }
 
+void rt_router_http_response(rt_router *rt, unsigned status)
+{
+    if (status >= 100 && status < 600) {
+        rt->stats.http_responses[status / 100 - 1]++;
+    }
+}
+
 void rt_router_incoming_too_big(rt_router *rt)
 {
     rt->stats.incoming_too_big++;

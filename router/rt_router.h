@@ -126,6 +126,9 @@ typedef struct rt_router_stats {
      * by serializer and WAMP type code (rt_wirelog.h). */
     uint64_t messages_rx_by_type[WAMP_SER_COUNT][RT_STATS_TYPE_SLOTS];
     uint64_t messages_tx_by_type[WAMP_SER_COUNT][RT_STATS_TYPE_SLOTS];
+    /* HTTP answers of web transports' services by status class: [0] 1xx ... [4] 5xx
+     * (rt_router_http_response()) */
+    uint64_t http_responses[5];
 } rt_router_stats;
 
 const rt_router_stats *rt_router_stats_get(const rt_router *rt);
@@ -153,6 +156,9 @@ const char *rt_refusal_name(rt_refusal reason);
  * ASCII. */
 void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *listener_id,
                                  const char *peer, const char *detail);
+/* A web transport answered an HTTP request with status (100..599; others are not counted):
+ * counted in stats.http_responses by class. */
+void rt_router_http_response(rt_router *rt, unsigned status);
 /* A transport adapter received a message over its max_message_size (it logs and closes the
  * connection itself): counted in stats.incoming_too_big. */
 void rt_router_incoming_too_big(rt_router *rt);

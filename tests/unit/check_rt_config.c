@@ -195,6 +195,10 @@ START_TEST(test_default_config)
     ck_assert_uint_eq(l->auto_ping_interval_ms, 0);
     ck_assert_uint_eq(l->auto_ping_timeout_ms, 0);
     ck_assert_str_eq(l->anonymous_role, "anonymous");
+    /* The trace viewer at /trace/, next to WAMP at /ws. */
+    ck_assert_uint_eq(l->n_web, 1);
+    ck_assert_str_eq(l->web[0].prefix, "/trace");
+    ck_assert_int_eq(l->web[0].kind, RT_WEB_VIEWER);
 
     ck_assert_uint_eq(cfg->limits.max_message_size, 16 * MIB);
     ck_assert_uint_eq(cfg->limits.max_queue_bytes, 64 * MIB);
@@ -239,6 +243,7 @@ START_TEST(test_default_file_matches_embedded)
     ck_assert_uint_eq(file->n_realms, emb->n_realms);
     ck_assert_uint_eq(file->n_listeners, emb->n_listeners);
     ck_assert_str_eq(file->listeners[0].path, emb->listeners[0].path);
+    ck_assert_uint_eq(file->listeners[0].n_web, emb->listeners[0].n_web);
     ck_assert_int_eq(file->listeners[0].port, emb->listeners[0].port);
     ck_assert_str_eq(file->mgmt_realm, emb->mgmt_realm);
     rt_config_free(file);
@@ -320,6 +325,7 @@ START_TEST(test_example_config)
     ck_assert_str_eq(cfg->worker_id, "router1");
     ck_assert_uint_ge(cfg->n_realms, 2);
     ck_assert_uint_eq(cfg->n_listeners, 2);
+    ck_assert_uint_eq(cfg->listeners[0].n_web, 7); /* every HTTP service type */
     ck_assert_ptr_nonnull(cfg->log_level);
     assert_default_trusted(cfg);
     assert_flight_recorder_default(cfg);
@@ -554,6 +560,139 @@ START_TEST(test_crossbar_style_config)
     ck_assert_str_eq(ws->path, "/wamp");
     ck_assert(!ws->ser_json && ws->ser_msgpack);
     ck_assert_str_eq(ws->anonymous_role, "anonymous");
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* Several WebSocket paths on one web transport: each after the first is a listener of its own
+ * (path, serializers, auth) that shares the transport's socket; nested ones too, and those of a
+ * universal transport's web part after its RawSocket part. */
+START_TEST(test_web_several_websocket_paths)
+{
+    rt_config *cfg = load_ok(WITH_T(
+            "{'type':'web','id':'web1','endpoint':{'type':'tcp','port':8080,'interface':"
+            "'127.0.0.1'},'paths':{'ws':{'type':'websocket'},"
+            "'ws2':{'type':'websocket','serializers':['msgpack'],'auth':{'anonymous':{'type':"
+            "'static','role':'r2'}},'options':{'max_message_size':2048}},"
+            "'/':{'type':'static','directory':'x'},"
+            "'app':{'type':'path','paths':{'ws':{'type':'websocket','id':'appws'}}},"
+            "'My-App':{'type':'path','paths':{'ws':{'type':'websocket'}}}}},"
+            "{'type':'universal','endpoint':{'type':'tcp','port':8081},'rawsocket':{},"
+            "'websocket':{'ws':{},'ws3':{}},'web':{'paths':{'more':{'type':'websocket'}}}}"));
+    ck_assert_uint_eq(cfg->n_listeners, 8);
+    const rt_listener *w = cfg->listeners;
+    ck_assert_str_eq(w[0].id, "web1");
+    ck_assert_str_eq(w[0].path, "/ws");
+    ck_assert(!w[0].shares_port);
+    ck_assert_uint_eq(w[0].n_web, 1);
+    ck_assert_str_eq(w[1].id, "web1_ws2");
+    ck_assert_str_eq(w[1].path, "/ws2");
+    ck_assert(w[1].shares_port);
+    ck_assert_uint_eq(w[1].shares_port_of, 0);
+    ck_assert_int_eq(w[1].port, 8080);
+    ck_assert_str_eq(w[1].interface, "127.0.0.1");
+    ck_assert(!w[1].ser_json && w[1].ser_msgpack);
+    ck_assert_str_eq(w[1].anonymous_role, "r2");
+    ck_assert_uint_eq(w[1].max_message_size, 2048);
+    ck_assert_str_eq(w[2].id, "appws");
+    ck_assert_str_eq(w[2].path, "/app/ws");
+    ck_assert(w[2].shares_port);
+    ck_assert_str_eq(w[2].anonymous_role, "anonymous");
+    ck_assert_str_eq(w[3].id, "web1_my_app_ws"); /* made to follow the ID rule */
+    ck_assert_str_eq(w[3].path, "/My-App/ws");
+    /* The universal transport: WebSocket part (two paths), RawSocket part, the web part's
+     * path. */
+    ck_assert_str_eq(w[4].path, "/ws");
+    ck_assert(!w[4].shares_port);
+    ck_assert_str_eq(w[5].id, "transport2_ws3");
+    ck_assert_str_eq(w[5].path, "/ws3");
+    ck_assert_uint_eq(w[5].shares_port_of, 4);
+    ck_assert_int_eq(w[6].kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert_str_eq(w[6].id, "transport2_rawsocket");
+    ck_assert_uint_eq(w[6].shares_port_of, 4);
+    ck_assert_int_eq(w[7].kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_str_eq(w[7].id, "transport2_more");
+    ck_assert_str_eq(w[7].path, "/more");
+    ck_assert_uint_eq(w[7].shares_port_of, 4);
+    ck_assert_int_eq(w[7].port, 8081);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
+/* A web transport's HTTP services (Crossbar's path services), nested paths flattened into URL
+ * prefixes, and a static directory resolved against the config file's directory. */
+START_TEST(test_web_services)
+{
+    char *text = dq(WITH_T(
+            "{'type':'web','endpoint':{'type':'tcp','port':8080},'paths':{"
+            "'/':{'type':'static','directory':'../web','options':{'enable_directory_listing':"
+            "true,'mime_types':{'.wasm':'application/wasm'},'cache_timeout':null,"
+            "'default_file':'index.html'}},"
+            "'ws':{'type':'websocket','serializers':['json']},"
+            "'abs':{'type':'static','directory':'/srv/files'},"
+            "'old':{'type':'redirect','url':'https://example.com/new'},"
+            "'info':{'type':'nodeinfo','id':'info1'},"
+            "'trace':{'type':'wampscope-trace-viewer'},"
+            "'cfg':{'type':'json','value':{'url':'ws://x/ws','n':[1,2.5,null],'s':'\u00e9'}},"
+            "'cfgp':{'type':'json','value':[1],'options':{'prettify':true,"
+            "'discourage_caching':true,'allow_cross_origin':false}},"
+            "'app':{'type':'path','paths':{'/':{'type':'static','directory':'app'},"
+            "'deep':{'type':'path','paths':{'n':{'type':'nodeinfo'}}}}}}},"
+            "{'type':'universal','endpoint':{'type':'tcp','port':8081},'rawsocket':{},"
+            "'web':{'paths':{'/':{'type':'wampscope-trace-viewer'}}}}"));
+    rt_config_diag diag = {0};
+    rt_config *cfg = NULL;
+    wamp_err rc = rt_config_parse(text, strlen(text), "/etc/node", &cfg, &diag);
+    free(text);
+    ck_assert_msg(rc == WAMP_OK, "%s", diag.n_errors ? diag.errors[0] : "?");
+    rt_config_diag_fini(&diag);
+    ck_assert_uint_eq(cfg->n_listeners, 3);
+    const rt_listener *l = &cfg->listeners[0];
+    ck_assert_str_eq(l->path, "/ws");
+    ck_assert(l->ser_json && !l->ser_msgpack);
+    ck_assert_uint_eq(l->n_web, 9);
+    const rt_web_path *w = l->web;
+    ck_assert_str_eq(w[0].prefix, "/");
+    ck_assert_int_eq(w[0].kind, RT_WEB_STATIC);
+    ck_assert_str_eq(w[0].directory, "/etc/node/../web");
+    ck_assert(w[0].listing);
+    ck_assert_int_eq(w[0].cache_secs, -1);
+    ck_assert_str_eq(w[0].default_file, "index.html");
+    ck_assert_uint_eq(w[0].n_mime_types, 1);
+    ck_assert_str_eq(w[0].mime_types[0].ext, ".wasm");
+    ck_assert_str_eq(w[0].mime_types[0].type, "application/wasm");
+    ck_assert_str_eq(w[1].prefix, "/abs");
+    ck_assert_str_eq(w[1].directory, "/srv/files");
+    ck_assert(!w[1].listing);
+    ck_assert_int_eq(w[1].cache_secs, 43200);
+    ck_assert_ptr_null(w[1].default_file);
+    ck_assert_str_eq(w[2].prefix, "/old");
+    ck_assert_int_eq(w[2].kind, RT_WEB_REDIRECT);
+    ck_assert_str_eq(w[2].url, "https://example.com/new");
+    ck_assert_str_eq(w[3].prefix, "/info");
+    ck_assert_int_eq(w[3].kind, RT_WEB_NODEINFO);
+    ck_assert_str_eq(w[4].prefix, "/trace");
+    ck_assert_int_eq(w[4].kind, RT_WEB_VIEWER);
+    ck_assert_int_eq(w[5].kind, RT_WEB_JSON);
+    ck_assert_str_eq(w[5].body, "{\"url\":\"ws://x/ws\",\"n\":[1,2.5,null],\"s\":\"\xc3\xa9\"}");
+    ck_assert_uint_eq(w[5].body_len, strlen(w[5].body));
+    ck_assert(!w[5].no_store);
+    ck_assert_str_eq(w[6].body, "[\n   1\n]");
+    ck_assert(w[6].no_store);
+    ck_assert_str_eq(w[7].prefix, "/app");
+    ck_assert_str_eq(w[7].directory, "/etc/node/app");
+    ck_assert_str_eq(w[8].prefix, "/app/deep/n");
+    ck_assert_int_eq(w[8].kind, RT_WEB_NODEINFO);
+    /* A universal transport with a web part and no WebSocket part: HTTP only, no WAMP path. */
+    const rt_listener *u = &cfg->listeners[1];
+    ck_assert_int_eq(u->kind, RT_TRANSPORT_WEBSOCKET);
+    ck_assert_ptr_null(u->path);
+    ck_assert_uint_eq(u->n_web, 1);
+    ck_assert_int_eq(u->web[0].kind, RT_WEB_VIEWER);
+    ck_assert_int_eq(cfg->listeners[2].kind, RT_TRANSPORT_RAWSOCKET);
+    ck_assert(cfg->listeners[2].shares_port);
     rt_config_free(cfg);
 }
 
@@ -1229,13 +1368,19 @@ static const refusal refusals[] = {
          "workers[0].transports[1].endpoint.port: port 8080 is already used by transports[0]"},
         {WITH_T("{'type':'universal'}"), P_T ".endpoint: is required"},
         {WITH_UNI("'mqtt':{}"), P_T ".mqtt: MQTT is not supported"},
-        {WITH_UNI("'web':{}"), P_T ".web: the \"web\" part is not supported; give the WebSocket "
-                                   "endpoint in \"websocket\""},
+        {WITH_UNI("'web':{}"), P_T ".web.paths: is required"},
+        {WITH_UNI("'web':{'paths':{'/':{'type':'static'}},'x':1}"), P_T ".web.x: unknown key"},
+        {WITH_UNI("'websocket':{'ws':{}},'web':{'paths':{'ws2':{'type':'websocket',"
+                  "'serializers':['ubjson']}}}"),
+         P_T ".web.paths.ws2.serializers[0]: serializer \"ubjson\" is not supported (only "
+             "\"json\", \"msgpack\" and \"cbor\" are)"},
         {WITH_UNI("'bogus':1"), P_T ".bogus: unknown key"},
-        {WITH_UNI("'id':'u1x'"), P_T ": needs a \"rawsocket\" or a \"websocket\" part (or both)"},
-        {WITH_UNI("'websocket':{}"), P_T ".websocket: must be an object with exactly one path"},
-        {WITH_UNI("'websocket':{'a':{},'b':{}}"),
-         P_T ".websocket: must be an object with exactly one path"},
+        {WITH_UNI("'id':'u1x'"),
+         P_T ": needs a \"rawsocket\", \"websocket\" or \"web\" part (or several)"},
+        {WITH_UNI("'websocket':{}"), P_T ".websocket: must be an object with at least one path"},
+        {WITH_UNI("'websocket':{'a':{},'b':{'options':{'auto_ping_interval':1000}}}"),
+         P_T ".websocket.b.options: auto_ping_interval and auto_ping_timeout must be the same on "
+             "every WebSocket path of a transport (they are the listener's)"},
         {WITH_UNI("'websocket':{'/x':{}}"),
          P_T ".websocket[\"/x\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_UNI("'websocket':{'ws':{'type':'static'}}"),
@@ -1473,20 +1618,61 @@ static const refusal refusals[] = {
          P_T ".endpoint: is required"},
         {WITH_WEB("'options':{}"), P_T ".paths: is required"},
         {WITH_PATHS("[]"), P_T ".paths: must be an object"},
-        {WITH_PATHS("{}"), P_T ".paths: must contain one path of type \"websocket\""},
-        {WITH_PATHS("{'/':{'type':'static','directory':'../web'},'ws':{'type':'websocket'}}"),
-         P_T ".paths[\"/\"].type: path type \"static\" is not supported (wampscope serves only "
-             "WAMP over WebSocket)"},
-        {WITH_PATHS("{'ws':{'type':'websocket'},'info':{'type':'nodeinfo'}}"),
-         P_T ".paths.info.type: path type \"nodeinfo\" is not supported"},
+        {WITH_PATHS("{}"), P_T ".paths: must contain at least one path"},
+        {WITH_PATHS("{'/':{'type':'static','package':'app','resource':'web'},"
+                    "'ws':{'type':'websocket'}}"),
+         P_T ".paths[\"/\"].package: files of a Python package are not supported; give "
+             "\"directory\""},
+        {WITH_PATHS("{'/':{'type':'static'}}"), P_T ".paths[\"/\"].directory: is required"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':{'listing':true}}}"),
+         P_T ".paths[\"/\"].options.listing: unknown key"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':"
+                    "{'enable_directory_listing':1}}}"),
+         P_T ".paths[\"/\"].options.enable_directory_listing: must be a boolean"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':"
+                    "{'mime_types':{'svg':'image/svg+xml'}}}}"),
+         P_T ".paths[\"/\"].options.mime_types.svg: an extension starts with \".\" (\".svg\")"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':{'cache_timeout':-1}}}"),
+         P_T ".paths[\"/\"].options.cache_timeout: must be an integer 0..315360000 seconds"},
+        {WITH_PATHS("{'/':{'type':'static','directory':'w','options':"
+                    "{'default_file':'../x.html'}}}"),
+         P_T ".paths[\"/\"].options.default_file: must name a file inside the directory (no "
+             "\"..\")"},
+        {WITH_PATHS("{'r':{'type':'redirect'}}"), P_T ".paths.r.url: is required"},
+        {WITH_PATHS("{'r':{'type':'redirect','url':'" LONG_PATH LONG_PATH LONG_PATH LONG_PATH
+                            LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH
+                                    LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH LONG_PATH
+                                            LONG_PATH LONG_PATH LONG_PATH "'}}"),
+         P_T ".paths.r.url: longer than 2048 bytes"},
+        {WITH_PATHS("{'r':{'type':'redirect','url':'http://x/\\r\\nSet-Cookie: a=b'}}"),
+         P_T ".paths.r.url: must be a URL (no spaces or control characters)"},
+        {WITH_PATHS("{'ws':{'type':'websocket'},'info':{'type':'nodeinfo','x':1}}"),
+         P_T ".paths.info.x: unknown key"},
+        {WITH_PATHS("{'n':{'type':'path'}}"), P_T ".paths.n.paths: is required"},
+        {WITH_PATHS("{'c':{'type':'json'}}"), P_T ".paths.c.value: is required"},
+        {WITH_PATHS("{'c':{'type':'json','value':1,'options':{'sort_keys':true}}}"),
+         P_T ".paths.c.options.sort_keys: unknown key"},
+        {WITH_PATHS("{'c':{'type':'json','value':1,'options':{'prettify':1}}}"),
+         P_T ".paths.c.options.prettify: must be a boolean"},
+        {WITH_PATHS("{'/':{'type':'path','paths':{}}}"),
+         P_T ".paths[\"/\"]: a nested \"path\" service needs a named key"},
+        {WITH_PATHS("{'n':{'type':'path','paths':{'x':{'type':'wsgi'}}}}"),
+         P_T ".paths.n.paths.x.type: path type \"wsgi\" is not supported (wampscope runs no "
+             "Python)"},
         {WITH_PATHS("{'call':{'type':'caller','realm':'realm1','role':'anonymous'}}"),
-         P_T ".paths.call.type: path type \"caller\" (HTTP bridge) is not supported"},
+         P_T ".paths.call.type: path type \"caller\" (HTTP bridge) is not supported yet"},
         {WITH_PATHS("{'x':{'type':'teleporter'}}"),
          P_T ".paths.x.type: unknown type \"teleporter\""},
         {WITH_PATHS("{'x':{}}"), P_T ".paths.x.type: is required"},
-        {WITH_PATHS("{'ws':{'type':'websocket'},'ws2':{'type':'websocket'}}"),
-         P_T ".paths.ws2: only one WebSocket path per web transport is supported (\"ws\" is one "
-             "already)"},
+        {WITH_PATHS("{'ws':{'type':'websocket'},'ws2':{'type':'websocket','options':"
+                    "{'auto_ping_interval':1000}}}"),
+         P_T ".paths.ws2.options: auto_ping_interval and auto_ping_timeout must be the same on "
+             "every WebSocket path of a transport (they are the listener's)"},
+        {WITH_T("{'type':'web','id':'web1','endpoint':{'type':'tcp','port':1},'paths':{"
+                "'ws':{'type':'websocket'},'ws2':{'type':'websocket'}}},"
+                "{'type':'websocket','id':'web1_ws2','endpoint':{'type':'tcp','port':2}}"),
+         "workers[0].transports[1].id: transport ID \"web1_ws2\" is already used by "
+         "transports[0]"},
         {WITH_PATHS("{'a/b':{'type':'websocket'}}"),
          P_T ".paths[\"a/b\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_PATHS("{'ws':{'type':'websocket','endpoint':{}}}"),
@@ -2133,6 +2319,8 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_role_without_permissions);
     tcase_add_test(tc, test_crossbar_style_config);
     tcase_add_test(tc, test_web_root_path_and_auth_defaults);
+    tcase_add_test(tc, test_web_services);
+    tcase_add_test(tc, test_web_several_websocket_paths);
     tcase_add_test(tc, test_wampscope_values);
     tcase_add_test(tc, test_flight_recorder_config);
     tcase_add_test(tc, test_trusted_networks_explicit);
