@@ -25,6 +25,8 @@
 #include "rt_log.h"
 #include "rt_lws.h"
 #include "rt_router.h"
+#include "trace_lock.h"
+#include "trace_persist.h"
 
 #ifndef RT_VERSION
 #error "RT_VERSION comes from CMake (router/CMakeLists.txt)"
@@ -229,6 +231,7 @@ int main(int argc, char **argv)
     rt_router *rt = NULL;
     mgmt_api *mgmt = NULL;
     rt_lws *l = NULL;
+    trace_lock *data_lock = NULL;
     char err[512];
     wamp_err e = args.config_path ? rt_config_load_file(args.config_path, &cfg, err, sizeof(err))
                                   : rt_config_load_default(&cfg, err, sizeof(err));
@@ -251,6 +254,16 @@ int main(int argc, char **argv)
     log_start(cfg);
 
     rc = EXIT_FAILURE;
+    /* The data directory of persisted traces is this router's alone, from before the reload of
+     * the traces found there until exit (a second router on it would mark them crashed). */
+    e = trace_lock_acquire(cfg->tracing_data_dir ? cfg->tracing_data_dir
+                                                 : TRACE_PERSIST_DATA_DIR_DEFAULT,
+                           &data_lock, err, sizeof(err));
+    if (e != WAMP_OK) {
+        RT_LOG_ERR(0, "%s", e == WAMP_ENOMEM ? "out of memory" : err);
+        fprintf(stderr, "wampscope: %s\n", e == WAMP_ENOMEM ? "out of memory" : err);
+        goto done;
+    }
     rt = rt_router_new(cfg, NULL, NULL);
     if (!rt) {
         fprintf(stderr, "wampscope: out of memory\n");
@@ -309,6 +322,7 @@ done:
     }
     mgmt_api_free(mgmt);
     rt_router_free(rt);
+    trace_lock_release(data_lock); /* after the traces' last writes */
     if (rc == EXIT_SUCCESS) {
         RT_LOG_INFO(0, "stopped");
     }

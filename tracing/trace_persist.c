@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trace_lock.h"
+
 #define NS_PER_MS 1000000ull
 
 /* Record framing: u32 length word + u32 CRC-32C of the body. The length word is the body's
@@ -1163,7 +1165,7 @@ wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, u
 {
     *out = NULL;
     const char *root = data_dir_of(cfg);
-    if (mkdir(root, 0755) != 0 && errno != EEXIST) {
+    if (trace_mkdir_p(root, 0700) != 0) {
         return why_errno(why, why_len, "create the data directory", root);
     }
     trace_persist *p = persist_alloc(cfg);

@@ -306,6 +306,59 @@ class PersistTestCase(h.AsyncTestCase):
         self.assertEqual(err.count('trace "disk" stopped (io_error)'), 1, err[-3000:])
         self.assertIn("too large", err)
 
+    async def test_second_router_on_the_data_dir_refused(self):
+        # Issue 23, 3: a second router on the same data_dir listed the first one's running trace
+        # as stopped / "crash" and could delete it. Now it refuses to start, naming the
+        # directory and the first router's pid, and the first one's trace is untouched.
+        first = self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "start_trace", "mine", {"persist": True})
+        await self.traffic(20, "com.persist.lock")
+        second = h.RouterProc(self.config, workdir=self.work, run=2)
+        with self.assertRaises(AssertionError) as e:
+            second._start()
+        self.assertNotEqual(second.proc.returncode, 0)
+        err = second.stderr_text()
+        self.assertIn("wampscope-data is in use by another router", err)
+        self.assertIn("(pid %d)" % first.proc.pid, err)
+        self.assertIn("exited early", str(e.exception))
+        with open(os.path.join(self.trace_dir(meta["persistent_id"]), "meta.json"),
+                  encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["status"], "running")
+        meta = await self.call(m, "get_trace", "mine")
+        self.assertEqual(meta["status"], "running")
+        await self.stop_router()
+        # Once the first one is gone, the directory is free again (the lock went with it).
+        self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "get_trace", "mine")
+        self.assertEqual((meta["status"], meta["stop_reason"]), ("stopped", "shutdown"))
+
+    async def test_data_dir_created_with_parents(self):
+        # Issue 23, 4: a data_dir whose parent did not exist made every persisted start fail
+        # (a single mkdir). Now it is created with its parents, mode 0700, at start.
+        self.config = write_config(self.work, {"data_dir": "deep/er/data"})
+        self.start_router()
+        data = os.path.join(self.work, "deep/er/data")
+        self.assertTrue(os.path.isdir(data))  # at start, before any trace
+        self.assertEqual(os.stat(data).st_mode & 0o777, 0o700)
+        m = await self.mgmt()
+        meta = await self.call(m, "start_trace", "deep", {"persist": True})
+        self.assertTrue(os.path.isfile(os.path.join(data, meta["persistent_id"], "meta.json")))
+        await self.traffic(5, "com.persist.deep")
+        self.assertGreater((await self.call(m, "get_trace", "deep"))["records"], 0)
+
+    async def test_unusable_data_dir_fails_at_start(self):
+        # A data_dir that cannot be created is a clear error at start, not at the first trace.
+        with open(os.path.join(self.work, "afile"), "w", encoding="utf-8") as f:
+            f.write("x")
+        self.config = write_config(self.work, {"data_dir": "afile/data"})
+        r = h.RouterProc(self.config, workdir=self.work)
+        with self.assertRaises(AssertionError):
+            r._start()
+        self.assertNotEqual(r.proc.returncode, 0)
+        self.assertIn("cannot create data_dir afile/data", r.stderr_text())
+
     async def test_rotation_and_retention_by_bytes(self):
         self.config = write_config(self.work, {"segment_bytes": 8192})
         self.start_router()
