@@ -144,7 +144,7 @@ wamp_err trace_reload(const trace_persist_config *cfg, const char *persistent_id
                       char *why, size_t why_len, char *note, size_t note_len);
 
 /* Borrowed; NULL if t does not persist. */
-const trace_persist *trace_get_persist(const trace *t);
+trace_persist *trace_get_persist(const trace *t);
 /* Deletes t's files (delete_trace); harmless without persistence. */
 void trace_delete_files(trace *t);
 /* After an I/O error stopped t: the message, once (for the log), then NULL. */

@@ -53,6 +53,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -78,14 +79,50 @@ typedef enum trace_fsync_mode {
     TRACE_FSYNC_NEVER         /* only at stop / rotation / meta.json */
 } trace_fsync_mode;
 
-/* Plain data (the hub keeps a copy; data_dir is copied there). */
+/* Test-only seam (fault injection, tests/crash/): the write(2) and fsync(2) a persisted trace
+ * uses for its segments, indexes, meta.json and end file, and the fsync of its directories.
+ * They are called from the trace's writer thread and from the service thread, so ctx must be
+ * safe to use from both (e.g. atomic counters). A hook fails like the system call: -1 with
+ * errno set (a short write is allowed too). The router never sets it (NULL = the system calls). */
+typedef struct trace_persist_io {
+    ssize_t (*write)(void *ctx, int fd, const void *buf, size_t n);
+    int (*fsync)(void *ctx, int fd);
+    void *ctx;
+} trace_persist_io;
+
+/* Plain data (the hub keeps a copy; data_dir is copied there; io is borrowed and must outlive
+ * every trace_persist made with it). */
 typedef struct trace_persist_config {
     const char *data_dir;       /* NULL = TRACE_PERSIST_DATA_DIR_DEFAULT */
     uint64_t segment_bytes;     /* rotation size; 0 = TRACE_PERSIST_SEGMENT_DEFAULT */
     trace_fsync_mode fsync;     /* policy */
     uint32_t fsync_interval_ms; /* TRACE_FSYNC_INTERVAL; 0 = 1000 */
     uint64_t write_backlog;     /* bytes queued for the writer thread; 0 = the default */
+    const trace_persist_io *io; /* NULL = write(2) and fsync(2) (see above) */
 } trace_persist_config;
+
+/* Seqs a persisted trace gave out but cannot return: a gap. Every seq from first_seq to
+ * next_seq - 1 is either a record that get_trace_data returns or in exactly one gap.
+ * reason is one of the TRACE_GAP_* strings (static). file/offset name where the damage was
+ * found, for the log ("" and 0 when no file holds the seqs). */
+typedef struct trace_gap {
+    uint64_t from_seq; /* inclusive */
+    uint64_t to_seq;   /* inclusive */
+    const char *reason;
+    char file[32]; /* "<first_seq>.seg" */
+    uint64_t offset;
+} trace_gap;
+
+/* Records in a segment failed their check (length, CRC-32C, decoding, seq order) when the trace
+ * was reopened: from the damaged record to the next one that verifies as a block start. */
+#define TRACE_GAP_CORRUPT "corrupt"
+/* No segment file holds these seqs any more (a segment deleted or truncated by someone else),
+ * while records before and after them (or the end the trace recorded at stop) say they were
+ * written. */
+#define TRACE_GAP_MISSING "missing"
+/* The trace gave these seqs out, but a write error (disk full, file size limit, EIO) kept them
+ * out of the files: they were never returned, and the trace stopped with io_error. */
+#define TRACE_GAP_IO_ERROR "io_error"
 
 #define TRACE_PERSIST_DATA_DIR_DEFAULT "./wampscope-data"
 #define TRACE_PERSIST_SEGMENT_DEFAULT  ((uint64_t)16 * 1024 * 1024)
@@ -184,9 +221,32 @@ void trace_persist_set_retention(trace_persist *p, uint64_t max_bytes, uint64_t 
  * I/O error (the error is sticky as for the segments). */
 wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta);
 
-/* Records held: the seqs first_seq .. next_seq - 1 (gaps are possible after corruption). */
+/* The seqs first_seq .. next_seq - 1: each one a record held or in a gap (below). next_seq
+ * counts every seq the trace gave out, those an I/O error kept off the disk included, and after
+ * a reopen the end the trace recorded when it stopped (trace_persist_seal()). */
 uint64_t trace_persist_first_seq(const trace_persist *p);
 uint64_t trace_persist_next_seq(const trace_persist *p);
+/* Records held: what trace_persist_read() returns over first_seq .. next_seq - 1 (next_seq -
+ * first_seq minus the seqs in gaps). */
+uint64_t trace_persist_records(const trace_persist *p);
+/* The seqs below this are in the trace's files (handed to the kernel by write(2); the fsync
+ * policy decides about power loss), or in gaps; the records at and after it are still in the
+ * write buffer or queued for the writer thread. After an I/O error it stays where the files
+ * end: the seqs from there on are the io_error gap. */
+uint64_t trace_persist_durable_next(const trace_persist *p);
+/* Gaps, oldest first (none overlaps another or a record): how many, and the i-th one. Gaps
+ * before first_seq (of segments deleted by retention) are not reported. */
+size_t trace_persist_gap_count(const trace_persist *p);
+trace_gap trace_persist_gap(const trace_persist *p, size_t i);
+
+/* Records how the trace ended (next_seq and where its files end) in its end file, in place
+ * (the file was allocated when the trace was made, so this works on a full disk) and synced,
+ * so that a reopen reports the seqs after the files' end as a gap (missing or io_error) instead
+ * of taking the files' end for the trace's. Without it (kill -9), the records a crash kept from
+ * the files are a crash tail: not a gap, next_seq is where the files end. Call after the last
+ * append and the final flush. WAMP_ECLOSED if it could not be written (p->error is not
+ * changed), WAMP_OK for a reopened trace (nothing to do). */
+wamp_err trace_persist_seal(trace_persist *p);
 /* Bytes of records held (flushed or buffered). */
 uint64_t trace_persist_bytes(const trace_persist *p);
 /* Wall clock of the newest record held, 0 if none. */
@@ -197,8 +257,11 @@ size_t trace_persist_segments(const trace_persist *p);
 /* Reads the records with from_seq <= seq < to_seq (exclusive), oldest first, at most limit of
  * them, into out[0..] (caller's array of at least limit entries; each filled record owns its
  * references: release with trace_record_fini()). Records that are not held (deleted by
- * retention, cut as corrupt) are skipped. Returns how many were filled. Does not change p. */
-size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
+ * retention, in a gap) are skipped. Returns how many were filled. A writable trace first hands
+ * its buffered records to the writer thread and waits until they are written, so a record is
+ * never returned before it is in the files: a write that fails then turns them into the
+ * io_error gap instead. */
+size_t trace_persist_read(trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
                           trace_record *out);
 
 /* Calls fn(persistent_id, ctx) for each directory in data_dir (the candidates for
