@@ -2289,7 +2289,7 @@ uint64_t trace_persist_durable_next(const trace_persist *p)
         return p->io_from;
     }
     if (!p->writable) {
-        return trace_persist_next_seq(p);
+        return files_next(p);
     }
     uint64_t n = p->handed_seq;
     if (p->w) {
