@@ -1992,8 +1992,9 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, bool last, bo
     if (err != WAMP_OK) {
         return err;
     }
-    if (seq == first_seq && valid_end == 0 && file_size == 0) {
-        /* An empty segment (a rotation just before a crash): nothing held there. */
+    if (seq == first_seq && valid_end == 0 && (file_size == 0 || last)) {
+        /* An empty segment (a rotation just before a crash), or a last one that holds nothing
+         * (cut to empty above): nothing held there, as the next reopen will find too. */
         free(s->idx);
         p->n_segs--;
         (void)unlink_in(p->dir, seg_file);
