@@ -10,7 +10,11 @@
  *   - <first_seq>.idx: the segment's sparse index: one 16-byte entry (seq, offset; little
  *     endian) for the segment's first record and then every TRACE_PERSIST_INDEX_EVERY records.
  *     Locating a seq is a binary search over the segments, then over the segment's index, then a
- *     scan of at most TRACE_PERSIST_INDEX_EVERY records: O(log n).
+ *     scan of at most TRACE_PERSIST_INDEX_EVERY records: O(log n). A reopen rebuilds the index
+ *     in memory from the records that verify; the file only suggests where to resynchronise.
+ *   - end: END_ALLOC bytes allocated at creation (zeros), overwritten in place at stop
+ *     (trace_persist_seal()): magic, next_seq, where the files end, CRC-32C. Zeros mean the trace
+ *     never stopped (a crash).
  * Record framing (little endian): u32 body length, u32 CRC-32C of the body, body. The body holds
  * the record's fields, the peer (session id, realm, authid, authrole), the URI, the drop reason
  * and the message bytes as they were kept in memory. Since session 11 bodies are compact (a
@@ -35,16 +39,22 @@
  * full, file size limit, EIO...) is sticky: the segment is cut back to its last whole record,
  * nothing more is written, and every later call returns WAMP_ECLOSED (the service thread sees
  * the writer's error at its next call), with trace_persist_error() saying what happened.
- * Reading: trace_persist_read() first waits until the writer has handled every buffer handed to
- * it, then reads records back: written ones with pread(2), checking each CRC (a record that fails
- * its check ends the segment); buffered ones, and those a failed write left in memory, from
- * memory.
- * Opening after a restart (trace_persist_open()): every segment's tail after its last index
- * entry is scanned; a torn or corrupt record (short, bad length, bad CRC) is cut off
- * (ftruncate), with everything after it in that segment.
+ * Reading: trace_persist_read() first hands the buffered records to the writer and waits until
+ * it has written them, then reads records back with pread(2), checking each CRC: a record is
+ * returned only once it is in the files. After an I/O error the seqs from where the files end on
+ * are the io_error gap and are never returned (before and after a restart alike).
+ * Opening after a restart (trace_persist_open()): every record of every segment is read, its
+ * CRC checked and decoded. Damage in the middle of a segment (a record that fails) is a gap
+ * (TRACE_GAP_CORRUPT) up to the next record that verifies as a block start (an index entry, or
+ * found by scanning); seqs between segments that no file holds are a gap (missing, or corrupt
+ * after a damaged tail); seqs the end file says were given out past the files' end are a gap
+ * (missing/corrupt, then io_error from where the files ended at stop). A torn or corrupt tail of
+ * the last segment is cut off (ftruncate); without an end file that is the crash tail, not a
+ * gap. So records (trace_persist_records()) always equals what trace_persist_read() returns.
  * Retention: whole segments (never the active one) are deleted, oldest first, while the trace's
  * files exceed max_bytes or while a segment's newest record is older than max_age.
- * Ownership: a trace_persist owns its file descriptors, buffer, index and writer thread; the
+ * The data directory itself is prepared and locked by trace_lock.h at start-up.
+ * Ownership: a trace_persist owns its file descriptors, buffer, index, gaps and writer thread; the
  * trace owns it. Its functions are called from the service thread only (not thread-safe); the
  * writer thread is internal (trace_persist.c says what it owns). */
 #ifndef TRACE_PERSIST_H
@@ -137,8 +147,9 @@ typedef struct trace_persist trace_persist;
 /* CRC-32C (Castagnoli) of len bytes, continuing from crc (start with 0). */
 uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len);
 
-/* Creates data_dir (if missing) and a new directory in it named after ts_ns (a persistent id
- * unique in data_dir), with no segment yet; records start at first_seq. *out owns it.
+/* Creates data_dir (if missing, with its parents, mode 0700) and a new directory in it named
+ * after ts_ns (a persistent id unique in data_dir) holding the end file, with no segment yet;
+ * records start at first_seq. *out owns it.
  * WAMP_EINVAL with why set ("persist: cannot create ...: <strerror>") when a directory cannot
  * be made; WAMP_ENOMEM. */
 wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, uint64_t first_seq,
