@@ -580,6 +580,32 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+static void copy_dir(const char *from, const char *to)
+{
+    char(*names)[64] = malloc(8192 * sizeof(*names));
+    size_t n = list_files(from, NULL, names, 8192);
+    mkdir(to, 0700);
+    char a[1024], b[1024];
+    unsigned char *buf = malloc(1 << 16);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(a, sizeof(a), "%s/%s", from, names[i]);
+        snprintf(b, sizeof(b), "%s/%s", to, names[i]);
+        int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ssize_t k;
+        while (in >= 0 && out >= 0 && (k = read(in, buf, 1 << 16)) > 0) {
+            (void)!write(out, buf, (size_t)k);
+        }
+        if (in >= 0) {
+            close(in);
+        }
+        if (out >= 0) {
+            close(out);
+        }
+    }
+    free(buf);
+    free(names);
+}
+
 static bool iteration(const char *base, uint64_t seed, stats *st)
 {
     char data_dir[512];
@@ -644,6 +670,11 @@ static bool iteration(const char *base, uint64_t seed, stats *st)
         if (damaged) {
             damage(tdir, &r, st);
         }
+        /* The files as the reopens find them, kept with the iteration's directory if a check
+         * fails (a reopen may cut a torn tail). */
+        char copy[800];
+        snprintf(copy, sizeof(copy), "%s.orig", tdir);
+        copy_dir(tdir, copy);
         outcome a, b;
         /* Seqs given out: exactly the last report's when sealed, at most the plan's otherwise. */
         uint64_t given = sealed ? last.given : pl.seqs;
@@ -654,7 +685,12 @@ static bool iteration(const char *base, uint64_t seed, stats *st)
                             given, fault);
             if (ok && (a.first != b.first || a.next != b.next || a.records != b.records ||
                        a.hash != b.hash)) {
-                violation(st, seed, "the second reopen differs from the first");
+                violation(st, seed,
+                          "the second reopen differs from the first: first %" PRIu64 "/%" PRIu64
+                          " next %" PRIu64 "/%" PRIu64 " records %" PRIu64 "/%" PRIu64
+                          " gaps %" PRIu64 "/%" PRIu64,
+                          a.first, b.first, a.next, b.next, a.records, b.records, a.n_gaps,
+                          b.n_gaps);
                 ok = false;
             }
         }
