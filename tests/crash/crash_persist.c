@@ -182,12 +182,19 @@ static int fault_fsync(void *ctx, int fd)
     return fsync(fd);
 }
 
+static uint64_t fault_fired(faults *f)
+{
+    long calls = f->kind == FAULT_FSYNC ? atomic_load(&f->fsyncs) : atomic_load(&f->writes);
+    return f->kind != FAULT_NONE && calls >= f->at;
+}
+
 /* --- the child: writes the plan, reports progress ----------------------------------------- */
 
 typedef struct report {
     uint64_t given;  /* seqs given out so far */
     uint64_t served; /* every seq below it was returned by a read */
     uint64_t done;   /* 1: sealed and ending */
+    uint64_t fired;  /* 1: the injected fault happened */
 } report;
 
 static void send_report(int fd, const report *rp)
@@ -229,7 +236,7 @@ static int child_main(const char *data_dir, uint64_t seed, int out_fd)
         static const int errs[] = {ENOSPC, EIO, EFBIG};
         f.kind = (int)(FAULT_WRITE + below(&r, 3));
         f.err = errs[below(&r, 3)];
-        f.at = 1 + (long)below(&r, 300);
+        f.at = 1 + (long)below(&r, f.kind == FAULT_FSYNC ? 8 : 60);
     }
     trace_persist_config cfg = {
             .data_dir = data_dir,
@@ -297,6 +304,7 @@ static int child_main(const char *data_dir, uint64_t seed, int out_fd)
             child_read(p, &rp.served, rp.given, buf);
         }
         if (what <= 2) {
+            rp.fired = fault_fired(&f);
             send_report(out_fd, &rp);
         }
     }
@@ -304,6 +312,7 @@ static int child_main(const char *data_dir, uint64_t seed, int out_fd)
     (void)trace_persist_flush(p, true, pc);
     (void)trace_persist_seal(p);
     rp.done = 1;
+    rp.fired = fault_fired(&f);
     send_report(out_fd, &rp);
     trace_persist_free(p);
     for (int i = 0; i < N_PEERS; i++) {
@@ -654,7 +663,7 @@ static bool iteration(const char *base, uint64_t seed, stats *st)
     /* Which fault the child drew (the same draws as child_main()). */
     rng cr = {seed};
     bool fault = below(&cr, 4) == 1;
-    if (fault) {
+    if (fault && last.fired) {
         uint64_t kind = FAULT_WRITE + below(&cr, 3);
         st->faults_write += kind == FAULT_WRITE;
         st->faults_short += kind == FAULT_SHORT;
