@@ -2461,11 +2461,13 @@ wamp_err trace_persist_seal(trace_persist *p)
     put32(rec + 28, trace_crc32c(0, rec, 28));
     int fd = open_in(p->dir, END_FILE, O_WRONLY);
     if (fd < 0) {
-        return WAMP_ECLOSED;
+        return fail_io(p, "open", END_FILE);
     }
     bool ok = pwrite(fd, rec, sizeof(rec), 0) == (ssize_t)sizeof(rec) && io_fsync(p->io, fd) == 0;
+    int e = errno;
     close(fd);
-    return ok ? WAMP_OK : WAMP_ECLOSED;
+    errno = e ? e : EIO;
+    return ok ? WAMP_OK : fail_io(p, "write", END_FILE);
 }
 
 uint64_t trace_persist_bytes(const trace_persist *p)

@@ -255,8 +255,9 @@ trace_gap trace_persist_gap(const trace_persist *p, size_t i);
  * so that a reopen reports the seqs after the files' end as a gap (missing or io_error) instead
  * of taking the files' end for the trace's. Without it (kill -9), the records a crash kept from
  * the files are a crash tail: not a gap, next_seq is where the files end. Call after the last
- * append and the final flush. WAMP_ECLOSED if it could not be written (p->error is not
- * changed), WAMP_OK for a reopened trace (nothing to do). */
+ * append and the final flush. WAMP_ECLOSED if it could not be written (then
+ * trace_persist_error() says why, unless an earlier error is there), WAMP_OK for a reopened
+ * trace (nothing to do). */
 wamp_err trace_persist_seal(trace_persist *p);
 /* Bytes of records held (flushed or buffered). */
 uint64_t trace_persist_bytes(const trace_persist *p);
