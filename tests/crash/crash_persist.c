@@ -617,7 +617,7 @@ static void copy_dir(const char *from, const char *to)
 
 static bool iteration(const char *base, uint64_t seed, stats *st)
 {
-    char data_dir[512];
+    char data_dir[560];
     snprintf(data_dir, sizeof(data_dir), "%s/it-%" PRIu64, base, seed);
     remove_tree(data_dir);
     rng r = {seed * 0x2545f4914f6cdd1dull + 1};
