@@ -29,6 +29,8 @@
 #include "rt_lws.h"
 #include "rt_nats_node.h"
 #include "rt_router.h"
+#include "trace_lock.h"
+#include "trace_persist.h"
 
 #ifndef RT_VERSION
 #error "RT_VERSION comes from CMake (router/CMakeLists.txt)"
@@ -344,6 +346,7 @@ int main(int argc, char **argv)
     mgmt_api *mgmt = NULL;
     rt_lws *l = NULL;
     rt_nats_node *cluster = NULL;
+    trace_lock *data_lock = NULL;
     char err[512];
     rt_config_diag diag = {0};
     wamp_err e = args.config_path ? rt_config_parse_file(args.config_path, &cfg, &diag)
@@ -372,6 +375,16 @@ int main(int argc, char **argv)
     log_start(cfg);
 
     rc = EXIT_FAILURE;
+    /* The data directory of persisted traces is this router's alone, from before the reload of
+     * the traces found there until exit (a second router on it would mark them crashed). */
+    e = trace_lock_acquire(cfg->tracing_data_dir ? cfg->tracing_data_dir
+                                                 : TRACE_PERSIST_DATA_DIR_DEFAULT,
+                           &data_lock, err, sizeof(err));
+    if (e != WAMP_OK) {
+        RT_LOG_ERR(0, "%s", e == WAMP_ENOMEM ? "out of memory" : err);
+        fprintf(stderr, "wampscope: %s\n", e == WAMP_ENOMEM ? "out of memory" : err);
+        goto done;
+    }
     rt = rt_router_new(cfg, NULL, NULL);
     if (!rt) {
         say(&args, RT_LOG_LEVEL_ERR, "out of memory");
@@ -452,6 +465,7 @@ done:
     mgmt_api_free(mgmt);
     rt_log_set_session_lookup(NULL, NULL);
     rt_router_free(rt);
+    trace_lock_release(data_lock); /* after the traces' last writes */
     if (rc == EXIT_SUCCESS) {
         RT_LOG_INFO(0, "stopped");
     }

@@ -278,8 +278,11 @@ bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_
     if (t->persist) {
         /* Everything to disk and synced, then meta.json says how the trace ended. */
         bool flushed = trace_persist_flush(t->persist, true, pc_ns) == WAMP_OK;
+        /* The end file says which seqs were given out and where the files end, even after a
+         * failed flush (it needs no new space): a restart reports the rest as a gap. */
+        bool sealed = trace_persist_seal(t->persist) == WAMP_OK;
         /* meta.json even after a failed flush: the reason (io_error) survives a restart. */
-        if (write_meta(t) != WAMP_OK || !flushed) {
+        if (write_meta(t) != WAMP_OK || !flushed || !sealed) {
             if (t->stop_reason != TRACE_STOP_IO_ERROR) {
                 t->io_error_pending = true;
             }
@@ -581,7 +584,7 @@ fail:
     return err;
 }
 
-const trace_persist *trace_get_persist(const trace *t)
+trace_persist *trace_get_persist(const trace *t)
 {
     return t->persist;
 }
@@ -627,12 +630,11 @@ uint64_t trace_records(const trace *t)
     if (!t->persist) {
         return trace_store_records(t->store);
     }
-    uint64_t pf = trace_persist_first_seq(t->persist);
     uint64_t pn = trace_persist_next_seq(t->persist);
     uint64_t sf = trace_store_first_seq(t->store);
     uint64_t sn = trace_store_next_seq(t->store);
     uint64_t from = sf > pn ? sf : pn;
-    return (pn - pf) + (sn > from ? sn - from : 0);
+    return trace_persist_records(t->persist) + (sn > from ? sn - from : 0);
 }
 
 uint64_t trace_dropped(const trace *t)

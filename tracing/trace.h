@@ -143,8 +143,9 @@ wamp_err trace_reload(const trace_persist_config *cfg, const char *persistent_id
                       const trace_option_defaults *defaults, const char *mgmt_realm, trace **out,
                       char *why, size_t why_len, char *note, size_t note_len);
 
-/* Borrowed; NULL if t does not persist. */
-const trace_persist *trace_get_persist(const trace *t);
+/* Borrowed; NULL if t does not persist. Not const: reading a persisted trace writes its buffered
+ * records first (trace_persist_read()). */
+trace_persist *trace_get_persist(const trace *t);
 /* Deletes t's files (delete_trace); harmless without persistence. */
 void trace_delete_files(trace *t);
 /* After an I/O error stopped t: the message, once (for the log), then NULL. */

@@ -304,6 +304,38 @@ typedef struct load_ctx {
     size_t cap;
 } load_ctx;
 
+/* Gap lines logged per reloaded trace at most (damage made on purpose must not flood the log);
+ * a last line counts the others. */
+#define HUB_GAP_LINES 16
+
+/* One line per gap a reopen found, naming the damaged segment file where there is one. */
+static void log_gaps(const trace_hub *hub, const char *persistent_id, const trace_persist *p)
+{
+    size_t n = trace_persist_gap_count(p);
+    for (size_t i = 0; i < n && i < HUB_GAP_LINES; i++) {
+        trace_gap g = trace_persist_gap(p, i);
+        if (g.file[0]) {
+            hub_log(hub, true,
+                    "persisted trace %s: seqs %" PRIu64 "..%" PRIu64
+                    " are a gap (%s): damaged records in %s/%s/%s from byte %" PRIu64,
+                    persistent_id, g.from_seq, g.to_seq, g.reason,
+                    hub->persist_dir ? hub->persist_dir : TRACE_PERSIST_DATA_DIR_DEFAULT,
+                    persistent_id, g.file, g.offset);
+        } else {
+            hub_log(hub, true,
+                    "persisted trace %s: seqs %" PRIu64 "..%" PRIu64 " are a gap (%s): %s",
+                    persistent_id, g.from_seq, g.to_seq, g.reason,
+                    strcmp(g.reason, TRACE_GAP_IO_ERROR) == 0
+                            ? "given out, but an I/O error kept them out of the files"
+                            : "no segment file holds them");
+        }
+    }
+    if (n > HUB_GAP_LINES) {
+        hub_log(hub, true, "persisted trace %s: %zu more gap(s) (get_trace lists them all)",
+                persistent_id, n - HUB_GAP_LINES);
+    }
+}
+
 static void load_one(const char *persistent_id, void *ctx)
 {
     load_ctx *lc = ctx;
@@ -320,6 +352,7 @@ static void load_one(const char *persistent_id, void *ctx)
                 why[0] ? why : wamp_strerror(err));
         return;
     }
+    log_gaps(hub, persistent_id, trace_get_persist(t));
     if (lc->n == lc->cap) {
         size_t ncap = lc->cap ? lc->cap * 2 : 16;
         trace **n = realloc(lc->found, ncap * sizeof(*n));

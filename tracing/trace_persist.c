@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trace_lock.h"
+
 #define NS_PER_MS 1000000ull
 
 /* Record framing: u32 length word + u32 CRC-32C of the body. The length word is the body's
@@ -246,9 +248,10 @@ typedef struct idx_entry {
 
 typedef struct seg {
     uint64_t first_seq;
-    uint64_t next_seq; /* exclusive */
-    uint64_t size;     /* bytes of whole records (flushed + buffered for the active one) */
-    uint64_t last_ts;  /* wall clock of the newest record */
+    uint64_t next_seq;  /* exclusive */
+    uint64_t size;      /* bytes of whole records (flushed + buffered for the active one) */
+    uint64_t last_ts;   /* wall clock of the newest record */
+    uint64_t file_size; /* a reopened segment's file: its size; size < file_size: a damaged tail */
     idx_entry *idx;
     size_t n_idx;
     size_t cap_idx;
@@ -346,7 +349,31 @@ struct trace_persist {
     uint64_t max_age_ns;
     struct writer *w; /* the writer thread of a writable trace (NULL once stopped) */
     char *data_dir;   /* of a writable trace: dir's parent, whose fsync makes dir's name durable */
+    const trace_persist_io *io; /* test seam; NULL = the system calls */
+    /* Gaps (trace_gap): those a reopen found, oldest first; then, after an I/O error, the seqs
+     * from io_from to next_seq - 1 (not in the array: its end moves while seqs are given). */
+    trace_gap *gaps;
+    size_t n_gaps;
+    size_t cap_gaps;
+    uint64_t io_from;    /* first seq an I/O error kept out of the files; NO_SEQ if none */
+    uint64_t lost_next;  /* seqs given out while the store could not take them end here */
+    uint64_t handed_seq; /* the seqs below it were handed to the writer thread */
+    uint64_t end_next;   /* a reopened trace: next_seq from its end file; 0 if none */
 };
+
+/* No such seq (trace_persist.io_from). */
+#define NO_SEQ UINT64_MAX
+/* The end file (trace_persist_seal()): allocated at creation, written in place at the end. */
+#define END_FILE  "end"
+#define END_ALLOC 4096u
+#define END_LEN   32u /* magic, next_seq, durable_next, CRC-32C of the 28 bytes before it */
+static const unsigned char end_magic[4] = {'W', 'S', 'E', '1'};
+
+/* The next seq the files would hold (the segments' end). */
+static uint64_t files_next(const trace_persist *p)
+{
+    return p->n_segs ? p->segs[p->n_segs - 1].next_seq : p->first_seq;
+}
 
 /* --- little-endian helpers ------------------------------------------------------------------- */
 
@@ -417,6 +444,8 @@ static uint64_t unzigzag(uint64_t prev, uint64_t z)
 /* --- errors ------------------------------------------------------------------------------------
  */
 
+static void note_failure(trace_persist *p);
+
 static void set_error(trace_persist *p, const char *what, const char *file, int err)
 {
     if (p->error) {
@@ -428,6 +457,7 @@ static void set_error(trace_persist *p, const char *what, const char *file, int 
     if (!p->error) {
         p->error = strdup("I/O error");
     }
+    note_failure(p);
 }
 
 static void seg_name(char *out, size_t n, uint64_t first_seq, const char *ext)
@@ -462,16 +492,27 @@ static int open_in(const char *dir, const char *name, int flags)
     return fd;
 }
 
+/* write(2) and fsync(2), or the test seam's hooks (trace_persist_io). */
+static ssize_t io_write(const trace_persist_io *io, int fd, const void *data, size_t n)
+{
+    return io && io->write ? io->write(io->ctx, fd, data, n) : write(fd, data, n);
+}
+
+static int io_fsync(const trace_persist_io *io, int fd)
+{
+    return io && io->fsync ? io->fsync(io->ctx, fd) : fsync(fd);
+}
+
 /* fsync(2) of a directory: a file's own fsync does not make its name (a new segment, a renamed
  * meta.json) survive a power loss. 0, or -1 with errno; EINVAL (a file system that cannot sync
  * directories) counts as done. */
-static int sync_dir(const char *dir)
+static int sync_dir(const trace_persist_io *io, const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
     }
-    int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : -1;
+    int rc = io_fsync(io, fd) == 0 || errno == EINVAL ? 0 : -1;
     int e = errno;
     close(fd);
     errno = e;
@@ -500,11 +541,11 @@ static void unlink_segment(const char *dir, uint64_t first_seq)
 }
 
 /* Writes all n bytes; false with errno on failure (a partial write included). */
-static bool write_all(int fd, const void *data, size_t n)
+static bool write_all(const trace_persist_io *io, int fd, const void *data, size_t n)
 {
     const unsigned char *p = data;
     while (n) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = io_write(io, fd, p, n);
         if (w < 0) {
             if (errno == EINTR) {
                 continue;
@@ -559,6 +600,8 @@ typedef struct job {
     int fd;             /* segment (-1: none) */
     int idx_fd;         /* its index (-1: none) */
     uint64_t seg_first; /* the segment's first seq: names its files */
+    uint64_t first_seq; /* of the first record in buf (the next seq if buf is empty) */
+    uint64_t end_seq;   /* after its last record */
     uint64_t base;      /* offset of buf in the segment */
     uint64_t unlink_first;
     unsigned char *buf; /* whole records; their CRCs are filled in here */
@@ -583,13 +626,15 @@ typedef struct writer {
     uint64_t done;      /* jobs finished */
     uint64_t backlog;   /* bytes of data queued, not written yet */
     uint64_t backlog_max;
-    uint64_t waits; /* times the service thread waited for the backlog */
-    uint64_t peak;  /* the most bytes ever queued */
+    uint64_t waits;        /* times the service thread waited for the backlog */
+    uint64_t peak;         /* the most bytes ever queued */
+    uint64_t written_next; /* the seqs below it are written (jobs' end_seq) */
     bool quit;
     atomic_bool failed_flag;
     char error[512];      /* the first error, set once before failed_flag */
     const char *dir;      /* the trace's directory (the trace_persist's; outlives the thread) */
     const char *data_dir; /* and the data directory */
+    const trace_persist_io *io;
 } writer;
 
 static void job_free(job *j)
@@ -633,7 +678,7 @@ static bool job_write(writer *w, job *j)
 {
     if (j->len) {
         job_crc(j);
-        if (!write_all(j->fd, j->buf, j->len)) {
+        if (!write_all(w->io, j->fd, j->buf, j->len)) {
             int e = errno;
             /* Cut back to the last whole record; if that fails too, the torn tail is cut when
              * the trace is opened again (its CRC). */
@@ -644,7 +689,7 @@ static bool job_write(writer *w, job *j)
             return false;
         }
     }
-    if (j->idx_len && !write_all(j->idx_fd, j->idx, j->idx_len)) {
+    if (j->idx_len && !write_all(w->io, j->idx_fd, j->idx, j->idx_len)) {
         writer_set_error(w, "write", j->seg_first, "idx", errno);
         return false;
     }
@@ -654,7 +699,7 @@ static bool job_write(writer *w, job *j)
 static void job_finish(writer *w, job *j)
 {
     if ((j->flags & JOB_SYNC) && j->fd >= 0 && !atomic_load(&w->failed_flag)) {
-        if (fsync(j->fd) != 0 || (j->idx_fd >= 0 && fsync(j->idx_fd) != 0)) {
+        if (io_fsync(w->io, j->fd) != 0 || (j->idx_fd >= 0 && io_fsync(w->io, j->idx_fd) != 0)) {
             writer_set_error(w, "fsync", j->seg_first, "seg", errno);
         }
     }
@@ -667,11 +712,12 @@ static void job_finish(writer *w, job *j)
         }
         j->fd = j->idx_fd = -1;
     }
-    if ((j->flags & JOB_SYNC_DIR) && !atomic_load(&w->failed_flag) && sync_dir(w->dir) != 0) {
+    if ((j->flags & JOB_SYNC_DIR) && !atomic_load(&w->failed_flag) &&
+        sync_dir(w->io, w->dir) != 0) {
         writer_set_error(w, "fsync", 0, NULL, errno);
     }
     if ((j->flags & JOB_SYNC_PARENT) && !atomic_load(&w->failed_flag) &&
-        sync_dir(w->data_dir) != 0) {
+        sync_dir(w->io, w->data_dir) != 0) {
         writer_set_error(w, "fsync the data directory of", 0, NULL, errno);
     }
     if (j->flags & JOB_UNLINK) {
@@ -711,6 +757,9 @@ static void *writer_main(void *arg)
         bool written = !atomic_load(&w->failed_flag) && job_write(w, j);
 
         pthread_mutex_lock(&w->mu);
+        if (written && j->end_seq > w->written_next) {
+            w->written_next = j->end_seq;
+        }
         bool keep = !written && j->len;
         if (keep) {
             /* Not on disk: readers find these records here. */
@@ -745,12 +794,14 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static writer *writer_start(const char *dir, const char *data_dir, uint64_t backlog_max)
+static writer *writer_start(const char *dir, const char *data_dir, uint64_t backlog_max,
+                            const trace_persist_io *io)
 {
     writer *w = calloc(1, sizeof(*w));
     if (!w) {
         return NULL;
     }
+    w->io = io;
     w->dir = dir;
     w->data_dir = data_dir;
     w->backlog_max = backlog_max;
@@ -835,6 +886,31 @@ static uint64_t writer_failed_bytes(writer *w, uint64_t seg_first)
     }
     pthread_mutex_unlock(&w->mu);
     return n;
+}
+
+/* After the first I/O error of a writable trace: where its files end. The writer wrote every job
+ * before the first one that failed, and nothing after it (it was cut back to that job's start);
+ * without a failed job (an error on the service thread, or of an fsync), every job handed over.
+ * The seqs from there on are the io_error gap: never returned, whether they are in memory or
+ * not (a reader does not serve them), so that what was returned is what a restart finds. */
+static void note_failure(trace_persist *p)
+{
+    if (!p->writable || p->io_from != NO_SEQ) {
+        return;
+    }
+    uint64_t from = p->handed_seq;
+    if (p->w) {
+        writer_drain(p->w, false);
+        pthread_mutex_lock(&p->w->mu);
+        for (const job *j = p->w->failed; j; j = j->next) {
+            if (j->len) {
+                from = j->first_seq;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&p->w->mu);
+    }
+    p->io_from = from;
 }
 
 /* --- segments and index ---------------------------------------------------------------------- */
@@ -965,6 +1041,7 @@ static bool persist_failed(trace_persist *p)
     if (!p->error) {
         p->error = strdup("I/O error");
     }
+    note_failure(p);
     return true;
 }
 
@@ -1024,6 +1101,9 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     j->fd = p->fd;
     j->idx_fd = p->idx_fd;
     j->seg_first = s ? s->first_seq : 0;
+    j->first_seq = p->handed_seq;
+    p->handed_seq = s ? s->next_seq : p->handed_seq;
+    j->end_seq = p->handed_seq;
     j->base = p->written;
     j->unlink_first = unlink_first;
     j->next = NULL;
@@ -1062,12 +1142,12 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
  * data directory. */
 static wamp_err sync_names(trace_persist *p, bool all)
 {
-    if ((p->names_dirty || all) && sync_dir(p->dir) != 0) {
+    if ((p->names_dirty || all) && sync_dir(p->io, p->dir) != 0) {
         return fail_io(p, "fsync", p->dir);
     }
     p->names_dirty = false;
     if (p->new_dir) {
-        if (sync_dir(p->data_dir) != 0) {
+        if (sync_dir(p->io, p->data_dir) != 0) {
             return fail_io(p, "fsync", "the data directory");
         }
         p->new_dir = false;
@@ -1140,6 +1220,8 @@ static trace_persist *persist_alloc(const trace_persist_config *cfg)
     p->fd = -1;
     p->idx_fd = -1;
     p->run_off = NO_RUN;
+    p->io = cfg ? cfg->io : NULL;
+    p->io_from = NO_SEQ;
     p->segment_bytes =
             cfg && cfg->segment_bytes ? cfg->segment_bytes : TRACE_PERSIST_SEGMENT_DEFAULT;
     p->fsync = cfg ? cfg->fsync : TRACE_FSYNC_INTERVAL;
@@ -1161,12 +1243,31 @@ static wamp_err why_errno(char *why, size_t why_len, const char *what, const cha
     return WAMP_EINVAL;
 }
 
+/* The end file, its space allocated now (zeros: no end recorded), so that trace_persist_seal()
+ * overwrites it in place even on a full disk. false with errno. */
+static bool make_end_file(trace_persist *p)
+{
+    int fd = open_in(p->dir, END_FILE, O_WRONLY | O_CREAT | O_TRUNC);
+    if (fd < 0) {
+        return false;
+    }
+    int rc = posix_fallocate(fd, 0, END_ALLOC);
+    if (rc != 0) {
+        /* A file system without fallocate: zeros written are allocated as well. */
+        unsigned char zero[END_ALLOC] = {0};
+        rc = write_all(NULL, fd, zero, sizeof(zero)) ? 0 : errno;
+    }
+    close(fd);
+    errno = rc;
+    return rc == 0;
+}
+
 wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, uint64_t first_seq,
                               trace_persist **out, char *why, size_t why_len)
 {
     *out = NULL;
     const char *root = data_dir_of(cfg);
-    if (mkdir(root, 0755) != 0 && errno != EEXIST) {
+    if (trace_mkdir_p(root, 0700) != 0) {
         return why_errno(why, why_len, "create the data directory", root);
     }
     trace_persist *p = persist_alloc(cfg);
@@ -1203,9 +1304,9 @@ wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, u
         trace_persist_free(p);
         return WAMP_ENOMEM;
     }
-    p->w = writer_start(p->dir, p->data_dir,
-                        cfg && cfg->write_backlog ? cfg->write_backlog
-                                                  : TRACE_PERSIST_BACKLOG_DEFAULT);
+    p->w = writer_start(
+            p->dir, p->data_dir,
+            cfg && cfg->write_backlog ? cfg->write_backlog : TRACE_PERSIST_BACKLOG_DEFAULT, p->io);
     if (!p->w) {
         wamp_err err = why_errno(why, why_len, "start the writer thread of", p->dir);
         rmdir(p->dir);
@@ -1215,6 +1316,14 @@ wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, u
     p->writable = true;
     p->new_dir = true;
     p->first_seq = first_seq;
+    p->handed_seq = first_seq;
+    p->lost_next = first_seq;
+    p->w->written_next = first_seq; /* no job yet: the thread does not read it */
+    if (!make_end_file(p)) {
+        wamp_err err = why_errno(why, why_len, "create the end file in", p->dir);
+        (void)trace_persist_remove(p);
+        return err;
+    }
     *out = p;
     return WAMP_OK;
 }
@@ -1608,52 +1717,243 @@ static bool decode_compact(const unsigned char *body, uint32_t len, block *b, tr
     return c.p == c.end;
 }
 
-/* seq and ts of a verified body of either kind (b: the block of compact ones), and how many
- * records (seqs) it holds: one, or a run's count (its first seq in *seq). */
-static bool body_seq_ts(const unsigned char *body, uint32_t len, bool compact, block *b,
-                        uint64_t *seq, uint64_t *ts, uint64_t *count)
+static int cmp_u64(const void *a, const void *b)
 {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_gap(const void *a, const void *b)
+{
+    const trace_gap *x = a, *y = b;
+    return x->from_seq < y->from_seq ? -1 : x->from_seq > y->from_seq;
+}
+
+static bool decode_record(const unsigned char *b, uint32_t len, trace_record *r,
+                          const trace_record *prev);
+
+/* Decodes a verified body completely, as a reader would (b: the block of compact records), and
+ * drops what it decoded: true with the seq of its first record, how many it holds (a run's
+ * count) and the ts of the last when every field decodes. A record that passes its CRC but does
+ * not decode is damage as well: a reopen must count only what a reader returns. */
+static bool verify_body(const unsigned char *body, uint32_t len, bool compact, block *b,
+                        uint64_t *seq, uint64_t *count, uint64_t *ts)
+{
+    trace_record r;
     *count = 1;
     if (!compact) {
-        *seq = get64(body);
-        *ts = get64(body + 16);
-        return true;
+        bool ok = decode_record(body, len, &r, NULL);
+        *seq = r.seq;
+        *ts = r.ts_ns;
+        trace_record_fini(&r);
+        return ok;
     }
     uint32_t run = 0;
-    if (is_run(body, len, b, &run) && run == 0) {
-        return false;
-    }
-    cursor c;
-    if (!compact_head(body, len, b, &c)) {
-        return false;
-    }
-    *seq = b->seq;
-    *ts = b->ts;
-    if (run) {
+    if (is_run(body, len, b, &run)) {
+        if (run == 0 || !b->open) {
+            return false;
+        }
+        cursor c = {.p = body + C_RUN_HEAD, .end = body + len, .ok = true};
+        *seq = b->seq + 1;
+        for (uint32_t k = 0; k < run; k++) {
+            b->seq++;
+            bool ok = decode_repeat(&c, b, true, true, &r);
+            trace_record_fini(&r);
+            if (!ok) {
+                return false;
+            }
+        }
         *count = run;
-        b->seq += run - 1;
+        *ts = b->ts;
+        return c.p == c.end;
+    }
+    bool ok = decode_compact(body, len, b, &r);
+    *seq = r.seq;
+    *ts = r.ts_ns;
+    trace_record_fini(&r);
+    return ok;
+}
+
+/* A record that a reader can start at: whole, its CRC right, decoding from a fresh block, the
+ * seq `want` (or, want = NO_SEQ, any seq from min_seq on that starts a block of s). */
+static bool block_start_at(int fd, uint64_t off, uint64_t file_size, const seg *s, uint64_t want,
+                           uint64_t min_seq, unsigned char **body, size_t *cap, uint64_t *seq)
+{
+    uint32_t len;
+    bool compact;
+    uint64_t count, ts;
+    block b = {0};
+    bool ok = read_record_fd(fd, off, file_size, body, cap, &len, &compact) &&
+              (!compact || ((*body)[0] & (C_BLOCK | C_REPEAT)) == C_BLOCK) &&
+              verify_body(*body, len, compact, &b, seq, &count, &ts) &&
+              (want == NO_SEQ ? *seq >= min_seq && (!compact || block_pos(s, *seq) == 0)
+                              : *seq == want);
+    block_reset(&b);
+    return ok;
+}
+
+/* A read window over a segment file for the scan of a reopen: a pread(2) per MiB rather than two
+ * per record (those were nine tenths of a reopen's time, in the kernel). */
+typedef struct fwin {
+    int fd;
+    uint64_t size; /* of the file */
+    unsigned char *buf;
+    size_t cap;
+    uint64_t off; /* of buf in the file */
+    size_t len;
+} fwin;
+
+#define FWIN_CHUNK (4u * READ_CHUNK)
+
+/* n bytes at off, valid until the next call; NULL past the end or on a read error. */
+static const unsigned char *fwin_at(fwin *w, uint64_t off, size_t n)
+{
+    if (off > w->size || n > w->size - off) {
+        return NULL;
+    }
+    if (off >= w->off && off + n <= w->off + w->len) {
+        return w->buf + (off - w->off);
+    }
+    size_t want = n > FWIN_CHUNK ? n : FWIN_CHUNK;
+    if (want > w->size - off) {
+        want = (size_t)(w->size - off);
+    }
+    if (w->cap < want) {
+        unsigned char *b = realloc(w->buf, want);
+        if (!b) {
+            return NULL;
+        }
+        w->buf = b;
+        w->cap = want;
+    }
+    if (!pread_all(w->fd, w->buf, want, off)) {
+        w->len = 0;
+        return NULL;
+    }
+    w->off = off;
+    w->len = want;
+    return w->buf;
+}
+
+/* read_record_fd() through the window: *body points into it. */
+static bool read_record_win(fwin *w, uint64_t off, const unsigned char **body, uint32_t *body_len,
+                            bool *compact)
+{
+    const unsigned char *h = fwin_at(w, off, HDR_LEN);
+    uint32_t len;
+    if (!h || !frame_len(get32(h), &len, compact)) {
+        return false;
+    }
+    uint32_t crc = get32(h + 4);
+    const unsigned char *b = fwin_at(w, off + HDR_LEN, len);
+    if (!b || trace_crc32c(0, b, len) != crc) {
+        return false;
+    }
+    *body = b;
+    *body_len = len;
+    return true;
+}
+
+/* CRC work a resynchronisation by scanning may do per segment (damage made by hand could ask
+ * for a CRC of up to the file's size at each byte otherwise). */
+#define RESYNC_BUDGET ((uint64_t)64 * 1024 * 1024)
+
+/* Where reading can go on after damage at off (seq min_seq not readable): the next entry of the
+ * segment's index file that verifies as a block start, else the next block start found by
+ * scanning the bytes (compact segments only; bounded by RESYNC_BUDGET). false if none. */
+static bool resync(int fd, uint64_t off, uint64_t file_size, const seg *s, const idx_entry *hint,
+                   size_t n_hint, uint64_t min_seq, unsigned char **body, size_t *cap,
+                   uint64_t *at_off, uint64_t *at_seq)
+{
+    for (size_t i = 0; i < n_hint; i++) {
+        uint64_t seq;
+        if (hint[i].off > off && hint[i].seq >= min_seq &&
+            block_start_at(fd, hint[i].off, file_size, s, hint[i].seq, min_seq, body, cap, &seq)) {
+            *at_off = hint[i].off;
+            *at_seq = seq;
+            return true;
+        }
+    }
+    unsigned char *win = malloc(READ_CHUNK);
+    if (!win) {
+        return false;
+    }
+    bool found = false;
+    uint64_t budget = RESYNC_BUDGET;
+    for (uint64_t base = off + 1; !found && base + HDR_LEN < file_size && budget;) {
+        size_t n = file_size - base < READ_CHUNK ? (size_t)(file_size - base) : READ_CHUNK;
+        if (!pread_all(fd, win, n, base)) {
+            break;
+        }
+        for (size_t i = 0; i + HDR_LEN + C_FULL_MIN <= n; i++) {
+            uint32_t word = get32(win + i);
+            uint32_t len = word & ~LEN_COMPACT;
+            if (!(word & LEN_COMPACT) || len < C_FULL_MIN || len > BODY_MAX ||
+                base + i + HDR_LEN + len > file_size ||
+                (win[i + HDR_LEN] & (C_BLOCK | C_REPEAT)) != C_BLOCK) {
+                continue;
+            }
+            budget = len > budget ? 0 : budget - len;
+            uint64_t seq;
+            if (block_start_at(fd, base + i, file_size, s, NO_SEQ, min_seq, body, cap, &seq)) {
+                *at_off = base + i;
+                *at_seq = seq;
+                found = true;
+                break;
+            }
+            if (!budget) {
+                break;
+            }
+        }
+        if (n <= HDR_LEN + C_FULL_MIN) {
+            break;
+        }
+        base += n - (HDR_LEN + C_FULL_MIN);
+    }
+    free(win);
+    return found;
+}
+
+static bool gap_push(trace_persist *p, uint64_t from, uint64_t to, const char *reason,
+                     uint64_t file_first, const char *ext, uint64_t offset)
+{
+    if (p->n_gaps == p->cap_gaps) {
+        size_t ncap = p->cap_gaps ? p->cap_gaps * 2 : 8;
+        trace_gap *n = realloc(p->gaps, ncap * sizeof(*n));
+        if (!n) {
+            return false;
+        }
+        p->gaps = n;
+        p->cap_gaps = ncap;
+    }
+    trace_gap *g = &p->gaps[p->n_gaps++];
+    memset(g, 0, sizeof(*g));
+    g->from_seq = from;
+    g->to_seq = to;
+    g->reason = reason;
+    g->offset = offset;
+    if (ext) {
+        seg_name(g->file, sizeof(g->file), file_first, ext);
     }
     return true;
 }
 
-static int cmp_seg(const void *a, const void *b)
+/* Loads one segment (name = "<digits>.seg"): every record is read, its CRC checked and decoded;
+ * the index is rebuilt from what verifies (the .idx file only suggests where to resynchronise).
+ * Damage in the middle becomes a gap (corrupt) up to the next block start that verifies; what
+ * follows the last record that verifies is a damaged tail (size < file_size), which the caller
+ * (settle_segments()) judges once every segment is loaded. */
+static wamp_err load_segment(trace_persist *p, uint64_t first_seq)
 {
-    const seg *x = a, *y = b;
-    return x->first_seq < y->first_seq ? -1 : x->first_seq > y->first_seq;
-}
-
-/* Loads one segment (name = "<digits>.seg"): index, then a verified scan of the tail. */
-static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, size_t why_len)
-{
-    char name[40];
+    char name[40], seg_file[40];
     seg *s = seg_push(p, first_seq);
     if (!s) {
         return WAMP_ENOMEM;
     }
-    seg_name(name, sizeof(name), first_seq, "seg");
-    int fd = open_in(p->dir, name, O_RDWR);
+    seg_name(seg_file, sizeof(seg_file), first_seq, "seg");
+    int fd = open_in(p->dir, seg_file, O_RDWR);
     if (fd < 0) {
-        fd = open_in(p->dir, name, O_RDONLY); /* read-only media: readable, tails not cut */
+        fd = open_in(p->dir, seg_file, O_RDONLY); /* read-only media: readable, tails not cut */
     }
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -1664,7 +1964,9 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
         return WAMP_OK; /* vanished: nothing held there */
     }
     uint64_t file_size = (uint64_t)st.st_size;
-    /* The index: whole entries that point inside the file and increase. */
+    /* The index file: entries that point inside the file and increase, as hints. */
+    idx_entry *hint = NULL;
+    size_t n_hint = 0, cap_hint = 0;
     seg_name(name, sizeof(name), first_seq, "idx");
     int ifd = open_in(p->dir, name, O_RDONLY);
     if (ifd >= 0) {
@@ -1672,90 +1974,222 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq, char *why, si
         uint64_t off = 0;
         while (pread_all(ifd, ent, IDX_ENTRY, off)) {
             uint64_t seq = get64(ent), at = get64(ent + 8);
-            bool ok = at < file_size && (s->n_idx == 0 ? seq == first_seq && at == 0
-                                                       : seq > s->idx[s->n_idx - 1].seq &&
-                                                                 at > s->idx[s->n_idx - 1].off);
-            if (!ok || !idx_push(s, seq, at)) {
+            if (at >= file_size ||
+                (n_hint && (seq <= hint[n_hint - 1].seq || at <= hint[n_hint - 1].off))) {
                 break;
             }
+            if (n_hint == cap_hint) {
+                size_t ncap = cap_hint ? cap_hint * 2 : 64;
+                idx_entry *nh = realloc(hint, ncap * sizeof(*nh));
+                if (!nh) {
+                    break;
+                }
+                hint = nh;
+                cap_hint = ncap;
+            }
+            hint[n_hint++] = (idx_entry){seq, at};
             off += IDX_ENTRY;
         }
         close(ifd);
     }
-    unsigned char *body = NULL;
+    unsigned char *body = NULL; /* resync()'s */
     size_t cap = 0;
+    const unsigned char *rec;
     uint32_t len;
     bool compact;
     block blk = {0};
-    uint64_t rseq, rts, rcount;
-    /* An index entry is trusted only if a valid record with its seq is where it points, and
-     * (compact records) starts a block (a stale entry must not make us cut valid records). */
-    while (s->n_idx > 1) {
-        block_reset(&blk);
-        if (read_record_fd(fd, s->idx[s->n_idx - 1].off, file_size, &body, &cap, &len, &compact) &&
-            body_seq_ts(body, len, compact, &blk, &rseq, &rts, &rcount) &&
-            rseq == s->idx[s->n_idx - 1].seq) {
-            break;
-        }
-        s->n_idx--;
-    }
-    block_reset(&blk);
-    /* Scan from the last index entry (or the start) to the end, verifying every record. */
-    uint64_t off = 0;
-    uint64_t seq = first_seq;
-    if (s->n_idx) {
-        off = s->idx[s->n_idx - 1].off;
-        seq = s->idx[s->n_idx - 1].seq;
-    }
-    uint64_t last_ts = 0;
-    bool bad_seq = false;
-    while (read_record_fd(fd, off, file_size, &body, &cap, &len, &compact)) {
-        if (!body_seq_ts(body, len, compact, &blk, &rseq, &rts, &rcount) || rseq != seq) {
-            bad_seq = true;
-            break;
-        }
-        if (s->n_idx == 0 || (block_pos(s, seq) == 0 && s->idx[s->n_idx - 1].seq < seq)) {
-            if (!idx_push(s, seq, off)) {
+    fwin win = {.fd = fd, .size = file_size};
+    uint64_t off = 0, seq = first_seq, last_ts = 0, valid_end = 0;
+    wamp_err err = WAMP_OK;
+    for (;;) {
+        uint64_t rseq = 0, rcount = 0, rts = 0;
+        bool starts = s->n_idx == 0 || block_pos(s, seq) == 0;
+        if (read_record_win(&win, off, &rec, &len, &compact) &&
+            (!compact || !starts || (rec[0] & (C_BLOCK | C_REPEAT)) == C_BLOCK) &&
+            verify_body(rec, len, compact, &blk, &rseq, &rcount, &rts) && rseq == seq) {
+            if (starts && (s->n_idx == 0 || s->idx[s->n_idx - 1].seq < seq) &&
+                !idx_push(s, seq, off)) {
+                err = WAMP_ENOMEM;
                 break;
             }
+            last_ts = rts;
+            off += HDR_LEN + len;
+            seq += rcount;
+            valid_end = off;
+            continue;
         }
-        last_ts = rts;
-        off += HDR_LEN + len;
-        seq += rcount;
+        if (off >= file_size) {
+            break; /* the end */
+        }
+        /* Damage: go on at the next block start that verifies, if there is one. */
+        uint64_t at_off, at_seq;
+        if (!resync(fd, off, file_size, s, hint, n_hint, seq, &body, &cap, &at_off, &at_seq)) {
+            break; /* a damaged tail */
+        }
+        if (at_seq > seq &&
+            !gap_push(p, seq, at_seq - 1, TRACE_GAP_CORRUPT, first_seq, "seg", off)) {
+            err = WAMP_ENOMEM;
+            break;
+        }
+        block_reset(&blk);
+        off = at_off;
+        seq = at_seq;
     }
     block_reset(&blk);
     free(body);
-    if (off < file_size) {
-        /* A torn or corrupt tail: cut it, so that it is never returned and appends (none for
-         * a reopened trace) could not follow garbage. */
-        if (why && why_len) {
-            snprintf(why, why_len,
-                     "%s: cut %" PRIu64 " bytes of torn or corrupt records after seq %" PRIu64 "%s",
-                     name, file_size - off, seq, bad_seq ? " (seq out of order)" : "");
-        }
-        if (ftruncate(fd, (off_t)off) != 0) {
-            /* Read-only media: the reader still stops at the same place (size below). */
-        }
-        while (s->n_idx && s->idx[s->n_idx - 1].off >= off) {
-            s->n_idx--;
-        }
-    }
+    free(win.buf);
+    free(hint);
     close(fd);
-    if (seq == first_seq) {
-        /* Nothing valid: drop the empty segment (its index may be stale). */
-        free(s->idx);
-        p->n_segs--;
-        seg_name(name, sizeof(name), first_seq, "seg");
-        (void)unlink_in(p->dir, name);
-        seg_name(name, sizeof(name), first_seq, "idx");
-        (void)unlink_in(p->dir, name);
-        return WAMP_OK;
+    if (err != WAMP_OK) {
+        return err;
     }
     s->next_seq = seq;
-    s->size = off;
+    s->size = valid_end;
+    s->file_size = file_size;
     s->last_ts = last_ts;
-    p->bytes += off;
+    p->bytes += valid_end;
     return WAMP_OK;
+}
+
+/* Removes the gaps found inside the segment starting at first_seq. */
+static void forget_gaps_of(trace_persist *p, uint64_t first_seq)
+{
+    char name[32];
+    seg_name(name, sizeof(name), first_seq, "seg");
+    size_t k = 0;
+    for (size_t i = 0; i < p->n_gaps; i++) {
+        if (strcmp(p->gaps[i].file, name) != 0) {
+            p->gaps[k++] = p->gaps[i];
+        }
+    }
+    p->n_gaps = k;
+}
+
+/* After every segment is loaded (in order): segments that hold nothing (empty files, or only
+ * damage) and segments that overlap the one before (files that do not belong: no seq may be
+ * returned twice) are set aside; the seqs between the segments kept are gaps (corrupt after a
+ * damaged tail or a segment of damage only, else missing); the damaged tail of the last segment
+ * kept is cut off its file (what a crash leaves; appends could not follow garbage) and noted in
+ * why. Deciding this once every segment is known makes a second reopen find what the first did.
+ * *tail_bad: the trace's files end in damage (for end_gap()). false when out of memory. */
+static bool settle_segments(trace_persist *p, bool *tail_bad, char *why, size_t why_len)
+{
+    size_t k = 0;
+    bool bad = false; /* damage since the last segment kept */
+    uint64_t bad_first = 0;
+    for (size_t i = 0; i < p->n_segs; i++) {
+        seg s = p->segs[i];
+        char name[40];
+        if (s.next_seq == s.first_seq || (k && s.first_seq < p->segs[k - 1].next_seq)) {
+            if (s.next_seq == s.first_seq && s.file_size == 0) {
+                /* An empty segment (a rotation just before a crash). */
+                seg_name(name, sizeof(name), s.first_seq, "seg");
+                (void)unlink_in(p->dir, name);
+                seg_name(name, sizeof(name), s.first_seq, "idx");
+                (void)unlink_in(p->dir, name);
+            } else if (!bad) {
+                bad = true;
+                bad_first = s.first_seq;
+            }
+            forget_gaps_of(p, s.first_seq);
+            p->bytes -= s.size;
+            free(s.idx);
+            continue;
+        }
+        if (!k && bad &&
+            !gap_push(p, bad_first, s.first_seq - 1, TRACE_GAP_CORRUPT, bad_first, "seg", 0)) {
+            return false; /* damage only in the first segment(s): their seqs are a gap */
+        }
+        if (!k) {
+            p->first_seq = bad ? bad_first : s.first_seq;
+        }
+        if (k) {
+            const seg *prev = &p->segs[k - 1];
+            bool corrupt = bad || prev->size < prev->file_size;
+            if (s.first_seq > prev->next_seq &&
+                !gap_push(p, prev->next_seq, s.first_seq - 1,
+                          corrupt ? TRACE_GAP_CORRUPT : TRACE_GAP_MISSING,
+                          bad ? bad_first : prev->first_seq, corrupt ? "seg" : NULL,
+                          bad ? 0 : prev->size)) {
+                return false;
+            }
+        }
+        bad = false;
+        p->segs[k++] = s;
+    }
+    if (!k) {
+        p->first_seq = bad ? bad_first : 0;
+    }
+    p->n_segs = k;
+    *tail_bad = bad;
+    if (bad && why && why_len) {
+        char name[40];
+        seg_name(name, sizeof(name), bad_first, "seg");
+        snprintf(why, why_len, "%s/%s: no valid record (torn or corrupt), ignored", p->dir, name);
+    }
+    if (k && p->segs[k - 1].size < p->segs[k - 1].file_size) {
+        seg *s = &p->segs[k - 1];
+        char name[40];
+        seg_name(name, sizeof(name), s->first_seq, "seg");
+        *tail_bad = true;
+        if (why && why_len) {
+            snprintf(why, why_len,
+                     "%s/%s: cut %" PRIu64 " bytes of torn or corrupt records from seq %" PRIu64
+                     " (byte %" PRIu64 ")",
+                     p->dir, name, s->file_size - s->size, s->next_seq, s->size);
+        }
+        int fd = open_in(p->dir, name, O_RDWR);
+        if (fd >= 0) {
+            /* Read-only media: not cut, and the reader still stops at the same place. */
+            (void)!ftruncate(fd, (off_t)s->size);
+            close(fd);
+        }
+        s->file_size = s->size;
+    }
+    return true;
+}
+
+/* The end file of a sealed trace: its next_seq and where its files ended then. false if there
+ * is none (a crash: zeros) or it does not verify. */
+static bool read_end(const trace_persist *p, uint64_t *next, uint64_t *durable)
+{
+    unsigned char rec[END_LEN];
+    int fd = open_in(p->dir, END_FILE, O_RDONLY);
+    if (fd < 0) {
+        return false;
+    }
+    bool ok = pread_all(fd, rec, sizeof(rec), 0) && memcmp(rec, end_magic, 4) == 0 &&
+              trace_crc32c(0, rec, 28) == get32(rec + 28);
+    close(fd);
+    if (ok) {
+        *next = get64(rec + 4);
+        *durable = get64(rec + 12);
+    }
+    return ok && *durable <= *next;
+}
+
+/* After the segments: the seqs the end file says the trace gave out beyond its files' end are a
+ * gap: io_error for those the files never held, corrupt (a damaged tail) or missing for those
+ * they did. Without an end file (a crash), the files' end is the trace's: the records a crash
+ * kept from them are the crash tail, not a gap. false when out of memory. */
+static bool end_gap(trace_persist *p, bool tail_bad)
+{
+    uint64_t next, durable;
+    if (!read_end(p, &next, &durable)) {
+        return true;
+    }
+    uint64_t m = files_next(p);
+    uint64_t last_first = p->n_segs ? p->segs[p->n_segs - 1].first_seq : 0;
+    if (next <= m) {
+        return true;
+    }
+    p->end_next = next;
+    const char *why = tail_bad ? TRACE_GAP_CORRUPT : TRACE_GAP_MISSING;
+    if (m < durable && !gap_push(p, m, durable - 1, why, last_first, tail_bad ? "seg" : NULL, 0)) {
+        return false;
+    }
+    uint64_t from = m > durable ? m : durable;
+    return from >= next || gap_push(p, from, next - 1, TRACE_GAP_IO_ERROR, 0, NULL, 0);
 }
 
 static bool parse_seg_name(const char *name, uint64_t *first_seq)
@@ -1825,18 +2259,29 @@ wamp_err trace_persist_open(const trace_persist_config *cfg, const char *persist
         firsts[n++] = f;
     }
     closedir(d);
+    if (n > 1) {
+        qsort(firsts, n, sizeof(*firsts), cmp_u64);
+    }
     for (size_t i = 0; i < n; i++) {
-        err = load_segment(p, firsts[i], why, why_len);
+        err = load_segment(p, firsts[i]);
         if (err != WAMP_OK) {
             free(firsts);
             goto fail;
         }
     }
     free(firsts);
-    if (p->n_segs > 1) {
-        qsort(p->segs, p->n_segs, sizeof(*p->segs), cmp_seg);
+    bool tail_bad = false;
+    if (!settle_segments(p, &tail_bad, why, why_len)) {
+        err = WAMP_ENOMEM;
+        goto fail;
     }
-    p->first_seq = p->n_segs ? p->segs[0].first_seq : 0;
+    if (!end_gap(p, tail_bad)) {
+        err = WAMP_ENOMEM;
+        goto fail;
+    }
+    if (p->n_gaps > 1) {
+        qsort(p->gaps, p->n_gaps, sizeof(*p->gaps), cmp_gap);
+    }
     char *mpath = path_join(p->dir, "meta.json");
     if (!mpath) {
         goto fail;
@@ -1866,6 +2311,7 @@ void trace_persist_free(trace_persist *p)
         free(p->segs[i].idx);
     }
     free(p->segs);
+    free(p->gaps);
     free(p->buf);
     free(p->error);
     free(p->data_dir);
@@ -1933,12 +2379,98 @@ void trace_persist_set_retention(trace_persist *p, uint64_t max_bytes, uint64_t 
 
 uint64_t trace_persist_first_seq(const trace_persist *p)
 {
+    if (!p->writable) {
+        return p->first_seq; /* settle_segments(): a gap may come first */
+    }
     return p->n_segs ? p->segs[0].first_seq : p->first_seq;
 }
 
 uint64_t trace_persist_next_seq(const trace_persist *p)
 {
-    return p->n_segs ? p->segs[p->n_segs - 1].next_seq : p->first_seq;
+    uint64_t n = files_next(p);
+    n = p->lost_next > n ? p->lost_next : n;
+    return p->end_next > n ? p->end_next : n;
+}
+
+uint64_t trace_persist_durable_next(const trace_persist *p)
+{
+    if (p->io_from != NO_SEQ) {
+        return p->io_from;
+    }
+    if (!p->writable) {
+        return files_next(p);
+    }
+    uint64_t n = p->handed_seq;
+    if (p->w) {
+        /* What the writer has written of it. */
+        pthread_mutex_lock(&p->w->mu);
+        n = p->w->written_next;
+        pthread_mutex_unlock(&p->w->mu);
+    }
+    return n;
+}
+
+size_t trace_persist_gap_count(const trace_persist *p)
+{
+    uint64_t first = trace_persist_first_seq(p);
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_gaps; i++) {
+        n += p->gaps[i].to_seq >= first;
+    }
+    return n + (p->io_from != NO_SEQ && trace_persist_next_seq(p) > p->io_from);
+}
+
+trace_gap trace_persist_gap(const trace_persist *p, size_t i)
+{
+    uint64_t first = trace_persist_first_seq(p);
+    for (size_t k = 0; k < p->n_gaps; k++) {
+        if (p->gaps[k].to_seq < first) {
+            continue;
+        }
+        if (i-- == 0) {
+            trace_gap g = p->gaps[k];
+            g.from_seq = g.from_seq < first ? first : g.from_seq;
+            return g;
+        }
+    }
+    trace_gap g = {.from_seq = p->io_from,
+                   .to_seq = trace_persist_next_seq(p) - 1,
+                   .reason = TRACE_GAP_IO_ERROR};
+    return g;
+}
+
+uint64_t trace_persist_records(const trace_persist *p)
+{
+    uint64_t first = trace_persist_first_seq(p);
+    uint64_t n = trace_persist_next_seq(p) - first;
+    size_t ng = trace_persist_gap_count(p);
+    for (size_t i = 0; i < ng; i++) {
+        trace_gap g = trace_persist_gap(p, i);
+        n -= g.to_seq - g.from_seq + 1;
+    }
+    return n;
+}
+
+wamp_err trace_persist_seal(trace_persist *p)
+{
+    if (!p->writable) {
+        return WAMP_OK;
+    }
+    unsigned char rec[END_LEN];
+    memcpy(rec, end_magic, 4);
+    put64(rec + 4, trace_persist_next_seq(p));
+    put64(rec + 12, trace_persist_durable_next(p));
+    memset(rec + 20, 0, 8);
+    put32(rec + 28, trace_crc32c(0, rec, 28));
+    int fd = open_in(p->dir, END_FILE, O_WRONLY);
+    if (fd < 0) {
+        return fail_io(p, "open", END_FILE);
+    }
+    bool ok = pwrite(fd, rec, sizeof(rec), 0) == (ssize_t)sizeof(rec) && io_fsync(p->io, fd) == 0;
+    int e = errno;
+    close(fd);
+    errno = e ? e : EIO;
+    return ok ? WAMP_OK : fail_io(p, "write", END_FILE);
 }
 
 uint64_t trace_persist_bytes(const trace_persist *p)
@@ -2232,8 +2764,45 @@ static bool joins_run(trace_persist *p, const trace_persist_rec *r, seg **s)
     return block_pos(*s, r->seq) != 0 && (*s)->size < p->segment_bytes;
 }
 
+/* Seqs given out that the store could not take (an I/O error now or earlier, or out of memory;
+ * either way the trace stops with io_error): next_seq still counts them, and they are in the
+ * io_error gap. Out of memory, the records before them are still written (at stop). */
+static void note_lost(trace_persist *p, uint64_t end)
+{
+    if (end > p->lost_next) {
+        p->lost_next = end;
+    }
+    if (p->io_from == NO_SEQ) {
+        p->io_from = files_next(p);
+    }
+}
+
+static wamp_err append_rec(trace_persist *p, const trace_persist_rec *r);
+
+static wamp_err append_run(trace_persist *p, const trace_persist_rec *r, trace_peer *const *peers,
+                           size_t n, bool last);
+
 wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
                                   trace_peer *const *peers, size_t n, bool last)
+{
+    wamp_err err = append_run(p, r, peers, n, last);
+    if (err != WAMP_OK) {
+        note_lost(p, r->seq + n);
+    }
+    return err;
+}
+
+wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
+{
+    wamp_err err = append_rec(p, r);
+    if (err != WAMP_OK) {
+        note_lost(p, r->seq + 1);
+    }
+    return err;
+}
+
+static wamp_err append_run(trace_persist *p, const trace_persist_rec *r, trace_peer *const *peers,
+                           size_t n, bool last)
 {
     trace_persist_rec one = *r;
     for (size_t i = 0; i < n;) {
@@ -2267,7 +2836,7 @@ wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
             one.flags |= TRACE_CORR_LAST;
             one.key = 0;
         }
-        wamp_err err = trace_persist_append_rec(p, &one);
+        wamp_err err = append_rec(p, &one);
         if (err != WAMP_OK) {
             return err;
         }
@@ -2296,7 +2865,7 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
     return trace_persist_append_rec(p, &v);
 }
 
-wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
+static wamp_err append_rec(trace_persist *p, const trace_persist_rec *r)
 {
     /* An error of the writer thread is seen when the buffer is handed over next (write_out(),
      * rotate()): records appended meanwhile stay readable from the buffer. Asking the writer's
@@ -2507,7 +3076,7 @@ wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta)
     } else {
         size_t n = strlen(text);
         text[n] = '\n';
-        if (!write_all(fd, text, n + 1) || fsync(fd) != 0) {
+        if (!write_all(p->io, fd, text, n + 1) || io_fsync(p->io, fd) != 0) {
             err = fail_io(p, "write", "meta.json.tmp");
         }
         close(fd);
@@ -2591,8 +3160,8 @@ static const unsigned char *reader_at(reader *rd, uint64_t off, size_t n)
             }
         }
         bool active = p->writable && rd->seg_i == p->n_segs - 1;
-        if (!active || rel + n > p->len) {
-            return NULL;
+        if (!active || rel + n > p->len || p->io_from != NO_SEQ) {
+            return NULL; /* after an I/O error, only what is in the files */
         }
         return p->buf + rel;
     }
@@ -2782,15 +3351,39 @@ static uint64_t find_off(const seg *s, uint64_t seq)
     return lo ? s->idx[lo - 1].off : 0;
 }
 
-size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
+/* The offset of the first index entry of s after off (where reading goes on after damage: a
+ * reopen verified that each one starts a block), or UINT64_MAX. */
+static uint64_t next_block_after(const seg *s, uint64_t off)
+{
+    size_t lo = 0, hi = s->n_idx;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->idx[mid].off <= off) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < s->n_idx ? s->idx[lo].off : UINT64_MAX;
+}
+
+size_t trace_persist_read(trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
                           trace_record *out)
 {
     size_t n = 0;
     reader rd = {.p = p, .fd = -1};
     block blk = {0};
     if (p->w) {
-        /* The active segment holds what was handed over (or the writer kept it). */
+        /* Only what is in the files is returned: the buffered records first go to the writer
+         * (a failure makes them the io_error gap), and the writer finishes what it has. */
+        if (p->len && !persist_failed(p)) {
+            (void)write_out(p);
+        }
         writer_drain(p->w, false);
+        (void)persist_failed(p);
+    }
+    if (p->io_from != NO_SEQ && to_seq > p->io_from) {
+        to_seq = p->io_from;
     }
     for (size_t si = find_seg(p, from_seq); si < p->n_segs && n < limit; si++) {
         const seg *s = &p->segs[si];
@@ -2804,19 +3397,20 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
         uint64_t off = from_seq > s->first_seq ? find_off(s, from_seq) : 0;
         block_reset(&blk);
         while (n < limit && off < s->size) {
+            uint64_t at = off;
             const unsigned char *h = reader_at(&rd, off, HDR_LEN);
-            if (!h) {
-                break;
+            uint32_t len = 0;
+            bool compact = false;
+            const unsigned char *b = NULL;
+            if (h && frame_len(get32(h), &len, &compact)) {
+                uint32_t crc = get32(h + 4);
+                b = reader_at(&rd, off + HDR_LEN, len);
+                if (b && !rd.mem && trace_crc32c(0, b, len) != crc) {
+                    b = NULL;
+                }
             }
-            uint32_t len;
-            bool compact;
-            uint32_t crc = get32(h + 4);
-            if (!frame_len(get32(h), &len, &compact)) {
-                break;
-            }
-            const unsigned char *b = reader_at(&rd, off + HDR_LEN, len);
-            if (!b || (!rd.mem && trace_crc32c(0, b, len) != crc)) {
-                break; /* corrupt: the rest of this segment is not trusted */
+            if (!b) {
+                goto damaged;
             }
             off += HDR_LEN + len;
             uint32_t run = 0;
@@ -2836,7 +3430,7 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
                     n++;
                 }
                 if (!ok || (k == run && c.p != c.end)) {
-                    break; /* malformed: the rest of this segment is not trusted */
+                    goto damaged;
                 }
                 if (done) {
                     si = p->n_segs;
@@ -2860,7 +3454,7 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
                               : decode_record(b, len, &out[n], n ? &out[n - 1] : NULL);
             if (!ok) {
                 trace_record_fini(&out[n]);
-                break;
+                goto damaged;
             }
             if (out[n].seq < from_seq) {
                 trace_record_fini(&out[n]);
@@ -2872,6 +3466,11 @@ size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to
                 break;
             }
             n++;
+            continue;
+        damaged:
+            /* A gap (the reopen found it): reading goes on at the next block start. */
+            off = next_block_after(s, at);
+            block_reset(&blk);
         }
     }
     block_reset(&blk);

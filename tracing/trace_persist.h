@@ -10,7 +10,11 @@
  *   - <first_seq>.idx: the segment's sparse index: one 16-byte entry (seq, offset; little
  *     endian) for the segment's first record and then every TRACE_PERSIST_INDEX_EVERY records.
  *     Locating a seq is a binary search over the segments, then over the segment's index, then a
- *     scan of at most TRACE_PERSIST_INDEX_EVERY records: O(log n).
+ *     scan of at most TRACE_PERSIST_INDEX_EVERY records: O(log n). A reopen rebuilds the index
+ *     in memory from the records that verify; the file only suggests where to resynchronise.
+ *   - end: END_ALLOC bytes allocated at creation (zeros), overwritten in place at stop
+ *     (trace_persist_seal()): magic, next_seq, where the files end, CRC-32C. Zeros mean the trace
+ *     never stopped (a crash).
  * Record framing (little endian): u32 body length, u32 CRC-32C of the body, body. The body holds
  * the record's fields, the peer (session id, realm, authid, authrole), the URI, the drop reason
  * and the message bytes as they were kept in memory. Since session 11 bodies are compact (a
@@ -35,16 +39,22 @@
  * full, file size limit, EIO...) is sticky: the segment is cut back to its last whole record,
  * nothing more is written, and every later call returns WAMP_ECLOSED (the service thread sees
  * the writer's error at its next call), with trace_persist_error() saying what happened.
- * Reading: trace_persist_read() first waits until the writer has handled every buffer handed to
- * it, then reads records back: written ones with pread(2), checking each CRC (a record that fails
- * its check ends the segment); buffered ones, and those a failed write left in memory, from
- * memory.
- * Opening after a restart (trace_persist_open()): every segment's tail after its last index
- * entry is scanned; a torn or corrupt record (short, bad length, bad CRC) is cut off
- * (ftruncate), with everything after it in that segment.
+ * Reading: trace_persist_read() first hands the buffered records to the writer and waits until
+ * it has written them, then reads records back with pread(2), checking each CRC: a record is
+ * returned only once it is in the files. After an I/O error the seqs from where the files end on
+ * are the io_error gap and are never returned (before and after a restart alike).
+ * Opening after a restart (trace_persist_open()): every record of every segment is read, its
+ * CRC checked and decoded. Damage in the middle of a segment (a record that fails) is a gap
+ * (TRACE_GAP_CORRUPT) up to the next record that verifies as a block start (an index entry, or
+ * found by scanning); seqs between segments that no file holds are a gap (missing, or corrupt
+ * after a damaged tail); seqs the end file says were given out past the files' end are a gap
+ * (missing/corrupt, then io_error from where the files ended at stop). A torn or corrupt tail of
+ * the last segment is cut off (ftruncate); without an end file that is the crash tail, not a
+ * gap. So records (trace_persist_records()) always equals what trace_persist_read() returns.
  * Retention: whole segments (never the active one) are deleted, oldest first, while the trace's
  * files exceed max_bytes or while a segment's newest record is older than max_age.
- * Ownership: a trace_persist owns its file descriptors, buffer, index and writer thread; the
+ * The data directory itself is prepared and locked by trace_lock.h at start-up.
+ * Ownership: a trace_persist owns its file descriptors, buffer, index, gaps and writer thread; the
  * trace owns it. Its functions are called from the service thread only (not thread-safe); the
  * writer thread is internal (trace_persist.c says what it owns). */
 #ifndef TRACE_PERSIST_H
@@ -53,6 +63,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -78,14 +89,50 @@ typedef enum trace_fsync_mode {
     TRACE_FSYNC_NEVER         /* only at stop / rotation / meta.json */
 } trace_fsync_mode;
 
-/* Plain data (the hub keeps a copy; data_dir is copied there). */
+/* Test-only seam (fault injection, tests/crash/): the write(2) and fsync(2) a persisted trace
+ * uses for its segments, indexes, meta.json and end file, and the fsync of its directories.
+ * They are called from the trace's writer thread and from the service thread, so ctx must be
+ * safe to use from both (e.g. atomic counters). A hook fails like the system call: -1 with
+ * errno set (a short write is allowed too). The router never sets it (NULL = the system calls). */
+typedef struct trace_persist_io {
+    ssize_t (*write)(void *ctx, int fd, const void *buf, size_t n);
+    int (*fsync)(void *ctx, int fd);
+    void *ctx;
+} trace_persist_io;
+
+/* Plain data (the hub keeps a copy; data_dir is copied there; io is borrowed and must outlive
+ * every trace_persist made with it). */
 typedef struct trace_persist_config {
     const char *data_dir;       /* NULL = TRACE_PERSIST_DATA_DIR_DEFAULT */
     uint64_t segment_bytes;     /* rotation size; 0 = TRACE_PERSIST_SEGMENT_DEFAULT */
     trace_fsync_mode fsync;     /* policy */
     uint32_t fsync_interval_ms; /* TRACE_FSYNC_INTERVAL; 0 = 1000 */
     uint64_t write_backlog;     /* bytes queued for the writer thread; 0 = the default */
+    const trace_persist_io *io; /* NULL = write(2) and fsync(2) (see above) */
 } trace_persist_config;
+
+/* Seqs a persisted trace gave out but cannot return: a gap. Every seq from first_seq to
+ * next_seq - 1 is either a record that get_trace_data returns or in exactly one gap.
+ * reason is one of the TRACE_GAP_* strings (static). file/offset name where the damage was
+ * found, for the log ("" and 0 when no file holds the seqs). */
+typedef struct trace_gap {
+    uint64_t from_seq; /* inclusive */
+    uint64_t to_seq;   /* inclusive */
+    const char *reason;
+    char file[32]; /* "<first_seq>.seg" */
+    uint64_t offset;
+} trace_gap;
+
+/* Records in a segment failed their check (length, CRC-32C, decoding, seq order) when the trace
+ * was reopened: from the damaged record to the next one that verifies as a block start. */
+#define TRACE_GAP_CORRUPT "corrupt"
+/* No segment file holds these seqs any more (a segment deleted or truncated by someone else),
+ * while records before and after them (or the end the trace recorded at stop) say they were
+ * written. */
+#define TRACE_GAP_MISSING "missing"
+/* The trace gave these seqs out, but a write error (disk full, file size limit, EIO) kept them
+ * out of the files: they were never returned, and the trace stopped with io_error. */
+#define TRACE_GAP_IO_ERROR "io_error"
 
 #define TRACE_PERSIST_DATA_DIR_DEFAULT "./wampscope-data"
 #define TRACE_PERSIST_SEGMENT_DEFAULT  ((uint64_t)16 * 1024 * 1024)
@@ -100,8 +147,9 @@ typedef struct trace_persist trace_persist;
 /* CRC-32C (Castagnoli) of len bytes, continuing from crc (start with 0). */
 uint32_t trace_crc32c(uint32_t crc, const void *data, size_t len);
 
-/* Creates data_dir (if missing) and a new directory in it named after ts_ns (a persistent id
- * unique in data_dir), with no segment yet; records start at first_seq. *out owns it.
+/* Creates data_dir (if missing, with its parents, mode 0700) and a new directory in it named
+ * after ts_ns (a persistent id unique in data_dir) holding the end file, with no segment yet;
+ * records start at first_seq. *out owns it.
  * WAMP_EINVAL with why set ("persist: cannot create ...: <strerror>") when a directory cannot
  * be made; WAMP_ENOMEM. */
 wamp_err trace_persist_create(const trace_persist_config *cfg, uint64_t ts_ns, uint64_t first_seq,
@@ -184,9 +232,33 @@ void trace_persist_set_retention(trace_persist *p, uint64_t max_bytes, uint64_t 
  * I/O error (the error is sticky as for the segments). */
 wamp_err trace_persist_write_meta(trace_persist *p, const json_t *meta);
 
-/* Records held: the seqs first_seq .. next_seq - 1 (gaps are possible after corruption). */
+/* The seqs first_seq .. next_seq - 1: each one a record held or in a gap (below). next_seq
+ * counts every seq the trace gave out, those an I/O error kept off the disk included, and after
+ * a reopen the end the trace recorded when it stopped (trace_persist_seal()). */
 uint64_t trace_persist_first_seq(const trace_persist *p);
 uint64_t trace_persist_next_seq(const trace_persist *p);
+/* Records held: what trace_persist_read() returns over first_seq .. next_seq - 1 (next_seq -
+ * first_seq minus the seqs in gaps). */
+uint64_t trace_persist_records(const trace_persist *p);
+/* The seqs below this are in the trace's files (handed to the kernel by write(2); the fsync
+ * policy decides about power loss), or in gaps; the records at and after it are still in the
+ * write buffer or queued for the writer thread. After an I/O error it stays where the files
+ * end: the seqs from there on are the io_error gap. */
+uint64_t trace_persist_durable_next(const trace_persist *p);
+/* Gaps, oldest first (none overlaps another or a record): how many, and the i-th one. Gaps
+ * before first_seq (of segments deleted by retention) are not reported. */
+size_t trace_persist_gap_count(const trace_persist *p);
+trace_gap trace_persist_gap(const trace_persist *p, size_t i);
+
+/* Records how the trace ended (next_seq and where its files end) in its end file, in place
+ * (the file was allocated when the trace was made, so this works on a full disk) and synced,
+ * so that a reopen reports the seqs after the files' end as a gap (missing or io_error) instead
+ * of taking the files' end for the trace's. Without it (kill -9), the records a crash kept from
+ * the files are a crash tail: not a gap, next_seq is where the files end. Call after the last
+ * append and the final flush. WAMP_ECLOSED if it could not be written (then
+ * trace_persist_error() says why, unless an earlier error is there), WAMP_OK for a reopened
+ * trace (nothing to do). */
+wamp_err trace_persist_seal(trace_persist *p);
 /* Bytes of records held (flushed or buffered). */
 uint64_t trace_persist_bytes(const trace_persist *p);
 /* Wall clock of the newest record held, 0 if none. */
@@ -197,8 +269,11 @@ size_t trace_persist_segments(const trace_persist *p);
 /* Reads the records with from_seq <= seq < to_seq (exclusive), oldest first, at most limit of
  * them, into out[0..] (caller's array of at least limit entries; each filled record owns its
  * references: release with trace_record_fini()). Records that are not held (deleted by
- * retention, cut as corrupt) are skipped. Returns how many were filled. Does not change p. */
-size_t trace_persist_read(const trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
+ * retention, in a gap) are skipped. Returns how many were filled. A writable trace first hands
+ * its buffered records to the writer thread and waits until they are written, so a record is
+ * never returned before it is in the files: a write that fails then turns them into the
+ * io_error gap instead. */
+size_t trace_persist_read(trace_persist *p, uint64_t from_seq, uint64_t to_seq, size_t limit,
                           trace_record *out);
 
 /* Calls fn(persistent_id, ctx) for each directory in data_dir (the candidates for

@@ -205,19 +205,65 @@ json_t *trace_render_record(const trace_record *r, bool app_payload)
     return out;
 }
 
+/* A gap of a persisted trace as it appears in a page (mgmt/README.md, "Records"): seq is the
+ * gap's last seq within the page's range, so that a client paging from the last seq + 1 goes on
+ * after it. */
+static void write_gap(wamp_wr *w, const trace_gap *g, uint64_t to_seq)
+{
+    uint64_t seq = to_seq != TRACE_SEQ_NONE && to_seq < g->to_seq ? to_seq : g->to_seq;
+    wamp_wr_map(w, 6);
+    wamp_wr_key(w, "seq");
+    wamp_wr_int(w, (int64_t)seq);
+    wamp_wr_key(w, "kind");
+    wamp_wr_str(w, "gap");
+    wamp_wr_key(w, "msg_type");
+    wamp_wr_str(w, "Gap");
+    wamp_wr_key(w, "from_seq");
+    wamp_wr_int(w, (int64_t)g->from_seq);
+    wamp_wr_key(w, "to_seq");
+    wamp_wr_int(w, (int64_t)g->to_seq);
+    wamp_wr_key(w, "reason");
+    wamp_wr_str(w, g->reason);
+    wamp_wr_end(w);
+}
+
+/* The gaps of p that meet [lo, hi), oldest first, in *out (malloc'ed; NULL if none). */
+static size_t gaps_in(const trace_persist *p, uint64_t lo, uint64_t hi, trace_gap **out)
+{
+    *out = NULL;
+    size_t total = trace_persist_gap_count(p), n = 0;
+    for (size_t i = 0; i < total; i++) {
+        trace_gap g = trace_persist_gap(p, i);
+        if (g.to_seq < lo || g.from_seq >= hi) {
+            continue;
+        }
+        if (!*out) {
+            *out = calloc(total, sizeof(**out));
+            if (!*out) {
+                return 0;
+            }
+        }
+        (*out)[n++] = g;
+    }
+    return n;
+}
+
 void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit,
                              wamp_wr *w)
 {
     const trace_store *st = trace_get_store(t);
-    const trace_persist *p = trace_get_persist(t);
+    trace_persist *p = trace_get_persist(t);
     bool app_payload = trace_get_options(t)->trace_app_payload;
     uint64_t first, count;
     trace_record *disk = NULL;
     size_t n_disk = 0;
+    trace_gap *gaps = NULL;
+    size_t n_gaps = 0;
     uint64_t store_first = trace_store_first_seq(st);
     if (p && limit && from_seq < store_first && trace_persist_first_seq(p) < store_first) {
         /* A persisted trace: seqs older than the in-memory store (a cache of the newest
-         * records) come from disk, read into records so that they render like the others. */
+         * records) come from disk, read into records so that they render like the others;
+         * the gaps among them (seqs that cannot be returned) as gap items. */
         uint64_t hi = to_seq == TRACE_SEQ_NONE || to_seq >= store_first ? store_first : to_seq + 1;
         uint64_t lo = from_seq;
         if (lo < trace_persist_first_seq(p)) {
@@ -229,17 +275,36 @@ void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq,
         if (disk) {
             n_disk = trace_persist_read(p, lo, hi, n, disk);
         }
+        if (want) {
+            n_gaps = gaps_in(p, lo, hi, &gaps);
+        }
     }
-    if (n_disk) {
+    /* Records and gaps in seq order, at most limit items: the first ones by seq (a gap sorts
+     * by its first seq in the range; none overlaps a record). */
+    size_t take_r = 0, take_g = 0;
+    while (take_r + take_g < limit && (take_r < n_disk || take_g < n_gaps)) {
+        bool gap_next =
+                take_g < n_gaps && (take_r == n_disk || gaps[take_g].from_seq < disk[take_r].seq);
+        if (gap_next) {
+            take_g++;
+        } else {
+            take_r++;
+        }
+    }
+    if (take_r + take_g) {
         /* The rest of the page continues in the store. */
         from_seq = store_first;
     }
-    if (!trace_store_range(st, from_seq, to_seq, limit - n_disk, &first, &count)) {
+    if (!trace_store_range(st, from_seq, to_seq, limit - take_r - take_g, &first, &count)) {
         first = count = 0;
     }
-    wamp_wr_array(w, n_disk + (size_t)count);
-    for (size_t i = 0; i < n_disk && wamp_wr_error(w) == WAMP_OK; i++) {
-        write_record(w, &disk[i], app_payload);
+    wamp_wr_array(w, take_r + take_g + (size_t)count);
+    for (size_t r = 0, g = 0; r + g < take_r + take_g && wamp_wr_error(w) == WAMP_OK;) {
+        if (g < take_g && (r == take_r || gaps[g].from_seq < disk[r].seq)) {
+            write_gap(w, &gaps[g++], to_seq);
+        } else {
+            write_record(w, &disk[r++], app_payload);
+        }
     }
     for (uint64_t seq = first; seq < first + count && wamp_wr_error(w) == WAMP_OK; seq++) {
         write_record(w, trace_store_get(st, seq), app_payload);
@@ -249,6 +314,7 @@ void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq,
         trace_record_fini(&disk[i]);
     }
     free(disk);
+    free(gaps);
 }
 
 json_t *trace_render_records(const trace *t, uint64_t from_seq, uint64_t to_seq, size_t limit)
@@ -293,6 +359,29 @@ static json_t *iso_or_null(uint64_t ts_ns, bool set)
     return json_string(buf);
 }
 
+/* The keys only a persisted trace has: gaps [{from_seq, to_seq, reason}] and durable_to_seq
+ * (the newest seq in its files, null if none). */
+static bool set_persisted(json_t *obj, const trace_persist *p)
+{
+    json_t *gaps = json_array();
+    size_t n = trace_persist_gap_count(p);
+    for (size_t i = 0; gaps && i < n; i++) {
+        trace_gap g = trace_persist_gap(p, i);
+        if (json_array_append_new(gaps, json_pack("{s:I, s:I, s:s}", "from_seq",
+                                                  (json_int_t)g.from_seq, "to_seq",
+                                                  (json_int_t)g.to_seq, "reason", g.reason)) != 0) {
+            json_decref(gaps);
+            gaps = NULL;
+        }
+    }
+    uint64_t d = trace_persist_durable_next(p);
+    json_t *durable =
+            d > trace_persist_first_seq(p) ? json_integer((json_int_t)(d - 1)) : json_null();
+    json_t *keys[2] = {gaps, durable};
+    static const char *const names[] = {"gaps", "durable_to_seq"};
+    return set_all(obj, names, keys, 2);
+}
+
 json_t *trace_render_meta(const trace *t, const char *node_id, const char *worker_id,
                           uint64_t now_pc_ns)
 {
@@ -326,6 +415,10 @@ json_t *trace_render_meta(const trace *t, const char *node_id, const char *worke
     };
     json_t *obj = json_object();
     if (!set_all(obj, keys, vals, N_KEYS)) {
+        json_decref(obj);
+        return NULL;
+    }
+    if (p && !set_persisted(obj, p)) {
         json_decref(obj);
         return NULL;
     }

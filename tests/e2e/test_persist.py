@@ -306,6 +306,172 @@ class PersistTestCase(h.AsyncTestCase):
         self.assertEqual(err.count('trace "disk" stopped (io_error)'), 1, err[-3000:])
         self.assertIn("too large", err)
 
+    async def all_items(self, m, trace_id, limit=100):
+        """Pages through the whole trace: records and gap items, as a client pages."""
+        return await self.all_records(m, trace_id, limit)
+
+    def assert_accounted(self, meta, items):
+        """Every seq from first_seq to next_seq - 1 is a record returned or in one gap."""
+        recs = [r for r in items if r.get("kind") != "gap"]
+        gaps = [r for r in items if r.get("kind") == "gap"]
+        self.assertEqual(meta["records"], len(recs))
+        self.assertEqual([{"from_seq": g["from_seq"], "to_seq": g["to_seq"],
+                           "reason": g["reason"]} for g in gaps], meta["gaps"])
+        seqs = [r["seq"] for r in recs]
+        self.assertEqual(seqs, sorted(set(seqs)))
+        covered = set(seqs)
+        for g in gaps:
+            span = set(range(g["from_seq"], g["to_seq"] + 1))
+            self.assertFalse(span & covered)
+            covered |= span
+        self.assertEqual(covered, set(range(meta["first_seq"], meta["next_seq"])))
+        self.assertEqual(meta["dropped"], meta["next_seq"] - meta["records"])
+
+    async def test_damaged_segments_are_gaps(self):
+        # Issue 23, 1: bytes flipped in the middle of a stopped trace's segment, a middle segment
+        # deleted, a segment truncated: get_trace counted records get_trace_data did not return,
+        # paging jumped over the lost seqs, the log said nothing (or named the .idx). Now each is
+        # a gap: in the metadata (counted in dropped), in the pages, and in the log, naming the
+        # damaged .seg.
+        self.config = write_config(self.work, {"segment_bytes": 16384})
+        self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "start_trace", "dmg", {"persist": True})
+        pid = meta["persistent_id"]
+        await self.traffic(300, "com.persist.damage", payload=b"d" * 60)
+        await self.call(m, "stop_trace", "dmg")
+        clean = await self.all_records(m, "dmg", limit=500)
+        self.assert_gap_free(clean)
+        await self.stop_router()
+        segs = sorted(glob.glob(os.path.join(self.trace_dir(pid), "*.seg")))
+        self.assertGreaterEqual(len(segs), 5)
+        # Flip bytes in the middle of the second segment, delete the fourth, truncate the last.
+        with open(segs[1], "r+b") as f:
+            size = os.path.getsize(segs[1])
+            f.seek(size // 2)
+            chunk = f.read(16)
+            f.seek(size // 2)
+            f.write(bytes(b ^ 0x5a for b in chunk))
+        os.remove(segs[3])
+        os.truncate(segs[-1], os.path.getsize(segs[-1]) * 2 // 3)
+        self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "get_trace", "dmg")
+        self.assertEqual(meta["next_seq"], len(clean))  # sealed at stop: the end is known
+        items = await self.all_items(m, "dmg", limit=97)
+        self.assert_accounted(meta, items)
+        reasons = sorted({g["reason"] for g in meta["gaps"]})
+        self.assertIn("corrupt", reasons)
+        self.assertIn("missing", reasons)
+        self.assertGreater(meta["dropped"], 0)
+        # What is returned is what was there before.
+        by_seq = {r["seq"]: r for r in clean}
+        for r in items:
+            if r.get("kind") != "gap":
+                self.assertEqual(r, by_seq[r["seq"]])
+        err = self.router.stderr_text()
+        self.assertIn(os.path.basename(segs[1]), err)
+        self.assertIn("are a gap (corrupt)", err)
+        self.assertIn("are a gap (missing)", err)
+        self.assertNotIn(".idx", err)
+
+    async def test_io_error_restart_returns_what_was_served(self):
+        # Issue 23, 2: on a full disk the trace stopped with io_error and served records still in
+        # its write buffer; after a restart they were gone and nothing said so. Now only records
+        # in the files are served, the rest is an io_error gap, durable_to_seq says where the
+        # files end, and a restart finds exactly that.
+        self.config = write_config(self.work, {"segment_bytes": 64 * 1024 * 1024})
+        self.start_router(fsize_limit=512 * 1024)
+        m = await self.mgmt()
+        await self.call(m, "start_trace", "full", {"persist": True})
+        pub = await self.session(ser="msgpack")
+        big = "q" * 3000
+        sent = 0
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for _ in range(40):
+                pub.publish("com.persist.full", sent, big)
+                sent += 1
+            await asyncio.sleep(0)
+            if (await self.call(m, "get_trace", "full"))["status"] == "stopped":
+                break
+        await asyncio.sleep(0.3)
+        meta = await self.call(m, "get_trace", "full")
+        self.assertEqual(meta["stop_reason"], "io_error")
+        items = await self.all_items(m, "full", limit=1000)
+        self.assert_accounted(meta, items)
+        self.assertEqual(len(meta["gaps"]), 1)
+        gap = meta["gaps"][0]
+        self.assertEqual(gap["reason"], "io_error")
+        self.assertEqual(gap["to_seq"], meta["next_seq"] - 1)
+        self.assertEqual(meta["durable_to_seq"], gap["from_seq"] - 1)
+        served = [r for r in items if r.get("kind") != "gap"]
+        self.assertEqual(served[-1]["seq"], meta["durable_to_seq"])
+        await self.stop_router()
+
+        self.start_router()
+        m = await self.mgmt()
+        after = await self.call(m, "get_trace", "full")
+        self.assertEqual(after["stop_reason"], "io_error")
+        for key in ("records", "next_seq", "gaps", "dropped", "durable_to_seq"):
+            self.assertEqual(after[key], meta[key], key)
+        again = await self.all_items(m, "full", limit=1000)
+        self.assertEqual(again, items)
+        self.assertIn("are a gap (io_error)", self.router.stderr_text())
+
+    async def test_second_router_on_the_data_dir_refused(self):
+        # Issue 23, 3: a second router on the same data_dir listed the first one's running trace
+        # as stopped / "crash" and could delete it. Now it refuses to start, naming the
+        # directory and the first router's pid, and the first one's trace is untouched.
+        first = self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "start_trace", "mine", {"persist": True})
+        await self.traffic(20, "com.persist.lock")
+        second = h.RouterProc(self.config, workdir=self.work, run=2)
+        with self.assertRaises(AssertionError) as e:
+            second._start()
+        self.assertNotEqual(second.proc.returncode, 0)
+        err = second.stderr_text()
+        self.assertIn("wampscope-data is in use by another router", err)
+        self.assertIn("(pid %d)" % first.proc.pid, err)
+        self.assertIn("exited early", str(e.exception))
+        with open(os.path.join(self.trace_dir(meta["persistent_id"]), "meta.json"),
+                  encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["status"], "running")
+        meta = await self.call(m, "get_trace", "mine")
+        self.assertEqual(meta["status"], "running")
+        await self.stop_router()
+        # Once the first one is gone, the directory is free again (the lock went with it).
+        self.start_router()
+        m = await self.mgmt()
+        meta = await self.call(m, "get_trace", "mine")
+        self.assertEqual((meta["status"], meta["stop_reason"]), ("stopped", "shutdown"))
+
+    async def test_data_dir_created_with_parents(self):
+        # Issue 23, 4: a data_dir whose parent did not exist made every persisted start fail
+        # (a single mkdir). Now it is created with its parents, mode 0700, at start.
+        self.config = write_config(self.work, {"data_dir": "deep/er/data"})
+        self.start_router()
+        data = os.path.join(self.work, "deep/er/data")
+        self.assertTrue(os.path.isdir(data))  # at start, before any trace
+        self.assertEqual(os.stat(data).st_mode & 0o777, 0o700)
+        m = await self.mgmt()
+        meta = await self.call(m, "start_trace", "deep", {"persist": True})
+        self.assertTrue(os.path.isfile(os.path.join(data, meta["persistent_id"], "meta.json")))
+        await self.traffic(5, "com.persist.deep")
+        self.assertGreater((await self.call(m, "get_trace", "deep"))["records"], 0)
+
+    async def test_unusable_data_dir_fails_at_start(self):
+        # A data_dir that cannot be created is a clear error at start, not at the first trace.
+        with open(os.path.join(self.work, "afile"), "w", encoding="utf-8") as f:
+            f.write("x")
+        self.config = write_config(self.work, {"data_dir": "afile/data"})
+        r = h.RouterProc(self.config, workdir=self.work)
+        with self.assertRaises(AssertionError):
+            r._start()
+        self.assertNotEqual(r.proc.returncode, 0)
+        self.assertIn("cannot create data_dir afile/data", r.stderr_text())
+
     async def test_rotation_and_retention_by_bytes(self):
         self.config = write_config(self.work, {"segment_bytes": 8192})
         self.start_router()

@@ -107,7 +107,7 @@ static void assert_same(const trace_record *got, uint64_t seq, size_t wire_len)
 }
 
 /* Reads [from, to) and checks it is exactly the seqs from..from+expect-1. */
-static void read_check(const trace_persist *p, uint64_t from, uint64_t to, size_t limit,
+static void read_check(trace_persist *p, uint64_t from, uint64_t to, size_t limit,
                        uint64_t expect_first, size_t expect_n, size_t wire_len)
 {
     trace_record *out = calloc(limit ? limit : 1, sizeof(*out));
@@ -488,16 +488,31 @@ START_TEST(test_io_error_file_size_limit)
     trace_record r = make_rec(200, 1);
     ck_assert_int_eq(trace_persist_append(p, &r), WAMP_ECLOSED);
     trace_record_fini(&r);
-    /* Until it is freed, the records the writer could not write stay readable (from memory),
-     * behind the ones on disk, in one page. */
-    ck_assert_uint_eq(trace_persist_next_seq(p), 200);
-    read_check(p, 0, UINT64_MAX, 1000, 0, 200, 100);
-    read_check(p, 150, UINT64_MAX, 1000, 150, 50, 100);
+    /* Issue 23, 2: what the writer could not write is never returned (it was, from memory,
+     * and a restart then lost it silently): the seqs given out from the files' end on are the
+     * io_error gap, the refused append's seq included, before and after a reopen. */
+    ck_assert_uint_eq(trace_persist_next_seq(p), 201);
+    ck_assert_uint_eq(trace_persist_durable_next(p), 100);
+    ck_assert_uint_eq(trace_persist_records(p), 100);
+    read_check(p, 0, UINT64_MAX, 1000, 0, 100, 100);
+    read_check(p, 150, UINT64_MAX, 1000, 0, 0, 100);
+    ck_assert_uint_eq(trace_persist_gap_count(p), 1);
+    trace_gap g = trace_persist_gap(p, 0);
+    ck_assert_uint_eq(g.from_seq, 100);
+    ck_assert_uint_eq(g.to_seq, 200);
+    ck_assert_str_eq(g.reason, TRACE_GAP_IO_ERROR);
+    ck_assert_int_eq(trace_persist_seal(p), WAMP_OK);
     trace_persist_free(p);
     json_t *m = NULL;
     ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
-    ck_assert_uint_eq(trace_persist_next_seq(p), 100);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 201);
+    ck_assert_uint_eq(trace_persist_records(p), 100);
     read_check(p, 0, UINT64_MAX, 1000, 0, 100, 100);
+    ck_assert_uint_eq(trace_persist_gap_count(p), 1);
+    g = trace_persist_gap(p, 0);
+    ck_assert_uint_eq(g.from_seq, 100);
+    ck_assert_uint_eq(g.to_seq, 200);
+    ck_assert_str_eq(g.reason, TRACE_GAP_IO_ERROR);
     trace_persist_free(p);
 }
 
@@ -1222,13 +1237,13 @@ START_TEST(test_compact_crafted_repeats)
     }
     trace_persist_free(p);
 
-    /* Counted when the trace is opened (its head decodes), but not readable: the read ends
-     * before it. */
+    /* Its head decodes, the rest does not: cut when the trace is opened (every record is
+     * decoded then), so that what the trace counts is what a read returns. */
     static const unsigned char extra_bit[] = {0x86, 0x00}; /* C_REPEAT | C_URI | C_PEER */
     static const unsigned char bad_peer[] = {0x82, 0x0c};  /* peer 12 of 10 */
     const unsigned char *bad[] = {extra_bit, bad_peer};
     for (int k = 0; k < 2; k++) {
-        crafted_counts(bad[k], 2, CRAFT_GOOD + 1, CRAFT_GOOD);
+        crafted_counts(bad[k], 2, CRAFT_GOOD, CRAFT_GOOD);
     }
     /* A repeat cannot open a block: cut off when the trace is opened. */
     static const unsigned char opens_block[] = {0x83, 0x00}; /* C_REPEAT | C_PEER | C_BLOCK */
@@ -1291,16 +1306,15 @@ START_TEST(test_compact_crafted_runs)
     for (int k = 0; k < 3; k++) {
         crafted_counts(cut[k], 4, CRAFT_GOOD, CRAFT_GOOD);
     }
-    /* Counted at open (the count is in the head), read up to where decoding stops: a count of
-     * 3 with 2 peers, a count of 1 with 2 peers (the extra one ends it), peer 12 of 10. */
+    /* Runs whose head decodes and whose entries do not (a count of 3 with 2 peers, a count of
+     * 1 with 2 peers, peer 12 of 10): the whole run is cut at open, as a reader could not
+     * return all of it. */
     static const unsigned char short_run[] = {0x8a, 3, 0, 0x00, 0x02};
     static const unsigned char long_run[] = {0x8a, 1, 0, 0x00, 0x02};
     static const unsigned char bad_peer[] = {0x8a, 1, 0, 0x18, 0x00};
     const unsigned char *partial[] = {short_run, long_run, bad_peer};
-    uint64_t next[] = {CRAFT_GOOD + 3, CRAFT_GOOD + 1, CRAFT_GOOD + 1};
-    size_t read[] = {CRAFT_GOOD + 2, CRAFT_GOOD + 1, CRAFT_GOOD};
     for (int k = 0; k < 3; k++) {
-        crafted_counts(partial[k], 5, next[k], read[k]);
+        crafted_counts(partial[k], 5, CRAFT_GOOD, CRAFT_GOOD);
     }
 }
 
@@ -1432,6 +1446,206 @@ START_TEST(test_v1_segments_still_read)
 
 END_TEST
 
+/* The lines a hub logs, kept for the test to search. */
+static char log_text[16384];
+
+static void keep_log(void *ctx, bool error, const char *line)
+{
+    (void)ctx;
+    (void)error;
+    size_t n = strlen(log_text);
+    snprintf(log_text + n, sizeof(log_text) - n, "%s\n", line);
+}
+
+/* The .seg files of a trace directory, sorted (at most max). */
+static size_t seg_files(const char *dir, char names[][64], size_t max)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < max) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && l < 64 && strcmp(e->d_name + l - 4, ".seg") == 0) {
+            memcpy(names[n++], e->d_name, l + 1);
+        }
+    }
+    closedir(d);
+    qsort(names, n, sizeof(names[0]), (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+START_TEST(test_reload_damage_is_gaps)
+{
+    /* Issue 23, 1: bytes flipped in the middle of a segment and a middle segment deleted were
+     * counted in records but not returned, silently. Now both are gaps: in the metadata
+     * (counted in dropped), as gap items in the pages, and in the log naming the .seg. */
+    trace_hub *h = hub_new(8192);
+    trace *t = start_persisted(h, "g", "{\"persist\": true}");
+    mark_n(t, 0, 3000);
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, trace_persist_id(trace_get_persist(t)));
+    ck_assert(trace_stop(t, TRACE_STOP_SHUTDOWN, PC0 + SEC, TS0 + SEC));
+    trace_hub_free(h);
+    char names[256][64];
+    size_t n = seg_files(dir, names, 256);
+    ck_assert_uint_ge(n, 6);
+    char path[700];
+    /* Flip 8 bytes in the middle of the second segment. */
+    snprintf(path, sizeof(path), "%s/%s", dir, names[1]);
+    off_t size = file_size(path);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    unsigned char b[8];
+    ck_assert_int_eq(pread(fd, b, sizeof(b), size / 2), (ssize_t)sizeof(b));
+    for (size_t i = 0; i < sizeof(b); i++) {
+        b[i] ^= 0xa5;
+    }
+    ck_assert_int_eq(pwrite(fd, b, sizeof(b), size / 2), (ssize_t)sizeof(b));
+    close(fd);
+    /* Delete the fourth. */
+    snprintf(path, sizeof(path), "%s/%s", dir, names[3]);
+    ck_assert_int_eq(unlink(path), 0);
+
+    h = hub_new(8192);
+    log_text[0] = '\0';
+    trace_hub_set_log(h, keep_log, NULL);
+    ck_assert_uint_eq(trace_hub_load(h), 1);
+    t = trace_hub_find(h, "g");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(trace_next_seq(t), 3000); /* sealed: the end is known */
+    json_t *md = trace_render_meta(t, "n", "w", 0);
+    json_t *gaps = json_object_get(md, "gaps");
+    ck_assert_uint_eq(json_array_size(gaps), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(gaps, 0), "reason")),
+                     "corrupt");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(gaps, 1), "reason")),
+                     "missing");
+    uint64_t in_gaps = 0;
+    for (size_t i = 0; i < 2; i++) {
+        json_t *g = json_array_get(gaps, i);
+        in_gaps += (uint64_t)(json_integer_value(json_object_get(g, "to_seq")) -
+                              json_integer_value(json_object_get(g, "from_seq")) + 1);
+    }
+    uint64_t records = (uint64_t)json_integer_value(json_object_get(md, "records"));
+    ck_assert_uint_eq(records + in_gaps, 3000);
+    ck_assert_int_eq(json_integer_value(json_object_get(md, "dropped")), (json_int_t)in_gaps);
+    ck_assert_int_eq(json_integer_value(json_object_get(md, "durable_to_seq")), 2999);
+    /* Paging as a client does (from the last seq + 1): every record once, in order, each gap
+     * once as an item where it is; the records are what was written (meta {"i": seq}). */
+    uint64_t next = 0, got = 0, gap_items = 0;
+    int64_t last = -1;
+    for (;;) {
+        json_t *page = trace_render_records(t, next, TRACE_SEQ_NONE, 77);
+        ck_assert_ptr_nonnull(page);
+        if (json_array_size(page) == 0) {
+            json_decref(page);
+            break;
+        }
+        for (size_t i = 0; i < json_array_size(page); i++) {
+            json_t *it = json_array_get(page, i);
+            int64_t seq = json_integer_value(json_object_get(it, "seq"));
+            ck_assert_int_gt(seq, last);
+            last = seq;
+            if (json_object_get(it, "kind")) {
+                ck_assert_str_eq(json_string_value(json_object_get(it, "kind")), "gap");
+                ck_assert_str_eq(json_string_value(json_object_get(it, "msg_type")), "Gap");
+                json_t *g = json_array_get(gaps, gap_items++);
+                ck_assert(json_equal(json_object_get(it, "from_seq"),
+                                     json_object_get(g, "from_seq")));
+                ck_assert(json_equal(json_object_get(it, "to_seq"), json_object_get(g, "to_seq")));
+                ck_assert_int_eq(seq, json_integer_value(json_object_get(g, "to_seq")));
+                continue;
+            }
+            ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(it, "msg"), "i")),
+                             seq);
+            got++;
+        }
+        next = (uint64_t)last + 1;
+        json_decref(page);
+    }
+    ck_assert_uint_eq(got, records);
+    ck_assert_uint_eq(gap_items, 2);
+    /* A page that ends inside a gap: the item's seq is the page's last. */
+    json_t *g0 = json_array_get(gaps, 0);
+    uint64_t from = (uint64_t)json_integer_value(json_object_get(g0, "from_seq"));
+    json_t *page = trace_render_records(t, from, from, 10);
+    ck_assert_uint_eq(json_array_size(page), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(page, 0), "seq")),
+                     (json_int_t)from);
+    json_decref(page);
+    json_decref(md);
+    /* The log names the damaged segment file (not its index) and the missing seqs. */
+    ck_assert_msg(strstr(log_text, names[1]) && strstr(log_text, "are a gap (corrupt)"), "%s",
+                  log_text);
+    ck_assert_msg(strstr(log_text, "are a gap (missing)") != NULL, "%s", log_text);
+    ck_assert_msg(strstr(log_text, ".idx") == NULL, "%s", log_text);
+    trace_hub_free(h);
+}
+
+END_TEST
+
+START_TEST(test_truncated_segment_names_seg)
+{
+    /* Issue 23, 1: the warning about a truncated segment named its .idx file. */
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    char id[TRACE_PERSIST_ID_MAX], seg[600];
+    written_trace(&cfg, 500, 30, id, seg, sizeof(seg));
+    ck_assert_int_eq(truncate(seg, file_size(seg) - 11), 0);
+    json_t *m = NULL;
+    char note[512] = "";
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, note, sizeof(note)), WAMP_OK);
+    ck_assert_msg(strstr(note, ".seg") && !strstr(note, ".idx"), "note: %s", note);
+    ck_assert_uint_eq(trace_persist_records(p), 499);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+START_TEST(test_corrupt_block_reads_on)
+{
+    /* One segment, damage inside its third block: the gap runs from the damaged record to the
+     * next block start, and reading goes on there (records counted = records read). */
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    char id[TRACE_PERSIST_ID_MAX], seg[600];
+    written_trace(&cfg, 2000, 30, id, seg, sizeof(seg));
+    off_t size = file_size(seg);
+    int fd = open(seg, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "\xff\xff\xff", 3, size * 5 / 16), 3);
+    close(fd);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_gap_count(p), 1);
+    trace_gap g = trace_persist_gap(p, 0);
+    ck_assert_str_eq(g.reason, TRACE_GAP_CORRUPT);
+    ck_assert_uint_eq((g.to_seq + 1) % TRACE_PERSIST_INDEX_EVERY, 0);
+    ck_assert_uint_gt(g.to_seq, g.from_seq);
+    ck_assert_str_eq(g.file, "00000000000000000000.seg");
+    ck_assert_uint_eq(trace_persist_records(p), 2000 - (g.to_seq - g.from_seq + 1));
+    trace_record *out = calloc(2000, sizeof(*out));
+    size_t n = trace_persist_read(p, 0, UINT64_MAX, 2000, out);
+    ck_assert_uint_eq(n, trace_persist_records(p));
+    for (size_t i = 0; i < n; i++) {
+        uint64_t want = i < g.from_seq ? i : i + (g.to_seq - g.from_seq + 1);
+        assert_same(&out[i], want, 30);
+        trace_record_fini(&out[i]);
+    }
+    /* A read that starts inside the gap starts after it. */
+    n = trace_persist_read(p, g.from_seq + 1, UINT64_MAX, 5, out);
+    ck_assert_uint_eq(n, 5);
+    ck_assert_uint_eq(out[0].seq, g.to_seq + 1);
+    for (size_t i = 0; i < n; i++) {
+        trace_record_fini(&out[i]);
+    }
+    free(out);
+    trace_persist_free(p);
+}
+
+END_TEST
+
 static void setup(void)
 {
     make_tmp();
@@ -1465,6 +1679,8 @@ static Suite *suite(void)
     tcase_add_test(c, test_compact_crafted_runs);
     tcase_add_test(c, test_append_run_blocks_and_index);
     tcase_add_test(c, test_v1_segments_still_read);
+    tcase_add_test(c, test_truncated_segment_names_seg);
+    tcase_add_test(c, test_corrupt_block_reads_on);
     suite_add_tcase(s, c);
     TCase *t = tcase_create("traces");
     tcase_add_checked_fixture(t, setup, teardown);
@@ -1473,6 +1689,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_restart_shutdown_and_crash);
     tcase_add_test(t, test_reload_reserved_id_renamed);
     tcase_add_test(t, test_trace_io_error_stops_only_that_trace);
+    tcase_add_test(t, test_reload_damage_is_gaps);
     suite_add_tcase(s, t);
     return s;
 }
