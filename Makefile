@@ -168,6 +168,7 @@ lint:
 		echo "lint: longer than $(MAX_FILE_LINES) lines (split it, or list it in LONG_FILES_ALLOWED with a reason):$$long"; \
 		exit 1; \
 	fi
+	python3 tests/lint/module_cycles.py router tracing
 	@bad=$$(grep -rlE '#[[:space:]]*include[[:space:]]*[<"]libwebsockets\.h[>"]' $(C_DIRS) \
 		--include='*.c' --include='*.h' | grep -vE '$(LWS_ALLOWED)' || true); \
 	if [ -n "$$bad" ]; then \
