@@ -22,6 +22,7 @@
 #include "rt_log.h"
 #include "rt_options.h"
 #include "rt_realm.h"
+#include "rt_trace_fast.h"
 #include "rt_wirelog.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -163,10 +164,11 @@ void rt_encoded_fini(rt_encoded *e)
     e->msg = NULL;
 }
 
-/* Records a message for s while a trace runs (the one branch when none does). */
+/* Records a message for s while a trace runs (the one branch when none does): a fan-out's
+ * next receiver inline (rt_trace_fast.h), anything else in rt_trace.c. */
 static void trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
-    if (trace_hub_is_active(s->rt->hub)) {
+    if (trace_hub_is_active(s->rt->hub) && (s->rt->pend.s || !rt_trace_tx_repeat(s, wire, drop))) {
         rt_trace_tx(s, e, wire, drop);
     }
 }

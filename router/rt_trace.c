@@ -14,6 +14,7 @@
 
 #include "rt_core_int.h"
 #include "rt_realm.h"
+#include "rt_trace_fast.h"
 #include "wamp_codec.h"
 
 uint64_t rt_trace_wall_ns(void)
@@ -387,32 +388,14 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
     record_rx(s, &c, m, data, len, false);
 }
 
-/* The fan-out fast path of tracing a message sent to s (an EVENT to the next subscriber is most
- * of what a fan-out sends): once no received PUBLISH waits for its record (rt->pend.s), the hub
- * appends the message just recorded again with s's peer when it is certainly that message
- * (trace_hub_repeat()); true then. The same buffer is the same message with the same encodings:
- * only a fan-out sends one rt_encoded to several sessions, and it encodes every serializer it
- * needs before the first send (rt_broker.c, fan_out). */
-static inline bool tx_repeat(rt_session *s, const wamp_buf *wire, const char *drop)
-{
-    rt_router *rt = s->rt;
-    if (drop || !rt->cur.now_set ||
-        !trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL,
-                          rt->cur.now_ns, rt->cur.set && rt->cur.last && !rt->cur.meta_pending)) {
-        return false;
-    }
-    rt->cur.last = false; /* "last" marks one message */
-    return true;
-}
-
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
     if (rt->pend.s) {
         flush_pending(rt, true, false); /* this message follows it */
-    }
-    if (tx_repeat(s, wire, drop)) {
-        return;
+        if (rt_trace_tx_repeat(s, wire, drop)) {
+            return;
+        }
     }
     bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
     trace_ctx c;

@@ -86,9 +86,9 @@ typedef struct rt_trace_routing {
 
 /* Records a received message (m NULL: undecodable) and opens its action. */
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len);
-/* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL: the
- * next receiver of a fan-out as a repeat of the record just made (trace_hub_repeat()), anything
- * else matched and recorded anew. */
+/* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL.
+ * When no PUBLISH waits (rt_trace_pending), the caller has tried rt_trace_tx_repeat()
+ * (rt_trace_fast.h) first. */
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop);
 /* Records a message that was queued for s and is now dropped from its queue, reason drop: an
  * EVENT making room (limits.slow_consumer "drop_oldest_events"), or what a closed connection
