@@ -1,8 +1,8 @@
 /* rt_core_int.h: PRIVATE to the router core library (rt_router*.c, rt_session*.c, rt_broker.c,
- * rt_dealer.c, rt_realm.c, rt_meta.c, rt_trace.c). The router and session structs are shared by
- * these few tightly coupled modules so that the per-message path reads fields instead of calling
- * accessors; nothing outside router/rt_*.c (adapters, tracing, mgmt, tests) may include this
- * header. */
+ * rt_dealer.c, rt_realm.c, rt_meta.c, rt_trace*.c, rt_metrics.c, rt_wirelog). The router and
+ * session structs are shared by these tightly coupled modules so that the per-message path reads
+ * fields instead of calling accessors; nothing outside router/rt_*.c (adapters, tracing, mgmt,
+ * tests) may include this header. */
 #ifndef RT_CORE_INT_H
 #define RT_CORE_INT_H
 

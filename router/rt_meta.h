@@ -40,8 +40,8 @@
 /* Makes the meta API of rt (after its realms exist): the procedures on every realm that serves
  * it (rt_realm_has_meta_api()), and the observer of every realm's events (rt_observer.h) that
  * queues the meta events; the router's observer list owns the queue and publishes it after each
- * action's reply. WAMP_ENOMEM; WAMP_EEXIST (already attached). The state after a failure is
- * freed with the router. */
+ * action's reply. Call once (rt_router_new() does). WAMP_ENOMEM; what was registered before a
+ * failure is freed with the router. */
 wamp_err rt_meta_attach(rt_router *rt);
 
 /* Meta topics. */

@@ -12,7 +12,8 @@ component of more than one file is a cycle; the script prints one loop through i
 arrow inside it, and exits 1.
 
 A cycle listed in ALLOWED below (the exact set of files, with a reason) is reported but does not
-fail. Usage: module_cycles.py DIR...   (run from the repository root; `make lint` runs it)
+fail. Usage: module_cycles.py DIR...   (every .c and .h under each DIR, subfolders included; run
+from the repository root; `make lint` runs it)
 """
 import os
 import re
@@ -108,9 +109,11 @@ def body_text(code):
 def main(dirs):
     files = []
     for d in dirs:
-        for name in sorted(os.listdir(d)):
-            if name.endswith((".c", ".h")):
-                files.append(os.path.join(d, name))
+        for root, subdirs, names in os.walk(d):
+            subdirs.sort()
+            for name in sorted(names):
+                if name.endswith((".c", ".h")):
+                    files.append(os.path.join(root, name))
     by_base = {}
     for f in files:
         by_base.setdefault(os.path.basename(f), f)
@@ -127,17 +130,14 @@ def main(dirs):
         if f.endswith(".h"):
             for name in MACRO_DEF.findall(code[f]):
                 definers.setdefault(name, set()).add(f)
-    mod = {f: f for f in files}
-    mods = sorted(set(mod.values()))
-    edges = {m: {} for m in mods}
+    edges = {f: {} for f in files}
     for f in files:
-        src = mod[f]
         with open(f, encoding="utf-8", errors="replace") as fh:
             raw = fh.read()
         for inc in INCLUDE.findall(raw):
             target = by_base.get(os.path.basename(inc))
-            if target and mod[target] != src:
-                edges[src].setdefault(mod[target], "%s includes %s" % (f, target))
+            if target and target != f:
+                edges[f].setdefault(target, "%s includes %s" % (f, target))
         own = set(top_level_defs(code[f]))
         text = code[f] if f.endswith(".c") else body_text(code[f])
         for name in sorted(set(IDENT.findall(text))):
@@ -145,9 +145,9 @@ def main(dirs):
             if not where or f in where or name in own or len(where) != 1:
                 continue
             (target,) = where
-            if target != f and os.path.splitext(target)[0] != os.path.splitext(f)[0]:
-                edges[src].setdefault(mod[target], "%s uses %s()" % (f, name))
-    sccs = tarjan(mods, edges)
+            if target != f and stem(target) != stem(f):
+                edges[f].setdefault(target, "%s uses %s()" % (f, name))
+    sccs = tarjan(files, edges)
     failed = False
     for comp in sccs:
         if len(comp) < 2:
@@ -169,6 +169,11 @@ def main(dirs):
         print("lint: ALLOWED lists a cycle that no longer exists: %s" % " ".join(sorted(k)))
         failed = True
     return 1 if failed else 0
+
+
+def stem(path):
+    """foo for dir/foo.c and dir/foo.h: a header and its implementation are one module."""
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def tarjan(nodes, edges):
