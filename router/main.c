@@ -381,8 +381,7 @@ int main(int argc, char **argv)
                                                  : TRACE_PERSIST_DATA_DIR_DEFAULT,
                            &data_lock, err, sizeof(err));
     if (e != WAMP_OK) {
-        RT_LOG_ERR(0, "%s", e == WAMP_ENOMEM ? "out of memory" : err);
-        fprintf(stderr, "wampscope: %s\n", e == WAMP_ENOMEM ? "out of memory" : err);
+        say(&args, RT_LOG_LEVEL_ERR, "%s", e == WAMP_ENOMEM ? "out of memory" : err);
         goto done;
     }
     rt = rt_router_new(cfg, NULL, NULL);

@@ -10,7 +10,6 @@
 
 #include "rt_core_int.h"
 #include "rt_log.h"
-#include "rt_meta.h"
 #include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_codec.h"
@@ -441,7 +440,8 @@ static rt_sub_member *find_member(rt_session *s, uint64_t id)
 static void remove_member(rt_broker *b, rt_sub_member *mb)
 {
     rt_subscription *sub = mb->sub;
-    rt_meta_on_unsubscribe(b->realm, mb->s, sub, sub->n_members == 1);
+    rt_observers_subscription_removed(rt_realm_observers(b->realm), b->realm, mb->s, sub,
+                                      sub->n_members == 1);
     size_t last = sub->n_members - 1;
     if (mb->idx != last) {
         sub->members[mb->idx] = sub->members[last];
@@ -1114,7 +1114,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     sub->n_by_ser[s->ser]++;
     rt_list_add_tail(&s->subs, &mb->in_session);
     s->n_subs++;
-    rt_meta_on_subscribe(b->realm, s, sub, created);
+    rt_observers_subscription_added(rt_realm_observers(b->realm), b->realm, s, sub, created);
     return subscribed(b, s, m, sub, get_retained);
 }
 

@@ -231,6 +231,10 @@ void cfg_free_auth(rt_auth_config *a);
 /* rt_config_transport.c: the worker's "transports" (at least one). */
 wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_config *cfg);
 void cfg_free_listeners(rt_config *cfg);
+/* rt_config_ws.c: "id" into l->id (unchanged when absent), by Crossbar's ID rule. */
+wamp_err cfg_parse_listener_id(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l);
+/* The transport's "endpoint" into l, which every listening transport needs ("is required"). */
+wamp_err cfg_parse_required_endpoint(cfg_ctx *c, const char *path, const json_t *o, rt_listener *l);
 /* A "websocket" transport (is_transport) or a WebSocket path service, into l. */
 wamp_err cfg_parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, bool is_transport,
                               const rt_limits *lim, rt_listener *l);

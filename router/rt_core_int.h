@@ -1,7 +1,8 @@
-/* rt_core_int.h: PRIVATE to the router core library (rt_router.c, rt_session.c, rt_broker.c,
- * rt_dealer.c, rt_realm.c). The router and session structs are shared by these few tightly
- * coupled modules so that the per-message path reads fields instead of calling accessors;
- * nothing outside router/rt_*.c (adapters, tracing, mgmt, tests) may include this header. */
+/* rt_core_int.h: PRIVATE to the router core library (rt_router*.c, rt_session*.c, rt_broker.c,
+ * rt_dealer.c, rt_realm.c, rt_meta.c, rt_trace*.c, rt_metrics.c, rt_wirelog). The router and
+ * session structs are shared by these tightly coupled modules so that the per-message path reads
+ * fields instead of calling accessors; nothing outside router/rt_*.c (adapters, tracing, mgmt,
+ * tests) may include this header. */
 #ifndef RT_CORE_INT_H
 #define RT_CORE_INT_H
 
@@ -11,6 +12,7 @@
 #include "rt_auth.h"
 #include "rt_hmap.h"
 #include "rt_list.h"
+#include "rt_observer.h"
 #include "rt_outq.h"
 #include "rt_router.h"
 #include "rt_session.h"
@@ -41,11 +43,12 @@ struct rt_router {
     trace_uuid_gen uuids;   /* correlation ids */
     int64_t wall_offset_ns; /* wall clock minus the router's monotonic clock, refreshed per tick */
     rt_trace_clock tclock;  /* the clock of trace records (rt_trace.h) */
+    rt_trace_routing routing; /* tracing's questions to the broker and dealer (rt_trace.h) */
     const trace_hub_events *trace_events; /* the management API's live-feed callbacks */
     void *trace_events_ctx;
-    /* Meta events of the action being handled (rt_meta.c), published after its reply. */
-    struct rt_meta_event *meta_q; /* owned, meta_n used of meta_cap */
-    size_t meta_n, meta_cap;
+    /* Router-wide observers (rt_observer.h): the end of an action's reply, for the work an
+     * observer deferred to it (the meta API's events). */
+    rt_observers observers;
 };
 
 struct rt_session {
@@ -95,8 +98,6 @@ struct rt_session {
     uint64_t drop_log_at_us;
 };
 
-/* The next message sent completes the current action (correlation_is_last). A plain store, so
- * the senders need no tracing branch of their own. */
 /* What a request refused by one of wampscope.limits gets (ERROR / ABORT reason): the router's
  * own URI, since the WAMP spec predefines none for it. */
 #define RT_ERROR_LIMIT_REACHED "wampscope.error.limit_reached"
@@ -108,26 +109,23 @@ wamp_err rt_session_refuse_limit(rt_session *s, wamp_msg_type req_type, uint64_t
 /* Role of anonymous loopback sessions on the management realm (protected mode). */
 #define RT_MGMT_ROLE "admin"
 
+/* The next message sent completes the current action (correlation_is_last). A plain store, so
+ * the senders need no tracing branch of their own. */
 #define RT_TRACE_LAST(rt) ((rt)->cur.last = true)
 
-/* The fan-out fast path of tracing a message sent to s, inline in the send path (an EVENT to
- * the next subscriber is most of what a fan-out sends): while a trace runs and no received
- * PUBLISH waits for its record (rt->pend.s), the hub appends the message just recorded again
- * with s's peer when it is certainly that message (trace_hub_repeat()); true then. Otherwise
- * the caller records it with rt_trace_tx(). The same buffer is the same message with the same
- * encodings: only a fan-out sends one rt_encoded to several sessions, and it encodes every
- * serializer it needs before the first send (rt_broker.c, fan_out). */
-static inline bool rt_trace_tx_repeat(rt_session *s, const wamp_buf *wire, const char *drop)
-{
-    rt_router *rt = s->rt;
-    if (drop || !rt->cur.now_set ||
-        !trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL,
-                          rt->cur.now_ns, rt->cur.set && rt->cur.last && !rt->cur.meta_pending)) {
-        return false;
-    }
-    rt->cur.last = false; /* "last" marks one message */
-    return true;
-}
+/* The outgoing path (rt_session.c) as the state machine (rt_session_fsm.c) uses it. */
+/* Encodes e for s's serializer unless done already (logged and traced on failure). */
+wamp_err rt_session_encode_for(rt_session *s, rt_encoded *e);
+/* e, encoded for s, is longer than s can receive (its transport's max_message_size, or the
+ * length a RawSocket client announced). */
+bool rt_session_exceeds_peer_limit(const rt_session *s, const rt_encoded *e);
+/* Logs the EVENTs dropped for s since the last line (closing: the session's last line). */
+void rt_session_log_drops(rt_session *s, bool closing);
+/* The queued messages of s from index first on (0 or 1) will never be written: counted, and
+ * recorded as dropped "session_closed" while a trace runs. */
+void rt_session_note_undelivered(rt_session *s, size_t first);
+/* Sends ABORT(reason, {message}) (message NULL: no details), completing the current action. */
+void rt_session_send_abort(rt_session *s, const char *reason, const char *message);
 
 /* rt_router_tick(): the auth_failure_delay of s is over: send its ABORT and close. */
 void rt_session_on_auth_delay_over(rt_session *s);

@@ -24,7 +24,6 @@
 #include "rt_core_int.h"
 #include "rt_local.h"
 #include "rt_log.h"
-#include "rt_meta.h"
 #include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_uri.h"
@@ -150,7 +149,8 @@ static void registration_free(rt_dealer *d, rt_registration *reg)
 static void reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
 {
     rt_registration *reg = rc->reg;
-    rt_meta_on_unregister(d->realm, rc->session, reg->id, reg->uri, reg->n_callees == 1);
+    rt_observers_registration_removed(rt_realm_observers(d->realm), d->realm, rc->session, reg->id,
+                                      reg->uri, reg->n_callees == 1);
     rt_list_remove(&rc->in_reg);
     rt_list_remove(&rc->in_session);
     rc->session->n_regs--;
@@ -477,7 +477,8 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
     rt_list_add_tail(&s->regs, &rc->in_session);
     s->n_regs++;
     reg->n_callees++;
-    rt_meta_on_register(d->realm, s, reg->id, reg->n_callees == 1);
+    rt_observers_registration_added(rt_realm_observers(d->realm), d->realm, s, reg->id,
+                                    reg->n_callees == 1);
     RT_TRACE_LAST(s->rt);
     return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
 }

@@ -19,6 +19,7 @@
 #include <libwebsockets.h>
 
 #include "rt_log.h"
+#include "rt_lws_peer.h"
 #include "rt_lws_ws.h"
 #include "rt_router.h"
 #include "rt_session.h"

@@ -15,6 +15,7 @@
 #include "rt_config.h"
 #include "rt_http.h"
 #include "rt_log.h"
+#include "rt_lws_peer.h"
 #include "rt_router.h"
 
 /* Bytes of body per write: a file is read in pieces of this size (from the shared scratch

@@ -61,9 +61,4 @@ typedef struct rt_lws_ws_listener {
  * number of WAMP subprotocols (0: the listener can accept nothing). */
 size_t rt_lws_ws_protocols(const rt_lws_ws_listener *lis, struct lws_protocols *out);
 
-/* Fills peer->addr ("ip:port" / "[ip6]:port"; IPv4-mapped shown as IPv4) and is_loopback from
- * the connection's TCP peer. Leaves them as they are for other sockets (Unix). Shared with the
- * RawSocket adapter. */
-void rt_lws_fill_peer(struct lws *wsi, rt_peer *peer);
-
 #endif /* RT_LWS_WS_H */

@@ -14,6 +14,7 @@
 #include "rt_dealer.h"
 #include "rt_local.h"
 #include "rt_log.h"
+#include "rt_observer.h"
 #include "rt_options.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
@@ -750,18 +751,6 @@ static const struct {
         {"wamp.registration.count_callees", proc_reg_count_callees},
 };
 
-wamp_err rt_meta_attach(rt_realm *r)
-{
-    for (size_t i = 0; i < sizeof(meta_procs) / sizeof(meta_procs[0]); i++) {
-        wamp_err err = rt_dealer_register_local(rt_realm_dealer(r), meta_procs[i].uri,
-                                                meta_procs[i].fn, r);
-        if (err != WAMP_OK) {
-            return err;
-        }
-    }
-    return WAMP_OK;
-}
-
 /* --- Events --------------------------------------------------------------------------------- */
 
 struct rt_meta_event {
@@ -769,6 +758,14 @@ struct rt_meta_event {
     const char *topic; /* static */
     json_t *args;      /* owned */
 };
+
+/* The meta API's observer context, one per router: the events of the action being handled,
+ * published after its reply. Owned by the router's observer list (meta_detach()). */
+typedef struct rt_meta {
+    rt_router *rt;
+    struct rt_meta_event *q; /* owned, n used of cap */
+    size_t n, cap;
+} rt_meta;
 
 /* Whether anyone would receive an event on topic (the one check made when nobody listens). A
  * leaving session is not counted: it is gone when the event goes out. */
@@ -780,43 +777,47 @@ static bool listened(rt_realm *r, rt_session *s, const char *topic)
            rt_broker_receiver_count(b, ex, topic, ex != NULL) > 0;
 }
 
-/* Queues an event for rt_meta_flush() (consumes args_take; NULL = out of memory). */
-static void enqueue(rt_realm *r, const char *topic, json_t *args_take)
+/* Queues an event for meta_replied() (consumes args_take; NULL = out of memory). */
+static void enqueue(rt_meta *mt, rt_realm *r, const char *topic, json_t *args_take)
 {
-    rt_router *rt = rt_realm_router(r);
-    if (args_take && rt->meta_n == rt->meta_cap) {
-        size_t ncap = rt->meta_cap ? rt->meta_cap * 2 : 8;
-        struct rt_meta_event *nq = realloc(rt->meta_q, ncap * sizeof(*nq));
+    rt_router *rt = mt->rt;
+    if (args_take && mt->n == mt->cap) {
+        size_t ncap = mt->cap ? mt->cap * 2 : 8;
+        struct rt_meta_event *nq = realloc(mt->q, ncap * sizeof(*nq));
         if (nq) {
-            rt->meta_q = nq;
-            rt->meta_cap = ncap;
+            mt->q = nq;
+            mt->cap = ncap;
         }
     }
-    if (!args_take || rt->meta_n == rt->meta_cap) {
+    if (!args_take || mt->n == mt->cap) {
         RT_LOG_WARN(0, "meta event %s not published: out of memory", topic);
         json_decref(args_take);
         return;
     }
-    rt->meta_q[rt->meta_n++] = (struct rt_meta_event){r, topic, args_take};
+    mt->q[mt->n++] = (struct rt_meta_event){r, topic, args_take};
     rt->cur.meta_pending = true; /* the action's reply is not its last message */
+    rt_observers_defer(&rt->observers);
 }
 
-void rt_meta_flush(rt_router *rt)
+/* The action's reply is out: publishes the queued events in order, with the action that caused
+ * them still open; the last EVENT that reaches anyone completes the traced action. */
+static void meta_replied(void *ctx, rt_router *rt)
 {
-    size_t n = rt->meta_n;
-    rt->meta_n = 0;
+    rt_meta *mt = ctx;
+    size_t n = mt->n;
+    mt->n = 0;
     rt->cur.meta_pending = false; /* from here on, the last EVENT completes the action */
     size_t last = SIZE_MAX;
     if (trace_hub_is_active(rt->hub) && rt->cur.set) {
         for (size_t i = n; i-- > 0 && last == SIZE_MAX;) {
-            const struct rt_meta_event *e = &rt->meta_q[i];
+            const struct rt_meta_event *e = &mt->q[i];
             if (rt_broker_receiver_count(rt_realm_broker(e->realm), NULL, e->topic, false) > 0) {
                 last = i;
             }
         }
     }
     for (size_t i = 0; i < n; i++) {
-        struct rt_meta_event *e = &rt->meta_q[i];
+        struct rt_meta_event *e = &mt->q[i];
         if (rt_broker_publish_meta(rt_realm_broker(e->realm), e->topic, e->args, i == last) !=
             WAMP_OK) {
             RT_LOG_WARN(0, "meta event %s not published: out of memory", e->topic);
@@ -825,65 +826,71 @@ void rt_meta_flush(rt_router *rt)
     }
 }
 
-void rt_meta_discard(rt_router *rt)
+/* Drops queued events and frees the context (the router's observer list is finalized). */
+static void meta_detach(void *ctx)
 {
-    for (size_t i = 0; i < rt->meta_n; i++) {
-        json_decref(rt->meta_q[i].args);
+    rt_meta *mt = ctx;
+    for (size_t i = 0; i < mt->n; i++) {
+        json_decref(mt->q[i].args);
     }
-    free(rt->meta_q);
-    rt->meta_q = NULL;
-    rt->meta_n = rt->meta_cap = 0;
+    free(mt->q);
+    free(mt);
 }
 
-void rt_meta_on_join(rt_session *s)
+static void meta_session_joined(void *ctx, rt_realm *r, rt_session *s)
 {
-    if (listened(s->realm, NULL, RT_META_SESSION_ON_JOIN)) {
+    if (listened(r, NULL, RT_META_SESSION_ON_JOIN)) {
         json_t *d = session_details(s);
-        enqueue(s->realm, RT_META_SESSION_ON_JOIN, d ? json_pack("[o]", d) : NULL);
+        enqueue(ctx, r, RT_META_SESSION_ON_JOIN, d ? json_pack("[o]", d) : NULL);
     }
 }
 
-void rt_meta_on_leave(rt_session *s)
+static void meta_session_left(void *ctx, rt_realm *r, rt_session *s)
 {
-    if (listened(s->realm, s, RT_META_SESSION_ON_LEAVE)) {
-        enqueue(s->realm, RT_META_SESSION_ON_LEAVE,
+    if (listened(r, s, RT_META_SESSION_ON_LEAVE)) {
+        enqueue(ctx, r, RT_META_SESSION_ON_LEAVE,
                 json_pack("[I, s?, s?]", (json_int_t)s->id, s->authid, s->authrole));
     }
 }
 
 /* (session, id) events. */
-static void enqueue_pair(rt_realm *r, rt_session *s, const char *topic, uint64_t id)
+static void enqueue_pair(rt_meta *mt, rt_realm *r, rt_session *s, const char *topic, uint64_t id)
 {
     if (listened(r, s, topic)) {
-        enqueue(r, topic, json_pack("[I, I]", (json_int_t)s->id, (json_int_t)id));
+        enqueue(mt, r, topic, json_pack("[I, I]", (json_int_t)s->id, (json_int_t)id));
     }
 }
 
-void rt_meta_on_subscribe(rt_realm *r, rt_session *s, const rt_subscription *sub, bool created)
+/* on_create (if created), then on_subscribe. */
+static void meta_subscription_added(void *ctx, rt_realm *r, rt_session *s,
+                                    const rt_subscription *sub, bool created)
 {
     if (is_protected(rt_subscription_uri(sub))) {
         return;
     }
     if (created && listened(r, NULL, RT_META_SUBSCRIPTION_ON_CREATE)) {
         json_t *d = sub_details(r, sub);
-        enqueue(r, RT_META_SUBSCRIPTION_ON_CREATE,
+        enqueue(ctx, r, RT_META_SUBSCRIPTION_ON_CREATE,
                 d ? json_pack("[I, o]", (json_int_t)s->id, d) : NULL);
     }
-    enqueue_pair(r, s, RT_META_SUBSCRIPTION_ON_SUBSCRIBE, rt_subscription_id(sub));
+    enqueue_pair(ctx, r, s, RT_META_SUBSCRIPTION_ON_SUBSCRIBE, rt_subscription_id(sub));
 }
 
-void rt_meta_on_unsubscribe(rt_realm *r, rt_session *s, const rt_subscription *sub, bool deleted)
+/* on_unsubscribe, then on_delete (if deleted). */
+static void meta_subscription_removed(void *ctx, rt_realm *r, rt_session *s,
+                                      const rt_subscription *sub, bool deleted)
 {
     if (is_protected(rt_subscription_uri(sub))) {
         return;
     }
-    enqueue_pair(r, s, RT_META_SUBSCRIPTION_ON_UNSUB, rt_subscription_id(sub));
+    enqueue_pair(ctx, r, s, RT_META_SUBSCRIPTION_ON_UNSUB, rt_subscription_id(sub));
     if (deleted) {
-        enqueue_pair(r, s, RT_META_SUBSCRIPTION_ON_DELETE, rt_subscription_id(sub));
+        enqueue_pair(ctx, r, s, RT_META_SUBSCRIPTION_ON_DELETE, rt_subscription_id(sub));
     }
 }
 
-void rt_meta_on_register(rt_realm *r, rt_session *s, uint64_t reg_id, bool created)
+static void meta_registration_added(void *ctx, rt_realm *r, rt_session *s, uint64_t reg_id,
+                                    bool created)
 {
     rt_reg_info info;
     if (!rt_dealer_get(rt_realm_dealer(r), reg_id, &info) || !reg_visible(&info)) {
@@ -891,20 +898,59 @@ void rt_meta_on_register(rt_realm *r, rt_session *s, uint64_t reg_id, bool creat
     }
     if (created && listened(r, NULL, RT_META_REGISTRATION_ON_CREATE)) {
         json_t *d = reg_details(r, &info);
-        enqueue(r, RT_META_REGISTRATION_ON_CREATE,
+        enqueue(ctx, r, RT_META_REGISTRATION_ON_CREATE,
                 d ? json_pack("[I, o]", (json_int_t)s->id, d) : NULL);
     }
-    enqueue_pair(r, s, RT_META_REGISTRATION_ON_REGISTER, reg_id);
+    enqueue_pair(ctx, r, s, RT_META_REGISTRATION_ON_REGISTER, reg_id);
 }
 
-void rt_meta_on_unregister(rt_realm *r, rt_session *s, uint64_t reg_id, const char *uri,
-                           bool deleted)
+static void meta_registration_removed(void *ctx, rt_realm *r, rt_session *s, uint64_t reg_id,
+                                      const char *uri, bool deleted)
 {
     if (is_protected(uri)) {
         return;
     }
-    enqueue_pair(r, s, RT_META_REGISTRATION_ON_UNREG, reg_id);
+    enqueue_pair(ctx, r, s, RT_META_REGISTRATION_ON_UNREG, reg_id);
     if (deleted) {
-        enqueue_pair(r, s, RT_META_REGISTRATION_ON_DELETE, reg_id);
+        enqueue_pair(ctx, r, s, RT_META_REGISTRATION_ON_DELETE, reg_id);
     }
+}
+
+wamp_err rt_meta_attach(rt_router *rt)
+{
+    rt_meta *mt = calloc(1, sizeof(*mt));
+    if (!mt) {
+        return WAMP_ENOMEM;
+    }
+    mt->rt = rt;
+    const rt_observer router_obs = {
+            .ctx = mt, .action_replied = meta_replied, .detach = meta_detach};
+    if (rt_observers_add(&rt->observers, &router_obs) != WAMP_OK) {
+        free(mt);
+        return WAMP_ENOMEM;
+    }
+    const rt_observer realm_obs = {.ctx = mt,
+                                   .session_joined = meta_session_joined,
+                                   .session_left = meta_session_left,
+                                   .subscription_added = meta_subscription_added,
+                                   .subscription_removed = meta_subscription_removed,
+                                   .registration_added = meta_registration_added,
+                                   .registration_removed = meta_registration_removed};
+    for (size_t i = 0; i < rt->n_realms; i++) {
+        rt_realm *r = rt->realms[i];
+        if (rt_observers_add(rt_realm_observers(r), &realm_obs) != WAMP_OK) {
+            return WAMP_ENOMEM;
+        }
+        if (!rt_realm_has_meta_api(r)) {
+            continue;
+        }
+        for (size_t j = 0; j < sizeof(meta_procs) / sizeof(meta_procs[0]); j++) {
+            wamp_err err = rt_dealer_register_local(rt_realm_dealer(r), meta_procs[j].uri,
+                                                    meta_procs[j].fn, r);
+            if (err != WAMP_OK) {
+                return err;
+            }
+        }
+    }
+    return WAMP_OK;
 }

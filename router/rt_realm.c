@@ -1,12 +1,11 @@
-/* rt_realm.c: realm = name + role policy + members + broker + dealer. */
+/* rt_realm.c: realm = name + role policy + members + observers; its broker and dealer are made
+ * and freed by the router (rt_router.c), the realm only points at them. */
 #include "rt_realm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_broker.h"
 #include "rt_core_int.h"
-#include "rt_dealer.h"
 #include "wamp_uri.h"
 
 struct rt_realm {
@@ -16,6 +15,7 @@ struct rt_realm {
     rt_dealer *dealer;
     rt_list members;
     size_t n_members;
+    rt_observers observers; /* what the broker, dealer and sessions report (rt_observer.h) */
 };
 
 rt_realm *rt_realm_new(rt_router *rt, const rt_realm_config *cfg)
@@ -27,13 +27,13 @@ rt_realm *rt_realm_new(rt_router *rt, const rt_realm_config *cfg)
     r->rt = rt;
     r->cfg = cfg;
     rt_list_init(&r->members);
-    r->broker = rt_broker_new(r);
-    r->dealer = rt_dealer_new(r);
-    if (!r->broker || !r->dealer) {
-        rt_realm_free(r);
-        return NULL;
-    }
     return r;
+}
+
+void rt_realm_set_routing(rt_realm *r, rt_broker *b, rt_dealer *d)
+{
+    r->broker = b;
+    r->dealer = d;
 }
 
 void rt_realm_free(rt_realm *r)
@@ -41,8 +41,7 @@ void rt_realm_free(rt_realm *r)
     if (!r) {
         return;
     }
-    rt_broker_free(r->broker);
-    rt_dealer_free(r->dealer);
+    rt_observers_fini(&r->observers);
     free(r);
 }
 
@@ -64,6 +63,11 @@ rt_dealer *rt_realm_dealer(rt_realm *r)
 rt_router *rt_realm_router(rt_realm *r)
 {
     return r->rt;
+}
+
+rt_observers *rt_realm_observers(rt_realm *r)
+{
+    return &r->observers;
 }
 
 size_t rt_realm_member_count(const rt_realm *r)

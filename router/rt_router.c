@@ -1,4 +1,6 @@
-/* rt_router.c: the router context, the session registry, timers and shutdown. */
+/* rt_router.c: making and freeing the router (its realms with their broker and dealer, the meta
+ * API, tracing), attaching sessions, timers, refusals and shutdown; the top of the router core.
+ * The context reads every module makes are in rt_router_ctx.c. */
 #include "rt_router.h"
 
 #include <inttypes.h>
@@ -75,6 +77,35 @@ static uint64_t monotonic_us(void *ctx)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Frees r's broker and dealer, then r (NULL-safe). */
+static void realm_free(rt_realm *r)
+{
+    if (!r) {
+        return;
+    }
+    rt_broker_free(rt_realm_broker(r));
+    rt_dealer_free(rt_realm_dealer(r));
+    rt_realm_free(r);
+}
+
+/* A realm with its broker and dealer (which ask the realm back, so the router makes them). NULL
+ * on allocation failure. */
+static rt_realm *realm_new(rt_router *rt, const rt_realm_config *cfg)
+{
+    rt_realm *r = rt_realm_new(rt, cfg);
+    if (!r) {
+        return NULL;
+    }
+    rt_broker *b = rt_broker_new(r);
+    rt_dealer *d = rt_dealer_new(r);
+    rt_realm_set_routing(r, b, d);
+    if (!b || !d) {
+        realm_free(r);
+        return NULL;
+    }
+    return r;
+}
+
 rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ctx)
 {
     rt_router *rt = calloc(1, sizeof(*rt));
@@ -90,6 +121,11 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt_list_init(&rt->auth_failed);
     trace_uuid_gen_init(&rt->uuids);
     rt_trace_clock_init(&rt->tclock, clock == NULL);
+    rt->routing = (rt_trace_routing){.topic_of = rt_broker_topic_of,
+                                     .procedure_of = rt_dealer_procedure_of,
+                                     .open_call_action = rt_dealer_open_call_action,
+                                     .open_caller_action = rt_dealer_open_caller_action,
+                                     .publish_has_receiver = rt_broker_publish_has_receiver};
     rt_trace_sync_clocks(rt);
     rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
                             cfg->mgmt_enabled ? cfg->mgmt_realm : NULL);
@@ -119,14 +155,11 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     /* Persisted traces of earlier runs come back as stopped traces. */
     (void)trace_hub_load(rt->hub);
     for (size_t i = 0; i < cfg->n_realms; i++) {
-        rt->realms[i] = rt_realm_new(rt, &cfg->realms[i]);
+        rt->realms[i] = realm_new(rt, &cfg->realms[i]);
         if (!rt->realms[i]) {
             goto fail;
         }
         rt->n_realms++;
-        if (rt_realm_has_meta_api(rt->realms[i]) && rt_meta_attach(rt->realms[i]) != WAMP_OK) {
-            goto fail;
-        }
     }
     if (cfg->mgmt_enabled && cfg->mgmt_realm) {
         /* The management realm: role "admin" may call the management procedures and subscribe
@@ -135,11 +168,16 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
         rt->mgmt_cfg.roles = (rt_role *)mgmt_roles;
         rt->mgmt_cfg.n_roles = 1;
         rt->mgmt_cfg.no_meta_api = true; /* its role may use crossbarfabriccenter.* only */
-        rt->realms[rt->n_realms] = rt_realm_new(rt, &rt->mgmt_cfg);
+        rt->realms[rt->n_realms] = realm_new(rt, &rt->mgmt_cfg);
         if (!rt->realms[rt->n_realms]) {
             goto fail;
         }
         rt->n_realms++;
+    }
+    /* The meta API: procedures on the realms that serve it, an observer on every realm (events
+     * on a realm without the procedures go to whoever may subscribe there). */
+    if (rt_meta_attach(rt) != WAMP_OK) {
+        goto fail;
     }
     if (cfg->tracing_flight_recorder) {
         start_flight_recorder(rt);
@@ -162,29 +200,14 @@ void rt_router_free(rt_router *rt)
     }
     rt_log_flush(rt_router_now_us(rt)); /* what the rate-limited lines left out */
     for (size_t i = 0; i < rt->n_realms; i++) {
-        rt_realm_free(rt->realms[i]);
+        realm_free(rt->realms[i]);
     }
     free(rt->realms);
-    rt_meta_discard(rt);
+    rt_observers_fini(&rt->observers);
     rt_trace_action_close(rt);
     trace_hub_free(rt->hub);
     rt_hmap_fini(&rt->sessions_by_id);
     free(rt);
-}
-
-const rt_config *rt_router_config(const rt_router *rt)
-{
-    return rt->cfg;
-}
-
-uint64_t rt_router_now_us(const rt_router *rt)
-{
-    return rt->clock(rt->clock_ctx);
-}
-
-trace_hub *rt_router_trace_hub(rt_router *rt)
-{
-    return rt->hub;
 }
 
 uint64_t rt_router_wall_ns(const rt_router *rt)
@@ -197,16 +220,6 @@ void rt_router_set_trace_events(rt_router *rt, const trace_hub_events *ev, void 
 {
     rt->trace_events = ev;
     rt->trace_events_ctx = ctx;
-}
-
-uint64_t rt_router_next_id(rt_router *rt)
-{
-    return wamp_idgen_next(&rt->ids);
-}
-
-const rt_router_stats *rt_router_stats_get(const rt_router *rt)
-{
-    return &rt->stats;
 }
 
 void rt_router_http_response(rt_router *rt, unsigned status)
@@ -288,21 +301,6 @@ void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
         out->registrations += rt_dealer_registration_count(rt_realm_dealer(rt->realms[i]));
         out->pending_calls += rt_dealer_pending_count(rt_realm_dealer(rt->realms[i]));
     }
-}
-
-size_t rt_router_session_count(const rt_router *rt)
-{
-    return rt->n_sessions;
-}
-
-rt_realm *rt_router_find_realm(rt_router *rt, const char *name)
-{
-    for (size_t i = 0; i < rt->n_realms; i++) {
-        if (strcmp(rt_realm_name(rt->realms[i]), name) == 0) {
-            return rt->realms[i];
-        }
-    }
-    return NULL;
 }
 
 static bool session_id_taken(const rt_router *rt, uint64_t id)

@@ -12,10 +12,9 @@
 #define RT_HAVE_TSC 0
 #endif
 
-#include "rt_broker.h"
 #include "rt_core_int.h"
-#include "rt_dealer.h"
 #include "rt_realm.h"
+#include "rt_trace_fast.h"
 #include "wamp_codec.h"
 
 uint64_t rt_trace_wall_ns(void)
@@ -216,7 +215,7 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
     rt_session *s = p.s;
     if (!last_known) {
         last = s->realm && !json_is_true(json_object_get(p.m->dict, "acknowledge")) &&
-               !rt_broker_publish_has_receiver(rt_realm_broker(s->realm), s, p.m);
+               !rt->routing.publish_has_receiver(rt_realm_broker(s->realm), s, p.m);
     }
     /* The hub's hits are still the PUBLISH's unless something was matched since (the usual case,
      * its first EVENT, matches after this): then matched again. */
@@ -334,22 +333,22 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
             anchor = true;
             break;
         case WAMP_MSG_UNSUBSCRIBE:
-            open_anchor_copy(rt, s->realm ? rt_broker_topic_of(s, m->id2) : NULL);
+            open_anchor_copy(rt, s->realm ? rt->routing.topic_of(s, m->id2) : NULL);
             anchor = true;
             break;
         case WAMP_MSG_UNREGISTER:
-            open_anchor_copy(rt, s->realm ? rt_dealer_procedure_of(s, m->id2) : NULL);
+            open_anchor_copy(rt, s->realm ? rt->routing.procedure_of(s, m->id2) : NULL);
             anchor = true;
             break;
         case WAMP_MSG_YIELD:
         case WAMP_MSG_ERROR:
             if (s->realm && (m->type == WAMP_MSG_YIELD || m->req_type == WAMP_MSG_INVOCATION)) {
-                (void)rt_dealer_open_call_action(rt_realm_dealer(s->realm), s, m->id);
+                (void)rt->routing.open_call_action(rt_realm_dealer(s->realm), s, m->id);
             }
             break;
         case WAMP_MSG_CANCEL:
             if (s->realm) {
-                (void)rt_dealer_open_caller_action(rt_realm_dealer(s->realm), s, m->id);
+                (void)rt->routing.open_caller_action(rt_realm_dealer(s->realm), s, m->id);
             }
             break;
         case WAMP_MSG_GOODBYE:
@@ -433,7 +432,7 @@ void rt_trace_tx_dropped_queued(rt_session *s, const wamp_buf *wire, const char 
     const char *uri = NULL;
     if (ok && m.type == WAMP_MSG_EVENT && s->realm) {
         uri = json_string_value(json_object_get(m.dict, "topic"));
-        uri = uri ? uri : rt_broker_topic_of(s, m.id);
+        uri = uri ? uri : rt->routing.topic_of(s, m.id);
     }
     trace_ctx c;
     fill_ctx(s, TRACE_TX, ok ? (int)m.type : 0, &c);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt_realm.h"
 #include "rt_session.h"
 #include "trace_hub.h"
 #include "wamp_msg.h"
@@ -70,11 +71,24 @@ typedef struct rt_trace_pending {
     uint64_t match_gen; /* the hub's match of it (trace_hub_match_gen()) */
 } rt_trace_pending;
 
+/* What tracing asks the routing about the message being handled: the URI of an UNSUBSCRIBE's
+ * subscription or an UNREGISTER's registration, the action of a pending call that a YIELD, an
+ * ERROR or a CANCEL continues, and whether a PUBLISH reaches anyone (rt_broker.h, rt_dealer.h
+ * describe each). The broker and dealer sit above tracing (they report through it), so the router
+ * hands their answers in when it is made (rt_router_new()); asked only while a trace runs. */
+typedef struct rt_trace_routing {
+    const char *(*topic_of)(rt_session *s, uint64_t sub_id);
+    const char *(*procedure_of)(rt_session *s, uint64_t reg_id);
+    bool (*open_call_action)(rt_dealer *d, rt_session *callee, uint64_t invocation);
+    bool (*open_caller_action)(rt_dealer *d, rt_session *caller, uint64_t request);
+    bool (*publish_has_receiver)(rt_broker *b, rt_session *s, const wamp_msg *m);
+} rt_trace_routing;
+
 /* Records a received message (m NULL: undecodable) and opens its action. */
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len);
 /* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL.
  * When no PUBLISH waits (rt_trace_pending), the caller has tried rt_trace_tx_repeat()
- * (rt_core_int.h) first. */
+ * (rt_trace_fast.h) first. */
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop);
 /* Records a message that was queued for s and is now dropped from its queue, reason drop: an
  * EVENT making room (limits.slow_consumer "drop_oldest_events"), or what a closed connection

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_render.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
 

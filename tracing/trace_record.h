@@ -203,4 +203,11 @@ void trace_uuid_gen_next(trace_uuid_gen *g, uint8_t out[TRACE_UUID_LEN]);
 /* Writes "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lowercase) and a NUL to out. */
 void trace_uuid_format(const uint8_t uuid[TRACE_UUID_LEN], char out[TRACE_UUID_STRLEN]);
 
+/* ns (a record's pc_ns or ts_ns, or a duration) -> float seconds, splitting whole seconds first
+ * (keeps the sub-second digits a double can hold). */
+static inline double trace_ns_to_seconds(uint64_t ns)
+{
+    return (double)(ns / 1000000000u) + (double)(ns % 1000000000u) / 1e9;
+}
+
 #endif /* TRACE_RECORD_H */

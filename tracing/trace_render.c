@@ -12,11 +12,6 @@
 #include "wamp_msg.h"
 #include "wamp_types.h"
 
-double trace_ns_to_seconds(uint64_t ns)
-{
-    return (double)(ns / 1000000000u) + (double)(ns % 1000000000u) / 1e9;
-}
-
 void trace_format_iso8601(uint64_t ts_ns, char out[TRACE_ISO_LEN])
 {
     time_t secs = (time_t)(ts_ns / 1000000000u);

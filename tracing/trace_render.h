@@ -61,8 +61,4 @@ json_t *trace_render_batch(const trace_batch *b);
 /* Formats a wall-clock time (ns since the epoch) as TRACE_ISO_LEN - 1 characters + NUL. */
 void trace_format_iso8601(uint64_t ts_ns, char out[TRACE_ISO_LEN]);
 
-/* ns -> float seconds, splitting whole seconds first (keeps the sub-second digits a double can
- * hold). */
-double trace_ns_to_seconds(uint64_t ns);
-
 #endif /* TRACE_RENDER_H */

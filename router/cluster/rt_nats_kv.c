@@ -28,13 +28,6 @@ static void job_free(job *j)
     }
 }
 
-void rt_nats_log_error(const char *what, natsStatus s)
-{
-    natsStatus ls = NATS_OK;
-    const char *last = nats_GetLastError(&ls);
-    RT_LOG_DEBUG(0, "cluster: %s: %s (%s)", what, natsStatus_GetText(s), last ? last : "");
-}
-
 static void bucket_drop(rt_nats *n, const char *name)
 {
     for (kvb **pp = &n->buckets; *pp; pp = &(*pp)->next) {
@@ -85,21 +78,6 @@ static natsStatus bucket_get(rt_nats *n, const job *j, kvStore **out)
     n->buckets = b;
     *out = kv;
     return NATS_OK;
-}
-
-wamp_err rt_nats_err_of(natsStatus s)
-{
-    switch (s) {
-    case NATS_OK:
-        return WAMP_OK;
-    case NATS_NO_MEMORY:
-        return WAMP_ENOMEM;
-    case NATS_CONNECTION_CLOSED:
-    case NATS_CONNECTION_DISCONNECTED:
-        return WAMP_ECLOSED;
-    default:
-        return WAMP_EIO;
-    }
 }
 
 /* KEYS: every live key (kvStore_Keys() skips deleted ones); none is NATS_NOT_FOUND. */

@@ -1,0 +1,49 @@
+/* rt_router_ctx.c: the reads of the router context that every core module makes (its clock,
+ * config, id generator, statistics, realm by name). They sit below the broker, dealer, sessions
+ * and tracing that use them; rt_router.c, which builds, ticks and frees the router, sits above
+ * them all. */
+#include <string.h>
+
+#include "rt_core_int.h"
+#include "rt_realm.h"
+#include "rt_router.h"
+
+const rt_config *rt_router_config(const rt_router *rt)
+{
+    return rt->cfg;
+}
+
+uint64_t rt_router_now_us(const rt_router *rt)
+{
+    return rt->clock(rt->clock_ctx);
+}
+
+trace_hub *rt_router_trace_hub(rt_router *rt)
+{
+    return rt->hub;
+}
+
+uint64_t rt_router_next_id(rt_router *rt)
+{
+    return wamp_idgen_next(&rt->ids);
+}
+
+const rt_router_stats *rt_router_stats_get(const rt_router *rt)
+{
+    return &rt->stats;
+}
+
+size_t rt_router_session_count(const rt_router *rt)
+{
+    return rt->n_sessions;
+}
+
+rt_realm *rt_router_find_realm(rt_router *rt, const char *name)
+{
+    for (size_t i = 0; i < rt->n_realms; i++) {
+        if (strcmp(rt_realm_name(rt->realms[i]), name) == 0) {
+            return rt->realms[i];
+        }
+    }
+    return NULL;
+}
