@@ -444,6 +444,32 @@ wamp_err cfg_parse_web_services(cfg_ctx *c, const char *pp, const json_t *paths,
     return err;
 }
 
+/* "type": "websocket" services in a "paths" object, nested "path" services included. */
+static size_t count_ws_paths_at(const json_t *paths, int depth)
+{
+    size_t n = 0;
+    const char *key;
+    const json_t *svc;
+    if (!json_is_object(paths) || depth > WEB_MAX_DEPTH) {
+        return 0;
+    }
+    json_object_foreach((json_t *)paths, key, svc)
+    {
+        const char *type = json_string_value(json_object_get(svc, "type"));
+        if (type && strcmp(type, "websocket") == 0) {
+            n++;
+        } else if (type && strcmp(type, "path") == 0) {
+            n += count_ws_paths_at(json_object_get(svc, "paths"), depth + 1);
+        }
+    }
+    return n;
+}
+
+size_t cfg_count_ws_paths(const json_t *paths)
+{
+    return count_ws_paths_at(paths, 0);
+}
+
 void cfg_free_web_paths(rt_listener *l)
 {
     for (size_t k = 0; k < l->n_web; k++) {

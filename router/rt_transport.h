@@ -5,6 +5,7 @@
 #define RT_TRANSPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct rt_transport_ops {
