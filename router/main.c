@@ -415,6 +415,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "wampscope: %s\n", err);
             goto done;
         }
+        rt_router_set_cluster(rt, rt_nats_node_cluster(cluster));
         e = mgmt ? mgmt_api_set_cluster(mgmt, rt_nats_node_cluster(cluster)) : WAMP_OK;
         if (e != WAMP_OK) {
             say(&args, RT_LOG_LEVEL_ERR, "cannot serve the management API to the cluster: %s",
@@ -452,6 +453,9 @@ done:
     }
     if (mgmt) {
         (void)mgmt_api_set_cluster(mgmt, NULL);
+    }
+    if (rt) {
+        rt_router_set_cluster(rt, NULL);
     }
     rt_lws_free(l);
     rt_nats_node_free(cluster);

@@ -182,6 +182,16 @@ uint64_t rt_router_now_us(const rt_router *rt)
     return rt->clock(rt->clock_ctx);
 }
 
+void rt_router_set_cluster(rt_router *rt, const struct rt_cluster *c)
+{
+    rt->cluster = c;
+}
+
+const struct rt_cluster *rt_router_cluster(const rt_router *rt)
+{
+    return rt->cluster;
+}
+
 trace_hub *rt_router_trace_hub(rt_router *rt)
 {
     return rt->hub;

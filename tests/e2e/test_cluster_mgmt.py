@@ -1,6 +1,7 @@
 """The management API across a cluster over a real nats-server: a python3-autobahn management
 client on node A lists both nodes, reads node B's worker, starts a trace on node B through node A,
-reads its records after traffic on B, stops and deletes it; a stopped (SIGSTOP) node B gives
+reads its records after traffic on B, stops and deletes it, and node A's metrics show the
+cluster link; a stopped (SIGSTOP) node B gives
 wamp.error.timeout after cluster.request_timeout, and a node B killed with kill -9 gives
 crossbar.error.no_such_object naming it at once (mgmt/README.md "Cluster")."""
 
@@ -10,6 +11,7 @@ import shutil
 import signal
 import tempfile
 import time
+import urllib.request
 
 from autobahn.wamp.exception import ApplicationError
 
@@ -29,6 +31,8 @@ def write_config(tmp, node_id, nats_port, name):
     ws = cfg["workers"][0]["wampscope"]
     ws["management"] = {"enabled": True, "realm": "mgmt"}
     ws["cluster"]["request_timeout"] = REQUEST_TIMEOUT_MS
+    ws["metrics"] = {"endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"},
+                     "path": "/metrics"}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f)
     return path
@@ -101,6 +105,16 @@ class TestClusterMgmt(h.AsyncTestCase):
         self.assertIsNone(await self.call("delete_trace", "node_b", wb, "tb"))
         e = await self.error_of("get_trace", "node_b", wb, "tb")
         self.assertEqual(e.error, "crossbar.error.no_such_object")
+
+        [url] = [u for u in self.a.urls if u.startswith("http://")]
+        with urllib.request.urlopen(url, timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        self.assertIn('wampscope_cluster_link_state{state="up"} 1', lines)
+        self.assertIn("wampscope_cluster_nodes 2", lines)
+        key = 'wampscope_cluster_messages_total{direction="out"} '
+        out = [ln for ln in lines if ln.startswith(key)]
+        self.assertEqual(len(out), 1)
+        self.assertGreater(int(out[0].split()[-1]), 0)
         await self.finish(self.a, self.b)
 
     async def test_node_b_hung_then_killed(self):
