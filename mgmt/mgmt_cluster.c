@@ -34,6 +34,7 @@ struct mgmt_cluster {
     rt_router *rt;
     rt_cluster *c; /* borrowed; NULL once stopped */
     uint64_t sub;
+    uint32_t timeout_ms; /* the cluster's request_timeout, for the timeout error */
     mgmt_cluster_run_fn run;
     void *run_ctx;
     rt_list fwds;
@@ -81,7 +82,7 @@ static void send_answer(mgmt_cluster *mc, const char *reply_subject, json_t *ans
         /* The caller still learns why, as for a local answer over its size limit. */
         static const char too_big[] = "{\"error\":\"" WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED
                                       "\",\"args\":[\"the answer exceeds the cluster link's "
-                                      "message size limit\"]}";
+                                      "message size limit (NATS max_payload): ask for less\"]}";
         err = rt_cluster_reply(mc->c, reply_subject, too_big, sizeof(too_big) - 1);
     }
     if (err != WAMP_OK) {
@@ -174,12 +175,16 @@ static void on_reply(void *arg, wamp_err err, const void *data, size_t len)
     }
     case WAMP_EIO:
         e = rt_local_reply_error(&r, WAMP_ERROR_TIMEOUT, "node \"%s\" did not answer within %u ms",
-                                 f->node, mc->c ? rt_cluster_request_timeout_ms(mc->c) : 0u);
+                                 f->node, mc->timeout_ms);
         break;
     case WAMP_ENOTFOUND:
         e = rt_local_reply_error(&r, MGMT_ERROR_NO_SUCH_OBJECT,
                                  "node \"%s\" is gone (nobody serves its management calls)",
                                  f->node);
+        break;
+    case WAMP_ETOOBIG:
+        e = rt_local_reply_error(&r, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                 "the call exceeds the cluster link's message size limit");
         break;
     default:
         e = rt_local_reply_error(&r, WAMP_ERROR_NETWORK_FAILURE,
@@ -266,6 +271,7 @@ wamp_err mgmt_cluster_new(rt_router *rt, rt_cluster *c, mgmt_cluster_run_fn run,
     }
     mc->rt = rt;
     mc->c = c;
+    mc->timeout_ms = rt_cluster_request_timeout_ms(c);
     mc->run = run;
     mc->run_ctx = run_ctx;
     rt_list_init(&mc->fwds);

@@ -3,7 +3,8 @@ client on node A lists both nodes, reads node B's worker, starts a trace on node
 reads its records after traffic on B, stops and deletes it, and node A's metrics show the
 cluster link; a stopped (SIGSTOP) node B gives
 wamp.error.timeout after cluster.request_timeout, and a node B killed with kill -9 gives
-crossbar.error.no_such_object naming it at once (mgmt/README.md "Cluster")."""
+crossbar.error.no_such_object naming it at once, and an answer over the bus's max_payload gives
+wamp.error.payload_size_exceeded (mgmt/README.md "Cluster")."""
 
 import json
 import os
@@ -13,6 +14,7 @@ import tempfile
 import time
 import urllib.request
 
+from autobahn.exception import PayloadExceededError
 from autobahn.wamp.exception import ApplicationError
 
 import rt_harness as h
@@ -46,6 +48,15 @@ class TestClusterMgmt(h.AsyncTestCase):
         self.nats = tcl.NatsServer(self.tmp)
         self.addCleanup(self.nats.stop)
         self.name = "m_" + self.id().split(".")[-1][5:][:40]
+
+    async def start_cluster(self, nats_conf=None):
+        """nats-server (with the configuration text nats_conf, if any) and nodes A and B; the
+        management session on A."""
+        if nats_conf:
+            path = os.path.join(self.tmp, "nats.conf")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(nats_conf)
+            self.nats.extra = ["-c", path]
         self.nats.start()
         self.a = self.node("node_a")
         self.b = self.node("node_b")
@@ -74,6 +85,7 @@ class TestClusterMgmt(h.AsyncTestCase):
         return cm.exception
 
     async def test_manage_and_trace_node_b_through_node_a(self):
+        await self.start_cluster()
         self.assertEqual(await self.call("list_nodes"), ["node_a", "node_b"])
         [wb] = await self.call("list_workers", "node_b")
         worker = await self.call("get_worker", "node_b", wb)
@@ -118,6 +130,7 @@ class TestClusterMgmt(h.AsyncTestCase):
         await self.finish(self.a, self.b)
 
     async def test_node_b_hung_then_killed(self):
+        await self.start_cluster()
         [wb] = await self.call("list_workers", "node_b")
         # A node that does not answer (stopped, its connection alive): wamp.error.timeout.
         os.kill(self.b.proc.pid, signal.SIGSTOP)
@@ -147,6 +160,28 @@ class TestClusterMgmt(h.AsyncTestCase):
         e = await self.error_of("list_traces", "node_b", wb)
         self.assertEqual(e.error, "crossbar.error.no_such_object")
         await self.finish(self.a)
+
+    async def test_answer_over_the_bus_size_limit(self):
+        # A bus that carries at most 16 KiB per message: a page of node B's records over it is
+        # refused with a clear error instead of a timeout; a smaller page goes through.
+        await self.start_cluster("max_payload: 16384\n")
+        [wb] = await self.call("list_workers", "node_b")
+        await self.call("start_trace", "node_b", wb, "big", {"msg_types": ["Call"]})
+        app = await h.open_session(self.b, "realm1", "json")
+        try:
+            await h.step(app.register(lambda x: len(x), h.uri(self, "len")))
+            for _ in range(10):
+                self.assertEqual(await h.step(app.call(h.uri(self, "len"), "x" * 4000)), 4000)
+        finally:
+            await app.close()
+        # autobahn raises wamp.error.payload_size_exceeded as its own exception class.
+        with self.assertRaises(PayloadExceededError) as cm:
+            await self.call("get_trace_data", "node_b", wb, "big", 0, None, 100)
+        self.assertIn("max_payload", str(cm.exception))
+        recs = await self.call("get_trace_data", "node_b", wb, "big", 0, None, 2)
+        self.assertEqual(len(recs), 2)
+        await self.call("stop_trace", "node_b", wb, "big")
+        await self.finish(self.a, self.b)
 
 
 if __name__ == "__main__":
