@@ -75,7 +75,7 @@ static json_t *answer_of(rt_local_reply *r)
 
 static void send_answer(mgmt_cluster *mc, const char *reply_subject, json_t *answer)
 {
-    char *text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ALLOW_NUL) : NULL;
+    char *text = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
     wamp_err err = text ? rt_cluster_reply(mc->c, reply_subject, text, strlen(text)) : WAMP_ENOMEM;
     free(text);
     if (err == WAMP_ETOOBIG) {
@@ -224,7 +224,7 @@ wamp_err mgmt_cluster_forward(mgmt_cluster *mc, rt_session *caller, const char *
         return rt_local_reply_error(reply, MGMT_ERROR_NO_SUCH_OBJECT, "no node \"%s\"", node_id);
     }
     json_t *req = request_of(mc, caller, procedure, args, kwargs);
-    char *text = req ? json_dumps(req, JSON_COMPACT | JSON_ALLOW_NUL) : NULL;
+    char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     mgmt_fwd *f = text ? calloc(1, sizeof(*f)) : NULL;
     wamp_err err = f ? rt_local_defer(caller, reply, &f->h) : WAMP_ENOMEM;

@@ -3,6 +3,8 @@
  * asynchronously (results and errors with their URIs), a node that is not a member, a timeout
  * through lost messages and the fake clock, a caller leaving before the answer, and the link's
  * figures in get_worker. */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -290,6 +292,66 @@ START_TEST(test_without_cluster_link_up)
 
 END_TEST
 
+/* What a raw request to B's management subject got back. */
+typedef struct raw_reply {
+    bool called;
+    wamp_err err;
+    char text[512];
+} raw_reply;
+
+static void on_raw_reply(void *arg, wamp_err err, const void *data, size_t len)
+{
+    raw_reply *r = arg;
+    r->called = true;
+    r->err = err;
+    snprintf(r->text, sizeof(r->text), "%.*s", (int)len, (const char *)data);
+}
+
+static raw_reply raw_request(fake_link *l, const char *text)
+{
+    raw_reply r = {0};
+    ck_assert_int_eq(fake_link_ops.request(l, "wsc.node.B.mgmt", text, strlen(text), TIMEOUT_MS,
+                                           on_raw_reply, &r),
+                     WAMP_OK);
+    fake_bus_run(bus);
+    fake_clock_advance_ms(&A.t.clock, TIMEOUT_MS + 100);
+    fake_bus_run(bus);
+    ck_assert(r.called);
+    return r;
+}
+
+START_TEST(test_bad_requests_on_the_bus)
+{
+    /* Another client of the bus (no core) sends B's management subject what it likes. */
+    fake_link *l = fake_link_new(bus, NULL);
+    fake_link_set_up(l, true);
+    fake_bus_run(bus);
+    /* Not JSON, or not a request: ignored (the asker times out), B goes on. */
+    ck_assert_int_eq(raw_request(l, "\x01garbage").err, WAMP_EIO);
+    ck_assert_int_eq(raw_request(l, "{\"procedure\": \"get_worker\", \"args\": 5}").err, WAMP_EIO);
+    ck_assert_int_eq(raw_request(l, "{\"procedure\": \"list_nodes\", \"args\": [], "
+                                    "\"kwargs\": {}, \"max_message_size\": -1}")
+                             .err,
+                     WAMP_EIO);
+    /* An unknown procedure: answered with an error. */
+    raw_reply r = raw_request(l, "{\"procedure\": \"reboot\", \"args\": [], \"kwargs\": {}, "
+                                 "\"max_message_size\": 0}");
+    ck_assert_int_eq(r.err, WAMP_OK);
+    ck_assert_ptr_nonnull(strstr(r.text, "\"error\":\"wamp.error.no_such_procedure\""));
+    /* A well-formed one is answered, without a caller identity too. */
+    r = raw_request(l, "{\"procedure\": \"list_workers\", \"args\": [\"B\"], \"kwargs\": {}, "
+                       "\"max_message_size\": 0}");
+    ck_assert_int_eq(r.err, WAMP_OK);
+    ck_assert_str_eq(r.text, "{\"args\":[[\"router1\"]]}");
+    fake_link_free(l);
+    /* The management client on A is served as before. */
+    json_t *m = call("list_workers", "[\"B\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "router1");
+    json_decref(m);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -304,6 +366,7 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_caller_gone_before_the_answer);
     tcase_add_test(tc, test_pending_forward_at_teardown);
     tcase_add_test(tc, test_without_cluster_link_up);
+    tcase_add_test(tc, test_bad_requests_on_the_bus);
     suite_add_tcase(s, tc);
     return s;
 }
