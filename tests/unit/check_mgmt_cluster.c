@@ -292,6 +292,43 @@ START_TEST(test_without_cluster_link_up)
 
 END_TEST
 
+START_TEST(test_forwarded_answer_traced_with_its_call)
+{
+    /* A trace of the management realm on A: the RESULT sent when B's reply arrives belongs to
+     * the CALL's action (same correlation) and completes it. */
+    trace *tr = test_router_start_trace(&A.t, "tm", "{\"realms\": [\"mgmt\"]}");
+    int64_t req = send_call("list_workers", "[\"B\"]");
+    fake_conn_send(C, "[48, 99, {}, \"crossbarfabriccenter.list_workers\", [\"A\"]]");
+    json_decref(fake_conn_next(C)); /* the local call, answered meanwhile */
+    json_decref(answer(req));
+    json_t *recs = test_router_records(tr);
+    const char *call_corr = NULL, *result_corr = NULL;
+    bool result_last = false, call_last = true;
+    size_t i;
+    json_t *r;
+    json_array_foreach(recs, i, r)
+    {
+        const char *type = json_string_value(json_object_get(r, "msg_type"));
+        json_t *msg = json_object_get(r, "msg");
+        if (strcmp(type, "Call") == 0 && json_integer_value(json_array_get(msg, 1)) == req) {
+            call_corr = json_string_value(json_object_get(r, "correlation"));
+            call_last = json_is_true(json_object_get(r, "correlation_is_last"));
+        } else if (strcmp(type, "Result") == 0 &&
+                   json_integer_value(json_array_get(msg, 1)) == req) {
+            result_corr = json_string_value(json_object_get(r, "correlation"));
+            result_last = json_is_true(json_object_get(r, "correlation_is_last"));
+        }
+    }
+    ck_assert_ptr_nonnull(call_corr);
+    ck_assert_ptr_nonnull(result_corr);
+    ck_assert_str_eq(call_corr, result_corr);
+    ck_assert(!call_last);
+    ck_assert(result_last);
+    json_decref(recs);
+}
+
+END_TEST
+
 /* What a raw request to B's management subject got back. */
 typedef struct raw_reply {
     bool called;
@@ -367,6 +404,7 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_pending_forward_at_teardown);
     tcase_add_test(tc, test_without_cluster_link_up);
     tcase_add_test(tc, test_bad_requests_on_the_bus);
+    tcase_add_test(tc, test_forwarded_answer_traced_with_its_call);
     suite_add_tcase(s, tc);
     return s;
 }
