@@ -6,11 +6,13 @@
  * message naming the argument in args[0]. */
 #include "mgmt_api.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "mgmt_cluster.h"
 #include "rt_broker.h"
 #include "rt_dealer.h"
 #include "rt_local.h"
@@ -22,8 +24,18 @@
 #include "wamp_types.h"
 #include "wamp_wr.h"
 
+typedef struct mgmt_proc mgmt_proc;
+
+/* What a registration's ctx points at: the API and the procedure. */
+typedef struct mgmt_entry {
+    mgmt_api *m;
+    const mgmt_proc *p;
+} mgmt_entry;
+
 struct mgmt_api {
     rt_router *rt;
+    mgmt_cluster *mc; /* NULL without a cluster */
+    mgmt_entry *entries;
     const rt_config *cfg;
     trace_hub *hub;
     rt_broker *broker; /* the management realm's, for the live topics */
@@ -87,22 +99,33 @@ static uint64_t now_pc_ns(const mgmt_api *m)
 
 /* --- Node and worker ----------------------------------------------------------------------- */
 
-static wamp_err proc_list_nodes(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_list_nodes(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
-    (void)caller;
+    (void)who;
     (void)args;
     (void)kwargs;
-    return rt_local_reply_value(reply, json_pack("[s]", m->cfg->node_id));
+    rt_cluster *c = mgmt_cluster_get(m->mc);
+    if (!c) {
+        return rt_local_reply_value(reply, json_pack("[s]", m->cfg->node_id));
+    }
+    /* Every live node, this one included (just this one while the link is down). */
+    json_t *ids = json_array();
+    size_t n = rt_cluster_node_count(c);
+    for (size_t i = 0; ids && i < n; i++) {
+        if (json_array_append_new(ids, json_string(rt_cluster_node_at(c, i))) != 0) {
+            json_decref(ids);
+            ids = NULL;
+        }
+    }
+    return rt_local_reply_value(reply, ids);
 }
 
-static wamp_err proc_list_workers(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_list_workers(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                   const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
-    (void)caller;
+    (void)who;
     if (!check_target(m, args, kwargs, false, reply, &err)) {
         return err;
     }
@@ -143,6 +166,24 @@ static json_t *worker_stats(const mgmt_api *m)
         o = NULL;
     }
     json_decref(hits);
+    rt_cluster *c = mgmt_cluster_get(m->mc);
+    if (o && c) {
+        /* The cluster link (mgmt/README.md "Cluster"). */
+        rt_cluster_link_stats ls;
+        rt_cluster_link_stats_get(c, &ls);
+        if (json_object_set_new(
+                    o, "cluster",
+                    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "state",
+                              rt_cluster_link_state_name(ls.state), "reconnects",
+                              (json_int_t)ls.reconnects, "messages_in", (json_int_t)ls.msgs_in,
+                              "messages_out", (json_int_t)ls.msgs_out, "bytes_in",
+                              (json_int_t)ls.bytes_in, "bytes_out", (json_int_t)ls.bytes_out,
+                              "dropped", (json_int_t)ls.dropped, "nodes",
+                              (json_int_t)rt_cluster_node_count(c))) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
     /* Handshakes the transports refused, per reason: handshakes_refused_subprotocol, ... */
     for (int r = 0; o && r < RT_REFUSAL_COUNT; r++) {
         char key[64];
@@ -164,12 +205,11 @@ static json_t *worker_stats(const mgmt_api *m)
     return o;
 }
 
-static wamp_err proc_get_worker(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_get_worker(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
-    (void)caller;
+    (void)who;
     if (!check_target(m, args, kwargs, true, reply, &err)) {
         return err;
     }
@@ -218,12 +258,11 @@ static bool find_trace(mgmt_api *m, const json_t *args, const json_t *kwargs, tr
     return true;
 }
 
-static wamp_err proc_list_traces(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_list_traces(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                  const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
-    (void)caller;
+    (void)who;
     if (!check_target(m, args, kwargs, true, reply, &err)) {
         return err;
     }
@@ -244,25 +283,23 @@ static wamp_err proc_list_traces(void *ctx, rt_session *caller, const json_t *ar
     return rt_local_reply_value(reply, ids);
 }
 
-static wamp_err proc_get_trace(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_get_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
     trace *t;
-    (void)caller;
+    (void)who;
     if (!find_trace(m, args, kwargs, &t, reply, &err)) {
         return err;
     }
     return rt_local_reply_value(reply, meta(m, t));
 }
 
-static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                  const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
-    (void)caller;
+    (void)who;
     if (!check_target(m, args, kwargs, true, reply, &err)) {
         return err;
     }
@@ -303,13 +340,12 @@ static wamp_err proc_start_trace(void *ctx, rt_session *caller, const json_t *ar
     return rt_local_reply_value(reply, md);
 }
 
-static wamp_err proc_stop_trace(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_stop_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
     trace *t;
-    (void)caller;
+    (void)who;
     if (!find_trace(m, args, kwargs, &t, reply, &err)) {
         return err;
     }
@@ -318,13 +354,12 @@ static wamp_err proc_stop_trace(void *ctx, rt_session *caller, const json_t *arg
     return rt_local_reply_value(reply, meta(m, t));
 }
 
-static wamp_err proc_delete_trace(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_delete_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                   const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
     trace *t;
-    (void)caller;
+    (void)who;
     if (!find_trace(m, args, kwargs, &t, reply, &err)) {
         return err;
     }
@@ -339,10 +374,9 @@ static wamp_err proc_delete_trace(void *ctx, rt_session *caller, const json_t *a
     return rt_local_reply_value(reply, json_null());
 }
 
-static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                     const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
     trace *t;
     json_int_t from, to, limit;
@@ -355,10 +389,9 @@ static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t 
     /* The page is written straight in the caller's encoding: [records], the stored messages
      * copied as they are where they are in that encoding. Building it as JSON values first
      * cost more than everything else (tests/bench/run_tracing.sh, paging). */
-    const rt_peer *peer = rt_session_peer(caller);
-    size_t max = peer->max_message_size; /* 0: no limit */
+    size_t max = who->max_message_size; /* 0: no limit */
     wamp_wr w;
-    wamp_wr_init(&w, (int)rt_session_ser(caller), 64 * 1024, max);
+    wamp_wr_init(&w, (int)who->ser, 64 * 1024, max);
     wamp_wr_array(&w, 1);
     trace_render_records_to(t, (uint64_t)from, to < 0 ? TRACE_SEQ_NONE : (uint64_t)to,
                             (size_t)limit, &w);
@@ -379,13 +412,12 @@ static wamp_err proc_get_trace_data(void *ctx, rt_session *caller, const json_t 
  * "Marker", name as uri, meta as msg) in one running trace (returns its seq) or, with a null
  * trace_id, in every running trace (returns {trace_id: seq}, empty when none runs). A stopped
  * trace answers crossbar.error.not_running. */
-static wamp_err proc_mark_trace(void *ctx, rt_session *caller, const json_t *args,
+static wamp_err proc_mark_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    mgmt_api *m = ctx;
     wamp_err err = WAMP_OK;
     const char *name;
-    (void)caller;
+    (void)who;
     if (!check_target(m, args, kwargs, true, reply, &err)) {
         return err;
     }
@@ -475,33 +507,84 @@ static void on_stopped(void *ctx, trace *t)
 
 /* --- Registration --------------------------------------------------------------------------- */
 
-typedef struct mgmt_proc {
+typedef wamp_err (*mgmt_fn)(mgmt_api *m, const mgmt_who *who, const json_t *args,
+                            const json_t *kwargs, rt_local_reply *reply);
+
+struct mgmt_proc {
     const char *name;
-    rt_local_proc_fn fn;
-} mgmt_proc;
+    mgmt_fn fn;
+    bool any_node; /* takes no node_id (list_nodes): never forwarded */
+};
 
 static const mgmt_proc procs[] = {
-        {"list_nodes", proc_list_nodes},
-        {"list_workers", proc_list_workers},
-        {"get_worker", proc_get_worker},
-        {"list_traces", proc_list_traces},
-        {"get_trace", proc_get_trace},
-        {"start_trace", proc_start_trace},
-        {"stop_trace", proc_stop_trace},
-        {"delete_trace", proc_delete_trace},
-        {"get_trace_data", proc_get_trace_data},
-        {"mark_trace", proc_mark_trace},
+        {"list_nodes", proc_list_nodes, true},
+        {"list_workers", proc_list_workers, false},
+        {"get_worker", proc_get_worker, false},
+        {"list_traces", proc_list_traces, false},
+        {"get_trace", proc_get_trace, false},
+        {"start_trace", proc_start_trace, false},
+        {"stop_trace", proc_stop_trace, false},
+        {"delete_trace", proc_delete_trace, false},
+        {"get_trace_data", proc_get_trace_data, false},
+        {"mark_trace", proc_mark_trace, false},
         /* Crossbar's remote-API names for the same procedures (TRACING.md "Compatibility
          * aliases"). */
-        {"remote.tracing.get_traces", proc_list_traces},
-        {"remote.tracing.get_trace", proc_get_trace},
-        {"remote.tracing.start_trace", proc_start_trace},
-        {"remote.tracing.stop_trace", proc_stop_trace},
-        {"remote.tracing.get_trace_data", proc_get_trace_data},
-        {"mrealm.get_nodes", proc_list_nodes},
-        {"remote.node.get_workers", proc_list_workers},
-        {"remote.node.get_worker", proc_get_worker},
+        {"remote.tracing.get_traces", proc_list_traces, false},
+        {"remote.tracing.get_trace", proc_get_trace, false},
+        {"remote.tracing.start_trace", proc_start_trace, false},
+        {"remote.tracing.stop_trace", proc_stop_trace, false},
+        {"remote.tracing.get_trace_data", proc_get_trace_data, false},
+        {"mrealm.get_nodes", proc_list_nodes, true},
+        {"remote.node.get_workers", proc_list_workers, false},
+        {"remote.node.get_worker", proc_get_worker, false},
 };
+
+#define N_PROCS (sizeof(procs) / sizeof(procs[0]))
+
+/* Every registration's rt_local_proc_fn: a call naming another node of the cluster (node_id,
+ * argument 0) goes there; everything else runs here, where check_target() refuses unknown
+ * nodes. */
+static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, const json_t *kwargs,
+                         rt_local_reply *reply)
+{
+    const mgmt_entry *e = ctx;
+    mgmt_api *m = e->m;
+    if (!e->p->any_node && mgmt_cluster_get(m->mc)) {
+        json_t *node = rt_local_arg(args, kwargs, 0, "node_id");
+        if (rt_options_is_plain_string(node) &&
+            strcmp(json_string_value(node), m->cfg->node_id) != 0) {
+            return mgmt_cluster_forward(m->mc, caller, json_string_value(node), e->p->name, args,
+                                        kwargs, reply);
+        }
+    }
+    mgmt_who who = {.ser = rt_session_ser(caller),
+                    .max_message_size = rt_session_peer(caller)->max_message_size};
+    return e->p->fn(m, &who, args, kwargs, reply);
+}
+
+/* A call another node forwarded: runs here whatever node_id says (check_target() checks it). */
+static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *who,
+                              const json_t *args, const json_t *kwargs, rt_local_reply *reply)
+{
+    for (size_t i = 0; i < N_PROCS; i++) {
+        if (strcmp(procs[i].name, procedure) == 0) {
+            return procs[i].fn(ctx, who, args, kwargs, reply);
+        }
+    }
+    return WAMP_ENOTFOUND;
+}
+
+wamp_err mgmt_api_set_cluster(mgmt_api *m, rt_cluster *c)
+{
+    if (!c) {
+        mgmt_cluster_stop(m->mc);
+        return WAMP_OK;
+    }
+    if (m->mc) {
+        return WAMP_EEXIST;
+    }
+    return mgmt_cluster_new(m->rt, c, run_forwarded, m, &m->mc);
+}
 
 wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
 {
@@ -513,20 +596,27 @@ wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
         return WAMP_ENOTFOUND;
     }
     mgmt_api *m = calloc(1, sizeof(*m));
-    if (!m) {
+    mgmt_entry *entries = calloc(N_PROCS, sizeof(*entries));
+    if (!m || !entries) {
+        free(m);
+        free(entries);
         return WAMP_ENOMEM;
     }
+    m->entries = entries;
     m->rt = rt;
     m->cfg = cfg;
     m->hub = rt_router_trace_hub(rt);
     m->broker = rt_realm_broker(realm);
     m->started_wall_ns = started_wall_ns;
     m->started_pc_ns = rt_router_now_us(rt) * 1000u;
-    for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+    for (size_t i = 0; i < N_PROCS; i++) {
         char uri[96];
         snprintf(uri, sizeof(uri), MGMT_PREFIX "%s", procs[i].name);
-        wamp_err err = rt_dealer_register_local(rt_realm_dealer(realm), uri, procs[i].fn, m);
+        m->entries[i] = (mgmt_entry){.m = m, .p = &procs[i]};
+        wamp_err err =
+                rt_dealer_register_local(rt_realm_dealer(realm), uri, dispatch, &m->entries[i]);
         if (err != WAMP_OK) {
+            free(m->entries);
             free(m);
             return err;
         }
@@ -544,5 +634,7 @@ void mgmt_api_free(mgmt_api *m)
         return;
     }
     rt_router_set_trace_events(m->rt, NULL, NULL);
+    mgmt_cluster_free(m->mc);
+    free(m->entries);
     free(m);
 }

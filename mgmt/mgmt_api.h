@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "rt_cluster.h"
 #include "rt_router.h"
 #include "wamp_err.h"
 
@@ -18,8 +19,14 @@ typedef struct mgmt_api mgmt_api;
  * get_worker). WAMP_ENOTFOUND if the configuration has no management realm; WAMP_ENOMEM.
  * *out is NULL after failure. */
 wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out);
-/* Detaches the live feed and frees. NULL-safe. The procedures stay registered on the (dying)
- * realm, so free the router right after. */
+/* Serves and forwards management calls over cluster c (borrowed; NULL: stop, before c's link is
+ * freed): list_nodes lists c's live nodes, and every procedure called with another node's
+ * node_id runs on that node (mgmt/README.md "Cluster"). Calls forwarded before a stop are still
+ * answered until the link is freed. Once per mgmt_api: WAMP_EEXIST for a second cluster;
+ * WAMP_ENOMEM or the link's error (nothing changed). */
+wamp_err mgmt_api_set_cluster(mgmt_api *m, rt_cluster *c);
+/* Detaches the live feed and frees (free the cluster's link first). NULL-safe. The procedures stay
+ * registered on the (dying) realm, so free the router right after. */
 void mgmt_api_free(mgmt_api *m);
 
 /* Error URIs of the management API (TRACING.md "Errors"). */

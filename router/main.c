@@ -427,6 +427,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "wampscope: %s\n", err);
             goto done;
         }
+        rt_router_set_cluster(rt, rt_nats_node_cluster(cluster));
+        e = mgmt ? mgmt_api_set_cluster(mgmt, rt_nats_node_cluster(cluster)) : WAMP_OK;
+        if (e != WAMP_OK) {
+            say(&args, RT_LOG_LEVEL_ERR, "cannot serve the management API to the cluster: %s",
+                wamp_strerror(e));
+            goto done;
+        }
     }
     rt_lws_options opt = {.port_override = args.port};
     e = rt_lws_new(rt, &opt, &l, err, sizeof(err));
@@ -455,6 +462,12 @@ done:
      * no more clients. */
     if (cluster) {
         rt_nats_node_set_wake(cluster, NULL, NULL);
+    }
+    if (mgmt) {
+        (void)mgmt_api_set_cluster(mgmt, NULL);
+    }
+    if (rt) {
+        rt_router_set_cluster(rt, NULL);
     }
     rt_lws_free(l);
     rt_nats_node_free(cluster);

@@ -26,6 +26,8 @@ struct rt_router {
     void *clock_ctx;
     rt_realm **realms; /* owned, cfg->n_realms entries */
     size_t n_realms;
+    /* Borrowed, NULL without wampscope.cluster (rt_router_set_cluster()). */
+    const struct rt_cluster *cluster;
     rt_hmap sessions_by_id; /* rt_session.by_id */
     rt_list sessions;       /* every live session (rt_session.in_router) */
     rt_list greeting;       /* sessions waiting for HELLO, oldest first (rt_session.in_wait) */

@@ -507,11 +507,38 @@ static void local_reply_fini(rt_local_reply *reply)
     reply->args = reply->kwargs = NULL;
 }
 
+wamp_err rt_dealer_send_local_reply(rt_session *s, uint64_t request, rt_local_reply *reply)
+{
+    wamp_err err;
+    RT_TRACE_LAST(s->rt);
+    if (reply->error_uri) {
+        wamp_buf_unref(&reply->args_encoded);
+        err = rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, request, NULL, reply->error_uri,
+                                                    reply->args, reply->kwargs));
+        reply->args = reply->kwargs = NULL;
+        return err;
+    }
+    if (reply->args_encoded) {
+        err = rt_session_send_with_tail(s, wamp_msg_new_result(request, NULL, NULL, NULL),
+                                        reply->args_encoded);
+    } else {
+        err = rt_session_send(s, wamp_msg_new_result(request, NULL, reply->args, reply->kwargs));
+        reply->args = reply->kwargs = NULL;
+    }
+    local_reply_fini(reply);
+    if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
+        /* As for a callee's answer: the caller learns why instead of waiting forever. */
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                     "the result exceeds the caller's message size limit");
+    }
+    return err;
+}
+
 static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *m)
 {
     json_t *args, *kwargs;
     char why[WAMP_WHY_LEN];
-    rt_local_reply reply = {NULL, NULL, NULL, NULL};
+    rt_local_reply reply = {.request = m->id};
     wamp_err err = rt_local_call_args(m, &args, &kwargs, why, sizeof(why));
     if (err == WAMP_ERANGE || err == WAMP_EPROTO) {
         /* A payload the router cannot look into (say a uint64 above 2^63-1) is the caller's
@@ -536,29 +563,12 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, RT_ERROR_RUNTIME,
                                      "internal error in router procedure");
     }
-    RT_TRACE_LAST(s->rt);
-    if (reply.error_uri) {
-        wamp_buf_unref(&reply.args_encoded);
-        return rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, m->id, NULL, reply.error_uri,
-                                                     reply.args, reply.kwargs));
-    }
-    if (reply.args_encoded) {
-        err = rt_session_send_with_tail(s, wamp_msg_new_result(m->id, NULL, NULL, NULL),
-                                        reply.args_encoded);
+    if (reply.deferred) {
+        /* Answered later through rt_local_answer(): nothing goes out now. */
         local_reply_fini(&reply);
-        if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
-            return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                         "the result exceeds the caller's message size limit");
-        }
-        return err;
+        return WAMP_OK;
     }
-    err = rt_session_send(s, wamp_msg_new_result(m->id, NULL, reply.args, reply.kwargs));
-    if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
-        /* As for a callee's answer: the caller learns why instead of waiting forever. */
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the result exceeds the caller's message size limit");
-    }
-    return err;
+    return rt_dealer_send_local_reply(s, m->id, &reply);
 }
 
 /* The callee a new call of reg goes to, by the registration's invocation policy. */

@@ -72,13 +72,24 @@ typedef struct rt_local_reply {
      * serializer (rt_session_ser(caller)); one reference, owned by the reply. Large replies
      * rendered straight to the wire (get_trace_data pages) go out this way. */
     wamp_buf *args_encoded;
+    /* In: the CALL's Request id. Out: true when the procedure took the call over with
+     * rt_local_defer() (rt_local.h) and answers it later; the other fields are then ignored. */
+    uint64_t request;
+    bool deferred;
 } rt_local_reply;
 
 /* Runs synchronously inside the CALL. args/kwargs/details are borrowed (never NULL: empty
- * array/object when absent). Returns WAMP_OK with *reply filled; non-OK = internal failure
+ * array/object when absent). Returns WAMP_OK with *reply filled, or with the call deferred
+ * (rt_local_defer(): answered later, the loop not blocked); non-OK = internal failure
  * (the caller gets wamp.error.runtime_error-like ERROR "wamp.error.internal"). */
 typedef wamp_err (*rt_local_proc_fn)(void *ctx, rt_session *caller, const json_t *args,
                                      const json_t *kwargs, rt_local_reply *reply);
+
+/* Sends the answer in *reply to CALL request of s (RESULT, or ERROR with reply->error_uri) as the
+ * current action's last message, and empties *reply (its values consumed, success or not). A
+ * result over the caller's size limit becomes ERROR wamp.error.payload_size_exceeded. Returns
+ * rt_session_send()'s status. */
+wamp_err rt_dealer_send_local_reply(rt_session *s, uint64_t request, rt_local_reply *reply);
 
 /* Registers uri as a router-local procedure (exact, single). WAMP_EEXIST if an exact
  * registration of uri exists; WAMP_ENOMEM. */

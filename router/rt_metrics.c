@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rt_cluster.h"
 #include "rt_core_int.h"
 #include "rt_realm.h"
 #include "trace.h"
@@ -210,6 +211,59 @@ static size_t gauge_at(const rt_router_gauges *g, size_t off)
     size_t v;
     memcpy(&v, (const char *)g + off, sizeof(v));
     return v;
+}
+
+/* The cluster link (wampscope.cluster): rows of rt_cluster_link_stats counters, a family per
+ * name (consecutive rows), the direction label where a pair of counters is one family. */
+typedef struct link_row {
+    const char *name;
+    const char *help;
+    const char *direction; /* "in", "out", or NULL: no label */
+    size_t off;            /* of a uint64_t in rt_cluster_link_stats */
+} link_row;
+
+#define LINK(n, dir, field, h)                                                 \
+    {                                                                          \
+        "wampscope_cluster_" n, h, dir, offsetof(rt_cluster_link_stats, field) \
+    }
+/* clang-format off */
+static const link_row link_rows[] = {
+    LINK("reconnects_total", NULL, reconnects, "Times the cluster link came back after being up."),
+    LINK("messages_total", "in", msgs_in, "Messages over the cluster link, by direction."),
+    LINK("messages_total", "out", msgs_out, "Messages over the cluster link, by direction."),
+    LINK("bytes_total", "in", bytes_in, "Bytes over the cluster link, by direction."),
+    LINK("bytes_total", "out", bytes_out, "Bytes over the cluster link, by direction."),
+    LINK("dropped_total", NULL, dropped,
+         "Incoming cluster messages dropped over the link's queue limit."),
+};
+
+/* clang-format on */
+
+static void render_cluster(mbuf *b, const rt_cluster *c)
+{
+    rt_cluster_link_stats ls;
+    rt_cluster_link_stats_get(c, &ls);
+    family(b, "wampscope_cluster_link_state", M_GAUGE,
+           "1 for the cluster link's current state (connecting, up, down), 0 for the others.");
+    static const rt_cluster_link_state states[] = {RT_CLUSTER_LINK_CONNECTING, RT_CLUSTER_LINK_UP,
+                                                   RT_CLUSTER_LINK_DOWN};
+    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+        const char *lb[] = {"state", rt_cluster_link_state_name(states[i]), NULL};
+        sample_u64(b, "wampscope_cluster_link_state", lb, ls.state == states[i] ? 1 : 0);
+    }
+    family(b, "wampscope_cluster_nodes", M_GAUGE,
+           "Live nodes of the cluster this node sees, itself included.");
+    sample_u64(b, "wampscope_cluster_nodes", NULL, rt_cluster_node_count(c));
+    for (size_t i = 0; i < sizeof(link_rows) / sizeof(link_rows[0]); i++) {
+        const link_row *r = &link_rows[i];
+        if (i == 0 || strcmp(link_rows[i - 1].name, r->name) != 0) {
+            family(b, r->name, M_COUNTER, r->help);
+        }
+        uint64_t v;
+        memcpy(&v, (const char *)&ls + r->off, sizeof(v));
+        const char *lb[] = {"direction", r->direction, NULL};
+        sample_u64(b, r->name, r->direction ? lb : NULL, v);
+    }
 }
 
 /* Index of s's listener in the config, n_listeners if none matches. */
@@ -431,6 +485,9 @@ wamp_err rt_metrics_render(const rt_router *rt, const rt_metrics_proc *proc, cha
     render_messages(&b, st, true);
     render_messages(&b, st, false);
     render_traces(&b, rt);
+    if (rt->cluster) {
+        render_cluster(&b, rt->cluster);
+    }
     if (proc) {
         render_proc(&b, proc);
     }

@@ -72,6 +72,12 @@ uint64_t rt_router_wall_ns(const rt_router *rt);
 struct trace_hub_events;
 void rt_router_set_trace_events(rt_router *rt, const struct trace_hub_events *ev, void *ctx);
 
+/* The cluster membership of this node (borrowed, NULL: none; set it NULL before freeing it),
+ * whose link figures the metrics render. */
+struct rt_cluster;
+void rt_router_set_cluster(rt_router *rt, const struct rt_cluster *c);
+const struct rt_cluster *rt_router_cluster(const rt_router *rt);
+
 /* Next router-scope id (subscriptions, registrations, invocations): 1, 2, ... wrapping at 2^53. */
 uint64_t rt_router_next_id(rt_router *rt);
 

@@ -47,3 +47,13 @@ rt_realm *rt_router_find_realm(rt_router *rt, const char *name)
     }
     return NULL;
 }
+
+void rt_router_set_cluster(rt_router *rt, const struct rt_cluster *c)
+{
+    rt->cluster = c;
+}
+
+const struct rt_cluster *rt_router_cluster(const rt_router *rt)
+{
+    return rt->cluster;
+}

@@ -10,9 +10,10 @@
 
 #include "rt_log.h"
 
-/* Bucket and subject names: "<name>_nodes", "<name>.nodes.changed", "<name>.node.<id>.info".
+/* Bucket and subject names: "<name>_nodes", "<name>.nodes.changed", "<name>.node.<id>.info",
+ * and per-node services "<name>.node.<id>.<service>" (rt_cluster_serve()).
  * name and id are at most RT_CLUSTER_TOKEN_MAX bytes (rt_config checks it). */
-#define NAME_MAX_LEN (2 * RT_CLUSTER_TOKEN_MAX + 32)
+#define NAME_MAX_LEN (2 * RT_CLUSTER_TOKEN_MAX + RT_CLUSTER_SERVICE_MAX + 32)
 
 /* A conflicting key must outlive node_ttl by this many heartbeats before the id is refused:
  * the expiry of a dead process's key is checked by the bus about once a second. */
@@ -615,4 +616,79 @@ void rt_cluster_link_stats_get(const rt_cluster *c, rt_cluster_link_stats *out)
         c->ops->stats(c->link, out);
     }
     out->state = c->link_state;
+}
+
+bool rt_cluster_has_node(const rt_cluster *c, const char *node_id)
+{
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        if (strcmp(c->nodes[i], node_id) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *rt_cluster_node_id(const rt_cluster *c)
+{
+    return c->node_id;
+}
+
+uint32_t rt_cluster_request_timeout_ms(const rt_cluster *c)
+{
+    return c->request_timeout_ms;
+}
+
+static bool service_subject(const rt_cluster *c, const char *node_id, const char *service,
+                            char *subj, size_t size)
+{
+    if (strlen(service) > RT_CLUSTER_SERVICE_MAX || !rt_cluster_token_is_valid(service) ||
+        !rt_cluster_token_is_valid(node_id)) {
+        return false;
+    }
+    int n = snprintf(subj, size, "%s.node.%s.%s", c->name, node_id, service);
+    return n > 0 && (size_t)n < size;
+}
+
+wamp_err rt_cluster_serve(rt_cluster *c, const char *service, rt_cluster_msg_fn fn, void *arg,
+                          uint64_t *sub)
+{
+    char subj[NAME_MAX_LEN];
+    if (!c->ops) {
+        return WAMP_ECLOSED;
+    }
+    if (!service_subject(c, c->node_id, service, subj, sizeof(subj))) {
+        return WAMP_EINVAL;
+    }
+    return c->ops->subscribe(c->link, subj, NULL, fn, arg, sub);
+}
+
+void rt_cluster_unserve(rt_cluster *c, uint64_t sub)
+{
+    if (c->ops) {
+        c->ops->unsubscribe(c->link, sub);
+    }
+}
+
+wamp_err rt_cluster_request(rt_cluster *c, const char *node_id, const char *service,
+                            const void *data, size_t len, rt_cluster_reply_fn fn, void *arg)
+{
+    char subj[NAME_MAX_LEN];
+    if (!c->ops) {
+        return WAMP_ECLOSED;
+    }
+    if (!rt_cluster_has_node(c, node_id)) {
+        return WAMP_ENOTFOUND;
+    }
+    if (!service_subject(c, node_id, service, subj, sizeof(subj))) {
+        return WAMP_EINVAL;
+    }
+    return c->ops->request(c->link, subj, data, len, c->request_timeout_ms, fn, arg);
+}
+
+wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, size_t len)
+{
+    if (!c->ops) {
+        return WAMP_ECLOSED;
+    }
+    return c->ops->publish(c->link, reply, NULL, data, len);
 }

@@ -89,6 +89,34 @@ bool rt_cluster_is_settled(const rt_cluster *c);
 size_t rt_cluster_node_count(const rt_cluster *c);
 const char *rt_cluster_node_at(const rt_cluster *c, size_t i);
 
+/* true when node_id is in the live node list. */
+bool rt_cluster_has_node(const rt_cluster *c, const char *node_id);
+/* This node's id (borrowed). */
+const char *rt_cluster_node_id(const rt_cluster *c);
+/* cluster.request_timeout: how long a request to another node waits for its reply. */
+uint32_t rt_cluster_request_timeout_ms(const rt_cluster *c);
+
+/* --- Per-node services (request/reply between nodes) -------------------------------------- */
+
+/* Longest service name. */
+#define RT_CLUSTER_SERVICE_MAX 32
+
+/* Serves requests to this node's service (a token: letters, digits, '-', '_') on subject
+ * "<name>.node.<this id>.<service>": fn gets each one with the subject to answer on (answer
+ * with rt_cluster_reply()). *sub is the handle for rt_cluster_unserve(). Call after
+ * rt_cluster_set_link(). WAMP_EINVAL for a bad service name; the link's errors. */
+wamp_err rt_cluster_serve(rt_cluster *c, const char *service, rt_cluster_msg_fn fn, void *arg,
+                          uint64_t *sub);
+void rt_cluster_unserve(rt_cluster *c, uint64_t sub);
+/* Sends data to node_id's service and waits at most request_timeout for the reply; fn gets it
+ * (or WAMP_EIO: no reply in time, WAMP_ENOTFOUND: nobody serves it, WAMP_ECLOSED: link down)
+ * exactly once, later, unless the link is freed first. WAMP_ENOTFOUND when node_id is not in
+ * the live list, WAMP_ECLOSED without a link, or the link's errors: fn is then never called. */
+wamp_err rt_cluster_request(rt_cluster *c, const char *node_id, const char *service,
+                            const void *data, size_t len, rt_cluster_reply_fn fn, void *arg);
+/* Answers a request on its reply subject. The link's errors (WAMP_ETOOBIG over its limit). */
+wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, size_t len);
+
 /* Link state and traffic counters (from the link), for the stats. */
 void rt_cluster_link_stats_get(const rt_cluster *c, rt_cluster_link_stats *out);
 

@@ -90,6 +90,8 @@ wamp_err rt_nats_err_of(natsStatus s)
     case NATS_CONNECTION_CLOSED:
     case NATS_CONNECTION_DISCONNECTED:
         return WAMP_ECLOSED;
+    case NATS_MAX_PAYLOAD: /* over the server's max_payload */
+        return WAMP_ETOOBIG;
     default:
         return WAMP_EIO;
     }

@@ -26,6 +26,11 @@ static uint64_t node_clock(void *ctx)
     return rt_router_now_us(ctx);
 }
 
+rt_cluster *rt_nats_node_cluster(rt_nats_node *nn)
+{
+    return nn->member;
+}
+
 void rt_nats_node_service(void *ctx)
 {
     rt_nats_node *nn = ctx;

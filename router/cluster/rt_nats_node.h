@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "rt_cluster.h"
 #include "rt_config.h"
 #include "rt_router.h"
 #include "wamp_err.h"
@@ -23,6 +24,8 @@ typedef struct rt_nats_node rt_nats_node;
  * refused credentials), WAMP_EIO or WAMP_ENOMEM (set-up failed). */
 wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **out, char *err,
                             size_t err_len);
+/* The membership (borrowed, lives as long as nn), for the management API. */
+rt_cluster *rt_nats_node_cluster(rt_nats_node *nn);
 /* The loop's service hook (ctx: the rt_nats_node): delivers the link's events, runs timers. */
 void rt_nats_node_service(void *ctx);
 /* See rt_nats_set_wake(). */

@@ -4,8 +4,8 @@ others' view within node_ttl + 2 heartbeats, a clean stop leaves at once, a rest
 nats-server gets every node re-announced, a node started before nats-server routes locally
 and joins once it is up, and --check-config checks the cluster keys without connecting.
 
-The node list is observed through the router's log ("cluster NAME: nodes (N): a, b"): the
-management API does not list cluster nodes yet."""
+The node list is observed through the router's log ("cluster NAME: nodes (N): a, b"); the
+management API's view of it (list_nodes, forwarding) is tested in test_cluster_mgmt.py."""
 
 import asyncio
 import json

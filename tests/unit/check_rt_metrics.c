@@ -12,8 +12,10 @@
 
 #include <check.h>
 
+#include "fake_cluster.h"
 #include "fake_transport.h"
 #include "log_capture.h"
+#include "rt_cluster.h"
 #include "rt_log.h"
 #include "rt_metrics.h"
 #include "rt_router.h"
@@ -246,6 +248,54 @@ START_TEST(test_format_of_an_idle_router)
 
 END_TEST
 
+START_TEST(test_cluster_link)
+{
+    /* Without a cluster: no cluster family. */
+    char *text = render(NULL);
+    ck_assert_ptr_null(strstr(text, "wampscope_cluster_"));
+    free(text);
+    fake_bus *bus = fake_bus_new(&T.clock);
+    rt_cluster_options o = {.name = "wsc",
+                            .node_id = "testnode",
+                            .version = "9.9",
+                            .heartbeat_ms = 1000,
+                            .node_ttl_ms = 4000,
+                            .request_timeout_ms = 500};
+    rt_cluster *c = rt_cluster_new(&o, 1, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(c);
+    fake_link *l = fake_link_new(bus, c);
+    ck_assert_int_eq(rt_cluster_set_link(c, &fake_link_ops, l), WAMP_OK);
+    rt_router_set_cluster(T.rt, c);
+    ck_assert_ptr_eq(rt_router_cluster(T.rt), c);
+    text = render(NULL);
+    ck_assert(value_of(text, "wampscope_cluster_link_state{state=\"connecting\"}") == 1);
+    ck_assert(value_of(text, "wampscope_cluster_link_state{state=\"up\"}") == 0);
+    ck_assert(value_of(text, "wampscope_cluster_nodes") == 1);
+    free(text);
+    fake_link_set_up(l, true);
+    fake_bus_run(bus);
+    text = render(NULL);
+    ck_assert(value_of(text, "wampscope_cluster_link_state{state=\"up\"}") == 1);
+    ck_assert(value_of(text, "wampscope_cluster_link_state{state=\"connecting\"}") == 0);
+    ck_assert(value_of(text, "wampscope_cluster_messages_total{direction=\"out\"}") > 0);
+    ck_assert(value_of(text, "wampscope_cluster_bytes_total{direction=\"out\"}") > 0);
+    ck_assert(value_of(text, "wampscope_cluster_reconnects_total") == 0);
+    ck_assert(value_of(text, "wampscope_cluster_dropped_total") == 0);
+    free(text);
+    fake_link_set_up(l, false);
+    fake_bus_run(bus);
+    fake_link_set_up(l, true);
+    fake_bus_run(bus);
+    text = render(NULL);
+    ck_assert(value_of(text, "wampscope_cluster_reconnects_total") == 1);
+    free(text);
+    rt_router_set_cluster(T.rt, NULL);
+    fake_bus_free(bus);
+    rt_cluster_free(c);
+}
+
+END_TEST
+
 START_TEST(test_sessions_by_realm_and_transport)
 {
     fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
@@ -412,6 +462,7 @@ static Suite *rt_metrics_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_format_of_an_idle_router);
     tcase_add_test(tc, test_sessions_by_realm_and_transport);
+    tcase_add_test(tc, test_cluster_link);
     tcase_add_test(tc, test_messages_by_type_and_serializer);
     tcase_add_test(tc, test_traces_labelled_by_id);
     tcase_add_test(tc, test_refused_handshakes_by_reason);

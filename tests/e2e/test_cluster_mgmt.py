@@ -1,0 +1,188 @@
+"""The management API across a cluster over a real nats-server: a python3-autobahn management
+client on node A lists both nodes, reads node B's worker, starts a trace on node B through node A,
+reads its records after traffic on B, stops and deletes it, and node A's metrics show the
+cluster link; a stopped (SIGSTOP) node B gives
+wamp.error.timeout after cluster.request_timeout, and a node B killed with kill -9 gives
+crossbar.error.no_such_object naming it at once, and an answer over the bus's max_payload gives
+wamp.error.payload_size_exceeded (mgmt/README.md "Cluster")."""
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+import urllib.request
+
+from autobahn.exception import PayloadExceededError
+from autobahn.wamp.exception import ApplicationError
+
+import rt_harness as h
+import test_cluster_link as tcl
+
+P = "crossbarfabriccenter."
+REQUEST_TIMEOUT_MS = 1000
+SLACK_S = 1.5  # a loaded 2-core machine and sanitizer builds
+
+
+def write_config(tmp, node_id, nats_port, name):
+    """test_cluster_link's node config with the management API on (realm "mgmt", loopback)."""
+    path = tcl.write_config(tmp, node_id, nats_port, name)
+    with open(path, encoding="utf-8") as f:
+        cfg = json.load(f)
+    ws = cfg["workers"][0]["wampscope"]
+    ws["management"] = {"enabled": True, "realm": "mgmt"}
+    ws["cluster"]["request_timeout"] = REQUEST_TIMEOUT_MS
+    ws["metrics"] = {"endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"},
+                     "path": "/metrics"}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    return path
+
+
+class TestClusterMgmt(h.AsyncTestCase):
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-cmgmt-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.nats = tcl.NatsServer(self.tmp)
+        self.addCleanup(self.nats.stop)
+        self.name = "m_" + self.id().split(".")[-1][5:][:40]
+
+    async def start_cluster(self, nats_conf=None):
+        """nats-server (with the configuration text nats_conf, if any) and nodes A and B; the
+        management session on A."""
+        if nats_conf:
+            path = os.path.join(self.tmp, "nats.conf")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(nats_conf)
+            self.nats.extra = ["-c", path]
+        self.nats.start()
+        self.a = self.node("node_a")
+        self.b = self.node("node_b")
+        for r in (self.a, self.b):
+            tcl.wait_log(r, tcl.nodes_line(self.name, "node_a", "node_b"))
+        self.mgmt = await h.open_session(self.a, "mgmt", "json")
+
+    async def finish(self, *routers):
+        """Closes the management session, then stops routers (exit status 0, no sanitizer
+        report)."""
+        await self.mgmt.close()
+        for r in routers:
+            r.stop()
+
+    def node(self, node_id):
+        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name))
+        self.addCleanup(r.cleanup)
+        return r.start()
+
+    async def call(self, proc, *args, **kwargs):
+        return await h.step(self.mgmt.call(P + proc, *args, **kwargs))
+
+    async def error_of(self, proc, *args):
+        with self.assertRaises(ApplicationError) as cm:
+            await self.call(proc, *args)
+        return cm.exception
+
+    async def test_manage_and_trace_node_b_through_node_a(self):
+        await self.start_cluster()
+        self.assertEqual(await self.call("list_nodes"), ["node_a", "node_b"])
+        [wb] = await self.call("list_workers", "node_b")
+        worker = await self.call("get_worker", "node_b", wb)
+        self.assertEqual(worker["type"], "router")
+        self.assertEqual(worker["stats"]["cluster"]["state"], "up")
+        self.assertEqual(worker["stats"]["cluster"]["nodes"], 2)
+        self.assertNotEqual(worker["pid"], (await self.call("get_worker", "node_a", wb))["pid"])
+        # An error of node B keeps its URI.
+        e = await self.error_of("get_worker", "node_b", "no-such-worker")
+        self.assertEqual(e.error, "crossbar.error.no_such_worker")
+
+        md = await self.call("start_trace", "node_b", wb, "tb", {"msg_types": ["Call", "Result"]})
+        self.assertEqual(md["status"], "running")
+        self.assertEqual(await self.call("list_traces", "node_b", wb), ["tb"])
+        self.assertEqual(await self.call("list_traces", "node_a", wb), [])
+
+        # Traffic on node B only.
+        app = await h.open_session(self.b, "realm1", "msgpack")
+        try:
+            await h.step(app.register(lambda x: x * 2, h.uri(self, "dbl")))
+            self.assertEqual(await h.step(app.call(h.uri(self, "dbl"), 21)), 42)
+        finally:
+            await app.close()
+
+        recs = await self.call("get_trace_data", "node_b", wb, "tb", 0, None, 100)
+        self.assertEqual([r["msg_type"] for r in recs], ["Call", "Result"])
+        self.assertEqual(recs[0]["uri"], h.uri(self, "dbl"))
+        self.assertEqual((await self.call("stop_trace", "node_b", wb, "tb"))["status"], "stopped")
+        self.assertIsNone(await self.call("delete_trace", "node_b", wb, "tb"))
+        e = await self.error_of("get_trace", "node_b", wb, "tb")
+        self.assertEqual(e.error, "crossbar.error.no_such_object")
+
+        [url] = [u for u in self.a.urls if u.startswith("http://")]
+        with urllib.request.urlopen(url, timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        self.assertIn('wampscope_cluster_link_state{state="up"} 1', lines)
+        self.assertIn("wampscope_cluster_nodes 2", lines)
+        key = 'wampscope_cluster_messages_total{direction="out"} '
+        out = [ln for ln in lines if ln.startswith(key)]
+        self.assertEqual(len(out), 1)
+        self.assertGreater(int(out[0].split()[-1]), 0)
+        await self.finish(self.a, self.b)
+
+    async def test_node_b_hung_then_killed(self):
+        await self.start_cluster()
+        [wb] = await self.call("list_workers", "node_b")
+        # A node that does not answer (stopped, its connection alive): wamp.error.timeout.
+        os.kill(self.b.proc.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            e = await self.error_of("get_worker", "node_b", wb)
+            elapsed = time.monotonic() - t0
+        finally:
+            os.kill(self.b.proc.pid, signal.SIGCONT)
+        self.assertEqual(e.error, "wamp.error.timeout")
+        self.assertIn('"node_b"', e.args[0])
+        self.assertGreaterEqual(elapsed, REQUEST_TIMEOUT_MS / 1000.0 - 0.1)
+        self.assertLess(elapsed, REQUEST_TIMEOUT_MS / 1000.0 + SLACK_S)
+        # It answers again once it runs.
+        self.assertEqual((await self.call("get_worker", "node_b", wb))["type"], "router")
+
+        # kill -9: nobody serves node_b's subject any more, which NATS tells at once.
+        self.b.kill()
+        t0 = time.monotonic()
+        e = await self.error_of("get_worker", "node_b", wb)
+        self.assertEqual(e.error, "crossbar.error.no_such_object")
+        self.assertIn('"node_b"', e.args[0])
+        self.assertLess(time.monotonic() - t0, REQUEST_TIMEOUT_MS / 1000.0 + SLACK_S)
+        # Once its key expires it is no longer listed.
+        tcl.wait_log(self.a, tcl.nodes_line(self.name, "node_a"), timeout=tcl.KILL_BOUND_S + 5)
+        self.assertEqual(await self.call("list_nodes"), ["node_a"])
+        e = await self.error_of("list_traces", "node_b", wb)
+        self.assertEqual(e.error, "crossbar.error.no_such_object")
+        await self.finish(self.a)
+
+    async def test_answer_over_the_bus_size_limit(self):
+        # A bus that carries at most 16 KiB per message: a page of node B's records over it is
+        # refused with a clear error instead of a timeout; a smaller page goes through.
+        await self.start_cluster("max_payload: 16384\n")
+        [wb] = await self.call("list_workers", "node_b")
+        await self.call("start_trace", "node_b", wb, "big", {"msg_types": ["Call"]})
+        app = await h.open_session(self.b, "realm1", "json")
+        try:
+            await h.step(app.register(lambda x: len(x), h.uri(self, "len")))
+            for _ in range(10):
+                self.assertEqual(await h.step(app.call(h.uri(self, "len"), "x" * 4000)), 4000)
+        finally:
+            await app.close()
+        # autobahn raises wamp.error.payload_size_exceeded as its own exception class.
+        with self.assertRaises(PayloadExceededError) as cm:
+            await self.call("get_trace_data", "node_b", wb, "big", 0, None, 100)
+        self.assertIn("max_payload", str(cm.exception))
+        recs = await self.call("get_trace_data", "node_b", wb, "big", 0, None, 2)
+        self.assertEqual(len(recs), 2)
+        await self.call("stop_trace", "node_b", wb, "big")
+        await self.finish(self.a, self.b)
+
+
+if __name__ == "__main__":
+    h.main()

@@ -1,0 +1,419 @@
+/* check_mgmt_cluster.c: the management API across two nodes over the fake bus
+ * (tests/support/fake_cluster.c): list_nodes, procedures forwarded to the other node and answered
+ * asynchronously (results and errors with their URIs), a node that is not a member, a timeout
+ * through lost messages and the fake clock, a caller leaving before the answer, and the link's
+ * figures in get_worker. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "fake_cluster.h"
+#include "fake_transport.h"
+#include "mgmt_api.h"
+#include "rt_cluster.h"
+#include "test_router.h"
+
+#define TIMEOUT_MS 500
+
+/* One node: a router with the management API on a cluster member over a fake link. Node B runs
+ * on node A's clock, which the bus uses too. */
+typedef struct node {
+    test_router t;
+    mgmt_api *m;
+    rt_cluster *c;
+    fake_link *l;
+} node;
+
+static node A, B;
+static fake_bus *bus;
+static fake_conn *C; /* the management client, on node A */
+static int64_t next_req;
+
+static void node_start(node *n, char *id, fake_clock *clock, uint64_t instance)
+{
+    test_router_init(&n->t);
+    rt_router_free(n->t.rt);
+    n->t.cfg.node_id = id;
+    n->t.cfg.mgmt_enabled = true;
+    n->t.cfg.mgmt_realm = "mgmt";
+    n->t.cfg.tracing_max_traces = 3;
+    n->t.rt = rt_router_new(&n->t.cfg, fake_clock_now, clock);
+    ck_assert_ptr_nonnull(n->t.rt);
+    ck_assert_int_eq(mgmt_api_new(n->t.rt, 1700000000000000000ULL, &n->m), WAMP_OK);
+    rt_cluster_options o = {.name = "wsc",
+                            .node_id = id,
+                            .version = "9.9",
+                            .heartbeat_ms = 1000,
+                            .node_ttl_ms = 4000,
+                            .request_timeout_ms = TIMEOUT_MS};
+    n->c = rt_cluster_new(&o, instance, fake_clock_now, clock);
+    ck_assert_ptr_nonnull(n->c);
+    n->l = fake_link_new(bus, n->c);
+    ck_assert_ptr_nonnull(n->l);
+    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
+    ck_assert_int_eq(mgmt_api_set_cluster(n->m, n->c), WAMP_OK);
+    ck_assert_int_eq(mgmt_api_set_cluster(n->m, n->c), WAMP_EEXIST);
+    fake_link_set_up(n->l, true);
+    fake_bus_run(bus);
+}
+
+/* Teardown order of main(): stop serving, free the link, then the API and the member. */
+static void node_stop(node *n)
+{
+    if (n->m) {
+        (void)mgmt_api_set_cluster(n->m, NULL);
+    }
+    fake_link_free(n->l);
+    mgmt_api_free(n->m);
+    rt_cluster_free(n->c);
+    if (n->t.rt) {
+        test_router_fini(&n->t);
+    }
+    memset(n, 0, sizeof(*n));
+}
+
+static void setup(void)
+{
+    memset(&A, 0, sizeof(A));
+    memset(&B, 0, sizeof(B));
+    A.t.clock.now_us = 1000000;
+    bus = fake_bus_new(&A.t.clock);
+    ck_assert_ptr_nonnull(bus);
+    node_start(&A, "A", &A.t.clock, 1);
+    node_start(&B, "B", &A.t.clock, 2);
+    fake_bus_run(bus);
+    ck_assert_int_eq((int)rt_cluster_node_count(A.c), 2);
+    C = fake_conn_new(A.t.rt, WAMP_SER_JSON);
+    fake_conn_join(C, "mgmt");
+    next_req = 1;
+}
+
+static void teardown(void)
+{
+    fake_conn_free(C);
+    node_stop(&B);
+    node_stop(&A);
+    fake_bus_free(bus);
+}
+
+/* Sends CALL crossbarfabriccenter.<proc>(args) on C; returns its request id. */
+static int64_t send_call(const char *proc, const char *args)
+{
+    int64_t req = next_req++;
+    fake_conn_send(C, "[48, %lld, {}, \"crossbarfabriccenter.%s\", %s]", (long long)req, proc,
+                   args);
+    return req;
+}
+
+/* The answer to req once the bus has delivered everything (owned). */
+static json_t *answer(int64_t req)
+{
+    fake_bus_run(bus);
+    json_t *m = fake_conn_next(C);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0) == WAMP_MSG_ERROR ? fake_msg_int(m, 2) : fake_msg_int(m, 1),
+                     req);
+    return m;
+}
+
+static json_t *call(const char *proc, const char *args)
+{
+    return answer(send_call(proc, args));
+}
+
+static json_t *result(json_t *m)
+{
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_RESULT);
+    return json_array_get(json_array_get(m, 3), 0);
+}
+
+/* Asserts m is ERROR uri whose message contains text; frees m. */
+static void expect_error(json_t *m, const char *uri, const char *text)
+{
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    ck_assert_str_eq(fake_msg_str(m, 4), uri);
+    const char *msg = json_string_value(json_array_get(json_array_get(m, 5), 0));
+    ck_assert_ptr_nonnull(msg);
+    ck_assert_msg(strstr(msg, text) != NULL, "\"%s\" lacks \"%s\"", msg, text);
+    json_decref(m);
+}
+
+START_TEST(test_list_nodes_lists_every_live_node)
+{
+    json_t *m = call("list_nodes", "[]");
+    json_t *ids = result(m);
+    ck_assert_int_eq((int)json_array_size(ids), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(ids, 0)), "A");
+    ck_assert_str_eq(json_string_value(json_array_get(ids, 1)), "B");
+    json_decref(m);
+}
+
+END_TEST
+
+START_TEST(test_worker_of_the_other_node)
+{
+    /* The answer waits for the bus: nothing is sent before the reply arrives. */
+    int64_t req = send_call("list_workers", "[\"B\"]");
+    ck_assert_int_eq((int)fake_conn_pending(C), 0);
+    json_t *m = answer(req);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "router1");
+    json_decref(m);
+    m = call("get_worker", "[\"B\", \"router1\"]");
+    json_t *w = result(m);
+    ck_assert_str_eq(json_string_value(json_object_get(w, "type")), "router");
+    json_t *cl = json_object_get(json_object_get(w, "stats"), "cluster");
+    ck_assert_str_eq(json_string_value(json_object_get(cl, "state")), "up");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(cl, "nodes")), 2);
+    ck_assert_int_gt((int)json_integer_value(json_object_get(cl, "messages_in")), 0);
+    /* B's own session count: A's management client is not there. */
+    ck_assert_int_eq(
+            (int)json_integer_value(json_object_get(json_object_get(w, "stats"), "sessions")), 0);
+    json_decref(m);
+    /* Errors of the other node keep their URI. */
+    expect_error(call("get_worker", "[\"B\", \"router9\"]"), MGMT_ERROR_NO_SUCH_WORKER, "router9");
+    /* A CALL to this node is still answered at once while another one is on the bus. */
+    req = send_call("get_worker", "[\"B\", \"router1\"]");
+    json_t *mine = call("list_workers", "[\"A\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(mine), 0)), "router1");
+    json_decref(mine);
+    json_decref(answer(req));
+}
+
+END_TEST
+
+START_TEST(test_trace_on_the_other_node)
+{
+    json_t *m = call("start_trace", "[\"B\", \"router1\", \"tb\", {\"msg_types\": [\"Call\"]}]");
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "status")), "running");
+    json_decref(m);
+    /* It runs on B, not on A. */
+    m = call("list_traces", "[\"B\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 1);
+    json_decref(m);
+    m = call("list_traces", "[\"A\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 0);
+    json_decref(m);
+    /* Traffic on B. */
+    fake_conn *app = fake_conn_new_joined(B.t.rt, WAMP_SER_MSGPACK, "realm1");
+    fake_conn_send(app, "[48, 1, {}, \"com.nobody\", [1, \"x\"]]");
+    fake_conn_free(app);
+    m = call("get_trace_data", "[\"B\", \"router1\", \"tb\", 0, null, 10]");
+    json_t *recs = result(m);
+    ck_assert_int_eq((int)json_array_size(recs), 1);
+    json_t *r0 = json_array_get(recs, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(r0, "msg_type")), "Call");
+    ck_assert_str_eq(json_string_value(json_object_get(r0, "uri")), "com.nobody");
+    json_decref(m);
+    expect_error(call("start_trace", "[\"B\", \"router1\", \"tb\"]"), MGMT_ERROR_ALREADY_RUNNING,
+                 "tb");
+    expect_error(call("start_trace", "[\"B\", \"router1\", null, {\"bogus\": 1}]"),
+                 MGMT_ERROR_INVALID_CONFIGURATION, "bogus");
+    m = call("mark_trace", "[\"B\", \"router1\", \"tb\", \"deploy\"]");
+    ck_assert_int_eq((int)json_integer_value(result(m)), 1);
+    json_decref(m);
+    m = call("stop_trace", "[\"B\", \"router1\", \"tb\"]");
+    ck_assert_str_eq(json_string_value(json_object_get(result(m), "status")), "stopped");
+    json_decref(m);
+    m = call("delete_trace", "[\"B\", \"router1\", \"tb\"]");
+    ck_assert(json_is_null(result(m)));
+    json_decref(m);
+    expect_error(call("get_trace", "[\"B\", \"router1\", \"tb\"]"), MGMT_ERROR_NO_SUCH_OBJECT,
+                 "tb");
+}
+
+END_TEST
+
+START_TEST(test_node_not_in_the_cluster)
+{
+    expect_error(call("get_worker", "[\"Z\", \"router1\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"Z\"");
+    expect_error(call("list_traces", "[\"Z\", \"router1\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"Z\"");
+}
+
+END_TEST
+
+START_TEST(test_node_that_does_not_answer)
+{
+    fake_bus_drop(bus, 1); /* the request is lost */
+    int64_t req = send_call("get_worker", "[\"B\", \"router1\"]");
+    fake_bus_run(bus);
+    ck_assert_int_eq((int)fake_conn_pending(C), 0);
+    fake_clock_advance_ms(&A.t.clock, TIMEOUT_MS - 100);
+    fake_bus_run(bus);
+    ck_assert_int_eq((int)fake_conn_pending(C), 0);
+    fake_clock_advance_ms(&A.t.clock, 200);
+    expect_error(answer(req), "wamp.error.timeout", "\"B\" did not answer within 500 ms");
+    ck_assert_int_eq((int)fake_bus_dropped(bus), 1);
+}
+
+END_TEST
+
+START_TEST(test_caller_gone_before_the_answer)
+{
+    (void)send_call("get_worker", "[\"B\", \"router1\"]");
+    fake_conn_free(C);
+    C = NULL;
+    fake_bus_run(bus); /* the late answer is dropped */
+    /* A new management session is served as usual. */
+    C = fake_conn_new(A.t.rt, WAMP_SER_JSON);
+    fake_conn_join(C, "mgmt");
+    json_t *m = call("list_workers", "[\"B\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "router1");
+    json_decref(m);
+}
+
+END_TEST
+
+START_TEST(test_pending_forward_at_teardown)
+{
+    /* A forward in flight when the node stops: freed without an answer, no leak. */
+    (void)send_call("get_worker", "[\"B\", \"router1\"]");
+    (void)send_call("list_workers", "[\"B\"]");
+}
+
+END_TEST
+
+START_TEST(test_without_cluster_link_up)
+{
+    /* A's link goes down: the list is A alone and B is unknown. */
+    fake_link_set_up(A.l, false);
+    fake_bus_run(bus);
+    json_t *m = call("list_nodes", "[]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 1);
+    json_decref(m);
+    expect_error(call("get_worker", "[\"B\", \"router1\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"B\"");
+    m = call("get_worker", "[\"A\", \"router1\"]");
+    json_t *cl = json_object_get(json_object_get(result(m), "stats"), "cluster");
+    ck_assert_str_eq(json_string_value(json_object_get(cl, "state")), "down");
+    json_decref(m);
+}
+
+END_TEST
+
+START_TEST(test_forwarded_answer_traced_with_its_call)
+{
+    /* A trace of the management realm on A: the RESULT sent when B's reply arrives belongs to
+     * the CALL's action (same correlation) and completes it. */
+    trace *tr = test_router_start_trace(&A.t, "tm", "{\"realms\": [\"mgmt\"]}");
+    int64_t req = send_call("list_workers", "[\"B\"]");
+    fake_conn_send(C, "[48, 99, {}, \"crossbarfabriccenter.list_workers\", [\"A\"]]");
+    json_decref(fake_conn_next(C)); /* the local call, answered meanwhile */
+    json_decref(answer(req));
+    json_t *recs = test_router_records(tr);
+    const char *call_corr = NULL, *result_corr = NULL;
+    bool result_last = false, call_last = true;
+    size_t i;
+    json_t *r;
+    json_array_foreach(recs, i, r)
+    {
+        const char *type = json_string_value(json_object_get(r, "msg_type"));
+        json_t *msg = json_object_get(r, "msg");
+        if (strcmp(type, "Call") == 0 && json_integer_value(json_array_get(msg, 1)) == req) {
+            call_corr = json_string_value(json_object_get(r, "correlation"));
+            call_last = json_is_true(json_object_get(r, "correlation_is_last"));
+        } else if (strcmp(type, "Result") == 0 &&
+                   json_integer_value(json_array_get(msg, 1)) == req) {
+            result_corr = json_string_value(json_object_get(r, "correlation"));
+            result_last = json_is_true(json_object_get(r, "correlation_is_last"));
+        }
+    }
+    ck_assert_ptr_nonnull(call_corr);
+    ck_assert_ptr_nonnull(result_corr);
+    ck_assert_str_eq(call_corr, result_corr);
+    ck_assert(!call_last);
+    ck_assert(result_last);
+    json_decref(recs);
+}
+
+END_TEST
+
+/* What a raw request to B's management subject got back. */
+typedef struct raw_reply {
+    bool called;
+    wamp_err err;
+    char text[512];
+} raw_reply;
+
+static void on_raw_reply(void *arg, wamp_err err, const void *data, size_t len)
+{
+    raw_reply *r = arg;
+    r->called = true;
+    r->err = err;
+    snprintf(r->text, sizeof(r->text), "%.*s", (int)len, (const char *)data);
+}
+
+static raw_reply raw_request(fake_link *l, const char *text)
+{
+    raw_reply r = {0};
+    ck_assert_int_eq(fake_link_ops.request(l, "wsc.node.B.mgmt", text, strlen(text), TIMEOUT_MS,
+                                           on_raw_reply, &r),
+                     WAMP_OK);
+    fake_bus_run(bus);
+    fake_clock_advance_ms(&A.t.clock, TIMEOUT_MS + 100);
+    fake_bus_run(bus);
+    ck_assert(r.called);
+    return r;
+}
+
+START_TEST(test_bad_requests_on_the_bus)
+{
+    /* Another client of the bus (no core) sends B's management subject what it likes. */
+    fake_link *l = fake_link_new(bus, NULL);
+    fake_link_set_up(l, true);
+    fake_bus_run(bus);
+    /* Not JSON, or not a request: ignored (the asker times out), B goes on. */
+    ck_assert_int_eq(raw_request(l, "\x01garbage").err, WAMP_EIO);
+    ck_assert_int_eq(raw_request(l, "{\"procedure\": \"get_worker\", \"args\": 5}").err, WAMP_EIO);
+    ck_assert_int_eq(raw_request(l, "{\"procedure\": \"list_nodes\", \"args\": [], "
+                                    "\"kwargs\": {}, \"max_message_size\": -1}")
+                             .err,
+                     WAMP_EIO);
+    /* An unknown procedure: answered with an error. */
+    raw_reply r = raw_request(l, "{\"procedure\": \"reboot\", \"args\": [], \"kwargs\": {}, "
+                                 "\"max_message_size\": 0}");
+    ck_assert_int_eq(r.err, WAMP_OK);
+    ck_assert_ptr_nonnull(strstr(r.text, "\"error\":\"wamp.error.no_such_procedure\""));
+    /* A well-formed one is answered, without a caller identity too. */
+    r = raw_request(l, "{\"procedure\": \"list_workers\", \"args\": [\"B\"], \"kwargs\": {}, "
+                       "\"max_message_size\": 0}");
+    ck_assert_int_eq(r.err, WAMP_OK);
+    ck_assert_str_eq(r.text, "{\"args\":[[\"router1\"]]}");
+    fake_link_free(l);
+    /* The management client on A is served as before. */
+    json_t *m = call("list_workers", "[\"B\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "router1");
+    json_decref(m);
+}
+
+END_TEST
+
+static Suite *mgmt_cluster_suite(void)
+{
+    Suite *s = suite_create("mgmt_cluster");
+    TCase *tc = tcase_create("forward");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_list_nodes_lists_every_live_node);
+    tcase_add_test(tc, test_worker_of_the_other_node);
+    tcase_add_test(tc, test_trace_on_the_other_node);
+    tcase_add_test(tc, test_node_not_in_the_cluster);
+    tcase_add_test(tc, test_node_that_does_not_answer);
+    tcase_add_test(tc, test_caller_gone_before_the_answer);
+    tcase_add_test(tc, test_pending_forward_at_teardown);
+    tcase_add_test(tc, test_without_cluster_link_up);
+    tcase_add_test(tc, test_bad_requests_on_the_bus);
+    tcase_add_test(tc, test_forwarded_answer_traced_with_its_call);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(mgmt_cluster_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
