@@ -194,10 +194,10 @@ static json_t *worker_stats(const mgmt_api *m)
         }
     }
     /* HTTP answers of the web transports by status class: http_responses_2xx, ... */
-    for (int c = 0; o && c < 5; c++) {
+    for (int k = 0; o && k < 5; k++) {
         char key[32];
-        snprintf(key, sizeof(key), "http_responses_%dxx", c + 1);
-        if (json_object_set_new(o, key, json_integer((json_int_t)st->http_responses[c])) != 0) {
+        snprintf(key, sizeof(key), "http_responses_%dxx", k + 1);
+        if (json_object_set_new(o, key, json_integer((json_int_t)st->http_responses[k])) != 0) {
             json_decref(o);
             o = NULL;
         }

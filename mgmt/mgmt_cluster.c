@@ -26,7 +26,7 @@
 typedef struct mgmt_fwd {
     rt_list in_mc; /* in mgmt_cluster.fwds */
     mgmt_cluster *mc;
-    rt_local_deferred *h; /* owned */
+    rt_dealer_deferred *h; /* owned */
     char node[RT_CLUSTER_TOKEN_MAX + 1];
 } mgmt_fwd;
 
@@ -145,7 +145,7 @@ static void on_request(void *arg, const char *subject, const char *reply_subject
 static void fwd_free(mgmt_fwd *f)
 {
     rt_list_remove(&f->in_mc);
-    rt_local_deferred_free(f->h);
+    rt_dealer_deferred_free(f->h);
     free(f);
 }
 
@@ -193,9 +193,9 @@ static void on_reply(void *arg, wamp_err err, const void *data, size_t len)
         break;
     }
     if (e == WAMP_OK) {
-        rt_local_deferred *h = f->h;
+        rt_dealer_deferred *h = f->h;
         f->h = NULL;
-        (void)rt_local_answer(mc->rt, h, &r);
+        (void)rt_dealer_answer_deferred(mc->rt, h, &r);
     } else {
         json_decref(r.args);
         json_decref(r.kwargs);
@@ -227,7 +227,7 @@ wamp_err mgmt_cluster_forward(mgmt_cluster *mc, rt_session *caller, const char *
     char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     mgmt_fwd *f = text ? calloc(1, sizeof(*f)) : NULL;
-    wamp_err err = f ? rt_local_defer(caller, reply, &f->h) : WAMP_ENOMEM;
+    wamp_err err = f ? rt_dealer_defer(caller, reply, &f->h) : WAMP_ENOMEM;
     if (err != WAMP_OK) {
         free(f);
         free(text);
@@ -242,7 +242,7 @@ wamp_err mgmt_cluster_forward(mgmt_cluster *mc, rt_session *caller, const char *
         return WAMP_OK;
     }
     /* Not sent: answered now. */
-    rt_local_deferred_free(f->h);
+    rt_dealer_deferred_free(f->h);
     free(f);
     reply->deferred = false;
     switch (err) {

@@ -2,7 +2,7 @@
  * link's request/reply (subject "<cluster>.node.<id>.mgmt"), and this node's answers to the
  * calls the other nodes forward to it (mgmt/README.md "Cluster").
  *
- * The caller's CALL is answered asynchronously (rt_local_defer()): the loop never waits for the
+ * The caller's CALL is answered asynchronously (rt_dealer_defer()): the loop never waits for the
  * other node. A forwarded request is JSON {"procedure", "args", "kwargs", "max_message_size",
  * "caller": {"node_id", "session", "authid", "authrole"}}; the answer is {"args", "kwargs"} or
  * {"error": URI, "args", "kwargs"}.

@@ -564,7 +564,7 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
                                      "internal error in router procedure");
     }
     if (reply.deferred) {
-        /* Answered later through rt_local_answer(): nothing goes out now. */
+        /* Answered later through rt_dealer_answer_deferred(): nothing goes out now. */
         local_reply_fini(&reply);
         return WAMP_OK;
     }
@@ -1122,4 +1122,82 @@ size_t rt_dealer_callees(const rt_dealer *d, uint64_t reg_id, uint64_t *ids, siz
         }
     }
     return i;
+}
+
+/* --- Deferred answers of local procedures ----------------------------------------------- */
+
+struct rt_dealer_deferred {
+    uint64_t session_id;
+    uint64_t request;
+    bool traced; /* an action was open: corr (and uri) are its */
+    uint8_t corr[TRACE_UUID_LEN];
+    trace_str *uri; /* one reference, or NULL */
+};
+
+wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_deferred **out)
+{
+    rt_dealer_deferred *h = calloc(1, sizeof(*h));
+    *out = h;
+    if (!h) {
+        return WAMP_ENOMEM;
+    }
+    rt_router *rt = caller->rt;
+    h->session_id = caller->id;
+    h->request = reply->request;
+    if (rt->cur.set) {
+        h->traced = true;
+        memcpy(h->corr, rt->cur.uuid, sizeof(h->corr));
+        trace_str *uri = rt_trace_action_uri(rt);
+        h->uri = uri ? trace_str_ref(uri) : NULL;
+    }
+    reply->deferred = true;
+    return WAMP_OK;
+}
+
+void rt_dealer_deferred_free(rt_dealer_deferred *h)
+{
+    if (!h) {
+        return;
+    }
+    trace_str_unref(&h->uri);
+    free(h);
+}
+
+uint64_t rt_dealer_deferred_session(const rt_dealer_deferred *h)
+{
+    return h->session_id;
+}
+
+bool rt_dealer_answer_deferred(rt_router *rt, rt_dealer_deferred *h, rt_local_reply *reply)
+{
+    rt_session *s = NULL;
+    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(h->session_id)); n;
+         n = rt_hmap_next(n)) {
+        rt_session *c = RT_CONTAINER_OF(n, rt_session, by_id);
+        if (c->id == h->session_id) {
+            s = c->state == RT_SESSION_JOINED ? c : NULL;
+            break;
+        }
+    }
+    if (!s) {
+        RT_LOG_DEBUG(h->session_id, "the caller left before its answer (CALL %llu): dropped",
+                     (unsigned long long)h->request);
+        local_reply_fini(reply);
+        rt_dealer_deferred_free(h);
+        return false;
+    }
+    /* The answer belongs to the CALL's action, not to whatever is being handled now. */
+    rt_cur_action saved;
+    rt_trace_action_stash(rt, &saved);
+    if (h->traced) {
+        rt_trace_action_open(rt, h->corr, h->uri);
+    }
+    wamp_err err = rt_dealer_send_local_reply(s, h->request, reply);
+    rt_trace_action_unstash(rt, &saved);
+    if (err != WAMP_OK) {
+        RT_LOG_WARN(s->id, "answer to CALL %llu not sent: %s", (unsigned long long)h->request,
+                    wamp_strerror(err));
+    }
+    rt_dealer_deferred_free(h);
+    return true;
 }

@@ -73,14 +73,14 @@ typedef struct rt_local_reply {
      * rendered straight to the wire (get_trace_data pages) go out this way. */
     wamp_buf *args_encoded;
     /* In: the CALL's Request id. Out: true when the procedure took the call over with
-     * rt_local_defer() (rt_local.h) and answers it later; the other fields are then ignored. */
+     * rt_dealer_defer() (rt_local.h) and answers it later; the other fields are then ignored. */
     uint64_t request;
     bool deferred;
 } rt_local_reply;
 
 /* Runs synchronously inside the CALL. args/kwargs/details are borrowed (never NULL: empty
  * array/object when absent). Returns WAMP_OK with *reply filled, or with the call deferred
- * (rt_local_defer(): answered later, the loop not blocked); non-OK = internal failure
+ * (rt_dealer_defer(): answered later, the loop not blocked); non-OK = internal failure
  * (the caller gets wamp.error.runtime_error-like ERROR "wamp.error.internal"). */
 typedef wamp_err (*rt_local_proc_fn)(void *ctx, rt_session *caller, const json_t *args,
                                      const json_t *kwargs, rt_local_reply *reply);
@@ -132,5 +132,26 @@ uint64_t rt_dealer_match(const rt_dealer *d, const char *uri);
 /* wamp.registration.list_callees: writes up to max session ids of the registration's callees
  * (registration order) to ids; returns how many it has in all (0 if none or no such id). */
 size_t rt_dealer_callees(const rt_dealer *d, uint64_t reg_id, uint64_t *ids, size_t max);
+
+/* --- Deferred answers ------------------------------------------------------------------------ */
+
+/* A CALL of a local procedure that is answered later (say once another node replied). Plain
+ * data, keyed by the caller's session id: it survives the caller leaving (the late answer is then
+ * dropped) and never points at the session. Owned by whoever holds it until
+ * rt_dealer_answer_deferred() or rt_dealer_deferred_free(). */
+typedef struct rt_dealer_deferred rt_dealer_deferred;
+
+/* Takes the call that reply belongs to over (reply->deferred set; nothing is sent now): *out is
+ * the handle to answer it with, carrying the current action's correlation so that the answer is
+ * traced with the CALL. WAMP_ENOMEM (*out NULL, reply unchanged: answer now). */
+wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_deferred **out);
+/* Answers the deferred call h with *reply (as rt_dealer_send_local_reply(); *reply is emptied
+ * whatever happens) and frees h. When the caller has gone (closed, or no longer joined), the
+ * answer is dropped: false. true when it was sent. */
+bool rt_dealer_answer_deferred(rt_router *rt, rt_dealer_deferred *h, rt_local_reply *reply);
+/* Drops h without an answer (the caller never gets one: for teardown). NULL-safe. */
+void rt_dealer_deferred_free(rt_dealer_deferred *h);
+/* The caller's session id (for logs). */
+uint64_t rt_dealer_deferred_session(const rt_dealer_deferred *h);
 
 #endif /* RT_DEALER_H */

@@ -38,25 +38,4 @@ json_t *rt_local_arg(const json_t *args, const json_t *kwargs, size_t i, const c
 bool rt_local_arg_string(const json_t *args, const json_t *kwargs, size_t i, const char *name,
                          const char **out, rt_local_reply *reply, wamp_err *err);
 
-/* --- Deferred answers ------------------------------------------------------------------------ */
-
-/* A CALL of a local procedure that is answered later (say once another node replied). Plain
- * data, keyed by the caller's session id: it survives the caller leaving (the late answer is then
- * dropped) and never points at the session. Owned by whoever holds it until rt_local_answer() or
- * rt_local_deferred_free(). */
-typedef struct rt_local_deferred rt_local_deferred;
-
-/* Takes the call that reply belongs to over (reply->deferred set; nothing is sent now): *out is
- * the handle to answer it with, carrying the current action's correlation so that the answer is
- * traced with the CALL. WAMP_ENOMEM (*out NULL, reply unchanged: answer now). */
-wamp_err rt_local_defer(rt_session *caller, rt_local_reply *reply, rt_local_deferred **out);
-/* Answers the deferred call h with *reply (as rt_dealer_send_local_reply(); *reply is emptied
- * whatever happens) and frees h. When the caller has gone (closed, or no longer joined), the
- * answer is dropped: false. true when it was sent. */
-bool rt_local_answer(rt_router *rt, rt_local_deferred *h, rt_local_reply *reply);
-/* Drops h without an answer (the caller never gets one: for teardown). NULL-safe. */
-void rt_local_deferred_free(rt_local_deferred *h);
-/* The caller's session id (for logs). */
-uint64_t rt_local_deferred_session(const rt_local_deferred *h);
-
 #endif /* RT_LOCAL_H */
