@@ -142,6 +142,31 @@ static json_t *chrome_doc(void)
     return doc;
 }
 
+/* The Chrome document ctl_chrome writes for the records given as JSON text (owned). */
+static json_t *chrome_of(const char *const *recs, size_t n)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ctl_chrome *c = ctl_chrome_new(f);
+    ck_assert_ptr_nonnull(c);
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_loads(recs[i], 0, NULL);
+        ck_assert_ptr_nonnull(r);
+        ck_assert(ctl_chrome_add(c, r));
+        json_decref(r);
+    }
+    ck_assert(ctl_chrome_finish(c, NULL));
+    ctl_chrome_free(c);
+    fclose(f);
+    json_error_t e;
+    json_t *doc = json_loads(buf, 0, &e);
+    ck_assert_msg(doc != NULL, "chrome output is not JSON: %s", e.text);
+    free(buf);
+    return doc;
+}
+
 static const char *sget(const json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
@@ -356,21 +381,11 @@ END_TEST
 
 START_TEST(test_chrome_empty_trace)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_chrome *c = ctl_chrome_new(f);
-    ck_assert(ctl_chrome_finish(c, NULL));
-    ctl_chrome_free(c);
-    ctl_chrome_free(NULL);
-    fclose(f);
-    json_error_t e;
-    json_t *doc = json_loads(buf, 0, &e);
-    ck_assert_ptr_nonnull(doc);
+    json_t *doc = chrome_of(NULL, 0);
     ck_assert_uint_eq(json_array_size(json_object_get(doc, "traceEvents")), 0);
     ck_assert(json_is_object(json_object_get(doc, "otherData")));
     json_decref(doc);
-    free(buf);
+    ctl_chrome_free(NULL);
 }
 
 END_TEST
@@ -396,23 +411,7 @@ START_TEST(test_chrome_action_records)
             "\"originator\": {\"session_id\": 7, \"authid\": null, \"authrole\": \"anonymous\"},"
             "\"responders\": [], \"success\": false, \"duration\": 0.0}",
     };
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_chrome *c = ctl_chrome_new(f);
-    ck_assert_ptr_nonnull(c);
-    for (size_t i = 0; i < 3; i++) {
-        json_t *r = json_loads(recs[i], 0, NULL);
-        ck_assert_ptr_nonnull(r);
-        ck_assert(ctl_chrome_add(c, r));
-        json_decref(r);
-    }
-    ck_assert(ctl_chrome_finish(c, NULL));
-    ctl_chrome_free(c);
-    fclose(f);
-    json_t *doc = json_loads(buf, 0, NULL);
-    ck_assert_ptr_nonnull(doc);
-    free(buf);
+    json_t *doc = chrome_of(recs, sizeof(recs) / sizeof(recs[0]));
     json_t *events = json_object_get(doc, "traceEvents");
     size_t i, n_x = 0;
     json_t *e;
@@ -469,23 +468,7 @@ START_TEST(test_chrome_shared_reading)
             ("{\"seq\":5,\"ts\":1764149999.5,\"direction\":\"rx\",\"msg_type\":\"Hello\","
              "\"realm\":\"r\",\"session_id\":4,\"correlation\":null,\"uri\":null}"),
     };
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_chrome *c = ctl_chrome_new(f);
-    ck_assert_ptr_nonnull(c);
-    for (size_t i = 0; i < 5; i++) {
-        json_t *r = json_loads(recs[i], 0, NULL);
-        ck_assert_ptr_nonnull(r);
-        ck_assert(ctl_chrome_add(c, r));
-        json_decref(r);
-    }
-    ck_assert(ctl_chrome_finish(c, NULL));
-    ctl_chrome_free(c);
-    fclose(f);
-    json_t *doc = json_loads(buf, 0, NULL);
-    ck_assert_ptr_nonnull(doc);
-    free(buf);
+    json_t *doc = chrome_of(recs, sizeof(recs) / sizeof(recs[0]));
     json_t *events = json_object_get(doc, "traceEvents");
     double t[6] = {0};
     size_t i, n_flows = 0;
