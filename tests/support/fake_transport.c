@@ -165,6 +165,18 @@ void fake_conn_clear(fake_conn *c)
     json_array_clear(c->inbox);
 }
 
+fake_conn *fake_conn_new_ppt(rt_router *rt, wamp_ser ser, bool ppt, const char *role_a,
+                             const char *role_b, const char *router_role)
+{
+    fake_conn *c = fake_conn_new(rt, ser);
+    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
+    json_t *w = fake_conn_welcome(c, "[1, \"realm1\", {\"roles\": {\"%s\": %s, \"%s\": %s}}]",
+                                  role_a, f, role_b, f);
+    ck_assert(fake_welcome_feature(w, router_role, "payload_passthru_mode"));
+    json_decref(w);
+    return c;
+}
+
 uint64_t fake_conn_join(fake_conn *c, const char *realm)
 {
     json_t *w = fake_conn_welcome(c,

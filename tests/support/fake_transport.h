@@ -61,6 +61,12 @@ json_t *fake_conn_welcome(fake_conn *c, const char *fmt, ...) __attribute__((for
 /* WELCOME.Details.roles.<role>.features.<feature> is true in welcome. */
 bool fake_welcome_feature(const json_t *welcome, const char *role, const char *feature);
 
+/* A new session joined to realm1 whose HELLO announces the client roles role_a and role_b, both
+ * with features.payload_passthru_mode when ppt (plain roles otherwise); asserts that the
+ * WELCOME announces the feature for router_role ("broker", "dealer"). */
+fake_conn *fake_conn_new_ppt(rt_router *rt, wamp_ser ser, bool ppt, const char *role_a,
+                             const char *role_b, const char *router_role);
+
 /* HELLO to realm with the usual client roles; asserts WELCOME and returns the session id. */
 uint64_t fake_conn_join(fake_conn *c, const char *realm);
 

@@ -1227,13 +1227,7 @@ END_TEST
 /* A joined session whose HELLO announces payload_passthru_mode (ppt) for its roles, or not. */
 static fake_conn *joined_ppt(wamp_ser ser, bool ppt)
 {
-    fake_conn *c = fake_conn_new(T.rt, ser);
-    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
-    json_t *w = fake_conn_welcome(
-            c, "[1, \"realm1\", {\"roles\": {\"publisher\": %s, \"subscriber\": %s}}]", f, f);
-    ck_assert(fake_welcome_feature(w, "broker", "payload_passthru_mode"));
-    json_decref(w);
-    return c;
+    return fake_conn_new_ppt(T.rt, ser, ppt, "publisher", "subscriber", "broker");
 }
 
 /* Payload passthru mode: PUBLISH.Options.ppt_* become EVENT.Details.ppt_* (retained events

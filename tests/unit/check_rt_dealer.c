@@ -1059,13 +1059,7 @@ END_TEST
 /* A joined session announcing payload_passthru_mode for every role (or none when ppt false). */
 static fake_conn *joined_ppt(wamp_ser ser, bool ppt)
 {
-    fake_conn *c = fake_conn_new(T.rt, ser);
-    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
-    json_t *w = fake_conn_welcome(
-            c, "[1, \"realm1\", {\"roles\": {\"caller\": %s, \"callee\": %s}}]", f, f);
-    ck_assert(fake_welcome_feature(w, "dealer", "payload_passthru_mode"));
-    json_decref(w);
-    return c;
+    return fake_conn_new_ppt(T.rt, ser, ppt, "caller", "callee", "dealer");
 }
 
 /* Payload passthru mode: ppt_* options travel CALL -> INVOCATION and YIELD -> RESULT with the
