@@ -156,13 +156,8 @@ static bool cbor_head(wamp_wr *w, unsigned major, uint64_t v)
 
 static bool cbor_f64(wamp_wr *w, double v)
 {
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof(bits));
-    unsigned char b[9] = {0xfb};
-    for (int i = 0; i < 8; i++) {
-        b[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
-    }
-    return put(w, b, sizeof(b));
+    unsigned char b[9];
+    return put(w, b, wamp_cbor_f64(b, v));
 }
 
 static bool cbor_i64(wamp_wr *w, int64_t v)
