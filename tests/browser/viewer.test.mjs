@@ -11,40 +11,32 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { autobahn, openSession, startRouter } from '../interop/node/harness.mjs';
+import { autobahn, fixture, startRouter } from '../interop/node/harness.mjs';
 import { artifactsDir, launchBrowser, startStaticServer, until, watchPage } from './browser.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const VIEWER_DIR = path.join(process.env.RT_SOURCE_DIR || path.join(here, '../..'), 'mgmt/viewer');
 const MGMT = 'crossbarfabriccenter.';
 
-let router, web, chrome;
-const clients = [];
+// One router for the file; the sessions opened with open() are closed before it stops.
+const fx = fixture();
+const open = fx.open;
+let web, chrome;
 
 before(async () => {
-  router = await startRouter();
+  await fx.setUp();
   web = await startStaticServer(VIEWER_DIR);
   chrome = await launchBrowser();
 });
 
 after(async () => {
-  for (const c of clients.reverse()) {
-    try {
-      await c.close();
-    } catch {
-      c.abort();
-    }
+  try {
+    if (chrome) await chrome.stop();
+    if (web) await web.stop();
+  } finally {
+    await fx.tearDown();
   }
-  if (chrome) await chrome.stop();
-  if (web) await web.stop();
-  if (router) await router.stop();
 });
-
-async function open(opts) {
-  const c = await openSession(router, opts);
-  clients.push(c);
-  return c.session;
-}
 
 // Pixels of the canvas close to an RGB colour.
 async function countPixels(page, selector, [r, g, b]) {
@@ -77,7 +69,7 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   const records = (id, from = 0) => mgmt.call(MGMT + 'get_trace_data', [node, worker, id, from, null, 10000]);
 
   // Log in (protected mode: anonymous from loopback).
-  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}`);
+  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(fx.router.url)}`);
   await page.click('#login-go');
   await page.waitForSelector('#app-view:not([hidden])');
   const conn = await page.$eval('#conn', (e) => e.textContent);
@@ -216,7 +208,7 @@ test('an action-level trace from the form, and 100,000 records drawn window by w
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}&connect=1`);
+  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(fx.router.url)}&connect=1`);
   await page.waitForSelector('#app-view:not([hidden])');
 
   // Action level: one record per completed CALL, shown in the action view.
@@ -345,7 +337,7 @@ test('the page answers a router that refuses the login', async () => {
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}&realm=nosuchrealm`);
+  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(fx.router.url)}&realm=nosuchrealm`);
   await page.click('#login-go');
   await until(() => page.$eval('#login-error', (e) => e.textContent), 'the login error');
   assert.match(await page.$eval('#login-error', (e) => e.textContent), /wamp\.error\./);
