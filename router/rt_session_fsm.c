@@ -430,7 +430,7 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     bool is_mgmt = rt->cfg->mgmt_enabled && strcmp(rt_realm_name(realm), rt->cfg->mgmt_realm) == 0;
     rt_auth_method method;
     if (is_mgmt && !rt->cfg->mgmt_auth) {
-        /* Protected mode (TRACING.md): with no management credential configured, the
+        /* Protected mode (mgmt/README.md "Access"): with no management credential, the
          * management realm takes anonymous sessions, as "admin", only from peers in
          * wampscope.management.trusted_networks (default: loopback). */
         if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr)) {

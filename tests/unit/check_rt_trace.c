@@ -1,6 +1,6 @@
 /* check_rt_trace.c: the router core feeding the tracing hub: records on rx and tx, correlation
- * chains (TRACING.md "Correlation"), action URIs, serializations, management realm exclusion and
- * protected mode. Records are read back through trace_render, as the management API does. */
+ * chains (mgmt/README.md "Correlation"), action URIs, serializations, management realm exclusion
+ * and protected mode. Records are read back through trace_render, as the management API does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
