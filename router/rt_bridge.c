@@ -306,6 +306,20 @@ wamp_err rt_bridge_answer_of(const json_t *msg, uint64_t request, bool *is_answe
         return WAMP_OK;
     }
     json_int_t t = json_integer_value(type);
+    if (t == WAMP_MSG_ABORT || t == WAMP_MSG_GOODBYE) {
+        /* The router ends the request's session (a session limit, shutting down): 503 with
+         * its reason and message. */
+        json_t *reason = json_array_get(msg, 2);
+        json_t *message = json_object_get(json_array_get(msg, 1), "message");
+        *is_answer = true;
+        return answer_take(
+                503,
+                json_pack("{s:s, s:o, s:{}}", "error",
+                          json_is_string(reason) ? json_string_value(reason) : "", "args",
+                          json_is_string(message) ? json_pack("[O]", message) : json_array(),
+                          "kwargs"),
+                out);
+    }
     size_t at = t == WAMP_MSG_ERROR ? 2 : 1; /* ERROR: [8, type, request, ...] */
     json_t *id = json_array_get(msg, at);
     if (!json_is_integer(id) || (uint64_t)json_integer_value(id) != request) {

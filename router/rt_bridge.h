@@ -60,8 +60,10 @@ wamp_err rt_bridge_message(const rt_web_path *w, const unsigned char *body, size
  * PUBLISHED -> 200 {"id": publication}; RESULT -> 200 {"args": [...]} and/or {"kwargs": {...}}
  * as Crossbar's caller writes autobahn's call result (no or one positional result and no
  * keyword results: {"args": [that result or null]}); ERROR -> 200 {"error": uri, "args": [...],
- * "kwargs": {...}} (Crossbar answers a WAMP error with 200). WAMP_OK with *is_answer false for
- * any other message (WELCOME, or one about another request); WAMP_ENOMEM: nothing owned. */
+ * "kwargs": {...}} (Crossbar answers a WAMP error with 200); ABORT or GOODBYE (the router ends
+ * the session: a session limit, shutdown) -> 503 {"error": reason, "args": [message if any],
+ * "kwargs": {}}. WAMP_OK with *is_answer false for any other message (WELCOME, or one about
+ * another request); WAMP_ENOMEM: nothing owned. */
 wamp_err rt_bridge_answer_of(const json_t *msg, uint64_t request, bool *is_answer,
                              rt_bridge_answer *out);
 

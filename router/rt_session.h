@@ -34,8 +34,9 @@ void rt_session_on_closed(rt_session *s);
 
 /* A session the router opens for itself (the HTTP bridge, rt_bridge.h): joins realm_name as
  * authid/role (copied) without a HELLO, with authmethod "anonymous"; the WELCOME is queued like
- * any other. s must be waiting for its HELLO. WAMP_ENOTFOUND: no such realm or role (s is
- * unchanged); WAMP_ENOMEM. */
+ * any other. s must be waiting for its HELLO. The session limits apply as to a HELLO (over one:
+ * ABORT queued, s closing, WAMP_OK). WAMP_ENOTFOUND: no such realm or role (s is unchanged);
+ * WAMP_ENOMEM. */
 wamp_err rt_session_join_internal(rt_session *s, const char *realm_name, const char *authid,
                                   const char *role);
 

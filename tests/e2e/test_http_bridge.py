@@ -30,7 +30,7 @@ OK = "com.wampscope.e2e.bridge.ok."
 LIMIT = 4096
 
 
-def write_config(tmp):
+def write_config(tmp, limits=None):
     allow = {"call": True, "register": True, "publish": True, "subscribe": True}
     bridge_allow = {"call": True, "register": False, "publish": True, "subscribe": False}
     cfg = {"version": 2, "controller": {"id": NODE}, "workers": [{
@@ -53,6 +53,8 @@ def write_config(tmp):
                         }}],
         "wampscope": {"management": {"enabled": True, "realm": "mgmt"}},
     }]}
+    if limits:
+        cfg["workers"][0]["wampscope"]["limits"] = limits
     path = os.path.join(tmp, "config.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f)
@@ -87,10 +89,12 @@ def deny(text):
 
 
 class BridgeTest(h.AsyncTestCase):
+    LIMITS = None
+
     async def asyncSetUp(self):
         await super().asyncSetUp()
         self.tmp = tempfile.mkdtemp(prefix="wampscope-bridge-")
-        self.router = h.RouterProc(config=write_config(self.tmp))
+        self.router = h.RouterProc(config=write_config(self.tmp, self.LIMITS))
         try:
             self.router.start()
         except BaseException:
@@ -304,6 +308,28 @@ class BridgeTest(h.AsyncTestCase):
         self.assertEqual(published[0]["msg"][2], answer["id"])
         self.assertTrue(any(r["msg_type"] == "Event" and r["session_id"] == s._session_id
                             for r in recs))
+
+
+class BridgeSessionLimitTest(BridgeTest):
+    """A bridge request is a session: the session limits apply to it."""
+    LIMITS = {"max_sessions_per_realm": 1}
+
+    async def test_session_limit_refuses_with_503(self):
+        s = await self.session()
+        self.assertEqual(await self.post("/publish", {"topic": OK + "t"}),
+                         (503, {"error": "wampscope.error.limit_reached",
+                                "args": ["limit reached: wampscope.limits.max_sessions_per_realm "
+                                         "(1)"],
+                                "kwargs": {}}))
+        await s.close()
+        self._sessions.remove(s)
+        self.assertEqual((await self.post("/publish", {"topic": OK + "t"}))[0], 200)
+
+    test_publish_reaches_subscribers_exactly = None
+    test_call_answers = None
+    test_call_timeout_and_client_gone = None
+    test_crossbar_error_answers = None
+    test_bridge_publish_is_traced = None
 
 
 class CrossbarRestExampleTest(h.AsyncTestCase):

@@ -238,7 +238,18 @@ START_TEST(test_answers)
     ck_assert_ptr_null(answer("[2, 99, {}]", &status));
     ck_assert_ptr_null(answer("[17, 8, 1]", &status));
     ck_assert_ptr_null(answer("[8, 48, 8, {}, \"x\"]", &status));
-    ck_assert_ptr_null(answer("[6, {}, \"wamp.close.system_shutdown\"]", &status));
+    ck_assert_ptr_null(answer("[2, 5, {}]", &status));
+    /* The router ends the request's session: 503 with its reason. */
+    char *got = answer("[3, {\"message\": \"limit reached\"}, \"wampscope.error.limit_reached\"]",
+                       &status);
+    ck_assert_uint_eq(status, 503);
+    ck_assert_str_eq(got, "{\"args\":[\"limit reached\"],\"error\":\"wampscope.error.limit_"
+                          "reached\",\"kwargs\":{}}");
+    free(got);
+    got = answer("[6, {}, \"wamp.close.system_shutdown\"]", &status);
+    ck_assert_uint_eq(status, 503);
+    ck_assert_str_eq(got, "{\"args\":[],\"error\":\"wamp.close.system_shutdown\",\"kwargs\":{}}");
+    free(got);
 }
 
 END_TEST
