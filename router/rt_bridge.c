@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sodium.h>
+
 #include "wamp_rd.h"
 #include "wamp_types.h"
 
@@ -124,6 +126,162 @@ wamp_err rt_bridge_check(const rt_web_path *w, const rt_bridge_req *req, bool *p
         return rt_bridge_deny(400, "Malformed request to the REST bridge.", deny);
     }
     *proceed = true;
+    return WAMP_OK;
+}
+
+/* Digits s[0..n) as a number; false if any is not a digit. */
+static bool digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (the days_from_civil algorithm). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+bool rt_bridge_parse_timestamp(const char *s, int64_t *unix_ms)
+{
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y, mo, d, h, mi, sec;
+    if (strlen(s) < 22 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
+        s[7] != '-' || !digits(s + 8, 2, &d) || s[10] != 'T' || !digits(s + 11, 2, &h) ||
+        s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &sec) ||
+        s[19] != '.') {
+        return false;
+    }
+    const char *f = s + 20;
+    int n = 0;
+    int64_t frac_us = 0;
+    while (n < 6 && f[n] >= '0' && f[n] <= '9') {
+        frac_us = frac_us * 10 + (f[n] - '0');
+        n++;
+    }
+    if (n == 0 || f[n] != 'Z' || f[n + 1] != '\0') {
+        return false;
+    }
+    for (int k = n; k < 6; k++) {
+        frac_us *= 10;
+    }
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
+        h > 23 || mi > 59 || sec > 59) {
+        return false;
+    }
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    *unix_ms = secs * 1000 + frac_us / 1000;
+    return true;
+}
+
+/* Python's int(): optional blanks and sign, then decimal digits. */
+static bool is_int_text(const char *s)
+{
+    while (*s == ' ') {
+        s++;
+    }
+    if (*s == '+' || *s == '-') {
+        s++;
+    }
+    if (!(*s >= '0' && *s <= '9')) {
+        return false;
+    }
+    while (*s >= '0' && *s <= '9') {
+        s++;
+    }
+    while (*s == ' ') {
+        s++;
+    }
+    return *s == '\0';
+}
+
+static wamp_err missing(const char *what, rt_bridge_answer *deny)
+{
+    char why[192];
+    snprintf(why, sizeof(why), "REST bridge signature was invalid (missing mandatory field - %s).",
+             what);
+    return rt_bridge_deny(400, why, deny);
+}
+
+wamp_err rt_bridge_verify(const rt_web_path *w, const rt_bridge_sig *q, const unsigned char *body,
+                          size_t len, int64_t now_unix_ms, bool *ok, rt_bridge_answer *deny)
+{
+    char why[256];
+    bool signed_path = w->sign_secret != NULL;
+    *ok = false;
+    if (signed_path && !q->key) {
+        return missing("'key' field missing", deny);
+    }
+    if (q->timestamp) {
+        int64_t ts = 0;
+        if (!rt_bridge_parse_timestamp(q->timestamp, &ts)) {
+            snprintf(why, sizeof(why),
+                     "REST bridge signature was invalid (invalid timestamp '%.64s' (must be "
+                     "UTC/ISO-8601, e.g. '2011-10-14T16:59:51.123Z')).",
+                     q->timestamp);
+            return rt_bridge_deny(400, why, deny);
+        }
+        int64_t delta = ts > now_unix_ms ? ts - now_unix_ms : now_unix_ms - ts;
+        if (w->timestamp_delta_secs && delta > (int64_t)w->timestamp_delta_secs * 1000) {
+            return rt_bridge_deny(400, "Request expired, too old timestamp.", deny);
+        }
+    } else if (signed_path) {
+        return missing("signed request required, but mandatory 'timestamp' field missing", deny);
+    }
+    const char *vals[] = {q->seq, q->nonce};
+    for (size_t i = 0; i < 2; i++) {
+        if (vals[i] && !is_int_text(vals[i])) {
+            snprintf(why, sizeof(why),
+                     "REST bridge signature was invalid (invalid %s '%.32s' (must be an "
+                     "integer)).",
+                     i == 0 ? "sequence number" : "nonce", vals[i]);
+            return rt_bridge_deny(400, why, deny);
+        }
+        if (!vals[i] && signed_path) {
+            return missing(i == 0 ? "'seq' field missing" : "'nonce' field missing", deny);
+        }
+    }
+    if (!signed_path) {
+        *ok = true;
+        return WAMP_OK;
+    }
+    if (!q->signature) {
+        return missing("'signature' field missing", deny);
+    }
+    if (strcmp(q->key, w->sign_key) != 0) {
+        return rt_bridge_deny(401, "REST bridge signature key not valid.", deny);
+    }
+    unsigned char mac[crypto_auth_hmacsha256_BYTES];
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, (const unsigned char *)w->sign_secret, strlen(w->sign_secret));
+    const char *parts[] = {q->key, q->timestamp, q->seq, q->nonce};
+    for (size_t i = 0; i < 4; i++) {
+        crypto_auth_hmacsha256_update(&st, (const unsigned char *)parts[i], strlen(parts[i]));
+    }
+    crypto_auth_hmacsha256_update(&st, body, len);
+    crypto_auth_hmacsha256_final(&st, mac);
+    sodium_memzero(&st, sizeof(st));
+    char want[sodium_base64_ENCODED_LEN(crypto_auth_hmacsha256_BYTES,
+                                        sodium_base64_VARIANT_URLSAFE)];
+    sodium_bin2base64(want, sizeof(want), mac, sizeof(mac), sodium_base64_VARIANT_URLSAFE);
+    size_t n = strlen(want);
+    if (strlen(q->signature) != n || sodium_memcmp(want, q->signature, n) != 0) {
+        return rt_bridge_deny(401, "REST bridge signature secret not valid.", deny);
+    }
+    *ok = true;
     return WAMP_OK;
 }
 

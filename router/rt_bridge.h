@@ -46,6 +46,28 @@ wamp_err rt_bridge_check(const rt_web_path *w, const rt_bridge_req *req, bool *p
 /* The answer for a body over w's post_body_limit (413), when it had no Content-Length. */
 wamp_err rt_bridge_too_long(const rt_web_path *w, size_t length, rt_bridge_answer *out);
 
+/* The query arguments of a signed request (Crossbar's signed requests), NULL when absent;
+ * lws has percent-decoded them. */
+typedef struct rt_bridge_sig {
+    const char *key;
+    const char *timestamp; /* UTC, "2011-10-14T16:59:51.123Z" */
+    const char *seq;
+    const char *nonce;
+    const char *signature; /* URL-safe base64 (padded) of the HMAC-SHA256 below */
+} rt_bridge_sig;
+
+/* Crossbar's checks of the signature arguments, run on the whole body: a timestamp, when given,
+ * must parse and (with w->timestamp_delta_secs > 0) lie within that many seconds of now_unix_ms;
+ * seq and nonce must be integers. When w has a secret, all five are required (400), key must
+ * be w's key (401), and signature must be HMAC-SHA256(secret, key || timestamp || seq || nonce
+ * || body) (401). WAMP_OK: *ok true, or false with *deny Crossbar's answer. WAMP_ENOMEM. */
+wamp_err rt_bridge_verify(const rt_web_path *w, const rt_bridge_sig *q, const unsigned char *body,
+                          size_t len, int64_t now_unix_ms, bool *ok, rt_bridge_answer *deny);
+
+/* Milliseconds since the epoch of a timestamp as Crossbar parses it ("%Y-%m-%dT%H:%M:%S.%fZ":
+ * 1 to 6 fraction digits, UTC). false when malformed. */
+bool rt_bridge_parse_timestamp(const char *s, int64_t *unix_ms);
+
 /* The body (len bytes) -> the WAMP message (JSON text, serializer "json") that the request's
  * session sends: PUBLISH [16, request, {"acknowledge": true, options Crossbar passes on},
  * topic, args, kwargs] for a publisher path, CALL [48, request, {"timeout": the call's or

@@ -169,6 +169,11 @@ typedef struct rt_web_path {
     size_t post_body_limit;
     bool require_tls;
     uint32_t call_timeout_ms;
+    /* Signed requests (options.key, options.secret; both or neither; the secret is wiped when
+     * the config is freed) and options.timestamp_delta_limit (seconds, 300; 0 = no limit). */
+    char *sign_key;
+    char *sign_secret;
+    uint32_t timestamp_delta_secs;
 } rt_web_path;
 
 typedef struct rt_listener {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "rt_config_int.h"
 
@@ -83,16 +84,16 @@ static const key_rule bridge_rules[] = {
         K_PARSED("id"), K_PARSED("type"), K_PARSED("realm"), K_PARSED("role"), K_PARSED("options"),
 };
 
-/* crossbar/bridge/rest/common.py. Signed requests and address checks are refused rather
- * than ignored: a config that relies on them must not run open. */
+/* crossbar/bridge/rest/common.py. Address checks are refused rather than ignored: a config
+ * that relies on them must not run open. */
 static const key_rule bridge_option_rules[] = {
         K_PARSED("post_body_limit"),
         K_PARSED("require_tls"),
         K_PARSED("call_timeout"),
         K_IGN("debug", KEY_IGN_BOOL),
-        K_REFUSED("key", "signed requests (key, secret) are not supported yet"),
-        K_REFUSED("secret", "signed requests (key, secret) are not supported yet"),
-        K_REFUSED("timestamp_delta_limit", "signed requests (key, secret) are not supported yet"),
+        K_PARSED("key"),
+        K_PARSED("secret"),
+        K_PARSED("timestamp_delta_limit"),
         K_REFUSED("require_ip", "is not supported yet (restrict the listener's interface or "
                                 "firewall it instead)"),
 };
@@ -315,6 +316,33 @@ static wamp_err parse_json_service(cfg_ctx *c, const char *path, const json_t *o
     return WAMP_OK;
 }
 
+/* Crossbar's timestamp_delta_limit default: 300 seconds. */
+#define WEB_DEF_TIMESTAMP_DELTA 300
+
+/* options key + secret (signed requests) and timestamp_delta_limit of a bridge path. */
+static wamp_err parse_signing(cfg_ctx *c, const char *op, const json_t *opts, rt_web_path *w)
+{
+    const char *key = NULL;
+    const char *secret = NULL;
+    json_int_t delta = WEB_DEF_TIMESTAMP_DELTA;
+    wamp_err err = cfg_opt_str(c, op, opts, "key", &key);
+    err = cfg_worse(err, cfg_opt_str(c, op, opts, "secret", &secret));
+    err = cfg_worse(err,
+                    cfg_opt_int(c, op, opts, "timestamp_delta_limit", 0, 86400, "seconds", &delta));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    w->timestamp_delta_secs = (uint32_t)delta;
+    if (!key != !secret || (key && (!key[0] || !secret[0]))) {
+        return cfg_refuse(c, op, "signed requests need both \"key\" and \"secret\" (not empty)");
+    }
+    if (!key) {
+        return WAMP_OK;
+    }
+    err = cfg_dup(c, key, &w->sign_key);
+    return err == WAMP_OK ? cfg_dup(c, secret, &w->sign_secret) : err;
+}
+
 /* A publisher or caller path (router/rt_bridge.h); lim: the body limit's default and bound. */
 static wamp_err parse_bridge(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
                              rt_web_path *w)
@@ -330,6 +358,7 @@ static wamp_err parse_bridge(cfg_ctx *c, const char *path, const json_t *o, cons
     }
     w->post_body_limit = lim->max_message_size;
     w->call_timeout_ms = RT_BRIDGE_CALL_TIMEOUT_MS;
+    w->timestamp_delta_secs = WEB_DEF_TIMESTAMP_DELTA;
     const json_t *opts = json_object_get(o, "options");
     if (err == WAMP_OK && opts) {
         cfg_path op = cfg_key(path, "options");
@@ -349,6 +378,7 @@ static wamp_err parse_bridge(cfg_ctx *c, const char *path, const json_t *o, cons
         if (json_object_get(opts, "call_timeout")) {
             w->call_timeout_ms = (uint32_t)timeout;
         }
+        err = cfg_worse(err, parse_signing(c, op.s, opts, w));
     }
     if (err != WAMP_OK) {
         return err;
@@ -546,6 +576,11 @@ void cfg_free_web_paths(rt_listener *l)
         free(w->body);
         free(w->realm);
         free(w->role);
+        free(w->sign_key);
+        if (w->sign_secret) {
+            sodium_memzero(w->sign_secret, strlen(w->sign_secret));
+            free(w->sign_secret);
+        }
         for (size_t m = 0; m < w->n_mime_types; m++) {
             free(w->mime_types[m].ext);
             free(w->mime_types[m].type);

@@ -44,6 +44,10 @@ typedef struct web_pss {
     wamp_buf *body;
     rt_session *sess;
     bool sess_closed; /* the router asked the session's transport to close */
+    /* The signature arguments of the query (rt_bridge_sig points into these buffers, which
+     * lws_get_urlarg_by_name() fills with "name=value"). */
+    char arg_buf[5][192];
+    rt_bridge_sig sig;
 } web_pss;
 
 size_t rt_lws_web_pss_size(void)
@@ -259,6 +263,18 @@ static int bridge_answer_now(struct lws *wsi, web_pss *pss, const char *method, 
     return done(wsi, pss);
 }
 
+/* Copies the signature arguments of the request's query (lws has decoded them) into pss. */
+static void bridge_args(struct lws *wsi, web_pss *pss)
+{
+    static const char *const names[] = {"key=", "timestamp=", "seq=", "nonce=", "signature="};
+    const char **out[] = {&pss->sig.key, &pss->sig.timestamp, &pss->sig.seq, &pss->sig.nonce,
+                          &pss->sig.signature};
+    for (size_t i = 0; i < 5; i++) {
+        *out[i] = lws_get_urlarg_by_name(wsi, names[i], pss->arg_buf[i],
+                                         (int)sizeof(pss->arg_buf[i]));
+    }
+}
+
 static int bridge_begin(struct lws *wsi, web_pss *pss, const rt_web_path *w, const char *method)
 {
     char ct[RT_LWS_WEB_COND_MAX];
@@ -274,6 +290,7 @@ static int bridge_begin(struct lws *wsi, web_pss *pss, const rt_web_path *w, con
     rt_bridge_answer a = {0};
     pss->wsi = wsi;
     pss->bridge = w;
+    bridge_args(wsi, pss);
     if (rt_bridge_check(w, &req, &proceed, &a) != WAMP_OK) {
         rt_bridge_answer_fini(&a);
         return -1;
@@ -313,6 +330,15 @@ int rt_lws_web_on_body_done(struct lws *wsi, void *user)
     rt_bridge_answer a = {0};
     char *msg = NULL;
     size_t msg_len = 0;
+    bool ok = false;
+    int64_t now_ms = (int64_t)(rt_router_wall_ns(rt) / 1000000u);
+    if (rt_bridge_verify(w, &pss->sig, wamp_buf_cdata(pss->body), wamp_buf_len(pss->body), now_ms,
+                         &ok, &a) != WAMP_OK) {
+        return -1;
+    }
+    if (!ok) {
+        return bridge_answer_now(wsi, pss, "POST", &a, false);
+    }
     if (rt_bridge_message(w, wamp_buf_cdata(pss->body), wamp_buf_len(pss->body),
                           RT_LWS_WEB_BRIDGE_REQUEST, &msg, &msg_len, &a) != WAMP_OK) {
         return -1;

@@ -12,6 +12,10 @@ Crossbar's rest examples (tests/data/crossbar-examples/rest-bridge) serves both.
 """
 
 import asyncio
+import base64
+import datetime
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -20,6 +24,7 @@ import socket
 import tempfile
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import rt_harness as h
@@ -48,6 +53,9 @@ def write_config(tmp, limits=None):
                                         "options": {"post_body_limit": LIMIT, "debug": True}},
                             "call": {"type": "caller", "realm": "realm1", "role": "bridge",
                                      "options": {"call_timeout": 5000}},
+                            "signed": {"type": "publisher", "realm": "realm1", "role": "bridge",
+                                       "options": {"key": "foobar", "secret": "s3cret",
+                                                   "timestamp_delta_limit": 10}},
                             "tls-only": {"type": "publisher", "realm": "realm1",
                                          "role": "bridge", "options": {"require_tls": True}},
                         }}],
@@ -82,6 +90,19 @@ def post(port, path, body, content_type="application/json", method="POST", timeo
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def signed_query(body, key="foobar", secret=b"s3cret", age=0.0, seq=1, nonce=4711):
+    """Crossbar's signed request arguments for body (as its rest examples compute them)."""
+    ts = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=age))
+    ts = ts.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    mac = hmac.new(secret, digestmod=hashlib.sha256)
+    for part in (key, ts, str(seq), str(nonce)):
+        mac.update(part.encode())
+    mac.update(body)
+    sig = base64.urlsafe_b64encode(mac.digest()).decode()
+    return "?" + urllib.parse.urlencode({"key": key, "timestamp": ts, "seq": seq, "nonce": nonce,
+                                         "signature": sig})
 
 
 def deny(text):
@@ -288,6 +309,30 @@ class BridgeTest(h.AsyncTestCase):
         st = w["stats"]
         self.assertEqual([st["http_responses_%dxx" % c] for c in (2, 4)], [3, 10])
 
+    async def test_signed_requests(self):
+        s = await self.session()
+        events = []
+        await h.step(s.subscribe(lambda *a: events.append(a), OK + "signed"))
+        body = json.dumps({"topic": OK + "signed", "args": ["ok"]}).encode()
+        status, answer = await self.post("/signed" + signed_query(body), body)
+        self.assertEqual((status, list(answer)), (200, ["id"]))
+        await h.step(self._until(lambda: events))
+        self.assertEqual(events, [("ok",)])
+        self.assertEqual(await self.post("/signed" + signed_query(body, secret=b"wrong"), body),
+                         (401, deny("REST bridge signature secret not valid.")))
+        self.assertEqual(await self.post("/signed" + signed_query(body, key="other"), body),
+                         (401, deny("REST bridge signature key not valid.")))
+        # The body signed is the body sent.
+        other = json.dumps({"topic": OK + "signed", "args": ["forged"]}).encode()
+        self.assertEqual(await self.post("/signed" + signed_query(body), other),
+                         (401, deny("REST bridge signature secret not valid.")))
+        self.assertEqual(await self.post("/signed" + signed_query(body, age=60), body),
+                         (400, deny("Request expired, too old timestamp.")))
+        self.assertEqual(await self.post("/signed", body),
+                         (400, deny("REST bridge signature was invalid (missing mandatory field "
+                                    "- 'key' field missing).")))
+        self.assertEqual(events, [("ok",)])
+
     async def test_bridge_publish_is_traced(self):
         m = await self.session(realm="mgmt")
         pre = "crossbarfabriccenter."
@@ -329,6 +374,7 @@ class BridgeSessionLimitTest(BridgeTest):
     test_call_answers = None
     test_call_timeout_and_client_gone = None
     test_crossbar_error_answers = None
+    test_signed_requests = None
     test_bridge_publish_is_traced = None
 
 
@@ -350,6 +396,12 @@ class CrossbarRestExampleTest(h.AsyncTestCase):
         self.assertEqual(await h.step(loop.run_in_executor(None, lambda: post(
             router.port, "/call", {"procedure": "com.myapp.double", "args": [21]}))),
             (200, {"args": [42]}))
+        body = json.dumps({"topic": "com.myapp.topic1", "args": ["signed"]}).encode()
+        got = asyncio.get_running_loop().create_future()
+        status, _ = await h.step(loop.run_in_executor(None, lambda: post(
+            router.port, "/publish-signed" + signed_query(body, secret=b"secret"), body)))
+        self.assertEqual(status, 200)
+        self.assertEqual(await h.step(got), (("signed",), {}))
         await s.close()
         router.stop()
 

@@ -254,6 +254,108 @@ START_TEST(test_answers)
 
 END_TEST
 
+START_TEST(test_parse_timestamp)
+{
+    int64_t ms = 0;
+    ck_assert(rt_bridge_parse_timestamp("1970-01-01T00:00:00.0Z", &ms));
+    ck_assert_int_eq(ms, 0);
+    ck_assert(rt_bridge_parse_timestamp("2011-10-14T16:59:51.123Z", &ms));
+    ck_assert_int_eq(ms, 1318611591123);
+    ck_assert(rt_bridge_parse_timestamp("2024-02-29T23:59:59.999999Z", &ms));
+    ck_assert_int_eq(ms, 1709251199999);
+    static const char *const bad[] = {
+            "2011-10-14T16:59:51Z",    "2011-10-14T16:59:51.Z",
+            "2011-10-14 16:59:51.1Z",  "2011-10-14T16:59:51.1234567Z",
+            "2011-10-14T16:59:51.1",   "2011-13-14T16:59:51.1Z",
+            "2023-02-29T16:59:51.1Z",  "2011-10-14T24:00:00.1Z",
+            "2011-10-14T16:59:51.1Zx", "",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(!rt_bridge_parse_timestamp(bad[i], &ms), "accepted %s", bad[i]);
+    }
+}
+
+END_TEST
+
+static const rt_web_path signed_pub = {
+        .prefix = "/signed",
+        .kind = RT_WEB_PUBLISHER,
+        .post_body_limit = 100,
+        .sign_key = "foobar",
+        .sign_secret = "secret",
+        .timestamp_delta_secs = 10,
+};
+
+/* 2011-10-14T16:59:51.123Z */
+#define NOW_MS    1318611591123
+#define SIGNATURE "SwbWYN1_HZLzW2o2cwyGQOd3-UOXmQKBJJ1SQGEryk0="
+
+static bool verify(const rt_web_path *w, const rt_bridge_sig *q, const char *body,
+                   rt_bridge_answer *deny)
+{
+    bool ok = false;
+    ck_assert_int_eq(
+            rt_bridge_verify(w, q, (const unsigned char *)body, strlen(body), NOW_MS, &ok, deny),
+            WAMP_OK);
+    return ok;
+}
+
+START_TEST(test_signed_requests)
+{
+    /* The signature of Crossbar's scheme for these arguments and body (computed with Python:
+     * base64.urlsafe_b64encode(hmac.new(b"secret", b"foobar" + ts + b"1" + b"77" + body,
+     * hashlib.sha256).digest())). */
+    const char *body = "{\"topic\": \"com.x\"}";
+    rt_bridge_sig q = {.key = "foobar",
+                       .timestamp = "2011-10-14T16:59:50.000Z",
+                       .seq = "1",
+                       .nonce = "77",
+                       .signature = SIGNATURE};
+    rt_bridge_answer a = {0};
+    ck_assert(verify(&signed_pub, &q, body, &a));
+    ck_assert(!verify(&signed_pub, &q, "{\"topic\": \"com.y\"}", &a));
+    assert_denied(&a, 401, "REST bridge signature secret not valid.");
+    rt_bridge_sig k = q;
+    k.key = "other";
+    ck_assert(!verify(&signed_pub, &k, body, &a));
+    assert_denied(&a, 401, "REST bridge signature key not valid.");
+    rt_bridge_sig t = q;
+    t.timestamp = "2011-10-14T16:59:30.000Z";
+    ck_assert(!verify(&signed_pub, &t, body, &a));
+    assert_denied(&a, 400, "Request expired, too old timestamp.");
+    t.timestamp = "yesterday";
+    ck_assert(!verify(&signed_pub, &t, body, &a));
+    assert_denied(&a, 400,
+                  "REST bridge signature was invalid (invalid timestamp 'yesterday' (must be "
+                  "UTC/ISO-8601, e.g. '2011-10-14T16:59:51.123Z')).");
+    rt_bridge_sig n = q;
+    n.nonce = "x1";
+    ck_assert(!verify(&signed_pub, &n, body, &a));
+    assert_denied(&a, 400,
+                  "REST bridge signature was invalid (invalid nonce 'x1' (must be an integer)).");
+    rt_bridge_sig m = q;
+    m.seq = NULL;
+    ck_assert(!verify(&signed_pub, &m, body, &a));
+    assert_denied(&a, 400,
+                  "REST bridge signature was invalid (missing mandatory field - 'seq' field "
+                  "missing).");
+    m = q;
+    m.signature = NULL;
+    ck_assert(!verify(&signed_pub, &m, body, &a));
+    assert_denied(&a, 400,
+                  "REST bridge signature was invalid (missing mandatory field - 'signature' "
+                  "field missing).");
+    /* An unsigned path takes unsigned requests, but still checks a given timestamp. */
+    rt_bridge_sig none = {0};
+    ck_assert(verify(&publisher, &none, body, &a));
+    rt_web_path unsigned_pub = publisher;
+    unsigned_pub.timestamp_delta_secs = 10;
+    ck_assert(!verify(&unsigned_pub, &t, body, &a));
+    rt_bridge_answer_fini(&a);
+}
+
+END_TEST
+
 static Suite *rt_bridge_suite(void)
 {
     Suite *s = suite_create("rt_bridge");
@@ -264,6 +366,8 @@ static Suite *rt_bridge_suite(void)
     tcase_add_test(tc, test_call_message_timeout);
     tcase_add_test(tc, test_bad_bodies);
     tcase_add_test(tc, test_answers);
+    tcase_add_test(tc, test_parse_timestamp);
+    tcase_add_test(tc, test_signed_requests);
     suite_add_tcase(s, tc);
     return s;
 }

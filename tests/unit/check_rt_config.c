@@ -1664,8 +1664,11 @@ static const refusal refusals[] = {
         {WITH_PATHS("{'pub':{'type':'publisher','role':'anonymous'}}"),
          P_T ".paths.pub.realm: is required"},
         {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
-                    "{'key':'k','secret':'s'}}}"),
-         P_T ".paths.pub.options.key: signed requests (key, secret) are not supported yet"},
+                    "{'key':'k'}}}"),
+         P_T ".paths.pub.options: signed requests need both \"key\" and \"secret\" (not empty)"},
+        {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
+                    "{'key':'k','secret':'s','timestamp_delta_limit':-5}}}"),
+         P_T ".paths.pub.options.timestamp_delta_limit: must be an integer 0..86400 seconds"},
         {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
                     "{'require_ip':['127.0.0.1/32']}}}"),
          P_T ".paths.pub.options.require_ip: is not supported yet (restrict the listener's "
