@@ -121,6 +121,11 @@ wamp_err rt_bridge_check(const rt_web_path *w, const rt_bridge_req *req, bool *p
     if (req->content_length >= 0 && (uint64_t)req->content_length > w->post_body_limit) {
         return rt_bridge_too_long(w, (size_t)req->content_length, deny);
     }
+    rt_cidr peer;
+    if (w->n_require_ip && !(rt_config_parse_peer_addr(req->peer_addr, &peer) &&
+                             rt_config_addr_in(w->require_ip, w->n_require_ip, &peer))) {
+        return rt_bridge_deny(400, "Request denied based on IP address.", deny);
+    }
     if (w->require_tls && !req->tls) {
         /* Crossbar denies it with its generic 400 text (log category AR400). */
         return rt_bridge_deny(400, "Malformed request to the REST bridge.", deny);

@@ -33,12 +33,14 @@ typedef struct rt_bridge_req {
     const char *content_type; /* the Content-Type header, or NULL */
     int64_t content_length;   /* the Content-Length header, or -1 when absent */
     bool tls;                 /* it came over TLS */
+    const char *peer_addr;    /* the client's address as rt_peer.addr holds it, or NULL */
 } rt_bridge_req;
 
 /* The checks before the body is read (w: a publisher or caller path). WAMP_OK: *proceed is
  * true (read the body) or false with *deny the answer (405 for a method other than POST/PUT,
  * 400 for a Content-Type other than application/json or a charset other than UTF-8, 400 when
- * options.require_tls is set and the request is plain, 413 for a Content-Length over
+ * options.require_tls is set and the request is plain, 400 when options.require_ip is set and
+ * the client's address is in none of its networks, 413 for a Content-Length over
  * post_body_limit). WAMP_ENOMEM: nothing owned. */
 wamp_err rt_bridge_check(const rt_web_path *w, const rt_bridge_req *req, bool *proceed,
                          rt_bridge_answer *deny);

@@ -174,6 +174,9 @@ typedef struct rt_web_path {
     char *sign_key;
     char *sign_secret;
     uint32_t timestamp_delta_secs;
+    /* options.require_ip: the networks requests must come from; none = any. */
+    struct rt_cidr *require_ip;
+    size_t n_require_ip;
 } rt_web_path;
 
 typedef struct rt_listener {
@@ -390,6 +393,8 @@ bool rt_config_parse_peer_addr(const char *text, rt_cidr *out);
  * one of cfg's management trusted networks (the default loopback rule when cfg->mgmt_trusted is
  * NULL). IPv4 addresses match IPv4 networks only, IPv6 addresses IPv6 networks only. */
 bool rt_config_is_trusted(const rt_config *cfg, const rt_cidr *addr);
+/* true when addr (as for rt_config_is_trusted()) lies in one of nets[0..n). */
+bool rt_config_addr_in(const rt_cidr *nets, size_t n, const rt_cidr *addr);
 /* rt_config_parse_peer_addr() + rt_config_is_trusted(); an unparsable address is not trusted. */
 bool rt_config_peer_is_trusted(const rt_config *cfg, const char *peer_addr);
 /* Writes "a.b.c.d/n" or "x::y/n" into buf (RT_CIDR_STRLEN bytes suffice); "" if len is too small

@@ -84,18 +84,11 @@ static const key_rule bridge_rules[] = {
         K_PARSED("id"), K_PARSED("type"), K_PARSED("realm"), K_PARSED("role"), K_PARSED("options"),
 };
 
-/* crossbar/bridge/rest/common.py. Address checks are refused rather than ignored: a config
- * that relies on them must not run open. */
+/* crossbar/bridge/rest/common.py. */
 static const key_rule bridge_option_rules[] = {
-        K_PARSED("post_body_limit"),
-        K_PARSED("require_tls"),
-        K_PARSED("call_timeout"),
-        K_IGN("debug", KEY_IGN_BOOL),
-        K_PARSED("key"),
-        K_PARSED("secret"),
-        K_PARSED("timestamp_delta_limit"),
-        K_REFUSED("require_ip", "is not supported yet (restrict the listener's interface or "
-                                "firewall it instead)"),
+        K_PARSED("post_body_limit"),       K_PARSED("require_tls"), K_PARSED("call_timeout"),
+        K_IGN("debug", KEY_IGN_BOOL),      K_PARSED("key"),         K_PARSED("secret"),
+        K_PARSED("timestamp_delta_limit"), K_PARSED("require_ip"),
 };
 
 static const key_rule nested_rules[] = {
@@ -343,6 +336,15 @@ static wamp_err parse_signing(cfg_ctx *c, const char *op, const json_t *opts, rt
     return err == WAMP_OK ? cfg_dup(c, secret, &w->sign_secret) : err;
 }
 
+static wamp_err parse_ip_item(cfg_ctx *c, const char *path, const json_t *v, void *items, size_t i,
+                              void *arg)
+{
+    (void)arg;
+    rt_cidr *nets = items;
+    const char *s = json_string_value(v);
+    return s ? cfg_parse_cidr(c, path, s, &nets[i]) : cfg_refuse(c, path, "must be a string");
+}
+
 /* A publisher or caller path (router/rt_bridge.h); lim: the body limit's default and bound. */
 static wamp_err parse_bridge(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
                              rt_web_path *w)
@@ -379,6 +381,14 @@ static wamp_err parse_bridge(cfg_ctx *c, const char *path, const json_t *o, cons
             w->call_timeout_ms = (uint32_t)timeout;
         }
         err = cfg_worse(err, parse_signing(c, op.s, opts, w));
+        const json_t *ips = json_object_get(opts, "require_ip");
+        if (ips && !cfg_stop(err)) {
+            void *items = NULL;
+            err = cfg_worse(err,
+                            cfg_parse_list(c, cfg_key(op.s, "require_ip").s, ips, sizeof(rt_cidr),
+                                           parse_ip_item, NULL, &items, &w->n_require_ip));
+            w->require_ip = items;
+        }
     }
     if (err != WAMP_OK) {
         return err;
@@ -577,6 +587,7 @@ void cfg_free_web_paths(rt_listener *l)
         free(w->realm);
         free(w->role);
         free(w->sign_key);
+        free(w->require_ip);
         if (w->sign_secret) {
             sodium_memzero(w->sign_secret, strlen(w->sign_secret));
             free(w->sign_secret);

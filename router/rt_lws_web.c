@@ -286,6 +286,10 @@ static int bridge_begin(struct lws *wsi, web_pss *pss, const rt_web_path *w, con
             .content_length = len ? strtoll(len, NULL, 10) : -1,
             .tls = lws_is_ssl(wsi) != 0,
     };
+    rt_peer peer;
+    memset(&peer, 0, sizeof(peer));
+    rt_lws_fill_peer(wsi, &peer);
+    req.peer_addr = peer.addr;
     bool proceed = false;
     rt_bridge_answer a = {0};
     pss->wsi = wsi;

@@ -56,6 +56,11 @@ def write_config(tmp, limits=None):
                             "signed": {"type": "publisher", "realm": "realm1", "role": "bridge",
                                        "options": {"key": "foobar", "secret": "s3cret",
                                                    "timestamp_delta_limit": 10}},
+                            "lan-only": {"type": "publisher", "realm": "realm1", "role": "bridge",
+                                         "options": {"require_ip": ["10.0.0.0/8", "fd00::/8"]}},
+                            "local-only": {"type": "publisher", "realm": "realm1",
+                                           "role": "bridge",
+                                           "options": {"require_ip": ["127.0.0.0/8"]}},
                             "tls-only": {"type": "publisher", "realm": "realm1",
                                          "role": "bridge", "options": {"require_tls": True}},
                         }}],
@@ -282,6 +287,9 @@ class BridgeTest(h.AsyncTestCase):
                                     "'application/json', not 'text/plain')")))
         self.assertEqual(await self.post("/tls-only", {"topic": OK + "x"}),
                          (400, deny("Malformed request to the REST bridge.")))
+        self.assertEqual(await self.post("/lan-only", {"topic": OK + "x"}),
+                         (400, deny("Request denied based on IP address.")))
+        self.assertEqual((await self.post("/local-only", {"topic": OK + "x"}))[0], 200)
         # PUT is accepted as POST; so is a body without Content-Type.
         self.assertEqual((await self.post("/publish", {"topic": OK + "x"}, method="PUT"))[0], 200)
         self.assertEqual((await self.post("/publish", {"topic": OK + "x"},
@@ -307,7 +315,7 @@ class BridgeTest(h.AsyncTestCase):
         m = await self.session(realm="mgmt")
         w = await h.step(m.call("crossbarfabriccenter.remote.node.get_worker", NODE, WORKER))
         st = w["stats"]
-        self.assertEqual([st["http_responses_%dxx" % c] for c in (2, 4)], [3, 10])
+        self.assertEqual([st["http_responses_%dxx" % c] for c in (2, 4)], [4, 11])
 
     async def test_signed_requests(self):
         s = await self.session()

@@ -73,6 +73,27 @@ START_TEST(test_check_before_the_body)
     ck_assert(check(&tls_only, "POST", NULL, 5, true, &a));
     ck_assert(!check(&tls_only, "POST", NULL, 5, false, &a));
     assert_denied(&a, 400, "Malformed request to the REST bridge.");
+    rt_cidr nets[2] = {{.family = RT_IP_V4, .addr = {10, 0, 0, 0}, .prefix = 8},
+                       {.family = RT_IP_V6, .addr = {0x20, 0x01, 0x0d, 0xb8}, .prefix = 32}};
+    rt_web_path by_ip = publisher;
+    by_ip.require_ip = nets;
+    by_ip.n_require_ip = 2;
+    rt_bridge_req req = {.method = "POST", .content_length = -1};
+    bool proceed = false;
+    static const char *const ok_peers[] = {"10.1.2.3:5555", "[2001:db8::1]:80",
+                                           "[::ffff:10.9.9.9]:1"};
+    for (size_t i = 0; i < 3; i++) {
+        req.peer_addr = ok_peers[i];
+        ck_assert_int_eq(rt_bridge_check(&by_ip, &req, &proceed, &a), WAMP_OK);
+        ck_assert_msg(proceed, "%s refused", ok_peers[i]);
+    }
+    static const char *const bad_peers[] = {"127.0.0.1:5555", "[2001:db9::1]:80", "", NULL};
+    for (size_t i = 0; i < 4; i++) {
+        req.peer_addr = bad_peers[i];
+        ck_assert_int_eq(rt_bridge_check(&by_ip, &req, &proceed, &a), WAMP_OK);
+        ck_assert(!proceed);
+        assert_denied(&a, 400, "Request denied based on IP address.");
+    }
 }
 
 END_TEST

@@ -1670,9 +1670,9 @@ static const refusal refusals[] = {
                     "{'key':'k','secret':'s','timestamp_delta_limit':-5}}}"),
          P_T ".paths.pub.options.timestamp_delta_limit: must be an integer 0..86400 seconds"},
         {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
-                    "{'require_ip':['127.0.0.1/32']}}}"),
-         P_T ".paths.pub.options.require_ip: is not supported yet (restrict the listener's "
-             "interface or firewall it instead)"},
+                    "{'require_ip':['192.168.1.1/255.255.255.0']}}}"),
+         P_T ".paths.pub.options.require_ip[0]: the prefix length in \"192.168.1.1/255.255.255.0\" "
+             "must be 0..32"},
         {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
                     "{'post_body_limit':-1}}}"),
          P_T ".paths.pub.options.post_body_limit: must be an integer 0..16777216 bytes"},
