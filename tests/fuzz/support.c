@@ -25,8 +25,8 @@ wamp_buf *fuzz_transcode(wamp_ser from, const void *data, size_t size, wamp_ser 
 {
     wamp_wr w;
     wamp_buf *out = NULL;
-    wamp_wr_init(&w, to, 64, 0);
-    wamp_wr_transcode(&w, from, data, size);
+    wamp_wr_init(&w, (int)to, 64, 0);
+    wamp_wr_transcode(&w, (int)from, data, size);
     *err = wamp_wr_finish_buf(&w, &out);
     wamp_wr_fini(&w);
     return out;
