@@ -178,8 +178,8 @@ const char *trace_persist_id(const trace_persist *p);
 const char *trace_persist_error(const trace_persist *p);
 
 /* One record to append, given by its parts, every pointer borrowed: what the capture path has
- * in hand (trace_hub.c), so that a persisted trace encodes a message straight into its write
- * buffer without building a trace_record (no references taken, no copy of received bytes). */
+ * in hand (trace_hub_capture.c), so that a persisted trace encodes a message straight into its
+ * write buffer without building a trace_record (no references taken, no copy of received bytes). */
 typedef struct trace_persist_rec {
     uint64_t seq; /* must be the next seq */
     uint64_t pc_ns;
