@@ -10,8 +10,9 @@
  *     -> trace_persist_writer.c (the writer thread, jobs, rotation, retention, fsync policy)
  *   trace_persist_encode.c (append: the compact encoder) -> trace_persist_writer.c
  *   trace_persist_read.c (trace_persist_read()) -> trace_persist_decode.c, trace_persist_writer.c
- *   every one -> trace_persist_seg.c (file names and I/O, the segment table, the block's reset)
- *   trace_persist_crc.c: CRC-32C (trace_crc32c(), public), called by all that frame records. */
+ *   all of these -> trace_persist_seg.c (file names and I/O, the segment table, a block's reset)
+ *   trace_persist_crc.c: CRC-32C (trace_crc32c(), public), called by those that write or check
+ *   a CRC; it calls none of them. */
 #ifndef TRACE_PERSIST_INT_H
 #define TRACE_PERSIST_INT_H
 
