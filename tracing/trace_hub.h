@@ -38,7 +38,7 @@
 typedef struct trace_hub trace_hub;
 
 /* The one field of the hub that callers read, through trace_hub_is_active() only. It is the
- * first member of struct trace_hub (checked in trace_hub.c), so the check inlines to one load
+ * first member of struct trace_hub (checked in trace_hub_int.h), so the check inlines to one load
  * and one compare. */
 struct trace_hub_pub {
     unsigned running; /* traces running now */

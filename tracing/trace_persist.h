@@ -17,18 +17,18 @@
  *     never stopped (a crash).
  * Record framing (little endian): u32 body length, u32 CRC-32C of the body, body. The body holds
  * the record's fields, the peer (session id, realm, authid, authrole), the URI, the drop reason
- * and the message bytes as they were kept in memory. Since session 11 bodies are compact (a
- * flag in the length word): records are grouped in blocks that start at each index entry, and
- * within a block a peer, a URI, a correlation UUID and a message buffer are written once and
- * then referred to (an EVENT sent to ten subscribers is one buffer: its bytes are written once),
- * seq and times as differences, and (since session 12) a record that repeats the previous one
- * but for its peer, the next subscriber's EVENT, is written as that peer alone (C_REPEAT; since
- * session 15 the repeats that follow each other share one frame, a run); a reader that seeks to
- * an index entry starts a block, so seeks stay O(log n). Records of the first format are still
- * read. See trace_persist.c. CRC-32C (Castagnoli, the polynomial of iSCSI / ext4 / SCTP) was chosen
- * over zlib's CRC-32 for its better error detection on short records, because a 256-entry table
- * needs no dependency, and because x86-64 computes it in hardware (SSE 4.2 crc32, used when the CPU
- * has it).
+ * and the message bytes as they were kept in memory. From format version 2 on, bodies are
+ * compact (a flag in the length word): records are grouped in blocks that start at each index
+ * entry, and within a block a peer, a URI, a correlation UUID and a message buffer are written
+ * once and then referred to (an EVENT sent to ten subscribers is one buffer: its bytes are
+ * written once), seq and times as differences; a record that repeats the previous one but for
+ * its peer, the next subscriber's EVENT, is written as that peer alone (version 3), and the
+ * repeats that follow each other share one frame (a run, version 4); a reader that seeks to an
+ * index entry starts a block, so seeks stay O(log n). Records of version 1 are still read. The
+ * format, by version, is described in PERSIST_FORMAT.md (this folder). CRC-32C (Castagnoli, the
+ * polynomial of iSCSI / ext4 / SCTP) was chosen over zlib's CRC-32 for its better error detection
+ * on short records, because a 256-entry table needs no dependency, and because x86-64 computes it
+ * in hardware (SSE 4.2 crc32, used when the CPU has it).
  *
  * Writing: trace_persist_append() encodes the record into an in-memory buffer (no system call);
  * the buffer goes to the trace's writer thread when it holds TRACE_PERSIST_BUFFER_MAX bytes and
@@ -56,7 +56,7 @@
  * The data directory itself is prepared and locked by trace_lock.h at start-up.
  * Ownership: a trace_persist owns its file descriptors, buffer, index, gaps and writer thread; the
  * trace owns it. Its functions are called from the service thread only (not thread-safe); the
- * writer thread is internal (trace_persist.c says what it owns). */
+ * writer thread is internal (trace_persist_writer.c says what it owns). */
 #ifndef TRACE_PERSIST_H
 #define TRACE_PERSIST_H
 
@@ -178,8 +178,8 @@ const char *trace_persist_id(const trace_persist *p);
 const char *trace_persist_error(const trace_persist *p);
 
 /* One record to append, given by its parts, every pointer borrowed: what the capture path has
- * in hand (trace_hub.c), so that a persisted trace encodes a message straight into its write
- * buffer without building a trace_record (no references taken, no copy of received bytes). */
+ * in hand (trace_hub_capture.c), so that a persisted trace encodes a message straight into its
+ * write buffer without building a trace_record (no references taken, no copy of received bytes). */
 typedef struct trace_persist_rec {
     uint64_t seq; /* must be the next seq */
     uint64_t pc_ns;

@@ -9,7 +9,7 @@
  *   - wamp_buf: the message bytes. tx: the very buffer the router encoded for the wire (a
  *     reference, no copy). rx: one copy of the received bytes, shared by every trace that keeps
  *     the message. CHALLENGE and AUTHENTICATE never keep wire bytes: they keep a re-encoded copy
- *     with the secret replaced by "***" (see trace_hub.c).
+ *     with the secret replaced by "***" (see trace_hub_capture.c).
  * Records are rendered to JSON only when a client reads them (trace_render.h).
  * Ownership: every reference is released by trace_record_fini(). Service thread only (the
  * refcounts are not atomic). */

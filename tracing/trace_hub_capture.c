@@ -1,0 +1,554 @@
+/* trace_hub_capture.c: the capture path of the trace hub: matching a message against the traces,
+ * building the record (bytes kept, redaction, shared peers and URIs), appending it to in-memory
+ * and persisted traces, and the repeats of a fan-out (trace_hub_repeat()). */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_hub_int.h"
+#include "wamp_codec.h"
+#include "wamp_msg.h"
+#include "wamp_types.h"
+
+/* Appends the repeats gathered by trace_hub_repeat(), in one go per trace (one call into the
+ * encoder for the whole fan-out instead of one per receiver). Every entry point of the hub but
+ * trace_hub_repeat() and trace_hub_is_active() calls it first, so that nothing is recorded, read
+ * or stopped between a repeat and its record. */
+static void rep_flush_gathered(trace_hub *hub);
+
+static inline void rep_flush(trace_hub *hub)
+{
+    if (hub->rep.n_pend) {
+        rep_flush_gathered(hub);
+    }
+}
+
+static void rep_flush_gathered(trace_hub *hub)
+{
+    size_t n = hub->rep.n_pend;
+    bool last = hub->rep.pend_last;
+    hub->rep.n_pend = 0;
+    hub->rep.pend_last = false;
+    for (size_t i = 0; i < hub->rep.n; i++) {
+        (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n, last);
+    }
+    for (size_t i = 0; i < hub->rep.n_mem; i++) {
+        for (size_t k = 0; k < n; k++) {
+            trace_record r;
+            trace_record_clone(&hub->rep.mem, &r);
+            trace_peer_unref(&r.peer);
+            r.peer = trace_peer_ref(hub->rep.pend[k]);
+            if (last && k == n - 1) {
+                r.flags |= TRACE_CORR_LAST;
+            }
+            trace_append_take(hub->rep.mem_traces[i], &r);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        trace_peer_unref(&hub->rep.pend[i]);
+    }
+}
+
+void trace_hub_flush(trace_hub *hub)
+{
+    rep_flush(hub);
+}
+
+/* Forgets the message trace_hub_repeat() would repeat (after appending its repeats). */
+static void rep_forget(trace_hub *hub);
+
+static inline void rep_clear(trace_hub *hub)
+{
+    if (hub->rep.wire || hub->rep.n_pend || hub->rep.n_mem) {
+        rep_forget(hub);
+    }
+}
+
+static void rep_forget(trace_hub *hub)
+{
+    rep_flush(hub);
+    wamp_buf_unref(&hub->rep.wire);
+    trace_str_unref(&hub->rep.uri);
+    hub->rep.n = 0;
+    if (hub->rep.n_mem) {
+        trace_record_fini(&hub->rep.mem);
+        hub->rep.n_mem = 0;
+    }
+}
+
+void trace_hub_flush_repeats(trace_hub *hub)
+{
+    rep_flush(hub);
+}
+
+void trace_hub_clear_repeats(trace_hub *hub)
+{
+    rep_clear(hub);
+}
+
+/* --- Capture path ---------------------------------------------------------------------------- */
+
+/* A CHALLENGE (Extra) or AUTHENTICATE (Signature) message: holds a secret. */
+static bool holds_secret(const json_t *msg)
+{
+    if (!json_is_array(msg)) {
+        return false;
+    }
+    const json_t *code = json_array_get(msg, 0);
+    if (!json_is_integer(code)) {
+        return false;
+    }
+    json_int_t t = json_integer_value(code);
+    return t == WAMP_MSG_CHALLENGE || t == WAMP_MSG_AUTHENTICATE;
+}
+
+/* Replaces the secret of a CHALLENGE/AUTHENTICATE array (a private copy) with "***": the
+ * Signature of AUTHENTICATE [5, Signature, Extra], the Extra of CHALLENGE [4, AuthMethod, Extra].
+ * A malformed one (wrong arity) gets every element after the code replaced. */
+static bool redact(json_t *msg)
+{
+    bool auth = json_integer_value(json_array_get(msg, 0)) == WAMP_MSG_AUTHENTICATE;
+    size_t n = json_array_size(msg);
+    for (size_t i = 1; i < n; i++) {
+        if (n == 3 && i != (auth ? 1u : 2u)) {
+            continue;
+        }
+        if (json_array_set_new(msg, i, json_string("***")) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool ser_is_valid(wamp_ser ser)
+{
+    return ser == WAMP_SER_JSON || ser == WAMP_SER_MSGPACK || ser == WAMP_SER_CBOR;
+}
+
+/* The bytes records of this message keep (one new reference, or NULL for none), in in->ser:
+ *   - CHALLENGE / AUTHENTICATE: a redacted copy, encoded here (rare messages). The wire bytes
+ *     are never kept, whatever happens.
+ *   - a received message the router could not decode: decoded as a plain value here (rare) so
+ *     that a malformed CHALLENGE/AUTHENTICATE is redacted too; bytes that do not decode at all
+ *     are not kept (they could not be rendered anyway).
+ *   - tx: a reference on the router's buffer; rx: one copy of the received bytes.
+ *   - tx dropped before encoding: encoded here (rare), if it can be. */
+static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, wamp_ser *ser)
+{
+    *ser = in->ser;
+    const void *data = in->wire ? wamp_buf_cdata(in->wire) : in->bytes;
+    size_t len = in->wire ? wamp_buf_len(in->wire) : in->len;
+    const json_t *msg = in->msg;
+    json_t *decoded = NULL;
+    wamp_buf *b = NULL;
+    if (!msg && data) {
+        if (!ser_is_valid(in->ser) ||
+            wamp_codec_decode_value(in->ser, data, len, &decoded, NULL, 0) != WAMP_OK) {
+            return NULL;
+        }
+        msg = decoded;
+    }
+    /* in->msg's code is c->msg_type (trace_hub.h): only a CHALLENGE, an AUTHENTICATE or a
+     * message of unknown code needs its JSON looked at, not every message of the capture path. */
+    bool may_hold_secret = decoded || c->msg_type == WAMP_MSG_CHALLENGE ||
+                           c->msg_type == WAMP_MSG_AUTHENTICATE ||
+                           !wamp_msg_type_is_known(c->msg_type);
+    if (msg && may_hold_secret && holds_secret(msg)) {
+        json_t *copy = json_deep_copy(msg);
+        if (copy && redact(copy)) {
+            *ser = ser_is_valid(in->ser) ? in->ser : WAMP_SER_JSON;
+            if (wamp_codec_encode(*ser, copy, &b) != WAMP_OK) {
+                b = NULL;
+            }
+        }
+        json_decref(copy);
+    } else if (in->wire) {
+        /* The buffer is shared and immutable; taking a reference only changes its count. */
+        b = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
+    } else if (in->bytes) {
+        b = wamp_buf_new_copy(in->bytes, in->len);
+    } else if (msg && ser_is_valid(in->ser)) {
+        if (wamp_codec_encode(in->ser, msg, &b) != WAMP_OK) {
+            b = NULL;
+        }
+    }
+    json_decref(decoded);
+    return b;
+}
+
+static uint32_t clamp32(size_t n)
+{
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/* A reference on the message's peer info: the caller's, the one cached in its slot (created
+ * now on first use), or a new one from the context. NULL on allocation failure. */
+static trace_peer *shared_peer(const trace_ctx *c, const trace_input *in)
+{
+    if (in->peer) {
+        return trace_peer_ref(in->peer);
+    }
+    if (!in->peer_slot) {
+        return trace_peer_new(c->session_id, c->realm, c->authid, c->authrole);
+    }
+    if (!*in->peer_slot) {
+        *in->peer_slot = trace_peer_new(c->session_id, c->realm, c->authid, c->authrole);
+    }
+    return *in->peer_slot ? trace_peer_ref(*in->peer_slot) : NULL;
+}
+
+/* A new reference on an immutable string equal to uri: the cached one for its text, else a new
+ * one that replaces the cache entry. Every action (a PUBLISH, a CALL) needs its URI as a
+ * trace_str; made afresh, each was a malloc() and, a whole ring later, a free() of memory long
+ * out of cache, for the same few topics and procedures over and over. Hashing the text is
+ * cheaper, and records of one URI then share one warm object. NULL on allocation failure. */
+static trace_str *intern_uri(trace_hub *hub, const char *uri)
+{
+    /* Eight bytes a step, each mixed by a multiply: a byte-wise hash (FNV-1a) was a chain of
+     * one multiply per character, about 40 ns for a typical topic. */
+    size_t n = strlen(uri), i = 0;
+    uint64_t h = 0x9e3779b97f4a7c15u ^ n, w;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, uri + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdu;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, uri + i, n - i);
+    h = (h ^ w) * 0xff51afd7ed558ccdu;
+    h ^= h >> 29;
+    trace_str **e = &hub->uris[h & (HUB_URI_CACHE - 1)];
+    if (*e && strcmp(trace_str_get(*e), uri) == 0) {
+        return trace_str_ref(*e);
+    }
+    trace_str *s = trace_str_new(uri);
+    if (s) {
+        trace_str_unref(e);
+        *e = trace_str_ref(s);
+    }
+    return s;
+}
+
+/* Same for the action URI; NULL when the message has none. */
+static trace_str *shared_uri(trace_hub *hub, const trace_ctx *c, const trace_input *in)
+{
+    if (in->uri) {
+        return trace_str_ref(in->uri);
+    }
+    if (!c->uri) {
+        return NULL;
+    }
+    if (!in->uri_slot) {
+        return intern_uri(hub, c->uri);
+    }
+    if (!*in->uri_slot) {
+        *in->uri_slot = intern_uri(hub, c->uri);
+    }
+    return *in->uri_slot ? trace_str_ref(*in->uri_slot) : NULL;
+}
+
+/* The correlation flags of a record of in (TRACE_CORR_*). */
+static uint8_t corr_flags(const trace_input *in)
+{
+    return in->correlation ? (uint8_t)(TRACE_CORR_HAS |
+                                       (in->correlation_is_anchor ? TRACE_CORR_ANCHOR : 0) |
+                                       (in->correlation_is_last ? TRACE_CORR_LAST : 0))
+                           : 0;
+}
+
+/* The bytes per serializer a record of in reports: in's, or, when it gives none, the length of
+ * its bytes in their serializer. */
+static void wire_sizes(const trace_input *in, uint32_t out[WAMP_SER_COUNT])
+{
+    if (in->ser_bytes[0] | in->ser_bytes[1] | in->ser_bytes[2] | in->ser_bytes[3]) {
+        for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
+            out[i] = clamp32(in->ser_bytes[i]);
+        }
+        return;
+    }
+    /* None given (every received message): its bytes' length in its serializer. */
+    memset(out, 0, WAMP_SER_COUNT * sizeof(out[0]));
+    if (ser_is_valid(in->ser) && (in->wire || in->bytes)) {
+        out[in->ser] = clamp32(in->wire ? wamp_buf_len(in->wire) : in->len);
+    }
+}
+
+/* The record every matching trace gets a copy of (each copy holds its own references). */
+static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *in, trace_record *r)
+{
+    /* Copied from a zero struct, not memset() (nor a compound literal): GCC turns those into a
+     * `rep stos`, whose start-up cost showed in capture profiles; the copy is a few vector moves.
+     */
+    static const trace_record zero;
+    *r = zero;
+    r->pc_ns = in->pc_ns;
+    r->ts_ns = in->ts_ns;
+    r->dir = (uint8_t)c->direction;
+    r->msg_type = (uint8_t)(wamp_msg_type_is_known(c->msg_type) ? c->msg_type : 0);
+    r->peer = shared_peer(c, in);
+    r->uri = shared_uri(hub, c, in);
+    if (in->correlation) {
+        memcpy(r->corr, in->correlation, TRACE_UUID_LEN);
+    }
+    r->flags = corr_flags(in);
+    wire_sizes(in, r->ser_bytes);
+    wamp_ser ser;
+    r->wire = kept_bytes(c, in, &ser);
+    r->wire_ser = (uint8_t)(r->wire ? ser : 0);
+    r->dropped = in->dropped;
+}
+
+uint64_t trace_hub_match_gen(const trace_hub *hub)
+{
+    return hub->match_gen;
+}
+
+size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
+{
+    rep_flush(hub);
+    hub->match_gen++;
+    hub->n_hits = 0;
+    hub->n_action_hits = 0;
+    hub->n_persisting = 0;
+    if (!hub->pub.running) {
+        return 0;
+    }
+    /* A trace that keeps everything (the usual "capture all" trace, the flight recorder) is
+     * tested here, inline: running, and the message not on the management realm (its filter's
+     * one exclusion, the hub's realm, tested once per message). */
+    bool mgmt = trace_is_mgmt_realm(hub->mgmt_realm, ctx->realm);
+    /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
+    for (size_t i = 0; i < hub->n; i++) {
+        trace *t = hub->traces[i];
+        if (trace_keeps_all(t) ? trace_is_running(t) && !mgmt : trace_matches(t, ctx)) {
+            hub->n_action_hits += !trace_keeps_all(t) && trace_get_action(t) != NULL;
+            hub->n_persisting += trace_persists(t);
+            hub->hits[hub->n_hits++] = t;
+        }
+    }
+    return hub->n_hits;
+}
+
+size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
+{
+    if (trace_hub_match(hub, ctx) == 0) {
+        return 0;
+    }
+    return trace_hub_record_matched(hub, ctx, in);
+}
+
+/* Offers the message to the action-level traces among the first n hits and compacts the
+ * message-level ones to the front; returns how many message-level hits remain. */
+static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, const trace_input *in)
+{
+    size_t n_msg = 0;
+    trace_peer *peer = NULL;
+    trace_str *uri = NULL;
+    bool made = false;
+    for (size_t i = 0; i < n; i++) {
+        trace *t = hub->hits[i];
+        if (!trace_get_action(t)) {
+            hub->hits[n_msg++] = t;
+            continue;
+        }
+        if (!made) {
+            peer = shared_peer(ctx, in);
+            uri = shared_uri(hub, ctx, in);
+            made = true;
+        }
+        trace_action_msg m = {
+                .corr = in->correlation,
+                .anchor = in->correlation_is_anchor,
+                .last = in->correlation_is_last,
+                .msg_type = ctx->msg_type,
+                .pc_ns = in->pc_ns,
+                .ts_ns = in->ts_ns,
+                .peer = peer,
+                .uri = uri,
+                .dropped = in->dropped != NULL,
+        };
+        (void)trace_on_action_message(t, &m);
+    }
+    trace_peer_unref(&peer);
+    trace_str_unref(&uri);
+    return n_msg;
+}
+
+/* Whether the bytes a record keeps are the message's own (a reference on the router's buffer,
+ * or the received bytes): then a persisted trace can encode the message straight from the
+ * input (persist_direct()). Not for a CHALLENGE, an AUTHENTICATE or a message of unknown code
+ * (maybe redacted), a received message that could not be decoded (decoded and checked first) or
+ * one dropped before it was encoded (encoded here): kept_bytes() makes those. */
+static bool bytes_as_given(const trace_ctx *c, const trace_input *in)
+{
+    return in->msg && (in->wire || in->bytes) && ser_is_valid(in->ser) &&
+           c->msg_type != WAMP_MSG_CHALLENGE && c->msg_type != WAMP_MSG_AUTHENTICATE &&
+           wamp_msg_type_is_known(c->msg_type);
+}
+
+/* The message's record for a persisted trace, every part borrowed from the input: no
+ * trace_record, no references, no copy of received bytes (the encoder copies them once into
+ * the trace's write buffer). peer and uri are the shared objects the caller resolved. */
+static void persist_direct(const trace_ctx *c, const trace_input *in, trace_peer *peer,
+                           trace_str *uri, trace_persist_rec *r)
+{
+    r->key = 0;
+    r->pc_ns = in->pc_ns;
+    r->ts_ns = in->ts_ns;
+    r->peer = peer;
+    r->uri = uri;
+    r->dropped = in->dropped;
+    r->corr = in->correlation;
+    r->flags = corr_flags(in);
+    r->wire = in->wire;
+    r->bytes = in->wire ? NULL : in->bytes;
+    r->len = in->wire ? 0 : in->len;
+    r->dir = (uint8_t)c->direction;
+    r->msg_type = (uint8_t)c->msg_type;
+    r->wire_ser = (uint8_t)in->ser;
+    wire_sizes(in, r->ser_bytes);
+}
+
+/* Whether the message about to be recorded for n hits, whose bytes the records keep as they are,
+ * is kept for trace_hub_repeat(): when the same message sent to another session is certain to go
+ * to exactly these traces with only its peer changed: a tx EVENT with a shared buffer,
+ * delivered, not the last of its action, and every running trace message-level with a filter
+ * blind to the peer (the receivers of one message share its realm, type, URI and action). */
+static bool rep_eligible(const trace_hub *hub, const trace_ctx *ctx, const trace_input *in,
+                         size_t n)
+{
+    /* Only an EVENT goes to many sessions (a CALL's INVOCATION, even to a shared registration,
+     * goes to one): keeping anything else would be work for nothing. The caller checked that
+     * the records keep the message's own bytes (bytes_as_given()). */
+    if (ctx->msg_type != WAMP_MSG_EVENT || ctx->direction != TRACE_TX || !in->wire || in->dropped ||
+        in->correlation_is_anchor || in->correlation_is_last || n > HUB_REPEAT_TRACES) {
+        return false;
+    }
+    for (size_t i = 0; i < hub->n; i++) {
+        const trace *t = hub->traces[i];
+        if (trace_is_running(t) && !trace_is_peer_blind(t)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Keeps the message for trace_hub_repeat() (rep_eligible()): its buffer, URI and parts under
+ * key; the traces it went to are added by the recording paths. */
+static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in, uint64_t key)
+{
+    hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
+    hub->rep.uri = shared_uri(hub, ctx, in);
+    persist_direct(ctx, in, NULL, hub->rep.uri, &hub->rep.rec);
+    hub->rep.rec.key = key;
+    if (in->correlation) {
+        memcpy(hub->rep.corr, in->correlation, TRACE_UUID_LEN);
+        hub->rep.rec.corr = hub->rep.corr;
+    }
+}
+
+bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
+                      const uint8_t *correlation, uint64_t pc_ns, bool last)
+{
+    trace_persist_rec *r = &hub->rep.rec;
+    if (!wire || wire != hub->rep.wire || !peer || pc_ns != r->pc_ns ||
+        !correlation != !(r->flags & TRACE_CORR_HAS) ||
+        (correlation && memcmp(correlation, hub->rep.corr, TRACE_UUID_LEN) != 0)) {
+        return false;
+    }
+    hub->rep.pend[hub->rep.n_pend++] = trace_peer_ref(peer);
+    if (last) {
+        /* The action's last message (the run's last entry says so): nothing follows. */
+        hub->rep.pend_last = true;
+        rep_flush(hub);
+    } else if (hub->rep.n_pend == HUB_REPEAT_BATCH) {
+        rep_flush(hub);
+    }
+    return true;
+}
+
+/* Appends the message to the persisted message-level traces among the first n hits, straight
+ * from the input (under key: 0, or the key of a message rep_keep() kept for repeats, whose parts
+ * are taken from there and whose persisted traces are noted there), and compacts the other hits
+ * to the front; returns how many remain. */
+static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
+                               const trace_input *in, uint64_t key)
+{
+    size_t n_rest = 0;
+    bool made = false;
+    trace_peer *peer = NULL;
+    trace_str *uri = NULL;
+    trace_persist_rec r;
+    for (size_t i = 0; i < n; i++) {
+        trace *t = hub->hits[i];
+        if (!trace_persists(t)) {
+            hub->hits[n_rest++] = t;
+            continue;
+        }
+        if (!made) {
+            /* References for the duration of the call (an encoder's block takes its own):
+             * borrowed when the caller holds one. */
+            peer = in->peer ? in->peer : shared_peer(ctx, in);
+            if (key) {
+                r = hub->rep.rec; /* its URI is the kept one's reference */
+                r.peer = peer;
+            } else {
+                uri = in->uri ? in->uri : shared_uri(hub, ctx, in);
+                persist_direct(ctx, in, peer, uri, &r);
+            }
+            made = true;
+        }
+        (void)trace_append_rec(t, &r);
+        if (key) {
+            hub->rep.traces[hub->rep.n++] = t;
+        }
+    }
+    if (peer != in->peer) {
+        trace_peer_unref(&peer);
+    }
+    if (uri != in->uri) {
+        trace_str_unref(&uri);
+    }
+    return n_rest;
+}
+
+size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
+{
+    size_t n_all = hub->n_hits;
+    hub->n_hits = 0;
+    if (n_all == 0) {
+        return 0;
+    }
+    rep_clear(hub); /* something else is recorded: what follows repeats it, or nothing */
+    size_t n_hits = hub->n_action_hits ? record_actions(hub, n_all, ctx, in) : n_all;
+    hub->n_action_hits = 0;
+    uint64_t key = 0;
+    bool as_given = n_hits && bytes_as_given(ctx, in);
+    if (as_given && rep_eligible(hub, ctx, in, n_hits)) {
+        /* Kept for the next receivers (trace_hub_repeat()), under a key of its own. */
+        key = ++hub->rep.keys;
+        rep_keep(hub, ctx, in, key);
+    }
+    if (as_given && hub->n_persisting) {
+        n_hits = record_persisted(hub, n_hits, ctx, in, key);
+    }
+    hub->n_persisting = 0;
+    if (n_hits == 0) {
+        return n_all;
+    }
+    trace_record proto;
+    build_record(hub, ctx, in, &proto);
+    if (key) {
+        trace_record_clone(&proto, &hub->rep.mem);
+        memcpy(hub->rep.mem_traces, hub->hits, n_hits * sizeof(*hub->hits));
+        hub->rep.n_mem = n_hits;
+    }
+    for (size_t i = 0; i + 1 < n_hits; i++) {
+        trace_record r;
+        trace_record_clone(&proto, &r);
+        trace_append_take(hub->hits[i], &r);
+    }
+    /* The last trace takes the prototype's own references. */
+    trace_append_take(hub->hits[n_hits - 1], &proto);
+    return n_all;
+}

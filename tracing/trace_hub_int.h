@@ -1,0 +1,75 @@
+/* trace_hub_int.h: what the two files of the trace hub share: the hub's structure. trace_hub.c
+ * (the registry: start, stop, find, reload, tick) calls into trace_hub_capture.c (the capture
+ * path and the repeats of a fan-out), never the other way. Not a public header: only
+ * trace_hub*.c include it. */
+#ifndef TRACE_HUB_INT_H
+#define TRACE_HUB_INT_H
+
+#include <stddef.h>
+
+#include "trace_hub.h"
+
+/* Entries of the hub's action-URI cache (a power of two). */
+#define HUB_URI_CACHE 256
+/* The most traces a message recorded for trace_hub_repeat() may go to. */
+#define HUB_REPEAT_TRACES 4
+/* Repeats gathered before they are appended together (rep_flush()). */
+#define HUB_REPEAT_BATCH 64
+
+struct trace_hub {
+    struct trace_hub_pub pub; /* first: read by the inline trace_hub_is_active() */
+    size_t max_traces;
+    char *mgmt_realm; /* owned; NULL = none */
+    trace **traces;   /* max_traces slots; n used, oldest first */
+    size_t n;
+    trace **hits; /* max_traces slots: the traces trace_hub_match() chose */
+    size_t n_hits;
+    size_t n_action_hits;           /* of them, action-level traces */
+    size_t n_persisting;            /* of them, traces with files (trace_persists()) */
+    uint64_t match_gen;             /* trace_hub_match_gen() */
+    uint64_t auto_id;               /* last number used for a "traceN" name */
+    trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
+    trace_persist_config persist;   /* data_dir owned (persist_dir) */
+    char *persist_dir;
+    trace_hub_log_fn log;
+    void *log_ctx;
+    /* trace_hub_reserve(): the always-on trace's id (owned; NULL = none) and its options
+     * (owned). It has a slot of its own: traces/hits then hold max_traces + 1 slots. */
+    char *reserved_id;
+    json_t *reserved_opts;
+    /* Action URIs made for kept messages, by hash of their text (direct-mapped, each entry a
+     * reference; see intern_uri()). */
+    trace_str *uris[HUB_URI_CACHE];
+
+    /* The message last sent and recorded, which trace_hub_repeat() records again for another
+     * receiver (see there). wire and uri are references (wire NULL: nothing to repeat); rec, the
+     * message's parts for persisted traces, borrows them, and corr points to corr; mem is the
+     * record in-memory traces get (its own references), its peer swapped per receiver. */
+    struct {
+        wamp_buf *wire;
+        trace_str *uri;
+        trace_persist_rec rec;
+        uint8_t corr[TRACE_UUID_LEN];
+        trace *traces[HUB_REPEAT_TRACES]; /* persisted */
+        size_t n;
+        trace_record mem;
+        trace *mem_traces[HUB_REPEAT_TRACES];
+        size_t n_mem;
+        uint64_t keys; /* the last trace_persist_rec.key given */
+        /* Receivers repeated but not appended yet (references), in order: rep_flush(). */
+        trace_peer *pend[HUB_REPEAT_BATCH];
+        size_t n_pend;
+        bool pend_last; /* the last of them completes the action */
+    } rep;
+};
+
+_Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() reads offset 0");
+
+/* Appends the repeats gathered by trace_hub_repeat() to their traces (trace_hub_capture.c). Every
+ * entry point of the hub but trace_hub_repeat() and trace_hub_is_active() calls it first, so that
+ * nothing is recorded, read or stopped between a repeat and its record. */
+void trace_hub_flush_repeats(trace_hub *hub);
+/* The same, then forgets the message trace_hub_repeat() would repeat: something else comes. */
+void trace_hub_clear_repeats(trace_hub *hub);
+
+#endif

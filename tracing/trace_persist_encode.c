@@ -1,0 +1,608 @@
+/* trace_persist_encode.c: appending records: the compact encoder (format 5: blocks, repeats,
+ * runs, short records; PERSIST_FORMAT.md, "Records") into the write buffer, which goes to the
+ * writer thread when full. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_persist_int.h"
+
+/* --- writing -----------------------------------------------------------------------------------
+ */
+
+static size_t str_len(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
+/* A string: varint length + 1 (0 = NULL), then its bytes. */
+static unsigned char *put_vstr(unsigned char *d, const char *s, size_t n)
+{
+    if (!s) {
+        *d++ = 0;
+        return d;
+    }
+    d = put_var(d, (uint64_t)n + 1);
+    memcpy(d, s, n);
+    return d + n;
+}
+
+/* Room for need more bytes in the write buffer. */
+static bool buf_reserve(trace_persist *p, size_t need)
+{
+    if (p->len + need <= p->cap) {
+        return true;
+    }
+    size_t ncap = p->cap ? p->cap : 64 * 1024;
+    while (ncap < p->len + need) {
+        ncap *= 2;
+    }
+    unsigned char *nb = realloc(p->buf, ncap);
+    if (!nb) {
+        return false;
+    }
+    p->buf = nb;
+    p->cap = ncap;
+    return true;
+}
+
+/* Index of x in the first n entries of table (pointer identity: the block holds a reference on
+ * each entry, so an address is never reused while it is there); n if absent. The hint slot of
+ * x's address answers first; a search sets it. */
+static size_t hint_slot(const void *x)
+{
+    uintptr_t a = (uintptr_t)x;
+    return (size_t)((a >> 4) ^ (a >> 12)) & (HINT_SLOTS - 1);
+}
+
+static size_t table_find(void *const *table, size_t n, const void *x, uint8_t *hints)
+{
+    uint8_t *h = &hints[hint_slot(x)];
+    if (*h < n && table[*h] == x) {
+        return *h;
+    }
+    for (size_t i = n; i-- > 0;) {
+        if (table[i] == x) {
+            *h = (uint8_t)i;
+            return i;
+        }
+    }
+    return n;
+}
+
+/* Adds x (a reference the table keeps) at the end of a table with room, with its hint. */
+static void table_add(void **table, size_t *n, void *x, uint8_t *hints)
+{
+    hints[hint_slot(x)] = (uint8_t)*n;
+    table[(*n)++] = x;
+}
+
+/* The peer part of a record: its index in the block's table, then, if new there, its
+ * definition (the table keeps a reference). */
+/* The most bytes the definition of a peer takes (its strings' lengths are at most their bytes
+ * with NULs). */
+static size_t peer_def_max(const trace_peer *peer)
+{
+    return 4 * VAR_MAX + trace_peer_text_bytes(peer);
+}
+
+/* A peer's definition after its index (see put_peer_code()); out of line, once per peer and
+ * block. */
+static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer)
+{
+    const char *realm = trace_peer_realm(peer);
+    const char *authid = trace_peer_authid(peer);
+    const char *authrole = trace_peer_authrole(peer);
+    d = put_var(d, trace_peer_session_id(peer));
+    d = put_vstr(d, realm, str_len(realm));
+    d = put_vstr(d, authid, str_len(authid));
+    d = put_vstr(d, authrole, str_len(authrole));
+    if (b->n_peers < BLOCK_TABLE) {
+        table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
+    }
+    return d;
+}
+
+/* A reference to the peer at index i of the block's table, written as the varint code (i in a
+ * record's peer part, i << 1 | last in a run's entry), then, if i is new there (the number of
+ * peers so far), its definition (the table keeps a reference). */
+static inline unsigned char *put_peer_code(trace_persist *p, block *b, unsigned char *d,
+                                           trace_peer *peer, size_t i, uint64_t code)
+{
+    if (code < 0x80u && i < b->n_peers) {
+        *d++ = (unsigned char)code;
+        return d;
+    }
+    d = put_var(d, code);
+    return i < b->n_peers ? d : put_peer_def(p, b, d, peer);
+}
+
+static inline unsigned char *put_peer(trace_persist *p, block *b, unsigned char *d,
+                                      trace_peer *peer, size_t i)
+{
+    return put_peer_code(p, b, d, peer, i, i);
+}
+
+static inline unsigned char *put_run_entry(trace_persist *p, block *b, unsigned char *d,
+                                           trace_peer *peer, size_t i, bool last)
+{
+    return put_peer_code(p, b, d, peer, i, (uint64_t)i << 1 | last);
+}
+
+static bool uuid_eq(const uint8_t *a, const uint8_t *b)
+{
+    uint64_t x[2], y[2];
+    memcpy(x, a, TRACE_UUID_LEN);
+    memcpy(y, b, TRACE_UUID_LEN);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
+}
+
+/* Whether r, in the block b has open, is its previous record again but for the peer and the
+ * next seq (an EVENT's fan-out): a C_REPEAT. Object identity stands for equality: the block
+ * holds a reference on the previous record's URI (in its table) and message buffer (`wire`), so
+ * their addresses cannot be reused meanwhile. Plain bytes (a received message) have no
+ * identity: a record with them is never a repeat. */
+static bool is_repeat(const block *b, const trace_persist_rec *r, uint8_t b2)
+{
+    /* What differs most often first: the type (a CALL's INVOCATION follows it), the bytes. */
+    if (!b->has_prev || r->msg_type != b->prev_type || b2 != b->prev_b2 || r->bytes ||
+        r->seq != b->seq + 1 || r->pc_ns != b->pc || r->ts_ns != b->ts || r->dropped ||
+        memcmp(r->ser_bytes, b->prev_ser, sizeof(b->prev_ser)) != 0) {
+        return false;
+    }
+    if (r->wire ? !b->prev_wire || r->wire != b->wire : b->prev_wire) {
+        return false;
+    }
+    if (r->uri ? b->prev_uri >= b->n_uris || b->uris[b->prev_uri] != r->uri
+               : b->prev_uri != PREV_NO_URI) {
+        return false;
+    }
+    return !(r->flags & TRACE_CORR_HAS) || (b->has_corr && uuid_eq(b->corr, r->corr));
+}
+
+/* Frames the record whose header is at h and body ends at d, and accounts for it. */
+static wamp_err end_record(trace_persist *p, seg *s, const trace_persist_rec *r, unsigned char *h,
+                           const unsigned char *d)
+{
+    size_t body = (size_t)(d - (h + HDR_LEN));
+    put32(h, (uint32_t)body | LEN_COMPACT);
+    put32(h + 4, 0); /* the CRC: the writer's work */
+    size_t need = HDR_LEN + body;
+    p->len += need;
+    s->size += need;
+    s->next_seq = r->seq + 1;
+    s->last_ts = r->ts_ns;
+    p->bytes += need;
+    if (p->len >= TRACE_PERSIST_BUFFER_MAX) {
+        return persist_write_out(p);
+    }
+    return WAMP_OK;
+}
+
+/* Adds up to max_k repeats to the run written last (p->run_off), with the seqs first_seq, ...
+ * and the peers peers[0..): each one its entry (peers[last_k]'s with the last bit; SIZE_MAX for
+ * none), the frame's length and the run's count updated once. Stops early at a full run or a
+ * full buffer (handed over then). Returns how many were added; *err is set when one could not
+ * be (out of memory, or the hand-over failed). */
+static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq, uint64_t ts_ns,
+                         trace_peer *const *peers, size_t max_k, size_t last_k, wamp_err *err)
+{
+    *err = WAMP_OK;
+    size_t start = p->len, k = 0;
+    uint32_t count = get16(p->buf + p->run_off + HDR_LEN + 1);
+    size_t n = C_RUN_MAX - count < max_k ? C_RUN_MAX - count : max_k;
+    /* One reservation for the entries (a varint each); a peer new to the block reserves room
+     * for its definition when it comes. */
+    if (!buf_reserve(p, n * VAR_MAX)) {
+        *err = WAMP_ENOMEM;
+        n = 0;
+    }
+    unsigned char *d = p->buf + p->len;
+    for (; k < n && (size_t)(d - p->buf) < TRACE_PERSIST_BUFFER_MAX; k++) {
+        trace_peer *peer = peers[k];
+        size_t i = table_find(b->peers, b->n_peers, peer, p->peer_hint);
+        if (i == b->n_peers) {
+            p->len = (size_t)(d - p->buf);
+            if (!buf_reserve(p, (n - k) * VAR_MAX + peer_def_max(peer))) {
+                *err = WAMP_ENOMEM;
+                break;
+            }
+            d = p->buf + p->len;
+        }
+        d = put_run_entry(p, b, d, peer, i, k == last_k);
+    }
+    p->len = (size_t)(d - p->buf);
+    count += (uint32_t)k;
+    if (k) {
+        size_t add = p->len - start;
+        unsigned char *h = p->buf + p->run_off;
+        put32(h, get32(h) + (uint32_t)add); /* LEN_COMPACT stays set: a run is small */
+        put16(h + HDR_LEN + 1, count);
+        s->size += add;
+        p->bytes += add;
+        s->next_seq = first_seq + k;
+        s->last_ts = ts_ns;
+        b->seq = first_seq + k - 1;
+    }
+    if (count == C_RUN_MAX) {
+        p->run_off = NO_RUN;
+    }
+    if (*err == WAMP_OK && p->len >= TRACE_PERSIST_BUFFER_MAX) {
+        *err = persist_write_out(p);
+    }
+    return k;
+}
+
+/* Appends r as a repeat (is_repeat()): with a peer, into the run written last or as a new run
+ * (last: the run entry's last bit); a repeat without a peer (never last) as a C_REPEAT record of
+ * its own. */
+static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_persist_rec *r,
+                              bool last)
+{
+    trace_peer *peer = r->peer;
+    wamp_err err;
+    if (peer && p->run_off != NO_RUN) {
+        /* Adds it, or fails with err (an open run always has room for one more). */
+        (void)extend_run(p, s, b, r->seq, r->ts_ns, &peer, 1, last ? 0 : SIZE_MAX, &err);
+        return err;
+    }
+    size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
+    size_t max = C_RUN_HEAD + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
+    if (!buf_reserve(p, HDR_LEN + max)) {
+        return WAMP_ENOMEM;
+    }
+    unsigned char *h = p->buf + p->len;
+    unsigned char *d = h + HDR_LEN;
+    if (peer) {
+        *d++ = (unsigned char)(C_REPEAT | C_PEER | C_RUN);
+        put16(d, 1);
+        d = put_run_entry(p, b, d + 2, peer, peer_i, last);
+        p->run_off = p->len;
+    } else {
+        *d++ = (unsigned char)C_REPEAT;
+    }
+    b->seq = r->seq;
+    return end_record(p, s, r, h, d);
+}
+
+/* Whether r is a repeat of the block's previous record without further checks (append_repeat()
+ * then adds it to the run, or starts one): the same key (the same message but for peer and
+ * seq), a peer, the next seq, and no block start or full segment at r. */
+static bool joins_run(trace_persist *p, const trace_persist_rec *r, seg **s)
+{
+    const block *b = &p->blk;
+    if (!r->key || r->key != b->prev_key || !r->peer || r->seq != b->seq + 1) {
+        return false;
+    }
+    *s = &p->segs[p->n_segs - 1];
+    return block_pos(*s, r->seq) != 0 && (*s)->size < p->segment_bytes;
+}
+
+/* Seqs given out that the store could not take (an I/O error now or earlier, or out of memory;
+ * either way the trace stops with io_error): next_seq still counts them, and they are in the
+ * io_error gap. Out of memory, the records before them are still written (at stop). */
+static void note_lost(trace_persist *p, uint64_t end)
+{
+    if (end > p->lost_next) {
+        p->lost_next = end;
+    }
+    if (p->io_from == NO_SEQ) {
+        p->io_from = files_next(p);
+    }
+}
+
+static wamp_err append_rec(trace_persist *p, const trace_persist_rec *r);
+
+static wamp_err append_run(trace_persist *p, const trace_persist_rec *r, trace_peer *const *peers,
+                           size_t n, bool last);
+
+wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
+                                  trace_peer *const *peers, size_t n, bool last)
+{
+    wamp_err err = append_run(p, r, peers, n, last);
+    if (err != WAMP_OK) {
+        note_lost(p, r->seq + n);
+    }
+    return err;
+}
+
+wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
+{
+    wamp_err err = append_rec(p, r);
+    if (err != WAMP_OK) {
+        note_lost(p, r->seq + 1);
+    }
+    return err;
+}
+
+static wamp_err append_run(trace_persist *p, const trace_persist_rec *r, trace_peer *const *peers,
+                           size_t n, bool last)
+{
+    trace_persist_rec one = *r;
+    for (size_t i = 0; i < n;) {
+        one.seq = r->seq + i;
+        one.peer = peers[i];
+        bool is_last = last && i == n - 1;
+        seg *s;
+        if (p->writable && !p->error && joins_run(p, &one, &s)) {
+            if (p->run_off == NO_RUN) {
+                wamp_err err = append_repeat(p, s, &p->blk, &one, is_last); /* starts the run */
+                if (err != WAMP_OK) {
+                    return err;
+                }
+                i++;
+                continue;
+            }
+            /* As many as the block and the run take, in one go. */
+            uint64_t in_block = TRACE_PERSIST_INDEX_EVERY - block_pos(s, one.seq);
+            size_t max_k = n - i < in_block ? n - i : (size_t)in_block;
+            wamp_err err;
+            size_t k = extend_run(p, s, &p->blk, one.seq, one.ts_ns, peers + i, max_k,
+                                  last ? n - 1 - i : SIZE_MAX, &err);
+            if (err != WAMP_OK) {
+                return err;
+            }
+            i += k;
+            continue;
+        }
+        if (is_last) {
+            /* Where no run can take it: the last record on its own, a message of its own. */
+            one.flags |= TRACE_CORR_LAST;
+            one.key = 0;
+        }
+        wamp_err err = append_rec(p, &one);
+        if (err != WAMP_OK) {
+            return err;
+        }
+        i++;
+    }
+    return WAMP_OK;
+}
+
+wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
+{
+    trace_persist_rec v = {
+            .seq = r->seq,
+            .pc_ns = r->pc_ns,
+            .ts_ns = r->ts_ns,
+            .peer = r->peer,
+            .uri = r->uri,
+            .dropped = r->dropped,
+            .corr = r->corr,
+            .wire = r->wire,
+            .dir = r->dir,
+            .msg_type = r->msg_type,
+            .wire_ser = r->wire_ser,
+            .flags = r->flags,
+    };
+    memcpy(v.ser_bytes, r->ser_bytes, sizeof(v.ser_bytes));
+    return trace_persist_append_rec(p, &v);
+}
+
+/* The active segment for r: opened if there is none, rotated when full. */
+static wamp_err segment_for(trace_persist *p, const trace_persist_rec *r, seg **out)
+{
+    wamp_err err;
+    if (p->fd < 0) {
+        err = persist_open_segment(p, r->seq);
+        if (err != WAMP_OK) {
+            return err;
+        }
+    }
+    seg *s = &p->segs[p->n_segs - 1];
+    if (s->size >= p->segment_bytes && s->next_seq > s->first_seq) {
+        err = persist_rotate(p, r->seq, r->ts_ns);
+        if (err != WAMP_OK) {
+            return err;
+        }
+        s = &p->segs[p->n_segs - 1];
+    }
+    *out = s;
+    return WAMP_OK;
+}
+
+/* What a full record (not a repeat) writes, decided before anything is (plan_full()). */
+typedef struct full_plan {
+    bool first;     /* the block's first record (C_BLOCK) */
+    bool own;       /* it carries its bytes (C_WIRE without C_WIRE_SAME) */
+    bool wire_same; /* it refers to the block's message buffer (C_WIRE | C_WIRE_SAME) */
+    bool is_short;  /* C2_SHORT */
+    bool uri_def;   /* its URI is new to the block: defined here */
+    uint8_t b2;     /* dir | wire_ser << 2 | flags << 4 */
+    size_t peer_i;  /* the peer's index in the block's table (n_peers: new) */
+    size_t uri_i;   /* the URI's (n_uris: new) */
+    const void *bytes;
+    size_t wire_len;
+    const char *uri_s; /* a URI defined here, and its length */
+    size_t uri_len;
+    size_t max; /* the most bytes the body can take */
+} full_plan;
+
+/* What is new in the block, the most the body can take, and whether the record is short. */
+static void plan_full(trace_persist *p, const block *b, const trace_persist_rec *r, full_plan *f)
+{
+    trace_peer *peer = r->peer;
+    f->peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
+    f->uri_i = r->uri ? table_find(b->uris, b->n_uris, r->uri, p->uri_hint) : 0;
+    f->uri_def = r->uri && f->uri_i == b->n_uris;
+    f->bytes = r->wire ? wamp_buf_cdata(r->wire) : r->bytes;
+    f->wire_len = r->wire ? wamp_buf_len(r->wire) : r->len;
+    f->wire_same = r->wire && r->wire == b->wire;
+    f->own = f->bytes && !f->wire_same;
+    /* 3 bytes, 6 varints (seq, pc, ts, ser_bytes), the peer's and the URI's, the UUID. */
+    f->max = 3 + 8 * VAR_MAX + TRACE_UUID_LEN + (f->own ? VAR_MAX + f->wire_len : 0);
+    if (r->dropped) {
+        f->max += VAR_MAX + strlen(r->dropped);
+    }
+    if (peer && f->peer_i == b->n_peers) {
+        f->max += peer_def_max(peer);
+    }
+    f->uri_s = NULL;
+    f->uri_len = 0;
+    if (f->uri_def) {
+        f->uri_s = trace_str_get(r->uri);
+        f->uri_len = strlen(f->uri_s);
+        f->max += VAR_MAX + f->uri_len;
+    }
+    if (f->own && f->max > BODY_MAX) {
+        /* Larger than a reader accepts: the record without its bytes. */
+        f->own = false;
+        f->bytes = NULL;
+        f->max -= VAR_MAX + f->wire_len;
+    }
+    /* Short (C2_SHORT): bytes of its own that are its only size, and ts moved as pc did. */
+    uint32_t implied[WAMP_SER_COUNT] = {0};
+    implied[r->wire_ser < WAMP_SER_COUNT ? r->wire_ser : 0] = (uint32_t)f->wire_len;
+    f->is_short = f->own && !f->first && f->wire_len <= UINT32_MAX &&
+                  r->wire_ser < WAMP_SER_COUNT && r->ts_ns - b->ts == r->pc_ns - b->pc &&
+                  memcmp(implied, r->ser_bytes, sizeof(implied)) == 0;
+}
+
+/* The body's fixed part after the what byte: msg_type, the dir/ser/flags byte, seq, pc and ts
+ * (absolute in a block's first record, else differences) and the sizes. */
+static unsigned char *put_head(unsigned char *d, const block *b, const trace_persist_rec *r,
+                               const full_plan *f)
+{
+    d[1] = r->msg_type;
+    d[2] = (unsigned char)(f->b2 | (f->is_short ? C2_SHORT : 0));
+    d += 3;
+    if (f->first) {
+        d = put_var(d, r->seq);
+        d = put_var(d, r->pc_ns);
+        d = put_var(d, r->ts_ns);
+    } else {
+        d = put_var(d, r->seq - b->seq);
+        d = put_var(d, zigzag(r->pc_ns, b->pc));
+        if (!f->is_short) {
+            d = put_var(d, zigzag(r->ts_ns, b->ts));
+        }
+    }
+    if (!f->is_short) {
+        for (int i = 0; i < PERSIST_SERS; i++) {
+            d = put_var(d, r->ser_bytes[i]);
+        }
+    }
+    return d;
+}
+
+/* The peer, the URI (defined in the block's table when new), the drop reason and the
+ * correlation UUID, each with its bit in *what. */
+static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *d,
+                               const trace_persist_rec *r, const full_plan *f, unsigned *what)
+{
+    if (r->peer) {
+        *what |= C_PEER;
+        d = put_peer(p, b, d, r->peer, f->peer_i);
+    }
+    b->prev_uri = PREV_NO_URI;
+    if (r->uri) {
+        *what |= C_URI;
+        d = put_var(d, f->uri_i);
+        b->prev_uri = f->uri_def ? PREV_BAD_URI : f->uri_i;
+        if (f->uri_def) {
+            d = put_vstr(d, f->uri_s, f->uri_len);
+            if (b->n_uris < BLOCK_TABLE) {
+                b->prev_uri = b->n_uris;
+                table_add(b->uris, &b->n_uris, trace_str_ref(r->uri), p->uri_hint);
+            }
+        }
+    }
+    if (r->dropped) {
+        *what |= C_DROPPED;
+        d = put_vstr(d, r->dropped, strlen(r->dropped));
+    }
+    if (r->flags & TRACE_CORR_HAS) {
+        if (b->has_corr && uuid_eq(b->corr, r->corr)) {
+            *what |= C_CORR_SAME;
+        } else {
+            memcpy(d, r->corr, TRACE_UUID_LEN);
+            d += TRACE_UUID_LEN;
+            memcpy(b->corr, r->corr, TRACE_UUID_LEN);
+            b->has_corr = true;
+        }
+    }
+    return d;
+}
+
+/* The message bytes: its own (C_WIRE), or the block's buffer again (C_WIRE_SAME). */
+static unsigned char *put_wire(block *b, unsigned char *d, const trace_persist_rec *r,
+                               const full_plan *f, unsigned *what)
+{
+    if (f->own) {
+        *what |= C_WIRE;
+        d = put_var(d, f->wire_len);
+        memcpy(d, f->bytes, f->wire_len);
+        d += f->wire_len;
+        /* Only a shared buffer can be referred to by a later record of the block (its
+         * reference keeps the address from being reused); plain bytes cannot. */
+        if (b->wire != r->wire) {
+            wamp_buf_unref(&b->wire);
+            b->wire = r->wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)r->wire) : NULL;
+        }
+    } else if (f->wire_same) {
+        *what |= C_WIRE | C_WIRE_SAME;
+    }
+    return d;
+}
+
+/* The block's running values after r: what the next record is a difference from or repeats. */
+static void block_note(block *b, const trace_persist_rec *r, const full_plan *f)
+{
+    b->seq = r->seq;
+    b->pc = r->pc_ns;
+    b->ts = r->ts_ns;
+    b->has_prev = true;
+    b->prev_wire = f->own || f->wire_same;
+    b->prev_type = r->msg_type;
+    b->prev_b2 = f->b2;
+    b->prev_key = r->key;
+    memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
+}
+
+/* Appends one record: a repeat (into a run) when it is the block's previous record again but for
+ * its peer, else a full compact record (PERSIST_FORMAT.md, "Records"), in steps: plan_full(),
+ * room for it, put_head(), put_refs(), put_wire(), block_note(), end_record(). */
+static wamp_err append_rec(trace_persist *p, const trace_persist_rec *r)
+{
+    /* An error of the writer thread is seen when the buffer is handed over next
+     * (persist_write_out(), persist_rotate()): records appended meanwhile stay readable from the
+     * buffer. Asking the writer's flag here, an atomic load of a line the writer thread writes, was
+     * a cache miss a record. */
+    if (!p->writable || p->error) {
+        return WAMP_ECLOSED;
+    }
+    block *b = &p->blk;
+    seg *s;
+    if (joins_run(p, r, &s)) {
+        /* The next receiver of the message the block's run repeats: nothing to compare. */
+        return append_repeat(p, s, b, r, false);
+    }
+    wamp_err err = segment_for(p, r, &s);
+    if (err != WAMP_OK) {
+        return err;
+    }
+    full_plan f;
+    f.first = s->next_seq == s->first_seq || block_pos(s, r->seq) == 0;
+    if (f.first) {
+        persist_block_reset(b);
+    }
+    f.b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    if (!f.first && is_repeat(b, r, f.b2)) {
+        return append_repeat(p, s, b, r, false);
+    }
+    p->run_off = NO_RUN; /* a run is only ever the last record of its block so far */
+    plan_full(p, b, r, &f);
+    /* Both can fail: before anything changes (the block must only hold what was written). */
+    if (!buf_reserve(p, HDR_LEN + f.max) || (f.first && !persist_idx_push(s, r->seq, s->size))) {
+        return WAMP_ENOMEM;
+    }
+    unsigned char *h = p->buf + p->len;
+    unsigned char *d = h + HDR_LEN;
+    /* The what byte (d[0]) is known when the body is: its bits are set on the way. */
+    unsigned what = f.first ? C_BLOCK : 0;
+    d = put_head(d, b, r, &f);
+    d = put_refs(p, b, d, r, &f, &what);
+    d = put_wire(b, d, r, &f, &what);
+    h[HDR_LEN] = (unsigned char)what;
+    block_note(b, r, &f);
+    return end_record(p, s, r, h, d);
+}
