@@ -21,6 +21,7 @@
 #include "rt_session.h"
 #include "trace_hub.h"
 #include "trace_render.h"
+#include "wamp_id.h"
 #include "wamp_types.h"
 #include "wamp_wr.h"
 
@@ -514,32 +515,69 @@ struct mgmt_proc {
     const char *name;
     mgmt_fn fn;
     bool any_node; /* takes no node_id (list_nodes): never forwarded */
+    bool every;    /* node_id "*" runs it on every node (mgmt/README.md "Cluster-wide calls") */
 };
 
 static const mgmt_proc procs[] = {
-        {"list_nodes", proc_list_nodes, true},
-        {"list_workers", proc_list_workers, false},
-        {"get_worker", proc_get_worker, false},
-        {"list_traces", proc_list_traces, false},
-        {"get_trace", proc_get_trace, false},
-        {"start_trace", proc_start_trace, false},
-        {"stop_trace", proc_stop_trace, false},
-        {"delete_trace", proc_delete_trace, false},
-        {"get_trace_data", proc_get_trace_data, false},
-        {"mark_trace", proc_mark_trace, false},
+        {"list_nodes", proc_list_nodes, true, false},
+        {"list_workers", proc_list_workers, false, false},
+        {"get_worker", proc_get_worker, false, false},
+        {"list_traces", proc_list_traces, false, false},
+        {"get_trace", proc_get_trace, false, false},
+        {"start_trace", proc_start_trace, false, true},
+        {"stop_trace", proc_stop_trace, false, true},
+        {"delete_trace", proc_delete_trace, false, true},
+        {"get_trace_data", proc_get_trace_data, false, false},
+        {"mark_trace", proc_mark_trace, false, true},
         /* Crossbar's remote-API names for the same procedures (TRACING.md "Compatibility
          * aliases"). */
-        {"remote.tracing.get_traces", proc_list_traces, false},
-        {"remote.tracing.get_trace", proc_get_trace, false},
-        {"remote.tracing.start_trace", proc_start_trace, false},
-        {"remote.tracing.stop_trace", proc_stop_trace, false},
-        {"remote.tracing.get_trace_data", proc_get_trace_data, false},
-        {"mrealm.get_nodes", proc_list_nodes, true},
-        {"remote.node.get_workers", proc_list_workers, false},
-        {"remote.node.get_worker", proc_get_worker, false},
+        {"remote.tracing.get_traces", proc_list_traces, false, false},
+        {"remote.tracing.get_trace", proc_get_trace, false, false},
+        {"remote.tracing.start_trace", proc_start_trace, false, true},
+        {"remote.tracing.stop_trace", proc_stop_trace, false, true},
+        {"remote.tracing.get_trace_data", proc_get_trace_data, false, false},
+        {"mrealm.get_nodes", proc_list_nodes, true, false},
+        {"remote.node.get_workers", proc_list_workers, false, false},
+        {"remote.node.get_worker", proc_get_worker, false, false},
 };
 
 #define N_PROCS (sizeof(procs) / sizeof(procs[0]))
+
+static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *who,
+                              const json_t *args, const json_t *kwargs, rt_local_reply *reply);
+
+/* node_id "*": the procedure on every live node. A start_trace without a trace_id gets one name
+ * for every node, "cluster-" and 12 random hex digits (the nodes' own trace1, trace2, ... differ).
+ */
+static wamp_err run_everywhere(mgmt_api *m, rt_session *caller, const mgmt_proc *p,
+                               const json_t *args, const json_t *kwargs, rt_local_reply *reply)
+{
+    json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
+    if (p->fn != proc_start_trace || (id && !json_is_null(id))) {
+        return mgmt_cluster_fanout(m->mc, m->cfg->node_id, run_forwarded, m, caller, p->name, args,
+                                   kwargs, reply);
+    }
+    char name[32];
+    snprintf(name, sizeof(name), "cluster-%012llx",
+             (unsigned long long)(wamp_id_random() & 0xffffffffffffull));
+    json_t *a = json_copy((json_t *)args);
+    json_t *k = json_copy((json_t *)kwargs);
+    bool ok = a && k;
+    if (ok && json_object_get(k, "trace_id")) {
+        ok = json_object_set_new(k, "trace_id", json_string(name)) == 0;
+    } else if (ok) {
+        while (ok && json_array_size(a) < 3) {
+            ok = json_array_append_new(a, json_null()) == 0;
+        }
+        ok = ok && json_array_set_new(a, 2, json_string(name)) == 0;
+    }
+    wamp_err err = ok ? mgmt_cluster_fanout(m->mc, m->cfg->node_id, run_forwarded, m, caller,
+                                            p->name, a, k, reply)
+                      : WAMP_ENOMEM;
+    json_decref(a);
+    json_decref(k);
+    return err;
+}
 
 /* Every registration's rt_local_proc_fn: a call naming another node of the cluster (node_id,
  * argument 0) goes there; everything else runs here, where check_target() refuses unknown
@@ -549,8 +587,12 @@ static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, cons
 {
     const mgmt_entry *e = ctx;
     mgmt_api *m = e->m;
+    json_t *node = rt_local_arg(args, kwargs, 0, "node_id");
+    if (e->p->every && rt_options_is_plain_string(node) &&
+        strcmp(json_string_value(node), "*") == 0) {
+        return run_everywhere(m, caller, e->p, args, kwargs, reply);
+    }
     if (!e->p->any_node && mgmt_cluster_get(m->mc)) {
-        json_t *node = rt_local_arg(args, kwargs, 0, "node_id");
         if (rt_options_is_plain_string(node) &&
             strcmp(json_string_value(node), m->cfg->node_id) != 0) {
             return mgmt_cluster_forward(m->mc, caller, json_string_value(node), e->p->name, args,

@@ -62,4 +62,15 @@ wamp_err mgmt_cluster_forward(mgmt_cluster *mc, rt_session *caller, const char *
                               const char *procedure, const json_t *args, const json_t *kwargs,
                               rt_local_reply *reply);
 
+/* node_id "*" (mgmt/README.md "Cluster-wide calls"): runs procedure on every live node of mc's
+ * cluster, this one (self_id, through run) included; with mc NULL or stopped, on this node alone.
+ * Each node gets args/kwargs with node_id set to its own id. The answer is one value, the map
+ * {node_id: result} where a node's error is {"error": URI, "args": [...]} (a node that did not
+ * answer within cluster.request_timeout: wamp.error.timeout). The call is deferred
+ * (reply->deferred) while another node's answer is awaited, and answered when every node answered
+ * or timed out; otherwise *reply holds the map at once. WAMP_ENOMEM. */
+wamp_err mgmt_cluster_fanout(mgmt_cluster *mc, const char *self_id, mgmt_cluster_run_fn run,
+                             void *run_ctx, rt_session *caller, const char *procedure,
+                             const json_t *args, const json_t *kwargs, rt_local_reply *reply);
+
 #endif /* MGMT_CLUSTER_H */

@@ -2,7 +2,8 @@
  * (tests/support/fake_cluster.c): list_nodes, procedures forwarded to the other node and answered
  * asynchronously (results and errors with their URIs), a node that is not a member, a timeout
  * through lost messages and the fake clock, a caller leaving before the answer, and the link's
- * figures in get_worker. */
+ * figures in get_worker; node_id "*" (one call on every node, answered with a map of their results
+ * or errors, a silent node as a timeout entry). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,6 +390,123 @@ START_TEST(test_bad_requests_on_the_bus)
 
 END_TEST
 
+/* Asserts that entry e of a node_id "*" map is {"error": uri, "args": [message containing text]}.
+ */
+static void expect_entry_error(json_t *e, const char *uri, const char *text)
+{
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "error")), uri);
+    const char *msg = json_string_value(json_array_get(json_object_get(e, "args"), 0));
+    ck_assert_ptr_nonnull(msg);
+    ck_assert_msg(strstr(msg, text) != NULL, "\"%s\" lacks \"%s\"", msg, text);
+}
+
+START_TEST(test_trace_on_every_node)
+{
+    /* One CALL, one deferred answer: the map of both nodes' results, one trace id for both. */
+    int64_t req =
+            send_call("start_trace", "[\"*\", \"router1\", null, {\"msg_types\": [\"Call\"]}]");
+    ck_assert_int_eq((int)fake_conn_pending(C), 0);
+    json_t *m = answer(req);
+    json_t *map = result(m);
+    ck_assert_int_eq((int)json_object_size(map), 2);
+    const char *id = json_string_value(json_object_get(json_object_get(map, "A"), "id"));
+    ck_assert_ptr_nonnull(id);
+    ck_assert_msg(strncmp(id, "cluster-", 8) == 0, "%s", id);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "B"), "id")), id);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "B"), "status")),
+                     "running");
+    char tid[64], args[160];
+    snprintf(tid, sizeof(tid), "%s", id);
+    json_decref(m);
+    /* It runs on both nodes. */
+    m = call("list_traces", "[\"B\", \"router1\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), tid);
+    json_decref(m);
+    m = call("list_traces", "[\"A\", \"router1\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), tid);
+    json_decref(m);
+    /* Errors are entries of the map, with their URI. */
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"%s\"]", tid);
+    m = call("start_trace", args);
+    map = result(m);
+    expect_entry_error(json_object_get(map, "A"), MGMT_ERROR_ALREADY_RUNNING, tid);
+    expect_entry_error(json_object_get(map, "B"), MGMT_ERROR_ALREADY_RUNNING, tid);
+    json_decref(m);
+    /* mark_trace by keyword: every node's seq. */
+    snprintf(args, sizeof(args),
+             "[], {\"node_id\": \"*\", \"worker_id\": \"router1\", "
+             "\"trace_id\": \"%s\", \"name\": \"deploy\"}",
+             tid);
+    m = call("mark_trace", args);
+    map = result(m);
+    /* The first record of each node's trace (no Call on either). */
+    ck_assert(json_is_integer(json_object_get(map, "A")));
+    ck_assert_int_eq((int)json_integer_value(json_object_get(map, "A")), 0);
+    ck_assert(json_is_integer(json_object_get(map, "B")));
+    ck_assert_int_eq((int)json_integer_value(json_object_get(map, "B")), 0);
+    json_decref(m);
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"%s\"]", tid);
+    m = call("delete_trace", args);
+    expect_entry_error(json_object_get(result(m), "B"), MGMT_ERROR_NOT_STOPPED, tid);
+    json_decref(m);
+    m = call("stop_trace", args);
+    map = result(m);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "A"), "status")),
+                     "stopped");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "B"), "status")),
+                     "stopped");
+    json_decref(m);
+    m = call("delete_trace", args);
+    map = result(m);
+    ck_assert_int_eq((int)json_object_size(map), 2);
+    ck_assert(json_is_null(json_object_get(map, "A")));
+    ck_assert(json_is_null(json_object_get(map, "B")));
+    json_decref(m);
+    m = call("list_traces", "[\"B\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 0);
+    json_decref(m);
+    /* "*" is not a node for the other procedures. */
+    expect_error(call("list_traces", "[\"*\", \"router1\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"*\"");
+}
+
+END_TEST
+
+START_TEST(test_every_node_with_one_silent)
+{
+    /* B's request is lost: the answer waits for the timeout, then names B's timeout. */
+    fake_bus_drop(bus, 1);
+    int64_t req = send_call("start_trace", "[\"*\", \"router1\", \"tt\"]");
+    fake_bus_run(bus);
+    ck_assert_int_eq((int)fake_conn_pending(C), 0);
+    fake_clock_advance_ms(&A.t.clock, TIMEOUT_MS + 100);
+    json_t *m = answer(req);
+    json_t *map = result(m);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "A"), "status")),
+                     "running");
+    expect_entry_error(json_object_get(map, "B"), "wamp.error.timeout",
+                       "\"B\" did not answer within 500 ms");
+    json_decref(m);
+    /* A fan-out in flight at teardown is freed without an answer. */
+    (void)send_call("stop_trace", "[\"*\", \"router1\", \"tt\"]");
+}
+
+END_TEST
+
+START_TEST(test_every_node_with_the_link_down)
+{
+    /* The link down: "*" is this node alone, answered at once. */
+    fake_link_set_up(A.l, false);
+    fake_bus_run(bus);
+    json_t *m = call("start_trace", "[\"*\", \"router1\", \"solo\"]");
+    json_t *map = result(m);
+    ck_assert_int_eq((int)json_object_size(map), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "A"), "id")), "solo");
+    json_decref(m);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -405,6 +523,9 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_without_cluster_link_up);
     tcase_add_test(tc, test_bad_requests_on_the_bus);
     tcase_add_test(tc, test_forwarded_answer_traced_with_its_call);
+    tcase_add_test(tc, test_trace_on_every_node);
+    tcase_add_test(tc, test_every_node_with_one_silent);
+    tcase_add_test(tc, test_every_node_with_the_link_down);
     suite_add_tcase(s, tc);
     return s;
 }
