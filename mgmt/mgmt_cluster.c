@@ -16,6 +16,7 @@
 #include "rt_list.h"
 #include "rt_local.h"
 #include "rt_log.h"
+#include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_buf.h"
 
@@ -346,6 +347,127 @@ static json_t *run_here(const char *self_id, mgmt_cluster_run_fn run, void *run_
     return entry_of(&r);
 }
 
+/* --- Cluster-wide traces kept in the cluster ------------------------------------------------- */
+
+/* The bucket is "<cluster name>" + this; a key is a trace id (trace_key()). */
+#define TRACES_BUCKET_SUFFIX "_traces"
+/* Longest key: "=" and 2 hex digits per byte of the id. */
+#define TRACE_KEY_MAX 256
+
+static bool is_proc(const char *procedure, const char *name)
+{
+    return strcmp(procedure, name) == 0 ||
+           (strncmp(procedure, "remote.tracing.", 15) == 0 && strcmp(procedure + 15, name) == 0);
+}
+
+/* The bucket's key of trace id: the id itself when it is a token, else "=" and its bytes in hex
+ * ('=' is in no token). false when the id is too long for a key. */
+static bool trace_key(const char *id, char *key, size_t size)
+{
+    if (rt_cluster_token_is_valid(id)) {
+        snprintf(key, size, "%s", id);
+        return true;
+    }
+    size_t n = strlen(id);
+    if (2 * n + 2 > size) {
+        return false;
+    }
+    key[0] = '=';
+    for (size_t i = 0; i < n; i++) {
+        snprintf(key + 1 + 2 * i, 3, "%02x", (unsigned)(unsigned char)id[i]);
+    }
+    return true;
+}
+
+/* PUT (value: the start_trace call's {"args", "kwargs"}) or DELETE of trace id's key. */
+static void registry_write(mgmt_cluster *mc, const char *id, const json_t *args,
+                           const json_t *kwargs)
+{
+    char key[TRACE_KEY_MAX], bucket[RT_CLUSTER_TOKEN_MAX + sizeof(TRACES_BUCKET_SUFFIX)];
+    wamp_err err = WAMP_EINVAL;
+    char *text = NULL;
+    snprintf(bucket, sizeof(bucket), "%s" TRACES_BUCKET_SUFFIX, rt_cluster_name(mc->c));
+    if (trace_key(id, key, sizeof(key))) {
+        rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_DELETE, .bucket = bucket, .key = key};
+        if (args) {
+            json_t *v = json_pack("{s:O, s:O}", "args", args, "kwargs", kwargs);
+            text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+            json_decref(v);
+            op.kind = RT_CLUSTER_KV_PUT;
+            op.value = text;
+            op.len = text ? strlen(text) : 0;
+        }
+        err = args && !text ? WAMP_ENOMEM : rt_cluster_kv(mc->c, &op, NULL, NULL);
+    }
+    free(text);
+    if (err != WAMP_OK) {
+        RT_LOG_WARN(0,
+                    "cluster management: cluster-wide trace \"%s\" not %s bucket %s: %s (nodes "
+                    "that join %s)",
+                    id, args ? "recorded in" : "removed from", bucket, wamp_strerror(err),
+                    args ? "later do not start it" : "later start it again");
+    }
+}
+
+/* A value of the bucket read at join: this node starts the trace (unless it has it already). */
+static void on_trace_value(void *arg, const rt_cluster_kv_result *res)
+{
+    mgmt_cluster *mc = arg;
+    if (!mc->c || res->err != WAMP_OK) {
+        return;
+    }
+    json_t *v = json_loadb(res->value, res->len, 0, NULL);
+    json_t *args = json_object_get(v, "args");
+    json_t *kwargs = json_object_get(v, "kwargs");
+    if (!json_is_array(args) || !json_is_object(kwargs)) {
+        RT_LOG_INFO(0, "cluster management: malformed cluster-wide trace ignored (%zu bytes)",
+                    res->len);
+        json_decref(v);
+        return;
+    }
+    json_t *e =
+            run_here(rt_cluster_node_id(mc->c), mc->run, mc->run_ctx, "start_trace", args, kwargs);
+    const char *uri = json_string_value(json_object_get(e, "error"));
+    if (!uri) {
+        RT_LOG_INFO(0, "cluster management: cluster-wide trace \"%s\" started on this node",
+                    json_string_value(json_object_get(e, "id")));
+    } else if (strcmp(uri, MGMT_ERROR_ALREADY_RUNNING) != 0 &&
+               strcmp(uri, MGMT_ERROR_ALREADY_EXISTS) != 0) {
+        RT_LOG_WARN(0, "cluster management: a cluster-wide trace not started on this node: %s",
+                    json_string_value(json_array_get(json_object_get(e, "args"), 0)));
+    }
+    json_decref(e);
+    json_decref(v);
+}
+
+static void on_trace_keys(void *arg, const rt_cluster_kv_result *res)
+{
+    mgmt_cluster *mc = arg;
+    if (!mc->c || res->err != WAMP_OK) {
+        return;
+    }
+    char bucket[RT_CLUSTER_TOKEN_MAX + sizeof(TRACES_BUCKET_SUFFIX)];
+    snprintf(bucket, sizeof(bucket), "%s" TRACES_BUCKET_SUFFIX, rt_cluster_name(mc->c));
+    for (size_t i = 0; i < res->n_keys; i++) {
+        rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_GET, .bucket = bucket, .key = res->keys[i]};
+        (void)rt_cluster_kv(mc->c, &op, on_trace_value, mc);
+    }
+}
+
+/* This node joined (or joined again after the link came back): it starts the cluster-wide traces
+ * that run. */
+static void on_joined(void *arg)
+{
+    mgmt_cluster *mc = arg;
+    char bucket[RT_CLUSTER_TOKEN_MAX + sizeof(TRACES_BUCKET_SUFFIX)];
+    snprintf(bucket, sizeof(bucket), "%s" TRACES_BUCKET_SUFFIX, rt_cluster_name(mc->c));
+    rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_KEYS, .bucket = bucket};
+    wamp_err err = rt_cluster_kv(mc->c, &op, on_trace_keys, mc);
+    if (err != WAMP_OK) {
+        RT_LOG_WARN(0, "cluster management: cluster-wide traces not read: %s", wamp_strerror(err));
+    }
+}
+
 static void fan_free(mgmt_fan *f)
 {
     if (f->mc) {
@@ -455,8 +577,19 @@ wamp_err mgmt_cluster_fanout(mgmt_cluster *mc, const char *self_id, mgmt_cluster
         f->mc = mc;
         rt_list_add_tail(&mc->fans, &f->in_mc);
     }
+    /* A cluster-wide trace is kept in the cluster while it runs (mgmt/README.md): removed before
+     * it stops, so that no node joining meanwhile starts it again. */
+    json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
+    if (c && (is_proc(procedure, "stop_trace") || is_proc(procedure, "delete_trace")) &&
+        rt_options_is_plain_string(id)) {
+        registry_write(mc, json_string_value(id), NULL, NULL);
+    }
     /* Here first: this node's part is done before any other node's answer can arrive. */
     mine = run_here(self_id, run, run_ctx, procedure, args, kwargs);
+    if (c && is_proc(procedure, "start_trace") && json_is_object(mine) &&
+        json_is_string(json_object_get(mine, "id"))) {
+        registry_write(mc, json_string_value(json_object_get(mine, "id")), args, kwargs);
+    }
     fan_set(f, self_id, mine);
     for (size_t i = 0; i < n_other; i++) {
         fan_send(f, &slots[i], caller, procedure, args, kwargs);
@@ -498,6 +631,10 @@ wamp_err mgmt_cluster_new(rt_router *rt, rt_cluster *c, mgmt_cluster_run_fn run,
         free(mc);
         return err;
     }
+    rt_cluster_set_on_joined(c, on_joined, mc);
+    if (rt_cluster_member_state_get(c) == RT_CLUSTER_MEMBER_JOINED) {
+        on_joined(mc); /* joined before the API was attached (main() waits for the join) */
+    }
     *out = mc;
     return WAMP_OK;
 }
@@ -506,6 +643,7 @@ void mgmt_cluster_stop(mgmt_cluster *mc)
 {
     if (mc && mc->c) {
         rt_cluster_unserve(mc->c, mc->sub);
+        rt_cluster_set_on_joined(mc->c, NULL, NULL);
         mc->c = NULL;
     }
 }

@@ -507,6 +507,60 @@ START_TEST(test_every_node_with_the_link_down)
 
 END_TEST
 
+START_TEST(test_joiner_starts_the_cluster_wide_traces)
+{
+    json_t *m = call("start_trace", "[\"*\", \"router1\", \"cw\", {\"msg_types\": [\"Call\"]}]");
+    ck_assert_int_eq((int)json_object_size(result(m)), 2);
+    json_decref(m);
+    /* A trace of A alone is not cluster-wide. */
+    json_decref(call("start_trace", "[\"A\", \"router1\", \"mine\"]"));
+    /* Node C joins while cw runs: it starts cw with the same options, and only cw. */
+    node N3;
+    memset(&N3, 0, sizeof(N3));
+    node_start(&N3, "C", &A.t.clock, 3);
+    fake_bus_run(bus);
+    ck_assert_int_eq((int)rt_cluster_node_count(A.c), 3);
+    m = call("list_traces", "[\"C\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "cw");
+    json_decref(m);
+    m = call("get_trace", "[\"C\", \"router1\", \"cw\"]");
+    json_t *opts = json_object_get(result(m), "options");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(opts, "msg_types"), 0)),
+                     "Call");
+    json_decref(m);
+    /* stop_trace "*" reaches C too; a node joining after the stop does not start it. */
+    m = call("stop_trace", "[\"*\", \"router1\", \"cw\"]");
+    ck_assert_int_eq((int)json_object_size(result(m)), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(result(m), "C"), "status")),
+                     "stopped");
+    json_decref(m);
+    node N4;
+    memset(&N4, 0, sizeof(N4));
+    node_start(&N4, "D", &A.t.clock, 4);
+    fake_bus_run(bus);
+    m = call("list_traces", "[\"D\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 0);
+    json_decref(m);
+    /* A restarted cluster-wide trace reaches a node that rejoins after its link came back. */
+    json_decref(call("delete_trace", "[\"*\", \"router1\", \"cw\"]"));
+    fake_link_set_up(N4.l, false);
+    fake_bus_run(bus);
+    m = call("start_trace", "[\"*\", \"router1\", \"cw\"]");
+    ck_assert_int_eq((int)json_object_size(result(m)), 4);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(result(m), "D"), "error"));
+    json_decref(m);
+    fake_link_set_up(N4.l, true);
+    fake_bus_run(bus);
+    m = call("list_traces", "[\"D\", \"router1\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "cw");
+    json_decref(m);
+    node_stop(&N4);
+    node_stop(&N3);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -526,6 +580,7 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_trace_on_every_node);
     tcase_add_test(tc, test_every_node_with_one_silent);
     tcase_add_test(tc, test_every_node_with_the_link_down);
+    tcase_add_test(tc, test_joiner_starts_the_cluster_wide_traces);
     suite_add_tcase(s, tc);
     return s;
 }
