@@ -45,6 +45,8 @@ typedef struct mgmt_fan {
     json_t *map;           /* {node_id: result-or-error}, filled as the answers come */
     size_t pending;        /* requests not answered yet */
     mgmt_slot *slots;      /* owned */
+    mgmt_cluster_finish_fn finish;
+    json_t *finish_arg; /* owned */
 } mgmt_fan;
 
 struct mgmt_cluster {
@@ -475,6 +477,7 @@ static void fan_free(mgmt_fan *f)
     }
     rt_dealer_deferred_free(f->h);
     json_decref(f->map);
+    json_decref(f->finish_arg);
     free(f->slots);
     free(f);
 }
@@ -485,6 +488,19 @@ static void fan_set(mgmt_fan *f, const char *node, json_t *entry_take)
     if (entry_take) {
         (void)json_object_set_new(f->map, node, entry_take);
     }
+}
+
+/* The fan-out's answer into *r, once every node's entry is in. WAMP_ENOMEM. */
+static wamp_err fan_answer(const mgmt_fan *f, rt_local_reply *r)
+{
+    if (!f->finish) {
+        return rt_local_reply_value(r, json_incref(f->map));
+    }
+    json_t *v = f->finish(f->map, f->finish_arg);
+    return v ? rt_local_reply_value(r, v)
+             : rt_local_reply_error(r, MGMT_ERROR_RUNTIME,
+                                    "the nodes' answers could not be combined (malformed or out "
+                                    "of memory)");
 }
 
 static void on_fan_reply(void *arg, wamp_err err, const void *data, size_t len)
@@ -503,7 +519,7 @@ static void on_fan_reply(void *arg, wamp_err err, const void *data, size_t len)
         return;
     }
     r = (rt_local_reply){0};
-    if (rt_local_reply_value(&r, json_incref(f->map)) == WAMP_OK) {
+    if (fan_answer(f, &r) == WAMP_OK) {
         rt_dealer_deferred *h = f->h;
         f->h = NULL;
         (void)rt_dealer_answer_deferred(f->mc->rt, h, &r);
@@ -546,7 +562,9 @@ static void fan_send(mgmt_fan *f, mgmt_slot *s, rt_session *caller, const char *
 
 wamp_err mgmt_cluster_fanout(mgmt_cluster *mc, const char *self_id, mgmt_cluster_run_fn run,
                              void *run_ctx, rt_session *caller, const char *procedure,
-                             const json_t *args, const json_t *kwargs, rt_local_reply *reply)
+                             const json_t *args, const json_t *kwargs,
+                             mgmt_cluster_finish_fn finish, json_t *finish_arg_take,
+                             rt_local_reply *reply)
 {
     rt_cluster *c = mc ? mc->c : NULL;
     /* The other live nodes (this one is run here, member of the list or not: joining). */
@@ -562,6 +580,9 @@ wamp_err mgmt_cluster_fanout(mgmt_cluster *mc, const char *self_id, mgmt_cluster
     }
     f->map = map;
     f->slots = slots;
+    f->finish = finish;
+    f->finish_arg = finish_arg_take;
+    finish_arg_take = NULL;
     for (size_t i = 0; i < n; i++) {
         const char *id = rt_cluster_node_at(c, i);
         if (strcmp(id, self_id) != 0) {
@@ -599,13 +620,14 @@ wamp_err mgmt_cluster_fanout(mgmt_cluster *mc, const char *self_id, mgmt_cluster
     }
     /* Every answer known now (no other node, or none reached): answered at once. */
     reply->deferred = false;
-    err = rt_local_reply_value(reply, json_incref(map));
+    err = fan_answer(f, reply);
     fan_free(f);
     return err;
 fail:
     free(slots);
     free(f);
     json_decref(map);
+    json_decref(finish_arg_take);
     return err;
 }
 

@@ -14,6 +14,7 @@
 #include "fake_cluster.h"
 #include "fake_transport.h"
 #include "mgmt_api.h"
+#include "mgmt_merge.h"
 #include "rt_cluster.h"
 #include "test_router.h"
 
@@ -561,6 +562,197 @@ START_TEST(test_joiner_starts_the_cluster_wide_traces)
 
 END_TEST
 
+/* Node ids of a merged page's records, as "A0 B0 A1" (node id and seq). */
+static void page_str(const json_t *recs, char *out, size_t size)
+{
+    size_t i, len = 0;
+    json_t *r;
+    out[0] = '\0';
+    json_array_foreach(recs, i, r)
+    {
+        len += (size_t)snprintf(out + len, size - len, "%s%s%lld", i ? " " : "",
+                                json_string_value(json_object_get(r, "node_id")),
+                                (long long)json_integer_value(json_object_get(r, "seq")));
+    }
+}
+
+/* mgmt_merge_pages() on pages given as JSON text; the records as page_str(), and *next. */
+static void merge(const char *pages, const char *from, size_t limit, char *out, size_t size,
+                  json_t **next)
+{
+    json_t *p = json_loads(pages, 0, NULL);
+    json_t *f = json_loads(from, JSON_DECODE_ANY, NULL);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(f);
+    json_t *m = mgmt_merge_pages(p, f, limit);
+    ck_assert_ptr_nonnull(m);
+    page_str(json_object_get(m, "records"), out, size);
+    *next = json_incref(json_object_get(m, "next"));
+    json_decref(m);
+    json_decref(p);
+    json_decref(f);
+}
+
+START_TEST(test_merge_cuts_where_a_node_could_still_write)
+{
+    char got[256];
+    json_t *next;
+    /* B's clock is behind (now 4): A's record at ts 5 waits, B's records before 4 go. */
+    merge("{\"A\": {\"records\": [{\"seq\": 0, \"ts\": 1}, {\"seq\": 1, \"ts\": 5}], \"now\": 10,"
+          " \"running\": true},"
+          " \"B\": {\"records\": [{\"seq\": 0, \"ts\": 2}, {\"seq\": 1, \"ts\": 3}], \"now\": 4,"
+          " \"running\": true}}",
+          "0", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0 B1");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 2);
+    json_decref(next);
+    /* A record B writes later at ts 4.5 still comes before A's ts 5: nothing twice, none lost. */
+    merge("{\"A\": {\"records\": [{\"seq\": 1, \"ts\": 5}], \"now\": 10, \"running\": true},"
+          " \"B\": {\"records\": [{\"seq\": 2, \"ts\": 4.5}], \"now\": 6, \"running\": true}}",
+          "{\"A\": 1, \"B\": 2}", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "B2 A1");
+    json_decref(next);
+    /* Full pages: cut at the smallest last key; the limit counts the merged records. */
+    merge("{\"A\": {\"records\": [{\"seq\": 0, \"ts\": 1}, {\"seq\": 1, \"ts\": 5}], \"now\": 10,"
+          " \"running\": false},"
+          " \"B\": {\"records\": [{\"seq\": 0, \"ts\": 2}, {\"seq\": 1, \"ts\": 3}], \"now\": 10,"
+          " \"running\": false}}",
+          "0", 2, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 1);
+    json_decref(next);
+    /* Ties by node id, then seq; a gap item sorts at the record before it; stopped and read to
+     * the end: no cut; a node's error keeps its cursor, a node not asked keeps its own. */
+    merge("{\"B\": {\"records\": [{\"seq\": 0, \"ts\": 1}], \"now\": 9, \"running\": false},"
+          " \"A\": {\"records\": [{\"seq\": 3, \"ts\": 1}, {\"seq\": 7, \"kind\": \"gap\"},"
+          " {\"seq\": 8, \"ts\": 20}], \"now\": 9, \"running\": false},"
+          " \"C\": {\"error\": \"wamp.error.timeout\", \"args\": [\"late\"]}}",
+          "{\"A\": 3, \"C\": 4, \"Z\": 9}", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A3 A7 B0 A8");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 9);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "C")), 4);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "Z")), 9);
+    json_decref(next);
+    /* A malformed page: NULL (the caller answers an error). */
+    json_t *p = json_loads("{\"A\": {\"records\": 5, \"now\": 1}}", 0, NULL);
+    json_t *zero = json_integer(0);
+    ck_assert_ptr_null(mgmt_merge_pages(p, zero, 10));
+    json_decref(zero);
+    json_decref(p);
+}
+
+END_TEST
+
+/* One page of get_trace_data "*" from *next (replaced by the page's next): its records
+ * appended to all (page_str() form), their Call arguments to xs; the page's record count. */
+static size_t merged_page(json_t **next, size_t limit, char *all, size_t all_size, int *xs,
+                          int *n_x)
+{
+    char *from = json_dumps(*next, JSON_COMPACT);
+    char args[256], got[256];
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"mr\", %s, null, %zu]", from, limit);
+    free(from);
+    json_t *m = call("get_trace_data", args);
+    json_t *v = result(m);
+    ck_assert_int_eq((int)json_object_size(json_object_get(v, "errors")), 0);
+    json_t *recs = json_object_get(v, "records");
+    size_t n = json_array_size(recs), i;
+    ck_assert_int_le((int)n, (int)limit);
+    json_t *r, *prev = NULL;
+    json_array_foreach(recs, i, r)
+    {
+        /* In (ts, node id, seq) order within the page. */
+        if (prev) {
+            double t0 = json_number_value(json_object_get(prev, "ts"));
+            double t1 = json_number_value(json_object_get(r, "ts"));
+            int c = strcmp(json_string_value(json_object_get(prev, "node_id")),
+                           json_string_value(json_object_get(r, "node_id")));
+            ck_assert(t0 < t1 || (t0 == t1 && c <= 0));
+        }
+        prev = r;
+        ck_assert_int_lt(*n_x, 8);
+        xs[(*n_x)++] = (int)json_integer_value(
+                json_array_get(json_array_get(json_object_get(r, "msg"), 4), 0));
+    }
+    page_str(recs, got, sizeof(got));
+    if (*all && *got) {
+        strncat(all, " ", all_size - strlen(all) - 1);
+    }
+    strncat(all, got, all_size - strlen(all) - 1);
+    json_decref(*next);
+    *next = json_incref(json_object_get(v, "next"));
+    json_decref(m);
+    return n;
+}
+
+START_TEST(test_merged_reading_tiles_every_node)
+{
+    json_decref(call("start_trace", "[\"*\", \"router1\", \"mr\", {\"msg_types\": [\"Call\"]}]"));
+    fake_conn *on_a = fake_conn_new_joined(A.t.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *on_b = fake_conn_new_joined(B.t.rt, WAMP_SER_JSON, "realm1");
+    for (int i = 1; i <= 5; i++) {
+        fake_clock_advance_ms(&A.t.clock, 1000);
+        fake_conn_send(i % 2 ? on_a : on_b, "[48, %d, {}, \"com.nobody\", [%d]]", i, i);
+    }
+    /* Read while it runs, 2 at a time, each page from the last page's next; one more Call on B
+     * meanwhile. The routers' wall offsets follow the real clock while the fake one jumps, so
+     * records may wait for a later page, but none comes twice and none is lost. */
+    json_t *next = json_object();
+    char all[512] = "";
+    int xs[8], n_x = 0;
+    for (int page = 0; page < 5; page++) {
+        (void)merged_page(&next, 2, all, sizeof(all), xs, &n_x);
+        if (page == 2) {
+            fake_clock_advance_ms(&A.t.clock, 1000);
+            fake_conn_send(on_b, "[48, 6, {}, \"com.nobody\", [6]]");
+        }
+    }
+    /* Once stopped everywhere, nothing is held back: read until a page is empty. */
+    json_decref(call("stop_trace", "[\"*\", \"router1\", \"mr\"]"));
+    int pages = 0;
+    while (merged_page(&next, 2, all, sizeof(all), xs, &n_x) > 0) {
+        ck_assert_int_lt(++pages, 10);
+    }
+    /* Each node's records once, in seq order. */
+    char per_node[2][64] = {"", ""};
+    for (char *tok = strtok(all, " "); tok; tok = strtok(NULL, " ")) {
+        char *d = per_node[tok[0] == 'B'];
+        strncat(d, tok, sizeof(per_node[0]) - strlen(d) - 2);
+        strcat(d, " ");
+    }
+    ck_assert_str_eq(per_node[0], "A0 A1 A2 ");
+    ck_assert_str_eq(per_node[1], "B0 B1 B2 ");
+    ck_assert_int_eq(n_x, 6);
+    int seen = 0;
+    for (int i = 0; i < n_x; i++) {
+        seen |= 1 << xs[i];
+    }
+    ck_assert_int_eq(seen, 0x7e);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 3);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 3);
+    json_decref(next);
+    fake_conn_free(on_a);
+    fake_conn_free(on_b);
+    expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", 0, 5]"),
+                 "wamp.error.invalid_argument", "to_seq");
+    expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", {\"A\": -1}]"),
+                 "wamp.error.invalid_argument", "from_seq");
+    /* A node without the trace is an error entry; the others' records still come. */
+    json_decref(call("delete_trace", "[\"B\", \"router1\", \"mr\"]"));
+    json_t *m = call("get_trace_data", "[\"*\", \"router1\", \"mr\"]");
+    json_t *v = result(m);
+    ck_assert_int_eq((int)json_array_size(json_object_get(v, "records")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(v, "errors"), "B"), "error")),
+                     MGMT_ERROR_NO_SUCH_OBJECT);
+    json_decref(m);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -581,6 +773,8 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_every_node_with_one_silent);
     tcase_add_test(tc, test_every_node_with_the_link_down);
     tcase_add_test(tc, test_joiner_starts_the_cluster_wide_traces);
+    tcase_add_test(tc, test_merged_reading_tiles_every_node);
+    tcase_add_test(tc, test_merge_cuts_where_a_node_could_still_write);
     suite_add_tcase(s, tc);
     return s;
 }
