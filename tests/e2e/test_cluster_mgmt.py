@@ -6,7 +6,8 @@ wamp.error.timeout after cluster.request_timeout, and a node B killed with kill 
 crossbar.error.no_such_object naming it at once, and an answer over the bus's max_payload gives
 wamp.error.payload_size_exceeded; a cluster-wide trace (node_id "*") started, marked, stopped and
 deleted on every node with one call each, which a node C joining while it runs starts too, and a
-stopped node B appears as a wamp.error.timeout entry (mgmt/README.md "Cluster")."""
+stopped node B appears as a wamp.error.timeout entry, and the merged pages of every node's records
+tile the traffic in time order (mgmt/README.md "Cluster")."""
 
 import json
 import os
@@ -170,6 +171,28 @@ class TestClusterMgmt(h.AsyncTestCase):
             recs = await self.call("get_trace_data", node, w, tid, 0, None, 100)
             self.assertEqual([r["msg_type"] for r in recs], ["Call", "Result", "Publish", "Marker"])
             self.assertEqual(recs[-1]["seq"], marks[node])
+        # The merged reading, 5 records a page while it runs: every record of every node once,
+        # in (ts, node, seq) order across pages (one machine: one clock), the traffic's order.
+        nodes = ("node_a", "node_b", "node_c")
+        merged, nxt = [], {}
+        for _ in range(20):
+            page = await self.call("get_trace_data", "*", w, tid, nxt, None, 5)
+            self.assertEqual(page["errors"], {})
+            self.assertLessEqual(len(page["records"]), 5)
+            merged += page["records"]
+            nxt = page["next"]
+            if len(merged) >= 12:
+                break
+        self.assertEqual(len(merged), 12)
+        keys = [(r["ts"], r["node_id"], r["seq"]) for r in merged]
+        self.assertEqual(keys, sorted(keys))
+        self.assertEqual(sorted((r["node_id"], r["seq"]) for r in merged),
+                         sorted((n, s) for n in nodes for s in range(4)))
+        self.assertEqual([r["node_id"] for r in merged if r["msg_type"] != "Marker"],
+                         ["node_a"] * 3 + ["node_b"] * 3 + ["node_c"] * 3)
+        self.assertEqual(nxt, {n: 4 for n in nodes})
+        page = await self.call("get_trace_data", "*", w, tid, nxt)
+        self.assertEqual(page["records"], [])
         # A node that is stopped (SIGSTOP) is a timeout entry; the others answer.
         os.kill(self.b.proc.pid, signal.SIGSTOP)
         try:
