@@ -135,7 +135,7 @@ static wamp_err proc_list_workers(mgmt_api *m, const mgmt_who *who, const json_t
     return rt_local_reply_value(reply, json_pack("[s]", m->cfg->worker_id));
 }
 
-/* get_worker's "stats" (an extension of TRACING.md's worker object, see mgmt/README.md):
+/* get_worker's "stats" (an extension of Crossbar's worker object, see mgmt/README.md):
  * counters since start and what the router holds now. */
 static json_t *worker_stats(const mgmt_api *m)
 {
@@ -560,8 +560,8 @@ static const mgmt_proc procs[] = {
         {"delete_trace", proc_delete_trace, false, true, false},
         {"get_trace_data", proc_get_trace_data, false, false, false},
         {"mark_trace", proc_mark_trace, false, true, false},
-        /* Crossbar's remote-API names for the same procedures (TRACING.md "Compatibility
-         * aliases"). */
+        /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
+         * alias names"). */
         {"remote.tracing.get_traces", proc_list_traces, false, false, false},
         {"remote.tracing.get_trace", proc_get_trace, false, false, false},
         {"remote.tracing.start_trace", proc_start_trace, false, true, false},

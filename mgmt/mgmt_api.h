@@ -1,4 +1,4 @@
-/* mgmt_api.h: the management API (../TRACING.md), served as router-local procedures on the
+/* mgmt_api.h: the management API (README.md), served as router-local procedures on the
  * management realm so that calls reach it through the normal dealer path (authorization and
  * tracing included), and the live topics published there.
  * Ownership: mgmt_api is created after the router and freed before it; it borrows the router.
@@ -29,7 +29,7 @@ wamp_err mgmt_api_set_cluster(mgmt_api *m, rt_cluster *c);
  * registered on the (dying) realm, so free the router right after. */
 void mgmt_api_free(mgmt_api *m);
 
-/* Error URIs of the management API (TRACING.md "Errors"). */
+/* Error URIs of the management API (README.md "Errors"). */
 #define MGMT_ERROR_NO_SUCH_OBJECT        "crossbar.error.no_such_object"
 #define MGMT_ERROR_NO_SUCH_WORKER        "crossbar.error.no_such_worker"
 #define MGMT_ERROR_ALREADY_RUNNING       "crossbar.error.already_running"

@@ -124,11 +124,13 @@ typedef enum rt_transport_kind {
  * WebSocket path: Crossbar's path services that wampscope serves (configs/README.md, "web
  * transport"; served by router/rt_http.h). */
 typedef enum rt_web_kind {
-    RT_WEB_STATIC,   /* "static": the files of a directory */
-    RT_WEB_REDIRECT, /* "redirect": 302 to url */
-    RT_WEB_NODEINFO, /* "nodeinfo": a page with the node ID and version */
-    RT_WEB_VIEWER,   /* "wampscope-trace-viewer": the trace viewer embedded in the binary */
-    RT_WEB_JSON      /* "json": a fixed JSON value */
+    RT_WEB_STATIC,    /* "static": the files of a directory */
+    RT_WEB_REDIRECT,  /* "redirect": 302 to url */
+    RT_WEB_NODEINFO,  /* "nodeinfo": a page with the node ID and version */
+    RT_WEB_VIEWER,    /* "wampscope-trace-viewer": the trace viewer embedded in the binary */
+    RT_WEB_JSON,      /* "json": a fixed JSON value */
+    RT_WEB_PUBLISHER, /* "publisher": Crossbar's HTTP bridge, POST JSON -> PUBLISH */
+    RT_WEB_CALLER     /* "caller": Crossbar's HTTP bridge, POST JSON -> CALL -> its RESULT */
 } rt_web_kind;
 
 /* options.mime_types entry of a static path: file name extension (with its dot, as Crossbar
@@ -137,6 +139,10 @@ typedef struct rt_mime_type {
     char *ext;
     char *type;
 } rt_mime_type;
+
+/* The timeout of an HTTP bridge call whose options give none (a caller path's
+ * options.call_timeout, ms). */
+#define RT_BRIDGE_CALL_TIMEOUT_MS 60000u
 
 typedef struct rt_web_path {
     /* The URL path the service answers under: "/" (the root: every request no other path
@@ -155,6 +161,22 @@ typedef struct rt_web_path {
     char *body;
     size_t body_len;
     bool no_store;
+    /* publisher, caller (router/rt_bridge.h): the realm and role the requests act in; the
+     * largest request body (options.post_body_limit, bytes); options.require_tls; caller: the
+     * timeout of a call whose options give none (options.call_timeout, ms). */
+    char *realm;
+    char *role;
+    size_t post_body_limit;
+    bool require_tls;
+    uint32_t call_timeout_ms;
+    /* Signed requests (options.key, options.secret; both or neither; the secret is wiped when
+     * the config is freed) and options.timestamp_delta_limit (seconds, 300; 0 = no limit). */
+    char *sign_key;
+    char *sign_secret;
+    uint32_t timestamp_delta_secs;
+    /* options.require_ip: the networks requests must come from; none = any. */
+    struct rt_cidr *require_ip;
+    size_t n_require_ip;
 } rt_web_path;
 
 typedef struct rt_listener {
@@ -371,6 +393,8 @@ bool rt_config_parse_peer_addr(const char *text, rt_cidr *out);
  * one of cfg's management trusted networks (the default loopback rule when cfg->mgmt_trusted is
  * NULL). IPv4 addresses match IPv4 networks only, IPv6 addresses IPv6 networks only. */
 bool rt_config_is_trusted(const rt_config *cfg, const rt_cidr *addr);
+/* true when addr (as for rt_config_is_trusted()) lies in one of nets[0..n). */
+bool rt_config_addr_in(const rt_cidr *nets, size_t n, const rt_cidr *addr);
 /* rt_config_parse_peer_addr() + rt_config_is_trusted(); an unparsable address is not trusted. */
 bool rt_config_peer_is_trusted(const rt_config *cfg, const char *peer_addr);
 /* Writes "a.b.c.d/n" or "x::y/n" into buf (RT_CIDR_STRLEN bytes suffice); "" if len is too small

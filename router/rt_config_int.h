@@ -200,6 +200,8 @@ typedef wamp_err (*cfg_item_fn)(cfg_ctx *c, const char *path, const json_t *v, v
  * array and frees it (and what its items hold) either way. */
 wamp_err cfg_parse_list(cfg_ctx *c, const char *path, const json_t *v, size_t item_size,
                         cfg_item_fn fn, void *arg, void **items, size_t *n);
+/* rt_config_net.c: one network, "a.b.c.d/n", "x::y/n" or a bare address; host bits zero. */
+wamp_err cfg_parse_cidr(cfg_ctx *c, const char *path, const char *text, rt_cidr *out);
 
 /* ---- The areas ----------------------------------------------------------------------------- */
 

@@ -110,9 +110,10 @@ static wamp_err refuse_network(cfg_ctx *c, const char *path, const char *text)
             text);
 }
 
-/* One entry of trusted_networks: "a.b.c.d/n", "x::y/n", or a bare address (/32, /128). Host bits
- * must be zero (a typo such as "10.0.0.1/8" is refused, not widened). */
-static wamp_err parse_cidr(cfg_ctx *c, const char *path, const char *text, rt_cidr *out)
+/* One entry of trusted_networks (or of an HTTP bridge path's require_ip): "a.b.c.d/n", "x::y/n",
+ * or a bare address (/32, /128). Host bits must be zero (a typo such as "10.0.0.1/8" is refused,
+ * not widened). */
+wamp_err cfg_parse_cidr(cfg_ctx *c, const char *path, const char *text, rt_cidr *out)
 {
     char host[INET6_ADDRSTRLEN];
     const char *slash = strchr(text, '/');
@@ -162,7 +163,7 @@ static wamp_err parse_trusted_item(cfg_ctx *c, const char *path, const json_t *v
     (void)arg;
     rt_cidr *nets = items;
     const char *s = json_string_value(v);
-    return s ? parse_cidr(c, path, s, &nets[i]) : cfg_refuse(c, path, "must be a string");
+    return s ? cfg_parse_cidr(c, path, s, &nets[i]) : cfg_refuse(c, path, "must be a string");
 }
 
 /* The array stays non-NULL for an empty list (NULL would mean the loopback rule). */
@@ -239,13 +240,21 @@ bool rt_config_is_trusted(const rt_config *cfg, const rt_cidr *addr)
     if (!cfg || !addr || (addr->family != RT_IP_V4 && addr->family != RT_IP_V6)) {
         return false;
     }
+    size_t n;
+    const rt_cidr *nets = trusted_list(cfg, &n);
+    return rt_config_addr_in(nets, n, addr);
+}
+
+bool rt_config_addr_in(const rt_cidr *nets, size_t n, const rt_cidr *addr)
+{
+    if (!addr || (addr->family != RT_IP_V4 && addr->family != RT_IP_V6)) {
+        return false;
+    }
     rt_cidr a = *addr;
     a.prefix = family_bits(a.family);
     if (is_v4_mapped(&a)) {
         unmap_v4(&a);
     }
-    size_t n;
-    const rt_cidr *nets = trusted_list(cfg, &n);
     for (size_t i = 0; i < n; i++) {
         if (in_network(&nets[i], &a)) {
             return true;

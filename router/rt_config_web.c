@@ -1,6 +1,7 @@
 /* rt_config_web.c: the "paths" of a web transport (and of a universal transport's "web" part):
  * Crossbar's path services (crossbar/common/checkconfig.py check_web_path_service_*) that
- * wampscope serves -- websocket, static, redirect, json, nodeinfo, nested path -- and its own
+ * wampscope serves -- websocket, static, redirect, json, nodeinfo, nested path, the HTTP bridge's
+ * publisher and caller -- and its own
  * wampscope-trace-viewer. HTTP services become rt_web_path entries of the listener; WebSocket
  * paths after the first become listeners that share its socket (cfg_spares). */
 #include <stdbool.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "rt_config_int.h"
 
@@ -26,9 +28,9 @@ static const type_rule web_path_types[] = {
         {"json", NULL},
         {"cgi", "path type \"cgi\" is not supported (wampscope runs no programs)"},
         {"longpoll", "path type \"longpoll\" is not supported"},
-        {"publisher", "path type \"publisher\" (HTTP bridge) is not supported yet"},
+        {"publisher", NULL},
         {"webhook", "path type \"webhook\" (HTTP bridge) is not supported"},
-        {"caller", "path type \"caller\" (HTTP bridge) is not supported yet"},
+        {"caller", NULL},
         {"upload", "path type \"upload\" is not supported"},
         {"archive", "path type \"archive\" is not supported"},
 };
@@ -75,6 +77,18 @@ static const key_rule json_option_rules[] = {
         K_PARSED("discourage_caching"),
         /* wampscope sends no CORS headers (configs/README.md, "Differences from Crossbar"). */
         K_IGN("allow_cross_origin", KEY_IGN_BOOL),
+};
+
+/* checkconfig.py check_web_path_service_publisher / _caller. */
+static const key_rule bridge_rules[] = {
+        K_PARSED("id"), K_PARSED("type"), K_PARSED("realm"), K_PARSED("role"), K_PARSED("options"),
+};
+
+/* crossbar/bridge/rest/common.py. */
+static const key_rule bridge_option_rules[] = {
+        K_PARSED("post_body_limit"),       K_PARSED("require_tls"), K_PARSED("call_timeout"),
+        K_IGN("debug", KEY_IGN_BOOL),      K_PARSED("key"),         K_PARSED("secret"),
+        K_PARSED("timestamp_delta_limit"), K_PARSED("require_ip"),
 };
 
 static const key_rule nested_rules[] = {
@@ -295,6 +309,94 @@ static wamp_err parse_json_service(cfg_ctx *c, const char *path, const json_t *o
     return WAMP_OK;
 }
 
+/* Crossbar's timestamp_delta_limit default: 300 seconds. */
+#define WEB_DEF_TIMESTAMP_DELTA 300
+
+/* options key + secret (signed requests) and timestamp_delta_limit of a bridge path. */
+static wamp_err parse_signing(cfg_ctx *c, const char *op, const json_t *opts, rt_web_path *w)
+{
+    const char *key = NULL;
+    const char *secret = NULL;
+    json_int_t delta = WEB_DEF_TIMESTAMP_DELTA;
+    wamp_err err = cfg_opt_str(c, op, opts, "key", &key);
+    err = cfg_worse(err, cfg_opt_str(c, op, opts, "secret", &secret));
+    err = cfg_worse(err,
+                    cfg_opt_int(c, op, opts, "timestamp_delta_limit", 0, 86400, "seconds", &delta));
+    if (err != WAMP_OK) {
+        return err;
+    }
+    w->timestamp_delta_secs = (uint32_t)delta;
+    if (!key != !secret || (key && (!key[0] || !secret[0]))) {
+        return cfg_refuse(c, op, "signed requests need both \"key\" and \"secret\" (not empty)");
+    }
+    if (!key) {
+        return WAMP_OK;
+    }
+    err = cfg_dup(c, key, &w->sign_key);
+    return err == WAMP_OK ? cfg_dup(c, secret, &w->sign_secret) : err;
+}
+
+static wamp_err parse_ip_item(cfg_ctx *c, const char *path, const json_t *v, void *items, size_t i,
+                              void *arg)
+{
+    (void)arg;
+    rt_cidr *nets = items;
+    const char *s = json_string_value(v);
+    return s ? cfg_parse_cidr(c, path, s, &nets[i]) : cfg_refuse(c, path, "must be a string");
+}
+
+/* A publisher or caller path (router/rt_bridge.h); lim: the body limit's default and bound. */
+static wamp_err parse_bridge(cfg_ctx *c, const char *path, const json_t *o, const rt_limits *lim,
+                             rt_web_path *w)
+{
+    wamp_err err = cfg_check_keys(c, path, o, bridge_rules, N_RULES(bridge_rules));
+    const char *id = NULL;
+    const char *realm = NULL;
+    const char *role = NULL;
+    if (err == WAMP_OK) {
+        err = cfg_opt_id(c, path, o, &id);
+        err = cfg_worse(err, cfg_req_str(c, path, o, "realm", &realm));
+        err = cfg_worse(err, cfg_req_str(c, path, o, "role", &role));
+    }
+    w->post_body_limit = lim->max_message_size;
+    w->call_timeout_ms = RT_BRIDGE_CALL_TIMEOUT_MS;
+    w->timestamp_delta_secs = WEB_DEF_TIMESTAMP_DELTA;
+    const json_t *opts = json_object_get(o, "options");
+    if (err == WAMP_OK && opts) {
+        cfg_path op = cfg_key(path, "options");
+        json_int_t limit = 0;
+        json_int_t timeout = 0;
+        err = cfg_check_keys(c, op.s, opts, bridge_option_rules, N_RULES(bridge_option_rules));
+        err = err == WAMP_OK ? cfg_opt_int(c, op.s, opts, "post_body_limit", 0,
+                                           (json_int_t)lim->max_message_size, "bytes", &limit)
+                             : err;
+        err = cfg_worse(err, cfg_opt_bool(c, op.s, opts, "require_tls", &w->require_tls));
+        err = cfg_worse(err,
+                        cfg_opt_int(c, op.s, opts, "call_timeout", 0, 86400000, "ms", &timeout));
+        /* Crossbar's 0 means "no limit"; here it is the message size limit. */
+        if (limit > 0) {
+            w->post_body_limit = (size_t)limit;
+        }
+        if (json_object_get(opts, "call_timeout")) {
+            w->call_timeout_ms = (uint32_t)timeout;
+        }
+        err = cfg_worse(err, parse_signing(c, op.s, opts, w));
+        const json_t *ips = json_object_get(opts, "require_ip");
+        if (ips && !cfg_stop(err)) {
+            void *items = NULL;
+            err = cfg_worse(err,
+                            cfg_parse_list(c, cfg_key(op.s, "require_ip").s, ips, sizeof(rt_cidr),
+                                           parse_ip_item, NULL, &items, &w->n_require_ip));
+            w->require_ip = items;
+        }
+    }
+    if (err != WAMP_OK) {
+        return err;
+    }
+    err = cfg_dup(c, realm, &w->realm);
+    return err == WAMP_OK ? cfg_dup(c, role, &w->role) : err;
+}
+
 /* Grows l->web by one zeroed entry; *out is it. */
 static wamp_err web_add(cfg_ctx *c, rt_listener *l, rt_web_kind kind, const char *prefix,
                         rt_web_path **out)
@@ -398,6 +500,9 @@ static wamp_err parse_web_paths(cfg_ctx *c, const char *pp, const json_t *paths,
         } else if (strcmp(type, "redirect") == 0) {
             e = web_add(c, l, RT_WEB_REDIRECT, url.s, &w);
             e = cfg_stop(e) ? e : parse_redirect(c, kp.s, svc, w);
+        } else if (strcmp(type, "publisher") == 0 || strcmp(type, "caller") == 0) {
+            e = web_add(c, l, type[0] == 'p' ? RT_WEB_PUBLISHER : RT_WEB_CALLER, url.s, &w);
+            e = cfg_stop(e) ? e : parse_bridge(c, kp.s, svc, ww->lim, w);
         } else if (strcmp(type, "json") == 0) {
             e = web_add(c, l, RT_WEB_JSON, url.s, &w);
             e = cfg_stop(e) ? e : parse_json_service(c, kp.s, svc, w);
@@ -479,6 +584,14 @@ void cfg_free_web_paths(rt_listener *l)
         free(w->default_file);
         free(w->url);
         free(w->body);
+        free(w->realm);
+        free(w->role);
+        free(w->sign_key);
+        free(w->require_ip);
+        if (w->sign_secret) {
+            sodium_memzero(w->sign_secret, strlen(w->sign_secret));
+            free(w->sign_secret);
+        }
         for (size_t m = 0; m < w->n_mime_types; m++) {
             free(w->mime_types[m].ext);
             free(w->mime_types[m].type);

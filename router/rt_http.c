@@ -755,6 +755,11 @@ wamp_err rt_http_respond(const rt_listener *l, const rt_http_node *node, const r
         case RT_WEB_JSON:
             err = json_value(out, w, rest_len);
             break;
+        case RT_WEB_PUBLISHER:
+        case RT_WEB_CALLER:
+            /* The adapter hands these to the HTTP bridge (rt_bridge.h) before asking here. */
+            err = not_found(out, "HTTP bridge path");
+            break;
         case RT_WEB_STATIC:
         default:
             err = static_file(out, w, req, rest, rest_len);

@@ -523,6 +523,10 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
         }
         return 0;
     }
+    case LWS_CALLBACK_HTTP_BODY:
+        return rt_lws_web_on_body(wsi, user, in, len);
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        return rt_lws_web_on_body_done(wsi, user);
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return rt_lws_web_on_writeable(wsi, user);
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:

@@ -32,6 +32,14 @@ void rt_session_tx_pop(rt_session *s);
  * subscriptions, registrations and pending calls, leaves the realm and frees s. NULL-safe. */
 void rt_session_on_closed(rt_session *s);
 
+/* A session the router opens for itself (the HTTP bridge, rt_bridge.h): joins realm_name as
+ * authid/role (copied) without a HELLO, with authmethod "anonymous"; the WELCOME is queued like
+ * any other. s must be waiting for its HELLO. The session limits apply as to a HELLO (over one:
+ * ABORT queued, s closing, WAMP_OK). WAMP_ENOTFOUND: no such realm or role (s is unchanged);
+ * WAMP_ENOMEM. */
+wamp_err rt_session_join_internal(rt_session *s, const char *realm_name, const char *authid,
+                                  const char *role);
+
 /* --- Inside the core ---------------------------------------------------------------------- */
 
 typedef enum rt_session_state {

@@ -177,6 +177,22 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
     return err;
 }
 
+static bool session_limits_allow(rt_session *s, rt_realm *realm);
+
+wamp_err rt_session_join_internal(rt_session *s, const char *realm_name, const char *authid,
+                                  const char *role)
+{
+    RT_ASSERT(s->state == RT_SESSION_ESTABLISHED);
+    rt_realm *realm = rt_router_find_realm(s->rt, realm_name);
+    if (!realm || !rt_realm_has_role(realm, role)) {
+        return WAMP_ENOTFOUND;
+    }
+    if (!session_limits_allow(s, realm)) {
+        return WAMP_OK; /* ABORT queued and the session closing, as for a HELLO */
+    }
+    return session_join(s, realm, strdup(authid), role, RT_AUTH_ANONYMOUS, NULL);
+}
+
 /* A failed authentication (ticket, wampcra, cryptosign): one log line (no secret), then ABORT
  * after wampscope.limits.auth_failure_delay, sent from the router tick. Until then the session
  * waits in RT_SESSION_AUTH_FAILED and ignores its input. */
@@ -430,7 +446,7 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
     bool is_mgmt = rt->cfg->mgmt_enabled && strcmp(rt_realm_name(realm), rt->cfg->mgmt_realm) == 0;
     rt_auth_method method;
     if (is_mgmt && !rt->cfg->mgmt_auth) {
-        /* Protected mode (TRACING.md): with no management credential configured, the
+        /* Protected mode (mgmt/README.md "Access"): with no management credential, the
          * management realm takes anonymous sessions, as "admin", only from peers in
          * wampscope.management.trusted_networks (default: loopback). */
         if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr)) {

@@ -3,7 +3,7 @@
  * `trace_hub_is_active(rt->hub)`, so with no trace running the cost per message is that one
  * branch, and no correlation UUID is generated.
  *
- * Correlation (../TRACING.md "Correlation"): the router keeps one *current action* while it
+ * Correlation (../mgmt/README.md "Correlation"): the router keeps one *current action* while it
  * handles a received message. rt_trace_rx() opens it: a fresh UUID for an anchor (HELLO, CALL,
  * PUBLISH, SUBSCRIBE, UNSUBSCRIBE, REGISTER, UNREGISTER), the pending call's UUID for YIELD and
  * ERROR. Every message sent while it is open (INVOCATION, RESULT, EVENTs, PUBLISHED, ERROR, ...)

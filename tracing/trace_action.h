@@ -1,5 +1,5 @@
 /* trace_action.h: the action tracker of an action-level trace (trace_level "action",
- * ../shared/TRACING.md "Action-level records").
+ * ../mgmt/README.md "Action-level traces").
  *
  * An action starts with an anchor message the router receives (HELLO, CALL, PUBLISH, SUBSCRIBE,
  * UNSUBSCRIBE, REGISTER, UNREGISTER, GOODBYE of a joined session) and ends with the message the

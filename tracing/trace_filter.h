@@ -1,6 +1,6 @@
 /* trace_filter.h: a trace's filter, compiled from its trace_options, and the per-message context
  * it is matched against.
- * Semantics (TRACING.md "trace_options"): AND across keys, OR within one list; an absent key
+ * Semantics (../mgmt/README.md "trace_options"): AND across keys, OR within one list; an absent key
  * does not restrict. Messages of sessions on the management realm are excluded unless the
  * trace's "realms" names that realm (no self-tracing by default).
  * trace_filter_match() allocates nothing and touches no JSON: a bitmask test for direction and

@@ -1,16 +1,19 @@
-/* trace_hub.h: the registry of traces and the entry point of the router's rx/tx hooks.
+/* trace_hub.h: the registry of traces and the entry points of the router's rx/tx hooks.
  *
  * The router owns one hub (created with the router, freed after it) and, for every message a
- * session receives or is sent:
+ * session receives or is sent (router/rt_trace.c):
  *     if (trace_hub_is_active(hub)) {          // one predictable branch when nothing runs
  *         trace_ctx c = {...};                 // direction, type, session, realm, uri, ...
- *         trace_input in = {...};              // times, peer, correlation, bytes
- *         trace_hub_on_message(hub, &c, &in);
+ *         if (trace_hub_match(hub, &c)) {      // filters only: no allocation, no JSON
+ *             trace_input in = {...};          // times, peer, correlation, bytes
+ *             trace_hub_record_matched(hub, &c, &in);
+ *         }
  *     }
- * trace_hub_on_message() evaluates every running trace's filter first (no allocation, no JSON)
- * and builds a record only if at least one trace keeps the message: rx bytes are copied once
- * and the copy is shared by all those traces; tx records take a reference on the buffer the
- * router already encoded. It never renders JSON.
+ * and, for a fan-out's next receiver, trace_hub_repeat() first. A record is built only if at
+ * least one trace keeps the message: rx bytes are copied once and the copy is shared by all
+ * those traces; tx records take a reference on the buffer the router already encoded;
+ * persisted traces encode the message straight into their write buffer. It never renders JSON.
+ * trace_hub_on_message() does match and record in one call (tests and bench-capture use it).
  * Every 100 ms the router calls trace_hub_tick() (duration auto-stop, live-feed batches).
  * The management layer starts, finds, lists, stops and deletes traces here, and reads them
  * through trace.h / trace_store.h / trace_render.h.
@@ -186,10 +189,11 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
  * a trace's records or counts right after repeats, without such a call, flushes first. */
 void trace_hub_flush(trace_hub *hub);
 
-/* Offers one message to every running trace. Returns how many traces stored a record of it
- * (0 when nothing runs or every filter rejects it, in which case nothing was allocated or
- * referenced). Out of memory degrades to a record without the missing part (peer, uri, bytes)
- * rather than failing. May stop traces (max_records). */
+/* Offers one message to every running trace: trace_hub_match() and trace_hub_record_matched()
+ * in one call (the router uses the two steps; tests and bench-capture this one). Returns how
+ * many traces stored a record of it (0 when nothing runs or every filter rejects it, in which case
+ * nothing was allocated or referenced). Out of memory degrades to a record without the missing part
+ * (peer, uri, bytes) rather than failing. May stop traces (max_records). */
 size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in);
 
 /* The same in two steps, so that the caller fills trace_input (clock readings included) only
@@ -210,8 +214,8 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
  * the flight recorder's default options). Returns how many traces stored it. */
 size_t trace_hub_on_connection(trace_hub *hub, const json_t *info, uint64_t pc_ns, uint64_t ts_ns);
 
-/* Callbacks of trace_hub_tick(). Both may be NULL. They may publish (and so re-enter
- * trace_hub_on_message()), but must not start or delete traces. */
+/* Callbacks of trace_hub_tick(). Both may be NULL. They may publish (and so re-enter the
+ * capture calls above), but must not start or delete traces. */
 typedef struct trace_hub_events {
     /* A batch of t's records to publish as on_trace_data (see trace_take_batch()). */
     void (*on_batch)(void *ctx, trace *t, const trace_batch *batch);

@@ -412,7 +412,8 @@ static wamp_err opt_trace_level(const json_t *v, trace_options *o, char *why, si
 
 typedef wamp_err (*opt_fn)(const json_t *v, trace_options *o, char *why, size_t why_len);
 
-/* The table of TRACING.md, in its order (also the order of the effective-options echo). */
+/* The table of ../mgmt/README.md "trace_options", in its order (also the order of the
+ * effective-options echo). */
 static const struct opt_spec {
     const char *key;
     opt_fn parse;

@@ -1,4 +1,4 @@
-/* trace_options.h: the trace_options argument of start_trace (../shared/TRACING.md), parsed and
+/* trace_options.h: the trace_options argument of start_trace (../mgmt/README.md), parsed and
  * validated into plain C values.
  * Every key of the table is checked for type and range; an unknown key is an error.
  * trace_level "action" (one record per completed action, trace_action.h) requires direction
@@ -22,7 +22,7 @@
 #include "wamp_err.h"
 #include "wamp_uri.h"
 
-/* Defaults and ranges (TRACING.md "trace_options"; the ranges TRACING.md leaves open are ours). */
+/* Defaults and ranges (../mgmt/README.md "trace_options"). */
 #define TRACE_OPT_LIMIT_DEFAULT         100000u
 #define TRACE_OPT_LIMIT_MAX             10000000u
 #define TRACE_OPT_MAX_BYTES_DEFAULT     ((uint64_t)64 * 1024 * 1024)

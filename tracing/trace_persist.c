@@ -568,7 +568,8 @@ static bool write_all(const trace_persist_io *io, int fd, const void *data, size
  * rotated segment become jobs, executed in order here: CRC-32C of each record, write(2) of the
  * records and of the index entries, fsync(2), close(2), fsync of the directories. Before, these
  * ran on the service thread and took 25-30% of its time in a pub/sub run keeping everything,
- * part of it asleep in the kernel's dirty-page throttling (tracing/README.md, "writer thread").
+ * part of it asleep in the kernel's dirty-page throttling (tests/bench/HISTORY.md, "the writer
+ * thread").
  *
  * Ownership: a job owns its buffers; the fds of a rotated segment pass to its last job (JOB_CLOSE);
  * the active segment's fds stay the service thread's, the writer only writes to them. Bookkeeping

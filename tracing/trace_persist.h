@@ -77,7 +77,7 @@
 /* A trace's writer thread runs this much nicer than the router (at most 19): its CRCs and
  * writes fill the time the service thread leaves idle instead of preempting it when both share a
  * core (the writer catches up whenever the service thread waits for the network, and the
- * service thread waits for it past tracing.write_backlog). Measured in tracing/README.md. */
+ * service thread waits for it past tracing.write_backlog). Measured: tests/bench/HISTORY.md. */
 #define TRACE_PERSIST_WRITER_NICE 10
 /* Longest persistent_id (a directory name). */
 #define TRACE_PERSIST_ID_MAX 64

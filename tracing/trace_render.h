@@ -1,5 +1,5 @@
 /* trace_render.h: records, trace metadata and live-feed periods as the JSON the management API
- * returns (../shared/TRACING.md "Trace record", "Trace metadata", "Live data").
+ * returns (../mgmt/README.md "Records", "Trace metadata", "Live data").
  * Rendering happens only when a client reads: the stored bytes are decoded here, Arguments and
  * ArgumentsKw are stripped here when trace_app_payload is false, and CHALLENGE's Extra /
  * AUTHENTICATE's Signature read "***" (they were redacted before being stored; this redacts

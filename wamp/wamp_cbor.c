@@ -34,6 +34,17 @@ size_t wamp_cbor_head(unsigned char *out, unsigned major, uint64_t v)
     return n + 1;
 }
 
+size_t wamp_cbor_f64(unsigned char *out, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof(bits));
+    out[0] = 0xfb;
+    for (int i = 0; i < 8; i++) {
+        out[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
+    }
+    return 9;
+}
+
 static wamp_err put(wamp_buf **buf, const void *p, size_t n)
 {
     unsigned char *dst = wamp_buf_reserve(buf, n);
@@ -96,13 +107,8 @@ static wamp_err put_value(wamp_buf **buf, const json_t *v, unsigned depth)
         if (!isfinite(d)) {
             return WAMP_EINVAL;
         }
-        uint64_t bits;
-        memcpy(&bits, &d, sizeof(bits));
-        unsigned char b[9] = {0xfb};
-        for (int i = 0; i < 8; i++) {
-            b[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
-        }
-        return put(buf, b, sizeof(b));
+        unsigned char b[9];
+        return put(buf, b, wamp_cbor_f64(b, d));
     }
     case JSON_STRING:
         return put_string(buf, json_string_value(v), json_string_length(v));

@@ -18,6 +18,9 @@
 /* Writes the head of major type major (0..7) with argument v into out (9 bytes of room) in its
  * shortest form; returns its length (1, 2, 3, 5 or 9). */
 size_t wamp_cbor_head(unsigned char *out, unsigned major, uint64_t v);
+/* Writes d as a CBOR float64 (0xfb and the 8 bytes of the IEEE 754 value, big-endian) into
+ * out (9 bytes of room); returns 9. */
+size_t wamp_cbor_f64(unsigned char *out, double d);
 
 /* Encodes value into a new buffer (*out, one reference) with WAMP_BUF_HEADROOM free before it.
  * Strings "\0" + canonical padded base64 become byte strings (the WAMP binary convention), other

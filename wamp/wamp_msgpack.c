@@ -24,9 +24,6 @@
 _Static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE 754 binary32/binary64 expected");
 _Static_assert(sizeof(json_int_t) == 8, "jansson must use 64-bit integers");
 
-/* Binary values up to this many base64 characters are converted in a stack buffer. */
-#define MP_B64_STACK 512
-
 /* ---- decoding ---- */
 
 struct mp_dec {
@@ -188,20 +185,7 @@ static json_t *mp_bin(struct mp_dec *d, const unsigned char *tag, uint64_t len)
     }
     const unsigned char *bin = d->p;
     d->p += len;
-    /* sodium_base64_ENCODED_LEN counts the terminating NUL; our leading NUL takes its place
-     * in the string length. */
-    size_t enc = sodium_base64_ENCODED_LEN((size_t)len, sodium_base64_VARIANT_ORIGINAL);
-    char stack[MP_B64_STACK];
-    char *s = enc + 1 <= sizeof(stack) ? stack : malloc(enc + 1);
-    if (!s) {
-        return mp_oom(d);
-    }
-    s[0] = '\0';
-    sodium_bin2base64(s + 1, enc, bin, (size_t)len, sodium_base64_VARIANT_ORIGINAL);
-    json_t *j = json_stringn_nocheck(s, enc);
-    if (s != stack) {
-        free(s);
-    }
+    json_t *j = wamp_b64_string_new(bin, (size_t)len);
     return j ? j : mp_oom(d);
 }
 
@@ -497,34 +481,6 @@ static wamp_err mp_rc(const struct mp_enc *e, int rc)
     return e->err != WAMP_OK ? e->err : WAMP_ENOMEM;
 }
 
-static bool b64_digit(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-           c == '/';
-}
-
-/* True if s has the shape of padded standard base64; *bin_len is then its decoded size.
- * This must be checked before sodium_base642bin(): libsodium 1.0.18 classifies characters as
- * signed char and decodes every byte >= 0x80 as some digit, which would turn a "\0" + UTF-8 text
- * string into garbage bin. */
-static bool b64_shape_ok(const char *s, size_t len, size_t *bin_len)
-{
-    if (len % 4 != 0) {
-        return false;
-    }
-    size_t pad = 0;
-    if (len > 0 && s[len - 1] == '=') {
-        pad = s[len - 2] == '=' ? 2 : 1;
-    }
-    for (size_t i = 0; i < len - pad; i++) {
-        if (!b64_digit((unsigned char)s[i])) {
-            return false;
-        }
-    }
-    *bin_len = len / 4 * 3 - pad;
-    return true;
-}
-
 /* Writes "\0" + base64 as bin when the base64 part is canonical (standard alphabet, padded,
  * zero trailing bits, as sodium_base642bin() checks); *written stays false otherwise and the
  * caller writes a str, so no string is ever altered on the way through. The payload is decoded
@@ -533,7 +489,7 @@ static wamp_err mp_put_bin(struct mp_enc *e, const char *b64, size_t b64_len, bo
 {
     size_t n;
     *written = false;
-    if (!b64_shape_ok(b64, b64_len, &n)) {
+    if (!wamp_b64_shape_ok(b64, b64_len, &n)) {
         return WAMP_OK;
     }
     if (n > UINT32_MAX) {

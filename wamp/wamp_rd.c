@@ -70,10 +70,10 @@ static bool b64_digit(unsigned char c)
            c == '/';
 }
 
-bool wamp_b64_decode(const char *s, size_t len, unsigned char *out, size_t *out_len)
+bool wamp_b64_shape_ok(const char *s, size_t len, size_t *bin_len)
 {
-    /* The shape is checked first: libsodium 1.0.18 classifies characters as signed char and
-     * would decode bytes >= 0x80 as digits. */
+    /* The shape is checked before any sodium_base642bin(): libsodium 1.0.18 classifies
+     * characters as signed char and would decode bytes >= 0x80 as digits. */
     if (len % 4 != 0) {
         return false;
     }
@@ -86,7 +86,16 @@ bool wamp_b64_decode(const char *s, size_t len, unsigned char *out, size_t *out_
             return false;
         }
     }
-    size_t n = len / 4 * 3 - pad;
+    *bin_len = len / 4 * 3 - pad;
+    return true;
+}
+
+bool wamp_b64_decode(const char *s, size_t len, unsigned char *out, size_t *out_len)
+{
+    size_t n;
+    if (!wamp_b64_shape_ok(s, len, &n)) {
+        return false;
+    }
     size_t got = 0;
     if (len == 0) {
         *out_len = 0;
@@ -98,6 +107,25 @@ bool wamp_b64_decode(const char *s, size_t len, unsigned char *out, size_t *out_
     }
     *out_len = n;
     return true;
+}
+
+json_t *wamp_b64_string_new(const void *p, size_t n)
+{
+    /* sodium_base64_ENCODED_LEN counts the terminating NUL; the leading NUL takes its place in
+     * the string length. Short values are built on the stack. */
+    size_t enc = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+    char stack[512];
+    char *s = enc + 1 <= sizeof(stack) ? stack : malloc(enc + 1);
+    if (!s) {
+        return NULL;
+    }
+    s[0] = '\0';
+    sodium_bin2base64(s + 1, enc, p, n, sodium_base64_VARIANT_ORIGINAL);
+    json_t *v = json_stringn_nocheck(s, enc); /* "\0" + enc - 1 digits */
+    if (s != stack) {
+        free(s);
+    }
+    return v;
 }
 
 __attribute__((format(printf, 2, 3))) static wamp_err bad(wamp_rd *r, const char *fmt, ...)
@@ -1027,21 +1055,6 @@ struct build_level {
     size_t key_len;
 };
 
-/* The WAMP JSON binary convention: "\0" + base64. */
-static json_t *bin_value(const unsigned char *p, size_t n)
-{
-    size_t enc = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
-    char *s = malloc(enc + 1);
-    if (!s) {
-        return NULL;
-    }
-    s[0] = '\0';
-    sodium_bin2base64(s + 1, enc, p, n, sodium_base64_VARIANT_ORIGINAL);
-    json_t *v = json_stringn_nocheck(s, enc); /* "\0" + enc - 1 digits */
-    free(s);
-    return v;
-}
-
 /* Attaches v (consumed) to the innermost container, or makes it the value. */
 static wamp_err attach(wamp_rd *r, struct build_level *lv, size_t depth, json_t *v, json_t **out,
                        size_t at)
@@ -1122,7 +1135,7 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
             item = json_stringn_nocheck((const char *)t.p, t.len);
             break;
         case WAMP_TOK_BIN:
-            item = bin_value(t.p, t.len);
+            item = wamp_b64_string_new(t.p, t.len);
             break;
         case WAMP_TOK_NULL:
             item = json_null();

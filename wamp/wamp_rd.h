@@ -132,5 +132,11 @@ bool wamp_utf8_valid(const void *s, size_t n);
  * libsodium's strict decoder want it), decodes it into out (room for len / 4 * 3 bytes), sets
  * *out_len and returns true; false otherwise (out is then unspecified). */
 bool wamp_b64_decode(const char *s, size_t len, unsigned char *out, size_t *out_len);
+/* True if s[0..len) has the shape of padded standard base64 (length, alphabet, padding; the
+ * trailing bits are left to the decoder); *bin_len is then its decoded size. */
+bool wamp_b64_shape_ok(const char *s, size_t len, size_t *bin_len);
+/* The WAMP JSON binary convention for p[0..n): the string "\0" + standard padded base64. New
+ * reference; NULL on allocation failure. */
+json_t *wamp_b64_string_new(const void *p, size_t n);
 
 #endif /* WAMP_RD_H */

@@ -156,13 +156,8 @@ static bool cbor_head(wamp_wr *w, unsigned major, uint64_t v)
 
 static bool cbor_f64(wamp_wr *w, double v)
 {
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof(bits));
-    unsigned char b[9] = {0xfb};
-    for (int i = 0; i < 8; i++) {
-        b[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
-    }
-    return put(w, b, sizeof(b));
+    unsigned char b[9];
+    return put(w, b, wamp_cbor_f64(b, v));
 }
 
 static bool cbor_i64(wamp_wr *w, int64_t v)
@@ -406,21 +401,6 @@ void wamp_wr_strn(wamp_wr *w, const char *s, size_t n)
     }
 }
 
-/* Tree mode: the JSON binary convention string "\0" + base64. */
-static json_t *bin_string(const void *p, size_t n)
-{
-    size_t enc = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
-    char *s = malloc(enc + 1);
-    if (!s) {
-        return NULL;
-    }
-    s[0] = '\0';
-    sodium_bin2base64(s + 1, enc, p, n, sodium_base64_VARIANT_ORIGINAL);
-    json_t *v = json_stringn_nocheck(s, enc); /* "\0" + enc - 1 digits */
-    free(s);
-    return v;
-}
-
 static bool json_bin(wamp_wr *w, const unsigned char *bin, size_t len);
 
 void wamp_wr_bin(wamp_wr *w, const void *p, size_t n)
@@ -430,7 +410,7 @@ void wamp_wr_bin(wamp_wr *w, const void *p, size_t n)
     }
     bool ok;
     if (w->ser == WAMP_WR_TREE) {
-        ok = tree_attach(w, bin_string(p, n));
+        ok = tree_attach(w, wamp_b64_string_new(p, n));
     } else if (w->ser == WAMP_SER_JSON) {
         ok = json_bin(w, p, n);
     } else if (w->ser == WAMP_SER_CBOR) {

@@ -1,6 +1,6 @@
-/* ctl_export.h: trace exports built client-side from get_trace_data records (TRACING.md
- * "Trace record"): JSON Lines and the Chrome Trace Event format (JSON object form, loads in
- * Perfetto and chrome://tracing).
+/* ctl_export.h: trace exports built client-side from get_trace_data records
+ * (mgmt/README.md "Records"): JSON Lines and the Chrome Trace Event format (JSON object form, loads
+ * in Perfetto and chrome://tracing).
  *
  * Chrome layout: one process (pid) per realm, one thread (tid) per session, named by metadata
  * events (process_name / thread_name); every record an instant event ("ph": "i", thread scope;

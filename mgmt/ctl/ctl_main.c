@@ -1,6 +1,6 @@
 /* ctl_main.c: wampscope-ctl, the command-line management client (README.md "wampscope-ctl").
  * Parses the command line, connects (ctl_client), runs one command against the management API
- * (TRACING.md) and maps failures to the documented exit statuses. */
+ * (mgmt/README.md) and maps failures to the documented exit statuses. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -512,7 +512,7 @@ static int cmd_traces(ctl *c)
     return rc;
 }
 
-/* start: every trace option as a flag (TRACING.md "trace_options"). */
+/* start: every trace option as a flag (mgmt/README.md "trace_options"). */
 typedef struct start_flags {
     json_t *opts;
     json_t *uris; /* strings until --match is known */
@@ -1506,7 +1506,7 @@ static const cmd commands[] = {
         {"start", cmd_start,
          "usage: wampscope-ctl start [ID] [OPTIONS]\n"
          "Starts a trace (without ID the router names it trace1, trace2, ...) and prints its\n"
-         "metadata. Options (TRACING.md trace_options; filters combine with AND, repeated\n"
+         "metadata. Options (the API's trace_options; filters combine with AND, repeated\n"
          "values of one filter with OR):\n"
          "  --realm REALM          only sessions of this realm (repeatable)\n"
          "  --uri URI              only actions on this URI (repeatable)\n"

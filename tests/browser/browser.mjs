@@ -1,12 +1,10 @@
 // Browser test rig: Debian's chromium driven by puppeteer-core (which never downloads a browser),
-// and a static HTTP server for mgmt/viewer/ (Python's http.server on 127.0.0.1, an ephemeral
-// port, stopped by PID) until the router serves the page itself.
+// and router configs whose web transport serves the trace viewer next to WAMP at /ws.
 //
 // Environment: RT_CHROMIUM (default /usr/bin/chromium), RT_SOURCE_DIR (source root),
 // RT_BROWSER_ARTIFACTS (where screenshots and downloads go; default a temp directory).
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,37 +20,34 @@ export function artifactsDir() {
   return dir;
 }
 
-// Serves dir on 127.0.0.1:<ephemeral>; resolves with {url, stop()}.
-export async function startStaticServer(dir) {
-  let argv = ['/usr/bin/python3', '-u', '-m', 'http.server', '0', '--bind', '127.0.0.1',
-    '--directory', dir];
-  if (fs.existsSync('/usr/bin/setpriv')) {
-    argv = ['/usr/bin/setpriv', '--pdeathsig', 'KILL', '--', ...argv];
-  }
-  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  proc.stdout.setEncoding('utf8').on('data', (d) => { out += d; });
-  proc.stderr.setEncoding('utf8').on('data', (d) => { err += d; });
-  const exited = new Promise((resolve) => proc.on('exit', resolve));
-  const deadline = Date.now() + 10000;
-  let port = null;
-  while (!port) {
-    const m = /port (\d+)/.exec(out);
-    if (m) port = Number(m[1]);
-    else if (proc.exitCode !== null || Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`static server did not start\n${out}${err}`);
-    } else await sleep(20);
-  }
+// A copy of the router config configs/<name> whose web transport (the one with the "ws" path)
+// also serves the trace viewer at /trace/ ("wampscope-trace-viewer"), written to a temporary
+// directory; resolves with {config, cleanup()}, config being the copy's path relative to the
+// source root (what startRouter() takes).
+export function viewerConfig(name) {
+  const src = process.env.RT_SOURCE_DIR;
+  assert.ok(src, 'RT_SOURCE_DIR must be set (run via ctest)');
+  const cfg = JSON.parse(fs.readFileSync(path.join(src, 'configs', name), 'utf8'));
+  const web = cfg.workers[0].transports.find((t) => t.type === 'web' && t.paths?.ws);
+  assert.ok(web, `configs/${name} has no web transport with a ws path`);
+  web.paths.trace = { type: 'wampscope-trace-viewer' };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wampscope-viewer-config-'));
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify(cfg));
   return {
-    url: `http://127.0.0.1:${port}`,
-    async stop() {
-      if (proc.exitCode === null) proc.kill('SIGTERM');
-      await Promise.race([exited, sleep(3000)]);
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    config: path.relative(src, file),
+    cleanup() {
+      fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+// The viewer's address on a router started with a viewerConfig() copy: the HTTP side of its
+// WebSocket URL (ws://127.0.0.1:<port>/ws -> http://127.0.0.1:<port>/trace/).
+export function viewerUrl(router) {
+  const u = new URL(router.url);
+  assert.equal(u.pathname, '/ws');
+  return `http://${u.host}/trace/`;
 }
 
 // Launches headless chromium with a fresh profile; resolves with {browser, stop()}.

@@ -13,39 +13,21 @@ import { promisify } from 'node:util';
 
 import { analyzeEvents } from '@paulirish/trace_engine/analyze-trace.mjs';
 
-import { autobahn, openSession, startRouter } from '../interop/node/harness.mjs';
+import { autobahn, fixture } from '../interop/node/harness.mjs';
 import { artifactsDir } from './browser.mjs';
 
 const run = promisify(execFile);
 const MGMT = 'crossbarfabriccenter.';
 
-let router;
-const clients = [];
-
-before(async () => {
-  router = await startRouter();
-});
-
-after(async () => {
-  for (const c of clients.reverse()) {
-    try {
-      await c.close();
-    } catch {
-      c.abort();
-    }
-  }
-  if (router) await router.stop();
-});
-
-async function open(opts) {
-  const c = await openSession(router, opts);
-  clients.push(c);
-  return c.session;
-}
+// One router for the file; the sessions opened with open() are closed before it stops.
+const fx = fixture();
+const open = fx.open;
+before(fx.setUp);
+after(fx.tearDown);
 
 function ctl(...args) {
   assert.ok(process.env.RT_CTL_BIN, 'RT_CTL_BIN must be set (ctest sets it)');
-  return run(process.env.RT_CTL_BIN, ['--url', router.url, ...args], { timeout: 30000 });
+  return run(process.env.RT_CTL_BIN, ['--url', fx.router.url, ...args], { timeout: 30000 });
 }
 
 test('the DevTools trace engine draws every flow of the Chrome export', async () => {

@@ -1,4 +1,5 @@
-// The trace viewer (mgmt/viewer/) in headless chromium against a real router: log in to the
+// The trace viewer in headless chromium, served by the router itself (a web transport with the
+// viewer at /trace/ next to WAMP at /ws; the page connects to /ws on its own host): log in to the
 // management realm, start a filtered trace from the form, drive autobahn-js clients, and check
 // what the page shows (arrows on the sequence canvas, table rows, search, a record's message,
 // the action view, a marker), then stop, download the JSON Lines export and delete the trace.
@@ -9,21 +10,18 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { autobahn, openSession, startRouter } from '../interop/node/harness.mjs';
-import { artifactsDir, launchBrowser, startStaticServer, until, watchPage } from './browser.mjs';
+import { artifactsDir, launchBrowser, until, viewerConfig, viewerUrl, watchPage } from './browser.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const VIEWER_DIR = path.join(process.env.RT_SOURCE_DIR || path.join(here, '../..'), 'mgmt/viewer');
 const MGMT = 'crossbarfabriccenter.';
 
-let router, web, chrome;
+let router, config, chrome;
 const clients = [];
 
 before(async () => {
-  router = await startRouter();
-  web = await startStaticServer(VIEWER_DIR);
+  config = viewerConfig('test-e2e.json');
+  router = await startRouter(config.config);
   chrome = await launchBrowser();
 });
 
@@ -36,8 +34,11 @@ after(async () => {
     }
   }
   if (chrome) await chrome.stop();
-  if (web) await web.stop();
-  if (router) await router.stop();
+  try {
+    if (router) await router.stop();
+  } finally {
+    config.cleanup();
+  }
 });
 
 async function open(opts) {
@@ -76,8 +77,9 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   const worker = (await mgmt.call(MGMT + 'list_workers', [node]))[0];
   const records = (id, from = 0) => mgmt.call(MGMT + 'get_trace_data', [node, worker, id, from, null, 10000]);
 
-  // Log in (protected mode: anonymous from loopback).
-  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}`);
+  // Log in (protected mode: anonymous from loopback) to the WebSocket path of the page's host.
+  await page.goto(viewerUrl(router));
+  assert.equal(await page.$eval('#login-url', (e) => e.value), router.url);
   await page.click('#login-go');
   await page.waitForSelector('#app-view:not([hidden])');
   const conn = await page.$eval('#conn', (e) => e.textContent);
@@ -216,7 +218,8 @@ test('an action-level trace from the form, and 100,000 records drawn window by w
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}&connect=1`);
+  await page.goto(viewerUrl(router));
+  await page.click('#login-go');
   await page.waitForSelector('#app-view:not([hidden])');
 
   // Action level: one record per completed CALL, shown in the action view.
@@ -305,15 +308,20 @@ test('the page logs in with ticket and wampcra, and reports a refused login', as
   // The config reads both tickets from the environment ("${VAR}").
   process.env.WAMPSCOPE_E2E_MGMT_TICKET = 'mgmt-ticket-from-env';
   process.env.WAMPSCOPE_E2E_TICKET = 'joe-ticket-from-env';
-  const authRouter = await startRouter('configs/test-e2e-auth.json');
+  const authConfig = viewerConfig('test-e2e-auth.json');
+  let authRouter;
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
   try {
+    authRouter = await startRouter(authConfig.config);
     const login = async (method, authid, secret) => {
-      await page.goto(`${web.url}/index.html?url=${encodeURIComponent(authRouter.url)}` +
-        `&authmethod=${method}&authid=${authid}`);
-      await page.type('#login-secret', secret);
+      await page.goto(viewerUrl(authRouter));
+      await page.select('#login-method', method);
+      if (method !== 'anonymous') {
+        await page.type('#login-authid', authid);
+        await page.type('#login-secret', secret);
+      }
       await page.click('#login-go');
       return until(async () => {
         if (!(await page.$eval('#app-view', (e) => e.hidden))) return 'joined';
@@ -336,7 +344,11 @@ test('the page logs in with ticket and wampcra, and reports a refused login', as
     assert.match(await login('anonymous', '', ''), /wamp\.error\./);
     await page.close();
   } finally {
-    await authRouter.stop();
+    try {
+      if (authRouter) await authRouter.stop();
+    } finally {
+      authConfig.cleanup();
+    }
   }
   assert.deepEqual(problems, []);
 });
@@ -345,7 +357,9 @@ test('the page answers a router that refuses the login', async () => {
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  await page.goto(`${web.url}/index.html?url=${encodeURIComponent(router.url)}&realm=nosuchrealm`);
+  await page.goto(viewerUrl(router));
+  await page.$eval('#login-realm', (e) => { e.value = ''; });
+  await page.type('#login-realm', 'nosuchrealm');
   await page.click('#login-go');
   await until(() => page.$eval('#login-error', (e) => e.textContent), 'the login error');
   assert.match(await page.$eval('#login-error', (e) => e.textContent), /wamp\.error\./);

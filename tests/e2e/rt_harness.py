@@ -515,6 +515,29 @@ class RawWs:
             pass
 
 
+def ctl_bin():
+    """The wampscope-ctl binary under test (RT_CTL_BIN, which ctest sets)."""
+    b = os.environ.get("RT_CTL_BIN")
+    if not b:
+        raise AssertionError("RT_CTL_BIN must be set (ctest sets it)")
+    return b
+
+
+def read_pty(master):
+    """Everything written to a pseudo-terminal (master: its master side) until the child side is
+    closed. Blocks: run it in an executor."""
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not b:
+            break
+        chunks.append(b)
+    return b"".join(chunks)
+
+
 def _mask(data, mask):
     """XOR with the 4-byte mask, fast enough for multi-MiB payloads."""
     n = len(data)

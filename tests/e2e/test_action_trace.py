@@ -1,4 +1,4 @@
-"""Action-level traces (trace_level "action", TRACING.md "Action-level records") against the real
+"""Action-level traces (trace_level "action", mgmt/README.md "Action-level traces") against the real
 router: a management client (python3-autobahn, JSON or MessagePack) starts an action trace,
 autobahn application clients join, register, subscribe, call and publish, and the records paged
 with get_trace_data (and fed live through on_trace_data) must be exactly one per completed

@@ -15,7 +15,7 @@ from autobahn.wamp.cryptosign import CryptosignKey
 from autobahn.wamp.types import ComponentConfig
 
 from rt_harness import (SERIALIZERS, AsyncTestCase, Client, LeftBeforeJoin, RouterProc,
-                        RouterTestCase, main, make_serializer, open_session, step)
+                        RouterTestCase, ctl_bin, main, make_serializer, open_session, step)
 
 TICKET = "joe-ticket-from-env"
 MGMT_TICKET = "mgmt-ticket-from-env"
@@ -300,8 +300,7 @@ class AuthTest(RouterTestCase):
     async def test_ctl_with_management_credentials(self):
         """wampscope-ctl (the project's management client) against management credentials:
         ticket, salted WAMP-CRA and cryptosign from files, and refusals (exit status 4)."""
-        ctl = os.environ.get("RT_CTL_BIN")
-        self.assertTrue(ctl, "RT_CTL_BIN must be set (ctest sets it)")
+        ctl = ctl_bin()
 
         async def run(*args):
             env = {k: v for k, v in os.environ.items() if not k.startswith("WAMPSCOPE_")}

@@ -26,13 +26,6 @@ COMMANDS = ("nodes", "workers", "traces", "start", "stop", "delete", "show", "da
             "export", "mark")
 
 
-def ctl_bin():
-    b = os.environ.get("RT_CTL_BIN")
-    if not b:
-        raise AssertionError("RT_CTL_BIN must be set (ctest sets it)")
-    return b
-
-
 def as_json(v):
     """A value as it is written in JSON: autobahn's JSON serializer turns the WAMP binary
     convention ("\\u0000" + base64 strings) into bytes; the JSON text keeps the string."""
@@ -57,7 +50,7 @@ class CtlTestCase(h.RouterTestCase):
     async def ctl(self, *args, url=True, env=None, timeout=30.0):
         """Runs wampscope-ctl [--url router] args... without blocking the event loop (the
         autobahn sessions of the test keep working meanwhile)."""
-        argv = [ctl_bin()] + (["--url", self.router.url] if url else []) + list(args)
+        argv = [h.ctl_bin()] + (["--url", self.router.url] if url else []) + list(args)
         full_env = dict(os.environ)
         full_env.pop("WAMPSCOPE_URL", None)
         full_env.update(env or {})
@@ -242,7 +235,7 @@ class TestCommands(CtlTestCase):
 
 class TestTail(CtlTestCase):
     async def start_tail(self, *args):
-        argv = [ctl_bin(), "--url", self.router.url, "tail"] + list(args)
+        argv = [h.ctl_bin(), "--url", self.router.url, "tail"] + list(args)
         return await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE)
 
@@ -480,26 +473,14 @@ class TestExportAndMark(CtlTestCase):
     async def on_pty(self, *args):
         """Runs wampscope-ctl with stderr on a pseudo-terminal; returns (stdout, stderr)."""
         master, slave = pty.openpty()
-        argv = [ctl_bin(), "--url", self.router.url] + list(args)
+        argv = [h.ctl_bin(), "--url", self.router.url] + list(args)
         proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                     stderr=slave)
         os.close(slave)
 
-        def drain():
-            chunks = []
-            while True:
-                try:
-                    b = os.read(master, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not b:
-                    break
-                chunks.append(b)
-            return b"".join(chunks)
-
         try:
-            err = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, drain),
-                                         30)
+            reader = asyncio.get_running_loop().run_in_executor(None, h.read_pty, master)
+            err = await asyncio.wait_for(reader, 30)
             out = await asyncio.wait_for(proc.stdout.read(), 30)
             self.assertEqual(await asyncio.wait_for(proc.wait(), 30), 0)
         finally:
@@ -691,7 +672,7 @@ class TestTls(h.AsyncTestCase):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     async def run_ctl(self, *args):
-        proc = await asyncio.create_subprocess_exec(ctl_bin(), *args,
+        proc = await asyncio.create_subprocess_exec(h.ctl_bin(), *args,
                                                     stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 30)

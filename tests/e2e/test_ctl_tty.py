@@ -26,13 +26,6 @@ ESC = "\x1b"
 SGR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def ctl_bin():
-    b = os.environ.get("RT_CTL_BIN")
-    if not b:
-        raise AssertionError("RT_CTL_BIN must be set (ctest sets it)")
-    return b
-
-
 def visible(line):
     return len(SGR.sub("", line))
 
@@ -48,25 +41,13 @@ class TtyTestCase(h.RouterTestCase):
         for k in ("NO_COLOR", "COLUMNS", "WAMPSCOPE_URL"):
             full_env.pop(k, None)
         full_env.update(env or {})
-        argv = [ctl_bin(), "--url", self.router.url] + list(args)
+        argv = [h.ctl_bin(), "--url", self.router.url] + list(args)
         proc = await asyncio.create_subprocess_exec(*argv, stdout=slave,
                                                     stderr=asyncio.subprocess.PIPE, env=full_env)
         os.close(slave)
 
-        def drain():
-            chunks = []
-            while True:
-                try:
-                    b = os.read(master, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not b:
-                    break
-                chunks.append(b)
-            return b"".join(chunks)
-
         try:
-            reader = asyncio.get_running_loop().run_in_executor(None, drain)
+            reader = asyncio.get_running_loop().run_in_executor(None, h.read_pty, master)
             if stop_after is not None:
                 await asyncio.sleep(stop_after)
                 proc.send_signal(signal.SIGINT)
@@ -84,7 +65,7 @@ class TtyTestCase(h.RouterTestCase):
         full_env = dict(os.environ)
         full_env.pop("NO_COLOR", None)
         full_env.update(env or {})
-        proc = await asyncio.create_subprocess_exec(ctl_bin(), "--url", self.router.url, *args,
+        proc = await asyncio.create_subprocess_exec(h.ctl_bin(), "--url", self.router.url, *args,
                                                     stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.PIPE, env=full_env)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
@@ -177,7 +158,7 @@ class TestTables(TtyTestCase):
                 full_env.pop("NO_COLOR", None)
                 full_env.update(env)
                 proc = await asyncio.create_subprocess_exec(
-                        ctl_bin(), "--url", self.router.url, "show", "nope",
+                        h.ctl_bin(), "--url", self.router.url, "show", "nope",
                         stdout=asyncio.subprocess.PIPE, stderr=slave, env=full_env)
                 await proc.wait()
                 err = os.read(master, 65536).decode()

@@ -111,7 +111,7 @@ class PersistTestCase(h.AsyncTestCase):
         return await h.step(m.call(PREFIX + proc, NODE, WORKER, *args))
 
     async def all_records(self, m, trace_id, limit=100):
-        """Pages through the whole trace as TRACING.md says a client does."""
+        """Pages through the whole trace as mgmt/README.md says a client does."""
         out, nxt = [], 0
         while True:
             page = await self.call(m, "get_trace_data", trace_id, nxt, None, limit)

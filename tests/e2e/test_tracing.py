@@ -1,4 +1,4 @@
-"""Message tracing and the management API (the contract in TRACING.md) against the real router.
+"""Message tracing and the management API (the reference in mgmt/README.md) against the real router.
 
 A management client (python3-autobahn) on the management realm drives the traces; application
 clients on realm1/realm2, with JSON and MessagePack, make the traffic. Every application and
@@ -47,7 +47,7 @@ META_KEYS = {"id", "node_id", "worker_id", "status", "started", "ended", "runtim
              "stop_reason"}
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-# Defaults of the scalar trace_options (TRACING.md's table).
+# Defaults of the scalar trace_options (mgmt/README.md's table).
 OPTION_DEFAULTS = {"direction": "both", "trace_app_payload": True, "limit": 100000,
                    "max_bytes": 64 * 1024 * 1024, "duration": None, "max_records": None,
                    "batching_period": 200, "persist": False, "trace_level": "message"}
@@ -278,7 +278,7 @@ class TraceTestCase(h.RouterTestCase):
     # -- reading a whole trace
 
     async def page_all(self, m, trace_id, limit=7):
-        """Every record of a stopped trace, paged as TRACING.md tells a client to: from the last
+        """Every record of a stopped trace, paged as mgmt/README.md tells a client to: from the last
         seq + 1 until an empty page. Checks page sizes and continuity against the metadata."""
         meta = await m.get(trace_id)
         self.assertEqual(meta["status"], "stopped")
@@ -788,7 +788,7 @@ class TestTracing(TraceTestCase):
         self.assertIsNone(await m.call("delete_trace", **target))
         self.assertNotIn("kw", await m.list())
 
-    # 4. Every error of TRACING.md's table.
+    # 4. Every error of mgmt/README.md's table.
     async def test_lookup_and_state_errors(self):
         m = await self.mgmt()
         n, w = m.node, m.worker

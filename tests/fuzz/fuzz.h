@@ -3,6 +3,7 @@
 #ifndef FUZZ_H
 #define FUZZ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "wamp_buf.h"
+#include "wamp_err.h"
 #include "wamp_types.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -17,6 +20,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* v, encoded in ser and decoded again, is equal to itself (a value the serializer cannot carry,
  * e.g. nesting past the encoder's limit, is skipped). Aborts otherwise (support.c). */
 void fuzz_round_trip(wamp_ser ser, const json_t *v);
+
+/* data (in serializer from) written by the streaming transcoder in serializer to: the output
+ * (owned: wamp_buf_unref()), or NULL when the transcoder refused it; *err says why (support.c). */
+wamp_buf *fuzz_transcode(wamp_ser from, const void *data, size_t size, wamp_ser to, wamp_err *err);
+
+/* a and b hold the same bytes (both non-NULL). */
+bool fuzz_buf_equal(const wamp_buf *a, const wamp_buf *b);
 
 #define FUZZ_CHECK(cond)                                                                \
     do {                                                                                \

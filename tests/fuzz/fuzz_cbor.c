@@ -14,19 +14,6 @@
 #include "fuzz.h"
 #include "wamp_codec.h"
 #include "wamp_rd.h"
-#include "wamp_wr.h"
-
-/* data (in from) written in to; NULL when the transcoder refused it (*err says why). */
-static wamp_buf *transcode(int from, const void *data, size_t size, int to, wamp_err *err)
-{
-    wamp_wr w;
-    wamp_buf *out = NULL;
-    wamp_wr_init(&w, to, 64, 0);
-    wamp_wr_transcode(&w, from, data, size);
-    *err = wamp_wr_finish_buf(&w, &out);
-    wamp_wr_fini(&w);
-    return out;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,8 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     wamp_err valid = wamp_rd_validate(WAMP_SER_CBOR, data, size, NULL, 0);
     wamp_err err;
-    wamp_buf *mp = transcode(WAMP_SER_CBOR, data, size, WAMP_SER_MSGPACK, &err);
-    wamp_buf *js = transcode(WAMP_SER_CBOR, data, size, WAMP_SER_JSON, &err);
+    wamp_buf *mp = fuzz_transcode(WAMP_SER_CBOR, data, size, WAMP_SER_MSGPACK, &err);
+    wamp_buf *js = fuzz_transcode(WAMP_SER_CBOR, data, size, WAMP_SER_JSON, &err);
     json_t *v = NULL;
     wamp_err dec = wamp_codec_decode_value(WAMP_SER_CBOR, data, size, &v, NULL, 0);
     if (valid != WAMP_OK) {
@@ -52,13 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                WAMP_OK);
     /* CBOR -> MessagePack -> CBOR is the preferred serialization of the input: once more
      * through MessagePack, it stays the same bytes. */
-    wamp_buf *c1 =
-            transcode(WAMP_SER_MSGPACK, wamp_buf_cdata(mp), wamp_buf_len(mp), WAMP_SER_CBOR, &err);
+    wamp_buf *c1 = fuzz_transcode(WAMP_SER_MSGPACK, wamp_buf_cdata(mp), wamp_buf_len(mp),
+                                  WAMP_SER_CBOR, &err);
     FUZZ_CHECK(c1);
-    wamp_buf *mp2 =
-            transcode(WAMP_SER_CBOR, wamp_buf_cdata(c1), wamp_buf_len(c1), WAMP_SER_MSGPACK, &err);
-    FUZZ_CHECK(mp2 && wamp_buf_len(mp2) == wamp_buf_len(mp) &&
-               memcmp(wamp_buf_cdata(mp2), wamp_buf_cdata(mp), wamp_buf_len(mp)) == 0);
+    wamp_buf *mp2 = fuzz_transcode(WAMP_SER_CBOR, wamp_buf_cdata(c1), wamp_buf_len(c1),
+                                   WAMP_SER_MSGPACK, &err);
+    FUZZ_CHECK(mp2 && fuzz_buf_equal(mp2, mp));
     if (v) {
         /* The jansson value through the jansson encoder and back (compared as JSON text:
          * json_equal() does not see NUL bytes in keys). */

@@ -11,18 +11,13 @@
 #include "fuzz.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
-#include "wamp_wr.h"
 
 /* The transcoder's JSON for data, decoded (NULL when it refused the input or, with
  * must_decode false, wrote JSON that does not decode). */
 static json_t *transcoded(const uint8_t *data, size_t size, bool must_decode)
 {
-    wamp_wr w;
-    wamp_wr_init(&w, WAMP_SER_JSON, 64, 0);
-    wamp_wr_transcode(&w, WAMP_SER_MSGPACK, data, size);
-    wamp_buf *out = NULL;
-    wamp_err err = wamp_wr_finish_buf(&w, &out);
-    wamp_wr_fini(&w);
+    wamp_err err;
+    wamp_buf *out = fuzz_transcode(WAMP_SER_MSGPACK, data, size, WAMP_SER_JSON, &err);
     if (err != WAMP_OK) {
         FUZZ_CHECK(err == WAMP_EPROTO);
         return NULL;

@@ -13,31 +13,20 @@
 #include "fuzz.h"
 #include "wamp_codec.h"
 #include "wamp_rd.h"
-#include "wamp_wr.h"
 
-static const int SERS[] = {WAMP_SER_JSON, WAMP_SER_MSGPACK, WAMP_SER_CBOR};
-
-static wamp_buf *transcode(int from, const void *data, size_t size, int to, wamp_err *err)
-{
-    wamp_wr w;
-    wamp_buf *out = NULL;
-    wamp_wr_init(&w, to, 64, 0);
-    wamp_wr_transcode(&w, from, data, size);
-    *err = wamp_wr_finish_buf(&w, &out);
-    wamp_wr_fini(&w);
-    return out;
-}
+static const wamp_ser SERS[] = {WAMP_SER_JSON, WAMP_SER_MSGPACK, WAMP_SER_CBOR};
 
 /* Canonical CBOR of a valid value (MessagePack first: every hop a real transcode). */
-static wamp_buf *canon(int ser, const void *data, size_t size)
+static wamp_buf *canon(wamp_ser ser, const void *data, size_t size)
 {
     wamp_err err;
-    wamp_buf *mp =
-            ser == WAMP_SER_MSGPACK ? NULL : transcode(ser, data, size, WAMP_SER_MSGPACK, &err);
+    wamp_buf *mp = ser == WAMP_SER_MSGPACK
+                           ? NULL
+                           : fuzz_transcode(ser, data, size, WAMP_SER_MSGPACK, &err);
     FUZZ_CHECK(ser == WAMP_SER_MSGPACK || mp);
-    wamp_buf *c = mp ? transcode(WAMP_SER_MSGPACK, wamp_buf_cdata(mp), wamp_buf_len(mp),
-                                 WAMP_SER_CBOR, &err)
-                     : transcode(WAMP_SER_MSGPACK, data, size, WAMP_SER_CBOR, &err);
+    wamp_buf *c = mp ? fuzz_transcode(WAMP_SER_MSGPACK, wamp_buf_cdata(mp), wamp_buf_len(mp),
+                                      WAMP_SER_CBOR, &err)
+                     : fuzz_transcode(WAMP_SER_MSGPACK, data, size, WAMP_SER_CBOR, &err);
     FUZZ_CHECK(c);
     wamp_buf_unref(&mp);
     return c;
@@ -71,15 +60,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size == 0) {
         return 0;
     }
-    int src = SERS[data[0] % 3];
+    wamp_ser src = SERS[data[0] % 3];
     data++;
     size--;
-    wamp_err valid = wamp_rd_validate((wamp_ser)src, data, size, NULL, 0);
+    wamp_err valid = wamp_rd_validate(src, data, size, NULL, 0);
     if (valid != WAMP_OK) {
         FUZZ_CHECK(valid == WAMP_EPROTO);
         for (int i = 0; i < 3; i++) {
             wamp_err err;
-            wamp_buf *b = SERS[i] == src ? NULL : transcode(src, data, size, SERS[i], &err);
+            wamp_buf *b = SERS[i] == src ? NULL : fuzz_transcode(src, data, size, SERS[i], &err);
             FUZZ_CHECK(!b && (SERS[i] == src || err == WAMP_EPROTO));
         }
         return 0;
@@ -88,14 +77,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool skip_json = json_ambiguous(want);
     for (int i = 0; i < 3; i++) {
         wamp_err err;
-        wamp_buf *b = transcode(src, data, size, SERS[i], &err);
+        wamp_buf *b = fuzz_transcode(src, data, size, SERS[i], &err);
         FUZZ_CHECK(b && err == WAMP_OK);
-        FUZZ_CHECK(wamp_rd_validate((wamp_ser)SERS[i], wamp_buf_cdata(b), wamp_buf_len(b), NULL,
-                                    0) == WAMP_OK);
+        FUZZ_CHECK(wamp_rd_validate(SERS[i], wamp_buf_cdata(b), wamp_buf_len(b), NULL, 0) ==
+                   WAMP_OK);
         if (!(skip_json && SERS[i] == WAMP_SER_JSON)) {
             wamp_buf *got = canon(SERS[i], wamp_buf_cdata(b), wamp_buf_len(b));
-            FUZZ_CHECK(wamp_buf_len(got) == wamp_buf_len(want) &&
-                       memcmp(wamp_buf_cdata(got), wamp_buf_cdata(want), wamp_buf_len(want)) == 0);
+            FUZZ_CHECK(fuzz_buf_equal(got, want));
             wamp_buf_unref(&got);
         }
         wamp_buf_unref(&b);

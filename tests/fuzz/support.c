@@ -1,6 +1,9 @@
 /* support.c: properties shared by the codec fuzz targets (fuzz.h). */
+#include <string.h>
+
 #include "fuzz.h"
 #include "wamp_codec.h"
+#include "wamp_wr.h"
 
 void fuzz_round_trip(wamp_ser ser, const json_t *v)
 {
@@ -16,4 +19,21 @@ void fuzz_round_trip(wamp_ser ser, const json_t *v)
     FUZZ_CHECK(json_equal(back, v));
     json_decref(back);
     wamp_buf_unref(&enc);
+}
+
+wamp_buf *fuzz_transcode(wamp_ser from, const void *data, size_t size, wamp_ser to, wamp_err *err)
+{
+    wamp_wr w;
+    wamp_buf *out = NULL;
+    wamp_wr_init(&w, (int)to, 64, 0);
+    wamp_wr_transcode(&w, (int)from, data, size);
+    *err = wamp_wr_finish_buf(&w, &out);
+    wamp_wr_fini(&w);
+    return out;
+}
+
+bool fuzz_buf_equal(const wamp_buf *a, const wamp_buf *b)
+{
+    return wamp_buf_len(a) == wamp_buf_len(b) &&
+           memcmp(wamp_buf_cdata(a), wamp_buf_cdata(b), wamp_buf_len(a)) == 0;
 }

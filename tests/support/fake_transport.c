@@ -73,13 +73,13 @@ wamp_err fake_conn_send_raw(fake_conn *c, const void *data, size_t len)
     return rt_session_on_message(c->s, data, len);
 }
 
-wamp_err fake_conn_send(fake_conn *c, const char *fmt, ...)
+static wamp_err fake_conn_vsend(fake_conn *c, const char *fmt, va_list ap)
+        __attribute__((format(printf, 2, 0)));
+
+static wamp_err fake_conn_vsend(fake_conn *c, const char *fmt, va_list ap)
 {
     char text[4096];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
     json_error_t jerr;
     json_t *v = json_loads(text, JSON_ALLOW_NUL, &jerr);
     ck_assert_msg(v != NULL, "bad test JSON: %s: %s", text, jerr.text);
@@ -89,6 +89,35 @@ wamp_err fake_conn_send(fake_conn *c, const char *fmt, ...)
     wamp_err err = fake_conn_send_raw(c, wamp_buf_cdata(buf), wamp_buf_len(buf));
     wamp_buf_unref(&buf);
     return err;
+}
+
+wamp_err fake_conn_send(fake_conn *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    wamp_err err = fake_conn_vsend(c, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+json_t *fake_conn_welcome(fake_conn *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    wamp_err err = fake_conn_vsend(c, fmt, ap);
+    va_end(ap);
+    ck_assert_int_eq(err, WAMP_OK);
+    json_t *w = fake_conn_next(c);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    return w;
+}
+
+bool fake_welcome_feature(const json_t *welcome, const char *role, const char *feature)
+{
+    json_t *roles = json_object_get(json_array_get(welcome, 2), "roles");
+    json_t *features = json_object_get(json_object_get(roles, role), "features");
+    return json_is_true(json_object_get(features, feature));
 }
 
 void fake_conn_drain(fake_conn *c)
@@ -136,16 +165,24 @@ void fake_conn_clear(fake_conn *c)
     json_array_clear(c->inbox);
 }
 
+fake_conn *fake_conn_new_ppt(rt_router *rt, wamp_ser ser, bool ppt, const char *role_a,
+                             const char *role_b, const char *router_role)
+{
+    fake_conn *c = fake_conn_new(rt, ser);
+    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
+    json_t *w = fake_conn_welcome(c, "[1, \"realm1\", {\"roles\": {\"%s\": %s, \"%s\": %s}}]",
+                                  role_a, f, role_b, f);
+    ck_assert(fake_welcome_feature(w, router_role, "payload_passthru_mode"));
+    json_decref(w);
+    return c;
+}
+
 uint64_t fake_conn_join(fake_conn *c, const char *realm)
 {
-    ck_assert_int_eq(fake_conn_send(c,
-                                    "[1, \"%s\", {\"roles\": {\"caller\": {}, \"callee\": {}, "
-                                    "\"publisher\": {}, \"subscriber\": {}}}]",
-                                    realm),
-                     WAMP_OK);
-    json_t *w = fake_conn_next(c);
-    ck_assert_ptr_nonnull(w);
-    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
+    json_t *w = fake_conn_welcome(c,
+                                  "[1, \"%s\", {\"roles\": {\"caller\": {}, \"callee\": {}, "
+                                  "\"publisher\": {}, \"subscriber\": {}}}]",
+                                  realm);
     uint64_t id = (uint64_t)fake_msg_int(w, 1);
     json_decref(w);
     return id;
@@ -181,4 +218,46 @@ void fake_expect_error(fake_conn *c, int req_type, int64_t request, const char *
     ck_assert_int_eq(fake_msg_int(m, 2), request);
     ck_assert_str_eq(fake_msg_str(m, 4), uri);
     json_decref(m);
+}
+
+void fake_expect_error_text(fake_conn *c, int req_type, int64_t request, const char *uri,
+                            const char *text)
+{
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    ck_assert_int_eq(fake_msg_int(m, 1), req_type);
+    ck_assert_int_eq(fake_msg_int(m, 2), request);
+    ck_assert_str_eq(fake_msg_str(m, 4), uri);
+    const char *why = json_string_value(json_array_get(json_array_get(m, 5), 0));
+    ck_assert_msg(why && strstr(why, text), "%s", why ? why : "(no message)");
+    json_decref(m);
+}
+
+void fake_expect_abort(fake_conn *c, const char *uri)
+{
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ABORT);
+    ck_assert_str_eq(fake_msg_str(m, 2), uri);
+    json_decref(m);
+}
+
+wamp_buf *fake_conn_next_raw(fake_conn *c)
+{
+    wamp_buf *b = rt_session_tx_peek(c->s);
+    if (!b) {
+        return NULL;
+    }
+    wamp_buf_ref(b);
+    rt_session_tx_pop(c->s);
+    return b;
+}
+
+void fake_assert_tail(const wamp_buf *b, const void *tail, size_t n, const char *what)
+{
+    ck_assert_msg(b != NULL, "%s: nothing received", what);
+    ck_assert_msg(wamp_buf_len(b) >= n &&
+                          memcmp(wamp_buf_cdata(b) + wamp_buf_len(b) - n, tail, n) == 0,
+                  "%s: payload bytes differ", what);
 }

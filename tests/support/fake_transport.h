@@ -16,6 +16,7 @@
 
 #include "rt_router.h"
 #include "rt_session.h"
+#include "wamp_buf.h"
 #include "wamp_types.h"
 
 typedef struct fake_conn {
@@ -54,6 +55,18 @@ size_t fake_conn_pending(fake_conn *c);
 /* Drains and discards every received message. */
 void fake_conn_clear(fake_conn *c);
 
+/* Sends the message given as JSON text (printf-style, normally a HELLO) and asserts that the
+ * reply is WELCOME; returns the WELCOME (owned). */
+json_t *fake_conn_welcome(fake_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* WELCOME.Details.roles.<role>.features.<feature> is true in welcome. */
+bool fake_welcome_feature(const json_t *welcome, const char *role, const char *feature);
+
+/* A new session joined to realm1 whose HELLO announces the client roles role_a and role_b, both
+ * with features.payload_passthru_mode when ppt (plain roles otherwise); asserts that the
+ * WELCOME announces the feature for router_role ("broker", "dealer"). */
+fake_conn *fake_conn_new_ppt(rt_router *rt, wamp_ser ser, bool ppt, const char *role_a,
+                             const char *role_b, const char *router_role);
+
 /* HELLO to realm with the usual client roles; asserts WELCOME and returns the session id. */
 uint64_t fake_conn_join(fake_conn *c, const char *realm);
 
@@ -62,6 +75,18 @@ fake_conn *fake_conn_new_joined(rt_router *rt, wamp_ser ser, const char *realm);
 
 /* Asserts the next message is ERROR answering (req_type, request) with error uri. */
 void fake_expect_error(fake_conn *c, int req_type, int64_t request, const char *uri);
+/* The same, and the ERROR's first argument (the message) contains text. */
+void fake_expect_error_text(fake_conn *c, int req_type, int64_t request, const char *uri,
+                            const char *text);
+/* Asserts the next message is ABORT with reason uri. */
+void fake_expect_abort(fake_conn *c, const char *uri);
+
+/* Takes the next frame the router queued for c as it encoded it, bypassing the inbox (one
+ * reference: wamp_buf_unref()); NULL if none. */
+wamp_buf *fake_conn_next_raw(fake_conn *c);
+/* Asserts b is non-NULL and ends with the n bytes of tail (a payload ends its message); what
+ * names the case in the failure message. */
+void fake_assert_tail(const wamp_buf *b, const void *tail, size_t n, const char *what);
 
 /* Message helpers for assertions. */
 int64_t fake_msg_int(const json_t *msg, size_t i);

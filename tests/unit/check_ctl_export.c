@@ -115,30 +115,42 @@ START_TEST(test_jsonl_lines_are_the_records)
 
 END_TEST
 
-static json_t *chrome_doc(void)
+/* The Chrome document ctl_chrome writes for the records given as JSON text and other_data
+ * (NULL: none); owned. A record that is not an object is refused along the way. */
+static json_t *chrome_of(const char *const *recs, size_t n, const json_t *other)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
     ctl_chrome *c = ctl_chrome_new(f);
     ck_assert_ptr_nonnull(c);
-    for (size_t i = 0; i < N_RECORDS; i++) {
-        json_t *r = record(i);
+    for (size_t i = 0; i < n; i++) {
+        json_error_t e;
+        json_t *r = json_loads(recs[i], 0, &e);
+        ck_assert_msg(r != NULL, "record %zu: %s", i, e.text);
         ck_assert(ctl_chrome_add(c, r));
         json_decref(r);
     }
     json_t *not_object = json_array();
     ck_assert(!ctl_chrome_add(c, not_object));
     json_decref(not_object);
-    json_t *other = json_pack("{s:s}", "trace", "t1");
     ck_assert(ctl_chrome_finish(c, other));
-    json_decref(other);
     ctl_chrome_free(c);
     fclose(f);
     json_error_t e;
     json_t *doc = json_loads(buf, 0, &e);
     ck_assert_msg(doc != NULL, "chrome output is not JSON: %s", e.text);
     free(buf);
+    return doc;
+}
+
+/* The Chrome document of RECORDS, with other_data {"trace": "t1"}. */
+static json_t *chrome_doc(void)
+{
+    json_t *other = json_pack("{s:s}", "trace", "t1");
+    json_t *doc = chrome_of(RECORDS, N_RECORDS, other);
+    json_decref(other);
     return doc;
 }
 
@@ -356,21 +368,11 @@ END_TEST
 
 START_TEST(test_chrome_empty_trace)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_chrome *c = ctl_chrome_new(f);
-    ck_assert(ctl_chrome_finish(c, NULL));
-    ctl_chrome_free(c);
-    ctl_chrome_free(NULL);
-    fclose(f);
-    json_error_t e;
-    json_t *doc = json_loads(buf, 0, &e);
-    ck_assert_ptr_nonnull(doc);
+    json_t *doc = chrome_of(NULL, 0, NULL);
     ck_assert_uint_eq(json_array_size(json_object_get(doc, "traceEvents")), 0);
     ck_assert(json_is_object(json_object_get(doc, "otherData")));
     json_decref(doc);
-    free(buf);
+    ctl_chrome_free(NULL);
 }
 
 END_TEST
@@ -396,23 +398,7 @@ START_TEST(test_chrome_action_records)
             "\"originator\": {\"session_id\": 7, \"authid\": null, \"authrole\": \"anonymous\"},"
             "\"responders\": [], \"success\": false, \"duration\": 0.0}",
     };
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_chrome *c = ctl_chrome_new(f);
-    ck_assert_ptr_nonnull(c);
-    for (size_t i = 0; i < 3; i++) {
-        json_t *r = json_loads(recs[i], 0, NULL);
-        ck_assert_ptr_nonnull(r);
-        ck_assert(ctl_chrome_add(c, r));
-        json_decref(r);
-    }
-    ck_assert(ctl_chrome_finish(c, NULL));
-    ctl_chrome_free(c);
-    fclose(f);
-    json_t *doc = json_loads(buf, 0, NULL);
-    ck_assert_ptr_nonnull(doc);
-    free(buf);
+    json_t *doc = chrome_of(recs, sizeof(recs) / sizeof(recs[0]), NULL);
     json_t *events = json_object_get(doc, "traceEvents");
     size_t i, n_x = 0;
     json_t *e;
@@ -469,23 +455,7 @@ START_TEST(test_chrome_shared_reading)
             ("{\"seq\":5,\"ts\":1764149999.5,\"direction\":\"rx\",\"msg_type\":\"Hello\","
              "\"realm\":\"r\",\"session_id\":4,\"correlation\":null,\"uri\":null}"),
     };
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_chrome *c = ctl_chrome_new(f);
-    ck_assert_ptr_nonnull(c);
-    for (size_t i = 0; i < 5; i++) {
-        json_t *r = json_loads(recs[i], 0, NULL);
-        ck_assert_ptr_nonnull(r);
-        ck_assert(ctl_chrome_add(c, r));
-        json_decref(r);
-    }
-    ck_assert(ctl_chrome_finish(c, NULL));
-    ctl_chrome_free(c);
-    fclose(f);
-    json_t *doc = json_loads(buf, 0, NULL);
-    ck_assert_ptr_nonnull(doc);
-    free(buf);
+    json_t *doc = chrome_of(recs, sizeof(recs) / sizeof(recs[0]), NULL);
     json_t *events = json_object_get(doc, "traceEvents");
     double t[6] = {0};
     size_t i, n_flows = 0;

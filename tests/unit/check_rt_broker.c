@@ -1144,26 +1144,11 @@ END_TEST
 
 /* --- Payloads as bytes ------------------------------------------------------------------------ */
 
-/* The next queued frame of c as the router encoded it (one reference), NULL if none. */
-static wamp_buf *next_raw(fake_conn *c)
-{
-    wamp_buf *b = rt_session_tx_peek(c->s);
-    if (!b) {
-        return NULL;
-    }
-    wamp_buf_ref(b);
-    rt_session_tx_pop(c->s);
-    return b;
-}
-
 /* The next frame of c ends with the n bytes of tail (the payload ends a message). */
 static void expect_tail(fake_conn *c, const void *tail, size_t n, const char *what)
 {
-    wamp_buf *b = next_raw(c);
-    ck_assert_msg(b != NULL, "%s: nothing received", what);
-    ck_assert_msg(wamp_buf_len(b) >= n &&
-                          memcmp(wamp_buf_cdata(b) + wamp_buf_len(b) - n, tail, n) == 0,
-                  "%s: payload bytes differ", what);
+    wamp_buf *b = fake_conn_next_raw(c);
+    fake_assert_tail(b, tail, n, what);
     wamp_buf_unref(&b);
 }
 
@@ -1224,7 +1209,7 @@ START_TEST(test_payload_exact_across_serializers)
     /* The retained event (the MessagePack publication) to a late CBOR subscriber. */
     fake_conn *late = joined(WAMP_SER_CBOR, "realm1");
     fake_conn_send(late, "[32, 1, {\"get_retained\": true}, \"com.exact\"]");
-    wamp_buf *subd = next_raw(late); /* SUBSCRIBED (CBOR array of 3: 0x83, then 33) */
+    wamp_buf *subd = fake_conn_next_raw(late); /* SUBSCRIBED (CBOR array of 3: 0x83, then 33) */
     ck_assert(subd && wamp_buf_cdata(subd)[0] == 0x83 && wamp_buf_cdata(subd)[1] == 0x18 &&
               wamp_buf_cdata(subd)[2] == WAMP_MSG_SUBSCRIBED);
     wamp_buf_unref(&subd);
@@ -1242,19 +1227,7 @@ END_TEST
 /* A joined session whose HELLO announces payload_passthru_mode (ppt) for its roles, or not. */
 static fake_conn *joined_ppt(wamp_ser ser, bool ppt)
 {
-    fake_conn *c = fake_conn_new(T.rt, ser);
-    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
-    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"publisher\": %s, \"subscriber\": %s}}]", f,
-                   f);
-    json_t *w = fake_conn_next(c);
-    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
-    ck_assert(json_is_true(json_object_get(
-            json_object_get(
-                    json_object_get(json_object_get(json_array_get(w, 2), "roles"), "broker"),
-                    "features"),
-            "payload_passthru_mode")));
-    json_decref(w);
-    return c;
+    return fake_conn_new_ppt(T.rt, ser, ppt, "publisher", "subscriber", "broker");
 }
 
 /* Payload passthru mode: PUBLISH.Options.ppt_* become EVENT.Details.ppt_* (retained events
@@ -1292,10 +1265,7 @@ START_TEST(test_payload_passthru)
     ck_assert_uint_eq(fake_conn_pending(sub), 0);
     fake_conn *plain = joined_ppt(WAMP_SER_JSON, false);
     fake_conn_send(plain, "[16, 4, {\"ppt_scheme\": \"x_y\"}, \"com.ppt\", [\"\\u0000AA==\"]]");
-    json_t *abort = fake_conn_next(plain);
-    ck_assert_int_eq(fake_msg_int(abort, 0), WAMP_MSG_ABORT);
-    ck_assert_str_eq(fake_msg_str(abort, 2), WAMP_ERROR_PROTOCOL_VIOLATION);
-    json_decref(abort);
+    fake_expect_abort(plain, WAMP_ERROR_PROTOCOL_VIOLATION);
     ck_assert_uint_eq(fake_conn_pending(sub), 0);
     fake_conn_free(plain);
     fake_conn_free(late);
@@ -1322,13 +1292,8 @@ START_TEST(test_wrongly_typed_options)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         fake_conn_send(a, "[16, %zu, %s, \"com.typed\", [1]]", i + 1, bad[i][0]);
-        json_t *m = fake_conn_next(a);
-        ck_assert_ptr_nonnull(m);
-        ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
-        ck_assert_str_eq(fake_msg_str(m, 4), WAMP_ERROR_INVALID_ARGUMENT);
-        const char *why = json_string_value(json_array_get(json_array_get(m, 5), 0));
-        ck_assert_msg(why && strstr(why, bad[i][1]), "%s", why ? why : "(none)");
-        json_decref(m);
+        fake_expect_error_text(a, WAMP_MSG_PUBLISH, (int64_t)i + 1, WAMP_ERROR_INVALID_ARGUMENT,
+                               bad[i][1]);
         ck_assert_uint_eq(fake_conn_pending(b), 0);
     }
     size_t subs = test_router_sub_count(T.rt, "realm1");

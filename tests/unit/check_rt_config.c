@@ -1659,8 +1659,27 @@ static const refusal refusals[] = {
         {WITH_PATHS("{'n':{'type':'path','paths':{'x':{'type':'wsgi'}}}}"),
          P_T ".paths.n.paths.x.type: path type \"wsgi\" is not supported (wampscope runs no "
              "Python)"},
-        {WITH_PATHS("{'call':{'type':'caller','realm':'realm1','role':'anonymous'}}"),
-         P_T ".paths.call.type: path type \"caller\" (HTTP bridge) is not supported yet"},
+        {WITH_PATHS("{'call':{'type':'caller','realm':'realm1'}}"),
+         P_T ".paths.call.role: is required"},
+        {WITH_PATHS("{'pub':{'type':'publisher','role':'anonymous'}}"),
+         P_T ".paths.pub.realm: is required"},
+        {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
+                    "{'key':'k'}}}"),
+         P_T ".paths.pub.options: signed requests need both \"key\" and \"secret\" (not empty)"},
+        {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
+                    "{'key':'k','secret':'s','timestamp_delta_limit':-5}}}"),
+         P_T ".paths.pub.options.timestamp_delta_limit: must be an integer 0..86400 seconds"},
+        {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
+                    "{'require_ip':['192.168.1.1/255.255.255.0']}}}"),
+         P_T ".paths.pub.options.require_ip[0]: the prefix length in \"192.168.1.1/255.255.255.0\" "
+             "must be 0..32"},
+        {WITH_PATHS("{'pub':{'type':'publisher','realm':'realm1','role':'anonymous','options':"
+                    "{'post_body_limit':-1}}}"),
+         P_T ".paths.pub.options.post_body_limit: must be an integer 0..16777216 bytes"},
+        {WITH_PATHS("{'call':{'type':'caller','realm':'realm1','role':'anonymous','x':1}}"),
+         P_T ".paths.call.x: unknown key"},
+        {WITH_PATHS("{'call':{'type':'webhook'}}"),
+         P_T ".paths.call.type: path type \"webhook\" (HTTP bridge) is not supported"},
         {WITH_PATHS("{'x':{'type':'teleporter'}}"),
          P_T ".paths.x.type: unknown type \"teleporter\""},
         {WITH_PATHS("{'x':{}}"), P_T ".paths.x.type: is required"},

@@ -303,13 +303,11 @@ END_TEST
 static fake_conn *joined_canceling(wamp_ser ser, const char *realm)
 {
     fake_conn *c = fake_conn_new(T.rt, ser);
-    fake_conn_send(c,
-                   "[1, \"%s\", {\"roles\": {\"caller\": {}, \"callee\": {\"features\": "
-                   "{\"call_canceling\": true, \"progressive_call_results\": true}}}}]",
-                   realm);
-    json_t *w = fake_conn_next(c);
-    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
-    json_decref(w);
+    json_decref(
+            fake_conn_welcome(c,
+                              "[1, \"%s\", {\"roles\": {\"caller\": {}, \"callee\": {\"features\": "
+                              "{\"call_canceling\": true, \"progressive_call_results\": true}}}}]",
+                              realm));
     return c;
 }
 
@@ -677,10 +675,7 @@ START_TEST(test_cancel_modes)
     fake_conn_send(caller, "[49, 4, {\"mode\": \"kill\"}]");
     ck_assert_uint_eq(fake_conn_pending(caller) + fake_conn_pending(callee), 0);
     fake_conn_send(caller, "[49, 4, {\"mode\": \"abort\"}]");
-    json_t *abort_msg = fake_conn_next(caller);
-    ck_assert_int_eq(fake_msg_int(abort_msg, 0), WAMP_MSG_ABORT);
-    ck_assert_str_eq(fake_msg_str(abort_msg, 2), WAMP_ERROR_PROTOCOL_VIOLATION);
-    json_decref(abort_msg);
+    fake_expect_abort(caller, WAMP_ERROR_PROTOCOL_VIOLATION);
     fake_conn_free(caller);
     fake_conn_free(callee);
 }
@@ -941,27 +936,6 @@ END_TEST
 
 /* --- Payloads as bytes ------------------------------------------------------------------------ */
 
-/* The next queued frame of c as the router encoded it (one reference), NULL if none. */
-static wamp_buf *next_raw(fake_conn *c)
-{
-    wamp_buf *b = rt_session_tx_peek(c->s);
-    if (!b) {
-        return NULL;
-    }
-    wamp_buf_ref(b);
-    rt_session_tx_pop(c->s);
-    return b;
-}
-
-/* b ends with the n bytes of tail (the payload is the last part of a message). */
-static void assert_tail(const wamp_buf *b, const void *tail, size_t n, const char *what)
-{
-    ck_assert_ptr_nonnull(b);
-    ck_assert_msg(wamp_buf_len(b) >= n &&
-                          memcmp(wamp_buf_cdata(b) + wamp_buf_len(b) - n, tail, n) == 0,
-                  "%s: payload bytes differ", what);
-}
-
 /* The envelope of frame b (in ser): its request id (element 1). */
 static uint64_t frame_id(wamp_ser ser, const wamp_buf *b, int type)
 {
@@ -988,11 +962,11 @@ START_TEST(test_payload_exact_across_serializers)
     const char call[] =
             "[48,7,{},\"com.p\",[18446744073709551615],{\"k\\u0000\":-9223372036854775808}]";
     ck_assert_int_eq(fake_conn_send_raw(caller, BYTES(call)), WAMP_OK);
-    wamp_buf *inv = next_raw(callee);
-    assert_tail(inv,
-                BYTES("\x81\x1b\xff\xff\xff\xff\xff\xff\xff\xff"
-                      "\xa1\x62k\x00\x3b\x7f\xff\xff\xff\xff\xff\xff\xff"),
-                "INVOCATION to cbor");
+    wamp_buf *inv = fake_conn_next_raw(callee);
+    fake_assert_tail(inv,
+                     BYTES("\x81\x1b\xff\xff\xff\xff\xff\xff\xff\xff"
+                           "\xa1\x62k\x00\x3b\x7f\xff\xff\xff\xff\xff\xff\xff"),
+                     "INVOCATION to cbor");
     uint64_t inv_id = frame_id(WAMP_SER_CBOR, inv, WAMP_MSG_INVOCATION);
     wamp_buf_unref(&inv);
     /* YIELD [70, inv_id, {}, [2^64-1, "a\0b"]] in CBOR. */
@@ -1012,8 +986,8 @@ START_TEST(test_payload_exact_across_serializers)
            15);
     n += 15;
     ck_assert_int_eq(fake_conn_send_raw(callee, y, n), WAMP_OK);
-    wamp_buf *res = next_raw(caller);
-    assert_tail(res, BYTES("{},[18446744073709551615,\"a\\u0000b\"]]"), "RESULT to json");
+    wamp_buf *res = fake_conn_next_raw(caller);
+    fake_assert_tail(res, BYTES("{},[18446744073709551615,\"a\\u0000b\"]]"), "RESULT to json");
     wamp_buf_unref(&res);
 
     /* MessagePack to MessagePack: the caller's own bytes. */
@@ -1028,8 +1002,8 @@ START_TEST(test_payload_exact_across_serializers)
                               "com.m";
     memcpy(mcall + 10, payload, sizeof(payload) - 1);
     ck_assert_int_eq(fake_conn_send_raw(mcaller, mcall, 10 + sizeof(payload) - 1), WAMP_OK);
-    inv = next_raw(mcallee);
-    assert_tail(inv, BYTES(payload), "INVOCATION msgpack");
+    inv = fake_conn_next_raw(mcallee);
+    fake_assert_tail(inv, BYTES(payload), "INVOCATION msgpack");
     wamp_buf_unref(&inv);
     fake_conn_free(callee);
     fake_conn_free(caller);
@@ -1073,8 +1047,8 @@ START_TEST(test_local_procedure_unrepresentable_argument)
     ck_assert_int_eq(rt_dealer_register_local(d, "wampscope.keylen", local_keylen, NULL), WAMP_OK);
     const char ok[] = "[48,10,{},\"wampscope.keylen\",[\"x\\u0000y\"],{\"k\\u0000\":2}]";
     ck_assert_int_eq(fake_conn_send_raw(caller, BYTES(ok)), WAMP_OK);
-    wamp_buf *res = next_raw(caller);
-    assert_tail(res, BYTES("{},[3,2]]"), "local RESULT");
+    wamp_buf *res = fake_conn_next_raw(caller);
+    fake_assert_tail(res, BYTES("{},[3,2]]"), "local RESULT");
     wamp_buf_unref(&res);
     ck_assert_int_eq(calls, 0);
     fake_conn_free(caller);
@@ -1085,18 +1059,7 @@ END_TEST
 /* A joined session announcing payload_passthru_mode for every role (or none when ppt false). */
 static fake_conn *joined_ppt(wamp_ser ser, bool ppt)
 {
-    fake_conn *c = fake_conn_new(T.rt, ser);
-    const char *f = ppt ? "{\"features\": {\"payload_passthru_mode\": true}}" : "{}";
-    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"caller\": %s, \"callee\": %s}}]", f, f);
-    json_t *w = fake_conn_next(c);
-    ck_assert_int_eq(fake_msg_int(w, 0), WAMP_MSG_WELCOME);
-    ck_assert(json_is_true(json_object_get(
-            json_object_get(
-                    json_object_get(json_object_get(json_array_get(w, 2), "roles"), "dealer"),
-                    "features"),
-            "payload_passthru_mode")));
-    json_decref(w);
-    return c;
+    return fake_conn_new_ppt(T.rt, ser, ppt, "caller", "callee", "dealer");
 }
 
 /* Payload passthru mode: ppt_* options travel CALL -> INVOCATION and YIELD -> RESULT with the
@@ -1142,10 +1105,7 @@ START_TEST(test_payload_passthru)
     fake_expect_error(caller, WAMP_MSG_CALL, 5, WAMP_ERROR_FEATURE_NOT_SUPPORTED);
     ck_assert_uint_eq(fake_conn_pending(plain), 0);
     fake_conn_send(plain, "[48, 6, {\"ppt_scheme\": \"mqtt\"}, \"com.ppt\", [\"\\u0000AA==\"]]");
-    json_t *abort = fake_conn_next(plain);
-    ck_assert_int_eq(fake_msg_int(abort, 0), WAMP_MSG_ABORT);
-    ck_assert_str_eq(fake_msg_str(abort, 2), WAMP_ERROR_PROTOCOL_VIOLATION);
-    json_decref(abort);
+    fake_expect_abort(plain, WAMP_ERROR_PROTOCOL_VIOLATION);
     ck_assert_uint_eq(fake_conn_pending(callee), 0);
     fake_conn_free(plain);
     fake_conn_free(callee);
@@ -1153,20 +1113,6 @@ START_TEST(test_payload_passthru)
 }
 
 END_TEST
-
-/* The next message is ERROR wamp.error.invalid_argument for request, naming option. */
-static void expect_invalid_option(fake_conn *c, int req_type, int64_t request, const char *option)
-{
-    json_t *m = fake_conn_next(c);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
-    ck_assert_int_eq(fake_msg_int(m, 1), req_type);
-    ck_assert_int_eq(fake_msg_int(m, 2), request);
-    ck_assert_str_eq(fake_msg_str(m, 4), WAMP_ERROR_INVALID_ARGUMENT);
-    const char *why = json_string_value(json_array_get(json_array_get(m, 5), 0));
-    ck_assert_msg(why && strstr(why, option), "%s", why ? why : "(no message)");
-    json_decref(m);
-}
 
 /* Options of the wrong type, the router acting on them or not, and strings with NUL: CALL and
  * REGISTER get ERROR invalid_argument naming the option; CANCEL and YIELD (no reply to carry
@@ -1177,20 +1123,23 @@ START_TEST(test_wrongly_typed_options)
     fake_conn *caller = joined(WAMP_SER_MSGPACK, "realm1");
     do_register(callee, "com.typed");
     fake_conn_send(caller, "[48, 1, {\"transaction_hash\": 123}, \"com.typed\"]");
-    expect_invalid_option(caller, WAMP_MSG_CALL, 1, "transaction_hash");
+    fake_expect_error_text(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_INVALID_ARGUMENT,
+                           "transaction_hash");
     fake_conn_send(caller, "[48, 2, {\"receive_progress\": \"yes\"}, \"com.typed\"]");
-    expect_invalid_option(caller, WAMP_MSG_CALL, 2, "receive_progress");
+    fake_expect_error_text(caller, WAMP_MSG_CALL, 2, WAMP_ERROR_INVALID_ARGUMENT,
+                           "receive_progress");
     fake_conn_send(caller, "[48, 3, {\"disclose_me\": 1}, \"com.typed\"]");
-    expect_invalid_option(caller, WAMP_MSG_CALL, 3, "disclose_me");
+    fake_expect_error_text(caller, WAMP_MSG_CALL, 3, WAMP_ERROR_INVALID_ARGUMENT, "disclose_me");
     fake_conn_send(caller, "[48, 4, {\"forward_for\": \"hello\"}, \"com.typed\"]");
-    expect_invalid_option(caller, WAMP_MSG_CALL, 4, "forward_for");
+    fake_expect_error_text(caller, WAMP_MSG_CALL, 4, WAMP_ERROR_INVALID_ARGUMENT, "forward_for");
     ck_assert_uint_eq(fake_conn_pending(callee), 0); /* nothing was invoked */
     fake_conn_send(callee, "[64, 5, {\"concurrency\": \"x\"}, \"com.typed2\"]");
-    expect_invalid_option(callee, WAMP_MSG_REGISTER, 5, "concurrency");
+    fake_expect_error_text(callee, WAMP_MSG_REGISTER, 5, WAMP_ERROR_INVALID_ARGUMENT,
+                           "concurrency");
     fake_conn_send(callee, "[64, 6, {\"invoke\": \"roundrobin\\u0000\"}, \"com.typed3\"]");
-    expect_invalid_option(callee, WAMP_MSG_REGISTER, 6, "invoke");
+    fake_expect_error_text(callee, WAMP_MSG_REGISTER, 6, WAMP_ERROR_INVALID_ARGUMENT, "invoke");
     fake_conn_send(callee, "[64, 7, {\"match\": \"prefix\\u0000x\"}, \"com.typed4\"]");
-    expect_invalid_option(callee, WAMP_MSG_REGISTER, 7, "match");
+    fake_expect_error_text(callee, WAMP_MSG_REGISTER, 7, WAMP_ERROR_INVALID_ARGUMENT, "match");
     ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 1);
     /* CANCEL mode "kill\u0000x" is not kill: a protocol violation, as any bad mode. */
     long long inv = start_call(caller, callee, 8, "{}", "com.typed");

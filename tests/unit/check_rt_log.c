@@ -1,6 +1,5 @@
 /* check_rt_log.c: level parsing, the threshold, the exact line format on stderr (text and JSON,
- * with the JSON escaping of what peers send), rate limiting (captured
- * by pointing fd 2 at a temporary file with dup2). */
+ * with the JSON escaping of what peers send), rate limiting (stderr captured with log_capture). */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,42 +15,6 @@
 #include "rt_log.h"
 #include "rt_router.h"
 #include "test_router.h"
-
-/* stderr redirected to a temporary file for the duration of one test. */
-typedef struct capture {
-    char path[64];
-    int saved_fd;
-} capture;
-
-static void capture_begin(capture *c)
-{
-    snprintf(c->path, sizeof(c->path), "/tmp/check_rt_log_XXXXXX");
-    int fd = mkstemp(c->path);
-    ck_assert_int_ge(fd, 0);
-    fflush(stderr);
-    c->saved_fd = dup(STDERR_FILENO);
-    ck_assert_int_ge(c->saved_fd, 0);
-    ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
-    close(fd);
-}
-
-/* Restores stderr and returns what was written (owned by the caller). */
-static char *capture_end(capture *c)
-{
-    fflush(stderr);
-    ck_assert_int_ge(dup2(c->saved_fd, STDERR_FILENO), 0);
-    close(c->saved_fd);
-    FILE *f = fopen(c->path, "r");
-    ck_assert_ptr_nonnull(f);
-    static const size_t cap = 1 << 20;
-    char *text = calloc(1, cap + 1);
-    ck_assert_ptr_nonnull(text);
-    size_t n = fread(text, 1, cap, f);
-    text[n] = '\0';
-    fclose(f);
-    unlink(c->path);
-    return text;
-}
 
 static size_t count_lines(const char *s)
 {
@@ -117,15 +80,15 @@ END_TEST
 
 START_TEST(test_line_format)
 {
-    capture c;
+    log_capture c;
     rt_log_set_level(RT_LOG_LEVEL_DEBUG);
-    capture_begin(&c);
+    log_capture_begin(&c);
     RT_LOG_INFO(123456, "joined realm %s", "realm1");
     RT_LOG_WARN(0, "no session here");
     RT_LOG_ERR(UINT64_C(9007199254740992), "big id");
     RT_LOG_DEBUG(7, "debug %d", 42);
     rt_log(RT_LOG_LEVEL_INFO, 0, "already terminated\n");
-    char *out = capture_end(&c);
+    char *out = log_capture_end(&c);
     rt_log_set_level(RT_LOG_LEVEL_INFO);
 
     ck_assert_uint_eq(count_lines(out), 5);
@@ -150,16 +113,16 @@ END_TEST
 
 START_TEST(test_threshold)
 {
-    capture c;
+    log_capture c;
     int evaluated = 0;
 
     rt_log_set_level(RT_LOG_LEVEL_WARN);
-    capture_begin(&c);
+    log_capture_begin(&c);
     RT_LOG_ERR(1, "e");
     RT_LOG_WARN(1, "w");
     RT_LOG_INFO(1, "i");
     RT_LOG_DEBUG(1, "d %d", ++evaluated);
-    char *out = capture_end(&c);
+    char *out = log_capture_end(&c);
     ck_assert_uint_eq(count_lines(out), 2);
     ck_assert_ptr_nonnull(strstr(out, "ERROR [session 1] e\n"));
     ck_assert_ptr_nonnull(strstr(out, "WARN  [session 1] w\n"));
@@ -169,28 +132,28 @@ START_TEST(test_threshold)
     free(out);
 
     rt_log_set_level(RT_LOG_LEVEL_ERR);
-    capture_begin(&c);
+    log_capture_begin(&c);
     RT_LOG_WARN(0, "w");
     RT_LOG_INFO(0, "i");
     RT_LOG_ERR(0, "e");
-    out = capture_end(&c);
+    out = log_capture_end(&c);
     ck_assert_uint_eq(count_lines(out), 1);
     ck_assert_ptr_nonnull(strstr(out, "ERROR e\n"));
     free(out);
 
     rt_log_set_level(RT_LOG_LEVEL_INFO);
-    capture_begin(&c);
+    log_capture_begin(&c);
     RT_LOG_INFO(0, "i");
     RT_LOG_DEBUG(0, "d %d", ++evaluated);
-    out = capture_end(&c);
+    out = log_capture_end(&c);
     ck_assert_uint_eq(count_lines(out), 1);
     ck_assert_int_eq(evaluated, 0);
     free(out);
 
     rt_log_set_level(RT_LOG_LEVEL_DEBUG);
-    capture_begin(&c);
+    log_capture_begin(&c);
     RT_LOG_DEBUG(0, "d %d", ++evaluated);
-    out = capture_end(&c);
+    out = log_capture_end(&c);
     ck_assert_uint_eq(count_lines(out), 1);
     ck_assert_int_eq(evaluated, 1);
     free(out);
@@ -324,10 +287,10 @@ START_TEST(test_long_message)
     ck_assert_ptr_nonnull(msg);
     memset(msg, 'm', LONG);
     msg[LONG] = '\0';
-    capture c;
-    capture_begin(&c);
+    log_capture c;
+    log_capture_begin(&c);
     RT_LOG_INFO(5, "<%s>", msg);
-    char *out = capture_end(&c);
+    char *out = log_capture_end(&c);
     ck_assert_uint_eq(count_lines(out), 1);
     const char *open = strstr(out, "INFO  [session 5] <");
     ck_assert_ptr_nonnull(open);
@@ -344,10 +307,10 @@ END_TEST
  * process, so this only checks that a true condition does nothing and a false one aborts. */
 START_TEST(test_assert_passes)
 {
-    capture c;
-    capture_begin(&c);
+    log_capture c;
+    log_capture_begin(&c);
     RT_ASSERT(1 + 1 == 2);
-    char *out = capture_end(&c);
+    char *out = log_capture_end(&c);
     ck_assert_str_eq(out, "");
     free(out);
 }
@@ -401,8 +364,8 @@ START_TEST(test_refused_handshakes_rate_limited)
     test_router t;
     test_router_init(&t);
     fake_clock_advance_ms(&t.clock, 5000);
-    capture c;
-    capture_begin(&c);
+    log_capture c;
+    log_capture_begin(&c);
     rt_router_refused_handshake(t.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4000",
                                 "offered wamp.2.ubjson");
     rt_router_refused_handshake(t.rt, RT_REFUSAL_REQUEST, "ws1", NULL, NULL);
@@ -411,17 +374,17 @@ START_TEST(test_refused_handshakes_rate_limited)
     }
     fake_clock_advance_ms(&t.clock, 500);
     rt_router_tick(t.rt); /* within the interval: no summary yet */
-    char *mid = capture_end(&c);
+    char *mid = log_capture_end(&c);
     ck_assert_uint_eq(count_lines(mid), RT_LOG_BURST_CONN);
     ck_assert_ptr_nonnull(strstr(mid, "WebSocket handshake from 10.0.0.1:4000 refused by listener "
                                       "ws1 (subprotocol): offered wamp.2.ubjson"));
     ck_assert_ptr_nonnull(strstr(mid, "handshake from ? refused by listener ws1 (request)\n"));
     free(mid);
-    capture_begin(&c);
+    log_capture_begin(&c);
     fake_clock_advance_ms(&t.clock, RT_LOG_SUMMARY_INTERVAL_US / 1000u);
     rt_router_tick(t.rt);
     rt_router_tick(t.rt); /* once only */
-    char *sum = capture_end(&c);
+    char *sum = log_capture_end(&c);
     ck_assert_uint_eq(count_lines(sum), 1);
     ck_assert_ptr_nonnull(
             strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
@@ -511,11 +474,11 @@ static json_t *next_json(const char **text)
 
 START_TEST(test_json_lines)
 {
-    capture c;
+    log_capture c;
     rt_log_set_output(RT_LOG_FORMAT_JSON, RT_LOG_TARGET_STDERR);
     rt_log_set_session_lookup(lookup, &lookup_ctx);
     rt_log_set_level(RT_LOG_LEVEL_TRACE);
-    capture_begin(&c);
+    log_capture_begin(&c);
     RT_LOG_INFO(77, "uri %s from peer", "bad\xff\"\n\x01");
     RT_LOG_WARN(0, "no session\n");
     rt_log_field f[] = {{.key = "type", .str = "CALL"},
@@ -523,7 +486,7 @@ START_TEST(test_json_lines)
                         {.key = "realm", .str = "given"}};
     rt_log_ev(RT_LOG_LEVEL_TRACE, 77, f, 3, "rx %s", "CALL");
     RT_LOG_DEBUG(5, "unknown session");
-    char *out = capture_end(&c);
+    char *out = log_capture_end(&c);
     rt_log_set_output(RT_LOG_FORMAT_TEXT, RT_LOG_TARGET_STDERR);
     rt_log_set_session_lookup(NULL, NULL);
 
@@ -570,16 +533,16 @@ END_TEST
 
 START_TEST(test_text_fields_and_trace_level)
 {
-    capture c;
+    log_capture c;
     rt_log_set_level(RT_LOG_LEVEL_DEBUG);
-    capture_begin(&c);
+    log_capture_begin(&c);
     rt_log_field f[] = {{.key = "type", .str = "CALL"}, {.key = "bytes", .num = 42}};
     rt_log_ev(RT_LOG_LEVEL_TRACE, 7, f, 2, "rx CALL"); /* above debug: not written */
     rt_log_ev(RT_LOG_LEVEL_DEBUG, 7, f, 2, "rx CALL");
     rt_log_set_level(RT_LOG_LEVEL_TRACE);
     rt_log_ev(RT_LOG_LEVEL_TRACE, 0, f, 1, "tx %s", "RESULT");
     RT_LOG_DEBUG(0, "debug shows at trace");
-    char *out = capture_end(&c);
+    char *out = log_capture_end(&c);
     rt_log_set_level(RT_LOG_LEVEL_INFO);
     ck_assert_uint_eq(count_lines(out), 3);
     ck_assert_msg(strstr(out, "DEBUG [session 7] rx CALL type=CALL bytes=42\n"), "%s", out);

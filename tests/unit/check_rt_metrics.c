@@ -61,6 +61,14 @@ static fake_conn *conn_on(const char *listener, wamp_ser ser)
     return fake_conn_new_peer(T.rt, ser, &peer);
 }
 
+/* conn_on() + fake_conn_join(). */
+static fake_conn *joined_on(const char *listener, wamp_ser ser, const char *realm)
+{
+    fake_conn *c = conn_on(listener, ser);
+    fake_conn_join(c, realm);
+    return c;
+}
+
 /* --- The format checker --------------------------------------------------------------------- */
 
 static bool is_name(const char *s, size_t n, bool colon)
@@ -298,10 +306,8 @@ END_TEST
 
 START_TEST(test_sessions_by_realm_and_transport)
 {
-    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
-    fake_conn_join(a, "realm1");
-    fake_conn *b = conn_on("rs1", WAMP_SER_MSGPACK);
-    fake_conn_join(b, "realm2");
+    fake_conn *a = joined_on("ws1", WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined_on("rs1", WAMP_SER_MSGPACK, "realm2");
     fake_conn *c = conn_on("rs1", WAMP_SER_JSON); /* attached, not joined */
     char *text = render(NULL);
     ck_assert(value_of(text, "wampscope_sessions{realm=\"realm1\",transport=\"ws1\"}") == 1);
@@ -324,10 +330,8 @@ END_TEST
 
 START_TEST(test_messages_by_type_and_serializer)
 {
-    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
-    fake_conn_join(a, "realm1");
-    fake_conn *b = conn_on("ws1", WAMP_SER_MSGPACK);
-    fake_conn_join(b, "realm1");
+    fake_conn *a = joined_on("ws1", WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined_on("ws1", WAMP_SER_MSGPACK, "realm1");
     fake_conn_send(a, "[48, 1, {}, \"com.example.none\"]");
     fake_conn_send(a, "[48, 2, {}, \"com.example.none\"]");
     fake_conn_clear(a);
@@ -375,8 +379,7 @@ START_TEST(test_traces_labelled_by_id)
     test_router_start_trace(&T, "t1", NULL);
     /* A trace id may hold quotes and backslashes: escaped in the label value. */
     test_router_start_trace(&T, "odd\"id\\", NULL);
-    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
-    fake_conn_join(a, "realm1");
+    fake_conn *a = joined_on("ws1", WAMP_SER_JSON, "realm1");
     char *text = render(NULL);
     ck_assert(value_of(text, "wampscope_traces") == 2);
     ck_assert(value_of(text, "wampscope_trace_running{trace=\"t1\"}") == 1);
@@ -424,8 +427,7 @@ END_TEST
 
 START_TEST(test_trace_level_lines)
 {
-    fake_conn *a = conn_on("ws1", WAMP_SER_JSON);
-    fake_conn_join(a, "realm1");
+    fake_conn *a = joined_on("ws1", WAMP_SER_JSON, "realm1");
     log_capture lc;
     /* At debug: no message lines. */
     rt_log_set_level(RT_LOG_LEVEL_DEBUG);

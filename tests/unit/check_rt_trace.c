@@ -1,6 +1,6 @@
 /* check_rt_trace.c: the router core feeding the tracing hub: records on rx and tx, correlation
- * chains (TRACING.md "Correlation"), action URIs, serializations, management realm exclusion and
- * protected mode. Records are read back through trace_render, as the management API does. */
+ * chains (mgmt/README.md "Correlation"), action URIs, serializations, management realm exclusion
+ * and protected mode. Records are read back through trace_render, as the management API does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +34,17 @@ static void teardown(void)
 static fake_conn *joined(wamp_ser ser, const char *realm)
 {
     return fake_conn_new_joined(T.rt, ser, realm);
+}
+
+/* Takes the INVOCATION callee received; returns its request id. */
+static long long next_invocation(fake_conn *callee)
+{
+    json_t *inv = fake_conn_next(callee);
+    ck_assert_ptr_nonnull(inv);
+    ck_assert_int_eq(fake_msg_int(inv, 0), WAMP_MSG_INVOCATION);
+    long long id = (long long)fake_msg_int(inv, 1);
+    json_decref(inv);
+    return id;
 }
 
 /* Starts trace id with options given as JSON text (NULL = defaults). */
@@ -92,9 +103,7 @@ START_TEST(test_call_chain)
     fake_conn_clear(callee);
     trace *t = start("calls", NULL);
     fake_conn_send(caller, "[48, 7, {}, \"com.math.add\", [2, 3]]");
-    json_t *inv = fake_conn_next(callee);
-    fake_conn_send(callee, "[70, %lld, {}, [5]]", (long long)fake_msg_int(inv, 1));
-    json_decref(inv);
+    fake_conn_send(callee, "[70, %lld, {}, [5]]", next_invocation(callee));
     fake_conn_clear(caller);
 
     json_t *r = records(t);
@@ -146,10 +155,7 @@ START_TEST(test_call_error_and_callee_leaving)
     ck_assert_str_eq(trace_id(t), "trace1");
     /* An application error. */
     fake_conn_send(caller, "[48, 1, {}, \"com.p\"]");
-    json_t *inv = fake_conn_next(callee);
-    fake_conn_send(callee, "[8, 68, %lld, {}, \"com.example.oops\"]",
-                   (long long)fake_msg_int(inv, 1));
-    json_decref(inv);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"com.example.oops\"]", next_invocation(callee));
     /* A call the callee never answers: it leaves. */
     fake_conn_send(caller, "[48, 2, {}, \"com.p\"]");
     fake_conn_clear(callee);
@@ -402,9 +408,7 @@ START_TEST(test_filters_and_concurrent_traces)
     fake_conn_send(a, "[64, 1, {}, \"com.rpc.echo\"]");
     fake_conn_clear(a);
     fake_conn_send(b, "[48, 1, {}, \"com.rpc.echo\", [1]]");
-    json_t *inv = fake_conn_next(a);
-    fake_conn_send(a, "[70, %lld, {}, [1]]", (long long)fake_msg_int(inv, 1));
-    json_decref(inv);
+    fake_conn_send(a, "[70, %lld, {}, [1]]", next_invocation(a));
     fake_conn_send(b, "[16, 2, {}, \"com.news\"]");
     fake_conn_send(b, "[48, 3, {}, \"com.other\"]");
     fake_conn_clear(a);
@@ -446,10 +450,7 @@ START_TEST(test_management_realm)
     strcpy(far.addr, "192.0.2.7:4000");
     fake_conn *remote = fake_conn_new_peer(T.rt, WAMP_SER_JSON, &far);
     fake_conn_send(remote, "[1, \"mgmt\", {\"roles\": {\"caller\": {}}}]");
-    json_t *a = fake_conn_next(remote);
-    ck_assert_int_eq(fake_msg_int(a, 0), WAMP_MSG_ABORT);
-    ck_assert_str_eq(fake_msg_str(a, 2), WAMP_ERROR_NOT_AUTHORIZED);
-    json_decref(a);
+    fake_expect_abort(remote, WAMP_ERROR_NOT_AUTHORIZED);
     /* The management realm's messages are in the trace that names it only. */
     ck_assert_uint_eq(trace_store_records(trace_get_store(all)), 0);
     ck_assert_uint_ge(trace_store_records(trace_get_store(with_mgmt)), 4);
@@ -557,9 +558,8 @@ END_TEST
 static fake_conn *joined_canceling(void)
 {
     fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
-    fake_conn_send(c, "[1, \"realm1\", {\"roles\": {\"callee\": {\"features\": "
-                      "{\"call_canceling\": true}}}}]");
-    fake_conn_clear(c);
+    json_decref(fake_conn_welcome(c, "[1, \"realm1\", {\"roles\": {\"callee\": {\"features\": "
+                                     "{\"call_canceling\": true}}}}]"));
     return c;
 }
 
@@ -589,9 +589,7 @@ START_TEST(test_late_answers_keep_their_correlation)
     fake_conn_clear(callee);
     trace *t = start("late_answers", NULL);
     fake_conn_send(caller, "[48, 1, {}, \"com.late\"]");
-    json_t *inv = fake_conn_next(callee);
-    long long first = (long long)fake_msg_int(inv, 1);
-    json_decref(inv);
+    long long first = next_invocation(callee);
     fake_conn_send(caller, "[49, 1, {\"mode\": \"skip\"}]");
     fake_conn_clear(caller);
     ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
@@ -632,9 +630,7 @@ START_TEST(test_advanced_call_chains)
     /* Progressive: CALL, INVOCATION, YIELD(progress), RESULT(progress), YIELD, RESULT; only the
      * final RESULT is last; every record names the called URI. */
     fake_conn_send(caller, "[48, 1, {\"receive_progress\": true}, \"com.adv.prog\"]");
-    json_t *inv = fake_conn_next(callee);
-    long long id = (long long)fake_msg_int(inv, 1);
-    json_decref(inv);
+    long long id = next_invocation(callee);
     fake_conn_send(callee, "[70, %lld, {\"progress\": true}, [1]]", id);
     fake_conn_send(callee, "[70, %lld, {}, [2]]", id);
     fake_conn_clear(caller);
@@ -677,9 +673,7 @@ START_TEST(test_advanced_call_chains)
 
     /* Cancel kill: the callee's ERROR ends the chain. */
     fake_conn_send(caller, "[48, 4, {}, \"com.adv.kill\"]");
-    inv = fake_conn_next(callee);
-    id = (long long)fake_msg_int(inv, 1);
-    json_decref(inv);
+    id = next_invocation(callee);
     fake_conn_send(caller, "[49, 4, {\"mode\": \"kill\"}]");
     fake_conn_clear(callee);
     fake_conn_send(callee, "[8, 68, %lld, {}, \"wamp.error.canceled\"]", id);
@@ -720,9 +714,7 @@ static size_t round_trips(fake_conn *caller, fake_conn *callee, int n)
     size_t before = alloc_count_best();
     for (int i = 0; i < n; i++) {
         fake_conn_send(caller, "[48, %d, {}, \"com.p\", [%d]]", i + 1, i);
-        json_t *inv = fake_conn_next(callee);
-        fake_conn_send(callee, "[70, %lld, {}, [%d]]", (long long)fake_msg_int(inv, 1), i);
-        json_decref(inv);
+        fake_conn_send(callee, "[70, %lld, {}, [%d]]", next_invocation(callee), i);
         json_t *res = fake_conn_next(caller);
         ck_assert_int_eq(fake_msg_int(res, 0), WAMP_MSG_RESULT);
         json_decref(res);
@@ -1040,9 +1032,7 @@ static void mixed_traffic(fake_conn **late)
                            "[16, %d, {\"acknowledge\": true, \"exclude\": [%llu]}, \"com.flood\"]",
                            1000 + i, (unsigned long long)rt_session_id(s[0]->s));
             fake_conn_send(s[2], "[48, %d, {}, \"com.math.add\", [%d, 1]]", i + 1, i);
-            json_t *inv = fake_conn_next(callee);
-            fake_conn_send(callee, "[70, %lld, {}, [%d]]", (long long)fake_msg_int(inv, 1), i + 1);
-            json_decref(inv);
+            fake_conn_send(callee, "[70, %lld, {}, [%d]]", next_invocation(callee), i + 1);
         }
         for (int k = 0; k < 3; k++) {
             fake_conn_clear(s[k]);

@@ -1,5 +1,5 @@
-/* check_trace_action.c: action-level traces (trace_level "action", TRACING.md "Action-level
- * records"): the pure action tracker (anchor, follow-ups, completion, responders, success,
+/* check_trace_action.c: action-level traces (trace_level "action", mgmt/README.md "Action-level
+ * traces"): the pure action tracker (anchor, follow-ups, completion, responders, success,
  * duration, the pending cap, stop), the record's rendering in every writer mode, persistence of
  * action records, and the router core driving an action trace through the hub (CALL, PUBLISH,
  * SUBSCRIBE, joins and leaves, filters evaluated on the anchor). */

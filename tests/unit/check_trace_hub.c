@@ -30,6 +30,17 @@ static trace_hub *hub_of(size_t max)
     return h;
 }
 
+/* A hub of 4 traces persisting into a new temporary directory (its path in dir, for
+ * tmp_dir_remove()), in segments of segment_bytes (0 = the default). */
+static trace_hub *persisted_hub(char *dir, size_t dir_len, uint64_t segment_bytes)
+{
+    tmp_dir_make(dir, dir_len, "check_trace_hub");
+    trace_hub *h = hub_of(4);
+    trace_persist_config pc = {.data_dir = dir, .segment_bytes = segment_bytes};
+    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    return h;
+}
+
 /* Starts a trace at PC0 + at_ms; options as JSON text (NULL = defaults). */
 static trace *start_at(trace_hub *h, const char *id, const char *opts, uint64_t at_ms)
 {
@@ -838,10 +849,7 @@ END_TEST
 START_TEST(test_connection_records_persisted)
 {
     char dir[256];
-    tmp_dir_make(dir, sizeof(dir), "check_trace_hub");
-    trace_hub *h = hub_of(4);
-    trace_persist_config pc = {.data_dir = dir};
-    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    trace_hub *h = persisted_hub(dir, sizeof(dir), 0);
     trace *p = start(h, "p", "{\"persist\": true}");
     offer_rx(h);
     json_t *info = json_pack("{s:s, s:s}", "event", "refused", "reason", "path");
@@ -1013,10 +1021,7 @@ static size_t offer_event(trace_hub *h, trace_peer *peer, trace_str *uri, const 
 START_TEST(test_repeat_only_when_certain)
 {
     char dir[256];
-    tmp_dir_make(dir, sizeof(dir), "check_trace_hub");
-    trace_hub *h = hub_of(4);
-    trace_persist_config pc = {.data_dir = dir};
-    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    trace_hub *h = persisted_hub(dir, sizeof(dir), 0);
     trace *p = start(h, "p", "{\"persist\": true}");
     json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
     wamp_buf *wire = NULL, *other = NULL;
@@ -1137,10 +1142,7 @@ END_TEST
 START_TEST(test_repeat_large_fan_out)
 {
     char dir[256];
-    tmp_dir_make(dir, sizeof(dir), "check_trace_hub");
-    trace_hub *h = hub_of(4);
-    trace_persist_config pc = {.data_dir = dir, .segment_bytes = 4096};
-    ck_assert_int_eq(trace_hub_set_persist(h, &pc), WAMP_OK);
+    trace_hub *h = persisted_hub(dir, sizeof(dir), 4096);
     trace *p = start(h, "p", "{\"persist\": true}");
     trace *q = start(h, "q", "{\"persist\": true, \"max_records\": 100}");
     json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);

@@ -1,4 +1,4 @@
-/* check_trace_render.c: records, metadata and periods as JSON (TRACING.md), payload stripping,
+/* check_trace_render.c: records, metadata and periods as JSON (mgmt/README.md), payload stripping,
  * and secrets: redacted in the output and absent from the stored bytes. */
 #include <math.h>
 #include <stdio.h>

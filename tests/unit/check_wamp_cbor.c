@@ -60,6 +60,19 @@ START_TEST(test_head_boundaries)
 
 END_TEST
 
+START_TEST(test_f64)
+{
+    unsigned char b[9];
+    ck_assert_uint_eq(wamp_cbor_f64(b, 1.0), 9);
+    ck_assert(memcmp(b, "\xfb\x3f\xf0\x00\x00\x00\x00\x00\x00", 9) == 0);
+    ck_assert_uint_eq(wamp_cbor_f64(b, -0.0), 9);
+    ck_assert(memcmp(b, "\xfb\x80\x00\x00\x00\x00\x00\x00\x00", 9) == 0);
+    ck_assert_uint_eq(wamp_cbor_f64(b, 5e-324), 9);
+    ck_assert(memcmp(b, "\xfb\x00\x00\x00\x00\x00\x00\x00\x01", 9) == 0);
+}
+
+END_TEST
+
 START_TEST(test_values)
 {
     json_t *v = json_pack("[I, I, i, f, f, b, n, s]", (json_int_t)INT64_MIN, (json_int_t)INT64_MAX,
@@ -111,6 +124,7 @@ static Suite *wamp_cbor_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_head_boundaries);
+    tcase_add_test(tc, test_f64);
     tcase_add_test(tc, test_values);
     tcase_add_test(tc, test_depth_limit);
     suite_add_tcase(s, tc);

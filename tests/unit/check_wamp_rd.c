@@ -265,6 +265,43 @@ START_TEST(test_json_binary_convention)
 
 END_TEST
 
+/* The base64 helpers of the binary convention: the shape check (length, alphabet, padding, no
+ * byte >= 0x80), the decoded size, and "\0" + base64 strings on both sides of the stack buffer. */
+START_TEST(test_b64_helpers)
+{
+    size_t n = 99;
+    ck_assert(wamp_b64_shape_ok("", 0, &n) && n == 0);
+    ck_assert(wamp_b64_shape_ok("AQI=", 4, &n) && n == 2);
+    ck_assert(wamp_b64_shape_ok("AQ==", 4, &n) && n == 1);
+    ck_assert(wamp_b64_shape_ok("AQID", 4, &n) && n == 3);
+    ck_assert(!wamp_b64_shape_ok("AQI", 3, &n));
+    ck_assert(!wamp_b64_shape_ok("AQ-=", 4, &n));
+    ck_assert(!wamp_b64_shape_ok("A\xc3\xa9=", 4, &n));
+    for (size_t len = 0; len < 1024; len += 383) {
+        unsigned char *bin = malloc(len + 1);
+        ck_assert_ptr_nonnull(bin);
+        for (size_t i = 0; i < len; i++) {
+            bin[i] = (unsigned char)(i * 7);
+        }
+        json_t *v = wamp_b64_string_new(bin, len);
+        ck_assert_ptr_nonnull(v);
+        const char *s = json_string_value(v);
+        size_t slen = json_string_length(v);
+        ck_assert_uint_eq(slen, 1 + (len + 2) / 3 * 4);
+        ck_assert_int_eq(s[0], 0);
+        unsigned char *back = malloc(slen);
+        ck_assert_ptr_nonnull(back);
+        ck_assert(wamp_b64_decode(s + 1, slen - 1, back, &n));
+        ck_assert_uint_eq(n, len);
+        ck_assert(memcmp(back, bin, len) == 0);
+        free(back);
+        json_decref(v);
+        free(bin);
+    }
+}
+
+END_TEST
+
 /* JSON escapes decode (surrogate pairs included) and are written back minimally. */
 START_TEST(test_json_escapes)
 {
@@ -808,6 +845,7 @@ static Suite *wamp_rd_suite(void)
     tcase_add_loop_test(tc, test_transcode_gold_every_pair, 0, 9);
     tcase_add_test(tc, test_reals_stay_reals);
     tcase_add_test(tc, test_json_binary_convention);
+    tcase_add_test(tc, test_b64_helpers);
     tcase_add_test(tc, test_json_escapes);
     tcase_add_loop_test(tc, test_malformed_refused, 0, (int)(sizeof(BAD) / sizeof(BAD[0])));
     tcase_add_loop_test(tc, test_every_prefix_refused, 0, 3);
