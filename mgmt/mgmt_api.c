@@ -13,14 +13,17 @@
 #include <unistd.h>
 
 #include "mgmt_cluster.h"
+#include "mgmt_merge.h"
 #include "rt_broker.h"
 #include "rt_dealer.h"
 #include "rt_local.h"
 #include "rt_options.h"
 #include "rt_realm.h"
 #include "rt_session.h"
+#include "rt_trace.h"
 #include "trace_hub.h"
 #include "trace_render.h"
+#include "wamp_id.h"
 #include "wamp_types.h"
 #include "wamp_wr.h"
 
@@ -408,6 +411,34 @@ static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, const json
     return err;
 }
 
+/* cluster.get_trace_page(node_id, worker_id, trace_id, from_seq, limit), for the merged reading
+ * (not registered): {"records", "now", "running"} where from_seq is this node's cursor, or a map
+ * {node_id: seq} holding it (absent: 0), and now this node's wall clock after the read
+ * (mgmt_merge.h). */
+static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, const json_t *args,
+                                const json_t *kwargs, rt_local_reply *reply)
+{
+    wamp_err err = WAMP_OK;
+    trace *t;
+    json_int_t limit;
+    (void)who;
+    if (!find_trace(m, args, kwargs, &t, reply, &err) ||
+        !arg_int(args, kwargs, 4, "limit", 1, 10000, 100, &limit, reply, &err)) {
+        return err;
+    }
+    json_t *from = rt_local_arg(args, kwargs, 3, "from_seq");
+    json_t *mine = json_is_object(from) ? json_object_get(from, m->cfg->node_id) : from;
+    uint64_t seq = json_is_integer(mine) && json_integer_value(mine) > 0
+                           ? (uint64_t)json_integer_value(mine)
+                           : 0;
+    json_t *recs = trace_render_records(t, seq, TRACE_SEQ_NONE, (size_t)limit);
+    return rt_local_reply_value(reply,
+                                recs ? json_pack("{s:o, s:f, s:b}", "records", recs, "now",
+                                                 trace_ns_to_seconds(rt_router_wall_ns(m->rt)),
+                                                 "running", trace_is_running(t))
+                                     : NULL);
+}
+
 /* mark_trace(node_id, worker_id, trace_id|null, name, meta={}): a marker record (msg_type
  * "Marker", name as uri, meta as msg) in one running trace (returns its seq) or, with a null
  * trace_id, in every running trace (returns {trace_id: seq}, empty when none runs). A stopped
@@ -514,32 +545,130 @@ struct mgmt_proc {
     const char *name;
     mgmt_fn fn;
     bool any_node; /* takes no node_id (list_nodes): never forwarded */
+    bool every;    /* node_id "*" runs it on every node (mgmt/README.md "Cluster-wide calls") */
+    bool internal; /* not registered: run for other nodes only (the merged reading's pages) */
 };
 
 static const mgmt_proc procs[] = {
-        {"list_nodes", proc_list_nodes, true},
-        {"list_workers", proc_list_workers, false},
-        {"get_worker", proc_get_worker, false},
-        {"list_traces", proc_list_traces, false},
-        {"get_trace", proc_get_trace, false},
-        {"start_trace", proc_start_trace, false},
-        {"stop_trace", proc_stop_trace, false},
-        {"delete_trace", proc_delete_trace, false},
-        {"get_trace_data", proc_get_trace_data, false},
-        {"mark_trace", proc_mark_trace, false},
+        {"list_nodes", proc_list_nodes, true, false, false},
+        {"list_workers", proc_list_workers, false, false, false},
+        {"get_worker", proc_get_worker, false, false, false},
+        {"list_traces", proc_list_traces, false, false, false},
+        {"get_trace", proc_get_trace, false, false, false},
+        {"start_trace", proc_start_trace, false, true, false},
+        {"stop_trace", proc_stop_trace, false, true, false},
+        {"delete_trace", proc_delete_trace, false, true, false},
+        {"get_trace_data", proc_get_trace_data, false, false, false},
+        {"mark_trace", proc_mark_trace, false, true, false},
         /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
          * alias names"). */
-        {"remote.tracing.get_traces", proc_list_traces, false},
-        {"remote.tracing.get_trace", proc_get_trace, false},
-        {"remote.tracing.start_trace", proc_start_trace, false},
-        {"remote.tracing.stop_trace", proc_stop_trace, false},
-        {"remote.tracing.get_trace_data", proc_get_trace_data, false},
-        {"mrealm.get_nodes", proc_list_nodes, true},
-        {"remote.node.get_workers", proc_list_workers, false},
-        {"remote.node.get_worker", proc_get_worker, false},
+        {"remote.tracing.get_traces", proc_list_traces, false, false, false},
+        {"remote.tracing.get_trace", proc_get_trace, false, false, false},
+        {"remote.tracing.start_trace", proc_start_trace, false, true, false},
+        {"remote.tracing.stop_trace", proc_stop_trace, false, true, false},
+        {"remote.tracing.get_trace_data", proc_get_trace_data, false, false, false},
+        {"mrealm.get_nodes", proc_list_nodes, true, false, false},
+        {"remote.node.get_workers", proc_list_workers, false, false, false},
+        {"remote.node.get_worker", proc_get_worker, false, false, false},
+        {"cluster.get_trace_page", proc_trace_page, false, false, true},
 };
 
 #define N_PROCS (sizeof(procs) / sizeof(procs[0]))
+
+static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *who,
+                              const json_t *args, const json_t *kwargs, rt_local_reply *reply);
+
+/* node_id "*": the procedure on every live node. A start_trace without a trace_id gets one name
+ * for every node, "cluster-" and 12 random hex digits (the nodes' own trace1, trace2, ... differ).
+ */
+static wamp_err run_everywhere(mgmt_api *m, rt_session *caller, const mgmt_proc *p,
+                               const json_t *args, const json_t *kwargs, rt_local_reply *reply)
+{
+    json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
+    if (p->fn != proc_start_trace || (id && !json_is_null(id))) {
+        return mgmt_cluster_fanout(m->mc, m->cfg->node_id, run_forwarded, m, caller, p->name, args,
+                                   kwargs, NULL, NULL, reply);
+    }
+    char name[32];
+    snprintf(name, sizeof(name), "cluster-%012llx",
+             (unsigned long long)(wamp_id_random() & 0xffffffffffffull));
+    json_t *a = json_copy((json_t *)args);
+    json_t *k = json_copy((json_t *)kwargs);
+    bool ok = a && k;
+    if (ok && json_object_get(k, "trace_id")) {
+        ok = json_object_set_new(k, "trace_id", json_string(name)) == 0;
+    } else if (ok) {
+        while (ok && json_array_size(a) < 3) {
+            ok = json_array_append_new(a, json_null()) == 0;
+        }
+        ok = ok && json_array_set_new(a, 2, json_string(name)) == 0;
+    }
+    wamp_err err = ok ? mgmt_cluster_fanout(m->mc, m->cfg->node_id, run_forwarded, m, caller,
+                                            p->name, a, k, NULL, NULL, reply)
+                      : WAMP_ENOMEM;
+    json_decref(a);
+    json_decref(k);
+    return err;
+}
+
+/* The answer of a merged reading from the nodes' pages (mgmt_cluster_finish_fn). */
+static json_t *merge_finish(const json_t *map, const json_t *arg)
+{
+    return mgmt_merge_pages(map, json_object_get(arg, "from"),
+                            (size_t)json_integer_value(json_object_get(arg, "limit")));
+}
+
+/* get_trace_data with node_id "*" (mgmt/README.md "Merged reading"): every node's page read
+ * from its cursor, merged in time order; from_seq is one seq for every node or a map
+ * {node_id: seq}; to_seq must be null. */
+static wamp_err read_everywhere(mgmt_api *m, rt_session *caller, const json_t *args,
+                                const json_t *kwargs, rt_local_reply *reply)
+{
+    wamp_err err = WAMP_OK;
+    const char *worker, *id;
+    json_int_t limit;
+    if (!rt_local_arg_string(args, kwargs, 1, "worker_id", &worker, reply, &err) ||
+        !rt_local_arg_string(args, kwargs, 2, "trace_id", &id, reply, &err) ||
+        !arg_int(args, kwargs, 5, "limit", 1, 10000, 100, &limit, reply, &err)) {
+        return err;
+    }
+    json_t *to = rt_local_arg(args, kwargs, 4, "to_seq");
+    if (to && !json_is_null(to)) {
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "to_seq: must be null with node_id \"*\"");
+    }
+    json_t *from = rt_local_arg(args, kwargs, 3, "from_seq");
+    bool from_ok =
+            !from || json_is_null(from) || (json_is_integer(from) && json_integer_value(from) >= 0);
+    if (json_is_object(from)) {
+        const char *k;
+        json_t *v;
+        from_ok = true;
+        json_object_foreach((json_t *)from, k, v)
+        {
+            from_ok = from_ok && json_is_integer(v) && json_integer_value(v) >= 0;
+        }
+    }
+    if (!from_ok) {
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
+                                    "from_seq: must be an integer >= 0 or a map {node_id: seq}");
+    }
+    json_t *cursor = from && !json_is_null(from) ? json_incref(from) : json_integer(0);
+    json_t *a = json_pack("[s, s, s, O, I]", "*", worker, id, cursor, (json_int_t)limit);
+    json_t *k = json_object();
+    json_t *arg = json_pack("{s:O, s:I}", "from", cursor, "limit", (json_int_t)limit);
+    err = a && k && arg
+                  ? mgmt_cluster_fanout(m->mc, m->cfg->node_id, run_forwarded, m, caller,
+                                        "cluster.get_trace_page", a, k, merge_finish, arg, reply)
+                  : WAMP_ENOMEM;
+    if (!a || !k) {
+        json_decref(arg);
+    }
+    json_decref(a);
+    json_decref(k);
+    json_decref(cursor);
+    return err;
+}
 
 /* Every registration's rt_local_proc_fn: a call naming another node of the cluster (node_id,
  * argument 0) goes there; everything else runs here, where check_target() refuses unknown
@@ -549,8 +678,16 @@ static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, cons
 {
     const mgmt_entry *e = ctx;
     mgmt_api *m = e->m;
+    json_t *node = rt_local_arg(args, kwargs, 0, "node_id");
+    if (e->p->every && rt_options_is_plain_string(node) &&
+        strcmp(json_string_value(node), "*") == 0) {
+        return run_everywhere(m, caller, e->p, args, kwargs, reply);
+    }
+    if (e->p->fn == proc_get_trace_data && rt_options_is_plain_string(node) &&
+        strcmp(json_string_value(node), "*") == 0) {
+        return read_everywhere(m, caller, args, kwargs, reply);
+    }
     if (!e->p->any_node && mgmt_cluster_get(m->mc)) {
-        json_t *node = rt_local_arg(args, kwargs, 0, "node_id");
         if (rt_options_is_plain_string(node) &&
             strcmp(json_string_value(node), m->cfg->node_id) != 0) {
             return mgmt_cluster_forward(m->mc, caller, json_string_value(node), e->p->name, args,
@@ -610,6 +747,9 @@ wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
     m->started_wall_ns = started_wall_ns;
     m->started_pc_ns = rt_router_now_us(rt) * 1000u;
     for (size_t i = 0; i < N_PROCS; i++) {
+        if (procs[i].internal) {
+            continue;
+        }
         char uri[96];
         snprintf(uri, sizeof(uri), MGMT_PREFIX "%s", procs[i].name);
         m->entries[i] = (mgmt_entry){.m = m, .p = &procs[i]};

@@ -62,4 +62,22 @@ wamp_err mgmt_cluster_forward(mgmt_cluster *mc, rt_session *caller, const char *
                               const char *procedure, const json_t *args, const json_t *kwargs,
                               rt_local_reply *reply);
 
+/* Makes the answer of a fan-out from its map (borrowed) and the fan-out's arg: a new value, NULL
+ * when it cannot (the caller gets wamp.error.runtime_error). */
+typedef json_t *(*mgmt_cluster_finish_fn)(const json_t *map, const json_t *arg);
+
+/* node_id "*" (mgmt/README.md "Cluster-wide calls"): runs procedure on every live node of mc's
+ * cluster, this one (self_id, through run) included; with mc NULL or stopped, on this node alone.
+ * Each node gets args/kwargs with node_id set to its own id. The answer is one value: the map
+ * {node_id: result} where a node's error is {"error": URI, "args": [...]} (a node that did not
+ * answer within cluster.request_timeout: wamp.error.timeout), or what finish (NULL: none) makes of
+ * that map and finish_arg (taken, NULL allowed). The call is deferred (reply->deferred) while
+ * another node's answer is awaited, and answered when every node answered or timed out;
+ * otherwise *reply holds the answer at once. WAMP_ENOMEM. */
+wamp_err mgmt_cluster_fanout(mgmt_cluster *mc, const char *self_id, mgmt_cluster_run_fn run,
+                             void *run_ctx, rt_session *caller, const char *procedure,
+                             const json_t *args, const json_t *kwargs,
+                             mgmt_cluster_finish_fn finish, json_t *finish_arg_take,
+                             rt_local_reply *reply);
+
 #endif /* MGMT_CLUSTER_H */

@@ -120,6 +120,11 @@ static uint64_t pc_ns(rt_router *rt)
     return ns;
 }
 
+uint64_t rt_trace_ts_now(rt_router *rt)
+{
+    return (uint64_t)((int64_t)pc_ns(rt) + rt->wall_offset_ns);
+}
+
 void rt_trace_sync_clocks(rt_router *rt)
 {
     rt_trace_clock *c = &rt->tclock;

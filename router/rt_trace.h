@@ -115,6 +115,9 @@ void rt_trace_action_close(rt_router *rt);
 void rt_trace_sync_clocks(rt_router *rt);
 /* Wall clock, ns since the epoch. */
 uint64_t rt_trace_wall_ns(void);
+/* The ts (wall-clock ns) a record kept now would get: the trace clock plus its wall offset, so
+ * never less than the ts of a record kept before (until the next re-anchoring moves the offset). */
+uint64_t rt_trace_ts_now(rt_router *rt);
 /* Records a connection event outside any session (trace_hub_on_connection()): event
  * ("refused"), reason, the listener's id, the peer's address and a one-line detail, each NULL
  * when unknown (then left out). Call only while trace_hub_is_active(). */

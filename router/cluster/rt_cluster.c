@@ -57,6 +57,9 @@ struct rt_cluster {
 
     char **nodes; /* sorted; owned strings */
     size_t n_nodes;
+
+    void (*on_joined)(void *arg); /* rt_cluster_set_on_joined() */
+    void *on_joined_arg;
 };
 
 static uint64_t now_us(const rt_cluster *c)
@@ -263,6 +266,9 @@ static void joined(rt_cluster *c)
     RT_LOG_INFO(0, "cluster %s: joined as node %s (instance %s)", c->name, c->node_id, c->instance);
     announce(c);
     read_keys(c);
+    if (c->on_joined) {
+        c->on_joined(c->on_joined_arg);
+    }
 }
 
 static void retry_join(rt_cluster *c, uint64_t after_us)
@@ -636,6 +642,25 @@ const char *rt_cluster_node_id(const rt_cluster *c)
 uint32_t rt_cluster_request_timeout_ms(const rt_cluster *c)
 {
     return c->request_timeout_ms;
+}
+
+void rt_cluster_set_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
+{
+    c->on_joined = fn;
+    c->on_joined_arg = arg;
+}
+
+const char *rt_cluster_name(const rt_cluster *c)
+{
+    return c->name;
+}
+
+wamp_err rt_cluster_kv(rt_cluster *c, const rt_cluster_kv_op *op, rt_cluster_kv_fn fn, void *arg)
+{
+    if (!c->ops || c->link_state != RT_CLUSTER_LINK_UP) {
+        return WAMP_ECLOSED;
+    }
+    return c->ops->kv(c->link, op, fn, arg);
 }
 
 static bool service_subject(const rt_cluster *c, const char *node_id, const char *service,

@@ -117,6 +117,18 @@ wamp_err rt_cluster_request(rt_cluster *c, const char *node_id, const char *serv
 /* Answers a request on its reply subject. The link's errors (WAMP_ETOOBIG over its limit). */
 wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, size_t len);
 
+/* --- For the services: join events and key-value buckets ------------------------------------ */
+
+/* Called each time this node joins: after start, and again after the link came back (state that
+ * a service keeps in the cluster may have changed meanwhile). One callback per cluster (a second
+ * call replaces it; fn NULL clears it). It runs from a link callback, so it may call ops. */
+void rt_cluster_set_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
+/* The cluster name (borrowed): a service names its buckets "<name>_<what>". */
+const char *rt_cluster_name(const rt_cluster *c);
+/* One key-value operation over the link (rt_cluster_ops.kv, same contract). WAMP_ECLOSED without
+ * a link or while it is not up (fn is then never called). */
+wamp_err rt_cluster_kv(rt_cluster *c, const rt_cluster_kv_op *op, rt_cluster_kv_fn fn, void *arg);
+
 /* Link state and traffic counters (from the link), for the stats. */
 void rt_cluster_link_stats_get(const rt_cluster *c, rt_cluster_link_stats *out);
 

@@ -4,10 +4,14 @@ reads its records after traffic on B, stops and deletes it, and node A's metrics
 cluster link; a stopped (SIGSTOP) node B gives
 wamp.error.timeout after cluster.request_timeout, and a node B killed with kill -9 gives
 crossbar.error.no_such_object naming it at once, and an answer over the bus's max_payload gives
-wamp.error.payload_size_exceeded (mgmt/README.md "Cluster")."""
+wamp.error.payload_size_exceeded; a cluster-wide trace (node_id "*") started, marked, stopped and
+deleted on every node with one call each, which a node C joining while it runs starts too, and a
+stopped node B appears as a wamp.error.timeout entry, and the merged pages of every node's records
+tile the traffic in time order (mgmt/README.md "Cluster")."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -16,6 +20,7 @@ import urllib.request
 
 from autobahn.exception import PayloadExceededError
 from autobahn.wamp.exception import ApplicationError
+from autobahn.wamp.types import PublishOptions
 
 import rt_harness as h
 import test_cluster_link as tcl
@@ -128,6 +133,82 @@ class TestClusterMgmt(h.AsyncTestCase):
         self.assertEqual(len(out), 1)
         self.assertGreater(int(out[0].split()[-1]), 0)
         await self.finish(self.a, self.b)
+
+    async def traffic(self, router, tag):
+        """One call and one publication by an application client on router."""
+        app = await h.open_session(router, "realm1", "json")
+        try:
+            await h.step(app.register(lambda x: x + 1, h.uri(self, "inc." + tag)))
+            self.assertEqual(await h.step(app.call(h.uri(self, "inc." + tag), 1)), 2)
+            await h.step(app.publish(h.uri(self, "ev." + tag), tag,
+                                     options=PublishOptions(acknowledge=True)))
+        finally:
+            await app.close()
+
+    async def test_cluster_wide_trace(self):
+        await self.start_cluster()
+        [w] = await self.call("list_workers", "node_a")
+        opts = {"msg_types": ["Call", "Result", "Publish"], "realms": ["realm1"]}
+        started = await self.call("start_trace", "*", w, None, opts)
+        self.assertEqual(sorted(started), ["node_a", "node_b"])
+        tid = started["node_a"]["id"]
+        self.assertTrue(tid.startswith("cluster-"), tid)
+        self.assertEqual(started["node_b"]["id"], tid)
+        # Node C joins while it runs: it starts it too, with the same options.
+        c = self.node("node_c")
+        for r in (self.a, self.b, c):
+            tcl.wait_log(r, tcl.nodes_line(self.name, "node_a", "node_b", "node_c"))
+        tcl.wait_log(c, re.escape('cluster-wide trace "%s" started on this node' % tid))
+        md = await self.call("get_trace", "node_c", w, tid)
+        self.assertEqual(md["status"], "running")
+        self.assertEqual(md["options"]["msg_types"], opts["msg_types"])
+        for r, tag in ((self.a, "a"), (self.b, "b"), (c, "c")):
+            await self.traffic(r, tag)
+        marks = await self.call("mark_trace", "*", w, tid, "deploy")
+        self.assertEqual(sorted(marks), ["node_a", "node_b", "node_c"])
+        # Each node holds its own part: Call, Result, Publish, then the marker.
+        for node in ("node_a", "node_b", "node_c"):
+            recs = await self.call("get_trace_data", node, w, tid, 0, None, 100)
+            self.assertEqual([r["msg_type"] for r in recs], ["Call", "Result", "Publish", "Marker"])
+            self.assertEqual(recs[-1]["seq"], marks[node])
+        # The merged reading, 5 records a page while it runs: every record of every node once,
+        # in (ts, node, seq) order across pages (one machine: one clock), the traffic's order.
+        nodes = ("node_a", "node_b", "node_c")
+        merged, nxt = [], {}
+        for _ in range(20):
+            page = await self.call("get_trace_data", "*", w, tid, nxt, None, 5)
+            self.assertEqual(page["errors"], {})
+            self.assertLessEqual(len(page["records"]), 5)
+            merged += page["records"]
+            nxt = page["next"]
+            if len(merged) >= 12:
+                break
+        self.assertEqual(len(merged), 12)
+        keys = [(r["ts"], r["node_id"], r["seq"]) for r in merged]
+        self.assertEqual(keys, sorted(keys))
+        self.assertEqual(sorted((r["node_id"], r["seq"]) for r in merged),
+                         sorted((n, s) for n in nodes for s in range(4)))
+        self.assertEqual([r["node_id"] for r in merged if r["msg_type"] != "Marker"],
+                         ["node_a"] * 3 + ["node_b"] * 3 + ["node_c"] * 3)
+        self.assertEqual(nxt, {n: 4 for n in nodes})
+        page = await self.call("get_trace_data", "*", w, tid, nxt)
+        self.assertEqual(page["records"], [])
+        # A node that is stopped (SIGSTOP) is a timeout entry; the others answer.
+        os.kill(self.b.proc.pid, signal.SIGSTOP)
+        try:
+            stopped = await self.call("stop_trace", "*", w, tid)
+        finally:
+            os.kill(self.b.proc.pid, signal.SIGCONT)
+        self.assertEqual(stopped["node_a"]["status"], "stopped")
+        self.assertEqual(stopped["node_c"]["status"], "stopped")
+        self.assertEqual(stopped["node_b"]["error"], "wamp.error.timeout")
+        self.assertIn('"node_b"', stopped["node_b"]["args"][0])
+        stopped = await self.call("stop_trace", "*", w, tid)
+        self.assertEqual({n: v["status"] for n, v in stopped.items()},
+                         {"node_a": "stopped", "node_b": "stopped", "node_c": "stopped"})
+        deleted = await self.call("delete_trace", "*", w, tid)
+        self.assertEqual(deleted, {"node_a": None, "node_b": None, "node_c": None})
+        await self.finish(self.a, self.b, c)
 
     async def test_node_b_hung_then_killed(self):
         await self.start_cluster()

@@ -2,7 +2,8 @@
  * (tests/support/fake_cluster.c): list_nodes, procedures forwarded to the other node and answered
  * asynchronously (results and errors with their URIs), a node that is not a member, a timeout
  * through lost messages and the fake clock, a caller leaving before the answer, and the link's
- * figures in get_worker. */
+ * figures in get_worker; node_id "*" (one call on every node, answered with a map of their results
+ * or errors, a silent node as a timeout entry). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "fake_cluster.h"
 #include "fake_transport.h"
 #include "mgmt_api.h"
+#include "mgmt_merge.h"
 #include "rt_cluster.h"
 #include "test_router.h"
 
@@ -389,6 +391,368 @@ START_TEST(test_bad_requests_on_the_bus)
 
 END_TEST
 
+/* Asserts that entry e of a node_id "*" map is {"error": uri, "args": [message containing text]}.
+ */
+static void expect_entry_error(json_t *e, const char *uri, const char *text)
+{
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "error")), uri);
+    const char *msg = json_string_value(json_array_get(json_object_get(e, "args"), 0));
+    ck_assert_ptr_nonnull(msg);
+    ck_assert_msg(strstr(msg, text) != NULL, "\"%s\" lacks \"%s\"", msg, text);
+}
+
+START_TEST(test_trace_on_every_node)
+{
+    /* One CALL, one deferred answer: the map of both nodes' results, one trace id for both. */
+    int64_t req =
+            send_call("start_trace", "[\"*\", \"router1\", null, {\"msg_types\": [\"Call\"]}]");
+    ck_assert_int_eq((int)fake_conn_pending(C), 0);
+    json_t *m = answer(req);
+    json_t *map = result(m);
+    ck_assert_int_eq((int)json_object_size(map), 2);
+    const char *id = json_string_value(json_object_get(json_object_get(map, "A"), "id"));
+    ck_assert_ptr_nonnull(id);
+    ck_assert_msg(strncmp(id, "cluster-", 8) == 0, "%s", id);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "B"), "id")), id);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "B"), "status")),
+                     "running");
+    char tid[64], args[160];
+    snprintf(tid, sizeof(tid), "%s", id);
+    json_decref(m);
+    /* It runs on both nodes. */
+    m = call("list_traces", "[\"B\", \"router1\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), tid);
+    json_decref(m);
+    m = call("list_traces", "[\"A\", \"router1\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), tid);
+    json_decref(m);
+    /* Errors are entries of the map, with their URI. */
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"%s\"]", tid);
+    m = call("start_trace", args);
+    map = result(m);
+    expect_entry_error(json_object_get(map, "A"), MGMT_ERROR_ALREADY_RUNNING, tid);
+    expect_entry_error(json_object_get(map, "B"), MGMT_ERROR_ALREADY_RUNNING, tid);
+    json_decref(m);
+    /* mark_trace by keyword: every node's seq. */
+    snprintf(args, sizeof(args),
+             "[], {\"node_id\": \"*\", \"worker_id\": \"router1\", "
+             "\"trace_id\": \"%s\", \"name\": \"deploy\"}",
+             tid);
+    m = call("mark_trace", args);
+    map = result(m);
+    /* The first record of each node's trace (no Call on either). */
+    ck_assert(json_is_integer(json_object_get(map, "A")));
+    ck_assert_int_eq((int)json_integer_value(json_object_get(map, "A")), 0);
+    ck_assert(json_is_integer(json_object_get(map, "B")));
+    ck_assert_int_eq((int)json_integer_value(json_object_get(map, "B")), 0);
+    json_decref(m);
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"%s\"]", tid);
+    m = call("delete_trace", args);
+    expect_entry_error(json_object_get(result(m), "B"), MGMT_ERROR_NOT_STOPPED, tid);
+    json_decref(m);
+    m = call("stop_trace", args);
+    map = result(m);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "A"), "status")),
+                     "stopped");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "B"), "status")),
+                     "stopped");
+    json_decref(m);
+    m = call("delete_trace", args);
+    map = result(m);
+    ck_assert_int_eq((int)json_object_size(map), 2);
+    ck_assert(json_is_null(json_object_get(map, "A")));
+    ck_assert(json_is_null(json_object_get(map, "B")));
+    json_decref(m);
+    m = call("list_traces", "[\"B\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 0);
+    json_decref(m);
+    /* "*" is not a node for the other procedures. */
+    expect_error(call("list_traces", "[\"*\", \"router1\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"*\"");
+}
+
+END_TEST
+
+START_TEST(test_every_node_with_one_silent)
+{
+    /* B's request is lost: the answer waits for the timeout, then names B's timeout. */
+    fake_bus_drop(bus, 1);
+    int64_t req = send_call("start_trace", "[\"*\", \"router1\", \"tt\"]");
+    fake_bus_run(bus);
+    ck_assert_int_eq((int)fake_conn_pending(C), 0);
+    fake_clock_advance_ms(&A.t.clock, TIMEOUT_MS + 100);
+    json_t *m = answer(req);
+    json_t *map = result(m);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "A"), "status")),
+                     "running");
+    expect_entry_error(json_object_get(map, "B"), "wamp.error.timeout",
+                       "\"B\" did not answer within 500 ms");
+    json_decref(m);
+    /* A fan-out in flight at teardown is freed without an answer. */
+    (void)send_call("stop_trace", "[\"*\", \"router1\", \"tt\"]");
+}
+
+END_TEST
+
+START_TEST(test_every_node_with_the_link_down)
+{
+    /* The link down: "*" is this node alone, answered at once. */
+    fake_link_set_up(A.l, false);
+    fake_bus_run(bus);
+    json_t *m = call("start_trace", "[\"*\", \"router1\", \"solo\"]");
+    json_t *map = result(m);
+    ck_assert_int_eq((int)json_object_size(map), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(map, "A"), "id")), "solo");
+    json_decref(m);
+}
+
+END_TEST
+
+START_TEST(test_joiner_starts_the_cluster_wide_traces)
+{
+    json_t *m = call("start_trace", "[\"*\", \"router1\", \"cw\", {\"msg_types\": [\"Call\"]}]");
+    ck_assert_int_eq((int)json_object_size(result(m)), 2);
+    json_decref(m);
+    /* A trace of A alone is not cluster-wide. */
+    json_decref(call("start_trace", "[\"A\", \"router1\", \"mine\"]"));
+    /* Node C joins while cw runs: it starts cw with the same options, and only cw. */
+    node N3;
+    memset(&N3, 0, sizeof(N3));
+    node_start(&N3, "C", &A.t.clock, 3);
+    fake_bus_run(bus);
+    ck_assert_int_eq((int)rt_cluster_node_count(A.c), 3);
+    m = call("list_traces", "[\"C\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "cw");
+    json_decref(m);
+    m = call("get_trace", "[\"C\", \"router1\", \"cw\"]");
+    json_t *opts = json_object_get(result(m), "options");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(opts, "msg_types"), 0)),
+                     "Call");
+    json_decref(m);
+    /* stop_trace "*" reaches C too; a node joining after the stop does not start it. */
+    m = call("stop_trace", "[\"*\", \"router1\", \"cw\"]");
+    ck_assert_int_eq((int)json_object_size(result(m)), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(result(m), "C"), "status")),
+                     "stopped");
+    json_decref(m);
+    node N4;
+    memset(&N4, 0, sizeof(N4));
+    node_start(&N4, "D", &A.t.clock, 4);
+    fake_bus_run(bus);
+    m = call("list_traces", "[\"D\", \"router1\"]");
+    ck_assert_int_eq((int)json_array_size(result(m)), 0);
+    json_decref(m);
+    /* A restarted cluster-wide trace reaches a node that rejoins after its link came back. */
+    json_decref(call("delete_trace", "[\"*\", \"router1\", \"cw\"]"));
+    fake_link_set_up(N4.l, false);
+    fake_bus_run(bus);
+    m = call("start_trace", "[\"*\", \"router1\", \"cw\"]");
+    ck_assert_int_eq((int)json_object_size(result(m)), 4);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(result(m), "D"), "error"));
+    json_decref(m);
+    fake_link_set_up(N4.l, true);
+    fake_bus_run(bus);
+    m = call("list_traces", "[\"D\", \"router1\"]");
+    ck_assert_str_eq(json_string_value(json_array_get(result(m), 0)), "cw");
+    json_decref(m);
+    node_stop(&N4);
+    node_stop(&N3);
+}
+
+END_TEST
+
+/* Node ids of a merged page's records, as "A0 B0 A1" (node id and seq). */
+static void page_str(const json_t *recs, char *out, size_t size)
+{
+    size_t i, len = 0;
+    json_t *r;
+    out[0] = '\0';
+    json_array_foreach(recs, i, r)
+    {
+        len += (size_t)snprintf(out + len, size - len, "%s%s%lld", i ? " " : "",
+                                json_string_value(json_object_get(r, "node_id")),
+                                (long long)json_integer_value(json_object_get(r, "seq")));
+    }
+}
+
+/* mgmt_merge_pages() on pages given as JSON text; the records as page_str(), and *next. */
+static void merge(const char *pages, const char *from, size_t limit, char *out, size_t size,
+                  json_t **next)
+{
+    json_t *p = json_loads(pages, 0, NULL);
+    json_t *f = json_loads(from, JSON_DECODE_ANY, NULL);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(f);
+    json_t *m = mgmt_merge_pages(p, f, limit);
+    ck_assert_ptr_nonnull(m);
+    page_str(json_object_get(m, "records"), out, size);
+    *next = json_incref(json_object_get(m, "next"));
+    json_decref(m);
+    json_decref(p);
+    json_decref(f);
+}
+
+START_TEST(test_merge_cuts_where_a_node_could_still_write)
+{
+    char got[256];
+    json_t *next;
+    /* B's clock is behind (now 4): A's record at ts 5 waits, B's records before 4 go. */
+    merge("{\"A\": {\"records\": [{\"seq\": 0, \"ts\": 1}, {\"seq\": 1, \"ts\": 5}], \"now\": 10,"
+          " \"running\": true},"
+          " \"B\": {\"records\": [{\"seq\": 0, \"ts\": 2}, {\"seq\": 1, \"ts\": 3}], \"now\": 4,"
+          " \"running\": true}}",
+          "0", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0 B1");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 2);
+    json_decref(next);
+    /* A record B writes later at ts 4.5 still comes before A's ts 5: nothing twice, none lost. */
+    merge("{\"A\": {\"records\": [{\"seq\": 1, \"ts\": 5}], \"now\": 10, \"running\": true},"
+          " \"B\": {\"records\": [{\"seq\": 2, \"ts\": 4.5}], \"now\": 6, \"running\": true}}",
+          "{\"A\": 1, \"B\": 2}", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "B2 A1");
+    json_decref(next);
+    /* Full pages: cut at the smallest last key; the limit counts the merged records. */
+    merge("{\"A\": {\"records\": [{\"seq\": 0, \"ts\": 1}, {\"seq\": 1, \"ts\": 5}], \"now\": 10,"
+          " \"running\": false},"
+          " \"B\": {\"records\": [{\"seq\": 0, \"ts\": 2}, {\"seq\": 1, \"ts\": 3}], \"now\": 10,"
+          " \"running\": false}}",
+          "0", 2, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 1);
+    json_decref(next);
+    /* Ties by node id, then seq; a gap item sorts at the record before it; stopped and read to
+     * the end: no cut; a node's error keeps its cursor, a node not asked keeps its own. */
+    merge("{\"B\": {\"records\": [{\"seq\": 0, \"ts\": 1}], \"now\": 9, \"running\": false},"
+          " \"A\": {\"records\": [{\"seq\": 3, \"ts\": 1}, {\"seq\": 7, \"kind\": \"gap\"},"
+          " {\"seq\": 8, \"ts\": 20}], \"now\": 9, \"running\": false},"
+          " \"C\": {\"error\": \"wamp.error.timeout\", \"args\": [\"late\"]}}",
+          "{\"A\": 3, \"C\": 4, \"Z\": 9}", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A3 A7 B0 A8");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 9);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "C")), 4);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "Z")), 9);
+    json_decref(next);
+    /* A malformed page: NULL (the caller answers an error). */
+    json_t *p = json_loads("{\"A\": {\"records\": 5, \"now\": 1}}", 0, NULL);
+    json_t *zero = json_integer(0);
+    ck_assert_ptr_null(mgmt_merge_pages(p, zero, 10));
+    json_decref(zero);
+    json_decref(p);
+}
+
+END_TEST
+
+/* One page of get_trace_data "*" from *next (replaced by the page's next): its records
+ * appended to all (page_str() form), their Call arguments to xs; the page's record count. */
+static size_t merged_page(json_t **next, size_t limit, char *all, size_t all_size, int *xs,
+                          int *n_x)
+{
+    char *from = json_dumps(*next, JSON_COMPACT);
+    char args[256], got[256];
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"mr\", %s, null, %zu]", from, limit);
+    free(from);
+    json_t *m = call("get_trace_data", args);
+    json_t *v = result(m);
+    ck_assert_int_eq((int)json_object_size(json_object_get(v, "errors")), 0);
+    json_t *recs = json_object_get(v, "records");
+    size_t n = json_array_size(recs), i;
+    ck_assert_int_le((int)n, (int)limit);
+    json_t *r, *prev = NULL;
+    json_array_foreach(recs, i, r)
+    {
+        /* In (ts, node id, seq) order within the page. */
+        if (prev) {
+            double t0 = json_number_value(json_object_get(prev, "ts"));
+            double t1 = json_number_value(json_object_get(r, "ts"));
+            int c = strcmp(json_string_value(json_object_get(prev, "node_id")),
+                           json_string_value(json_object_get(r, "node_id")));
+            ck_assert(t0 < t1 || (t0 == t1 && c <= 0));
+        }
+        prev = r;
+        ck_assert_int_lt(*n_x, 8);
+        xs[(*n_x)++] = (int)json_integer_value(
+                json_array_get(json_array_get(json_object_get(r, "msg"), 4), 0));
+    }
+    page_str(recs, got, sizeof(got));
+    if (*all && *got) {
+        strncat(all, " ", all_size - strlen(all) - 1);
+    }
+    strncat(all, got, all_size - strlen(all) - 1);
+    json_decref(*next);
+    *next = json_incref(json_object_get(v, "next"));
+    json_decref(m);
+    return n;
+}
+
+START_TEST(test_merged_reading_tiles_every_node)
+{
+    json_decref(call("start_trace", "[\"*\", \"router1\", \"mr\", {\"msg_types\": [\"Call\"]}]"));
+    fake_conn *on_a = fake_conn_new_joined(A.t.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *on_b = fake_conn_new_joined(B.t.rt, WAMP_SER_JSON, "realm1");
+    for (int i = 1; i <= 5; i++) {
+        fake_clock_advance_ms(&A.t.clock, 1000);
+        fake_conn_send(i % 2 ? on_a : on_b, "[48, %d, {}, \"com.nobody\", [%d]]", i, i);
+    }
+    /* Read while it runs, 2 at a time, each page from the last page's next; one more Call on B
+     * meanwhile. The routers' wall offsets follow the real clock while the fake one jumps, so
+     * records may wait for a later page, but none comes twice and none is lost. */
+    json_t *next = json_object();
+    char all[512] = "";
+    int xs[8], n_x = 0;
+    for (int page = 0; page < 5; page++) {
+        (void)merged_page(&next, 2, all, sizeof(all), xs, &n_x);
+        if (page == 2) {
+            fake_clock_advance_ms(&A.t.clock, 1000);
+            fake_conn_send(on_b, "[48, 6, {}, \"com.nobody\", [6]]");
+        }
+    }
+    /* Once stopped everywhere, nothing is held back: read until a page is empty. */
+    json_decref(call("stop_trace", "[\"*\", \"router1\", \"mr\"]"));
+    int pages = 0;
+    while (merged_page(&next, 2, all, sizeof(all), xs, &n_x) > 0) {
+        ck_assert_int_lt(++pages, 10);
+    }
+    /* Each node's records once, in seq order. */
+    char per_node[2][64] = {"", ""};
+    for (char *tok = strtok(all, " "); tok; tok = strtok(NULL, " ")) {
+        char *d = per_node[tok[0] == 'B'];
+        strncat(d, tok, sizeof(per_node[0]) - strlen(d) - 2);
+        strcat(d, " ");
+    }
+    ck_assert_str_eq(per_node[0], "A0 A1 A2 ");
+    ck_assert_str_eq(per_node[1], "B0 B1 B2 ");
+    ck_assert_int_eq(n_x, 6);
+    int seen = 0;
+    for (int i = 0; i < n_x; i++) {
+        seen |= 1 << xs[i];
+    }
+    ck_assert_int_eq(seen, 0x7e);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 3);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 3);
+    json_decref(next);
+    fake_conn_free(on_a);
+    fake_conn_free(on_b);
+    expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", 0, 5]"),
+                 "wamp.error.invalid_argument", "to_seq");
+    expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", {\"A\": -1}]"),
+                 "wamp.error.invalid_argument", "from_seq");
+    /* A node without the trace is an error entry; the others' records still come. */
+    json_decref(call("delete_trace", "[\"B\", \"router1\", \"mr\"]"));
+    json_t *m = call("get_trace_data", "[\"*\", \"router1\", \"mr\"]");
+    json_t *v = result(m);
+    ck_assert_int_eq((int)json_array_size(json_object_get(v, "records")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(v, "errors"), "B"), "error")),
+                     MGMT_ERROR_NO_SUCH_OBJECT);
+    json_decref(m);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -405,6 +769,12 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_without_cluster_link_up);
     tcase_add_test(tc, test_bad_requests_on_the_bus);
     tcase_add_test(tc, test_forwarded_answer_traced_with_its_call);
+    tcase_add_test(tc, test_trace_on_every_node);
+    tcase_add_test(tc, test_every_node_with_one_silent);
+    tcase_add_test(tc, test_every_node_with_the_link_down);
+    tcase_add_test(tc, test_joiner_starts_the_cluster_wide_traces);
+    tcase_add_test(tc, test_merged_reading_tiles_every_node);
+    tcase_add_test(tc, test_merge_cuts_where_a_node_could_still_write);
     suite_add_tcase(s, tc);
     return s;
 }
