@@ -14,6 +14,7 @@
 
 #include <sodium.h>
 
+#include "wamp_kdf.h"
 #include "wamp_types.h"
 
 struct rt_auth_pending {
@@ -86,44 +87,6 @@ rt_auth_method rt_auth_pick(const json_t *authmethods, const rt_auth_config *cfg
 
 /* ---- Primitives ---------------------------------------------------------------------------- */
 
-wamp_err rt_auth_pbkdf2_sha256(const uint8_t *password, size_t password_len, const uint8_t *salt,
-                               size_t salt_len, uint32_t iterations, uint8_t *out, size_t out_len)
-{
-    if (iterations == 0 || out_len == 0) {
-        return WAMP_EINVAL;
-    }
-    /* The PRF keyed with the password once; each HMAC starts from a copy of that state. */
-    crypto_auth_hmacsha256_state keyed, st;
-    uint8_t u[crypto_auth_hmacsha256_BYTES], t[crypto_auth_hmacsha256_BYTES];
-    crypto_auth_hmacsha256_init(&keyed, password, password_len);
-    for (uint32_t block = 1; out_len > 0; block++) {
-        uint8_t be[4] = {(uint8_t)(block >> 24), (uint8_t)(block >> 16), (uint8_t)(block >> 8),
-                         (uint8_t)block};
-        st = keyed; /* U1 = PRF(P, S || INT(i)) */
-        crypto_auth_hmacsha256_update(&st, salt, salt_len);
-        crypto_auth_hmacsha256_update(&st, be, sizeof(be));
-        crypto_auth_hmacsha256_final(&st, u);
-        memcpy(t, u, sizeof(t));
-        for (uint32_t j = 1; j < iterations; j++) { /* Uj = PRF(P, Uj-1); T ^= Uj */
-            st = keyed;
-            crypto_auth_hmacsha256_update(&st, u, sizeof(u));
-            crypto_auth_hmacsha256_final(&st, u);
-            for (size_t k = 0; k < sizeof(t); k++) {
-                t[k] ^= u[k];
-            }
-        }
-        size_t n = out_len < sizeof(t) ? out_len : sizeof(t);
-        memcpy(out, t, n);
-        out += n;
-        out_len -= n;
-    }
-    sodium_memzero(&keyed, sizeof(keyed));
-    sodium_memzero(&st, sizeof(st));
-    sodium_memzero(u, sizeof(u));
-    sodium_memzero(t, sizeof(t));
-    return WAMP_OK;
-}
-
 void rt_auth_wampcra_sign(const char *key, size_t key_len, const char *msg, size_t msg_len,
                           char out[RT_AUTH_WCS_LEN])
 {
@@ -145,9 +108,8 @@ wamp_err rt_auth_wampcra_derive_key(const char *secret, const char *salt, uint32
         return WAMP_EINVAL;
     }
     uint8_t key[1024];
-    wamp_err err =
-            rt_auth_pbkdf2_sha256((const uint8_t *)secret, strlen(secret), (const uint8_t *)salt,
-                                  strlen(salt), iterations, key, keylen);
+    wamp_err err = wamp_pbkdf2_sha256((const uint8_t *)secret, strlen(secret),
+                                      (const uint8_t *)salt, strlen(salt), iterations, key, keylen);
     if (err == WAMP_OK) {
         sodium_bin2base64(out, out_len, key, keylen, sodium_base64_VARIANT_ORIGINAL);
     }

@@ -38,11 +38,6 @@ const char *rt_auth_method_name(rt_auth_method m);
 rt_auth_method rt_auth_pick(const json_t *authmethods, const rt_auth_config *cfg,
                             bool anonymous_allowed);
 
-/* PBKDF2 (RFC 8018) with HMAC-SHA256 as PRF: out_len bytes derived from the password and salt.
- * WAMP_EINVAL when iterations or out_len is 0. */
-wamp_err rt_auth_pbkdf2_sha256(const uint8_t *password, size_t password_len, const uint8_t *salt,
-                               size_t salt_len, uint32_t iterations, uint8_t *out, size_t out_len);
-
 /* Base64 of HMAC-SHA256(key, msg): 44 characters and a NUL (autobahn's compute_wcs). */
 #define RT_AUTH_WCS_LEN 45
 void rt_auth_wampcra_sign(const char *key, size_t key_len, const char *msg, size_t msg_len,

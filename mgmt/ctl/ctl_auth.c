@@ -8,6 +8,8 @@
 
 #include <sodium.h>
 
+#include "wamp_kdf.h"
+
 void ctl_auth_init(ctl_auth *a)
 {
     memset(a, 0, sizeof(*a));
@@ -180,36 +182,6 @@ bool ctl_auth_hello_details(const ctl_auth *a, json_t *details)
     return ok;
 }
 
-void ctl_pbkdf2_sha256(const unsigned char *password, size_t plen, const unsigned char *salt,
-                       size_t slen, unsigned iterations, unsigned char *out, size_t keylen)
-{
-    unsigned char u[crypto_auth_hmacsha256_BYTES], t[crypto_auth_hmacsha256_BYTES];
-    for (uint32_t block = 1; keylen > 0; block++) {
-        unsigned char be[4] = {(unsigned char)(block >> 24), (unsigned char)(block >> 16),
-                               (unsigned char)(block >> 8), (unsigned char)block};
-        crypto_auth_hmacsha256_state st;
-        crypto_auth_hmacsha256_init(&st, password, plen);
-        crypto_auth_hmacsha256_update(&st, salt, slen);
-        crypto_auth_hmacsha256_update(&st, be, sizeof(be));
-        crypto_auth_hmacsha256_final(&st, u);
-        memcpy(t, u, sizeof(t));
-        for (unsigned i = 1; i < iterations; i++) {
-            crypto_auth_hmacsha256_init(&st, password, plen);
-            crypto_auth_hmacsha256_update(&st, u, sizeof(u));
-            crypto_auth_hmacsha256_final(&st, u);
-            for (size_t k = 0; k < sizeof(t); k++) {
-                t[k] ^= u[k];
-            }
-        }
-        size_t n = keylen < sizeof(t) ? keylen : sizeof(t);
-        memcpy(out, t, n);
-        out += n;
-        keylen -= n;
-    }
-    sodium_memzero(u, sizeof(u));
-    sodium_memzero(t, sizeof(t));
-}
-
 static char *base64_dup(const unsigned char *bin, size_t len)
 {
     size_t cap = sodium_base64_encoded_len(len, sodium_base64_VARIANT_ORIGINAL);
@@ -246,9 +218,10 @@ static char *wampcra_signature(const ctl_auth *a, const json_t *extra, char *why
             snprintf(why, why_len, "out of memory");
             return NULL;
         }
-        ctl_pbkdf2_sha256((const unsigned char *)a->secret, strlen(a->secret),
-                          (const unsigned char *)salt, strlen(salt), (unsigned)iterations, dk,
-                          (size_t)keylen);
+        /* iterations and keylen are > 0 here: no WAMP_EINVAL. */
+        (void)wamp_pbkdf2_sha256((const uint8_t *)a->secret, strlen(a->secret),
+                                 (const uint8_t *)salt, strlen(salt), (uint32_t)iterations, dk,
+                                 (size_t)keylen);
         derived = base64_dup(dk, (size_t)keylen);
         sodium_free(dk);
         if (!derived) {

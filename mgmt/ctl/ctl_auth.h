@@ -53,8 +53,4 @@ bool ctl_auth_hello_details(const ctl_auth *a, json_t *details);
 char *ctl_auth_signature(const ctl_auth *a, const char *method, const json_t *extra, char *why,
                          size_t why_len);
 
-/* PBKDF2-HMAC-SHA256 (RFC 8018) of password / salt, keylen bytes into out. */
-void ctl_pbkdf2_sha256(const unsigned char *password, size_t plen, const unsigned char *salt,
-                       size_t slen, unsigned iterations, unsigned char *out, size_t keylen);
-
 #endif /* CTL_AUTH_H */

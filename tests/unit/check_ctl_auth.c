@@ -16,28 +16,6 @@ static void hex_of(const unsigned char *b, size_t n, char *out)
     sodium_bin2hex(out, n * 2 + 1, b, n);
 }
 
-START_TEST(test_pbkdf2_vectors)
-{
-    unsigned char out[64];
-    char hex[129];
-    ctl_pbkdf2_sha256((const unsigned char *)"password", 8, (const unsigned char *)"salt", 4, 1,
-                      out, 32);
-    hex_of(out, 32, hex);
-    ck_assert_str_eq(hex, "120fb6cffcf8b32c43e7225256c4f837a86548c92ccc35480805987cb70be17b");
-    ctl_pbkdf2_sha256((const unsigned char *)"passwd", 6, (const unsigned char *)"salt", 4, 1, out,
-                      64);
-    hex_of(out, 64, hex);
-    ck_assert_str_eq(hex, "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc"
-                          "49ca9cccf179b645991664b39d77ef317c71b845b1e30bd509112041d3a19783");
-    ctl_pbkdf2_sha256((const unsigned char *)"password", 8, (const unsigned char *)"salt", 4, 4096,
-                      out, 40);
-    hex_of(out, 40, hex);
-    ck_assert_str_eq(hex, "c5e478d59288c841aa530db6845c4c8d962893a001ce4e11a4963873aa98134a"
-                          "f7ad98c1b458ce3f");
-}
-
-END_TEST
-
 START_TEST(test_wampcra)
 {
     ctl_auth a;
@@ -162,7 +140,6 @@ static Suite *ctl_auth_suite(void)
 {
     Suite *s = suite_create("ctl_auth");
     TCase *tc = tcase_create("auth");
-    tcase_add_test(tc, test_pbkdf2_vectors);
     tcase_add_test(tc, test_wampcra);
     tcase_add_test(tc, test_ticket_and_hello);
     tcase_add_test(tc, test_cryptosign);
