@@ -384,6 +384,10 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
         /* lws 4.1 sets up a vhost's TLS only when the vhost's own options carry this too
          * (tls-server.c, lws_context_init_server_ssl). */
         info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        /* Every end of SSL_accept() reaches the protocol as LWS_CALLBACK_SSL_INFO: lws 4.1
+         * closes a connection whose TLS handshake failed without any other callback
+         * (rt_lws_on_ssl_info()). */
+        info.ssl_info_event_mask = SSL_CB_EXIT;
     }
     /* lws 4.1.6 binds an IPv6 socket when IPv6 is enabled, and its lws_interface_to_sa() then
      * writes an IPv4 literal into the sockaddr_in6 at the wrong offset: "127.0.0.1" would
