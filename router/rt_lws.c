@@ -111,6 +111,20 @@ static void log_sink(int level, const char *line)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    /* A request whose headers pass RT_LWS_HEADER_BYTES: lws 4.1 closes the connection without
+     * an answer and without a callback (roles/http/server/server.c, lws_parse() failing:
+     * bail_nuke_ah), so the adapter can neither count it nor name the peer; this line, an
+     * error in lws's words, is all there is. A peer causes it: info, in the router's words, and
+     * rate-limited on a site of its own. */
+    static const char too_long[] = "Ran out of header data space";
+    if (strncmp(line, too_long, sizeof(too_long) - 1) == 0) {
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us, "request headers too long",
+                         0,
+                         "HTTP request headers over %d bytes: connection closed without an answer "
+                         "(lws: %.*s)",
+                         RT_LWS_HEADER_BYTES, (int)n, line);
+        return;
+    }
     RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, lv, now_us, "libwebsockets", 0, "lws: %.*s", (int)n, line);
 }
 

@@ -187,6 +187,30 @@ class HandshakeTest(h.AsyncTestCase):
         log = self.router.stderr_text() + self.router.stdout_text()
         self.assertIn("refused by listener transport1 (subprotocol)", log)
 
+    async def test_headers_too_long_closed_and_logged_at_info(self):
+        # Over the 16 KiB of request headers: lws closes the connection without an answer or a
+        # callback, so nothing is counted; its error line becomes one info line of the router's.
+        before = await self.stats()
+        for _ in range(3):
+            s = socket.create_connection((self.router.host, self.router.port), timeout=5)
+            self._socks.append(s)
+            s.sendall(b"GET " + self.router.path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+                      b"X-Big: " + b"a" * 20000 + b"\r\n\r\n")
+            try:
+                self.assertEqual(s.recv(4096), b"")
+            except ConnectionResetError:
+                pass
+        after = await self.stats()
+        for k in ("handshakes_refused_request", "handshakes_refused_path"):
+            self.assertEqual(after[k], before[k])
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertEqual(log.count("HTTP request headers over 16384 bytes: connection closed "
+                                   "without an answer (lws: Ran out of header data space)"), 3, log)
+        self.assertNotIn("ERROR lws: Ran out of header data space", log)
+        # The router goes on serving.
+        w = self.ws(["wamp.2.json"])
+        self.assertEqual(w.hello()[0], 2)
+
     # --- frames -------------------------------------------------------------------------------
 
     async def test_binary_frame_on_json_is_protocol_violation(self):
