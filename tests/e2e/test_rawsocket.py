@@ -715,8 +715,9 @@ class TlsTestCase(h.AsyncTestCase):
         log = self.router.stderr_text() + self.router.stdout_text()
         self.assertRegex(log, r"TLS handshake from 127\.0\.0\.1:\d+ failed on listener wss_e2e: "
                               r"http request")
-        self.assertRegex(log, r"TLS handshake from 127\.0\.0\.1:\d+ failed on listener rss_e2e: "
-                              r"\S.*alert")
+        # That client closes right after its alert: its address may be gone by then ("?").
+        self.assertRegex(log, r"TLS handshake from (127\.0\.0\.1:\d+|\?) failed on listener "
+                              r"rss_e2e: \S.*alert")
 
 
 class TlsConfigTestCase(unittest.TestCase):
