@@ -111,6 +111,20 @@ static void log_sink(int level, const char *line)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    /* A request whose headers pass RT_LWS_HEADER_BYTES: lws 4.1 closes the connection without
+     * an answer and without a callback (roles/http/server/server.c, lws_parse() failing:
+     * bail_nuke_ah), so the adapter can neither count it nor name the peer; this line, an
+     * error in lws's words, is all there is. A peer causes it: info, in the router's words, and
+     * rate-limited on a site of its own. */
+    static const char too_long[] = "Ran out of header data space";
+    if (strncmp(line, too_long, sizeof(too_long) - 1) == 0) {
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us, "request headers too long",
+                         0,
+                         "HTTP request headers over %d bytes: connection closed without an answer "
+                         "(lws: %.*s)",
+                         RT_LWS_HEADER_BYTES, (int)n, line);
+        return;
+    }
     RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, lv, now_us, "libwebsockets", 0, "lws: %.*s", (int)n, line);
 }
 
@@ -384,6 +398,10 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
         /* lws 4.1 sets up a vhost's TLS only when the vhost's own options carry this too
          * (tls-server.c, lws_context_init_server_ssl). */
         info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        /* Every end of SSL_accept() reaches the protocol as LWS_CALLBACK_SSL_INFO: lws 4.1
+         * closes a connection whose TLS handshake failed without any other callback
+         * (rt_lws_on_ssl_info()). */
+        info.ssl_info_event_mask = SSL_CB_EXIT;
     }
     /* lws 4.1.6 binds an IPv6 socket when IPv6 is enabled, and its lws_interface_to_sa() then
      * writes an IPv4 literal into the sockaddr_in6 at the wrong offset: "127.0.0.1" would

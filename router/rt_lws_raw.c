@@ -421,6 +421,9 @@ static int raw_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     case LWS_CALLBACK_RAW_CLOSE:
         on_close(pss);
         return 0;
+    case LWS_CALLBACK_SSL_INFO: /* a TLS listener's connection, before RAW_ADOPT */
+        rt_lws_on_ssl_info(wsi, in, cfg_of(lws_get_vhost_user(lws_get_vhost(wsi)))->id);
+        return 0;
     default:
         return 0;
     }

@@ -537,6 +537,9 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
         /* A WebSocket bound to "http": the client offered no WAMP subprotocol (or offered
          * "http"). WAMP requires one (spec "WebSocket Transport"). */
         return 1;
+    case LWS_CALLBACK_SSL_INFO: /* a TLS listener's connection, before any HTTP */
+        rt_lws_on_ssl_info(wsi, in, listener_of(wsi)->cfg->id);
+        return 0;
     default:
         return lws_callback_http_dummy(wsi, reason, user, in, len);
     }

@@ -259,6 +259,8 @@ const char *rt_refusal_name(rt_refusal reason)
         return "path";
     case RT_REFUSAL_SUBPROTOCOL:
         return "subprotocol";
+    case RT_REFUSAL_TLS:
+        return "tls";
     default:
         return "?";
     }
@@ -278,7 +280,16 @@ void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *l
     }
     /* A client that retries in a loop must not flood the log (RT_LOG_LIMITED: the first lines,
      * then a summary with the count every 10 s while it goes on; a handshake is what a
-     * connection causes once: RT_LOG_BURST_CONN lines before counting starts). */
+     * connection causes once: RT_LOG_BURST_CONN lines before counting starts). A TLS failure
+     * has a site (and a summary) of its own: it is no WebSocket handshake, and a scanner's
+     * flood of them must not hide the others. */
+    if (reason == RT_REFUSAL_TLS) {
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                         "TLS handshake failed", 0,
+                         "TLS handshake from %s failed on listener %s%s%s", peer ? peer : "?",
+                         listener_id ? listener_id : "?", detail ? ": " : "", detail ? detail : "");
+        return;
+    }
     RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
                      "WebSocket handshake refused", 0,
                      "WebSocket handshake from %s refused by listener %s (%s)%s%s",

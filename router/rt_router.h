@@ -86,6 +86,11 @@ typedef enum rt_refusal {
     RT_REFUSAL_REQUEST,     /* "request": not a valid WebSocket upgrade request (HTTP 400) */
     RT_REFUSAL_PATH,        /* "path": no WebSocket endpoint on the request path (HTTP 404) */
     RT_REFUSAL_SUBPROTOCOL, /* "subprotocol": no WAMP subprotocol the listener speaks (HTTP 400) */
+    /* "tls": the TLS handshake failed on a TLS listener (WebSocket or RawSocket): not TLS at all
+     * (plain HTTP, a RawSocket handshake, garbage), or no protocol version or cipher in common.
+     * The connection is dropped without an answer. A client that closes before it sent
+     * anything is not counted. */
+    RT_REFUSAL_TLS,
     RT_REFUSAL_COUNT
 } rt_refusal;
 
@@ -149,11 +154,12 @@ const rt_router_stats *rt_router_stats_get(const rt_router *rt);
  * reason "limit", detail why) as rt_router_refused_handshake() makes. */
 void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
                                   const char *why);
-/* "request", "path", "subprotocol" (the names in stats, logs and connection records); "?" for
- * anything else. Static string. */
+/* "request", "path", "subprotocol", "tls" (the names in stats, logs and connection records); "?"
+ * for anything else. Static string. */
 const char *rt_refusal_name(rt_refusal reason);
 
-/* A transport adapter refused a handshake (it answered the client itself): counted in
+/* A transport adapter refused a handshake (it answered the client itself, or for "tls" dropped
+ * the connection): counted in
  * stats.handshakes_refused[reason]; logged at info with the reason, listener, peer ("ip:port",
  * NULL or "" if unknown) and detail (one line, NULL = none), rate-limited (RT_LOG_LIMITED: the
  * first lines, then a summary with the count every 10 s while a flood goes on); and, while a trace

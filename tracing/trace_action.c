@@ -11,6 +11,11 @@
  * session ids keeps a fan-out to thousands of subscribers linear. */
 #define RESP_SCAN_MAX 16
 
+/* Elements of the action part: [action, responders, success, duration, error]. A part of
+ * ACTION_PARTS_V1 (no error) was written before the error URI was kept; it still renders. */
+#define ACTION_PARTS    5
+#define ACTION_PARTS_V1 4
+
 typedef struct pending {
     uint8_t corr[TRACE_UUID_LEN];
     struct pending *older, *newer; /* age list: the tracker's oldest is abandoned first */
@@ -21,7 +26,8 @@ typedef struct pending {
     size_t n_resp, cap_resp;
     uint64_t *rset; /* open-addressing set of responder session ids (0 = empty slot) */
     size_t rset_cap;
-    int kind; /* the anchor's message type */
+    char *error; /* the last ERROR's or ABORT's URI; NULL if none (or out of memory) */
+    int kind;    /* the anchor's message type */
     bool failed;
 } pending;
 
@@ -75,6 +81,7 @@ static void pending_free(pending *p)
     }
     free(p->resp);
     free(p->rset);
+    free(p->error);
     free(p);
 }
 
@@ -351,7 +358,7 @@ static bool link_new(trace_action *a, pending *p)
 
 /* The action part of the record, MessagePack, positional (no keys: this is written once per
  * completed action, on the capture path): [action, [[session_id, authid, authrole], ...],
- * success, duration]. trace_action_write_record() gives it its keys. NULL on allocation
+ * success, duration, error]. trace_action_write_record() gives it its keys. NULL on allocation
  * failure. */
 static wamp_buf *encode_body(const pending *p, uint64_t end_pc_ns)
 {
@@ -359,7 +366,7 @@ static wamp_buf *encode_body(const pending *p, uint64_t end_pc_ns)
     wamp_buf *out = NULL;
     uint64_t dur = end_pc_ns > p->pc_ns ? end_pc_ns - p->pc_ns : 0;
     wamp_wr_init(&w, WAMP_SER_MSGPACK, 32 + p->n_resp * 40, 0);
-    wamp_wr_array(&w, 4);
+    wamp_wr_array(&w, ACTION_PARTS);
     wamp_wr_str_or_null(&w, trace_action_name(p->kind));
     wamp_wr_array(&w, p->n_resp);
     for (size_t i = 0; i < p->n_resp; i++) {
@@ -373,6 +380,7 @@ static wamp_buf *encode_body(const pending *p, uint64_t end_pc_ns)
     wamp_wr_end(&w);
     wamp_wr_bool(&w, !p->failed);
     wamp_wr_real(&w, trace_ns_to_seconds(dur));
+    wamp_wr_str_or_null(&w, p->failed ? p->error : NULL);
     wamp_wr_end(&w);
     if (wamp_wr_finish_buf(&w, &out) != WAMP_OK) {
         out = NULL;
@@ -403,6 +411,15 @@ static void fold(pending *p, const trace_action_msg *m)
 {
     if (m->msg_type == WAMP_MSG_ERROR || m->msg_type == WAMP_MSG_ABORT) {
         p->failed = true;
+        /* The last one wins: a callee's ERROR, then the ERROR the caller gets (the same URI,
+         * unless the router replaced it). Out of memory: the previous URI, or none. */
+        size_t n = m->error ? strlen(m->error) + 1 : 0;
+        char *e = n ? malloc(n) : NULL;
+        if (e) {
+            memcpy(e, m->error, n);
+            free(p->error);
+            p->error = e;
+        }
     }
     if (!m->peer) {
         return;
@@ -522,12 +539,13 @@ void trace_action_write_record(wamp_wr *w, const trace_record *r)
                                      wamp_buf_len(r->wire), &body, NULL, 0) != WAMP_OK) {
         body = NULL;
     }
-    if (body && (!json_is_array(body) || json_array_size(body) != 4)) {
+    if (body && (!json_is_array(body) || (json_array_size(body) != ACTION_PARTS &&
+                                          json_array_size(body) != ACTION_PARTS_V1))) {
         json_decref(body);
         body = NULL;
     }
     const trace_peer *p = r->peer;
-    wamp_wr_map(w, 11);
+    wamp_wr_map(w, 12);
     wamp_wr_key(w, "seq");
     wamp_wr_int(w, (int64_t)r->seq);
     wamp_wr_key(w, "pc");
@@ -556,6 +574,8 @@ void trace_action_write_record(wamp_wr *w, const trace_record *r)
     write_value_or_null(w, part(body, 2, JSON_TRUE));
     wamp_wr_key(w, "duration");
     write_value_or_null(w, part(body, 3, JSON_REAL));
+    wamp_wr_key(w, "error");
+    wamp_wr_str_or_null(w, json_string_value(part(body, 4, JSON_STRING)));
     wamp_wr_end(w);
     json_decref(body);
 }

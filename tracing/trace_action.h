@@ -12,12 +12,15 @@
  *     (the callee of INVOCATION and its YIELD/ERROR, each EVENT receiver, meta-event
  *     subscribers), each once (deduplicated by session id), in order of first appearance;
  *   - success: false once an ERROR or ABORT of the action passes, true otherwise;
+ *   - error: the error URI of the last ERROR or ABORT of the action (the one the originator
+ *     got: a callee's ERROR passes on as the caller's), NULL on success;
  *   - duration: from the anchor to the completing message (monotonic clock).
  * When the completing message comes, the tracker hands out one record (trace_record with
  * msg_type TRACE_MSG_ACTION: pc/ts are the ANCHOR's, peer = originator, uri = the action's URI,
  * corr = the correlation, wire = the MessagePack array [action, [[session_id, authid,
- * authrole], ...], success, duration] that trace_render.c turns into the record object) and
- * forgets the action.
+ * authrole], ...], success, duration, error] that trace_render.c turns into the record object)
+ * and forgets the action. The array's length versions it: four elements (no error) is the
+ * action part written before the error URI was kept (persisted traces still hold it).
  * Bounded: at most max_pending actions are pending; a new anchor beyond that abandons the oldest
  * pending action (counted, see trace_action_abandoned()). Actions never completed are never
  * recorded (trace_action_clear() discards them when the trace stops).
@@ -46,6 +49,7 @@ typedef struct trace_action_msg {
     trace_peer *peer;    /* the session the message came from / went to; NULL if unknown */
     trace_str *uri;      /* the action's URI; NULL if none */
     bool dropped;        /* a tx message that was not delivered (no responder from it) */
+    const char *error;   /* an ERROR's or ABORT's error URI (copied if kept); NULL otherwise */
 } trace_action_msg;
 
 /* New tracker holding at most max_pending (>= 1) pending actions. NULL on allocation failure. */
@@ -82,8 +86,10 @@ const char *trace_action_name(int anchor_type);
 
 /* Writes the record object of an action record r (msg_type TRACE_MSG_ACTION) into w: {seq, pc,
  * ts, realm, action, correlation, uri, originator: {session_id, authid, authrole}, responders:
- * [{session_id, authid, authrole}, ...], success, duration}. An action part that is missing or
- * does not decode renders as action null, responders [], success null, duration null. */
+ * [{session_id, authid, authrole}, ...], success, duration, error}. An action part that is
+ * missing or does not decode renders as action null, responders [], success null, duration
+ * null, error null; one of four elements (written before the error URI was kept) as error
+ * null. */
 void trace_action_write_record(wamp_wr *w, const trace_record *r);
 
 #endif /* TRACE_ACTION_H */

@@ -337,6 +337,19 @@ size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_in
     return trace_hub_record_matched(hub, ctx, in);
 }
 
+/* The error URI of an ERROR (element 4) or ABORT (element 2), borrowed from in->msg; NULL for
+ * other messages, or when the message could not be decoded. */
+static const char *error_uri(const trace_ctx *ctx, const trace_input *in)
+{
+    if (ctx->msg_type == WAMP_MSG_ERROR) {
+        return json_string_value(json_array_get(in->msg, 4));
+    }
+    if (ctx->msg_type == WAMP_MSG_ABORT) {
+        return json_string_value(json_array_get(in->msg, 2));
+    }
+    return NULL;
+}
+
 /* Offers the message to the action-level traces among the first n hits and compacts the
  * message-level ones to the front; returns how many message-level hits remain. */
 static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, const trace_input *in)
@@ -344,6 +357,7 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
     size_t n_msg = 0;
     trace_peer *peer = NULL;
     trace_str *uri = NULL;
+    const char *error = error_uri(ctx, in);
     bool made = false;
     for (size_t i = 0; i < n; i++) {
         trace *t = hub->hits[i];
@@ -366,6 +380,7 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
                 .peer = peer,
                 .uri = uri,
                 .dropped = in->dropped != NULL,
+                .error = error,
         };
         (void)trace_on_action_message(t, &m);
     }

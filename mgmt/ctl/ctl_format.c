@@ -39,7 +39,7 @@ static const col action_cols[] = {
         {"ACTION", 11, 11, 0, false},     {"REALM", 10, 6, 1, false},
         {"ORIGINATOR", 16, 16, 2, false}, {"URI", 32, 12, 0, false},
         {"RESP", 4, 4, 3, true},          {"SUCCESS", 7, 7, 0, false},
-        {"DURATION", 12, 12, 0, false},
+        {"DURATION", 12, 12, 4, false},   {"ERROR", 20, 20, 0, false},
 };
 
 static const col trace_cols[] = {
@@ -423,6 +423,8 @@ static void action_row(FILE *out, const ctl_style *st, const json_t *rec)
     }
     json_t *ok = json_object_get(rec, "success");
     bool failed = json_is_false(ok);
+    /* The last column, as an Error record's message leads with its error URI. */
+    const char *err = json_string_value(json_object_get(rec, "error"));
     const char *text[] = {seq,
                           when,
                           str_or(rec, "action", "?"),
@@ -433,9 +435,10 @@ static void action_row(FILE *out, const ctl_style *st, const json_t *rec)
                           json_is_true(ok) ? "yes"
                           : failed         ? "NO"
                                            : "-",
-                          dur};
+                          dur,
+                          err ? err : "-"};
     const char *sgr[] = {NULL, NULL, failed ? SGR_RED : NULL,  NULL, NULL,
-                         NULL, NULL, failed ? SGR_FAIL : NULL, NULL};
+                         NULL, NULL, failed ? SGR_FAIL : NULL, NULL, err ? SGR_RED : NULL};
     put_row(out, st, action_cols, NCOLS(action_cols), text, sgr);
 }
 

@@ -467,7 +467,8 @@ class TraceView {
     for (const [i, r] of this.records.entries()) {
       if (isAction(r) && (r.action === 'call' || r.action === 'publish')) {
         rows.push({ idx: i, kind: r.action, uri: r.uri, who: r.originator, duration: r.duration,
-          outcome: r.success ? 'ok' : 'error', error: null, responders: (r.responders || []).length });
+          outcome: r.success ? 'ok' : 'error', error: r.error ?? null,
+          responders: (r.responders || []).length });
       }
     }
     for (const c of this.corr.values()) {
@@ -931,6 +932,7 @@ function selectRecord(i) {
     add('time', `${new Date(r.ts * 1000).toISOString()}`);
     add('duration', `${fmtMs(r.duration)} ms`);
     add('success', String(r.success));
+    add('error', r.error);
     add('originator', `${r.originator?.session_id} · ${r.originator?.authid ?? '-'} (${r.originator?.authrole ?? '-'})`);
     add('responders', (r.responders || []).map((x) => `${x.session_id} ${x.authid ?? ''}`).join(', ') || 'none');
     add('correlation', r.correlation);

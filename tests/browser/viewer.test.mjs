@@ -233,11 +233,18 @@ test('an action-level trace from the form, and 100,000 records drawn window by w
   await callee.register('com.acts.echo', (args) => args[0]);
   const caller = await open({ realm: 'realm2' });
   assert.equal(await caller.call('com.acts.echo', ['x']), 'x');
+  await assert.rejects(caller.call('com.acts.nobody', []), (e) => e.error === 'wamp.error.no_such_procedure');
   await page.click('.tab[data-tab=actions]');
-  await until(async () => (await page.$$('#actions-rows .trow')).length === 1, 'the call action');
-  const row = await page.$eval('#actions-rows .trow', (r) => [...r.children].map((c) => c.textContent));
-  assert.deepEqual([row[0], row[1], row[3]], ['call', 'com.acts.echo', 'ok']);
-  await page.click('#actions-rows .trow');
+  await until(async () => (await page.$$('#actions-rows .trow')).length === 2, 'the call actions');
+  const rows = await page.$$eval('#actions-rows .trow', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+  const row = rows.find((r) => r[1] === 'com.acts.echo');
+  assert.deepEqual([row[0], row[1], row[3], row[4]], ['call', 'com.acts.echo', 'ok', '']);
+  // A failed action shows the error URI its record carries.
+  const failed = rows.find((r) => r[1] === 'com.acts.nobody');
+  assert.deepEqual([failed[0], failed[3], failed[4]], ['call', 'error', 'wamp.error.no_such_procedure']);
+  const echoAt = await page.$$eval('#actions-rows .trow',
+    (rs) => rs.find((r) => r.children[1].textContent === 'com.acts.echo').dataset.i);
+  await page.click(`#actions-rows .trow[data-i="${echoAt}"]`);
   await until(async () => /^Action #\d+$/.test(await page.$eval('#detail-title', (e) => e.textContent)),
     'the action record');
   assert.match(await page.$eval('#detail-fields', (e) => e.textContent), /responders/);

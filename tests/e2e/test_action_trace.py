@@ -2,8 +2,8 @@
 router: a management client (python3-autobahn, JSON or MessagePack) starts an action trace,
 autobahn application clients join, register, subscribe, call and publish, and the records paged
 with get_trace_data (and fed live through on_trace_data) must be exactly one per completed
-action, with the clients' own session ids as originator and responders, success, and a
-plausible duration.
+action, with the clients' own session ids as originator and responders, success, a plausible duration,
+and the error URI of a failed action (the router's own, or the callee's).
 """
 
 import asyncio
@@ -18,7 +18,7 @@ import test_persist as tp
 import test_tracing as tt
 
 ACTION_KEYS = {"seq", "pc", "ts", "realm", "action", "correlation", "uri", "originator",
-               "responders", "success", "duration"}
+               "responders", "success", "duration", "error"}
 PEER_KEYS = {"session_id", "authid", "authrole"}
 
 
@@ -38,6 +38,11 @@ class ActionTraceBase:
         self.assertLessEqual(r["ts"] + r["duration"], time.time() + 1.0)
         self.assertRegex(r["correlation"], tt.UUID_RE)
         self.assertIsInstance(r["success"], bool)
+        # A failed action names the ERROR/ABORT that ended it; a successful one has none.
+        if r["success"]:
+            self.assertIsNone(r["error"])
+        else:
+            self.assertIsInstance(r["error"], str)
         self.assertEqual(set(r["originator"]), PEER_KEYS)
         self.assertIsInstance(r["responders"], list)
         for p in r["responders"]:
@@ -78,7 +83,11 @@ class ActionTraceBase:
             await asyncio.sleep(0.05)
             return a + b
 
+        def oops():
+            raise ApplicationError("com.example.error.oops", "no")
+
         reg = await h.step(callee.s.register(add, proc))
+        reg_fail = await h.step(callee.s.register(oops, h.uri(self, "fail")))
         inbox1, inbox2 = tt.Inbox(), tt.Inbox()
         await h.step(sub1.s.subscribe(inbox1, topic))
         sub_b = await h.step(sub2.s.subscribe(inbox2, topic))
@@ -86,12 +95,16 @@ class ActionTraceBase:
         with self.assertRaises(ApplicationError) as cm:
             await h.step(caller.s.call(h.uri(self, "nobody")))
         self.assertEqual(cm.exception.error, "wamp.error.no_such_procedure")
+        with self.assertRaises(ApplicationError) as cm:
+            await h.step(caller.s.call(h.uri(self, "fail")))
+        self.assertEqual(cm.exception.error, "com.example.error.oops")
         await h.step(pub.s.publish(topic, "hello", options=PublishOptions(acknowledge=True)))
         await inbox1.wait(1)
         await inbox2.wait(1)
         await h.step(other.s.call("wamp.session.count"))
         await h.step(sub_b.unsubscribe())
         await h.step(reg.unregister())
+        await h.step(reg_fail.unregister())
         await asyncio.sleep(0.1)  # the live feed's last period
         await m.stop("act")
         await m.stop("calls")
@@ -116,6 +129,8 @@ class ActionTraceBase:
         [r] = by.pop(("register", proc))
         self.assertEqual(r["originator"], self.ident(callee))
         self.assertTrue(r["success"])
+        [r] = by.pop(("register", h.uri(self, "fail")))
+        self.assertTrue(r["success"])
         subs = by.pop(("subscribe", topic))
         self.assertEqual([r["originator"] for r in subs], [self.ident(sub1), self.ident(sub2)])
         self.assertTrue(all(r["success"] for r in subs))
@@ -124,11 +139,17 @@ class ActionTraceBase:
         self.assertEqual(call["originator"], self.ident(caller))
         self.assertEqual(call["responders"], [self.ident(callee)])
         self.assertTrue(call["success"])
+        self.assertIsNone(call["error"])
         self.assertGreaterEqual(call["duration"], 0.045)  # the callee slept 50 ms
         [refused] = by.pop(("call", h.uri(self, "nobody")))
         self.assertEqual(refused["originator"], self.ident(caller))
         self.assertEqual(refused["responders"], [])
         self.assertFalse(refused["success"])
+        self.assertEqual(refused["error"], "wamp.error.no_such_procedure")
+        [failed] = by.pop(("call", h.uri(self, "fail")))
+        self.assertEqual(failed["responders"], [self.ident(callee)])
+        self.assertFalse(failed["success"])
+        self.assertEqual(failed["error"], "com.example.error.oops")
 
         [p] = by.pop(("publish", topic))
         self.assertEqual(p["originator"], self.ident(pub))
@@ -140,17 +161,18 @@ class ActionTraceBase:
         self.assertEqual(u["originator"], self.ident(sub2))
         [u] = by.pop(("unregister", proc))
         self.assertEqual(u["originator"], self.ident(callee))
+        by.pop(("unregister", h.uri(self, "fail")))
         self.assertEqual(by, {}, "no other record")
         # Records come in order of completion; each anchor precedes its completion.
         self.assertLess(call["ts"], p["ts"])
 
-        # The Call-only trace (every application realm) has the two realm1 calls, with the same
+        # The Call-only trace (every application realm) has the three realm1 calls, with the same
         # correlations, and the realm2 one; nothing else.
         c = await self.page_all(m, "calls")
         for r in c:
             self.check_action_record(r)
         self.assertEqual({r["correlation"] for r in c if r["realm"] == "realm1"},
-                         {call["correlation"], refused["correlation"]})
+                         {call["correlation"], refused["correlation"], failed["correlation"]})
         self.assertEqual([r["originator"]["session_id"] for r in c if r["realm"] == "realm2"],
                          [other.id])
         self.assertEqual({r["action"] for r in c}, {"call"})

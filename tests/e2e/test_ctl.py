@@ -563,12 +563,14 @@ class TestExportAndMark(CtlTestCase):
                          ["join", "join", "register", "call", "call", "call", "call"])
         calls = [x for x in recs if x["action"] == "call"]
         self.assertEqual([x["success"] for x in calls], [True, True, True, False])
+        self.assertEqual([x["error"] for x in calls],
+                         [None, None, None, "wamp.error.no_such_procedure"])
         self.assertTrue(all(x["originator"]["session_id"] == caller._session_id for x in calls))
         self.assertEqual([x["session_id"] for x in calls[0]["responders"]], [callee._session_id])
         r = await self.ok("data", "acts")
         lines = r.out.splitlines()
         self.assertEqual(lines[0].split(), ["SEQ", "TIME", "ACTION", "REALM", "ORIGINATOR", "URI",
-                                            "RESP", "SUCCESS", "DURATION"])
+                                            "RESP", "SUCCESS", "DURATION", "ERROR"])
         self.assertEqual(len(lines), 1 + len(recs))
         for line, rec in zip(lines[1:], recs):
             cols = line.split()
@@ -576,7 +578,7 @@ class TestExportAndMark(CtlTestCase):
                              (str(rec["seq"]), rec["action"], "realm1",
                               str(rec["originator"]["session_id"]), rec["uri"] or "-",
                               str(len(rec["responders"])), "yes" if rec["success"] else "NO",
-                              "ms"), line)
+                              "ms", rec["error"] or "-"), line)
             self.assertAlmostEqual(float(cols[8]), rec["duration"] * 1000, delta=0.0006)
         r = await self.ok("data", "acts", "--json")
         self.assertEqual(json.loads(r.out), recs)
@@ -605,6 +607,7 @@ class TestExportAndMark(CtlTestCase):
             self.assertEqual(e["name"], rec["action"] + (" " + rec["uri"] if rec["uri"] else ""))
             self.assertAlmostEqual(e["ts"], rec["ts"] * 1e6, delta=1)
             self.assertAlmostEqual(e["dur"], rec["duration"] * 1e6, delta=1)
+            self.assertIn("error", rec)
             # On the originator's track (or an overlap lane of it).
             self.assertTrue(names[(e["pid"], e["tid"])].startswith(
                 "session %d" % rec["originator"]["session_id"]), names)

@@ -178,14 +178,17 @@ class TestTables(TtyTestCase):
         caller = await self.session("json")
         with self.assertRaises(ApplicationError):
             await h.step(caller.call(prefix + "nobody"))
-        rc, out, err = await self.on_tty("data", "acts", columns=80)
-        self.assertEqual(rc, EX_OK, err)
-        self.assertLessEqual(max(visible(x) for x in out.splitlines()), 80, out)
-        rows = [x for x in out.splitlines() if " call " in SGR.sub("", x)]
-        self.assertEqual(len(rows), 1, out)
-        row = rows[0]
-        self.assertIn(ESC + "[1;31mNO" + ESC + "[0m", row)
-        self.assertIn(ESC + "[31mcall" + ESC + "[0m", row)
+        for columns, shown in ((80, "wamp.error.no_suc..."), (200, "wamp.error.no_such_procedure")):
+            rc, out, err = await self.on_tty("data", "acts", columns=columns)
+            self.assertEqual(rc, EX_OK, err)
+            self.assertLessEqual(max(visible(x) for x in out.splitlines()), columns, out)
+            rows = [x for x in out.splitlines() if " call " in SGR.sub("", x)]
+            self.assertEqual(len(rows), 1, out)
+            row = rows[0]
+            self.assertIn(ESC + "[1;31mNO" + ESC + "[0m", row)
+            self.assertIn(ESC + "[31mcall" + ESC + "[0m", row)
+            # The error URI that ended the action, last and red (cut to fit at 80 columns).
+            self.assertTrue(row.endswith(ESC + "[31m" + shown + ESC + "[0m"), row)
 
 
 class TestStatsFiltersFloats(TtyTestCase):

@@ -702,6 +702,22 @@ class TlsTestCase(h.AsyncTestCase):
                 with bad.wrap_socket(raw, server_hostname="localhost"):
                     pass
         await self.rpc_between_tls_clients("after")
+        # Failed TLS handshakes are counted per listener kind alike (reason "tls"): the plain
+        # upgrade ("http request") and the client that refused the certificate (its alert).
+        # The 4 clear-text bytes make no TLS record: the router times that connection out, and
+        # nothing says it failed.
+        mgmt = await h.open_session(self.router, "mgmt", "json")
+        self._sessions.append(mgmt)
+        node = (await h.step(mgmt.call("crossbarfabriccenter.list_nodes")))[0]
+        worker = (await h.step(mgmt.call("crossbarfabriccenter.list_workers", node)))[0]
+        stats = (await h.step(mgmt.call("crossbarfabriccenter.get_worker", node, worker)))["stats"]
+        self.assertEqual(stats["handshakes_refused_tls"], 2, stats)
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertRegex(log, r"TLS handshake from 127\.0\.0\.1:\d+ failed on listener wss_e2e: "
+                              r"http request")
+        # That client closes right after its alert: its address may be gone by then ("?").
+        self.assertRegex(log, r"TLS handshake from (127\.0\.0\.1:\d+|\?) failed on listener "
+                              r"rss_e2e: \S.*alert")
 
 
 class TlsConfigTestCase(unittest.TestCase):

@@ -187,6 +187,30 @@ class HandshakeTest(h.AsyncTestCase):
         log = self.router.stderr_text() + self.router.stdout_text()
         self.assertIn("refused by listener transport1 (subprotocol)", log)
 
+    async def test_headers_too_long_closed_and_logged_at_info(self):
+        # Over the 16 KiB of request headers: lws closes the connection without an answer or a
+        # callback, so nothing is counted; its error line becomes one info line of the router's.
+        before = await self.stats()
+        for _ in range(3):
+            s = socket.create_connection((self.router.host, self.router.port), timeout=5)
+            self._socks.append(s)
+            s.sendall(b"GET " + self.router.path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+                      b"X-Big: " + b"a" * 20000 + b"\r\n\r\n")
+            try:
+                self.assertEqual(s.recv(4096), b"")
+            except ConnectionResetError:
+                pass
+        after = await self.stats()
+        for k in ("handshakes_refused_request", "handshakes_refused_path"):
+            self.assertEqual(after[k], before[k])
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertEqual(log.count("HTTP request headers over 16384 bytes: connection closed "
+                                   "without an answer (lws: Ran out of header data space)"), 3, log)
+        self.assertNotIn("ERROR lws: Ran out of header data space", log)
+        # The router goes on serving.
+        w = self.ws(["wamp.2.json"])
+        self.assertEqual(w.hello()[0], 2)
+
     # --- frames -------------------------------------------------------------------------------
 
     async def test_binary_frame_on_json_is_protocol_violation(self):
@@ -240,7 +264,7 @@ class TlsHandshakeTest(h.AsyncTestCase):
                   encoding="utf-8") as f:
             cfg = json.load(f)
         cfg["workers"][0]["transports"].append(
-            {"type": "websocket", "url": "wss://localhost/ws",
+            {"type": "websocket", "id": "wss_one", "url": "wss://localhost/ws",
              "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0,
                           "tls": {"key": key, "certificate": cert}}})
         path = os.path.join(self.tmp, "config.json")
@@ -252,11 +276,14 @@ class TlsHandshakeTest(h.AsyncTestCase):
         self.port = int(wss[0].split(":")[2].split("/")[0])
         self.ctx = ssl.create_default_context(cafile=cert)
         self._socks = []
+        self._mgmt = None
 
     async def asyncTearDown(self):
         try:
             for s in self._socks:
                 s.close()
+            if self._mgmt:
+                await self._mgmt.close()
         finally:
             try:
                 self.router.stop()
@@ -273,6 +300,60 @@ class TlsHandshakeTest(h.AsyncTestCase):
         status, headers, _ = self.upgrade(["wamp.2.json, wamp.2.msgpack"])
         self.assertEqual(status, 101)
         self.assertEqual(headers.get("sec-websocket-protocol"), "wamp.2.json")
+
+    async def mgmt_api(self, proc, *args):
+        if not self._mgmt:
+            self._mgmt = await h.open_session(self.router, "mgmt", "json")
+            self.node = (await h.step(self._mgmt.call(P + "list_nodes")))[0]
+            self.worker = (await h.step(self._mgmt.call(P + "list_workers", self.node)))[0]
+        return await h.step(self._mgmt.call(P + proc, self.node, self.worker, *args))
+
+    def send_then_eof(self, data):
+        """Connects to the TLS port, sends data (if any), and waits until the router hangs up;
+        returns what it answered."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        self._socks.append(s)
+        if data:
+            s.sendall(data)
+        else:
+            s.shutdown(socket.SHUT_WR)
+        got = b""
+        while True:
+            try:
+                chunk = s.recv(4096)
+            except ConnectionResetError:  # it closed with our bytes unread
+                return got
+            if not chunk:
+                return got
+            got += chunk
+
+    async def test_failed_tls_handshakes_counted_logged_recorded(self):
+        before = (await self.mgmt_api("get_worker"))["stats"]
+        self.assertEqual(before["handshakes_refused_tls"], 0)
+        # Plain HTTP, and a RawSocket handshake with a first frame, on the TLS port: dropped
+        # without an answer.
+        self.assertEqual(self.send_then_eof(b"GET /ws HTTP/1.1\r\nHost: localhost\r\n\r\n"), b"")
+        self.assertEqual(self.send_then_eof(b"\x7f\xf1\x00\x00\x00\x00\x00\x10[1,\"realm1\",{}]"),
+                         b"")
+        # A client that connects and goes without a word is no failed handshake.
+        self.send_then_eof(b"")
+        # A real TLS client still gets through.
+        status, _, _ = self.upgrade(["wamp.2.json"])
+        self.assertEqual(status, 101)
+        after = (await self.mgmt_api("get_worker"))["stats"]
+        self.assertEqual(after["handshakes_refused_tls"], 2)
+        self.assertEqual(after["handshakes_refused_request"], 0)
+        page = await self.mgmt_api("get_trace_data", FR, 0, None, 10000)
+        msgs = [r["msg"] for r in page if r["msg_type"] == "Connection"]
+        self.assertEqual([(m["event"], m["reason"]) for m in msgs], [("refused", "tls")] * 2)
+        self.assertEqual(msgs[0]["detail"], "http request")
+        self.assertEqual(msgs[1]["detail"], "wrong version number")
+        for m in msgs:
+            self.assertEqual(m["transport"], "wss_one")
+            self.assertRegex(m["peer"], r"^127\.0\.0\.1:\d+$")
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertRegex(log, r"TLS handshake from 127\.0\.0\.1:\d+ failed on listener wss_one: "
+                              r"http request")
 
     async def test_long_offer_refused_clearly(self):
         status, _, body = self.upgrade([long_offer(["wamp.2.json"], 200)])

@@ -81,17 +81,17 @@ START_TEST(test_action_row)
             "\"uri\": \"com.example.add\", \"originator\": {\"session_id\": 77, \"authid\": \"a\","
             "\"authrole\": \"r\"}, \"responders\": [{\"session_id\": 8, \"authid\": null,"
             "\"authrole\": null}, {\"session_id\": 9, \"authid\": null, \"authrole\": null}],"
-            "\"success\": false, \"duration\": 0.0123456}";
+            "\"success\": false, \"duration\": 0.0123456, \"error\": \"com.example.overflow\"}";
     json_t *v = json_loads(text, 0, NULL);
     ck_assert_ptr_nonnull(v);
     ck_assert(ctl_format_is_action(v));
     json_decref(v);
     char *row = capture_row(text, 20);
     char seq[16], time[16], action[16], realm[16], sess[24], uri[64], resp[8], ok[8], dur[16],
-            unit[8];
-    ck_assert_int_eq(sscanf(row, "%15s %15s %15s %15s %23s %63s %7s %7s %15s %7s", seq, time,
-                            action, realm, sess, uri, resp, ok, dur, unit),
-                     10);
+            unit[8], err[64];
+    ck_assert_int_eq(sscanf(row, "%15s %15s %15s %15s %23s %63s %7s %7s %15s %7s %63s", seq, time,
+                            action, realm, sess, uri, resp, ok, dur, unit, err),
+                     11);
     ck_assert_str_eq(seq, "7");
     ck_assert_str_eq(time, "20:36:36.597");
     ck_assert_str_eq(action, "call");
@@ -102,6 +102,16 @@ START_TEST(test_action_row)
     ck_assert_str_eq(ok, "NO");
     ck_assert_str_eq(dur, "12.346");
     ck_assert_str_eq(unit, "ms");
+    ck_assert_str_eq(err, "com.example.overflow"); /* the error URI, last */
+    free(row);
+    /* A long error URI is cut like a message; a success has none. */
+    row = capture_row("{\"seq\": 8, \"action\": \"call\", \"success\": false, \"error\": "
+                      "\"com.example.a.rather.long.error.uri\"}",
+                      20);
+    ck_assert_ptr_nonnull(strstr(row, " com.example.a.rat...\n"));
+    free(row);
+    row = capture_row("{\"seq\": 9, \"action\": \"call\", \"success\": true, \"error\": null}", 20);
+    ck_assert_ptr_nonnull(strstr(row, " yes     -            -\n"));
     free(row);
     char *buf = NULL;
     size_t len = 0;
@@ -112,6 +122,7 @@ START_TEST(test_action_row)
     ck_assert_ptr_nonnull(strstr(buf, "ACTION"));
     ck_assert_ptr_nonnull(strstr(buf, "ORIGINATOR"));
     ck_assert_ptr_nonnull(strstr(buf, "DURATION"));
+    ck_assert_ptr_nonnull(strstr(buf, "ERROR"));
     free(buf);
     /* A message record is not one. */
     v = json_loads("{\"seq\": 1, \"msg_type\": \"Call\"}", 0, NULL);
@@ -274,16 +285,30 @@ START_TEST(test_fit_80_columns)
             strstr(out, " 12345 20:36:36.597 rx  Publish      com.example.a.very.... "));
     ck_assert_ptr_nonnull(strstr(out, " [16,2,{\"acknowled...\n"));
     free(out);
-    /* An action trace at 80 columns: ORIGINATOR and REALM go, the rest stays whole. */
+    /* An action trace at 80 columns: REALM, ORIGINATOR, RESP and DURATION go, ERROR keeps 20
+     * columns. */
     out = capture_styled("{\"seq\": 7, \"ts\": 1.5, \"realm\": \"realm1\", \"action\": \"call\","
                          "\"uri\": \"com.example.add\", \"originator\": {\"session_id\": 77},"
-                         "\"responders\": [], \"success\": false, \"duration\": 0.5}",
+                         "\"responders\": [], \"success\": false, \"duration\": 0.5,"
+                         "\"error\": \"wamp.error.no_such_procedure\"}",
                          &st, true);
     assert_lines_width(out, 80, false);
     ck_assert_ptr_null(strstr(out, "ORIGINATOR"));
-    ck_assert_ptr_nonnull(strstr(out, "RESP SUCCESS DURATION"));
-    ck_assert_ptr_nonnull(strstr(out, " call        com.example.add "));
-    ck_assert_ptr_nonnull(strstr(out, " NO      500.000 ms"));
+    ck_assert_ptr_null(strstr(out, "DURATION"));
+    ck_assert_ptr_nonnull(strstr(out, " URI                 SUCCESS ERROR\n"));
+    ck_assert_ptr_nonnull(
+            strstr(out, " call        com.example.add     NO      wamp.error.no_suc...\n"));
+    free(out);
+    /* At 200 columns every column and the whole error URI. */
+    ctl_style st200 = {.columns = 200, .color = false};
+    out = capture_styled("{\"seq\": 7, \"ts\": 1.5, \"realm\": \"realm1\", \"action\": \"call\","
+                         "\"uri\": \"com.example.add\", \"originator\": {\"session_id\": 77},"
+                         "\"responders\": [], \"success\": false, \"duration\": 0.5,"
+                         "\"error\": \"wamp.error.no_such_procedure\"}",
+                         &st200, true);
+    assert_lines_width(out, 200, false);
+    ck_assert_ptr_nonnull(strstr(out, "RESP SUCCESS DURATION     ERROR\n"));
+    ck_assert_ptr_nonnull(strstr(out, " NO      500.000 ms   wamp.error.no_such_procedure\n"));
     free(out);
 }
 
@@ -345,9 +370,11 @@ START_TEST(test_colour)
                              &colour, false);
     ck_assert_ptr_nonnull(strstr(b, "\033[32mtx\033[0m"));
     free(b);
-    b = capture_styled("{\"seq\": 7, \"ts\": 1.5, \"action\": \"call\", \"success\": false}",
+    b = capture_styled("{\"seq\": 7, \"ts\": 1.5, \"action\": \"call\", \"success\": false,"
+                       "\"error\": \"com.example.oops\"}",
                        &colour, false);
     ck_assert_ptr_nonnull(strstr(b, "\033[1;31mNO\033[0m"));
+    ck_assert_ptr_nonnull(strstr(b, "\033[31mcom.example.oops\033[0m\n")); /* its error red */
     ck_assert_ptr_nonnull(strstr(b, "\033[31mcall\033[0m"));
     free(b);
 }

@@ -369,13 +369,19 @@ START_TEST(test_refused_handshakes_rate_limited)
     rt_router_refused_handshake(t.rt, RT_REFUSAL_SUBPROTOCOL, "ws1", "10.0.0.1:4000",
                                 "offered wamp.2.ubjson");
     rt_router_refused_handshake(t.rt, RT_REFUSAL_REQUEST, "ws1", NULL, NULL);
+    /* TLS failures count against a limit of their own (a scanner hides no other refusal). */
+    for (unsigned i = 0; i < RT_LOG_BURST_CONN + 2; i++) {
+        rt_router_refused_handshake(t.rt, RT_REFUSAL_TLS, "wss1", "10.0.0.3:4002", "http request");
+    }
     for (unsigned i = 0; i < RT_LOG_BURST_CONN + 3; i++) {
         rt_router_refused_handshake(t.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.2:4001", NULL);
     }
     fake_clock_advance_ms(&t.clock, 500);
     rt_router_tick(t.rt); /* within the interval: no summary yet */
     char *mid = log_capture_end(&c);
-    ck_assert_uint_eq(count_lines(mid), RT_LOG_BURST_CONN);
+    ck_assert_uint_eq(count_lines(mid), 2 * RT_LOG_BURST_CONN);
+    ck_assert_ptr_nonnull(strstr(
+            mid, "TLS handshake from 10.0.0.3:4002 failed on listener wss1: http request\n"));
     ck_assert_ptr_nonnull(strstr(mid, "WebSocket handshake from 10.0.0.1:4000 refused by listener "
                                       "ws1 (subprotocol): offered wamp.2.ubjson"));
     ck_assert_ptr_nonnull(strstr(mid, "handshake from ? refused by listener ws1 (request)\n"));
@@ -385,14 +391,16 @@ START_TEST(test_refused_handshakes_rate_limited)
     rt_router_tick(t.rt);
     rt_router_tick(t.rt); /* once only */
     char *sum = log_capture_end(&c);
-    ck_assert_uint_eq(count_lines(sum), 1);
+    ck_assert_uint_eq(count_lines(sum), 2);
     ck_assert_ptr_nonnull(
             strstr(sum, "(rate-limited) 5 more lines like \"WebSocket handshake refused\""));
+    ck_assert_ptr_nonnull(strstr(sum, "(rate-limited) 2 more lines like \"TLS handshake failed\""));
     free(sum);
     const rt_router_stats *st = rt_router_stats_get(t.rt);
     ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_SUBPROTOCOL], 1);
     ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_PATH], RT_LOG_BURST_CONN + 3);
     ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_REQUEST], 1);
+    ck_assert_uint_eq(st->handshakes_refused[RT_REFUSAL_TLS], RT_LOG_BURST_CONN + 2);
     test_router_fini(&t);
 }
 

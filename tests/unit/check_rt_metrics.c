@@ -250,6 +250,7 @@ START_TEST(test_format_of_an_idle_router)
     ck_assert(value_of(text, "wampscope_sessions{realm=\"realm1\",transport=\"rs1\"}") == 0);
     ck_assert(value_of(text, "wampscope_traces") == 0);
     ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"subprotocol\"}") == 0);
+    ck_assert(value_of(text, "wampscope_handshakes_refused_total{reason=\"tls\"}") == 0);
     ck_assert_ptr_null(strstr(text, "process_"));
     free(text);
 }

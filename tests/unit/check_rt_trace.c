@@ -507,7 +507,18 @@ START_TEST(test_refused_handshake_recorded)
     json_decref(want);
     json_decref(r);
     ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_REQUEST), "request");
+    ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_TLS), "tls");
     ck_assert_str_eq(rt_refusal_name(RT_REFUSAL_COUNT), "?");
+    /* A failed TLS handshake: reason "tls", OpenSSL's reason as the detail. */
+    rt_router_refused_handshake(T.rt, RT_REFUSAL_TLS, "wss1", "10.0.0.4:4002", "http request");
+    ck_assert_uint_eq(rt_router_stats_get(T.rt)->handshakes_refused[RT_REFUSAL_TLS], 1);
+    r = records(all);
+    ck_assert_uint_eq(json_array_size(r), 5);
+    want = json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "refused", "reason", "tls", "transport",
+                     "wss1", "peer", "10.0.0.4:4002", "detail", "http request");
+    ck_assert(json_equal(json_object_get(json_array_get(r, 4), "msg"), want));
+    json_decref(want);
+    json_decref(r);
 }
 
 END_TEST

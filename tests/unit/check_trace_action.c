@@ -96,7 +96,8 @@ START_TEST(test_tracker_call_chain)
     ck_assert_uint_eq(rec.pc_ns, PC0); /* the anchor's time */
     ck_assert_uint_eq(rec.ts_ns, TS0);
     json_t *j = render(&rec);
-    ck_assert_uint_eq(json_object_size(j), 11);
+    ck_assert_uint_eq(json_object_size(j), 12);
+    ck_assert(json_is_null(json_object_get(j, "error"))); /* a success has none */
     ck_assert_str_eq(sval(j, "action"), "call");
     ck_assert_str_eq(sval(j, "uri"), "com.math.add");
     ck_assert_str_eq(sval(j, "realm"), "realm1");
@@ -145,18 +146,24 @@ START_TEST(test_tracker_error_and_abort_fail)
     m = amsg(u2, true, false, WAMP_MSG_HELLO, PC0, hello, NULL);
     ck_assert(!trace_action_on_message(a, &m, &rec));
     m = amsg(u1, false, true, WAMP_MSG_ERROR, PC0 + 2 * MS, caller, NULL);
+    m.error = "wamp.error.no_such_procedure";
     ck_assert(trace_action_on_message(a, &m, &rec));
     json_t *j = render(&rec);
     ck_assert(json_is_false(json_object_get(j, "success")));
+    ck_assert_str_eq(sval(j, "error"), "wamp.error.no_such_procedure");
     ck_assert_uint_eq(json_array_size(json_object_get(j, "responders")), 0);
     ck_assert(json_is_null(json_object_get(j, "uri")));
     ck_assert_str_eq(sval(j, "action"), "call");
     json_decref(j);
     trace_record_fini(&rec);
     m = amsg(u2, false, true, WAMP_MSG_ABORT, PC0 + 1 * MS, hello, NULL);
+    char reason[] = "wamp.error.no_such_realm";
+    m.error = reason;
     ck_assert(trace_action_on_message(a, &m, &rec));
+    reason[0] = 'X'; /* the tracker kept its own copy */
     j = render(&rec);
     ck_assert(json_is_false(json_object_get(j, "success")));
+    ck_assert_str_eq(sval(j, "error"), "wamp.error.no_such_realm");
     ck_assert_str_eq(sval(j, "action"), "join");
     ck_assert_str_eq(sval(j, "realm"), "realm9");
     ck_assert(json_is_null(json_object_get(json_object_get(j, "originator"), "authid")));
@@ -165,6 +172,77 @@ START_TEST(test_tracker_error_and_abort_fail)
     trace_peer_unref(&caller);
     trace_peer_unref(&hello);
     trace_action_free(a);
+}
+
+END_TEST
+
+/* A callee's ERROR and then the router's ERROR to the caller: the last URI is the action's. */
+START_TEST(test_tracker_error_uri_of_the_last_error)
+{
+    trace_action *a = trace_action_new(10);
+    trace_peer *caller = trace_peer_new(11, "realm1", NULL, NULL);
+    trace_peer *callee = trace_peer_new(22, "realm1", NULL, NULL);
+    uint8_t u[TRACE_UUID_LEN];
+    make_uuid(3, u);
+    trace_record rec;
+    trace_action_msg m = amsg(u, true, false, WAMP_MSG_CALL, PC0, caller, NULL);
+    ck_assert(!trace_action_on_message(a, &m, &rec));
+    m = amsg(u, false, false, WAMP_MSG_ERROR, PC0 + MS, callee, NULL);
+    m.error = "com.example.first";
+    ck_assert(!trace_action_on_message(a, &m, &rec));
+    m = amsg(u, false, true, WAMP_MSG_ERROR, PC0 + 2 * MS, caller, NULL);
+    m.error = "com.example.second";
+    ck_assert(trace_action_on_message(a, &m, &rec));
+    json_t *j = render(&rec);
+    ck_assert_str_eq(sval(j, "error"), "com.example.second");
+    json_decref(j);
+    trace_record_fini(&rec);
+    trace_peer_unref(&caller);
+    trace_peer_unref(&callee);
+    trace_action_free(a);
+}
+
+END_TEST
+
+/* An action part of four elements (written before the error URI was kept, as persisted traces
+ * hold it) renders with error null; one of another length renders as no action part. */
+START_TEST(test_render_action_part_versions)
+{
+    static const char *const parts[] = {"[\"call\", [[9, null, null]], false, 0.5]",
+                                        "[\"call\", [[9, null, null]], false, 0.5, \"a.b\"]",
+                                        "[\"call\", [[9, null, null]], false]"};
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_loads(parts[i], 0, NULL);
+        ck_assert_ptr_nonnull(v);
+        wamp_wr w;
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        wamp_wr_init(&w, WAMP_SER_MSGPACK, 0, 0);
+        wamp_wr_json(&w, v);
+        ck_assert_int_eq(wamp_wr_finish_buf(&w, &r.wire), WAMP_OK);
+        wamp_wr_fini(&w);
+        json_decref(v);
+        r.wire_ser = WAMP_SER_MSGPACK;
+        r.msg_type = TRACE_MSG_ACTION;
+        r.peer = trace_peer_new(11, "realm1", NULL, NULL);
+        json_t *j = render(&r);
+        ck_assert_uint_eq(json_object_size(j), 12);
+        if (i < 2) {
+            ck_assert_str_eq(sval(j, "action"), "call");
+            ck_assert(json_is_false(json_object_get(j, "success")));
+            ck_assert_uint_eq(json_array_size(json_object_get(j, "responders")), 1);
+        } else {
+            ck_assert(json_is_null(json_object_get(j, "action")));
+            ck_assert(json_is_null(json_object_get(j, "success")));
+        }
+        if (i == 1) {
+            ck_assert_str_eq(sval(j, "error"), "a.b");
+        } else {
+            ck_assert(json_is_null(json_object_get(j, "error")));
+        }
+        json_decref(j);
+        trace_record_fini(&r);
+    }
 }
 
 END_TEST
@@ -363,7 +441,13 @@ static void offer(trace_hub *hub, const uint8_t *corr, bool anchor, bool last, t
     in.correlation_is_anchor = anchor;
     in.correlation_is_last = last;
     in.ser = WAMP_SER_JSON;
+    /* An ERROR carries its URI (the hub reads it from the message). */
+    json_t *msg = type == WAMP_MSG_ERROR ? json_pack("[iiI{}s]", WAMP_MSG_ERROR, WAMP_MSG_CALL,
+                                                     (json_int_t)1, "wamp.error.no_such_procedure")
+                                         : NULL;
+    in.msg = msg;
     (void)trace_hub_record_matched(hub, &c, &in);
+    json_decref(msg);
 }
 
 /* Two calls (one answered, one refused) and a publish to two subscribers. */
@@ -422,7 +506,9 @@ static void check_traffic_records(const json_t *r)
     ck_assert_int_eq(ival(refused, "seq"), 0);
     ck_assert_str_eq(sval(refused, "uri"), "com.none");
     ck_assert(json_is_false(json_object_get(refused, "success")));
+    ck_assert_str_eq(sval(refused, "error"), "wamp.error.no_such_procedure");
     ck_assert_int_eq(ival(add, "seq"), 1);
+    ck_assert(json_is_null(json_object_get(add, "error")));
     ck_assert_str_eq(sval(add, "action"), "call");
     ck_assert(json_is_true(json_object_get(add, "success")));
     ck_assert_double_eq_tol(rval(add, "duration"), 0.002, 1e-9);
@@ -622,6 +708,7 @@ START_TEST(test_router_call_chain_one_record)
     ck_assert_uint_eq(n_resp(rec), 1);
     ck_assert_uint_eq(resp_sid(rec, 0), sid(callee));
     ck_assert(success(rec));
+    ck_assert(json_is_null(json_object_get(rec, "error")));
     ck_assert_double_eq_tol(rval(rec, "duration"), 0.25, 1e-6);
     /* Same correlation and anchor time as the message-level trace's CALL record. */
     json_t *mr = records(m);
@@ -649,6 +736,7 @@ START_TEST(test_router_call_no_such_procedure)
     ck_assert_str_eq(sval(rec, "action"), "call");
     ck_assert_str_eq(sval(rec, "uri"), "com.nobody");
     ck_assert(!success(rec));
+    ck_assert_str_eq(sval(rec, "error"), WAMP_ERROR_NO_SUCH_PROCEDURE);
     ck_assert_uint_eq(n_resp(rec), 0);
     ck_assert_uint_eq(orig_sid(rec), sid(caller));
     ck_assert_double_eq(rval(rec, "duration"), 0.0);
@@ -740,6 +828,34 @@ START_TEST(test_router_subscribe_register_and_their_undo)
 
 END_TEST
 
+/* A callee answers with an ERROR of its own: the action's error is its URI. */
+START_TEST(test_router_callee_error_uri)
+{
+    fake_conn *callee = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.math.div\"]");
+    fake_conn_clear(callee);
+    trace *t = start("act", "{\"trace_level\": \"action\"}");
+    fake_conn_send(caller, "[48, 7, {}, \"com.math.div\", [1, 0]]");
+    json_t *inv = fake_conn_next(callee);
+    ck_assert_ptr_nonnull(inv);
+    fake_conn_send(callee, "[8, 68, %lld, {}, \"com.math.division_by_zero\"]",
+                   (long long)fake_msg_int(inv, 1));
+    json_decref(inv);
+    fake_conn_clear(caller);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 1);
+    json_t *rec = json_array_get(r, 0);
+    ck_assert(!success(rec));
+    ck_assert_str_eq(sval(rec, "error"), "com.math.division_by_zero");
+    ck_assert_uint_eq(n_resp(rec), 1);
+    json_decref(r);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
 /* Join (HELLO ... WELCOME) and leave (GOODBYE ... GOODBYE) are actions too; the join's
  * originator carries what the WELCOME made known (authrole). */
 START_TEST(test_router_join_and_leave)
@@ -768,6 +884,8 @@ START_TEST(test_router_join_and_leave)
     ck_assert_str_eq(sval(refused, "action"), "join");
     ck_assert_str_eq(sval(refused, "realm"), "no.such.realm");
     ck_assert(!success(refused));
+    ck_assert_str_eq(sval(refused, "error"), WAMP_ERROR_NO_SUCH_REALM);
+    ck_assert(json_is_null(json_object_get(join, "error")));
     json_decref(r);
     fake_conn_free(c);
     fake_conn_free(bad);
@@ -862,6 +980,8 @@ static Suite *trace_action_suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_tracker_call_chain);
     tcase_add_test(tc, test_tracker_error_and_abort_fail);
+    tcase_add_test(tc, test_tracker_error_uri_of_the_last_error);
+    tcase_add_test(tc, test_render_action_part_versions);
     tcase_add_test(tc, test_tracker_responders_deduplicated);
     tcase_add_test(tc, test_tracker_anchor_is_last);
     tcase_add_test(tc, test_tracker_cap_and_clear);
@@ -878,6 +998,7 @@ static Suite *trace_action_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_router_call_chain_one_record);
     tcase_add_test(tc, test_router_call_no_such_procedure);
+    tcase_add_test(tc, test_router_callee_error_uri);
     tcase_add_test(tc, test_router_publish_responders);
     tcase_add_test(tc, test_router_subscribe_register_and_their_undo);
     tcase_add_test(tc, test_router_join_and_leave);
