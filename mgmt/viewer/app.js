@@ -226,7 +226,9 @@ async function refreshTraces() {
     const errors = new Map();
     await Promise.all(app.nodes.map(async (node) => {
       try {
-        if (!app.workers.has(node)) app.workers.set(node, (await api(node, 'list_workers'))[0]);
+        if (!app.workers.has(node)) {
+          app.workers.set(node, ((await app.sess.call(P + 'list_workers', [node])).args[0] || [])[0]);
+        }
         const ids = await api(node, 'list_traces', true);
         const metas = await Promise.all(ids.map((id) => api(node, 'get_trace', id).catch(() => null)));
         metas.forEach((m) => m && traces.set(traceKey(node, m.id), { ...m, node }));
