@@ -3,6 +3,9 @@
 // searchable table and an action view. Records come from get_trace_data pages (paged by seq)
 // and the on_trace_data feed; a gap in the feed is filled with get_trace_data. The diagram and
 // the tables draw only the rows in view, so a trace of 100,000 records scrolls like a short one.
+// On a cluster (list_nodes gives more than one node) it lists every node's traces, grouped by
+// node, and a trace held by several nodes also as one cluster-wide trace (node_id "*"), read
+// as merged pages (get_trace_data "*", paged by its `next` cursor map).
 
 import { WampSession, WampError } from './wamp.js';
 
@@ -24,9 +27,12 @@ const esc = (s) => String(s ?? '').replace(/[&<>"']/g,
 
 const app = {
   sess: null,
-  node: null,
-  worker: null,
-  traces: new Map(), // id -> metadata
+  node: null, // the first node of list_nodes
+  worker: null, // its first worker (the worker_id of "*" calls)
+  nodes: [], // every live node (list_nodes)
+  workers: new Map(), // node -> worker_id
+  traces: new Map(), // traceKey(node, id) -> metadata (with `node`; node "*": cluster-wide)
+  nodeErrors: new Map(), // node -> why its traces could not be listed
   view: null, // the open trace (TraceView)
   pollTimer: null,
   listedAt: 0, // when the trace list was last read (ms)
@@ -104,6 +110,9 @@ function recLabel(r) {
   return `${r.msg_type}${r.uri ? ' ' + r.uri : ''}`;
 }
 
+const traceKey = (node, id) => `${node}\u0001${id}`;
+const clustered = () => app.nodes.length > 1;
+
 // ---------------------------------------------------------------------------------- session --
 
 function defaultUrl() {
@@ -148,22 +157,29 @@ async function connect() {
     $('login-secret').value = '';
     app.sess = sess;
     const nodes = (await sess.call(P + 'list_nodes')).args[0] || [];
+    app.nodes = nodes;
     app.node = nodes[0];
     const workers = (await sess.call(P + 'list_workers', [app.node])).args[0] || [];
     app.worker = workers[0];
+    app.workers = new Map([[app.node, app.worker]]);
+    const where = clustered() ? `${nodes.length} nodes` : `node ${esc(app.node)} / ${esc(app.worker)}`;
     $('conn').innerHTML = `<span class="ok">●</span> ${esc(opts.url)} · realm ${esc(opts.realm)} · ` +
-      `${esc(welcome.authid || '')} (${esc(welcome.authrole || '')}) · node ${esc(app.node)} / ${esc(app.worker)}`;
+      `${esc(welcome.authid || '')} (${esc(welcome.authrole || '')}) · ${where}`;
+    renderNodeSelect();
     $('logout').hidden = false;
     $('login-view').hidden = true;
     $('app-view').hidden = false;
     await sess.subscribe(T + 'on_trace_started', () => refreshTraces());
     await sess.subscribe(T + 'on_trace_stopped', (args) => {
       refreshTraces();
-      if (app.view && args[2] === app.view.id) app.view.meta = args[3] || app.view.meta;
+      if (app.view && args[0] === app.view.node && args[2] === app.view.id) {
+        app.view.meta = args[3] || app.view.meta;
+      }
     });
     await sess.subscribe(T + 'on_trace_data', (args) => {
-      if (app.view && args[0] === app.node && args[2] === app.view.id) {
-        app.view.onBatch(args[4] || []);
+      const v = app.view;
+      if (v && (v.node === '*' || args[0] === v.node) && args[2] === v.id) {
+        v.onBatch(args[4] || []);
         if (Date.now() - app.listedAt > 1000) refreshTraces();
       }
     });
@@ -187,8 +203,16 @@ function disconnected(why) {
   $('login-view').hidden = false;
 }
 
-function api(proc, ...args) {
-  return app.sess.call(P + proc, [app.node, app.worker, ...args]).then((r) => r.args[0]);
+// Calls a management procedure on node (a node_id, or "*" for every node).
+function api(node, proc, ...args) {
+  const worker = app.workers.get(node) || app.worker;
+  return app.sess.call(P + proc, [node, worker, ...args]).then((r) => r.args[0]);
+}
+
+// The nodes whose entry in the answer of a "*" call is an error, as one line (or '').
+function nodeErrorsText(answer) {
+  return Object.entries(answer || {}).filter(([, x]) => x && typeof x === 'object' && x.error)
+    .map(([n, x]) => `${n}: ${x.error}${x.args && x.args[0] ? ` (${x.args[0]})` : ''}`).join('; ');
 }
 
 // --------------------------------------------------------------------------------- trace list --
@@ -197,16 +221,34 @@ async function refreshTraces() {
   if (!app.sess) return;
   app.listedAt = Date.now();
   try {
-    const ids = await api('list_traces', true);
-    const metas = await Promise.all(ids.map((id) => api('get_trace', id).catch(() => null)));
-    app.traces = new Map();
-    metas.forEach((m) => m && app.traces.set(m.id, m));
+    if (clustered()) app.nodes = (await app.sess.call(P + 'list_nodes')).args[0] || app.nodes;
+    const traces = new Map();
+    const errors = new Map();
+    await Promise.all(app.nodes.map(async (node) => {
+      try {
+        if (!app.workers.has(node)) {
+          app.workers.set(node, ((await app.sess.call(P + 'list_workers', [node])).args[0] || [])[0]);
+        }
+        const ids = await api(node, 'list_traces', true);
+        const metas = await Promise.all(ids.map((id) => api(node, 'get_trace', id).catch(() => null)));
+        metas.forEach((m) => m && traces.set(traceKey(node, m.id), { ...m, node }));
+      } catch (e) {
+        if (!clustered()) throw e;
+        errors.set(node, errText(e));
+      }
+    }));
+    if (clustered()) addClusterWide(traces);
+    app.traces = traces;
+    app.nodeErrors = errors;
     renderTraceList();
+    renderNodeSelect();
     if (app.view) {
-      const m = app.traces.get(app.view.id);
+      const m = app.traces.get(traceKey(app.view.node, app.view.id));
       if (m) {
         app.view.meta = m;
         app.view.renderHead();
+        // Another node's feed may not reach this session, and merged pages hold records back.
+        if (app.view.node !== app.node) app.view.fetchMore();
       } else {
         toast(`trace ${app.view.id} was deleted`, false);
         closeTrace();
@@ -217,26 +259,77 @@ async function refreshTraces() {
   }
 }
 
+// A trace id held by more than one node is also listed as one cluster-wide trace (node "*"):
+// running while it runs on any node, its records and drops summed.
+function addClusterWide(traces) {
+  const byId = new Map();
+  for (const m of traces.values()) {
+    if (!byId.has(m.id)) byId.set(m.id, []);
+    byId.get(m.id).push(m);
+  }
+  for (const [id, ms] of byId) {
+    if (ms.length < 2) continue;
+    const sum = (k) => ms.reduce((n, m) => n + (m[k] || 0), 0);
+    traces.set(traceKey('*', id), {
+      ...ms[0], node: '*', nodes: ms.map((m) => m.node),
+      status: ms.some((m) => m.status === 'running') ? 'running' : 'stopped',
+      records: sum('records'), dropped: sum('dropped'),
+      started: ms.map((m) => m.started || '').sort()[0],
+    });
+  }
+}
+
+function traceItem(m) {
+  const o = m.options || {};
+  const flight = m.id === 'flight-recorder' ? '<span class="badge flight">flight recorder</span>' : '';
+  const persist = o.persist ? '<span class="badge persist">persisted</span>' : '';
+  const sel = app.view && app.view.id === m.id && app.view.node === m.node ? ' selected' : '';
+  const on = m.nodes ? ` · on ${m.nodes.length} nodes` : '';
+  return `<li class="trace-item${sel}" data-id="${esc(m.id)}" data-node="${esc(m.node)}">
+      <span><span class="tid">${esc(m.id)}</span>${flight}${persist}</span>
+      <span class="badge ${m.status === 'running' ? 'running' : 'stopped'}">${esc(m.status)}</span>
+      <span class="sub">${m.records} records · ${esc(o.trace_level || 'message')} level${m.dropped ? ` · ${m.dropped} dropped` : ''}${on} · started ${esc((m.started || '').slice(11, 19))}</span>
+    </li>`;
+}
+
+// One node: the traces as they are. A cluster: the cluster-wide traces, then every node's
+// traces under its name (or why they could not be listed).
 function renderTraceList() {
   const ul = $('trace-list');
   const items = [...app.traces.values()];
-  ul.innerHTML = items.map((m) => {
-    const o = m.options || {};
-    const flight = m.id === 'flight-recorder' ? '<span class="badge flight">flight recorder</span>' : '';
-    const persist = o.persist ? '<span class="badge persist">persisted</span>' : '';
-    const sel = app.view && app.view.id === m.id ? ' selected' : '';
-    return `<li class="trace-item${sel}" data-id="${esc(m.id)}">
-      <span><span class="tid">${esc(m.id)}</span>${flight}${persist}</span>
-      <span class="badge ${m.status === 'running' ? 'running' : 'stopped'}">${esc(m.status)}</span>
-      <span class="sub">${m.records} records · ${esc(o.trace_level || 'message')} level${m.dropped ? ` · ${m.dropped} dropped` : ''} · started ${esc((m.started || '').slice(11, 19))}</span>
-    </li>`;
-  }).join('') || '<li class="sub muted">No traces.</li>';
+  if (!clustered()) {
+    ul.innerHTML = items.map(traceItem).join('') || '<li class="sub muted">No traces.</li>';
+    return;
+  }
+  let html = '';
+  const group = (node, title, list, err) => {
+    html += `<li class="node-head" data-group="${esc(node)}">${esc(title)}</li>`;
+    if (err) html += `<li class="node-error error" data-group="${esc(node)}">${esc(err)}</li>`;
+    else html += list.map(traceItem).join('') || '<li class="sub muted">No traces.</li>';
+  };
+  const wide = items.filter((m) => m.node === '*');
+  if (wide.length) group('*', 'every node (*)', wide);
+  for (const node of app.nodes) {
+    group(node, `node ${node}`, items.filter((m) => m.node === node), app.nodeErrors.get(node));
+  }
+  ul.innerHTML = html;
+}
+
+// The start form's node choice: shown on a cluster only.
+function renderNodeSelect() {
+  const sel = $('start-node');
+  $('start-node-label').hidden = !clustered();
+  const want = ['*', ...app.nodes];
+  if ([...sel.options].map((o) => o.value).join('\u0001') === want.join('\u0001')) return;
+  const cur = sel.value;
+  sel.innerHTML = want.map((n) => `<option value="${esc(n)}">${n === '*' ? 'every node (*)' : esc(n)}</option>`).join('');
+  sel.value = want.includes(cur) ? cur : app.node;
 }
 
 function initTraceList() {
   $('trace-list').addEventListener('click', (ev) => {
     const li = ev.target.closest('li[data-id]');
-    if (li) openTrace(li.dataset.id);
+    if (li) openTrace(li.dataset.node, li.dataset.id);
   });
   $('new-trace-toggle').addEventListener('click', () => { $('start-form').hidden = !$('start-form').hidden; });
   $('type-boxes').innerHTML = MSG_TYPES.map((t) =>
@@ -251,11 +344,22 @@ function initTraceList() {
       $('start-error').textContent = e.message;
       return;
     }
+    const node = clustered() ? $('start-node').value : app.node;
     try {
-      const meta = await api('start_trace', id, options);
+      const meta = await api(node, 'start_trace', id, options);
+      if (node === '*') {
+        const ok = Object.entries(meta).filter(([, x]) => x && !x.error);
+        const failed = nodeErrorsText(meta);
+        if (failed) $('start-error').textContent = `not started on ${failed}`;
+        if (!ok.length) return;
+        if (!failed) $('start-form').hidden = true;
+        await refreshTraces();
+        openTrace(ok.length > 1 ? '*' : ok[0][0], ok[0][1].id);
+        return;
+      }
       $('start-form').hidden = true;
       await refreshTraces();
-      openTrace(meta.id);
+      openTrace(node, meta.id);
     } catch (e) {
       $('start-error').textContent = errText(e);
     }
@@ -307,11 +411,14 @@ function readStartForm(f) {
 // -------------------------------------------------------------------------------- trace view --
 
 class TraceView {
-  constructor(id) {
+  constructor(node, id) {
+    this.node = node; // the trace's node, or "*": every node's records merged (by ts)
+    this.merged = node === '*';
     this.id = id;
-    this.meta = app.traces.get(id) || { id };
-    this.records = []; // seq order
+    this.meta = app.traces.get(traceKey(node, id)) || { id };
+    this.records = []; // seq order (merged: the pages' order)
     this.nextSeq = 0; // the seq after the last record held
+    this.cursor = 0; // merged: get_trace_data "*"'s from_seq (its last answer's `next`)
     this.lanes = new Map(); // "realm\u0001session" -> {realm, session, authid, authrole}
     this.laneOrder = []; // lanes, grouped by realm
     this.laneIndex = new Map(); // key -> column
@@ -325,38 +432,43 @@ class TraceView {
     this.closed = false;
   }
 
-  laneKey(r) {
-    return `${r.realm}\u0001${r.session_id}`;
+  // The lane of session who (default: the record's own session) of record r: one per node,
+  // realm and session.
+  laneKey(r, who = r) {
+    return `${r.node_id ?? ''}\u0001${r.realm}\u0001${who.session_id}`;
   }
 
-  addLane(realm, who) {
+  addLane(r, who) {
     if (!who || who.session_id == null) return;
-    const key = `${realm}\u0001${who.session_id}`;
+    const key = this.laneKey(r, who);
     const lane = this.lanes.get(key);
     if (lane) {
       if (!lane.authid && who.authid) lane.authid = who.authid;
       if (!lane.authrole && who.authrole) lane.authrole = who.authrole;
       return;
     }
-    this.lanes.set(key, { realm, session: who.session_id, authid: who.authid, authrole: who.authrole });
+    this.lanes.set(key, { node: r.node_id, realm: r.realm, session: who.session_id, authid: who.authid,
+      authrole: who.authrole });
     this.laneOrder = [...this.lanes.entries()].sort((a, b) =>
-      String(a[1].realm).localeCompare(String(b[1].realm)));
+      String(a[1].realm).localeCompare(String(b[1].realm)) ||
+      String(a[1].node ?? '').localeCompare(String(b[1].node ?? '')));
     this.laneIndex = new Map(this.laneOrder.map(([k], i) => [k, i]));
   }
 
-  // Appends records in seq order (older or repeated seqs are ignored).
+  // Appends records in seq order (older or repeated seqs are ignored; merged pages tile the
+  // records, so all of theirs are taken).
   add(recs) {
     for (const r of recs) {
-      if (typeof r.seq !== 'number' || r.seq < this.nextSeq) continue;
+      if (typeof r.seq !== 'number' || (!this.merged && r.seq < this.nextSeq)) continue;
       const i = this.records.length;
       this.records.push(r);
       this.nextSeq = r.seq + 1;
       if (this.filtered && matches(r, this.needle)) this.filtered.push(i);
       if (isAction(r)) {
-        this.addLane(r.realm, r.originator);
-        for (const x of r.responders || []) this.addLane(r.realm, x);
+        this.addLane(r, r.originator);
+        for (const x of r.responders || []) this.addLane(r, x);
       } else if (r.session_id != null) {
-        this.addLane(r.realm, r);
+        this.addLane(r, r);
       }
       if (r.correlation) {
         let c = this.corr.get(r.correlation);
@@ -385,7 +497,16 @@ class TraceView {
         do {
           this.refetch = false;
           for (;;) {
-            const page = await api('get_trace_data', this.id, this.nextSeq, null, PAGE);
+            if (this.merged) {
+              const page = await api('*', 'get_trace_data', this.id, this.cursor, null, PAGE);
+              if (this.closed) break;
+              this.cursor = page.next;
+              this.nodeErrors = page.errors || {};
+              if (!page.records.length) break;
+              this.add(page.records);
+              continue;
+            }
+            const page = await api(this.node, 'get_trace_data', this.id, this.nextSeq, null, PAGE);
             if (this.closed || !page.length) break;
             this.add(page);
             if (page.length < PAGE) break;
@@ -402,7 +523,7 @@ class TraceView {
 
   onBatch(recs) {
     if (!recs.length) return;
-    if (this.fetching || recs[0].seq > this.nextSeq) {
+    if (this.merged || this.fetching || recs[0].seq > this.nextSeq) {
       this.fetchMore(); // a gap (records dropped, or we joined mid-batch): read it
       return;
     }
@@ -437,11 +558,15 @@ class TraceView {
   renderHead() {
     const m = this.meta;
     $('tv-id').textContent = this.id;
+    $('tv-node').hidden = !clustered();
+    $('tv-node').textContent = this.merged ? 'every node (*)' : `node ${this.node}`;
     $('tv-status').textContent = m.status || '';
     $('tv-status').className = `badge ${m.status === 'running' ? 'running' : 'stopped'}`;
     const level = (m.options && m.options.trace_level) || 'message';
     $('tv-stats').textContent = `${this.records.length} records here · ${m.records ?? '?'} held by the router` +
-      `${m.dropped ? ` · ${m.dropped} dropped` : ''} · ${this.lanes.size} sessions · ${level} level`;
+      `${m.dropped ? ` · ${m.dropped} dropped` : ''} · ${this.lanes.size} sessions · ${level} level` +
+      (this.merged && this.nodeErrors && Object.keys(this.nodeErrors).length ?
+        ` · not read: ${nodeErrorsText(this.nodeErrors)}` : '');
     $('tv-stop').disabled = m.status !== 'running';
     $('tv-mark').disabled = m.status !== 'running';
     $('tv-delete').disabled = m.status === 'running';
@@ -510,13 +635,14 @@ function currentTab() {
   return document.querySelector('.tab.active').dataset.tab;
 }
 
-function openTrace(id) {
+function openTrace(node, id) {
   if (app.view) app.view.closed = true;
-  app.view = new TraceView(id);
+  app.view = new TraceView(node, id);
   $('empty').hidden = true;
   $('trace-view').hidden = false;
   $('search').value = '';
   $('detail').hidden = true;
+  setTableHead(app.view);
   $('seq-scroll').scrollTop = 0;
   $('table-scroll').scrollTop = 0;
   renderTraceList();
@@ -673,11 +799,11 @@ function drawSequence(v) {
       ctx.textAlign = 'center';
       ctx.fillText(label, routerX - sx, y);
     } else if (isAction(r)) {
-      const ox = cols.get(`${r.realm}\u0001${r.originator?.session_id}`);
+      const ox = r.originator ? cols.get(v.laneKey(r, r.originator)) : null;
       const color = related ? COLORS.hl : r.success ? COLORS.rx : COLORS.err;
       if (ox != null) arrow(ctx, ox - sx, routerX - sx, y, color, related ? 2.5 : 1.5, false);
       for (const x of r.responders || []) {
-        const rx = cols.get(`${r.realm}\u0001${x.session_id}`);
+        const rx = cols.get(v.laneKey(r, x));
         if (rx != null) arrow(ctx, routerX - sx, rx - sx, y, related ? COLORS.hl : COLORS.tx, 1, true);
       }
       if (ox != null) label(ctx, `${recLabel(r)} · ${fmtMs(r.duration)} ms`, ox - sx, routerX - sx, y, color, colW);
@@ -750,7 +876,8 @@ function drawSeqHead(v, cols, routerX, colW, sx) {
     ctx.fillText(fit(ctx, lane.authid || String(lane.session), colW - 10), x, 32);
     ctx.font = `11px ${font}`;
     ctx.fillStyle = '#677287';
-    ctx.fillText(fit(ctx, `${lane.session}${lane.authrole ? ' · ' + lane.authrole : ''}`, colW - 10), x, 47);
+    const node = v.merged && lane.node != null ? `${lane.node} · ` : '';
+    ctx.fillText(fit(ctx, `${node}${lane.session}${lane.authrole ? ' · ' + lane.authrole : ''}`, colW - 10), x, 47);
   }
   ctx.fillStyle = '#18202e';
   const rw = Math.min(colW - 16, 110);
@@ -811,6 +938,16 @@ function initSequence() {
 // ---------------------------------------------------------------------------------- tables --
 
 const TABLE_COLS = '56px 118px 34px 104px 80px 136px 96px 90px minmax(160px,1fr) 84px 70px';
+const TABLE_NAMES = ['seq', 'time (UTC)', 'dir', 'type', 'realm', 'session', 'authid', 'authrole', 'uri',
+  'correlation', 'size'];
+// A merged trace's table has a node column after seq.
+const tableCols = (v) => (v && v.merged ? '56px 96px ' + TABLE_COLS.slice(5) : TABLE_COLS);
+
+function setTableHead(v) {
+  const names = v && v.merged ? ['seq', 'node', ...TABLE_NAMES.slice(1)] : TABLE_NAMES;
+  $('table-head').style.gridTemplateColumns = tableCols(v);
+  $('table-head').innerHTML = names.map((c) => `<span>${c}</span>`).join('');
+}
 
 function drawTable(v) {
   const scroll = $('table-scroll');
@@ -820,14 +957,16 @@ function drawTable(v) {
   const first = Math.max(0, Math.floor(scroll.scrollTop / TROW) - 5);
   const last = Math.min(n, Math.ceil((scroll.scrollTop + scroll.clientHeight) / TROW) + 5);
   const hl = v.selected != null ? v.records[v.selected]?.correlation : null;
+  const cols = tableCols(v);
   let html = '';
   for (let k = first; k < last; k++) {
     const i = idx ? idx[k] : k;
     const r = v.records[i];
     const cls = `trow${i === v.selected ? ' selected' : hl && r.correlation === hl ? ' hl' : ''}`;
+    const seq = `<span class="num">${r.seq}</span>` + (v.merged ? `<span class="node">${esc(r.node_id)}</span>` : '');
     if (isAction(r)) {
-      html += `<div class="${cls}" data-i="${i}" style="top:${k * TROW}px;grid-template-columns:${TABLE_COLS}">` +
-        `<span class="num">${r.seq}</span><span class="mono">${clockTime(r.ts)}</span><span></span>` +
+      html += `<div class="${cls}" data-i="${i}" style="top:${k * TROW}px;grid-template-columns:${cols}">` +
+        `${seq}<span class="mono">${clockTime(r.ts)}</span><span></span>` +
         `<span>${esc(r.action)}</span><span>${esc(r.realm)}</span>` +
         `<span class="mono">${esc(r.originator?.session_id)}</span><span>${esc(r.originator?.authid)}</span>` +
         `<span>${esc(r.originator?.authrole)}</span><span class="mono">${esc(r.uri)}</span>` +
@@ -836,8 +975,8 @@ function drawTable(v) {
       continue;
     }
     const bad = r.msg_type === 'Error' || r.msg_type === 'Abort' || r.dropped;
-    html += `<div class="${cls}" data-i="${i}" style="top:${k * TROW}px;grid-template-columns:${TABLE_COLS}">` +
-      `<span class="num">${r.seq}</span><span class="mono">${clockTime(r.ts)}</span>` +
+    html += `<div class="${cls}" data-i="${i}" style="top:${k * TROW}px;grid-template-columns:${cols}">` +
+      `${seq}<span class="mono">${clockTime(r.ts)}</span>` +
       `<span class="dir-${esc(r.direction)}">${esc(r.direction || '')}</span>` +
       `<span class="${bad ? 'bad' : ''}">${esc(r.msg_type)}</span><span>${esc(r.realm ?? '')}</span>` +
       `<span class="mono">${esc(r.session_id ?? '')}</span><span>${esc(r.authid ?? '')}</span>` +
@@ -876,9 +1015,7 @@ function drawActions(v) {
 const ACTION_COLS = '64px minmax(180px,1fr) 90px 64px minmax(150px,1fr) 80px 136px 96px 80px 56px';
 
 function initTables() {
-  $('table-head').style.gridTemplateColumns = TABLE_COLS;
-  $('table-head').innerHTML = ['seq', 'time (UTC)', 'dir', 'type', 'realm', 'session', 'authid',
-    'authrole', 'uri', 'correlation', 'size'].map((c) => `<span>${c}</span>`).join('');
+  setTableHead(null);
   $('actions-head').style.gridTemplateColumns = ACTION_COLS;
   $('actions-head').innerHTML = ['action', 'uri', 'duration', 'outcome', 'error', 'realm',
     'session', 'authid', 'responders', 'seq'].map((c) => `<span>${c}</span>`).join('');
@@ -926,6 +1063,7 @@ function selectRecord(i) {
   const add = (k, val) => { if (val !== undefined && val !== null && val !== '') f.push([k, val]); };
   if (isAction(r)) {
     $('detail-title').textContent = `Action #${r.seq}`;
+    add('node', r.node_id);
     add('action', r.action);
     add('uri', r.uri);
     add('realm', r.realm);
@@ -938,6 +1076,7 @@ function selectRecord(i) {
     add('correlation', r.correlation);
   } else {
     $('detail-title').textContent = `${r.msg_type} #${r.seq}`;
+    add('node', r.node_id);
     add('direction', r.direction === 'rx' ? 'rx (received by the router)' : r.direction === 'tx' ? 'tx (sent by the router)' : r.direction);
     add('uri', r.uri);
     add('time', typeof r.ts === 'number' ? new Date(r.ts * 1000).toISOString() : '');
@@ -961,9 +1100,16 @@ function selectRecord(i) {
 
 function initTraceActions() {
   $('tv-stop').addEventListener('click', async () => {
+    const v = app.view;
     try {
-      app.view.meta = await api('stop_trace', app.view.id);
-      app.view.renderHead();
+      const meta = await api(v.node, 'stop_trace', v.id);
+      if (v.merged) {
+        const failed = nodeErrorsText(meta);
+        if (failed) toast(`stop_trace: ${failed}`);
+      } else {
+        v.meta = meta;
+        v.renderHead();
+      }
       refreshTraces();
     } catch (e) {
       toast(`stop_trace: ${errText(e)}`);
@@ -972,9 +1118,16 @@ function initTraceActions() {
   $('tv-mark').addEventListener('click', async () => {
     const name = $('tv-mark-name').value.trim() || 'mark';
     try {
-      const seq = await api('mark_trace', app.view.id, name, {});
+      const v = app.view;
+      const seq = await api(v.node, 'mark_trace', v.id, name, {});
       $('tv-mark-name').value = '';
-      toast(`marker "${name}" at seq ${seq}`, false);
+      if (!v.merged) {
+        toast(`marker "${name}" at seq ${seq}`, false);
+      } else {
+        const failed = nodeErrorsText(seq);
+        const at = Object.entries(seq).filter(([, x]) => typeof x === 'number').map(([n, x]) => `${n} ${x}`);
+        toast(`marker "${name}"${at.length ? ` at seq ${at.join(', ')}` : ''}${failed ? `; not on ${failed}` : ''}`, !!failed);
+      }
     } catch (e) {
       toast(`mark_trace: ${errText(e)}`);
     }
@@ -990,14 +1143,17 @@ function initTraceActions() {
     delete b.dataset.armed;
     b.textContent = 'Delete';
     try {
-      await api('delete_trace', app.view.id);
+      const v = app.view;
+      const answer = await api(v.node, 'delete_trace', v.id);
+      const failed = v.merged ? nodeErrorsText(answer) : '';
+      if (failed) toast(`delete_trace: ${failed}`);
       closeTrace();
       refreshTraces();
     } catch (e) {
       toast(`delete_trace: ${errText(e)}`);
     }
   });
-  $('tv-download').addEventListener('click', () => download(app.view.id));
+  $('tv-download').addEventListener('click', () => download(app.view.node, app.view.id));
   $('detail-close').addEventListener('click', () => {
     $('detail').hidden = true;
     if (app.view) {
@@ -1009,18 +1165,23 @@ function initTraceActions() {
   window.addEventListener('resize', () => app.view && app.view.schedule());
 }
 
-// JSON Lines, built here from get_trace_data pages: one record per line, as the API returns it.
-async function download(id) {
+// JSON Lines, built here from get_trace_data pages: one record per line, as the API returns it
+// (node "*": the merged pages, records with their node_id).
+async function download(node, id) {
   const b = $('tv-download');
   b.disabled = true;
   try {
     const lines = [];
     let from = 0;
     for (;;) {
-      const page = await api('get_trace_data', id, from, null, PAGE);
+      let page = await api(node, 'get_trace_data', id, from, null, PAGE);
+      if (node === '*') {
+        from = page.next;
+        page = page.records;
+      }
       if (!page.length) break;
       for (const r of page) lines.push(JSON.stringify(r));
-      from = page[page.length - 1].seq + 1;
+      if (node !== '*') from = page[page.length - 1].seq + 1;
       b.textContent = `Downloading… ${lines.length}`;
     }
     const blob = new Blob(lines.map((l) => l + '\n'), { type: 'application/x-ndjson' });

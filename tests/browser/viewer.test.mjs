@@ -85,6 +85,10 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   const conn = await page.$eval('#conn', (e) => e.textContent);
   assert.match(conn, /realm mgmt/);
   assert.match(conn, /\(admin\)/);
+  // One node: no node groups, no node choice, no node badge.
+  assert.match(conn, /node \S+ \/ \S+/);
+  assert.equal((await page.$$('#trace-list li.node-head')).length, 0);
+  assert.ok(await page.$eval('#start-node-label', (e) => e.hidden));
 
   // Start a filtered trace from the form.
   await page.click('#new-trace-toggle');
@@ -162,6 +166,9 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   // The table: every record, then the search.
   await page.click('.tab[data-tab=table]');
   await until(async () => (await page.$$('#table-rows .trow')).length >= Math.min(held.length, 20), 'table rows');
+  assert.deepEqual((await page.$$eval('#table-head span', (es) => es.map((e) => e.textContent))).slice(0, 2),
+    ['seq', 'time (UTC)']);
+  assert.ok(await page.$eval('#tv-node', (e) => e.hidden));
   await page.type('#search', 'com.browser.error.oops');
   const want = held.filter((r) => JSON.stringify(r).toLowerCase().includes('com.browser.error.oops'));
   assert.ok(want.length >= 2); // the callee's ERROR and the caller's

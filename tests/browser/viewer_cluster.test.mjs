@@ -1,0 +1,210 @@
+// The trace viewer on a cluster: a real nats-server and two real nodes (node_a, node_b), the page
+// served by node_a. It lists each node's traces under the node, starts a trace on node_b alone
+// and one on every node ("*") from the form, shows the cluster-wide trace's merged records with
+// their node (table column, lane headers), marks, stops and deletes it on every node with one
+// click each, and shows a node that does not answer (SIGSTOP) as that node's error while the
+// other node's traces stay listed (mgmt/README.md "Cluster", "Trace viewer"). Any console
+// error, page error or failed request fails the test.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { openSession, startRouter } from '../interop/node/harness.mjs';
+import { artifactsDir, launchBrowser, until, viewerUrl, watchPage } from './browser.mjs';
+
+const MGMT = 'crossbarfabriccenter.';
+const NATS_BIN = fs.existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
+
+let tmp, nats, chrome;
+const routers = [];
+const clients = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// nats-server with JetStream on 127.0.0.1, its store in tmp; resolves once it greets (INFO).
+async function startNats() {
+  const port = await freePort();
+  const proc = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', path.join(tmp, 'js')],
+    { stdio: 'ignore' });
+  const greets = () => new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('data', (d) => { s.destroy(); resolve(d.toString().startsWith('INFO')); });
+    s.once('error', () => resolve(false));
+  });
+  await until(greets, 'nats-server', 10000);
+  return { proc, port };
+}
+
+// A node's config: realm1 open to anonymous, a web transport with WAMP at /ws and the viewer at
+// /trace/, the management API on realm "mgmt", no flight recorder, and the cluster on nats. A
+// long node_ttl keeps a stopped node in list_nodes while the test looks at its error.
+function nodeConfig(nodeId, natsPort) {
+  const cfg = {
+    version: 2,
+    controller: { id: nodeId },
+    workers: [{
+      type: 'router',
+      realms: [{ name: 'realm1', roles: [{ name: 'anonymous', permissions: [{ uri: '', match: 'prefix',
+        allow: { call: true, register: true, publish: true, subscribe: true } }] }] }],
+      transports: [{ type: 'web', endpoint: { type: 'tcp', port: 0, interface: '127.0.0.1' },
+        paths: { ws: { type: 'websocket', serializers: ['json'] }, trace: { type: 'wampscope-trace-viewer' } } }],
+      wampscope: {
+        management: { enabled: true, realm: 'mgmt' },
+        tracing: { flight_recorder: false },
+        cluster: { name: 'vcluster', heartbeat_interval: 500, node_ttl: 20000, connect_timeout: 500,
+          reconnect_wait: 200, request_timeout: 1000, nats: { servers: [`nats://127.0.0.1:${natsPort}`] } },
+      },
+    }],
+  };
+  const file = path.join(tmp, `${nodeId}.json`);
+  fs.writeFileSync(file, JSON.stringify(cfg));
+  return path.relative(process.env.RT_SOURCE_DIR, file);
+}
+
+before(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wampscope-vcluster-'));
+  nats = await startNats();
+  for (const id of ['node_a', 'node_b']) routers.push(await startRouter(nodeConfig(id, nats.port)));
+  chrome = await launchBrowser();
+});
+
+after(async () => {
+  for (const c of clients.reverse()) {
+    try {
+      await c.close();
+    } catch {
+      c.abort();
+    }
+  }
+  if (chrome) await chrome.stop();
+  try {
+    for (const r of routers) await r.stop();
+  } finally {
+    if (nats) nats.proc.kill('SIGTERM');
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+async function open(router, realm) {
+  const c = await openSession(router, { realm });
+  clients.push(c);
+  return c.session;
+}
+
+const texts = (page, sel) => page.$$eval(sel, (es) => es.map((e) => e.textContent.trim()));
+
+test('the viewer shows every node of a cluster', async () => {
+  const [a, b] = routers;
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  const mgmt = await open(a, 'mgmt');
+  await until(async () => (await mgmt.call(MGMT + 'list_nodes')).length === 2, 'both nodes in list_nodes');
+  const worker = (await mgmt.call(MGMT + 'list_workers', ['node_b']))[0];
+  const traceOn = (node) => mgmt.call(MGMT + 'list_traces', [node, worker, true]);
+
+  // Logged in on node_a: both nodes, each as a group of the trace list; the form offers them.
+  await page.goto(`${viewerUrl(a)}?connect=1`);
+  await page.waitForSelector('#app-view:not([hidden])');
+  assert.match(await page.$eval('#conn', (e) => e.textContent), /2 nodes/);
+  await until(async () => (await texts(page, '#trace-list li.node-head')).join('|') === 'node node_a|node node_b',
+    'the node groups');
+  await page.click('#new-trace-toggle');
+  assert.deepEqual(await page.$$eval('#start-node option', (os) => os.map((o) => o.value)), ['*', 'node_a', 'node_b']);
+
+  // A trace on node_b alone: listed under node_b only.
+  await page.select('#start-node', 'node_b');
+  await page.type('input[name=trace_id]', 'only_b');
+  await page.click('#start-go');
+  await until(async () => (await page.$eval('#tv-id', (e) => e.textContent)) === 'only_b', 'the only_b view');
+  assert.equal(await page.$eval('#tv-node', (e) => e.textContent), 'node node_b');
+  assert.deepEqual(await traceOn('node_b'), ['only_b']);
+  assert.deepEqual(await traceOn('node_a'), []);
+  await page.waitForSelector('#trace-list li[data-node="node_b"][data-id="only_b"]');
+
+  // A trace on every node, from the form: listed under "*" and under each node.
+  await page.click('#new-trace-toggle');
+  await page.select('#start-node', '*');
+  await page.$eval('input[name=trace_id]', (e) => { e.value = ''; });
+  await page.type('input[name=trace_id]', 'cw');
+  await page.type('input[name=realms]', 'realm1');
+  await page.click('#start-go');
+  await until(async () => (await page.$eval('#tv-node', (e) => e.textContent)) === 'every node (*)', 'the * view');
+  assert.equal(await page.$eval('#tv-id', (e) => e.textContent), 'cw');
+  for (const node of ['*', 'node_a', 'node_b']) {
+    await page.waitForSelector(`#trace-list li[data-node="${node}"][data-id="cw"]`);
+  }
+
+  // Traffic on both nodes: the merged records in the table, each with its node.
+  for (const [router, topic] of [[a, 'com.vc.a'], [b, 'com.vc.b']]) {
+    const s = await open(router, 'realm1');
+    await s.publish(topic, [1], {}, { acknowledge: true });
+  }
+  await page.click('.tab[data-tab=table]');
+  assert.deepEqual((await texts(page, '#table-head span')).slice(0, 3), ['seq', 'node', 'time (UTC)']);
+  const rowsOf = () => page.$$eval('#table-rows .trow', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+  await until(async () => {
+    const rows = await rowsOf();
+    return rows.some((r) => r[1] === 'node_a' && r[9] === 'com.vc.a') &&
+      rows.some((r) => r[1] === 'node_b' && r[9] === 'com.vc.b');
+  }, 'records of both nodes in the table');
+  // Clicking a record names its node.
+  const rowB = await page.$$eval('#table-rows .trow', (rs) => rs.find((r) => r.children[9].textContent === 'com.vc.b').dataset.i);
+  await page.click(`#table-rows .trow[data-i="${rowB}"]`);
+  assert.match(await page.$eval('#detail-fields', (e) => e.textContent), /nodenode_b/);
+  await page.click('#detail-close');
+  // The sequence diagram: one lane per node and session, the node in the lane header.
+  await page.click('.tab[data-tab=seq]');
+  const lanes = await page.evaluate(() => [...window.wampscopeViewer.view.lanes.values()].map((l) => l.node).sort());
+  assert.deepEqual(lanes, ['node_a', 'node_b']);
+  await page.screenshot({ path: path.join(artifactsDir(), 'viewer-cluster-1-merged.png') });
+
+  // Mark, stop and delete act on every node.
+  await page.type('#tv-mark-name', 'both');
+  await page.click('#tv-mark');
+  for (const node of ['node_a', 'node_b']) {
+    await until(async () => (await mgmt.call(MGMT + 'get_trace_data', [node, worker, 'cw', 0, null, 1000]))
+      .some((r) => r.msg_type === 'Marker' && r.uri === 'both'), `the marker on ${node}`);
+  }
+  await page.click('#tv-stop');
+  for (const node of ['node_a', 'node_b']) {
+    await until(async () => (await mgmt.call(MGMT + 'get_trace', [node, worker, 'cw'])).status === 'stopped',
+      `cw stopped on ${node}`);
+  }
+  await until(async () => (await page.$eval('#tv-status', (e) => e.textContent)) === 'stopped', 'the stopped badge');
+  await page.click('#tv-delete');
+  await page.click('#tv-delete');
+  await until(async () => !(await traceOn('node_a')).includes('cw') && !(await traceOn('node_b')).includes('cw'),
+    'cw deleted on every node');
+  await page.waitForSelector('#empty:not([hidden])');
+
+  // node_b stops answering: its group shows the error, node_a's traces are still listed.
+  await mgmt.call(MGMT + 'start_trace', ['node_a', worker, 'only_a', null]);
+  await page.waitForSelector('#trace-list li[data-node="node_a"][data-id="only_a"]');
+  b.proc.kill('SIGSTOP');
+  try {
+    await page.waitForSelector('#trace-list li.node-error[data-group="node_b"]', { timeout: 10000 });
+    assert.match(await page.$eval('#trace-list li.node-error', (e) => e.textContent), /wamp\.error\.timeout|node_b/);
+    assert.ok(await page.$('#trace-list li[data-node="node_a"][data-id="only_a"]'));
+    await page.screenshot({ path: path.join(artifactsDir(), 'viewer-cluster-2-node-error.png') });
+  } finally {
+    b.proc.kill('SIGCONT');
+  }
+  await page.waitForSelector('#trace-list li[data-node="node_b"][data-id="only_b"]', { timeout: 10000 });
+  await page.close();
+  assert.deepEqual(problems, []);
+});
