@@ -105,17 +105,18 @@ static void mb_label_value(mbuf *b, const char *v)
 
 typedef enum mkind {
     M_COUNTER,
-    M_GAUGE
+    M_GAUGE,
+    M_HISTOGRAM
 } mkind;
 
 static void family(mbuf *b, const char *name, mkind kind, const char *help)
 {
-    mb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
-              kind == M_COUNTER ? "counter" : "gauge");
+    static const char *const types[] = {"counter", "gauge", "histogram"};
+    mb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, types[kind]);
 }
 
-/* One sample; labels: NULL or pairs key, value, ..., NULL. */
-static void sample_u64(mbuf *b, const char *name, const char *const *labels, uint64_t v)
+/* A sample's name and labels (NULL or pairs key, value, ..., NULL), up to its value. */
+static void sample_key(mbuf *b, const char *name, const char *const *labels)
 {
     mb_printf(b, "%s", name);
     if (labels && labels[0]) {
@@ -127,6 +128,12 @@ static void sample_u64(mbuf *b, const char *name, const char *const *labels, uin
         }
         mb_put(b, "}", 1);
     }
+}
+
+/* One sample. */
+static void sample_u64(mbuf *b, const char *name, const char *const *labels, uint64_t v)
+{
+    sample_key(b, name, labels);
     mb_printf(b, " %" PRIu64 "\n", v);
 }
 
@@ -400,6 +407,26 @@ static uint64_t trace_value_of(const trace *t, trace_value what)
     return 0;
 }
 
+/* One trace's wampscope_trace_fsync_seconds: _bucket{le} (cumulative), _sum, _count. */
+static void render_sync_histogram(mbuf *b, const char *id, trace_persist_sync_stats s)
+{
+    char le[32];
+    const char *lab[] = {"trace", id, "le", le, NULL};
+    for (size_t i = 0; i <= TRACE_PERSIST_SYNC_BUCKETS; i++) {
+        bool inf = i == TRACE_PERSIST_SYNC_BUCKETS;
+        if (inf) {
+            snprintf(le, sizeof(le), "+Inf");
+        } else {
+            snprintf(le, sizeof(le), "%g", (double)trace_persist_sync_le_ns[i] / 1e9);
+        }
+        sample_u64(b, "wampscope_trace_fsync_seconds_bucket", lab, inf ? s.count : s.le[i]);
+    }
+    const char *tl[] = {"trace", id, NULL};
+    sample_key(b, "wampscope_trace_fsync_seconds_sum", tl);
+    mb_printf(b, " %.9f\n", (double)s.sum_ns / 1e9);
+    sample_u64(b, "wampscope_trace_fsync_seconds_count", tl, s.count);
+}
+
 static void render_traces(mbuf *b, const rt_router *rt)
 {
     const trace_hub *hub = rt->hub;
@@ -442,6 +469,26 @@ static void render_traces(mbuf *b, const rt_router *rt)
         trace_persist_writer_stats(p, &waits, &peak);
         const char *lab[] = {"trace", trace_id(t), NULL};
         sample_u64(b, "wampscope_trace_persist_backlog_waits_total", lab, waits);
+    }
+    family(b, "wampscope_trace_records_persisted_total", M_COUNTER,
+           "Records a persisted trace's writer thread wrote to its files.");
+    for (size_t i = 0; i < n; i++) {
+        const trace *t = trace_hub_at(hub, i);
+        const trace_persist *p = trace_get_persist(t);
+        if (p) {
+            const char *lab[] = {"trace", trace_id(t), NULL};
+            sample_u64(b, "wampscope_trace_records_persisted_total", lab,
+                       trace_persist_get_sync_stats(p).records_written);
+        }
+    }
+    family(b, "wampscope_trace_fsync_seconds", M_HISTOGRAM,
+           "fsync(2) of a persisted trace's segments, indexes and directories, seconds.");
+    for (size_t i = 0; i < n; i++) {
+        const trace *t = trace_hub_at(hub, i);
+        const trace_persist *p = trace_get_persist(t);
+        if (p) {
+            render_sync_histogram(b, trace_id(t), trace_persist_get_sync_stats(p));
+        }
     }
 }
 

@@ -245,6 +245,17 @@ void trace_persist_writer_stats(const trace_persist *p, uint64_t *waits, uint64_
     }
 }
 
+trace_persist_sync_stats trace_persist_get_sync_stats(const trace_persist *p)
+{
+    trace_persist_sync_stats s = {0};
+    if (p->w) {
+        pthread_mutex_lock(&p->w->mu);
+        s = p->w->sync;
+        pthread_mutex_unlock(&p->w->mu);
+    }
+    return s;
+}
+
 const char *trace_persist_id(const trace_persist *p)
 {
     return p->id;

@@ -172,6 +172,26 @@ bool trace_persist_remove(trace_persist *p);
  * write_backlog bytes were queued, and the most bytes ever queued (0 and 0 without one). */
 void trace_persist_writer_stats(const trace_persist *p, uint64_t *waits, uint64_t *peak);
 
+/* The fsyncs of a writable trace (CLOCK_MONOTONIC around each fsync(2) of a segment, of its
+ * index and of the trace's and the data directory, a directory's open(2) included; not those of
+ * meta.json and the end file) and the records its writer thread wrote. The histogram's bounds are
+ * trace_persist_sync_le_ns[0..TRACE_PERSIST_SYNC_BUCKETS); +Inf is count. */
+#define TRACE_PERSIST_SYNC_BUCKETS 6
+extern const uint64_t trace_persist_sync_le_ns[TRACE_PERSIST_SYNC_BUCKETS];
+
+typedef struct trace_persist_sync_stats {
+    uint64_t count;  /* fsyncs timed (failed ones included) */
+    uint64_t sum_ns; /* their time */
+    uint64_t max_ns; /* the longest */
+    /* Cumulative: le[i] fsyncs took at most trace_persist_sync_le_ns[i]. */
+    uint64_t le[TRACE_PERSIST_SYNC_BUCKETS];
+    uint64_t records_written; /* records written to the files (write(2); the fsync policy
+                               * decides about power loss) */
+} trace_persist_sync_stats;
+
+/* A copy of them (all 0 for a trace opened read-only). */
+trace_persist_sync_stats trace_persist_get_sync_stats(const trace_persist *p);
+
 /* Borrowed. */
 const char *trace_persist_id(const trace_persist *p);
 /* Message of the first I/O error ("write <file>: No space left on device"); NULL if none. */

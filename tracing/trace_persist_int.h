@@ -241,6 +241,10 @@ typedef struct writer {
     uint64_t waits;        /* times the service thread waited for the backlog */
     uint64_t peak;         /* the most bytes ever queued */
     uint64_t written_next; /* the seqs below it are written (jobs' end_seq) */
+    /* The fsyncs timed and the records written: the writer thread (and persist_sync_names() on
+     * the service thread) update them, trace_persist_get_sync_stats() copies them, all under
+     * mu (an fsync takes milliseconds; a lock per fsync costs nothing next to it). */
+    trace_persist_sync_stats sync;
     bool quit;
     atomic_bool failed_flag;
     char error[512];      /* the first error, set once before failed_flag */

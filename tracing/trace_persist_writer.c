@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "trace_persist_int.h"
@@ -96,11 +97,60 @@ static bool job_write(writer *w, job *j)
     return true;
 }
 
+/* The fsync latency histogram's bounds: 1 ms, 5 ms, 25 ms, 100 ms, 500 ms, 2.5 s. */
+const uint64_t trace_persist_sync_le_ns[TRACE_PERSIST_SYNC_BUCKETS] = {
+        1000000u, 5000000u, 25000000u, 100000000u, 500000000u, 2500000000u,
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Counts an fsync that started at t0 (mono_ns()) and just ended; errno kept. */
+static void sync_timed(writer *w, uint64_t t0)
+{
+    uint64_t t1 = mono_ns();
+    uint64_t ns = t1 > t0 ? t1 - t0 : 0;
+    int e = errno;
+    pthread_mutex_lock(&w->mu);
+    trace_persist_sync_stats *s = &w->sync;
+    s->count++;
+    s->sum_ns += ns;
+    s->max_ns = ns > s->max_ns ? ns : s->max_ns;
+    for (size_t i = 0; i < TRACE_PERSIST_SYNC_BUCKETS; i++) {
+        s->le[i] += ns <= trace_persist_sync_le_ns[i];
+    }
+    pthread_mutex_unlock(&w->mu);
+    errno = e;
+}
+
+/* persist_fsync() and persist_sync_dir(), timed (sync_dir_timed: w NULL = not). */
+static int fsync_timed(writer *w, int fd)
+{
+    uint64_t t0 = mono_ns();
+    int rc = persist_fsync(w->io, fd);
+    sync_timed(w, t0);
+    return rc;
+}
+
+static int sync_dir_timed(writer *w, const trace_persist_io *io, const char *dir)
+{
+    if (!w) {
+        return persist_sync_dir(io, dir);
+    }
+    uint64_t t0 = mono_ns();
+    int rc = persist_sync_dir(io, dir);
+    sync_timed(w, t0);
+    return rc;
+}
+
 static void job_finish(writer *w, job *j)
 {
     if ((j->flags & JOB_SYNC) && j->fd >= 0 && !atomic_load(&w->failed_flag)) {
-        if (persist_fsync(w->io, j->fd) != 0 ||
-            (j->idx_fd >= 0 && persist_fsync(w->io, j->idx_fd) != 0)) {
+        if (fsync_timed(w, j->fd) != 0 || (j->idx_fd >= 0 && fsync_timed(w, j->idx_fd) != 0)) {
             writer_set_error(w, "fsync", j->seg_first, "seg", errno);
         }
     }
@@ -114,11 +164,11 @@ static void job_finish(writer *w, job *j)
         j->fd = j->idx_fd = -1;
     }
     if ((j->flags & JOB_SYNC_DIR) && !atomic_load(&w->failed_flag) &&
-        persist_sync_dir(w->io, w->dir) != 0) {
+        sync_dir_timed(w, w->io, w->dir) != 0) {
         writer_set_error(w, "fsync", 0, NULL, errno);
     }
     if ((j->flags & JOB_SYNC_PARENT) && !atomic_load(&w->failed_flag) &&
-        persist_sync_dir(w->io, w->data_dir) != 0) {
+        sync_dir_timed(w, w->io, w->data_dir) != 0) {
         writer_set_error(w, "fsync the data directory of", 0, NULL, errno);
     }
     if (j->flags & JOB_UNLINK) {
@@ -160,6 +210,9 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&w->mu);
         if (written && j->end_seq > w->written_next) {
             w->written_next = j->end_seq;
+        }
+        if (written) {
+            w->sync.records_written += j->end_seq - j->first_seq;
         }
         bool keep = !written && j->len;
         if (keep) {
@@ -535,12 +588,12 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
  * data directory. */
 wamp_err persist_sync_names(trace_persist *p, bool all)
 {
-    if ((p->names_dirty || all) && persist_sync_dir(p->io, p->dir) != 0) {
+    if ((p->names_dirty || all) && sync_dir_timed(p->w, p->io, p->dir) != 0) {
         return persist_fail_io(p, "fsync", p->dir);
     }
     p->names_dirty = false;
     if (p->new_dir) {
-        if (persist_sync_dir(p->io, p->data_dir) != 0) {
+        if (sync_dir_timed(p->w, p->io, p->data_dir) != 0) {
             return persist_fail_io(p, "fsync", "the data directory");
         }
         p->new_dir = false;

@@ -5,12 +5,14 @@ python3-prometheus-client parser; the values follow the traffic (sessions per re
 transport, messages per type and serializer, bytes, a trace's records); `promtool check metrics`
 (Debian's prometheus package) accepts the text; only GET of the path answers 200."""
 
+import asyncio
 import http.client
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 from urllib.parse import urlparse
 
@@ -20,6 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from rt_harness import AsyncTestCase, RawWs, RouterProc, main, open_session, step, uri
 
 TRANSPORT = "ws_e2e"  # the transport id in configs/test-e2e.json
+MGMT = "crossbarfabriccenter."
+NODE, WORKER = "e2e_node", "router1"  # configs/test-e2e.json
 
 
 def metrics_config(tmp, extra_realms=0):
@@ -32,6 +36,9 @@ def metrics_config(tmp, extra_realms=0):
     ws["metrics"] = {"endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"},
                      "path": "/metrics"}
     ws["tracing"]["flight_recorder"] = True
+    # Persisted traces (test_persisted_trace_fsyncs) in tmp, fsynced at every tick's write.
+    ws["tracing"]["data_dir"] = os.path.join(tmp, "data")
+    ws["tracing"]["fsync"] = "batch"
     realms = cfg["workers"][0]["realms"]
     for i in range(extra_realms):
         realms.append({"name": "m%d" % i, "roles": realms[0]["roles"]})
@@ -142,6 +149,39 @@ class MetricsTest(AsyncTestCase):
         self.assertEqual(left.value("wampscope_sessions", realm="realm1", transport=TRANSPORT), 1)
         self.assertEqual(left.value("wampscope_sessions_closed_total"),
                          before.value("wampscope_sessions_closed_total") + 1)
+
+    async def test_persisted_trace_fsyncs(self):
+        m = await self.session("msgpack", realm="mgmt")
+
+        async def mgmt(proc, *args):
+            return await step(m.call(MGMT + proc, NODE, WORKER, *args))
+
+        await mgmt("start_trace", "disk", {"persist": True})
+        pub = await self.session("json")
+        topic = uri(self, "persisted")
+        for i in range(20):
+            await step(pub.publish(topic, i, options=PublishOptions(acknowledge=True)))
+        # fsync "batch": the next tick writes the records and fsyncs them.
+        fsyncs = "wampscope_trace_fsync_seconds_count"
+        deadline = time.monotonic() + 10
+        while Scrape(self.url).value(fsyncs, trace="disk") == 0:
+            self.assertLess(time.monotonic(), deadline, "no fsync counted")
+            await asyncio.sleep(0.05)
+        await mgmt("stop_trace", "disk")
+        meta = await mgmt("get_trace", "disk")
+        self.assertGreaterEqual(meta["records"], 40)  # PUBLISH, PUBLISHED at least
+        s = Scrape(self.url)
+        self.assertEqual(s.families["wampscope_trace_fsync_seconds"].type, "histogram")
+        self.assertEqual(s.value("wampscope_trace_records_persisted_total", trace="disk"),
+                         meta["records"])
+        count = s.value(fsyncs, trace="disk")
+        self.assertGreaterEqual(count, 2)  # the segment and its index at least
+        self.assertEqual(s.value("wampscope_trace_fsync_seconds_bucket", trace="disk", le="+Inf"),
+                         count)
+        self.assertGreater(s.value("wampscope_trace_fsync_seconds_sum", trace="disk"), 0)
+        # Not for an in-memory trace.
+        self.assertNotIn(("wampscope_trace_fsync_seconds_count",
+                          (("trace", "flight-recorder"),)), s.samples)
 
     async def test_refused_handshakes_by_reason(self):
         before = Scrape(self.url)

@@ -2,7 +2,8 @@
  * counters and trace-level lines behind it (rt_wirelog.h). A small parser written here checks the
  * exposition format's rules on every rendering (HELP and TYPE before the samples of each family,
  * names and label names well formed, counters ending in _total, no family or series twice,
- * values numeric, label values escaped); the tests check that the values follow the router
+ * values numeric, label values escaped; a histogram's buckets cumulative in ascending le, up to
+ * +Inf, which its _count equals); the tests check that the values follow the router
  * (sessions per realm and transport, messages per type and serializer, limits, traces). */
 #include <math.h>
 #include <stdbool.h>
@@ -20,6 +21,9 @@
 #include "rt_metrics.h"
 #include "rt_router.h"
 #include "test_router.h"
+#include "tmp_dir.h"
+#include "trace.h"
+#include "trace_hub.h"
 
 static test_router T;
 static rt_listener listeners[2];
@@ -96,7 +100,14 @@ typedef struct checker {
     size_t n_series;
     char family[128]; /* the current one */
     bool family_counter;
+    bool family_histogram;
     bool help_seen;
+    /* The histogram series being checked: its labels but le, the last le and bucket, the +Inf
+     * bucket (-1 until seen). */
+    char h_labels[256];
+    double h_le;
+    double h_bucket;
+    double h_inf;
 } checker;
 
 static bool seen(char **list, size_t n, const char *s)
@@ -109,12 +120,55 @@ static bool seen(char **list, size_t n, const char *s)
     return false;
 }
 
+/* A histogram's sample (name n bytes long, value v): _bucket{...,le} cumulative in ascending le
+ * up to +Inf, then _sum, then _count equal to the +Inf bucket. */
+static void check_histogram(checker *c, const char *line, size_t n, double v)
+{
+    const char *suffix = line + strlen(c->family);
+    size_t sl = n - strlen(c->family);
+    const char *labels = line[n] == '{' ? line + n + 1 : line + n;
+    if (sl == 7 && strncmp(suffix, "_bucket", 7) == 0) {
+        const char *le = strstr(line, "le=\"");
+        ck_assert_msg(le && le > line + n && (le[-1] == ',' || le[-1] == '{'),
+                      "bucket without le: \"%s\"", line);
+        size_t bl = le[-1] == ',' ? (size_t)(le - 1 - labels) : 0;
+        ck_assert_uint_lt(bl, sizeof(c->h_labels));
+        if (strlen(c->h_labels) != bl || strncmp(c->h_labels, labels, bl) != 0) {
+            ck_assert_msg(c->h_inf < 0, "series before \"%s\" without _count", line);
+            memcpy(c->h_labels, labels, bl);
+            c->h_labels[bl] = '\0';
+            c->h_le = -INFINITY;
+            c->h_bucket = 0;
+        }
+        double lv = strncmp(le + 4, "+Inf\"", 5) == 0 ? INFINITY : strtod(le + 4, NULL);
+        ck_assert_msg(lv > c->h_le, "le not ascending in \"%s\"", line);
+        ck_assert_msg(v >= c->h_bucket, "bucket not cumulative in \"%s\"", line);
+        c->h_le = lv;
+        c->h_bucket = v;
+        if (isinf(lv)) {
+            c->h_inf = v;
+        }
+    } else if (sl == 4 && strncmp(suffix, "_sum", 4) == 0) {
+        ck_assert_msg(isinf(c->h_le) && c->h_le > 0, "_sum before +Inf: \"%s\"", line);
+    } else {
+        ck_assert_msg(sl == 6 && strncmp(suffix, "_count", 6) == 0,
+                      "sample \"%s\" outside its histogram %s", line, c->family);
+        size_t bl = line[n] == '{' ? strcspn(labels, "}") : 0;
+        ck_assert_msg(c->h_inf >= 0 && strlen(c->h_labels) == bl &&
+                              strncmp(c->h_labels, labels, bl) == 0,
+                      "_count without its buckets: \"%s\"", line);
+        ck_assert_msg(v == c->h_inf, "_count is not the +Inf bucket: \"%s\"", line);
+        c->h_inf = -1;
+    }
+}
+
 /* Checks one sample line; returns its value. */
 static double check_sample(checker *c, const char *line)
 {
     size_t n = strcspn(line, "{ ");
     ck_assert_msg(is_name(line, n, true), "bad metric name in \"%s\"", line);
-    ck_assert_msg(strlen(c->family) == n && strncmp(line, c->family, n) == 0,
+    size_t fl = strlen(c->family);
+    ck_assert_msg((c->family_histogram ? n > fl : n == fl) && strncmp(line, c->family, fl) == 0,
                   "sample \"%s\" outside its family %s", line, c->family);
     const char *p = line + n;
     if (*p == '{') {
@@ -148,8 +202,11 @@ static double check_sample(checker *c, const char *line)
     double v = strtod(p + 1, &end);
     ck_assert_msg(end && end != p + 1 && *end == '\0', "bad value in \"%s\"", line);
     ck_assert_msg(!isnan(v), "NaN in \"%s\"", line);
-    if (c->family_counter) {
+    if (c->family_counter || c->family_histogram) {
         ck_assert_msg(v >= 0, "negative counter in \"%s\"", line);
+    }
+    if (c->family_histogram) {
+        check_histogram(c, line, n, v);
     }
     char *key = strndup(line, key_len);
     ck_assert_msg(!seen(c->series, c->n_series, key), "series twice: %s", key);
@@ -163,6 +220,7 @@ static void check_format(const char *text)
 {
     checker *c = calloc(1, sizeof(*c));
     ck_assert_ptr_nonnull(c);
+    c->h_inf = -1;
     ck_assert_msg(text[0] && text[strlen(text) - 1] == '\n', "text must end in a newline");
     char *copy = strdup(text);
     char *save = NULL;
@@ -187,9 +245,14 @@ static void check_format(const char *text)
                                   strlen(c->family) == n,
                           "TYPE without its HELP: \"%s\"", line);
             const char *type = name + n + 1;
-            ck_assert_msg(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0,
+            ck_assert_msg(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
+                                  strcmp(type, "histogram") == 0,
                           "unknown type in \"%s\"", line);
+            ck_assert_msg(c->h_inf < 0, "histogram before %s without _count", c->family);
             c->family_counter = strcmp(type, "counter") == 0;
+            c->family_histogram = strcmp(type, "histogram") == 0;
+            c->h_labels[0] = '\0';
+            c->h_le = -INFINITY;
             size_t fl = strlen(c->family);
             bool total = fl > 6 && strcmp(c->family + fl - 6, "_total") == 0;
             ck_assert_msg(c->family_counter == total, "%s: counters and only they end in _total",
@@ -206,6 +269,7 @@ static void check_format(const char *text)
         }
     }
     ck_assert_uint_gt(samples, 0);
+    ck_assert_msg(c->h_inf < 0, "histogram %s without _count", c->family);
     for (size_t i = 0; i < c->n_families; i++) {
         free(c->families[i]);
     }
@@ -393,6 +457,39 @@ START_TEST(test_traces_labelled_by_id)
 
 END_TEST
 
+START_TEST(test_persisted_trace_fsyncs)
+{
+    /* A persisted trace whose every write is fsynced: its fsyncs as a histogram, and every
+     * record it holds once it stopped counted as persisted. An in-memory trace has neither. */
+    char dir[256];
+    tmp_dir_make(dir, sizeof(dir), "check_rt_metrics");
+    trace_persist_config pc = {.data_dir = dir, .fsync = TRACE_FSYNC_BATCH};
+    ck_assert_int_eq(trace_hub_set_persist(rt_router_trace_hub(T.rt), &pc), WAMP_OK);
+    trace *t = test_router_start_trace(&T, "p1", "{\"persist\": true}");
+    test_router_start_trace(&T, "m1", NULL);
+    fake_conn *a = joined_on("ws1", WAMP_SER_JSON, "realm1");
+    ck_assert(trace_stop(t, TRACE_STOP_STOPPED, 2, 2));
+    uint64_t records = trace_records(t);
+    ck_assert_uint_ge(records, 2);
+    char *text = render(NULL);
+    ck_assert(value_of(text, "wampscope_trace_records_persisted_total{trace=\"p1\"}") ==
+              (double)records);
+    double count = value_of(text, "wampscope_trace_fsync_seconds_count{trace=\"p1\"}");
+    ck_assert(count >= 2); /* the segment and its index at least */
+    ck_assert(value_of(text, "wampscope_trace_fsync_seconds_bucket{trace=\"p1\",le=\"+Inf\"}") ==
+              count);
+    ck_assert(value_of(text, "wampscope_trace_fsync_seconds_bucket{trace=\"p1\",le=\"2.5\"}") >= 0);
+    ck_assert(value_of(text, "wampscope_trace_fsync_seconds_sum{trace=\"p1\"}") > 0);
+    ck_assert(value_of(text, "wampscope_trace_fsync_seconds_count{trace=\"m1\"}") == -1);
+    ck_assert(value_of(text, "wampscope_trace_records_persisted_total{trace=\"m1\"}") == -1);
+    free(text);
+    fake_conn_free(a);
+    ck_assert_int_eq(trace_hub_delete(rt_router_trace_hub(T.rt), "p1"), WAMP_OK);
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
 START_TEST(test_refused_handshakes_by_reason)
 {
     rt_router_refused_handshake(T.rt, RT_REFUSAL_PATH, "ws1", "10.0.0.1:4000", NULL);
@@ -468,6 +565,7 @@ static Suite *rt_metrics_suite(void)
     tcase_add_test(tc, test_cluster_link);
     tcase_add_test(tc, test_messages_by_type_and_serializer);
     tcase_add_test(tc, test_traces_labelled_by_id);
+    tcase_add_test(tc, test_persisted_trace_fsyncs);
     tcase_add_test(tc, test_refused_handshakes_by_reason);
     tcase_add_test(tc, test_process_figures);
     tcase_add_test(tc, test_trace_level_lines);

@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -608,6 +610,84 @@ START_TEST(test_writer_backlog_bounded)
     trace_persist_writer_stats(p, &w2, &p2); /* opened read-only: no writer */
     ck_assert_uint_eq(w2, 0);
     ck_assert_uint_eq(p2, 0);
+    trace_persist_free(p);
+}
+
+END_TEST
+
+/* An fsync that takes at least 2 ms (a slow disk), counted. */
+static atomic_uint slow_fsyncs;
+
+static int slow_fsync(void *ctx, int fd)
+{
+    (void)ctx;
+    atomic_fetch_add(&slow_fsyncs, 1);
+    struct timespec ts = {0, 2000000};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    return fsync(fd);
+}
+
+/* The histogram's invariants: cumulative, at most count, max and sum consistent. */
+static void check_sync_stats(const trace_persist_sync_stats *s)
+{
+    for (size_t i = 1; i < TRACE_PERSIST_SYNC_BUCKETS; i++) {
+        ck_assert_uint_le(s->le[i - 1], s->le[i]);
+        ck_assert_uint_lt(trace_persist_sync_le_ns[i - 1], trace_persist_sync_le_ns[i]);
+    }
+    ck_assert_uint_le(s->le[TRACE_PERSIST_SYNC_BUCKETS - 1], s->count);
+    ck_assert_uint_le(s->max_ns, s->sum_ns);
+    ck_assert_uint_le(s->sum_ns, s->count * s->max_ns);
+}
+
+START_TEST(test_fsync_latency_and_records_written)
+{
+    /* With the policy "batch" every flush fsyncs the segment and its index (and the new names'
+     * directories); each of them is timed, with a disk whose fsync takes 2 ms or more. */
+    static const trace_persist_io io = {.fsync = slow_fsync};
+    trace_persist_config cfg = config(0);
+    cfg.fsync = TRACE_FSYNC_BATCH;
+    cfg.io = &io;
+    char id[TRACE_PERSIST_ID_MAX];
+    trace_persist *p = created(&cfg, id);
+    trace_persist_sync_stats s = trace_persist_get_sync_stats(p);
+    ck_assert_uint_eq(s.count, 0);
+    ck_assert_uint_eq(s.records_written, 0);
+    atomic_store(&slow_fsyncs, 0); /* the end file's, at creation, is not timed */
+
+    append_n(p, 0, 100, 20);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    s = trace_persist_get_sync_stats(p);
+    check_sync_stats(&s);
+    /* Segment, index, the trace's directory (a new segment) and the data directory (a new
+     * trace): every fsync the hook saw, timed. */
+    ck_assert_uint_eq(s.count, atomic_load(&slow_fsyncs));
+    ck_assert_uint_ge(s.count, 4);
+    ck_assert_uint_ge(s.sum_ns, s.count * 2000000u);
+    ck_assert_uint_ge(s.max_ns, 2000000u);
+    ck_assert_uint_eq(s.le[0], 0); /* none within 1 ms */
+    ck_assert_uint_eq(s.records_written, 100);
+
+    /* A second batch: both grow; the reads see only what was written. */
+    append_n(p, 100, 50, 20);
+    ck_assert_int_eq(trace_persist_flush(p, false, PC0 + SEC), WAMP_OK);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0 + SEC), WAMP_OK);
+    trace_persist_sync_stats s2 = trace_persist_get_sync_stats(p);
+    check_sync_stats(&s2);
+    ck_assert_uint_eq(s2.count, atomic_load(&slow_fsyncs));
+    ck_assert_uint_ge(s2.count, s.count + 2);
+    ck_assert_uint_gt(s2.sum_ns, s.sum_ns);
+    ck_assert_uint_eq(s2.records_written, 150);
+    ck_assert_uint_eq(s2.records_written, trace_persist_durable_next(p));
+    trace_persist_free(p);
+
+    /* Opened read-only: no writer, nothing counted. */
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    json_decref(m);
+    s = trace_persist_get_sync_stats(p);
+    ck_assert_uint_eq(s.count, 0);
+    ck_assert_uint_eq(s.records_written, 0);
     trace_persist_free(p);
 }
 
@@ -1674,6 +1754,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_io_error_directory_gone);
     tcase_add_test(c, test_io_error_file_size_limit);
     tcase_add_test(c, test_writer_backlog_bounded);
+    tcase_add_test(c, test_fsync_latency_and_records_written);
     tcase_add_test(c, test_compact_fan_out);
     tcase_add_test(c, test_compact_crafted_repeats);
     tcase_add_test(c, test_compact_crafted_runs);
