@@ -723,6 +723,18 @@ wamp_err mgmt_api_set_cluster(mgmt_api *m, rt_cluster *c)
     return mgmt_cluster_new(m->rt, c, run_forwarded, m, &m->mc);
 }
 
+/* Removes the registrations of procs[0..n) (they point at the mgmt_api being given up). */
+static void unregister_procs(rt_dealer *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!procs[i].internal) {
+            char uri[96];
+            snprintf(uri, sizeof(uri), MGMT_PREFIX "%s", procs[i].name);
+            rt_dealer_unregister_local(d, uri);
+        }
+    }
+}
+
 wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
 {
     *out = NULL;
@@ -746,6 +758,7 @@ wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
     m->broker = rt_realm_broker(realm);
     m->started_wall_ns = started_wall_ns;
     m->started_pc_ns = rt_router_now_us(rt) * 1000u;
+    rt_dealer *d = rt_realm_dealer(realm);
     for (size_t i = 0; i < N_PROCS; i++) {
         if (procs[i].internal) {
             continue;
@@ -753,9 +766,9 @@ wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
         char uri[96];
         snprintf(uri, sizeof(uri), MGMT_PREFIX "%s", procs[i].name);
         m->entries[i] = (mgmt_entry){.m = m, .p = &procs[i]};
-        wamp_err err =
-                rt_dealer_register_local(rt_realm_dealer(realm), uri, dispatch, &m->entries[i]);
+        wamp_err err = rt_dealer_register_local(d, uri, dispatch, &m->entries[i]);
         if (err != WAMP_OK) {
+            unregister_procs(d, i);
             free(m->entries);
             free(m);
             return err;
