@@ -127,11 +127,9 @@ static wamp_err proc_list_nodes(mgmt_api *m, const mgmt_who *who, const json_t *
 static wamp_err proc_list_workers(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                   const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, false, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     return rt_local_reply_value(reply, json_pack("[s]", m->cfg->worker_id));
 }
 
@@ -211,11 +209,9 @@ static json_t *worker_stats(const mgmt_api *m)
 static wamp_err proc_get_worker(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     json_t *realms = json_array();
     for (size_t i = 0; realms && i < m->cfg->n_realms; i++) {
         json_array_append_new(realms, json_string(m->cfg->realms[i].name));
@@ -249,8 +245,7 @@ static bool find_trace(mgmt_api *m, const json_t *args, const json_t *kwargs, tr
                        rt_local_reply *reply, wamp_err *err)
 {
     const char *id;
-    if (!check_target(m, args, kwargs, true, reply, err) ||
-        !rt_local_arg_string(args, kwargs, 2, "trace_id", &id, reply, err)) {
+    if (!rt_local_arg_string(args, kwargs, 2, "trace_id", &id, reply, err)) {
         return false;
     }
     *out = trace_hub_find(m->hub, id);
@@ -264,11 +259,7 @@ static bool find_trace(mgmt_api *m, const json_t *args, const json_t *kwargs, tr
 static wamp_err proc_list_traces(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                  const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
     json_t *inc = rt_local_arg(args, kwargs, 2, "include_stopped");
     if (inc && !json_is_null(inc) && !json_is_boolean(inc)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
@@ -301,11 +292,7 @@ static wamp_err proc_get_trace(mgmt_api *m, const mgmt_who *who, const json_t *a
 static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                  const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     json_t *options = rt_local_arg(args, kwargs, 3, "trace_options");
     if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
@@ -318,8 +305,9 @@ static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t 
     }
     trace *t = NULL;
     char why[200] = "";
-    err = trace_hub_start(m->hub, json_is_string(id) ? json_string_value(id) : NULL, options,
-                          now_pc_ns(m), rt_router_wall_ns(m->rt), &t, why, sizeof(why));
+    wamp_err err =
+            trace_hub_start(m->hub, json_is_string(id) ? json_string_value(id) : NULL, options,
+                            now_pc_ns(m), rt_router_wall_ns(m->rt), &t, why, sizeof(why));
     switch (err) {
     case WAMP_OK:
         break;
@@ -449,9 +437,6 @@ static wamp_err proc_mark_trace(mgmt_api *m, const mgmt_who *who, const json_t *
     wamp_err err = WAMP_OK;
     const char *name;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
@@ -541,42 +526,62 @@ static void on_stopped(void *ctx, trace *t)
 typedef wamp_err (*mgmt_fn)(mgmt_api *m, const mgmt_who *who, const json_t *args,
                             const json_t *kwargs, rt_local_reply *reply);
 
+/* What a procedure's leading arguments name, checked before it runs (check_target()). */
+typedef enum mgmt_target {
+    MGMT_ANY_NODE, /* no node_id (list_nodes): never forwarded */
+    MGMT_NODE,     /* node_id */
+    MGMT_WORKER,   /* node_id, worker_id */
+} mgmt_target;
+
 struct mgmt_proc {
     const char *name;
     mgmt_fn fn;
-    bool any_node; /* takes no node_id (list_nodes): never forwarded */
+    mgmt_target target;
     bool every;    /* node_id "*" runs it on every node (mgmt/README.md "Cluster-wide calls") */
     bool internal; /* not registered: run for other nodes only (the merged reading's pages) */
 };
 
 static const mgmt_proc procs[] = {
-        {"list_nodes", proc_list_nodes, true, false, false},
-        {"list_workers", proc_list_workers, false, false, false},
-        {"get_worker", proc_get_worker, false, false, false},
-        {"list_traces", proc_list_traces, false, false, false},
-        {"get_trace", proc_get_trace, false, false, false},
-        {"start_trace", proc_start_trace, false, true, false},
-        {"stop_trace", proc_stop_trace, false, true, false},
-        {"delete_trace", proc_delete_trace, false, true, false},
-        {"get_trace_data", proc_get_trace_data, false, false, false},
-        {"mark_trace", proc_mark_trace, false, true, false},
+        {"list_nodes", proc_list_nodes, MGMT_ANY_NODE, false, false},
+        {"list_workers", proc_list_workers, MGMT_NODE, false, false},
+        {"get_worker", proc_get_worker, MGMT_WORKER, false, false},
+        {"list_traces", proc_list_traces, MGMT_WORKER, false, false},
+        {"get_trace", proc_get_trace, MGMT_WORKER, false, false},
+        {"start_trace", proc_start_trace, MGMT_WORKER, true, false},
+        {"stop_trace", proc_stop_trace, MGMT_WORKER, true, false},
+        {"delete_trace", proc_delete_trace, MGMT_WORKER, true, false},
+        {"get_trace_data", proc_get_trace_data, MGMT_WORKER, false, false},
+        {"mark_trace", proc_mark_trace, MGMT_WORKER, true, false},
         /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
          * alias names"). */
-        {"remote.tracing.get_traces", proc_list_traces, false, false, false},
-        {"remote.tracing.get_trace", proc_get_trace, false, false, false},
-        {"remote.tracing.start_trace", proc_start_trace, false, true, false},
-        {"remote.tracing.stop_trace", proc_stop_trace, false, true, false},
-        {"remote.tracing.get_trace_data", proc_get_trace_data, false, false, false},
-        {"mrealm.get_nodes", proc_list_nodes, true, false, false},
-        {"remote.node.get_workers", proc_list_workers, false, false, false},
-        {"remote.node.get_worker", proc_get_worker, false, false, false},
-        {"cluster.get_trace_page", proc_trace_page, false, false, true},
+        {"remote.tracing.get_traces", proc_list_traces, MGMT_WORKER, false, false},
+        {"remote.tracing.get_trace", proc_get_trace, MGMT_WORKER, false, false},
+        {"remote.tracing.start_trace", proc_start_trace, MGMT_WORKER, true, false},
+        {"remote.tracing.stop_trace", proc_stop_trace, MGMT_WORKER, true, false},
+        {"remote.tracing.get_trace_data", proc_get_trace_data, MGMT_WORKER, false, false},
+        {"mrealm.get_nodes", proc_list_nodes, MGMT_ANY_NODE, false, false},
+        {"remote.node.get_workers", proc_list_workers, MGMT_NODE, false, false},
+        {"remote.node.get_worker", proc_get_worker, MGMT_WORKER, false, false},
+        {"cluster.get_trace_page", proc_trace_page, MGMT_WORKER, false, true},
 };
 
 #define N_PROCS (sizeof(procs) / sizeof(procs[0]))
 
 static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *who,
                               const json_t *args, const json_t *kwargs, rt_local_reply *reply);
+
+/* Every procedure's prologue: the node (and worker) its arguments name must be this one
+ * (check_target()); then p runs. */
+static wamp_err run_proc(mgmt_api *m, const mgmt_proc *p, const mgmt_who *who, const json_t *args,
+                         const json_t *kwargs, rt_local_reply *reply)
+{
+    wamp_err err = WAMP_OK;
+    if (p->target != MGMT_ANY_NODE &&
+        !check_target(m, args, kwargs, p->target == MGMT_WORKER, reply, &err)) {
+        return err;
+    }
+    return p->fn(m, who, args, kwargs, reply);
+}
 
 /* node_id "*": the procedure on every live node. A start_trace without a trace_id gets one name
  * for every node, "cluster-" and 12 random hex digits (the nodes' own trace1, trace2, ... differ).
@@ -687,7 +692,7 @@ static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, cons
         strcmp(json_string_value(node), "*") == 0) {
         return read_everywhere(m, caller, args, kwargs, reply);
     }
-    if (!e->p->any_node && mgmt_cluster_get(m->mc)) {
+    if (e->p->target != MGMT_ANY_NODE && mgmt_cluster_get(m->mc)) {
         if (rt_options_is_plain_string(node) &&
             strcmp(json_string_value(node), m->cfg->node_id) != 0) {
             return mgmt_cluster_forward(m->mc, caller, json_string_value(node), e->p->name, args,
@@ -696,7 +701,7 @@ static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, cons
     }
     mgmt_who who = {.ser = rt_session_ser(caller),
                     .max_message_size = rt_session_peer(caller)->max_message_size};
-    return e->p->fn(m, &who, args, kwargs, reply);
+    return run_proc(m, e->p, &who, args, kwargs, reply);
 }
 
 /* A call another node forwarded: runs here whatever node_id says (check_target() checks it). */
@@ -705,7 +710,7 @@ static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *
 {
     for (size_t i = 0; i < N_PROCS; i++) {
         if (strcmp(procs[i].name, procedure) == 0) {
-            return procs[i].fn(ctx, who, args, kwargs, reply);
+            return run_proc(ctx, &procs[i], who, args, kwargs, reply);
         }
     }
     return WAMP_ENOTFOUND;
