@@ -277,15 +277,12 @@ static wamp_err proc_list_traces(mgmt_api *m, const mgmt_who *who, const json_t 
     return rt_local_reply_value(reply, ids);
 }
 
-static wamp_err proc_get_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_get_trace(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
-    trace *t;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     return rt_local_reply_value(reply, meta(m, t));
 }
 
@@ -331,29 +328,24 @@ static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t 
     return rt_local_reply_value(reply, md);
 }
 
-static wamp_err proc_stop_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_stop_trace(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
-    trace *t;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     (void)trace_hub_stop(m->hub, trace_id(t), now_pc_ns(m), rt_router_wall_ns(m->rt), NULL);
     /* on_trace_stopped goes out from the next tick, after the trace's last data batch. */
     return rt_local_reply_value(reply, meta(m, t));
 }
 
-static wamp_err proc_delete_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_delete_trace(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                   const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
-    trace *t;
+    wamp_err err;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     if (trace_is_running(t)) {
         return rt_local_reply_error(reply, MGMT_ERROR_NOT_STOPPED,
                                     "trace \"%s\" is running; stop it first", trace_id(t));
@@ -365,14 +357,13 @@ static wamp_err proc_delete_trace(mgmt_api *m, const mgmt_who *who, const json_t
     return rt_local_reply_value(reply, json_null());
 }
 
-static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                     const json_t *kwargs, rt_local_reply *reply)
 {
     wamp_err err = WAMP_OK;
-    trace *t;
     json_int_t from, to, limit;
-    if (!find_trace(m, args, kwargs, &t, reply, &err) ||
-        !arg_int(args, kwargs, 3, "from_seq", 0, (json_int_t)WAMP_ID_MAX, 0, &from, reply, &err) ||
+    (void)m;
+    if (!arg_int(args, kwargs, 3, "from_seq", 0, (json_int_t)WAMP_ID_MAX, 0, &from, reply, &err) ||
         !arg_int(args, kwargs, 4, "to_seq", 0, (json_int_t)WAMP_ID_MAX, -1, &to, reply, &err) ||
         !arg_int(args, kwargs, 5, "limit", 1, 10000, 100, &limit, reply, &err)) {
         return err;
@@ -403,15 +394,13 @@ static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, const json
  * (not registered): {"records", "now", "running"} where from_seq is this node's cursor, or a map
  * {node_id: seq} holding it (absent: 0), and now this node's wall clock after the read
  * (mgmt_merge.h). */
-static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
     wamp_err err = WAMP_OK;
-    trace *t;
     json_int_t limit;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err) ||
-        !arg_int(args, kwargs, 4, "limit", 1, 10000, 100, &limit, reply, &err)) {
+    if (!arg_int(args, kwargs, 4, "limit", 1, 10000, 100, &limit, reply, &err)) {
         return err;
     }
     json_t *from = rt_local_arg(args, kwargs, 3, "from_seq");
@@ -525,6 +514,9 @@ static void on_stopped(void *ctx, trace *t)
 
 typedef wamp_err (*mgmt_fn)(mgmt_api *m, const mgmt_who *who, const json_t *args,
                             const json_t *kwargs, rt_local_reply *reply);
+/* A procedure on the trace named by argument 2 (trace_id), found before it runs. */
+typedef wamp_err (*mgmt_trace_fn)(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
+                                  const json_t *kwargs, rt_local_reply *reply);
 
 /* What a procedure's leading arguments name, checked before it runs (check_target()). */
 typedef enum mgmt_target {
@@ -535,34 +527,35 @@ typedef enum mgmt_target {
 
 struct mgmt_proc {
     const char *name;
-    mgmt_fn fn;
+    mgmt_fn fn;        /* one of fn and tfn */
+    mgmt_trace_fn tfn; /* node_id, worker_id, trace_id */
     mgmt_target target;
     bool every;    /* node_id "*" runs it on every node (mgmt/README.md "Cluster-wide calls") */
     bool internal; /* not registered: run for other nodes only (the merged reading's pages) */
 };
 
 static const mgmt_proc procs[] = {
-        {"list_nodes", proc_list_nodes, MGMT_ANY_NODE, false, false},
-        {"list_workers", proc_list_workers, MGMT_NODE, false, false},
-        {"get_worker", proc_get_worker, MGMT_WORKER, false, false},
-        {"list_traces", proc_list_traces, MGMT_WORKER, false, false},
-        {"get_trace", proc_get_trace, MGMT_WORKER, false, false},
-        {"start_trace", proc_start_trace, MGMT_WORKER, true, false},
-        {"stop_trace", proc_stop_trace, MGMT_WORKER, true, false},
-        {"delete_trace", proc_delete_trace, MGMT_WORKER, true, false},
-        {"get_trace_data", proc_get_trace_data, MGMT_WORKER, false, false},
-        {"mark_trace", proc_mark_trace, MGMT_WORKER, true, false},
+        {"list_nodes", proc_list_nodes, NULL, MGMT_ANY_NODE, false, false},
+        {"list_workers", proc_list_workers, NULL, MGMT_NODE, false, false},
+        {"get_worker", proc_get_worker, NULL, MGMT_WORKER, false, false},
+        {"list_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
+        {"get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
+        {"stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
+        {"delete_trace", NULL, proc_delete_trace, MGMT_WORKER, true, false},
+        {"get_trace_data", NULL, proc_get_trace_data, MGMT_WORKER, false, false},
+        {"mark_trace", proc_mark_trace, NULL, MGMT_WORKER, true, false},
         /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
          * alias names"). */
-        {"remote.tracing.get_traces", proc_list_traces, MGMT_WORKER, false, false},
-        {"remote.tracing.get_trace", proc_get_trace, MGMT_WORKER, false, false},
-        {"remote.tracing.start_trace", proc_start_trace, MGMT_WORKER, true, false},
-        {"remote.tracing.stop_trace", proc_stop_trace, MGMT_WORKER, true, false},
-        {"remote.tracing.get_trace_data", proc_get_trace_data, MGMT_WORKER, false, false},
-        {"mrealm.get_nodes", proc_list_nodes, MGMT_ANY_NODE, false, false},
-        {"remote.node.get_workers", proc_list_workers, MGMT_NODE, false, false},
-        {"remote.node.get_worker", proc_get_worker, MGMT_WORKER, false, false},
-        {"cluster.get_trace_page", proc_trace_page, MGMT_WORKER, false, true},
+        {"remote.tracing.get_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
+        {"remote.tracing.get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"remote.tracing.start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
+        {"remote.tracing.stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
+        {"remote.tracing.get_trace_data", NULL, proc_get_trace_data, MGMT_WORKER, false, false},
+        {"mrealm.get_nodes", proc_list_nodes, NULL, MGMT_ANY_NODE, false, false},
+        {"remote.node.get_workers", proc_list_workers, NULL, MGMT_NODE, false, false},
+        {"remote.node.get_worker", proc_get_worker, NULL, MGMT_WORKER, false, false},
+        {"cluster.get_trace_page", NULL, proc_trace_page, MGMT_WORKER, false, true},
 };
 
 #define N_PROCS (sizeof(procs) / sizeof(procs[0]))
@@ -571,7 +564,7 @@ static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *
                               const json_t *args, const json_t *kwargs, rt_local_reply *reply);
 
 /* Every procedure's prologue: the node (and worker) its arguments name must be this one
- * (check_target()); then p runs. */
+ * (check_target()), and the trace of a trace procedure must exist (find_trace()); then p runs. */
 static wamp_err run_proc(mgmt_api *m, const mgmt_proc *p, const mgmt_who *who, const json_t *args,
                          const json_t *kwargs, rt_local_reply *reply)
 {
@@ -579,6 +572,13 @@ static wamp_err run_proc(mgmt_api *m, const mgmt_proc *p, const mgmt_who *who, c
     if (p->target != MGMT_ANY_NODE &&
         !check_target(m, args, kwargs, p->target == MGMT_WORKER, reply, &err)) {
         return err;
+    }
+    if (p->tfn) {
+        trace *t;
+        if (!find_trace(m, args, kwargs, &t, reply, &err)) {
+            return err;
+        }
+        return p->tfn(m, who, t, args, kwargs, reply);
     }
     return p->fn(m, who, args, kwargs, reply);
 }
@@ -688,7 +688,7 @@ static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, cons
         strcmp(json_string_value(node), "*") == 0) {
         return run_everywhere(m, caller, e->p, args, kwargs, reply);
     }
-    if (e->p->fn == proc_get_trace_data && rt_options_is_plain_string(node) &&
+    if (e->p->tfn == proc_get_trace_data && rt_options_is_plain_string(node) &&
         strcmp(json_string_value(node), "*") == 0) {
         return read_everywhere(m, caller, args, kwargs, reply);
     }
