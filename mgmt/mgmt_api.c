@@ -127,11 +127,9 @@ static wamp_err proc_list_nodes(mgmt_api *m, const mgmt_who *who, const json_t *
 static wamp_err proc_list_workers(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                   const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, false, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     return rt_local_reply_value(reply, json_pack("[s]", m->cfg->worker_id));
 }
 
@@ -211,11 +209,9 @@ static json_t *worker_stats(const mgmt_api *m)
 static wamp_err proc_get_worker(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     json_t *realms = json_array();
     for (size_t i = 0; realms && i < m->cfg->n_realms; i++) {
         json_array_append_new(realms, json_string(m->cfg->realms[i].name));
@@ -249,8 +245,7 @@ static bool find_trace(mgmt_api *m, const json_t *args, const json_t *kwargs, tr
                        rt_local_reply *reply, wamp_err *err)
 {
     const char *id;
-    if (!check_target(m, args, kwargs, true, reply, err) ||
-        !rt_local_arg_string(args, kwargs, 2, "trace_id", &id, reply, err)) {
+    if (!rt_local_arg_string(args, kwargs, 2, "trace_id", &id, reply, err)) {
         return false;
     }
     *out = trace_hub_find(m->hub, id);
@@ -264,11 +259,7 @@ static bool find_trace(mgmt_api *m, const json_t *args, const json_t *kwargs, tr
 static wamp_err proc_list_traces(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                  const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
     json_t *inc = rt_local_arg(args, kwargs, 2, "include_stopped");
     if (inc && !json_is_null(inc) && !json_is_boolean(inc)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
@@ -286,26 +277,19 @@ static wamp_err proc_list_traces(mgmt_api *m, const mgmt_who *who, const json_t 
     return rt_local_reply_value(reply, ids);
 }
 
-static wamp_err proc_get_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_get_trace(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
-    trace *t;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     return rt_local_reply_value(reply, meta(m, t));
 }
 
 static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
                                  const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     json_t *options = rt_local_arg(args, kwargs, 3, "trace_options");
     if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
@@ -318,8 +302,9 @@ static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t 
     }
     trace *t = NULL;
     char why[200] = "";
-    err = trace_hub_start(m->hub, json_is_string(id) ? json_string_value(id) : NULL, options,
-                          now_pc_ns(m), rt_router_wall_ns(m->rt), &t, why, sizeof(why));
+    wamp_err err =
+            trace_hub_start(m->hub, json_is_string(id) ? json_string_value(id) : NULL, options,
+                            now_pc_ns(m), rt_router_wall_ns(m->rt), &t, why, sizeof(why));
     switch (err) {
     case WAMP_OK:
         break;
@@ -343,29 +328,24 @@ static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t 
     return rt_local_reply_value(reply, md);
 }
 
-static wamp_err proc_stop_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_stop_trace(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
-    trace *t;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     (void)trace_hub_stop(m->hub, trace_id(t), now_pc_ns(m), rt_router_wall_ns(m->rt), NULL);
     /* on_trace_stopped goes out from the next tick, after the trace's last data batch. */
     return rt_local_reply_value(reply, meta(m, t));
 }
 
-static wamp_err proc_delete_trace(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_delete_trace(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                   const json_t *kwargs, rt_local_reply *reply)
 {
-    wamp_err err = WAMP_OK;
-    trace *t;
+    wamp_err err;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err)) {
-        return err;
-    }
+    (void)args;
+    (void)kwargs;
     if (trace_is_running(t)) {
         return rt_local_reply_error(reply, MGMT_ERROR_NOT_STOPPED,
                                     "trace \"%s\" is running; stop it first", trace_id(t));
@@ -377,14 +357,13 @@ static wamp_err proc_delete_trace(mgmt_api *m, const mgmt_who *who, const json_t
     return rt_local_reply_value(reply, json_null());
 }
 
-static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                     const json_t *kwargs, rt_local_reply *reply)
 {
     wamp_err err = WAMP_OK;
-    trace *t;
     json_int_t from, to, limit;
-    if (!find_trace(m, args, kwargs, &t, reply, &err) ||
-        !arg_int(args, kwargs, 3, "from_seq", 0, (json_int_t)WAMP_ID_MAX, 0, &from, reply, &err) ||
+    (void)m;
+    if (!arg_int(args, kwargs, 3, "from_seq", 0, (json_int_t)WAMP_ID_MAX, 0, &from, reply, &err) ||
         !arg_int(args, kwargs, 4, "to_seq", 0, (json_int_t)WAMP_ID_MAX, -1, &to, reply, &err) ||
         !arg_int(args, kwargs, 5, "limit", 1, 10000, 100, &limit, reply, &err)) {
         return err;
@@ -415,15 +394,13 @@ static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, const json
  * (not registered): {"records", "now", "running"} where from_seq is this node's cursor, or a map
  * {node_id: seq} holding it (absent: 0), and now this node's wall clock after the read
  * (mgmt_merge.h). */
-static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, const json_t *args,
+static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
     wamp_err err = WAMP_OK;
-    trace *t;
     json_int_t limit;
     (void)who;
-    if (!find_trace(m, args, kwargs, &t, reply, &err) ||
-        !arg_int(args, kwargs, 4, "limit", 1, 10000, 100, &limit, reply, &err)) {
+    if (!arg_int(args, kwargs, 4, "limit", 1, 10000, 100, &limit, reply, &err)) {
         return err;
     }
     json_t *from = rt_local_arg(args, kwargs, 3, "from_seq");
@@ -449,9 +426,6 @@ static wamp_err proc_mark_trace(mgmt_api *m, const mgmt_who *who, const json_t *
     wamp_err err = WAMP_OK;
     const char *name;
     (void)who;
-    if (!check_target(m, args, kwargs, true, reply, &err)) {
-        return err;
-    }
     json_t *id = rt_local_arg(args, kwargs, 2, "trace_id");
     if (id && !json_is_null(id) && !rt_options_is_plain_string(id)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
@@ -540,43 +514,74 @@ static void on_stopped(void *ctx, trace *t)
 
 typedef wamp_err (*mgmt_fn)(mgmt_api *m, const mgmt_who *who, const json_t *args,
                             const json_t *kwargs, rt_local_reply *reply);
+/* A procedure on the trace named by argument 2 (trace_id), found before it runs. */
+typedef wamp_err (*mgmt_trace_fn)(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
+                                  const json_t *kwargs, rt_local_reply *reply);
+
+/* What a procedure's leading arguments name, checked before it runs (check_target()). */
+typedef enum mgmt_target {
+    MGMT_ANY_NODE, /* no node_id (list_nodes): never forwarded */
+    MGMT_NODE,     /* node_id */
+    MGMT_WORKER,   /* node_id, worker_id */
+} mgmt_target;
 
 struct mgmt_proc {
     const char *name;
-    mgmt_fn fn;
-    bool any_node; /* takes no node_id (list_nodes): never forwarded */
+    mgmt_fn fn;        /* one of fn and tfn */
+    mgmt_trace_fn tfn; /* node_id, worker_id, trace_id */
+    mgmt_target target;
     bool every;    /* node_id "*" runs it on every node (mgmt/README.md "Cluster-wide calls") */
     bool internal; /* not registered: run for other nodes only (the merged reading's pages) */
 };
 
 static const mgmt_proc procs[] = {
-        {"list_nodes", proc_list_nodes, true, false, false},
-        {"list_workers", proc_list_workers, false, false, false},
-        {"get_worker", proc_get_worker, false, false, false},
-        {"list_traces", proc_list_traces, false, false, false},
-        {"get_trace", proc_get_trace, false, false, false},
-        {"start_trace", proc_start_trace, false, true, false},
-        {"stop_trace", proc_stop_trace, false, true, false},
-        {"delete_trace", proc_delete_trace, false, true, false},
-        {"get_trace_data", proc_get_trace_data, false, false, false},
-        {"mark_trace", proc_mark_trace, false, true, false},
+        {"list_nodes", proc_list_nodes, NULL, MGMT_ANY_NODE, false, false},
+        {"list_workers", proc_list_workers, NULL, MGMT_NODE, false, false},
+        {"get_worker", proc_get_worker, NULL, MGMT_WORKER, false, false},
+        {"list_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
+        {"get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
+        {"stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
+        {"delete_trace", NULL, proc_delete_trace, MGMT_WORKER, true, false},
+        {"get_trace_data", NULL, proc_get_trace_data, MGMT_WORKER, false, false},
+        {"mark_trace", proc_mark_trace, NULL, MGMT_WORKER, true, false},
         /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
          * alias names"). */
-        {"remote.tracing.get_traces", proc_list_traces, false, false, false},
-        {"remote.tracing.get_trace", proc_get_trace, false, false, false},
-        {"remote.tracing.start_trace", proc_start_trace, false, true, false},
-        {"remote.tracing.stop_trace", proc_stop_trace, false, true, false},
-        {"remote.tracing.get_trace_data", proc_get_trace_data, false, false, false},
-        {"mrealm.get_nodes", proc_list_nodes, true, false, false},
-        {"remote.node.get_workers", proc_list_workers, false, false, false},
-        {"remote.node.get_worker", proc_get_worker, false, false, false},
-        {"cluster.get_trace_page", proc_trace_page, false, false, true},
+        {"remote.tracing.get_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
+        {"remote.tracing.get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"remote.tracing.start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
+        {"remote.tracing.stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
+        {"remote.tracing.get_trace_data", NULL, proc_get_trace_data, MGMT_WORKER, false, false},
+        {"mrealm.get_nodes", proc_list_nodes, NULL, MGMT_ANY_NODE, false, false},
+        {"remote.node.get_workers", proc_list_workers, NULL, MGMT_NODE, false, false},
+        {"remote.node.get_worker", proc_get_worker, NULL, MGMT_WORKER, false, false},
+        {"cluster.get_trace_page", NULL, proc_trace_page, MGMT_WORKER, false, true},
 };
 
 #define N_PROCS (sizeof(procs) / sizeof(procs[0]))
 
 static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *who,
                               const json_t *args, const json_t *kwargs, rt_local_reply *reply);
+
+/* Every procedure's prologue: the node (and worker) its arguments name must be this one
+ * (check_target()), and the trace of a trace procedure must exist (find_trace()); then p runs. */
+static wamp_err run_proc(mgmt_api *m, const mgmt_proc *p, const mgmt_who *who, const json_t *args,
+                         const json_t *kwargs, rt_local_reply *reply)
+{
+    wamp_err err = WAMP_OK;
+    if (p->target != MGMT_ANY_NODE &&
+        !check_target(m, args, kwargs, p->target == MGMT_WORKER, reply, &err)) {
+        return err;
+    }
+    if (p->tfn) {
+        trace *t;
+        if (!find_trace(m, args, kwargs, &t, reply, &err)) {
+            return err;
+        }
+        return p->tfn(m, who, t, args, kwargs, reply);
+    }
+    return p->fn(m, who, args, kwargs, reply);
+}
 
 /* node_id "*": the procedure on every live node. A start_trace without a trace_id gets one name
  * for every node, "cluster-" and 12 random hex digits (the nodes' own trace1, trace2, ... differ).
@@ -683,11 +688,11 @@ static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, cons
         strcmp(json_string_value(node), "*") == 0) {
         return run_everywhere(m, caller, e->p, args, kwargs, reply);
     }
-    if (e->p->fn == proc_get_trace_data && rt_options_is_plain_string(node) &&
+    if (e->p->tfn == proc_get_trace_data && rt_options_is_plain_string(node) &&
         strcmp(json_string_value(node), "*") == 0) {
         return read_everywhere(m, caller, args, kwargs, reply);
     }
-    if (!e->p->any_node && mgmt_cluster_get(m->mc)) {
+    if (e->p->target != MGMT_ANY_NODE && mgmt_cluster_get(m->mc)) {
         if (rt_options_is_plain_string(node) &&
             strcmp(json_string_value(node), m->cfg->node_id) != 0) {
             return mgmt_cluster_forward(m->mc, caller, json_string_value(node), e->p->name, args,
@@ -696,7 +701,7 @@ static wamp_err dispatch(void *ctx, rt_session *caller, const json_t *args, cons
     }
     mgmt_who who = {.ser = rt_session_ser(caller),
                     .max_message_size = rt_session_peer(caller)->max_message_size};
-    return e->p->fn(m, &who, args, kwargs, reply);
+    return run_proc(m, e->p, &who, args, kwargs, reply);
 }
 
 /* A call another node forwarded: runs here whatever node_id says (check_target() checks it). */
@@ -705,7 +710,7 @@ static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *
 {
     for (size_t i = 0; i < N_PROCS; i++) {
         if (strcmp(procs[i].name, procedure) == 0) {
-            return procs[i].fn(ctx, who, args, kwargs, reply);
+            return run_proc(ctx, &procs[i], who, args, kwargs, reply);
         }
     }
     return WAMP_ENOTFOUND;
@@ -721,6 +726,18 @@ wamp_err mgmt_api_set_cluster(mgmt_api *m, rt_cluster *c)
         return WAMP_EEXIST;
     }
     return mgmt_cluster_new(m->rt, c, run_forwarded, m, &m->mc);
+}
+
+/* Removes the registrations of procs[0..n) (they point at the mgmt_api being given up). */
+static void unregister_procs(rt_dealer *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!procs[i].internal) {
+            char uri[96];
+            snprintf(uri, sizeof(uri), MGMT_PREFIX "%s", procs[i].name);
+            rt_dealer_unregister_local(d, uri);
+        }
+    }
 }
 
 wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
@@ -746,6 +763,7 @@ wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
     m->broker = rt_realm_broker(realm);
     m->started_wall_ns = started_wall_ns;
     m->started_pc_ns = rt_router_now_us(rt) * 1000u;
+    rt_dealer *d = rt_realm_dealer(realm);
     for (size_t i = 0; i < N_PROCS; i++) {
         if (procs[i].internal) {
             continue;
@@ -753,9 +771,9 @@ wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
         char uri[96];
         snprintf(uri, sizeof(uri), MGMT_PREFIX "%s", procs[i].name);
         m->entries[i] = (mgmt_entry){.m = m, .p = &procs[i]};
-        wamp_err err =
-                rt_dealer_register_local(rt_realm_dealer(realm), uri, dispatch, &m->entries[i]);
+        wamp_err err = rt_dealer_register_local(d, uri, dispatch, &m->entries[i]);
         if (err != WAMP_OK) {
+            unregister_procs(d, i);
             free(m->entries);
             free(m);
             return err;

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "mgmt_uri.h" /* MGMT_PREFIX, MGMT_TOPIC_PREFIX */
 #include "rt_cluster.h"
 #include "rt_router.h"
 #include "wamp_err.h"
@@ -39,8 +40,5 @@ void mgmt_api_free(mgmt_api *m);
 #define MGMT_ERROR_RESOURCE_LIMIT        "crossbar.error.resource_limit"
 /* mark_trace on a stopped trace (Crossbar's ApplicationError.NOT_RUNNING). */
 #define MGMT_ERROR_NOT_RUNNING "crossbar.error.not_running"
-
-#define MGMT_PREFIX       "crossbarfabriccenter."
-#define MGMT_TOPIC_PREFIX "crossbarfabriccenter.remote.tracing."
 
 #endif /* MGMT_API_H */

@@ -394,6 +394,14 @@ wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_f
     return WAMP_OK;
 }
 
+void rt_dealer_unregister_local(rt_dealer *d, const char *uri)
+{
+    rt_registration *reg = find_exact(d, uri);
+    if (reg && reg->fn) {
+        registration_free(d, reg);
+    }
+}
+
 static bool parse_invoke(const json_t *v, rt_invoke *out)
 {
     if (!v) {

@@ -94,6 +94,9 @@ wamp_err rt_dealer_send_local_reply(rt_session *s, uint64_t request, rt_local_re
 /* Registers uri as a router-local procedure (exact, single). WAMP_EEXIST if an exact
  * registration of uri exists; WAMP_ENOMEM. */
 wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_fn fn, void *ctx);
+/* Removes the router-local procedure uri (no-op if uri is not one), e.g. to undo a partial set of
+ * registrations whose ctx is about to be freed. */
+void rt_dealer_unregister_local(rt_dealer *d, const char *uri);
 
 /* Tracing helpers: opens the router's current action with the correlation of the call that
  * callee serves as `invocation`, or served until it was abandoned (canceled, timed out, its

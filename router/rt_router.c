@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mgmt_uri.h"
 #include "rt_broker.h"
 #include "rt_core_int.h"
 #include "rt_dealer.h"
@@ -18,7 +19,7 @@
 #include "wamp_codec.h"
 
 static const rt_permission mgmt_permissions[] = {{
-        .uri = "crossbarfabriccenter.",
+        .uri = MGMT_PREFIX,
         .match = WAMP_MATCH_PREFIX,
         .allow_call = true,
         .allow_subscribe = true,

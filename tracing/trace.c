@@ -70,19 +70,26 @@ bool trace_id_is_valid(const char *id)
     return true;
 }
 
+bool trace_id_check(const char *id, char *why, size_t why_len)
+{
+    if (trace_id_is_valid(id)) {
+        return true;
+    }
+    if (why && why_len) {
+        snprintf(why, why_len,
+                 "trace_id: must be a string of 1 to %d characters without control characters",
+                 TRACE_ID_MAX);
+    }
+    return false;
+}
+
 wamp_err trace_new(const char *id, const json_t *options, const trace_option_defaults *defaults,
                    const char *mgmt_realm, uint64_t pc_ns, uint64_t ts_ns,
                    unsigned *running_counter, trace **out, char *why, size_t why_len)
 {
     wamp_err err;
     *out = NULL;
-    if (!trace_id_is_valid(id)) {
-        if (why && why_len) {
-            snprintf(why, why_len,
-                     "trace_id: must be a string of 1 to %d characters without control "
-                     "characters",
-                     TRACE_ID_MAX);
-        }
+    if (!trace_id_check(id, why, why_len)) {
         return WAMP_EINVAL;
     }
     trace *t = calloc(1, sizeof(*t));

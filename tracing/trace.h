@@ -53,6 +53,8 @@ typedef struct trace_batch {
 
 /* true if id can name a trace: 1..TRACE_ID_MAX bytes, no ASCII control characters. */
 bool trace_id_is_valid(const char *id);
+/* trace_id_is_valid(id), else false with the message ("trace_id: ...") in why (may be NULL). */
+bool trace_id_check(const char *id, char *why, size_t why_len);
 
 /* New running trace named id (copied), started at (pc_ns, ts_ns), with options parsed from
  * options (NULL / JSON null = defaults; see trace_options_parse_with()); defaults (borrowed, NULL

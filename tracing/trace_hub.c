@@ -307,13 +307,7 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
         } while (index_of(hub, name) != SIZE_MAX);
         id = name;
     }
-    if (!trace_id_is_valid(id)) {
-        if (why && why_len) {
-            snprintf(why, why_len,
-                     "trace_id: must be a string of 1 to %d characters without control "
-                     "characters",
-                     TRACE_ID_MAX);
-        }
+    if (!trace_id_check(id, why, why_len)) {
         return WAMP_EINVAL;
     }
     trace *existing = trace_hub_find(hub, id);

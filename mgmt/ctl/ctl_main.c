@@ -19,9 +19,10 @@
 #include "ctl_client.h"
 #include "ctl_export.h"
 #include "ctl_format.h"
+#include "mgmt_uri.h"
 
-#define PROC(name)  "crossbarfabriccenter." name
-#define TOPIC(name) "crossbarfabriccenter.remote.tracing." name
+#define PROC(name)  MGMT_PREFIX name
+#define TOPIC(name) MGMT_TOPIC_PREFIX name
 
 /* Exit statuses (also in the --help text). */
 enum {

@@ -7,6 +7,9 @@
 
 #include "fake_transport.h"
 #include "mgmt_api.h"
+#include "rt_dealer.h"
+#include "rt_local.h"
+#include "rt_realm.h"
 #include "test_router.h"
 
 static test_router T;
@@ -435,6 +438,50 @@ START_TEST(test_worker_stats)
 
 END_TEST
 
+/* A local procedure of the management realm that mgmt_api_new() then cannot register. */
+static wamp_err taken_proc(void *ctx, rt_session *caller, const json_t *args, const json_t *kwargs,
+                           rt_local_reply *reply)
+{
+    (void)ctx;
+    (void)caller;
+    (void)args;
+    (void)kwargs;
+    return rt_local_reply_value(reply, json_string("taken"));
+}
+
+/* A registration failing part-way leaves no procedure behind pointing at the freed context
+ * (under ASan, calling one of them would be a use after free). */
+START_TEST(test_partial_registration_failure)
+{
+    test_router_init(&T);
+    rt_router_free(T.rt);
+    T.cfg.mgmt_enabled = true;
+    T.cfg.mgmt_realm = "mgmt";
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+    rt_dealer *d = rt_realm_dealer(rt_router_find_realm(T.rt, "mgmt"));
+    ck_assert_int_eq(rt_dealer_register_local(d, MGMT_PREFIX "get_trace", taken_proc, NULL),
+                     WAMP_OK);
+    size_t regs = rt_dealer_registration_count(d);
+    mgmt_api *m = (mgmt_api *)1;
+    ck_assert_int_eq(mgmt_api_new(T.rt, 0, &m), WAMP_EEXIST);
+    ck_assert_ptr_null(m);
+    ck_assert_uint_eq(rt_dealer_registration_count(d), regs);
+    C = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_join(C, "mgmt");
+    next_req = 1;
+    /* list_nodes was registered before get_trace failed, and is gone again. */
+    fake_conn_send(C, "[48, 1, {}, \"" MGMT_PREFIX "list_nodes\"]");
+    fake_expect_error(C, WAMP_MSG_CALL, 1, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    json_t *r = call("get_trace", NULL, NULL);
+    ck_assert_str_eq(json_string_value(result(r)), "taken");
+    json_decref(r);
+    fake_conn_free(C);
+    test_router_fini(&T);
+}
+
+END_TEST
+
 static Suite *mgmt_api_suite(void)
 {
     Suite *s = suite_create("mgmt_api");
@@ -451,6 +498,10 @@ static Suite *mgmt_api_suite(void)
     tcase_add_test(tc, test_crossbar_aliases);
     tcase_add_test(tc, test_pages_in_both_serializers_and_size_limit);
     suite_add_tcase(s, tc);
+    TCase *tf = tcase_create("failure");
+    tcase_set_timeout(tf, 10);
+    tcase_add_test(tf, test_partial_registration_failure);
+    suite_add_tcase(s, tf);
     return s;
 }
 
