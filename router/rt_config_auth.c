@@ -27,16 +27,23 @@ static const key_rule anonymous_rules[] = {
         K_REFUSED("realm", "restricting anonymous to one realm is not supported yet"),
 };
 
+/* The methods of an "auth" object but anonymous, shared by a transport's and the management
+ * realm's credentials. */
+/* clang-format off */
+#define AUTH_METHOD_RULES                                                                        \
+        K_PARSED("ticket"),                                                                      \
+        K_PARSED("wampcra"),                                                                     \
+        K_PARSED("cryptosign"),                                                                  \
+        K_REFUSED("cookie", "authentication method \"cookie\" is not supported yet"),            \
+        K_REFUSED("tls", "authentication method \"tls\" is not supported yet"),                  \
+        K_REFUSED("scram", "authentication method \"scram\" is not supported yet"),              \
+        K_REFUSED("anonymous-proxy", "proxy authentication is not supported"),                   \
+        K_REFUSED("cryptosign-proxy", "proxy authentication is not supported")
+/* clang-format on */
+
 static const key_rule auth_rules[] = {
         K_PARSED("anonymous"),
-        K_PARSED("ticket"),
-        K_PARSED("wampcra"),
-        K_PARSED("cryptosign"),
-        K_REFUSED("cookie", "authentication method \"cookie\" is not supported yet"),
-        K_REFUSED("tls", "authentication method \"tls\" is not supported yet"),
-        K_REFUSED("scram", "authentication method \"scram\" is not supported yet"),
-        K_REFUSED("anonymous-proxy", "proxy authentication is not supported"),
-        K_REFUSED("cryptosign-proxy", "proxy authentication is not supported"),
+        AUTH_METHOD_RULES,
 };
 
 /* The management realm's credentials: the same format without anonymous (protected mode is the
@@ -46,14 +53,7 @@ static const key_rule mgmt_auth_rules[] = {
                   "anonymous access to the management realm is protected mode "
                   "(wampscope.management.trusted_networks), which is off once credentials are "
                   "configured"),
-        K_PARSED("ticket"),
-        K_PARSED("wampcra"),
-        K_PARSED("cryptosign"),
-        K_REFUSED("cookie", "authentication method \"cookie\" is not supported yet"),
-        K_REFUSED("tls", "authentication method \"tls\" is not supported yet"),
-        K_REFUSED("scram", "authentication method \"scram\" is not supported yet"),
-        K_REFUSED("anonymous-proxy", "proxy authentication is not supported"),
-        K_REFUSED("cryptosign-proxy", "proxy authentication is not supported"),
+        AUTH_METHOD_RULES,
 };
 
 static const type_rule static_types[] = {

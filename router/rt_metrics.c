@@ -427,6 +427,44 @@ static void render_sync_histogram(mbuf *b, const char *id, trace_persist_sync_st
     sample_u64(b, "wampscope_trace_fsync_seconds_count", tl, s.count);
 }
 
+/* Per persisted trace: what its writer thread reports. */
+typedef enum persist_what {
+    PW_BACKLOG_PEAK,
+    PW_BACKLOG_WAITS,
+    PW_RECORDS_WRITTEN
+} persist_what;
+
+static const struct {
+    const char *name;
+    mkind type;
+    const char *help;
+    persist_what what;
+} persist_rows[] = {
+        {"wampscope_trace_persist_backlog_peak_bytes", M_GAUGE,
+         "Most bytes ever queued for a persisted trace's writer thread.", PW_BACKLOG_PEAK},
+        {"wampscope_trace_persist_backlog_waits_total", M_COUNTER,
+         "Times the router waited because tracing.write_backlog bytes were queued.",
+         PW_BACKLOG_WAITS},
+        {"wampscope_trace_records_persisted_total", M_COUNTER,
+         "Records a persisted trace's writer thread wrote to its files.", PW_RECORDS_WRITTEN},
+};
+
+static uint64_t persist_value_of(const trace_persist *p, persist_what what)
+{
+    uint64_t waits = 0, peak = 0;
+    switch (what) {
+    case PW_BACKLOG_PEAK:
+        trace_persist_writer_stats(p, &waits, &peak);
+        return peak;
+    case PW_BACKLOG_WAITS:
+        trace_persist_writer_stats(p, &waits, &peak);
+        return waits;
+    case PW_RECORDS_WRITTEN:
+        return trace_persist_get_sync_stats(p).records_written;
+    }
+    return 0;
+}
+
 static void render_traces(mbuf *b, const rt_router *rt)
 {
     const trace_hub *hub = rt->hub;
@@ -443,42 +481,16 @@ static void render_traces(mbuf *b, const rt_router *rt)
             sample_u64(b, trace_rows[r].name, lab, trace_value_of(t, trace_rows[r].what));
         }
     }
-    /* The writer threads of persisted traces. */
-    family(b, "wampscope_trace_persist_backlog_peak_bytes", M_GAUGE,
-           "Most bytes ever queued for a persisted trace's writer thread.");
-    for (size_t i = 0; i < n; i++) {
-        const trace *t = trace_hub_at(hub, i);
-        const trace_persist *p = trace_get_persist(t);
-        if (!p) {
-            continue;
-        }
-        uint64_t waits = 0, peak = 0;
-        trace_persist_writer_stats(p, &waits, &peak);
-        const char *lab[] = {"trace", trace_id(t), NULL};
-        sample_u64(b, "wampscope_trace_persist_backlog_peak_bytes", lab, peak);
-    }
-    family(b, "wampscope_trace_persist_backlog_waits_total", M_COUNTER,
-           "Times the router waited because tracing.write_backlog bytes were queued.");
-    for (size_t i = 0; i < n; i++) {
-        const trace *t = trace_hub_at(hub, i);
-        const trace_persist *p = trace_get_persist(t);
-        if (!p) {
-            continue;
-        }
-        uint64_t waits = 0, peak = 0;
-        trace_persist_writer_stats(p, &waits, &peak);
-        const char *lab[] = {"trace", trace_id(t), NULL};
-        sample_u64(b, "wampscope_trace_persist_backlog_waits_total", lab, waits);
-    }
-    family(b, "wampscope_trace_records_persisted_total", M_COUNTER,
-           "Records a persisted trace's writer thread wrote to its files.");
-    for (size_t i = 0; i < n; i++) {
-        const trace *t = trace_hub_at(hub, i);
-        const trace_persist *p = trace_get_persist(t);
-        if (p) {
-            const char *lab[] = {"trace", trace_id(t), NULL};
-            sample_u64(b, "wampscope_trace_records_persisted_total", lab,
-                       trace_persist_get_sync_stats(p).records_written);
+    /* The writer threads of persisted traces: one family a row, one sample a persisted trace. */
+    for (size_t r = 0; r < sizeof(persist_rows) / sizeof(persist_rows[0]); r++) {
+        family(b, persist_rows[r].name, persist_rows[r].type, persist_rows[r].help);
+        for (size_t i = 0; i < n; i++) {
+            const trace *t = trace_hub_at(hub, i);
+            const trace_persist *p = trace_get_persist(t);
+            if (p) {
+                const char *lab[] = {"trace", trace_id(t), NULL};
+                sample_u64(b, persist_rows[r].name, lab, persist_value_of(p, persist_rows[r].what));
+            }
         }
     }
     family(b, "wampscope_trace_fsync_seconds", M_HISTOGRAM,

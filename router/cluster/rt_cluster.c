@@ -332,6 +332,23 @@ static void on_join_put(void *arg, const rt_cluster_kv_result *res)
     }
 }
 
+/* One step of joining: the kv operation kind on this node's key (with its value for CREATE and
+ * PUT), answered to then; a refused submission is retried a heartbeat later. */
+static void join_step(rt_cluster *c, rt_cluster_kv_kind kind, rt_cluster_kv_fn then)
+{
+    bool with_value = kind != RT_CLUSTER_KV_GET;
+    rt_cluster_kv_op op = {.kind = kind,
+                           .bucket = c->bucket,
+                           .ttl_ms = c->ttl_ms,
+                           .key = c->node_id,
+                           .value = with_value ? c->value : NULL,
+                           .len = with_value ? strlen(c->value) : 0};
+    c->join_pending = c->ops->kv(c->link, &op, then, c) == WAMP_OK;
+    if (!c->join_pending) {
+        retry_join(c, c->heartbeat_us);
+    }
+}
+
 static void on_join_get(void *arg, const rt_cluster_kv_result *res)
 {
     rt_cluster *c = arg;
@@ -359,16 +376,7 @@ static void on_join_get(void *arg, const rt_cluster_kv_result *res)
         return;
     }
     /* The bus kept our key while the link was down: take it over. */
-    rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_PUT,
-                           .bucket = c->bucket,
-                           .ttl_ms = c->ttl_ms,
-                           .key = c->node_id,
-                           .value = c->value,
-                           .len = strlen(c->value)};
-    c->join_pending = c->ops->kv(c->link, &op, on_join_put, c) == WAMP_OK;
-    if (!c->join_pending) {
-        retry_join(c, c->heartbeat_us);
-    }
+    join_step(c, RT_CLUSTER_KV_PUT, on_join_put);
 }
 
 static void on_join_create(void *arg, const rt_cluster_kv_result *res)
@@ -386,26 +394,12 @@ static void on_join_create(void *arg, const rt_cluster_kv_result *res)
         join_failed(c, res->err);
         return;
     }
-    rt_cluster_kv_op op = {
-            .kind = RT_CLUSTER_KV_GET, .bucket = c->bucket, .ttl_ms = c->ttl_ms, .key = c->node_id};
-    c->join_pending = c->ops->kv(c->link, &op, on_join_get, c) == WAMP_OK;
-    if (!c->join_pending) {
-        retry_join(c, c->heartbeat_us);
-    }
+    join_step(c, RT_CLUSTER_KV_GET, on_join_get);
 }
 
 static void start_join(rt_cluster *c)
 {
-    rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_CREATE,
-                           .bucket = c->bucket,
-                           .ttl_ms = c->ttl_ms,
-                           .key = c->node_id,
-                           .value = c->value,
-                           .len = strlen(c->value)};
-    c->join_pending = c->ops->kv(c->link, &op, on_join_create, c) == WAMP_OK;
-    if (!c->join_pending) {
-        retry_join(c, c->heartbeat_us);
-    }
+    join_step(c, RT_CLUSTER_KV_CREATE, on_join_create);
 }
 
 static void on_beat(void *arg, const rt_cluster_kv_result *res)
