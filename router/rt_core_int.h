@@ -144,4 +144,7 @@ void rt_realm_member_remove(rt_realm *r, rt_session *s);
 /* Live members list (for shutdown iteration and meta API). */
 rt_list *rt_realm_members(rt_realm *r);
 
+/* The session with this id in any state (rt_router_ctx.c), or NULL. Borrowed. */
+rt_session *rt_router_session_by_id(const rt_router *rt, uint64_t id);
+
 #endif /* RT_CORE_INT_H */

@@ -1178,16 +1178,8 @@ uint64_t rt_dealer_deferred_session(const rt_dealer_deferred *h)
 
 bool rt_dealer_answer_deferred(rt_router *rt, rt_dealer_deferred *h, rt_local_reply *reply)
 {
-    rt_session *s = NULL;
-    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(h->session_id)); n;
-         n = rt_hmap_next(n)) {
-        rt_session *c = RT_CONTAINER_OF(n, rt_session, by_id);
-        if (c->id == h->session_id) {
-            s = c->state == RT_SESSION_JOINED ? c : NULL;
-            break;
-        }
-    }
-    if (!s) {
+    rt_session *s = rt_router_session_by_id(rt, h->session_id);
+    if (!s || s->state != RT_SESSION_JOINED) {
         RT_LOG_DEBUG(h->session_id, "the caller left before its answer (CALL %llu): dropped",
                      (unsigned long long)h->request);
         local_reply_fini(reply);

@@ -129,15 +129,8 @@ static json_t *iso_time(const rt_router *rt, uint64_t mono_us)
 /* The session s of realm r with this id that the meta API may see (joined), or NULL. */
 static rt_session *find_session(rt_realm *r, uint64_t id)
 {
-    rt_router *rt = rt_realm_router(r);
-    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(id)); n;
-         n = rt_hmap_next(n)) {
-        rt_session *s = RT_CONTAINER_OF(n, rt_session, by_id);
-        if (s->id == id) {
-            return s->realm == r && s->state == RT_SESSION_JOINED ? s : NULL;
-        }
-    }
-    return NULL;
+    rt_session *s = rt_router_session_by_id(rt_realm_router(r), id);
+    return s && s->realm == r && s->state == RT_SESSION_JOINED ? s : NULL;
 }
 
 static const rt_listener *listener_of(const rt_session *s)

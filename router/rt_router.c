@@ -317,13 +317,7 @@ void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
 
 static bool session_id_taken(const rt_router *rt, uint64_t id)
 {
-    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(id)); n;
-         n = rt_hmap_next(n)) {
-        if (RT_CONTAINER_OF(n, rt_session, by_id)->id == id) {
-            return true;
-        }
-    }
-    return false;
+    return rt_router_session_by_id(rt, id) != NULL;
 }
 
 static const rt_listener *find_listener(const rt_config *cfg, const char *id)

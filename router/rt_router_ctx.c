@@ -57,3 +57,15 @@ const struct rt_cluster *rt_router_cluster(const rt_router *rt)
 {
     return rt->cluster;
 }
+
+rt_session *rt_router_session_by_id(const rt_router *rt, uint64_t id)
+{
+    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(id)); n;
+         n = rt_hmap_next(n)) {
+        rt_session *s = RT_CONTAINER_OF(n, rt_session, by_id);
+        if (s->id == id) {
+            return s;
+        }
+    }
+    return NULL;
+}

@@ -2,7 +2,6 @@
 #include "rt_wirelog.h"
 
 #include "rt_auth.h"
-#include "rt_hmap.h"
 #include "rt_realm.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
@@ -37,15 +36,11 @@ void rt_wirelog_line(const rt_session *s, bool rx, int type, size_t len)
 
 bool rt_router_log_session_info(void *ctx, uint64_t session_id, rt_log_session_info *out)
 {
-    const rt_router *rt = ctx;
-    for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(session_id)); n;
-         n = rt_hmap_next(n)) {
-        const rt_session *s = RT_CONTAINER_OF(n, rt_session, by_id);
-        if (s->id == session_id) {
-            out->realm = realm_of(s);
-            out->peer = s->peer.addr;
-            return true;
-        }
+    const rt_session *s = rt_router_session_by_id(ctx, session_id);
+    if (!s) {
+        return false;
     }
-    return false;
+    out->realm = realm_of(s);
+    out->peer = s->peer.addr;
+    return true;
 }
