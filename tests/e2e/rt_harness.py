@@ -334,6 +334,16 @@ class AsyncTestCase(unittest.IsolatedAsyncioTestCase):
         await asyncio.sleep(0)  # the rest of set-up runs as a new, non-debug step
 
 
+async def close_sessions(sessions):
+    """Closes sessions with GOODBYE, newest first; a broken client is aborted instead, so that it
+    cannot hide the router's status."""
+    for s in reversed(sessions):
+        try:
+            await s.close()
+        except Exception:
+            s.abort_transport()
+
+
 class RouterTestCase(AsyncTestCase):
     """Starts a fresh router for every test method and stops it (SIGTERM, exit 0) afterwards.
 
@@ -347,11 +357,7 @@ class RouterTestCase(AsyncTestCase):
 
     async def asyncTearDown(self):
         try:
-            for s in reversed(self._sessions):
-                try:
-                    await s.close()
-                except Exception:  # a broken client must not hide the router's status
-                    s.abort_transport()
+            await close_sessions(self._sessions)
         finally:
             self.router.stop()
 

@@ -131,11 +131,7 @@ class BridgeTest(h.AsyncTestCase):
 
     async def asyncTearDown(self):
         try:
-            for s in reversed(self._sessions):
-                try:
-                    await s.close()
-                except Exception:
-                    s.abort_transport()
+            await h.close_sessions(self._sessions)
         finally:
             try:
                 self.router.stop()

@@ -237,11 +237,7 @@ class RawSocketTestCase(h.AsyncTestCase):
         try:
             for r in self._raws:
                 r.close()
-            for s in reversed(self._sessions):
-                try:
-                    await s.close()
-                except Exception:
-                    s.abort_transport()
+            await h.close_sessions(self._sessions)
         finally:
             try:
                 self.router.stop()
@@ -626,11 +622,7 @@ class TlsTestCase(h.AsyncTestCase):
 
     async def asyncTearDown(self):
         try:
-            for s in reversed(self._sessions):
-                try:
-                    await s.close()
-                except Exception:
-                    s.abort_transport()
+            await h.close_sessions(self._sessions)
         finally:
             try:
                 self.router.stop()
@@ -780,11 +772,7 @@ class UniversalTestCase(h.AsyncTestCase):
         try:
             for r in self._raws:
                 r.close()
-            for s in reversed(self._sessions):
-                try:
-                    await s.close()
-                except Exception:
-                    s.abort_transport()
+            await h.close_sessions(self._sessions)
         finally:
             try:
                 self.router.stop()

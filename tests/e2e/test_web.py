@@ -143,11 +143,7 @@ class WebTestBase(h.AsyncTestCase):
 
     async def asyncTearDown(self):
         try:
-            for s in reversed(self._sessions):
-                try:
-                    await s.close()
-                except Exception:
-                    s.abort_transport()
+            await h.close_sessions(self._sessions)
         finally:
             try:
                 if self.router.proc and self.router.proc.poll() is None:
