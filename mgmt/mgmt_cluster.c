@@ -653,7 +653,12 @@ wamp_err mgmt_cluster_new(rt_router *rt, rt_cluster *c, mgmt_cluster_run_fn run,
         free(mc);
         return err;
     }
-    rt_cluster_set_on_joined(c, on_joined, mc);
+    err = rt_cluster_add_on_joined(c, on_joined, mc);
+    if (err != WAMP_OK) {
+        rt_cluster_unserve(c, mc->sub);
+        free(mc);
+        return err;
+    }
     if (rt_cluster_member_state_get(c) == RT_CLUSTER_MEMBER_JOINED) {
         on_joined(mc); /* joined before the API was attached (main() waits for the join) */
     }
@@ -665,7 +670,7 @@ void mgmt_cluster_stop(mgmt_cluster *mc)
 {
     if (mc && mc->c) {
         rt_cluster_unserve(mc->c, mc->sub);
-        rt_cluster_set_on_joined(mc->c, NULL, NULL);
+        rt_cluster_remove_on_joined(mc->c, on_joined, mc);
         mc->c = NULL;
     }
 }

@@ -58,8 +58,12 @@ struct rt_cluster {
     char **nodes; /* sorted; owned strings */
     size_t n_nodes;
 
-    void (*on_joined)(void *arg); /* rt_cluster_set_on_joined() */
-    void *on_joined_arg;
+    struct {
+        void (*fn)(void *arg);
+        void *arg;
+    } on_joined[RT_CLUSTER_ON_JOINED_MAX]; /* rt_cluster_add_on_joined(), in order */
+
+    size_t n_on_joined;
 };
 
 static uint64_t now_us(const rt_cluster *c)
@@ -266,8 +270,8 @@ static void joined(rt_cluster *c)
     RT_LOG_INFO(0, "cluster %s: joined as node %s (instance %s)", c->name, c->node_id, c->instance);
     announce(c);
     read_keys(c);
-    if (c->on_joined) {
-        c->on_joined(c->on_joined_arg);
+    for (size_t i = 0; i < c->n_on_joined; i++) {
+        c->on_joined[i].fn(c->on_joined[i].arg);
     }
 }
 
@@ -638,10 +642,27 @@ uint32_t rt_cluster_request_timeout_ms(const rt_cluster *c)
     return c->request_timeout_ms;
 }
 
-void rt_cluster_set_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
+wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
-    c->on_joined = fn;
-    c->on_joined_arg = arg;
+    if (c->n_on_joined == RT_CLUSTER_ON_JOINED_MAX) {
+        return WAMP_ETOOBIG;
+    }
+    c->on_joined[c->n_on_joined].fn = fn;
+    c->on_joined[c->n_on_joined].arg = arg;
+    c->n_on_joined++;
+    return WAMP_OK;
+}
+
+void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
+{
+    for (size_t i = 0; i < c->n_on_joined; i++) {
+        if (c->on_joined[i].fn == fn && c->on_joined[i].arg == arg) {
+            memmove(&c->on_joined[i], &c->on_joined[i + 1],
+                    (c->n_on_joined - i - 1) * sizeof(c->on_joined[0]));
+            c->n_on_joined--;
+            return;
+        }
+    }
 }
 
 const char *rt_cluster_name(const rt_cluster *c)

@@ -119,10 +119,16 @@ wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, si
 
 /* --- For the services: join events and key-value buckets ------------------------------------ */
 
-/* Called each time this node joins: after start, and again after the link came back (state that
- * a service keeps in the cluster may have changed meanwhile). One callback per cluster (a second
- * call replaces it; fn NULL clears it). It runs from a link callback, so it may call ops. */
-void rt_cluster_set_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
+/* Most callbacks rt_cluster_add_on_joined() holds. */
+#define RT_CLUSTER_ON_JOINED_MAX 8
+
+/* fn(arg) is called each time this node joins: after start, and again after the link came back
+ * (state that a service keeps in the cluster may have changed meanwhile). Several services may
+ * add one each; they are called in the order added. It runs from a link callback, so it may call
+ * ops. WAMP_ETOOBIG when RT_CLUSTER_ON_JOINED_MAX are held. */
+wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
+/* Removes the callback added with the same fn and arg (none: nothing happens). */
+void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
 /* The cluster name (borrowed): a service names its buckets "<name>_<what>". */
 const char *rt_cluster_name(const rt_cluster *c);
 /* One key-value operation over the link (rt_cluster_ops.kv, same contract). WAMP_ECLOSED without
