@@ -28,6 +28,8 @@ struct rt_router {
     size_t n_realms;
     /* Borrowed, NULL without wampscope.cluster (rt_router_set_cluster()). */
     const struct rt_cluster *cluster;
+    /* Borrowed: calls and registrations across the cluster (rt_dealer_remote.h), or NULL. */
+    struct rt_dealer_cluster *dcl;
     rt_hmap sessions_by_id; /* rt_session.by_id */
     rt_list sessions;       /* every live session (rt_session.in_router) */
     rt_list greeting;       /* sessions waiting for HELLO, oldest first (rt_session.in_wait) */

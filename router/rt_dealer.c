@@ -32,7 +32,7 @@
 typedef struct rt_call {
     uint64_t invocation; /* INVOCATION.Request */
     uint64_t request;    /* the caller's CALL.Request */
-    rt_session *caller;  /* waiting for the answer (never NULL) */
+    rt_session *caller;  /* waiting for the answer; NULL: a caller on another node */
     rt_session *callee;
     rt_hnode by_invocation;
     rt_hnode by_request; /* in d->requests (CANCEL finds it there) */
@@ -86,8 +86,10 @@ static uint64_t request_hash(const rt_session *caller, uint64_t request)
 static void call_remove(rt_dealer *d, rt_call *c)
 {
     rt_hmap_remove(&d->calls, &c->by_invocation);
-    rt_hmap_remove(&d->requests, &c->by_request);
-    c->caller->n_calls_made--;
+    if (c->caller) {
+        rt_hmap_remove(&d->requests, &c->by_request);
+        c->caller->n_calls_made--;
+    }
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
@@ -341,6 +343,18 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     rt_registration *reg = rt_dealer_match_registration(d, m->uri);
+    const char *node = s->rt->dcl ? rt_dealer_cluster_route(d, reg, m->uri) : NULL;
+    if (node) {
+        if (ppt) {
+            return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
+                                         "payload passthru mode does not cross cluster nodes");
+        }
+        return rt_dealer_cluster_call(
+                d, s, m, node,
+                perm->disclose_caller ||
+                        (has_options && json_is_true(json_object_get(m->dict, "disclose_me"))),
+                has_options && json_is_true(json_object_get(m->dict, "receive_progress")));
+    }
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
                                      "no callee registered for this procedure");
@@ -494,6 +508,14 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     } else {
         call_remove(d, c);
     }
+    if (!caller) {
+        /* The caller is on another node: the answer travels there. */
+        if (!progress) {
+            RT_TRACE_LAST(s->rt);
+        }
+        rt_dealer_cluster_answer(s->rt, m->id, m, is_error ? m->uri : NULL, progress);
+        return WAMP_OK;
+    }
     if (caller->state != RT_SESSION_JOINED) {
         s->rt->stats.answers_dropped++; /* the caller is closing: nowhere to go */
         return WAMP_OK;
@@ -565,6 +587,10 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     rt_call *c = caller_call(d, s, m->id);
+    wamp_err cerr = WAMP_OK;
+    if (!c && s->rt->dcl && rt_dealer_cluster_cancel(s, m->id, mode, &cerr)) {
+        return cerr;
+    }
     if (!c || c->killing) {
         RT_LOG_DEBUG(s->id,
                      "CANCEL of request %llu ignored (no pending call, or already "
@@ -639,8 +665,11 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         if (traced) {
             rt_trace_action_open(s->rt, c->corr, c->uri);
         }
+        uint64_t invocation = c->invocation;
         call_remove(d, c);
-        if (caller && caller->state == RT_SESSION_JOINED) {
+        if (!caller) {
+            rt_dealer_cluster_answer(s->rt, invocation, NULL, WAMP_ERROR_CANCELED, false);
+        } else if (caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_CANCELED,
                                         "the callee left before answering");
         }
@@ -665,6 +694,9 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
             }
         }
         call_abandon(d, c);
+    }
+    if (s->rt->dcl) {
+        rt_dealer_cluster_caller_left(s);
     }
     rt_trace_action_unstash(s->rt, &leave_action);
 }
@@ -697,6 +729,103 @@ bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t req
     }
     rt_trace_action_open(caller->rt, c->corr, c->uri);
     return true;
+}
+
+/* --- Calls from other nodes (rt_dealer_remote.c) -------------------------------------------- */
+
+/* INVOCATION.Details of a call from another node (NULL: {}); *oom on failure. */
+static json_t *remote_details(const rt_registration *reg, const rt_crpc_call *call, bool *oom)
+{
+    if (reg->match == WAMP_MATCH_EXACT && !call->receive_progress && !call->disclose) {
+        return NULL;
+    }
+    json_t *det = json_object();
+    bool ok = det != NULL;
+    if (ok && reg->match != WAMP_MATCH_EXACT) {
+        ok = json_object_set_new(det, "procedure", json_string(call->procedure)) == 0;
+    }
+    if (ok && call->receive_progress) {
+        ok = json_object_set_new(det, "receive_progress", json_true()) == 0;
+    }
+    if (ok && call->disclose) {
+        ok = json_object_set_new(det, "caller", json_integer((json_int_t)call->caller)) == 0 &&
+             json_object_set_new(det, "caller_authid", json_string(call->authid)) == 0 &&
+             json_object_set_new(det, "caller_authrole", json_string(call->authrole)) == 0;
+    }
+    if (!ok) {
+        json_decref(det);
+        *oom = true;
+        return NULL;
+    }
+    return det;
+}
+
+const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint64_t *invocation)
+{
+    rt_registration *reg = rt_dealer_match_registration(d, call->procedure);
+    if (!reg || reg->fn) {
+        return WAMP_ERROR_NO_SUCH_PROCEDURE; /* gone meanwhile; router procedures stay local */
+    }
+    rt_session *callee = pick_callee(reg);
+    if (callee->state != RT_SESSION_JOINED) {
+        return WAMP_ERROR_CANCELED;
+    }
+    bool oom = false;
+    json_t *details = remote_details(reg, call, &oom);
+    rt_call *c = oom ? NULL : calloc(1, sizeof(*c));
+    if (!c) {
+        json_decref(details);
+        return WAMP_ERROR_CANCELED;
+    }
+    rt_router *rt = callee->rt;
+    c->invocation = rt_router_next_id(rt);
+    c->callee = callee;
+    c->receive_progress = call->receive_progress;
+    rt_list_init(&c->in_caller);
+    rt_list_init(&c->in_timeouts); /* the caller's node keeps the deadline */
+    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
+        json_decref(details);
+        free(c);
+        return WAMP_ERROR_CANCELED;
+    }
+    rt_list_add_tail(&callee->calls_served, &c->in_callee);
+    if (call->corr) {
+        c->traced = true;
+        memcpy(c->corr, call->corr, TRACE_UUID_LEN);
+    }
+    rt_payload payload = {
+            .ser = call->payload.ser, .args = call->payload.args, .kwargs = call->payload.kwargs};
+    wamp_err err = rt_session_send_payload(
+            callee, wamp_msg_new_invocation(c->invocation, reg->id, details, NULL, NULL), &payload);
+    if (err != WAMP_OK) {
+        call_remove(d, c);
+        return err == WAMP_ETOOBIG ? WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED : WAMP_ERROR_CANCELED;
+    }
+    *invocation = c->invocation;
+    return NULL;
+}
+
+void rt_dealer_cancel_remote(rt_dealer *d, uint64_t invocation, rt_crpc_mode mode)
+{
+    rt_call *c = find_call(d, invocation);
+    if (!c || c->caller || c->killing) {
+        return;
+    }
+    bool can = callee_can_interrupt(c);
+    if (mode == RT_CRPC_KILL && can) {
+        (void)send_interrupt(c, "kill");
+        c->killing = true; /* the callee's answer goes to the caller's node */
+        return;
+    }
+    if (mode == RT_CRPC_KILLNOWAIT && can) {
+        (void)send_interrupt(c, "killnowait");
+    }
+    bool answer = mode == RT_CRPC_KILL; /* a callee that cannot be interrupted: as skip */
+    rt_router *rt = c->callee->rt;
+    call_abandon(d, c);
+    if (answer) {
+        rt_dealer_cluster_answer(rt, invocation, NULL, WAMP_ERROR_CANCELED, false);
+    }
 }
 
 /* --- Deferred answers of local procedures ----------------------------------------------- */
