@@ -49,6 +49,9 @@ void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
 /* Frees without leaving. */
 static void node_free(rt_nats_node *nn)
 {
+    if (nn->broker) {
+        rt_router_set_cluster_broker(nn->rt, NULL);
+    }
     rt_cluster_broker_free(nn->broker); /* before the link: nothing is serviced in between */
     rt_nats_free(nn->link);
     rt_cluster_free(nn->member);
@@ -95,6 +98,7 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
         node_free(nn);
         return e;
     }
+    rt_router_set_cluster_broker(rt, nn->broker);
     uint64_t connect_end = rt_router_now_us(rt) + (uint64_t)cc->connect_timeout_ms * 1000;
     uint64_t settle_end =
             connect_end +

@@ -14,6 +14,7 @@
 #include "fake_transport.h"
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
+#include "rt_metrics.h"
 #include "test_router.h"
 #include "wamp_types.h"
 
@@ -490,6 +491,16 @@ START_TEST(test_link_down_drops_events_then_interest)
     ck_assert_uint_eq(fake_conn_pending(sb), 0);
     ck_assert_uint_eq(stats(0).events_dropped, 1);
     ck_assert_uint_eq(stats(0).remote_interest, 1);
+    /* The counters are in the metrics. */
+    rt_router_set_cluster_broker(nodes[0].t.rt, nodes[0].cb);
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(rt_metrics_render(nodes[0].t.rt, NULL, &text, &len), WAMP_OK);
+    rt_router_set_cluster_broker(nodes[0].t.rt, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "\nwampscope_cluster_events_dropped_total 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nwampscope_cluster_remote_subscriptions 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nwampscope_cluster_events_total{direction=\"out\"} "));
+    free(text);
     run_ms(TTL_MS + 200);
     ck_assert_uint_eq(stats(0).remote_interest, 0);
     /* Back up: the snapshots restore the interest both ways. */
