@@ -262,6 +262,8 @@ typedef struct rt_cluster_config {
     uint32_t heartbeat_ms;       /* membership heartbeat (1,000) */
     uint32_t node_ttl_ms;        /* a node's key lives this long after its last heartbeat (4,000) */
     size_t max_pending_bytes;    /* cluster bytes queued in either direction (8 MiB) */
+    size_t max_calls;            /* calls in flight to other nodes, and served for them (10,000) */
+    size_t max_registrations;    /* registrations this node announces (100,000) */
 } rt_cluster_config;
 
 typedef struct rt_config {

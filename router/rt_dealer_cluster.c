@@ -84,9 +84,8 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
     case WAMP_ENOTFOUND:
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
                                      "the callee's node left the cluster");
-    case WAMP_ECLOSED:
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NETWORK_FAILURE,
-                                     "the cluster link is down");
+    case WAMP_ENOMEM:
+        return err;
     case WAMP_EAGAIN:
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_UNAVAILABLE,
                                      "too many calls to other nodes in flight "
@@ -94,8 +93,9 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
     case WAMP_ETOOBIG:
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
                                      "the call exceeds the cluster's message size limit");
-    default:
-        return err;
+    default: /* WAMP_ECLOSED, or the link refused it */
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NETWORK_FAILURE,
+                                     "the cluster link is down or refused the call");
     }
 }
 

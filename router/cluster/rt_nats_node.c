@@ -9,6 +9,7 @@
 
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
+#include "rt_dealer_remote.h"
 #include "rt_nats.h"
 
 #ifndef RT_VERSION
@@ -21,6 +22,7 @@ struct rt_nats_node {
     rt_cluster *member;
     rt_nats *link;
     rt_cluster_broker *broker; /* pub/sub across the nodes */
+    rt_dealer_remote *dealer;  /* RPC across the nodes */
 };
 
 static uint64_t node_clock(void *ctx)
@@ -39,6 +41,9 @@ void rt_nats_node_service(void *ctx)
     rt_nats_service(nn->link);
     rt_cluster_tick(nn->member);
     rt_cluster_broker_tick(nn->broker);
+    if (nn->dealer) {
+        rt_dealer_remote_tick(nn->dealer);
+    }
 }
 
 void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
@@ -53,7 +58,9 @@ static void node_free(rt_nats_node *nn)
         rt_router_set_cluster_broker(nn->rt, NULL);
     }
     rt_cluster_broker_free(nn->broker); /* before the link: nothing is serviced in between */
+    rt_dealer_remote_stop(nn->dealer);
     rt_nats_free(nn->link);
+    rt_dealer_remote_free(nn->dealer); /* after the link: its key-value callbacks point here */
     rt_cluster_free(nn->member);
     free(nn);
 }
@@ -99,6 +106,21 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
         return e;
     }
     rt_router_set_cluster_broker(rt, nn->broker);
+    rt_dealer_remote_options ro = {.ops = rt_nats_link_ops(),
+                                   .link = nn->link,
+                                   .instance = instance,
+                                   .beat_ms = cc->heartbeat_ms,
+                                   .ttl_ms = cc->node_ttl_ms,
+                                   .max_message = cfg->limits.max_message_size + 4096,
+                                   .max_calls = cc->max_calls,
+                                   .max_registrations = cc->max_registrations};
+    e = rt_dealer_remote_new(rt, nn->member, &ro, &nn->dealer);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start calls across nodes: %s", cc->name,
+                 wamp_strerror(e));
+        node_free(nn);
+        return e;
+    }
     uint64_t connect_end = rt_router_now_us(rt) + (uint64_t)cc->connect_timeout_ms * 1000;
     uint64_t settle_end =
             connect_end +
