@@ -88,7 +88,8 @@ struct rt_session {
     rt_list calls_served; /* pending invocations this session serves (callee side) */
     size_t n_subs;        /* entries of subs (limits.max_subscriptions) */
     size_t n_regs;        /* entries of regs (limits.max_registrations) */
-    size_t n_calls_made;  /* entries of calls_made (limits.max_pending_calls) */
+    size_t n_calls_made;  /* entries of calls_made, and calls waiting on other nodes
+                           * (limits.max_pending_calls) */
     /* HELLO roles.callee.features.call_canceling: the dealer may send it INTERRUPT. */
     bool callee_call_canceling;
     /* HELLO roles.<role>.features.payload_passthru_mode, per role (payload passthru mode). */

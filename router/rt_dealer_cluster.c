@@ -54,6 +54,10 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
                                 bool disclose, bool progress)
 {
     rt_router *rt = s->rt;
+    size_t max_calls = rt->cfg->limits.max_pending_calls;
+    if (max_calls && s->n_calls_made >= max_calls) {
+        return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
+    }
     uint64_t deadline = 0;
     json_t *timeout_v = json_object_size(m->dict) ? json_object_get(m->dict, "timeout") : NULL;
     json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
@@ -80,6 +84,7 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
     wamp_err err = rt_cluster_dealer_call(rt->dcl->cd, node, m->id, &call, deadline);
     switch (err) {
     case WAMP_OK:
+        s->n_calls_made++; /* until its final answer, or its cancel (skip, killnowait) */
         return WAMP_OK;
     case WAMP_ENOTFOUND:
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
@@ -107,9 +112,13 @@ bool rt_dealer_cluster_cancel(rt_session *s, uint64_t request, const char *mode,
     if (!rt_cluster_dealer_cancel(s->rt->dcl->cd, s->id, request, m)) {
         return false;
     }
-    *err = m == RT_CRPC_KILL ? WAMP_OK
-                             : rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_CANCELED,
-                                                     "the call was canceled");
+    if (m == RT_CRPC_KILL) {
+        *err = WAMP_OK;
+        return true;
+    }
+    s->n_calls_made--;
+    *err = rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_CANCELED,
+                                 "the call was canceled");
     return true;
 }
 

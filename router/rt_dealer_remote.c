@@ -86,6 +86,9 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
         rt->stats.answers_dropped++; /* the caller left meanwhile */
         return;
     }
+    if (!a->progress) {
+        s->n_calls_made--; /* counted by rt_dealer_cluster_call() */
+    }
     json_t *msg =
             a->error ? wamp_msg_new_error(WAMP_MSG_CALL, to->request, NULL, a->error, NULL, NULL)
                      : wamp_msg_new_result(to->request,
@@ -102,6 +105,7 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
         if (a->progress) {
             /* The call ends here for the caller: the callee's node is told. */
             rt_cluster_dealer_cancel(dr->dcl.cd, s->id, to->request, RT_CRPC_KILLNOWAIT);
+            s->n_calls_made--;
         }
         (void)rt_session_send_error(s, WAMP_MSG_CALL, to->request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
                                     "the answer exceeds the caller's message size limit");

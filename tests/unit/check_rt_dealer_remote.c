@@ -433,6 +433,33 @@ START_TEST(test_link_lost)
 
 END_TEST
 
+START_TEST(test_pending_calls_limit_across)
+{
+    node *a = start(0), *b = start(1);
+    b->tr.cfg.limits.max_pending_calls = 1;
+    fake_conn *callee, *caller;
+    uint64_t inv = call_pending(a, b, &callee, &caller, "{}");
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 2, {}, \"com.x.slow\", []]"), WAMP_OK);
+    fake_expect_error(caller, 48, 2, "wampscope.error.limit_reached");
+    /* Answered: the caller may call again; canceled (killnowait) too. */
+    ck_assert_int_eq(fake_conn_send(callee, "[70, %llu, {}, []]", (unsigned long long)inv),
+                     WAMP_OK);
+    run_ms(100);
+    json_decref(expect(caller, 50));
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 3, {}, \"com.x.slow\", []]"), WAMP_OK);
+    run_ms(100);
+    json_decref(expect(callee, 68));
+    ck_assert_int_eq(fake_conn_send(caller, "[49, 3, {}]"), WAMP_OK);
+    fake_expect_error(caller, 48, 3, "wamp.error.canceled");
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 4, {}, \"com.x.slow\", []]"), WAMP_OK);
+    run_ms(100);
+    ck_assert_uint_eq(fake_conn_pending(caller), 0);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("rt_dealer_remote");
@@ -449,6 +476,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_callee_and_caller_leave);
     tcase_add_test(tc, test_callee_node_killed);
     tcase_add_test(tc, test_link_lost);
+    tcase_add_test(tc, test_pending_calls_limit_across);
     suite_add_tcase(s, tc);
     return s;
 }
