@@ -264,6 +264,7 @@ typedef struct rt_cluster_config {
     size_t max_pending_bytes;    /* cluster bytes queued in either direction (8 MiB) */
     size_t max_calls;            /* calls in flight to other nodes, and served for them (10,000) */
     size_t max_registrations;    /* registrations this node announces (100,000) */
+    bool send_asap; /* each NATS publish written at once, not by cnats' flusher (false) */
 } rt_cluster_config;
 
 typedef struct rt_config {

@@ -15,6 +15,7 @@
 #   ROUTER_CORE   core for the routers (default 0); BENCH_CORE for wamp-bench and nats-server (1)
 #   BENCH_SCRATCH scratch directory (default /tmp/wampscope-bench-cluster)
 #   SCENARIOS     wamp-bench scenarios: pubsub (default) or rpc
+#   SEND_ASAP     true: the cluster nodes run with cluster.send_asap (default false)
 # Options after -- go to wamp-bench (e.g. -- --seconds 10).
 set -euo pipefail
 
@@ -25,6 +26,7 @@ scratch=${BENCH_SCRATCH:-/tmp/wampscope-bench-cluster}
 router_core=${ROUTER_CORE:-0}
 bench_core=${BENCH_CORE:-1}
 scenarios=${SCENARIOS:-pubsub}
+send_asap=${SEND_ASAP:-false}
 nats_bin=$(command -v nats-server || echo /usr/sbin/nats-server)
 if [[ ${1:-} == "--" ]]; then
     shift
@@ -68,7 +70,7 @@ done
 config() { # node id, with_cluster (0/1)
     local cluster=""
     if [[ $2 == 1 ]]; then
-        cluster=", \"cluster\": {\"name\": \"bench\", \"nats\": {\"servers\": [\"nats://127.0.0.1:$nats_port\"]}}"
+        cluster=", \"cluster\": {\"name\": \"bench\", \"send_asap\": $send_asap, \"nats\": {\"servers\": [\"nats://127.0.0.1:$nats_port\"]}}"
     fi
     cat >"$scratch/$1.json" <<EOF
 {"version": 2, "controller": {"id": "$1"},
@@ -128,13 +130,17 @@ wait "$nats_pid" 2>/dev/null || true
 echo
 printf "%-8s %-8s %-9s %12s %8s %9s %9s\n" run ser scenario rate ratio p50_us "A cpu%"
 for ser in json msgpack; do
-    ref=$(awk -v s="$ser" '$1=="RESULT" {for (i=2;i<=NF;i++) {split($i,kv,"="); f[kv[1]]=kv[2]}
-          if (f["ser"]==s) print f["rate"]}' "$scratch/one.out")
     for name in one local spread; do
-        awk -v s="$ser" -v n="$name" -v ref="$ref" '$1=="RESULT" {
-              for (i=2;i<=NF;i++) {split($i,kv,"="); f[kv[1]]=kv[2]}
+        awk -v s="$ser" -v n="$name" -v reffile="$scratch/one.out" '
+            BEGIN { while ((getline line < reffile) > 0) {
+                        k = split(line, w, " "); if (w[1] != "RESULT") continue
+                        delete g; for (i = 2; i <= k; i++) { split(w[i], kv, "="); g[kv[1]] = kv[2] }
+                        if (g["ser"] == s) ref[g["scenario"]] = g["rate"] } }
+            $1=="RESULT" {
+              delete f; for (i=2;i<=NF;i++) {split($i,kv,"="); f[kv[1]]=kv[2]}
+              r = ref[f["scenario"]]
               if (f["ser"]==s) printf "%-8s %-8s %-9s %12s %8.3f %9s %9s\n", n, s, f["scenario"],
-                  f["rate"], (ref > 0 ? f["rate"]/ref : 0), f["p50_us"], f["router_cpu"]}' \
+                  f["rate"], (r > 0 ? f["rate"]/r : 0), f["p50_us"], f["router_cpu"]}' \
             "$scratch/$name.out"
     done
 done
