@@ -93,7 +93,8 @@ START_TEST(test_every_key)
     rt_config *cfg = NULL;
     const char *json = WITH("{'name':'prod-1','connect_timeout':500,'reconnect_wait':200,"
                             "'request_timeout':300,'heartbeat_interval':250,'node_ttl':1000,"
-                            "'max_pending_bytes':65536,'max_calls':5,'max_registrations':7,'send_asap':true,"
+                            "'max_pending_bytes':65536,'max_calls':5,'max_registrations':7,"
+                            "'send_asap':true,"
                             "'nats':{'servers':['nats://a:1',"
                             "'tls://b:2'],'user':'u','password':'p','tls':{}}}");
     ck_assert_int_eq(load(json, &cfg, err), WAMP_OK);
