@@ -447,6 +447,20 @@ START_TEST(test_retained_events_served_from_the_node_holding_them)
         json_decref(m);
     }
     ck_assert_int_eq(sum, 13);
+    /* A drop notice older than the event held (crossing a newer retain) leaves it. */
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    static const char old_drop[] = "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com.r.one\",\"w\":1}";
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.ret.drop", NULL, old_drop, strlen(old_drop)),
+                     WAMP_OK);
+    fake_bus_run(bus);
+    fake_conn_clear(sa);
+    int64_t one = subscribe_opts(sa, "com.r.one", "{\"get_retained\": true}");
+    fake_bus_run(bus);
+    m = expect_event(sa, one); /* C's, still held */
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(m, 4), 0)), 11);
+    json_decref(m);
 }
 
 END_TEST
