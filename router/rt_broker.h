@@ -144,7 +144,8 @@ wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t 
 void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
                                 const char *authid, const char *authrole,
                                 void (*fn)(void *arg, const rt_broker_pub *p), void *arg);
-/* Another node retained an event on topic: this node's retained event of topic goes. */
-void rt_broker_retained_drop(rt_broker *b, const char *topic);
+/* Another node retained an event on topic at wall-clock time before_ns (rt_router_wall_ns()):
+ * this node's retained event of topic goes, unless it was retained at before_ns or later. */
+void rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns);
 
 #endif /* RT_BROKER_H */

@@ -532,8 +532,8 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
     }
     const char *realm = rt_realm_name(rl->realm);
     if (p->retain) {
-        json_t *m = json_pack("{s:s, s:s, s:s}", "n", rt_cluster_node_id(cb->c), "r", realm, "t",
-                              p->topic);
+        json_t *m = json_pack("{s:s, s:s, s:s, s:I}", "n", rt_cluster_node_id(cb->c), "r", realm,
+                              "t", p->topic, "w", (json_int_t)rt_router_wall_ns(cb->rt));
         char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
         json_decref(m);
         if (text) {
@@ -591,9 +591,10 @@ static void on_retained_drop(void *arg, const char *subject, const char *reply, 
     json_t *m = json_loadb(data, len, 0, &jerr);
     const char *realm = json_string_value(json_object_get(m, "r"));
     const char *topic = json_string_value(json_object_get(m, "t"));
-    rt_broker *b = realm && topic ? broker_of(cb, realm) : NULL;
+    json_t *w = json_object_get(m, "w");
+    rt_broker *b = realm && topic && json_is_integer(w) ? broker_of(cb, realm) : NULL;
     if (b) {
-        rt_broker_retained_drop(b, topic);
+        rt_broker_retained_drop(b, topic, (uint64_t)json_integer_value(w));
     } else {
         bad_message(cb, "a retained-event notice", len);
     }

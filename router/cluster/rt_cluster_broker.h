@@ -27,10 +27,11 @@
  * eligible compare them as on one node.
  *
  * Retained events stay on the node that received the PUBLISH; a node that retains an event for a
- * topic tells the others ("<name>.ret.drop"), which drop theirs, so one node holds a topic's
- * retained event. A SUBSCRIBE with get_retained is answered from this node at once, and asks every
- * other live node for the retained events the subscription matches and admits (service "ret",
- * rt_cluster_serve()); their answers follow as EVENTs with Details.retained.
+ * topic tells the others ("<name>.ret.drop", with its wall-clock time), which drop theirs unless
+ * theirs is newer, so one node holds a topic's retained event: the last one retained, as far as
+ * the nodes' clocks agree (run NTP). A SUBSCRIBE with get_retained is answered from this node at
+ * once, and asks every other live node for the retained events the subscription matches and admits
+ * (service "ret", rt_cluster_serve()); their answers follow as EVENTs with Details.retained.
  *
  * Ownership: the caller owns it; the router, the cluster and its link are borrowed and must
  * outlive it (free it before the link). Service thread only. */

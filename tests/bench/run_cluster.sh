@@ -47,12 +47,23 @@ stop_all() {
     for p in "${pids[@]}"; do
         kill -TERM "$p" 2>/dev/null || true
     done
-    for p in "${pids[@]}"; do
-        wait "$p" 2>/dev/null || true
+    for p in "${pids[@]}"; do # not our children (started from $(...)): poll
+        for _ in $(seq 1 50); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
     done
     pids=()
 }
-trap stop_all EXIT
+nats_pid=""
+cleanup() {
+    stop_all
+    if [[ -n $nats_pid ]]; then
+        kill -TERM "$nats_pid" 2>/dev/null || true
+        wait "$nats_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -123,9 +134,8 @@ pids+=("$(cat "$scratch/node_b.pid")")
 sleep 1 # both joined (the log says "nodes (2)")
 bench local "$url_a" "" "$scratch/node_a.pid"
 bench spread "$url_a" "$url_b" "$scratch/node_a.pid"
-stop_all
-kill -TERM "$nats_pid" 2>/dev/null || true
-wait "$nats_pid" 2>/dev/null || true
+cleanup
+nats_pid=""
 
 echo
 printf "%-8s %-8s %-9s %12s %8s %9s %9s\n" run ser scenario rate ratio p50_us "A cpu%"

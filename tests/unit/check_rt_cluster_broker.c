@@ -447,6 +447,20 @@ START_TEST(test_retained_events_served_from_the_node_holding_them)
         json_decref(m);
     }
     ck_assert_int_eq(sum, 13);
+    /* A drop notice older than the event held (crossing a newer retain) leaves it. */
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    static const char old_drop[] = "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com.r.one\",\"w\":1}";
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.ret.drop", NULL, old_drop, strlen(old_drop)),
+                     WAMP_OK);
+    fake_bus_run(bus);
+    fake_conn_clear(sa);
+    int64_t one = subscribe_opts(sa, "com.r.one", "{\"get_retained\": true}");
+    fake_bus_run(bus);
+    m = expect_event(sa, one); /* C's, still held */
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(m, 4), 0)), 11);
+    json_decref(m);
 }
 
 END_TEST
@@ -563,6 +577,34 @@ START_TEST(test_bad_messages_are_counted_and_ignored)
 
 END_TEST
 
+START_TEST(test_event_carries_the_publication_correlation)
+{
+    fake_conn *pub = joined(0, WAMP_SER_JSON);
+    fake_conn *sb = joined(1, WAMP_SER_MSGPACK);
+    subscribe(sb, "com.c");
+    trace *ta = test_router_start_trace(&nodes[0].t, "ta", NULL);
+    trace *tb = test_router_start_trace(&nodes[1].t, "tb", NULL);
+    fake_conn_send(pub, "[16, 1, {}, \"com.c\", [1]]");
+    fake_bus_run(bus);
+    ck_assert_uint_eq(fake_conn_pending(sb), 1);
+    json_t *ra = test_router_records(ta);
+    json_t *rb = test_router_records(tb);
+    ck_assert_uint_ge(json_array_size(ra), 1);
+    ck_assert_uint_ge(json_array_size(rb), 1);
+    json_t *publish = json_array_get(ra, 0);
+    json_t *event = json_array_get(rb, json_array_size(rb) - 1);
+    ck_assert_str_eq(json_string_value(json_object_get(publish, "msg_type")), "Publish");
+    ck_assert_str_eq(json_string_value(json_object_get(event, "msg_type")), "Event");
+    const char *corr = json_string_value(json_object_get(publish, "correlation"));
+    ck_assert_ptr_nonnull(corr);
+    ck_assert_str_eq(json_string_value(json_object_get(event, "correlation")), corr);
+    ck_assert_str_eq(json_string_value(json_object_get(event, "uri")), "com.c");
+    json_decref(ra);
+    json_decref(rb);
+}
+
+END_TEST
+
 static void setup_small(void)
 {
     setup_sized(1500);
@@ -599,6 +641,7 @@ static Suite *rt_cluster_broker_suite(void)
     tcase_add_test(tc, test_killed_node_loses_its_interest);
     tcase_add_test(tc, test_link_down_drops_events_then_interest);
     tcase_add_test(tc, test_bad_messages_are_counted_and_ignored);
+    tcase_add_test(tc, test_event_carries_the_publication_correlation);
     suite_add_tcase(s, tc);
     TCase *small = tcase_create("limits");
     tcase_add_checked_fixture(small, setup_small, teardown);
