@@ -533,9 +533,18 @@ static bool realm_is(const rreg *g, const char *realm)
 /* The other nodes' registration a CALL of uri reaches (the dealer's precedence), or NULL. */
 static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const char *uri)
 {
-    char *key = table_key(realm, uri, WAMP_MATCH_EXACT);
-    rreg *best = key ? remote_find(r, key) : NULL;
-    free(key);
+    /* The exact key on the stack for the usual short URI (a CALL pays no allocation). */
+    char buf[256];
+    size_t need = strlen(realm) + strlen(uri) + 4;
+    char *key = need <= sizeof(buf) ? buf : malloc(need);
+    rreg *best = NULL;
+    if (key && !strchr(realm, ' ')) {
+        snprintf(key, need, "e %s %s", realm, uri);
+        best = remote_find(r, key);
+    }
+    if (key != buf) {
+        free(key);
+    }
     if (best) {
         return best;
     }
