@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "rt_broker.h"
+#include "rt_cluster_envelope.h"
 #include "rt_cluster_table.h"
 #include "rt_hmap.h"
 #include "rt_list.h"
@@ -23,8 +24,6 @@
 #define TABLE_MESSAGE_BYTES 65536
 /* "<name>.node.<id>.ev", "<name>.ret.drop". */
 #define SUBJ_MAX (2 * RT_CLUSTER_TOKEN_MAX + 32)
-/* Header of one envelope: 4 bytes of length. */
-#define LEN_BYTES 4
 
 /* One realm's hooks: the observer's and the broker's ctx. Owned by the realm's observer list
  * (freed by its detach), as the list outlives the cluster broker; cb is NULL once that is gone. */
@@ -71,34 +70,6 @@ struct rt_cluster_broker {
     size_t max_msg;
     rt_cluster_broker_stats st;
 };
-
-/* ---- Growable bytes ------------------------------------------------------------------------ */
-
-typedef struct bytes {
-    unsigned char *p;
-    size_t len, cap;
-} bytes;
-
-static bool bytes_add(bytes *b, const void *p, size_t n)
-{
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n) {
-            cap *= 2;
-        }
-        unsigned char *np = realloc(b->p, cap);
-        if (!np) {
-            return false;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    if (n) {
-        memcpy(b->p + b->len, p, n);
-    }
-    b->len += n;
-    return true;
-}
 
 /* ---- Interest index ------------------------------------------------------------------------ */
 
@@ -295,168 +266,6 @@ static void relay_detach(void *ctx)
     free(ctx);
 }
 
-/* ---- Envelopes ------------------------------------------------------------------------------ */
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-static uint32_t get_be32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-/* Appends the envelope of publication p (of realm; extra: more header fields, borrowed) to out.
- * false on allocation failure. */
-static bool envelope_add(bytes *out, const char *node, const char *realm, const rt_broker_pub *p,
-                         json_t *extra)
-{
-    json_t *h = json_pack("{s:s, s:s, s:s, s:I}", "n", node, "r", realm, "t", p->topic, "p",
-                          (json_int_t)p->publication);
-    if (!h) {
-        return false;
-    }
-    int rc = 0;
-    if (p->options && json_object_size(p->options) > 0) {
-        rc |= json_object_set(h, "o", (json_t *)p->options);
-    }
-    if (p->disclose) {
-        rc |= json_object_set_new(h, "pub",
-                                  json_pack("[I,s?,s?]", (json_int_t)p->publisher,
-                                            p->publisher_authid, p->publisher_authrole));
-    }
-    if (p->correlation) {
-        char hex[2 * RT_BROKER_CORRELATION_LEN + 1];
-        for (size_t i = 0; i < RT_BROKER_CORRELATION_LEN; i++) {
-            snprintf(hex + 2 * i, 3, "%02x", p->correlation[i]);
-        }
-        rc |= json_object_set_new(h, "c", json_string(hex));
-    }
-    if (p->payload.ser) {
-        rc |= json_object_set_new(h, "ser", json_integer(p->payload.ser));
-        rc |= json_object_set_new(h, "al", json_integer((json_int_t)p->payload.args.len));
-        rc |= json_object_set_new(h, "kl", json_integer((json_int_t)p->payload.kwargs.len));
-    } else {
-        if (p->args) {
-            rc |= json_object_set(h, "a", (json_t *)p->args);
-        }
-        if (p->kwargs) {
-            rc |= json_object_set(h, "kw", (json_t *)p->kwargs);
-        }
-    }
-    if (extra) {
-        rc |= json_object_update(h, extra);
-    }
-    char *text = rc == 0 ? json_dumps(h, JSON_COMPACT) : NULL;
-    json_decref(h);
-    if (!text) {
-        return false;
-    }
-    size_t tlen = strlen(text);
-    unsigned char len[LEN_BYTES];
-    put_be32(len, (uint32_t)tlen);
-    bool ok = bytes_add(out, len, sizeof(len)) && bytes_add(out, text, tlen);
-    free(text);
-    if (ok && p->payload.ser) {
-        ok = bytes_add(out, p->payload.args.p, p->payload.args.len) &&
-             bytes_add(out, p->payload.kwargs.p, p->payload.kwargs.len);
-    }
-    return ok;
-}
-
-/* One envelope read from data: the header (owned by the caller: json_decref) and *pub's fields,
- * borrowed from it and from data. Returns the bytes it took, 0 if it is not valid. */
-typedef struct envelope {
-    json_t *h;
-    const char *node, *realm;
-    rt_broker_pub pub;
-    uint8_t corr[RT_BROKER_CORRELATION_LEN];
-} envelope;
-
-static bool hex_of(const char *s, uint8_t *out, size_t n)
-{
-    if (!s || strlen(s) != 2 * n) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1) {
-            return false;
-        }
-        out[i] = (uint8_t)v;
-    }
-    return true;
-}
-
-static size_t envelope_read(const unsigned char *data, size_t len, envelope *e)
-{
-    memset(e, 0, sizeof(*e));
-    if (len < LEN_BYTES) {
-        return 0;
-    }
-    size_t hlen = get_be32(data);
-    if (hlen > len - LEN_BYTES) {
-        return 0;
-    }
-    json_error_t jerr;
-    e->h = json_loadb((const char *)data + LEN_BYTES, hlen, 0, &jerr);
-    json_t *h = e->h;
-    e->node = json_string_value(json_object_get(h, "n"));
-    e->realm = json_string_value(json_object_get(h, "r"));
-    rt_broker_pub *p = &e->pub;
-    p->topic = json_string_value(json_object_get(h, "t"));
-    json_t *jp = json_object_get(h, "p");
-    if (!e->node || !e->realm || !p->topic || !json_is_integer(jp) || json_integer_value(jp) < 0 ||
-        !wamp_uri_is_valid(p->topic, WAMP_URI_LOOSE)) {
-        return 0;
-    }
-    p->publication = (uint64_t)json_integer_value(jp);
-    p->options = json_object_get(h, "o");
-    if (p->options && !json_is_object(p->options)) {
-        return 0;
-    }
-    json_t *pub = json_object_get(h, "pub");
-    if (pub) {
-        json_t *id = json_array_get(pub, 0);
-        if (!json_is_integer(id) || json_integer_value(id) < 0) {
-            return 0;
-        }
-        p->disclose = true;
-        p->publisher = (uint64_t)json_integer_value(id);
-        p->publisher_authid = json_string_value(json_array_get(pub, 1));
-        p->publisher_authrole = json_string_value(json_array_get(pub, 2));
-    }
-    if (hex_of(json_string_value(json_object_get(h, "c")), e->corr, sizeof(e->corr))) {
-        p->correlation = e->corr;
-    }
-    size_t used = LEN_BYTES + hlen;
-    json_t *ser = json_object_get(h, "ser");
-    if (ser) {
-        json_int_t s = json_integer_value(ser);
-        json_int_t al = json_integer_value(json_object_get(h, "al"));
-        json_int_t kl = json_integer_value(json_object_get(h, "kl"));
-        if (s <= 0 || s >= WAMP_SER_COUNT || al < 0 || kl < 0 ||
-            (uint64_t)al + (uint64_t)kl > len - used) {
-            return 0;
-        }
-        p->payload.ser = (wamp_ser)s;
-        p->payload.args = (wamp_slice){al ? data + used : NULL, (size_t)al};
-        p->payload.kwargs = (wamp_slice){kl ? data + used + al : NULL, (size_t)kl};
-        used += (size_t)al + (size_t)kl;
-    } else {
-        p->args = json_object_get(h, "a");
-        p->kwargs = json_object_get(h, "kw");
-        if ((p->args && !json_is_array(p->args)) || (p->kwargs && !json_is_object(p->kwargs))) {
-            return 0;
-        }
-    }
-    return used;
-}
-
 static rt_broker *broker_of(rt_cluster_broker *cb, const char *realm)
 {
     for (size_t i = 0; i < cb->n_relays; i++) {
@@ -484,7 +293,7 @@ static void dropped(rt_cluster_broker *cb, const char *to, size_t len, wamp_err 
                    err == WAMP_ETOOBIG ? "over the size or queue limit" : wamp_strerror(err));
 }
 
-static void send_to_node(rt_cluster_broker *cb, const char *node, const bytes *env)
+static void send_to_node(rt_cluster_broker *cb, const char *node, const rt_cluster_bytes *env)
 {
     char subj[SUBJ_MAX];
     snprintf(subj, sizeof(subj), "%s.node.%s.ev", rt_cluster_name(cb->c), node);
@@ -544,8 +353,8 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
     if (!mark_nodes(cb, realm, p->topic)) {
         return;
     }
-    bytes env = {0};
-    if (!envelope_add(&env, rt_cluster_node_id(cb->c), realm, p, NULL)) {
+    rt_cluster_bytes env = {0};
+    if (!rt_cluster_envelope_add(&env, rt_cluster_node_id(cb->c), realm, p, NULL)) {
         free(env.p);
         dropped(cb, "(any)", 0, WAMP_ENOMEM);
         return;
@@ -566,19 +375,19 @@ static void on_event(void *arg, const char *subject, const char *reply, const vo
     (void)subject;
     (void)reply;
     rt_cluster_broker *cb = arg;
-    envelope e;
-    size_t used = envelope_read(data, len, &e);
-    rt_broker *b = used > 0 && used == len ? broker_of(cb, e.realm) : NULL;
+    rt_cluster_envelope e;
+    size_t used = rt_cluster_envelope_read(data, len, &e);
+    rt_broker *b = used > 0 && used == len && !e.has_target ? broker_of(cb, e.realm) : NULL;
     if (!b) {
         bad_message(cb, "an event", len);
-        json_decref(e.h);
+        rt_cluster_envelope_fini(&e);
         return;
     }
     cb->st.events_in++;
     if (rt_broker_deliver(b, &e.pub) != WAMP_OK) {
         RT_LOG_WARN(0, "cluster: out of memory delivering an event from node %s", e.node);
     }
-    json_decref(e.h);
+    rt_cluster_envelope_fini(&e);
 }
 
 static void on_retained_drop(void *arg, const char *subject, const char *reply, const void *data,
@@ -614,20 +423,17 @@ static void on_retained_reply(void *arg, wamp_err err, const void *data, size_t 
     }
     const unsigned char *p = data;
     while (len > 0) {
-        envelope e;
-        size_t used = envelope_read(p, len, &e);
-        json_t *js = json_object_get(e.h, "s");
-        json_t *jsub = json_object_get(e.h, "sub");
-        if (!used || !json_is_integer(js) || !json_is_integer(jsub)) {
+        rt_cluster_envelope e;
+        size_t used = rt_cluster_envelope_read(p, len, &e);
+        if (!used || !e.has_target) {
             bad_message(cb, "retained events", len);
-            json_decref(e.h);
+            rt_cluster_envelope_fini(&e);
             return;
         }
-        if (rt_broker_deliver_retained(rl->broker, (uint64_t)json_integer_value(js),
-                                       (uint64_t)json_integer_value(jsub), &e.pub) != WAMP_OK) {
+        if (rt_broker_deliver_retained(rl->broker, e.session, e.sub, &e.pub) != WAMP_OK) {
             RT_LOG_WARN(0, "cluster: out of memory delivering a retained event");
         }
-        json_decref(e.h);
+        rt_cluster_envelope_fini(&e);
         p += used;
         len -= used;
     }
@@ -664,8 +470,8 @@ static void on_get_retained(void *ctx, rt_broker *b, rt_session *s, const rt_sub
 typedef struct ret_ctx {
     rt_cluster_broker *cb;
     const char *realm;
-    json_t *extra; /* {"s", "sub"} */
-    bytes out;
+    uint64_t target[2]; /* session, subscription */
+    rt_cluster_bytes out;
     bool oom;
     size_t skipped;
 } ret_ctx;
@@ -674,8 +480,8 @@ static void add_retained(void *arg, const rt_broker_pub *p)
 {
     ret_ctx *rc = arg;
     size_t before = rc->out.len;
-    if (rc->oom ||
-        !envelope_add(&rc->out, rt_cluster_node_id(rc->cb->c), rc->realm, p, rc->extra)) {
+    if (rc->oom || !rt_cluster_envelope_add(&rc->out, rt_cluster_node_id(rc->cb->c), rc->realm, p,
+                                            rc->target)) {
         rc->oom = true;
         return;
     }
@@ -704,8 +510,9 @@ static void on_retained_request(void *arg, const char *subject, const char *repl
         json_decref(m);
         return;
     }
-    ret_ctx rc = {.cb = cb, .realm = realm};
-    rc.extra = json_pack("{s:O, s:O}", "s", js, "sub", jsub);
+    ret_ctx rc = {.cb = cb,
+                  .realm = realm,
+                  .target = {(uint64_t)json_integer_value(js), (uint64_t)json_integer_value(jsub)}};
     rt_broker_retained_foreach(b, uri, match, (uint64_t)json_integer_value(js),
                                json_string_value(json_object_get(m, "authid")),
                                json_string_value(json_object_get(m, "authrole")), add_retained,
@@ -721,7 +528,6 @@ static void on_retained_request(void *arg, const char *subject, const char *repl
         (void)rt_cluster_reply(cb->c, reply, rc.out.p ? (const void *)rc.out.p : "", rc.out.len);
     }
     free(rc.out.p);
-    json_decref(rc.extra);
     json_decref(m);
 }
 

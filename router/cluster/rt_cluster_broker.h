@@ -13,12 +13,10 @@
  * that node subscribes to: a node receives only the events someone on it subscribed to, and once
  * per publication however many of its subscriptions match. The receiving node fans the event
  * out to its own subscribers (rt_broker_deliver()), applying the black/white lists there.
- * A message (the envelope) is a 4-byte big-endian header length, the header (JSON), then the
- * payload's Arguments and ArgumentsKw bytes as the publisher's serializer encoded them:
- *   {"n": node, "r": realm, "t": topic, "p": publication id, "o": PUBLISH.Options (black/white
- *    lists, ppt_*), "pub": [session, authid, authrole] (disclosed publisher), "c": correlation
- *    (hex, while a trace runs), "ser": serializer, "al": args bytes, "kl": kwargs bytes,
- *    "a"/"kw": Arguments/ArgumentsKw as JSON when the payload is not bytes}
+ * A message (rt_cluster_envelope.h) is a compact binary header (the publication id, the
+ * topic, the publisher when disclosed, the correlation while a trace runs, the black/white lists
+ * and ppt_* options), then the payload's Arguments and ArgumentsKw bytes as the publisher's
+ * serializer encoded them.
  * Receivers transcode the payload for their subscribers' serializers (wamp_wr). A message is at
  * most limits.max_message_size bytes (and the NATS server's max_payload); a larger one, or one the
  * link refuses (its outgoing queue full, or down), is dropped and counted (stats, metrics), with

@@ -14,6 +14,7 @@
 #include "fake_transport.h"
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
+#include "rt_cluster_envelope.h"
 #include "rt_metrics.h"
 #include "test_router.h"
 #include "wamp_types.h"
@@ -535,44 +536,38 @@ START_TEST(test_bad_messages_are_counted_and_ignored)
     fake_link *raw = fake_link_new(bus, NULL);
     fake_link_set_up(raw, true);
     fake_bus_run(bus);
-    static const char hdr_ok[] = "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com.b\",\"p\":5}";
-    static const char *const bad[] = {
-            "",
-            "\xff\xff\xff\xff{}",
-            "{\"n\":\"z\",\"r\":\"nope\",\"t\":\"com.b\",\"p\":5}",
-            "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com..b\",\"p\":5}",
-            "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com.b\",\"p\":5,\"ser\":1,\"al\":99,"
-            "\"kl\":0}",
-            "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com.b\",\"p\":5,\"a\":7}",
+    rt_broker_pub p = {.topic = "com.b", .publication = 5};
+    rt_cluster_bytes ok = {0}, nope = {0}, target = {0};
+    ck_assert(rt_cluster_envelope_add(&ok, "z", "realm1", &p, NULL));
+    ck_assert(rt_cluster_envelope_add(&nope, "z", "nope", &p, NULL)); /* no such realm */
+    uint64_t t[2] = {1, 2};
+    ck_assert(rt_cluster_envelope_add(&target, "z", "realm1", &p, t)); /* not an event */
+
+    const struct {
+        const void *p;
+        size_t len;
+    } bad[] = {
+            {"", 0}, {"garbage", 7}, {ok.p, ok.len - 1}, {nope.p, nope.len}, {target.p, target.len},
     };
+
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        unsigned char buf[512];
-        size_t n = strlen(bad[i]);
-        size_t off = 0;
-        if (i >= 2) {
-            buf[0] = buf[1] = buf[2] = 0;
-            buf[3] = (unsigned char)n;
-            off = 4;
-        }
-        memcpy(buf + off, bad[i], n);
-        ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.node.b.ev", NULL, buf, n + off), WAMP_OK);
+        ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.node.b.ev", NULL, bad[i].p, bad[i].len),
+                         WAMP_OK);
     }
     fake_bus_run(bus);
-    ck_assert_uint_eq(stats(1).events_bad, 6);
+    ck_assert_uint_eq(stats(1).events_bad, 5);
     ck_assert_uint_eq(stats(1).events_in, 0);
     ck_assert_uint_eq(fake_conn_pending(sb), 0);
     /* A valid one from a node that sent it by hand is delivered. */
-    unsigned char buf[256];
-    size_t n = strlen(hdr_ok);
-    buf[0] = buf[1] = buf[2] = 0;
-    buf[3] = (unsigned char)n;
-    memcpy(buf + 4, hdr_ok, n);
-    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.node.b.ev", NULL, buf, n + 4), WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.node.b.ev", NULL, ok.p, ok.len), WAMP_OK);
     fake_bus_run(bus);
     ck_assert_uint_eq(stats(1).events_in, 1);
     json_t *ev = fake_conn_next(sb);
     ck_assert_int_eq(fake_msg_int(ev, 2), 5);
     json_decref(ev);
+    free(ok.p);
+    free(nope.p);
+    free(target.p);
 }
 
 END_TEST
@@ -619,7 +614,7 @@ START_TEST(test_event_over_the_size_limit_is_dropped)
     fake_bus_run(bus);
     ck_assert_uint_eq(fake_conn_pending(sb), 1);
     fake_conn_clear(sb);
-    fake_conn_send(pub, "[16, 2, {}, \"com.s\", [\"%01450d\"]]", 0);
+    fake_conn_send(pub, "[16, 2, {}, \"com.s\", [\"%01495d\"]]", 0);
     fake_bus_run(bus);
     ck_assert_uint_eq(fake_conn_pending(sb), 0);
     ck_assert_uint_eq(stats(0).events_dropped, 1);
