@@ -200,11 +200,11 @@ void rt_dealer_remote_free(rt_dealer_remote *dr)
     free(dr);
 }
 
-void rt_dealer_remote_stats(const rt_dealer_remote *dr, rt_cluster_dealer_stats *out)
+bool rt_dealer_remote_stats(const rt_router *rt, rt_cluster_dealer_stats *out)
 {
-    if (dr->dcl.cd) {
-        rt_cluster_dealer_stats_get(dr->dcl.cd, out);
-    } else {
-        memset(out, 0, sizeof(*out));
+    if (!rt->dcl || !rt->dcl->cd) {
+        return false;
     }
+    rt_cluster_dealer_stats_get(rt->dcl->cd, out);
+    return true;
 }

@@ -9,6 +9,7 @@
 #ifndef RT_DEALER_REMOTE_H
 #define RT_DEALER_REMOTE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,7 +41,8 @@ void rt_dealer_remote_tick(rt_dealer_remote *dr);
 void rt_dealer_remote_stop(rt_dealer_remote *dr);
 /* Stops if needed and frees. Free the link first. NULL-safe. */
 void rt_dealer_remote_free(rt_dealer_remote *dr);
-/* The call protocol's counters. */
-void rt_dealer_remote_stats(const rt_dealer_remote *dr, rt_cluster_dealer_stats *out);
+/* The call protocol's counters of the rt_dealer_remote attached to rt: false (*out untouched)
+ * when none is (no cluster, or stopped). For the metrics. */
+bool rt_dealer_remote_stats(const rt_router *rt, rt_cluster_dealer_stats *out);
 
 #endif /* RT_DEALER_REMOTE_H */

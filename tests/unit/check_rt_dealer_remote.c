@@ -15,6 +15,7 @@
 #include "fake_transport.h"
 #include "rt_cluster.h"
 #include "rt_dealer_remote.h"
+#include "rt_metrics.h"
 #include "test_router.h"
 
 #define HB_MS  1000
@@ -170,6 +171,16 @@ START_TEST(test_call_across)
     ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(res, 3), 0)), 5);
     json_decref(res);
     ck_assert_uint_eq(test_router_call_count(a->tr.rt, "realm1"), 0);
+    /* Counted in the metrics of both nodes. */
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(rt_metrics_render(b->tr.rt, NULL, &text, &len), WAMP_OK);
+    ck_assert_ptr_nonnull(strstr(text, "wampscope_cluster_calls_total{direction=\"out\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "wampscope_cluster_calls_pending{direction=\"out\"} 0\n"));
+    free(text);
+    ck_assert_int_eq(rt_metrics_render(a->tr.rt, NULL, &text, &len), WAMP_OK);
+    ck_assert_ptr_nonnull(strstr(text, "wampscope_cluster_calls_total{direction=\"in\"} 1\n"));
+    free(text);
     /* An unknown procedure is still answered by the caller's node. */
     ck_assert_int_eq(fake_conn_send(caller, "[48, 8, {}, \"com.x.none\", []]"), WAMP_OK);
     fake_expect_error(caller, 48, 8, "wamp.error.no_such_procedure");
