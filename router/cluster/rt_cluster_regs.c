@@ -84,6 +84,7 @@ struct rt_cluster_regs {
     rt_hmap remote, own;
     rt_list prefix, wildcard;
     rt_list claims;
+    uint64_t next_scan_us; /* next look for keys due to be written again */
     bool stopped;
 };
 
@@ -655,6 +656,12 @@ void rt_cluster_regs_tick(rt_cluster_regs *r)
         return;
     }
     uint64_t now = now_us(r);
+    if (now < r->next_scan_us) {
+        return;
+    }
+    /* Keys are due every ttl/2; looking every ttl/8 writes each before ttl, and a tick costs
+     * one compare however many registrations the node holds. */
+    r->next_scan_us = now + (uint64_t)r->o.ttl_ms * 125;
     for (rt_hmap_iter it = rt_hmap_iter_begin(&r->own); it.node; rt_hmap_iter_next(&r->own, &it)) {
         own *o = RT_CONTAINER_OF(it.node, own, hn);
         if (!o->held || now < o->next_write_us) {
