@@ -28,9 +28,6 @@ enum {
 #define HEAD_LEN (4 + 8 + RT_CRPC_CORR_LEN)
 #define STR_MAX  UINT16_MAX
 
-/* Refusals and malformed envelopes: one log line a minute per kind. */
-#define LOG_EVERY_US (60ull * 1000 * 1000)
-
 typedef struct peer {
     char node[RT_CLUSTER_TOKEN_MAX + 1];
     rt_list out;               /* out_call.in_peer: calls waiting on this node */

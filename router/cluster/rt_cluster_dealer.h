@@ -37,9 +37,9 @@
  * Bounds: at most options.max_calls_out crossing calls waiting on this node and
  * options.max_calls_in served for other nodes (over them a call is refused: WAMP_EAGAIN on B,
  * ERROR wamp.error.unavailable from A); an envelope over max_message is not sent (WAMP_ETOOBIG
- * on B; A answers ERROR wamp.error.payload_size_exceeded instead of a too big answer); each
- * refusal, a malformed envelope and an answer nobody waits for is counted in the stats, and
- * logged at most once a minute each.
+ * on B; A answers ERROR wamp.error.payload_size_exceeded instead of a too big answer); every
+ * refusal, malformed envelope and answer nobody waits for is counted in the stats, and the
+ * refusals and malformed envelopes are logged rate-limited (RT_LOG_LIMITED).
  *
  * Ownership: the caller owns the rt_cluster_dealer; the rt_cluster is borrowed and outlives it.
  * Pointers in the structs handed to ops are valid during the callback. Service thread only. */
