@@ -185,6 +185,7 @@ typedef struct rt_listener {
     char *interface; /* endpoint.interface; NULL = all interfaces (Crossbar's default) */
     int port;        /* endpoint.port, 0..65535 (0 = ephemeral); 0 for a Unix socket */
     char *unix_path; /* endpoint "type": "unix": the socket file's path; NULL for TCP */
+    bool shared;     /* endpoint.shared: SO_REUSEPORT, other processes may listen on the port */
     /* endpoint.tls (TCP only): TLS through lws's vhost TLS (wss://, rss://). All NULL = plain.
      * The files were readable when the config was loaded. */
     char *tls_key;         /* tls.key: PEM private key file */

@@ -196,6 +196,7 @@ static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *w
 static wamp_err copy_endpoint(cfg_ctx *c, const rt_listener *l, rt_listener *x)
 {
     x->port = l->port;
+    x->shared = l->shared;
     wamp_err err = l->interface ? cfg_dup(c, l->interface, &x->interface) : WAMP_OK;
     if (err == WAMP_OK && l->tls_certificate) {
         err = cfg_dup(c, l->tls_certificate, &x->tls_certificate);
@@ -447,6 +448,15 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
         /* A refused transport's fields may be missing: it is not compared. */
         for (size_t k = first; k < li && e == WAMP_OK; k++) {
             e = check_unique(c, ip.s, cfg, k, tix);
+        }
+        /* One shared socket a router (rt_lws.c: lws picks the vhost of an adopted connection
+         * by its listen port, which every shared listener's vhost has the same). */
+        for (size_t k = 0; k < first && e == WAMP_OK && l->shared; k++) {
+            if (cfg->listeners[k].shared && !cfg->listeners[k].shares_port) {
+                e = cfg_refuse(c, cfg_key(ip.s, "endpoint").s,
+                               "\"shared\": true on one transport only (%s has it)",
+                               cfg->listeners[k].id ? cfg->listeners[k].id : "another");
+            }
         }
         err = cfg_worse(err, e);
     }

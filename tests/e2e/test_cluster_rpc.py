@@ -8,6 +8,7 @@ calls going on, cross-node calls again once it is back). The harness (nats-serve
 waits) is test_cluster_link.py's."""
 
 import asyncio
+import json
 import re
 import shutil
 import tempfile
@@ -232,6 +233,35 @@ class TestClusterRpc(h.AsyncTestCase):
         for r, me in ((a, "node_a"), (b, "node_b")):
             link.wait_log(r, re.escape("cluster %s: joined as node %s" % (self.name, me)), count=2)
         self.assertEqual(await self.call_when_known(caller, h.uri(self, "ping")), "a")
+
+    async def test_two_nodes_share_one_port(self):
+        """endpoint.shared (SO_REUSEPORT): two nodes listen on one port, the kernel spreads the
+        connections over both, and a call made through the port reaches a callee registered
+        through it whichever node each landed on."""
+        self.nats.start()
+        port = link.free_port()
+        routers = []
+        for node_id in ("node_a", "node_b"):
+            path = link.write_config(self.tmp, node_id, self.nats.port, self.name)
+            with open(path, encoding="utf-8") as f:
+                cfg = json.load(f)
+            cfg["workers"][0]["transports"][0]["endpoint"]["shared"] = True
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(cfg, f)
+            r = h.RouterProc(config=path, args=("--port", str(port)))
+            self.addCleanup(r.cleanup)
+            routers.append(r.start())
+            self.assertIn(":%d/" % port, routers[-1].url)
+        for r in routers:
+            link.wait_log(r, link.nodes_line(self.name, "node_a", "node_b"))
+        callee = await self.session(routers[0], "json")
+        await h.step(callee.register(lambda: "answered", h.uri(self, "p")))
+        callers = [await self.session(routers[0], "msgpack") for _ in range(16)]
+        for c in callers:
+            self.assertEqual(await self.call_when_known(c, h.uri(self, "p")), "answered")
+        joined = [len(re.findall("joined realm realm1", r.stderr_text())) for r in routers]
+        self.assertEqual(sum(joined), 17, joined)
+        self.assertTrue(all(n > 0 for n in joined), "one node got every connection: %r" % joined)
 
 
 if __name__ == "__main__":

@@ -531,7 +531,7 @@ START_TEST(test_crossbar_style_config)
             "'auto_ping_interval':10000,'auto_ping_timeout':5000,'auto_ping_size':12,"
             "'compression':{'deflate':{'request_no_context_takeover':false}}}}}},"
             "{'type':'websocket','endpoint':{'type':'tcp','port':9000,'interface':'::1',"
-            "'version':6},'url':'ws://localhost:9000/wamp?x=1','debug':false,"
+            "'version':6,'shared':true},'url':'ws://localhost:9000/wamp?x=1','debug':false,"
             "'serializers':['msgpack']}]}]}";
     rt_config *cfg = load_ok(json);
     ck_assert_uint_eq(cfg->n_realms, 1);
@@ -553,7 +553,9 @@ START_TEST(test_crossbar_style_config)
     ck_assert_uint_eq(web->auto_ping_interval_ms, 10000);
     ck_assert_uint_eq(web->auto_ping_timeout_ms, 5000);
     ck_assert_str_eq(web->anonymous_role, "frontend");
+    ck_assert(!web->shared);
     const rt_listener *ws = &cfg->listeners[1];
+    ck_assert(ws->shared);
     ck_assert_str_eq(ws->id, "transport2");
     ck_assert_str_eq(ws->interface, "::1");
     ck_assert_int_eq(ws->port, 9000);
@@ -1500,6 +1502,13 @@ static const refusal refusals[] = {
          P_T ".endpoint.backlog: must be an integer 1..65535"},
         {WITH_EP("{'type':'tcp','port':8080,'shared':1}"),
          P_T ".endpoint.shared: must be a boolean"},
+        {WITH_T("{'type':'websocket','id':'one','endpoint':{'type':'tcp','port':8080,"
+                "'shared':true}},{'type':'rawsocket','endpoint':{'type':'tcp','port':8081,"
+                "'shared':true}}"),
+         "workers[0].transports[1].endpoint: \"shared\": true on one transport only (one has "
+         "it)"},
+        {WITH_EP("{'type':'tcp','port':8080,'shared':true,'interface':'lo'}"),
+         P_T ".endpoint.interface: must be an IP address with \"shared\": true (got \"lo\")"},
         {WITH_EP("{'type':'tcp','port':8080,'user_timeout':5}"),
          P_T ".endpoint.user_timeout: TCP_USER_TIMEOUT is not supported"},
         {WITH_EP("{'type':'tcp','port':8080,'colour':5}"), P_T ".endpoint.colour: unknown key"},
