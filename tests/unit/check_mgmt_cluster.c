@@ -753,6 +753,129 @@ START_TEST(test_merged_reading_tiles_every_node)
 
 END_TEST
 
+/* A live_* counter of node_id's get_worker (through A). */
+static json_int_t live_stat(const char *node_id, const char *key)
+{
+    char args[64];
+    snprintf(args, sizeof(args), "[\"%s\", \"router1\"]", node_id);
+    json_t *m = call("get_worker", args);
+    json_int_t v = json_integer_value(
+            json_object_get(json_object_get(json_object_get(result(m), "stats"), "cluster"), key));
+    json_decref(m);
+    return v;
+}
+
+/* Every message C got, until none is left: the EVENTs' args (owned array). */
+static json_t *events_of_c(void)
+{
+    json_t *evs = json_array();
+    json_t *m;
+    while ((m = fake_conn_next(C))) {
+        if (fake_msg_int(m, 0) == WAMP_MSG_EVENT) {
+            json_array_append(evs, json_array_get(m, 4));
+        }
+        json_decref(m);
+    }
+    return evs;
+}
+
+/* A's cluster tick once the live topics' 100 ms check is due, and the bus. */
+static void tick_a(void)
+{
+    fake_clock_advance_ms(&A.t.clock, 100);
+    rt_cluster_tick(A.c);
+    fake_bus_run(bus);
+}
+
+START_TEST(test_live_topics_of_the_other_node)
+{
+    /* Nobody listens on A: B sends nothing. */
+    json_decref(call("start_trace", "[\"B\", \"router1\", \"quiet\"]"));
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+    ck_assert_int_eq((int)live_stat("B", "live_forwarded"), 0);
+    /* A subscriber to each topic on A: A's next tick tells B. */
+    int64_t sub_ids[3];
+    static const char *const topics[] = {"on_trace_started", "on_trace_data", "on_trace_stopped"};
+    for (int i = 0; i < 3; i++) {
+        fake_conn_send(C, "[32, %d, {}, \"crossbarfabriccenter.remote.tracing.%s\"]", 900 + i,
+                       topics[i]);
+        json_t *m = fake_conn_next(C);
+        ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_SUBSCRIBED);
+        sub_ids[i] = fake_msg_int(m, 2);
+        json_decref(m);
+    }
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 1);
+    /* on_trace_started of B's trace, naming B. */
+    send_call("start_trace", "[\"B\", \"router1\", \"lv\", {\"batching_period\": 10}]");
+    fake_bus_run(bus);
+    json_t *evs = events_of_c();
+    ck_assert_int_eq((int)json_array_size(evs), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(evs, 0), 0)), "B");
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(evs, 0), 2)), "lv");
+    json_decref(evs);
+    /* on_trace_data: B's batch with its marker. */
+    json_decref(call("mark_trace", "[\"B\", \"router1\", \"lv\", \"m1\"]"));
+    fake_clock_advance_ms(&A.t.clock, 20);
+    rt_router_tick(B.t.rt);
+    fake_bus_run(bus);
+    evs = events_of_c();
+    ck_assert_int_ge((int)json_array_size(evs), 1);
+    json_t *data = json_array_get(evs, json_array_size(evs) - 1);
+    ck_assert_str_eq(json_string_value(json_array_get(data, 0)), "B");
+    json_t *recs = json_array_get(data, 4);
+    json_t *last = json_array_get(recs, json_array_size(recs) - 1);
+    ck_assert_str_eq(json_string_value(json_object_get(last, "msg_type")), "Marker");
+    json_decref(evs);
+    /* on_trace_stopped. */
+    json_decref(call("stop_trace", "[\"B\", \"router1\", \"lv\"]"));
+    fake_clock_advance_ms(&A.t.clock, 20);
+    rt_router_tick(B.t.rt);
+    fake_bus_run(bus);
+    evs = events_of_c();
+    ck_assert_int_ge((int)json_array_size(evs), 1);
+    json_t *st = json_array_get(evs, json_array_size(evs) - 1);
+    ck_assert_str_eq(json_string_value(json_array_get(st, 0)), "B");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(st, 3), "status")),
+                     "stopped");
+    json_decref(evs);
+    ck_assert_int_ge((int)live_stat("B", "live_forwarded"), 3);
+    ck_assert_int_ge((int)live_stat("A", "live_received"), 3);
+    ck_assert_int_eq((int)live_stat("B", "live_dropped"), 0);
+    /* The last subscriber gone: A withdraws at its next tick, and B sends nothing more. */
+    for (int i = 0; i < 3; i++) {
+        fake_conn_send(C, "[34, %d, %lld]", 910 + i, (long long)sub_ids[i]);
+        json_decref(fake_conn_next(C));
+    }
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+}
+
+END_TEST
+
+START_TEST(test_live_interest_expires)
+{
+    fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_data\"]");
+    json_decref(fake_conn_next(C));
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 1);
+    /* A renews within the lease: still held. */
+    fake_clock_advance_ms(&A.t.clock, 2000);
+    rt_cluster_tick(A.c);
+    rt_cluster_tick(B.c);
+    fake_bus_run(bus);
+    fake_clock_advance_ms(&A.t.clock, 2000);
+    rt_cluster_tick(B.c);
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 1);
+    /* A silent (its messages lost) beyond the lease: B forgets it. */
+    fake_clock_advance_ms(&A.t.clock, 1100);
+    rt_cluster_tick(B.c);
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -775,6 +898,8 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_joiner_starts_the_cluster_wide_traces);
     tcase_add_test(tc, test_merged_reading_tiles_every_node);
     tcase_add_test(tc, test_merge_cuts_where_a_node_could_still_write);
+    tcase_add_test(tc, test_live_topics_of_the_other_node);
+    tcase_add_test(tc, test_live_interest_expires);
     suite_add_tcase(s, tc);
     return s;
 }
