@@ -557,8 +557,8 @@ static const mgmt_proc procs[] = {
         {"list_nodes", proc_list_nodes, NULL, MGMT_ANY_NODE, false, false},
         {"list_workers", proc_list_workers, NULL, MGMT_NODE, false, false},
         {"get_worker", proc_get_worker, NULL, MGMT_WORKER, false, false},
-        {"list_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
-        {"get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"list_traces", proc_list_traces, NULL, MGMT_WORKER, true, false},
+        {"get_trace", NULL, proc_get_trace, MGMT_WORKER, true, false},
         {"start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
         {"stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
         {"delete_trace", NULL, proc_delete_trace, MGMT_WORKER, true, false},
@@ -566,8 +566,8 @@ static const mgmt_proc procs[] = {
         {"mark_trace", proc_mark_trace, NULL, MGMT_WORKER, true, false},
         /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
          * alias names"). */
-        {"remote.tracing.get_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
-        {"remote.tracing.get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"remote.tracing.get_traces", proc_list_traces, NULL, MGMT_WORKER, true, false},
+        {"remote.tracing.get_trace", NULL, proc_get_trace, MGMT_WORKER, true, false},
         {"remote.tracing.start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
         {"remote.tracing.stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
         {"remote.tracing.get_trace_data", NULL, proc_get_trace_data, MGMT_WORKER, false, false},

@@ -68,7 +68,9 @@ static const char usage_text[] =
         "Global options:\n"
         "  --url URL        router WebSocket URL (env WAMPSCOPE_URL; default " DEFAULT_URL ")\n"
         "  --realm REALM    management realm (default " DEFAULT_REALM ")\n"
-        "  --node ID        node (default: the first the router lists)\n"
+        "  --node ID        node (default: the first the router lists); '*': every node\n"
+        "                   (start, stop, delete, mark, show: a map of the answers;\n"
+        "                   data, export: every node's records merged in time order)\n"
         "  --worker ID      worker (default: the first the node lists)\n"
         "  --timeout S      seconds to wait for the router per request (default 30)\n"
         "  --ca-file F      wss:// URLs: trust the CA certificate(s) in PEM file F\n"
@@ -290,11 +292,17 @@ static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
 }
 
 /* Fills c->node / c->worker with the first listed when not given. */
+static bool every_node(const ctl *c)
+{
+    return c->node && strcmp(c->node, "*") == 0;
+}
+
 static int resolve_target(ctl *c, bool want_worker)
 {
     json_t *v;
     int rc;
-    if (!c->node) {
+    const char *node = c->node;
+    if (!c->node || (every_node(c) && want_worker && !c->worker)) {
         if ((rc = call(c, PROC("list_nodes"), json_array(), &v)) != EX_OK) {
             return rc;
         }
@@ -307,6 +315,7 @@ static int resolve_target(ctl *c, bool want_worker)
         c->node = json_string_value(json_array_get(v, 0));
     }
     if (want_worker && !c->worker) {
+        /* --node '*': the worker of the first node (every node runs one of the same id). */
         if ((rc = call(c, PROC("list_workers"), json_pack("[s]", c->node), &v)) != EX_OK) {
             return rc;
         }
@@ -317,6 +326,9 @@ static int resolve_target(ctl *c, bool want_worker)
         }
         c->worker_owned = v;
         c->worker = json_string_value(json_array_get(v, 0));
+    }
+    if (node && strcmp(node, "*") == 0) {
+        c->node = node;
     }
     return EX_OK;
 }
@@ -676,7 +688,7 @@ static int cmd_start(ctl *c)
     if (rc != EX_OK) {
         return rc;
     }
-    if (f.json) {
+    if (f.json || every_node(c)) { /* '*': the map {node_id: metadata-or-error} */
         print_json(m);
     } else {
         ctl_format_meta(stdout, m);
@@ -710,7 +722,7 @@ static int meta_cmd(ctl *c, const char *proc)
     if (rc != EX_OK || (rc = call(c, proc, target_args_id(c, id), &m)) != EX_OK) {
         return rc;
     }
-    if (json) {
+    if (json || every_node(c)) { /* '*': the map {node_id: metadata-or-error} */
         print_json(m);
     } else {
         ctl_format_meta(stdout, m);
@@ -733,8 +745,12 @@ static int cmd_delete(ctl *c)
     if (rc != EX_OK || (rc = call(c, PROC("delete_trace"), target_args_id(c, id), &m)) != EX_OK) {
         return rc;
     }
+    if (every_node(c)) { /* {node_id: null-or-error} */
+        print_json(m);
+    } else {
+        printf("deleted %s\n", id);
+    }
     json_decref(m);
-    printf("deleted %s\n", id);
     return EX_OK;
 }
 
@@ -783,6 +799,58 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
         return EX_FAIL;
     }
     return rc;
+}
+
+/* --node '*': one merged page of every node's records from *cursor (an integer or the map
+ * {node_id: seq} of the previous page's "next", replaced by this page's), at most limit (halved
+ * while the router answers wamp.error.payload_size_exceeded). A node's error is reported once on
+ * stderr (reported: the nodes already reported, a JSON object). */
+static int merged_page(ctl *c, const char *id, json_t **cursor, long long limit, json_t *reported,
+                       json_t **records)
+{
+    *records = NULL;
+    for (;;) {
+        json_t *args =
+                json_pack("[s, s, s, O, n, I]", "*", c->worker, id, *cursor, (json_int_t)limit);
+        ctl_error e;
+        json_t *result = NULL;
+        if (!args) {
+            errline("out of memory");
+            return EX_FAIL;
+        }
+        if (ctl_client_call(c->cl, PROC("get_trace_data"), args, NULL, &result, &e)) {
+            json_t *v = json_array_get(result, 0);
+            json_t *recs = json_object_get(v, "records");
+            json_t *next = json_object_get(v, "next");
+            if (!json_is_array(recs) || !json_is_object(next)) {
+                json_decref(result);
+                errline("get_trace_data: the router answered no merged page");
+                return EX_FAIL;
+            }
+            const char *node;
+            json_t *err;
+            json_object_foreach(json_object_get(v, "errors"), node, err)
+            {
+                if (!json_object_get(reported, node)) {
+                    errline("node %s: %s: %s", node,
+                            json_string_value(json_object_get(err, "error")),
+                            json_string_value(json_array_get(json_object_get(err, "args"), 0)));
+                    json_object_set_new(reported, node, json_true());
+                }
+            }
+            json_decref(*cursor);
+            *cursor = json_incref(next);
+            *records = json_incref(recs);
+            json_decref(result);
+            return EX_OK;
+        }
+        if (e.kind == CTL_E_WAMP && strcmp(e.uri, "wamp.error.payload_size_exceeded") == 0 &&
+            limit > 1) {
+            limit /= 2;
+            continue;
+        }
+        return fail_call(c, PROC("get_trace_data"), &e);
+    }
 }
 
 /* data / tail: client-side record filters. A record must match every kind given, and one of
@@ -957,11 +1025,24 @@ static int cmd_data(ctl *c)
     bool filtering = filter_active(&f.filt);
     json_t *all = json_array();
     long long from = f.from, left = f.limit;
+    bool merged = every_node(c);
+    json_t *cursor = merged ? json_integer(f.from) : NULL;
+    json_t *reported = merged ? json_object() : NULL;
+    if (merged && f.to >= 0) {
+        json_decref(all);
+        json_decref(cursor);
+        json_decref(reported);
+        return usage_error(c, "--to does not apply with --node '*' (pages go by each node's seq)");
+    }
     while (left > 0) {
         json_t *recs;
         long long want = filtering ? 1000 : left < 10000 ? left : 10000;
-        if ((rc = page(c, pos[0], from, f.to, want, &recs)) != EX_OK) {
+        rc = merged ? merged_page(c, pos[0], &cursor, want, reported, &recs)
+                    : page(c, pos[0], from, f.to, want, &recs);
+        if (rc != EX_OK) {
             json_decref(all);
+            json_decref(cursor);
+            json_decref(reported);
             return rc;
         }
         size_t got = json_array_size(recs);
@@ -983,11 +1064,16 @@ static int cmd_data(ctl *c)
         }
         json_decref(recs);
     }
+    json_decref(cursor);
+    json_decref(reported);
     if (f.json) {
         print_json(all);
     } else {
-        /* An action trace's records get their own columns. */
+        /* An action trace's records get their own columns; merged records their node first. */
         ctl_style st = table_style(c, f.width);
+        if (merged) {
+            printf("%-12s ", "NODE");
+        }
         if (ctl_format_is_action(json_array_get(all, 0))) {
             ctl_format_actions_header(stdout, &st);
         } else {
@@ -997,6 +1083,9 @@ static int cmd_data(ctl *c)
         json_t *r;
         json_array_foreach(all, i, r)
         {
+            if (merged) {
+                printf("%-12s ", json_string_value(json_object_get(r, "node_id")));
+            }
             ctl_format_record_row(stdout, &st, r);
         }
     }
@@ -1251,8 +1340,24 @@ static int cmd_export(ctl *c)
         (rc = call(c, PROC("get_trace"), target_args_id(c, id), &meta)) != EX_OK) {
         return rc;
     }
-    long long total = (long long)json_integer_value(json_object_get(meta, "next_seq")) -
-                      (long long)json_integer_value(json_object_get(meta, "first_seq"));
+    /* --node '*': get_trace answered {node_id: metadata-or-error}; the records of every node,
+     * merged in time order, each naming its node. */
+    bool merged = every_node(c);
+    json_t *cursor = merged ? json_integer(0) : NULL;
+    json_t *reported = merged ? json_object() : NULL;
+    long long total = 0;
+    if (merged) {
+        const char *node;
+        json_t *m;
+        json_object_foreach(meta, node, m)
+        {
+            total += (long long)json_integer_value(json_object_get(m, "next_seq")) -
+                     (long long)json_integer_value(json_object_get(m, "first_seq"));
+        }
+    } else {
+        total = (long long)json_integer_value(json_object_get(meta, "next_seq")) -
+                (long long)json_integer_value(json_object_get(meta, "first_seq"));
+    }
     bool to_stdout = strcmp(f.out, "-") == 0;
     FILE *out = to_stdout ? stdout : fopen(f.out, "w");
     if (!out) {
@@ -1267,7 +1372,9 @@ static int cmd_export(ctl *c)
     long long from = 0, done = 0;
     while (ok) {
         json_t *recs;
-        if ((rc = page(c, id, from, -1, f.page, &recs)) != EX_OK) {
+        rc = merged ? merged_page(c, id, &cursor, f.page, reported, &recs)
+                    : page(c, id, from, -1, f.page, &recs);
+        if (rc != EX_OK) {
             ok = false;
             break;
         }
@@ -1303,6 +1410,8 @@ static int cmd_export(ctl *c)
     }
     ctl_chrome_free(ch);
     json_decref(meta);
+    json_decref(cursor);
+    json_decref(reported);
     if (fflush(out) != 0 || ferror(out)) {
         ok = false;
     }
@@ -1373,7 +1482,7 @@ static int cmd_mark(ctl *c)
     if (rc != EX_OK) {
         return rc;
     }
-    if (f.json) {
+    if (f.json || every_node(c)) { /* '*': {node_id: seq-or-{trace_id: seq}-or-error} */
         print_json(res);
     } else if (json_is_integer(res)) {
         printf("%s: marker \"%s\" is seq %lld\n", id, name, (long long)json_integer_value(res));

@@ -247,6 +247,78 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         a.stop()
         b.stop()
 
+    async def ctl(self, router, *args):
+        """wampscope-ctl --url router args...: (exit status, stdout, stderr)."""
+        env = dict(os.environ)
+        env.pop("WAMPSCOPE_URL", None)
+        proc = await asyncio.create_subprocess_exec(
+                h.ctl_bin(), "--url", router.url, *args, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        return proc.returncode, out.decode(), err.decode()
+
+    async def test_ctl_on_every_node(self):
+        a, b = self.node("node_a"), self.node("node_b")
+        self.wait_nodes((a, b), NODES[:2])
+        rc, out, err = await self.ctl(a, "--node", "*", "start", "cw", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(sorted(json.loads(out)), ["node_a", "node_b"])
+        await self.traffic(a, "a")
+        await self.traffic(b, "b")
+        rc, out, err = await self.ctl(b, "--node", "*", "mark", "cw", "deploy")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(sorted(json.loads(out)), ["node_a", "node_b"])
+        rc, out, err = await self.ctl(b, "--node", "*", "stop", "cw")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual({n: m["status"] for n, m in json.loads(out).items()},
+                         {"node_a": "stopped", "node_b": "stopped"})
+        # data: the merged records, each naming its node, in time order.
+        rc, out, err = await self.ctl(b, "--node", "*", "data", "cw", "--json", "--limit", "1000")
+        self.assertEqual(rc, 0, err)
+        recs = json.loads(out)
+        self.assertEqual([(r["ts"], r["node_id"], r["seq"]) for r in recs],
+                         sorted((r["ts"], r["node_id"], r["seq"]) for r in recs))
+        for n in ("node_a", "node_b"):
+            seqs = [r["seq"] for r in recs if r["node_id"] == n]
+            self.assertEqual(seqs, list(range(len(seqs))))
+            self.assertGreaterEqual(len(seqs), 12)
+        rc, out, err = await self.ctl(b, "--node", "*", "data", "cw")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("NODE"), out[:200])
+        self.assertIn("node_a", out)
+        # export: JSON Lines with node_id, Chrome with one process per node.
+        jl = os.path.join(self.tmp, "cw.jsonl")
+        rc, _, err = await self.ctl(a, "--node", "*", "export", "cw", "--format", "jsonl",
+                                    "-o", jl)
+        self.assertEqual(rc, 0, err)
+        with open(jl, encoding="utf-8") as f:
+            lines = [json.loads(ln) for ln in f]
+        self.assertEqual([(r["node_id"], r["seq"]) for r in lines],
+                         [(r["node_id"], r["seq"]) for r in recs])
+        ch = os.path.join(self.tmp, "cw.json")
+        rc, _, err = await self.ctl(a, "--node", "*", "export", "cw", "--format", "chrome",
+                                    "-o", ch)
+        self.assertEqual(rc, 0, err)
+        with open(ch, encoding="utf-8") as f:
+            doc = json.load(f)
+        procs = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+                 if e.get("ph") == "M" and e["name"] == "process_name"}
+        # One process per node (and the export's own one for the markers).
+        self.assertEqual(sorted(procs.values()), ["node node_a", "node node_b",
+                                                  "wampscope markers"])
+        calls = {procs[e["pid"]] for e in doc["traceEvents"]
+                 if e.get("ph") == "i" and e["args"].get("msg_type") == "Call"}
+        self.assertEqual(calls, {"node node_a", "node node_b"})
+        flows = [e for e in doc["traceEvents"] if e.get("ph") in ("s", "f")]
+        self.assertGreater(len(flows), 0)
+        rc, out, err = await self.ctl(a, "--node", "*", "delete", "cw")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out), {"node_a": None, "node_b": None})
+        await h.close_sessions(self.sessions)
+        self.sessions = []
+        a.stop()
+        b.stop()
+
     async def test_forwarding_grants_nothing_more(self):
         ticket = {"ticket": {"type": "static",
                              "principals": {"ops": {"ticket": "ops-secret"}}}}

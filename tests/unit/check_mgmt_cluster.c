@@ -467,8 +467,18 @@ START_TEST(test_trace_on_every_node)
     m = call("list_traces", "[\"B\", \"router1\"]");
     ck_assert_int_eq((int)json_array_size(result(m)), 0);
     json_decref(m);
+    /* Reading: list_traces and get_trace with "*" answer every node's too. */
+    m = call("list_traces", "[\"*\", \"router1\"]");
+    map = result(m);
+    ck_assert_int_eq((int)json_array_size(json_object_get(map, "A")), 0);
+    ck_assert_int_eq((int)json_array_size(json_object_get(map, "B")), 0);
+    json_decref(m);
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"%s\"]", tid);
+    m = call("get_trace", args);
+    expect_entry_error(json_object_get(result(m), "B"), MGMT_ERROR_NO_SUCH_OBJECT, tid);
+    json_decref(m);
     /* "*" is not a node for the other procedures. */
-    expect_error(call("list_traces", "[\"*\", \"router1\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"*\"");
+    expect_error(call("list_workers", "[\"*\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"*\"");
 }
 
 END_TEST
