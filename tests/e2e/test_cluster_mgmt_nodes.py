@@ -257,6 +257,19 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         return proc.returncode, out.decode(), err.decode()
 
+    async def trace_engine(self, path):
+        """What the DevTools trace engine (tests/browser/analyze_chrome.mjs) made of the Chrome
+        file at path; fails when it rejects it."""
+        browser = os.path.join(os.environ["RT_SOURCE_DIR"], "tests", "browser")
+        self.assertTrue(os.path.isdir(os.path.join(browser, "node_modules", "@paulirish")),
+                        "tests/browser/node_modules missing: npm ci there (make test does)")
+        proc = await asyncio.create_subprocess_exec(
+                "node", os.path.join(browser, "analyze_chrome.mjs"), path, cwd=browser,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        self.assertEqual(proc.returncode, 0, err.decode())
+        return json.loads(out)
+
     async def test_ctl_on_every_node(self):
         a, b = self.node("node_a"), self.node("node_b")
         self.wait_nodes((a, b), NODES[:2])
@@ -309,8 +322,26 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         calls = {procs[e["pid"]] for e in doc["traceEvents"]
                  if e.get("ph") == "i" and e["args"].get("msg_type") == "Call"}
         self.assertEqual(calls, {"node node_a", "node node_b"})
-        flows = [e for e in doc["traceEvents"] if e.get("ph") in ("s", "f")]
-        self.assertGreater(len(flows), 0)
+        # A real consumer, the Chrome DevTools trace engine, loads it: one process per node and
+        # one flow arrow per correlated pair, each from the anchor's action slice to the
+        # follower's event on the follower's node.
+        engine = await self.trace_engine(ch)
+        self.assertEqual(sorted(engine["processes"].values()),
+                         ["node node_a", "node node_b", "wampscope markers"])
+        pid_node = {int(p): n.split()[-1] for p, n in engine["processes"].items()}
+        by_corr = {}
+        for r in recs:
+            if r.get("correlation"):
+                by_corr.setdefault(r["correlation"], []).append(r)
+        pairs = sum(len(v) - 1 for v in by_corr.values())
+        self.assertGreaterEqual(pairs, 16)
+        self.assertEqual(len(engine["flows"]), pairs)
+        by_key = {(r["node_id"], r["seq"]): r for r in recs}
+        for src, dst in engine["flows"]:
+            self.assertEqual(src["ph"], "X")
+            rec = by_key[(pid_node[dst["pid"]], dst["args"]["seq"])]
+            self.assertEqual(rec["correlation"], src["args"]["correlation"])
+            self.assertLess(abs(dst["ts"] - rec["ts"] * 1e6), 5)
         rc, out, err = await self.ctl(a, "--node", "*", "delete", "cw")
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out), {"node_a": None, "node_b": None})
