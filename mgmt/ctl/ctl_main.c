@@ -70,7 +70,8 @@ static const char usage_text[] =
         "  --realm REALM    management realm (default " DEFAULT_REALM ")\n"
         "  --node ID        node (default: the first the router lists); '*': every node\n"
         "                   (start, stop, delete, mark, show: a map of the answers;\n"
-        "                   data, export: every node's records merged in time order)\n"
+        "                   data, export: every node's records merged in time order;\n"
+        "                   tail: every node's live records, each naming its node)\n"
         "  --worker ID      worker (default: the first the node lists)\n"
         "  --timeout S      seconds to wait for the router per request (default 30)\n"
         "  --ca-file F      wss:// URLs: trust the CA certificate(s) in PEM file F\n"
@@ -1137,12 +1138,17 @@ static void tail_print(const tail_flags *f, const json_t *rec)
     if (f->json) {
         ctl_export_jsonl(stdout, rec);
     } else {
+        const char *node = json_string_value(json_object_get(rec, "node_id"));
+        if (node) {
+            printf("%-12s ", node);
+        }
         ctl_format_record_row(stdout, &f->style, rec);
     }
 }
 
-/* Prints records with seq >= *next from recs; advances *next. */
-static void tail_records(const tail_flags *f, const json_t *recs, long long *next)
+/* Prints records with seq >= *next from recs (node: the node they are from, added to each as
+ * node_id, or NULL); advances *next. */
+static void tail_records(const tail_flags *f, const json_t *recs, const char *node, long long *next)
 {
     size_t i;
     json_t *r;
@@ -1150,6 +1156,9 @@ static void tail_records(const tail_flags *f, const json_t *recs, long long *nex
     {
         long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
         if (seq >= *next) {
+            if (node) {
+                json_object_set_new(r, "node_id", json_string(node));
+            }
             tail_print(f, r);
             *next = seq + 1;
         }
@@ -1157,8 +1166,10 @@ static void tail_records(const tail_flags *f, const json_t *recs, long long *nex
     fflush(stdout);
 }
 
-/* Prints every held record from *next up to to (< 0: the newest). */
-static int tail_fill(ctl *c, const char *id, const tail_flags *f, long long *next, long long to)
+/* Prints every held record from *next up to to (< 0: the newest); node: added to each record as
+ * node_id (tail --node '*'), or NULL. */
+static int tail_fill(ctl *c, const char *id, const tail_flags *f, const char *node, long long *next,
+                     long long to)
 {
     for (;;) {
         if (to >= 0 && *next > to) {
@@ -1179,7 +1190,7 @@ static int tail_fill(ctl *c, const char *id, const tail_flags *f, long long *nex
                 *next = first;
             }
         }
-        tail_records(f, recs, next);
+        tail_records(f, recs, node, next);
         json_decref(recs);
         if (got == 0) {
             return EX_OK;
@@ -1188,6 +1199,7 @@ static int tail_fill(ctl *c, const char *id, const tail_flags *f, long long *nex
 }
 
 static int tail_run(ctl *c);
+static int tail_every_node(ctl *c, const char *id, tail_flags *f);
 
 /* Ctrl-C is tail's normal end, whatever it was doing: exit status 0, nothing on stderr. */
 static int cmd_tail(ctl *c)
@@ -1213,6 +1225,9 @@ static int tail_run(ctl *c)
     uint64_t sub_data, sub_stop;
     if ((rc = resolve_target(c, true)) != EX_OK) {
         return rc;
+    }
+    if (every_node(c)) {
+        return tail_every_node(c, id, &f);
     }
     if (!ctl_client_subscribe(c->cl, TOPIC("on_trace_data"), &sub_data, &e) ||
         !ctl_client_subscribe(c->cl, TOPIC("on_trace_stopped"), &sub_stop, &e)) {
@@ -1240,7 +1255,7 @@ static int tail_run(ctl *c)
             ctl_format_records_header(stdout, &f.style);
         }
     }
-    if ((rc = tail_fill(c, id, &f, &next, -1)) != EX_OK) {
+    if ((rc = tail_fill(c, id, &f, NULL, &next, -1)) != EX_OK) {
         return rc;
     }
     while (!stopped) {
@@ -1262,11 +1277,11 @@ static int tail_run(ctl *c)
             long long seq0 =
                     (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
             if (json_array_size(recs) > 0 && seq0 > next) {
-                rc = tail_fill(c, id, &f, &next, seq0 - 1);
+                rc = tail_fill(c, id, &f, NULL, &next, seq0 - 1);
             }
-            tail_records(&f, recs, &next);
+            tail_records(&f, recs, NULL, &next);
         } else if (sub == sub_stop) {
-            rc = tail_fill(c, id, &f, &next, -1);
+            rc = tail_fill(c, id, &f, NULL, &next, -1);
             stopped = true;
         }
         json_decref(args);
@@ -1276,6 +1291,106 @@ static int tail_run(ctl *c)
     }
     fprintf(stderr, "wampscope-ctl: trace %s stopped\n", id);
     return EX_OK;
+}
+
+/* tail_fill() on one node of a cluster-wide tail: node's records from *next up to to. */
+static int tail_fill_node(ctl *c, const char *id, const tail_flags *f, const char *node,
+                          long long *next, long long to)
+{
+    const char *every = c->node;
+    c->node = node; /* page() reads c->node; the records get node_id from tail_records() */
+    int rc = tail_fill(c, id, f, node, next, to);
+    c->node = every;
+    return rc;
+}
+
+/* tail --node '*': every node's records of trace id (get_trace "*" names the nodes that hold it;
+ * the last f->lines of each), then the live records of every node as they come (on_trace_data
+ * reaches this node for every node's trace), each naming its node; a node's gap is filled from
+ * that node. Ends when the trace stopped on every node. */
+static int tail_every_node(ctl *c, const char *id, tail_flags *f)
+{
+    ctl_error e;
+    uint64_t sub_data, sub_stop;
+    int rc;
+    if (!ctl_client_subscribe(c->cl, TOPIC("on_trace_data"), &sub_data, &e) ||
+        !ctl_client_subscribe(c->cl, TOPIC("on_trace_stopped"), &sub_stop, &e)) {
+        return e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
+    }
+    json_t *map;
+    if ((rc = call(c, PROC("get_trace"), target_args_id(c, id), &map)) != EX_OK) {
+        return rc;
+    }
+    /* next: {node: next seq to print}; running: nodes whose trace runs. */
+    json_t *next = json_object(), *running = json_object();
+    const char *node;
+    json_t *m;
+    json_object_foreach(map, node, m)
+    {
+        if (json_object_get(m, "error")) {
+            errline("node %s: %s: %s", node, json_string_value(json_object_get(m, "error")),
+                    json_string_value(json_array_get(json_object_get(m, "args"), 0)));
+            continue;
+        }
+        long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
+        long long n = (long long)json_integer_value(json_object_get(m, "next_seq")) - f->lines;
+        json_object_set_new(next, node, json_integer(n < first ? first : n));
+        if (strcmp(json_string_value(json_object_get(m, "status")), "running") == 0) {
+            json_object_set_new(running, node, json_true());
+        }
+    }
+    json_decref(map);
+    f->style = table_style(c, f->width);
+    if (!f->json) {
+        printf("%-12s ", "NODE");
+        ctl_format_records_header(stdout, &f->style);
+    }
+    json_t *v;
+    json_object_foreach(next, node, v)
+    {
+        long long seq = (long long)json_integer_value(v);
+        if ((rc = tail_fill_node(c, id, f, node, &seq, -1)) != EX_OK) {
+            break;
+        }
+        json_object_set_new(next, node, json_integer(seq));
+    }
+    while (rc == EX_OK && json_object_size(running) > 0) {
+        uint64_t sub;
+        json_t *args;
+        if (!ctl_client_next_event(c->cl, -1, &sub, &args, &e)) {
+            rc = e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
+            break;
+        }
+        const char *from = json_string_value(json_array_get(args, 0));
+        const char *tid = json_string_value(json_array_get(args, 2));
+        json_t *cur = from ? json_object_get(next, from) : NULL;
+        if (!tid || strcmp(tid, id) != 0 || !cur) {
+            json_decref(args);
+            continue;
+        }
+        long long seq = (long long)json_integer_value(cur);
+        if (sub == sub_data) {
+            json_t *recs = json_array_get(args, 4);
+            long long seq0 =
+                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
+            if (json_array_size(recs) > 0 && seq0 > seq) {
+                rc = tail_fill_node(c, id, f, from, &seq, seq0 - 1);
+            }
+            tail_records(f, recs, from, &seq);
+        } else if (sub == sub_stop) {
+            rc = tail_fill_node(c, id, f, from, &seq, -1);
+            json_object_del(running, from);
+        }
+        json_object_set_new(next, from, json_integer(seq));
+        json_decref(args);
+    }
+    bool all_stopped = json_object_size(running) == 0;
+    json_decref(next);
+    json_decref(running);
+    if (rc == EX_OK && all_stopped) {
+        fprintf(stderr, "wampscope-ctl: trace %s stopped on every node\n", id);
+    }
+    return rc;
 }
 
 /* export: pages through the whole trace into a file. */

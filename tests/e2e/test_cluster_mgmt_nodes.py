@@ -72,9 +72,9 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         return await h.step(mgmt.call(P + proc, *args))
 
     async def traffic(self, router, tag):
-        """A subscriber, then a call and an acknowledged publication, on router: 10 messages
-        (SUBSCRIBE/SUBSCRIBED, REGISTER/REGISTERED, CALL, INVOCATION, YIELD, RESULT, PUBLISH,
-        EVENT, PUBLISHED: 11) of realm1."""
+        """Two sessions (HELLO, WELCOME each), a subscriber, then a call and an acknowledged
+        publication, on router: 15 messages of realm1 (SUBSCRIBE/SUBSCRIBED, REGISTER/REGISTERED,
+        CALL, INVOCATION, YIELD, RESULT, PUBLISH, EVENT, PUBLISHED: 11 after the joins)."""
         sub = await self.session(router)
         await h.step(sub.subscribe(lambda x: None, h.uri(self, "ev." + tag)))
         app = await self.session(router)
@@ -345,6 +345,61 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         rc, out, err = await self.ctl(a, "--node", "*", "delete", "cw")
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out), {"node_a": None, "node_b": None})
+        await h.close_sessions(self.sessions)
+        self.sessions = []
+        a.stop()
+        b.stop()
+
+    async def test_ctl_tail_every_node(self):
+        a, b = self.node("node_a"), self.node("node_b")
+        self.wait_nodes((a, b), NODES[:2])
+        rc, _, err = await self.ctl(a, "--node", "*", "start", "tl", "--realm", "realm1",
+                                    "--batching-period", "50")
+        self.assertEqual(rc, 0, err)
+        await self.traffic(a, "a")  # before tail: the last 3 records of each node come first
+        proc = await asyncio.create_subprocess_exec(
+                h.ctl_bin(), "--url", b.url, "--node", "*", "tail", "tl", "--json", "-n", "3",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            got = []
+
+            async def read(n):
+                while len(got) < n:
+                    line = await asyncio.wait_for(proc.stdout.readline(), 20)
+                    self.assertTrue(line, "tail ended early")
+                    got.append(json.loads(line))
+
+            await read(3)
+            self.assertEqual({r["node_id"] for r in got}, {"node_a"})
+            # Live records of both nodes, the tail being on node B: node A's come through the
+            # live topics of every node.
+            mgmt = await self.session(b, "mgmt")
+            for _ in range(100):  # node B's interest (the tail's subscription) reached node A
+                st = (await self.call(mgmt, "get_worker", "node_a", "router1"))["stats"]
+                if st["cluster"]["live_interested_nodes"] == 1:
+                    break
+                await asyncio.sleep(0.05)
+            await self.traffic(a, "a2")
+            await self.traffic(b, "b")
+            await read(3 + 2 * 15)  # HELLO, WELCOME (2 sessions) and 11 messages each
+            rc, _, err = await self.ctl(a, "--node", "*", "stop", "tl")
+            self.assertEqual(rc, 0, err)
+            out, err = await asyncio.wait_for(proc.communicate(), 20)
+            got += [json.loads(ln) for ln in out.decode().splitlines()]
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn("trace tl stopped on every node", err.decode())
+        # Each node's records exactly as get_trace_data has them, from the start of the tail.
+        for n in ("node_a", "node_b"):
+            held = await self.call(mgmt, "get_trace_data", n, "router1", "tl", 0, None, 1000)
+            mine = [r for r in got if r["node_id"] == n]
+            self.assertGreaterEqual(len(mine), 15, n)
+            self.assertEqual([r["seq"] for r in mine], [r["seq"] for r in held[-len(mine):]])
+            self.assertEqual([r["seq"] for r in mine],
+                             list(range(mine[0]["seq"], mine[0]["seq"] + len(mine))))
         await h.close_sessions(self.sessions)
         self.sessions = []
         a.stop()
