@@ -70,6 +70,7 @@ static const char usage_text[] =
         "  --realm REALM    management realm (default " DEFAULT_REALM ")\n"
         "  --node ID        node (default: the first the router lists); '*': every node\n"
         "                   (start, stop, delete, mark, show: a map of the answers;\n"
+        "                   traces: a table per node;\n"
         "                   data, export: every node's records merged in time order;\n"
         "                   tail: every node's live records, each naming its node)\n"
         "  --worker ID      worker (default: the first the node lists)\n"
@@ -293,6 +294,11 @@ static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
 }
 
 /* Fills c->node / c->worker with the first listed when not given. */
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static bool every_node(const ctl *c)
 {
     return c->node && strcmp(c->node, "*") == 0;
@@ -483,6 +489,8 @@ static int flag_traces(ctl *c, void *state, int argc, char **argv, int *i)
     return EX_OK;
 }
 
+static int traces_of_every_node(ctl *c, const traces_flags *f);
+
 static int cmd_traces(ctl *c)
 {
     const char *pos[1];
@@ -491,6 +499,9 @@ static int cmd_traces(ctl *c)
     if ((rc = parse_cmd_args(c, &f, flag_traces, pos, 0, &n)) != EX_OK ||
         (rc = resolve_target(c, true)) != EX_OK) {
         return rc;
+    }
+    if (every_node(c)) {
+        return traces_of_every_node(c, &f);
     }
     json_t *ids;
     if ((rc = call(c, PROC("list_traces"), json_pack("[s, s, b]", c->node, c->worker, !f.running),
@@ -523,6 +534,82 @@ static int cmd_traces(ctl *c)
         }
     }
     json_decref(metas);
+    return rc;
+}
+
+/* traces --node '*': every node's traces (list_traces "*"), nodes in id order; --json: the map
+ * {node_id: [metadata]} (a node's error as the API gives it), else one table per node under its
+ * id. */
+static int traces_of_every_node(ctl *c, const traces_flags *f)
+{
+    json_t *map;
+    int rc =
+            call(c, PROC("list_traces"), json_pack("[s, s, b]", "*", c->worker, !f->running), &map);
+    if (rc != EX_OK) {
+        return rc;
+    }
+    json_t *out = json_object();
+    const char **nodes = calloc(json_object_size(map) + 1, sizeof(*nodes));
+    size_t n_nodes = 0;
+    if (!out || !nodes) {
+        errline("out of memory");
+        json_decref(out);
+        json_decref(map);
+        free(nodes);
+        return EX_FAIL;
+    }
+    const char *node;
+    json_t *ids;
+    json_object_foreach(map, node, ids)
+    {
+        nodes[n_nodes++] = node;
+    }
+    qsort(nodes, n_nodes, sizeof(*nodes), cmp_cstr);
+    const char *every = c->node;
+    for (size_t k = 0; rc == EX_OK && k < n_nodes; k++) {
+        ids = json_object_get(map, nodes[k]);
+        if (!json_is_array(ids)) { /* {"error", "args"} */
+            json_object_set(out, nodes[k], ids);
+            continue;
+        }
+        json_t *metas = json_array();
+        c->node = nodes[k];
+        size_t i;
+        json_t *id;
+        json_array_foreach(ids, i, id)
+        {
+            json_t *m;
+            rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
+            if (rc == EX_NOTFOUND) {
+                rc = EX_OK; /* deleted between the two calls */
+                continue;
+            }
+            if (rc != EX_OK) {
+                break;
+            }
+            json_array_append_new(metas, m);
+        }
+        c->node = every;
+        json_object_set_new(out, nodes[k], metas);
+    }
+    if (rc == EX_OK && f->json) {
+        print_json(out);
+    } else if (rc == EX_OK) {
+        ctl_style st = table_style(c, -1);
+        for (size_t k = 0; k < n_nodes; k++) {
+            json_t *v = json_object_get(out, nodes[k]);
+            printf("%snode %s\n", k ? "\n" : "", nodes[k]);
+            if (json_is_array(v)) {
+                ctl_format_traces(stdout, &st, v);
+            } else {
+                printf("  %s: %s\n", json_string_value(json_object_get(v, "error")),
+                       json_string_value(json_array_get(json_object_get(v, "args"), 0)));
+            }
+        }
+    }
+    free(nodes);
+    json_decref(out);
+    json_decref(map);
     return rc;
 }
 

@@ -281,6 +281,13 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         rc, out, err = await self.ctl(b, "--node", "*", "mark", "cw", "deploy")
         self.assertEqual(rc, 0, err)
         self.assertEqual(sorted(json.loads(out)), ["node_a", "node_b"])
+        rc, out, err = await self.ctl(b, "--node", "*", "traces", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual({n: [m["id"] for m in ms] for n, ms in json.loads(out).items()},
+                         {"node_a": ["flight-recorder", "cw"], "node_b": ["flight-recorder", "cw"]})
+        rc, out, err = await self.ctl(b, "--node", "*", "traces")
+        self.assertEqual(rc, 0, err)
+        self.assertLess(out.index("node node_a"), out.index("node node_b"))
         rc, out, err = await self.ctl(b, "--node", "*", "stop", "cw")
         self.assertEqual(rc, 0, err)
         self.assertEqual({n: m["status"] for n, m in json.loads(out).items()},
