@@ -338,9 +338,9 @@ wamp_err mgmt_live_new(rt_router *rt, rt_cluster *c, rt_broker *broker, size_t m
 void mgmt_live_stop(mgmt_live *ml)
 {
     if (ml && ml->c) {
-        if (ml->mask && rt_cluster_member_state_get(ml->c) == RT_CLUSTER_MEMBER_JOINED) {
-            announce(ml, 0); /* the others stop sending now rather than at the lease's end */
-        }
+        /* No withdrawal here: this runs as the node leaves, whose announcement makes the others
+         * drop its interest at once (and a request whose reply arrives while the link closes
+         * would be lost in the NATS client). */
         rt_cluster_unserve(ml->c, ml->sub);
         rt_cluster_remove_on_tick(ml->c, on_tick, ml);
         ml->c = NULL;
