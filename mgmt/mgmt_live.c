@@ -266,6 +266,19 @@ wamp_err mgmt_live_forward(mgmt_live *ml, mgmt_live_topic t, const json_t *args)
     if (!mgmt_live_wants(ml, t)) {
         return WAMP_OK;
     }
+    /* Nobody with room for one more event: dropped before the costly encoding. */
+    bool room = false;
+    for (size_t i = 0; i < ml->n_peers && !room; i++) {
+        room = (ml->peers[i].mask & (1u << t)) && ml->peers[i].inflight_bytes < ml->max_inflight;
+    }
+    if (!room) {
+        for (size_t i = 0; i < ml->n_peers; i++) {
+            if (ml->peers[i].mask & (1u << t)) {
+                dropped(ml, ml->peers[i].node, "too many unacknowledged events");
+            }
+        }
+        return WAMP_OK;
+    }
     json_t *msg = json_pack("{s:s, s:O}", "topic", topic_names[t], "args", args);
     char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     json_decref(msg);

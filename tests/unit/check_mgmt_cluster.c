@@ -17,6 +17,8 @@
 #include "mgmt_merge.h"
 #include "rt_cluster.h"
 #include "test_router.h"
+#include "trace.h"
+#include "trace_hub.h"
 
 #define TIMEOUT_MS 500
 
@@ -34,11 +36,16 @@ static fake_bus *bus;
 static fake_conn *C; /* the management client, on node A */
 static int64_t next_req;
 
+/* cluster.max_pending_bytes of every node: live events to one node are bounded by an eighth. */
+#define PENDING_BYTES 32768
+static rt_cluster_config cluster_cfg = {.max_pending_bytes = PENDING_BYTES};
+
 static void node_start(node *n, char *id, fake_clock *clock, uint64_t instance)
 {
     test_router_init(&n->t);
     rt_router_free(n->t.rt);
     n->t.cfg.node_id = id;
+    n->t.cfg.cluster = &cluster_cfg;
     n->t.cfg.mgmt_enabled = true;
     n->t.cfg.mgmt_realm = "mgmt";
     n->t.cfg.tracing_max_traces = 3;
@@ -886,6 +893,54 @@ START_TEST(test_live_interest_expires)
 
 END_TEST
 
+START_TEST(test_live_events_bounded_per_node)
+{
+    fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_data\"]");
+    json_decref(fake_conn_next(C));
+    tick_a();
+    json_decref(call("start_trace", "[\"B\", \"router1\", \"ov\", {\"batching_period\": 10}]"));
+    /* Batches of B while A does not acknowledge (the bus does not run): beyond an eighth of
+     * max_pending_bytes unacknowledged, B drops them and counts them. */
+    char big[600];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    trace *t = trace_hub_find(rt_router_trace_hub(B.t.rt), "ov");
+    ck_assert_ptr_nonnull(t);
+    for (int i = 0; i < 20; i++) {
+        json_t *meta = json_pack("{s:s}", "pad", big);
+        uint64_t seq;
+        ck_assert_int_eq(trace_mark(t, "m", meta, rt_router_now_us(B.t.rt) * 1000u,
+                                    rt_router_wall_ns(B.t.rt), &seq),
+                         WAMP_OK);
+        json_decref(meta);
+        fake_clock_advance_ms(&A.t.clock, 20);
+        rt_router_tick(B.t.rt);
+    }
+    /* The events sent reach C once the bus runs (and A acknowledges them). */
+    fake_bus_run(bus);
+    json_t *evs = events_of_c();
+    json_int_t dropped = live_stat("B", "live_dropped");
+    json_int_t forwarded = live_stat("B", "live_forwarded");
+    ck_assert_int_eq((int)json_array_size(evs), (int)forwarded);
+    json_decref(evs);
+    ck_assert_int_gt((int)dropped, 0);
+    ck_assert_int_gt((int)forwarded, 0);
+    ck_assert_int_lt((int)(forwarded * 700), PENDING_BYTES / 8 + 700);
+    ck_assert_int_eq((int)(dropped + forwarded), 20);
+    /* Acknowledged: the bound is free again. */
+    json_decref(call("mark_trace", "[\"B\", \"router1\", \"ov\", \"after\"]"));
+    fake_clock_advance_ms(&A.t.clock, 20);
+    rt_router_tick(B.t.rt);
+    fake_bus_run(bus);
+    evs = events_of_c();
+    ck_assert_int_eq((int)json_array_size(evs), 1);
+    json_decref(evs);
+    ck_assert_int_eq((int)live_stat("B", "live_forwarded"), (int)forwarded + 1);
+    ck_assert_int_eq((int)live_stat("B", "live_dropped"), (int)dropped);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -910,6 +965,7 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_merge_cuts_where_a_node_could_still_write);
     tcase_add_test(tc, test_live_topics_of_the_other_node);
     tcase_add_test(tc, test_live_interest_expires);
+    tcase_add_test(tc, test_live_events_bounded_per_node);
     suite_add_tcase(s, tc);
     return s;
 }
