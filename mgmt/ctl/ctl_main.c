@@ -1354,8 +1354,11 @@ static int tail_run(ctl *c)
             }
             return fail(&e);
         }
+        /* In a cluster the topics carry every node's traces: this node's only (a cluster-wide
+         * trace has the same id on every node). */
+        const char *from = json_string_value(json_array_get(args, 0));
         const char *tid = json_string_value(json_array_get(args, 2));
-        if (!tid || strcmp(tid, id) != 0) {
+        if (!tid || strcmp(tid, id) != 0 || !from || strcmp(from, c->node) != 0) {
             json_decref(args);
             continue;
         }

@@ -367,6 +367,12 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         proc = await asyncio.create_subprocess_exec(
                 h.ctl_bin(), "--url", b.url, "--node", "*", "tail", "tl", "--json", "-n", "3",
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        # A tail of node B's part alone, on node B: node A's batches reach node B too, and are
+        # not node B's records.
+        only_b = await asyncio.create_subprocess_exec(
+                h.ctl_bin(), "--url", b.url, "--node", "node_b", "tail", "tl", "--json", "-n", "0",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        self.addCleanup(lambda: only_b.returncode is None and only_b.kill())
         try:
             got = []
 
@@ -399,6 +405,10 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
                 await proc.wait()
         self.assertEqual(proc.returncode, 0)
         self.assertIn("trace tl stopped on every node", err.decode())
+        out_b, err_b = await asyncio.wait_for(only_b.communicate(), 20)
+        self.assertEqual(only_b.returncode, 0, err_b.decode())
+        seqs_b = [json.loads(ln)["seq"] for ln in out_b.decode().splitlines()]
+        self.assertEqual(seqs_b, [r["seq"] for r in got if r["node_id"] == "node_b"])
         # Each node's records exactly as get_trace_data has them, from the start of the tail.
         for n in ("node_a", "node_b"):
             held = await self.call(mgmt, "get_trace_data", n, "router1", "tl", 0, None, 1000)
