@@ -120,7 +120,9 @@ static void on_request(void *arg, const char *subject, const char *reply, const 
     const char *topic = json_string_value(json_object_get(req, "topic"));
     json_t *args = json_object_get(req, "args");
     bool ok = false;
-    if (node && rt_cluster_token_is_valid(node) && json_is_integer(interest)) {
+    /* An interest naming this node itself would send its events back to it: malformed. */
+    if (node && rt_cluster_token_is_valid(node) && json_is_integer(interest) &&
+        strcmp(node, rt_cluster_node_id(ml->c)) != 0) {
         json_int_t mask = json_integer_value(interest);
         ok = mask >= 0 && mask <= ALL_TOPICS;
         if (ok && peer_set(ml, node, (unsigned)mask) != WAMP_OK) {

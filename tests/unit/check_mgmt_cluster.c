@@ -353,17 +353,22 @@ static void on_raw_reply(void *arg, wamp_err err, const void *data, size_t len)
     snprintf(r->text, sizeof(r->text), "%.*s", (int)len, (const char *)data);
 }
 
-static raw_reply raw_request(fake_link *l, const char *text)
+static raw_reply raw_request_to(fake_link *l, const char *subject, const char *text)
 {
     raw_reply r = {0};
-    ck_assert_int_eq(fake_link_ops.request(l, "wsc.node.B.mgmt", text, strlen(text), TIMEOUT_MS,
-                                           on_raw_reply, &r),
-                     WAMP_OK);
+    ck_assert_int_eq(
+            fake_link_ops.request(l, subject, text, strlen(text), TIMEOUT_MS, on_raw_reply, &r),
+            WAMP_OK);
     fake_bus_run(bus);
     fake_clock_advance_ms(&A.t.clock, TIMEOUT_MS + 100);
     fake_bus_run(bus);
     ck_assert(r.called);
     return r;
+}
+
+static raw_reply raw_request(fake_link *l, const char *text)
+{
+    return raw_request_to(l, "wsc.node.B.mgmt", text);
 }
 
 START_TEST(test_bad_requests_on_the_bus)
@@ -941,6 +946,44 @@ START_TEST(test_live_events_bounded_per_node)
 
 END_TEST
 
+START_TEST(test_bad_live_messages_on_the_bus)
+{
+    fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_started\"]");
+    json_decref(fake_conn_next(C));
+    fake_link *l = fake_link_new(bus, NULL);
+    fake_link_set_up(l, true);
+    fake_bus_run(bus);
+    /* Acknowledged, and without effect: not JSON, an interest of B in itself (its events would
+     * come back to it), a mask out of range, a bad node id, an unknown topic, args not a list. */
+    static const char *const bad[] = {
+            "\x01garbage",
+            "{\"node_id\": \"B\", \"interest\": 7}",
+            "{\"node_id\": \"Z\", \"interest\": 99}",
+            "{\"node_id\": \"a.b\", \"interest\": 1}",
+            "{\"topic\": \"on_reboot\", \"args\": []}",
+            "{\"topic\": \"on_trace_started\", \"args\": 5}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        raw_reply r = raw_request_to(l, "wsc.node.B.mgmt-live", bad[i]);
+        ck_assert_int_eq(r.err, WAMP_OK);
+        ck_assert_str_eq(r.text, "{}");
+    }
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+    ck_assert_int_eq((int)live_stat("B", "live_received"), 0);
+    /* A well-formed event is published on A's management realm as it came. */
+    raw_reply r =
+            raw_request_to(l, "wsc.node.A.mgmt-live",
+                           "{\"topic\": \"on_trace_started\", \"args\": [\"B\", \"w\", \"t\"]}");
+    ck_assert_str_eq(r.text, "{}");
+    json_t *evs = events_of_c();
+    ck_assert_int_eq((int)json_array_size(evs), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(evs, 0), 2)), "t");
+    json_decref(evs);
+    fake_link_free(l);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -966,6 +1009,7 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_live_topics_of_the_other_node);
     tcase_add_test(tc, test_live_interest_expires);
     tcase_add_test(tc, test_live_events_bounded_per_node);
+    tcase_add_test(tc, test_bad_live_messages_on_the_bus);
     suite_add_tcase(s, tc);
     return s;
 }
