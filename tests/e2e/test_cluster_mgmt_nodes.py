@@ -367,10 +367,11 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         proc = await asyncio.create_subprocess_exec(
                 h.ctl_bin(), "--url", b.url, "--node", "*", "tail", "tl", "--json", "-n", "3",
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        # A tail of node B's part alone, on node B: node A's batches reach node B too, and are
-        # not node B's records.
+        # A tail of node B's part alone, on node B (all of it, whenever it starts): node A's
+        # batches reach node B too, and are not node B's records.
         only_b = await asyncio.create_subprocess_exec(
-                h.ctl_bin(), "--url", b.url, "--node", "node_b", "tail", "tl", "--json", "-n", "0",
+                h.ctl_bin(), "--url", b.url, "--node", "node_b", "tail", "tl", "--json", "-n",
+                "1000",
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self.addCleanup(lambda: only_b.returncode is None and only_b.kill())
         try:
