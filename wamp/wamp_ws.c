@@ -7,7 +7,8 @@
  * fragmentation rules) and again when its length is complete (top bit, the message limit), so
  * nothing of a refused frame's payload is ever read. A data frame that is unfragmented and lies
  * whole in the slice is unmasked in place and handed out without a copy; every other data frame
- * is unmasked in place and appended to the reassembly buffer. */
+ * is unmasked in place and appended to the reassembly buffer, which exists only from the first
+ * such frame of a message to the call after the one that handed the message out. */
 #include "wamp_ws.h"
 
 #include <stdint.h>
@@ -24,10 +25,6 @@ enum {
     ST_CLOSED,
     ST_FAILED
 };
-
-/* A reassembly buffer is kept for the next message when the last one was at most this long;
- * a larger one is released so an idle connection does not hold a peak's allocation. */
-#define WS_KEEP_BUF 65536u
 
 /* The failures, by index (kept in head[0] once failed, so a failed state answers the same). */
 enum {
@@ -281,12 +278,6 @@ static int head_done(wamp_ws *ws)
         return F_TOO_BIG;
     }
     if (ws->opcode != WAMP_WS_OP_CONT) {
-        /* A new message: the previous one was handed out by an earlier call. */
-        if (ws->msg && wamp_buf_len(ws->msg) > WS_KEEP_BUF) {
-            wamp_buf_unref(&ws->msg);
-        } else if (ws->msg) {
-            wamp_buf_clear(ws->msg);
-        }
         ws->msg_opcode = ws->opcode;
         ws->utf8_state = WAMP_UTF8_ACCEPT;
     }
@@ -354,6 +345,11 @@ wamp_err wamp_ws_feed(wamp_ws *ws, unsigned char *in, size_t len, size_t *used, 
 {
     size_t off = 0;
     wamp_err err = WAMP_EAGAIN;
+    if (ws->msg && ws->msg_opcode == 0) {
+        /* The message it held was handed out by the previous call: an idle connection holds
+         * no buffer. */
+        wamp_buf_unref(&ws->msg);
+    }
     if (ws->state == ST_FAILED) {
         *used = 0;
         return fail(ws, ws->head[0], ev);
