@@ -137,6 +137,17 @@ static int ws_rest(rt_lws_conn *c)
     return r;
 }
 
+/* An HTTP bridge request's body must keep arriving (http_idle_timeout between pieces); its
+ * call then runs as long as the call's own timeout allows. */
+static void bridge_timer(rt_lws_conn *c)
+{
+    if (c->mode == RT_LWS_CONN_BODY) {
+        idle_timeout(c);
+    } else if (c->mode == RT_LWS_CONN_ANSWER && c->u.web.sess) {
+        lws_sul_cancel(&c->timer);
+    }
+}
+
 /* Handles every complete request head (and body) in conn->in. Returns -1 to close. */
 static int process(rt_lws_conn *c)
 {
@@ -151,6 +162,7 @@ static int process(rt_lws_conn *c)
                 return -1;
             }
             consume(c, used);
+            bridge_timer(c);
             continue;
         }
         rt_http1_req req;
@@ -185,6 +197,7 @@ static int process(rt_lws_conn *c)
         if (r < 0) {
             return -1;
         }
+        bridge_timer(c);
     }
     return 0;
 }
@@ -248,6 +261,12 @@ static int answered(rt_lws_conn *c)
 
 /* --- Output --------------------------------------------------------------------------------- */
 
+/* An HTTP mode (not WebSocket, not RawSocket): its answers are bounded by the idle timeout. */
+static bool http_mode(const rt_lws_conn *c)
+{
+    return c->mode != RT_LWS_CONN_WS && c->mode != RT_LWS_CONN_RAW;
+}
+
 static int on_writeable(rt_lws_conn *c)
 {
     if (c->out && wamp_buf_len(c->out)) {
@@ -255,6 +274,11 @@ static int on_writeable(rt_lws_conn *c)
         wamp_buf_unref(&c->out);
         if (r < 0) {
             return -1;
+        }
+        if (http_mode(c)) {
+            /* lws calls WRITEABLE again once the peer has taken this: a peer that stops
+             * reading an answer is dropped after http_idle_timeout. */
+            idle_timeout(c);
         }
         lws_callback_on_writable(c->wsi);
         return 0;
@@ -269,8 +293,15 @@ static int on_writeable(rt_lws_conn *c)
         return rt_lws_raw_writeable(c->wsi, c->u.raw);
     case RT_LWS_CONN_ANSWER:
     case RT_LWS_CONN_BODY: {
+        uint64_t sent = c->u.web.sent;
         int r = rt_lws_web_writeable(c);
-        return r == RT_LWS_WEB_ANSWERED ? answered(c) : r;
+        if (r == RT_LWS_WEB_ANSWERED) {
+            return answered(c);
+        }
+        if (r == 0 && c->u.web.sent != sent) {
+            idle_timeout(c); /* a body chunk went out: the peer reads */
+        }
+        return r;
     }
     default:
         return 0;
