@@ -182,8 +182,8 @@ void wamp_ws_fini(wamp_ws *ws)
 
 /* Writes src[0..n) XORed with the mask, starting at mask octet pos, to dst (dst == src
  * unmasks in place); returns the next position. Eight octets at a time through unaligned
- * 64-bit loads and stores (memcpy: one instruction where the target allows it, and the loop
- * vectorises), the last 0..7 one by one. */
+ * 64-bit loads and stores (memcpy: one instruction where the target allows it; the compiler
+ * vectorises the loop), the last 0..7 one by one. */
 static uint8_t unmask_to(unsigned char *dst, const unsigned char *src, size_t n,
                          const uint8_t mask[4], uint8_t pos)
 {
@@ -267,12 +267,12 @@ static int head_first(wamp_ws *ws)
     return -1;
 }
 
-/* The whole header is known: its length, the mask, the message limit; a new data message
- * starts here. Returns a failure index or -1. */
-static int head_done(wamp_ws *ws)
+/* The whole header h[0..head_need) is known: its length, the mask, the message limit; a new data
+ * message starts here. Returns a failure index or -1. */
+static int head_done(wamp_ws *ws, const uint8_t *h)
 {
-    unsigned len7 = ws->head[1] & 0x7fu;
-    const uint8_t *p = ws->head + 2;
+    unsigned len7 = h[1] & 0x7fu;
+    const uint8_t *p = h + 2;
     uint64_t len = len7;
     if (len7 == 126) {
         len = (uint64_t)p[0] << 8 | p[1];
@@ -385,22 +385,38 @@ wamp_err wamp_ws_feed(wamp_ws *ws, unsigned char *in, size_t len, size_t *used, 
             if (off == len) {
                 break;
             }
-            size_t want = (ws->head_need ? ws->head_need : 2u) - ws->head_have;
-            size_t take = len - off < want ? len - off : want;
-            for (size_t i = 0; i < take; i++) { /* at most 12: cheaper than a memcpy call */
-                ws->head[ws->head_have + i] = in[off + i];
-            }
-            ws->head_have = (uint8_t)(ws->head_have + take);
-            off += take;
             int f = -1;
-            if (ws->head_need == 0 && ws->head_have == 2) {
+            if (ws->head_have == 0 && len - off >= 2) {
+                /* Fast path: the header is read where it lies when the slice holds it all. */
+                ws->head[0] = in[off];
+                ws->head[1] = in[off + 1];
                 f = head_first(ws);
-            }
-            if (f < 0 && ws->head_need != 0 && ws->head_have == ws->head_need) {
-                f = head_done(ws);
-                ws->head_have = 0;
-                ws->head_need = 0;
-                ws->state = ST_PAYLOAD;
+                if (f < 0 && len - off >= ws->head_need) {
+                    f = head_done(ws, in + off);
+                    off += ws->head_need;
+                    ws->head_need = 0;
+                    ws->state = ST_PAYLOAD;
+                } else {
+                    ws->head_have = 2;
+                    off += 2;
+                }
+            } else {
+                size_t want = (ws->head_need ? ws->head_need : 2u) - ws->head_have;
+                size_t take = len - off < want ? len - off : want;
+                for (size_t i = 0; i < take; i++) { /* at most 12: cheaper than a memcpy call */
+                    ws->head[ws->head_have + i] = in[off + i];
+                }
+                ws->head_have = (uint8_t)(ws->head_have + take);
+                off += take;
+                if (ws->head_need == 0 && ws->head_have == 2) {
+                    f = head_first(ws);
+                }
+                if (f < 0 && ws->head_need != 0 && ws->head_have == ws->head_need) {
+                    f = head_done(ws, ws->head);
+                    ws->head_have = 0;
+                    ws->head_need = 0;
+                    ws->state = ST_PAYLOAD;
+                }
             }
             if (f >= 0) {
                 err = fail(ws, (unsigned)f, ev);
