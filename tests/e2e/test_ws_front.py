@@ -10,7 +10,8 @@ fragments with a PING between them gets its PONG and then WELCOME; with auto_pin
 every interval and a client that stops answering is dropped after auto_ping_timeout; a request
 head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
 connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
-answered in order on one connection; a head over http_max_head gets 431.
+answered in order on one connection, and one whose client stops reading the answers is dropped
+after http_idle_timeout; a head over http_max_head gets 431.
 """
 
 import asyncio
@@ -242,6 +243,33 @@ class FrontTest(h.AsyncTestCase):
         secs = wait_eof(s, 5)
         self.assertIsNotNone(secs)
         self.assertLess(secs, IDLE_TIMEOUT_MS / 1000 + 1.0)
+
+    async def test_stalled_reader_dropped_after_idle_timeout(self):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect((self.router.host, self.router.port))
+        self._socks.append(s)
+        n = 200
+        s.sendall(b"GET /trace/screenshot.png HTTP/1.1\r\nHost: x\r\n\r\n" * n)
+        # The answers (n times the file) are far more than the socket buffers hold; nothing is
+        # read for longer than http_idle_timeout: the router drops the connection.
+        time.sleep(IDLE_TIMEOUT_MS / 1000 + 1.5)
+        got, t0 = 0, time.monotonic()
+        s.settimeout(5)
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except ConnectionResetError:
+            pass
+        self.assertLess(time.monotonic() - t0, 4)
+        c = self.connect()
+        c.sendall(b"GET /trace/screenshot.png HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = read_responses(c, 1)[0]
+        self.assertEqual(first[0], 200)
+        self.assertLess(got, n * len(first[2]) // 2)
 
     async def test_head_too_large_431(self):
         s = self.connect()
