@@ -53,8 +53,6 @@ _Static_assert(RT_LWS_WS_COALESCE_MAX + WAMP_WS_HEADER_MAX <= RT_LWS_WS_SCRATCH,
 #define RT_LWS_WS_QUOTE_MAX 160
 /* Octets of an offer joined on the stack; longer ones are joined on the heap. */
 #define RT_LWS_WS_OFFER_STACK 512
-/* 1013 (RFC 6455 registry): Try Again Later. */
-#define RT_LWS_WS_CLOSE_TRY_AGAIN 1013
 
 static uint64_t sid_of(const rt_lws_conn *c)
 {
