@@ -12,56 +12,14 @@
 #include <sodium.h>
 
 #include "wamp_codec.h"
+#include "wamp_ws.h"
 
 /* --- Helpers --------------------------------------------------------------------------------- */
 
 bool wamp_utf8_valid(const void *data, size_t n)
 {
-    const unsigned char *s = data;
-    size_t i = 0;
-    while (i < n) {
-        if (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, s + i, sizeof(w));
-            if ((w & 0x8080808080808080ULL) == 0) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80;
-        unsigned hi = 0xbf;
-        if (c < 0xc2) {
-            return false; /* continuation byte, or overlong 2-byte lead */
-        } else if (c < 0xe0) {
-            need = 1;
-        } else if (c < 0xf0) {
-            need = 2;
-            lo = c == 0xe0 ? 0xa0 : lo; /* overlong */
-            hi = c == 0xed ? 0x9f : hi; /* surrogates */
-        } else if (c < 0xf5) {
-            need = 3;
-            lo = c == 0xf0 ? 0x90 : lo; /* overlong */
-            hi = c == 0xf4 ? 0x8f : hi; /* above U+10FFFF */
-        } else {
-            return false;
-        }
-        if (n - i - 1 < need || s[i + 1] < lo || s[i + 1] > hi) {
-            return false;
-        }
-        for (size_t k = 2; k <= need; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) {
-                return false;
-            }
-        }
-        i += need + 1;
-    }
-    return true;
+    /* One validator for the codecs and the WebSocket text frames. */
+    return wamp_utf8_step(WAMP_UTF8_ACCEPT, data, n) == WAMP_UTF8_ACCEPT;
 }
 
 static bool b64_digit(unsigned char c)

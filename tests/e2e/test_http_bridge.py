@@ -290,7 +290,7 @@ class BridgeTest(h.AsyncTestCase):
         self.assertEqual((await self.post("/publish", {"topic": OK + "x"}, method="PUT"))[0], 200)
         self.assertEqual((await self.post("/publish", {"topic": OK + "x"},
                                           content_type=None))[0], 200)
-        # A body over the limit sent in chunks (no Content-Length) is refused too.
+        # A chunked body (no Content-Length) is refused: request bodies need a Content-Length.
         sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         try:
             chunk = b"x" * 1000
@@ -304,7 +304,7 @@ class BridgeTest(h.AsyncTestCase):
                 if not more:
                     break
                 data += more
-            self.assertTrue(data.startswith(b"HTTP/1.1 413 "), data[:60])
+            self.assertTrue(data.startswith(b"HTTP/1.1 411 "), data[:60])
         finally:
             sock.close()
         # Counted: get_worker's stats count the answers by status class.
