@@ -8,8 +8,10 @@
  * between a field name and its colon, no obsolete line folding, tokens for method and field
  * names, a request target without controls or spaces, "HTTP/1.0" or "HTTP/1.1" only, a
  * Content-Length that is one decimal number (repeated only with the same value), no
- * Transfer-Encoding together with Content-Length. Field values have surrounding whitespace
- * stripped; a NUL, CR or LF inside a value is refused.
+ * Transfer-Encoding together with Content-Length nor in an HTTP/1.0 request. Field values have
+ * surrounding whitespace stripped; a NUL, CR or LF inside a value is refused. Octets that can
+ * never start a request line (a method that is not a token: a TLS ClientHello, a RawSocket
+ * handshake) are refused as soon as they arrive, before any line end.
  *
  * Ownership: everything in rt_http1_req points into the caller's buffer (borrowed, valid while
  * it is). No state; any thread. */
@@ -38,7 +40,9 @@ typedef struct rt_http1_field {
 typedef struct rt_http1_req {
     rt_http1_str method;
     rt_http1_str target; /* the request target as sent (origin form: path and query) */
-    rt_http1_str path;   /* target up to '?' */
+    rt_http1_str path;   /* target up to '?'; of an absolute-form target ("http://host/p?q",
+                          * RFC 9112 3.2.2) the part after the authority ("/p"; len 0 when
+                          * there is none) */
     rt_http1_str query;  /* after '?' (len 0 when none) */
     unsigned minor;      /* HTTP/1.<minor>: 0 or 1 */
     rt_http1_field fields[RT_HTTP1_MAX_FIELDS];
@@ -53,7 +57,8 @@ typedef struct rt_http1_req {
  *   WAMP_ETOOBIG the head is longer than max_head octets (answer 431), or has more than
  *                RT_HTTP1_MAX_FIELDS fields (431); *why says which.
  *   WAMP_EPROTO  malformed (answer 400); *why is a short static description.
- * Leading empty lines before the request line are skipped (RFC 9112 2.2). */
+ * why may be NULL. Leading empty lines before the request line are skipped (RFC 9112 2.2).
+ * The cost is linear in len (nothing is kept between calls). */
 wamp_err rt_http1_parse(const char *buf, size_t len, size_t max_head, rt_http1_req *req,
                         const char **why);
 

@@ -1,14 +1,15 @@
 /* wamp_ws.c: the WebSocket protocol, server side (see wamp_ws.h for the rules).
  *
- * The receive side is one loop over the input slice with four states: reading a frame header
- * (copied into ws->head, at most 14 octets, so a header split anywhere is handled the same way
- * as a whole one), reading a payload, closed (after the peer's CLOSE) and failed. A header is
- * checked as soon as its first two octets are known (mask bit, RSV, opcode, control frame and
- * fragmentation rules) and again when its length is complete (top bit, the message limit), so
- * nothing of a refused frame's payload is ever read. A data frame that is unfragmented and lies
- * whole in the slice is unmasked in place and handed out without a copy; every other data frame
- * is unmasked in place and appended to the reassembly buffer, which exists only from the first
- * such frame of a message to the call after the one that handed the message out. */
+ * The receive side is one loop over the input slice with four states: reading a frame header,
+ * reading a payload, closed (after the peer's CLOSE) and failed. A header the slice holds whole
+ * is read where it lies; one split across slices is collected in ws->head (at most 14 octets)
+ * and then read the same way. A header is checked as soon as its first two octets are known
+ * (mask bit, RSV, opcode, control frame and fragmentation rules) and again when its length is
+ * complete (top bit, the message limit), so nothing of a refused frame's payload is ever read.
+ * A data frame that is unfragmented and lies whole in the slice is unmasked in place and handed
+ * out without a copy; every other data frame is unmasked straight into the reassembly buffer,
+ * which exists only from the first such frame of a message to the call after the one that
+ * handed the message out. */
 #include "wamp_ws.h"
 
 #include <stdint.h>

@@ -10,6 +10,7 @@
 
 #include <check.h>
 
+#include "alloc_count.h"
 #include "wamp_rd.h"
 #include "wamp_sha1.h"
 #include "wamp_ws.h"
@@ -366,6 +367,74 @@ START_TEST(test_fragments_with_control_frames)
         ck_assert_uint_eq(used, 0);
         wamp_ws_fini(&ws);
     }
+}
+
+END_TEST
+
+#if ALLOC_COUNT_EVERY_MALLOC
+/* Exported by the sanitizer runtimes (compiler-rt's sanitizer/allocator_interface.h). */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
+
+/* Whole frames in one slice allocate nothing; a reassembly buffer lives only until the call
+ * after its message; a length announced but not sent reserves at most 64 KiB. */
+START_TEST(test_memory)
+{
+    alloc_count_install();
+    static unsigned char in[50 * 300];
+    size_t n = 0;
+    unsigned char pl[256];
+    memset(pl, 'a', sizeof(pl));
+    for (size_t i = 0; i < 50; i++) {
+        put_frame(in, &n, FIN | (i % 2 ? WAMP_WS_OP_BINARY : WAMP_WS_OP_TEXT), pl, 20 + i * 4,
+                  true);
+    }
+    wamp_ws_config cfg = {.max_message = 64u << 20};
+    wamp_ws ws;
+    wamp_ws_event ev;
+    size_t used, off = 0, msgs = 0;
+    wamp_ws_init(&ws, &cfg);
+    /* Counted with no ck_assert in between: Check allocates for each. */
+    size_t before = alloc_count_mallocs();
+    while (wamp_ws_feed(&ws, in + off, n - off, &used, &ev) == WAMP_OK) {
+        off += used;
+        msgs++;
+    }
+    size_t mallocs = alloc_count_mallocs() - before;
+    ck_assert_uint_eq(msgs, 50);
+    ck_assert_uint_eq(mallocs, 0);
+    wamp_ws_fini(&ws);
+#if ALLOC_COUNT_EVERY_MALLOC
+    static unsigned char big[3000];
+    n = 0;
+    put_frame(in, &n, FIN | WAMP_WS_OP_BINARY, big, sizeof(big), true);
+    wamp_ws_init(&ws, &cfg);
+    size_t bytes = __sanitizer_get_current_allocated_bytes();
+    wamp_err e1 = wamp_ws_feed(&ws, in, 1000, &used, &ev);
+    wamp_err e2 = wamp_ws_feed(&ws, in + 1000, n - 1000, &used, &ev);
+    size_t len2 = ev.len;
+    size_t holding = __sanitizer_get_current_allocated_bytes();
+    wamp_err e3 = wamp_ws_feed(&ws, in, 0, &used, &ev);
+    size_t idle = __sanitizer_get_current_allocated_bytes();
+    /* 16 MiB announced, 10 octets sent. */
+    unsigned char head[14] = {
+            WAMP_WS_OP_BINARY | FIN, 0x80 | 127, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 3, 4};
+    wamp_err e4 = wamp_ws_feed(&ws, head, 14, &used, &ev);
+    wamp_err e5 = wamp_ws_feed(&ws, big, 10, &used, &ev);
+    size_t announced = __sanitizer_get_current_allocated_bytes();
+    wamp_ws_fini(&ws);
+    size_t after = __sanitizer_get_current_allocated_bytes();
+    ck_assert_int_eq(e1, WAMP_EAGAIN);
+    ck_assert_int_eq(e2, WAMP_OK);
+    ck_assert_uint_eq(len2, sizeof(big));
+    ck_assert_uint_ge(holding, bytes + sizeof(big));
+    ck_assert_int_eq(e3, WAMP_EAGAIN);
+    ck_assert_uint_eq(idle, bytes);
+    ck_assert_int_eq(e4, WAMP_EAGAIN);
+    ck_assert_int_eq(e5, WAMP_EAGAIN);
+    ck_assert_uint_le(announced - bytes, 65536 + 10 + 1024);
+    ck_assert_uint_eq(after, bytes);
+#endif
 }
 
 END_TEST
@@ -820,6 +889,7 @@ static Suite *wamp_ws_suite(void)
     tcase_add_test(tc, test_zero_copy_only_whole_frame_in_slice);
     tcase_add_test(tc, test_one_event_per_call);
     tcase_add_test(tc, test_fragments_with_control_frames);
+    tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_rule_unmasked);
     tcase_add_test(tc, test_rule_rsv);
     tcase_add_test(tc, test_rule_opcodes);
