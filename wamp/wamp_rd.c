@@ -187,6 +187,12 @@ void wamp_rd_init(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
     r->lv_cap = WAMP_RD_INLINE_LEVELS;
 }
 
+void wamp_rd_init_one_pass(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
+{
+    wamp_rd_init(r, ser, p, n);
+    r->one_pass = true;
+}
+
 void wamp_rd_fini(wamp_rd *r)
 {
     if (r->lv != r->lv_inline) {
@@ -200,6 +206,25 @@ void wamp_rd_fini(wamp_rd *r)
     free(r->scratch);
     r->scratch = NULL;
     r->scratch_cap = 0;
+}
+
+bool wamp_rd_at_end(wamp_rd *r)
+{
+    if (r->err != WAMP_OK || r->depth == 0) {
+        return false;
+    }
+    const wamp_rd_level *l = &r->lv[r->depth - 1];
+    if (l->is_map && !l->key_next) {
+        return false;
+    }
+    if (r->ser != WAMP_SER_JSON) {
+        return l->left == 0;
+    }
+    const unsigned char *p = r->p;
+    while (p < r->end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) {
+        p++;
+    }
+    return p < r->end && *p == (l->is_map ? '}' : ']');
 }
 
 bool wamp_rd_done(const wamp_rd *r)
@@ -1001,10 +1026,68 @@ wamp_err wamp_rd_next(wamp_rd *r, wamp_tok *t)
     if (r->done) {
         return WAMP_EINVAL;
     }
-    if (r->ser == WAMP_SER_JSON && !r->counted && js_prepass(r) != WAMP_OK) {
+    if (r->ser == WAMP_SER_JSON && !r->counted && !r->one_pass && js_prepass(r) != WAMP_OK) {
         return r->err;
     }
     return step(r, t);
+}
+
+/* MessagePack: reads the rest of the containers open above depth without yielding tokens,
+ * with bin_token()'s rules (the usual scalars inline, the rest through mp_value()). */
+static wamp_err mp_skip_rest(wamp_rd *r, unsigned depth)
+{
+    wamp_tok t;
+    while (r->depth > depth) {
+        wamp_rd_level *l = &r->lv[r->depth - 1];
+        bool key = l->is_map && l->key_next;
+        if (l->left == 0 && (key || !l->is_map)) {
+            r->depth--;
+            continue;
+        }
+        l->first = false;
+        if (l->is_map) {
+            l->key_next = !key;
+        }
+        if (!key) {
+            l->left--;
+        }
+        r->tok_start = r->p;
+        if (r->p >= r->end) {
+            return truncated(r);
+        }
+        unsigned char tag = *r->p;
+        if (!key && (tag <= 0x7f || tag >= 0xe0 || tag == 0xc0 || tag == 0xc2 || tag == 0xc3)) {
+            r->p++;
+            continue;
+        }
+        if ((tag & 0xe0) == 0xa0) {
+            size_t len = tag & 0x1f;
+            if (len >= left(r)) {
+                return truncated(r);
+            }
+            if (!wamp_utf8_valid(r->p + 1, len)) {
+                return bad(r, "invalid UTF-8 in string at offset %zu", off(r));
+            }
+            r->p += 1 + len;
+            continue;
+        }
+        t.kind = WAMP_TOK_NULL;
+        if (mp_value(r, &t) != WAMP_OK) {
+            return r->err;
+        }
+        if (key && t.kind != WAMP_TOK_STR) {
+            return bad(r, "map key is not a string at offset %zu",
+                       (size_t)(r->tok_start - r->start));
+        }
+    }
+    r->tok_end = r->p;
+    if (r->depth == 0) {
+        r->done = true;
+        if (r->p != r->end) {
+            return bad(r, "trailing bytes at offset %zu", off(r));
+        }
+    }
+    return WAMP_OK;
 }
 
 wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
@@ -1018,7 +1101,11 @@ wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_k
     if (kind) {
         *kind = t.kind;
     }
-    if (t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) {
+    if ((t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) && r->ser == WAMP_SER_MSGPACK) {
+        if (mp_skip_rest(r, depth) != WAMP_OK) {
+            return r->err;
+        }
+    } else if (t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) {
         do {
             if (wamp_rd_next(r, &t) != WAMP_OK) {
                 return r->err != WAMP_OK ? r->err : WAMP_EINVAL;
@@ -1084,8 +1171,9 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
 {
     *out = NULL;
     wamp_tok t;
-    struct build_level *lv = NULL;
-    size_t cap = 0, depth = 0;
+    struct build_level inline_lv[8]; /* an envelope's Details and Options need no allocation */
+    struct build_level *lv = inline_lv;
+    size_t cap = sizeof(inline_lv) / sizeof(inline_lv[0]), depth = 0;
     json_t *v = NULL;
     do {
         if (wamp_rd_next(r, &t) != WAMP_OK) {
@@ -1102,11 +1190,14 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
         case WAMP_TOK_ARRAY:
         case WAMP_TOK_MAP:
             if (depth == cap) {
-                size_t ncap = cap ? cap * 2 : 8;
-                struct build_level *n = realloc(lv, ncap * sizeof(*n));
+                size_t ncap = cap * 2;
+                struct build_level *n = realloc(lv == inline_lv ? NULL : lv, ncap * sizeof(*n));
                 if (!n) {
                     oom(r);
                     goto fail;
+                }
+                if (lv == inline_lv) {
+                    memcpy(n, inline_lv, sizeof(inline_lv));
                 }
                 lv = n;
                 cap = ncap;
@@ -1171,7 +1262,9 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
             goto fail;
         }
     } while (depth > 0);
-    free(lv);
+    if (lv != inline_lv) {
+        free(lv);
+    }
     *out = v;
     return WAMP_OK;
 fail:
@@ -1179,7 +1272,9 @@ fail:
         json_decref(lv[i].node);
         free(lv[i].key);
     }
-    free(lv);
+    if (lv != inline_lv) {
+        free(lv);
+    }
     json_decref(v);
     return r->err != WAMP_OK ? r->err : WAMP_EINVAL;
 }

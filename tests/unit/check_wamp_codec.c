@@ -1134,6 +1134,14 @@ START_TEST(test_decode_msg)
                                            strlen("[48,18446744073709551615,{},\"p\"]"), &m, why,
                                            sizeof(why)),
                      WAMP_EPROTO);
+    ck_assert_ptr_nonnull(strstr(why, "above 2^63-1"));
+    /* Read in one pass, malformed input after the range error is still reported as such. */
+    const char *range_then_bad = "[48,18446744073709551615,{},\"p\",[1,]]";
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, range_then_bad, strlen(range_then_bad),
+                                           &m, why, sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_ptr_null(strstr(why, "above 2^63-1"));
+    ck_assert_msg(strstr(why, "at offset 35"), "%s", why);
 
     /* Syntax errors carry the decoder's reason... */
     memset(&m, 0x5a, sizeof(m));

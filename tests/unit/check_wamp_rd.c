@@ -835,6 +835,95 @@ START_TEST(test_property_every_pair)
 
 END_TEST
 
+/* v (n bytes of ser) as the only element of an array, read in one pass and skipped: *slice the
+ * element's bytes. Returns the first error of the skip or of the array's END. */
+static wamp_err skip_wrapped(wamp_ser ser, const unsigned char *v, size_t n, bool *slice_ok)
+{
+    unsigned char *w = malloc(n + 2);
+    size_t wn = 0;
+    w[wn++] = ser == WAMP_SER_JSON ? '[' : ser == WAMP_SER_MSGPACK ? 0x91 : 0x81;
+    memcpy(w + wn, v, n);
+    wn += n;
+    if (ser == WAMP_SER_JSON) {
+        w[wn++] = ']';
+    }
+    wamp_rd r;
+    wamp_tok t;
+    const unsigned char *p = NULL;
+    size_t pn = 0;
+    wamp_rd_init_one_pass(&r, ser, w, wn);
+    wamp_err err = wamp_rd_next(&r, &t); /* fails only when v is empty (MessagePack, CBOR) */
+    ck_assert(err == WAMP_OK ? t.count == (ser == WAMP_SER_JSON ? 0 : 1) : n == 0);
+    if (err == WAMP_OK) {
+        err = wamp_rd_skip(&r, &p, &pn, NULL);
+    }
+    *slice_ok = err == WAMP_OK && p == w + 1 && pn == n;
+    if (err == WAMP_OK) {
+        bool at_end = wamp_rd_at_end(&r);
+        err = wamp_rd_next(&r, &t);
+        ck_assert(err != WAMP_OK || (at_end && t.kind == WAMP_TOK_END && wamp_rd_done(&r)));
+    }
+    wamp_rd_fini(&r);
+    free(w);
+    return err;
+}
+
+/* The one-pass reader and the skip (MessagePack's token-free scan) accept exactly what the
+ * validating pre-pass accepts: the golden values and the property generator's values come back
+ * as the same slices, every malformed case and every truncated golden value is refused. */
+START_TEST(test_skip_one_pass_agrees)
+{
+    bool ok;
+    for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
+        const struct bad_case *c = &BAD[i];
+        size_t n;
+        unsigned char *p;
+        if (c->ser == WAMP_SER_JSON) {
+            n = strlen(c->in);
+            p = malloc(n + 1);
+            memcpy(p, c->in, n + 1);
+        } else {
+            p = unhex(c->in, &n);
+        }
+        ck_assert_msg(skip_wrapped(c->ser, p, n, &ok) != WAMP_OK, "%s %s", wamp_ser_name(c->ser),
+                      c->in);
+        free(p);
+    }
+    for (size_t si = 0; si < 3; si++) {
+        size_t n;
+        unsigned char *p = gold(SERS[si], &n);
+        ck_assert_int_eq(skip_wrapped(SERS[si], p, n, &ok), WAMP_OK);
+        ck_assert(ok);
+        for (size_t k = 0; k < n; k++) {
+            ck_assert_msg(wamp_rd_validate(SERS[si], p, k, NULL, 0) != WAMP_OK &&
+                                  skip_wrapped(SERS[si], p, k, &ok) != WAMP_OK,
+                          "%s prefix %zu", wamp_ser_name(SERS[si]), k);
+        }
+        free(p);
+    }
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        struct gen g = {.s = seed * 0x9e3779b97f4a7c15ULL};
+        gen_value(&g, 0);
+        for (size_t si = 0; si < 3; si++) {
+            wamp_wr w;
+            wamp_buf *src = NULL;
+            wamp_wr_init(&w, (int)SERS[si], 64, 0);
+            write_tokens(&w, &g);
+            ck_assert(wamp_wr_finish_buf(&w, &src) == WAMP_OK);
+            wamp_wr_fini(&w);
+            ck_assert_msg(skip_wrapped(SERS[si], wamp_buf_cdata(src), wamp_buf_len(src), &ok) ==
+                                          WAMP_OK &&
+                                  ok,
+                          "seed %llu %s", (unsigned long long)seed, wamp_ser_name(SERS[si]));
+            wamp_buf_unref(&src);
+        }
+        free(g.toks);
+        free(g.heap);
+    }
+}
+
+END_TEST
+
 static Suite *wamp_rd_suite(void)
 {
     Suite *s = suite_create("wamp_rd");
@@ -851,6 +940,7 @@ static Suite *wamp_rd_suite(void)
     tcase_add_loop_test(tc, test_every_prefix_refused, 0, 3);
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
     tcase_add_test(tc, test_skip_slices);
+    tcase_add_test(tc, test_skip_one_pass_agrees);
     tcase_add_test(tc, test_decode_value);
     tcase_add_test(tc, test_property_every_pair);
     suite_add_tcase(s, tc);
