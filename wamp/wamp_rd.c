@@ -325,12 +325,36 @@ static size_t utf8_put(unsigned char *d, unsigned cp)
 /* A JSON string at r->p (the opening quote). Strings without escapes point into the input;
  * escapes are decoded into scratch (never longer than the escaped text). value: the string is
  * not a key, so the binary convention applies. */
+/* True if none of the 8 bytes of w is '"', '\\', below 0x20 or above 0x7f: a run of them needs
+ * neither unescaping nor UTF-8 validation. (Each test is exact about whether some byte
+ * matches, which is all that is asked.) */
+static bool js_plain8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+    uint64_t special =
+            ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash) | ((w - ones * 0x20) & ~w) | w;
+    return (special & high) == 0;
+}
+
 static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
 {
     const unsigned char *s = ++r->p;
     const unsigned char *q = s;
-    bool esc = false;
-    while (q < r->end && *q != '"') {
+    bool esc = false, ascii = true;
+    while (q < r->end) {
+        if (r->end - q >= 8) {
+            uint64_t w;
+            memcpy(&w, q, sizeof(w));
+            if (js_plain8(w)) {
+                q += 8;
+                continue;
+            }
+        }
+        if (*q == '"') {
+            break;
+        }
+        ascii = ascii && *q < 0x80;
         if (*q == '\\') {
             esc = true;
             if (r->end - q < 2) {
@@ -351,7 +375,7 @@ static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
     r->p = q + 1;
     t->kind = WAMP_TOK_STR;
     if (!esc) {
-        if (!wamp_utf8_valid(s, raw)) {
+        if (!ascii && !wamp_utf8_valid(s, raw)) {
             return bad(r, "invalid UTF-8 in string at offset %zu", (size_t)(s - 1 - r->start));
         }
         t->p = s;

@@ -18,11 +18,12 @@
  * keys are not checked here (a payload is the application's; wamp_val_decode() refuses them).
  *
  * JSON containers carry no count, so for JSON the first wamp_rd_next() validates the whole
- * input in a pre-pass that records every container's count; after that the token stream is
- * the same for all serializers. Tokens are borrowed: string and binary pointers point into the
- * input or into the reader's scratch space and are valid until the next call.
- * Ownership: the caller owns the wamp_rd (usually on the stack); wamp_rd_fini() frees its
- * scratch. The input is borrowed and must stay valid while the reader is used. */
+ * input in a pre-pass that records every container's count (unless the reader was started by
+ * wamp_rd_init_one_pass()); after that the token stream is the same for all serializers. Tokens are
+ * borrowed: string and binary pointers point into the input or into the reader's scratch space and
+ * are valid until the next call. Ownership: the caller owns the wamp_rd (usually on the stack);
+ * wamp_rd_fini() frees its scratch. The input is borrowed and must stay valid while the reader is
+ * used. */
 #ifndef WAMP_RD_H
 #define WAMP_RD_H
 

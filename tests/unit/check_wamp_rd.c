@@ -924,6 +924,54 @@ START_TEST(test_skip_one_pass_agrees)
 
 END_TEST
 
+/* JSON strings are scanned 8 bytes at a time where they need no unescaping or UTF-8 check: a
+ * special byte anywhere in or around such a word is still seen. */
+START_TEST(test_json_string_words)
+{
+    static const struct {
+        const char *in, *out; /* out NULL: refused */
+    } mid[] = {{"\\n", "\n"},      {"\\\"", "\""},         {"\xc3\xa9", "\xc3\xa9"}, {"\xff", NULL},
+               {"\x01", NULL},     {"\x1f", NULL},         {"\x7f", "\x7f"},         {" ", " "},
+               {"\xe2\x82", NULL}, {"\\u00e9", "\xc3\xa9"}};
+
+    for (size_t c = 0; c < sizeof(mid) / sizeof(mid[0]); c++) {
+        for (size_t k = 0; k < 18; k++) {
+            for (size_t m = 0; m < 10; m++) {
+                char in[64], out[64];
+                size_t n = 0, on = 0;
+                in[n++] = '"';
+                for (size_t i = 0; i < k; i++) {
+                    in[n++] = out[on++] = (char)('a' + i % 26);
+                }
+                memcpy(in + n, mid[c].in, strlen(mid[c].in));
+                n += strlen(mid[c].in);
+                if (mid[c].out) {
+                    memcpy(out + on, mid[c].out, strlen(mid[c].out));
+                    on += strlen(mid[c].out);
+                }
+                for (size_t i = 0; i < m; i++) {
+                    in[n++] = out[on++] = (char)('z' - i);
+                }
+                in[n++] = '"';
+                wamp_rd r;
+                wamp_tok t;
+                wamp_rd_init_one_pass(&r, WAMP_SER_JSON, in, n);
+                wamp_err err = wamp_rd_next(&r, &t);
+                if (!mid[c].out) {
+                    ck_assert_msg(err == WAMP_EPROTO, "case %zu k %zu m %zu accepted", c, k, m);
+                } else {
+                    ck_assert_msg(err == WAMP_OK && t.kind == WAMP_TOK_STR && t.len == on &&
+                                          memcmp(t.p, out, on) == 0,
+                                  "case %zu k %zu m %zu", c, k, m);
+                }
+                wamp_rd_fini(&r);
+            }
+        }
+    }
+}
+
+END_TEST
+
 static Suite *wamp_rd_suite(void)
 {
     Suite *s = suite_create("wamp_rd");
@@ -936,6 +984,7 @@ static Suite *wamp_rd_suite(void)
     tcase_add_test(tc, test_json_binary_convention);
     tcase_add_test(tc, test_b64_helpers);
     tcase_add_test(tc, test_json_escapes);
+    tcase_add_test(tc, test_json_string_words);
     tcase_add_loop_test(tc, test_malformed_refused, 0, (int)(sizeof(BAD) / sizeof(BAD[0])));
     tcase_add_loop_test(tc, test_every_prefix_refused, 0, 3);
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
