@@ -25,6 +25,15 @@ bool wamp_utf8_valid(const void *data, size_t n)
             memcpy(&w, s + i, sizeof(w));
             if ((w & 0x8080808080808080ULL) == 0) {
                 i += 8;
+                /* Long ASCII runs (payload strings): 32 bytes a step. */
+                while (n - i >= 32) {
+                    uint64_t a[4];
+                    memcpy(a, s + i, sizeof(a));
+                    if (((a[0] | a[1] | a[2] | a[3]) & 0x8080808080808080ULL) != 0) {
+                        break;
+                    }
+                    i += 32;
+                }
                 continue;
             }
         }

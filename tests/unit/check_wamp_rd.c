@@ -972,6 +972,32 @@ START_TEST(test_json_string_words)
 
 END_TEST
 
+/* wamp_utf8_valid() takes ASCII 8 and 32 bytes at a time: a non-ASCII sequence anywhere in a
+ * long run is still checked. */
+START_TEST(test_utf8_long_runs)
+{
+    static const struct {
+        const char *seq;
+        bool ok;
+    } seqs[] = {{"\xc3\xa9", true}, {"\xf0\x9f\x98\x80", true}, {"\xff", false},
+                {"\xc3", false},    {"\xed\xa0\x80", false},    {"\x80", false}};
+
+    unsigned char buf[128];
+    for (size_t c = 0; c < sizeof(seqs) / sizeof(seqs[0]); c++) {
+        size_t sl = strlen(seqs[c].seq);
+        for (size_t len = 0; len + sl <= sizeof(buf); len += 7) {
+            for (size_t at = 0; at <= len; at++) {
+                memset(buf, 'a', sizeof(buf));
+                memcpy(buf + at, seqs[c].seq, sl);
+                ck_assert_msg(wamp_utf8_valid(buf, len + sl) == seqs[c].ok, "seq %zu at %zu of %zu",
+                              c, at, len + sl);
+            }
+        }
+    }
+}
+
+END_TEST
+
 static Suite *wamp_rd_suite(void)
 {
     Suite *s = suite_create("wamp_rd");
@@ -985,6 +1011,7 @@ static Suite *wamp_rd_suite(void)
     tcase_add_test(tc, test_b64_helpers);
     tcase_add_test(tc, test_json_escapes);
     tcase_add_test(tc, test_json_string_words);
+    tcase_add_test(tc, test_utf8_long_runs);
     tcase_add_loop_test(tc, test_malformed_refused, 0, (int)(sizeof(BAD) / sizeof(BAD[0])));
     tcase_add_loop_test(tc, test_every_prefix_refused, 0, 3);
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
