@@ -323,12 +323,12 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
         if (err == WAMP_ERANGE) {
             /* Malformed input further on is reported as such: read the rest first. */
             char range_why[sizeof(r.why)];
-            memcpy(range_why, r.why, sizeof(range_why));
+            snprintf(range_why, sizeof(range_why), "%s", r.why);
             r.err = WAMP_OK;
             while (!wamp_rd_done(&r) && (err = wamp_rd_next(&r, &t)) == WAMP_OK) {
             }
             if (err == WAMP_OK) {
-                memcpy(r.why, range_why, sizeof(range_why));
+                snprintf(r.why, sizeof(r.why), "%s", range_why);
             }
             err = WAMP_EPROTO;
         }

@@ -188,12 +188,21 @@ static unsigned char *scratch(wamp_rd *r, size_t n)
 
 void wamp_rd_init(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
 {
-    memset(r, 0, sizeof(*r));
+    /* Every field but the inline levels (written whole when opened) and the reason's text: a
+     * reader is made for every message received, and those are most of its size. */
     r->ser = ser;
+    r->err = WAMP_OK;
     r->start = r->p = r->tok_start = r->tok_end = p ? p : (const void *)"";
     r->end = r->start + (p ? n : 0);
+    r->depth = 0;
+    r->done = r->counting = r->counted = r->one_pass = false;
     r->lv = r->lv_inline;
     r->lv_cap = WAMP_RD_INLINE_LEVELS;
+    r->counts = NULL;
+    r->n_counts = r->counts_cap = r->counts_next = 0;
+    r->scratch = NULL;
+    r->scratch_cap = 0;
+    r->why[0] = '\0';
 }
 
 void wamp_rd_init_one_pass(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
@@ -1200,9 +1209,66 @@ static wamp_err attach(wamp_rd *r, struct build_level *lv, size_t depth, json_t 
     return rc == 0 ? WAMP_OK : oom(r);
 }
 
+/* MessagePack: the next element of an array when it is what a message's envelope is mostly
+ * made of (a small integer, a short string, an empty map), decoded without the token machinery
+ * into the value wamp_rd_json() would build. 1: done; 0: anything else, or input the token path
+ * must report (nothing read); -1: out of memory. */
+static int mp_fast_json(wamp_rd *r, json_t **out)
+{
+    wamp_rd_level *l = &r->lv[r->depth - 1];
+    if (l->is_map || l->left == 0 || r->p >= r->end) {
+        return 0;
+    }
+    const unsigned char *at = r->p;
+    size_t avail = (size_t)(r->end - at), used = 1;
+    unsigned char tag = *at;
+    json_t *v;
+    if (tag <= 0x7f || tag >= 0xe0) {
+        v = json_integer(tag <= 0x7f ? (json_int_t)tag : (json_int_t)(int8_t)tag);
+    } else if (tag == 0x80 && r->depth < WAMP_CODEC_MAX_DEPTH) {
+        v = json_object();
+    } else if ((tag & 0xe0) == 0xa0 || tag == 0xd9) {
+        size_t hdr = tag == 0xd9 ? 2 : 1;
+        if (avail < hdr) {
+            return 0;
+        }
+        size_t len = tag == 0xd9 ? at[1] : (size_t)(tag & 0x1f);
+        if (len > avail - hdr || !wamp_utf8_valid(at + hdr, len)) {
+            return 0;
+        }
+        v = json_stringn_nocheck((const char *)at + hdr, len);
+        used = hdr + len;
+    } else if (tag >= 0xcc && tag <= 0xcf) {
+        size_t nb = (size_t)1 << (tag - 0xcc);
+        if (avail < 1 + nb || be(at + 1, nb) > INT64_MAX) {
+            return 0;
+        }
+        v = json_integer((json_int_t)be(at + 1, nb));
+        used = 1 + nb;
+    } else {
+        return 0;
+    }
+    if (!v) {
+        oom(r);
+        return -1;
+    }
+    l->first = false;
+    l->left--;
+    r->tok_start = at;
+    r->p = r->tok_end = at + used;
+    *out = v;
+    return 1;
+}
+
 wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
 {
     *out = NULL;
+    if (r->ser == WAMP_SER_MSGPACK && r->err == WAMP_OK && r->depth > 0) {
+        int fast = mp_fast_json(r, out);
+        if (fast != 0) {
+            return fast > 0 ? WAMP_OK : r->err;
+        }
+    }
     wamp_tok t;
     struct build_level inline_lv[8]; /* an envelope's Details and Options need no allocation */
     struct build_level *lv = inline_lv;

@@ -998,6 +998,93 @@ START_TEST(test_utf8_long_runs)
 
 END_TEST
 
+/* p[0..n) (a MessagePack array) read element by element with wamp_rd_json(), which takes a fast
+ * path for an array's small scalars, against the same array read whole (the token path). */
+static void assert_elementwise_like_whole(const unsigned char *p, size_t n, const char *what)
+{
+    wamp_rd r;
+    wamp_tok t;
+    json_t *whole = NULL;
+    wamp_rd_init(&r, WAMP_SER_MSGPACK, p, n);
+    wamp_err want = wamp_rd_json(&r, &whole);
+    wamp_rd_fini(&r);
+    wamp_rd_init(&r, WAMP_SER_MSGPACK, p, n);
+    wamp_err err = wamp_rd_next(&r, &t);
+    json_t *parts = json_array();
+    while (err == WAMP_OK && !wamp_rd_done(&r)) {
+        if (wamp_rd_at_end(&r)) {
+            err = wamp_rd_next(&r, &t);
+            continue;
+        }
+        json_t *v = NULL;
+        err = wamp_rd_json(&r, &v);
+        if (err == WAMP_OK) {
+            json_array_append_new(parts, v);
+        }
+    }
+    ck_assert_msg(err == want, "%s: %s against %s", what, wamp_strerror(err), wamp_strerror(want));
+    if (want == WAMP_OK) {
+        /* Compared as text: json_equal() looks keys up as C strings (keys may hold NUL). */
+        size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17);
+        char *a = json_dumps(whole, flags), *b = json_dumps(parts, flags);
+        ck_assert_msg(a && b && strcmp(a, b) == 0, "%s: values differ: %s %s", what, a, b);
+        free(a);
+        free(b);
+    }
+    json_decref(parts);
+    json_decref(whole);
+    wamp_rd_fini(&r);
+}
+
+START_TEST(test_mp_envelope_fast_path)
+{
+    static const char *const hex[] = {
+            "9a00017fe0ffcc80cd0100ce00010000cf7fffffffffffffff", /* integers */
+            "9180",
+            "938081a1610180", /* empty map, maps */
+            "94a0a161bf"
+            "616161616161616161616161616161616161616161616161616161616161"
+            "d90361c3a9", /* strings */
+            "91cf8000000000000000",
+            "92a1ff01",
+            "92a2c3",
+            "91d9",
+            "91d90561",
+            "91cc",
+            "91cd00",
+            "92a161",
+            "93d90001c0",
+            "9180c1",
+            "91dc0000",
+    };
+    for (size_t i = 0; i < sizeof(hex) / sizeof(hex[0]); i++) {
+        size_t n;
+        unsigned char *p = unhex(hex[i], &n);
+        assert_elementwise_like_whole(p, n, hex[i]);
+        free(p);
+    }
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        struct gen g = {.s = seed * 0x9e3779b97f4a7c15ULL};
+        gen_value(&g, 0);
+        wamp_wr w;
+        wamp_buf *src = NULL;
+        wamp_wr_init(&w, WAMP_SER_MSGPACK, 64, 0);
+        write_tokens(&w, &g);
+        ck_assert(wamp_wr_finish_buf(&w, &src) == WAMP_OK);
+        wamp_wr_fini(&w);
+        if (wamp_buf_len(src) > 0 && (wamp_buf_cdata(src)[0] & 0xf0) == 0x90) {
+            char what[32];
+            snprintf(what, sizeof(what), "seed %llu", (unsigned long long)seed);
+            assert_elementwise_like_whole(wamp_buf_cdata(src), wamp_buf_len(src), what);
+        }
+        wamp_buf_unref(&src);
+        free(g.toks);
+        free(g.heap);
+    }
+}
+
+END_TEST
+
 static Suite *wamp_rd_suite(void)
 {
     Suite *s = suite_create("wamp_rd");
@@ -1017,6 +1104,7 @@ static Suite *wamp_rd_suite(void)
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
     tcase_add_test(tc, test_skip_slices);
     tcase_add_test(tc, test_skip_one_pass_agrees);
+    tcase_add_test(tc, test_mp_envelope_fast_path);
     tcase_add_test(tc, test_decode_value);
     tcase_add_test(tc, test_property_every_pair);
     suite_add_tcase(s, tc);
