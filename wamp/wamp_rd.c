@@ -1260,11 +1260,100 @@ static int mp_fast_json(wamp_rd *r, json_t **out)
     return 1;
 }
 
+/* JSON read in one pass: the same for an array's next element when it is an integer of at most
+ * 18 digits, a string without escapes or an empty object. 1: done; 0: anything else, or input
+ * the token path must report (nothing read); -1: out of memory. */
+static int js_fast_json(wamp_rd *r, json_t **out)
+{
+    wamp_rd_level *l = &r->lv[r->depth - 1];
+    const unsigned char *q = r->p, *end = r->end;
+    if (l->is_map) {
+        return 0;
+    }
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
+        q++;
+    }
+    if (!l->first) {
+        if (q >= end || *q != ',') {
+            return 0;
+        }
+        q++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
+            q++;
+        }
+    }
+    if (q >= end) {
+        return 0;
+    }
+    const unsigned char *at = q;
+    json_t *v;
+    if (*q == '-' || (*q >= '0' && *q <= '9')) {
+        bool neg = *q == '-';
+        q += neg;
+        const unsigned char *d0 = q;
+        uint64_t val = 0;
+        while (q < end && *q >= '0' && *q <= '9' && q - d0 < 19) {
+            val = val * 10 + (uint64_t)(*q++ - '0');
+        }
+        size_t nd = (size_t)(q - d0);
+        if (nd == 0 || nd > 18 || (nd > 1 && *d0 == '0') ||
+            (q < end && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E'))) {
+            return 0;
+        }
+        v = json_integer(neg ? -(json_int_t)val : (json_int_t)val);
+    } else if (*q == '"') {
+        const unsigned char *s = ++q;
+        bool ascii = true;
+        while (q < end) {
+            uint64_t w;
+            if (end - q >= 8 && (memcpy(&w, q, sizeof(w)), js_plain8(w))) {
+                q += 8;
+                continue;
+            }
+            if (*q == '"') {
+                break;
+            }
+            if (*q == '\\' || *q < 0x20) {
+                return 0;
+            }
+            ascii = ascii && *q < 0x80;
+            q++;
+        }
+        if (q >= end || (!ascii && !wamp_utf8_valid(s, (size_t)(q - s)))) {
+            return 0;
+        }
+        v = json_stringn_nocheck((const char *)s, (size_t)(q - s));
+        q++;
+    } else if (*q == '{' && r->depth < WAMP_CODEC_MAX_DEPTH) {
+        q++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
+            q++;
+        }
+        if (q >= end || *q != '}') {
+            return 0;
+        }
+        q++;
+        v = json_object();
+    } else {
+        return 0;
+    }
+    if (!v) {
+        oom(r);
+        return -1;
+    }
+    l->first = false;
+    r->tok_start = at;
+    r->p = r->tok_end = q;
+    *out = v;
+    return 1;
+}
+
 wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
 {
     *out = NULL;
-    if (r->ser == WAMP_SER_MSGPACK && r->err == WAMP_OK && r->depth > 0) {
-        int fast = mp_fast_json(r, out);
+    if ((r->ser == WAMP_SER_MSGPACK || (r->ser == WAMP_SER_JSON && r->one_pass)) &&
+        r->err == WAMP_OK && r->depth > 0) {
+        int fast = r->ser == WAMP_SER_MSGPACK ? mp_fast_json(r, out) : js_fast_json(r, out);
         if (fast != 0) {
             return fast > 0 ? WAMP_OK : r->err;
         }

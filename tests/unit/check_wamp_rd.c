@@ -998,17 +998,19 @@ START_TEST(test_utf8_long_runs)
 
 END_TEST
 
-/* p[0..n) (a MessagePack array) read element by element with wamp_rd_json(), which takes a fast
- * path for an array's small scalars, against the same array read whole (the token path). */
-static void assert_elementwise_like_whole(const unsigned char *p, size_t n, const char *what)
+/* p[0..n) (an array in ser) read element by element with wamp_rd_json() (JSON in one pass),
+ * which takes a fast path for an array's small scalars, against the same array read whole (the
+ * token path). */
+static void assert_elementwise_like_whole(wamp_ser ser, const unsigned char *p, size_t n,
+                                          const char *what)
 {
     wamp_rd r;
     wamp_tok t;
     json_t *whole = NULL;
-    wamp_rd_init(&r, WAMP_SER_MSGPACK, p, n);
+    wamp_rd_init(&r, ser, p, n);
     wamp_err want = wamp_rd_json(&r, &whole);
     wamp_rd_fini(&r);
-    wamp_rd_init(&r, WAMP_SER_MSGPACK, p, n);
+    wamp_rd_init_one_pass(&r, ser, p, n);
     wamp_err err = wamp_rd_next(&r, &t);
     json_t *parts = json_array();
     while (err == WAMP_OK && !wamp_rd_done(&r)) {
@@ -1060,24 +1062,52 @@ START_TEST(test_mp_envelope_fast_path)
     for (size_t i = 0; i < sizeof(hex) / sizeof(hex[0]); i++) {
         size_t n;
         unsigned char *p = unhex(hex[i], &n);
-        assert_elementwise_like_whole(p, n, hex[i]);
+        assert_elementwise_like_whole(WAMP_SER_MSGPACK, p, n, hex[i]);
         free(p);
+    }
+    static const char *const js[] = {
+            "[0,-0,1,-1,123456789012345678,-123456789012345678,1234567890123456789]",
+            "[-9223372036854775808,18446744073709551615]",
+            "[01]",
+            "[-]",
+            "[1.5,2e3,-0.0,3E1]",
+            "[\"\",\"a\",\"abcdefghijklmnopq\",\"\xc3\xa9\xc3\xa9\",\"a\\u0000\"]",
+            "[\"\xff\"]",
+            "[\"ab\x01\"]",
+            "[\"abc",
+            "[ { } ,{\"a\":1}, {}]",
+            "[{ ]",
+            "[1 2]",
+            "[1,]",
+            "[,1]",
+            " [ 7 , \"x\" , { } ] ",
+            "[[],{},[1,{}]]",
+            "[true,false,null]",
+            "[\"\\u0000AAEC\"]"};
+    for (size_t i = 0; i < sizeof(js) / sizeof(js[0]); i++) {
+        assert_elementwise_like_whole(WAMP_SER_JSON, (const unsigned char *)js[i], strlen(js[i]),
+                                      js[i]);
     }
     for (uint64_t seed = 1; seed <= 500; seed++) {
         struct gen g = {.s = seed * 0x9e3779b97f4a7c15ULL};
         gen_value(&g, 0);
-        wamp_wr w;
-        wamp_buf *src = NULL;
-        wamp_wr_init(&w, WAMP_SER_MSGPACK, 64, 0);
-        write_tokens(&w, &g);
-        ck_assert(wamp_wr_finish_buf(&w, &src) == WAMP_OK);
-        wamp_wr_fini(&w);
-        if (wamp_buf_len(src) > 0 && (wamp_buf_cdata(src)[0] & 0xf0) == 0x90) {
-            char what[32];
-            snprintf(what, sizeof(what), "seed %llu", (unsigned long long)seed);
-            assert_elementwise_like_whole(wamp_buf_cdata(src), wamp_buf_len(src), what);
+        for (size_t si = 0; si < 2; si++) {
+            wamp_wr w;
+            wamp_buf *src = NULL;
+            wamp_wr_init(&w, (int)SERS[si], 64, 0);
+            write_tokens(&w, &g);
+            ck_assert(wamp_wr_finish_buf(&w, &src) == WAMP_OK);
+            wamp_wr_fini(&w);
+            const unsigned char *b = wamp_buf_cdata(src);
+            if (wamp_buf_len(src) > 0 &&
+                (SERS[si] == WAMP_SER_JSON ? b[0] == '[' : (b[0] & 0xf0) == 0x90)) {
+                char what[32];
+                snprintf(what, sizeof(what), "seed %llu %s", (unsigned long long)seed,
+                         wamp_ser_name(SERS[si]));
+                assert_elementwise_like_whole(SERS[si], b, wamp_buf_len(src), what);
+            }
+            wamp_buf_unref(&src);
         }
-        wamp_buf_unref(&src);
         free(g.toks);
         free(g.heap);
     }
