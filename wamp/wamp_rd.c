@@ -1132,6 +1132,27 @@ static wamp_err mp_skip_rest(wamp_rd *r, unsigned depth)
     return WAMP_OK;
 }
 
+/* JSON: reads the rest of the containers open above depth, token by token but without
+ * step()'s per-token bookkeeping (nothing is yielded). */
+static wamp_err js_skip_rest(wamp_rd *r, unsigned depth)
+{
+    wamp_tok t;
+    while (r->depth > depth) {
+        if (js_token(r, &t) != WAMP_OK) {
+            return r->err;
+        }
+    }
+    r->tok_end = r->p;
+    if (r->depth == 0) {
+        r->done = true;
+        js_ws(r);
+        if (r->p != r->end) {
+            return bad(r, "trailing bytes at offset %zu", off(r));
+        }
+    }
+    return WAMP_OK;
+}
+
 wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
 {
     wamp_tok t;
@@ -1143,8 +1164,9 @@ wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_k
     if (kind) {
         *kind = t.kind;
     }
-    if ((t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) && r->ser == WAMP_SER_MSGPACK) {
-        if (mp_skip_rest(r, depth) != WAMP_OK) {
+    if ((t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) && r->ser != WAMP_SER_CBOR) {
+        if ((r->ser == WAMP_SER_MSGPACK ? mp_skip_rest(r, depth) : js_skip_rest(r, depth)) !=
+            WAMP_OK) {
             return r->err;
         }
     } else if (t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) {

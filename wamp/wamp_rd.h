@@ -113,8 +113,8 @@ void wamp_rd_fini(wamp_rd *r);
 wamp_err wamp_rd_next(wamp_rd *r, wamp_tok *t);
 /* Reads the next whole value (validating it) and hands back its encoded bytes: a slice of the
  * input (for JSON without surrounding whitespace), and its kind (the first token's: ARRAY, MAP,
- * STR, ...) when kind is not NULL. Same errors as wamp_rd_next(). MessagePack containers are
- * validated by a scan that yields no tokens (same rules, same errors). */
+ * STR, ...) when kind is not NULL. Same errors as wamp_rd_next(). JSON and MessagePack
+ * containers are read without yielding tokens (same rules, same errors). */
 wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind);
 /* true when the innermost open container has no element left, so the next token is its END
  * (JSON: the next byte after whitespace closes it); false outside any container and after an
