@@ -88,7 +88,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
-    rt_observers_action_forget(&c->caller->rt->observers, &c->action);
+    rt_observers_action_forget(&c->callee->rt->observers, &c->action);
     free(c);
 }
 
@@ -103,7 +103,7 @@ static void call_abandon(rt_dealer *d, rt_call *c)
     if (traced && d->late) {
         rt_late_call *l = &d->late[d->late_next];
         d->late_next = (d->late_next + 1) % RT_DEALER_LATE_MAX;
-        rt_observers_action_forget(&c->caller->rt->observers, &l->action);
+        rt_observers_action_forget(&c->callee->rt->observers, &l->action);
         l->invocation = c->invocation;
         l->callee_id = c->callee->id;
         l->action = c->action; /* the reference moves */
@@ -306,6 +306,83 @@ static json_t *invocation_details(const rt_registration *reg, const rt_session *
     return det;
 }
 
+/* Why callee cannot take a new call (ppt: it uses payload passthru mode), with the ERROR's URI
+ * in *uri; NULL if it can. */
+static const char *callee_unfit(const rt_session *callee, bool ppt, const char **uri)
+{
+    if (callee->state != RT_SESSION_JOINED) {
+        *uri = WAMP_ERROR_CANCELED;
+        return "the callee is leaving";
+    }
+    if (ppt && !callee->ppt_callee) {
+        /* Spec "Payload Passthru Mode": an application error for the caller. */
+        *uri = WAMP_ERROR_FEATURE_NOT_SUPPORTED;
+        return "the callee does not support payload passthru mode";
+    }
+    return NULL;
+}
+
+/* New pending call of caller s (CALL.Request request) served by callee, linked into the maps,
+ * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the deadline
+ * list; NULL on allocation failure (nothing linked). */
+static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64_t request,
+                         bool progress, const json_t *timeout_v)
+{
+    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
+     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
+    rt_call *c = malloc(sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    memset(c, 0, sizeof(*c));
+    c->invocation = rt_router_next_id(s->rt);
+    c->request = request;
+    c->caller = s;
+    c->callee = callee;
+    c->receive_progress = progress;
+    rt_list_init(&c->in_timeouts);
+    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
+        free(c);
+        return NULL;
+    }
+    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, request)) != WAMP_OK) {
+        rt_hmap_remove(&d->calls, &c->by_invocation);
+        free(c);
+        return NULL;
+    }
+    rt_list_add_tail(&s->calls_made, &c->in_caller);
+    s->n_calls_made++;
+    rt_list_add_tail(&callee->calls_served, &c->in_callee);
+    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
+    if (timeout_ms > 0) {
+        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
+        if (!max_ms) {
+            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
+        }
+        if (timeout_ms > (json_int_t)max_ms) {
+            timeout_ms = (json_int_t)max_ms;
+        }
+        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
+        timeout_insert(d, c);
+    }
+    return c;
+}
+
+/* The INVOCATION of caller s's CALL.Request request could not be sent (err; its pending call
+ * removed already): the caller's ERROR for a callee that cannot take it, else err. */
+static wamp_err invocation_not_sent(rt_session *s, uint64_t request, wamp_err err)
+{
+    if (err == WAMP_ETOOBIG) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                     "the invocation exceeds the callee's message size limit");
+    }
+    if (err == WAMP_EINVAL) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_INVALID_ARGUMENT,
+                                     "the call cannot be encoded for the callee");
+    }
+    return err;
+}
+
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
@@ -354,14 +431,9 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
     }
     rt_session *callee = pick_callee(reg);
-    if (callee->state != RT_SESSION_JOINED) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
-                                     "the callee is leaving");
-    }
-    if (ppt && !callee->ppt_callee) {
-        /* Spec "Payload Passthru Mode": an application error for the caller. */
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
-                                     "the callee does not support payload passthru mode");
+    const char *unfit_uri, *unfit = callee_unfit(callee, ppt, &unfit_uri);
+    if (unfit) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, unfit_uri, unfit);
     }
     bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
     bool disclose = perm->disclose_caller ||
@@ -371,45 +443,10 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (oom) {
         return WAMP_ENOMEM;
     }
-    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
-     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
-    rt_call *c = malloc(sizeof(*c));
+    rt_call *c = call_new(d, s, callee, m->id, progress, timeout_v);
     if (!c) {
         json_decref(details);
         return WAMP_ENOMEM;
-    }
-    memset(c, 0, sizeof(*c));
-    c->invocation = rt_router_next_id(s->rt);
-    c->request = m->id;
-    c->caller = s;
-    c->callee = callee;
-    c->receive_progress = progress;
-    rt_list_init(&c->in_timeouts);
-    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, m->id)) != WAMP_OK) {
-        rt_hmap_remove(&d->calls, &c->by_invocation);
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    rt_list_add_tail(&s->calls_made, &c->in_caller);
-    s->n_calls_made++;
-    rt_list_add_tail(&callee->calls_served, &c->in_callee);
-    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
-    if (timeout_ms > 0) {
-        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
-        if (!max_ms) {
-            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
-        }
-        if (timeout_ms > (json_int_t)max_ms) {
-            timeout_ms = (json_int_t)max_ms;
-        }
-        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
-        timeout_insert(d, c);
     }
     rt_observers_action_mark(&s->rt->observers, s->rt, &c->action);
     rt_payload payload = rt_payload_of(m);
@@ -423,15 +460,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     call_remove(d, c);
-    if (err == WAMP_ETOOBIG) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the invocation exceeds the callee's message size limit");
-    }
-    if (err == WAMP_EINVAL) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "the call cannot be encoded for the callee");
-    }
-    return err;
+    return invocation_not_sent(s, m->id, err);
 }
 
 /* The pending call that s (as callee) answers with INVOCATION.Request `invocation`, or NULL. */

@@ -404,6 +404,9 @@ static const char *hello_bad_field(const json_t *details)
     return NULL;
 }
 
+/* Long: HELLO's checks in the spec's and Crossbar's order (shutdown, roles, realm, session
+ * limits, management access, authentication method), each answered with its own ABORT before the
+ * session joins or its authentication starts. */
 static wamp_err on_hello(rt_session *s, const wamp_msg *m)
 {
     rt_router *rt = s->rt;
