@@ -324,6 +324,8 @@ static void open_mark(rt_router *rt, const rt_action_mark *m)
 
 /* --- The action observer -------------------------------------------------------------------- */
 
+_Static_assert(RT_ACTION_ID_LEN == TRACE_UUID_LEN, "an action's id is its correlation UUID");
+
 static void obs_last(void *ctx, rt_router *rt)
 {
     (void)ctx;
