@@ -1,71 +1,18 @@
-/* rt_broker.c: subscriptions (exact, prefix, wildcard) and EVENT fan-out.
- * A subscription keeps its members in an array for a cache-friendly fan-out loop; each member
- * record is also linked into its session's `subs` list so leaving costs O(own subscriptions).
- * Every subscription is in one hash table keyed by its URI (compared together with the match
- * policy); pattern subscriptions are found through the shape indexes described in rt_broker.h. */
+/* rt_broker.c: what the broker does with PUBLISH, SUBSCRIBE and UNSUBSCRIBE: the publication's
+ * options, the EVENT fan-out, event retention, the replies. The subscription table (indexes,
+ * matching, members) is rt_broker_subs.c. */
 #include "rt_broker.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt_broker_int.h"
 #include "rt_core_int.h"
 #include "rt_log.h"
 #include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
-
-typedef struct rt_sub_member {
-    rt_list in_session; /* in rt_session.subs */
-    rt_subscription *sub;
-    rt_session *s;
-    size_t idx; /* position in sub->members */
-} rt_sub_member;
-
-/* The shape of wildcard patterns: how many components, and which of them are empty (match any
- * component). One shape is shared by every wildcard subscription that has it. */
-typedef struct rt_wshape {
-    size_t ncomp;
-    bool *any;    /* ncomp entries: component i is empty in the pattern */
-    size_t users; /* wildcard subscriptions with this shape */
-} rt_wshape;
-
-/* A distinct length of prefix patterns, with how many prefix subscriptions have it. */
-typedef struct rt_plen {
-    size_t len;
-    size_t users;
-} rt_plen;
-
-struct rt_subscription {
-    uint64_t id;
-    char *uri;
-    size_t uri_len;
-    wamp_match match;
-    rt_wshape *shape; /* wildcard only: borrowed from the broker's shape list */
-    uint64_t created_us;
-    rt_hnode by_uri;
-    rt_hnode by_id;
-    rt_sub_member **members;
-    size_t n_members;
-    size_t cap_members;
-    size_t n_by_ser[WAMP_SER_COUNT]; /* members per serializer (a session's never changes) */
-};
-
-struct rt_broker {
-    rt_realm *realm;
-    rt_hmap by_uri; /* every subscription, hashed by uri (see uri_hash) */
-    rt_hmap by_id;
-    rt_plen *plens; /* distinct prefix lengths in use, ascending */
-    size_t n_plens;
-    rt_wshape **shapes; /* wildcard shapes in use */
-    size_t n_shapes;
-    /* Scratch list of the subscriptions matching the topic being published (reused, so a
-     * PUBLISH allocates nothing here once it has grown). */
-    rt_subscription **hits;
-    size_t cap_hits;
-    rt_hmap retained; /* rt_retained.by_topic, hashed by topic */
-    size_t retained_bytes;
-};
 
 /* The retained event of one topic (event_retention): the payload as published, the publisher's
  * identity when it was disclosed, and the publication's black/white lists, which also decide who
@@ -80,31 +27,6 @@ typedef struct rt_retained {
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
 } rt_retained;
-
-/* --- Hashing ---------------------------------------------------------------------------------
- * FNV-1a over the URI's bytes, finished with rt_hash_u64 (the same value as rt_hash_str for a
- * whole string). FNV-1a runs byte by byte, so the hash of every prefix of a topic, and of a topic
- * with some components left out, comes from one pass. */
-#define FNV_OFFSET 1469598103934665603ULL
-#define FNV_PRIME  1099511628211ULL
-
-static uint64_t fnv_step(uint64_t h, unsigned char c)
-{
-    return (h ^ c) * FNV_PRIME;
-}
-
-static uint64_t fnv_bytes(uint64_t h, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h = fnv_step(h, (unsigned char)p[i]);
-    }
-    return h;
-}
-
-static uint64_t uri_hash(const char *uri, size_t len)
-{
-    return rt_hash_u64(fnv_bytes(FNV_OFFSET, uri, len));
-}
 
 /* --- Construction ---------------------------------------------------------------------------- */
 
@@ -121,14 +43,6 @@ rt_broker *rt_broker_new(rt_realm *realm)
     return b;
 }
 
-static void subscription_free(rt_subscription *sub)
-{
-    free(sub->members);
-    free(sub->uri);
-    free(sub);
-}
-
-static void unindex(rt_broker *b, rt_subscription *sub);
 static void retained_remove(rt_broker *b, rt_retained *r);
 
 void rt_broker_free(rt_broker *b)
@@ -145,8 +59,8 @@ void rt_broker_free(rt_broker *b)
             sub->members[i]->s->n_subs--;
             free(sub->members[i]);
         }
-        unindex(b, sub);
-        subscription_free(sub);
+        rt_broker_unindex(b, sub);
+        rt_broker_sub_free(sub);
     }
     for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;) {
         rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
@@ -160,302 +74,6 @@ void rt_broker_free(rt_broker *b)
     free(b->shapes);
     free(b->hits);
     free(b);
-}
-
-/* --- Pattern indexes ------------------------------------------------------------------------- */
-
-static size_t component_count(const char *uri)
-{
-    size_t n = 1;
-    for (const char *p = uri; *p; p++) {
-        n += *p == '.' ? 1 : 0;
-    }
-    return n;
-}
-
-/* Registers a prefix length (WAMP_ENOMEM: nothing changed). */
-static wamp_err plen_add(rt_broker *b, size_t len)
-{
-    size_t i = 0;
-    while (i < b->n_plens && b->plens[i].len < len) {
-        i++;
-    }
-    if (i < b->n_plens && b->plens[i].len == len) {
-        b->plens[i].users++;
-        return WAMP_OK;
-    }
-    rt_plen *np = realloc(b->plens, (b->n_plens + 1) * sizeof(*np));
-    if (!np) {
-        return WAMP_ENOMEM;
-    }
-    b->plens = np;
-    memmove(&np[i + 1], &np[i], (b->n_plens - i) * sizeof(*np));
-    np[i] = (rt_plen){.len = len, .users = 1};
-    b->n_plens++;
-    return WAMP_OK;
-}
-
-static void plen_remove(rt_broker *b, size_t len)
-{
-    for (size_t i = 0; i < b->n_plens; i++) {
-        if (b->plens[i].len == len) {
-            if (--b->plens[i].users == 0) {
-                memmove(&b->plens[i], &b->plens[i + 1], (b->n_plens - i - 1) * sizeof(rt_plen));
-                b->n_plens--;
-            }
-            return;
-        }
-    }
-}
-
-/* The shape of wildcard pattern uri, shared (users + 1); NULL on allocation failure. */
-static rt_wshape *shape_ref(rt_broker *b, const char *uri)
-{
-    size_t n = component_count(uri);
-    bool *any = calloc(n, sizeof(*any));
-    if (!any) {
-        return NULL;
-    }
-    size_t ci = 0, clen = 0;
-    for (const char *p = uri;; p++) {
-        if (*p == '.' || *p == '\0') {
-            any[ci++] = clen == 0;
-            clen = 0;
-            if (*p == '\0') {
-                break;
-            }
-        } else {
-            clen++;
-        }
-    }
-    for (size_t i = 0; i < b->n_shapes; i++) {
-        rt_wshape *w = b->shapes[i];
-        if (w->ncomp == n && memcmp(w->any, any, n * sizeof(*any)) == 0) {
-            free(any);
-            w->users++;
-            return w;
-        }
-    }
-    rt_wshape *w = calloc(1, sizeof(*w));
-    rt_wshape **ns = w ? realloc(b->shapes, (b->n_shapes + 1) * sizeof(*ns)) : NULL;
-    if (!ns) {
-        free(w);
-        free(any);
-        return NULL;
-    }
-    b->shapes = ns;
-    w->ncomp = n;
-    w->any = any;
-    w->users = 1;
-    b->shapes[b->n_shapes++] = w;
-    return w;
-}
-
-static void shape_unref(rt_broker *b, rt_wshape *w)
-{
-    if (--w->users > 0) {
-        return;
-    }
-    for (size_t i = 0; i < b->n_shapes; i++) {
-        if (b->shapes[i] == w) {
-            b->shapes[i] = b->shapes[--b->n_shapes];
-            break;
-        }
-    }
-    free(w->any);
-    free(w);
-}
-
-/* Removes sub from the tables and pattern indexes (not from its members). */
-static void unindex(rt_broker *b, rt_subscription *sub)
-{
-    rt_hmap_remove(&b->by_uri, &sub->by_uri);
-    rt_hmap_remove(&b->by_id, &sub->by_id);
-    if (sub->match == WAMP_MATCH_PREFIX) {
-        plen_remove(b, sub->uri_len);
-    } else if (sub->match == WAMP_MATCH_WILDCARD) {
-        shape_unref(b, sub->shape);
-        sub->shape = NULL;
-    }
-}
-
-/* New subscription for (uri, match), indexed; NULL on allocation failure (nothing changed). */
-static rt_subscription *subscription_new(rt_broker *b, rt_session *s, const char *uri,
-                                         wamp_match match)
-{
-    rt_subscription *sub = calloc(1, sizeof(*sub));
-    if (!sub || !(sub->uri = strdup(uri))) {
-        free(sub);
-        return NULL;
-    }
-    sub->uri_len = strlen(uri);
-    sub->match = match;
-    sub->id = rt_router_next_id(s->rt);
-    sub->created_us = rt_router_now_us(s->rt);
-    bool in_uri = false, in_id = false;
-    if (rt_hmap_insert(&b->by_uri, &sub->by_uri, uri_hash(uri, sub->uri_len)) != WAMP_OK) {
-        goto fail;
-    }
-    in_uri = true;
-    if (rt_hmap_insert(&b->by_id, &sub->by_id, rt_hash_u64(sub->id)) != WAMP_OK) {
-        goto fail;
-    }
-    in_id = true;
-    if (match == WAMP_MATCH_PREFIX) {
-        if (plen_add(b, sub->uri_len) != WAMP_OK) {
-            goto fail;
-        }
-    } else if (match == WAMP_MATCH_WILDCARD) {
-        if (!(sub->shape = shape_ref(b, uri))) {
-            goto fail;
-        }
-    }
-    return sub;
-fail:
-    if (in_id) {
-        rt_hmap_remove(&b->by_id, &sub->by_id);
-    }
-    if (in_uri) {
-        rt_hmap_remove(&b->by_uri, &sub->by_uri);
-    }
-    subscription_free(sub);
-    return NULL;
-}
-
-/* --- Lookup ---------------------------------------------------------------------------------- */
-
-static rt_subscription *find_exactly(const rt_broker *b, const char *uri, wamp_match match)
-{
-    size_t len = strlen(uri);
-    for (rt_hnode *n = rt_hmap_first(&b->by_uri, uri_hash(uri, len)); n; n = rt_hmap_next(n)) {
-        rt_subscription *sub = RT_CONTAINER_OF(n, rt_subscription, by_uri);
-        if (sub->match == match && sub->uri_len == len && memcmp(sub->uri, uri, len) == 0) {
-            return sub;
-        }
-    }
-    return NULL;
-}
-
-/* Appends sub to the scratch hit list; false on allocation failure. */
-static bool hit_add(rt_broker *b, size_t *n, rt_subscription *sub)
-{
-    if (*n == b->cap_hits) {
-        size_t ncap = b->cap_hits ? b->cap_hits * 2 : 8;
-        rt_subscription **nh = realloc(b->hits, ncap * sizeof(*nh));
-        if (!nh) {
-            return false;
-        }
-        b->hits = nh;
-        b->cap_hits = ncap;
-    }
-    b->hits[(*n)++] = sub;
-    return true;
-}
-
-/* Fills b->hits with every subscription matching topic (a valid URI); returns how many, or
- * SIZE_MAX on allocation failure. Order: the exact subscription, prefix ones by length, then
- * wildcard ones. */
-static size_t collect_matches(rt_broker *b, const char *topic)
-{
-    size_t n = 0;
-    size_t tlen = strlen(topic);
-    uint64_t h = FNV_OFFSET;
-    for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(fnv_bytes(h, topic, tlen))); nd;
-         nd = rt_hmap_next(nd)) {
-        rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
-        if (sub->match == WAMP_MATCH_EXACT && sub->uri_len == tlen &&
-            memcmp(sub->uri, topic, tlen) == 0) {
-            if (!hit_add(b, &n, sub)) {
-                return SIZE_MAX;
-            }
-            break;
-        }
-    }
-    /* Prefix patterns: hash each topic prefix whose length some pattern has, extending one
-     * running FNV state. */
-    size_t done = 0;
-    for (size_t i = 0; i < b->n_plens && b->plens[i].len <= tlen; i++) {
-        size_t len = b->plens[i].len;
-        h = fnv_bytes(h, topic + done, len - done);
-        done = len;
-        for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(h)); nd; nd = rt_hmap_next(nd)) {
-            rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
-            if (sub->match == WAMP_MATCH_PREFIX && sub->uri_len == len &&
-                memcmp(sub->uri, topic, len) == 0) {
-                if (!hit_add(b, &n, sub)) {
-                    return SIZE_MAX;
-                }
-                break;
-            }
-        }
-    }
-    /* Wildcard patterns: for each shape with the topic's component count, hash the topic with
-     * that shape's "any" components left empty: that is the hash of the pattern that would
-     * match. */
-    if (b->n_shapes > 0) {
-        size_t ncomp = component_count(topic);
-        for (size_t i = 0; i < b->n_shapes; i++) {
-            const rt_wshape *w = b->shapes[i];
-            if (w->ncomp != ncomp) {
-                continue;
-            }
-            uint64_t wh = FNV_OFFSET;
-            size_t ci = 0;
-            for (const char *p = topic; *p; p++) {
-                if (*p == '.') {
-                    ci++;
-                    wh = fnv_step(wh, '.');
-                } else if (!w->any[ci]) {
-                    wh = fnv_step(wh, (unsigned char)*p);
-                }
-            }
-            for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(wh)); nd;
-                 nd = rt_hmap_next(nd)) {
-                rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
-                if (sub->shape == w && wamp_uri_matches(sub->uri, WAMP_MATCH_WILDCARD, topic)) {
-                    if (!hit_add(b, &n, sub)) {
-                        return SIZE_MAX;
-                    }
-                    break;
-                }
-            }
-        }
-    }
-    return n;
-}
-
-/* The member record of session s for subscription id, or NULL. */
-static rt_sub_member *find_member(rt_session *s, uint64_t id)
-{
-    RT_LIST_FOREACH_SAFE(it, nx, &s->subs)
-    {
-        rt_sub_member *mb = RT_CONTAINER_OF(it, rt_sub_member, in_session);
-        if (mb->sub->id == id) {
-            return mb;
-        }
-    }
-    return NULL;
-}
-
-static void remove_member(rt_broker *b, rt_sub_member *mb)
-{
-    rt_subscription *sub = mb->sub;
-    rt_observers_subscription_removed(rt_realm_observers(b->realm), b->realm, mb->s, sub,
-                                      sub->n_members == 1);
-    size_t last = sub->n_members - 1;
-    if (mb->idx != last) {
-        sub->members[mb->idx] = sub->members[last];
-        sub->members[mb->idx]->idx = mb->idx;
-    }
-    sub->n_members--;
-    sub->n_by_ser[mb->s->ser]--;
-    rt_list_remove(&mb->in_session);
-    mb->s->n_subs--;
-    free(mb);
-    if (sub->n_members == 0) {
-        unindex(b, sub);
-        subscription_free(sub);
-    }
 }
 
 /* --- PUBLISH options ------------------------------------------------------------------------- */
@@ -720,10 +338,11 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
         if (!ev.msg) {
             return WAMP_ENOMEM;
         }
-        if (trace_hub_is_active(rt_realm_router(b->realm)->hub) && mixed_serializers(sub)) {
-            /* Tracing reports the size in every serializer in use, so encode them all up
-             * front (each only once, as the fan-out would). With one serializer among the
-             * members there is nothing to do: the first send encodes it. */
+        if (rt_observers_listening(&rt_realm_router(b->realm)->observers) &&
+            mixed_serializers(sub)) {
+            /* The action observer (tracing) reports the size in every serializer in use, so
+             * encode them all up front (each only once, as the fan-out would). With one
+             * serializer among the members there is nothing to do: the first send encodes it. */
             for (size_t i = 0; i < end; i++) {
                 wamp_ser ser = sub->members[i]->s->ser;
                 if (!ev.buf[ser] && is_receiver(sub->members[i]->s, p)) {
@@ -737,7 +356,7 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
                 continue;
             }
             if (mark_last && h == last_hit && i + 1 == end) {
-                RT_TRACE_LAST(to->rt);
+                rt_observers_action_last(&to->rt->observers, to->rt);
             }
             wamp_err err = rt_session_send_encoded(to, &ev);
             if (err == WAMP_ENOMEM) {
@@ -761,7 +380,8 @@ static size_t json_size(const json_t *v)
 static rt_retained *retained_find(const rt_broker *b, const char *topic)
 {
     size_t len = strlen(topic);
-    for (rt_hnode *n = rt_hmap_first(&b->retained, uri_hash(topic, len)); n; n = rt_hmap_next(n)) {
+    for (rt_hnode *n = rt_hmap_first(&b->retained, rt_broker_uri_hash(topic, len)); n;
+         n = rt_hmap_next(n)) {
         rt_retained *r = RT_CONTAINER_OF(n, rt_retained, by_topic);
         if (strcmp(r->topic, topic) == 0) {
             return r;
@@ -833,8 +453,8 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         r->publisher = json_object();
         oom = !r->publisher || set_publisher(r->publisher, p->publisher) != 0;
     }
-    if (oom || rt_hmap_insert(&b->retained, &r->by_topic, uri_hash(r->topic, strlen(r->topic))) !=
-                       WAMP_OK) {
+    if (oom || rt_hmap_insert(&b->retained, &r->by_topic,
+                              rt_broker_uri_hash(r->topic, strlen(r->topic))) != WAMP_OK) {
         json_decref(r->args);
         json_decref(r->kwargs);
         rt_payload_fini(&r->payload);
@@ -900,14 +520,14 @@ static wamp_err subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
         }
     }
     if (n == 0) {
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
     }
     wamp_err err = rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
     if (err != WAMP_OK || n == 0) {
         return err;
     }
     if (only) {
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
         return send_retained(sub, only, s);
     }
     size_t sent = 0;
@@ -916,7 +536,7 @@ static wamp_err subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
         rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
         if (retained_admits(sub, r, s)) {
             if (++sent == n) {
-                RT_TRACE_LAST(s->rt);
+                rt_observers_action_last(&s->rt->observers, s->rt);
             }
             err = send_retained(sub, r, s);
         }
@@ -990,7 +610,7 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
      * role's permission ("disclose": {"publisher": true}, as in Crossbar). */
     p.disclose = p.disclose || perm->disclose_publisher;
     p.publication = wamp_id_random();
-    size_t n = collect_matches(b, m->uri);
+    size_t n = rt_broker_collect_matches(b, m->uri);
     if (n == SIZE_MAX) {
         return WAMP_ENOMEM;
     }
@@ -1001,7 +621,7 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
     if (err != WAMP_OK || !ack) {
         return err;
     }
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     return rt_session_send(s, wamp_msg_new_published(m->id, p.publication));
 }
 
@@ -1072,9 +692,9 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to subscribe to this topic");
     }
-    rt_subscription *sub = find_exactly(b, m->uri, match);
+    rt_subscription *sub = rt_broker_find_exactly(b, m->uri, match);
     bool created = false;
-    if (sub && find_member(s, sub->id)) {
+    if (sub && rt_broker_find_member(s, sub->id)) {
         /* Spec: subscribing again returns the existing subscription. */
         return subscribed(b, s, m, sub, get_retained);
     }
@@ -1083,7 +703,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
         return rt_session_refuse_limit(s, WAMP_MSG_SUBSCRIBE, m->id, "max_subscriptions", max_subs);
     }
     if (!sub) {
-        if (!(sub = subscription_new(b, s, m->uri, match))) {
+        if (!(sub = rt_broker_sub_new(b, s, m->uri, match))) {
             return WAMP_ENOMEM;
         }
         created = true;
@@ -1102,8 +722,8 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
     }
     if (!mb) {
         if (created) {
-            unindex(b, sub);
-            subscription_free(sub);
+            rt_broker_unindex(b, sub);
+            rt_broker_sub_free(sub);
         }
         return WAMP_ENOMEM;
     }
@@ -1120,14 +740,14 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
 
 wamp_err rt_broker_on_unsubscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
-    rt_sub_member *mb = find_member(s, m->id2);
+    rt_sub_member *mb = rt_broker_find_member(s, m->id2);
     if (!mb) {
         return rt_session_send_error(s, WAMP_MSG_UNSUBSCRIBE, m->id,
                                      WAMP_ERROR_NO_SUCH_SUBSCRIPTION,
                                      "no such subscription for this session");
     }
-    remove_member(b, mb);
-    RT_TRACE_LAST(s->rt);
+    rt_broker_remove_member(b, mb);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     return rt_session_send(s, wamp_msg_new_unsubscribed(m->id));
 }
 
@@ -1135,7 +755,7 @@ void rt_broker_on_leave(rt_broker *b, rt_session *s)
 {
     RT_LIST_FOREACH_SAFE(it, nx, &s->subs)
     {
-        remove_member(b, RT_CONTAINER_OF(it, rt_sub_member, in_session));
+        rt_broker_remove_member(b, RT_CONTAINER_OF(it, rt_sub_member, in_session));
     }
 }
 
@@ -1144,7 +764,7 @@ wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_t
 {
     pub_ctx p = {.topic = topic, .args = args_take, .kwargs = kwargs_take};
     wamp_err err = WAMP_OK;
-    size_t n = collect_matches(b, topic);
+    size_t n = rt_broker_collect_matches(b, topic);
     if (n == SIZE_MAX) {
         err = WAMP_ENOMEM;
     } else if (n > 0) {
@@ -1160,7 +780,7 @@ wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_ta
 {
     pub_ctx p = {.topic = topic, .args = args_take};
     wamp_err err = WAMP_OK;
-    size_t n = collect_matches(b, topic);
+    size_t n = rt_broker_collect_matches(b, topic);
     if (n == SIZE_MAX) {
         err = WAMP_ENOMEM;
     } else if (n > 0) {
@@ -1178,7 +798,7 @@ static size_t count_receivers(rt_broker *b, const pub_ctx *p, size_t enough)
     if (!p->topic || !wamp_uri_is_valid(p->topic, WAMP_URI_LOOSE)) {
         return 0;
     }
-    size_t n = collect_matches(b, p->topic), count = 0;
+    size_t n = rt_broker_collect_matches(b, p->topic), count = 0;
     for (size_t h = 0; n != SIZE_MAX && h < n; h++) {
         const rt_subscription *sub = b->hits[h];
         for (size_t i = 0; i < sub->n_members; i++) {
@@ -1202,89 +822,4 @@ bool rt_broker_publish_has_receiver(rt_broker *b, rt_session *s, const wamp_msg 
     bool ack;
     pub_ctx p = {.publisher = s, .topic = m->uri};
     return !parse_publish(m->dict, &p, &ack) && count_receivers(b, &p, 1) > 0;
-}
-
-const char *rt_broker_topic_of(rt_session *s, uint64_t sub_id)
-{
-    rt_sub_member *mb = find_member(s, sub_id);
-    return mb ? mb->sub->uri : NULL;
-}
-
-/* --- Enumeration ----------------------------------------------------------------------------- */
-
-size_t rt_broker_subscription_count(const rt_broker *b)
-{
-    return b->by_id.count;
-}
-
-void rt_broker_foreach(const rt_broker *b, bool (*fn)(const rt_subscription *sub, void *ctx),
-                       void *ctx)
-{
-    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->by_id); it.node;
-         rt_hmap_iter_next(&b->by_id, &it)) {
-        if (!fn(RT_CONTAINER_OF(it.node, rt_subscription, by_id), ctx)) {
-            return;
-        }
-    }
-}
-
-const rt_subscription *rt_broker_find(const rt_broker *b, uint64_t id)
-{
-    for (rt_hnode *n = rt_hmap_first(&b->by_id, rt_hash_u64(id)); n; n = rt_hmap_next(n)) {
-        rt_subscription *sub = RT_CONTAINER_OF(n, rt_subscription, by_id);
-        if (sub->id == id) {
-            return sub;
-        }
-    }
-    return NULL;
-}
-
-const rt_subscription *rt_broker_lookup(const rt_broker *b, const char *uri, wamp_match match)
-{
-    return uri ? find_exactly(b, uri, match) : NULL;
-}
-
-size_t rt_broker_match(rt_broker *b, const char *topic, const rt_subscription **out, size_t max)
-{
-    if (!topic || !wamp_uri_is_valid(topic, WAMP_URI_LOOSE)) {
-        return 0;
-    }
-    size_t n = collect_matches(b, topic);
-    if (n == SIZE_MAX) {
-        return 0;
-    }
-    for (size_t i = 0; i < n && i < max; i++) {
-        out[i] = b->hits[i];
-    }
-    return n;
-}
-
-uint64_t rt_subscription_id(const rt_subscription *sub)
-{
-    return sub->id;
-}
-
-const char *rt_subscription_uri(const rt_subscription *sub)
-{
-    return sub->uri;
-}
-
-wamp_match rt_subscription_match(const rt_subscription *sub)
-{
-    return sub->match;
-}
-
-uint64_t rt_subscription_created_us(const rt_subscription *sub)
-{
-    return sub->created_us;
-}
-
-size_t rt_subscription_subscriber_count(const rt_subscription *sub)
-{
-    return sub->n_members;
-}
-
-rt_session *rt_subscription_subscriber(const rt_subscription *sub, size_t i)
-{
-    return i < sub->n_members ? sub->members[i]->s : NULL;
 }

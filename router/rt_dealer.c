@@ -1,11 +1,9 @@
-/* rt_dealer.c: registrations, pending calls and router-local procedures.
+/* rt_dealer.c: calls: CALL -> INVOCATION, YIELD/ERROR -> RESULT/ERROR, progressive results,
+ * CANCEL, timeouts, router-local procedures' answers (now or deferred). The registration table
+ * is rt_dealer_reg.c.
+ *
  * INVOCATION request ids come from the router-scope counter, so one map keyed by that id finds
  * the pending call for any callee; YIELD/ERROR are accepted only from the callee it was sent to.
- *
- * Registrations: exact ones are hashed by URI (the CALL fast path is one lookup); prefix and
- * wildcard ones sit in two lists scanned only when no exact registration matches. A
- * registration holds its callees (rt_reg_callee, also linked in the callee session's regs) in
- * registration order; roundrobin rotates that list.
  *
  * A pending call lives exactly as long as its caller waits for it: a call whose caller is gone
  * (left, canceled with skip/killnowait, timed out) is freed at once, its callee told with
@@ -22,6 +20,7 @@
 #include <sodium.h>
 
 #include "rt_core_int.h"
+#include "rt_dealer_int.h"
 #include "rt_local.h"
 #include "rt_log.h"
 #include "rt_options.h"
@@ -29,39 +28,6 @@
 #include "wamp_uri.h"
 
 #define RT_ERROR_RUNTIME "wamp.error.runtime_error"
-
-typedef enum rt_invoke {
-    RT_INVOKE_SINGLE,
-    RT_INVOKE_ROUNDROBIN,
-    RT_INVOKE_RANDOM,
-    RT_INVOKE_FIRST,
-    RT_INVOKE_LAST
-} rt_invoke;
-
-static const char *const invoke_names[] = {"single", "roundrobin", "random", "first", "last"};
-
-typedef struct rt_registration {
-    uint64_t id;
-    char *uri;
-    wamp_match match;
-    rt_invoke invoke;
-    uint64_t created_us;
-    rt_hnode by_uri;     /* in d->exact (exact registrations only) */
-    rt_list in_patterns; /* in d->prefix or d->wildcard (pattern registrations only) */
-    rt_hnode by_id;
-    rt_list callees; /* rt_reg_callee.in_reg, registration order (roundrobin: next first) */
-    size_t n_callees;
-    rt_local_proc_fn fn; /* router-local procedure (no callees) when set */
-    void *fn_ctx;
-} rt_registration;
-
-/* One session's membership of a registration (owned by the registration). */
-typedef struct rt_reg_callee {
-    rt_registration *reg;
-    rt_session *session;
-    rt_list in_reg;     /* in reg->callees */
-    rt_list in_session; /* in session->regs */
-} rt_reg_callee;
 
 typedef struct rt_call {
     uint64_t invocation; /* INVOCATION.Request */
@@ -76,9 +42,7 @@ typedef struct rt_call {
     uint64_t deadline_us;
     bool receive_progress; /* CALL.Options.receive_progress */
     bool killing;          /* CANCEL mode kill: INTERRUPT sent, the callee's answer ends it */
-    bool traced;           /* corr/uri hold the CALL's correlation (a trace was running) */
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* owned reference, NULL unless traced */
+    rt_action_mark action; /* the CALL's action, kept while a trace ran (rt_observer.h) */
 } rt_call;
 
 /* A traced call freed before its callee answered (canceled, timed out, its caller gone): what
@@ -87,27 +51,10 @@ typedef struct rt_call {
  * bounded memory whatever callers do. */
 #define RT_DEALER_LATE_MAX 256
 
-typedef struct rt_late_call {
+struct rt_late_call {
     uint64_t invocation;
     uint64_t callee_id;
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* owned reference, NULL if none */
-} rt_late_call;
-
-struct rt_dealer {
-    rt_realm *realm;
-    rt_hmap exact; /* exact registrations by URI */
-    rt_hmap by_id;
-    rt_hmap calls;
-    rt_hmap requests; /* calls by (caller, CALL.Request) */
-    rt_list prefix;   /* prefix registrations */
-    rt_list wildcard; /* wildcard registrations */
-    rt_list timeouts; /* calls with a deadline, earliest first */
-
-    /* Abandoned traced calls, for their late answers: RT_DEALER_LATE_MAX entries once one was
-     * abandoned, NULL before; late_next is the entry the next one replaces. */
-    rt_late_call *late;
-    size_t late_next;
+    rt_action_mark action; /* owned */
 };
 
 rt_dealer *rt_dealer_new(rt_realm *realm)
@@ -127,39 +74,6 @@ rt_dealer *rt_dealer_new(rt_realm *realm)
     return d;
 }
 
-static void registration_free(rt_dealer *d, rt_registration *reg)
-{
-    if (reg->match == WAMP_MATCH_EXACT) {
-        rt_hmap_remove(&d->exact, &reg->by_uri);
-    }
-    rt_list_remove(&reg->in_patterns);
-    rt_hmap_remove(&d->by_id, &reg->by_id);
-    RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
-    {
-        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_reg);
-        rt_list_remove(&rc->in_session);
-        rc->session->n_regs--;
-        free(rc);
-    }
-    free(reg->uri);
-    free(reg);
-}
-
-/* Removes one callee from its registration; the registration goes with its last callee. */
-static void reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
-{
-    rt_registration *reg = rc->reg;
-    rt_observers_registration_removed(rt_realm_observers(d->realm), d->realm, rc->session, reg->id,
-                                      reg->uri, reg->n_callees == 1);
-    rt_list_remove(&rc->in_reg);
-    rt_list_remove(&rc->in_session);
-    rc->session->n_regs--;
-    free(rc);
-    if (--reg->n_callees == 0) {
-        registration_free(d, reg);
-    }
-}
-
 static uint64_t request_hash(const rt_session *caller, uint64_t request)
 {
     return rt_hash_u64(request ^ (caller->id * UINT64_C(0x9E3779B97F4A7C15)));
@@ -174,7 +88,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
-    trace_str_unref(&c->uri);
+    rt_observers_action_forget(&c->callee->rt->observers, &c->action);
     free(c);
 }
 
@@ -182,18 +96,18 @@ static void call_remove(rt_dealer *d, rt_call *c)
  * remembered for tracing the callee's late answer if c was traced. */
 static void call_abandon(rt_dealer *d, rt_call *c)
 {
-    if (c->traced && !d->late) {
+    bool traced = rt_action_mark_is_set(&c->action);
+    if (traced && !d->late) {
         d->late = calloc(RT_DEALER_LATE_MAX, sizeof(*d->late)); /* none: untraced late answers */
     }
-    if (c->traced && d->late) {
+    if (traced && d->late) {
         rt_late_call *l = &d->late[d->late_next];
         d->late_next = (d->late_next + 1) % RT_DEALER_LATE_MAX;
-        trace_str_unref(&l->uri);
+        rt_observers_action_forget(&c->callee->rt->observers, &l->action);
         l->invocation = c->invocation;
         l->callee_id = c->callee->id;
-        memcpy(l->corr, c->corr, TRACE_UUID_LEN);
-        l->uri = c->uri; /* the reference moves */
-        c->uri = NULL;
+        l->action = c->action; /* the reference moves */
+        c->action = (rt_action_mark){0};
     }
     call_remove(d, c);
 }
@@ -204,7 +118,7 @@ void rt_dealer_free(rt_dealer *d)
         return;
     }
     for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
-        trace_str_unref(&d->late[i].uri);
+        rt_observers_action_forget(&rt_realm_router(d->realm)->observers, &d->late[i].action);
     }
     free(d->late);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->calls); it.node;) {
@@ -215,7 +129,7 @@ void rt_dealer_free(rt_dealer *d)
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->by_id); it.node;) {
         rt_registration *reg = RT_CONTAINER_OF(it.node, rt_registration, by_id);
         rt_hmap_iter_next(&d->by_id, &it);
-        registration_free(d, reg);
+        rt_dealer_registration_free(d, reg);
     }
     rt_hmap_fini(&d->exact);
     rt_hmap_fini(&d->by_id);
@@ -224,112 +138,9 @@ void rt_dealer_free(rt_dealer *d)
     free(d);
 }
 
-size_t rt_dealer_registration_count(const rt_dealer *d)
-{
-    return d->by_id.count;
-}
-
 size_t rt_dealer_pending_count(const rt_dealer *d)
 {
     return d->calls.count;
-}
-
-static rt_registration *find_exact(const rt_dealer *d, const char *uri)
-{
-    for (rt_hnode *n = rt_hmap_first(&d->exact, rt_hash_str(uri)); n; n = rt_hmap_next(n)) {
-        rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_uri);
-        if (strcmp(reg->uri, uri) == 0) {
-            return reg;
-        }
-    }
-    return NULL;
-}
-
-/* The registration of exactly (uri, match), or NULL. */
-static rt_registration *find_registration(const rt_dealer *d, const char *uri, wamp_match match)
-{
-    if (match == WAMP_MATCH_EXACT) {
-        return find_exact(d, uri);
-    }
-    const rt_list *head = match == WAMP_MATCH_PREFIX ? &d->prefix : &d->wildcard;
-    for (const rt_list *it = head->next; it != head; it = it->next) {
-        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
-        if (strcmp(reg->uri, uri) == 0) {
-            return reg;
-        }
-    }
-    return NULL;
-}
-
-/* Wildcard specificity (spec "Calls matching multiple registrations"): the lengths, in
- * components, of the runs of non-empty components between wildcards, compared in order; the
- * longer run first wins ("a1.b2..d4" beats "a1...d4", "a1.b2..d4.e5..g7" beats
- * "a1.b2..d4..f6.g7"). next_run() yields one run length per call, -1 past the end. */
-static int next_run(const char **p)
-{
-    const char *s = *p;
-    if (!s) {
-        return -1;
-    }
-    int n = 0;
-    for (;;) {
-        const char *dot = strchr(s, '.');
-        size_t len = dot ? (size_t)(dot - s) : strlen(s);
-        if (len == 0) {
-            *p = dot ? dot + 1 : NULL;
-            return n;
-        }
-        n++;
-        if (!dot) {
-            *p = NULL;
-            return n;
-        }
-        s = dot + 1;
-    }
-}
-
-/* > 0 if wildcard pattern a is more specific than b, < 0 if less, 0 if equal. */
-static int wildcard_cmp(const char *a, const char *b)
-{
-    for (;;) {
-        int ra = next_run(&a), rb = next_run(&b);
-        if (ra != rb) {
-            return ra - rb;
-        }
-        if (ra < 0) {
-            return 0;
-        }
-    }
-}
-
-/* The registration a CALL of uri reaches: exact, else longest prefix, else most specific
- * wildcard (the earliest registered among equals). NULL if none. */
-static rt_registration *match_registration(const rt_dealer *d, const char *uri)
-{
-    rt_registration *best = find_exact(d, uri);
-    if (best) {
-        return best;
-    }
-    size_t best_len = 0;
-    for (const rt_list *it = d->prefix.next; it != &d->prefix; it = it->next) {
-        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
-        size_t len = strlen(reg->uri);
-        if ((!best || len > best_len) && strncmp(reg->uri, uri, len) == 0) {
-            best = reg;
-            best_len = len;
-        }
-    }
-    if (best) {
-        return best;
-    }
-    for (const rt_list *it = d->wildcard.next; it != &d->wildcard; it = it->next) {
-        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
-        if (wamp_uri_matches(reg->uri, WAMP_MATCH_WILDCARD, uri) &&
-            (!best || wildcard_cmp(reg->uri, best->uri) > 0)) {
-            best = reg;
-        }
-    }
-    return best;
 }
 
 static rt_call *find_call(const rt_dealer *d, uint64_t invocation)
@@ -343,170 +154,6 @@ static rt_call *find_call(const rt_dealer *d, uint64_t invocation)
     return NULL;
 }
 
-/* New registration (no callee yet) linked into the maps; NULL on allocation failure (nothing
- * linked). */
-static rt_registration *registration_new(rt_dealer *d, const char *uri, wamp_match match,
-                                         rt_invoke invoke)
-{
-    rt_registration *reg = calloc(1, sizeof(*reg));
-    if (!reg || !(reg->uri = strdup(uri))) {
-        free(reg);
-        return NULL;
-    }
-    rt_router *rt = rt_realm_router(d->realm);
-    reg->id = rt_router_next_id(rt);
-    reg->match = match;
-    reg->invoke = invoke;
-    reg->created_us = rt_router_now_us(rt);
-    rt_list_init(&reg->in_patterns);
-    rt_list_init(&reg->callees);
-    if (match == WAMP_MATCH_EXACT &&
-        rt_hmap_insert(&d->exact, &reg->by_uri, rt_hash_str(reg->uri)) != WAMP_OK) {
-        goto fail;
-    }
-    if (rt_hmap_insert(&d->by_id, &reg->by_id, rt_hash_u64(reg->id)) != WAMP_OK) {
-        if (match == WAMP_MATCH_EXACT) {
-            rt_hmap_remove(&d->exact, &reg->by_uri);
-        }
-        goto fail;
-    }
-    if (match != WAMP_MATCH_EXACT) {
-        rt_list_add_tail(match == WAMP_MATCH_PREFIX ? &d->prefix : &d->wildcard, &reg->in_patterns);
-    }
-    return reg;
-fail:
-    free(reg->uri);
-    free(reg);
-    return NULL;
-}
-
-wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_fn fn, void *ctx)
-{
-    if (find_exact(d, uri)) {
-        return WAMP_EEXIST;
-    }
-    rt_registration *reg = registration_new(d, uri, WAMP_MATCH_EXACT, RT_INVOKE_SINGLE);
-    if (!reg) {
-        return WAMP_ENOMEM;
-    }
-    reg->fn = fn;
-    reg->fn_ctx = ctx;
-    return WAMP_OK;
-}
-
-void rt_dealer_unregister_local(rt_dealer *d, const char *uri)
-{
-    rt_registration *reg = find_exact(d, uri);
-    if (reg && reg->fn) {
-        registration_free(d, reg);
-    }
-}
-
-static bool parse_invoke(const json_t *v, rt_invoke *out)
-{
-    if (!v) {
-        *out = RT_INVOKE_SINGLE;
-        return true;
-    }
-    const char *s = json_string_value(v);
-    for (size_t i = 0; s && i < sizeof(invoke_names) / sizeof(invoke_names[0]); i++) {
-        if (strcmp(s, invoke_names[i]) == 0) {
-            *out = (rt_invoke)i;
-            return true;
-        }
-    }
-    return false;
-}
-
-wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
-{
-    char why[96];
-    if (!rt_options_check(WAMP_MSG_REGISTER, m->dict, why, sizeof(why))) {
-        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
-    }
-    json_t *match_v = json_object_get(m->dict, "match");
-    wamp_match match = WAMP_MATCH_EXACT;
-    rt_invoke invoke;
-    if ((match_v &&
-         !(json_is_string(match_v) && wamp_match_parse(json_string_value(match_v), &match))) ||
-        !parse_invoke(json_object_get(m->dict, "invoke"), &invoke)) {
-        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "match must be exact, prefix or wildcard; invoke single, "
-                                     "roundrobin, random, first or last");
-    }
-    /* Patterns may have empty components: wildcards, or a prefix ending in "." */
-    if (!wamp_uri_is_valid(m->uri,
-                           match == WAMP_MATCH_EXACT ? WAMP_URI_LOOSE : WAMP_URI_LOOSE_EMPTY)) {
-        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_URI,
-                                     "invalid procedure URI");
-    }
-    if (strncmp(m->uri, "wamp.", 5) == 0) {
-        /* The router's own namespace (meta API), as in Crossbar. */
-        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_URI,
-                                     "register of a restricted procedure URI (wamp.*)");
-    }
-    if (!rt_realm_authorize(d->realm, s->authrole, RT_ACTION_REGISTER, m->uri)) {
-        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "REGISTER denied", s->id,
-                            "REGISTER of %s denied for role %s", m->uri, s->authrole);
-        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_NOT_AUTHORIZED,
-                                     "not authorized to register this procedure");
-    }
-    rt_registration *reg = find_registration(d, m->uri, match);
-    if (reg) {
-        /* Spec "Shared Registration": joining needs the same policy, and single is exclusive. */
-        bool member = false;
-        RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
-        {
-            member = member || RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session == s;
-        }
-        if (reg->fn || invoke == RT_INVOKE_SINGLE || reg->invoke != invoke || member) {
-            return rt_session_send_error(
-                    s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
-                    reg->fn || member || invoke == RT_INVOKE_SINGLE
-                            ? "procedure is already registered"
-                            : "procedure is already registered with another invocation policy");
-        }
-    }
-    size_t max_regs = rt_router_config(rt_realm_router(d->realm))->limits.max_registrations;
-    if (max_regs && s->n_regs >= max_regs) {
-        return rt_session_refuse_limit(s, WAMP_MSG_REGISTER, m->id, "max_registrations", max_regs);
-    }
-    rt_reg_callee *rc = calloc(1, sizeof(*rc));
-    if (!rc) {
-        return WAMP_ENOMEM;
-    }
-    if (!reg && !(reg = registration_new(d, m->uri, match, invoke))) {
-        free(rc);
-        return WAMP_ENOMEM;
-    }
-    rc->reg = reg;
-    rc->session = s;
-    rt_list_add_tail(&reg->callees, &rc->in_reg);
-    rt_list_add_tail(&s->regs, &rc->in_session);
-    s->n_regs++;
-    reg->n_callees++;
-    rt_observers_registration_added(rt_realm_observers(d->realm), d->realm, s, reg->id,
-                                    reg->n_callees == 1);
-    RT_TRACE_LAST(s->rt);
-    return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
-}
-
-wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
-{
-    RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
-    {
-        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
-        if (rc->reg->id == m->id2) {
-            /* Calls already invoked stay pending on the callee and complete normally. */
-            reg_callee_remove(d, rc);
-            RT_TRACE_LAST(s->rt);
-            return rt_session_send(s, wamp_msg_new_unregistered(m->id));
-        }
-    }
-    return rt_session_send_error(s, WAMP_MSG_UNREGISTER, m->id, WAMP_ERROR_NO_SUCH_REGISTRATION,
-                                 "no such registration for this session");
-}
-
 static void local_reply_fini(rt_local_reply *reply)
 {
     json_decref(reply->args);
@@ -518,7 +165,7 @@ static void local_reply_fini(rt_local_reply *reply)
 wamp_err rt_dealer_send_local_reply(rt_session *s, uint64_t request, rt_local_reply *reply)
 {
     wamp_err err;
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     if (reply->error_uri) {
         wamp_buf_unref(&reply->args_encoded);
         err = rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, request, NULL, reply->error_uri,
@@ -552,7 +199,7 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         /* A payload the router cannot look into (say a uint64 above 2^63-1) is the caller's
          * mistake for this procedure, not a protocol violation. */
         RT_LOG_DEBUG(s->id, "CALL %s: %s", reg->uri, why);
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
     if (err == WAMP_OK) {
@@ -659,6 +306,83 @@ static json_t *invocation_details(const rt_registration *reg, const rt_session *
     return det;
 }
 
+/* Why callee cannot take a new call (ppt: it uses payload passthru mode), with the ERROR's URI
+ * in *uri; NULL if it can. */
+static const char *callee_unfit(const rt_session *callee, bool ppt, const char **uri)
+{
+    if (callee->state != RT_SESSION_JOINED) {
+        *uri = WAMP_ERROR_CANCELED;
+        return "the callee is leaving";
+    }
+    if (ppt && !callee->ppt_callee) {
+        /* Spec "Payload Passthru Mode": an application error for the caller. */
+        *uri = WAMP_ERROR_FEATURE_NOT_SUPPORTED;
+        return "the callee does not support payload passthru mode";
+    }
+    return NULL;
+}
+
+/* New pending call of caller s (CALL.Request request) served by callee, linked into the maps,
+ * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the deadline
+ * list; NULL on allocation failure (nothing linked). */
+static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64_t request,
+                         bool progress, const json_t *timeout_v)
+{
+    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
+     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
+    rt_call *c = malloc(sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    memset(c, 0, sizeof(*c));
+    c->invocation = rt_router_next_id(s->rt);
+    c->request = request;
+    c->caller = s;
+    c->callee = callee;
+    c->receive_progress = progress;
+    rt_list_init(&c->in_timeouts);
+    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
+        free(c);
+        return NULL;
+    }
+    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, request)) != WAMP_OK) {
+        rt_hmap_remove(&d->calls, &c->by_invocation);
+        free(c);
+        return NULL;
+    }
+    rt_list_add_tail(&s->calls_made, &c->in_caller);
+    s->n_calls_made++;
+    rt_list_add_tail(&callee->calls_served, &c->in_callee);
+    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
+    if (timeout_ms > 0) {
+        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
+        if (!max_ms) {
+            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
+        }
+        if (timeout_ms > (json_int_t)max_ms) {
+            timeout_ms = (json_int_t)max_ms;
+        }
+        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
+        timeout_insert(d, c);
+    }
+    return c;
+}
+
+/* The INVOCATION of caller s's CALL.Request request could not be sent (err; its pending call
+ * removed already): the caller's ERROR for a callee that cannot take it, else err. */
+static wamp_err invocation_not_sent(rt_session *s, uint64_t request, wamp_err err)
+{
+    if (err == WAMP_ETOOBIG) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                     "the invocation exceeds the callee's message size limit");
+    }
+    if (err == WAMP_EINVAL) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_INVALID_ARGUMENT,
+                                     "the call cannot be encoded for the callee");
+    }
+    return err;
+}
+
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
@@ -690,7 +414,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
                                          "caller did not announce (payload_passthru_mode)");
         return WAMP_OK;
     }
-    rt_registration *reg = match_registration(d, m->uri);
+    rt_registration *reg = rt_dealer_match_registration(d, m->uri);
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
                                      "no callee registered for this procedure");
@@ -707,14 +431,9 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
     }
     rt_session *callee = pick_callee(reg);
-    if (callee->state != RT_SESSION_JOINED) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
-                                     "the callee is leaving");
-    }
-    if (ppt && !callee->ppt_callee) {
-        /* Spec "Payload Passthru Mode": an application error for the caller. */
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
-                                     "the callee does not support payload passthru mode");
+    const char *unfit_uri, *unfit = callee_unfit(callee, ppt, &unfit_uri);
+    if (unfit) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, unfit_uri, unfit);
     }
     bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
     bool disclose = perm->disclose_caller ||
@@ -724,52 +443,12 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (oom) {
         return WAMP_ENOMEM;
     }
-    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
-     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
-    rt_call *c = malloc(sizeof(*c));
+    rt_call *c = call_new(d, s, callee, m->id, progress, timeout_v);
     if (!c) {
         json_decref(details);
         return WAMP_ENOMEM;
     }
-    memset(c, 0, sizeof(*c));
-    c->invocation = rt_router_next_id(s->rt);
-    c->request = m->id;
-    c->caller = s;
-    c->callee = callee;
-    c->receive_progress = progress;
-    rt_list_init(&c->in_timeouts);
-    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, m->id)) != WAMP_OK) {
-        rt_hmap_remove(&d->calls, &c->by_invocation);
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    rt_list_add_tail(&s->calls_made, &c->in_caller);
-    s->n_calls_made++;
-    rt_list_add_tail(&callee->calls_served, &c->in_callee);
-    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
-    if (timeout_ms > 0) {
-        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
-        if (!max_ms) {
-            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
-        }
-        if (timeout_ms > (json_int_t)max_ms) {
-            timeout_ms = (json_int_t)max_ms;
-        }
-        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
-        timeout_insert(d, c);
-    }
-    if (s->rt->cur.set) {
-        c->traced = true;
-        memcpy(c->corr, s->rt->cur.uuid, TRACE_UUID_LEN);
-        trace_str *uri = rt_trace_action_uri(s->rt); /* outlives this message */
-        c->uri = uri ? trace_str_ref(uri) : NULL;
-    }
+    rt_observers_action_mark(&s->rt->observers, s->rt, &c->action);
     rt_payload payload = rt_payload_of(m);
     wamp_err err = rt_session_send_payload(
             callee,
@@ -781,15 +460,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     call_remove(d, c);
-    if (err == WAMP_ETOOBIG) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the invocation exceeds the callee's message size limit");
-    }
-    if (err == WAMP_EINVAL) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "the call cannot be encoded for the callee");
-    }
-    return err;
+    return invocation_not_sent(s, m->id, err);
 }
 
 /* The pending call that s (as callee) answers with INVOCATION.Request `invocation`, or NULL. */
@@ -872,7 +543,7 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
         reply = wamp_msg_new_result(request, details, args, kwargs);
     }
     if (!progress) {
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
     }
     rt_payload payload = rt_payload_of(m);
     wamp_err err = rt_session_send_payload(caller, reply, &payload);
@@ -950,10 +621,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
         }
         rt_session *caller = c->caller;
         rt_router *rt = caller->rt;
-        bool traced = c->traced && trace_hub_is_active(rt->hub);
-        if (traced) {
-            rt_trace_action_open(rt, c->corr, c->uri);
-        }
+        bool traced = rt_observers_action_resume(&rt->observers, rt, &c->action);
         RT_LOG_DEBUG(caller->id, "call %llu timed out", (unsigned long long)c->request);
         if (callee_can_interrupt(c)) {
             (void)send_interrupt(c, "killnowait");
@@ -965,7 +633,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
                                         "the call timed out");
         }
         if (traced) {
-            rt_trace_action_close(rt);
+            rt_observers_action_end(&rt->observers, rt);
         }
     }
 }
@@ -974,28 +642,25 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
 {
     RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
     {
-        reg_callee_remove(d, RT_CONTAINER_OF(it, rt_reg_callee, in_session));
+        rt_dealer_reg_callee_remove(d, RT_CONTAINER_OF(it, rt_reg_callee, in_session));
     }
     /* The calls below open their own actions; the leave's (GOODBYE, kill) resumes after. */
-    rt_cur_action leave_action;
-    rt_trace_action_stash(s->rt, &leave_action);
+    rt_observers *obs = &s->rt->observers;
+    void *leave_action = rt_observers_action_stash(obs, s->rt);
     /* Calls this session was serving: their callers learn the callee is gone. */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_served)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_callee);
         rt_session *caller = c->caller;
         uint64_t request = c->request;
-        bool traced = c->traced && trace_hub_is_active(s->rt->hub);
-        if (traced) {
-            rt_trace_action_open(s->rt, c->corr, c->uri);
-        }
+        bool traced = rt_observers_action_resume(obs, s->rt, &c->action);
         call_remove(d, c);
         if (caller && caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_CANCELED,
                                         "the callee left before answering");
         }
         if (traced) {
-            rt_trace_action_close(s->rt);
+            rt_observers_action_end(obs, s->rt);
         }
     }
     /* Calls this session made are canceled as CANCEL killnowait does (INTERRUPT to a callee
@@ -1004,142 +669,49 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
         if (callee_can_interrupt(c) && !c->killing) { /* a kill has interrupted it already */
-            bool traced = c->traced && trace_hub_is_active(s->rt->hub);
-            if (traced) {
-                rt_trace_action_open(s->rt, c->corr, c->uri);
-                RT_TRACE_LAST(s->rt); /* nothing else of this call will reach a client */
+            bool traced = rt_observers_action_resume(obs, s->rt, &c->action);
+            if (traced) { /* nothing else of this call will reach a client */
+                rt_observers_action_last(obs, s->rt);
             }
             (void)send_interrupt(c, "killnowait");
             if (traced) {
-                rt_trace_action_close(s->rt);
+                rt_observers_action_end(obs, s->rt);
             }
         }
         call_abandon(d, c);
     }
-    rt_trace_action_unstash(s->rt, &leave_action);
+    rt_observers_action_restore(obs, s->rt, leave_action);
 }
 
-bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
+const rt_action_mark *rt_dealer_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
 {
     rt_call *c = callee_call(d, callee, invocation);
     if (c) {
-        if (c->traced) {
-            rt_trace_action_open(callee->rt, c->corr, c->uri);
-        }
-        return c->traced;
+        return &c->action;
     }
     /* A late answer to an abandoned call (a scan, only while a trace runs). */
     for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
         const rt_late_call *l = &d->late[i];
         if (l->invocation == invocation && l->callee_id == callee->id) {
-            rt_trace_action_open(callee->rt, l->corr, l->uri);
-            return true;
+            return &l->action;
         }
     }
-    return false;
+    return NULL;
 }
 
-bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
+const rt_action_mark *rt_dealer_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
 {
     rt_call *c = caller_call(d, caller, request);
-    if (!c || !c->traced) {
-        return false;
-    }
-    rt_trace_action_open(caller->rt, c->corr, c->uri);
-    return true;
-}
-
-const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id)
-{
-    RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
-    {
-        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
-        if (rc->reg->id == reg_id) {
-            return rc->reg->uri;
-        }
-    }
-    return NULL;
-}
-
-/* --- Enumeration ----------------------------------------------------------------------------- */
-
-static void reg_info(const rt_registration *reg, rt_reg_info *out)
-{
-    out->id = reg->id;
-    out->uri = reg->uri;
-    out->match = reg->match;
-    out->invoke = invoke_names[reg->invoke];
-    out->n_callees = reg->n_callees;
-    out->created_us = reg->created_us;
-}
-
-static rt_registration *find_by_id(const rt_dealer *d, uint64_t id)
-{
-    for (rt_hnode *n = rt_hmap_first(&d->by_id, rt_hash_u64(id)); n; n = rt_hmap_next(n)) {
-        rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_id);
-        if (reg->id == id) {
-            return reg;
-        }
-    }
-    return NULL;
-}
-
-void rt_dealer_foreach(const rt_dealer *d, bool (*fn)(void *ctx, const rt_reg_info *r), void *ctx)
-{
-    for (rt_hmap_iter it = rt_hmap_iter_begin(&d->by_id); it.node;
-         rt_hmap_iter_next(&d->by_id, &it)) {
-        rt_reg_info info;
-        reg_info(RT_CONTAINER_OF(it.node, rt_registration, by_id), &info);
-        if (!fn(ctx, &info)) {
-            return;
-        }
-    }
-}
-
-bool rt_dealer_get(const rt_dealer *d, uint64_t reg_id, rt_reg_info *out)
-{
-    rt_registration *reg = find_by_id(d, reg_id);
-    if (reg) {
-        reg_info(reg, out);
-    }
-    return reg != NULL;
-}
-
-uint64_t rt_dealer_lookup(const rt_dealer *d, const char *uri, wamp_match match)
-{
-    rt_registration *reg = find_registration(d, uri, match);
-    return reg ? reg->id : 0;
-}
-
-uint64_t rt_dealer_match(const rt_dealer *d, const char *uri)
-{
-    rt_registration *reg = match_registration(d, uri);
-    return reg ? reg->id : 0;
-}
-
-size_t rt_dealer_callees(const rt_dealer *d, uint64_t reg_id, uint64_t *ids, size_t max)
-{
-    rt_registration *reg = find_by_id(d, reg_id);
-    if (!reg) {
-        return 0;
-    }
-    size_t i = 0;
-    for (const rt_list *it = reg->callees.next; it != &reg->callees; it = it->next, i++) {
-        if (i < max) {
-            ids[i] = RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session->id;
-        }
-    }
-    return i;
+    return c ? &c->action : NULL;
 }
 
 /* --- Deferred answers of local procedures ----------------------------------------------- */
 
 struct rt_dealer_deferred {
+    rt_router *rt;
     uint64_t session_id;
     uint64_t request;
-    bool traced; /* an action was open: corr (and uri) are its */
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* one reference, or NULL */
+    rt_action_mark action; /* the CALL's action, kept while a trace ran */
 };
 
 wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_deferred **out)
@@ -1150,14 +722,10 @@ wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_de
         return WAMP_ENOMEM;
     }
     rt_router *rt = caller->rt;
+    h->rt = rt;
     h->session_id = caller->id;
     h->request = reply->request;
-    if (rt->cur.set) {
-        h->traced = true;
-        memcpy(h->corr, rt->cur.uuid, sizeof(h->corr));
-        trace_str *uri = rt_trace_action_uri(rt);
-        h->uri = uri ? trace_str_ref(uri) : NULL;
-    }
+    rt_observers_action_mark(&rt->observers, rt, &h->action);
     reply->deferred = true;
     return WAMP_OK;
 }
@@ -1167,7 +735,7 @@ void rt_dealer_deferred_free(rt_dealer_deferred *h)
     if (!h) {
         return;
     }
-    trace_str_unref(&h->uri);
+    rt_observers_action_forget(&h->rt->observers, &h->action);
     free(h);
 }
 
@@ -1187,13 +755,10 @@ bool rt_dealer_answer_deferred(rt_router *rt, rt_dealer_deferred *h, rt_local_re
         return false;
     }
     /* The answer belongs to the CALL's action, not to whatever is being handled now. */
-    rt_cur_action saved;
-    rt_trace_action_stash(rt, &saved);
-    if (h->traced) {
-        rt_trace_action_open(rt, h->corr, h->uri);
-    }
+    void *saved = rt_observers_action_stash(&rt->observers, rt);
+    (void)rt_observers_action_resume(&rt->observers, rt, &h->action);
     wamp_err err = rt_dealer_send_local_reply(s, h->request, reply);
-    rt_trace_action_unstash(rt, &saved);
+    rt_observers_action_restore(&rt->observers, rt, saved);
     if (err != WAMP_OK) {
         RT_LOG_WARN(s->id, "answer to CALL %llu not sent: %s", (unsigned long long)h->request,
                     wamp_strerror(err));

@@ -1,0 +1,401 @@
+/* rt_dealer_reg.c: the dealer's registration table: registrations by exact URI or pattern with
+ * their callees, REGISTER and UNREGISTER, router-local procedures, which registration a CALL
+ * reaches, and the enumeration the meta API reads.
+ *
+ * Exact registrations are hashed by URI (the CALL fast path is one lookup); prefix and wildcard
+ * ones sit in two lists scanned only when no exact registration matches. A registration holds
+ * its callees (rt_reg_callee, also linked in the callee session's regs) in registration order;
+ * roundrobin rotates that list. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_dealer_int.h"
+#include "rt_log.h"
+#include "rt_options.h"
+#include "rt_session.h"
+#include "wamp_uri.h"
+
+static const char *const invoke_names[] = {"single", "roundrobin", "random", "first", "last"};
+
+void rt_dealer_registration_free(rt_dealer *d, rt_registration *reg)
+{
+    if (reg->match == WAMP_MATCH_EXACT) {
+        rt_hmap_remove(&d->exact, &reg->by_uri);
+    }
+    rt_list_remove(&reg->in_patterns);
+    rt_hmap_remove(&d->by_id, &reg->by_id);
+    RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
+    {
+        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_reg);
+        rt_list_remove(&rc->in_session);
+        rc->session->n_regs--;
+        free(rc);
+    }
+    free(reg->uri);
+    free(reg);
+}
+
+/* Removes one callee from its registration; the registration goes with its last callee. */
+void rt_dealer_reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
+{
+    rt_registration *reg = rc->reg;
+    rt_observers_registration_removed(rt_realm_observers(d->realm), d->realm, rc->session, reg->id,
+                                      reg->uri, reg->n_callees == 1);
+    rt_list_remove(&rc->in_reg);
+    rt_list_remove(&rc->in_session);
+    rc->session->n_regs--;
+    free(rc);
+    if (--reg->n_callees == 0) {
+        rt_dealer_registration_free(d, reg);
+    }
+}
+
+size_t rt_dealer_registration_count(const rt_dealer *d)
+{
+    return d->by_id.count;
+}
+
+static rt_registration *find_exact(const rt_dealer *d, const char *uri)
+{
+    for (rt_hnode *n = rt_hmap_first(&d->exact, rt_hash_str(uri)); n; n = rt_hmap_next(n)) {
+        rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_uri);
+        if (strcmp(reg->uri, uri) == 0) {
+            return reg;
+        }
+    }
+    return NULL;
+}
+
+/* The registration of exactly (uri, match), or NULL. */
+static rt_registration *find_registration(const rt_dealer *d, const char *uri, wamp_match match)
+{
+    if (match == WAMP_MATCH_EXACT) {
+        return find_exact(d, uri);
+    }
+    const rt_list *head = match == WAMP_MATCH_PREFIX ? &d->prefix : &d->wildcard;
+    for (const rt_list *it = head->next; it != head; it = it->next) {
+        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
+        if (strcmp(reg->uri, uri) == 0) {
+            return reg;
+        }
+    }
+    return NULL;
+}
+
+/* Wildcard specificity (spec "Calls matching multiple registrations"): the lengths, in
+ * components, of the runs of non-empty components between wildcards, compared in order; the
+ * longer run first wins ("a1.b2..d4" beats "a1...d4", "a1.b2..d4.e5..g7" beats
+ * "a1.b2..d4..f6.g7"). next_run() yields one run length per call, -1 past the end. */
+static int next_run(const char **p)
+{
+    const char *s = *p;
+    if (!s) {
+        return -1;
+    }
+    int n = 0;
+    for (;;) {
+        const char *dot = strchr(s, '.');
+        size_t len = dot ? (size_t)(dot - s) : strlen(s);
+        if (len == 0) {
+            *p = dot ? dot + 1 : NULL;
+            return n;
+        }
+        n++;
+        if (!dot) {
+            *p = NULL;
+            return n;
+        }
+        s = dot + 1;
+    }
+}
+
+/* > 0 if wildcard pattern a is more specific than b, < 0 if less, 0 if equal. */
+static int wildcard_cmp(const char *a, const char *b)
+{
+    for (;;) {
+        int ra = next_run(&a), rb = next_run(&b);
+        if (ra != rb) {
+            return ra - rb;
+        }
+        if (ra < 0) {
+            return 0;
+        }
+    }
+}
+
+/* The registration a CALL of uri reaches: exact, else longest prefix, else most specific
+ * wildcard (the earliest registered among equals). NULL if none. */
+rt_registration *rt_dealer_match_registration(const rt_dealer *d, const char *uri)
+{
+    rt_registration *best = find_exact(d, uri);
+    if (best) {
+        return best;
+    }
+    size_t best_len = 0;
+    for (const rt_list *it = d->prefix.next; it != &d->prefix; it = it->next) {
+        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
+        size_t len = strlen(reg->uri);
+        if ((!best || len > best_len) && strncmp(reg->uri, uri, len) == 0) {
+            best = reg;
+            best_len = len;
+        }
+    }
+    if (best) {
+        return best;
+    }
+    for (const rt_list *it = d->wildcard.next; it != &d->wildcard; it = it->next) {
+        rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
+        if (wamp_uri_matches(reg->uri, WAMP_MATCH_WILDCARD, uri) &&
+            (!best || wildcard_cmp(reg->uri, best->uri) > 0)) {
+            best = reg;
+        }
+    }
+    return best;
+}
+
+/* New registration (no callee yet) linked into the maps; NULL on allocation failure (nothing
+ * linked). */
+static rt_registration *registration_new(rt_dealer *d, const char *uri, wamp_match match,
+                                         rt_invoke invoke)
+{
+    rt_registration *reg = calloc(1, sizeof(*reg));
+    if (!reg || !(reg->uri = strdup(uri))) {
+        free(reg);
+        return NULL;
+    }
+    rt_router *rt = rt_realm_router(d->realm);
+    reg->id = rt_router_next_id(rt);
+    reg->match = match;
+    reg->invoke = invoke;
+    reg->created_us = rt_router_now_us(rt);
+    rt_list_init(&reg->in_patterns);
+    rt_list_init(&reg->callees);
+    if (match == WAMP_MATCH_EXACT &&
+        rt_hmap_insert(&d->exact, &reg->by_uri, rt_hash_str(reg->uri)) != WAMP_OK) {
+        goto fail;
+    }
+    if (rt_hmap_insert(&d->by_id, &reg->by_id, rt_hash_u64(reg->id)) != WAMP_OK) {
+        if (match == WAMP_MATCH_EXACT) {
+            rt_hmap_remove(&d->exact, &reg->by_uri);
+        }
+        goto fail;
+    }
+    if (match != WAMP_MATCH_EXACT) {
+        rt_list_add_tail(match == WAMP_MATCH_PREFIX ? &d->prefix : &d->wildcard, &reg->in_patterns);
+    }
+    return reg;
+fail:
+    free(reg->uri);
+    free(reg);
+    return NULL;
+}
+
+wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_fn fn, void *ctx)
+{
+    if (find_exact(d, uri)) {
+        return WAMP_EEXIST;
+    }
+    rt_registration *reg = registration_new(d, uri, WAMP_MATCH_EXACT, RT_INVOKE_SINGLE);
+    if (!reg) {
+        return WAMP_ENOMEM;
+    }
+    reg->fn = fn;
+    reg->fn_ctx = ctx;
+    return WAMP_OK;
+}
+
+void rt_dealer_unregister_local(rt_dealer *d, const char *uri)
+{
+    rt_registration *reg = find_exact(d, uri);
+    if (reg && reg->fn) {
+        rt_dealer_registration_free(d, reg);
+    }
+}
+
+static bool parse_invoke(const json_t *v, rt_invoke *out)
+{
+    if (!v) {
+        *out = RT_INVOKE_SINGLE;
+        return true;
+    }
+    const char *s = json_string_value(v);
+    for (size_t i = 0; s && i < sizeof(invoke_names) / sizeof(invoke_names[0]); i++) {
+        if (strcmp(s, invoke_names[i]) == 0) {
+            *out = (rt_invoke)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
+{
+    char why[96];
+    if (!rt_options_check(WAMP_MSG_REGISTER, m->dict, why, sizeof(why))) {
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
+    }
+    json_t *match_v = json_object_get(m->dict, "match");
+    wamp_match match = WAMP_MATCH_EXACT;
+    rt_invoke invoke;
+    if ((match_v &&
+         !(json_is_string(match_v) && wamp_match_parse(json_string_value(match_v), &match))) ||
+        !parse_invoke(json_object_get(m->dict, "invoke"), &invoke)) {
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_ARGUMENT,
+                                     "match must be exact, prefix or wildcard; invoke single, "
+                                     "roundrobin, random, first or last");
+    }
+    /* Patterns may have empty components: wildcards, or a prefix ending in "." */
+    if (!wamp_uri_is_valid(m->uri,
+                           match == WAMP_MATCH_EXACT ? WAMP_URI_LOOSE : WAMP_URI_LOOSE_EMPTY)) {
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_URI,
+                                     "invalid procedure URI");
+    }
+    if (strncmp(m->uri, "wamp.", 5) == 0) {
+        /* The router's own namespace (meta API), as in Crossbar. */
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_INVALID_URI,
+                                     "register of a restricted procedure URI (wamp.*)");
+    }
+    if (!rt_realm_authorize(d->realm, s->authrole, RT_ACTION_REGISTER, m->uri)) {
+        RT_LOG_INFO_LIMITED(rt_router_now_us(s->rt), "REGISTER denied", s->id,
+                            "REGISTER of %s denied for role %s", m->uri, s->authrole);
+        return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_NOT_AUTHORIZED,
+                                     "not authorized to register this procedure");
+    }
+    rt_registration *reg = find_registration(d, m->uri, match);
+    if (reg) {
+        /* Spec "Shared Registration": joining needs the same policy, and single is exclusive. */
+        bool member = false;
+        RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
+        {
+            member = member || RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session == s;
+        }
+        if (reg->fn || invoke == RT_INVOKE_SINGLE || reg->invoke != invoke || member) {
+            return rt_session_send_error(
+                    s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
+                    reg->fn || member || invoke == RT_INVOKE_SINGLE
+                            ? "procedure is already registered"
+                            : "procedure is already registered with another invocation policy");
+        }
+    }
+    size_t max_regs = rt_router_config(rt_realm_router(d->realm))->limits.max_registrations;
+    if (max_regs && s->n_regs >= max_regs) {
+        return rt_session_refuse_limit(s, WAMP_MSG_REGISTER, m->id, "max_registrations", max_regs);
+    }
+    rt_reg_callee *rc = calloc(1, sizeof(*rc));
+    if (!rc) {
+        return WAMP_ENOMEM;
+    }
+    if (!reg && !(reg = registration_new(d, m->uri, match, invoke))) {
+        free(rc);
+        return WAMP_ENOMEM;
+    }
+    rc->reg = reg;
+    rc->session = s;
+    rt_list_add_tail(&reg->callees, &rc->in_reg);
+    rt_list_add_tail(&s->regs, &rc->in_session);
+    s->n_regs++;
+    reg->n_callees++;
+    rt_observers_registration_added(rt_realm_observers(d->realm), d->realm, s, reg->id,
+                                    reg->n_callees == 1);
+    rt_observers_action_last(&s->rt->observers, s->rt);
+    return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
+}
+
+wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
+{
+    RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
+    {
+        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
+        if (rc->reg->id == m->id2) {
+            /* Calls already invoked stay pending on the callee and complete normally. */
+            rt_dealer_reg_callee_remove(d, rc);
+            rt_observers_action_last(&s->rt->observers, s->rt);
+            return rt_session_send(s, wamp_msg_new_unregistered(m->id));
+        }
+    }
+    return rt_session_send_error(s, WAMP_MSG_UNREGISTER, m->id, WAMP_ERROR_NO_SUCH_REGISTRATION,
+                                 "no such registration for this session");
+}
+
+const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id)
+{
+    RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
+    {
+        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
+        if (rc->reg->id == reg_id) {
+            return rc->reg->uri;
+        }
+    }
+    return NULL;
+}
+
+/* --- Enumeration ----------------------------------------------------------------------------- */
+
+static void reg_info(const rt_registration *reg, rt_reg_info *out)
+{
+    out->id = reg->id;
+    out->uri = reg->uri;
+    out->match = reg->match;
+    out->invoke = invoke_names[reg->invoke];
+    out->n_callees = reg->n_callees;
+    out->created_us = reg->created_us;
+}
+
+static rt_registration *find_by_id(const rt_dealer *d, uint64_t id)
+{
+    for (rt_hnode *n = rt_hmap_first(&d->by_id, rt_hash_u64(id)); n; n = rt_hmap_next(n)) {
+        rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_id);
+        if (reg->id == id) {
+            return reg;
+        }
+    }
+    return NULL;
+}
+
+void rt_dealer_foreach(const rt_dealer *d, bool (*fn)(void *ctx, const rt_reg_info *r), void *ctx)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&d->by_id); it.node;
+         rt_hmap_iter_next(&d->by_id, &it)) {
+        rt_reg_info info;
+        reg_info(RT_CONTAINER_OF(it.node, rt_registration, by_id), &info);
+        if (!fn(ctx, &info)) {
+            return;
+        }
+    }
+}
+
+bool rt_dealer_get(const rt_dealer *d, uint64_t reg_id, rt_reg_info *out)
+{
+    rt_registration *reg = find_by_id(d, reg_id);
+    if (reg) {
+        reg_info(reg, out);
+    }
+    return reg != NULL;
+}
+
+uint64_t rt_dealer_lookup(const rt_dealer *d, const char *uri, wamp_match match)
+{
+    rt_registration *reg = find_registration(d, uri, match);
+    return reg ? reg->id : 0;
+}
+
+uint64_t rt_dealer_match(const rt_dealer *d, const char *uri)
+{
+    rt_registration *reg = rt_dealer_match_registration(d, uri);
+    return reg ? reg->id : 0;
+}
+
+size_t rt_dealer_callees(const rt_dealer *d, uint64_t reg_id, uint64_t *ids, size_t max)
+{
+    rt_registration *reg = find_by_id(d, reg_id);
+    if (!reg) {
+        return 0;
+    }
+    size_t i = 0;
+    for (const rt_list *it = reg->callees.next; it != &reg->callees; it = it->next, i++) {
+        if (i < max) {
+            ids[i] = RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session->id;
+        }
+    }
+    return i;
+}
