@@ -1240,7 +1240,9 @@ static int mp_fast_json(wamp_rd *r, json_t **out)
 
 /* JSON read in one pass: the same for an array's next element when it is an integer of at most
  * 18 digits, a string without escapes or an empty object. 1: done; 0: anything else, or input
- * the token path must report (nothing read); -1: out of memory. */
+ * the token path must report (nothing read); -1: out of memory.
+ * Long: the three element kinds share the separator handling and the level bookkeeping at the
+ * end; this is the per-element hot path of every JSON envelope. */
 static int js_fast_json(wamp_rd *r, json_t **out)
 {
     wamp_rd_level *l = &r->lv[r->depth - 1];

@@ -364,6 +364,9 @@ static wamp_err message_done(wamp_ws *ws, const unsigned char *p, size_t n, wamp
     return WAMP_OK;
 }
 
+/* Long: the frame parser's state machine in one loop (header where it lies or gathered, payload
+ * unmasked in place or into the reassembly buffer, control frames, message end), so that each
+ * state hands over to the next without a call on the hot path of every WebSocket message. */
 wamp_err wamp_ws_feed(wamp_ws *ws, unsigned char *in, size_t len, size_t *used, wamp_ws_event *ev)
 {
     size_t off = 0;

@@ -1096,6 +1096,8 @@ static int flag_data(ctl *c, void *state, int argc, char **argv, int *i)
     return FLAG_UNKNOWN;
 }
 
+/* Long: a command driver: flags, one node or every node, paging loop, output format, each a few
+ * lines in sequence. */
 static int cmd_data(ctl *c)
 {
     const char *pos[1];
@@ -1298,6 +1300,8 @@ static int cmd_tail(ctl *c)
     return rc == EX_INTERRUPTED_END ? EX_OK : rc;
 }
 
+/* Long: a command driver: flags, the backlog page, the subscription, then the live loop with its
+ * gap filling, each a few lines in sequence. */
 static int tail_run(ctl *c)
 {
     const char *pos[1];
@@ -1399,7 +1403,9 @@ static int tail_fill_node(ctl *c, const char *id, const tail_flags *f, const cha
 /* tail --node '*': every node's records of trace id (get_trace "*" names the nodes that hold it;
  * the last f->lines of each), then the live records of every node as they come (on_trace_data
  * reaches this node for every node's trace), each naming its node; a node's gap is filled from
- * that node. Ends when the trace stopped on every node. */
+ * that node. Ends when the trace stopped on every node.
+ * Long: the steps above in sequence (nodes, backlog per node, subscription, live loop), sharing
+ * the per-node cursors. */
 static int tail_every_node(ctl *c, const char *id, tail_flags *f)
 {
     ctl_error e;
