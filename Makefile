@@ -180,6 +180,7 @@ lint:
 		exit 1; \
 	fi
 	python3 tests/lint/module_cycles.py router tracing
+	python3 tests/lint/long_functions.py router tracing wamp mgmt
 	@bad=$$(grep -rlE '#[[:space:]]*include[[:space:]]*[<"]libwebsockets\.h[>"]' $(C_DIRS) \
 		--include='*.c' --include='*.h' | grep -vE '$(LWS_ALLOWED)' || true); \
 	if [ -n "$$bad" ]; then \

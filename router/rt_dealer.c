@@ -42,9 +42,7 @@ typedef struct rt_call {
     uint64_t deadline_us;
     bool receive_progress; /* CALL.Options.receive_progress */
     bool killing;          /* CANCEL mode kill: INTERRUPT sent, the callee's answer ends it */
-    bool traced;           /* corr/uri hold the CALL's correlation (a trace was running) */
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* owned reference, NULL unless traced */
+    rt_action_mark action; /* the CALL's action, kept while a trace ran (rt_observer.h) */
 } rt_call;
 
 /* A traced call freed before its callee answered (canceled, timed out, its caller gone): what
@@ -56,8 +54,7 @@ typedef struct rt_call {
 struct rt_late_call {
     uint64_t invocation;
     uint64_t callee_id;
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* owned reference, NULL if none */
+    rt_action_mark action; /* owned */
 };
 
 rt_dealer *rt_dealer_new(rt_realm *realm)
@@ -91,7 +88,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
-    trace_str_unref(&c->uri);
+    rt_observers_action_forget(&c->callee->rt->observers, &c->action);
     free(c);
 }
 
@@ -99,18 +96,18 @@ static void call_remove(rt_dealer *d, rt_call *c)
  * remembered for tracing the callee's late answer if c was traced. */
 static void call_abandon(rt_dealer *d, rt_call *c)
 {
-    if (c->traced && !d->late) {
+    bool traced = rt_action_mark_is_set(&c->action);
+    if (traced && !d->late) {
         d->late = calloc(RT_DEALER_LATE_MAX, sizeof(*d->late)); /* none: untraced late answers */
     }
-    if (c->traced && d->late) {
+    if (traced && d->late) {
         rt_late_call *l = &d->late[d->late_next];
         d->late_next = (d->late_next + 1) % RT_DEALER_LATE_MAX;
-        trace_str_unref(&l->uri);
+        rt_observers_action_forget(&c->callee->rt->observers, &l->action);
         l->invocation = c->invocation;
         l->callee_id = c->callee->id;
-        memcpy(l->corr, c->corr, TRACE_UUID_LEN);
-        l->uri = c->uri; /* the reference moves */
-        c->uri = NULL;
+        l->action = c->action; /* the reference moves */
+        c->action = (rt_action_mark){0};
     }
     call_remove(d, c);
 }
@@ -121,7 +118,7 @@ void rt_dealer_free(rt_dealer *d)
         return;
     }
     for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
-        trace_str_unref(&d->late[i].uri);
+        rt_observers_action_forget(&rt_realm_router(d->realm)->observers, &d->late[i].action);
     }
     free(d->late);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->calls); it.node;) {
@@ -168,7 +165,7 @@ static void local_reply_fini(rt_local_reply *reply)
 wamp_err rt_dealer_send_local_reply(rt_session *s, uint64_t request, rt_local_reply *reply)
 {
     wamp_err err;
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     if (reply->error_uri) {
         wamp_buf_unref(&reply->args_encoded);
         err = rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, request, NULL, reply->error_uri,
@@ -202,7 +199,7 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         /* A payload the router cannot look into (say a uint64 above 2^63-1) is the caller's
          * mistake for this procedure, not a protocol violation. */
         RT_LOG_DEBUG(s->id, "CALL %s: %s", reg->uri, why);
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
     if (err == WAMP_OK) {
@@ -309,6 +306,83 @@ static json_t *invocation_details(const rt_registration *reg, const rt_session *
     return det;
 }
 
+/* Why callee cannot take a new call (ppt: it uses payload passthru mode), with the ERROR's URI
+ * in *uri; NULL if it can. */
+static const char *callee_unfit(const rt_session *callee, bool ppt, const char **uri)
+{
+    if (callee->state != RT_SESSION_JOINED) {
+        *uri = WAMP_ERROR_CANCELED;
+        return "the callee is leaving";
+    }
+    if (ppt && !callee->ppt_callee) {
+        /* Spec "Payload Passthru Mode": an application error for the caller. */
+        *uri = WAMP_ERROR_FEATURE_NOT_SUPPORTED;
+        return "the callee does not support payload passthru mode";
+    }
+    return NULL;
+}
+
+/* New pending call of caller s (CALL.Request request) served by callee, linked into the maps,
+ * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the deadline
+ * list; NULL on allocation failure (nothing linked). */
+static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64_t request,
+                         bool progress, const json_t *timeout_v)
+{
+    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
+     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
+    rt_call *c = malloc(sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    memset(c, 0, sizeof(*c));
+    c->invocation = rt_router_next_id(s->rt);
+    c->request = request;
+    c->caller = s;
+    c->callee = callee;
+    c->receive_progress = progress;
+    rt_list_init(&c->in_timeouts);
+    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
+        free(c);
+        return NULL;
+    }
+    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, request)) != WAMP_OK) {
+        rt_hmap_remove(&d->calls, &c->by_invocation);
+        free(c);
+        return NULL;
+    }
+    rt_list_add_tail(&s->calls_made, &c->in_caller);
+    s->n_calls_made++;
+    rt_list_add_tail(&callee->calls_served, &c->in_callee);
+    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
+    if (timeout_ms > 0) {
+        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
+        if (!max_ms) {
+            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
+        }
+        if (timeout_ms > (json_int_t)max_ms) {
+            timeout_ms = (json_int_t)max_ms;
+        }
+        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
+        timeout_insert(d, c);
+    }
+    return c;
+}
+
+/* The INVOCATION of caller s's CALL.Request request could not be sent (err; its pending call
+ * removed already): the caller's ERROR for a callee that cannot take it, else err. */
+static wamp_err invocation_not_sent(rt_session *s, uint64_t request, wamp_err err)
+{
+    if (err == WAMP_ETOOBIG) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                     "the invocation exceeds the callee's message size limit");
+    }
+    if (err == WAMP_EINVAL) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_INVALID_ARGUMENT,
+                                     "the call cannot be encoded for the callee");
+    }
+    return err;
+}
+
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
@@ -357,14 +431,9 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
     }
     rt_session *callee = pick_callee(reg);
-    if (callee->state != RT_SESSION_JOINED) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
-                                     "the callee is leaving");
-    }
-    if (ppt && !callee->ppt_callee) {
-        /* Spec "Payload Passthru Mode": an application error for the caller. */
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
-                                     "the callee does not support payload passthru mode");
+    const char *unfit_uri, *unfit = callee_unfit(callee, ppt, &unfit_uri);
+    if (unfit) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, unfit_uri, unfit);
     }
     bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
     bool disclose = perm->disclose_caller ||
@@ -374,52 +443,12 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (oom) {
         return WAMP_ENOMEM;
     }
-    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
-     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
-    rt_call *c = malloc(sizeof(*c));
+    rt_call *c = call_new(d, s, callee, m->id, progress, timeout_v);
     if (!c) {
         json_decref(details);
         return WAMP_ENOMEM;
     }
-    memset(c, 0, sizeof(*c));
-    c->invocation = rt_router_next_id(s->rt);
-    c->request = m->id;
-    c->caller = s;
-    c->callee = callee;
-    c->receive_progress = progress;
-    rt_list_init(&c->in_timeouts);
-    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, m->id)) != WAMP_OK) {
-        rt_hmap_remove(&d->calls, &c->by_invocation);
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    rt_list_add_tail(&s->calls_made, &c->in_caller);
-    s->n_calls_made++;
-    rt_list_add_tail(&callee->calls_served, &c->in_callee);
-    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
-    if (timeout_ms > 0) {
-        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
-        if (!max_ms) {
-            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
-        }
-        if (timeout_ms > (json_int_t)max_ms) {
-            timeout_ms = (json_int_t)max_ms;
-        }
-        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
-        timeout_insert(d, c);
-    }
-    if (s->rt->cur.set) {
-        c->traced = true;
-        memcpy(c->corr, s->rt->cur.uuid, TRACE_UUID_LEN);
-        trace_str *uri = rt_trace_action_uri(s->rt); /* outlives this message */
-        c->uri = uri ? trace_str_ref(uri) : NULL;
-    }
+    rt_observers_action_mark(&s->rt->observers, s->rt, &c->action);
     rt_payload payload = rt_payload_of(m);
     wamp_err err = rt_session_send_payload(
             callee,
@@ -431,15 +460,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     call_remove(d, c);
-    if (err == WAMP_ETOOBIG) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the invocation exceeds the callee's message size limit");
-    }
-    if (err == WAMP_EINVAL) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "the call cannot be encoded for the callee");
-    }
-    return err;
+    return invocation_not_sent(s, m->id, err);
 }
 
 /* The pending call that s (as callee) answers with INVOCATION.Request `invocation`, or NULL. */
@@ -522,7 +543,7 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
         reply = wamp_msg_new_result(request, details, args, kwargs);
     }
     if (!progress) {
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
     }
     rt_payload payload = rt_payload_of(m);
     wamp_err err = rt_session_send_payload(caller, reply, &payload);
@@ -600,10 +621,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
         }
         rt_session *caller = c->caller;
         rt_router *rt = caller->rt;
-        bool traced = c->traced && trace_hub_is_active(rt->hub);
-        if (traced) {
-            rt_trace_action_open(rt, c->corr, c->uri);
-        }
+        bool traced = rt_observers_action_resume(&rt->observers, rt, &c->action);
         RT_LOG_DEBUG(caller->id, "call %llu timed out", (unsigned long long)c->request);
         if (callee_can_interrupt(c)) {
             (void)send_interrupt(c, "killnowait");
@@ -615,7 +633,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
                                         "the call timed out");
         }
         if (traced) {
-            rt_trace_action_close(rt);
+            rt_observers_action_end(&rt->observers, rt);
         }
     }
 }
@@ -627,25 +645,22 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         rt_dealer_reg_callee_remove(d, RT_CONTAINER_OF(it, rt_reg_callee, in_session));
     }
     /* The calls below open their own actions; the leave's (GOODBYE, kill) resumes after. */
-    rt_cur_action leave_action;
-    rt_trace_action_stash(s->rt, &leave_action);
+    rt_observers *obs = &s->rt->observers;
+    void *leave_action = rt_observers_action_stash(obs, s->rt);
     /* Calls this session was serving: their callers learn the callee is gone. */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_served)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_callee);
         rt_session *caller = c->caller;
         uint64_t request = c->request;
-        bool traced = c->traced && trace_hub_is_active(s->rt->hub);
-        if (traced) {
-            rt_trace_action_open(s->rt, c->corr, c->uri);
-        }
+        bool traced = rt_observers_action_resume(obs, s->rt, &c->action);
         call_remove(d, c);
         if (caller && caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_CANCELED,
                                         "the callee left before answering");
         }
         if (traced) {
-            rt_trace_action_close(s->rt);
+            rt_observers_action_end(obs, s->rt);
         }
     }
     /* Calls this session made are canceled as CANCEL killnowait does (INTERRUPT to a callee
@@ -654,59 +669,49 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
         if (callee_can_interrupt(c) && !c->killing) { /* a kill has interrupted it already */
-            bool traced = c->traced && trace_hub_is_active(s->rt->hub);
-            if (traced) {
-                rt_trace_action_open(s->rt, c->corr, c->uri);
-                RT_TRACE_LAST(s->rt); /* nothing else of this call will reach a client */
+            bool traced = rt_observers_action_resume(obs, s->rt, &c->action);
+            if (traced) { /* nothing else of this call will reach a client */
+                rt_observers_action_last(obs, s->rt);
             }
             (void)send_interrupt(c, "killnowait");
             if (traced) {
-                rt_trace_action_close(s->rt);
+                rt_observers_action_end(obs, s->rt);
             }
         }
         call_abandon(d, c);
     }
-    rt_trace_action_unstash(s->rt, &leave_action);
+    rt_observers_action_restore(obs, s->rt, leave_action);
 }
 
-bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
+const rt_action_mark *rt_dealer_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
 {
     rt_call *c = callee_call(d, callee, invocation);
     if (c) {
-        if (c->traced) {
-            rt_trace_action_open(callee->rt, c->corr, c->uri);
-        }
-        return c->traced;
+        return &c->action;
     }
     /* A late answer to an abandoned call (a scan, only while a trace runs). */
     for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
         const rt_late_call *l = &d->late[i];
         if (l->invocation == invocation && l->callee_id == callee->id) {
-            rt_trace_action_open(callee->rt, l->corr, l->uri);
-            return true;
+            return &l->action;
         }
     }
-    return false;
+    return NULL;
 }
 
-bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
+const rt_action_mark *rt_dealer_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
 {
     rt_call *c = caller_call(d, caller, request);
-    if (!c || !c->traced) {
-        return false;
-    }
-    rt_trace_action_open(caller->rt, c->corr, c->uri);
-    return true;
+    return c ? &c->action : NULL;
 }
 
 /* --- Deferred answers of local procedures ----------------------------------------------- */
 
 struct rt_dealer_deferred {
+    rt_router *rt;
     uint64_t session_id;
     uint64_t request;
-    bool traced; /* an action was open: corr (and uri) are its */
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* one reference, or NULL */
+    rt_action_mark action; /* the CALL's action, kept while a trace ran */
 };
 
 wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_deferred **out)
@@ -717,14 +722,10 @@ wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_de
         return WAMP_ENOMEM;
     }
     rt_router *rt = caller->rt;
+    h->rt = rt;
     h->session_id = caller->id;
     h->request = reply->request;
-    if (rt->cur.set) {
-        h->traced = true;
-        memcpy(h->corr, rt->cur.uuid, sizeof(h->corr));
-        trace_str *uri = rt_trace_action_uri(rt);
-        h->uri = uri ? trace_str_ref(uri) : NULL;
-    }
+    rt_observers_action_mark(&rt->observers, rt, &h->action);
     reply->deferred = true;
     return WAMP_OK;
 }
@@ -734,7 +735,7 @@ void rt_dealer_deferred_free(rt_dealer_deferred *h)
     if (!h) {
         return;
     }
-    trace_str_unref(&h->uri);
+    rt_observers_action_forget(&h->rt->observers, &h->action);
     free(h);
 }
 
@@ -754,13 +755,10 @@ bool rt_dealer_answer_deferred(rt_router *rt, rt_dealer_deferred *h, rt_local_re
         return false;
     }
     /* The answer belongs to the CALL's action, not to whatever is being handled now. */
-    rt_cur_action saved;
-    rt_trace_action_stash(rt, &saved);
-    if (h->traced) {
-        rt_trace_action_open(rt, h->corr, h->uri);
-    }
+    void *saved = rt_observers_action_stash(&rt->observers, rt);
+    (void)rt_observers_action_resume(&rt->observers, rt, &h->action);
     wamp_err err = rt_dealer_send_local_reply(s, h->request, reply);
-    rt_trace_action_unstash(rt, &saved);
+    rt_observers_action_restore(&rt->observers, rt, saved);
     if (err != WAMP_OK) {
         RT_LOG_WARN(s->id, "answer to CALL %llu not sent: %s", (unsigned long long)h->request,
                     wamp_strerror(err));

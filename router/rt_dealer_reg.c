@@ -297,7 +297,7 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
     reg->n_callees++;
     rt_observers_registration_added(rt_realm_observers(d->realm), d->realm, s, reg->id,
                                     reg->n_callees == 1);
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
 }
 
@@ -309,7 +309,7 @@ wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
         if (rc->reg->id == m->id2) {
             /* Calls already invoked stay pending on the callee and complete normally. */
             rt_dealer_reg_callee_remove(d, rc);
-            RT_TRACE_LAST(s->rt);
+            rt_observers_action_last(&s->rt->observers, s->rt);
             return rt_session_send(s, wamp_msg_new_unregistered(m->id));
         }
     }

@@ -291,6 +291,10 @@ static wamp_err unix_path_check(const rt_listener *cfg, char *err, size_t err_le
     return WAMP_OK;
 }
 
+/* Long: a listener's protocol list (its own, a universal transport's RawSocket part, the further
+ * WebSocket paths sharing its port) and its vhost's creation info for every kind of listener
+ * (WebSocket, RawSocket, universal, Unix socket, TLS), with the lws 4.1 workarounds each needs,
+ * before the one lws_create_vhost() call and its error report. */
 static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t err_len)
 {
     const rt_listener *cfg = &l->cfg->listeners[i];

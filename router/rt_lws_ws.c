@@ -402,7 +402,10 @@ static int rewrite_upgrade(struct lws *wsi, const rt_listener *cfg, wamp_ser ser
 /* LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: the headers are still available, so a bad upgrade gets an
  * HTTP answer (404 wrong path, 400 no WAMP subprotocol) instead of a bare disconnect, and the
  * subprotocol is chosen here (rt_subproto_choose()). Returns 0 to let lws answer 101, -1 to
- * hang up (after answering, or after handing the connection on). */
+ * hang up (after answering, or after handing the connection on).
+ * Long: the WebSocket upgrade's checks in the order the answers must go out (connection limit,
+ * path, subprotocol, handing a web path on), each with its own HTTP answer while the headers are
+ * still readable. */
 static int confirm_upgrade(struct lws *wsi, const char *upgrade)
 {
     const rt_lws_ws_listener *lis = listener_of(wsi);

@@ -265,6 +265,9 @@ static bool is_payload(const struct msg_spec *spec, size_t i)
            (spec->kind[i - 1] == FK_ARGS || spec->kind[i - 1] == FK_KWARGS);
 }
 
+/* Long: one pass of the token reader over a whole message, field by field against the message
+ * type's layout, validating the rest before reporting a bad field; split, the reader's state
+ * would travel through every step. */
 wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
                               size_t why_len)
 {

@@ -299,7 +299,9 @@ static size_t utf8_put(unsigned char *d, unsigned cp)
 
 /* A JSON string at r->p (the opening quote). Strings without escapes point into the input;
  * escapes are decoded into scratch (never longer than the escaped text). value: the string is
- * not a key, so the binary convention applies. */
+ * not a key, so the binary convention applies.
+ * Long: the string scanner's hot loop and its escape decoding in one place (every JSON string of
+ * every message goes through it); the escapes share the output cursor. */
 static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
 {
     const unsigned char *s = ++r->p;
@@ -413,6 +415,8 @@ static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
     return WAMP_OK;
 }
 
+/* Long: JSON's number grammar (sign, integer, fraction, exponent) scanned once, then classified
+ * as integer or real with its range checks; the parts share the cursor and the digits. */
 static wamp_err js_number(wamp_rd *r, wamp_tok *t)
 {
     const unsigned char *s = r->p;
@@ -516,6 +520,7 @@ static wamp_err js_count_open(wamp_rd *r)
     return WAMP_OK;
 }
 
+/* Long: one case per kind of JSON token, as the grammar lists them; the switch is the tokenizer. */
 static wamp_err js_token(wamp_rd *r, wamp_tok *t)
 {
     js_ws(r);
@@ -697,6 +702,8 @@ static double f64(uint64_t bits)
     return d;
 }
 
+/* Long: one case per MessagePack type tag, as the format lists them; the switch is the token
+ * reader. */
 static wamp_err mp_value(wamp_rd *r, wamp_tok *t)
 {
     unsigned char tag = *r->p++;
@@ -1080,6 +1087,8 @@ static wamp_err attach(wamp_rd *r, struct build_level *lv, size_t depth, json_t 
     return rc == 0 ? WAMP_OK : oom(r);
 }
 
+/* Long: one case per token kind in a non-recursive build of the jansson value (an explicit stack
+ * of open containers instead of recursion), each attaching its value to the open container. */
 wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
 {
     *out = NULL;

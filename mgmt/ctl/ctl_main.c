@@ -531,6 +531,8 @@ static int append_list(start_flags *f, const char *key, json_t *v_take)
     return json_array_append_new(l, v_take) == 0 ? EX_OK : EX_FAIL;
 }
 
+/* Long: one branch per option of `start`, in the order its --help lists them, each turned into
+ * its trace option. */
 static int flag_start(ctl *c, void *state, int argc, char **argv, int *i)
 {
     start_flags *f = state;
@@ -1231,6 +1233,8 @@ static void progress(long long done, long long total)
     fflush(stderr);
 }
 
+/* Long: the paging loop (each page from the last seq + 1, converted, written, the progress bar)
+ * and the output file's cleanup on every failure, in one place. */
 static int cmd_export(ctl *c)
 {
     const char *pos[1];
@@ -1644,6 +1648,8 @@ static int setup_auth(ctl *c, const char *ticket_file, const char *secret_file,
     return EX_OK;
 }
 
+/* Long: the global options, one branch each, then the command table's dispatch and the signal
+ * setup around it. */
 int main(int argc, char **argv)
 {
     ctl c;
