@@ -26,6 +26,7 @@ typedef struct rt_retained {
     json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
+    uint64_t wall_ns;      /* when it was retained (wall clock, rt_trace_wall_ns()) */
 } rt_retained;
 
 /* --- Construction ---------------------------------------------------------------------------- */
@@ -150,19 +151,22 @@ static bool str_listed(const json_t *list, const char *s)
     return false;
 }
 
-static bool filter_admits(const pub_filter *f, const rt_session *to)
+/* Whether the lists admit the session (id, authid, authrole); it may be on another node. */
+static bool lists_admit(const pub_filter *f, uint64_t id, const char *authid, const char *authrole)
 {
-    if (!f->any) {
-        return true;
-    }
-    if ((f->eligible && !id_listed(f->eligible, to->id)) ||
-        (f->eligible_authid && !str_listed(f->eligible_authid, to->authid)) ||
-        (f->eligible_authrole && !str_listed(f->eligible_authrole, to->authrole))) {
+    if ((f->eligible && !id_listed(f->eligible, id)) ||
+        (f->eligible_authid && !str_listed(f->eligible_authid, authid)) ||
+        (f->eligible_authrole && !str_listed(f->eligible_authrole, authrole))) {
         return false;
     }
-    return !((f->exclude && id_listed(f->exclude, to->id)) ||
-             (f->exclude_authid && str_listed(f->exclude_authid, to->authid)) ||
-             (f->exclude_authrole && str_listed(f->exclude_authrole, to->authrole)));
+    return !((f->exclude && id_listed(f->exclude, id)) ||
+             (f->exclude_authid && str_listed(f->exclude_authid, authid)) ||
+             (f->exclude_authrole && str_listed(f->exclude_authrole, authrole)));
+}
+
+static bool filter_admits(const pub_filter *f, const rt_session *to)
+{
+    return !f->any || lists_admit(f, to->id, to->authid, to->authrole);
 }
 
 /* One publication being dispatched. */
@@ -177,6 +181,7 @@ typedef struct pub_ctx {
     bool disclose; /* publisher identification */
     bool retain;   /* event retention */
     pub_filter filter;
+    const rt_broker_pub *from; /* another node's publication (its publisher), or NULL */
 } pub_ctx;
 
 /* Parses PUBLISH options into p (publisher, topic, payload set by the caller); NULL if they
@@ -246,14 +251,14 @@ static bool is_receiver(const rt_session *to, const pub_ctx *p)
 
 /* Adds publisher identification (spec "Publisher Identification") for s to details d; non-zero
  * on allocation failure. */
-static int set_publisher(json_t *d, const rt_session *s)
+static int set_publisher(json_t *d, uint64_t id, const char *authid, const char *authrole)
 {
-    int rc = json_object_set_new(d, "publisher", json_integer((json_int_t)s->id));
-    if (s->authid) {
-        rc |= json_object_set_new(d, "publisher_authid", json_string(s->authid));
+    int rc = json_object_set_new(d, "publisher", json_integer((json_int_t)id));
+    if (authid) {
+        rc |= json_object_set_new(d, "publisher_authid", json_string(authid));
     }
-    if (s->authrole) {
-        rc |= json_object_set_new(d, "publisher_authrole", json_string(s->authrole));
+    if (authrole) {
+        rc |= json_object_set_new(d, "publisher_authrole", json_string(authrole));
     }
     return rc;
 }
@@ -263,7 +268,7 @@ static int set_publisher(json_t *d, const rt_session *s)
 static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool *oom)
 {
     bool pattern = sub->match != WAMP_MATCH_EXACT;
-    bool disclose = p->disclose && p->publisher;
+    bool disclose = p->disclose && (p->publisher || p->from);
     *oom = false;
     if (!pattern && !disclose && !p->ppt) {
         return NULL;
@@ -277,8 +282,11 @@ static json_t *event_details(const rt_subscription *sub, const pub_ctx *p, bool 
     if (pattern) {
         rc |= json_object_set_new(d, "topic", json_string(p->topic));
     }
-    if (disclose) {
-        rc |= set_publisher(d, p->publisher);
+    if (disclose && p->from) {
+        rc |= set_publisher(d, p->from->publisher, p->from->publisher_authid,
+                            p->from->publisher_authrole);
+    } else if (disclose) {
+        rc |= set_publisher(d, p->publisher->id, p->publisher->authid, p->publisher->authrole);
     }
     /* Payload passthru mode: the ppt_* options go along with the untouched payload. */
     rc |= wamp_msg_ppt_copy(d, p->ppt);
@@ -441,6 +449,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         return WAMP_ENOMEM;
     }
     r->bytes = bytes;
+    r->wall_ns = rt_trace_wall_ns();
     r->args = p->args ? json_incref(p->args) : NULL;
     r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
     r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
@@ -451,7 +460,8 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
     }
     if (!oom && p->disclose && p->publisher) {
         r->publisher = json_object();
-        oom = !r->publisher || set_publisher(r->publisher, p->publisher) != 0;
+        oom = !r->publisher || set_publisher(r->publisher, p->publisher->id, p->publisher->authid,
+                                             p->publisher->authrole) != 0;
     }
     if (oom || rt_hmap_insert(&b->retained, &r->by_topic,
                               rt_broker_uri_hash(r->topic, strlen(r->topic))) != WAMP_OK) {
@@ -472,15 +482,21 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
 /* Whether subscription sub's new member s gets retained event r: the topic matches, and the
  * publication's black/white lists admit s (exclude_me does not apply: the publisher may
  * subscribe later to read its own retained state). */
-static bool retained_admits(const rt_subscription *sub, const rt_retained *r, const rt_session *s)
+static bool retained_admits_id(const char *uri, wamp_match match, const rt_retained *r, uint64_t id,
+                               const char *authid, const char *authrole)
 {
-    if (!wamp_uri_matches(sub->uri, sub->match, r->topic)) {
+    if (!wamp_uri_matches(uri, match, r->topic)) {
         return false;
     }
     pub_ctx p;
     bool ack;
-    return !r->options ||
-           (parse_publish(r->options, &p, &ack) == NULL && filter_admits(&p.filter, s));
+    return !r->options || (parse_publish(r->options, &p, &ack) == NULL &&
+                           (!p.filter.any || lists_admit(&p.filter, id, authid, authrole)));
+}
+
+static bool retained_admits(const rt_subscription *sub, const rt_retained *r, const rt_session *s)
+{
+    return retained_admits_id(sub->uri, sub->match, r, s->id, s->authid, s->authrole);
 }
 
 /* EVENT of retained event r for subscription sub (Details.retained, Details.topic for a pattern
@@ -504,8 +520,8 @@ static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, 
 
 /* SUBSCRIBED for sub, then (get_retained) every retained event it admits; the last message
  * completes the SUBSCRIBE action. */
-static wamp_err subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
-                           const rt_subscription *sub, bool get_retained)
+static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
+                                const rt_subscription *sub, bool get_retained)
 {
     size_t n = 0;
     rt_retained *only = NULL;
@@ -544,6 +560,17 @@ static wamp_err subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
     return err;
 }
 
+/* subscribed_here(), then other nodes' retained events are asked for. */
+static wamp_err subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
+                           const rt_subscription *sub, bool get_retained)
+{
+    wamp_err err = subscribed_here(b, s, m, sub, get_retained);
+    if (err == WAMP_OK && get_retained && b->remote) {
+        b->remote->get_retained(b->remote_ctx, b, s, sub);
+    }
+    return err;
+}
+
 size_t rt_broker_retained_count(const rt_broker *b)
 {
     return b->retained.count;
@@ -552,6 +579,26 @@ size_t rt_broker_retained_count(const rt_broker *b)
 size_t rt_broker_retained_bytes(const rt_broker *b)
 {
     return b->retained_bytes;
+}
+
+/* Hands client s's publication p (PUBLISH m) to the other nodes (rt_broker_set_remote()). */
+static void tell_remote(rt_broker *b, rt_session *s, const wamp_msg *m, const pub_ctx *p)
+{
+    rt_router *rt = s->rt;
+    rt_broker_pub rp = {.topic = m->uri,
+                        .publication = p->publication,
+                        .payload = p->payload,
+                        .args = m->args,
+                        .kwargs = m->kwargs,
+                        .options = m->dict,
+                        .disclose = p->disclose,
+                        .publisher = s->id,
+                        .publisher_authid = s->authid,
+                        .publisher_authrole = s->authrole,
+                        .retain = p->retain,
+                        .correlation =
+                                trace_hub_is_active(rt->hub) && rt->cur.set ? rt->cur.uuid : NULL};
+    b->remote->published(b->remote_ctx, b, &rp);
 }
 
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
@@ -617,6 +664,9 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
     wamp_err err = fan_out(b, &p, n, !ack);
     if (err == WAMP_OK && p.retain) {
         err = retain_event(b, &p, m->dict);
+    }
+    if (err == WAMP_OK && b->remote) {
+        tell_remote(b, s, m, &p);
     }
     if (err != WAMP_OK || !ack) {
         return err;
@@ -822,4 +872,125 @@ bool rt_broker_publish_has_receiver(rt_broker *b, rt_session *s, const wamp_msg 
     bool ack;
     pub_ctx p = {.publisher = s, .topic = m->uri};
     return !parse_publish(m->dict, &p, &ack) && count_receivers(b, &p, 1) > 0;
+}
+
+/* --- Other nodes ------------------------------------------------------------------------------ */
+
+_Static_assert(RT_BROKER_CORRELATION_LEN == TRACE_UUID_LEN, "a correlation is tracing's UUID");
+
+void rt_broker_set_remote(rt_broker *b, const rt_broker_remote *ops, void *ctx)
+{
+    b->remote = ops;
+    b->remote_ctx = ctx;
+}
+
+/* The publication context of another node's publication rp; false if its options are not
+ * valid. */
+static bool remote_ctx(const rt_broker_pub *rp, pub_ctx *p)
+{
+    bool ack, ppt = false;
+    *p = (pub_ctx){.topic = rp->topic,
+                   .publication = rp->publication,
+                   .args = (json_t *)rp->args,
+                   .kwargs = (json_t *)rp->kwargs,
+                   .payload = rp->payload,
+                   .from = rp};
+    if (rp->options && (parse_publish(rp->options, p, &ack) != NULL ||
+                        wamp_msg_ppt_check(rp->options, &ppt) != NULL)) {
+        return false;
+    }
+    p->ppt = ppt ? rp->options : NULL;
+    p->exclude_me = false; /* the publisher is not here */
+    p->retain = false;
+    p->disclose = rp->disclose;
+    return true;
+}
+
+wamp_err rt_broker_deliver(rt_broker *b, const rt_broker_pub *rp)
+{
+    pub_ctx p;
+    if (!remote_ctx(rp, &p)) {
+        return WAMP_OK;
+    }
+    size_t n = rt_broker_collect_matches(b, rp->topic);
+    if (n == SIZE_MAX) {
+        return WAMP_ENOMEM;
+    }
+    rt_router *rt = rt_realm_router(b->realm);
+    /* The EVENTs carry the publication's correlation, as on the publisher's node. */
+    bool traced = rp->correlation && trace_hub_is_active(rt->hub) && !rt->cur.set;
+    if (traced) {
+        rt_trace_action_open(rt, rp->correlation, NULL);
+        rt->cur.uri_text = rp->topic;
+    }
+    wamp_err err = fan_out(b, &p, n, traced);
+    if (traced) {
+        rt_trace_action_close(rt);
+    }
+    return err;
+}
+
+wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t sub_id,
+                                    const rt_broker_pub *rp)
+{
+    rt_session *s = rt_router_session_by_id(rt_realm_router(b->realm), session_id);
+    rt_sub_member *mb = s && s->realm == b->realm && s->state == RT_SESSION_JOINED
+                                ? rt_broker_find_member(s, sub_id)
+                                : NULL;
+    pub_ctx p;
+    if (!mb || !remote_ctx(rp, &p)) {
+        return WAMP_OK;
+    }
+    const rt_subscription *sub = mb->sub;
+    json_t *d = json_object();
+    if (!d || json_object_set_new(d, "retained", json_true()) != 0 ||
+        wamp_msg_ppt_copy(d, p.ppt) != 0 ||
+        (rp->disclose &&
+         set_publisher(d, rp->publisher, rp->publisher_authid, rp->publisher_authrole) != 0) ||
+        (sub->match != WAMP_MATCH_EXACT &&
+         json_object_set_new(d, "topic", json_string(rp->topic)) != 0)) {
+        json_decref(d);
+        return WAMP_ENOMEM;
+    }
+    return rt_session_send_payload(
+            s,
+            wamp_msg_new_event(sub->id, rp->publication, d,
+                               rp->args ? json_incref((json_t *)rp->args) : NULL,
+                               rp->kwargs ? json_incref((json_t *)rp->kwargs) : NULL),
+            &rp->payload);
+}
+
+void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
+                                const char *authid, const char *authrole,
+                                void (*fn)(void *arg, const rt_broker_pub *p), void *arg)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
+         rt_hmap_iter_next(&b->retained, &it)) {
+        const rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        if (!retained_admits_id(uri, match, r, id, authid, authrole)) {
+            continue;
+        }
+        json_t *pub = r->publisher;
+        rt_broker_pub rp = {
+                .topic = r->topic,
+                .publication = wamp_id_random(),
+                .payload = r->payload,
+                .args = r->args,
+                .kwargs = r->kwargs,
+                .options = r->ppt,
+                .disclose = pub != NULL,
+                .publisher = (uint64_t)json_integer_value(json_object_get(pub, "publisher")),
+                .publisher_authid = json_string_value(json_object_get(pub, "publisher_authid")),
+                .publisher_authrole =
+                        json_string_value(json_object_get(pub, "publisher_authrole"))};
+        fn(arg, &rp);
+    }
+}
+
+void rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns)
+{
+    rt_retained *r = retained_find(b, topic);
+    if (r && r->wall_ns < before_ns) {
+        retained_remove(b, r);
+    }
 }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "rt_realm.h"
+#include "rt_session.h"
 #include "wamp_err.h"
 #include "wamp_msg.h"
 #include "wamp_uri.h"
@@ -98,5 +99,53 @@ uint64_t rt_subscription_created_us(const rt_subscription *sub);
 size_t rt_subscription_subscriber_count(const rt_subscription *sub);
 /* Borrowed: subscriber i (0 <= i < count), in subscription order. */
 rt_session *rt_subscription_subscriber(const rt_subscription *sub, size_t i);
+
+/* --- Other nodes (router/cluster/rt_cluster_broker.h) ---------------------------------------
+ * A cluster hooks itself to the broker with rt_broker_set_remote(): it is told of every client
+ * PUBLISH (after the local fan-out, before PUBLISHED) and of every SUBSCRIBE with get_retained
+ * (after this node's answer); it hands publications and retained events of other nodes back with
+ * rt_broker_deliver() and rt_broker_deliver_retained(). */
+
+#define RT_BROKER_CORRELATION_LEN 16 /* bytes of an action's correlation (tracing's UUID) */
+
+/* A publication as it travels between nodes. Every pointer is borrowed for the call. */
+typedef struct rt_broker_pub {
+    const char *topic;
+    uint64_t publication;
+    rt_payload payload;          /* Arguments/ArgumentsKw as bytes (ser 0: none, or below) */
+    const json_t *args, *kwargs; /* the payload as values, when it is not bytes */
+    const json_t *options;       /* PUBLISH.Options: black/white lists, ppt_* (NULL: none) */
+    bool disclose;               /* the publisher is disclosed: */
+    uint64_t publisher;          /*   its session id, authid and authrole (NULL: none) */
+    const char *publisher_authid, *publisher_authrole;
+    bool retain;                /* the publisher asked to retain it (event_retention) */
+    const uint8_t *correlation; /* RT_BROKER_CORRELATION_LEN bytes while a trace runs, or NULL */
+} rt_broker_pub;
+
+typedef struct rt_broker_remote {
+    /* A client's publication p went to this node's subscribers. */
+    void (*published)(void *ctx, rt_broker *b, const rt_broker_pub *p);
+    /* s subscribed to sub with get_retained; this node's retained events went out. */
+    void (*get_retained)(void *ctx, rt_broker *b, rt_session *s, const rt_subscription *sub);
+} rt_broker_remote;
+
+/* Sets the hooks (ops and ctx borrowed; NULL: none). */
+void rt_broker_set_remote(rt_broker *b, const rt_broker_remote *ops, void *ctx);
+/* Publication p of another node to this node's subscribers, as a client's PUBLISH with
+ * p->options would reach them (black/white lists, disclosure, ppt; never retained here). A p
+ * whose options are not valid reaches nobody. WAMP_ENOMEM. */
+wamp_err rt_broker_deliver(rt_broker *b, const rt_broker_pub *p);
+/* Retained event p of another node to session session_id's subscription sub_id (an EVENT with
+ * Details.retained), if both are still there. WAMP_ENOMEM. */
+wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t sub_id,
+                                    const rt_broker_pub *p);
+/* Calls fn(arg, p) for every retained event whose topic (uri, match) matches and whose
+ * publication's black/white lists admit session (id, authid, authrole). */
+void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
+                                const char *authid, const char *authrole,
+                                void (*fn)(void *arg, const rt_broker_pub *p), void *arg);
+/* Another node retained an event on topic at wall-clock time before_ns (rt_router_wall_ns()):
+ * this node's retained event of topic goes, unless it was retained at before_ns or later. */
+void rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns);
 
 #endif /* RT_BROKER_H */

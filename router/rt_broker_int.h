@@ -59,6 +59,8 @@ struct rt_broker {
     size_t cap_hits;
     rt_hmap retained; /* rt_retained.by_topic, hashed by topic */
     size_t retained_bytes;
+    const rt_broker_remote *remote; /* other nodes (rt_broker_set_remote()), or NULL */
+    void *remote_ctx;
 };
 
 /* FNV-1a hash of uri's first len bytes, as the subscription table and the retained events hash

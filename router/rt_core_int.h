@@ -28,6 +28,8 @@ struct rt_router {
     size_t n_realms;
     /* Borrowed, NULL without wampscope.cluster (rt_router_set_cluster()). */
     const struct rt_cluster *cluster;
+    /* Borrowed, NULL without wampscope.cluster (rt_router_set_cluster_broker()). */
+    const struct rt_cluster_broker *cluster_broker;
     rt_hmap sessions_by_id; /* rt_session.by_id */
     rt_list sessions;       /* every live session (rt_session.in_router) */
     rt_list greeting;       /* sessions waiting for HELLO, oldest first (rt_session.in_wait) */

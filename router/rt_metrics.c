@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "rt_cluster.h"
+#include "rt_cluster_broker.h"
 #include "rt_core_int.h"
 #include "rt_realm.h"
 #include "trace.h"
@@ -245,6 +246,28 @@ static const link_row link_rows[] = {
 };
 
 /* clang-format on */
+
+/* Publish/subscribe across the nodes (rt_cluster_broker_stats). */
+static void render_cluster_broker(mbuf *b, const rt_cluster_broker *cb)
+{
+    rt_cluster_broker_stats st;
+    rt_cluster_broker_stats_get(cb, &st);
+    family(b, "wampscope_cluster_events_total", M_COUNTER,
+           "Event messages to and from other nodes (one per publication and node), by direction.");
+    const char *out[] = {"direction", "out", NULL}, *in[] = {"direction", "in", NULL};
+    sample_u64(b, "wampscope_cluster_events_total", out, st.events_out);
+    sample_u64(b, "wampscope_cluster_events_total", in, st.events_in);
+    family(b, "wampscope_cluster_events_dropped_total", M_COUNTER,
+           "Event messages for other nodes not sent: over the size limit, or refused by the link "
+           "(down, or its outgoing queue full).");
+    sample_u64(b, "wampscope_cluster_events_dropped_total", NULL, st.events_dropped);
+    family(b, "wampscope_cluster_events_invalid_total", M_COUNTER,
+           "Messages from other nodes ignored as not valid.");
+    sample_u64(b, "wampscope_cluster_events_invalid_total", NULL, st.events_bad);
+    family(b, "wampscope_cluster_remote_subscriptions", M_GAUGE,
+           "Subscriptions (realm, match, topic) of other nodes this node knows.");
+    sample_u64(b, "wampscope_cluster_remote_subscriptions", NULL, st.remote_interest);
+}
 
 static void render_cluster(mbuf *b, const rt_cluster *c)
 {
@@ -546,6 +569,9 @@ wamp_err rt_metrics_render(const rt_router *rt, const rt_metrics_proc *proc, cha
     render_traces(&b, rt);
     if (rt->cluster) {
         render_cluster(&b, rt->cluster);
+    }
+    if (rt->cluster_broker) {
+        render_cluster_broker(&b, rt->cluster_broker);
     }
     if (proc) {
         render_proc(&b, proc);

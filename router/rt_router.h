@@ -77,6 +77,10 @@ void rt_router_set_trace_events(rt_router *rt, const struct trace_hub_events *ev
 struct rt_cluster;
 void rt_router_set_cluster(rt_router *rt, const struct rt_cluster *c);
 const struct rt_cluster *rt_router_cluster(const rt_router *rt);
+/* Publish/subscribe across the nodes (borrowed, NULL: none; set it NULL before freeing it), whose
+ * counters the metrics render. */
+struct rt_cluster_broker;
+void rt_router_set_cluster_broker(rt_router *rt, const struct rt_cluster_broker *cb);
 
 /* Next router-scope id (subscriptions, registrations, invocations): 1, 2, ... wrapping at 2^53. */
 uint64_t rt_router_next_id(rt_router *rt);

@@ -58,6 +58,11 @@ const struct rt_cluster *rt_router_cluster(const rt_router *rt)
     return rt->cluster;
 }
 
+void rt_router_set_cluster_broker(rt_router *rt, const struct rt_cluster_broker *cb)
+{
+    rt->cluster_broker = cb;
+}
+
 rt_session *rt_router_session_by_id(const rt_router *rt, uint64_t id)
 {
     for (rt_hnode *n = rt_hmap_first(&rt->sessions_by_id, rt_hash_u64(id)); n;

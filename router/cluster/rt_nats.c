@@ -267,6 +267,11 @@ static const rt_cluster_ops nats_ops = {
         .stats = op_stats,
 };
 
+const rt_cluster_ops *rt_nats_link_ops(void)
+{
+    return &nats_ops;
+}
+
 /* ---- Service (service thread) ------------------------------------------------------------ */
 
 static void deliver_reply(rt_nats *n, uint64_t token, wamp_err err, const void *data, size_t len)

@@ -32,6 +32,9 @@ typedef struct rt_nats rt_nats;
  * of memory) and *out is NULL. */
 wamp_err rt_nats_new(const rt_cluster_config *cfg, rt_cluster *core, rt_nats **out, char *err,
                      size_t err_len);
+/* The ops that rt_nats_new() gave rt_cluster_set_link() (the rt_nats is their link), for the
+ * services that use the link beside the membership (rt_cluster_table.h). */
+const rt_cluster_ops *rt_nats_link_ops(void);
 /* Stops the worker (after it has run the queued kv operations, e.g. the leave's DELETE, each
  * bounded by request_timeout), flushes and closes the connection, drops the undelivered
  * events (their callbacks never run). NULL-safe. */

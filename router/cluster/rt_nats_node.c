@@ -8,6 +8,7 @@
 #include <sodium.h>
 
 #include "rt_cluster.h"
+#include "rt_cluster_broker.h"
 #include "rt_nats.h"
 
 #ifndef RT_VERSION
@@ -19,6 +20,7 @@ struct rt_nats_node {
     const rt_cluster_config *cfg;
     rt_cluster *member;
     rt_nats *link;
+    rt_cluster_broker *broker; /* pub/sub across the nodes */
 };
 
 static uint64_t node_clock(void *ctx)
@@ -36,6 +38,7 @@ void rt_nats_node_service(void *ctx)
     rt_nats_node *nn = ctx;
     rt_nats_service(nn->link);
     rt_cluster_tick(nn->member);
+    rt_cluster_broker_tick(nn->broker);
 }
 
 void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
@@ -46,6 +49,10 @@ void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
 /* Frees without leaving. */
 static void node_free(rt_nats_node *nn)
 {
+    if (nn->broker) {
+        rt_router_set_cluster_broker(nn->rt, NULL);
+    }
+    rt_cluster_broker_free(nn->broker); /* before the link: nothing is serviced in between */
     rt_nats_free(nn->link);
     rt_cluster_free(nn->member);
     free(nn);
@@ -77,6 +84,21 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
         node_free(nn);
         return e;
     }
+    /* Before the join, so that the join announces this node's subscriptions. */
+    rt_cluster_broker_options bo = {.ops = rt_nats_link_ops(),
+                                    .link = nn->link,
+                                    .instance = instance,
+                                    .beat_ms = cc->heartbeat_ms,
+                                    .hold_ms = cc->node_ttl_ms,
+                                    .max_entries = RT_CLUSTER_BROKER_MAX_ENTRIES};
+    e = rt_cluster_broker_new(rt, nn->member, &bo, &nn->broker);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start publish/subscribe across nodes: %s",
+                 cc->name, wamp_strerror(e));
+        node_free(nn);
+        return e;
+    }
+    rt_router_set_cluster_broker(rt, nn->broker);
     uint64_t connect_end = rt_router_now_us(rt) + (uint64_t)cc->connect_timeout_ms * 1000;
     uint64_t settle_end =
             connect_end +

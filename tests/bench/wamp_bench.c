@@ -48,6 +48,9 @@
 typedef struct bench_opts {
     const char *url_str;
     bench_ws_url url;
+    const char *url2_str; /* --url2: another node of a cluster, or NULL */
+    bench_ws_url url2;
+    double settle; /* --settle: seconds between the last SUBSCRIBED/REGISTERED and the load */
     const char *realm;
     double seconds;
     double warmup;
@@ -124,6 +127,7 @@ typedef struct bench_run {
     bench_sess *sess;
     size_t nsess;
     run_phase phase;
+    bool settling; /* set-up done, waiting --settle before the load */
     uint64_t now;
     uint64_t deadline;
     char uri[96];
@@ -696,7 +700,11 @@ static void advance(bench_run *r)
     }
     switch (r->phase) {
     case PH_SETUP:
-        if (all_in(r, SS_READY)) {
+        if (all_in(r, SS_READY) && o->settle > 0 && !r->settling) {
+            /* Other nodes learn the subscriptions asynchronously. */
+            r->settling = true;
+            r->deadline = r->now + secs_ns(o->settle);
+        } else if (all_in(r, SS_READY) && (!r->settling || r->now >= r->deadline)) {
             r->phase = PH_WARMUP;
             r->deadline = r->now + secs_ns(o->warmup);
         } else if (r->now >= r->deadline) {
@@ -846,7 +854,10 @@ static void run_one(const bench_opts *o, wamp_ser ser, scen_kind kind, unsigned 
         s->role = kind == SCEN_RPC ? (i == 0 ? ROLE_CALLER : ROLE_CALLEE)
                                    : (i == 0 ? ROLE_PUBLISHER : ROLE_SUBSCRIBER);
         char why[200];
-        s->ws = bench_ws_new(&o->url, subproto, binary, r->epfd, &sess_cb, s, why, sizeof(why));
+        /* With --url2: the callee, and every second subscriber, on the other node. */
+        bool second = o->url2_str && (kind == SCEN_RPC ? i == 1 : i >= 1 && i % 2 == 0);
+        s->ws = bench_ws_new(second ? &o->url2 : &o->url, subproto, binary, r->epfd, &sess_cb, s,
+                             why, sizeof(why));
         if (!s->ws) {
             run_fail(r, "%s", why);
             goto out;
@@ -941,6 +952,10 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: wamp-bench --url ws://HOST:PORT/PATH [options]\n"
             "  --realm NAME         realm to join (default realm1)\n"
+            "  --url2 URL           another node: the callee and every second subscriber "
+            "connect there\n"
+            "  --settle S           pause between set-up and load (default 0; 0.5 with "
+            "--url2)\n"
             "  --seconds S          measured duration of each run (default 5)\n"
             "  --warmup S           load before measuring (default 1)\n"
             "  --scenarios LIST     rpc,pubsub (default both)\n"
@@ -1071,6 +1086,11 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         bool ok = true;
         if (strcmp(a, "--url") == 0) {
             o->url_str = v;
+        } else if (strcmp(a, "--url2") == 0) {
+            o->url2_str = v;
+            o->settle = o->settle > 0 ? o->settle : 0.5;
+        } else if (strcmp(a, "--settle") == 0) {
+            ok = parse_secs(v, &o->settle);
         } else if (strcmp(a, "--realm") == 0) {
             o->realm = v;
         } else if (strcmp(a, "--seconds") == 0) {
@@ -1125,6 +1145,10 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         o->n_sers = 2;
     }
     char why[200];
+    if (o->url2_str && bench_ws_url_parse(o->url2_str, &o->url2, why, sizeof(why)) != WAMP_OK) {
+        fprintf(stderr, "wamp-bench: --url2: %s\n", why);
+        return 2;
+    }
     if (bench_ws_url_parse(o->url_str, &o->url, why, sizeof(why)) != WAMP_OK) {
         fprintf(stderr, "wamp-bench: %s\n", why);
         return -1;

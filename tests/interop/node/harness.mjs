@@ -43,14 +43,14 @@ export function step(p, what = 'step', ms = STEP_TIMEOUT_MS) {
   return Promise.race([Promise.resolve(p), timeout]).finally(() => clearTimeout(timer));
 }
 
-// config: a file under configs/ (default the shared e2e config).
+// config: a file under configs/ (default the shared e2e config), or an absolute path.
 export async function startRouter(config = 'configs/test-e2e.json') {
   const bin = process.env.RT_ROUTER_BIN;
   const src = process.env.RT_SOURCE_DIR;
   assert.ok(bin && src, 'RT_ROUTER_BIN and RT_SOURCE_DIR must be set (run via ctest)');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wampscope-node-'));
   const portsFile = path.join(tmp, 'ports');
-  let argv = [bin, '-c', path.join(src, config), '--port', '0',
+  let argv = [bin, '-c', path.isAbsolute(config) ? config : path.join(src, config), '--port', '0',
     '--ports-file', portsFile];
   if (process.env.RT_E2E_LOG_LEVEL) {
     argv.push('--log-level', process.env.RT_E2E_LOG_LEVEL);
