@@ -19,7 +19,8 @@ BROWSER_DIR := tests/browser
 FUZZ_DIR := build-fuzz
 DEB_DIR := build-deb
 PREFIX ?= /usr/local
-FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_cbor fuzz_transcode fuzz_rawsock fuzz_session fuzz_http
+FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_cbor fuzz_transcode fuzz_rawsock fuzz_session fuzz_http \
+	fuzz_ws fuzz_http1
 FUZZ_SECONDS ?= $(if $(CI),40,0)
 # `make fuzz` alone runs 60 s per target when FUZZ_SECONDS is 0.
 FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)
@@ -180,6 +181,7 @@ lint:
 		exit 1; \
 	fi
 	python3 tests/lint/module_cycles.py router tracing
+	python3 tests/lint/long_functions.py router tracing wamp mgmt
 	@bad=$$(grep -rlE '#[[:space:]]*include[[:space:]]*[<"]libwebsockets\.h[>"]' $(C_DIRS) \
 		--include='*.c' --include='*.h' | grep -vE '$(LWS_ALLOWED)' || true); \
 	if [ -n "$$bad" ]; then \

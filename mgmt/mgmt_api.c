@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mgmt_cluster.h"
+#include "mgmt_live.h"
 #include "mgmt_merge.h"
 #include "rt_broker.h"
 #include "rt_dealer.h"
@@ -38,6 +39,7 @@ typedef struct mgmt_entry {
 struct mgmt_api {
     rt_router *rt;
     mgmt_cluster *mc; /* NULL without a cluster */
+    mgmt_live *live;  /* NULL without a cluster */
     mgmt_entry *entries;
     const rt_config *cfg;
     trace_hub *hub;
@@ -133,6 +135,17 @@ static wamp_err proc_list_workers(mgmt_api *m, const mgmt_who *who, const json_t
     return rt_local_reply_value(reply, json_pack("[s]", m->cfg->worker_id));
 }
 
+/* The live topics' counters in get_worker's stats.cluster (mgmt/README.md "Live data"). */
+static json_t *live_stats(const mgmt_api *m)
+{
+    mgmt_live_stats ls;
+    mgmt_live_stats_get(m->live, &ls);
+    return json_pack("{s:I, s:I, s:I, s:I}", "live_forwarded", (json_int_t)ls.forwarded,
+                     "live_dropped", (json_int_t)ls.dropped, "live_received",
+                     (json_int_t)ls.received, "live_interested_nodes",
+                     (json_int_t)ls.interested_nodes);
+}
+
 /* get_worker's "stats" (an extension of Crossbar's worker object, see mgmt/README.md):
  * counters since start and what the router holds now. */
 static json_t *worker_stats(const mgmt_api *m)
@@ -180,7 +193,8 @@ static json_t *worker_stats(const mgmt_api *m)
                               "messages_out", (json_int_t)ls.msgs_out, "bytes_in",
                               (json_int_t)ls.bytes_in, "bytes_out", (json_int_t)ls.bytes_out,
                               "dropped", (json_int_t)ls.dropped, "nodes",
-                              (json_int_t)rt_cluster_node_count(c))) != 0) {
+                              (json_int_t)rt_cluster_node_count(c))) != 0 ||
+            json_object_update_new(json_object_get(o, "cluster"), live_stats(m)) != 0) {
             json_decref(o);
             o = NULL;
         }
@@ -233,10 +247,14 @@ static json_t *meta(const mgmt_api *m, const trace *t)
     return trace_render_meta(t, m->cfg->node_id, m->cfg->worker_id, now_pc_ns(m));
 }
 
-static void publish(mgmt_api *m, const char *event, json_t *args_take)
+/* This node's live event: published here, and sent to the other nodes interested in it. */
+static void publish(mgmt_api *m, mgmt_live_topic t, json_t *args_take)
 {
     char topic[128];
-    snprintf(topic, sizeof(topic), MGMT_TOPIC_PREFIX "%s", event);
+    snprintf(topic, sizeof(topic), MGMT_TOPIC_PREFIX "%s", mgmt_live_topic_name(t));
+    if (args_take) {
+        (void)mgmt_live_forward(m->live, t, args_take);
+    }
     (void)rt_broker_publish_local(m->broker, topic, args_take, NULL);
 }
 
@@ -323,7 +341,7 @@ static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t 
         return err;
     }
     json_t *md = meta(m, t);
-    publish(m, "on_trace_started",
+    publish(m, MGMT_LIVE_STARTED,
             json_pack("[s, s, s, O]", m->cfg->node_id, m->cfg->worker_id, trace_id(t), md));
     return rt_local_reply_value(reply, md);
 }
@@ -484,8 +502,9 @@ static void on_batch(void *ctx, trace *t, const trace_batch *b)
 {
     mgmt_api *m = ctx;
     /* Rendering a period's records is the expensive part of a trace: skip it while nobody is
-     * subscribed (a late subscriber fills the gap with get_trace_data). */
-    if (rt_broker_receiver_count(m->broker, NULL, MGMT_TOPIC_PREFIX "on_trace_data", false) == 0) {
+     * subscribed, here or on another node (a late subscriber fills the gap with get_trace_data). */
+    if (rt_broker_receiver_count(m->broker, NULL, MGMT_TOPIC_PREFIX "on_trace_data", false) == 0 &&
+        !mgmt_live_wants(m->live, MGMT_LIVE_DATA)) {
         return;
     }
     json_t *records = trace_render_records(t, b->first_seq, b->last_seq, SIZE_MAX);
@@ -495,7 +514,7 @@ static void on_batch(void *ctx, trace *t, const trace_batch *b)
         json_decref(period);
         return;
     }
-    publish(m, "on_trace_data",
+    publish(m, MGMT_LIVE_DATA,
             json_pack("[s, s, s, o, o]", m->cfg->node_id, m->cfg->worker_id, trace_id(t), period,
                       records));
 }
@@ -505,7 +524,7 @@ static void on_stopped(void *ctx, trace *t)
     mgmt_api *m = ctx;
     json_t *md = meta(m, t);
     if (md) {
-        publish(m, "on_trace_stopped",
+        publish(m, MGMT_LIVE_STOPPED,
                 json_pack("[s, s, s, o]", m->cfg->node_id, m->cfg->worker_id, trace_id(t), md));
     }
 }
@@ -538,8 +557,8 @@ static const mgmt_proc procs[] = {
         {"list_nodes", proc_list_nodes, NULL, MGMT_ANY_NODE, false, false},
         {"list_workers", proc_list_workers, NULL, MGMT_NODE, false, false},
         {"get_worker", proc_get_worker, NULL, MGMT_WORKER, false, false},
-        {"list_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
-        {"get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"list_traces", proc_list_traces, NULL, MGMT_WORKER, true, false},
+        {"get_trace", NULL, proc_get_trace, MGMT_WORKER, true, false},
         {"start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
         {"stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
         {"delete_trace", NULL, proc_delete_trace, MGMT_WORKER, true, false},
@@ -547,8 +566,8 @@ static const mgmt_proc procs[] = {
         {"mark_trace", proc_mark_trace, NULL, MGMT_WORKER, true, false},
         /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
          * alias names"). */
-        {"remote.tracing.get_traces", proc_list_traces, NULL, MGMT_WORKER, false, false},
-        {"remote.tracing.get_trace", NULL, proc_get_trace, MGMT_WORKER, false, false},
+        {"remote.tracing.get_traces", proc_list_traces, NULL, MGMT_WORKER, true, false},
+        {"remote.tracing.get_trace", NULL, proc_get_trace, MGMT_WORKER, true, false},
         {"remote.tracing.start_trace", proc_start_trace, NULL, MGMT_WORKER, true, false},
         {"remote.tracing.stop_trace", NULL, proc_stop_trace, MGMT_WORKER, true, false},
         {"remote.tracing.get_trace_data", NULL, proc_get_trace_data, MGMT_WORKER, false, false},
@@ -719,13 +738,25 @@ static wamp_err run_forwarded(void *ctx, const char *procedure, const mgmt_who *
 wamp_err mgmt_api_set_cluster(mgmt_api *m, rt_cluster *c)
 {
     if (!c) {
+        mgmt_live_stop(m->live);
         mgmt_cluster_stop(m->mc);
         return WAMP_OK;
     }
     if (m->mc) {
         return WAMP_EEXIST;
     }
-    return mgmt_cluster_new(m->rt, c, run_forwarded, m, &m->mc);
+    /* Unacknowledged live events to one node: an eighth of the link's queue (mgmt/README.md
+     * "Live data"). */
+    size_t inflight = m->cfg->cluster ? m->cfg->cluster->max_pending_bytes / 8 : 0;
+    wamp_err err = mgmt_live_new(m->rt, c, m->broker, inflight, &m->live);
+    if (err == WAMP_OK) {
+        err = mgmt_cluster_new(m->rt, c, run_forwarded, m, &m->mc);
+    }
+    if (err != WAMP_OK) {
+        mgmt_live_free(m->live);
+        m->live = NULL;
+    }
+    return err;
 }
 
 /* Removes the registrations of procs[0..n) (they point at the mgmt_api being given up). */
@@ -793,6 +824,7 @@ void mgmt_api_free(mgmt_api *m)
     }
     rt_router_set_trace_events(m->rt, NULL, NULL);
     mgmt_cluster_free(m->mc);
+    mgmt_live_free(m->live);
     free(m->entries);
     free(m);
 }

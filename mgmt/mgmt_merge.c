@@ -53,6 +53,8 @@ static json_int_t from_of(const json_t *from, const char *node)
     return json_is_integer(v) ? json_integer_value(v) : 0;
 }
 
+/* Long: a k-way merge of the nodes' pages with its cut (where the next page starts for each
+ * node), which needs the per-node state of both phases at once. */
 json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, size_t limit)
 {
     size_t n = json_object_size(pages);

@@ -71,7 +71,8 @@ static void usage(FILE *f)
             "  --help               print this help and exit\n");
 }
 
-/* Returns -1 to continue, or the exit status. */
+/* Returns -1 to continue, or the exit status.
+ * Long: one case per command-line option of getopt_long(), in the order --help lists them. */
 static int parse_args(int argc, char **argv, main_args *a)
 {
     enum {
@@ -317,6 +318,9 @@ static bool announce(const rt_lws *l, const char *ports_file)
     return ok;
 }
 
+/* Long: the program's start and its ordered teardown, step by step (configuration, logging,
+ * router, management API, cluster, adapter, service loop), each step's failure unwinding what
+ * the steps before it made: one sequence reads best in one place. */
 int main(int argc, char **argv)
 {
     main_args args;

@@ -268,6 +268,8 @@ static wamp_err begin_wampcra(rt_auth_pending *p, uint64_t session_id, uint64_t 
     return *extra ? WAMP_OK : WAMP_ENOMEM;
 }
 
+/* Long: Crossbar's cryptosign rules in the order it applies them (channel binding, public key,
+ * the principal by key or by authid, its realm), each ending the handshake with its own denial. */
 static wamp_err begin_cryptosign(rt_auth_pending *p, const json_t *details, json_t **extra,
                                  rt_auth_denial *d)
 {

@@ -349,6 +349,9 @@ static bool is_unset(const json_t *v)
            (json_is_object(v) && json_object_size(v) == 0);
 }
 
+/* Long: the request body's checks in order (UTF-8, a JSON object, the URI, args, kwargs,
+ * options), each answered with its own 400 text, then the message built; one exit frees the
+ * temporaries. */
 wamp_err rt_bridge_message(const rt_web_path *w, const unsigned char *body, size_t len,
                            uint64_t request, char **msg, size_t *msg_len, rt_bridge_answer *deny)
 {

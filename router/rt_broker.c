@@ -346,10 +346,11 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
         if (!ev.msg) {
             return WAMP_ENOMEM;
         }
-        if (trace_hub_is_active(rt_realm_router(b->realm)->hub) && mixed_serializers(sub)) {
-            /* Tracing reports the size in every serializer in use, so encode them all up
-             * front (each only once, as the fan-out would). With one serializer among the
-             * members there is nothing to do: the first send encodes it. */
+        if (rt_observers_listening(&rt_realm_router(b->realm)->observers) &&
+            mixed_serializers(sub)) {
+            /* The action observer (tracing) reports the size in every serializer in use, so
+             * encode them all up front (each only once, as the fan-out would). With one
+             * serializer among the members there is nothing to do: the first send encodes it. */
             for (size_t i = 0; i < end; i++) {
                 wamp_ser ser = sub->members[i]->s->ser;
                 if (!ev.buf[ser] && is_receiver(sub->members[i]->s, p)) {
@@ -363,7 +364,7 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
                 continue;
             }
             if (mark_last && h == last_hit && i + 1 == end) {
-                RT_TRACE_LAST(to->rt);
+                rt_observers_action_last(&to->rt->observers, to->rt);
             }
             wamp_err err = rt_session_send_encoded(to, &ev);
             if (err == WAMP_ENOMEM) {
@@ -535,14 +536,14 @@ static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
         }
     }
     if (n == 0) {
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
     }
     wamp_err err = rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
     if (err != WAMP_OK || n == 0) {
         return err;
     }
     if (only) {
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
         return send_retained(sub, only, s);
     }
     size_t sent = 0;
@@ -551,7 +552,7 @@ static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
         rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
         if (retained_admits(sub, r, s)) {
             if (++sent == n) {
-                RT_TRACE_LAST(s->rt);
+                rt_observers_action_last(&s->rt->observers, s->rt);
             }
             err = send_retained(sub, r, s);
         }
@@ -578,6 +579,26 @@ size_t rt_broker_retained_count(const rt_broker *b)
 size_t rt_broker_retained_bytes(const rt_broker *b)
 {
     return b->retained_bytes;
+}
+
+/* Hands client s's publication p (PUBLISH m) to the other nodes (rt_broker_set_remote()). */
+static void tell_remote(rt_broker *b, rt_session *s, const wamp_msg *m, const pub_ctx *p)
+{
+    rt_router *rt = s->rt;
+    rt_broker_pub rp = {.topic = m->uri,
+                        .publication = p->publication,
+                        .payload = p->payload,
+                        .args = m->args,
+                        .kwargs = m->kwargs,
+                        .options = m->dict,
+                        .disclose = p->disclose,
+                        .publisher = s->id,
+                        .publisher_authid = s->authid,
+                        .publisher_authrole = s->authrole,
+                        .retain = p->retain,
+                        .correlation =
+                                trace_hub_is_active(rt->hub) && rt->cur.set ? rt->cur.uuid : NULL};
+    b->remote->published(b->remote_ctx, b, &rp);
 }
 
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
@@ -645,26 +666,12 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
         err = retain_event(b, &p, m->dict);
     }
     if (err == WAMP_OK && b->remote) {
-        rt_router *rt = s->rt;
-        rt_broker_pub rp = {
-                .topic = m->uri,
-                .publication = p.publication,
-                .payload = p.payload,
-                .args = m->args,
-                .kwargs = m->kwargs,
-                .options = m->dict,
-                .disclose = p.disclose,
-                .publisher = s->id,
-                .publisher_authid = s->authid,
-                .publisher_authrole = s->authrole,
-                .retain = p.retain,
-                .correlation = trace_hub_is_active(rt->hub) && rt->cur.set ? rt->cur.uuid : NULL};
-        b->remote->published(b->remote_ctx, b, &rp);
+        tell_remote(b, s, m, &p);
     }
     if (err != WAMP_OK || !ack) {
         return err;
     }
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     return rt_session_send(s, wamp_msg_new_published(m->id, p.publication));
 }
 
@@ -790,7 +797,7 @@ wamp_err rt_broker_on_unsubscribe(rt_broker *b, rt_session *s, const wamp_msg *m
                                      "no such subscription for this session");
     }
     rt_broker_remove_member(b, mb);
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     return rt_session_send(s, wamp_msg_new_unsubscribed(m->id));
 }
 

@@ -57,6 +57,15 @@ typedef struct rt_limits {
     size_t max_pending_calls;
     size_t max_subscriptions;
     size_t max_registrations;
+    /* HTTP on WAMP listeners (rt_lws_front.c): octets of one request head, the empty line
+     * included (16,384; more is answered 431); the time a connection has to complete a request
+     * head, from its accept or from the first octet of a later request (10,000); the time a
+     * keep-alive connection may stay idle between requests (30,000). Over either time the
+     * connection is closed without an answer. 0, as in a zeroed hand-built config, means the
+     * default. */
+    size_t http_max_head;
+    uint32_t http_head_timeout_ms;
+    uint32_t http_idle_timeout_ms;
 } rt_limits;
 
 #define RT_DEF_MAX_RETAINED_TOPICS 10000

@@ -366,8 +366,7 @@ static const key_rule ws_option_rules[] = {
         K_REFUSED("flash_policy", "Flash policy files are not supported"),
 };
 
-/* Crossbar checks intervals in ms: 0 (off) or at least 1000. lws works in whole seconds and
- * keeps them in 16 bits; an hour is plenty. */
+/* Crossbar checks intervals in ms: 0 (off) or at least 1000; an hour is plenty. */
 #define PING_MS_MAX 3600000
 
 static wamp_err parse_ping_ms(cfg_ctx *c, const char *path, const json_t *o, const char *key,

@@ -449,15 +449,6 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
         for (size_t k = first; k < li && e == WAMP_OK; k++) {
             e = check_unique(c, ip.s, cfg, k, tix);
         }
-        /* One shared socket a router (rt_lws.c: lws picks the vhost of an adopted connection
-         * by its listen port, which every shared listener's vhost has the same). */
-        for (size_t k = 0; k < first && e == WAMP_OK && l->shared; k++) {
-            if (cfg->listeners[k].shared && !cfg->listeners[k].shares_port) {
-                e = cfg_refuse(c, cfg_key(ip.s, "endpoint").s,
-                               "\"shared\": true on one transport only (%s has it)",
-                               cfg->listeners[k].id ? cfg->listeners[k].id : "another");
-            }
-        }
         err = cfg_worse(err, e);
     }
     free(tix);

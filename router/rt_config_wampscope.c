@@ -43,6 +43,9 @@ static const cfg_field limit_fields[] = {
     LIMIT("max_pending_calls",      CFG_SIZE, max_pending_calls,      10000, 1, 10000000, NULL),
     LIMIT("max_subscriptions",      CFG_SIZE, max_subscriptions,      100000, 1, 10000000, NULL),
     LIMIT("max_registrations",      CFG_SIZE, max_registrations,      10000, 1, 10000000, NULL),
+    LIMIT("http_max_head",          CFG_SIZE, http_max_head,          16 * KIB, KIB, MIB, "bytes"),
+    LIMIT("http_head_timeout",      CFG_U32,  http_head_timeout_ms,   10000, 100, 3600000, "ms"),
+    LIMIT("http_idle_timeout",      CFG_U32,  http_idle_timeout_ms,   30000, 100, 3600000, "ms"),
 };
 
 /* wampscope.tracing's integer settings (configs/README.md, "tracing"; trace_options.h and

@@ -1,5 +1,5 @@
-/* rt_core_int.h: PRIVATE to the router core library (rt_router*.c, rt_session*.c, rt_broker.c,
- * rt_dealer.c, rt_realm.c, rt_meta.c, rt_trace*.c, rt_metrics.c, rt_wirelog). The router and
+/* rt_core_int.h: PRIVATE to the router core library (rt_router*.c, rt_session*.c, rt_broker*.c,
+ * rt_dealer*.c, rt_realm.c, rt_meta.c, rt_trace*.c, rt_metrics.c, rt_wirelog). The router and
  * session structs are shared by these tightly coupled modules so that the per-message path reads
  * fields instead of calling accessors; nothing outside router/rt_*.c (adapters, tracing, mgmt,
  * tests) may include this header. */
@@ -115,10 +115,6 @@ wamp_err rt_session_refuse_limit(rt_session *s, wamp_msg_type req_type, uint64_t
 
 /* Role of anonymous loopback sessions on the management realm (protected mode). */
 #define RT_MGMT_ROLE "admin"
-
-/* The next message sent completes the current action (correlation_is_last). A plain store, so
- * the senders need no tracing branch of their own. */
-#define RT_TRACE_LAST(rt) ((rt)->cur.last = true)
 
 /* The outgoing path (rt_session.c) as the state machine (rt_session_fsm.c) uses it. */
 /* Encodes e for s's serializer unless done already (logged and traced on failure). */

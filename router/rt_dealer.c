@@ -42,9 +42,7 @@ typedef struct rt_call {
     uint64_t deadline_us;
     bool receive_progress; /* CALL.Options.receive_progress */
     bool killing;          /* CANCEL mode kill: INTERRUPT sent, the callee's answer ends it */
-    bool traced;           /* corr/uri hold the CALL's correlation (a trace was running) */
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* owned reference, NULL unless traced */
+    rt_action_mark action; /* the CALL's action, kept while a trace ran (rt_observer.h) */
 } rt_call;
 
 /* A traced call freed before its callee answered (canceled, timed out, its caller gone): what
@@ -56,8 +54,7 @@ typedef struct rt_call {
 struct rt_late_call {
     uint64_t invocation;
     uint64_t callee_id;
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* owned reference, NULL if none */
+    rt_action_mark action; /* owned */
 };
 
 rt_dealer *rt_dealer_new(rt_realm *realm)
@@ -93,7 +90,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
-    trace_str_unref(&c->uri);
+    rt_observers_action_forget(&c->callee->rt->observers, &c->action);
     free(c);
 }
 
@@ -101,18 +98,18 @@ static void call_remove(rt_dealer *d, rt_call *c)
  * remembered for tracing the callee's late answer if c was traced. */
 static void call_abandon(rt_dealer *d, rt_call *c)
 {
-    if (c->traced && !d->late) {
+    bool traced = rt_action_mark_is_set(&c->action);
+    if (traced && !d->late) {
         d->late = calloc(RT_DEALER_LATE_MAX, sizeof(*d->late)); /* none: untraced late answers */
     }
-    if (c->traced && d->late) {
+    if (traced && d->late) {
         rt_late_call *l = &d->late[d->late_next];
         d->late_next = (d->late_next + 1) % RT_DEALER_LATE_MAX;
-        trace_str_unref(&l->uri);
+        rt_observers_action_forget(&c->callee->rt->observers, &l->action);
         l->invocation = c->invocation;
         l->callee_id = c->callee->id;
-        memcpy(l->corr, c->corr, TRACE_UUID_LEN);
-        l->uri = c->uri; /* the reference moves */
-        c->uri = NULL;
+        l->action = c->action; /* the reference moves */
+        c->action = (rt_action_mark){0};
     }
     call_remove(d, c);
 }
@@ -123,7 +120,7 @@ void rt_dealer_free(rt_dealer *d)
         return;
     }
     for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
-        trace_str_unref(&d->late[i].uri);
+        rt_observers_action_forget(&rt_realm_router(d->realm)->observers, &d->late[i].action);
     }
     free(d->late);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->calls); it.node;) {
@@ -170,7 +167,7 @@ static void local_reply_fini(rt_local_reply *reply)
 wamp_err rt_dealer_send_local_reply(rt_session *s, uint64_t request, rt_local_reply *reply)
 {
     wamp_err err;
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     if (reply->error_uri) {
         wamp_buf_unref(&reply->args_encoded);
         err = rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, request, NULL, reply->error_uri,
@@ -204,7 +201,7 @@ static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *
         /* A payload the router cannot look into (say a uint64 above 2^63-1) is the caller's
          * mistake for this procedure, not a protocol violation. */
         RT_LOG_DEBUG(s->id, "CALL %s: %s", reg->uri, why);
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
     }
     if (err == WAMP_OK) {
@@ -311,6 +308,105 @@ static json_t *invocation_details(const rt_registration *reg, const rt_session *
     return det;
 }
 
+/* Why callee cannot take a new call (ppt: it uses payload passthru mode), with the ERROR's URI
+ * in *uri; NULL if it can. */
+static const char *callee_unfit(const rt_session *callee, bool ppt, const char **uri)
+{
+    if (callee->state != RT_SESSION_JOINED) {
+        *uri = WAMP_ERROR_CANCELED;
+        return "the callee is leaving";
+    }
+    if (ppt && !callee->ppt_callee) {
+        /* Spec "Payload Passthru Mode": an application error for the caller. */
+        *uri = WAMP_ERROR_FEATURE_NOT_SUPPORTED;
+        return "the callee does not support payload passthru mode";
+    }
+    return NULL;
+}
+
+/* New pending call of caller s (CALL.Request request) served by callee, linked into the maps,
+ * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the deadline
+ * list; NULL on allocation failure (nothing linked). */
+static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64_t request,
+                         bool progress, const json_t *timeout_v)
+{
+    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
+     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
+    rt_call *c = malloc(sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    memset(c, 0, sizeof(*c));
+    c->invocation = rt_router_next_id(s->rt);
+    c->request = request;
+    c->caller = s;
+    c->callee = callee;
+    c->receive_progress = progress;
+    rt_list_init(&c->in_timeouts);
+    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
+        free(c);
+        return NULL;
+    }
+    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, request)) != WAMP_OK) {
+        rt_hmap_remove(&d->calls, &c->by_invocation);
+        free(c);
+        return NULL;
+    }
+    rt_list_add_tail(&s->calls_made, &c->in_caller);
+    s->n_calls_made++;
+    rt_list_add_tail(&callee->calls_served, &c->in_callee);
+    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
+    if (timeout_ms > 0) {
+        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
+        if (!max_ms) {
+            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
+        }
+        if (timeout_ms > (json_int_t)max_ms) {
+            timeout_ms = (json_int_t)max_ms;
+        }
+        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
+        timeout_insert(d, c);
+    }
+    return c;
+}
+
+/* The INVOCATION of caller s's CALL.Request request could not be sent (err; its pending call
+ * removed already): the caller's ERROR for a callee that cannot take it, else err. */
+static wamp_err invocation_not_sent(rt_session *s, uint64_t request, wamp_err err)
+{
+    if (err == WAMP_ETOOBIG) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
+                                     "the invocation exceeds the callee's message size limit");
+    }
+    if (err == WAMP_EINVAL) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_INVALID_ARGUMENT,
+                                     "the call cannot be encoded for the callee");
+    }
+    return err;
+}
+
+/* Checks the options of caller s's CALL m (not empty): true if the call may go on (*ppt: it
+ * uses payload passthru mode); false after an ERROR or a protocol violation, *err its result. */
+static bool call_options_ok(rt_session *s, const wamp_msg *m, bool *ppt, wamp_err *err)
+{
+    char why[96];
+    const char *bad = rt_options_check(WAMP_MSG_CALL, m->dict, why, sizeof(why))
+                              ? wamp_msg_ppt_check(m->dict, ppt)
+                              : why;
+    if (bad) {
+        *err = rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad);
+        return false;
+    }
+    if (*ppt && !s->ppt_caller) {
+        /* Spec "Payload Passthru Mode": a protocol error. */
+        rt_session_protocol_violation(s, "CALL uses payload passthru mode (ppt_*), which the "
+                                         "caller did not announce (payload_passthru_mode)");
+        *err = WAMP_OK;
+        return false;
+    }
+    return true;
+}
+
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
@@ -326,34 +422,22 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     /* Plain calls have empty options: skip the option lookups (each hashes its key). */
     bool has_options = json_object_size(m->dict) > 0;
-    char why[96];
-    if (has_options && !rt_options_check(WAMP_MSG_CALL, m->dict, why, sizeof(why))) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
+    bool ppt = false;
+    wamp_err err = WAMP_OK;
+    if (has_options && !call_options_ok(s, m, &ppt, &err)) {
+        return err;
     }
     json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
-    bool ppt = false;
-    const char *bad_ppt = has_options ? wamp_msg_ppt_check(m->dict, &ppt) : NULL;
-    if (bad_ppt) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad_ppt);
-    }
-    if (ppt && !s->ppt_caller) {
-        /* Spec "Payload Passthru Mode": a protocol error. */
-        rt_session_protocol_violation(s, "CALL uses payload passthru mode (ppt_*), which the "
-                                         "caller did not announce (payload_passthru_mode)");
-        return WAMP_OK;
-    }
+    bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
+    bool disclose = perm->disclose_caller ||
+                    (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
     rt_registration *reg = rt_dealer_match_registration(d, m->uri);
     const char *node = s->rt->dcl ? rt_dealer_cluster_route(d, reg, m->uri) : NULL;
     if (node) {
-        if (ppt) {
-            return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
-                                         "payload passthru mode does not cross cluster nodes");
-        }
-        return rt_dealer_cluster_call(
-                d, s, m, node,
-                perm->disclose_caller ||
-                        (has_options && json_is_true(json_object_get(m->dict, "disclose_me"))),
-                has_options && json_is_true(json_object_get(m->dict, "receive_progress")));
+        return ppt ? rt_session_send_error(s, WAMP_MSG_CALL, m->id,
+                                           WAMP_ERROR_FEATURE_NOT_SUPPORTED,
+                                           "payload passthru mode does not cross cluster nodes")
+                   : rt_dealer_cluster_call(d, s, m, node, disclose, progress);
     }
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
@@ -371,71 +455,23 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
     }
     rt_session *callee = pick_callee(reg);
-    if (callee->state != RT_SESSION_JOINED) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_CANCELED,
-                                     "the callee is leaving");
+    const char *unfit_uri, *unfit = callee_unfit(callee, ppt, &unfit_uri);
+    if (unfit) {
+        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, unfit_uri, unfit);
     }
-    if (ppt && !callee->ppt_callee) {
-        /* Spec "Payload Passthru Mode": an application error for the caller. */
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_FEATURE_NOT_SUPPORTED,
-                                     "the callee does not support payload passthru mode");
-    }
-    bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
-    bool disclose = perm->disclose_caller ||
-                    (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
     bool oom = false;
     json_t *details = invocation_details(reg, s, m, progress, disclose, ppt, &oom);
     if (oom) {
         return WAMP_ENOMEM;
     }
-    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
-     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
-    rt_call *c = malloc(sizeof(*c));
+    rt_call *c = call_new(d, s, callee, m->id, progress, timeout_v);
     if (!c) {
         json_decref(details);
         return WAMP_ENOMEM;
     }
-    memset(c, 0, sizeof(*c));
-    c->invocation = rt_router_next_id(s->rt);
-    c->request = m->id;
-    c->caller = s;
-    c->callee = callee;
-    c->receive_progress = progress;
-    rt_list_init(&c->in_timeouts);
-    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, m->id)) != WAMP_OK) {
-        rt_hmap_remove(&d->calls, &c->by_invocation);
-        json_decref(details);
-        free(c);
-        return WAMP_ENOMEM;
-    }
-    rt_list_add_tail(&s->calls_made, &c->in_caller);
-    s->n_calls_made++;
-    rt_list_add_tail(&callee->calls_served, &c->in_callee);
-    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
-    if (timeout_ms > 0) {
-        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
-        if (!max_ms) {
-            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
-        }
-        if (timeout_ms > (json_int_t)max_ms) {
-            timeout_ms = (json_int_t)max_ms;
-        }
-        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
-        timeout_insert(d, c);
-    }
-    if (s->rt->cur.set) {
-        c->traced = true;
-        memcpy(c->corr, s->rt->cur.uuid, TRACE_UUID_LEN);
-        trace_str *uri = rt_trace_action_uri(s->rt); /* outlives this message */
-        c->uri = uri ? trace_str_ref(uri) : NULL;
-    }
+    rt_observers_action_mark(&s->rt->observers, s->rt, &c->action);
     rt_payload payload = rt_payload_of(m);
-    wamp_err err = rt_session_send_payload(
+    err = rt_session_send_payload(
             callee,
             wamp_msg_new_invocation(c->invocation, reg->id, details,
                                     m->args ? json_incref(m->args) : NULL,
@@ -445,15 +481,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     call_remove(d, c);
-    if (err == WAMP_ETOOBIG) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the invocation exceeds the callee's message size limit");
-    }
-    if (err == WAMP_EINVAL) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT,
-                                     "the call cannot be encoded for the callee");
-    }
-    return err;
+    return invocation_not_sent(s, m->id, err);
 }
 
 /* The pending call that s (as callee) answers with INVOCATION.Request `invocation`, or NULL. */
@@ -474,6 +502,36 @@ static rt_call *caller_call(const rt_dealer *d, const rt_session *s, uint64_t re
         }
     }
     return NULL;
+}
+
+/* The caller's answer (ERROR or RESULT to its CALL.Request request) to the callee's YIELD or
+ * ERROR m (progress: a progressive YIELD) into *reply (NULL if it could not be made);
+ * WAMP_ENOMEM when the ppt_* details could not be copied. */
+static wamp_err answer_reply(const wamp_msg *m, uint64_t request, bool is_error, bool progress,
+                             json_t **out)
+{
+    json_t *args = m->args ? json_incref(m->args) : NULL;
+    json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
+    if (is_error) {
+        /* ERROR.Details go along as they are (ppt_* keys included). */
+        *out = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
+                                  kwargs);
+    } else {
+        /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
+        json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
+        bool ppt = false;
+        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
+            details = details ? details : json_object();
+            if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
+                json_decref(details);
+                json_decref(args);
+                json_decref(kwargs);
+                return WAMP_ENOMEM;
+            }
+        }
+        *out = wamp_msg_new_result(request, details, args, kwargs);
+    }
+    return WAMP_OK;
 }
 
 wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
@@ -511,7 +569,7 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (!caller) {
         /* The caller is on another node: the answer travels there. */
         if (!progress) {
-            RT_TRACE_LAST(s->rt);
+            rt_observers_action_last(&s->rt->observers, s->rt);
         }
         rt_dealer_cluster_answer(s->rt, m->id, m, is_error ? m->uri : NULL, progress);
         return WAMP_OK;
@@ -520,31 +578,12 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
         s->rt->stats.answers_dropped++; /* the caller is closing: nowhere to go */
         return WAMP_OK;
     }
-    json_t *args = m->args ? json_incref(m->args) : NULL;
-    json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
-    json_t *reply;
-    if (is_error) {
-        /* ERROR.Details go along as they are (ppt_* keys included). */
-        reply = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
-                                   kwargs);
-    } else {
-        /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
-        json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
-        bool ppt = false;
-        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
-            details = details ? details : json_object();
-            if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
-                json_decref(details);
-                details = NULL;
-                json_decref(args);
-                json_decref(kwargs);
-                return WAMP_ENOMEM;
-            }
-        }
-        reply = wamp_msg_new_result(request, details, args, kwargs);
+    json_t *reply = NULL;
+    if (answer_reply(m, request, is_error, progress, &reply) != WAMP_OK) {
+        return WAMP_ENOMEM;
     }
     if (!progress) {
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
     }
     rt_payload payload = rt_payload_of(m);
     wamp_err err = rt_session_send_payload(caller, reply, &payload);
@@ -626,10 +665,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
         }
         rt_session *caller = c->caller;
         rt_router *rt = caller->rt;
-        bool traced = c->traced && trace_hub_is_active(rt->hub);
-        if (traced) {
-            rt_trace_action_open(rt, c->corr, c->uri);
-        }
+        bool traced = rt_observers_action_resume(&rt->observers, rt, &c->action);
         RT_LOG_DEBUG(caller->id, "call %llu timed out", (unsigned long long)c->request);
         if (callee_can_interrupt(c)) {
             (void)send_interrupt(c, "killnowait");
@@ -641,7 +677,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
                                         "the call timed out");
         }
         if (traced) {
-            rt_trace_action_close(rt);
+            rt_observers_action_end(&rt->observers, rt);
         }
     }
 }
@@ -653,18 +689,15 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         rt_dealer_reg_callee_remove(d, RT_CONTAINER_OF(it, rt_reg_callee, in_session));
     }
     /* The calls below open their own actions; the leave's (GOODBYE, kill) resumes after. */
-    rt_cur_action leave_action;
-    rt_trace_action_stash(s->rt, &leave_action);
+    rt_observers *obs = &s->rt->observers;
+    void *leave_action = rt_observers_action_stash(obs, s->rt);
     /* Calls this session was serving: their callers learn the callee is gone. */
     RT_LIST_FOREACH_SAFE(it, nx, &s->calls_served)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_callee);
         rt_session *caller = c->caller;
         uint64_t request = c->request;
-        bool traced = c->traced && trace_hub_is_active(s->rt->hub);
-        if (traced) {
-            rt_trace_action_open(s->rt, c->corr, c->uri);
-        }
+        bool traced = rt_observers_action_resume(obs, s->rt, &c->action);
         uint64_t invocation = c->invocation;
         call_remove(d, c);
         if (!caller) {
@@ -674,7 +707,7 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
                                         "the callee left before answering");
         }
         if (traced) {
-            rt_trace_action_close(s->rt);
+            rt_observers_action_end(obs, s->rt);
         }
     }
     /* Calls this session made are canceled as CANCEL killnowait does (INTERRUPT to a callee
@@ -683,14 +716,13 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
     {
         rt_call *c = RT_CONTAINER_OF(it, rt_call, in_caller);
         if (callee_can_interrupt(c) && !c->killing) { /* a kill has interrupted it already */
-            bool traced = c->traced && trace_hub_is_active(s->rt->hub);
-            if (traced) {
-                rt_trace_action_open(s->rt, c->corr, c->uri);
-                RT_TRACE_LAST(s->rt); /* nothing else of this call will reach a client */
+            bool traced = rt_observers_action_resume(obs, s->rt, &c->action);
+            if (traced) { /* nothing else of this call will reach a client */
+                rt_observers_action_last(obs, s->rt);
             }
             (void)send_interrupt(c, "killnowait");
             if (traced) {
-                rt_trace_action_close(s->rt);
+                rt_observers_action_end(obs, s->rt);
             }
         }
         call_abandon(d, c);
@@ -698,37 +730,29 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
     if (s->rt->dcl) {
         rt_dealer_cluster_caller_left(s);
     }
-    rt_trace_action_unstash(s->rt, &leave_action);
+    rt_observers_action_restore(obs, s->rt, leave_action);
 }
 
-bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
+const rt_action_mark *rt_dealer_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation)
 {
     rt_call *c = callee_call(d, callee, invocation);
     if (c) {
-        if (c->traced) {
-            rt_trace_action_open(callee->rt, c->corr, c->uri);
-        }
-        return c->traced;
+        return &c->action;
     }
     /* A late answer to an abandoned call (a scan, only while a trace runs). */
     for (size_t i = 0; d->late && i < RT_DEALER_LATE_MAX; i++) {
         const rt_late_call *l = &d->late[i];
         if (l->invocation == invocation && l->callee_id == callee->id) {
-            rt_trace_action_open(callee->rt, l->corr, l->uri);
-            return true;
+            return &l->action;
         }
     }
-    return false;
+    return NULL;
 }
 
-bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
+const rt_action_mark *rt_dealer_caller_action(rt_dealer *d, rt_session *caller, uint64_t request)
 {
     rt_call *c = caller_call(d, caller, request);
-    if (!c || !c->traced) {
-        return false;
-    }
-    rt_trace_action_open(caller->rt, c->corr, c->uri);
-    return true;
+    return c ? &c->action : NULL;
 }
 
 /* --- Calls from other nodes (rt_dealer_remote.c) -------------------------------------------- */
@@ -789,9 +813,8 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
         return WAMP_ERROR_CANCELED;
     }
     rt_list_add_tail(&callee->calls_served, &c->in_callee);
-    if (call->corr) {
-        c->traced = true;
-        memcpy(c->corr, call->corr, TRACE_UUID_LEN);
+    if (call->corr) { /* the caller's node keeps the action's URI: only its id here */
+        memcpy(c->action.id, call->corr, RT_ACTION_ID_LEN);
     }
     rt_payload payload = {
             .ser = call->payload.ser, .args = call->payload.args, .kwargs = call->payload.kwargs};
@@ -831,11 +854,10 @@ void rt_dealer_cancel_remote(rt_dealer *d, uint64_t invocation, rt_crpc_mode mod
 /* --- Deferred answers of local procedures ----------------------------------------------- */
 
 struct rt_dealer_deferred {
+    rt_router *rt;
     uint64_t session_id;
     uint64_t request;
-    bool traced; /* an action was open: corr (and uri) are its */
-    uint8_t corr[TRACE_UUID_LEN];
-    trace_str *uri; /* one reference, or NULL */
+    rt_action_mark action; /* the CALL's action, kept while a trace ran */
 };
 
 wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_deferred **out)
@@ -846,14 +868,10 @@ wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_de
         return WAMP_ENOMEM;
     }
     rt_router *rt = caller->rt;
+    h->rt = rt;
     h->session_id = caller->id;
     h->request = reply->request;
-    if (rt->cur.set) {
-        h->traced = true;
-        memcpy(h->corr, rt->cur.uuid, sizeof(h->corr));
-        trace_str *uri = rt_trace_action_uri(rt);
-        h->uri = uri ? trace_str_ref(uri) : NULL;
-    }
+    rt_observers_action_mark(&rt->observers, rt, &h->action);
     reply->deferred = true;
     return WAMP_OK;
 }
@@ -863,7 +881,7 @@ void rt_dealer_deferred_free(rt_dealer_deferred *h)
     if (!h) {
         return;
     }
-    trace_str_unref(&h->uri);
+    rt_observers_action_forget(&h->rt->observers, &h->action);
     free(h);
 }
 
@@ -883,13 +901,10 @@ bool rt_dealer_answer_deferred(rt_router *rt, rt_dealer_deferred *h, rt_local_re
         return false;
     }
     /* The answer belongs to the CALL's action, not to whatever is being handled now. */
-    rt_cur_action saved;
-    rt_trace_action_stash(rt, &saved);
-    if (h->traced) {
-        rt_trace_action_open(rt, h->corr, h->uri);
-    }
+    void *saved = rt_observers_action_stash(&rt->observers, rt);
+    (void)rt_observers_action_resume(&rt->observers, rt, &h->action);
     wamp_err err = rt_dealer_send_local_reply(s, h->request, reply);
-    rt_trace_action_unstash(rt, &saved);
+    rt_observers_action_restore(&rt->observers, rt, saved);
     if (err != WAMP_OK) {
         RT_LOG_WARN(s->id, "answer to CALL %llu not sent: %s", (unsigned long long)h->request,
                     wamp_strerror(err));

@@ -29,6 +29,8 @@
 #include "wamp_msg.h"
 #include "wamp_uri.h"
 
+typedef struct rt_action_mark rt_action_mark; /* rt_observer.h */
+
 rt_dealer *rt_dealer_new(rt_realm *realm);
 /* Frees local registrations; session registrations and calls must be gone. NULL-safe. */
 void rt_dealer_free(rt_dealer *d);
@@ -98,14 +100,13 @@ wamp_err rt_dealer_register_local(rt_dealer *d, const char *uri, rt_local_proc_f
  * registrations whose ctx is about to be freed. */
 void rt_dealer_unregister_local(rt_dealer *d, const char *uri);
 
-/* Tracing helpers: opens the router's current action with the correlation of the call that
- * callee serves as `invocation`, or served until it was abandoned (canceled, timed out, its
- * caller gone; the last 256 traced ones a realm) so that its late answer is traced with it
- * (false if none or it was not traced); same for the call the
- * caller made as CALL.Request `request` (for its CANCEL); the procedure of s's registration
- * reg_id (borrowed, NULL if none). */
-bool rt_dealer_open_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation);
-bool rt_dealer_open_caller_action(rt_dealer *d, rt_session *caller, uint64_t request);
+/* Tracing's questions: the action kept (rt_observer.h) by the call that callee serves as
+ * `invocation`, or served until it was abandoned (canceled, timed out, its caller gone; the last
+ * 256 traced ones a realm) so that its late answer is traced with it (NULL if none; borrowed,
+ * valid until the dealer changes); same for the call the caller made as CALL.Request `request`
+ * (for its CANCEL); the procedure of s's registration reg_id (borrowed, NULL if none). */
+const rt_action_mark *rt_dealer_call_action(rt_dealer *d, rt_session *callee, uint64_t invocation);
+const rt_action_mark *rt_dealer_caller_action(rt_dealer *d, rt_session *caller, uint64_t request);
 const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id);
 
 size_t rt_dealer_registration_count(const rt_dealer *d);
@@ -141,7 +142,7 @@ size_t rt_dealer_callees(const rt_dealer *d, uint64_t reg_id, uint64_t *ids, siz
 /* A CALL of a local procedure that is answered later (say once another node replied). Plain
  * data, keyed by the caller's session id: it survives the caller leaving (the late answer is then
  * dropped) and never points at the session. Owned by whoever holds it until
- * rt_dealer_answer_deferred() or rt_dealer_deferred_free(). */
+ * rt_dealer_answer_deferred() or rt_dealer_deferred_free(), either before the router is freed. */
 typedef struct rt_dealer_deferred rt_dealer_deferred;
 
 /* Takes the call that reply belongs to over (reply->deferred set; nothing is sent now): *out is

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "rt_dealer_int.h"
+#include "rt_observer.h"
 #include "rt_session.h"
 
 uint64_t rt_dealer_wall_ms(void)
@@ -72,6 +73,8 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
         deadline = rt_router_now_us(rt) + (uint64_t)timeout_ms * 1000u;
     }
     rt_payload p = rt_payload_of(m);
+    rt_action_mark action = {0}; /* the CALL's, while a trace runs: the callee's node uses its id */
+    rt_observers_action_mark(&rt->observers, rt, &action);
     rt_crpc_call call = {.realm = rt_realm_name(d->realm),
                          .procedure = m->uri,
                          .caller = s->id,
@@ -79,9 +82,10 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
                          .authid = s->authid,
                          .authrole = s->authrole,
                          .receive_progress = progress,
-                         .corr = rt->cur.set ? rt->cur.uuid : NULL,
+                         .corr = rt_action_mark_is_set(&action) ? action.id : NULL,
                          .payload = {p.ser, p.args, p.kwargs}};
     wamp_err err = rt_cluster_dealer_call(rt->dcl->cd, node, m->id, &call, deadline);
+    rt_observers_action_forget(&rt->observers, &action); /* the id was copied */
     switch (err) {
     case WAMP_OK:
         s->n_calls_made++; /* until its final answer, or its cancel (skip, killnowait) */

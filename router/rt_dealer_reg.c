@@ -246,7 +246,7 @@ static wamp_err register_add(rt_dealer *d, rt_session *s, uint64_t request, cons
     if (rt->dcl) {
         rt_dealer_cluster_sync(d, reg, reg->n_callees);
     }
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     return rt_session_send(s, wamp_msg_new_registered(request, reg->id));
 }
 
@@ -318,7 +318,7 @@ wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
         if (rc->reg->id == m->id2) {
             /* Calls already invoked stay pending on the callee and complete normally. */
             rt_dealer_reg_callee_remove(d, rc);
-            RT_TRACE_LAST(s->rt);
+            rt_observers_action_last(&s->rt->observers, s->rt);
             return rt_session_send(s, wamp_msg_new_unregistered(m->id));
         }
     }

@@ -7,6 +7,7 @@
 
 #include "rt_dealer_int.h"
 #include "rt_log.h"
+#include "rt_observer.h"
 #include "rt_session.h"
 
 struct rt_dealer_remote {
@@ -24,20 +25,23 @@ static rt_dealer *dealer_of(rt_dealer_remote *dr, const char *realm)
 
 /* Opens the action of correlation corr (NULL: none) while a trace runs; *saved keeps the
  * current one. true when opened (close with action_end()). */
-static bool action_begin(rt_router *rt, const uint8_t *corr, rt_cur_action *saved)
+static bool action_begin(rt_router *rt, const uint8_t *corr, void **saved)
 {
-    if (!corr || !trace_hub_is_active(rt->hub)) {
+    const rt_observers *obs = &rt->observers;
+    if (!corr || !rt_observers_listening(obs)) {
         return false;
     }
-    rt_trace_action_stash(rt, saved);
-    rt_trace_action_open(rt, corr, NULL);
+    rt_action_mark m = {.ref = NULL}; /* the URI stays with the caller's node */
+    memcpy(m.id, corr, RT_ACTION_ID_LEN);
+    *saved = rt_observers_action_stash(obs, rt);
+    (void)rt_observers_action_resume(obs, rt, &m);
     return true;
 }
 
-static void action_end(rt_router *rt, bool opened, rt_cur_action *saved)
+static void action_end(rt_router *rt, bool opened, void *saved)
 {
     if (opened) {
-        rt_trace_action_unstash(rt, saved);
+        rt_observers_action_restore(&rt->observers, rt, saved);
     }
 }
 
@@ -51,10 +55,10 @@ static const char *op_invoke(void *ctx, const char *from, const rt_crpc_call *ca
                      from, call->realm);
         return WAMP_ERROR_NO_SUCH_PROCEDURE;
     }
-    rt_cur_action saved;
+    void *saved = NULL;
     bool opened = action_begin(dr->rt, call->corr, &saved);
     const char *err = rt_dealer_invoke_remote(d, call, invocation);
-    action_end(dr->rt, opened, &saved);
+    action_end(dr->rt, opened, saved);
     return err;
 }
 
@@ -95,10 +99,10 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
                                            a->progress ? json_pack("{s:b}", "progress", 1) : NULL,
                                            NULL, NULL);
     rt_payload p = {.ser = a->payload.ser, .args = a->payload.args, .kwargs = a->payload.kwargs};
-    rt_cur_action saved;
+    void *saved = NULL;
     bool opened = action_begin(rt, to->corr, &saved);
     if (!a->progress) {
-        RT_TRACE_LAST(rt);
+        rt_observers_action_last(&rt->observers, rt);
     }
     wamp_err err = rt_session_send_payload(s, msg, &p);
     if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
@@ -110,7 +114,7 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
         (void)rt_session_send_error(s, WAMP_MSG_CALL, to->request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
                                     "the answer exceeds the caller's message size limit");
     }
-    action_end(rt, opened, &saved);
+    action_end(rt, opened, saved);
 }
 
 static void on_claimed(void *ctx, const rt_creg_claim *cl)

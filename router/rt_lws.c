@@ -5,22 +5,15 @@
  * as a raw file (LWS_ADOPT_RAW_FILE_DESC) on a vhost of its own that listens on nothing. The
  * first signal starts the router's graceful shutdown, a second one stops the loop at once.
  *
- * Keepalive: lws 4.1 has no ws_ping_pong_interval any more; its replacement is the vhost's
- * retry_and_idle_policy (lws-retry.h): after secs_since_valid_ping seconds without a PONG the
- * ws role sends a PING, and after secs_since_valid_hangup seconds it drops the connection. The
- * listener's auto_ping_interval/auto_ping_timeout map onto it (rounded up to whole seconds).
- * Only a PONG proves the connection valid (data does not), so like Crossbar's auto_ping it
- * pings every interval even on a busy connection.
- * Without auto_ping the policy has secs_since_valid_hangup = 0, which arms no timer at all
- * (otherwise lws would apply its context default: PING after 300 s, hang up after 310 s).
+ * WAMP listeners: every accepted connection goes to lws's raw-skt role and the protocol of
+ * rt_lws_front.h (HTTP/1.1, WebSocket, and RawSocket on a universal transport, all ours); a
+ * RawSocket listener's to rt_lws_raw.h. lws does the sockets, TLS, the loop and the timers.
  *
  * Shared listener (endpoint.shared): lws 4.1 sets SO_REUSEPORT only when it runs several
  * service threads, so wampscope opens that socket itself and lws watches it as a raw file on
  * the signal vhost; each accepted connection is adopted onto the listener's vhost, which
- * listens on nothing itself (CONTEXT_PORT_NO_LISTEN_SERVER). lws 4.1 re-selects an HTTP
- * connection's vhost by the vhost's listen port (lws_select_vhost(), by the Host header):
- * that vhost must be the only one with CONTEXT_PORT_NO_LISTEN_SERVER, hence one shared
- * listener per router (rt_config checks it) and the signal vhost on CONTEXT_PORT_NO_LISTEN. */
+ * listens on nothing itself (CONTEXT_PORT_NO_LISTEN_SERVER), in the raw-skt role with the
+ * listener's protocol, as lws does for the other listeners. */
 /* SO_REUSEPORT is a BSD socket option: glibc declares it for _DEFAULT_SOURCE, not for the
  * _POSIX_C_SOURCE the build sets. */
 #define _DEFAULT_SOURCE
@@ -46,18 +39,15 @@
 
 #include "rt_config.h"
 #include "rt_log.h"
+#include "rt_lws_front.h"
 #include "rt_lws_http.h"
 #include "rt_lws_raw.h"
 #include "rt_lws_ws.h"
 
 #define RT_LWS_TICK_US ((lws_usec_t)100 * LWS_US_PER_MS)
 
-/* Protocol table entries of one vhost: the WebSocket ones, RawSocket, the terminator. */
-#define RT_LWS_PROTOCOLS_MAX (RT_LWS_WS_PROTOCOLS_MAX + 1)
-
-/* Bytes of request headers a connection may send before its WebSocket upgrade (lws's
- * max_http_header_data, an unsigned short). */
-#define RT_LWS_HEADER_BYTES 16384
+/* Protocol table entries of one vhost: ours, the terminator. */
+#define RT_LWS_PROTOCOLS_MAX 2
 
 /* Unix socket files get this mode: owner and group may connect (configs/README.md). */
 #define RT_LWS_UNIX_MODE 0660
@@ -66,7 +56,6 @@ typedef struct rt_lws_listener {
     rt_lws_ws_listener ws; /* the vhost user pointer */
     rt_lws_ws_path *paths; /* owned: ws.paths, the WebSocket paths served on the vhost */
     struct lws_protocols protocols[RT_LWS_PROTOCOLS_MAX];
-    lws_retry_bo_t ping; /* must outlive the vhost: lws keeps the pointer */
     struct lws_vhost *vh;
     int port; /* the port really listened on */
     /* endpoint.shared: the listening socket wampscope opened with SO_REUSEPORT (lws 4.1 sets
@@ -117,31 +106,12 @@ static void log_sink(int level, const char *line)
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) {
         n--;
     }
-    /* lws 4.1 logs every lws_adopt_socket_vhost_readbuf() as an error ("adopt_socket_readbuf:
-     * calling service", core-net/adopt.c); the WebSocket adapter uses it on purpose. */
-    if (strncmp(line, "adopt_socket_readbuf: ", 22) == 0) {
-        lv = RT_LOG_LEVEL_DEBUG;
-    }
     /* lws logs some failures once per event a peer causes (an accept() failing while file
      * descriptors run out, for one): rate-limited like every such line, with the monotonic clock
      * (the router's own; the sink has no router to ask). */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-    /* A request whose headers pass RT_LWS_HEADER_BYTES: lws 4.1 closes the connection without
-     * an answer and without a callback (roles/http/server/server.c, lws_parse() failing:
-     * bail_nuke_ah), so the adapter can neither count it nor name the peer; this line, an
-     * error in lws's words, is all there is. A peer causes it: info, in the router's words, and
-     * rate-limited on a site of its own. */
-    static const char too_long[] = "Ran out of header data space";
-    if (strncmp(line, too_long, sizeof(too_long) - 1) == 0) {
-        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us, "request headers too long",
-                         0,
-                         "HTTP request headers over %d bytes: connection closed without an answer "
-                         "(lws: %.*s)",
-                         RT_LWS_HEADER_BYTES, (int)n, line);
-        return;
-    }
     RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, lv, now_us, "libwebsockets", 0, "lws: %.*s", (int)n, line);
 }
 
@@ -236,15 +206,15 @@ static int share_cb(struct lws *wsi, enum lws_callback_reasons reason, void *use
                 }
                 break;
             }
-            /* Adoption failures close fd (lws_adopt_descriptor_vhost). */
-            if (ll->ws.cfg->kind == RT_TRANSPORT_RAWSOCKET) {
-                lws_sock_file_fd_type u;
-                u.sockfd = fd;
-                (void)lws_adopt_descriptor_vhost(ll->vh, LWS_ADOPT_SOCKET | LWS_ADOPT_ALLOW_SSL, u,
-                                                 RT_LWS_RAW_PROTOCOL, NULL);
-            } else {
-                (void)lws_adopt_socket_vhost(ll->vh, fd);
-            }
+            /* Raw-skt role (no LWS_ADOPT_HTTP), TLS if the vhost has it; adoption failures
+             * close fd (lws_adopt_descriptor_vhost). */
+            lws_sock_file_fd_type u;
+            u.sockfd = fd;
+            (void)lws_adopt_descriptor_vhost(ll->vh, LWS_ADOPT_SOCKET | LWS_ADOPT_ALLOW_SSL, u,
+                                             ll->ws.cfg->kind == RT_TRANSPORT_RAWSOCKET
+                                                     ? RT_LWS_RAW_PROTOCOL
+                                                     : RT_LWS_FRONT_PROTOCOL,
+                                             NULL);
         }
         break;
     }
@@ -286,24 +256,6 @@ static wamp_err signals_init(rt_lws *l, char *err, size_t err_len)
 }
 
 /* --- Listeners ------------------------------------------------------------------------------ */
-
-static uint16_t ceil_secs(uint32_t ms)
-{
-    uint32_t s = ms / 1000 + (ms % 1000 ? 1 : 0);
-    return (uint16_t)(s > 30000 ? 30000 : s);
-}
-
-static void ping_policy(const rt_listener *cfg, lws_retry_bo_t *r)
-{
-    memset(r, 0, sizeof(*r));
-    if (!cfg->auto_ping_interval_ms) {
-        return; /* secs_since_valid_hangup = 0: no validity timer */
-    }
-    uint16_t ping = ceil_secs(cfg->auto_ping_interval_ms);
-    uint16_t timeout = cfg->auto_ping_timeout_ms ? ceil_secs(cfg->auto_ping_timeout_ms) : ping;
-    r->secs_since_valid_ping = ping;
-    r->secs_since_valid_hangup = (uint16_t)(ping + timeout);
-}
 
 static const char *host_of(const rt_listener *cfg)
 {
@@ -416,6 +368,10 @@ static wamp_err share_listen(rt_lws *l, rt_lws_listener *ll, int port, char *err
     return WAMP_OK;
 }
 
+/* Long: a listener's protocol list (its own, a universal transport's RawSocket part, the further
+ * WebSocket paths sharing its port) and its vhost's creation info for every kind of listener
+ * (WebSocket, RawSocket, universal, Unix socket, TLS), with the lws 4.1 workarounds each needs,
+ * before the one lws_create_vhost() call and its error report. */
 static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t err_len)
 {
     const rt_listener *cfg = &l->cfg->listeners[i];
@@ -462,23 +418,21 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     }
     ll->ws.paths = ll->paths;
     ll->ws.n_paths = n_paths;
-    size_t n_wamp = 0;
+    memset(ll->protocols, 0, sizeof(ll->protocols));
     if (raw) {
-        memset(ll->protocols, 0, sizeof(ll->protocols));
         rt_lws_raw_protocol(cfg, &ll->protocols[0]);
     } else {
-        n_wamp = rt_lws_ws_protocols(&ll->ws, ll->protocols);
+        rt_lws_front_protocol(&ll->protocols[0]);
     }
-    if (!(cfg->ser_json || cfg->ser_msgpack || cfg->ser_cbor) || (!raw && n_wamp == 0)) {
+    bool sers = false;
+    for (size_t k = 0; k < n_paths; k++) {
+        const rt_listener *pc = ll->paths[k].cfg;
+        sers = sers || pc->ser_json || pc->ser_msgpack || pc->ser_cbor;
+    }
+    if (!sers) {
         snprintf(err, err_len, "listener %s enables no serializer", cfg->id ? cfg->id : "?");
         return WAMP_EINVAL;
     }
-    if (part) {
-        /* After "http" and the WAMP subprotocols, before the terminator (zeroed). */
-        _Static_assert(RT_LWS_PROTOCOLS_MAX >= RT_LWS_WS_PROTOCOLS_MAX + 1, "room for raw");
-        rt_lws_raw_protocol(part, &ll->protocols[1 + n_wamp]);
-    }
-    ping_policy(cfg, &ll->ping);
     if (cfg->unix_path) {
         wamp_err e = unix_path_check(cfg, err, err_len);
         if (e != WAMP_OK) {
@@ -498,23 +452,13 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     }
     info.protocols = ll->protocols;
     info.user = &ll->ws;
-    info.retry_and_idle_policy = &ll->ping;
     /* Without this, lws 4.1 treats an address it cannot bind as an interface that may come up
      * later: the vhost is created, listens on nothing and retries every second. */
     info.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
-    if (raw) {
-        /* Every accepted connection goes straight to the raw-skt role and our protocol. */
-        info.options |= LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG;
-        info.listen_accept_role = "raw-skt";
-        info.listen_accept_protocol = RT_LWS_RAW_PROTOCOL;
-    } else if (part) {
-        /* Port sharing: what does not parse as HTTP (a RawSocket handshake starts with 0x7F,
-         * which no HTTP request can) is handed, with the bytes read so far, to the raw-skt
-         * role and our RawSocket protocol (lws_http_to_fallback() in lws 4.1). */
-        info.options |= LWS_SERVER_OPTION_FALLBACK_TO_APPLY_LISTEN_ACCEPT_CONFIG;
-        info.listen_accept_role = "raw-skt";
-        info.listen_accept_protocol = RT_LWS_RAW_PROTOCOL;
-    }
+    /* Every accepted connection goes straight to the raw-skt role and our protocol. */
+    info.options |= LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG;
+    info.listen_accept_role = "raw-skt";
+    info.listen_accept_protocol = raw ? RT_LWS_RAW_PROTOCOL : RT_LWS_FRONT_PROTOCOL;
     if (cfg->unix_path) {
         info.options |= LWS_SERVER_OPTION_UNIX_SOCK;
     }
@@ -627,12 +571,6 @@ wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char
             info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
         }
     }
-    /* RFC 6455 8.1: a text message that is not valid UTF-8 fails the connection with 1007
-     * (lws checks it before RECEIVE, roles/ws/ops-ws.c). */
-    info.options |= LWS_SERVER_OPTION_VALIDATE_UTF8;
-    /* The request headers lws keeps per connection being upgraded (default 4096): room for a
-     * Sec-WebSocket-Protocol offer of several KiB next to the usual headers. */
-    info.max_http_header_data = RT_LWS_HEADER_BYTES;
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.user = rt;
     l->ctx = lws_create_context(&info);

@@ -19,6 +19,7 @@
 #include <libwebsockets.h>
 
 #include "rt_log.h"
+#include "rt_lws_conn.h"
 #include "rt_lws_peer.h"
 #include "rt_lws_ws.h"
 #include "rt_router.h"
@@ -51,6 +52,8 @@ typedef struct raw_pss {
     bool counted;   /* holds a place in *lis->raw_conns (options.max_connections) */
     char peer[64];  /* for log lines */
 } raw_pss;
+
+_Static_assert(sizeof(raw_pss) <= RT_LWS_RAW_STATE_MAX, "the RawSocket state fits rt_lws_conn");
 
 static rt_router *router_of(struct lws *wsi)
 {
@@ -405,21 +408,41 @@ static void on_close(raw_pss *pss)
     }
 }
 
+void rt_lws_raw_adopt(struct lws *wsi, void *state)
+{
+    on_adopt(wsi, state);
+}
+
+int rt_lws_raw_rx(struct lws *wsi, void *state, const unsigned char *in, size_t len)
+{
+    raw_pss *pss = state;
+    return pss->adopted ? on_rx(wsi, pss, in, len) : -1;
+}
+
+int rt_lws_raw_writeable(struct lws *wsi, void *state)
+{
+    raw_pss *pss = state;
+    return pss->adopted ? on_writeable(wsi, pss) : -1;
+}
+
+void rt_lws_raw_closed(void *state)
+{
+    on_close(state);
+}
+
 static int raw_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                   size_t len)
 {
-    raw_pss *pss = user;
-
     switch (reason) {
     case LWS_CALLBACK_RAW_ADOPT:
-        on_adopt(wsi, pss);
+        rt_lws_raw_adopt(wsi, user);
         return 0;
     case LWS_CALLBACK_RAW_RX:
-        return pss->adopted ? on_rx(wsi, pss, in, len) : -1;
+        return rt_lws_raw_rx(wsi, user, in, len);
     case LWS_CALLBACK_RAW_WRITEABLE:
-        return pss->adopted ? on_writeable(wsi, pss) : -1;
+        return rt_lws_raw_writeable(wsi, user);
     case LWS_CALLBACK_RAW_CLOSE:
-        on_close(pss);
+        rt_lws_raw_closed(user);
         return 0;
     case LWS_CALLBACK_SSL_INFO: /* a TLS listener's connection, before RAW_ADOPT */
         rt_lws_on_ssl_info(wsi, in, cfg_of(lws_get_vhost_user(lws_get_vhost(wsi)))->id);

@@ -5,6 +5,9 @@
 
 wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
 {
+    if (o->listening && l->actions) {
+        return WAMP_EEXIST;
+    }
     if (l->n == l->cap) {
         size_t ncap = l->cap ? l->cap * 2 : 2;
         rt_observer *nv = realloc(l->v, ncap * sizeof(*nv));
@@ -15,6 +18,13 @@ wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
         l->cap = ncap;
     }
     l->v[l->n++] = *o;
+    /* Re-pointed after every add: the array may have moved. */
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->v[i].listening) {
+            l->actions = &l->v[i];
+            l->listening = l->v[i].listening;
+        }
+    }
     return WAMP_OK;
 }
 

@@ -1,11 +1,13 @@
 /* rt_observer.h: what the routing code reports, for whoever listens. The broker, the dealer and
  * the session FSM say what happened (a session joined or left its realm, a subscription or
- * registration was created or removed, an action's reply is out) and do not know who listens:
- * the meta API (rt_meta.c) is one listener; more (a cluster link, a live viewer) register the
- * same way. Each realm holds a list for its own events; the router holds one for router-wide
- * ones (rt_core_int.h). Observers are called in registration order, synchronously, on the
- * service thread, while the routing state they are told about is still readable; they must not
- * re-enter the broker or dealer to change it (queue work, and do it in action_replied).
+ * registration was created or removed, an action's reply is out; what happens to the action
+ * being handled: the message completing it, kept for later and resumed) and do not know who
+ * listens: the meta API (rt_meta.c) and tracing (rt_trace.c) are listeners; more (a cluster
+ * link, a live viewer) register the same way. Each realm holds a list for its own events; the
+ * router holds one for router-wide ones (rt_core_int.h). Observers are called in registration
+ * order, synchronously, on the service thread, while the routing state they are told about is still
+ * readable; they must not re-enter the broker or dealer to change it (queue work, and do it in
+ * action_replied).
  *
  * Ownership: a list borrows each observer's ctx; rt_observers_fini() calls every observer's
  * detach(ctx) (if set) so that an observer may own its ctx through it. */
@@ -15,10 +17,34 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rt_broker.h"
 #include "rt_router.h"
 #include "wamp_err.h"
+
+/* The length of an action's id (tracing's correlation UUID). */
+#define RT_ACTION_ID_LEN 16
+
+/* An action kept beyond the message that opened it (a pending call's, a deferred answer's), so
+ * that what it causes later (the callee's answer, a timeout, a cancel) belongs to it. Filled by
+ * the action observer (rt_observers_action_mark()), opaque to the routing code, which keeps it,
+ * moves it by copying (the reference goes with it), hands it back (rt_observers_action_resume())
+ * and releases it through the same list (rt_observers_action_forget()) before the router is
+ * freed. Zeroed = nothing kept. (24 bytes: a pending call is one glibc size class with it.) */
+typedef struct rt_action_mark {
+    uint8_t id[RT_ACTION_ID_LEN]; /* the action's id, never all zero; all zero: nothing kept */
+    void *ref;                    /* the observer's reference (its URI), or NULL */
+} rt_action_mark;
+
+/* Whether m holds an action. */
+static inline bool rt_action_mark_is_set(const rt_action_mark *m)
+{
+    uint64_t a, b;
+    memcpy(&a, m->id, sizeof(a));
+    memcpy(&b, m->id + sizeof(a), sizeof(b));
+    return (a | b) != 0;
+}
 
 /* One observer: ctx and the events it wants (NULL members are skipped). */
 typedef struct rt_observer {
@@ -44,6 +70,28 @@ typedef struct rt_observer {
     void (*action_replied)(void *ctx, rt_router *rt);
     /* The list is being finalized (rt_observers_fini()): release ctx if the observer owns it. */
     void (*detach)(void *ctx);
+
+    /* Router-wide, the action reports: what happens to the action being handled (the request a
+     * received message makes, with all it causes). One observer of the router's list takes them
+     * (tracing, rt_trace.c), and only while *listening != 0 (reported through the inline
+     * rt_observers_action_*() below: one load and compare when nobody listens). */
+    const unsigned *listening;
+    /* The next message sent completes the current action. */
+    void (*action_last)(void *ctx, rt_router *rt);
+    /* Fills *out (zeroed) with the current action; leaves it zeroed if none is open. */
+    void (*action_mark)(void *ctx, rt_router *rt, rt_action_mark *out);
+    /* Releases m->ref (not NULL). */
+    void (*action_forget)(void *ctx, rt_action_mark *m);
+    /* Opens the action m kept as the current one, closing the one open. */
+    void (*action_resume)(void *ctx, rt_router *rt, const rt_action_mark *m);
+    /* Closes the current action (none open: no-op). */
+    void (*action_end)(void *ctx, rt_router *rt);
+    /* Moves the current action aside (none is open afterwards) for work that opens actions of its
+     * own in the middle of it; returns what action_restore() takes back (NULL on allocation
+     * failure: the action is closed instead). */
+    void *(*action_stash)(void *ctx, rt_router *rt);
+    /* Closes whatever is open and makes the stashed action current again; frees saved. */
+    void (*action_restore)(void *ctx, rt_router *rt, void *saved);
 } rt_observer;
 
 /* An ordered list of observers; zero-initialized storage is an empty list. */
@@ -51,9 +99,14 @@ typedef struct rt_observers {
     rt_observer *v; /* owned, n used of cap */
     size_t n, cap;
     bool deferred; /* an observer queued work for action_replied */
+    /* The observer taking the action reports (it has a listening member), NULL if none, and its
+     * listening counter. */
+    const rt_observer *actions;
+    const unsigned *listening;
 } rt_observers;
 
-/* Appends a copy of *o. WAMP_ENOMEM (list unchanged). */
+/* Appends a copy of *o. WAMP_ENOMEM (list unchanged); WAMP_EEXIST if o takes the action reports
+ * (o->listening set) and another observer of the list does already. */
 wamp_err rt_observers_add(rt_observers *l, const rt_observer *o);
 /* Calls every detach (in registration order) and frees the list; it is empty afterwards. */
 void rt_observers_fini(rt_observers *l);
@@ -85,6 +138,74 @@ static inline void rt_observers_replied(rt_observers *l, rt_router *rt)
 {
     if (l->deferred) {
         rt_observers_run_replied(l, rt);
+    }
+}
+
+/* Action reports (rt_observer.action_*), each a no-op unless the list's action observer is
+ * listening. */
+
+/* Whether the action observer is listening now (a trace runs). */
+static inline bool rt_observers_listening(const rt_observers *l)
+{
+    return l->listening && *l->listening;
+}
+
+static inline void rt_observers_action_last(const rt_observers *l, rt_router *rt)
+{
+    if (rt_observers_listening(l)) {
+        l->actions->action_last(l->actions->ctx, rt);
+    }
+}
+
+/* *out stays as it is (zeroed: nothing kept) unless the observer listens. */
+static inline void rt_observers_action_mark(const rt_observers *l, rt_router *rt,
+                                            rt_action_mark *out)
+{
+    if (rt_observers_listening(l)) {
+        l->actions->action_mark(l->actions->ctx, rt, out);
+    }
+}
+
+/* Releases m's reference, whether or not the observer listens (it took it while it did); m
+ * keeps its id. */
+static inline void rt_observers_action_forget(const rt_observers *l, rt_action_mark *m)
+{
+    if (m->ref) {
+        l->actions->action_forget(l->actions->ctx, m);
+        m->ref = NULL;
+    }
+}
+
+/* Opens the action m kept as the current one; true if it did (m holds one and the observer
+ * listens): close it with rt_observers_action_end() when its work is done. */
+static inline bool rt_observers_action_resume(const rt_observers *l, rt_router *rt,
+                                              const rt_action_mark *m)
+{
+    if (rt_observers_listening(l) && rt_action_mark_is_set(m)) {
+        l->actions->action_resume(l->actions->ctx, rt, m);
+        return true;
+    }
+    return false;
+}
+
+static inline void rt_observers_action_end(const rt_observers *l, rt_router *rt)
+{
+    if (l->actions) {
+        l->actions->action_end(l->actions->ctx, rt);
+    }
+}
+
+/* Stashes the current action (rt_observer.action_stash); NULL when there is no action observer.
+ * Give the result to rt_observers_action_restore() in any case. */
+static inline void *rt_observers_action_stash(const rt_observers *l, rt_router *rt)
+{
+    return l->actions ? l->actions->action_stash(l->actions->ctx, rt) : NULL;
+}
+
+static inline void rt_observers_action_restore(const rt_observers *l, rt_router *rt, void *saved)
+{
+    if (l->actions) {
+        l->actions->action_restore(l->actions->ctx, rt, saved);
     }
 }
 

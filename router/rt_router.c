@@ -124,14 +124,14 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt_trace_clock_init(&rt->tclock, clock == NULL);
     rt->routing = (rt_trace_routing){.topic_of = rt_broker_topic_of,
                                      .procedure_of = rt_dealer_procedure_of,
-                                     .open_call_action = rt_dealer_open_call_action,
-                                     .open_caller_action = rt_dealer_open_caller_action,
+                                     .call_action = rt_dealer_call_action,
+                                     .caller_action = rt_dealer_caller_action,
                                      .publish_has_receiver = rt_broker_publish_has_receiver};
     rt_trace_sync_clocks(rt);
     rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
                             cfg->mgmt_enabled ? cfg->mgmt_realm : NULL);
     rt->realms = calloc(cfg->n_realms + 1, sizeof(*rt->realms));
-    if (!rt->hub || !rt->realms) {
+    if (!rt->hub || !rt->realms || rt_trace_attach(rt) != WAMP_OK) {
         goto fail;
     }
     trace_hub_set_defaults(rt->hub, cfg->tracing_default_limit, cfg->tracing_default_max_bytes);
@@ -436,7 +436,7 @@ void rt_router_begin_shutdown(rt_router *rt)
             bool traced = trace_hub_is_active(rt->hub);
             if (traced) {
                 rt_trace_action_open_new(rt);
-                RT_TRACE_LAST(rt);
+                rt_observers_action_last(&rt->observers, rt);
             }
             (void)rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_SYSTEM_SHUTDOWN));
             if (traced) {

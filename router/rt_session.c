@@ -360,7 +360,8 @@ wamp_err rt_session_send_error(rt_session *s, wamp_msg_type req_type, uint64_t r
                                const char *uri, const char *message)
 {
     json_t *args = message ? json_pack("[s]", message) : NULL;
-    RT_TRACE_LAST(s->rt); /* an ERROR always completes the request it answers */
+    rt_observers_action_last(&s->rt->observers,
+                             s->rt); /* an ERROR always completes the request it answers */
     return rt_session_send(s, wamp_msg_new_error(req_type, request, NULL, uri, args, NULL));
 }
 
@@ -411,7 +412,7 @@ void rt_session_close(rt_session *s, uint16_t code, const char *reason, bool dro
 void rt_session_send_abort(rt_session *s, const char *reason, const char *message)
 {
     json_t *details = message ? json_pack("{s:s}", "message", message) : NULL;
-    RT_TRACE_LAST(s->rt);
+    rt_observers_action_last(&s->rt->observers, s->rt);
     (void)rt_session_send(s, wamp_msg_new_abort(details, reason));
 }
 

@@ -171,7 +171,7 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
                      s->peer.addr);
     /* before WELCOME, which completes the opening exchange */
     rt_observers_session_joined(rt_realm_observers(realm), realm, s);
-    RT_TRACE_LAST(rt);
+    rt_observers_action_last(&rt->observers, rt);
     err = rt_session_send_encoded(s, &welcome);
     rt_encoded_fini(&welcome);
     return err;
@@ -404,6 +404,9 @@ static const char *hello_bad_field(const json_t *details)
     return NULL;
 }
 
+/* Long: HELLO's checks in the spec's and Crossbar's order (shutdown, roles, realm, session
+ * limits, management access, authentication method), each answered with its own ABORT before the
+ * session joins or its authentication starts. */
 static wamp_err on_hello(rt_session *s, const wamp_msg *m)
 {
     rt_router *rt = s->rt;
@@ -555,7 +558,7 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
          * reply, while still joined, so that it is attributed (and traced) to the realm and
          * identity the session is leaving. */
         session_detach(s);
-        RT_TRACE_LAST(s->rt);
+        rt_observers_action_last(&s->rt->observers, s->rt);
         wamp_err err = rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_GOODBYE_AND_OUT));
         session_leave(s);
         if (s->state == RT_SESSION_JOINED) {

@@ -3,6 +3,7 @@
 #include "rt_trace.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -313,6 +314,97 @@ static void open_anchor_copy(rt_router *rt, const char *uri)
     rt->cur.uri_text = rt->cur.uri ? trace_str_get(rt->cur.uri) : NULL;
 }
 
+/* Opens the action a pending call kept (NULL or not set: none). */
+static void open_mark(rt_router *rt, const rt_action_mark *m)
+{
+    if (m && rt_action_mark_is_set(m)) {
+        rt_trace_action_open(rt, m->id, m->ref);
+    }
+}
+
+/* --- The action observer -------------------------------------------------------------------- */
+
+_Static_assert(RT_ACTION_ID_LEN == TRACE_UUID_LEN, "an action's id is its correlation UUID");
+
+static void obs_last(void *ctx, rt_router *rt)
+{
+    (void)ctx;
+    rt->cur.last = true;
+}
+
+static void obs_mark(void *ctx, rt_router *rt, rt_action_mark *out)
+{
+    (void)ctx;
+    if (!rt->cur.set) {
+        return;
+    }
+    memcpy(out->id, rt->cur.uuid, RT_ACTION_ID_LEN);
+    trace_str *uri = rt_trace_action_uri(rt); /* outlives the message being handled */
+    out->ref = uri ? trace_str_ref(uri) : NULL;
+}
+
+static void obs_forget(void *ctx, rt_action_mark *m)
+{
+    (void)ctx;
+    trace_str *uri = m->ref;
+    trace_str_unref(&uri);
+}
+
+static void obs_resume(void *ctx, rt_router *rt, const rt_action_mark *m)
+{
+    (void)ctx;
+    open_mark(rt, m);
+}
+
+static void obs_end(void *ctx, rt_router *rt)
+{
+    (void)ctx;
+    rt_trace_action_close(rt);
+}
+
+static void *obs_stash(void *ctx, rt_router *rt)
+{
+    (void)ctx;
+    if (!rt->cur.set && !rt->pend.s) {
+        rt->cur.last = false; /* nothing to keep (no trace ran): nothing allocated */
+        rt->cur.meta_pending = false;
+        return NULL;
+    }
+    rt_cur_action *saved = malloc(sizeof(*saved));
+    if (!saved) {
+        rt_trace_action_close(rt); /* its later records lack the correlation */
+        return NULL;
+    }
+    rt_trace_action_stash(rt, saved);
+    return saved;
+}
+
+static void obs_restore(void *ctx, rt_router *rt, void *saved)
+{
+    (void)ctx;
+    if (!saved) {
+        rt_trace_action_close(rt);
+        return;
+    }
+    rt_trace_action_unstash(rt, saved);
+    free(saved);
+}
+
+wamp_err rt_trace_attach(rt_router *rt)
+{
+    rt_observer o = {.listening = trace_hub_active_word(rt->hub),
+                     .action_last = obs_last,
+                     .action_mark = obs_mark,
+                     .action_forget = obs_forget,
+                     .action_resume = obs_resume,
+                     .action_end = obs_end,
+                     .action_stash = obs_stash,
+                     .action_restore = obs_restore};
+    return rt_observers_add(&rt->observers, &o);
+}
+
+/* --- Received and sent messages ------------------------------------------------------------- */
+
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
 {
     rt_router *rt = s->rt;
@@ -348,12 +440,12 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
         case WAMP_MSG_YIELD:
         case WAMP_MSG_ERROR:
             if (s->realm && (m->type == WAMP_MSG_YIELD || m->req_type == WAMP_MSG_INVOCATION)) {
-                (void)rt->routing.open_call_action(rt_realm_dealer(s->realm), s, m->id);
+                open_mark(rt, rt->routing.call_action(rt_realm_dealer(s->realm), s, m->id));
             }
             break;
         case WAMP_MSG_CANCEL:
             if (s->realm) {
-                (void)rt->routing.open_caller_action(rt_realm_dealer(s->realm), s, m->id);
+                open_mark(rt, rt->routing.caller_action(rt_realm_dealer(s->realm), s, m->id));
             }
             break;
         case WAMP_MSG_GOODBYE:

@@ -7,8 +7,9 @@
  * handles a received message. rt_trace_rx() opens it: a fresh UUID for an anchor (HELLO, CALL,
  * PUBLISH, SUBSCRIBE, UNSUBSCRIBE, REGISTER, UNREGISTER), the pending call's UUID for YIELD and
  * ERROR. Every message sent while it is open (INVOCATION, RESULT, EVENTs, PUBLISHED, ERROR, ...)
- * carries it; the code that sends the message completing the action calls rt_trace_last()
- * first. rt_session_on_message() closes it after dispatch. */
+ * carries it; the code that sends the message completing the action reports it first
+ * (rt_observers_action_last(): tracing is the router's action observer, rt_trace_attach()).
+ * rt_session_on_message() closes it after dispatch. */
 #ifndef RT_TRACE_H
 #define RT_TRACE_H
 
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt_observer.h"
 #include "rt_realm.h"
 #include "rt_session.h"
 #include "trace_hub.h"
@@ -79,11 +81,16 @@ typedef struct rt_trace_pending {
 typedef struct rt_trace_routing {
     const char *(*topic_of)(rt_session *s, uint64_t sub_id);
     const char *(*procedure_of)(rt_session *s, uint64_t reg_id);
-    bool (*open_call_action)(rt_dealer *d, rt_session *callee, uint64_t invocation);
-    bool (*open_caller_action)(rt_dealer *d, rt_session *caller, uint64_t request);
+    const rt_action_mark *(*call_action)(rt_dealer *d, rt_session *callee, uint64_t invocation);
+    const rt_action_mark *(*caller_action)(rt_dealer *d, rt_session *caller, uint64_t request);
     bool (*publish_has_receiver)(rt_broker *b, rt_session *s, const wamp_msg *m);
 } rt_trace_routing;
 
+/* Registers tracing as the router's action observer (rt_observer.h): the routing code reports
+ * what happens to the action being handled (completed by the next message, kept by a pending
+ * call, resumed, stashed) and tracing keeps the current action (rt->cur) from it, listening only
+ * while a trace runs. Called once by rt_router_new() after the hub is made. WAMP_ENOMEM. */
+wamp_err rt_trace_attach(rt_router *rt);
 /* Records a received message (m NULL: undecodable) and opens its action. */
 void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len);
 /* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL.

@@ -50,6 +50,13 @@ static inline bool trace_hub_is_active(const trace_hub *hub)
     return ((const struct trace_hub_pub *)(const void *)hub)->running != 0;
 }
 
+/* The word trace_hub_is_active() reads (non-zero while a trace runs), for a caller that checks
+ * it through a pointer (the router's observer list). Valid as long as hub. */
+static inline const unsigned *trace_hub_active_word(const trace_hub *hub)
+{
+    return &((const struct trace_hub_pub *)(const void *)hub)->running;
+}
+
 /* New hub holding at most max_traces traces (running or stopped; >= 1). mgmt_realm (copied;
  * NULL = none) is the management realm, excluded from traces whose realms option does not name
  * it. NULL on allocation failure or max_traces == 0. */

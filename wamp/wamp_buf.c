@@ -118,7 +118,12 @@ void wamp_buf_commit(wamp_buf *b, size_t n)
 
 void wamp_buf_clear(wamp_buf *b)
 {
-    if (b && b->h.refs == 1) {
-        b->h.len = 0;
+    wamp_buf_truncate(b, 0);
+}
+
+void wamp_buf_truncate(wamp_buf *b, size_t len)
+{
+    if (b && b->h.refs == 1 && len < b->h.len) {
+        b->h.len = len;
     }
 }

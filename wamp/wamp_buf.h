@@ -83,5 +83,8 @@ unsigned char *wamp_buf_reserve(wamp_buf **b, size_t n);
 void wamp_buf_commit(wamp_buf *b, size_t n);
 /* Sets the length to 0 keeping the allocation (unshared buffers only). */
 void wamp_buf_clear(wamp_buf *b);
+/* Shortens the length to len, keeping the allocation (unshared buffers; no-op if len is not
+ * below the length). */
+void wamp_buf_truncate(wamp_buf *b, size_t len);
 
 #endif /* WAMP_BUF_H */

@@ -21,10 +21,12 @@
  * may even lose bytes: a jansson 2.14 bug). *out is NULL after failure. */
 wamp_err wamp_json_decode(const void *data, size_t len, json_t **out, char *why, size_t why_len);
 
-/* Compact UTF-8 JSON of value, written straight into a new buffer (*out, one reference).
- * Reals use 17 significant digits (exact round trip). WAMP_EINVAL if jansson refuses the value
- * (a reference cycle; jansson's own internal allocation failures also surface here), WAMP_ENOMEM
- * if the buffer cannot grow. *out is NULL after failure. */
+/* Compact UTF-8 JSON of value, written straight into a new buffer (*out, one reference): the
+ * bytes jansson's encoder writes with JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17),
+ * by our own writer (reals and values nested deeper than 32 containers by jansson's). Reals use
+ * 17 significant digits (exact round trip). WAMP_EINVAL for a value jansson's encoder refuses
+ * (a string that is not UTF-8, a reference cycle; jansson's own internal allocation failures
+ * also surface here), WAMP_ENOMEM if the buffer cannot grow. *out is NULL after failure. */
 wamp_err wamp_json_encode(const json_t *value, wamp_buf **out);
 
 /* Appends the encoding of value to *buf (unshared; may move). On failure *buf keeps what was

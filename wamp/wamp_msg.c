@@ -265,6 +265,9 @@ static bool is_payload(const struct msg_spec *spec, size_t i)
            (spec->kind[i - 1] == FK_ARGS || spec->kind[i - 1] == FK_KWARGS);
 }
 
+/* Long: one pass of the token reader over a whole message, field by field against the message
+ * type's layout, validating the rest before reporting a bad field; split, the reader's state
+ * would travel through every step. */
 wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
                               size_t why_len)
 {
@@ -274,7 +277,9 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
     json_t *root = NULL, *v = NULL;
     wamp_slice raw[2] = {{NULL, 0}, {NULL, 0}};
     wamp_err err;
-    wamp_rd_init(&r, ser, data, len);
+    /* One pass: the envelope is decoded and the payload validated as the reader reaches them,
+     * and the message is checked only once all of it has read as well-formed. */
+    wamp_rd_init_one_pass(&r, ser, data, len);
     if ((err = wamp_rd_next(&r, &t)) != WAMP_OK) {
         goto rd_fail;
     }
@@ -289,14 +294,14 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
         err = WAMP_EPROTO;
         goto fail;
     }
-    size_t n = t.count;
+    size_t n = 0;
     const struct msg_spec *spec = NULL;
     root = json_array();
     if (!root) {
         err = WAMP_ENOMEM;
         goto fail;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; !wamp_rd_at_end(&r); i++, n++) {
         if (spec && is_payload(spec, i)) {
             wamp_tok_kind kind;
             size_t k = spec->kind[i - 1] == FK_ARGS ? 0 : 1;
@@ -319,6 +324,15 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
         }
         err = wamp_rd_json(&r, &v);
         if (err == WAMP_ERANGE) {
+            /* Malformed input further on is reported as such: read the rest first. */
+            char range_why[sizeof(r.why)];
+            snprintf(range_why, sizeof(range_why), "%s", r.why);
+            r.err = WAMP_OK;
+            while (!wamp_rd_done(&r) && (err = wamp_rd_next(&r, &t)) == WAMP_OK) {
+            }
+            if (err == WAMP_OK) {
+                snprintf(r.why, sizeof(r.why), "%s", range_why);
+            }
             err = WAMP_EPROTO;
         }
         if (err != WAMP_OK) {

@@ -299,6 +299,7 @@ fail:
     return NULL;
 }
 
+/* Long: one case per MessagePack type tag, as the format lists them; the switch is the decoder. */
 static json_t *mp_value(struct mp_dec *d, unsigned depth)
 {
     const unsigned char *tag = d->p;

@@ -12,56 +12,14 @@
 #include <sodium.h>
 
 #include "wamp_codec.h"
+#include "wamp_ws.h"
 
 /* --- Helpers --------------------------------------------------------------------------------- */
 
 bool wamp_utf8_valid(const void *data, size_t n)
 {
-    const unsigned char *s = data;
-    size_t i = 0;
-    while (i < n) {
-        if (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, s + i, sizeof(w));
-            if ((w & 0x8080808080808080ULL) == 0) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80;
-        unsigned hi = 0xbf;
-        if (c < 0xc2) {
-            return false; /* continuation byte, or overlong 2-byte lead */
-        } else if (c < 0xe0) {
-            need = 1;
-        } else if (c < 0xf0) {
-            need = 2;
-            lo = c == 0xe0 ? 0xa0 : lo; /* overlong */
-            hi = c == 0xed ? 0x9f : hi; /* surrogates */
-        } else if (c < 0xf5) {
-            need = 3;
-            lo = c == 0xf0 ? 0x90 : lo; /* overlong */
-            hi = c == 0xf4 ? 0x8f : hi; /* above U+10FFFF */
-        } else {
-            return false;
-        }
-        if (n - i - 1 < need || s[i + 1] < lo || s[i + 1] > hi) {
-            return false;
-        }
-        for (size_t k = 2; k <= need; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) {
-                return false;
-            }
-        }
-        i += need + 1;
-    }
-    return true;
+    /* One validator for the codecs and the WebSocket text frames. */
+    return wamp_utf8_step(WAMP_UTF8_ACCEPT, data, n) == WAMP_UTF8_ACCEPT;
 }
 
 static bool b64_digit(unsigned char c)
@@ -179,12 +137,27 @@ static unsigned char *scratch(wamp_rd *r, size_t n)
 
 void wamp_rd_init(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
 {
-    memset(r, 0, sizeof(*r));
+    /* Every field but the inline levels (written whole when opened) and the reason's text: a
+     * reader is made for every message received, and those are most of its size. */
     r->ser = ser;
+    r->err = WAMP_OK;
     r->start = r->p = r->tok_start = r->tok_end = p ? p : (const void *)"";
     r->end = r->start + (p ? n : 0);
+    r->depth = 0;
+    r->done = r->counting = r->counted = r->one_pass = false;
     r->lv = r->lv_inline;
     r->lv_cap = WAMP_RD_INLINE_LEVELS;
+    r->counts = NULL;
+    r->n_counts = r->counts_cap = r->counts_next = 0;
+    r->scratch = NULL;
+    r->scratch_cap = 0;
+    r->why[0] = '\0';
+}
+
+void wamp_rd_init_one_pass(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
+{
+    wamp_rd_init(r, ser, p, n);
+    r->one_pass = true;
 }
 
 void wamp_rd_fini(wamp_rd *r)
@@ -200,6 +173,25 @@ void wamp_rd_fini(wamp_rd *r)
     free(r->scratch);
     r->scratch = NULL;
     r->scratch_cap = 0;
+}
+
+bool wamp_rd_at_end(wamp_rd *r)
+{
+    if (r->err != WAMP_OK || r->depth == 0) {
+        return false;
+    }
+    const wamp_rd_level *l = &r->lv[r->depth - 1];
+    if (l->is_map && !l->key_next) {
+        return false;
+    }
+    if (r->ser != WAMP_SER_JSON) {
+        return l->left == 0;
+    }
+    const unsigned char *p = r->p;
+    while (p < r->end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) {
+        p++;
+    }
+    return p < r->end && *p == (l->is_map ? '}' : ']');
 }
 
 bool wamp_rd_done(const wamp_rd *r)
@@ -297,15 +289,41 @@ static size_t utf8_put(unsigned char *d, unsigned cp)
     return 4;
 }
 
+/* True if none of the 8 bytes of w is '"', '\\', below 0x20 or above 0x7f: a run of them needs
+ * neither unescaping nor UTF-8 validation. (Each test is exact about whether some byte
+ * matches, which is all that is asked.) */
+static bool js_plain8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+    uint64_t special =
+            ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash) | ((w - ones * 0x20) & ~w) | w;
+    return (special & high) == 0;
+}
+
 /* A JSON string at r->p (the opening quote). Strings without escapes point into the input;
  * escapes are decoded into scratch (never longer than the escaped text). value: the string is
- * not a key, so the binary convention applies. */
+ * not a key, so the binary convention applies.
+ * Long: the string scanner's hot loop and its escape decoding in one place (every JSON string of
+ * every message goes through it); the escapes share the output cursor. */
 static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
 {
     const unsigned char *s = ++r->p;
     const unsigned char *q = s;
-    bool esc = false;
-    while (q < r->end && *q != '"') {
+    bool esc = false, ascii = true;
+    while (q < r->end) {
+        if (r->end - q >= 8) {
+            uint64_t w;
+            memcpy(&w, q, sizeof(w));
+            if (js_plain8(w)) {
+                q += 8;
+                continue;
+            }
+        }
+        if (*q == '"') {
+            break;
+        }
+        ascii = ascii && *q < 0x80;
         if (*q == '\\') {
             esc = true;
             if (r->end - q < 2) {
@@ -326,7 +344,7 @@ static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
     r->p = q + 1;
     t->kind = WAMP_TOK_STR;
     if (!esc) {
-        if (!wamp_utf8_valid(s, raw)) {
+        if (!ascii && !wamp_utf8_valid(s, raw)) {
             return bad(r, "invalid UTF-8 in string at offset %zu", (size_t)(s - 1 - r->start));
         }
         t->p = s;
@@ -413,6 +431,8 @@ static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
     return WAMP_OK;
 }
 
+/* Long: JSON's number grammar (sign, integer, fraction, exponent) scanned once, then classified
+ * as integer or real with its range checks; the parts share the cursor and the digits. */
 static wamp_err js_number(wamp_rd *r, wamp_tok *t)
 {
     const unsigned char *s = r->p;
@@ -516,6 +536,7 @@ static wamp_err js_count_open(wamp_rd *r)
     return WAMP_OK;
 }
 
+/* Long: one case per kind of JSON token, as the grammar lists them; the switch is the tokenizer. */
 static wamp_err js_token(wamp_rd *r, wamp_tok *t)
 {
     js_ws(r);
@@ -697,6 +718,8 @@ static double f64(uint64_t bits)
     return d;
 }
 
+/* Long: one case per MessagePack type tag, as the format lists them; the switch is the token
+ * reader. */
 static wamp_err mp_value(wamp_rd *r, wamp_tok *t)
 {
     unsigned char tag = *r->p++;
@@ -1001,10 +1024,89 @@ wamp_err wamp_rd_next(wamp_rd *r, wamp_tok *t)
     if (r->done) {
         return WAMP_EINVAL;
     }
-    if (r->ser == WAMP_SER_JSON && !r->counted && js_prepass(r) != WAMP_OK) {
+    if (r->ser == WAMP_SER_JSON && !r->counted && !r->one_pass && js_prepass(r) != WAMP_OK) {
         return r->err;
     }
     return step(r, t);
+}
+
+/* MessagePack: reads the rest of the containers open above depth without yielding tokens,
+ * with bin_token()'s rules (the usual scalars inline, the rest through mp_value()). */
+static wamp_err mp_skip_rest(wamp_rd *r, unsigned depth)
+{
+    wamp_tok t;
+    while (r->depth > depth) {
+        wamp_rd_level *l = &r->lv[r->depth - 1];
+        bool key = l->is_map && l->key_next;
+        if (l->left == 0 && (key || !l->is_map)) {
+            r->depth--;
+            continue;
+        }
+        l->first = false;
+        if (l->is_map) {
+            l->key_next = !key;
+        }
+        if (!key) {
+            l->left--;
+        }
+        r->tok_start = r->p;
+        if (r->p >= r->end) {
+            return truncated(r);
+        }
+        unsigned char tag = *r->p;
+        if (!key && (tag <= 0x7f || tag >= 0xe0 || tag == 0xc0 || tag == 0xc2 || tag == 0xc3)) {
+            r->p++;
+            continue;
+        }
+        if ((tag & 0xe0) == 0xa0) {
+            size_t len = tag & 0x1f;
+            if (len >= left(r)) {
+                return truncated(r);
+            }
+            if (!wamp_utf8_valid(r->p + 1, len)) {
+                return bad(r, "invalid UTF-8 in string at offset %zu", off(r));
+            }
+            r->p += 1 + len;
+            continue;
+        }
+        t.kind = WAMP_TOK_NULL;
+        if (mp_value(r, &t) != WAMP_OK) {
+            return r->err;
+        }
+        if (key && t.kind != WAMP_TOK_STR) {
+            return bad(r, "map key is not a string at offset %zu",
+                       (size_t)(r->tok_start - r->start));
+        }
+    }
+    r->tok_end = r->p;
+    if (r->depth == 0) {
+        r->done = true;
+        if (r->p != r->end) {
+            return bad(r, "trailing bytes at offset %zu", off(r));
+        }
+    }
+    return WAMP_OK;
+}
+
+/* JSON: reads the rest of the containers open above depth, token by token but without
+ * step()'s per-token bookkeeping (nothing is yielded). */
+static wamp_err js_skip_rest(wamp_rd *r, unsigned depth)
+{
+    wamp_tok t;
+    while (r->depth > depth) {
+        if (js_token(r, &t) != WAMP_OK) {
+            return r->err;
+        }
+    }
+    r->tok_end = r->p;
+    if (r->depth == 0) {
+        r->done = true;
+        js_ws(r);
+        if (r->p != r->end) {
+            return bad(r, "trailing bytes at offset %zu", off(r));
+        }
+    }
+    return WAMP_OK;
 }
 
 wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
@@ -1018,7 +1120,12 @@ wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_k
     if (kind) {
         *kind = t.kind;
     }
-    if (t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) {
+    if ((t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) && r->ser != WAMP_SER_CBOR) {
+        if ((r->ser == WAMP_SER_MSGPACK ? mp_skip_rest(r, depth) : js_skip_rest(r, depth)) !=
+            WAMP_OK) {
+            return r->err;
+        }
+    } else if (t.kind == WAMP_TOK_ARRAY || t.kind == WAMP_TOK_MAP) {
         do {
             if (wamp_rd_next(r, &t) != WAMP_OK) {
                 return r->err != WAMP_OK ? r->err : WAMP_EINVAL;
@@ -1080,12 +1187,163 @@ static wamp_err attach(wamp_rd *r, struct build_level *lv, size_t depth, json_t 
     return rc == 0 ? WAMP_OK : oom(r);
 }
 
+/* MessagePack: the next element of an array when it is what a message's envelope is mostly
+ * made of (a small integer, a short string, an empty map), decoded without the token machinery
+ * into the value wamp_rd_json() would build. 1: done; 0: anything else, or input the token path
+ * must report (nothing read); -1: out of memory. */
+static int mp_fast_json(wamp_rd *r, json_t **out)
+{
+    wamp_rd_level *l = &r->lv[r->depth - 1];
+    if (l->is_map || l->left == 0 || r->p >= r->end) {
+        return 0;
+    }
+    const unsigned char *at = r->p;
+    size_t avail = (size_t)(r->end - at), used = 1;
+    unsigned char tag = *at;
+    json_t *v;
+    if (tag <= 0x7f || tag >= 0xe0) {
+        v = json_integer(tag <= 0x7f ? (json_int_t)tag : (json_int_t)(int8_t)tag);
+    } else if (tag == 0x80 && r->depth < WAMP_CODEC_MAX_DEPTH) {
+        v = json_object();
+    } else if ((tag & 0xe0) == 0xa0 || tag == 0xd9) {
+        size_t hdr = tag == 0xd9 ? 2 : 1;
+        if (avail < hdr) {
+            return 0;
+        }
+        size_t len = tag == 0xd9 ? at[1] : (size_t)(tag & 0x1f);
+        if (len > avail - hdr || !wamp_utf8_valid(at + hdr, len)) {
+            return 0;
+        }
+        v = json_stringn_nocheck((const char *)at + hdr, len);
+        used = hdr + len;
+    } else if (tag >= 0xcc && tag <= 0xcf) {
+        size_t nb = (size_t)1 << (tag - 0xcc);
+        if (avail < 1 + nb || be(at + 1, nb) > INT64_MAX) {
+            return 0;
+        }
+        v = json_integer((json_int_t)be(at + 1, nb));
+        used = 1 + nb;
+    } else {
+        return 0;
+    }
+    if (!v) {
+        oom(r);
+        return -1;
+    }
+    l->first = false;
+    l->left--;
+    r->tok_start = at;
+    r->p = r->tok_end = at + used;
+    *out = v;
+    return 1;
+}
+
+/* JSON read in one pass: the same for an array's next element when it is an integer of at most
+ * 18 digits, a string without escapes or an empty object. 1: done; 0: anything else, or input
+ * the token path must report (nothing read); -1: out of memory.
+ * Long: the three element kinds share the separator handling and the level bookkeeping at the
+ * end; this is the per-element hot path of every JSON envelope. */
+static int js_fast_json(wamp_rd *r, json_t **out)
+{
+    wamp_rd_level *l = &r->lv[r->depth - 1];
+    const unsigned char *q = r->p, *end = r->end;
+    if (l->is_map) {
+        return 0;
+    }
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
+        q++;
+    }
+    if (!l->first) {
+        if (q >= end || *q != ',') {
+            return 0;
+        }
+        q++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
+            q++;
+        }
+    }
+    if (q >= end) {
+        return 0;
+    }
+    const unsigned char *at = q;
+    json_t *v;
+    if (*q == '-' || (*q >= '0' && *q <= '9')) {
+        bool neg = *q == '-';
+        q += neg;
+        const unsigned char *d0 = q;
+        uint64_t val = 0;
+        while (q < end && *q >= '0' && *q <= '9' && q - d0 < 19) {
+            val = val * 10 + (uint64_t)(*q++ - '0');
+        }
+        size_t nd = (size_t)(q - d0);
+        if (nd == 0 || nd > 18 || (nd > 1 && *d0 == '0') ||
+            (q < end && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E'))) {
+            return 0;
+        }
+        v = json_integer(neg ? -(json_int_t)val : (json_int_t)val);
+    } else if (*q == '"') {
+        const unsigned char *s = ++q;
+        bool ascii = true;
+        while (q < end) {
+            uint64_t w;
+            if (end - q >= 8 && (memcpy(&w, q, sizeof(w)), js_plain8(w))) {
+                q += 8;
+                continue;
+            }
+            if (*q == '"') {
+                break;
+            }
+            if (*q == '\\' || *q < 0x20) {
+                return 0;
+            }
+            ascii = ascii && *q < 0x80;
+            q++;
+        }
+        if (q >= end || (!ascii && !wamp_utf8_valid(s, (size_t)(q - s)))) {
+            return 0;
+        }
+        v = json_stringn_nocheck((const char *)s, (size_t)(q - s));
+        q++;
+    } else if (*q == '{' && r->depth < WAMP_CODEC_MAX_DEPTH) {
+        q++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
+            q++;
+        }
+        if (q >= end || *q != '}') {
+            return 0;
+        }
+        q++;
+        v = json_object();
+    } else {
+        return 0;
+    }
+    if (!v) {
+        oom(r);
+        return -1;
+    }
+    l->first = false;
+    r->tok_start = at;
+    r->p = r->tok_end = q;
+    *out = v;
+    return 1;
+}
+
+/* Long: one case per token kind in a non-recursive build of the jansson value (an explicit stack
+ * of open containers instead of recursion), each attaching its value to the open container. */
 wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
 {
     *out = NULL;
+    if ((r->ser == WAMP_SER_MSGPACK || (r->ser == WAMP_SER_JSON && r->one_pass)) &&
+        r->err == WAMP_OK && r->depth > 0) {
+        int fast = r->ser == WAMP_SER_MSGPACK ? mp_fast_json(r, out) : js_fast_json(r, out);
+        if (fast != 0) {
+            return fast > 0 ? WAMP_OK : r->err;
+        }
+    }
     wamp_tok t;
-    struct build_level *lv = NULL;
-    size_t cap = 0, depth = 0;
+    struct build_level inline_lv[8]; /* an envelope's Details and Options need no allocation */
+    struct build_level *lv = inline_lv;
+    size_t cap = sizeof(inline_lv) / sizeof(inline_lv[0]), depth = 0;
     json_t *v = NULL;
     do {
         if (wamp_rd_next(r, &t) != WAMP_OK) {
@@ -1102,11 +1360,14 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
         case WAMP_TOK_ARRAY:
         case WAMP_TOK_MAP:
             if (depth == cap) {
-                size_t ncap = cap ? cap * 2 : 8;
-                struct build_level *n = realloc(lv, ncap * sizeof(*n));
+                size_t ncap = cap * 2;
+                struct build_level *n = realloc(lv == inline_lv ? NULL : lv, ncap * sizeof(*n));
                 if (!n) {
                     oom(r);
                     goto fail;
+                }
+                if (lv == inline_lv) {
+                    memcpy(n, inline_lv, sizeof(inline_lv));
                 }
                 lv = n;
                 cap = ncap;
@@ -1171,7 +1432,9 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
             goto fail;
         }
     } while (depth > 0);
-    free(lv);
+    if (lv != inline_lv) {
+        free(lv);
+    }
     *out = v;
     return WAMP_OK;
 fail:
@@ -1179,7 +1442,9 @@ fail:
         json_decref(lv[i].node);
         free(lv[i].key);
     }
-    free(lv);
+    if (lv != inline_lv) {
+        free(lv);
+    }
     json_decref(v);
     return r->err != WAMP_OK ? r->err : WAMP_EINVAL;
 }

@@ -18,11 +18,12 @@
  * keys are not checked here (a payload is the application's; wamp_val_decode() refuses them).
  *
  * JSON containers carry no count, so for JSON the first wamp_rd_next() validates the whole
- * input in a pre-pass that records every container's count; after that the token stream is
- * the same for all serializers. Tokens are borrowed: string and binary pointers point into the
- * input or into the reader's scratch space and are valid until the next call.
- * Ownership: the caller owns the wamp_rd (usually on the stack); wamp_rd_fini() frees its
- * scratch. The input is borrowed and must stay valid while the reader is used. */
+ * input in a pre-pass that records every container's count (unless the reader was started by
+ * wamp_rd_init_one_pass()); after that the token stream is the same for all serializers. Tokens are
+ * borrowed: string and binary pointers point into the input or into the reader's scratch space and
+ * are valid until the next call. Ownership: the caller owns the wamp_rd (usually on the stack);
+ * wamp_rd_fini() frees its scratch. The input is borrowed and must stay valid while the reader is
+ * used. */
 #ifndef WAMP_RD_H
 #define WAMP_RD_H
 
@@ -84,6 +85,7 @@ typedef struct wamp_rd {
     bool done;     /* the top-level value is complete */
     bool counting; /* JSON pre-pass running */
     bool counted;  /* JSON pre-pass done */
+    bool one_pass; /* JSON without the pre-pass: container counts are 0 (wamp_rd_init_one_pass) */
     wamp_rd_level *lv;
     size_t lv_cap;
     wamp_rd_level lv_inline[WAMP_RD_INLINE_LEVELS];
@@ -97,6 +99,11 @@ typedef struct wamp_rd {
 /* Starts reading exactly n bytes of p as one value in ser (WAMP_SER_JSON, _MSGPACK, _CBOR).
  * Cannot fail; an unknown serializer shows at the first wamp_rd_next() (WAMP_EINVAL). */
 void wamp_rd_init(wamp_rd *r, wamp_ser ser, const void *p, size_t n);
+/* As wamp_rd_init(), but JSON is read in one pass, without the pre-pass: ARRAY and MAP tokens
+ * carry count 0 (use wamp_rd_at_end() to find a container's end), and malformed input is
+ * reported when the reader reaches it, not at the first wamp_rd_next(). The binary serializers
+ * read as with wamp_rd_init(). */
+void wamp_rd_init_one_pass(wamp_rd *r, wamp_ser ser, const void *p, size_t n);
 /* Frees the scratch space. NULL-safe, idempotent. */
 void wamp_rd_fini(wamp_rd *r);
 
@@ -106,8 +113,13 @@ void wamp_rd_fini(wamp_rd *r);
 wamp_err wamp_rd_next(wamp_rd *r, wamp_tok *t);
 /* Reads the next whole value (validating it) and hands back its encoded bytes: a slice of the
  * input (for JSON without surrounding whitespace), and its kind (the first token's: ARRAY, MAP,
- * STR, ...) when kind is not NULL. Same errors as wamp_rd_next(). */
+ * STR, ...) when kind is not NULL. Same errors as wamp_rd_next(). JSON and MessagePack
+ * containers are read without yielding tokens (same rules, same errors). */
 wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind);
+/* true when the innermost open container has no element left, so the next token is its END
+ * (JSON: the next byte after whitespace closes it); false outside any container and after an
+ * error. Reads nothing. */
+bool wamp_rd_at_end(wamp_rd *r);
 /* true once the top-level value has been read completely. */
 bool wamp_rd_done(const wamp_rd *r);
 /* Reason of the last error ("" when none). */

@@ -25,9 +25,15 @@ static bool fail(wamp_wr *w, wamp_err err)
 
 void wamp_wr_init(wamp_wr *w, int ser, size_t cap, size_t max)
 {
-    memset(w, 0, sizeof(*w));
+    /* Levels are written whole when opened: only the header is cleared (the levels are most of
+     * the struct, and a writer is made for every message sent). */
     w->ser = ser;
+    w->err = WAMP_OK;
     w->max = max;
+    w->buf = NULL;
+    w->root = NULL;
+    w->depth = 0;
+    w->done = false;
     if (ser != WAMP_SER_JSON && ser != WAMP_SER_MSGPACK && ser != WAMP_SER_CBOR &&
         ser != WAMP_WR_TREE) {
         w->err = WAMP_EINVAL;

@@ -403,6 +403,9 @@ void ctl_client_log_init(void)
     lws_set_log_level(0, NULL);
 }
 
+/* Long: the client's connection sequence (lws context, connect, WebSocket upgrade, HELLO,
+ * authentication, WELCOME), each failure reported with its own ctl_error and unwound in one
+ * place. */
 bool ctl_client_open(const ctl_client_opts *o, ctl_client **out, ctl_error *e)
 {
     static const ctl_auth anonymous = {.method = CTL_AUTH_ANONYMOUS};

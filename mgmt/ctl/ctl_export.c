@@ -97,17 +97,28 @@ static bool add_meta(ctl_chrome *c, const char *what, json_int_t pid, json_int_t
                              pid, "tid", tid, "ts", 0, "args", "name", name));
 }
 
-/* pid of realm, creating it (with its process_name event) on first use; 0 on failure. */
-static json_int_t pid_of(ctl_chrome *c, const char *realm)
+static const char *str_or(const json_t *obj, const char *key, const char *dflt);
+
+/* pid of the record's process, creating it (with its process_name event) on first use: its node
+ * ("node X") when the record names one (a merged cluster-wide trace), else its realm ("realm X").
+ * 0 on failure. */
+static json_int_t pid_of(ctl_chrome *c, const json_t *rec)
 {
-    json_t *v = json_object_get(c->pids, realm);
+    const char *node = json_string_value(json_object_get(rec, "node_id"));
+    char key[300], name[310];
+    if (node) {
+        snprintf(key, sizeof(key), "node\n%s", node); /* '\n' is in no realm name */
+        snprintf(name, sizeof(name), "node %s", node);
+    } else {
+        snprintf(key, sizeof(key), "%s", str_or(rec, "realm", "(no realm)"));
+        snprintf(name, sizeof(name), "realm %s", key);
+    }
+    json_t *v = json_object_get(c->pids, key);
     if (v) {
         return json_integer_value(v);
     }
     json_int_t pid = c->next_pid++;
-    char name[300];
-    snprintf(name, sizeof(name), "realm %s", realm);
-    if (json_object_set_new(c->pids, realm, json_integer(pid)) != 0 ||
+    if (json_object_set_new(c->pids, key, json_integer(pid)) != 0 ||
         !add_meta(c, "process_name", pid, 0, name)) {
         return 0;
     }
@@ -193,7 +204,7 @@ static json_int_t session_tid(ctl_chrome *c, json_int_t pid, const json_t *who, 
  * ts to ts + duration, with the record in args, laid out with the others at the end. */
 static bool add_action(ctl_chrome *c, const json_t *rec)
 {
-    json_int_t pid = pid_of(c, str_or(rec, "realm", "(no realm)"));
+    json_int_t pid = pid_of(c, rec);
     char key[64], name[600], seqkey[40];
     json_int_t tid = pid ? session_tid(c, pid, json_object_get(rec, "originator"), key) : 0;
     if (!pid || !tid) {
@@ -241,7 +252,7 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
     if (json_is_string(json_object_get(rec, "action"))) {
         return add_action(c, rec);
     }
-    json_int_t pid = pid_of(c, str_or(rec, "realm", "(no realm)"));
+    json_int_t pid = pid_of(c, rec);
     char key[64];
     json_int_t tid = pid ? session_tid(c, pid, rec, key) : 0;
     if (!pid || !tid) {

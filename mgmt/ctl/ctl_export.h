@@ -2,7 +2,8 @@
  * (mgmt/README.md "Records"): JSON Lines and the Chrome Trace Event format (JSON object form, loads
  * in Perfetto and chrome://tracing).
  *
- * Chrome layout: one process (pid) per realm, one thread (tid) per session, named by metadata
+ * Chrome layout: one process (pid) per realm (per node for records that name their node_id: a
+ * merged cluster-wide trace), one thread (tid) per session, named by metadata
  * events (process_name / thread_name); every record an instant event ("ph": "i", thread scope;
  * markers: global scope) with the record in args; every correlated action (records sharing a
  * correlation: CALL -> INVOCATION -> YIELD -> RESULT, PUBLISH -> EVENTs -> PUBLISHED, ...) a

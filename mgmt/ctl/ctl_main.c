@@ -68,7 +68,11 @@ static const char usage_text[] =
         "Global options:\n"
         "  --url URL        router WebSocket URL (env WAMPSCOPE_URL; default " DEFAULT_URL ")\n"
         "  --realm REALM    management realm (default " DEFAULT_REALM ")\n"
-        "  --node ID        node (default: the first the router lists)\n"
+        "  --node ID        node (default: the first the router lists); '*': every node\n"
+        "                   (start, stop, delete, mark, show: a map of the answers;\n"
+        "                   traces: a table per node;\n"
+        "                   data, export: every node's records merged in time order;\n"
+        "                   tail: every node's live records, each naming its node)\n"
         "  --worker ID      worker (default: the first the node lists)\n"
         "  --timeout S      seconds to wait for the router per request (default 30)\n"
         "  --ca-file F      wss:// URLs: trust the CA certificate(s) in PEM file F\n"
@@ -290,11 +294,22 @@ static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
 }
 
 /* Fills c->node / c->worker with the first listed when not given. */
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool every_node(const ctl *c)
+{
+    return c->node && strcmp(c->node, "*") == 0;
+}
+
 static int resolve_target(ctl *c, bool want_worker)
 {
     json_t *v;
     int rc;
-    if (!c->node) {
+    const char *node = c->node;
+    if (!c->node || (every_node(c) && want_worker && !c->worker)) {
         if ((rc = call(c, PROC("list_nodes"), json_array(), &v)) != EX_OK) {
             return rc;
         }
@@ -307,6 +322,7 @@ static int resolve_target(ctl *c, bool want_worker)
         c->node = json_string_value(json_array_get(v, 0));
     }
     if (want_worker && !c->worker) {
+        /* --node '*': the worker of the first node (every node runs one of the same id). */
         if ((rc = call(c, PROC("list_workers"), json_pack("[s]", c->node), &v)) != EX_OK) {
             return rc;
         }
@@ -317,6 +333,9 @@ static int resolve_target(ctl *c, bool want_worker)
         }
         c->worker_owned = v;
         c->worker = json_string_value(json_array_get(v, 0));
+    }
+    if (node && strcmp(node, "*") == 0) {
+        c->node = node;
     }
     return EX_OK;
 }
@@ -470,6 +489,8 @@ static int flag_traces(ctl *c, void *state, int argc, char **argv, int *i)
     return EX_OK;
 }
 
+static int traces_of_every_node(ctl *c, const traces_flags *f);
+
 static int cmd_traces(ctl *c)
 {
     const char *pos[1];
@@ -478,6 +499,9 @@ static int cmd_traces(ctl *c)
     if ((rc = parse_cmd_args(c, &f, flag_traces, pos, 0, &n)) != EX_OK ||
         (rc = resolve_target(c, true)) != EX_OK) {
         return rc;
+    }
+    if (every_node(c)) {
+        return traces_of_every_node(c, &f);
     }
     json_t *ids;
     if ((rc = call(c, PROC("list_traces"), json_pack("[s, s, b]", c->node, c->worker, !f.running),
@@ -513,6 +537,82 @@ static int cmd_traces(ctl *c)
     return rc;
 }
 
+/* traces --node '*': every node's traces (list_traces "*"), nodes in id order; --json: the map
+ * {node_id: [metadata]} (a node's error as the API gives it), else one table per node under its
+ * id. */
+static int traces_of_every_node(ctl *c, const traces_flags *f)
+{
+    json_t *map;
+    int rc =
+            call(c, PROC("list_traces"), json_pack("[s, s, b]", "*", c->worker, !f->running), &map);
+    if (rc != EX_OK) {
+        return rc;
+    }
+    json_t *out = json_object();
+    const char **nodes = calloc(json_object_size(map) + 1, sizeof(*nodes));
+    size_t n_nodes = 0;
+    if (!out || !nodes) {
+        errline("out of memory");
+        json_decref(out);
+        json_decref(map);
+        free(nodes);
+        return EX_FAIL;
+    }
+    const char *node;
+    json_t *ids;
+    json_object_foreach(map, node, ids)
+    {
+        nodes[n_nodes++] = node;
+    }
+    qsort(nodes, n_nodes, sizeof(*nodes), cmp_cstr);
+    const char *every = c->node;
+    for (size_t k = 0; rc == EX_OK && k < n_nodes; k++) {
+        ids = json_object_get(map, nodes[k]);
+        if (!json_is_array(ids)) { /* {"error", "args"} */
+            json_object_set(out, nodes[k], ids);
+            continue;
+        }
+        json_t *metas = json_array();
+        c->node = nodes[k];
+        size_t i;
+        json_t *id;
+        json_array_foreach(ids, i, id)
+        {
+            json_t *m;
+            rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
+            if (rc == EX_NOTFOUND) {
+                rc = EX_OK; /* deleted between the two calls */
+                continue;
+            }
+            if (rc != EX_OK) {
+                break;
+            }
+            json_array_append_new(metas, m);
+        }
+        c->node = every;
+        json_object_set_new(out, nodes[k], metas);
+    }
+    if (rc == EX_OK && f->json) {
+        print_json(out);
+    } else if (rc == EX_OK) {
+        ctl_style st = table_style(c, -1);
+        for (size_t k = 0; k < n_nodes; k++) {
+            json_t *v = json_object_get(out, nodes[k]);
+            printf("%snode %s\n", k ? "\n" : "", nodes[k]);
+            if (json_is_array(v)) {
+                ctl_format_traces(stdout, &st, v);
+            } else {
+                printf("  %s: %s\n", json_string_value(json_object_get(v, "error")),
+                       json_string_value(json_array_get(json_object_get(v, "args"), 0)));
+            }
+        }
+    }
+    free(nodes);
+    json_decref(out);
+    json_decref(map);
+    return rc;
+}
+
 /* start: every trace option as a flag (mgmt/README.md "trace_options"). */
 typedef struct start_flags {
     json_t *opts;
@@ -531,6 +631,8 @@ static int append_list(start_flags *f, const char *key, json_t *v_take)
     return json_array_append_new(l, v_take) == 0 ? EX_OK : EX_FAIL;
 }
 
+/* Long: one branch per option of `start`, in the order its --help lists them, each turned into
+ * its trace option. */
 static int flag_start(ctl *c, void *state, int argc, char **argv, int *i)
 {
     start_flags *f = state;
@@ -676,7 +778,7 @@ static int cmd_start(ctl *c)
     if (rc != EX_OK) {
         return rc;
     }
-    if (f.json) {
+    if (f.json || every_node(c)) { /* '*': the map {node_id: metadata-or-error} */
         print_json(m);
     } else {
         ctl_format_meta(stdout, m);
@@ -710,7 +812,7 @@ static int meta_cmd(ctl *c, const char *proc)
     if (rc != EX_OK || (rc = call(c, proc, target_args_id(c, id), &m)) != EX_OK) {
         return rc;
     }
-    if (json) {
+    if (json || every_node(c)) { /* '*': the map {node_id: metadata-or-error} */
         print_json(m);
     } else {
         ctl_format_meta(stdout, m);
@@ -733,8 +835,12 @@ static int cmd_delete(ctl *c)
     if (rc != EX_OK || (rc = call(c, PROC("delete_trace"), target_args_id(c, id), &m)) != EX_OK) {
         return rc;
     }
+    if (every_node(c)) { /* {node_id: null-or-error} */
+        print_json(m);
+    } else {
+        printf("deleted %s\n", id);
+    }
     json_decref(m);
-    printf("deleted %s\n", id);
     return EX_OK;
 }
 
@@ -783,6 +889,58 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
         return EX_FAIL;
     }
     return rc;
+}
+
+/* --node '*': one merged page of every node's records from *cursor (an integer or the map
+ * {node_id: seq} of the previous page's "next", replaced by this page's), at most limit (halved
+ * while the router answers wamp.error.payload_size_exceeded). A node's error is reported once on
+ * stderr (reported: the nodes already reported, a JSON object). */
+static int merged_page(ctl *c, const char *id, json_t **cursor, long long limit, json_t *reported,
+                       json_t **records)
+{
+    *records = NULL;
+    for (;;) {
+        json_t *args =
+                json_pack("[s, s, s, O, n, I]", "*", c->worker, id, *cursor, (json_int_t)limit);
+        ctl_error e;
+        json_t *result = NULL;
+        if (!args) {
+            errline("out of memory");
+            return EX_FAIL;
+        }
+        if (ctl_client_call(c->cl, PROC("get_trace_data"), args, NULL, &result, &e)) {
+            json_t *v = json_array_get(result, 0);
+            json_t *recs = json_object_get(v, "records");
+            json_t *next = json_object_get(v, "next");
+            if (!json_is_array(recs) || !json_is_object(next)) {
+                json_decref(result);
+                errline("get_trace_data: the router answered no merged page");
+                return EX_FAIL;
+            }
+            const char *node;
+            json_t *err;
+            json_object_foreach(json_object_get(v, "errors"), node, err)
+            {
+                if (!json_object_get(reported, node)) {
+                    errline("node %s: %s: %s", node,
+                            json_string_value(json_object_get(err, "error")),
+                            json_string_value(json_array_get(json_object_get(err, "args"), 0)));
+                    json_object_set_new(reported, node, json_true());
+                }
+            }
+            json_decref(*cursor);
+            *cursor = json_incref(next);
+            *records = json_incref(recs);
+            json_decref(result);
+            return EX_OK;
+        }
+        if (e.kind == CTL_E_WAMP && strcmp(e.uri, "wamp.error.payload_size_exceeded") == 0 &&
+            limit > 1) {
+            limit /= 2;
+            continue;
+        }
+        return fail_call(c, PROC("get_trace_data"), &e);
+    }
 }
 
 /* data / tail: client-side record filters. A record must match every kind given, and one of
@@ -938,6 +1096,8 @@ static int flag_data(ctl *c, void *state, int argc, char **argv, int *i)
     return FLAG_UNKNOWN;
 }
 
+/* Long: a command driver: flags, one node or every node, paging loop, output format, each a few
+ * lines in sequence. */
 static int cmd_data(ctl *c)
 {
     const char *pos[1];
@@ -957,11 +1117,24 @@ static int cmd_data(ctl *c)
     bool filtering = filter_active(&f.filt);
     json_t *all = json_array();
     long long from = f.from, left = f.limit;
+    bool merged = every_node(c);
+    json_t *cursor = merged ? json_integer(f.from) : NULL;
+    json_t *reported = merged ? json_object() : NULL;
+    if (merged && f.to >= 0) {
+        json_decref(all);
+        json_decref(cursor);
+        json_decref(reported);
+        return usage_error(c, "--to does not apply with --node '*' (pages go by each node's seq)");
+    }
     while (left > 0) {
         json_t *recs;
         long long want = filtering ? 1000 : left < 10000 ? left : 10000;
-        if ((rc = page(c, pos[0], from, f.to, want, &recs)) != EX_OK) {
+        rc = merged ? merged_page(c, pos[0], &cursor, want, reported, &recs)
+                    : page(c, pos[0], from, f.to, want, &recs);
+        if (rc != EX_OK) {
             json_decref(all);
+            json_decref(cursor);
+            json_decref(reported);
             return rc;
         }
         size_t got = json_array_size(recs);
@@ -983,11 +1156,16 @@ static int cmd_data(ctl *c)
         }
         json_decref(recs);
     }
+    json_decref(cursor);
+    json_decref(reported);
     if (f.json) {
         print_json(all);
     } else {
-        /* An action trace's records get their own columns. */
+        /* An action trace's records get their own columns; merged records their node first. */
         ctl_style st = table_style(c, f.width);
+        if (merged) {
+            printf("%-12s ", "NODE");
+        }
         if (ctl_format_is_action(json_array_get(all, 0))) {
             ctl_format_actions_header(stdout, &st);
         } else {
@@ -997,6 +1175,9 @@ static int cmd_data(ctl *c)
         json_t *r;
         json_array_foreach(all, i, r)
         {
+            if (merged) {
+                printf("%-12s ", json_string_value(json_object_get(r, "node_id")));
+            }
             ctl_format_record_row(stdout, &st, r);
         }
     }
@@ -1048,12 +1229,17 @@ static void tail_print(const tail_flags *f, const json_t *rec)
     if (f->json) {
         ctl_export_jsonl(stdout, rec);
     } else {
+        const char *node = json_string_value(json_object_get(rec, "node_id"));
+        if (node) {
+            printf("%-12s ", node);
+        }
         ctl_format_record_row(stdout, &f->style, rec);
     }
 }
 
-/* Prints records with seq >= *next from recs; advances *next. */
-static void tail_records(const tail_flags *f, const json_t *recs, long long *next)
+/* Prints records with seq >= *next from recs (node: the node they are from, added to each as
+ * node_id, or NULL); advances *next. */
+static void tail_records(const tail_flags *f, const json_t *recs, const char *node, long long *next)
 {
     size_t i;
     json_t *r;
@@ -1061,6 +1247,9 @@ static void tail_records(const tail_flags *f, const json_t *recs, long long *nex
     {
         long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
         if (seq >= *next) {
+            if (node) {
+                json_object_set_new(r, "node_id", json_string(node));
+            }
             tail_print(f, r);
             *next = seq + 1;
         }
@@ -1068,8 +1257,10 @@ static void tail_records(const tail_flags *f, const json_t *recs, long long *nex
     fflush(stdout);
 }
 
-/* Prints every held record from *next up to to (< 0: the newest). */
-static int tail_fill(ctl *c, const char *id, const tail_flags *f, long long *next, long long to)
+/* Prints every held record from *next up to to (< 0: the newest); node: added to each record as
+ * node_id (tail --node '*'), or NULL. */
+static int tail_fill(ctl *c, const char *id, const tail_flags *f, const char *node, long long *next,
+                     long long to)
 {
     for (;;) {
         if (to >= 0 && *next > to) {
@@ -1090,7 +1281,7 @@ static int tail_fill(ctl *c, const char *id, const tail_flags *f, long long *nex
                 *next = first;
             }
         }
-        tail_records(f, recs, next);
+        tail_records(f, recs, node, next);
         json_decref(recs);
         if (got == 0) {
             return EX_OK;
@@ -1099,6 +1290,7 @@ static int tail_fill(ctl *c, const char *id, const tail_flags *f, long long *nex
 }
 
 static int tail_run(ctl *c);
+static int tail_every_node(ctl *c, const char *id, tail_flags *f);
 
 /* Ctrl-C is tail's normal end, whatever it was doing: exit status 0, nothing on stderr. */
 static int cmd_tail(ctl *c)
@@ -1108,6 +1300,8 @@ static int cmd_tail(ctl *c)
     return rc == EX_INTERRUPTED_END ? EX_OK : rc;
 }
 
+/* Long: a command driver: flags, the backlog page, the subscription, then the live loop with its
+ * gap filling, each a few lines in sequence. */
 static int tail_run(ctl *c)
 {
     const char *pos[1];
@@ -1124,6 +1318,9 @@ static int tail_run(ctl *c)
     uint64_t sub_data, sub_stop;
     if ((rc = resolve_target(c, true)) != EX_OK) {
         return rc;
+    }
+    if (every_node(c)) {
+        return tail_every_node(c, id, &f);
     }
     if (!ctl_client_subscribe(c->cl, TOPIC("on_trace_data"), &sub_data, &e) ||
         !ctl_client_subscribe(c->cl, TOPIC("on_trace_stopped"), &sub_stop, &e)) {
@@ -1151,7 +1348,7 @@ static int tail_run(ctl *c)
             ctl_format_records_header(stdout, &f.style);
         }
     }
-    if ((rc = tail_fill(c, id, &f, &next, -1)) != EX_OK) {
+    if ((rc = tail_fill(c, id, &f, NULL, &next, -1)) != EX_OK) {
         return rc;
     }
     while (!stopped) {
@@ -1163,8 +1360,11 @@ static int tail_run(ctl *c)
             }
             return fail(&e);
         }
+        /* In a cluster the topics carry every node's traces: this node's only (a cluster-wide
+         * trace has the same id on every node). */
+        const char *from = json_string_value(json_array_get(args, 0));
         const char *tid = json_string_value(json_array_get(args, 2));
-        if (!tid || strcmp(tid, id) != 0) {
+        if (!tid || strcmp(tid, id) != 0 || !from || strcmp(from, c->node) != 0) {
             json_decref(args);
             continue;
         }
@@ -1173,11 +1373,11 @@ static int tail_run(ctl *c)
             long long seq0 =
                     (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
             if (json_array_size(recs) > 0 && seq0 > next) {
-                rc = tail_fill(c, id, &f, &next, seq0 - 1);
+                rc = tail_fill(c, id, &f, NULL, &next, seq0 - 1);
             }
-            tail_records(&f, recs, &next);
+            tail_records(&f, recs, NULL, &next);
         } else if (sub == sub_stop) {
-            rc = tail_fill(c, id, &f, &next, -1);
+            rc = tail_fill(c, id, &f, NULL, &next, -1);
             stopped = true;
         }
         json_decref(args);
@@ -1187,6 +1387,108 @@ static int tail_run(ctl *c)
     }
     fprintf(stderr, "wampscope-ctl: trace %s stopped\n", id);
     return EX_OK;
+}
+
+/* tail_fill() on one node of a cluster-wide tail: node's records from *next up to to. */
+static int tail_fill_node(ctl *c, const char *id, const tail_flags *f, const char *node,
+                          long long *next, long long to)
+{
+    const char *every = c->node;
+    c->node = node; /* page() reads c->node; the records get node_id from tail_records() */
+    int rc = tail_fill(c, id, f, node, next, to);
+    c->node = every;
+    return rc;
+}
+
+/* tail --node '*': every node's records of trace id (get_trace "*" names the nodes that hold it;
+ * the last f->lines of each), then the live records of every node as they come (on_trace_data
+ * reaches this node for every node's trace), each naming its node; a node's gap is filled from
+ * that node. Ends when the trace stopped on every node.
+ * Long: the steps above in sequence (nodes, backlog per node, subscription, live loop), sharing
+ * the per-node cursors. */
+static int tail_every_node(ctl *c, const char *id, tail_flags *f)
+{
+    ctl_error e;
+    uint64_t sub_data, sub_stop;
+    int rc;
+    if (!ctl_client_subscribe(c->cl, TOPIC("on_trace_data"), &sub_data, &e) ||
+        !ctl_client_subscribe(c->cl, TOPIC("on_trace_stopped"), &sub_stop, &e)) {
+        return e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
+    }
+    json_t *map;
+    if ((rc = call(c, PROC("get_trace"), target_args_id(c, id), &map)) != EX_OK) {
+        return rc;
+    }
+    /* next: {node: next seq to print}; running: nodes whose trace runs. */
+    json_t *next = json_object(), *running = json_object();
+    const char *node;
+    json_t *m;
+    json_object_foreach(map, node, m)
+    {
+        if (json_object_get(m, "error")) {
+            errline("node %s: %s: %s", node, json_string_value(json_object_get(m, "error")),
+                    json_string_value(json_array_get(json_object_get(m, "args"), 0)));
+            continue;
+        }
+        long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
+        long long n = (long long)json_integer_value(json_object_get(m, "next_seq")) - f->lines;
+        json_object_set_new(next, node, json_integer(n < first ? first : n));
+        if (strcmp(json_string_value(json_object_get(m, "status")), "running") == 0) {
+            json_object_set_new(running, node, json_true());
+        }
+    }
+    json_decref(map);
+    f->style = table_style(c, f->width);
+    if (!f->json) {
+        printf("%-12s ", "NODE");
+        ctl_format_records_header(stdout, &f->style);
+    }
+    json_t *v;
+    json_object_foreach(next, node, v)
+    {
+        long long seq = (long long)json_integer_value(v);
+        if ((rc = tail_fill_node(c, id, f, node, &seq, -1)) != EX_OK) {
+            break;
+        }
+        json_object_set_new(next, node, json_integer(seq));
+    }
+    while (rc == EX_OK && json_object_size(running) > 0) {
+        uint64_t sub;
+        json_t *args;
+        if (!ctl_client_next_event(c->cl, -1, &sub, &args, &e)) {
+            rc = e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
+            break;
+        }
+        const char *from = json_string_value(json_array_get(args, 0));
+        const char *tid = json_string_value(json_array_get(args, 2));
+        json_t *cur = from ? json_object_get(next, from) : NULL;
+        if (!tid || strcmp(tid, id) != 0 || !cur) {
+            json_decref(args);
+            continue;
+        }
+        long long seq = (long long)json_integer_value(cur);
+        if (sub == sub_data) {
+            json_t *recs = json_array_get(args, 4);
+            long long seq0 =
+                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
+            if (json_array_size(recs) > 0 && seq0 > seq) {
+                rc = tail_fill_node(c, id, f, from, &seq, seq0 - 1);
+            }
+            tail_records(f, recs, from, &seq);
+        } else if (sub == sub_stop) {
+            rc = tail_fill_node(c, id, f, from, &seq, -1);
+            json_object_del(running, from);
+        }
+        json_object_set_new(next, from, json_integer(seq));
+        json_decref(args);
+    }
+    bool all_stopped = json_object_size(running) == 0;
+    json_decref(next);
+    json_decref(running);
+    if (rc == EX_OK && all_stopped) {
+        fprintf(stderr, "wampscope-ctl: trace %s stopped on every node\n", id);
+    }
+    return rc;
 }
 
 /* export: pages through the whole trace into a file. */
@@ -1231,6 +1533,8 @@ static void progress(long long done, long long total)
     fflush(stderr);
 }
 
+/* Long: the paging loop (each page from the last seq + 1, converted, written, the progress bar)
+ * and the output file's cleanup on every failure, in one place. */
 static int cmd_export(ctl *c)
 {
     const char *pos[1];
@@ -1251,8 +1555,24 @@ static int cmd_export(ctl *c)
         (rc = call(c, PROC("get_trace"), target_args_id(c, id), &meta)) != EX_OK) {
         return rc;
     }
-    long long total = (long long)json_integer_value(json_object_get(meta, "next_seq")) -
-                      (long long)json_integer_value(json_object_get(meta, "first_seq"));
+    /* --node '*': get_trace answered {node_id: metadata-or-error}; the records of every node,
+     * merged in time order, each naming its node. */
+    bool merged = every_node(c);
+    json_t *cursor = merged ? json_integer(0) : NULL;
+    json_t *reported = merged ? json_object() : NULL;
+    long long total = 0;
+    if (merged) {
+        const char *node;
+        json_t *m;
+        json_object_foreach(meta, node, m)
+        {
+            total += (long long)json_integer_value(json_object_get(m, "next_seq")) -
+                     (long long)json_integer_value(json_object_get(m, "first_seq"));
+        }
+    } else {
+        total = (long long)json_integer_value(json_object_get(meta, "next_seq")) -
+                (long long)json_integer_value(json_object_get(meta, "first_seq"));
+    }
     bool to_stdout = strcmp(f.out, "-") == 0;
     FILE *out = to_stdout ? stdout : fopen(f.out, "w");
     if (!out) {
@@ -1267,7 +1587,9 @@ static int cmd_export(ctl *c)
     long long from = 0, done = 0;
     while (ok) {
         json_t *recs;
-        if ((rc = page(c, id, from, -1, f.page, &recs)) != EX_OK) {
+        rc = merged ? merged_page(c, id, &cursor, f.page, reported, &recs)
+                    : page(c, id, from, -1, f.page, &recs);
+        if (rc != EX_OK) {
             ok = false;
             break;
         }
@@ -1303,6 +1625,8 @@ static int cmd_export(ctl *c)
     }
     ctl_chrome_free(ch);
     json_decref(meta);
+    json_decref(cursor);
+    json_decref(reported);
     if (fflush(out) != 0 || ferror(out)) {
         ok = false;
     }
@@ -1373,7 +1697,7 @@ static int cmd_mark(ctl *c)
     if (rc != EX_OK) {
         return rc;
     }
-    if (f.json) {
+    if (f.json || every_node(c)) { /* '*': {node_id: seq-or-{trace_id: seq}-or-error} */
         print_json(res);
     } else if (json_is_integer(res)) {
         printf("%s: marker \"%s\" is seq %lld\n", id, name, (long long)json_integer_value(res));
@@ -1644,6 +1968,8 @@ static int setup_auth(ctl *c, const char *ticket_file, const char *secret_file,
     return EX_OK;
 }
 
+/* Long: the global options, one branch each, then the command table's dispatch and the signal
+ * setup around it. */
 int main(int argc, char **argv)
 {
     ctl c;

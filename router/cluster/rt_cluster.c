@@ -22,6 +22,45 @@
 /* Link-down warnings: at most one per this many microseconds. */
 #define WARN_INTERVAL_US (60ull * 1000 * 1000)
 
+/* Callbacks the services added (rt_cluster_add_on_joined(), rt_cluster_add_on_tick()). */
+typedef struct rt_cluster_hooks {
+    struct {
+        void (*fn)(void *arg);
+        void *arg;
+    } v[RT_CLUSTER_ON_JOINED_MAX]; /* in the order added */
+
+    size_t n;
+} rt_cluster_hooks;
+
+static wamp_err hooks_add(rt_cluster_hooks *h, void (*fn)(void *arg), void *arg)
+{
+    if (h->n == RT_CLUSTER_ON_JOINED_MAX) {
+        return WAMP_ETOOBIG;
+    }
+    h->v[h->n].fn = fn;
+    h->v[h->n].arg = arg;
+    h->n++;
+    return WAMP_OK;
+}
+
+static void hooks_remove(rt_cluster_hooks *h, void (*fn)(void *arg), void *arg)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        if (h->v[i].fn == fn && h->v[i].arg == arg) {
+            memmove(&h->v[i], &h->v[i + 1], (h->n - i - 1) * sizeof(h->v[0]));
+            h->n--;
+            return;
+        }
+    }
+}
+
+static void hooks_run(const rt_cluster_hooks *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        h->v[i].fn(h->v[i].arg);
+    }
+}
+
 struct rt_cluster {
     char *name;
     char *node_id;
@@ -58,12 +97,8 @@ struct rt_cluster {
     char **nodes; /* sorted; owned strings */
     size_t n_nodes;
 
-    struct {
-        void (*fn)(void *arg);
-        void *arg;
-    } on_joined[RT_CLUSTER_ON_JOINED_MAX]; /* rt_cluster_add_on_joined(), in order */
-
-    size_t n_on_joined;
+    rt_cluster_hooks on_joined; /* rt_cluster_add_on_joined(), in order */
+    rt_cluster_hooks on_tick;   /* rt_cluster_add_on_tick(), in order */
 };
 
 static uint64_t now_us(const rt_cluster *c)
@@ -270,9 +305,7 @@ static void joined(rt_cluster *c)
     RT_LOG_INFO(0, "cluster %s: joined as node %s (instance %s)", c->name, c->node_id, c->instance);
     announce(c);
     read_keys(c);
-    for (size_t i = 0; i < c->n_on_joined; i++) {
-        c->on_joined[i].fn(c->on_joined[i].arg);
-    }
+    hooks_run(&c->on_joined);
 }
 
 static void retry_join(rt_cluster *c, uint64_t after_us)
@@ -543,6 +576,7 @@ void rt_cluster_on_link_state(rt_cluster *c, rt_cluster_link_state st)
 
 void rt_cluster_tick(rt_cluster *c)
 {
+    hooks_run(&c->on_tick);
     if (c->link_state != RT_CLUSTER_LINK_UP) {
         return;
     }
@@ -644,25 +678,22 @@ uint32_t rt_cluster_request_timeout_ms(const rt_cluster *c)
 
 wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
-    if (c->n_on_joined == RT_CLUSTER_ON_JOINED_MAX) {
-        return WAMP_ETOOBIG;
-    }
-    c->on_joined[c->n_on_joined].fn = fn;
-    c->on_joined[c->n_on_joined].arg = arg;
-    c->n_on_joined++;
-    return WAMP_OK;
+    return hooks_add(&c->on_joined, fn, arg);
 }
 
 void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
-    for (size_t i = 0; i < c->n_on_joined; i++) {
-        if (c->on_joined[i].fn == fn && c->on_joined[i].arg == arg) {
-            memmove(&c->on_joined[i], &c->on_joined[i + 1],
-                    (c->n_on_joined - i - 1) * sizeof(c->on_joined[0]));
-            c->n_on_joined--;
-            return;
-        }
-    }
+    hooks_remove(&c->on_joined, fn, arg);
+}
+
+wamp_err rt_cluster_add_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg)
+{
+    return hooks_add(&c->on_tick, fn, arg);
+}
+
+void rt_cluster_remove_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg)
+{
+    hooks_remove(&c->on_tick, fn, arg);
 }
 
 const char *rt_cluster_name(const rt_cluster *c)

@@ -119,7 +119,7 @@ wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, si
 
 /* --- For the services: join events and key-value buckets ------------------------------------ */
 
-/* Most callbacks rt_cluster_add_on_joined() holds. */
+/* Most callbacks rt_cluster_add_on_joined() (and rt_cluster_add_on_tick()) holds. */
 #define RT_CLUSTER_ON_JOINED_MAX 8
 
 /* fn(arg) is called each time this node joins: after start, and again after the link came back
@@ -129,6 +129,11 @@ wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, si
 wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
 /* Removes the callback added with the same fn and arg (none: nothing happens). */
 void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
+/* fn(arg) is called at every rt_cluster_tick() (every 100 ms at least, whatever the link's
+ * state), for a service's own timers; same contract and limit as rt_cluster_add_on_joined(). */
+wamp_err rt_cluster_add_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg);
+/* Removes the callback added with the same fn and arg (none: nothing happens). */
+void rt_cluster_remove_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg);
 /* The cluster name (borrowed): a service names its buckets "<name>_<what>". */
 const char *rt_cluster_name(const rt_cluster *c);
 /* One key-value operation over the link (rt_cluster_ops.kv, same contract). WAMP_ECLOSED without

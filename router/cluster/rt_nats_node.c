@@ -65,6 +65,41 @@ static void node_free(rt_nats_node *nn)
     free(nn);
 }
 
+/* Starts publish/subscribe and calls across the nodes on nn's link; err on failure. */
+static wamp_err node_services(rt_nats_node *nn, const rt_config *cfg, uint64_t instance, char *err,
+                              size_t err_len)
+{
+    const rt_cluster_config *cc = cfg->cluster;
+    rt_router *rt = nn->rt;
+    rt_cluster_broker_options bo = {.ops = rt_nats_link_ops(),
+                                    .link = nn->link,
+                                    .instance = instance,
+                                    .beat_ms = cc->heartbeat_ms,
+                                    .hold_ms = cc->node_ttl_ms,
+                                    .max_entries = RT_CLUSTER_BROKER_MAX_ENTRIES};
+    wamp_err e = rt_cluster_broker_new(rt, nn->member, &bo, &nn->broker);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start publish/subscribe across nodes: %s",
+                 cc->name, wamp_strerror(e));
+        return e;
+    }
+    rt_router_set_cluster_broker(rt, nn->broker);
+    rt_dealer_remote_options ro = {.ops = rt_nats_link_ops(),
+                                   .link = nn->link,
+                                   .instance = instance,
+                                   .beat_ms = cc->heartbeat_ms,
+                                   .ttl_ms = cc->node_ttl_ms,
+                                   .max_message = cfg->limits.max_message_size + 4096,
+                                   .max_calls = cc->max_calls,
+                                   .max_registrations = cc->max_registrations};
+    e = rt_dealer_remote_new(rt, nn->member, &ro, &nn->dealer);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start calls across nodes: %s", cc->name,
+                 wamp_strerror(e));
+    }
+    return e;
+}
+
 wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **out, char *err,
                             size_t err_len)
 {
@@ -91,33 +126,10 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
         node_free(nn);
         return e;
     }
-    /* Before the join, so that the join announces this node's subscriptions. */
-    rt_cluster_broker_options bo = {.ops = rt_nats_link_ops(),
-                                    .link = nn->link,
-                                    .instance = instance,
-                                    .beat_ms = cc->heartbeat_ms,
-                                    .hold_ms = cc->node_ttl_ms,
-                                    .max_entries = RT_CLUSTER_BROKER_MAX_ENTRIES};
-    e = rt_cluster_broker_new(rt, nn->member, &bo, &nn->broker);
+    /* Before the join, so that the join announces this node's subscriptions and
+     * registrations. */
+    e = node_services(nn, cfg, instance, err, err_len);
     if (e != WAMP_OK) {
-        snprintf(err, err_len, "cluster %s: cannot start publish/subscribe across nodes: %s",
-                 cc->name, wamp_strerror(e));
-        node_free(nn);
-        return e;
-    }
-    rt_router_set_cluster_broker(rt, nn->broker);
-    rt_dealer_remote_options ro = {.ops = rt_nats_link_ops(),
-                                   .link = nn->link,
-                                   .instance = instance,
-                                   .beat_ms = cc->heartbeat_ms,
-                                   .ttl_ms = cc->node_ttl_ms,
-                                   .max_message = cfg->limits.max_message_size + 4096,
-                                   .max_calls = cc->max_calls,
-                                   .max_registrations = cc->max_registrations};
-    e = rt_dealer_remote_new(rt, nn->member, &ro, &nn->dealer);
-    if (e != WAMP_OK) {
-        snprintf(err, err_len, "cluster %s: cannot start calls across nodes: %s", cc->name,
-                 wamp_strerror(e));
         node_free(nn);
         return e;
     }

@@ -20,10 +20,9 @@
 
 #include <sodium.h>
 
-#include "bench_sha1.h"
+#include "wamp_ws.h"
 
 /* RFC 6455 section 1.3: the GUID appended to the key for Sec-WebSocket-Accept. */
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 #define WS_OP_CONT   0x0
 #define WS_OP_TEXT   0x1
@@ -474,12 +473,10 @@ static wamp_err ws_check_handshake(bench_ws *ws, bool *done)
         snprintf(ws->err, sizeof(ws->err), "missing Upgrade: websocket");
         goto fail;
     }
-    char kg[96];
-    unsigned char digest[BENCH_SHA1_LEN];
-    snprintf(kg, sizeof(kg), "%s%s", ws->key, WS_GUID);
-    bench_sha1(kg, strlen(kg), digest);
-    sodium_bin2base64(accept, sizeof(accept), digest, sizeof(digest),
-                      sodium_base64_VARIANT_ORIGINAL);
+    if (wamp_ws_accept(ws->key, strlen(ws->key), accept) != WAMP_OK) {
+        snprintf(ws->err, sizeof(ws->err), "bad Sec-WebSocket-Key");
+        goto fail;
+    }
     if (!head_value(head, "Sec-WebSocket-Accept", val, sizeof(val)) || strcmp(val, accept) != 0) {
         snprintf(ws->err, sizeof(ws->err), "bad Sec-WebSocket-Accept");
         goto fail;

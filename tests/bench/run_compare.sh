@@ -1,34 +1,52 @@
 #!/usr/bin/env bash
-# run_compare.sh: the same wamp-bench scenarios against fox-wamp (a Node.js WAMP router from
-# npm) and against wampscope, one after the other on this machine, then a table of both
-# routers' figures and the ratios wampscope/fox-wamp. See README.md in this folder.
+# run_compare.sh: the same wamp-bench scenarios against Bonefish (a C++ WAMP router, built from
+# source: BONEFISH=path), optionally fox-wamp (a Node.js router from npm), and wampscope in four
+# configurations, one after the other on this machine; then one table of every router's figures
+# and the issue's targets as ratios measured in this run. See README.md in this folder.
+#
+#   bonefish   BONEFISH=/path/to/bonefish (the table says when it is absent)
+#   fox        fox-wamp@FOX_VERSION, npm-installed in the scratch directory (only if in ROUTERS)
+#   shipped    wampscope, the embedded default config (flight recorder on)
+#   off        wampscope, flight recorder off (the default config with flight_recorder false)
+#   mem        "off" + one trace capturing everything in memory (default trace options)
+#   persist    "off" + one trace capturing everything, persisted ({"persist": true})
 #
 # Usage: tests/bench/run_compare.sh [-- WAMP-BENCH OPTIONS...]   (run from anywhere)
 # Environment:
+#   BONEFISH         the bonefish daemon binary (run as `bonefish -r REALM -w PORT`)
+#   ROUTERS          what to run, in this order each round (default "bonefish shipped off mem
+#                    persist"; add "fox" for fox-wamp)
+#   PAYLOADS         payload sizes in bytes, one set of runs per size (default 32; the issue's
+#                    sizes: "32 1024 16384 65536"); the size is passed as wamp-bench --payload
 #   BENCH_SCRATCH    scratch directory outside the repo (default /tmp/wampscope-bench):
-#                    fox-wamp is npm-installed in $BENCH_SCRATCH/fox; logs and outputs land here
+#                    outputs, logs, fox-wamp's npm install, persisted traces
 #   BUILD_DIR        CMake build directory (default <repo>/build), configured as Release
 #   SKIP_BUILD=1     use the binaries already in BUILD_DIR
 #   FOX_VERSION      fox-wamp version to install (default 0.7.28)
 #   ROUTER_CORE      CPU the router under test is pinned to (default 0)
-#   BENCH_CORE       CPU wamp-bench is pinned to (default 1)
-#   WAMPSCOPE_CONFIG config file for wampscope (default: its embedded configuration)
-#   BENCH_REALM      realm to use on both routers (default realm1)
-#   BENCH_REPEAT     runs per router, alternating fox-wamp and wampscope (default 1)
-#   BENCH_STAT       median (default) or best: how the tables combine repeated runs
-#   TABLE_ONLY=1     only print the tables again from the outputs of the last run
+#   BENCH_CORE       CPU wamp-bench (and the trace client) is pinned to (default 1)
+#   BENCH_REALM      realm to use on every router (default realm1)
+#   BENCH_REPEAT     rounds (default 1); each round runs every router once, alternating them
+#   BENCH_STAT       median (default) or best: how the table combines repeated runs
+#   PYTHON           Python with python3-autobahn, for the traces of mem/persist
+#                    (default /usr/bin/python3)
+#   TABLE_ONLY=1     only print the table again from the outputs of the last run
 # Everything listens on 127.0.0.1 only. Only the processes this script starts are stopped, by
-# PID. Exit status: 0 when both routers were measured (even if some runs failed), 1 otherwise.
+# PID. Exit status: 0 when every router was measured (even if some runs failed), 1 otherwise.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 scratch=${BENCH_SCRATCH:-/tmp/wampscope-bench}
-build=${BUILD_DIR:-$repo/build}
+build=$(realpath -m "${BUILD_DIR:-$repo/build}")
 fox_version=${FOX_VERSION:-0.7.28}
 router_core=${ROUTER_CORE:-0}
 bench_core=${BENCH_CORE:-1}
 realm=${BENCH_REALM:-realm1}
+routers=${ROUTERS:-bonefish shipped off mem persist}
+payloads=${PAYLOADS:-32}
+python=${PYTHON:-/usr/bin/python3}
+bonefish=${BONEFISH:+$(realpath -m "$BONEFISH")}
 if [[ ${1:-} == "--" ]]; then
     shift
 fi
@@ -60,12 +78,17 @@ trap stop_router EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Waits for the ports file written by the router; prints its first URL.
+# Waits for a ports file (wampscope, fox-wamp) or a listening port (bonefish); prints the URL.
 wait_url() {
-    local file=$1
+    local file=$1 port=${2:-}
     for _ in $(seq 1 100); do
-        if [[ -s $file ]]; then
-            head -n 1 "$file"
+        if [[ -n $port ]]; then
+            if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+                echo "ws://127.0.0.1:$port/"
+                return 0
+            fi
+        elif [[ -s $file ]]; then
+            grep -m1 '^ws://' "$file"
             return 0
         fi
         if ! kill -0 "$router_pid" 2>/dev/null; then
@@ -74,6 +97,9 @@ wait_url() {
         sleep 0.1
     done
     return 1
+}
+free_port() {
+    "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 table_only=${TABLE_ONLY:-0}
@@ -94,11 +120,19 @@ for b in "$bench_bin" "$router_bin"; do
         exit 1
     fi
 done
+read -r -a router_list <<<"$routers"
+if [[ -z $bonefish || ! -x $bonefish ]]; then
+    if [[ " $routers " == *" bonefish "* && $table_only != 1 ]]; then
+        log "BONEFISH not set or not executable: no Bonefish runs (the table says so)"
+    fi
+    router_list=("${router_list[@]/bonefish/}")
+fi
 
 # ---- fox-wamp ----
 fox_dir=$scratch/fox
-if [[ $table_only != 1 ]] && { [[ ! -f $fox_dir/node_modules/fox-wamp/package.json ]] ||
-    [[ $(node -p "require('$fox_dir/node_modules/fox-wamp/package.json').version") != "$fox_version" ]]; }; then
+if [[ $table_only != 1 && " ${router_list[*]} " == *" fox "* ]] &&
+    { [[ ! -f $fox_dir/node_modules/fox-wamp/package.json ]] ||
+        [[ $(node -p "require('$fox_dir/node_modules/fox-wamp/package.json').version") != "$fox_version" ]]; }; then
     log "installing fox-wamp@$fox_version in $fox_dir"
     mkdir -p "$fox_dir"
     if [[ ! -f $fox_dir/package.json ]]; then
@@ -107,60 +141,103 @@ if [[ $table_only != 1 ]] && { [[ ! -f $fox_dir/node_modules/fox-wamp/package.js
     (cd "$fox_dir" && npm install --no-audit --no-fund "fox-wamp@$fox_version" >"$scratch/npm.log" 2>&1)
 fi
 
-run_router() { # name, repetition, then the router command line (pinned to ROUTER_CORE)
-    local name=$1 rep=$2
-    shift 2
-    local ports=$scratch/$name.ports
+# The embedded default config with the flight recorder off (off, mem, persist).
+no_flight=$scratch/default-no-flight-recorder.json
+
+ctl() { # trace_ctl.py against the running wampscope at $1, pinned to BENCH_CORE
+    local url=$1
+    shift
+    taskset -c "$bench_core" "$python" "$here/trace_ctl.py" --url "$url" "$@"
+}
+
+# One run of router $1 in round $2: a fresh process pinned to ROUTER_CORE, wamp-bench pinned to
+# BENCH_CORE once per payload size, the process stopped. Output: $scratch/NAME.out.ROUND.
+run_router() {
+    local name=$1 rep=$2 ports=$scratch/$1.ports port="" url cmd
     rm -f "$ports"
+    rm -rf "$scratch/wampscope-data" # persisted traces of an earlier run
+    case $name in
+    bonefish)
+        port=$(free_port)
+        cmd=("$bonefish" -r "$realm" -w "$port")
+        ;;
+    fox) cmd=(node "$here/fox_server.mjs" "$fox_dir" "$ports") ;;
+    shipped) cmd=("$router_bin" --port 0 --ports-file "$ports" --log-level warn) ;;
+    off | mem | persist)
+        cmd=("$router_bin" -c "$no_flight" --port 0 --ports-file "$ports" --log-level warn)
+        ;;
+    *)
+        log "unknown router $name (bonefish, fox, shipped, off, mem, persist)"
+        return 1
+        ;;
+    esac
     log "starting $name on core $router_core"
-    taskset -c "$router_core" "$@" >>"$scratch/$name.log" 2>&1 &
+    (cd "$scratch" && exec taskset -c "$router_core" "${cmd[@]}") >>"$scratch/$name.log" 2>&1 &
     router_pid=$!
-    local url
-    if ! url=$(wait_url "$ports"); then
+    if ! url=$(wait_url "$ports" "$port"); then
         log "$name did not start; see $scratch/$name.log"
         stop_router
         return 1
     fi
+    case $name in
+    mem) ctl "$url" start all >/dev/null || { log "mem: no trace started" && stop_router && return 1; } ;;
+    persist)
+        ctl "$url" start all --options '{"persist": true}' >/dev/null ||
+            { log "persist: no trace started" && stop_router && return 1; }
+        ;;
+    esac
     log "$name (pid $router_pid) at $url; wamp-bench on core $bench_core"
-    taskset -c "$bench_core" "$bench_bin" --url "$url" --realm "$realm" \
-        --router-pid "$router_pid" "${bench_args[@]}" | tee "$scratch/$name.out.$rep" || true
+    : >"$scratch/$name.out.$rep"
+    for size in $payloads; do
+        taskset -c "$bench_core" "$bench_bin" --url "$url" --realm "$realm" \
+            --router-pid "$router_pid" --payload "$size" "${bench_args[@]}" |
+            sed "s/^RESULT /RESULT payload=$size /" | tee -a "$scratch/$name.out.$rep" || true
+    done
     if ! kill -0 "$router_pid" 2>/dev/null; then
         log "$name died during the benchmark; see $scratch/$name.log"
     fi
     stop_router
 }
 
-wsargs=(--port 0 --ports-file "$scratch/wampscope.ports" --log-level warn)
-if [[ -n ${WAMPSCOPE_CONFIG:-} ]]; then
-    wsargs+=(-c "$WAMPSCOPE_CONFIG")
-fi
 if [[ $table_only != 1 ]]; then
-    rm -f "$scratch"/fox-wamp.out.* "$scratch"/wampscope.out.* "$scratch"/fox-wamp.log \
-        "$scratch"/wampscope.log
-    # Alternate the routers so that drift in the machine's background load hits both alike.
+    rm -f "$scratch"/*.out.* "$scratch"/*.log
+    "$python" - "$repo/configs/default.json" "$no_flight" <<'PY'
+import json, sys
+with open(sys.argv[1], encoding="utf-8") as f:
+    cfg = json.load(f)
+cfg["workers"][0].setdefault("wampscope", {}).setdefault("tracing", {})["flight_recorder"] = False
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    json.dump(cfg, f, indent=2)
+PY
+    # Alternate the routers so that drift in the machine's background load hits all alike.
     for i in $(seq 1 "$repeat"); do
-        run_router fox-wamp "$i" node "$here/fox_server.mjs" "$fox_dir" \
-            "$scratch/fox-wamp.ports" || status=1
-        run_router wampscope "$i" "$router_bin" "${wsargs[@]}" || status=1
+        for r in "${router_list[@]}"; do
+            [[ -n $r ]] || continue
+            run_router "$r" "$i" || status=1
+        done
     done
+    echo "${router_list[*]}" >"$scratch/routers.txt"
 else
-    repeat=$(find "$scratch" -maxdepth 1 -name 'wampscope.out.*' | wc -l)
+    repeat=$(find "$scratch" -maxdepth 1 -name 'shipped.out.*' | wc -l)
 fi
 
 # ---- table: medians over the repetitions of each router's "ok" runs ----
-cat "$scratch"/fox-wamp.out.* >"$scratch/fox-wamp.out" 2>/dev/null || true
-cat "$scratch"/wampscope.out.* >"$scratch/wampscope.out" 2>/dev/null || true
-awk -v foxf="$scratch/fox-wamp.out" -v wsf="$scratch/wampscope.out" -v repeat="$repeat" \
-    -v stat="${BENCH_STAT:-median}" '
-function load(file, who,    line, n, i, kv, f, p, key, m, name) {
+for r in bonefish fox shipped off mem persist; do
+    cat "$scratch/$r".out.* >"$scratch/$r.out" 2>/dev/null || : >"$scratch/$r.out"
+done
+awk -v dir="$scratch" -v repeat="$repeat" -v stat="${BENCH_STAT:-median}" \
+    -v bonefish="$bonefish" '
+function load(who,    file, line, n, i, kv, f, p, key, m, name) {
+    file = dir "/" who ".out"
     while ((getline line < file) > 0) {
         if (line !~ /^RESULT /) continue
         n = split(line, f, " ")
         delete kv
         for (i = 2; i <= n; i++) { split(f[i], p, "="); kv[p[1]] = p[2] }
-        key = kv["scenario"] " " kv["ser"]
+        key = kv["scenario"] " " kv["ser"] " " kv["payload"]
         if (!(key in seen)) { seen[key] = 1; order[++nkeys] = key }
         if (kv["unit"] != "") unit[key] = kv["unit"]
+        ran[who] = 1
         if (!((who, key) in st) || st[who, key] != "ok") st[who, key] = kv["status"]
         if (kv["status"] != "ok") continue
         split("rate p50_us p99_us router_cpu other_cpu", m, " ")
@@ -186,43 +263,82 @@ function med(who, key, name,    n, i, j, t, a) {
 }
 function cell(x, fmt) { return x == "" ? "n/a" : sprintf(fmt, x) }
 function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "n/a" : sprintf("%.2f", a / b) }
+# Router CPU per message in microseconds: the CPU share over the rate.
+function cpu_us(who, key,    r, c) {
+    r = med(who, key, "rate"); c = med(who, key, "router_cpu")
+    return (r == "" || c == "" || r == 0) ? "" : c / 100 / r * 1e6
+}
 function state(who, key) { return (who, key) in st ? st[who, key] : "missing" }
+# A target line: what, the measured ratio of rates, the target, met or not, and the same ratio
+# of work per CPU second (router CPU per message of b over that of a), which a loaded machine
+# disturbs less.
+function target(what, a, b, want,    x, c, ca, cb) {
+    x = ratio(med(a, key, "rate"), med(b, key, "rate"))
+    ca = cpu_us(a, key); cb = cpu_us(b, key)
+    c = (ca == "" || cb == "" || ca == 0) ? "n/a" : sprintf("%.2f", cb / ca)
+    if (x == "n/a") { printf "  %-62s %7s  (target >= %.2f)\n", what, "n/a", want; return }
+    printf "  %-62s %7s  (target >= %.2f) %-6s per CPU %s\n", what, x, want, (x + 0 >= want ? "met" : "MISSED"), c
+}
+function target_le(what, x, want) {
+    if (x == "n/a") { printf "  %-62s %7s  (target <= %.2f)\n", what, "n/a", want; return }
+    printf "  %-62s %7s  (target <= %.2f) %s\n", what, x, want, (x + 0 <= want ? "met" : "MISSED")
+}
 BEGIN {
-    load(foxf, "fox"); load(wsf, "ws")
+    split("bonefish fox shipped off mem persist", who, " ")
+    for (i = 1; i <= 6; i++) load(who[i])
     print ""
-    what = repeat > 1 ? (stat == "best" ? ", best of " : ", medians of ") repeat " runs" : ""
-    printf "Throughput%s (ratio = wampscope / fox-wamp; per-core = ratio of rate per router CPU share;\n", what
-    print "bg% = CPU used by other processes on the machine during the runs, % of one core)"
-    printf "%-10s %-8s %-9s %10s %10s %7s %8s %8s %8s %8s %8s\n", "scenario", "ser", "unit", "fox-wamp", "wampscope", "ratio", "fox cpu%", "ws cpu%", "per-core", "fox bg%", "ws bg%"
+    what = repeat > 1 ? (stat == "best" ? ", best of " : ", medians of ") repeat " rounds" : ""
+    printf "Throughput%s: rate (calls/s or events/s) per router; ratios measured in this run\n", what
+    if (!ran["bonefish"])
+        print "Bonefish: absent from this run (BONEFISH=/path/to/bonefish to include it)"
+    print "shipped = wampscope as shipped (flight recorder on); off = flight recorder off;"
+    print "mem / persist = off + one trace capturing everything, in memory / persisted"
+    hdr = sprintf("%-8s %-7s %6s %10s %10s %10s %10s %10s", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist")
+    if (ran["fox"]) hdr = hdr sprintf(" %10s", "fox-wamp")
+    hdr = hdr sprintf(" %8s %8s %8s %8s %8s %8s %6s", "sh/bf", "sh/off", "mem/off", "pers/off", "p50 bf", "p50 sh", "bg%")
+    print hdr
     for (k = 1; k <= nkeys; k++) {
         key = order[k]; split(key, sk, " ")
-        fr = med("fox", key, "rate"); wr = med("ws", key, "rate")
-        fc = med("fox", key, "router_cpu"); wc = med("ws", key, "router_cpu")
-        pc = (fr == "" || wr == "" || fc == "" || wc == "" || fc == 0 || wc == 0 || fr == 0) ? "n/a" : sprintf("%.2f", (wr / wc) / (fr / fc))
-        printf "%-10s %-8s %-9s %10s %10s %7s %8s %8s %8s %8s %8s\n", sk[1], sk[2], unit[key], cell(fr, "%.0f"), cell(wr, "%.0f"), ratio(wr, fr), cell(fc, "%.1f"), cell(wc, "%.1f"), pc, cell(med("fox", key, "other_cpu"), "%.0f"), cell(med("ws", key, "other_cpu"), "%.0f")
+        bf = med("bonefish", key, "rate"); sh = med("shipped", key, "rate"); of = med("off", key, "rate")
+        me = med("mem", key, "rate"); pe = med("persist", key, "rate")
+        bg = 0
+        for (i = 1; i <= 6; i++) { b = med(who[i], key, "other_cpu"); if (b != "" && b > bg) bg = b }
+        if (bg > maxbg) maxbg = bg
+        line = sprintf("%-8s %-7s %6s %10s %10s %10s %10s %10s", sk[1], sk[2], sk[3], cell(bf, "%.0f"), cell(sh, "%.0f"), cell(of, "%.0f"), cell(me, "%.0f"), cell(pe, "%.0f"))
+        if (ran["fox"]) line = line sprintf(" %10s", cell(med("fox", key, "rate"), "%.0f"))
+        line = line sprintf(" %8s %8s %8s %8s %8s %8s %6.0f", ratio(sh, bf), ratio(sh, of), ratio(me, of), ratio(pe, of), cell(med("bonefish", key, "p50_us"), "%.0f"), cell(med("shipped", key, "p50_us"), "%.0f"), bg)
+        print line
     }
     print ""
-    print "Latency in microseconds (ratio = wampscope / fox-wamp; lower is better)"
-    printf "%-10s %-8s %10s %10s %8s %10s %10s %8s\n", "scenario", "ser", "fox p50", "ws p50", "ratio", "fox p99", "ws p99", "ratio"
+    print "Router CPU per message, microseconds (router CPU share / rate; pub/sub: per event delivered)"
+    printf "%-8s %-7s %6s %10s %10s %10s %10s %10s\n", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist"
     for (k = 1; k <= nkeys; k++) {
         key = order[k]; split(key, sk, " ")
-        a = med("fox", key, "p50_us"); b = med("ws", key, "p50_us"); c = med("fox", key, "p99_us"); d = med("ws", key, "p99_us")
-        printf "%-10s %-8s %10s %10s %8s %10s %10s %8s\n", sk[1], sk[2], cell(a, "%.1f"), cell(b, "%.1f"), ratio(b, a), cell(c, "%.1f"), cell(d, "%.1f"), ratio(d, c)
+        printf "%-8s %-7s %6s %10s %10s %10s %10s %10s\n", sk[1], sk[2], sk[3], cell(cpu_us("bonefish", key), "%.2f"), cell(cpu_us("shipped", key), "%.2f"), cell(cpu_us("off", key), "%.2f"), cell(cpu_us("mem", key), "%.2f"), cell(cpu_us("persist", key), "%.2f")
     }
     print ""
-    bg = 0
+    print "Targets (issue 24), from the table above:"
     for (k = 1; k <= nkeys; k++) {
-        a = med("fox", order[k], "other_cpu"); b = med("ws", order[k], "other_cpu")
-        if (a != "" && a > bg) bg = a
-        if (b != "" && b > bg) bg = b
+        key = order[k]; split(key, sk, " ")
+        if (sk[1] != "rpc100" && sk[1] != "pubsub10") continue
+        target(key ": flight recorder on / off", "shipped", "off", 0.97)
+        target(key ": trace of everything in memory / no trace", "mem", "off", 0.90)
+        target(key ": trace of everything persisted / no trace", "persist", "off", 0.90)
+        if (sk[3] + 0 <= 64) {
+            want = sk[1] == "pubsub10" ? 3 : (sk[2] == "json" ? 1.5 : 2)
+            target(key ": as shipped / Bonefish", "shipped", "bonefish", want)
+            target_le(key ": p50 latency as shipped / Bonefish", ratio(med("shipped", key, "p50_us"), med("bonefish", key, "p50_us")), 1)
+        }
     }
-    if (bg > 25)
-        printf "warning: other processes used up to %.0f%% of a core during these runs: the figures are disturbed; rerun on a quiet machine\n", bg
+    print ""
+    if (maxbg > 25)
+        printf "warning: other processes used up to %.0f%% of a core during these runs: the figures are disturbed; rerun on a quiet machine\n", maxbg
     for (k = 1; k <= nkeys; k++) {
         key = order[k]
-        if (state("fox", key) != "ok" || state("ws", key) != "ok")
-            printf "note: %s: fox-wamp %s, wampscope %s\n", key, state("fox", key), state("ws", key)
+        for (i = 1; i <= 6; i++)
+            if (ran[who[i]] && state(who[i], key) != "ok" && !(who[i] == "fox" && state(who[i], key) == "unsupported"))
+                printf "note: %s: %s %s\n", key, who[i], state(who[i], key)
     }
 }'
-log "raw outputs: $scratch/fox-wamp.out $scratch/wampscope.out; router logs: $scratch/*.log"
+log "raw outputs: $scratch/*.out; router logs: $scratch/*.log"
 exit $status

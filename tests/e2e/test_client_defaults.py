@@ -6,7 +6,8 @@ libwebsockets 4.1 accepts by itself). The router negotiates MessagePack, its fir
 Checks: with the default configuration (configs/default.json, a web transport serving /ws), a
 default ApplicationRunner joins, registers, calls, subscribes and publishes within a second; with
 that configuration's transport as a plain "websocket" transport, the same on /ws and on any other
-path (Crossbar serves WAMP on every path of a websocket transport).
+path (Crossbar serves WAMP on every path of a websocket transport); and the same over wss:// on
+a TLS listener.
 """
 
 import json
@@ -18,13 +19,14 @@ import shutil
 import unittest
 
 import rt_harness as h
+from test_rawsocket import make_cert
 
 DEFAULT_CONFIG = "configs/default.json"
 
 # Run in a process of its own: ApplicationRunner.run() owns its event loop until the session
 # leaves. Prints "OK <result> <event> <serializer> <seconds from start to the event>".
 CLIENT = r'''
-import asyncio, sys, time
+import asyncio, ssl, sys, time
 from autobahn.asyncio.wamp import ApplicationRunner, ApplicationSession
 from autobahn.wamp.types import PublishOptions
 t0 = time.monotonic()
@@ -45,14 +47,16 @@ class Session(ApplicationSession):
     def onDisconnect(self):
         asyncio.get_event_loop().stop()
 
-ApplicationRunner(sys.argv[1], "realm1").run(Session, log_level="critical")
+ctx = ssl.create_default_context(cafile=sys.argv[2]) if len(sys.argv) > 2 else None
+ApplicationRunner(sys.argv[1], "realm1", ssl=ctx).run(Session, log_level="critical")
 '''
 
 
-def run_default_client(url):
-    """Runs CLIENT against url; returns (result, event, serializer, seconds)."""
-    proc = subprocess.run([sys.executable, "-c", CLIENT, url], capture_output=True, text=True,
-                          timeout=20)
+def run_default_client(url, cafile=None):
+    """Runs CLIENT against url (wss:// trusting cafile); returns (result, event, serializer,
+    seconds)."""
+    proc = subprocess.run([sys.executable, "-c", CLIENT, url] + ([cafile] if cafile else []),
+                          capture_output=True, text=True, timeout=20)
     line = proc.stdout.strip()
     if proc.returncode != 0 or not line.startswith("OK "):
         raise AssertionError("default client on %s failed (status %s): %r %r"
@@ -90,8 +94,8 @@ class ClientDefaultsTest(unittest.TestCase):
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def check(self, url):
-        result, event, ser, secs = run_default_client(url)
+    def check(self, url, cafile=None):
+        result, event, ser, secs = run_default_client(url, cafile)
         self.assertEqual(result, 5)
         self.assertEqual(event, "hi")
         self.assertEqual(ser, "msgpack")  # the router's first choice, not the client's (cbor)
@@ -109,6 +113,23 @@ class ClientDefaultsTest(unittest.TestCase):
         for path in ("/ws", "/", "/some/other/path"):
             with self.subTest(path=path):
                 self.check(base + path)
+
+    def test_wss_default_serializers(self):
+        # Over TLS libwebsockets alone refused the 137-byte default offer.
+        key, cert = make_cert(self.tmp)
+        with open(websocket_transport_config(self.tmp), encoding="utf-8") as f:
+            cfg = json.load(f)
+        cfg["workers"][0]["transports"].append(
+            {"type": "websocket", "id": "wss_default",
+             "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0,
+                          "tls": {"key": key, "certificate": cert}}})
+        path = os.path.join(self.tmp, "tls.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        self.router = h.RouterProc(path).start()
+        wss = [u for u in self.router.urls if u.startswith("wss://")]
+        port = int(wss[0].split(":")[2].split("/")[0])
+        self.check("wss://localhost:%d/ws" % port, cert)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import time
+import types
 
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import CallOptions, RegisterOptions
@@ -237,24 +238,33 @@ class TestClusterRpc(h.AsyncTestCase):
     async def test_two_nodes_share_one_port(self):
         """endpoint.shared (SO_REUSEPORT): two nodes listen on one port, the kernel spreads the
         connections over both, and a call made through the port reaches a callee registered
-        through it whichever node each landed on."""
+        through it whichever node each landed on. Each node has a second shared transport on
+        another port (several shared sockets in one router), where the callee connects."""
         self.nats.start()
-        port = link.free_port()
+        port, port2 = link.free_port(), link.free_port()
+        while port2 == port:
+            port2 = link.free_port()
         routers = []
         for node_id in ("node_a", "node_b"):
             path = link.write_config(self.tmp, node_id, self.nats.port, self.name)
             with open(path, encoding="utf-8") as f:
                 cfg = json.load(f)
-            cfg["workers"][0]["transports"][0]["endpoint"]["shared"] = True
+            transports = cfg["workers"][0]["transports"]
+            transports[0]["endpoint"]["shared"] = True
+            transports.append({"type": "websocket", "endpoint": dict(
+                transports[0]["endpoint"], port=port2)})
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(cfg, f)
             r = h.RouterProc(config=path, args=("--port", str(port)))
             self.addCleanup(r.cleanup)
             routers.append(r.start())
             self.assertIn(":%d/" % port, routers[-1].url)
+            self.assertTrue(any(":%d/" % port2 in u for u in routers[-1].urls), routers[-1].urls)
         for r in routers:
             link.wait_log(r, link.nodes_line(self.name, "node_a", "node_b"))
-        callee = await self.session(routers[0], "json")
+        second = types.SimpleNamespace(url=routers[0].url.replace(":%d/" % port, ":%d/" % port2),
+                                       host=routers[0].host, port=port2)
+        callee = await self.session(second, "json")
         await h.step(callee.register(lambda: "answered", h.uri(self, "p")))
         callers = [await self.session(routers[0], "msgpack") for _ in range(16)]
         for c in callers:

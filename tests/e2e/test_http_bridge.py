@@ -290,21 +290,20 @@ class BridgeTest(h.AsyncTestCase):
         self.assertEqual((await self.post("/publish", {"topic": OK + "x"}, method="PUT"))[0], 200)
         self.assertEqual((await self.post("/publish", {"topic": OK + "x"},
                                           content_type=None))[0], 200)
-        # A body over the limit sent in chunks (no Content-Length) is refused too.
+        # A chunked body (no Content-Length) is refused from its head on, before any chunk is
+        # read: request bodies need a Content-Length. (The client sends no chunk: the router
+        # answers and closes, and chunks still in flight would only race with that close.)
         sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         try:
-            chunk = b"x" * 1000
             sock.sendall(b"POST /publish HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
                          b"Content-Type: application/json\r\n\r\n")
-            for _ in range(6):
-                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             data = b""
             while b"\r\n\r\n" not in data:
                 more = sock.recv(4096)
                 if not more:
                     break
                 data += more
-            self.assertTrue(data.startswith(b"HTTP/1.1 413 "), data[:60])
+            self.assertTrue(data.startswith(b"HTTP/1.1 411 "), data[:60])
         finally:
             sock.close()
         # Counted: get_worker's stats count the answers by status class.

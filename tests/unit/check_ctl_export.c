@@ -495,6 +495,58 @@ START_TEST(test_chrome_shared_reading)
 
 END_TEST
 
+START_TEST(test_chrome_merged_nodes)
+{
+    /* A merged cluster-wide page: a CALL on node_b whose INVOCATION and YIELD are on node_a,
+     * the RESULT back on node_b (one correlation), in realm1 on both nodes. */
+    static const char *const recs[] = {
+            "{\"node_id\":\"node_b\",\"seq\":0,\"ts\":100.0,\"direction\":\"rx\",\"msg_type\":"
+            "\"Call\",\"realm\":\"realm1\",\"session_id\":7,\"correlation\":\"x\",\"uri\":\"u\"}",
+            "{\"node_id\":\"node_a\",\"seq\":0,\"ts\":100.001,\"direction\":\"tx\",\"msg_type\":"
+            "\"Invocation\",\"realm\":\"realm1\",\"session_id\":8,\"correlation\":\"x\","
+            "\"uri\":\"u\"}",
+            "{\"node_id\":\"node_a\",\"seq\":1,\"ts\":100.002,\"direction\":\"rx\",\"msg_type\":"
+            "\"Yield\",\"realm\":\"realm1\",\"session_id\":8,\"correlation\":\"x\",\"uri\":\"u\"}",
+            ("{\"node_id\":\"node_b\",\"seq\":1,\"ts\":100.003,\"direction\":\"tx\",\"msg_type\":"
+             "\"Result\",\"realm\":\"realm1\",\"session_id\":7,\"correlation\":\"x\","
+             "\"uri\":\"u\"}"),
+    };
+    json_t *doc = chrome_of(recs, sizeof(recs) / sizeof(recs[0]), NULL);
+    json_t *events = json_object_get(doc, "traceEvents");
+    /* One process per node, named after it; each record on its node's process. */
+    json_int_t pid_of_node[2] = {0, 0}; /* node_a, node_b */
+    size_t i, n_flows = 0, cross = 0;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        if (strcmp(sget(e, "ph"), "i") != 0) {
+            continue;
+        }
+        json_t *a = json_object_get(e, "args");
+        int k = strcmp(sget(a, "node_id"), "node_a") == 0 ? 0 : 1;
+        ck_assert(pid_of_node[k] == 0 || pid_of_node[k] == iget(e, "pid"));
+        pid_of_node[k] = iget(e, "pid");
+    }
+    ck_assert(pid_of_node[0] != 0 && pid_of_node[1] != 0 && pid_of_node[0] != pid_of_node[1]);
+    ck_assert_str_eq(meta_name(events, pid_of_node[0], -1), "node node_a");
+    ck_assert_str_eq(meta_name(events, pid_of_node[1], -1), "node node_b");
+    /* The action slice on the caller's node; arrows to each follower, two of them to node_a. */
+    const json_t *slice = slice_named(events, "Call u");
+    ck_assert_int_eq(iget(slice, "pid"), pid_of_node[1]);
+    json_array_foreach(events, i, e)
+    {
+        if (strcmp(sget(e, "ph"), "f") == 0) {
+            n_flows++;
+            cross += iget(e, "pid") == pid_of_node[0];
+        }
+    }
+    ck_assert_uint_eq(n_flows, 3);
+    ck_assert_uint_eq(cross, 2);
+    json_decref(doc);
+}
+
+END_TEST
+
 static Suite *ctl_export_suite(void)
 {
     Suite *s = suite_create("ctl_export");
@@ -504,6 +556,7 @@ static Suite *ctl_export_suite(void)
     tcase_add_test(tc, test_chrome_empty_trace);
     tcase_add_test(tc, test_chrome_action_records);
     tcase_add_test(tc, test_chrome_shared_reading);
+    tcase_add_test(tc, test_chrome_merged_nodes);
     suite_add_tcase(s, tc);
     return s;
 }

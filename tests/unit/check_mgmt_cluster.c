@@ -17,6 +17,8 @@
 #include "mgmt_merge.h"
 #include "rt_cluster.h"
 #include "test_router.h"
+#include "trace.h"
+#include "trace_hub.h"
 
 #define TIMEOUT_MS 500
 
@@ -34,11 +36,16 @@ static fake_bus *bus;
 static fake_conn *C; /* the management client, on node A */
 static int64_t next_req;
 
+/* cluster.max_pending_bytes of every node: live events to one node are bounded by an eighth. */
+#define PENDING_BYTES 32768
+static rt_cluster_config cluster_cfg = {.max_pending_bytes = PENDING_BYTES};
+
 static void node_start(node *n, char *id, fake_clock *clock, uint64_t instance)
 {
     test_router_init(&n->t);
     rt_router_free(n->t.rt);
     n->t.cfg.node_id = id;
+    n->t.cfg.cluster = &cluster_cfg;
     n->t.cfg.mgmt_enabled = true;
     n->t.cfg.mgmt_realm = "mgmt";
     n->t.cfg.tracing_max_traces = 3;
@@ -346,17 +353,22 @@ static void on_raw_reply(void *arg, wamp_err err, const void *data, size_t len)
     snprintf(r->text, sizeof(r->text), "%.*s", (int)len, (const char *)data);
 }
 
-static raw_reply raw_request(fake_link *l, const char *text)
+static raw_reply raw_request_to(fake_link *l, const char *subject, const char *text)
 {
     raw_reply r = {0};
-    ck_assert_int_eq(fake_link_ops.request(l, "wsc.node.B.mgmt", text, strlen(text), TIMEOUT_MS,
-                                           on_raw_reply, &r),
-                     WAMP_OK);
+    ck_assert_int_eq(
+            fake_link_ops.request(l, subject, text, strlen(text), TIMEOUT_MS, on_raw_reply, &r),
+            WAMP_OK);
     fake_bus_run(bus);
     fake_clock_advance_ms(&A.t.clock, TIMEOUT_MS + 100);
     fake_bus_run(bus);
     ck_assert(r.called);
     return r;
+}
+
+static raw_reply raw_request(fake_link *l, const char *text)
+{
+    return raw_request_to(l, "wsc.node.B.mgmt", text);
 }
 
 START_TEST(test_bad_requests_on_the_bus)
@@ -467,8 +479,18 @@ START_TEST(test_trace_on_every_node)
     m = call("list_traces", "[\"B\", \"router1\"]");
     ck_assert_int_eq((int)json_array_size(result(m)), 0);
     json_decref(m);
+    /* Reading: list_traces and get_trace with "*" answer every node's too. */
+    m = call("list_traces", "[\"*\", \"router1\"]");
+    map = result(m);
+    ck_assert_int_eq((int)json_array_size(json_object_get(map, "A")), 0);
+    ck_assert_int_eq((int)json_array_size(json_object_get(map, "B")), 0);
+    json_decref(m);
+    snprintf(args, sizeof(args), "[\"*\", \"router1\", \"%s\"]", tid);
+    m = call("get_trace", args);
+    expect_entry_error(json_object_get(result(m), "B"), MGMT_ERROR_NO_SUCH_OBJECT, tid);
+    json_decref(m);
     /* "*" is not a node for the other procedures. */
-    expect_error(call("list_traces", "[\"*\", \"router1\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"*\"");
+    expect_error(call("list_workers", "[\"*\"]"), MGMT_ERROR_NO_SUCH_OBJECT, "\"*\"");
 }
 
 END_TEST
@@ -753,6 +775,215 @@ START_TEST(test_merged_reading_tiles_every_node)
 
 END_TEST
 
+/* A live_* counter of node_id's get_worker (through A). */
+static json_int_t live_stat(const char *node_id, const char *key)
+{
+    char args[64];
+    snprintf(args, sizeof(args), "[\"%s\", \"router1\"]", node_id);
+    json_t *m = call("get_worker", args);
+    json_int_t v = json_integer_value(
+            json_object_get(json_object_get(json_object_get(result(m), "stats"), "cluster"), key));
+    json_decref(m);
+    return v;
+}
+
+/* Every message C got, until none is left: the EVENTs' args (owned array). */
+static json_t *events_of_c(void)
+{
+    json_t *evs = json_array();
+    json_t *m;
+    while ((m = fake_conn_next(C))) {
+        if (fake_msg_int(m, 0) == WAMP_MSG_EVENT) {
+            json_array_append(evs, json_array_get(m, 4));
+        }
+        json_decref(m);
+    }
+    return evs;
+}
+
+/* A's cluster tick once the live topics' 100 ms check is due, and the bus. */
+static void tick_a(void)
+{
+    fake_clock_advance_ms(&A.t.clock, 100);
+    rt_cluster_tick(A.c);
+    fake_bus_run(bus);
+}
+
+START_TEST(test_live_topics_of_the_other_node)
+{
+    /* Nobody listens on A: B sends nothing. */
+    json_decref(call("start_trace", "[\"B\", \"router1\", \"quiet\"]"));
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+    ck_assert_int_eq((int)live_stat("B", "live_forwarded"), 0);
+    /* A subscriber to each topic on A: A's next tick tells B. */
+    int64_t sub_ids[3];
+    static const char *const topics[] = {"on_trace_started", "on_trace_data", "on_trace_stopped"};
+    for (int i = 0; i < 3; i++) {
+        fake_conn_send(C, "[32, %d, {}, \"crossbarfabriccenter.remote.tracing.%s\"]", 900 + i,
+                       topics[i]);
+        json_t *m = fake_conn_next(C);
+        ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_SUBSCRIBED);
+        sub_ids[i] = fake_msg_int(m, 2);
+        json_decref(m);
+    }
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 1);
+    /* on_trace_started of B's trace, naming B. */
+    send_call("start_trace", "[\"B\", \"router1\", \"lv\", {\"batching_period\": 10}]");
+    fake_bus_run(bus);
+    json_t *evs = events_of_c();
+    ck_assert_int_eq((int)json_array_size(evs), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(evs, 0), 0)), "B");
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(evs, 0), 2)), "lv");
+    json_decref(evs);
+    /* on_trace_data: B's batch with its marker. */
+    json_decref(call("mark_trace", "[\"B\", \"router1\", \"lv\", \"m1\"]"));
+    fake_clock_advance_ms(&A.t.clock, 20);
+    rt_router_tick(B.t.rt);
+    fake_bus_run(bus);
+    evs = events_of_c();
+    ck_assert_int_ge((int)json_array_size(evs), 1);
+    json_t *data = json_array_get(evs, json_array_size(evs) - 1);
+    ck_assert_str_eq(json_string_value(json_array_get(data, 0)), "B");
+    json_t *recs = json_array_get(data, 4);
+    json_t *last = json_array_get(recs, json_array_size(recs) - 1);
+    ck_assert_str_eq(json_string_value(json_object_get(last, "msg_type")), "Marker");
+    json_decref(evs);
+    /* on_trace_stopped. */
+    json_decref(call("stop_trace", "[\"B\", \"router1\", \"lv\"]"));
+    fake_clock_advance_ms(&A.t.clock, 20);
+    rt_router_tick(B.t.rt);
+    fake_bus_run(bus);
+    evs = events_of_c();
+    ck_assert_int_ge((int)json_array_size(evs), 1);
+    json_t *st = json_array_get(evs, json_array_size(evs) - 1);
+    ck_assert_str_eq(json_string_value(json_array_get(st, 0)), "B");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(st, 3), "status")),
+                     "stopped");
+    json_decref(evs);
+    ck_assert_int_ge((int)live_stat("B", "live_forwarded"), 3);
+    ck_assert_int_ge((int)live_stat("A", "live_received"), 3);
+    ck_assert_int_eq((int)live_stat("B", "live_dropped"), 0);
+    /* The last subscriber gone: A withdraws at its next tick, and B sends nothing more. */
+    for (int i = 0; i < 3; i++) {
+        fake_conn_send(C, "[34, %d, %lld]", 910 + i, (long long)sub_ids[i]);
+        json_decref(fake_conn_next(C));
+    }
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+}
+
+END_TEST
+
+START_TEST(test_live_interest_expires)
+{
+    fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_data\"]");
+    json_decref(fake_conn_next(C));
+    tick_a();
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 1);
+    /* A renews within the lease: still held. */
+    fake_clock_advance_ms(&A.t.clock, 2000);
+    rt_cluster_tick(A.c);
+    rt_cluster_tick(B.c);
+    fake_bus_run(bus);
+    fake_clock_advance_ms(&A.t.clock, 2000);
+    rt_cluster_tick(B.c);
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 1);
+    /* A silent (its messages lost) beyond the lease: B forgets it. */
+    fake_clock_advance_ms(&A.t.clock, 1100);
+    rt_cluster_tick(B.c);
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+}
+
+END_TEST
+
+START_TEST(test_live_events_bounded_per_node)
+{
+    fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_data\"]");
+    json_decref(fake_conn_next(C));
+    tick_a();
+    json_decref(call("start_trace", "[\"B\", \"router1\", \"ov\", {\"batching_period\": 10}]"));
+    /* Batches of B while A does not acknowledge (the bus does not run): beyond an eighth of
+     * max_pending_bytes unacknowledged, B drops them and counts them. */
+    char big[600];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    trace *t = trace_hub_find(rt_router_trace_hub(B.t.rt), "ov");
+    ck_assert_ptr_nonnull(t);
+    for (int i = 0; i < 20; i++) {
+        json_t *meta = json_pack("{s:s}", "pad", big);
+        uint64_t seq;
+        ck_assert_int_eq(trace_mark(t, "m", meta, rt_router_now_us(B.t.rt) * 1000u,
+                                    rt_router_wall_ns(B.t.rt), &seq),
+                         WAMP_OK);
+        json_decref(meta);
+        fake_clock_advance_ms(&A.t.clock, 20);
+        rt_router_tick(B.t.rt);
+    }
+    /* The events sent reach C once the bus runs (and A acknowledges them). */
+    fake_bus_run(bus);
+    json_t *evs = events_of_c();
+    json_int_t dropped = live_stat("B", "live_dropped");
+    json_int_t forwarded = live_stat("B", "live_forwarded");
+    ck_assert_int_eq((int)json_array_size(evs), (int)forwarded);
+    json_decref(evs);
+    ck_assert_int_gt((int)dropped, 0);
+    ck_assert_int_gt((int)forwarded, 0);
+    ck_assert_int_lt((int)(forwarded * 700), PENDING_BYTES / 8 + 700);
+    ck_assert_int_eq((int)(dropped + forwarded), 20);
+    /* Acknowledged: the bound is free again. */
+    json_decref(call("mark_trace", "[\"B\", \"router1\", \"ov\", \"after\"]"));
+    fake_clock_advance_ms(&A.t.clock, 20);
+    rt_router_tick(B.t.rt);
+    fake_bus_run(bus);
+    evs = events_of_c();
+    ck_assert_int_eq((int)json_array_size(evs), 1);
+    json_decref(evs);
+    ck_assert_int_eq((int)live_stat("B", "live_forwarded"), (int)forwarded + 1);
+    ck_assert_int_eq((int)live_stat("B", "live_dropped"), (int)dropped);
+}
+
+END_TEST
+
+START_TEST(test_bad_live_messages_on_the_bus)
+{
+    fake_conn_send(C, "[32, 900, {}, \"crossbarfabriccenter.remote.tracing.on_trace_started\"]");
+    json_decref(fake_conn_next(C));
+    fake_link *l = fake_link_new(bus, NULL);
+    fake_link_set_up(l, true);
+    fake_bus_run(bus);
+    /* Acknowledged, and without effect: not JSON, an interest of B in itself (its events would
+     * come back to it), a mask out of range, a bad node id, an unknown topic, args not a list. */
+    static const char *const bad[] = {
+            "\x01garbage",
+            "{\"node_id\": \"B\", \"interest\": 7}",
+            "{\"node_id\": \"Z\", \"interest\": 99}",
+            "{\"node_id\": \"a.b\", \"interest\": 1}",
+            "{\"topic\": \"on_reboot\", \"args\": []}",
+            "{\"topic\": \"on_trace_started\", \"args\": 5}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        raw_reply r = raw_request_to(l, "wsc.node.B.mgmt-live", bad[i]);
+        ck_assert_int_eq(r.err, WAMP_OK);
+        ck_assert_str_eq(r.text, "{}");
+    }
+    ck_assert_int_eq((int)live_stat("B", "live_interested_nodes"), 0);
+    ck_assert_int_eq((int)live_stat("B", "live_received"), 0);
+    /* A well-formed event is published on A's management realm as it came. */
+    raw_reply r =
+            raw_request_to(l, "wsc.node.A.mgmt-live",
+                           "{\"topic\": \"on_trace_started\", \"args\": [\"B\", \"w\", \"t\"]}");
+    ck_assert_str_eq(r.text, "{}");
+    json_t *evs = events_of_c();
+    ck_assert_int_eq((int)json_array_size(evs), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(evs, 0), 2)), "t");
+    json_decref(evs);
+    fake_link_free(l);
+}
+
+END_TEST
+
 static Suite *mgmt_cluster_suite(void)
 {
     Suite *s = suite_create("mgmt_cluster");
@@ -775,6 +1006,10 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_joiner_starts_the_cluster_wide_traces);
     tcase_add_test(tc, test_merged_reading_tiles_every_node);
     tcase_add_test(tc, test_merge_cuts_where_a_node_could_still_write);
+    tcase_add_test(tc, test_live_topics_of_the_other_node);
+    tcase_add_test(tc, test_live_interest_expires);
+    tcase_add_test(tc, test_live_events_bounded_per_node);
+    tcase_add_test(tc, test_bad_live_messages_on_the_bus);
     suite_add_tcase(s, tc);
     return s;
 }

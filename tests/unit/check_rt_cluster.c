@@ -180,6 +180,37 @@ START_TEST(test_restart_after_kill_takes_over_the_expired_key)
 
 END_TEST
 
+static void count_tick(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+START_TEST(test_on_tick_callbacks)
+{
+    node *a = start(0, "a", 1);
+    int first = 0, second = 0;
+    ck_assert_int_eq(rt_cluster_add_on_tick(a->c, count_tick, &first), WAMP_OK);
+    ck_assert_int_eq(rt_cluster_add_on_tick(a->c, count_tick, &second), WAMP_OK);
+    /* Every tick, also while the link is not up. */
+    run_ms(300);
+    ck_assert_int_eq(first, 3);
+    ck_assert_int_eq(second, 3);
+    rt_cluster_remove_on_tick(a->c, count_tick, &first);
+    rt_cluster_remove_on_tick(a->c, count_tick, &first); /* not held: nothing happens */
+    fake_link_set_up(a->l, true);
+    run_ms(200);
+    ck_assert_int_eq(first, 3);
+    ck_assert_int_ge(second, 5);
+    /* At most RT_CLUSTER_ON_JOINED_MAX. */
+    int more[RT_CLUSTER_ON_JOINED_MAX];
+    for (int i = 0; i < RT_CLUSTER_ON_JOINED_MAX - 1; i++) {
+        ck_assert_int_eq(rt_cluster_add_on_tick(a->c, count_tick, &more[i]), WAMP_OK);
+    }
+    ck_assert_int_eq(rt_cluster_add_on_tick(a->c, count_tick, &first), WAMP_ETOOBIG);
+}
+
+END_TEST
+
 START_TEST(test_link_down_up_reannounces)
 {
     node *a = start(0, "a", 1);
@@ -394,6 +425,7 @@ static Suite *rt_cluster_suite(void)
     tcase_set_timeout(fk, 10);
     tcase_add_test(fk, test_info_request_reply_and_errors);
     tcase_add_test(fk, test_wildcards_and_queue_groups);
+    tcase_add_test(fk, test_on_tick_callbacks);
     suite_add_tcase(s, fk);
     return s;
 }

@@ -151,6 +151,134 @@ START_TEST(test_replied_only_when_deferred)
 
 END_TEST
 
+/* An action observer for the list tests: records the reports, keeps a mark with a counted
+ * reference. */
+static int MARK_REFS;
+
+static void act_last(void *ctx, rt_router *rt)
+{
+    (void)rt;
+    note(ctx, "last", NULL);
+}
+
+static void act_mark(void *ctx, rt_router *rt, rt_action_mark *out)
+{
+    (void)rt;
+    note(ctx, "mark", NULL);
+    memset(out->id, 7, sizeof(out->id));
+    out->ref = &MARK_REFS;
+    MARK_REFS++;
+}
+
+static void act_forget(void *ctx, rt_action_mark *m)
+{
+    ck_assert_ptr_eq(m->ref, &MARK_REFS);
+    note(ctx, "forget", NULL);
+    MARK_REFS--;
+}
+
+static void act_resume(void *ctx, rt_router *rt, const rt_action_mark *m)
+{
+    (void)rt;
+    note(ctx, "resume", m->id[0] == 7 ? "7" : "?");
+}
+
+static void act_end(void *ctx, rt_router *rt)
+{
+    (void)rt;
+    note(ctx, "end", NULL);
+}
+
+static void *act_stash(void *ctx, rt_router *rt)
+{
+    (void)rt;
+    note(ctx, "stash", NULL);
+    return ctx;
+}
+
+static void act_restore(void *ctx, rt_router *rt, void *saved)
+{
+    (void)rt;
+    note(ctx, "restore", saved == ctx ? "same" : "other");
+}
+
+static rt_observer action_observer(const char *name, const unsigned *listening)
+{
+    return (rt_observer){.ctx = (void *)name,
+                         .listening = listening,
+                         .action_last = act_last,
+                         .action_mark = act_mark,
+                         .action_forget = act_forget,
+                         .action_resume = act_resume,
+                         .action_end = act_end,
+                         .action_stash = act_stash,
+                         .action_restore = act_restore};
+}
+
+/* The action reports reach the one action observer only while it listens (last, mark,
+ * resume); ending, stashing, restoring and forgetting reach it always (what it opened or took
+ * while it listened is closed or released after it stopped); a second action observer is
+ * refused; a mark's reference is released once. */
+START_TEST(test_action_reports_only_while_listening)
+{
+    LOG[0] = '\0';
+    MARK_REFS = 0;
+    unsigned listening = 0;
+    rt_observers l = {0};
+    ck_assert(!rt_observers_listening(&l));
+    rt_observers_action_last(&l, NULL); /* no action observer: nothing happens */
+    ck_assert_ptr_null(rt_observers_action_stash(&l, NULL));
+    rt_observer plain = full_observer("p");
+    rt_observer act = action_observer("a", &listening);
+    ck_assert_int_eq(rt_observers_add(&l, &plain), WAMP_OK);
+    ck_assert_int_eq(rt_observers_add(&l, &act), WAMP_OK);
+    rt_observer other = action_observer("b", &listening);
+    ck_assert_int_eq(rt_observers_add(&l, &other), WAMP_EEXIST);
+
+    rt_action_mark m = {0};
+    rt_observers_action_last(&l, NULL);
+    rt_observers_action_mark(&l, NULL, &m);
+    ck_assert(!rt_action_mark_is_set(&m));
+    ck_assert(!rt_observers_action_resume(&l, NULL, &m));
+    ck_assert_str_eq(LOG, "");
+
+    listening = 1; /* a trace runs */
+    ck_assert(rt_observers_listening(&l));
+    rt_observers_action_last(&l, NULL);
+    rt_observers_action_mark(&l, NULL, &m);
+    ck_assert(rt_action_mark_is_set(&m));
+    ck_assert_int_eq(MARK_REFS, 1);
+    ck_assert(rt_observers_action_resume(&l, NULL, &m));
+    rt_observers_action_end(&l, NULL);
+    ck_assert_str_eq(LOG, "a:last;a:mark;a:resume:7;a:end;");
+    LOG[0] = '\0';
+
+    listening = 0; /* the trace stopped */
+    ck_assert(!rt_observers_action_resume(&l, NULL, &m));
+    void *saved = rt_observers_action_stash(&l, NULL);
+    rt_observers_action_end(&l, NULL);
+    rt_observers_action_restore(&l, NULL, saved);
+    ck_assert_str_eq(LOG, "a:stash;a:end;a:restore:same;");
+
+    LOG[0] = '\0';
+    rt_action_mark moved = m; /* moving a mark moves its reference */
+    m = (rt_action_mark){0};
+    rt_observers_action_forget(&l, &m);
+    ck_assert_int_eq(MARK_REFS, 1);
+    rt_observers_action_forget(&l, &moved);
+    rt_observers_action_forget(&l, &moved);
+    ck_assert_int_eq(MARK_REFS, 0);
+    ck_assert_ptr_null(moved.ref);
+    ck_assert_str_eq(LOG, "a:forget;");
+
+    LOG[0] = '\0';
+    rt_observers_fini(&l);
+    ck_assert_str_eq(LOG, "p:detach;");
+    ck_assert(!rt_observers_listening(&l));
+}
+
+END_TEST
+
 /* A realm's reports in a running router, after the meta API's observer. */
 START_TEST(test_router_reports_to_realm_observers)
 {
@@ -198,6 +326,7 @@ static Suite *rt_observer_suite(void)
     Suite *s = suite_create("rt_observer");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_order_and_null_members);
+    tcase_add_test(tc, test_action_reports_only_while_listening);
     tcase_add_test(tc, test_replied_only_when_deferred);
     tcase_add_test(tc, test_router_reports_to_realm_observers);
     suite_add_tcase(s, tc);

@@ -11,7 +11,9 @@
 #include <check.h>
 #include <jansson.h>
 
+#include "wamp_buf.h"
 #include "wamp_codec.h"
+#include "wamp_json.h"
 
 /* Byte-string literal and its length (without the terminating NUL). Split literals after a
  * \x escape when a hex digit follows: "\xa1" "a". */
@@ -1134,6 +1136,14 @@ START_TEST(test_decode_msg)
                                            strlen("[48,18446744073709551615,{},\"p\"]"), &m, why,
                                            sizeof(why)),
                      WAMP_EPROTO);
+    ck_assert_ptr_nonnull(strstr(why, "above 2^63-1"));
+    /* Read in one pass, malformed input after the range error is still reported as such. */
+    const char *range_then_bad = "[48,18446744073709551615,{},\"p\",[1,]]";
+    ck_assert_int_eq(wamp_codec_decode_msg(WAMP_SER_JSON, range_then_bad, strlen(range_then_bad),
+                                           &m, why, sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_ptr_null(strstr(why, "above 2^63-1"));
+    ck_assert_msg(strstr(why, "at offset 35"), "%s", why);
 
     /* Syntax errors carry the decoder's reason... */
     memset(&m, 0x5a, sizeof(m));
@@ -1166,6 +1176,124 @@ START_TEST(test_decode_msg)
                                            &m, why, sizeof(why)),
                      WAMP_EPROTO);
     ck_assert_str_eq(why, "SUBSCRIBE: element 3 (Topic) must not contain NUL bytes");
+}
+
+END_TEST
+
+/* wamp_json_encode() writes exactly what jansson's encoder writes with the same flags. */
+static void assert_json_like_jansson(const json_t *v, const char *what)
+{
+    char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    wamp_buf *got = NULL;
+    wamp_err err = wamp_json_encode(v, &got);
+    if (!want) {
+        ck_assert_msg(err == WAMP_EINVAL && !got, "%s: jansson refuses, we gave %s", what,
+                      wamp_strerror(err));
+        return;
+    }
+    ck_assert_msg(err == WAMP_OK, "%s: %s", what, wamp_strerror(err));
+    ck_assert_msg(wamp_buf_len(got) == strlen(want) &&
+                          memcmp(wamp_buf_cdata(got), want, strlen(want)) == 0,
+                  "%s: %.*s != %s", what, (int)wamp_buf_len(got), wamp_buf_cdata(got), want);
+    wamp_buf_unref(&got);
+    free(want);
+}
+
+static json_t *gen_json(uint64_t *st, int depth)
+{
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint64_t r = *st >> 33;
+    switch (depth >= 40 ? r % 5 : r % 8) {
+    case 0: {
+        static const json_int_t ints[] = {0, 1, -1, 9, 10, -10, 123456789, INT64_MAX, INT64_MIN};
+        return json_integer(ints[(r >> 8) % 9]);
+    }
+    case 1: {
+        static const double reals[] = {0.0, -0.0, 0.1, 1e300, -2.5e-300, 3.0, 1.0 / 3};
+        return json_real(reals[(r >> 8) % 7]);
+    }
+    case 2:
+        return (r >> 8) % 3 == 0 ? json_true() : (r >> 8) % 3 == 1 ? json_false() : json_null();
+    case 3:
+    case 4: {
+        /* Every byte below 0x80 (NUL, controls, quote, backslash, slash), and some UTF-8. */
+        char b[16];
+        size_t n = (r >> 8) % 12;
+        for (size_t i = 0; i < n; i++) {
+            *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+            b[i] = (char)((*st >> 40) % 0x80);
+        }
+        if ((r >> 20) % 4 == 0) {
+            memcpy(b + n, "\xc3\xa9\xe2\x82\xac", 5);
+            n += 5;
+        }
+        return json_stringn(b, n);
+    }
+    case 5:
+    case 6: {
+        json_t *a = json_array();
+        for (size_t i = 0; i < (r >> 8) % 4; i++) {
+            json_array_append_new(a, gen_json(st, depth + 1));
+        }
+        return a;
+    }
+    default: {
+        json_t *o = json_object();
+        for (size_t i = 0; i < (r >> 8) % 4; i++) {
+            char k[8];
+            size_t n = (size_t)snprintf(k, sizeof(k), "k%zu", (size_t)(r >> (12 + i)) % 50);
+            if (i == 1) {
+                k[1] = '\0'; /* a NUL in a key */
+            }
+            json_object_setn_new(o, k, n, gen_json(st, depth + 1));
+        }
+        return o;
+    }
+    }
+}
+
+START_TEST(test_json_encoder_matches_jansson)
+{
+    for (uint64_t seed = 1; seed <= 3000; seed++) {
+        uint64_t st = seed;
+        json_t *v = gen_json(&st, 0);
+        char what[32];
+        snprintf(what, sizeof(what), "seed %llu", (unsigned long long)seed);
+        assert_json_like_jansson(v, what);
+        json_decref(v);
+    }
+    /* Deeper than the encoder's own stack: jansson's path, from the start of the value. */
+    json_t *deep = json_array();
+    json_t *inner = deep;
+    for (int i = 0; i < 100; i++) {
+        json_t *a = json_array();
+        json_array_append_new(inner, json_integer(i));
+        json_array_append_new(inner, a);
+        inner = a;
+    }
+    json_array_append_new(inner, json_string("end\n"));
+    assert_json_like_jansson(deep, "deep");
+    /* Appended after earlier bytes, which stay. */
+    wamp_buf *b = wamp_buf_new(8);
+    memcpy(wamp_buf_reserve(&b, 3), "[1,", 3);
+    wamp_buf_commit(b, 3);
+    ck_assert_int_eq(wamp_json_encode_append(deep, &b), WAMP_OK);
+    char *want = json_dumps(deep, JSON_COMPACT);
+    ck_assert_uint_eq(wamp_buf_len(b), 3 + strlen(want));
+    ck_assert_mem_eq(wamp_buf_cdata(b), "[1,", 3);
+    ck_assert_mem_eq(wamp_buf_cdata(b) + 3, want, strlen(want));
+    free(want);
+    wamp_buf_unref(&b);
+    /* A cycle and invalid UTF-8 are refused, as jansson refuses them. */
+    json_array_append(inner, deep);
+    wamp_buf *out = NULL;
+    ck_assert_int_eq(wamp_json_encode(deep, &out), WAMP_EINVAL);
+    ck_assert_ptr_null(out);
+    json_array_clear(inner);
+    json_decref(deep);
+    json_t *bad = json_stringn_nocheck("a\xff", 2);
+    assert_json_like_jansson(bad, "invalid UTF-8");
+    json_decref(bad);
 }
 
 END_TEST
@@ -1212,6 +1340,7 @@ static Suite *wamp_codec_suite(void)
     tcase_add_test(tc, test_api_misuse);
     tcase_add_test(tc, test_decode_any_root_value);
     tcase_add_test(tc, test_decode_msg);
+    tcase_add_test(tc, test_json_encoder_matches_jansson);
     suite_add_tcase(s, tc);
     return s;
 }

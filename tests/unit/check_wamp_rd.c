@@ -835,6 +835,286 @@ START_TEST(test_property_every_pair)
 
 END_TEST
 
+/* v (n bytes of ser) as the only element of an array, read in one pass and skipped: *slice the
+ * element's bytes. Returns the first error of the skip or of the array's END. */
+static wamp_err skip_wrapped(wamp_ser ser, const unsigned char *v, size_t n, bool *slice_ok)
+{
+    unsigned char *w = malloc(n + 2);
+    size_t wn = 0;
+    w[wn++] = ser == WAMP_SER_JSON ? '[' : ser == WAMP_SER_MSGPACK ? 0x91 : 0x81;
+    memcpy(w + wn, v, n);
+    wn += n;
+    if (ser == WAMP_SER_JSON) {
+        w[wn++] = ']';
+    }
+    wamp_rd r;
+    wamp_tok t;
+    const unsigned char *p = NULL;
+    size_t pn = 0;
+    wamp_rd_init_one_pass(&r, ser, w, wn);
+    wamp_err err = wamp_rd_next(&r, &t); /* fails only when v is empty (MessagePack, CBOR) */
+    ck_assert(err == WAMP_OK ? t.count == (ser == WAMP_SER_JSON ? 0 : 1) : n == 0);
+    if (err == WAMP_OK) {
+        err = wamp_rd_skip(&r, &p, &pn, NULL);
+    }
+    *slice_ok = err == WAMP_OK && p == w + 1 && pn == n;
+    if (err == WAMP_OK) {
+        bool at_end = wamp_rd_at_end(&r);
+        err = wamp_rd_next(&r, &t);
+        ck_assert(err != WAMP_OK || (at_end && t.kind == WAMP_TOK_END && wamp_rd_done(&r)));
+    }
+    wamp_rd_fini(&r);
+    free(w);
+    return err;
+}
+
+/* The one-pass reader and the skip (MessagePack's token-free scan) accept exactly what the
+ * validating pre-pass accepts: the golden values and the property generator's values come back
+ * as the same slices, every malformed case and every truncated golden value is refused. */
+START_TEST(test_skip_one_pass_agrees)
+{
+    bool ok;
+    for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
+        const struct bad_case *c = &BAD[i];
+        size_t n;
+        unsigned char *p;
+        if (c->ser == WAMP_SER_JSON) {
+            n = strlen(c->in);
+            p = malloc(n + 1);
+            memcpy(p, c->in, n + 1);
+        } else {
+            p = unhex(c->in, &n);
+        }
+        ck_assert_msg(skip_wrapped(c->ser, p, n, &ok) != WAMP_OK, "%s %s", wamp_ser_name(c->ser),
+                      c->in);
+        free(p);
+    }
+    for (size_t si = 0; si < 3; si++) {
+        size_t n;
+        unsigned char *p = gold(SERS[si], &n);
+        ck_assert_int_eq(skip_wrapped(SERS[si], p, n, &ok), WAMP_OK);
+        ck_assert(ok);
+        for (size_t k = 0; k < n; k++) {
+            ck_assert_msg(wamp_rd_validate(SERS[si], p, k, NULL, 0) != WAMP_OK &&
+                                  skip_wrapped(SERS[si], p, k, &ok) != WAMP_OK,
+                          "%s prefix %zu", wamp_ser_name(SERS[si]), k);
+        }
+        free(p);
+    }
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        struct gen g = {.s = seed * 0x9e3779b97f4a7c15ULL};
+        gen_value(&g, 0);
+        for (size_t si = 0; si < 3; si++) {
+            wamp_wr w;
+            wamp_buf *src = NULL;
+            wamp_wr_init(&w, (int)SERS[si], 64, 0);
+            write_tokens(&w, &g);
+            ck_assert(wamp_wr_finish_buf(&w, &src) == WAMP_OK);
+            wamp_wr_fini(&w);
+            ck_assert_msg(skip_wrapped(SERS[si], wamp_buf_cdata(src), wamp_buf_len(src), &ok) ==
+                                          WAMP_OK &&
+                                  ok,
+                          "seed %llu %s", (unsigned long long)seed, wamp_ser_name(SERS[si]));
+            wamp_buf_unref(&src);
+        }
+        free(g.toks);
+        free(g.heap);
+    }
+}
+
+END_TEST
+
+/* JSON strings are scanned 8 bytes at a time where they need no unescaping or UTF-8 check: a
+ * special byte anywhere in or around such a word is still seen. */
+START_TEST(test_json_string_words)
+{
+    static const struct {
+        const char *in, *out; /* out NULL: refused */
+    } mid[] = {{"\\n", "\n"},      {"\\\"", "\""},         {"\xc3\xa9", "\xc3\xa9"}, {"\xff", NULL},
+               {"\x01", NULL},     {"\x1f", NULL},         {"\x7f", "\x7f"},         {" ", " "},
+               {"\xe2\x82", NULL}, {"\\u00e9", "\xc3\xa9"}};
+
+    for (size_t c = 0; c < sizeof(mid) / sizeof(mid[0]); c++) {
+        for (size_t k = 0; k < 18; k++) {
+            for (size_t m = 0; m < 10; m++) {
+                char in[64], out[64];
+                size_t n = 0, on = 0;
+                in[n++] = '"';
+                for (size_t i = 0; i < k; i++) {
+                    in[n++] = out[on++] = (char)('a' + i % 26);
+                }
+                memcpy(in + n, mid[c].in, strlen(mid[c].in));
+                n += strlen(mid[c].in);
+                if (mid[c].out) {
+                    memcpy(out + on, mid[c].out, strlen(mid[c].out));
+                    on += strlen(mid[c].out);
+                }
+                for (size_t i = 0; i < m; i++) {
+                    in[n++] = out[on++] = (char)('z' - i);
+                }
+                in[n++] = '"';
+                wamp_rd r;
+                wamp_tok t;
+                wamp_rd_init_one_pass(&r, WAMP_SER_JSON, in, n);
+                wamp_err err = wamp_rd_next(&r, &t);
+                if (!mid[c].out) {
+                    ck_assert_msg(err == WAMP_EPROTO, "case %zu k %zu m %zu accepted", c, k, m);
+                } else {
+                    ck_assert_msg(err == WAMP_OK && t.kind == WAMP_TOK_STR && t.len == on &&
+                                          memcmp(t.p, out, on) == 0,
+                                  "case %zu k %zu m %zu", c, k, m);
+                }
+                wamp_rd_fini(&r);
+            }
+        }
+    }
+}
+
+END_TEST
+
+/* wamp_utf8_valid() takes ASCII 8 and 32 bytes at a time: a non-ASCII sequence anywhere in a
+ * long run is still checked. */
+START_TEST(test_utf8_long_runs)
+{
+    static const struct {
+        const char *seq;
+        bool ok;
+    } seqs[] = {{"\xc3\xa9", true}, {"\xf0\x9f\x98\x80", true}, {"\xff", false},
+                {"\xc3", false},    {"\xed\xa0\x80", false},    {"\x80", false}};
+
+    unsigned char buf[128];
+    for (size_t c = 0; c < sizeof(seqs) / sizeof(seqs[0]); c++) {
+        size_t sl = strlen(seqs[c].seq);
+        for (size_t len = 0; len + sl <= sizeof(buf); len += 7) {
+            for (size_t at = 0; at <= len; at++) {
+                memset(buf, 'a', sizeof(buf));
+                memcpy(buf + at, seqs[c].seq, sl);
+                ck_assert_msg(wamp_utf8_valid(buf, len + sl) == seqs[c].ok, "seq %zu at %zu of %zu",
+                              c, at, len + sl);
+            }
+        }
+    }
+}
+
+END_TEST
+
+/* p[0..n) (an array in ser) read element by element with wamp_rd_json() (JSON in one pass),
+ * which takes a fast path for an array's small scalars, against the same array read whole (the
+ * token path). */
+static void assert_elementwise_like_whole(wamp_ser ser, const unsigned char *p, size_t n,
+                                          const char *what)
+{
+    wamp_rd r;
+    wamp_tok t;
+    json_t *whole = NULL;
+    wamp_rd_init(&r, ser, p, n);
+    wamp_err want = wamp_rd_json(&r, &whole);
+    wamp_rd_fini(&r);
+    wamp_rd_init_one_pass(&r, ser, p, n);
+    wamp_err err = wamp_rd_next(&r, &t);
+    json_t *parts = json_array();
+    while (err == WAMP_OK && !wamp_rd_done(&r)) {
+        if (wamp_rd_at_end(&r)) {
+            err = wamp_rd_next(&r, &t);
+            continue;
+        }
+        json_t *v = NULL;
+        err = wamp_rd_json(&r, &v);
+        if (err == WAMP_OK) {
+            json_array_append_new(parts, v);
+        }
+    }
+    ck_assert_msg(err == want, "%s: %s against %s", what, wamp_strerror(err), wamp_strerror(want));
+    if (want == WAMP_OK) {
+        /* Compared as text: json_equal() looks keys up as C strings (keys may hold NUL). */
+        size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17);
+        char *a = json_dumps(whole, flags), *b = json_dumps(parts, flags);
+        ck_assert_msg(a && b && strcmp(a, b) == 0, "%s: values differ: %s %s", what, a, b);
+        free(a);
+        free(b);
+    }
+    json_decref(parts);
+    json_decref(whole);
+    wamp_rd_fini(&r);
+}
+
+START_TEST(test_mp_envelope_fast_path)
+{
+    static const char *const hex[] = {
+            "9a00017fe0ffcc80cd0100ce00010000cf7fffffffffffffff", /* integers */
+            "9180",
+            "938081a1610180", /* empty map, maps */
+            "94a0a161bf"
+            "616161616161616161616161616161616161616161616161616161616161"
+            "d90361c3a9", /* strings */
+            "91cf8000000000000000",
+            "92a1ff01",
+            "92a2c3",
+            "91d9",
+            "91d90561",
+            "91cc",
+            "91cd00",
+            "92a161",
+            "93d90001c0",
+            "9180c1",
+            "91dc0000",
+    };
+    for (size_t i = 0; i < sizeof(hex) / sizeof(hex[0]); i++) {
+        size_t n;
+        unsigned char *p = unhex(hex[i], &n);
+        assert_elementwise_like_whole(WAMP_SER_MSGPACK, p, n, hex[i]);
+        free(p);
+    }
+    static const char *const js[] = {
+            "[0,-0,1,-1,123456789012345678,-123456789012345678,1234567890123456789]",
+            "[-9223372036854775808,18446744073709551615]",
+            "[01]",
+            "[-]",
+            "[1.5,2e3,-0.0,3E1]",
+            "[\"\",\"a\",\"abcdefghijklmnopq\",\"\xc3\xa9\xc3\xa9\",\"a\\u0000\"]",
+            "[\"\xff\"]",
+            "[\"ab\x01\"]",
+            "[\"abc",
+            "[ { } ,{\"a\":1}, {}]",
+            "[{ ]",
+            "[1 2]",
+            "[1,]",
+            "[,1]",
+            " [ 7 , \"x\" , { } ] ",
+            "[[],{},[1,{}]]",
+            "[true,false,null]",
+            "[\"\\u0000AAEC\"]"};
+    for (size_t i = 0; i < sizeof(js) / sizeof(js[0]); i++) {
+        assert_elementwise_like_whole(WAMP_SER_JSON, (const unsigned char *)js[i], strlen(js[i]),
+                                      js[i]);
+    }
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        struct gen g = {.s = seed * 0x9e3779b97f4a7c15ULL};
+        gen_value(&g, 0);
+        for (size_t si = 0; si < 2; si++) {
+            wamp_wr w;
+            wamp_buf *src = NULL;
+            wamp_wr_init(&w, (int)SERS[si], 64, 0);
+            write_tokens(&w, &g);
+            ck_assert(wamp_wr_finish_buf(&w, &src) == WAMP_OK);
+            wamp_wr_fini(&w);
+            const unsigned char *b = wamp_buf_cdata(src);
+            if (wamp_buf_len(src) > 0 &&
+                (SERS[si] == WAMP_SER_JSON ? b[0] == '[' : (b[0] & 0xf0) == 0x90)) {
+                char what[32];
+                snprintf(what, sizeof(what), "seed %llu %s", (unsigned long long)seed,
+                         wamp_ser_name(SERS[si]));
+                assert_elementwise_like_whole(SERS[si], b, wamp_buf_len(src), what);
+            }
+            wamp_buf_unref(&src);
+        }
+        free(g.toks);
+        free(g.heap);
+    }
+}
+
+END_TEST
+
 static Suite *wamp_rd_suite(void)
 {
     Suite *s = suite_create("wamp_rd");
@@ -847,10 +1127,14 @@ static Suite *wamp_rd_suite(void)
     tcase_add_test(tc, test_json_binary_convention);
     tcase_add_test(tc, test_b64_helpers);
     tcase_add_test(tc, test_json_escapes);
+    tcase_add_test(tc, test_json_string_words);
+    tcase_add_test(tc, test_utf8_long_runs);
     tcase_add_loop_test(tc, test_malformed_refused, 0, (int)(sizeof(BAD) / sizeof(BAD[0])));
     tcase_add_loop_test(tc, test_every_prefix_refused, 0, 3);
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
     tcase_add_test(tc, test_skip_slices);
+    tcase_add_test(tc, test_skip_one_pass_agrees);
+    tcase_add_test(tc, test_mp_envelope_fast_path);
     tcase_add_test(tc, test_decode_value);
     tcase_add_test(tc, test_property_every_pair);
     suite_add_tcase(s, tc);

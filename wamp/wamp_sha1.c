@@ -1,6 +1,6 @@
-/* bench_sha1.c: straightforward one-shot SHA-1 over a contiguous input. Inputs here are the
- * 60-byte key+GUID strings of the handshake, so no streaming interface is needed. */
-#include "bench_sha1.h"
+/* wamp_sha1.c: one-shot SHA-1 (FIPS 180-4) over a contiguous input. Inputs are the 60-octet
+ * key+GUID strings of the WebSocket handshake, so no streaming interface is needed. */
+#include "wamp_sha1.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -51,7 +51,7 @@ static void sha1_block(uint32_t h[5], const unsigned char *p)
     h[4] += e;
 }
 
-void bench_sha1(const void *data, size_t len, unsigned char out[BENCH_SHA1_LEN])
+void wamp_sha1(const void *data, size_t len, unsigned char out[WAMP_SHA1_LEN])
 {
     uint32_t h[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
     const unsigned char *p = data;

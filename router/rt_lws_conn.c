@@ -1,0 +1,82 @@
+/* rt_lws_conn.c: what the parts of a WAMP listener's connection share (rt_lws_conn.h): the
+ * output queue, writes, refusals, and the listener's WebSocket paths. */
+#include "rt_lws_conn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <libwebsockets.h>
+
+#include "rt_http1.h"
+#include "rt_log.h"
+#include "rt_router.h"
+
+rt_router *rt_lws_conn_router(const rt_lws_conn *c)
+{
+    return lws_context_user(lws_get_context(c->wsi));
+}
+
+uint64_t rt_lws_conn_now_us(const rt_lws_conn *c)
+{
+    return rt_router_now_us(rt_lws_conn_router(c));
+}
+
+void rt_lws_conn_want_write(rt_lws_conn *c)
+{
+    if (!*c->lis->tearing_down) {
+        lws_callback_on_writable(c->wsi);
+    }
+}
+
+int rt_lws_conn_write(rt_lws_conn *c, unsigned char *p, size_t n)
+{
+    int w = lws_write(c->wsi, p, n, LWS_WRITE_RAW);
+    return w < 0 || (size_t)w < n ? -1 : 0;
+}
+
+bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n)
+{
+    if (wamp_buf_append(&c->out, p, n, RT_LWS_CONN_OUT_MAX) != WAMP_OK) {
+        RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_lws_conn_now_us(c),
+                         "connection output refused", 0,
+                         "cannot queue %zu octets for a connection (peer does not read, or out of "
+                         "memory); closing",
+                         n);
+        c->close_after_out = true;
+        rt_lws_conn_want_write(c);
+        return false;
+    }
+    rt_lws_conn_want_write(c);
+    return true;
+}
+
+void rt_lws_conn_refuse(rt_lws_conn *c, unsigned status, const char *body)
+{
+    char head[512];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %u %s\r\ncontent-type: text/plain\r\ncontent-length: %zu\r\n"
+                     "connection: close\r\n\r\n%s\n",
+                     status, rt_http1_reason(status), strlen(body) + 1, body);
+    c->mode = RT_LWS_CONN_ANSWER;
+    c->keep_alive = false;
+    if (n > 0 && (size_t)n < sizeof(head)) {
+        (void)rt_lws_conn_out(c, head, (size_t)n);
+    }
+    c->close_after_out = true;
+    rt_lws_conn_want_write(c);
+}
+
+const rt_lws_ws_path *rt_lws_conn_ws_path(const rt_lws_ws_listener *lis, const char *path,
+                                          size_t len)
+{
+    if (lis->cfg->any_path) {
+        return &lis->paths[0];
+    }
+    for (size_t i = 0; i < lis->n_paths; i++) {
+        const char *p = lis->paths[i].cfg->path;
+        if (p && strlen(p) == len && memcmp(p, path, len) == 0) {
+            return &lis->paths[i];
+        }
+    }
+    return NULL;
+}

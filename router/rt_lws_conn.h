@@ -1,0 +1,163 @@
+/* rt_lws_conn.h: one connection of a WAMP listener ("websocket", "web" and "universal"
+ * transports), as the front (rt_lws_front.c) and the parts it hands the connection to share it.
+ * lws accepts every such connection in its raw-skt role (TLS included) and delivers bytes; the
+ * front reads HTTP/1.1 request heads (rt_http1.h) and turns the connection into one of:
+ *   - a WebSocket (rt_lws_ws.c, RFC 6455 with wamp_ws.h) after a 101 answer;
+ *   - a series of HTTP answers (rt_lws_web.c: static files, the HTTP bridge, refusals);
+ *   - a RawSocket connection (rt_lws_raw.c) on a universal transport, when the first octet is
+ *     0x7F (no HTTP request can start with it).
+ * Ownership: lws allocates, zeroes and frees the rt_lws_conn (the per-connection data of the
+ * protocol RT_LWS_FRONT_PROTOCOL); it owns its buffers; a WebSocket's session is borrowed from
+ * the router between attach and rt_session_on_closed(). Service thread only. */
+#ifndef RT_LWS_CONN_H
+#define RT_LWS_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libwebsockets.h>
+
+#include "rt_bridge.h"
+#include "rt_http.h"
+#include "rt_http1.h"
+#include "rt_lws_ws.h"
+#include "rt_session.h"
+#include "wamp_buf.h"
+#include "wamp_ws.h"
+
+/* Octets of the RawSocket part's state (rt_lws_raw.c checks that its state fits). */
+#define RT_LWS_RAW_STATE_MAX 256
+
+/* Octets of a WebSocket close reason kept (RFC 6455 allows 123). */
+#define RT_LWS_CONN_REASON_MAX 64
+
+typedef enum rt_lws_conn_mode {
+    RT_LWS_CONN_HEAD = 0, /* reading a request head (the first, or the next on keep-alive) */
+    RT_LWS_CONN_BODY,     /* reading the body of an HTTP bridge request */
+    RT_LWS_CONN_ANSWER,   /* writing an HTTP answer (further input waits in conn->in) */
+    RT_LWS_CONN_WS,       /* a WebSocket after its 101 */
+    RT_LWS_CONN_RAW       /* RawSocket (universal transport) */
+} rt_lws_conn_mode;
+
+/* The WebSocket part (rt_lws_ws.c). */
+typedef struct rt_lws_ws_conn {
+    rt_session *sess;           /* borrowed; NULL before attach and after CLOSE */
+    const rt_lws_ws_path *path; /* the WebSocket path (listener) connected to */
+    wamp_ws ws;                 /* receive state */
+    size_t tx_off;              /* octets of the head message already written */
+    bool text;                  /* JSON: text frames; binary serializers: binary frames */
+    bool counted;               /* holds a place in *path->conns (max_connections) */
+    bool closing;               /* a close was asked for: input is ignored from now on */
+    bool close_now;             /* ... by the adapter: the CLOSE goes out before the queue */
+    bool close_sent;            /* our CLOSE is written: wait for the peer's */
+    bool peer_closed;           /* the peer's CLOSE arrived */
+    bool ping_out;              /* a PING of ours awaits its PONG */
+    uint16_t close_code;
+    char close_reason[RT_LWS_CONN_REASON_MAX];
+} rt_lws_ws_conn;
+
+/* The HTTP part (rt_lws_web.c): the answer being written, or an HTTP bridge request. */
+typedef struct rt_lws_web_conn {
+    bool busy;         /* resp holds an answer whose body is being written */
+    rt_http_resp resp; /* owned while busy */
+    uint64_t sent;     /* body octets written */
+    /* The HTTP bridge: the publisher or caller path whose body is being read (NULL otherwise),
+     * the octets of it still to read, the body so far (owned), the signature arguments (sig
+     * points into sig_buf, owned), then the request's own session (owned by the router; held
+     * until rt_session_on_closed()) until its answer. */
+    const rt_web_path *bridge;
+    uint64_t body_need;
+    wamp_buf *body;
+    char *sig_buf;
+    rt_bridge_sig sig;
+    rt_session *sess;
+    bool sess_closed; /* the router asked the session's transport to close */
+} rt_lws_web_conn;
+
+typedef struct rt_lws_conn {
+    struct lws *wsi;
+    const rt_lws_ws_listener *lis; /* borrowed vhost user */
+    /* Octets read and not yet consumed from in_off on (request heads, bodies, pipelined
+     * requests, the first frames of a WebSocket); NULL when none. Owned. */
+    wamp_buf *in;
+    size_t in_off;
+    /* Octets to write before anything else (an HTTP answer's head, a 101, WebSocket control
+     * frames); NULL when none. Owned. */
+    wamp_buf *out;
+    /* The request head's or idle keep-alive deadline (front); a WebSocket's next PING or its
+     * PONG's deadline (auto_ping). Cancelled at RAW_CLOSE. */
+    lws_sorted_usec_list_t timer;
+    uint8_t mode;         /* rt_lws_conn_mode */
+    bool keep_alive;      /* the HTTP answer being written leaves the connection open */
+    bool close_after_out; /* close once out is written */
+    bool rx_paused;       /* lws_rx_flow_control() off: conn->in is full */
+    bool started;         /* octets arrived: too late to become RawSocket */
+
+    union {
+        rt_lws_ws_conn ws;
+        rt_lws_web_conn web;
+        _Alignas(16) unsigned char raw[RT_LWS_RAW_STATE_MAX];
+    } u;
+} rt_lws_conn;
+
+/* --- rt_lws_conn.c --------------------------------------------------------------------------- */
+
+rt_router *rt_lws_conn_router(const rt_lws_conn *c);
+/* The router's monotonic clock in microseconds (rate-limited log lines). */
+uint64_t rt_lws_conn_now_us(const rt_lws_conn *c);
+/* Queues n octets to write before anything else and asks for WRITEABLE. false (and the
+ * connection is closing) when out of memory or over RT_LWS_CONN_OUT_MAX octets pending. */
+#define RT_LWS_CONN_OUT_MAX ((size_t)1024 * 1024)
+bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n);
+/* Writes n octets with one lws_write(); lws keeps what the socket does not take. -1 on error. */
+int rt_lws_conn_write(rt_lws_conn *c, unsigned char *p, size_t n);
+/* Answers with status and a one-line text body (a refusal) and closes after writing it. */
+void rt_lws_conn_refuse(rt_lws_conn *c, unsigned status, const char *body);
+/* Asks for WRITEABLE unless the context is being torn down. */
+void rt_lws_conn_want_write(rt_lws_conn *c);
+/* The WebSocket path of lis that a request for path (len octets, not decoded) names, or NULL;
+ * a "websocket" transport serves every path (as Crossbar does). */
+const rt_lws_ws_path *rt_lws_conn_ws_path(const rt_lws_ws_listener *lis, const char *path,
+                                          size_t len);
+
+/* --- rt_lws_ws.c ---------------------------------------------------------------------------- */
+
+/* A WebSocket upgrade request on this connection (req borrowed from conn->in): the checks,
+ * answers and accounting of the opening handshake; on success the 101 is queued and the
+ * connection is a WebSocket. Returns -1 to close at once. */
+int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req);
+/* RAW_RX of a WebSocket (in is written: unmasked in place). Returns -1 to close at once. */
+int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len);
+/* RAW_WRITEABLE of a WebSocket after conn->out is written. Returns -1 to close. */
+int rt_lws_ws_writeable(rt_lws_conn *c);
+/* RAW_CLOSE of a WebSocket: ends the session, frees the receive state. */
+void rt_lws_ws_closed(rt_lws_conn *c);
+
+/* --- rt_lws_web.c --------------------------------------------------------------------------- */
+
+/* A request that is no WebSocket upgrade (req borrowed from conn->in): answered by the HTTP
+ * services (an answer's head goes to conn->out, its body follows on WRITEABLE), or becomes an
+ * HTTP bridge request whose body is read next (mode BODY). Returns -1 to close at once. */
+int rt_lws_web_request(rt_lws_conn *c, const rt_http1_req *req);
+/* Body octets of an HTTP bridge request (mode BODY); *used: how many it took. Returns -1 to
+ * close. */
+int rt_lws_web_body(rt_lws_conn *c, const unsigned char *in, size_t len, size_t *used);
+/* RAW_WRITEABLE while answering, after conn->out is written. Returns -1 to close,
+ * RT_LWS_WEB_ANSWERED when the answer is completely written (the connection goes on with the
+ * next request or closes: the front decides), else 0. */
+#define RT_LWS_WEB_ANSWERED 1
+int rt_lws_web_writeable(rt_lws_conn *c);
+/* Frees an unfinished answer and ends an HTTP bridge request's session. Idempotent. */
+void rt_lws_web_closed(rt_lws_conn *c);
+
+/* --- rt_lws_raw.c --------------------------------------------------------------------------- */
+
+/* The RawSocket part of a universal transport, in c->u.raw: RAW_ADOPT, RAW_RX, RAW_WRITEABLE,
+ * RAW_CLOSE as rt_lws_raw.h's own protocol handles them. */
+void rt_lws_raw_adopt(struct lws *wsi, void *state);
+int rt_lws_raw_rx(struct lws *wsi, void *state, const unsigned char *in, size_t len);
+int rt_lws_raw_writeable(struct lws *wsi, void *state);
+void rt_lws_raw_closed(void *state);
+
+#endif /* RT_LWS_CONN_H */

@@ -1,0 +1,286 @@
+"""The router's own HTTP/1.1 and WebSocket front (rt_lws_front.c, rt_lws_ws.c): the frame rules
+of RFC 6455 it enforces, its keepalive, and the limits of its HTTP side, with hand-made frames
+and requests.
+
+Checks: an unmasked client frame is answered with CLOSE 1002 and the connection closed, while
+another session goes on undisturbed (RFC 6455 5.1); invalid UTF-8 split across the fragments of
+a text message closes with 1007; a message whose frame header announces more than the listener's
+max_message_size closes with 1009 at once (counted in incoming_too_big); a HELLO in three
+fragments with a PING between them gets its PONG and then WELCOME; with auto_ping a PING comes
+every interval and a client that stops answering is dropped after auto_ping_timeout; a request
+head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
+connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
+answered in order on one connection, and one whose client stops reading the answers is dropped
+after http_idle_timeout; a head over http_max_head gets 431.
+"""
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import time
+
+from autobahn.wamp.types import PublishOptions
+
+import rt_harness as h
+
+P = "crossbarfabriccenter."
+E2E_CONFIG = "configs/test-e2e.json"
+HEAD_TIMEOUT_MS = 600
+IDLE_TIMEOUT_MS = 800
+PING_MS = 1000
+
+
+def front_config(tmp):
+    """test-e2e.json with short HTTP timeouts, the trace viewer on the web transport, and a
+    second listener (a websocket transport) with auto_ping."""
+    with open(os.path.join(os.environ["RT_SOURCE_DIR"], E2E_CONFIG), encoding="utf-8") as f:
+        cfg = json.load(f)
+    w = cfg["workers"][0]
+    w["wampscope"].setdefault("limits", {}).update(
+        {"http_head_timeout": HEAD_TIMEOUT_MS, "http_idle_timeout": IDLE_TIMEOUT_MS,
+         "http_max_head": 2048})
+    w["transports"][0]["paths"]["trace"] = {"type": "wampscope-trace-viewer"}
+    w["transports"].append(
+        {"type": "websocket", "id": "ws_ping",
+         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0},
+         "options": {"auto_ping_interval": PING_MS, "auto_ping_timeout": PING_MS}})
+    path = os.path.join(tmp, "config.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    return path
+
+
+def unmasked_frame(opcode, payload, fin=True):
+    header = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        header += bytes([n])
+    else:
+        header += bytes([126]) + struct.pack("!H", n)
+    return header + payload
+
+
+def wait_eof(sock, timeout):
+    """Seconds until the peer closed sock (reading and dropping what comes), or None."""
+    t0 = time.monotonic()
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+    except socket.timeout:
+        return None
+    return time.monotonic() - t0
+
+
+def read_responses(sock, n, timeout=5.0, heads=()):
+    """n HTTP responses (status, headers, body) read from sock (Content-Length bodies; none for
+    the answers whose index is in heads, which answer HEAD requests)."""
+    sock.settimeout(timeout)
+    buf, out = b"", []
+    while len(out) < n:
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise AssertionError("closed after %d responses: %r" % (len(out), buf))
+            buf += chunk
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = 0 if len(out) in heads else int(headers.get("content-length", "0"))
+        while len(buf) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise AssertionError("body cut short")
+            buf += chunk
+        out.append((int(lines[0].split(" ")[1]), headers, buf[:length]))
+        buf = buf[length:]
+    return out
+
+
+class FrontTest(h.AsyncTestCase):
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-front-")
+        self.router = h.RouterProc(front_config(self.tmp)).start()
+        ping = [u for u in self.router.urls if u.startswith("ws://")][1]
+        self.ping_port = int(ping.split(":")[2].split("/")[0])
+        self._socks = []
+        self._sessions = []
+
+    async def asyncTearDown(self):
+        try:
+            for s in self._socks:
+                s.close()
+            await h.close_sessions(self._sessions)
+        finally:
+            try:
+                self.router.stop()
+            finally:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def ws(self, port=None, protocols=("wamp.2.json",)):
+        w = h.RawWs(self.router.host, port or self.router.port, self.router.path, protocols)
+        self._socks.append(w)
+        self.assertTrue(w.upgraded, w.status)
+        return w
+
+    def connect(self, port=None):
+        s = socket.create_connection((self.router.host, port or self.router.port), timeout=5)
+        self._socks.append(s)
+        return s
+
+    async def stats(self):
+        m = await h.open_session(self.router, "mgmt", "json")
+        self._sessions.append(m)
+        node = (await h.step(m.call(P + "list_nodes")))[0]
+        worker = (await h.step(m.call(P + "list_workers", node)))[0]
+        return (await h.step(m.call(P + "get_worker", node, worker)))["stats"]
+
+    # --- frame rules --------------------------------------------------------------------------
+
+    async def test_unmasked_frame_closes_1002_others_undisturbed(self):
+        other = await h.open_session(self.router, "realm1", "json")
+        self._sessions.append(other)
+        w = self.ws()
+        self.assertEqual(w.hello()[0], 2)
+        w.sock.sendall(unmasked_frame(h.OP_TEXT, b'[32,1,{},"com.example.topic"]'))
+        close = w.recv_message()
+        self.assertEqual(close[:2], ("close", 1002), close)
+        self.assertIsNotNone(wait_eof(w.sock, 5))
+        # The other session still works.
+        topic = h.uri(self, "t")
+        got = []
+        await h.step(other.subscribe(got.append, topic))
+        await h.step(other.publish(topic, 7, options=PublishOptions(exclude_me=False,
+                                                                     acknowledge=True)))
+        for _ in range(100):
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        self.assertEqual(got, [7])
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertIn("closing with 1002", log)
+
+    async def test_invalid_utf8_across_fragments_closes_1007(self):
+        w = self.ws()
+        # U+20AC is E2 82 AC: the first fragment ends inside it, the second breaks it.
+        w.send_frame(h.OP_TEXT, b'[1,"realm1",{"x":"\xe2\x82', fin=False)
+        w.send_frame(h.OP_CONT, b'A"}]')
+        self.assertEqual(w.recv_message()[:2], ("close", 1007))
+
+    async def test_oversize_header_closes_1009(self):
+        before = (await self.stats())["incoming_too_big"]
+        w = self.ws()
+        # A header announcing 5 MiB (max_message_size is 4 MiB), no payload sent.
+        w.sock.sendall(bytes([0x81, 0x80 | 127]) + struct.pack("!Q", 5 * 1024 * 1024) + b"mask")
+        self.assertEqual(w.recv_message()[:2], ("close", 1009))
+        self.assertEqual((await self.stats())["incoming_too_big"], before + 1)
+
+    async def test_fragmented_hello_with_interleaved_ping(self):
+        w = self.ws()
+        hello = json.dumps([1, "realm1", {"roles": {"caller": {}}}]).encode()
+        w.send_frame(h.OP_TEXT, hello[:5], fin=False)
+        w.send_frame(h.OP_PING, b"ping!")
+        w.send_frame(h.OP_CONT, hello[5:12], fin=False)
+        w.send_frame(h.OP_CONT, hello[12:])
+        fin, op, payload = w.recv_frame()
+        self.assertEqual((fin, op, payload), (True, h.OP_PONG, b"ping!"))
+        self.assertEqual(w.recv_wamp()[0], 2)
+
+    # --- keepalive ----------------------------------------------------------------------------
+
+    async def test_auto_ping_and_timeout(self):
+        w = self.ws(port=self.ping_port)
+        self.assertEqual(w.hello()[0], 2)
+        w.sock.settimeout(3 * PING_MS / 1000)
+        for _ in range(2):
+            t0 = time.monotonic()
+            fin, op, payload = w.recv_frame()
+            self.assertEqual(op, h.OP_PING)
+            self.assertLess(time.monotonic() - t0, 2 * PING_MS / 1000)
+            w.send_frame(h.OP_PONG, payload)
+        # The next PING is not answered: dropped within the timeout (plus a tick).
+        fin, op, _ = w.recv_frame()
+        self.assertEqual(op, h.OP_PING)
+        secs = wait_eof(w.sock, 5)
+        self.assertIsNotNone(secs)
+        self.assertLess(secs, 2 * PING_MS / 1000 + 0.5)
+
+    # --- HTTP limits --------------------------------------------------------------------------
+
+    async def test_slow_head_closed_after_timeout(self):
+        s = self.connect()
+        s.sendall(b"GET /trace/ HTTP/1.1\r\nHost: x\r\n")
+        secs = wait_eof(s, 5)
+        self.assertIsNotNone(secs)
+        self.assertGreater(secs, HEAD_TIMEOUT_MS / 1000 - 0.2)
+        self.assertLess(secs, HEAD_TIMEOUT_MS / 1000 + 1.0)
+        # Silence from the start is the same.
+        s = self.connect()
+        self.assertLess(wait_eof(s, 5), HEAD_TIMEOUT_MS / 1000 + 1.0)
+
+    async def test_pipelined_requests_then_idle_close(self):
+        s = self.connect()
+        req = b"GET /trace/ HTTP/1.1\r\nHost: x\r\n\r\n"
+        head = b"HEAD /trace/ HTTP/1.1\r\nHost: x\r\n\r\n"
+        s.sendall(req + head + b"GET /nothing-here HTTP/1.1\r\nHost: x\r\n\r\n" + req)
+        answers = read_responses(s, 4, heads=(1,))
+        self.assertEqual([a[0] for a in answers], [200, 200, 404, 200])
+        self.assertGreater(len(answers[0][2]), 0)
+        self.assertEqual(answers[1][1]["content-length"], answers[0][1]["content-length"])
+        self.assertEqual(answers[1][2], b"")
+        self.assertEqual(answers[3][2], answers[0][2])
+        # Then idle: closed after http_idle_timeout.
+        secs = wait_eof(s, 5)
+        self.assertIsNotNone(secs)
+        self.assertLess(secs, IDLE_TIMEOUT_MS / 1000 + 1.0)
+
+    async def test_stalled_reader_dropped_after_idle_timeout(self):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect((self.router.host, self.router.port))
+        self._socks.append(s)
+        n = 200
+        s.sendall(b"GET /trace/screenshot.png HTTP/1.1\r\nHost: x\r\n\r\n" * n)
+        # The answers (n times the file) are far more than the socket buffers hold; nothing is
+        # read for longer than http_idle_timeout: the router drops the connection.
+        time.sleep(IDLE_TIMEOUT_MS / 1000 + 1.5)
+        got, t0 = 0, time.monotonic()
+        s.settimeout(5)
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except ConnectionResetError:
+            pass
+        self.assertLess(time.monotonic() - t0, 4)
+        c = self.connect()
+        c.sendall(b"GET /trace/screenshot.png HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = read_responses(c, 1)[0]
+        self.assertEqual(first[0], 200)
+        self.assertLess(got, n * len(first[2]) // 2)
+
+    async def test_head_too_large_431(self):
+        s = self.connect()
+        s.sendall(b"GET /trace/ HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 4096 + b"\r\n\r\n")
+        answers = read_responses(s, 1)
+        self.assertEqual(answers[0][0], 431)
+        self.assertEqual(answers[0][1].get("connection"), "close")
+        self.assertIsNotNone(wait_eof(s, 5))
+        # The router goes on serving.
+        self.assertEqual(self.ws().hello()[0], 2)
+
+
+if __name__ == "__main__":
+    h.main()
