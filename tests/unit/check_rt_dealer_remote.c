@@ -1,6 +1,7 @@
 /* check_rt_dealer_remote.c: RPC between two and three routers joined over the fake bus
  * (tests/support/fake_cluster.c), with fake client sessions on each: a call crossing nodes with
- * its payload transcoded and its caller disclosed, procedure_already_exists cluster-wide, a
+ * its payload transcoded and its caller disclosed, one correlation on both nodes when traced,
+ * procedure_already_exists cluster-wide, a
  * shared roundrobin registration spanning the nodes, pattern precedence across nodes,
  * progressive results, the three cancel modes, call timeouts, the callee and the caller leaving,
  * the callee's node killed and the link lost. */
@@ -184,6 +185,54 @@ START_TEST(test_call_across)
     /* An unknown procedure is still answered by the caller's node. */
     ck_assert_int_eq(fake_conn_send(caller, "[48, 8, {}, \"com.x.none\", []]"), WAMP_OK);
     fake_expect_error(caller, 48, 8, "wamp.error.no_such_procedure");
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
+/* The correlation of record i of records r. */
+static const char *corr_of(const json_t *r, size_t i)
+{
+    return json_string_value(json_object_get(json_array_get(r, i), "correlation"));
+}
+
+/* Traced on both nodes, a call across them is one action: the callee's node records the
+ * INVOCATION and the YIELD with the correlation of the caller's CALL, and the caller's node
+ * records the RESULT with it as the action's last message. */
+START_TEST(test_call_across_traced)
+{
+    node *a = start(0), *b = start(1);
+    fake_conn *callee = client(a, WAMP_SER_MSGPACK);
+    fake_conn *caller = client(b, WAMP_SER_JSON);
+    ck_assert_int_eq(do_register(callee, 1, "com.x.add", "{}"), 65);
+    run_ms(100);
+    trace *ta = test_router_start_trace(&a->tr, "ta", NULL);
+    trace *tb = test_router_start_trace(&b->tr, "tb", NULL);
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 7, {}, \"com.x.add\", [2, 3]]"), WAMP_OK);
+    run_ms(100);
+    json_t *inv = expect(callee, 68);
+    ck_assert_int_eq(
+            fake_conn_send(callee, "[70, %llu, {}, [5]]", (unsigned long long)fake_msg_int(inv, 1)),
+            WAMP_OK);
+    json_decref(inv);
+    run_ms(100);
+    json_decref(expect(caller, 50));
+
+    json_t *rb = test_router_records(tb); /* CALL in, RESULT out */
+    ck_assert_uint_eq(json_array_size(rb), 2);
+    const char *corr = corr_of(rb, 0);
+    ck_assert_ptr_nonnull(corr);
+    ck_assert_str_eq(corr_of(rb, 1), corr);
+    ck_assert(json_is_true(json_object_get(json_array_get(rb, 1), "correlation_is_last")));
+    json_t *ra = test_router_records(ta); /* INVOCATION out, YIELD in */
+    ck_assert_uint_eq(json_array_size(ra), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ra, 0), "msg_type")),
+                     "Invocation");
+    ck_assert_str_eq(corr_of(ra, 0), corr);
+    ck_assert_str_eq(corr_of(ra, 1), corr);
+    json_decref(ra);
+    json_decref(rb);
     fake_conn_free(callee);
     fake_conn_free(caller);
 }
@@ -478,6 +527,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_call_across);
+    tcase_add_test(tc, test_call_across_traced);
     tcase_add_test(tc, test_already_exists_across);
     tcase_add_test(tc, test_shared_roundrobin_across);
     tcase_add_test(tc, test_pattern_precedence_across);
