@@ -26,7 +26,7 @@ typedef struct rt_retained {
     json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
-    uint64_t wall_ns;      /* when it was retained (wall clock, rt_trace_wall_ns()) */
+    uint64_t wall_ns;      /* when it was retained (wall clock, rt_router_wall_ns()) */
 } rt_retained;
 
 /* --- Construction ---------------------------------------------------------------------------- */
@@ -449,7 +449,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         return WAMP_ENOMEM;
     }
     r->bytes = bytes;
-    r->wall_ns = rt_trace_wall_ns();
+    r->wall_ns = rt_router_wall_ns(rt_realm_router(b->realm));
     r->args = p->args ? json_incref(p->args) : NULL;
     r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
     r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
@@ -595,10 +595,14 @@ static void tell_remote(rt_broker *b, rt_session *s, const wamp_msg *m, const pu
                         .publisher = s->id,
                         .publisher_authid = s->authid,
                         .publisher_authrole = s->authrole,
-                        .retain = p->retain,
-                        .correlation =
-                                trace_hub_is_active(rt->hub) && rt->cur.set ? rt->cur.uuid : NULL};
+                        .retain = p->retain};
+    /* The other nodes' EVENTs carry the publication's correlation (while a trace runs). */
+    rt_action_mark mark;
+    memset(&mark, 0, sizeof(mark));
+    rt_observers_action_mark(&rt->observers, rt, &mark);
+    rp.correlation = rt_action_mark_is_set(&mark) ? mark.id : NULL;
     b->remote->published(b->remote_ctx, b, &rp);
+    rt_observers_action_forget(&rt->observers, &mark);
 }
 
 wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
@@ -917,15 +921,14 @@ wamp_err rt_broker_deliver(rt_broker *b, const rt_broker_pub *rp)
         return WAMP_ENOMEM;
     }
     rt_router *rt = rt_realm_router(b->realm);
+    const rt_observers *obs = &rt->observers;
     /* The EVENTs carry the publication's correlation, as on the publisher's node. */
-    bool traced = rp->correlation && trace_hub_is_active(rt->hub) && !rt->cur.set;
-    if (traced) {
-        rt_trace_action_open(rt, rp->correlation, NULL);
-        rt->cur.uri_text = rp->topic;
-    }
+    bool stashed = rp->correlation && rt_observers_listening(obs);
+    void *saved = stashed ? rt_observers_action_stash(obs, rt) : NULL;
+    bool traced = stashed && rt_observers_action_open_at(obs, rt, rp->correlation, rp->topic);
     wamp_err err = fan_out(b, &p, n, traced);
-    if (traced) {
-        rt_trace_action_close(rt);
+    if (stashed) {
+        rt_observers_action_restore(obs, rt, saved);
     }
     return err;
 }

@@ -84,6 +84,10 @@ typedef struct rt_observer {
     void (*action_forget)(void *ctx, rt_action_mark *m);
     /* Opens the action m kept as the current one, closing the one open. */
     void (*action_resume)(void *ctx, rt_router *rt, const rt_action_mark *m);
+    /* Opens the action with id (begun on another node: a PUBLISH whose EVENTs are delivered
+     * here) for uri (borrowed; outlives the action) as the current one, closing the one open. */
+    void (*action_open_at)(void *ctx, rt_router *rt, const uint8_t id[RT_ACTION_ID_LEN],
+                           const char *uri);
     /* Closes the current action (none open: no-op). */
     void (*action_end)(void *ctx, rt_router *rt);
     /* Moves the current action aside (none is open afterwards) for work that opens actions of its
@@ -183,6 +187,18 @@ static inline bool rt_observers_action_resume(const rt_observers *l, rt_router *
 {
     if (rt_observers_listening(l) && rt_action_mark_is_set(m)) {
         l->actions->action_resume(l->actions->ctx, rt, m);
+        return true;
+    }
+    return false;
+}
+
+/* Opens the action id of another node for uri (rt_observer.action_open_at); true if it did (the
+ * observer listens): close it with rt_observers_action_end() (or a restore) when done. */
+static inline bool rt_observers_action_open_at(const rt_observers *l, rt_router *rt,
+                                               const uint8_t id[RT_ACTION_ID_LEN], const char *uri)
+{
+    if (rt_observers_listening(l)) {
+        l->actions->action_open_at(l->actions->ctx, rt, id, uri);
         return true;
     }
     return false;

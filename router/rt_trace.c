@@ -390,6 +390,14 @@ static void obs_restore(void *ctx, rt_router *rt, void *saved)
     free(saved);
 }
 
+static void obs_open_at(void *ctx, rt_router *rt, const uint8_t id[RT_ACTION_ID_LEN],
+                        const char *uri)
+{
+    (void)ctx;
+    rt_trace_action_open(rt, id, NULL);
+    rt->cur.uri_text = uri;
+}
+
 wamp_err rt_trace_attach(rt_router *rt)
 {
     rt_observer o = {.listening = trace_hub_active_word(rt->hub),
@@ -397,6 +405,7 @@ wamp_err rt_trace_attach(rt_router *rt)
                      .action_mark = obs_mark,
                      .action_forget = obs_forget,
                      .action_resume = obs_resume,
+                     .action_open_at = obs_open_at,
                      .action_end = obs_end,
                      .action_stash = obs_stash,
                      .action_restore = obs_restore};
