@@ -26,7 +26,7 @@ typedef struct rt_retained {
     json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
-    uint64_t wall_ns;      /* when it was retained (wall clock, rt_router_wall_ns()) */
+    uint64_t wall_ns;      /* when it was retained (wall clock, rt_trace_wall_ns()) */
 } rt_retained;
 
 /* --- Construction ---------------------------------------------------------------------------- */
@@ -449,7 +449,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         return WAMP_ENOMEM;
     }
     r->bytes = bytes;
-    r->wall_ns = rt_router_wall_ns(rt_realm_router(b->realm));
+    r->wall_ns = rt_trace_wall_ns();
     r->args = p->args ? json_incref(p->args) : NULL;
     r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
     r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
