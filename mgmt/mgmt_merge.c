@@ -88,7 +88,7 @@ json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, size_t limit)
         *s = (merge_stream){.node = node, .recs = recs};
         ok = json_object_set_new(next, node, json_integer(from_of(from, node))) == 0;
         /* The first key this node's unread records can have. */
-        merge_key bound;
+        merge_key bound = {0};
         size_t len = json_array_size(recs);
         if (len > 0 && len >= limit) {
             merge_stream tmp = *s;
