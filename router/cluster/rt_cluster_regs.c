@@ -539,8 +539,7 @@ static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const cha
     size_t need = strlen(realm) + strlen(uri) + 4;
     char *key = need <= sizeof(buf) ? buf : malloc(need);
     rreg *best = NULL;
-    if (key && !strchr(realm, ' ')) {
-        snprintf(key, need, "e %s %s", realm, uri);
+    if (key && !strchr(realm, ' ') && snprintf(key, need, "e %s %s", realm, uri) < (int)need) {
         best = remote_find(r, key);
     }
     if (key != buf) {
