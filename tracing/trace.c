@@ -372,6 +372,28 @@ size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *pee
     return n;
 }
 
+size_t trace_append_repeats(trace *t, const trace_record *proto, trace_peer *const *peers, size_t n,
+                            bool last)
+{
+    size_t done = 0;
+    for (; done < n && t->h.running; done++) {
+        uint8_t flags = (uint8_t)(proto->flags | (last && done == n - 1 ? TRACE_CORR_LAST : 0));
+        uint64_t seq;
+        if (!t->persist && trace_store_append_repeat(t->store, proto->wire, proto->uri,
+                                                     proto->pc_ns, peers[done], flags, &seq)) {
+            after_append(t, seq, false, proto->pc_ns, proto->ts_ns);
+            continue;
+        }
+        trace_record r;
+        trace_record_clone(proto, &r);
+        trace_peer_unref(&r.peer);
+        r.peer = trace_peer_ref(peers[done]);
+        r.flags = flags;
+        (void)trace_append_take(t, &r);
+    }
+    return done;
+}
+
 /* A record that is no WAMP message (a marker, a connection event): msg_type, the name as uri
  * (NULL: none) and the object meta (NULL = {}) as msg. */
 static wamp_err append_note(trace *t, uint8_t msg_type, const char *name, const json_t *meta,
