@@ -152,7 +152,7 @@ typedef struct trace_record {
     uint32_t ser_bytes[WAMP_SER_COUNT]; /* bytes per serializer (index wamp_ser), 0 = none */
     /* Set by the store: what the record counts against its store's max_bytes (clamped to
      * 31 bits), and whether uri and wire are borrowed from the record before it in the store
-     * (a fan-out's repeat, trace_store_append_repeat(): no references of its own on them). */
+     * (a fan-out's repeat, trace_store_append_repeats(): no references of its own on them). */
     uint32_t cost : 31;
     uint32_t borrows : 1;
     uint8_t corr[TRACE_UUID_LEN]; /* valid if flags & TRACE_CORR_HAS */

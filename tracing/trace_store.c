@@ -186,39 +186,45 @@ static bool evict_for_repeat(trace_store *st)
     return true;
 }
 
-bool trace_store_append_repeat(trace_store *st, const wamp_buf *wire, const trace_str *uri,
-                               uint64_t pc_ns, trace_peer *peer, uint8_t flags, uint64_t *seq)
+size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const trace_str *uri,
+                                  uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
+                                  uint8_t last_flags)
 {
-    if (st->count == 0) {
-        return false;
+    if (st->count == 0 || n == 0) {
+        return 0;
     }
     const trace_record *newest = &st->ring[wrap(st, st->head, st->count - 1)];
     if (newest->wire != wire || newest->uri != uri || newest->pc_ns != pc_ns || !wire) {
-        return false;
+        return 0;
     }
-    /* The same evictions as trace_store_append_take() of a record of the same cost, as long as
-     * the template stays held. */
     trace_record r = *newest;
-    while (st->bytes + r.cost > st->max_bytes) {
-        if (!evict_for_repeat(st)) {
-            return false;
-        }
-    }
-    if (st->count == st->limit && !evict_for_repeat(st)) {
-        return false;
-    }
-    if (st->count == st->cap && (st->cap == st->limit || !grow(st)) && !evict_for_repeat(st)) {
-        return false;
-    }
-    r.seq = st->first_seq + st->count;
-    r.peer = trace_peer_ref(peer);
     r.flags = flags;
     r.borrows = 1;
-    st->ring[wrap(st, st->head, st->count)] = r;
-    st->count++;
-    st->bytes += r.cost;
-    *seq = r.seq;
-    return true;
+    size_t k = 0;
+    for (; k < n; k++) {
+        /* The same evictions as trace_store_append_take() of a record of the same cost, as
+         * long as the newest record (the one to borrow from) stays held. */
+        while (st->bytes + r.cost > st->max_bytes) {
+            if (!evict_for_repeat(st)) {
+                return k;
+            }
+        }
+        if (st->count == st->limit && !evict_for_repeat(st)) {
+            return k;
+        }
+        if (st->count == st->cap && (st->cap == st->limit || !grow(st)) && !evict_for_repeat(st)) {
+            return k;
+        }
+        r.seq = st->first_seq + st->count;
+        r.peer = trace_peer_ref(peers[k]);
+        if (k == n - 1) {
+            r.flags = last_flags;
+        }
+        st->ring[wrap(st, st->head, st->count)] = r;
+        st->count++;
+        st->bytes += r.cost;
+    }
+    return k;
 }
 
 uint64_t trace_store_skip_n(trace_store *st, uint64_t n)

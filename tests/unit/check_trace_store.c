@@ -214,18 +214,26 @@ START_TEST(test_repeat_borrows_and_passes_on)
     r.msg_type = 36;
     r.flags = TRACE_CORR_HAS;
     ck_assert_uint_eq(trace_store_append_take(st, &r), 0);
-    uint64_t seq = 0;
-    for (uint64_t i = 1; i <= 10; i++) {
-        uint8_t flags = (uint8_t)(TRACE_CORR_HAS | (i == 10 ? TRACE_CORR_LAST : 0));
-        ck_assert(trace_store_append_repeat(st, wire, uri, 77, peers[i % 3], flags, &seq));
-        ck_assert_uint_eq(seq, i);
-        uint64_t held = i + 1 < 4 ? i + 1 : 4;
+    trace_peer *run[10];
+    for (size_t i = 0; i < 10; i++) {
+        run[i] = peers[(i + 1) % 3]; /* seq s has peers[s % 3] */
+    }
+    /* One by one (each the last of its batch), then the rest in one batch ending the action. */
+    for (size_t b = 0; b < 10; b++) {
+        size_t n = b < 3 ? 1 : 7;
+        uint8_t last = (uint8_t)(TRACE_CORR_HAS | (b + n == 10 ? TRACE_CORR_LAST : 0));
+        ck_assert_uint_eq(
+                trace_store_append_repeats(st, wire, uri, 77, run + b, n, TRACE_CORR_HAS, last), n);
+        b += n - 1;
+        uint64_t newest = b + 1;
+        ck_assert_uint_eq(trace_store_next_seq(st), newest + 1);
+        uint64_t held = newest + 1 < 4 ? newest + 1 : 4;
         ck_assert_uint_eq(trace_store_records(st), held);
         ck_assert_uint_eq(trace_store_bytes(st), held * (11 + TRACE_RECORD_OVERHEAD));
         /* One reference for the whole run, whichever record holds it now. */
         ck_assert_uint_eq(wamp_buf_refs(wire), 2);
         ck_assert_uint_eq(trace_str_refs(uri), 2);
-        for (uint64_t s = trace_store_first_seq(st); s <= i; s++) {
+        for (uint64_t s = trace_store_first_seq(st); s <= newest; s++) {
             const trace_record *h = trace_store_get(st, s);
             ck_assert_uint_eq(h->seq, s);
             ck_assert_ptr_eq(h->peer, peers[s % 3]);
@@ -239,8 +247,8 @@ START_TEST(test_repeat_borrows_and_passes_on)
     ck_assert_uint_eq(trace_store_dropped(st), 7);
     /* Only the newest record is a template: after another message, no repeat of this one. */
     append(st, 5, 78);
-    ck_assert(!trace_store_append_repeat(st, wire, uri, 77, peers[0], TRACE_CORR_HAS, &seq));
-    ck_assert(!trace_store_append_repeat(st, NULL, NULL, 78, peers[0], 0, &seq));
+    ck_assert_uint_eq(trace_store_append_repeats(st, wire, uri, 77, peers, 1, 0, 0), 0);
+    ck_assert_uint_eq(trace_store_append_repeats(st, NULL, NULL, 78, peers, 1, 0, 0), 0);
     ck_assert_uint_eq(trace_store_next_seq(st), 12);
     ck_assert_uint_eq(wamp_buf_refs(wire), 2); /* seqs 9 and 10 still held */
     trace_store_free(st);
@@ -263,17 +271,18 @@ START_TEST(test_repeat_refused_without_template)
 {
     trace_peer *peer = trace_peer_new(10, "realm1", "alice", "user");
     wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
-    uint64_t seq = 99;
     trace_store *one = trace_store_new(1, 1 << 20);
-    ck_assert(!trace_store_append_repeat(one, wire, NULL, 5, peer, 0, &seq)); /* empty */
+    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 5, &peer, 1, 0, 0),
+                      0); /* empty */
     trace_record r = rec_of(0, 5);
     r.wire = wamp_buf_ref(wire);
     trace_store_append_take(one, &r);
-    ck_assert(!trace_store_append_repeat(one, wire, NULL, 6, peer, 0, &seq)); /* other pc */
-    ck_assert(!trace_store_append_repeat(one, wire, NULL, 5, peer, 0, &seq)); /* limit 1 */
+    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 6, &peer, 1, 0, 0), 0); /* pc */
+    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 5, &peer, 1, 0, 0),
+                      0); /* limit */
     ck_assert_uint_eq(trace_store_records(one), 1);
     ck_assert_uint_eq(trace_store_dropped(one), 0);
-    ck_assert_uint_eq(seq, 99);
+    ck_assert_uint_eq(trace_store_next_seq(one), 1);
     trace_store_free(one);
     /* Room for the template and a 3-byte record, not for two templates: the small one goes,
      * then the repeat is refused (the caller appends a copy, which evicts the template). */
@@ -283,7 +292,8 @@ START_TEST(test_repeat_refused_without_template)
     r = rec_of(0, 5);
     r.wire = wamp_buf_ref(wire);
     trace_store_append_take(tight, &r);
-    ck_assert(!trace_store_append_repeat(tight, wire, NULL, 5, peer, 0, &seq));
+    trace_peer *two[] = {peer, peer};
+    ck_assert_uint_eq(trace_store_append_repeats(tight, wire, NULL, 5, two, 2, 0, 0), 0);
     ck_assert_uint_eq(trace_store_records(tight), 1);
     ck_assert_uint_eq(trace_store_dropped(tight), 1);
     ck_assert_uint_eq(trace_store_get(tight, 1)->pc_ns, 5);
