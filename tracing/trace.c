@@ -372,6 +372,42 @@ size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *pee
     return n;
 }
 
+size_t trace_append_repeats(trace *t, const trace_record *proto, trace_peer *const *peers, size_t n,
+                            bool last)
+{
+    uint8_t flags = proto->flags;
+    size_t done = 0;
+    while (done < n && t->h.running) {
+        size_t want = n - done;
+        if (t->opts.max_records) {
+            /* A running trace has room for one more at least (it stops on reaching it). */
+            uint64_t next = trace_store_next_seq(t->store);
+            uint64_t room = next < t->opts.max_records ? t->opts.max_records - next : 1;
+            want = room < want ? (size_t)room : want;
+        }
+        bool ends = last && done + want == n; /* this batch holds the action's last message */
+        uint8_t last_flags = (uint8_t)(flags | (ends ? TRACE_CORR_LAST : 0));
+        size_t k = t->persist ? 0
+                              : trace_store_append_repeats(t->store, proto->wire, proto->uri,
+                                                           proto->pc_ns, peers + done, want, flags,
+                                                           last_flags);
+        if (k) {
+            done += k;
+            after_append(t, trace_store_next_seq(t->store) - 1, false, proto->pc_ns, proto->ts_ns);
+            continue;
+        }
+        /* Nothing to borrow from: a copy with references of its own. */
+        trace_record r;
+        trace_record_clone(proto, &r);
+        trace_peer_unref(&r.peer);
+        r.peer = trace_peer_ref(peers[done]);
+        r.flags = (uint8_t)(flags | (last && done == n - 1 ? TRACE_CORR_LAST : 0));
+        (void)trace_append_take(t, &r);
+        done++;
+    }
+    return done;
+}
+
 /* A record that is no WAMP message (a marker, a connection event): msg_type, the name as uri
  * (NULL: none) and the object meta (NULL = {}) as msg. */
 static wamp_err append_note(trace *t, uint8_t msg_type, const char *name, const json_t *meta,

@@ -191,6 +191,14 @@ uint64_t trace_append_rec(trace *t, trace_persist_rec *rec);
  * were appended. rec is left as it was. */
 size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n,
                         bool last);
+/* proto (borrowed) once per peer in peers[0..n) (borrowed), seqs in order, with that peer: the
+ * further receivers of the message whose record proto is (trace_hub_repeat()); with last, the
+ * last of them completes the action (TRACE_CORR_LAST). An in-memory trace whose newest record is
+ * that message appends each as a repeat (trace_store_append_repeats()), any other as a copy of
+ * proto (trace_append_take()). Appends fewer if the trace stops on the way (max_records: exactly
+ * up to it). Returns how many were appended. */
+size_t trace_append_repeats(trace *t, const trace_record *proto, trace_peer *const *peers, size_t n,
+                            bool last);
 
 /* Appends a marker record (msg_type "Marker", name as uri, meta (NULL = {}) as msg) to a running
  * trace, regardless of its filter; *seq gets its seq. WAMP_EINVAL if name is NULL/empty or meta

@@ -33,16 +33,7 @@ static void rep_flush_gathered(trace_hub *hub)
         (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n, last);
     }
     for (size_t i = 0; i < hub->rep.n_mem; i++) {
-        for (size_t k = 0; k < n; k++) {
-            trace_record r;
-            trace_record_clone(&hub->rep.mem, &r);
-            trace_peer_unref(&r.peer);
-            r.peer = trace_peer_ref(hub->rep.pend[k]);
-            if (last && k == n - 1) {
-                r.flags |= TRACE_CORR_LAST;
-            }
-            trace_append_take(hub->rep.mem_traces[i], &r);
-        }
+        (void)trace_append_repeats(hub->rep.mem_traces[i], &hub->rep.mem, hub->rep.pend, n, last);
     }
     for (size_t i = 0; i < n; i++) {
         trace_peer_unref(&hub->rep.pend[i]);

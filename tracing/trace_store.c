@@ -8,6 +8,8 @@
 
 /* First ring allocation (entries), unless limit is smaller. */
 #define STORE_INITIAL_CAP 64
+/* The largest cost a record can note (trace_record.cost has 31 bits). */
+#define STORE_COST_MAX 0x7fffffffu
 
 struct trace_store {
     trace_record *ring; /* cap slots; the count held start at head */
@@ -35,13 +37,26 @@ trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
     return st;
 }
 
+/* Releases the references a held record owns: its peer always, its uri and wire unless it
+ * borrows them (from the record before it, released first, oldest first). */
+static void release_held(trace_record *r)
+{
+    if (r->borrows) {
+        trace_peer_unref(&r->peer);
+        r->uri = NULL;
+        r->wire = NULL;
+        return;
+    }
+    trace_record_release(r);
+}
+
 void trace_store_free(trace_store *st)
 {
     if (!st) {
         return;
     }
     for (size_t i = 0; i < st->count; i++) {
-        trace_record_fini(&st->ring[(st->head + i) % st->cap]);
+        release_held(&st->ring[(st->head + i) % st->cap]);
     }
     free(st->ring);
     free(st);
@@ -62,8 +77,15 @@ static void drop_oldest(trace_store *st)
 {
     trace_record *r = &st->ring[st->head];
     st->bytes -= r->cost;
-    trace_record_release(r); /* the slot is dead: overwritten by a later append */
-    st->head = wrap(st, st->head, 1);
+    size_t next = wrap(st, st->head, 1);
+    if (st->count > 1 && st->ring[next].borrows) {
+        /* The next record borrows this one's uri and wire: it owns them from now on. */
+        st->ring[next].borrows = 0;
+        trace_peer_unref(&r->peer);
+    } else {
+        release_held(r); /* the slot is dead: overwritten by a later append */
+    }
+    st->head = next;
     st->count--;
     st->first_seq++;
     st->dropped++;
@@ -97,9 +119,9 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
 {
     uint64_t seq = st->first_seq + st->count;
     size_t full_cost = trace_record_cost(rec);
-    uint32_t cost = full_cost > UINT32_MAX ? UINT32_MAX : (uint32_t)full_cost;
+    uint32_t cost = full_cost > STORE_COST_MAX ? STORE_COST_MAX : (uint32_t)full_cost;
     rec->seq = seq;
-    rec->cost = cost;
+    rec->cost = cost & STORE_COST_MAX; /* no-op: says the bit-field holds it */
     if (st->dropped && st->count > PREFETCH_SLOTS) {
         /* A store that evicts keeps evicting: each append releases the oldest record, whose
          * slot and the objects it references (the wire buffer, the action's URI; the peer is per
@@ -145,11 +167,64 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
         drop_oldest(st);
     }
     static const trace_record zero;
+    rec->borrows = 0;
     st->ring[wrap(st, st->head, st->count)] = *rec;
     *rec = zero; /* vector moves; a memset() of the struct compiles to a slow `rep stos` */
     st->count++;
     st->bytes += cost;
     return seq;
+}
+
+/* Drops the oldest record to make room for a repeat, unless it is the last one held (the
+ * repeat's template, which the repeat could not borrow from any more): false then. */
+static bool evict_for_repeat(trace_store *st)
+{
+    if (st->count == 1) {
+        return false;
+    }
+    drop_oldest(st);
+    return true;
+}
+
+size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const trace_str *uri,
+                                  uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
+                                  uint8_t last_flags)
+{
+    if (st->count == 0 || n == 0) {
+        return 0;
+    }
+    const trace_record *newest = &st->ring[wrap(st, st->head, st->count - 1)];
+    if (newest->wire != wire || newest->uri != uri || newest->pc_ns != pc_ns || !wire) {
+        return 0;
+    }
+    trace_record r = *newest;
+    r.flags = flags;
+    r.borrows = 1;
+    size_t k = 0;
+    for (; k < n; k++) {
+        /* The same evictions as trace_store_append_take() of a record of the same cost, as
+         * long as the newest record (the one to borrow from) stays held. */
+        while (st->bytes + r.cost > st->max_bytes) {
+            if (!evict_for_repeat(st)) {
+                return k;
+            }
+        }
+        if (st->count == st->limit && !evict_for_repeat(st)) {
+            return k;
+        }
+        if (st->count == st->cap && (st->cap == st->limit || !grow(st)) && !evict_for_repeat(st)) {
+            return k;
+        }
+        r.seq = st->first_seq + st->count;
+        r.peer = trace_peer_ref(peers[k]);
+        if (k == n - 1) {
+            r.flags = last_flags;
+        }
+        st->ring[wrap(st, st->head, st->count)] = r;
+        st->count++;
+        st->bytes += r.cost;
+    }
+    return k;
 }
 
 uint64_t trace_store_skip_n(trace_store *st, uint64_t n)

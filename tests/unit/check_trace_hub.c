@@ -1136,6 +1136,68 @@ START_TEST(test_repeat_only_when_certain)
 
 END_TEST
 
+/* In-memory traces take a fan-out's receivers as repeat records: a small ring keeps the newest
+ * receivers with their own peers, the action's last one flagged; a trace with max_records takes
+ * exactly up to it and stops; every reference comes back once the traces are gone. */
+START_TEST(test_repeat_in_memory_limits)
+{
+    trace_hub *h = hub_of(4);
+    trace *small = start(h, "small", "{\"limit\": 3}");
+    trace *capped = start(h, "capped", "{\"max_records\": 70}");
+    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
+    wamp_buf *wire = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &wire), WAMP_OK);
+
+    enum {
+        N = 100 /* more than the hub gathers at once */
+    };
+
+    trace_peer *peers[N];
+    for (size_t i = 0; i < N; i++) {
+        peers[i] = trace_peer_new(100 + i, "realm1", "bob", "user");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    uint8_t corr[TRACE_UUID_LEN] = {5};
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 2);
+    for (size_t i = 1; i < N; i++) {
+        ck_assert(trace_hub_repeat(h, wire, peers[i], corr, PC0, i == N - 1));
+    }
+    trace_hub_flush(h);
+    const trace_store *st = trace_get_store(small);
+    ck_assert_uint_eq(trace_store_next_seq(st), N);
+    ck_assert_uint_eq(trace_store_records(st), 3);
+    for (uint64_t s = N - 3; s < N; s++) {
+        const trace_record *r = trace_store_get(st, s);
+        ck_assert_ptr_eq(r->peer, peers[s]);
+        ck_assert_ptr_eq(r->wire, wire);
+        ck_assert_ptr_eq(r->uri, uri);
+        ck_assert_uint_eq(r->flags, TRACE_CORR_HAS | (s == N - 1 ? TRACE_CORR_LAST : 0));
+    }
+    ck_assert_uint_eq(trace_next_seq(capped), 70);
+    ck_assert(!trace_is_running(capped));
+    ck_assert_int_eq(trace_get_stop_reason(capped), TRACE_STOP_MAX_RECORDS);
+    ck_assert_ptr_eq(trace_store_get(trace_get_store(capped), 69)->peer, peers[69]);
+    ck_assert_uint_eq(trace_store_get(trace_get_store(capped), 69)->flags, TRACE_CORR_HAS);
+    json_t *recs = trace_render_records(small, 0, TRACE_SEQ_NONE, 10);
+    ck_assert_uint_eq(json_array_size(recs), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(recs, 2), "session_id")),
+                     100 + N - 1);
+    ck_assert(json_is_true(json_object_get(json_array_get(recs, 2), "correlation_is_last")));
+    json_decref(recs);
+    trace_hub_free(h);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+    json_decref(event);
+}
+
+END_TEST
+
 /* A fan-out to more receivers than the hub gathers at once (64), across the encoder's block
  * boundaries (every 256 seqs) and segment rotations: every receiver's record reads back in
  * order with its own peer; a trace with max_records takes exactly up to it. */
@@ -1242,6 +1304,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_action_uris_interned);
     tcase_add_test(cap, test_repeat_only_when_certain);
     tcase_add_test(cap, test_repeat_large_fan_out);
+    tcase_add_test(cap, test_repeat_in_memory_limits);
     suite_add_tcase(s, cap);
     return s;
 }

@@ -195,6 +195,118 @@ START_TEST(test_eviction_releases_every_reference)
 
 END_TEST
 
+/* A fan-out's repeats borrow the newest record's uri and wire: one reference on them for the
+ * whole run, handed on from record to record as the oldest are evicted, across ring wraps;
+ * each repeat holds its own peer and flags, and reads back like a copy. */
+START_TEST(test_repeat_borrows_and_passes_on)
+{
+    trace_peer *peers[3];
+    for (int i = 0; i < 3; i++) {
+        peers[i] = trace_peer_new(10 + (uint64_t)i, "realm1", "alice", "user");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
+    trace_store *st = trace_store_new(4, 1 << 20);
+    trace_record r = rec_of(0, 77);
+    r.peer = trace_peer_ref(peers[0]);
+    r.uri = trace_str_ref(uri);
+    r.wire = wamp_buf_ref(wire);
+    r.msg_type = 36;
+    r.flags = TRACE_CORR_HAS;
+    ck_assert_uint_eq(trace_store_append_take(st, &r), 0);
+    trace_peer *run[10];
+    for (size_t i = 0; i < 10; i++) {
+        run[i] = peers[(i + 1) % 3]; /* seq s has peers[s % 3] */
+    }
+    /* One by one (each the last of its batch), then the rest in one batch ending the action. */
+    for (size_t b = 0; b < 10; b++) {
+        size_t n = b < 3 ? 1 : 7;
+        uint8_t last = (uint8_t)(TRACE_CORR_HAS | (b + n == 10 ? TRACE_CORR_LAST : 0));
+        ck_assert_uint_eq(
+                trace_store_append_repeats(st, wire, uri, 77, run + b, n, TRACE_CORR_HAS, last), n);
+        b += n - 1;
+        uint64_t newest = b + 1;
+        ck_assert_uint_eq(trace_store_next_seq(st), newest + 1);
+        uint64_t held = newest + 1 < 4 ? newest + 1 : 4;
+        ck_assert_uint_eq(trace_store_records(st), held);
+        ck_assert_uint_eq(trace_store_bytes(st), held * (11 + TRACE_RECORD_OVERHEAD));
+        /* One reference for the whole run, whichever record holds it now. */
+        ck_assert_uint_eq(wamp_buf_refs(wire), 2);
+        ck_assert_uint_eq(trace_str_refs(uri), 2);
+        for (uint64_t s = trace_store_first_seq(st); s <= newest; s++) {
+            const trace_record *h = trace_store_get(st, s);
+            ck_assert_uint_eq(h->seq, s);
+            ck_assert_ptr_eq(h->peer, peers[s % 3]);
+            ck_assert_ptr_eq(h->wire, wire);
+            ck_assert_ptr_eq(h->uri, uri);
+            ck_assert_uint_eq(h->pc_ns, 77);
+            ck_assert_uint_eq(h->msg_type, 36);
+            ck_assert_uint_eq(h->flags, TRACE_CORR_HAS | (s == 10 ? TRACE_CORR_LAST : 0));
+        }
+    }
+    ck_assert_uint_eq(trace_store_dropped(st), 7);
+    /* Only the newest record is a template: after another message, no repeat of this one. */
+    append(st, 5, 78);
+    ck_assert_uint_eq(trace_store_append_repeats(st, wire, uri, 77, peers, 1, 0, 0), 0);
+    ck_assert_uint_eq(trace_store_append_repeats(st, NULL, NULL, 78, peers, 1, 0, 0), 0);
+    ck_assert_uint_eq(trace_store_next_seq(st), 12);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 2); /* seqs 9 and 10 still held */
+    trace_store_free(st);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
+/* A repeat that would have to evict its template (limit 1, or a byte budget that holds one
+ * record) is refused after the evictions that leave the template held; the message's own
+ * pc_ns, wire and uri identify the template. */
+START_TEST(test_repeat_refused_without_template)
+{
+    trace_peer *peer = trace_peer_new(10, "realm1", "alice", "user");
+    wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
+    trace_store *one = trace_store_new(1, 1 << 20);
+    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 5, &peer, 1, 0, 0),
+                      0); /* empty */
+    trace_record r = rec_of(0, 5);
+    r.wire = wamp_buf_ref(wire);
+    trace_store_append_take(one, &r);
+    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 6, &peer, 1, 0, 0), 0); /* pc */
+    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 5, &peer, 1, 0, 0),
+                      0); /* limit */
+    ck_assert_uint_eq(trace_store_records(one), 1);
+    ck_assert_uint_eq(trace_store_dropped(one), 0);
+    ck_assert_uint_eq(trace_store_next_seq(one), 1);
+    trace_store_free(one);
+    /* Room for the template and a 3-byte record, not for two templates: the small one goes,
+     * then the repeat is refused (the caller appends a copy, which evicts the template). */
+    uint64_t cost = 11 + TRACE_RECORD_OVERHEAD;
+    trace_store *tight = trace_store_new(10, cost + 3 + TRACE_RECORD_OVERHEAD);
+    append(tight, 3, 1);
+    r = rec_of(0, 5);
+    r.wire = wamp_buf_ref(wire);
+    trace_store_append_take(tight, &r);
+    trace_peer *two[] = {peer, peer};
+    ck_assert_uint_eq(trace_store_append_repeats(tight, wire, NULL, 5, two, 2, 0, 0), 0);
+    ck_assert_uint_eq(trace_store_records(tight), 1);
+    ck_assert_uint_eq(trace_store_dropped(tight), 1);
+    ck_assert_uint_eq(trace_store_get(tight, 1)->pc_ns, 5);
+    ck_assert_uint_eq(trace_peer_refs(peer), 1);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 2);
+    trace_store_free(tight);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    trace_peer_unref(&peer);
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
 START_TEST(test_ring_growth_and_wraparound)
 {
     /* limit 1000: the ring grows 64, 128, ... 1000 and then wraps many times. */
@@ -324,6 +436,8 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_record_over_budget_alone);
     tcase_add_test(tc, test_references_released_on_drop_and_free);
     tcase_add_test(tc, test_eviction_releases_every_reference);
+    tcase_add_test(tc, test_repeat_borrows_and_passes_on);
+    tcase_add_test(tc, test_repeat_refused_without_template);
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_range_bounds_and_limit);
     tcase_add_test(tc, test_paging_across_drops);
