@@ -9,6 +9,7 @@
 
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
+#include "rt_cluster_meta.h"
 #include "rt_nats.h"
 
 #ifndef RT_VERSION
@@ -21,6 +22,7 @@ struct rt_nats_node {
     rt_cluster *member;
     rt_nats *link;
     rt_cluster_broker *broker; /* pub/sub across the nodes */
+    rt_cluster_meta *meta;     /* the meta API across the nodes */
 };
 
 static uint64_t node_clock(void *ctx)
@@ -49,6 +51,7 @@ void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
 /* Frees without leaving. */
 static void node_free(rt_nats_node *nn)
 {
+    rt_cluster_meta_free(nn->meta);
     if (nn->broker) {
         rt_router_set_cluster_broker(nn->rt, NULL);
     }
@@ -56,6 +59,31 @@ static void node_free(rt_nats_node *nn)
     rt_nats_free(nn->link);
     rt_cluster_free(nn->member);
     free(nn);
+}
+
+/* Pub/sub and the meta API across the nodes. err (err_len) says why one cannot start. */
+static wamp_err start_services(rt_nats_node *nn, uint64_t instance, char *err, size_t err_len)
+{
+    const rt_cluster_config *cc = nn->cfg;
+    rt_cluster_broker_options bo = {.ops = rt_nats_link_ops(),
+                                    .link = nn->link,
+                                    .instance = instance,
+                                    .beat_ms = cc->heartbeat_ms,
+                                    .hold_ms = cc->node_ttl_ms,
+                                    .max_entries = RT_CLUSTER_BROKER_MAX_ENTRIES};
+    wamp_err e = rt_cluster_broker_new(nn->rt, nn->member, &bo, &nn->broker);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start publish/subscribe across nodes: %s",
+                 cc->name, wamp_strerror(e));
+        return e;
+    }
+    rt_router_set_cluster_broker(nn->rt, nn->broker);
+    e = rt_cluster_meta_new(nn->rt, nn->member, &nn->meta);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start the meta API across nodes: %s", cc->name,
+                 wamp_strerror(e));
+    }
+    return e;
 }
 
 wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **out, char *err,
@@ -85,20 +113,11 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
         return e;
     }
     /* Before the join, so that the join announces this node's subscriptions. */
-    rt_cluster_broker_options bo = {.ops = rt_nats_link_ops(),
-                                    .link = nn->link,
-                                    .instance = instance,
-                                    .beat_ms = cc->heartbeat_ms,
-                                    .hold_ms = cc->node_ttl_ms,
-                                    .max_entries = RT_CLUSTER_BROKER_MAX_ENTRIES};
-    e = rt_cluster_broker_new(rt, nn->member, &bo, &nn->broker);
+    e = start_services(nn, instance, err, err_len);
     if (e != WAMP_OK) {
-        snprintf(err, err_len, "cluster %s: cannot start publish/subscribe across nodes: %s",
-                 cc->name, wamp_strerror(e));
         node_free(nn);
         return e;
     }
-    rt_router_set_cluster_broker(rt, nn->broker);
     uint64_t connect_end = rt_router_now_us(rt) + (uint64_t)cc->connect_timeout_ms * 1000;
     uint64_t settle_end =
             connect_end +
