@@ -61,24 +61,26 @@ static void node_free(rt_nats_node *nn)
     free(nn);
 }
 
-/* Pub/sub and the meta API across the nodes. err (err_len) says why one cannot start. */
-static wamp_err start_services(rt_nats_node *nn, uint64_t instance, char *err, size_t err_len)
+/* Starts publish/subscribe and the meta API across the nodes on nn's link; err on failure. */
+static wamp_err node_services(rt_nats_node *nn, const rt_config *cfg, uint64_t instance, char *err,
+                              size_t err_len)
 {
-    const rt_cluster_config *cc = nn->cfg;
+    const rt_cluster_config *cc = cfg->cluster;
+    rt_router *rt = nn->rt;
     rt_cluster_broker_options bo = {.ops = rt_nats_link_ops(),
                                     .link = nn->link,
                                     .instance = instance,
                                     .beat_ms = cc->heartbeat_ms,
                                     .hold_ms = cc->node_ttl_ms,
                                     .max_entries = RT_CLUSTER_BROKER_MAX_ENTRIES};
-    wamp_err e = rt_cluster_broker_new(nn->rt, nn->member, &bo, &nn->broker);
+    wamp_err e = rt_cluster_broker_new(rt, nn->member, &bo, &nn->broker);
     if (e != WAMP_OK) {
         snprintf(err, err_len, "cluster %s: cannot start publish/subscribe across nodes: %s",
                  cc->name, wamp_strerror(e));
         return e;
     }
-    rt_router_set_cluster_broker(nn->rt, nn->broker);
-    e = rt_cluster_meta_new(nn->rt, nn->member, &nn->meta);
+    rt_router_set_cluster_broker(rt, nn->broker);
+    e = rt_cluster_meta_new(rt, nn->member, &nn->meta);
     if (e != WAMP_OK) {
         snprintf(err, err_len, "cluster %s: cannot start the meta API across nodes: %s", cc->name,
                  wamp_strerror(e));
@@ -113,7 +115,7 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
         return e;
     }
     /* Before the join, so that the join announces this node's subscriptions. */
-    e = start_services(nn, instance, err, err_len);
+    e = node_services(nn, cfg, instance, err, err_len);
     if (e != WAMP_OK) {
         node_free(nn);
         return e;
