@@ -194,6 +194,7 @@ typedef struct rt_listener {
     char *interface; /* endpoint.interface; NULL = all interfaces (Crossbar's default) */
     int port;        /* endpoint.port, 0..65535 (0 = ephemeral); 0 for a Unix socket */
     char *unix_path; /* endpoint "type": "unix": the socket file's path; NULL for TCP */
+    bool shared;     /* endpoint.shared: SO_REUSEPORT, other processes may listen on the port */
     /* endpoint.tls (TCP only): TLS through lws's vhost TLS (wss://, rss://). All NULL = plain.
      * The files were readable when the config was loaded. */
     char *tls_key;         /* tls.key: PEM private key file */
@@ -271,6 +272,9 @@ typedef struct rt_cluster_config {
     uint32_t heartbeat_ms;       /* membership heartbeat (1,000) */
     uint32_t node_ttl_ms;        /* a node's key lives this long after its last heartbeat (4,000) */
     size_t max_pending_bytes;    /* cluster bytes queued in either direction (8 MiB) */
+    size_t max_calls;            /* calls in flight to other nodes, and served for them (10,000) */
+    size_t max_registrations;    /* registrations this node announces (100,000) */
+    bool send_asap; /* each NATS publish written at once, not by cnats' flusher (false) */
 } rt_cluster_config;
 
 typedef struct rt_config {

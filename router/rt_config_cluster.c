@@ -23,6 +23,9 @@ static const cfg_field cluster_fields[] = {
     CLUSTER("heartbeat_interval", CFG_U32,  heartbeat_ms,       1000, 100, 60000, "ms"),
     CLUSTER("node_ttl",           CFG_U32,  node_ttl_ms,        4000, 1000, 600000, "ms"),
     CLUSTER("max_pending_bytes",  CFG_SIZE, max_pending_bytes,  8 * MIB, 64 * KIB, GIB, "bytes"),
+    CLUSTER("max_calls",          CFG_SIZE, max_calls,          10000, 1, 1000000, NULL),
+    CLUSTER("max_registrations",  CFG_SIZE, max_registrations,  100000, 1, 10000000, NULL),
+    CLUSTER("send_asap",          CFG_BOOL, send_asap,          0, 0, 1, NULL),
 };
 /* clang-format on */
 

@@ -27,8 +27,8 @@ static const key_rule endpoint_rules[] = {
         K_PARSED("version"),
         /* lws uses its own listen backlog. */
         K_IGN_INT("backlog", 1, 65535),
-        /* SO_REUSEPORT between Crossbar router workers; wampscope runs one router. */
-        K_IGN("shared", KEY_IGN_BOOL),
+        /* SO_REUSEPORT: several processes (nodes of a cluster) listen on one port. */
+        K_PARSED("shared"),
         K_PARSED("tls"),
         K_REFUSED("portrange", "port ranges are not supported; give one \"port\""),
         K_REFUSED("user_timeout", "TCP_USER_TIMEOUT is not supported"),
@@ -173,6 +173,10 @@ wamp_err cfg_parse_endpoint(cfg_ctx *c, const char *path, const json_t *o, rt_li
         return err;
     }
     l->port = (int)port;
+    err = cfg_opt_bool(c, path, o, "shared", &l->shared);
+    if (err != WAMP_OK) {
+        return err;
+    }
 
     const char *iface = NULL;
     err = cfg_opt_str(c, path, o, "interface", &iface);
@@ -212,6 +216,10 @@ wamp_err cfg_parse_endpoint(cfg_ctx *c, const char *path, const json_t *o, rt_li
     if ((version == 4 && v6_literal) || (version == 6 && v4_literal)) {
         return cfg_refuse(c, vp.s, "%lld does not match interface \"%s\"", (long long)version,
                           iface);
+    }
+    if (l->shared && iface && !v4_literal && !v6_literal) {
+        return cfg_refuse(c, cfg_key(path, "interface").s,
+                          "must be an IP address with \"shared\": true (got \"%s\")", iface);
     }
     const json_t *tls = json_object_get(o, "tls");
     return tls ? parse_tls(c, cfg_key(path, "tls").s, tls, l) : WAMP_OK;

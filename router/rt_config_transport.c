@@ -196,6 +196,7 @@ static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *w
 static wamp_err copy_endpoint(cfg_ctx *c, const rt_listener *l, rt_listener *x)
 {
     x->port = l->port;
+    x->shared = l->shared;
     wamp_err err = l->interface ? cfg_dup(c, l->interface, &x->interface) : WAMP_OK;
     if (err == WAMP_OK && l->tls_certificate) {
         err = cfg_dup(c, l->tls_certificate, &x->tls_certificate);

@@ -28,6 +28,8 @@ struct rt_router {
     size_t n_realms;
     /* Borrowed, NULL without wampscope.cluster (rt_router_set_cluster()). */
     const struct rt_cluster *cluster;
+    /* Borrowed: calls and registrations across the cluster (rt_dealer_remote.h), or NULL. */
+    struct rt_dealer_cluster *dcl;
     /* Borrowed, NULL without wampscope.cluster (rt_router_set_cluster_broker()). */
     const struct rt_cluster_broker *cluster_broker;
     rt_hmap sessions_by_id; /* rt_session.by_id */
@@ -86,7 +88,8 @@ struct rt_session {
     rt_list calls_served; /* pending invocations this session serves (callee side) */
     size_t n_subs;        /* entries of subs (limits.max_subscriptions) */
     size_t n_regs;        /* entries of regs (limits.max_registrations) */
-    size_t n_calls_made;  /* entries of calls_made (limits.max_pending_calls) */
+    size_t n_calls_made;  /* entries of calls_made, and calls waiting on other nodes
+                           * (limits.max_pending_calls) */
     /* HELLO roles.callee.features.call_canceling: the dealer may send it INTERRUPT. */
     bool callee_call_canceling;
     /* HELLO roles.<role>.features.payload_passthru_mode, per role (payload passthru mode). */

@@ -32,7 +32,7 @@
 typedef struct rt_call {
     uint64_t invocation; /* INVOCATION.Request */
     uint64_t request;    /* the caller's CALL.Request */
-    rt_session *caller;  /* waiting for the answer (never NULL) */
+    rt_session *caller;  /* waiting for the answer; NULL: a caller on another node */
     rt_session *callee;
     rt_hnode by_invocation;
     rt_hnode by_request; /* in d->requests (CANCEL finds it there) */
@@ -83,8 +83,10 @@ static uint64_t request_hash(const rt_session *caller, uint64_t request)
 static void call_remove(rt_dealer *d, rt_call *c)
 {
     rt_hmap_remove(&d->calls, &c->by_invocation);
-    rt_hmap_remove(&d->requests, &c->by_request);
-    c->caller->n_calls_made--;
+    if (c->caller) {
+        rt_hmap_remove(&d->requests, &c->by_request);
+        c->caller->n_calls_made--;
+    }
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
@@ -383,6 +385,28 @@ static wamp_err invocation_not_sent(rt_session *s, uint64_t request, wamp_err er
     return err;
 }
 
+/* Checks the options of caller s's CALL m (not empty): true if the call may go on (*ppt: it
+ * uses payload passthru mode); false after an ERROR or a protocol violation, *err its result. */
+static bool call_options_ok(rt_session *s, const wamp_msg *m, bool *ppt, wamp_err *err)
+{
+    char why[96];
+    const char *bad = rt_options_check(WAMP_MSG_CALL, m->dict, why, sizeof(why))
+                              ? wamp_msg_ppt_check(m->dict, ppt)
+                              : why;
+    if (bad) {
+        *err = rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad);
+        return false;
+    }
+    if (*ppt && !s->ppt_caller) {
+        /* Spec "Payload Passthru Mode": a protocol error. */
+        rt_session_protocol_violation(s, "CALL uses payload passthru mode (ppt_*), which the "
+                                         "caller did not announce (payload_passthru_mode)");
+        *err = WAMP_OK;
+        return false;
+    }
+    return true;
+}
+
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
@@ -398,23 +422,23 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     /* Plain calls have empty options: skip the option lookups (each hashes its key). */
     bool has_options = json_object_size(m->dict) > 0;
-    char why[96];
-    if (has_options && !rt_options_check(WAMP_MSG_CALL, m->dict, why, sizeof(why))) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
+    bool ppt = false;
+    wamp_err err = WAMP_OK;
+    if (has_options && !call_options_ok(s, m, &ppt, &err)) {
+        return err;
     }
     json_t *timeout_v = has_options ? json_object_get(m->dict, "timeout") : NULL;
-    bool ppt = false;
-    const char *bad_ppt = has_options ? wamp_msg_ppt_check(m->dict, &ppt) : NULL;
-    if (bad_ppt) {
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, bad_ppt);
-    }
-    if (ppt && !s->ppt_caller) {
-        /* Spec "Payload Passthru Mode": a protocol error. */
-        rt_session_protocol_violation(s, "CALL uses payload passthru mode (ppt_*), which the "
-                                         "caller did not announce (payload_passthru_mode)");
-        return WAMP_OK;
-    }
+    bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
+    bool disclose = perm->disclose_caller ||
+                    (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
     rt_registration *reg = rt_dealer_match_registration(d, m->uri);
+    const char *node = s->rt->dcl ? rt_dealer_cluster_route(d, reg, m->uri) : NULL;
+    if (node) {
+        return ppt ? rt_session_send_error(s, WAMP_MSG_CALL, m->id,
+                                           WAMP_ERROR_FEATURE_NOT_SUPPORTED,
+                                           "payload passthru mode does not cross cluster nodes")
+                   : rt_dealer_cluster_call(d, s, m, node, disclose, progress);
+    }
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
                                      "no callee registered for this procedure");
@@ -435,9 +459,6 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     if (unfit) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, unfit_uri, unfit);
     }
-    bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
-    bool disclose = perm->disclose_caller ||
-                    (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
     bool oom = false;
     json_t *details = invocation_details(reg, s, m, progress, disclose, ppt, &oom);
     if (oom) {
@@ -450,7 +471,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     rt_observers_action_mark(&s->rt->observers, s->rt, &c->action);
     rt_payload payload = rt_payload_of(m);
-    wamp_err err = rt_session_send_payload(
+    err = rt_session_send_payload(
             callee,
             wamp_msg_new_invocation(c->invocation, reg->id, details,
                                     m->args ? json_incref(m->args) : NULL,
@@ -481,6 +502,36 @@ static rt_call *caller_call(const rt_dealer *d, const rt_session *s, uint64_t re
         }
     }
     return NULL;
+}
+
+/* The caller's answer (ERROR or RESULT to its CALL.Request request) to the callee's YIELD or
+ * ERROR m (progress: a progressive YIELD) into *reply (NULL if it could not be made);
+ * WAMP_ENOMEM when the ppt_* details could not be copied. */
+static wamp_err answer_reply(const wamp_msg *m, uint64_t request, bool is_error, bool progress,
+                             json_t **out)
+{
+    json_t *args = m->args ? json_incref(m->args) : NULL;
+    json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
+    if (is_error) {
+        /* ERROR.Details go along as they are (ppt_* keys included). */
+        *out = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
+                                  kwargs);
+    } else {
+        /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
+        json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
+        bool ppt = false;
+        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
+            details = details ? details : json_object();
+            if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
+                json_decref(details);
+                json_decref(args);
+                json_decref(kwargs);
+                return WAMP_ENOMEM;
+            }
+        }
+        *out = wamp_msg_new_result(request, details, args, kwargs);
+    }
+    return WAMP_OK;
 }
 
 wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
@@ -515,32 +566,21 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
     } else {
         call_remove(d, c);
     }
+    if (!caller) {
+        /* The caller is on another node: the answer travels there. */
+        if (!progress) {
+            rt_observers_action_last(&s->rt->observers, s->rt);
+        }
+        rt_dealer_cluster_answer(s->rt, m->id, m, is_error ? m->uri : NULL, progress);
+        return WAMP_OK;
+    }
     if (caller->state != RT_SESSION_JOINED) {
         s->rt->stats.answers_dropped++; /* the caller is closing: nowhere to go */
         return WAMP_OK;
     }
-    json_t *args = m->args ? json_incref(m->args) : NULL;
-    json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
-    json_t *reply;
-    if (is_error) {
-        /* ERROR.Details go along as they are (ppt_* keys included). */
-        reply = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
-                                   kwargs);
-    } else {
-        /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
-        json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
-        bool ppt = false;
-        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
-            details = details ? details : json_object();
-            if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
-                json_decref(details);
-                details = NULL;
-                json_decref(args);
-                json_decref(kwargs);
-                return WAMP_ENOMEM;
-            }
-        }
-        reply = wamp_msg_new_result(request, details, args, kwargs);
+    json_t *reply = NULL;
+    if (answer_reply(m, request, is_error, progress, &reply) != WAMP_OK) {
+        return WAMP_ENOMEM;
     }
     if (!progress) {
         rt_observers_action_last(&s->rt->observers, s->rt);
@@ -586,6 +626,10 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_OK;
     }
     rt_call *c = caller_call(d, s, m->id);
+    wamp_err cerr = WAMP_OK;
+    if (!c && s->rt->dcl && rt_dealer_cluster_cancel(s, m->id, mode, &cerr)) {
+        return cerr;
+    }
     if (!c || c->killing) {
         RT_LOG_DEBUG(s->id,
                      "CANCEL of request %llu ignored (no pending call, or already "
@@ -654,8 +698,11 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         rt_session *caller = c->caller;
         uint64_t request = c->request;
         bool traced = rt_observers_action_resume(obs, s->rt, &c->action);
+        uint64_t invocation = c->invocation;
         call_remove(d, c);
-        if (caller && caller->state == RT_SESSION_JOINED) {
+        if (!caller) {
+            rt_dealer_cluster_answer(s->rt, invocation, NULL, WAMP_ERROR_CANCELED, false);
+        } else if (caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_CANCELED,
                                         "the callee left before answering");
         }
@@ -680,6 +727,9 @@ void rt_dealer_on_leave(rt_dealer *d, rt_session *s)
         }
         call_abandon(d, c);
     }
+    if (s->rt->dcl) {
+        rt_dealer_cluster_caller_left(s);
+    }
     rt_observers_action_restore(obs, s->rt, leave_action);
 }
 
@@ -703,6 +753,102 @@ const rt_action_mark *rt_dealer_caller_action(rt_dealer *d, rt_session *caller, 
 {
     rt_call *c = caller_call(d, caller, request);
     return c ? &c->action : NULL;
+}
+
+/* --- Calls from other nodes (rt_dealer_remote.c) -------------------------------------------- */
+
+/* INVOCATION.Details of a call from another node (NULL: {}); *oom on failure. */
+static json_t *remote_details(const rt_registration *reg, const rt_crpc_call *call, bool *oom)
+{
+    if (reg->match == WAMP_MATCH_EXACT && !call->receive_progress && !call->disclose) {
+        return NULL;
+    }
+    json_t *det = json_object();
+    bool ok = det != NULL;
+    if (ok && reg->match != WAMP_MATCH_EXACT) {
+        ok = json_object_set_new(det, "procedure", json_string(call->procedure)) == 0;
+    }
+    if (ok && call->receive_progress) {
+        ok = json_object_set_new(det, "receive_progress", json_true()) == 0;
+    }
+    if (ok && call->disclose) {
+        ok = json_object_set_new(det, "caller", json_integer((json_int_t)call->caller)) == 0 &&
+             json_object_set_new(det, "caller_authid", json_string(call->authid)) == 0 &&
+             json_object_set_new(det, "caller_authrole", json_string(call->authrole)) == 0;
+    }
+    if (!ok) {
+        json_decref(det);
+        *oom = true;
+        return NULL;
+    }
+    return det;
+}
+
+const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint64_t *invocation)
+{
+    rt_registration *reg = rt_dealer_match_registration(d, call->procedure);
+    if (!reg || reg->fn) {
+        return WAMP_ERROR_NO_SUCH_PROCEDURE; /* gone meanwhile; router procedures stay local */
+    }
+    rt_session *callee = pick_callee(reg);
+    if (callee->state != RT_SESSION_JOINED) {
+        return WAMP_ERROR_CANCELED;
+    }
+    bool oom = false;
+    json_t *details = remote_details(reg, call, &oom);
+    rt_call *c = oom ? NULL : calloc(1, sizeof(*c));
+    if (!c) {
+        json_decref(details);
+        return WAMP_ERROR_CANCELED;
+    }
+    rt_router *rt = callee->rt;
+    c->invocation = rt_router_next_id(rt);
+    c->callee = callee;
+    c->receive_progress = call->receive_progress;
+    rt_list_init(&c->in_caller);
+    rt_list_init(&c->in_timeouts); /* the caller's node keeps the deadline */
+    if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
+        json_decref(details);
+        free(c);
+        return WAMP_ERROR_CANCELED;
+    }
+    rt_list_add_tail(&callee->calls_served, &c->in_callee);
+    if (call->corr) { /* the caller's node keeps the action's URI: only its id here */
+        memcpy(c->action.id, call->corr, RT_ACTION_ID_LEN);
+    }
+    rt_payload payload = {
+            .ser = call->payload.ser, .args = call->payload.args, .kwargs = call->payload.kwargs};
+    wamp_err err = rt_session_send_payload(
+            callee, wamp_msg_new_invocation(c->invocation, reg->id, details, NULL, NULL), &payload);
+    if (err != WAMP_OK) {
+        call_remove(d, c);
+        return err == WAMP_ETOOBIG ? WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED : WAMP_ERROR_CANCELED;
+    }
+    *invocation = c->invocation;
+    return NULL;
+}
+
+void rt_dealer_cancel_remote(rt_dealer *d, uint64_t invocation, rt_crpc_mode mode)
+{
+    rt_call *c = find_call(d, invocation);
+    if (!c || c->caller || c->killing) {
+        return;
+    }
+    bool can = callee_can_interrupt(c);
+    if (mode == RT_CRPC_KILL && can) {
+        (void)send_interrupt(c, "kill");
+        c->killing = true; /* the callee's answer goes to the caller's node */
+        return;
+    }
+    if (mode == RT_CRPC_KILLNOWAIT && can) {
+        (void)send_interrupt(c, "killnowait");
+    }
+    bool answer = mode == RT_CRPC_KILL; /* a callee that cannot be interrupted: as skip */
+    rt_router *rt = c->callee->rt;
+    call_abandon(d, c);
+    if (answer) {
+        rt_dealer_cluster_answer(rt, invocation, NULL, WAMP_ERROR_CANCELED, false);
+    }
 }
 
 /* --- Deferred answers of local procedures ----------------------------------------------- */

@@ -3,6 +3,8 @@
  * calls nothing of rt_dealer.c. */
 #ifndef RT_DEALER_INT_H
 #define RT_DEALER_INT_H
+#include "rt_cluster_dealer.h"
+#include "rt_cluster_regs.h"
 #include "rt_core_int.h"
 #include "rt_dealer.h"
 
@@ -35,6 +37,7 @@ typedef struct rt_reg_callee {
     rt_session *session;
     rt_list in_reg;     /* in reg->callees */
     rt_list in_session; /* in session->regs */
+    uint64_t at_ms;     /* wall clock when it registered (first/last across a cluster) */
 } rt_reg_callee;
 
 /* A traced call freed before its callee answered (rt_dealer.c). */
@@ -64,5 +67,50 @@ void rt_dealer_reg_callee_remove(rt_dealer *d, rt_reg_callee *rc);
 /* The registration a CALL of uri reaches: exact, else longest prefix, else most specific
  * wildcard (the earliest registered among equals). NULL if none. */
 rt_registration *rt_dealer_match_registration(const rt_dealer *d, const char *uri);
+
+/* "single", "roundrobin", ... */
+static inline const char *rt_dealer_invoke_name(rt_invoke inv)
+{
+    static const char *const names[] = {"single", "roundrobin", "random", "first", "last"};
+    return names[inv];
+}
+
+/* --- Cluster (rt_dealer_cluster.c below the dealer, rt_dealer_remote.c above it) ------------ */
+
+/* The cluster parts every realm's dealer uses; rt_router.dcl, NULL without a cluster. */
+struct rt_dealer_cluster {
+    rt_cluster_dealer *cd;
+    rt_cluster_regs *regs;
+};
+
+/* Where a CALL of uri goes when reg (NULL: none) is this node's best match: NULL here, or the
+ * node to send it to. One branch and a count check when no other node registers anything. */
+const char *rt_dealer_cluster_route(rt_dealer *d, const rt_registration *reg, const char *uri);
+/* Sends s's CALL m to node; answers s with ERROR when it cannot be sent. */
+wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, const char *node,
+                                bool disclose, bool progress);
+/* CANCEL of s's crossing call request (false: not one); skip and killnowait answer s. */
+bool rt_dealer_cluster_cancel(rt_session *s, uint64_t request, const char *mode, wamp_err *err);
+/* s leaves: its crossing calls are canceled toward their callees' nodes. */
+void rt_dealer_cluster_caller_left(rt_session *s);
+/* The callee's answer m (NULL: the callee left, error set) to the call of another node made as
+ * invocation. */
+void rt_dealer_cluster_answer(rt_router *rt, uint64_t invocation, const wamp_msg *m,
+                              const char *error, bool progress);
+/* Announces reg's callee count to the other nodes (0: gone). */
+void rt_dealer_cluster_sync(rt_dealer *d, const rt_registration *reg, size_t n_callees);
+/* Claims a new registration cluster-wide for s's REGISTER request: WAMP_OK, answered later
+ * (rt_dealer_register_commit()); WAMP_ECLOSED, register it now; WAMP_ENOMEM. */
+wamp_err rt_dealer_cluster_claim(rt_dealer *d, rt_session *s, uint64_t request, const char *uri,
+                                 wamp_match match, rt_invoke invoke);
+/* Wall clock in milliseconds. */
+uint64_t rt_dealer_wall_ms(void);
+
+/* For rt_dealer_remote.c: the INVOCATION of a call from another node (rt_cluster_dealer_ops
+ * invoke), its cancel, and a claimed registration's REGISTER completed (s NULL: the session is
+ * gone; the claim is released unless a local registration holds it). */
+const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint64_t *invocation);
+void rt_dealer_cancel_remote(rt_dealer *d, uint64_t invocation, rt_crpc_mode mode);
+void rt_dealer_register_commit(rt_dealer *d, rt_session *s, const rt_creg_claim *cl);
 
 #endif /* RT_DEALER_INT_H */

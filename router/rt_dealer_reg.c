@@ -11,11 +11,10 @@
 
 #include "rt_dealer_int.h"
 #include "rt_log.h"
+#include "rt_match_rank.h"
 #include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_uri.h"
-
-static const char *const invoke_names[] = {"single", "roundrobin", "random", "first", "last"};
 
 void rt_dealer_registration_free(rt_dealer *d, rt_registration *reg)
 {
@@ -45,6 +44,9 @@ void rt_dealer_reg_callee_remove(rt_dealer *d, rt_reg_callee *rc)
     rt_list_remove(&rc->in_session);
     rc->session->n_regs--;
     free(rc);
+    if (rt_realm_router(d->realm)->dcl) {
+        rt_dealer_cluster_sync(d, reg, reg->n_callees - 1);
+    }
     if (--reg->n_callees == 0) {
         rt_dealer_registration_free(d, reg);
     }
@@ -82,49 +84,8 @@ static rt_registration *find_registration(const rt_dealer *d, const char *uri, w
     return NULL;
 }
 
-/* Wildcard specificity (spec "Calls matching multiple registrations"): the lengths, in
- * components, of the runs of non-empty components between wildcards, compared in order; the
- * longer run first wins ("a1.b2..d4" beats "a1...d4", "a1.b2..d4.e5..g7" beats
- * "a1.b2..d4..f6.g7"). next_run() yields one run length per call, -1 past the end. */
-static int next_run(const char **p)
-{
-    const char *s = *p;
-    if (!s) {
-        return -1;
-    }
-    int n = 0;
-    for (;;) {
-        const char *dot = strchr(s, '.');
-        size_t len = dot ? (size_t)(dot - s) : strlen(s);
-        if (len == 0) {
-            *p = dot ? dot + 1 : NULL;
-            return n;
-        }
-        n++;
-        if (!dot) {
-            *p = NULL;
-            return n;
-        }
-        s = dot + 1;
-    }
-}
-
-/* > 0 if wildcard pattern a is more specific than b, < 0 if less, 0 if equal. */
-static int wildcard_cmp(const char *a, const char *b)
-{
-    for (;;) {
-        int ra = next_run(&a), rb = next_run(&b);
-        if (ra != rb) {
-            return ra - rb;
-        }
-        if (ra < 0) {
-            return 0;
-        }
-    }
-}
-
 /* The registration a CALL of uri reaches: exact, else longest prefix, else most specific
- * wildcard (the earliest registered among equals). NULL if none. */
+ * wildcard (rt_match_rank.h; the earliest registered among equals). NULL if none. */
 rt_registration *rt_dealer_match_registration(const rt_dealer *d, const char *uri)
 {
     rt_registration *best = find_exact(d, uri);
@@ -146,7 +107,7 @@ rt_registration *rt_dealer_match_registration(const rt_dealer *d, const char *ur
     for (const rt_list *it = d->wildcard.next; it != &d->wildcard; it = it->next) {
         rt_registration *reg = RT_CONTAINER_OF(it, rt_registration, in_patterns);
         if (wamp_uri_matches(reg->uri, WAMP_MATCH_WILDCARD, uri) &&
-            (!best || wildcard_cmp(reg->uri, best->uri) > 0)) {
+            (!best || rt_wildcard_cmp(reg->uri, best->uri) > 0)) {
             best = reg;
         }
     }
@@ -212,20 +173,81 @@ void rt_dealer_unregister_local(rt_dealer *d, const char *uri)
     }
 }
 
+static bool parse_invoke_name(const char *s, rt_invoke *out)
+{
+    for (int i = RT_INVOKE_SINGLE; s && i <= RT_INVOKE_LAST; i++) {
+        if (strcmp(s, rt_dealer_invoke_name((rt_invoke)i)) == 0) {
+            *out = (rt_invoke)i;
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool parse_invoke(const json_t *v, rt_invoke *out)
 {
     if (!v) {
         *out = RT_INVOKE_SINGLE;
         return true;
     }
-    const char *s = json_string_value(v);
-    for (size_t i = 0; s && i < sizeof(invoke_names) / sizeof(invoke_names[0]); i++) {
-        if (strcmp(s, invoke_names[i]) == 0) {
-            *out = (rt_invoke)i;
-            return true;
+    return parse_invoke_name(json_string_value(v), out);
+}
+
+/* The REGISTER (request) of uri by s once validated: joins or creates the registration. With
+ * may_claim and a cluster, a new registration is first claimed cluster-wide (answered later). */
+static wamp_err register_add(rt_dealer *d, rt_session *s, uint64_t request, const char *uri,
+                             wamp_match match, rt_invoke invoke, bool may_claim)
+{
+    rt_registration *reg = find_registration(d, uri, match);
+    if (reg) {
+        /* Spec "Shared Registration": joining needs the same policy, and single is exclusive. */
+        bool member = false;
+        RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
+        {
+            member = member || RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session == s;
+        }
+        if (reg->fn || invoke == RT_INVOKE_SINGLE || reg->invoke != invoke || member) {
+            return rt_session_send_error(
+                    s, WAMP_MSG_REGISTER, request, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
+                    reg->fn || member || invoke == RT_INVOKE_SINGLE
+                            ? "procedure is already registered"
+                            : "procedure is already registered with another invocation policy");
         }
     }
-    return false;
+    size_t max_regs = rt_router_config(rt_realm_router(d->realm))->limits.max_registrations;
+    if (max_regs && s->n_regs >= max_regs) {
+        return rt_session_refuse_limit(s, WAMP_MSG_REGISTER, request, "max_registrations",
+                                       max_regs);
+    }
+    rt_router *rt = rt_realm_router(d->realm);
+    if (!reg && may_claim && rt->dcl) {
+        wamp_err err = rt_dealer_cluster_claim(d, s, request, uri, match, invoke);
+        if (err != WAMP_ECLOSED) {
+            return err; /* WAMP_OK: REGISTERED or ERROR when the claim is decided */
+        }
+    }
+    rt_reg_callee *rc = calloc(1, sizeof(*rc));
+    if (!rc) {
+        return WAMP_ENOMEM;
+    }
+    if (!reg && !(reg = registration_new(d, uri, match, invoke))) {
+        free(rc);
+        return WAMP_ENOMEM;
+    }
+    rc->reg = reg;
+    rc->session = s;
+    rc->at_ms = rt->dcl ? rt_dealer_wall_ms() : 0;
+    rt_list_add_tail(&reg->callees, &rc->in_reg);
+    rt_list_add_tail(&s->regs, &rc->in_session);
+    s->n_regs++;
+    reg->n_callees++;
+    rt_observers_registration_added(rt_realm_observers(d->realm), d->realm, s, reg->id,
+                                    reg->n_callees == 1);
+    if (rt->dcl) {
+        rt_dealer_cluster_sync(d, reg, reg->n_callees);
+    }
+    rt_observers_action_last(&s->rt->observers, s->rt);
+    return rt_session_send(s, wamp_msg_new_registered(request, reg->id));
 }
 
 wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
@@ -261,44 +283,31 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_NOT_AUTHORIZED,
                                      "not authorized to register this procedure");
     }
-    rt_registration *reg = find_registration(d, m->uri, match);
-    if (reg) {
-        /* Spec "Shared Registration": joining needs the same policy, and single is exclusive. */
-        bool member = false;
-        RT_LIST_FOREACH_SAFE(it, nx, &reg->callees)
-        {
-            member = member || RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session == s;
+    return register_add(d, s, m->id, m->uri, match, invoke, true);
+}
+
+void rt_dealer_register_commit(rt_dealer *d, rt_session *s, const rt_creg_claim *cl)
+{
+    rt_invoke invoke = RT_INVOKE_SINGLE;
+    parse_invoke_name(cl->invoke, &invoke);
+    if (s && cl->err == WAMP_EEXIST) {
+        (void)rt_session_send_error(s, WAMP_MSG_REGISTER, cl->request,
+                                    WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
+                                    "procedure is already registered on another node");
+        return;
+    }
+    if (s) {
+        (void)register_add(d, s, cl->request, cl->uri, cl->match, invoke, false);
+    }
+    if (cl->err == WAMP_OK) {
+        /* Claimed: now held by this node's registration, or released (the session left, or
+         * the REGISTER failed after all). */
+        rt_registration *reg = find_registration(d, cl->uri, cl->match);
+        if (!reg || reg->fn) {
+            rt_cluster_regs_set(rt_realm_router(d->realm)->dcl->regs, rt_realm_name(d->realm),
+                                cl->uri, cl->match, cl->invoke, 0, 0, 0);
         }
-        if (reg->fn || invoke == RT_INVOKE_SINGLE || reg->invoke != invoke || member) {
-            return rt_session_send_error(
-                    s, WAMP_MSG_REGISTER, m->id, WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
-                    reg->fn || member || invoke == RT_INVOKE_SINGLE
-                            ? "procedure is already registered"
-                            : "procedure is already registered with another invocation policy");
-        }
     }
-    size_t max_regs = rt_router_config(rt_realm_router(d->realm))->limits.max_registrations;
-    if (max_regs && s->n_regs >= max_regs) {
-        return rt_session_refuse_limit(s, WAMP_MSG_REGISTER, m->id, "max_registrations", max_regs);
-    }
-    rt_reg_callee *rc = calloc(1, sizeof(*rc));
-    if (!rc) {
-        return WAMP_ENOMEM;
-    }
-    if (!reg && !(reg = registration_new(d, m->uri, match, invoke))) {
-        free(rc);
-        return WAMP_ENOMEM;
-    }
-    rc->reg = reg;
-    rc->session = s;
-    rt_list_add_tail(&reg->callees, &rc->in_reg);
-    rt_list_add_tail(&s->regs, &rc->in_session);
-    s->n_regs++;
-    reg->n_callees++;
-    rt_observers_registration_added(rt_realm_observers(d->realm), d->realm, s, reg->id,
-                                    reg->n_callees == 1);
-    rt_observers_action_last(&s->rt->observers, s->rt);
-    return rt_session_send(s, wamp_msg_new_registered(m->id, reg->id));
 }
 
 wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
@@ -336,7 +345,7 @@ static void reg_info(const rt_registration *reg, rt_reg_info *out)
     out->id = reg->id;
     out->uri = reg->uri;
     out->match = reg->match;
-    out->invoke = invoke_names[reg->invoke];
+    out->invoke = rt_dealer_invoke_name(reg->invoke);
     out->n_callees = reg->n_callees;
     out->created_us = reg->created_us;
 }

@@ -8,11 +8,21 @@
  * WAMP listeners: every accepted connection goes to lws's raw-skt role and the protocol of
  * rt_lws_front.h (HTTP/1.1, WebSocket, and RawSocket on a universal transport, all ours); a
  * RawSocket listener's to rt_lws_raw.h. lws does the sockets, TLS, the loop and the timers.
- */
+ *
+ * Shared listener (endpoint.shared): lws 4.1 sets SO_REUSEPORT only when it runs several
+ * service threads, so wampscope opens that socket itself and lws watches it as a raw file on
+ * the signal vhost; each accepted connection is adopted onto the listener's vhost, which
+ * listens on nothing itself (CONTEXT_PORT_NO_LISTEN_SERVER), in the raw-skt role with the
+ * listener's protocol, as lws does for the other listeners. */
+/* SO_REUSEPORT is a BSD socket option: glibc declares it for _DEFAULT_SOURCE, not for the
+ * _POSIX_C_SOURCE the build sets. */
+#define _DEFAULT_SOURCE
+
 #include "rt_lws.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,6 +58,9 @@ typedef struct rt_lws_listener {
     struct lws_protocols protocols[RT_LWS_PROTOCOLS_MAX];
     struct lws_vhost *vh;
     int port; /* the port really listened on */
+    /* endpoint.shared: the listening socket wampscope opened with SO_REUSEPORT (lws 4.1 sets
+     * it only with several service threads); its connections are adopted onto vh. */
+    int share_fd;
     /* Connections held now (options.max_connections), counted by the adapters through
      * ws.paths[].conns (this listener's own, or of a listener sharing its socket) and
      * ws.raw_conns. */
@@ -66,7 +79,8 @@ struct rt_lws {
     rt_lws_listener *listeners; /* cfg->n_listeners entries */
     unsigned char *tx_scratch;  /* RT_LWS_WS_SCRATCH bytes, shared by every listener */
     size_t n_listeners;
-    struct lws_protocols sig_protocols[2];
+    struct lws_protocols sig_protocols[3]; /* rt-signal, rt-share, terminator */
+    struct lws_vhost *sig_vh;              /* listens on nothing; watches the descriptors */
     int sigfd;      /* ours until adopted; lws closes it with the wsi afterwards */
     bool sigfd_lws; /* adopted */
     lws_sorted_usec_list_t tick;
@@ -160,6 +174,53 @@ static int sig_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     return 0;
 }
 
+/* A shared listener's socket is readable: accept what is waiting and hand each connection to
+ * the listener's vhost, as lws does for its own listening sockets. */
+static int share_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len)
+{
+    (void)user;
+    (void)in;
+    (void)len;
+    if (reason != LWS_CALLBACK_RAW_RX_FILE) {
+        return 0;
+    }
+    rt_lws *l = lws_get_vhost_user(lws_get_vhost(wsi));
+    int lfd = (int)lws_get_socket_fd(wsi);
+    for (size_t i = 0; i < l->n_listeners; i++) {
+        rt_lws_listener *ll = &l->listeners[i];
+        if (!ll->ws.cfg->shared || ll->ws.cfg->shares_port || ll->share_fd != lfd) {
+            continue;
+        }
+        for (;;) {
+            int fd = accept(lfd, NULL, NULL);
+            if (fd >= 0 &&
+                (fcntl(fd, F_SETFL, O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)) {
+                close(fd);
+                continue;
+            }
+            if (fd < 0) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                    RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(l->rt), "accept failed", 0,
+                                   "accept on a shared listener: %s", strerror(errno));
+                }
+                break;
+            }
+            /* Raw-skt role (no LWS_ADOPT_HTTP), TLS if the vhost has it; adoption failures
+             * close fd (lws_adopt_descriptor_vhost). */
+            lws_sock_file_fd_type u;
+            u.sockfd = fd;
+            (void)lws_adopt_descriptor_vhost(ll->vh, LWS_ADOPT_SOCKET | LWS_ADOPT_ALLOW_SSL, u,
+                                             ll->ws.cfg->kind == RT_TRANSPORT_RAWSOCKET
+                                                     ? RT_LWS_RAW_PROTOCOL
+                                                     : RT_LWS_FRONT_PROTOCOL,
+                                             NULL);
+        }
+        break;
+    }
+    return 0;
+}
+
 static wamp_err signals_init(rt_lws *l, char *err, size_t err_len)
 {
     sigset_t set;
@@ -173,11 +234,13 @@ static wamp_err signals_init(rt_lws *l, char *err, size_t err_len)
     }
     l->sig_protocols[0].name = "rt-signal";
     l->sig_protocols[0].callback = sig_cb;
+    l->sig_protocols[1].name = "rt-share";
+    l->sig_protocols[1].callback = share_cb;
 
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof(info));
     info.vhost_name = "rt-signal";
-    info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    info.port = CONTEXT_PORT_NO_LISTEN;
     info.protocols = l->sig_protocols;
     info.user = l;
     struct lws_vhost *vh = lws_create_vhost(l->ctx, &info);
@@ -188,6 +251,7 @@ static wamp_err signals_init(rt_lws *l, char *err, size_t err_len)
         return WAMP_EIO;
     }
     l->sigfd_lws = true;
+    l->sig_vh = vh;
     return WAMP_OK;
 }
 
@@ -243,6 +307,64 @@ static wamp_err unix_path_check(const rt_listener *cfg, char *err, size_t err_le
         return WAMP_EIO;
     }
     RT_LOG_INFO(0, "replacing stale Unix socket file %s (%s)", path, strerror(e));
+    return WAMP_OK;
+}
+
+/* endpoint.shared: opens the listening socket with SO_REUSEPORT on the listener's address and
+ * port, and has lws watch it (share_cb() accepts). The address is an IP literal (rt_config
+ * checks it) or, absent, every IPv4 interface. */
+static wamp_err share_listen(rt_lws *l, rt_lws_listener *ll, int port, char *err, size_t err_len)
+{
+    const rt_listener *cfg = ll->ws.cfg;
+    const char *host = host_of(cfg);
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)&ss;
+    socklen_t sl = sizeof(*a4);
+    int af = AF_INET;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+    } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        af = AF_INET6;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        sl = sizeof(*a6);
+    } else {
+        snprintf(err, err_len, "listener %s: \"shared\" needs an IP address as interface",
+                 cfg->id ? cfg->id : "?");
+        return WAMP_EINVAL;
+    }
+    char where[128];
+    host_port(cfg, port, where, sizeof(where));
+    int one = 1;
+    int fd = socket(af, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+        (af == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+        bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        snprintf(err, err_len, "cannot listen on %s (listener %s, shared): %s", where,
+                 cfg->id ? cfg->id : "?", strerror(e));
+        return WAMP_EIO;
+    }
+    sl = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        port = ntohs(af == AF_INET ? a4->sin_port : a6->sin6_port);
+    }
+    lws_sock_file_fd_type u;
+    u.filefd = (lws_filefd_type)fd;
+    if (!lws_adopt_descriptor_vhost(l->sig_vh, LWS_ADOPT_RAW_FILE_DESC, u, "rt-share", NULL)) {
+        snprintf(err, err_len, "cannot watch the shared socket of %s (listener %s)", where,
+                 cfg->id ? cfg->id : "?");
+        return WAMP_EIO;
+    }
+    ll->share_fd = fd; /* lws closes it with its wsi */
+    ll->port = port;
     return WAMP_OK;
 }
 
@@ -323,6 +445,11 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
     info.vhost_name = cfg->id ? cfg->id : "wamp";
     info.iface = cfg->unix_path ? cfg->unix_path : cfg->interface;
     info.port = cfg->unix_path ? 0 : port;
+    if (cfg->shared) {
+        /* wampscope opens the socket (share_listen()); the vhost serves what it accepts. */
+        info.iface = NULL;
+        info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    }
     info.protocols = ll->protocols;
     info.user = &ll->ws;
     /* Without this, lws 4.1 treats an address it cannot bind as an interface that may come up
@@ -377,6 +504,9 @@ static wamp_err listener_init(rt_lws *l, size_t i, int port, char *err, size_t e
                      cfg->id ? cfg->id : "?", e ? strerror(e) : "see the log above");
         }
         return WAMP_EIO;
+    }
+    if (cfg->shared) {
+        return share_listen(l, ll, port, err, err_len);
     }
     ll->port = cfg->unix_path ? 0 : lws_get_vhost_listen_port(ll->vh);
     if (cfg->unix_path) {

@@ -16,6 +16,7 @@
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
 #include "rt_core_int.h"
+#include "rt_dealer_remote.h"
 #include "rt_realm.h"
 #include "trace.h"
 #include "trace_hub.h"
@@ -267,6 +268,40 @@ static void render_cluster_broker(mbuf *b, const rt_cluster_broker *cb)
     family(b, "wampscope_cluster_remote_subscriptions", M_GAUGE,
            "Subscriptions (realm, match, topic) of other nodes this node knows.");
     sample_u64(b, "wampscope_cluster_remote_subscriptions", NULL, st.remote_interest);
+}
+
+/* Calls across the nodes (rt_cluster_dealer_stats). */
+static void render_cluster_calls(mbuf *b, const rt_cluster_dealer_stats *st)
+{
+    const char *out[] = {"direction", "out", NULL}, *in[] = {"direction", "in", NULL};
+    family(b, "wampscope_cluster_calls_total", M_COUNTER,
+           "Calls to other nodes (out) and from them (in).");
+    sample_u64(b, "wampscope_cluster_calls_total", out, st->calls_out);
+    sample_u64(b, "wampscope_cluster_calls_total", in, st->calls_in);
+    family(b, "wampscope_cluster_calls_pending", M_GAUGE,
+           "Calls waiting on other nodes (out) and served for them (in).");
+    sample_u64(b, "wampscope_cluster_calls_pending", out, st->pending_out);
+    sample_u64(b, "wampscope_cluster_calls_pending", in, st->pending_in);
+    family(b, "wampscope_cluster_calls_ended_total", M_COUNTER,
+           "Calls across nodes ended without the callee's answer, by reason: the other node "
+           "left (node_gone), the link was down (link_down), the caller's deadline (timeout).");
+    const char *gone[] = {"reason", "node_gone", NULL}, *down[] = {"reason", "link_down", NULL},
+               *late[] = {"reason", "timeout", NULL};
+    sample_u64(b, "wampscope_cluster_calls_ended_total", gone, st->node_gone);
+    sample_u64(b, "wampscope_cluster_calls_ended_total", down, st->link_down);
+    sample_u64(b, "wampscope_cluster_calls_ended_total", late, st->timeouts);
+    family(b, "wampscope_cluster_calls_refused_total", M_COUNTER,
+           "Calls across nodes refused: over cluster.max_calls (limit) or a message over the size "
+           "limit (too_big).");
+    const char *lim[] = {"reason", "limit", NULL}, *big[] = {"reason", "too_big", NULL};
+    sample_u64(b, "wampscope_cluster_calls_refused_total", lim, st->refused);
+    sample_u64(b, "wampscope_cluster_calls_refused_total", big, st->too_big);
+    family(b, "wampscope_cluster_calls_invalid_total", M_COUNTER,
+           "Call messages from other nodes ignored: not valid (malformed) or for no call held "
+           "here (unmatched: answered, canceled or timed out meanwhile).");
+    const char *bad[] = {"reason", "malformed", NULL}, *none[] = {"reason", "unmatched", NULL};
+    sample_u64(b, "wampscope_cluster_calls_invalid_total", bad, st->malformed);
+    sample_u64(b, "wampscope_cluster_calls_invalid_total", none, st->unmatched);
 }
 
 static void render_cluster(mbuf *b, const rt_cluster *c)
@@ -569,6 +604,10 @@ wamp_err rt_metrics_render(const rt_router *rt, const rt_metrics_proc *proc, cha
     render_traces(&b, rt);
     if (rt->cluster) {
         render_cluster(&b, rt->cluster);
+    }
+    rt_cluster_dealer_stats cst;
+    if (rt_dealer_remote_stats(rt, &cst)) {
+        render_cluster_calls(&b, &cst);
     }
     if (rt->cluster_broker) {
         render_cluster_broker(&b, rt->cluster_broker);

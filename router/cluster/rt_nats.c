@@ -449,6 +449,11 @@ static natsStatus set_options(rt_nats *n, char *err, size_t err_len)
         /* A node never needs its own messages (the core announces to the others). */
         s = natsOptions_SetNoEcho(o, true);
     }
+    if (s == NATS_OK && c->send_asap) {
+        /* cluster.send_asap: each publish written at once instead of by cnats' flusher thread
+         * about a millisecond later (a call crossing nodes waits for two of them). */
+        s = natsOptions_SetSendAsap(o, true);
+    }
     if (s == NATS_OK && c->user) {
         s = natsOptions_SetUserInfo(o, c->user, c->password);
     }

@@ -10,6 +10,7 @@
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
 #include "rt_cluster_meta.h"
+#include "rt_dealer_remote.h"
 #include "rt_nats.h"
 
 #ifndef RT_VERSION
@@ -22,6 +23,7 @@ struct rt_nats_node {
     rt_cluster *member;
     rt_nats *link;
     rt_cluster_broker *broker; /* pub/sub across the nodes */
+    rt_dealer_remote *dealer;  /* RPC across the nodes */
     rt_cluster_meta *meta;     /* the meta API across the nodes */
 };
 
@@ -41,6 +43,9 @@ void rt_nats_node_service(void *ctx)
     rt_nats_service(nn->link);
     rt_cluster_tick(nn->member);
     rt_cluster_broker_tick(nn->broker);
+    if (nn->dealer) {
+        rt_dealer_remote_tick(nn->dealer);
+    }
 }
 
 void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
@@ -51,17 +56,20 @@ void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
 /* Frees without leaving. */
 static void node_free(rt_nats_node *nn)
 {
-    rt_cluster_meta_free(nn->meta);
+    rt_cluster_meta_free(nn->meta); /* before the link: nothing is serviced in between */
     if (nn->broker) {
         rt_router_set_cluster_broker(nn->rt, NULL);
     }
     rt_cluster_broker_free(nn->broker); /* before the link: nothing is serviced in between */
+    rt_dealer_remote_stop(nn->dealer);
     rt_nats_free(nn->link);
+    rt_dealer_remote_free(nn->dealer); /* after the link: its key-value callbacks point here */
     rt_cluster_free(nn->member);
     free(nn);
 }
 
-/* Starts publish/subscribe and the meta API across the nodes on nn's link; err on failure. */
+/* Starts publish/subscribe, calls and the meta API across the nodes on nn's link; err on
+ * failure. */
 static wamp_err node_services(rt_nats_node *nn, const rt_config *cfg, uint64_t instance, char *err,
                               size_t err_len)
 {
@@ -80,6 +88,20 @@ static wamp_err node_services(rt_nats_node *nn, const rt_config *cfg, uint64_t i
         return e;
     }
     rt_router_set_cluster_broker(rt, nn->broker);
+    rt_dealer_remote_options ro = {.ops = rt_nats_link_ops(),
+                                   .link = nn->link,
+                                   .instance = instance,
+                                   .beat_ms = cc->heartbeat_ms,
+                                   .ttl_ms = cc->node_ttl_ms,
+                                   .max_message = cfg->limits.max_message_size + 4096,
+                                   .max_calls = cc->max_calls,
+                                   .max_registrations = cc->max_registrations};
+    e = rt_dealer_remote_new(rt, nn->member, &ro, &nn->dealer);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start calls across nodes: %s", cc->name,
+                 wamp_strerror(e));
+        return e;
+    }
     e = rt_cluster_meta_new(rt, nn->member, &nn->meta);
     if (e != WAMP_OK) {
         snprintf(err, err_len, "cluster %s: cannot start the meta API across nodes: %s", cc->name,
@@ -114,7 +136,8 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
         node_free(nn);
         return e;
     }
-    /* Before the join, so that the join announces this node's subscriptions. */
+    /* Before the join, so that the join announces this node's subscriptions and
+     * registrations. */
     e = node_services(nn, cfg, instance, err, err_len);
     if (e != WAMP_OK) {
         node_free(nn);

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# run_cluster.sh: publish/subscribe across the nodes of a cluster, measured in one run with
-# wamp-bench (pubsub10: 1 publisher, 10 subscribers; json and msgpack):
+# run_cluster.sh: publish/subscribe or RPC across the nodes of a cluster, measured in one run with
+# wamp-bench (pubsub10: 1 publisher, 10 subscribers; rpc100: 100 calls in flight; json and
+# msgpack):
 #   one       one node without wampscope.cluster: every session on it (the reference)
 #   local     node A of a two-node cluster (nats-server, JetStream), every session on A: the cost
 #             of having the cluster configured when all traffic is local
 #   spread    the same cluster: the publisher and 5 subscribers on A, 5 subscribers on B
-#             (wamp-bench --url2): every event crosses to B once, B fans it out to its 5
-# and prints each rate with its ratio to "one".
+#             (wamp-bench --url2): every event crosses to B once, B fans it out to its 5;
+#             for rpc, the caller on A and the callee on B: every call crosses both ways
+# and prints each rate and p50 latency with the rate's ratio to "one".
 #
 # Environment:
 #   BUILD_DIR     CMake build directory (default <repo>/build), configured as Release
 #   ROUTER_CORE   core for the routers (default 0); BENCH_CORE for wamp-bench and nats-server (1)
 #   BENCH_SCRATCH scratch directory (default /tmp/wampscope-bench-cluster)
+#   SCENARIOS     wamp-bench scenarios: pubsub (default) or rpc
+#   SEND_ASAP     true: the cluster nodes run with cluster.send_asap (default false)
 # Options after -- go to wamp-bench (e.g. -- --seconds 10).
 set -euo pipefail
 
@@ -21,6 +25,8 @@ build=${BUILD_DIR:-$repo/build}
 scratch=${BENCH_SCRATCH:-/tmp/wampscope-bench-cluster}
 router_core=${ROUTER_CORE:-0}
 bench_core=${BENCH_CORE:-1}
+scenarios=${SCENARIOS:-pubsub}
+send_asap=${SEND_ASAP:-false}
 nats_bin=$(command -v nats-server || echo /usr/sbin/nats-server)
 if [[ ${1:-} == "--" ]]; then
     shift
@@ -75,7 +81,7 @@ done
 config() { # node id, with_cluster (0/1)
     local cluster=""
     if [[ $2 == 1 ]]; then
-        cluster=", \"cluster\": {\"name\": \"bench\", \"nats\": {\"servers\": [\"nats://127.0.0.1:$nats_port\"]}}"
+        cluster=", \"cluster\": {\"name\": \"bench\", \"send_asap\": $send_asap, \"nats\": {\"servers\": [\"nats://127.0.0.1:$nats_port\"]}}"
     fi
     cat >"$scratch/$1.json" <<EOF
 {"version": 2, "controller": {"id": "$1"},
@@ -108,7 +114,7 @@ bench() { # name, url, [url2], router pid file
     local extra=()
     [[ -n $url2 ]] && extra=(--url2 "$url2")
     log "$name: wamp-bench on core $bench_core"
-    taskset -c "$bench_core" "$bench_bin" --url "$url" "${extra[@]}" --scenarios pubsub \
+    taskset -c "$bench_core" "$bench_bin" --url "$url" "${extra[@]}" --scenarios "$scenarios" \
         --ser json,msgpack --router-pid "$pid" "${bench_args[@]}" | tee "$scratch/$name.out"
 }
 
@@ -132,14 +138,19 @@ cleanup
 nats_pid=""
 
 echo
-printf "%-8s %-8s %12s %8s %9s\n" run ser events/s ratio "A cpu%"
+printf "%-8s %-8s %-9s %12s %8s %9s %9s\n" run ser scenario rate ratio p50_us "A cpu%"
 for ser in json msgpack; do
-    ref=$(awk -v s="$ser" '$1=="RESULT" {for (i=2;i<=NF;i++) {split($i,kv,"="); f[kv[1]]=kv[2]}
-          if (f["ser"]==s) print f["rate"]}' "$scratch/one.out")
     for name in one local spread; do
-        awk -v s="$ser" -v n="$name" -v ref="$ref" '$1=="RESULT" {
-              for (i=2;i<=NF;i++) {split($i,kv,"="); f[kv[1]]=kv[2]}
-              if (f["ser"]==s) printf "%-8s %-8s %12s %8.3f %9s\n", n, s, f["rate"],
-                  (ref > 0 ? f["rate"]/ref : 0), f["router_cpu"]}' "$scratch/$name.out"
+        awk -v s="$ser" -v n="$name" -v reffile="$scratch/one.out" '
+            BEGIN { while ((getline line < reffile) > 0) {
+                        k = split(line, w, " "); if (w[1] != "RESULT") continue
+                        delete g; for (i = 2; i <= k; i++) { split(w[i], kv, "="); g[kv[1]] = kv[2] }
+                        if (g["ser"] == s) ref[g["scenario"]] = g["rate"] } }
+            $1=="RESULT" {
+              delete f; for (i=2;i<=NF;i++) {split($i,kv,"="); f[kv[1]]=kv[2]}
+              r = ref[f["scenario"]]
+              if (f["ser"]==s) printf "%-8s %-8s %-9s %12s %8.3f %9s %9s\n", n, s, f["scenario"],
+                  f["rate"], (r > 0 ? f["rate"]/r : 0), f["p50_us"], f["router_cpu"]}' \
+            "$scratch/$name.out"
     done
 done

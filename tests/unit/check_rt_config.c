@@ -504,6 +504,20 @@ END_TEST
 /* The shape Crossbar users commonly have: "$schema", an empty controller, a web transport with a
  * "ws" path carrying Crossbar's template WebSocket options and anonymous auth, and realm roles
  * with starred URIs. */
+/* Several transports of one router may each have a shared socket (rt_lws.c adopts what each
+ * accepts onto its own vhost). */
+START_TEST(test_several_shared_transports)
+{
+    rt_config *cfg = load_ok(
+            WITH_T("{'type':'websocket','endpoint':{'type':'tcp','port':8080,'shared':true}},"
+                   "{'type':'rawsocket','endpoint':{'type':'tcp','port':8081,'shared':true}}"));
+    ck_assert_uint_eq(cfg->n_listeners, 2);
+    ck_assert(cfg->listeners[0].shared && cfg->listeners[1].shared);
+    rt_config_free(cfg);
+}
+
+END_TEST
+
 START_TEST(test_crossbar_style_config)
 {
     const char *json =
@@ -531,7 +545,7 @@ START_TEST(test_crossbar_style_config)
             "'auto_ping_interval':10000,'auto_ping_timeout':5000,'auto_ping_size':12,"
             "'compression':{'deflate':{'request_no_context_takeover':false}}}}}},"
             "{'type':'websocket','endpoint':{'type':'tcp','port':9000,'interface':'::1',"
-            "'version':6},'url':'ws://localhost:9000/wamp?x=1','debug':false,"
+            "'version':6,'shared':true},'url':'ws://localhost:9000/wamp?x=1','debug':false,"
             "'serializers':['msgpack']}]}]}";
     rt_config *cfg = load_ok(json);
     ck_assert_uint_eq(cfg->n_realms, 1);
@@ -553,7 +567,9 @@ START_TEST(test_crossbar_style_config)
     ck_assert_uint_eq(web->auto_ping_interval_ms, 10000);
     ck_assert_uint_eq(web->auto_ping_timeout_ms, 5000);
     ck_assert_str_eq(web->anonymous_role, "frontend");
+    ck_assert(!web->shared);
     const rt_listener *ws = &cfg->listeners[1];
+    ck_assert(ws->shared);
     ck_assert_str_eq(ws->id, "transport2");
     ck_assert_str_eq(ws->interface, "::1");
     ck_assert_int_eq(ws->port, 9000);
@@ -1500,6 +1516,8 @@ static const refusal refusals[] = {
          P_T ".endpoint.backlog: must be an integer 1..65535"},
         {WITH_EP("{'type':'tcp','port':8080,'shared':1}"),
          P_T ".endpoint.shared: must be a boolean"},
+        {WITH_EP("{'type':'tcp','port':8080,'shared':true,'interface':'lo'}"),
+         P_T ".endpoint.interface: must be an IP address with \"shared\": true (got \"lo\")"},
         {WITH_EP("{'type':'tcp','port':8080,'user_timeout':5}"),
          P_T ".endpoint.user_timeout: TCP_USER_TIMEOUT is not supported"},
         {WITH_EP("{'type':'tcp','port':8080,'colour':5}"), P_T ".endpoint.colour: unknown key"},
@@ -2337,6 +2355,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_permission_defaults);
     tcase_add_test(tc, test_role_without_permissions);
     tcase_add_test(tc, test_crossbar_style_config);
+    tcase_add_test(tc, test_several_shared_transports);
     tcase_add_test(tc, test_web_root_path_and_auth_defaults);
     tcase_add_test(tc, test_web_services);
     tcase_add_test(tc, test_web_several_websocket_paths);

@@ -79,6 +79,9 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cl->heartbeat_ms, 1000);
     ck_assert_uint_eq(cl->node_ttl_ms, 4000);
     ck_assert_uint_eq(cl->max_pending_bytes, 8 * 1024 * 1024);
+    ck_assert_uint_eq(cl->max_calls, 10000);
+    ck_assert_uint_eq(cl->max_registrations, 100000);
+    ck_assert(!cl->send_asap);
     rt_config_free(cfg);
 }
 
@@ -90,7 +93,9 @@ START_TEST(test_every_key)
     rt_config *cfg = NULL;
     const char *json = WITH("{'name':'prod-1','connect_timeout':500,'reconnect_wait':200,"
                             "'request_timeout':300,'heartbeat_interval':250,'node_ttl':1000,"
-                            "'max_pending_bytes':65536,'nats':{'servers':['nats://a:1',"
+                            "'max_pending_bytes':65536,'max_calls':5,'max_registrations':7,"
+                            "'send_asap':true,"
+                            "'nats':{'servers':['nats://a:1',"
                             "'tls://b:2'],'user':'u','password':'p','tls':{}}}");
     ck_assert_int_eq(load(json, &cfg, err), WAMP_OK);
     const rt_cluster_config *cl = cfg->cluster;
@@ -107,6 +112,9 @@ START_TEST(test_every_key)
     ck_assert_uint_eq(cl->heartbeat_ms, 250);
     ck_assert_uint_eq(cl->node_ttl_ms, 1000);
     ck_assert_uint_eq(cl->max_pending_bytes, 65536);
+    ck_assert_uint_eq(cl->max_calls, 5);
+    ck_assert_uint_eq(cl->max_registrations, 7);
+    ck_assert(cl->send_asap);
     rt_config_free(cfg);
     ck_assert_int_eq(load(NATS(",'token':'s3cret'"), &cfg, err), WAMP_OK);
     ck_assert_str_eq(cfg->cluster->token, "s3cret");
