@@ -338,13 +338,20 @@ static char *request_text(const meta_slot *s, const json_t *args, const json_t *
     return text;
 }
 
-/* true when this node's answer is the answer (no other node asked). */
-static bool is_final(const meta_slot *s, const rt_local_reply *local)
+/* true when this node's answer is the answer (no other node asked): a bad argument, a found
+ * get/lookup/match, or a list of one session of this node (a session is on one node only). */
+static bool is_final(const meta_slot *s, const json_t *args, const json_t *kwargs,
+                     const rt_local_reply *local)
 {
     if (local->error_uri) {
         return strcmp(local->error_uri, WAMP_ERROR_INVALID_ARGUMENT) == 0;
     }
     json_t *v = result_of(local);
+    if (procs[s->proc].how == MERGE_LISTS) {
+        json_t *only = json_object_get(kwargs, "session_id");
+        only = only ? only : rt_local_arg(args, kwargs, 0, "session");
+        return only && !json_is_null(only);
+    }
     return procs[s->proc].how == MERGE_FIRST && v && !json_is_null(v);
 }
 
@@ -381,7 +388,7 @@ static wamp_err meta_call(void *ctx, rt_session *caller, const json_t *args, con
 {
     meta_slot *s = ctx;
     wamp_err err = run_local(s->realm, procs[s->proc].uri, args, kwargs, reply);
-    if (err != WAMP_OK || is_final(s, reply) || rt_cluster_node_count(s->m->c) < 2) {
+    if (err != WAMP_OK || is_final(s, args, kwargs, reply) || rt_cluster_node_count(s->m->c) < 2) {
         return err;
     }
     char *text = request_text(s, args, kwargs, reply);

@@ -252,7 +252,15 @@ START_TEST(test_subscriptions_of_both_nodes)
     ck_assert(has_id(exact, ida) && has_id(exact, idb));
     ck_assert(has_id(json_object_get(lists, "prefix"), idp));
     json_decref(lists);
-    /* Only one session's: found on its node. */
+    /* Only one session's: found on its node (on this node: answered at once, nobody asked). */
+    snprintf(args, sizeof(args), "[%lld]", (long long)a1);
+    fake_conn_send(ca, "[48, 97, {}, \"wamp.subscription.list\", %s]", args);
+    json_t *m = fake_conn_next(ca);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_RESULT);
+    lists = json_array_get(json_array_get(m, 3), 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(lists, "exact")), 1);
+    ck_assert(has_id(json_object_get(lists, "exact"), ida));
+    json_decref(m);
     snprintf(args, sizeof(args), "[%lld]", (long long)b1);
     lists = result(ca, "wamp.subscription.list", args);
     ck_assert_uint_eq(json_array_size(json_object_get(lists, "exact")), 1);
