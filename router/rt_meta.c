@@ -744,6 +744,16 @@ static const struct {
         {"wamp.registration.count_callees", proc_reg_count_callees},
 };
 
+rt_local_proc_fn rt_meta_proc(const char *uri)
+{
+    for (size_t j = 0; j < sizeof(meta_procs) / sizeof(meta_procs[0]); j++) {
+        if (strcmp(meta_procs[j].uri, uri) == 0) {
+            return meta_procs[j].fn;
+        }
+    }
+    return NULL;
+}
+
 /* --- Events --------------------------------------------------------------------------------- */
 
 struct rt_meta_event {

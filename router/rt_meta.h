@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rt_dealer.h"
 #include "rt_router.h"
 #include "wamp_err.h"
 
@@ -43,6 +44,11 @@
  * action's reply. Call once (rt_router_new() does). WAMP_ENOMEM; what was registered before a
  * failure is freed with the router. */
 wamp_err rt_meta_attach(rt_router *rt);
+
+/* The procedure rt_meta_attach() registers for uri (ctx: the realm), or NULL for a URI that is
+ * not a meta procedure. The cluster's meta API (router/cluster/rt_meta_cluster.h) runs it for this
+ * node's answer; all but the wamp.session.kill* ones accept a NULL caller. */
+rt_local_proc_fn rt_meta_proc(const char *uri);
 
 /* Meta topics. */
 #define RT_META_SESSION_ON_JOIN           "wamp.session.on_join"

@@ -9,6 +9,7 @@
 
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
+#include "rt_cluster_meta.h"
 #include "rt_dealer_remote.h"
 #include "rt_nats.h"
 
@@ -23,6 +24,7 @@ struct rt_nats_node {
     rt_nats *link;
     rt_cluster_broker *broker; /* pub/sub across the nodes */
     rt_dealer_remote *dealer;  /* RPC across the nodes */
+    rt_cluster_meta *meta;     /* the meta API across the nodes */
 };
 
 static uint64_t node_clock(void *ctx)
@@ -54,6 +56,7 @@ void rt_nats_node_set_wake(rt_nats_node *nn, void (*wake)(void *ctx), void *ctx)
 /* Frees without leaving. */
 static void node_free(rt_nats_node *nn)
 {
+    rt_cluster_meta_free(nn->meta); /* before the link: nothing is serviced in between */
     if (nn->broker) {
         rt_router_set_cluster_broker(nn->rt, NULL);
     }
@@ -65,7 +68,8 @@ static void node_free(rt_nats_node *nn)
     free(nn);
 }
 
-/* Starts publish/subscribe and calls across the nodes on nn's link; err on failure. */
+/* Starts publish/subscribe, calls and the meta API across the nodes on nn's link; err on
+ * failure. */
 static wamp_err node_services(rt_nats_node *nn, const rt_config *cfg, uint64_t instance, char *err,
                               size_t err_len)
 {
@@ -95,6 +99,12 @@ static wamp_err node_services(rt_nats_node *nn, const rt_config *cfg, uint64_t i
     e = rt_dealer_remote_new(rt, nn->member, &ro, &nn->dealer);
     if (e != WAMP_OK) {
         snprintf(err, err_len, "cluster %s: cannot start calls across nodes: %s", cc->name,
+                 wamp_strerror(e));
+        return e;
+    }
+    e = rt_cluster_meta_new(rt, nn->member, &nn->meta);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "cluster %s: cannot start the meta API across nodes: %s", cc->name,
                  wamp_strerror(e));
     }
     return e;

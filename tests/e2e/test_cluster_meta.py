@@ -1,0 +1,119 @@
+"""The WAMP meta API across two wampscope nodes linked by a real nats-server (JetStream, ephemeral
+port, temp store), with python3-autobahn sessions on both nodes: wamp.session.*,
+wamp.subscription.* and wamp.registration.* called on either node see the sessions,
+subscriptions, subscribers, registrations and callees of both (merge rules in README.md,
+Cluster, "Meta API"); a node that does not answer in time (stopped with SIGSTOP) is left out
+and logged. The harness (nats-server, configs, log waits) is test_cluster_link.py's."""
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+from autobahn.wamp.types import RegisterOptions, SubscribeOptions
+
+import rt_harness as h
+import test_cluster_link as link
+
+
+class TestClusterMeta(h.AsyncTestCase):
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-cmeta-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.nats = link.NatsServer(self.tmp)
+        self.addCleanup(self.nats.stop)
+        self.name = "m_" + self.id().split(".")[-1][5:][:40]
+        self.sessions = []
+
+    async def asyncTearDown(self):
+        await h.close_sessions(self.sessions)
+        await super().asyncTearDown()
+
+    def nodes(self, *ids):
+        self.nats.start()
+        routers = []
+        for i in ids:
+            r = h.RouterProc(config=link.write_config(self.tmp, i, self.nats.port, self.name))
+            self.addCleanup(r.cleanup)
+            routers.append(r.start())
+        for r in routers:
+            link.wait_log(r, link.nodes_line(self.name, *sorted(ids)))
+        return routers
+
+    async def session(self, router, ser):
+        s = await h.open_session(router, "realm1", ser)
+        self.sessions.append(s)
+        return s
+
+    async def test_meta_calls_on_each_node_see_both(self):
+        a, b = self.nodes("node_a", "node_b")
+        sa = await self.session(a, "json")
+        sb1 = await self.session(b, "msgpack")
+        sb2 = await self.session(b, "cbor")
+        ids = {s._session_id for s in (sa, sb1, sb2)}
+        topic = h.uri(self, "t")
+        proc = h.uri(self, "p")
+        sub_a = await h.step(sa.subscribe(lambda *a: None, topic))
+        await h.step(sb1.subscribe(lambda *a: None, topic))
+        await h.step(sb2.subscribe(lambda *a: None, topic))
+        pfx = await h.step(sb1.subscribe(lambda *a: None, topic + ".deep",
+                                         options=SubscribeOptions(match="prefix")))
+        await h.step(sb2.register(lambda: 1, proc))
+        await h.step(sa.register(lambda: 2, proc + ".a", options=RegisterOptions()))
+
+        for s in (sa, sb1):
+            self.assertEqual(await h.step(s.call("wamp.session.count")), 3)
+            self.assertEqual(await h.step(s.call("wamp.session.count", ["anonymous"])), 3)
+            self.assertEqual(await h.step(s.call("wamp.session.count", ["nobody"])), 0)
+            self.assertEqual(set(await h.step(s.call("wamp.session.list"))), ids)
+            for other in (sa, sb1, sb2):
+                d = await h.step(s.call("wamp.session.get", other._session_id))
+                self.assertEqual(d["session"], other._session_id)
+
+        # Subscribers of both nodes through node_a's id of the topic.
+        self.assertEqual(await h.step(sa.call("wamp.subscription.count_subscribers",
+                                              sub_a.id)), 3)
+        self.assertEqual(set(await h.step(sa.call("wamp.subscription.list_subscribers",
+                                                  sub_a.id))), ids)
+        # lookup: this node's id when it has one, else the other node's.
+        self.assertEqual(await h.step(sa.call("wamp.subscription.lookup", topic)), sub_a.id)
+        b_pfx = await h.step(sa.call("wamp.subscription.lookup", topic + ".deep",
+                                     {"match": "prefix"}))
+        self.assertIsNotNone(b_pfx)
+        matched = await h.step(sb1.call("wamp.subscription.match", topic + ".deep.x"))
+        self.assertEqual(matched, [pfx.id])
+        listed = await h.step(sa.call("wamp.subscription.list"))
+        self.assertEqual(len(listed["exact"]), 2)  # one per node
+        self.assertEqual(len(listed["prefix"]), 1)
+
+        # The registration of node_b, seen from node_a.
+        reg = await h.step(sa.call("wamp.registration.lookup", proc))
+        self.assertIsNotNone(reg)
+        self.assertEqual(await h.step(sa.call("wamp.registration.match", proc)), reg)
+        self.assertEqual(await h.step(sa.call("wamp.registration.list_callees", reg)),
+                         [sb2._session_id])
+        self.assertEqual(await h.step(sa.call("wamp.registration.count_callees", reg)), 1)
+        listed = await h.step(sb1.call("wamp.registration.list"))
+        self.assertEqual(len(listed["exact"]), 2)
+
+    async def test_node_not_answering_is_left_out(self):
+        a, b = self.nodes("node_a", "node_b")
+        sa = await self.session(a, "json")
+        await self.session(b, "json")
+        self.assertEqual(await h.step(sa.call("wamp.session.count")), 2)
+        os.kill(b.proc.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            # request_timeout is 1 s in these configs: answered with node_a alone.
+            self.assertEqual(await h.step(sa.call("wamp.session.count")), 1)
+            self.assertLess(time.monotonic() - t0, 3.0)
+        finally:
+            os.kill(b.proc.pid, signal.SIGCONT)
+        link.wait_log(a, r"cluster meta: node node_b did not answer wamp\.session\.count")
+        self.assertEqual(await h.step(sa.call("wamp.session.count")), 2)
+
+
+if __name__ == "__main__":
+    h.main()
