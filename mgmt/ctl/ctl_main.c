@@ -442,6 +442,59 @@ static int cmd_nodes(ctl *c)
     return EX_OK;
 }
 
+/* --node '*' for the commands that ask one node a question: proc(node, ...args) of every live
+ * node in id order; each answer goes to each(c, node, answer, ctx) (which takes it). A node that
+ * fails is reported (its error line names the procedure) and the others still run; returns the
+ * last failure's exit status, or EX_OK. */
+static int on_every_node(ctl *c, const char *proc, const char *worker,
+                         void (*each)(ctl *c, const char *node, json_t *answer, void *ctx),
+                         void *ctx)
+{
+    json_t *nodes;
+    int rc = call(c, PROC("list_nodes"), json_array(), &nodes);
+    if (rc != EX_OK) {
+        return rc;
+    }
+    int worst = EX_OK;
+    size_t i;
+    json_t *nv;
+    json_array_foreach(nodes, i, nv)
+    {
+        const char *node = json_string_value(nv);
+        json_t *v;
+        if (!node) {
+            continue;
+        }
+        int r = call(c, proc, worker ? json_pack("[s, s]", node, worker) : json_pack("[s]", node),
+                     &v);
+        if (r != EX_OK) {
+            errline("node \"%s\" left out (the error above)", node);
+            worst = r;
+            continue;
+        }
+        each(c, node, v, ctx);
+    }
+    json_decref(nodes);
+    return worst;
+}
+
+/* workers --node '*': "NODE WORKER" lines; --json: {node_id: [worker ids]} (into ctx). */
+static void workers_each(ctl *c, const char *node, json_t *answer, void *ctx)
+{
+    (void)c;
+    if (ctx) {
+        (void)json_object_set_new(ctx, node, answer);
+        return;
+    }
+    size_t i;
+    json_t *s;
+    json_array_foreach(answer, i, s)
+    {
+        printf("%s %s\n", node, json_string_value(s) ? json_string_value(s) : "?");
+    }
+    json_decref(answer);
+}
+
 static int cmd_workers(ctl *c)
 {
     const char *pos[1];
@@ -449,6 +502,15 @@ static int cmd_workers(ctl *c)
     bool json = false;
     if ((rc = parse_cmd_args(c, &json, flag_json, pos, 0, &n)) != EX_OK ||
         (rc = resolve_target(c, false)) != EX_OK) {
+        return rc;
+    }
+    if (every_node(c)) {
+        json_t *map = json ? json_object() : NULL;
+        rc = on_every_node(c, PROC("list_workers"), NULL, workers_each, map);
+        if (map) {
+            print_json(map);
+            json_decref(map);
+        }
         return rc;
     }
     json_t *v;
@@ -1754,6 +1816,28 @@ static double monotonic_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* stats --node '*': one table per node (a blank line between); --json: {node_id: stats}. */
+typedef struct stats_every {
+    bool json;
+    json_t *map;
+    size_t n;
+} stats_every;
+
+static void stats_each(ctl *c, const char *node, json_t *answer, void *ctx)
+{
+    stats_every *e = ctx;
+    if (e->json) {
+        (void)json_object_set_new(e->map, node, answer);
+        return;
+    }
+    ctl_style st = table_style(c, -1);
+    if (e->n++) {
+        fputc('\n', stdout);
+    }
+    ctl_format_stats(stdout, &st, node, answer, NULL, 0);
+    json_decref(answer);
+}
+
 static int stats_run(ctl *c)
 {
     const char *pos[1];
@@ -1761,6 +1845,18 @@ static int stats_run(ctl *c)
     stats_flags f = {.every = 2};
     if ((rc = parse_cmd_args(c, &f, flag_stats, pos, 0, &n)) != EX_OK ||
         (rc = resolve_target(c, true)) != EX_OK) {
+        return rc;
+    }
+    if (every_node(c)) {
+        if (f.watch) {
+            return usage_error(c, "stats --watch follows one node: give --node ID");
+        }
+        stats_every e = {.json = f.json, .map = f.json ? json_object() : NULL};
+        rc = on_every_node(c, PROC("get_worker"), c->worker, stats_each, &e);
+        if (e.map) {
+            print_json(e.map);
+            json_decref(e.map);
+        }
         return rc;
     }
     c->interrupt_is_end = f.watch;
@@ -1821,8 +1917,9 @@ static const cmd commands[] = {
          "usage: wampscope-ctl nodes [--json]\n"
          "Lists the node ids (crossbarfabriccenter.list_nodes).\n"},
         {"workers", cmd_workers,
-         "usage: wampscope-ctl [--node ID] workers [--json]\n"
-         "Lists the worker ids of the node (crossbarfabriccenter.list_workers).\n"},
+         "usage: wampscope-ctl [--node ID|'*'] workers [--json]\n"
+         "Lists the worker ids of the node (crossbarfabriccenter.list_workers); --node '*':\n"
+         "\"NODE WORKER\" lines of every node (--json: {node_id: [worker ids]}).\n"},
         {"traces", cmd_traces,
          "usage: wampscope-ctl traces [--running] [--json]\n"
          "Table of the traces, oldest first: id, status, records held, records dropped by the\n"
@@ -1887,7 +1984,9 @@ static const cmd commands[] = {
          "messages and bytes, subscriptions, registrations, pending calls, retained events)\n"
          "and its counters since start (sessions, messages and bytes rx/tx, refusals, ...).\n"
          "--watch: again every S seconds (default 2) with each counter's rate per second,\n"
-         "until Ctrl-C (exit status 0). --json: get_worker's answer as JSON.\n"},
+         "until Ctrl-C (exit status 0). --json: get_worker's answer as JSON.\n"
+         "--node '*': every node's stats, one table each (--json: {node_id: stats}); not with\n"
+         "--watch.\n"},
         {"export", cmd_export,
          "usage: wampscope-ctl export ID --format jsonl|chrome -o FILE [--page N]\n"
          "Pages through the whole trace (get_trace_data, N records per page, default 1000)\n"

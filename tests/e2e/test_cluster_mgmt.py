@@ -7,8 +7,10 @@ crossbar.error.no_such_object naming it at once, and an answer over the bus's ma
 wamp.error.payload_size_exceeded; a cluster-wide trace (node_id "*") started, marked, stopped and
 deleted on every node with one call each, which a node C joining while it runs starts too, and a
 stopped node B appears as a wamp.error.timeout entry, and the merged pages of every node's records
-tile the traffic in time order (mgmt/README.md "Cluster")."""
+tile the traffic in time order, and wampscope-ctl's workers and stats with --node '*' answer for
+every node (mgmt/README.md "Cluster")."""
 
+import asyncio
 import json
 import os
 import re
@@ -262,6 +264,48 @@ class TestClusterMgmt(h.AsyncTestCase):
         recs = await self.call("get_trace_data", "node_b", wb, "big", 0, None, 2)
         self.assertEqual(len(recs), 2)
         await self.call("stop_trace", "node_b", wb, "big")
+        await self.finish(self.a, self.b)
+
+
+    async def ctl(self, router, *args):
+        """wampscope-ctl --url router --realm mgmt args...: (exit status, stdout, stderr)."""
+        env = dict(os.environ)
+        env.pop("WAMPSCOPE_URL", None)
+        proc = await asyncio.create_subprocess_exec(
+                h.ctl_bin(), "--url", router.url, "--realm", "mgmt", *args,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        return proc.returncode, out.decode(), err.decode()
+
+    async def test_workers_and_stats_of_every_node(self):
+        """wampscope-ctl workers and stats with --node '*' answer for every node."""
+        await self.start_cluster()
+        # Traffic on node B only: its stats differ from A's.
+        s = await h.open_session(self.b, "realm1", "json")
+        await h.step(s.call("wamp.session.count"))
+        rc, out, err = await self.ctl(self.a, "--node", "*", "workers", "--json")
+        self.assertEqual(rc, 0, err)
+        workers = json.loads(out)
+        self.assertEqual(sorted(workers), ["node_a", "node_b"])
+        self.assertTrue(all(isinstance(w, list) and w for w in workers.values()), workers)
+        rc, out, err = await self.ctl(self.a, "--node", "*", "workers")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([line.split()[0] for line in out.splitlines()], ["node_a", "node_b"])
+        rc, out, err = await self.ctl(self.a, "--node", "*", "stats", "--json")
+        self.assertEqual(rc, 0, err)
+        stats = json.loads(out)
+        self.assertEqual(sorted(stats), ["node_a", "node_b"])
+        # B holds the application session; A holds only the management session of ctl itself.
+        b_rx = stats["node_b"]["stats"]["messages_rx"]
+        self.assertGreater(b_rx, 0, stats["node_b"])
+        rc, out, err = await self.ctl(self.a, "--node", "*", "stats")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("node_a", out)
+        self.assertIn("node_b", out)
+        rc, out, err = await self.ctl(self.a, "--node", "*", "stats", "--watch", "1")
+        self.assertEqual(rc, 2, (out, err))
+        self.assertIn("follows one node", err)
+        await s.leave()
         await self.finish(self.a, self.b)
 
 
