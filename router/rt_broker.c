@@ -919,14 +919,18 @@ wamp_err rt_broker_deliver(rt_broker *b, const rt_broker_pub *rp)
     rt_router *rt = rt_realm_router(b->realm);
     /* The EVENTs carry the publication's correlation, as on the publisher's node. */
     bool traced = rp->correlation && trace_hub_is_active(rt->hub) && !rt->cur.set;
+    rt->cur.now_set = false; /* a message of its own: one clock reading, none left behind */
     if (traced) {
         rt_trace_action_open(rt, rp->correlation, NULL);
         rt->cur.uri_text = rp->topic;
     }
-    wamp_err err = fan_out(b, &p, n, traced);
+    /* The action completes on the publisher's node (its PUBLISHED, last EVENT or PUBLISH):
+     * no EVENT here is its last message. */
+    wamp_err err = fan_out(b, &p, n, false);
     if (traced) {
         rt_trace_action_close(rt);
     }
+    rt->cur.now_set = false;
     return err;
 }
 

@@ -231,6 +231,13 @@ START_TEST(test_call_across_traced)
                      "Invocation");
     ck_assert_str_eq(corr_of(ra, 0), corr);
     ck_assert_str_eq(corr_of(ra, 1), corr);
+    /* Every record of the action names its procedure, on both nodes. */
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ra, i), "uri")),
+                         "com.x.add");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rb, i), "uri")),
+                         "com.x.add");
+    }
     json_decref(ra);
     json_decref(rb);
     fake_conn_free(callee);
