@@ -116,6 +116,9 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
     void *saved = NULL;
     clock_release(rt);
     bool opened = action_begin(rt, to->corr, to->procedure, &saved);
+    if (opened) {
+        rt->cur.callee_node = to->node; /* named by an action-level trace's record */
+    }
     if (!a->progress) {
         rt_observers_action_last(&rt->observers, rt);
     }

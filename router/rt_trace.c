@@ -193,6 +193,7 @@ static void fill_input(rt_session *s, trace_input *in)
     in->uri = a->uri;
     in->uri_slot = &rt->cur.uri;
     in->correlation = a->set ? a->uuid : NULL;
+    in->callee_node = a->callee_node;
     in->ser = s->ser;
 }
 
@@ -265,6 +266,7 @@ void rt_trace_action_close(rt_router *rt)
     rt->cur.last = false;
     rt->cur.meta_pending = false;
     rt->cur.realm = NULL;
+    rt->cur.callee_node = NULL;
 }
 
 /* Opens a new anchored action for uri (NULL = none), borrowed from the message being handled
@@ -294,6 +296,7 @@ void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
     rt->cur.uri = NULL; /* the reference moved to *saved */
     rt->cur.uri_text = NULL;
     rt->cur.realm = NULL;
+    rt->cur.callee_node = NULL;
 }
 
 void rt_trace_action_unstash(rt_router *rt, rt_cur_action *saved)

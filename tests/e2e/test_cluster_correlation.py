@@ -6,7 +6,8 @@ every node exactly once, in time order; the CALL's records (CALL and RESULT on A
 YIELD on B) and the PUBLISH's (PUBLISH, EVENT and PUBLISHED on A, EVENT on B) share their
 correlation, the message completing the action marked last; `wampscope-ctl export --node '*'`
 of the trace loads in the DevTools trace engine with flow arrows from node A's group into node
-B's. The helpers are test_cluster_mgmt_nodes.py's."""
+B's. An action-level cluster-wide trace records the call once, on node A, naming node B as
+`callee_node`; node B writes none. The helpers are test_cluster_mgmt_nodes.py's."""
 
 import asyncio
 import os
@@ -133,6 +134,38 @@ class TestClusterCorrelation(tcmn.ClusterMgmtCase):
                                     ("node_a", "node_b", "Yield", corr),
                                     ("node_a", "node_b", "Event", pcorr)})
         self.assertEqual(len(engine["flows"]), 6)  # 3 followers of each anchor
+        await h.close_sessions(self.sessions)
+        self.sessions = []
+        for r in (a, b, c):
+            r.stop()
+
+    async def test_cross_node_call_action_record(self):
+        a, b, c = self.node("node_a"), self.node("node_b"), self.node("node_c")
+        self.wait_nodes((a, b, c), NODES)
+        caller, got_b, got_a = await self.apps(a, b)
+        warm_b = len(got_b)
+        mgmt = await self.session(c, "mgmt")
+        [w] = await self.call(mgmt, "list_workers", "node_c")
+        started = await self.call(mgmt, "start_trace", "*", w, "act",
+                                  {"realms": ["realm1"], "trace_level": "action"})
+        self.assertEqual(sorted(started), list(NODES))
+        self.assertEqual(await h.step(caller.call(h.uri(self, "double"), 4)), 8)
+        await h.step(caller.publish(h.uri(self, "ev"), "traced",
+                                    options=PublishOptions(acknowledge=True)))
+        await self.wait_for(lambda: len(got_b) > warm_b, "the traced event on B")
+        await self.call(mgmt, "stop_trace", "*", w, "act")
+        recs, page = await self.merged(mgmt, w, "act", 10)
+        self.assertEqual(page["errors"], {})
+        # One record per action, both on the caller's node; the call names the callee's node.
+        self.assertEqual(sorted((r["node_id"], r["action"]) for r in recs),
+                         [("node_a", "call"), ("node_a", "publish")])
+        [call] = [r for r in recs if r["action"] == "call"]
+        self.assertEqual(call["callee_node"], "node_b")
+        self.assertEqual(call["uri"], h.uri(self, "double"))
+        self.assertTrue(call["success"])
+        self.assertEqual(call["originator"]["session_id"], caller._session_id)
+        [pub] = [r for r in recs if r["action"] == "publish"]
+        self.assertIsNone(pub["callee_node"])
         await h.close_sessions(self.sessions)
         self.sessions = []
         for r in (a, b, c):
