@@ -681,38 +681,6 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
 
 /* --- SUBSCRIBE / UNSUBSCRIBE ----------------------------------------------------------------- */
 
-/* Crossbar's rule for prefix patterns: every component but the last is non-empty ("com.x." and
- * "" are valid prefixes, "com..x" is not). */
-static bool prefix_pattern_is_valid(const char *uri)
-{
-    if (!*uri) {
-        return true;
-    }
-    if (!wamp_uri_is_valid(uri, WAMP_URI_LOOSE_EMPTY) || uri[0] == '.') {
-        return false;
-    }
-    for (const char *p = uri; *p; p++) {
-        if (p[0] == '.' && p[1] == '.') {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool pattern_is_valid(const char *uri, wamp_match match)
-{
-    switch (match) {
-    case WAMP_MATCH_EXACT:
-        return wamp_uri_is_valid(uri, WAMP_URI_LOOSE);
-    case WAMP_MATCH_PREFIX:
-        return prefix_pattern_is_valid(uri);
-    case WAMP_MATCH_WILDCARD:
-        /* "" is one empty component: any one-component topic (Crossbar's regex allows it). */
-        return !*uri || wamp_uri_is_valid(uri, WAMP_URI_LOOSE_EMPTY);
-    }
-    return false;
-}
-
 wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
 {
     char why[96];
@@ -733,7 +701,7 @@ wamp_err rt_broker_on_subscribe(rt_broker *b, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_ARGUMENT,
                                      "option get_retained must be a boolean");
     }
-    if (!pattern_is_valid(m->uri, match)) {
+    if (!rt_broker_pattern_is_valid(m->uri, match)) {
         RT_LOG_DEBUG(s->id, "SUBSCRIBE to invalid %s pattern \"%s\"", wamp_match_name(match),
                      m->uri);
         return rt_session_send_error(s, WAMP_MSG_SUBSCRIBE, m->id, WAMP_ERROR_INVALID_URI,
@@ -922,14 +890,21 @@ wamp_err rt_broker_deliver(rt_broker *b, const rt_broker_pub *rp)
     }
     rt_router *rt = rt_realm_router(b->realm);
     const rt_observers *obs = &rt->observers;
+    /* A message of its own: one clock reading, none left behind. */
+    rt_observers_message_edge(obs, rt);
     /* The EVENTs carry the publication's correlation, as on the publisher's node. */
     bool stashed = rp->correlation && rt_observers_listening(obs);
     void *saved = stashed ? rt_observers_action_stash(obs, rt) : NULL;
-    bool traced = stashed && rt_observers_action_open_at(obs, rt, rp->correlation, rp->topic);
-    wamp_err err = fan_out(b, &p, n, traced);
+    if (stashed) {
+        (void)rt_observers_action_open_at(obs, rt, rp->correlation, rp->topic, NULL);
+    }
+    /* The action completes on the publisher's node (its PUBLISHED, last EVENT or PUBLISH):
+     * no EVENT here is its last message. */
+    wamp_err err = fan_out(b, &p, n, false);
     if (stashed) {
         rt_observers_action_restore(obs, rt, saved);
     }
+    rt_observers_message_edge(obs, rt);
     return err;
 }
 

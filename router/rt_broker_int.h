@@ -84,4 +84,8 @@ rt_sub_member *rt_broker_find_member(rt_session *s, uint64_t id);
  * member. */
 void rt_broker_remove_member(rt_broker *b, rt_sub_member *mb);
 
+/* Whether uri is a valid subscription pattern for match (SUBSCRIBE answers invalid_uri
+ * otherwise). */
+bool rt_broker_pattern_is_valid(const char *uri, wamp_match match);
+
 #endif /* RT_BROKER_INT_H */

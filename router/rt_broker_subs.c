@@ -424,3 +424,37 @@ rt_session *rt_subscription_subscriber(const rt_subscription *sub, size_t i)
 {
     return i < sub->n_members ? sub->members[i]->s : NULL;
 }
+
+/* --- Subscription patterns ------------------------------------------------------------------ */
+
+/* Crossbar's rule for prefix patterns: every component but the last is non-empty ("com.x." and
+ * "" are valid prefixes, "com..x" is not). */
+static bool prefix_pattern_is_valid(const char *uri)
+{
+    if (!*uri) {
+        return true;
+    }
+    if (!wamp_uri_is_valid(uri, WAMP_URI_LOOSE_EMPTY) || uri[0] == '.') {
+        return false;
+    }
+    for (const char *p = uri; *p; p++) {
+        if (p[0] == '.' && p[1] == '.') {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool rt_broker_pattern_is_valid(const char *uri, wamp_match match)
+{
+    switch (match) {
+    case WAMP_MATCH_EXACT:
+        return wamp_uri_is_valid(uri, WAMP_URI_LOOSE);
+    case WAMP_MATCH_PREFIX:
+        return prefix_pattern_is_valid(uri);
+    case WAMP_MATCH_WILDCARD:
+        /* "" is one empty component: any one-component topic (Crossbar's regex allows it). */
+        return !*uri || wamp_uri_is_valid(uri, WAMP_URI_LOOSE_EMPTY);
+    }
+    return false;
+}

@@ -813,8 +813,12 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
         return WAMP_ERROR_CANCELED;
     }
     rt_list_add_tail(&callee->calls_served, &c->in_callee);
-    if (call->corr) { /* the caller's node keeps the action's URI: only its id here */
-        memcpy(c->action.id, call->corr, RT_ACTION_ID_LEN);
+    if (call->corr) {
+        /* The action rt_dealer_remote.c opened (id and URI) while a trace runs, else its id. */
+        rt_observers_action_mark(&rt->observers, rt, &c->action);
+        if (!rt_action_mark_is_set(&c->action)) {
+            memcpy(c->action.id, call->corr, RT_ACTION_ID_LEN);
+        }
     }
     rt_payload payload = {
             .ser = call->payload.ser, .args = call->payload.args, .kwargs = call->payload.kwargs};

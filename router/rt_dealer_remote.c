@@ -23,18 +23,25 @@ static rt_dealer *dealer_of(rt_dealer_remote *dr, const char *realm)
     return r ? rt_realm_dealer(r) : NULL;
 }
 
-/* Opens the action of correlation corr (NULL: none) while a trace runs; *saved keeps the
- * current one. true when opened (close with action_end()). */
-static bool action_begin(rt_router *rt, const uint8_t *corr, void **saved)
+/* A message from another node is handled like one from a session (rt_session_on_message()):
+ * its records take a clock reading of their own and leave none behind for the next one. */
+static void clock_release(rt_router *rt)
+{
+    rt_observers_message_edge(&rt->observers, rt);
+}
+
+/* Opens the action of correlation corr (NULL: none) and URI uri (borrowed for the message, NULL:
+ * none; the records' URI, as on the caller's node), answered by node (NULL: none), while a trace
+ * runs; *saved keeps the current one. true when opened (close with action_end()). */
+static bool action_begin(rt_router *rt, const uint8_t *corr, const char *uri, const char *node,
+                         void **saved)
 {
     const rt_observers *obs = &rt->observers;
     if (!corr || !rt_observers_listening(obs)) {
         return false;
     }
-    rt_action_mark m = {.ref = NULL}; /* the URI stays with the caller's node */
-    memcpy(m.id, corr, RT_ACTION_ID_LEN);
     *saved = rt_observers_action_stash(obs, rt);
-    (void)rt_observers_action_resume(obs, rt, &m);
+    (void)rt_observers_action_open_at(obs, rt, corr, uri, node);
     return true;
 }
 
@@ -56,9 +63,11 @@ static const char *op_invoke(void *ctx, const char *from, const rt_crpc_call *ca
         return WAMP_ERROR_NO_SUCH_PROCEDURE;
     }
     void *saved = NULL;
-    bool opened = action_begin(dr->rt, call->corr, &saved);
+    clock_release(dr->rt);
+    bool opened = action_begin(dr->rt, call->corr, call->procedure, NULL, &saved);
     const char *err = rt_dealer_invoke_remote(d, call, invocation);
     action_end(dr->rt, opened, saved);
+    clock_release(dr->rt);
     return err;
 }
 
@@ -67,7 +76,9 @@ static void op_cancel(void *ctx, const char *realm, uint64_t invocation, rt_crpc
     rt_dealer_remote *dr = ctx;
     rt_dealer *d = dealer_of(dr, realm);
     if (d) {
+        clock_release(dr->rt);
         rt_dealer_cancel_remote(d, invocation, mode);
+        clock_release(dr->rt);
     }
 }
 
@@ -100,7 +111,8 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
                                            NULL, NULL);
     rt_payload p = {.ser = a->payload.ser, .args = a->payload.args, .kwargs = a->payload.kwargs};
     void *saved = NULL;
-    bool opened = action_begin(rt, to->corr, &saved);
+    clock_release(rt);
+    bool opened = action_begin(rt, to->corr, to->procedure, to->node, &saved);
     if (!a->progress) {
         rt_observers_action_last(&rt->observers, rt);
     }
@@ -115,6 +127,7 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
                                     "the answer exceeds the caller's message size limit");
     }
     action_end(rt, opened, saved);
+    clock_release(rt);
 }
 
 static void on_claimed(void *ctx, const rt_creg_claim *cl)

@@ -84,10 +84,15 @@ typedef struct rt_observer {
     void (*action_forget)(void *ctx, rt_action_mark *m);
     /* Opens the action m kept as the current one, closing the one open. */
     void (*action_resume)(void *ctx, rt_router *rt, const rt_action_mark *m);
-    /* Opens the action with id (begun on another node: a PUBLISH whose EVENTs are delivered
-     * here) for uri (borrowed; outlives the action) as the current one, closing the one open. */
+    /* Opens the action with id, begun on another node (a PUBLISH whose EVENTs are delivered
+     * here, a CALL whose INVOCATION goes out here or whose answer came back), for uri (borrowed;
+     * outlives the action) as the current one, closing the one open. node: the other node that
+     * answered the action (action-level records name it), or NULL. */
     void (*action_open_at)(void *ctx, rt_router *rt, const uint8_t id[RT_ACTION_ID_LEN],
-                           const char *uri);
+                           const char *uri, const char *node);
+    /* A message that did not come from a session (one from another node) begins or ends: what
+     * was read for the message before it (the clock) is not reused. */
+    void (*message_edge)(void *ctx, rt_router *rt);
     /* Closes the current action (none open: no-op). */
     void (*action_end)(void *ctx, rt_router *rt);
     /* Moves the current action aside (none is open afterwards) for work that opens actions of its
@@ -195,13 +200,23 @@ static inline bool rt_observers_action_resume(const rt_observers *l, rt_router *
 /* Opens the action id of another node for uri (rt_observer.action_open_at); true if it did (the
  * observer listens): close it with rt_observers_action_end() (or a restore) when done. */
 static inline bool rt_observers_action_open_at(const rt_observers *l, rt_router *rt,
-                                               const uint8_t id[RT_ACTION_ID_LEN], const char *uri)
+                                               const uint8_t id[RT_ACTION_ID_LEN], const char *uri,
+                                               const char *node)
 {
     if (rt_observers_listening(l)) {
-        l->actions->action_open_at(l->actions->ctx, rt, id, uri);
+        l->actions->action_open_at(l->actions->ctx, rt, id, uri, node);
         return true;
     }
     return false;
+}
+
+/* rt_observer.message_edge, for a message from another node (rt_session_on_message() does the
+ * same for a session's). */
+static inline void rt_observers_message_edge(const rt_observers *l, rt_router *rt)
+{
+    if (l->actions) {
+        l->actions->message_edge(l->actions->ctx, rt);
+    }
 }
 
 static inline void rt_observers_action_end(const rt_observers *l, rt_router *rt)

@@ -193,6 +193,7 @@ static void fill_input(rt_session *s, trace_input *in)
     in->uri = a->uri;
     in->uri_slot = &rt->cur.uri;
     in->correlation = a->set ? a->uuid : NULL;
+    in->callee_node = a->callee_node;
     in->ser = s->ser;
 }
 
@@ -265,6 +266,7 @@ void rt_trace_action_close(rt_router *rt)
     rt->cur.last = false;
     rt->cur.meta_pending = false;
     rt->cur.realm = NULL;
+    rt->cur.callee_node = NULL;
 }
 
 /* Opens a new anchored action for uri (NULL = none), borrowed from the message being handled
@@ -294,6 +296,7 @@ void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
     rt->cur.uri = NULL; /* the reference moved to *saved */
     rt->cur.uri_text = NULL;
     rt->cur.realm = NULL;
+    rt->cur.callee_node = NULL;
 }
 
 void rt_trace_action_unstash(rt_router *rt, rt_cur_action *saved)
@@ -391,11 +394,18 @@ static void obs_restore(void *ctx, rt_router *rt, void *saved)
 }
 
 static void obs_open_at(void *ctx, rt_router *rt, const uint8_t id[RT_ACTION_ID_LEN],
-                        const char *uri)
+                        const char *uri, const char *node)
 {
     (void)ctx;
     rt_trace_action_open(rt, id, NULL);
     rt->cur.uri_text = uri;
+    rt->cur.callee_node = node;
+}
+
+static void obs_message_edge(void *ctx, rt_router *rt)
+{
+    (void)ctx;
+    rt->cur.now_set = false;
 }
 
 wamp_err rt_trace_attach(rt_router *rt)
@@ -406,6 +416,7 @@ wamp_err rt_trace_attach(rt_router *rt)
                      .action_forget = obs_forget,
                      .action_resume = obs_resume,
                      .action_open_at = obs_open_at,
+                     .message_edge = obs_message_edge,
                      .action_end = obs_end,
                      .action_stash = obs_stash,
                      .action_restore = obs_restore};

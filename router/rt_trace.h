@@ -31,6 +31,9 @@ typedef struct rt_cur_action {
     trace_str *uri;    /* owned: uri_text as a shareable string, made lazily by the hub when a trace
                         * first keeps a message of the action (or by rt_trace_action_uri()) */
     const char *realm; /* borrowed: HELLO's realm while the session is not joined */
+    /* borrowed: the cluster node the answer being sent came from (a cross-node call's RESULT
+     * or ERROR on the caller's node) while the action is open, NULL otherwise */
+    const char *callee_node;
     /* The clock reading shared by every record of the message being handled (the rx record
      * and what it causes at once): one clock read per message, not per record. Valid while
      * now_set; rt_session_on_message() clears it before and after each message, so records

@@ -11,9 +11,11 @@
  * session ids keeps a fan-out to thousands of subscribers linear. */
 #define RESP_SCAN_MAX 16
 
-/* Elements of the action part: [action, responders, success, duration, error]. A part of
- * ACTION_PARTS_V1 (no error) was written before the error URI was kept; it still renders. */
-#define ACTION_PARTS    5
+/* Elements of the action part: [action, responders, success, duration, error, callee_node].
+ * Parts of ACTION_PARTS_V1 (no error) and ACTION_PARTS_V2 (no callee_node) were written before
+ * those were kept; they still render. */
+#define ACTION_PARTS    6
+#define ACTION_PARTS_V2 5
 #define ACTION_PARTS_V1 4
 
 typedef struct pending {
@@ -26,8 +28,9 @@ typedef struct pending {
     size_t n_resp, cap_resp;
     uint64_t *rset; /* open-addressing set of responder session ids (0 = empty slot) */
     size_t rset_cap;
-    char *error; /* the last ERROR's or ABORT's URI; NULL if none (or out of memory) */
-    int kind;    /* the anchor's message type */
+    char *error;       /* the last ERROR's or ABORT's URI; NULL if none (or out of memory) */
+    char *callee_node; /* the node a cross-node call's answer came from; NULL if none */
+    int kind;          /* the anchor's message type */
     bool failed;
 } pending;
 
@@ -82,6 +85,7 @@ static void pending_free(pending *p)
     free(p->resp);
     free(p->rset);
     free(p->error);
+    free(p->callee_node);
     free(p);
 }
 
@@ -358,8 +362,8 @@ static bool link_new(trace_action *a, pending *p)
 
 /* The action part of the record, MessagePack, positional (no keys: this is written once per
  * completed action, on the capture path): [action, [[session_id, authid, authrole], ...],
- * success, duration, error]. trace_action_write_record() gives it its keys. NULL on allocation
- * failure. */
+ * success, duration, error, callee_node]. trace_action_write_record() gives it its keys. NULL on
+ * allocation failure. */
 static wamp_buf *encode_body(const pending *p, uint64_t end_pc_ns)
 {
     wamp_wr w;
@@ -381,6 +385,7 @@ static wamp_buf *encode_body(const pending *p, uint64_t end_pc_ns)
     wamp_wr_bool(&w, !p->failed);
     wamp_wr_real(&w, trace_ns_to_seconds(dur));
     wamp_wr_str_or_null(&w, p->failed ? p->error : NULL);
+    wamp_wr_str_or_null(&w, p->callee_node);
     wamp_wr_end(&w);
     if (wamp_wr_finish_buf(&w, &out) != WAMP_OK) {
         out = NULL;
@@ -420,6 +425,9 @@ static void fold(pending *p, const trace_action_msg *m)
             free(p->error);
             p->error = e;
         }
+    }
+    if (m->callee_node && !p->callee_node) {
+        p->callee_node = strdup(m->callee_node); /* NULL (out of memory): not named */
     }
     if (!m->peer) {
         return;
@@ -539,13 +547,14 @@ void trace_action_write_record(wamp_wr *w, const trace_record *r)
                                      wamp_buf_len(r->wire), &body, NULL, 0) != WAMP_OK) {
         body = NULL;
     }
-    if (body && (!json_is_array(body) || (json_array_size(body) != ACTION_PARTS &&
-                                          json_array_size(body) != ACTION_PARTS_V1))) {
+    size_t n_parts = json_array_size(body);
+    if (body && (!json_is_array(body) || (n_parts != ACTION_PARTS && n_parts != ACTION_PARTS_V2 &&
+                                          n_parts != ACTION_PARTS_V1))) {
         json_decref(body);
         body = NULL;
     }
     const trace_peer *p = r->peer;
-    wamp_wr_map(w, 12);
+    wamp_wr_map(w, 13);
     wamp_wr_key(w, "seq");
     wamp_wr_int(w, (int64_t)r->seq);
     wamp_wr_key(w, "pc");
@@ -576,6 +585,8 @@ void trace_action_write_record(wamp_wr *w, const trace_record *r)
     write_value_or_null(w, part(body, 3, JSON_REAL));
     wamp_wr_key(w, "error");
     wamp_wr_str_or_null(w, json_string_value(part(body, 4, JSON_STRING)));
+    wamp_wr_key(w, "callee_node");
+    wamp_wr_str_or_null(w, json_string_value(part(body, 5, JSON_STRING)));
     wamp_wr_end(w);
     json_decref(body);
 }

@@ -14,13 +14,16 @@
  *   - success: false once an ERROR or ABORT of the action passes, true otherwise;
  *   - error: the error URI of the last ERROR or ABORT of the action (the one the originator
  *     got: a callee's ERROR passes on as the caller's), NULL on success;
- *   - duration: from the anchor to the completing message (monotonic clock).
+ *   - duration: from the anchor to the completing message (monotonic clock);
+ *   - callee_node: the cluster node a call's answer came from (the first message naming one),
+ *     NULL for an action that stayed on this node.
  * When the completing message comes, the tracker hands out one record (trace_record with
  * msg_type TRACE_MSG_ACTION: pc/ts are the ANCHOR's, peer = originator, uri = the action's URI,
  * corr = the correlation, wire = the MessagePack array [action, [[session_id, authid,
- * authrole], ...], success, duration, error] that trace_render.c turns into the record object)
- * and forgets the action. The array's length versions it: four elements (no error) is the
- * action part written before the error URI was kept (persisted traces still hold it).
+ * authrole], ...], success, duration, error, callee_node] that trace_render.c turns into the
+ * record object) and forgets the action. The array's length versions it: four elements (no
+ * error) and five (no callee_node) are the action parts written before those were kept
+ * (persisted traces still hold them).
  * Bounded: at most max_pending actions are pending; a new anchor beyond that abandons the oldest
  * pending action (counted, see trace_action_abandoned()). Actions never completed are never
  * recorded (trace_action_clear() discards them when the trace stops).
@@ -50,6 +53,9 @@ typedef struct trace_action_msg {
     trace_str *uri;      /* the action's URI; NULL if none */
     bool dropped;        /* a tx message that was not delivered (no responder from it) */
     const char *error;   /* an ERROR's or ABORT's error URI (copied if kept); NULL otherwise */
+    /* The cluster node a cross-node call's answer (RESULT, ERROR) came from (copied if kept);
+     * NULL otherwise. */
+    const char *callee_node;
 } trace_action_msg;
 
 /* New tracker holding at most max_pending (>= 1) pending actions. NULL on allocation failure. */

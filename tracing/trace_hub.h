@@ -172,6 +172,9 @@ typedef struct trace_input {
     /* A tx message that was not delivered: why ("queue_full", ...). Must be a string with static
      * storage duration (it is stored as a pointer). NULL = delivered. */
     const char *dropped;
+    /* The cluster node the answer being sent came from (a cross-node call's RESULT or ERROR on
+     * the caller's node), borrowed for the call; NULL otherwise. Action-level traces name it. */
+    const char *callee_node;
 } trace_input;
 
 /* The fast path of a fan-out: records, for the session of peer, the message last recorded

@@ -372,6 +372,7 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
                 .uri = uri,
                 .dropped = in->dropped != NULL,
                 .error = error,
+                .callee_node = in->callee_node,
         };
         (void)trace_on_action_message(t, &m);
     }

@@ -40,6 +40,7 @@ typedef struct peer {
 typedef struct out_call {
     uint64_t xid, caller, request, deadline_us;
     char *realm;
+    char *procedure; /* kept while traced (has_corr), for the answer's records; else NULL */
     peer *p;
     bool receive_progress;
     bool has_corr;
@@ -354,6 +355,7 @@ static void out_free(rt_cluster_dealer *cd, out_call *oc)
     rt_list_remove(&oc->in_timeouts);
     peer_release(oc->p);
     free(oc->realm);
+    free(oc->procedure);
     free(oc);
 }
 
@@ -367,8 +369,8 @@ static void send_cancel(rt_cluster_dealer *cd, const out_call *oc, rt_crpc_mode 
 /* Answers oc's caller with ERROR uri and forgets oc. */
 static void out_fail(rt_cluster_dealer *cd, out_call *oc, const char *uri)
 {
-    rt_crpc_caller to = {oc->realm, oc->caller, oc->request, oc->has_corr ? oc->corr : NULL,
-                         oc->p->node};
+    rt_crpc_caller to = {oc->realm,   oc->caller,   oc->request, oc->has_corr ? oc->corr : NULL,
+                         oc->p->node, oc->procedure};
     rt_crpc_answer a = {.error = uri};
     cd->ops->answer(cd->ctx, &to, &a);
     out_free(cd, oc);
@@ -426,6 +428,7 @@ wamp_err rt_cluster_dealer_call(rt_cluster_dealer *cd, const char *node, uint64_
     oc->has_corr = call->corr != NULL;
     if (call->corr) {
         memcpy(oc->corr, call->corr, RT_CRPC_CORR_LEN);
+        oc->procedure = strdup(call->procedure); /* NULL (out of memory): records lack it */
     }
     oc->p = p;
     env e = {.kind = KIND_CALL,
@@ -463,6 +466,7 @@ wamp_err rt_cluster_dealer_call(rt_cluster_dealer *cd, const char *node, uint64_
     return WAMP_OK;
 fail:
     free(oc->realm);
+    free(oc->procedure);
     free(oc);
     peer_release(p);
     return err;
@@ -527,8 +531,8 @@ static void on_answer(rt_cluster_dealer *cd, const env *e)
     if (progress && !oc->receive_progress) {
         return;
     }
-    rt_crpc_caller to = {oc->realm, oc->caller, oc->request, oc->has_corr ? oc->corr : NULL,
-                         oc->p->node};
+    rt_crpc_caller to = {oc->realm,   oc->caller,   oc->request, oc->has_corr ? oc->corr : NULL,
+                         oc->p->node, oc->procedure};
     rt_crpc_answer a = {.error = e->kind == KIND_ERROR ? e->error : NULL,
                         .progress = progress,
                         .payload = {e->ser, e->args, e->kwargs}};
@@ -841,6 +845,7 @@ void rt_cluster_dealer_free(rt_cluster_dealer *cd)
         {
             out_call *oc = RT_CONTAINER_OF(o, out_call, in_peer);
             free(oc->realm);
+            free(oc->procedure);
             free(oc);
         }
         RT_LIST_FOREACH_SAFE(i, in, &p->in)

@@ -96,10 +96,12 @@ typedef struct rt_crpc_answer {
 /* Whom an answer on B goes to. */
 typedef struct rt_crpc_caller {
     const char *realm;
-    uint64_t session;    /* the caller's session id */
-    uint64_t request;    /* its CALL.Request */
-    const uint8_t *corr; /* as given to rt_cluster_dealer_call(), NULL if none */
-    const char *node;    /* the callee's node */
+    uint64_t session;      /* the caller's session id */
+    uint64_t request;      /* its CALL.Request */
+    const uint8_t *corr;   /* as given to rt_cluster_dealer_call(), NULL if none */
+    const char *node;      /* the callee's node */
+    const char *procedure; /* the CALL's procedure when corr is set (else NULL; NULL too when
+                            * out of memory) */
 } rt_crpc_caller;
 
 /* What the module asks the dealer (upward calls through function pointers). */

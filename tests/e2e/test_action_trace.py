@@ -18,7 +18,7 @@ import test_persist as tp
 import test_tracing as tt
 
 ACTION_KEYS = {"seq", "pc", "ts", "realm", "action", "correlation", "uri", "originator",
-               "responders", "success", "duration", "error"}
+               "responders", "success", "duration", "error", "callee_node"}
 PEER_KEYS = {"session_id", "authid", "authrole"}
 
 

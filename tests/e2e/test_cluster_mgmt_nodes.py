@@ -27,7 +27,10 @@ TOPIC = P + "remote.tracing."
 NODES = ("node_a", "node_b", "node_c")
 
 
-class TestClusterMgmtNodes(h.AsyncTestCase):
+class ClusterMgmtCase(h.AsyncTestCase):
+    """A nats-server and the helpers of a test with management-enabled nodes (no tests of its
+    own: test_cluster_correlation.py uses it too)."""
+
     async def asyncSetUp(self):
         await super().asyncSetUp()
         self.tmp = tempfile.mkdtemp(prefix="wampscope-cmgmtn-")
@@ -105,6 +108,31 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
             await asyncio.sleep(0.05)
         self.fail("no %s within %.0f s" % (what, timeout))
 
+    async def ctl(self, router, *args):
+        """wampscope-ctl --url router args...: (exit status, stdout, stderr)."""
+        env = dict(os.environ)
+        env.pop("WAMPSCOPE_URL", None)
+        proc = await asyncio.create_subprocess_exec(
+                h.ctl_bin(), "--url", router.url, *args, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        return proc.returncode, out.decode(), err.decode()
+
+    async def trace_engine(self, path):
+        """What the DevTools trace engine (tests/browser/analyze_chrome.mjs) made of the Chrome
+        file at path; fails when it rejects it."""
+        browser = os.path.join(os.environ["RT_SOURCE_DIR"], "tests", "browser")
+        self.assertTrue(os.path.isdir(os.path.join(browser, "node_modules", "@paulirish")),
+                        "tests/browser/node_modules missing: npm ci there (make test does)")
+        proc = await asyncio.create_subprocess_exec(
+                "node", os.path.join(browser, "analyze_chrome.mjs"), path, cwd=browser,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        self.assertEqual(proc.returncode, 0, err.decode())
+        return json.loads(out)
+
+
+class TestClusterMgmtNodes(ClusterMgmtCase):
     async def test_three_nodes_traced_from_node_c(self):
         a, b, c = self.node("node_a"), self.node("node_b"), self.node("node_c")
         self.wait_nodes((a, b, c), NODES)
@@ -246,29 +274,6 @@ class TestClusterMgmtNodes(h.AsyncTestCase):
         self.sessions = []
         a.stop()
         b.stop()
-
-    async def ctl(self, router, *args):
-        """wampscope-ctl --url router args...: (exit status, stdout, stderr)."""
-        env = dict(os.environ)
-        env.pop("WAMPSCOPE_URL", None)
-        proc = await asyncio.create_subprocess_exec(
-                h.ctl_bin(), "--url", router.url, *args, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env)
-        out, err = await asyncio.wait_for(proc.communicate(), 30)
-        return proc.returncode, out.decode(), err.decode()
-
-    async def trace_engine(self, path):
-        """What the DevTools trace engine (tests/browser/analyze_chrome.mjs) made of the Chrome
-        file at path; fails when it rejects it."""
-        browser = os.path.join(os.environ["RT_SOURCE_DIR"], "tests", "browser")
-        self.assertTrue(os.path.isdir(os.path.join(browser, "node_modules", "@paulirish")),
-                        "tests/browser/node_modules missing: npm ci there (make test does)")
-        proc = await asyncio.create_subprocess_exec(
-                "node", os.path.join(browser, "analyze_chrome.mjs"), path, cwd=browser,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
-        self.assertEqual(proc.returncode, 0, err.decode())
-        return json.loads(out)
 
     async def test_ctl_on_every_node(self):
         a, b = self.node("node_a"), self.node("node_b")

@@ -594,6 +594,9 @@ START_TEST(test_event_carries_the_publication_correlation)
     ck_assert_ptr_nonnull(corr);
     ck_assert_str_eq(json_string_value(json_object_get(event, "correlation")), corr);
     ck_assert_str_eq(json_string_value(json_object_get(event, "uri")), "com.c");
+    /* The action completes on the publisher's node: the PUBLISH there (nothing follows it). */
+    ck_assert(json_is_false(json_object_get(event, "correlation_is_last")));
+    ck_assert(json_is_true(json_object_get(publish, "correlation_is_last")));
     json_decref(ra);
     json_decref(rb);
 }

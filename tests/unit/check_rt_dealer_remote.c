@@ -231,10 +231,70 @@ START_TEST(test_call_across_traced)
                      "Invocation");
     ck_assert_str_eq(corr_of(ra, 0), corr);
     ck_assert_str_eq(corr_of(ra, 1), corr);
+    /* Every record of the action names its procedure, on both nodes. */
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ra, i), "uri")),
+                         "com.x.add");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rb, i), "uri")),
+                         "com.x.add");
+    }
     json_decref(ra);
     json_decref(rb);
     fake_conn_free(callee);
     fake_conn_free(caller);
+}
+
+END_TEST
+
+/* Action-level traces on both nodes: the call across them is one record, on the caller's node,
+ * naming the callee's node; the callee's node (no anchor there) writes none. A local call names
+ * no node. */
+START_TEST(test_call_across_action_record)
+{
+    node *a = start(0), *b = start(1);
+    fake_conn *callee = client(a, WAMP_SER_MSGPACK);
+    fake_conn *caller = client(b, WAMP_SER_JSON);
+    fake_conn *local = client(b, WAMP_SER_JSON);
+    ck_assert_int_eq(do_register(callee, 1, "com.x.add", "{}"), 65);
+    ck_assert_int_eq(do_register(local, 1, "com.x.here", "{}"), 65);
+    run_ms(100);
+    const char *opts = "{\"trace_level\": \"action\"}";
+    trace *ta = test_router_start_trace(&a->tr, "ta", opts);
+    trace *tb = test_router_start_trace(&b->tr, "tb", opts);
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 7, {}, \"com.x.add\", [2, 3]]"), WAMP_OK);
+    run_ms(100);
+    json_t *inv = expect(callee, 68);
+    ck_assert_int_eq(
+            fake_conn_send(callee, "[70, %llu, {}, [5]]", (unsigned long long)fake_msg_int(inv, 1)),
+            WAMP_OK);
+    json_decref(inv);
+    run_ms(100);
+    json_decref(expect(caller, 50));
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 8, {}, \"com.x.here\", []]"), WAMP_OK);
+    inv = expect(local, 68);
+    ck_assert_int_eq(
+            fake_conn_send(local, "[70, %llu, {}, []]", (unsigned long long)fake_msg_int(inv, 1)),
+            WAMP_OK);
+    json_decref(inv);
+    json_decref(expect(caller, 50));
+
+    json_t *ra = test_router_records(ta);
+    ck_assert_uint_eq(json_array_size(ra), 0);
+    json_t *rb = test_router_records(tb);
+    ck_assert_uint_eq(json_array_size(rb), 2);
+    json_t *across = json_array_get(rb, 0), *here = json_array_get(rb, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(across, "action")), "call");
+    ck_assert_str_eq(json_string_value(json_object_get(across, "uri")), "com.x.add");
+    ck_assert_str_eq(json_string_value(json_object_get(across, "callee_node")), "a");
+    ck_assert(json_is_true(json_object_get(across, "success")));
+    ck_assert_str_eq(json_string_value(json_object_get(here, "uri")), "com.x.here");
+    ck_assert(json_is_null(json_object_get(here, "callee_node")));
+    ck_assert_uint_eq(json_array_size(json_object_get(here, "responders")), 1);
+    json_decref(ra);
+    json_decref(rb);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+    fake_conn_free(local);
 }
 
 END_TEST
@@ -528,6 +588,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_call_across);
     tcase_add_test(tc, test_call_across_traced);
+    tcase_add_test(tc, test_call_across_action_record);
     tcase_add_test(tc, test_already_exists_across);
     tcase_add_test(tc, test_shared_roundrobin_across);
     tcase_add_test(tc, test_pattern_precedence_across);

@@ -96,8 +96,9 @@ START_TEST(test_tracker_call_chain)
     ck_assert_uint_eq(rec.pc_ns, PC0); /* the anchor's time */
     ck_assert_uint_eq(rec.ts_ns, TS0);
     json_t *j = render(&rec);
-    ck_assert_uint_eq(json_object_size(j), 12);
-    ck_assert(json_is_null(json_object_get(j, "error"))); /* a success has none */
+    ck_assert_uint_eq(json_object_size(j), 13);
+    ck_assert(json_is_null(json_object_get(j, "error")));       /* a success has none */
+    ck_assert(json_is_null(json_object_get(j, "callee_node"))); /* stayed on this node */
     ck_assert_str_eq(sval(j, "action"), "call");
     ck_assert_str_eq(sval(j, "uri"), "com.math.add");
     ck_assert_str_eq(sval(j, "realm"), "realm1");
@@ -115,6 +116,20 @@ START_TEST(test_tracker_call_chain)
     ck_assert(json_is_real(json_object_get(j, "duration")));
     ck_assert_double_eq_tol(rval(j, "duration"), 0.004, 1e-9);
     ck_assert_double_eq_tol(rval(j, "ts"), 1700000000.0, 1e-3);
+    json_decref(j);
+    trace_record_fini(&rec);
+    /* A call answered from another node: the first answer naming it names the callee's node. */
+    m = amsg(u, true, false, WAMP_MSG_CALL, PC0, caller, uri);
+    ck_assert(!trace_action_on_message(a, &m, &rec));
+    m = amsg(u, false, false, WAMP_MSG_RESULT, PC0 + 1 * MS, caller, uri);
+    m.callee_node = "node_b";
+    ck_assert(!trace_action_on_message(a, &m, &rec));
+    m = amsg(u, false, true, WAMP_MSG_RESULT, PC0 + 2 * MS, caller, uri);
+    m.callee_node = "node_c";
+    ck_assert(trace_action_on_message(a, &m, &rec));
+    j = render(&rec);
+    ck_assert_str_eq(sval(j, "callee_node"), "node_b");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "responders")), 0);
     json_decref(j);
     trace_record_fini(&rec);
     /* A message of no pending action is ignored. */
@@ -205,13 +220,16 @@ START_TEST(test_tracker_error_uri_of_the_last_error)
 END_TEST
 
 /* An action part of four elements (written before the error URI was kept, as persisted traces
- * hold it) renders with error null; one of another length renders as no action part. */
+ * hold it) renders with error null, one of five (before callee_node) with callee_node null; one
+ * of another length renders as no action part. */
 START_TEST(test_render_action_part_versions)
 {
-    static const char *const parts[] = {"[\"call\", [[9, null, null]], false, 0.5]",
-                                        "[\"call\", [[9, null, null]], false, 0.5, \"a.b\"]",
-                                        "[\"call\", [[9, null, null]], false]"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const parts[] = {
+            "[\"call\", [[9, null, null]], false, 0.5]",
+            "[\"call\", [[9, null, null]], false, 0.5, \"a.b\"]",
+            "[\"call\", [[9, null, null]], false]",
+            "[\"call\", [[9, null, null]], false, 0.5, \"a.b\", \"node_b\"]"};
+    for (int i = 0; i < 4; i++) {
         json_t *v = json_loads(parts[i], 0, NULL);
         ck_assert_ptr_nonnull(v);
         wamp_wr w;
@@ -226,8 +244,8 @@ START_TEST(test_render_action_part_versions)
         r.msg_type = TRACE_MSG_ACTION;
         r.peer = trace_peer_new(11, "realm1", NULL, NULL);
         json_t *j = render(&r);
-        ck_assert_uint_eq(json_object_size(j), 12);
-        if (i < 2) {
+        ck_assert_uint_eq(json_object_size(j), 13);
+        if (i != 2) {
             ck_assert_str_eq(sval(j, "action"), "call");
             ck_assert(json_is_false(json_object_get(j, "success")));
             ck_assert_uint_eq(json_array_size(json_object_get(j, "responders")), 1);
@@ -235,10 +253,15 @@ START_TEST(test_render_action_part_versions)
             ck_assert(json_is_null(json_object_get(j, "action")));
             ck_assert(json_is_null(json_object_get(j, "success")));
         }
-        if (i == 1) {
+        if (i == 1 || i == 3) {
             ck_assert_str_eq(sval(j, "error"), "a.b");
         } else {
             ck_assert(json_is_null(json_object_get(j, "error")));
+        }
+        if (i == 3) {
+            ck_assert_str_eq(sval(j, "callee_node"), "node_b");
+        } else {
+            ck_assert(json_is_null(json_object_get(j, "callee_node")));
         }
         json_decref(j);
         trace_record_fini(&r);
