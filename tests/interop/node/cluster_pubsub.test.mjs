@@ -6,36 +6,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { NATS_BIN, sleep, startCluster, waitFor } from './cluster_harness.mjs';
-import { ARGS, KWARGS, openSession, step, uniqueUri } from './harness.mjs';
+import { NATS_BIN, clusterFixture, sleep, waitFor } from './cluster_harness.mjs';
+import { ARGS, KWARGS, step, uniqueUri } from './harness.mjs';
 
 describe('pubsub across two cluster nodes', { skip: !NATS_BIN && 'nats-server not installed' }, () => {
-  let cluster;
-  const clients = [];
+  const fx = clusterFixture(['node_a', 'node_b']);
+  before(fx.setUp);
+  after(fx.tearDown);
 
-  before(async () => {
-    cluster = await startCluster(['node_a', 'node_b']);
-  });
-
-  after(async () => {
-    for (const c of clients.reverse()) {
-      try {
-        await c.close();
-      } catch {
-        c.abort();
-      }
-    }
-    await cluster.stop();
-  });
-
-  async function open(router, serializer) {
-    const c = await openSession(router, { serializer });
-    clients.push(c);
-    return c.session;
-  }
+  const open = (router, serializer) => fx.open(router, { serializer });
 
   it('delivers events from node A to subscribers on node B once each', async () => {
-    const [a, b] = cluster.routers;
+    const [a, b] = fx.cluster.routers;
     const base = uniqueUri('c');
     const pub = await open(a, 'json');
     const sub = await open(b, 'msgpack');
