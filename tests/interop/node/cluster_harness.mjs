@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { openSession, startRouter } from './harness.mjs';
+import { closeClients, openSession, startRouter } from './harness.mjs';
 
 export const NATS_BIN = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => fs.existsSync(p));
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -101,13 +101,7 @@ export function clusterFixture(ids) {
   fx.tearDown = async () => {
     if (!fx.cluster) return; // setUp failed and reported it
     try {
-      for (const c of fx.clients.reverse()) {
-        try {
-          await c.close();
-        } catch {
-          c.abort();
-        }
-      }
+      await closeClients(fx.clients);
     } finally {
       await fx.cluster.stop();
     }
