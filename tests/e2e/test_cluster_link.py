@@ -7,133 +7,20 @@ and joins once it is up, and --check-config checks the cluster keys without conn
 The node list is observed through the router's log ("cluster NAME: nodes (N): a, b"); the
 management API's view of it (list_nodes, forwarding) is tested in test_cluster_mgmt.py."""
 
-import asyncio
 import json
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import time
 
 import rt_harness as h
 
-NATS_BIN = shutil.which("nats-server") or "/usr/sbin/nats-server"
-HEARTBEAT_MS = 500
-NODE_TTL_MS = 2000
-CONNECT_TIMEOUT_MS = 500
-# Documented bound for a killed node to leave the others' list: node_ttl + 2 heartbeats.
-KILL_BOUND_S = (NODE_TTL_MS + 2 * HEARTBEAT_MS) / 1000.0
-SLACK_S = 1.5  # a loaded 2-core machine and sanitizer builds
+# The helpers are cluster_harness's; test_cluster_mgmt_nodes.py reaches them through this module.
+from cluster_harness import (HEARTBEAT_MS, KILL_BOUND_S, NODE_TTL_MS, SLACK_S,  # noqa: F401
+                             ClusterCase, NatsServer, nodes_line, wait_log, write_config)
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class NatsServer:
-    """nats-server with JetStream on 127.0.0.1:port, its store in a temp dir; stopped by PID."""
-
-    def __init__(self, tmp, port=None, extra=()):
-        self.port = port or free_port()
-        self.extra = list(extra)
-        self.store = os.path.join(tmp, "js")
-        self.log = os.path.join(tmp, "nats.log")
-        self.proc = None
-
-    def start(self):
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [NATS_BIN, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store]
-                + self.extra,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                preexec_fn=h._die_with_parent)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("nats-server exited with %s" % self.proc.returncode)
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                    if s.recv(4).startswith(b"INFO"):
-                        return self
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("nats-server did not come up on port %d" % self.port)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def write_config(tmp, node_id, nats_port, name, nats=None):
-    cfg = {
-        "version": 2,
-        "controller": {"id": node_id},
-        "workers": [{
-            "type": "router",
-            "realms": [{"name": "realm1", "roles": [{"name": "anonymous", "permissions": [
-                {"uri": "", "match": "prefix",
-                 "allow": {"call": True, "register": True, "publish": True, "subscribe": True}}]}]}],
-            "transports": [{"type": "websocket",
-                            "endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"}}],
-            "wampscope": {
-                "management": {"enabled": False},
-                "tracing": {"flight_recorder": False},
-                "cluster": {"name": name, "heartbeat_interval": HEARTBEAT_MS,
-                            "node_ttl": NODE_TTL_MS, "connect_timeout": CONNECT_TIMEOUT_MS,
-                            "reconnect_wait": 200, "request_timeout": 1000,
-                            "nats": nats or {"servers": ["nats://127.0.0.1:%d" % nats_port]}},
-            },
-        }],
-    }
-    path = os.path.join(tmp, "%s.json" % node_id)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(cfg, f)
-    return path
-
-
-def wait_log(router, pattern, timeout=10.0, count=1):
-    """Waits until the router's log holds pattern (a regex) count times; returns the time."""
-    rx = re.compile(pattern)
-    deadline = time.monotonic() + timeout
-    while True:
-        text = router.stderr_text()
-        if len(rx.findall(text)) >= count:
-            return time.monotonic()
-        if time.monotonic() > deadline:
-            raise AssertionError("no %r (x%d) in the log within %.1f s:\n%s"
-                                 % (pattern, count, timeout, text[-4000:]))
-        time.sleep(0.02)
-
-
-def nodes_line(name, *ids):
-    return re.escape("cluster %s: nodes (%d): %s" % (name, len(ids), ", ".join(ids)))
-
-
-class TestClusterLink(h.AsyncTestCase):
-    async def asyncSetUp(self):
-        await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-cluster-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.nats = NatsServer(self.tmp)
-        self.addCleanup(self.nats.stop)
-        # Distinct cluster names per test: buckets and subjects never meet.
-        self.name = "c_" + self.id().split(".")[-1][5:][:40]
-
-    def node(self, node_id, start=True, nats=None):
-        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name, nats))
-        self.addCleanup(r.cleanup)
-        return r.start() if start else r
-
+class TestClusterLink(ClusterCase):
     async def routes_locally(self, router):
         s = await h.open_session(router, "realm1", "json")
         try:

@@ -3,49 +3,21 @@ port, temp store), with python3-autobahn sessions on both nodes: wamp.session.*,
 wamp.subscription.* and wamp.registration.* called on either node see the sessions,
 subscriptions, subscribers, registrations and callees of both (merge rules in README.md,
 Cluster, "Meta API"); a node that does not answer in time (stopped with SIGSTOP) is left out
-and logged. The harness (nats-server, configs, log waits) is test_cluster_link.py's."""
+and logged. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
 
 import os
-import shutil
 import signal
-import tempfile
 import time
 
 from autobahn.wamp.types import RegisterOptions, SubscribeOptions
 
+import cluster_harness as ch
 import rt_harness as h
-import test_cluster_link as link
 
 
-class TestClusterMeta(h.AsyncTestCase):
-    async def asyncSetUp(self):
-        await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-cmeta-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.nats = link.NatsServer(self.tmp)
-        self.addCleanup(self.nats.stop)
-        self.name = "m_" + self.id().split(".")[-1][5:][:40]
-        self.sessions = []
-
-    async def asyncTearDown(self):
-        await h.close_sessions(self.sessions)
-        await super().asyncTearDown()
-
-    def nodes(self, *ids):
-        self.nats.start()
-        routers = []
-        for i in ids:
-            r = h.RouterProc(config=link.write_config(self.tmp, i, self.nats.port, self.name))
-            self.addCleanup(r.cleanup)
-            routers.append(r.start())
-        for r in routers:
-            link.wait_log(r, link.nodes_line(self.name, *sorted(ids)))
-        return routers
-
-    async def session(self, router, ser):
-        s = await h.open_session(router, "realm1", ser)
-        self.sessions.append(s)
-        return s
+class TestClusterMeta(ch.ClusterCase):
+    PREFIX = "m_"
+    TMP_PREFIX = "wampscope-cmeta-"
 
     async def test_meta_calls_on_each_node_see_both(self):
         a, b = self.nodes("node_a", "node_b")
@@ -111,7 +83,7 @@ class TestClusterMeta(h.AsyncTestCase):
             self.assertLess(time.monotonic() - t0, 3.0)
         finally:
             os.kill(b.proc.pid, signal.SIGCONT)
-        link.wait_log(a, r"cluster meta: node node_b did not answer wamp\.session\.count")
+        ch.wait_log(a, r"cluster meta: node node_b did not answer wamp\.session\.count")
         self.assertEqual(await h.step(sa.call("wamp.session.count")), 2)
 
 

@@ -14,9 +14,7 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import signal
-import tempfile
 import time
 import urllib.request
 
@@ -24,8 +22,8 @@ from autobahn.exception import PayloadExceededError
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import PublishOptions
 
+import cluster_harness as ch
 import rt_harness as h
-import test_cluster_link as tcl
 
 P = "crossbarfabriccenter."
 REQUEST_TIMEOUT_MS = 1000
@@ -33,8 +31,8 @@ SLACK_S = 1.5  # a loaded 2-core machine and sanitizer builds
 
 
 def write_config(tmp, node_id, nats_port, name):
-    """test_cluster_link's node config with the management API on (realm "mgmt", loopback)."""
-    path = tcl.write_config(tmp, node_id, nats_port, name)
+    """cluster_harness's node config with the management API on (realm "mgmt", loopback)."""
+    path = ch.write_config(tmp, node_id, nats_port, name)
     with open(path, encoding="utf-8") as f:
         cfg = json.load(f)
     ws = cfg["workers"][0]["wampscope"]
@@ -47,14 +45,9 @@ def write_config(tmp, node_id, nats_port, name):
     return path
 
 
-class TestClusterMgmt(h.AsyncTestCase):
-    async def asyncSetUp(self):
-        await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-cmgmt-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.nats = tcl.NatsServer(self.tmp)
-        self.addCleanup(self.nats.stop)
-        self.name = "m_" + self.id().split(".")[-1][5:][:40]
+class TestClusterMgmt(ch.ClusterCase):
+    PREFIX = "m_"
+    TMP_PREFIX = "wampscope-cmgmt-"
 
     async def start_cluster(self, nats_conf=None):
         """nats-server (with the configuration text nats_conf, if any) and nodes A and B; the
@@ -64,11 +57,7 @@ class TestClusterMgmt(h.AsyncTestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(nats_conf)
             self.nats.extra = ["-c", path]
-        self.nats.start()
-        self.a = self.node("node_a")
-        self.b = self.node("node_b")
-        for r in (self.a, self.b):
-            tcl.wait_log(r, tcl.nodes_line(self.name, "node_a", "node_b"))
+        self.a, self.b = self.nodes("node_a", "node_b")
         self.mgmt = await h.open_session(self.a, "mgmt", "json")
 
     async def finish(self, *routers):
@@ -159,8 +148,8 @@ class TestClusterMgmt(h.AsyncTestCase):
         # Node C joins while it runs: it starts it too, with the same options.
         c = self.node("node_c")
         for r in (self.a, self.b, c):
-            tcl.wait_log(r, tcl.nodes_line(self.name, "node_a", "node_b", "node_c"))
-        tcl.wait_log(c, re.escape('cluster-wide trace "%s" started on this node' % tid))
+            ch.wait_log(r, ch.nodes_line(self.name, "node_a", "node_b", "node_c"))
+        ch.wait_log(c, re.escape('cluster-wide trace "%s" started on this node' % tid))
         md = await self.call("get_trace", "node_c", w, tid)
         self.assertEqual(md["status"], "running")
         self.assertEqual(md["options"]["msg_types"], opts["msg_types"])
@@ -238,7 +227,7 @@ class TestClusterMgmt(h.AsyncTestCase):
         self.assertIn('"node_b"', e.args[0])
         self.assertLess(time.monotonic() - t0, REQUEST_TIMEOUT_MS / 1000.0 + SLACK_S)
         # Once its key expires it is no longer listed.
-        tcl.wait_log(self.a, tcl.nodes_line(self.name, "node_a"), timeout=tcl.KILL_BOUND_S + 5)
+        ch.wait_log(self.a, ch.nodes_line(self.name, "node_a"), timeout=ch.KILL_BOUND_S + 5)
         self.assertEqual(await self.call("list_nodes"), ["node_a"])
         e = await self.error_of("list_traces", "node_b", wb)
         self.assertEqual(e.error, "crossbar.error.no_such_object")

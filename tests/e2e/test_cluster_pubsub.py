@@ -5,18 +5,16 @@ id; the PUBLISH options (exclude/eligible by session, authid and authrole, discl
 acknowledge) hold across nodes; retained events are served from the node that holds them; a node
 killed with kill -9 has its interest dropped (documented bound: node_ttl + 2 heartbeats); and a
 stopped nats-server leaves local routing going, then cross-node events flow again once it is
-back. The harness (nats-server, configs, log waits) is test_cluster_link.py's."""
+back. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
 
 import asyncio
 import re
-import shutil
-import tempfile
 import time
 
 from autobahn.wamp.types import PublishOptions, SubscribeOptions
 
+import cluster_harness as ch
 import rt_harness as h
-import test_cluster_link as link
 
 ACK = PublishOptions(acknowledge=True)
 
@@ -49,36 +47,9 @@ def opts(match=None, **kw):
     return SubscribeOptions(match=match, details=True, **kw)
 
 
-class TestClusterPubSub(h.AsyncTestCase):
-    async def asyncSetUp(self):
-        await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-cpubsub-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.nats = link.NatsServer(self.tmp)
-        self.addCleanup(self.nats.stop)
-        self.name = "p_" + self.id().split(".")[-1][5:][:40]
-        self.sessions = []
-
-    async def asyncTearDown(self):
-        await h.close_sessions(self.sessions)
-        await super().asyncTearDown()
-
-    def node(self, node_id):
-        r = h.RouterProc(config=link.write_config(self.tmp, node_id, self.nats.port, self.name))
-        self.addCleanup(r.cleanup)
-        return r.start()
-
-    def nodes(self, *ids):
-        self.nats.start()
-        routers = [self.node(i) for i in ids]
-        for r in routers:
-            link.wait_log(r, link.nodes_line(self.name, *sorted(ids)))
-        return routers
-
-    async def session(self, router, ser):
-        s = await h.open_session(router, "realm1", ser)
-        self.sessions.append(s)
-        return s
+class TestClusterPubSub(ch.ClusterCase):
+    PREFIX = "p_"
+    TMP_PREFIX = "wampscope-cpubsub-"
 
     async def until_delivered(self, pub, topic, *handlers):
         """Publishes probes on topic until every handler got one: the other nodes know the
@@ -193,9 +164,9 @@ class TestClusterPubSub(h.AsyncTestCase):
         self.sessions.remove(sb)
         killed_at = time.monotonic()
         b.kill()
-        dropped = link.wait_log(a, re.escape("cluster table subs: dropped the 1 entries of node "
-                                             "node_b"), timeout=link.KILL_BOUND_S + 5)
-        self.assertLess(dropped - killed_at, link.KILL_BOUND_S + link.SLACK_S)
+        dropped = ch.wait_log(a, re.escape("cluster table subs: dropped the 1 entries of node "
+                                             "node_b"), timeout=ch.KILL_BOUND_S + 5)
+        self.assertLess(dropped - killed_at, ch.KILL_BOUND_S + ch.SLACK_S)
         await h.step(pub.publish(topic, "after", options=ACK))
         await ec.wait_for(lambda ev: any(e[0] == ["after"] for e in ev))
         self.assertNotIn("event of", a.stderr_text())  # nothing was sent to the dead node
@@ -210,15 +181,15 @@ class TestClusterPubSub(h.AsyncTestCase):
         await h.step(sb.subscribe(eb, topic, options=opts()))
         await self.until_delivered(pub, topic, ea, eb)
         self.nats.stop()
-        link.wait_log(a, re.escape("cluster %s: link down; routing locally" % self.name))
+        ch.wait_log(a, re.escape("cluster %s: link down; routing locally" % self.name))
         # Local routing never stops; B's event is dropped (counted, logged).
         await h.step(pub.publish(topic, "local", options=ACK))
         await ea.wait_for(lambda ev: any(e[0] == ["local"] for e in ev))
-        self.nats = link.NatsServer(self.tmp, port=self.nats.port)
+        self.nats = ch.NatsServer(self.tmp, port=self.nats.port)
         self.addCleanup(self.nats.stop)
         self.nats.start()
         for r, me in ((a, "node_a"), (b, "node_b")):
-            link.wait_log(r, re.escape("cluster %s: joined as node %s" % (self.name, me)), count=2)
+            ch.wait_log(r, re.escape("cluster %s: joined as node %s" % (self.name, me)), count=2)
         eb.events.clear()
         await self.until_delivered(pub, topic, eb)
         await h.step(pub.publish(topic, "again", options=ACK))

@@ -5,53 +5,24 @@ roundrobin registration spanning nodes, progressive results, cancel, call timeou
 leaving, kill -9 of the callee's node (answered wamp.error.canceled within node_ttl + 2
 heartbeats) and a stopped nats-server (calls in flight answered wamp.error.network_failure, local
 calls going on, cross-node calls again once it is back). The harness (nats-server, configs, log
-waits) is test_cluster_link.py's."""
+waits) is cluster_harness.py's."""
 
 import asyncio
 import json
 import re
-import shutil
-import tempfile
 import time
 import types
 
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import CallOptions, RegisterOptions
 
+import cluster_harness as ch
 import rt_harness as h
-import test_cluster_link as link
 
 
-class TestClusterRpc(h.AsyncTestCase):
-    async def asyncSetUp(self):
-        await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-crpc-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.nats = link.NatsServer(self.tmp)
-        self.addCleanup(self.nats.stop)
-        self.name = "r_" + self.id().split(".")[-1][5:][:40]
-        self.sessions = []
-
-    async def asyncTearDown(self):
-        await h.close_sessions(self.sessions)
-        await super().asyncTearDown()
-
-    def node(self, node_id):
-        r = h.RouterProc(config=link.write_config(self.tmp, node_id, self.nats.port, self.name))
-        self.addCleanup(r.cleanup)
-        return r.start()
-
-    def nodes(self, *ids):
-        self.nats.start()
-        routers = [self.node(i) for i in ids]
-        for r in routers:
-            link.wait_log(r, link.nodes_line(self.name, *sorted(ids)))
-        return routers
-
-    async def session(self, router, ser):
-        s = await h.open_session(router, "realm1", ser)
-        self.sessions.append(s)
-        return s
+class TestClusterRpc(ch.ClusterCase):
+    PREFIX = "r_"
+    TMP_PREFIX = "wampscope-crpc-"
 
     async def call_when_known(self, caller, proc, *args, **kw):
         """Calls proc until the caller's node knows the registration (the table's delta crossed
@@ -204,9 +175,9 @@ class TestClusterRpc(h.AsyncTestCase):
         killed_at = time.monotonic()
         a.kill()
         with self.assertRaises(ApplicationError) as cm:
-            await h.step(fut, link.KILL_BOUND_S + 10)
+            await h.step(fut, ch.KILL_BOUND_S + 10)
         self.assertEqual(cm.exception.error, "wamp.error.canceled")
-        self.assertLess(time.monotonic() - killed_at, link.KILL_BOUND_S + link.SLACK_S)
+        self.assertLess(time.monotonic() - killed_at, ch.KILL_BOUND_S + ch.SLACK_S)
         # a's registration is gone from b's view: b may register it itself.
         await h.step(caller.register(lambda: "b", h.uri(self, "hang")))
         self.assertEqual(await h.step(caller.call(h.uri(self, "hang"))), "b")
@@ -228,11 +199,11 @@ class TestClusterRpc(h.AsyncTestCase):
         self.assertEqual(cm.exception.error, "wamp.error.network_failure")
         # Local routing never stops.
         self.assertEqual(await h.step(caller.call(h.uri(self, "local"))), "local")
-        self.nats = link.NatsServer(self.tmp, port=self.nats.port)
+        self.nats = ch.NatsServer(self.tmp, port=self.nats.port)
         self.addCleanup(self.nats.stop)
         self.nats.start()
         for r, me in ((a, "node_a"), (b, "node_b")):
-            link.wait_log(r, re.escape("cluster %s: joined as node %s" % (self.name, me)), count=2)
+            ch.wait_log(r, re.escape("cluster %s: joined as node %s" % (self.name, me)), count=2)
         self.assertEqual(await self.call_when_known(caller, h.uri(self, "ping")), "a")
 
     async def test_two_nodes_share_one_port(self):
@@ -241,12 +212,12 @@ class TestClusterRpc(h.AsyncTestCase):
         through it whichever node each landed on. Each node has a second shared transport on
         another port (several shared sockets in one router), where the callee connects."""
         self.nats.start()
-        port, port2 = link.free_port(), link.free_port()
+        port, port2 = ch.free_port(), ch.free_port()
         while port2 == port:
-            port2 = link.free_port()
+            port2 = ch.free_port()
         routers = []
         for node_id in ("node_a", "node_b"):
-            path = link.write_config(self.tmp, node_id, self.nats.port, self.name)
+            path = ch.write_config(self.tmp, node_id, self.nats.port, self.name)
             with open(path, encoding="utf-8") as f:
                 cfg = json.load(f)
             transports = cfg["workers"][0]["transports"]
@@ -261,7 +232,7 @@ class TestClusterRpc(h.AsyncTestCase):
             self.assertIn(":%d/" % port, routers[-1].url)
             self.assertTrue(any(":%d/" % port2 in u for u in routers[-1].urls), routers[-1].urls)
         for r in routers:
-            link.wait_log(r, link.nodes_line(self.name, "node_a", "node_b"))
+            ch.wait_log(r, ch.nodes_line(self.name, "node_a", "node_b"))
         second = types.SimpleNamespace(url=routers[0].url.replace(":%d/" % port, ":%d/" % port2),
                                        host=routers[0].host, port=port2)
         callee = await self.session(second, "json")

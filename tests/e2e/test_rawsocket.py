@@ -234,15 +234,7 @@ class RawSocketTestCase(h.AsyncTestCase):
         self._raws = []
 
     async def asyncTearDown(self):
-        try:
-            for r in self._raws:
-                r.close()
-            await h.close_sessions(self._sessions)
-        finally:
-            try:
-                self.router.stop()
-            finally:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+        await h.stop_router(self.router, self.tmp, self._sessions, self._raws)
 
     async def ws(self, ser, realm="realm1"):
         s = await h.open_session(self.router, realm, ser)
@@ -621,13 +613,7 @@ class TlsTestCase(h.AsyncTestCase):
         self._sessions = []
 
     async def asyncTearDown(self):
-        try:
-            await h.close_sessions(self._sessions)
-        finally:
-            try:
-                self.router.stop()
-            finally:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+        await h.stop_router(self.router, self.tmp, self._sessions)
 
     async def wss(self, ser, port=None, path="/secure"):
         port = port or self.wss_port
@@ -769,15 +755,7 @@ class UniversalTestCase(h.AsyncTestCase):
         self._raws = []
 
     async def asyncTearDown(self):
-        try:
-            for r in self._raws:
-                r.close()
-            await h.close_sessions(self._sessions)
-        finally:
-            try:
-                self.router.stop()
-            finally:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+        await h.stop_router(self.router, self.tmp, self._sessions, self._raws)
 
     async def test_autobahn_rawsocket_and_websocket_on_one_port(self):
         for rser, wser in (("json", "msgpack"), ("msgpack", "json")):

@@ -17,7 +17,6 @@ after http_idle_timeout; a head over http_max_head gets 431.
 import asyncio
 import json
 import os
-import shutil
 import socket
 import struct
 import tempfile
@@ -117,15 +116,7 @@ class FrontTest(h.AsyncTestCase):
         self._sessions = []
 
     async def asyncTearDown(self):
-        try:
-            for s in self._socks:
-                s.close()
-            await h.close_sessions(self._sessions)
-        finally:
-            try:
-                self.router.stop()
-            finally:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+        await h.stop_router(self.router, self.tmp, self._sessions, self._socks)
 
     def ws(self, port=None, protocols=("wamp.2.json",)):
         w = h.RawWs(self.router.host, port or self.router.port, self.router.path, protocols)

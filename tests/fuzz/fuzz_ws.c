@@ -7,12 +7,13 @@
  * Properties: never crashes, leaks or reads outside its input (each slice is its own
  * allocation); *used never exceeds the slice; the events and the final status do not depend
  * on how the bytes are sliced; a MESSAGE never exceeds max_message; a text MESSAGE is valid
- * UTF-8 (checked here by a separate decoder); control payloads are at most 125 octets; a
+ * UTF-8 (checked by a separate decoder, utf8_ref.h); control payloads are at most 125 octets; a
  * CLOSE's code is one valid on the wire or 1005; a failure's code is 1002, 1007 or 1009; after
  * a CLOSE or a failure nothing more is read. */
 #include <string.h>
 
 #include "fuzz.h"
+#include "utf8_ref.h"
 #include "wamp_ws.h"
 
 #define MAX_EVENTS 128
@@ -32,46 +33,6 @@ static void run_fini(run *r)
     }
 }
 
-/* RFC 3629, written plainly (not the validator under test). */
-static bool utf8_ok(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i], need, cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if ((c & 0xe0) == 0xc0) {
-            need = 1;
-            cp = c & 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            need = 2;
-            cp = c & 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            need = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (n - i - 1 < need) {
-            return false;
-        }
-        for (unsigned k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) {
-                return false;
-            }
-            cp = cp << 6 | (s[i + k] & 0x3fu);
-        }
-        static const unsigned min[] = {0, 0x80, 0x800, 0x10000};
-        if (cp < min[need] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-            return false;
-        }
-        i += need + 1;
-    }
-    return true;
-}
-
 static bool close_code_ok(unsigned c)
 {
     return c == 1005 || (c >= 1000 && c <= 1003) || (c >= 1007 && c <= 1014) ||
@@ -83,7 +44,7 @@ static void check_event(const wamp_ws_config *cfg, const wamp_ws_event *ev)
     switch (ev->kind) {
     case WAMP_WS_EV_MESSAGE:
         FUZZ_CHECK(cfg->max_message == 0 || ev->len <= cfg->max_message);
-        FUZZ_CHECK(ev->binary || utf8_ok(ev->data, ev->len));
+        FUZZ_CHECK(ev->binary || utf8_ref_valid(ev->data, ev->len));
         break;
     case WAMP_WS_EV_PING:
     case WAMP_WS_EV_PONG:
@@ -93,7 +54,7 @@ static void check_event(const wamp_ws_config *cfg, const wamp_ws_event *ev)
         FUZZ_CHECK(ev->len <= WAMP_WS_CONTROL_MAX - 2);
         FUZZ_CHECK(close_code_ok(ev->code));
         FUZZ_CHECK(ev->code != 1005 || ev->len == 0);
-        FUZZ_CHECK(utf8_ok(ev->data, ev->len));
+        FUZZ_CHECK(utf8_ref_valid(ev->data, ev->len));
         break;
     default:
         FUZZ_CHECK(false); /* an unknown event kind */

@@ -652,3 +652,27 @@ void fake_link_free(fake_link *l)
     }
     free(l);
 }
+
+rt_cluster *fake_cluster_member_new(fake_bus *b, fake_clock *clock, const char *node_id,
+                                    uint64_t instance, uint32_t heartbeat_ms, uint32_t node_ttl_ms,
+                                    uint32_t request_timeout_ms, fake_link **link)
+{
+    rt_cluster_options o = {.name = "wsc",
+                            .node_id = node_id,
+                            .version = "9.9",
+                            .heartbeat_ms = heartbeat_ms,
+                            .node_ttl_ms = node_ttl_ms,
+                            .request_timeout_ms = request_timeout_ms};
+    rt_cluster *c = rt_cluster_new(&o, instance, fake_clock_now, clock);
+    if (!c) {
+        return NULL;
+    }
+    fake_link *l = fake_link_new(b, c);
+    if (!l || rt_cluster_set_link(c, &fake_link_ops, l) != WAMP_OK) {
+        fake_link_free(l);
+        rt_cluster_free(c);
+        return NULL;
+    }
+    *link = l;
+    return c;
+}

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fake_clock.h"
 #include "rt_cluster.h"
@@ -41,5 +42,13 @@ fake_link *fake_link_new(fake_bus *b, rt_cluster *c);
 void fake_link_free(fake_link *l);
 /* Queues the state change (up, or down after having been up). */
 void fake_link_set_up(fake_link *l, bool up);
+
+/* A member of cluster "wsc" (announcing version "9.9") for node_id and instance, heartbeat,
+ * node TTL and request timeout in ms, reading clock (borrowed), with a new link on b attached
+ * (connecting: not up yet) in *link. The caller frees the member after the link (rt_cluster_free
+ * after fake_bus_free or fake_link_free). NULL on failure. */
+rt_cluster *fake_cluster_member_new(fake_bus *b, fake_clock *clock, const char *node_id,
+                                    uint64_t instance, uint32_t heartbeat_ms, uint32_t node_ttl_ms,
+                                    uint32_t request_timeout_ms, fake_link **link);
 
 #endif /* FAKE_CLUSTER_H */

@@ -52,17 +52,8 @@ static void node_start(node *n, char *id, fake_clock *clock, uint64_t instance)
     n->t.rt = rt_router_new(&n->t.cfg, fake_clock_now, clock);
     ck_assert_ptr_nonnull(n->t.rt);
     ck_assert_int_eq(mgmt_api_new(n->t.rt, 1700000000000000000ULL, &n->m), WAMP_OK);
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = id,
-                            .version = "9.9",
-                            .heartbeat_ms = 1000,
-                            .node_ttl_ms = 4000,
-                            .request_timeout_ms = TIMEOUT_MS};
-    n->c = rt_cluster_new(&o, instance, fake_clock_now, clock);
+    n->c = fake_cluster_member_new(bus, clock, id, instance, 1000, 4000, TIMEOUT_MS, &n->l);
     ck_assert_ptr_nonnull(n->c);
-    n->l = fake_link_new(bus, n->c);
-    ck_assert_ptr_nonnull(n->l);
-    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
     ck_assert_int_eq(mgmt_api_set_cluster(n->m, n->c), WAMP_OK);
     ck_assert_int_eq(mgmt_api_set_cluster(n->m, n->c), WAMP_EEXIST);
     fake_link_set_up(n->l, true);

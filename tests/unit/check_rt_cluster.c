@@ -42,18 +42,9 @@ static void teardown(void)
 /* Node i with id and instance, its link attached (connecting: not up yet). */
 static node *start(size_t i, const char *id, uint64_t instance)
 {
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = id,
-                            .version = "9.9",
-                            .heartbeat_ms = HB_MS,
-                            .node_ttl_ms = TTL_MS,
-                            .request_timeout_ms = 500};
     node *n = &nodes[i];
-    n->c = rt_cluster_new(&o, instance, fake_clock_now, &clk);
+    n->c = fake_cluster_member_new(bus, &clk, id, instance, HB_MS, TTL_MS, 500, &n->l);
     ck_assert_ptr_nonnull(n->c);
-    n->l = fake_link_new(bus, n->c);
-    ck_assert_ptr_nonnull(n->l);
-    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
     return n;
 }
 

@@ -86,16 +86,8 @@ static void start_node(size_t i, size_t max_message)
     if (max_message) {
         n->t.cfg.limits.max_message_size = max_message;
     }
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = ids[i],
-                            .version = "9.9",
-                            .heartbeat_ms = HB_MS,
-                            .node_ttl_ms = TTL_MS,
-                            .request_timeout_ms = 500};
-    n->c = rt_cluster_new(&o, i + 1, fake_clock_now, &n->t.clock);
+    n->c = fake_cluster_member_new(bus, &n->t.clock, ids[i], i + 1, HB_MS, TTL_MS, 500, &n->l);
     ck_assert_ptr_nonnull(n->c);
-    n->l = fake_link_new(bus, n->c);
-    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
     rt_cluster_broker_options bo = {.ops = &fake_link_ops,
                                     .link = n->l,
                                     .instance = i + 1,

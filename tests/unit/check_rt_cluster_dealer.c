@@ -139,18 +139,9 @@ static void teardown(void)
 static node *start(size_t i)
 {
     static const char *const ids[] = {"a", "b", "c"};
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = ids[i],
-                            .version = "9.9",
-                            .heartbeat_ms = HB_MS,
-                            .node_ttl_ms = TTL_MS,
-                            .request_timeout_ms = 500};
     node *n = &nodes[i];
-    n->c = rt_cluster_new(&o, i + 1, fake_clock_now, &clk);
+    n->c = fake_cluster_member_new(bus, &clk, ids[i], i + 1, HB_MS, TTL_MS, 500, &n->l);
     ck_assert_ptr_nonnull(n->c);
-    n->l = fake_link_new(bus, n->c);
-    ck_assert_ptr_nonnull(n->l);
-    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
     ck_assert_int_eq(rt_cluster_dealer_new(n->c, &opts, &stub_ops, &n->st, &n->st.cd), WAMP_OK);
     fake_link_set_up(n->l, true);
     fake_bus_run(bus);

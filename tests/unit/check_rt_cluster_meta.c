@@ -42,16 +42,8 @@ static void start_node(size_t i)
     node *n = &nodes[i];
     test_router_init(&n->t);
     n->t.clock.now_us = clk.now_us;
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = ids[i],
-                            .version = "9.9",
-                            .heartbeat_ms = 1000,
-                            .node_ttl_ms = 4000,
-                            .request_timeout_ms = TIMEOUT_MS};
-    n->c = rt_cluster_new(&o, i + 1, fake_clock_now, &n->t.clock);
+    n->c = fake_cluster_member_new(bus, &n->t.clock, ids[i], i + 1, 1000, 4000, TIMEOUT_MS, &n->l);
     ck_assert_ptr_nonnull(n->c);
-    n->l = fake_link_new(bus, n->c);
-    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
     ck_assert_int_eq(rt_cluster_meta_new(n->t.rt, n->c, &n->meta), WAMP_OK);
     fake_link_set_up(n->l, true);
     fake_bus_run(bus);

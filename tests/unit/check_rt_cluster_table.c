@@ -86,19 +86,10 @@ static rt_cluster_table_options table_opts(node *n, uint64_t instance, size_t ma
 /* Node i with id and instance, its link attached (connecting) and its table made. */
 static node *start_with(size_t i, const char *id, uint64_t instance, size_t max_msg)
 {
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = id,
-                            .version = "9.9",
-                            .heartbeat_ms = HB_MS,
-                            .node_ttl_ms = TTL_MS,
-                            .request_timeout_ms = 500};
     node *n = &nodes[i];
     n->changes[0] = '\0';
-    n->c = rt_cluster_new(&o, instance, fake_clock_now, &clk);
+    n->c = fake_cluster_member_new(bus, &clk, id, instance, HB_MS, TTL_MS, 500, &n->l);
     ck_assert_ptr_nonnull(n->c);
-    n->l = fake_link_new(bus, n->c);
-    ck_assert_ptr_nonnull(n->l);
-    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
     rt_cluster_table_options to = table_opts(n, instance, max_msg);
     ck_assert_int_eq(rt_cluster_table_new(n->c, &to, on_change, n, &n->t), WAMP_OK);
     return n;

@@ -69,15 +69,8 @@ static node *start(size_t i)
     node *n = &nodes[i];
     test_router_init(&n->tr);
     n->tr.clock.now_us = bus_clock.now_us;
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = ids[i],
-                            .version = "9.9",
-                            .heartbeat_ms = HB_MS,
-                            .node_ttl_ms = TTL_MS,
-                            .request_timeout_ms = 500};
-    n->c = rt_cluster_new(&o, i + 1, fake_clock_now, &bus_clock);
-    n->l = fake_link_new(bus, n->c);
-    ck_assert_int_eq(rt_cluster_set_link(n->c, &fake_link_ops, n->l), WAMP_OK);
+    n->c = fake_cluster_member_new(bus, &bus_clock, ids[i], i + 1, HB_MS, TTL_MS, 500, &n->l);
+    ck_assert_ptr_nonnull(n->c);
     rt_dealer_remote_options ro = {.ops = &fake_link_ops,
                                    .link = n->l,
                                    .instance = i + 1,

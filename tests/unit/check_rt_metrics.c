@@ -328,16 +328,9 @@ START_TEST(test_cluster_link)
     ck_assert_ptr_null(strstr(text, "wampscope_cluster_"));
     free(text);
     fake_bus *bus = fake_bus_new(&T.clock);
-    rt_cluster_options o = {.name = "wsc",
-                            .node_id = "testnode",
-                            .version = "9.9",
-                            .heartbeat_ms = 1000,
-                            .node_ttl_ms = 4000,
-                            .request_timeout_ms = 500};
-    rt_cluster *c = rt_cluster_new(&o, 1, fake_clock_now, &T.clock);
+    fake_link *l = NULL;
+    rt_cluster *c = fake_cluster_member_new(bus, &T.clock, "testnode", 1, 1000, 4000, 500, &l);
     ck_assert_ptr_nonnull(c);
-    fake_link *l = fake_link_new(bus, c);
-    ck_assert_int_eq(rt_cluster_set_link(c, &fake_link_ops, l), WAMP_OK);
     rt_router_set_cluster(T.rt, c);
     ck_assert_ptr_eq(rt_router_cluster(T.rt), c);
     text = render(NULL);

@@ -11,6 +11,7 @@
 #include <check.h>
 
 #include "alloc_count.h"
+#include "utf8_ref.h"
 #include "wamp_rd.h"
 #include "wamp_sha1.h"
 #include "wamp_ws.h"
@@ -738,45 +739,6 @@ START_TEST(test_utf8_fails_at_first_fragment)
 
 END_TEST
 
-/* A plain reference decoder (RFC 3629) for the chunked validator. */
-static bool ref_utf8(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i], need, cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            need = 1;
-            cp = c & 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            need = 2;
-            cp = c & 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            need = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (n - i - 1 < need) {
-            return false;
-        }
-        for (unsigned k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) {
-                return false;
-            }
-            cp = cp << 6 | (s[i + k] & 0x3fu);
-        }
-        static const unsigned min[] = {0, 0x80, 0x800, 0x10000};
-        if (cp < min[need] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-            return false;
-        }
-        i += need + 1;
-    }
-    return true;
-}
-
 START_TEST(test_utf8_step_matches_reference)
 {
     static const unsigned char alphabet[] = {'a',  0x00, 0x7f, 0x80, 0xbf, 0xc0, 0xc1,
@@ -790,7 +752,7 @@ START_TEST(test_utf8_step_matches_reference)
             seed = seed * 1103515245u + 12345u;
             s[i] = alphabet[(seed >> 16) % sizeof(alphabet)];
         }
-        bool want = ref_utf8(s, n);
+        bool want = utf8_ref_valid(s, n);
         ck_assert_int_eq(wamp_utf8_valid(s, n), want);
         for (size_t cut = 0; cut <= n; cut++) {
             uint32_t st = wamp_utf8_step(WAMP_UTF8_ACCEPT, s, cut);

@@ -2,14 +2,15 @@
 // store), for the cluster tests: startCluster(ids) starts nats-server and one router per id
 // (harness.mjs startRouter()) and waits until every node lists all of them; cluster.stop()
 // stops the routers (exit status 0, no sanitizer report), then nats-server, and removes the
-// temp dir. NATS_BIN is undefined when nats-server is not installed (the tests then skip).
+// temp dir; clusterFixture(ids) wraps both for a suite's before/after, closing the sessions it
+// opened first. NATS_BIN is undefined when nats-server is not installed (the tests then skip).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startRouter } from './harness.mjs';
+import { closeClients, openSession, startRouter } from './harness.mjs';
 
 export const NATS_BIN = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => fs.existsSync(p));
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -87,4 +88,28 @@ export async function startCluster(ids) {
     await waitFor(() => line.test(r.stderr), 'every node joined');
   }
   return cluster;
+}
+
+// A fixture for node:test's before/after: setUp starts the cluster of ids (fx.cluster); sessions
+// opened through fx.open(router, opts) (harness.mjs openSession() options) are closed, newest
+// first, before tearDown stops the cluster.
+export function clusterFixture(ids) {
+  const fx = { cluster: null, clients: [] };
+  fx.setUp = async () => {
+    fx.cluster = await startCluster(ids);
+  };
+  fx.tearDown = async () => {
+    if (!fx.cluster) return; // setUp failed and reported it
+    try {
+      await closeClients(fx.clients);
+    } finally {
+      await fx.cluster.stop();
+    }
+  };
+  fx.open = async (router, opts) => {
+    const c = await openSession(router, opts);
+    fx.clients.push(c);
+    return c.session;
+  };
+  return fx;
 }

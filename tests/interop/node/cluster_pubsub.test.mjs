@@ -4,111 +4,20 @@
 // id; a wildcard subscription on B matches with the broker's rules. Skipped when nats-server is
 // not installed.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { ARGS, KWARGS, openSession, startRouter, step, uniqueUri } from './harness.mjs';
-
-const NATS_BIN = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => fs.existsSync(p));
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(pred, what, ms = 15000) {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(20);
-  }
-}
-
-function nodeConfig(tmp, id, natsPort) {
-  const cfg = {
-    version: 2,
-    controller: { id },
-    workers: [{
-      type: 'router',
-      realms: [{ name: 'realm1', roles: [{ name: 'anonymous', permissions: [{
-        uri: '', match: 'prefix',
-        allow: { call: true, register: true, publish: true, subscribe: true },
-      }] }] }],
-      transports: [{ type: 'websocket', endpoint: { type: 'tcp', port: 0, interface: '127.0.0.1' } }],
-      wampscope: {
-        management: { enabled: false },
-        tracing: { flight_recorder: false },
-        cluster: {
-          name: `n${process.pid}`, heartbeat_interval: 500, node_ttl: 2000, request_timeout: 1000,
-          nats: { servers: [`nats://127.0.0.1:${natsPort}`] },
-        },
-      },
-    }],
-  };
-  const file = path.join(tmp, `${id}.json`);
-  fs.writeFileSync(file, JSON.stringify(cfg));
-  return file;
-}
+import { NATS_BIN, clusterFixture, sleep, waitFor } from './cluster_harness.mjs';
+import { ARGS, KWARGS, step, uniqueUri } from './harness.mjs';
 
 describe('pubsub across two cluster nodes', { skip: !NATS_BIN && 'nats-server not installed' }, () => {
-  let tmp;
-  let nats;
-  let routers = [];
-  const clients = [];
+  const fx = clusterFixture(['node_a', 'node_b']);
+  before(fx.setUp);
+  after(fx.tearDown);
 
-  before(async () => {
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wampscope-node-cluster-'));
-    const port = await freePort();
-    nats = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', path.join(tmp, 'js')],
-      { stdio: 'ignore' });
-    await waitFor(() => {
-      const s = net.connect(port, '127.0.0.1');
-      s.on('error', () => {});
-      s.on('connect', () => { nats.ready = true; s.destroy(); });
-      return nats.ready;
-    }, 'nats-server up');
-    routers = [await startRouter(nodeConfig(tmp, 'node_a', port)),
-      await startRouter(nodeConfig(tmp, 'node_b', port))];
-    for (const r of routers) {
-      await waitFor(() => /nodes \(2\): node_a, node_b/.test(r.stderr), 'both nodes joined');
-    }
-  });
-
-  after(async () => {
-    for (const c of clients.reverse()) {
-      try {
-        await c.close();
-      } catch {
-        c.abort();
-      }
-    }
-    try {
-      for (const r of routers) await r.stop();
-    } finally {
-      nats.kill('SIGTERM');
-      fs.rmSync(tmp, { recursive: true, force: true });
-    }
-  });
-
-  async function open(router, serializer) {
-    const c = await openSession(router, { serializer });
-    clients.push(c);
-    return c.session;
-  }
+  const open = (router, serializer) => fx.open(router, { serializer });
 
   it('delivers events from node A to subscribers on node B once each', async () => {
-    const [a, b] = routers;
+    const [a, b] = fx.cluster.routers;
     const base = uniqueUri('c');
     const pub = await open(a, 'json');
     const sub = await open(b, 'msgpack');

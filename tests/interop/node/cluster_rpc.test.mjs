@@ -5,33 +5,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { NATS_BIN, sleep, startCluster } from './cluster_harness.mjs';
-import { ARGS, KWARGS, autobahn, openSession, step, uniqueUri } from './harness.mjs';
+import { NATS_BIN, clusterFixture, sleep } from './cluster_harness.mjs';
+import { ARGS, KWARGS, autobahn, step, uniqueUri } from './harness.mjs';
 
 describe('rpc across two cluster nodes', { skip: !NATS_BIN && 'nats-server not installed' }, () => {
-  let cluster;
-  const clients = [];
+  const fx = clusterFixture(['node_a', 'node_b']);
+  before(fx.setUp);
+  after(fx.tearDown);
 
-  before(async () => {
-    cluster = await startCluster(['node_a', 'node_b']);
-  });
-
-  after(async () => {
-    for (const c of clients.reverse()) {
-      try {
-        await c.close();
-      } catch {
-        c.abort();
-      }
-    }
-    await cluster.stop();
-  });
-
-  async function open(router, serializer, es6Promises = true) {
-    const c = await openSession(router, { serializer, es6Promises });
-    clients.push(c);
-    return c.session;
-  }
+  const open = (router, serializer, es6Promises = true) =>
+    fx.open(router, { serializer, es6Promises });
 
   // Calls until node B knows the registration (the registry's table crossed NATS).
   async function callWhenKnown(session, proc, args, kwargs, options) {
@@ -48,7 +31,7 @@ describe('rpc across two cluster nodes', { skip: !NATS_BIN && 'nats-server not i
   }
 
   it('calls a callee on the other node, with progressive results', async () => {
-    const [a, b] = cluster.routers;
+    const [a, b] = fx.cluster.routers;
     const proc = uniqueUri('echo');
     const callee = await open(a, 'json');
     await step(callee.register(proc, (args, kwargs, details) => {

@@ -220,6 +220,18 @@ function findWs(connection) {
   return null;
 }
 
+// Closes the clients (openSession() results) newest first; one that cannot close cleanly is
+// aborted, so that it cannot hide the router's status.
+export async function closeClients(clients) {
+  for (const c of [...clients].reverse()) {
+    try {
+      await c.close();
+    } catch {
+      c.abort();
+    }
+  }
+}
+
 // A fixture for node:test: each test gets a fresh router; sessions opened through fx.open() are
 // closed before the router is stopped (and the stop asserts exit 0).
 export function fixture(config) {
@@ -231,13 +243,7 @@ export function fixture(config) {
   fx.tearDown = async () => {
     if (!fx.router) return; // setUp failed and reported it
     try {
-      for (const c of fx.clients.reverse()) {
-        try {
-          await c.close();
-        } catch {
-          c.abort();
-        }
-      }
+      await closeClients(fx.clients);
     } finally {
       const { router } = fx;
       fx.router = null;
