@@ -204,6 +204,11 @@ class TestClusterRpc(ch.ClusterCase):
         self.nats.start()
         for r, me in ((a, "node_a"), (b, "node_b")):
             ch.wait_log(r, re.escape("cluster %s: joined as node %s" % (self.name, me)), count=2)
+        # The cluster has formed again once each node lists both again (the list shrank to the
+        # node itself while the link was down). Until then a call routed by a registration that
+        # came back before its node did is answered "the callee's node left the cluster".
+        for r in (a, b):
+            ch.wait_log(r, ch.nodes_line(self.name, "node_a", "node_b"), count=2)
         self.assertEqual(await self.call_when_known(caller, h.uri(self, "ping")), "a")
 
     async def test_two_nodes_share_one_port(self):
