@@ -434,10 +434,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     rt_registration *reg = rt_dealer_match_registration(d, m->uri);
     const char *node = s->rt->dcl ? rt_dealer_cluster_route(d, reg, m->uri) : NULL;
     if (node) {
-        return ppt ? rt_session_send_error(s, WAMP_MSG_CALL, m->id,
-                                           WAMP_ERROR_FEATURE_NOT_SUPPORTED,
-                                           "payload passthru mode does not cross cluster nodes")
-                   : rt_dealer_cluster_call(d, s, m, node, disclose, progress);
+        return rt_dealer_cluster_call(d, s, m, node, disclose, progress, ppt);
     }
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,
@@ -760,7 +757,8 @@ const rt_action_mark *rt_dealer_caller_action(rt_dealer *d, rt_session *caller, 
 /* INVOCATION.Details of a call from another node (NULL: {}); *oom on failure. */
 static json_t *remote_details(const rt_registration *reg, const rt_crpc_call *call, bool *oom)
 {
-    if (reg->match == WAMP_MATCH_EXACT && !call->receive_progress && !call->disclose) {
+    if (reg->match == WAMP_MATCH_EXACT && !call->receive_progress && !call->disclose &&
+        !call->ppt) {
         return NULL;
     }
     json_t *det = json_object();
@@ -775,6 +773,10 @@ static json_t *remote_details(const rt_registration *reg, const rt_crpc_call *ca
         ok = json_object_set_new(det, "caller", json_integer((json_int_t)call->caller)) == 0 &&
              json_object_set_new(det, "caller_authid", json_string(call->authid)) == 0 &&
              json_object_set_new(det, "caller_authrole", json_string(call->authrole)) == 0;
+    }
+    if (ok && call->ppt) {
+        /* Payload passthru mode: the CALL's ppt_* options, as for a local caller. */
+        ok = wamp_msg_ppt_copy(det, call->ppt) == 0;
     }
     if (!ok) {
         json_decref(det);
@@ -791,8 +793,9 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
         return WAMP_ERROR_NO_SUCH_PROCEDURE; /* gone meanwhile; router procedures stay local */
     }
     rt_session *callee = pick_callee(reg);
-    if (callee->state != RT_SESSION_JOINED) {
-        return WAMP_ERROR_CANCELED;
+    const char *unfit_uri;
+    if (callee_unfit(callee, call->ppt != NULL, &unfit_uri)) {
+        return unfit_uri;
     }
     bool oom = false;
     json_t *details = remote_details(reg, call, &oom);

@@ -52,7 +52,7 @@ const char *rt_dealer_cluster_route(rt_dealer *d, const rt_registration *reg, co
 }
 
 wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, const char *node,
-                                bool disclose, bool progress)
+                                bool disclose, bool progress, bool ppt)
 {
     rt_router *rt = s->rt;
     size_t max_calls = rt->cfg->limits.max_pending_calls;
@@ -83,6 +83,7 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
                          .authrole = s->authrole,
                          .receive_progress = progress,
                          .corr = rt_action_mark_is_set(&action) ? action.id : NULL,
+                         .ppt = ppt ? m->dict : NULL,
                          .payload = {p.ser, p.args, p.kwargs}};
     wamp_err err = rt_cluster_dealer_call(rt->dcl->cd, node, m->id, &call, deadline);
     rt_observers_action_forget(&rt->observers, &action); /* the id was copied */
@@ -141,6 +142,10 @@ void rt_dealer_cluster_answer(rt_router *rt, uint64_t invocation, const wamp_msg
     if (m) {
         rt_payload p = rt_payload_of(m);
         a.payload = (rt_crpc_payload){p.ser, p.args, p.kwargs};
+        bool ppt = false;
+        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
+            a.ppt = m->dict; /* payload passthru: its ppt_* keys, as for a local caller */
+        }
     }
     (void)rt_cluster_dealer_answer(rt->dcl->cd, invocation, &a);
 }

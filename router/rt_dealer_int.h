@@ -86,15 +86,16 @@ struct rt_dealer_cluster {
 /* Where a CALL of uri goes when reg (NULL: none) is this node's best match: NULL here, or the
  * node to send it to. One branch and a count check when no other node registers anything. */
 const char *rt_dealer_cluster_route(rt_dealer *d, const rt_registration *reg, const char *uri);
-/* Sends s's CALL m to node; answers s with ERROR when it cannot be sent. */
+/* Sends s's CALL m to node (ppt: its options hold payload passthru ppt_* keys, which go along);
+ * answers s with ERROR when it cannot be sent. */
 wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, const char *node,
-                                bool disclose, bool progress);
+                                bool disclose, bool progress, bool ppt);
 /* CANCEL of s's crossing call request (false: not one); skip and killnowait answer s. */
 bool rt_dealer_cluster_cancel(rt_session *s, uint64_t request, const char *mode, wamp_err *err);
 /* s leaves: its crossing calls are canceled toward their callees' nodes. */
 void rt_dealer_cluster_caller_left(rt_session *s);
 /* The callee's answer m (NULL: the callee left, error set) to the call of another node made as
- * invocation. */
+ * invocation; m's valid payload passthru ppt_* options or details go along. */
 void rt_dealer_cluster_answer(rt_router *rt, uint64_t invocation, const wamp_msg *m,
                               const char *error, bool progress);
 /* Announces reg's callee count to the other nodes (0: gone). */

@@ -104,11 +104,21 @@ static void op_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answer 
     if (!a->progress) {
         s->n_calls_made--; /* counted by rt_dealer_cluster_call() */
     }
-    json_t *msg =
-            a->error ? wamp_msg_new_error(WAMP_MSG_CALL, to->request, NULL, a->error, NULL, NULL)
-                     : wamp_msg_new_result(to->request,
-                                           a->progress ? json_pack("{s:b}", "progress", 1) : NULL,
-                                           NULL, NULL);
+    json_t *details = a->progress ? json_pack("{s:b}", "progress", 1) : NULL;
+    bool oom = false;
+    if (a->ppt) {
+        /* Payload passthru mode: the answer's ppt_* keys, as for a local callee. */
+        details = details ? details : json_object();
+        oom = !details || wamp_msg_ppt_copy(details, a->ppt) != 0;
+    }
+    json_t *msg = NULL; /* out of memory: not sent (WAMP_ENOMEM) */
+    if (oom) {
+        json_decref(details);
+    } else if (a->error) {
+        msg = wamp_msg_new_error(WAMP_MSG_CALL, to->request, details, a->error, NULL, NULL);
+    } else {
+        msg = wamp_msg_new_result(to->request, details, NULL, NULL);
+    }
     rt_payload p = {.ser = a->payload.ser, .args = a->payload.args, .kwargs = a->payload.kwargs};
     void *saved = NULL;
     clock_release(rt);

@@ -23,6 +23,7 @@ enum {
 
 #define FLAG_PROGRESS 1u /* CALL: receive_progress; YIELD: progress */
 #define FLAG_DISCLOSE 2u
+#define FLAG_PPT      4u /* CALL, YIELD, ERROR: ppt_* options or details follow */
 #define MODE_MASK     3u
 /* version, kind, flags, ser, xid, correlation */
 #define HEAD_LEN (4 + 8 + RT_CRPC_CORR_LEN)
@@ -88,6 +89,9 @@ typedef struct env {
     uint64_t caller;
     /* ERROR */
     const char *error;
+    /* CALL, YIELD, ERROR (FLAG_PPT): the ppt_* keys, as JSON text to send, as read (owned) */
+    char *ppt_text;
+    json_t *ppt;
     wamp_slice args, kwargs;
 } env;
 
@@ -150,6 +154,12 @@ static wamp_err env_encode(const env *e, size_t max, unsigned char **out, size_t
         }
         n += str_size(e->error);
     }
+    if (e->ppt_text) {
+        if (!str_ok(e->ppt_text)) {
+            return WAMP_ETOOBIG;
+        }
+        n += str_size(e->ppt_text);
+    }
     if (payload) {
         if (e->args.len > UINT32_MAX || e->kwargs.len > UINT32_MAX) {
             return WAMP_ETOOBIG;
@@ -166,7 +176,7 @@ static wamp_err env_encode(const env *e, size_t max, unsigned char **out, size_t
     wr w = {b};
     put_u8(&w, ENV_VERSION);
     put_u8(&w, e->kind);
-    put_u8(&w, e->flags);
+    put_u8(&w, e->flags | (e->ppt_text ? FLAG_PPT : 0));
     put_u8(&w, payload ? (unsigned)e->ser : 0);
     put_le(&w, e->xid, 8);
     put_bytes(&w, e->corr, RT_CRPC_CORR_LEN);
@@ -179,6 +189,9 @@ static wamp_err env_encode(const env *e, size_t max, unsigned char **out, size_t
         put_str(&w, e->authrole);
     } else if (e->kind == KIND_ERROR) {
         put_str(&w, e->error);
+    }
+    if (e->ppt_text) {
+        put_str(&w, e->ppt_text);
     }
     if (payload) {
         put_le(&w, e->args.len, 4);
@@ -249,7 +262,40 @@ static wamp_slice get_slice(rd *r)
     return (wamp_slice){n ? p : NULL, p ? n : 0};
 }
 
-/* Decodes data into *e; strings go to strs (len + 8 bytes). false: malformed. */
+/* The ppt_* keys of the JSON text s (FLAG_PPT) as a new object; NULL if they are not an object
+ * with acceptable ppt_* keys (ppt_scheme among them). */
+static json_t *ppt_read(const char *s)
+{
+    json_t *v = json_loads(s, JSON_REJECT_DUPLICATES, NULL);
+    bool present = false;
+    if (!json_is_object(v) || wamp_msg_ppt_check(v, &present) || !present) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* The ppt_* keys of src as JSON text to send (free() it); NULL: none (*oom: out of memory). */
+static char *ppt_text(const json_t *src, bool *oom)
+{
+    *oom = false;
+    if (!src) {
+        return NULL;
+    }
+    json_t *o = json_object();
+    if (!o || wamp_msg_ppt_copy(o, src) != 0) {
+        json_decref(o);
+        *oom = true;
+        return NULL;
+    }
+    char *text = json_object_size(o) > 0 ? json_dumps(o, JSON_COMPACT) : NULL;
+    *oom = json_object_size(o) > 0 && !text;
+    json_decref(o);
+    return text;
+}
+
+/* Decodes data into *e; strings go to strs (len + 8 bytes), e->ppt is owned (json_decref() it
+ * even on failure). false: malformed. */
 static bool env_decode(const void *data, size_t len, char *strs, env *e)
 {
     rd r = {data, len, strs, false};
@@ -277,6 +323,12 @@ static bool env_decode(const void *data, size_t len, char *strs, env *e)
         e->authrole = get_str(&r);
     } else if (e->kind == KIND_ERROR) {
         e->error = get_str(&r);
+    }
+    if (e->kind != KIND_CANCEL && (e->flags & FLAG_PPT)) {
+        const char *text = get_str(&r);
+        if (r.bad || !(e->ppt = ppt_read(text))) {
+            return false;
+        }
     }
     if (e->kind != KIND_CANCEL) {
         e->args = get_slice(&r);
@@ -411,9 +463,12 @@ wamp_err rt_cluster_dealer_call(rt_cluster_dealer *cd, const char *node, uint64_
     if (refuse(cd, cd->out_by_xid.count, cd->o.max_calls_out, "cluster.rpc.max_calls_out")) {
         return WAMP_EAGAIN;
     }
-    out_call *oc = calloc(1, sizeof(*oc));
-    peer *p = peer_find(cd, node, true);
+    bool oom = false;
+    char *ppt = ppt_text(call->ppt, &oom);
+    out_call *oc = oom ? NULL : calloc(1, sizeof(*oc));
+    peer *p = oc ? peer_find(cd, node, true) : NULL;
     if (!oc || !p || !(oc->realm = strdup(call->realm))) {
+        free(ppt);
         free(oc);
         if (p) {
             peer_release(p);
@@ -441,6 +496,7 @@ wamp_err rt_cluster_dealer_call(rt_cluster_dealer *cd, const char *node, uint64_
              .caller = call->caller,
              .authid = call->disclose ? call->authid : NULL,
              .authrole = call->disclose ? call->authrole : NULL,
+             .ppt_text = ppt,
              .args = call->payload.args,
              .kwargs = call->payload.kwargs};
     memcpy(e.corr, oc->corr, RT_CRPC_CORR_LEN);
@@ -455,6 +511,7 @@ wamp_err rt_cluster_dealer_call(rt_cluster_dealer *cd, const char *node, uint64_
     rt_list_add_tail(&p->out, &oc->in_peer);
     rt_list_init(&oc->in_timeouts);
     err = send_env(cd, node, &e);
+    free(ppt);
     if (err != WAMP_OK) {
         out_free(cd, oc);
         return err;
@@ -465,6 +522,7 @@ wamp_err rt_cluster_dealer_call(rt_cluster_dealer *cd, const char *node, uint64_
     cd->st.calls_out++;
     return WAMP_OK;
 fail:
+    free(ppt);
     free(oc->realm);
     free(oc->procedure);
     free(oc);
@@ -535,6 +593,7 @@ static void on_answer(rt_cluster_dealer *cd, const env *e)
                          oc->p->node, oc->procedure};
     rt_crpc_answer a = {.error = e->kind == KIND_ERROR ? e->error : NULL,
                         .progress = progress,
+                        .ppt = e->ppt,
                         .payload = {e->ser, e->args, e->kwargs}};
     if (!progress) {
         rt_list_remove(&oc->in_timeouts); /* nothing in the callback may end it twice */
@@ -629,6 +688,7 @@ static void on_call(rt_cluster_dealer *cd, const env *e)
                          .authrole = disclose ? e->authrole : NULL,
                          .receive_progress = e->flags & FLAG_PROGRESS,
                          .corr = memcmp(e->corr, zero, RT_CRPC_CORR_LEN) ? e->corr : NULL,
+                         .ppt = e->ppt,
                          .payload = {e->ser, e->args, e->kwargs}};
     const char *uri = cd->ops->invoke(cd->ctx, e->from, &call, &ic->invocation);
     if (!uri &&
@@ -656,23 +716,33 @@ bool rt_cluster_dealer_answer(rt_cluster_dealer *cd, uint64_t invocation, const 
         return false;
     }
     bool last = a->error || !a->progress;
+    static const rt_crpc_answer failed = {.error = WAMP_ERROR_CANCELED};
+    bool oom = false, interrupt = false;
+    char *ppt = ppt_text(a->ppt, &oom);
+    if (oom) {
+        /* The answer cannot be made: the call ends for the caller (and the callee). */
+        interrupt = !last;
+        a = &failed;
+        last = true;
+    }
     env e = {.kind = a->error ? KIND_ERROR : KIND_YIELD,
              .flags = !a->error && a->progress ? FLAG_PROGRESS : 0,
              .ser = a->payload.ser,
              .xid = ic->xid,
              .error = a->error,
+             .ppt_text = ppt,
              .args = a->payload.args,
              .kwargs = a->payload.kwargs};
     memcpy(e.corr, ic->corr, RT_CRPC_CORR_LEN);
     wamp_err err = send_env(cd, ic->p->node, &e);
-    bool interrupt = false;
+    free(ppt);
     if (err == WAMP_ETOOBIG) {
         /* As on one node: the caller learns why instead of waiting. A too big progressive
          * result ends the call too (the callee is interrupted). */
         env big = {.kind = KIND_ERROR, .xid = ic->xid, .error = WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED};
         memcpy(big.corr, ic->corr, RT_CRPC_CORR_LEN);
         err = send_env(cd, ic->p->node, &big);
-        interrupt = !last;
+        interrupt = interrupt || !last;
         last = true;
     }
     if (err == WAMP_OK) {
@@ -727,6 +797,9 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
         cd->st.malformed++;
         RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, cd->now_us, "cluster rpc malformed", 0,
                        "cluster rpc: dropped a malformed or oversized envelope (%zu bytes)", len);
+        if (strs) {
+            json_decref(e.ppt);
+        }
         free(strs);
         return;
     }
@@ -741,6 +814,7 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
         on_answer(cd, &e);
         break;
     }
+    json_decref(e.ppt);
     free(strs);
 }
 

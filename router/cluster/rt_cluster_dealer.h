@@ -16,7 +16,11 @@
  *   bytes, both encoded in ser as the sender received them (0 = no payload), so that the
  *   receiving node copies or transcodes them as it does for local messages.
  *   flags: CALL bit 0 receive_progress, bit 1 caller disclosed (authid/authrole empty otherwise);
- *   CANCEL bits 0-1 the mode; YIELD bit 0 progress.
+ *   CANCEL bits 0-1 the mode; YIELD bit 0 progress; CALL, YIELD and ERROR bit 2 payload passthru:
+ *   then a str follows the kind's strings (before the payload): a JSON object of the message's
+ *   ppt_* options or details (WAMP Advanced Profile "Payload Passthru Mode"), checked on receipt
+ *   (wamp_msg_ppt_check(); a bad one makes the envelope malformed). The payload bytes travel
+ *   as they are, as for any call.
  *
  * Who answers what:
  *   - B owns a crossing call from rt_cluster_dealer_call() until its last answer: a final YIELD
@@ -83,6 +87,7 @@ typedef struct rt_crpc_call {
     const char *authrole;
     bool receive_progress;
     const uint8_t *corr; /* RT_CRPC_CORR_LEN bytes: the action's correlation; NULL: untraced */
+    const json_t *ppt;   /* payload passthru: an object whose ppt_* keys travel; NULL: none */
     rt_crpc_payload payload;
 } rt_crpc_call;
 
@@ -90,6 +95,7 @@ typedef struct rt_crpc_call {
 typedef struct rt_crpc_answer {
     const char *error; /* error URI, or NULL for a result */
     bool progress;
+    const json_t *ppt; /* payload passthru: an object whose ppt_* keys travel; NULL: none */
     rt_crpc_payload payload;
 } rt_crpc_answer;
 
@@ -109,7 +115,8 @@ typedef struct rt_cluster_dealer_ops {
     /* A: the node `from` calls. Make the INVOCATION to a local callee of call->procedure in
      * call->realm and return NULL with *invocation set (the id the dealer answers with through
      * rt_cluster_dealer_answer()), or return the error URI B's caller gets (static), e.g.
-     * wamp.error.no_such_procedure; nothing is then pending. */
+     * wamp.error.no_such_procedure, or wamp.error.feature_not_supported for a call->ppt call
+     * whose callee did not announce payload passthru mode; nothing is then pending. */
     const char *(*invoke)(void *ctx, const char *from, const rt_crpc_call *call,
                           uint64_t *invocation);
     /* A: the call `invocation` of realm is canceled (by B's caller, or B is gone: killnowait).

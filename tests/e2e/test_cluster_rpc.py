@@ -3,9 +3,9 @@ with python3-autobahn clients on different nodes and mixed serializers: a call c
 (payload transcoded, caller disclosed), procedure_already_exists across nodes, a shared
 roundrobin registration spanning nodes, progressive results, cancel, call timeouts, the callee
 leaving, kill -9 of the callee's node (answered wamp.error.canceled within node_ttl + 2
-heartbeats) and a stopped nats-server (calls in flight answered wamp.error.network_failure, local
-calls going on, cross-node calls again once it is back). The harness (nats-server, configs, log
-waits) is cluster_harness.py's."""
+heartbeats), a stopped nats-server (calls in flight answered wamp.error.network_failure, local
+calls going on, cross-node calls again once it is back) and payload passthru mode (ppt_*) across
+nodes. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
 
 import asyncio
 import json
@@ -18,6 +18,7 @@ from autobahn.wamp.types import CallOptions, RegisterOptions
 
 import cluster_harness as ch
 import rt_harness as h
+import test_payload_fidelity as fid
 
 
 class TestClusterRpc(ch.ClusterCase):
@@ -210,6 +211,61 @@ class TestClusterRpc(ch.ClusterCase):
         for r in (a, b):
             ch.wait_log(r, ch.nodes_line(self.name, "node_a", "node_b"), count=2)
         self.assertEqual(await self.call_when_known(caller, h.uri(self, "ping")), "a")
+
+    async def test_payload_passthru_across_nodes(self):
+        """A CALL's ppt_* options reach the callee on another node with the payload exact (cbor
+        caller, msgpack callee), the YIELD's and the ERROR's ppt_* come back; an autobahn callee
+        (it does not announce payload_passthru_mode) gets no INVOCATION and the caller
+        wamp.error.feature_not_supported. The ppt clients are raw (test_payload_fidelity.py's:
+        autobahn 22.7 speaks the older enc_algo dialect, not ppt_*)."""
+        a, b = self.nodes("node_a", "node_b")
+        proc, plain_proc = h.uri(self, "ppt"), h.uri(self, "plain")
+        loop = asyncio.get_running_loop()
+        invoked = []
+        plain = await self.session(a, "json")
+        await h.step(plain.register(lambda *args, **kw: invoked.append(args), plain_proc))
+        callee = await h.step(loop.run_in_executor(None, fid.RawSession, a, "msgpack"))
+        self.addCleanup(callee.close)
+        callee.send([64, 1, {}, proc])
+        self.assertEqual(callee.recv()[0], 65)
+        reply = dict(fid.PPT, ppt_keyid="0x5678")
+        got = []
+
+        def serve():
+            for fail in (False, True):
+                inv = callee.recv()
+                got.append(inv)
+                if fail:
+                    callee.send([8, 68, inv[1], reply, "com.example.e2e.failed", [b"\x01"]])
+                else:
+                    callee.send([70, inv[1], reply, [fid.BLOB[::-1]]])
+
+        served = loop.run_in_executor(None, serve)
+        caller = await h.step(loop.run_in_executor(None, fid.RawSession, b, "cbor"))
+        self.addCleanup(caller.close)
+
+        def call(req, uri):
+            """CALL req of uri with ppt options until b knows the registration; the answer."""
+            deadline = time.monotonic() + 10
+            while True:
+                caller.send([48, req, fid.PPT, uri, [fid.BLOB]])
+                ans = caller.recv()
+                if ans[:1] != [8] or ans[4] != "wamp.error.no_such_procedure" or \
+                        time.monotonic() > deadline:
+                    return ans
+                time.sleep(0.05)
+
+        res = await h.step(loop.run_in_executor(None, call, 2, proc))
+        self.assertEqual(res, [50, 2, reply, [fid.BLOB[::-1]]])
+        err = await h.step(loop.run_in_executor(None, call, 3, proc))
+        self.assertEqual(err, [8, 48, 3, reply, "com.example.e2e.failed", [b"\x01"]])
+        await h.step(served)
+        self.assertEqual([inv[0] for inv in got], [68, 68])
+        self.assertEqual(got[0][3], fid.PPT)
+        self.assertEqual(got[0][4], [fid.BLOB])
+        err = await h.step(loop.run_in_executor(None, call, 4, plain_proc))
+        self.assertEqual(err[:5], [8, 48, 4, {}, "wamp.error.feature_not_supported"])
+        self.assertEqual(invoked, [])
 
     async def test_two_nodes_share_one_port(self):
         """endpoint.shared (SO_REUSEPORT): two nodes listen on one port, the kernel spreads the

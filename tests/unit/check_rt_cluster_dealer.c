@@ -1,7 +1,8 @@
 /* check_rt_cluster_dealer.c: calls crossing nodes over the fake bus (tests/support/fake_cluster.c)
  * with a stub dealer on each node: results with payload and caller disclosure, progressive
  * results, errors, the three cancel modes, timeouts, the caller leaving, the callee's or the
- * caller's node killed, the link down and back, the limits, and malformed envelopes. */
+ * caller's node killed, the link down and back, the limits, malformed envelopes, and payload
+ * passthru (ppt_*) options both ways. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct stub {
     size_t n_invoked;
     uint64_t inv;
     char from[64], proc[128], authid[64], args[128];
+    char ppt[128]; /* the call's ppt_* keys as sorted JSON, "" for none */
     uint64_t caller;
     bool disclose, receive_progress, has_corr;
     wamp_ser ser;
@@ -39,6 +41,7 @@ typedef struct stub {
     /* answer */
     size_t n_answers;
     char error[128], ans_args[128];
+    char ans_ppt[128]; /* the answer's ppt_* keys as sorted JSON, "" for none */
     bool progress, ans_corr;
     uint64_t session, request;
 } stub;
@@ -63,6 +66,14 @@ static void copy_slice(char *dst, size_t cap, wamp_slice s)
     dst[n] = '\0';
 }
 
+/* v as compact sorted JSON into dst ("" for NULL). */
+static void dump(char *dst, size_t cap, const json_t *v)
+{
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    snprintf(dst, cap, "%s", text ? text : "");
+    free(text);
+}
+
 static const char *stub_invoke(void *ctx, const char *from, const rt_crpc_call *call,
                                uint64_t *invocation)
 {
@@ -77,6 +88,7 @@ static const char *stub_invoke(void *ctx, const char *from, const rt_crpc_call *
     s->receive_progress = call->receive_progress;
     s->has_corr = call->corr && call->corr[0] == 0xAB;
     s->ser = call->payload.ser;
+    dump(s->ppt, sizeof(s->ppt), call->ppt);
     if (s->invoke_error) {
         return s->invoke_error;
     }
@@ -104,6 +116,7 @@ static void stub_answer(void *ctx, const rt_crpc_caller *to, const rt_crpc_answe
     s->n_answers++;
     snprintf(s->error, sizeof(s->error), "%s", a->error ? a->error : "");
     copy_slice(s->ans_args, sizeof(s->ans_args), a->payload.args);
+    dump(s->ans_ppt, sizeof(s->ans_ppt), a->ppt);
     s->progress = a->progress;
     s->ans_corr = to->corr != NULL;
     s->session = to->session;
@@ -493,6 +506,83 @@ START_TEST(test_limits)
 
 END_TEST
 
+/* Payload passthru mode: the call's ppt_* keys (only those) reach A, a YIELD's and an ERROR's come
+ * back to B; a ppt_* object that is not acceptable makes the envelope malformed. */
+START_TEST(test_payload_passthru)
+{
+    node *a = start(0), *b = start(1);
+    json_t *opts_ppt =
+            json_pack("{s:s, s:s, s:i}", "ppt_scheme", "x_test", "ppt_keyid", "k1", "timeout", 5);
+    static const char args[] = "[\"\\u0000AQID\"]";
+    rt_crpc_call c = {
+            .realm = "realm1",
+            .procedure = "com.example.ppt",
+            .caller = 7,
+            .ppt = opts_ppt,
+            .payload = {WAMP_SER_JSON, {(const unsigned char *)args, sizeof(args) - 1}, {NULL, 0}}};
+    ck_assert_int_eq(rt_cluster_dealer_call(b->st.cd, "a", 1, &c, 0), WAMP_OK);
+    fake_bus_run(bus);
+    ck_assert_uint_eq(a->st.n_invoked, 1);
+    ck_assert_str_eq(a->st.ppt, "{\"ppt_keyid\":\"k1\",\"ppt_scheme\":\"x_test\"}");
+    ck_assert_str_eq(a->st.args, args);
+    json_t *ans_ppt = json_pack("{s:s, s:b}", "ppt_scheme", "x_test", "progress", 0);
+    rt_crpc_answer ans = {.ppt = ans_ppt,
+                          .payload = {WAMP_SER_JSON, {(const unsigned char *)"[1]", 3}, {NULL, 0}}};
+    ck_assert(rt_cluster_dealer_answer(a->st.cd, a->st.inv, &ans));
+    fake_bus_run(bus);
+    ck_assert_uint_eq(b->st.n_answers, 1);
+    ck_assert_str_eq(b->st.ans_ppt, "{\"ppt_scheme\":\"x_test\"}");
+    /* An ERROR's ppt_* keys; a call without any has none. */
+    ck_assert_int_eq(rt_cluster_dealer_call(b->st.cd, "a", 2, &c, 0), WAMP_OK);
+    fake_bus_run(bus);
+    ans.error = "com.example.failed";
+    ck_assert(rt_cluster_dealer_answer(a->st.cd, a->st.inv, &ans));
+    fake_bus_run(bus);
+    ck_assert_uint_eq(b->st.n_answers, 2);
+    ck_assert_str_eq(b->st.error, "com.example.failed");
+    ck_assert_str_eq(b->st.ans_ppt, "{\"ppt_scheme\":\"x_test\"}");
+    ck_assert_int_eq(call(b, "a", 3, false, 0), WAMP_OK); /* xid 3 */
+    fake_bus_run(bus);
+    ck_assert_str_eq(a->st.ppt, "");
+    json_decref(opts_ppt);
+    json_decref(ans_ppt);
+    /* A YIELD from "a" for xid 3 whose ppt_* object is not acceptable, then one that is. */
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    static const char *const ppts[] = {"{\"ppt_scheme\":1}", "{\"ppt_keyid\":\"k\"}", "[1]",
+                                       "{\"ppt_scheme\":\"y\"}"};
+    for (size_t i = 0; i < 4; i++) {
+        unsigned char forged[96];
+        size_t n = 0, len = strlen(ppts[i]);
+        forged[n++] = 1;
+        forged[n++] = 3; /* YIELD */
+        forged[n++] = 4; /* ppt */
+        forged[n++] = 0;
+        forged[n++] = 3; /* xid 3, little-endian */
+        memset(forged + n, 0, 7 + RT_CRPC_CORR_LEN);
+        n += 7 + RT_CRPC_CORR_LEN;
+        forged[n++] = 1;
+        forged[n++] = 0;
+        forged[n++] = 'a';
+        forged[n++] = (unsigned char)len;
+        forged[n++] = 0;
+        memcpy(forged + n, ppts[i], len);
+        n += len;
+        memset(forged + n, 0, 8); /* no payload */
+        n += 8;
+        ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.node.b.rpc", NULL, forged, n), WAMP_OK);
+        fake_bus_run(bus);
+        ck_assert_uint_eq(stats(b).malformed, i < 3 ? i + 1 : 3);
+    }
+    ck_assert_uint_eq(b->st.n_answers, 3);
+    ck_assert_uint_eq(b->st.request, 3);
+    ck_assert_str_eq(b->st.ans_ppt, "{\"ppt_scheme\":\"y\"}");
+    fake_link_free(raw);
+}
+
+END_TEST
+
 static unsigned char spied[512];
 static size_t spied_len;
 
@@ -577,6 +667,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_link_down_and_back);
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_malformed_envelopes);
+    tcase_add_test(tc, test_payload_passthru);
     suite_add_tcase(s, tc);
     return s;
 }

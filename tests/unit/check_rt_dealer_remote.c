@@ -1,6 +1,7 @@
 /* check_rt_dealer_remote.c: RPC between two and three routers joined over the fake bus
  * (tests/support/fake_cluster.c), with fake client sessions on each: a call crossing nodes with
  * its payload transcoded and its caller disclosed, one correlation on both nodes when traced,
+ * payload passthru mode (ppt_*) both ways,
  * procedure_already_exists cluster-wide, a
  * shared roundrobin registration spanning the nodes, pattern precedence across nodes,
  * progressive results, the three cancel modes, call timeouts, the callee and the caller leaving,
@@ -288,6 +289,85 @@ START_TEST(test_call_across_action_record)
     fake_conn_free(callee);
     fake_conn_free(caller);
     fake_conn_free(local);
+}
+
+END_TEST
+
+/* Payload passthru mode across nodes: the CALL's ppt_* options reach the INVOCATION on the
+ * callee's node, the YIELD's and ERROR's ppt_* come back into RESULT and ERROR, the binary payload
+ * exact across serializers; a callee that did not announce it gets the local answer,
+ * feature_not_supported, and no INVOCATION. */
+START_TEST(test_payload_passthru_across)
+{
+    node *a = start(0), *b = start(1);
+    fake_conn *callee =
+            fake_conn_new_ppt(a->tr.rt, WAMP_SER_MSGPACK, true, "caller", "callee", "dealer");
+    fake_conn *plain =
+            fake_conn_new_ppt(a->tr.rt, WAMP_SER_JSON, false, "caller", "callee", "dealer");
+    fake_conn *caller =
+            fake_conn_new_ppt(b->tr.rt, WAMP_SER_JSON, true, "caller", "callee", "dealer");
+    ck_assert_int_eq(do_register(callee, 1, "com.ppt", "{}"), 65);
+    ck_assert_int_eq(do_register(plain, 1, "com.plain", "{}"), 65);
+    run_ms(100);
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 1, {\"ppt_scheme\": \"x_test\", "
+                                            "\"ppt_serializer\": \"cbor\", \"ppt_cipher\": "
+                                            "\"xsalsa20poly1305\", \"ppt_keyid\": \"k1\"}, "
+                                            "\"com.ppt\", [\"\\u0000AQID\"]]"),
+                     WAMP_OK);
+    run_ms(100);
+    json_t *inv = expect(callee, 68);
+    json_t *want = json_pack("[i, I, I, {s:s, s:s, s:s, s:s}, [s#]]", WAMP_MSG_INVOCATION,
+                             fake_msg_int(inv, 1), fake_msg_int(inv, 2), "ppt_scheme", "x_test",
+                             "ppt_serializer", "cbor", "ppt_cipher", "xsalsa20poly1305",
+                             "ppt_keyid", "k1", "\0AQID", (size_t)5);
+    ck_assert_msg(json_equal(inv, want), "INVOCATION differs");
+    json_decref(want);
+    ck_assert_int_eq(fake_conn_send(callee,
+                                    "[70, %lld, {\"ppt_scheme\": \"x_test\", \"ppt_keyid\": "
+                                    "\"k2\"}, [\"\\u0000BAU=\"]]",
+                                    (long long)fake_msg_int(inv, 1)),
+                     WAMP_OK);
+    json_decref(inv);
+    run_ms(100);
+    json_t *res = expect(caller, 50);
+    want = json_pack("[i, i, {s:s, s:s}, [s#]]", WAMP_MSG_RESULT, 1, "ppt_scheme", "x_test",
+                     "ppt_keyid", "k2", "\0BAU=", (size_t)5);
+    ck_assert_msg(json_equal(res, want), "RESULT differs");
+    json_decref(res);
+    json_decref(want);
+
+    /* An ERROR's ppt_* details come back too. */
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 2, {\"ppt_scheme\": \"mqtt\"}, \"com.ppt\", "
+                                            "[\"\\u0000AA==\"]]"),
+                     WAMP_OK);
+    run_ms(100);
+    inv = expect(callee, 68);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(inv, 3), "ppt_scheme")),
+                     "mqtt");
+    ck_assert_int_eq(fake_conn_send(callee,
+                                    "[8, 68, %lld, {\"ppt_scheme\": \"mqtt\"}, \"com.x.failed\", "
+                                    "[\"\\u0000Bw==\"]]",
+                                    (long long)fake_msg_int(inv, 1)),
+                     WAMP_OK);
+    json_decref(inv);
+    run_ms(100);
+    json_t *err = expect(caller, 8);
+    want = json_pack("[i, i, i, {s:s}, s, [s#]]", WAMP_MSG_ERROR, WAMP_MSG_CALL, 2, "ppt_scheme",
+                     "mqtt", "com.x.failed", "\0Bw==", (size_t)5);
+    ck_assert_msg(json_equal(err, want), "ERROR differs");
+    json_decref(err);
+    json_decref(want);
+
+    /* A callee that did not announce payload passthru mode: refused on its node. */
+    ck_assert_int_eq(fake_conn_send(caller, "[48, 3, {\"ppt_scheme\": \"mqtt\"}, \"com.plain\", "
+                                            "[\"\\u0000AA==\"]]"),
+                     WAMP_OK);
+    run_ms(100);
+    fake_expect_error(caller, WAMP_MSG_CALL, 3, WAMP_ERROR_FEATURE_NOT_SUPPORTED);
+    ck_assert_uint_eq(fake_conn_pending(plain), 0);
+    fake_conn_free(plain);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
 }
 
 END_TEST
@@ -582,6 +662,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_call_across);
     tcase_add_test(tc, test_call_across_traced);
     tcase_add_test(tc, test_call_across_action_record);
+    tcase_add_test(tc, test_payload_passthru_across);
     tcase_add_test(tc, test_already_exists_across);
     tcase_add_test(tc, test_shared_roundrobin_across);
     tcase_add_test(tc, test_pattern_precedence_across);
