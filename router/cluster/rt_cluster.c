@@ -163,6 +163,19 @@ static bool list_has(char *const *list, size_t n, const char *s)
     return false;
 }
 
+/* Whether a key occurs twice in keys. */
+static bool has_duplicate(const char *const *keys, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(keys[i], keys[j]) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static void log_nodes(const rt_cluster *c)
 {
     char buf[1024];
@@ -264,7 +277,11 @@ static void on_keys(void *arg, const rt_cluster_kv_result *res)
                      wamp_strerror(res->err));
         return;
     }
-    if (nodes_set(c, res->keys, res->n_keys) != WAMP_OK) {
+    if (has_duplicate(res->keys, res->n_keys)) {
+        /* Torn: the listing met a node's heartbeat write and may lack a live node. The list
+         * stays as it was; the next heartbeat reads it again. */
+        RT_LOG_DEBUG(0, "cluster %s: the node list read twice a key: ignored", c->name);
+    } else if (nodes_set(c, res->keys, res->n_keys) != WAMP_OK) {
         RT_LOG_WARN(0, "cluster %s: out of memory reading the node list", c->name);
     }
     if (c->keys_again) {

@@ -12,8 +12,10 @@
  * every heartbeat too; join and leave are also announced on "<name>.nodes.changed" so that the
  * other nodes read the list at once. A node killed with kill -9 leaves the others' lists within
  * node_ttl + heartbeat (the key expires, then the next read misses it). A clean leave deletes the
- * key. Each node answers requests on "<name>.node.<id>.info" with its value, and asks a node that
- * appears in the list for it (logged: "cluster wampscope: node B joined (...)").
+ * key. A listing that holds a key twice is torn (the NATS client lists keys written meanwhile
+ * again, and may then miss another one): it is ignored, the next heartbeat reads again. Each node
+ * answers requests on "<name>.node.<id>.info" with its value, and asks a node that appears in the
+ * list for it (logged: "cluster wampscope: node B joined (...)").
  *
  * Ownership: the caller owns the rt_cluster and the link; the link must be freed first (its
  * pending callbacks point here). Service thread only. */

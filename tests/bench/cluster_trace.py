@@ -61,7 +61,9 @@ def bench(a, b):
             "--seconds", os.environ.get("SECONDS", "4"), "--warmup", "1",
             "--router-pid", str(a.proc.pid)] + (["--url2", b.url] if ACROSS else [])
     t0, c0 = time.monotonic(), cpu_seconds(b.proc.pid)
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    out = proc.stdout
+    sys.stderr.write(proc.stderr)  # e.g. which ERROR URIs came back, and how often
     b_cpu = 100 * (cpu_seconds(b.proc.pid) - c0) / (time.monotonic() - t0)
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT")]
     res = dict(kv.split("=", 1) for kv in lines[0].split()[1:]) if lines else {}
@@ -115,8 +117,8 @@ async def main():
             await s.close()
 
         def med(cfg, f):
-            # A run with errors (calls made while a registration was still crossing NATS)
-            # measured something else.
+            # A run with errors measured something else (wamp-bench named their URIs on
+            # stderr).
             vals = [f(r) for r in results[cfg]
                     if r.get("status") == "ok" and r.get("errors", "0") == "0"]
             return statistics.median(vals) if vals else float("nan")

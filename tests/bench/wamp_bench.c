@@ -136,10 +136,17 @@ typedef struct bench_run {
     bench_tmpl t_yield;
     unsigned char *scratch;
     ring_slot *ring;
-    uint64_t last_id;    /* last CALL request id / PUBLISH sequence issued */
-    uint64_t done;       /* RESULTs (rpc) or EVENTs over all subscribers (pubsub) */
-    uint64_t acked;      /* PUBLISHED */
-    uint64_t errors;     /* ERROR answers to CALL/PUBLISH */
+    uint64_t last_id; /* last CALL request id / PUBLISH sequence issued */
+    uint64_t done;    /* RESULTs (rpc) or EVENTs over all subscribers (pubsub) */
+    uint64_t acked;   /* PUBLISHED */
+    uint64_t errors;  /* ERROR answers to CALL/PUBLISH */
+
+    struct {
+        char uri[96];
+        uint64_t n;
+    } err_uris[4]; /* the first distinct ERROR URIs and their counts (the rest: "other") */
+
+    uint64_t err_other;
     uint64_t mismatches; /* bench_wire_peek() disagreed with the decoder (a generator bug) */
     uint64_t invalid;    /* cross-checked messages that fail wamp_msg_parse() */
     char invalid_why[WAMP_WHY_LEN];
@@ -346,6 +353,22 @@ static const char *msg_uri(const wamp_msg *m)
     return m->uri ? m->uri : "?";
 }
 
+/* Counts one ERROR answer's URI in r->err_uris (printed at the end of the run). */
+static void count_error_uri(bench_run *r, const char *uri)
+{
+    size_t n = sizeof r->err_uris / sizeof r->err_uris[0];
+    for (size_t i = 0; i < n; i++) {
+        if (r->err_uris[i].n == 0) {
+            snprintf(r->err_uris[i].uri, sizeof r->err_uris[i].uri, "%s", uri);
+        }
+        if (strcmp(r->err_uris[i].uri, uri) == 0) {
+            r->err_uris[i].n++;
+            return;
+        }
+    }
+    r->err_other++;
+}
+
 static void on_control(bench_sess *s, const wamp_msg *m)
 {
     bench_run *r = s->run;
@@ -379,6 +402,9 @@ static void on_control(bench_sess *s, const wamp_msg *m)
         s->state = SS_LEAVING;
         break;
     case WAMP_MSG_ERROR:
+        if (m->req_type == WAMP_MSG_CALL || m->req_type == WAMP_MSG_PUBLISH) {
+            count_error_uri(r, msg_uri(m));
+        }
         if (m->req_type == WAMP_MSG_CALL) {
             r->errors++;
             if (r->outstanding > 0) {
@@ -911,6 +937,18 @@ out:
     }
     if (r->failed || r->unsupported) {
         fprintf(stderr, "wamp-bench: %s %s: %s\n", res->scenario, wamp_ser_name(ser), r->why);
+    }
+    if (r->errors > 0) {
+        fprintf(stderr, "wamp-bench: %s %s: %llu ERROR answers:", res->scenario, wamp_ser_name(ser),
+                (unsigned long long)r->errors);
+        for (size_t i = 0; i < sizeof r->err_uris / sizeof r->err_uris[0] && r->err_uris[i].n;
+             i++) {
+            fprintf(stderr, " %s=%llu", r->err_uris[i].uri, (unsigned long long)r->err_uris[i].n);
+        }
+        if (r->err_other) {
+            fprintf(stderr, " other=%llu", (unsigned long long)r->err_other);
+        }
+        fprintf(stderr, "\n");
     }
     if (r->unexpected > 0) {
         fprintf(stderr, "wamp-bench: %s %s: %llu unexpected messages from the router\n",

@@ -84,6 +84,7 @@ struct fake_bus {
     bucket *buckets;
     uint64_t next_inbox;
     size_t drop, dropped;
+    size_t torn; /* KEYS listings still to tear (fake_bus_tear_keys) */
 };
 
 static void *xmemdup(const void *p, size_t n)
@@ -252,6 +253,11 @@ static wamp_err kv_do(fake_link *l, const rt_cluster_kv_op *op, rt_cluster_kv_fn
             if (entry_live(b, k, x)) {
                 e->keys[e->n_keys++] = xstrdup(x->key);
             }
+        }
+        if (b->torn && e->keys && e->n_keys > 1) {
+            b->torn--;
+            free(e->keys[e->n_keys - 1]);
+            e->keys[e->n_keys - 1] = xstrdup(e->keys[0]);
         }
         break;
     }
@@ -489,6 +495,11 @@ void fake_bus_free(fake_bus *b)
 void fake_bus_drop(fake_bus *b, size_t n)
 {
     b->drop = n;
+}
+
+void fake_bus_tear_keys(fake_bus *b, size_t n)
+{
+    b->torn = n;
 }
 
 size_t fake_bus_dropped(const fake_bus *b)

@@ -252,6 +252,27 @@ START_TEST(test_lost_announcement_caught_by_heartbeat)
 
 END_TEST
 
+START_TEST(test_torn_listing_keeps_the_list)
+{
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    fake_link_set_up(a->l, true);
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    ck_assert_str_eq(list_of(a), "a,b");
+    fake_bus_tear_keys(bus, 2); /* each node's next listing: one node twice, the other missing */
+    run_ms(HB_MS);
+    ck_assert_str_eq(list_of(a), "a,b");
+    ck_assert_str_eq(list_of(b), "a,b");
+    ck_assert(rt_cluster_has_node(a->c, "b"));
+    /* A real leave is still seen. */
+    rt_cluster_leave(b->c);
+    fake_bus_run(bus);
+    ck_assert_str_eq(list_of(a), "a");
+}
+
+END_TEST
+
 START_TEST(test_clean_leave_is_seen_at_once)
 {
     node *a = start(0, "a", 1);
@@ -408,6 +429,7 @@ static Suite *rt_cluster_suite(void)
     tcase_add_test(tc, test_restart_after_kill_takes_over_the_expired_key);
     tcase_add_test(tc, test_link_down_up_reannounces);
     tcase_add_test(tc, test_lost_announcement_caught_by_heartbeat);
+    tcase_add_test(tc, test_torn_listing_keeps_the_list);
     tcase_add_test(tc, test_clean_leave_is_seen_at_once);
     tcase_add_test(tc, test_token_rule);
     suite_add_tcase(s, tc);
