@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wamp_rd.h"
+
 /* Bytes of a file path the router builds (directory + request path). */
 #define RT_HTTP_PATH_MAX 4096
 /* Entries a directory listing shows at most (the rest are left out, with a note). */
@@ -70,20 +72,6 @@ const rt_web_path *rt_http_route(const rt_listener *l, const char *path, size_t 
 
 /* --- Paths ---------------------------------------------------------------------------------- */
 
-static int hex_val(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* One segment s[0..n) (no '/'): true when it is safe as a file name below a directory. */
 static bool segment_ok(const char *s, size_t n)
 {
@@ -98,8 +86,10 @@ static bool segment_ok(const char *s, size_t n)
         if (c == '\0' || c == '\\') {
             return false;
         }
-        if (c == '%' && i + 2 < n && hex_val(s[i + 1]) >= 0 && hex_val(s[i + 2]) >= 0) {
-            c = (char)(hex_val(s[i + 1]) * 16 + hex_val(s[i + 2]));
+        if (c == '%' && i + 2 < n && wamp_hex_digit((unsigned char)s[i + 1]) >= 0 &&
+            wamp_hex_digit((unsigned char)s[i + 2]) >= 0) {
+            c = (char)(wamp_hex_digit((unsigned char)s[i + 1]) * 16 +
+                       wamp_hex_digit((unsigned char)s[i + 2]));
             i += 2;
             if (c == '\0' || c == '/' || c == '\\') {
                 return false;

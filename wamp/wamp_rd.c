@@ -237,7 +237,7 @@ static void js_ws(wamp_rd *r)
     }
 }
 
-static int hexval(unsigned char c)
+int wamp_hex_digit(unsigned char c)
 {
     if (c >= '0' && c <= '9') {
         return c - '0';
@@ -255,7 +255,7 @@ static bool hex4(const unsigned char *p, unsigned *out)
 {
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(p[i]);
+        int h = wamp_hex_digit(p[i]);
         if (h < 0) {
             return false;
         }

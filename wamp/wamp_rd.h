@@ -140,6 +140,9 @@ wamp_err wamp_rd_validate(wamp_ser ser, const void *p, size_t n, char *why, size
 /* UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing above U+10FFFF);
  * NUL is allowed. */
 bool wamp_utf8_valid(const void *s, size_t n);
+
+/* The value of the hexadecimal digit c (0-9, a-f, A-F), or -1. */
+int wamp_hex_digit(unsigned char c);
 /* If s[0..len) is canonical padded standard base64 (as the WAMP binary convention and
  * libsodium's strict decoder want it), decodes it into out (room for len / 4 * 3 bytes), sets
  * *out_len and returns true; false otherwise (out is then unspecified). */
