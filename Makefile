@@ -58,7 +58,7 @@ LWS_ALLOWED := ^(router/rt_lws[^/]*|router/main\.c|mgmt/ctl/.*)$$
 MAX_FILE_LINES := 1000
 LONG_FILES_ALLOWED :=
 
-.PHONY: deps build run test test-build npm clean distclean format lint fuzz fuzz-build install deb crashtest
+.PHONY: deps build run test test-build npm chromium-warm clean distclean format lint fuzz fuzz-build install deb crashtest
 
 deps:
 	@missing=""; \
@@ -117,9 +117,22 @@ test-build:
 		-DRT_WERROR=$(WERROR)
 	cmake --build $(TEST_DIR) -j$(NPROC)
 
+# One headless start of chromium before the browser tests: the first start on a fresh machine
+# builds the font cache and reads the browser from disk, which under the load of the other tests
+# has taken longer than puppeteer's launch timeout. A failure here is reported, not fatal: the
+# browser tests then fail with the reason.
+chromium-warm:
+	@profile=$$(mktemp -d); \
+	if timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run \
+		--user-data-dir="$$profile" --dump-dom about:blank >/dev/null 2>&1; then \
+		echo "chromium-warm: chromium started"; \
+	else echo "chromium-warm: chromium did not start headless (the browser tests will say why)"; fi; \
+	rm -rf "$$profile"
+
 test: deps
 	$(MAKE) --no-print-directory npm
 	$(MAKE) --no-print-directory test-build
+	$(MAKE) --no-print-directory chromium-warm
 	$(SANITIZER_ENV) ctest --test-dir $(TEST_DIR) --output-on-failure -j2
 	@if [ "$(FUZZ_SECONDS)" -gt 0 ]; then $(MAKE) --no-print-directory fuzz; fi
 

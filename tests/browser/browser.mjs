@@ -51,17 +51,42 @@ export function viewerUrl(router) {
 }
 
 // Launches headless chromium with a fresh profile; resolves with {browser, stop()}.
-export async function launchBrowser() {
+// The first start of chromium on a fresh machine can be slow (its font cache is built, its files
+// are read from disk for the first time, other tests load both cores): each attempt may take up
+// to LAUNCH_TIMEOUT_MS, and a start that times out is tried once more with a new profile, its
+// stderr shown. `make test` also starts chromium once before the tests (Makefile, chromium-warm).
+const LAUNCH_TIMEOUT_MS = 90000;
+
+async function launchOnce(dumpio) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wampscope-chromium-'));
-  const browser = await puppeteer.launch({
-    executablePath: process.env.RT_CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    userDataDir: profile,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      `--user-data-dir=${profile}`],
-    defaultViewport: { width: 1500, height: 900 },
-  });
+  try {
+    const browser = await puppeteer.launch({
+      executablePath: process.env.RT_CHROMIUM || '/usr/bin/chromium',
+      headless: true,
+      userDataDir: profile,
+      timeout: LAUNCH_TIMEOUT_MS,
+      dumpio,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        `--user-data-dir=${profile}`],
+      defaultViewport: { width: 1500, height: 900 },
+    });
+    return { browser, profile };
+  } catch (e) {
+    fs.rmSync(profile, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+export async function launchBrowser() {
+  let launched;
+  try {
+    launched = await launchOnce(false);
+  } catch (e) {
+    console.error(`# chromium did not start (${e.message}); trying once more, its output follows`);
+    launched = await launchOnce(true);
+  }
+  const { browser, profile } = launched;
   return {
     browser,
     async stop() {
