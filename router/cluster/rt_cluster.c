@@ -19,6 +19,15 @@
  * the expiry of a dead process's key is checked by the bus about once a second. */
 #define CONFLICT_MARGIN_BEATS 2
 
+/* The announcement of a clean leave on "<name>.nodes.changed": this prefix, then the node id
+ * (a join announces the bare id). A colon is never part of an id (rt_cluster_token_is_valid()). */
+#define LEFT_PREFIX "left:"
+
+/* Per-node flags of the node list (rt_cluster.node_flags). */
+#define NODE_MISSED 0x01u /* the last listing lacked it: it goes if the next one lacks it too */
+#define NODE_LEFT   0x02u /* it announced a clean leave: it goes with the first listing lacking it \
+                           */
+
 /* Link-down warnings: at most one per this many microseconds. */
 #define WARN_INTERVAL_US (60ull * 1000 * 1000)
 
@@ -94,7 +103,8 @@ struct rt_cluster {
     uint64_t last_join_warn_us;
     bool join_warned;
 
-    char **nodes; /* sorted; owned strings */
+    char **nodes;        /* sorted; owned strings */
+    uint8_t *node_flags; /* NODE_* per entry of nodes */
     size_t n_nodes;
 
     rt_cluster_hooks on_joined; /* rt_cluster_add_on_joined(), in order */
@@ -144,8 +154,21 @@ static void nodes_clear(rt_cluster *c)
         free(c->nodes[i]);
     }
     free(c->nodes);
+    free(c->node_flags);
     c->nodes = NULL;
+    c->node_flags = NULL;
     c->n_nodes = 0;
+}
+
+/* Index of id in the node list, or n_nodes. */
+static size_t node_index(const rt_cluster *c, const char *id, size_t len)
+{
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        if (strncmp(c->nodes[i], id, len) == 0 && c->nodes[i][len] == '\0') {
+            return i;
+        }
+    }
+    return c->n_nodes;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -193,7 +216,8 @@ static void log_nodes(const rt_cluster *c)
 
 static void on_info(void *arg, wamp_err err, const void *data, size_t len);
 
-/* Replaces the list by keys (NULL, 0 = just this node); logs and asks about new nodes. */
+/* Replaces the list by keys (NULL, 0 = just this node); logs and asks about new nodes. A node
+ * kept from the old list keeps its flags; flags of new nodes are 0. */
 static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
 {
     const char *self = c->node_id;
@@ -202,7 +226,10 @@ static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
         n_keys = 1;
     }
     char **list = calloc(n_keys ? n_keys : 1, sizeof(*list));
-    if (!list) {
+    uint8_t *flags = calloc(n_keys ? n_keys : 1, sizeof(*flags));
+    if (!list || !flags) {
+        free(list);
+        free(flags);
         return WAMP_ENOMEM;
     }
     for (size_t i = 0; i < n_keys; i++) {
@@ -212,10 +239,15 @@ static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
                 free(list[j]);
             }
             free(list);
+            free(flags);
             return WAMP_ENOMEM;
         }
     }
     qsort(list, n_keys, sizeof(*list), cmp_str);
+    for (size_t i = 0; i < n_keys; i++) {
+        size_t k = node_index(c, list[i], strlen(list[i]));
+        flags[i] = k < c->n_nodes ? c->node_flags[k] : 0;
+    }
     bool changed = n_keys != c->n_nodes;
     for (size_t i = 0; !changed && i < n_keys; i++) {
         changed = strcmp(list[i], c->nodes[i]) != 0;
@@ -238,6 +270,7 @@ static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
     }
     nodes_clear(c);
     c->nodes = list;
+    c->node_flags = flags;
     c->n_nodes = n_keys;
     if (changed && c->ops) { /* not for the initial list of rt_cluster_new() */
         log_nodes(c);
@@ -265,6 +298,40 @@ static void on_info(void *arg, wamp_err err, const void *data, size_t len)
     json_decref(v);
 }
 
+/* A listing of the bucket's keys. A node it lacks leaves the list only if it announced a clean
+ * leave or the listing before lacked it too: a listing can also miss a live node without
+ * repeating another (the NATS client's listing meeting writes), and one such listing must not
+ * drop a node, its calls and its registrations. A killed node thus goes one heartbeat after its
+ * key expired. */
+static wamp_err apply_listing(rt_cluster *c, const char *const *keys, size_t n_keys)
+{
+    const char **merged = calloc(n_keys + c->n_nodes + 1, sizeof(*merged));
+    if (!merged) {
+        return WAMP_ENOMEM;
+    }
+    memcpy(merged, keys, n_keys * sizeof(*keys));
+    size_t n = n_keys;
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        bool listed = false;
+        for (size_t k = 0; k < n_keys && !listed; k++) {
+            listed = strcmp(keys[k], c->nodes[i]) == 0;
+        }
+        if (listed) {
+            c->node_flags[i] &= (uint8_t)~NODE_MISSED;
+        } else if (strcmp(c->nodes[i], c->node_id) == 0) {
+            merged[n++] = c->nodes[i]; /* a joined node is always in its own list */
+        } else if (!(c->node_flags[i] & (NODE_MISSED | NODE_LEFT))) {
+            RT_LOG_DEBUG(0, "cluster %s: the node list lacks node %s once: kept until the next",
+                         c->name, c->nodes[i]);
+            c->node_flags[i] |= NODE_MISSED;
+            merged[n++] = c->nodes[i];
+        }
+    }
+    wamp_err err = nodes_set(c, merged, n);
+    free(merged);
+    return err;
+}
+
 static void on_keys(void *arg, const rt_cluster_kv_result *res)
 {
     rt_cluster *c = arg;
@@ -281,7 +348,7 @@ static void on_keys(void *arg, const rt_cluster_kv_result *res)
         /* Torn: the listing met a node's heartbeat write and may lack a live node. The list
          * stays as it was; the next heartbeat reads it again. */
         RT_LOG_DEBUG(0, "cluster %s: the node list read twice a key: ignored", c->name);
-    } else if (nodes_set(c, res->keys, res->n_keys) != WAMP_OK) {
+    } else if (apply_listing(c, res->keys, res->n_keys) != WAMP_OK) {
         RT_LOG_WARN(0, "cluster %s: out of memory reading the node list", c->name);
     }
     if (c->keys_again) {
@@ -307,9 +374,14 @@ static void read_keys(rt_cluster *c)
 
 /* ---- Joining ------------------------------------------------------------------------------ */
 
-static void announce(rt_cluster *c)
+/* Announces a join (the bare id) or a clean leave (LEFT_PREFIX and the id). */
+static void announce(rt_cluster *c, bool left)
 {
-    c->ops->publish(c->link, c->subj_changed, NULL, c->node_id, strlen(c->node_id));
+    char msg[sizeof(LEFT_PREFIX) + RT_CLUSTER_TOKEN_MAX];
+    int n = snprintf(msg, sizeof(msg), "%s%s", left ? LEFT_PREFIX : "", c->node_id);
+    if (n > 0 && (size_t)n < sizeof(msg)) {
+        c->ops->publish(c->link, c->subj_changed, NULL, msg, (size_t)n);
+    }
 }
 
 static void joined(rt_cluster *c)
@@ -320,7 +392,7 @@ static void joined(rt_cluster *c)
     c->join_warned = false;
     c->next_beat_us = now_us(c) + c->heartbeat_us;
     RT_LOG_INFO(0, "cluster %s: joined as node %s (instance %s)", c->name, c->node_id, c->instance);
-    announce(c);
+    announce(c, false);
     read_keys(c);
     hooks_run(&c->on_joined);
 }
@@ -486,9 +558,19 @@ static void on_changed(void *arg, const char *subject, const char *reply, const 
 {
     (void)subject;
     (void)reply;
-    (void)data;
-    (void)len;
     rt_cluster *c = arg;
+    const size_t plen = sizeof(LEFT_PREFIX) - 1;
+    bool left = data && len > plen && memcmp(data, LEFT_PREFIX, plen) == 0;
+    const char *id = left ? (const char *)data + plen : data;
+    size_t id_len = left ? len - plen : (data ? len : 0);
+    size_t k = node_index(c, id ? id : "", id ? id_len : 0);
+    if (k < c->n_nodes) {
+        if (left) {
+            c->node_flags[k] |= NODE_LEFT;
+        } else {
+            c->node_flags[k] &= (uint8_t)~NODE_LEFT; /* joined again */
+        }
+    }
     if (c->state == RT_CLUSTER_MEMBER_JOINED && c->link_state == RT_CLUSTER_LINK_UP) {
         read_keys(c);
     }
@@ -612,7 +694,7 @@ static void on_left(void *arg, const rt_cluster_kv_result *res)
     c->leaving = false;
     if (res->err == WAMP_OK) {
         /* After the delete, so that the others' read of the list misses this node. */
-        announce(c);
+        announce(c, true);
         RT_LOG_INFO(0, "cluster %s: left", c->name);
     }
 }

@@ -9,11 +9,14 @@
  * heartbeat until node_ttl has passed since the first refusal: a key left by a killed process
  * expires by then; a live node keeps it, and the id is refused (rt_cluster_is_refused()).
  * A joined node writes its key every heartbeat and reads the bucket's keys (the live node list)
- * every heartbeat too; join and leave are also announced on "<name>.nodes.changed" so that the
- * other nodes read the list at once. A node killed with kill -9 leaves the others' lists within
- * node_ttl + heartbeat (the key expires, then the next read misses it). A clean leave deletes the
- * key. A listing that holds a key twice is torn (the NATS client lists keys written meanwhile
- * again, and may then miss another one): it is ignored, the next heartbeat reads again. Each node
+ * every heartbeat too; join and leave are also announced on "<name>.nodes.changed" (the payload:
+ * the node id, or "left:" and the id) so that the other nodes read the list at once. A node a
+ * listing lacks leaves the list when it announced its leave, or when the listing before lacked it
+ * too: the NATS client's listing can miss a live node whose key is written meanwhile, and one
+ * such listing must not drop it. So a clean leave (the key deleted, then announced) is seen at
+ * once, and a node killed with kill -9 leaves the others' lists at the second read after its key
+ * expired (node_ttl after its last write, give or take how often the server checks expiry). A listing that holds a key twice is torn (the client
+ * lists keys written meanwhile again, and may then miss another one): it is ignored. Each node
  * answers requests on "<name>.node.<id>.info" with its value, and asks a node that appears in the
  * list for it (logged: "cluster wampscope: node B joined (...)").
  *

@@ -18,8 +18,8 @@ NATS_BIN = shutil.which("nats-server") or "/usr/sbin/nats-server"
 HEARTBEAT_MS = 500
 NODE_TTL_MS = 2000
 CONNECT_TIMEOUT_MS = 500
-# Documented bound for a killed node to leave the others' list: node_ttl + 2 heartbeats.
-KILL_BOUND_S = (NODE_TTL_MS + 2 * HEARTBEAT_MS) / 1000.0
+# Documented bound for a killed node to leave the others' list: node_ttl + 3 heartbeats.
+KILL_BOUND_S = (NODE_TTL_MS + 3 * HEARTBEAT_MS) / 1000.0
 SLACK_S = 1.5  # a loaded 2-core machine and sanitizer builds
 
 

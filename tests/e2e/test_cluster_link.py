@@ -1,6 +1,6 @@
 """The cluster link over a real nats-server (JetStream, ephemeral port, temp store): nodes join the
 membership, a duplicate controller.id is refused at start, a node killed with kill -9 leaves the
-others' view within node_ttl + 2 heartbeats, a clean stop leaves at once, a restarted
+others' view within node_ttl + 3 heartbeats, a clean stop leaves at once, a restarted
 nats-server gets every node re-announced, a node started before nats-server routes locally
 and joins once it is up, and --check-config checks the cluster keys without connecting.
 

@@ -3,7 +3,7 @@ port, temp store), with python3-autobahn clients on different nodes and mixed se
 exact, prefix and wildcard subscriptions receive each event exactly once with one publication
 id; the PUBLISH options (exclude/eligible by session, authid and authrole, disclose_me,
 acknowledge) hold across nodes; retained events are served from the node that holds them; a node
-killed with kill -9 has its interest dropped (documented bound: node_ttl + 2 heartbeats); and a
+killed with kill -9 has its interest dropped (documented bound: node_ttl + 3 heartbeats); and a
 stopped nats-server leaves local routing going, then cross-node events flow again once it is
 back. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
 

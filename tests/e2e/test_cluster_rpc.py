@@ -2,7 +2,7 @@
 with python3-autobahn clients on different nodes and mixed serializers: a call crossing nodes
 (payload transcoded, caller disclosed), procedure_already_exists across nodes, a shared
 roundrobin registration spanning nodes, progressive results, cancel, call timeouts, the callee
-leaving, kill -9 of the callee's node (answered wamp.error.canceled within node_ttl + 2
+leaving, kill -9 of the callee's node (answered wamp.error.canceled within node_ttl + 3
 heartbeats), a stopped nats-server (calls in flight answered wamp.error.network_failure, local
 calls going on, cross-node calls again once it is back) and payload passthru mode (ppt_*) across
 nodes. The harness (nats-server, configs, log waits) is cluster_harness.py's."""

@@ -84,7 +84,8 @@ struct fake_bus {
     bucket *buckets;
     uint64_t next_inbox;
     size_t drop, dropped;
-    size_t torn; /* KEYS listings still to tear (fake_bus_tear_keys) */
+    size_t torn;      /* KEYS listings still to tear (fake_bus_tear_keys) */
+    size_t shortened; /* KEYS listings still to shorten (fake_bus_short_keys) */
 };
 
 static void *xmemdup(const void *p, size_t n)
@@ -258,6 +259,9 @@ static wamp_err kv_do(fake_link *l, const rt_cluster_kv_op *op, rt_cluster_kv_fn
             b->torn--;
             free(e->keys[e->n_keys - 1]);
             e->keys[e->n_keys - 1] = xstrdup(e->keys[0]);
+        } else if (b->shortened && e->keys && e->n_keys > 1) {
+            b->shortened--;
+            free(e->keys[--e->n_keys]);
         }
         break;
     }
@@ -500,6 +504,11 @@ void fake_bus_drop(fake_bus *b, size_t n)
 void fake_bus_tear_keys(fake_bus *b, size_t n)
 {
     b->torn = n;
+}
+
+void fake_bus_short_keys(fake_bus *b, size_t n)
+{
+    b->shortened = n;
 }
 
 size_t fake_bus_dropped(const fake_bus *b)

@@ -34,6 +34,9 @@ void fake_bus_drop(fake_bus *b, size_t n);
 /* The next n KEYS listings of two keys or more are torn as the NATS client's can be when keys
  * are written during the listing: the last key is missing, the first one listed twice. */
 void fake_bus_tear_keys(fake_bus *b, size_t n);
+/* The next n KEYS listings of two keys or more lack their last key, nothing else amiss (the
+ * NATS client's listing can also miss a key written meanwhile without repeating another). */
+void fake_bus_short_keys(fake_bus *b, size_t n);
 /* Messages lost so far by fake_bus_drop(). */
 size_t fake_bus_dropped(const fake_bus *b);
 
