@@ -25,8 +25,9 @@
 
 /* Per-node flags of the node list (rt_cluster.node_flags). */
 #define NODE_MISSED 0x01u /* the last listing lacked it: it goes if the next one lacks it too */
-#define NODE_LEFT   0x02u /* it announced a clean leave: it goes with the first listing lacking it \
-                           */
+#define NODE_LEFT                                                                  \
+    0x02u /* it announced a clean leave: it goes with the first listing lacking it \
+           */
 
 /* Link-down warnings: at most one per this many microseconds. */
 #define WARN_INTERVAL_US (60ull * 1000 * 1000)

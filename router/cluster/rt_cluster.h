@@ -15,10 +15,11 @@
  * too: the NATS client's listing can miss a live node whose key is written meanwhile, and one
  * such listing must not drop it. So a clean leave (the key deleted, then announced) is seen at
  * once, and a node killed with kill -9 leaves the others' lists at the second read after its key
- * expired (node_ttl after its last write, give or take how often the server checks expiry). A listing that holds a key twice is torn (the client
- * lists keys written meanwhile again, and may then miss another one): it is ignored. Each node
- * answers requests on "<name>.node.<id>.info" with its value, and asks a node that appears in the
- * list for it (logged: "cluster wampscope: node B joined (...)").
+ * expired (node_ttl after its last write, give or take how often the server checks expiry). A
+ * listing that holds a key twice is torn (the client lists keys written meanwhile again, and may
+ * then miss another one): it is ignored. Each node answers requests on "<name>.node.<id>.info" with
+ * its value, and asks a node that appears in the list for it (logged: "cluster wampscope: node B
+ * joined (...)").
  *
  * Ownership: the caller owns the rt_cluster and the link; the link must be freed first (its
  * pending callbacks point here). Service thread only. */
