@@ -23,11 +23,11 @@
  * (a join announces the bare id). A colon is never part of an id (rt_cluster_token_is_valid()). */
 #define LEFT_PREFIX "left:"
 
-/* Per-node flags of the node list (rt_cluster.node_flags). */
-#define NODE_MISSED 0x01u /* the last listing lacked it: it goes if the next one lacks it too */
-#define NODE_LEFT                                                                  \
-    0x02u /* it announced a clean leave: it goes with the first listing lacking it \
-           */
+/* Per-node flags of the node list (rt_cluster.node_flags). NODE_MISSED: the last listing lacked
+ * the node, which goes if the next one lacks it too. NODE_LEFT: the node announced a clean leave
+ * and goes with the first listing that lacks it. */
+#define NODE_MISSED 0x01u
+#define NODE_LEFT   0x02u
 
 /* Link-down warnings: at most one per this many microseconds. */
 #define WARN_INTERVAL_US (60ull * 1000 * 1000)
