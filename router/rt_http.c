@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rt_http1.h"
 #include "wamp_rd.h"
 
 /* Bytes of a file path the router builds (directory + request path). */
@@ -508,21 +509,13 @@ static int open_resolved(const char *real, struct stat *st)
     return fd;
 }
 
-static void http_date(time_t t, char *out, size_t len)
-{
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(out, len, "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0) {
-        out[0] = '\0';
-    }
-}
-
 /* A regular file as the answer, or 304 when the client has it already. */
 static void file_answer(rt_http_resp *r, const rt_web_path *w, const rt_http_req *req, int fd,
                         const struct stat *st, const char *name)
 {
     snprintf(r->etag, sizeof(r->etag), "W/\"%llx-%llx-%lx\"", (unsigned long long)st->st_size,
              (unsigned long long)st->st_mtim.tv_sec, (unsigned long)st->st_mtim.tv_nsec);
-    http_date(st->st_mtim.tv_sec, r->last_modified, sizeof(r->last_modified));
+    rt_http1_date((int64_t)st->st_mtim.tv_sec, r->last_modified);
     r->cache_secs = w->cache_secs;
     r->content_type = rt_http_mime(w, name);
     /* RFC 9110 13.1.2 / 13.1.3: If-None-Match decides when present; a client sends back the

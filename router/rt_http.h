@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "rt_config.h"
+#include "rt_http1.h"
 #include "wamp_err.h"
 
 /* One file of the trace viewer (mgmt/viewer/), embedded at build time (embed_viewer.cmake). */
@@ -49,9 +50,9 @@ typedef struct rt_http_node {
 } rt_http_node;
 
 /* RT_HTTP_ETAG_MAX bytes hold an ETag (W/"size-mtime") with its NUL; RT_HTTP_DATE_MAX an
- * IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"). */
+ * IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT", rt_http1_date()). */
 #define RT_HTTP_ETAG_MAX 64
-#define RT_HTTP_DATE_MAX 32
+#define RT_HTTP_DATE_MAX RT_HTTP1_DATE_MAX
 
 /* The answer. Zeroed with fd -1 by rt_http_respond(); the body is the file fd (length bytes
  * from its start) or data[0..length), never both; a HEAD answer has the headers of the GET

@@ -7,8 +7,10 @@
  * it when the new octets hold a line feed). */
 #include "rt_http1.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static bool is_tchar(unsigned char c)
 {
@@ -436,5 +438,25 @@ const char *rt_http1_reason(unsigned status)
         return "HTTP Version Not Supported";
     default:
         return "Unknown";
+    }
+}
+
+void rt_http1_date(int64_t secs, char out[RT_HTTP1_DATE_MAX])
+{
+    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    time_t t = (time_t)secs;
+    struct tm tm;
+    out[0] = '\0';
+    if ((int64_t)t != secs || !gmtime_r(&t, &tm) || tm.tm_year < 0 || tm.tm_year > 8099) {
+        return;
+    }
+    /* Not strftime(): its %a and %b follow the locale; HTTP's names are English. */
+    int n = snprintf(out, RT_HTTP1_DATE_MAX, "%s, %02d %s %04d %02d:%02d:%02d GMT",
+                     days[tm.tm_wday % 7], tm.tm_mday, months[tm.tm_mon % 12], tm.tm_year + 1900,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec);
+    if (n < 0 || n >= RT_HTTP1_DATE_MAX) {
+        out[0] = '\0';
     }
 }

@@ -84,4 +84,9 @@ bool rt_http1_keep_alive(const rt_http1_req *req);
 /* Standard reason phrase of status ("OK", "Not Found", ...; "Unknown" for others). */
 const char *rt_http1_reason(unsigned status);
 
+/* Bytes an HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT", RFC 9110 IMF-fixdate) takes with its NUL. */
+#define RT_HTTP1_DATE_MAX 32
+/* Writes secs (since the epoch, UTC) as an IMF-fixdate to out; "" if it cannot be represented. */
+void rt_http1_date(int64_t secs, char out[RT_HTTP1_DATE_MAX]);
+
 #endif /* RT_HTTP1_H */

@@ -135,8 +135,11 @@ static int answer(rt_lws_conn *c)
         return -1;
     }
     k = (size_t)n;
+    char date[RT_HTTP1_DATE_MAX];
+    rt_http1_date((int64_t)(rt_router_wall_ns(rt_lws_conn_router(c)) / 1000000000u), date);
     snprintf(v, sizeof(v), "%llu", (unsigned long long)r->length);
-    bool ok = add(buf, sizeof(buf), &k, "content-length", v);
+    bool ok = !date[0] || add(buf, sizeof(buf), &k, "date", date);
+    ok = ok && add(buf, sizeof(buf), &k, "content-length", v);
     ok = ok && (!r->content_type || add(buf, sizeof(buf), &k, "content-type", r->content_type));
     ok = ok && (!r->location || add(buf, sizeof(buf), &k, "location", r->location));
     ok = ok && (!r->etag[0] || add(buf, sizeof(buf), &k, "etag", r->etag));

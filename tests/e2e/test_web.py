@@ -12,6 +12,7 @@ configurations (tests/data/crossbar-examples/) load and serve.
 """
 
 import asyncio
+import email.utils
 import http.client
 import json
 import os
@@ -19,6 +20,7 @@ import shutil
 import socket
 import ssl
 import tempfile
+import time
 import unittest
 
 import rt_harness as h
@@ -178,6 +180,11 @@ class WebTest(WebTestBase):
         self.assertEqual(hdrs["cache-control"], "max-age=43200, public")  # Crossbar's default
         self.assertIn("etag", hdrs)
         self.assertIn("last-modified", hdrs)
+        # Every answer is dated (RFC 9110 IMF-fixdate), with the router's clock.
+        sent = email.utils.parsedate_to_datetime(hdrs["date"])
+        self.assertRegex(hdrs["date"], r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} "
+                                       r"\d{2}:\d{2}:\d{2} GMT$")
+        self.assertLess(abs(sent.timestamp() - time.time()), 5)
         status, hdrs, body = self.get("/big.bin")
         self.assertEqual(status, 200)
         self.assertEqual(hdrs["content-type"], "application/octet-stream")

@@ -268,6 +268,8 @@ class FrontTest(h.AsyncTestCase):
         answers = read_responses(s, 1)
         self.assertEqual(answers[0][0], 431)
         self.assertEqual(answers[0][1].get("connection"), "close")
+        self.assertRegex(answers[0][1].get("date", ""), r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} "
+                                                         r"\d{4} \d{2}:\d{2}:\d{2} GMT$")
         self.assertIsNotNone(wait_eof(s, 5))
         # The router goes on serving.
         self.assertEqual(self.ws().hello()[0], 2)

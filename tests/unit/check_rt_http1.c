@@ -351,6 +351,27 @@ START_TEST(test_bytes_after_head)
 
 END_TEST
 
+START_TEST(test_dates)
+{
+    char d[RT_HTTP1_DATE_MAX];
+    rt_http1_date(784111777, d); /* RFC 9110's example */
+    ck_assert_str_eq(d, "Sun, 06 Nov 1994 08:49:37 GMT");
+    rt_http1_date(0, d);
+    ck_assert_str_eq(d, "Thu, 01 Jan 1970 00:00:00 GMT");
+    rt_http1_date(1798761599, d); /* the last second of 2026 */
+    ck_assert_str_eq(d, "Thu, 31 Dec 2026 23:59:59 GMT");
+    rt_http1_date(253402300799, d); /* the last second a four-digit year holds */
+    ck_assert_str_eq(d, "Fri, 31 Dec 9999 23:59:59 GMT");
+    rt_http1_date(253402300800, d);
+    ck_assert_str_eq(d, "");
+    rt_http1_date(-1, d);
+    ck_assert_str_eq(d, "Wed, 31 Dec 1969 23:59:59 GMT");
+    rt_http1_date(-2208988801, d); /* 1899: before what HTTP dates are meant for */
+    ck_assert_str_eq(d, "");
+}
+
+END_TEST
+
 START_TEST(test_reason_phrases)
 {
     ck_assert_str_eq(rt_http1_reason(101), "Switching Protocols");
@@ -381,6 +402,7 @@ static Suite *rt_http1_suite(void)
     tcase_add_test(tc, test_keep_alive);
     tcase_add_test(tc, test_bytes_after_head);
     tcase_add_test(tc, test_reason_phrases);
+    tcase_add_test(tc, test_dates);
     suite_add_tcase(s, tc);
     return s;
 }
