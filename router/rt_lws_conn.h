@@ -91,6 +91,7 @@ typedef struct rt_lws_conn {
     uint8_t mode;         /* rt_lws_conn_mode */
     bool keep_alive;      /* the HTTP answer being written leaves the connection open */
     bool close_after_out; /* close once out is written */
+    bool lingering;       /* answered for the last time, sending side shut: input discarded */
     bool rx_paused;       /* lws_rx_flow_control() off: conn->in is full */
     bool started;         /* octets arrived: too late to become RawSocket */
 

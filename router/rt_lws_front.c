@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <libwebsockets.h>
 
@@ -27,9 +28,10 @@
 #define RT_LWS_FRONT_RAWSOCKET_MAGIC 0x7F
 
 /* Defaults of the limits (a zeroed hand-built config). */
-#define RT_LWS_FRONT_MAX_HEAD     ((size_t)16 * 1024)
-#define RT_LWS_FRONT_HEAD_TIMEOUT 10000u
-#define RT_LWS_FRONT_IDLE_TIMEOUT 30000u
+#define RT_LWS_FRONT_MAX_HEAD      ((size_t)16 * 1024)
+#define RT_LWS_FRONT_HEAD_TIMEOUT  10000u
+#define RT_LWS_FRONT_IDLE_TIMEOUT  30000u
+#define RT_LWS_FRONT_CLOSE_TIMEOUT 5000u
 
 static const rt_limits *limits_of(const rt_lws_conn *c)
 {
@@ -48,7 +50,9 @@ static void timer_cb(lws_sorted_usec_list_t *sul)
 {
     rt_lws_conn *c = lws_container_of(sul, rt_lws_conn, timer);
     RT_LOG_DEBUG(0, "HTTP connection on listener %s: %s timeout; closing", c->lis->cfg->id,
-                 c->in ? "request head" : "idle");
+                 c->lingering ? "lingering close"
+                 : c->in      ? "request head"
+                              : "idle");
     lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
 }
 
@@ -267,6 +271,32 @@ static bool http_mode(const rt_lws_conn *c)
     return c->mode != RT_LWS_CONN_WS && c->mode != RT_LWS_CONN_RAW;
 }
 
+/* The last answer of an HTTP connection is out. Closing a socket whose peer still sends (a
+ * request body the router refused, requests pipelined after "Connection: close") makes the
+ * kernel reset the connection, and the reset can destroy the answer before the peer has read
+ * it. So a plain-TCP HTTP connection first shuts its sending side (the peer reads the answer,
+ * then end of stream), then reads and discards whatever still comes until the peer closes or
+ * limits.close_timeout runs out (a lingering close). TLS connections and the WebSocket and
+ * RawSocket modes (which have closing handshakes of their own) close at once. Returns -1 to
+ * close now. */
+static int linger(rt_lws_conn *c)
+{
+    if (!http_mode(c) || c->lingering || lws_is_ssl(c->wsi)) {
+        return -1;
+    }
+    int fd = (int)lws_get_socket_fd(c->wsi);
+    if (fd < 0 || shutdown(fd, SHUT_WR) != 0) {
+        return -1;
+    }
+    c->lingering = true;
+    wamp_buf_unref(&c->in);
+    c->in_off = 0;
+    rx_resume(c);
+    uint32_t ms = limits_of(c)->close_timeout_ms;
+    set_timeout_ms(c, ms ? ms : RT_LWS_FRONT_CLOSE_TIMEOUT);
+    return 0;
+}
+
 static int on_writeable(rt_lws_conn *c)
 {
     if (c->out && wamp_buf_len(c->out)) {
@@ -284,7 +314,7 @@ static int on_writeable(rt_lws_conn *c)
         return 0;
     }
     if (c->close_after_out) {
-        return -1;
+        return linger(c);
     }
     switch (c->mode) {
     case RT_LWS_CONN_WS:

@@ -20,6 +20,7 @@ import shutil
 import socket
 import ssl
 import tempfile
+import threading
 import time
 import unittest
 
@@ -232,6 +233,49 @@ class WebTest(WebTestBase):
             self.assertEqual(status, 405, method)
             self.assertEqual(hdrs["allow"], "GET, HEAD")
 
+    async def test_refused_body_answer_survives(self):
+        """A refused request whose body is still arriving: the answer reaches the client whole,
+        then a clean end of stream (the router shuts its side and drains the rest: a lingering
+        close), never a reset that would destroy the answer. Then a chunked body (411)."""
+        body_len = 16 * 1024 * 1024
+        heads = (b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % body_len,
+                 b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for head, status in zip(heads, (405, 411)):
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            sent = [0]
+
+            def pour():
+                chunk = b"x" * 65536
+                try:
+                    sock.sendall(head)
+                    while sent[0] < body_len:
+                        sock.sendall(chunk)
+                        sent[0] += len(chunk)
+                except OSError:
+                    pass  # the router closed when its linger time ran out, or after EOF
+
+            t = threading.Thread(target=pour)
+            t.start()
+            try:
+                data = b""
+                while True:
+                    more = sock.recv(65536)  # ConnectionResetError fails the test
+                    if not more:
+                        break
+                    data += more
+                self.assertTrue(data.startswith(b"HTTP/1.1 %d " % status), data[:60])
+                head_end = data.index(b"\r\n\r\n") + 4
+                hdrs = dict(line.split(b": ", 1) for line in data[:head_end - 4].split(b"\r\n")[1:])
+                self.assertEqual(len(data) - head_end, int(hdrs[b"content-length"]))
+                self.assertEqual(hdrs[b"connection"], b"close")
+            finally:
+                sock.shutdown(socket.SHUT_WR)
+                t.join(30)
+                sock.close()
+            self.assertFalse(t.is_alive())
+        # The router goes on serving.
+        self.assertEqual(self.get("/hello.txt")[0], 200)
+
     async def test_no_way_out_of_the_directory(self):
         port = self.port
         for target in (b"/../secret/passwd", b"/../../secret/passwd", b"/%2e%2e/secret/passwd",
@@ -308,6 +352,8 @@ class WebTest(WebTestBase):
 class WebTlsTest(WebTest):
     """The same services, and WAMP, on a TLS listener."""
     TLS = True
+    # Plain TCP only: a TLS connection closes at once after its last answer.
+    test_refused_body_answer_survives = None
 
 
 class SeveralWebSocketPathsTest(h.AsyncTestCase):
