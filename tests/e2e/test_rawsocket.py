@@ -2,7 +2,9 @@
 Unix socket (JSON and MessagePack), talking to WebSocket clients through the router; our own
 RawSocket client for what no library sends: the handshake and frames one byte at a time, PING,
 every handshake error reply, bad magic, reserved bits, an oversize frame; the router's sends
-held to the length the client announced; a trace record of a RawSocket session.
+held to the length the client announced; a trace record of a RawSocket session. TLS: wss and
+rss with autobahn, a universal TLS port, plain clients on TLS ports, two routers sharing one wss
+port (endpoint.shared).
 
 Each test writes its own config (configs/test-e2e.json plus RawSocket listeners) into a temporary
 directory, because the Unix socket path lives there.
@@ -11,6 +13,7 @@ directory, because the Unix socket path lives there.
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -696,6 +699,58 @@ class TlsTestCase(h.AsyncTestCase):
         # That client closes right after its alert: its address may be gone by then ("?").
         self.assertRegex(log, r"TLS handshake from (127\.0\.0\.1:\d+|\?) failed on listener "
                               r"rss_e2e: \S.*alert")
+
+
+class TlsSharedPortTestCase(h.AsyncTestCase):
+    """endpoint.shared with TLS: two routers listen on one wss port (SO_REUSEPORT), each
+    connection's TLS handshake and WebSocket opening are done by whichever process the kernel
+    gave it, and every session joins and calls through it."""
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-tls-shared-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        key, cert = make_cert(self.tmp)
+        with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/test-e2e.json"),
+                  encoding="utf-8") as f:
+            cfg = json.load(f)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        cfg["workers"][0]["transports"].append(
+            {"type": "websocket", "id": "wss_shared", "url": "wss://localhost/shared",
+             "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": self.port,
+                          "shared": True, "tls": {"key": key, "certificate": cert}}})
+        path = os.path.join(self.tmp, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        self.routers = []
+        for _ in range(2):
+            r = h.RouterProc(config=path)
+            self.addCleanup(r.cleanup)
+            self.routers.append(r.start())
+            self.assertIn("wss://127.0.0.1:%d/shared" % self.port, r.urls)
+        self.ctx = ssl.create_default_context(cafile=cert)
+        self._sessions = []
+
+    async def asyncTearDown(self):
+        await h.close_sessions(self._sessions)
+        for r in self.routers:
+            r.stop()
+
+    async def test_two_routers_share_a_tls_port(self):
+        for i in range(12):
+            s = await open_ws("wss://localhost:%d/shared" % self.port, self.port, "realm1",
+                              ("json", "msgpack")[i % 2], ssl_ctx=self.ctx)
+            self._sessions.append(s)
+            self.assertIsNotNone(s.ws.transport.get_extra_info("ssl_object"))
+            # Each session is served by its own router: it reaches its own registration.
+            proc = h.uri(self, "p%d" % i)
+            await h.step(s.register(lambda x, i=i: [i, x], proc))
+            self.assertEqual(await h.step(s.call(proc, "tls")), [i, "tls"])
+        joined = [len(re.findall("joined realm realm1", r.stderr_text())) for r in self.routers]
+        self.assertEqual(sum(joined), 12, joined)
+        self.assertTrue(all(n > 0 for n in joined), "one router got every connection: %r" % joined)
 
 
 class TlsConfigTestCase(unittest.TestCase):
