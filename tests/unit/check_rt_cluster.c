@@ -86,6 +86,18 @@ static const char *list_of(const node *n)
     return buf;
 }
 
+/* Nodes a and b, joined, each seeing both. */
+static void two_joined(node **a, node **b)
+{
+    *a = start(0, "a", 1);
+    *b = start(1, "b", 2);
+    fake_link_set_up((*a)->l, true);
+    fake_link_set_up((*b)->l, true);
+    run_ms(100);
+    ck_assert_str_eq(list_of(*a), "a,b");
+    ck_assert_str_eq(list_of(*b), "a,b");
+}
+
 START_TEST(test_nodes_join_and_see_each_other)
 {
     node *a = start(0, "a", 1);
@@ -139,12 +151,8 @@ END_TEST
 
 START_TEST(test_killed_node_expires_from_the_list)
 {
-    node *a = start(0, "a", 1);
-    node *b = start(1, "b", 2);
-    fake_link_set_up(a->l, true);
-    fake_link_set_up(b->l, true);
-    run_ms(100);
-    ck_assert_str_eq(list_of(a), "a,b");
+    node *a, *b;
+    two_joined(&a, &b);
     kill_node(b);
     run_ms(TTL_MS - 1000);
     ck_assert_str_eq(list_of(a), "a,b"); /* the key lives until its TTL */
@@ -206,11 +214,8 @@ END_TEST
 
 START_TEST(test_link_down_up_reannounces)
 {
-    node *a = start(0, "a", 1);
-    node *b = start(1, "b", 2);
-    fake_link_set_up(a->l, true);
-    fake_link_set_up(b->l, true);
-    run_ms(100);
+    node *a, *b;
+    two_joined(&a, &b);
     fake_link_set_up(a->l, false);
     run_ms(100);
     ck_assert_int_eq(rt_cluster_member_state_get(a->c), RT_CLUSTER_MEMBER_OFFLINE);
@@ -256,12 +261,8 @@ END_TEST
 
 START_TEST(test_torn_listing_keeps_the_list)
 {
-    node *a = start(0, "a", 1);
-    node *b = start(1, "b", 2);
-    fake_link_set_up(a->l, true);
-    fake_link_set_up(b->l, true);
-    run_ms(100);
-    ck_assert_str_eq(list_of(a), "a,b");
+    node *a, *b;
+    two_joined(&a, &b);
     fake_bus_tear_keys(bus, 2); /* each node's next listing: one node twice, the other missing */
     run_ms(HB_MS);
     ck_assert_str_eq(list_of(a), "a,b");
@@ -277,12 +278,8 @@ END_TEST
 
 START_TEST(test_short_listing_keeps_the_node)
 {
-    node *a = start(0, "a", 1);
-    node *b = start(1, "b", 2);
-    fake_link_set_up(a->l, true);
-    fake_link_set_up(b->l, true);
-    run_ms(100);
-    ck_assert_str_eq(list_of(a), "a,b");
+    node *a, *b;
+    two_joined(&a, &b);
     /* Each node's next listing lacks one key without repeating another: nobody leaves. */
     fake_bus_short_keys(bus, 2);
     run_ms(HB_MS);
@@ -311,11 +308,8 @@ END_TEST
 
 START_TEST(test_clean_leave_is_seen_at_once)
 {
-    node *a = start(0, "a", 1);
-    node *b = start(1, "b", 2);
-    fake_link_set_up(a->l, true);
-    fake_link_set_up(b->l, true);
-    run_ms(100);
+    node *a, *b;
+    two_joined(&a, &b);
     rt_cluster_leave(b->c);
     ck_assert(rt_cluster_is_leaving(b->c));
     fake_bus_run(bus); /* no tick: the announcement after the delete does it */
