@@ -911,18 +911,18 @@ static int cmd_show(ctl *c)
     return meta_cmd(c, PROC("get_trace"));
 }
 
-/* One get_trace_data page: records with from <= seq <= to (to < 0: no bound), at most limit
- * (fewer when a page of limit records would exceed the router's message size limit: the router
- * answers wamp.error.payload_size_exceeded and the page is asked again, half as long). */
-static int page(ctl *c, const char *id, long long from, long long to, long long limit,
-                json_t **records)
+/* Arguments of one get_trace_data call for a page of at most limit records. */
+typedef json_t *(*data_args_fn)(const ctl *c, const void *ctx, long long limit);
+
+/* Calls get_trace_data with args_of(c, ctx, limit) and sets *answer to the first element of its
+ * result (a new reference). While the router answers wamp.error.payload_size_exceeded (a page
+ * of limit records would exceed its message size limit) the page is asked again, half as long. */
+static int data_call(ctl *c, data_args_fn args_of, const void *ctx, long long limit,
+                     json_t **answer)
 {
-    int rc = EX_OK;
-    *records = NULL;
+    *answer = NULL;
     for (;;) {
-        json_t *args =
-                json_pack("[s, s, s, I, o, I]", c->node, c->worker, id, (json_int_t)from,
-                          to < 0 ? json_null() : json_integer((json_int_t)to), (json_int_t)limit);
+        json_t *args = args_of(c, ctx, limit);
         ctl_error e;
         json_t *result = NULL;
         if (!args) {
@@ -931,9 +931,9 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
         }
         if (ctl_client_call(c->cl, PROC("get_trace_data"), args, NULL, &result, &e)) {
             json_t *v = json_array_get(result, 0);
-            *records = v ? json_incref(v) : json_null();
+            *answer = v ? json_incref(v) : json_null();
             json_decref(result);
-            break;
+            return EX_OK;
         }
         if (e.kind == CTL_E_WAMP && strcmp(e.uri, "wamp.error.payload_size_exceeded") == 0 &&
             limit > 1) {
@@ -944,6 +944,27 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
                        ? EX_INTERRUPTED_END
                        : fail_call(c, PROC("get_trace_data"), &e);
     }
+}
+
+typedef struct page_req {
+    const char *id;
+    long long from, to;
+} page_req;
+
+static json_t *page_args(const ctl *c, const void *ctx, long long limit)
+{
+    const page_req *r = ctx;
+    return json_pack("[s, s, s, I, o, I]", c->node, c->worker, r->id, (json_int_t)r->from,
+                     r->to < 0 ? json_null() : json_integer((json_int_t)r->to), (json_int_t)limit);
+}
+
+/* One get_trace_data page: records with from <= seq <= to (to < 0: no bound), at most limit
+ * (fewer when the router's message size limit needs it: data_call()). */
+static int page(ctl *c, const char *id, long long from, long long to, long long limit,
+                json_t **records)
+{
+    page_req r = {.id = id, .from = from, .to = to};
+    int rc = data_call(c, page_args, &r, limit, records);
     if (rc == EX_OK && !json_is_array(*records)) {
         json_decref(*records);
         *records = NULL;
@@ -953,56 +974,53 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
     return rc;
 }
 
+typedef struct merged_req {
+    const char *id;
+    const json_t *cursor;
+} merged_req;
+
+static json_t *merged_args(const ctl *c, const void *ctx, long long limit)
+{
+    const merged_req *r = ctx;
+    return json_pack("[s, s, s, O, n, I]", "*", c->worker, r->id, r->cursor, (json_int_t)limit);
+}
+
 /* --node '*': one merged page of every node's records from *cursor (an integer or the map
- * {node_id: seq} of the previous page's "next", replaced by this page's), at most limit (halved
- * while the router answers wamp.error.payload_size_exceeded). A node's error is reported once on
- * stderr (reported: the nodes already reported, a JSON object). */
+ * {node_id: seq} of the previous page's "next", replaced by this page's), at most limit (fewer
+ * when the router's message size limit needs it: data_call()). A node's error is reported once
+ * on stderr (reported: the nodes already reported, a JSON object). */
 static int merged_page(ctl *c, const char *id, json_t **cursor, long long limit, json_t *reported,
                        json_t **records)
 {
     *records = NULL;
-    for (;;) {
-        json_t *args =
-                json_pack("[s, s, s, O, n, I]", "*", c->worker, id, *cursor, (json_int_t)limit);
-        ctl_error e;
-        json_t *result = NULL;
-        if (!args) {
-            errline("out of memory");
-            return EX_FAIL;
-        }
-        if (ctl_client_call(c->cl, PROC("get_trace_data"), args, NULL, &result, &e)) {
-            json_t *v = json_array_get(result, 0);
-            json_t *recs = json_object_get(v, "records");
-            json_t *next = json_object_get(v, "next");
-            if (!json_is_array(recs) || !json_is_object(next)) {
-                json_decref(result);
-                errline("get_trace_data: the router answered no merged page");
-                return EX_FAIL;
-            }
-            const char *node;
-            json_t *err;
-            json_object_foreach(json_object_get(v, "errors"), node, err)
-            {
-                if (!json_object_get(reported, node)) {
-                    errline("node %s: %s: %s", node,
-                            json_string_value(json_object_get(err, "error")),
-                            json_string_value(json_array_get(json_object_get(err, "args"), 0)));
-                    json_object_set_new(reported, node, json_true());
-                }
-            }
-            json_decref(*cursor);
-            *cursor = json_incref(next);
-            *records = json_incref(recs);
-            json_decref(result);
-            return EX_OK;
-        }
-        if (e.kind == CTL_E_WAMP && strcmp(e.uri, "wamp.error.payload_size_exceeded") == 0 &&
-            limit > 1) {
-            limit /= 2;
-            continue;
-        }
-        return fail_call(c, PROC("get_trace_data"), &e);
+    merged_req r = {.id = id, .cursor = *cursor};
+    json_t *v = NULL;
+    int rc = data_call(c, merged_args, &r, limit, &v);
+    if (rc != EX_OK) {
+        return rc;
     }
+    json_t *recs = json_object_get(v, "records");
+    json_t *next = json_object_get(v, "next");
+    if (!json_is_array(recs) || !json_is_object(next)) {
+        json_decref(v);
+        errline("get_trace_data: the router answered no merged page");
+        return EX_FAIL;
+    }
+    const char *node;
+    json_t *err;
+    json_object_foreach(json_object_get(v, "errors"), node, err)
+    {
+        if (!json_object_get(reported, node)) {
+            errline("node %s: %s: %s", node, json_string_value(json_object_get(err, "error")),
+                    json_string_value(json_array_get(json_object_get(err, "args"), 0)));
+            json_object_set_new(reported, node, json_true());
+        }
+    }
+    json_decref(*cursor);
+    *cursor = json_incref(next);
+    *records = json_incref(recs);
+    json_decref(v);
+    return EX_OK;
 }
 
 /* data / tail: client-side record filters. A record must match every kind given, and one of
