@@ -111,6 +111,22 @@ export function watchPage(page, problems) {
   });
 }
 
+// Clicks selector until check() (async) is truthy; fails with what after ms. A live view may
+// re-render the element between finding and clicking it (a new batch of records redraws the
+// table), which loses a single click: the click is repeated every half second until it takes.
+export async function clickUntil(page, selector, check, what, ms = 15000) {
+  let clickedAt = 0;
+  return until(async () => {
+    if (await check()) return true;
+    if (Date.now() - clickedAt >= 500) {
+      clickedAt = Date.now();
+      const el = await page.$(selector);
+      if (el) await el.click().catch(() => {});
+    }
+    return check();
+  }, what, ms);
+}
+
 // Polls fn (async) until it returns a truthy value; fails with what after ms.
 export async function until(fn, what, ms = 15000) {
   const deadline = Date.now() + ms;

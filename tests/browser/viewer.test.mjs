@@ -12,7 +12,9 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { autobahn, openSession, startRouter } from '../interop/node/harness.mjs';
-import { artifactsDir, launchBrowser, until, viewerConfig, viewerUrl, watchPage } from './browser.mjs';
+import {
+  artifactsDir, clickUntil, launchBrowser, until, viewerConfig, viewerUrl, watchPage,
+} from './browser.mjs';
 
 const MGMT = 'crossbarfabriccenter.';
 
@@ -174,8 +176,8 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   assert.ok(want.length >= 2); // the callee's ERROR and the caller's
   await until(async () => (await page.$$('#table-rows .trow')).length === want.length, 'search results');
   const errRow = want.find((r) => r.direction === 'tx');
-  await page.click(`#table-rows .trow[data-i="${held.indexOf(errRow)}"]`);
-  await until(async () => (await page.$eval('#detail-title', (e) => e.textContent)) === `Error #${errRow.seq}`,
+  await clickUntil(page, `#table-rows .trow[data-i="${held.indexOf(errRow)}"]`,
+    async () => (await page.$eval('#detail-title', (e) => e.textContent)) === `Error #${errRow.seq}`,
     'the error record');
   assert.match(await page.$eval('#detail-msg', (e) => e.textContent), /com\.browser\.error\.oops/);
   await page.screenshot({ path: path.join(out, 'viewer-3-table.png') });
@@ -251,8 +253,8 @@ test('an action-level trace from the form, and 100,000 records drawn window by w
   assert.deepEqual([failed[0], failed[3], failed[4]], ['call', 'error', 'wamp.error.no_such_procedure']);
   const echoAt = await page.$$eval('#actions-rows .trow',
     (rs) => rs.find((r) => r.children[1].textContent === 'com.acts.echo').dataset.i);
-  await page.click(`#actions-rows .trow[data-i="${echoAt}"]`);
-  await until(async () => /^Action #\d+$/.test(await page.$eval('#detail-title', (e) => e.textContent)),
+  await clickUntil(page, `#actions-rows .trow[data-i="${echoAt}"]`,
+    async () => /^Action #\d+$/.test(await page.$eval('#detail-title', (e) => e.textContent)),
     'the action record');
   assert.match(await page.$eval('#detail-fields', (e) => e.textContent), /responders/);
   await page.click('.tab[data-tab=seq]');

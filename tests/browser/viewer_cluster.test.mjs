@@ -15,7 +15,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { openSession, startRouter } from '../interop/node/harness.mjs';
-import { artifactsDir, launchBrowser, until, viewerUrl, watchPage } from './browser.mjs';
+import { artifactsDir, clickUntil, launchBrowser, until, viewerUrl, watchPage } from './browser.mjs';
 
 const MGMT = 'crossbarfabriccenter.';
 const NATS_BIN = fs.existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
@@ -164,8 +164,9 @@ test('the viewer shows every node of a cluster', async () => {
   }, 'records of both nodes in the table');
   // Clicking a record names its node.
   const rowB = await page.$$eval('#table-rows .trow', (rs) => rs.find((r) => r.children[9].textContent === 'com.vc.b').dataset.i);
-  await page.click(`#table-rows .trow[data-i="${rowB}"]`);
-  assert.match(await page.$eval('#detail-fields', (e) => e.textContent), /nodenode_b/);
+  await clickUntil(page, `#table-rows .trow[data-i="${rowB}"]`,
+    async () => /nodenode_b/.test(await page.$eval('#detail-fields', (e) => e.textContent)),
+    'the record of node_b with its node');
   await page.click('#detail-close');
   // The sequence diagram: one lane per node and session, the node in the lane header.
   await page.click('.tab[data-tab=seq]');
