@@ -495,9 +495,21 @@ static json_t *id_new(uint64_t id)
     return json_integer((json_int_t)id);
 }
 
+/* The Details/Options {} of every message built without one: one object shared by all of them
+ * (an RPC call builds two), instead of a new one (two allocations and a hash table) each time.
+ * A built message's dict is never modified: whoever adds keys makes its own with
+ * json_object() and hands it in. Made on first use (service thread), kept for the process's
+ * life. */
 static json_t *dict_or_empty(json_t *dict_take)
 {
-    return dict_take ? dict_take : json_object();
+    static json_t *empty;
+    if (dict_take) {
+        return dict_take;
+    }
+    if (!empty) {
+        empty = json_object();
+    }
+    return json_incref(empty);
 }
 
 /* Appends the optional Arguments / ArgumentsKw tail to items[*n]. Arguments is emitted as []

@@ -126,7 +126,9 @@ bool wamp_msg_type_is_known(int type);
 
 /* Builders. Each returns a new message array (one reference, owned by the caller), or NULL on
  * allocation failure. `_take` arguments (dict/args/kwargs) are consumed even on failure; NULL
- * dict means {}; NULL args/kwargs are omitted (args is emitted as [] when only kwargs is given). */
+ * dict means {}: one empty object shared by every message built so (never add keys to a built
+ * message's dict: build the dict first); NULL args/kwargs are omitted (args is emitted as []
+ * when only kwargs is given). */
 json_t *wamp_msg_new_welcome(uint64_t session, json_t *details_take);
 json_t *wamp_msg_new_abort(json_t *details_take, const char *reason);
 json_t *wamp_msg_new_goodbye(json_t *details_take, const char *reason);

@@ -99,6 +99,36 @@ static const struct valid_case valid_cases[] = {
          true},
 };
 
+/* Messages built without a dict share one empty {} (no allocation per message); one given is
+ * used as it is. */
+START_TEST(test_built_empty_dicts_shared)
+{
+    json_t *a = wamp_msg_new_invocation(1, 2, NULL, NULL, NULL);
+    json_t *b = wamp_msg_new_result(3, NULL, json_pack("[i]", 7), NULL);
+    json_t *own = json_object();
+    json_t *c = wamp_msg_new_result(4, own, NULL, NULL);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(c);
+    json_t *da = json_array_get(a, 3), *db = json_array_get(b, 2);
+    ck_assert(json_is_object(da) && json_object_size(da) == 0);
+    ck_assert_ptr_eq(da, db);
+    ck_assert_ptr_eq(json_array_get(c, 2), own);
+    char *text = json_dumps(b, JSON_COMPACT);
+    ck_assert_str_eq(text, "[50,3,{},[7]]");
+    free(text);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    /* Still alive and empty for the next message. */
+    json_t *d = wamp_msg_new_yield(5, NULL, NULL, NULL);
+    ck_assert_ptr_eq(json_array_get(d, 2), da);
+    ck_assert_uint_eq(json_object_size(json_array_get(d, 2)), 0);
+    json_decref(d);
+}
+
+END_TEST
+
 START_TEST(test_parse_valid)
 {
     const struct valid_case *c = &valid_cases[_i];
@@ -636,6 +666,7 @@ static Suite *wamp_msg_suite(void)
     tcase_add_loop_test(tc, test_parse_reject, 0,
                         (int)(sizeof(reject_cases) / sizeof(reject_cases[0])));
     tcase_add_loop_test(tc, test_parse_bad_ids, 0, (int)(sizeof(bad_ids) / sizeof(bad_ids[0])));
+    tcase_add_test(tc, test_built_empty_dicts_shared);
     tcase_add_test(tc, test_parse_id_bounds);
     tcase_add_test(tc, test_parse_why_exact_and_optional);
     tcase_add_test(tc, test_parse_null_root);
