@@ -87,11 +87,12 @@ typedef struct wamp_msg {
 wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len);
 
 /* One whole message of len bytes in ser: the envelope is decoded into out->root and checked as
- * wamp_msg_parse() checks it; Arguments and ArgumentsKw are validated by the token reader
- * (wamp_rd.h) and kept as slices of data (out->args_raw, out->kwargs_raw, out->ser), valid as
- * long as data is. WAMP_EPROTO with a reason in why for malformed input (whatever wamp_rd
- * refuses, anywhere in the message; a duplicate key or an integer above INT64_MAX in the
- * envelope; Arguments not a list, ArgumentsKw not a dict; the wamp_msg_parse() rules);
+ * wamp_msg_parse() checks it (an empty Details/Options is the shared wamp_rd_empty_map(): a
+ * received message's dict is read, never modified); Arguments and ArgumentsKw are validated by
+ * the token reader (wamp_rd.h) and kept as slices of data (out->args_raw, out->kwargs_raw,
+ * out->ser), valid as long as data is. WAMP_EPROTO with a reason in why for malformed input
+ * (whatever wamp_rd refuses, anywhere in the message; a duplicate key or an integer above INT64_MAX
+ * in the envelope; Arguments not a list, ArgumentsKw not a dict; the wamp_msg_parse() rules);
  * WAMP_ENOMEM. *out is zeroed after failure. */
 wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
                               size_t why_len);
