@@ -1,5 +1,5 @@
-/* rt_jalloc.h: the router process's allocator for jansson values and message buffers
- * (wamp_buf): small blocks recycled through per-size free lists.
+/* rt_jalloc.h: the router process's allocator for jansson values, message buffers (wamp_buf)
+ * and pending calls (rt_dealer.c): small blocks recycled through per-size free lists.
  * Every message the router handles builds and releases a few jansson values (its envelope, the
  * envelopes it sends) and encodes one or more buffers: about 30 blocks of 16-200 bytes per RPC
  * call. glibc's malloc/free cost
