@@ -4,7 +4,9 @@
  *   - the signal mask: SIGTERM and SIGINT blocked (rt_lws reads them from a signalfd);
  *   - SIGXFSZ ignored: a persisted trace over a file-size limit gets EFBIG from write(2) and
  *     stops with io_error, instead of the signal killing the router;
- *   - sodium_init() and json_object_seed(0);
+ *   - jansson's and wamp_buf's allocator (rt_jalloc: free lists of small blocks; first, before
+ *     any jansson value exists; its lists are released at exit), sodium_init() and
+ *     json_object_seed(0);
  *   - with wampscope.cluster, cnats' library state (released by rt_nats_node_free());
  *   - the rt_log level, format and target (syslog opened here), its session lookup (the
  *     router, while it exists), and lws_set_log_level() through rt_lws_log_init().
@@ -25,6 +27,7 @@
 
 #include "mgmt_api.h"
 #include "rt_config.h"
+#include "rt_jalloc.h"
 #include "rt_log.h"
 #include "rt_lws.h"
 #include "rt_nats_node.h"
@@ -323,6 +326,7 @@ static bool announce(const rt_lws *l, const char *ports_file)
  * the steps before it made: one sequence reads best in one place. */
 int main(int argc, char **argv)
 {
+    rt_jalloc_install();
     main_args args;
     int rc = parse_args(argc, argv, &args);
     if (rc >= 0) {

@@ -21,6 +21,7 @@
 
 #include "rt_core_int.h"
 #include "rt_dealer_int.h"
+#include "rt_jalloc.h"
 #include "rt_local.h"
 #include "rt_log.h"
 #include "rt_options.h"
@@ -91,7 +92,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     rt_list_remove(&c->in_callee);
     rt_list_remove(&c->in_timeouts);
     rt_observers_action_forget(&c->callee->rt->observers, &c->action);
-    free(c);
+    rt_jalloc_free(c);
 }
 
 /* The caller no longer waits for c (CANCEL skip/killnowait, timeout, caller gone): freed now,
@@ -330,9 +331,9 @@ static const char *callee_unfit(const rt_session *callee, bool ppt, const char *
 static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64_t request,
                          bool progress, const json_t *timeout_v)
 {
-    /* malloc + memset rather than calloc: glibc's calloc bypasses the per-thread cache, and an
-     * rt_call is above the fastbin size, so calloc would take the slow path on every call. */
-    rt_call *c = malloc(sizeof(*c));
+    /* From the free lists (rt_jalloc.h; plain malloc outside the router's service thread): with
+     * many calls in flight glibc's per-thread cache runs dry and malloc takes its slow path. */
+    rt_call *c = rt_jalloc_malloc(sizeof(*c));
     if (!c) {
         return NULL;
     }

@@ -12,12 +12,21 @@ struct wamp_buf {
     unsigned char store[];
 };
 
+static void *(*buf_malloc)(size_t) = malloc;
+static void (*buf_free)(void *) = free;
+
+void wamp_buf_set_alloc(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
+{
+    buf_malloc = malloc_fn ? malloc_fn : malloc;
+    buf_free = free_fn ? free_fn : free;
+}
+
 static wamp_buf *buf_alloc(size_t cap)
 {
     if (cap > SIZE_MAX - sizeof(wamp_buf) - WAMP_BUF_HEADROOM) {
         return NULL;
     }
-    wamp_buf *b = malloc(sizeof(*b) + WAMP_BUF_HEADROOM + cap);
+    wamp_buf *b = buf_malloc(sizeof(*b) + WAMP_BUF_HEADROOM + cap);
     if (!b) {
         return NULL;
     }
@@ -45,7 +54,7 @@ wamp_buf *wamp_buf_new_copy(const void *data, size_t len)
 
 void wamp_buf_free_(wamp_buf *b)
 {
-    free(b);
+    buf_free(b);
 }
 
 /* Grows *b so that n more bytes fit; doubles to keep appends amortised O(1). */
@@ -109,11 +118,6 @@ unsigned char *wamp_buf_reserve(wamp_buf **b, size_t n)
         return NULL;
     }
     return (*b)->h.data + (*b)->h.len;
-}
-
-void wamp_buf_commit(wamp_buf *b, size_t n)
-{
-    b->h.len += n;
 }
 
 void wamp_buf_clear(wamp_buf *b)

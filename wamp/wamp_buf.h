@@ -25,6 +25,12 @@ struct wamp_buf_head {
     unsigned char *data; /* the first data byte; WAMP_BUF_HEADROOM bytes precede it */
 };
 
+/* Sets the functions that allocate and release buffers (default: malloc and free; NULL
+ * restores them). malloc_fn must return blocks that realloc() and free() accept (a growing buffer
+ * is reallocated with realloc()), and free_fn must accept any such block: a free-list allocator
+ * in front of malloc. Process-global: call it before any buffer exists (main()). */
+void wamp_buf_set_alloc(void *(*malloc_fn)(size_t), void (*free_fn)(void *));
+
 /* Frees a buffer whose last reference was dropped (wamp_buf_unref's slow path). */
 void wamp_buf_free_(wamp_buf *b);
 
@@ -79,8 +85,23 @@ wamp_err wamp_buf_append(wamp_buf **b, const void *p, size_t n, size_t max);
 /* Makes sure n more bytes fit without reallocating; returns a pointer to the first of them
  * (write them, then call wamp_buf_commit). NULL on allocation failure or shared buffer. */
 unsigned char *wamp_buf_reserve(wamp_buf **b, size_t n);
-/* Adds n bytes, previously written through wamp_buf_reserve(), to the length. */
-void wamp_buf_commit(wamp_buf *b, size_t n);
+
+/* Adds n bytes, previously written through wamp_buf_reserve() or wamp_buf_tail(), to the
+ * length. */
+static inline void wamp_buf_commit(wamp_buf *b, size_t n)
+{
+    ((struct wamp_buf_head *)(void *)b)->len += n;
+}
+
+/* The writers' fast path: a pointer to n free bytes after the data if b (NULL-safe) is unshared
+ * and has them, without growing it (write them, then call wamp_buf_commit); NULL otherwise
+ * (wamp_buf_reserve() grows the buffer). */
+static inline unsigned char *wamp_buf_tail(wamp_buf *b, size_t n)
+{
+    struct wamp_buf_head *h = (struct wamp_buf_head *)(void *)b;
+    return h && h->refs == 1 && h->cap - h->len >= n ? h->data + h->len : NULL;
+}
+
 /* Sets the length to 0 keeping the allocation (unshared buffers only). */
 void wamp_buf_clear(wamp_buf *b);
 /* Shortens the length to len, keeping the allocation (unshared buffers; no-op if len is not

@@ -280,6 +280,7 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
     /* One pass: the envelope is decoded and the payload validated as the reader reaches them,
      * and the message is checked only once all of it has read as well-formed. */
     wamp_rd_init_one_pass(&r, ser, data, len);
+    r.share_empty_map = true; /* the envelope's {}: never modified (wamp_msg.h) */
     if ((err = wamp_rd_next(&r, &t)) != WAMP_OK) {
         goto rd_fail;
     }
@@ -495,9 +496,11 @@ static json_t *id_new(uint64_t id)
     return json_integer((json_int_t)id);
 }
 
+/* The Details/Options {} of every message built without one: the shared empty object (see
+ * wamp_rd_empty_map()), not a new one per message. */
 static json_t *dict_or_empty(json_t *dict_take)
 {
-    return dict_take ? dict_take : json_object();
+    return dict_take ? dict_take : wamp_rd_empty_map();
 }
 
 /* Appends the optional Arguments / ArgumentsKw tail to items[*n]. Arguments is emitted as []

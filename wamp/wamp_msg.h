@@ -87,11 +87,12 @@ typedef struct wamp_msg {
 wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len);
 
 /* One whole message of len bytes in ser: the envelope is decoded into out->root and checked as
- * wamp_msg_parse() checks it; Arguments and ArgumentsKw are validated by the token reader
- * (wamp_rd.h) and kept as slices of data (out->args_raw, out->kwargs_raw, out->ser), valid as
- * long as data is. WAMP_EPROTO with a reason in why for malformed input (whatever wamp_rd
- * refuses, anywhere in the message; a duplicate key or an integer above INT64_MAX in the
- * envelope; Arguments not a list, ArgumentsKw not a dict; the wamp_msg_parse() rules);
+ * wamp_msg_parse() checks it (an empty Details/Options is the shared wamp_rd_empty_map(): a
+ * received message's dict is read, never modified); Arguments and ArgumentsKw are validated by
+ * the token reader (wamp_rd.h) and kept as slices of data (out->args_raw, out->kwargs_raw,
+ * out->ser), valid as long as data is. WAMP_EPROTO with a reason in why for malformed input
+ * (whatever wamp_rd refuses, anywhere in the message; a duplicate key or an integer above INT64_MAX
+ * in the envelope; Arguments not a list, ArgumentsKw not a dict; the wamp_msg_parse() rules);
  * WAMP_ENOMEM. *out is zeroed after failure. */
 wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
                               size_t why_len);
@@ -126,7 +127,9 @@ bool wamp_msg_type_is_known(int type);
 
 /* Builders. Each returns a new message array (one reference, owned by the caller), or NULL on
  * allocation failure. `_take` arguments (dict/args/kwargs) are consumed even on failure; NULL
- * dict means {}; NULL args/kwargs are omitted (args is emitted as [] when only kwargs is given). */
+ * dict means {}: one empty object shared by every message built so (never add keys to a built
+ * message's dict: build the dict first); NULL args/kwargs are omitted (args is emitted as []
+ * when only kwargs is given). */
 json_t *wamp_msg_new_welcome(uint64_t session, json_t *details_take);
 json_t *wamp_msg_new_abort(json_t *details_take, const char *reason);
 json_t *wamp_msg_new_goodbye(json_t *details_take, const char *reason);

@@ -144,7 +144,7 @@ void wamp_rd_init(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
     r->start = r->p = r->tok_start = r->tok_end = p ? p : (const void *)"";
     r->end = r->start + (p ? n : 0);
     r->depth = 0;
-    r->done = r->counting = r->counted = r->one_pass = false;
+    r->done = r->counting = r->counted = r->one_pass = r->share_empty_map = false;
     r->lv = r->lv_inline;
     r->lv_cap = WAMP_RD_INLINE_LEVELS;
     r->counts = NULL;
@@ -1204,7 +1204,7 @@ static int mp_fast_json(wamp_rd *r, json_t **out)
     if (tag <= 0x7f || tag >= 0xe0) {
         v = json_integer(tag <= 0x7f ? (json_int_t)tag : (json_int_t)(int8_t)tag);
     } else if (tag == 0x80 && r->depth < WAMP_CODEC_MAX_DEPTH) {
-        v = json_object();
+        v = r->share_empty_map ? wamp_rd_empty_map() : json_object();
     } else if ((tag & 0xe0) == 0xa0 || tag == 0xd9) {
         size_t hdr = tag == 0xd9 ? 2 : 1;
         if (avail < hdr) {
@@ -1313,7 +1313,7 @@ static int js_fast_json(wamp_rd *r, json_t **out)
             return 0;
         }
         q++;
-        v = json_object();
+        v = r->share_empty_map ? wamp_rd_empty_map() : json_object();
     } else {
         return 0;
     }
@@ -1326,6 +1326,15 @@ static int js_fast_json(wamp_rd *r, json_t **out)
     r->p = r->tok_end = q;
     *out = v;
     return 1;
+}
+
+json_t *wamp_rd_empty_map(void)
+{
+    static json_t *empty;
+    if (!empty) {
+        empty = json_object();
+    }
+    return json_incref(empty);
 }
 
 /* Long: one case per token kind in a non-recursive build of the jansson value (an explicit stack

@@ -86,6 +86,9 @@ typedef struct wamp_rd {
     bool counting; /* JSON pre-pass running */
     bool counted;  /* JSON pre-pass done */
     bool one_pass; /* JSON without the pre-pass: container counts are 0 (wamp_rd_init_one_pass) */
+    /* wamp_rd_json(): an empty map that is an array's element comes back as the shared
+     * wamp_rd_empty_map() (false after init; wamp_msg_parse_bytes() sets it for envelopes) */
+    bool share_empty_map;
     wamp_rd_level *lv;
     size_t lv_cap;
     wamp_rd_level lv_inline[WAMP_RD_INLINE_LEVELS];
@@ -133,6 +136,12 @@ const char *wamp_rd_why(const wamp_rd *r);
  * *out is NULL after failure. */
 wamp_err wamp_rd_json(wamp_rd *r, json_t **out);
 
+/* A new reference to the one empty jansson object shared by the envelopes decoded with
+ * share_empty_map and by the messages wamp_msg's builders make without a dict: an RPC call
+ * handles four of them, each otherwise a new object (two allocations and a hash table). Never
+ * modified: whoever adds keys to a dict makes its own. Made on first use (service thread), kept
+ * for the process's life. NULL on allocation failure. */
+json_t *wamp_rd_empty_map(void);
 /* Validates that p[0..n) is exactly one value in ser. WAMP_OK, WAMP_EPROTO (reason in why),
  * WAMP_ENOMEM, WAMP_EINVAL (unknown serializer). */
 wamp_err wamp_rd_validate(wamp_ser ser, const void *p, size_t n, char *why, size_t why_len);

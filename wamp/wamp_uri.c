@@ -1,6 +1,7 @@
 /* wamp_uri.c: hand-written single-pass URI checks (no regex library) and matching. */
 #include "wamp_uri.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -37,6 +38,14 @@ static bool strict_char_ok(unsigned char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
+/* The bytes the loose rule stops at: NUL, '.', and the first byte of every character
+ * loose_char_bad() may refuse. Every other byte belongs to a component as it is. */
+static const bool loose_stop[256] = {
+        [0x00] = true, [0x09] = true, [0x0a] = true, [0x0b] = true, [0x0c] = true, [0x0d] = true,
+        [0x1c] = true, [0x1d] = true, [0x1e] = true, [0x1f] = true, [' '] = true,  ['#'] = true,
+        ['.'] = true,  [0xc2] = true, [0xe1] = true, [0xe2] = true, [0xe3] = true,
+};
+
 bool wamp_uri_is_valid(const char *uri, wamp_uri_rule rule)
 {
     if (!uri || !*uri) {
@@ -45,18 +54,30 @@ bool wamp_uri_is_valid(const char *uri, wamp_uri_rule rule)
     bool strict = rule == WAMP_URI_STRICT || rule == WAMP_URI_STRICT_EMPTY;
     bool allow_empty = rule == WAMP_URI_LOOSE_EMPTY || rule == WAMP_URI_STRICT_EMPTY;
     size_t comp_len = 0;
-    for (const unsigned char *p = (const unsigned char *)uri; *p; p++) {
+    const unsigned char *p = (const unsigned char *)uri;
+    for (;;) {
+        if (!strict) {
+            /* The usual URI is plain ASCII: skip to the next byte worth a look. */
+            const unsigned char *run = p;
+            while (!loose_stop[*p]) {
+                p++;
+            }
+            comp_len += (size_t)(p - run);
+        }
+        if (*p == '\0') {
+            break;
+        }
         if (*p == '.') {
             if (comp_len == 0 && !allow_empty) {
                 return false;
             }
             comp_len = 0;
-            continue;
-        }
-        if (strict ? !strict_char_ok(*p) : loose_char_bad(p)) {
+        } else if (strict ? !strict_char_ok(*p) : loose_char_bad(p)) {
             return false;
+        } else {
+            comp_len++;
         }
-        comp_len++;
+        p++;
     }
     /* A trailing '.' leaves an empty last component; the *_EMPTY regexes allow it. */
     return comp_len > 0 || allow_empty;

@@ -69,7 +69,8 @@ wamp_err wamp_wr_error(const wamp_wr *w)
 
 /* --- Bytes ----------------------------------------------------------------------------------- */
 
-static bool put(wamp_wr *w, const void *p, size_t n)
+/* Grows the buffer for n more bytes and appends them (or records why not). */
+static bool put_grow(wamp_wr *w, const void *p, size_t n)
 {
     if (w->max && wamp_buf_len(w->buf) + n > w->max) {
         return fail(w, WAMP_ETOOBIG);
@@ -77,6 +78,18 @@ static bool put(wamp_wr *w, const void *p, size_t n)
     unsigned char *dst = wamp_buf_reserve(&w->buf, n);
     if (!dst) {
         return fail(w, WAMP_ENOMEM);
+    }
+    memcpy(dst, p, n);
+    wamp_buf_commit(w->buf, n);
+    return true;
+}
+
+/* Appends n bytes: in place while they fit (every message's envelope is many small writes). */
+static inline bool put(wamp_wr *w, const void *p, size_t n)
+{
+    unsigned char *dst = wamp_buf_tail(w->buf, n);
+    if (!dst || (w->max && wamp_buf_len(w->buf) + n > w->max)) {
+        return put_grow(w, p, n);
     }
     memcpy(dst, p, n);
     wamp_buf_commit(w->buf, n);
@@ -100,11 +113,44 @@ static bool mp_ok(int rc)
     return rc == 0; /* on failure put() has recorded the error */
 }
 
+/* A MessagePack head: the type byte, then v big-endian in len bytes (0, 1, 2, 4 or 8). */
+static bool mp_head(wamp_wr *w, unsigned char type, uint64_t v, size_t len)
+{
+    unsigned char b[9] = {type};
+    for (size_t i = 0; i < len; i++) {
+        b[1 + i] = (unsigned char)(v >> (8 * (len - 1 - i)));
+    }
+    return put(w, b, 1 + len);
+}
+
+/* The shortest forms, byte for byte what msgpack-c's packer writes (the codec's encoder,
+ * wamp_msgpack.c, uses it): written here directly, as they are on every message's envelope. */
+static bool mp_i64(wamp_wr *w, int64_t v)
+{
+    if (v >= 0) {
+        uint64_t u = (uint64_t)v;
+        return u < 128           ? put_byte(w, (unsigned char)u)
+               : u <= UINT8_MAX  ? mp_head(w, 0xcc, u, 1)
+               : u <= UINT16_MAX ? mp_head(w, 0xcd, u, 2)
+               : u <= UINT32_MAX ? mp_head(w, 0xce, u, 4)
+                                 : mp_head(w, 0xcf, u, 8);
+    }
+    uint64_t bits = (uint64_t)v;
+    return v >= -32         ? put_byte(w, (unsigned char)(bits & 0xff))
+           : v >= INT8_MIN  ? mp_head(w, 0xd0, bits & 0xff, 1)
+           : v >= INT16_MIN ? mp_head(w, 0xd1, bits & 0xffff, 2)
+           : v >= INT32_MIN ? mp_head(w, 0xd2, bits & 0xffffffff, 4)
+                            : mp_head(w, 0xd3, bits, 8);
+}
+
 static bool mp_str(wamp_wr *w, const char *s, size_t n)
 {
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, w, mp_write);
-    return mp_ok(msgpack_pack_str(&pk, n)) && mp_ok(msgpack_pack_str_body(&pk, s, n));
+    bool ok = n < 32            ? put_byte(w, (unsigned char)(0xa0 | n))
+              : n <= UINT8_MAX  ? mp_head(w, 0xd9, n, 1)
+              : n <= UINT16_MAX ? mp_head(w, 0xda, n, 2)
+              : n <= UINT32_MAX ? mp_head(w, 0xdb, n, 4)
+                                : fail(w, WAMP_EINVAL);
+    return ok && (n == 0 || put(w, s, n));
 }
 
 static bool mp_bin(wamp_wr *w, const void *p, size_t n)
@@ -116,18 +162,29 @@ static bool mp_bin(wamp_wr *w, const void *p, size_t n)
                    : fail(w, WAMP_EINVAL);
 }
 
-static bool json_i64(wamp_wr *w, int64_t v)
+/* Decimal digits of u, with a '-' before them if negative. */
+static bool json_digits(wamp_wr *w, uint64_t u, bool negative)
 {
     char b[24];
-    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
-    return put(w, b, (size_t)n);
+    char *end = b + sizeof(b), *p = end;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (negative) {
+        *--p = '-';
+    }
+    return put(w, p, (size_t)(end - p));
+}
+
+static bool json_i64(wamp_wr *w, int64_t v)
+{
+    return json_digits(w, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
 static bool json_u64(wamp_wr *w, uint64_t v)
 {
-    char b[24];
-    int n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
-    return put(w, b, (size_t)n);
+    return json_digits(w, v, false);
 }
 
 /* JSON reals in the shortest form that reads back as the same double, always with a '.' or an
@@ -300,10 +357,11 @@ static void open_level(wamp_wr *w, bool is_map, size_t n)
     } else if (w->ser == WAMP_SER_CBOR) {
         ok = cbor_head(w, is_map ? 5 : 4, n);
     } else {
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, w, mp_write);
-        ok = n <= UINT32_MAX ? mp_ok(is_map ? msgpack_pack_map(&pk, n) : msgpack_pack_array(&pk, n))
-                             : fail(w, WAMP_EINVAL);
+        /* fixmap/fixarray, map16/array16, map32/array32 */
+        ok = n < 16            ? put_byte(w, (unsigned char)((is_map ? 0x80 : 0x90) | n))
+             : n <= UINT16_MAX ? mp_head(w, is_map ? 0xde : 0xdc, n, 2)
+             : n <= UINT32_MAX ? mp_head(w, is_map ? 0xdf : 0xdd, n, 4)
+                               : fail(w, WAMP_EINVAL);
     }
     if (!ok) {
         return;
@@ -451,9 +509,7 @@ void wamp_wr_int(wamp_wr *w, int64_t v)
     } else if (w->ser == WAMP_SER_CBOR) {
         ok = cbor_i64(w, v);
     } else {
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, w, mp_write);
-        ok = mp_ok(msgpack_pack_int64(&pk, v));
+        ok = mp_i64(w, v);
     }
     if (ok) {
         after(w);
@@ -552,8 +608,52 @@ void wamp_wr_null(wamp_wr *w)
     }
 }
 
+/* The values every envelope is made of (ids, codes, URIs, an empty dict), written without the
+ * codec's encoder; the same bytes it writes. false for anything else. JSON strings stay with
+ * the encoder (its escapes and UTF-8 check), and so does CBOR. */
+static bool json_fast(wamp_wr *w, const json_t *v)
+{
+    if (w->ser != WAMP_SER_JSON && w->ser != WAMP_SER_MSGPACK) {
+        return false;
+    }
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        wamp_wr_int(w, json_integer_value(v));
+        return true;
+    case JSON_STRING: {
+        const char *str = json_string_value(v);
+        size_t n = json_string_length(v);
+        if (w->ser != WAMP_SER_MSGPACK || (n > 0 && str[0] == '\0')) {
+            return false; /* "\0"...: maybe a binary value (WAMP's JSON convention) */
+        }
+        wamp_wr_strn(w, str, n);
+        return true;
+    }
+    case JSON_OBJECT:
+    case JSON_ARRAY:
+        if (json_is_object(v) ? json_object_size(v) > 0 : json_array_size(v) > 0) {
+            return false;
+        }
+        open_level(w, json_is_object(v), 0);
+        wamp_wr_end(w);
+        return true;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        wamp_wr_bool(w, json_is_true(v));
+        return true;
+    case JSON_NULL:
+        wamp_wr_null(w);
+        return true;
+    default:
+        return false;
+    }
+}
+
 void wamp_wr_json(wamp_wr *w, const json_t *v)
 {
+    if (v && w->err == WAMP_OK && json_fast(w, v)) {
+        return;
+    }
     if (!before(w, false)) {
         return;
     }

@@ -9,7 +9,9 @@
 #include <check.h>
 #include <jansson.h>
 
+#include "wamp_codec.h"
 #include "wamp_msg.h"
+#include "wamp_rd.h"
 
 #define LOAD_FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
 
@@ -98,6 +100,77 @@ static const struct valid_case valid_cases[] = {
         {"[70,1,{\"progress\":true},[1],{\"b\":2}]", WAMP_MSG_YIELD, 0, 1, 0, NULL, true, true,
          true},
 };
+
+/* A received envelope's empty Details/Options is the shared empty object, in every serializer
+ * the one-pass reader's fast paths cover; a dict with keys is the message's own. */
+START_TEST(test_parsed_empty_dicts_shared)
+{
+    json_t *empty = wamp_rd_empty_map();
+    ck_assert_ptr_nonnull(empty);
+    static const char call_json[] = "[48, 1, { }, \"com.example.p\", [1]]";
+    static const unsigned char call_mp[] = {0x95, 0x30, 0x01, 0x80, 0xad, 'c', 'o',
+                                            'm',  '.',  'e',  'x',  'a',  'm', 'p',
+                                            'l',  'e',  '.',  'p',  0x91, 0x01};
+    wamp_msg m;
+    char why[WAMP_WHY_LEN];
+    ck_assert_int_eq(
+            wamp_msg_parse_bytes(WAMP_SER_JSON, call_json, strlen(call_json), &m, why, sizeof(why)),
+            WAMP_OK);
+    ck_assert_ptr_eq(m.dict, empty);
+    wamp_msg_fini(&m);
+    ck_assert_int_eq(
+            wamp_msg_parse_bytes(WAMP_SER_MSGPACK, call_mp, sizeof(call_mp), &m, why, sizeof(why)),
+            WAMP_OK);
+    ck_assert_ptr_eq(m.dict, empty);
+    ck_assert_str_eq(m.uri, "com.example.p");
+    wamp_msg_fini(&m);
+    static const char opts_json[] = "[48, 2, {\"timeout\": 5}, \"com.example.p\"]";
+    ck_assert_int_eq(
+            wamp_msg_parse_bytes(WAMP_SER_JSON, opts_json, strlen(opts_json), &m, why, sizeof(why)),
+            WAMP_OK);
+    ck_assert_ptr_ne(m.dict, empty);
+    ck_assert_int_eq(json_integer_value(json_object_get(m.dict, "timeout")), 5);
+    wamp_msg_fini(&m);
+    /* Still empty after all of them; a plain reader makes its own objects. */
+    ck_assert_uint_eq(json_object_size(empty), 0);
+    json_t *v = NULL;
+    ck_assert_int_eq(wamp_codec_decode(WAMP_SER_JSON, "[{}]", 4, &v, why, sizeof(why)), WAMP_OK);
+    ck_assert_ptr_ne(json_array_get(v, 0), empty);
+    json_decref(v);
+    json_decref(empty);
+}
+
+END_TEST
+
+/* Messages built without a dict share one empty {} (no allocation per message); one given is
+ * used as it is. */
+START_TEST(test_built_empty_dicts_shared)
+{
+    json_t *a = wamp_msg_new_invocation(1, 2, NULL, NULL, NULL);
+    json_t *b = wamp_msg_new_result(3, NULL, json_pack("[i]", 7), NULL);
+    json_t *own = json_object();
+    json_t *c = wamp_msg_new_result(4, own, NULL, NULL);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(c);
+    json_t *da = json_array_get(a, 3), *db = json_array_get(b, 2);
+    ck_assert(json_is_object(da) && json_object_size(da) == 0);
+    ck_assert_ptr_eq(da, db);
+    ck_assert_ptr_eq(json_array_get(c, 2), own);
+    char *text = json_dumps(b, JSON_COMPACT);
+    ck_assert_str_eq(text, "[50,3,{},[7]]");
+    free(text);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    /* Still alive and empty for the next message. */
+    json_t *d = wamp_msg_new_yield(5, NULL, NULL, NULL);
+    ck_assert_ptr_eq(json_array_get(d, 2), da);
+    ck_assert_uint_eq(json_object_size(json_array_get(d, 2)), 0);
+    json_decref(d);
+}
+
+END_TEST
 
 START_TEST(test_parse_valid)
 {
@@ -636,6 +709,8 @@ static Suite *wamp_msg_suite(void)
     tcase_add_loop_test(tc, test_parse_reject, 0,
                         (int)(sizeof(reject_cases) / sizeof(reject_cases[0])));
     tcase_add_loop_test(tc, test_parse_bad_ids, 0, (int)(sizeof(bad_ids) / sizeof(bad_ids[0])));
+    tcase_add_test(tc, test_built_empty_dicts_shared);
+    tcase_add_test(tc, test_parsed_empty_dicts_shared);
     tcase_add_test(tc, test_parse_id_bounds);
     tcase_add_test(tc, test_parse_why_exact_and_optional);
     tcase_add_test(tc, test_parse_null_root);

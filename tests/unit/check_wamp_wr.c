@@ -150,6 +150,62 @@ START_TEST(test_document_in_every_mode)
 
 END_TEST
 
+/* wamp_wr_json() of every kind of value an envelope holds (written directly, not through the
+ * codec's encoder) and of others: byte for byte what the codec encodes, JSON and MessagePack. */
+START_TEST(test_json_values_as_the_codec_writes_them)
+{
+    json_t *values = json_array();
+    for (size_t i = 0; i < sizeof(INTS) / sizeof(INTS[0]); i++) {
+        json_array_append_new(values, json_integer(INTS[i]));
+    }
+    json_array_append_new(values, json_integer(INT64_MIN));
+    static const size_t lens[] = {0, 1, 31, 32, 255, 256, 65535, 65536};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        char *str = malloc(lens[i] + 1);
+        memset(str, 'u', lens[i]);
+        json_array_append_new(values, json_stringn(str, lens[i]));
+        free(str);
+    }
+    json_array_append_new(values, json_string("com.example.procédure \"q\" \t\x1f"));
+    json_array_append_new(values, json_stringn("\0AQID", 5)); /* binary (JSON convention) */
+    json_array_append_new(values, json_stringn("\0not base64!", 13));
+    json_array_append_new(values, json_object());
+    json_array_append_new(values, json_array());
+    json_array_append_new(values, json_pack("{s:i}", "timeout", 1000));
+    json_array_append_new(values, json_pack("[i]", 1));
+    json_array_append_new(values, json_true());
+    json_array_append_new(values, json_false());
+    json_array_append_new(values, json_null());
+    json_array_append_new(values, json_real(0.5));
+    static const wamp_ser sers[] = {WAMP_SER_JSON, WAMP_SER_MSGPACK};
+    for (size_t k = 0; k < sizeof(sers) / sizeof(sers[0]); k++) {
+        for (size_t i = 0; i < json_array_size(values); i++) {
+            json_t *v = json_array_get(values, i);
+            json_t *msg = json_pack("[i, O]", 48, v);
+            wamp_wr w;
+            wamp_wr_init(&w, (int)sers[k], 8, 0);
+            wamp_wr_array(&w, 2);
+            wamp_wr_int(&w, 48);
+            wamp_wr_json(&w, v);
+            wamp_wr_end(&w);
+            wamp_buf *got = NULL, *want = NULL;
+            ck_assert_int_eq(wamp_wr_finish_buf(&w, &got), WAMP_OK);
+            ck_assert_int_eq(wamp_codec_encode(sers[k], msg, &want), WAMP_OK);
+            ck_assert_msg(wamp_buf_len(got) == wamp_buf_len(want) &&
+                                  memcmp(wamp_buf_cdata(got), wamp_buf_cdata(want),
+                                         wamp_buf_len(want)) == 0,
+                          "ser %d, value %zu", (int)sers[k], i);
+            wamp_buf_unref(&got);
+            wamp_buf_unref(&want);
+            wamp_wr_fini(&w);
+            json_decref(msg);
+        }
+    }
+    json_decref(values);
+}
+
+END_TEST
+
 /* Strings, arrays and maps across the MessagePack header sizes (fix / 8 / 16 / 32 bit). */
 START_TEST(test_msgpack_header_boundaries)
 {
@@ -494,6 +550,7 @@ static Suite *wamp_wr_suite(void)
     TCase *tc = tcase_create("writer");
     tcase_add_test(tc, test_document_in_every_mode);
     tcase_add_test(tc, test_msgpack_header_boundaries);
+    tcase_add_test(tc, test_json_values_as_the_codec_writes_them);
     tcase_add_test(tc, test_raw_values);
     tcase_add_test(tc, test_byte_limit);
     tcase_add_test(tc, test_misuse_is_sticky);
