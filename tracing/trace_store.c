@@ -6,9 +6,9 @@
  * append copies them at its write end, each eviction advances its read end past the oldest
  * record's copy (records and their copies are both first in, first out). A copy never wraps:
  * one that does not fit before the end starts at the front, and the end's unused rest is
- * skipped (`bend`). When neither place fits, the ring is rebuilt, at least twice the size of
- * what it then holds plus the new copy (so that a copy always fits afterwards: of the two
- * free spaces, one is at least half of their sum), its records' pointers moved along. */
+ * skipped (`bend`). When neither place fits, the ring is rebuilt, doubled until it is at
+ * least twice what it then holds plus the new copy (which then fits after the held ones), its
+ * records' pointers moved along. It never shrinks. */
 #include "trace_store.h"
 
 #include <stdlib.h>
