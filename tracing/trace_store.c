@@ -6,9 +6,9 @@
  * append copies them at its write end, each eviction advances its read end past the oldest
  * record's copy (records and their copies are both first in, first out). A copy never wraps:
  * one that does not fit before the end starts at the front, and the end's unused rest is
- * skipped (`bend`). When neither place fits, the ring is rebuilt, doubled until it is at
- * least twice what it then holds plus the new copy (which then fits after the held ones), its
- * records' pointers moved along. It never shrinks. */
+ * skipped (`bend`). When neither place fits, the ring is rebuilt, 2 to 4 times what it then
+ * holds plus the new copy (which then fits after the held ones), its records' pointers moved
+ * along; and when it is about to wrap while 8 times larger than that, it is rebuilt smaller. */
 #include "trace_store.h"
 
 #include <stdlib.h>
@@ -125,12 +125,13 @@ static size_t bytes_place(trace_store *st, size_t len)
     return SIZE_MAX;
 }
 
-/* Rebuilds the byte ring with room for a copy of len more bytes (see the top of the file): the
- * held copies moved to the front of a new array, oldest first, their records' pointers with
- * them. false (nothing changed) without memory. */
+/* Rebuilds the byte ring with room for a copy of len more bytes (see the top of the file), 2 to
+ * 4 times what it then holds (so smaller, when it held much more before): the held copies
+ * moved to the front of a new array, oldest first, their records' pointers with them. false
+ * (nothing changed) without memory. */
 static bool bytes_rebuild(trace_store *st, size_t len)
 {
-    size_t ncap = st->bcap ? st->bcap : STORE_BYTES_INITIAL;
+    size_t ncap = STORE_BYTES_INITIAL;
     while (ncap / 2 < st->bused + len) {
         if (ncap > SIZE_MAX / 2) {
             return false;
@@ -223,6 +224,12 @@ static bool grow(trace_store *st)
  * to drop and it still does not. */
 static bool copy_bytes(trace_store *st, trace_record *rec)
 {
+    if (!st->bwrapped && st->bcap - st->btail < rec->len && st->bcap > STORE_BYTES_INITIAL &&
+        st->bcap / 8 > st->bused + rec->len) {
+        /* About to wrap around a ring far larger than what it holds (a burst of large messages
+         * grew it): rebuilt smaller, once a round at most. Without memory it stays as it is. */
+        (void)bytes_rebuild(st, rec->len);
+    }
     size_t off = bytes_place(st, rec->len);
     while (off == SIZE_MAX) {
         if (!bytes_rebuild(st, rec->len)) {
@@ -430,6 +437,11 @@ uint64_t trace_store_dropped(const trace_store *st)
 uint64_t trace_store_bytes(const trace_store *st)
 {
     return st->bytes;
+}
+
+size_t trace_store_alloc_bytes(const trace_store *st)
+{
+    return st->cap * sizeof(trace_record) + st->bcap;
 }
 
 size_t trace_store_limit(const trace_store *st)

@@ -7,8 +7,9 @@
  * [first_seq, next_seq), so locating a seq is index arithmetic (O(1)).
  * The ring starts small and doubles, up to `limit` entries: steady-state appends allocate
  * nothing. The bytes of a received message (trace_record.bytes) are copied into a byte ring of
- * the store's, which grows the same way (to at least twice what it holds): no allocation per
- * record either, and the copy counts in each store that keeps the message.
+ * the store's, 2 to 4 times what it holds (rebuilt larger or smaller as that changes, at most
+ * once a round in steady state): no allocation per record either, and the copy counts in each
+ * store that keeps the message.
  * Ownership: the store owns every record it holds (their references included). Service thread
  * only. */
 #ifndef TRACE_STORE_H
@@ -81,6 +82,9 @@ uint64_t trace_store_next_seq(const trace_store *st);  /* seq of the next append
 size_t trace_store_records(const trace_store *st);     /* held now */
 uint64_t trace_store_dropped(const trace_store *st);   /* discarded by limit / max_bytes */
 uint64_t trace_store_bytes(const trace_store *st);     /* sum of trace_record_cost() held */
+/* Bytes the store's two rings take (records and received bytes); what it counts against
+ * max_bytes is trace_store_bytes(). */
+size_t trace_store_alloc_bytes(const trace_store *st);
 size_t trace_store_limit(const trace_store *st);
 uint64_t trace_store_max_bytes(const trace_store *st);
 

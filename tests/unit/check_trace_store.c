@@ -101,6 +101,46 @@ START_TEST(test_received_bytes_copied_into_the_byte_ring)
 
 END_TEST
 
+START_TEST(test_byte_ring_shrinks_after_a_burst)
+{
+    /* A burst of large received messages grows the byte ring; once small ones replace them, the
+     * ring is rebuilt small when its write end comes around, their bytes intact. */
+    trace_store *st = trace_store_new(20, (uint64_t)1 << 30);
+    static unsigned char big[100000];
+    memset(big, 'b', sizeof(big));
+    for (uint64_t i = 0; i < 20; i++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.bytes = big;
+        r.len = sizeof(big);
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+    }
+    size_t burst = trace_store_alloc_bytes(st);
+    ck_assert_uint_ge(burst, 2 * 20 * sizeof(big));
+    unsigned char in[MIXED_MAX];
+    uint64_t seq = 20;
+    for (; seq < 200000 && trace_store_alloc_bytes(st) >= burst / 8; seq++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.len = (uint32_t)mixed_bytes(seq, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), seq);
+    }
+    ck_assert_uint_lt(trace_store_alloc_bytes(st), burst / 8);
+    for (uint64_t end = seq + 20; seq < end; seq++) { /* the last large ones go too */
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.len = (uint32_t)mixed_bytes(seq, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), seq);
+    }
+    ck_assert_uint_ge(trace_store_first_seq(st), 20);
+    check_mixed(st);
+    trace_store_free(st);
+}
+
+END_TEST
+
 START_TEST(test_seq_from_zero_without_gaps)
 {
     trace_store *st = trace_store_new(100, 1 << 20);
@@ -511,6 +551,7 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_repeat_refused_without_template);
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
+    tcase_add_test(tc, test_byte_ring_shrinks_after_a_burst);
     tcase_add_test(tc, test_range_bounds_and_limit);
     tcase_add_test(tc, test_paging_across_drops);
     tcase_add_test(tc, test_skip_gives_seqs_without_holding);
