@@ -10,8 +10,8 @@
  *         }
  *     }
  * and, for a fan-out's next receiver, trace_hub_repeat() first. A record is built only if at
- * least one trace keeps the message: rx bytes are copied once and the copy is shared by all
- * those traces; tx records take a reference on the buffer the router already encoded;
+ * least one trace keeps the message: rx bytes are copied into the byte ring of each in-memory
+ * store that keeps them; tx records take a reference on the buffer the router already encoded;
  * persisted traces encode the message straight into their write buffer. It never renders JSON.
  * trace_hub_on_message() does match and record in one call (tests and bench-capture use it).
  * Every 100 ms the router calls trace_hub_tick() (duration auto-stop, live-feed batches).
@@ -157,7 +157,8 @@ typedef struct trace_input {
      * shared and immutable; only its refcount changes). NULL if the message was dropped before
      * it was encoded. */
     const wamp_buf *wire;
-    /* rx: the received bytes (used when wire is NULL); copied once if a trace keeps them. */
+    /* rx: the received bytes (used when wire is NULL); each in-memory store keeping them copies
+     * them into its byte ring, a persisted trace into its write buffer. */
     const void *bytes;
     size_t len;
     /* The message as decoded (rx) or built (tx); NULL if the router could not decode it. Read

@@ -122,10 +122,13 @@ static bool ser_is_valid(wamp_ser ser)
  *   - a received message the router could not decode: decoded as a plain value here (rare) so
  *     that a malformed CHALLENGE/AUTHENTICATE is redacted too; bytes that do not decode at all
  *     are not kept (they could not be rendered anyway).
- *   - tx: a reference on the router's buffer; rx: one copy of the received bytes.
+ *   - tx: a reference on the router's buffer; rx: NULL with *as_given set: the record borrows
+ *     the received bytes, which each store copies into its byte ring.
  *   - tx dropped before encoding: encoded here (rare), if it can be. */
-static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, wamp_ser *ser)
+static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool known, wamp_ser *ser,
+                            bool *as_given)
 {
+    *as_given = false;
     *ser = in->ser;
     const void *data = in->wire ? wamp_buf_cdata(in->wire) : in->bytes;
     size_t len = in->wire ? wamp_buf_len(in->wire) : in->len;
@@ -142,8 +145,7 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, wamp_ser 
     /* in->msg's code is c->msg_type (trace_hub.h): only a CHALLENGE, an AUTHENTICATE or a
      * message of unknown code needs its JSON looked at, not every message of the capture path. */
     bool may_hold_secret = decoded || c->msg_type == WAMP_MSG_CHALLENGE ||
-                           c->msg_type == WAMP_MSG_AUTHENTICATE ||
-                           !wamp_msg_type_is_known(c->msg_type);
+                           c->msg_type == WAMP_MSG_AUTHENTICATE || !known;
     if (msg && may_hold_secret && holds_secret(msg)) {
         json_t *copy = json_deep_copy(msg);
         if (copy && redact(copy)) {
@@ -157,7 +159,7 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, wamp_ser 
         /* The buffer is shared and immutable; taking a reference only changes its count. */
         b = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
     } else if (in->bytes) {
-        b = wamp_buf_new_copy(in->bytes, in->len);
+        *as_given = in->len > 0 && in->len <= UINT32_MAX;
     } else if (msg && ser_is_valid(in->ser)) {
         if (wamp_codec_encode(in->ser, msg, &b) != WAMP_OK) {
             b = NULL;
@@ -248,8 +250,9 @@ static uint8_t corr_flags(const trace_input *in)
 }
 
 /* The bytes per serializer a record of in reports: in's, or, when it gives none, the length of
- * its bytes in their serializer. */
-static void wire_sizes(const trace_input *in, uint32_t out[WAMP_SER_COUNT])
+ * its bytes in their serializer. Inline: a call cost more than its work. */
+static inline __attribute__((always_inline)) void wire_sizes(const trace_input *in,
+                                                             uint32_t out[WAMP_SER_COUNT])
 {
     if (in->ser_bytes[0] | in->ser_bytes[1] | in->ser_bytes[2] | in->ser_bytes[3]) {
         for (size_t i = 0; i < WAMP_SER_COUNT; i++) {
@@ -264,8 +267,10 @@ static void wire_sizes(const trace_input *in, uint32_t out[WAMP_SER_COUNT])
     }
 }
 
-/* The record every matching trace gets a copy of (each copy holds its own references). */
-static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *in, trace_record *r)
+/* The record every matching trace gets a copy of (each copy holds its own references); known:
+ * whether c->msg_type is a WAMP code this library knows. */
+static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *in, bool known,
+                         trace_record *r)
 {
     /* Copied from a zero struct, not memset() (nor a compound literal): GCC turns those into a
      * `rep stos`, whose start-up cost showed in capture profiles; the copy is a few vector moves.
@@ -275,7 +280,7 @@ static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *
     r->pc_ns = in->pc_ns;
     r->ts_ns = in->ts_ns;
     r->dir = (uint8_t)c->direction;
-    r->msg_type = (uint8_t)(wamp_msg_type_is_known(c->msg_type) ? c->msg_type : 0);
+    r->msg_type = (uint8_t)(known ? c->msg_type : 0);
     r->peer = shared_peer(c, in);
     r->uri = shared_uri(hub, c, in);
     if (in->correlation) {
@@ -284,8 +289,13 @@ static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *
     r->flags = corr_flags(in);
     wire_sizes(in, r->ser_bytes);
     wamp_ser ser;
-    r->wire = kept_bytes(c, in, &ser);
-    r->wire_ser = (uint8_t)(r->wire ? ser : 0);
+    bool as_given;
+    r->wire = kept_bytes(c, in, known, &ser, &as_given);
+    if (as_given) {
+        r->bytes = in->bytes;
+        r->len = (uint32_t)in->len;
+    }
+    r->wire_ser = (uint8_t)(r->wire || as_given ? ser : 0);
     r->dropped = in->dropped;
 }
 
@@ -386,11 +396,10 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
  * input (persist_direct()). Not for a CHALLENGE, an AUTHENTICATE or a message of unknown code
  * (maybe redacted), a received message that could not be decoded (decoded and checked first) or
  * one dropped before it was encoded (encoded here): kept_bytes() makes those. */
-static bool bytes_as_given(const trace_ctx *c, const trace_input *in)
+static bool bytes_as_given(const trace_ctx *c, const trace_input *in, bool known)
 {
     return in->msg && (in->wire || in->bytes) && ser_is_valid(in->ser) &&
-           c->msg_type != WAMP_MSG_CHALLENGE && c->msg_type != WAMP_MSG_AUTHENTICATE &&
-           wamp_msg_type_is_known(c->msg_type);
+           c->msg_type != WAMP_MSG_CHALLENGE && c->msg_type != WAMP_MSG_AUTHENTICATE && known;
 }
 
 /* The message's record for a persisted trace, every part borrowed from the input: no
@@ -530,7 +539,8 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     size_t n_hits = hub->n_action_hits ? record_actions(hub, n_all, ctx, in) : n_all;
     hub->n_action_hits = 0;
     uint64_t key = 0;
-    bool as_given = n_hits && bytes_as_given(ctx, in);
+    bool known = wamp_msg_type_is_known(ctx->msg_type); /* asked once: a call into wamp/ */
+    bool as_given = n_hits && bytes_as_given(ctx, in, known);
     if (as_given && rep_eligible(hub, ctx, in, n_hits)) {
         /* Kept for the next receivers (trace_hub_repeat()), under a key of its own. */
         key = ++hub->rep.keys;
@@ -544,7 +554,7 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
         return n_all;
     }
     trace_record proto;
-    build_record(hub, ctx, in, &proto);
+    build_record(hub, ctx, in, known, &proto);
     if (key) {
         trace_record_clone(&proto, &hub->rep.mem);
         memcpy(hub->rep.mem_traces, hub->hits, n_hits * sizeof(*hub->hits));

@@ -369,6 +369,8 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
             .dropped = r->dropped,
             .corr = r->corr,
             .wire = r->wire,
+            .bytes = r->wire ? NULL : r->bytes,
+            .len = r->wire || !r->bytes ? 0 : r->len,
             .dir = r->dir,
             .msg_type = r->msg_type,
             .wire_ser = r->wire_ser,

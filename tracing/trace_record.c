@@ -144,6 +144,7 @@ void trace_record_release(trace_record *r)
     trace_peer_unref(&r->peer);
     trace_str_unref(&r->uri);
     wamp_buf_unref(&r->wire);
+    r->bytes = NULL; /* the store's or the caller's: nothing to release */
 }
 
 void trace_record_fini(trace_record *r)
@@ -156,11 +157,6 @@ void trace_record_fini(trace_record *r)
     /* A struct copy, not memset(): compilers turn a 96-byte memset into `rep stos`, whose
      * start-up cost showed in capture profiles; the copy is a few vector moves. */
     *r = zero;
-}
-
-size_t trace_record_cost(const trace_record *r)
-{
-    return (r->wire ? wamp_buf_len(r->wire) : 0) + TRACE_RECORD_OVERHEAD;
 }
 
 bool trace_record_is_marker(const trace_record *r)

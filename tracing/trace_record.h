@@ -7,9 +7,11 @@
  *   - trace_str: an immutable string (the action URI, or a marker's name). Every record of one
  *     action shares one.
  *   - wamp_buf: the message bytes. tx: the very buffer the router encoded for the wire (a
- *     reference, no copy). rx: one copy of the received bytes, shared by every trace that keeps
- *     the message. CHALLENGE and AUTHENTICATE never keep wire bytes: they keep a re-encoded copy
- *     with the secret replaced by "***" (see trace_hub_capture.c).
+ *     reference, no copy). CHALLENGE and AUTHENTICATE never keep wire bytes: they keep a
+ *     re-encoded copy with the secret replaced by "***" (see trace_hub_capture.c).
+ *   - rx: the received bytes are not a wamp_buf but `bytes`/`len`: borrowed from the router's
+ *     input while the hub builds the record, copied by the store into its byte ring on append
+ *     (trace_store.h): no allocation per record.
  * Records are rendered to JSON only when a client reads them (trace_render.h).
  * Ownership: every reference is released by trace_record_fini(). Service thread only (the
  * refcounts are not atomic). */
@@ -138,18 +140,24 @@ const char *trace_str_get(const trace_str *s);
 
 /* --- trace_record -------------------------------------------------------------------------- */
 
-/* Plain fields; the four pointers are references owned by the record (NULL = none). Create by
+/* Plain fields; peer, uri and wire are references owned by the record (NULL = none). Create by
  * filling a zeroed struct (trace_hub does it), copy with trace_record_clone(), release with
  * trace_record_fini(). */
 typedef struct trace_record {
-    uint64_t seq;        /* assigned by trace_store_append_take() */
-    uint64_t pc_ns;      /* monotonic clock when captured */
-    uint64_t ts_ns;      /* wall clock (ns since the epoch) when captured */
-    trace_peer *peer;    /* peer session; NULL for markers */
-    trace_str *uri;      /* action URI, marker name; NULL if none */
-    wamp_buf *wire;      /* message bytes in wire_ser (markers: meta as JSON); NULL if none */
+    uint64_t seq;     /* assigned by trace_store_append_take() */
+    uint64_t pc_ns;   /* monotonic clock when captured */
+    uint64_t ts_ns;   /* wall clock (ns since the epoch) when captured */
+    trace_peer *peer; /* peer session; NULL for markers */
+    trace_str *uri;   /* action URI, marker name; NULL if none */
+    wamp_buf *wire;   /* message bytes in wire_ser (markers: meta as JSON); NULL if none */
+    /* Message bytes in wire_ser when wire is NULL (a received message), NULL if none: in a
+     * store, its byte ring's copy (owned by the store, valid as long as the record is held);
+     * elsewhere borrowed (the router's input, for the duration of the capture call). Read both
+     * through trace_record_data(). */
+    const unsigned char *bytes;
     const char *dropped; /* static string: why a tx message was not delivered; NULL = delivered */
     uint32_t ser_bytes[WAMP_SER_COUNT]; /* bytes per serializer (index wamp_ser), 0 = none */
+    uint32_t len;                       /* of bytes */
     /* Set by the store: what the record counts against its store's max_bytes (clamped to
      * 31 bits), and whether uri and wire are borrowed from the record before it in the store
      * (a fan-out's repeat, trace_store_append_repeats(): no references of its own on them). */
@@ -170,8 +178,27 @@ void trace_record_fini(trace_record *r);
  * fields stay as they are. For storage that is overwritten or freed next (a store evicting its
  * oldest record), where zeroing the whole record would be wasted work on the capture path. */
 void trace_record_release(trace_record *r);
-/* Bytes r counts against max_bytes: wire length + TRACE_RECORD_OVERHEAD. */
-size_t trace_record_cost(const trace_record *r);
+
+/* The message bytes r keeps (wire's, else bytes) and their length in *len; NULL (and 0) if
+ * none. Borrowed, valid as long as r is. */
+static inline const void *trace_record_data(const trace_record *r, size_t *len)
+{
+    if (r->wire) {
+        *len = wamp_buf_len(r->wire);
+        return wamp_buf_cdata(r->wire);
+    }
+    *len = r->bytes ? r->len : 0;
+    return r->bytes;
+}
+
+/* Bytes r counts against max_bytes: the length of its bytes + TRACE_RECORD_OVERHEAD. */
+static inline size_t trace_record_cost(const trace_record *r)
+{
+    size_t len;
+    (void)trace_record_data(r, &len);
+    return len + TRACE_RECORD_OVERHEAD;
+}
+
 /* true if r is a marker record. */
 bool trace_record_is_marker(const trace_record *r);
 /* true if r is an action record (TRACE_MSG_ACTION). */

@@ -82,7 +82,9 @@ static void redact_again(json_t *msg)
  * decode (or, in tree mode, hold an integer above 2^63-1, which jansson cannot represent). */
 static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
 {
-    if (!r->wire) {
+    size_t len;
+    const void *data = trace_record_data(r, &len);
+    if (!data) {
         wamp_wr_null(w);
         return;
     }
@@ -93,20 +95,19 @@ static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
                                 type != WAMP_MSG_CHALLENGE && (app_payload || !args_index(type)));
     /* The bytes decoded when they were captured, so they transcode. */
     if (as_stored && w->ser != WAMP_WR_TREE) {
-        wamp_wr_transcode(w, r->wire_ser, wamp_buf_cdata(r->wire), wamp_buf_len(r->wire));
+        wamp_wr_transcode(w, r->wire_ser, data, len);
         return;
     }
     json_t *msg = NULL;
     wamp_msg m;
     if (!marker && type != 0 && !app_payload && args_index(type)) {
         /* The envelope alone: the payload, whatever it holds, is not decoded. */
-        if (wamp_msg_parse_bytes((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire),
-                                 wamp_buf_len(r->wire), &m, NULL, 0) == WAMP_OK) {
+        if (wamp_msg_parse_bytes((wamp_ser)r->wire_ser, data, len, &m, NULL, 0) == WAMP_OK) {
             msg = json_incref(m.root);
             wamp_msg_fini(&m);
         }
-    } else if (wamp_codec_decode_value((wamp_ser)r->wire_ser, wamp_buf_cdata(r->wire),
-                                       wamp_buf_len(r->wire), &msg, NULL, 0) != WAMP_OK) {
+    } else if (wamp_codec_decode_value((wamp_ser)r->wire_ser, data, len, &msg, NULL, 0) !=
+               WAMP_OK) {
         msg = NULL;
     }
     if (!msg) {

@@ -1,6 +1,14 @@
 /* trace_store.c: a ring buffer of records; slot of seq s is (head + (s - first_seq)) % cap.
  * The capture path (append, evict) wraps indexes with a compare instead of `%` (a division),
- * and releases evicted records without zeroing slots it overwrites next. */
+ * and releases evicted records without zeroing slots it overwrites next.
+ *
+ * The bytes of received messages (trace_record.bytes) live in a second ring, of bytes: each
+ * append copies them at its write end, each eviction advances its read end past the oldest
+ * record's copy (records and their copies are both first in, first out). A copy never wraps:
+ * one that does not fit before the end starts at the front, and the end's unused rest is
+ * skipped (`bend`). When neither place fits, the ring is rebuilt, 2 to 4 times what it then
+ * holds plus the new copy (which then fits after the held ones), its records' pointers moved
+ * along; and when it is about to wrap while 8 times larger than that, it is rebuilt smaller. */
 #include "trace_store.h"
 
 #include <stdlib.h>
@@ -21,7 +29,20 @@ struct trace_store {
     uint64_t first_seq;
     uint64_t dropped;
     uint64_t bytes;
+    /* The byte ring: bcap bytes; live copies from bhead (inclusive) to btail, through bend and
+     * around from 0 when wrapped; bused bytes in nlive copies. */
+    unsigned char *bring;
+    size_t bcap;
+    size_t bhead;
+    size_t btail;
+    size_t bend;
+    size_t bused;
+    size_t nlive;
+    bool bwrapped;
 };
+
+/* First byte ring allocation. */
+#define STORE_BYTES_INITIAL 4096
 
 trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
 {
@@ -59,7 +80,84 @@ void trace_store_free(trace_store *st)
         release_held(&st->ring[(st->head + i) % st->cap]);
     }
     free(st->ring);
+    free(st->bring);
     free(st);
+}
+
+/* Frees the byte ring's copy of the oldest held record r (the oldest copy). */
+static void bytes_release(trace_store *st, const trace_record *r)
+{
+    st->bused -= r->len;
+    if (--st->nlive == 0) {
+        st->bhead = st->btail = 0;
+        st->bwrapped = false;
+        return;
+    }
+    st->bhead = (size_t)(r->bytes - st->bring) + r->len;
+    if (st->bwrapped && st->bhead == st->bend) {
+        st->bhead = 0; /* the copies before the end are gone: the rest starts at the front */
+        st->bwrapped = false;
+    }
+}
+
+/* Where a copy of len bytes fits in the byte ring as it is (its offset), or SIZE_MAX. */
+static size_t bytes_place(trace_store *st, size_t len)
+{
+    if (!st->bwrapped) {
+        if (st->bcap - st->btail >= len) {
+            size_t off = st->btail;
+            st->btail += len;
+            return off;
+        }
+        if (st->bhead >= len && st->nlive) {
+            st->bend = st->btail;
+            st->bwrapped = true;
+            st->btail = len;
+            return 0;
+        }
+        return SIZE_MAX;
+    }
+    if (st->bhead - st->btail >= len) {
+        size_t off = st->btail;
+        st->btail += len;
+        return off;
+    }
+    return SIZE_MAX;
+}
+
+/* Rebuilds the byte ring with room for a copy of len more bytes (see the top of the file), 2 to
+ * 4 times what it then holds (so smaller, when it held much more before): the held copies
+ * moved to the front of a new array, oldest first, their records' pointers with them. false
+ * (nothing changed) without memory. */
+static bool bytes_rebuild(trace_store *st, size_t len)
+{
+    size_t ncap = STORE_BYTES_INITIAL;
+    while (ncap / 2 < st->bused + len) {
+        if (ncap > SIZE_MAX / 2) {
+            return false;
+        }
+        ncap *= 2;
+    }
+    unsigned char *nb = malloc(ncap);
+    if (!nb) {
+        return false;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < st->count; i++) {
+        trace_record *r = &st->ring[(st->head + i) % st->cap];
+        if (r->bytes) {
+            memcpy(nb + off, r->bytes, r->len);
+            r->bytes = nb + off;
+            off += r->len;
+        }
+    }
+    free(st->bring);
+    st->bring = nb;
+    st->bcap = ncap;
+    st->bhead = 0;
+    st->btail = off;
+    st->bwrapped = false;
+    return true;
 }
 
 /* i + n wrapped into the ring (i < cap, n <= cap). */
@@ -77,13 +175,19 @@ static void drop_oldest(trace_store *st)
 {
     trace_record *r = &st->ring[st->head];
     st->bytes -= r->cost;
+    if (r->bytes) {
+        bytes_release(st, r);
+    }
     size_t next = wrap(st, st->head, 1);
+    /* The oldest record never borrows. Its references are dropped in place (the slot is dead:
+     * overwritten by a later append), unless the next record borrows its uri and wire: that
+     * one owns them from now on. */
+    trace_peer_unref(&r->peer);
     if (st->count > 1 && st->ring[next].borrows) {
-        /* The next record borrows this one's uri and wire: it owns them from now on. */
         st->ring[next].borrows = 0;
-        trace_peer_unref(&r->peer);
     } else {
-        release_held(r); /* the slot is dead: overwritten by a later append */
+        trace_str_unref(&r->uri);
+        wamp_buf_unref(&r->wire);
     }
     st->head = next;
     st->count--;
@@ -112,6 +216,34 @@ static bool grow(trace_store *st)
     st->ring = ring;
     st->cap = ncap;
     st->head = 0;
+    return true;
+}
+
+/* Copies rec's borrowed bytes into the byte ring and points rec at the copy. Without memory
+ * to rebuild the ring, drops the oldest records until the copy fits; false if nothing is left
+ * to drop and it still does not. */
+static bool copy_bytes(trace_store *st, trace_record *rec)
+{
+    if (!st->bwrapped && st->bcap - st->btail < rec->len && st->bcap > STORE_BYTES_INITIAL &&
+        st->bcap / 8 > st->bused + rec->len) {
+        /* About to wrap around a ring far larger than what it holds (a burst of large messages
+         * grew it): rebuilt smaller, once a round at most. Without memory it stays as it is. */
+        (void)bytes_rebuild(st, rec->len);
+    }
+    size_t off = bytes_place(st, rec->len);
+    while (off == SIZE_MAX) {
+        if (!bytes_rebuild(st, rec->len)) {
+            if (st->count == 0) {
+                return false;
+            }
+            drop_oldest(st);
+        }
+        off = bytes_place(st, rec->len);
+    }
+    memcpy(st->bring + off, rec->bytes, rec->len);
+    rec->bytes = st->bring + off;
+    st->bused += rec->len;
+    st->nlive++;
     return true;
 }
 
@@ -166,10 +298,19 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
         }
         drop_oldest(st);
     }
-    static const trace_record zero;
+    if (rec->bytes && !rec->wire && !copy_bytes(st, rec)) {
+        trace_record_fini(rec); /* no memory for its bytes, even with nothing else held */
+        st->first_seq++;
+        st->dropped++;
+        return seq;
+    }
     rec->borrows = 0;
     st->ring[wrap(st, st->head, st->count)] = *rec;
-    *rec = zero; /* vector moves; a memset() of the struct compiles to a slow `rep stos` */
+    /* Its references and bytes moved into the slot (the rest of *rec may stay). */
+    rec->peer = NULL;
+    rec->uri = NULL;
+    rec->wire = NULL;
+    rec->bytes = NULL;
     st->count++;
     st->bytes += cost;
     return seq;
@@ -194,7 +335,8 @@ size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const t
         return 0;
     }
     const trace_record *newest = &st->ring[wrap(st, st->head, st->count - 1)];
-    if (newest->wire != wire || newest->uri != uri || newest->pc_ns != pc_ns || !wire) {
+    if (newest->wire != wire || newest->uri != uri || newest->pc_ns != pc_ns || !wire ||
+        newest->bytes) {
         return 0;
     }
     trace_record r = *newest;
@@ -295,6 +437,11 @@ uint64_t trace_store_dropped(const trace_store *st)
 uint64_t trace_store_bytes(const trace_store *st)
 {
     return st->bytes;
+}
+
+size_t trace_store_alloc_bytes(const trace_store *st)
+{
+    return st->cap * sizeof(trace_record) + st->bcap;
 }
 
 size_t trace_store_limit(const trace_store *st)

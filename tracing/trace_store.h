@@ -6,7 +6,10 @@
  * are counted in `dropped`. Records held are always the contiguous seq range
  * [first_seq, next_seq), so locating a seq is index arithmetic (O(1)).
  * The ring starts small and doubles, up to `limit` entries: steady-state appends allocate
- * nothing. A rx buffer shared by several traces counts fully in each of them.
+ * nothing. The bytes of a received message (trace_record.bytes) are copied into a byte ring of
+ * the store's, 2 to 4 times what it holds (rebuilt larger or smaller as that changes, at most
+ * once a round in steady state): no allocation per record either, and the copy counts in each
+ * store that keeps the message.
  * Ownership: the store owns every record it holds (their references included). Service thread
  * only. */
 #ifndef TRACE_STORE_H
@@ -29,8 +32,9 @@ trace_store *trace_store_new(size_t limit, uint64_t max_bytes);
 /* Frees every record (NULL-safe). */
 void trace_store_free(trace_store *st);
 
-/* Consumes *rec (its references move into the store, *rec is zeroed), gives it the next seq
- * and returns that seq. Never fails; instead, records are dropped (and counted in dropped):
+/* Consumes *rec (its references move into the store and its pointers become NULL; its borrowed
+ * `bytes`, if any, are copied into the store's byte ring), gives it the next seq and returns that
+ * seq. Never fails; instead, records are dropped (and counted in dropped):
  *   - a record whose cost alone exceeds max_bytes is dropped, and so is every older record
  *     (held seqs stay contiguous, so nothing older than a dropped record can remain);
  *   - a full ring that cannot grow for lack of memory drops its oldest record, as at the
@@ -62,8 +66,8 @@ uint64_t trace_store_skip_n(trace_store *st, uint64_t n);
  * No effect if the store holds or held records. */
 void trace_store_start_at(trace_store *st, uint64_t seq);
 
-/* Borrowed record with this seq, valid until the next append or free; NULL if not held
- * (never captured, or dropped). */
+/* Borrowed record with this seq (and its bytes), valid until the next append or free; NULL if not
+ * held (never captured, or dropped). */
 const trace_record *trace_store_get(const trace_store *st, uint64_t seq);
 
 /* The page of held records with from_seq <= seq <= to_seq (TRACE_SEQ_NONE: no upper bound),
@@ -78,6 +82,9 @@ uint64_t trace_store_next_seq(const trace_store *st);  /* seq of the next append
 size_t trace_store_records(const trace_store *st);     /* held now */
 uint64_t trace_store_dropped(const trace_store *st);   /* discarded by limit / max_bytes */
 uint64_t trace_store_bytes(const trace_store *st);     /* sum of trace_record_cost() held */
+/* Bytes the store's two rings take (records and received bytes); what it counts against
+ * max_bytes is trace_store_bytes(). */
+size_t trace_store_alloc_bytes(const trace_store *st);
 size_t trace_store_limit(const trace_store *st);
 uint64_t trace_store_max_bytes(const trace_store *st);
 

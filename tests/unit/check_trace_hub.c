@@ -338,7 +338,10 @@ START_TEST(test_stop_keeps_records_readable)
     ck_assert_uint_eq(trace_store_next_seq(st), 5);
     const trace_record *r = trace_store_get(st, 4);
     ck_assert_ptr_nonnull(r);
-    ck_assert_mem_eq(wamp_buf_cdata(r->wire), publish_json, sizeof(publish_json) - 1);
+    size_t len;
+    const void *data = trace_record_data(r, &len);
+    ck_assert_uint_eq(len, sizeof(publish_json) - 1);
+    ck_assert_mem_eq(data, publish_json, sizeof(publish_json) - 1);
     /* Appending to a stopped trace stores nothing. */
     trace_record extra;
     memset(&extra, 0, sizeof(extra));
@@ -563,7 +566,7 @@ START_TEST(test_tick_reports_batches_then_stop_once)
 
 END_TEST
 
-START_TEST(test_rx_bytes_copied_once_and_shared)
+START_TEST(test_rx_bytes_copied_into_each_store)
 {
     trace_hub *h = hub_of(4);
     trace *a = start(h, "a", NULL);
@@ -575,11 +578,21 @@ START_TEST(test_rx_bytes_copied_once_and_shared)
     ck_assert_ptr_nonnull(ra);
     ck_assert_ptr_nonnull(rb);
     ck_assert_uint_eq(held(c), 0);
-    /* One copy, referenced by both records; not the caller's memory. */
-    ck_assert_ptr_eq(ra->wire, rb->wire);
-    ck_assert_uint_eq(wamp_buf_refs(ra->wire), 2);
-    ck_assert_ptr_ne(wamp_buf_cdata(ra->wire), (const unsigned char *)publish_json);
-    ck_assert_mem_eq(wamp_buf_cdata(ra->wire), publish_json, sizeof(publish_json) - 1);
+    /* A copy in each store's byte ring, no buffer object; not the caller's memory. */
+    size_t la, lb;
+    const void *da = trace_record_data(ra, &la);
+    const void *db = trace_record_data(rb, &lb);
+    ck_assert_ptr_null(ra->wire);
+    ck_assert_ptr_nonnull(da);
+    ck_assert_ptr_nonnull(db);
+    ck_assert_ptr_ne(da, db);
+    ck_assert_ptr_ne(da, (const void *)publish_json);
+    ck_assert_uint_eq(la, sizeof(publish_json) - 1);
+    ck_assert_uint_eq(lb, sizeof(publish_json) - 1);
+    ck_assert_mem_eq(da, publish_json, sizeof(publish_json) - 1);
+    ck_assert_mem_eq(db, publish_json, sizeof(publish_json) - 1);
+    ck_assert_uint_eq(trace_store_bytes(trace_get_store(a)),
+                      sizeof(publish_json) - 1 + TRACE_RECORD_OVERHEAD);
     ck_assert_uint_eq(ra->wire_ser, WAMP_SER_JSON);
     ck_assert_uint_eq(ra->ser_bytes[WAMP_SER_JSON], sizeof(publish_json) - 1);
     ck_assert_uint_eq(ra->ser_bytes[WAMP_SER_MSGPACK], 0);
@@ -594,7 +607,7 @@ START_TEST(test_rx_bytes_copied_once_and_shared)
     ck_assert_uint_eq(ra->msg_type, WAMP_MSG_PUBLISH);
     trace_hub_stop(h, "a", PC0, TS0, NULL);
     ck_assert_int_eq(trace_hub_delete(h, "a"), WAMP_OK);
-    ck_assert_uint_eq(wamp_buf_refs(rb->wire), 1);
+    ck_assert_mem_eq(trace_record_data(rb, &lb), publish_json, sizeof(publish_json) - 1);
     trace_hub_free(h);
 }
 
@@ -1295,7 +1308,7 @@ static Suite *trace_hub_suite(void)
     suite_add_tcase(s, life);
     TCase *cap = tcase_create("capture");
     tcase_set_timeout(cap, 10);
-    tcase_add_test(cap, test_rx_bytes_copied_once_and_shared);
+    tcase_add_test(cap, test_rx_bytes_copied_into_each_store);
     tcase_add_test(cap, test_tx_takes_a_reference_on_the_wire_buffer);
     tcase_add_test(cap, test_tx_dropped_before_encoding);
     tcase_add_test(cap, test_filters_choose_traces);

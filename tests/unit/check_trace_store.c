@@ -32,6 +32,115 @@ static void append(trace_store *st, size_t len, uint64_t tag)
     ck_assert_ptr_null(r.wire); /* consumed */
 }
 
+/* The received bytes of record seq: len (1..MIXED_MAX) bytes of a pattern seeded by seq. */
+#define MIXED_MAX 300
+
+static size_t mixed_bytes(uint64_t seq, unsigned char *out)
+{
+    size_t len = 1 + (size_t)((seq * 7919u) % MIXED_MAX);
+    for (size_t i = 0; i < len; i++) {
+        out[i] = (unsigned char)(seq * 31u + i);
+    }
+    return len;
+}
+
+/* Every record held has its own bytes, intact, and the budget adds up. */
+static void check_mixed(const trace_store *st)
+{
+    unsigned char want[MIXED_MAX];
+    uint64_t sum = 0;
+    for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
+        const trace_record *r = trace_store_get(st, s);
+        ck_assert_ptr_nonnull(r);
+        size_t n = mixed_bytes(s, want), len;
+        const void *data = trace_record_data(r, &len);
+        ck_assert_uint_eq(len, n);
+        ck_assert_mem_eq(data, want, n);
+        sum += n + TRACE_RECORD_OVERHEAD;
+    }
+    ck_assert_uint_eq(trace_store_bytes(st), sum);
+}
+
+START_TEST(test_received_bytes_copied_into_the_byte_ring)
+{
+    /* Records of mixed sizes through a store limited by count (the copies wrap around the byte
+     * ring, which is rebuilt larger as it fills), then by bytes; the caller's bytes are
+     * borrowed only for the call. */
+    trace_store *st = trace_store_new(40, 1 << 20);
+    unsigned char in[MIXED_MAX];
+    for (uint64_t i = 0; i < 2000; i++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.dir = TRACE_RX;
+        r.wire_ser = WAMP_SER_JSON;
+        r.len = (uint32_t)mixed_bytes(i, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+        ck_assert_ptr_null(r.bytes); /* consumed */
+        memset(in, 0xee, sizeof(in));
+        check_mixed(st);
+    }
+    ck_assert_uint_eq(trace_store_records(st), 40);
+    ck_assert_uint_eq(trace_store_dropped(st), 2000 - 40);
+    trace_store_free(st);
+    /* A byte budget of about ten records: evictions by bytes free the ring's oldest copies. */
+    st = trace_store_new(1000, 10 * (MIXED_MAX / 2 + TRACE_RECORD_OVERHEAD));
+    for (uint64_t i = 0; i < 500; i++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.dir = TRACE_RX;
+        r.len = (uint32_t)mixed_bytes(i, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+        check_mixed(st);
+        ck_assert_uint_le(trace_store_bytes(st), trace_store_max_bytes(st));
+    }
+    ck_assert_uint_eq(trace_store_dropped(st) + trace_store_records(st), 500);
+    trace_store_free(st);
+}
+
+END_TEST
+
+START_TEST(test_byte_ring_shrinks_after_a_burst)
+{
+    /* A burst of large received messages grows the byte ring; once small ones replace them, the
+     * ring is rebuilt small when its write end comes around, their bytes intact. */
+    trace_store *st = trace_store_new(20, (uint64_t)1 << 30);
+    static unsigned char big[100000];
+    memset(big, 'b', sizeof(big));
+    for (uint64_t i = 0; i < 20; i++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.bytes = big;
+        r.len = sizeof(big);
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+    }
+    size_t burst = trace_store_alloc_bytes(st);
+    ck_assert_uint_ge(burst, 2 * 20 * sizeof(big));
+    unsigned char in[MIXED_MAX];
+    uint64_t seq = 20;
+    for (; seq < 200000 && trace_store_alloc_bytes(st) >= burst / 8; seq++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.len = (uint32_t)mixed_bytes(seq, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), seq);
+    }
+    ck_assert_uint_lt(trace_store_alloc_bytes(st), burst / 8);
+    for (uint64_t end = seq + 20; seq < end; seq++) { /* the last large ones go too */
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.len = (uint32_t)mixed_bytes(seq, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), seq);
+    }
+    ck_assert_uint_ge(trace_store_first_seq(st), 20);
+    check_mixed(st);
+    trace_store_free(st);
+}
+
+END_TEST
+
 START_TEST(test_seq_from_zero_without_gaps)
 {
     trace_store *st = trace_store_new(100, 1 << 20);
@@ -154,10 +263,9 @@ END_TEST
 
 /* A full store evicts one record per append: every evicted record releases its peer, URI and
  * wire (shared objects, as the hub makes them), across many wraps of the ring, and the
- * consumed record comes back all zero (the documented contract of append_take). */
+ * consumed record comes back with no pointers (the documented contract of append_take). */
 START_TEST(test_eviction_releases_every_reference)
 {
-    static const trace_record zero;
     trace_peer *peer = trace_peer_new(7, "realm1", "alice", "user");
     trace_str *uri = trace_str_new("com.example.topic");
     wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
@@ -172,7 +280,10 @@ START_TEST(test_eviction_releases_every_reference)
         r.flags = TRACE_CORR_HAS;
         memset(r.corr, 0xab, sizeof(r.corr));
         ck_assert_uint_eq(trace_store_append_take(st, &r), i);
-        ck_assert_mem_eq(&r, &zero, sizeof(r));
+        ck_assert_ptr_null(r.peer);
+        ck_assert_ptr_null(r.uri);
+        ck_assert_ptr_null(r.wire);
+        ck_assert_ptr_null(r.bytes);
         uint64_t held = i + 1 < 5 ? i + 1 : 5;
         ck_assert_uint_eq(trace_store_records(st), held);
         ck_assert_uint_eq(trace_peer_refs(peer), 1 + held);
@@ -439,6 +550,8 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_repeat_borrows_and_passes_on);
     tcase_add_test(tc, test_repeat_refused_without_template);
     tcase_add_test(tc, test_ring_growth_and_wraparound);
+    tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
+    tcase_add_test(tc, test_byte_ring_shrinks_after_a_burst);
     tcase_add_test(tc, test_range_bounds_and_limit);
     tcase_add_test(tc, test_paging_across_drops);
     tcase_add_test(tc, test_skip_gives_seqs_without_holding);
