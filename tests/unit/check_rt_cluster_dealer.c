@@ -404,7 +404,7 @@ START_TEST(test_callee_node_killed)
     ck_assert_int_eq(call(b, "c", 2, false, 0), WAMP_OK);
     fake_bus_run(bus);
     kill_node(a);
-    run_ms(TTL_MS + HB_MS + 100);
+    run_ms(TTL_MS + 2 * HB_MS + 100);
     ck_assert_uint_eq(b->st.n_answers, 1);
     ck_assert_str_eq(b->st.error, "wamp.error.canceled");
     ck_assert_uint_eq(b->st.request, 1);
@@ -426,7 +426,7 @@ START_TEST(test_caller_node_killed)
     fake_bus_run(bus);
     uint64_t inv = a->st.inv;
     kill_node(b);
-    run_ms(TTL_MS + HB_MS + GRACE_MS + 100);
+    run_ms(TTL_MS + 2 * HB_MS + GRACE_MS + 100);
     ck_assert_uint_eq(a->st.n_cancel, 1);
     ck_assert_int_eq(a->st.mode, RT_CRPC_KILLNOWAIT);
     ck_assert_uint_eq(a->st.cancel_inv, inv);
@@ -448,7 +448,7 @@ START_TEST(test_link_down_and_back)
     ck_assert_uint_eq(stats(b).link_down, 1);
     ck_assert_int_eq(call(b, "a", 2, false, 0), WAMP_ECLOSED);
     /* A drops B's call once B is gone from its list. */
-    run_ms(TTL_MS + HB_MS + GRACE_MS + 100);
+    run_ms(TTL_MS + 2 * HB_MS + GRACE_MS + 100);
     ck_assert_uint_eq(a->st.n_cancel, 1);
     ck_assert_uint_eq(stats(a).pending_in, 0);
     fake_link_set_up(b->l, true);

@@ -579,7 +579,7 @@ START_TEST(test_callee_node_killed)
     call_pending(a, b, &callee, &caller, "{}");
     /* kill -9 of a: its link vanishes without a leave. */
     node_stop(a);
-    run_ms(TTL_MS + HB_MS + 200);
+    run_ms(TTL_MS + 2 * HB_MS + 200);
     fake_expect_error(caller, 48, 1, "wamp.error.canceled");
     /* Its registration is gone from b's view, and b may take it. */
     ck_assert_int_eq(fake_conn_send(caller, "[48, 2, {}, \"com.x.slow\", []]"), WAMP_OK);
@@ -606,7 +606,7 @@ START_TEST(test_link_lost)
     run_ms(100);
     json_decref(expect(local, 68));
     /* a's registrations vanish from b's view after node_ttl; back up, they return. */
-    run_ms(TTL_MS + HB_MS + 200);
+    run_ms(TTL_MS + 2 * HB_MS + 200);
     ck_assert_int_eq(fake_conn_send(caller, "[48, 3, {}, \"com.x.slow\", []]"), WAMP_OK);
     fake_expect_error(caller, 48, 3, "wamp.error.no_such_procedure");
     /* a dropped b's call when b left its list: its callee was interrupted. */
