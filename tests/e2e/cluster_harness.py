@@ -95,7 +95,7 @@ def write_config(tmp, node_id, nats_port, name, nats=None):
     return path
 
 
-def wait_log(router, pattern, timeout=10.0, count=1):
+def wait_log(router, pattern, timeout=20.0, count=1):
     """Waits until the router's log holds pattern (a regex) count times; returns the time."""
     rx = re.compile(pattern)
     deadline = time.monotonic() + timeout
