@@ -573,10 +573,6 @@ wamp_err rt_lws_new(rt_router *rt, const rt_lws_options *opt, rt_lws **out, char
     }
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.user = rt;
-    /* lws reads a connection's octets into this one buffer of the service thread, at most its
-     * size per read (default 4 KiB): a 64 KiB message then took 16 reads, and one spanning reads
-     * is reassembled (copied) by wamp_ws. */
-    info.pt_serv_buf_size = RT_LWS_RX_BUF;
     l->ctx = lws_create_context(&info);
     if (!l->ctx) {
         snprintf(err, err_len, "cannot create the libwebsockets context");

@@ -14,9 +14,6 @@
 
 /* Bytes of the send scratch buffer (see rt_lws_ws_listener.tx_scratch). */
 #define RT_LWS_WS_SCRATCH ((size_t)64 * 1024)
-/* Octets lws reads from a connection at once (its per-thread receive buffer, rt_lws.c): a
- * message up to 64 KiB arrives whole in one read when the socket holds it. */
-#define RT_LWS_RX_BUF ((unsigned)128 * 1024)
 
 /* One WebSocket path of a vhost: its listener config and its connection counter (against its
  * options.max_connections; owned by rt_lws). */
