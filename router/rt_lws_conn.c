@@ -2,8 +2,11 @@
  * output queue, writes, refusals, and the listener's WebSocket paths. */
 #include "rt_lws_conn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <libwebsockets.h>
 
@@ -32,6 +35,33 @@ int rt_lws_conn_write(rt_lws_conn *c, unsigned char *p, size_t n)
 {
     int w = lws_write(c->wsi, p, n, LWS_WRITE_RAW);
     return w < 0 || (size_t)w < n ? -1 : 0;
+}
+
+bool rt_lws_conn_can_sendv(struct lws *wsi)
+{
+    return !lws_is_ssl(wsi) && !lws_partial_buffered(wsi);
+}
+
+ssize_t rt_lws_conn_sendv(struct lws *wsi, const void *a, size_t na, const void *b, size_t nb)
+{
+    struct iovec iov[2];
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = iov;
+    if (na) {
+        iov[mh.msg_iovlen++] = (struct iovec){.iov_base = (void *)a, .iov_len = na};
+    }
+    if (nb) {
+        iov[mh.msg_iovlen++] = (struct iovec){.iov_base = (void *)b, .iov_len = nb};
+    }
+    if (mh.msg_iovlen == 0) {
+        return 0;
+    }
+    ssize_t w = sendmsg(lws_get_socket_fd(wsi), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+    }
+    return w;
 }
 
 bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <libwebsockets.h>
 
@@ -45,7 +46,9 @@ typedef struct rt_lws_ws_conn {
     rt_session *sess;           /* borrowed; NULL before attach and after CLOSE */
     const rt_lws_ws_path *path; /* the WebSocket path (listener) connected to */
     wamp_ws ws;                 /* receive state */
-    size_t tx_off;              /* octets of the head message already written */
+    size_t tx_off;              /* octets of the head message in frames written (large ones) */
+    uint32_t tx_part;           /* octets (header included) of the frame at tx_off written by
+                                 * rt_lws_conn_sendv(): not 0 in the middle of a frame */
     bool text;                  /* JSON: text frames; binary serializers: binary frames */
     bool counted;               /* holds a place in *path->conns (max_connections) */
     bool closing;               /* a close was asked for: input is ignored from now on */
@@ -113,6 +116,14 @@ uint64_t rt_lws_conn_now_us(const rt_lws_conn *c);
 bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n);
 /* Writes n octets with one lws_write(); lws keeps what the socket does not take. -1 on error. */
 int rt_lws_conn_write(rt_lws_conn *c, unsigned char *p, size_t n);
+/* Large messages without lws's copy: on a plain TCP connection (no TLS) whose lws output buffer
+ * is empty, rt_lws_conn_sendv() writes a[0..na) then b[0..nb) (a frame header and its payload,
+ * straight from a shared wamp_buf) with one sendmsg() and returns the octets the socket took, 0
+ * when it is full; the caller keeps its place and writes the rest on a later WRITEABLE, asking
+ * for one. -1 on a socket error (close). lws_write() instead copies whatever the socket does
+ * not take at once, which for a message of tens of KiB is most of it. */
+bool rt_lws_conn_can_sendv(struct lws *wsi);
+ssize_t rt_lws_conn_sendv(struct lws *wsi, const void *a, size_t na, const void *b, size_t nb);
 /* Answers with status and a one-line text body (a refusal) and closes after writing it. */
 void rt_lws_conn_refuse(rt_lws_conn *c, unsigned status, const char *body);
 /* Asks for WRITEABLE unless the context is being torn down. */
@@ -130,7 +141,11 @@ const rt_lws_ws_path *rt_lws_conn_ws_path(const rt_lws_ws_listener *lis, const c
 int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req);
 /* RAW_RX of a WebSocket (in is written: unmasked in place). Returns -1 to close at once. */
 int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len);
-/* RAW_WRITEABLE of a WebSocket after conn->out is written. Returns -1 to close. */
+/* True in the middle of a frame written directly (rt_lws_conn_sendv()): conn->out waits until
+ * that frame is complete, since nothing may go out inside a frame. */
+bool rt_lws_ws_mid_frame(const rt_lws_conn *c);
+/* RAW_WRITEABLE of a WebSocket after conn->out is written (or before it, to finish a frame).
+ * Returns -1 to close. */
 int rt_lws_ws_writeable(rt_lws_conn *c);
 /* RAW_CLOSE of a WebSocket: ends the session, frees the receive state. */
 void rt_lws_ws_closed(rt_lws_conn *c);

@@ -5,8 +5,9 @@
  * conn->in; beyond http_max_head + RT_LWS_FRONT_IN_SLACK octets of them the socket is not read
  * (lws_rx_flow_control()) until the answer is out.
  * Writing: conn->out (answer heads, small bodies, control frames) goes first, one lws_write()
- * per WRITEABLE; lws keeps what the socket does not take and calls WRITEABLE again only when it
- * is sent, so a close waits for one more WRITEABLE after the last write. */
+ * per WRITEABLE, except in the middle of a WebSocket frame written directly (rt_lws_ws.c: the
+ * frame is finished first); lws keeps what the socket does not take and calls WRITEABLE again
+ * only when it is sent, so a close waits for one more WRITEABLE after the last write. */
 #include "rt_lws_front.h"
 
 #include <stdio.h>
@@ -299,7 +300,7 @@ static int linger(rt_lws_conn *c)
 
 static int on_writeable(rt_lws_conn *c)
 {
-    if (c->out && wamp_buf_len(c->out)) {
+    if (c->out && wamp_buf_len(c->out) && !rt_lws_ws_mid_frame(c)) {
         int r = rt_lws_conn_write(c, wamp_buf_data(c->out), wamp_buf_len(c->out));
         wamp_buf_unref(&c->out);
         if (r < 0) {

@@ -4,10 +4,13 @@
  * Receive: RAW_RX slices go to wamp_rawsock_feed(), which hands out whole frames (without a
  * copy when a frame sits in one slice). Messages go to the core, PINGs are answered with a PONG
  * carrying the same payload, PONGs are ignored (the router sends no PING).
- * Control bytes (the handshake reply, PONGs) wait in pss->ctl and go out before core data.
- * Send: one lws_write() per RAW_WRITEABLE: small messages framed together into the shared
- * scratch buffer (as the WebSocket adapter does); larger ones from their own buffer, the 4-octet
- * prefix in the wamp_buf headroom, RT_LWS_RAW_CHUNK bytes per WRITEABLE.
+ * Control bytes (the handshake reply, PONGs) wait in pss->ctl and go out before core data, but
+ * never inside a message.
+ * Send: one write per RAW_WRITEABLE: small messages framed together into the shared scratch
+ * buffer (as the WebSocket adapter does) and written with lws_write(); larger ones from their
+ * own buffer, at most RT_LWS_RAW_CHUNK bytes per WRITEABLE: on plain TCP the prefix and the bytes
+ * with one sendmsg() (rt_lws_conn_sendv(): what the socket does not take is written from the
+ * same buffer later, never copied), with TLS lws_write() with the prefix in the headroom.
  * Closing: raw callbacks close only by returning -1 (STYLE §6), from RAW_WRITEABLE once what
  * must go out (a refusal reply, the final ABORT/GOODBYE) is written, or straight from RAW_RX for
  * a peer that broke the framing. */
@@ -46,6 +49,7 @@ typedef struct raw_pss {
     wamp_rawsock rs;
     wamp_buf *ctl;  /* handshake reply and PONG frames to write before core data */
     size_t tx_off;  /* bytes of the head message already written (large messages) */
+    uint8_t tx_pre; /* octets of its prefix written by rt_lws_conn_sendv() (plain TCP) */
     bool adopted;   /* rs initialised */
     bool closing;   /* a close was requested: input is ignored from now on */
     bool close_now; /* ... by the adapter: close once ctl is written, even with a queue */
@@ -338,10 +342,60 @@ static int tx_coalesced(struct lws *wsi, raw_pss *pss, wamp_buf *b)
     return 0;
 }
 
-/* RAW_WRITEABLE: one lws_write of control bytes, or of core data; -1 to close. */
+/* A larger message from its own buffer (shared with other sessions), at most RT_LWS_RAW_CHUNK
+ * bytes per WRITEABLE. */
+static int tx_large(struct lws *wsi, raw_pss *pss, wamp_buf *b)
+{
+    size_t total = wamp_buf_len(b);
+    size_t left = total - pss->tx_off;
+    size_t n = left > RT_LWS_RAW_CHUNK ? RT_LWS_RAW_CHUNK : left;
+    unsigned char *p = wamp_buf_data(b) + pss->tx_off;
+    uint8_t prefix[WAMP_RAWSOCK_PREFIX];
+    if (wamp_rawsock_prefix(prefix, WAMP_RAWSOCK_MSG, total) != WAMP_OK) {
+        RT_LOG_WARN(sid_of(pss), "outgoing message of %zu bytes cannot be framed", total);
+        return -1; /* the core's receiver limit keeps this from happening */
+    }
+    if (pss->tx_pre || (pss->tx_off == 0 && rt_lws_conn_can_sendv(wsi))) {
+        size_t pre = WAMP_RAWSOCK_PREFIX - pss->tx_pre;
+        ssize_t r = rt_lws_conn_sendv(wsi, prefix + pss->tx_pre, pre, p, n);
+        if (r < 0) {
+            RT_LOG_DEBUG(sid_of(pss), "write failed; closing");
+            return -1;
+        }
+        size_t took = (size_t)r < pre ? (size_t)r : pre;
+        pss->tx_pre = (uint8_t)(pss->tx_pre + took);
+        n = (size_t)r - took; /* payload bytes written; 0 when the socket is full */
+    } else {
+        /* TLS: the prefix goes into the headroom before the first piece (another session
+         * sharing the buffer writes its own there when its turn comes); lws copies what the
+         * socket does not take at once. */
+        size_t extra = 0;
+        if (pss->tx_off == 0) {
+            memcpy(p - WAMP_RAWSOCK_PREFIX, prefix, WAMP_RAWSOCK_PREFIX);
+            extra = WAMP_RAWSOCK_PREFIX;
+        }
+        if (write_all(wsi, pss, p - extra, n + extra) < 0) {
+            return -1;
+        }
+    }
+    if (n < left) {
+        pss->tx_off += n;
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    pss->tx_off = 0;
+    pss->tx_pre = 0;
+    rt_session_tx_pop(pss->sess);
+    if (pss->closing || rt_session_tx_peek(pss->sess) || (pss->ctl && wamp_buf_len(pss->ctl))) {
+        lws_callback_on_writable(wsi);
+    }
+    return 0;
+}
+
+/* RAW_WRITEABLE: one write of control bytes, or of core data; -1 to close. */
 static int on_writeable(struct lws *wsi, raw_pss *pss)
 {
-    if (pss->ctl && wamp_buf_len(pss->ctl)) {
+    if (pss->ctl && wamp_buf_len(pss->ctl) && !pss->tx_pre && !pss->tx_off) {
         int r = write_all(wsi, pss, wamp_buf_data(pss->ctl), wamp_buf_len(pss->ctl));
         wamp_buf_unref(&pss->ctl);
         if (r < 0) {
@@ -359,38 +413,10 @@ static int on_writeable(struct lws *wsi, raw_pss *pss)
     if (!b) {
         return pss->closing ? -1 : 0;
     }
-    if (pss->tx_off == 0 && wamp_buf_len(b) <= RT_LWS_RAW_COALESCE_MAX) {
+    if (pss->tx_pre == 0 && pss->tx_off == 0 && wamp_buf_len(b) <= RT_LWS_RAW_COALESCE_MAX) {
         return tx_coalesced(wsi, pss, b);
     }
-    /* A larger message from its own buffer: the prefix goes into the headroom before the first
-     * piece (another session sharing the buffer writes its own there when its turn comes; lws
-     * copies what the socket does not take at once). */
-    size_t total = wamp_buf_len(b);
-    size_t left = total - pss->tx_off;
-    size_t n = left > RT_LWS_RAW_CHUNK ? RT_LWS_RAW_CHUNK : left;
-    unsigned char *p = wamp_buf_data(b) + pss->tx_off;
-    size_t extra = 0;
-    if (pss->tx_off == 0) {
-        if (wamp_rawsock_prefix(p - WAMP_RAWSOCK_PREFIX, WAMP_RAWSOCK_MSG, total) != WAMP_OK) {
-            RT_LOG_WARN(sid_of(pss), "outgoing message of %zu bytes cannot be framed", total);
-            return -1; /* the core's receiver limit keeps this from happening */
-        }
-        extra = WAMP_RAWSOCK_PREFIX;
-    }
-    if (write_all(wsi, pss, p - extra, n + extra) < 0) {
-        return -1;
-    }
-    if (n < left) {
-        pss->tx_off += n;
-        lws_callback_on_writable(wsi);
-        return 0;
-    }
-    pss->tx_off = 0;
-    rt_session_tx_pop(pss->sess);
-    if (pss->closing || rt_session_tx_peek(pss->sess)) {
-        lws_callback_on_writable(wsi);
-    }
-    return 0;
+    return tx_large(wsi, pss, b);
 }
 
 static void on_close(raw_pss *pss)

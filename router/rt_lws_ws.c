@@ -18,8 +18,10 @@
  * to 64 KiB per write (tx_coalesced()): one send() per backlog rather than per message
  * (measured with tests/bench/wamp-bench, JSON, 32-byte payloads: pub/sub to 10 subscribers
  * about 7x the events/s of one message per write). Larger messages are written from their own
- * buffer, the frame header in the wamp_buf headroom; over RT_LWS_WS_FRAGMENT octets they go out
- * as fragments, one per WRITEABLE, so a big message cannot monopolise the loop.
+ * buffer (tx_large(): on plain TCP header and payload with one sendmsg(), the rest on later
+ * WRITEABLEs, never copied); over RT_LWS_WS_FRAGMENT octets they go out as fragments; one
+ * WRITEABLE writes frames while the socket takes them, up to RT_LWS_WS_WRITE_BUDGET octets, so
+ * a big message cannot monopolise the loop.
  * Close: our CLOSE goes out after the queue (the core's close: a final ABORT/GOODBYE first) or
  * at once (the adapter's: a broken rule, out of memory), then we wait for the peer's CLOSE at
  * most limits.close_timeout and close the TCP connection; the peer's CLOSE is echoed and the
@@ -45,6 +47,10 @@
 
 /* Outgoing messages larger than this are sent as several WebSocket frames. */
 #define RT_LWS_WS_FRAGMENT ((size_t)64 * 1024)
+/* Octets of large messages written to one connection in one WRITEABLE, at most (and more only
+ * while the socket takes all): a connection with a backlog of big messages does not wait for a
+ * poll round per frame, nor keeps the loop from the others for long. */
+#define RT_LWS_WS_WRITE_BUDGET ((size_t)256 * 1024)
 /* Outgoing messages up to this size are framed together into the scratch buffer. */
 #define RT_LWS_WS_COALESCE_MAX ((size_t)16 * 1024)
 _Static_assert(RT_LWS_WS_COALESCE_MAX + WAMP_WS_HEADER_MAX <= RT_LWS_WS_SCRATCH,
@@ -485,51 +491,95 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
     return 0;
 }
 
-/* A larger message from its own buffer, RT_LWS_WS_FRAGMENT octets per frame. The header goes
- * in front of the payload: into the headroom for the first frame; for a later one over payload
- * already sent, which other sessions sharing the buffer (an EVENT is encoded once per
- * serializer) may still have to send: those octets are saved and restored (lws copies what the
- * socket does not take at once). */
+/* A larger message from its own buffer, RT_LWS_WS_FRAGMENT octets per frame, each frame's
+ * header derived from where the frame starts (tx_off). On plain TCP the header and the payload go
+ * out with one sendmsg() straight from the buffer, which other sessions may share (an EVENT is
+ * encoded once per serializer); what the socket does not take is written from the same buffer on
+ * the next WRITEABLE (tx_part counts what went out), so no payload octet is copied on the way
+ * out. Otherwise (TLS) one lws_write() of the whole frame, whose header goes in front of the
+ * payload: into the headroom for the first frame; for a later one over payload already sent, which
+ * other sessions sharing the buffer may still have to send: those octets are saved and restored
+ * (lws copies what the socket does not take at once). */
 static int tx_large(rt_lws_conn *c, wamp_buf *b)
 {
     rt_lws_ws_conn *w = &c->u.ws;
-    unsigned char *p = wamp_buf_data(b) + w->tx_off;
-    size_t left = wamp_buf_len(b) - w->tx_off;
-    size_t n = left > RT_LWS_WS_FRAGMENT ? RT_LWS_WS_FRAGMENT : left;
-    bool first = w->tx_off == 0;
-    bool fin = n == left;
-    wamp_ws_opcode op = !first ? WAMP_WS_OP_CONT : w->text ? WAMP_WS_OP_TEXT : WAMP_WS_OP_BINARY;
-    uint8_t head[WAMP_WS_HEADER_MAX];
-    size_t h = wamp_ws_header(head, op, fin, n);
-    unsigned char saved[WAMP_WS_HEADER_MAX];
-    if (!first) {
-        memcpy(saved, p - h, h);
+    size_t budget = RT_LWS_WS_WRITE_BUDGET;
+    for (;;) {
+        unsigned char *p = wamp_buf_data(b) + w->tx_off;
+        size_t left = wamp_buf_len(b) - w->tx_off;
+        size_t n = left > RT_LWS_WS_FRAGMENT ? RT_LWS_WS_FRAGMENT : left;
+        bool first = w->tx_off == 0;
+        bool fin = n == left;
+        wamp_ws_opcode op = !first    ? WAMP_WS_OP_CONT
+                            : w->text ? WAMP_WS_OP_TEXT
+                                      : WAMP_WS_OP_BINARY;
+        uint8_t head[WAMP_WS_HEADER_MAX];
+        size_t h = wamp_ws_header(head, op, fin, n);
+        if (w->tx_part || rt_lws_conn_can_sendv(c->wsi)) {
+            size_t hd = w->tx_part < h ? w->tx_part : h;
+            size_t pd = w->tx_part - hd;
+            ssize_t r = rt_lws_conn_sendv(c->wsi, head + hd, h - hd, p + pd, n - pd);
+            if (r < 0) {
+                RT_LOG_DEBUG(sid_of(c), "write failed; closing");
+                return -1;
+            }
+            w->tx_part += (uint32_t)r;
+            if (w->tx_part < h + n) {
+                lws_callback_on_writable(c->wsi); /* the socket is full: the rest when it drains */
+                return 0;
+            }
+            w->tx_part = 0;
+            budget = budget > (size_t)r ? budget - (size_t)r : 0;
+        } else {
+            unsigned char saved[WAMP_WS_HEADER_MAX];
+            if (!first) {
+                memcpy(saved, p - h, h);
+            }
+            memcpy(p - h, head, h);
+            int r = rt_lws_conn_write(c, p - h, n + h);
+            if (!first) {
+                memcpy(p - h, saved, h);
+            }
+            if (r < 0) {
+                RT_LOG_DEBUG(sid_of(c), "write failed; closing");
+                return -1;
+            }
+            budget = 0; /* lws keeps what the socket did not take: one frame per WRITEABLE */
+        }
+        if (fin) {
+            w->tx_off = 0;
+            rt_session_tx_pop(w->sess);
+            b = rt_session_tx_peek(w->sess);
+        } else {
+            w->tx_off += n;
+        }
+        /* Go on while the socket takes everything, up to the budget, with large messages only
+         * (small ones are framed together on the next WRITEABLE), and not past conn->out. */
+        bool out = c->out && wamp_buf_len(c->out);
+        if (!b || budget == 0 || out ||
+            (w->tx_off == 0 && wamp_buf_len(b) <= RT_LWS_WS_COALESCE_MAX)) {
+            if (b || w->closing || out) {
+                lws_callback_on_writable(c->wsi);
+            }
+            return 0;
+        }
     }
-    memcpy(p - h, head, h);
-    int r = rt_lws_conn_write(c, p - h, n + h);
-    if (!first) {
-        memcpy(p - h, saved, h);
-    }
-    if (r < 0) {
-        RT_LOG_DEBUG(sid_of(c), "write failed; closing");
-        return -1;
-    }
-    if (!fin) {
-        w->tx_off += n;
-        lws_callback_on_writable(c->wsi);
-        return 0;
-    }
-    w->tx_off = 0;
-    rt_session_tx_pop(w->sess);
-    if (w->closing || rt_session_tx_peek(w->sess)) {
-        lws_callback_on_writable(c->wsi);
-    }
-    return 0;
+}
+
+bool rt_lws_ws_mid_frame(const rt_lws_conn *c)
+{
+    return c->mode == RT_LWS_CONN_WS && c->u.ws.tx_part != 0;
 }
 
 int rt_lws_ws_writeable(rt_lws_conn *c)
 {
     rt_lws_ws_conn *w = &c->u.ws;
+    if (w->tx_part) {
+        /* A frame partly written: it is finished before anything else goes out (its session
+         * still holds the message: the queue is dropped only at rt_session_on_closed()). */
+        wamp_buf *b = w->sess ? rt_session_tx_peek(w->sess) : NULL;
+        return b ? tx_large(c, b) : -1;
+    }
     if (w->close_sent) {
         return 0; /* waiting for the peer's CLOSE (the close timeout runs) */
     }

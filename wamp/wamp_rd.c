@@ -12,6 +12,7 @@
 #include <sodium.h>
 
 #include "wamp_codec.h"
+#include "wamp_scan.h"
 #include "wamp_ws.h"
 
 /* --- Helpers --------------------------------------------------------------------------------- */
@@ -289,18 +290,6 @@ static size_t utf8_put(unsigned char *d, unsigned cp)
     return 4;
 }
 
-/* True if none of the 8 bytes of w is '"', '\\', below 0x20 or above 0x7f: a run of them needs
- * neither unescaping nor UTF-8 validation. (Each test is exact about whether some byte
- * matches, which is all that is asked.) */
-static bool js_plain8(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
-    uint64_t special =
-            ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash) | ((w - ones * 0x20) & ~w) | w;
-    return (special & high) == 0;
-}
-
 /* A JSON string at r->p (the opening quote). Strings without escapes point into the input;
  * escapes are decoded into scratch (never longer than the escaped text). value: the string is
  * not a key, so the binary convention applies.
@@ -312,13 +301,9 @@ static wamp_err js_string(wamp_rd *r, wamp_tok *t, bool value)
     const unsigned char *q = s;
     bool esc = false, ascii = true;
     while (q < r->end) {
-        if (r->end - q >= 8) {
-            uint64_t w;
-            memcpy(&w, q, sizeof(w));
-            if (js_plain8(w)) {
-                q += 8;
-                continue;
-            }
+        q += wamp_scan_json_plain(q, (size_t)(r->end - q));
+        if (q >= r->end) {
+            break;
         }
         if (*q == '"') {
             break;
@@ -1285,10 +1270,9 @@ static int js_fast_json(wamp_rd *r, json_t **out)
         const unsigned char *s = ++q;
         bool ascii = true;
         while (q < end) {
-            uint64_t w;
-            if (end - q >= 8 && (memcpy(&w, q, sizeof(w)), js_plain8(w))) {
-                q += 8;
-                continue;
+            q += wamp_scan_json_plain(q, (size_t)(end - q));
+            if (q >= end) {
+                break;
             }
             if (*q == '"') {
                 break;

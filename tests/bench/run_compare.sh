@@ -5,6 +5,8 @@
 # and the issue's targets as ratios measured in this run. See README.md in this folder.
 #
 #   bonefish   BONEFISH=/path/to/bonefish (the table says when it is absent)
+#   baseline   BASELINE_WAMPSCOPE=/path/to/wampscope: another build of wampscope (an older commit),
+#              run as shipped (its embedded default config); the table gives shipped / baseline
 #   fox        fox-wamp@FOX_VERSION, npm-installed in the scratch directory (only if in ROUTERS)
 #   shipped    wampscope, the embedded default config (flight recorder on)
 #   off        wampscope, flight recorder off (the default config with flight_recorder false)
@@ -14,8 +16,9 @@
 # Usage: tests/bench/run_compare.sh [-- WAMP-BENCH OPTIONS...]   (run from anywhere)
 # Environment:
 #   BONEFISH         the bonefish daemon binary (run as `bonefish -r REALM -w PORT`)
-#   ROUTERS          what to run, in this order each round (default "bonefish shipped off mem
-#                    persist"; add "fox" for fox-wamp)
+#   BASELINE_WAMPSCOPE  the wampscope binary of the "baseline" router (absent: no such runs)
+#   ROUTERS          what to run, in this order each round (default "bonefish baseline shipped
+#                    off mem persist"; add "fox" for fox-wamp)
 #   PAYLOADS         payload sizes in bytes, one set of runs per size (default 32; the issue's
 #                    sizes: "32 1024 16384 65536"); the size is passed as wamp-bench --payload
 #   BENCH_SCRATCH    scratch directory outside the repo (default /tmp/wampscope-bench):
@@ -31,6 +34,9 @@
 #   PYTHON           Python with python3-autobahn, for the traces of mem/persist
 #                    (default /usr/bin/python3)
 #   TABLE_ONLY=1     only print the table again from the outputs of the last run
+# With a 32-octet run and larger PAYLOADS, a last table gives the router's CPU cycles per payload
+# octet it moves (CPU per message at the size minus at 32 octets, over the octets) next to a
+# plain memcpy's (bench-memcpy, pinned to the router's core, after the rounds).
 # Everything listens on 127.0.0.1 only. Only the processes this script starts are stopped, by
 # PID. Exit status: 0 when every router was measured (even if some runs failed), 1 otherwise.
 set -euo pipefail
@@ -43,10 +49,11 @@ fox_version=${FOX_VERSION:-0.7.28}
 router_core=${ROUTER_CORE:-0}
 bench_core=${BENCH_CORE:-1}
 realm=${BENCH_REALM:-realm1}
-routers=${ROUTERS:-bonefish shipped off mem persist}
+routers=${ROUTERS:-bonefish baseline shipped off mem persist}
 payloads=${PAYLOADS:-32}
 python=${PYTHON:-/usr/bin/python3}
 bonefish=${BONEFISH:+$(realpath -m "$BONEFISH")}
+baseline=${BASELINE_WAMPSCOPE:+$(realpath -m "$BASELINE_WAMPSCOPE")}
 if [[ ${1:-} == "--" ]]; then
     shift
 fi
@@ -110,7 +117,7 @@ status=0
 if [[ $table_only != 1 && ${SKIP_BUILD:-0} != 1 ]]; then
     log "building wampscope and wamp-bench (Release) in $build"
     cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRT_SANITIZE= >"$scratch/cmake.log"
-    cmake --build "$build" --target wampscope wamp-bench -j "$(nproc)" >>"$scratch/cmake.log"
+    cmake --build "$build" --target wampscope wamp-bench bench-memcpy -j "$(nproc)" >>"$scratch/cmake.log"
 fi
 bench_bin=$build/tests/bench/wamp-bench
 router_bin=$build/router/wampscope
@@ -126,6 +133,12 @@ if [[ -z $bonefish || ! -x $bonefish ]]; then
         log "BONEFISH not set or not executable: no Bonefish runs (the table says so)"
     fi
     router_list=("${router_list[@]/bonefish/}")
+fi
+if [[ -z $baseline || ! -x $baseline ]]; then
+    if [[ " $routers " == *" baseline "* && $table_only != 1 && -n $baseline ]]; then
+        log "BASELINE_WAMPSCOPE is not executable: no baseline runs"
+    fi
+    router_list=("${router_list[@]/baseline/}")
 fi
 
 # ---- fox-wamp ----
@@ -163,11 +176,12 @@ run_router() {
         ;;
     fox) cmd=(node "$here/fox_server.mjs" "$fox_dir" "$ports") ;;
     shipped) cmd=("$router_bin" --port 0 --ports-file "$ports" --log-level warn) ;;
+    baseline) cmd=("$baseline" --port 0 --ports-file "$ports" --log-level warn) ;;
     off | mem | persist)
         cmd=("$router_bin" -c "$no_flight" --port 0 --ports-file "$ports" --log-level warn)
         ;;
     *)
-        log "unknown router $name (bonefish, fox, shipped, off, mem, persist)"
+        log "unknown router $name (bonefish, baseline, fox, shipped, off, mem, persist)"
         return 1
         ;;
     esac
@@ -217,16 +231,21 @@ PY
         done
     done
     echo "${router_list[*]}" >"$scratch/routers.txt"
+    # The yardstick of the cycles-per-byte table, on the router's core, and the clock it uses.
+    taskset -c "$router_core" "$build/tests/bench/bench-memcpy" $payloads >"$scratch/memcpy.out" ||
+        log "bench-memcpy failed: no memcpy column"
+    awk -F: '/^cpu MHz/ { print $2 + 0; exit }' /proc/cpuinfo >"$scratch/cpu_mhz"
 else
     repeat=$(find "$scratch" -maxdepth 1 -name 'shipped.out.*' | wc -l)
 fi
 
 # ---- table: medians over the repetitions of each router's "ok" runs ----
-for r in bonefish fox shipped off mem persist; do
+for r in bonefish baseline fox shipped off mem persist; do
     cat "$scratch/$r".out.* >"$scratch/$r.out" 2>/dev/null || : >"$scratch/$r.out"
 done
+mhz=$(cat "$scratch/cpu_mhz" 2>/dev/null || true)
 awk -v dir="$scratch" -v repeat="$repeat" -v stat="${BENCH_STAT:-median}" \
-    -v bonefish="$bonefish" '
+    -v bonefish="$bonefish" -v mhz="${mhz:-0}" '
 function load(who,    file, line, n, i, kv, f, p, key, m, name) {
     file = dir "/" who ".out"
     while ((getline line < file) > 0) {
@@ -240,8 +259,8 @@ function load(who,    file, line, n, i, kv, f, p, key, m, name) {
         ran[who] = 1
         if (!((who, key) in st) || st[who, key] != "ok") st[who, key] = kv["status"]
         if (kv["status"] != "ok") continue
-        split("rate p50_us p99_us router_cpu other_cpu", m, " ")
-        for (i = 1; i <= 5; i++) {
+        split("rate p50_us p99_us router_cpu other_cpu publishes_per_s", m, " ")
+        for (i = 1; i <= 6; i++) {
             name = m[i]
             if (kv[name] == "" || kv[name] == "na") continue
             cnt[who, key, name]++
@@ -279,13 +298,58 @@ function target(what, a, b, want,    x, c, ca, cb) {
     if (x == "n/a") { printf "  %-62s %7s  (target >= %.2f)\n", what, "n/a", want; return }
     printf "  %-62s %7s  (target >= %.2f) %-6s per CPU %s\n", what, x, want, (x + 0 >= want ? "met" : "MISSED"), c
 }
+# Payload octets the router moves per message: rpc, per call: CALL and YIELD in, INVOCATION and
+# RESULT out; pub/sub, per event delivered: the EVENT out and its share of the PUBLISH in.
+function moved(who, key, size,    r, p) {
+    if (key ~ /^rpc/) return 4 * size
+    r = med(who, key, "rate"); p = med(who, key, "publishes_per_s")
+    return (r == "" || p == "" || r == 0) ? size : size * (1 + p / r)
+}
+# CPU cycles per payload octet: (CPU per message at this size - at 32 octets) / octets moved.
+function cyc(who, key, base, size,    a, b) {
+    a = cpu_us(who, key); b = cpu_us(who, base)
+    return (a == "" || b == "") ? "" : (a - b) * mhz / moved(who, key, size)
+}
+function cycles_table(    file, line, f, p, k, key, sk, base, any, mc, i, c, w, size) {
+    file = dir "/memcpy.out"
+    while ((getline line < file) > 0) {
+        if (line !~ /^MEMCPY /) continue
+        split(line, f, " ")
+        split(f[2], p, "="); size = p[2]; split(f[3], p, "="); mcns[size] = p[2]
+    }
+    close(file)
+    if (mhz + 0 <= 0) return
+    for (k = 1; k <= nkeys; k++) {
+        key = order[k]; split(key, sk, " ")
+        base = sk[1] " " sk[2] " 32"
+        if (sk[3] + 0 <= 32 || !(base in seen)) continue
+        if (!any) {
+            print ""
+            printf "CPU cycles per payload octet the router moves (CPU per message at the size minus at 32 octets,\n"
+            printf "over the octets moved: rpc 4 x size per call, pub/sub size x (1 + publications/events));\n"
+            printf "memcpy = bench-memcpy of the same size on the same core; %.0f MHz\n", mhz
+            printf "%-8s %-7s %6s %9s %8s", "scenario", "ser", "bytes", "moved", "memcpy"
+            for (i = 1; i <= nwho; i++) if (ran[who[i]] && who[i] != "fox") printf " %9s", who[i]
+            printf " %12s\n", "shipped/mcpy"
+            any = 1
+        }
+        mc = (sk[3] in mcns) ? mcns[sk[3]] * mhz / 1000 : ""
+        printf "%-8s %-7s %6s %9.0f %8s", sk[1], sk[2], sk[3], moved("shipped", key, sk[3]), cell(mc, "%.3f")
+        for (i = 1; i <= nwho; i++) {
+            w = who[i]
+            if (ran[w] && w != "fox") printf " %9s", cell(cyc(w, key, base, sk[3]), "%.3f")
+        }
+        c = cyc("shipped", key, base, sk[3])
+        printf " %12s\n", (c == "" || mc == "" || mc == 0) ? "n/a" : sprintf("%.1f", c / mc)
+    }
+}
 function target_le(what, x, want) {
     if (x == "n/a") { printf "  %-62s %7s  (target <= %.2f)\n", what, "n/a", want; return }
     printf "  %-62s %7s  (target <= %.2f) %s\n", what, x, want, (x + 0 <= want ? "met" : "MISSED")
 }
 BEGIN {
-    split("bonefish fox shipped off mem persist", who, " ")
-    for (i = 1; i <= 6; i++) load(who[i])
+    nwho = split("bonefish baseline fox shipped off mem persist", who, " ")
+    for (i = 1; i <= nwho; i++) load(who[i])
     print ""
     what = repeat > 1 ? (stat == "best" ? ", best of " : ", medians of ") repeat " rounds" : ""
     printf "Throughput%s: rate (calls/s or events/s) per router; ratios measured in this run\n", what
@@ -293,7 +357,9 @@ BEGIN {
         print "Bonefish: absent from this run (BONEFISH=/path/to/bonefish to include it)"
     print "shipped = wampscope as shipped (flight recorder on); off = flight recorder off;"
     print "mem / persist = off + one trace capturing everything, in memory / persisted"
+    if (ran["baseline"]) print "baseline = the wampscope build of BASELINE_WAMPSCOPE, as shipped; sh/base = shipped / baseline"
     hdr = sprintf("%-8s %-7s %6s %10s %10s %10s %10s %10s", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist")
+    if (ran["baseline"]) hdr = hdr sprintf(" %10s %8s", "baseline", "sh/base")
     if (ran["fox"]) hdr = hdr sprintf(" %10s", "fox-wamp")
     hdr = hdr sprintf(" %8s %8s %8s %8s %8s %8s %6s", "sh/bf", "sh/off", "mem/off", "pers/off", "p50 bf", "p50 sh", "bg%")
     print hdr
@@ -302,20 +368,22 @@ BEGIN {
         bf = med("bonefish", key, "rate"); sh = med("shipped", key, "rate"); of = med("off", key, "rate")
         me = med("mem", key, "rate"); pe = med("persist", key, "rate")
         bg = 0
-        for (i = 1; i <= 6; i++) { b = med(who[i], key, "other_cpu"); if (b != "" && b > bg) bg = b }
+        for (i = 1; i <= nwho; i++) { b = med(who[i], key, "other_cpu"); if (b != "" && b > bg) bg = b }
         if (bg > maxbg) maxbg = bg
         line = sprintf("%-8s %-7s %6s %10s %10s %10s %10s %10s", sk[1], sk[2], sk[3], cell(bf, "%.0f"), cell(sh, "%.0f"), cell(of, "%.0f"), cell(me, "%.0f"), cell(pe, "%.0f"))
+        if (ran["baseline"]) line = line sprintf(" %10s %8s", cell(med("baseline", key, "rate"), "%.0f"), ratio(sh, med("baseline", key, "rate")))
         if (ran["fox"]) line = line sprintf(" %10s", cell(med("fox", key, "rate"), "%.0f"))
         line = line sprintf(" %8s %8s %8s %8s %8s %8s %6.0f", ratio(sh, bf), ratio(sh, of), ratio(me, of), ratio(pe, of), cell(med("bonefish", key, "p50_us"), "%.0f"), cell(med("shipped", key, "p50_us"), "%.0f"), bg)
         print line
     }
     print ""
     print "Router CPU per message, microseconds (router CPU share / rate; pub/sub: per event delivered)"
-    printf "%-8s %-7s %6s %10s %10s %10s %10s %10s\n", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist"
+    printf "%-8s %-7s %6s %10s %10s %10s %10s %10s %10s\n", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist", "baseline"
     for (k = 1; k <= nkeys; k++) {
         key = order[k]; split(key, sk, " ")
-        printf "%-8s %-7s %6s %10s %10s %10s %10s %10s\n", sk[1], sk[2], sk[3], cell(cpu_us("bonefish", key), "%.2f"), cell(cpu_us("shipped", key), "%.2f"), cell(cpu_us("off", key), "%.2f"), cell(cpu_us("mem", key), "%.2f"), cell(cpu_us("persist", key), "%.2f")
+        printf "%-8s %-7s %6s %10s %10s %10s %10s %10s %10s\n", sk[1], sk[2], sk[3], cell(cpu_us("bonefish", key), "%.2f"), cell(cpu_us("shipped", key), "%.2f"), cell(cpu_us("off", key), "%.2f"), cell(cpu_us("mem", key), "%.2f"), cell(cpu_us("persist", key), "%.2f"), cell(cpu_us("baseline", key), "%.2f")
     }
+    cycles_table()
     print ""
     print "Targets (issue 24), from the table above:"
     for (k = 1; k <= nkeys; k++) {
@@ -324,6 +392,8 @@ BEGIN {
         target(key ": flight recorder on / off", "shipped", "off", 0.97)
         target(key ": trace of everything in memory / no trace", "mem", "off", 0.90)
         target(key ": trace of everything persisted / no trace", "persist", "off", 0.90)
+        if (sk[3] + 0 >= 16384 && ran["baseline"])
+            target(key ": as shipped / baseline", "shipped", "baseline", 2)
         if (sk[3] + 0 <= 64) {
             want = sk[1] == "pubsub10" ? 3 : (sk[2] == "json" ? 1.5 : 2)
             target(key ": as shipped / Bonefish", "shipped", "bonefish", want)
@@ -335,7 +405,7 @@ BEGIN {
         printf "warning: other processes used up to %.0f%% of a core during these runs: the figures are disturbed; rerun on a quiet machine\n", maxbg
     for (k = 1; k <= nkeys; k++) {
         key = order[k]
-        for (i = 1; i <= 6; i++)
+        for (i = 1; i <= nwho; i++)
             if (ran[who[i]] && state(who[i], key) != "ok" && !(who[i] == "fox" && state(who[i], key) == "unsupported"))
                 printf "note: %s: %s %s\n", key, who[i], state(who[i], key)
     }

@@ -187,6 +187,42 @@ class FrontTest(h.AsyncTestCase):
         self.assertEqual((fin, op, payload), (True, h.OP_PONG, b"ping!"))
         self.assertEqual(w.recv_wamp()[0], 2)
 
+    async def test_large_events_to_a_stalled_reader_with_ping_inside_a_frame(self):
+        # Messages over 16 KiB are written straight from their (shared) buffer in frames of
+        # 64 KiB, the rest of a frame the socket did not take on a later WRITEABLE; a PONG
+        # queued while the socket is full goes out between frames, never inside one.
+        sub = self.ws()
+        sub.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, "big")
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        payloads = ["%d:" % i + "\u00e9x" * 100000 for i in range(3)]  # 5 frames each
+        for p in payloads:
+            pub.send_frame(h.OP_TEXT, json.dumps([16, 1, {}, topic, [p]],
+                                                 ensure_ascii=False).encode("utf-8"))
+        time.sleep(0.5)
+        sub.send_frame(h.OP_PING, b"inside")
+        events, pongs, parts = [], [], []
+        while len(events) < len(payloads):
+            fin, op, payload = sub.recv_frame()
+            self.assertIn(op, (h.OP_CONT, h.OP_TEXT, h.OP_PONG), (op, payload[:40]))
+            if op == h.OP_PONG:
+                pongs.append(payload)
+                continue
+            parts.append(payload)
+            if fin:
+                events.append(json.loads(b"".join(parts).decode("utf-8")))
+                parts = []
+        self.assertEqual([e[0] for e in events], [36] * len(payloads))
+        self.assertEqual([e[4] for e in events], [[p] for p in payloads])
+        if not pongs:
+            fin, op, payload = sub.recv_frame()
+            pongs.append(payload)
+        self.assertEqual(pongs, [b"inside"])
+
     # --- keepalive ----------------------------------------------------------------------------
 
     async def test_auto_ping_and_timeout(self):

@@ -1,8 +1,9 @@
 /* check_wamp_ws.c: the WebSocket protocol module and SHA-1: FIPS 180-4 vectors, the RFC 6455
  * accept key and key shapes, frames fed whole, one octet at a time and in odd slices, every
  * receive rule with its close code, fragmentation with control frames in between, the message
- * limit decided from the header, UTF-8 split across fragments, zero copy against reassembly,
- * the frame header and CLOSE frame writers. */
+ * limit decided from the header, UTF-8 split across fragments and at every place of a whole
+ * frame, the vector scans against one-octet loops, zero copy against reassembly, the frame header
+ * and CLOSE frame writers. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "alloc_count.h"
 #include "utf8_ref.h"
 #include "wamp_rd.h"
+#include "wamp_scan.h"
 #include "wamp_sha1.h"
 #include "wamp_ws.h"
 
@@ -764,6 +766,69 @@ START_TEST(test_utf8_step_matches_reference)
 
 END_TEST
 
+/* The word-at-a-time scans against one-octet loops: every length to 100, one special octet at
+ * every place in a run of plain ones (and none), so each vector step, its tail and the break out
+ * of the wide loop are crossed at every offset. */
+START_TEST(test_scans_match_bytewise)
+{
+    static const unsigned char specials[] = {0x00, 0x1f, '"', '\\', 0x7f, 0x80, 0xc3, 0xff, 0x20};
+    unsigned char s[100];
+    for (size_t n = 0; n <= sizeof(s); n++) {
+        for (size_t k = 0; k <= n; k++) {
+            for (size_t c = 0; c < sizeof(specials); c++) {
+                memset(s, 'x', n);
+                if (k < n) {
+                    s[k] = specials[c];
+                }
+                size_t ascii = 0, plain = 0;
+                while (ascii < n && s[ascii] < 0x80) {
+                    ascii++;
+                }
+                while (plain < n && s[plain] != '"' && s[plain] != '\\' && s[plain] >= 0x20 &&
+                       s[plain] < 0x80) {
+                    plain++;
+                }
+                ck_assert_uint_eq(wamp_scan_ascii(s, n), ascii);
+                ck_assert_uint_eq(wamp_scan_json_plain(s, n), plain);
+            }
+        }
+    }
+}
+
+END_TEST
+
+/* A whole text frame (unmasked in place, ASCII noted while unmasking) with one octet at every
+ * place: 0xff is refused with 1007, U+00E9 accepted, at every mask phase and length to 40 (the
+ * 16-octet steps, the 8-octet step and the tail). */
+START_TEST(test_utf8_whole_frame_every_place)
+{
+    unsigned char msg[40], in[60];
+    for (size_t len = 2; len <= 40; len++) {
+        for (size_t k = 0; k + 1 < len; k++) {
+            memset(msg, 'a', len);
+            msg[k] = 0xff;
+            size_t n = 0;
+            put_frame(in, &n, FIN | WAMP_WS_OP_TEXT, msg, len, true);
+            expect_fail(in, n, WAMP_EPROTO, 1007);
+            msg[k] = 0xc3;
+            msg[k + 1] = 0xa9;
+            n = 0;
+            put_frame(in, &n, FIN | WAMP_WS_OP_TEXT, msg, len, true);
+            wamp_ws ws;
+            fed f;
+            wamp_ws_init(&ws, &cfg_1m);
+            feed_all(&ws, in, n, 0, &f);
+            ck_assert_int_eq(f.n, 1);
+            ck_assert_uint_eq(f.ev[0].len, len);
+            ck_assert_mem_eq(f.data[0], msg, len);
+            fed_free(&f);
+            wamp_ws_fini(&ws);
+        }
+    }
+}
+
+END_TEST
+
 /* --- Writers --------------------------------------------------------------------------------- */
 
 START_TEST(test_header_writer)
@@ -863,6 +928,8 @@ static Suite *wamp_ws_suite(void)
     tcase_add_test(tc, test_utf8_split_fragments);
     tcase_add_test(tc, test_utf8_fails_at_first_fragment);
     tcase_add_test(tc, test_utf8_step_matches_reference);
+    tcase_add_test(tc, test_scans_match_bytewise);
+    tcase_add_test(tc, test_utf8_whole_frame_every_place);
     tcase_add_test(tc, test_header_writer);
     tcase_add_test(tc, test_close_frame_writer);
     suite_add_tcase(s, tc);
