@@ -119,6 +119,15 @@ static void feed_all(wamp_ws *ws, const unsigned char *in, size_t len, size_t st
 
 static const wamp_ws_config cfg_1m = {.max_message = 1u << 20};
 
+/* A fresh parser (cfg_1m) fed in[0..len) at once, then finished: what it gave in *f. */
+static void feed_fresh(const unsigned char *in, size_t len, fed *f)
+{
+    wamp_ws ws;
+    wamp_ws_init(&ws, &cfg_1m);
+    feed_all(&ws, in, len, 0, f);
+    wamp_ws_fini(&ws);
+}
+
 /* Feeds in at every slicing in steps and checks the error code; returns nothing. */
 static void expect_fail(const unsigned char *in, size_t len, wamp_err err, uint16_t code)
 {
@@ -478,10 +487,8 @@ START_TEST(test_rule_opcodes)
         unsigned char in[32];
         size_t n = 0;
         put_frame(in, &n, (uint8_t)(FIN | op), "", 0, true);
-        wamp_ws ws;
         fed f;
-        wamp_ws_init(&ws, &cfg_1m);
-        feed_all(&ws, in, n, 0, &f);
+        feed_fresh(in, n, &f);
         bool known = op == 1 || op == 2 || op == 8 || op == 9 || op == 10;
         if (known) {
             ck_assert_int_eq(f.last, WAMP_EAGAIN);
@@ -491,7 +498,6 @@ START_TEST(test_rule_opcodes)
             ck_assert_uint_eq(f.code, 1002);
         }
         fed_free(&f);
-        wamp_ws_fini(&ws);
     }
 }
 
@@ -729,14 +735,11 @@ START_TEST(test_utf8_fails_at_first_fragment)
     /* Binary messages are not checked. */
     n = 0;
     put_frame(in, &n, FIN | WAMP_WS_OP_BINARY, "\xff\xfe", 2, true);
-    wamp_ws ws;
     fed f;
-    wamp_ws_init(&ws, &cfg_1m);
-    feed_all(&ws, in, n, 0, &f);
+    feed_fresh(in, n, &f);
     ck_assert_int_eq(f.n, 1);
     ck_assert(f.ev[0].binary);
     fed_free(&f);
-    wamp_ws_fini(&ws);
 }
 
 END_TEST
@@ -814,15 +817,12 @@ START_TEST(test_utf8_whole_frame_every_place)
             msg[k + 1] = 0xa9;
             n = 0;
             put_frame(in, &n, FIN | WAMP_WS_OP_TEXT, msg, len, true);
-            wamp_ws ws;
             fed f;
-            wamp_ws_init(&ws, &cfg_1m);
-            feed_all(&ws, in, n, 0, &f);
+            feed_fresh(in, n, &f);
             ck_assert_int_eq(f.n, 1);
             ck_assert_uint_eq(f.ev[0].len, len);
             ck_assert_mem_eq(f.data[0], msg, len);
             fed_free(&f);
-            wamp_ws_fini(&ws);
         }
     }
 }
@@ -890,16 +890,13 @@ START_TEST(test_close_frame_writer)
     unsigned char in[200];
     size_t m = 0;
     put_frame(in, &m, out[0], out + 2, n - 2, true);
-    wamp_ws ws;
     fed f;
-    wamp_ws_init(&ws, &cfg_1m);
-    feed_all(&ws, in, m, 0, &f);
+    feed_fresh(in, m, &f);
     ck_assert_int_eq(f.n, 1);
     ck_assert_int_eq(f.ev[0].kind, WAMP_WS_EV_CLOSE);
     ck_assert_uint_eq(f.ev[0].code, 1000);
     ck_assert_uint_eq(f.ev[0].len, 123);
     fed_free(&f);
-    wamp_ws_fini(&ws);
 }
 
 END_TEST
