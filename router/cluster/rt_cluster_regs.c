@@ -112,6 +112,33 @@ static char *table_key(const char *realm, const char *uri, wamp_match match)
     return k;
 }
 
+/* Splits the table key "<m> <realm> <uri>" into its match, the length of its realm (at key + 2)
+ * and its uri (maybe empty); false if it is not one. */
+static bool key_split(const char *key, wamp_match *m, size_t *realm_len, const char **uri)
+{
+    const char *sp1 = strchr(key, ' ');
+    const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp2 || sp1 != key + 1) {
+        return false;
+    }
+    switch (key[0]) {
+    case 'e':
+        *m = WAMP_MATCH_EXACT;
+        break;
+    case 'p':
+        *m = WAMP_MATCH_PREFIX;
+        break;
+    case 'w':
+        *m = WAMP_MATCH_WILDCARD;
+        break;
+    default:
+        return false;
+    }
+    *realm_len = (size_t)(sp2 - sp1 - 1);
+    *uri = sp2 + 1;
+    return true;
+}
+
 /* "<m>.<b64 realm>.<b64 uri>" (owned; URL-safe base64 keeps to the bucket's key characters). */
 static char *kv_key(const char *realm, const char *uri, wamp_match match)
 {
@@ -146,23 +173,10 @@ static rreg *remote_find(const rt_cluster_regs *r, const char *key)
 
 static rreg *remote_new(rt_cluster_regs *r, const char *key)
 {
-    const char *sp1 = strchr(key, ' ');
-    const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
     wamp_match m;
-    if (!sp2 || sp1 != key + 1 || !sp2[1]) {
-        return NULL;
-    }
-    switch (key[0]) {
-    case 'e':
-        m = WAMP_MATCH_EXACT;
-        break;
-    case 'p':
-        m = WAMP_MATCH_PREFIX;
-        break;
-    case 'w':
-        m = WAMP_MATCH_WILDCARD;
-        break;
-    default:
+    size_t realm_len;
+    const char *uri;
+    if (!key_split(key, &m, &realm_len, &uri) || !*uri) {
         return NULL;
     }
     rreg *g = calloc(1, sizeof(*g));
@@ -177,8 +191,8 @@ static rreg *remote_new(rt_cluster_regs *r, const char *key)
     }
     g->match = m;
     g->realm = g->key + 2;
-    g->realm_len = (size_t)(sp2 - sp1 - 1);
-    g->uri = g->key + (sp2 - key) + 1;
+    g->realm_len = realm_len;
+    g->uri = g->key + (uri - key);
     rt_list_init(&g->in_patterns);
     if (m != WAMP_MATCH_EXACT) {
         rt_list_add_tail(m == WAMP_MATCH_PREFIX ? &r->prefix : &r->wildcard, &g->in_patterns);
@@ -454,16 +468,14 @@ static void on_joined(void *arg)
     rt_cluster_regs *r = arg;
     for (rt_hmap_iter it = rt_hmap_iter_begin(&r->own); it.node; rt_hmap_iter_next(&r->own, &it)) {
         own *o = RT_CONTAINER_OF(it.node, own, hn);
-        if (o->n == 0) {
+        wamp_match m;
+        size_t realm_len;
+        const char *uri;
+        if (o->n == 0 || !key_split(o->key, &m, &realm_len, &uri)) {
             continue;
         }
-        const char *sp1 = strchr(o->key, ' ');
-        const char *sp2 = strchr(sp1 + 1, ' ');
-        char *realm = strndup(sp1 + 1, (size_t)(sp2 - sp1 - 1));
-        wamp_match m = o->key[0] == 'p'   ? WAMP_MATCH_PREFIX
-                       : o->key[0] == 'w' ? WAMP_MATCH_WILDCARD
-                                          : WAMP_MATCH_EXACT;
-        claim *cl = realm ? claim_new(r, realm, sp2 + 1, m, o->invoke) : NULL;
+        char *realm = strndup(o->key + 2, realm_len);
+        claim *cl = realm ? claim_new(r, realm, uri, m, o->invoke) : NULL;
         free(realm);
         if (cl) {
             cl->rejoin = true;
