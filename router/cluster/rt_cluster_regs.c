@@ -402,23 +402,31 @@ static void on_claim_kv(void *arg, const rt_cluster_kv_result *res)
     }
 }
 
+/* Sends the bucket operation kind on key kv, with this node's value for invoke unless it is a
+ * GET; fn (NULL: none) gets its result. The link's error when it refuses it, WAMP_ENOMEM. */
+static wamp_err kv_send(rt_cluster_regs *r, rt_cluster_kv_kind kind, const char *kv,
+                        const char *invoke, rt_cluster_kv_fn fn, void *arg)
+{
+    char *value = kind == RT_CLUSTER_KV_GET ? NULL : kv_value(r, invoke);
+    rt_cluster_kv_op op = {.kind = kind,
+                           .bucket = r->bucket,
+                           .ttl_ms = r->o.ttl_ms,
+                           .key = kv,
+                           .value = value,
+                           .len = value ? strlen(value) : 0};
+    wamp_err err =
+            kind != RT_CLUSTER_KV_GET && !value ? WAMP_ENOMEM : rt_cluster_kv(r->c, &op, fn, arg);
+    free(value);
+    return err;
+}
+
 /* Sends the claim's next key-value operation: the link's error when it refuses it. */
 static wamp_err claim_step(claim *cl)
 {
-    rt_cluster_regs *r = cl->r;
-    char *value = cl->stage == STAGE_GET ? NULL : kv_value(r, cl->invoke);
-    rt_cluster_kv_op op = {.kind = cl->stage == STAGE_CREATE ? RT_CLUSTER_KV_CREATE
-                                   : cl->stage == STAGE_GET  ? RT_CLUSTER_KV_GET
-                                                             : RT_CLUSTER_KV_PUT,
-                           .bucket = r->bucket,
-                           .ttl_ms = r->o.ttl_ms,
-                           .key = cl->kv,
-                           .value = value,
-                           .len = value ? strlen(value) : 0};
-    wamp_err err = cl->stage != STAGE_GET && !value ? WAMP_ENOMEM
-                                                    : rt_cluster_kv(r->c, &op, on_claim_kv, cl);
-    free(value);
-    return err;
+    rt_cluster_kv_kind kind = cl->stage == STAGE_CREATE ? RT_CLUSTER_KV_CREATE
+                              : cl->stage == STAGE_GET  ? RT_CLUSTER_KV_GET
+                                                        : RT_CLUSTER_KV_PUT;
+    return kv_send(cl->r, kind, cl->kv, cl->invoke, on_claim_kv, cl);
 }
 
 static claim *claim_new(rt_cluster_regs *r, const char *realm, const char *uri, wamp_match match,
@@ -679,17 +687,7 @@ void rt_cluster_regs_tick(rt_cluster_regs *r)
             continue;
         }
         o->next_write_us = now + (uint64_t)r->o.ttl_ms * 500;
-        char *value = kv_value(r, o->invoke);
-        rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_PUT,
-                               .bucket = r->bucket,
-                               .ttl_ms = r->o.ttl_ms,
-                               .key = o->kv,
-                               .value = value,
-                               .len = value ? strlen(value) : 0};
-        if (value) {
-            (void)rt_cluster_kv(r->c, &op, NULL, NULL);
-        }
-        free(value);
+        (void)kv_send(r, RT_CLUSTER_KV_PUT, o->kv, o->invoke, NULL, NULL);
     }
 }
 
