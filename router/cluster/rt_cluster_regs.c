@@ -546,9 +546,9 @@ out:
 
 /* --- Routing ---------------------------------------------------------------------------------- */
 
-static bool realm_is(const rreg *g, const char *realm)
+static bool realm_is(const rreg *g, const char *realm, size_t realm_len)
 {
-    return strlen(realm) == g->realm_len && strncmp(g->realm, realm, g->realm_len) == 0;
+    return realm_len == g->realm_len && memcmp(g->realm, realm, realm_len) == 0;
 }
 
 /* The other nodes' registration a CALL of uri reaches (the dealer's precedence), or NULL. */
@@ -556,7 +556,8 @@ static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const cha
 {
     /* The exact key on the stack for the usual short URI (a CALL pays no allocation). */
     char buf[256];
-    size_t need = strlen(realm) + strlen(uri) + 4;
+    size_t realm_len = strlen(realm);
+    size_t need = realm_len + strlen(uri) + 4;
     char *key = need <= sizeof(buf) ? buf : malloc(need);
     rreg *best = NULL;
     if (key && !strchr(realm, ' ') && snprintf(key, need, "e %s %s", realm, uri) < (int)need) {
@@ -572,7 +573,8 @@ static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const cha
     for (const rt_list *it = r->prefix.next; it != &r->prefix; it = it->next) {
         rreg *g = RT_CONTAINER_OF(it, rreg, in_patterns);
         size_t len = strlen(g->uri);
-        if (realm_is(g, realm) && (!best || len > best_len) && strncmp(g->uri, uri, len) == 0) {
+        if (realm_is(g, realm, realm_len) && (!best || len > best_len) &&
+            strncmp(g->uri, uri, len) == 0) {
             best = g;
             best_len = len;
         }
@@ -582,7 +584,7 @@ static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const cha
     }
     for (const rt_list *it = r->wildcard.next; it != &r->wildcard; it = it->next) {
         rreg *g = RT_CONTAINER_OF(it, rreg, in_patterns);
-        if (realm_is(g, realm) && wamp_uri_matches(g->uri, WAMP_MATCH_WILDCARD, uri) &&
+        if (realm_is(g, realm, realm_len) && wamp_uri_matches(g->uri, WAMP_MATCH_WILDCARD, uri) &&
             (!best || rt_wildcard_cmp(g->uri, best->uri) > 0)) {
             best = g;
         }
