@@ -795,7 +795,11 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
     (void)subject;
     (void)reply;
     rt_cluster_dealer *cd = arg;
-    char *strs = len <= cd->o.max_message ? malloc(len + 8) : NULL;
+    /* The envelope's strings, copied NUL-terminated: on the stack for the usual small one. */
+    char stack[512];
+    char *strs = len > cd->o.max_message    ? NULL
+                 : len + 8 <= sizeof(stack) ? stack
+                                            : malloc(len + 8);
     env e;
     if (!strs || !env_decode(data, len, strs, &e)) {
         cd->st.malformed++;
@@ -804,7 +808,9 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
         if (strs) {
             json_decref(e.ppt);
         }
-        free(strs);
+        if (strs != stack) {
+            free(strs);
+        }
         return;
     }
     switch (e.kind) {
@@ -819,7 +825,9 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
         break;
     }
     json_decref(e.ppt);
-    free(strs);
+    if (strs != stack) {
+        free(strs);
+    }
 }
 
 /* Ends every call with p: B's callers get ERROR uri; with in_too, the calls p made here are
