@@ -621,6 +621,18 @@ static void in_free(rt_cluster_dealer *cd, in_call *ic)
     free(ic);
 }
 
+/* Forgets ic, then has the dealer cancel its invocation (mode): the dealer may answer from
+ * inside, and finds nothing to answer. */
+static void in_cancel(rt_cluster_dealer *cd, in_call *ic, rt_crpc_mode mode)
+{
+    char *realm = ic->realm;
+    uint64_t invocation = ic->invocation;
+    ic->realm = NULL;
+    in_free(cd, ic);
+    cd->ops->cancel(cd->ctx, realm, invocation, mode);
+    free(realm);
+}
+
 static in_call *in_find_inv(rt_cluster_dealer *cd, uint64_t invocation)
 {
     for (rt_hnode *n = rt_hmap_first(&cd->in_by_inv, rt_hash_u64(invocation)); n;
@@ -751,13 +763,11 @@ bool rt_cluster_dealer_answer(rt_cluster_dealer *cd, uint64_t invocation, const 
     if (!last) {
         return true;
     }
-    char *realm = ic->realm;
-    ic->realm = NULL;
-    in_free(cd, ic);
     if (interrupt) {
-        cd->ops->cancel(cd->ctx, realm, invocation, RT_CRPC_KILLNOWAIT);
+        in_cancel(cd, ic, RT_CRPC_KILLNOWAIT);
+    } else {
+        in_free(cd, ic);
     }
-    free(realm);
     return true;
 }
 
@@ -770,17 +780,11 @@ static void on_cancel(rt_cluster_dealer *cd, const env *e)
         return;
     }
     rt_crpc_mode mode = (rt_crpc_mode)(e->flags & MODE_MASK);
-    uint64_t invocation = ic->invocation;
     if (mode != RT_CRPC_KILL) {
-        /* B forgot the call: so does A, before the dealer acts (it may answer from inside). */
-        char *realm = ic->realm;
-        ic->realm = NULL;
-        in_free(cd, ic);
-        cd->ops->cancel(cd->ctx, realm, invocation, mode);
-        free(realm);
+        in_cancel(cd, ic, mode); /* B forgot the call: so does A, before the dealer acts */
         return;
     }
-    cd->ops->cancel(cd->ctx, ic->realm, invocation, mode);
+    cd->ops->cancel(cd->ctx, ic->realm, ic->invocation, mode);
 }
 
 /* --- Both ---------------------------------------------------------------------------------------
@@ -791,7 +795,11 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
     (void)subject;
     (void)reply;
     rt_cluster_dealer *cd = arg;
-    char *strs = len <= cd->o.max_message ? malloc(len + 8) : NULL;
+    /* The envelope's strings, copied NUL-terminated: on the stack for the usual small one. */
+    char stack[512];
+    char *strs = len > cd->o.max_message    ? NULL
+                 : len + 8 <= sizeof(stack) ? stack
+                                            : malloc(len + 8);
     env e;
     if (!strs || !env_decode(data, len, strs, &e)) {
         cd->st.malformed++;
@@ -800,7 +808,9 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
         if (strs) {
             json_decref(e.ppt);
         }
-        free(strs);
+        if (strs != stack) {
+            free(strs);
+        }
         return;
     }
     switch (e.kind) {
@@ -815,7 +825,9 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
         break;
     }
     json_decref(e.ppt);
-    free(strs);
+    if (strs != stack) {
+        free(strs);
+    }
 }
 
 /* Ends every call with p: B's callers get ERROR uri; with in_too, the calls p made here are
@@ -829,14 +841,8 @@ static void peer_fail(rt_cluster_dealer *cd, peer *p, const char *uri, bool in_t
         out_fail(cd, RT_CONTAINER_OF(p->out.next, out_call, in_peer), uri);
     }
     while (in_too && !rt_list_is_empty(&p->in)) {
-        in_call *ic = RT_CONTAINER_OF(p->in.next, in_call, in_peer);
-        char *realm = ic->realm;
-        uint64_t invocation = ic->invocation;
-        ic->realm = NULL;
         (*count)++;
-        in_free(cd, ic);
-        cd->ops->cancel(cd->ctx, realm, invocation, RT_CRPC_KILLNOWAIT);
-        free(realm);
+        in_cancel(cd, RT_CONTAINER_OF(p->in.next, in_call, in_peer), RT_CRPC_KILLNOWAIT);
     }
     p->pinned = false;
     peer_release(p);

@@ -112,6 +112,33 @@ static char *table_key(const char *realm, const char *uri, wamp_match match)
     return k;
 }
 
+/* Splits the table key "<m> <realm> <uri>" into its match, the length of its realm (at key + 2)
+ * and its uri (maybe empty); false if it is not one. */
+static bool key_split(const char *key, wamp_match *m, size_t *realm_len, const char **uri)
+{
+    const char *sp1 = strchr(key, ' ');
+    const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp2 || sp1 != key + 1) {
+        return false;
+    }
+    switch (key[0]) {
+    case 'e':
+        *m = WAMP_MATCH_EXACT;
+        break;
+    case 'p':
+        *m = WAMP_MATCH_PREFIX;
+        break;
+    case 'w':
+        *m = WAMP_MATCH_WILDCARD;
+        break;
+    default:
+        return false;
+    }
+    *realm_len = (size_t)(sp2 - sp1 - 1);
+    *uri = sp2 + 1;
+    return true;
+}
+
 /* "<m>.<b64 realm>.<b64 uri>" (owned; URL-safe base64 keeps to the bucket's key characters). */
 static char *kv_key(const char *realm, const char *uri, wamp_match match)
 {
@@ -146,23 +173,10 @@ static rreg *remote_find(const rt_cluster_regs *r, const char *key)
 
 static rreg *remote_new(rt_cluster_regs *r, const char *key)
 {
-    const char *sp1 = strchr(key, ' ');
-    const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
     wamp_match m;
-    if (!sp2 || sp1 != key + 1 || !sp2[1]) {
-        return NULL;
-    }
-    switch (key[0]) {
-    case 'e':
-        m = WAMP_MATCH_EXACT;
-        break;
-    case 'p':
-        m = WAMP_MATCH_PREFIX;
-        break;
-    case 'w':
-        m = WAMP_MATCH_WILDCARD;
-        break;
-    default:
+    size_t realm_len;
+    const char *uri;
+    if (!key_split(key, &m, &realm_len, &uri) || !*uri) {
         return NULL;
     }
     rreg *g = calloc(1, sizeof(*g));
@@ -177,8 +191,8 @@ static rreg *remote_new(rt_cluster_regs *r, const char *key)
     }
     g->match = m;
     g->realm = g->key + 2;
-    g->realm_len = (size_t)(sp2 - sp1 - 1);
-    g->uri = g->key + (sp2 - key) + 1;
+    g->realm_len = realm_len;
+    g->uri = g->key + (uri - key);
     rt_list_init(&g->in_patterns);
     if (m != WAMP_MATCH_EXACT) {
         rt_list_add_tail(m == WAMP_MATCH_PREFIX ? &r->prefix : &r->wildcard, &g->in_patterns);
@@ -388,23 +402,31 @@ static void on_claim_kv(void *arg, const rt_cluster_kv_result *res)
     }
 }
 
+/* Sends the bucket operation kind on key kv, with this node's value for invoke unless it is a
+ * GET; fn (NULL: none) gets its result. The link's error when it refuses it, WAMP_ENOMEM. */
+static wamp_err kv_send(rt_cluster_regs *r, rt_cluster_kv_kind kind, const char *kv,
+                        const char *invoke, rt_cluster_kv_fn fn, void *arg)
+{
+    char *value = kind == RT_CLUSTER_KV_GET ? NULL : kv_value(r, invoke);
+    rt_cluster_kv_op op = {.kind = kind,
+                           .bucket = r->bucket,
+                           .ttl_ms = r->o.ttl_ms,
+                           .key = kv,
+                           .value = value,
+                           .len = value ? strlen(value) : 0};
+    wamp_err err =
+            kind != RT_CLUSTER_KV_GET && !value ? WAMP_ENOMEM : rt_cluster_kv(r->c, &op, fn, arg);
+    free(value);
+    return err;
+}
+
 /* Sends the claim's next key-value operation: the link's error when it refuses it. */
 static wamp_err claim_step(claim *cl)
 {
-    rt_cluster_regs *r = cl->r;
-    char *value = cl->stage == STAGE_GET ? NULL : kv_value(r, cl->invoke);
-    rt_cluster_kv_op op = {.kind = cl->stage == STAGE_CREATE ? RT_CLUSTER_KV_CREATE
-                                   : cl->stage == STAGE_GET  ? RT_CLUSTER_KV_GET
-                                                             : RT_CLUSTER_KV_PUT,
-                           .bucket = r->bucket,
-                           .ttl_ms = r->o.ttl_ms,
-                           .key = cl->kv,
-                           .value = value,
-                           .len = value ? strlen(value) : 0};
-    wamp_err err = cl->stage != STAGE_GET && !value ? WAMP_ENOMEM
-                                                    : rt_cluster_kv(r->c, &op, on_claim_kv, cl);
-    free(value);
-    return err;
+    rt_cluster_kv_kind kind = cl->stage == STAGE_CREATE ? RT_CLUSTER_KV_CREATE
+                              : cl->stage == STAGE_GET  ? RT_CLUSTER_KV_GET
+                                                        : RT_CLUSTER_KV_PUT;
+    return kv_send(cl->r, kind, cl->kv, cl->invoke, on_claim_kv, cl);
 }
 
 static claim *claim_new(rt_cluster_regs *r, const char *realm, const char *uri, wamp_match match,
@@ -454,16 +476,14 @@ static void on_joined(void *arg)
     rt_cluster_regs *r = arg;
     for (rt_hmap_iter it = rt_hmap_iter_begin(&r->own); it.node; rt_hmap_iter_next(&r->own, &it)) {
         own *o = RT_CONTAINER_OF(it.node, own, hn);
-        if (o->n == 0) {
+        wamp_match m;
+        size_t realm_len;
+        const char *uri;
+        if (o->n == 0 || !key_split(o->key, &m, &realm_len, &uri)) {
             continue;
         }
-        const char *sp1 = strchr(o->key, ' ');
-        const char *sp2 = strchr(sp1 + 1, ' ');
-        char *realm = strndup(sp1 + 1, (size_t)(sp2 - sp1 - 1));
-        wamp_match m = o->key[0] == 'p'   ? WAMP_MATCH_PREFIX
-                       : o->key[0] == 'w' ? WAMP_MATCH_WILDCARD
-                                          : WAMP_MATCH_EXACT;
-        claim *cl = realm ? claim_new(r, realm, sp2 + 1, m, o->invoke) : NULL;
+        char *realm = strndup(o->key + 2, realm_len);
+        claim *cl = realm ? claim_new(r, realm, uri, m, o->invoke) : NULL;
         free(realm);
         if (cl) {
             cl->rejoin = true;
@@ -526,9 +546,9 @@ out:
 
 /* --- Routing ---------------------------------------------------------------------------------- */
 
-static bool realm_is(const rreg *g, const char *realm)
+static bool realm_is(const rreg *g, const char *realm, size_t realm_len)
 {
-    return strlen(realm) == g->realm_len && strncmp(g->realm, realm, g->realm_len) == 0;
+    return realm_len == g->realm_len && memcmp(g->realm, realm, realm_len) == 0;
 }
 
 /* The other nodes' registration a CALL of uri reaches (the dealer's precedence), or NULL. */
@@ -536,7 +556,8 @@ static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const cha
 {
     /* The exact key on the stack for the usual short URI (a CALL pays no allocation). */
     char buf[256];
-    size_t need = strlen(realm) + strlen(uri) + 4;
+    size_t realm_len = strlen(realm);
+    size_t need = realm_len + strlen(uri) + 4;
     char *key = need <= sizeof(buf) ? buf : malloc(need);
     rreg *best = NULL;
     if (key && !strchr(realm, ' ') && snprintf(key, need, "e %s %s", realm, uri) < (int)need) {
@@ -552,7 +573,8 @@ static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const cha
     for (const rt_list *it = r->prefix.next; it != &r->prefix; it = it->next) {
         rreg *g = RT_CONTAINER_OF(it, rreg, in_patterns);
         size_t len = strlen(g->uri);
-        if (realm_is(g, realm) && (!best || len > best_len) && strncmp(g->uri, uri, len) == 0) {
+        if (realm_is(g, realm, realm_len) && (!best || len > best_len) &&
+            strncmp(g->uri, uri, len) == 0) {
             best = g;
             best_len = len;
         }
@@ -562,7 +584,7 @@ static rreg *remote_match(const rt_cluster_regs *r, const char *realm, const cha
     }
     for (const rt_list *it = r->wildcard.next; it != &r->wildcard; it = it->next) {
         rreg *g = RT_CONTAINER_OF(it, rreg, in_patterns);
-        if (realm_is(g, realm) && wamp_uri_matches(g->uri, WAMP_MATCH_WILDCARD, uri) &&
+        if (realm_is(g, realm, realm_len) && wamp_uri_matches(g->uri, WAMP_MATCH_WILDCARD, uri) &&
             (!best || rt_wildcard_cmp(g->uri, best->uri) > 0)) {
             best = g;
         }
@@ -667,17 +689,7 @@ void rt_cluster_regs_tick(rt_cluster_regs *r)
             continue;
         }
         o->next_write_us = now + (uint64_t)r->o.ttl_ms * 500;
-        char *value = kv_value(r, o->invoke);
-        rt_cluster_kv_op op = {.kind = RT_CLUSTER_KV_PUT,
-                               .bucket = r->bucket,
-                               .ttl_ms = r->o.ttl_ms,
-                               .key = o->kv,
-                               .value = value,
-                               .len = value ? strlen(value) : 0};
-        if (value) {
-            (void)rt_cluster_kv(r->c, &op, NULL, NULL);
-        }
-        free(value);
+        (void)kv_send(r, RT_CLUSTER_KV_PUT, o->kv, o->invoke, NULL, NULL);
     }
 }
 
