@@ -781,26 +781,11 @@ void rt_broker_on_leave(rt_broker *b, rt_session *s)
     }
 }
 
-wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
-                                 json_t *kwargs_take)
+/* The router's own publication of args/kwargs (taken) on topic; mark_last as fan_out(). */
+static wamp_err publish_own(rt_broker *b, const char *topic, json_t *args_take, json_t *kwargs_take,
+                            bool mark_last)
 {
     pub_ctx p = {.topic = topic, .args = args_take, .kwargs = kwargs_take};
-    wamp_err err = WAMP_OK;
-    size_t n = rt_broker_collect_matches(b, topic);
-    if (n == SIZE_MAX) {
-        err = WAMP_ENOMEM;
-    } else if (n > 0) {
-        p.publication = wamp_id_random();
-        err = fan_out(b, &p, n, false);
-    }
-    json_decref(args_take);
-    json_decref(kwargs_take);
-    return err;
-}
-
-wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_take, bool mark_last)
-{
-    pub_ctx p = {.topic = topic, .args = args_take};
     wamp_err err = WAMP_OK;
     size_t n = rt_broker_collect_matches(b, topic);
     if (n == SIZE_MAX) {
@@ -810,7 +795,19 @@ wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_ta
         err = fan_out(b, &p, n, mark_last);
     }
     json_decref(args_take);
+    json_decref(kwargs_take);
     return err;
+}
+
+wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
+                                 json_t *kwargs_take)
+{
+    return publish_own(b, topic, args_take, kwargs_take, false);
+}
+
+wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_take, bool mark_last)
+{
+    return publish_own(b, topic, args_take, NULL, mark_last);
 }
 
 /* Receivers of publication p over every subscription matching its topic, counted up to at
