@@ -398,10 +398,9 @@ static rt_retained *retained_find(const rt_broker *b, const char *topic)
     return NULL;
 }
 
-static void retained_remove(rt_broker *b, rt_retained *r)
+/* Frees r (not in b->retained). */
+static void retained_free(rt_retained *r)
 {
-    rt_hmap_remove(&b->retained, &r->by_topic);
-    b->retained_bytes -= r->bytes;
     json_decref(r->args);
     json_decref(r->kwargs);
     rt_payload_fini(&r->payload);
@@ -410,6 +409,13 @@ static void retained_remove(rt_broker *b, rt_retained *r)
     json_decref(r->options);
     free(r->topic);
     free(r);
+}
+
+static void retained_remove(rt_broker *b, rt_retained *r)
+{
+    rt_hmap_remove(&b->retained, &r->by_topic);
+    b->retained_bytes -= r->bytes;
+    retained_free(r);
 }
 
 static size_t limit_or(size_t v, size_t dflt)
@@ -465,14 +471,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
     }
     if (oom || rt_hmap_insert(&b->retained, &r->by_topic,
                               rt_broker_uri_hash(r->topic, strlen(r->topic))) != WAMP_OK) {
-        json_decref(r->args);
-        json_decref(r->kwargs);
-        rt_payload_fini(&r->payload);
-        json_decref(r->ppt);
-        json_decref(r->publisher);
-        json_decref(r->options);
-        free(r->topic);
-        free(r);
+        retained_free(r);
         return WAMP_ENOMEM;
     }
     b->retained_bytes += bytes;
