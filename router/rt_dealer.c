@@ -345,12 +345,12 @@ static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64
     c->receive_progress = progress;
     rt_list_init(&c->in_timeouts);
     if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
-        free(c);
+        rt_jalloc_free(c);
         return NULL;
     }
     if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, request)) != WAMP_OK) {
         rt_hmap_remove(&d->calls, &c->by_invocation);
-        free(c);
+        rt_jalloc_free(c);
         return NULL;
     }
     rt_list_add_tail(&s->calls_made, &c->in_caller);
