@@ -398,10 +398,9 @@ static rt_retained *retained_find(const rt_broker *b, const char *topic)
     return NULL;
 }
 
-static void retained_remove(rt_broker *b, rt_retained *r)
+/* Frees r (not in b->retained). */
+static void retained_free(rt_retained *r)
 {
-    rt_hmap_remove(&b->retained, &r->by_topic);
-    b->retained_bytes -= r->bytes;
     json_decref(r->args);
     json_decref(r->kwargs);
     rt_payload_fini(&r->payload);
@@ -410,6 +409,13 @@ static void retained_remove(rt_broker *b, rt_retained *r)
     json_decref(r->options);
     free(r->topic);
     free(r);
+}
+
+static void retained_remove(rt_broker *b, rt_retained *r)
+{
+    rt_hmap_remove(&b->retained, &r->by_topic);
+    b->retained_bytes -= r->bytes;
+    retained_free(r);
 }
 
 static size_t limit_or(size_t v, size_t dflt)
@@ -465,14 +471,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
     }
     if (oom || rt_hmap_insert(&b->retained, &r->by_topic,
                               rt_broker_uri_hash(r->topic, strlen(r->topic))) != WAMP_OK) {
-        json_decref(r->args);
-        json_decref(r->kwargs);
-        rt_payload_fini(&r->payload);
-        json_decref(r->ppt);
-        json_decref(r->publisher);
-        json_decref(r->options);
-        free(r->topic);
-        free(r);
+        retained_free(r);
         return WAMP_ENOMEM;
     }
     b->retained_bytes += bytes;
@@ -781,26 +780,11 @@ void rt_broker_on_leave(rt_broker *b, rt_session *s)
     }
 }
 
-wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
-                                 json_t *kwargs_take)
+/* The router's own publication of args/kwargs (taken) on topic; mark_last as fan_out(). */
+static wamp_err publish_own(rt_broker *b, const char *topic, json_t *args_take, json_t *kwargs_take,
+                            bool mark_last)
 {
     pub_ctx p = {.topic = topic, .args = args_take, .kwargs = kwargs_take};
-    wamp_err err = WAMP_OK;
-    size_t n = rt_broker_collect_matches(b, topic);
-    if (n == SIZE_MAX) {
-        err = WAMP_ENOMEM;
-    } else if (n > 0) {
-        p.publication = wamp_id_random();
-        err = fan_out(b, &p, n, false);
-    }
-    json_decref(args_take);
-    json_decref(kwargs_take);
-    return err;
-}
-
-wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_take, bool mark_last)
-{
-    pub_ctx p = {.topic = topic, .args = args_take};
     wamp_err err = WAMP_OK;
     size_t n = rt_broker_collect_matches(b, topic);
     if (n == SIZE_MAX) {
@@ -810,7 +794,19 @@ wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_ta
         err = fan_out(b, &p, n, mark_last);
     }
     json_decref(args_take);
+    json_decref(kwargs_take);
     return err;
+}
+
+wamp_err rt_broker_publish_local(rt_broker *b, const char *topic, json_t *args_take,
+                                 json_t *kwargs_take)
+{
+    return publish_own(b, topic, args_take, kwargs_take, false);
+}
+
+wamp_err rt_broker_publish_meta(rt_broker *b, const char *topic, json_t *args_take, bool mark_last)
+{
+    return publish_own(b, topic, args_take, NULL, mark_last);
 }
 
 /* Receivers of publication p over every subscription matching its topic, counted up to at

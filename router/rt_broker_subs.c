@@ -205,17 +205,24 @@ fail:
 
 /* --- Lookup ---------------------------------------------------------------------------------- */
 
-rt_subscription *rt_broker_find_exactly(const rt_broker *b, const char *uri, wamp_match match)
+/* The subscription with match policy match and URI uri[0..len) (not necessarily terminated
+ * there), fnv its unfinished FNV-1a hash (fnv_bytes()), or NULL. */
+static rt_subscription *find_hashed(const rt_broker *b, uint64_t fnv, const char *uri, size_t len,
+                                    wamp_match match)
 {
-    size_t len = strlen(uri);
-    for (rt_hnode *n = rt_hmap_first(&b->by_uri, rt_broker_uri_hash(uri, len)); n;
-         n = rt_hmap_next(n)) {
+    for (rt_hnode *n = rt_hmap_first(&b->by_uri, rt_hash_u64(fnv)); n; n = rt_hmap_next(n)) {
         rt_subscription *sub = RT_CONTAINER_OF(n, rt_subscription, by_uri);
         if (sub->match == match && sub->uri_len == len && memcmp(sub->uri, uri, len) == 0) {
             return sub;
         }
     }
     return NULL;
+}
+
+rt_subscription *rt_broker_find_exactly(const rt_broker *b, const char *uri, wamp_match match)
+{
+    size_t len = strlen(uri);
+    return find_hashed(b, fnv_bytes(FNV_OFFSET, uri, len), uri, len, match);
 }
 
 /* Appends sub to the scratch hit list; false on allocation failure. */
@@ -242,16 +249,10 @@ size_t rt_broker_collect_matches(rt_broker *b, const char *topic)
     size_t n = 0;
     size_t tlen = strlen(topic);
     uint64_t h = FNV_OFFSET;
-    for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(fnv_bytes(h, topic, tlen))); nd;
-         nd = rt_hmap_next(nd)) {
-        rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
-        if (sub->match == WAMP_MATCH_EXACT && sub->uri_len == tlen &&
-            memcmp(sub->uri, topic, tlen) == 0) {
-            if (!hit_add(b, &n, sub)) {
-                return SIZE_MAX;
-            }
-            break;
-        }
+    rt_subscription *exact =
+            find_hashed(b, fnv_bytes(h, topic, tlen), topic, tlen, WAMP_MATCH_EXACT);
+    if (exact && !hit_add(b, &n, exact)) {
+        return SIZE_MAX;
     }
     /* Prefix patterns: hash each topic prefix whose length some pattern has, extending one
      * running FNV state. */
@@ -260,15 +261,9 @@ size_t rt_broker_collect_matches(rt_broker *b, const char *topic)
         size_t len = b->plens[i].len;
         h = fnv_bytes(h, topic + done, len - done);
         done = len;
-        for (rt_hnode *nd = rt_hmap_first(&b->by_uri, rt_hash_u64(h)); nd; nd = rt_hmap_next(nd)) {
-            rt_subscription *sub = RT_CONTAINER_OF(nd, rt_subscription, by_uri);
-            if (sub->match == WAMP_MATCH_PREFIX && sub->uri_len == len &&
-                memcmp(sub->uri, topic, len) == 0) {
-                if (!hit_add(b, &n, sub)) {
-                    return SIZE_MAX;
-                }
-                break;
-            }
+        rt_subscription *prefix = find_hashed(b, h, topic, len, WAMP_MATCH_PREFIX);
+        if (prefix && !hit_add(b, &n, prefix)) {
+            return SIZE_MAX;
         }
     }
     /* Wildcard patterns: for each shape with the topic's component count, hash the topic with

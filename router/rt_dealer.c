@@ -276,10 +276,12 @@ static void timeout_insert(rt_dealer *d, rt_call *c)
     rt_list_add_tail(it->next, &c->in_timeouts);
 }
 
-/* INVOCATION.Details for the features in use (NULL = {} when none is). *err set on failure. */
-static json_t *invocation_details(const rt_registration *reg, const rt_session *s,
-                                  const wamp_msg *m, bool progress, bool disclose, bool ppt,
-                                  bool *oom)
+/* INVOCATION.Details for the features in use (NULL = {} when none is): Details.procedure for a
+ * pattern registration, receive_progress, the caller's identity (disclose), the CALL's ppt_*
+ * options (ppt: the CALL.Options holding them, or NULL). *oom set on failure. */
+static json_t *invocation_details(const rt_registration *reg, const char *procedure, bool progress,
+                                  bool disclose, uint64_t caller, const char *authid,
+                                  const char *authrole, const json_t *ppt, bool *oom)
 {
     if (reg->match == WAMP_MATCH_EXACT && !progress && !disclose && !ppt) {
         return NULL;
@@ -287,19 +289,19 @@ static json_t *invocation_details(const rt_registration *reg, const rt_session *
     json_t *det = json_object();
     bool ok = det != NULL;
     if (ok && reg->match != WAMP_MATCH_EXACT) {
-        ok = json_object_set_new(det, "procedure", json_string(m->uri)) == 0;
+        ok = json_object_set_new(det, "procedure", json_string(procedure)) == 0;
     }
     if (ok && progress) {
         ok = json_object_set_new(det, "receive_progress", json_true()) == 0;
     }
     if (ok && disclose) {
-        ok = json_object_set_new(det, "caller", json_integer((json_int_t)s->id)) == 0 &&
-             json_object_set_new(det, "caller_authid", json_string(s->authid)) == 0 &&
-             json_object_set_new(det, "caller_authrole", json_string(s->authrole)) == 0;
+        ok = json_object_set_new(det, "caller", json_integer((json_int_t)caller)) == 0 &&
+             json_object_set_new(det, "caller_authid", json_string(authid)) == 0 &&
+             json_object_set_new(det, "caller_authrole", json_string(authrole)) == 0;
     }
     if (ok && ppt) {
         /* Payload passthru mode: CALL.Options.ppt_* become INVOCATION.Details.ppt_*. */
-        ok = wamp_msg_ppt_copy(det, m->dict) == 0;
+        ok = wamp_msg_ppt_copy(det, ppt) == 0;
     }
     if (!ok) {
         json_decref(det);
@@ -345,12 +347,12 @@ static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64
     c->receive_progress = progress;
     rt_list_init(&c->in_timeouts);
     if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
-        free(c);
+        rt_jalloc_free(c);
         return NULL;
     }
     if (rt_hmap_insert(&d->requests, &c->by_request, request_hash(s, request)) != WAMP_OK) {
         rt_hmap_remove(&d->calls, &c->by_invocation);
-        free(c);
+        rt_jalloc_free(c);
         return NULL;
     }
     rt_list_add_tail(&s->calls_made, &c->in_caller);
@@ -458,7 +460,8 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, unfit_uri, unfit);
     }
     bool oom = false;
-    json_t *details = invocation_details(reg, s, m, progress, disclose, ppt, &oom);
+    json_t *details = invocation_details(reg, m->uri, progress, disclose, s->id, s->authid,
+                                         s->authrole, ppt ? m->dict : NULL, &oom);
     if (oom) {
         return WAMP_ENOMEM;
     }
@@ -755,38 +758,6 @@ const rt_action_mark *rt_dealer_caller_action(rt_dealer *d, rt_session *caller, 
 
 /* --- Calls from other nodes (rt_dealer_remote.c) -------------------------------------------- */
 
-/* INVOCATION.Details of a call from another node (NULL: {}); *oom on failure. */
-static json_t *remote_details(const rt_registration *reg, const rt_crpc_call *call, bool *oom)
-{
-    if (reg->match == WAMP_MATCH_EXACT && !call->receive_progress && !call->disclose &&
-        !call->ppt) {
-        return NULL;
-    }
-    json_t *det = json_object();
-    bool ok = det != NULL;
-    if (ok && reg->match != WAMP_MATCH_EXACT) {
-        ok = json_object_set_new(det, "procedure", json_string(call->procedure)) == 0;
-    }
-    if (ok && call->receive_progress) {
-        ok = json_object_set_new(det, "receive_progress", json_true()) == 0;
-    }
-    if (ok && call->disclose) {
-        ok = json_object_set_new(det, "caller", json_integer((json_int_t)call->caller)) == 0 &&
-             json_object_set_new(det, "caller_authid", json_string(call->authid)) == 0 &&
-             json_object_set_new(det, "caller_authrole", json_string(call->authrole)) == 0;
-    }
-    if (ok && call->ppt) {
-        /* Payload passthru mode: the CALL's ppt_* options, as for a local caller. */
-        ok = wamp_msg_ppt_copy(det, call->ppt) == 0;
-    }
-    if (!ok) {
-        json_decref(det);
-        *oom = true;
-        return NULL;
-    }
-    return det;
-}
-
 const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint64_t *invocation)
 {
     rt_registration *reg = rt_dealer_match_registration(d, call->procedure);
@@ -799,7 +770,9 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
         return unfit_uri;
     }
     bool oom = false;
-    json_t *details = remote_details(reg, call, &oom);
+    json_t *details =
+            invocation_details(reg, call->procedure, call->receive_progress, call->disclose,
+                               call->caller, call->authid, call->authrole, call->ppt, &oom);
     rt_call *c = oom ? NULL : calloc(1, sizeof(*c));
     if (!c) {
         json_decref(details);

@@ -87,10 +87,10 @@ static bool segment_ok(const char *s, size_t n)
         if (c == '\0' || c == '\\') {
             return false;
         }
-        if (c == '%' && i + 2 < n && wamp_hex_digit((unsigned char)s[i + 1]) >= 0 &&
-            wamp_hex_digit((unsigned char)s[i + 2]) >= 0) {
-            c = (char)(wamp_hex_digit((unsigned char)s[i + 1]) * 16 +
-                       wamp_hex_digit((unsigned char)s[i + 2]));
+        int hi = c == '%' && i + 2 < n ? wamp_hex_digit((unsigned char)s[i + 1]) : -1;
+        int lo = hi >= 0 ? wamp_hex_digit((unsigned char)s[i + 2]) : -1;
+        if (lo >= 0) {
+            c = (char)(hi * 16 + lo);
             i += 2;
             if (c == '\0' || c == '/' || c == '\\') {
                 return false;

@@ -103,24 +103,18 @@ static void bytes_release(trace_store *st, const trace_record *r)
 /* Where a copy of len bytes fits in the byte ring as it is (its offset), or SIZE_MAX. */
 static size_t bytes_place(trace_store *st, size_t len)
 {
-    if (!st->bwrapped) {
-        if (st->bcap - st->btail >= len) {
-            size_t off = st->btail;
-            st->btail += len;
-            return off;
-        }
-        if (st->bhead >= len && st->nlive) {
-            st->bend = st->btail;
-            st->bwrapped = true;
-            st->btail = len;
-            return 0;
-        }
-        return SIZE_MAX;
-    }
-    if (st->bhead - st->btail >= len) {
+    /* After the tail: up to the end, or (wrapped) up to the head. */
+    if ((st->bwrapped ? st->bhead : st->bcap) - st->btail >= len) {
         size_t off = st->btail;
         st->btail += len;
         return off;
+    }
+    /* At the front, before the head (the rest of the end is skipped). */
+    if (!st->bwrapped && st->bhead >= len && st->nlive) {
+        st->bend = st->btail;
+        st->bwrapped = true;
+        st->btail = len;
+        return 0;
     }
     return SIZE_MAX;
 }

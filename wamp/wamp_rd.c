@@ -176,6 +176,15 @@ void wamp_rd_fini(wamp_rd *r)
     r->scratch_cap = 0;
 }
 
+/* p past JSON whitespace (RFC 8259), at most to end. */
+static inline const unsigned char *js_skip_ws(const unsigned char *p, const unsigned char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) {
+        p++;
+    }
+    return p;
+}
+
 bool wamp_rd_at_end(wamp_rd *r)
 {
     if (r->err != WAMP_OK || r->depth == 0) {
@@ -188,10 +197,7 @@ bool wamp_rd_at_end(wamp_rd *r)
     if (r->ser != WAMP_SER_JSON) {
         return l->left == 0;
     }
-    const unsigned char *p = r->p;
-    while (p < r->end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) {
-        p++;
-    }
+    const unsigned char *p = js_skip_ws(r->p, r->end);
     return p < r->end && *p == (l->is_map ? '}' : ']');
 }
 
@@ -233,9 +239,7 @@ static wamp_err push(wamp_rd *r, bool is_map, size_t count)
 
 static void js_ws(wamp_rd *r)
 {
-    while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r')) {
-        r->p++;
-    }
+    r->p = js_skip_ws(r->p, r->end);
 }
 
 int wamp_hex_digit(unsigned char c)
@@ -1235,17 +1239,13 @@ static int js_fast_json(wamp_rd *r, json_t **out)
     if (l->is_map) {
         return 0;
     }
-    while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
-        q++;
-    }
+    q = js_skip_ws(q, end);
     if (!l->first) {
         if (q >= end || *q != ',') {
             return 0;
         }
         q++;
-        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
-            q++;
-        }
+        q = js_skip_ws(q, end);
     }
     if (q >= end) {
         return 0;
@@ -1290,9 +1290,7 @@ static int js_fast_json(wamp_rd *r, json_t **out)
         q++;
     } else if (*q == '{' && r->depth < WAMP_CODEC_MAX_DEPTH) {
         q++;
-        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) {
-            q++;
-        }
+        q = js_skip_ws(q, end);
         if (q >= end || *q != '}') {
             return 0;
         }
