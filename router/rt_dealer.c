@@ -327,6 +327,22 @@ static const char *callee_unfit(const rt_session *callee, bool ppt, const char *
     return NULL;
 }
 
+uint64_t rt_dealer_call_deadline_us(const rt_router *rt, const json_t *timeout_v)
+{
+    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
+    if (timeout_ms <= 0) {
+        return 0;
+    }
+    uint32_t max_ms = rt->cfg->limits.max_call_timeout_ms;
+    if (!max_ms) {
+        max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
+    }
+    if (timeout_ms > (json_int_t)max_ms) {
+        timeout_ms = (json_int_t)max_ms;
+    }
+    return rt_router_now_us(rt) + (uint64_t)timeout_ms * 1000u;
+}
+
 /* New pending call of caller s (CALL.Request request) served by callee, linked into the maps,
  * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the deadline
  * list; NULL on allocation failure (nothing linked). */
@@ -358,16 +374,8 @@ static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64
     rt_list_add_tail(&s->calls_made, &c->in_caller);
     s->n_calls_made++;
     rt_list_add_tail(&callee->calls_served, &c->in_callee);
-    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
-    if (timeout_ms > 0) {
-        uint32_t max_ms = s->rt->cfg->limits.max_call_timeout_ms;
-        if (!max_ms) {
-            max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
-        }
-        if (timeout_ms > (json_int_t)max_ms) {
-            timeout_ms = (json_int_t)max_ms;
-        }
-        c->deadline_us = rt_router_now_us(s->rt) + (uint64_t)timeout_ms * 1000u;
+    c->deadline_us = rt_dealer_call_deadline_us(s->rt, timeout_v);
+    if (c->deadline_us) {
         timeout_insert(d, c);
     }
     return c;
@@ -437,7 +445,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     rt_registration *reg = rt_dealer_match_registration(d, m->uri);
     const char *node = s->rt->dcl ? rt_dealer_cluster_route(d, reg, m->uri) : NULL;
     if (node) {
-        return rt_dealer_cluster_call(d, s, m, node, disclose, progress, ppt);
+        return rt_dealer_cluster_call(d, s, m, node, timeout_v, disclose, progress, ppt);
     }
     if (!reg) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_NO_SUCH_PROCEDURE,

@@ -52,26 +52,14 @@ const char *rt_dealer_cluster_route(rt_dealer *d, const rt_registration *reg, co
 }
 
 wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, const char *node,
-                                bool disclose, bool progress, bool ppt)
+                                const json_t *timeout_v, bool disclose, bool progress, bool ppt)
 {
     rt_router *rt = s->rt;
     size_t max_calls = rt->cfg->limits.max_pending_calls;
     if (max_calls && s->n_calls_made >= max_calls) {
         return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
     }
-    uint64_t deadline = 0;
-    json_t *timeout_v = json_object_size(m->dict) ? json_object_get(m->dict, "timeout") : NULL;
-    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
-    if (timeout_ms > 0) {
-        uint32_t max_ms = rt->cfg->limits.max_call_timeout_ms;
-        if (max_ms && timeout_ms > (json_int_t)max_ms) {
-            timeout_ms = (json_int_t)max_ms;
-        }
-        if (timeout_ms > (json_int_t)UINT32_MAX) {
-            timeout_ms = (json_int_t)UINT32_MAX;
-        }
-        deadline = rt_router_now_us(rt) + (uint64_t)timeout_ms * 1000u;
-    }
+    uint64_t deadline = rt_dealer_call_deadline_us(rt, timeout_v);
     rt_payload p = rt_payload_of(m);
     rt_action_mark action = {0}; /* the CALL's, while a trace runs: the callee's node uses its id */
     rt_observers_action_mark(&rt->observers, rt, &action);

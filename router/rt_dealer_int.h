@@ -86,10 +86,13 @@ struct rt_dealer_cluster {
 /* Where a CALL of uri goes when reg (NULL: none) is this node's best match: NULL here, or the
  * node to send it to. One branch and a count check when no other node registers anything. */
 const char *rt_dealer_cluster_route(rt_dealer *d, const rt_registration *reg, const char *uri);
-/* Sends s's CALL m to node (ppt: its options hold payload passthru ppt_* keys, which go along);
- * answers s with ERROR when it cannot be sent. */
+/* Sends s's CALL m to node (timeout_v: its Options.timeout or NULL; ppt: its options hold
+ * payload passthru ppt_* keys, which go along); answers s with ERROR when it cannot be sent. */
 wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, const char *node,
-                                bool disclose, bool progress, bool ppt);
+                                const json_t *timeout_v, bool disclose, bool progress, bool ppt);
+/* The deadline (rt_router_now_us() clock) of a CALL whose Options.timeout is timeout_v (NULL:
+ * none), capped by limits.max_call_timeout; 0 for none. */
+uint64_t rt_dealer_call_deadline_us(const rt_router *rt, const json_t *timeout_v);
 /* CANCEL of s's crossing call request (false: not one); skip and killnowait answer s. */
 bool rt_dealer_cluster_cancel(rt_session *s, uint64_t request, const char *mode, wamp_err *err);
 /* s leaves: its crossing calls are canceled toward their callees' nodes. */
