@@ -327,22 +327,6 @@ static const char *callee_unfit(const rt_session *callee, bool ppt, const char *
     return NULL;
 }
 
-uint64_t rt_dealer_call_deadline_us(const rt_router *rt, const json_t *timeout_v)
-{
-    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
-    if (timeout_ms <= 0) {
-        return 0;
-    }
-    uint32_t max_ms = rt->cfg->limits.max_call_timeout_ms;
-    if (!max_ms) {
-        max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
-    }
-    if (timeout_ms > (json_int_t)max_ms) {
-        timeout_ms = (json_int_t)max_ms;
-    }
-    return rt_router_now_us(rt) + (uint64_t)timeout_ms * 1000u;
-}
-
 /* New pending call of caller s (CALL.Request request) served by callee, linked into the maps,
  * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the deadline
  * list; NULL on allocation failure (nothing linked). */

@@ -90,9 +90,26 @@ const char *rt_dealer_cluster_route(rt_dealer *d, const rt_registration *reg, co
  * payload passthru ppt_* keys, which go along); answers s with ERROR when it cannot be sent. */
 wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, const char *node,
                                 const json_t *timeout_v, bool disclose, bool progress, bool ppt);
+
 /* The deadline (rt_router_now_us() clock) of a CALL whose Options.timeout is timeout_v (NULL:
- * none), capped by limits.max_call_timeout; 0 for none. */
-uint64_t rt_dealer_call_deadline_us(const rt_router *rt, const json_t *timeout_v);
+ * none), capped by limits.max_call_timeout; 0 for none. Inline: both the dealer and its cluster
+ * side (which calls nothing of the dealer) use it. */
+static inline uint64_t rt_dealer_call_deadline_us(const rt_router *rt, const json_t *timeout_v)
+{
+    json_int_t timeout_ms = timeout_v ? json_integer_value(timeout_v) : 0;
+    if (timeout_ms <= 0) {
+        return 0;
+    }
+    uint32_t max_ms = rt->cfg->limits.max_call_timeout_ms;
+    if (!max_ms) {
+        max_ms = UINT32_MAX; /* keeps the deadline arithmetic in range */
+    }
+    if (timeout_ms > (json_int_t)max_ms) {
+        timeout_ms = (json_int_t)max_ms;
+    }
+    return rt_router_now_us(rt) + (uint64_t)timeout_ms * 1000u;
+}
+
 /* CANCEL of s's crossing call request (false: not one); skip and killnowait answer s. */
 bool rt_dealer_cluster_cancel(rt_session *s, uint64_t request, const char *mode, wamp_err *err);
 /* s leaves: its crossing calls are canceled toward their callees' nodes. */
