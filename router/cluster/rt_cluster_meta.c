@@ -409,20 +409,17 @@ static wamp_err meta_call(void *ctx, rt_session *caller, const json_t *args, con
     if (!g->local.error_uri) {
         merge(g, result_of(&g->local));
     }
-    if (rt_dealer_defer(caller, reply, &g->h) != WAMP_OK || !scatter(g, text)) {
-        /* Nobody asked: this node's answer at once. */
+    bool asked = rt_dealer_defer(caller, reply, &g->h) == WAMP_OK && scatter(g, text);
+    free(text);
+    if (!asked) {
+        /* Nobody asked: this node's answer at once (gather_free() drops g->h). */
         reply->deferred = false;
-        rt_dealer_deferred_free(g->h);
-        g->h = NULL;
         reply->error_uri = g->local.error_uri;
         reply->args = g->local.args;
         reply->kwargs = g->local.kwargs;
         g->local = (rt_local_reply){0};
         gather_free(g);
-        free(text);
-        return WAMP_OK;
     }
-    free(text);
     return WAMP_OK;
 }
 
