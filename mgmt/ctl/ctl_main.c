@@ -553,6 +553,28 @@ static int flag_traces(ctl *c, void *state, int argc, char **argv, int *i)
 
 static int traces_of_every_node(ctl *c, const traces_flags *f);
 
+/* The metadata of the traces ids of c->node (get_trace each; one deleted meanwhile is left out)
+ * into *metas (a new array, also on failure). */
+static int trace_metas(ctl *c, const json_t *ids, json_t **metas)
+{
+    *metas = json_array();
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id)
+    {
+        json_t *m;
+        int rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
+        if (rc == EX_NOTFOUND) {
+            continue; /* deleted between the two calls */
+        }
+        if (rc != EX_OK) {
+            return rc;
+        }
+        json_array_append_new(*metas, m);
+    }
+    return EX_OK;
+}
+
 static int cmd_traces(ctl *c)
 {
     const char *pos[1];
@@ -570,24 +592,10 @@ static int cmd_traces(ctl *c)
                    &ids)) != EX_OK) {
         return rc;
     }
-    json_t *metas = json_array();
-    size_t i;
-    json_t *id;
-    json_array_foreach(ids, i, id)
-    {
-        json_t *m;
-        rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
-        if (rc == EX_NOTFOUND) {
-            continue; /* deleted between the two calls */
-        }
-        if (rc != EX_OK) {
-            break;
-        }
-        json_array_append_new(metas, m);
-    }
+    json_t *metas;
+    rc = trace_metas(c, ids, &metas);
     json_decref(ids);
-    if (rc == EX_OK || rc == EX_NOTFOUND) {
-        rc = EX_OK;
+    if (rc == EX_OK) {
         if (f.json) {
             print_json(metas);
         } else {
@@ -634,23 +642,9 @@ static int traces_of_every_node(ctl *c, const traces_flags *f)
             json_object_set(out, nodes[k], ids);
             continue;
         }
-        json_t *metas = json_array();
+        json_t *metas;
         c->node = nodes[k];
-        size_t i;
-        json_t *id;
-        json_array_foreach(ids, i, id)
-        {
-            json_t *m;
-            rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
-            if (rc == EX_NOTFOUND) {
-                rc = EX_OK; /* deleted between the two calls */
-                continue;
-            }
-            if (rc != EX_OK) {
-                break;
-            }
-            json_array_append_new(metas, m);
-        }
+        rc = trace_metas(c, ids, &metas);
         c->node = every;
         json_object_set_new(out, nodes[k], metas);
     }
