@@ -293,7 +293,6 @@ static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
     return EX_OK;
 }
 
-/* Fills c->node / c->worker with the first listed when not given. */
 static int cmp_cstr(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -304,12 +303,15 @@ static bool every_node(const ctl *c)
     return c->node && strcmp(c->node, "*") == 0;
 }
 
+/* Fills c->node / c->worker with the first listed when not given (--node '*' stays, its worker
+ * found on the first node). */
 static int resolve_target(ctl *c, bool want_worker)
 {
     json_t *v;
     int rc;
-    const char *node = c->node;
-    if (!c->node || (every_node(c) && want_worker && !c->worker)) {
+    const char *given = c->node;
+    bool every = every_node(c);
+    if (!c->node || (every && want_worker && !c->worker)) {
         if ((rc = call(c, PROC("list_nodes"), json_array(), &v)) != EX_OK) {
             return rc;
         }
@@ -334,8 +336,8 @@ static int resolve_target(ctl *c, bool want_worker)
         c->worker_owned = v;
         c->worker = json_string_value(json_array_get(v, 0));
     }
-    if (node && strcmp(node, "*") == 0) {
-        c->node = node;
+    if (every) {
+        c->node = given;
     }
     return EX_OK;
 }
