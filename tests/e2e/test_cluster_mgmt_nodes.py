@@ -12,14 +12,12 @@ management API reaches no node."""
 import asyncio
 import json
 import os
-import shutil
-import tempfile
 
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import PublishOptions
 
+import cluster_harness as ch
 import rt_harness as h
-import test_cluster_link as tcl
 import test_cluster_mgmt as tcm
 
 P = "crossbarfabriccenter."
@@ -27,23 +25,16 @@ TOPIC = P + "remote.tracing."
 NODES = ("node_a", "node_b", "node_c")
 
 
-class ClusterMgmtCase(h.AsyncTestCase):
-    """A nats-server and the helpers of a test with management-enabled nodes (no tests of its
-    own: test_cluster_correlation.py uses it too)."""
+class ClusterMgmtCase(ch.ClusterCase):
+    """ClusterCase with its nats-server started and the helpers of a test with
+    management-enabled nodes (no tests of its own: test_cluster_correlation.py uses it too)."""
+
+    PREFIX = "n_"
+    TMP_PREFIX = "wampscope-cmgmtn-"
 
     async def asyncSetUp(self):
         await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-cmgmtn-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.nats = tcl.NatsServer(self.tmp)
-        self.addCleanup(self.nats.stop)
-        self.name = "n_" + self.id().split(".")[-1][5:][:40]
-        self.sessions = []
         self.nats.start()
-
-    async def asyncTearDown(self):
-        await h.close_sessions(self.sessions)
-        await super().asyncTearDown()
 
     def node(self, node_id, mgmt=None):
         """A node with the management API (mgmt: its "management" object), the flight recorder
@@ -64,7 +55,7 @@ class ClusterMgmtCase(h.AsyncTestCase):
 
     def wait_nodes(self, routers, ids):
         for r in routers:
-            tcl.wait_log(r, tcl.nodes_line(self.name, *ids))
+            ch.wait_log(r, ch.nodes_line(self.name, *ids))
 
     async def session(self, router, realm="realm1", **kw):
         s = await h.open_session(router, realm, "json", **kw)
