@@ -250,12 +250,10 @@ static json_t *meta(const mgmt_api *m, const trace *t)
 /* This node's live event: published here, and sent to the other nodes interested in it. */
 static void publish(mgmt_api *m, mgmt_live_topic t, json_t *args_take)
 {
-    char topic[128];
-    snprintf(topic, sizeof(topic), MGMT_TOPIC_PREFIX "%s", mgmt_live_topic_name(t));
     if (args_take) {
         (void)mgmt_live_forward(m->live, t, args_take);
     }
-    (void)rt_broker_publish_local(m->broker, topic, args_take, NULL);
+    (void)rt_broker_publish_local(m->broker, mgmt_live_topic_uri(t), args_take, NULL);
 }
 
 /* The trace named by argument 2 (trace_id); false with the reply set if there is none. */

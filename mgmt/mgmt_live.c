@@ -20,8 +20,11 @@
 /* How often the local subscribers are counted (the cluster's tick comes more often). */
 #define CHECK_US (100u * 1000u)
 
-static const char *const topic_names[MGMT_LIVE_TOPICS] = {"on_trace_started", "on_trace_data",
-                                                          "on_trace_stopped"};
+/* The topics' URIs; a name on the wire is what follows MGMT_TOPIC_PREFIX. */
+static const char *const topic_uris[MGMT_LIVE_TOPICS] = {MGMT_TOPIC_PREFIX "on_trace_started",
+                                                         MGMT_TOPIC_PREFIX "on_trace_data",
+                                                         MGMT_TOPIC_PREFIX "on_trace_stopped"};
+#define NAME_OF(uri) ((uri) + sizeof(MGMT_TOPIC_PREFIX) - 1)
 
 /* Another node interested in this node's events. */
 typedef struct mgmt_live_peer {
@@ -53,9 +56,9 @@ struct mgmt_live {
     mgmt_live_stats st;
 };
 
-const char *mgmt_live_topic_name(mgmt_live_topic t)
+const char *mgmt_live_topic_uri(mgmt_live_topic t)
 {
-    return (unsigned)t < MGMT_LIVE_TOPICS ? topic_names[t] : "?";
+    return (unsigned)t < MGMT_LIVE_TOPICS ? topic_uris[t] : "?";
 }
 
 static mgmt_live_peer *peer_find(mgmt_live *ml, const char *node)
@@ -129,14 +132,14 @@ static void on_request(void *arg, const char *subject, const char *reply, const 
             RT_LOG_WARN(0, "cluster live topics: out of memory (interest of node %s)", node);
         }
     } else if (topic && json_is_array(args)) {
-        for (size_t t = 0; !ok && t < MGMT_LIVE_TOPICS; t++) {
-            ok = strcmp(topic, topic_names[t]) == 0;
+        size_t t = 0;
+        while (t < MGMT_LIVE_TOPICS && strcmp(topic, NAME_OF(topic_uris[t])) != 0) {
+            t++;
         }
+        ok = t < MGMT_LIVE_TOPICS;
         if (ok) {
-            char uri[96];
-            snprintf(uri, sizeof(uri), MGMT_TOPIC_PREFIX "%s", topic);
             ml->st.received++;
-            (void)rt_broker_publish_local(ml->broker, uri, json_incref(args), NULL);
+            (void)rt_broker_publish_local(ml->broker, topic_uris[t], json_incref(args), NULL);
         }
     }
     if (!ok) {
@@ -182,9 +185,7 @@ static unsigned local_mask(mgmt_live *ml)
 {
     unsigned mask = 0;
     for (unsigned t = 0; t < MGMT_LIVE_TOPICS; t++) {
-        char uri[96];
-        snprintf(uri, sizeof(uri), MGMT_TOPIC_PREFIX "%s", topic_names[t]);
-        if (rt_broker_receiver_count(ml->broker, NULL, uri, false) > 0) {
+        if (rt_broker_receiver_count(ml->broker, NULL, topic_uris[t], false) > 0) {
             mask |= 1u << t;
         }
     }
@@ -281,7 +282,7 @@ wamp_err mgmt_live_forward(mgmt_live *ml, mgmt_live_topic t, const json_t *args)
         }
         return WAMP_OK;
     }
-    json_t *msg = json_pack("{s:s, s:O}", "topic", topic_names[t], "args", args);
+    json_t *msg = json_pack("{s:s, s:O}", "topic", NAME_OF(topic_uris[t]), "args", args);
     char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     json_decref(msg);
     if (!text) {

@@ -42,8 +42,8 @@ typedef enum mgmt_live_topic {
     MGMT_LIVE_TOPICS
 } mgmt_live_topic;
 
-/* The topic's name after MGMT_TOPIC_PREFIX ("on_trace_data", ...). */
-const char *mgmt_live_topic_name(mgmt_live_topic t);
+/* The topic's URI (MGMT_TOPIC_PREFIX "on_trace_data", ...). */
+const char *mgmt_live_topic_uri(mgmt_live_topic t);
 
 typedef struct mgmt_live_stats {
     uint64_t forwarded;      /* own events sent to an interested node */

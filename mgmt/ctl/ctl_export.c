@@ -97,7 +97,11 @@ static bool add_meta(ctl_chrome *c, const char *what, json_int_t pid, json_int_t
                              pid, "tid", tid, "ts", 0, "args", "name", name));
 }
 
-static const char *str_or(const json_t *obj, const char *key, const char *dflt);
+static const char *str_or(const json_t *obj, const char *key, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : dflt;
+}
 
 /* pid of the record's process, creating it (with its process_name event) on first use: its node
  * ("node X") when the record names one (a merged cluster-wide trace), else its realm ("realm X").
@@ -138,12 +142,6 @@ static json_int_t tid_of(ctl_chrome *c, const char *key, json_int_t pid, const c
         return 0;
     }
     return tid;
-}
-
-static const char *str_or(const json_t *obj, const char *key, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : dflt;
 }
 
 /* "Call com.example.add" / "Hello". */

@@ -293,7 +293,6 @@ static int call(ctl *c, const char *proc, json_t *args_take, json_t **res)
     return EX_OK;
 }
 
-/* Fills c->node / c->worker with the first listed when not given. */
 static int cmp_cstr(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -304,12 +303,15 @@ static bool every_node(const ctl *c)
     return c->node && strcmp(c->node, "*") == 0;
 }
 
+/* Fills c->node / c->worker with the first listed when not given (--node '*' stays, its worker
+ * found on the first node). */
 static int resolve_target(ctl *c, bool want_worker)
 {
     json_t *v;
     int rc;
-    const char *node = c->node;
-    if (!c->node || (every_node(c) && want_worker && !c->worker)) {
+    const char *given = c->node;
+    bool every = every_node(c);
+    if (!c->node || (every && want_worker && !c->worker)) {
         if ((rc = call(c, PROC("list_nodes"), json_array(), &v)) != EX_OK) {
             return rc;
         }
@@ -334,8 +336,8 @@ static int resolve_target(ctl *c, bool want_worker)
         c->worker_owned = v;
         c->worker = json_string_value(json_array_get(v, 0));
     }
-    if (node && strcmp(node, "*") == 0) {
-        c->node = node;
+    if (every) {
+        c->node = given;
     }
     return EX_OK;
 }
@@ -553,6 +555,28 @@ static int flag_traces(ctl *c, void *state, int argc, char **argv, int *i)
 
 static int traces_of_every_node(ctl *c, const traces_flags *f);
 
+/* The metadata of the traces ids of c->node (get_trace each; one deleted meanwhile is left out)
+ * into *metas (a new array, also on failure). */
+static int trace_metas(ctl *c, const json_t *ids, json_t **metas)
+{
+    *metas = json_array();
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id)
+    {
+        json_t *m;
+        int rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
+        if (rc == EX_NOTFOUND) {
+            continue; /* deleted between the two calls */
+        }
+        if (rc != EX_OK) {
+            return rc;
+        }
+        json_array_append_new(*metas, m);
+    }
+    return EX_OK;
+}
+
 static int cmd_traces(ctl *c)
 {
     const char *pos[1];
@@ -570,24 +594,10 @@ static int cmd_traces(ctl *c)
                    &ids)) != EX_OK) {
         return rc;
     }
-    json_t *metas = json_array();
-    size_t i;
-    json_t *id;
-    json_array_foreach(ids, i, id)
-    {
-        json_t *m;
-        rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
-        if (rc == EX_NOTFOUND) {
-            continue; /* deleted between the two calls */
-        }
-        if (rc != EX_OK) {
-            break;
-        }
-        json_array_append_new(metas, m);
-    }
+    json_t *metas;
+    rc = trace_metas(c, ids, &metas);
     json_decref(ids);
-    if (rc == EX_OK || rc == EX_NOTFOUND) {
-        rc = EX_OK;
+    if (rc == EX_OK) {
         if (f.json) {
             print_json(metas);
         } else {
@@ -634,23 +644,9 @@ static int traces_of_every_node(ctl *c, const traces_flags *f)
             json_object_set(out, nodes[k], ids);
             continue;
         }
-        json_t *metas = json_array();
+        json_t *metas;
         c->node = nodes[k];
-        size_t i;
-        json_t *id;
-        json_array_foreach(ids, i, id)
-        {
-            json_t *m;
-            rc = call(c, PROC("get_trace"), target_args_id(c, json_string_value(id)), &m);
-            if (rc == EX_NOTFOUND) {
-                rc = EX_OK; /* deleted between the two calls */
-                continue;
-            }
-            if (rc != EX_OK) {
-                break;
-            }
-            json_array_append_new(metas, m);
-        }
+        rc = trace_metas(c, ids, &metas);
         c->node = every;
         json_object_set_new(out, nodes[k], metas);
     }

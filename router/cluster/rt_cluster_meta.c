@@ -30,10 +30,18 @@ typedef enum merge_kind {
     MERGE_FIRST   /* this node's non-null value, else the first other node's */
 } merge_kind;
 
+/* The procedures that find an id of a kind by its topic, and describe one. */
+typedef struct id_kind {
+    const char *lookup, *get;
+} id_kind;
+
+static const id_kind subscription = {"wamp.subscription.lookup", "wamp.subscription.get"};
+static const id_kind registration = {"wamp.registration.lookup", "wamp.registration.get"};
+
 static const struct {
     const char *uri;
     merge_kind how;
-    const char *by_topic; /* the id argument stands for this kind's URI and match policy */
+    const id_kind *by_topic; /* the id argument stands for this kind's URI and match policy */
 } procs[] = {
         {"wamp.session.count", MERGE_SUM, NULL},
         {"wamp.session.list", MERGE_CONCAT, NULL},
@@ -42,14 +50,14 @@ static const struct {
         {"wamp.subscription.lookup", MERGE_FIRST, NULL},
         {"wamp.subscription.match", MERGE_MATCH, NULL},
         {"wamp.subscription.get", MERGE_FIRST, NULL},
-        {"wamp.subscription.list_subscribers", MERGE_CONCAT, "wamp.subscription"},
-        {"wamp.subscription.count_subscribers", MERGE_SUM, "wamp.subscription"},
+        {"wamp.subscription.list_subscribers", MERGE_CONCAT, &subscription},
+        {"wamp.subscription.count_subscribers", MERGE_SUM, &subscription},
         {"wamp.registration.list", MERGE_LISTS, NULL},
         {"wamp.registration.lookup", MERGE_FIRST, NULL},
         {"wamp.registration.match", MERGE_FIRST, NULL},
         {"wamp.registration.get", MERGE_FIRST, NULL},
-        {"wamp.registration.list_callees", MERGE_CONCAT, "wamp.registration"},
-        {"wamp.registration.count_callees", MERGE_SUM, "wamp.registration"},
+        {"wamp.registration.list_callees", MERGE_CONCAT, &registration},
+        {"wamp.registration.count_callees", MERGE_SUM, &registration},
 };
 
 #define N_PROCS (sizeof(procs) / sizeof(procs[0]))
@@ -130,14 +138,12 @@ static json_t *args_here(rt_realm *r, size_t proc, const json_t *req)
     if (!topic || !procs[proc].by_topic) {
         return json_is_array(args) ? json_incref(args) : NULL;
     }
-    char lookup[64];
-    snprintf(lookup, sizeof(lookup), "%s.lookup", procs[proc].by_topic);
     json_t *la = json_pack("[O, {s:O}]", json_object_get(topic, "uri"), "match",
                            json_object_get(topic, "match"));
     json_t *kw = json_object();
     rt_local_reply lr = {0};
     json_t *id = NULL;
-    if (la && kw && run_local(r, lookup, la, kw, &lr) == WAMP_OK) {
+    if (la && kw && run_local(r, procs[proc].by_topic->lookup, la, kw, &lr) == WAMP_OK) {
         id = json_integer_value(result_of(&lr)) > 0 ? json_pack("[O]", result_of(&lr)) : NULL;
     }
     reply_clear(&lr);
@@ -314,14 +320,12 @@ static char *request_text(const meta_slot *s, const json_t *args, const json_t *
 {
     json_t *req = json_pack("{s:s, s:s, s:O, s:O}", "realm", rt_realm_name(s->realm), "procedure",
                             procs[s->proc].uri, "args", args, "kwargs", kwargs);
-    const char *kind = procs[s->proc].by_topic;
+    const id_kind *kind = procs[s->proc].by_topic;
     if (req && kind && !local->error_uri) {
         /* An id of this node: the others answer for their own id of its URI and policy. */
-        char get[64];
-        snprintf(get, sizeof(get), "%s.get", kind);
         rt_local_reply gr = {0};
         json_t *d = NULL;
-        if (run_local(s->realm, get, args, kwargs, &gr) == WAMP_OK) {
+        if (run_local(s->realm, kind->get, args, kwargs, &gr) == WAMP_OK) {
             d = result_of(&gr);
         }
         json_t *topic = d ? json_pack("{s:O, s:O}", "uri", json_object_get(d, "uri"), "match",
@@ -405,20 +409,17 @@ static wamp_err meta_call(void *ctx, rt_session *caller, const json_t *args, con
     if (!g->local.error_uri) {
         merge(g, result_of(&g->local));
     }
-    if (rt_dealer_defer(caller, reply, &g->h) != WAMP_OK || !scatter(g, text)) {
-        /* Nobody asked: this node's answer at once. */
+    bool asked = rt_dealer_defer(caller, reply, &g->h) == WAMP_OK && scatter(g, text);
+    free(text);
+    if (!asked) {
+        /* Nobody asked: this node's answer at once (gather_free() drops g->h). */
         reply->deferred = false;
-        rt_dealer_deferred_free(g->h);
-        g->h = NULL;
         reply->error_uri = g->local.error_uri;
         reply->args = g->local.args;
         reply->kwargs = g->local.kwargs;
         g->local = (rt_local_reply){0};
         gather_free(g);
-        free(text);
-        return WAMP_OK;
     }
-    free(text);
     return WAMP_OK;
 }
 

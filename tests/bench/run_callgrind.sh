@@ -27,14 +27,7 @@ scratch=${BENCH_SCRATCH:-/tmp/wampscope-callgrind}
 mkdir -p "$scratch"
 config=${CONFIG:-$scratch/default-no-flight-recorder.json}
 if [[ -z ${CONFIG:-} ]]; then
-    python3 - "$repo/configs/default.json" "$config" <<'PY'
-import json, sys
-with open(sys.argv[1], encoding="utf-8") as f:
-    cfg = json.load(f)
-cfg["workers"][0].setdefault("wampscope", {}).setdefault("tracing", {})["flight_recorder"] = False
-with open(sys.argv[2], "w", encoding="utf-8") as f:
-    json.dump(cfg, f, indent=2)
-PY
+    python3 "$here/no_flight_config.py" "$repo/configs/default.json" "$config"
 fi
 
 pid=""

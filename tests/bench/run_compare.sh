@@ -215,14 +215,7 @@ run_router() {
 
 if [[ $table_only != 1 ]]; then
     rm -f "$scratch"/*.out.* "$scratch"/*.log
-    "$python" - "$repo/configs/default.json" "$no_flight" <<'PY'
-import json, sys
-with open(sys.argv[1], encoding="utf-8") as f:
-    cfg = json.load(f)
-cfg["workers"][0].setdefault("wampscope", {}).setdefault("tracing", {})["flight_recorder"] = False
-with open(sys.argv[2], "w", encoding="utf-8") as f:
-    json.dump(cfg, f, indent=2)
-PY
+    "$python" "$here/no_flight_config.py" "$repo/configs/default.json" "$no_flight"
     # Alternate the routers so that drift in the machine's background load hits all alike.
     for i in $(seq 1 "$repeat"); do
         for r in "${router_list[@]}"; do

@@ -273,14 +273,7 @@ if [[ $table_only != 1 ]]; then
         echo "(b) options: $opts_b; (c), (d) options: $opts_c"
         echo "(a)-(d) and paging: $no_flight (flight recorder off); (f): the embedded default"
     } >"$scratch/info.txt"
-    "$python" - "$repo/configs/default.json" "$no_flight" <<'PY'
-import json, sys
-with open(sys.argv[1], encoding="utf-8") as f:
-    cfg = json.load(f)
-cfg["workers"][0].setdefault("wampscope", {}).setdefault("tracing", {})["flight_recorder"] = False
-with open(sys.argv[2], "w", encoding="utf-8") as f:
-    json.dump(cfg, f, indent=2)
-PY
+    "$python" "$here/no_flight_config.py" "$repo/configs/default.json" "$no_flight"
     read -r -a cfg_list <<<"$configs"
     n=${#cfg_list[@]}
     for round in $(seq 1 "$repeat"); do

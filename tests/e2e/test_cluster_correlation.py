@@ -134,10 +134,7 @@ class TestClusterCorrelation(tcmn.ClusterMgmtCase):
                                     ("node_a", "node_b", "Yield", corr),
                                     ("node_a", "node_b", "Event", pcorr)})
         self.assertEqual(len(engine["flows"]), 6)  # 3 followers of each anchor
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        for r in (a, b, c):
-            r.stop()
+        await self.stop_nodes(a, b, c)
 
     async def test_cross_node_call_action_record(self):
         a, b, c = self.node("node_a"), self.node("node_b"), self.node("node_c")
@@ -166,10 +163,7 @@ class TestClusterCorrelation(tcmn.ClusterMgmtCase):
         self.assertEqual(call["originator"]["session_id"], caller._session_id)
         [pub] = [r for r in recs if r["action"] == "publish"]
         self.assertIsNone(pub["callee_node"])
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        for r in (a, b, c):
-            r.stop()
+        await self.stop_nodes(a, b, c)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,12 @@ management API reaches no node."""
 import asyncio
 import json
 import os
-import shutil
-import tempfile
 
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import PublishOptions
 
+import cluster_harness as ch
 import rt_harness as h
-import test_cluster_link as tcl
 import test_cluster_mgmt as tcm
 
 P = "crossbarfabriccenter."
@@ -27,23 +25,16 @@ TOPIC = P + "remote.tracing."
 NODES = ("node_a", "node_b", "node_c")
 
 
-class ClusterMgmtCase(h.AsyncTestCase):
-    """A nats-server and the helpers of a test with management-enabled nodes (no tests of its
-    own: test_cluster_correlation.py uses it too)."""
+class ClusterMgmtCase(ch.ClusterCase):
+    """ClusterCase with its nats-server started and the helpers of a test with
+    management-enabled nodes (no tests of its own: test_cluster_correlation.py uses it too)."""
+
+    PREFIX = "n_"
+    TMP_PREFIX = "wampscope-cmgmtn-"
 
     async def asyncSetUp(self):
         await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-cmgmtn-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.nats = tcl.NatsServer(self.tmp)
-        self.addCleanup(self.nats.stop)
-        self.name = "n_" + self.id().split(".")[-1][5:][:40]
-        self.sessions = []
         self.nats.start()
-
-    async def asyncTearDown(self):
-        await h.close_sessions(self.sessions)
-        await super().asyncTearDown()
 
     def node(self, node_id, mgmt=None):
         """A node with the management API (mgmt: its "management" object), the flight recorder
@@ -64,12 +55,19 @@ class ClusterMgmtCase(h.AsyncTestCase):
 
     def wait_nodes(self, routers, ids):
         for r in routers:
-            tcl.wait_log(r, tcl.nodes_line(self.name, *ids))
+            ch.wait_log(r, ch.nodes_line(self.name, *ids))
 
     async def session(self, router, realm="realm1", **kw):
         s = await h.open_session(router, realm, "json", **kw)
         self.sessions.append(s)
         return s
+
+    async def stop_nodes(self, *routers):
+        """Closes the test's sessions, then stops routers (each checks its exit)."""
+        await h.close_sessions(self.sessions)
+        self.sessions = []
+        for r in routers:
+            r.stop()
 
     async def call(self, mgmt, proc, *args):
         return await h.step(mgmt.call(P + proc, *args))
@@ -231,10 +229,7 @@ class TestClusterMgmtNodes(ClusterMgmtCase):
             self.assertEqual(stopped["node_b"]["error"], "crossbar.error.no_such_object")
         await self.wait_for(lambda: sorted(e[0] for e in events["stopped"] if e[2] == tid)
                             == ["node_a", "node_c"], "on_trace_stopped of A and C")
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        a.stop()
-        c.stop()
+        await self.stop_nodes(a, c)
 
     async def test_persisted_cluster_trace_after_restart(self):
         a, b = self.node("node_a"), self.node("node_b")
@@ -252,10 +247,7 @@ class TestClusterMgmtNodes(ClusterMgmtCase):
         before, page = await self.merged(mgmt, w, "kept", 5)
         self.assertEqual(page["errors"], {})
         self.assertGreaterEqual(len(before), 22)
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        a.stop()
-        b.stop()
+        await self.stop_nodes(a, b)
 
         # Both nodes restart: each reloads its own part; the merged reading is the same.
         a, b = self.node("node_a"), self.node("node_b")
@@ -270,10 +262,7 @@ class TestClusterMgmtNodes(ClusterMgmtCase):
             return (r["node_id"], r["seq"], r["ts"], r["msg_type"], r["uri"])
 
         self.assertEqual([key(r) for r in after], [key(r) for r in before])
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        a.stop()
-        b.stop()
+        await self.stop_nodes(a, b)
 
     async def test_ctl_on_every_node(self):
         a, b = self.node("node_a"), self.node("node_b")
@@ -357,10 +346,7 @@ class TestClusterMgmtNodes(ClusterMgmtCase):
         rc, out, err = await self.ctl(a, "--node", "*", "delete", "cw")
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out), {"node_a": None, "node_b": None})
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        a.stop()
-        b.stop()
+        await self.stop_nodes(a, b)
 
     async def test_ctl_tail_every_node(self):
         a, b = self.node("node_a"), self.node("node_b")
@@ -423,10 +409,7 @@ class TestClusterMgmtNodes(ClusterMgmtCase):
             self.assertEqual([r["seq"] for r in mine], [r["seq"] for r in held[-len(mine):]])
             self.assertEqual([r["seq"] for r in mine],
                              list(range(mine[0]["seq"], mine[0]["seq"] + len(mine))))
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        a.stop()
-        b.stop()
+        await self.stop_nodes(a, b)
 
     async def test_forwarding_grants_nothing_more(self):
         ticket = {"ticket": {"type": "static",
@@ -454,10 +437,7 @@ class TestClusterMgmtNodes(ClusterMgmtCase):
             await self.call(ops, "get_worker", "node_c", "router1")
         self.assertEqual(ce.exception.error, "crossbar.error.no_such_object")
         self.assertIn('"node_c"', ce.exception.args[0])
-        await h.close_sessions(self.sessions)
-        self.sessions = []
-        for r in (a, b, c):
-            r.stop()
+        await self.stop_nodes(a, b, c)
 
 
 def tcm_ticket_client(authid, ticket):

@@ -800,6 +800,15 @@ static void tick_a(void)
     fake_bus_run(bus);
 }
 
+/* B's next batch period (its trace's batching_period is 10 ms), the bus, and what C got. */
+static json_t *events_of_b_batch(void)
+{
+    fake_clock_advance_ms(&A.t.clock, 20);
+    rt_router_tick(B.t.rt);
+    fake_bus_run(bus);
+    return events_of_c();
+}
+
 START_TEST(test_live_topics_of_the_other_node)
 {
     /* Nobody listens on A: B sends nothing. */
@@ -830,10 +839,7 @@ START_TEST(test_live_topics_of_the_other_node)
     json_decref(evs);
     /* on_trace_data: B's batch with its marker. */
     json_decref(call("mark_trace", "[\"B\", \"router1\", \"lv\", \"m1\"]"));
-    fake_clock_advance_ms(&A.t.clock, 20);
-    rt_router_tick(B.t.rt);
-    fake_bus_run(bus);
-    evs = events_of_c();
+    evs = events_of_b_batch();
     ck_assert_int_ge((int)json_array_size(evs), 1);
     json_t *data = json_array_get(evs, json_array_size(evs) - 1);
     ck_assert_str_eq(json_string_value(json_array_get(data, 0)), "B");
@@ -843,10 +849,7 @@ START_TEST(test_live_topics_of_the_other_node)
     json_decref(evs);
     /* on_trace_stopped. */
     json_decref(call("stop_trace", "[\"B\", \"router1\", \"lv\"]"));
-    fake_clock_advance_ms(&A.t.clock, 20);
-    rt_router_tick(B.t.rt);
-    fake_bus_run(bus);
-    evs = events_of_c();
+    evs = events_of_b_batch();
     ck_assert_int_ge((int)json_array_size(evs), 1);
     json_t *st = json_array_get(evs, json_array_size(evs) - 1);
     ck_assert_str_eq(json_string_value(json_array_get(st, 0)), "B");
@@ -925,10 +928,7 @@ START_TEST(test_live_events_bounded_per_node)
     ck_assert_int_eq((int)(dropped + forwarded), 20);
     /* Acknowledged: the bound is free again. */
     json_decref(call("mark_trace", "[\"B\", \"router1\", \"ov\", \"after\"]"));
-    fake_clock_advance_ms(&A.t.clock, 20);
-    rt_router_tick(B.t.rt);
-    fake_bus_run(bus);
-    evs = events_of_c();
+    evs = events_of_b_batch();
     ck_assert_int_eq((int)json_array_size(evs), 1);
     json_decref(evs);
     ck_assert_int_eq((int)live_stat("B", "live_forwarded"), (int)forwarded + 1);
