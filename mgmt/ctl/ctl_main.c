@@ -1509,7 +1509,8 @@ static int tail_every_node(ctl *c, const char *id, tail_flags *f)
         long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
         long long n = (long long)json_integer_value(json_object_get(m, "next_seq")) - f->lines;
         json_object_set_new(next, node, json_integer(n < first ? first : n));
-        if (strcmp(json_string_value(json_object_get(m, "status")), "running") == 0) {
+        const char *status = json_string_value(json_object_get(m, "status"));
+        if (status && strcmp(status, "running") == 0) {
             json_object_set_new(running, node, json_true());
         }
     }
