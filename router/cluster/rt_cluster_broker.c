@@ -36,6 +36,7 @@ typedef struct relay {
 /* Another node with entries in the table. */
 typedef struct rnode {
     char *id;
+    char subj_ev[SUBJ_MAX]; /* "<name>.node.<id>.ev", where its events go */
     size_t n_interests;
     bool hit; /* scratch: the publication being forwarded matches its interest */
 } rnode;
@@ -103,6 +104,7 @@ static rnode *rnode_get(rt_cluster_broker *cb, const char *id, bool create)
         free(n);
         return NULL;
     }
+    snprintf(n->subj_ev, sizeof(n->subj_ev), "%s.node.%s.ev", rt_cluster_name(cb->c), id);
     cb->nodes[cb->n_nodes++] = n;
     return n;
 }
@@ -293,15 +295,13 @@ static void dropped(rt_cluster_broker *cb, const char *to, size_t len, wamp_err 
                    err == WAMP_ETOOBIG ? "over the size or queue limit" : wamp_strerror(err));
 }
 
-static void send_to_node(rt_cluster_broker *cb, const char *node, const rt_cluster_bytes *env)
+static void send_to_node(rt_cluster_broker *cb, const rnode *node, const rt_cluster_bytes *env)
 {
-    char subj[SUBJ_MAX];
-    snprintf(subj, sizeof(subj), "%s.node.%s.ev", rt_cluster_name(cb->c), node);
     wamp_err err = env->len > cb->max_msg
                            ? WAMP_ETOOBIG
-                           : cb->ops->publish(cb->link, subj, NULL, env->p, env->len);
+                           : cb->ops->publish(cb->link, node->subj_ev, NULL, env->p, env->len);
     if (err != WAMP_OK) {
-        dropped(cb, node, env->len, err);
+        dropped(cb, node->id, env->len, err);
         return;
     }
     cb->st.events_out++;
@@ -361,7 +361,7 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
     }
     for (size_t i = 0; i < cb->n_nodes; i++) {
         if (cb->nodes[i]->hit) {
-            send_to_node(cb, cb->nodes[i]->id, &env);
+            send_to_node(cb, cb->nodes[i], &env);
         }
     }
     free(env.p);
