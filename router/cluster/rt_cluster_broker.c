@@ -69,7 +69,7 @@ struct rt_cluster_broker {
     bool served;
     char subj_drop[SUBJ_MAX];
     size_t max_msg;
-    rt_cluster_broker_stats st;
+    rt_cluster_broker_stats st; /* but remote_interest: by_key's count */
 };
 
 /* ---- Interest index ------------------------------------------------------------------------ */
@@ -144,7 +144,6 @@ static void interest_free(rt_cluster_broker *cb, interest *in)
         rt_list_remove(&in->patterns);
     }
     rnode_unref(cb, in->node);
-    cb->st.remote_interest--;
     free(in->key);
     free(in->realm);
     free(in->uri);
@@ -186,7 +185,6 @@ static void interest_add(rt_cluster_broker *cb, const char *node, const char *ke
         rt_list_add_tail(&cb->patterns, &in->patterns);
     }
     n->n_interests++;
-    cb->st.remote_interest++;
     json_decref(k);
     return;
 oom:
@@ -675,4 +673,5 @@ void rt_cluster_broker_tick(rt_cluster_broker *cb)
 void rt_cluster_broker_stats_get(const rt_cluster_broker *cb, rt_cluster_broker_stats *out)
 {
     *out = cb->st;
+    out->remote_interest = cb->by_key.count;
 }
