@@ -57,8 +57,12 @@ static bool add_str(rt_cluster_bytes *b, const char *s)
 
 static bool add_json(rt_cluster_bytes *b, const json_t *v)
 {
-    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
-    bool ok = text && add_uint(b, strlen(text), 4) && add(b, text, strlen(text));
+    if (!v) {
+        return add_uint(b, 4, 4) && add(b, "null", 4);
+    }
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t n = text ? strlen(text) : 0;
+    bool ok = text && add_uint(b, n, 4) && add(b, text, n);
     free(text);
     return ok;
 }
