@@ -166,6 +166,9 @@ static void interest_add(rt_cluster_broker *cb, const char *node, const char *ke
     }
     interest *in = calloc(1, sizeof(*in));
     rnode *n = in ? rnode_get(cb, node, true) : NULL;
+    if (n) {
+        n->n_interests++; /* released by rnode_unref() if the rest fails */
+    }
     if (!n || !(in->key = strdup(key)) || !(in->realm = strdup(realm)) ||
         !(in->uri = strdup(uri))) {
         goto oom;
@@ -184,7 +187,6 @@ static void interest_add(rt_cluster_broker *cb, const char *node, const char *ke
     } else {
         rt_list_add_tail(&cb->patterns, &in->patterns);
     }
-    n->n_interests++;
     json_decref(k);
     return;
 oom:
@@ -195,8 +197,7 @@ oom:
         free(in->uri);
         free(in);
     }
-    if (n && n->n_interests == 0) {
-        n->n_interests = 1;
+    if (n) {
         rnode_unref(cb, n);
     }
     json_decref(k);
