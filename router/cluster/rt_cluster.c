@@ -177,7 +177,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static bool list_has(char *const *list, size_t n, const char *s)
+static bool list_has(const char *const *list, size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++) {
         if (strcmp(list[i], s) == 0) {
@@ -191,10 +191,8 @@ static bool list_has(char *const *list, size_t n, const char *s)
 static bool has_duplicate(const char *const *keys, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(keys[i], keys[j]) == 0) {
-                return true;
-            }
+        if (list_has(keys, i, keys[i])) {
+            return true;
         }
     }
     return false;
@@ -255,12 +253,12 @@ static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
     }
     bool up = c->link_state == RT_CLUSTER_LINK_UP;
     for (size_t i = 0; up && i < c->n_nodes; i++) {
-        if (!list_has(list, n_keys, c->nodes[i])) {
+        if (!list_has((const char *const *)list, n_keys, c->nodes[i])) {
             RT_LOG_INFO(0, "cluster %s: node %s left", c->name, c->nodes[i]);
         }
     }
     for (size_t i = 0; up && i < n_keys; i++) {
-        if (strcmp(list[i], self) == 0 || list_has(c->nodes, c->n_nodes, list[i])) {
+        if (strcmp(list[i], self) == 0 || node_index(c, list[i], strlen(list[i])) < c->n_nodes) {
             continue;
         }
         char subj[NAME_MAX_LEN];
@@ -313,11 +311,7 @@ static wamp_err apply_listing(rt_cluster *c, const char *const *keys, size_t n_k
     memcpy(merged, keys, n_keys * sizeof(*keys));
     size_t n = n_keys;
     for (size_t i = 0; i < c->n_nodes; i++) {
-        bool listed = false;
-        for (size_t k = 0; k < n_keys && !listed; k++) {
-            listed = strcmp(keys[k], c->nodes[i]) == 0;
-        }
-        if (listed) {
+        if (list_has(keys, n_keys, c->nodes[i])) {
             c->node_flags[i] &= (uint8_t)~NODE_MISSED;
         } else if (strcmp(c->nodes[i], c->node_id) == 0) {
             merged[n++] = c->nodes[i]; /* a joined node is always in its own list */

@@ -36,6 +36,7 @@ typedef struct relay {
 /* Another node with entries in the table. */
 typedef struct rnode {
     char *id;
+    char subj_ev[SUBJ_MAX]; /* "<name>.node.<id>.ev", where its events go */
     size_t n_interests;
     bool hit; /* scratch: the publication being forwarded matches its interest */
 } rnode;
@@ -68,7 +69,7 @@ struct rt_cluster_broker {
     bool served;
     char subj_drop[SUBJ_MAX];
     size_t max_msg;
-    rt_cluster_broker_stats st;
+    rt_cluster_broker_stats st; /* but remote_interest: by_key's count */
 };
 
 /* ---- Interest index ------------------------------------------------------------------------ */
@@ -103,6 +104,7 @@ static rnode *rnode_get(rt_cluster_broker *cb, const char *id, bool create)
         free(n);
         return NULL;
     }
+    snprintf(n->subj_ev, sizeof(n->subj_ev), "%s.node.%s.ev", rt_cluster_name(cb->c), id);
     cb->nodes[cb->n_nodes++] = n;
     return n;
 }
@@ -142,7 +144,6 @@ static void interest_free(rt_cluster_broker *cb, interest *in)
         rt_list_remove(&in->patterns);
     }
     rnode_unref(cb, in->node);
-    cb->st.remote_interest--;
     free(in->key);
     free(in->realm);
     free(in->uri);
@@ -165,6 +166,9 @@ static void interest_add(rt_cluster_broker *cb, const char *node, const char *ke
     }
     interest *in = calloc(1, sizeof(*in));
     rnode *n = in ? rnode_get(cb, node, true) : NULL;
+    if (n) {
+        n->n_interests++; /* released by rnode_unref() if the rest fails */
+    }
     if (!n || !(in->key = strdup(key)) || !(in->realm = strdup(realm)) ||
         !(in->uri = strdup(uri))) {
         goto oom;
@@ -183,8 +187,6 @@ static void interest_add(rt_cluster_broker *cb, const char *node, const char *ke
     } else {
         rt_list_add_tail(&cb->patterns, &in->patterns);
     }
-    n->n_interests++;
-    cb->st.remote_interest++;
     json_decref(k);
     return;
 oom:
@@ -195,8 +197,7 @@ oom:
         free(in->uri);
         free(in);
     }
-    if (n && n->n_interests == 0) {
-        n->n_interests = 1;
+    if (n) {
         rnode_unref(cb, n);
     }
     json_decref(k);
@@ -293,15 +294,13 @@ static void dropped(rt_cluster_broker *cb, const char *to, size_t len, wamp_err 
                    err == WAMP_ETOOBIG ? "over the size or queue limit" : wamp_strerror(err));
 }
 
-static void send_to_node(rt_cluster_broker *cb, const char *node, const rt_cluster_bytes *env)
+static void send_to_node(rt_cluster_broker *cb, const rnode *node, const rt_cluster_bytes *env)
 {
-    char subj[SUBJ_MAX];
-    snprintf(subj, sizeof(subj), "%s.node.%s.ev", rt_cluster_name(cb->c), node);
     wamp_err err = env->len > cb->max_msg
                            ? WAMP_ETOOBIG
-                           : cb->ops->publish(cb->link, subj, NULL, env->p, env->len);
+                           : cb->ops->publish(cb->link, node->subj_ev, NULL, env->p, env->len);
     if (err != WAMP_OK) {
-        dropped(cb, node, env->len, err);
+        dropped(cb, node->id, env->len, err);
         return;
     }
     cb->st.events_out++;
@@ -361,7 +360,7 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
     }
     for (size_t i = 0; i < cb->n_nodes; i++) {
         if (cb->nodes[i]->hit) {
-            send_to_node(cb, cb->nodes[i]->id, &env);
+            send_to_node(cb, cb->nodes[i], &env);
         }
     }
     free(env.p);
@@ -675,4 +674,5 @@ void rt_cluster_broker_tick(rt_cluster_broker *cb)
 void rt_cluster_broker_stats_get(const rt_cluster_broker *cb, rt_cluster_broker_stats *out)
 {
     *out = cb->st;
+    out->remote_interest = cb->by_key.count;
 }

@@ -57,8 +57,12 @@ static bool add_str(rt_cluster_bytes *b, const char *s)
 
 static bool add_json(rt_cluster_bytes *b, const json_t *v)
 {
-    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
-    bool ok = text && add_uint(b, strlen(text), 4) && add(b, text, strlen(text));
+    if (!v) {
+        return add_uint(b, 4, 4) && add(b, "null", 4);
+    }
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t n = text ? strlen(text) : 0;
+    bool ok = text && add_uint(b, n, 4) && add(b, text, n);
     free(text);
     return ok;
 }
@@ -192,6 +196,26 @@ static const char *get_str(reader *r, char **strs, bool optional)
     return s;
 }
 
+/* The bytes get_str() copies for the header's strings (node, realm, topic, and authid and
+ * authrole with F_PUB), each with its NUL, read on a copy of the reader: the strings alone, not
+ * the rest of the message (the payload, the envelopes after this one). A truncated header counts
+ * what it holds; reading it then fails. */
+static size_t strs_size(reader r, unsigned flags)
+{
+    size_t total = 0, n_strs = flags & F_PUB ? 5 : 3;
+    for (size_t i = 0; i < n_strs; i++) {
+        if (i == 3) {
+            (void)get_uint(&r, 8); /* the publisher's session, between topic and authid */
+        }
+        size_t n = (size_t)get_uint(&r, 2);
+        if (n != STR_NONE && get_bytes(&r, n)) {
+            total += n;
+        }
+        total++;
+    }
+    return total;
+}
+
 static json_t *get_json(reader *r)
 {
     size_t n = (size_t)get_uint(r, 4);
@@ -217,8 +241,7 @@ size_t rt_cluster_envelope_read(const void *data, size_t len, rt_cluster_envelop
     if (r.bad || version != VERSION || ser >= WAMP_SER_COUNT || (ser == 0 && (al || kl))) {
         return 0;
     }
-    /* Every string fits in what is left, each with its NUL. */
-    if (!(e->strs = malloc(r.left + 5))) {
+    if (!(e->strs = malloc(strs_size(r, flags)))) {
         return 0;
     }
     char *strs = e->strs;

@@ -140,8 +140,7 @@ static void map_clear(rt_hmap *m)
         rt_hmap_remove(m, &e->hn);
         entry_free(e);
     }
-    rt_hmap_fini(m);
-    rt_hmap_init(m);
+    rt_hmap_fini(m); /* empty and reusable, as after rt_hmap_init() */
 }
 
 /* ---- Remote nodes ------------------------------------------------------------------------- */
@@ -201,6 +200,14 @@ static void remote_sweep(rt_cluster_table *t, tnode *n, uint32_t keep_gen, bool 
     }
 }
 
+/* Frees n and whatever entries it still holds (no callbacks). */
+static void node_free(tnode *n)
+{
+    map_clear(&n->entries);
+    free(n->id);
+    free(n);
+}
+
 /* Forgets node n and its entries (a callback for each). */
 static void node_drop(rt_cluster_table *t, tnode *n)
 {
@@ -216,9 +223,7 @@ static void node_drop(rt_cluster_table *t, tnode *n)
                     n->entries.count, n->id);
     }
     remote_sweep(t, n, 0, true);
-    rt_hmap_fini(&n->entries);
-    free(n->id);
-    free(n);
+    node_free(n);
 }
 
 static void remote_put(rt_cluster_table *t, tnode *n, const char *key, const char *value)
@@ -557,14 +562,10 @@ void rt_cluster_table_free(rt_cluster_table *t)
         t->ops->unsubscribe(t->link, t->sub_self);
     }
     for (size_t i = 0; i < t->n_nodes; i++) {
-        map_clear(&t->nodes[i]->entries);
-        rt_hmap_fini(&t->nodes[i]->entries);
-        free(t->nodes[i]->id);
-        free(t->nodes[i]);
+        node_free(t->nodes[i]);
     }
     free(t->nodes);
     map_clear(&t->own);
-    rt_hmap_fini(&t->own);
     free(t->name);
     free(t);
 }
