@@ -337,10 +337,15 @@ uint64_t trace_append_take(trace *t, trace_record *rec)
     return seq;
 }
 
-uint64_t trace_append_rec(trace *t, trace_persist_rec *rec)
+uint64_t trace_append_rec(trace *t, trace_rec_view *rec)
 {
-    if (!t->h.running || !t->persist) {
+    if (!t->h.running) {
         return TRACE_SEQ_NONE;
+    }
+    if (!t->persist) {
+        uint64_t seq = trace_store_append_view(t->store, rec);
+        after_append(t, seq, false, rec->pc_ns, rec->ts_ns);
+        return seq;
     }
     uint64_t seq = rec->seq = trace_store_skip(t->store);
     bool io_failed = trace_persist_append_rec(t->persist, rec) != WAMP_OK;
@@ -348,64 +353,65 @@ uint64_t trace_append_rec(trace *t, trace_persist_rec *rec)
     return seq;
 }
 
-size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n,
+/* How many of n more records t takes before max_records stops it (n without max_records; a
+ * running trace has room for one at least: it stops on reaching it). */
+static size_t room_for(const trace *t, size_t n)
+{
+    if (!t->opts.max_records) {
+        return n;
+    }
+    uint64_t next = trace_store_next_seq(t->store);
+    uint64_t room = next < t->opts.max_records ? t->opts.max_records - next : 1;
+    return room < n ? (size_t)room : n;
+}
+
+/* trace_append_run() for an in-memory trace: repeat records borrowing the newest record (the
+ * message's) where the store can (trace_store_append_repeats()), else a record of rec's parts
+ * with the receiver's peer. */
+static size_t append_run_memory(trace *t, const trace_rec_view *rec, trace_peer *const *peers,
+                                size_t n, bool last)
+{
+    size_t done = 0;
+    while (done < n && t->h.running) {
+        size_t want = room_for(t, n - done);
+        bool ends = last && done + want == n; /* this batch holds the action's last message */
+        uint8_t last_flags = (uint8_t)(rec->flags | (ends ? TRACE_CORR_LAST : 0));
+        size_t k = trace_store_append_repeats(t->store, rec->wire, rec->uri, rec->pc_ns,
+                                              peers + done, want, rec->flags, last_flags);
+        if (k) {
+            done += k;
+            after_append(t, trace_store_next_seq(t->store) - 1, false, rec->pc_ns, rec->ts_ns);
+            continue;
+        }
+        /* Nothing to borrow from: a record of its own. */
+        trace_rec_view r = *rec;
+        r.peer = peers[done];
+        r.flags = (uint8_t)(rec->flags | (last && done == n - 1 ? TRACE_CORR_LAST : 0));
+        (void)trace_append_rec(t, &r);
+        done++;
+    }
+    return done;
+}
+
+size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
                         bool last)
 {
-    if (!t->h.running || !t->persist || n == 0) {
+    if (!t->h.running || n == 0) {
         return 0;
     }
-    if (t->opts.max_records) {
-        uint64_t next = trace_store_next_seq(t->store);
-        uint64_t room = next < t->opts.max_records ? t->opts.max_records - next : 0;
-        if (room < n) {
-            n = (size_t)room; /* the trace stops before the last one */
-            last = false;
-        }
-        if (n == 0) {
-            return 0;
-        }
+    if (!t->persist) {
+        return append_run_memory(t, rec, peers, n, last);
     }
-    trace_persist_rec r = *rec;
+    size_t room = room_for(t, n);
+    if (room < n) {
+        n = room; /* the trace stops before the last one */
+        last = false;
+    }
+    trace_rec_view r = *rec;
     r.seq = trace_store_skip_n(t->store, n);
     bool io_failed = trace_persist_append_run(t->persist, &r, peers, n, last) != WAMP_OK;
     after_append(t, r.seq + n - 1, io_failed, r.pc_ns, r.ts_ns);
     return n;
-}
-
-size_t trace_append_repeats(trace *t, const trace_record *proto, trace_peer *const *peers, size_t n,
-                            bool last)
-{
-    uint8_t flags = proto->flags;
-    size_t done = 0;
-    while (done < n && t->h.running) {
-        size_t want = n - done;
-        if (t->opts.max_records) {
-            /* A running trace has room for one more at least (it stops on reaching it). */
-            uint64_t next = trace_store_next_seq(t->store);
-            uint64_t room = next < t->opts.max_records ? t->opts.max_records - next : 1;
-            want = room < want ? (size_t)room : want;
-        }
-        bool ends = last && done + want == n; /* this batch holds the action's last message */
-        uint8_t last_flags = (uint8_t)(flags | (ends ? TRACE_CORR_LAST : 0));
-        size_t k = t->persist ? 0
-                              : trace_store_append_repeats(t->store, proto->wire, proto->uri,
-                                                           proto->pc_ns, peers + done, want, flags,
-                                                           last_flags);
-        if (k) {
-            done += k;
-            after_append(t, trace_store_next_seq(t->store) - 1, false, proto->pc_ns, proto->ts_ns);
-            continue;
-        }
-        /* Nothing to borrow from: a copy with references of its own. */
-        trace_record r;
-        trace_record_clone(proto, &r);
-        trace_peer_unref(&r.peer);
-        r.peer = trace_peer_ref(peers[done]);
-        r.flags = (uint8_t)(flags | (last && done == n - 1 ? TRACE_CORR_LAST : 0));
-        (void)trace_append_take(t, &r);
-        done++;
-    }
-    return done;
 }
 
 /* A record that is no WAMP message (a marker, a connection event): msg_type, the name as uri

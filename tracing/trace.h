@@ -181,24 +181,20 @@ uint64_t trace_on_action_message(trace *t, const trace_action_msg *m);
  * times) when it reaches max_records, or (io_error) when a persisted trace cannot write. On a
  * stopped trace the record is released, nothing is stored, and TRACE_SEQ_NONE is returned. */
 uint64_t trace_append_take(trace *t, trace_record *rec);
-/* The same for a persisted trace (trace_persists()) and a record given by its parts (borrowed;
- * rec->seq is set here): encoded into the trace's files without a trace_record. TRACE_SEQ_NONE
- * (nothing stored) if t is stopped or does not persist. */
-uint64_t trace_append_rec(trace *t, trace_persist_rec *rec);
+/* The same for a record given by its parts (borrowed; rec->seq is set here for a persisted
+ * trace): a persisted trace (trace_persists()) encodes it into its files, an in-memory one writes
+ * it straight into its store (trace_store_append_view()); no trace_record is built.
+ * TRACE_SEQ_NONE (nothing stored) if t is stopped. */
+uint64_t trace_append_rec(trace *t, trace_rec_view *rec);
 /* rec once per peer in peers[0..n) (borrowed), seqs in order: the receivers of one message
  * (trace_hub_repeat()); with last, the last of them completes the action (TRACE_CORR_LAST).
- * Appends fewer if the trace stops on the way (max_records: exactly up to it). Returns how many
- * were appended. rec is left as it was. */
-size_t trace_append_run(trace *t, trace_persist_rec *rec, trace_peer *const *peers, size_t n,
+ * A persisted trace encodes them as one run; an in-memory trace whose newest record is that
+ * message appends each as a repeat (trace_store_append_repeats(): rec->wire, which the caller
+ * holds a reference on, rec->uri and rec->pc_ns identify it), any other as a record of rec's
+ * parts with that peer. Appends fewer if the trace stops on the way (max_records: exactly up to
+ * it). Returns how many were appended. rec is left as it was. */
+size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
                         bool last);
-/* proto (borrowed) once per peer in peers[0..n) (borrowed), seqs in order, with that peer: the
- * further receivers of the message whose record proto is (trace_hub_repeat()); with last, the
- * last of them completes the action (TRACE_CORR_LAST). An in-memory trace whose newest record is
- * that message appends each as a repeat (trace_store_append_repeats()), any other as a copy of
- * proto (trace_append_take()). Appends fewer if the trace stops on the way (max_records: exactly
- * up to it). Returns how many were appended. */
-size_t trace_append_repeats(trace *t, const trace_record *proto, trace_peer *const *peers, size_t n,
-                            bool last);
 
 /* Appends a marker record (msg_type "Marker", name as uri, meta (NULL = {}) as msg) to a running
  * trace, regardless of its filter; *seq gets its seq. WAMP_EINVAL if name is NULL/empty or meta

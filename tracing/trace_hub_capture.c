@@ -32,9 +32,6 @@ static void rep_flush_gathered(trace_hub *hub)
     for (size_t i = 0; i < hub->rep.n; i++) {
         (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n, last);
     }
-    for (size_t i = 0; i < hub->rep.n_mem; i++) {
-        (void)trace_append_repeats(hub->rep.mem_traces[i], &hub->rep.mem, hub->rep.pend, n, last);
-    }
     for (size_t i = 0; i < n; i++) {
         trace_peer_unref(&hub->rep.pend[i]);
     }
@@ -50,7 +47,7 @@ static void rep_forget(trace_hub *hub);
 
 static inline void rep_clear(trace_hub *hub)
 {
-    if (hub->rep.wire || hub->rep.n_pend || hub->rep.n_mem) {
+    if (hub->rep.wire || hub->rep.n_pend) {
         rep_forget(hub);
     }
 }
@@ -61,10 +58,6 @@ static void rep_forget(trace_hub *hub)
     wamp_buf_unref(&hub->rep.wire);
     trace_str_unref(&hub->rep.uri);
     hub->rep.n = 0;
-    if (hub->rep.n_mem) {
-        trace_record_fini(&hub->rep.mem);
-        hub->rep.n_mem = 0;
-    }
 }
 
 void trace_hub_flush_repeats(trace_hub *hub)
@@ -122,8 +115,10 @@ static bool ser_is_valid(wamp_ser ser)
  *   - a received message the router could not decode: decoded as a plain value here (rare) so
  *     that a malformed CHALLENGE/AUTHENTICATE is redacted too; bytes that do not decode at all
  *     are not kept (they could not be rendered anyway).
- *   - tx: a reference on the router's buffer; rx: NULL with *as_given set: the record borrows
- *     the received bytes, which each store copies into its byte ring.
+ *   - rx, and tx of at most TRACE_STORE_COPY_MAX bytes: NULL with *as_given set: the record
+ *     borrows the bytes, which each store copies into its byte ring (a copy of a small message
+ *     costs less than a reference's release a whole ring later, on a buffer long out of cache);
+ *     a larger tx message: a reference on the router's buffer.
  *   - tx dropped before encoding: encoded here (rare), if it can be. */
 static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool known, wamp_ser *ser,
                             bool *as_given)
@@ -155,6 +150,9 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool know
             }
         }
         json_decref(copy);
+    } else if (in->wire && wamp_buf_len(in->wire) <= TRACE_STORE_COPY_MAX) {
+        /* Small: each store copies the bytes (trace_store.h), as for received bytes. */
+        *as_given = wamp_buf_len(in->wire) > 0;
     } else if (in->wire) {
         /* The buffer is shared and immutable; taking a reference only changes its count. */
         b = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
@@ -292,8 +290,8 @@ static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *
     bool as_given;
     r->wire = kept_bytes(c, in, known, &ser, &as_given);
     if (as_given) {
-        r->bytes = in->bytes;
-        r->len = (uint32_t)in->len;
+        r->bytes = in->wire ? wamp_buf_cdata(in->wire) : in->bytes;
+        r->len = (uint32_t)(in->wire ? wamp_buf_len(in->wire) : in->len);
     }
     r->wire_ser = (uint8_t)(r->wire || as_given ? ser : 0);
     r->dropped = in->dropped;
@@ -310,7 +308,6 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
     hub->match_gen++;
     hub->n_hits = 0;
     hub->n_action_hits = 0;
-    hub->n_persisting = 0;
     if (!hub->pub.running) {
         return 0;
     }
@@ -323,7 +320,6 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
         trace *t = hub->traces[i];
         if (trace_keeps_all(t) ? trace_is_running(t) && !mgmt : trace_matches(t, ctx)) {
             hub->n_action_hits += !trace_keeps_all(t) && trace_get_action(t) != NULL;
-            hub->n_persisting += trace_persists(t);
             hub->hits[hub->n_hits++] = t;
         }
     }
@@ -391,9 +387,9 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
     return n_msg;
 }
 
-/* Whether the bytes a record keeps are the message's own (a reference on the router's buffer,
- * or the received bytes): then a persisted trace can encode the message straight from the
- * input (persist_direct()). Not for a CHALLENGE, an AUTHENTICATE or a message of unknown code
+/* Whether the bytes a record keeps are the message's own (the router's buffer, or the received
+ * bytes): then every trace appends the message straight from the input (view_of(): no
+ * trace_record is built). Not for a CHALLENGE, an AUTHENTICATE or a message of unknown code
  * (maybe redacted), a received message that could not be decoded (decoded and checked first) or
  * one dropped before it was encoded (encoded here): kept_bytes() makes those. */
 static bool bytes_as_given(const trace_ctx *c, const trace_input *in, bool known)
@@ -402,11 +398,12 @@ static bool bytes_as_given(const trace_ctx *c, const trace_input *in, bool known
            c->msg_type != WAMP_MSG_CHALLENGE && c->msg_type != WAMP_MSG_AUTHENTICATE && known;
 }
 
-/* The message's record for a persisted trace, every part borrowed from the input: no
- * trace_record, no references, no copy of received bytes (the encoder copies them once into
- * the trace's write buffer). peer and uri are the shared objects the caller resolved. */
-static void persist_direct(const trace_ctx *c, const trace_input *in, trace_peer *peer,
-                           trace_str *uri, trace_persist_rec *r)
+/* The message's record as a view, every part borrowed from the input: no trace_record, no
+ * references, no copy of the bytes (a persisted trace's encoder copies them once into its write
+ * buffer, an in-memory store into its byte ring). peer and uri are the shared objects the caller
+ * resolved. */
+static void view_of(const trace_ctx *c, const trace_input *in, trace_peer *peer, trace_str *uri,
+                    trace_rec_view *r)
 {
     r->key = 0;
     r->pc_ns = in->pc_ns;
@@ -455,7 +452,7 @@ static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in
 {
     hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
     hub->rep.uri = shared_uri(hub, ctx, in);
-    persist_direct(ctx, in, NULL, hub->rep.uri, &hub->rep.rec);
+    view_of(ctx, in, NULL, hub->rep.uri, &hub->rep.rec);
     hub->rep.rec.key = key;
     if (in->correlation) {
         memcpy(hub->rep.corr, in->correlation, TRACE_UUID_LEN);
@@ -466,7 +463,7 @@ static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
                       const uint8_t *correlation, uint64_t pc_ns, bool last)
 {
-    trace_persist_rec *r = &hub->rep.rec;
+    trace_rec_view *r = &hub->rep.rec;
     if (!wire || wire != hub->rep.wire || !peer || pc_ns != r->pc_ns ||
         !correlation != !(r->flags & TRACE_CORR_HAS) ||
         (correlation && memcmp(correlation, hub->rep.corr, TRACE_UUID_LEN) != 0)) {
@@ -483,41 +480,29 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
     return true;
 }
 
-/* Appends the message to the persisted message-level traces among the first n hits, straight
- * from the input (under key: 0, or the key of a message rep_keep() kept for repeats, whose parts
- * are taken from there and whose persisted traces are noted there), and compacts the other hits
- * to the front; returns how many remain. */
-static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
-                               const trace_input *in, uint64_t key)
+/* Appends the message to the message-level traces among the first n hits straight from the
+ * input, as a trace_rec_view (persisted: encoded into the write buffer; in memory: written into
+ * the store's slot), under key: 0, or the key of a message rep_keep() kept for repeats, whose
+ * parts are taken from there and whose traces are noted there. */
+static void record_views(trace_hub *hub, size_t n, const trace_ctx *ctx, const trace_input *in,
+                         uint64_t key)
 {
-    size_t n_rest = 0;
-    bool made = false;
-    trace_peer *peer = NULL;
+    /* References for the duration of the call (a store or an encoder's block takes its own):
+     * borrowed when the caller holds one. */
+    trace_peer *peer = in->peer ? in->peer : shared_peer(ctx, in);
     trace_str *uri = NULL;
-    trace_persist_rec r;
+    trace_rec_view r;
+    if (key) {
+        r = hub->rep.rec; /* its URI is the kept one's reference */
+        r.peer = peer;
+        memcpy(hub->rep.traces, hub->hits, n * sizeof(*hub->hits));
+        hub->rep.n = n;
+    } else {
+        uri = in->uri ? in->uri : shared_uri(hub, ctx, in);
+        view_of(ctx, in, peer, uri, &r);
+    }
     for (size_t i = 0; i < n; i++) {
-        trace *t = hub->hits[i];
-        if (!trace_persists(t)) {
-            hub->hits[n_rest++] = t;
-            continue;
-        }
-        if (!made) {
-            /* References for the duration of the call (an encoder's block takes its own):
-             * borrowed when the caller holds one. */
-            peer = in->peer ? in->peer : shared_peer(ctx, in);
-            if (key) {
-                r = hub->rep.rec; /* its URI is the kept one's reference */
-                r.peer = peer;
-            } else {
-                uri = in->uri ? in->uri : shared_uri(hub, ctx, in);
-                persist_direct(ctx, in, peer, uri, &r);
-            }
-            made = true;
-        }
-        (void)trace_append_rec(t, &r);
-        if (key) {
-            hub->rep.traces[hub->rep.n++] = t;
-        }
+        (void)trace_append_rec(hub->hits[i], &r);
     }
     if (peer != in->peer) {
         trace_peer_unref(&peer);
@@ -525,7 +510,6 @@ static size_t record_persisted(trace_hub *hub, size_t n, const trace_ctx *ctx,
     if (uri != in->uri) {
         trace_str_unref(&uri);
     }
-    return n_rest;
 }
 
 size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
@@ -538,28 +522,23 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     rep_clear(hub); /* something else is recorded: what follows repeats it, or nothing */
     size_t n_hits = hub->n_action_hits ? record_actions(hub, n_all, ctx, in) : n_all;
     hub->n_action_hits = 0;
-    uint64_t key = 0;
-    bool known = wamp_msg_type_is_known(ctx->msg_type); /* asked once: a call into wamp/ */
-    bool as_given = n_hits && bytes_as_given(ctx, in, known);
-    if (as_given && rep_eligible(hub, ctx, in, n_hits)) {
-        /* Kept for the next receivers (trace_hub_repeat()), under a key of its own. */
-        key = ++hub->rep.keys;
-        rep_keep(hub, ctx, in, key);
-    }
-    if (as_given && hub->n_persisting) {
-        n_hits = record_persisted(hub, n_hits, ctx, in, key);
-    }
-    hub->n_persisting = 0;
     if (n_hits == 0) {
+        return n_all;
+    }
+    bool known = wamp_msg_type_is_known(ctx->msg_type); /* asked once: a call into wamp/ */
+    if (bytes_as_given(ctx, in, known)) {
+        /* The common case: every trace appends the message from its parts. */
+        uint64_t key = 0;
+        if (rep_eligible(hub, ctx, in, n_hits)) {
+            /* Kept for the next receivers (trace_hub_repeat()), under a key of its own. */
+            key = ++hub->rep.keys;
+            rep_keep(hub, ctx, in, key);
+        }
+        record_views(hub, n_hits, ctx, in, key);
         return n_all;
     }
     trace_record proto;
     build_record(hub, ctx, in, known, &proto);
-    if (key) {
-        trace_record_clone(&proto, &hub->rep.mem);
-        memcpy(hub->rep.mem_traces, hub->hits, n_hits * sizeof(*hub->hits));
-        hub->rep.n_mem = n_hits;
-    }
     for (size_t i = 0; i + 1 < n_hits; i++) {
         trace_record r;
         trace_record_clone(&proto, &r);

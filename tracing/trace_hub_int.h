@@ -25,7 +25,6 @@ struct trace_hub {
     trace **hits; /* max_traces slots: the traces trace_hub_match() chose */
     size_t n_hits;
     size_t n_action_hits;           /* of them, action-level traces */
-    size_t n_persisting;            /* of them, traces with files (trace_persists()) */
     uint64_t match_gen;             /* trace_hub_match_gen() */
     uint64_t auto_id;               /* last number used for a "traceN" name */
     trace_option_defaults defaults; /* limit / max_bytes of new traces; 0 = built-in */
@@ -43,19 +42,15 @@ struct trace_hub {
 
     /* The message last sent and recorded, which trace_hub_repeat() records again for another
      * receiver (see there). wire and uri are references (wire NULL: nothing to repeat); rec, the
-     * message's parts for persisted traces, borrows them, and corr points to corr; mem is the
-     * record in-memory traces get (its own references), its peer swapped per receiver. */
+     * message's parts (its peer NULL), borrows them, and corr points to corr. */
     struct {
         wamp_buf *wire;
         trace_str *uri;
-        trace_persist_rec rec;
+        trace_rec_view rec;
         uint8_t corr[TRACE_UUID_LEN];
-        trace *traces[HUB_REPEAT_TRACES]; /* persisted */
+        trace *traces[HUB_REPEAT_TRACES]; /* the traces it went to */
         size_t n;
-        trace_record mem;
-        trace *mem_traces[HUB_REPEAT_TRACES];
-        size_t n_mem;
-        uint64_t keys; /* the last trace_persist_rec.key given */
+        uint64_t keys; /* the last trace_rec_view.key given */
         /* Receivers repeated but not appended yet (references), in order: rep_flush(). */
         trace_peer *pend[HUB_REPEAT_BATCH];
         size_t n_pend;

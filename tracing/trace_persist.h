@@ -197,44 +197,16 @@ const char *trace_persist_id(const trace_persist *p);
 /* Message of the first I/O error ("write <file>: No space left on device"); NULL if none. */
 const char *trace_persist_error(const trace_persist *p);
 
-/* One record to append, given by its parts, every pointer borrowed: what the capture path has
- * in hand (trace_hub_capture.c), so that a persisted trace encodes a message straight into its
- * write buffer without building a trace_record (no references taken, no copy of received bytes). */
-typedef struct trace_persist_rec {
-    uint64_t seq; /* must be the next seq */
-    uint64_t pc_ns;
-    uint64_t ts_ns;
-    trace_peer *peer;    /* NULL = none */
-    trace_str *uri;      /* NULL = none */
-    const char *dropped; /* NULL = delivered */
-    const uint8_t *corr; /* TRACE_UUID_LEN bytes if flags & TRACE_CORR_HAS */
-    /* The message bytes: either a shared buffer (wire, whose identity lets the encoder write
-     * the bytes of one message sent to many receivers once), or plain bytes (len of them), or
-     * neither (no bytes kept). */
-    const wamp_buf *wire;
-    const void *bytes;
-    size_t len;
-    uint32_t ser_bytes[WAMP_SER_COUNT];
-    uint8_t dir;
-    uint8_t msg_type;
-    uint8_t wire_ser; /* wamp_ser of the bytes */
-    uint8_t flags;    /* TRACE_CORR_* */
-    /* 0, or a number the caller gives one message and no other: records with the same key are
-     * the same message but for peer and seq, so the encoder takes the next one for a repeat of
-     * the previous without comparing them field by field (trace_hub_repeat()). */
-    uint64_t key;
-} trace_persist_rec;
-
 /* Encodes r (borrowed; r->seq must be the next seq) into the write buffer; writes the buffer
  * out when it is full and rotates the segment when the active one is full. WAMP_ECLOSED after
  * an I/O error (now or earlier; the record is not stored), WAMP_ENOMEM. */
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r);
 /* The same for a record given by its parts. */
-wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r);
+wamp_err trace_persist_append_rec(trace_persist *p, const trace_rec_view *r);
 /* r once per peer of peers[0..n), with the seqs r->seq .. r->seq + n - 1: one message's
  * receivers, most of them a byte each in the block's run; with last, the last of them also
  * completes the action (TRACE_CORR_LAST added to r->flags). */
-wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
+wamp_err trace_persist_append_run(trace_persist *p, const trace_rec_view *r,
                                   trace_peer *const *peers, size_t n, bool last);
 /* Writes the buffer out; fsyncs if sync (or if the policy asks for it at now_pc_ns).
  * WAMP_ECLOSED after an I/O error. */

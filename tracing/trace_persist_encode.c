@@ -141,7 +141,7 @@ static bool uuid_eq(const uint8_t *a, const uint8_t *b)
  * holds a reference on the previous record's URI (in its table) and message buffer (`wire`), so
  * their addresses cannot be reused meanwhile. Plain bytes (a received message) have no
  * identity: a record with them is never a repeat. */
-static bool is_repeat(const block *b, const trace_persist_rec *r, uint8_t b2)
+static bool is_repeat(const block *b, const trace_rec_view *r, uint8_t b2)
 {
     /* What differs most often first: the type (a CALL's INVOCATION follows it), the bytes. */
     if (!b->has_prev || r->msg_type != b->prev_type || b2 != b->prev_b2 || r->bytes ||
@@ -160,7 +160,7 @@ static bool is_repeat(const block *b, const trace_persist_rec *r, uint8_t b2)
 }
 
 /* Frames the record whose header is at h and body ends at d, and accounts for it. */
-static wamp_err end_record(trace_persist *p, seg *s, const trace_persist_rec *r, unsigned char *h,
+static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, unsigned char *h,
                            const unsigned char *d)
 {
     size_t body = (size_t)(d - (h + HDR_LEN));
@@ -235,7 +235,7 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
 /* Appends r as a repeat (is_repeat()): with a peer, into the run written last or as a new run
  * (last: the run entry's last bit); a repeat without a peer (never last) as a C_REPEAT record of
  * its own. */
-static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_persist_rec *r,
+static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_rec_view *r,
                               bool last)
 {
     trace_peer *peer = r->peer;
@@ -267,7 +267,7 @@ static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_pe
 /* Whether r is a repeat of the block's previous record without further checks (append_repeat()
  * then adds it to the run, or starts one): the same key (the same message but for peer and
  * seq), a peer, the next seq, and no block start or full segment at r. */
-static bool joins_run(trace_persist *p, const trace_persist_rec *r, seg **s)
+static bool joins_run(trace_persist *p, const trace_rec_view *r, seg **s)
 {
     const block *b = &p->blk;
     if (!r->key || r->key != b->prev_key || !r->peer || r->seq != b->seq + 1) {
@@ -290,12 +290,12 @@ static void note_lost(trace_persist *p, uint64_t end)
     }
 }
 
-static wamp_err append_rec(trace_persist *p, const trace_persist_rec *r);
+static wamp_err append_rec(trace_persist *p, const trace_rec_view *r);
 
-static wamp_err append_run(trace_persist *p, const trace_persist_rec *r, trace_peer *const *peers,
+static wamp_err append_run(trace_persist *p, const trace_rec_view *r, trace_peer *const *peers,
                            size_t n, bool last);
 
-wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
+wamp_err trace_persist_append_run(trace_persist *p, const trace_rec_view *r,
                                   trace_peer *const *peers, size_t n, bool last)
 {
     wamp_err err = append_run(p, r, peers, n, last);
@@ -305,7 +305,7 @@ wamp_err trace_persist_append_run(trace_persist *p, const trace_persist_rec *r,
     return err;
 }
 
-wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
+wamp_err trace_persist_append_rec(trace_persist *p, const trace_rec_view *r)
 {
     wamp_err err = append_rec(p, r);
     if (err != WAMP_OK) {
@@ -314,10 +314,10 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_persist_rec *r)
     return err;
 }
 
-static wamp_err append_run(trace_persist *p, const trace_persist_rec *r, trace_peer *const *peers,
+static wamp_err append_run(trace_persist *p, const trace_rec_view *r, trace_peer *const *peers,
                            size_t n, bool last)
 {
-    trace_persist_rec one = *r;
+    trace_rec_view one = *r;
     for (size_t i = 0; i < n;) {
         one.seq = r->seq + i;
         one.peer = peers[i];
@@ -360,7 +360,7 @@ static wamp_err append_run(trace_persist *p, const trace_persist_rec *r, trace_p
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
 {
-    trace_persist_rec v = {
+    trace_rec_view v = {
             .seq = r->seq,
             .pc_ns = r->pc_ns,
             .ts_ns = r->ts_ns,
@@ -381,7 +381,7 @@ wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
 }
 
 /* The active segment for r: opened if there is none, rotated when full. */
-static wamp_err segment_for(trace_persist *p, const trace_persist_rec *r, seg **out)
+static wamp_err segment_for(trace_persist *p, const trace_rec_view *r, seg **out)
 {
     wamp_err err;
     if (p->fd < 0) {
@@ -420,7 +420,7 @@ typedef struct full_plan {
 } full_plan;
 
 /* What is new in the block, the most the body can take, and whether the record is short. */
-static void plan_full(trace_persist *p, const block *b, const trace_persist_rec *r, full_plan *f)
+static void plan_full(trace_persist *p, const block *b, const trace_rec_view *r, full_plan *f)
 {
     trace_peer *peer = r->peer;
     f->peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
@@ -461,7 +461,7 @@ static void plan_full(trace_persist *p, const block *b, const trace_persist_rec 
 
 /* The body's fixed part after the what byte: msg_type, the dir/ser/flags byte, seq, pc and ts
  * (absolute in a block's first record, else differences) and the sizes. */
-static unsigned char *put_head(unsigned char *d, const block *b, const trace_persist_rec *r,
+static unsigned char *put_head(unsigned char *d, const block *b, const trace_rec_view *r,
                                const full_plan *f)
 {
     d[1] = r->msg_type;
@@ -489,7 +489,7 @@ static unsigned char *put_head(unsigned char *d, const block *b, const trace_per
 /* The peer, the URI (defined in the block's table when new), the drop reason and the
  * correlation UUID, each with its bit in *what. */
 static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *d,
-                               const trace_persist_rec *r, const full_plan *f, unsigned *what)
+                               const trace_rec_view *r, const full_plan *f, unsigned *what)
 {
     if (r->peer) {
         *what |= C_PEER;
@@ -526,7 +526,7 @@ static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *d,
 }
 
 /* The message bytes: its own (C_WIRE), or the block's buffer again (C_WIRE_SAME). */
-static unsigned char *put_wire(block *b, unsigned char *d, const trace_persist_rec *r,
+static unsigned char *put_wire(block *b, unsigned char *d, const trace_rec_view *r,
                                const full_plan *f, unsigned *what)
 {
     if (f->own) {
@@ -547,7 +547,7 @@ static unsigned char *put_wire(block *b, unsigned char *d, const trace_persist_r
 }
 
 /* The block's running values after r: what the next record is a difference from or repeats. */
-static void block_note(block *b, const trace_persist_rec *r, const full_plan *f)
+static void block_note(block *b, const trace_rec_view *r, const full_plan *f)
 {
     b->seq = r->seq;
     b->pc = r->pc_ns;
@@ -563,7 +563,7 @@ static void block_note(block *b, const trace_persist_rec *r, const full_plan *f)
 /* Appends one record: a repeat (into a run) when it is the block's previous record again but for
  * its peer, else a full compact record (PERSIST_FORMAT.md, "Records"), in steps: plan_full(),
  * room for it, put_head(), put_refs(), put_wire(), block_note(), end_record(). */
-static wamp_err append_rec(trace_persist *p, const trace_persist_rec *r)
+static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
 {
     /* An error of the writer thread is seen when the buffer is handed over next
      * (persist_write_out(), persist_rotate()): records appended meanwhile stay readable from the

@@ -118,7 +118,7 @@ static inline uint64_t block_pos(const seg *s, uint64_t seq)
  * cache lines (not behind the 2 KiB peer table) saved a miss a record in the router's profile. */
 typedef struct block {
     uint64_t seq, pc, ts;
-    uint64_t prev_key; /* the previous record's trace_persist_rec.key (writer; 0 = none) */
+    uint64_t prev_key; /* the previous record's trace_rec_view.key (writer; 0 = none) */
     size_t n_peers;
     size_t n_uris;
     wamp_buf *wire;

@@ -212,6 +212,37 @@ const char *trace_dir_name(int dir);
  * "Unknown" otherwise. Static string. */
 const char *trace_msg_type_title(int type);
 
+/* --- trace_rec_view ------------------------------------------------------------------------- */
+
+/* One record to append, given by its parts, every pointer borrowed: what the capture path has
+ * in hand (trace_hub_capture.c), so that a trace appends a message without building a
+ * trace_record first: a persisted trace encodes it straight into its write buffer, an in-memory
+ * one writes it straight into its store's slot (trace_store_append_view()). */
+typedef struct trace_rec_view {
+    uint64_t seq; /* must be the next seq */
+    uint64_t pc_ns;
+    uint64_t ts_ns;
+    trace_peer *peer;    /* NULL = none */
+    trace_str *uri;      /* NULL = none */
+    const char *dropped; /* NULL = delivered */
+    const uint8_t *corr; /* TRACE_UUID_LEN bytes if flags & TRACE_CORR_HAS */
+    /* The message bytes: either a shared buffer (wire, whose identity lets the encoder write
+     * the bytes of one message sent to many receivers once), or plain bytes (len of them), or
+     * neither (no bytes kept). */
+    const wamp_buf *wire;
+    const void *bytes;
+    size_t len;
+    uint32_t ser_bytes[WAMP_SER_COUNT];
+    uint8_t dir;
+    uint8_t msg_type;
+    uint8_t wire_ser; /* wamp_ser of the bytes */
+    uint8_t flags;    /* TRACE_CORR_* */
+    /* 0, or a number the caller gives one message and no other: records with the same key are
+     * the same message but for peer and seq, so the encoder takes the next one for a repeat of
+     * the previous without comparing them field by field (trace_hub_repeat()). */
+    uint64_t key;
+} trace_rec_view;
+
 /* --- correlation UUIDs --------------------------------------------------------------------- */
 
 /* A random version-4 UUID (RFC 4122 layout) from libsodium's randombytes_buf();

@@ -39,6 +39,10 @@ struct trace_store {
     size_t bused;
     size_t nlive;
     bool bwrapped;
+    /* Where the newest record's bytes were copied from (the caller's buffer; compared, never
+     * read): a fan-out's repeats of that message borrow the copy (trace_store_append_repeats()).
+     * NULL when the newest record copied nothing. */
+    const void *src;
 };
 
 /* First byte ring allocation. */
@@ -137,11 +141,14 @@ static bool bytes_rebuild(trace_store *st, size_t len)
         return false;
     }
     size_t off = 0;
+    const unsigned char *moved = NULL; /* the new place of the previous record's bytes */
     for (size_t i = 0; i < st->count; i++) {
         trace_record *r = &st->ring[(st->head + i) % st->cap];
-        if (r->bytes) {
+        if (r->bytes && r->borrows) {
+            r->bytes = moved; /* a repeat: the copy of the record before it */
+        } else if (r->bytes) {
             memcpy(nb + off, r->bytes, r->len);
-            r->bytes = nb + off;
+            r->bytes = moved = nb + off;
             off += r->len;
         }
     }
@@ -169,17 +176,17 @@ static void drop_oldest(trace_store *st)
 {
     trace_record *r = &st->ring[st->head];
     st->bytes -= r->cost;
-    if (r->bytes) {
-        bytes_release(st, r);
-    }
     size_t next = wrap(st, st->head, 1);
     /* The oldest record never borrows. Its references are dropped in place (the slot is dead:
-     * overwritten by a later append), unless the next record borrows its uri and wire: that
-     * one owns them from now on. */
+     * overwritten by a later append), unless the next record borrows its uri, wire and bytes:
+     * that one owns them from now on. */
     trace_peer_unref(&r->peer);
     if (st->count > 1 && st->ring[next].borrows) {
         st->ring[next].borrows = 0;
     } else {
+        if (r->bytes) {
+            bytes_release(st, r);
+        }
         trace_str_unref(&r->uri);
         wamp_buf_unref(&r->wire);
     }
@@ -187,6 +194,9 @@ static void drop_oldest(trace_store *st)
     st->count--;
     st->first_seq++;
     st->dropped++;
+    if (st->count == 0) {
+        st->src = NULL;
+    }
 }
 
 /* Doubles the ring (up to limit), moving the held records to the front of the new array. */
@@ -213,50 +223,59 @@ static bool grow(trace_store *st)
     return true;
 }
 
-/* Copies rec's borrowed bytes into the byte ring and points rec at the copy. Without memory
- * to rebuild the ring, drops the oldest records until the copy fits; false if nothing is left
- * to drop and it still does not. */
-static bool copy_bytes(trace_store *st, trace_record *rec)
+/* copy_bytes() when the copy does not fit after the tail. */
+static const unsigned char *copy_bytes_slow(trace_store *st, const void *src, size_t len)
 {
-    if (!st->bwrapped && st->bcap - st->btail < rec->len && st->bcap > STORE_BYTES_INITIAL &&
-        st->bcap / 8 > st->bused + rec->len) {
+    if (!st->bwrapped && st->bcap - st->btail < len && st->bcap > STORE_BYTES_INITIAL &&
+        st->bcap / 8 > st->bused + len) {
         /* About to wrap around a ring far larger than what it holds (a burst of large messages
          * grew it): rebuilt smaller, once a round at most. Without memory it stays as it is. */
-        (void)bytes_rebuild(st, rec->len);
+        (void)bytes_rebuild(st, len);
     }
-    size_t off = bytes_place(st, rec->len);
+    size_t off = bytes_place(st, len);
     while (off == SIZE_MAX) {
-        if (!bytes_rebuild(st, rec->len)) {
+        if (!bytes_rebuild(st, len)) {
             if (st->count == 0) {
-                return false;
+                return NULL;
             }
             drop_oldest(st);
         }
-        off = bytes_place(st, rec->len);
+        off = bytes_place(st, len);
     }
-    memcpy(st->bring + off, rec->bytes, rec->len);
-    rec->bytes = st->bring + off;
-    st->bused += rec->len;
+    memcpy(st->bring + off, src, len);
+    st->bused += len;
     st->nlive++;
-    return true;
+    return st->bring + off;
 }
 
-uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
+/* Copies len (> 0) bytes from src into the byte ring; returns the copy. Without memory to
+ * rebuild the ring, drops the oldest records until the copy fits; NULL if nothing is left to
+ * drop and it still does not. Inline: the usual copy goes right after the tail. */
+static inline const unsigned char *copy_bytes(trace_store *st, const void *src, size_t len)
 {
-    uint64_t seq = st->first_seq + st->count;
-    size_t full_cost = trace_record_cost(rec);
-    uint32_t cost = full_cost > STORE_COST_MAX ? STORE_COST_MAX : (uint32_t)full_cost;
-    rec->seq = seq;
-    rec->cost = cost & STORE_COST_MAX; /* no-op: says the bit-field holds it */
+    size_t end = st->bwrapped ? st->bhead : st->bcap;
+    if (end - st->btail < len) {
+        return copy_bytes_slow(st, src, len);
+    }
+    unsigned char *d = st->bring + st->btail;
+    st->btail += len;
+    memcpy(d, src, len);
+    st->bused += len;
+    st->nlive++;
+    return d;
+}
+
+/* A store that evicts keeps evicting: each append releases the oldest record, whose slot and
+ * the objects it references (a large message's buffer, the action's URI; the peer is per
+ * session and stays warm) were last touched a whole ring ago and are out of cache. In profiles
+ * of the router's capture path the refcount decrements on them were the largest cost.
+ * Requesting them a few appends early overlaps those misses with the work between appends: the
+ * slot first, then, once it has arrived, what it points to. A prefetch never faults (NULL is
+ * harmless). Inline, not a function of its own: GCC deems a function of nothing but prefetches
+ * pure and deletes the call. */
+static inline __attribute__((always_inline)) void prefetch_evictions(const trace_store *st)
+{
     if (st->dropped && st->count > PREFETCH_SLOTS) {
-        /* A store that evicts keeps evicting: each append releases the oldest record, whose
-         * slot and the objects it references (the wire buffer, the action's URI; the peer is per
-         * session and stays warm) were last touched a whole ring ago and are out of cache. In
-         * profiles of the router's capture path the refcount decrements on them were the
-         * largest cost. Requesting them a few appends early overlaps those misses with the work
-         * between appends: the slot first, then, once it has arrived, what it points to. A
-         * prefetch never faults (NULL is harmless). Written out here, not in a helper: GCC
-         * deems a function of nothing but prefetches pure and deletes the call. */
         const trace_record *soon = &st->ring[wrap(st, st->head, PREFETCH_OBJECTS)];
         __builtin_prefetch(soon->wire, 0, 3);
         __builtin_prefetch(soon->uri, 0, 3);
@@ -265,16 +284,18 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
         __builtin_prefetch(slot, 0, 3);
         __builtin_prefetch(slot + sizeof(trace_record) - 1, 0, 3);
     }
+}
+
+/* Evicts what appending a record of this cost needs (budget, limit, a ring that cannot grow);
+ * false if the record cannot be held: alone over the budget (everything older goes too: the
+ * budget cannot hold it together with anything), or no ring at all and no memory for one. */
+static bool make_room_slow(trace_store *st, uint32_t cost)
+{
     if (cost > st->max_bytes) {
-        /* Alone over the byte budget: everything older goes too (the budget cannot hold it
-         * together with anything), then it is dropped itself. */
         while (st->count) {
             drop_oldest(st);
         }
-        trace_record_fini(rec);
-        st->first_seq++;
-        st->dropped++;
-        return seq;
+        return false;
     }
     while (st->count && st->bytes + cost > st->max_bytes) {
         drop_oldest(st);
@@ -284,27 +305,114 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     }
     if (st->count == st->cap && (st->cap == st->limit || !grow(st))) {
         if (st->count == 0) {
-            /* No ring at all and no memory for one. */
-            trace_record_fini(rec);
-            st->first_seq++;
-            st->dropped++;
-            return seq;
+            return false;
         }
         drop_oldest(st);
     }
-    if (rec->bytes && !rec->wire && !copy_bytes(st, rec)) {
-        trace_record_fini(rec); /* no memory for its bytes, even with nothing else held */
-        st->first_seq++;
-        st->dropped++;
-        return seq;
+    return true;
+}
+
+/* Inline: a store that keeps what it can hold is usually full, and each append evicts the
+ * oldest record (which evictions come first changes nothing: they are the oldest records, as
+ * many as both bounds need). */
+static inline bool make_room(trace_store *st, uint32_t cost)
+{
+    if (st->count == st->cap && st->count == st->limit) {
+        drop_oldest(st);
     }
+    if (st->count < st->cap && st->bytes + cost <= st->max_bytes) {
+        return true;
+    }
+    return make_room_slow(st, cost);
+}
+
+/* The next seq, given to a record that is dropped at once (counted); nothing is held then. */
+static uint64_t drop_new(trace_store *st)
+{
+    uint64_t seq = st->first_seq + st->count;
+    st->first_seq++;
+    st->dropped++;
+    st->src = NULL;
+    return seq;
+}
+
+static uint32_t cost_of(size_t len)
+{
+    size_t full = len + TRACE_RECORD_OVERHEAD;
+    return full > STORE_COST_MAX ? STORE_COST_MAX : (uint32_t)full;
+}
+
+uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
+{
+    uint32_t cost = cost_of(trace_record_cost(rec) - TRACE_RECORD_OVERHEAD);
+    prefetch_evictions(st);
+    const void *src = rec->wire ? NULL : rec->bytes;
+    const unsigned char *copy = NULL;
+    if (!make_room(st, cost) || (src && !(copy = copy_bytes(st, src, rec->len)))) {
+        /* (Without memory for its bytes even with nothing else held.) */
+        trace_record_fini(rec);
+        return drop_new(st);
+    }
+    uint64_t seq = st->first_seq + st->count;
+    rec->seq = seq;
+    rec->cost = cost & STORE_COST_MAX; /* no-op: says the bit-field holds it */
     rec->borrows = 0;
+    rec->bytes = copy ? copy : rec->bytes;
     st->ring[wrap(st, st->head, st->count)] = *rec;
     /* Its references and bytes moved into the slot (the rest of *rec may stay). */
     rec->peer = NULL;
     rec->uri = NULL;
     rec->wire = NULL;
     rec->bytes = NULL;
+    st->src = src;
+    st->count++;
+    st->bytes += cost;
+    return seq;
+}
+
+uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
+{
+    /* What the record keeps: a copy of the bytes (received, or a small sent message), or a
+     * reference on a large sent message's buffer, or nothing. */
+    const void *src = v->bytes;
+    size_t len = v->bytes ? v->len : 0;
+    const wamp_buf *wire = NULL;
+    if (v->wire) {
+        len = wamp_buf_len(v->wire);
+        src = len <= TRACE_STORE_COPY_MAX ? wamp_buf_cdata(v->wire) : NULL;
+        wire = src ? NULL : v->wire;
+    }
+    src = len ? src : NULL;
+    uint32_t cost = cost_of(src || wire ? len : 0);
+    prefetch_evictions(st);
+    const unsigned char *copy = NULL;
+    if (!make_room(st, cost) || (src && !(copy = copy_bytes(st, src, len)))) {
+        return drop_new(st);
+    }
+    uint64_t seq = st->first_seq + st->count;
+    trace_record *r = &st->ring[wrap(st, st->head, st->count)];
+    r->seq = seq;
+    r->pc_ns = v->pc_ns;
+    r->ts_ns = v->ts_ns;
+    r->peer = v->peer ? trace_peer_ref(v->peer) : NULL;
+    r->uri = v->uri ? trace_str_ref(v->uri) : NULL;
+    r->wire = wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)wire) : NULL;
+    r->bytes = copy;
+    r->dropped = v->dropped;
+    memcpy(r->ser_bytes, v->ser_bytes, sizeof(r->ser_bytes));
+    r->len = copy ? (uint32_t)len : 0;
+    r->cost = cost & STORE_COST_MAX;
+    r->borrows = 0;
+    if (v->flags & TRACE_CORR_HAS) {
+        memcpy(r->corr, v->corr, TRACE_UUID_LEN);
+    } else {
+        memset(r->corr, 0, TRACE_UUID_LEN);
+    }
+    r->dir = v->dir;
+    r->msg_type = v->msg_type;
+    r->wire_ser = copy || wire ? v->wire_ser : 0;
+    r->flags = v->flags;
+    st->src = src;
     st->count++;
     st->bytes += cost;
     return seq;
@@ -329,8 +437,10 @@ size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const t
         return 0;
     }
     const trace_record *newest = &st->ring[wrap(st, st->head, st->count - 1)];
-    if (newest->wire != wire || newest->uri != uri || newest->pc_ns != pc_ns || !wire ||
-        newest->bytes) {
+    /* The newest record is the message: it holds the buffer itself, or a copy of its bytes. */
+    bool same = wire && (newest->wire ? newest->wire == wire
+                                      : newest->bytes && st->src == wamp_buf_cdata(wire));
+    if (!same || newest->uri != uri || newest->pc_ns != pc_ns) {
         return 0;
     }
     trace_record r = *newest;

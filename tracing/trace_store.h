@@ -21,6 +21,10 @@
 
 #include "trace_record.h"
 
+/* Messages of at most this many bytes are kept as copies in a store's byte ring; the capture
+ * path passes larger sent ones as a reference on the router's buffer (trace_record.wire). */
+#define TRACE_STORE_COPY_MAX 4096
+
 /* to_seq of trace_store_range(): up to the newest record. */
 #define TRACE_SEQ_NONE UINT64_MAX
 
@@ -40,6 +44,12 @@ void trace_store_free(trace_store *st);
  *   - a full ring that cannot grow for lack of memory drops its oldest record, as at the
  *     limit; with no ring at all, the new record itself is dropped. */
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
+
+/* The same for a record given by its parts (borrowed: trace_rec_view), written straight into
+ * its slot: references taken on its peer and uri, its bytes copied into the byte ring (v->bytes,
+ * or v->wire's bytes when at most TRACE_STORE_COPY_MAX), a larger v->wire referenced. v->seq and
+ * v->key are not read. Returns the record's seq. */
+uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v);
 
 /* A fan-out's further receivers: appends, for each peer in peers[0..n) in order, a copy of the
  * newest held record with that peer (a new reference is taken) and flags (last_flags for the

@@ -76,7 +76,7 @@ for sc in ${SCENARIOS:-rpc pubsub}; do
     for ser in ${SERS:-msgpack json}; do
         out=$scratch/callgrind.$sc.$ser.out
         rm -f "$scratch/ports"
-        (cd "$scratch" && exec valgrind --tool=callgrind --callgrind-out-file="$out" "$router" \
+        (cd "$scratch" && exec valgrind --tool=callgrind ${CALLGRIND_OPTS:-} --callgrind-out-file="$out" "$router" \
             -c "$config" --port 0 --ports-file "$scratch/ports" --log-level warn \
             >"$scratch/router.$sc.$ser.log" 2>&1) &
         pid=$!

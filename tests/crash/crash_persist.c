@@ -267,7 +267,7 @@ static int child_main(const char *data_dir, uint64_t seed, int out_fd)
         msg_bytes(m, bytes);
         wamp_buf *wire = wamp_buf_new_copy(bytes, m->len);
         pc += 1 + below(&r, 100000);
-        trace_persist_rec rec = {
+        trace_rec_view rec = {
                 .seq = m->first_seq,
                 .pc_ns = pc,
                 .ts_ns = pc + 1700000000000000000ull,

@@ -613,15 +613,40 @@ START_TEST(test_rx_bytes_copied_into_each_store)
 
 END_TEST
 
-START_TEST(test_tx_takes_a_reference_on_the_wire_buffer)
+/* r keeps the bytes of wire (a small message: a copy in its store's byte ring, r->wire NULL),
+ * the same copy as every other record checked with the same *shared (NULL before the first):
+ * a fan-out's repeats borrow their message's one copy. */
+static void ck_keeps_copy(const trace_record *r, const wamp_buf *wire, const void **shared)
+{
+    size_t len = 0;
+    const void *data = trace_record_data(r, &len);
+    ck_assert_ptr_null(r->wire);
+    ck_assert_uint_eq(len, wamp_buf_len(wire));
+    ck_assert_mem_eq(data, wamp_buf_cdata(wire), len);
+    ck_assert_ptr_ne(data, wamp_buf_cdata(wire));
+    if (*shared) {
+        ck_assert_ptr_eq(data, *shared);
+    }
+    *shared = data;
+}
+
+/* A sent message of payload_len payload bytes recorded in two traces: a small one is copied into
+ * each store's byte ring (the router's buffer gains no reference), one larger than
+ * TRACE_STORE_COPY_MAX is referenced (no copy). */
+static void check_tx_keeps(size_t payload_len, bool copied)
 {
     trace_hub *h = hub_of(4);
     trace *a = start(h, "a", NULL);
     start(h, "b", NULL);
-    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
+    char *text = malloc(payload_len + 1);
+    memset(text, 'x', payload_len);
+    text[payload_len] = '\0';
+    json_t *event = json_pack("[i,i,i,{},[s]]", 36, 5, 6, text);
+    free(text);
     wamp_buf *json_wire = NULL, *mp_wire = NULL;
     ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &json_wire), WAMP_OK);
     ck_assert_int_eq(wamp_codec_encode(WAMP_SER_MSGPACK, event, &mp_wire), WAMP_OK);
+    ck_assert(copied == (wamp_buf_len(mp_wire) <= TRACE_STORE_COPY_MAX));
     trace_peer *peer = trace_peer_new(9, "realm1", "bob", "user");
     trace_str *uri = trace_str_new("com.example.topic");
     uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3};
@@ -645,11 +670,22 @@ START_TEST(test_tx_takes_a_reference_on_the_wire_buffer)
                                     [WAMP_SER_MSGPACK] = wamp_buf_len(mp_wire)}};
     const unsigned char *bytes_before = wamp_buf_cdata(mp_wire);
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
-    /* No copy: both records point at the router's buffer, which gained two references. */
-    ck_assert_uint_eq(wamp_buf_refs(mp_wire), 3);
     const trace_record *r = trace_store_get(trace_get_store(a), 0);
-    ck_assert_ptr_eq(r->wire, mp_wire);
-    ck_assert_ptr_eq(wamp_buf_cdata(r->wire), bytes_before);
+    size_t len = 0;
+    const void *data = trace_record_data(r, &len);
+    ck_assert_uint_eq(len, wamp_buf_len(mp_wire));
+    ck_assert_mem_eq(data, bytes_before, len);
+    if (copied) {
+        /* Copied: the records hold no reference on the router's buffer. */
+        ck_assert_uint_eq(wamp_buf_refs(mp_wire), 1);
+        ck_assert_ptr_null(r->wire);
+        ck_assert_ptr_ne(data, bytes_before);
+    } else {
+        /* No copy: both records point at the router's buffer, which gained two references. */
+        ck_assert_uint_eq(wamp_buf_refs(mp_wire), 3);
+        ck_assert_ptr_eq(r->wire, mp_wire);
+        ck_assert_ptr_eq(data, bytes_before);
+    }
     ck_assert_uint_eq(r->wire_ser, WAMP_SER_MSGPACK);
     ck_assert_uint_eq(r->ser_bytes[WAMP_SER_JSON], wamp_buf_len(json_wire));
     ck_assert_uint_eq(r->ser_bytes[WAMP_SER_MSGPACK], wamp_buf_len(mp_wire));
@@ -674,6 +710,18 @@ START_TEST(test_tx_takes_a_reference_on_the_wire_buffer)
     wamp_buf_unref(&json_wire);
     wamp_buf_unref(&mp_wire);
     json_decref(event);
+}
+
+START_TEST(test_tx_small_is_copied)
+{
+    check_tx_keeps(5, true);
+}
+
+END_TEST
+
+START_TEST(test_tx_large_takes_a_reference_on_the_wire_buffer)
+{
+    check_tx_keeps(TRACE_STORE_COPY_MAX, false);
 }
 
 END_TEST
@@ -1107,10 +1155,11 @@ START_TEST(test_repeat_only_when_certain)
     ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, true));
     trace_hub_flush(h);
     ck_assert_uint_eq(trace_store_records(trace_get_store(m)), 3);
+    const void *copy = NULL;
     for (uint64_t i = 0; i < 3; i++) {
         const trace_record *r = trace_store_get(trace_get_store(m), i);
         ck_assert_ptr_eq(r->peer, peers[i]);
-        ck_assert_ptr_eq(r->wire, wire);
+        ck_keeps_copy(r, wire, &copy);
         ck_assert_ptr_eq(r->uri, uri);
         ck_assert_uint_eq(r->flags, TRACE_CORR_HAS | (i == 2 ? TRACE_CORR_LAST : 0));
         ck_assert_mem_eq(r->corr, corr, TRACE_UUID_LEN);
@@ -1179,10 +1228,11 @@ START_TEST(test_repeat_in_memory_limits)
     const trace_store *st = trace_get_store(small);
     ck_assert_uint_eq(trace_store_next_seq(st), N);
     ck_assert_uint_eq(trace_store_records(st), 3);
+    const void *copy = NULL;
     for (uint64_t s = N - 3; s < N; s++) {
         const trace_record *r = trace_store_get(st, s);
         ck_assert_ptr_eq(r->peer, peers[s]);
-        ck_assert_ptr_eq(r->wire, wire);
+        ck_keeps_copy(r, wire, &copy);
         ck_assert_ptr_eq(r->uri, uri);
         ck_assert_uint_eq(r->flags, TRACE_CORR_HAS | (s == N - 1 ? TRACE_CORR_LAST : 0));
     }
@@ -1309,7 +1359,8 @@ static Suite *trace_hub_suite(void)
     TCase *cap = tcase_create("capture");
     tcase_set_timeout(cap, 10);
     tcase_add_test(cap, test_rx_bytes_copied_into_each_store);
-    tcase_add_test(cap, test_tx_takes_a_reference_on_the_wire_buffer);
+    tcase_add_test(cap, test_tx_small_is_copied);
+    tcase_add_test(cap, test_tx_large_takes_a_reference_on_the_wire_buffer);
     tcase_add_test(cap, test_tx_dropped_before_encoding);
     tcase_add_test(cap, test_filters_choose_traces);
     tcase_add_test(cap, test_no_allocation_when_idle_or_rejected);

@@ -1231,19 +1231,19 @@ START_TEST(test_append_run_blocks_and_index)
     memcpy(wamp_buf_reserve(&wire, 12), "[36,5,6,{}]x", 12);
     wamp_buf_commit(wire, 11);
     uint8_t corr[TRACE_UUID_LEN] = {9};
-    trace_persist_rec r = {.seq = 0,
-                           .pc_ns = PC0,
-                           .ts_ns = TS0,
-                           .peer = peers[0],
-                           .uri = uri,
-                           .corr = corr,
-                           .wire = wire,
-                           .ser_bytes = {[WAMP_SER_JSON] = 11},
-                           .dir = TRACE_TX,
-                           .msg_type = 36,
-                           .wire_ser = WAMP_SER_JSON,
-                           .flags = TRACE_CORR_HAS,
-                           .key = 42};
+    trace_rec_view r = {.seq = 0,
+                        .pc_ns = PC0,
+                        .ts_ns = TS0,
+                        .peer = peers[0],
+                        .uri = uri,
+                        .corr = corr,
+                        .wire = wire,
+                        .ser_bytes = {[WAMP_SER_JSON] = 11},
+                        .dir = TRACE_TX,
+                        .msg_type = 36,
+                        .wire_ser = WAMP_SER_JSON,
+                        .flags = TRACE_CORR_HAS,
+                        .key = 42};
     ck_assert_int_eq(trace_persist_append_rec(p, &r), WAMP_OK);
     r.seq = 1;
     ck_assert_int_eq(trace_persist_append_run(p, &r, peers + 1, N - 1, true), WAMP_OK);

@@ -32,6 +32,18 @@ static void append(trace_store *st, size_t len, uint64_t tag)
     ck_assert_ptr_null(r.wire); /* consumed */
 }
 
+/* The sum of the lengths of the bytes the records held keep. */
+static uint64_t held_len(const trace_store *st)
+{
+    uint64_t sum = 0;
+    for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
+        size_t len = 0;
+        (void)trace_record_data(trace_store_get(st, s), &len);
+        sum += len;
+    }
+    return sum;
+}
+
 /* The received bytes of record seq: len (1..MIXED_MAX) bytes of a pattern seeded by seq. */
 #define MIXED_MAX 300
 
@@ -375,6 +387,67 @@ START_TEST(test_repeat_borrows_and_passes_on)
 
 END_TEST
 
+/* A small sent message is copied like received bytes (the record's `bytes`, the caller's
+ * buffer only borrowed): its fan-out's repeats borrow that one copy, which stays valid while any
+ * of them is held: through evictions of the record that made it, rebuilds of the byte ring
+ * (other messages growing it) and wraps. */
+START_TEST(test_repeat_borrows_copied_bytes)
+{
+    trace_peer *peer = trace_peer_new(10, "realm1", "alice", "user");
+    trace_store *st = trace_store_new(6, 1 << 20);
+    for (uint64_t round = 0; round < 40; round++) {
+        /* A message of its own bytes, 20..(20 + 39 * 97) long: later ones outgrow the ring. */
+        size_t len = 20 + (size_t)round * 97;
+        wamp_buf *wire = wamp_buf_new(len);
+        unsigned char *d = wamp_buf_reserve(&wire, len);
+        for (size_t i = 0; i < len; i++) {
+            d[i] = (unsigned char)(round * 31 + i);
+        }
+        wamp_buf_commit(wire, len);
+        trace_record r = rec_of(0, 100 + round);
+        r.peer = trace_peer_ref(peer);
+        r.bytes = wamp_buf_cdata(wire);
+        r.len = (uint32_t)len;
+        r.wire_ser = WAMP_SER_JSON;
+        uint64_t first = trace_store_append_take(st, &r);
+        /* Another buffer (the same bytes elsewhere) is not the message. */
+        wamp_buf *other = wamp_buf_new_copy(wamp_buf_cdata(wire), len);
+        ck_assert_uint_eq(trace_store_append_repeats(st, other, NULL, 100 + round, &peer, 1, 0, 0),
+                          0);
+        wamp_buf_unref(&other);
+        trace_peer *run[] = {peer, peer, peer, peer};
+        size_t n = 1 + round % 4;
+        ck_assert_uint_eq(trace_store_append_repeats(st, wire, NULL, 100 + round, run, n, 0, 0), n);
+        ck_assert_uint_eq(wamp_buf_refs(wire), 1); /* copied: no reference taken */
+        const void *copy = NULL;
+        for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
+            const trace_record *h = trace_store_get(st, s);
+            size_t hl = 0;
+            const unsigned char *hd = trace_record_data(h, &hl);
+            ck_assert_ptr_null(h->wire);
+            uint64_t tag = h->pc_ns - 100;
+            ck_assert_uint_eq(hl, 20 + tag * 97);
+            for (size_t i = 0; i < hl; i++) {
+                ck_assert_uint_eq(hd[i], (unsigned char)(tag * 31 + i));
+            }
+            if (s >= first) {
+                ck_assert_ptr_ne(hd, wamp_buf_cdata(wire));
+                ck_assert(!copy || copy == hd); /* one copy for the message and its repeats */
+                copy = hd;
+            }
+        }
+        /* The buffer may go now: the store holds its own copy. */
+        wamp_buf_unref(&wire);
+        ck_assert_uint_eq(trace_store_bytes(st),
+                          trace_store_records(st) * TRACE_RECORD_OVERHEAD + held_len(st));
+    }
+    trace_store_free(st);
+    ck_assert_uint_eq(trace_peer_refs(peer), 1);
+    trace_peer_unref(&peer);
+}
+
+END_TEST
+
 /* A repeat that would have to evict its template (limit 1, or a byte budget that holds one
  * record) is refused after the evictions that leave the template held; the message's own
  * pc_ns, wire and uri identify the template. */
@@ -548,6 +621,7 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_references_released_on_drop_and_free);
     tcase_add_test(tc, test_eviction_releases_every_reference);
     tcase_add_test(tc, test_repeat_borrows_and_passes_on);
+    tcase_add_test(tc, test_repeat_borrows_copied_bytes);
     tcase_add_test(tc, test_repeat_refused_without_template);
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
