@@ -460,13 +460,24 @@ static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in
     }
 }
 
+/* a == b, for two UUIDs: two 8-byte compares (memcmp() was a call per receiver). */
+static inline bool uuid_eq(const uint8_t *a, const uint8_t *b)
+{
+    uint64_t a0, a1, b0, b1;
+    memcpy(&a0, a, 8);
+    memcpy(&a1, a + 8, 8);
+    memcpy(&b0, b, 8);
+    memcpy(&b1, b + 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
                       const uint8_t *correlation, uint64_t pc_ns, bool last)
 {
     trace_rec_view *r = &hub->rep.rec;
     if (!wire || wire != hub->rep.wire || !peer || pc_ns != r->pc_ns ||
         !correlation != !(r->flags & TRACE_CORR_HAS) ||
-        (correlation && memcmp(correlation, hub->rep.corr, TRACE_UUID_LEN) != 0)) {
+        (correlation && !uuid_eq(correlation, hub->rep.corr))) {
         return false;
     }
     hub->rep.pend[hub->rep.n_pend++] = trace_peer_ref(peer);

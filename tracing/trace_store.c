@@ -448,15 +448,16 @@ size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const t
     r.borrows = 1;
     size_t k = 0;
     for (; k < n; k++) {
-        /* The same evictions as trace_store_append_take() of a record of the same cost, as
-         * long as the newest record (the one to borrow from) stays held. */
+        /* The same evictions as trace_store_append_take() of a record of the same cost (the
+         * usual one first: a full ring's oldest), as long as the newest record (the one to borrow
+         * from) stays held. */
+        if (st->count == st->limit && !evict_for_repeat(st)) {
+            return k;
+        }
         while (st->bytes + r.cost > st->max_bytes) {
             if (!evict_for_repeat(st)) {
                 return k;
             }
-        }
-        if (st->count == st->limit && !evict_for_repeat(st)) {
-            return k;
         }
         if (st->count == st->cap && (st->cap == st->limit || !grow(st)) && !evict_for_repeat(st)) {
             return k;
@@ -466,7 +467,8 @@ size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const t
         if (k == n - 1) {
             r.flags = last_flags;
         }
-        st->ring[wrap(st, st->head, st->count)] = r;
+        /* memcpy: a struct assignment with bit-fields was copied field by field. */
+        memcpy(&st->ring[wrap(st, st->head, st->count)], &r, sizeof(r));
         st->count++;
         st->bytes += r.cost;
     }
