@@ -116,6 +116,7 @@ wamp_err trace_new(const char *id, const json_t *options, const trace_option_def
     }
     t->h.keeps_all = !t->action && trace_filter_keeps_all(t->filter);
     t->h.peer_blind = !t->action && !trace_filter_reads_peer(t->filter);
+    t->h.payload = t->opts.trace_app_payload;
     t->h.running = true;
     t->started_pc = pc_ns;
     t->started_ts = ts_ns;
@@ -337,11 +338,28 @@ uint64_t trace_append_take(trace *t, trace_record *rec)
     return seq;
 }
 
+/* rec as t keeps it: without its payload when t keeps none and the caller made that version
+ * (rec->env), in *tmp then. */
+static trace_rec_view *as_kept(const trace *t, trace_rec_view *rec, trace_rec_view *tmp)
+{
+    if (!rec->env || t->h.payload) {
+        return rec;
+    }
+    *tmp = *rec;
+    tmp->wire = NULL;
+    tmp->bytes = rec->env;
+    tmp->len = rec->env_len;
+    tmp->env = NULL;
+    return tmp;
+}
+
 uint64_t trace_append_rec(trace *t, trace_rec_view *rec)
 {
     if (!t->h.running) {
         return TRACE_SEQ_NONE;
     }
+    trace_rec_view tmp;
+    rec = as_kept(t, rec, &tmp);
     if (!t->persist) {
         uint64_t seq = trace_store_append_view(t->store, rec);
         after_append(t, seq, false, rec->pc_ns, rec->ts_ns);
@@ -376,7 +394,7 @@ static size_t append_run_memory(trace *t, const trace_rec_view *rec, trace_peer 
         size_t want = room_for(t, n - done);
         bool ends = last && done + want == n; /* this batch holds the action's last message */
         uint8_t last_flags = (uint8_t)(rec->flags | (ends ? TRACE_CORR_LAST : 0));
-        size_t k = trace_store_append_repeats(t->store, rec->wire, rec->uri, rec->pc_ns,
+        size_t k = trace_store_append_repeats(t->store, rec->key, rec->uri, rec->pc_ns,
                                               peers + done, want, rec->flags, last_flags);
         if (k) {
             done += k;
@@ -399,6 +417,8 @@ size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers,
     if (!t->h.running || n == 0) {
         return 0;
     }
+    trace_rec_view tmp;
+    rec = as_kept(t, rec, &tmp);
     if (!t->persist) {
         return append_run_memory(t, rec, peers, n, last);
     }

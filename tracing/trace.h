@@ -84,6 +84,7 @@ struct trace_head {
     bool keeps_all;
     bool persists;   /* has files (options.persist): records go there, not to the store */
     bool peer_blind; /* message-level, and its filter does not look at the peer session */
+    bool payload;    /* keeps the application payload (options.trace_app_payload) */
 };
 
 static inline bool trace_is_running(const trace *t)
@@ -103,6 +104,13 @@ static inline bool trace_keeps_all(const trace *t)
 static inline bool trace_persists(const trace *t)
 {
     return ((const struct trace_head *)(const void *)t)->persists;
+}
+
+/* true if t keeps messages' application payload (trace_app_payload); a trace that does not
+ * keeps a large message without it (trace_rec_view.env). */
+static inline bool trace_keeps_payload(const trace *t)
+{
+    return ((const struct trace_head *)(const void *)t)->payload;
 }
 
 /* true if t is a message-level trace whose filter does not read the peer session
@@ -189,9 +197,10 @@ uint64_t trace_append_rec(trace *t, trace_rec_view *rec);
 /* rec once per peer in peers[0..n) (borrowed), seqs in order: the receivers of one message
  * (trace_hub_repeat()); with last, the last of them completes the action (TRACE_CORR_LAST).
  * A persisted trace encodes them as one run; an in-memory trace whose newest record is that
- * message appends each as a repeat (trace_store_append_repeats(): rec->wire, which the caller
- * holds a reference on, rec->uri and rec->pc_ns identify it), any other as a record of rec's
- * parts with that peer. Appends fewer if the trace stops on the way (max_records: exactly up to
+ * message appends each as a repeat (trace_store_append_repeats(): rec->key, rec->uri and
+ * rec->pc_ns identify it), any other as a record of rec's parts with that peer. A trace that
+ * keeps no payload takes rec->env instead of the bytes when the caller made it (here and in
+ * trace_append_rec()). Appends fewer if the trace stops on the way (max_records: exactly up to
  * it). Returns how many were appended. rec is left as it was. */
 size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
                         bool last);

@@ -41,6 +41,7 @@ void trace_hub_free(trace_hub *hub)
     }
     free(hub->traces);
     free(hub->hits);
+    free(hub->strip);
     free(hub->mgmt_realm);
     free(hub->persist_dir);
     free(hub->reserved_id);

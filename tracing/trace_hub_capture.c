@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "trace_hub_int.h"
+#include "trace_strip.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
 #include "wamp_types.h"
@@ -416,6 +417,8 @@ static void view_of(const trace_ctx *c, const trace_input *in, trace_peer *peer,
     r->wire = in->wire;
     r->bytes = in->wire ? NULL : in->bytes;
     r->len = in->wire ? 0 : in->len;
+    r->env = NULL;
+    r->env_len = 0;
     r->dir = (uint8_t)c->direction;
     r->msg_type = (uint8_t)c->msg_type;
     r->wire_ser = (uint8_t)in->ser;
@@ -491,6 +494,43 @@ bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
     return true;
 }
 
+/* Whether a trace among traces[0..n) keeps no payload (trace_keeps_payload()). */
+static bool any_without_payload(trace *const *traces, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!trace_keeps_payload(traces[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Makes r's version without payload (r->env: trace_strip.h) in the hub's buffer, valid until the
+ * next message is recorded (the repeats of this one are appended before that). false when there
+ * is nothing to strip (or no memory for the buffer: the traces then keep the whole message). */
+static bool make_env(trace_hub *hub, const trace_ctx *ctx, trace_rec_view *r)
+{
+    const void *data = r->wire ? wamp_buf_cdata(r->wire) : r->bytes;
+    size_t len = r->wire ? wamp_buf_len(r->wire) : r->len;
+    wamp_ser ser = (wamp_ser)r->wire_ser;
+    size_t n = trace_strip_payload(ser, ctx->msg_type, data, len, hub->strip, hub->strip_cap);
+    if (n > hub->strip_cap) {
+        unsigned char *b = realloc(hub->strip, n);
+        if (!b) {
+            return false;
+        }
+        hub->strip = b;
+        hub->strip_cap = n;
+        n = trace_strip_payload(ser, ctx->msg_type, data, len, hub->strip, hub->strip_cap);
+    }
+    if (n == 0) {
+        return false;
+    }
+    r->env = hub->strip;
+    r->env_len = n;
+    return true;
+}
+
 /* Appends the message to the message-level traces among the first n hits straight from the
  * input, as a trace_rec_view (persisted: encoded into the write buffer; in memory: written into
  * the store's slot), under key: 0, or the key of a message rep_keep() kept for repeats, whose
@@ -511,6 +551,11 @@ static void record_views(trace_hub *hub, size_t n, const trace_ctx *ctx, const t
     } else {
         uri = in->uri ? in->uri : shared_uri(hub, ctx, in);
         view_of(ctx, in, peer, uri, &r);
+    }
+    if (r.len + (r.wire ? wamp_buf_len(r.wire) : 0) > TRACE_STRIP_MIN && !r.env &&
+        any_without_payload(hub->hits, n) && make_env(hub, ctx, &r) && key) {
+        hub->rep.rec.env = r.env; /* for the receivers that repeat it */
+        hub->rep.rec.env_len = r.env_len;
     }
     for (size_t i = 0; i < n; i++) {
         (void)trace_append_rec(hub->hits[i], &r);

@@ -39,6 +39,9 @@ struct trace_hub {
     /* Action URIs made for kept messages, by hash of their text (direct-mapped, each entry a
      * reference; see intern_uri()). */
     trace_str *uris[HUB_URI_CACHE];
+    /* The message being recorded without its payload (make_env()), strip_cap bytes; owned. */
+    unsigned char *strip;
+    size_t strip_cap;
 
     /* The message last sent and recorded, which trace_hub_repeat() records again for another
      * receiver (see there). wire and uri are references (wire NULL: nothing to repeat); rec, the

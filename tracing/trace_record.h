@@ -232,14 +232,19 @@ typedef struct trace_rec_view {
     const wamp_buf *wire;
     const void *bytes;
     size_t len;
+    /* The message without its payload (trace_strip.h), env_len bytes, which a trace that does
+     * not keep payloads (trace_app_payload false) keeps instead of the bytes above; NULL: made
+     * for none (a small message, or one without payload), those traces keep the bytes above. */
+    const void *env;
+    size_t env_len;
     uint32_t ser_bytes[WAMP_SER_COUNT];
     uint8_t dir;
     uint8_t msg_type;
     uint8_t wire_ser; /* wamp_ser of the bytes */
     uint8_t flags;    /* TRACE_CORR_* */
     /* 0, or a number the caller gives one message and no other: records with the same key are
-     * the same message but for peer and seq, so the encoder takes the next one for a repeat of
-     * the previous without comparing them field by field (trace_hub_repeat()). */
+     * the same message but for peer and seq, so an encoder or a store takes the next one for a
+     * repeat of the previous without comparing them field by field (trace_hub_repeat()). */
     uint64_t key;
 } trace_rec_view;
 

@@ -8,6 +8,7 @@
 
 #include "trace_action.h"
 #include "trace_store.h"
+#include "trace_strip.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
 #include "wamp_types.h"
@@ -31,32 +32,13 @@ void trace_format_iso8601(uint64_t ts_ns, char out[TRACE_ISO_LEN])
     out[24] = '\0';
 }
 
-/* Position of Arguments in a message of this type (spec message formats); 0 = has none. */
-static size_t args_index(json_int_t type)
-{
-    switch (type) {
-    case WAMP_MSG_PUBLISH:
-    case WAMP_MSG_EVENT:
-    case WAMP_MSG_CALL:
-    case WAMP_MSG_INVOCATION:
-        return 4;
-    case WAMP_MSG_ERROR:
-        return 5;
-    case WAMP_MSG_RESULT:
-    case WAMP_MSG_YIELD:
-        return 3;
-    default:
-        return 0;
-    }
-}
-
 /* Keeps the envelope, drops Arguments and ArgumentsKw (trace_app_payload false). */
 static void strip_payload(json_t *msg)
 {
     if (!json_is_array(msg)) {
         return;
     }
-    size_t idx = args_index(json_integer_value(json_array_get(msg, 0)));
+    size_t idx = trace_payload_index((int)json_integer_value(json_array_get(msg, 0)));
     while (idx && json_array_size(msg) > idx) {
         json_array_remove(msg, json_array_size(msg) - 1);
     }
@@ -91,8 +73,9 @@ static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
     bool marker = trace_record_is_marker(r) || trace_record_is_connection(r);
     int type = r->msg_type;
     /* msg_type 0: the received bytes did not decode; anything else decoded when captured. */
-    bool as_stored = marker || (type != 0 && type != WAMP_MSG_AUTHENTICATE &&
-                                type != WAMP_MSG_CHALLENGE && (app_payload || !args_index(type)));
+    bool as_stored =
+            marker || (type != 0 && type != WAMP_MSG_AUTHENTICATE && type != WAMP_MSG_CHALLENGE &&
+                       (app_payload || !trace_payload_index(type)));
     /* The bytes decoded when they were captured, so they transcode. */
     if (as_stored && w->ser != WAMP_WR_TREE) {
         wamp_wr_transcode(w, r->wire_ser, data, len);
@@ -100,7 +83,7 @@ static void write_msg(wamp_wr *w, const trace_record *r, bool app_payload)
     }
     json_t *msg = NULL;
     wamp_msg m;
-    if (!marker && type != 0 && !app_payload && args_index(type)) {
+    if (!marker && type != 0 && !app_payload && trace_payload_index(type)) {
         /* The envelope alone: the payload, whatever it holds, is not decoded. */
         if (wamp_msg_parse_bytes((wamp_ser)r->wire_ser, data, len, &m, NULL, 0) == WAMP_OK) {
             msg = json_incref(m.root);

@@ -39,10 +39,9 @@ struct trace_store {
     size_t bused;
     size_t nlive;
     bool bwrapped;
-    /* Where the newest record's bytes were copied from (the caller's buffer; compared, never
-     * read): a fan-out's repeats of that message borrow the copy (trace_store_append_repeats()).
-     * NULL when the newest record copied nothing. */
-    const void *src;
+    /* The key of the newest record's message (trace_rec_view.key; 0: none): a fan-out's repeats
+     * of that message borrow it (trace_store_append_repeats()). */
+    uint64_t key;
 };
 
 /* First byte ring allocation. */
@@ -195,7 +194,7 @@ static void drop_oldest(trace_store *st)
     st->first_seq++;
     st->dropped++;
     if (st->count == 0) {
-        st->src = NULL;
+        st->key = 0;
     }
 }
 
@@ -332,7 +331,7 @@ static uint64_t drop_new(trace_store *st)
     uint64_t seq = st->first_seq + st->count;
     st->first_seq++;
     st->dropped++;
-    st->src = NULL;
+    st->key = 0;
     return seq;
 }
 
@@ -364,7 +363,7 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     rec->uri = NULL;
     rec->wire = NULL;
     rec->bytes = NULL;
-    st->src = src;
+    st->key = 0;
     st->count++;
     st->bytes += cost;
     return seq;
@@ -412,7 +411,7 @@ uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
     r->msg_type = v->msg_type;
     r->wire_ser = copy || wire ? v->wire_ser : 0;
     r->flags = v->flags;
-    st->src = src;
+    st->key = v->key;
     st->count++;
     st->bytes += cost;
     return seq;
@@ -429,18 +428,15 @@ static bool evict_for_repeat(trace_store *st)
     return true;
 }
 
-size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const trace_str *uri,
+size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str *uri,
                                   uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
                                   uint8_t last_flags)
 {
-    if (st->count == 0 || n == 0) {
+    if (st->count == 0 || n == 0 || key == 0 || st->key != key) {
         return 0;
     }
     const trace_record *newest = &st->ring[wrap(st, st->head, st->count - 1)];
-    /* The newest record is the message: it holds the buffer itself, or a copy of its bytes. */
-    bool same = wire && (newest->wire ? newest->wire == wire
-                                      : newest->bytes && st->src == wamp_buf_cdata(wire));
-    if (!same || newest->uri != uri || newest->pc_ns != pc_ns) {
+    if (newest->uri != uri || newest->pc_ns != pc_ns) {
         return 0;
     }
     trace_record r = *newest;

@@ -54,14 +54,14 @@ uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v);
 /* A fan-out's further receivers: appends, for each peer in peers[0..n) in order, a copy of the
  * newest held record with that peer (a new reference is taken) and flags (last_flags for the
  * n-th), with the next seqs; returns how many it appended. The copies borrow the newest record's
- * uri and wire (no references taken; `borrows` set): evicting the record that owns them passes
- * them on to the record after it, so a run of repeats costs one struct copy each and one
- * reference on the peer. Appends nothing unless the newest held record is the message (its
- * wire, uri and pc_ns are these), and stops (returns less than n) where the evictions an append
- * needs would leave nothing to borrow from: the store then holds what it held minus the oldest
- * records those evictions dropped (the same a trace_store_append_take() of the record would
- * drop), and the caller appends the next one with trace_store_append_take(). */
-size_t trace_store_append_repeats(trace_store *st, const wamp_buf *wire, const trace_str *uri,
+ * uri, wire and bytes (no references taken, no copy; `borrows` set): evicting the record that
+ * owns them passes them on to the record after it, so a run of repeats costs one struct copy
+ * each and one reference on the peer. Appends nothing unless the newest held record is the
+ * message: appended by trace_store_append_view() with this key (non-zero), uri and pc_ns. Stops
+ * (returns less than n) where the evictions an append needs would leave nothing to borrow from:
+ * the store then holds what it held minus the oldest records those evictions dropped (the same
+ * an append of the record would drop), and the caller appends the next one itself. */
+size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str *uri,
                                   uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
                                   uint8_t last_flags);
 

@@ -15,6 +15,7 @@
 #include "trace_record.h"
 #include "trace_render.h"
 #include "trace_store.h"
+#include "trace_strip.h"
 #include "wamp_buf.h"
 #include "wamp_codec.h"
 #include "wamp_types.h"
@@ -1198,6 +1199,87 @@ START_TEST(test_repeat_only_when_certain)
 
 END_TEST
 
+/* A large message (over TRACE_STRIP_MIN) in a trace without payload (trace_app_payload false,
+ * in memory and persisted) is kept as its envelope alone; the trace with payload keeps it whole,
+ * and both render the same message without the payload, with the sizes of the whole message. A
+ * fan-out's further receivers share the stripped copy; a small message is kept whole. */
+START_TEST(test_large_message_kept_without_payload)
+{
+    char dir[256];
+    trace_hub *h = persisted_hub(dir, sizeof(dir), 0);
+    trace *full = start(h, "full", NULL);
+    trace *env = start(h, "env", "{\"trace_app_payload\": false}");
+    trace *disk = start(h, "disk", "{\"trace_app_payload\": false, \"persist\": true}");
+    char *big = malloc(TRACE_STRIP_MIN + 1);
+    memset(big, 'p', TRACE_STRIP_MIN);
+    big[TRACE_STRIP_MIN] = '\0';
+    json_t *event = json_pack("[i,i,i,{s:s},[s],{s:i}]", 36, 5, 6, "topic", "com.t", big, "k", 1);
+    free(big);
+    wamp_buf *wire = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &wire), WAMP_OK);
+    trace_peer *peers[3];
+    for (size_t i = 0; i < 3; i++) {
+        peers[i] = trace_peer_new(9 + i, "realm1", "bob", "user");
+    }
+    trace_str *uri = trace_str_new("com.t");
+    uint8_t corr[TRACE_UUID_LEN] = {4};
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, wire, event, false, NULL), 3);
+    ck_assert(trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
+    ck_assert(trace_hub_repeat(h, wire, peers[2], corr, PC0, true));
+    trace_hub_flush(h);
+    const char *envelope = "[36,5,6,{\"topic\":\"com.t\"}]";
+    const void *shared = NULL;
+    for (uint64_t s = 0; s < 3; s++) {
+        size_t len = 0;
+        const void *data = trace_record_data(trace_store_get(trace_get_store(env), s), &len);
+        ck_assert_uint_eq(len, strlen(envelope));
+        ck_assert_mem_eq(data, envelope, len);
+        ck_assert(!shared || data == shared);
+        shared = data;
+        ck_assert_uint_eq(trace_store_get(trace_get_store(env), s)->ser_bytes[WAMP_SER_JSON],
+                          wamp_buf_len(wire));
+        (void)trace_record_data(trace_store_get(trace_get_store(full), s), &len);
+        ck_assert_uint_eq(len, wamp_buf_len(wire));
+    }
+    ck_assert_uint_eq(trace_store_bytes(trace_get_store(env)),
+                      3 * (strlen(envelope) + TRACE_RECORD_OVERHEAD));
+    /* Rendered without payload, the three traces say the same. */
+    json_t *want = trace_render_records(env, 0, TRACE_SEQ_NONE, 10);
+    ck_assert_uint_eq(json_array_size(want), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(want, 2), "session_id")),
+                     11);
+    json_t *m = json_object_get(json_array_get(want, 0), "msg");
+    ck_assert_uint_eq(json_array_size(m), 4);
+    ck_assert_int_eq(json_integer_value(json_array_get(m, 0)), 36);
+    json_t *from_disk = trace_render_records(disk, 0, TRACE_SEQ_NONE, 10);
+    ck_assert(json_equal(want, from_disk));
+    json_t *whole = trace_render_records(full, 0, TRACE_SEQ_NONE, 10);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_array_get(whole, 0), "msg")), 6);
+    json_decref(want);
+    json_decref(from_disk);
+    json_decref(whole);
+    /* A small message: kept whole by every trace. */
+    json_t *small = json_loads("[36,5,6,{},[\"s\"]]", 0, NULL);
+    wamp_buf *swire = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, small, &swire), WAMP_OK);
+    ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, swire, small, true, NULL), 3);
+    size_t len = 0;
+    (void)trace_record_data(trace_store_get(trace_get_store(env), 3), &len);
+    ck_assert_uint_eq(len, wamp_buf_len(swire));
+    trace_hub_free(h);
+    for (size_t i = 0; i < 3; i++) {
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+    wamp_buf_unref(&swire);
+    json_decref(event);
+    json_decref(small);
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
 /* In-memory traces take a fan-out's receivers as repeat records: a small ring keeps the newest
  * receivers with their own peers, the action's last one flagged; a trace with max_records takes
  * exactly up to it and stops; every reference comes back once the traces are gone. */
@@ -1362,6 +1444,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_tx_small_is_copied);
     tcase_add_test(cap, test_tx_large_takes_a_reference_on_the_wire_buffer);
     tcase_add_test(cap, test_tx_dropped_before_encoding);
+    tcase_add_test(cap, test_large_message_kept_without_payload);
     tcase_add_test(cap, test_filters_choose_traces);
     tcase_add_test(cap, test_no_allocation_when_idle_or_rejected);
     tcase_add_test(cap, test_peer_and_uri_slots_filled_lazily);

@@ -44,6 +44,35 @@ static uint64_t held_len(const trace_store *st)
     return sum;
 }
 
+/* Appends the message wire (a sent message: copied when small, referenced when larger than
+ * TRACE_STORE_COPY_MAX) with peer, uri (NULL: none), pc_ns and flags, as the capture path does
+ * (trace_store_append_view()), under key; returns its seq. */
+static uint64_t append_msg(trace_store *st, const wamp_buf *wire, trace_peer *peer, trace_str *uri,
+                           uint64_t pc_ns, uint8_t flags, uint64_t key)
+{
+    static const uint8_t corr[TRACE_UUID_LEN] = {7};
+    trace_rec_view v = {.pc_ns = pc_ns,
+                        .peer = peer,
+                        .uri = uri,
+                        .corr = corr,
+                        .wire = wire,
+                        .dir = TRACE_TX,
+                        .msg_type = 36,
+                        .wire_ser = WAMP_SER_JSON,
+                        .flags = flags,
+                        .key = key};
+    return trace_store_append_view(st, &v);
+}
+
+/* A wamp_buf of len bytes, 'x' each. */
+static wamp_buf *buf_of(size_t len)
+{
+    wamp_buf *b = wamp_buf_new(len);
+    memset(wamp_buf_reserve(&b, len), 'x', len);
+    wamp_buf_commit(b, len);
+    return b;
+}
+
 /* The received bytes of record seq: len (1..MIXED_MAX) bytes of a pattern seeded by seq. */
 #define MIXED_MAX 300
 
@@ -318,9 +347,10 @@ START_TEST(test_eviction_releases_every_reference)
 
 END_TEST
 
-/* A fan-out's repeats borrow the newest record's uri and wire: one reference on them for the
- * whole run, handed on from record to record as the oldest are evicted, across ring wraps;
- * each repeat holds its own peer and flags, and reads back like a copy. */
+/* A fan-out's repeats borrow the newest record's uri and wire (a large message, referenced): one
+ * reference on them for the whole run, handed on from record to record as the oldest are
+ * evicted, across ring wraps; each repeat holds its own peer and flags, and reads back like a
+ * copy. */
 START_TEST(test_repeat_borrows_and_passes_on)
 {
     trace_peer *peers[3];
@@ -328,15 +358,10 @@ START_TEST(test_repeat_borrows_and_passes_on)
         peers[i] = trace_peer_new(10 + (uint64_t)i, "realm1", "alice", "user");
     }
     trace_str *uri = trace_str_new("com.example.topic");
-    wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
+    const size_t wlen = TRACE_STORE_COPY_MAX + 1;
+    wamp_buf *wire = buf_of(wlen);
     trace_store *st = trace_store_new(4, 1 << 20);
-    trace_record r = rec_of(0, 77);
-    r.peer = trace_peer_ref(peers[0]);
-    r.uri = trace_str_ref(uri);
-    r.wire = wamp_buf_ref(wire);
-    r.msg_type = 36;
-    r.flags = TRACE_CORR_HAS;
-    ck_assert_uint_eq(trace_store_append_take(st, &r), 0);
+    ck_assert_uint_eq(append_msg(st, wire, peers[0], uri, 77, TRACE_CORR_HAS, 1), 0);
     trace_peer *run[10];
     for (size_t i = 0; i < 10; i++) {
         run[i] = peers[(i + 1) % 3]; /* seq s has peers[s % 3] */
@@ -346,13 +371,13 @@ START_TEST(test_repeat_borrows_and_passes_on)
         size_t n = b < 3 ? 1 : 7;
         uint8_t last = (uint8_t)(TRACE_CORR_HAS | (b + n == 10 ? TRACE_CORR_LAST : 0));
         ck_assert_uint_eq(
-                trace_store_append_repeats(st, wire, uri, 77, run + b, n, TRACE_CORR_HAS, last), n);
+                trace_store_append_repeats(st, 1, uri, 77, run + b, n, TRACE_CORR_HAS, last), n);
         b += n - 1;
         uint64_t newest = b + 1;
         ck_assert_uint_eq(trace_store_next_seq(st), newest + 1);
         uint64_t held = newest + 1 < 4 ? newest + 1 : 4;
         ck_assert_uint_eq(trace_store_records(st), held);
-        ck_assert_uint_eq(trace_store_bytes(st), held * (11 + TRACE_RECORD_OVERHEAD));
+        ck_assert_uint_eq(trace_store_bytes(st), held * (wlen + TRACE_RECORD_OVERHEAD));
         /* One reference for the whole run, whichever record holds it now. */
         ck_assert_uint_eq(wamp_buf_refs(wire), 2);
         ck_assert_uint_eq(trace_str_refs(uri), 2);
@@ -370,8 +395,8 @@ START_TEST(test_repeat_borrows_and_passes_on)
     ck_assert_uint_eq(trace_store_dropped(st), 7);
     /* Only the newest record is a template: after another message, no repeat of this one. */
     append(st, 5, 78);
-    ck_assert_uint_eq(trace_store_append_repeats(st, wire, uri, 77, peers, 1, 0, 0), 0);
-    ck_assert_uint_eq(trace_store_append_repeats(st, NULL, NULL, 78, peers, 1, 0, 0), 0);
+    ck_assert_uint_eq(trace_store_append_repeats(st, 1, uri, 77, peers, 1, 0, 0), 0);
+    ck_assert_uint_eq(trace_store_append_repeats(st, 0, NULL, 78, peers, 1, 0, 0), 0);
     ck_assert_uint_eq(trace_store_next_seq(st), 12);
     ck_assert_uint_eq(wamp_buf_refs(wire), 2); /* seqs 9 and 10 still held */
     trace_store_free(st);
@@ -387,8 +412,8 @@ START_TEST(test_repeat_borrows_and_passes_on)
 
 END_TEST
 
-/* A small sent message is copied like received bytes (the record's `bytes`, the caller's
- * buffer only borrowed): its fan-out's repeats borrow that one copy, which stays valid while any
+/* A small sent message is copied like received bytes (the caller's buffer only borrowed): its
+ * fan-out's repeats borrow that one copy, which stays valid while any
  * of them is held: through evictions of the record that made it, rebuilds of the byte ring
  * (other messages growing it) and wraps. */
 START_TEST(test_repeat_borrows_copied_bytes)
@@ -404,20 +429,14 @@ START_TEST(test_repeat_borrows_copied_bytes)
             d[i] = (unsigned char)(round * 31 + i);
         }
         wamp_buf_commit(wire, len);
-        trace_record r = rec_of(0, 100 + round);
-        r.peer = trace_peer_ref(peer);
-        r.bytes = wamp_buf_cdata(wire);
-        r.len = (uint32_t)len;
-        r.wire_ser = WAMP_SER_JSON;
-        uint64_t first = trace_store_append_take(st, &r);
-        /* Another buffer (the same bytes elsewhere) is not the message. */
-        wamp_buf *other = wamp_buf_new_copy(wamp_buf_cdata(wire), len);
-        ck_assert_uint_eq(trace_store_append_repeats(st, other, NULL, 100 + round, &peer, 1, 0, 0),
-                          0);
-        wamp_buf_unref(&other);
+        uint64_t first = append_msg(st, wire, peer, NULL, 100 + round, 0, round + 1);
+        /* Another message's key is not the message. */
+        ck_assert_uint_eq(
+                trace_store_append_repeats(st, round + 2, NULL, 100 + round, &peer, 1, 0, 0), 0);
         trace_peer *run[] = {peer, peer, peer, peer};
         size_t n = 1 + round % 4;
-        ck_assert_uint_eq(trace_store_append_repeats(st, wire, NULL, 100 + round, run, n, 0, 0), n);
+        ck_assert_uint_eq(
+                trace_store_append_repeats(st, round + 1, NULL, 100 + round, run, n, 0, 0), n);
         ck_assert_uint_eq(wamp_buf_refs(wire), 1); /* copied: no reference taken */
         const void *copy = NULL;
         for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
@@ -449,35 +468,31 @@ START_TEST(test_repeat_borrows_copied_bytes)
 END_TEST
 
 /* A repeat that would have to evict its template (limit 1, or a byte budget that holds one
- * record) is refused after the evictions that leave the template held; the message's own
- * pc_ns, wire and uri identify the template. */
+ * record) is refused after the evictions that leave the template held; the message's key,
+ * pc_ns and uri identify the template. */
 START_TEST(test_repeat_refused_without_template)
 {
     trace_peer *peer = trace_peer_new(10, "realm1", "alice", "user");
-    wamp_buf *wire = wamp_buf_new_copy("[36,1,2,{}]", 11);
+    const size_t wlen = TRACE_STORE_COPY_MAX + 1;
+    wamp_buf *wire = buf_of(wlen);
     trace_store *one = trace_store_new(1, 1 << 20);
-    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 5, &peer, 1, 0, 0),
-                      0); /* empty */
-    trace_record r = rec_of(0, 5);
-    r.wire = wamp_buf_ref(wire);
-    trace_store_append_take(one, &r);
-    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 6, &peer, 1, 0, 0), 0); /* pc */
-    ck_assert_uint_eq(trace_store_append_repeats(one, wire, NULL, 5, &peer, 1, 0, 0),
-                      0); /* limit */
+    ck_assert_uint_eq(trace_store_append_repeats(one, 9, NULL, 5, &peer, 1, 0, 0), 0); /* empty */
+    append_msg(one, wire, NULL, NULL, 5, 0, 9);
+    ck_assert_uint_eq(trace_store_append_repeats(one, 9, NULL, 6, &peer, 1, 0, 0), 0); /* pc */
+    ck_assert_uint_eq(trace_store_append_repeats(one, 8, NULL, 5, &peer, 1, 0, 0), 0); /* key */
+    ck_assert_uint_eq(trace_store_append_repeats(one, 9, NULL, 5, &peer, 1, 0, 0), 0); /* limit */
     ck_assert_uint_eq(trace_store_records(one), 1);
     ck_assert_uint_eq(trace_store_dropped(one), 0);
     ck_assert_uint_eq(trace_store_next_seq(one), 1);
     trace_store_free(one);
     /* Room for the template and a 3-byte record, not for two templates: the small one goes,
      * then the repeat is refused (the caller appends a copy, which evicts the template). */
-    uint64_t cost = 11 + TRACE_RECORD_OVERHEAD;
+    uint64_t cost = wlen + TRACE_RECORD_OVERHEAD;
     trace_store *tight = trace_store_new(10, cost + 3 + TRACE_RECORD_OVERHEAD);
     append(tight, 3, 1);
-    r = rec_of(0, 5);
-    r.wire = wamp_buf_ref(wire);
-    trace_store_append_take(tight, &r);
+    append_msg(tight, wire, NULL, NULL, 5, 0, 9);
     trace_peer *two[] = {peer, peer};
-    ck_assert_uint_eq(trace_store_append_repeats(tight, wire, NULL, 5, two, 2, 0, 0), 0);
+    ck_assert_uint_eq(trace_store_append_repeats(tight, 9, NULL, 5, two, 2, 0, 0), 0);
     ck_assert_uint_eq(trace_store_records(tight), 1);
     ck_assert_uint_eq(trace_store_dropped(tight), 1);
     ck_assert_uint_eq(trace_store_get(tight, 1)->pc_ns, 5);

@@ -1,0 +1,101 @@
+/* trace_strip.c: a message without its payload (trace_strip.h). */
+#include "trace_strip.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "wamp_rd.h"
+#include "wamp_types.h"
+
+size_t trace_payload_index(int msg_type)
+{
+    switch (msg_type) {
+    case WAMP_MSG_PUBLISH:
+    case WAMP_MSG_EVENT:
+    case WAMP_MSG_CALL:
+    case WAMP_MSG_INVOCATION:
+        return 4;
+    case WAMP_MSG_ERROR:
+        return 5;
+    case WAMP_MSG_RESULT:
+    case WAMP_MSG_YIELD:
+        return 3;
+    default:
+        return 0;
+    }
+}
+
+/* Bytes of the array header at d (MessagePack or CBOR); 0 for anything but a definite array
+ * header. */
+static size_t header_len(wamp_ser ser, const unsigned char *d)
+{
+    unsigned char b = d[0];
+    if (ser == WAMP_SER_MSGPACK) {
+        return (b & 0xf0) == 0x90 ? 1 : b == 0xdc ? 3 : b == 0xdd ? 5 : 0;
+    }
+    if ((b & 0xe0) != 0x80) {
+        return 0;
+    }
+    unsigned ai = b & 0x1f;
+    return ai < 24 ? 1 : ai == 24 ? 2 : ai == 25 ? 3 : ai == 26 ? 5 : ai == 27 ? 9 : 0;
+}
+
+/* The header d[0..n) again at out, with count k (< 16: a fixed-size header keeps it in its last
+ * byte, the bytes between are zero). */
+static void header_write(const unsigned char *d, size_t n, size_t k, unsigned char *out)
+{
+    if (n == 1) {
+        /* MessagePack fixarray 0x9N, CBOR 0x8N: the type bits stay. */
+        out[0] = (unsigned char)((d[0] & 0xf0) | k);
+        return;
+    }
+    out[0] = d[0];
+    memset(out + 1, 0, n - 2);
+    out[n - 1] = (unsigned char)k;
+}
+
+size_t trace_strip_payload(wamp_ser ser, int msg_type, const void *data, size_t len,
+                           unsigned char *out, size_t cap)
+{
+    size_t k = trace_payload_index(msg_type);
+    if (k == 0 || len == 0 ||
+        (ser != WAMP_SER_JSON && ser != WAMP_SER_MSGPACK && ser != WAMP_SER_CBOR)) {
+        return 0;
+    }
+    wamp_rd r;
+    wamp_rd_init_one_pass(&r, ser, data, len);
+    wamp_tok t;
+    const unsigned char *end = NULL;
+    bool ok = wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_ARRAY && t.depth == 0;
+    for (size_t i = 0; ok && i < k; i++) {
+        const unsigned char *p = NULL;
+        size_t n = 0;
+        ok = !wamp_rd_at_end(&r) && wamp_rd_skip(&r, &p, &n, NULL) == WAMP_OK;
+        end = ok ? p + n : end;
+    }
+    /* Arguments follow (its opening only is read: a list). */
+    ok = ok && !wamp_rd_at_end(&r) && wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_ARRAY;
+    wamp_rd_fini(&r);
+    if (!ok) {
+        return 0;
+    }
+    const unsigned char *d = data;
+    size_t pre = (size_t)(end - d);
+    if (ser == WAMP_SER_JSON) {
+        if (pre + 1 <= cap) {
+            memcpy(out, d, pre);
+            out[pre] = ']';
+        }
+        return pre + 1;
+    }
+    size_t h = header_len(ser, d);
+    if (h == 0 || h > pre) {
+        return 0;
+    }
+    if (pre <= cap) {
+        header_write(d, h, k, out);
+        memcpy(out + h, d + h, pre - h);
+    }
+    return pre;
+}
