@@ -164,6 +164,40 @@ class TestDefaultConfig(FlightTestCase):
         self.assertTrue(any(r["msg_type"] == "Hello" and r["realm"] == "realm1" for r in recs))
         self.assertFalse(any(r["realm"] == "mgmt" for r in recs))
 
+    async def test_large_payloads_held_without_them(self):
+        """Messages of 64 KiB through the default flight recorder, from JSON, MessagePack and CBOR
+        clients: each record keeps the envelope with the whole message's size, and the trace
+        holds (and counts) the envelopes, not the payloads."""
+        topic = h.uri(self, "big")
+        proc = h.uri(self, "echo")
+        big = "x" * 65536
+        sub = await self.session("json")
+        callee = await self.session("msgpack")
+        pub = await self.session("cbor")
+        got = asyncio.get_running_loop().create_future()
+        await h.step(sub.subscribe(lambda a: got.done() or got.set_result(a), topic))
+        await h.step(callee.register(lambda a: a, proc))
+        before = await self.api("get_trace", FR)
+        await h.step(pub.publish(topic, big, options=PublishOptions(acknowledge=True)))
+        self.assertEqual(await h.step(got), big)
+        self.assertEqual(await h.step(sub.call(proc, big)), big)
+        recs = [r for r in await self.records(frm=before["next_seq"])
+                if r["uri"] in (topic, proc)]
+        by_type = {r["msg_type"]: r for r in recs}
+        envelope = {"Publish": 4, "Event": 4, "Call": 4, "Invocation": 4, "Yield": 3,
+                    "Result": 3}
+        for t, n in envelope.items():
+            r = by_type[t]
+            self.assertEqual(len(r["msg"]), n, (t, r["msg"]))
+            sizes = r["serializations"]
+            self.assertTrue(sizes and all(v > 65536 for v in sizes.values()), (t, sizes))
+        after = await self.api("get_trace", FR)
+        held = after["bytes"] - before["bytes"]
+        added = after["records"] - before["records"]
+        self.assertGreater(added, len(envelope))
+        # 128 per record plus its envelope: far below one payload's size.
+        self.assertLess(held, added * 1024, (held, added))
+
     async def test_live_feed(self):
         """on_trace_data carries the flight recorder's records like any trace's."""
         m = await self.mgmt()
