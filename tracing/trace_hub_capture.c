@@ -116,10 +116,9 @@ static bool ser_is_valid(wamp_ser ser)
  *   - a received message the router could not decode: decoded as a plain value here (rare) so
  *     that a malformed CHALLENGE/AUTHENTICATE is redacted too; bytes that do not decode at all
  *     are not kept (they could not be rendered anyway).
- *   - rx, and tx of at most TRACE_STORE_COPY_MAX bytes: NULL with *as_given set: the record
- *     borrows the bytes, which each store copies into its byte ring (a copy of a small message
- *     costs less than a reference's release a whole ring later, on a buffer long out of cache);
- *     a larger tx message: a reference on the router's buffer.
+ *   - tx: a reference on the router's buffer (a store copies a small one, trace_store.h); rx:
+ *     NULL with *as_given set: the record borrows the received bytes, which each store copies
+ *     into its byte ring.
  *   - tx dropped before encoding: encoded here (rare), if it can be. */
 static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool known, wamp_ser *ser,
                             bool *as_given)
@@ -151,9 +150,6 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool know
             }
         }
         json_decref(copy);
-    } else if (in->wire && wamp_buf_len(in->wire) <= TRACE_STORE_COPY_MAX) {
-        /* Small: each store copies the bytes (trace_store.h), as for received bytes. */
-        *as_given = wamp_buf_len(in->wire) > 0;
     } else if (in->wire) {
         /* The buffer is shared and immutable; taking a reference only changes its count. */
         b = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
@@ -291,8 +287,8 @@ static void build_record(trace_hub *hub, const trace_ctx *c, const trace_input *
     bool as_given;
     r->wire = kept_bytes(c, in, known, &ser, &as_given);
     if (as_given) {
-        r->bytes = in->wire ? wamp_buf_cdata(in->wire) : in->bytes;
-        r->len = (uint32_t)(in->wire ? wamp_buf_len(in->wire) : in->len);
+        r->bytes = in->bytes;
+        r->len = (uint32_t)in->len;
     }
     r->wire_ser = (uint8_t)(r->wire || as_given ? ser : 0);
     r->dropped = in->dropped;

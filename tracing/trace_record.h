@@ -6,12 +6,12 @@
  *     of copying four fields.
  *   - trace_str: an immutable string (the action URI, or a marker's name). Every record of one
  *     action shares one.
- *   - wamp_buf: the message bytes. tx: the very buffer the router encoded for the wire (a
- *     reference, no copy). CHALLENGE and AUTHENTICATE never keep wire bytes: they keep a
- *     re-encoded copy with the secret replaced by "***" (see trace_hub_capture.c).
- *   - rx: the received bytes are not a wamp_buf but `bytes`/`len`: borrowed from the router's
- *     input while the hub builds the record, copied by the store into its byte ring on append
- *     (trace_store.h): no allocation per record.
+ *   - the message bytes: in a store, a copy in its byte ring (`bytes`/`len`; trace_store.h: no
+ *     allocation per record) for a received message and a sent one of at most
+ *     TRACE_STORE_COPY_MAX bytes, else `wire`: the very buffer the router encoded (a reference,
+ *     no copy). CHALLENGE and AUTHENTICATE never keep wire bytes: they keep a re-encoded copy
+ *     with the secret replaced by "***" (see trace_hub_capture.c). A trace without payload keeps
+ *     a large message as its envelope alone (trace_strip.h).
  * Records are rendered to JSON only when a client reads them (trace_render.h).
  * Ownership: every reference is released by trace_record_fini(). Service thread only (the
  * refcounts are not atomic). */

@@ -2,7 +2,8 @@
  * The capture path (append, evict) wraps indexes with a compare instead of `%` (a division),
  * and releases evicted records without zeroing slots it overwrites next.
  *
- * The bytes of received messages (trace_record.bytes) live in a second ring, of bytes: each
+ * The bytes records keep (trace_record.bytes: received messages, sent ones up to
+ * TRACE_STORE_COPY_MAX, a message without its payload) live in a second ring, of bytes: each
  * append copies them at its write end, each eviction advances its read end past the oldest
  * record's copy (records and their copies are both first in, first out). A copy never wraps:
  * one that does not fit before the end starts at the front, and the end's unused rest is

@@ -6,8 +6,9 @@
  * are counted in `dropped`. Records held are always the contiguous seq range
  * [first_seq, next_seq), so locating a seq is index arithmetic (O(1)).
  * The ring starts small and doubles, up to `limit` entries: steady-state appends allocate
- * nothing. The bytes of a received message (trace_record.bytes) are copied into a byte ring of
- * the store's, 2 to 4 times what it holds (rebuilt larger or smaller as that changes, at most
+ * nothing. The bytes a record keeps (a received message, a sent one of at most
+ * TRACE_STORE_COPY_MAX bytes, a message without its payload) are copied into a byte ring of the
+ * store's, 2 to 4 times what it holds (rebuilt larger or smaller as that changes, at most
  * once a round in steady state): no allocation per record either, and the copy counts in each
  * store that keeps the message.
  * Ownership: the store owns every record it holds (their references included). Service thread
