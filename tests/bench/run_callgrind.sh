@@ -10,6 +10,8 @@
 #   BENCH_SCRATCH  scratch directory (default /tmp/wampscope-callgrind): callgrind outputs, logs
 #   SCENARIOS      "rpc pubsub" (default) or one of them
 #   SERS           "msgpack json" (default) or one of them
+#   CALLGRIND_OPTS more valgrind options, e.g. --cache-sim=yes for the cache model's misses
+#                  (I1mr: instruction-cache misses) next to the instructions
 #   CONFIG         router config file (default: the embedded default with the flight recorder
 #                  off, written to the scratch directory, so that no trace runs)
 # Prints one line per scenario and serializer: the router's instructions inclusive in
