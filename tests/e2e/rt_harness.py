@@ -382,6 +382,38 @@ class RouterTestCase(AsyncTestCase):
         return s
 
 
+class Events:
+    """A subscription handler recording each event as (args, kwargs, details); details is the
+    EventDetails when subscribed with details=True, else None."""
+
+    def __init__(self):
+        self.events = []
+        self._cond = asyncio.Condition()
+
+    async def __call__(self, *args, details=None, **kwargs):
+        async with self._cond:
+            self.events.append((list(args), kwargs, details))
+            self._cond.notify_all()
+
+    async def wait_for(self, want, timeout=STEP_TIMEOUT):
+        """Waits until want (a count of events, or a predicate on the list of events) holds;
+        returns the events."""
+        pred = want if callable(want) else (lambda ev: len(ev) >= want)
+
+        async def _wait():
+            async with self._cond:
+                await self._cond.wait_for(lambda: pred(self.events))
+        await step(_wait(), timeout)
+        return self.events
+
+    async def wait_arg(self, arg):
+        """Waits for an event whose args[0] is arg; returns every event received until then."""
+        return await self.wait_for(lambda ev: any(e[0][:1] == [arg] for e in ev))
+
+    def args0(self):
+        return [e[0][0] for e in self.events]
+
+
 def uri(test, suffix):
     """A URI unique to this test method (tests never share URIs)."""
     return "com.wampscope.e2e.%s.%s" % (test.id().split(".")[-1].lower(), suffix)

@@ -19,24 +19,8 @@ import rt_harness as h
 ACK = PublishOptions(acknowledge=True)
 
 
-class Events:
-    """A subscription handler (subscribed with details=True) recording (args, kwargs, details)."""
-
-    def __init__(self):
-        self.events = []
-        self._cond = asyncio.Condition()
-
-    async def __call__(self, *args, details=None, **kwargs):
-        async with self._cond:
-            self.events.append((list(args), kwargs, details))
-            self._cond.notify_all()
-
-    async def wait_for(self, pred, timeout=h.STEP_TIMEOUT):
-        async def _wait():
-            async with self._cond:
-                await self._cond.wait_for(lambda: pred(self.events))
-        await h.step(_wait(), timeout)
-        return self.events
+class Events(h.Events):
+    """h.Events, and which events are not probes."""
 
     def real(self):
         """The events that are not probes."""

@@ -17,26 +17,6 @@ from autobahn.wamp.types import RegisterOptions, SubscribeOptions
 import rt_harness as h
 
 
-class Events:
-    """A subscription handler recording (args, details)."""
-
-    def __init__(self):
-        self.events = []
-        self._cond = asyncio.Condition()
-
-    async def __call__(self, *args, details=None):
-        async with self._cond:
-            self.events.append((list(args), details))
-            self._cond.notify_all()
-
-    async def wait_for(self, n):
-        async def _wait():
-            async with self._cond:
-                await self._cond.wait_for(lambda: len(self.events) >= n)
-        await h.step(_wait())
-        return self.events
-
-
 class MetaBase:
     SER = None
 
@@ -81,7 +61,7 @@ class MetaBase:
 
     async def test_on_join_and_on_leave(self):
         watcher = await self.session(self.SER)
-        joins, leaves = Events(), Events()
+        joins, leaves = h.Events(), h.Events()
         await h.step(watcher.subscribe(joins, "wamp.session.on_join",
                                        options=SubscribeOptions(details=True)))
         await h.step(watcher.subscribe(leaves, "wamp.session.on_leave",
@@ -147,7 +127,7 @@ class MetaBase:
 
     async def test_subscription_meta(self):
         watcher = await self.session(self.SER)
-        created, subscribed, unsubscribed, deleted = Events(), Events(), Events(), Events()
+        created, subscribed, unsubscribed, deleted = (h.Events() for _ in range(4))
         for handler, topic in ((created, "on_create"), (subscribed, "on_subscribe"),
                                (unsubscribed, "on_unsubscribe"), (deleted, "on_delete")):
             await h.step(watcher.subscribe(handler, "wamp.subscription." + topic,
@@ -204,7 +184,7 @@ class MetaBase:
 
     async def test_registration_meta(self):
         watcher = await self.session(self.SER)
-        created, registered, unregistered, deleted = Events(), Events(), Events(), Events()
+        created, registered, unregistered, deleted = (h.Events() for _ in range(4))
         for handler, topic in ((created, "on_create"), (registered, "on_register"),
                                (unregistered, "on_unregister"), (deleted, "on_delete")):
             await h.step(watcher.subscribe(handler, "wamp.registration." + topic,
@@ -264,7 +244,7 @@ class MetaBase:
         mgmt = await self.session("json", realm=mrealm)
         api = "crossbarfabriccenter.remote.tracing."
         watcher = await self.session(self.SER)
-        subs, leaves = Events(), Events()
+        subs, leaves = h.Events(), h.Events()
         await h.step(watcher.subscribe(subs, "wamp.subscription.on_subscribe",
                                        options=SubscribeOptions(details=True)))
         await h.step(watcher.subscribe(leaves, "wamp.session.on_leave",

@@ -19,37 +19,6 @@ import rt_harness as h
 CONFIG = "configs/test-e2e-broker.json"
 
 
-class Events:
-    """A subscription handler (subscribed with details=True) recording (args, kwargs, details)."""
-
-    def __init__(self):
-        self.events = []
-        self._cond = asyncio.Condition()
-
-    async def __call__(self, *args, details=None, **kwargs):
-        async with self._cond:
-            self.events.append((list(args), kwargs, details))
-            self._cond.notify_all()
-
-    async def wait_for(self, n):
-        async def _wait():
-            async with self._cond:
-                await self._cond.wait_for(lambda: len(self.events) >= n)
-        await h.step(_wait())
-        return self.events
-
-    async def wait_arg(self, arg):
-        """Waits for an event whose args[0] is arg; returns every event received until then."""
-        async def _wait():
-            async with self._cond:
-                await self._cond.wait_for(lambda: any(e[0][:1] == [arg] for e in self.events))
-        await h.step(_wait())
-        return self.events
-
-    def args0(self):
-        return [e[0][0] for e in self.events]
-
-
 def opts(match=None):
     return SubscribeOptions(match=match, details=True)
 
@@ -82,7 +51,7 @@ class AdvancedBase:
         base = h.uri(self, "p")
         sub = await self.session(self.SER)
         pub = await self.session(self.SER)
-        ev = Events()
+        ev = h.Events()
         s = await h.step(sub.subscribe(ev, base, options=opts("prefix")))
         ack = PublishOptions(acknowledge=True)
         await h.step(pub.publish(base + ".a", "one", options=ack))
@@ -100,7 +69,7 @@ class AdvancedBase:
         base = h.uri(self, "w")
         sub = await self.session(self.SER)
         pub = await self.session(self.SER)
-        ev = Events()
+        ev = h.Events()
         await h.step(sub.subscribe(ev, base + "..status", options=opts("wildcard")))
         ack = PublishOptions(acknowledge=True)
         await h.step(pub.publish(base + ".dev1.status", "dev1", options=ack))
@@ -117,7 +86,7 @@ class AdvancedBase:
         a = await self.session(self.SER)
         b = await self.session(self.SER)
         pub = await self.session(self.SER)
-        ea, eb = Events(), Events()
+        ea, eb = h.Events(), h.Events()
         sa = await h.step(a.subscribe(ea, base, options=opts("prefix")))
         sb = await h.step(b.subscribe(eb, base, options=opts("prefix")))
         self.assertEqual(sa.id, sb.id)  # one subscription per (uri, match)
@@ -179,7 +148,7 @@ class AdvancedBase:
                          ["anonymous", "anonymous", "guest", "guest"])
         ids = [d.session for d in details]
         authids = [d.authid for d in details]
-        evs = [Events() for _ in subs]
+        evs = [h.Events() for _ in subs]
         for s, e in zip(subs, evs):
             await h.step(s.subscribe(e, topic, options=opts()))
         cases = [
@@ -211,7 +180,7 @@ class AdvancedBase:
         anon = await self.session(self.SER)
         g = await self.guest()
         gd = await self.joined(g)
-        ev = Events()
+        ev = h.Events()
         await h.step(sub.subscribe(ev, topic, options=opts()))
         await h.step(anon.publish(topic, "anon", options=PublishOptions(acknowledge=True)))
         await h.step(g.publish(topic, "guest", options=PublishOptions(acknowledge=True)))
@@ -234,7 +203,7 @@ class AdvancedBase:
         # python autobahn has no disclose_me option: the publisher speaks raw JSON.
         topic = h.uri(self, "r")
         sub = await self.session(self.SER)
-        ev = Events()
+        ev = h.Events()
         await h.step(sub.subscribe(ev, topic, options=opts("prefix")))
         raw = h.RawWs(self.router.host, self.router.port, self.router.path)
         try:
@@ -277,7 +246,7 @@ class AdvancedBase:
         await pub.close()  # retained events outlive their publisher
         # The late subscriber speaks the other serializer: the retained payload is transcoded.
         late = await self.session("msgpack" if self.SER == "json" else "json")
-        ev = Events()
+        ev = h.Events()
         s = await h.step(late.subscribe(ev, topic, options=SubscribeOptions(
             details=True, get_retained=True)))
         events = await ev.wait_for(1)
@@ -287,7 +256,7 @@ class AdvancedBase:
         self.assertEqual(events[0][2].subscription.id, s.id)
         # Without get_retained nothing is replayed; live events are not marked retained.
         plain = await self.session(self.SER)
-        ev2 = Events()
+        ev2 = h.Events()
         await h.step(plain.subscribe(ev2, topic, options=opts()))
         pub2 = await self.session(self.SER)
         await h.step(pub2.publish(topic, "live", options=PublishOptions(acknowledge=True)))
@@ -314,7 +283,7 @@ class AdvancedBase:
         await h.step(pub.publish("com.unrelated." + base, "x", options=ack))
         # The guest sees a, b and d (c excludes its role); an anonymous session a, b and c.
         for who, expect in ((g, {"a", "b", "d"}), (await self.session(self.SER), {"a", "b", "c"})):
-            ev = Events()
+            ev = h.Events()
             await h.step(who.subscribe(ev, base, options=SubscribeOptions(
                 match="prefix", details=True, get_retained=True)))
             events = await ev.wait_for(3)
@@ -332,7 +301,7 @@ class AdvancedBase:
         await h.step(g.publish(topic, "state",
                                options=PublishOptions(acknowledge=True, retain=True)))
         sub = await self.session(self.SER)
-        ev = Events()
+        ev = h.Events()
         await h.step(sub.subscribe(ev, topic, options=SubscribeOptions(details=True,
                                                                         get_retained=True)))
         events = await ev.wait_for(1)
