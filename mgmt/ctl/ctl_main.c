@@ -1366,7 +1366,6 @@ static int tail_fill(ctl *c, const char *id, const tail_flags *f, const char *no
 }
 
 static int tail_run(ctl *c);
-static int tail_every_node(ctl *c, const char *id, tail_flags *f);
 
 /* Ctrl-C is tail's normal end, whatever it was doing: exit status 0, nothing on stderr. */
 static int cmd_tail(ctl *c)
@@ -1376,8 +1375,90 @@ static int cmd_tail(ctl *c)
     return rc == EX_INTERRUPTED_END ? EX_OK : rc;
 }
 
-/* Long: a command driver: flags, the backlog page, the subscription, then the live loop with its
- * gap filling, each a few lines in sequence. */
+/* tail_fill() of node's records (page() reads c->node); with node_col each names its node. */
+static int tail_fill_node(ctl *c, const char *id, const tail_flags *f, const char *node,
+                          bool node_col, long long *next, long long to)
+{
+    const char *was = c->node;
+    c->node = node;
+    int rc = tail_fill(c, id, f, node_col ? node : NULL, next, to);
+    c->node = was;
+    return rc;
+}
+
+/* Adds node's cursor from its get_trace metadata m: next[node] = the first seq to print (the
+ * last f->lines held), running[node] = true while its trace runs. */
+static void tail_cursor(const json_t *m, const tail_flags *f, const char *node, json_t *next,
+                        json_t *running)
+{
+    long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
+    long long n = (long long)json_integer_value(json_object_get(m, "next_seq")) - f->lines;
+    json_object_set_new(next, node, json_integer(n < first ? first : n));
+    const char *status = json_string_value(json_object_get(m, "status"));
+    if (status && strcmp(status, "running") == 0) {
+        json_object_set_new(running, node, json_true());
+    }
+}
+
+/* Follows trace id on the nodes of next ({node: first seq to print}): their records up to now,
+ * then their live records as they come (on_trace_data reaches this node for every node's trace;
+ * another node's, or another trace's, are skipped), a node's gap filled from that node; ends
+ * when the trace stopped on every node of running ({node: true}), or at Ctrl-C (EX_OK). With
+ * node_col each record names its node. sub_data/sub_stop: the caller's subscriptions, made
+ * before it read where the trace stood.
+ * Long: the backlog, then the live loop with its gap filling and stops, sharing the cursors. */
+static int tail_follow(ctl *c, const char *id, const tail_flags *f, uint64_t sub_data,
+                       uint64_t sub_stop, json_t *next, json_t *running, bool node_col)
+{
+    int rc = EX_OK;
+    const char *node;
+    json_t *v;
+    json_object_foreach(next, node, v)
+    {
+        long long seq = (long long)json_integer_value(v);
+        if ((rc = tail_fill_node(c, id, f, node, node_col, &seq, -1)) != EX_OK) {
+            return rc;
+        }
+        json_object_set_new(next, node, json_integer(seq));
+    }
+    while (rc == EX_OK && json_object_size(running) > 0) {
+        uint64_t sub;
+        json_t *args;
+        ctl_error e;
+        if (!ctl_client_next_event(c->cl, -1, &sub, &args, &e)) {
+            return e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
+        }
+        const char *from = json_string_value(json_array_get(args, 0));
+        const char *tid = json_string_value(json_array_get(args, 2));
+        json_t *cur = from ? json_object_get(next, from) : NULL;
+        if (!tid || strcmp(tid, id) != 0 || !cur) {
+            json_decref(args);
+            continue;
+        }
+        long long seq = (long long)json_integer_value(cur);
+        if (sub == sub_data) {
+            json_t *recs = json_array_get(args, 4);
+            long long seq0 =
+                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
+            if (json_array_size(recs) > 0 && seq0 > seq) {
+                rc = tail_fill_node(c, id, f, from, node_col, &seq, seq0 - 1);
+            }
+            tail_records(f, recs, node_col ? from : NULL, &seq);
+        } else if (sub == sub_stop) {
+            rc = tail_fill_node(c, id, f, from, node_col, &seq, -1);
+            json_object_del(running, from);
+        }
+        json_object_set_new(next, from, json_integer(seq));
+        json_decref(args);
+    }
+    return rc;
+}
+
+/* tail ID: the last f.lines records of trace id, then its live records until it stops. With
+ * --node '*' (get_trace "*" names the nodes that hold it): every node's, each naming its node,
+ * until the trace stopped on every node.
+ * Long: a command driver: flags, subscriptions, where the trace stands on each node, the
+ * header, then tail_follow(). */
 static int tail_run(ctl *c)
 {
     const char *pos[1];
@@ -1395,9 +1476,6 @@ static int tail_run(ctl *c)
     if ((rc = resolve_target(c, true)) != EX_OK) {
         return rc;
     }
-    if (every_node(c)) {
-        return tail_every_node(c, id, &f);
-    }
     if (!ctl_client_subscribe(c->cl, TOPIC("on_trace_data"), &sub_data, &e) ||
         !ctl_client_subscribe(c->cl, TOPIC("on_trace_stopped"), &sub_stop, &e)) {
         return e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
@@ -1406,164 +1484,45 @@ static int tail_run(ctl *c)
     if ((rc = call(c, PROC("get_trace"), target_args_id(c, id), &m)) != EX_OK) {
         return rc;
     }
-    long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
-    long long next = (long long)json_integer_value(json_object_get(m, "next_seq")) - f.lines;
-    bool stopped = strcmp(json_string_value(json_object_get(m, "status")), "stopped") == 0;
-    const char *level =
-            json_string_value(json_object_get(json_object_get(m, "options"), "trace_level"));
-    bool actions = level && strcmp(level, "action") == 0;
-    json_decref(m);
-    if (next < first) {
-        next = first;
+    bool every = every_node(c);
+    bool actions = false;
+    json_t *next = json_object(), *running = json_object();
+    if (every) { /* {node_id: metadata-or-error} */
+        const char *node;
+        json_t *nm;
+        json_object_foreach(m, node, nm)
+        {
+            if (json_object_get(nm, "error")) {
+                errline("node %s: %s: %s", node, json_string_value(json_object_get(nm, "error")),
+                        json_string_value(json_array_get(json_object_get(nm, "args"), 0)));
+            } else {
+                tail_cursor(nm, &f, node, next, running);
+            }
+        }
+    } else {
+        const char *level =
+                json_string_value(json_object_get(json_object_get(m, "options"), "trace_level"));
+        actions = level && strcmp(level, "action") == 0;
+        tail_cursor(m, &f, c->node, next, running);
     }
+    json_decref(m);
     f.style = table_style(c, f.width);
     if (!f.json) {
+        if (every) {
+            printf("%-12s ", "NODE");
+        }
         if (actions) {
             ctl_format_actions_header(stdout, &f.style);
         } else {
             ctl_format_records_header(stdout, &f.style);
         }
     }
-    if ((rc = tail_fill(c, id, &f, NULL, &next, -1)) != EX_OK) {
-        return rc;
-    }
-    while (!stopped) {
-        uint64_t sub;
-        json_t *args;
-        if (!ctl_client_next_event(c->cl, -1, &sub, &args, &e)) {
-            if (e.kind == CTL_E_INTERRUPTED) {
-                return EX_OK; /* Ctrl-C: the normal end of tail */
-            }
-            return fail(&e);
-        }
-        /* In a cluster the topics carry every node's traces: this node's only (a cluster-wide
-         * trace has the same id on every node). */
-        const char *from = json_string_value(json_array_get(args, 0));
-        const char *tid = json_string_value(json_array_get(args, 2));
-        if (!tid || strcmp(tid, id) != 0 || !from || strcmp(from, c->node) != 0) {
-            json_decref(args);
-            continue;
-        }
-        if (sub == sub_data) {
-            json_t *recs = json_array_get(args, 4);
-            long long seq0 =
-                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
-            if (json_array_size(recs) > 0 && seq0 > next) {
-                rc = tail_fill(c, id, &f, NULL, &next, seq0 - 1);
-            }
-            tail_records(&f, recs, NULL, &next);
-        } else if (sub == sub_stop) {
-            rc = tail_fill(c, id, &f, NULL, &next, -1);
-            stopped = true;
-        }
-        json_decref(args);
-        if (rc != EX_OK) {
-            return rc;
-        }
-    }
-    fprintf(stderr, "wampscope-ctl: trace %s stopped\n", id);
-    return EX_OK;
-}
-
-/* tail_fill() on one node of a cluster-wide tail: node's records from *next up to to. */
-static int tail_fill_node(ctl *c, const char *id, const tail_flags *f, const char *node,
-                          long long *next, long long to)
-{
-    const char *every = c->node;
-    c->node = node; /* page() reads c->node; the records get node_id from tail_records() */
-    int rc = tail_fill(c, id, f, node, next, to);
-    c->node = every;
-    return rc;
-}
-
-/* tail --node '*': every node's records of trace id (get_trace "*" names the nodes that hold it;
- * the last f->lines of each), then the live records of every node as they come (on_trace_data
- * reaches this node for every node's trace), each naming its node; a node's gap is filled from
- * that node. Ends when the trace stopped on every node.
- * Long: the steps above in sequence (nodes, backlog per node, subscription, live loop), sharing
- * the per-node cursors. */
-static int tail_every_node(ctl *c, const char *id, tail_flags *f)
-{
-    ctl_error e;
-    uint64_t sub_data, sub_stop;
-    int rc;
-    if (!ctl_client_subscribe(c->cl, TOPIC("on_trace_data"), &sub_data, &e) ||
-        !ctl_client_subscribe(c->cl, TOPIC("on_trace_stopped"), &sub_stop, &e)) {
-        return e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
-    }
-    json_t *map;
-    if ((rc = call(c, PROC("get_trace"), target_args_id(c, id), &map)) != EX_OK) {
-        return rc;
-    }
-    /* next: {node: next seq to print}; running: nodes whose trace runs. */
-    json_t *next = json_object(), *running = json_object();
-    const char *node;
-    json_t *m;
-    json_object_foreach(map, node, m)
-    {
-        if (json_object_get(m, "error")) {
-            errline("node %s: %s: %s", node, json_string_value(json_object_get(m, "error")),
-                    json_string_value(json_array_get(json_object_get(m, "args"), 0)));
-            continue;
-        }
-        long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
-        long long n = (long long)json_integer_value(json_object_get(m, "next_seq")) - f->lines;
-        json_object_set_new(next, node, json_integer(n < first ? first : n));
-        const char *status = json_string_value(json_object_get(m, "status"));
-        if (status && strcmp(status, "running") == 0) {
-            json_object_set_new(running, node, json_true());
-        }
-    }
-    json_decref(map);
-    f->style = table_style(c, f->width);
-    if (!f->json) {
-        printf("%-12s ", "NODE");
-        ctl_format_records_header(stdout, &f->style);
-    }
-    json_t *v;
-    json_object_foreach(next, node, v)
-    {
-        long long seq = (long long)json_integer_value(v);
-        if ((rc = tail_fill_node(c, id, f, node, &seq, -1)) != EX_OK) {
-            break;
-        }
-        json_object_set_new(next, node, json_integer(seq));
-    }
-    while (rc == EX_OK && json_object_size(running) > 0) {
-        uint64_t sub;
-        json_t *args;
-        if (!ctl_client_next_event(c->cl, -1, &sub, &args, &e)) {
-            rc = e.kind == CTL_E_INTERRUPTED ? EX_OK : fail(&e);
-            break;
-        }
-        const char *from = json_string_value(json_array_get(args, 0));
-        const char *tid = json_string_value(json_array_get(args, 2));
-        json_t *cur = from ? json_object_get(next, from) : NULL;
-        if (!tid || strcmp(tid, id) != 0 || !cur) {
-            json_decref(args);
-            continue;
-        }
-        long long seq = (long long)json_integer_value(cur);
-        if (sub == sub_data) {
-            json_t *recs = json_array_get(args, 4);
-            long long seq0 =
-                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
-            if (json_array_size(recs) > 0 && seq0 > seq) {
-                rc = tail_fill_node(c, id, f, from, &seq, seq0 - 1);
-            }
-            tail_records(f, recs, from, &seq);
-        } else if (sub == sub_stop) {
-            rc = tail_fill_node(c, id, f, from, &seq, -1);
-            json_object_del(running, from);
-        }
-        json_object_set_new(next, from, json_integer(seq));
-        json_decref(args);
-    }
+    rc = tail_follow(c, id, &f, sub_data, sub_stop, next, running, every);
     bool all_stopped = json_object_size(running) == 0;
     json_decref(next);
     json_decref(running);
     if (rc == EX_OK && all_stopped) {
-        fprintf(stderr, "wampscope-ctl: trace %s stopped on every node\n", id);
+        fprintf(stderr, "wampscope-ctl: trace %s stopped%s\n", id, every ? " on every node" : "");
     }
     return rc;
 }
