@@ -498,23 +498,34 @@ static bool retained_admits(const rt_subscription *sub, const rt_retained *r, co
     return retained_admits_id(sub->uri, sub->match, r, s->id, s->authid, s->authrole);
 }
 
-/* EVENT of retained event r for subscription sub (Details.retained, Details.topic for a pattern
- * subscription, the publisher if it was disclosed) to s. */
-static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, rt_session *s)
+/* EVENT of a retained event to s for sub: Details d (consumed; NULL: out of memory), which holds
+ * the publisher's keys when it was disclosed, gets Details.retained, the ppt_* options of ppt
+ * and, for a pattern subscription, Details.topic. This node's retained events and other nodes'
+ * (rt_broker_deliver_retained()) go out the same way. */
+static wamp_err send_retained_event(rt_session *s, const rt_subscription *sub, json_t *d,
+                                    const json_t *ppt, const char *topic, uint64_t publication,
+                                    const rt_payload *payload, const json_t *args,
+                                    const json_t *kwargs)
 {
-    json_t *d = r->publisher ? json_copy(r->publisher) : json_object();
     if (!d || json_object_set_new(d, "retained", json_true()) != 0 ||
-        wamp_msg_ppt_copy(d, r->ppt) != 0 ||
+        wamp_msg_ppt_copy(d, ppt) != 0 ||
         (sub->match != WAMP_MATCH_EXACT &&
-         json_object_set_new(d, "topic", json_string(r->topic)) != 0)) {
+         json_object_set_new(d, "topic", json_string(topic)) != 0)) {
         json_decref(d);
         return WAMP_ENOMEM;
     }
-    return rt_session_send_payload(s,
-                                   wamp_msg_new_event(sub->id, wamp_id_random(), d,
-                                                      r->args ? json_incref(r->args) : NULL,
-                                                      r->kwargs ? json_incref(r->kwargs) : NULL),
-                                   &r->payload);
+    return rt_session_send_payload(
+            s,
+            wamp_msg_new_event(sub->id, publication, d, args ? json_incref((json_t *)args) : NULL,
+                               kwargs ? json_incref((json_t *)kwargs) : NULL),
+            payload);
+}
+
+/* EVENT of retained event r for subscription sub to s. */
+static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, rt_session *s)
+{
+    return send_retained_event(s, sub, r->publisher ? json_copy(r->publisher) : json_object(),
+                               r->ppt, r->topic, wamp_id_random(), &r->payload, r->args, r->kwargs);
 }
 
 /* SUBSCRIBED for sub, then (get_retained) every retained event it admits; the last message
@@ -915,23 +926,14 @@ wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t 
     if (!mb || !remote_ctx(rp, &p)) {
         return WAMP_OK;
     }
-    const rt_subscription *sub = mb->sub;
     json_t *d = json_object();
-    if (!d || json_object_set_new(d, "retained", json_true()) != 0 ||
-        wamp_msg_ppt_copy(d, p.ppt) != 0 ||
-        (rp->disclose &&
-         set_publisher(d, rp->publisher, rp->publisher_authid, rp->publisher_authrole) != 0) ||
-        (sub->match != WAMP_MATCH_EXACT &&
-         json_object_set_new(d, "topic", json_string(rp->topic)) != 0)) {
+    if (d && rp->disclose &&
+        set_publisher(d, rp->publisher, rp->publisher_authid, rp->publisher_authrole) != 0) {
         json_decref(d);
         return WAMP_ENOMEM;
     }
-    return rt_session_send_payload(
-            s,
-            wamp_msg_new_event(sub->id, rp->publication, d,
-                               rp->args ? json_incref((json_t *)rp->args) : NULL,
-                               rp->kwargs ? json_incref((json_t *)rp->kwargs) : NULL),
-            &rp->payload);
+    return send_retained_event(s, mb->sub, d, p.ppt, rp->topic, rp->publication, &rp->payload,
+                               rp->args, rp->kwargs);
 }
 
 void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
