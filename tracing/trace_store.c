@@ -31,14 +31,14 @@ struct trace_store {
     uint64_t dropped;
     uint64_t bytes;
     /* The byte ring: bcap bytes; live copies from bhead (inclusive) to btail, through bend and
-     * around from 0 when wrapped; bused bytes in nlive copies. */
+     * around from 0 when wrapped; bused bytes in copies (every copy has at least one byte:
+     * bused is 0 exactly when none is live). */
     unsigned char *bring;
     size_t bcap;
     size_t bhead;
     size_t btail;
     size_t bend;
     size_t bused;
-    size_t nlive;
     bool bwrapped;
     /* The key of the newest record's message (trace_rec_view.key; 0: none): a fan-out's repeats
      * of that message borrow it (trace_store_append_repeats()). */
@@ -92,7 +92,7 @@ void trace_store_free(trace_store *st)
 static void bytes_release(trace_store *st, const trace_record *r)
 {
     st->bused -= r->len;
-    if (--st->nlive == 0) {
+    if (st->bused == 0) {
         st->bhead = st->btail = 0;
         st->bwrapped = false;
         return;
@@ -114,7 +114,7 @@ static size_t bytes_place(trace_store *st, size_t len)
         return off;
     }
     /* At the front, before the head (the rest of the end is skipped). */
-    if (!st->bwrapped && st->bhead >= len && st->nlive) {
+    if (!st->bwrapped && st->bhead >= len && st->bused) {
         st->bend = st->btail;
         st->bwrapped = true;
         st->btail = len;
@@ -168,9 +168,8 @@ static size_t wrap(const trace_store *st, size_t i, size_t n)
     return j >= st->cap ? j - st->cap : j;
 }
 
-/* Prefetch distances, in records ahead of the oldest (see trace_store_append_take()). */
-#define PREFETCH_OBJECTS 8
-#define PREFETCH_SLOTS   24
+/* Prefetch distance, in records ahead of the oldest (see prefetch_evictions()). */
+#define PREFETCH_SLOTS 24
 
 static void drop_oldest(trace_store *st)
 {
@@ -244,8 +243,31 @@ static const unsigned char *copy_bytes_slow(trace_store *st, const void *src, si
     }
     memcpy(st->bring + off, src, len);
     st->bused += len;
-    st->nlive++;
     return st->bring + off;
+}
+
+/* memcpy(d, s, n) (n > 0), without a call into the C library for the usual small message: up to
+ * 64 bytes as at most two overlapping 32-byte (or smaller) moves. */
+static inline void copy_small(unsigned char *d, const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    if (n >= 16 && n <= 64) {
+        /* The first and last 16, then (over 32) the first and last 32: overlapping moves. */
+        unsigned char a[16], b[16];
+        memcpy(a, p, 16);
+        memcpy(b, p + n - 16, 16);
+        if (n > 32) {
+            unsigned char c[16], e[16];
+            memcpy(c, p + 16, 16);
+            memcpy(e, p + n - 32, 16);
+            memcpy(d + 16, c, 16);
+            memcpy(d + n - 32, e, 16);
+        }
+        memcpy(d, a, 16);
+        memcpy(d + n - 16, b, 16);
+        return;
+    }
+    memcpy(d, s, n);
 }
 
 /* Copies len (> 0) bytes from src into the byte ring; returns the copy. Without memory to
@@ -259,26 +281,21 @@ static inline const unsigned char *copy_bytes(trace_store *st, const void *src, 
     }
     unsigned char *d = st->bring + st->btail;
     st->btail += len;
-    memcpy(d, src, len);
+    copy_small(d, src, len);
     st->bused += len;
-    st->nlive++;
     return d;
 }
 
-/* A store that evicts keeps evicting: each append releases the oldest record, whose slot and
- * the objects it references (a large message's buffer, the action's URI; the peer is per
- * session and stays warm) were last touched a whole ring ago and are out of cache. In profiles
- * of the router's capture path the refcount decrements on them were the largest cost.
- * Requesting them a few appends early overlaps those misses with the work between appends: the
- * slot first, then, once it has arrived, what it points to. A prefetch never faults (NULL is
- * harmless). Inline, not a function of its own: GCC deems a function of nothing but prefetches
- * pure and deletes the call. */
+/* A store that evicts keeps evicting: each append releases the oldest record, whose slot was
+ * last touched a whole ring ago and is out of cache. Requesting it a few appends early overlaps
+ * that miss with the work between appends. (What the slot points to is warm: the peer is per
+ * session, the URI the hub's interned one, the bytes in the byte ring are not read; a large sent
+ * message's buffer, the one cold object, is rare since small ones are copied.) A prefetch never
+ * faults. Inline, not a function of its own: GCC deems a function of nothing but prefetches pure
+ * and deletes the call. */
 static inline __attribute__((always_inline)) void prefetch_evictions(const trace_store *st)
 {
     if (st->dropped && st->count > PREFETCH_SLOTS) {
-        const trace_record *soon = &st->ring[wrap(st, st->head, PREFETCH_OBJECTS)];
-        __builtin_prefetch(soon->wire, 0, 3);
-        __builtin_prefetch(soon->uri, 0, 3);
         /* Both cache lines of the slot: a 96-byte slot straddles two every other time. */
         const char *slot = (const char *)&st->ring[wrap(st, st->head, PREFETCH_SLOTS)];
         __builtin_prefetch(slot, 0, 3);
