@@ -64,6 +64,18 @@ ssize_t rt_lws_conn_sendv(struct lws *wsi, const void *a, size_t na, const void 
     return w;
 }
 
+bool rt_lws_conn_can_recv(struct lws *wsi)
+{
+    return !lws_is_ssl(wsi);
+}
+
+size_t rt_lws_conn_recv2(struct lws *wsi, void *a, size_t na, void *b, size_t nb)
+{
+    struct iovec iov[2] = {{.iov_base = a, .iov_len = na}, {.iov_base = b, .iov_len = nb}};
+    ssize_t r = readv(lws_get_socket_fd(wsi), iov, nb ? 2 : 1);
+    return r > 0 ? (size_t)r : 0;
+}
+
 bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n)
 {
     if (wamp_buf_append(&c->out, p, n, RT_LWS_CONN_OUT_MAX) != WAMP_OK) {

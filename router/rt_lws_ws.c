@@ -13,7 +13,9 @@
  * Receive: wamp_ws.h checks every frame (masking, opcodes, control frames, UTF-8 of text,
  * options.max_message_size); a message goes to rt_session_on_message() whole (without a copy
  * when it arrived as one frame in one read). A broken rule closes with wamp_ws's code (1002,
- * 1007, 1009) and a rate-limited log line. PING is answered with PONG.
+ * 1007, 1009) and a rate-limited log line. PING is answered with PONG. On plain TCP the rest
+ * of a large frame is read straight into the reassembly buffer (rx_direct()), not in lws's 4 KiB
+ * RAW_RX slices.
  * Send: one lws_write() per WRITEABLE. Small messages (the usual case) are framed together, up
  * to 64 KiB per write (tx_coalesced()): one send() per backlog rather than per message
  * (measured with tests/bench/wamp-bench, JSON, 32-byte payloads: pub/sub to 10 subscribers
@@ -51,6 +53,14 @@
  * while the socket takes all): a connection with a backlog of big messages does not wait for a
  * poll round per frame, nor keeps the loop from the others for long. */
 #define RT_LWS_WS_WRITE_BUDGET ((size_t)256 * 1024)
+/* Direct reads (rx_direct()): from this many octets of a frame still to come, at most this many
+ * per read, ... */
+#define RT_LWS_WS_DIRECT_MIN ((size_t)8 * 1024)
+#define RT_LWS_WS_DIRECT_MAX ((size_t)64 * 1024)
+/* ... read ahead with the read that ends a frame (the next frame's header and start), ... */
+#define RT_LWS_WS_AHEAD ((size_t)4096)
+/* ... and read for one connection in one RAW_RX, at most (and more only by the last read). */
+#define RT_LWS_WS_READ_BUDGET ((size_t)256 * 1024)
 /* Outgoing messages up to this size are framed together into the scratch buffer. */
 #define RT_LWS_WS_COALESCE_MAX ((size_t)16 * 1024)
 _Static_assert(RT_LWS_WS_COALESCE_MAX + WAMP_WS_HEADER_MAX <= RT_LWS_WS_SCRATCH,
@@ -410,12 +420,60 @@ static int peer_close(rt_lws_conn *c, const wamp_ws_event *ev)
     return 0;
 }
 
-int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len)
+/* What a wamp_ws_feed() or wamp_ws_rx_commit() result asks for. Returns -1 to close at once, 1
+ * when nothing more is to be read, 0 to go on. */
+static int on_parsed(rt_lws_conn *c, wamp_err err, const wamp_ws_event *ev)
+{
+    rt_lws_ws_conn *w = &c->u.ws;
+    switch (err) {
+    case WAMP_OK:
+        break;
+    case WAMP_EAGAIN:
+        return 0;
+    case WAMP_ECLOSED:
+        return 1;
+    case WAMP_EPROTO:
+        broken(c, ev);
+        return 1;
+    default:
+        RT_LOG_WARN(sid_of(c), "cannot buffer a WebSocket message: %s; closing with 1011",
+                    wamp_strerror(err));
+        request_close(c, WAMP_WS_CLOSE_INTERNAL, "internal error", true);
+        return 1;
+    }
+    switch (ev->kind) {
+    case WAMP_WS_EV_MESSAGE:
+        deliver(c, ev);
+        break;
+    case WAMP_WS_EV_PING:
+        pong(c, ev);
+        break;
+    case WAMP_WS_EV_PONG:
+        if (w->ping_out) {
+            w->ping_out = false;
+            ping_schedule(c, w->path->cfg->auto_ping_interval_ms);
+        }
+        break;
+    case WAMP_WS_EV_CLOSE:
+        return peer_close(c, ev) < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Input is still wanted: not failed, not answered the peer's CLOSE, not closing. */
+static bool reading(const rt_lws_conn *c)
+{
+    return !c->u.ws.close_now && !c->close_after_out;
+}
+
+/* Feeds in[0..len) to the parser and acts on every event. Returns -1 to close at once, 1 when
+ * nothing more is to be read, 0 when all of it is used. */
+static int rx_slice(rt_lws_conn *c, unsigned char *in, size_t len)
 {
     rt_lws_ws_conn *w = &c->u.ws;
     while (len) {
-        if (w->close_now || c->close_after_out) {
-            return 0; /* failed, or the peer's CLOSE is answered: nothing more is read */
+        if (!reading(c)) {
+            return 1; /* failed, or the peer's CLOSE is answered: nothing more is read */
         }
         size_t used = 0;
         wamp_ws_event ev;
@@ -423,39 +481,63 @@ int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len)
         wamp_err err = wamp_ws_feed(&w->ws, in, len, &used, &ev);
         in += used;
         len -= used;
-        switch (err) {
-        case WAMP_OK:
-            break;
-        case WAMP_EAGAIN:
-        case WAMP_ECLOSED:
-            return 0;
-        case WAMP_EPROTO:
-            broken(c, &ev);
-            return 0;
-        default:
-            RT_LOG_WARN(sid_of(c), "cannot buffer a WebSocket message: %s; closing with 1011",
-                        wamp_strerror(err));
-            request_close(c, WAMP_WS_CLOSE_INTERNAL, "internal error", true);
-            return 0;
-        }
-        switch (ev.kind) {
-        case WAMP_WS_EV_MESSAGE:
-            deliver(c, &ev);
-            break;
-        case WAMP_WS_EV_PING:
-            pong(c, &ev);
-            break;
-        case WAMP_WS_EV_PONG:
-            if (w->ping_out) {
-                w->ping_out = false;
-                ping_schedule(c, w->path->cfg->auto_ping_interval_ms);
-            }
-            break;
-        case WAMP_WS_EV_CLOSE:
-            return peer_close(c, &ev);
+        int r = on_parsed(c, err, &ev);
+        if (r != 0) {
+            return r;
         }
     }
     return 0;
+}
+
+/* Large frames read straight from the socket: inside a data frame with at least
+ * RT_LWS_WS_DIRECT_MIN octets of it still to come, the rest goes into the reassembly buffer
+ * (RT_LWS_WS_DIRECT_MAX octets per read) and, with the read that ends the frame, up to
+ * RT_LWS_WS_AHEAD octets of what follows into a buffer on the stack, which is then parsed as
+ * usual: one readv() per message when large messages follow each other, instead of lws's 4 KiB
+ * RAW_RX slices (a system call and a poll round each). Goes on while the socket fills every
+ * read and a large frame is open, up to RT_LWS_WS_READ_BUDGET octets (the other connections'
+ * turn). Returns -1 to close at once. */
+static int rx_direct(rt_lws_conn *c)
+{
+    rt_lws_ws_conn *w = &c->u.ws;
+    unsigned char ahead[RT_LWS_WS_AHEAD];
+    size_t budget = RT_LWS_WS_READ_BUDGET;
+    if (w->closing || !rt_lws_conn_can_recv(c->wsi)) {
+        return 0;
+    }
+    for (;;) {
+        size_t room = 0;
+        unsigned char *p = wamp_ws_rx_space(&w->ws, RT_LWS_WS_DIRECT_MAX, &room);
+        if (!p || room < RT_LWS_WS_DIRECT_MIN || !reading(c) || w->closing) {
+            return 0; /* lws's next read goes on */
+        }
+        /* room < RT_LWS_WS_DIRECT_MAX: this read can end the frame; then read ahead */
+        size_t na = room < RT_LWS_WS_DIRECT_MAX ? sizeof(ahead) : 0;
+        size_t n = rt_lws_conn_recv2(c->wsi, p, room, ahead, na);
+        if (n == 0) {
+            return 0; /* nothing more yet (or the end: lws finds it on its next read) */
+        }
+        size_t k = n < room ? n : room;
+        wamp_ws_event ev;
+        memset(&ev, 0, sizeof(ev));
+        int r = on_parsed(c, wamp_ws_rx_commit(&w->ws, k, &ev), &ev);
+        if (r == 0 && n > room) {
+            r = rx_slice(c, ahead, n - room);
+        }
+        if (r != 0 || n < room + na || n >= budget) {
+            return r < 0 ? -1 : 0;
+        }
+        budget -= n;
+    }
+}
+
+int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len)
+{
+    int r = rx_slice(c, in, len);
+    if (r == 0) {
+        r = rx_direct(c);
+    }
+    return r < 0 ? -1 : 0;
 }
 
 /* --- Send ----------------------------------------------------------------------------------- */

@@ -6,7 +6,10 @@ Checks: an unmasked client frame is answered with CLOSE 1002 and the connection 
 another session goes on undisturbed (RFC 6455 5.1); invalid UTF-8 split across the fragments of
 a text message closes with 1007; a message whose frame header announces more than the listener's
 max_message_size closes with 1009 at once (counted in incoming_too_big); a HELLO in three
-fragments with a PING between them gets its PONG and then WELCOME; with auto_ping a PING comes
+fragments with a PING between them gets its PONG and then WELCOME; large frames (read straight
+from the socket past lws' service buffer) mixed with small ones, a PING and fragments in one
+write, or arriving in pieces, come out whole and in order, and invalid UTF-8 deep inside one
+closes with 1007; with auto_ping a PING comes
 every interval and a client that stops answering is dropped after auto_ping_timeout; a request
 head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
 connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
@@ -61,6 +64,22 @@ def unmasked_frame(opcode, payload, fin=True):
     else:
         header += bytes([126]) + struct.pack("!H", n)
     return header + payload
+
+
+def masked_frame(opcode, payload, fin=True):
+    """A client frame (masked) as bytes, to send several in one write."""
+    n = len(payload)
+    header = bytes([(0x80 if fin else 0) | opcode])
+    if n < 126:
+        header += bytes([0x80 | n])
+    elif n < 65536:
+        header += bytes([0x80 | 126]) + struct.pack("!H", n)
+    else:
+        header += bytes([0x80 | 127]) + struct.pack("!Q", n)
+    mask = os.urandom(4)
+    key = (mask * (n // 4 + 1))[:n]
+    body = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+    return header + mask + body
 
 
 def wait_eof(sock, timeout):
@@ -222,6 +241,55 @@ class FrontTest(h.AsyncTestCase):
             fin, op, payload = sub.recv_frame()
             pongs.append(payload)
         self.assertEqual(pongs, [b"inside"])
+
+    async def test_large_frames_read_past_the_service_buffer(self):
+        # A frame with more than 8 KiB of it still to come is read straight into the message
+        # buffer, 64 KiB per read at most, with the start of what follows: big and small
+        # frames, a PING and a fragmented message in one write, then a frame over 64 KiB whose
+        # rest arrives in pieces, all come out whole and in order.
+        sub = self.ws()
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, "big")
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        sizes = (50000, 10, 30000, 70000)
+        payloads = ["%d:" % i + "\u00e9x" * n for i, n in enumerate(sizes)]
+        msgs = [json.dumps([16, i + 1, {"acknowledge": True}, topic, [p]],
+                           ensure_ascii=False).encode("utf-8") for i, p in enumerate(payloads)]
+        third = len(msgs[2]) // 3
+        stream = (masked_frame(h.OP_TEXT, msgs[0]) + masked_frame(h.OP_PING, b"p1") +
+                  masked_frame(h.OP_TEXT, msgs[1]) +
+                  masked_frame(h.OP_TEXT, msgs[2][:third], fin=False) +
+                  masked_frame(h.OP_CONT, msgs[2][third:2 * third], fin=False) +
+                  masked_frame(h.OP_CONT, msgs[2][2 * third:]))
+        last = masked_frame(h.OP_TEXT, msgs[3])
+        pub.sock.sendall(stream + last[:5000])
+        for piece in (last[5000:20000], last[20000:90000], last[90000:]):
+            time.sleep(0.1)
+            pub.sock.sendall(piece)
+        got = []
+        for _ in payloads:
+            m = sub.recv_wamp()
+            self.assertEqual(m[0], 36, m)
+            got.append(m[4][0])
+        self.assertEqual(got, payloads)
+        fin, op, payload = pub.recv_frame()
+        self.assertEqual((op, payload), (h.OP_PONG, b"p1"))
+        self.assertEqual([pub.recv_wamp()[:2] for _ in payloads],
+                         [[17, i + 1] for i in range(len(payloads))])
+
+    async def test_invalid_utf8_deep_in_a_large_frame_closes_1007(self):
+        w = self.ws()
+        self.assertEqual(w.hello()[0], 2)
+        text = b'[16,1,{},"a.b",["' + b"x" * 100000 + b'"]]'
+        bad = text[:60000] + b"\xc0" + text[60001:]  # an overlong lead: never valid
+        frame = masked_frame(h.OP_TEXT, bad)
+        w.sock.sendall(frame[:4000])
+        time.sleep(0.1)
+        w.sock.sendall(frame[4000:])
+        self.assertEqual(w.recv_message()[:2], ("close", 1007))
 
     # --- keepalive ----------------------------------------------------------------------------
 
