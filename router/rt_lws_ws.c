@@ -61,6 +61,8 @@
 #define RT_LWS_WS_AHEAD ((size_t)4096)
 /* ... and read for one connection in one RAW_RX, at most (and more only by the last read). */
 #define RT_LWS_WS_READ_BUDGET ((size_t)256 * 1024)
+/* Frames of large messages written with one sendmsg(), at most (tx_gather()). */
+#define RT_LWS_WS_GATHER 32
 /* Outgoing messages up to this size are framed together into the scratch buffer. */
 #define RT_LWS_WS_COALESCE_MAX ((size_t)16 * 1024)
 _Static_assert(RT_LWS_WS_COALESCE_MAX + WAMP_WS_HEADER_MAX <= RT_LWS_WS_SCRATCH,
@@ -573,46 +575,113 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
     return 0;
 }
 
+/* The frame of b that starts at off: its header in head, its payload length in *n. */
+static size_t frame_at(const rt_lws_ws_conn *w, const wamp_buf *b, size_t off, uint8_t *head,
+                       size_t *n)
+{
+    size_t left = wamp_buf_len(b) - off;
+    *n = left > RT_LWS_WS_FRAGMENT ? RT_LWS_WS_FRAGMENT : left;
+    wamp_ws_opcode op = off != 0 ? WAMP_WS_OP_CONT : w->text ? WAMP_WS_OP_TEXT : WAMP_WS_OP_BINARY;
+    return wamp_ws_header(head, op, *n == left, *n);
+}
+
+/* Large messages on plain TCP: the frames of the head message from tx_off on and of the large
+ * messages queued after it, RT_LWS_WS_GATHER frames and budget octets at most, written with one
+ * sendmsg() straight from their (shared) buffers; the first frame's first tx_part octets went
+ * out before. Written messages are dropped from the queue; a frame the socket took in part is
+ * left at tx_off/tx_part. Returns the octets written, -1 on a socket error. */
+static ssize_t tx_gather(rt_lws_conn *c, size_t budget)
+{
+    rt_lws_ws_conn *w = &c->u.ws;
+    wamp_buf *msgs[RT_LWS_WS_GATHER];
+    uint8_t head[RT_LWS_WS_GATHER][WAMP_WS_HEADER_MAX];
+    struct iovec iov[2 * RT_LWS_WS_GATHER];
+    size_t nm = rt_session_tx_peek_n(w->sess, msgs, RT_LWS_WS_GATHER);
+    size_t niov = 0;
+    size_t nf = 0;
+    size_t total = 0;
+    size_t skip = w->tx_part;
+    for (size_t m = 0; m < nm && nf < RT_LWS_WS_GATHER && total < budget; m++) {
+        size_t off = m == 0 ? w->tx_off : 0;
+        if (m > 0 && wamp_buf_len(msgs[m]) <= RT_LWS_WS_COALESCE_MAX) {
+            break; /* small ones are framed together by tx_coalesced() */
+        }
+        while (off < wamp_buf_len(msgs[m]) && nf < RT_LWS_WS_GATHER && total < budget) {
+            size_t n;
+            size_t h = frame_at(w, msgs[m], off, head[nf], &n);
+            size_t hd = skip < h ? skip : h;
+            size_t pd = skip - hd;
+            if (h > hd) {
+                iov[niov++] = (struct iovec){.iov_base = head[nf] + hd, .iov_len = h - hd};
+            }
+            if (n > pd) {
+                iov[niov++] = (struct iovec){.iov_base = wamp_buf_data(msgs[m]) + off + pd,
+                                             .iov_len = n - pd};
+            }
+            total += h + n - skip;
+            skip = 0;
+            off += n;
+            nf++;
+        }
+    }
+    ssize_t r = niov ? rt_lws_conn_sendiov(c->wsi, iov, niov) : 0;
+    if (r <= 0) {
+        return r;
+    }
+    /* Step over what went out: whole frames, whole messages, and the part of a frame. */
+    size_t done = (size_t)r;
+    size_t m = 0;
+    while (done > 0) {
+        size_t n;
+        size_t left = frame_at(w, msgs[m], w->tx_off, head[0], &n) + n - w->tx_part;
+        if (done < left) {
+            w->tx_part += (uint32_t)done;
+            break;
+        }
+        done -= left;
+        w->tx_part = 0;
+        w->tx_off += n;
+        if (w->tx_off == wamp_buf_len(msgs[m])) {
+            w->tx_off = 0;
+            rt_session_tx_pop(w->sess);
+            m++;
+        }
+    }
+    return r;
+}
+
 /* A larger message from its own buffer, RT_LWS_WS_FRAGMENT octets per frame, each frame's
- * header derived from where the frame starts (tx_off). On plain TCP the header and the payload go
- * out with one sendmsg() straight from the buffer, which other sessions may share (an EVENT is
- * encoded once per serializer); what the socket does not take is written from the same buffer on
- * the next WRITEABLE (tx_part counts what went out), so no payload octet is copied on the way
- * out. Otherwise (TLS) one lws_write() of the whole frame, whose header goes in front of the
- * payload: into the headroom for the first frame; for a later one over payload already sent, which
- * other sessions sharing the buffer may still have to send: those octets are saved and restored
- * (lws copies what the socket does not take at once). */
+ * header derived from where the frame starts (tx_off). On plain TCP the frames of this and of
+ * the large messages after it go out with one sendmsg() straight from their buffers, which other
+ * sessions may share (an EVENT is encoded once per serializer) (tx_gather()); what the socket
+ * does not take is written from the same buffers on the next WRITEABLE (tx_part counts what of
+ * the frame at tx_off went out), so no payload octet is copied on the way out. Otherwise (TLS)
+ * one lws_write() of the whole frame, whose header goes in front of the payload: into the
+ * headroom for the first frame; for a later one over payload already sent, which other sessions
+ * sharing the buffer may still have to send: those octets are saved and restored (lws copies
+ * what the socket does not take at once). */
 static int tx_large(rt_lws_conn *c, wamp_buf *b)
 {
     rt_lws_ws_conn *w = &c->u.ws;
     size_t budget = RT_LWS_WS_WRITE_BUDGET;
     for (;;) {
-        unsigned char *p = wamp_buf_data(b) + w->tx_off;
-        size_t left = wamp_buf_len(b) - w->tx_off;
-        size_t n = left > RT_LWS_WS_FRAGMENT ? RT_LWS_WS_FRAGMENT : left;
-        bool first = w->tx_off == 0;
-        bool fin = n == left;
-        wamp_ws_opcode op = !first    ? WAMP_WS_OP_CONT
-                            : w->text ? WAMP_WS_OP_TEXT
-                                      : WAMP_WS_OP_BINARY;
-        uint8_t head[WAMP_WS_HEADER_MAX];
-        size_t h = wamp_ws_header(head, op, fin, n);
         if (w->tx_part || rt_lws_conn_can_sendv(c->wsi)) {
-            size_t hd = w->tx_part < h ? w->tx_part : h;
-            size_t pd = w->tx_part - hd;
-            ssize_t r = rt_lws_conn_sendv(c->wsi, head + hd, h - hd, p + pd, n - pd);
+            ssize_t r = tx_gather(c, budget);
             if (r < 0) {
                 RT_LOG_DEBUG(sid_of(c), "write failed; closing");
                 return -1;
             }
-            w->tx_part += (uint32_t)r;
-            if (w->tx_part < h + n) {
+            if (r == 0 || w->tx_part) {
                 lws_callback_on_writable(c->wsi); /* the socket is full: the rest when it drains */
                 return 0;
             }
-            w->tx_part = 0;
             budget = budget > (size_t)r ? budget - (size_t)r : 0;
         } else {
+            size_t n;
+            uint8_t head[WAMP_WS_HEADER_MAX];
+            size_t h = frame_at(w, b, w->tx_off, head, &n);
+            unsigned char *p = wamp_buf_data(b) + w->tx_off;
+            bool first = w->tx_off == 0;
             unsigned char saved[WAMP_WS_HEADER_MAX];
             if (!first) {
                 memcpy(saved, p - h, h);
@@ -627,14 +696,13 @@ static int tx_large(rt_lws_conn *c, wamp_buf *b)
                 return -1;
             }
             budget = 0; /* lws keeps what the socket did not take: one frame per WRITEABLE */
-        }
-        if (fin) {
-            w->tx_off = 0;
-            rt_session_tx_pop(w->sess);
-            b = rt_session_tx_peek(w->sess);
-        } else {
             w->tx_off += n;
+            if (w->tx_off == wamp_buf_len(b)) {
+                w->tx_off = 0;
+                rt_session_tx_pop(w->sess);
+            }
         }
+        b = rt_session_tx_peek(w->sess);
         /* Go on while the socket takes everything, up to the budget, with large messages only
          * (small ones are framed together on the next WRITEABLE), and not past conn->out. */
         bool out = c->out && wamp_buf_len(c->out);

@@ -9,8 +9,9 @@ max_message_size closes with 1009 at once (counted in incoming_too_big); a HELLO
 fragments with a PING between them gets its PONG and then WELCOME; large frames (read straight
 from the socket past lws' service buffer) mixed with small ones, a PING and fragments in one
 write, or arriving in pieces, come out whole and in order, and invalid UTF-8 deep inside one
-closes with 1007; with auto_ping a PING comes
-every interval and a client that stops answering is dropped after auto_ping_timeout; a request
+closes with 1007; a backlog of large and small events to a subscriber that reads nothing for a
+while (written several frames per sendmsg()) arrives whole and in order; with auto_ping a PING
+comes every interval and a client that stops answering is dropped after auto_ping_timeout; a request
 head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
 connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
 answered in order on one connection, and one whose client stops reading the answers is dropped
@@ -279,6 +280,31 @@ class FrontTest(h.AsyncTestCase):
         self.assertEqual((op, payload), (h.OP_PONG, b"p1"))
         self.assertEqual([pub.recv_wamp()[:2] for _ in payloads],
                          [[17, i + 1] for i in range(len(payloads))])
+
+    async def test_backlog_of_mixed_sizes_to_a_stalled_reader(self):
+        # Large messages queued for one connection go out several per sendmsg() straight from
+        # their buffers (those over 64 KiB in several frames), small ones between them framed
+        # together: a subscriber that reads nothing for a while, then everything, gets every
+        # event whole and in order.
+        sub = self.ws()
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, "mix")
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        sizes = (20000, 100, 70000, 17000, 17000, 5, 150000, 30000, 16000, 16500) * 3
+        payloads = ["%d:" % i + "y" * n for i, n in enumerate(sizes)]
+        pub.sock.sendall(b"".join(
+            masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
+            for i, p in enumerate(payloads)))
+        time.sleep(0.5)
+        got = []
+        for _ in payloads:
+            m = sub.recv_wamp()
+            self.assertEqual(m[0], 36, m)
+            got.append(m[4][0])
+        self.assertEqual(got, payloads)
 
     async def test_invalid_utf8_deep_in_a_large_frame_closes_1007(self):
         w = self.ws()
