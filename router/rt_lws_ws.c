@@ -20,10 +20,11 @@
  * to 64 KiB per write (tx_coalesced()): one send() per backlog rather than per message
  * (measured with tests/bench/wamp-bench, JSON, 32-byte payloads: pub/sub to 10 subscribers
  * about 7x the events/s of one message per write). Larger messages are written from their own
- * buffer (tx_large(): on plain TCP header and payload with one sendmsg(), the rest on later
- * WRITEABLEs, never copied); over RT_LWS_WS_FRAGMENT octets they go out as fragments; one
- * WRITEABLE writes frames while the socket takes them, up to RT_LWS_WS_WRITE_BUDGET octets, so
- * a big message cannot monopolise the loop.
+ * buffers (tx_large(): on plain TCP the frames of those queued, up to RT_LWS_WS_GATHER, with
+ * one sendmsg() (tx_gather()), the rest on later WRITEABLEs, never copied); over
+ * RT_LWS_WS_FRAGMENT octets they go out as fragments; one WRITEABLE writes frames while the
+ * socket takes them, up to RT_LWS_WS_WRITE_BUDGET octets, so a big message cannot monopolise
+ * the loop.
  * Close: our CLOSE goes out after the queue (the core's close: a final ABORT/GOODBYE first) or
  * at once (the adapter's: a broken rule, out of memory), then we wait for the peer's CLOSE at
  * most limits.close_timeout and close the TCP connection; the peer's CLOSE is echoed and the
