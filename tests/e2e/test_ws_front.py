@@ -10,7 +10,8 @@ fragments with a PING between them gets its PONG and then WELCOME; large frames 
 from the socket past lws' service buffer) mixed with small ones, a PING and fragments in one
 write, or arriving in pieces, come out whole and in order, and invalid UTF-8 deep inside one
 closes with 1007; a backlog of large and small events to a subscriber that reads nothing for a
-while (written several frames per sendmsg()) arrives whole and in order; with auto_ping a PING
+while (written several frames per sendmsg()) arrives whole and in order, also when every write
+is cut short inside a frame (an LD_PRELOAD shim, short_sendmsg.c); with auto_ping a PING
 comes every interval and a client that stops answering is dropped after auto_ping_timeout; a request
 head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
 connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
@@ -305,6 +306,50 @@ class FrontTest(h.AsyncTestCase):
             self.assertEqual(m[0], 36, m)
             got.append(m[4][0])
         self.assertEqual(got, payloads)
+
+    async def test_frames_taken_in_part_by_the_socket(self):
+        # With every sendmsg() of the router cut to 7,000 octets (short_sendmsg.c), as a nearly
+        # full socket would take them, each gathered write ends inside a frame, header or
+        # payload, and is finished from the same buffers first: large events (one over 64 KiB,
+        # in two frames) and small ones between them arrive whole and in order, and a PING sent
+        # meanwhile is answered between frames, never inside one.
+        await h.stop_router(self.router, self.tmp, self._sessions, self._socks)
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-front-")
+        self._socks, self._sessions = [], []
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env = {"LD_PRELOAD": os.environ["RT_SHORT_SENDMSG_LIB"], "RT_SHORT_SENDMSG": "7000",
+               "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+        self.router = h.RouterProc(front_config(self.tmp), env=env).start()
+        sub = self.ws()
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, "part")
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        sizes = (20000, 3, 17000, 70000, 5, 16500, 30000) * 2
+        payloads = ["%d:" % i + "z" * n for i, n in enumerate(sizes)]
+        pub.sock.sendall(b"".join(
+            masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
+            for i, p in enumerate(payloads)))
+        sub.send_frame(h.OP_PING, b"between")
+        got, pongs, parts = [], [], []
+        while len(got) < len(payloads):
+            fin, op, payload = sub.recv_frame()
+            self.assertIn(op, (h.OP_CONT, h.OP_TEXT, h.OP_PONG), (op, payload[:40]))
+            if op == h.OP_PONG:
+                pongs.append(payload)
+                continue
+            parts.append(payload)
+            if fin:
+                m = json.loads(b"".join(parts).decode("utf-8"))
+                parts = []
+                self.assertEqual(m[0], 36, m[:4])
+                got.append(m[4][0])
+        self.assertEqual(got, payloads)
+        if not pongs:
+            pongs.append(sub.recv_frame()[2])
+        self.assertEqual(pongs, [b"between"])
 
     async def test_invalid_utf8_deep_in_a_large_frame_closes_1007(self):
         w = self.ws()
