@@ -42,26 +42,42 @@ bool rt_lws_conn_can_sendv(struct lws *wsi)
     return !lws_is_ssl(wsi) && !lws_partial_buffered(wsi);
 }
 
-ssize_t rt_lws_conn_sendv(struct lws *wsi, const void *a, size_t na, const void *b, size_t nb)
+ssize_t rt_lws_conn_sendiov(struct lws *wsi, const struct iovec *iov, size_t n)
 {
-    struct iovec iov[2];
     struct msghdr mh;
     memset(&mh, 0, sizeof(mh));
-    mh.msg_iov = iov;
-    if (na) {
-        iov[mh.msg_iovlen++] = (struct iovec){.iov_base = (void *)a, .iov_len = na};
-    }
-    if (nb) {
-        iov[mh.msg_iovlen++] = (struct iovec){.iov_base = (void *)b, .iov_len = nb};
-    }
-    if (mh.msg_iovlen == 0) {
-        return 0;
-    }
+    mh.msg_iov = (struct iovec *)iov;
+    mh.msg_iovlen = n;
     ssize_t w = sendmsg(lws_get_socket_fd(wsi), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
     }
     return w;
+}
+
+ssize_t rt_lws_conn_sendv(struct lws *wsi, const void *a, size_t na, const void *b, size_t nb)
+{
+    struct iovec iov[2];
+    size_t n = 0;
+    if (na) {
+        iov[n++] = (struct iovec){.iov_base = (void *)a, .iov_len = na};
+    }
+    if (nb) {
+        iov[n++] = (struct iovec){.iov_base = (void *)b, .iov_len = nb};
+    }
+    return n ? rt_lws_conn_sendiov(wsi, iov, n) : 0;
+}
+
+bool rt_lws_conn_can_recv(struct lws *wsi)
+{
+    return !lws_is_ssl(wsi);
+}
+
+size_t rt_lws_conn_recv2(struct lws *wsi, void *a, size_t na, void *b, size_t nb)
+{
+    struct iovec iov[2] = {{.iov_base = a, .iov_len = na}, {.iov_base = b, .iov_len = nb}};
+    ssize_t r = readv(lws_get_socket_fd(wsi), iov, nb ? 2 : 1);
+    return r > 0 ? (size_t)r : 0;
 }
 
 bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n)

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <libwebsockets.h>
 
@@ -124,6 +125,16 @@ int rt_lws_conn_write(rt_lws_conn *c, unsigned char *p, size_t n);
  * not take at once, which for a message of tens of KiB is most of it. */
 bool rt_lws_conn_can_sendv(struct lws *wsi);
 ssize_t rt_lws_conn_sendv(struct lws *wsi, const void *a, size_t na, const void *b, size_t nb);
+/* The same with n (> 0, at most IOV_MAX) pieces: several frames with one sendmsg(). */
+ssize_t rt_lws_conn_sendiov(struct lws *wsi, const struct iovec *iov, size_t n);
+/* Large frames without lws's 4 KiB reads: on a plain TCP or Unix connection (no TLS),
+ * rt_lws_conn_recv2() reads up to na octets into a, then up to nb into b, with one readv(), and
+ * returns how many in all; 0 when nothing is there (or at the end of the stream, or on an
+ * error, which lws then finds on its next read of the socket and closes). lws reads at most its
+ * service buffer (4 KiB) per RAW_RX, which for a message of tens of KiB is a system call and a
+ * poll round per 4 KiB. */
+bool rt_lws_conn_can_recv(struct lws *wsi);
+size_t rt_lws_conn_recv2(struct lws *wsi, void *a, size_t na, void *b, size_t nb);
 /* Answers with status and a one-line text body (a refusal) and closes after writing it. */
 void rt_lws_conn_refuse(rt_lws_conn *c, unsigned status, const char *body);
 /* Asks for WRITEABLE unless the context is being torn down. */

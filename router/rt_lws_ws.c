@@ -13,15 +13,18 @@
  * Receive: wamp_ws.h checks every frame (masking, opcodes, control frames, UTF-8 of text,
  * options.max_message_size); a message goes to rt_session_on_message() whole (without a copy
  * when it arrived as one frame in one read). A broken rule closes with wamp_ws's code (1002,
- * 1007, 1009) and a rate-limited log line. PING is answered with PONG.
+ * 1007, 1009) and a rate-limited log line. PING is answered with PONG. On plain TCP the rest
+ * of a large frame is read straight into the reassembly buffer (rx_direct()), not in lws's 4 KiB
+ * RAW_RX slices.
  * Send: one lws_write() per WRITEABLE. Small messages (the usual case) are framed together, up
  * to 64 KiB per write (tx_coalesced()): one send() per backlog rather than per message
  * (measured with tests/bench/wamp-bench, JSON, 32-byte payloads: pub/sub to 10 subscribers
  * about 7x the events/s of one message per write). Larger messages are written from their own
- * buffer (tx_large(): on plain TCP header and payload with one sendmsg(), the rest on later
- * WRITEABLEs, never copied); over RT_LWS_WS_FRAGMENT octets they go out as fragments; one
- * WRITEABLE writes frames while the socket takes them, up to RT_LWS_WS_WRITE_BUDGET octets, so
- * a big message cannot monopolise the loop.
+ * buffers (tx_large(): on plain TCP the frames of those queued, up to RT_LWS_WS_GATHER, with
+ * one sendmsg() (tx_gather()), the rest on later WRITEABLEs, never copied); over
+ * RT_LWS_WS_FRAGMENT octets they go out as fragments; one WRITEABLE writes frames while the
+ * socket takes them, up to RT_LWS_WS_WRITE_BUDGET octets, so a big message cannot monopolise
+ * the loop.
  * Close: our CLOSE goes out after the queue (the core's close: a final ABORT/GOODBYE first) or
  * at once (the adapter's: a broken rule, out of memory), then we wait for the peer's CLOSE at
  * most limits.close_timeout and close the TCP connection; the peer's CLOSE is echoed and the
@@ -51,6 +54,16 @@
  * while the socket takes all): a connection with a backlog of big messages does not wait for a
  * poll round per frame, nor keeps the loop from the others for long. */
 #define RT_LWS_WS_WRITE_BUDGET ((size_t)256 * 1024)
+/* Direct reads (rx_direct()): from this many octets of a frame still to come, at most this many
+ * per read, ... */
+#define RT_LWS_WS_DIRECT_MIN ((size_t)8 * 1024)
+#define RT_LWS_WS_DIRECT_MAX ((size_t)64 * 1024)
+/* ... read ahead with the read that ends a frame (the next frame's header and start), ... */
+#define RT_LWS_WS_AHEAD ((size_t)4096)
+/* ... and read for one connection in one RAW_RX, at most (and more only by the last read). */
+#define RT_LWS_WS_READ_BUDGET ((size_t)256 * 1024)
+/* Frames of large messages written with one sendmsg(), at most (tx_gather()). */
+#define RT_LWS_WS_GATHER 32
 /* Outgoing messages up to this size are framed together into the scratch buffer. */
 #define RT_LWS_WS_COALESCE_MAX ((size_t)16 * 1024)
 _Static_assert(RT_LWS_WS_COALESCE_MAX + WAMP_WS_HEADER_MAX <= RT_LWS_WS_SCRATCH,
@@ -410,12 +423,60 @@ static int peer_close(rt_lws_conn *c, const wamp_ws_event *ev)
     return 0;
 }
 
-int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len)
+/* What a wamp_ws_feed() or wamp_ws_rx_commit() result asks for. Returns -1 to close at once, 1
+ * when nothing more is to be read, 0 to go on. */
+static int on_parsed(rt_lws_conn *c, wamp_err err, const wamp_ws_event *ev)
+{
+    rt_lws_ws_conn *w = &c->u.ws;
+    switch (err) {
+    case WAMP_OK:
+        break;
+    case WAMP_EAGAIN:
+        return 0;
+    case WAMP_ECLOSED:
+        return 1;
+    case WAMP_EPROTO:
+        broken(c, ev);
+        return 1;
+    default:
+        RT_LOG_WARN(sid_of(c), "cannot buffer a WebSocket message: %s; closing with 1011",
+                    wamp_strerror(err));
+        request_close(c, WAMP_WS_CLOSE_INTERNAL, "internal error", true);
+        return 1;
+    }
+    switch (ev->kind) {
+    case WAMP_WS_EV_MESSAGE:
+        deliver(c, ev);
+        break;
+    case WAMP_WS_EV_PING:
+        pong(c, ev);
+        break;
+    case WAMP_WS_EV_PONG:
+        if (w->ping_out) {
+            w->ping_out = false;
+            ping_schedule(c, w->path->cfg->auto_ping_interval_ms);
+        }
+        break;
+    case WAMP_WS_EV_CLOSE:
+        return peer_close(c, ev) < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Input is still wanted: not failed, not answered the peer's CLOSE, not closing. */
+static bool reading(const rt_lws_conn *c)
+{
+    return !c->u.ws.close_now && !c->close_after_out;
+}
+
+/* Feeds in[0..len) to the parser and acts on every event. Returns -1 to close at once, 1 when
+ * nothing more is to be read, 0 when all of it is used. */
+static int rx_slice(rt_lws_conn *c, unsigned char *in, size_t len)
 {
     rt_lws_ws_conn *w = &c->u.ws;
     while (len) {
-        if (w->close_now || c->close_after_out) {
-            return 0; /* failed, or the peer's CLOSE is answered: nothing more is read */
+        if (!reading(c)) {
+            return 1; /* failed, or the peer's CLOSE is answered: nothing more is read */
         }
         size_t used = 0;
         wamp_ws_event ev;
@@ -423,39 +484,63 @@ int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len)
         wamp_err err = wamp_ws_feed(&w->ws, in, len, &used, &ev);
         in += used;
         len -= used;
-        switch (err) {
-        case WAMP_OK:
-            break;
-        case WAMP_EAGAIN:
-        case WAMP_ECLOSED:
-            return 0;
-        case WAMP_EPROTO:
-            broken(c, &ev);
-            return 0;
-        default:
-            RT_LOG_WARN(sid_of(c), "cannot buffer a WebSocket message: %s; closing with 1011",
-                        wamp_strerror(err));
-            request_close(c, WAMP_WS_CLOSE_INTERNAL, "internal error", true);
-            return 0;
-        }
-        switch (ev.kind) {
-        case WAMP_WS_EV_MESSAGE:
-            deliver(c, &ev);
-            break;
-        case WAMP_WS_EV_PING:
-            pong(c, &ev);
-            break;
-        case WAMP_WS_EV_PONG:
-            if (w->ping_out) {
-                w->ping_out = false;
-                ping_schedule(c, w->path->cfg->auto_ping_interval_ms);
-            }
-            break;
-        case WAMP_WS_EV_CLOSE:
-            return peer_close(c, &ev);
+        int r = on_parsed(c, err, &ev);
+        if (r != 0) {
+            return r;
         }
     }
     return 0;
+}
+
+/* Large frames read straight from the socket: inside a data frame with at least
+ * RT_LWS_WS_DIRECT_MIN octets of it still to come, the rest goes into the reassembly buffer
+ * (RT_LWS_WS_DIRECT_MAX octets per read) and, with the read that ends the frame, up to
+ * RT_LWS_WS_AHEAD octets of what follows into a buffer on the stack, which is then parsed as
+ * usual: one readv() per message when large messages follow each other, instead of lws's 4 KiB
+ * RAW_RX slices (a system call and a poll round each). Goes on while the socket fills every
+ * read and a large frame is open, up to RT_LWS_WS_READ_BUDGET octets (the other connections'
+ * turn). Returns -1 to close at once. */
+static int rx_direct(rt_lws_conn *c)
+{
+    rt_lws_ws_conn *w = &c->u.ws;
+    unsigned char ahead[RT_LWS_WS_AHEAD];
+    size_t budget = RT_LWS_WS_READ_BUDGET;
+    if (w->closing || !rt_lws_conn_can_recv(c->wsi)) {
+        return 0;
+    }
+    for (;;) {
+        size_t room = 0;
+        unsigned char *p = wamp_ws_rx_space(&w->ws, RT_LWS_WS_DIRECT_MAX, &room);
+        if (!p || room < RT_LWS_WS_DIRECT_MIN || !reading(c) || w->closing) {
+            return 0; /* lws's next read goes on */
+        }
+        /* room < RT_LWS_WS_DIRECT_MAX: this read can end the frame; then read ahead */
+        size_t na = room < RT_LWS_WS_DIRECT_MAX ? sizeof(ahead) : 0;
+        size_t n = rt_lws_conn_recv2(c->wsi, p, room, ahead, na);
+        if (n == 0) {
+            return 0; /* nothing more yet (or the end: lws finds it on its next read) */
+        }
+        size_t k = n < room ? n : room;
+        wamp_ws_event ev;
+        memset(&ev, 0, sizeof(ev));
+        int r = on_parsed(c, wamp_ws_rx_commit(&w->ws, k, &ev), &ev);
+        if (r == 0 && n > room) {
+            r = rx_slice(c, ahead, n - room);
+        }
+        if (r != 0 || n < room + na || n >= budget) {
+            return r < 0 ? -1 : 0;
+        }
+        budget -= n;
+    }
+}
+
+int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len)
+{
+    int r = rx_slice(c, in, len);
+    if (r == 0) {
+        r = rx_direct(c);
+    }
+    return r < 0 ? -1 : 0;
 }
 
 /* --- Send ----------------------------------------------------------------------------------- */
@@ -491,46 +576,113 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
     return 0;
 }
 
+/* The frame of b that starts at off: its header in head, its payload length in *n. */
+static size_t frame_at(const rt_lws_ws_conn *w, const wamp_buf *b, size_t off, uint8_t *head,
+                       size_t *n)
+{
+    size_t left = wamp_buf_len(b) - off;
+    *n = left > RT_LWS_WS_FRAGMENT ? RT_LWS_WS_FRAGMENT : left;
+    wamp_ws_opcode op = off != 0 ? WAMP_WS_OP_CONT : w->text ? WAMP_WS_OP_TEXT : WAMP_WS_OP_BINARY;
+    return wamp_ws_header(head, op, *n == left, *n);
+}
+
+/* Large messages on plain TCP: the frames of the head message from tx_off on and of the large
+ * messages queued after it, RT_LWS_WS_GATHER frames and budget octets at most, written with one
+ * sendmsg() straight from their (shared) buffers; the first frame's first tx_part octets went
+ * out before. Written messages are dropped from the queue; a frame the socket took in part is
+ * left at tx_off/tx_part. Returns the octets written, -1 on a socket error. */
+static ssize_t tx_gather(rt_lws_conn *c, size_t budget)
+{
+    rt_lws_ws_conn *w = &c->u.ws;
+    wamp_buf *msgs[RT_LWS_WS_GATHER];
+    uint8_t head[RT_LWS_WS_GATHER][WAMP_WS_HEADER_MAX];
+    struct iovec iov[2 * RT_LWS_WS_GATHER];
+    size_t nm = rt_session_tx_peek_n(w->sess, msgs, RT_LWS_WS_GATHER);
+    size_t niov = 0;
+    size_t nf = 0;
+    size_t total = 0;
+    size_t skip = w->tx_part;
+    for (size_t m = 0; m < nm && nf < RT_LWS_WS_GATHER && total < budget; m++) {
+        size_t off = m == 0 ? w->tx_off : 0;
+        if (m > 0 && wamp_buf_len(msgs[m]) <= RT_LWS_WS_COALESCE_MAX) {
+            break; /* small ones are framed together by tx_coalesced() */
+        }
+        while (off < wamp_buf_len(msgs[m]) && nf < RT_LWS_WS_GATHER && total < budget) {
+            size_t n;
+            size_t h = frame_at(w, msgs[m], off, head[nf], &n);
+            size_t hd = skip < h ? skip : h;
+            size_t pd = skip - hd;
+            if (h > hd) {
+                iov[niov++] = (struct iovec){.iov_base = head[nf] + hd, .iov_len = h - hd};
+            }
+            if (n > pd) {
+                iov[niov++] = (struct iovec){.iov_base = wamp_buf_data(msgs[m]) + off + pd,
+                                             .iov_len = n - pd};
+            }
+            total += h + n - skip;
+            skip = 0;
+            off += n;
+            nf++;
+        }
+    }
+    ssize_t r = niov ? rt_lws_conn_sendiov(c->wsi, iov, niov) : 0;
+    if (r <= 0) {
+        return r;
+    }
+    /* Step over what went out: whole frames, whole messages, and the part of a frame. */
+    size_t done = (size_t)r;
+    size_t m = 0;
+    while (done > 0) {
+        size_t n;
+        size_t left = frame_at(w, msgs[m], w->tx_off, head[0], &n) + n - w->tx_part;
+        if (done < left) {
+            w->tx_part += (uint32_t)done;
+            break;
+        }
+        done -= left;
+        w->tx_part = 0;
+        w->tx_off += n;
+        if (w->tx_off == wamp_buf_len(msgs[m])) {
+            w->tx_off = 0;
+            rt_session_tx_pop(w->sess);
+            m++;
+        }
+    }
+    return r;
+}
+
 /* A larger message from its own buffer, RT_LWS_WS_FRAGMENT octets per frame, each frame's
- * header derived from where the frame starts (tx_off). On plain TCP the header and the payload go
- * out with one sendmsg() straight from the buffer, which other sessions may share (an EVENT is
- * encoded once per serializer); what the socket does not take is written from the same buffer on
- * the next WRITEABLE (tx_part counts what went out), so no payload octet is copied on the way
- * out. Otherwise (TLS) one lws_write() of the whole frame, whose header goes in front of the
- * payload: into the headroom for the first frame; for a later one over payload already sent, which
- * other sessions sharing the buffer may still have to send: those octets are saved and restored
- * (lws copies what the socket does not take at once). */
+ * header derived from where the frame starts (tx_off). On plain TCP the frames of this and of
+ * the large messages after it go out with one sendmsg() straight from their buffers, which other
+ * sessions may share (an EVENT is encoded once per serializer) (tx_gather()); what the socket
+ * does not take is written from the same buffers on the next WRITEABLE (tx_part counts what of
+ * the frame at tx_off went out), so no payload octet is copied on the way out. Otherwise (TLS)
+ * one lws_write() of the whole frame, whose header goes in front of the payload: into the
+ * headroom for the first frame; for a later one over payload already sent, which other sessions
+ * sharing the buffer may still have to send: those octets are saved and restored (lws copies
+ * what the socket does not take at once). */
 static int tx_large(rt_lws_conn *c, wamp_buf *b)
 {
     rt_lws_ws_conn *w = &c->u.ws;
     size_t budget = RT_LWS_WS_WRITE_BUDGET;
     for (;;) {
-        unsigned char *p = wamp_buf_data(b) + w->tx_off;
-        size_t left = wamp_buf_len(b) - w->tx_off;
-        size_t n = left > RT_LWS_WS_FRAGMENT ? RT_LWS_WS_FRAGMENT : left;
-        bool first = w->tx_off == 0;
-        bool fin = n == left;
-        wamp_ws_opcode op = !first    ? WAMP_WS_OP_CONT
-                            : w->text ? WAMP_WS_OP_TEXT
-                                      : WAMP_WS_OP_BINARY;
-        uint8_t head[WAMP_WS_HEADER_MAX];
-        size_t h = wamp_ws_header(head, op, fin, n);
         if (w->tx_part || rt_lws_conn_can_sendv(c->wsi)) {
-            size_t hd = w->tx_part < h ? w->tx_part : h;
-            size_t pd = w->tx_part - hd;
-            ssize_t r = rt_lws_conn_sendv(c->wsi, head + hd, h - hd, p + pd, n - pd);
+            ssize_t r = tx_gather(c, budget);
             if (r < 0) {
                 RT_LOG_DEBUG(sid_of(c), "write failed; closing");
                 return -1;
             }
-            w->tx_part += (uint32_t)r;
-            if (w->tx_part < h + n) {
+            if (r == 0 || w->tx_part) {
                 lws_callback_on_writable(c->wsi); /* the socket is full: the rest when it drains */
                 return 0;
             }
-            w->tx_part = 0;
             budget = budget > (size_t)r ? budget - (size_t)r : 0;
         } else {
+            size_t n;
+            uint8_t head[WAMP_WS_HEADER_MAX];
+            size_t h = frame_at(w, b, w->tx_off, head, &n);
+            unsigned char *p = wamp_buf_data(b) + w->tx_off;
+            bool first = w->tx_off == 0;
             unsigned char saved[WAMP_WS_HEADER_MAX];
             if (!first) {
                 memcpy(saved, p - h, h);
@@ -545,14 +697,13 @@ static int tx_large(rt_lws_conn *c, wamp_buf *b)
                 return -1;
             }
             budget = 0; /* lws keeps what the socket did not take: one frame per WRITEABLE */
-        }
-        if (fin) {
-            w->tx_off = 0;
-            rt_session_tx_pop(w->sess);
-            b = rt_session_tx_peek(w->sess);
-        } else {
             w->tx_off += n;
+            if (w->tx_off == wamp_buf_len(b)) {
+                w->tx_off = 0;
+                rt_session_tx_pop(w->sess);
+            }
         }
+        b = rt_session_tx_peek(w->sess);
         /* Go on while the socket takes everything, up to the budget, with large messages only
          * (small ones are framed together on the next WRITEABLE), and not past conn->out. */
         bool out = c->out && wamp_buf_len(c->out);

@@ -159,6 +159,18 @@ wamp_buf *rt_outq_peek(const rt_outq *q)
     return q->count ? q->ring[q->head].buf : NULL;
 }
 
+size_t rt_outq_peek_n(const rt_outq *q, wamp_buf **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < q->slots && n < max; i++) {
+        wamp_buf *b = slot_at(q, i)->buf;
+        if (b) {
+            out[n++] = b;
+        }
+    }
+    return n;
+}
+
 /* The slot at head is done with: step to the next entry, over empty slots. */
 static void advance(rt_outq *q)
 {

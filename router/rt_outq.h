@@ -58,6 +58,9 @@ wamp_buf *rt_outq_take_droppable(rt_outq *q);
 wamp_buf *rt_outq_slot(const rt_outq *q, size_t i);
 /* Borrowed: the oldest entry, valid until the next pop/fini; NULL when empty. */
 wamp_buf *rt_outq_peek(const rt_outq *q);
+/* Borrowed: the oldest entries in order, at most max of them, into out; returns how many.
+ * Valid until the queue changes. */
+size_t rt_outq_peek_n(const rt_outq *q, wamp_buf **out, size_t max);
 /* Drops the oldest entry (no-op when empty). */
 void rt_outq_pop(rt_outq *q);
 /* Drops every entry but the oldest (which a transport may be half-way through writing). */

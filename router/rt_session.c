@@ -370,6 +370,11 @@ wamp_buf *rt_session_tx_peek(rt_session *s)
     return rt_outq_peek(&s->outq);
 }
 
+size_t rt_session_tx_peek_n(rt_session *s, wamp_buf **out, size_t max)
+{
+    return rt_outq_peek_n(&s->outq, out, max);
+}
+
 void rt_session_tx_pop(rt_session *s)
 {
     rt_outq_pop(&s->outq);

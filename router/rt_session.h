@@ -25,6 +25,10 @@ wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len);
 /* Borrowed: the oldest queued outgoing message, NULL when the queue is empty. Valid until the
  * next rt_session_tx_pop() or rt_session_on_closed(). Its headroom may be used for framing. */
 wamp_buf *rt_session_tx_peek(rt_session *s);
+/* Borrowed: the oldest queued outgoing messages in order, at most max, into out (out[0] is
+ * rt_session_tx_peek()'s); returns how many. Each stays valid while it is queued (popping the
+ * ones before it does not move it), within the adapter's write callback. */
+size_t rt_session_tx_peek_n(rt_session *s, wamp_buf **out, size_t max);
 /* Drops the oldest queued message (after the adapter has written it completely). */
 void rt_session_tx_pop(rt_session *s);
 

@@ -343,6 +343,18 @@ static wamp_err control_done(wamp_ws *ws, const unsigned char *p, size_t n, wamp
     return WAMP_OK;
 }
 
+/* Unmasks n payload octets of the data frame being read from src to dst (may be the same) and
+ * checks a text message's UTF-8 as far as it goes; false when it can never become valid. */
+static bool unmask_data(wamp_ws *ws, unsigned char *dst, const unsigned char *src, size_t n)
+{
+    bool ascii;
+    ws->mask_pos = unmask_to(dst, src, n, ws->mask, ws->mask_pos, &ascii);
+    if (ws->msg_opcode == WAMP_WS_OP_TEXT && !(ascii && ws->utf8_state == WAMP_UTF8_ACCEPT)) {
+        ws->utf8_state = wamp_utf8_step(ws->utf8_state, dst, n);
+    }
+    return ws->utf8_state != WAMP_UTF8_REJECT;
+}
+
 /* A data message is complete in p[0..n). */
 static wamp_err message_done(wamp_ws *ws, const unsigned char *p, size_t n, wamp_ws_event *ev)
 {
@@ -465,14 +477,9 @@ wamp_err wamp_ws_feed(wamp_ws *ws, unsigned char *in, size_t len, size_t *used, 
                 break;
             }
         }
-        bool ascii;
-        ws->mask_pos = unmask_to(dst, p, take, ws->mask, ws->mask_pos, &ascii);
-        if (ws->msg_opcode == WAMP_WS_OP_TEXT && !(ascii && ws->utf8_state == WAMP_UTF8_ACCEPT)) {
-            ws->utf8_state = wamp_utf8_step(ws->utf8_state, dst, take);
-            if (ws->utf8_state == WAMP_UTF8_REJECT) {
-                err = fail(ws, F_UTF8, ev);
-                break;
-            }
+        if (!unmask_data(ws, dst, p, take)) {
+            err = fail(ws, F_UTF8, ev);
+            break;
         }
         if (zero_copy) {
             err = message_done(ws, p, take, ev);
@@ -488,6 +495,47 @@ wamp_err wamp_ws_feed(wamp_ws *ws, unsigned char *in, size_t len, size_t *used, 
     }
     *used = off;
     return err;
+}
+
+/* Inside a data frame's payload with octets still to come (what wamp_ws_rx_space() needs). */
+static bool in_data_payload(const wamp_ws *ws)
+{
+    return ws->state == ST_PAYLOAD && ws->opcode < WAMP_WS_OP_CLOSE && ws->need > 0;
+}
+
+unsigned char *wamp_ws_rx_space(wamp_ws *ws, size_t max, size_t *room)
+{
+    *room = 0;
+    if (!in_data_payload(ws) || max == 0) {
+        return NULL;
+    }
+    size_t n = ws->need < max ? (size_t)ws->need : max;
+    unsigned char *dst = wamp_buf_reserve(&ws->msg, n);
+    if (dst) {
+        *room = n;
+    }
+    return dst;
+}
+
+wamp_err wamp_ws_rx_commit(wamp_ws *ws, size_t n, wamp_ws_event *ev)
+{
+    unsigned char *p = in_data_payload(ws) && n <= ws->need ? wamp_buf_tail(ws->msg, n) : NULL;
+    if (!p) {
+        return WAMP_EINVAL;
+    }
+    if (!unmask_data(ws, p, p, n)) {
+        return fail(ws, F_UTF8, ev);
+    }
+    wamp_buf_commit(ws->msg, n);
+    ws->need -= n;
+    if (ws->need > 0) {
+        return WAMP_EAGAIN;
+    }
+    ws->state = ST_HEAD;
+    if (!ws->fin) {
+        return WAMP_EAGAIN;
+    }
+    return message_done(ws, wamp_buf_cdata(ws->msg), msg_len(ws), ev);
 }
 
 /* --- Send side and handshake ----------------------------------------------------------------- */

@@ -128,6 +128,19 @@ void wamp_ws_fini(wamp_ws *ws);
  *   WAMP_ENOMEM  the reassembly buffer could not grow (close with 1011). */
 wamp_err wamp_ws_feed(wamp_ws *ws, unsigned char *in, size_t len, size_t *used, wamp_ws_event *ev);
 
+/* Direct reads of a large payload: while the parser is inside a data frame's payload, the place
+ * in the reassembly buffer where the frame's next octets go (grown for min(rest of the frame,
+ * max) octets), *room set to that many; NULL (*room 0) anywhere else (a frame header, a control
+ * frame, closed or failed) and when the buffer cannot grow. The adapter writes up to *room
+ * octets there as received (masked), e.g. with one recv() from its socket instead of many small
+ * slices, then calls wamp_ws_rx_commit(). Nothing else may be fed in between. */
+unsigned char *wamp_ws_rx_space(wamp_ws *ws, size_t max, size_t *room);
+/* n (<= the last *room) octets were written at wamp_ws_rx_space(): unmasked in place and checked
+ * as wamp_ws_feed() would (UTF-8 of text). Returns WAMP_OK with the MESSAGE event when they
+ * complete the message, WAMP_EAGAIN when more is to come, WAMP_EPROTO (1007) for invalid UTF-8,
+ * WAMP_EINVAL (nothing done) when n is more than there is room for. */
+wamp_err wamp_ws_rx_commit(wamp_ws *ws, size_t n, wamp_ws_event *ev);
+
 /* Writes the header of a server frame (FIN set when fin, no mask) for a payload of len octets
  * into out and returns its length (2, 4 or 10). */
 size_t wamp_ws_header(uint8_t out[WAMP_WS_HEADER_MAX], wamp_ws_opcode op, bool fin, uint64_t len);

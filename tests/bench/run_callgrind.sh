@@ -14,9 +14,12 @@
 #                  (I1mr: instruction-cache misses) next to the instructions
 #   CONFIG         router config file (default: the embedded default with the flight recorder
 #                  off, written to the scratch directory, so that no trace runs)
+#   PAYLOAD        wamp-bench --payload: octets of the string argument (default 32)
 # Prints one line per scenario and serializer: the router's instructions inclusive in
 # rt_session_on_message() (everything a received message causes, the sends included), divided
-# by the CALLs handled (rt_dealer_on_call) or by the EVENTs sent (10 per rt_broker_on_publish).
+# by the CALLs handled (rt_dealer_on_call) or by the EVENTs sent (10 per rt_broker_on_publish),
+# and `loop=`, the same division of everything the service loop runs (rt_lws_run: reads,
+# unmasking and writes included, the part that grows with the payload).
 # Everything listens on 127.0.0.1; the routers this script starts are stopped by PID.
 set -euo pipefail
 
@@ -64,13 +67,12 @@ with open(path) as f:
             calls += int(m.group(1))
 out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
                      capture_output=True, text=True, check=True).stdout
-incl = 0
+incl = {}
 for line in out.splitlines():
-    m = re.match(r"^\s*([\d,]+)\s.*:rt_session_on_message(?: \[|$)", line)
-    if m:
-        incl = int(m.group(1).replace(",", ""))
-        break
-print(calls, incl)
+    m = re.match(r"^\s*([\d,]+)\s.*:(rt_session_on_message|rt_lws_run)(?: \[|$)", line)
+    if m and m.group(2) not in incl:
+        incl[m.group(2)] = int(m.group(1).replace(",", ""))
+print(calls, incl.get("rt_session_on_message", 0), incl.get("rt_lws_run", 0))
 PY
 }
 
@@ -96,13 +98,14 @@ for sc in ${SCENARIOS:-rpc pubsub}; do
             per=10
         fi
         "$bench" --url "$(head -1 "$scratch/ports")" --realm realm1 "${load[@]}" --ser "$ser" \
-            --seconds 3 --warmup 1 >"$scratch/bench.$sc.$ser.out" 2>&1 || true
+            --payload "${PAYLOAD:-32}" --seconds 3 --warmup 1 >"$scratch/bench.$sc.$ser.out" 2>&1 || true
         stop
-        read -r n incl < <(count "$out" "$fn")
+        read -r n incl loop < <(count "$out" "$fn")
         if [[ $n -gt 0 ]]; then
-            awk -v sc="$sc" -v ser="$ser" -v n="$n" -v i="$incl" -v per="$per" 'BEGIN {
-                printf "CALLGRIND scenario=%s ser=%s per_%s=%.0f count=%d\n", sc, ser,
-                       per == 1 ? "call" : "event", i / (n * per), n * per }'
+            awk -v sc="$sc" -v ser="$ser" -v n="$n" -v i="$incl" -v l="$loop" -v per="$per" \
+                -v pl="${PAYLOAD:-32}" 'BEGIN {
+                printf "CALLGRIND scenario=%s ser=%s payload=%s per_%s=%.0f loop=%.0f count=%d\n",
+                       sc, ser, pl, per == 1 ? "call" : "event", i / (n * per), l / (n * per), n * per }'
         else
             echo "CALLGRIND scenario=$sc ser=$ser failed (nothing counted; see $scratch)" >&2
         fi

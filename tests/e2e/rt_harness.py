@@ -71,12 +71,15 @@ def _die_with_parent():
 class RouterProc:
     """One wampscope process listening on 127.0.0.1:<ephemeral>."""
 
-    def __init__(self, config="configs/test-e2e.json", workdir=None, run=None, args=()):
+    def __init__(self, config="configs/test-e2e.json", workdir=None, run=None, args=(),
+                 env=None):
         """workdir: the test's own working directory, kept across restarts (so the router's
         ./wampscope-data survives; cleanup() leaves it); by default a new temporary one that
         cleanup() removes. run: a number for the stdout/stderr file names of this start.
-        args: more command-line options for the router."""
+        args: more command-line options for the router. env: more environment variables for
+        the router (e.g. LD_PRELOAD)."""
         self.args = list(args)
+        self.env = dict(os.environ, **env) if env else None
         self.bin = os.environ.get("RT_ROUTER_BIN")
         self.src = os.environ.get("RT_SOURCE_DIR")
         if not self.bin or not self.src:
@@ -113,7 +116,8 @@ class RouterProc:
         argv += self.args
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                         preexec_fn=_die_with_parent, cwd=self.tmp)
+                                         preexec_fn=_die_with_parent, cwd=self.tmp,
+                                         env=self.env)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             if os.path.exists(self.ports_file):

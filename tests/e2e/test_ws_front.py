@@ -6,8 +6,13 @@ Checks: an unmasked client frame is answered with CLOSE 1002 and the connection 
 another session goes on undisturbed (RFC 6455 5.1); invalid UTF-8 split across the fragments of
 a text message closes with 1007; a message whose frame header announces more than the listener's
 max_message_size closes with 1009 at once (counted in incoming_too_big); a HELLO in three
-fragments with a PING between them gets its PONG and then WELCOME; with auto_ping a PING comes
-every interval and a client that stops answering is dropped after auto_ping_timeout; a request
+fragments with a PING between them gets its PONG and then WELCOME; large frames (read straight
+from the socket past lws' service buffer) mixed with small ones, a PING and fragments in one
+write, or arriving in pieces, come out whole and in order, and invalid UTF-8 deep inside one
+closes with 1007; a backlog of large and small events to a subscriber that reads nothing for a
+while (written several frames per sendmsg()) arrives whole and in order, also when every write
+is cut short inside a frame (an LD_PRELOAD shim, short_sendmsg.c); with auto_ping a PING
+comes every interval and a client that stops answering is dropped after auto_ping_timeout; a request
 head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
 connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
 answered in order on one connection, and one whose client stops reading the answers is dropped
@@ -61,6 +66,22 @@ def unmasked_frame(opcode, payload, fin=True):
     else:
         header += bytes([126]) + struct.pack("!H", n)
     return header + payload
+
+
+def masked_frame(opcode, payload, fin=True):
+    """A client frame (masked) as bytes, to send several in one write."""
+    n = len(payload)
+    header = bytes([(0x80 if fin else 0) | opcode])
+    if n < 126:
+        header += bytes([0x80 | n])
+    elif n < 65536:
+        header += bytes([0x80 | 126]) + struct.pack("!H", n)
+    else:
+        header += bytes([0x80 | 127]) + struct.pack("!Q", n)
+    mask = os.urandom(4)
+    key = (mask * (n // 4 + 1))[:n]
+    body = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+    return header + mask + body
 
 
 def wait_eof(sock, timeout):
@@ -222,6 +243,124 @@ class FrontTest(h.AsyncTestCase):
             fin, op, payload = sub.recv_frame()
             pongs.append(payload)
         self.assertEqual(pongs, [b"inside"])
+
+    async def test_large_frames_read_past_the_service_buffer(self):
+        # A frame with more than 8 KiB of it still to come is read straight into the message
+        # buffer, 64 KiB per read at most, with the start of what follows: big and small
+        # frames, a PING and a fragmented message in one write, then a frame over 64 KiB whose
+        # rest arrives in pieces, all come out whole and in order.
+        sub = self.ws()
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, "big")
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        sizes = (50000, 10, 30000, 70000)
+        payloads = ["%d:" % i + "\u00e9x" * n for i, n in enumerate(sizes)]
+        msgs = [json.dumps([16, i + 1, {"acknowledge": True}, topic, [p]],
+                           ensure_ascii=False).encode("utf-8") for i, p in enumerate(payloads)]
+        third = len(msgs[2]) // 3
+        stream = (masked_frame(h.OP_TEXT, msgs[0]) + masked_frame(h.OP_PING, b"p1") +
+                  masked_frame(h.OP_TEXT, msgs[1]) +
+                  masked_frame(h.OP_TEXT, msgs[2][:third], fin=False) +
+                  masked_frame(h.OP_CONT, msgs[2][third:2 * third], fin=False) +
+                  masked_frame(h.OP_CONT, msgs[2][2 * third:]))
+        last = masked_frame(h.OP_TEXT, msgs[3])
+        pub.sock.sendall(stream + last[:5000])
+        for piece in (last[5000:20000], last[20000:90000], last[90000:]):
+            time.sleep(0.1)
+            pub.sock.sendall(piece)
+        got = []
+        for _ in payloads:
+            m = sub.recv_wamp()
+            self.assertEqual(m[0], 36, m)
+            got.append(m[4][0])
+        self.assertEqual(got, payloads)
+        fin, op, payload = pub.recv_frame()
+        self.assertEqual((op, payload), (h.OP_PONG, b"p1"))
+        self.assertEqual([pub.recv_wamp()[:2] for _ in payloads],
+                         [[17, i + 1] for i in range(len(payloads))])
+
+    async def test_backlog_of_mixed_sizes_to_a_stalled_reader(self):
+        # Large messages queued for one connection go out several per sendmsg() straight from
+        # their buffers (those over 64 KiB in several frames), small ones between them framed
+        # together: a subscriber that reads nothing for a while, then everything, gets every
+        # event whole and in order.
+        sub = self.ws()
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, "mix")
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        sizes = (20000, 100, 70000, 17000, 17000, 5, 150000, 30000, 16000, 16500) * 3
+        payloads = ["%d:" % i + "y" * n for i, n in enumerate(sizes)]
+        pub.sock.sendall(b"".join(
+            masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
+            for i, p in enumerate(payloads)))
+        time.sleep(0.5)
+        got = []
+        for _ in payloads:
+            m = sub.recv_wamp()
+            self.assertEqual(m[0], 36, m)
+            got.append(m[4][0])
+        self.assertEqual(got, payloads)
+
+    async def test_frames_taken_in_part_by_the_socket(self):
+        # With every sendmsg() of the router cut to 7,000 octets (short_sendmsg.c), as a nearly
+        # full socket would take them, each gathered write ends inside a frame, header or
+        # payload, and is finished from the same buffers first: large events (one over 64 KiB,
+        # in two frames) and small ones between them arrive whole and in order, and a PING sent
+        # meanwhile is answered between frames, never inside one.
+        await h.stop_router(self.router, self.tmp, self._sessions, self._socks)
+        self.tmp = tempfile.mkdtemp(prefix="wampscope-front-")
+        self._socks, self._sessions = [], []
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env = {"LD_PRELOAD": os.environ["RT_SHORT_SENDMSG_LIB"], "RT_SHORT_SENDMSG": "7000",
+               "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+        self.router = h.RouterProc(front_config(self.tmp), env=env).start()
+        sub = self.ws()
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, "part")
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        sizes = (20000, 3, 17000, 70000, 5, 16500, 30000) * 2
+        payloads = ["%d:" % i + "z" * n for i, n in enumerate(sizes)]
+        pub.sock.sendall(b"".join(
+            masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
+            for i, p in enumerate(payloads)))
+        sub.send_frame(h.OP_PING, b"between")
+        got, pongs, parts = [], [], []
+        while len(got) < len(payloads):
+            fin, op, payload = sub.recv_frame()
+            self.assertIn(op, (h.OP_CONT, h.OP_TEXT, h.OP_PONG), (op, payload[:40]))
+            if op == h.OP_PONG:
+                pongs.append(payload)
+                continue
+            parts.append(payload)
+            if fin:
+                m = json.loads(b"".join(parts).decode("utf-8"))
+                parts = []
+                self.assertEqual(m[0], 36, m[:4])
+                got.append(m[4][0])
+        self.assertEqual(got, payloads)
+        if not pongs:
+            pongs.append(sub.recv_frame()[2])
+        self.assertEqual(pongs, [b"between"])
+
+    async def test_invalid_utf8_deep_in_a_large_frame_closes_1007(self):
+        w = self.ws()
+        self.assertEqual(w.hello()[0], 2)
+        text = b'[16,1,{},"a.b",["' + b"x" * 100000 + b'"]]'
+        bad = text[:60000] + b"\xc0" + text[60001:]  # an overlong lead: never valid
+        frame = masked_frame(h.OP_TEXT, bad)
+        w.sock.sendall(frame[:4000])
+        time.sleep(0.1)
+        w.sock.sendall(frame[4000:])
+        self.assertEqual(w.recv_message()[:2], ("close", 1007))
 
     # --- keepalive ----------------------------------------------------------------------------
 

@@ -6,10 +6,11 @@
  * or 64 bits, minimal or not), a length octet (255: two more octets give it) and the payload.
  * Properties: never crashes, leaks or reads outside its input (each slice is its own
  * allocation); *used never exceeds the slice; the events and the final status do not depend
- * on how the bytes are sliced; a MESSAGE never exceeds max_message; a text MESSAGE is valid
- * UTF-8 (checked by a separate decoder, utf8_ref.h); control payloads are at most 125 octets; a
- * CLOSE's code is one valid on the wire or 1005; a failure's code is 1002, 1007 or 1009; after
- * a CLOSE or a failure nothing more is read. */
+ * on how the bytes are sliced, nor on whether payload octets are fed or written through direct
+ * reads (wamp_ws_rx_space()/wamp_ws_rx_commit(), at most 1 + (byte 1 & 63) octets each); a MESSAGE
+ * never exceeds max_message; a text MESSAGE is valid UTF-8 (checked by a separate decoder,
+ * utf8_ref.h); control payloads are at most 125 octets; a CLOSE's code is one valid on the wire or
+ * 1005; a failure's code is 1002, 1007 or 1009; after a CLOSE or a failure nothing more is read. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -61,9 +62,40 @@ static void check_event(const wamp_ws_config *cfg, const wamp_ws_event *ev)
     }
 }
 
-/* Feeds data in slices (0 = all at once), each copied into its own allocation. */
+/* Records an event, or the final status after an error (nothing more is read from then on). */
+static void record(const wamp_ws_config *cfg, wamp_ws *ws, wamp_err err, const wamp_ws_event *ev,
+                   size_t used, run *r)
+{
+    if (err != WAMP_OK) {
+        r->last = err;
+        if (err == WAMP_EPROTO) {
+            FUZZ_CHECK(ev->code == 1002 || ev->code == 1007 || ev->code == 1009);
+            FUZZ_CHECK(ev->why != NULL && strlen(ev->why) <= 123);
+            r->code = ev->code;
+        } else {
+            FUZZ_CHECK(err == WAMP_ECLOSED && used == 0);
+        }
+        /* Stays so: nothing more is read. */
+        size_t again = 1;
+        unsigned char one = 0;
+        wamp_ws_event ev2;
+        FUZZ_CHECK(wamp_ws_feed(ws, &one, 1, &again, &ev2) == err && again == 0);
+        return;
+    }
+    check_event(cfg, ev);
+    r->payload[r->n] = malloc(ev->len ? ev->len : 1);
+    FUZZ_CHECK(r->payload[r->n] != NULL);
+    if (ev->len) {
+        memcpy(r->payload[r->n], ev->data, ev->len);
+    }
+    r->ev[r->n++] = *ev;
+}
+
+/* Feeds data in slices (0 = all at once), each copied into its own allocation; with direct,
+ * whenever the parser offers a direct read (wamp_ws_rx_space(), at most direct octets), the next
+ * octets go there instead, a slice's worth at most. */
 static void feed_all(const wamp_ws_config *cfg, const uint8_t *data, size_t size, unsigned slicing,
-                     run *r)
+                     size_t direct, run *r)
 {
     wamp_ws ws;
     wamp_ws_init(&ws, cfg);
@@ -75,6 +107,21 @@ static void feed_all(const wamp_ws_config *cfg, const uint8_t *data, size_t size
         if (slice > size - off) {
             slice = size - off;
         }
+        size_t room = 0;
+        unsigned char *p = direct ? wamp_ws_rx_space(&ws, direct, &room) : NULL;
+        if (p) {
+            FUZZ_CHECK(room > 0 && room <= direct);
+            size_t n = room < slice ? room : slice;
+            memcpy(p, data + off, n);
+            off += n;
+            wamp_ws_event ev;
+            wamp_err err = wamp_ws_rx_commit(&ws, n, &ev);
+            if (err != WAMP_EAGAIN) {
+                record(cfg, &ws, err, &ev, 0, r);
+            }
+            continue;
+        }
+        FUZZ_CHECK(room == 0);
         unsigned char *in = malloc(slice);
         FUZZ_CHECK(in != NULL);
         memcpy(in, data + off, slice);
@@ -89,27 +136,10 @@ static void feed_all(const wamp_ws_config *cfg, const uint8_t *data, size_t size
                 FUZZ_CHECK(sub == slice);
                 break;
             }
+            record(cfg, &ws, err, &ev, used, r);
             if (err != WAMP_OK) {
-                r->last = err;
-                if (err == WAMP_EPROTO) {
-                    FUZZ_CHECK(ev.code == 1002 || ev.code == 1007 || ev.code == 1009);
-                    FUZZ_CHECK(ev.why != NULL && strlen(ev.why) <= 123);
-                    r->code = ev.code;
-                } else {
-                    FUZZ_CHECK(err == WAMP_ECLOSED && used == 0);
-                }
-                /* Stays so: nothing more is read. */
-                size_t again = 1;
-                FUZZ_CHECK(wamp_ws_feed(&ws, in, slice, &again, &ev) == err && again == 0);
                 break;
             }
-            check_event(cfg, &ev);
-            r->payload[r->n] = malloc(ev.len ? ev.len : 1);
-            FUZZ_CHECK(r->payload[r->n] != NULL);
-            if (ev.len) {
-                memcpy(r->payload[r->n], ev.data, ev.len);
-            }
-            r->ev[r->n++] = ev;
         }
         free(in);
         off += slice;
@@ -192,19 +222,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         n = build_frames(in, n, built, cap);
         in = built;
     }
-    run whole, sliced;
-    feed_all(&cfg, in, n, 0, &whole);
-    feed_all(&cfg, in, n, slicing, &sliced);
-    FUZZ_CHECK(whole.n == sliced.n);
-    for (size_t i = 0; i < whole.n; i++) {
-        FUZZ_CHECK(same_event(&whole, &sliced, i));
-    }
-    if (whole.n < MAX_EVENTS) {
-        FUZZ_CHECK(whole.last == sliced.last);
-        FUZZ_CHECK(whole.code == sliced.code);
+    run whole, sliced, direct;
+    feed_all(&cfg, in, n, 0, 0, &whole);
+    feed_all(&cfg, in, n, slicing, 0, &sliced);
+    feed_all(&cfg, in, n, slicing, 1 + (size_t)(data[1] & 0x3f), &direct);
+    const run *other[] = {&sliced, &direct};
+    for (size_t o = 0; o < 2; o++) {
+        FUZZ_CHECK(whole.n == other[o]->n);
+        for (size_t i = 0; i < whole.n; i++) {
+            FUZZ_CHECK(same_event(&whole, other[o], i));
+        }
+        if (whole.n < MAX_EVENTS) {
+            FUZZ_CHECK(whole.last == other[o]->last);
+            FUZZ_CHECK(whole.code == other[o]->code);
+        }
     }
     run_fini(&whole);
     run_fini(&sliced);
+    run_fini(&direct);
     free(built);
     return 0;
 }

@@ -225,6 +225,45 @@ START_TEST(test_pop_over_taken_slots)
 
 END_TEST
 
+/* rt_outq_peek_n(): the oldest entries in order, over the slots of dropped ones, at most max;
+ * those after the head stay where they are when the head is popped. */
+START_TEST(test_peek_n)
+{
+    rt_outq q;
+    rt_outq_init(&q, 1 << 20, 10);
+    wamp_buf *out[8];
+    ck_assert_uint_eq(rt_outq_peek_n(&q, out, 8), 0);
+    wamp_buf *b[6];
+    for (int i = 0; i < 6; i++) {
+        b[i] = buf_of((size_t)i + 1);
+        ck_assert_int_eq(rt_outq_push(&q, b[i], i == 2 || i == 3), WAMP_OK);
+    }
+    for (int i = 2; i <= 3; i++) {
+        wamp_buf *t = rt_outq_take_droppable(&q);
+        ck_assert_ptr_eq(t, b[i]);
+        wamp_buf_unref(&t);
+    }
+    ck_assert_uint_eq(rt_outq_peek_n(&q, out, 8), 4);
+    ck_assert_ptr_eq(out[0], b[0]);
+    ck_assert_ptr_eq(out[1], b[1]);
+    ck_assert_ptr_eq(out[2], b[4]);
+    ck_assert_ptr_eq(out[3], b[5]);
+    ck_assert_uint_eq(rt_outq_peek_n(&q, out, 3), 3);
+    ck_assert_ptr_eq(out[2], b[4]);
+    rt_outq_pop(&q);
+    rt_outq_pop(&q);
+    ck_assert_ptr_eq(rt_outq_peek(&q), out[2]);
+    ck_assert_uint_eq(rt_outq_peek_n(&q, out, 1), 1);
+    ck_assert_ptr_eq(out[0], b[4]);
+    rt_outq_fini(&q);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_uint_eq(wamp_buf_refs(b[i]), 1);
+        wamp_buf_unref(&b[i]);
+    }
+}
+
+END_TEST
+
 /* Non-droppable entries filling the queue: no room can be made. */
 START_TEST(test_cannot_make_room)
 {
@@ -309,6 +348,7 @@ static Suite *rt_outq_suite(void)
     tcase_add_test(tc, test_cannot_make_room);
     tcase_add_test(tc, test_take_droppable_behind_others);
     tcase_add_test(tc, test_pop_over_taken_slots);
+    tcase_add_test(tc, test_peek_n);
     tcase_add_test(tc, test_hmap_insert_find_remove);
     suite_add_tcase(s, tc);
     return s;
