@@ -472,16 +472,7 @@ class RawWs:
         return self.status == 101
 
     def send_frame(self, opcode, payload, fin=True):
-        header = bytes([(0x80 if fin else 0) | opcode])
-        n = len(payload)
-        if n < 126:
-            header += bytes([0x80 | n])
-        elif n < 65536:
-            header += bytes([0x80 | 126]) + struct.pack("!H", n)
-        else:
-            header += bytes([0x80 | 127]) + struct.pack("!Q", n)
-        mask = os.urandom(4)
-        self.sock.sendall(header + mask + _mask(payload, mask))
+        self.sock.sendall(masked_frame(opcode, payload, fin))
 
     def reply_close(self, code):
         """Answers a close frame as RFC 6455 §5.5.1 asks (best effort: the peer may be gone)."""
@@ -593,6 +584,20 @@ def read_pty(master):
             break
         chunks.append(b)
     return b"".join(chunks)
+
+
+def masked_frame(opcode, payload, fin=True):
+    """A client frame (masked) as bytes, to send alone or several in one write."""
+    header = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        header += bytes([0x80 | n])
+    elif n < 65536:
+        header += bytes([0x80 | 126]) + struct.pack("!H", n)
+    else:
+        header += bytes([0x80 | 127]) + struct.pack("!Q", n)
+    mask = os.urandom(4)
+    return header + mask + _mask(payload, mask)
 
 
 def _mask(data, mask):

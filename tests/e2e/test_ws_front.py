@@ -68,22 +68,6 @@ def unmasked_frame(opcode, payload, fin=True):
     return header + payload
 
 
-def masked_frame(opcode, payload, fin=True):
-    """A client frame (masked) as bytes, to send several in one write."""
-    n = len(payload)
-    header = bytes([(0x80 if fin else 0) | opcode])
-    if n < 126:
-        header += bytes([0x80 | n])
-    elif n < 65536:
-        header += bytes([0x80 | 126]) + struct.pack("!H", n)
-    else:
-        header += bytes([0x80 | 127]) + struct.pack("!Q", n)
-    mask = os.urandom(4)
-    key = (mask * (n // 4 + 1))[:n]
-    body = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
-    return header + mask + body
-
-
 def wait_eof(sock, timeout):
     """Seconds until the peer closed sock (reading and dropping what comes), or None."""
     t0 = time.monotonic()
@@ -144,6 +128,20 @@ class FrontTest(h.AsyncTestCase):
         self._socks.append(w)
         self.assertTrue(w.upgraded, w.status)
         return w
+
+    def subscribed_pair(self, name, sub_rcvbuf=None):
+        """A joined subscriber of topic name (its receive buffer set first, when given) and a
+        joined publisher, as raw WebSockets: (sub, pub, topic)."""
+        sub = self.ws()
+        if sub_rcvbuf:
+            sub.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, sub_rcvbuf)
+        self.assertEqual(sub.hello()[0], 2)
+        topic = h.uri(self, name)
+        sub.send_json([32, 1, {}, topic])
+        self.assertEqual(sub.recv_wamp()[0], 33)
+        pub = self.ws()
+        self.assertEqual(pub.hello()[0], 2)
+        return sub, pub, topic
 
     def connect(self, port=None):
         s = socket.create_connection((self.router.host, port or self.router.port), timeout=5)
@@ -212,14 +210,7 @@ class FrontTest(h.AsyncTestCase):
         # Messages over 16 KiB are written straight from their (shared) buffer in frames of
         # 64 KiB, the rest of a frame the socket did not take on a later WRITEABLE; a PONG
         # queued while the socket is full goes out between frames, never inside one.
-        sub = self.ws()
-        sub.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-        self.assertEqual(sub.hello()[0], 2)
-        topic = h.uri(self, "big")
-        sub.send_json([32, 1, {}, topic])
-        self.assertEqual(sub.recv_wamp()[0], 33)
-        pub = self.ws()
-        self.assertEqual(pub.hello()[0], 2)
+        sub, pub, topic = self.subscribed_pair("big", sub_rcvbuf=65536)
         payloads = ["%d:" % i + "\u00e9x" * 100000 for i in range(3)]  # 5 frames each
         for p in payloads:
             pub.send_frame(h.OP_TEXT, json.dumps([16, 1, {}, topic, [p]],
@@ -249,24 +240,18 @@ class FrontTest(h.AsyncTestCase):
         # buffer, 64 KiB per read at most, with the start of what follows: big and small
         # frames, a PING and a fragmented message in one write, then a frame over 64 KiB whose
         # rest arrives in pieces, all come out whole and in order.
-        sub = self.ws()
-        self.assertEqual(sub.hello()[0], 2)
-        topic = h.uri(self, "big")
-        sub.send_json([32, 1, {}, topic])
-        self.assertEqual(sub.recv_wamp()[0], 33)
-        pub = self.ws()
-        self.assertEqual(pub.hello()[0], 2)
+        sub, pub, topic = self.subscribed_pair("big")
         sizes = (50000, 10, 30000, 70000)
         payloads = ["%d:" % i + "\u00e9x" * n for i, n in enumerate(sizes)]
         msgs = [json.dumps([16, i + 1, {"acknowledge": True}, topic, [p]],
                            ensure_ascii=False).encode("utf-8") for i, p in enumerate(payloads)]
         third = len(msgs[2]) // 3
-        stream = (masked_frame(h.OP_TEXT, msgs[0]) + masked_frame(h.OP_PING, b"p1") +
-                  masked_frame(h.OP_TEXT, msgs[1]) +
-                  masked_frame(h.OP_TEXT, msgs[2][:third], fin=False) +
-                  masked_frame(h.OP_CONT, msgs[2][third:2 * third], fin=False) +
-                  masked_frame(h.OP_CONT, msgs[2][2 * third:]))
-        last = masked_frame(h.OP_TEXT, msgs[3])
+        stream = (h.masked_frame(h.OP_TEXT, msgs[0]) + h.masked_frame(h.OP_PING, b"p1") +
+                  h.masked_frame(h.OP_TEXT, msgs[1]) +
+                  h.masked_frame(h.OP_TEXT, msgs[2][:third], fin=False) +
+                  h.masked_frame(h.OP_CONT, msgs[2][third:2 * third], fin=False) +
+                  h.masked_frame(h.OP_CONT, msgs[2][2 * third:]))
+        last = h.masked_frame(h.OP_TEXT, msgs[3])
         pub.sock.sendall(stream + last[:5000])
         for piece in (last[5000:20000], last[20000:90000], last[90000:]):
             time.sleep(0.1)
@@ -287,17 +272,11 @@ class FrontTest(h.AsyncTestCase):
         # their buffers (those over 64 KiB in several frames), small ones between them framed
         # together: a subscriber that reads nothing for a while, then everything, gets every
         # event whole and in order.
-        sub = self.ws()
-        self.assertEqual(sub.hello()[0], 2)
-        topic = h.uri(self, "mix")
-        sub.send_json([32, 1, {}, topic])
-        self.assertEqual(sub.recv_wamp()[0], 33)
-        pub = self.ws()
-        self.assertEqual(pub.hello()[0], 2)
+        sub, pub, topic = self.subscribed_pair("mix")
         sizes = (20000, 100, 70000, 17000, 17000, 5, 150000, 30000, 16000, 16500) * 3
         payloads = ["%d:" % i + "y" * n for i, n in enumerate(sizes)]
         pub.sock.sendall(b"".join(
-            masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
+            h.masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
             for i, p in enumerate(payloads)))
         time.sleep(0.5)
         got = []
@@ -320,17 +299,11 @@ class FrontTest(h.AsyncTestCase):
         env = {"LD_PRELOAD": os.environ["RT_SHORT_SENDMSG_LIB"], "RT_SHORT_SENDMSG": "7000",
                "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
         self.router = h.RouterProc(front_config(self.tmp), env=env).start()
-        sub = self.ws()
-        self.assertEqual(sub.hello()[0], 2)
-        topic = h.uri(self, "part")
-        sub.send_json([32, 1, {}, topic])
-        self.assertEqual(sub.recv_wamp()[0], 33)
-        pub = self.ws()
-        self.assertEqual(pub.hello()[0], 2)
+        sub, pub, topic = self.subscribed_pair("part")
         sizes = (20000, 3, 17000, 70000, 5, 16500, 30000) * 2
         payloads = ["%d:" % i + "z" * n for i, n in enumerate(sizes)]
         pub.sock.sendall(b"".join(
-            masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
+            h.masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
             for i, p in enumerate(payloads)))
         sub.send_frame(h.OP_PING, b"between")
         got, pongs, parts = [], [], []
@@ -356,7 +329,7 @@ class FrontTest(h.AsyncTestCase):
         self.assertEqual(w.hello()[0], 2)
         text = b'[16,1,{},"a.b",["' + b"x" * 100000 + b'"]]'
         bad = text[:60000] + b"\xc0" + text[60001:]  # an overlong lead: never valid
-        frame = masked_frame(h.OP_TEXT, bad)
+        frame = h.masked_frame(h.OP_TEXT, bad)
         w.sock.sendall(frame[:4000])
         time.sleep(0.1)
         w.sock.sendall(frame[4000:])
