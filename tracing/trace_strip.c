@@ -26,23 +26,9 @@ size_t trace_payload_index(int msg_type)
     }
 }
 
-/* Bytes of the array header at d (MessagePack or CBOR); 0 for anything but a definite array
- * header. */
-static size_t header_len(wamp_ser ser, const unsigned char *d)
-{
-    unsigned char b = d[0];
-    if (ser == WAMP_SER_MSGPACK) {
-        return (b & 0xf0) == 0x90 ? 1 : b == 0xdc ? 3 : b == 0xdd ? 5 : 0;
-    }
-    if ((b & 0xe0) != 0x80) {
-        return 0;
-    }
-    unsigned ai = b & 0x1f;
-    return ai < 24 ? 1 : ai == 24 ? 2 : ai == 25 ? 3 : ai == 26 ? 5 : ai == 27 ? 9 : 0;
-}
-
-/* The header d[0..n) again at out, with count k (< 16: a fixed-size header keeps it in its last
- * byte, the bytes between are zero). */
+/* The MessagePack or CBOR array header d[0..n) again at out, with count k (< 16): a one-octet
+ * header keeps its type bits (fixarray 0x9N, CBOR 0x8N); a longer one its first octet, the count
+ * in its last, zeros between (both are big-endian). */
 static void header_write(const unsigned char *d, size_t n, size_t k, unsigned char *out)
 {
     if (n == 1) {
@@ -66,12 +52,15 @@ size_t trace_strip_payload(wamp_ser ser, int msg_type, const void *data, size_t 
     wamp_rd r;
     wamp_rd_init_one_pass(&r, ser, data, len);
     wamp_tok t;
-    const unsigned char *end = NULL;
+    /* first: where the array's first element starts (after its header); end: where the k-th
+     * element ends. */
+    const unsigned char *first = NULL, *end = NULL;
     bool ok = wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_ARRAY && t.depth == 0;
     for (size_t i = 0; ok && i < k; i++) {
         const unsigned char *p = NULL;
         size_t n = 0;
         ok = !wamp_rd_at_end(&r) && wamp_rd_skip(&r, &p, &n, NULL) == WAMP_OK;
+        first = first ? first : p;
         end = ok ? p + n : end;
     }
     /* Arguments follow (its opening only is read: a list). */
@@ -89,10 +78,7 @@ size_t trace_strip_payload(wamp_ser ser, int msg_type, const void *data, size_t 
         }
         return pre + 1;
     }
-    size_t h = header_len(ser, d);
-    if (h == 0 || h > pre) {
-        return 0;
-    }
+    size_t h = (size_t)(first - d);
     if (pre <= cap) {
         header_write(d, h, k, out);
         memcpy(out + h, d + h, pre - h);
