@@ -506,8 +506,8 @@ static bool any_without_payload(trace *const *traces, size_t n)
  * is nothing to strip (or no memory for the buffer: the traces then keep the whole message). */
 static bool make_env(trace_hub *hub, const trace_ctx *ctx, trace_rec_view *r)
 {
-    const void *data = r->wire ? wamp_buf_cdata(r->wire) : r->bytes;
-    size_t len = r->wire ? wamp_buf_len(r->wire) : r->len;
+    size_t len;
+    const void *data = trace_rec_view_data(r, &len);
     wamp_ser ser = (wamp_ser)r->wire_ser;
     size_t n = trace_strip_payload(ser, ctx->msg_type, data, len, hub->strip, hub->strip_cap);
     if (n > hub->strip_cap) {
@@ -548,8 +548,10 @@ static void record_views(trace_hub *hub, size_t n, const trace_ctx *ctx, const t
         uri = in->uri ? in->uri : shared_uri(hub, ctx, in);
         view_of(ctx, in, peer, uri, &r);
     }
-    if (r.len + (r.wire ? wamp_buf_len(r.wire) : 0) > TRACE_STRIP_MIN && !r.env &&
-        any_without_payload(hub->hits, n) && make_env(hub, ctx, &r) && key) {
+    size_t len;
+    (void)trace_rec_view_data(&r, &len);
+    if (len > TRACE_STRIP_MIN && !r.env && any_without_payload(hub->hits, n) &&
+        make_env(hub, ctx, &r) && key) {
         hub->rep.rec.env = r.env; /* for the receivers that repeat it */
         hub->rep.rec.env_len = r.env_len;
     }

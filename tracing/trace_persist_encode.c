@@ -426,8 +426,7 @@ static void plan_full(trace_persist *p, const block *b, const trace_rec_view *r,
     f->peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
     f->uri_i = r->uri ? table_find(b->uris, b->n_uris, r->uri, p->uri_hint) : 0;
     f->uri_def = r->uri && f->uri_i == b->n_uris;
-    f->bytes = r->wire ? wamp_buf_cdata(r->wire) : r->bytes;
-    f->wire_len = r->wire ? wamp_buf_len(r->wire) : r->len;
+    f->bytes = trace_rec_view_data(r, &f->wire_len);
     f->wire_same = r->wire && r->wire == b->wire;
     f->own = f->bytes && !f->wire_same;
     /* 3 bytes, 6 varints (seq, pc, ts, ser_bytes), the peer's and the URI's, the UUID. */

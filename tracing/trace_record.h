@@ -248,6 +248,18 @@ typedef struct trace_rec_view {
     uint64_t key;
 } trace_rec_view;
 
+/* The message bytes v gives (wire's, else bytes) and their length in *len; NULL (and 0) if
+ * none. Borrowed as v's parts are. */
+static inline const void *trace_rec_view_data(const trace_rec_view *v, size_t *len)
+{
+    if (v->wire) {
+        *len = wamp_buf_len(v->wire);
+        return wamp_buf_cdata(v->wire);
+    }
+    *len = v->bytes ? v->len : 0;
+    return v->bytes;
+}
+
 /* --- correlation UUIDs --------------------------------------------------------------------- */
 
 /* A random version-4 UUID (RFC 4122 layout) from libsodium's randombytes_buf();

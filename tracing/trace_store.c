@@ -391,15 +391,10 @@ uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
 {
     /* What the record keeps: a copy of the bytes (received, or a small sent message), or a
      * reference on a large sent message's buffer, or nothing. */
-    const void *src = v->bytes;
-    size_t len = v->bytes ? v->len : 0;
-    const wamp_buf *wire = NULL;
-    if (v->wire) {
-        len = wamp_buf_len(v->wire);
-        src = len <= TRACE_STORE_COPY_MAX ? wamp_buf_cdata(v->wire) : NULL;
-        wire = src ? NULL : v->wire;
-    }
-    src = len ? src : NULL;
+    size_t len;
+    const void *src = trace_rec_view_data(v, &len);
+    const wamp_buf *wire = v->wire && len > TRACE_STORE_COPY_MAX ? v->wire : NULL;
+    src = len && !wire ? src : NULL;
     uint32_t cost = cost_of(src || wire ? len : 0);
     prefetch_evictions(st);
     const unsigned char *copy = NULL;
