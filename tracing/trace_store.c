@@ -361,7 +361,9 @@ static uint32_t cost_of(size_t len)
 
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
 {
-    uint32_t cost = cost_of(trace_record_cost(rec) - TRACE_RECORD_OVERHEAD);
+    size_t len;
+    (void)trace_record_data(rec, &len);
+    uint32_t cost = cost_of(len);
     prefetch_evictions(st);
     const void *src = rec->wire ? NULL : rec->bytes;
     const unsigned char *copy = NULL;

@@ -7,6 +7,16 @@
 #include "trace_record.h"
 #include "trace_store.h"
 
+/* A wamp_buf of len bytes, 'x' each. */
+static wamp_buf *buf_of(size_t len)
+{
+    wamp_buf *b = wamp_buf_new(len);
+    ck_assert_ptr_nonnull(b);
+    memset(wamp_buf_reserve(&b, len), 'x', len);
+    wamp_buf_commit(b, len);
+    return b;
+}
+
 /* A record carrying `len` wire bytes (NULL wire for 0) and pc_ns = tag, to recognise it. */
 static trace_record rec_of(size_t len, uint64_t tag)
 {
@@ -15,10 +25,7 @@ static trace_record rec_of(size_t len, uint64_t tag)
     r.pc_ns = tag;
     r.dir = TRACE_RX;
     if (len) {
-        r.wire = wamp_buf_new(len);
-        ck_assert_ptr_nonnull(r.wire);
-        memset(wamp_buf_reserve(&r.wire, len), 'x', len);
-        wamp_buf_commit(r.wire, len);
+        r.wire = buf_of(len);
         r.wire_ser = WAMP_SER_JSON;
     }
     return r;
@@ -62,15 +69,6 @@ static uint64_t append_msg(trace_store *st, const wamp_buf *wire, trace_peer *pe
                         .flags = flags,
                         .key = key};
     return trace_store_append_view(st, &v);
-}
-
-/* A wamp_buf of len bytes, 'x' each. */
-static wamp_buf *buf_of(size_t len)
-{
-    wamp_buf *b = wamp_buf_new(len);
-    memset(wamp_buf_reserve(&b, len), 'x', len);
-    wamp_buf_commit(b, len);
-    return b;
 }
 
 /* The received bytes of record seq: len (1..MIXED_MAX) bytes of a pattern seeded by seq. */
