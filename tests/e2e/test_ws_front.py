@@ -143,6 +143,22 @@ class FrontTest(h.AsyncTestCase):
         self.assertEqual(pub.hello()[0], 2)
         return sub, pub, topic
 
+    def recv_messages(self, w, n):
+        """Reads n JSON messages from w, reassembled from their frames, and the PONGs received
+        between them (no other opcode may come): (messages, pong payloads)."""
+        msgs, pongs, parts = [], [], []
+        while len(msgs) < n:
+            fin, op, payload = w.recv_frame()
+            self.assertIn(op, (h.OP_CONT, h.OP_TEXT, h.OP_PONG), (op, payload[:40]))
+            if op == h.OP_PONG:
+                pongs.append(payload)
+                continue
+            parts.append(payload)
+            if fin:
+                msgs.append(json.loads(b"".join(parts).decode("utf-8")))
+                parts = []
+        return msgs, pongs
+
     def connect(self, port=None):
         s = socket.create_connection((self.router.host, port or self.router.port), timeout=5)
         self._socks.append(s)
@@ -217,17 +233,7 @@ class FrontTest(h.AsyncTestCase):
                                                  ensure_ascii=False).encode("utf-8"))
         time.sleep(0.5)
         sub.send_frame(h.OP_PING, b"inside")
-        events, pongs, parts = [], [], []
-        while len(events) < len(payloads):
-            fin, op, payload = sub.recv_frame()
-            self.assertIn(op, (h.OP_CONT, h.OP_TEXT, h.OP_PONG), (op, payload[:40]))
-            if op == h.OP_PONG:
-                pongs.append(payload)
-                continue
-            parts.append(payload)
-            if fin:
-                events.append(json.loads(b"".join(parts).decode("utf-8")))
-                parts = []
+        events, pongs = self.recv_messages(sub, len(payloads))
         self.assertEqual([e[0] for e in events], [36] * len(payloads))
         self.assertEqual([e[4] for e in events], [[p] for p in payloads])
         if not pongs:
@@ -306,20 +312,10 @@ class FrontTest(h.AsyncTestCase):
             h.masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
             for i, p in enumerate(payloads)))
         sub.send_frame(h.OP_PING, b"between")
-        got, pongs, parts = [], [], []
-        while len(got) < len(payloads):
-            fin, op, payload = sub.recv_frame()
-            self.assertIn(op, (h.OP_CONT, h.OP_TEXT, h.OP_PONG), (op, payload[:40]))
-            if op == h.OP_PONG:
-                pongs.append(payload)
-                continue
-            parts.append(payload)
-            if fin:
-                m = json.loads(b"".join(parts).decode("utf-8"))
-                parts = []
-                self.assertEqual(m[0], 36, m[:4])
-                got.append(m[4][0])
-        self.assertEqual(got, payloads)
+        msgs, pongs = self.recv_messages(sub, len(payloads))
+        for m in msgs:
+            self.assertEqual(m[0], 36, m[:4])
+        self.assertEqual([m[4][0] for m in msgs], payloads)
         if not pongs:
             pongs.append(sub.recv_frame()[2])
         self.assertEqual(pongs, [b"between"])
