@@ -143,6 +143,16 @@ class FrontTest(h.AsyncTestCase):
         self.assertEqual(pub.hello()[0], 2)
         return sub, pub, topic
 
+    def expect_events(self, sub, payloads):
+        """sub receives an EVENT per payload, in order, each with that payload as its one
+        argument."""
+        got = []
+        for _ in payloads:
+            m = sub.recv_wamp()
+            self.assertEqual(m[0], 36, m)
+            got.append(m[4][0])
+        self.assertEqual(got, payloads)
+
     def recv_messages(self, w, n):
         """Reads n JSON messages from w, reassembled from their frames, and the PONGs received
         between them (no other opcode may come): (messages, pong payloads)."""
@@ -262,12 +272,7 @@ class FrontTest(h.AsyncTestCase):
         for piece in (last[5000:20000], last[20000:90000], last[90000:]):
             time.sleep(0.1)
             pub.sock.sendall(piece)
-        got = []
-        for _ in payloads:
-            m = sub.recv_wamp()
-            self.assertEqual(m[0], 36, m)
-            got.append(m[4][0])
-        self.assertEqual(got, payloads)
+        self.expect_events(sub, payloads)
         fin, op, payload = pub.recv_frame()
         self.assertEqual((op, payload), (h.OP_PONG, b"p1"))
         self.assertEqual([pub.recv_wamp()[:2] for _ in payloads],
@@ -285,12 +290,7 @@ class FrontTest(h.AsyncTestCase):
             h.masked_frame(h.OP_TEXT, json.dumps([16, i + 1, {}, topic, [p]]).encode())
             for i, p in enumerate(payloads)))
         time.sleep(0.5)
-        got = []
-        for _ in payloads:
-            m = sub.recv_wamp()
-            self.assertEqual(m[0], 36, m)
-            got.append(m[4][0])
-        self.assertEqual(got, payloads)
+        self.expect_events(sub, payloads)
 
     async def test_frames_taken_in_part_by_the_socket(self):
         # With every sendmsg() of the router cut to 7,000 octets (short_sendmsg.c), as a nearly
