@@ -197,6 +197,51 @@ static void fill_input(rt_session *s, trace_input *in)
     in->ser = s->ser;
 }
 
+/* Hands a message of the joined session s to the hub's fast trace (trace_hub_record_fast(),
+ * only while trace_hub_fast_ready()): rx with its bytes (data, len), tx with the buffer encoded
+ * for s (wire) and the encodings e made; anchor / last as the correlation flags. true when the
+ * hub is done with it; false: the caller records it the general way. */
+static bool record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len,
+                        const rt_encoded *e, const wamp_buf *wire, const char *drop, bool anchor,
+                        bool last)
+{
+    rt_router *rt = s->rt;
+    const char *realm = rt_realm_name(s->realm);
+    if (!s->tpeer && !(s->tpeer = trace_peer_new(s->id, realm, s->authid, s->authrole))) {
+        return false;
+    }
+    read_clock(rt);
+    const rt_cur_action *a = &rt->cur;
+    /* Copied from a zero struct: GCC turns a memset() of it into a slow `rep stos`. */
+    static const trace_fast zero;
+    trace_fast f = zero;
+    f.realm = realm;
+    f.uri_text = a->uri_text;
+    f.uri_slot = &rt->cur.uri;
+    trace_rec_view *v = &f.v;
+    v->pc_ns = a->now_ns;
+    v->ts_ns = (uint64_t)((int64_t)a->now_ns + rt->wall_offset_ns);
+    v->peer = s->tpeer;
+    v->uri = a->uri;
+    v->dropped = drop;
+    if (a->set) {
+        v->corr = a->uuid;
+        v->flags = (uint8_t)(TRACE_CORR_HAS | (anchor ? TRACE_CORR_ANCHOR : 0) |
+                             (last ? TRACE_CORR_LAST : 0));
+    }
+    v->wire = wire;
+    v->bytes = data;
+    v->len = len;
+    v->dir = (uint8_t)dir;
+    v->msg_type = (uint8_t)type;
+    v->wire_ser = (uint8_t)s->ser;
+    for (int i = 1; e && i < WAMP_SER_COUNT; i++) {
+        size_t n = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+        v->ser_bytes[i] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    }
+    return trace_hub_record_fast(rt->hub, &f);
+}
+
 /* Records the received message m (NULL: undecodable; data/len its bytes) for the traces the
  * hub has just matched against c. */
 static void record_rx(rt_session *s, const trace_ctx *c, const wamp_msg *m, const void *data,
@@ -223,6 +268,10 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
     if (!last_known) {
         last = s->realm && !json_is_true(json_object_get(p.m->dict, "acknowledge")) &&
                !rt->routing.publish_has_receiver(rt_realm_broker(s->realm), s, p.m);
+    }
+    if (trace_hub_fast_ready(rt->hub) &&
+        record_fast(s, TRACE_RX, WAMP_MSG_PUBLISH, p.data, p.len, NULL, NULL, NULL, true, last)) {
+        return;
     }
     /* The hub's hits are still the PUBLISH's unless something was matched since (the usual case,
      * its first EVENT, matches after this): then matched again. */
@@ -486,6 +535,17 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
             break;
         }
     }
+    if (m && s->realm && trace_hub_fast_ready(rt->hub)) {
+        if (m->type == WAMP_MSG_PUBLISH) {
+            /* Its record waits (rt_trace_pending); flush_pending() hands it to the fast path. */
+            rt->pend = (rt_trace_pending){.s = s, .m = m, .data = data, .len = len};
+            read_clock(rt);
+            return;
+        }
+        if (record_fast(s, TRACE_RX, (int)m->type, data, len, NULL, NULL, NULL, anchor, false)) {
+            return;
+        }
+    }
     trace_ctx c;
     fill_ctx(s, TRACE_RX, m ? (int)m->type : 0, &c);
     c.correlation_is_anchor = anchor;
@@ -515,6 +575,11 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
         }
     }
     bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
+    if (wire && s->realm && trace_hub_fast_ready(rt->hub) &&
+        record_fast(s, TRACE_TX, e->type, NULL, 0, e, wire, drop, false, last)) {
+        rt->cur.last = false;
+        return;
+    }
     trace_ctx c;
     fill_ctx(s, TRACE_TX, e->type, &c);
     if (trace_hub_match(rt->hub, &c) > 0) {

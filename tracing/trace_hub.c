@@ -293,6 +293,26 @@ size_t trace_hub_load(trace_hub *hub)
     return loaded;
 }
 
+/* Notes the trace trace_hub_record_fast() serves (trace_hub_fast_ready()): the one running trace
+ * if it is in memory, keeps everything and has no max_records; else none. A fast trace that
+ * stops stops being served at once (trace_hub_fast_ready() checks it runs alone); one that
+ * becomes the only running trace when the others stop is noted here at the next tick. */
+static void fast_refresh(trace_hub *hub)
+{
+    trace *only = NULL;
+    size_t running = 0;
+    for (size_t i = 0; i < hub->n; i++) {
+        if (trace_is_running(hub->traces[i])) {
+            only = hub->traces[i];
+            running++;
+        }
+    }
+    hub->pub.fast = running == 1 && trace_keeps_all(only) && !trace_persists(only) &&
+                                    trace_get_options(only)->max_records == 0
+                            ? only
+                            : NULL;
+}
+
 wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, uint64_t pc_ns,
                          uint64_t ts_ns, trace **out, char *why, size_t why_len)
 {
@@ -348,6 +368,7 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
             hub); /* a repeat goes to the traces its message went to, and this one is new */
     hub->traces[hub->n++] = t;
     hub->auto_id = auto_id;
+    fast_refresh(hub);
     *out = t;
     return WAMP_OK;
 }
@@ -380,6 +401,7 @@ wamp_err trace_hub_delete(trace_hub *hub, const char *id)
     trace_free(hub->traces[i]);
     memmove(&hub->traces[i], &hub->traces[i + 1], (hub->n - i - 1) * sizeof(*hub->traces));
     hub->n--;
+    fast_refresh(hub);
     return WAMP_OK;
 }
 
@@ -410,6 +432,7 @@ void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_
                     void *ctx)
 {
     trace_hub_flush_repeats(hub);
+    fast_refresh(hub);
     for (size_t i = 0; i < hub->n; i++) {
         trace *t = hub->traces[i];
         trace_tick(t, pc_ns, ts_ns);

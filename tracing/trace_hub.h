@@ -42,12 +42,25 @@ typedef struct trace_hub trace_hub;
  * and one compare. */
 struct trace_hub_pub {
     unsigned running; /* traces running now */
+    /* The trace trace_hub_record_fast() serves, noted whenever traces are started, deleted or
+     * reloaded and every tick (NULL: none qualifies): see trace_hub_fast_ready(). */
+    trace *fast;
 };
 
 /* true if at least one trace is running. hub must not be NULL. */
 static inline bool trace_hub_is_active(const trace_hub *hub)
 {
     return ((const struct trace_hub_pub *)(const void *)hub)->running != 0;
+}
+
+/* true if the one trace running is the hub's fast trace: an in-memory, message-level trace whose
+ * filter keeps everything outside the management realm, without max_records (the flight
+ * recorder as configured by default, or `start all`). Every message then goes to that trace
+ * alone, and the caller may hand it to trace_hub_record_fast() instead of matching it. */
+static inline bool trace_hub_fast_ready(const trace_hub *hub)
+{
+    const struct trace_hub_pub *p = (const struct trace_hub_pub *)(const void *)hub;
+    return p->fast && p->running == 1 && trace_is_running(p->fast);
 }
 
 /* The word trace_hub_is_active() reads (non-zero while a trace runs), for a caller that checks
@@ -177,6 +190,28 @@ typedef struct trace_input {
      * the caller's node), borrowed for the call; NULL otherwise. Action-level traces name it. */
     const char *callee_node;
 } trace_input;
+
+/* A message for trace_hub_record_fast(): its record's parts, as the router has them. */
+typedef struct trace_fast {
+    /* The record: every part borrowed for the call. peer must be set (the session's shared
+     * peer info); uri NULL: made from uri_text (interned, then kept in *uri_slot, a reference
+     * the caller owns, as trace_input.uri_slot); msg_type a WAMP code the router parsed or built
+     * (known); bytes (rx) or wire (tx) set; ser_bytes as trace_input's (all 0: from the bytes'
+     * length in wire_ser); seq, key, env, env_len unused. */
+    trace_rec_view v;
+    const char *realm; /* the session's realm: nothing of the management realm is kept */
+    const char *uri_text;
+    trace_str **uri_slot;
+} trace_fast;
+
+/* The fast path of recording (only while trace_hub_fast_ready()): appends f's message to the fast
+ * trace exactly as trace_hub_match() + trace_hub_record_matched() would record it (the same
+ * record, and kept for trace_hub_repeat() the same way), without a trace_ctx, a trace_input, a
+ * filter or a list of hits. Returns true when it is done with the message (recorded, or of the
+ * management realm and so not kept); false, having recorded nothing, for what it leaves to the
+ * general path: a CHALLENGE or AUTHENTICATE (redacted there), a message larger than
+ * TRACE_STRIP_MIN for a trace without payload (stripped there), no bytes. f->v is modified. */
+bool trace_hub_record_fast(trace_hub *hub, trace_fast *f);
 
 /* The fast path of a fan-out: records, for the session of peer, the message last recorded
  * through trace_hub_record_matched() again, if it is certain to be that same message to the

@@ -602,3 +602,67 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
     trace_append_take(hub->hits[n_hits - 1], &proto);
     return n_all;
 }
+
+/* --- Fast path -------------------------------------------------------------------------------- */
+
+bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
+{
+    /* What trace_hub_match() does first for every message. */
+    rep_flush(hub);
+    hub->match_gen++;
+    hub->n_hits = 0;
+    hub->n_action_hits = 0;
+    if (trace_is_mgmt_realm(hub->mgmt_realm, f->realm)) {
+        return true; /* the fast trace's filter keeps nothing of it */
+    }
+    trace *t = hub->pub.fast;
+    trace_rec_view *v = &f->v;
+    size_t len;
+    (void)trace_rec_view_data(v, &len);
+    if (v->msg_type == WAMP_MSG_CHALLENGE || v->msg_type == WAMP_MSG_AUTHENTICATE || len == 0 ||
+        (len > TRACE_STRIP_MIN && !trace_keeps_payload(t)) || !ser_is_valid((wamp_ser)v->wire_ser)) {
+        return false;
+    }
+    /* What trace_hub_record_matched() does for a message whose bytes the record keeps as given. */
+    rep_clear(hub);
+    trace_str *own_uri = NULL; /* a reference of this call's, without a slot */
+    if (!v->uri && f->uri_text) {
+        if (!f->uri_slot) {
+            v->uri = own_uri = intern_uri(hub, f->uri_text);
+        } else {
+            if (!*f->uri_slot) {
+                *f->uri_slot = intern_uri(hub, f->uri_text);
+            }
+            v->uri = *f->uri_slot;
+        }
+    }
+    if (v->wire) {
+        v->bytes = NULL;
+        v->len = 0;
+    }
+    if (!(v->ser_bytes[0] | v->ser_bytes[1] | v->ser_bytes[2] | v->ser_bytes[3])) {
+        v->ser_bytes[v->wire_ser] = clamp32(len);
+    }
+    v->env = NULL;
+    v->env_len = 0;
+    v->key = 0;
+    if (v->msg_type == WAMP_MSG_EVENT && v->dir == TRACE_TX && v->wire && !v->dropped &&
+        !(v->flags & (TRACE_CORR_ANCHOR | TRACE_CORR_LAST))) {
+        /* Kept for the next receivers (trace_hub_repeat()), as rep_keep() keeps it. */
+        v->key = ++hub->rep.keys;
+        hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)v->wire);
+        hub->rep.uri = v->uri ? trace_str_ref(v->uri) : NULL;
+        hub->rep.rec = *v;
+        hub->rep.rec.peer = NULL;
+        hub->rep.rec.uri = hub->rep.uri;
+        if (v->flags & TRACE_CORR_HAS) {
+            memcpy(hub->rep.corr, v->corr, TRACE_UUID_LEN);
+            hub->rep.rec.corr = hub->rep.corr;
+        }
+        hub->rep.traces[0] = t;
+        hub->rep.n = 1;
+    }
+    (void)trace_append_rec(t, v);
+    trace_str_unref(&own_uri);
+    return true;
+}
