@@ -474,78 +474,79 @@ wamp_err rt_trace_attach(rt_router *rt)
 
 /* --- Received and sent messages ------------------------------------------------------------- */
 
-void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
+/* Opens the action m belongs to (an anchor: a fresh one; an answer: the one its request kept),
+ * after closing the one before; returns whether m is its action's anchor. */
+static bool rx_action(rt_router *rt, rt_session *s, const wamp_msg *m)
 {
-    rt_router *rt = s->rt;
     bool anchor = false;
     rt_trace_action_close(rt);
-    if (m) {
-        switch (m->type) {
-        case WAMP_MSG_HELLO:
+    if (!m) {
+        return false;
+    }
+    switch (m->type) {
+    case WAMP_MSG_HELLO:
+        open_anchor(rt, NULL);
+        rt->cur.realm = m->uri;
+        memcpy(s->hello_corr, rt->cur.uuid, TRACE_UUID_LEN);
+        s->hello_corr_set = true;
+        anchor = true;
+        break;
+    case WAMP_MSG_PUBLISH:
+        open_anchor(rt, m->uri);
+        anchor = true;
+        break;
+    case WAMP_MSG_CALL:
+    case WAMP_MSG_SUBSCRIBE:
+    case WAMP_MSG_REGISTER:
+        open_anchor(rt, m->uri);
+        anchor = true;
+        break;
+    case WAMP_MSG_UNSUBSCRIBE:
+        open_anchor_copy(rt, s->realm ? rt->routing.topic_of(s, m->id2) : NULL);
+        anchor = true;
+        break;
+    case WAMP_MSG_UNREGISTER:
+        open_anchor_copy(rt, s->realm ? rt->routing.procedure_of(s, m->id2) : NULL);
+        anchor = true;
+        break;
+    case WAMP_MSG_YIELD:
+    case WAMP_MSG_ERROR:
+        if (s->realm && (m->type == WAMP_MSG_YIELD || m->req_type == WAMP_MSG_INVOCATION)) {
+            open_mark(rt, rt->routing.call_action(rt_realm_dealer(s->realm), s, m->id));
+        }
+        break;
+    case WAMP_MSG_CANCEL:
+        if (s->realm) {
+            open_mark(rt, rt->routing.caller_action(rt_realm_dealer(s->realm), s, m->id));
+        }
+        break;
+    case WAMP_MSG_GOODBYE:
+        /* A joined session's GOODBYE: its reply and the leave's meta events follow it. (A
+         * GOODBYE answering the router's own is no new action.) */
+        if (s->state == RT_SESSION_JOINED) {
             open_anchor(rt, NULL);
-            rt->cur.realm = m->uri;
-            memcpy(s->hello_corr, rt->cur.uuid, TRACE_UUID_LEN);
-            s->hello_corr_set = true;
             anchor = true;
-            break;
-        case WAMP_MSG_PUBLISH:
-            open_anchor(rt, m->uri);
-            anchor = true;
-            break;
-        case WAMP_MSG_CALL:
-        case WAMP_MSG_SUBSCRIBE:
-        case WAMP_MSG_REGISTER:
-            open_anchor(rt, m->uri);
-            anchor = true;
-            break;
-        case WAMP_MSG_UNSUBSCRIBE:
-            open_anchor_copy(rt, s->realm ? rt->routing.topic_of(s, m->id2) : NULL);
-            anchor = true;
-            break;
-        case WAMP_MSG_UNREGISTER:
-            open_anchor_copy(rt, s->realm ? rt->routing.procedure_of(s, m->id2) : NULL);
-            anchor = true;
-            break;
-        case WAMP_MSG_YIELD:
-        case WAMP_MSG_ERROR:
-            if (s->realm && (m->type == WAMP_MSG_YIELD || m->req_type == WAMP_MSG_INVOCATION)) {
-                open_mark(rt, rt->routing.call_action(rt_realm_dealer(s->realm), s, m->id));
-            }
-            break;
-        case WAMP_MSG_CANCEL:
-            if (s->realm) {
-                open_mark(rt, rt->routing.caller_action(rt_realm_dealer(s->realm), s, m->id));
-            }
-            break;
-        case WAMP_MSG_GOODBYE:
-            /* A joined session's GOODBYE: its reply and the leave's meta events follow it. (A
-             * GOODBYE answering the router's own is no new action.) */
-            if (s->state == RT_SESSION_JOINED) {
-                open_anchor(rt, NULL);
-                anchor = true;
-            }
-            break;
-        case WAMP_MSG_AUTHENTICATE:
-            if (s->hello_corr_set) {
-                rt_trace_action_open(rt, s->hello_corr, NULL);
-                rt->cur.realm = s->auth ? rt_auth_pending_realm(s->auth) : NULL;
-            }
-            break;
-        default:
-            break;
         }
+        break;
+    case WAMP_MSG_AUTHENTICATE:
+        if (s->hello_corr_set) {
+            rt_trace_action_open(rt, s->hello_corr, NULL);
+            rt->cur.realm = s->auth ? rt_auth_pending_realm(s->auth) : NULL;
+        }
+        break;
+    default:
+        break;
     }
-    if (m && s->realm && trace_hub_fast_ready(rt->hub)) {
-        if (m->type == WAMP_MSG_PUBLISH) {
-            /* Its record waits (rt_trace_pending); flush_pending() hands it to the fast path. */
-            rt->pend = (rt_trace_pending){.s = s, .m = m, .data = data, .len = len};
-            read_clock(rt);
-            return;
-        }
-        if (record_fast(s, TRACE_RX, (int)m->type, data, len, NULL, NULL, NULL, anchor, false)) {
-            return;
-        }
-    }
+    return anchor;
+}
+
+/* rt_trace_rx() for a message the fast path leaves (trace_hub_record_fast()), or while it does not
+ * serve: matched against every trace. Out of line and cold: the flight recorder alone never
+ * comes here, and its path stays small in the instruction cache. */
+static __attribute__((noinline, cold)) void rx_general(rt_session *s, const wamp_msg *m,
+                                                       const void *data, size_t len, bool anchor)
+{
+    rt_router *rt = s->rt;
     trace_ctx c;
     fill_ctx(s, TRACE_RX, m ? (int)m->type : 0, &c);
     c.correlation_is_anchor = anchor;
@@ -565,6 +566,46 @@ void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
     record_rx(s, &c, m, data, len, false);
 }
 
+void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
+{
+    rt_router *rt = s->rt;
+    bool anchor = rx_action(rt, s, m);
+    if (m && s->realm && trace_hub_fast_ready(rt->hub)) {
+        if (m->type == WAMP_MSG_PUBLISH) {
+            /* Its record waits (rt_trace_pending); flush_pending() hands it to the fast path. */
+            rt->pend = (rt_trace_pending){.s = s, .m = m, .data = data, .len = len};
+            read_clock(rt);
+            return;
+        }
+        if (record_fast(s, TRACE_RX, (int)m->type, data, len, NULL, NULL, NULL, anchor, false)) {
+            return;
+        }
+    }
+    rx_general(s, m, data, len, anchor);
+}
+
+/* rt_trace_tx() for a message the fast path leaves, or while it does not serve (as rx_general()).
+ */
+static __attribute__((noinline, cold)) void
+tx_general(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop, bool last)
+{
+    rt_router *rt = s->rt;
+    trace_ctx c;
+    fill_ctx(s, TRACE_TX, e->type, &c);
+    if (trace_hub_match(rt->hub, &c) > 0) {
+        trace_input in;
+        fill_input(s, &in);
+        in.correlation_is_last = last;
+        in.wire = wire;
+        in.msg = e->msg;
+        for (int i = 1; i < WAMP_SER_COUNT; i++) {
+            in.ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+        }
+        in.dropped = drop;
+        (void)trace_hub_record_matched(rt->hub, &c, &in);
+    }
+}
+
 void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
@@ -574,26 +615,11 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
             return;
         }
     }
+    /* Queued meta events go out after this message: the last of them completes. */
     bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
-    if (wire && s->realm && trace_hub_fast_ready(rt->hub) &&
-        record_fast(s, TRACE_TX, e->type, NULL, 0, e, wire, drop, false, last)) {
-        rt->cur.last = false;
-        return;
-    }
-    trace_ctx c;
-    fill_ctx(s, TRACE_TX, e->type, &c);
-    if (trace_hub_match(rt->hub, &c) > 0) {
-        trace_input in;
-        fill_input(s, &in);
-        /* Queued meta events go out after this message: the last of them completes. */
-        in.correlation_is_last = last;
-        in.wire = wire;
-        in.msg = e->msg;
-        for (int i = 1; i < WAMP_SER_COUNT; i++) {
-            in.ser_bytes[i] = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
-        }
-        in.dropped = drop;
-        (void)trace_hub_record_matched(rt->hub, &c, &in);
+    if (!wire || !s->realm || !trace_hub_fast_ready(rt->hub) ||
+        !record_fast(s, TRACE_TX, e->type, NULL, 0, e, wire, drop, false, last)) {
+        tx_general(s, e, wire, drop, last);
     }
     /* "last" marks one message: the next one sent is not the last unless marked again. */
     rt->cur.last = false;

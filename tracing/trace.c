@@ -221,6 +221,11 @@ const trace_store *trace_get_store(const trace *t)
     return t->store;
 }
 
+trace_store *trace_fast_store(trace *t)
+{
+    return t->store;
+}
+
 uint64_t trace_started_ns(const trace *t)
 {
     return t->started_ts;

@@ -605,6 +605,41 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
 
 /* --- Fast path -------------------------------------------------------------------------------- */
 
+/* The fast path's action URI when the caller has none yet: interned, into the caller's slot when
+ * it gives one (the action's first record), else a reference for the call (*own). */
+static __attribute__((noinline)) trace_str *fast_uri(trace_hub *hub, const trace_fast *f,
+                                                     trace_str **own)
+{
+    if (!f->uri_slot) {
+        return *own = intern_uri(hub, f->uri_text);
+    }
+    if (!*f->uri_slot) {
+        *f->uri_slot = intern_uri(hub, f->uri_text);
+    }
+    return *f->uri_slot;
+}
+
+/* Keeps the EVENT v (to go to the fast trace t) for trace_hub_repeat(), as rep_keep() keeps it;
+ * returns its key. */
+static __attribute__((noinline)) uint64_t fast_keep(trace_hub *hub, trace *t,
+                                                    const trace_rec_view *v)
+{
+    uint64_t key = ++hub->rep.keys;
+    hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)v->wire);
+    hub->rep.uri = v->uri ? trace_str_ref(v->uri) : NULL;
+    hub->rep.rec = *v;
+    hub->rep.rec.key = key;
+    hub->rep.rec.peer = NULL;
+    hub->rep.rec.uri = hub->rep.uri;
+    if (v->flags & TRACE_CORR_HAS) {
+        memcpy(hub->rep.corr, v->corr, TRACE_UUID_LEN);
+        hub->rep.rec.corr = hub->rep.corr;
+    }
+    hub->rep.traces[0] = t;
+    hub->rep.n = 1;
+    return key;
+}
+
 bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
 {
     /* What trace_hub_match() does first for every message. */
@@ -620,21 +655,16 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
     size_t len;
     (void)trace_rec_view_data(v, &len);
     if (v->msg_type == WAMP_MSG_CHALLENGE || v->msg_type == WAMP_MSG_AUTHENTICATE || len == 0 ||
-        (len > TRACE_STRIP_MIN && !trace_keeps_payload(t)) || !ser_is_valid((wamp_ser)v->wire_ser)) {
+        (len > TRACE_STRIP_MIN && !trace_keeps_payload(t)) ||
+        !ser_is_valid((wamp_ser)v->wire_ser)) {
         return false;
     }
-    /* What trace_hub_record_matched() does for a message whose bytes the record keeps as given. */
+    /* What trace_hub_record_matched() and trace_append_rec() do for a message whose bytes the
+     * record keeps as given, going to one in-memory trace. */
     rep_clear(hub);
     trace_str *own_uri = NULL; /* a reference of this call's, without a slot */
     if (!v->uri && f->uri_text) {
-        if (!f->uri_slot) {
-            v->uri = own_uri = intern_uri(hub, f->uri_text);
-        } else {
-            if (!*f->uri_slot) {
-                *f->uri_slot = intern_uri(hub, f->uri_text);
-            }
-            v->uri = *f->uri_slot;
-        }
+        v->uri = fast_uri(hub, f, &own_uri);
     }
     if (v->wire) {
         v->bytes = NULL;
@@ -644,25 +674,14 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
         v->ser_bytes[v->wire_ser] = clamp32(len);
     }
     v->env = NULL;
-    v->env_len = 0;
     v->key = 0;
     if (v->msg_type == WAMP_MSG_EVENT && v->dir == TRACE_TX && v->wire && !v->dropped &&
         !(v->flags & (TRACE_CORR_ANCHOR | TRACE_CORR_LAST))) {
-        /* Kept for the next receivers (trace_hub_repeat()), as rep_keep() keeps it. */
-        v->key = ++hub->rep.keys;
-        hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)v->wire);
-        hub->rep.uri = v->uri ? trace_str_ref(v->uri) : NULL;
-        hub->rep.rec = *v;
-        hub->rep.rec.peer = NULL;
-        hub->rep.rec.uri = hub->rep.uri;
-        if (v->flags & TRACE_CORR_HAS) {
-            memcpy(hub->rep.corr, v->corr, TRACE_UUID_LEN);
-            hub->rep.rec.corr = hub->rep.corr;
-        }
-        hub->rep.traces[0] = t;
-        hub->rep.n = 1;
+        v->key = fast_keep(hub, t, v); /* for the next receivers (trace_hub_repeat()) */
     }
-    (void)trace_append_rec(t, v);
-    trace_str_unref(&own_uri);
+    (void)trace_store_append_view(trace_fast_store(t), v);
+    if (own_uri) {
+        trace_str_unref(&own_uri);
+    }
     return true;
 }

@@ -127,7 +127,6 @@ const char *trace_str_get(const trace_str *s)
 void trace_record_clone(const trace_record *src, trace_record *dst)
 {
     *dst = *src;
-    dst->borrows = 0; /* the copy holds references of its own */
     if (dst->peer) {
         trace_peer_ref(dst->peer);
     }

@@ -1,6 +1,6 @@
 /* trace_record.h: one captured trace record, and the small refcounted objects records share.
  *
- * A record is a fixed-size struct (stored by value in a trace_store ring) holding references:
+ * A record is a fixed-size struct (a trace_store keeps its parts, trace_store.h) holding references:
  *   - trace_peer: session_id, realm, authid, authrole of the peer session. The router creates one
  *     per session join and passes it with every message; each record takes a reference instead
  *     of copying four fields.
@@ -158,11 +158,6 @@ typedef struct trace_record {
     const char *dropped; /* static string: why a tx message was not delivered; NULL = delivered */
     uint32_t ser_bytes[WAMP_SER_COUNT]; /* bytes per serializer (index wamp_ser), 0 = none */
     uint32_t len;                       /* of bytes */
-    /* Set by the store: what the record counts against its store's max_bytes (clamped to
-     * 31 bits), and whether uri and wire are borrowed from the record before it in the store
-     * (a fan-out's repeat, trace_store_append_repeats(): no references of its own on them). */
-    uint32_t cost : 31;
-    uint32_t borrows : 1;
     uint8_t corr[TRACE_UUID_LEN]; /* valid if flags & TRACE_CORR_HAS */
     uint8_t dir;                  /* trace_dir; 0 for markers */
     uint8_t msg_type;             /* WAMP code, 0 = unknown (rx) or TRACE_MSG_MARKER */

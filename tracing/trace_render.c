@@ -286,7 +286,8 @@ void trace_render_records_to(const trace *t, uint64_t from_seq, uint64_t to_seq,
         }
     }
     for (uint64_t seq = first; seq < first + count && wamp_wr_error(w) == WAMP_OK; seq++) {
-        write_record(w, trace_store_get(st, seq), app_payload);
+        trace_record rec;
+        write_record(w, trace_store_get(st, seq, &rec), app_payload);
     }
     wamp_wr_end(w);
     for (size_t i = 0; i < n_disk; i++) {

@@ -1,15 +1,24 @@
-/* trace_store.c: a ring buffer of records; slot of seq s is (head + (s - first_seq)) % cap.
- * The capture path (append, evict) wraps indexes with a compare instead of `%` (a division),
- * and releases evicted records without zeroing slots it overwrites next.
+/* trace_store.c: two rings, of seqs and of messages, and a ring of bytes.
  *
- * The bytes records keep (trace_record.bytes: received messages, sent ones up to
- * TRACE_STORE_COPY_MAX, a message without its payload) live in a second ring, of bytes: each
- * append copies them at its write end, each eviction advances its read end past the oldest
- * record's copy (records and their copies are both first in, first out). A copy never wraps:
- * one that does not fit before the end starts at the front, and the end's unused rest is
- * skipped (`bend`). When neither place fits, the ring is rebuilt, 2 to 4 times what it then
- * holds plus the new copy (which then fits after the held ones), its records' pointers moved
- * along; and when it is about to wrap while 8 times larger than that, it is rebuilt smaller. */
+ * A held record is a seq entry (its peer and correlation flags) pointing to a message entry (all
+ * the rest: clocks, type, URI, correlation, sizes, bytes). A message sent to many receivers (a
+ * fan-out's repeats, trace_store_append_repeats()) is one message entry with one seq entry per
+ * receiver; every other record has a message of its own. Both rings are first in, first out and
+ * in the same order: the oldest seq's message is the oldest message, released when its last seq
+ * goes. The slot of seq s is (shead + (s - first_seq)) % cap; a seq entry names its message by a
+ * wrapping 32-bit number (the message entry of number n is at (mhead + (n - mfirst)) % cap), so
+ * that growing the rings renumbers nothing. The two rings have the same capacity: a store holds
+ * at least one seq per message. The capture path (append, evict) wraps indexes with a compare
+ * instead of `%` (a division), and releases evicted entries without zeroing slots it overwrites
+ * next.
+ *
+ * The bytes messages keep (received messages, sent ones up to TRACE_STORE_COPY_MAX, a message
+ * without its payload) live in the byte ring: each append copies them at its write end, each
+ * release of a message advances its read end past that message's copy. A copy never wraps: one
+ * that does not fit before the end starts at the front, and the end's unused rest is skipped
+ * (`bend`). When neither place fits, the ring is rebuilt, 2 to 4 times what it then holds plus
+ * the new copy (which then fits after the held ones), its messages' pointers moved along; and
+ * when it is about to wrap while 8 times larger than that, it is rebuilt smaller. */
 #include "trace_store.h"
 
 #include <stdlib.h>
@@ -17,14 +26,43 @@
 
 /* First ring allocation (entries), unless limit is smaller. */
 #define STORE_INITIAL_CAP 64
-/* The largest cost a record can note (trace_record.cost has 31 bits). */
+/* The largest cost a record can note. */
 #define STORE_COST_MAX 0x7fffffffu
 
+/* One held record: its peer (a reference) and flags, and the number of its message. */
+typedef struct store_seq {
+    trace_peer *peer;
+    uint32_t msg;
+    uint8_t flags;
+} store_seq;
+
+/* One message, shared by the seqs that point to it (nseq of them, oldest first). */
+typedef struct store_msg {
+    uint64_t pc_ns;
+    uint64_t ts_ns;
+    trace_str *uri;             /* reference */
+    wamp_buf *wire;             /* reference */
+    const unsigned char *bytes; /* the byte ring's copy */
+    const char *dropped;
+    uint32_t ser_bytes[WAMP_SER_COUNT];
+    uint32_t len;  /* of bytes */
+    uint32_t cost; /* what each of its seqs counts against max_bytes */
+    uint32_t nseq;
+    uint8_t corr[TRACE_UUID_LEN];
+    uint8_t dir;
+    uint8_t msg_type;
+    uint8_t wire_ser;
+} store_msg;
+
 struct trace_store {
-    trace_record *ring; /* cap slots; the count held start at head */
+    store_seq *sring; /* cap slots; count held start at shead */
+    store_msg *mring; /* cap slots; mcount held start at mhead, numbered from mfirst */
     size_t cap;
-    size_t head;
+    size_t shead;
     size_t count;
+    size_t mhead;
+    size_t mcount;
+    uint32_t mfirst;
     size_t limit;
     uint64_t max_bytes;
     uint64_t first_seq;
@@ -40,8 +78,8 @@ struct trace_store {
     size_t bend;
     size_t bused;
     bool bwrapped;
-    /* The key of the newest record's message (trace_rec_view.key; 0: none): a fan-out's repeats
-     * of that message borrow it (trace_store_append_repeats()). */
+    /* The key of the newest message (trace_rec_view.key; 0: none): a fan-out's repeats of that
+     * message point to it (trace_store_append_repeats()). */
     uint64_t key;
 };
 
@@ -62,17 +100,23 @@ trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
     return st;
 }
 
-/* Releases the references a held record owns: its peer always, its uri and wire unless it
- * borrows them (from the record before it, released first, oldest first). */
-static void release_held(trace_record *r)
+/* i + n wrapped into the rings (i < cap, n <= cap). */
+static inline size_t wrap(const trace_store *st, size_t i, size_t n)
 {
-    if (r->borrows) {
-        trace_peer_unref(&r->peer);
-        r->uri = NULL;
-        r->wire = NULL;
-        return;
-    }
-    trace_record_release(r);
+    size_t j = i + n;
+    return j >= st->cap ? j - st->cap : j;
+}
+
+/* The message entry of number n (held). */
+static inline store_msg *msg_of(const trace_store *st, uint32_t n)
+{
+    return &st->mring[wrap(st, st->mhead, (uint32_t)(n - st->mfirst))];
+}
+
+/* The newest message entry (mcount > 0). */
+static inline store_msg *newest_msg(const trace_store *st)
+{
+    return &st->mring[wrap(st, st->mhead, st->mcount - 1)];
 }
 
 void trace_store_free(trace_store *st)
@@ -81,23 +125,29 @@ void trace_store_free(trace_store *st)
         return;
     }
     for (size_t i = 0; i < st->count; i++) {
-        release_held(&st->ring[(st->head + i) % st->cap]);
+        trace_peer_unref(&st->sring[wrap(st, st->shead, i)].peer);
     }
-    free(st->ring);
+    for (size_t i = 0; i < st->mcount; i++) {
+        store_msg *m = &st->mring[wrap(st, st->mhead, i)];
+        trace_str_unref(&m->uri);
+        wamp_buf_unref(&m->wire);
+    }
+    free(st->sring);
+    free(st->mring);
     free(st->bring);
     free(st);
 }
 
-/* Frees the byte ring's copy of the oldest held record r (the oldest copy). */
-static void bytes_release(trace_store *st, const trace_record *r)
+/* Frees the byte ring's copy of the oldest held message m (the oldest copy). */
+static void bytes_release(trace_store *st, const store_msg *m)
 {
-    st->bused -= r->len;
+    st->bused -= m->len;
     if (st->bused == 0) {
         st->bhead = st->btail = 0;
         st->bwrapped = false;
         return;
     }
-    st->bhead = (size_t)(r->bytes - st->bring) + r->len;
+    st->bhead = (size_t)(m->bytes - st->bring) + m->len;
     if (st->bwrapped && st->bhead == st->bend) {
         st->bhead = 0; /* the copies before the end are gone: the rest starts at the front */
         st->bwrapped = false;
@@ -125,7 +175,7 @@ static size_t bytes_place(trace_store *st, size_t len)
 
 /* Rebuilds the byte ring with room for a copy of len more bytes (see the top of the file), 2 to
  * 4 times what it then holds (so smaller, when it held much more before): the held copies
- * moved to the front of a new array, oldest first, their records' pointers with them. false
+ * moved to the front of a new array, oldest first, their messages' pointers with them. false
  * (nothing changed) without memory. */
 static bool bytes_rebuild(trace_store *st, size_t len)
 {
@@ -141,15 +191,12 @@ static bool bytes_rebuild(trace_store *st, size_t len)
         return false;
     }
     size_t off = 0;
-    const unsigned char *moved = NULL; /* the new place of the previous record's bytes */
-    for (size_t i = 0; i < st->count; i++) {
-        trace_record *r = &st->ring[(st->head + i) % st->cap];
-        if (r->bytes && r->borrows) {
-            r->bytes = moved; /* a repeat: the copy of the record before it */
-        } else if (r->bytes) {
-            memcpy(nb + off, r->bytes, r->len);
-            r->bytes = moved = nb + off;
-            off += r->len;
+    for (size_t i = 0; i < st->mcount; i++) {
+        store_msg *m = &st->mring[wrap(st, st->mhead, i)];
+        if (m->bytes) {
+            memcpy(nb + off, m->bytes, m->len);
+            m->bytes = nb + off;
+            off += m->len;
         }
     }
     free(st->bring);
@@ -161,35 +208,37 @@ static bool bytes_rebuild(trace_store *st, size_t len)
     return true;
 }
 
-/* i + n wrapped into the ring (i < cap, n <= cap). */
-static size_t wrap(const trace_store *st, size_t i, size_t n)
-{
-    size_t j = i + n;
-    return j >= st->cap ? j - st->cap : j;
-}
-
-/* Prefetch distance, in records ahead of the oldest (see prefetch_evictions()). */
+/* Prefetch distance, in entries ahead of the oldest (see prefetch_evictions()). */
 #define PREFETCH_SLOTS 24
 
-static void drop_oldest(trace_store *st)
+/* Releases what the oldest message holds and forgets it (its last seq is gone). Out of line: a
+ * fan-out's message goes with the last of its seqs only. */
+static __attribute__((noinline)) void msg_release_oldest(trace_store *st)
 {
-    trace_record *r = &st->ring[st->head];
-    st->bytes -= r->cost;
-    size_t next = wrap(st, st->head, 1);
-    /* The oldest record never borrows. Its references are dropped in place (the slot is dead:
-     * overwritten by a later append), unless the next record borrows its uri, wire and bytes:
-     * that one owns them from now on. */
-    trace_peer_unref(&r->peer);
-    if (st->count > 1 && st->ring[next].borrows) {
-        st->ring[next].borrows = 0;
-    } else {
-        if (r->bytes) {
-            bytes_release(st, r);
-        }
-        trace_str_unref(&r->uri);
-        wamp_buf_unref(&r->wire);
+    store_msg *m = &st->mring[st->mhead];
+    if (m->bytes) {
+        bytes_release(st, m);
     }
-    st->head = next;
+    trace_str_unref(&m->uri);
+    wamp_buf_unref(&m->wire);
+    st->mhead = wrap(st, st->mhead, 1);
+    st->mcount--;
+    st->mfirst++;
+}
+
+/* Evicts the oldest record. Inline where every append of a full store calls it (make_room(),
+ * trace_store_append_repeats()); drop_oldest() elsewhere. */
+static inline __attribute__((always_inline)) void drop_oldest_inline(trace_store *st)
+{
+    store_seq *q = &st->sring[st->shead];
+    /* The oldest seq's message is the oldest message. */
+    store_msg *m = &st->mring[st->mhead];
+    st->bytes -= m->cost;
+    trace_peer_unref(&q->peer);
+    if (--m->nseq == 0) {
+        msg_release_oldest(st);
+    }
+    st->shead = wrap(st, st->shead, 1);
     st->count--;
     st->first_seq++;
     st->dropped++;
@@ -198,27 +247,45 @@ static void drop_oldest(trace_store *st)
     }
 }
 
-/* Doubles the ring (up to limit), moving the held records to the front of the new array. */
+static __attribute__((noinline)) void drop_oldest(trace_store *st)
+{
+    drop_oldest_inline(st);
+}
+
+/* Moves the n entries of size sz starting at head of a ring of cap entries to the front of dst. */
+static void unwrap_into(void *dst, const void *src, size_t sz, size_t cap, size_t head, size_t n)
+{
+    size_t tail = cap - head; /* slots from head to the end of the old array */
+    size_t n1 = n < tail ? n : tail;
+    memcpy(dst, (const char *)src + head * sz, n1 * sz);
+    memcpy((char *)dst + n1 * sz, src, (n - n1) * sz);
+}
+
+/* Doubles both rings (up to limit), moving the held entries to the front of the new arrays. */
 static bool grow(trace_store *st)
 {
     size_t ncap = st->cap ? st->cap * 2 : STORE_INITIAL_CAP;
     if (ncap > st->limit || ncap < st->cap) {
         ncap = st->limit;
     }
-    trace_record *ring = malloc(ncap * sizeof(*ring));
-    if (!ring) {
+    store_seq *sring = malloc(ncap * sizeof(*sring));
+    store_msg *mring = malloc(ncap * sizeof(*mring));
+    if (!sring || !mring) {
+        free(sring);
+        free(mring);
         return false;
     }
     if (st->count) {
-        size_t tail = st->cap - st->head; /* slots from head to the end of the old array */
-        size_t n1 = st->count < tail ? st->count : tail;
-        memcpy(ring, st->ring + st->head, n1 * sizeof(*ring));
-        memcpy(ring + n1, st->ring, (st->count - n1) * sizeof(*ring));
+        unwrap_into(sring, st->sring, sizeof(*sring), st->cap, st->shead, st->count);
+        unwrap_into(mring, st->mring, sizeof(*mring), st->cap, st->mhead, st->mcount);
     }
-    free(st->ring);
-    st->ring = ring;
+    free(st->sring);
+    free(st->mring);
+    st->sring = sring;
+    st->mring = mring;
     st->cap = ncap;
-    st->head = 0;
+    st->shead = 0;
+    st->mhead = 0;
     return true;
 }
 
@@ -286,26 +353,27 @@ static inline const unsigned char *copy_bytes(trace_store *st, const void *src, 
     return d;
 }
 
-/* A store that evicts keeps evicting: each append releases the oldest record, whose slot was
- * last touched a whole ring ago and is out of cache. Requesting it a few appends early overlaps
- * that miss with the work between appends. (What the slot points to is warm: the peer is per
- * session, the URI the hub's interned one, the bytes in the byte ring are not read; a large sent
- * message's buffer, the one cold object, is rare since small ones are copied.) A prefetch never
- * faults. Inline, not a function of its own: GCC deems a function of nothing but prefetches pure
- * and deletes the call. */
+/* A store that evicts keeps evicting: each append releases the oldest record, whose entries
+ * were last touched a whole ring ago and are out of cache. Requesting them a few appends early
+ * overlaps those misses with the work between appends. (What they point to is warm: the peer is
+ * per session, the URI the hub's interned one, the bytes in the byte ring are not read.) A
+ * prefetch never faults. Inline, not a function of its own: GCC deems a function of nothing but
+ * prefetches pure and deletes the call. */
 static inline __attribute__((always_inline)) void prefetch_evictions(const trace_store *st)
 {
     if (st->dropped && st->count > PREFETCH_SLOTS) {
-        /* Both cache lines of the slot: a 96-byte slot straddles two every other time. */
-        const char *slot = (const char *)&st->ring[wrap(st, st->head, PREFETCH_SLOTS)];
-        __builtin_prefetch(slot, 0, 3);
-        __builtin_prefetch(slot + sizeof(trace_record) - 1, 0, 3);
+        __builtin_prefetch(&st->sring[wrap(st, st->shead, PREFETCH_SLOTS)], 0, 3);
+        if (st->mcount > PREFETCH_SLOTS) {
+            const char *m = (const char *)&st->mring[wrap(st, st->mhead, PREFETCH_SLOTS)];
+            __builtin_prefetch(m, 1, 3);
+            __builtin_prefetch(m + sizeof(store_msg) - 1, 1, 3);
+        }
     }
 }
 
-/* Evicts what appending a record of this cost needs (budget, limit, a ring that cannot grow);
+/* Evicts what appending a record of this cost needs (budget, limit, rings that cannot grow);
  * false if the record cannot be held: alone over the budget (everything older goes too: the
- * budget cannot hold it together with anything), or no ring at all and no memory for one. */
+ * budget cannot hold it together with anything), or no rings at all and no memory for them. */
 static bool make_room_slow(trace_store *st, uint32_t cost)
 {
     if (cost > st->max_bytes) {
@@ -331,11 +399,12 @@ static bool make_room_slow(trace_store *st, uint32_t cost)
 
 /* Inline: a store that keeps what it can hold is usually full, and each append evicts the
  * oldest record (which evictions come first changes nothing: they are the oldest records, as
- * many as both bounds need). */
+ * many as both bounds need). A new message needs a free slot in both rings: the message ring
+ * holds no more entries than the seq ring, so a free seq slot is one. */
 static inline bool make_room(trace_store *st, uint32_t cost)
 {
     if (st->count == st->cap && st->count == st->limit) {
-        drop_oldest(st);
+        drop_oldest_inline(st);
     }
     if (st->count < st->cap && st->bytes + cost <= st->max_bytes) {
         return true;
@@ -359,6 +428,27 @@ static uint32_t cost_of(size_t len)
     return full > STORE_COST_MAX ? STORE_COST_MAX : (uint32_t)full;
 }
 
+/* Adds the message entry written into *newest_slot(st) (nseq 1) and its seq for peer (a reference
+ * that moves in) with flags; returns the seq. */
+static inline uint64_t push_msg_seq(trace_store *st, trace_peer *peer, uint8_t flags, uint32_t cost)
+{
+    uint64_t seq = st->first_seq + st->count;
+    store_seq *q = &st->sring[wrap(st, st->shead, st->count)];
+    q->peer = peer;
+    q->msg = st->mfirst + (uint32_t)st->mcount;
+    q->flags = flags;
+    st->mcount++;
+    st->count++;
+    st->bytes += cost;
+    return seq;
+}
+
+/* The slot the next message entry goes to (a free one: make_room() succeeded). */
+static inline store_msg *next_msg_slot(const trace_store *st)
+{
+    return &st->mring[wrap(st, st->mhead, st->mcount)];
+}
+
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
 {
     size_t len;
@@ -372,20 +462,29 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
         trace_record_fini(rec);
         return drop_new(st);
     }
-    uint64_t seq = st->first_seq + st->count;
+    store_msg *m = next_msg_slot(st);
+    m->pc_ns = rec->pc_ns;
+    m->ts_ns = rec->ts_ns;
+    m->uri = rec->uri;
+    m->wire = rec->wire;
+    m->bytes = copy;
+    m->dropped = rec->dropped;
+    memcpy(m->ser_bytes, rec->ser_bytes, sizeof(m->ser_bytes));
+    m->len = copy ? rec->len : 0;
+    m->cost = cost;
+    m->nseq = 1;
+    memcpy(m->corr, rec->corr, TRACE_UUID_LEN);
+    m->dir = rec->dir;
+    m->msg_type = rec->msg_type;
+    m->wire_ser = rec->wire_ser;
+    uint64_t seq = push_msg_seq(st, rec->peer, rec->flags, cost);
+    /* Its references moved into the entries (the rest of *rec may stay). */
     rec->seq = seq;
-    rec->cost = cost & STORE_COST_MAX; /* no-op: says the bit-field holds it */
-    rec->borrows = 0;
-    rec->bytes = copy ? copy : rec->bytes;
-    st->ring[wrap(st, st->head, st->count)] = *rec;
-    /* Its references and bytes moved into the slot (the rest of *rec may stay). */
     rec->peer = NULL;
     rec->uri = NULL;
     rec->wire = NULL;
     rec->bytes = NULL;
     st->key = 0;
-    st->count++;
-    st->bytes += cost;
     return seq;
 }
 
@@ -403,37 +502,31 @@ uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
     if (!make_room(st, cost) || (src && !(copy = copy_bytes(st, src, len)))) {
         return drop_new(st);
     }
-    uint64_t seq = st->first_seq + st->count;
-    trace_record *r = &st->ring[wrap(st, st->head, st->count)];
-    r->seq = seq;
-    r->pc_ns = v->pc_ns;
-    r->ts_ns = v->ts_ns;
-    r->peer = v->peer ? trace_peer_ref(v->peer) : NULL;
-    r->uri = v->uri ? trace_str_ref(v->uri) : NULL;
-    r->wire = wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)wire) : NULL;
-    r->bytes = copy;
-    r->dropped = v->dropped;
-    memcpy(r->ser_bytes, v->ser_bytes, sizeof(r->ser_bytes));
-    r->len = copy ? (uint32_t)len : 0;
-    r->cost = cost & STORE_COST_MAX;
-    r->borrows = 0;
+    store_msg *m = next_msg_slot(st);
+    m->pc_ns = v->pc_ns;
+    m->ts_ns = v->ts_ns;
+    m->uri = v->uri ? trace_str_ref(v->uri) : NULL;
+    m->wire = wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)wire) : NULL;
+    m->bytes = copy;
+    m->dropped = v->dropped;
+    memcpy(m->ser_bytes, v->ser_bytes, sizeof(m->ser_bytes));
+    m->len = copy ? (uint32_t)len : 0;
+    m->cost = cost;
+    m->nseq = 1;
     if (v->flags & TRACE_CORR_HAS) {
-        memcpy(r->corr, v->corr, TRACE_UUID_LEN);
+        memcpy(m->corr, v->corr, TRACE_UUID_LEN);
     } else {
-        memset(r->corr, 0, TRACE_UUID_LEN);
+        memset(m->corr, 0, TRACE_UUID_LEN);
     }
-    r->dir = v->dir;
-    r->msg_type = v->msg_type;
-    r->wire_ser = copy || wire ? v->wire_ser : 0;
-    r->flags = v->flags;
+    m->dir = v->dir;
+    m->msg_type = v->msg_type;
+    m->wire_ser = copy || wire ? v->wire_ser : 0;
     st->key = v->key;
-    st->count++;
-    st->bytes += cost;
-    return seq;
+    return push_msg_seq(st, v->peer ? trace_peer_ref(v->peer) : NULL, v->flags, cost);
 }
 
-/* Drops the oldest record to make room for a repeat, unless it is the last one held (the
- * repeat's template, which the repeat could not borrow from any more): false then. */
+/* Drops the oldest record to make room for a repeat, unless it is the last one held (its message
+ * is the one repeated, which goes with its last seq): false then. */
 static bool evict_for_repeat(trace_store *st)
 {
     if (st->count == 1) {
@@ -443,6 +536,21 @@ static bool evict_for_repeat(trace_store *st)
     return true;
 }
 
+/* The evictions an append of a record of this cost needs (make_room(): the usual one first, a
+ * full ring's oldest), as long as the message repeated stays held; false where it would not. */
+static bool room_for_repeat(trace_store *st, uint32_t cost)
+{
+    if (st->count == st->limit && !evict_for_repeat(st)) {
+        return false;
+    }
+    while (st->bytes + cost > st->max_bytes) {
+        if (!evict_for_repeat(st)) {
+            return false;
+        }
+    }
+    return st->count < st->cap || (st->cap < st->limit && grow(st)) || evict_for_repeat(st);
+}
+
 size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str *uri,
                                   uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
                                   uint8_t last_flags)
@@ -450,38 +558,28 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
     if (st->count == 0 || n == 0 || key == 0 || st->key != key) {
         return 0;
     }
-    const trace_record *newest = &st->ring[wrap(st, st->head, st->count - 1)];
+    const store_msg *newest = newest_msg(st);
     if (newest->uri != uri || newest->pc_ns != pc_ns) {
         return 0;
     }
-    trace_record r = *newest;
-    r.flags = flags;
-    r.borrows = 1;
+    uint32_t cost = newest->cost;
+    uint32_t no = st->mfirst + (uint32_t)(st->mcount - 1);
     size_t k = 0;
     for (; k < n; k++) {
-        /* The same evictions as trace_store_append_take() of a record of the same cost (the
-         * usual one first: a full ring's oldest), as long as the newest record (the one to borrow
-         * from) stays held. */
-        if (st->count == st->limit && !evict_for_repeat(st)) {
+        if (st->count == st->limit && st->count > 1) {
+            drop_oldest_inline(st); /* the usual eviction: a full ring's oldest */
+        }
+        if ((st->count == st->cap || st->bytes + cost > st->max_bytes) &&
+            !room_for_repeat(st, cost)) {
             return k;
         }
-        while (st->bytes + r.cost > st->max_bytes) {
-            if (!evict_for_repeat(st)) {
-                return k;
-            }
-        }
-        if (st->count == st->cap && (st->cap == st->limit || !grow(st)) && !evict_for_repeat(st)) {
-            return k;
-        }
-        r.seq = st->first_seq + st->count;
-        r.peer = trace_peer_ref(peers[k]);
-        if (k == n - 1) {
-            r.flags = last_flags;
-        }
-        /* memcpy: a struct assignment with bit-fields was copied field by field. */
-        memcpy(&st->ring[wrap(st, st->head, st->count)], &r, sizeof(r));
+        store_seq *q = &st->sring[wrap(st, st->shead, st->count)];
+        q->peer = trace_peer_ref(peers[k]);
+        q->msg = no;
+        q->flags = k == n - 1 ? last_flags : flags;
+        msg_of(st, no)->nseq++;
         st->count++;
-        st->bytes += r.cost;
+        st->bytes += cost;
     }
     return k;
 }
@@ -508,12 +606,29 @@ void trace_store_start_at(trace_store *st, uint64_t seq)
     }
 }
 
-const trace_record *trace_store_get(const trace_store *st, uint64_t seq)
+const trace_record *trace_store_get(const trace_store *st, uint64_t seq, trace_record *out)
 {
     if (seq < st->first_seq || seq - st->first_seq >= st->count) {
         return NULL;
     }
-    return &st->ring[(st->head + (size_t)(seq - st->first_seq)) % st->cap];
+    const store_seq *q = &st->sring[(st->shead + (size_t)(seq - st->first_seq)) % st->cap];
+    const store_msg *m = msg_of(st, q->msg);
+    out->seq = seq;
+    out->pc_ns = m->pc_ns;
+    out->ts_ns = m->ts_ns;
+    out->peer = q->peer;
+    out->uri = m->uri;
+    out->wire = m->wire;
+    out->bytes = m->bytes;
+    out->dropped = m->dropped;
+    memcpy(out->ser_bytes, m->ser_bytes, sizeof(out->ser_bytes));
+    out->len = m->len;
+    memcpy(out->corr, m->corr, TRACE_UUID_LEN);
+    out->dir = m->dir;
+    out->msg_type = m->msg_type;
+    out->wire_ser = m->wire_ser;
+    out->flags = q->flags;
+    return out;
 }
 
 bool trace_store_range(const trace_store *st, uint64_t from_seq, uint64_t to_seq, size_t limit,
@@ -546,6 +661,11 @@ size_t trace_store_records(const trace_store *st)
     return st->count;
 }
 
+size_t trace_store_messages(const trace_store *st)
+{
+    return st->mcount;
+}
+
 uint64_t trace_store_dropped(const trace_store *st)
 {
     return st->dropped;
@@ -558,7 +678,7 @@ uint64_t trace_store_bytes(const trace_store *st)
 
 size_t trace_store_alloc_bytes(const trace_store *st)
 {
-    return st->cap * sizeof(trace_record) + st->bcap;
+    return st->cap * (sizeof(store_seq) + sizeof(store_msg)) + st->bcap;
 }
 
 size_t trace_store_limit(const trace_store *st)

@@ -1,16 +1,18 @@
-/* trace_store.h: the bounded in-memory store of one trace: a ring of trace_record structs.
+/* trace_store.h: the bounded in-memory store of one trace.
  *
  * Every appended record gets the next seq (0, 1, 2, ... with no gaps). The store keeps at most
- * `limit` records and at most `max_bytes` bytes, counting trace_record_cost() per record (wire
- * bytes + TRACE_RECORD_OVERHEAD); appending beyond either bound drops the oldest records, which
+ * `limit` records and at most `max_bytes` bytes, counting per record the length of the bytes it
+ * keeps + TRACE_RECORD_OVERHEAD; appending beyond either bound drops the oldest records, which
  * are counted in `dropped`. Records held are always the contiguous seq range
  * [first_seq, next_seq), so locating a seq is index arithmetic (O(1)).
- * The ring starts small and doubles, up to `limit` entries: steady-state appends allocate
- * nothing. The bytes a record keeps (a received message, a sent one of at most
- * TRACE_STORE_COPY_MAX bytes, a message without its payload) are copied into a byte ring of the
- * store's, 2 to 4 times what it holds (rebuilt larger or smaller as that changes, at most
- * once a round in steady state): no allocation per record either, and the copy counts in each
- * store that keeps the message.
+ * A record is held as a small seq entry (its peer and correlation flags) and a message entry
+ * (everything else); a fan-out's receivers (trace_store_append_repeats()) share one message
+ * entry, so a repeat costs a seq entry and a reference on its peer. Both rings start small and
+ * double, up to `limit` entries: steady-state appends allocate nothing. The bytes a record keeps
+ * (a received message, a sent one of at most TRACE_STORE_COPY_MAX bytes, a message without its
+ * payload) are copied into a byte ring of the store's, 2 to 4 times what it holds (rebuilt larger
+ * or smaller as that changes, at most once a round in steady state): no allocation per record
+ * either, and the copy counts in each store that keeps the message.
  * Ownership: the store owns every record it holds (their references included). Service thread
  * only. */
 #ifndef TRACE_STORE_H
@@ -52,16 +54,15 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
  * v->key are not read. Returns the record's seq. */
 uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v);
 
-/* A fan-out's further receivers: appends, for each peer in peers[0..n) in order, a copy of the
- * newest held record with that peer (a new reference is taken) and flags (last_flags for the
- * n-th), with the next seqs; returns how many it appended. The copies borrow the newest record's
- * uri, wire and bytes (no references taken, no copy; `borrows` set): evicting the record that
- * owns them passes them on to the record after it, so a run of repeats costs one struct copy
- * each and one reference on the peer. Appends nothing unless the newest held record is the
- * message: appended by trace_store_append_view() with this key (non-zero), uri and pc_ns. Stops
- * (returns less than n) where the evictions an append needs would leave nothing to borrow from:
- * the store then holds what it held minus the oldest records those evictions dropped (the same
- * an append of the record would drop), and the caller appends the next one itself. */
+/* A fan-out's further receivers: appends, for each peer in peers[0..n) in order, a record of the
+ * newest held record's message with that peer (a new reference is taken) and flags (last_flags
+ * for the n-th), with the next seqs; returns how many it appended. The records share the newest
+ * record's message entry (its uri, wire, bytes: nothing copied, no reference taken on them);
+ * each counts the same cost as the newest record. Appends nothing unless the newest held record
+ * is the message: appended by trace_store_append_view() with this key (non-zero), uri and pc_ns.
+ * Stops (returns less than n) where the evictions an append needs would leave nothing of that
+ * message: the store then holds what it held minus the oldest records those evictions dropped
+ * (the same an append of the record would drop), and the caller appends the next one itself. */
 size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str *uri,
                                   uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
                                   uint8_t last_flags);
@@ -77,9 +78,10 @@ uint64_t trace_store_skip_n(trace_store *st, uint64_t n);
  * No effect if the store holds or held records. */
 void trace_store_start_at(trace_store *st, uint64_t seq);
 
-/* Borrowed record with this seq (and its bytes), valid until the next append or free; NULL if not
- * held (never captured, or dropped). */
-const trace_record *trace_store_get(const trace_store *st, uint64_t seq);
+/* The record with this seq, written into *out: out, or NULL if not held (never captured, or
+ * dropped). Every pointer in *out (peer, uri, wire, bytes) is borrowed from the store, valid until
+ * the next append, skip or free: *out holds no references (never trace_record_fini() it). */
+const trace_record *trace_store_get(const trace_store *st, uint64_t seq, trace_record *out);
 
 /* The page of held records with from_seq <= seq <= to_seq (TRACE_SEQ_NONE: no upper bound),
  * oldest first, at most limit of them: sets *first and *count (the page is the seqs
@@ -91,10 +93,11 @@ bool trace_store_range(const trace_store *st, uint64_t from_seq, uint64_t to_seq
 uint64_t trace_store_first_seq(const trace_store *st); /* oldest held (= next_seq if empty) */
 uint64_t trace_store_next_seq(const trace_store *st);  /* seq of the next append */
 size_t trace_store_records(const trace_store *st);     /* held now */
+size_t trace_store_messages(const trace_store *st);    /* message entries they share */
 uint64_t trace_store_dropped(const trace_store *st);   /* discarded by limit / max_bytes */
 uint64_t trace_store_bytes(const trace_store *st);     /* sum of trace_record_cost() held */
-/* Bytes the store's two rings take (records and received bytes); what it counts against
- * max_bytes is trace_store_bytes(). */
+/* Bytes the store's rings take (seq and message entries, and the byte ring); what it counts
+ * against max_bytes is trace_store_bytes(). */
 size_t trace_store_alloc_bytes(const trace_store *st);
 size_t trace_store_limit(const trace_store *st);
 uint64_t trace_store_max_bytes(const trace_store *st);

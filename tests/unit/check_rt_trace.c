@@ -866,7 +866,8 @@ START_TEST(test_trace_clock_is_monotonic_time)
     bool sub_us = false;
     uint64_t prev = 0;
     for (int k = 0; k < N; k++) {
-        const trace_record *r = trace_store_get(st, trace_first_seq(t) + (uint64_t)k);
+        const trace_record *r =
+                trace_store_get(st, trace_first_seq(t) + (uint64_t)k, &(trace_record){0});
         ck_assert_ptr_nonnull(r);
         /* The scale is extrapolated over at most a tick: 5 us of slack either way. */
         ck_assert_msg(r->pc_ns + 5000 >= before[k] && r->pc_ns <= after[k] + 5000,

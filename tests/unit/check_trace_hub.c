@@ -337,7 +337,7 @@ START_TEST(test_stop_keeps_records_readable)
     const trace_store *st = trace_get_store(t);
     ck_assert_uint_eq(trace_store_records(st), 5);
     ck_assert_uint_eq(trace_store_next_seq(st), 5);
-    const trace_record *r = trace_store_get(st, 4);
+    const trace_record *r = trace_store_get(st, 4, &(trace_record){0});
     ck_assert_ptr_nonnull(r);
     size_t len;
     const void *data = trace_record_data(r, &len);
@@ -574,8 +574,8 @@ START_TEST(test_rx_bytes_copied_into_each_store)
     trace *b = start(h, "b", "{\"direction\": \"rx\"}");
     trace *c = start(h, "c", "{\"direction\": \"tx\"}");
     ck_assert_uint_eq(offer_rx(h), 2);
-    const trace_record *ra = trace_store_get(trace_get_store(a), 0);
-    const trace_record *rb = trace_store_get(trace_get_store(b), 0);
+    const trace_record *ra = trace_store_get(trace_get_store(a), 0, &(trace_record){0});
+    const trace_record *rb = trace_store_get(trace_get_store(b), 0, &(trace_record){0});
     ck_assert_ptr_nonnull(ra);
     ck_assert_ptr_nonnull(rb);
     ck_assert_uint_eq(held(c), 0);
@@ -671,7 +671,7 @@ static void check_tx_keeps(size_t payload_len, bool copied)
                                     [WAMP_SER_MSGPACK] = wamp_buf_len(mp_wire)}};
     const unsigned char *bytes_before = wamp_buf_cdata(mp_wire);
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
-    const trace_record *r = trace_store_get(trace_get_store(a), 0);
+    const trace_record *r = trace_store_get(trace_get_store(a), 0, &(trace_record){0});
     size_t len = 0;
     const void *data = trace_record_data(r, &len);
     ck_assert_uint_eq(len, wamp_buf_len(mp_wire));
@@ -701,7 +701,8 @@ static void check_tx_keeps(size_t payload_len, bool copied)
     /* A drop with a static reason string. */
     in.dropped = "queue_full";
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 2);
-    ck_assert_str_eq(trace_store_get(trace_get_store(a), 1)->dropped, "queue_full");
+    ck_assert_str_eq(trace_store_get(trace_get_store(a), 1, &(trace_record){0})->dropped,
+                     "queue_full");
     trace_hub_free(h);
     ck_assert_uint_eq(wamp_buf_refs(mp_wire), 1);
     ck_assert_uint_eq(trace_peer_refs(peer), 1);
@@ -739,7 +740,7 @@ START_TEST(test_tx_dropped_before_encoding)
                       .msg = result,
                       .dropped = "session_closed"};
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
-    const trace_record *r = trace_store_get(trace_get_store(a), 0);
+    const trace_record *r = trace_store_get(trace_get_store(a), 0, &(trace_record){0});
     /* Encoded here (rare path) so that the record still shows the message; nothing went on
      * the wire, so no serialization sizes. */
     ck_assert_ptr_nonnull(r->wire);
@@ -852,7 +853,7 @@ START_TEST(test_markers)
     ck_assert_uint_eq(seq, 0);
     ck_assert_int_eq(trace_mark(t, "again", NULL, PC0 + MS, TS0 + MS, &seq), WAMP_OK);
     ck_assert_uint_eq(seq, 1);
-    const trace_record *r = trace_store_get(trace_get_store(t), 0);
+    const trace_record *r = trace_store_get(trace_get_store(t), 0, &(trace_record){0});
     ck_assert(trace_record_is_marker(r));
     ck_assert_str_eq(trace_str_get(r->uri), "deploy");
     ck_assert_mem_eq(wamp_buf_cdata(r->wire), "{\"note\":\"before deploy\"}", 24);
@@ -883,7 +884,7 @@ START_TEST(test_connection_records)
     ck_assert_uint_eq(held(all), 1);
     ck_assert_uint_eq(held(calls), 0);
     ck_assert_uint_eq(held(stopped), 0);
-    const trace_record *r = trace_store_get(trace_get_store(all), 0);
+    const trace_record *r = trace_store_get(trace_get_store(all), 0, &(trace_record){0});
     ck_assert(trace_record_is_connection(r));
     ck_assert(!trace_record_is_marker(r));
     ck_assert_ptr_null(r->peer);
@@ -976,11 +977,11 @@ START_TEST(test_peer_and_uri_slots_filled_lazily)
     ck_assert_uint_eq(trace_str_refs(uri_slot), 4);   /* and the hub's URI cache */
     ck_assert_str_eq(trace_peer_realm(peer_slot), "realm2");
     ck_assert_str_eq(trace_str_get(uri_slot), "com.p");
-    ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 1)->uri, uri_slot);
+    ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 1, &(trace_record){0})->uri, uri_slot);
     /* A message without a URI leaves the uri slot alone. */
     c.uri = NULL;
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
-    ck_assert_ptr_null(trace_store_get(trace_get_store(t), 2)->uri);
+    ck_assert_ptr_null(trace_store_get(trace_get_store(t), 2, &(trace_record){0})->uri);
     trace_hub_free(h);
     ck_assert_uint_eq(trace_peer_refs(peer_slot), 1);
     ck_assert_uint_eq(trace_str_refs(uri_slot), 1);
@@ -1019,7 +1020,7 @@ START_TEST(test_action_uris_interned)
     c.uri = "com.other";
     trace_input in = {.pc_ns = PC0, .ts_ns = TS0, .peer = peer};
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &in), 1);
-    ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 4)->uri, slots[2]);
+    ck_assert_ptr_eq(trace_store_get(trace_get_store(t), 4, &(trace_record){0})->uri, slots[2]);
     /* 2048 other texts (they cover every entry of the cache): com.topic's entry is replaced, and
      * a lookup after that makes a new object of the right text, never returns another text's. */
     char text[32];
@@ -1028,13 +1029,15 @@ START_TEST(test_action_uris_interned)
         c.uri = text;
         trace_input k = {.pc_ns = PC0, .ts_ns = TS0, .peer = peer};
         ck_assert_uint_eq(trace_hub_on_message(h, &c, &k), 1);
-        ck_assert_str_eq(trace_str_get(trace_store_get(trace_get_store(t), 5 + (uint64_t)i)->uri),
+        ck_assert_str_eq(trace_str_get(trace_store_get(trace_get_store(t), 5 + (uint64_t)i,
+                                                       &(trace_record){0})
+                                               ->uri),
                          text);
     }
     c.uri = "com.topic";
     trace_input again = {.pc_ns = PC0, .ts_ns = TS0, .peer = peer};
     ck_assert_uint_eq(trace_hub_on_message(h, &c, &again), 1);
-    const trace_str *now = trace_store_get(trace_get_store(t), 2053)->uri;
+    const trace_str *now = trace_store_get(trace_get_store(t), 2053, &(trace_record){0})->uri;
     ck_assert_str_eq(trace_str_get(now), "com.topic");
     ck_assert_ptr_ne(now, slots[0]);
     trace_hub_free(h);
@@ -1158,7 +1161,7 @@ START_TEST(test_repeat_only_when_certain)
     ck_assert_uint_eq(trace_store_records(trace_get_store(m)), 3);
     const void *copy = NULL;
     for (uint64_t i = 0; i < 3; i++) {
-        const trace_record *r = trace_store_get(trace_get_store(m), i);
+        const trace_record *r = trace_store_get(trace_get_store(m), i, &(trace_record){0});
         ck_assert_ptr_eq(r->peer, peers[i]);
         ck_keeps_copy(r, wire, &copy);
         ck_assert_ptr_eq(r->uri, uri);
@@ -1231,14 +1234,17 @@ START_TEST(test_large_message_kept_without_payload)
     const void *shared = NULL;
     for (uint64_t s = 0; s < 3; s++) {
         size_t len = 0;
-        const void *data = trace_record_data(trace_store_get(trace_get_store(env), s), &len);
+        const void *data = trace_record_data(
+                trace_store_get(trace_get_store(env), s, &(trace_record){0}), &len);
         ck_assert_uint_eq(len, strlen(envelope));
         ck_assert_mem_eq(data, envelope, len);
         ck_assert(!shared || data == shared);
         shared = data;
-        ck_assert_uint_eq(trace_store_get(trace_get_store(env), s)->ser_bytes[WAMP_SER_JSON],
+        ck_assert_uint_eq(trace_store_get(trace_get_store(env), s, &(trace_record){0})
+                                  ->ser_bytes[WAMP_SER_JSON],
                           wamp_buf_len(wire));
-        (void)trace_record_data(trace_store_get(trace_get_store(full), s), &len);
+        (void)trace_record_data(trace_store_get(trace_get_store(full), s, &(trace_record){0}),
+                                &len);
         ck_assert_uint_eq(len, wamp_buf_len(wire));
     }
     ck_assert_uint_eq(trace_store_bytes(trace_get_store(env)),
@@ -1264,7 +1270,7 @@ START_TEST(test_large_message_kept_without_payload)
     ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, small, &swire), WAMP_OK);
     ck_assert_uint_eq(offer_event(h, peers[0], uri, corr, swire, small, true, NULL), 3);
     size_t len = 0;
-    (void)trace_record_data(trace_store_get(trace_get_store(env), 3), &len);
+    (void)trace_record_data(trace_store_get(trace_get_store(env), 3, &(trace_record){0}), &len);
     ck_assert_uint_eq(len, wamp_buf_len(swire));
     trace_hub_free(h);
     for (size_t i = 0; i < 3; i++) {
@@ -1312,7 +1318,7 @@ START_TEST(test_repeat_in_memory_limits)
     ck_assert_uint_eq(trace_store_records(st), 3);
     const void *copy = NULL;
     for (uint64_t s = N - 3; s < N; s++) {
-        const trace_record *r = trace_store_get(st, s);
+        const trace_record *r = trace_store_get(st, s, &(trace_record){0});
         ck_assert_ptr_eq(r->peer, peers[s]);
         ck_keeps_copy(r, wire, &copy);
         ck_assert_ptr_eq(r->uri, uri);
@@ -1321,8 +1327,10 @@ START_TEST(test_repeat_in_memory_limits)
     ck_assert_uint_eq(trace_next_seq(capped), 70);
     ck_assert(!trace_is_running(capped));
     ck_assert_int_eq(trace_get_stop_reason(capped), TRACE_STOP_MAX_RECORDS);
-    ck_assert_ptr_eq(trace_store_get(trace_get_store(capped), 69)->peer, peers[69]);
-    ck_assert_uint_eq(trace_store_get(trace_get_store(capped), 69)->flags, TRACE_CORR_HAS);
+    ck_assert_ptr_eq(trace_store_get(trace_get_store(capped), 69, &(trace_record){0})->peer,
+                     peers[69]);
+    ck_assert_uint_eq(trace_store_get(trace_get_store(capped), 69, &(trace_record){0})->flags,
+                      TRACE_CORR_HAS);
     json_t *recs = trace_render_records(small, 0, TRACE_SEQ_NONE, 10);
     ck_assert_uint_eq(json_array_size(recs), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(recs, 2), "session_id")),

@@ -45,7 +45,7 @@ static uint64_t held_len(const trace_store *st)
     uint64_t sum = 0;
     for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
         size_t len = 0;
-        (void)trace_record_data(trace_store_get(st, s), &len);
+        (void)trace_record_data(trace_store_get(st, s, &(trace_record){0}), &len);
         sum += len;
     }
     return sum;
@@ -89,7 +89,7 @@ static void check_mixed(const trace_store *st)
     unsigned char want[MIXED_MAX];
     uint64_t sum = 0;
     for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
-        const trace_record *r = trace_store_get(st, s);
+        const trace_record *r = trace_store_get(st, s, &(trace_record){0});
         ck_assert_ptr_nonnull(r);
         size_t n = mixed_bytes(s, want), len;
         const void *data = trace_record_data(r, &len);
@@ -186,7 +186,7 @@ START_TEST(test_seq_from_zero_without_gaps)
     ck_assert_uint_eq(trace_store_first_seq(st), 0);
     ck_assert_uint_eq(trace_store_next_seq(st), 0);
     ck_assert_uint_eq(trace_store_records(st), 0);
-    ck_assert_ptr_null(trace_store_get(st, 0));
+    ck_assert_ptr_null(trace_store_get(st, 0, &(trace_record){0}));
     for (uint64_t i = 0; i < 50; i++) {
         trace_record r = rec_of(10, 1000 + i);
         ck_assert_uint_eq(trace_store_append_take(st, &r), i);
@@ -196,13 +196,13 @@ START_TEST(test_seq_from_zero_without_gaps)
     ck_assert_uint_eq(trace_store_dropped(st), 0);
     ck_assert_uint_eq(trace_store_bytes(st), 50 * (10 + TRACE_RECORD_OVERHEAD));
     for (uint64_t i = 0; i < 50; i++) {
-        const trace_record *r = trace_store_get(st, i);
+        const trace_record *r = trace_store_get(st, i, &(trace_record){0});
         ck_assert_ptr_nonnull(r);
         ck_assert_uint_eq(r->seq, i);
         ck_assert_uint_eq(r->pc_ns, 1000 + i);
     }
-    ck_assert_ptr_null(trace_store_get(st, 50));
-    ck_assert_ptr_null(trace_store_get(st, UINT64_MAX));
+    ck_assert_ptr_null(trace_store_get(st, 50, &(trace_record){0}));
+    ck_assert_ptr_null(trace_store_get(st, UINT64_MAX, &(trace_record){0}));
     trace_store_free(st);
     trace_store_free(NULL);
     ck_assert_ptr_null(trace_store_new(0, 1000)); /* limit 0 is refused */
@@ -221,9 +221,9 @@ START_TEST(test_count_limit_drops_oldest)
     ck_assert_uint_eq(trace_store_next_seq(st), 12);
     ck_assert_uint_eq(trace_store_dropped(st), 7);
     ck_assert_uint_eq(trace_store_bytes(st), 5 * (1 + TRACE_RECORD_OVERHEAD));
-    ck_assert_ptr_null(trace_store_get(st, 6));
+    ck_assert_ptr_null(trace_store_get(st, 6, &(trace_record){0}));
     for (uint64_t s = 7; s < 12; s++) {
-        ck_assert_uint_eq(trace_store_get(st, s)->pc_ns, s);
+        ck_assert_uint_eq(trace_store_get(st, s, &(trace_record){0})->pc_ns, s);
     }
     trace_store_free(st);
 }
@@ -274,7 +274,7 @@ START_TEST(test_record_over_budget_alone)
     ck_assert_uint_eq(trace_store_dropped(st), 3);
     ck_assert_uint_eq(trace_store_bytes(st), 0);
     append(st, 10, 3);
-    ck_assert_uint_eq(trace_store_get(st, 3)->pc_ns, 3);
+    ck_assert_uint_eq(trace_store_get(st, 3, &(trace_record){0})->pc_ns, 3);
     ck_assert_uint_eq(trace_store_first_seq(st), 3);
     trace_store_free(st);
 }
@@ -326,7 +326,7 @@ START_TEST(test_eviction_releases_every_reference)
         uint64_t held = i + 1 < 5 ? i + 1 : 5;
         ck_assert_uint_eq(trace_store_records(st), held);
         ck_assert_uint_eq(trace_peer_refs(peer), 1 + held);
-        const trace_record *newest = trace_store_get(st, i);
+        const trace_record *newest = trace_store_get(st, i, &(trace_record){0});
         ck_assert_uint_eq(newest->pc_ns, i);
         ck_assert_uint_eq(newest->seq, i);
         ck_assert_uint_eq(newest->corr[15], 0xab);
@@ -345,11 +345,11 @@ START_TEST(test_eviction_releases_every_reference)
 
 END_TEST
 
-/* A fan-out's repeats borrow the newest record's uri and wire (a large message, referenced): one
- * reference on them for the whole run, handed on from record to record as the oldest are
- * evicted, across ring wraps; each repeat holds its own peer and flags, and reads back like a
+/* A fan-out's repeats share the newest record's message entry (uri and wire: a large message,
+ * referenced): one reference on them for the whole run, released with the run's last record
+ * held, across ring wraps; each repeat holds its own peer and flags, and reads back like a
  * copy. */
-START_TEST(test_repeat_borrows_and_passes_on)
+START_TEST(test_repeat_shares_message)
 {
     trace_peer *peers[3];
     for (int i = 0; i < 3; i++) {
@@ -376,11 +376,12 @@ START_TEST(test_repeat_borrows_and_passes_on)
         uint64_t held = newest + 1 < 4 ? newest + 1 : 4;
         ck_assert_uint_eq(trace_store_records(st), held);
         ck_assert_uint_eq(trace_store_bytes(st), held * (wlen + TRACE_RECORD_OVERHEAD));
-        /* One reference for the whole run, whichever record holds it now. */
+        /* One reference for the whole run, in its one message entry. */
+        ck_assert_uint_eq(trace_store_messages(st), 1);
         ck_assert_uint_eq(wamp_buf_refs(wire), 2);
         ck_assert_uint_eq(trace_str_refs(uri), 2);
         for (uint64_t s = trace_store_first_seq(st); s <= newest; s++) {
-            const trace_record *h = trace_store_get(st, s);
+            const trace_record *h = trace_store_get(st, s, &(trace_record){0});
             ck_assert_uint_eq(h->seq, s);
             ck_assert_ptr_eq(h->peer, peers[s % 3]);
             ck_assert_ptr_eq(h->wire, wire);
@@ -411,10 +412,10 @@ START_TEST(test_repeat_borrows_and_passes_on)
 END_TEST
 
 /* A small sent message is copied like received bytes (the caller's buffer only borrowed): its
- * fan-out's repeats borrow that one copy, which stays valid while any
- * of them is held: through evictions of the record that made it, rebuilds of the byte ring
- * (other messages growing it) and wraps. */
-START_TEST(test_repeat_borrows_copied_bytes)
+ * fan-out's repeats share that one copy, which stays valid while any of them is held: through
+ * evictions of the record that made it, rebuilds of the byte ring (other messages growing it)
+ * and wraps. */
+START_TEST(test_repeat_shares_copied_bytes)
 {
     trace_peer *peer = trace_peer_new(10, "realm1", "alice", "user");
     trace_store *st = trace_store_new(6, 1 << 20);
@@ -438,7 +439,7 @@ START_TEST(test_repeat_borrows_copied_bytes)
         ck_assert_uint_eq(wamp_buf_refs(wire), 1); /* copied: no reference taken */
         const void *copy = NULL;
         for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
-            const trace_record *h = trace_store_get(st, s);
+            const trace_record *h = trace_store_get(st, s, &(trace_record){0});
             size_t hl = 0;
             const unsigned char *hd = trace_record_data(h, &hl);
             ck_assert_ptr_null(h->wire);
@@ -493,7 +494,7 @@ START_TEST(test_repeat_refused_without_template)
     ck_assert_uint_eq(trace_store_append_repeats(tight, 9, NULL, 5, two, 2, 0, 0), 0);
     ck_assert_uint_eq(trace_store_records(tight), 1);
     ck_assert_uint_eq(trace_store_dropped(tight), 1);
-    ck_assert_uint_eq(trace_store_get(tight, 1)->pc_ns, 5);
+    ck_assert_uint_eq(trace_store_get(tight, 1, &(trace_record){0})->pc_ns, 5);
     ck_assert_uint_eq(trace_peer_refs(peer), 1);
     ck_assert_uint_eq(wamp_buf_refs(wire), 2);
     trace_store_free(tight);
@@ -513,7 +514,7 @@ START_TEST(test_ring_growth_and_wraparound)
         if (i % 97 == 0) {
             uint64_t first = trace_store_first_seq(st);
             for (uint64_t s = first; s <= i; s++) {
-                ck_assert_uint_eq(trace_store_get(st, s)->pc_ns, s * 3);
+                ck_assert_uint_eq(trace_store_get(st, s, &(trace_record){0})->pc_ns, s * 3);
             }
         }
     }
@@ -521,8 +522,8 @@ START_TEST(test_ring_growth_and_wraparound)
     ck_assert_uint_eq(trace_store_first_seq(st), 4321);
     ck_assert_uint_eq(trace_store_dropped(st), 4321);
     for (uint64_t s = 4321; s < 5321; s++) {
-        ck_assert_uint_eq(trace_store_get(st, s)->seq, s);
-        ck_assert_uint_eq(trace_store_get(st, s)->pc_ns, s * 3);
+        ck_assert_uint_eq(trace_store_get(st, s, &(trace_record){0})->seq, s);
+        ck_assert_uint_eq(trace_store_get(st, s, &(trace_record){0})->pc_ns, s * 3);
     }
     trace_store_free(st);
 }
@@ -577,7 +578,7 @@ START_TEST(test_paging_across_drops)
     uint64_t from = 0, expect = 15, pages = 0;
     while (trace_store_range(st, from, TRACE_SEQ_NONE, 3, &first, &count)) {
         for (uint64_t s = first; s < first + count; s++) {
-            ck_assert_uint_eq(trace_store_get(st, s)->seq, expect++);
+            ck_assert_uint_eq(trace_store_get(st, s, &(trace_record){0})->seq, expect++);
         }
         from = first + count;
         pages++;
@@ -609,14 +610,14 @@ START_TEST(test_skip_gives_seqs_without_holding)
     ck_assert_uint_eq(trace_store_next_seq(st), 2);
     append(st, 4, 7);
     append(st, 4, 8);
-    ck_assert_ptr_nonnull(trace_store_get(st, 3));
+    ck_assert_ptr_nonnull(trace_store_get(st, 3, &(trace_record){0}));
     ck_assert_uint_eq(trace_store_skip(st), 4);
     ck_assert_uint_eq(trace_store_records(st), 0);
     ck_assert_uint_eq(trace_store_dropped(st), 2);
     ck_assert_uint_eq(trace_store_bytes(st), 0);
-    ck_assert_ptr_null(trace_store_get(st, 3));
+    ck_assert_ptr_null(trace_store_get(st, 3, &(trace_record){0}));
     append(st, 4, 9);
-    ck_assert_uint_eq(trace_store_get(st, 5)->pc_ns, 9);
+    ck_assert_uint_eq(trace_store_get(st, 5, &(trace_record){0})->pc_ns, 9);
     trace_store_free(st);
 }
 
@@ -633,8 +634,8 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_record_over_budget_alone);
     tcase_add_test(tc, test_references_released_on_drop_and_free);
     tcase_add_test(tc, test_eviction_releases_every_reference);
-    tcase_add_test(tc, test_repeat_borrows_and_passes_on);
-    tcase_add_test(tc, test_repeat_borrows_copied_bytes);
+    tcase_add_test(tc, test_repeat_shares_message);
+    tcase_add_test(tc, test_repeat_shares_copied_bytes);
     tcase_add_test(tc, test_repeat_refused_without_template);
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
