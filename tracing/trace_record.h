@@ -1,6 +1,6 @@
 /* trace_record.h: one captured trace record, and the small refcounted objects records share.
  *
- * A record is a fixed-size struct (a trace_store keeps its parts, trace_store.h) holding references:
+ * A record is a fixed-size struct (a store keeps its parts: trace_store.h) holding references:
  *   - trace_peer: session_id, realm, authid, authrole of the peer session. The router creates one
  *     per session join and passes it with every message; each record takes a reference instead
  *     of copying four fields.
@@ -158,11 +158,11 @@ typedef struct trace_record {
     const char *dropped; /* static string: why a tx message was not delivered; NULL = delivered */
     uint32_t ser_bytes[WAMP_SER_COUNT]; /* bytes per serializer (index wamp_ser), 0 = none */
     uint32_t len;                       /* of bytes */
-    uint8_t corr[TRACE_UUID_LEN]; /* valid if flags & TRACE_CORR_HAS */
-    uint8_t dir;                  /* trace_dir; 0 for markers */
-    uint8_t msg_type;             /* WAMP code, 0 = unknown (rx) or TRACE_MSG_MARKER */
-    uint8_t wire_ser;             /* wamp_ser of wire */
-    uint8_t flags;                /* TRACE_CORR_* */
+    uint8_t corr[TRACE_UUID_LEN];       /* valid if flags & TRACE_CORR_HAS */
+    uint8_t dir;                        /* trace_dir; 0 for markers */
+    uint8_t msg_type;                   /* WAMP code, 0 = unknown (rx) or TRACE_MSG_MARKER */
+    uint8_t wire_ser;                   /* wamp_ser of wire */
+    uint8_t flags;                      /* TRACE_CORR_* */
 } trace_record;
 
 /* dst = src with its own references on every shared object. Cannot fail. */
