@@ -15,7 +15,7 @@
  * encoder for the whole fan-out instead of one per receiver). Every entry point of the hub but
  * trace_hub_repeat() and trace_hub_is_active() calls it first, so that nothing is recorded, read
  * or stopped between a repeat and its record. */
-static void rep_flush_gathered(trace_hub *hub);
+static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub);
 
 static inline void rep_flush(trace_hub *hub)
 {
@@ -24,7 +24,7 @@ static inline void rep_flush(trace_hub *hub)
     }
 }
 
-static void rep_flush_gathered(trace_hub *hub)
+static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
 {
     size_t n = hub->rep.n_pend;
     bool last = hub->rep.pend_last;
