@@ -168,7 +168,8 @@ void rt_encoded_fini(rt_encoded *e)
  * next receiver inline (rt_trace_fast.h), anything else in rt_trace.c. */
 static void trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
-    if (trace_hub_is_active(s->rt->hub) && (s->rt->pend.s || !rt_trace_tx_repeat(s, wire, drop))) {
+    if (trace_hub_is_active(s->rt->hub) &&
+        (s->rt->pend.s || e->type != WAMP_MSG_EVENT || !rt_trace_tx_repeat(s, wire, drop))) {
         rt_trace_tx(s, e, wire, drop);
     }
 }

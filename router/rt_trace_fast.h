@@ -11,7 +11,7 @@
 #include "trace_hub.h"
 #include "wamp_buf.h"
 
-/* The fan-out fast path of tracing a message sent to s, inline in the send path (an EVENT to
+/* The fan-out fast path of tracing an EVENT sent to s, inline in the send path (an EVENT to
  * the next subscriber is most of what a fan-out sends): while a trace runs and no received
  * PUBLISH waits for its record (rt->pend.s), the hub appends the message just recorded again
  * with s's peer when it is certainly that message (trace_hub_repeat()); true then. Otherwise
