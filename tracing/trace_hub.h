@@ -174,9 +174,11 @@ typedef struct trace_input {
      * them into its byte ring, a persisted trace into its write buffer. */
     const void *bytes;
     size_t len;
-    /* The message as decoded (rx) or built (tx); NULL if the router could not decode it. Read
-     * only for CHALLENGE/AUTHENTICATE (a redacted copy is encoded and kept instead of the wire
-     * bytes: secrets are never stored) and for a tx message dropped before it was encoded. Its
+    /* The message as decoded (rx) or built (tx); NULL if the router could not decode it, or
+     * (tx, with wire) when it encoded the message without building it (the hub decodes the wire
+     * bytes where it must look inside). Read only for CHALLENGE/AUTHENTICATE (a redacted copy is
+     * encoded and kept instead of the wire bytes: secrets are never stored) and for a tx message
+     * dropped before it was encoded. Its
      * code must be the ctx's msg_type: the hub looks into it only when that says CHALLENGE,
      * AUTHENTICATE or a code it does not know. */
     const json_t *msg;

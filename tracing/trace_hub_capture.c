@@ -391,7 +391,7 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
  * one dropped before it was encoded (encoded here): kept_bytes() makes those. */
 static bool bytes_as_given(const trace_ctx *c, const trace_input *in, bool known)
 {
-    return in->msg && (in->wire || in->bytes) && ser_is_valid(in->ser) &&
+    return (in->wire || (in->bytes && in->msg)) && ser_is_valid(in->ser) &&
            c->msg_type != WAMP_MSG_CHALLENGE && c->msg_type != WAMP_MSG_AUTHENTICATE && known;
 }
 
