@@ -551,6 +551,47 @@ static bool room_for_repeat(trace_store *st, uint32_t cost)
     return st->count < st->cap || (st->cap < st->limit && grow(st)) || evict_for_repeat(st);
 }
 
+/* The steady state of trace_store_append_repeats(): while the store is full at its limit and
+ * its budget holds the repeat in place of the oldest record, each repeat evicts the oldest
+ * record and takes its slot (in a full ring the next seq's slot is the oldest's): one pass over
+ * one slot, the counts kept in locals. The oldest record may be of the message repeated (no, its
+ * newest record stays: more than one is held); a message whose last record goes is released.
+ * Returns how many of peers[0..n) it appended; the caller appends the rest the general way. */
+static size_t replace_oldest(trace_store *st, uint32_t cost, uint32_t no, trace_peer *const *peers,
+                             size_t n, uint8_t flags, uint8_t last_flags)
+{
+    if (st->count != st->limit || st->count != st->cap || st->count < 2) {
+        return 0;
+    }
+    store_msg *nm = msg_of(st, no);
+    size_t head = st->shead;
+    uint64_t bytes = st->bytes;
+    size_t k = 0;
+    for (; k < n; k++) {
+        store_msg *om = &st->mring[st->mhead];
+        if (bytes - om->cost + cost > st->max_bytes) {
+            break;
+        }
+        store_seq *q = &st->sring[head];
+        trace_peer *old = q->peer;
+        bytes = bytes - om->cost + cost;
+        if (--om->nseq == 0) {
+            msg_release_oldest(st);
+        }
+        q->peer = trace_peer_ref(peers[k]);
+        q->msg = no;
+        q->flags = k == n - 1 ? last_flags : flags;
+        nm->nseq++;
+        trace_peer_unref(&old);
+        head = head + 1 == st->cap ? 0 : head + 1;
+    }
+    st->shead = head;
+    st->bytes = bytes;
+    st->first_seq += k;
+    st->dropped += k;
+    return k;
+}
+
 size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str *uri,
                                   uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
                                   uint8_t last_flags)
@@ -564,7 +605,7 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
     }
     uint32_t cost = newest->cost;
     uint32_t no = st->mfirst + (uint32_t)(st->mcount - 1);
-    size_t k = 0;
+    size_t k = replace_oldest(st, cost, no, peers, n, flags, last_flags);
     for (; k < n; k++) {
         if (st->count == st->limit && st->count > 1) {
             drop_oldest_inline(st); /* the usual eviction: a full ring's oldest */
