@@ -130,8 +130,8 @@ const char *trace_stop_reason_name(trace_stop_reason r);
 trace_stop_reason trace_stop_reason_parse(const char *s);
 const trace_options *trace_get_options(const trace *t);
 const trace_store *trace_get_store(const trace *t);
-/* The store of t to append to directly: only for the hub's fast path (trace_hub_record_fast()),
- * whose trace runs, keeps its records in memory and has no max_records, so that an append is all
+/* The store of t to append to directly: only for the hub's fast path (trace_hub_record_fast())
+ * with an in-memory trace, which runs and has no max_records, so that an append is all
  * trace_append_rec() would do. */
 trace_store *trace_fast_store(trace *t);
 uint64_t trace_started_ns(const trace *t); /* wall clock */

@@ -294,7 +294,7 @@ size_t trace_hub_load(trace_hub *hub)
 }
 
 /* Notes the trace trace_hub_record_fast() serves (trace_hub_fast_ready()): the one running trace
- * if it is in memory, keeps everything and has no max_records; else none. A fast trace that
+ * if it keeps everything and has no max_records; else none. A fast trace that
  * stops stops being served at once (trace_hub_fast_ready() checks it runs alone); one that
  * becomes the only running trace when the others stop is noted here at the next tick. */
 static void fast_refresh(trace_hub *hub)
@@ -307,10 +307,10 @@ static void fast_refresh(trace_hub *hub)
             running++;
         }
     }
-    hub->pub.fast = running == 1 && trace_keeps_all(only) && !trace_persists(only) &&
-                                    trace_get_options(only)->max_records == 0
-                            ? only
-                            : NULL;
+    hub->pub.fast =
+            running == 1 && trace_keeps_all(only) && trace_get_options(only)->max_records == 0
+                    ? only
+                    : NULL;
 }
 
 wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, uint64_t pc_ns,

@@ -53,10 +53,10 @@ static inline bool trace_hub_is_active(const trace_hub *hub)
     return ((const struct trace_hub_pub *)(const void *)hub)->running != 0;
 }
 
-/* true if the one trace running is the hub's fast trace: an in-memory, message-level trace whose
- * filter keeps everything outside the management realm, without max_records (the flight
- * recorder as configured by default, or `start all`). Every message then goes to that trace
- * alone, and the caller may hand it to trace_hub_record_fast() instead of matching it. */
+/* true if the one trace running is the hub's fast trace: a message-level trace whose filter keeps
+ * everything outside the management realm, without max_records (the flight recorder as
+ * configured by default, or `start all`, in memory or persisted). Every message then goes to that
+ * trace alone, and the caller may hand it to trace_hub_record_fast() instead of matching it. */
 static inline bool trace_hub_fast_ready(const trace_hub *hub)
 {
     const struct trace_hub_pub *p = (const struct trace_hub_pub *)(const void *)hub;

@@ -660,7 +660,7 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
         return false;
     }
     /* What trace_hub_record_matched() and trace_append_rec() do for a message whose bytes the
-     * record keeps as given, going to one in-memory trace. */
+     * record keeps as given, going to one trace. */
     rep_clear(hub);
     trace_str *own_uri = NULL; /* a reference of this call's, without a slot */
     if (!v->uri && f->uri_text) {
@@ -679,7 +679,11 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
         !(v->flags & (TRACE_CORR_ANCHOR | TRACE_CORR_LAST))) {
         v->key = fast_keep(hub, t, v); /* for the next receivers (trace_hub_repeat()) */
     }
-    (void)trace_store_append_view(trace_fast_store(t), v);
+    if (trace_persists(t)) {
+        (void)trace_append_rec(t, v); /* encoded into its write buffer (an I/O error stops it) */
+    } else {
+        (void)trace_store_append_view(trace_fast_store(t), v);
+    }
     if (own_uri) {
         trace_str_unref(&own_uri);
     }
