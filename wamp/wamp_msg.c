@@ -4,6 +4,7 @@
 #include "wamp_msg.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -381,6 +382,141 @@ fail:
     return err == WAMP_ENOMEM ? err : WAMP_EPROTO;
 }
 
+/* Element (after the code) of a message of type spec read as a scalar token into its field of
+ * *out; false when it is not what the field must be. */
+static bool field_token(enum field_kind kind, const wamp_tok *t, wamp_msg *out)
+{
+    switch (kind) {
+    case FK_ID:
+    case FK_ID2:
+        if (t->kind != WAMP_TOK_INT || t->i < 1 || (uint64_t)t->i > WAMP_ID_MAX) {
+            return false;
+        }
+        *(kind == FK_ID ? &out->id : &out->id2) = (uint64_t)t->i;
+        return true;
+    case FK_REQTYPE:
+        if (t->kind != WAMP_TOK_INT || !spec_of(t->i)) {
+            return false;
+        }
+        out->req_type = (wamp_msg_type)t->i;
+        return true;
+    case FK_URI:
+        /* Copied: the token is borrowed from the reader. Longer ones take the full parse. */
+        if (t->kind != WAMP_TOK_STR || t->len >= sizeof(out->uri_buf) ||
+            memchr(t->p, '\0', t->len)) {
+            return false;
+        }
+        memcpy(out->uri_buf, t->p, t->len);
+        out->uri_buf[t->len] = '\0';
+        out->uri = out->uri_buf;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Element n (after the code) of a message of type spec into *out; false when it is not what
+ * the message must hold there (or the reader failed). */
+static bool field_read(wamp_rd *r, const struct msg_spec *spec, size_t n, wamp_msg *out)
+{
+    enum field_kind kind = spec->kind[n - 1];
+    if (kind == FK_ARGS || kind == FK_KWARGS) {
+        wamp_slice *raw = kind == FK_ARGS ? &out->args_raw : &out->kwargs_raw;
+        wamp_tok_kind k;
+        return wamp_rd_skip(r, &raw->p, &raw->len, &k) == WAMP_OK &&
+               k == (kind == FK_ARGS ? WAMP_TOK_ARRAY : WAMP_TOK_MAP);
+    }
+    if (kind == FK_DICT) {
+        json_t *v = NULL;
+        if (wamp_rd_json(r, &v) != WAMP_OK || !json_is_object(v)) {
+            json_decref(v);
+            return false;
+        }
+        out->dict = v;
+        return true;
+    }
+    wamp_tok t;
+    return wamp_rd_next(r, &t) == WAMP_OK && field_token(kind, &t, out);
+}
+
+/* wamp_msg_parse_bytes_fields() of a well-formed message whose every element is what its type
+ * requires: the envelope read into out's fields, no list. false for anything else (out zeroed,
+ * nothing held): the full parse then reads it and says what is wrong. */
+static bool parse_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out)
+{
+    memset(out, 0, offsetof(wamp_msg, uri_buf));
+    wamp_rd r;
+    wamp_tok t;
+    const struct msg_spec *spec = NULL;
+    size_t n = 0;
+    wamp_rd_init_one_pass(&r, ser, data, len);
+    r.share_empty_map = true; /* the envelope's {}: never modified (wamp_msg.h) */
+    bool ok = wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_ARRAY && !wamp_rd_at_end(&r) &&
+              wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_INT &&
+              (spec = spec_of(t.i)) != NULL;
+    for (n = 1; ok && !wamp_rd_at_end(&r); n++) {
+        ok = n < spec->max && field_read(&r, spec, n, out);
+    }
+    ok = ok && n >= spec->min && wamp_rd_next(&r, &t) == WAMP_OK && wamp_rd_done(&r);
+    wamp_rd_fini(&r);
+    if (!ok) {
+        json_decref(out->dict);
+        memset(out, 0, offsetof(wamp_msg, uri_buf));
+        return false;
+    }
+    out->type = (wamp_msg_type)(spec - msg_specs);
+    out->ser = ser;
+    return true;
+}
+
+wamp_err wamp_msg_parse_bytes_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out,
+                                     char *why, size_t why_len)
+{
+    if (parse_fields(ser, data, len, out)) {
+        return WAMP_OK;
+    }
+    return wamp_msg_parse_bytes(ser, data, len, out, why, why_len);
+}
+
+wamp_err wamp_msg_make_root(wamp_msg *m)
+{
+    if (m->root) {
+        return WAMP_OK;
+    }
+    const struct msg_spec *spec = spec_of(m->type);
+    json_t *a = json_array();
+    bool ok = a && spec && json_array_append_new(a, json_integer(m->type)) == 0;
+    json_t *dict = m->dict; /* m's reference: the list takes it */
+    for (size_t i = 0; ok && i < MSG_MAX_FIELDS; i++) {
+        json_t *v = NULL;
+        enum field_kind kind = spec->kind[i];
+        if (kind == FK_ID || kind == FK_ID2) {
+            v = json_integer((json_int_t)(kind == FK_ID ? m->id : m->id2));
+        } else if (kind == FK_REQTYPE) {
+            v = json_integer(m->req_type);
+        } else if (kind == FK_URI) {
+            /* UTF-8 without NUL bytes: the reader and parse_fields() checked it. */
+            v = json_stringn_nocheck(m->uri, strlen(m->uri));
+        } else if (kind == FK_DICT && dict) {
+            v = dict;
+            dict = NULL;
+        } else {
+            break; /* the payload, or an absent optional dict: the envelope ends */
+        }
+        /* json_array_append_new() consumes v, even when it fails (v NULL included). */
+        ok = json_array_append_new(a, v) == 0;
+    }
+    if (!ok) {
+        json_decref(a);
+        if (!dict) {
+            m->dict = NULL; /* its reference went with the list */
+        }
+        return WAMP_ENOMEM;
+    }
+    m->root = a;
+    return WAMP_OK;
+}
+
 wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len)
 {
     if (m->args || m->kwargs || !m->ser) {
@@ -463,8 +599,11 @@ void wamp_msg_fini(wamp_msg *m)
         json_decref(m->args);
         json_decref(m->kwargs);
     }
+    if (!m->root) {
+        json_decref(m->dict); /* parsed into fields: m's own reference */
+    }
     json_decref(m->root);
-    memset(m, 0, sizeof(*m));
+    memset(m, 0, offsetof(wamp_msg, uri_buf));
 }
 
 /* Builders. Every item handed to msg_build() is owned by it: items are appended in order and

@@ -699,6 +699,102 @@ START_TEST(test_builders_oom)
 
 END_TEST
 
+/* ---- parsed into fields ---- */
+
+/* wamp_msg_parse_bytes_fields() of text (JSON) in ser agrees with wamp_msg_parse_bytes(): the
+ * same result and reason, the same fields, and wamp_msg_make_root() the same list. Returns
+ * whether the message was read into fields (no list). */
+static bool fields_agree(const char *text, wamp_ser ser)
+{
+    wamp_buf *b = NULL;
+    const void *data = text;
+    size_t len = strlen(text);
+    if (ser != WAMP_SER_JSON) {
+        json_t *v = load(text);
+        ck_assert_int_eq(wamp_codec_encode(ser, v, &b), WAMP_OK);
+        json_decref(v);
+        data = wamp_buf_cdata(b);
+        len = wamp_buf_len(b);
+    }
+    wamp_msg full, lean;
+    char why_full[WAMP_WHY_LEN] = "", why_lean[WAMP_WHY_LEN] = "";
+    wamp_err err = wamp_msg_parse_bytes(ser, data, len, &full, why_full, sizeof(why_full));
+    memset(&lean, 0x5a, sizeof(lean));
+    ck_assert_int_eq(wamp_msg_parse_bytes_fields(ser, data, len, &lean, why_lean, sizeof(why_lean)),
+                     err);
+    bool as_fields = err == WAMP_OK && lean.root == NULL;
+    if (err != WAMP_OK) {
+        ck_assert_str_eq(why_lean, why_full);
+        ck_assert_ptr_null(lean.root);
+        ck_assert_ptr_null(lean.dict);
+    } else {
+        ck_assert_int_eq(lean.type, full.type);
+        ck_assert_int_eq(lean.req_type, full.req_type);
+        ck_assert_uint_eq(lean.id, full.id);
+        ck_assert_uint_eq(lean.id2, full.id2);
+        ck_assert(lean.uri ? full.uri && strcmp(lean.uri, full.uri) == 0 : !full.uri);
+        ck_assert(lean.dict ? json_equal(lean.dict, full.dict) : !full.dict);
+        ck_assert_int_eq(lean.ser, full.ser);
+        ck_assert_ptr_eq(lean.args_raw.p, full.args_raw.p);
+        ck_assert_uint_eq(lean.args_raw.len, full.args_raw.len);
+        ck_assert_ptr_eq(lean.kwargs_raw.p, full.kwargs_raw.p);
+        ck_assert_uint_eq(lean.kwargs_raw.len, full.kwargs_raw.len);
+        json_t *dict = lean.dict;
+        ck_assert_int_eq(wamp_msg_make_root(&lean), WAMP_OK);
+        ck_assert_int_eq(wamp_msg_make_root(&lean), WAMP_OK); /* a no-op the second time */
+        ck_assert_msg(json_equal(lean.root, full.root), "%s", text);
+        ck_assert_ptr_eq(lean.dict, dict); /* still valid: the list holds it */
+    }
+    wamp_msg_fini(&lean);
+    wamp_msg_fini(&full);
+    wamp_buf_unref(&b);
+    return as_fields;
+}
+
+START_TEST(test_parse_fields_agrees)
+{
+    for (wamp_ser ser = WAMP_SER_JSON; ser <= WAMP_SER_CBOR; ser++) {
+        for (size_t i = 0; i < sizeof(valid_cases) / sizeof(valid_cases[0]); i++) {
+            /* Every valid message here has a short URI: read into fields. */
+            ck_assert_msg(fields_agree(valid_cases[i].json, ser), "%s", valid_cases[i].json);
+        }
+        for (size_t i = 0; i < sizeof(reject_cases) / sizeof(reject_cases[0]); i++) {
+            (void)fields_agree(reject_cases[i].json, ser);
+        }
+        for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
+            char text[96];
+            snprintf(text, sizeof(text), "[48,%s,{},\"a.b\"]", bad_ids[i]);
+            (void)fields_agree(text, ser);
+        }
+    }
+    /* Malformed bytes and the wrong arity, as the full parse reports them. */
+    ck_assert(!fields_agree("[48,1,{},\"a.b\",[1],{},[]]", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{}]", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{}, \"a.b\"", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{},\"a.b\"] x", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{\"a\":1,\"a\":2},\"a.b\"]", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{},\"a\\u0000b\"]", WAMP_SER_JSON));
+}
+
+END_TEST
+
+/* A URI as long as the inline buffer or longer takes the full parse (a list); one byte shorter
+ * is read into fields. */
+START_TEST(test_parse_fields_long_uri)
+{
+    char uri[WAMP_MSG_URI_INLINE + 1];
+    char text[WAMP_MSG_URI_INLINE + 32];
+    for (size_t n = WAMP_MSG_URI_INLINE - 1; n <= WAMP_MSG_URI_INLINE; n++) {
+        memset(uri, 'u', n);
+        uri[n] = '\0';
+        snprintf(text, sizeof(text), "[48,7,{\"x\":[1]},\"%s\",[]]", uri);
+        ck_assert(fields_agree(text, WAMP_SER_JSON) == (n < WAMP_MSG_URI_INLINE));
+        ck_assert(fields_agree(text, WAMP_SER_MSGPACK) == (n < WAMP_MSG_URI_INLINE));
+    }
+}
+
+END_TEST
+
 static Suite *wamp_msg_suite(void)
 {
     Suite *s = suite_create("wamp_msg");
@@ -715,6 +811,8 @@ static Suite *wamp_msg_suite(void)
     tcase_add_test(tc, test_parse_why_exact_and_optional);
     tcase_add_test(tc, test_parse_null_root);
     tcase_add_test(tc, test_parse_success_owns_root);
+    tcase_add_test(tc, test_parse_fields_agrees);
+    tcase_add_test(tc, test_parse_fields_long_uri);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("names_builders");
