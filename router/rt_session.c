@@ -173,6 +173,15 @@ wamp_err rt_encoded_encode(rt_encoded *e, wamp_ser ser)
     if (!p->ser && !e->fields) {
         return wamp_codec_encode(ser, e->msg, &e->buf[ser]);
     }
+    if (e->fields && !e->dict && (!p->ser || p->ser == ser)) {
+        /* The common case (no Details, the payload in the receiver's serializer): the bytes are
+         * put together without a writer where the serializer allows (JSON, MessagePack). */
+        wamp_err err = wamp_wr_ids_message((int)ser, e->type, e->id[0], e->id[1], p->args.p,
+                                           p->args.len, p->kwargs.p, p->kwargs.len, &e->buf[ser]);
+        if (err != WAMP_EINVAL) {
+            return err;
+        }
+    }
     /* The envelope, then the payload: ArgumentsKw needs Arguments before it ([] if absent). */
     bool has_kw = p->kwargs.len > 0;
     bool has_args = p->args.len > 0 || has_kw;
