@@ -439,12 +439,136 @@ static bool field_read(wamp_rd *r, const struct msg_spec *spec, size_t n, wamp_m
     return wamp_rd_next(r, &t) == WAMP_OK && field_token(kind, &t, out);
 }
 
+/* A MessagePack integer in [0, 2^64 - 1] in its unsigned forms at *p (before end), *p moved
+ * past it; false for anything else. */
+static bool mp_uint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    const unsigned char *q = *p;
+    if (q >= end) {
+        return false;
+    }
+    unsigned char tag = *q++;
+    if (tag <= 0x7f) {
+        *v = tag;
+        *p = q;
+        return true;
+    }
+    size_t len = (size_t)1 << ((tag - 0xcc) & 3);
+    if (tag < 0xcc || tag > 0xcf || (size_t)(end - q) < len) {
+        return false;
+    }
+    uint64_t x = 0;
+    for (size_t i = 0; i < len; i++) {
+        x = x << 8 | q[i];
+    }
+    *v = x;
+    *p = q + len;
+    return true;
+}
+
+/* One element of the envelope (not the payload) of a MessagePack message in the forms clients
+ * write (unsigned integers, a string of up to 255 bytes, the empty map) at *p, *p moved past it;
+ * false for anything else (the reader then takes it). */
+static bool mp_field(enum field_kind kind, const unsigned char **p, const unsigned char *end,
+                     wamp_msg *out)
+{
+    uint64_t v;
+    const unsigned char *q = *p;
+    if (kind == FK_ID || kind == FK_ID2) {
+        if (!mp_uint(p, end, &v) || v < 1 || v > WAMP_ID_MAX) {
+            return false;
+        }
+        *(kind == FK_ID ? &out->id : &out->id2) = v;
+        return true;
+    }
+    if (kind == FK_REQTYPE) {
+        if (!mp_uint(p, end, &v) || v > WAMP_MSG_TYPE_MAX || !spec_of((long long)v)) {
+            return false;
+        }
+        out->req_type = (wamp_msg_type)v;
+        return true;
+    }
+    if (kind == FK_DICT) {
+        if (q >= end || *q != 0x80) {
+            return false;
+        }
+        *p = q + 1;
+        out->dict = wamp_rd_empty_map(); /* never modified (wamp_msg.h) */
+        return out->dict != NULL;
+    }
+    if (kind != FK_URI || q >= end) {
+        return false;
+    }
+    size_t len;
+    if ((*q & 0xe0) == 0xa0) {
+        len = *q++ & 0x1fu;
+    } else if (*q == 0xd9 && end - q >= 2) {
+        len = q[1];
+        q += 2;
+    } else {
+        return false;
+    }
+    if ((size_t)(end - q) < len || len >= sizeof(out->uri_buf) || memchr(q, '\0', len) ||
+        !wamp_utf8_valid(q, len)) {
+        return false;
+    }
+    memcpy(out->uri_buf, q, len);
+    out->uri_buf[len] = '\0';
+    out->uri = out->uri_buf;
+    *p = q + len;
+    return true;
+}
+
+/* parse_fields() of MessagePack: the envelope read from the bytes themselves (the token reader
+ * costs more than the few forms it holds), the payload through the reader, started inside the
+ * message's array. false for anything else (what it set in out is the caller's to release). */
+static bool mp_envelope(const unsigned char *d, size_t len, wamp_msg *out)
+{
+    if (len < 2 || (d[0] & 0xf0) != 0x90 || d[1] > 0x7f) {
+        return false;
+    }
+    const unsigned char *p = d + 2, *end = d + len;
+    size_t count = d[0] & 0x0fu;
+    const struct msg_spec *spec = spec_of(d[1]);
+    if (!spec || count < spec->min || count > spec->max) {
+        return false;
+    }
+    out->type = (wamp_msg_type)d[1];
+    size_t n = 1;
+    for (; n < count && spec->kind[n - 1] != FK_ARGS && spec->kind[n - 1] != FK_KWARGS; n++) {
+        if (!mp_field(spec->kind[n - 1], &p, end, out)) {
+            return false;
+        }
+    }
+    if (n == count) {
+        return p == end;
+    }
+    wamp_rd r;
+    wamp_tok t;
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, d, len, (size_t)(p - d), count - n);
+    bool ok = true;
+    for (; ok && n < count; n++) {
+        ok = field_read(&r, spec, n, out);
+    }
+    ok = ok && wamp_rd_next(&r, &t) == WAMP_OK && wamp_rd_done(&r);
+    wamp_rd_fini(&r);
+    return ok;
+}
+
 /* wamp_msg_parse_bytes_fields() of a well-formed message whose every element is what its type
  * requires: the envelope read into out's fields, no list. false for anything else (out zeroed,
  * nothing held): the full parse then reads it and says what is wrong. */
 static bool parse_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out)
 {
     memset(out, 0, offsetof(wamp_msg, uri_buf));
+    if (ser == WAMP_SER_MSGPACK) {
+        if (mp_envelope(data, len, out)) {
+            out->ser = ser;
+            return true;
+        }
+        json_decref(out->dict);
+        memset(out, 0, offsetof(wamp_msg, uri_buf));
+    }
     wamp_rd r;
     wamp_tok t;
     const struct msg_spec *spec = NULL;

@@ -161,6 +161,15 @@ void wamp_rd_init_one_pass(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
     r->one_pass = true;
 }
 
+void wamp_rd_init_in_array(wamp_rd *r, wamp_ser ser, const void *p, size_t n, size_t at,
+                           size_t left)
+{
+    wamp_rd_init(r, ser, p, n);
+    r->p = r->tok_start = r->tok_end = r->start + (at < n ? at : n);
+    r->lv[0] = (wamp_rd_level){.left = left, .is_map = false, .key_next = false, .first = false};
+    r->depth = 1;
+}
+
 void wamp_rd_fini(wamp_rd *r)
 {
     if (r->lv != r->lv_inline) {
