@@ -505,6 +505,48 @@ START_TEST(test_skip_slices)
 
 END_TEST
 
+/* A reader started inside an array reads its remaining elements and END with the usual rules:
+ * a count short of the elements there leaves trailing bytes, one beyond them is truncated. */
+START_TEST(test_init_in_array)
+{
+    /* MessagePack [1, "ab", [2]]: read from the string on, two elements left. */
+    static const unsigned char mp[] = {0x93, 0x01, 0xa2, 'a', 'b', 0x91, 0x02};
+    wamp_rd r;
+    wamp_tok t;
+    const unsigned char *p;
+    size_t n;
+    wamp_tok_kind kind;
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, mp, sizeof(mp), 2, 2);
+    ck_assert(!wamp_rd_at_end(&r));
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_STR && t.len == 2 && memcmp(t.p, "ab", 2) == 0);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, &kind), WAMP_OK);
+    ck_assert(kind == WAMP_TOK_ARRAY && p == mp + 5 && n == 2);
+    ck_assert(wamp_rd_at_end(&r));
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_END && wamp_rd_done(&r));
+    wamp_rd_fini(&r);
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, mp, sizeof(mp), 2, 1);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_OK);
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_EPROTO); /* [2] follows the END */
+    wamp_rd_fini(&r);
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, mp, sizeof(mp), 2, 3);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_OK);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_OK);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_EPROTO);
+    wamp_rd_fini(&r);
+    /* CBOR [1, "ab"], from the string on. */
+    static const unsigned char cb[] = {0x82, 0x01, 0x62, 'a', 'b'};
+    wamp_rd_init_in_array(&r, WAMP_SER_CBOR, cb, sizeof(cb), 2, 1);
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_STR && t.len == 2);
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_END && wamp_rd_done(&r));
+    wamp_rd_fini(&r);
+}
+
+END_TEST
+
 /* wamp_codec_decode_value(): uint64 above INT64_MAX is WAMP_ERANGE naming the value; NUL keys
  * and binary come through; CBOR through wamp_codec_decode()/encode() round-trips. */
 START_TEST(test_decode_value)
@@ -1133,6 +1175,7 @@ static Suite *wamp_rd_suite(void)
     tcase_add_loop_test(tc, test_every_prefix_refused, 0, 3);
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
     tcase_add_test(tc, test_skip_slices);
+    tcase_add_test(tc, test_init_in_array);
     tcase_add_test(tc, test_skip_one_pass_agrees);
     tcase_add_test(tc, test_mp_envelope_fast_path);
     tcase_add_test(tc, test_decode_value);
