@@ -224,7 +224,7 @@ static void envelope_list(rt_encoded *e)
         return;
     }
     json_t *a = json_array();
-    bool ok = a && json_array_append_new(a, json_integer(e->type)) == 0;
+    bool ok = a && json_array_append_new(a, wamp_msg_code_value(e->type)) == 0;
     for (size_t i = 0; ok && i < 2 && e->id[i]; i++) {
         ok = json_array_append_new(a, json_integer((json_int_t)e->id[i])) == 0;
     }

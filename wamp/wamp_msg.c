@@ -602,6 +602,18 @@ wamp_err wamp_msg_parse_bytes_fields(wamp_ser ser, const void *data, size_t len,
     return wamp_msg_parse_bytes(ser, data, len, out, why, why_len);
 }
 
+json_t *wamp_msg_code_value(int type)
+{
+    static json_t *codes[WAMP_MSG_TYPE_MAX + 1];
+    if (!spec_of(type)) {
+        return NULL;
+    }
+    if (!codes[type]) {
+        codes[type] = json_integer(type);
+    }
+    return json_incref(codes[type]);
+}
+
 wamp_err wamp_msg_make_root(wamp_msg *m)
 {
     if (m->root) {
@@ -609,7 +621,7 @@ wamp_err wamp_msg_make_root(wamp_msg *m)
     }
     const struct msg_spec *spec = spec_of(m->type);
     json_t *a = json_array();
-    bool ok = a && spec && json_array_append_new(a, json_integer(m->type)) == 0;
+    bool ok = a && spec && json_array_append_new(a, wamp_msg_code_value(m->type)) == 0;
     json_t *dict = m->dict; /* m's reference: the list takes it */
     for (size_t i = 0; ok && i < MSG_MAX_FIELDS; i++) {
         json_t *v = NULL;

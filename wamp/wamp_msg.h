@@ -113,6 +113,11 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
  * is then set). out may not be copied (uri may point into it). */
 wamp_err wamp_msg_parse_bytes_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out,
                                      char *why, size_t why_len);
+/* A new reference to the jansson integer of the known message code type, one per code, shared
+ * by the lists wamp_msg_make_root() makes (and the router's other envelope lists) as
+ * wamp_rd_empty_map() is: never modified, made on first use (service thread), kept for the
+ * process's life. NULL for an unknown code or on allocation failure. */
+json_t *wamp_msg_code_value(int type);
 /* Makes m->root, the envelope's list, from the fields of a message parsed into fields (it takes
  * m's reference on the dict, which stays valid through the list); a no-op when m has a root.
  * WAMP_ENOMEM (m->root stays NULL; m->dict may be NULL then). */

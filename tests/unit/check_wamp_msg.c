@@ -828,6 +828,31 @@ START_TEST(test_parse_fields_agrees)
 
 END_TEST
 
+/* One shared integer per known code, the first element of the lists wamp_msg_make_root()
+ * makes. */
+START_TEST(test_code_values_shared)
+{
+    json_t *call = wamp_msg_code_value(WAMP_MSG_CALL);
+    ck_assert_int_eq(json_integer_value(call), WAMP_MSG_CALL);
+    json_t *again = wamp_msg_code_value(WAMP_MSG_CALL);
+    ck_assert_ptr_eq(again, call);
+    ck_assert_ptr_null(wamp_msg_code_value(7));
+    ck_assert_ptr_null(wamp_msg_code_value(-1));
+    ck_assert_ptr_null(wamp_msg_code_value(WAMP_MSG_TYPE_MAX + 1));
+    static const char text[] = "[48,1,{},\"a.b\"]";
+    wamp_msg m;
+    ck_assert_int_eq(wamp_msg_parse_bytes_fields(WAMP_SER_JSON, text, strlen(text), &m, NULL, 0),
+                     WAMP_OK);
+    ck_assert_int_eq(wamp_msg_make_root(&m), WAMP_OK);
+    ck_assert_ptr_eq(json_array_get(m.root, 0), call);
+    wamp_msg_fini(&m);
+    ck_assert_int_eq(json_integer_value(call), WAMP_MSG_CALL);
+    json_decref(again);
+    json_decref(call);
+}
+
+END_TEST
+
 /* A URI as long as the inline buffer or longer takes the full parse (a list); one byte shorter
  * is read into fields. */
 START_TEST(test_parse_fields_long_uri)
@@ -864,6 +889,7 @@ static Suite *wamp_msg_suite(void)
     tcase_add_test(tc, test_parse_fields_agrees);
     tcase_add_test(tc, test_parse_fields_long_uri);
     tcase_add_test(tc, test_parse_fields_msgpack_forms);
+    tcase_add_test(tc, test_code_values_shared);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("names_builders");
