@@ -1107,8 +1107,45 @@ static wamp_err js_skip_rest(wamp_rd *r, unsigned depth)
     return WAMP_OK;
 }
 
+/* wamp_rd_skip() of a MessagePack fixarray or fixmap that is the top-level value or an array's
+ * element (a message's Arguments and ArgumentsKw): its head read here, with bin_token()'s and
+ * container_tok()'s rules, and the rest by mp_skip_rest(). 1 when done (or failed: r->err), 0
+ * when the next value is anything else (nothing read). */
+static int mp_skip_fix(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
+{
+    wamp_rd_level *l = r->depth ? &r->lv[r->depth - 1] : NULL;
+    if (r->err != WAMP_OK || r->done || r->p >= r->end || (*r->p & 0xe0) != 0x80 ||
+        (l && (l->is_map || l->left == 0))) {
+        return 0;
+    }
+    if (l) {
+        l->first = false;
+        l->left--;
+    }
+    const unsigned char *from = r->tok_start = r->p++;
+    bool is_map = *from < 0x90;
+    size_t count = *from & 0x0fu;
+    unsigned depth = r->depth;
+    if (count > left(r) || (is_map && count > left(r) / 2)) {
+        (void)truncated(r);
+        return 1;
+    }
+    if (push(r, is_map, count) != WAMP_OK || mp_skip_rest(r, depth) != WAMP_OK) {
+        return 1;
+    }
+    *p = from;
+    *n = (size_t)(r->tok_end - from);
+    if (kind) {
+        *kind = is_map ? WAMP_TOK_MAP : WAMP_TOK_ARRAY;
+    }
+    return 1;
+}
+
 wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
 {
+    if (r->ser == WAMP_SER_MSGPACK && mp_skip_fix(r, p, n, kind)) {
+        return r->err;
+    }
     wamp_tok t;
     if (wamp_rd_next(r, &t) != WAMP_OK) {
         return r->err != WAMP_OK ? r->err : WAMP_EINVAL;
