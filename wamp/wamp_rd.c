@@ -172,15 +172,20 @@ void wamp_rd_init_in_array(wamp_rd *r, wamp_ser ser, const void *p, size_t n, si
 
 void wamp_rd_fini(wamp_rd *r)
 {
+    /* Most readers allocated nothing: no call then (a reader per message received). */
     if (r->lv != r->lv_inline) {
         free(r->lv);
     }
     r->lv = r->lv_inline;
     r->lv_cap = WAMP_RD_INLINE_LEVELS;
-    free(r->counts);
+    if (r->counts) {
+        free(r->counts);
+    }
     r->counts = NULL;
     r->counts_cap = r->n_counts = 0;
-    free(r->scratch);
+    if (r->scratch) {
+        free(r->scratch);
+    }
     r->scratch = NULL;
     r->scratch_cap = 0;
 }
@@ -1056,15 +1061,17 @@ static wamp_err mp_skip_rest(wamp_rd *r, unsigned depth)
             r->p++;
             continue;
         }
-        if ((tag & 0xe0) == 0xa0) {
-            size_t len = tag & 0x1f;
-            if (len >= left(r)) {
+        if ((tag & 0xe0) == 0xa0 || tag == 0xd9) {
+            /* fixstr and str8: the head's length octets, then the string. */
+            size_t head = tag == 0xd9 ? 2 : 1;
+            size_t len = tag == 0xd9 ? (left(r) >= 2 ? r->p[1] : SIZE_MAX) : tag & 0x1fu;
+            if (len == SIZE_MAX || len > left(r) - head) {
                 return truncated(r);
             }
-            if (!wamp_utf8_valid(r->p + 1, len)) {
+            if (!wamp_utf8_valid(r->p + head, len)) {
                 return bad(r, "invalid UTF-8 in string at offset %zu", off(r));
             }
-            r->p += 1 + len;
+            r->p += head + len;
             continue;
         }
         t.kind = WAMP_TOK_NULL;

@@ -525,6 +525,7 @@ START_TEST(test_mp_skip_fix_agrees)
     /* A map key that is not a string; invalid UTF-8 inside; as the element of an array. */
     static const unsigned char bad_key[] = {0x81, 0x01, 0x02};
     static const unsigned char bad_utf8[] = {0x91, 0xa1, 0xff};
+    static const unsigned char bad_utf8_str8[] = {0x91, 0xd9, 0x01, 0xff};
     static const unsigned char outer[] = {0x92, 0x91, 0x01, 0x80};
     wamp_rd r;
     const unsigned char *p;
@@ -536,6 +537,10 @@ START_TEST(test_mp_skip_fix_agrees)
     wamp_rd_fini(&r);
     wamp_rd_init(&r, WAMP_SER_MSGPACK, bad_utf8, sizeof(bad_utf8));
     ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_EPROTO);
+    wamp_rd_fini(&r);
+    wamp_rd_init(&r, WAMP_SER_MSGPACK, bad_utf8_str8, sizeof(bad_utf8_str8));
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_EPROTO);
+    ck_assert_str_eq(wamp_rd_why(&r), "invalid UTF-8 in string at offset 1");
     wamp_rd_fini(&r);
     wamp_rd_init(&r, WAMP_SER_MSGPACK, outer, sizeof(outer));
     ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
