@@ -621,7 +621,7 @@ wamp_err wamp_msg_make_root(wamp_msg *m)
     }
     const struct msg_spec *spec = spec_of(m->type);
     json_t *a = json_array();
-    bool ok = a && spec && json_array_append_new(a, wamp_msg_code_value(m->type)) == 0;
+    bool ok = a && spec && json_array_append_new(a, wamp_msg_code_value((int)m->type)) == 0;
     json_t *dict = m->dict; /* m's reference: the list takes it */
     for (size_t i = 0; ok && i < MSG_MAX_FIELDS; i++) {
         json_t *v = NULL;
