@@ -338,13 +338,16 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
             return WAMP_ENOMEM;
         }
         rt_encoded ev;
-        rt_encoded_init_payload(&ev,
-                                wamp_msg_new_event(sub->id, p->publication, details,
-                                                   p->args ? json_incref(p->args) : NULL,
-                                                   p->kwargs ? json_incref(p->kwargs) : NULL),
-                                &p->payload);
-        if (!ev.msg) {
-            return WAMP_ENOMEM;
+        if (p->args || p->kwargs) {
+            /* A payload as values (the router's own publications): in the envelope. */
+            rt_encoded_init(&ev, wamp_msg_new_event(sub->id, p->publication, details,
+                                                    json_incref(p->args), json_incref(p->kwargs)));
+            if (!ev.msg) {
+                return WAMP_ENOMEM;
+            }
+        } else {
+            rt_encoded_init_fields(&ev, WAMP_MSG_EVENT, sub->id, p->publication, details,
+                                   &p->payload);
         }
         if (rt_observers_listening(&rt_realm_router(b->realm)->observers) &&
             mixed_serializers(sub)) {

@@ -464,12 +464,15 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     }
     rt_observers_action_mark(&s->rt->observers, s->rt, &c->action);
     rt_payload payload = rt_payload_of(m);
-    err = rt_session_send_payload(
-            callee,
-            wamp_msg_new_invocation(c->invocation, reg->id, details,
-                                    m->args ? json_incref(m->args) : NULL,
-                                    m->kwargs ? json_incref(m->kwargs) : NULL),
-            &payload);
+    if (m->args || m->kwargs) {
+        /* A payload as jansson values (a message parsed from a tree): in the envelope. */
+        err = rt_session_send(callee, wamp_msg_new_invocation(c->invocation, reg->id, details,
+                                                              json_incref(m->args),
+                                                              json_incref(m->kwargs)));
+    } else {
+        err = rt_session_send_fields(callee, WAMP_MSG_INVOCATION, c->invocation, reg->id, details,
+                                     &payload);
+    }
     if (err == WAMP_OK) {
         return WAMP_OK;
     }
@@ -498,31 +501,39 @@ static rt_call *caller_call(const rt_dealer *d, const rt_session *s, uint64_t re
 }
 
 /* The caller's answer (ERROR or RESULT to its CALL.Request request) to the callee's YIELD or
- * ERROR m (progress: a progressive YIELD) into *reply (NULL if it could not be made);
- * WAMP_ENOMEM when the ppt_* details could not be copied. */
+ * ERROR m (progress: a progressive YIELD) into *out, its payload m's; WAMP_ENOMEM when the ppt_*
+ * details could not be copied (*out is not initialized then). */
 static wamp_err answer_reply(const wamp_msg *m, uint64_t request, bool is_error, bool progress,
-                             json_t **out)
+                             rt_encoded *out)
 {
-    json_t *args = m->args ? json_incref(m->args) : NULL;
-    json_t *kwargs = m->kwargs ? json_incref(m->kwargs) : NULL;
+    rt_payload payload = rt_payload_of(m);
+    json_t *args = json_incref(m->args);
+    json_t *kwargs = json_incref(m->kwargs);
     if (is_error) {
         /* ERROR.Details go along as they are (ppt_* keys included). */
-        *out = wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict), m->uri, args,
-                                  kwargs);
-    } else {
-        /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
-        json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
-        bool ppt = false;
-        if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
-            details = details ? details : json_object();
-            if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
-                json_decref(details);
-                json_decref(args);
-                json_decref(kwargs);
-                return WAMP_ENOMEM;
-            }
+        rt_encoded_init_payload(out,
+                                wamp_msg_new_error(WAMP_MSG_CALL, request, json_incref(m->dict),
+                                                   m->uri, args, kwargs),
+                                &payload);
+        return WAMP_OK;
+    }
+    /* Payload passthru mode: YIELD.Options.ppt_* become RESULT.Details.ppt_*. */
+    json_t *details = progress ? json_pack("{s:b}", "progress", 1) : NULL;
+    bool ppt = false;
+    if (json_object_size(m->dict) > 0 && !wamp_msg_ppt_check(m->dict, &ppt) && ppt) {
+        details = details ? details : json_object();
+        if (details && wamp_msg_ppt_copy(details, m->dict) != 0) {
+            json_decref(details);
+            json_decref(args);
+            json_decref(kwargs);
+            return WAMP_ENOMEM;
         }
-        *out = wamp_msg_new_result(request, details, args, kwargs);
+    }
+    if (args || kwargs) {
+        /* A payload as jansson values (a message parsed from a tree): in the envelope. */
+        rt_encoded_init(out, wamp_msg_new_result(request, details, args, kwargs));
+    } else {
+        rt_encoded_init_fields(out, WAMP_MSG_RESULT, request, 0, details, &payload);
     }
     return WAMP_OK;
 }
@@ -571,15 +582,15 @@ wamp_err rt_dealer_on_answer(rt_dealer *d, rt_session *s, const wamp_msg *m)
         s->rt->stats.answers_dropped++; /* the caller is closing: nowhere to go */
         return WAMP_OK;
     }
-    json_t *reply = NULL;
+    rt_encoded reply;
     if (answer_reply(m, request, is_error, progress, &reply) != WAMP_OK) {
         return WAMP_ENOMEM;
     }
     if (!progress) {
         rt_observers_action_last(&s->rt->observers, s->rt);
     }
-    rt_payload payload = rt_payload_of(m);
-    wamp_err err = rt_session_send_payload(caller, reply, &payload);
+    wamp_err err = rt_session_send_encoded(caller, &reply);
+    rt_encoded_fini(&reply);
     if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
         if (progress) {
             call_remove(d, c); /* the caller is told the call failed: it ends here */

@@ -1,10 +1,10 @@
 /* rt_jalloc.h: the router process's allocator for jansson values, message buffers (wamp_buf)
  * and pending calls (rt_dealer.c): small blocks recycled through per-size free lists.
- * Every message the router handles builds and releases a few jansson values (its envelope, the
- * envelopes it sends) and encodes one or more buffers: about 30 blocks of 16-200 bytes per RPC
- * call. glibc's malloc/free cost
- * ~130 instructions per pair for that pattern (its per-thread cache holds 7 blocks per size);
- * a free list costs a fraction of it. Every block is a plain malloc() block (jansson's
+ * Every message the router sends is encoded into a buffer, a pending call is a block, and while a
+ * trace runs the envelopes become jansson values (the hub reads them): from 3 to about 25
+ * blocks of 16-200 bytes per RPC call. glibc's malloc/free cost ~130 instructions per pair for
+ * that pattern (its per-thread cache holds 7 blocks per size); a free list costs a fraction of
+ * it. Every block is a plain malloc() block (jansson's
  * json_dumps() strings are released with free() by their users, and may be), so a block's size
  * class is read back with malloc_usable_size(). Blocks up to RT_JALLOC_MAX_SMALL bytes are
  * allocated at their class's full size (classes of 16 bytes, malloc's own granularity) and,

@@ -26,6 +26,7 @@
 #include "rt_wirelog.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
+#include "wamp_rd.h"
 #include "wamp_uri.h"
 #include "wamp_wr.h"
 
@@ -121,25 +122,72 @@ void rt_encoded_init_payload(rt_encoded *e, json_t *msg_take, const rt_payload *
     }
 }
 
+void rt_encoded_init_fields(rt_encoded *e, wamp_msg_type type, uint64_t id, uint64_t id2,
+                            json_t *dict_take, const rt_payload *p)
+{
+    memset(e, 0, sizeof(*e));
+    e->fields = true;
+    e->type = (int)type;
+    e->id[0] = id;
+    e->id[1] = id2;
+    e->dict = dict_take;
+    if (p && p->ser) {
+        e->payload = *p;
+        e->payload.own = NULL; /* a view: the caller keeps p alive */
+    }
+}
+
+/* Opens the message's list, extra elements more than the envelope's, and writes the
+ * envelope's elements (the caller writes the extra ones and closes the list). */
+static void encode_envelope(wamp_wr *w, const rt_encoded *e, size_t extra)
+{
+    if (!e->fields) {
+        size_t n = json_array_size(e->msg);
+        wamp_wr_array(w, n + extra);
+        for (size_t i = 0; i < n; i++) {
+            wamp_wr_json(w, json_array_get(e->msg, i));
+        }
+        return;
+    }
+    /* Ids are at most 2^53 (wamp_id.h): written as the codecs write a jansson integer. */
+    size_t n_ids = e->id[1] ? 2 : 1;
+    wamp_wr_array(w, 2 + n_ids + extra);
+    wamp_wr_int(w, e->type);
+    for (size_t i = 0; i < n_ids; i++) {
+        wamp_wr_int(w, (int64_t)e->id[i]);
+    }
+    if (e->dict) {
+        wamp_wr_json(w, e->dict);
+    } else {
+        wamp_wr_map(w, 0);
+        wamp_wr_end(w);
+    }
+}
+
 wamp_err rt_encoded_encode(rt_encoded *e, wamp_ser ser)
 {
     if (e->buf[ser]) {
         return WAMP_OK;
     }
     const rt_payload *p = &e->payload;
-    if (!p->ser) {
+    if (!p->ser && !e->fields) {
         return wamp_codec_encode(ser, e->msg, &e->buf[ser]);
     }
+    if (e->fields && !e->dict && (!p->ser || p->ser == ser)) {
+        /* The common case (no Details, the payload in the receiver's serializer): the bytes are
+         * put together without a writer where the serializer allows (JSON, MessagePack). */
+        wamp_err err = wamp_wr_ids_message((int)ser, e->type, e->id[0], e->id[1], p->args.p,
+                                           p->args.len, p->kwargs.p, p->kwargs.len, &e->buf[ser]);
+        if (err != WAMP_EINVAL) {
+            return err;
+        }
+    }
     /* The envelope, then the payload: ArgumentsKw needs Arguments before it ([] if absent). */
-    size_t n = json_array_size(e->msg);
     bool has_kw = p->kwargs.len > 0;
     bool has_args = p->args.len > 0 || has_kw;
     wamp_wr w;
     wamp_wr_init(&w, (int)ser, p->args.len + p->kwargs.len + 64, 0);
-    wamp_wr_array(&w, n + has_args + has_kw);
-    for (size_t i = 0; i < n; i++) {
-        wamp_wr_json(&w, json_array_get(e->msg, i));
-    }
+    encode_envelope(&w, e, (size_t)has_args + has_kw);
     if (p->args.len) {
         wamp_wr_transcode(&w, (int)p->ser, p->args.p, p->args.len);
     } else if (has_args) {
@@ -162,14 +210,42 @@ void rt_encoded_fini(rt_encoded *e)
     }
     json_decref(e->msg);
     e->msg = NULL;
+    json_decref(e->dict);
+    e->dict = NULL;
+}
+
+/* A message the router could not encode (or a closed session's, not encoded for it) is recorded
+ * from its envelope as a jansson list (trace_input.msg), which the hub encodes: for an envelope
+ * given by its fields, one is made from them (once per rt_encoded, and only then). A message
+ * with wire bytes needs none (the hub reads those bytes). On allocation failure msg stays NULL:
+ * the record then keeps no bytes. */
+static void envelope_list(rt_encoded *e)
+{
+    if (!e->fields || e->msg) {
+        return;
+    }
+    json_t *a = json_array();
+    bool ok = a && json_array_append_new(a, wamp_msg_code_value(e->type)) == 0;
+    for (size_t i = 0; ok && i < 2 && e->id[i]; i++) {
+        ok = json_array_append_new(a, json_integer((json_int_t)e->id[i])) == 0;
+    }
+    /* json_array_append_new() consumes the value even when it fails. */
+    if (!ok || json_array_append_new(a, e->dict ? json_incref(e->dict) : wamp_rd_empty_map())) {
+        json_decref(a);
+        a = NULL;
+    }
+    e->msg = a;
 }
 
 /* Records a message for s while a trace runs (the one branch when none does): a fan-out's
  * next receiver inline (rt_trace_fast.h), anything else in rt_trace.c. */
-static void trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const char *drop)
+static void trace_tx(rt_session *s, rt_encoded *e, const wamp_buf *wire, const char *drop)
 {
     if (trace_hub_is_active(s->rt->hub) &&
         (s->rt->pend.s || e->type != WAMP_MSG_EVENT || !rt_trace_tx_repeat(s, wire, drop))) {
+        if (!wire) {
+            envelope_list(e); /* nothing was encoded: the hub encodes the list, if it can */
+        }
         rt_trace_tx(s, e, wire, drop);
     }
 }
@@ -260,15 +336,17 @@ static void make_room(rt_session *s, size_t len)
 
 wamp_err rt_session_send_encoded(rt_session *s, rt_encoded *e)
 {
-    if (!e->msg) {
+    if (!e->msg && !e->fields) {
         return WAMP_ENOMEM;
     }
     if (s->state == RT_SESSION_CLOSED) {
-        /* A traced record keeps the message's bytes: with a payload, msg is only its envelope. */
-        if (e->payload.ser && trace_hub_is_active(s->rt->hub)) {
+        /* A traced record keeps the message's bytes: with a payload msg is only its envelope,
+         * and an envelope given by its fields has no msg. */
+        bool bytes = e->payload.ser || e->fields;
+        if (bytes && trace_hub_is_active(s->rt->hub)) {
             (void)rt_encoded_encode(e, s->ser);
         }
-        trace_tx(s, e, e->payload.ser ? e->buf[s->ser] : NULL, "session_closed");
+        trace_tx(s, e, bytes ? e->buf[s->ser] : NULL, "session_closed");
         return WAMP_OK;
     }
     wamp_err err = rt_session_encode_for(s, e);
@@ -328,6 +406,16 @@ wamp_err rt_session_send_payload(rt_session *s, json_t *head_take, const rt_payl
 {
     rt_encoded e;
     rt_encoded_init_payload(&e, head_take, p);
+    wamp_err err = rt_session_send_encoded(s, &e);
+    rt_encoded_fini(&e);
+    return err;
+}
+
+wamp_err rt_session_send_fields(rt_session *s, wamp_msg_type type, uint64_t id, uint64_t id2,
+                                json_t *dict_take, const rt_payload *p)
+{
+    rt_encoded e;
+    rt_encoded_init_fields(&e, type, id, id2, dict_take, p);
     wamp_err err = rt_session_send_encoded(s, &e);
     rt_encoded_fini(&e);
     return err;

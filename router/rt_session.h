@@ -81,22 +81,33 @@ wamp_err rt_payload_dup(const rt_payload *p, rt_payload *out);
 /* Drops the owned copy (NULL-safe, idempotent) and zeroes *p. */
 void rt_payload_fini(rt_payload *p);
 
-/* A message to send to several sessions, encoded at most once per serializer. msg is owned
- * (one reference); buf[ser] is filled on first use and shared by every receiving queue. With a
- * payload, msg is the envelope and the payload's Arguments/ArgumentsKw follow it on the wire:
- * copied as they are for a receiver with the payload's serializer, transcoded exactly
- * (wamp_wr_transcode()) for the others. */
+/* A message to send to several sessions, encoded at most once per serializer. Its envelope is
+ * either msg, a jansson list (one reference, owned), or given by its fields (msg NULL:
+ * rt_encoded_init_fields()): [type, id, id2 (when not 0), dict], written straight to each
+ * serializer's bytes without a list being built (one is made, into msg, only while a trace
+ * records the message: the hub reads envelopes as lists). buf[ser] is filled on first use and
+ * shared by every receiving queue. With a payload, the payload's Arguments/ArgumentsKw follow the
+ * envelope on the wire: copied as they are for a receiver with the payload's serializer, transcoded
+ * exactly (wamp_wr_transcode()) for the others. */
 typedef struct rt_encoded {
     json_t *msg;
+    uint64_t id[2];     /* fields: the ids after the code (id[1] 0: absent) */
+    json_t *dict;       /* fields: Details/Options (owned; NULL: {}) */
+    bool fields;        /* the envelope is the fields above */
     rt_payload payload; /* borrowed view: must outlive the sends (rt_encoded_fini() leaves it) */
     wamp_buf *buf[WAMP_SER_COUNT];
-    int type; /* msg's WAMP code, read once at init (0 if msg is NULL) */
+    int type; /* the WAMP code: msg's, read once at init (0 if msg is NULL), or the fields' */
 } rt_encoded;
 
 /* Takes msg_take into a new rt_encoded (msg NULL is allowed: the caller checks for OOM). */
 void rt_encoded_init(rt_encoded *e, json_t *msg_take);
 /* Takes msg_take (an envelope) with payload p (borrowed; NULL or ser 0: none). */
 void rt_encoded_init_payload(rt_encoded *e, json_t *msg_take, const rt_payload *p);
+/* The envelope [type, id, id2, dict] by its fields (id2 0: [type, id, dict]), for the messages
+ * whose envelope is ids and a dict (EVENT, RESULT, INVOCATION); takes dict_take (NULL: {});
+ * payload p as for rt_encoded_init_payload(). Cannot fail. */
+void rt_encoded_init_fields(rt_encoded *e, wamp_msg_type type, uint64_t id, uint64_t id2,
+                            json_t *dict_take, const rt_payload *p);
 void rt_encoded_fini(rt_encoded *e);
 /* Encodes e for ser unless done already. WAMP_ENOMEM, WAMP_EINVAL (not encodable). */
 wamp_err rt_encoded_encode(rt_encoded *e, wamp_ser ser);
@@ -117,6 +128,10 @@ wamp_err rt_session_send_with_tail(rt_session *s, json_t *head_take, const wamp_
 wamp_err rt_session_send(rt_session *s, json_t *msg_take);
 /* rt_session_send() of the envelope head_take followed by payload p (borrowed). */
 wamp_err rt_session_send_payload(rt_session *s, json_t *head_take, const rt_payload *p);
+/* rt_session_send_payload() of the envelope [type, id, id2, dict] (rt_encoded_init_fields(): takes
+ * dict_take) followed by payload p (borrowed; NULL: none). */
+wamp_err rt_session_send_fields(rt_session *s, wamp_msg_type type, uint64_t id, uint64_t id2,
+                                json_t *dict_take, const rt_payload *p);
 /* Sends ERROR for request (req_type, request) with uri and an optional one-line message as
  * args[0]. */
 wamp_err rt_session_send_error(rt_session *s, wamp_msg_type req_type, uint64_t request,

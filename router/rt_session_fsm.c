@@ -595,6 +595,18 @@ wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
     return err;
 }
 
+/* The received message into *m (why: what is wrong with it), logged and traced. */
+static wamp_err decode_rx(rt_session *s, const void *data, size_t len, wamp_msg *m, char *why,
+                          size_t why_len)
+{
+    wamp_err err = wamp_msg_parse_bytes_fields(s->ser, data, len, m, why, why_len);
+    rt_wirelog_rx(s, err == WAMP_OK ? (int)m->type : 0, len);
+    if (trace_hub_is_active(s->rt->hub)) {
+        rt_trace_rx(s, err == WAMP_OK ? m : NULL, data, len);
+    }
+    return err;
+}
+
 static wamp_err on_message(rt_session *s, const void *data, size_t len)
 {
     rt_router *rt = s->rt;
@@ -606,11 +618,7 @@ static wamp_err on_message(rt_session *s, const void *data, size_t len)
 
     wamp_msg m;
     char why[WAMP_WHY_LEN];
-    wamp_err err = wamp_codec_decode_msg(s->ser, data, len, &m, why, sizeof(why));
-    rt_wirelog_rx(s, err == WAMP_OK ? (int)m.type : 0, len);
-    if (trace_hub_is_active(rt->hub)) {
-        rt_trace_rx(s, err == WAMP_OK ? &m : NULL, data, len);
-    }
+    wamp_err err = decode_rx(s, data, len, &m, why, sizeof(why));
     if (err == WAMP_ENOMEM) {
         return err;
     }

@@ -273,6 +273,9 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
         record_fast(s, TRACE_RX, WAMP_MSG_PUBLISH, p.data, p.len, NULL, NULL, NULL, true, last)) {
         return;
     }
+    if (!p.m->root) {
+        (void)wamp_msg_make_root(p.m); /* as rx_general(): the general path reads the list */
+    }
     /* The hub's hits are still the PUBLISH's unless something was matched since (the usual case,
      * its first EVENT, matches after this): then matched again. */
     trace_ctx c;
@@ -543,10 +546,16 @@ static bool rx_action(rt_router *rt, rt_session *s, const wamp_msg *m)
 /* rt_trace_rx() for a message the fast path leaves (trace_hub_record_fast()), or while it does not
  * serve: matched against every trace. Out of line and cold: the flight recorder alone never
  * comes here, and its path stays small in the instruction cache. */
-static __attribute__((noinline, cold)) void rx_general(rt_session *s, const wamp_msg *m,
-                                                       const void *data, size_t len, bool anchor)
+static __attribute__((noinline, cold)) void rx_general(rt_session *s, wamp_msg *m, const void *data,
+                                                       size_t len, bool anchor)
 {
     rt_router *rt = s->rt;
+    if (m && !m->root) {
+        /* The general path reads the envelope as a list (trace_input.msg: redaction, an action's
+         * error URI, the payload strip), which the receive path does not make. Without memory
+         * the record is made from the bytes alone (the hub decodes them where it must). */
+        (void)wamp_msg_make_root(m);
+    }
     trace_ctx c;
     fill_ctx(s, TRACE_RX, m ? (int)m->type : 0, &c);
     c.correlation_is_anchor = anchor;
@@ -566,7 +575,7 @@ static __attribute__((noinline, cold)) void rx_general(rt_session *s, const wamp
     record_rx(s, &c, m, data, len, false);
 }
 
-void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len)
+void rt_trace_rx(rt_session *s, wamp_msg *m, const void *data, size_t len)
 {
     rt_router *rt = s->rt;
     bool anchor = rx_action(rt, s, m);

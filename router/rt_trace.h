@@ -70,7 +70,7 @@ void rt_trace_clock_init(rt_trace_clock *c, bool own_clock);
  * message being handled; s is NULL when nothing waits. */
 typedef struct rt_trace_pending {
     rt_session *s;
-    const wamp_msg *m;
+    wamp_msg *m;
     const void *data;
     size_t len;
     uint64_t match_gen; /* the hub's match of it (trace_hub_match_gen()) */
@@ -94,8 +94,10 @@ typedef struct rt_trace_routing {
  * call, resumed, stashed) and tracing keeps the current action (rt->cur) from it, listening only
  * while a trace runs. Called once by rt_router_new() after the hub is made. WAMP_ENOMEM. */
 wamp_err rt_trace_attach(rt_router *rt);
-/* Records a received message (m NULL: undecodable) and opens its action. */
-void rt_trace_rx(rt_session *s, const wamp_msg *m, const void *data, size_t len);
+/* Records a received message (m NULL: undecodable) and opens its action. m is parsed into fields
+ * (no list: wamp_msg_parse_bytes_fields()); the general capture path makes its list
+ * (wamp_msg_make_root()), the fast path needs none. */
+void rt_trace_rx(rt_session *s, wamp_msg *m, const void *data, size_t len);
 /* Records a message sent to s (wire NULL: dropped before encoding) with drop reason or NULL.
  * When no PUBLISH waits (rt_trace_pending), the caller has tried rt_trace_tx_repeat()
  * (rt_trace_fast.h) first. */

@@ -4,6 +4,7 @@
 #include "wamp_msg.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -381,6 +382,277 @@ fail:
     return err == WAMP_ENOMEM ? err : WAMP_EPROTO;
 }
 
+/* Element (after the code) of a message of type spec read as a scalar token into its field of
+ * *out; false when it is not what the field must be. */
+static bool field_token(enum field_kind kind, const wamp_tok *t, wamp_msg *out)
+{
+    switch (kind) {
+    case FK_ID:
+    case FK_ID2:
+        if (t->kind != WAMP_TOK_INT || t->i < 1 || (uint64_t)t->i > WAMP_ID_MAX) {
+            return false;
+        }
+        *(kind == FK_ID ? &out->id : &out->id2) = (uint64_t)t->i;
+        return true;
+    case FK_REQTYPE:
+        if (t->kind != WAMP_TOK_INT || !spec_of(t->i)) {
+            return false;
+        }
+        out->req_type = (wamp_msg_type)t->i;
+        return true;
+    case FK_URI:
+        /* Copied: the token is borrowed from the reader. Longer ones take the full parse. */
+        if (t->kind != WAMP_TOK_STR || t->len >= sizeof(out->uri_buf) ||
+            memchr(t->p, '\0', t->len)) {
+            return false;
+        }
+        memcpy(out->uri_buf, t->p, t->len);
+        out->uri_buf[t->len] = '\0';
+        out->uri = out->uri_buf;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Element n (after the code) of a message of type spec into *out; false when it is not what
+ * the message must hold there (or the reader failed). */
+static bool field_read(wamp_rd *r, const struct msg_spec *spec, size_t n, wamp_msg *out)
+{
+    enum field_kind kind = spec->kind[n - 1];
+    if (kind == FK_ARGS || kind == FK_KWARGS) {
+        wamp_slice *raw = kind == FK_ARGS ? &out->args_raw : &out->kwargs_raw;
+        wamp_tok_kind k;
+        return wamp_rd_skip(r, &raw->p, &raw->len, &k) == WAMP_OK &&
+               k == (kind == FK_ARGS ? WAMP_TOK_ARRAY : WAMP_TOK_MAP);
+    }
+    if (kind == FK_DICT) {
+        json_t *v = NULL;
+        if (wamp_rd_json(r, &v) != WAMP_OK || !json_is_object(v)) {
+            json_decref(v);
+            return false;
+        }
+        out->dict = v;
+        return true;
+    }
+    wamp_tok t;
+    return wamp_rd_next(r, &t) == WAMP_OK && field_token(kind, &t, out);
+}
+
+/* A MessagePack integer in [0, 2^64 - 1] in its unsigned forms at *p (before end), *p moved
+ * past it; false for anything else. */
+static bool mp_uint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    const unsigned char *q = *p;
+    if (q >= end) {
+        return false;
+    }
+    unsigned char tag = *q++;
+    if (tag <= 0x7f) {
+        *v = tag;
+        *p = q;
+        return true;
+    }
+    size_t len = (size_t)1 << ((tag - 0xcc) & 3);
+    if (tag < 0xcc || tag > 0xcf || (size_t)(end - q) < len) {
+        return false;
+    }
+    uint64_t x = 0;
+    for (size_t i = 0; i < len; i++) {
+        x = x << 8 | q[i];
+    }
+    *v = x;
+    *p = q + len;
+    return true;
+}
+
+/* One element of the envelope (not the payload) of a MessagePack message in the forms clients
+ * write (unsigned integers, a string of up to 255 bytes, the empty map) at *p, *p moved past it;
+ * false for anything else (the reader then takes it). */
+static bool mp_field(enum field_kind kind, const unsigned char **p, const unsigned char *end,
+                     wamp_msg *out)
+{
+    uint64_t v;
+    const unsigned char *q = *p;
+    if (kind == FK_ID || kind == FK_ID2) {
+        if (!mp_uint(p, end, &v) || v < 1 || v > WAMP_ID_MAX) {
+            return false;
+        }
+        *(kind == FK_ID ? &out->id : &out->id2) = v;
+        return true;
+    }
+    if (kind == FK_REQTYPE) {
+        if (!mp_uint(p, end, &v) || v > WAMP_MSG_TYPE_MAX || !spec_of((long long)v)) {
+            return false;
+        }
+        out->req_type = (wamp_msg_type)v;
+        return true;
+    }
+    if (kind == FK_DICT) {
+        if (q >= end || *q != 0x80) {
+            return false;
+        }
+        *p = q + 1;
+        out->dict = wamp_rd_empty_map(); /* never modified (wamp_msg.h) */
+        return out->dict != NULL;
+    }
+    if (kind != FK_URI || q >= end) {
+        return false;
+    }
+    size_t len;
+    if ((*q & 0xe0) == 0xa0) {
+        len = *q++ & 0x1fu;
+    } else if (*q == 0xd9 && end - q >= 2) {
+        len = q[1];
+        q += 2;
+    } else {
+        return false;
+    }
+    if ((size_t)(end - q) < len || len >= sizeof(out->uri_buf) || memchr(q, '\0', len) ||
+        !wamp_utf8_valid(q, len)) {
+        return false;
+    }
+    memcpy(out->uri_buf, q, len);
+    out->uri_buf[len] = '\0';
+    out->uri = out->uri_buf;
+    *p = q + len;
+    return true;
+}
+
+/* parse_fields() of MessagePack: the envelope read from the bytes themselves (the token reader
+ * costs more than the few forms it holds), the payload through the reader, started inside the
+ * message's array. false for anything else (what it set in out is the caller's to release). */
+static bool mp_envelope(const unsigned char *d, size_t len, wamp_msg *out)
+{
+    if (len < 2 || (d[0] & 0xf0) != 0x90 || d[1] > 0x7f) {
+        return false;
+    }
+    const unsigned char *p = d + 2, *end = d + len;
+    size_t count = d[0] & 0x0fu;
+    const struct msg_spec *spec = spec_of(d[1]);
+    if (!spec || count < spec->min || count > spec->max) {
+        return false;
+    }
+    out->type = (wamp_msg_type)d[1];
+    size_t n = 1;
+    for (; n < count && spec->kind[n - 1] != FK_ARGS && spec->kind[n - 1] != FK_KWARGS; n++) {
+        if (!mp_field(spec->kind[n - 1], &p, end, out)) {
+            return false;
+        }
+    }
+    if (n == count) {
+        return p == end;
+    }
+    wamp_rd r;
+    wamp_tok t;
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, d, len, (size_t)(p - d), count - n);
+    bool ok = true;
+    for (; ok && n < count; n++) {
+        ok = field_read(&r, spec, n, out);
+    }
+    ok = ok && wamp_rd_next(&r, &t) == WAMP_OK && wamp_rd_done(&r);
+    wamp_rd_fini(&r);
+    return ok;
+}
+
+/* wamp_msg_parse_bytes_fields() of a well-formed message whose every element is what its type
+ * requires: the envelope read into out's fields, no list. false for anything else (out zeroed,
+ * nothing held): the full parse then reads it and says what is wrong. */
+static bool parse_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out)
+{
+    memset(out, 0, offsetof(wamp_msg, uri_buf));
+    if (ser == WAMP_SER_MSGPACK) {
+        if (mp_envelope(data, len, out)) {
+            out->ser = ser;
+            return true;
+        }
+        json_decref(out->dict);
+        memset(out, 0, offsetof(wamp_msg, uri_buf));
+    }
+    wamp_rd r;
+    wamp_tok t;
+    const struct msg_spec *spec = NULL;
+    size_t n = 0;
+    wamp_rd_init_one_pass(&r, ser, data, len);
+    r.share_empty_map = true; /* the envelope's {}: never modified (wamp_msg.h) */
+    bool ok = wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_ARRAY && !wamp_rd_at_end(&r) &&
+              wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_INT &&
+              (spec = spec_of(t.i)) != NULL;
+    for (n = 1; ok && !wamp_rd_at_end(&r); n++) {
+        ok = n < spec->max && field_read(&r, spec, n, out);
+    }
+    ok = ok && n >= spec->min && wamp_rd_next(&r, &t) == WAMP_OK && wamp_rd_done(&r);
+    wamp_rd_fini(&r);
+    if (!ok) {
+        json_decref(out->dict);
+        memset(out, 0, offsetof(wamp_msg, uri_buf));
+        return false;
+    }
+    out->type = (wamp_msg_type)(spec - msg_specs);
+    out->ser = ser;
+    return true;
+}
+
+wamp_err wamp_msg_parse_bytes_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out,
+                                     char *why, size_t why_len)
+{
+    if (parse_fields(ser, data, len, out)) {
+        return WAMP_OK;
+    }
+    return wamp_msg_parse_bytes(ser, data, len, out, why, why_len);
+}
+
+json_t *wamp_msg_code_value(int type)
+{
+    static json_t *codes[WAMP_MSG_TYPE_MAX + 1];
+    if (!spec_of(type)) {
+        return NULL;
+    }
+    if (!codes[type]) {
+        codes[type] = json_integer(type);
+    }
+    return json_incref(codes[type]);
+}
+
+wamp_err wamp_msg_make_root(wamp_msg *m)
+{
+    if (m->root) {
+        return WAMP_OK;
+    }
+    const struct msg_spec *spec = spec_of(m->type);
+    json_t *a = json_array();
+    bool ok = a && spec && json_array_append_new(a, wamp_msg_code_value((int)m->type)) == 0;
+    json_t *dict = m->dict; /* m's reference: the list takes it */
+    for (size_t i = 0; ok && i < MSG_MAX_FIELDS; i++) {
+        json_t *v = NULL;
+        enum field_kind kind = spec->kind[i];
+        if (kind == FK_ID || kind == FK_ID2) {
+            v = json_integer((json_int_t)(kind == FK_ID ? m->id : m->id2));
+        } else if (kind == FK_REQTYPE) {
+            v = json_integer(m->req_type);
+        } else if (kind == FK_URI) {
+            /* UTF-8 without NUL bytes: the reader and parse_fields() checked it. */
+            v = json_stringn_nocheck(m->uri, strlen(m->uri));
+        } else if (kind == FK_DICT && dict) {
+            v = dict;
+            dict = NULL;
+        } else {
+            break; /* the payload, or an absent optional dict: the envelope ends */
+        }
+        /* json_array_append_new() consumes v, even when it fails (v NULL included). */
+        ok = json_array_append_new(a, v) == 0;
+    }
+    if (!ok) {
+        json_decref(a);
+        if (!dict) {
+            m->dict = NULL; /* its reference went with the list */
+        }
+        return WAMP_ENOMEM;
+    }
+    m->root = a;
+    return WAMP_OK;
+}
+
 wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len)
 {
     if (m->args || m->kwargs || !m->ser) {
@@ -463,8 +735,11 @@ void wamp_msg_fini(wamp_msg *m)
         json_decref(m->args);
         json_decref(m->kwargs);
     }
+    if (!m->root) {
+        json_decref(m->dict); /* parsed into fields: m's own reference */
+    }
     json_decref(m->root);
-    memset(m, 0, sizeof(*m));
+    memset(m, 0, offsetof(wamp_msg, uri_buf));
 }
 
 /* Builders. Every item handed to msg_build() is owned by it: items are appended in order and

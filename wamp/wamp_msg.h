@@ -8,7 +8,11 @@
  * it was sent. Those slices are borrowed from the input and valid only as long as it is; what
  * must outlive it copies them. wamp_msg_decode_payload() builds jansson values of the payload
  * for the few consumers that look inside (the router's own procedures). Every other pointer is
- * borrowed from the envelope and valid until wamp_msg_fini(). Service thread only. */
+ * borrowed from the envelope and valid until wamp_msg_fini().
+ * A message parsed into fields (wamp_msg_parse_bytes_fields(), the router's receive path) has no
+ * list: root is NULL, the ids and code are in their fields, the URI is copied into uri_buf and
+ * dict is m's own reference, until wamp_msg_make_root() makes the list for a consumer that reads
+ * one (a trace). Service thread only. */
 #ifndef WAMP_MSG_H
 #define WAMP_MSG_H
 
@@ -55,14 +59,18 @@ typedef struct wamp_slice {
     size_t len;
 } wamp_slice;
 
+/* URIs up to this many bytes (the NUL included) are kept in a message parsed into fields. */
+#define WAMP_MSG_URI_INLINE 128
+
 typedef struct wamp_msg {
-    json_t *root; /* owned: the message array (parsed from bytes: without the payload) */
+    json_t *root; /* owned: the message array (parsed from bytes: without the payload); NULL
+                   * when parsed into fields (until wamp_msg_make_root()) */
     wamp_msg_type type;
     wamp_msg_type req_type; /* ERROR only: type of the request it answers */
     uint64_t id;
     uint64_t id2;
     const char *uri; /* NUL-terminated; URIs are checked for NUL bytes by wamp_msg_parse */
-    json_t *dict;
+    json_t *dict;    /* borrowed from root; without root, m's own reference */
     /* Parsed from a jansson tree: borrowed from root. Parsed from bytes: NULL until
      * wamp_msg_decode_payload(), then owned by m. */
     json_t *args;
@@ -71,6 +79,7 @@ typedef struct wamp_msg {
     wamp_slice args_raw;   /* parsed from bytes: Arguments as received (borrowed) */
     wamp_slice kwargs_raw; /* parsed from bytes: ArgumentsKw as received (borrowed) */
     bool payload_owned;    /* args/kwargs were built by wamp_msg_decode_payload() */
+    char uri_buf[WAMP_MSG_URI_INLINE]; /* parsed into fields: the URI (last: not cleared) */
 } wamp_msg;
 
 /* Diagnostic text for a rejected message, for the log and for ABORT/ERROR args. */
@@ -96,6 +105,23 @@ wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len);
  * WAMP_ENOMEM. *out is zeroed after failure. */
 wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
                               size_t why_len);
+
+/* wamp_msg_parse_bytes() without the envelope's list, for the receive path: a message whose
+ * every element is what its type requires and whose URI is shorter than WAMP_MSG_URI_INLINE is
+ * read into out's fields (out->root NULL; see above), with no jansson value made but a non-empty
+ * dict; anything else goes through wamp_msg_parse_bytes() (same checks, same errors; out->root
+ * is then set). out may not be copied (uri may point into it). */
+wamp_err wamp_msg_parse_bytes_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out,
+                                     char *why, size_t why_len);
+/* A new reference to the jansson integer of the known message code type, one per code, shared
+ * by the lists wamp_msg_make_root() makes (and the router's other envelope lists) as
+ * wamp_rd_empty_map() is: never modified, made on first use (service thread), kept for the
+ * process's life. NULL for an unknown code or on allocation failure. */
+json_t *wamp_msg_code_value(int type);
+/* Makes m->root, the envelope's list, from the fields of a message parsed into fields (it takes
+ * m's reference on the dict, which stays valid through the list); a no-op when m has a root.
+ * WAMP_ENOMEM (m->root stays NULL; m->dict may be NULL then). */
+wamp_err wamp_msg_make_root(wamp_msg *m);
 
 /* Builds m->args / m->kwargs (owned by m, released by wamp_msg_fini()) from the payload slices
  * of a message parsed from bytes, for a consumer that needs the values; a no-op (WAMP_OK) when

@@ -161,17 +161,31 @@ void wamp_rd_init_one_pass(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
     r->one_pass = true;
 }
 
+void wamp_rd_init_in_array(wamp_rd *r, wamp_ser ser, const void *p, size_t n, size_t at,
+                           size_t left)
+{
+    wamp_rd_init(r, ser, p, n);
+    r->p = r->tok_start = r->tok_end = r->start + (at < n ? at : n);
+    r->lv[0] = (wamp_rd_level){.left = left, .is_map = false, .key_next = false, .first = false};
+    r->depth = 1;
+}
+
 void wamp_rd_fini(wamp_rd *r)
 {
+    /* Most readers allocated nothing: no call then (a reader per message received). */
     if (r->lv != r->lv_inline) {
         free(r->lv);
     }
     r->lv = r->lv_inline;
     r->lv_cap = WAMP_RD_INLINE_LEVELS;
-    free(r->counts);
+    if (r->counts) {
+        free(r->counts);
+    }
     r->counts = NULL;
     r->counts_cap = r->n_counts = 0;
-    free(r->scratch);
+    if (r->scratch) {
+        free(r->scratch);
+    }
     r->scratch = NULL;
     r->scratch_cap = 0;
 }
@@ -1047,15 +1061,17 @@ static wamp_err mp_skip_rest(wamp_rd *r, unsigned depth)
             r->p++;
             continue;
         }
-        if ((tag & 0xe0) == 0xa0) {
-            size_t len = tag & 0x1f;
-            if (len >= left(r)) {
+        if ((tag & 0xe0) == 0xa0 || tag == 0xd9) {
+            /* fixstr and str8: the head's length octets, then the string. */
+            size_t head = tag == 0xd9 ? 2 : 1;
+            size_t len = tag == 0xd9 ? (left(r) >= 2 ? r->p[1] : SIZE_MAX) : tag & 0x1fu;
+            if (len == SIZE_MAX || len > left(r) - head) {
                 return truncated(r);
             }
-            if (!wamp_utf8_valid(r->p + 1, len)) {
+            if (!wamp_utf8_valid(r->p + head, len)) {
                 return bad(r, "invalid UTF-8 in string at offset %zu", off(r));
             }
-            r->p += 1 + len;
+            r->p += head + len;
             continue;
         }
         t.kind = WAMP_TOK_NULL;
@@ -1098,8 +1114,45 @@ static wamp_err js_skip_rest(wamp_rd *r, unsigned depth)
     return WAMP_OK;
 }
 
+/* wamp_rd_skip() of a MessagePack fixarray or fixmap that is the top-level value or an array's
+ * element (a message's Arguments and ArgumentsKw): its head read here, with bin_token()'s and
+ * container_tok()'s rules, and the rest by mp_skip_rest(). 1 when done (or failed: r->err), 0
+ * when the next value is anything else (nothing read). */
+static int mp_skip_fix(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
+{
+    wamp_rd_level *l = r->depth ? &r->lv[r->depth - 1] : NULL;
+    if (r->err != WAMP_OK || r->done || r->p >= r->end || (*r->p & 0xe0) != 0x80 ||
+        (l && (l->is_map || l->left == 0))) {
+        return 0;
+    }
+    if (l) {
+        l->first = false;
+        l->left--;
+    }
+    const unsigned char *from = r->tok_start = r->p++;
+    bool is_map = *from < 0x90;
+    size_t count = *from & 0x0fu;
+    unsigned depth = r->depth;
+    if (count > left(r) || (is_map && count > left(r) / 2)) {
+        (void)truncated(r);
+        return 1;
+    }
+    if (push(r, is_map, count) != WAMP_OK || mp_skip_rest(r, depth) != WAMP_OK) {
+        return 1;
+    }
+    *p = from;
+    *n = (size_t)(r->tok_end - from);
+    if (kind) {
+        *kind = is_map ? WAMP_TOK_MAP : WAMP_TOK_ARRAY;
+    }
+    return 1;
+}
+
 wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_kind *kind)
 {
+    if (r->ser == WAMP_SER_MSGPACK && mp_skip_fix(r, p, n, kind)) {
+        return r->err;
+    }
     wamp_tok t;
     if (wamp_rd_next(r, &t) != WAMP_OK) {
         return r->err != WAMP_OK ? r->err : WAMP_EINVAL;

@@ -107,6 +107,12 @@ void wamp_rd_init(wamp_rd *r, wamp_ser ser, const void *p, size_t n);
  * reported when the reader reaches it, not at the first wamp_rd_next(). The binary serializers
  * read as with wamp_rd_init(). */
 void wamp_rd_init_one_pass(wamp_rd *r, wamp_ser ser, const void *p, size_t n);
+/* MessagePack or CBOR: as wamp_rd_init() on the one value p[0..n), a definite-length array
+ * whose head and first elements the caller has read itself: reading starts at offset at, inside
+ * that array, with left of its elements still to come (then its END, and no byte after it). The
+ * caller vouches for what lies before at; everything from at on is checked as usual. */
+void wamp_rd_init_in_array(wamp_rd *r, wamp_ser ser, const void *p, size_t n, size_t at,
+                           size_t left);
 /* Frees the scratch space. NULL-safe, idempotent. */
 void wamp_rd_fini(wamp_rd *r);
 

@@ -829,6 +829,96 @@ void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n)
     }
 }
 
+/* --- Whole messages --------------------------------------------------------------------------- */
+
+/* A non-negative integer as mp_i64() and json_digits() write it, at d; returns its length. */
+static size_t ids_int(int ser, uint64_t v, unsigned char *d)
+{
+    if (ser == WAMP_SER_JSON) {
+        unsigned char b[24], *end = b + sizeof(b), *p = end;
+        do {
+            *--p = (unsigned char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        memcpy(d, p, (size_t)(end - p));
+        return (size_t)(end - p);
+    }
+    if (v < 128) {
+        d[0] = (unsigned char)v;
+        return 1;
+    }
+    size_t len = v <= UINT8_MAX ? 1 : v <= UINT16_MAX ? 2 : v <= UINT32_MAX ? 4 : 8;
+    d[0] = len == 1 ? 0xcc : len == 2 ? 0xcd : len == 4 ? 0xce : 0xcf;
+    for (size_t i = 0; i < len; i++) {
+        d[1 + i] = (unsigned char)(v >> (8 * (len - 1 - i)));
+    }
+    return 1 + len;
+}
+
+wamp_err wamp_wr_ids_message(int ser, int code, uint64_t id, uint64_t id2, const void *args,
+                             size_t args_len, const void *kwargs, size_t kwargs_len, wamp_buf **out)
+{
+    *out = NULL;
+    if ((ser != WAMP_SER_JSON && ser != WAMP_SER_MSGPACK) || code < 0) {
+        return WAMP_EINVAL;
+    }
+    bool json = ser == WAMP_SER_JSON;
+    bool has_args = args_len > 0 || kwargs_len > 0;
+    /* The head: at most "[" + 3 integers of 20 digits with their commas + ",{}" + ",[]". */
+    unsigned char head[80];
+    size_t n = 0;
+    uint64_t ints[3] = {(uint64_t)code, id, id2};
+    size_t n_ints = id2 ? 3 : 2;
+    size_t count = n_ints + 1 + has_args + (kwargs_len > 0);
+    head[n++] = json ? '[' : (unsigned char)(0x90 | count); /* at most 6: a fixarray */
+    for (size_t i = 0; i < n_ints; i++) {
+        n += ids_int(ser, ints[i], head + n);
+        if (json) {
+            head[n++] = ',';
+        }
+    }
+    if (json) {
+        memcpy(head + n, "{}", 2);
+        n += 2;
+    } else {
+        head[n++] = 0x80;
+    }
+    if (has_args && args_len == 0) {
+        if (json) {
+            memcpy(head + n, ",[]", 3);
+            n += 3;
+        } else {
+            head[n++] = 0x90;
+        }
+    }
+    wamp_buf *b = wamp_buf_new(n + args_len + kwargs_len + 3);
+    unsigned char *d = b ? wamp_buf_tail(b, n + args_len + kwargs_len + 3) : NULL;
+    if (!d) {
+        wamp_buf_unref(&b);
+        return WAMP_ENOMEM;
+    }
+    unsigned char *p = d;
+    memcpy(p, head, n);
+    p += n;
+    const void *parts[2] = {args, kwargs};
+    size_t lens[2] = {args_len, kwargs_len};
+    for (size_t i = 0; i < 2; i++) {
+        if (lens[i] > 0) {
+            if (json) {
+                *p++ = ',';
+            }
+            memcpy(p, parts[i], lens[i]);
+            p += lens[i];
+        }
+    }
+    if (json) {
+        *p++ = ']';
+    }
+    wamp_buf_commit(b, (size_t)(p - d));
+    *out = b;
+    return WAMP_OK;
+}
+
 /* --- Finish ---------------------------------------------------------------------------------- */
 
 wamp_err wamp_wr_finish_buf(wamp_wr *w, wamp_buf **out)

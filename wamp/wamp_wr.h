@@ -103,6 +103,16 @@ void wamp_wr_raw(wamp_wr *w, const void *p, size_t n);
  * for integers above INT64_MAX). Malformed input makes the writer fail with WAMP_EPROTO. */
 void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n);
 
+/* The messages a router sends most, written without a writer: [code, id, id2 (left out when
+ * 0), {}, Arguments, ArgumentsKw] in ser (WAMP_SER_JSON or WAMP_SER_MSGPACK), with Arguments and
+ * ArgumentsKw given as one encoded value each in that same serializer (the caller vouches for
+ * them; length 0: absent; ArgumentsKw without Arguments is preceded by []). Byte for byte what
+ * the writer (and the codec) would write. Into *out (one reference) or WAMP_ENOMEM; WAMP_EINVAL
+ * for another serializer (nothing written: use the writer). */
+wamp_err wamp_wr_ids_message(int ser, int code, uint64_t id, uint64_t id2, const void *args,
+                             size_t args_len, const void *kwargs, size_t kwargs_len,
+                             wamp_buf **out);
+
 /* The current error (WAMP_OK while none). */
 wamp_err wamp_wr_error(const wamp_wr *w);
 

@@ -25,6 +25,11 @@ void fuzz_round_trip(wamp_ser ser, const json_t *v);
  * (owned: wamp_buf_unref()), or NULL when the transcoder refused it; *err says why (support.c). */
 wamp_buf *fuzz_transcode(wamp_ser from, const void *data, size_t size, wamp_ser to, wamp_err *err);
 
+/* wamp_msg_parse_bytes_fields() of data in ser agrees with wamp_msg_parse_bytes(): the same
+ * result and reason; on success the same fields, and wamp_msg_make_root() the same list. Aborts
+ * otherwise (support.c). */
+void fuzz_parse_fields(wamp_ser ser, const void *data, size_t size);
+
 /* a and b hold the same bytes (both non-NULL). */
 bool fuzz_buf_equal(const wamp_buf *a, const wamp_buf *b);
 

@@ -3,6 +3,7 @@
 
 #include "fuzz.h"
 #include "wamp_codec.h"
+#include "wamp_msg.h"
 #include "wamp_wr.h"
 
 void fuzz_round_trip(wamp_ser ser, const json_t *v)
@@ -36,4 +37,29 @@ bool fuzz_buf_equal(const wamp_buf *a, const wamp_buf *b)
 {
     return wamp_buf_len(a) == wamp_buf_len(b) &&
            memcmp(wamp_buf_cdata(a), wamp_buf_cdata(b), wamp_buf_len(a)) == 0;
+}
+
+void fuzz_parse_fields(wamp_ser ser, const void *data, size_t size)
+{
+    wamp_msg full, lean;
+    char why_full[WAMP_WHY_LEN] = "", why_lean[WAMP_WHY_LEN] = "";
+    wamp_err err = wamp_msg_parse_bytes(ser, data, size, &full, why_full, sizeof(why_full));
+    FUZZ_CHECK(wamp_msg_parse_bytes_fields(ser, data, size, &lean, why_lean, sizeof(why_lean)) ==
+               err);
+    if (err != WAMP_OK) {
+        FUZZ_CHECK(strcmp(why_lean, why_full) == 0 && !lean.root && !lean.dict);
+        return;
+    }
+    FUZZ_CHECK(lean.type == full.type && lean.req_type == full.req_type && lean.id == full.id &&
+               lean.id2 == full.id2 && lean.ser == full.ser);
+    FUZZ_CHECK(lean.uri ? full.uri && strcmp(lean.uri, full.uri) == 0 : !full.uri);
+    FUZZ_CHECK(lean.dict ? json_equal(lean.dict, full.dict) : !full.dict);
+    FUZZ_CHECK(lean.args_raw.p == full.args_raw.p && lean.args_raw.len == full.args_raw.len);
+    FUZZ_CHECK(lean.kwargs_raw.p == full.kwargs_raw.p &&
+               lean.kwargs_raw.len == full.kwargs_raw.len);
+    if (wamp_msg_make_root(&lean) == WAMP_OK) {
+        FUZZ_CHECK(json_equal(lean.root, full.root));
+    }
+    wamp_msg_fini(&lean);
+    wamp_msg_fini(&full);
 }

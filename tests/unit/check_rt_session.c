@@ -6,6 +6,7 @@
 
 #include "fake_transport.h"
 #include "rt_realm.h"
+#include "rt_session.h"
 #include "test_router.h"
 #include "wamp_codec.h"
 
@@ -313,6 +314,85 @@ START_TEST(test_closed_session_ignores_input)
 
 END_TEST
 
+/* The bytes of value v in ser (owned). */
+static wamp_buf *encoded(wamp_ser ser, json_t *v_take)
+{
+    wamp_buf *b = NULL;
+    ck_assert_int_eq(wamp_codec_encode(ser, v_take, &b), WAMP_OK);
+    json_decref(v_take);
+    return b;
+}
+
+/* An envelope given by its fields encodes, in every serializer and whatever payload follows it,
+ * to the very bytes of the same message built as a jansson list. */
+START_TEST(test_fields_envelope_encodes_as_list)
+{
+    wamp_buf *args = encoded(WAMP_SER_MSGPACK, json_pack("[i,s,f]", -3, "x\u00e9", 1.5));
+    wamp_buf *kwargs = encoded(WAMP_SER_MSGPACK, json_pack("{s:b,s:n}", "k", 1, "z"));
+    rt_payload both = {.ser = WAMP_SER_MSGPACK,
+                       .args = {wamp_buf_cdata(args), wamp_buf_len(args)},
+                       .kwargs = {wamp_buf_cdata(kwargs), wamp_buf_len(kwargs)}};
+    rt_payload kw_only = {.ser = WAMP_SER_MSGPACK,
+                          .kwargs = {wamp_buf_cdata(kwargs), wamp_buf_len(kwargs)}};
+    wamp_buf *json_args = encoded(WAMP_SER_JSON, json_pack("[s,i]", "a\"b", 1));
+    rt_payload json_args_only = {.ser = WAMP_SER_JSON,
+                                 .args = {wamp_buf_cdata(json_args), wamp_buf_len(json_args)}};
+    const uint64_t big = (uint64_t)1 << 53;
+    /* Ids of every width either encoding has. */
+    static const uint64_t ids[] = {1,     127,   128,        255,        256,
+                                   65535, 65536, 4294967295, 4294967296, 1000000007};
+    for (wamp_ser ser = WAMP_SER_JSON; ser <= WAMP_SER_CBOR; ser++) {
+        for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+            for (int k = 0; k < 3; k++) {
+                rt_payload *p = k == 0 ? NULL : k == 1 ? &both : &json_args_only;
+                rt_encoded f, l;
+                rt_encoded_init_fields(&f, WAMP_MSG_EVENT, ids[i], ids[(i + 1) % 10], NULL, p);
+                rt_encoded_init_payload(
+                        &l, wamp_msg_new_event(ids[i], ids[(i + 1) % 10], NULL, NULL, NULL), p);
+                ck_assert_int_eq(rt_encoded_encode(&f, ser), WAMP_OK);
+                ck_assert_int_eq(rt_encoded_encode(&l, ser), WAMP_OK);
+                ck_assert_uint_eq(wamp_buf_len(f.buf[ser]), wamp_buf_len(l.buf[ser]));
+                ck_assert_mem_eq(wamp_buf_cdata(f.buf[ser]), wamp_buf_cdata(l.buf[ser]),
+                                 wamp_buf_len(l.buf[ser]));
+                rt_encoded_fini(&f);
+                rt_encoded_fini(&l);
+            }
+        }
+        rt_encoded f[4], l[4];
+        rt_encoded_init_fields(&f[0], WAMP_MSG_INVOCATION, big, 9, NULL, NULL);
+        rt_encoded_init(&l[0], wamp_msg_new_invocation(big, 9, NULL, NULL, NULL));
+        rt_encoded_init_fields(&f[1], WAMP_MSG_EVENT, 7, 300,
+                               json_pack("{s:s,s:i}", "topic", "a.b", "n", 70000), &both);
+        rt_encoded_init_payload(
+                &l[1],
+                wamp_msg_new_event(7, 300, json_pack("{s:s,s:i}", "topic", "a.b", "n", 70000), NULL,
+                                   NULL),
+                &both);
+        rt_encoded_init_fields(&f[2], WAMP_MSG_RESULT, 3, 0, json_pack("{s:b}", "progress", 1),
+                               &kw_only);
+        rt_encoded_init_payload(
+                &l[2], wamp_msg_new_result(3, json_pack("{s:b}", "progress", 1), NULL, NULL),
+                &kw_only);
+        rt_encoded_init_fields(&f[3], WAMP_MSG_RESULT, 3, 0, NULL, &kw_only);
+        rt_encoded_init_payload(&l[3], wamp_msg_new_result(3, NULL, NULL, NULL), &kw_only);
+        for (int i = 0; i < 4; i++) {
+            ck_assert_int_eq(f[i].type, l[i].type);
+            ck_assert_int_eq(rt_encoded_encode(&f[i], ser), WAMP_OK);
+            ck_assert_int_eq(rt_encoded_encode(&l[i], ser), WAMP_OK);
+            ck_assert_uint_eq(wamp_buf_len(f[i].buf[ser]), wamp_buf_len(l[i].buf[ser]));
+            ck_assert_mem_eq(wamp_buf_cdata(f[i].buf[ser]), wamp_buf_cdata(l[i].buf[ser]),
+                             wamp_buf_len(l[i].buf[ser]));
+            rt_encoded_fini(&f[i]);
+            rt_encoded_fini(&l[i]);
+        }
+    }
+    wamp_buf_unref(&args);
+    wamp_buf_unref(&kwargs);
+    wamp_buf_unref(&json_args);
+}
+
+END_TEST
+
 static Suite *rt_session_suite(void)
 {
     Suite *s = suite_create("rt_session");
@@ -334,6 +414,7 @@ static Suite *rt_session_suite(void)
     tcase_add_test(tc, test_shutdown_says_goodbye);
     tcase_add_test(tc, test_shutdown_done_when_no_sessions);
     tcase_add_test(tc, test_closed_session_ignores_input);
+    tcase_add_test(tc, test_fields_envelope_encodes_as_list);
     suite_add_tcase(s, tc);
     return s;
 }

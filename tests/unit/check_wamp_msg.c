@@ -699,6 +699,177 @@ START_TEST(test_builders_oom)
 
 END_TEST
 
+/* ---- parsed into fields ---- */
+
+/* wamp_msg_parse_bytes_fields() of text (JSON) in ser agrees with wamp_msg_parse_bytes(): the
+ * same result and reason, the same fields, and wamp_msg_make_root() the same list. Returns
+ * whether the message was read into fields (no list). */
+static bool bytes_agree(wamp_ser ser, const void *data, size_t len)
+{
+    wamp_msg full, lean;
+    char why_full[WAMP_WHY_LEN] = "", why_lean[WAMP_WHY_LEN] = "";
+    wamp_err err = wamp_msg_parse_bytes(ser, data, len, &full, why_full, sizeof(why_full));
+    memset(&lean, 0x5a, sizeof(lean));
+    ck_assert_int_eq(wamp_msg_parse_bytes_fields(ser, data, len, &lean, why_lean, sizeof(why_lean)),
+                     err);
+    bool as_fields = err == WAMP_OK && lean.root == NULL;
+    if (err != WAMP_OK) {
+        ck_assert_str_eq(why_lean, why_full);
+        ck_assert_ptr_null(lean.root);
+        ck_assert_ptr_null(lean.dict);
+    } else {
+        ck_assert_int_eq(lean.type, full.type);
+        ck_assert_int_eq(lean.req_type, full.req_type);
+        ck_assert_uint_eq(lean.id, full.id);
+        ck_assert_uint_eq(lean.id2, full.id2);
+        ck_assert(lean.uri ? full.uri && strcmp(lean.uri, full.uri) == 0 : !full.uri);
+        ck_assert(lean.dict ? json_equal(lean.dict, full.dict) : !full.dict);
+        ck_assert_int_eq(lean.ser, full.ser);
+        ck_assert_ptr_eq(lean.args_raw.p, full.args_raw.p);
+        ck_assert_uint_eq(lean.args_raw.len, full.args_raw.len);
+        ck_assert_ptr_eq(lean.kwargs_raw.p, full.kwargs_raw.p);
+        ck_assert_uint_eq(lean.kwargs_raw.len, full.kwargs_raw.len);
+        json_t *dict = lean.dict;
+        ck_assert_int_eq(wamp_msg_make_root(&lean), WAMP_OK);
+        ck_assert_int_eq(wamp_msg_make_root(&lean), WAMP_OK); /* a no-op the second time */
+        ck_assert(json_equal(lean.root, full.root));
+        ck_assert_ptr_eq(lean.dict, dict); /* still valid: the list holds it */
+    }
+    wamp_msg_fini(&lean);
+    wamp_msg_fini(&full);
+    return as_fields;
+}
+
+/* bytes_agree() of the message written as JSON text, in ser. */
+static bool fields_agree(const char *text, wamp_ser ser)
+{
+    if (ser == WAMP_SER_JSON) {
+        return bytes_agree(ser, text, strlen(text));
+    }
+    wamp_buf *b = NULL;
+    json_t *v = load(text);
+    ck_assert_int_eq(wamp_codec_encode(ser, v, &b), WAMP_OK);
+    json_decref(v);
+    bool as_fields = bytes_agree(ser, wamp_buf_cdata(b), wamp_buf_len(b));
+    wamp_buf_unref(&b);
+    return as_fields;
+}
+
+/* MessagePack forms the envelope's direct read takes or leaves to the reader: every one reads
+ * as the full parse reads it. */
+START_TEST(test_parse_fields_msgpack_forms)
+{
+    static const struct {
+        unsigned char b[24];
+        size_t len;
+        bool as_fields;
+    } cases[] = {
+            /* [48, 1, {}, "a.b"]; ids as uint8/16/32/64 and as a signed int64 */
+            {{0x94, 0x30, 0x01, 0x80, 0xa3, 'a', '.', 'b'}, 8, true},
+            {{0x94, 0x30, 0xcc, 0x80, 0x80, 0xa3, 'a', '.', 'b'}, 9, true},
+            {{0x94, 0x30, 0xcd, 0x01, 0x00, 0x80, 0xa3, 'a', '.', 'b'}, 10, true},
+            {{0x94, 0x30, 0xce, 0, 1, 0, 0, 0x80, 0xa3, 'a', '.', 'b'}, 12, true},
+            {{0x94, 0x30, 0xcf, 0, 0x20, 0, 0, 0, 0, 0, 0, 0x80, 0xa3, 'a', '.', 'b'}, 16, true},
+            {{0x94, 0x30, 0xcf, 0, 0x20, 0, 0, 0, 0, 0, 1, 0x80, 0xa3, 'a', '.', 'b'}, 16, false},
+            {{0x94, 0x30, 0xd3, 0, 0, 0, 0, 0, 0, 0, 5, 0x80, 0xa3, 'a', '.', 'b'}, 16, true},
+            /* URI as str8, str16; with a NUL; invalid UTF-8; truncated */
+            {{0x94, 0x30, 0x01, 0x80, 0xd9, 3, 'a', '.', 'b'}, 9, true},
+            {{0x94, 0x30, 0x01, 0x80, 0xda, 0, 3, 'a', '.', 'b'}, 10, true},
+            {{0x94, 0x30, 0x01, 0x80, 0xa3, 'a', 0, 'b'}, 8, false},
+            {{0x94, 0x30, 0x01, 0x80, 0xa2, 0xc3, 0x28}, 7, false},
+            {{0x94, 0x30, 0x01, 0x80, 0xa3, 'a', '.'}, 7, false},
+            /* payload: args, args + kwargs, kwargs not a map, trailing byte, array16 head */
+            {{0x95, 0x30, 0x01, 0x80, 0xa1, 'p', 0x92, 0x01, 0xa1, 'x'}, 10, true},
+            {{0x96, 0x30, 0x01, 0x80, 0xa1, 'p', 0x90, 0x81, 0xa1, 'k', 0xc3}, 11, true},
+            {{0x96, 0x30, 0x01, 0x80, 0xa1, 'p', 0x90, 0x91, 0xc3}, 9, false},
+            {{0x95, 0x30, 0x01, 0x80, 0xa1, 'p', 0x90, 0x00}, 8, false},
+            {{0x94, 0x30, 0x01, 0x80, 0xa1, 'p', 0x00}, 7, false},
+            {{0xdc, 0, 4, 0x30, 0x01, 0x80, 0xa1, 'p'}, 8, true},
+            /* Options with a key; ERROR with its request type; a count beyond the input */
+            {{0x94, 0x30, 0x01, 0x81, 0xa1, 'k', 0xc3, 0xa1, 'p'}, 9, true},
+            {{0x95, 0x08, 0x30, 0x01, 0x80, 0xa1, 'e'}, 7, true},
+            {{0x95, 0x08, 0x31, 0x01, 0x80, 0xa1, 'e'}, 7, true},
+            {{0x95, 0x08, 0x07, 0x01, 0x80, 0xa1, 'e'}, 7, false},
+            {{0x97, 0x30, 0x01, 0x80, 0xa1, 'p'}, 6, false},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ck_assert_msg(bytes_agree(WAMP_SER_MSGPACK, cases[i].b, cases[i].len) == cases[i].as_fields,
+                      "case %zu", i);
+    }
+}
+
+END_TEST
+
+START_TEST(test_parse_fields_agrees)
+{
+    for (wamp_ser ser = WAMP_SER_JSON; ser <= WAMP_SER_CBOR; ser++) {
+        for (size_t i = 0; i < sizeof(valid_cases) / sizeof(valid_cases[0]); i++) {
+            /* Every valid message here has a short URI: read into fields. */
+            ck_assert_msg(fields_agree(valid_cases[i].json, ser), "%s", valid_cases[i].json);
+        }
+        for (size_t i = 0; i < sizeof(reject_cases) / sizeof(reject_cases[0]); i++) {
+            (void)fields_agree(reject_cases[i].json, ser);
+        }
+        for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
+            char text[96];
+            snprintf(text, sizeof(text), "[48,%s,{},\"a.b\"]", bad_ids[i]);
+            (void)fields_agree(text, ser);
+        }
+    }
+    /* Malformed bytes and the wrong arity, as the full parse reports them. */
+    ck_assert(!fields_agree("[48,1,{},\"a.b\",[1],{},[]]", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{}]", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{}, \"a.b\"", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{},\"a.b\"] x", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{\"a\":1,\"a\":2},\"a.b\"]", WAMP_SER_JSON));
+    ck_assert(!fields_agree("[48,1,{},\"a\\u0000b\"]", WAMP_SER_JSON));
+}
+
+END_TEST
+
+/* One shared integer per known code, the first element of the lists wamp_msg_make_root()
+ * makes. */
+START_TEST(test_code_values_shared)
+{
+    json_t *call = wamp_msg_code_value(WAMP_MSG_CALL);
+    ck_assert_int_eq(json_integer_value(call), WAMP_MSG_CALL);
+    json_t *again = wamp_msg_code_value(WAMP_MSG_CALL);
+    ck_assert_ptr_eq(again, call);
+    ck_assert_ptr_null(wamp_msg_code_value(7));
+    ck_assert_ptr_null(wamp_msg_code_value(-1));
+    ck_assert_ptr_null(wamp_msg_code_value(WAMP_MSG_TYPE_MAX + 1));
+    static const char text[] = "[48,1,{},\"a.b\"]";
+    wamp_msg m;
+    ck_assert_int_eq(wamp_msg_parse_bytes_fields(WAMP_SER_JSON, text, strlen(text), &m, NULL, 0),
+                     WAMP_OK);
+    ck_assert_int_eq(wamp_msg_make_root(&m), WAMP_OK);
+    ck_assert_ptr_eq(json_array_get(m.root, 0), call);
+    wamp_msg_fini(&m);
+    ck_assert_int_eq(json_integer_value(call), WAMP_MSG_CALL);
+    json_decref(again);
+    json_decref(call);
+}
+
+END_TEST
+
+/* A URI as long as the inline buffer or longer takes the full parse (a list); one byte shorter
+ * is read into fields. */
+START_TEST(test_parse_fields_long_uri)
+{
+    char uri[WAMP_MSG_URI_INLINE + 1];
+    char text[WAMP_MSG_URI_INLINE + 32];
+    for (size_t n = WAMP_MSG_URI_INLINE - 1; n <= WAMP_MSG_URI_INLINE; n++) {
+        memset(uri, 'u', n);
+        uri[n] = '\0';
+        snprintf(text, sizeof(text), "[48,7,{\"x\":[1]},\"%s\",[]]", uri);
+        ck_assert(fields_agree(text, WAMP_SER_JSON) == (n < WAMP_MSG_URI_INLINE));
+        ck_assert(fields_agree(text, WAMP_SER_MSGPACK) == (n < WAMP_MSG_URI_INLINE));
+    }
+}
+
+END_TEST
+
 static Suite *wamp_msg_suite(void)
 {
     Suite *s = suite_create("wamp_msg");
@@ -715,6 +886,10 @@ static Suite *wamp_msg_suite(void)
     tcase_add_test(tc, test_parse_why_exact_and_optional);
     tcase_add_test(tc, test_parse_null_root);
     tcase_add_test(tc, test_parse_success_owns_root);
+    tcase_add_test(tc, test_parse_fields_agrees);
+    tcase_add_test(tc, test_parse_fields_long_uri);
+    tcase_add_test(tc, test_parse_fields_msgpack_forms);
+    tcase_add_test(tc, test_code_values_shared);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("names_builders");

@@ -505,6 +505,109 @@ START_TEST(test_skip_slices)
 
 END_TEST
 
+/* wamp_rd_skip() of a MessagePack container read from its head (a fixarray or fixmap) refuses
+ * what wamp_rd_validate() refuses, every prefix and the nesting limit included, and hands back
+ * the whole value otherwise, top-level or as an array's element. */
+START_TEST(test_mp_skip_fix_agrees)
+{
+    static const unsigned char val[] = {0x93, 0x01, 0x82, 0xa1, 'a', 0x90, 0xa1,
+                                        'b',  0xc3, 0xd9, 3,    'x', 'y',  'z'};
+    for (size_t len = 0; len <= sizeof(val); len++) {
+        wamp_rd r;
+        const unsigned char *p = NULL;
+        size_t n = 0;
+        wamp_err want = wamp_rd_validate(WAMP_SER_MSGPACK, val, len, NULL, 0);
+        wamp_rd_init(&r, WAMP_SER_MSGPACK, val, len);
+        ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), want);
+        ck_assert(want != WAMP_OK || (p == val && n == len && wamp_rd_done(&r)));
+        wamp_rd_fini(&r);
+    }
+    /* A map key that is not a string; invalid UTF-8 inside; as the element of an array. */
+    static const unsigned char bad_key[] = {0x81, 0x01, 0x02};
+    static const unsigned char bad_utf8[] = {0x91, 0xa1, 0xff};
+    static const unsigned char bad_utf8_str8[] = {0x91, 0xd9, 0x01, 0xff};
+    static const unsigned char outer[] = {0x92, 0x91, 0x01, 0x80};
+    wamp_rd r;
+    const unsigned char *p;
+    size_t n;
+    wamp_tok t;
+    wamp_tok_kind kind;
+    wamp_rd_init(&r, WAMP_SER_MSGPACK, bad_key, sizeof(bad_key));
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_EPROTO);
+    wamp_rd_fini(&r);
+    wamp_rd_init(&r, WAMP_SER_MSGPACK, bad_utf8, sizeof(bad_utf8));
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_EPROTO);
+    wamp_rd_fini(&r);
+    wamp_rd_init(&r, WAMP_SER_MSGPACK, bad_utf8_str8, sizeof(bad_utf8_str8));
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_EPROTO);
+    ck_assert_str_eq(wamp_rd_why(&r), "invalid UTF-8 in string at offset 1");
+    wamp_rd_fini(&r);
+    wamp_rd_init(&r, WAMP_SER_MSGPACK, outer, sizeof(outer));
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, &kind), WAMP_OK);
+    ck_assert(p == outer + 1 && n == 2 && kind == WAMP_TOK_ARRAY);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, &kind), WAMP_OK);
+    ck_assert(p == outer + 3 && n == 1 && kind == WAMP_TOK_MAP);
+    ck_assert(wamp_rd_at_end(&r));
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_END && wamp_rd_done(&r));
+    wamp_rd_fini(&r);
+    /* Nesting: at the limit, and one beyond it. */
+    unsigned char deep[WAMP_CODEC_MAX_DEPTH + 2];
+    for (size_t depth = WAMP_CODEC_MAX_DEPTH; depth <= WAMP_CODEC_MAX_DEPTH + 1; depth++) {
+        memset(deep, 0x91, depth);
+        deep[depth] = 0x01;
+        wamp_rd_init(&r, WAMP_SER_MSGPACK, deep, depth + 1);
+        ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL),
+                         wamp_rd_validate(WAMP_SER_MSGPACK, deep, depth + 1, NULL, 0));
+        wamp_rd_fini(&r);
+    }
+}
+
+END_TEST
+
+/* A reader started inside an array reads its remaining elements and END with the usual rules:
+ * a count short of the elements there leaves trailing bytes, one beyond them is truncated. */
+START_TEST(test_init_in_array)
+{
+    /* MessagePack [1, "ab", [2]]: read from the string on, two elements left. */
+    static const unsigned char mp[] = {0x93, 0x01, 0xa2, 'a', 'b', 0x91, 0x02};
+    wamp_rd r;
+    wamp_tok t;
+    const unsigned char *p;
+    size_t n;
+    wamp_tok_kind kind;
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, mp, sizeof(mp), 2, 2);
+    ck_assert(!wamp_rd_at_end(&r));
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_STR && t.len == 2 && memcmp(t.p, "ab", 2) == 0);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, &kind), WAMP_OK);
+    ck_assert(kind == WAMP_TOK_ARRAY && p == mp + 5 && n == 2);
+    ck_assert(wamp_rd_at_end(&r));
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_END && wamp_rd_done(&r));
+    wamp_rd_fini(&r);
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, mp, sizeof(mp), 2, 1);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_OK);
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_EPROTO); /* [2] follows the END */
+    wamp_rd_fini(&r);
+    wamp_rd_init_in_array(&r, WAMP_SER_MSGPACK, mp, sizeof(mp), 2, 3);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_OK);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_OK);
+    ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_EPROTO);
+    wamp_rd_fini(&r);
+    /* CBOR [1, "ab"], from the string on. */
+    static const unsigned char cb[] = {0x82, 0x01, 0x62, 'a', 'b'};
+    wamp_rd_init_in_array(&r, WAMP_SER_CBOR, cb, sizeof(cb), 2, 1);
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_STR && t.len == 2);
+    ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+    ck_assert(t.kind == WAMP_TOK_END && wamp_rd_done(&r));
+    wamp_rd_fini(&r);
+}
+
+END_TEST
+
 /* wamp_codec_decode_value(): uint64 above INT64_MAX is WAMP_ERANGE naming the value; NUL keys
  * and binary come through; CBOR through wamp_codec_decode()/encode() round-trips. */
 START_TEST(test_decode_value)
@@ -1133,6 +1236,8 @@ static Suite *wamp_rd_suite(void)
     tcase_add_loop_test(tc, test_every_prefix_refused, 0, 3);
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
     tcase_add_test(tc, test_skip_slices);
+    tcase_add_test(tc, test_init_in_array);
+    tcase_add_test(tc, test_mp_skip_fix_agrees);
     tcase_add_test(tc, test_skip_one_pass_agrees);
     tcase_add_test(tc, test_mp_envelope_fast_path);
     tcase_add_test(tc, test_decode_value);
