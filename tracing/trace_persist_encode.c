@@ -178,14 +178,39 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, un
     return WAMP_OK;
 }
 
+/* A run's entry that extend_run()'s memo and hint do not find (a peer new to the block, a hint
+ * taken by another address, a code longer than a byte): the table searched, the peer defined
+ * when new (room for it reserved, need bytes besides), the memo at position j set. NULL when out
+ * of memory (nothing written). */
+static unsigned char *put_entry(trace_persist *p, block *b, unsigned char *d, trace_peer *peer,
+                                size_t j, size_t need, bool last)
+{
+    size_t i = table_find(b->peers, b->n_peers, peer, p->peer_hint);
+    if (i == b->n_peers) {
+        p->len = (size_t)(d - p->buf);
+        if (!buf_reserve(p, need + peer_def_max(peer))) {
+            return NULL;
+        }
+        d = p->buf + p->len;
+    }
+    d = put_run_entry(p, b, d, peer, i, last);
+    if (j < RUN_MEMO && i < b->n_peers && i < 0x40u) {
+        b->memo_peer[j] = (uintptr_t)peer + 1;
+        b->memo_code[j] = (uint8_t)(i << 1);
+    }
+    return d;
+}
+
 /* Adds up to max_k repeats to the run written last (p->run_off), or to a new one when there is
- * none, with the seqs first_seq, ... and the peers peers[0..): each one its entry
+ * none, with the seqs first_seq, ... and the peers peers[0..) (receivers pos, pos + 1, ... of
+ * their message, for the block's memo; RUN_MEMO or more: none): each one its entry
  * (peers[last_k]'s with the last bit; SIZE_MAX for none), the frame's length and the run's count
  * updated once. A run never holds a NULL peer: it stops before one. Stops early at a full run
  * or a full buffer (handed over then). Returns how many were added (a new run with none is not
  * written); *err is set when one could not be (out of memory, or the hand-over failed). */
 static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq, uint64_t ts_ns,
-                         trace_peer *const *peers, size_t max_k, size_t last_k, wamp_err *err)
+                         trace_peer *const *peers, size_t pos, size_t max_k, size_t last_k,
+                         wamp_err *err)
 {
     *err = WAMP_OK;
     bool fresh = p->run_off == NO_RUN;
@@ -210,28 +235,34 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
     size_t start = p->len, k = 0;
     unsigned char *d = p->buf + p->len;
     const unsigned char *full = p->buf + TRACE_PERSIST_BUFFER_MAX;
-    for (; k < n && d < full; k++) {
+    for (; k < n && (d < full || !k); k++) { /* one at least: a new run is never empty */
         trace_peer *peer = peers[k];
-        /* The usual entry: a peer its hint finds, whose code is one byte. */
+        size_t j = pos + k;
+        /* The usual entry: the receiver at this position last time (the memo), or a peer its
+         * hint finds; a code of one byte. */
+        if (j < RUN_MEMO && b->memo_peer[j] == (uintptr_t)peer + 1) {
+            *d++ = (unsigned char)(b->memo_code[j] | (k == last_k));
+            continue;
+        }
         uint8_t h = p->peer_hint[hint_slot(peer)];
         if (h < b->n_peers && b->peers[h] == peer && h < 0x40u) {
             *d++ = (unsigned char)((unsigned)h << 1 | (k == last_k));
+            if (j < RUN_MEMO) {
+                b->memo_peer[j] = (uintptr_t)peer + 1;
+                b->memo_code[j] = (uint8_t)(h << 1);
+            }
             continue;
         }
         if (!peer) {
             break;
         }
-        size_t i = table_find(b->peers, b->n_peers, peer, p->peer_hint);
-        if (i == b->n_peers) {
-            p->len = (size_t)(d - p->buf);
-            if (!buf_reserve(p, (n - k) * VAR_MAX + peer_def_max(peer))) {
-                *err = WAMP_ENOMEM;
-                break;
-            }
-            d = p->buf + p->len;
-            full = p->buf + TRACE_PERSIST_BUFFER_MAX;
+        unsigned char *e = put_entry(p, b, d, peer, j, (n - k) * VAR_MAX, k == last_k);
+        if (!e) {
+            *err = WAMP_ENOMEM;
+            break;
         }
-        d = put_run_entry(p, b, d, peer, i, k == last_k);
+        d = e;
+        full = p->buf + TRACE_PERSIST_BUFFER_MAX;
     }
     p->len = (size_t)(d - p->buf);
     if (!k) {
@@ -267,7 +298,7 @@ static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_re
     wamp_err err;
     if (r->peer) {
         /* Adds it, or fails with err (a run always has room for one more). */
-        (void)extend_run(p, s, b, r->seq, r->ts_ns, &r->peer, 1, SIZE_MAX, &err);
+        (void)extend_run(p, s, b, r->seq, r->ts_ns, &r->peer, RUN_MEMO, 1, SIZE_MAX, &err);
         return err;
     }
     if (!buf_reserve(p, HDR_LEN + C_MIN_LEN)) {
@@ -342,7 +373,7 @@ static wamp_err append_run(trace_persist *p, const trace_rec_view *r, trace_peer
             uint64_t in_block = TRACE_PERSIST_INDEX_EVERY - block_pos(s, seq);
             size_t max_k = n - i < in_block ? n - i : (size_t)in_block;
             wamp_err err;
-            size_t k = extend_run(p, s, &p->blk, seq, r->ts_ns, peers + i, max_k,
+            size_t k = extend_run(p, s, &p->blk, seq, r->ts_ns, peers + i, i, max_k,
                                   last ? n - 1 - i : SIZE_MAX, &err);
             if (err != WAMP_OK) {
                 return err;

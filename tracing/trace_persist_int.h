@@ -64,6 +64,8 @@
  * records, each defining at most one of each; both sides stop adding at this size). */
 #define BLOCK_TABLE TRACE_PERSIST_INDEX_EVERY
 #define HINT_SLOTS  256u /* a power of two */
+/* Receivers of a fan-out the writer's block remembers by their position (block.memo_peer). */
+#define RUN_MEMO 64u
 /* Largest body accepted when reading (a bad length must not make us allocate gigabytes). */
 #define BODY_MAX ((uint32_t)256 * 1024 * 1024)
 /* An index file's entry: u64 seq, u64 offset. */
@@ -134,6 +136,14 @@ typedef struct block {
     uint8_t corr[TRACE_UUID_LEN];
     void *peers[BLOCK_TABLE]; /* trace_peer */
     void *uris[BLOCK_TABLE];  /* trace_str */
+    /* The writer's memo of a fan-out's receivers (extend_run()): the peer at position j of the
+     * receivers appended together, + 1 (0: none), and its entry's code in a run (its index in
+     * peers << 1, one byte). A router sends each message of a topic to its subscribers in the
+     * same order, so the next fan-out finds each receiver here with one comparison instead of a
+     * hint lookup. Only peers the table holds (and references) are remembered; cleared with the
+     * block. */
+    uintptr_t memo_peer[RUN_MEMO];
+    uint8_t memo_code[RUN_MEMO];
 } block;
 
 struct trace_persist {
