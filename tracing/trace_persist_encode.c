@@ -50,9 +50,11 @@ static bool buf_reserve(trace_persist *p, size_t need)
  * x's address answers first; a search sets it. */
 static size_t hint_slot(const void *x)
 {
-    uintptr_t a = (uintptr_t)x;
-    return (size_t)((a >> 4) ^ (a >> 12)) & (HINT_SLOTS - 1);
+    /* Fibonacci hashing: the product's top bits depend on every bit of the address. */
+    return (size_t)(((uint64_t)(uintptr_t)x * UINT64_C(0x9e3779b97f4a7c15)) >> 56);
 }
+
+_Static_assert(HINT_SLOTS == 256u && DEF_SLOTS <= HINT_SLOTS, "hint_slot() gives 8 bits");
 
 static size_t table_find(void *const *table, size_t n, const void *x, uint8_t *hints)
 {
@@ -86,16 +88,41 @@ static size_t peer_def_max(const trace_peer *peer)
 }
 
 /* A peer's definition after its index (see put_peer_code()); out of line, once per peer and
- * block. */
+ * block: a copy of the one written last time (p->defs), or written out and kept for the next. */
 static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer)
 {
-    const char *realm = trace_peer_realm(peer);
-    const char *authid = trace_peer_authid(peer);
-    const char *authrole = trace_peer_authrole(peer);
-    d = put_var(d, trace_peer_session_id(peer));
-    d = put_vstr(d, realm, str_len(realm));
-    d = put_vstr(d, authid, str_len(authid));
-    d = put_vstr(d, authrole, str_len(authrole));
+    /* A pair of slots per address: a peer is in either; a new one takes an empty one, else the
+     * first, whose peer moves to the second (the second's goes): the two newest stay. */
+    def_slot *c = &p->defs[hint_slot(peer) & (DEF_SLOTS - 1)];
+    def_slot *c2 = &p->defs[(hint_slot(peer) & (DEF_SLOTS - 1)) ^ 1u];
+    if (c->peer == peer || c2->peer == peer) {
+        c = c->peer == peer ? c : c2;
+        memcpy(d, c->bytes, c->len);
+        d += c->len;
+    } else {
+        unsigned char *def = d;
+        const char *realm = trace_peer_realm(peer);
+        const char *authid = trace_peer_authid(peer);
+        const char *authrole = trace_peer_authrole(peer);
+        d = put_var(d, trace_peer_session_id(peer));
+        d = put_vstr(d, realm, str_len(realm));
+        d = put_vstr(d, authid, str_len(authid));
+        d = put_vstr(d, authrole, str_len(authrole));
+        size_t n = (size_t)(d - def);
+        if (n <= DEF_BYTES) {
+            if (c->peer && !c2->peer) {
+                c = c2;
+            } else if (c->peer) {
+                /* The pair's older one goes, the newer one moves over. */
+                trace_peer_unref(&c2->peer);
+                *c2 = *c;
+                c->peer = NULL;
+            }
+            c->peer = trace_peer_ref(peer);
+            c->len = (uint8_t)n;
+            memcpy(c->bytes, def, n);
+        }
+    }
     if (b->n_peers < BLOCK_TABLE) {
         table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
     }

@@ -30,6 +30,13 @@ void persist_block_reset(block *b)
     b->prev_key = 0;
 }
 
+void persist_defs_release(trace_persist *p)
+{
+    for (size_t i = 0; i < DEF_SLOTS; i++) {
+        trace_peer_unref(&p->defs[i].peer);
+    }
+}
+
 void persist_seg_name(char *out, size_t n, uint64_t first_seq, const char *ext)
 {
     snprintf(out, n, "%020" PRIu64 ".%s", first_seq, ext);
