@@ -1298,7 +1298,7 @@ END_TEST
 static uint64_t append_fillers(trace_persist *p, trace_peer *peer, uint64_t from, size_t n,
                                size_t extra)
 {
-    static unsigned char bytes[8000];
+    static const unsigned char bytes[8000];
     trace_rec_view v = {.pc_ns = PC0,
                         .ts_ns = TS0,
                         .peer = peer,
