@@ -191,6 +191,7 @@ void trace_persist_free(trace_persist *p)
     persist_writer_stop(p->w); /* after every job queued */
     p->w = NULL;
     persist_close_active(p); /* and releases the block */
+    persist_defs_release(p);
     for (size_t i = 0; i < p->n_segs; i++) {
         free(p->segs[i].idx);
     }

@@ -50,9 +50,11 @@ static bool buf_reserve(trace_persist *p, size_t need)
  * x's address answers first; a search sets it. */
 static size_t hint_slot(const void *x)
 {
-    uintptr_t a = (uintptr_t)x;
-    return (size_t)((a >> 4) ^ (a >> 12)) & (HINT_SLOTS - 1);
+    /* Fibonacci hashing: the product's top bits depend on every bit of the address. */
+    return (size_t)(((uint64_t)(uintptr_t)x * UINT64_C(0x9e3779b97f4a7c15)) >> 56);
 }
+
+_Static_assert(HINT_SLOTS == 256u && DEF_SLOTS <= HINT_SLOTS, "hint_slot() gives 8 bits");
 
 static size_t table_find(void *const *table, size_t n, const void *x, uint8_t *hints)
 {
@@ -86,16 +88,41 @@ static size_t peer_def_max(const trace_peer *peer)
 }
 
 /* A peer's definition after its index (see put_peer_code()); out of line, once per peer and
- * block. */
+ * block: a copy of the one written last time (p->defs), or written out and kept for the next. */
 static unsigned char *put_peer_def(trace_persist *p, block *b, unsigned char *d, trace_peer *peer)
 {
-    const char *realm = trace_peer_realm(peer);
-    const char *authid = trace_peer_authid(peer);
-    const char *authrole = trace_peer_authrole(peer);
-    d = put_var(d, trace_peer_session_id(peer));
-    d = put_vstr(d, realm, str_len(realm));
-    d = put_vstr(d, authid, str_len(authid));
-    d = put_vstr(d, authrole, str_len(authrole));
+    /* A pair of slots per address: a peer is in either; a new one takes an empty one, else the
+     * first, whose peer moves to the second (the second's goes): the two newest stay. */
+    def_slot *c = &p->defs[hint_slot(peer) & (DEF_SLOTS - 1)];
+    def_slot *c2 = &p->defs[(hint_slot(peer) & (DEF_SLOTS - 1)) ^ 1u];
+    if (c->peer == peer || c2->peer == peer) {
+        c = c->peer == peer ? c : c2;
+        memcpy(d, c->bytes, c->len);
+        d += c->len;
+    } else {
+        unsigned char *def = d;
+        const char *realm = trace_peer_realm(peer);
+        const char *authid = trace_peer_authid(peer);
+        const char *authrole = trace_peer_authrole(peer);
+        d = put_var(d, trace_peer_session_id(peer));
+        d = put_vstr(d, realm, str_len(realm));
+        d = put_vstr(d, authid, str_len(authid));
+        d = put_vstr(d, authrole, str_len(authrole));
+        size_t n = (size_t)(d - def);
+        if (n <= DEF_BYTES) {
+            if (c->peer && !c2->peer) {
+                c = c2;
+            } else if (c->peer) {
+                /* The pair's older one goes, the newer one moves over. */
+                trace_peer_unref(&c2->peer);
+                *c2 = *c;
+                c->peer = NULL;
+            }
+            c->peer = trace_peer_ref(peer);
+            c->len = (uint8_t)n;
+            memcpy(c->bytes, def, n);
+        }
+    }
     if (b->n_peers < BLOCK_TABLE) {
         table_add(b->peers, &b->n_peers, trace_peer_ref(peer), p->peer_hint);
     }
@@ -178,51 +205,110 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, un
     return WAMP_OK;
 }
 
-/* Adds up to max_k repeats to the run written last (p->run_off), with the seqs first_seq, ...
- * and the peers peers[0..): each one its entry (peers[last_k]'s with the last bit; SIZE_MAX for
- * none), the frame's length and the run's count updated once. Stops early at a full run or a
- * full buffer (handed over then). Returns how many were added; *err is set when one could not
- * be (out of memory, or the hand-over failed). */
+/* A run's entry that extend_run()'s memo and hint do not find (a peer new to the block, a hint
+ * taken by another address, a code longer than a byte): the table searched, the peer defined
+ * when new (room for it reserved, need bytes besides), the memo at position j set. NULL when out
+ * of memory (nothing written). */
+static unsigned char *put_entry(trace_persist *p, block *b, unsigned char *d, trace_peer *peer,
+                                size_t j, size_t need, bool last)
+{
+    size_t i = table_find(b->peers, b->n_peers, peer, p->peer_hint);
+    if (i == b->n_peers) {
+        p->len = (size_t)(d - p->buf);
+        if (!buf_reserve(p, need + peer_def_max(peer))) {
+            return NULL;
+        }
+        d = p->buf + p->len;
+    }
+    d = put_run_entry(p, b, d, peer, i, last);
+    if (j < RUN_MEMO && i < b->n_peers && i < 0x40u) {
+        b->memo_peer[j] = (uintptr_t)peer + 1;
+        b->memo_code[j] = (uint8_t)(i << 1);
+    }
+    return d;
+}
+
+/* Adds up to max_k repeats to the run written last (p->run_off), or to a new one when there is
+ * none, with the seqs first_seq, ... and the peers peers[0..) (receivers pos, pos + 1, ... of
+ * their message, for the block's memo; RUN_MEMO or more: none): each one its entry
+ * (peers[last_k]'s with the last bit; SIZE_MAX for none), the frame's length and the run's count
+ * updated once. A run never holds a NULL peer: it stops before one. Stops early at a full run
+ * or a full buffer (handed over then). Returns how many were added (a new run with none is not
+ * written); *err is set when one could not be (out of memory, or the hand-over failed). */
 static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq, uint64_t ts_ns,
-                         trace_peer *const *peers, size_t max_k, size_t last_k, wamp_err *err)
+                         trace_peer *const *peers, size_t pos, size_t max_k, size_t last_k,
+                         wamp_err *err)
 {
     *err = WAMP_OK;
-    size_t start = p->len, k = 0;
-    uint32_t count = get16(p->buf + p->run_off + HDR_LEN + 1);
+    bool fresh = p->run_off == NO_RUN;
+    uint32_t count = fresh ? 0 : get16(p->buf + p->run_off + HDR_LEN + 1);
     size_t n = C_RUN_MAX - count < max_k ? C_RUN_MAX - count : max_k;
+    size_t head = fresh ? HDR_LEN + C_RUN_HEAD : 0;
     /* One reservation for the entries (a varint each); a peer new to the block reserves room
      * for its definition when it comes. */
-    if (!buf_reserve(p, n * VAR_MAX)) {
+    if (!buf_reserve(p, head + n * VAR_MAX)) {
         *err = WAMP_ENOMEM;
-        n = 0;
+        return 0;
     }
+    if (fresh) {
+        unsigned char *h = p->buf + p->len;
+        put32(h, C_RUN_HEAD | LEN_COMPACT);
+        put32(h + 4, 0); /* the CRC: the writer's work */
+        h[HDR_LEN] = (unsigned char)(C_REPEAT | C_PEER | C_RUN);
+        put16(h + HDR_LEN + 1, 0);
+        p->run_off = p->len;
+        p->len += head;
+    }
+    size_t start = p->len, k = 0;
     unsigned char *d = p->buf + p->len;
-    for (; k < n && (size_t)(d - p->buf) < TRACE_PERSIST_BUFFER_MAX; k++) {
+    const unsigned char *full = p->buf + TRACE_PERSIST_BUFFER_MAX;
+    for (; k < n && (d < full || !k); k++) { /* one at least: a new run is never empty */
         trace_peer *peer = peers[k];
-        size_t i = table_find(b->peers, b->n_peers, peer, p->peer_hint);
-        if (i == b->n_peers) {
-            p->len = (size_t)(d - p->buf);
-            if (!buf_reserve(p, (n - k) * VAR_MAX + peer_def_max(peer))) {
-                *err = WAMP_ENOMEM;
-                break;
-            }
-            d = p->buf + p->len;
+        size_t j = pos + k;
+        /* The usual entry: the receiver at this position last time (the memo), or a peer its
+         * hint finds; a code of one byte. */
+        if (j < RUN_MEMO && b->memo_peer[j] == (uintptr_t)peer + 1) {
+            *d++ = (unsigned char)(b->memo_code[j] | (k == last_k));
+            continue;
         }
-        d = put_run_entry(p, b, d, peer, i, k == last_k);
+        uint8_t h = p->peer_hint[hint_slot(peer)];
+        if (h < b->n_peers && b->peers[h] == peer && h < 0x40u) {
+            *d++ = (unsigned char)((unsigned)h << 1 | (k == last_k));
+            if (j < RUN_MEMO) {
+                b->memo_peer[j] = (uintptr_t)peer + 1;
+                b->memo_code[j] = (uint8_t)(h << 1);
+            }
+            continue;
+        }
+        if (!peer) {
+            break;
+        }
+        unsigned char *e = put_entry(p, b, d, peer, j, (n - k) * VAR_MAX, k == last_k);
+        if (!e) {
+            *err = WAMP_ENOMEM;
+            break;
+        }
+        d = e;
+        full = p->buf + TRACE_PERSIST_BUFFER_MAX;
     }
     p->len = (size_t)(d - p->buf);
-    count += (uint32_t)k;
-    if (k) {
-        size_t add = p->len - start;
-        unsigned char *h = p->buf + p->run_off;
-        put32(h, get32(h) + (uint32_t)add); /* LEN_COMPACT stays set: a run is small */
-        put16(h + HDR_LEN + 1, count);
-        s->size += add;
-        p->bytes += add;
-        s->next_seq = first_seq + k;
-        s->last_ts = ts_ns;
-        b->seq = first_seq + k - 1;
+    if (!k) {
+        if (fresh) {
+            p->len -= head; /* no run without an entry */
+            p->run_off = NO_RUN;
+        }
+        return 0;
     }
+    count += (uint32_t)k;
+    size_t add = p->len - start;
+    unsigned char *h = p->buf + p->run_off;
+    put32(h, get32(h) + (uint32_t)add); /* LEN_COMPACT stays set: a run is small */
+    put16(h + HDR_LEN + 1, count);
+    s->size += head + add;
+    p->bytes += head + add;
+    s->next_seq = first_seq + k;
+    s->last_ts = ts_ns;
+    b->seq = first_seq + k - 1;
     if (count == C_RUN_MAX) {
         p->run_off = NO_RUN;
     }
@@ -232,49 +318,38 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
     return k;
 }
 
-/* Appends r as a repeat (is_repeat()): with a peer, into the run written last or as a new run
- * (last: the run entry's last bit); a repeat without a peer (never last) as a C_REPEAT record of
- * its own. */
-static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_rec_view *r,
-                              bool last)
+/* Appends r as a repeat (is_repeat()): with a peer, into the run written last or as a new run;
+ * a repeat without a peer as a C_REPEAT record of its own. */
+static wamp_err append_repeat(trace_persist *p, seg *s, block *b, const trace_rec_view *r)
 {
-    trace_peer *peer = r->peer;
     wamp_err err;
-    if (peer && p->run_off != NO_RUN) {
-        /* Adds it, or fails with err (an open run always has room for one more). */
-        (void)extend_run(p, s, b, r->seq, r->ts_ns, &peer, 1, last ? 0 : SIZE_MAX, &err);
+    if (r->peer) {
+        /* Adds it, or fails with err (a run always has room for one more). */
+        (void)extend_run(p, s, b, r->seq, r->ts_ns, &r->peer, RUN_MEMO, 1, SIZE_MAX, &err);
         return err;
     }
-    size_t peer_i = peer ? table_find(b->peers, b->n_peers, peer, p->peer_hint) : 0;
-    size_t max = C_RUN_HEAD + VAR_MAX + (peer && peer_i == b->n_peers ? peer_def_max(peer) : 0);
-    if (!buf_reserve(p, HDR_LEN + max)) {
+    if (!buf_reserve(p, HDR_LEN + C_MIN_LEN)) {
         return WAMP_ENOMEM;
     }
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
-    if (peer) {
-        *d++ = (unsigned char)(C_REPEAT | C_PEER | C_RUN);
-        put16(d, 1);
-        d = put_run_entry(p, b, d + 2, peer, peer_i, last);
-        p->run_off = p->len;
-    } else {
-        *d++ = (unsigned char)C_REPEAT;
-    }
+    *d++ = (unsigned char)C_REPEAT;
     b->seq = r->seq;
     return end_record(p, s, r, h, d);
 }
 
-/* Whether r is a repeat of the block's previous record without further checks (append_repeat()
- * then adds it to the run, or starts one): the same key (the same message but for peer and
- * seq), a peer, the next seq, and no block start or full segment at r. */
-static bool joins_run(trace_persist *p, const trace_rec_view *r, seg **s)
+/* Whether the record of key, peer and seq is a repeat of the block's previous record without
+ * further checks (append_repeat() or extend_run() then adds it to the run, or starts one): the
+ * same key (the same message but for peer and seq), a peer, the next seq, and no block start or
+ * full segment at seq; *s is then the active segment. */
+static bool joins_run(trace_persist *p, uint64_t key, const trace_peer *peer, uint64_t seq, seg **s)
 {
     const block *b = &p->blk;
-    if (!r->key || r->key != b->prev_key || !r->peer || r->seq != b->seq + 1) {
+    if (!key || key != b->prev_key || !peer || seq != b->seq + 1) {
         return false;
     }
     *s = &p->segs[p->n_segs - 1];
-    return block_pos(*s, r->seq) != 0 && (*s)->size < p->segment_bytes;
+    return block_pos(*s, seq) != 0 && (*s)->size < p->segment_bytes;
 }
 
 /* Seqs given out that the store could not take (an I/O error now or earlier, or out of memory;
@@ -317,26 +392,15 @@ wamp_err trace_persist_append_rec(trace_persist *p, const trace_rec_view *r)
 static wamp_err append_run(trace_persist *p, const trace_rec_view *r, trace_peer *const *peers,
                            size_t n, bool last)
 {
-    trace_rec_view one = *r;
     for (size_t i = 0; i < n;) {
-        one.seq = r->seq + i;
-        one.peer = peers[i];
-        bool is_last = last && i == n - 1;
+        uint64_t seq = r->seq + i;
         seg *s;
-        if (p->writable && !p->error && joins_run(p, &one, &s)) {
-            if (p->run_off == NO_RUN) {
-                wamp_err err = append_repeat(p, s, &p->blk, &one, is_last); /* starts the run */
-                if (err != WAMP_OK) {
-                    return err;
-                }
-                i++;
-                continue;
-            }
+        if (p->writable && !p->error && joins_run(p, r->key, peers[i], seq, &s)) {
             /* As many as the block and the run take, in one go. */
-            uint64_t in_block = TRACE_PERSIST_INDEX_EVERY - block_pos(s, one.seq);
+            uint64_t in_block = TRACE_PERSIST_INDEX_EVERY - block_pos(s, seq);
             size_t max_k = n - i < in_block ? n - i : (size_t)in_block;
             wamp_err err;
-            size_t k = extend_run(p, s, &p->blk, one.seq, one.ts_ns, peers + i, max_k,
+            size_t k = extend_run(p, s, &p->blk, seq, r->ts_ns, peers + i, i, max_k,
                                   last ? n - 1 - i : SIZE_MAX, &err);
             if (err != WAMP_OK) {
                 return err;
@@ -344,7 +408,10 @@ static wamp_err append_run(trace_persist *p, const trace_rec_view *r, trace_peer
             i += k;
             continue;
         }
-        if (is_last) {
+        trace_rec_view one = *r;
+        one.seq = seq;
+        one.peer = peers[i];
+        if (last && i == n - 1) {
             /* Where no run can take it: the last record on its own, a message of its own. */
             one.flags |= TRACE_CORR_LAST;
             one.key = 0;
@@ -402,6 +469,11 @@ static wamp_err segment_for(trace_persist *p, const trace_rec_view *r, seg **out
     return WAMP_OK;
 }
 
+/* The bytes of a full record besides its message bytes, a drop reason and new definitions:
+ * 3 bytes, 6 varints (seq, pc, ts, ser_bytes), the peer's and the URI's, the UUID and the bytes'
+ * length (plan_full()'s bound). */
+#define FULL_FIXED_MAX (3u + 8u * VAR_MAX + TRACE_UUID_LEN + VAR_MAX)
+
 /* What a full record (not a repeat) writes, decided before anything is (plan_full()). */
 typedef struct full_plan {
     bool first;     /* the block's first record (C_BLOCK) */
@@ -429,8 +501,7 @@ static void plan_full(trace_persist *p, const block *b, const trace_rec_view *r,
     f->bytes = trace_rec_view_data(r, &f->wire_len);
     f->wire_same = r->wire && r->wire == b->wire;
     f->own = f->bytes && !f->wire_same;
-    /* 3 bytes, 6 varints (seq, pc, ts, ser_bytes), the peer's and the URI's, the UUID. */
-    f->max = 3 + 8 * VAR_MAX + TRACE_UUID_LEN + (f->own ? VAR_MAX + f->wire_len : 0);
+    f->max = FULL_FIXED_MAX - VAR_MAX + (f->own ? VAR_MAX + f->wire_len : 0);
     if (r->dropped) {
         f->max += VAR_MAX + strlen(r->dropped);
     }
@@ -559,6 +630,110 @@ static void block_note(block *b, const trace_rec_view *r, const full_plan *f)
     memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
 }
 
+/* The usual full record, written without plan_full(): a short one (C2_SHORT: its bytes of its
+ * own are its only size, and ts moved as pc did) in a block already open, without a drop
+ * reason, whose peer and URI the block has defined and their hints find. In the router's
+ * benchmarks nearly every full record is such a one: every RPC message, a PUBLISH and the first
+ * EVENT of its fan-out. short_known() tells it and finds its parts, put_short() writes what the
+ * general path would, byte for byte. */
+typedef struct short_rec {
+    const void *bytes;
+    size_t len;
+    size_t peer_i; /* the peer's index in the block's table (with a peer) */
+    size_t uri_i;  /* the URI's (with a URI) */
+} short_rec;
+
+static bool short_known(const trace_persist *p, const trace_rec_view *r, short_rec *o)
+{
+    const block *b = &p->blk;
+    o->peer_i = o->uri_i = 0;
+    if (r->wire) {
+        if (r->wire == b->wire) {
+            return false; /* the block's bytes again (C_WIRE_SAME), or a repeat */
+        }
+        o->bytes = wamp_buf_cdata(r->wire);
+        o->len = wamp_buf_len(r->wire);
+    } else if (r->bytes) {
+        o->bytes = r->bytes;
+        o->len = r->len;
+    } else {
+        return false;
+    }
+    if (r->dropped || r->wire_ser >= WAMP_SER_COUNT || o->len > BODY_MAX - FULL_FIXED_MAX ||
+        r->ts_ns - b->ts != r->pc_ns - b->pc) {
+        return false;
+    }
+    uint32_t implied[WAMP_SER_COUNT] = {0};
+    implied[r->wire_ser] = (uint32_t)o->len;
+    if (memcmp(implied, r->ser_bytes, sizeof(implied)) != 0) {
+        return false;
+    }
+    if (r->peer) {
+        o->peer_i = p->peer_hint[hint_slot(r->peer)];
+        if (o->peer_i >= b->n_peers || b->peers[o->peer_i] != r->peer) {
+            return false;
+        }
+    }
+    if (r->uri) {
+        o->uri_i = p->uri_hint[hint_slot(r->uri)];
+        if (o->uri_i >= b->n_uris || b->uris[o->uri_i] != r->uri) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Writes r, a record short_known() found to be such a one, into room reserved for it. */
+static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, const short_rec *o)
+{
+    block *b = &p->blk;
+    uint8_t b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    unsigned char *h = p->buf + p->len;
+    unsigned char *d = h + HDR_LEN;
+    unsigned what = C_WIRE;
+    d[1] = r->msg_type;
+    d[2] = (unsigned char)(b2 | C2_SHORT);
+    d = put_var(d + 3, r->seq - b->seq);
+    d = put_var(d, zigzag(r->pc_ns, b->pc));
+    if (r->peer) {
+        what |= C_PEER;
+        d = put_var(d, o->peer_i);
+    }
+    b->prev_uri = r->uri ? o->uri_i : PREV_NO_URI;
+    if (r->uri) {
+        what |= C_URI;
+        d = put_var(d, o->uri_i);
+    }
+    if (r->flags & TRACE_CORR_HAS) {
+        if (b->has_corr && uuid_eq(b->corr, r->corr)) {
+            what |= C_CORR_SAME;
+        } else {
+            memcpy(d, r->corr, TRACE_UUID_LEN);
+            d += TRACE_UUID_LEN;
+            memcpy(b->corr, r->corr, TRACE_UUID_LEN);
+            b->has_corr = true;
+        }
+    }
+    d = put_var(d, o->len);
+    memcpy(d, o->bytes, o->len);
+    d += o->len;
+    if (b->wire != r->wire) {
+        wamp_buf_unref(&b->wire);
+        b->wire = r->wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)r->wire) : NULL;
+    }
+    h[HDR_LEN] = (unsigned char)what;
+    b->seq = r->seq;
+    b->pc = r->pc_ns;
+    b->ts = r->ts_ns;
+    b->prev_wire = true;
+    b->prev_type = r->msg_type;
+    b->prev_b2 = b2;
+    b->prev_key = r->key;
+    memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
+    p->run_off = NO_RUN;
+    return end_record(p, s, r, h, d);
+}
+
 /* Appends one record: a repeat (into a run) when it is the block's previous record again but for
  * its peer, else a full compact record (PERSIST_FORMAT.md, "Records"), in steps: plan_full(),
  * room for it, put_head(), put_refs(), put_wire(), block_note(), end_record(). */
@@ -573,9 +748,9 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     }
     block *b = &p->blk;
     seg *s;
-    if (joins_run(p, r, &s)) {
+    if (joins_run(p, r->key, r->peer, r->seq, &s)) {
         /* The next receiver of the message the block's run repeats: nothing to compare. */
-        return append_repeat(p, s, b, r, false);
+        return append_repeat(p, s, b, r);
     }
     wamp_err err = segment_for(p, r, &s);
     if (err != WAMP_OK) {
@@ -583,12 +758,15 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     }
     full_plan f;
     f.first = s->next_seq == s->first_seq || block_pos(s, r->seq) == 0;
+    short_rec o;
     if (f.first) {
         persist_block_reset(b);
+    } else if (short_known(p, r, &o) && buf_reserve(p, HDR_LEN + FULL_FIXED_MAX + o.len)) {
+        return put_short(p, s, r, &o);
     }
     f.b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
     if (!f.first && is_repeat(b, r, f.b2)) {
-        return append_repeat(p, s, b, r, false);
+        return append_repeat(p, s, b, r);
     }
     p->run_off = NO_RUN; /* a run is only ever the last record of its block so far */
     plan_full(p, b, r, &f);

@@ -64,6 +64,12 @@
  * records, each defining at most one of each; both sides stop adding at this size). */
 #define BLOCK_TABLE TRACE_PERSIST_INDEX_EVERY
 #define HINT_SLOTS  256u /* a power of two */
+/* Receivers of a fan-out the writer's block remembers by their position (block.memo_peer). */
+#define RUN_MEMO 64u
+/* The writer's cache of peer definitions (trace_persist.defs): slots, and the longest definition
+ * a slot keeps. */
+#define DEF_SLOTS 64u
+#define DEF_BYTES 55u
 /* Largest body accepted when reading (a bad length must not make us allocate gigabytes). */
 #define BODY_MAX ((uint32_t)256 * 1024 * 1024)
 /* An index file's entry: u64 seq, u64 offset. */
@@ -134,7 +140,25 @@ typedef struct block {
     uint8_t corr[TRACE_UUID_LEN];
     void *peers[BLOCK_TABLE]; /* trace_peer */
     void *uris[BLOCK_TABLE];  /* trace_str */
+    /* The writer's memo of a fan-out's receivers (extend_run()): the peer at position j of the
+     * receivers appended together, + 1 (0: none), and its entry's code in a run (its index in
+     * peers << 1, one byte). A router sends each message of a topic to its subscribers in the
+     * same order, so the next fan-out finds each receiver here with one comparison instead of a
+     * hint lookup. Only peers the table holds (and references) are remembered; cleared with the
+     * block. */
+    uintptr_t memo_peer[RUN_MEMO];
+    uint8_t memo_code[RUN_MEMO];
 } block;
+
+/* A peer's definition as a block's record writes it (varint session_id, strings realm, authid,
+ * authrole), kept by the writer so that the next block defines the peer with one copy: every
+ * block defines again each peer it refers to. The slot holds a reference on its peer, so its
+ * address is not reused while it is there. */
+typedef struct def_slot {
+    trace_peer *peer; /* NULL: empty */
+    uint8_t len;
+    unsigned char bytes[DEF_BYTES];
+} def_slot;
 
 struct trace_persist {
     /* What every append reads or writes first, together (see block). */
@@ -185,10 +209,11 @@ struct trace_persist {
     trace_gap *gaps;
     size_t n_gaps;
     size_t cap_gaps;
-    uint64_t io_from;    /* first seq an I/O error kept out of the files; NO_SEQ if none */
-    uint64_t lost_next;  /* seqs given out while the store could not take them end here */
-    uint64_t handed_seq; /* the seqs below it were handed to the writer thread */
-    uint64_t end_next;   /* a reopened trace: next_seq from its end file; 0 if none */
+    uint64_t io_from;         /* first seq an I/O error kept out of the files; NO_SEQ if none */
+    uint64_t lost_next;       /* seqs given out while the store could not take them end here */
+    uint64_t handed_seq;      /* the seqs below it were handed to the writer thread */
+    uint64_t end_next;        /* a reopened trace: next_seq from its end file; 0 if none */
+    def_slot defs[DEF_SLOTS]; /* direct-mapped by the peer's address (hint_slot()) */
 };
 
 /* The next seq the files would hold (the segments' end). */
@@ -327,6 +352,8 @@ static inline uint64_t unzigzag(uint64_t prev, uint64_t z)
 
 /* Drops the block's references and starts it anew. */
 void persist_block_reset(block *b);
+/* Drops the references of the cache of peer definitions (p->defs). */
+void persist_defs_release(trace_persist *p);
 /* "<first_seq as 20 digits>.<ext>" into out. */
 void persist_seg_name(char *out, size_t n, uint64_t first_seq, const char *ext);
 /* a/b, malloc'ed; NULL when out of memory. */

@@ -22,11 +22,19 @@ void persist_block_reset(block *b)
         trace_str_unref(&u);
     }
     wamp_buf_unref(&b->wire);
+    memset(b->memo_peer, 0, sizeof(b->memo_peer));
     b->n_peers = b->n_uris = 0;
     b->has_corr = false;
     b->open = false;
     b->has_prev = false;
     b->prev_key = 0;
+}
+
+void persist_defs_release(trace_persist *p)
+{
+    for (size_t i = 0; i < DEF_SLOTS; i++) {
+        trace_peer_unref(&p->defs[i].peer);
+    }
 }
 
 void persist_seg_name(char *out, size_t n, uint64_t first_seq, const char *ext)

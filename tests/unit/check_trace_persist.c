@@ -1293,6 +1293,87 @@ START_TEST(test_append_run_blocks_and_index)
 
 END_TEST
 
+/* Records of 4000 bytes received from peer, seqs from, from + 1, ... (n of them), then one
+ * more of extra bytes; returns the next seq. */
+static uint64_t append_fillers(trace_persist *p, trace_peer *peer, uint64_t from, size_t n,
+                               size_t extra)
+{
+    static const unsigned char bytes[8000];
+    trace_rec_view v = {.pc_ns = PC0,
+                        .ts_ns = TS0,
+                        .peer = peer,
+                        .bytes = bytes,
+                        .dir = TRACE_RX,
+                        .msg_type = 16,
+                        .wire_ser = WAMP_SER_JSON};
+    for (size_t i = 0; i <= n; i++) {
+        v.seq = from + i;
+        v.len = i < n ? 4000 : extra;
+        v.ser_bytes[WAMP_SER_JSON] = (uint32_t)v.len;
+        ck_assert_int_eq(trace_persist_append_rec(p, &v), WAMP_OK);
+    }
+    return from + n + 1;
+}
+
+/* A fan-out whose run starts when the write buffer lacks room for the run's head (a few bytes
+ * short of TRACE_PERSIST_BUFFER_MAX, where the buffer is handed over): the run takes its first
+ * receiver all the same, and the rest follow (an empty run, taken back, once made the encoder
+ * try again for ever). */
+START_TEST(test_run_starts_at_full_buffer)
+{
+    trace_persist_config cfg = config(0);
+    trace_peer *peers[4];
+    for (size_t i = 0; i < 4; i++) {
+        peers[i] = trace_peer_new(1 + i, "realm1", "user", "role");
+    }
+    wamp_buf *wire = text_buf("[36,5,6,{}]");
+    trace_rec_view ev = {.pc_ns = PC0,
+                         .ts_ns = TS0,
+                         .peer = peers[1],
+                         .wire = wire,
+                         .ser_bytes = {[WAMP_SER_JSON] = 11},
+                         .dir = TRACE_TX,
+                         .msg_type = 36,
+                         .wire_ser = WAMP_SER_JSON,
+                         .key = 7};
+    /* A trial first: what the fillers and the EVENT take. */
+    size_t fillers = (TRACE_PERSIST_BUFFER_MAX - 6000) / 4000;
+    char id[TRACE_PERSIST_ID_MAX];
+    trace_persist *p = created(&cfg, id);
+    ev.seq = append_fillers(p, peers[0], 0, fillers, 500);
+    uint64_t before = trace_persist_bytes(p);
+    ck_assert_int_eq(trace_persist_append_rec(p, &ev), WAMP_OK);
+    uint64_t event = trace_persist_bytes(p) - before;
+    ck_assert(trace_persist_remove(p));
+    /* Then the last filler sized to leave 5 bytes before the buffer is full. */
+    p = created(&cfg, id);
+    size_t extra = 500 + (size_t)(TRACE_PERSIST_BUFFER_MAX - 5 - event - before);
+    ck_assert_uint_lt(extra, 8000);
+    ev.seq = append_fillers(p, peers[0], 0, fillers, extra);
+    ck_assert_int_eq(trace_persist_append_rec(p, &ev), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_bytes(p), TRACE_PERSIST_BUFFER_MAX - 5);
+    trace_rec_view run = ev;
+    run.seq = ev.seq + 1;
+    ck_assert_int_eq(trace_persist_append_run(p, &run, peers + 2, 2, true), WAMP_OK);
+    ck_assert_uint_eq(trace_persist_next_seq(p), ev.seq + 3);
+    trace_record out[3];
+    ck_assert_uint_eq(trace_persist_read(p, ev.seq, UINT64_MAX, 3, out), 3);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_uint_eq(out[i].seq, ev.seq + i);
+        ck_assert_uint_eq(trace_peer_session_id(out[i].peer), 2 + i);
+        ck_assert_uint_eq(out[i].flags, i == 2 ? TRACE_CORR_LAST : 0);
+        ck_assert_uint_eq(wamp_buf_len(out[i].wire), 11);
+        trace_record_fini(&out[i]);
+    }
+    trace_persist_free(p);
+    for (size_t i = 0; i < 4; i++) {
+        trace_peer_unref(&peers[i]);
+    }
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
 /* C_REPEAT records (the previous record again but for its peer) from a file: a well-formed one
  * reads back as the previous record with the next seq and its own peer; malformed ones (a bit
  * a repeat cannot have, a peer the block does not hold, a repeat opening a block) never come
@@ -1759,6 +1840,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_compact_crafted_repeats);
     tcase_add_test(c, test_compact_crafted_runs);
     tcase_add_test(c, test_append_run_blocks_and_index);
+    tcase_add_test(c, test_run_starts_at_full_buffer);
     tcase_add_test(c, test_v1_segments_still_read);
     tcase_add_test(c, test_truncated_segment_names_seg);
     tcase_add_test(c, test_corrupt_block_reads_on);
