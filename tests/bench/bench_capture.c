@@ -17,8 +17,13 @@
  * buffer to the trace's writer thread (CRC, write(2) and its system time are in the process
  * figure, not in the thread figure). The trace's files are deleted at the end.
  *
+ * With --fast the hub is fed the way the router feeds it while one trace of everything runs
+ * (the flight recorder): the PUBLISH and the first EVENT through trace_hub_record_fast(), every
+ * further EVENT as a repeat (trace_hub_repeat()); without it, every message through the general
+ * path (trace_hub_on_message(): match, then record).
+ *
  * Usage: bench-capture [--records N] [--limit N] [--fanout N] [--payload BYTES] [--repeat N]
- *                      [--persist DIR]
+ *                      [--persist DIR] [--fast]
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <getopt.h>
@@ -58,7 +63,61 @@ typedef struct opts {
     size_t records, limit, fanout, payload;
     int repeat;
     const char *persist_dir;
+    bool fast;
 } opts;
+
+/* The router's fast path for one message (trace_hub_record_fast()): false if the hub left it. */
+static bool record_fast(trace_hub *h, trace_dir dir, int type, trace_peer *peer, trace_str **uri,
+                        const uint8_t *corr, uint8_t flags, const void *bytes, size_t len,
+                        const wamp_buf *wire, uint64_t now)
+{
+    trace_fast f;
+    memset(&f, 0, sizeof(f));
+    f.realm = "realm1";
+    f.uri_text = "com.example.topic";
+    f.uri_slot = uri;
+    f.v.pc_ns = now;
+    f.v.ts_ns = now;
+    f.v.peer = peer;
+    f.v.uri = *uri;
+    f.v.corr = corr;
+    f.v.flags = (uint8_t)(TRACE_CORR_HAS | flags);
+    f.v.wire = wire;
+    f.v.bytes = bytes;
+    f.v.len = len;
+    f.v.dir = (uint8_t)dir;
+    f.v.msg_type = (uint8_t)type;
+    f.v.wire_ser = WAMP_SER_MSGPACK;
+    return trace_hub_record_fast(h, &f);
+}
+
+/* round_once() the router's way (--fast). */
+static size_t round_fast(trace_hub *h, const opts *o, trace_peer *peer, trace_uuid_gen *g,
+                         const unsigned char *pub, size_t pub_len, uint64_t now)
+{
+    uint8_t corr[TRACE_UUID_LEN];
+    trace_str *uri = NULL;
+    trace_uuid_gen_next(g, corr);
+    size_t n = 0;
+    n += h && record_fast(h, TRACE_RX, WAMP_MSG_PUBLISH, peer, &uri, corr, TRACE_CORR_ANCHOR, pub,
+                          pub_len, NULL, now);
+    wamp_buf *ev = wamp_buf_new_copy(pub, pub_len);
+    for (size_t i = 0; h && i < o->fanout; i++) {
+        bool last = i + 1 == o->fanout;
+        if (i > 0 && trace_hub_repeat(h, ev, peer, corr, now, last)) {
+            n++;
+            continue;
+        }
+        n += record_fast(h, TRACE_TX, WAMP_MSG_EVENT, peer, &uri, corr, last ? TRACE_CORR_LAST : 0,
+                         NULL, 0, ev, now);
+    }
+    if (h) {
+        trace_hub_flush(h);
+    }
+    wamp_buf_unref(&ev);
+    trace_str_unref(&uri);
+    return n;
+}
 
 /* One round: a PUBLISH received, fanout EVENTs sent. Returns records offered. */
 static size_t round_once(trace_hub *h, const opts *o, trace_peer *peer, trace_uuid_gen *g,
@@ -129,7 +188,11 @@ static double run(trace_hub *h, const opts *o, size_t messages)
     double th0 = cpu_seconds_of(RUSAGE_THREAD);
     size_t done = 0;
     for (uint64_t now = 1; done < messages; now++) {
-        round_once(h, o, peer, &g, msg, wamp_buf_cdata(enc), wamp_buf_len(enc), now * 1000);
+        if (o->fast) {
+            round_fast(h, o, peer, &g, wamp_buf_cdata(enc), wamp_buf_len(enc), now * 1000);
+        } else {
+            round_once(h, o, peer, &g, msg, wamp_buf_cdata(enc), wamp_buf_len(enc), now * 1000);
+        }
         done += per_round;
         if (h && now % 4096 == 0) {
             trace_hub_tick(h, now * 1000, now * 1000, NULL, NULL);
@@ -146,17 +209,19 @@ static double run(trace_hub *h, const opts *o, size_t messages)
 int main(int argc, char **argv)
 {
     opts o = {.records = 4000000, .limit = 100000, .fanout = 10, .payload = 80, .repeat = 3};
-    static const struct option longopts[] = {{"records", required_argument, NULL, 'r'},
-                                             {"limit", required_argument, NULL, 'l'},
-                                             {"fanout", required_argument, NULL, 'f'},
-                                             {"payload", required_argument, NULL, 'p'},
-                                             {"repeat", required_argument, NULL, 'n'},
-                                             {"persist", required_argument, NULL, 'P'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+            {"records", required_argument, NULL, 'r'}, {"limit", required_argument, NULL, 'l'},
+            {"fanout", required_argument, NULL, 'f'},  {"payload", required_argument, NULL, 'p'},
+            {"repeat", required_argument, NULL, 'n'},  {"persist", required_argument, NULL, 'P'},
+            {"fast", no_argument, NULL, 'F'},          {NULL, 0, NULL, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (ch == 'P') {
             o.persist_dir = optarg;
+            continue;
+        }
+        if (ch == 'F') {
+            o.fast = true;
             continue;
         }
         size_t v = strtoul(optarg, NULL, 10);
@@ -179,7 +244,7 @@ int main(int argc, char **argv)
         default:
             fprintf(stderr,
                     "usage: %s [--records N] [--limit N] [--fanout N] [--payload B] "
-                    "[--repeat N] [--persist DIR]\n",
+                    "[--repeat N] [--persist DIR] [--fast]\n",
                     argv[0]);
             return 2;
         }
@@ -213,11 +278,11 @@ int main(int argc, char **argv)
         run(h, &o, o.limit * 2); /* fill the store: every later append evicts */
         double traced = run(h, &o, o.records);
         double traced_thread = thread_ns;
-        printf("CAPTURE round=%d persist=%d records=%zu limit=%zu fanout=%zu payload=%zu "
+        printf("CAPTURE round=%d fast=%d persist=%d records=%zu limit=%zu fanout=%zu payload=%zu "
                "baseline_ns_per_msg=%.1f traced_ns_per_msg=%.1f capture_ns_per_record=%.1f "
                "capture_thread_ns_per_record=%.1f held=%zu dropped=%llu\n",
-               r, o.persist_dir != NULL, o.records, o.limit, o.fanout, o.payload, base, traced,
-               traced - base, traced_thread - base, trace_store_records(trace_get_store(t)),
+               r, o.fast, o.persist_dir != NULL, o.records, o.limit, o.fanout, o.payload, base,
+               traced, traced - base, traced_thread - base, trace_store_records(trace_get_store(t)),
                (unsigned long long)trace_store_dropped(trace_get_store(t)));
         (void)trace_hub_stop(h, "t", 2, 2, NULL);
         (void)trace_hub_delete(h, "t"); /* a persisted trace's files too */
