@@ -581,8 +581,11 @@ void rt_trace_rx(rt_session *s, wamp_msg *m, const void *data, size_t len)
     bool anchor = rx_action(rt, s, m);
     if (m && s->realm && trace_hub_fast_ready(rt->hub)) {
         if (m->type == WAMP_MSG_PUBLISH) {
-            /* Its record waits (rt_trace_pending); flush_pending() hands it to the fast path. */
-            rt->pend = (rt_trace_pending){.s = s, .m = m, .data = data, .len = len};
+            /* Its record waits (rt_trace_pending); flush_pending() hands it to the fast path.
+             * No match was made for it: a match_gen that never comes makes flush_pending()
+             * match it should the fast path leave it. */
+            rt->pend = (rt_trace_pending){
+                    .s = s, .m = m, .data = data, .len = len, .match_gen = UINT64_MAX};
             read_clock(rt);
             return;
         }
