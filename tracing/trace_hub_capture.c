@@ -529,7 +529,7 @@ static bool make_env(trace_hub *hub, const trace_ctx *ctx, trace_rec_view *r)
 
 /* Appends the message to the message-level traces among the first n hits straight from the
  * input, as a trace_rec_view (persisted: encoded into the write buffer; in memory: written into
- * the store's slot), under key: 0, or the key of a message rep_keep() kept for repeats, whose
+ * the store's entries), under key: 0, or the key of a message rep_keep() kept for repeats, whose
  * parts are taken from there and whose traces are noted there. */
 static void record_views(trace_hub *hub, size_t n, const trace_ctx *ctx, const trace_input *in,
                          uint64_t key)

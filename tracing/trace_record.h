@@ -212,7 +212,7 @@ const char *trace_msg_type_title(int type);
 /* One record to append, given by its parts, every pointer borrowed: what the capture path has
  * in hand (trace_hub_capture.c), so that a trace appends a message without building a
  * trace_record first: a persisted trace encodes it straight into its write buffer, an in-memory
- * one writes it straight into its store's slot (trace_store_append_view()). */
+ * one writes it straight into its store's entries (trace_store_append_view()). */
 typedef struct trace_rec_view {
     uint64_t seq; /* must be the next seq */
     uint64_t pc_ns;
