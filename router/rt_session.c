@@ -219,7 +219,7 @@ void rt_encoded_fini(rt_encoded *e)
  * given by its fields, one is made from them (once per rt_encoded, and only then). A message
  * with wire bytes needs none (the hub reads those bytes). On allocation failure msg stays NULL:
  * the record then keeps no bytes. */
-static void envelope_list(rt_encoded *e)
+static __attribute__((noinline, cold)) void envelope_list(rt_encoded *e)
 {
     if (!e->fields || e->msg) {
         return;
@@ -239,7 +239,8 @@ static void envelope_list(rt_encoded *e)
 
 /* Records a message for s while a trace runs (the one branch when none does): a fan-out's
  * next receiver inline (rt_trace_fast.h), anything else in rt_trace.c. */
-static void trace_tx(rt_session *s, rt_encoded *e, const wamp_buf *wire, const char *drop)
+static inline __attribute__((always_inline)) void trace_tx(rt_session *s, rt_encoded *e,
+                                                           const wamp_buf *wire, const char *drop)
 {
     if (trace_hub_is_active(s->rt->hub) &&
         (s->rt->pend.s || e->type != WAMP_MSG_EVENT || !rt_trace_tx_repeat(s, wire, drop))) {
