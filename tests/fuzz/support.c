@@ -1,4 +1,6 @@
 /* support.c: properties shared by the codec fuzz targets (fuzz.h). */
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz.h"
@@ -39,6 +41,21 @@ bool fuzz_buf_equal(const wamp_buf *a, const wamp_buf *b)
            memcmp(wamp_buf_cdata(a), wamp_buf_cdata(b), wamp_buf_len(a)) == 0;
 }
 
+/* a and b are the same value: json_equal(), or (for objects with a NUL byte in a key, which
+ * json_equal() looks up by the key's C string and so never finds) the same compact text. */
+static bool same_json(const json_t *a, const json_t *b)
+{
+    if (json_equal(a, b)) {
+        return true;
+    }
+    char *ta = json_dumps(a, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *tb = json_dumps(b, JSON_ENCODE_ANY | JSON_COMPACT);
+    bool same = ta && tb && strcmp(ta, tb) == 0;
+    free(ta);
+    free(tb);
+    return same;
+}
+
 void fuzz_parse_fields(wamp_ser ser, const void *data, size_t size)
 {
     wamp_msg full, lean;
@@ -53,12 +70,12 @@ void fuzz_parse_fields(wamp_ser ser, const void *data, size_t size)
     FUZZ_CHECK(lean.type == full.type && lean.req_type == full.req_type && lean.id == full.id &&
                lean.id2 == full.id2 && lean.ser == full.ser);
     FUZZ_CHECK(lean.uri ? full.uri && strcmp(lean.uri, full.uri) == 0 : !full.uri);
-    FUZZ_CHECK(lean.dict ? json_equal(lean.dict, full.dict) : !full.dict);
+    FUZZ_CHECK(lean.dict ? same_json(lean.dict, full.dict) : !full.dict);
     FUZZ_CHECK(lean.args_raw.p == full.args_raw.p && lean.args_raw.len == full.args_raw.len);
     FUZZ_CHECK(lean.kwargs_raw.p == full.kwargs_raw.p &&
                lean.kwargs_raw.len == full.kwargs_raw.len);
     if (wamp_msg_make_root(&lean) == WAMP_OK) {
-        FUZZ_CHECK(json_equal(lean.root, full.root));
+        FUZZ_CHECK(same_json(lean.root, full.root));
     }
     wamp_msg_fini(&lean);
     wamp_msg_fini(&full);
