@@ -121,9 +121,15 @@ static uint64_t pc_ns(rt_router *rt)
     return ns;
 }
 
+/* The wall clock at the trace clock's reading pc. */
+static uint64_t wall_of(const rt_router *rt, uint64_t pc)
+{
+    return (uint64_t)((int64_t)pc + rt->wall_offset_ns);
+}
+
 uint64_t rt_trace_ts_now(rt_router *rt)
 {
-    return (uint64_t)((int64_t)pc_ns(rt) + rt->wall_offset_ns);
+    return wall_of(rt, pc_ns(rt));
 }
 
 void rt_trace_sync_clocks(rt_router *rt)
@@ -148,7 +154,7 @@ void rt_trace_connection(rt_router *rt, const char *event, const char *reason,
         return; /* out of memory: the event is counted and logged, not traced */
     }
     uint64_t pc = pc_ns(rt);
-    trace_hub_on_connection(rt->hub, info, pc, (uint64_t)((int64_t)pc + rt->wall_offset_ns));
+    trace_hub_on_connection(rt->hub, info, pc, wall_of(rt, pc));
     json_decref(info);
 }
 
@@ -187,7 +193,7 @@ static void fill_input(rt_session *s, trace_input *in)
     *in = zero;
     read_clock(rt);
     in->pc_ns = rt->cur.now_ns;
-    in->ts_ns = (uint64_t)((int64_t)in->pc_ns + rt->wall_offset_ns);
+    in->ts_ns = wall_of(rt, in->pc_ns);
     in->peer = s->tpeer;
     in->peer_slot = s->realm ? &s->tpeer : NULL;
     in->uri = a->uri;
@@ -220,7 +226,7 @@ static bool record_fast(rt_session *s, trace_dir dir, int type, const void *data
     f.uri_slot = &rt->cur.uri;
     trace_rec_view *v = &f.v;
     v->pc_ns = a->now_ns;
-    v->ts_ns = (uint64_t)((int64_t)a->now_ns + rt->wall_offset_ns);
+    v->ts_ns = wall_of(rt, a->now_ns);
     v->peer = s->tpeer;
     v->uri = a->uri;
     v->dropped = drop;
@@ -243,10 +249,16 @@ static bool record_fast(rt_session *s, trace_dir dir, int type, const void *data
 }
 
 /* Records the received message m (NULL: undecodable; data/len its bytes) for the traces the
- * hub has just matched against c. */
-static void record_rx(rt_session *s, const trace_ctx *c, const wamp_msg *m, const void *data,
-                      size_t len, bool last)
+ * hub has just matched against c. The hub reads the envelope as a list (trace_input.msg:
+ * redaction, an action's error URI, the payload strip), which the receive path does not make
+ * (wamp_msg_parse_bytes_fields()): made here. Without memory the record is made from the bytes
+ * alone (the hub decodes them where it must). */
+static void record_rx(rt_session *s, const trace_ctx *c, wamp_msg *m, const void *data, size_t len,
+                      bool last)
 {
+    if (m) {
+        (void)wamp_msg_make_root(m);
+    }
     trace_input in;
     fill_input(s, &in);
     in.correlation_is_anchor = c->correlation_is_anchor;
@@ -272,9 +284,6 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
     if (trace_hub_fast_ready(rt->hub) &&
         record_fast(s, TRACE_RX, WAMP_MSG_PUBLISH, p.data, p.len, NULL, NULL, NULL, true, last)) {
         return;
-    }
-    if (!p.m->root) {
-        (void)wamp_msg_make_root(p.m); /* as rx_general(): the general path reads the list */
     }
     /* The hub's hits are still the PUBLISH's unless something was matched since (the usual case,
      * its first EVENT, matches after this): then matched again. */
@@ -550,12 +559,6 @@ static __attribute__((noinline, cold)) void rx_general(rt_session *s, wamp_msg *
                                                        size_t len, bool anchor)
 {
     rt_router *rt = s->rt;
-    if (m && !m->root) {
-        /* The general path reads the envelope as a list (trace_input.msg: redaction, an action's
-         * error URI, the payload strip), which the receive path does not make. Without memory
-         * the record is made from the bytes alone (the hub decodes them where it must). */
-        (void)wamp_msg_make_root(m);
-    }
     trace_ctx c;
     fill_ctx(s, TRACE_RX, m ? (int)m->type : 0, &c);
     c.correlation_is_anchor = anchor;
