@@ -299,12 +299,19 @@ uint64_t trace_hub_match_gen(const trace_hub *hub)
     return hub->match_gen;
 }
 
-size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
+/* What every message starts with, matched or on the fast path: the repeats gathered appended,
+ * a new match generation, no hits. */
+static inline void match_begin(trace_hub *hub)
 {
     rep_flush(hub);
     hub->match_gen++;
     hub->n_hits = 0;
     hub->n_action_hits = 0;
+}
+
+size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
+{
+    match_begin(hub);
     if (!hub->pub.running) {
         return 0;
     }
@@ -426,14 +433,23 @@ static void view_of(const trace_ctx *c, const trace_input *in, trace_peer *peer,
  * to exactly these traces with only its peer changed: a tx EVENT with a shared buffer,
  * delivered, not the last of its action, and every running trace message-level with a filter
  * blind to the peer (the receivers of one message share its realm, type, URI and action). */
+/* Whether a message may be kept for trace_hub_repeat() as far as the message goes: a sent EVENT
+ * with a shared buffer, delivered, neither its action's anchor nor its last. Only an EVENT goes
+ * to many sessions (a CALL's INVOCATION, even to a shared registration, goes to one): keeping
+ * anything else would be work for nothing. */
+static inline bool repeatable(int msg_type, int dir, const wamp_buf *wire, const char *dropped,
+                              bool anchor, bool last)
+{
+    return msg_type == WAMP_MSG_EVENT && dir == TRACE_TX && wire && !dropped && !anchor && !last;
+}
+
 static bool rep_eligible(const trace_hub *hub, const trace_ctx *ctx, const trace_input *in,
                          size_t n)
 {
-    /* Only an EVENT goes to many sessions (a CALL's INVOCATION, even to a shared registration,
-     * goes to one): keeping anything else would be work for nothing. The caller checked that
-     * the records keep the message's own bytes (bytes_as_given()). */
-    if (ctx->msg_type != WAMP_MSG_EVENT || ctx->direction != TRACE_TX || !in->wire || in->dropped ||
-        in->correlation_is_anchor || in->correlation_is_last || n > HUB_REPEAT_TRACES) {
+    /* The caller checked that the records keep the message's own bytes (bytes_as_given()). */
+    if (!repeatable(ctx->msg_type, ctx->direction, in->wire, in->dropped, in->correlation_is_anchor,
+                    in->correlation_is_last) ||
+        n > HUB_REPEAT_TRACES) {
         return false;
     }
     for (size_t i = 0; i < hub->n; i++) {
@@ -445,18 +461,30 @@ static bool rep_eligible(const trace_hub *hub, const trace_ctx *ctx, const trace
     return true;
 }
 
-/* Keeps the message for trace_hub_repeat() (rep_eligible()): its buffer, URI and parts under
- * key; the traces it went to are added by the recording paths. */
-static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in, uint64_t key)
+/* Keeps the message v for trace_hub_repeat(): its buffer (a reference), its URI (uri_ref, a
+ * reference that moves in) and its parts (without a peer) under key; the traces it goes to are
+ * noted by the recording paths. */
+static void rep_keep_view(trace_hub *hub, const trace_rec_view *v, trace_str *uri_ref, uint64_t key)
 {
-    hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);
-    hub->rep.uri = shared_uri(hub, ctx, in);
-    view_of(ctx, in, NULL, hub->rep.uri, &hub->rep.rec);
+    hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)v->wire);
+    hub->rep.uri = uri_ref;
+    hub->rep.rec = *v;
     hub->rep.rec.key = key;
-    if (in->correlation) {
-        memcpy(hub->rep.corr, in->correlation, TRACE_UUID_LEN);
+    hub->rep.rec.peer = NULL;
+    hub->rep.rec.uri = uri_ref;
+    if (v->flags & TRACE_CORR_HAS) {
+        memcpy(hub->rep.corr, v->corr, TRACE_UUID_LEN);
         hub->rep.rec.corr = hub->rep.corr;
     }
+}
+
+/* Keeps the message for trace_hub_repeat() (rep_eligible()) from the capture input. */
+static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in, uint64_t key)
+{
+    trace_str *uri = shared_uri(hub, ctx, in);
+    trace_rec_view v;
+    view_of(ctx, in, NULL, uri, &v);
+    rep_keep_view(hub, &v, uri, key);
 }
 
 /* a == b, for two UUIDs: two 8-byte compares (memcmp() was a call per receiver). */
@@ -619,22 +647,12 @@ static __attribute__((noinline)) trace_str *fast_uri(trace_hub *hub, const trace
     return *f->uri_slot;
 }
 
-/* Keeps the EVENT v (to go to the fast trace t) for trace_hub_repeat(), as rep_keep() keeps it;
- * returns its key. */
+/* Keeps the EVENT v (to go to the fast trace t) for trace_hub_repeat(); returns its key. */
 static __attribute__((noinline)) uint64_t fast_keep(trace_hub *hub, trace *t,
                                                     const trace_rec_view *v)
 {
     uint64_t key = ++hub->rep.keys;
-    hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)v->wire);
-    hub->rep.uri = v->uri ? trace_str_ref(v->uri) : NULL;
-    hub->rep.rec = *v;
-    hub->rep.rec.key = key;
-    hub->rep.rec.peer = NULL;
-    hub->rep.rec.uri = hub->rep.uri;
-    if (v->flags & TRACE_CORR_HAS) {
-        memcpy(hub->rep.corr, v->corr, TRACE_UUID_LEN);
-        hub->rep.rec.corr = hub->rep.corr;
-    }
+    rep_keep_view(hub, v, v->uri ? trace_str_ref(v->uri) : NULL, key);
     hub->rep.traces[0] = t;
     hub->rep.n = 1;
     return key;
@@ -642,11 +660,7 @@ static __attribute__((noinline)) uint64_t fast_keep(trace_hub *hub, trace *t,
 
 bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
 {
-    /* What trace_hub_match() does first for every message. */
-    rep_flush(hub);
-    hub->match_gen++;
-    hub->n_hits = 0;
-    hub->n_action_hits = 0;
+    match_begin(hub);
     if (trace_is_mgmt_realm(hub->mgmt_realm, f->realm)) {
         return true; /* the fast trace's filter keeps nothing of it */
     }
@@ -675,8 +689,8 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
     }
     v->env = NULL;
     v->key = 0;
-    if (v->msg_type == WAMP_MSG_EVENT && v->dir == TRACE_TX && v->wire && !v->dropped &&
-        !(v->flags & (TRACE_CORR_ANCHOR | TRACE_CORR_LAST))) {
+    if (repeatable(v->msg_type, v->dir, v->wire, v->dropped, v->flags & TRACE_CORR_ANCHOR,
+                   v->flags & TRACE_CORR_LAST)) {
         v->key = fast_keep(hub, t, v); /* for the next receivers (trace_hub_repeat()) */
     }
     if (trace_persists(t)) {
