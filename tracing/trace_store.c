@@ -449,64 +449,32 @@ static inline store_msg *next_msg_slot(const trace_store *st)
     return &st->mring[wrap(st, st->mhead, st->mcount)];
 }
 
-uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
+/* Appends the record of v's parts. take: v's peer, uri and wire are references that move into
+ * the entries (a wire kept as it is, whatever its size), else the entries take references of
+ * their own (a wire up to TRACE_STORE_COPY_MAX copied into the byte ring). Either way v->bytes
+ * are copied. false (nothing appended, nothing taken) when it cannot be held. */
+static inline __attribute__((always_inline)) bool
+append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
 {
-    size_t len;
-    (void)trace_record_data(rec, &len);
-    uint32_t cost = cost_of(len);
-    prefetch_evictions(st);
-    const void *src = rec->wire ? NULL : rec->bytes;
-    const unsigned char *copy = NULL;
-    if (!make_room(st, cost) || (src && !(copy = copy_bytes(st, src, rec->len)))) {
-        /* (Without memory for its bytes even with nothing else held.) */
-        trace_record_fini(rec);
-        return drop_new(st);
-    }
-    store_msg *m = next_msg_slot(st);
-    m->pc_ns = rec->pc_ns;
-    m->ts_ns = rec->ts_ns;
-    m->uri = rec->uri;
-    m->wire = rec->wire;
-    m->bytes = copy;
-    m->dropped = rec->dropped;
-    memcpy(m->ser_bytes, rec->ser_bytes, sizeof(m->ser_bytes));
-    m->len = copy ? rec->len : 0;
-    m->cost = cost;
-    m->nseq = 1;
-    memcpy(m->corr, rec->corr, TRACE_UUID_LEN);
-    m->dir = rec->dir;
-    m->msg_type = rec->msg_type;
-    m->wire_ser = rec->wire_ser;
-    uint64_t seq = push_msg_seq(st, rec->peer, rec->flags, cost);
-    /* Its references moved into the entries (the rest of *rec may stay). */
-    rec->seq = seq;
-    rec->peer = NULL;
-    rec->uri = NULL;
-    rec->wire = NULL;
-    rec->bytes = NULL;
-    st->key = 0;
-    return seq;
-}
-
-uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
-{
-    /* What the record keeps: a copy of the bytes (received, or a small sent message), or a
-     * reference on a large sent message's buffer, or nothing. */
+    /* What the record keeps: a copy of the bytes, or a reference on a buffer, or nothing. */
     size_t len;
     const void *src = trace_rec_view_data(v, &len);
-    const wamp_buf *wire = v->wire && len > TRACE_STORE_COPY_MAX ? v->wire : NULL;
+    const wamp_buf *wire = v->wire && (take || len > TRACE_STORE_COPY_MAX) ? v->wire : NULL;
     src = len && !wire ? src : NULL;
     uint32_t cost = cost_of(src || wire ? len : 0);
     prefetch_evictions(st);
     const unsigned char *copy = NULL;
     if (!make_room(st, cost) || (src && !(copy = copy_bytes(st, src, len)))) {
-        return drop_new(st);
+        /* (Without memory for its bytes even with nothing else held.) */
+        *seq = drop_new(st);
+        return false;
     }
     store_msg *m = next_msg_slot(st);
     m->pc_ns = v->pc_ns;
     m->ts_ns = v->ts_ns;
-    m->uri = v->uri ? trace_str_ref(v->uri) : NULL;
-    m->wire = wire ? wamp_buf_ref((wamp_buf *)(uintptr_t)wire) : NULL;
+    m->uri = take || !v->uri ? v->uri : trace_str_ref(v->uri);
+    m->wire =
+            take || !wire ? (wamp_buf *)(uintptr_t)wire : wamp_buf_ref((wamp_buf *)(uintptr_t)wire);
     m->bytes = copy;
     m->dropped = v->dropped;
     memcpy(m->ser_bytes, v->ser_bytes, sizeof(m->ser_bytes));
@@ -522,7 +490,45 @@ uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
     m->msg_type = v->msg_type;
     m->wire_ser = copy || wire ? v->wire_ser : 0;
     st->key = v->key;
-    return push_msg_seq(st, v->peer ? trace_peer_ref(v->peer) : NULL, v->flags, cost);
+    *seq = push_msg_seq(st, take || !v->peer ? v->peer : trace_peer_ref(v->peer), v->flags, cost);
+    return true;
+}
+
+uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
+{
+    trace_rec_view v = {.pc_ns = rec->pc_ns,
+                        .ts_ns = rec->ts_ns,
+                        .peer = rec->peer,
+                        .uri = rec->uri,
+                        .dropped = rec->dropped,
+                        .corr = rec->corr,
+                        .wire = rec->wire,
+                        .bytes = rec->wire ? NULL : rec->bytes,
+                        .len = rec->wire || !rec->bytes ? 0 : rec->len,
+                        .dir = rec->dir,
+                        .msg_type = rec->msg_type,
+                        .wire_ser = rec->wire_ser,
+                        .flags = rec->flags};
+    memcpy(v.ser_bytes, rec->ser_bytes, sizeof(v.ser_bytes));
+    uint64_t seq;
+    if (!append_parts(st, &v, true, &seq)) {
+        trace_record_fini(rec);
+        return seq;
+    }
+    /* Its references moved into the entries (the rest of *rec may stay). */
+    rec->seq = seq;
+    rec->peer = NULL;
+    rec->uri = NULL;
+    rec->wire = NULL;
+    rec->bytes = NULL;
+    return seq;
+}
+
+uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
+{
+    uint64_t seq;
+    (void)append_parts(st, v, false, &seq);
+    return seq;
 }
 
 /* Drops the oldest record to make room for a repeat, unless it is the last one held (its message
@@ -554,9 +560,9 @@ static bool room_for_repeat(trace_store *st, uint32_t cost)
 /* The steady state of trace_store_append_repeats(): while the store is full at its limit and
  * its budget holds the repeat in place of the oldest record, each repeat evicts the oldest
  * record and takes its slot (in a full ring the next seq's slot is the oldest's): one pass over
- * one slot, the counts kept in locals. The oldest record may be of the message repeated (no, its
- * newest record stays: more than one is held); a message whose last record goes is released.
- * Returns how many of peers[0..n) it appended; the caller appends the rest the general way. */
+ * one slot, the counts kept in locals. A message whose last record goes is released; the message
+ * repeated never is (more than one record is held, and its newest stays). Returns how many of
+ * peers[0..n) it appended; the caller appends the rest the general way. */
 static size_t replace_oldest(trace_store *st, uint32_t cost, uint32_t no, trace_peer *const *peers,
                              size_t n, uint8_t flags, uint8_t last_flags)
 {
@@ -607,9 +613,7 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
     uint32_t no = st->mfirst + (uint32_t)(st->mcount - 1);
     size_t k = replace_oldest(st, cost, no, peers, n, flags, last_flags);
     for (; k < n; k++) {
-        if (st->count == st->limit && st->count > 1) {
-            drop_oldest_inline(st); /* the usual eviction: a full ring's oldest */
-        }
+        /* (A full ring at its limit is full at its capacity too.) */
         if ((st->count == st->cap || st->bytes + cost > st->max_bytes) &&
             !room_for_repeat(st, cost)) {
             return k;
