@@ -84,8 +84,8 @@ void rt_payload_fini(rt_payload *p);
 /* A message to send to several sessions, encoded at most once per serializer. Its envelope is
  * either msg, a jansson list (one reference, owned), or given by its fields (msg NULL:
  * rt_encoded_init_fields()): [type, id, id2 (when not 0), dict], written straight to each
- * serializer's bytes without a list being built (one is made, into msg, only while a trace
- * records the message: the hub reads envelopes as lists). buf[ser] is filled on first use and
+ * serializer's bytes without a list being built (one is made, into msg, only for a trace of a
+ * message that could not be encoded: the hub then encodes the list). buf[ser] is filled on first use and
  * shared by every receiving queue. With a payload, the payload's Arguments/ArgumentsKw follow the
  * envelope on the wire: copied as they are for a receiver with the payload's serializer, transcoded
  * exactly (wamp_wr_transcode()) for the others. */

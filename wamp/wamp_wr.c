@@ -123,17 +123,29 @@ static bool mp_head(wamp_wr *w, unsigned char type, uint64_t v, size_t len)
     return put(w, b, 1 + len);
 }
 
+/* A non-negative integer's shortest MessagePack form at d (positive fixint, or uint 8 to 64):
+ * its length, 1 to 9. */
+static size_t mp_uint_bytes(uint64_t u, unsigned char d[9])
+{
+    if (u < 128) {
+        d[0] = (unsigned char)u;
+        return 1;
+    }
+    size_t len = u <= UINT8_MAX ? 1 : u <= UINT16_MAX ? 2 : u <= UINT32_MAX ? 4 : 8;
+    d[0] = len == 1 ? 0xcc : len == 2 ? 0xcd : len == 4 ? 0xce : 0xcf;
+    for (size_t i = 0; i < len; i++) {
+        d[1 + i] = (unsigned char)(u >> (8 * (len - 1 - i)));
+    }
+    return 1 + len;
+}
+
 /* The shortest forms, byte for byte what msgpack-c's packer writes (the codec's encoder,
  * wamp_msgpack.c, uses it): written here directly, as they are on every message's envelope. */
 static bool mp_i64(wamp_wr *w, int64_t v)
 {
     if (v >= 0) {
-        uint64_t u = (uint64_t)v;
-        return u < 128           ? put_byte(w, (unsigned char)u)
-               : u <= UINT8_MAX  ? mp_head(w, 0xcc, u, 1)
-               : u <= UINT16_MAX ? mp_head(w, 0xcd, u, 2)
-               : u <= UINT32_MAX ? mp_head(w, 0xce, u, 4)
-                                 : mp_head(w, 0xcf, u, 8);
+        unsigned char b[9];
+        return put(w, b, mp_uint_bytes((uint64_t)v, b));
     }
     uint64_t bits = (uint64_t)v;
     return v >= -32         ? put_byte(w, (unsigned char)(bits & 0xff))
@@ -162,19 +174,28 @@ static bool mp_bin(wamp_wr *w, const void *p, size_t n)
                    : fail(w, WAMP_EINVAL);
 }
 
-/* Decimal digits of u, with a '-' before them if negative. */
-static bool json_digits(wamp_wr *w, uint64_t u, bool negative)
+/* u's decimal digits, written to end at b + DEC_MAX: where they start. */
+#define DEC_MAX 24
+
+static char *dec_digits(uint64_t u, char b[DEC_MAX])
 {
-    char b[24];
-    char *end = b + sizeof(b), *p = end;
+    char *p = b + DEC_MAX;
     do {
         *--p = (char)('0' + u % 10);
         u /= 10;
     } while (u);
+    return p;
+}
+
+/* Decimal digits of u, with a '-' before them if negative. */
+static bool json_digits(wamp_wr *w, uint64_t u, bool negative)
+{
+    char b[DEC_MAX];
+    char *p = dec_digits(u, b);
     if (negative) {
         *--p = '-';
     }
-    return put(w, p, (size_t)(end - p));
+    return put(w, p, (size_t)(b + DEC_MAX - p));
 }
 
 static bool json_i64(wamp_wr *w, int64_t v)
@@ -835,24 +856,13 @@ void wamp_wr_transcode(wamp_wr *w, int src_ser, const void *p, size_t n)
 static size_t ids_int(int ser, uint64_t v, unsigned char *d)
 {
     if (ser == WAMP_SER_JSON) {
-        unsigned char b[24], *end = b + sizeof(b), *p = end;
-        do {
-            *--p = (unsigned char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        memcpy(d, p, (size_t)(end - p));
-        return (size_t)(end - p);
+        char b[DEC_MAX];
+        const char *p = dec_digits(v, b);
+        size_t n = (size_t)(b + DEC_MAX - p);
+        memcpy(d, p, n);
+        return n;
     }
-    if (v < 128) {
-        d[0] = (unsigned char)v;
-        return 1;
-    }
-    size_t len = v <= UINT8_MAX ? 1 : v <= UINT16_MAX ? 2 : v <= UINT32_MAX ? 4 : 8;
-    d[0] = len == 1 ? 0xcc : len == 2 ? 0xcd : len == 4 ? 0xce : 0xcf;
-    for (size_t i = 0; i < len; i++) {
-        d[1 + i] = (unsigned char)(v >> (8 * (len - 1 - i)));
-    }
-    return 1 + len;
+    return mp_uint_bytes(v, d);
 }
 
 wamp_err wamp_wr_ids_message(int ser, int code, uint64_t id, uint64_t id2, const void *args,
