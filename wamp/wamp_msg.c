@@ -382,6 +382,38 @@ fail:
     return err == WAMP_ENOMEM ? err : WAMP_EPROTO;
 }
 
+/* An id (FK_ID, FK_ID2) or a request type (FK_REQTYPE) v into its field of *out; false when it
+ * is not one. */
+static bool set_int_field(enum field_kind kind, uint64_t v, wamp_msg *out)
+{
+    if (kind == FK_ID || kind == FK_ID2) {
+        if (v < 1 || v > WAMP_ID_MAX) {
+            return false;
+        }
+        *(kind == FK_ID ? &out->id : &out->id2) = v;
+        return true;
+    }
+    if (kind != FK_REQTYPE || v > WAMP_MSG_TYPE_MAX || !spec_of((long long)v)) {
+        return false;
+    }
+    out->req_type = (wamp_msg_type)v;
+    return true;
+}
+
+/* The URI (UTF-8, checked by the caller) of len bytes at p copied into out->uri_buf (the bytes are
+ * borrowed); false for one with a NUL byte or too long for the buffer (the full parse takes
+ * those). */
+static bool set_uri(wamp_msg *out, const void *p, size_t len)
+{
+    if (len >= sizeof(out->uri_buf) || memchr(p, '\0', len)) {
+        return false;
+    }
+    memcpy(out->uri_buf, p, len);
+    out->uri_buf[len] = '\0';
+    out->uri = out->uri_buf;
+    return true;
+}
+
 /* Element (after the code) of a message of type spec read as a scalar token into its field of
  * *out; false when it is not what the field must be. */
 static bool field_token(enum field_kind kind, const wamp_tok *t, wamp_msg *out)
@@ -389,27 +421,10 @@ static bool field_token(enum field_kind kind, const wamp_tok *t, wamp_msg *out)
     switch (kind) {
     case FK_ID:
     case FK_ID2:
-        if (t->kind != WAMP_TOK_INT || t->i < 1 || (uint64_t)t->i > WAMP_ID_MAX) {
-            return false;
-        }
-        *(kind == FK_ID ? &out->id : &out->id2) = (uint64_t)t->i;
-        return true;
     case FK_REQTYPE:
-        if (t->kind != WAMP_TOK_INT || !spec_of(t->i)) {
-            return false;
-        }
-        out->req_type = (wamp_msg_type)t->i;
-        return true;
+        return t->kind == WAMP_TOK_INT && t->i >= 0 && set_int_field(kind, (uint64_t)t->i, out);
     case FK_URI:
-        /* Copied: the token is borrowed from the reader. Longer ones take the full parse. */
-        if (t->kind != WAMP_TOK_STR || t->len >= sizeof(out->uri_buf) ||
-            memchr(t->p, '\0', t->len)) {
-            return false;
-        }
-        memcpy(out->uri_buf, t->p, t->len);
-        out->uri_buf[t->len] = '\0';
-        out->uri = out->uri_buf;
-        return true;
+        return t->kind == WAMP_TOK_STR && set_uri(out, t->p, t->len);
     default:
         return false;
     }
@@ -474,19 +489,8 @@ static bool mp_field(enum field_kind kind, const unsigned char **p, const unsign
 {
     uint64_t v;
     const unsigned char *q = *p;
-    if (kind == FK_ID || kind == FK_ID2) {
-        if (!mp_uint(p, end, &v) || v < 1 || v > WAMP_ID_MAX) {
-            return false;
-        }
-        *(kind == FK_ID ? &out->id : &out->id2) = v;
-        return true;
-    }
-    if (kind == FK_REQTYPE) {
-        if (!mp_uint(p, end, &v) || v > WAMP_MSG_TYPE_MAX || !spec_of((long long)v)) {
-            return false;
-        }
-        out->req_type = (wamp_msg_type)v;
-        return true;
+    if (kind == FK_ID || kind == FK_ID2 || kind == FK_REQTYPE) {
+        return mp_uint(p, end, &v) && set_int_field(kind, v, out);
     }
     if (kind == FK_DICT) {
         if (q >= end || *q != 0x80) {
@@ -508,13 +512,9 @@ static bool mp_field(enum field_kind kind, const unsigned char **p, const unsign
     } else {
         return false;
     }
-    if ((size_t)(end - q) < len || len >= sizeof(out->uri_buf) || memchr(q, '\0', len) ||
-        !wamp_utf8_valid(q, len)) {
+    if ((size_t)(end - q) < len || !wamp_utf8_valid(q, len) || !set_uri(out, q, len)) {
         return false;
     }
-    memcpy(out->uri_buf, q, len);
-    out->uri_buf[len] = '\0';
-    out->uri = out->uri_buf;
     *p = q + len;
     return true;
 }
@@ -558,6 +558,13 @@ static bool mp_envelope(const unsigned char *d, size_t len, wamp_msg *out)
 /* wamp_msg_parse_bytes_fields() of a well-formed message whose every element is what its type
  * requires: the envelope read into out's fields, no list. false for anything else (out zeroed,
  * nothing held): the full parse then reads it and says what is wrong. */
+/* Forgets what a parse into fields that failed set in out (its dict). */
+static void fields_reset(wamp_msg *out)
+{
+    json_decref(out->dict);
+    memset(out, 0, offsetof(wamp_msg, uri_buf));
+}
+
 static bool parse_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out)
 {
     memset(out, 0, offsetof(wamp_msg, uri_buf));
@@ -566,8 +573,7 @@ static bool parse_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *o
             out->ser = ser;
             return true;
         }
-        json_decref(out->dict);
-        memset(out, 0, offsetof(wamp_msg, uri_buf));
+        fields_reset(out);
     }
     wamp_rd r;
     wamp_tok t;
@@ -584,8 +590,7 @@ static bool parse_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *o
     ok = ok && n >= spec->min && wamp_rd_next(&r, &t) == WAMP_OK && wamp_rd_done(&r);
     wamp_rd_fini(&r);
     if (!ok) {
-        json_decref(out->dict);
-        memset(out, 0, offsetof(wamp_msg, uri_buf));
+        fields_reset(out);
         return false;
     }
     out->type = (wamp_msg_type)(spec - msg_specs);
