@@ -85,10 +85,10 @@ void rt_payload_fini(rt_payload *p);
  * either msg, a jansson list (one reference, owned), or given by its fields (msg NULL:
  * rt_encoded_init_fields()): [type, id, id2 (when not 0), dict], written straight to each
  * serializer's bytes without a list being built (one is made, into msg, only for a trace of a
- * message that could not be encoded: the hub then encodes the list). buf[ser] is filled on first use and
- * shared by every receiving queue. With a payload, the payload's Arguments/ArgumentsKw follow the
- * envelope on the wire: copied as they are for a receiver with the payload's serializer, transcoded
- * exactly (wamp_wr_transcode()) for the others. */
+ * message that could not be encoded: the hub then encodes the list). buf[ser] is filled on first
+ * use and shared by every receiving queue. With a payload, the payload's Arguments/ArgumentsKw
+ * follow the envelope on the wire: copied as they are for a receiver with the payload's serializer,
+ * transcoded exactly (wamp_wr_transcode()) for the others. */
 typedef struct rt_encoded {
     json_t *msg;
     uint64_t id[2];     /* fields: the ids after the code (id[1] 0: absent) */
