@@ -207,9 +207,9 @@ static void fill_input(rt_session *s, trace_input *in)
  * only while trace_hub_fast_ready()): rx with its bytes (data, len), tx with the buffer encoded
  * for s (wire) and the encodings e made; anchor / last as the correlation flags. true when the
  * hub is done with it; false: the caller records it the general way. */
-static bool record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len,
-                        const rt_encoded *e, const wamp_buf *wire, const char *drop, bool anchor,
-                        bool last)
+static inline __attribute__((always_inline)) bool
+record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len,
+            const rt_encoded *e, const wamp_buf *wire, const char *drop, bool anchor, bool last)
 {
     rt_router *rt = s->rt;
     const char *realm = rt_realm_name(s->realm);
@@ -218,9 +218,8 @@ static bool record_fast(rt_session *s, trace_dir dir, int type, const void *data
     }
     read_clock(rt);
     const rt_cur_action *a = &rt->cur;
-    /* Copied from a zero struct: GCC turns a memset() of it into a slow `rep stos`. */
-    static const trace_fast zero;
-    trace_fast f = zero;
+    /* Every field the hub reads written once (no zeroed copy first). */
+    trace_fast f;
     f.realm = realm;
     f.uri_text = a->uri_text;
     f.uri_slot = &rt->cur.uri;
@@ -230,19 +229,19 @@ static bool record_fast(rt_session *s, trace_dir dir, int type, const void *data
     v->peer = s->tpeer;
     v->uri = a->uri;
     v->dropped = drop;
-    if (a->set) {
-        v->corr = a->uuid;
-        v->flags = (uint8_t)(TRACE_CORR_HAS | (anchor ? TRACE_CORR_ANCHOR : 0) |
-                             (last ? TRACE_CORR_LAST : 0));
-    }
+    v->corr = a->uuid;
+    v->flags = a->set ? (uint8_t)(TRACE_CORR_HAS | (anchor ? TRACE_CORR_ANCHOR : 0) |
+                                  (last ? TRACE_CORR_LAST : 0))
+                      : 0;
     v->wire = wire;
     v->bytes = data;
     v->len = len;
     v->dir = (uint8_t)dir;
     v->msg_type = (uint8_t)type;
     v->wire_ser = (uint8_t)s->ser;
-    for (int i = 1; e && i < WAMP_SER_COUNT; i++) {
-        size_t n = e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
+    v->ser_bytes[0] = 0;
+    for (int i = 1; i < WAMP_SER_COUNT; i++) {
+        size_t n = e && e->buf[i] ? wamp_buf_len(e->buf[i]) : 0;
         v->ser_bytes[i] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
     }
     return trace_hub_record_fast(rt->hub, &f);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "trace_hub_int.h"
+#include "trace_store_int.h"
 #include "trace_strip.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
@@ -185,6 +186,39 @@ static trace_peer *shared_peer(const trace_ctx *c, const trace_input *in)
     return *in->peer_slot ? trace_peer_ref(*in->peer_slot) : NULL;
 }
 
+/* The 8 bytes at p (unaligned). */
+static inline uint64_t load8(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+/* The last word of the n bytes at p: their last 8 (overlapping the word before), or fewer
+ * zero-extended. */
+static inline uint64_t tail8(const char *p, size_t n)
+{
+    if (n >= 8) {
+        return load8(p + n - 8);
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    return w;
+}
+
+/* a[0..n) == b[0..n), a word at a time (strcmp() was a call, and a third of interning). */
+static inline bool text_eq(const char *a, const char *b, size_t n)
+{
+    if (n < 8) {
+        return memcmp(a, b, n) == 0;
+    }
+    uint64_t d = load8(a + n - 8) ^ load8(b + n - 8);
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        d |= load8(a + i) ^ load8(b + i);
+    }
+    return d == 0;
+}
+
 /* A new reference on an immutable string equal to uri: the cached one for its text, else a new
  * one that replaces the cache entry. Every action (a PUBLISH, a CALL) needs its URI as a
  * trace_str; made afresh, each was a malloc() and, a whole ring later, a free() of memory long
@@ -194,19 +228,16 @@ static trace_str *intern_uri(trace_hub *hub, const char *uri)
 {
     /* Eight bytes a step, each mixed by a multiply: a byte-wise hash (FNV-1a) was a chain of
      * one multiply per character, about 40 ns for a typical topic. */
-    size_t n = strlen(uri), i = 0;
-    uint64_t h = 0x9e3779b97f4a7c15u ^ n, w;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, uri + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdu;
+    size_t n = strlen(uri);
+    uint64_t h = 0x9e3779b97f4a7c15u ^ n;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        h = (h ^ load8(uri + i)) * 0xff51afd7ed558ccdu;
         h ^= h >> 32;
     }
-    w = 0;
-    memcpy(&w, uri + i, n - i);
-    h = (h ^ w) * 0xff51afd7ed558ccdu;
+    h = (h ^ tail8(uri, n)) * 0xff51afd7ed558ccdu;
     h ^= h >> 29;
     trace_str **e = &hub->uris[h & (HUB_URI_CACHE - 1)];
-    if (*e && strcmp(trace_str_get(*e), uri) == 0) {
+    if (*e && trace_str_len(*e) == n && text_eq(trace_str_get(*e), uri, n)) {
         return trace_str_ref(*e);
     }
     trace_str *s = trace_str_new(uri);
@@ -696,7 +727,14 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
     if (trace_persists(t)) {
         (void)trace_append_rec(t, v); /* encoded into its write buffer (an I/O error stops it) */
     } else {
-        (void)trace_store_append_view(trace_fast_store(t), v);
+        /* The store's steady state inline (trace_store_int.h), the rest through its API. */
+        trace_store *st = trace_fast_store(t);
+        const void *src = trace_rec_view_data(v, &len);
+        uint64_t seq;
+        prefetch_evictions(st);
+        if (!trace_store_append_steady(st, v, src, len, &seq)) {
+            (void)trace_store_append_view(st, v);
+        }
     }
     if (own_uri) {
         trace_str_unref(&own_uri);

@@ -1,6 +1,7 @@
 /* trace_record.c: records, shared peer info and strings, correlation UUIDs. */
 #include "trace_record.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,9 +94,12 @@ size_t trace_peer_text_bytes(const trace_peer *p)
 }
 
 struct trace_str {
-    struct trace_str_head h; /* refs: read inline (trace_record.h) */
-    char text[];
+    struct trace_str_head h; /* read inline (trace_record.h) */
+    char text[];             /* right after the head: trace_str_get() */
 };
+
+_Static_assert(offsetof(struct trace_str, text) == sizeof(struct trace_str_head),
+               "trace_str_get() finds the text right after the head");
 
 trace_str *trace_str_new(const char *s)
 {
@@ -105,6 +109,7 @@ trace_str *trace_str_new(const char *s)
         return NULL;
     }
     t->h.refs = 1;
+    t->h.len = n - 1;
     memcpy(t->text, s, n);
     return t;
 }
@@ -117,11 +122,6 @@ void trace_str_free_(trace_str *s)
 size_t trace_str_refs(const trace_str *s)
 {
     return s->h.refs;
-}
-
-const char *trace_str_get(const trace_str *s)
-{
-    return s->text;
 }
 
 void trace_record_clone(const trace_record *src, trace_record *dst)

@@ -108,10 +108,12 @@ typedef struct trace_str trace_str;
 /* New immutable copy of s (non-NULL) with one reference; NULL on allocation failure. */
 trace_str *trace_str_new(const char *s);
 
-/* The head of every string, for the inline reference functions below (as trace_peer_head: an
- * action's URI is referenced and released a few times per message on the capture path). */
+/* The head of every string, for the inline functions below (as trace_peer_head: an action's URI
+ * is referenced and released a few times per message on the capture path, and compared with
+ * the text of each new action's URI). The text follows the head. */
 struct trace_str_head {
     size_t refs;
+    size_t len; /* of the text, without its NUL */
 };
 
 /* Frees a string whose last reference was dropped (trace_str_unref()'s slow path). */
@@ -135,8 +137,18 @@ static inline void trace_str_unref(trace_str **s)
 }
 
 size_t trace_str_refs(const trace_str *s);
+
 /* Borrowed NUL-terminated text, valid while the caller holds a reference. */
-const char *trace_str_get(const trace_str *s);
+static inline const char *trace_str_get(const trace_str *s)
+{
+    return (const char *)s + sizeof(struct trace_str_head);
+}
+
+/* The text's length (strlen() of trace_str_get()). */
+static inline size_t trace_str_len(const trace_str *s)
+{
+    return ((const struct trace_str_head *)(const void *)s)->len;
+}
 
 /* --- trace_record -------------------------------------------------------------------------- */
 

@@ -24,64 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace_store_int.h"
+
 /* First ring allocation (entries), unless limit is smaller. */
 #define STORE_INITIAL_CAP 64
 /* The largest cost a record can note. */
 #define STORE_COST_MAX 0x7fffffffu
-
-/* One held record: its peer (a reference) and flags, and the number of its message. */
-typedef struct store_seq {
-    trace_peer *peer;
-    uint32_t msg;
-    uint8_t flags;
-} store_seq;
-
-/* One message, shared by the seqs that point to it (nseq of them, oldest first). */
-typedef struct store_msg {
-    uint64_t pc_ns;
-    uint64_t ts_ns;
-    trace_str *uri;             /* reference */
-    wamp_buf *wire;             /* reference */
-    const unsigned char *bytes; /* the byte ring's copy */
-    const char *dropped;
-    uint32_t ser_bytes[WAMP_SER_COUNT];
-    uint32_t len;  /* of bytes */
-    uint32_t cost; /* what each of its seqs counts against max_bytes */
-    uint32_t nseq;
-    uint8_t corr[TRACE_UUID_LEN];
-    uint8_t dir;
-    uint8_t msg_type;
-    uint8_t wire_ser;
-} store_msg;
-
-struct trace_store {
-    store_seq *sring; /* cap slots; count held start at shead */
-    store_msg *mring; /* cap slots; mcount held start at mhead, numbered from mfirst */
-    size_t cap;
-    size_t shead;
-    size_t count;
-    size_t mhead;
-    size_t mcount;
-    uint32_t mfirst;
-    size_t limit;
-    uint64_t max_bytes;
-    uint64_t first_seq;
-    uint64_t dropped;
-    uint64_t bytes;
-    /* The byte ring: bcap bytes; live copies from bhead (inclusive) to btail, through bend and
-     * around from 0 when wrapped; bused bytes in copies (every copy has at least one byte:
-     * bused is 0 exactly when none is live). */
-    unsigned char *bring;
-    size_t bcap;
-    size_t bhead;
-    size_t btail;
-    size_t bend;
-    size_t bused;
-    bool bwrapped;
-    /* The key of the newest message (trace_rec_view.key; 0: none): a fan-out's repeats of that
-     * message point to it (trace_store_append_repeats()). */
-    uint64_t key;
-};
 
 /* First byte ring allocation. */
 #define STORE_BYTES_INITIAL 4096
@@ -98,13 +46,6 @@ trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
     st->limit = limit;
     st->max_bytes = max_bytes;
     return st;
-}
-
-/* i + n wrapped into the rings (i < cap, n <= cap). */
-static inline size_t wrap(const trace_store *st, size_t i, size_t n)
-{
-    size_t j = i + n;
-    return j >= st->cap ? j - st->cap : j;
 }
 
 /* The message entry of number n (held). */
@@ -208,9 +149,6 @@ static bool bytes_rebuild(trace_store *st, size_t len)
     return true;
 }
 
-/* Prefetch distance, in entries ahead of the oldest (see prefetch_evictions()). */
-#define PREFETCH_SLOTS 24
-
 /* Releases what the oldest message holds and forgets it (its last seq is gone). Out of line: a
  * fan-out's message goes with the last of its seqs only. */
 static __attribute__((noinline)) void msg_release_oldest(trace_store *st)
@@ -313,30 +251,6 @@ static const unsigned char *copy_bytes_slow(trace_store *st, const void *src, si
     return st->bring + off;
 }
 
-/* memcpy(d, s, n) (n > 0), without a call into the C library for the usual small message: up to
- * 64 bytes as at most two overlapping 32-byte (or smaller) moves. */
-static inline void copy_small(unsigned char *d, const void *s, size_t n)
-{
-    const unsigned char *p = s;
-    if (n >= 16 && n <= 64) {
-        /* The first and last 16, then (over 32) the first and last 32: overlapping moves. */
-        unsigned char a[16], b[16];
-        memcpy(a, p, 16);
-        memcpy(b, p + n - 16, 16);
-        if (n > 32) {
-            unsigned char c[16], e[16];
-            memcpy(c, p + 16, 16);
-            memcpy(e, p + n - 32, 16);
-            memcpy(d + 16, c, 16);
-            memcpy(d + n - 32, e, 16);
-        }
-        memcpy(d, a, 16);
-        memcpy(d + n - 16, b, 16);
-        return;
-    }
-    memcpy(d, s, n);
-}
-
 /* Copies len (> 0) bytes from src into the byte ring; returns the copy. Without memory to
  * rebuild the ring, drops the oldest records until the copy fits; NULL if nothing is left to
  * drop and it still does not. Inline: the usual copy goes right after the tail. */
@@ -351,24 +265,6 @@ static inline const unsigned char *copy_bytes(trace_store *st, const void *src, 
     copy_small(d, src, len);
     st->bused += len;
     return d;
-}
-
-/* A store that evicts keeps evicting: each append releases the oldest record, whose entries
- * were last touched a whole ring ago and are out of cache. Requesting them a few appends early
- * overlaps those misses with the work between appends. (What they point to is warm: the peer is
- * per session, the URI the hub's interned one, the bytes in the byte ring are not read.) A
- * prefetch never faults. Inline, not a function of its own: GCC deems a function of nothing but
- * prefetches pure and deletes the call. */
-static inline __attribute__((always_inline)) void prefetch_evictions(const trace_store *st)
-{
-    if (st->dropped && st->count > PREFETCH_SLOTS) {
-        __builtin_prefetch(&st->sring[wrap(st, st->shead, PREFETCH_SLOTS)], 0, 3);
-        if (st->mcount > PREFETCH_SLOTS) {
-            const char *m = (const char *)&st->mring[wrap(st, st->mhead, PREFETCH_SLOTS)];
-            __builtin_prefetch(m, 1, 3);
-            __builtin_prefetch(m + sizeof(store_msg) - 1, 1, 3);
-        }
-    }
 }
 
 /* Evicts what appending a record of this cost needs (budget, limit, rings that cannot grow);
@@ -462,7 +358,6 @@ append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
     const wamp_buf *wire = v->wire && (take || len > TRACE_STORE_COPY_MAX) ? v->wire : NULL;
     src = len && !wire ? src : NULL;
     uint32_t cost = cost_of(src || wire ? len : 0);
-    prefetch_evictions(st);
     const unsigned char *copy = NULL;
     if (!make_room(st, cost) || (src && !(copy = copy_bytes(st, src, len)))) {
         /* (Without memory for its bytes even with nothing else held.) */
@@ -511,6 +406,7 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
                         .flags = rec->flags};
     memcpy(v.ser_bytes, rec->ser_bytes, sizeof(v.ser_bytes));
     uint64_t seq;
+    prefetch_evictions(st);
     if (!append_parts(st, &v, true, &seq)) {
         trace_record_fini(rec);
         return seq;
@@ -527,7 +423,12 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
 uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
 {
     uint64_t seq;
-    (void)append_parts(st, v, false, &seq);
+    size_t len;
+    const void *src = trace_rec_view_data(v, &len);
+    prefetch_evictions(st);
+    if (!trace_store_append_steady(st, v, src, len, &seq)) {
+        (void)append_parts(st, v, false, &seq);
+    }
     return seq;
 }
 
