@@ -731,7 +731,6 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
         trace_store *st = trace_fast_store(t);
         const void *src = trace_rec_view_data(v, &len);
         uint64_t seq;
-        prefetch_evictions(st);
         if (!trace_store_append_steady(st, v, src, len, &seq)) {
             (void)trace_store_append_view(st, v);
         }

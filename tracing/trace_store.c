@@ -425,8 +425,8 @@ uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
     uint64_t seq;
     size_t len;
     const void *src = trace_rec_view_data(v, &len);
-    prefetch_evictions(st);
     if (!trace_store_append_steady(st, v, src, len, &seq)) {
+        prefetch_evictions(st);
         (void)append_parts(st, v, false, &seq);
     }
     return seq;

@@ -137,6 +137,13 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
         return false;
     }
     size_t sh = st->shead, mh = st->mhead, mcount = st->mcount;
+    if (cap > PREFETCH_SLOTS) { /* prefetch_evictions(), from the locals */
+        size_t ps = sh + PREFETCH_SLOTS, pm = mh + PREFETCH_SLOTS;
+        const char *pmsg = (const char *)&st->mring[pm >= cap ? pm - cap : pm];
+        __builtin_prefetch(&st->sring[ps >= cap ? ps - cap : ps], 0, 3);
+        __builtin_prefetch(pmsg, 1, 3);
+        __builtin_prefetch(pmsg + sizeof(store_msg) - 1, 1, 3);
+    }
     store_seq *q = &st->sring[sh];
     store_msg *m = &st->mring[mh]; /* the oldest message: the oldest seq's */
     uint32_t cost = (uint32_t)len + TRACE_RECORD_OVERHEAD;
