@@ -30,11 +30,17 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
     bool last = hub->rep.pend_last;
     hub->rep.n_pend = 0;
     hub->rep.pend_last = false;
-    for (size_t i = 0; i < hub->rep.n; i++) {
+    /* The gathered references move into the last trace; the others take their own. */
+    size_t nt = hub->rep.n;
+    for (size_t i = 0; i + 1 < nt; i++) {
         (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n, last);
     }
-    for (size_t i = 0; i < n; i++) {
-        trace_peer_unref(&hub->rep.pend[i]);
+    if (nt) {
+        (void)trace_append_run_take(hub->rep.traces[nt - 1], &hub->rep.rec, hub->rep.pend, n, last);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            trace_peer_unref(&hub->rep.pend[i]);
+        }
     }
 }
 

@@ -559,37 +559,59 @@ static bool room_for_repeat(trace_store *st, uint32_t cost)
 
 /* The steady state of trace_store_append_repeats(): while the store is full at its limit and
  * its budget holds the repeat in place of the oldest record, each repeat evicts the oldest
- * record and takes its slot (in a full ring the next seq's slot is the oldest's): one pass over
- * one slot, the counts kept in locals. A message whose last record goes is released; the message
- * repeated never is (more than one record is held, and its newest stays). Returns how many of
- * peers[0..n) it appended; the caller appends the rest the general way. */
+ * record and takes its slot (in a full ring the next seq's slot is the oldest's). It goes by the
+ * oldest message: the seqs of one message evicted in a row change the byte count by the same
+ * amount each, so how many the budget allows is one division, and the message's count of seqs
+ * and the one repeated change once per message, not per receiver; what is left per receiver is
+ * the slot (the peer's reference moves in, the evicted one is dropped). A message whose last
+ * record goes is released; the message repeated never is (more than one record is held, and its
+ * newest stays). Returns how many of peers[0..n) it appended; the caller appends the rest the
+ * general way. */
 static size_t replace_oldest(trace_store *st, uint32_t cost, uint32_t no, trace_peer *const *peers,
-                             size_t n, uint8_t flags, uint8_t last_flags)
+                             size_t n, uint8_t flags)
 {
     if (st->count != st->limit || st->count != st->cap || st->count < 2) {
         return 0;
     }
     store_msg *nm = msg_of(st, no);
     size_t head = st->shead;
+    const size_t cap = st->cap;
     uint64_t bytes = st->bytes;
+    const uint64_t max = st->max_bytes;
     size_t k = 0;
-    for (; k < n; k++) {
+    while (k < n) {
         store_msg *om = &st->mring[st->mhead];
-        if (bytes - om->cost + cost > st->max_bytes) {
-            break;
+        size_t run = n - k;
+        if (om != nm && om->nseq < run) {
+            run = om->nseq; /* then the next message is the oldest */
         }
-        store_seq *q = &st->sring[head];
-        trace_peer *old = q->peer;
-        bytes = bytes - om->cost + cost;
-        if (--om->nseq == 0) {
-            msg_release_oldest(st);
+        /* Each repeat in place of one of om's seqs: bytes - om->cost + cost, within the budget
+         * as long as it does not grow past it (bytes <= max holds between appends). */
+        if (cost > om->cost) {
+            uint64_t fit = (max - bytes) / (cost - om->cost);
+            run = fit < run ? (size_t)fit : run;
+            if (run == 0) {
+                break;
+            }
         }
-        q->peer = trace_peer_ref(peers[k]);
-        q->msg = no;
-        q->flags = k == n - 1 ? last_flags : flags;
-        nm->nseq++;
-        trace_peer_unref(&old);
-        head = head + 1 == st->cap ? 0 : head + 1;
+        for (size_t j = 0; j < run; j++) {
+            store_seq *q = &st->sring[head];
+            trace_peer *old = q->peer;
+            q->peer = peers[k + j];
+            q->msg = no;
+            q->flags = flags;
+            trace_peer_unref(&old);
+            head = head + 1 == cap ? 0 : head + 1;
+        }
+        k += run;
+        bytes = bytes - (uint64_t)run * om->cost + (uint64_t)run * cost;
+        if (om != nm) {
+            nm->nseq += (uint32_t)run;
+            om->nseq -= (uint32_t)run;
+            if (om->nseq == 0) {
+                msg_release_oldest(st);
+            }
+        }
     }
     st->shead = head;
     st->bytes = bytes;
@@ -611,20 +633,24 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
     }
     uint32_t cost = newest->cost;
     uint32_t no = st->mfirst + (uint32_t)(st->mcount - 1);
-    size_t k = replace_oldest(st, cost, no, peers, n, flags, last_flags);
+    size_t k = replace_oldest(st, cost, no, peers, n, flags);
     for (; k < n; k++) {
         /* (A full ring at its limit is full at its capacity too.) */
         if ((st->count == st->cap || st->bytes + cost > st->max_bytes) &&
             !room_for_repeat(st, cost)) {
-            return k;
+            break;
         }
         store_seq *q = &st->sring[wrap(st, st->shead, st->count)];
-        q->peer = trace_peer_ref(peers[k]);
+        q->peer = peers[k];
         q->msg = no;
-        q->flags = k == n - 1 ? last_flags : flags;
+        q->flags = flags;
         msg_of(st, no)->nseq++;
         st->count++;
         st->bytes += cost;
+    }
+    if (k == n) {
+        /* The newest record is the n-th: it completes the action with last_flags. */
+        st->sring[wrap(st, st->shead, st->count - 1)].flags = last_flags;
     }
     return k;
 }
