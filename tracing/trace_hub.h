@@ -249,13 +249,22 @@ void trace_hub_repeat_end(trace_hub *hub, bool last);
  * while gathered). Inline (in the router's send path): a call and its arguments cost more than
  * these checks. */
 static inline bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
-                                    const uint8_t *correlation, uint64_t pc_ns, bool last)
+                                    const uint8_t *correlation, uint64_t pc_ns, bool last);
+
+/* trace_hub_repeat() in two steps, for a caller that knows whether the message is its action's
+ * last only at some cost (the router): trace_hub_repeat_gather() is everything but last (the
+ * correlation given as has_corr and, if so, its 16 bytes), and returns what trace_hub_repeat()
+ * would; after true, trace_hub_repeat_close() says whether it was the last (and appends the
+ * batch when it is full). */
+static inline bool trace_hub_repeat_gather(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
+                                           bool has_corr, const uint8_t *correlation,
+                                           uint64_t pc_ns)
 {
     struct trace_hub_rep *r = &((struct trace_hub_pub *)(void *)hub)->rep;
-    if (!wire || wire != r->wire || !peer || pc_ns != r->pc_ns || !correlation != !r->has_corr) {
+    if (!wire || wire != r->wire || !peer || pc_ns != r->pc_ns || has_corr != r->has_corr) {
         return false;
     }
-    if (correlation) {
+    if (has_corr) {
         /* Two 8-byte compares (memcmp() was a call per receiver). */
         uint64_t a[2], b[2];
         memcpy(a, correlation, sizeof(a));
@@ -265,9 +274,24 @@ static inline bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_
         }
     }
     r->pend[r->n_pend++] = trace_peer_ref(peer);
+    return true;
+}
+
+static inline void trace_hub_repeat_close(trace_hub *hub, bool last)
+{
+    struct trace_hub_rep *r = &((struct trace_hub_pub *)(void *)hub)->rep;
     if (last || r->n_pend == TRACE_HUB_REPEAT_BATCH) {
         trace_hub_repeat_end(hub, last);
     }
+}
+
+static inline bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
+                                    const uint8_t *correlation, uint64_t pc_ns, bool last)
+{
+    if (!trace_hub_repeat_gather(hub, wire, peer, correlation != NULL, correlation, pc_ns)) {
+        return false;
+    }
+    trace_hub_repeat_close(hub, last);
     return true;
 }
 
