@@ -22,10 +22,12 @@ static inline bool rt_trace_tx_repeat(rt_session *s, const wamp_buf *wire, const
 {
     rt_router *rt = s->rt;
     if (drop || !rt->cur.now_set ||
-        !trace_hub_repeat(rt->hub, wire, s->tpeer, rt->cur.set ? rt->cur.uuid : NULL,
-                          rt->cur.now_ns, rt->cur.set && rt->cur.last && !rt->cur.meta_pending)) {
+        !trace_hub_repeat_gather(rt->hub, wire, s->tpeer, rt->cur.set, rt->cur.uuid,
+                                 rt->cur.now_ns)) {
         return false;
     }
+    /* Whether it completes the action asked only now: most receivers are not asked at all. */
+    trace_hub_repeat_close(rt->hub, rt->cur.set && rt->cur.last && !rt->cur.meta_pending);
     rt->cur.last = false; /* "last" marks one message */
     return true;
 }

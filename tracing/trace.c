@@ -388,9 +388,18 @@ static size_t room_for(const trace *t, size_t n)
     return room < n ? (size_t)room : n;
 }
 
-/* trace_append_run() for an in-memory trace: repeat records borrowing the newest record (the
- * message's) where the store can (trace_store_append_repeats()), else a record of rec's parts
- * with the receiver's peer. */
+/* Drops the references peers[0..n). */
+static void peers_unref(trace_peer *const *peers, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        trace_peer *p = peers[i];
+        trace_peer_unref(&p);
+    }
+}
+
+/* trace_append_run_take() for an in-memory trace: repeat records of the newest record's message
+ * where the store can (trace_store_append_repeats(): the references move in), else a record of
+ * rec's parts with the receiver's peer (which takes a reference of its own). */
 static size_t append_run_memory(trace *t, const trace_rec_view *rec, trace_peer *const *peers,
                                 size_t n, bool last)
 {
@@ -403,7 +412,9 @@ static size_t append_run_memory(trace *t, const trace_rec_view *rec, trace_peer 
                                               peers + done, want, rec->flags, last_flags);
         if (k) {
             done += k;
-            after_append(t, trace_store_next_seq(t->store) - 1, false, rec->pc_ns, rec->ts_ns);
+            if (t->opts.max_records) {
+                after_append(t, trace_store_next_seq(t->store) - 1, false, rec->pc_ns, rec->ts_ns);
+            }
             continue;
         }
         /* Nothing to borrow from: a record of its own. */
@@ -411,16 +422,26 @@ static size_t append_run_memory(trace *t, const trace_rec_view *rec, trace_peer 
         r.peer = peers[done];
         r.flags = (uint8_t)(rec->flags | (last && done == n - 1 ? TRACE_CORR_LAST : 0));
         (void)trace_append_rec(t, &r);
+        peers_unref(peers + done, 1);
         done++;
     }
+    peers_unref(peers + done, n - done); /* the trace stopped: not appended */
     return done;
 }
 
-size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
-                        bool last)
+size_t trace_append_run_take(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
+                             bool last)
 {
     if (!t->h.running || n == 0) {
+        peers_unref(peers, n);
         return 0;
+    }
+    if (!t->persist && !t->opts.max_records && (!rec->env || t->h.payload)) {
+        /* The usual case (the flight recorder): every receiver a repeat, all of them at once. */
+        uint8_t last_flags = (uint8_t)(rec->flags | (last ? TRACE_CORR_LAST : 0));
+        size_t k = trace_store_append_repeats(t->store, rec->key, rec->uri, rec->pc_ns, peers, n,
+                                              rec->flags, last_flags);
+        return k == n ? n : k + append_run_memory(t, rec, peers + k, n - k, last);
     }
     trace_rec_view tmp;
     rec = as_kept(t, rec, &tmp);
@@ -429,14 +450,26 @@ size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers,
     }
     size_t room = room_for(t, n);
     if (room < n) {
-        n = room; /* the trace stops before the last one */
-        last = false;
+        last = false; /* the trace stops before the last one */
     }
     trace_rec_view r = *rec;
-    r.seq = trace_store_skip_n(t->store, n);
-    bool io_failed = trace_persist_append_run(t->persist, &r, peers, n, last) != WAMP_OK;
-    after_append(t, r.seq + n - 1, io_failed, r.pc_ns, r.ts_ns);
-    return n;
+    r.seq = trace_store_skip_n(t->store, room);
+    bool io_failed = trace_persist_append_run(t->persist, &r, peers, room, last) != WAMP_OK;
+    after_append(t, r.seq + room - 1, io_failed, r.pc_ns, r.ts_ns);
+    peers_unref(peers, n); /* the encoder took what it keeps */
+    return room;
+}
+
+size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
+                        bool last)
+{
+    if (!t->h.running || n == 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        (void)trace_peer_ref(peers[i]);
+    }
+    return trace_append_run_take(t, rec, peers, n, last);
 }
 
 /* A record that is no WAMP message (a marker, a connection event): msg_type, the name as uri

@@ -208,6 +208,11 @@ uint64_t trace_append_rec(trace *t, trace_rec_view *rec);
  * it). Returns how many were appended. rec is left as it was. */
 size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
                         bool last);
+/* The same, taking the references peers[0..n) (whatever happens): an in-memory trace moves them
+ * into its seq entries (no reference taken and dropped per receiver), and drops what it does not
+ * keep. */
+size_t trace_append_run_take(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
+                             bool last);
 
 /* Appends a marker record (msg_type "Marker", name as uri, meta (NULL = {}) as msg) to a running
  * trace, regardless of its filter; *seq gets its seq. WAMP_EINVAL if name is NULL/empty or meta

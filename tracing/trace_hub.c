@@ -456,3 +456,8 @@ void trace_hub_tick(trace_hub *hub, uint64_t pc_ns, uint64_t ts_ns, const trace_
         }
     }
 }
+
+void trace_hub_repeat_end(trace_hub *hub, bool last)
+{
+    trace_hub_end_repeats(hub, last);
+}

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -37,14 +38,28 @@
 
 typedef struct trace_hub trace_hub;
 
-/* The one field of the hub that callers read, through trace_hub_is_active() only. It is the
- * first member of struct trace_hub (checked in trace_hub_int.h), so the check inlines to one load
- * and one compare. */
+/* Receivers trace_hub_repeat() gathers before it appends them. */
+#define TRACE_HUB_REPEAT_BATCH 64
+
+/* The fields of the hub that callers use inline, through the functions below only. It is the
+ * first member of struct trace_hub (checked in trace_hub_int.h), so trace_hub_is_active()
+ * inlines to one load and one compare. */
 struct trace_hub_pub {
     unsigned running; /* traces running now */
     /* The trace trace_hub_record_fast() serves, noted whenever traces are started, deleted or
      * reloaded and every tick (NULL: none qualifies): see trace_hub_fast_ready(). */
     trace *fast;
+
+    /* The message last sent and recorded that trace_hub_repeat() records again for another
+     * receiver (kept by trace_hub_capture.c), and the receivers it gathered since. */
+    struct trace_hub_rep {
+        wamp_buf *wire; /* a reference; NULL: nothing to repeat */
+        uint64_t pc_ns; /* its clock reading */
+        bool has_corr;  /* it has a correlation, corr */
+        uint8_t corr[TRACE_UUID_LEN];
+        size_t n_pend;                            /* receivers gathered: */
+        trace_peer *pend[TRACE_HUB_REPEAT_BATCH]; /* references, in order */
+    } rep;
 };
 
 /* true if at least one trace is running. hub must not be NULL. */
@@ -215,6 +230,10 @@ typedef struct trace_fast {
  * TRACE_STRIP_MIN for a trace without payload (stripped there), no bytes. f->v is modified. */
 bool trace_hub_record_fast(trace_hub *hub, trace_fast *f);
 
+/* trace_hub_repeat()'s out-of-line part: appends the receivers gathered when the batch is full
+ * or (last) the action's last message is among them. */
+void trace_hub_repeat_end(trace_hub *hub, bool last);
+
 /* The fast path of a fan-out: records, for the session of peer, the message last recorded
  * through trace_hub_record_matched() again, if it is certain to be that same message to the
  * same traces with only the peer changed (and, with last, the action's last message); returns
@@ -227,9 +246,55 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f);
  * the peer (trace_is_peer_blind()), and it was delivered and not its action's last: an EVENT sent
  * to the next subscriber then costs no matching and no building: a byte in a persisted trace's run,
  * a copy of the previous record with this peer in an in-memory trace. peer: borrowed (referenced
- * while gathered). */
-bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
-                      const uint8_t *correlation, uint64_t pc_ns, bool last);
+ * while gathered). Inline (in the router's send path): a call and its arguments cost more than
+ * these checks. */
+static inline bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
+                                    const uint8_t *correlation, uint64_t pc_ns, bool last);
+
+/* trace_hub_repeat() in two steps, for a caller that knows whether the message is its action's
+ * last only at some cost (the router): trace_hub_repeat_gather() is everything but last (the
+ * correlation given as has_corr and, if so, its 16 bytes), and returns what trace_hub_repeat()
+ * would; after true, trace_hub_repeat_close() says whether it was the last (and appends the
+ * batch when it is full). */
+static inline bool trace_hub_repeat_gather(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
+                                           bool has_corr, const uint8_t *correlation,
+                                           uint64_t pc_ns)
+{
+    struct trace_hub_rep *r = &((struct trace_hub_pub *)(void *)hub)->rep;
+    if (!wire || wire != r->wire || !peer || pc_ns != r->pc_ns || has_corr != r->has_corr) {
+        return false;
+    }
+    if (has_corr) {
+        /* Two 8-byte compares (memcmp() was a call per receiver). */
+        uint64_t a[2], b[2];
+        memcpy(a, correlation, sizeof(a));
+        memcpy(b, r->corr, sizeof(b));
+        if ((a[0] ^ b[0]) | (a[1] ^ b[1])) {
+            return false;
+        }
+    }
+    r->pend[r->n_pend++] = trace_peer_ref(peer);
+    return true;
+}
+
+static inline void trace_hub_repeat_close(trace_hub *hub, bool last)
+{
+    struct trace_hub_rep *r = &((struct trace_hub_pub *)(void *)hub)->rep;
+    if (last || r->n_pend == TRACE_HUB_REPEAT_BATCH) {
+        trace_hub_repeat_end(hub, last);
+    }
+}
+
+static inline bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
+                                    const uint8_t *correlation, uint64_t pc_ns, bool last)
+{
+    if (!trace_hub_repeat_gather(hub, wire, peer, correlation != NULL, correlation, pc_ns)) {
+        return false;
+    }
+    trace_hub_repeat_close(hub, last);
+    return true;
+}
+
 /* The repeats are gathered (a reference on each peer) and appended together, with their seqs
  * in order, by the next call into the hub (any function here but trace_hub_repeat() and
  * trace_hub_is_active(): whatever records, matches, ticks, starts, stops or deletes appends them

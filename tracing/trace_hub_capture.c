@@ -20,22 +20,44 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub);
 
 static inline void rep_flush(trace_hub *hub)
 {
-    if (hub->rep.n_pend) {
+    if (hub->pub.rep.n_pend) {
         rep_flush_gathered(hub);
     }
 }
 
 static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
 {
-    size_t n = hub->rep.n_pend;
+    trace_peer **pend = hub->pub.rep.pend;
+    size_t n = hub->pub.rep.n_pend;
     bool last = hub->rep.pend_last;
-    hub->rep.n_pend = 0;
+    hub->pub.rep.n_pend = 0;
     hub->rep.pend_last = false;
-    for (size_t i = 0; i < hub->rep.n; i++) {
-        (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, hub->rep.pend, n, last);
+    size_t nt = hub->rep.n;
+    trace *t = hub->rep.traces[0];
+    const trace_rec_view *r = &hub->rep.rec;
+    if (nt == 1 && t == hub->pub.fast && trace_is_running(t) && !trace_persists(t) &&
+        (!r->env || trace_keeps_payload(t))) {
+        /* The flight recorder's case: straight into its store (trace_append_run_take() does the
+         * same, after checks that this trace, without max_records, does not need), the rest (a
+         * store that would evict the message) the general way. */
+        uint8_t last_flags = (uint8_t)(r->flags | (last ? TRACE_CORR_LAST : 0));
+        size_t k = trace_store_append_repeats(trace_fast_store(t), r->key, r->uri, r->pc_ns, pend,
+                                              n, r->flags, last_flags);
+        if (k < n) {
+            (void)trace_append_run_take(t, &hub->rep.rec, pend + k, n - k, last);
+        }
+        return;
     }
-    for (size_t i = 0; i < n; i++) {
-        trace_peer_unref(&hub->rep.pend[i]);
+    /* The gathered references move into the last trace; the others take their own. */
+    for (size_t i = 0; i + 1 < nt; i++) {
+        (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, pend, n, last);
+    }
+    if (nt) {
+        (void)trace_append_run_take(hub->rep.traces[nt - 1], &hub->rep.rec, pend, n, last);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            trace_peer_unref(&pend[i]);
+        }
     }
 }
 
@@ -49,7 +71,7 @@ static void rep_forget(trace_hub *hub);
 
 static inline void rep_clear(trace_hub *hub)
 {
-    if (hub->rep.wire || hub->rep.n_pend) {
+    if (hub->pub.rep.wire || hub->pub.rep.n_pend) {
         rep_forget(hub);
     }
 }
@@ -57,7 +79,7 @@ static inline void rep_clear(trace_hub *hub)
 static void rep_forget(trace_hub *hub)
 {
     rep_flush(hub);
-    wamp_buf_unref(&hub->rep.wire);
+    wamp_buf_unref(&hub->pub.rep.wire);
     trace_str_unref(&hub->rep.uri);
     hub->rep.n = 0;
 }
@@ -497,15 +519,17 @@ static bool rep_eligible(const trace_hub *hub, const trace_ctx *ctx, const trace
  * noted by the recording paths. */
 static void rep_keep_view(trace_hub *hub, const trace_rec_view *v, trace_str *uri_ref, uint64_t key)
 {
-    hub->rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)v->wire);
+    hub->pub.rep.wire = wamp_buf_ref((wamp_buf *)(uintptr_t)v->wire);
+    hub->pub.rep.pc_ns = v->pc_ns;
+    hub->pub.rep.has_corr = (v->flags & TRACE_CORR_HAS) != 0;
     hub->rep.uri = uri_ref;
     hub->rep.rec = *v;
     hub->rep.rec.key = key;
     hub->rep.rec.peer = NULL;
     hub->rep.rec.uri = uri_ref;
     if (v->flags & TRACE_CORR_HAS) {
-        memcpy(hub->rep.corr, v->corr, TRACE_UUID_LEN);
-        hub->rep.rec.corr = hub->rep.corr;
+        memcpy(hub->pub.rep.corr, v->corr, TRACE_UUID_LEN);
+        hub->rep.rec.corr = hub->pub.rep.corr;
     }
 }
 
@@ -518,35 +542,13 @@ static void rep_keep(trace_hub *hub, const trace_ctx *ctx, const trace_input *in
     rep_keep_view(hub, &v, uri, key);
 }
 
-/* a == b, for two UUIDs: two 8-byte compares (memcmp() was a call per receiver). */
-static inline bool uuid_eq(const uint8_t *a, const uint8_t *b)
+void trace_hub_end_repeats(trace_hub *hub, bool last)
 {
-    uint64_t a0, a1, b0, b1;
-    memcpy(&a0, a, 8);
-    memcpy(&a1, a + 8, 8);
-    memcpy(&b0, b, 8);
-    memcpy(&b1, b + 8, 8);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-}
-
-bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
-                      const uint8_t *correlation, uint64_t pc_ns, bool last)
-{
-    trace_rec_view *r = &hub->rep.rec;
-    if (!wire || wire != hub->rep.wire || !peer || pc_ns != r->pc_ns ||
-        !correlation != !(r->flags & TRACE_CORR_HAS) ||
-        (correlation && !uuid_eq(correlation, hub->rep.corr))) {
-        return false;
-    }
-    hub->rep.pend[hub->rep.n_pend++] = trace_peer_ref(peer);
     if (last) {
         /* The action's last message (the run's last entry says so): nothing follows. */
         hub->rep.pend_last = true;
-        rep_flush(hub);
-    } else if (hub->rep.n_pend == HUB_REPEAT_BATCH) {
-        rep_flush(hub);
     }
-    return true;
+    rep_flush_gathered(hub); /* (the receiver just gathered at least) */
 }
 
 /* Whether a trace among traces[0..n) keeps no payload (trace_keeps_payload()). */

@@ -13,8 +13,6 @@
 #define HUB_URI_CACHE 256
 /* The most traces a message recorded for trace_hub_repeat() may go to. */
 #define HUB_REPEAT_TRACES 4
-/* Repeats gathered before they are appended together (rep_flush()). */
-#define HUB_REPEAT_BATCH 64
 
 struct trace_hub {
     struct trace_hub_pub pub; /* first: read by the inline trace_hub_is_active() */
@@ -43,21 +41,16 @@ struct trace_hub {
     unsigned char *strip;
     size_t strip_cap;
 
-    /* The message last sent and recorded, which trace_hub_repeat() records again for another
-     * receiver (see there). wire and uri are references (wire NULL: nothing to repeat); rec, the
-     * message's parts (its peer NULL), borrows them, and corr points to corr. */
+    /* The rest of the message trace_hub_repeat() records again (pub.rep: its buffer, clock
+     * reading, correlation and the receivers gathered). uri is a reference; rec, the message's
+     * parts (its peer NULL), borrows it and pub.rep's wire, and its corr points to pub.rep.corr. */
     struct {
-        wamp_buf *wire;
         trace_str *uri;
         trace_rec_view rec;
-        uint8_t corr[TRACE_UUID_LEN];
         trace *traces[HUB_REPEAT_TRACES]; /* the traces it went to */
         size_t n;
-        uint64_t keys; /* the last trace_rec_view.key given */
-        /* Receivers repeated but not appended yet (references), in order: rep_flush(). */
-        trace_peer *pend[HUB_REPEAT_BATCH];
-        size_t n_pend;
-        bool pend_last; /* the last of them completes the action */
+        uint64_t keys;  /* the last trace_rec_view.key given */
+        bool pend_last; /* the last receiver gathered completes the action */
     } rep;
 };
 
@@ -69,5 +62,7 @@ _Static_assert(offsetof(struct trace_hub, pub) == 0, "trace_hub_is_active() read
 void trace_hub_flush_repeats(trace_hub *hub);
 /* The same, then forgets the message trace_hub_repeat() would repeat: something else comes. */
 void trace_hub_clear_repeats(trace_hub *hub);
+/* trace_hub_repeat_end() (trace_hub.h's inline code calls trace_hub.c only). */
+void trace_hub_end_repeats(trace_hub *hub, bool last);
 
 #endif

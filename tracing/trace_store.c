@@ -458,45 +458,119 @@ static bool room_for_repeat(trace_store *st, uint32_t cost)
     return st->count < st->cap || (st->cap < st->limit && grow(st)) || evict_for_repeat(st);
 }
 
-/* The steady state of trace_store_append_repeats(): while the store is full at its limit and
- * its budget holds the repeat in place of the oldest record, each repeat evicts the oldest
- * record and takes its slot (in a full ring the next seq's slot is the oldest's): one pass over
- * one slot, the counts kept in locals. A message whose last record goes is released; the message
+/* Writes n repeat seqs (of message no, with flags) over the n slots from q on, evicting the
+ * records they held: the peers' references move in, the evicted ones are dropped. */
+static inline void overwrite_seqs(store_seq *q, trace_peer *const *p, size_t n, uint32_t no,
+                                  uint8_t flags)
+{
+    for (store_seq *end = q + n; q < end; q++, p++) {
+        trace_peer *old = q->peer;
+        q->peer = *p;
+        q->msg = no;
+        q->flags = flags;
+        trace_peer_unref(&old);
+    }
+}
+
+/* The steady state of trace_store_append_repeats(), in a store full at its limit and capacity
+ * holding two records or more: while its budget holds the repeat in place of the oldest record,
+ * each repeat evicts the oldest record and takes its slot (in a full ring the next seq's slot is
+ * the oldest's). It goes by the oldest message: the seqs of one message evicted in a row change
+ * the byte count by the same amount each, so how many the budget allows is one division, and
+ * the message's count of seqs and the one repeated (nm, numbered no) change once per message,
+ * not per receiver; what is left per receiver is its slot, in at most two runs of consecutive
+ * slots (the ring wraps once at most). A message whose last record goes is released; the message
  * repeated never is (more than one record is held, and its newest stays). Returns how many of
  * peers[0..n) it appended; the caller appends the rest the general way. */
-static size_t replace_oldest(trace_store *st, uint32_t cost, uint32_t no, trace_peer *const *peers,
-                             size_t n, uint8_t flags, uint8_t last_flags)
+static inline size_t replace_oldest(trace_store *st, store_msg *nm, uint32_t no,
+                                    trace_peer *const *peers, size_t n, uint8_t flags)
 {
-    if (st->count != st->limit || st->count != st->cap || st->count < 2) {
-        return 0;
-    }
-    store_msg *nm = msg_of(st, no);
+    const uint32_t cost = nm->cost;
+    const size_t cap = st->cap;
     size_t head = st->shead;
     uint64_t bytes = st->bytes;
     size_t k = 0;
-    for (; k < n; k++) {
+    while (k < n) {
         store_msg *om = &st->mring[st->mhead];
-        if (bytes - om->cost + cost > st->max_bytes) {
-            break;
+        size_t run = n - k;
+        if (om != nm && om->nseq < run) {
+            run = om->nseq; /* then the next message is the oldest */
         }
-        store_seq *q = &st->sring[head];
-        trace_peer *old = q->peer;
-        bytes = bytes - om->cost + cost;
-        if (--om->nseq == 0) {
-            msg_release_oldest(st);
+        if (run > cap) {
+            run = cap; /* (only the message repeated is held: a round of the ring at a time) */
         }
-        q->peer = trace_peer_ref(peers[k]);
-        q->msg = no;
-        q->flags = k == n - 1 ? last_flags : flags;
-        nm->nseq++;
-        trace_peer_unref(&old);
-        head = head + 1 == st->cap ? 0 : head + 1;
+        /* Each repeat in place of one of om's seqs: bytes - om->cost + cost, within the budget
+         * as long as it does not grow past it (bytes <= max_bytes holds between appends). */
+        if (cost > om->cost) {
+            uint64_t fit = (st->max_bytes - bytes) / (cost - om->cost);
+            run = fit < run ? (size_t)fit : run;
+            if (run == 0) {
+                break;
+            }
+        }
+        bytes = bytes - (uint64_t)run * om->cost + (uint64_t)run * cost;
+        if (om != nm) {
+            nm->nseq += (uint32_t)run;
+            om->nseq -= (uint32_t)run;
+            if (om->nseq == 0) {
+                msg_release_oldest(st); /* (it reads and advances the message ring only) */
+            }
+        }
+        size_t first = cap - head < run ? cap - head : run; /* up to the end of the ring */
+        overwrite_seqs(st->sring + head, peers + k, first, no, flags);
+        if (first < run) {
+            overwrite_seqs(st->sring, peers + k + first, run - first, no, flags);
+        }
+        k += run;
+        head = head + run >= cap ? head + run - cap : head + run;
     }
     st->shead = head;
     st->bytes = bytes;
     st->first_seq += k;
     st->dropped += k;
     return k;
+}
+
+/* trace_store_append_repeats() from peers[k] on, the general way: room made for each (the
+ * evictions an append needs, as long as the message repeated stays held). */
+static size_t append_repeats_slow(trace_store *st, uint32_t no, trace_peer *const *peers, size_t k,
+                                  size_t n, uint8_t flags, uint8_t last_flags)
+{
+    uint32_t cost = msg_of(st, no)->cost;
+    for (; k < n; k++) {
+        /* (A full ring at its limit is full at its capacity too.) */
+        if ((st->count == st->cap || st->bytes + cost > st->max_bytes) &&
+            !room_for_repeat(st, cost)) {
+            return k;
+        }
+        store_seq *q = &st->sring[wrap(st, st->shead, st->count)];
+        q->peer = peers[k];
+        q->msg = no;
+        q->flags = k == n - 1 ? last_flags : flags;
+        msg_of(st, no)->nseq++; /* (room_for_repeat() may have moved it: grow()) */
+        st->count++;
+        st->bytes += cost;
+    }
+    return k;
+}
+
+/* trace_store_append_repeats() but for its usual case: replace_oldest() where it applies, then
+ * the general way. */
+static __attribute__((noinline)) size_t append_repeats_general(trace_store *st, store_msg *nm,
+                                                               uint32_t no,
+                                                               trace_peer *const *peers, size_t n,
+                                                               uint8_t flags, uint8_t last_flags)
+{
+    size_t k = 0;
+    if (st->count == st->limit && st->count == st->cap && st->count >= 2) {
+        k = replace_oldest(st, nm, no, peers, n, flags);
+        if (k == n) {
+            /* The n-th is the newest record, just before the head of the full ring. */
+            st->sring[(st->shead ? st->shead : st->cap) - 1].flags = last_flags;
+            return n;
+        }
+    }
+    return append_repeats_slow(st, no, peers, k, n, flags, last_flags);
 }
 
 size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str *uri,
@@ -506,28 +580,31 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
     if (st->count == 0 || n == 0 || key == 0 || st->key != key) {
         return 0;
     }
-    const store_msg *newest = newest_msg(st);
-    if (newest->uri != uri || newest->pc_ns != pc_ns) {
+    store_msg *nm = newest_msg(st);
+    if (nm->uri != uri || nm->pc_ns != pc_ns) {
         return 0;
     }
-    uint32_t cost = newest->cost;
     uint32_t no = st->mfirst + (uint32_t)(st->mcount - 1);
-    size_t k = replace_oldest(st, cost, no, peers, n, flags, last_flags);
-    for (; k < n; k++) {
-        /* (A full ring at its limit is full at its capacity too.) */
-        if ((st->count == st->cap || st->bytes + cost > st->max_bytes) &&
-            !room_for_repeat(st, cost)) {
-            return k;
-        }
-        store_seq *q = &st->sring[wrap(st, st->shead, st->count)];
-        q->peer = trace_peer_ref(peers[k]);
-        q->msg = no;
-        q->flags = k == n - 1 ? last_flags : flags;
-        msg_of(st, no)->nseq++;
-        st->count++;
-        st->bytes += cost;
+    store_msg *om = &st->mring[st->mhead];
+    size_t head = st->shead;
+    if (st->count != st->limit || st->count != st->cap || om == nm || om->nseq < n ||
+        om->cost < nm->cost || st->cap - head < n) {
+        return append_repeats_general(st, nm, no, peers, n, flags, last_flags);
     }
-    return k;
+    /* The usual case, replace_oldest() in one step: a full ring whose oldest message has n seqs
+     * or more, that cost no less than the repeat (the budget holds), in consecutive slots. */
+    overwrite_seqs(st->sring + head, peers, n, no, flags);
+    st->sring[head + n - 1].flags = last_flags;
+    st->bytes = st->bytes - (uint64_t)n * om->cost + (uint64_t)n * nm->cost;
+    nm->nseq += (uint32_t)n;
+    st->shead = head + n == st->cap ? 0 : head + n;
+    st->first_seq += n;
+    st->dropped += n;
+    om->nseq -= (uint32_t)n;
+    if (om->nseq == 0) {
+        msg_release_oldest(st);
+    }
+    return n;
 }
 
 uint64_t trace_store_skip_n(trace_store *st, uint64_t n)

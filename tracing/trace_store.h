@@ -55,9 +55,10 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
 uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v);
 
 /* A fan-out's further receivers: appends, for each peer in peers[0..n) in order, a record of the
- * newest held record's message with that peer (a new reference is taken) and flags (last_flags
- * for the n-th), with the next seqs; returns how many it appended. The records share the newest
- * record's message entry (its uri, wire, bytes: nothing copied, no reference taken on them);
+ * newest held record's message with that peer and flags (last_flags for the n-th), with the next
+ * seqs; returns how many it appended, k. The caller gives a reference on each peer: those of
+ * peers[0..k) move into the records, those of peers[k..n) stay the caller's. The records share the
+ * newest record's message entry (its uri, wire, bytes: nothing copied, no reference taken on them);
  * each counts the same cost as the newest record. Appends nothing unless the newest held record
  * is the message: appended by trace_store_append_view() with this key (non-zero), uri and pc_ns.
  * Stops (returns less than n) where the evictions an append needs would leave nothing of that

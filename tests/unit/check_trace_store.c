@@ -345,6 +345,15 @@ START_TEST(test_eviction_releases_every_reference)
 
 END_TEST
 
+/* A reference on each of peers[0..n) for trace_store_append_repeats() to take; returns peers. */
+static trace_peer *const *given(trace_peer *const *peers, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        (void)trace_peer_ref(peers[i]);
+    }
+    return peers;
+}
+
 /* A fan-out's repeats share the newest record's message entry (uri and wire: a large message,
  * referenced): one reference on them for the whole run, released with the run's last record
  * held, across ring wraps; each repeat holds its own peer and flags, and reads back like a
@@ -368,8 +377,9 @@ START_TEST(test_repeat_shares_message)
     for (size_t b = 0; b < 10; b++) {
         size_t n = b < 3 ? 1 : 7;
         uint8_t last = (uint8_t)(TRACE_CORR_HAS | (b + n == 10 ? TRACE_CORR_LAST : 0));
-        ck_assert_uint_eq(
-                trace_store_append_repeats(st, 1, uri, 77, run + b, n, TRACE_CORR_HAS, last), n);
+        ck_assert_uint_eq(trace_store_append_repeats(st, 1, uri, 77, given(run + b, n), n,
+                                                     TRACE_CORR_HAS, last),
+                          n);
         b += n - 1;
         uint64_t newest = b + 1;
         ck_assert_uint_eq(trace_store_next_seq(st), newest + 1);
@@ -434,8 +444,9 @@ START_TEST(test_repeat_shares_copied_bytes)
                 trace_store_append_repeats(st, round + 2, NULL, 100 + round, &peer, 1, 0, 0), 0);
         trace_peer *run[] = {peer, peer, peer, peer};
         size_t n = 1 + round % 4;
-        ck_assert_uint_eq(
-                trace_store_append_repeats(st, round + 1, NULL, 100 + round, run, n, 0, 0), n);
+        ck_assert_uint_eq(trace_store_append_repeats(st, round + 1, NULL, 100 + round,
+                                                     given(run, n), n, 0, 0),
+                          n);
         ck_assert_uint_eq(wamp_buf_refs(wire), 1); /* copied: no reference taken */
         const void *copy = NULL;
         for (uint64_t s = trace_store_first_seq(st); s < trace_store_next_seq(st); s++) {
