@@ -182,6 +182,9 @@ static void run(uint64_t seed, size_t limit, uint64_t max_bytes, size_t steps)
             uint8_t flags = m.recs[m.n - 1].flags;
             uint8_t last = (uint8_t)(flags | (rnd(2) ? TRACE_CORR_LAST : 0));
             const model_rec *newest = &m.recs[m.n - 1];
+            for (size_t i = 0; i < n; i++) {
+                (void)trace_peer_ref(run_peers[i]); /* the store takes those it appends */
+            }
             size_t k = trace_store_append_repeats(st, key, newest->uri, newest->pc_ns, run_peers, n,
                                                   flags, last);
             size_t want = 0;
@@ -189,6 +192,10 @@ static void run(uint64_t seed, size_t limit, uint64_t max_bytes, size_t steps)
                 want++;
             }
             EXPECT(k == want, m.next_seq);
+            for (size_t i = k; i < n; i++) {
+                trace_peer *p = run_peers[i];
+                trace_peer_unref(&p);
+            }
             keyed = want == n ? m.next_seq - 1 : UINT64_MAX;
             check_same(st, &m);
             continue;
