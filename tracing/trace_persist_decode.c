@@ -373,7 +373,7 @@ bool persist_decode_compact(const unsigned char *body, uint32_t len, block *b, t
         if (!get_var(&c, &v) || v > UINT32_MAX) {
             return false;
         }
-        r->ser_bytes[i] = (uint32_t)v;
+        r->ser_bytes[persist_ser_slot(i)] = (uint32_t)v;
     }
     if ((what & C_PEER) && !get_peer(&c, b, &r->peer)) {
         return false;

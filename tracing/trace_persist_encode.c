@@ -550,7 +550,7 @@ static unsigned char *put_head(unsigned char *d, const block *b, const trace_rec
     }
     if (!f->is_short) {
         for (int i = 0; i < PERSIST_SERS; i++) {
-            d = put_var(d, r->ser_bytes[i]);
+            d = put_var(d, r->ser_bytes[persist_ser_slot(i)]);
         }
     }
     return d;

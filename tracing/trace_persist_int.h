@@ -79,10 +79,17 @@
 /* LEB128: at most 10 bytes for a u64. */
 #define VAR_MAX 10u
 
-/* The record layout stores ser_bytes[0..2] (index wamp_ser: JSON and MessagePack); a CBOR size
- * (ser_bytes[3]) survives only in a short record, where it is the record's own length. */
+/* A record stores three sizes per serializer (ser_bytes, indexed by wamp_ser; [0] is unused). */
 #define PERSIST_SERS 3
 _Static_assert(WAMP_SER_COUNT == PERSIST_SERS + 1, "ser_bytes slots beyond the stored ones");
+
+/* The ser_bytes index of a compact full record's i-th size varint (PERSIST_FORMAT.md, version
+ * 6): CBOR, JSON, MessagePack. The first slot held the unused ser_bytes[0] before (always 0), so
+ * an older segment reads as one without CBOR sizes, which is what it holds. */
+static inline int persist_ser_slot(int i)
+{
+    return i == 0 ? WAMP_SER_CBOR : i;
+}
 
 /* No such seq (trace_persist.io_from). */
 #define NO_SEQ UINT64_MAX

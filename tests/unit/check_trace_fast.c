@@ -421,8 +421,9 @@ END_TEST
 /* A fan-out's repeats hold what a record of its own per receiver holds: the same seqs, records,
  * drops and bytes, in stores that evict by count and by bytes (messages of different sizes, so
  * that a run of repeats stops part-way where the budget does not hold the next one), in one so
- * small that a fan-out outgrows it (repeats that would evict their own message), and in one that
- * keeps no payload. */
+ * small that a fan-out outgrows it (repeats that would evict their own message), in one that
+ * keeps no payload, and persisted (a full record of a CBOR message read back with its CBOR size,
+ * as its repeats are). */
 START_TEST(test_repeats_equal_records)
 {
     static const char *const opts[] = {
@@ -430,6 +431,7 @@ START_TEST(test_repeats_equal_records)
             "{\"trace_app_payload\": true, \"limit\": 7, \"max_bytes\": 12000}",
             "{\"trace_app_payload\": true, \"limit\": 500, \"max_bytes\": 9000}",
             "{\"trace_app_payload\": false, \"limit\": 50}",
+            "{\"persist\": true, \"trace_app_payload\": true}",
     };
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
         for (uint64_t seed = 30; seed <= 32; seed++) {
