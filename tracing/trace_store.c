@@ -364,26 +364,10 @@ append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
         *seq = drop_new(st);
         return false;
     }
-    store_msg *m = next_msg_slot(st);
-    m->pc_ns = v->pc_ns;
-    m->ts_ns = v->ts_ns;
-    m->uri = take || !v->uri ? v->uri : trace_str_ref(v->uri);
-    m->wire =
-            take || !wire ? (wamp_buf *)(uintptr_t)wire : wamp_buf_ref((wamp_buf *)(uintptr_t)wire);
-    m->bytes = copy;
-    m->dropped = v->dropped;
-    memcpy(m->ser_bytes, v->ser_bytes, sizeof(m->ser_bytes));
-    m->len = copy ? (uint32_t)len : 0;
-    m->cost = cost;
-    m->nseq = 1;
-    if (v->flags & TRACE_CORR_HAS) {
-        memcpy(m->corr, v->corr, TRACE_UUID_LEN);
-    } else {
-        memset(m->corr, 0, TRACE_UUID_LEN);
-    }
-    m->dir = v->dir;
-    m->msg_type = v->msg_type;
-    m->wire_ser = copy || wire ? v->wire_ser : 0;
+    store_msg_fill(next_msg_slot(st), v, take || !v->uri ? v->uri : trace_str_ref(v->uri),
+                   take || !wire ? (wamp_buf *)(uintptr_t)wire
+                                 : wamp_buf_ref((wamp_buf *)(uintptr_t)wire),
+                   copy, copy ? (uint32_t)len : 0, cost, copy || wire ? v->wire_ser : 0);
     st->key = v->key;
     *seq = push_msg_seq(st, take || !v->peer ? v->peer : trace_peer_ref(v->peer), v->flags, cost);
     return true;

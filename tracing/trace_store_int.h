@@ -120,6 +120,32 @@ static inline __attribute__((always_inline)) void prefetch_evictions(const trace
     }
 }
 
+/* Writes the new message entry m (its one seq to come) of v's parts: uri and wire references
+ * the entry now owns, bytes the byte ring's copy of len bytes (NULL: none kept). */
+static inline __attribute__((always_inline)) void
+store_msg_fill(store_msg *m, const trace_rec_view *v, trace_str *uri, wamp_buf *wire,
+               const unsigned char *bytes, uint32_t len, uint32_t cost, uint8_t wire_ser)
+{
+    m->pc_ns = v->pc_ns;
+    m->ts_ns = v->ts_ns;
+    m->uri = uri;
+    m->wire = wire;
+    m->bytes = bytes;
+    m->dropped = v->dropped;
+    memcpy(m->ser_bytes, v->ser_bytes, sizeof(m->ser_bytes));
+    m->len = len;
+    m->cost = cost;
+    m->nseq = 1;
+    if (v->flags & TRACE_CORR_HAS) {
+        memcpy(m->corr, v->corr, TRACE_UUID_LEN);
+    } else {
+        memset(m->corr, 0, TRACE_UUID_LEN);
+    }
+    m->dir = v->dir;
+    m->msg_type = v->msg_type;
+    m->wire_ser = wire_ser;
+}
+
 /* trace_store_append_view()'s steady state, which is every append of a flight recorder that has
  * run a while: the store full at its limit, so the append evicts the oldest record and takes its
  * seq slot (in a full ring the next seq's slot is the oldest's); the oldest message not shared
@@ -176,24 +202,8 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
     st->btail += len;
     st->bused += len;
     copy_small(d, src, len);
-    m->pc_ns = v->pc_ns;
-    m->ts_ns = v->ts_ns;
-    m->uri = v->uri ? trace_str_ref(v->uri) : NULL;
-    m->wire = NULL;
-    m->bytes = d;
-    m->dropped = v->dropped;
-    memcpy(m->ser_bytes, v->ser_bytes, sizeof(m->ser_bytes));
-    m->len = (uint32_t)len;
-    m->cost = cost;
-    m->nseq = 1;
-    if (v->flags & TRACE_CORR_HAS) {
-        memcpy(m->corr, v->corr, TRACE_UUID_LEN);
-    } else {
-        memset(m->corr, 0, TRACE_UUID_LEN);
-    }
-    m->dir = v->dir;
-    m->msg_type = v->msg_type;
-    m->wire_ser = v->wire_ser;
+    store_msg_fill(m, v, v->uri ? trace_str_ref(v->uri) : NULL, NULL, d, (uint32_t)len, cost,
+                   v->wire_ser);
     q->peer = v->peer ? trace_peer_ref(v->peer) : NULL;
     q->msg = no;
     q->flags = v->flags;
