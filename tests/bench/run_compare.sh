@@ -281,15 +281,30 @@ function cpu_us(who, key,    r, c) {
     return (r == "" || c == "" || r == 0) ? "" : c / 100 / r * 1e6
 }
 function state(who, key) { return (who, key) in st ? st[who, key] : "missing" }
-# A target line: what, the measured ratio of rates, the target, met or not, and the same ratio
-# of work per CPU second (router CPU per message of b over that of a), which a loaded machine
-# disturbs less.
-function target(what, a, b, want,    x, c, ca, cb) {
+# The lowest and the highest ratio of the rate of a to that of b over the rounds (round i of a against
+# round i of b: they ran one after the other), as "lo-hi"; "" with one round, or when a round
+# failed for either (the rounds would not pair up).
+function round_range(a, b, key,    n, i, r, lo, hi) {
+    n = cnt[a, key, "rate"] + 0
+    if (n < 2 || n != cnt[b, key, "rate"] + 0 || n != repeat) return ""
+    for (i = 1; i <= n; i++) {
+        if (v[b, key, "rate", i] == 0) return ""
+        r = v[a, key, "rate", i] / v[b, key, "rate", i]
+        if (i == 1 || r < lo) lo = r
+        if (i == 1 || r > hi) hi = r
+    }
+    return sprintf("%.2f-%.2f", lo, hi)
+}
+# A target line: what, the measured ratio of rates, the target, met or not, the same ratio of
+# work per CPU second (router CPU per message of b over that of a), which a loaded machine
+# disturbs less, and the spread of the ratio of rates over the rounds.
+function target(what, a, b, want,    x, c, ca, cb, rr) {
     x = ratio(med(a, key, "rate"), med(b, key, "rate"))
     ca = cpu_us(a, key); cb = cpu_us(b, key)
     c = (ca == "" || cb == "" || ca == 0) ? "n/a" : sprintf("%.2f", cb / ca)
     if (x == "n/a") { printf "  %-62s %7s  (target >= %.2f)\n", what, "n/a", want; return }
-    printf "  %-62s %7s  (target >= %.2f) %-6s per CPU %s\n", what, x, want, (x + 0 >= want ? "met" : "MISSED"), c
+    rr = round_range(a, b, key)
+    printf "  %-62s %7s  (target >= %.2f) %-6s per CPU %s%s\n", what, x, want, (x + 0 >= want ? "met" : "MISSED"), c, rr == "" ? "" : "  rounds " rr
 }
 # Payload octets the router moves per message: rpc, per call: CALL and YIELD in, INVOCATION and
 # RESULT out; pub/sub, per event delivered: the EVENT out and its share of the PUBLISH in.
