@@ -25,7 +25,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include <jansson.h>
 
@@ -264,14 +263,8 @@ static inline bool trace_hub_repeat_gather(trace_hub *hub, const wamp_buf *wire,
     if (!wire || wire != r->wire || !peer || pc_ns != r->pc_ns || has_corr != r->has_corr) {
         return false;
     }
-    if (has_corr) {
-        /* Two 8-byte compares (memcmp() was a call per receiver). */
-        uint64_t a[2], b[2];
-        memcpy(a, correlation, sizeof(a));
-        memcpy(b, r->corr, sizeof(b));
-        if ((a[0] ^ b[0]) | (a[1] ^ b[1])) {
-            return false;
-        }
+    if (has_corr && !trace_uuid_eq(correlation, r->corr)) {
+        return false;
     }
     r->pend[r->n_pend++] = trace_peer_ref(peer);
     return true;

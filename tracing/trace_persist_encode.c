@@ -155,14 +155,6 @@ static inline unsigned char *put_run_entry(trace_persist *p, block *b, unsigned 
     return put_peer_code(p, b, d, peer, i, (uint64_t)i << 1 | last);
 }
 
-static bool uuid_eq(const uint8_t *a, const uint8_t *b)
-{
-    uint64_t x[2], y[2];
-    memcpy(x, a, TRACE_UUID_LEN);
-    memcpy(y, b, TRACE_UUID_LEN);
-    return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
-}
-
 /* Whether r, in the block b has open, is its previous record again but for the peer and the
  * next seq (an EVENT's fan-out): a C_REPEAT. Object identity stands for equality: the block
  * holds a reference on the previous record's URI (in its table) and message buffer (`wire`), so
@@ -183,7 +175,7 @@ static bool is_repeat(const block *b, const trace_rec_view *r, uint8_t b2)
                : b->prev_uri != PREV_NO_URI) {
         return false;
     }
-    return !(r->flags & TRACE_CORR_HAS) || (b->has_corr && uuid_eq(b->corr, r->corr));
+    return !(r->flags & TRACE_CORR_HAS) || (b->has_corr && trace_uuid_eq(b->corr, r->corr));
 }
 
 /* Frames the record whose header is at h and body ends at d, and accounts for it. */
@@ -427,23 +419,8 @@ static wamp_err append_run(trace_persist *p, const trace_rec_view *r, trace_peer
 
 wamp_err trace_persist_append(trace_persist *p, const trace_record *r)
 {
-    trace_rec_view v = {
-            .seq = r->seq,
-            .pc_ns = r->pc_ns,
-            .ts_ns = r->ts_ns,
-            .peer = r->peer,
-            .uri = r->uri,
-            .dropped = r->dropped,
-            .corr = r->corr,
-            .wire = r->wire,
-            .bytes = r->wire ? NULL : r->bytes,
-            .len = r->wire || !r->bytes ? 0 : r->len,
-            .dir = r->dir,
-            .msg_type = r->msg_type,
-            .wire_ser = r->wire_ser,
-            .flags = r->flags,
-    };
-    memcpy(v.ser_bytes, r->ser_bytes, sizeof(v.ser_bytes));
+    trace_rec_view v;
+    trace_rec_view_of(r, &v);
     return trace_persist_append_rec(p, &v);
 }
 
@@ -561,7 +538,7 @@ static inline unsigned char *put_corr(block *b, unsigned char *d, const trace_re
                                       unsigned *what)
 {
     if (r->flags & TRACE_CORR_HAS) {
-        if (b->has_corr && uuid_eq(b->corr, r->corr)) {
+        if (b->has_corr && trace_uuid_eq(b->corr, r->corr)) {
             *what |= C_CORR_SAME;
         } else {
             memcpy(d, r->corr, TRACE_UUID_LEN);

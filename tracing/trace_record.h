@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wamp_buf.h"
 #include "wamp_types.h"
@@ -267,7 +268,36 @@ static inline const void *trace_rec_view_data(const trace_rec_view *v, size_t *l
     return v->bytes;
 }
 
+/* *v = the view of record r's parts (borrowed as r holds them; seq as r's, key 0, no env). */
+static inline void trace_rec_view_of(const trace_record *r, trace_rec_view *v)
+{
+    *v = (trace_rec_view){.seq = r->seq,
+                          .pc_ns = r->pc_ns,
+                          .ts_ns = r->ts_ns,
+                          .peer = r->peer,
+                          .uri = r->uri,
+                          .dropped = r->dropped,
+                          .corr = r->corr,
+                          .wire = r->wire,
+                          .bytes = r->wire ? NULL : r->bytes,
+                          .len = r->wire || !r->bytes ? 0 : r->len,
+                          .dir = r->dir,
+                          .msg_type = r->msg_type,
+                          .wire_ser = r->wire_ser,
+                          .flags = r->flags};
+    memcpy(v->ser_bytes, r->ser_bytes, sizeof(v->ser_bytes));
+}
+
 /* --- correlation UUIDs --------------------------------------------------------------------- */
+
+/* a == b, for two UUIDs: two 8-byte compares (memcmp() is a call on the capture path). */
+static inline bool trace_uuid_eq(const uint8_t a[TRACE_UUID_LEN], const uint8_t b[TRACE_UUID_LEN])
+{
+    uint64_t x[2], y[2];
+    memcpy(x, a, TRACE_UUID_LEN);
+    memcpy(y, b, TRACE_UUID_LEN);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
+}
 
 /* A random version-4 UUID (RFC 4122 layout) from libsodium's randombytes_buf();
  * sodium_init() must have run. */

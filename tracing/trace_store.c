@@ -375,20 +375,8 @@ append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
 
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
 {
-    trace_rec_view v = {.pc_ns = rec->pc_ns,
-                        .ts_ns = rec->ts_ns,
-                        .peer = rec->peer,
-                        .uri = rec->uri,
-                        .dropped = rec->dropped,
-                        .corr = rec->corr,
-                        .wire = rec->wire,
-                        .bytes = rec->wire ? NULL : rec->bytes,
-                        .len = rec->wire || !rec->bytes ? 0 : rec->len,
-                        .dir = rec->dir,
-                        .msg_type = rec->msg_type,
-                        .wire_ser = rec->wire_ser,
-                        .flags = rec->flags};
-    memcpy(v.ser_bytes, rec->ser_bytes, sizeof(v.ser_bytes));
+    trace_rec_view v;
+    trace_rec_view_of(rec, &v);
     uint64_t seq;
     prefetch_evictions(st);
     if (!append_parts(st, &v, true, &seq)) {
