@@ -412,7 +412,7 @@ static size_t append_run_memory(trace *t, const trace_rec_view *rec, trace_peer 
                                               peers + done, want, rec->flags, last_flags);
         if (k) {
             done += k;
-            if (t->opts.max_records) {
+            if (t->opts.max_records) { /* (after_append() looks at nothing else here) */
                 after_append(t, trace_store_next_seq(t->store) - 1, false, rec->pc_ns, rec->ts_ns);
             }
             continue;
@@ -435,13 +435,6 @@ size_t trace_append_run_take(trace *t, trace_rec_view *rec, trace_peer *const *p
     if (!t->h.running || n == 0) {
         peers_unref(peers, n);
         return 0;
-    }
-    if (!t->persist && !t->opts.max_records && (!rec->env || t->h.payload)) {
-        /* The usual case (the flight recorder): every receiver a repeat, all of them at once. */
-        uint8_t last_flags = (uint8_t)(rec->flags | (last ? TRACE_CORR_LAST : 0));
-        size_t k = trace_store_append_repeats(t->store, rec->key, rec->uri, rec->pc_ns, peers, n,
-                                              rec->flags, last_flags);
-        return k == n ? n : k + append_run_memory(t, rec, peers + k, n - k, last);
     }
     trace_rec_view tmp;
     rec = as_kept(t, rec, &tmp);

@@ -211,9 +211,9 @@ typedef struct trace_input {
 typedef struct trace_fast {
     /* The record: every part borrowed for the call. peer must be set (the session's shared
      * peer info); uri NULL: made from uri_text (interned, then kept in *uri_slot, a reference
-     * the caller owns, as trace_input.uri_slot); msg_type a WAMP code the router parsed or built
-     * (known); bytes (rx) or wire (tx) set; ser_bytes as trace_input's (all 0: from the bytes'
-     * length in wire_ser); seq, key, env, env_len unused. */
+     * the caller owns, as trace_input.uri_slot; uri_slot must be set); msg_type a WAMP code the
+     * router parsed or built (known); bytes (rx) or wire (tx) set; ser_bytes as trace_input's (all
+     * 0: from the bytes' length in wire_ser); seq, key, env, env_len unused. */
     trace_rec_view v;
     const char *realm; /* the session's realm: nothing of the management realm is kept */
     const char *uri_text;

@@ -33,21 +33,6 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
     hub->pub.rep.n_pend = 0;
     hub->rep.pend_last = false;
     size_t nt = hub->rep.n;
-    trace *t = hub->rep.traces[0];
-    const trace_rec_view *r = &hub->rep.rec;
-    if (nt == 1 && t == hub->pub.fast && trace_is_running(t) && !trace_persists(t) &&
-        (!r->env || trace_keeps_payload(t))) {
-        /* The flight recorder's case: straight into its store (trace_append_run_take() does the
-         * same, after checks that this trace, without max_records, does not need), the rest (a
-         * store that would evict the message) the general way. */
-        uint8_t last_flags = (uint8_t)(r->flags | (last ? TRACE_CORR_LAST : 0));
-        size_t k = trace_store_append_repeats(trace_fast_store(t), r->key, r->uri, r->pc_ns, pend,
-                                              n, r->flags, last_flags);
-        if (k < n) {
-            (void)trace_append_run_take(t, &hub->rep.rec, pend + k, n - k, last);
-        }
-        return;
-    }
     /* The gathered references move into the last trace; the others take their own. */
     for (size_t i = 0; i + 1 < nt; i++) {
         (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, pend, n, last);
@@ -666,14 +651,10 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
 
 /* --- Fast path -------------------------------------------------------------------------------- */
 
-/* The fast path's action URI when the caller has none yet: interned, into the caller's slot when
- * it gives one (the action's first record), else a reference for the call (*own). */
-static __attribute__((noinline)) trace_str *fast_uri(trace_hub *hub, const trace_fast *f,
-                                                     trace_str **own)
+/* The fast path's action URI when the caller has none yet: interned into the caller's slot by
+ * the action's first record, kept there for the others. */
+static __attribute__((noinline)) trace_str *fast_uri(trace_hub *hub, const trace_fast *f)
 {
-    if (!f->uri_slot) {
-        return *own = intern_uri(hub, f->uri_text);
-    }
     if (!*f->uri_slot) {
         *f->uri_slot = intern_uri(hub, f->uri_text);
     }
@@ -700,7 +681,7 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
     trace *t = hub->pub.fast;
     trace_rec_view *v = &f->v;
     size_t len;
-    (void)trace_rec_view_data(v, &len);
+    const void *src = trace_rec_view_data(v, &len);
     if (v->msg_type == WAMP_MSG_CHALLENGE || v->msg_type == WAMP_MSG_AUTHENTICATE || len == 0 ||
         (len > TRACE_STRIP_MIN && !trace_keeps_payload(t)) ||
         !ser_is_valid((wamp_ser)v->wire_ser)) {
@@ -709,9 +690,8 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
     /* What trace_hub_record_matched() and trace_append_rec() do for a message whose bytes the
      * record keeps as given, going to one trace. */
     rep_clear(hub);
-    trace_str *own_uri = NULL; /* a reference of this call's, without a slot */
     if (!v->uri && f->uri_text) {
-        v->uri = fast_uri(hub, f, &own_uri);
+        v->uri = fast_uri(hub, f);
     }
     if (v->wire) {
         v->bytes = NULL;
@@ -729,16 +709,12 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
     if (trace_persists(t)) {
         (void)trace_append_rec(t, v); /* encoded into its write buffer (an I/O error stops it) */
     } else {
-        /* The store's steady state inline (trace_store_int.h), the rest through its API. */
+        /* The store's steady state inline (trace_store_int.h), the rest out of line. */
         trace_store *st = trace_fast_store(t);
-        const void *src = trace_rec_view_data(v, &len);
         uint64_t seq;
         if (!trace_store_append_steady(st, v, src, len, &seq)) {
-            (void)trace_store_append_view(st, v);
+            (void)trace_store_append_general(st, v);
         }
-    }
-    if (own_uri) {
-        trace_str_unref(&own_uri);
     }
     return true;
 }

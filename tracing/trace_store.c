@@ -392,16 +392,21 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     return seq;
 }
 
+uint64_t trace_store_append_general(trace_store *st, const trace_rec_view *v)
+{
+    uint64_t seq;
+    prefetch_evictions(st);
+    (void)append_parts(st, v, false, &seq);
+    return seq;
+}
+
 uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
 {
     uint64_t seq;
     size_t len;
     const void *src = trace_rec_view_data(v, &len);
-    if (!trace_store_append_steady(st, v, src, len, &seq)) {
-        prefetch_evictions(st);
-        (void)append_parts(st, v, false, &seq);
-    }
-    return seq;
+    return trace_store_append_steady(st, v, src, len, &seq) ? seq
+                                                            : trace_store_append_general(st, v);
 }
 
 /* Drops the oldest record to make room for a repeat, unless it is the last one held (its message
@@ -526,25 +531,6 @@ static size_t append_repeats_slow(trace_store *st, uint32_t no, trace_peer *cons
     return k;
 }
 
-/* trace_store_append_repeats() but for its usual case: replace_oldest() where it applies, then
- * the general way. */
-static __attribute__((noinline)) size_t append_repeats_general(trace_store *st, store_msg *nm,
-                                                               uint32_t no,
-                                                               trace_peer *const *peers, size_t n,
-                                                               uint8_t flags, uint8_t last_flags)
-{
-    size_t k = 0;
-    if (st->count == st->limit && st->count == st->cap && st->count >= 2) {
-        k = replace_oldest(st, nm, no, peers, n, flags);
-        if (k == n) {
-            /* The n-th is the newest record, just before the head of the full ring. */
-            st->sring[(st->shead ? st->shead : st->cap) - 1].flags = last_flags;
-            return n;
-        }
-    }
-    return append_repeats_slow(st, no, peers, k, n, flags, last_flags);
-}
-
 size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str *uri,
                                   uint64_t pc_ns, trace_peer *const *peers, size_t n, uint8_t flags,
                                   uint8_t last_flags)
@@ -557,26 +543,16 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
         return 0;
     }
     uint32_t no = st->mfirst + (uint32_t)(st->mcount - 1);
-    store_msg *om = &st->mring[st->mhead];
-    size_t head = st->shead;
-    if (st->count != st->limit || st->count != st->cap || om == nm || om->nseq < n ||
-        om->cost < nm->cost || st->cap - head < n) {
-        return append_repeats_general(st, nm, no, peers, n, flags, last_flags);
+    size_t k = 0;
+    if (st->count == st->limit && st->count == st->cap && st->count >= 2) {
+        k = replace_oldest(st, nm, no, peers, n, flags);
+        if (k == n) {
+            /* The n-th is the newest record, just before the head of the full ring. */
+            st->sring[(st->shead ? st->shead : st->cap) - 1].flags = last_flags;
+            return n;
+        }
     }
-    /* The usual case, replace_oldest() in one step: a full ring whose oldest message has n seqs
-     * or more, that cost no less than the repeat (the budget holds), in consecutive slots. */
-    overwrite_seqs(st->sring + head, peers, n, no, flags);
-    st->sring[head + n - 1].flags = last_flags;
-    st->bytes = st->bytes - (uint64_t)n * om->cost + (uint64_t)n * nm->cost;
-    nm->nseq += (uint32_t)n;
-    st->shead = head + n == st->cap ? 0 : head + n;
-    st->first_seq += n;
-    st->dropped += n;
-    om->nseq -= (uint32_t)n;
-    if (om->nseq == 0) {
-        msg_release_oldest(st);
-    }
-    return n;
+    return append_repeats_slow(st, no, peers, k, n, flags, last_flags);
 }
 
 uint64_t trace_store_skip_n(trace_store *st, uint64_t n)

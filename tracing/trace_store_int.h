@@ -106,17 +106,25 @@ static inline void copy_small(unsigned char *d, const void *s, size_t n)
  * were last touched a whole ring ago and are out of cache. Requesting them a few appends early
  * overlaps those misses with the work between appends. (What they point to is warm: the peer is
  * per session, the URI the hub's interned one, the bytes in the byte ring are not read.) A
- * prefetch never faults. Inline, not a function of its own: GCC deems a function of nothing but
- * prefetches pure and deletes the call. */
+ * prefetch never faults. prefetch_ahead() requests the seq and message entries PREFETCH_SLOTS
+ * after sh and mh in rings of cap > PREFETCH_SLOTS. Inline, not a function of its own: GCC
+ * deems a function of nothing but prefetches pure and deletes the call. */
+static inline __attribute__((always_inline)) void prefetch_ahead(const trace_store *st, size_t cap,
+                                                                 size_t sh, size_t mh)
+{
+    size_t ps = sh + PREFETCH_SLOTS, pm = mh + PREFETCH_SLOTS;
+    const char *m = (const char *)&st->mring[pm >= cap ? pm - cap : pm];
+    __builtin_prefetch(&st->sring[ps >= cap ? ps - cap : ps], 0, 3);
+    __builtin_prefetch(m, 1, 3);
+    __builtin_prefetch(m + sizeof(store_msg) - 1, 1, 3);
+}
+
+/* prefetch_ahead() from the store's heads, in a store that evicts (holding more than the
+ * prefetch distance: the entries prefetched are held ones). */
 static inline __attribute__((always_inline)) void prefetch_evictions(const trace_store *st)
 {
     if (st->dropped && st->count > PREFETCH_SLOTS) {
-        __builtin_prefetch(&st->sring[wrap(st, st->shead, PREFETCH_SLOTS)], 0, 3);
-        if (st->mcount > PREFETCH_SLOTS) {
-            const char *m = (const char *)&st->mring[wrap(st, st->mhead, PREFETCH_SLOTS)];
-            __builtin_prefetch(m, 1, 3);
-            __builtin_prefetch(m + sizeof(store_msg) - 1, 1, 3);
-        }
+        prefetch_ahead(st, st->cap, st->shead, st->mhead);
     }
 }
 
@@ -163,12 +171,8 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
         return false;
     }
     size_t sh = st->shead, mh = st->mhead, mcount = st->mcount;
-    if (cap > PREFETCH_SLOTS) { /* prefetch_evictions(), from the locals */
-        size_t ps = sh + PREFETCH_SLOTS, pm = mh + PREFETCH_SLOTS;
-        const char *pmsg = (const char *)&st->mring[pm >= cap ? pm - cap : pm];
-        __builtin_prefetch(&st->sring[ps >= cap ? ps - cap : ps], 0, 3);
-        __builtin_prefetch(pmsg, 1, 3);
-        __builtin_prefetch(pmsg + sizeof(store_msg) - 1, 1, 3);
+    if (cap > PREFETCH_SLOTS) {
+        prefetch_ahead(st, cap, sh, mh);
     }
     store_seq *q = &st->sring[sh];
     store_msg *m = &st->mring[mh]; /* the oldest message: the oldest seq's */
@@ -215,5 +219,9 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
     st->key = v->key;
     return true;
 }
+
+/* trace_store_append_view() where trace_store_append_steady() declined the record: the general
+ * append (trace_store.c). */
+uint64_t trace_store_append_general(trace_store *st, const trace_rec_view *v);
 
 #endif /* TRACE_STORE_INT_H */
