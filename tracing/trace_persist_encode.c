@@ -56,15 +56,22 @@ static size_t hint_slot(const void *x)
 
 _Static_assert(HINT_SLOTS == 256u && DEF_SLOTS <= HINT_SLOTS, "hint_slot() gives 8 bits");
 
+/* table_find() by the hint alone (no search): x's index, or n. */
+static inline size_t hint_find(void *const *table, size_t n, const void *x, const uint8_t *hints)
+{
+    size_t h = hints[hint_slot(x)];
+    return h < n && table[h] == x ? h : n;
+}
+
 static size_t table_find(void *const *table, size_t n, const void *x, uint8_t *hints)
 {
-    uint8_t *h = &hints[hint_slot(x)];
-    if (*h < n && table[*h] == x) {
-        return *h;
+    size_t h = hint_find(table, n, x, hints);
+    if (h < n) {
+        return h;
     }
     for (size_t i = n; i-- > 0;) {
         if (table[i] == x) {
-            *h = (uint8_t)i;
+            hints[hint_slot(x)] = (uint8_t)i;
             return i;
         }
     }
@@ -197,6 +204,16 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, un
     return WAMP_OK;
 }
 
+/* Notes in the block's memo that the receiver at position j (RUN_MEMO or more: not kept) is peer,
+ * the block's i-th peer (i < 0x40: a one-byte run code). */
+static inline void memo_note(block *b, size_t j, const trace_peer *peer, size_t i)
+{
+    if (j < RUN_MEMO) {
+        b->memo_peer[j] = (uintptr_t)peer + 1;
+        b->memo_code[j] = (uint8_t)(i << 1);
+    }
+}
+
 /* A run's entry that extend_run()'s memo and hint do not find (a peer new to the block, a hint
  * taken by another address, a code longer than a byte): the table searched, the peer defined
  * when new (room for it reserved, need bytes besides), the memo at position j set. NULL when out
@@ -213,9 +230,8 @@ static unsigned char *put_entry(trace_persist *p, block *b, unsigned char *d, tr
         d = p->buf + p->len;
     }
     d = put_run_entry(p, b, d, peer, i, last);
-    if (j < RUN_MEMO && i < b->n_peers && i < 0x40u) {
-        b->memo_peer[j] = (uintptr_t)peer + 1;
-        b->memo_code[j] = (uint8_t)(i << 1);
+    if (i < b->n_peers && i < 0x40u) {
+        memo_note(b, j, peer, i);
     }
     return d;
 }
@@ -263,13 +279,10 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
             *d++ = (unsigned char)(b->memo_code[j] | (k == last_k));
             continue;
         }
-        uint8_t h = p->peer_hint[hint_slot(peer)];
-        if (h < b->n_peers && b->peers[h] == peer && h < 0x40u) {
-            *d++ = (unsigned char)((unsigned)h << 1 | (k == last_k));
-            if (j < RUN_MEMO) {
-                b->memo_peer[j] = (uintptr_t)peer + 1;
-                b->memo_code[j] = (uint8_t)(h << 1);
-            }
+        size_t h = hint_find(b->peers, b->n_peers, peer, p->peer_hint);
+        if (h < b->n_peers && h < 0x40u) {
+            *d++ = (unsigned char)(h << 1 | (k == last_k));
+            memo_note(b, j, peer, h);
             continue;
         }
         if (!peer) {
@@ -451,6 +464,24 @@ static wamp_err segment_for(trace_persist *p, const trace_rec_view *r, seg **out
  * length (plan_full()'s bound). */
 #define FULL_FIXED_MAX (3u + 8u * VAR_MAX + TRACE_UUID_LEN + VAR_MAX)
 
+/* Whether r, with bytes of its own of len octets, may be written short (C2_SHORT) in block b:
+ * those bytes' length in its serializer is its only size, and its ts moved as its pc did. */
+static inline bool short_fits(const block *b, const trace_rec_view *r, size_t len)
+{
+    if (r->wire_ser >= WAMP_SER_COUNT || len > UINT32_MAX || r->ts_ns - b->ts != r->pc_ns - b->pc) {
+        return false;
+    }
+    uint32_t implied[WAMP_SER_COUNT] = {0};
+    implied[r->wire_ser] = (uint32_t)len;
+    return memcmp(implied, r->ser_bytes, sizeof(implied)) == 0;
+}
+
+/* The dir/ser/flags byte of a full record (without C2_SHORT). */
+static inline uint8_t rec_b2(const trace_rec_view *r)
+{
+    return (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+}
+
 /* What a full record (not a repeat) writes, decided before anything is (plan_full()). */
 typedef struct full_plan {
     bool first;     /* the block's first record (C_BLOCK) */
@@ -498,12 +529,7 @@ static void plan_full(trace_persist *p, const block *b, const trace_rec_view *r,
         f->bytes = NULL;
         f->max -= VAR_MAX + f->wire_len;
     }
-    /* Short (C2_SHORT): bytes of its own that are its only size, and ts moved as pc did. */
-    uint32_t implied[WAMP_SER_COUNT] = {0};
-    implied[r->wire_ser < WAMP_SER_COUNT ? r->wire_ser : 0] = (uint32_t)f->wire_len;
-    f->is_short = f->own && !f->first && f->wire_len <= UINT32_MAX &&
-                  r->wire_ser < WAMP_SER_COUNT && r->ts_ns - b->ts == r->pc_ns - b->pc &&
-                  memcmp(implied, r->ser_bytes, sizeof(implied)) == 0;
+    f->is_short = f->own && !f->first && short_fits(b, r, f->wire_len);
 }
 
 /* The body's fixed part after the what byte: msg_type, the dir/ser/flags byte, seq, pc and ts
@@ -646,35 +672,21 @@ static bool short_known(const trace_persist *p, const trace_rec_view *r, short_r
     } else {
         return false;
     }
-    if (r->dropped || r->wire_ser >= WAMP_SER_COUNT || o->len > BODY_MAX - FULL_FIXED_MAX ||
-        r->ts_ns - b->ts != r->pc_ns - b->pc) {
+    if (r->dropped || o->len > BODY_MAX - FULL_FIXED_MAX || !short_fits(b, r, o->len)) {
         return false;
     }
-    uint32_t implied[WAMP_SER_COUNT] = {0};
-    implied[r->wire_ser] = (uint32_t)o->len;
-    if (memcmp(implied, r->ser_bytes, sizeof(implied)) != 0) {
+    if (r->peer &&
+        (o->peer_i = hint_find(b->peers, b->n_peers, r->peer, p->peer_hint)) == b->n_peers) {
         return false;
     }
-    if (r->peer) {
-        o->peer_i = p->peer_hint[hint_slot(r->peer)];
-        if (o->peer_i >= b->n_peers || b->peers[o->peer_i] != r->peer) {
-            return false;
-        }
-    }
-    if (r->uri) {
-        o->uri_i = p->uri_hint[hint_slot(r->uri)];
-        if (o->uri_i >= b->n_uris || b->uris[o->uri_i] != r->uri) {
-            return false;
-        }
-    }
-    return true;
+    return !r->uri || (o->uri_i = hint_find(b->uris, b->n_uris, r->uri, p->uri_hint)) != b->n_uris;
 }
 
 /* Writes r, a record short_known() found to be such a one, into room reserved for it. */
 static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, const short_rec *o)
 {
     block *b = &p->blk;
-    uint8_t b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    uint8_t b2 = rec_b2(r);
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
     unsigned what = C_WIRE;
@@ -732,7 +744,7 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     } else if (short_known(p, r, &o) && buf_reserve(p, HDR_LEN + FULL_FIXED_MAX + o.len)) {
         return put_short(p, s, r, &o);
     }
-    f.b2 = (uint8_t)((r->dir & 3u) | (r->wire_ser & 3u) << 2 | (r->flags & 7u) << 4);
+    f.b2 = rec_b2(r);
     if (!f.first && is_repeat(b, r, f.b2)) {
         return append_repeat(p, s, b, r);
     }
