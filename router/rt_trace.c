@@ -629,8 +629,7 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
             return;
         }
     }
-    /* Queued meta events go out after this message: the last of them completes. */
-    bool last = rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
+    bool last = rt_trace_sends_last(rt);
     if (!wire || !s->realm || !trace_hub_fast_ready(rt->hub) ||
         !record_fast(s, TRACE_TX, e->type, NULL, 0, e, wire, drop, false, last)) {
         tx_general(s, e, wire, drop, last);

@@ -11,6 +11,13 @@
 #include "trace_hub.h"
 #include "wamp_buf.h"
 
+/* Whether the message being sent completes the current action: marked last, and no meta events
+ * are queued to go out after it (the last of those completes it then). */
+static inline bool rt_trace_sends_last(const rt_router *rt)
+{
+    return rt->cur.set && rt->cur.last && !rt->cur.meta_pending;
+}
+
 /* The fan-out fast path of tracing an EVENT sent to s, inline in the send path (an EVENT to
  * the next subscriber is most of what a fan-out sends): while a trace runs and no received
  * PUBLISH waits for its record (rt->pend.s), the hub appends the message just recorded again
@@ -27,7 +34,7 @@ static inline bool rt_trace_tx_repeat(rt_session *s, const wamp_buf *wire, const
         return false;
     }
     /* Whether it completes the action asked only now: most receivers are not asked at all. */
-    trace_hub_repeat_close(rt->hub, rt->cur.set && rt->cur.last && !rt->cur.meta_pending);
+    trace_hub_repeat_close(rt->hub, rt_trace_sends_last(rt));
     rt->cur.last = false; /* "last" marks one message */
     return true;
 }

@@ -555,9 +555,6 @@ static bool mp_envelope(const unsigned char *d, size_t len, wamp_msg *out)
     return ok;
 }
 
-/* wamp_msg_parse_bytes_fields() of a well-formed message whose every element is what its type
- * requires: the envelope read into out's fields, no list. false for anything else (out zeroed,
- * nothing held): the full parse then reads it and says what is wrong. */
 /* Forgets what a parse into fields that failed set in out (its dict). */
 static void fields_reset(wamp_msg *out)
 {
@@ -565,6 +562,9 @@ static void fields_reset(wamp_msg *out)
     memset(out, 0, offsetof(wamp_msg, uri_buf));
 }
 
+/* wamp_msg_parse_bytes_fields() of a well-formed message whose every element is what its type
+ * requires: the envelope read into out's fields, no list. false for anything else (out zeroed,
+ * nothing held): the full parse then reads it and says what is wrong. */
 static bool parse_fields(wamp_ser ser, const void *data, size_t len, wamp_msg *out)
 {
     memset(out, 0, offsetof(wamp_msg, uri_buf));
