@@ -37,10 +37,10 @@
  * ratio off_ns / config_ns. Printed per scenario and serializer: the median ns per message of
  * every configuration and the median of its paired ratios with their interquartile range. After
  * every slice the router's tick runs (untimed), as the real router's 100 ms tick would. CPU time
- * of other threads (a persisted trace's writer) is measured per scenario (getrusage of the
- * process minus the main thread's) and reported per message of the persisted configuration.
+ * of other threads (a persisted trace's writer) is measured per scenario (the process's CPU
+ * clock minus the main thread's) and reported per message of the persisted configuration.
  * A measuring tool, never a test. Pin it (taskset -c 0); it pins nothing itself. */
-#define _GNU_SOURCE /* RUSAGE_THREAD, nftw() */
+#define _GNU_SOURCE /* nftw() */
 #include <ftw.h>
 #include <getopt.h>
 #include <signal.h>
@@ -49,7 +49,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -106,6 +105,7 @@ typedef struct opts {
     unsigned rounds;
     double slice_ms, warmup_ms, seconds;
     size_t payload;
+    bool keep_all; /* --keep-outliers: no batch left out (run_slice()) */
     bool conf[NCONF], scen[NSCEN], ser[NSER];
 } opts;
 
@@ -157,12 +157,14 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t cpu_ns(int who)
+/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) or of the whole process, every thread
+ * (CLOCK_PROCESS_CPUTIME_ID): the scheduler's own count, in ns (getrusage()'s split into user
+ * and system time can be off by a few ms). */
+static uint64_t cpu_ns(clockid_t which)
 {
-    struct rusage ru;
-    getrusage(who, &ru);
-    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
-           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+    struct timespec ts;
+    clock_gettime(which, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* --- transport ------------------------------------------------------------------------------- */
@@ -470,7 +472,7 @@ static bool any_closed(const bcase *k)
     return c;
 }
 
-/* One batch: the router's work timed into *ns; then the checks and the next batch's bytes.
+/* One batch: the router's work timed (*ns); then the checks and the next batch's bytes.
  * Returns the messages the batch counts (CALLs, EVENTs), 0 on failure. */
 static size_t run_batch(bcase *k, uint64_t *ns)
 {
@@ -490,7 +492,7 @@ static size_t run_batch(bcase *k, uint64_t *ns)
                                          k->req_off[i + 1] - k->req_off[i]) != WAMP_OK;
         }
         bad |= !conn_write(&k->callee);
-        *ns += now_ns() - t0;
+        *ns = now_ns() - t0;
         bad = bad || !check_rpc(k);
     } else {
         for (size_t j = 0; j < NSUBS; j++) {
@@ -504,7 +506,7 @@ static size_t run_batch(bcase *k, uint64_t *ns)
         for (size_t j = 0; j < NSUBS; j++) {
             bad |= !conn_write(&k->subs[j]);
         }
-        *ns += now_ns() - t0;
+        *ns = now_ns() - t0;
         k->req.len = 0;
         bad = bad || !conn_write(&k->req) || !check_pubsub(k);
     }
@@ -515,23 +517,68 @@ static size_t run_batch(bcase *k, uint64_t *ns)
     return k->scen == SC_RPC ? BATCH : (size_t)BATCH * NSUBS;
 }
 
-/* Batches for at least dur_ns, then the router's tick. false on failure. */
-static bool run_slice(router_inst *ri, bcase *k, uint64_t dur_ns, double *ns_per_msg,
-                      uint64_t *msgs_out)
+/* What one slice measured. */
+typedef struct slice {
+    double ns_per_msg; /* timed ns per message over the batches kept */
+    double busy;       /* the main thread's CPU time / the slice's wall time */
+    double dropped;    /* share of the batches left out */
+    uint64_t msgs;     /* messages of the batches kept */
+} slice;
+
+/* The timed ns of every batch of a slice. */
+typedef struct batch_times {
+    uint64_t *v;
+    size_t n, cap;
+} batch_times;
+
+static int cmp_u64(const void *a, const void *b)
 {
-    uint64_t ns = 0, msgs = 0, start = now_ns();
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Batches for at least dur_ns, then the router's tick. Batches over cut times the slice's median
+ * batch (cut 0: none) are left out: a batch is tens of microseconds, so a preemption (another
+ * process, an interrupt, a writer thread sharing the core) makes one several times longer, while
+ * the recorder's own occasional work (a wrap of its ring, a new segment) adds far less. busy is
+ * below 1 when the thread was preempted during the slice. false on failure. */
+static bool run_slice(router_inst *ri, bcase *k, uint64_t dur_ns, double cut, batch_times *bt,
+                      slice *out)
+{
+    uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID), start = now_ns(), end;
+    size_t m = 0;
+    bt->n = 0;
     do {
-        size_t m = run_batch(k, &ns);
+        uint64_t ns = 0;
+        m = run_batch(k, &ns);
         if (!m) {
             fprintf(stderr, "bench-core: %s %s on \"%s\": check failed\n", scen_names[k->scen],
                     ser_names[k->ser], conf_names[ri->conf]);
             return false;
         }
-        msgs += m;
-    } while (now_ns() - start < dur_ns);
+        if (bt->n == bt->cap) {
+            size_t cap = bt->cap ? 2 * bt->cap : 4096;
+            uint64_t *v = realloc(bt->v, cap * sizeof(*v));
+            if (!v) {
+                return false;
+            }
+            bt->v = v;
+            bt->cap = cap;
+        }
+        bt->v[bt->n++] = ns;
+    } while ((end = now_ns()) - start < dur_ns);
+    out->busy = (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / (double)(end - start);
     rt_router_tick(ri->rt);
-    *ns_per_msg = (double)ns / (double)msgs;
-    *msgs_out += msgs;
+    qsort(bt->v, bt->n, sizeof(*bt->v), cmp_u64);
+    double limit = cut > 0 ? cut * (double)bt->v[bt->n / 2] : (double)UINT64_MAX;
+    uint64_t sum = 0;
+    size_t kept = 0;
+    while (kept < bt->n && (double)bt->v[kept] <= limit) {
+        sum += bt->v[kept++];
+    }
+    out->ns_per_msg = (double)sum / (double)(kept * m);
+    out->dropped = (double)(bt->n - kept) / (double)bt->n;
+    out->msgs = kept * m;
     return true;
 }
 
@@ -660,7 +707,9 @@ static double quantile(double *v, size_t n, double q)
 }
 
 typedef struct case_stats {
-    double ns[NCONF][MAX_RND]; /* per round */
+    double ns[NCONF][MAX_RND];   /* per round */
+    double busy[NCONF][MAX_RND]; /* per round (run_slice()) */
+    double dropped[NCONF];       /* batches left out, summed over the rounds' shares */
     uint64_t msgs[NCONF];
     uint64_t other_cpu_ns; /* CPU of threads other than this one during the rounds */
 } case_stats;
@@ -672,14 +721,16 @@ static void report(const opts *o, size_t scen, size_t si, case_stats *st)
     printf("\n%s %s, payload %zu: ns per %s (median of %u slices, q1-q3), ratio off/config "
            "(median of the rounds' paired ratios, q1-q3)\n",
            scen_names[scen], ser_names[si], o->payload, unit, r);
-    printf("  %-8s %9s %9s %9s   %7s %7s %7s  %-12s %s\n", "config", "ns", "q1", "q3", "ratio",
-           "q1", "q3", "target", "other threads");
+    printf("  %-8s %9s %9s %9s   %7s %7s %7s  %-13s %5s %6s  %s\n", "config", "ns", "q1", "q3",
+           "ratio", "q1", "q3", "target", "busy", "drop%", "other threads");
     for (int c = 0; c < NCONF; c++) {
         if (!o->conf[c]) {
             continue;
         }
         double v[MAX_RND], ratio[MAX_RND];
         bool paired = o->conf[CFG_OFF];
+        double busy = quantile(st->busy[c], r, 0.5);
+        double drop = 100.0 * st->dropped[c] / (double)r;
         for (unsigned i = 0; i < r; i++) {
             v[i] = st->ns[c][i];
             ratio[i] = paired ? st->ns[CFG_OFF][i] / st->ns[c][i] : 0;
@@ -699,11 +750,11 @@ static void report(const opts *o, size_t scen, size_t si, case_stats *st)
         }
         printf("  %-8s %9.1f %9.1f %9.1f   ", conf_names[c], med, q1, q3);
         if (paired) {
-            printf("%7.3f %7.3f %7.3f  %-12s", rmed, rq1, rq3, tgt);
+            printf("%7.3f %7.3f %7.3f  %-13s", rmed, rq1, rq3, tgt);
         } else {
-            printf("%7s %7s %7s  %-12s", "-", "-", "-", "");
+            printf("%7s %7s %7s  %-13s", "-", "-", "-", "");
         }
-        printf(" %.1f ns/%s\n", other, unit);
+        printf(" %5.3f %6.2f  %.1f ns/%s\n", busy, drop, other, unit);
         printf("RESULT scenario=%s ser=%s payload=%zu config=%s status=ok unit=ns/%s ns=%.1f "
                "q1=%.1f q3=%.1f",
                scen_names[scen], ser_names[si], o->payload, conf_names[c], unit, med, q1, q3);
@@ -711,8 +762,8 @@ static void report(const opts *o, size_t scen, size_t si, case_stats *st)
             printf(" ratio=%.4f ratio_q1=%.4f ratio_q3=%.4f target=%.2f verdict=%s", rmed, rq1, rq3,
                    targets[c], verdict);
         }
-        printf(" other_threads_ns=%.1f rounds=%u count=%llu\n", other, r,
-               (unsigned long long)st->msgs[c]);
+        printf(" busy=%.3f dropped_pct=%.2f other_threads_ns=%.1f rounds=%u count=%llu\n", busy,
+               drop, other, r, (unsigned long long)st->msgs[c]);
     }
     fflush(stdout);
 }
@@ -727,27 +778,33 @@ static bool measure(const opts *o, router_inst *ri, size_t n, case_stats *st)
         }
     }
     uint64_t warm = (uint64_t)(o->warmup_ms * 1e6);
-    uint64_t slice = (uint64_t)(o->slice_ms * 1e6);
+    uint64_t slice_ns = (uint64_t)(o->slice_ms * 1e6);
     if (o->seconds > 0) {
-        slice = (uint64_t)(o->seconds * 1e9 / (double)(o->rounds * (unsigned)nc));
+        slice_ns = (uint64_t)(o->seconds * 1e9 / (double)(o->rounds * (unsigned)nc));
     }
-    double ignored;
-    uint64_t wmsgs = 0;
-    for (int i = 0; i < nc; i++) {
-        if (!run_slice(&ri[order[i]], &ri[order[i]].cases[n], warm, &ignored, &wmsgs)) {
-            return false;
-        }
+    double cut = o->keep_all ? 0 : 4.0;
+    batch_times bt = {0};
+    slice sl;
+    bool ok = true;
+    for (int i = 0; ok && i < nc; i++) {
+        ok = run_slice(&ri[order[i]], &ri[order[i]].cases[n], warm, cut, &bt, &sl);
     }
-    uint64_t other0 = cpu_ns(RUSAGE_SELF) - cpu_ns(RUSAGE_THREAD);
-    for (unsigned r = 0; r < o->rounds; r++) {
-        for (int i = 0; i < nc; i++) {
+    uint64_t other0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (unsigned r = 0; ok && r < o->rounds; r++) {
+        for (int i = 0; ok && i < nc; i++) {
             int c = order[(r + (unsigned)i) % (unsigned)nc];
-            if (!run_slice(&ri[c], &ri[c].cases[n], slice, &st->ns[c][r], &st->msgs[c])) {
-                return false;
-            }
+            ok = run_slice(&ri[c], &ri[c].cases[n], slice_ns, cut, &bt, &sl);
+            st->ns[c][r] = sl.ns_per_msg;
+            st->busy[c][r] = sl.busy;
+            st->dropped[c] += sl.dropped;
+            st->msgs[c] += sl.msgs;
         }
     }
-    st->other_cpu_ns = cpu_ns(RUSAGE_SELF) - cpu_ns(RUSAGE_THREAD) - other0;
+    free(bt.v);
+    if (!ok) {
+        return false;
+    }
+    st->other_cpu_ns = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_ns(CLOCK_THREAD_CPUTIME_ID) - other0;
     return true;
 }
 
@@ -779,6 +836,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: bench-core [--rounds N] [--slice-ms MS | --seconds S] [--warmup-ms MS]\n"
                "                  [--payload N] [--configs \"shipped off mem persist\"]\n"
                "                  [--scenarios \"rpc100 pubsub10\"] [--ser \"msgpack json\"]\n"
+               "                  [--keep-outliers]\n"
                "  --seconds S: measured time per scenario and serializer, all configurations\n"
                "  together (sets the slice: S / (rounds x configurations))\n");
 }
@@ -794,6 +852,7 @@ static int parse_opts(int argc, char **argv, opts *o)
             {"configs", required_argument, NULL, 'c'},
             {"scenarios", required_argument, NULL, 'n'},
             {"ser", required_argument, NULL, 'e'},
+            {"keep-outliers", no_argument, NULL, 'k'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
     };
@@ -834,6 +893,9 @@ static int parse_opts(int argc, char **argv, opts *o)
             break;
         case 'e':
             ok = parse_list(optarg, ser_names, NSER, o->ser);
+            break;
+        case 'k':
+            o->keep_all = true;
             break;
         case 'h':
             usage(stdout);
