@@ -33,8 +33,9 @@
  *
  * After a warm-up of every router, R rounds (--rounds, 30) each run one slice (--slice-ms, 50)
  * of batches on every configuration in turn, the order rotated every round. A slice gives the
- * timed ns per message (per CALL; per EVENT delivered for pub/sub); a round gives the paired
- * ratio off_ns / config_ns. Printed per scenario and serializer: the median ns per message of
+ * timed ns per message (per CALL; per EVENT delivered for pub/sub), preempted batches left out
+ * (run_slice()), and the share of its wall time the thread ran; a round gives the paired ratio
+ * off_ns / config_ns. Printed per scenario and serializer: the median ns per message of
  * every configuration and the median of its paired ratios with their interquartile range. After
  * every slice the router's tick runs (untimed), as the real router's 100 ms tick would. CPU time
  * of other threads (a persisted trace's writer) is measured per scenario (the process's CPU
