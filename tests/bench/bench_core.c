@@ -884,7 +884,7 @@ static int parse_opts(int argc, char **argv, opts *o)
             break;
         case 'p':
             o->payload = (size_t)strtoul(optarg, NULL, 10);
-            ok = o->payload <= 16u * 1024 * 1024;
+            ok = o->payload <= 1024u * 1024;
             break;
         case 'c':
             ok = parse_list(optarg, conf_names, NCONF, o->conf);
@@ -937,8 +937,9 @@ int main(int argc, char **argv)
         perror("bench-core: mkdtemp");
         return 1;
     }
-    static router_inst ri[NCONF];
-    static case_stats st;
+    router_inst ri[NCONF];
+    case_stats st;
+    memset(ri, 0, sizeof(ri));
     rc = 0;
     for (int c = 0; c < NCONF && rc == 0; c++) {
         if (o.conf[c] && !router_init(&ri[c], c, tmp, &o)) {
