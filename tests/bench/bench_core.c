@@ -648,6 +648,13 @@ static bool router_init(router_inst *ri, int conf, const char *tmp, const opts *
             return false;
         }
     }
+    /* A figure of a router that does not record as its configuration says would be worthless
+     * (the flight recorder logs a failure to start and the router runs without it). */
+    if (trace_hub_is_active(rt_router_trace_hub(ri->rt)) != (conf != CFG_OFF)) {
+        fprintf(stderr, "bench-core: \"%s\": a trace is %s\n", conf_names[conf],
+                conf == CFG_OFF ? "running" : "not running");
+        return false;
+    }
     /* What the WebSocket adapter passes: the listener's id and message size limit. */
     if (ri->cfg->n_listeners) {
         ri->peer.listener_id = ri->cfg->listeners[0].id;
