@@ -76,6 +76,7 @@ struct rt_session {
     rt_outq outq;
     uint64_t hello_deadline_us;
     trace_peer *tpeer;   /* owned; made on the first traced message after the join */
+    trace_str *tr_uri;   /* owned: the URI of the last action of it a trace kept (rt_trace.c) */
     bool hello_corr_set; /* the session-opening exchange's correlation (HELLO ... WELCOME) */
     uint8_t hello_corr[TRACE_UUID_LEN];
     rt_hnode by_id;       /* in rt_router.sessions_by_id */

@@ -111,6 +111,7 @@ static void session_leave(rt_session *s)
     rt_realm_member_remove(s->realm, s);
     RT_LOG_DEBUG(s->id, "left realm %s", rt_realm_name(s->realm));
     trace_peer_unref(&s->tpeer);
+    trace_str_unref(&s->tr_uri);
     s->realm = NULL;
     free(s->authid);
     free(s->authrole);
@@ -720,6 +721,7 @@ void rt_session_on_closed(rt_session *s)
     rt_session_log_drops(s, true);
     rt_outq_fini(&s->outq);
     trace_peer_unref(&s->tpeer);
+    trace_str_unref(&s->tr_uri);
     rt_auth_pending_free(s->auth);
     free(s->denial);
     free(s);

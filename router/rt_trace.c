@@ -203,6 +203,25 @@ static void fill_input(rt_session *s, trace_input *in)
     in->ser = s->ser;
 }
 
+/* The open action's URI as the hub's shared string (rt->cur.uri), made by the first record a
+ * trace keeps of the action: s's memo when the session's last such action had the same URI (a
+ * session calls or publishes the same few URIs over and over), else the hub's, which then
+ * becomes the memo. Left NULL on allocation failure (the records lack the URI). */
+static __attribute__((noinline)) void action_uri(rt_router *rt, rt_session *s)
+{
+    const char *u = rt->cur.uri_text;
+    size_t n = rt->cur.uri_len;
+    trace_str *m = s->tr_uri;
+    if (!m || !trace_str_is(m, u, n)) {
+        if (!(m = trace_hub_uri(rt->hub, u, n))) {
+            return;
+        }
+        trace_str_unref(&s->tr_uri);
+        s->tr_uri = m;
+    }
+    rt->cur.uri = trace_str_ref(m);
+}
+
 /* Hands a message of the joined session s to the hub's fast trace (trace_hub_record_fast(),
  * only while trace_hub_fast_ready()): rx with its bytes (data, len), tx with the buffer encoded
  * for s (wire) and the encodings e made; anchor / last as the correlation flags. true when the
@@ -217,6 +236,9 @@ record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len
         return false;
     }
     read_clock(rt);
+    if (!rt->cur.uri && rt->cur.uri_text) {
+        action_uri(rt, s);
+    }
     const rt_cur_action *a = &rt->cur;
     /* Every field the hub reads written once (no zeroed copy first). */
     trace_fast f;
@@ -305,6 +327,7 @@ void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], tra
     memcpy(rt->cur.uuid, uuid, TRACE_UUID_LEN);
     rt->cur.uri = uri ? trace_str_ref(uri) : NULL;
     rt->cur.uri_text = uri ? trace_str_get(uri) : NULL;
+    rt->cur.uri_len = uri ? trace_str_len(uri) : 0;
 }
 
 trace_str *rt_trace_action_uri(rt_router *rt)
@@ -322,6 +345,7 @@ void rt_trace_action_close(rt_router *rt)
     }
     trace_str_unref(&rt->cur.uri);
     rt->cur.uri_text = NULL;
+    rt->cur.uri_len = 0;
     rt->cur.set = false;
     rt->cur.last = false;
     rt->cur.meta_pending = false;
@@ -329,19 +353,20 @@ void rt_trace_action_close(rt_router *rt)
     rt->cur.callee_node = NULL;
 }
 
-/* Opens a new anchored action for uri (NULL = none), borrowed from the message being handled
- * (which outlives the action). */
-static void open_anchor(rt_router *rt, const char *uri)
+/* Opens a new anchored action for uri of len bytes (NULL = none), borrowed from the message
+ * being handled (which outlives the action). */
+static void open_anchor(rt_router *rt, const char *uri, size_t len)
 {
     uint8_t uuid[TRACE_UUID_LEN];
     trace_uuid_gen_next(&rt->uuids, uuid);
     rt_trace_action_open(rt, uuid, NULL);
     rt->cur.uri_text = uri;
+    rt->cur.uri_len = len;
 }
 
 void rt_trace_action_open_new(rt_router *rt)
 {
-    open_anchor(rt, NULL);
+    open_anchor(rt, NULL, 0);
 }
 
 void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
@@ -355,6 +380,7 @@ void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
     rt->cur.meta_pending = false;
     rt->cur.uri = NULL; /* the reference moved to *saved */
     rt->cur.uri_text = NULL;
+    rt->cur.uri_len = 0;
     rt->cur.realm = NULL;
     rt->cur.callee_node = NULL;
 }
@@ -372,9 +398,10 @@ void rt_trace_action_unstash(rt_router *rt, rt_cur_action *saved)
  * subscription): copy it now. */
 static void open_anchor_copy(rt_router *rt, const char *uri)
 {
-    open_anchor(rt, uri);
+    open_anchor(rt, uri, uri ? strlen(uri) : 0);
     (void)rt_trace_action_uri(rt); /* NULL on OOM: the records just lack the URI */
     rt->cur.uri_text = rt->cur.uri ? trace_str_get(rt->cur.uri) : NULL;
+    rt->cur.uri_len = rt->cur.uri ? trace_str_len(rt->cur.uri) : 0;
 }
 
 /* Opens the action a pending call kept (NULL or not set: none). */
@@ -459,6 +486,7 @@ static void obs_open_at(void *ctx, rt_router *rt, const uint8_t id[RT_ACTION_ID_
     (void)ctx;
     rt_trace_action_open(rt, id, NULL);
     rt->cur.uri_text = uri;
+    rt->cur.uri_len = uri ? strlen(uri) : 0;
     rt->cur.callee_node = node;
 }
 
@@ -496,20 +524,20 @@ static bool rx_action(rt_router *rt, rt_session *s, const wamp_msg *m)
     }
     switch (m->type) {
     case WAMP_MSG_HELLO:
-        open_anchor(rt, NULL);
+        open_anchor(rt, NULL, 0);
         rt->cur.realm = m->uri;
         memcpy(s->hello_corr, rt->cur.uuid, TRACE_UUID_LEN);
         s->hello_corr_set = true;
         anchor = true;
         break;
     case WAMP_MSG_PUBLISH:
-        open_anchor(rt, m->uri);
+        open_anchor(rt, m->uri, m->uri_len);
         anchor = true;
         break;
     case WAMP_MSG_CALL:
     case WAMP_MSG_SUBSCRIBE:
     case WAMP_MSG_REGISTER:
-        open_anchor(rt, m->uri);
+        open_anchor(rt, m->uri, m->uri_len);
         anchor = true;
         break;
     case WAMP_MSG_UNSUBSCRIBE:
@@ -535,7 +563,7 @@ static bool rx_action(rt_router *rt, rt_session *s, const wamp_msg *m)
         /* A joined session's GOODBYE: its reply and the leave's meta events follow it. (A
          * GOODBYE answering the router's own is no new action.) */
         if (s->state == RT_SESSION_JOINED) {
-            open_anchor(rt, NULL);
+            open_anchor(rt, NULL, 0);
             anchor = true;
         }
         break;

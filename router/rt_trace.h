@@ -28,6 +28,7 @@ typedef struct rt_cur_action {
     bool last;                    /* the next message sent completes it */
     uint8_t uuid[TRACE_UUID_LEN]; /* its correlation */
     const char *uri_text;         /* borrowed: the action's URI while it is open, NULL if none */
+    size_t uri_len;               /* strlen(uri_text), 0 without one */
     trace_str *uri;    /* owned: uri_text as a shareable string, made lazily by the hub when a trace
                         * first keeps a message of the action (or by rt_trace_action_uri()) */
     const char *realm; /* borrowed: HELLO's realm while the session is not joined */

@@ -311,6 +311,9 @@ static void fast_refresh(trace_hub *hub)
             running == 1 && trace_keeps_all(only) && trace_get_options(only)->max_records == 0
                     ? only
                     : NULL;
+    hub->fast_store = hub->pub.fast && !trace_persists(hub->pub.fast)
+                              ? trace_fast_store(hub->pub.fast)
+                              : NULL;
 }
 
 wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, uint64_t pc_ns,

@@ -229,6 +229,12 @@ typedef struct trace_fast {
  * TRACE_STRIP_MIN for a trace without payload (stripped there), no bytes. f->v is modified. */
 bool trace_hub_record_fast(trace_hub *hub, trace_fast *f);
 
+/* A new reference on the hub's shared string for the URI text uri of len bytes (interned: the
+ * records of every action with that URI share one object); NULL on allocation failure. A caller
+ * that keeps it for the next action of the same URI spares the hub the lookup (the router keeps
+ * each session's last one). */
+trace_str *trace_hub_uri(trace_hub *hub, const char *uri, size_t len);
+
 /* trace_hub_repeat()'s out-of-line part: appends the receivers gathered when the batch is full
  * or (last) the action's last message is among them. */
 void trace_hub_repeat_end(trace_hub *hub, bool last);

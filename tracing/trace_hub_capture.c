@@ -193,37 +193,16 @@ static trace_peer *shared_peer(const trace_ctx *c, const trace_input *in)
     return *in->peer_slot ? trace_peer_ref(*in->peer_slot) : NULL;
 }
 
-/* The 8 bytes at p (unaligned). */
-static inline uint64_t load8(const char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
 /* The last word of the n bytes at p: their last 8 (overlapping the word before), or fewer
  * zero-extended. */
 static inline uint64_t tail8(const char *p, size_t n)
 {
     if (n >= 8) {
-        return load8(p + n - 8);
+        return trace_load8(p + n - 8);
     }
     uint64_t w = 0;
     memcpy(&w, p, n);
     return w;
-}
-
-/* a[0..n) == b[0..n), a word at a time (strcmp() was a call, and a third of interning). */
-static inline bool text_eq(const char *a, const char *b, size_t n)
-{
-    if (n < 8) {
-        return memcmp(a, b, n) == 0;
-    }
-    uint64_t d = load8(a + n - 8) ^ load8(b + n - 8);
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-        d |= load8(a + i) ^ load8(b + i);
-    }
-    return d == 0;
 }
 
 /* A new reference on an immutable string equal to uri: the cached one for its text, else a new
@@ -231,20 +210,19 @@ static inline bool text_eq(const char *a, const char *b, size_t n)
  * trace_str; made afresh, each was a malloc() and, a whole ring later, a free() of memory long
  * out of cache, for the same few topics and procedures over and over. Hashing the text is
  * cheaper, and records of one URI then share one warm object. NULL on allocation failure. */
-static trace_str *intern_uri(trace_hub *hub, const char *uri)
+static trace_str *intern_uri(trace_hub *hub, const char *uri, size_t n)
 {
     /* Eight bytes a step, each mixed by a multiply: a byte-wise hash (FNV-1a) was a chain of
      * one multiply per character, about 40 ns for a typical topic. */
-    size_t n = strlen(uri);
     uint64_t h = 0x9e3779b97f4a7c15u ^ n;
     for (size_t i = 0; i + 8 <= n; i += 8) {
-        h = (h ^ load8(uri + i)) * 0xff51afd7ed558ccdu;
+        h = (h ^ trace_load8(uri + i)) * 0xff51afd7ed558ccdu;
         h ^= h >> 32;
     }
     h = (h ^ tail8(uri, n)) * 0xff51afd7ed558ccdu;
     h ^= h >> 29;
     trace_str **e = &hub->uris[h & (HUB_URI_CACHE - 1)];
-    if (*e && trace_str_len(*e) == n && text_eq(trace_str_get(*e), uri, n)) {
+    if (*e && trace_str_is(*e, uri, n)) {
         return trace_str_ref(*e);
     }
     trace_str *s = trace_str_new(uri);
@@ -253,6 +231,11 @@ static trace_str *intern_uri(trace_hub *hub, const char *uri)
         *e = trace_str_ref(s);
     }
     return s;
+}
+
+trace_str *trace_hub_uri(trace_hub *hub, const char *uri, size_t len)
+{
+    return intern_uri(hub, uri, len);
 }
 
 /* Same for the action URI; NULL when the message has none. */
@@ -265,10 +248,10 @@ static trace_str *shared_uri(trace_hub *hub, const trace_ctx *c, const trace_inp
         return NULL;
     }
     if (!in->uri_slot) {
-        return intern_uri(hub, c->uri);
+        return intern_uri(hub, c->uri, strlen(c->uri));
     }
     if (!*in->uri_slot) {
-        *in->uri_slot = intern_uri(hub, c->uri);
+        *in->uri_slot = intern_uri(hub, c->uri, strlen(c->uri));
     }
     return *in->uri_slot ? trace_str_ref(*in->uri_slot) : NULL;
 }
@@ -656,7 +639,7 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
 static __attribute__((noinline)) trace_str *fast_uri(trace_hub *hub, const trace_fast *f)
 {
     if (!*f->uri_slot) {
-        *f->uri_slot = intern_uri(hub, f->uri_text);
+        *f->uri_slot = intern_uri(hub, f->uri_text, strlen(f->uri_text));
     }
     return *f->uri_slot;
 }
@@ -706,11 +689,12 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
                    v->flags & TRACE_CORR_LAST)) {
         v->key = fast_keep(hub, t, v); /* for the next receivers (trace_hub_repeat()) */
     }
-    if (trace_persists(t)) {
-        (void)trace_append_rec(t, v); /* encoded into its write buffer (an I/O error stops it) */
+    trace_store *st = hub->fast_store;
+    if (!st) {
+        (void)trace_append_rec(t, v); /* persisted: encoded into its write buffer (an I/O error
+                                       * stops it) */
     } else {
         /* The store's steady state inline (trace_store_int.h), the rest out of line. */
-        trace_store *st = trace_fast_store(t);
         uint64_t seq;
         if (!trace_store_append_steady(st, v, src, len, &seq)) {
             (void)trace_store_append_general(st, v);

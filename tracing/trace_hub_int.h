@@ -18,7 +18,10 @@ struct trace_hub {
     struct trace_hub_pub pub; /* first: read by the inline trace_hub_is_active() */
     size_t max_traces;
     char *mgmt_realm; /* owned; NULL = none */
-    trace **traces;   /* max_traces slots; n used, oldest first */
+    /* pub.fast's store while pub.fast is set and keeps its records in memory, else NULL (noted
+     * with pub.fast: the fast path's append goes straight to it). */
+    trace_store *fast_store;
+    trace **traces; /* max_traces slots; n used, oldest first */
     size_t n;
     trace **hits; /* max_traces slots: the traces trace_hub_match() chose */
     size_t n_hits;

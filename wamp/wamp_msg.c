@@ -189,6 +189,7 @@ static const char *field_check(enum field_kind kind, json_t *v, wamp_msg *m)
             return "must not contain NUL bytes";
         }
         m->uri = s;
+        m->uri_len = json_string_length(v);
         return NULL;
     }
     case FK_ARGS:
@@ -411,6 +412,7 @@ static bool set_uri(wamp_msg *out, const void *p, size_t len)
     memcpy(out->uri_buf, p, len);
     out->uri_buf[len] = '\0';
     out->uri = out->uri_buf;
+    out->uri_len = len;
     return true;
 }
 

@@ -70,6 +70,7 @@ typedef struct wamp_msg {
     uint64_t id;
     uint64_t id2;
     const char *uri; /* NUL-terminated; URIs are checked for NUL bytes by wamp_msg_parse */
+    size_t uri_len;  /* strlen(uri) */
     json_t *dict;    /* borrowed from root; without root, m's own reference */
     /* Parsed from a jansson tree: borrowed from root. Parsed from bytes: NULL until
      * wamp_msg_decode_payload(), then owned by m. */
