@@ -145,6 +145,42 @@ START_TEST(test_call_chain)
 
 END_TEST
 
+/* Every record carries its own action's URI while a session's actions alternate between URIs of
+ * the same and of different lengths (each session keeps its last action's URI for the next one:
+ * a stale one must never be taken), two callers interleaved. */
+START_TEST(test_action_uris_alternate)
+{
+    static const char *const procs[] = {"com.a",           "com.b", "com.a",
+                                        "com.longer.name", "com.b", "com.a"};
+    const size_t n = sizeof(procs) / sizeof(procs[0]);
+    fake_conn *callee = joined(WAMP_SER_MSGPACK, "realm1");
+    fake_conn *callers[2] = {joined(WAMP_SER_JSON, "realm1"), joined(WAMP_SER_MSGPACK, "realm1")};
+    fake_conn_send(callee, "[64, 1, {}, \"com.a\"]");
+    fake_conn_send(callee, "[64, 2, {}, \"com.b\"]");
+    fake_conn_send(callee, "[64, 3, {}, \"com.longer.name\"]");
+    fake_conn_clear(callee);
+    trace *t = start("uris", NULL);
+    for (size_t i = 0; i < n; i++) {
+        fake_conn *caller = callers[i % 2];
+        fake_conn_send(caller, "[48, %zu, {}, \"%s\", []]", i + 1, procs[(i * 5) % n]);
+        fake_conn_send(callee, "[70, %lld, {}, []]", next_invocation(callee));
+        fake_conn_clear(caller);
+    }
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 4 * n);
+    static const char *const types[] = {"Call", "Invocation", "Yield", "Result"};
+    for (size_t i = 0; i < 4 * n; i++) {
+        expect_record(json_array_get(r, i), i % 2 ? "tx" : "rx", types[i % 4],
+                      procs[((i / 4) * 5) % n]);
+    }
+    json_decref(r);
+    fake_conn_free(callee);
+    fake_conn_free(callers[0]);
+    fake_conn_free(callers[1]);
+}
+
+END_TEST
+
 START_TEST(test_call_error_and_callee_leaving)
 {
     fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
@@ -1171,6 +1207,7 @@ static Suite *rt_trace_suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_no_trace_no_records);
     tcase_add_test(tc, test_call_chain);
+    tcase_add_test(tc, test_action_uris_alternate);
     tcase_add_test(tc, test_advanced_call_chains);
     tcase_add_test(tc, test_late_answers_keep_their_correlation);
     tcase_add_test(tc, test_call_error_and_callee_leaving);
