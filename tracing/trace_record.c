@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include <sodium.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "wamp_msg.h"
 
@@ -211,10 +214,11 @@ void trace_uuid_new(uint8_t out[TRACE_UUID_LEN])
 
 void trace_uuid_gen_init(trace_uuid_gen *g)
 {
-    uint64_t seed[2];
+    uint8_t seed[16];
     randombytes_buf(seed, sizeof(seed));
-    g->prefix = seed[0];
-    g->key = seed[1];
+    uuid_set_v4(seed); /* octet 6 (the prefix's version) fixed here, octet 8 per id */
+    memcpy(&g->prefix, seed, 8);
+    memcpy(&g->key, seed + 8, 8);
     g->counter = 0;
 }
 
@@ -224,9 +228,23 @@ void trace_uuid_gen_next(trace_uuid_gen *g, uint8_t out[TRACE_UUID_LEN])
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
+    /* The variant in octet 8, z's first octet in memory: leaves 62 of the 64 mixed bits,
+     * collisions stay out of reach. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    z = (z & ~(uint64_t)0xc0u) | 0x80u;
+#else
+    z = (z & ~((uint64_t)0xc0u << 56)) | ((uint64_t)0x80u << 56);
+#endif
+    /* The 16 octets written by one store where the CPU has one: the action's records copy them
+     * at once, and a 16-octet load of what two 8-octet stores (or octet updates) just wrote waits
+     * for them to reach the cache instead of being forwarded (a stall of about 13 % of
+     * rt_trace_rx()'s time in a profile). */
+#ifdef __SSE2__
+    _mm_storeu_si128((__m128i *)(void *)out, _mm_set_epi64x((long long)z, (long long)g->prefix));
+#else
     memcpy(out, &g->prefix, 8);
     memcpy(out + 8, &z, 8);
-    uuid_set_v4(out); /* leaves 62 of the 64 mixed bits: collisions stay out of reach */
+#endif
 }
 
 void trace_uuid_format(const uint8_t uuid[TRACE_UUID_LEN], char out[TRACE_UUID_STRLEN])
