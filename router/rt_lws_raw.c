@@ -442,7 +442,14 @@ void rt_lws_raw_adopt(struct lws *wsi, void *state)
 int rt_lws_raw_rx(struct lws *wsi, void *state, const unsigned char *in, size_t len)
 {
     raw_pss *pss = state;
-    return pss->adopted ? on_rx(wsi, pss, in, len) : -1;
+    if (!pss->adopted) {
+        return -1;
+    }
+    rt_router *rt = router_of(wsi);
+    rt_router_read_begin(rt); /* the messages of this read share a trace clock reading */
+    int r = on_rx(wsi, pss, in, len);
+    rt_router_read_end(rt);
+    return r;
 }
 
 int rt_lws_raw_writeable(struct lws *wsi, void *state)

@@ -536,10 +536,13 @@ static int rx_direct(rt_lws_conn *c)
 
 int rt_lws_ws_rx(rt_lws_conn *c, unsigned char *in, size_t len)
 {
+    rt_router *rt = rt_lws_conn_router(c);
+    rt_router_read_begin(rt); /* the messages of this read share a trace clock reading */
     int r = rx_slice(c, in, len);
     if (r == 0) {
         r = rx_direct(c);
     }
+    rt_router_read_end(rt);
     return r < 0 ? -1 : 0;
 }
 

@@ -377,6 +377,18 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
     return s;
 }
 
+void rt_router_read_begin(rt_router *rt)
+{
+    rt->cur.now_set = false;
+    rt->cur.in_read = true;
+}
+
+void rt_router_read_end(rt_router *rt)
+{
+    rt->cur.in_read = false;
+    rt->cur.now_set = false;
+}
+
 void rt_router_tick(rt_router *rt)
 {
     uint64_t now = rt_router_now_us(rt);

@@ -39,6 +39,15 @@ uint64_t rt_router_now_us(const rt_router *rt);
 rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *tp, wamp_ser ser,
                              const rt_peer *peer);
 
+/* A transport hands the router what it read from a connection in one go (one receive callback):
+ * rt_session_on_message() for each message completed there, between these two calls. The
+ * records of those messages, and of what they cause at once, share one trace clock reading,
+ * taken when a trace first keeps one of them: reading the clock for every message was about a
+ * tenth of the flight recorder's cost (rt_trace.h, rt_cur_action.now_ns). A message handed over
+ * outside such a pair reads the clock for itself. */
+void rt_router_read_begin(rt_router *rt);
+void rt_router_read_end(rt_router *rt);
+
 /* Runs timers (HELLO timeouts, shutdown grace). Called every 100 ms by the adapter's loop, and
  * by tests with a fake clock. */
 void rt_router_tick(rt_router *rt);

@@ -589,10 +589,12 @@ static wamp_err on_message(rt_session *s, const void *data, size_t len);
 
 wamp_err rt_session_on_message(rt_session *s, const void *data, size_t len)
 {
-    /* Two plain stores, no branch: the records of this message share one clock reading. */
-    s->rt->cur.now_set = false;
+    /* The records of this message share one clock reading (of the read, inside one: an and, no
+     * branch). */
+    rt_cur_action *cur = &s->rt->cur;
+    cur->now_set = cur->now_set && cur->in_read;
     wamp_err err = on_message(s, data, len);
-    s->rt->cur.now_set = false;
+    cur->now_set = cur->now_set && cur->in_read;
     return err;
 }
 

@@ -36,11 +36,13 @@ typedef struct rt_cur_action {
      * or ERROR on the caller's node) while the action is open, NULL otherwise */
     const char *callee_node;
     /* The clock reading shared by every record of the message being handled (the rx record
-     * and what it causes at once): one clock read per message, not per record. Valid while
-     * now_set; rt_session_on_message() clears it before and after each message, so records
-     * made elsewhere (timers, closes) read the clock themselves. */
+     * and what it causes at once), or of the messages of one read from a connection: one clock
+     * read per read, not per record. Valid while now_set; rt_session_on_message() clears it
+     * before and after each message outside a read, rt_router_read_begin() and _end() around
+     * a read, so records made elsewhere (timers, closes) read the clock themselves. */
     bool now_set;
     uint64_t now_ns;
+    bool in_read; /* between rt_router_read_begin() and rt_router_read_end() */
     /* Meta events this action caused are queued (rt_meta.c): they complete it, not its reply. */
     bool meta_pending;
 } rt_cur_action;

@@ -13,7 +13,9 @@
  * directory; without a persisted trace the data directory is only listed at start.
  *
  * Sessions attach through rt_transport_ops of this file, as the WebSocket adapter's do: messages
- * go in whole through rt_session_on_message() (pre-encoded bytes), and what the router queues is
+ * go in whole through rt_session_on_message() (pre-encoded bytes), in reads of at most 4 KiB of
+ * WebSocket frames between rt_router_read_begin() and _end() as the adapter hands over lws's
+ * receive slices, and what the router queues is
  * taken out as the adapter's writable callback does for small messages (rt_session_tx_peek(), a
  * frame header and a copy into the connection's output buffer, rt_session_tx_pop()). Left out:
  * sockets and the kernel, lws, the WebSocket parser on the way in (see bench-ws-parse).
@@ -473,6 +475,37 @@ static bool any_closed(const bcase *k)
     return c;
 }
 
+/* The octets lws hands the WebSocket adapter per receive callback (its RAW_RX slices). */
+#define READ_MAX 4096
+
+/* The octets of a client's WebSocket frame of a message of len octets (masked). */
+static size_t ws_frame_len(size_t len)
+{
+    return len + 2 + (len > 125 ? (len > 65535 ? 8 : 2) : 0) + 4;
+}
+
+/* Feeds c the n messages at bytes (message i at off[i] to off[i + 1]) as the WebSocket adapter
+ * does: in reads of at most READ_MAX octets of frames, each between rt_router_read_begin() and
+ * rt_router_read_end() (a larger message in a read of its own). false if one failed. */
+static bool feed(conn *c, const unsigned char *bytes, const size_t *off, size_t n)
+{
+    rt_router *rt = rt_session_router(c->s);
+    bool bad = false;
+    size_t i = 0;
+    while (i < n) {
+        size_t used = 0;
+        rt_router_read_begin(rt);
+        do {
+            size_t len = off[i + 1] - off[i];
+            used += ws_frame_len(len);
+            bad |= rt_session_on_message(c->s, bytes + off[i], len) != WAMP_OK;
+            i++;
+        } while (i < n && used + ws_frame_len(off[i + 1] - off[i]) <= READ_MAX);
+        rt_router_read_end(rt);
+    }
+    return !bad;
+}
+
 /* One batch: the router's work timed (*ns); then the checks and the next batch's bytes.
  * Returns the messages the batch counts (CALLs, EVENTs), 0 on failure. */
 static size_t run_batch(bcase *k, uint64_t *ns)
@@ -483,15 +516,9 @@ static size_t run_batch(bcase *k, uint64_t *ns)
         k->req.len = 0;
         k->callee.len = 0;
         t0 = now_ns();
-        for (size_t i = 0; i < k->n_ylds; i++) {
-            bad |= rt_session_on_message(k->callee.s, k->ylds + k->yld_off[i],
-                                         k->yld_off[i + 1] - k->yld_off[i]) != WAMP_OK;
-        }
+        bad |= !feed(&k->callee, k->ylds, k->yld_off, k->n_ylds);
         bad |= !conn_write(&k->req);
-        for (size_t i = 0; i < BATCH; i++) {
-            bad |= rt_session_on_message(k->req.s, k->reqs + k->req_off[i],
-                                         k->req_off[i + 1] - k->req_off[i]) != WAMP_OK;
-        }
+        bad |= !feed(&k->req, k->reqs, k->req_off, BATCH);
         bad |= !conn_write(&k->callee);
         *ns = now_ns() - t0;
         bad = bad || !check_rpc(k);
@@ -500,10 +527,7 @@ static size_t run_batch(bcase *k, uint64_t *ns)
             k->subs[j].len = 0;
         }
         t0 = now_ns();
-        for (size_t i = 0; i < BATCH; i++) {
-            bad |= rt_session_on_message(k->req.s, k->reqs + k->req_off[i],
-                                         k->req_off[i + 1] - k->req_off[i]) != WAMP_OK;
-        }
+        bad |= !feed(&k->req, k->reqs, k->req_off, BATCH);
         for (size_t j = 0; j < NSUBS; j++) {
             bad |= !conn_write(&k->subs[j]);
         }

@@ -850,6 +850,44 @@ START_TEST(test_one_clock_reading_per_message)
 
 END_TEST
 
+/* The messages of one read from a connection (between rt_router_read_begin() and _end(), as the
+ * transports hand them over) and what they cause share one clock reading, although 10 ms pass
+ * inside; a message after the read reads the clock again, and so does one outside any read. */
+START_TEST(test_one_clock_reading_per_read)
+{
+    ck_assert_int_eq(rt_dealer_register_local(rt_realm_dealer(rt_router_find_realm(T.rt, "realm1")),
+                                              "com.slow", slow_proc, &T.clock),
+                     WAMP_OK);
+    fake_clock_advance_ms(&T.clock, 1000);
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    trace *t = start("t", "{\"msg_types\": [\"Call\", \"Result\"]}");
+    rt_router_read_begin(T.rt);
+    fake_conn_send(c, "[48, 1, {}, \"com.slow\"]");
+    fake_conn_send(c, "[48, 2, {}, \"com.slow\"]");
+    rt_router_read_end(T.rt);
+    fake_conn_send(c, "[48, 3, {}, \"com.slow\"]");
+    fake_conn_send(c, "[48, 4, {}, \"com.slow\"]");
+    fake_conn_clear(c);
+    json_t *r = records(t);
+    ck_assert_uint_eq(json_array_size(r), 8);
+    for (size_t i = 0; i < 8; i++) {
+        expect_record(json_array_get(r, i), i % 2 ? "tx" : "rx", i % 2 ? "Result" : "Call",
+                      "com.slow");
+    }
+    double read_pc = pc_of(json_array_get(r, 0));
+    for (size_t i = 1; i < 4; i++) {
+        ck_assert(pc_of(json_array_get(r, i)) == read_pc);
+    }
+    /* After the read: the clock read again (the two slow calls' 10 ms later), then per message. */
+    ck_assert(pc_of(json_array_get(r, 4)) >= read_pc + 0.010 - 1e-9);
+    ck_assert(pc_of(json_array_get(r, 5)) == pc_of(json_array_get(r, 4)));
+    ck_assert(pc_of(json_array_get(r, 6)) >= pc_of(json_array_get(r, 5)) + 0.005 - 1e-9);
+    json_decref(r);
+    fake_conn_free(c);
+}
+
+END_TEST
+
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -1222,6 +1260,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_refused_handshake_recorded);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);
     tcase_add_test(tc, test_one_clock_reading_per_message);
+    tcase_add_test(tc, test_one_clock_reading_per_read);
     tcase_add_test(tc, test_trace_clock_is_monotonic_time);
     tcase_add_test(tc, test_shutdown_goodbyes_recorded);
     tcase_add_test(tc, test_persisted_records_equal_memory);
