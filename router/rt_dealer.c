@@ -83,6 +83,9 @@ static uint64_t request_hash(const rt_session *caller, uint64_t request)
 /* Unlinks and frees c: answered, canceled, timed out, or its caller or callee gone. */
 static void call_remove(rt_dealer *d, rt_call *c)
 {
+    if (d->asked == c) {
+        d->asked = NULL;
+    }
     rt_hmap_remove(&d->calls, &c->by_invocation);
     if (c->caller) {
         rt_hmap_remove(&d->requests, &c->by_request);
@@ -483,7 +486,8 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 /* The pending call that s (as callee) answers with INVOCATION.Request `invocation`, or NULL. */
 static rt_call *callee_call(rt_dealer *d, rt_session *s, uint64_t invocation)
 {
-    rt_call *c = find_call(d, invocation);
+    rt_call *c =
+            d->asked && d->asked->invocation == invocation ? d->asked : find_call(d, invocation);
     return c && c->callee == s ? c : NULL;
 }
 
@@ -741,6 +745,7 @@ const rt_action_mark *rt_dealer_call_action(rt_dealer *d, rt_session *callee, ui
 {
     rt_call *c = callee_call(d, callee, invocation);
     if (c) {
+        d->asked = c;
         return &c->action;
     }
     /* A late answer to an abandoned call (a scan, only while a trace runs). */

@@ -48,6 +48,9 @@ struct rt_dealer {
     rt_hmap exact; /* exact registrations by URI */
     rt_hmap by_id;
     rt_hmap calls;
+    /* The call rt_dealer_call_action() found last, while it is pending: the trace asks for a
+     * YIELD's call, then the dealer looks it up again to answer it. */
+    struct rt_call *asked;
     rt_hmap requests; /* calls by (caller, CALL.Request) */
     rt_list prefix;   /* prefix registrations */
     rt_list wildcard; /* wildcard registrations */
