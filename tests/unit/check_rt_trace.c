@@ -815,16 +815,23 @@ static double pc_of(const json_t *rec)
     return json_real_value(json_object_get(rec, "pc"));
 }
 
-/* The records of one received message share one clock reading (the CALL and the RESULT it
- * caused at once, although 5 ms passed inside); the next message reads the clock again, and so
- * does a message sent outside any received one (an EVENT the router publishes itself). */
-START_TEST(test_one_clock_reading_per_message)
+/* A session of realm1 joined a second after the start, where "com.slow" (slow_proc()) is
+ * registered. */
+static fake_conn *slow_caller(void)
 {
     ck_assert_int_eq(rt_dealer_register_local(rt_realm_dealer(rt_router_find_realm(T.rt, "realm1")),
                                               "com.slow", slow_proc, &T.clock),
                      WAMP_OK);
     fake_clock_advance_ms(&T.clock, 1000);
-    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    return joined(WAMP_SER_JSON, "realm1");
+}
+
+/* The records of one received message share one clock reading (the CALL and the RESULT it
+ * caused at once, although 5 ms passed inside); the next message reads the clock again, and so
+ * does a message sent outside any received one (an EVENT the router publishes itself). */
+START_TEST(test_one_clock_reading_per_message)
+{
+    fake_conn *c = slow_caller();
     fake_conn_send(c, "[32, 9, {}, \"com.tick\"]");
     trace *t = start("t", "{\"msg_types\": [\"Call\", \"Result\", \"Event\"]}");
     fake_conn_send(c, "[48, 1, {}, \"com.slow\"]");
@@ -855,11 +862,7 @@ END_TEST
  * inside; a message after the read reads the clock again, and so does one outside any read. */
 START_TEST(test_one_clock_reading_per_read)
 {
-    ck_assert_int_eq(rt_dealer_register_local(rt_realm_dealer(rt_router_find_realm(T.rt, "realm1")),
-                                              "com.slow", slow_proc, &T.clock),
-                     WAMP_OK);
-    fake_clock_advance_ms(&T.clock, 1000);
-    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *c = slow_caller();
     trace *t = start("t", "{\"msg_types\": [\"Call\", \"Result\"]}");
     rt_router_read_begin(T.rt);
     fake_conn_send(c, "[48, 1, {}, \"com.slow\"]");
