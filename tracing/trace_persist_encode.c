@@ -270,6 +270,24 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
     size_t start = p->len, k = 0;
     unsigned char *d = p->buf + p->len;
     const unsigned char *full = p->buf + TRACE_PERSIST_BUFFER_MAX;
+    /* The usual entries first, in a loop of their own: the receiver at each position is the one
+     * the memo remembers there (one byte each, its code), for as many as the run, the memo and
+     * the buffer take (one at least, as below). Half the instructions an entry of the loop
+     * below. */
+    size_t fast = pos < RUN_MEMO ? RUN_MEMO - pos : 0;
+    size_t room = d < full ? (size_t)(full - d) : 1;
+    fast = fast < n ? fast : n;
+    fast = fast < room ? fast : room;
+    const uintptr_t *memo = b->memo_peer + (pos < RUN_MEMO ? pos : 0);
+    const uint8_t *code = b->memo_code + (pos < RUN_MEMO ? pos : 0);
+    while (k < fast && memo[k] == (uintptr_t)peers[k] + 1) {
+        d[k] = code[k];
+        k++;
+    }
+    if (last_k < k) {
+        d[last_k] |= 1u;
+    }
+    d += k;
     for (; k < n && (d < full || !k); k++) { /* one at least: a new run is never empty */
         trace_peer *peer = peers[k];
         size_t j = pos + k;
