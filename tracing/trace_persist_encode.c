@@ -236,6 +236,30 @@ static unsigned char *put_entry(trace_persist *p, block *b, unsigned char *d, tr
     return d;
 }
 
+/* A run's usual entries, in a loop of their own: from the first, while the receiver at each
+ * position (pos, pos + 1, ...) is the one the block's memo remembers there, its code (one byte
+ * each, peers[last_k]'s with the last bit) at d, at most max of them and only within the memo.
+ * Returns how many. Half the instructions an entry of extend_run()'s general loop. */
+static inline size_t memo_entries(const block *b, unsigned char *d, trace_peer *const *peers,
+                                  size_t pos, size_t max, size_t last_k)
+{
+    if (pos >= RUN_MEMO) {
+        return 0;
+    }
+    size_t fast = RUN_MEMO - pos < max ? RUN_MEMO - pos : max;
+    const uintptr_t *memo = b->memo_peer + pos;
+    const uint8_t *code = b->memo_code + pos;
+    size_t k = 0;
+    while (k < fast && memo[k] == (uintptr_t)peers[k] + 1) {
+        d[k] = code[k];
+        k++;
+    }
+    if (last_k < k) {
+        d[last_k] |= 1u;
+    }
+    return k;
+}
+
 /* Adds up to max_k repeats to the run written last (p->run_off), or to a new one when there is
  * none, with the seqs first_seq, ... and the peers peers[0..) (receivers pos, pos + 1, ... of
  * their message, for the block's memo; RUN_MEMO or more: none): each one its entry
@@ -267,9 +291,12 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
         p->run_off = p->len;
         p->len += head;
     }
-    size_t start = p->len, k = 0;
+    size_t start = p->len;
     unsigned char *d = p->buf + p->len;
     const unsigned char *full = p->buf + TRACE_PERSIST_BUFFER_MAX;
+    size_t room = d < full ? (size_t)(full - d) : 1; /* one at least, as below */
+    size_t k = memo_entries(b, d, peers, pos, n < room ? n : room, last_k);
+    d += k;
     for (; k < n && (d < full || !k); k++) { /* one at least: a new run is never empty */
         trace_peer *peer = peers[k];
         size_t j = pos + k;
