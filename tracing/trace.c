@@ -445,10 +445,9 @@ size_t trace_append_run_take(trace *t, trace_rec_view *rec, trace_peer *const *p
     if (room < n) {
         last = false; /* the trace stops before the last one */
     }
-    trace_rec_view r = *rec;
-    r.seq = trace_store_skip_n(t->store, room);
-    bool io_failed = trace_persist_append_run(t->persist, &r, peers, room, last) != WAMP_OK;
-    after_append(t, r.seq + room - 1, io_failed, r.pc_ns, r.ts_ns);
+    rec->seq = trace_store_skip_n(t->store, room); /* the first one's, as trace_append_rec() */
+    bool io_failed = trace_persist_append_run(t->persist, rec, peers, room, last) != WAMP_OK;
+    after_append(t, rec->seq + room - 1, io_failed, rec->pc_ns, rec->ts_ns);
     peers_unref(peers, n); /* the encoder took what it keeps */
     return room;
 }

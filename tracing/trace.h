@@ -205,7 +205,8 @@ uint64_t trace_append_rec(trace *t, trace_rec_view *rec);
  * rec->pc_ns identify it), any other as a record of rec's parts with that peer. A trace that
  * keeps no payload takes rec->env instead of the bytes when the caller made it (here and in
  * trace_append_rec()). Appends fewer if the trace stops on the way (max_records: exactly up to
- * it). Returns how many were appended. rec is left as it was. */
+ * it). Returns how many were appended. rec is left as it was, but for rec->seq in a persisted
+ * trace (the first one's, as trace_append_rec() sets it). */
 size_t trace_append_run(trace *t, trace_rec_view *rec, trace_peer *const *peers, size_t n,
                         bool last);
 /* The same, taking the references peers[0..n) (whatever happens): an in-memory trace moves them
