@@ -24,10 +24,6 @@
 
 #include "rt_config_int.h"
 
-/* Generated from configs/default.json by router/embed_config.cmake. */
-extern const char rt_config_default_json[];
-extern const size_t rt_config_default_json_len;
-
 #define DEF_WORKER_ID "router1"
 /* A configuration file larger than this is refused before parsing. */
 #define CFG_FILE_MAX ((size_t)(16 * MIB))

@@ -365,6 +365,11 @@ wamp_err rt_config_parse_file(const char *path, rt_config **out, rt_config_diag 
 /* The embedded default (configs/default.json compiled in; no file directory: the working
  * directory is used). */
 wamp_err rt_config_parse_default(rt_config **out, rt_config_diag *diag);
+/* That embedded configuration's JSON text, rt_config_default_json_len bytes and a NUL (generated
+ * from configs/default.json by embed_config.cmake), for a tool that changes it before parsing
+ * (tests/bench/bench_core.c). */
+extern const char rt_config_default_json[];
+extern const size_t rt_config_default_json_len;
 
 /* The same loads with only the first error: on failure the message is written into err (cut to
  * err_len; err may be NULL), warnings are dropped. rt_config_load_file()'s message starts with

@@ -73,10 +73,6 @@
 #include "wamp_types.h"
 #include "wamp_ws.h"
 
-/* The embedded default configuration (configs/default.json compiled into rtcore). */
-extern const char rt_config_default_json[];
-extern const size_t rt_config_default_json_len;
-
 #define BATCH   100 /* requests per batch */
 #define NSUBS   10  /* pubsub10's subscribers */
 #define NCONF   4
