@@ -203,23 +203,18 @@ static void fill_input(rt_session *s, trace_input *in)
     in->ser = s->ser;
 }
 
-/* The open action's URI as the hub's shared string (rt->cur.uri), made by the first record a
- * trace keeps of the action: s's memo when the session's last such action had the same URI (a
- * session calls or publishes the same few URIs over and over), else the hub's, which then
- * becomes the memo. Left NULL on allocation failure (the records lack the URI). */
+/* rt_trace_action_uri() for the first record a trace keeps of the action of s's message: s's
+ * memo when the session's last such action had the same URI (a session calls or publishes the
+ * same few URIs over and over), else the hub's, which then becomes the memo. */
 static __attribute__((noinline)) void action_uri(rt_router *rt, rt_session *s)
 {
-    const char *u = rt->cur.uri_text;
-    size_t n = rt->cur.uri_len;
     trace_str *m = s->tr_uri;
-    if (!m || !trace_str_is(m, u, n)) {
-        if (!(m = trace_hub_uri(rt->hub, u, n))) {
-            return;
-        }
+    if (m && trace_str_is(m, rt->cur.uri_text, rt->cur.uri_len)) {
+        rt->cur.uri = trace_str_ref(m);
+    } else if (rt_trace_action_uri(rt)) {
         trace_str_unref(&s->tr_uri);
-        s->tr_uri = m;
+        s->tr_uri = trace_str_ref(rt->cur.uri);
     }
-    rt->cur.uri = trace_str_ref(m);
 }
 
 /* Hands a message of the joined session s to the hub's fast trace (trace_hub_record_fast(),
@@ -243,8 +238,6 @@ record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len
     /* Every field the hub reads written once (no zeroed copy first). */
     trace_fast f;
     f.realm = realm;
-    f.uri_text = a->uri_text;
-    f.uri_slot = &rt->cur.uri;
     trace_rec_view *v = &f.v;
     v->pc_ns = a->now_ns;
     v->ts_ns = wall_of(rt, a->now_ns);
@@ -333,7 +326,7 @@ void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], tra
 trace_str *rt_trace_action_uri(rt_router *rt)
 {
     if (!rt->cur.uri && rt->cur.uri_text) {
-        rt->cur.uri = trace_str_new(rt->cur.uri_text);
+        rt->cur.uri = trace_hub_uri(rt->hub, rt->cur.uri_text, rt->cur.uri_len);
     }
     return rt->cur.uri;
 }

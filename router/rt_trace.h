@@ -29,9 +29,9 @@ typedef struct rt_cur_action {
     uint8_t uuid[TRACE_UUID_LEN]; /* its correlation */
     const char *uri_text;         /* borrowed: the action's URI while it is open, NULL if none */
     size_t uri_len;               /* strlen(uri_text), 0 without one */
-    trace_str *uri;    /* owned: uri_text as a shareable string, made lazily by the hub when a trace
-                        * first keeps a message of the action (or by rt_trace_action_uri()) */
-    const char *realm; /* borrowed: HELLO's realm while the session is not joined */
+    trace_str *uri;               /* owned: uri_text as the hub's shared string, made lazily by
+                                   * rt_trace_action_uri() (or by the hub through trace_input.uri_slot) */
+    const char *realm;            /* borrowed: HELLO's realm while the session is not joined */
     /* borrowed: the cluster node the answer being sent came from (a cross-node call's RESULT
      * or ERROR on the caller's node) while the action is open, NULL otherwise */
     const char *callee_node;
@@ -113,8 +113,9 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
 void rt_trace_tx_dropped_queued(rt_session *s, const wamp_buf *wire, const char *drop);
 /* Opens an action with a known correlation (a pending call's, when its callee leaves). */
 void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri);
-/* The current action's URI as a shared string, made now if needed (for state that outlives
- * the message being handled, such as a pending call). NULL if none or out of memory. */
+/* The current action's URI as the hub's shared string (trace_hub_uri()), made now if needed: by
+ * the first record a trace keeps of the action, or for state that outlives the message being
+ * handled (a pending call). NULL if none or out of memory. */
 trace_str *rt_trace_action_uri(rt_router *rt);
 /* Opens an action with a fresh correlation and no URI, anchored on no received message (the
  * leave events of a connection lost without GOODBYE). */

@@ -210,14 +210,11 @@ typedef struct trace_input {
 /* A message for trace_hub_record_fast(): its record's parts, as the router has them. */
 typedef struct trace_fast {
     /* The record: every part borrowed for the call. peer must be set (the session's shared
-     * peer info); uri NULL: made from uri_text (interned, then kept in *uri_slot, a reference
-     * the caller owns, as trace_input.uri_slot; uri_slot must be set); msg_type a WAMP code the
+     * peer info); uri the action's (trace_hub_uri()'s), NULL for none; msg_type a WAMP code the
      * router parsed or built (known); bytes (rx) or wire (tx) set; ser_bytes as trace_input's (all
      * 0: from the bytes' length in wire_ser); seq, key, env, env_len unused. */
     trace_rec_view v;
     const char *realm; /* the session's realm: nothing of the management realm is kept */
-    const char *uri_text;
-    trace_str **uri_slot;
 } trace_fast;
 
 /* The fast path of recording (only while trace_hub_fast_ready()): appends f's message to the fast

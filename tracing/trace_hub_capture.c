@@ -634,16 +634,6 @@ size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trac
 
 /* --- Fast path -------------------------------------------------------------------------------- */
 
-/* The fast path's action URI when the caller has none yet: interned into the caller's slot by
- * the action's first record, kept there for the others. */
-static __attribute__((noinline)) trace_str *fast_uri(trace_hub *hub, const trace_fast *f)
-{
-    if (!*f->uri_slot) {
-        *f->uri_slot = intern_uri(hub, f->uri_text, strlen(f->uri_text));
-    }
-    return *f->uri_slot;
-}
-
 /* Keeps the EVENT v (to go to the fast trace t) for trace_hub_repeat(); returns its key. */
 static __attribute__((noinline)) uint64_t fast_keep(trace_hub *hub, trace *t,
                                                     const trace_rec_view *v)
@@ -673,9 +663,6 @@ bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
     /* What trace_hub_record_matched() and trace_append_rec() do for a message whose bytes the
      * record keeps as given, going to one trace. */
     rep_clear(hub);
-    if (!v->uri && f->uri_text) {
-        v->uri = fast_uri(hub, f);
-    }
     if (v->wire) {
         v->bytes = NULL;
         v->len = 0;

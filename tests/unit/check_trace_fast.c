@@ -126,8 +126,9 @@ static void record(side *sd, const msg *m)
         trace_fast f;
         memset(&f, 0, sizeof(f));
         f.realm = m->realm;
-        f.uri_text = m->uri;
-        f.uri_slot = &sd->slot;
+        if (!sd->slot && m->uri) { /* the action's URI, as the router makes it */
+            sd->slot = trace_hub_uri(sd->hub, m->uri, strlen(m->uri));
+        }
         trace_rec_view *v = &f.v;
         v->pc_ns = m->pc_ns;
         v->ts_ns = m->pc_ns + TS0;
