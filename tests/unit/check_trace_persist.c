@@ -89,6 +89,16 @@ static trace_persist *created(const trace_persist_config *cfg, char id[TRACE_PER
     return p;
 }
 
+/* p closed and opened again from its files (a restart), its meta dropped. */
+static trace_persist *reopened(trace_persist *p, const trace_persist_config *cfg, const char *id)
+{
+    trace_persist_free(p);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    json_decref(m);
+    return p;
+}
+
 static void append_n(trace_persist *p, uint64_t from, uint64_t n, size_t wire_len)
 {
     for (uint64_t s = from; s < from + n; s++) {
@@ -600,10 +610,7 @@ START_TEST(test_writer_backlog_bounded)
     ck_assert_uint_eq(trace_persist_next_seq(p), n);
     read_check(p, 0, UINT64_MAX, 100, 0, 100, wire);
     read_check(p, n - 50, UINT64_MAX, 100, n - 50, 50, wire);
-    trace_persist_free(p);
-    json_t *m = NULL;
-    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
-    json_decref(m);
+    p = reopened(p, &cfg, id);
     ck_assert_uint_eq(trace_persist_next_seq(p), n);
     read_check(p, 2990, UINT64_MAX, 20, 2990, 20, wire);
     uint64_t w2 = 1, p2 = 1;
@@ -1101,10 +1108,7 @@ START_TEST(test_compact_fan_out)
         if (round == 1) {
             ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
         } else if (round == 2) {
-            trace_persist_free(p);
-            json_t *m = NULL;
-            ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
-            json_decref(m);
+            p = reopened(p, &cfg, id);
             ck_assert_uint_eq(trace_persist_next_seq(p), n);
             ck_assert_uint_eq(trace_persist_bytes(p), bytes);
         }
@@ -1276,10 +1280,7 @@ START_TEST(test_append_run_blocks_and_index)
             }
         }
         if (!reopen) {
-            trace_persist_free(p);
-            json_t *m = NULL;
-            ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
-            json_decref(m);
+            p = reopened(p, &cfg, id);
             ck_assert_uint_eq(trace_persist_next_seq(p), N);
         }
     }
@@ -1384,10 +1385,7 @@ START_TEST(test_run_memo_across_fan_outs)
             trace_record_fini(&out[i]);
         }
         if (!reopen) {
-            trace_persist_free(p);
-            json_t *meta = NULL;
-            ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &meta, NULL, 0), WAMP_OK);
-            json_decref(meta);
+            p = reopened(p, &cfg, id);
         }
     }
     trace_persist_free(p);
