@@ -58,6 +58,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "bench_stats.h"
 #include "bench_wire.h"
 #include "mgmt_api.h"
 #include "rt_config.h"
@@ -148,13 +149,6 @@ typedef struct router_inst {
 } router_inst;
 
 /* --- time ------------------------------------------------------------------------------------ */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) or of the whole process, every thread
  * (CLOCK_PROCESS_CPUTIME_ID): the scheduler's own count, in ns (getrusage()'s split into user
@@ -474,10 +468,12 @@ static bool any_closed(const bcase *k)
 /* The octets lws hands the WebSocket adapter per receive callback (its RAW_RX slices). */
 #define READ_MAX 4096
 
-/* The octets of a client's WebSocket frame of a message of len octets (masked). */
+/* The octets of a client's WebSocket frame of a message of len octets: the header the router
+ * would write, and the client's 4-octet mask. */
 static size_t ws_frame_len(size_t len)
 {
-    return len + 2 + (len > 125 ? (len > 65535 ? 8 : 2) : 0) + 4;
+    uint8_t head[WAMP_WS_HEADER_MAX];
+    return wamp_ws_header(head, WAMP_WS_OP_BINARY, true, len) + 4 + len;
 }
 
 /* Feeds c the n messages at bytes (message i at off[i] to off[i + 1]) as the WebSocket adapter
@@ -511,23 +507,23 @@ static size_t run_batch(bcase *k, uint64_t *ns)
     if (k->scen == SC_RPC) {
         k->req.len = 0;
         k->callee.len = 0;
-        t0 = now_ns();
+        t0 = bench_now_ns();
         bad |= !feed(&k->callee, k->ylds, k->yld_off, k->n_ylds);
         bad |= !conn_write(&k->req);
         bad |= !feed(&k->req, k->reqs, k->req_off, BATCH);
         bad |= !conn_write(&k->callee);
-        *ns = now_ns() - t0;
+        *ns = bench_now_ns() - t0;
         bad = bad || !check_rpc(k);
     } else {
         for (size_t j = 0; j < NSUBS; j++) {
             k->subs[j].len = 0;
         }
-        t0 = now_ns();
+        t0 = bench_now_ns();
         bad |= !feed(&k->req, k->reqs, k->req_off, BATCH);
         for (size_t j = 0; j < NSUBS; j++) {
             bad |= !conn_write(&k->subs[j]);
         }
-        *ns = now_ns() - t0;
+        *ns = bench_now_ns() - t0;
         k->req.len = 0;
         bad = bad || !conn_write(&k->req) || !check_pubsub(k);
     }
@@ -566,7 +562,7 @@ static int cmp_u64(const void *a, const void *b)
 static bool run_slice(router_inst *ri, bcase *k, uint64_t dur_ns, double cut, batch_times *bt,
                       slice *out)
 {
-    uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID), start = now_ns(), end;
+    uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID), start = bench_now_ns(), end;
     size_t m = 0;
     bt->n = 0;
     do {
@@ -587,7 +583,7 @@ static bool run_slice(router_inst *ri, bcase *k, uint64_t dur_ns, double cut, ba
             bt->cap = cap;
         }
         bt->v[bt->n++] = ns;
-    } while ((end = now_ns()) - start < dur_ns);
+    } while ((end = bench_now_ns()) - start < dur_ns);
     out->busy = (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / (double)(end - start);
     rt_router_tick(ri->rt);
     qsort(bt->v, bt->n, sizeof(*bt->v), cmp_u64);
