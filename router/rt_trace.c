@@ -309,18 +309,24 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
     }
 }
 
-void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
+/* rt_trace_action_open() where no action is open and no PUBLISH waits (just closed). */
+static inline void action_set(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
 {
-    if (rt->pend.s) {
-        flush_pending(rt, false, false);
-    }
-    rt_trace_action_close(rt);
     rt->cur.set = true;
     rt->cur.last = false;
     memcpy(rt->cur.uuid, uuid, TRACE_UUID_LEN);
     rt->cur.uri = uri ? trace_str_ref(uri) : NULL;
     rt->cur.uri_text = uri ? trace_str_get(uri) : NULL;
     rt->cur.uri_len = uri ? trace_str_len(uri) : 0;
+}
+
+void rt_trace_action_open(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
+{
+    if (rt->pend.s) {
+        flush_pending(rt, false, false);
+    }
+    rt_trace_action_close(rt);
+    action_set(rt, uuid, uri);
 }
 
 trace_str *rt_trace_action_uri(rt_router *rt)
@@ -347,14 +353,23 @@ void rt_trace_action_close(rt_router *rt)
 }
 
 /* Opens a new anchored action for uri of len bytes (NULL = none), borrowed from the message
- * being handled (which outlives the action). */
-static void open_anchor(rt_router *rt, const char *uri, size_t len)
+ * being handled (which outlives the action); closed: none is open and no PUBLISH waits. */
+static inline void open_anchor_at(rt_router *rt, const char *uri, size_t len, bool closed)
 {
     uint8_t uuid[TRACE_UUID_LEN];
     trace_uuid_gen_next(&rt->uuids, uuid);
-    rt_trace_action_open(rt, uuid, NULL);
+    if (closed) {
+        action_set(rt, uuid, NULL);
+    } else {
+        rt_trace_action_open(rt, uuid, NULL);
+    }
     rt->cur.uri_text = uri;
     rt->cur.uri_len = len;
+}
+
+static void open_anchor(rt_router *rt, const char *uri, size_t len)
+{
+    open_anchor_at(rt, uri, len, false);
 }
 
 void rt_trace_action_open_new(rt_router *rt)
@@ -402,6 +417,14 @@ static void open_mark(rt_router *rt, const rt_action_mark *m)
 {
     if (m && rt_action_mark_is_set(m)) {
         rt_trace_action_open(rt, m->id, m->ref);
+    }
+}
+
+/* The same where none is open and no PUBLISH waits (just closed). */
+static inline void open_mark_closed(rt_router *rt, const rt_action_mark *m)
+{
+    if (m && rt_action_mark_is_set(m)) {
+        action_set(rt, m->id, m->ref);
     }
 }
 
@@ -524,13 +547,13 @@ static bool rx_action(rt_router *rt, rt_session *s, const wamp_msg *m)
         anchor = true;
         break;
     case WAMP_MSG_PUBLISH:
-        open_anchor(rt, m->uri, m->uri_len);
+        open_anchor_at(rt, m->uri, m->uri_len, true);
         anchor = true;
         break;
     case WAMP_MSG_CALL:
     case WAMP_MSG_SUBSCRIBE:
     case WAMP_MSG_REGISTER:
-        open_anchor(rt, m->uri, m->uri_len);
+        open_anchor_at(rt, m->uri, m->uri_len, true);
         anchor = true;
         break;
     case WAMP_MSG_UNSUBSCRIBE:
@@ -544,7 +567,7 @@ static bool rx_action(rt_router *rt, rt_session *s, const wamp_msg *m)
     case WAMP_MSG_YIELD:
     case WAMP_MSG_ERROR:
         if (s->realm && (m->type == WAMP_MSG_YIELD || m->req_type == WAMP_MSG_INVOCATION)) {
-            open_mark(rt, rt->routing.call_action(rt_realm_dealer(s->realm), s, m->id));
+            open_mark_closed(rt, rt->routing.call_action(rt_realm_dealer(s->realm), s, m->id));
         }
         break;
     case WAMP_MSG_CANCEL:

@@ -33,6 +33,20 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
     hub->pub.rep.n_pend = 0;
     hub->rep.pend_last = false;
     size_t nt = hub->rep.n;
+    trace_store *st = hub->fast_store;
+    if (nt == 1 && st && hub->rep.traces[0] == hub->pub.fast && trace_is_running(hub->pub.fast)) {
+        /* The in-memory fast trace (no max_records, the message kept as it is): straight into its
+         * store, which takes what it can as repeats; the rest goes the general way below. */
+        uint8_t flags = hub->rep.rec.flags;
+        size_t k = trace_store_append_repeats(st, hub->rep.rec.key, hub->rep.rec.uri,
+                                              hub->rep.rec.pc_ns, pend, n, flags,
+                                              last ? (uint8_t)(flags | TRACE_CORR_LAST) : flags);
+        if (k == n) {
+            return;
+        }
+        pend += k;
+        n -= k;
+    }
     /* The gathered references move into the last trace; the others take their own. */
     for (size_t i = 0; i + 1 < nt; i++) {
         (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, pend, n, last);
