@@ -668,10 +668,9 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
 {
     rt_router *rt = s->rt;
     if (rt->pend.s) {
-        flush_pending(rt, true, false); /* this message follows it */
-        if (rt_trace_tx_repeat(s, wire, drop)) {
-            return;
-        }
+        /* This message follows it. (And is no repeat: recording the PUBLISH forgot whatever
+         * the hub kept for one, and what it kept before was of another action.) */
+        flush_pending(rt, true, false);
     }
     bool last = rt_trace_sends_last(rt);
     if (!wire || !s->realm || !trace_hub_fast_ready(rt->hub) ||
