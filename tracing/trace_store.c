@@ -16,8 +16,9 @@
  * that holds `limit` seqs; the ring is rebuilt, when an entry fits neither after the write end
  * nor (the end's rest skipped) at the front before the read end, 2 to 4 times what it then holds
  * plus the new entry, its entries moved to the front in order and the index (and the repeats'
- * message offsets) moved along; and when it is about to wrap while 8 times larger than that, it
- * is rebuilt smaller. An entry never wraps, so its bytes are one span. */
+ * message offsets) moved along; and when it is about to wrap while over 1.5 times that, it
+ * is rebuilt at 1.25 times (a store that filled up stops at that). An entry never wraps, so its
+ * bytes are one span. */
 #include "trace_store.h"
 
 #include <stddef.h>
@@ -184,20 +185,12 @@ static size_t ring_place(trace_store *st, size_t sz)
     return SIZE_MAX;
 }
 
-/* Rebuilds the ring with room for an entry of sz more bytes (see the top of the file), 2 to 4
- * times what it then holds (so smaller, when it held much more before): its live span moved to
- * the front of a new array, the index and the repeats' message offsets with it. false (nothing
- * changed) without memory. */
-static bool ring_rebuild(trace_store *st, size_t sz)
+/* Rebuilds the ring at ncap bytes (at least what it holds): its live span moved to the front of
+ * a new array, the index and the repeats' message offsets with it. false (nothing changed)
+ * without memory. */
+static bool ring_rebuild_to(trace_store *st, size_t ncap)
 {
     size_t used = ring_used(st);
-    size_t ncap = STORE_RING_INITIAL;
-    while (ncap / 2 < used + sz) {
-        if (ncap > STORE_RING_MAX / 2) {
-            return false;
-        }
-        ncap *= 2;
-    }
     unsigned char *nr = malloc(ncap);
     if (!nr) {
         return false;
@@ -233,16 +226,35 @@ static bool ring_rebuild(trace_store *st, size_t sz)
     return true;
 }
 
+/* Rebuilds the ring with room for an entry of sz more bytes, 2 to 4 times what it then holds
+ * plus that entry (a power of two). */
+static bool ring_rebuild(trace_store *st, size_t sz)
+{
+    size_t need = ring_used(st) + sz;
+    size_t ncap = STORE_RING_INITIAL;
+    while (ncap / 2 < need) {
+        if (ncap > STORE_RING_MAX / 2) {
+            return false;
+        }
+        ncap *= 2;
+    }
+    return ring_rebuild_to(st, ncap);
+}
+
 /* Room in the ring for an entry of sz bytes: its offset. Rebuilds the ring when it does not fit
  * (or smaller, see the top of the file); without memory for that, drops the oldest records until
  * it fits, as long as more than keep are held; SIZE_MAX where it still does not. */
 static size_t ring_reserve(trace_store *st, size_t sz, size_t keep)
 {
+    size_t need = ring_used(st) + sz;
     if (!st->wrapped && st->rcap - st->rtail < sz && st->rcap > STORE_RING_INITIAL &&
-        st->rcap / 8 > ring_used(st) + sz) {
-        /* About to wrap around a ring far larger than what it holds (a burst of large messages
-         * grew it): rebuilt smaller, once a round at most. Without memory it stays as it is. */
-        (void)ring_rebuild(st, sz);
+        st->rcap / 3 > need / 2) {
+        /* About to wrap around a ring over 1.5 times what it needs (grown while the store
+         * filled, or by a burst of large messages): rebuilt to 1.25 times that, once a round at
+         * most. Without memory it stays as it is. */
+        size_t ncap =
+                (need + need / 4 + STORE_RING_INITIAL - 1) & ~(size_t)(STORE_RING_INITIAL - 1);
+        (void)ring_rebuild_to(st, ncap);
     }
     size_t off = ring_place(st, sz);
     while (off == SIZE_MAX) {

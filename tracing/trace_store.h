@@ -11,7 +11,7 @@
  * repeat entry (peer, flags) after its message entry, which they share; an index of a 32-bit
  * offset per seq locates a record. The bytes a record keeps (a received message, a sent one of
  * at most TRACE_STORE_COPY_MAX bytes, a message without its payload) count in each store that
- * keeps the message. The ring is rebuilt 2 to 4 times what it holds (larger or smaller as that
+ * keeps the message. The ring is rebuilt 1.25 to 4 times what it holds (larger or smaller as that
  * changes, at most once a round in steady state) and the index doubles up to `limit` seqs:
  * steady-state appends allocate nothing.
  * Ownership: the store owns every record it holds (their references included). Service thread

@@ -54,7 +54,7 @@ _Static_assert(sizeof(store_msg) + 7 + sizeof(uint32_t) <= TRACE_RECORD_OVERHEAD
                "a message entry fits in TRACE_RECORD_OVERHEAD");
 
 struct trace_store {
-    /* The ring: rcap bytes (a power of two, or 0 before the first append); live entries from
+    /* The ring: rcap bytes (a multiple of 4096, or 0 before the first append); live entries from
      * rhead to rtail, through rend and around from 0 when wrapped (an entry never wraps: one
      * that does not fit before the end starts at the front, and the end's rest is skipped). */
     unsigned char *ring;
@@ -116,16 +116,15 @@ static inline void copy_small(unsigned char *d, const void *s, size_t n)
 
 /* A store that evicts keeps evicting: each append reads the oldest entry and writes the new one
  * at the write end, both last touched about a round of the ring ago and out of cache. Requesting
- * the lines STORE_PREFETCH_BYTES ahead of both ends (the ring's size is a power of two) overlaps
- * those misses with the work between appends; a prefetch never faults. Inline, not a function
- * of its own: GCC deems a function of nothing but prefetches pure and deletes the call. */
+ * the lines STORE_PREFETCH_BYTES ahead of both ends (wrapped into the ring, which is larger than
+ * that) overlaps those misses with the work between appends; a prefetch never faults. Inline, not a
+ * function of its own: GCC deems a function of nothing but prefetches pure and deletes the call. */
 static inline __attribute__((always_inline)) void
 store_prefetch(const unsigned char *ring, size_t rcap, size_t head, size_t tail)
 {
-    size_t mask = rcap - 1;
-    __builtin_prefetch(ring + ((head + STORE_PREFETCH_BYTES) & mask), 0, 3);
-    __builtin_prefetch(ring + ((tail + STORE_PREFETCH_BYTES) & mask), 1, 3);
-    __builtin_prefetch(ring + ((tail + STORE_PREFETCH_BYTES + 64) & mask), 1, 3);
+    size_t h = head + STORE_PREFETCH_BYTES, t = tail + STORE_PREFETCH_BYTES;
+    __builtin_prefetch(ring + (h >= rcap ? h - rcap : h), 0, 3);
+    __builtin_prefetch(ring + (t >= rcap ? t - rcap : t), 1, 3);
 }
 
 /* Writes the message entry m (size bytes, its one seq's peer and flags) of v's parts: peer, uri
