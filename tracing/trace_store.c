@@ -473,12 +473,12 @@ static inline bool append_steady_grouped(trace_store *st, const trace_rec_view *
     idx[(f + count) & mask] = (uint32_t)(tail >> 3);
     trace_peer_unref(&old);
     if (last) {
-        msg_release(m);
-        st->mcount--;
+        msg_release(m); /* (one message out, one in: mcount stays) */
         st->rhead = nhead;
         hgone = 0;
     } else {
         hgone++;
+        st->mcount++;
     }
     st->hgone = hgone;
     st->rtail = tail + size;

@@ -516,6 +516,92 @@ START_TEST(test_repeat_refused_without_template)
 
 END_TEST
 
+/* Appends seq's received bytes (mixed_bytes()) as the capture path does, with peer; returns its
+ * seq. */
+static uint64_t append_mixed(trace_store *st, trace_peer *peer)
+{
+    unsigned char in[MIXED_MAX];
+    uint64_t seq = trace_store_next_seq(st);
+    trace_rec_view v = {.pc_ns = seq, .peer = peer, .dir = TRACE_RX, .wire_ser = WAMP_SER_JSON};
+    v.len = mixed_bytes(seq, in);
+    v.bytes = in;
+    ck_assert_uint_eq(trace_store_append_view(st, &v), seq);
+    return seq;
+}
+
+/* A fan-out's message stays held while any of its seqs is: messages appended to a full store
+ * evict its seqs one by one (its own first, then each repeat), each dropping its peer only, and
+ * the last one releases the message (its reference on the buffer); a rebuild of the ring while
+ * the fan-out is partly evicted moves its entries and keeps every record readable. */
+START_TEST(test_fanout_evicted_seq_by_seq)
+{
+    trace_peer *peers[4];
+    for (int i = 0; i < 4; i++) {
+        peers[i] = trace_peer_new(20 + (uint64_t)i, "realm1", "alice", "user");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wire = buf_of(TRACE_STORE_COPY_MAX + 1); /* referenced, not copied */
+    trace_store *st = trace_store_new(8, 1 << 20);
+    ck_assert_uint_eq(append_msg(st, wire, peers[0], uri, 5, TRACE_CORR_HAS, 1), 0);
+    trace_peer *run[5] = {peers[1], peers[2], peers[3], peers[0], peers[1]};
+    ck_assert_uint_eq(trace_store_append_repeats(st, 1, uri, 5, given(run, 5), 5, TRACE_CORR_HAS,
+                                                 TRACE_CORR_HAS | TRACE_CORR_LAST),
+                      5);
+    append_mixed(st, peers[2]); /* seqs 6, 7: the store is full */
+    append_mixed(st, peers[3]);
+    ck_assert_uint_eq(trace_store_records(st), 8);
+    ck_assert_uint_eq(trace_store_messages(st), 3);
+    ck_assert_uint_eq(trace_peer_refs(peers[0]), 3);
+    static unsigned char big[50000]; /* received: copied into its entry */
+    memset(big, 'b', sizeof(big));
+    for (uint64_t k = 0; k < 6; k++) {
+        if (k == 3) {
+            /* Larger than the ring has room for: rebuilt, the fan-out half evicted. */
+            trace_record r;
+            memset(&r, 0, sizeof(r));
+            r.peer = trace_peer_ref(peers[0]);
+            r.bytes = big;
+            r.len = sizeof(big);
+            ck_assert_uint_eq(trace_store_append_take(st, &r), 8 + k);
+        } else {
+            append_mixed(st, peers[0]);
+        }
+        /* Seq k is gone; the fan-out's seqs k + 1 .. 5 are held and read as before. */
+        ck_assert_uint_eq(trace_store_first_seq(st), k + 1);
+        ck_assert_uint_eq(wamp_buf_refs(wire), k < 5 ? 2 : 1);
+        ck_assert_uint_eq(trace_str_refs(uri), k < 5 ? 2 : 1);
+        ck_assert_uint_eq(trace_store_messages(st), (k < 5 ? 1u : 0u) + 2 + k + 1);
+        for (uint64_t s = k + 1; s <= 5; s++) {
+            const trace_record *h = trace_store_get(st, s, &(trace_record){0});
+            ck_assert_ptr_eq(h->peer, run[s - 1]);
+            ck_assert_ptr_eq(h->wire, wire);
+            ck_assert_ptr_eq(h->uri, uri);
+            ck_assert_uint_eq(h->pc_ns, 5);
+            ck_assert_uint_eq(h->flags, TRACE_CORR_HAS | (s == 5 ? TRACE_CORR_LAST : 0));
+        }
+        const trace_record *n = trace_store_get(st, 8 + k, &(trace_record){0});
+        ck_assert_ptr_eq(n->peer, peers[0]);
+        unsigned char want[MIXED_MAX];
+        size_t len, wlen = k == 3 ? sizeof(big) : mixed_bytes(8 + k, want);
+        const void *data = trace_record_data(n, &len);
+        ck_assert_uint_eq(len, wlen);
+        ck_assert_mem_eq(data, k == 3 ? big : want, k == 3 ? 64 : wlen);
+    }
+    ck_assert_uint_eq(trace_store_bytes(st),
+                      trace_store_records(st) * TRACE_RECORD_OVERHEAD + held_len(st));
+    trace_store_free(st);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
 START_TEST(test_ring_growth_and_wraparound)
 {
     /* limit 1000: the ring grows 64, 128, ... 1000 and then wraps many times. */
@@ -648,6 +734,7 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_repeat_shares_message);
     tcase_add_test(tc, test_repeat_shares_copied_bytes);
     tcase_add_test(tc, test_repeat_refused_without_template);
+    tcase_add_test(tc, test_fanout_evicted_seq_by_seq);
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
     tcase_add_test(tc, test_byte_ring_shrinks_after_a_burst);
