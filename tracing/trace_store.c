@@ -191,7 +191,7 @@ static size_t ring_place(trace_store *st, size_t sz)
 static bool ring_rebuild_to(trace_store *st, size_t ncap)
 {
     size_t used = ring_used(st);
-    unsigned char *nr = malloc(ncap);
+    unsigned char *nr = malloc(ncap + STORE_PREFETCH_BYTES);
     if (!nr) {
         return false;
     }
@@ -771,7 +771,8 @@ uint64_t trace_store_bytes(const trace_store *st)
 
 size_t trace_store_alloc_bytes(const trace_store *st)
 {
-    return st->rcap + (st->idx ? (st->imask + 1) * sizeof(uint32_t) : 0);
+    return (st->ring ? st->rcap + STORE_PREFETCH_BYTES : 0) +
+           (st->idx ? (st->imask + 1) * sizeof(uint32_t) : 0);
 }
 
 size_t trace_store_limit(const trace_store *st)

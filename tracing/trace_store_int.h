@@ -87,7 +87,8 @@ static inline size_t store_msg_size(size_t len)
     return sizeof(store_msg) + ((len + 7) & ~(size_t)7);
 }
 
-/* Prefetch distance, in bytes ahead of the ring's read and write ends. */
+/* Prefetch distance, in bytes ahead of the ring's read and write ends; the ring's allocation
+ * has this many bytes more than its capacity, so that such a prefetch stays within it. */
 #define STORE_PREFETCH_BYTES 2048
 
 /* memcpy(d, s, n) (n > 0), without a call into the C library for the usual small message: up to
@@ -116,15 +117,15 @@ static inline void copy_small(unsigned char *d, const void *s, size_t n)
 
 /* A store that evicts keeps evicting: each append reads the oldest entry and writes the new one
  * at the write end, both last touched about a round of the ring ago and out of cache. Requesting
- * the lines STORE_PREFETCH_BYTES ahead of both ends (wrapped into the ring, which is larger than
- * that) overlaps those misses with the work between appends; a prefetch never faults. Inline, not a
- * function of its own: GCC deems a function of nothing but prefetches pure and deletes the call. */
-static inline __attribute__((always_inline)) void
-store_prefetch(const unsigned char *ring, size_t rcap, size_t head, size_t tail)
+ * the lines STORE_PREFETCH_BYTES ahead of both ends (not wrapped: past the end, the allocation's
+ * spare bytes) overlaps those misses with the work between appends; a prefetch never faults.
+ * Inline, not a function of its own: GCC deems a function of nothing but prefetches pure and
+ * deletes the call. */
+static inline __attribute__((always_inline)) void store_prefetch(const unsigned char *ring,
+                                                                 size_t head, size_t tail)
 {
-    size_t h = head + STORE_PREFETCH_BYTES, t = tail + STORE_PREFETCH_BYTES;
-    __builtin_prefetch(ring + (h >= rcap ? h - rcap : h), 0, 3);
-    __builtin_prefetch(ring + (t >= rcap ? t - rcap : t), 1, 3);
+    __builtin_prefetch(ring + head + STORE_PREFETCH_BYTES, 0, 3);
+    __builtin_prefetch(ring + tail + STORE_PREFETCH_BYTES, 1, 3);
 }
 
 /* Writes the message entry m (size bytes, its one seq's peer and flags) of v's parts: peer, uri
@@ -175,7 +176,7 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
     unsigned char *ring = st->ring;
     size_t head = st->rhead, tail = st->rtail, rcap = st->rcap;
     bool wrapped = st->wrapped;
-    store_prefetch(ring, rcap, head, tail);
+    store_prefetch(ring, head, tail);
     store_msg *m = (store_msg *)(void *)(ring + head); /* the oldest message */
     size_t nhead = head + m->h.word;
     uint32_t cost = (uint32_t)len + TRACE_RECORD_OVERHEAD;
