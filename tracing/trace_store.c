@@ -566,6 +566,25 @@ static inline __attribute__((always_inline)) bool append_repeat(trace_store *st,
     return true;
 }
 
+/* The oldest message's last seq, whose entry is at off, is gone: releases the message and moves
+ * the read end past that entry. */
+static void oldest_msg_gone(trace_store *st, size_t off)
+{
+    store_msg *m = msg_at(st, st->rhead);
+    const store_ent *last = ent_at(st, off);
+    size_t end = off + (last->kind == STORE_ENT_MSG ? last->word : sizeof(store_ent));
+    if (st->wrapped && (off < st->rhead || end == st->rend)) {
+        st->wrapped = false;
+        if (end == st->rend) {
+            end = 0;
+        }
+    }
+    msg_release(m);
+    st->mcount--;
+    st->hgone = 0;
+    st->rhead = end;
+}
+
 /* The steady state of trace_store_append_repeats(), in a store full at its limit: while its
  * budget holds the repeat in place of the oldest record and the ring has room for it at its
  * write end, each repeat evicts the oldest record. It goes by the oldest message: the seqs of
@@ -573,28 +592,27 @@ static inline __attribute__((always_inline)) bool append_repeat(trace_store *st,
  * budget allows is one division, and the message's release (when its last seq goes) and the
  * read end's move happen once per message, not per receiver; what is left per receiver is its
  * evicted peer, its entry and its index slot. Stops at the message repeated itself (a store that
- * holds nothing else). Returns how many of peers[0..n) it appended; the caller appends the rest
- * the general way. */
+ * holds nothing else). The repeats (of the message at moff) get flags, the n-th last_flags.
+ * Returns how many of peers[0..n) it appended; the caller appends the rest the general way. */
 static size_t replace_oldest(trace_store *st, size_t moff, uint32_t cost, trace_peer *const *peers,
-                             size_t n, uint8_t flags)
+                             size_t n, uint8_t flags, uint8_t last_flags)
 {
-    const size_t count = st->count, mask = st->imask;
-    const uint64_t max_bytes = st->max_bytes;
-    uint32_t *const idx = st->idx;
     unsigned char *const ring = st->ring;
-    uint64_t first = st->first_seq, bytes = st->bytes;
-    size_t head = st->rhead, tail = st->rtail, hgone = st->hgone;
+    uint32_t *const idx = st->idx;
+    const size_t mask = st->imask, count = st->count;
+    uint64_t first = st->first_seq;
+    size_t tail = st->rtail, k = 0;
     /* Every repeat entry's first 8 bytes are the same: written from this one. */
     const store_ent rep = {.word = (uint32_t)(moff >> 3), .kind = STORE_ENT_REP, .flags = flags};
-    size_t k = 0;
-    while (k < n && head != moff) {
-        store_msg *om = (store_msg *)(void *)(ring + head);
-        size_t run = n - k, left = (size_t)om->nrep + 1 - hgone; /* om's seqs still held */
-        run = left < run ? left : run;
+    while (k < n && st->rhead != moff) {
+        size_t head = st->rhead;
+        const store_msg *om = msg_at(st, head);
+        size_t left = (size_t)om->nrep + 1 - st->hgone; /* om's seqs still held */
+        size_t run = n - k < left ? n - k : left;
         if (cost > om->cost) {
             /* Within the budget as long as it does not grow past it (bytes <= max_bytes holds
              * between appends). */
-            uint64_t fit = (max_bytes - bytes) / (cost - om->cost);
+            uint64_t fit = (st->max_bytes - st->bytes) / (cost - om->cost);
             run = fit < run ? (size_t)fit : run;
         }
         size_t room = ((st->wrapped ? head : st->rcap) - tail) / sizeof(store_ent);
@@ -602,48 +620,50 @@ static size_t replace_oldest(trace_store *st, size_t moff, uint32_t cost, trace_
         if (run == 0) {
             break;
         }
-        bytes = bytes - (uint64_t)run * om->cost + (uint64_t)run * cost;
+        st->bytes = st->bytes - (uint64_t)run * om->cost + (uint64_t)run * cost;
         size_t off = 0;
+        store_ent *e = (store_ent *)(void *)(ring + tail);
         for (size_t i = 0; i < run; i++) {
             /* The evicted seq's slot is read before the new seq's is written (the same one when
              * the index holds exactly count slots). */
             off = (size_t)idx[(first + i) & mask] << 3;
-            trace_peer *old = ((store_ent *)(void *)(ring + off))->peer;
-            size_t at = tail + i * sizeof(store_ent);
-            store_ent *e = (store_ent *)(void *)(ring + at);
-            memcpy(e, &rep, offsetof(store_ent, peer));
-            e->peer = peers[k + i];
-            idx[(first + count + i) & mask] = (uint32_t)(at >> 3);
+            trace_peer *old = ent_at(st, off)->peer;
+            memcpy(&e[i], &rep, offsetof(store_ent, peer));
+            e[i].peer = peers[k + i];
+            idx[(first + count + i) & mask] = (uint32_t)((tail >> 3) + 2 * i);
             trace_peer_unref(&old);
         }
         tail += run * sizeof(store_ent);
         first += run;
         k += run;
         if (run < left) {
-            hgone += run;
+            st->hgone += run;
             break; /* (n reached, or the budget or the ring stops it: the general way goes on) */
         }
-        /* om's last seq is gone: the read end moves past its last entry. */
-        const store_ent *last = (const store_ent *)(const void *)(ring + off);
-        size_t end = off + (last->kind == STORE_ENT_MSG ? last->word : sizeof(store_ent));
-        if (st->wrapped && (off < head || end == st->rend)) {
-            st->wrapped = false;
-            if (end == st->rend) {
-                end = 0;
-            }
-        }
-        msg_release(om);
-        st->mcount--;
-        hgone = 0;
-        head = end;
+        oldest_msg_gone(st, off);
+    }
+    if (k == n) {
+        /* The n-th is the newest record, written last. */
+        ((store_ent *)(void *)(ring + tail - sizeof(store_ent)))->flags = last_flags;
     }
     msg_at(st, moff)->nrep += (uint32_t)k;
-    st->rhead = head;
     st->rtail = tail;
-    st->hgone = hgone;
     st->first_seq = first;
-    st->bytes = bytes;
     st->dropped += k;
+    return k;
+}
+
+/* trace_store_append_repeats() from peers[k] on, one by one (append_repeat()). */
+static __attribute__((noinline)) size_t append_repeats_slow(trace_store *st, uint32_t cost,
+                                                            trace_peer *const *peers, size_t k,
+                                                            size_t n, uint8_t flags,
+                                                            uint8_t last_flags)
+{
+    for (; k < n; k++) {
+        if (!append_repeat(st, cost, peers[k], k == n - 1 ? last_flags : flags)) {
+            break;
+        }
+    }
     return k;
 }
 
@@ -661,19 +681,12 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
     uint32_t cost = nm->cost;
     size_t k = 0;
     if (st->count == st->limit && st->count >= 2) {
-        k = replace_oldest(st, st->newest, cost, peers, n, flags);
+        k = replace_oldest(st, st->newest, cost, peers, n, flags, last_flags);
         if (k == n) {
-            /* The n-th is the newest record. */
-            ent_at(st, seq_off(st, st->first_seq + st->count - 1))->flags = last_flags;
             return n;
         }
     }
-    for (; k < n; k++) {
-        if (!append_repeat(st, cost, peers[k], k == n - 1 ? last_flags : flags)) {
-            break;
-        }
-    }
-    return k;
+    return append_repeats_slow(st, cost, peers, k, n, flags, last_flags);
 }
 
 uint64_t trace_store_skip_n(trace_store *st, uint64_t n)
