@@ -32,7 +32,8 @@
 /* First ring allocation (bytes). */
 #define STORE_RING_INITIAL 4096
 /* The largest ring whose offsets / 8 fit the index's 32 bits. */
-#define STORE_RING_MAX ((uint64_t)UINT32_MAX * 8)
+#define STORE_RING_MAX \
+    ((uint64_t)(UINT32_MAX >> 1) * 8) /* (a repeat's word keeps offset / 8 << 1) */
 /* The largest cost a record can note. */
 #define STORE_COST_MAX 0x7fffffffu
 
@@ -86,7 +87,7 @@ void trace_store_free(trace_store *st)
          * own seq is held. */
         if (i == 0) {
             msg_release(msg_at(st, st->rhead));
-        } else if (e->kind == STORE_ENT_MSG) {
+        } else if (!store_ent_is_rep(e)) {
             msg_release((store_msg *)(void *)e);
         }
     }
@@ -129,7 +130,7 @@ static __attribute__((noinline)) void drop_oldest(trace_store *st)
     msg_release(m);
     st->mcount--;
     st->hgone = 0;
-    size_t end = off + (e->kind == STORE_ENT_MSG ? e->word : sizeof(store_ent));
+    size_t end = off + store_ent_size(e);
     if (st->wrapped && (off < st->rhead || end == st->rend)) {
         /* Past the wrap (e at the front), or at the skipped rest of the end. */
         st->wrapped = false;
@@ -209,9 +210,9 @@ static bool ring_rebuild_to(trace_store *st, size_t ncap)
         size_t no = o >= head ? o - head : o + a;
         *slot = (uint32_t)(no >> 3);
         store_ent *e = (store_ent *)(void *)(nr + no);
-        if (e->kind == STORE_ENT_REP) {
-            size_t mo = (size_t)e->word << 3;
-            e->word = (uint32_t)((mo >= head ? mo - head : mo + a) >> 3);
+        if (store_ent_is_rep(e)) {
+            size_t mo = store_rep_moff(e);
+            e->word = store_rep_word(mo >= head ? mo - head : mo + a);
         }
     }
     if (st->count) {
@@ -394,7 +395,10 @@ append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
                    take || !v->uri ? v->uri : trace_str_ref(v->uri),
                    take || !wire ? (wamp_buf *)(uintptr_t)wire
                                  : wamp_buf_ref((wamp_buf *)(uintptr_t)wire),
-                   (uint32_t)kept, cost, src || wire ? v->wire_ser : 0);
+                   (uint32_t)kept, cost);
+    if (!src && !wire) {
+        m->h.wire_ser = 0; /* (no bytes kept) */
+    }
     if (src) {
         copy_small((unsigned char *)(m + 1), src, len);
     }
@@ -490,7 +494,7 @@ static inline bool append_steady_grouped(trace_store *st, const trace_rec_view *
     *seq = f + count;
     store_msg *n = (store_msg *)(void *)(ring + tail);
     store_msg_fill(n, v, size, v->peer ? trace_peer_ref(v->peer) : NULL,
-                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost, v->wire_ser);
+                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost);
     copy_small((unsigned char *)(n + 1), src, len);
     return true;
 }
@@ -554,10 +558,7 @@ static inline __attribute__((always_inline)) bool append_repeat(trace_store *st,
     }
     size_t moff = st->newest; /* (after any rebuild) */
     store_ent *e = ent_at(st, off);
-    e->word = (uint32_t)(moff >> 3);
-    e->kind = STORE_ENT_REP;
-    e->flags = flags;
-    e->peer = peer;
+    *e = (store_ent){.word = store_rep_word(moff), .flags = flags, .peer = peer};
     msg_at(st, moff)->nrep++;
     uint64_t s = st->first_seq + st->count;
     st->idx[s & st->imask] = (uint32_t)(off >> 3);
@@ -572,7 +573,7 @@ static void oldest_msg_gone(trace_store *st, size_t off)
 {
     store_msg *m = msg_at(st, st->rhead);
     const store_ent *last = ent_at(st, off);
-    size_t end = off + (last->kind == STORE_ENT_MSG ? last->word : sizeof(store_ent));
+    size_t end = off + store_ent_size(last);
     if (st->wrapped && (off < st->rhead || end == st->rend)) {
         st->wrapped = false;
         if (end == st->rend) {
@@ -603,7 +604,7 @@ static size_t replace_oldest(trace_store *st, size_t moff, uint32_t cost, trace_
     uint64_t first = st->first_seq;
     size_t tail = st->rtail, k = 0;
     /* Every repeat entry's first 8 bytes are the same: written from this one. */
-    const store_ent rep = {.word = (uint32_t)(moff >> 3), .kind = STORE_ENT_REP, .flags = flags};
+    const store_ent rep = {.word = store_rep_word(moff), .flags = flags};
     while (k < n && st->rhead != moff) {
         size_t head = st->rhead;
         const store_msg *om = msg_at(st, head);
@@ -717,8 +718,8 @@ const trace_record *trace_store_get(const trace_store *st, uint64_t seq, trace_r
         return NULL;
     }
     const store_ent *e = ent_at(st, seq_off(st, seq));
-    const store_msg *m = e->kind == STORE_ENT_REP ? msg_at(st, (size_t)e->word << 3)
-                                                  : (const store_msg *)(const void *)e;
+    const store_msg *m = store_ent_is_rep(e) ? msg_at(st, store_rep_moff(e))
+                                             : (const store_msg *)(const void *)e;
     out->seq = seq;
     out->pc_ns = m->pc_ns;
     out->ts_ns = m->ts_ns;
@@ -732,7 +733,7 @@ const trace_record *trace_store_get(const trace_store *st, uint64_t seq, trace_r
     memcpy(out->corr, m->corr, TRACE_UUID_LEN);
     out->dir = m->h.dir;
     out->msg_type = m->h.msg_type;
-    out->wire_ser = (uint8_t)m->wire_ser;
+    out->wire_ser = m->h.wire_ser;
     out->flags = e->flags;
     return out;
 }

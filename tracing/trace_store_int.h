@@ -14,21 +14,50 @@
 #include "trace_store.h"
 #include "wamp_buf.h"
 
-/* store_ent.kind */
-#define STORE_ENT_MSG 1 /* a message entry (store_msg) */
-#define STORE_ENT_REP 2 /* a repeat entry: a further receiver of the message before it */
+/* store_ent.word of a repeat entry has this bit set (a message entry's, its size, is even). */
+#define STORE_REP_BIT 1u
 
 /* The head of every entry in the ring (8-byte aligned), and the whole of a repeat entry. */
 typedef struct store_ent {
     /* A message entry: its size in bytes (header and bytes, a multiple of 8). A repeat entry:
-     * the offset of its message entry, in units of 8 bytes. */
+     * the offset / 8 of its message entry, shifted left by one, with STORE_REP_BIT. */
     uint32_t word;
-    uint8_t kind;
+    /* (Message entries:) these three and flags in trace_rec_view's order, copied at once. */
+    uint8_t dir;
+    uint8_t msg_type;
+    uint8_t wire_ser;
     uint8_t flags;    /* TRACE_CORR_* of its seq */
-    uint8_t dir;      /* (message entries) */
-    uint8_t msg_type; /* (message entries) */
     trace_peer *peer; /* reference; NULL once its seq is dropped */
 } store_ent;
+
+_Static_assert(offsetof(store_ent, flags) == offsetof(store_ent, dir) + 3 &&
+                       offsetof(trace_rec_view, msg_type) == offsetof(trace_rec_view, dir) + 1 &&
+                       offsetof(trace_rec_view, wire_ser) == offsetof(trace_rec_view, dir) + 2 &&
+                       offsetof(trace_rec_view, flags) == offsetof(trace_rec_view, dir) + 3,
+               "dir, msg_type, wire_ser, flags: one copy");
+
+static inline bool store_ent_is_rep(const store_ent *e)
+{
+    return e->word & STORE_REP_BIT;
+}
+
+/* The offset of a repeat entry's message entry. */
+static inline size_t store_rep_moff(const store_ent *e)
+{
+    return (size_t)(e->word >> 1) << 3;
+}
+
+/* The word of a repeat entry of the message entry at moff. */
+static inline uint32_t store_rep_word(size_t moff)
+{
+    return (uint32_t)((moff >> 3) << 1) | STORE_REP_BIT;
+}
+
+/* Bytes of the entry e. */
+static inline size_t store_ent_size(const store_ent *e)
+{
+    return store_ent_is_rep(e) ? sizeof(store_ent) : e->word;
+}
 
 /* A message entry: one seq's record, and the message its repeats share. The bytes it keeps
  * (len of them) follow it in the ring, padded to 8. What an eviction reads comes first. */
@@ -39,7 +68,6 @@ typedef struct store_msg {
     uint32_t cost;  /* what each of its seqs counts against max_bytes */
     uint32_t nrep;  /* repeat entries after it */
     uint32_t len;   /* of the bytes that follow */
-    uint32_t wire_ser;
     const char *dropped;
     uint64_t pc_ns;
     uint64_t ts_ns;
@@ -132,20 +160,16 @@ static inline __attribute__((always_inline)) void store_prefetch(const unsigned 
  * and wire references the entry now owns, len bytes kept (copied after it by the caller). */
 static inline __attribute__((always_inline)) void
 store_msg_fill(store_msg *m, const trace_rec_view *v, size_t size, trace_peer *peer, trace_str *uri,
-               wamp_buf *wire, uint32_t len, uint32_t cost, uint8_t wire_ser)
+               wamp_buf *wire, uint32_t len, uint32_t cost)
 {
     m->h.word = (uint32_t)size;
-    m->h.kind = STORE_ENT_MSG;
-    m->h.flags = v->flags;
-    m->h.dir = v->dir;
-    m->h.msg_type = v->msg_type;
+    memcpy(&m->h.dir, (const unsigned char *)v + offsetof(trace_rec_view, dir), 4);
     m->h.peer = peer;
     m->uri = uri;
     m->wire = wire;
     m->cost = cost;
     m->nrep = 0;
     m->len = len;
-    m->wire_ser = wire_ser;
     m->dropped = v->dropped;
     m->pc_ns = v->pc_ns;
     m->ts_ns = v->ts_ns;
@@ -209,7 +233,7 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
     *seq = s;
     store_msg *n = (store_msg *)(void *)(ring + tail);
     store_msg_fill(n, v, size, v->peer ? trace_peer_ref(v->peer) : NULL,
-                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost, v->wire_ser);
+                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost);
     copy_small((unsigned char *)(n + 1), src, len);
     return true;
 }
