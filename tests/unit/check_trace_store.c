@@ -4,6 +4,7 @@
 
 #include <check.h>
 
+#include "alloc_count.h"
 #include "trace_record.h"
 #include "trace_store.h"
 
@@ -602,6 +603,73 @@ START_TEST(test_fanout_evicted_seq_by_seq)
 
 END_TEST
 
+#if ALLOC_COUNT_EVERY_MALLOC
+/* Steps of a mixed load into st: received messages of 1..MIXED_MAX bytes, and every few steps a
+ * sent one (one of wires[0..7), copied) followed by a fan-out of 1..7 further receivers. Returns
+ * how many appends did not go as they should (no assertion inside: Check's allocate). */
+static size_t mixed_load(trace_store *st, trace_peer *const *peers, trace_str *uri,
+                         wamp_buf *const *wires, uint64_t from, uint64_t steps)
+{
+    unsigned char in[MIXED_MAX];
+    size_t bad = 0;
+    for (uint64_t i = from; i < from + steps; i++) {
+        uint64_t seq = trace_store_next_seq(st);
+        if (i % 5) {
+            trace_rec_view v = {.pc_ns = seq, .peer = peers[i % 3], .dir = TRACE_RX};
+            v.len = mixed_bytes(seq, in);
+            v.bytes = in;
+            bad += trace_store_append_view(st, &v) != seq;
+            continue;
+        }
+        bad += append_msg(st, wires[i % 7], peers[0], uri, i, 0, i + 1) != seq;
+        trace_peer *run[7] = {peers[1], peers[2], peers[0], peers[1], peers[2], peers[0], peers[1]};
+        size_t n = 1 + i % 7;
+        bad += trace_store_append_repeats(st, i + 1, uri, i, given(run, n), n, 0, 0) != n;
+    }
+    return bad;
+}
+
+/* A full store that has come around its ring allocates nothing per record: appends evict
+ * (messages alone, fan-outs' seqs, their last ones), fan-outs replace the oldest, the ring
+ * wraps. (Registered where the counter sees every malloc.) */
+START_TEST(test_steady_state_allocates_nothing)
+{
+    alloc_count_install();
+    trace_peer *peers[3];
+    for (int i = 0; i < 3; i++) {
+        peers[i] = trace_peer_new(30 + (uint64_t)i, "realm1", "alice", "user");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wires[7];
+    for (size_t i = 0; i < 7; i++) {
+        wires[i] = buf_of(10 + i * 40);
+    }
+    trace_store *st = trace_store_new(500, UINT64_MAX);
+    size_t before = alloc_count_mallocs();
+    mixed_load(st, peers, uri, wires, 0, 20000);          /* fills, grows, comes down to size */
+    ck_assert_uint_gt(alloc_count_mallocs() - before, 0); /* the counter sees the store's */
+    before = alloc_count_mallocs();
+    size_t bad = mixed_load(st, peers, uri, wires, 20000, 20000);
+    ck_assert_uint_eq(alloc_count_mallocs() - before, 0);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_eq(trace_store_records(st), 500);
+    ck_assert_uint_eq(trace_store_bytes(st),
+                      trace_store_records(st) * TRACE_RECORD_OVERHEAD + held_len(st));
+    trace_store_free(st);
+    for (size_t i = 0; i < 7; i++) {
+        ck_assert_uint_eq(wamp_buf_refs(wires[i]), 1); /* copied: no reference kept */
+        wamp_buf_unref(&wires[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+}
+
+END_TEST
+#endif
+
 START_TEST(test_ring_growth_and_wraparound)
 {
     /* limit 1000: the ring grows 64, 128, ... 1000 and then wraps many times. */
@@ -735,6 +803,9 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_repeat_shares_copied_bytes);
     tcase_add_test(tc, test_repeat_refused_without_template);
     tcase_add_test(tc, test_fanout_evicted_seq_by_seq);
+#if ALLOC_COUNT_EVERY_MALLOC
+    tcase_add_test(tc, test_steady_state_allocates_nothing);
+#endif
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
     tcase_add_test(tc, test_byte_ring_shrinks_after_a_burst);
