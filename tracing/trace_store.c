@@ -437,8 +437,10 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
  * drops the oldest seq's peer, and when that seq is its message's last, the message (its
  * references, and its entries from the read end, unless that crosses the wrap: the general way
  * then). false: nothing done. */
-static inline bool append_steady_grouped(trace_store *st, const trace_rec_view *v, const void *src,
-                                         size_t len, uint64_t *seq)
+static __attribute__((noinline)) bool append_steady_grouped(trace_store *st,
+                                                            const trace_rec_view *v,
+                                                            const void *src, size_t len,
+                                                            uint64_t *seq)
 {
     size_t count = st->count;
     if (count != st->limit || len - 1 >= TRACE_STORE_COPY_MAX) { /* (len 0 wraps) */
@@ -499,15 +501,23 @@ static inline bool append_steady_grouped(trace_store *st, const trace_rec_view *
     return true;
 }
 
+/* trace_store_append_general() where append_steady_grouped() declined the record. */
+static __attribute__((noinline)) uint64_t append_general_parts(trace_store *st,
+                                                               const trace_rec_view *v)
+{
+    uint64_t seq;
+    (void)append_parts(st, v, false, &seq);
+    return seq;
+}
+
+/* A dispatcher of its own (each way out of line), so that the usual fan-out case pays for no
+ * more registers than it uses. */
 uint64_t trace_store_append_general(trace_store *st, const trace_rec_view *v)
 {
     uint64_t seq;
     size_t len;
     const void *src = trace_rec_view_data(v, &len);
-    if (!append_steady_grouped(st, v, src, len, &seq)) {
-        (void)append_parts(st, v, false, &seq);
-    }
-    return seq;
+    return append_steady_grouped(st, v, src, len, &seq) ? seq : append_general_parts(st, v);
 }
 
 uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
