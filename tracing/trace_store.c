@@ -1,38 +1,41 @@
-/* trace_store.c: two rings, of seqs and of messages, and a ring of bytes.
+/* trace_store.c: one ring of entries written once, and an index of seqs into it.
  *
- * A held record is a seq entry (its peer and correlation flags) pointing to a message entry (all
- * the rest: clocks, type, URI, correlation, sizes, bytes). A message sent to many receivers (a
- * fan-out's repeats, trace_store_append_repeats()) is one message entry with one seq entry per
- * receiver; every other record has a message of its own. Both rings are first in, first out and
- * in the same order: the oldest seq's message is the oldest message, released when its last seq
- * goes. The slot of seq s is (shead + (s - first_seq)) % cap; a seq entry names its message by a
- * wrapping 32-bit number (the message entry of number n is at (mhead + (n - mfirst)) % cap), so
- * that growing the rings renumbers nothing. The two rings have the same capacity: a store holds
- * at least one seq per message. The capture path (append, evict) wraps indexes with a compare
- * instead of `%` (a division), and releases evicted entries without zeroing slots it overwrites
- * next.
+ * A held record is an entry in the ring (trace_store_int.h): a message entry (its peer and
+ * correlation flags, then the message: clocks, type, URI, correlation, sizes, and the bytes it
+ * keeps, inline after the header) or, for a fan-out's further receivers
+ * (trace_store_append_repeats()), a 16-byte repeat entry (peer, flags, and where its message
+ * entry is). Entries are appended at the ring's write end and released from its read end, in
+ * seq order; a message's repeats only ever follow the newest message, so a message and its
+ * repeats are consecutive entries, and the message entry stays (its bytes with it) until the
+ * last of them is dropped. The read end is always the oldest held seq's message entry; hgone
+ * counts how many of its seqs are gone. The entry of seq s is at offset 8 * idx[s & imask]
+ * (a power-of-two index of at least `count` slots): locating a seq is O(1), and an eviction
+ * reads the oldest entry's header only.
  *
- * The bytes messages keep (received messages, sent ones up to TRACE_STORE_COPY_MAX, a message
- * without its payload) live in the byte ring: each append copies them at its write end, each
- * release of a message advances its read end past that message's copy. A copy never wraps: one
- * that does not fit before the end starts at the front, and the end's unused rest is skipped
- * (`bend`). When neither place fits, the ring is rebuilt, 2 to 4 times what it then holds plus
- * the new copy (which then fits after the held ones), its messages' pointers moved along; and
- * when it is about to wrap while 8 times larger than that, it is rebuilt smaller. */
+ * Both arrays start small and grow (never per record): the index doubles up to the power of two
+ * that holds `limit` seqs; the ring is rebuilt, when an entry fits neither after the write end
+ * nor (the end's rest skipped) at the front before the read end, 2 to 4 times what it then holds
+ * plus the new entry, its entries moved to the front in order and the index (and the repeats'
+ * message offsets) moved along; and when it is about to wrap while over 1.5 times that, it
+ * is rebuilt at 1.25 times (a store that filled up stops at that). An entry never wraps, so its
+ * bytes are one span. */
 #include "trace_store.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace_store_int.h"
 
-/* First ring allocation (entries), unless limit is smaller. */
-#define STORE_INITIAL_CAP 64
+/* First index allocation (slots), unless a smaller power of two holds limit seqs. */
+#define STORE_INDEX_INITIAL 64
+/* First ring allocation (bytes). */
+#define STORE_RING_INITIAL 4096
+/* The largest ring whose offsets / 8 fit the index's 32 bits. */
+#define STORE_RING_MAX \
+    ((uint64_t)(UINT32_MAX >> 1) * 8) /* (a repeat's word keeps offset / 8 << 1) */
 /* The largest cost a record can note. */
 #define STORE_COST_MAX 0x7fffffffu
-
-/* First byte ring allocation. */
-#define STORE_BYTES_INITIAL 4096
 
 trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
 {
@@ -48,16 +51,27 @@ trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
     return st;
 }
 
-/* The message entry of number n (held). */
-static inline store_msg *msg_of(const trace_store *st, uint32_t n)
+static inline store_ent *ent_at(const trace_store *st, size_t off)
 {
-    return &st->mring[wrap(st, st->mhead, (uint32_t)(n - st->mfirst))];
+    return (store_ent *)(void *)(st->ring + off);
 }
 
-/* The newest message entry (mcount > 0). */
-static inline store_msg *newest_msg(const trace_store *st)
+static inline store_msg *msg_at(const trace_store *st, size_t off)
 {
-    return &st->mring[wrap(st, st->mhead, st->mcount - 1)];
+    return (store_msg *)(void *)(st->ring + off);
+}
+
+/* The offset of held seq s's entry. */
+static inline size_t seq_off(const trace_store *st, uint64_t s)
+{
+    return (size_t)st->idx[s & st->imask] << 3;
+}
+
+/* Releases a message's references (its bytes go with its entry). */
+static void msg_release(store_msg *m)
+{
+    trace_str_unref(&m->uri);
+    wamp_buf_unref(&m->wire);
 }
 
 void trace_store_free(trace_store *st)
@@ -66,210 +80,241 @@ void trace_store_free(trace_store *st)
         return;
     }
     for (size_t i = 0; i < st->count; i++) {
-        trace_peer_unref(&st->sring[wrap(st, st->shead, i)].peer);
+        uint64_t s = st->first_seq + i;
+        store_ent *e = ent_at(st, seq_off(st, s));
+        trace_peer_unref(&e->peer);
+        /* Every message held once: the oldest (its own seq may be gone), then each one whose
+         * own seq is held. */
+        if (i == 0) {
+            msg_release(msg_at(st, st->rhead));
+        } else if (!store_ent_is_rep(e)) {
+            msg_release((store_msg *)(void *)e);
+        }
     }
-    for (size_t i = 0; i < st->mcount; i++) {
-        store_msg *m = &st->mring[wrap(st, st->mhead, i)];
-        trace_str_unref(&m->uri);
-        wamp_buf_unref(&m->wire);
-    }
-    free(st->sring);
-    free(st->mring);
-    free(st->bring);
+    free(st->ring);
+    free(st->idx);
     free(st);
 }
 
-/* Frees the byte ring's copy of the oldest held message m (the oldest copy). */
-static void bytes_release(trace_store *st, const store_msg *m)
+/* The ring's bytes from the read end to the write end (the skipped rest of the end excluded). */
+static size_t ring_used(const trace_store *st)
 {
-    st->bused -= m->len;
-    if (st->bused == 0) {
-        st->bhead = st->btail = 0;
-        st->bwrapped = false;
-        return;
-    }
-    st->bhead = (size_t)(m->bytes - st->bring) + m->len;
-    if (st->bwrapped && st->bhead == st->bend) {
-        st->bhead = 0; /* the copies before the end are gone: the rest starts at the front */
-        st->bwrapped = false;
-    }
+    return st->wrapped ? st->rend - st->rhead + st->rtail : st->rtail - st->rhead;
 }
 
-/* Where a copy of len bytes fits in the byte ring as it is (its offset), or SIZE_MAX. */
-static size_t bytes_place(trace_store *st, size_t len)
+/* Drops the oldest record: its peer, and with the last seq of its message that message (its
+ * references, and its entries from the ring's read end). */
+static __attribute__((noinline)) void drop_oldest(trace_store *st)
 {
-    /* After the tail: up to the end, or (wrapped) up to the head. */
-    if ((st->bwrapped ? st->bhead : st->bcap) - st->btail >= len) {
-        size_t off = st->btail;
-        st->btail += len;
+    size_t off = seq_off(st, st->first_seq);
+    store_ent *e = ent_at(st, off);
+    store_msg *m = msg_at(st, st->rhead); /* the oldest seq's message is the oldest message */
+    trace_peer_unref(&e->peer);
+    st->bytes -= m->cost;
+    st->first_seq++;
+    st->dropped++;
+    if (--st->count == 0) {
+        msg_release(m);
+        st->mcount = 0;
+        st->hgone = 0;
+        st->rhead = st->rtail = 0;
+        st->wrapped = false;
+        st->key = 0;
+        return;
+    }
+    if (st->hgone < m->nrep) {
+        st->hgone++;
+        return;
+    }
+    /* Its last seq: the read end moves past the message's last entry, e. */
+    msg_release(m);
+    st->mcount--;
+    st->hgone = 0;
+    size_t end = off + store_ent_size(e);
+    if (st->wrapped && (off < st->rhead || end == st->rend)) {
+        /* Past the wrap (e at the front), or at the skipped rest of the end. */
+        st->wrapped = false;
+        if (end == st->rend) {
+            end = 0;
+        }
+    }
+    st->rhead = end;
+}
+
+/* The oldest record's drop where it is a message without repeats that is not the last held and
+ * whose entry ends before the skipped rest of the ring (the usual one); drop_oldest() otherwise.
+ * Inline where every append of a full store calls it. */
+static inline __attribute__((always_inline)) void evict(trace_store *st)
+{
+    store_msg *m = msg_at(st, st->rhead);
+    size_t end = st->rhead + m->h.word;
+    if (m->nrep != 0 || st->count == 1 || (st->wrapped && end == st->rend)) {
+        drop_oldest(st);
+        return;
+    }
+    trace_peer *peer = m->h.peer;
+    trace_str *uri = m->uri;
+    wamp_buf *wire = m->wire;
+    st->bytes -= m->cost;
+    st->rhead = end;
+    st->count--;
+    st->mcount--;
+    st->first_seq++;
+    st->dropped++;
+    trace_peer_unref(&peer);
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+}
+
+/* Where an entry of sz bytes fits in the ring as it is (its offset, the write end moved past
+ * it), or SIZE_MAX. */
+static size_t ring_place(trace_store *st, size_t sz)
+{
+    /* After the write end: up to the end, or (wrapped) up to the read end. */
+    if ((st->wrapped ? st->rhead : st->rcap) - st->rtail >= sz) {
+        size_t off = st->rtail;
+        st->rtail += sz;
         return off;
     }
-    /* At the front, before the head (the rest of the end is skipped). */
-    if (!st->bwrapped && st->bhead >= len && st->bused) {
-        st->bend = st->btail;
-        st->bwrapped = true;
-        st->btail = len;
+    /* At the front, before the read end (the rest of the end is skipped). */
+    if (!st->wrapped && st->count && st->rhead >= sz) {
+        st->rend = st->rtail;
+        st->wrapped = true;
+        st->rtail = sz;
         return 0;
     }
     return SIZE_MAX;
 }
 
-/* Rebuilds the byte ring with room for a copy of len more bytes (see the top of the file), 2 to
- * 4 times what it then holds (so smaller, when it held much more before): the held copies
- * moved to the front of a new array, oldest first, their messages' pointers with them. false
- * (nothing changed) without memory. */
-static bool bytes_rebuild(trace_store *st, size_t len)
+/* Rebuilds the ring at ncap bytes (at least what it holds): its live span moved to the front of
+ * a new array, the index and the repeats' message offsets with it. false (nothing changed)
+ * without memory. */
+static bool ring_rebuild_to(trace_store *st, size_t ncap)
 {
-    size_t ncap = STORE_BYTES_INITIAL;
-    while (ncap / 2 < st->bused + len) {
-        if (ncap > SIZE_MAX / 2) {
+    size_t used = ring_used(st);
+    unsigned char *nr = malloc(ncap + STORE_PREFETCH_BYTES);
+    if (!nr) {
+        return false;
+    }
+    /* The span from the read end (to the skipped rest, or to the write end), then the front's. */
+    size_t a = (st->wrapped ? st->rend : st->rtail) - st->rhead;
+    if (used) {
+        memcpy(nr, st->ring + st->rhead, a);
+        memcpy(nr + a, st->ring, used - a);
+    }
+    /* Offset o moves to o - rhead in the first span, o + a in the second. */
+    size_t head = st->rhead;
+    for (size_t i = 0; i < st->count; i++) {
+        uint32_t *slot = &st->idx[(st->first_seq + i) & st->imask];
+        size_t o = (size_t)*slot << 3;
+        size_t no = o >= head ? o - head : o + a;
+        *slot = (uint32_t)(no >> 3);
+        store_ent *e = (store_ent *)(void *)(nr + no);
+        if (store_ent_is_rep(e)) {
+            size_t mo = store_rep_moff(e);
+            e->word = store_rep_word(mo >= head ? mo - head : mo + a);
+        }
+    }
+    if (st->count) {
+        st->newest = st->newest >= head ? st->newest - head : st->newest + a;
+    }
+    free(st->ring);
+    st->ring = nr;
+    st->rcap = ncap;
+    st->rhead = 0;
+    st->rtail = used;
+    st->wrapped = false;
+    return true;
+}
+
+/* Rebuilds the ring with room for an entry of sz more bytes, 2 to 4 times what it then holds
+ * plus that entry (a power of two). */
+static bool ring_rebuild(trace_store *st, size_t sz)
+{
+    size_t need = ring_used(st) + sz;
+    size_t ncap = STORE_RING_INITIAL;
+    while (ncap / 2 < need) {
+        if (ncap > STORE_RING_MAX / 2) {
             return false;
         }
         ncap *= 2;
     }
-    unsigned char *nb = malloc(ncap);
-    if (!nb) {
-        return false;
-    }
-    size_t off = 0;
-    for (size_t i = 0; i < st->mcount; i++) {
-        store_msg *m = &st->mring[wrap(st, st->mhead, i)];
-        if (m->bytes) {
-            memcpy(nb + off, m->bytes, m->len);
-            m->bytes = nb + off;
-            off += m->len;
-        }
-    }
-    free(st->bring);
-    st->bring = nb;
-    st->bcap = ncap;
-    st->bhead = 0;
-    st->btail = off;
-    st->bwrapped = false;
-    return true;
+    return ring_rebuild_to(st, ncap);
 }
 
-/* Releases what the oldest message holds and forgets it (its last seq is gone). Out of line: a
- * fan-out's message goes with the last of its seqs only. */
-static __attribute__((noinline)) void msg_release_oldest(trace_store *st)
+/* Room in the ring for an entry of sz bytes: its offset. Rebuilds the ring when it does not fit
+ * (or smaller, see the top of the file); without memory for that, drops the oldest records until
+ * it fits, as long as more than keep are held; SIZE_MAX where it still does not. */
+static size_t ring_reserve(trace_store *st, size_t sz, size_t keep)
 {
-    store_msg *m = &st->mring[st->mhead];
-    if (m->bytes) {
-        bytes_release(st, m);
+    size_t need = ring_used(st) + sz;
+    if (!st->wrapped && st->rcap - st->rtail < sz && st->rcap > STORE_RING_INITIAL &&
+        st->rcap / 3 > need / 2) {
+        /* About to wrap around a ring over 1.5 times what it needs (grown while the store
+         * filled, or by a burst of large messages): rebuilt to 1.25 times that, once a round at
+         * most. Without memory it stays as it is. */
+        size_t ncap =
+                (need + need / 4 + STORE_RING_INITIAL - 1) & ~(size_t)(STORE_RING_INITIAL - 1);
+        (void)ring_rebuild_to(st, ncap);
     }
-    trace_str_unref(&m->uri);
-    wamp_buf_unref(&m->wire);
-    st->mhead = wrap(st, st->mhead, 1);
-    st->mcount--;
-    st->mfirst++;
-}
-
-/* Evicts the oldest record. Inline where every append of a full store calls it (make_room(),
- * trace_store_append_repeats()); drop_oldest() elsewhere. */
-static inline __attribute__((always_inline)) void drop_oldest_inline(trace_store *st)
-{
-    store_seq *q = &st->sring[st->shead];
-    /* The oldest seq's message is the oldest message. */
-    store_msg *m = &st->mring[st->mhead];
-    st->bytes -= m->cost;
-    trace_peer_unref(&q->peer);
-    if (--m->nseq == 0) {
-        msg_release_oldest(st);
-    }
-    st->shead = wrap(st, st->shead, 1);
-    st->count--;
-    st->first_seq++;
-    st->dropped++;
-    if (st->count == 0) {
-        st->key = 0;
-    }
-}
-
-static __attribute__((noinline)) void drop_oldest(trace_store *st)
-{
-    drop_oldest_inline(st);
-}
-
-/* Moves the n entries of size sz starting at head of a ring of cap entries to the front of dst. */
-static void unwrap_into(void *dst, const void *src, size_t sz, size_t cap, size_t head, size_t n)
-{
-    size_t tail = cap - head; /* slots from head to the end of the old array */
-    size_t n1 = n < tail ? n : tail;
-    memcpy(dst, (const char *)src + head * sz, n1 * sz);
-    memcpy((char *)dst + n1 * sz, src, (n - n1) * sz);
-}
-
-/* Doubles both rings (up to limit), moving the held entries to the front of the new arrays. */
-static bool grow(trace_store *st)
-{
-    size_t ncap = st->cap ? st->cap * 2 : STORE_INITIAL_CAP;
-    if (ncap > st->limit || ncap < st->cap) {
-        ncap = st->limit;
-    }
-    store_seq *sring = malloc(ncap * sizeof(*sring));
-    store_msg *mring = malloc(ncap * sizeof(*mring));
-    if (!sring || !mring) {
-        free(sring);
-        free(mring);
-        return false;
-    }
-    if (st->count) {
-        unwrap_into(sring, st->sring, sizeof(*sring), st->cap, st->shead, st->count);
-        unwrap_into(mring, st->mring, sizeof(*mring), st->cap, st->mhead, st->mcount);
-    }
-    free(st->sring);
-    free(st->mring);
-    st->sring = sring;
-    st->mring = mring;
-    st->cap = ncap;
-    st->shead = 0;
-    st->mhead = 0;
-    return true;
-}
-
-/* copy_bytes() when the copy does not fit after the tail. */
-static const unsigned char *copy_bytes_slow(trace_store *st, const void *src, size_t len)
-{
-    if (!st->bwrapped && st->bcap - st->btail < len && st->bcap > STORE_BYTES_INITIAL &&
-        st->bcap / 8 > st->bused + len) {
-        /* About to wrap around a ring far larger than what it holds (a burst of large messages
-         * grew it): rebuilt smaller, once a round at most. Without memory it stays as it is. */
-        (void)bytes_rebuild(st, len);
-    }
-    size_t off = bytes_place(st, len);
+    size_t off = ring_place(st, sz);
     while (off == SIZE_MAX) {
-        if (!bytes_rebuild(st, len)) {
-            if (st->count == 0) {
-                return NULL;
+        if (!ring_rebuild(st, sz)) {
+            if (st->count <= keep) {
+                return SIZE_MAX;
             }
             drop_oldest(st);
         }
-        off = bytes_place(st, len);
+        off = ring_place(st, sz);
     }
-    memcpy(st->bring + off, src, len);
-    st->bused += len;
-    return st->bring + off;
+    return off;
 }
 
-/* Copies len (> 0) bytes from src into the byte ring; returns the copy. Without memory to
- * rebuild the ring, drops the oldest records until the copy fits; NULL if nothing is left to
- * drop and it still does not. Inline: the usual copy goes right after the tail. */
-static inline const unsigned char *copy_bytes(trace_store *st, const void *src, size_t len)
+/* Doubles the index (up to the power of two that holds limit seqs), its held slots moved. */
+static bool index_grow(trace_store *st)
 {
-    size_t end = st->bwrapped ? st->bhead : st->bcap;
-    if (end - st->btail < len) {
-        return copy_bytes_slow(st, src, len);
+    size_t icap = st->idx ? st->imask + 1 : 0;
+    size_t ncap = icap ? icap * 2 : STORE_INDEX_INITIAL;
+    while (ncap / 2 >= st->limit && ncap > 1) {
+        ncap /= 2; /* (a small limit) */
     }
-    unsigned char *d = st->bring + st->btail;
-    st->btail += len;
-    copy_small(d, src, len);
-    st->bused += len;
-    return d;
+    if (ncap <= icap || ncap > SIZE_MAX / sizeof(uint32_t)) {
+        return false;
+    }
+    uint32_t *nidx = malloc(ncap * sizeof(*nidx));
+    if (!nidx) {
+        return false;
+    }
+    for (size_t i = 0; i < st->count; i++) {
+        uint64_t s = st->first_seq + i;
+        nidx[s & (ncap - 1)] = st->idx[s & st->imask];
+    }
+    free(st->idx);
+    st->idx = nidx;
+    st->imask = ncap - 1;
+    return true;
 }
 
-/* Evicts what appending a record of this cost needs (budget, limit, rings that cannot grow);
+/* A free index slot for one more seq, growing the index when it is full (count == imask + 1 <
+ * limit); without memory, drops the oldest record as long as more than keep are held. */
+static bool index_room(trace_store *st, size_t keep)
+{
+    if (st->idx && st->count <= st->imask) {
+        return true;
+    }
+    if (index_grow(st)) {
+        return true;
+    }
+    if (st->count <= keep) {
+        return false;
+    }
+    drop_oldest(st);
+    return true;
+}
+
+/* Evicts what appending a record of this cost needs (budget, limit, an index that cannot grow);
  * false if the record cannot be held: alone over the budget (everything older goes too: the
- * budget cannot hold it together with anything), or no rings at all and no memory for them. */
+ * budget cannot hold it together with anything), or no index at all and no memory for one. */
 static bool make_room_slow(trace_store *st, uint32_t cost)
 {
     if (cost > st->max_bytes) {
@@ -284,25 +329,18 @@ static bool make_room_slow(trace_store *st, uint32_t cost)
     if (st->count == st->limit) {
         drop_oldest(st);
     }
-    if (st->count == st->cap && (st->cap == st->limit || !grow(st))) {
-        if (st->count == 0) {
-            return false;
-        }
-        drop_oldest(st);
-    }
-    return true;
+    return index_room(st, 0);
 }
 
 /* Inline: a store that keeps what it can hold is usually full, and each append evicts the
  * oldest record (which evictions come first changes nothing: they are the oldest records, as
- * many as both bounds need). A new message needs a free slot in both rings: the message ring
- * holds no more entries than the seq ring, so a free seq slot is one. */
+ * many as both bounds need). */
 static inline bool make_room(trace_store *st, uint32_t cost)
 {
-    if (st->count == st->cap && st->count == st->limit) {
-        drop_oldest_inline(st);
+    if (st->count == st->limit) {
+        evict(st);
     }
-    if (st->count < st->cap && st->bytes + cost <= st->max_bytes) {
+    if (st->count <= st->imask && st->idx && st->bytes + cost <= st->max_bytes) {
         return true;
     }
     return make_room_slow(st, cost);
@@ -324,31 +362,10 @@ static uint32_t cost_of(size_t len)
     return full > STORE_COST_MAX ? STORE_COST_MAX : (uint32_t)full;
 }
 
-/* Adds the message entry written into *newest_slot(st) (nseq 1) and its seq for peer (a reference
- * that moves in) with flags; returns the seq. */
-static inline uint64_t push_msg_seq(trace_store *st, trace_peer *peer, uint8_t flags, uint32_t cost)
-{
-    uint64_t seq = st->first_seq + st->count;
-    store_seq *q = &st->sring[wrap(st, st->shead, st->count)];
-    q->peer = peer;
-    q->msg = st->mfirst + (uint32_t)st->mcount;
-    q->flags = flags;
-    st->mcount++;
-    st->count++;
-    st->bytes += cost;
-    return seq;
-}
-
-/* The slot the next message entry goes to (a free one: make_room() succeeded). */
-static inline store_msg *next_msg_slot(const trace_store *st)
-{
-    return &st->mring[wrap(st, st->mhead, st->mcount)];
-}
-
 /* Appends the record of v's parts. take: v's peer, uri and wire are references that move into
- * the entries (a wire kept as it is, whatever its size), else the entries take references of
- * their own (a wire up to TRACE_STORE_COPY_MAX copied into the byte ring). Either way v->bytes
- * are copied. false (nothing appended, nothing taken) when it cannot be held. */
+ * the entry (a wire kept as it is, whatever its size), else the entry takes references of its
+ * own (a wire up to TRACE_STORE_COPY_MAX copied into the entry). Either way v->bytes are
+ * copied. false (nothing appended, nothing taken) when it cannot be held. */
 static inline __attribute__((always_inline)) bool
 append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
 {
@@ -358,18 +375,41 @@ append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
     const wamp_buf *wire = v->wire && (take || len > TRACE_STORE_COPY_MAX) ? v->wire : NULL;
     src = len && !wire ? src : NULL;
     uint32_t cost = cost_of(src || wire ? len : 0);
-    const unsigned char *copy = NULL;
-    if (!make_room(st, cost) || (src && !(copy = copy_bytes(st, src, len)))) {
-        /* (Without memory for its bytes even with nothing else held.) */
+    size_t kept = src ? len : 0;
+    size_t size = store_msg_size(kept);
+    if (!make_room(st, cost)) {
         *seq = drop_new(st);
         return false;
     }
-    store_msg_fill(next_msg_slot(st), v, take || !v->uri ? v->uri : trace_str_ref(v->uri),
+    /* Usually it fits after the ring's write end as it is. */
+    size_t off = st->rtail;
+    if ((st->wrapped ? st->rhead : st->rcap) - off >= size) {
+        st->rtail = off + size;
+    } else if ((off = ring_reserve(st, size, 0)) == SIZE_MAX) {
+        /* (Without memory for its entry even with nothing else held.) */
+        *seq = drop_new(st);
+        return false;
+    }
+    store_msg *m = msg_at(st, off);
+    store_msg_fill(m, v, size, take || !v->peer ? v->peer : trace_peer_ref(v->peer),
+                   take || !v->uri ? v->uri : trace_str_ref(v->uri),
                    take || !wire ? (wamp_buf *)(uintptr_t)wire
                                  : wamp_buf_ref((wamp_buf *)(uintptr_t)wire),
-                   copy, copy ? (uint32_t)len : 0, cost, copy || wire ? v->wire_ser : 0);
+                   (uint32_t)kept, cost);
+    if (!src && !wire) {
+        m->h.wire_ser = 0; /* (no bytes kept) */
+    }
+    if (src) {
+        copy_small((unsigned char *)(m + 1), src, len);
+    }
+    uint64_t s = st->first_seq + st->count;
+    st->idx[s & st->imask] = (uint32_t)(off >> 3);
+    st->count++;
+    st->mcount++;
+    st->bytes += cost;
+    st->newest = off;
     st->key = v->key;
-    *seq = push_msg_seq(st, take || !v->peer ? v->peer : trace_peer_ref(v->peer), v->flags, cost);
+    *seq = s;
     return true;
 }
 
@@ -378,12 +418,11 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     trace_rec_view v;
     trace_rec_view_of(rec, &v);
     uint64_t seq;
-    prefetch_evictions(st);
     if (!append_parts(st, &v, true, &seq)) {
         trace_record_fini(rec);
         return seq;
     }
-    /* Its references moved into the entries (the rest of *rec may stay). */
+    /* Its references moved into the entry (the rest of *rec may stay). */
     rec->seq = seq;
     rec->peer = NULL;
     rec->uri = NULL;
@@ -392,12 +431,93 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     return seq;
 }
 
+/* trace_store_append_steady()'s counterpart where the oldest record is one of a fan-out's seqs:
+ * the store full at its limit, a small message, copied, that fits at the write end once the
+ * oldest is gone (without wrapping), the budget holding it in place of the oldest. The eviction
+ * drops the oldest seq's peer, and when that seq is its message's last, the message (its
+ * references, and its entries from the read end, unless that crosses the wrap: the general way
+ * then). false: nothing done. */
+static __attribute__((noinline)) bool append_steady_grouped(trace_store *st,
+                                                            const trace_rec_view *v,
+                                                            const void *src, size_t len,
+                                                            uint64_t *seq)
+{
+    size_t count = st->count;
+    if (count != st->limit || len - 1 >= TRACE_STORE_COPY_MAX) { /* (len 0 wraps) */
+        return false;
+    }
+    unsigned char *ring = st->ring;
+    size_t head = st->rhead, tail = st->rtail, hgone = st->hgone;
+    store_msg *m = (store_msg *)(void *)(ring + head); /* the oldest message */
+    if (m->nrep == 0) {
+        return false; /* (a message alone: trace_store_append_steady() declined it) */
+    }
+    uint64_t f = st->first_seq;
+    uint32_t *idx = st->idx;
+    size_t mask = st->imask;
+    size_t off = (size_t)idx[f & mask] << 3; /* the oldest seq's entry */
+    const store_ent *e = ent_at(st, off);
+    bool last = hgone == m->nrep;
+    size_t nhead = head;
+    if (last) {
+        /* The read end moves past the message's last entry, e (a repeat: nrep > 0). */
+        nhead = off + sizeof(store_ent);
+        if (st->wrapped && (off < head || nhead == st->rend)) {
+            return false;
+        }
+    }
+    uint32_t cost = (uint32_t)len + TRACE_RECORD_OVERHEAD;
+    uint64_t bytes = st->bytes - m->cost + cost;
+    size_t size = store_msg_size(len);
+    if (bytes > st->max_bytes || (st->wrapped ? nhead : st->rcap) - tail < size) {
+        return false;
+    }
+    trace_peer *old = e->peer;
+    uint64_t key = v->key;
+    /* (The oldest's slot is read before the new seq's is written: the same one when the index
+     * holds exactly count slots.) */
+    idx[(f + count) & mask] = (uint32_t)(tail >> 3);
+    trace_peer_unref(&old);
+    if (last) {
+        msg_release(m); /* (one message out, one in: mcount stays) */
+        st->rhead = nhead;
+        hgone = 0;
+    } else {
+        hgone++;
+        st->mcount++;
+    }
+    st->hgone = hgone;
+    st->rtail = tail + size;
+    st->newest = tail;
+    st->first_seq = f + 1;
+    st->dropped++;
+    st->bytes = bytes;
+    st->key = key;
+    *seq = f + count;
+    store_msg *n = (store_msg *)(void *)(ring + tail);
+    store_msg_fill(n, v, size, v->peer ? trace_peer_ref(v->peer) : NULL,
+                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost);
+    copy_small((unsigned char *)(n + 1), src, len);
+    return true;
+}
+
+/* trace_store_append_general() where append_steady_grouped() declined the record. */
+static __attribute__((noinline)) uint64_t append_general_parts(trace_store *st,
+                                                               const trace_rec_view *v)
+{
+    uint64_t seq;
+    (void)append_parts(st, v, false, &seq);
+    return seq;
+}
+
+/* A dispatcher of its own (each way out of line), so that the usual fan-out case pays for no
+ * more registers than it uses. */
 uint64_t trace_store_append_general(trace_store *st, const trace_rec_view *v)
 {
     uint64_t seq;
-    prefetch_evictions(st);
-    (void)append_parts(st, v, false, &seq);
-    return seq;
+    size_t len;
+    const void *src = trace_rec_view_data(v, &len);
+    return append_steady_grouped(st, v, src, len, &seq) ? seq : append_general_parts(st, v);
 }
 
 uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v)
@@ -416,13 +536,16 @@ static bool evict_for_repeat(trace_store *st)
     if (st->count == 1) {
         return false;
     }
-    drop_oldest(st);
+    evict(st);
     return true;
 }
 
-/* The evictions an append of a record of this cost needs (make_room(): the usual one first, a
- * full ring's oldest), as long as the message repeated stays held; false where it would not. */
-static bool room_for_repeat(trace_store *st, uint32_t cost)
+/* Appends one repeat of the newest message (its cost given) for peer (a reference that moves in)
+ * with flags, after the evictions an append of a record of this cost needs (make_room(): a full
+ * store's oldest first, then the budget's, then an index or ring without memory's), as long as
+ * the message repeated stays held; false (nothing taken) where it would not. */
+static inline __attribute__((always_inline)) bool append_repeat(trace_store *st, uint32_t cost,
+                                                                trace_peer *peer, uint8_t flags)
 {
     if (st->count == st->limit && !evict_for_repeat(st)) {
         return false;
@@ -432,101 +555,125 @@ static bool room_for_repeat(trace_store *st, uint32_t cost)
             return false;
         }
     }
-    return st->count < st->cap || (st->cap < st->limit && grow(st)) || evict_for_repeat(st);
-}
-
-/* Writes n repeat seqs (of message no, with flags) over the n slots from q on, evicting the
- * records they held: the peers' references move in, the evicted ones are dropped. */
-static inline void overwrite_seqs(store_seq *q, trace_peer *const *p, size_t n, uint32_t no,
-                                  uint8_t flags)
-{
-    for (store_seq *end = q + n; q < end; q++, p++) {
-        trace_peer *old = q->peer;
-        q->peer = *p;
-        q->msg = no;
-        q->flags = flags;
-        trace_peer_unref(&old);
+    if (st->count > st->imask && !index_room(st, 1)) {
+        return false;
     }
+    size_t off;
+    size_t room = (st->wrapped ? st->rhead : st->rcap) - st->rtail;
+    if (room >= sizeof(store_ent)) {
+        off = st->rtail;
+        st->rtail = off + sizeof(store_ent);
+    } else if ((off = ring_reserve(st, sizeof(store_ent), 1)) == SIZE_MAX) {
+        return false;
+    }
+    size_t moff = st->newest; /* (after any rebuild) */
+    store_ent *e = ent_at(st, off);
+    *e = (store_ent){.word = store_rep_word(moff), .flags = flags, .peer = peer};
+    msg_at(st, moff)->nrep++;
+    uint64_t s = st->first_seq + st->count;
+    st->idx[s & st->imask] = (uint32_t)(off >> 3);
+    st->count++;
+    st->bytes += cost;
+    return true;
 }
 
-/* The steady state of trace_store_append_repeats(), in a store full at its limit and capacity
- * holding two records or more: while its budget holds the repeat in place of the oldest record,
- * each repeat evicts the oldest record and takes its slot (in a full ring the next seq's slot is
- * the oldest's). It goes by the oldest message: the seqs of one message evicted in a row change
- * the byte count by the same amount each, so how many the budget allows is one division, and
- * the message's count of seqs and the one repeated (nm, numbered no) change once per message,
- * not per receiver; what is left per receiver is its slot, in at most two runs of consecutive
- * slots (the ring wraps once at most). A message whose last record goes is released; the message
- * repeated never is (more than one record is held, and its newest stays). Returns how many of
- * peers[0..n) it appended; the caller appends the rest the general way. */
-static inline size_t replace_oldest(trace_store *st, store_msg *nm, uint32_t no,
-                                    trace_peer *const *peers, size_t n, uint8_t flags)
+/* The oldest message's last seq, whose entry is at off, is gone: releases the message and moves
+ * the read end past that entry. */
+static void oldest_msg_gone(trace_store *st, size_t off)
 {
-    const uint32_t cost = nm->cost;
-    const size_t cap = st->cap;
-    size_t head = st->shead;
-    uint64_t bytes = st->bytes;
-    size_t k = 0;
-    while (k < n) {
-        store_msg *om = &st->mring[st->mhead];
-        size_t run = n - k;
-        if (om != nm && om->nseq < run) {
-            run = om->nseq; /* then the next message is the oldest */
+    store_msg *m = msg_at(st, st->rhead);
+    const store_ent *last = ent_at(st, off);
+    size_t end = off + store_ent_size(last);
+    if (st->wrapped && (off < st->rhead || end == st->rend)) {
+        st->wrapped = false;
+        if (end == st->rend) {
+            end = 0;
         }
-        if (run > cap) {
-            run = cap; /* (only the message repeated is held: a round of the ring at a time) */
-        }
-        /* Each repeat in place of one of om's seqs: bytes - om->cost + cost, within the budget
-         * as long as it does not grow past it (bytes <= max_bytes holds between appends). */
+    }
+    msg_release(m);
+    st->mcount--;
+    st->hgone = 0;
+    st->rhead = end;
+}
+
+/* The steady state of trace_store_append_repeats(), in a store full at its limit: while its
+ * budget holds the repeat in place of the oldest record and the ring has room for it at its
+ * write end, each repeat evicts the oldest record. It goes by the oldest message: the seqs of
+ * one message evicted in a row change the byte count by the same amount each, so how many the
+ * budget allows is one division, and the message's release (when its last seq goes) and the
+ * read end's move happen once per message, not per receiver; what is left per receiver is its
+ * evicted peer, its entry and its index slot. Stops at the message repeated itself (a store that
+ * holds nothing else). The repeats (of the message at moff) get flags, the n-th last_flags.
+ * Returns how many of peers[0..n) it appended; the caller appends the rest the general way. */
+static size_t replace_oldest(trace_store *st, size_t moff, uint32_t cost, trace_peer *const *peers,
+                             size_t n, uint8_t flags, uint8_t last_flags)
+{
+    unsigned char *const ring = st->ring;
+    uint32_t *const idx = st->idx;
+    const size_t mask = st->imask, count = st->count;
+    uint64_t first = st->first_seq;
+    size_t tail = st->rtail, k = 0;
+    /* Every repeat entry's first 8 bytes are the same: written from this one. */
+    const store_ent rep = {.word = store_rep_word(moff), .flags = flags};
+    while (k < n && st->rhead != moff) {
+        size_t head = st->rhead;
+        const store_msg *om = msg_at(st, head);
+        size_t left = (size_t)om->nrep + 1 - st->hgone; /* om's seqs still held */
+        size_t run = n - k < left ? n - k : left;
         if (cost > om->cost) {
-            uint64_t fit = (st->max_bytes - bytes) / (cost - om->cost);
+            /* Within the budget as long as it does not grow past it (bytes <= max_bytes holds
+             * between appends). */
+            uint64_t fit = (st->max_bytes - st->bytes) / (cost - om->cost);
             run = fit < run ? (size_t)fit : run;
-            if (run == 0) {
-                break;
-            }
         }
-        bytes = bytes - (uint64_t)run * om->cost + (uint64_t)run * cost;
-        if (om != nm) {
-            nm->nseq += (uint32_t)run;
-            om->nseq -= (uint32_t)run;
-            if (om->nseq == 0) {
-                msg_release_oldest(st); /* (it reads and advances the message ring only) */
-            }
+        size_t room = ((st->wrapped ? head : st->rcap) - tail) / sizeof(store_ent);
+        run = room < run ? room : run;
+        if (run == 0) {
+            break;
         }
-        size_t first = cap - head < run ? cap - head : run; /* up to the end of the ring */
-        overwrite_seqs(st->sring + head, peers + k, first, no, flags);
-        if (first < run) {
-            overwrite_seqs(st->sring, peers + k + first, run - first, no, flags);
+        st->bytes = st->bytes - (uint64_t)run * om->cost + (uint64_t)run * cost;
+        size_t off = 0;
+        store_ent *e = (store_ent *)(void *)(ring + tail);
+        for (size_t i = 0; i < run; i++) {
+            /* The evicted seq's slot is read before the new seq's is written (the same one when
+             * the index holds exactly count slots). */
+            off = (size_t)idx[(first + i) & mask] << 3;
+            trace_peer *old = ent_at(st, off)->peer;
+            memcpy(&e[i], &rep, offsetof(store_ent, peer));
+            e[i].peer = peers[k + i];
+            idx[(first + count + i) & mask] = (uint32_t)((tail >> 3) + 2 * i);
+            trace_peer_unref(&old);
         }
+        tail += run * sizeof(store_ent);
+        first += run;
         k += run;
-        head = head + run >= cap ? head + run - cap : head + run;
+        if (run < left) {
+            st->hgone += run;
+            break; /* (n reached, or the budget or the ring stops it: the general way goes on) */
+        }
+        oldest_msg_gone(st, off);
     }
-    st->shead = head;
-    st->bytes = bytes;
-    st->first_seq += k;
+    if (k == n) {
+        /* The n-th is the newest record, written last. */
+        ((store_ent *)(void *)(ring + tail - sizeof(store_ent)))->flags = last_flags;
+    }
+    msg_at(st, moff)->nrep += (uint32_t)k;
+    st->rtail = tail;
+    st->first_seq = first;
     st->dropped += k;
     return k;
 }
 
-/* trace_store_append_repeats() from peers[k] on, the general way: room made for each (the
- * evictions an append needs, as long as the message repeated stays held). */
-static size_t append_repeats_slow(trace_store *st, uint32_t no, trace_peer *const *peers, size_t k,
-                                  size_t n, uint8_t flags, uint8_t last_flags)
+/* trace_store_append_repeats() from peers[k] on, one by one (append_repeat()). */
+static __attribute__((noinline)) size_t append_repeats_slow(trace_store *st, uint32_t cost,
+                                                            trace_peer *const *peers, size_t k,
+                                                            size_t n, uint8_t flags,
+                                                            uint8_t last_flags)
 {
-    uint32_t cost = msg_of(st, no)->cost;
     for (; k < n; k++) {
-        /* (A full ring at its limit is full at its capacity too.) */
-        if ((st->count == st->cap || st->bytes + cost > st->max_bytes) &&
-            !room_for_repeat(st, cost)) {
-            return k;
+        if (!append_repeat(st, cost, peers[k], k == n - 1 ? last_flags : flags)) {
+            break;
         }
-        store_seq *q = &st->sring[wrap(st, st->shead, st->count)];
-        q->peer = peers[k];
-        q->msg = no;
-        q->flags = k == n - 1 ? last_flags : flags;
-        msg_of(st, no)->nseq++; /* (room_for_repeat() may have moved it: grow()) */
-        st->count++;
-        st->bytes += cost;
     }
     return k;
 }
@@ -538,21 +685,19 @@ size_t trace_store_append_repeats(trace_store *st, uint64_t key, const trace_str
     if (st->count == 0 || n == 0 || key == 0 || st->key != key) {
         return 0;
     }
-    store_msg *nm = newest_msg(st);
+    const store_msg *nm = msg_at(st, st->newest);
     if (nm->uri != uri || nm->pc_ns != pc_ns) {
         return 0;
     }
-    uint32_t no = st->mfirst + (uint32_t)(st->mcount - 1);
+    uint32_t cost = nm->cost;
     size_t k = 0;
-    if (st->count == st->limit && st->count == st->cap && st->count >= 2) {
-        k = replace_oldest(st, nm, no, peers, n, flags);
+    if (st->count == st->limit && st->count >= 2) {
+        k = replace_oldest(st, st->newest, cost, peers, n, flags, last_flags);
         if (k == n) {
-            /* The n-th is the newest record, just before the head of the full ring. */
-            st->sring[(st->shead ? st->shead : st->cap) - 1].flags = last_flags;
             return n;
         }
     }
-    return append_repeats_slow(st, no, peers, k, n, flags, last_flags);
+    return append_repeats_slow(st, cost, peers, k, n, flags, last_flags);
 }
 
 uint64_t trace_store_skip_n(trace_store *st, uint64_t n)
@@ -582,23 +727,24 @@ const trace_record *trace_store_get(const trace_store *st, uint64_t seq, trace_r
     if (seq < st->first_seq || seq - st->first_seq >= st->count) {
         return NULL;
     }
-    const store_seq *q = &st->sring[(st->shead + (size_t)(seq - st->first_seq)) % st->cap];
-    const store_msg *m = msg_of(st, q->msg);
+    const store_ent *e = ent_at(st, seq_off(st, seq));
+    const store_msg *m = store_ent_is_rep(e) ? msg_at(st, store_rep_moff(e))
+                                             : (const store_msg *)(const void *)e;
     out->seq = seq;
     out->pc_ns = m->pc_ns;
     out->ts_ns = m->ts_ns;
-    out->peer = q->peer;
+    out->peer = e->peer;
     out->uri = m->uri;
     out->wire = m->wire;
-    out->bytes = m->bytes;
+    out->bytes = m->len ? (const unsigned char *)(m + 1) : NULL;
     out->dropped = m->dropped;
     memcpy(out->ser_bytes, m->ser_bytes, sizeof(out->ser_bytes));
     out->len = m->len;
     memcpy(out->corr, m->corr, TRACE_UUID_LEN);
-    out->dir = m->dir;
-    out->msg_type = m->msg_type;
-    out->wire_ser = m->wire_ser;
-    out->flags = q->flags;
+    out->dir = m->h.dir;
+    out->msg_type = m->h.msg_type;
+    out->wire_ser = m->h.wire_ser;
+    out->flags = e->flags;
     return out;
 }
 
@@ -649,7 +795,8 @@ uint64_t trace_store_bytes(const trace_store *st)
 
 size_t trace_store_alloc_bytes(const trace_store *st)
 {
-    return st->cap * (sizeof(store_seq) + sizeof(store_msg)) + st->bcap;
+    return (st->ring ? st->rcap + STORE_PREFETCH_BYTES : 0) +
+           (st->idx ? (st->imask + 1) * sizeof(uint32_t) : 0);
 }
 
 size_t trace_store_limit(const trace_store *st)

@@ -5,14 +5,15 @@
  * keeps + TRACE_RECORD_OVERHEAD; appending beyond either bound drops the oldest records, which
  * are counted in `dropped`. Records held are always the contiguous seq range
  * [first_seq, next_seq), so locating a seq is index arithmetic (O(1)).
- * A record is held as a small seq entry (its peer and correlation flags) and a message entry
- * (everything else); a fan-out's receivers (trace_store_append_repeats()) share one message
- * entry, so a repeat costs a seq entry and a reference on its peer. Both rings start small and
- * double, up to `limit` entries: steady-state appends allocate nothing. The bytes a record keeps
- * (a received message, a sent one of at most TRACE_STORE_COPY_MAX bytes, a message without its
- * payload) are copied into a byte ring of the store's, 2 to 4 times what it holds (rebuilt larger
- * or smaller as that changes, at most once a round in steady state): no allocation per record
- * either, and the copy counts in each store that keeps the message.
+ * A record is held as an entry written once in the store's ring: a message entry (a header
+ * with its peer, correlation flags, clocks, type, sizes, correlation and URI, then the bytes it
+ * keeps, inline) or, for a fan-out's further receivers (trace_store_append_repeats()), a 16-byte
+ * repeat entry (peer, flags) after its message entry, which they share; an index of a 32-bit
+ * offset per seq locates a record. The bytes a record keeps (a received message, a sent one of
+ * at most TRACE_STORE_COPY_MAX bytes, a message without its payload) count in each store that
+ * keeps the message. The ring is rebuilt 1.25 to 4 times what it holds (larger or smaller as that
+ * changes, at most once a round in steady state) and the index doubles up to `limit` seqs:
+ * steady-state appends allocate nothing.
  * Ownership: the store owns every record it holds (their references included). Service thread
  * only. */
 #ifndef TRACE_STORE_H
@@ -24,7 +25,7 @@
 
 #include "trace_record.h"
 
-/* Messages of at most this many bytes are kept as copies in a store's byte ring; the capture
+/* Messages of at most this many bytes are kept as copies in a store's entries; the capture
  * path passes larger sent ones as a reference on the router's buffer (trace_record.wire). */
 #define TRACE_STORE_COPY_MAX 4096
 
@@ -40,7 +41,7 @@ trace_store *trace_store_new(size_t limit, uint64_t max_bytes);
 void trace_store_free(trace_store *st);
 
 /* Consumes *rec (its references move into the store and its pointers become NULL; its borrowed
- * `bytes`, if any, are copied into the store's byte ring), gives it the next seq and returns that
+ * `bytes`, if any, are copied into the store's entry), gives it the next seq and returns that
  * seq. Never fails; instead, records are dropped (and counted in dropped):
  *   - a record whose cost alone exceeds max_bytes is dropped, and so is every older record
  *     (held seqs stay contiguous, so nothing older than a dropped record can remain);
@@ -49,7 +50,7 @@ void trace_store_free(trace_store *st);
 uint64_t trace_store_append_take(trace_store *st, trace_record *rec);
 
 /* The same for a record given by its parts (borrowed: trace_rec_view), written straight into
- * its slot: references taken on its peer and uri, its bytes copied into the byte ring (v->bytes,
+ * its slot: references taken on its peer and uri, its bytes copied into its entry (v->bytes,
  * or v->wire's bytes when at most TRACE_STORE_COPY_MAX), a larger v->wire referenced. v->seq and
  * v->key are not read. Returns the record's seq. */
 uint64_t trace_store_append_view(trace_store *st, const trace_rec_view *v);
@@ -97,7 +98,7 @@ size_t trace_store_records(const trace_store *st);     /* held now */
 size_t trace_store_messages(const trace_store *st);    /* message entries they share */
 uint64_t trace_store_dropped(const trace_store *st);   /* discarded by limit / max_bytes */
 uint64_t trace_store_bytes(const trace_store *st);     /* sum of trace_record_cost() held */
-/* Bytes the store's rings take (seq and message entries, and the byte ring); what it counts
+/* Bytes the store's ring and index take; what it counts
  * against max_bytes is trace_store_bytes(). */
 size_t trace_store_alloc_bytes(const trace_store *st);
 size_t trace_store_limit(const trace_store *st);

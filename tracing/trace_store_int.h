@@ -14,69 +14,110 @@
 #include "trace_store.h"
 #include "wamp_buf.h"
 
-/* One held record: its peer (a reference) and flags, and the number of its message. */
-typedef struct store_seq {
-    trace_peer *peer;
-    uint32_t msg;
-    uint8_t flags;
-} store_seq;
+/* store_ent.word of a repeat entry has this bit set (a message entry's, its size, is even). */
+#define STORE_REP_BIT 1u
 
-/* One message, shared by the seqs that point to it (nseq of them, oldest first). */
-typedef struct store_msg {
-    uint64_t pc_ns;
-    uint64_t ts_ns;
-    trace_str *uri;             /* reference */
-    wamp_buf *wire;             /* reference */
-    const unsigned char *bytes; /* the byte ring's copy */
-    const char *dropped;
-    uint32_t ser_bytes[WAMP_SER_COUNT];
-    uint32_t len;  /* of bytes */
-    uint32_t cost; /* what each of its seqs counts against max_bytes */
-    uint32_t nseq;
-    uint8_t corr[TRACE_UUID_LEN];
+/* The head of every entry in the ring (8-byte aligned), and the whole of a repeat entry. */
+typedef struct store_ent {
+    /* A message entry: its size in bytes (header and bytes, a multiple of 8). A repeat entry:
+     * the offset / 8 of its message entry, shifted left by one, with STORE_REP_BIT. */
+    uint32_t word;
+    /* (Message entries:) these three and flags in trace_rec_view's order, copied at once. */
     uint8_t dir;
     uint8_t msg_type;
     uint8_t wire_ser;
+    uint8_t flags;    /* TRACE_CORR_* of its seq */
+    trace_peer *peer; /* reference; NULL once its seq is dropped */
+} store_ent;
+
+_Static_assert(offsetof(store_ent, flags) == offsetof(store_ent, dir) + 3 &&
+                       offsetof(trace_rec_view, msg_type) == offsetof(trace_rec_view, dir) + 1 &&
+                       offsetof(trace_rec_view, wire_ser) == offsetof(trace_rec_view, dir) + 2 &&
+                       offsetof(trace_rec_view, flags) == offsetof(trace_rec_view, dir) + 3,
+               "dir, msg_type, wire_ser, flags: one copy");
+
+static inline bool store_ent_is_rep(const store_ent *e)
+{
+    return e->word & STORE_REP_BIT;
+}
+
+/* The offset of a repeat entry's message entry. */
+static inline size_t store_rep_moff(const store_ent *e)
+{
+    return (size_t)(e->word >> 1) << 3;
+}
+
+/* The word of a repeat entry of the message entry at moff. */
+static inline uint32_t store_rep_word(size_t moff)
+{
+    return (uint32_t)((moff >> 3) << 1) | STORE_REP_BIT;
+}
+
+/* Bytes of the entry e. */
+static inline size_t store_ent_size(const store_ent *e)
+{
+    return store_ent_is_rep(e) ? sizeof(store_ent) : e->word;
+}
+
+/* A message entry: one seq's record, and the message its repeats share. The bytes it keeps
+ * (len of them) follow it in the ring, padded to 8. What an eviction reads comes first. */
+typedef struct store_msg {
+    store_ent h;
+    trace_str *uri; /* reference */
+    wamp_buf *wire; /* reference */
+    uint32_t cost;  /* what each of its seqs counts against max_bytes */
+    uint32_t nrep;  /* repeat entries after it */
+    uint32_t len;   /* of the bytes that follow */
+    const char *dropped;
+    uint64_t pc_ns;
+    uint64_t ts_ns;
+    uint32_t ser_bytes[WAMP_SER_COUNT];
+    uint8_t corr[TRACE_UUID_LEN];
 } store_msg;
 
+_Static_assert(sizeof(store_ent) == 16 && sizeof(store_msg) % 8 == 0, "entries stay 8-aligned");
+/* A record's entry and its index slot fit in what it counts against max_bytes, whatever the
+ * padding of its bytes (the budget bounds the ring's live bytes). */
+_Static_assert(sizeof(store_msg) + 7 + sizeof(uint32_t) <= TRACE_RECORD_OVERHEAD,
+               "a message entry fits in TRACE_RECORD_OVERHEAD");
+
 struct trace_store {
-    store_seq *sring; /* cap slots; count held start at shead */
-    store_msg *mring; /* cap slots; mcount held start at mhead, numbered from mfirst */
-    size_t cap;
-    size_t shead;
-    size_t count;
-    size_t mhead;
-    size_t mcount;
-    uint32_t mfirst;
+    /* The ring: rcap bytes (a multiple of 4096, or 0 before the first append); live entries from
+     * rhead to rtail, through rend and around from 0 when wrapped (an entry never wraps: one
+     * that does not fit before the end starts at the front, and the end's rest is skipped). */
+    unsigned char *ring;
+    size_t rcap;
+    size_t rhead; /* the oldest message entry: the oldest held seq's message */
+    size_t rtail;
+    size_t rend;
+    bool wrapped;
+    /* The index: the offset / 8 of seq s's entry is idx[s & imask]; imask + 1 (a power of two,
+     * 0 before the first append) >= count. */
+    uint32_t *idx;
+    size_t imask;
+    size_t count; /* held seqs: [first_seq, first_seq + count) */
     size_t limit;
     uint64_t max_bytes;
     uint64_t first_seq;
     uint64_t dropped;
     uint64_t bytes;
-    /* The byte ring: bcap bytes; live copies from bhead (inclusive) to btail, through bend and
-     * around from 0 when wrapped; bused bytes in copies (every copy has at least one byte:
-     * bused is 0 exactly when none is live). */
-    unsigned char *bring;
-    size_t bcap;
-    size_t bhead;
-    size_t btail;
-    size_t bend;
-    size_t bused;
-    bool bwrapped;
+    size_t mcount; /* message entries held */
+    size_t hgone;  /* seqs of the oldest message already dropped (its own, then its repeats) */
+    size_t newest; /* offset of the newest message entry (count > 0) */
     /* The key of the newest message (trace_rec_view.key; 0: none): a fan-out's repeats of that
-     * message point to it (trace_store_append_repeats()). */
+     * message follow it (trace_store_append_repeats()). */
     uint64_t key;
 };
 
-/* i + n wrapped into the rings (i < cap, n <= cap). */
-static inline size_t wrap(const trace_store *st, size_t i, size_t n)
+/* Bytes of a message entry keeping len bytes. */
+static inline size_t store_msg_size(size_t len)
 {
-    size_t j = i + n;
-    return j >= st->cap ? j - st->cap : j;
+    return sizeof(store_msg) + ((len + 7) & ~(size_t)7);
 }
 
-/* Prefetch distance, in entries ahead of the oldest (see prefetch_evictions()). */
-#define PREFETCH_SLOTS 24
+/* Prefetch distance, in bytes ahead of the ring's read and write ends; the ring's allocation
+ * has this many bytes more than its capacity, so that such a prefetch stays within it. */
+#define STORE_PREFETCH_BYTES 2048
 
 /* memcpy(d, s, n) (n > 0), without a call into the C library for the usual small message: up to
  * 64 bytes as at most two overlapping 32-byte (or smaller) moves. */
@@ -102,121 +143,98 @@ static inline void copy_small(unsigned char *d, const void *s, size_t n)
     memcpy(d, s, n);
 }
 
-/* A store that evicts keeps evicting: each append releases the oldest record, whose entries
- * were last touched a whole ring ago and are out of cache. Requesting them a few appends early
- * overlaps those misses with the work between appends. (What they point to is warm: the peer is
- * per session, the URI the hub's interned one, the bytes in the byte ring are not read.) A
- * prefetch never faults. prefetch_ahead() requests the seq and message entries PREFETCH_SLOTS
- * after sh and mh in rings of cap > PREFETCH_SLOTS. Inline, not a function of its own: GCC
- * deems a function of nothing but prefetches pure and deletes the call. */
-static inline __attribute__((always_inline)) void prefetch_ahead(const trace_store *st, size_t cap,
-                                                                 size_t sh, size_t mh)
+/* A store that evicts keeps evicting: each append reads the oldest entry and writes the new one
+ * at the write end, both last touched about a round of the ring ago and out of cache. Requesting
+ * the lines STORE_PREFETCH_BYTES ahead of both ends (not wrapped: past the end, the allocation's
+ * spare bytes) overlaps those misses with the work between appends; a prefetch never faults.
+ * Inline, not a function of its own: GCC deems a function of nothing but prefetches pure and
+ * deletes the call. */
+static inline __attribute__((always_inline)) void store_prefetch(const unsigned char *ring,
+                                                                 size_t head, size_t tail)
 {
-    size_t ps = sh + PREFETCH_SLOTS, pm = mh + PREFETCH_SLOTS;
-    const char *m = (const char *)&st->mring[pm >= cap ? pm - cap : pm];
-    __builtin_prefetch(&st->sring[ps >= cap ? ps - cap : ps], 0, 3);
-    __builtin_prefetch(m, 1, 3);
-    __builtin_prefetch(m + sizeof(store_msg) - 1, 1, 3);
+    __builtin_prefetch(ring + head + STORE_PREFETCH_BYTES, 0, 3);
+    __builtin_prefetch(ring + tail + STORE_PREFETCH_BYTES, 1, 3);
 }
 
-/* prefetch_ahead() from the store's heads, in a store that evicts (holding more than the
- * prefetch distance: the entries prefetched are held ones). */
-static inline __attribute__((always_inline)) void prefetch_evictions(const trace_store *st)
-{
-    if (st->dropped && st->count > PREFETCH_SLOTS) {
-        prefetch_ahead(st, st->cap, st->shead, st->mhead);
-    }
-}
-
-/* Writes the new message entry m (its one seq to come) of v's parts: uri and wire references
- * the entry now owns, bytes the byte ring's copy of len bytes (NULL: none kept). */
+/* Writes the message entry m (size bytes, its one seq's peer and flags) of v's parts: peer, uri
+ * and wire references the entry now owns, len bytes kept (copied after it by the caller). */
 static inline __attribute__((always_inline)) void
-store_msg_fill(store_msg *m, const trace_rec_view *v, trace_str *uri, wamp_buf *wire,
-               const unsigned char *bytes, uint32_t len, uint32_t cost, uint8_t wire_ser)
+store_msg_fill(store_msg *m, const trace_rec_view *v, size_t size, trace_peer *peer, trace_str *uri,
+               wamp_buf *wire, uint32_t len, uint32_t cost)
 {
-    m->pc_ns = v->pc_ns;
-    m->ts_ns = v->ts_ns;
+    m->h.word = (uint32_t)size;
+    memcpy(&m->h.dir, (const unsigned char *)v + offsetof(trace_rec_view, dir), 4);
+    m->h.peer = peer;
     m->uri = uri;
     m->wire = wire;
-    m->bytes = bytes;
-    m->dropped = v->dropped;
-    memcpy(m->ser_bytes, v->ser_bytes, sizeof(m->ser_bytes));
-    m->len = len;
     m->cost = cost;
-    m->nseq = 1;
+    m->nrep = 0;
+    m->len = len;
+    m->dropped = v->dropped;
+    m->pc_ns = v->pc_ns;
+    m->ts_ns = v->ts_ns;
+    memcpy(m->ser_bytes, v->ser_bytes, sizeof(m->ser_bytes));
     if (v->flags & TRACE_CORR_HAS) {
         memcpy(m->corr, v->corr, TRACE_UUID_LEN);
     } else {
         memset(m->corr, 0, TRACE_UUID_LEN);
     }
-    m->dir = v->dir;
-    m->msg_type = v->msg_type;
-    m->wire_ser = wire_ser;
 }
 
 /* trace_store_append_view()'s steady state, which is every append of a flight recorder that has
- * run a while: the store full at its limit, so the append evicts the oldest record and takes its
- * seq slot (in a full ring the next seq's slot is the oldest's); the oldest message not shared
- * by another record, so it goes with it; a small message, copied, that fits after the byte
- * ring's tail; the budget holding the record in place of the oldest. Every condition is tested
- * before anything changes, the positions read once into locals (a store through a uint64_t
- * field may alias the store's own fields, so the general path reloads them at every step).
- * false: nothing done, the general way (trace_store_append_view()) appends it. */
+ * run a while: the store full at its limit, so the append evicts the oldest record; that record
+ * a message without repeats, so its entry at the ring's read end goes with it; a small message,
+ * copied into its entry, which fits at the write end once the oldest is gone (without wrapping);
+ * the budget holding the record in place of the oldest. Every condition is tested before
+ * anything changes, the positions read once into locals (a store through the entry may alias the
+ * store's own fields). false: nothing done, the general way (trace_store_append_general())
+ * appends it. */
 static inline __attribute__((always_inline)) bool
 trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *src, size_t len,
                           uint64_t *seq)
 {
-    size_t cap = st->cap;
-    if (st->count != cap || cap != st->limit || len == 0 || len > TRACE_STORE_COPY_MAX) {
+    size_t count = st->count;
+    if (count != st->limit || len - 1 >= TRACE_STORE_COPY_MAX) { /* (len 0 wraps) */
         return false;
     }
-    size_t sh = st->shead, mh = st->mhead, mcount = st->mcount;
-    if (cap > PREFETCH_SLOTS) {
-        prefetch_ahead(st, cap, sh, mh);
-    }
-    store_seq *q = &st->sring[sh];
-    store_msg *m = &st->mring[mh]; /* the oldest message: the oldest seq's */
+    unsigned char *ring = st->ring;
+    size_t head = st->rhead, tail = st->rtail, rcap = st->rcap;
+    bool wrapped = st->wrapped;
+    store_prefetch(ring, head, tail);
+    store_msg *m = (store_msg *)(void *)(ring + head); /* the oldest message */
+    size_t nhead = head + m->h.word;
     uint32_t cost = (uint32_t)len + TRACE_RECORD_OVERHEAD;
     uint64_t bytes = st->bytes - m->cost + cost;
-    size_t bend = st->bwrapped ? st->bhead : st->bcap;
-    /* (Room after the tail as it is: releasing the oldest copy can only add to it; and other
-     * copies stay live, so the release does not move the tail back to the front.) */
-    if (m->nseq != 1 || bytes > st->max_bytes || bend - st->btail < len || st->bused <= m->len ||
-        !m->bytes) {
+    size_t size = store_msg_size(len);
+    /* Room at the write end once the oldest is gone: up to the end, or (wrapped) up to the
+     * next entry; the read end reaching the skipped rest of the ring is left to the general
+     * way. */
+    size_t room = (wrapped ? nhead : rcap) - tail;
+    if (m->nrep != 0 || bytes > st->max_bytes || room < size || (wrapped && nhead == st->rend)) {
         return false;
     }
-    /* Evict the oldest: its message (copy, URI, buffer) and its peer. */
-    st->bused -= m->len;
-    st->bhead = (size_t)(m->bytes - st->bring) + m->len;
-    if (st->bwrapped && st->bhead == st->bend) {
-        st->bhead = 0;
-        st->bwrapped = false;
-    }
-    trace_str_unref(&m->uri);
-    wamp_buf_unref(&m->wire);
-    trace_peer_unref(&q->peer);
-    uint32_t no = st->mfirst + (uint32_t)mcount; /* the new message's number */
-    st->mfirst++;
-    mh = mh + 1 == cap ? 0 : mh + 1;
-    st->mhead = mh;
-    /* The new message's slot: the oldest's own when no fan-out is held (mcount == cap). */
-    size_t mi = mh + mcount - 1;
-    m = &st->mring[mi >= cap ? mi - cap : mi];
-    unsigned char *d = st->bring + st->btail;
-    st->btail += len;
-    st->bused += len;
-    copy_small(d, src, len);
-    store_msg_fill(m, v, v->uri ? trace_str_ref(v->uri) : NULL, NULL, d, (uint32_t)len, cost,
-                   v->wire_ser);
-    q->peer = v->peer ? trace_peer_ref(v->peer) : NULL;
-    q->msg = no;
-    q->flags = v->flags;
-    st->shead = sh + 1 == cap ? 0 : sh + 1;
-    *seq = st->first_seq + cap;
+    trace_peer *old_peer = m->h.peer;
+    trace_str *old_uri = m->uri;
+    wamp_buf *old_wire = m->wire;
+    uint64_t s = st->first_seq + count;
+    uint32_t *slot = &st->idx[s & st->imask];
+    uint64_t key = v->key;
+    trace_peer_unref(&old_peer);
+    trace_str_unref(&old_uri);
+    wamp_buf_unref(&old_wire);
+    st->rhead = nhead;
+    st->rtail = tail + size;
+    st->newest = tail;
     st->first_seq++;
     st->dropped++;
     st->bytes = bytes;
-    st->key = v->key;
+    st->key = key;
+    *slot = (uint32_t)(tail >> 3);
+    *seq = s;
+    store_msg *n = (store_msg *)(void *)(ring + tail);
+    store_msg_fill(n, v, size, v->peer ? trace_peer_ref(v->peer) : NULL,
+                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost);
+    copy_small((unsigned char *)(n + 1), src, len);
     return true;
 }
 

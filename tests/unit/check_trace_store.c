@@ -4,6 +4,7 @@
 
 #include <check.h>
 
+#include "alloc_count.h"
 #include "trace_record.h"
 #include "trace_store.h"
 
@@ -516,6 +517,159 @@ START_TEST(test_repeat_refused_without_template)
 
 END_TEST
 
+/* Appends seq's received bytes (mixed_bytes()) as the capture path does, with peer; returns its
+ * seq. */
+static uint64_t append_mixed(trace_store *st, trace_peer *peer)
+{
+    unsigned char in[MIXED_MAX];
+    uint64_t seq = trace_store_next_seq(st);
+    trace_rec_view v = {.pc_ns = seq, .peer = peer, .dir = TRACE_RX, .wire_ser = WAMP_SER_JSON};
+    v.len = mixed_bytes(seq, in);
+    v.bytes = in;
+    ck_assert_uint_eq(trace_store_append_view(st, &v), seq);
+    return seq;
+}
+
+/* A fan-out's message stays held while any of its seqs is: messages appended to a full store
+ * evict its seqs one by one (its own first, then each repeat), each dropping its peer only, and
+ * the last one releases the message (its reference on the buffer); a rebuild of the ring while
+ * the fan-out is partly evicted moves its entries and keeps every record readable. */
+START_TEST(test_fanout_evicted_seq_by_seq)
+{
+    trace_peer *peers[4];
+    for (int i = 0; i < 4; i++) {
+        peers[i] = trace_peer_new(20 + (uint64_t)i, "realm1", "alice", "user");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wire = buf_of(TRACE_STORE_COPY_MAX + 1); /* referenced, not copied */
+    trace_store *st = trace_store_new(8, 1 << 20);
+    ck_assert_uint_eq(append_msg(st, wire, peers[0], uri, 5, TRACE_CORR_HAS, 1), 0);
+    trace_peer *run[5] = {peers[1], peers[2], peers[3], peers[0], peers[1]};
+    ck_assert_uint_eq(trace_store_append_repeats(st, 1, uri, 5, given(run, 5), 5, TRACE_CORR_HAS,
+                                                 TRACE_CORR_HAS | TRACE_CORR_LAST),
+                      5);
+    append_mixed(st, peers[2]); /* seqs 6, 7: the store is full */
+    append_mixed(st, peers[3]);
+    ck_assert_uint_eq(trace_store_records(st), 8);
+    ck_assert_uint_eq(trace_store_messages(st), 3);
+    ck_assert_uint_eq(trace_peer_refs(peers[0]), 3);
+    static unsigned char big[50000]; /* received: copied into its entry */
+    memset(big, 'b', sizeof(big));
+    for (uint64_t k = 0; k < 6; k++) {
+        if (k == 3) {
+            /* Larger than the ring has room for: rebuilt, the fan-out half evicted. */
+            trace_record r;
+            memset(&r, 0, sizeof(r));
+            r.peer = trace_peer_ref(peers[0]);
+            r.bytes = big;
+            r.len = sizeof(big);
+            ck_assert_uint_eq(trace_store_append_take(st, &r), 8 + k);
+        } else {
+            append_mixed(st, peers[0]);
+        }
+        /* Seq k is gone; the fan-out's seqs k + 1 .. 5 are held and read as before. */
+        ck_assert_uint_eq(trace_store_first_seq(st), k + 1);
+        ck_assert_uint_eq(wamp_buf_refs(wire), k < 5 ? 2 : 1);
+        ck_assert_uint_eq(trace_str_refs(uri), k < 5 ? 2 : 1);
+        ck_assert_uint_eq(trace_store_messages(st), (k < 5 ? 1u : 0u) + 2 + k + 1);
+        for (uint64_t s = k + 1; s <= 5; s++) {
+            const trace_record *h = trace_store_get(st, s, &(trace_record){0});
+            ck_assert_ptr_eq(h->peer, run[s - 1]);
+            ck_assert_ptr_eq(h->wire, wire);
+            ck_assert_ptr_eq(h->uri, uri);
+            ck_assert_uint_eq(h->pc_ns, 5);
+            ck_assert_uint_eq(h->flags, TRACE_CORR_HAS | (s == 5 ? TRACE_CORR_LAST : 0));
+        }
+        const trace_record *n = trace_store_get(st, 8 + k, &(trace_record){0});
+        ck_assert_ptr_eq(n->peer, peers[0]);
+        unsigned char want[MIXED_MAX];
+        size_t len, wlen = k == 3 ? sizeof(big) : mixed_bytes(8 + k, want);
+        const void *data = trace_record_data(n, &len);
+        ck_assert_uint_eq(len, wlen);
+        ck_assert_mem_eq(data, k == 3 ? big : want, k == 3 ? 64 : wlen);
+    }
+    ck_assert_uint_eq(trace_store_bytes(st),
+                      trace_store_records(st) * TRACE_RECORD_OVERHEAD + held_len(st));
+    trace_store_free(st);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
+#if ALLOC_COUNT_EVERY_MALLOC
+/* Steps of a mixed load into st: received messages of 1..MIXED_MAX bytes, and every few steps a
+ * sent one (one of wires[0..7), copied) followed by a fan-out of 1..7 further receivers. Returns
+ * how many appends did not go as they should (no assertion inside: Check's allocate). */
+static size_t mixed_load(trace_store *st, trace_peer *const *peers, trace_str *uri,
+                         wamp_buf *const *wires, uint64_t from, uint64_t steps)
+{
+    unsigned char in[MIXED_MAX];
+    size_t bad = 0;
+    for (uint64_t i = from; i < from + steps; i++) {
+        uint64_t seq = trace_store_next_seq(st);
+        if (i % 5) {
+            trace_rec_view v = {.pc_ns = seq, .peer = peers[i % 3], .dir = TRACE_RX};
+            v.len = mixed_bytes(seq, in);
+            v.bytes = in;
+            bad += trace_store_append_view(st, &v) != seq;
+            continue;
+        }
+        bad += append_msg(st, wires[i % 7], peers[0], uri, i, 0, i + 1) != seq;
+        trace_peer *run[7] = {peers[1], peers[2], peers[0], peers[1], peers[2], peers[0], peers[1]};
+        size_t n = 1 + i % 7;
+        bad += trace_store_append_repeats(st, i + 1, uri, i, given(run, n), n, 0, 0) != n;
+    }
+    return bad;
+}
+
+/* A full store that has come around its ring allocates nothing per record: appends evict
+ * (messages alone, fan-outs' seqs, their last ones), fan-outs replace the oldest, the ring
+ * wraps. (Registered where the counter sees every malloc.) */
+START_TEST(test_steady_state_allocates_nothing)
+{
+    alloc_count_install();
+    trace_peer *peers[3];
+    for (int i = 0; i < 3; i++) {
+        peers[i] = trace_peer_new(30 + (uint64_t)i, "realm1", "alice", "user");
+    }
+    trace_str *uri = trace_str_new("com.example.topic");
+    wamp_buf *wires[7];
+    for (size_t i = 0; i < 7; i++) {
+        wires[i] = buf_of(10 + i * 40);
+    }
+    trace_store *st = trace_store_new(500, UINT64_MAX);
+    size_t before = alloc_count_mallocs();
+    mixed_load(st, peers, uri, wires, 0, 20000);          /* fills, grows, comes down to size */
+    ck_assert_uint_gt(alloc_count_mallocs() - before, 0); /* the counter sees the store's */
+    before = alloc_count_mallocs();
+    size_t bad = mixed_load(st, peers, uri, wires, 20000, 20000);
+    ck_assert_uint_eq(alloc_count_mallocs() - before, 0);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_eq(trace_store_records(st), 500);
+    ck_assert_uint_eq(trace_store_bytes(st),
+                      trace_store_records(st) * TRACE_RECORD_OVERHEAD + held_len(st));
+    trace_store_free(st);
+    for (size_t i = 0; i < 7; i++) {
+        ck_assert_uint_eq(wamp_buf_refs(wires[i]), 1); /* copied: no reference kept */
+        wamp_buf_unref(&wires[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    trace_str_unref(&uri);
+}
+
+END_TEST
+#endif
+
 START_TEST(test_ring_growth_and_wraparound)
 {
     /* limit 1000: the ring grows 64, 128, ... 1000 and then wraps many times. */
@@ -648,6 +802,10 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_repeat_shares_message);
     tcase_add_test(tc, test_repeat_shares_copied_bytes);
     tcase_add_test(tc, test_repeat_refused_without_template);
+    tcase_add_test(tc, test_fanout_evicted_seq_by_seq);
+#if ALLOC_COUNT_EVERY_MALLOC
+    tcase_add_test(tc, test_steady_state_allocates_nothing);
+#endif
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
     tcase_add_test(tc, test_byte_ring_shrinks_after_a_burst);

@@ -43,6 +43,7 @@ typedef struct model_rec {
     uint8_t wire_ser;
     uint8_t flags;
     uint32_t cost;
+    uint64_t msg; /* the message it is a record of: its own step, or its repeat's template's */
 } model_rec;
 
 typedef struct model {
@@ -125,6 +126,11 @@ static void check_same(const trace_store *st, const model *m)
 {
     EXPECT(trace_store_next_seq(st) == m->next_seq, m->next_seq);
     EXPECT(trace_store_records(st) == m->n, m->next_seq);
+    size_t msgs = 0; /* (a message's records are consecutive) */
+    for (size_t i = 0; i < m->n; i++) {
+        msgs += i == 0 || m->recs[i].msg != m->recs[i - 1].msg;
+    }
+    EXPECT(trace_store_messages(st) == msgs, m->next_seq);
     EXPECT(trace_store_dropped(st) == m->dropped, m->next_seq);
     EXPECT(trace_store_bytes(st) == m->bytes, m->next_seq);
     for (size_t i = 0; i < m->n; i++) {
@@ -229,7 +235,8 @@ static void run(uint64_t seed, size_t limit, uint64_t max_bytes, size_t steps)
                 .msg_type = (uint8_t)(1 + rnd(70)),
                 .wire_ser = (uint8_t)(1 + rnd(3)),
                 .flags = (uint8_t)(rnd(3) ? TRACE_CORR_HAS | (rnd(4) ? 0 : TRACE_CORR_ANCHOR) : 0),
-                .cost = (uint32_t)(len + TRACE_RECORD_OVERHEAD)};
+                .cost = (uint32_t)(len + TRACE_RECORD_OVERHEAD),
+                .msg = step};
         for (int i = 0; i < WAMP_SER_COUNT; i++) {
             r.ser_bytes[i] = rnd(5000);
         }
