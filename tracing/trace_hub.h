@@ -10,7 +10,7 @@
  *         }
  *     }
  * and, for a fan-out's next receiver, trace_hub_repeat() first. A record is built only if at
- * least one trace keeps the message: rx bytes are copied into the byte ring of each in-memory
+ * least one trace keeps the message: rx bytes are copied into the ring of each in-memory
  * store that keeps them; tx records take a reference on the buffer the router already encoded;
  * persisted traces encode the message straight into their write buffer. It never renders JSON.
  * trace_hub_on_message() does match and record in one call (tests and bench-capture use it).
@@ -185,7 +185,7 @@ typedef struct trace_input {
      * it was encoded. */
     const wamp_buf *wire;
     /* rx: the received bytes (used when wire is NULL); each in-memory store keeping them copies
-     * them into its byte ring, a persisted trace into its write buffer. */
+     * them into its ring, a persisted trace into its write buffer. */
     const void *bytes;
     size_t len;
     /* The message as decoded (rx) or built (tx); NULL if the router could not decode it, or

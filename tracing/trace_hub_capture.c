@@ -140,7 +140,7 @@ static bool ser_is_valid(wamp_ser ser)
  *     are not kept (they could not be rendered anyway).
  *   - tx: a reference on the router's buffer (a store copies a small one, trace_store.h); rx:
  *     NULL with *as_given set: the record borrows the received bytes, which each store copies
- *     into its byte ring.
+ *     into its ring.
  *   - tx dropped before encoding: encoded here (rare), if it can be. */
 static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool known, wamp_ser *ser,
                             bool *as_given)
@@ -439,7 +439,7 @@ static bool bytes_as_given(const trace_ctx *c, const trace_input *in, bool known
 
 /* The message's record as a view, every part borrowed from the input: no trace_record, no
  * references, no copy of the bytes (a persisted trace's encoder copies them once into its write
- * buffer, an in-memory store into its byte ring). peer and uri are the shared objects the caller
+ * buffer, an in-memory store into its ring). peer and uri are the shared objects the caller
  * resolved. */
 static void view_of(const trace_ctx *c, const trace_input *in, trace_peer *peer, trace_str *uri,
                     trace_rec_view *r)

@@ -6,8 +6,8 @@
  *     of copying four fields.
  *   - trace_str: an immutable string (the action URI, or a marker's name). Every record of one
  *     action shares one.
- *   - the message bytes: in a store, a copy in its byte ring (`bytes`/`len`; trace_store.h: no
- *     allocation per record) for a received message and a sent one of at most
+ *   - the message bytes: in a store, a copy in the record's entry (`bytes`/`len`; trace_store.h:
+ *     no allocation per record) for a received message and a sent one of at most
  *     TRACE_STORE_COPY_MAX bytes, else `wire`: the very buffer the router encoded (a reference,
  *     no copy). CHALLENGE and AUTHENTICATE never keep wire bytes: they keep a re-encoded copy
  *     with the secret replaced by "***" (see trace_hub_capture.c). A trace without payload keeps
@@ -191,7 +191,7 @@ typedef struct trace_record {
     trace_str *uri;   /* action URI, marker name; NULL if none */
     wamp_buf *wire;   /* message bytes in wire_ser (markers: meta as JSON); NULL if none */
     /* Message bytes in wire_ser when wire is NULL (a received message), NULL if none: in a
-     * store, its byte ring's copy (owned by the store, valid as long as the record is held);
+     * store, the copy in its entry (owned by the store, valid as long as the record is held);
      * elsewhere borrowed (the router's input, for the duration of the capture call). Read both
      * through trace_record_data(). */
     const unsigned char *bytes;

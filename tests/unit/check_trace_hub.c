@@ -579,7 +579,7 @@ START_TEST(test_rx_bytes_copied_into_each_store)
     ck_assert_ptr_nonnull(ra);
     ck_assert_ptr_nonnull(rb);
     ck_assert_uint_eq(held(c), 0);
-    /* A copy in each store's byte ring, no buffer object; not the caller's memory. */
+    /* A copy in each store's ring, no buffer object; not the caller's memory. */
     size_t la, lb;
     const void *da = trace_record_data(ra, &la);
     const void *db = trace_record_data(rb, &lb);
@@ -614,7 +614,7 @@ START_TEST(test_rx_bytes_copied_into_each_store)
 
 END_TEST
 
-/* r keeps the bytes of wire (a small message: a copy in its store's byte ring, r->wire NULL),
+/* r keeps the bytes of wire (a small message: a copy in its store's ring, r->wire NULL),
  * the same copy as every other record checked with the same *shared (NULL before the first):
  * a fan-out's repeats borrow their message's one copy. */
 static void ck_keeps_copy(const trace_record *r, const wamp_buf *wire, const void **shared)
@@ -632,7 +632,7 @@ static void ck_keeps_copy(const trace_record *r, const wamp_buf *wire, const voi
 }
 
 /* A sent message of payload_len payload bytes recorded in two traces: a small one is copied into
- * each store's byte ring (the router's buffer gains no reference), one larger than
+ * each store's ring (the router's buffer gains no reference), one larger than
  * TRACE_STORE_COPY_MAX is referenced (no copy). */
 static void check_tx_keeps(size_t payload_len, bool copied)
 {

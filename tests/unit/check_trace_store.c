@@ -143,7 +143,7 @@ END_TEST
 
 START_TEST(test_byte_ring_shrinks_after_a_burst)
 {
-    /* A burst of large received messages grows the byte ring; once small ones replace them, the
+    /* A burst of large received messages grows the ring; once small ones replace them, the
      * ring is rebuilt small when its write end comes around, their bytes intact. */
     trace_store *st = trace_store_new(20, (uint64_t)1 << 30);
     static unsigned char big[100000];
@@ -424,7 +424,7 @@ END_TEST
 
 /* A small sent message is copied like received bytes (the caller's buffer only borrowed): its
  * fan-out's repeats share that one copy, which stays valid while any of them is held: through
- * evictions of the record that made it, rebuilds of the byte ring (other messages growing it)
+ * evictions of the record that made it, rebuilds of the ring (other messages growing it)
  * and wraps. */
 START_TEST(test_repeat_shares_copied_bytes)
 {
