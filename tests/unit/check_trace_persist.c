@@ -1889,6 +1889,156 @@ START_TEST(test_corrupt_block_reads_on)
 
 END_TEST
 
+/* --- records that refer to their block's last correlation UUID and message bytes ------------ */
+
+/* An RPC's records as the router makes them, in pairs: a CALL received, then its INVOCATION
+ * sent, with the same correlation UUID (one generator's: a fixed first half, the second half
+ * new for each action; every tenth action's first half another one) and the same arguments at
+ * the end of their bytes. Now and then: no UUID, an INVOCATION whose bytes are only the end of
+ * the CALL's or share no end with them, no bytes, a MessagePack size (not a short record), a ts
+ * that did not move as pc did, a drop reason. peers: three shared peers. */
+#define ACT_RECS 600
+#define ACT_SEG  20000
+
+static trace_record act_rec(uint64_t seq, trace_peer *const peers[3], trace_str *uri)
+{
+    static const uint8_t prefix[2][8] = {{0x6c, 0x1f, 0x93, 0x0a, 0x55, 0xe2, 0x47, 0x18},
+                                         {0x02, 0xb7, 0x5d, 0x31, 0xc9, 0x80, 0x4e, 0x66}};
+    uint64_t k = seq / 2;
+    bool call = seq % 2 == 0;
+    trace_record r;
+    memset(&r, 0, sizeof(r));
+    r.seq = seq;
+    r.pc_ns = PC0 + seq * 700;
+    r.ts_ns = TS0 + seq * 700 + (seq % 17 == 9 ? 3 : 0);
+    r.peer = trace_peer_ref(peers[seq % 3]);
+    r.uri = trace_str_ref(uri);
+    r.dir = call ? TRACE_RX : TRACE_TX;
+    r.msg_type = call ? 48 : 68;
+    r.wire_ser = WAMP_SER_JSON;
+    if (seq % 9 != 4) {
+        r.flags = TRACE_CORR_HAS | (call ? TRACE_CORR_ANCHOR : TRACE_CORR_LAST);
+        uint64_t z = (k + 1) * UINT64_C(0x9e3779b97f4a7c15);
+        z = (z ^ (z >> 31)) * UINT64_C(0xbf58476d1ce4e5b9);
+        memcpy(r.corr, prefix[k % 10 == 7], 8);
+        for (int i = 0; i < 8; i++) {
+            r.corr[8 + i] = (uint8_t)(z >> (8 * i));
+        }
+        r.corr[8] = (uint8_t)((r.corr[8] & 0x3fu) | 0x80u);
+    }
+    char args[80], text[160];
+    snprintf(args, sizeof(args), "[\"p%llu-%.*s\"]]", (unsigned long long)k, (int)(k % 40),
+             "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy");
+    if (call) {
+        snprintf(text, sizeof(text), "[48, %llu, {}, \"com.example.proc\", %s",
+                 (unsigned long long)k, args);
+    } else if (k % 11 == 6) {
+        snprintf(text, sizeof(text), "%s", args + 2); /* all of it the CALL's end */
+    } else if (k % 13 == 5) {
+        snprintf(text, sizeof(text), "[68, %llu, 9, {}]", (unsigned long long)k + 7);
+    } else {
+        snprintf(text, sizeof(text), "[68, %llu, 9, {}, %s", (unsigned long long)k + 7, args);
+    }
+    size_t n = strlen(text);
+    r.ser_bytes[WAMP_SER_JSON] = (uint32_t)n;
+    if (seq % 10 == 2) {
+        r.ser_bytes[WAMP_SER_MSGPACK] = (uint32_t)n - 3;
+    }
+    if (seq % 31 != 30) {
+        r.wire = wamp_buf_new_copy(text, n);
+    }
+    r.dropped = seq % 23 == 6 ? "queue_full" : NULL;
+    return r;
+}
+
+/* The shared peers and URI of act_rec() (references: act_env_fini() drops them). */
+typedef struct act_env {
+    trace_peer *peers[3];
+    trace_str *uri;
+} act_env;
+
+static void act_env_init(act_env *e)
+{
+    static const char *const authids[3] = {"bob", "carol", NULL};
+    for (int i = 0; i < 3; i++) {
+        e->peers[i] = trace_peer_new(2000 + (uint64_t)i, "realm1", authids[i], "user");
+        ck_assert_ptr_nonnull(e->peers[i]);
+    }
+    e->uri = trace_str_new("com.example.proc");
+    ck_assert_ptr_nonnull(e->uri);
+}
+
+static void act_env_fini(act_env *e)
+{
+    for (int i = 0; i < 3; i++) {
+        trace_peer_unref(&e->peers[i]);
+    }
+    trace_str_unref(&e->uri);
+}
+
+/* Reads [from, to) and checks it is act_rec() from..to-1. */
+static void act_check(trace_persist *p, const act_env *e, uint64_t from, uint64_t to)
+{
+    size_t want = (size_t)(to - from);
+    trace_record *out = calloc(want + 1, sizeof(*out));
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(trace_persist_read(p, from, to, want + 1, out), want);
+    for (size_t i = 0; i < want; i++) {
+        trace_record r = act_rec(from + i, e->peers, e->uri);
+        assert_equal(&out[i], &r);
+        trace_record_fini(&r);
+        trace_record_fini(&out[i]);
+    }
+    free(out);
+}
+
+/* Traces persisted in format version 6 (tests/data/persist_v6, see its README.md: act_rec()
+ * records, UUIDs and message bytes in full) are still read: every record, from a seek into a
+ * block, across the segments' edges, before and after the cut a reopen would make. */
+START_TEST(test_v6_segments_still_read)
+{
+    const char *root = getenv("RT_SOURCE_DIR");
+    ck_assert_msg(root != NULL, "RT_SOURCE_DIR is set by ctest");
+    static const char *const files[] = {"00000000000000000000.seg",
+                                        "00000000000000000000.idx",
+                                        "00000000000000000263.seg",
+                                        "00000000000000000263.idx",
+                                        "00000000000000000519.seg",
+                                        "00000000000000000519.idx",
+                                        "meta.json"};
+    const char *id = "01700000000000000000";
+    char dir[512], src[1024], dst[1024];
+    snprintf(dir, sizeof(dir), "%s/data", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, id);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(src, sizeof(src), "%s/tests/data/persist_v6/%s/%s", root, id, files[i]);
+        snprintf(dst, sizeof(dst), "%s/%s", dir, files[i]);
+        copy_file(src, dst);
+    }
+    act_env e;
+    act_env_init(&e);
+    trace_persist_config cfg = config(ACT_SEG);
+    trace_persist *p = NULL;
+    json_t *m = NULL;
+    char note[256] = "";
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, note, sizeof(note)), WAMP_OK);
+    ck_assert_msg(note[0] == '\0', "nothing is cut: %s", note);
+    ck_assert_str_eq(json_string_value(json_object_get(m, "id")), "v6-fixture");
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_segments(p), 3);
+    ck_assert_uint_eq(trace_persist_next_seq(p), ACT_RECS);
+    ck_assert_uint_eq(trace_persist_gap_count(p), 0);
+    act_check(p, &e, 0, ACT_RECS);
+    act_check(p, &e, 300, 310);
+    act_check(p, &e, 250, 270);
+    trace_persist_free(p);
+    act_env_fini(&e);
+}
+
+END_TEST
+
 static void setup(void)
 {
     make_tmp();
@@ -1927,6 +2077,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_v1_segments_still_read);
     tcase_add_test(c, test_truncated_segment_names_seg);
     tcase_add_test(c, test_corrupt_block_reads_on);
+    tcase_add_test(c, test_v6_segments_still_read);
     suite_add_tcase(s, c);
     TCase *t = tcase_create("traces");
     tcase_add_checked_fixture(t, setup, teardown);
