@@ -1,6 +1,7 @@
-/* trace_persist_encode.c: appending records: the compact encoder (format 5: blocks, repeats,
- * runs, short records; PERSIST_FORMAT.md, "Records") into the write buffer, which goes to the
- * writer thread when full. */
+/* trace_persist_encode.c: appending records: the compact encoder (format 7: blocks, repeats,
+ * runs, short records, half UUIDs, message bytes ending with the block's base bytes;
+ * PERSIST_FORMAT.md, "Records") into the write buffer, which goes to the writer thread when
+ * full. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -586,26 +587,62 @@ static unsigned char *put_head(unsigned char *d, const block *b, const trace_rec
     return d;
 }
 
-/* The correlation UUID, or C_CORR_SAME in *what when it is the block's last one again. */
+/* The correlation UUID: C_CORR_SAME in *what when it is the block's last one again; else, when
+ * its first half is the last one's (the router's generator keeps a first half for its
+ * lifetime), its second half only, with C_CORR_HALF and TRACE_CORR_HAS taken out of the flags
+ * in the record's third byte (*b2; format 7); else all of it. */
 static inline unsigned char *put_corr(block *b, unsigned char *d, const trace_rec_view *r,
-                                      unsigned *what)
+                                      unsigned char *b2, unsigned *what)
 {
-    if (r->flags & TRACE_CORR_HAS) {
-        if (b->has_corr && trace_uuid_eq(b->corr, r->corr)) {
-            *what |= C_CORR_SAME;
-        } else {
-            memcpy(d, r->corr, TRACE_UUID_LEN);
-            d += TRACE_UUID_LEN;
-            memcpy(b->corr, r->corr, TRACE_UUID_LEN);
-            b->has_corr = true;
+    if (!(r->flags & TRACE_CORR_HAS)) {
+        return d;
+    }
+    uint64_t x[2], y[2];
+    memcpy(x, r->corr, TRACE_UUID_LEN);
+    memcpy(y, b->corr, TRACE_UUID_LEN);
+    if (b->has_corr && x[0] == y[0]) {
+        *what |= C_CORR_SAME;
+        if (x[1] == y[1]) {
+            return d;
+        }
+        *b2 = (unsigned char)(*b2 & ~(TRACE_CORR_HAS << 4));
+        memcpy(d, r->corr + UUID_HALF, UUID_HALF);
+        memcpy(b->corr + UUID_HALF, r->corr + UUID_HALF, UUID_HALF);
+        return d + UUID_HALF;
+    }
+    memcpy(d, r->corr, TRACE_UUID_LEN);
+    memcpy(b->corr, r->corr, TRACE_UUID_LEN);
+    b->has_corr = true;
+    return d + TRACE_UUID_LEN;
+}
+
+/* How many octets a (na of them) and b (nb) have in common at their ends: 8 at a time. */
+static inline size_t common_end(const unsigned char *a, size_t na, const unsigned char *b,
+                                size_t nb)
+{
+    size_t n = na < nb ? na : nb, k = 0;
+    for (; k + 8 <= n; k += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + na - k - 8, 8);
+        memcpy(&y, b + nb - k - 8, 8);
+        if (x != y) {
+            /* The last octet in memory is the most significant one on a little-endian CPU. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return k + (size_t)__builtin_clzll(x ^ y) / 8;
+#else
+            return k + (size_t)__builtin_ctzll(x ^ y) / 8;
+#endif
         }
     }
-    return d;
+    while (k < n && a[na - k - 1] == b[nb - k - 1]) {
+        k++;
+    }
+    return k;
 }
 
 /* The peer, the URI (defined in the block's table when new), the drop reason and the
  * correlation UUID, each with its bit in *what. */
-static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *d,
+static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *body, unsigned char *d,
                                const trace_rec_view *r, const full_plan *f, unsigned *what)
 {
     if (r->peer) {
@@ -629,20 +666,37 @@ static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *d,
         *what |= C_DROPPED;
         d = put_vstr(d, r->dropped, strlen(r->dropped));
     }
-    return put_corr(b, d, r, what);
+    return put_corr(b, d, r, body + 2, what);
 }
 
-/* The message bytes: its own (C_WIRE), or the block's buffer again (C_WIRE_SAME). Inline, as
- * block_note(): put_short() calls both with a plan known at compile time, and a call each cost
- * about 35 instructions a record more. */
+/* The message bytes: its own, or the block's buffer again (C_WIRE | C_WIRE_SAME). Its own bytes
+ * are written whole (C_WIRE; they become the block's base bytes) unless they end with at least
+ * WIRE_END_MIN octets of the base bytes: then only what comes before those (C_WIRE_END, format
+ * 7): a CALL's arguments end its INVOCATION too, a PUBLISH's its EVENT. At most as long as the
+ * whole bytes: room reserved for those suffices. Inline, as block_note(): put_short() calls
+ * both with a plan known at compile time, and a call each cost about 35 instructions a record
+ * more. */
 static inline __attribute__((always_inline)) unsigned char *
-put_wire(block *b, unsigned char *d, const trace_rec_view *r, const full_plan *f, unsigned *what)
+put_wire(trace_persist *p, block *b, unsigned char *d, const trace_rec_view *r, const full_plan *f,
+         unsigned *what)
 {
     if (f->own) {
-        *what |= C_WIRE;
-        d = put_var(d, f->wire_len);
-        memcpy(d, f->bytes, f->wire_len);
-        d += f->wire_len;
+        size_t end = b->base_off == NO_BASE
+                             ? 0
+                             : common_end(f->bytes, f->wire_len, p->buf + b->base_off, b->base_len);
+        if (end >= WIRE_END_MIN) {
+            *what |= C_WIRE_END;
+            d = put_var(d, end);
+            d = put_var(d, f->wire_len - end);
+        } else {
+            *what |= C_WIRE;
+            d = put_var(d, f->wire_len);
+            b->base_off = (size_t)(d - p->buf);
+            b->base_len = f->wire_len;
+            end = 0;
+        }
+        memcpy(d, f->bytes, f->wire_len - end);
+        d += f->wire_len - end;
         /* Only a shared buffer can be referred to by a later record of the block (its
          * reference keeps the address from being reused); plain bytes cannot. */
         if (b->wire != r->wire) {
@@ -716,7 +770,7 @@ static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, con
     uint8_t b2 = rec_b2(r);
     unsigned char *h = p->buf + p->len;
     unsigned char *d = h + HDR_LEN;
-    unsigned what = C_WIRE;
+    unsigned what = 0;
     d[1] = r->msg_type;
     d[2] = (unsigned char)(b2 | C2_SHORT);
     d = put_var(d + 3, r->seq - b->seq);
@@ -730,11 +784,10 @@ static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, con
         what |= C_URI;
         d = put_var(d, o->uri_i);
     }
-    d = put_corr(b, d, r, &what);
-    /* Its own bytes (C_WIRE, set above), and the block's running values after it, as the
-     * general path notes them. */
+    d = put_corr(b, d, r, h + HDR_LEN + 2, &what);
+    /* Its own bytes, and the block's running values after it, as the general path notes them. */
     const full_plan f = {.own = true, .bytes = o->bytes, .wire_len = o->len, .b2 = b2};
-    d = put_wire(b, d, r, &f, &what);
+    d = put_wire(p, b, d, r, &f, &what);
     h[HDR_LEN] = (unsigned char)what;
     block_note(b, r, &f);
     p->run_off = NO_RUN;
@@ -786,8 +839,8 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     /* The what byte (d[0]) is known when the body is: its bits are set on the way. */
     unsigned what = f.first ? C_BLOCK : 0;
     d = put_head(d, b, r, &f);
-    d = put_refs(p, b, d, r, &f, &what);
-    d = put_wire(b, d, r, &f, &what);
+    d = put_refs(p, b, h + HDR_LEN, d, r, &f, &what);
+    d = put_wire(p, b, d, r, &f, &what);
     h[HDR_LEN] = (unsigned char)what;
     block_note(b, r, &f);
     return end_record(p, s, r, h, d);

@@ -6,7 +6,7 @@
  * The files and the direction of their calls (no file calls back up):
  *   trace_persist.c (the public API: create, open, free, accessors, seal, flush, meta.json)
  *     -> trace_persist_reload.c (a reopen: verify every segment, rebuild the index, find gaps)
- *        -> trace_persist_decode.c (record bodies: format 1 and the compact formats 2-5)
+ *        -> trace_persist_decode.c (record bodies: format 1 and the compact formats 2-7)
  *     -> trace_persist_writer.c (the writer thread, jobs, rotation, retention, fsync policy)
  *   trace_persist_encode.c (append: the compact encoder) -> trace_persist_writer.c
  *   trace_persist_read.c (trace_persist_read()) -> trace_persist_decode.c, trace_persist_writer.c
@@ -27,7 +27,7 @@
 /* --- record framing and body encoding (PERSIST_FORMAT.md, "Records") ------------------------- */
 
 /* Framing: u32 length word + u32 CRC-32C of the body. The length word is the body's length, with
- * LEN_COMPACT set for a compact body (formats 2-5). */
+ * LEN_COMPACT set for a compact body (formats 2-7). */
 #define HDR_LEN     8u
 #define LEN_COMPACT 0x80000000u
 /* Format 1 body (fixed part, then 6 length-prefixed fields; NIL_LEN = absent). Still read. */
@@ -54,6 +54,17 @@
  * C_WIRE_SAME), never a block's first. */
 #define C2_SHORT    0x80u
 #define C_SHORT_MIN 6u /* 3 bytes, seq, pc and the bytes' length */
+/* Format 7: in a full record, C_WIRE_SAME without C_WIRE: message bytes ending with the end of
+ * the block's base bytes (the last ones written whole, C_WIRE alone), and C_CORR_SAME without
+ * TRACE_CORR_HAS in the flags: a UUID whose first half is the block's last UUID's. The writer
+ * refers to base bytes only for an end of at least WIRE_END_MIN octets (a shorter one saves
+ * nothing: its length is a varint more). */
+#define C_WIRE_END   C_WIRE_SAME
+#define C_CORR_HALF  C_CORR_SAME
+#define UUID_HALF    8u
+#define WIRE_END_MIN 4u
+/* block.base_off when the base bytes are not in the write buffer (none, or handed over). */
+#define NO_BASE SIZE_MAX
 /* trace_persist.run_off when the record last written is not a run that may grow. */
 #define NO_RUN SIZE_MAX
 /* block.prev_uri when the previous record had no URI, or one a C_REPEAT cannot refer to (not
@@ -135,6 +146,12 @@ typedef struct block {
     size_t n_peers;
     size_t n_uris;
     wamp_buf *wire;
+    /* The base bytes (format 7, C_WIRE_END): the block's last message bytes written whole. A
+     * reader holds them (base); the writer finds them in its write buffer (base_off, NO_BASE
+     * when they are not there, base_len octets). */
+    wamp_buf *base;
+    size_t base_off;
+    size_t base_len;
     size_t prev_uri; /* index in uris, or PREV_NO_URI / PREV_BAD_URI */
     /* The block's previous record, what a C_REPEAT repeats (has_prev: there is one). */
     uint32_t prev_ser[WAMP_SER_COUNT];
