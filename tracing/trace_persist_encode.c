@@ -4,6 +4,9 @@
  * full. */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "trace_persist_int.h"
 
@@ -616,11 +619,23 @@ static inline unsigned char *put_corr(block *b, unsigned char *d, const trace_re
     return d + TRACE_UUID_LEN;
 }
 
-/* How many octets a (na of them) and b (nb) have in common at their ends: 8 at a time. */
+/* How many octets a (na of them) and b (nb) have in common at their ends: 16 at a time where
+ * the CPU compares 16 at once (an INVOCATION's 35 common octets in 3 steps, not 5), else 8. */
 static inline size_t common_end(const unsigned char *a, size_t na, const unsigned char *b,
                                 size_t nb)
 {
     size_t n = na < nb ? na : nb, k = 0;
+#ifdef __SSE2__
+    for (; k + 16 <= n; k += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(a + na - k - 16));
+        __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(b + nb - k - 16));
+        /* Bit i: octet i differs; the highest one is the last that does. */
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) ^ 0xffffu;
+        if (m) {
+            return k + (size_t)__builtin_clz(m) - 16;
+        }
+    }
+#endif
     for (; k + 8 <= n; k += 8) {
         uint64_t x, y;
         memcpy(&x, a + na - k - 8, 8);
