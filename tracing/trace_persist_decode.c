@@ -1,6 +1,6 @@
 /* trace_persist_decode.c: decoding record bodies: format 1 (fixed layout) and the compact
  * formats 2-7 (blocks, repeats, runs, short records, half UUIDs, message bytes ending with the
- * block's base bytes); PERSIST_FORMAT.md, "Records". */
+ * block's base bytes, packs); PERSIST_FORMAT.md, "Records". */
 #include <stdlib.h>
 #include <string.h>
 
@@ -446,6 +446,45 @@ bool persist_decode_compact(const unsigned char *body, uint32_t len, block *b, t
     return c.p == c.end;
 }
 
+bool persist_pack_next(cursor *c, const unsigned char **sub, uint32_t *len)
+{
+    uint64_t n;
+    if (c->p == c->end) {
+        return false;
+    }
+    if (!get_var(c, &n) || n == 0 || !get_span(c, n, sub) || ((*sub)[0] & (C_BLOCK | C_REPEAT))) {
+        return c->ok = false;
+    }
+    *len = (uint32_t)n; /* within the pack's body */
+    return true;
+}
+
+/* A pack's records decoded (persist_verify_body()): at least one, their seqs consecutive. */
+static bool verify_pack(const unsigned char *body, uint32_t len, block *b, uint64_t *seq,
+                        uint64_t *count, uint64_t *ts)
+{
+    cursor c = {.p = body + 1, .end = body + len, .ok = true};
+    const unsigned char *sub;
+    uint32_t n;
+    uint64_t k = 0;
+    while (persist_pack_next(&c, &sub, &n)) {
+        trace_record r;
+        bool ok = persist_decode_compact(sub, n, b, &r);
+        if (ok && k == 0) {
+            *seq = r.seq;
+        }
+        ok = ok && r.seq == *seq + k;
+        *ts = r.ts_ns;
+        trace_record_fini(&r);
+        if (!ok) {
+            return false;
+        }
+        k++;
+    }
+    *count = k;
+    return c.ok && k > 0;
+}
+
 /* Decodes a verified body completely, as a reader would (b: the block of compact records), and
  * drops what it decoded: true with the seq of its first record, how many it holds (a run's
  * count) and the ts of the last when every field decodes. A record that passes its CRC but does
@@ -480,6 +519,9 @@ bool persist_verify_body(const unsigned char *body, uint32_t len, bool compact, 
         *count = run;
         *ts = b->ts;
         return c.p == c.end;
+    }
+    if (persist_is_pack(body)) {
+        return b->open && verify_pack(body, len, b, seq, count, ts);
     }
     bool ok = persist_decode_compact(body, len, b, &r);
     *seq = r.seq;

@@ -1,5 +1,5 @@
 /* trace_persist_encode.c: appending records: the compact encoder (format 7: blocks, repeats,
- * runs, short records, half UUIDs, message bytes ending with the block's base bytes;
+ * runs, short records, half UUIDs, message bytes ending with the block's base bytes, packs;
  * PERSIST_FORMAT.md, "Records") into the write buffer, which goes to the writer thread when
  * full. */
 #include <stdlib.h>
@@ -189,14 +189,10 @@ static bool is_repeat(const block *b, const trace_rec_view *r, uint8_t b2)
     return !(r->flags & TRACE_CORR_HAS) || (b->has_corr && trace_uuid_eq(b->corr, r->corr));
 }
 
-/* Frames the record whose header is at h and body ends at d, and accounts for it. */
-static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, unsigned char *h,
-                           const unsigned char *d)
+/* Accounts for need more bytes of the record r (ending with it) in the write buffer, and hands the
+ * buffer over when full. */
+static wamp_err account(trace_persist *p, seg *s, const trace_rec_view *r, size_t need)
 {
-    size_t body = (size_t)(d - (h + HDR_LEN));
-    put32(h, (uint32_t)body | LEN_COMPACT);
-    put32(h + 4, 0); /* the CRC: the writer's work */
-    size_t need = HDR_LEN + body;
     p->len += need;
     s->size += need;
     s->next_seq = r->seq + 1;
@@ -206,6 +202,77 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, un
         return persist_write_out(p);
     }
     return WAMP_OK;
+}
+
+/* Frames the record whose header is at h and body ends at d, alone, and accounts for it. */
+static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, unsigned char *h,
+                           const unsigned char *d)
+{
+    size_t body = (size_t)(d - (h + HDR_LEN));
+    put32(h, (uint32_t)body | LEN_COMPACT);
+    put32(h + 4, 0); /* the CRC: the writer's work */
+    p->pack_off = NO_PACK;
+    return account(p, s, r, HDR_LEN + body);
+}
+
+/* How a full record is framed (rec_begin()). */
+enum {
+    REC_ALONE,
+    REC_NEW_PACK,
+    REC_JOIN
+};
+
+/* Where the body of a full record of at most max bytes goes, room for it reserved (HDR_LEN +
+ * PACK_EXTRA + max): in a frame of its own (a block's first record, one larger than
+ * PACK_REC_MAX), else into the pack written last (while it holds less than PACK_MAX bytes), else
+ * into a new pack (format 7). *mode tells rec_end() which. */
+static inline unsigned char *rec_begin(trace_persist *p, bool first, size_t max, int *mode)
+{
+    unsigned char *h = p->buf + p->len;
+    if (first || max > PACK_REC_MAX) {
+        *mode = REC_ALONE;
+        return h + HDR_LEN;
+    }
+    if (p->pack_off != NO_PACK && (get32(p->buf + p->pack_off) & ~LEN_COMPACT) < PACK_MAX) {
+        *mode = REC_JOIN;
+        return h + 1; /* after its length, one byte if under 128 */
+    }
+    *mode = REC_NEW_PACK;
+    h[HDR_LEN] = C_PACK;
+    return h + HDR_LEN + 2;
+}
+
+/* Frames the full record whose body (at body, from rec_begin()) ends at d, and accounts for it.
+ * In a pack, a body of 128 bytes or more moves up for its longer length (and the block's base
+ * bytes with it, if they are its own). */
+static wamp_err rec_end(trace_persist *p, seg *s, const trace_rec_view *r, int mode,
+                        unsigned char *body, unsigned char *d)
+{
+    if (mode == REC_ALONE) {
+        return end_record(p, s, r, body - HDR_LEN, d);
+    }
+    size_t len = (size_t)(d - body);
+    unsigned char var[VAR_MAX];
+    size_t vs = (size_t)(put_var(var, len) - var);
+    if (vs > 1) {
+        memmove(body + vs - 1, body, len);
+        if (p->blk.base_off != NO_BASE && p->blk.base_off >= (size_t)(body - p->buf)) {
+            p->blk.base_off += vs - 1;
+        }
+    }
+    memcpy(body - 1, var, vs);
+    size_t need = vs + len;
+    if (mode == REC_NEW_PACK) {
+        unsigned char *h = body - 2 - HDR_LEN;
+        put32(h, (uint32_t)(1 + need) | LEN_COMPACT);
+        put32(h + 4, 0); /* the CRC: the writer's work */
+        p->pack_off = (size_t)(h - p->buf);
+        need += HDR_LEN + 1;
+    } else {
+        unsigned char *h = p->buf + p->pack_off;
+        put32(h, get32(h) + (uint32_t)need);
+    }
+    return account(p, s, r, need);
 }
 
 /* Notes in the block's memo that the receiver at position j (RUN_MEMO or more: not kept) is peer,
@@ -293,6 +360,7 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
         h[HDR_LEN] = (unsigned char)(C_REPEAT | C_PEER | C_RUN);
         put16(h + HDR_LEN + 1, 0);
         p->run_off = p->len;
+        p->pack_off = NO_PACK; /* the pack is no longer the last frame */
         p->len += head;
     }
     size_t start = p->len;
@@ -783,8 +851,9 @@ static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, con
 {
     block *b = &p->blk;
     uint8_t b2 = rec_b2(r);
-    unsigned char *h = p->buf + p->len;
-    unsigned char *d = h + HDR_LEN;
+    int mode;
+    unsigned char *body = rec_begin(p, false, FULL_FIXED_MAX + o->len, &mode);
+    unsigned char *d = body;
     unsigned what = 0;
     d[1] = r->msg_type;
     d[2] = (unsigned char)(b2 | C2_SHORT);
@@ -799,14 +868,14 @@ static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, con
         what |= C_URI;
         d = put_var(d, o->uri_i);
     }
-    d = put_corr(b, d, r, h + HDR_LEN + 2, &what);
+    d = put_corr(b, d, r, body + 2, &what);
     /* Its own bytes, and the block's running values after it, as the general path notes them. */
     const full_plan f = {.own = true, .bytes = o->bytes, .wire_len = o->len, .b2 = b2};
     d = put_wire(p, b, d, r, &f, &what);
-    h[HDR_LEN] = (unsigned char)what;
+    body[0] = (unsigned char)what;
     block_note(b, r, &f);
     p->run_off = NO_RUN;
-    return end_record(p, s, r, h, d);
+    return rec_end(p, s, r, mode, body, d);
 }
 
 /* Appends one record: a repeat (into a run) when it is the block's previous record again but for
@@ -836,7 +905,8 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     short_rec o;
     if (f.first) {
         persist_block_reset(b);
-    } else if (short_known(p, r, &o) && buf_reserve(p, HDR_LEN + FULL_FIXED_MAX + o.len)) {
+    } else if (short_known(p, r, &o) &&
+               buf_reserve(p, HDR_LEN + PACK_EXTRA + FULL_FIXED_MAX + o.len)) {
         return put_short(p, s, r, &o);
     }
     f.b2 = rec_b2(r);
@@ -846,17 +916,19 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     p->run_off = NO_RUN; /* a run is only ever the last record of its block so far */
     plan_full(p, b, r, &f);
     /* Both can fail: before anything changes (the block must only hold what was written). */
-    if (!buf_reserve(p, HDR_LEN + f.max) || (f.first && !persist_idx_push(s, r->seq, s->size))) {
+    if (!buf_reserve(p, HDR_LEN + PACK_EXTRA + f.max) ||
+        (f.first && !persist_idx_push(s, r->seq, s->size))) {
         return WAMP_ENOMEM;
     }
-    unsigned char *h = p->buf + p->len;
-    unsigned char *d = h + HDR_LEN;
-    /* The what byte (d[0]) is known when the body is: its bits are set on the way. */
+    int mode;
+    unsigned char *body = rec_begin(p, f.first, f.max, &mode);
+    unsigned char *d = body;
+    /* The what byte (body[0]) is known when the body is: its bits are set on the way. */
     unsigned what = f.first ? C_BLOCK : 0;
     d = put_head(d, b, r, &f);
-    d = put_refs(p, b, h + HDR_LEN, d, r, &f, &what);
+    d = put_refs(p, b, body, d, r, &f, &what);
     d = put_wire(p, b, d, r, &f, &what);
-    h[HDR_LEN] = (unsigned char)what;
+    body[0] = (unsigned char)what;
     block_note(b, r, &f);
-    return end_record(p, s, r, h, d);
+    return rec_end(p, s, r, mode, body, d);
 }

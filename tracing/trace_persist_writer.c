@@ -531,6 +531,7 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     if (!w || (p->fd < 0 && !(flags & (JOB_SYNC_DIR | JOB_SYNC_PARENT | JOB_UNLINK)))) {
         p->len = 0;
         p->run_off = NO_RUN;
+        p->pack_off = NO_PACK;
         p->blk.base_off = NO_BASE;
         return WAMP_OK;
     }
@@ -565,6 +566,7 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     p->cap = cap;
     p->len = 0;
     p->run_off = NO_RUN;       /* the run went with the buffer */
+    p->pack_off = NO_PACK;     /* the pack too */
     p->blk.base_off = NO_BASE; /* and the base bytes */
     j->flags = flags;
     j->fd = p->fd;
