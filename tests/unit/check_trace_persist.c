@@ -2221,6 +2221,55 @@ START_TEST(test_pack_crafted)
 
 END_TEST
 
+/* Pack entries of 128 bytes or more (a two-byte length, the body moved up for it), one of them
+ * holding the block's base bytes that the next record's bytes end with: read back as appended,
+ * before and after a reopen. */
+START_TEST(test_pack_long_entries)
+{
+    trace_persist_config cfg = config(0);
+    char id[TRACE_PERSIST_ID_MAX];
+    trace_persist *p = created(&cfg, id);
+    char text[400];
+    trace_record want[4];
+    for (uint64_t s = 0; s < 4; s++) {
+        trace_record *r = &want[s];
+        memset(r, 0, sizeof(*r));
+        r->seq = s;
+        r->pc_ns = PC0 + s * 1000;
+        r->ts_ns = TS0 + s * 1000;
+        r->dir = TRACE_RX;
+        r->msg_type = 16;
+        r->wire_ser = WAMP_SER_JSON;
+        /* 0: one byte; 1: 300 bytes sharing no end with it (the new base), ending with '!';
+         * 2: 299 bytes, the base's but for their head and the '!' (no common end: the new
+         * base; one seen a byte off would have 249); 3: its 249-byte end after another head. */
+        size_t n = s == 0 ? 1 : s == 1 ? 300 : 299;
+        memset(text, 'z', n);
+        memset(text, (int)('a' + s), s == 0 ? 1 : 50);
+        if (s == 1) {
+            text[n - 1] = '!';
+        }
+        r->wire = wamp_buf_new_copy(text, n);
+        r->ser_bytes[WAMP_SER_JSON] = (uint32_t)n;
+        ck_assert_int_eq(trace_persist_append(p, r), WAMP_OK);
+    }
+    for (int k = 0; k < 2; k++) {
+        trace_record out[5];
+        ck_assert_uint_eq(trace_persist_read(p, 0, UINT64_MAX, 5, out), 4);
+        for (size_t i = 0; i < 4; i++) {
+            assert_equal(&out[i], &want[i]);
+            trace_record_fini(&out[i]);
+        }
+        p = reopened(p, &cfg, id);
+    }
+    trace_persist_free(p);
+    for (size_t i = 0; i < 4; i++) {
+        trace_record_fini(&want[i]);
+    }
+}
+
+END_TEST
+
 static void setup(void)
 {
     make_tmp();
@@ -2264,6 +2313,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_v7_crafted_refs);
     tcase_add_test(c, test_torn_pack_cut);
     tcase_add_test(c, test_pack_crafted);
+    tcase_add_test(c, test_pack_long_entries);
     suite_add_tcase(s, c);
     TCase *t = tcase_create("traces");
     tcase_add_checked_fixture(t, setup, teardown);
