@@ -581,9 +581,13 @@ static inline bool short_fits(const block *b, const trace_rec_view *r, size_t le
     if (r->wire_ser >= WAMP_SER_COUNT || len > UINT32_MAX || r->ts_ns - b->ts != r->pc_ns - b->pc) {
         return false;
     }
-    uint32_t implied[WAMP_SER_COUNT] = {0};
-    implied[r->wire_ser] = (uint32_t)len;
-    return memcmp(implied, r->ser_bytes, sizeof(implied)) == 0;
+    /* Its size is len and the others add up to 0, without building the sizes it implies: the
+     * 8-byte loads of a memcmp() of those, just stored 4 bytes at a time, could not be forwarded
+     * from the stores and waited for them (a fifth of the encoder's time in a profile). */
+    const uint32_t *sz = r->ser_bytes;
+    uint64_t sum = (uint64_t)sz[0] + sz[1] + sz[2] + sz[3];
+    _Static_assert(WAMP_SER_COUNT == 4, "four sizes");
+    return sz[r->wire_ser] == len && sum == len;
 }
 
 /* The dir/ser/flags byte of a full record (without C2_SHORT). */
