@@ -1,5 +1,6 @@
 /* trace_persist_decode.c: decoding record bodies: format 1 (fixed layout) and the compact
- * formats 2-5 (blocks, repeats, runs, short records); PERSIST_FORMAT.md, "Records". */
+ * formats 2-7 (blocks, repeats, runs, short records, half UUIDs, message bytes ending with the
+ * block's base bytes, packs); PERSIST_FORMAT.md, "Records". */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,10 +122,12 @@ static bool compact_head(const unsigned char *body, uint32_t len, block *b, curs
         b->seq++;
         return true;
     }
-    /* C2_SHORT: never a block's first record, always with bytes of its own. */
+    /* C2_SHORT: never a block's first record, always with bytes of its own (whole, or ending
+     * with the base bytes'). */
     bool is_short = len >= 3 && (body[2] & C2_SHORT);
+    unsigned wire = body[0] & (C_WIRE | C_WIRE_SAME);
     if (len < (is_short ? C_SHORT_MIN : C_FULL_MIN) ||
-        (is_short && (first || (body[0] & (C_WIRE | C_WIRE_SAME)) != C_WIRE))) {
+        (is_short && (first || (wire != C_WIRE && wire != C_WIRE_END)))) {
         return false;
     }
     c->p = body + 3;
@@ -290,14 +293,22 @@ static bool get_uri(cursor *c, block *b, unsigned what, trace_record *r)
     return true;
 }
 
-/* A full record's correlation UUID (its own, or C_CORR_SAME: the block's last) into r->corr. */
+/* A full record's correlation UUID (its own, or C_CORR_SAME: the block's last) into r->corr.
+ * C_CORR_HALF without TRACE_CORR_HAS (format 7): the block's last UUID's first half, then the
+ * second half follows; the record has a UUID (TRACE_CORR_HAS added to its flags). */
 static bool get_corr(cursor *c, block *b, unsigned what, trace_record *r)
 {
     const unsigned char *at;
     if (!(r->flags & TRACE_CORR_HAS)) {
-        return true;
-    }
-    if (what & C_CORR_SAME) {
+        if (!(what & C_CORR_HALF)) {
+            return true;
+        }
+        if (!b->has_corr || !get_span(c, UUID_HALF, &at)) {
+            return false;
+        }
+        memcpy(b->corr + UUID_HALF, at, UUID_HALF);
+        r->flags |= TRACE_CORR_HAS;
+    } else if (what & C_CORR_SAME) {
         if (!b->has_corr) {
             return false;
         }
@@ -312,32 +323,66 @@ static bool get_corr(cursor *c, block *b, unsigned what, trace_record *r)
     return true;
 }
 
-/* A full record's message bytes (C_WIRE: its own, or C_WIRE_SAME: the block's buffer) into
- * r->wire; b2: the record's third byte (a short record's bytes give its size). */
+/* Message bytes ending with the last `end` octets of the block's base bytes (C_WIRE_END,
+ * format 7): varint end, then varint n and the n octets before them. */
+static bool get_wire_end(cursor *c, const block *b, const unsigned char **head, uint64_t *n,
+                         wamp_buf **out)
+{
+    uint64_t end;
+    if (!get_var(c, &end) || !get_var(c, n) || !get_span(c, *n, head) || !b->base ||
+        end > wamp_buf_len(b->base) || end + *n > BODY_MAX) {
+        return false;
+    }
+    *out = wamp_buf_new((size_t)(*n + end));
+    if (!*out) {
+        return false;
+    }
+    unsigned char *d = wamp_buf_reserve(out, (size_t)(*n + end));
+    if (!d) {
+        return false;
+    }
+    memcpy(d, *head, (size_t)*n);
+    memcpy(d + *n, wamp_buf_cdata(b->base) + wamp_buf_len(b->base) - end, (size_t)end);
+    wamp_buf_commit(*out, (size_t)(*n + end));
+    *n += end;
+    return true;
+}
+
+/* A full record's message bytes (C_WIRE: its own, which become the block's base bytes;
+ * C_WIRE | C_WIRE_SAME: the block's buffer; C_WIRE_END: its own, ending with the base bytes')
+ * into r->wire; b2: the record's third byte (a short record's bytes give its size). */
 static bool get_wire(cursor *c, block *b, unsigned what, unsigned b2, trace_record *r)
 {
     const unsigned char *at;
     uint64_t n;
-    if (!(what & C_WIRE)) {
+    unsigned kind = what & (C_WIRE | C_WIRE_SAME);
+    if (!kind) {
         return true;
     }
-    if (what & C_WIRE_SAME) {
+    if (kind == (C_WIRE | C_WIRE_SAME)) {
         if (!b->wire) {
             return false;
         }
     } else {
-        if (!get_var(c, &n) || !get_span(c, n, &at)) {
+        wamp_buf *w = NULL;
+        if (kind == C_WIRE_END) {
+            if (!get_wire_end(c, b, &at, &n, &w)) {
+                wamp_buf_unref(&w);
+                return false;
+            }
+        } else if (!get_var(c, &n) || !get_span(c, n, &at) ||
+                   !(w = wamp_buf_new_copy(at, (size_t)n))) {
             return false;
         }
         if (b2 & C2_SHORT) {
-            r->ser_bytes[r->wire_ser] = (uint32_t)n; /* get_span(): n < BODY_MAX */
-        }
-        wamp_buf *w = wamp_buf_new_copy(at, (size_t)n);
-        if (!w) {
-            return false;
+            r->ser_bytes[r->wire_ser] = (uint32_t)n; /* at most BODY_MAX */
         }
         wamp_buf_unref(&b->wire);
         b->wire = w;
+        if (kind == C_WIRE) {
+            wamp_buf_unref(&b->base);
+            b->base = wamp_buf_ref(w);
+        }
     }
     r->wire = wamp_buf_ref(b->wire);
     return true;
@@ -393,11 +438,51 @@ bool persist_decode_compact(const unsigned char *body, uint32_t len, block *b, t
         return false;
     }
     b->has_prev = true;
-    b->prev_wire = (what & C_WIRE) != 0;
+    b->prev_wire = (what & (C_WIRE | C_WIRE_SAME)) != 0;
     b->prev_type = body[1];
-    b->prev_b2 = (uint8_t)(body[2] & ~C2_SHORT); /* what a repeat of it has */
+    /* What a repeat of it has: its flags with TRACE_CORR_HAS (of a C_CORR_HALF UUID). */
+    b->prev_b2 = (uint8_t)((body[2] & ~C2_SHORT) | (unsigned)r->flags << 4);
     memcpy(b->prev_ser, r->ser_bytes, sizeof(b->prev_ser));
     return c.p == c.end;
+}
+
+bool persist_pack_next(cursor *c, const unsigned char **sub, uint32_t *len)
+{
+    uint64_t n;
+    if (c->p == c->end) {
+        return false;
+    }
+    if (!get_var(c, &n) || n == 0 || !get_span(c, n, sub) || ((*sub)[0] & (C_BLOCK | C_REPEAT))) {
+        return c->ok = false;
+    }
+    *len = (uint32_t)n; /* within the pack's body */
+    return true;
+}
+
+/* A pack's records decoded (persist_verify_body()): at least one, their seqs consecutive. */
+static bool verify_pack(const unsigned char *body, uint32_t len, block *b, uint64_t *seq,
+                        uint64_t *count, uint64_t *ts)
+{
+    cursor c = {.p = body + 1, .end = body + len, .ok = true};
+    const unsigned char *sub;
+    uint32_t n;
+    uint64_t k = 0;
+    while (persist_pack_next(&c, &sub, &n)) {
+        trace_record r;
+        bool ok = persist_decode_compact(sub, n, b, &r);
+        if (ok && k == 0) {
+            *seq = r.seq;
+        }
+        ok = ok && r.seq == *seq + k;
+        *ts = r.ts_ns;
+        trace_record_fini(&r);
+        if (!ok) {
+            return false;
+        }
+        k++;
+    }
+    *count = k;
+    return c.ok && k > 0;
 }
 
 /* Decodes a verified body completely, as a reader would (b: the block of compact records), and
@@ -434,6 +519,9 @@ bool persist_verify_body(const unsigned char *body, uint32_t len, bool compact, 
         *count = run;
         *ts = b->ts;
         return c.p == c.end;
+    }
+    if (persist_is_pack(body)) {
+        return b->open && verify_pack(body, len, b, seq, count, ts);
     }
     bool ok = persist_decode_compact(body, len, b, &r);
     *seq = r.seq;

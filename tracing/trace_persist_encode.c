@@ -1,8 +1,12 @@
-/* trace_persist_encode.c: appending records: the compact encoder (format 5: blocks, repeats,
- * runs, short records; PERSIST_FORMAT.md, "Records") into the write buffer, which goes to the
- * writer thread when full. */
+/* trace_persist_encode.c: appending records: the compact encoder (format 7: blocks, repeats,
+ * runs, short records, half UUIDs, message bytes ending with the block's base bytes, packs;
+ * PERSIST_FORMAT.md, "Records") into the write buffer, which goes to the writer thread when
+ * full. */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "trace_persist_int.h"
 
@@ -185,14 +189,10 @@ static bool is_repeat(const block *b, const trace_rec_view *r, uint8_t b2)
     return !(r->flags & TRACE_CORR_HAS) || (b->has_corr && trace_uuid_eq(b->corr, r->corr));
 }
 
-/* Frames the record whose header is at h and body ends at d, and accounts for it. */
-static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, unsigned char *h,
-                           const unsigned char *d)
+/* Accounts for need more bytes of the record r (ending with it) in the write buffer, and hands the
+ * buffer over when full. */
+static inline wamp_err account(trace_persist *p, seg *s, const trace_rec_view *r, size_t need)
 {
-    size_t body = (size_t)(d - (h + HDR_LEN));
-    put32(h, (uint32_t)body | LEN_COMPACT);
-    put32(h + 4, 0); /* the CRC: the writer's work */
-    size_t need = HDR_LEN + body;
     p->len += need;
     s->size += need;
     s->next_seq = r->seq + 1;
@@ -202,6 +202,88 @@ static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, un
         return persist_write_out(p);
     }
     return WAMP_OK;
+}
+
+/* Frames the record whose header is at h and body ends at d, alone, and accounts for it. */
+static wamp_err end_record(trace_persist *p, seg *s, const trace_rec_view *r, unsigned char *h,
+                           const unsigned char *d)
+{
+    size_t body = (size_t)(d - (h + HDR_LEN));
+    put32(h, (uint32_t)body | LEN_COMPACT);
+    put32(h + 4, 0); /* the CRC: the writer's work */
+    p->pack_off = NO_PACK;
+    return account(p, s, r, HDR_LEN + body);
+}
+
+/* How a full record is framed (rec_begin()). */
+enum {
+    REC_ALONE,
+    REC_NEW_PACK,
+    REC_JOIN
+};
+
+/* Where the body of a full record of at most max bytes goes, room for it reserved (HDR_LEN +
+ * PACK_EXTRA + max): in a frame of its own (a block's first record, one larger than
+ * PACK_REC_MAX), else into the pack written last (while it holds less than PACK_MAX bytes), else
+ * into a new pack (format 7). *mode tells rec_end() which. */
+static inline unsigned char *rec_begin(trace_persist *p, bool first, size_t max, int *mode)
+{
+    unsigned char *h = p->buf + p->len;
+    if (first || max > PACK_REC_MAX) {
+        *mode = REC_ALONE;
+        return h + HDR_LEN;
+    }
+    if (p->pack_off != NO_PACK && (get32(p->buf + p->pack_off) & ~LEN_COMPACT) < PACK_MAX) {
+        *mode = REC_JOIN;
+        return h + 1; /* after its length, one byte if under 128 */
+    }
+    *mode = REC_NEW_PACK;
+    h[HDR_LEN] = C_PACK;
+    return h + HDR_LEN + 2;
+}
+
+/* A pack entry's body of len bytes (128 or more) at body, its length a varint of two bytes or
+ * more before it where rec_begin() left one: the body moves up (and the block's base bytes with
+ * it, if they are its own). Returns the entry's bytes. Out of line: rare. */
+static size_t pack_long_entry(trace_persist *p, unsigned char *body, size_t len)
+{
+    unsigned char var[VAR_MAX];
+    size_t vs = (size_t)(put_var(var, len) - var);
+    memmove(body + vs - 1, body, len);
+    if (p->blk.base_off != NO_BASE && p->blk.base_off >= (size_t)(body - p->buf)) {
+        p->blk.base_off += vs - 1;
+    }
+    memcpy(body - 1, var, vs);
+    return vs + len;
+}
+
+/* Frames the full record whose body (at body, from rec_begin()) ends at d, and accounts for it.
+ * Inline: a call cost about 50 instructions a record in the router's RPC benchmark. */
+static inline __attribute__((always_inline)) wamp_err rec_end(trace_persist *p, seg *s,
+                                                              const trace_rec_view *r, int mode,
+                                                              unsigned char *body, unsigned char *d)
+{
+    if (mode == REC_ALONE) {
+        return end_record(p, s, r, body - HDR_LEN, d);
+    }
+    size_t len = (size_t)(d - body);
+    size_t need = len + 1;
+    if (len < 0x80u) {
+        body[-1] = (unsigned char)len;
+    } else {
+        need = pack_long_entry(p, body, len);
+    }
+    if (mode == REC_NEW_PACK) {
+        unsigned char *h = body - 2 - HDR_LEN;
+        put32(h, (uint32_t)(1 + need) | LEN_COMPACT);
+        put32(h + 4, 0); /* the CRC: the writer's work */
+        p->pack_off = (size_t)(h - p->buf);
+        need += HDR_LEN + 1;
+    } else {
+        unsigned char *h = p->buf + p->pack_off;
+        put32(h, get32(h) + (uint32_t)need);
+    }
+    return account(p, s, r, need);
 }
 
 /* Notes in the block's memo that the receiver at position j (RUN_MEMO or more: not kept) is peer,
@@ -289,6 +371,7 @@ static size_t extend_run(trace_persist *p, seg *s, block *b, uint64_t first_seq,
         h[HDR_LEN] = (unsigned char)(C_REPEAT | C_PEER | C_RUN);
         put16(h + HDR_LEN + 1, 0);
         p->run_off = p->len;
+        p->pack_off = NO_PACK; /* the pack is no longer the last frame */
         p->len += head;
     }
     size_t start = p->len;
@@ -498,9 +581,13 @@ static inline bool short_fits(const block *b, const trace_rec_view *r, size_t le
     if (r->wire_ser >= WAMP_SER_COUNT || len > UINT32_MAX || r->ts_ns - b->ts != r->pc_ns - b->pc) {
         return false;
     }
-    uint32_t implied[WAMP_SER_COUNT] = {0};
-    implied[r->wire_ser] = (uint32_t)len;
-    return memcmp(implied, r->ser_bytes, sizeof(implied)) == 0;
+    /* Its size is len and the others add up to 0, without building the sizes it implies: the
+     * 8-byte loads of a memcmp() of those, just stored 4 bytes at a time, could not be forwarded
+     * from the stores and waited for them (a fifth of the encoder's time in a profile). */
+    const uint32_t *sz = r->ser_bytes;
+    uint64_t sum = (uint64_t)sz[0] + sz[1] + sz[2] + sz[3];
+    _Static_assert(WAMP_SER_COUNT == 4, "four sizes");
+    return sz[r->wire_ser] == len && sum == len;
 }
 
 /* The dir/ser/flags byte of a full record (without C2_SHORT). */
@@ -586,26 +673,74 @@ static unsigned char *put_head(unsigned char *d, const block *b, const trace_rec
     return d;
 }
 
-/* The correlation UUID, or C_CORR_SAME in *what when it is the block's last one again. */
+/* The correlation UUID: C_CORR_SAME in *what when it is the block's last one again; else, when
+ * its first half is the last one's (the router's generator keeps a first half for its
+ * lifetime), its second half only, with C_CORR_HALF and TRACE_CORR_HAS taken out of the flags
+ * in the record's third byte (*b2; format 7); else all of it. */
 static inline unsigned char *put_corr(block *b, unsigned char *d, const trace_rec_view *r,
-                                      unsigned *what)
+                                      unsigned char *b2, unsigned *what)
 {
-    if (r->flags & TRACE_CORR_HAS) {
-        if (b->has_corr && trace_uuid_eq(b->corr, r->corr)) {
-            *what |= C_CORR_SAME;
-        } else {
-            memcpy(d, r->corr, TRACE_UUID_LEN);
-            d += TRACE_UUID_LEN;
-            memcpy(b->corr, r->corr, TRACE_UUID_LEN);
-            b->has_corr = true;
+    if (!(r->flags & TRACE_CORR_HAS)) {
+        return d;
+    }
+    uint64_t x[2], y[2];
+    memcpy(x, r->corr, TRACE_UUID_LEN);
+    memcpy(y, b->corr, TRACE_UUID_LEN);
+    if (b->has_corr && x[0] == y[0]) {
+        *what |= C_CORR_SAME;
+        if (x[1] == y[1]) {
+            return d;
+        }
+        *b2 = (unsigned char)(*b2 & ~(TRACE_CORR_HAS << 4));
+        memcpy(d, r->corr + UUID_HALF, UUID_HALF);
+        memcpy(b->corr + UUID_HALF, r->corr + UUID_HALF, UUID_HALF);
+        return d + UUID_HALF;
+    }
+    memcpy(d, r->corr, TRACE_UUID_LEN);
+    memcpy(b->corr, r->corr, TRACE_UUID_LEN);
+    b->has_corr = true;
+    return d + TRACE_UUID_LEN;
+}
+
+/* How many octets a (na of them) and b (nb) have in common at their ends: 16 at a time where
+ * the CPU compares 16 at once (an INVOCATION's 35 common octets in 3 steps, not 5), else 8. */
+static inline size_t common_end(const unsigned char *a, size_t na, const unsigned char *b,
+                                size_t nb)
+{
+    size_t n = na < nb ? na : nb, k = 0;
+#ifdef __SSE2__
+    for (; k + 16 <= n; k += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(a + na - k - 16));
+        __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(b + nb - k - 16));
+        /* Bit i: octet i differs; the highest one is the last that does. */
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) ^ 0xffffu;
+        if (m) {
+            return k + (size_t)__builtin_clz(m) - 16;
         }
     }
-    return d;
+#endif
+    for (; k + 8 <= n; k += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + na - k - 8, 8);
+        memcpy(&y, b + nb - k - 8, 8);
+        if (x != y) {
+            /* The last octet in memory is the most significant one on a little-endian CPU. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return k + (size_t)__builtin_clzll(x ^ y) / 8;
+#else
+            return k + (size_t)__builtin_ctzll(x ^ y) / 8;
+#endif
+        }
+    }
+    while (k < n && a[na - k - 1] == b[nb - k - 1]) {
+        k++;
+    }
+    return k;
 }
 
 /* The peer, the URI (defined in the block's table when new), the drop reason and the
  * correlation UUID, each with its bit in *what. */
-static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *d,
+static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *body, unsigned char *d,
                                const trace_rec_view *r, const full_plan *f, unsigned *what)
 {
     if (r->peer) {
@@ -629,20 +764,37 @@ static unsigned char *put_refs(trace_persist *p, block *b, unsigned char *d,
         *what |= C_DROPPED;
         d = put_vstr(d, r->dropped, strlen(r->dropped));
     }
-    return put_corr(b, d, r, what);
+    return put_corr(b, d, r, body + 2, what);
 }
 
-/* The message bytes: its own (C_WIRE), or the block's buffer again (C_WIRE_SAME). Inline, as
- * block_note(): put_short() calls both with a plan known at compile time, and a call each cost
- * about 35 instructions a record more. */
+/* The message bytes: its own, or the block's buffer again (C_WIRE | C_WIRE_SAME). Its own bytes
+ * are written whole (C_WIRE; they become the block's base bytes) unless they end with at least
+ * WIRE_END_MIN octets of the base bytes: then only what comes before those (C_WIRE_END, format
+ * 7): a CALL's arguments end its INVOCATION too, a PUBLISH's its EVENT. At most as long as the
+ * whole bytes: room reserved for those suffices. Inline, as block_note(): put_short() calls
+ * both with a plan known at compile time, and a call each cost about 35 instructions a record
+ * more. */
 static inline __attribute__((always_inline)) unsigned char *
-put_wire(block *b, unsigned char *d, const trace_rec_view *r, const full_plan *f, unsigned *what)
+put_wire(trace_persist *p, block *b, unsigned char *d, const trace_rec_view *r, const full_plan *f,
+         unsigned *what)
 {
     if (f->own) {
-        *what |= C_WIRE;
-        d = put_var(d, f->wire_len);
-        memcpy(d, f->bytes, f->wire_len);
-        d += f->wire_len;
+        size_t end = b->base_off == NO_BASE
+                             ? 0
+                             : common_end(f->bytes, f->wire_len, p->buf + b->base_off, b->base_len);
+        if (end >= WIRE_END_MIN) {
+            *what |= C_WIRE_END;
+            d = put_var(d, end);
+            d = put_var(d, f->wire_len - end);
+        } else {
+            *what |= C_WIRE;
+            d = put_var(d, f->wire_len);
+            b->base_off = (size_t)(d - p->buf);
+            b->base_len = f->wire_len;
+            end = 0;
+        }
+        memcpy(d, f->bytes, f->wire_len - end);
+        d += f->wire_len - end;
         /* Only a shared buffer can be referred to by a later record of the block (its
          * reference keeps the address from being reused); plain bytes cannot. */
         if (b->wire != r->wire) {
@@ -714,9 +866,10 @@ static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, con
 {
     block *b = &p->blk;
     uint8_t b2 = rec_b2(r);
-    unsigned char *h = p->buf + p->len;
-    unsigned char *d = h + HDR_LEN;
-    unsigned what = C_WIRE;
+    int mode;
+    unsigned char *body = rec_begin(p, false, FULL_FIXED_MAX + o->len, &mode);
+    unsigned char *d = body;
+    unsigned what = 0;
     d[1] = r->msg_type;
     d[2] = (unsigned char)(b2 | C2_SHORT);
     d = put_var(d + 3, r->seq - b->seq);
@@ -730,15 +883,14 @@ static wamp_err put_short(trace_persist *p, seg *s, const trace_rec_view *r, con
         what |= C_URI;
         d = put_var(d, o->uri_i);
     }
-    d = put_corr(b, d, r, &what);
-    /* Its own bytes (C_WIRE, set above), and the block's running values after it, as the
-     * general path notes them. */
+    d = put_corr(b, d, r, body + 2, &what);
+    /* Its own bytes, and the block's running values after it, as the general path notes them. */
     const full_plan f = {.own = true, .bytes = o->bytes, .wire_len = o->len, .b2 = b2};
-    d = put_wire(b, d, r, &f, &what);
-    h[HDR_LEN] = (unsigned char)what;
+    d = put_wire(p, b, d, r, &f, &what);
+    body[0] = (unsigned char)what;
     block_note(b, r, &f);
     p->run_off = NO_RUN;
-    return end_record(p, s, r, h, d);
+    return rec_end(p, s, r, mode, body, d);
 }
 
 /* Appends one record: a repeat (into a run) when it is the block's previous record again but for
@@ -768,7 +920,8 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     short_rec o;
     if (f.first) {
         persist_block_reset(b);
-    } else if (short_known(p, r, &o) && buf_reserve(p, HDR_LEN + FULL_FIXED_MAX + o.len)) {
+    } else if (short_known(p, r, &o) &&
+               buf_reserve(p, HDR_LEN + PACK_EXTRA + FULL_FIXED_MAX + o.len)) {
         return put_short(p, s, r, &o);
     }
     f.b2 = rec_b2(r);
@@ -778,17 +931,19 @@ static wamp_err append_rec(trace_persist *p, const trace_rec_view *r)
     p->run_off = NO_RUN; /* a run is only ever the last record of its block so far */
     plan_full(p, b, r, &f);
     /* Both can fail: before anything changes (the block must only hold what was written). */
-    if (!buf_reserve(p, HDR_LEN + f.max) || (f.first && !persist_idx_push(s, r->seq, s->size))) {
+    if (!buf_reserve(p, HDR_LEN + PACK_EXTRA + f.max) ||
+        (f.first && !persist_idx_push(s, r->seq, s->size))) {
         return WAMP_ENOMEM;
     }
-    unsigned char *h = p->buf + p->len;
-    unsigned char *d = h + HDR_LEN;
-    /* The what byte (d[0]) is known when the body is: its bits are set on the way. */
+    int mode;
+    unsigned char *body = rec_begin(p, f.first, f.max, &mode);
+    unsigned char *d = body;
+    /* The what byte (body[0]) is known when the body is: its bits are set on the way. */
     unsigned what = f.first ? C_BLOCK : 0;
     d = put_head(d, b, r, &f);
-    d = put_refs(p, b, d, r, &f, &what);
-    d = put_wire(b, d, r, &f, &what);
-    h[HDR_LEN] = (unsigned char)what;
+    d = put_refs(p, b, body, d, r, &f, &what);
+    d = put_wire(p, b, d, r, &f, &what);
+    body[0] = (unsigned char)what;
     block_note(b, r, &f);
-    return end_record(p, s, r, h, d);
+    return rec_end(p, s, r, mode, body, d);
 }

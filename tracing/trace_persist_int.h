@@ -6,7 +6,7 @@
  * The files and the direction of their calls (no file calls back up):
  *   trace_persist.c (the public API: create, open, free, accessors, seal, flush, meta.json)
  *     -> trace_persist_reload.c (a reopen: verify every segment, rebuild the index, find gaps)
- *        -> trace_persist_decode.c (record bodies: format 1 and the compact formats 2-5)
+ *        -> trace_persist_decode.c (record bodies: format 1 and the compact formats 2-7)
  *     -> trace_persist_writer.c (the writer thread, jobs, rotation, retention, fsync policy)
  *   trace_persist_encode.c (append: the compact encoder) -> trace_persist_writer.c
  *   trace_persist_read.c (trace_persist_read()) -> trace_persist_decode.c, trace_persist_writer.c
@@ -27,7 +27,7 @@
 /* --- record framing and body encoding (PERSIST_FORMAT.md, "Records") ------------------------- */
 
 /* Framing: u32 length word + u32 CRC-32C of the body. The length word is the body's length, with
- * LEN_COMPACT set for a compact body (formats 2-5). */
+ * LEN_COMPACT set for a compact body (formats 2-7). */
 #define HDR_LEN     8u
 #define LEN_COMPACT 0x80000000u
 /* Format 1 body (fixed part, then 6 length-prefixed fields; NIL_LEN = absent). Still read. */
@@ -54,6 +54,30 @@
  * C_WIRE_SAME), never a block's first. */
 #define C2_SHORT    0x80u
 #define C_SHORT_MIN 6u /* 3 bytes, seq, pc and the bytes' length */
+/* Format 7: in a full record, C_WIRE_SAME without C_WIRE: message bytes ending with the end of
+ * the block's base bytes (the last ones written whole, C_WIRE alone), and C_CORR_SAME without
+ * TRACE_CORR_HAS in the flags: a UUID whose first half is the block's last UUID's. The writer
+ * refers to base bytes only for an end of at least WIRE_END_MIN octets (a shorter one saves
+ * nothing: its length is a varint more). */
+#define C_WIRE_END   C_WIRE_SAME
+#define C_CORR_HALF  C_CORR_SAME
+#define UUID_HALF    8u
+#define WIRE_END_MIN 4u
+/* block.base_off when the base bytes are not in the write buffer (none, or handed over). */
+#define NO_BASE SIZE_MAX
+/* Format 7: a pack, a frame of full records of one block (never its first), each a varint
+ * length and its body, after the what byte C_PACK (C_REPEAT | C_URI: no repeat has a URI bit):
+ * one frame header for them all. The writer packs records of at most PACK_REC_MAX bytes (a
+ * larger one saves little) and starts a new pack when one holds PACK_MAX bytes: a torn write
+ * loses its whole last frame, so a pack stays about a page. A pack never spans a hand-over to
+ * the writer thread (and so never an fsync). */
+#define C_PACK       (C_REPEAT | C_URI)
+#define PACK_REC_MAX 1024u
+#define PACK_MAX     4096u
+/* Room a record may take in a pack beyond its body: the what byte and its length. */
+#define PACK_EXTRA (1u + VAR_MAX)
+/* trace_persist.pack_off when the frame written last is not a pack that may grow. */
+#define NO_PACK SIZE_MAX
 /* trace_persist.run_off when the record last written is not a run that may grow. */
 #define NO_RUN SIZE_MAX
 /* block.prev_uri when the previous record had no URI, or one a C_REPEAT cannot refer to (not
@@ -135,6 +159,12 @@ typedef struct block {
     size_t n_peers;
     size_t n_uris;
     wamp_buf *wire;
+    /* The base bytes (format 7, C_WIRE_END): the block's last message bytes written whole. A
+     * reader holds them (base); the writer finds them in its write buffer (base_off, NO_BASE
+     * when they are not there, base_len octets). */
+    wamp_buf *base;
+    size_t base_off;
+    size_t base_len;
     size_t prev_uri; /* index in uris, or PREV_NO_URI / PREV_BAD_URI */
     /* The block's previous record, what a C_REPEAT repeats (has_prev: there is one). */
     uint32_t prev_ser[WAMP_SER_COUNT];
@@ -182,6 +212,9 @@ struct trace_persist {
     /* Offset in buf of the run (C_RUN) written last, which the next repeat of its block joins;
      * NO_RUN when the last record written is something else or was handed over. */
     size_t run_off;
+    /* Offset in buf of the pack (C_PACK) written last, which the next full record of its block
+     * joins; NO_PACK when the frame written last is something else or was handed over. */
+    size_t pack_off;
     block blk; /* the active segment's current block (compact records); its tables last */
     /* Where a peer or URI object last was in blk's tables, direct-mapped by address: one probe
      * instead of a search (a search whose exit is a different entry each record mispredicts;
@@ -423,6 +456,16 @@ bool persist_read_record_fd(int fd, uint64_t off, uint64_t file_size, unsigned c
 bool persist_decode_repeat(cursor *c, block *b, bool with_peer, bool in_run, trace_record *r);
 /* Whether a compact body is a run, and then its count (0 if malformed). */
 bool persist_is_run(const unsigned char *body, uint32_t len, const block *b, uint32_t *count);
+
+/* Whether a verified compact body is a pack (C_PACK; its records from body + 1 on). */
+static inline bool persist_is_pack(const unsigned char *body)
+{
+    return body[0] == C_PACK;
+}
+
+/* The next record of a pack at c (its body in *sub, *len); false at the pack's end, with c->ok
+ * false when what is left is not a record a pack may hold (a full record not opening a block). */
+bool persist_pack_next(cursor *c, const unsigned char **sub, uint32_t *len);
 /* One compact body (not a run) into *r, updating the block's tables. */
 bool persist_decode_compact(const unsigned char *body, uint32_t len, block *b, trace_record *r);
 /* One format 1 body into *r (prev: the record before, whose peer and URI it may share). */

@@ -197,6 +197,22 @@ static bool read_run(read_state *st, const unsigned char *b, uint32_t len, uint3
     return true;
 }
 
+static bool read_one(read_state *st, const unsigned char *b, uint32_t len, bool compact);
+
+/* The records of a pack (C_PACK), each decoded even when skipped; false if damaged. */
+static bool read_pack(read_state *st, const unsigned char *b, uint32_t len)
+{
+    cursor c = {.p = b + 1, .end = b + len, .ok = true};
+    const unsigned char *sub;
+    uint32_t n;
+    while (!st->done && st->n < st->limit && persist_pack_next(&c, &sub, &n)) {
+        if (!read_one(st, sub, n, true)) {
+            return false;
+        }
+    }
+    return c.ok;
+}
+
 /* One record (not a run); false if damaged. A compact record is decoded even when skipped: it
  * may define what later ones refer to. */
 static bool read_one(read_state *st, const unsigned char *b, uint32_t len, bool compact)
@@ -237,8 +253,13 @@ static void read_segment(read_state *st, const seg *s)
         bool ok = b != NULL;
         if (ok) {
             off += HDR_LEN + len;
-            ok = compact && persist_is_run(b, len, &st->blk, &run) ? read_run(st, b, len, run)
-                                                                   : read_one(st, b, len, compact);
+            if (compact && persist_is_run(b, len, &st->blk, &run)) {
+                ok = read_run(st, b, len, run);
+            } else if (compact && persist_is_pack(b)) {
+                ok = read_pack(st, b, len);
+            } else {
+                ok = read_one(st, b, len, compact);
+            }
         }
         if (!ok) {
             /* A gap (the reopen found it): reading goes on at the next block start. */

@@ -22,6 +22,8 @@ void persist_block_reset(block *b)
         trace_str_unref(&u);
     }
     wamp_buf_unref(&b->wire);
+    wamp_buf_unref(&b->base);
+    b->base_off = NO_BASE;
     memset(b->memo_peer, 0, sizeof(b->memo_peer));
     b->n_peers = b->n_uris = 0;
     b->has_corr = false;

@@ -531,6 +531,8 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     if (!w || (p->fd < 0 && !(flags & (JOB_SYNC_DIR | JOB_SYNC_PARENT | JOB_UNLINK)))) {
         p->len = 0;
         p->run_off = NO_RUN;
+        p->pack_off = NO_PACK;
+        p->blk.base_off = NO_BASE;
         return WAMP_OK;
     }
     if (!p->len && !n_idx && !flags) {
@@ -563,7 +565,9 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     p->buf = b;
     p->cap = cap;
     p->len = 0;
-    p->run_off = NO_RUN; /* the run went with the buffer */
+    p->run_off = NO_RUN;       /* the run went with the buffer */
+    p->pack_off = NO_PACK;     /* the pack too */
+    p->blk.base_off = NO_BASE; /* and the base bytes */
     j->flags = flags;
     j->fd = p->fd;
     j->idx_fd = p->idx_fd;

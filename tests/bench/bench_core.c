@@ -9,8 +9,10 @@
  *            the management API's start_trace does);
  *   persist  off + one trace of everything with {"persist": true}.
  * Every configuration gets wampscope.tracing.data_dir set to a directory of its own under a
- * temporary directory (removed at the end), so nothing is read from or written to the working
- * directory; without a persisted trace the data directory is only listed at start.
+ * temporary directory (removed at the end; kept, its path printed, with BENCH_CORE_KEEP=1 in the
+ * environment: the persisted trace's files, e.g. for their bytes per record), so nothing is read
+ * from or written to the working directory; without a persisted trace the data directory is only
+ * listed at start.
  *
  * Sessions attach through rt_transport_ops of this file, as the WebSocket adapter's do: messages
  * go in whole through rt_session_on_message() (pre-encoded bytes), in reads of at most 4 KiB of
@@ -989,7 +991,9 @@ int main(int argc, char **argv)
     for (int c = 0; c < NCONF; c++) {
         router_fini(&ri[c]);
     }
-    if (nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    if (getenv("BENCH_CORE_KEEP")) {
+        printf("bench-core: kept %s\n", tmp);
+    } else if (nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0) {
         fprintf(stderr, "bench-core: cannot remove %s\n", tmp);
     }
     return rc;
