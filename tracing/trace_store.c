@@ -487,17 +487,8 @@ static __attribute__((noinline)) bool append_steady_grouped(trace_store *st,
         st->mcount++;
     }
     st->hgone = hgone;
-    st->rtail = tail + size;
-    st->newest = tail;
-    st->first_seq = f + 1;
-    st->dropped++;
-    st->bytes = bytes;
-    st->key = key;
+    store_put_steady(st, ring, tail, size, bytes, key, v, src, len, cost);
     *seq = f + count;
-    store_msg *n = (store_msg *)(void *)(ring + tail);
-    store_msg_fill(n, v, size, v->peer ? trace_peer_ref(v->peer) : NULL,
-                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost);
-    copy_small((unsigned char *)(n + 1), src, len);
     return true;
 }
 

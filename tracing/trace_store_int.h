@@ -181,6 +181,26 @@ store_msg_fill(store_msg *m, const trace_rec_view *v, size_t size, trace_peer *p
     }
 }
 
+/* The steady appends' last step, a record in place of the oldest: the counts (first_seq and
+ * dropped one more, bytes and key as given) and the new message entry at tail (size bytes: v's
+ * parts with references of its own on the peer and URI, then len bytes of src). The caller
+ * writes its seq afterwards: a store through a uint64_t pointer may alias the store's fields. */
+static inline __attribute__((always_inline)) void
+store_put_steady(trace_store *st, unsigned char *ring, size_t tail, size_t size, uint64_t bytes,
+                 uint64_t key, const trace_rec_view *v, const void *src, size_t len, uint32_t cost)
+{
+    st->rtail = tail + size;
+    st->newest = tail;
+    st->first_seq++;
+    st->dropped++;
+    st->bytes = bytes;
+    st->key = key;
+    store_msg *n = (store_msg *)(void *)(ring + tail);
+    store_msg_fill(n, v, size, v->peer ? trace_peer_ref(v->peer) : NULL,
+                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost);
+    copy_small((unsigned char *)(n + 1), src, len);
+}
+
 /* trace_store_append_view()'s steady state, which is every append of a flight recorder that has
  * run a while: the store full at its limit, so the append evicts the oldest record; that record
  * a message without repeats, so its entry at the ring's read end goes with it; a small message,
@@ -223,18 +243,9 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
     trace_str_unref(&old_uri);
     wamp_buf_unref(&old_wire);
     st->rhead = nhead;
-    st->rtail = tail + size;
-    st->newest = tail;
-    st->first_seq++;
-    st->dropped++;
-    st->bytes = bytes;
-    st->key = key;
     *slot = (uint32_t)(tail >> 3);
+    store_put_steady(st, ring, tail, size, bytes, key, v, src, len, cost);
     *seq = s;
-    store_msg *n = (store_msg *)(void *)(ring + tail);
-    store_msg_fill(n, v, size, v->peer ? trace_peer_ref(v->peer) : NULL,
-                   v->uri ? trace_str_ref(v->uri) : NULL, NULL, (uint32_t)len, cost);
-    copy_small((unsigned char *)(n + 1), src, len);
     return true;
 }
 

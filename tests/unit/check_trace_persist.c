@@ -1175,6 +1175,24 @@ static void copy_file(const char *src, const char *dst)
     ck_assert_int_eq(fclose(out), 0);
 }
 
+/* Copies the files of trace id from the fixture directory tests/data/<fixture>/<id> into
+ * tmpdir/data/<id>, as a data directory holding that one persisted trace. */
+static void install_fixture(const char *fixture, const char *id, const char *const *files, size_t n)
+{
+    const char *root = getenv("RT_SOURCE_DIR");
+    ck_assert_msg(root != NULL, "RT_SOURCE_DIR is set by ctest");
+    char dir[512], src[1024], dst[1024];
+    snprintf(dir, sizeof(dir), "%s/data", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, id);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(src, sizeof(src), "%s/tests/data/%s/%s/%s", root, fixture, id, files[i]);
+        snprintf(dst, sizeof(dst), "%s/%s", dir, files[i]);
+        copy_file(src, dst);
+    }
+}
+
 /* Traces persisted before the compact format (tests/data/persist_v1, see its README.md) are
  * still read: records, index seeks, the segment edge. */
 /* A persisted trace of make_rec() records 0..9 with one compact record appended to its segment
@@ -1671,22 +1689,11 @@ END_TEST
 
 START_TEST(test_v1_segments_still_read)
 {
-    const char *root = getenv("RT_SOURCE_DIR");
-    ck_assert_msg(root != NULL, "RT_SOURCE_DIR is set by ctest");
     static const char *const files[] = {"00000000000000000000.seg", "00000000000000000000.idx",
                                         "00000000000000000047.seg", "00000000000000000047.idx",
                                         "meta.json"};
     const char *id = "01700000000000000000";
-    char dir[512], src[1024], dst[1024];
-    snprintf(dir, sizeof(dir), "%s/data", tmpdir);
-    ck_assert_int_eq(mkdir(dir, 0700), 0);
-    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, id);
-    ck_assert_int_eq(mkdir(dir, 0700), 0);
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(src, sizeof(src), "%s/tests/data/persist_v1/%s/%s", root, id, files[i]);
-        snprintf(dst, sizeof(dst), "%s/%s", dir, files[i]);
-        copy_file(src, dst);
-    }
+    install_fixture("persist_v1", id, files, sizeof(files) / sizeof(files[0]));
     trace_persist_config cfg = config(0);
     trace_persist *p = NULL;
     json_t *m = NULL;
@@ -2026,8 +2033,6 @@ static void act_check(trace_persist *p, const act_env *e, uint64_t from, uint64_
  * block, across the segments' edges, before and after the cut a reopen would make. */
 START_TEST(test_v6_segments_still_read)
 {
-    const char *root = getenv("RT_SOURCE_DIR");
-    ck_assert_msg(root != NULL, "RT_SOURCE_DIR is set by ctest");
     static const char *const files[] = {"00000000000000000000.seg",
                                         "00000000000000000000.idx",
                                         "00000000000000000263.seg",
@@ -2036,16 +2041,7 @@ START_TEST(test_v6_segments_still_read)
                                         "00000000000000000519.idx",
                                         "meta.json"};
     const char *id = "01700000000000000000";
-    char dir[512], src[1024], dst[1024];
-    snprintf(dir, sizeof(dir), "%s/data", tmpdir);
-    ck_assert_int_eq(mkdir(dir, 0700), 0);
-    snprintf(dir, sizeof(dir), "%s/data/%s", tmpdir, id);
-    ck_assert_int_eq(mkdir(dir, 0700), 0);
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(src, sizeof(src), "%s/tests/data/persist_v6/%s/%s", root, id, files[i]);
-        snprintf(dst, sizeof(dst), "%s/%s", dir, files[i]);
-        copy_file(src, dst);
-    }
+    install_fixture("persist_v6", id, files, sizeof(files) / sizeof(files[0]));
     act_env e;
     act_env_init(&e);
     trace_persist_config cfg = config(ACT_SEG);
