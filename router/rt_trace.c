@@ -352,29 +352,22 @@ void rt_trace_action_close(rt_router *rt)
     rt->cur.callee_node = NULL;
 }
 
-/* Opens a new anchored action for uri of len bytes (NULL = none), borrowed from the message
- * being handled (which outlives the action); closed: none is open and no PUBLISH waits. */
-static inline void open_anchor_at(rt_router *rt, const char *uri, size_t len, bool closed)
+/* Sets a new anchored action for uri of len bytes (NULL = none), borrowed from the message being
+ * handled (which outlives the action), where none is open and no PUBLISH waits. */
+static inline void anchor_set(rt_router *rt, const char *uri, size_t len)
 {
     uint8_t uuid[TRACE_UUID_LEN];
     trace_uuid_gen_next(&rt->uuids, uuid);
-    if (closed) {
-        action_set(rt, uuid, NULL);
-    } else {
-        rt_trace_action_open(rt, uuid, NULL);
-    }
+    action_set(rt, uuid, NULL);
     rt->cur.uri_text = uri;
     rt->cur.uri_len = len;
 }
 
-static void open_anchor(rt_router *rt, const char *uri, size_t len)
-{
-    open_anchor_at(rt, uri, len, false);
-}
-
 void rt_trace_action_open_new(rt_router *rt)
 {
-    open_anchor(rt, NULL, 0);
+    uint8_t uuid[TRACE_UUID_LEN];
+    trace_uuid_gen_next(&rt->uuids, uuid);
+    rt_trace_action_open(rt, uuid, NULL);
 }
 
 void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
@@ -402,26 +395,19 @@ void rt_trace_action_unstash(rt_router *rt, rt_cur_action *saved)
     rt->cur = *saved;
 }
 
-/* Same for a URI owned by router state that the action may free (an UNSUBSCRIBE can delete its
- * subscription): copy it now. */
-static void open_anchor_copy(rt_router *rt, const char *uri)
+/* anchor_set() for a URI owned by router state that the action may free (an UNSUBSCRIBE can
+ * delete its subscription): copied now. */
+static void anchor_set_copy(rt_router *rt, const char *uri)
 {
-    open_anchor(rt, uri, uri ? strlen(uri) : 0);
+    anchor_set(rt, uri, uri ? strlen(uri) : 0);
     (void)rt_trace_action_uri(rt); /* NULL on OOM: the records just lack the URI */
     rt->cur.uri_text = rt->cur.uri ? trace_str_get(rt->cur.uri) : NULL;
     rt->cur.uri_len = rt->cur.uri ? trace_str_len(rt->cur.uri) : 0;
 }
 
-/* Opens the action a pending call kept (NULL or not set: none). */
-static void open_mark(rt_router *rt, const rt_action_mark *m)
-{
-    if (m && rt_action_mark_is_set(m)) {
-        rt_trace_action_open(rt, m->id, m->ref);
-    }
-}
-
-/* The same where none is open and no PUBLISH waits (just closed). */
-static inline void open_mark_closed(rt_router *rt, const rt_action_mark *m)
+/* Sets the action a pending call kept (NULL or not set: none), where none is open and no
+ * PUBLISH waits. */
+static void mark_set(rt_router *rt, const rt_action_mark *m)
 {
     if (m && rt_action_mark_is_set(m)) {
         action_set(rt, m->id, m->ref);
@@ -459,7 +445,9 @@ static void obs_forget(void *ctx, rt_action_mark *m)
 static void obs_resume(void *ctx, rt_router *rt, const rt_action_mark *m)
 {
     (void)ctx;
-    open_mark(rt, m);
+    if (m && rt_action_mark_is_set(m)) {
+        rt_trace_action_open(rt, m->id, m->ref);
+    }
 }
 
 static void obs_end(void *ctx, rt_router *rt)
@@ -540,52 +528,49 @@ static bool rx_action(rt_router *rt, rt_session *s, const wamp_msg *m)
     }
     switch (m->type) {
     case WAMP_MSG_HELLO:
-        open_anchor(rt, NULL, 0);
+        anchor_set(rt, NULL, 0);
         rt->cur.realm = m->uri;
         memcpy(s->hello_corr, rt->cur.uuid, TRACE_UUID_LEN);
         s->hello_corr_set = true;
         anchor = true;
         break;
     case WAMP_MSG_PUBLISH:
-        open_anchor_at(rt, m->uri, m->uri_len, true);
-        anchor = true;
-        break;
     case WAMP_MSG_CALL:
     case WAMP_MSG_SUBSCRIBE:
     case WAMP_MSG_REGISTER:
-        open_anchor_at(rt, m->uri, m->uri_len, true);
+        anchor_set(rt, m->uri, m->uri_len);
         anchor = true;
         break;
     case WAMP_MSG_UNSUBSCRIBE:
-        open_anchor_copy(rt, s->realm ? rt->routing.topic_of(s, m->id2) : NULL);
+        anchor_set_copy(rt, s->realm ? rt->routing.topic_of(s, m->id2) : NULL);
         anchor = true;
         break;
     case WAMP_MSG_UNREGISTER:
-        open_anchor_copy(rt, s->realm ? rt->routing.procedure_of(s, m->id2) : NULL);
+        anchor_set_copy(rt, s->realm ? rt->routing.procedure_of(s, m->id2) : NULL);
         anchor = true;
         break;
     case WAMP_MSG_YIELD:
     case WAMP_MSG_ERROR:
         if (s->realm && (m->type == WAMP_MSG_YIELD || m->req_type == WAMP_MSG_INVOCATION)) {
-            open_mark_closed(rt, rt->routing.call_action(rt_realm_dealer(s->realm), s, m->id));
+            mark_set(rt, rt->routing.call_action(rt_realm_dealer(s->realm), s, m->id));
         }
         break;
     case WAMP_MSG_CANCEL:
         if (s->realm) {
-            open_mark(rt, rt->routing.caller_action(rt_realm_dealer(s->realm), s, m->id));
+            mark_set(rt, rt->routing.caller_action(rt_realm_dealer(s->realm), s, m->id));
         }
         break;
     case WAMP_MSG_GOODBYE:
         /* A joined session's GOODBYE: its reply and the leave's meta events follow it. (A
          * GOODBYE answering the router's own is no new action.) */
         if (s->state == RT_SESSION_JOINED) {
-            open_anchor(rt, NULL, 0);
+            anchor_set(rt, NULL, 0);
             anchor = true;
         }
         break;
     case WAMP_MSG_AUTHENTICATE:
         if (s->hello_corr_set) {
-            rt_trace_action_open(rt, s->hello_corr, NULL);
+            action_set(rt, s->hello_corr, NULL);
             rt->cur.realm = s->auth ? rt_auth_pending_realm(s->auth) : NULL;
         }
         break;
