@@ -33,20 +33,6 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
     hub->pub.rep.n_pend = 0;
     hub->rep.pend_last = false;
     size_t nt = hub->rep.n;
-    trace_store *st = hub->fast_store;
-    if (nt == 1 && st && hub->rep.traces[0] == hub->pub.fast && trace_is_running(hub->pub.fast)) {
-        /* The in-memory fast trace (no max_records, the message kept as it is): straight into its
-         * store, which takes what it can as repeats; the rest goes the general way below. */
-        uint8_t flags = hub->rep.rec.flags;
-        size_t k = trace_store_append_repeats(st, hub->rep.rec.key, hub->rep.rec.uri,
-                                              hub->rep.rec.pc_ns, pend, n, flags,
-                                              last ? (uint8_t)(flags | TRACE_CORR_LAST) : flags);
-        if (k == n) {
-            return;
-        }
-        pend += k;
-        n -= k;
-    }
     /* The gathered references move into the last trace; the others take their own. */
     for (size_t i = 0; i + 1 < nt; i++) {
         (void)trace_append_run(hub->rep.traces[i], &hub->rep.rec, pend, n, last);
@@ -219,12 +205,12 @@ static inline uint64_t tail8(const char *p, size_t n)
     return w;
 }
 
-/* A new reference on an immutable string equal to uri: the cached one for its text, else a new
- * one that replaces the cache entry. Every action (a PUBLISH, a CALL) needs its URI as a
- * trace_str; made afresh, each was a malloc() and, a whole ring later, a free() of memory long
- * out of cache, for the same few topics and procedures over and over. Hashing the text is
- * cheaper, and records of one URI then share one warm object. NULL on allocation failure. */
-static trace_str *intern_uri(trace_hub *hub, const char *uri, size_t n)
+/* (trace_hub.h) The cached string for uri's text, else a new one that replaces the cache
+ * entry. Every action (a PUBLISH, a CALL) needs its URI as a trace_str; made afresh, each was a
+ * malloc() and, a whole ring later, a free() of memory long out of cache, for the same few
+ * topics and procedures over and over. Hashing the text is cheaper, and records of one URI then
+ * share one warm object. NULL on allocation failure. */
+trace_str *trace_hub_uri(trace_hub *hub, const char *uri, size_t n)
 {
     /* Eight bytes a step, each mixed by a multiply: a byte-wise hash (FNV-1a) was a chain of
      * one multiply per character, about 40 ns for a typical topic. */
@@ -247,11 +233,6 @@ static trace_str *intern_uri(trace_hub *hub, const char *uri, size_t n)
     return s;
 }
 
-trace_str *trace_hub_uri(trace_hub *hub, const char *uri, size_t len)
-{
-    return intern_uri(hub, uri, len);
-}
-
 /* Same for the action URI; NULL when the message has none. */
 static trace_str *shared_uri(trace_hub *hub, const trace_ctx *c, const trace_input *in)
 {
@@ -262,10 +243,10 @@ static trace_str *shared_uri(trace_hub *hub, const trace_ctx *c, const trace_inp
         return NULL;
     }
     if (!in->uri_slot) {
-        return intern_uri(hub, c->uri, strlen(c->uri));
+        return trace_hub_uri(hub, c->uri, strlen(c->uri));
     }
     if (!*in->uri_slot) {
-        *in->uri_slot = intern_uri(hub, c->uri, strlen(c->uri));
+        *in->uri_slot = trace_hub_uri(hub, c->uri, strlen(c->uri));
     }
     return *in->uri_slot ? trace_str_ref(*in->uri_slot) : NULL;
 }

@@ -38,7 +38,7 @@ struct trace_hub {
     char *reserved_id;
     json_t *reserved_opts;
     /* Action URIs made for kept messages, by hash of their text (direct-mapped, each entry a
-     * reference; see intern_uri()). */
+     * reference; see trace_hub_uri()). */
     trace_str *uris[HUB_URI_CACHE];
     /* The message being recorded without its payload (make_env()), strip_cap bytes; owned. */
     unsigned char *strip;
