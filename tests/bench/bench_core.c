@@ -544,24 +544,12 @@ typedef struct slice {
     uint64_t msgs;     /* messages of the batches kept */
 } slice;
 
-/* The timed ns of every batch of a slice. */
-typedef struct batch_times {
-    uint64_t *v;
-    size_t n, cap;
-} batch_times;
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Batches for at least dur_ns, then the router's tick. Batches over cut times the slice's median
  * batch (cut 0: none) are left out: a batch is tens of microseconds, so a preemption (another
  * process, an interrupt, a writer thread sharing the core) makes one several times longer, while
  * the recorder's own occasional work (a wrap of its ring, a new segment) adds far less. busy is
  * below 1 when the thread was preempted during the slice. false on failure. */
-static bool run_slice(router_inst *ri, bcase *k, uint64_t dur_ns, double cut, batch_times *bt,
+static bool run_slice(router_inst *ri, bcase *k, uint64_t dur_ns, double cut, bench_lat *bt,
                       slice *out)
 {
     uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID), start = bench_now_ns(), end;
@@ -575,20 +563,13 @@ static bool run_slice(router_inst *ri, bcase *k, uint64_t dur_ns, double cut, ba
                     ser_names[k->ser], conf_names[ri->conf]);
             return false;
         }
-        if (bt->n == bt->cap) {
-            size_t cap = bt->cap ? 2 * bt->cap : 4096;
-            uint64_t *v = realloc(bt->v, cap * sizeof(*v));
-            if (!v) {
-                return false;
-            }
-            bt->v = v;
-            bt->cap = cap;
+        if (bench_lat_add(bt, ns) != WAMP_OK) {
+            return false;
         }
-        bt->v[bt->n++] = ns;
     } while ((end = bench_now_ns()) - start < dur_ns);
     out->busy = (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / (double)(end - start);
     rt_router_tick(ri->rt);
-    qsort(bt->v, bt->n, sizeof(*bt->v), cmp_u64);
+    (void)bench_lat_pct_us(bt, 50); /* (sorts the batches' times) */
     double limit = cut > 0 ? cut * (double)bt->v[bt->n / 2] : (double)UINT64_MAX;
     uint64_t sum = 0;
     size_t kept = 0;
@@ -809,7 +790,7 @@ static bool measure(const opts *o, router_inst *ri, size_t n, case_stats *st)
         slice_ns = (uint64_t)(o->seconds * 1e9 / (double)(o->rounds * (unsigned)nc));
     }
     double cut = o->keep_all ? 0 : 4.0;
-    batch_times bt = {0};
+    bench_lat bt = {0}; /* the timed ns of every batch of a slice */
     slice sl;
     bool ok = true;
     for (int i = 0; ok && i < nc; i++) {
@@ -826,7 +807,7 @@ static bool measure(const opts *o, router_inst *ri, size_t n, case_stats *st)
             st->msgs[c] += sl.msgs;
         }
     }
-    free(bt.v);
+    bench_lat_fini(&bt);
     if (!ok) {
         return false;
     }
