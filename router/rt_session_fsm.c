@@ -111,6 +111,7 @@ static void session_leave(rt_session *s)
     rt_realm_member_remove(s->realm, s);
     RT_LOG_DEBUG(s->id, "left realm %s", rt_realm_name(s->realm));
     trace_peer_unref(&s->tpeer);
+    s->tr_realm = RT_TRACE_REALM_UNKNOWN;
     trace_str_unref(&s->tr_uri);
     s->realm = NULL;
     free(s->authid);

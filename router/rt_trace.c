@@ -221,14 +221,32 @@ static __attribute__((noinline)) void action_uri(rt_router *rt, rt_session *s)
  * only while trace_hub_fast_ready()): rx with its bytes (data, len), tx with the buffer encoded
  * for s (wire) and the encodings e made; anchor / last as the correlation flags. true when the
  * hub is done with it; false: the caller records it the general way. */
+/* s's standing with the fast trace (rt_session.tr_realm), found now: RT_TRACE_REALM_UNKNOWN
+ * without memory for its peer (asked again next time). */
+static __attribute__((noinline)) rt_trace_realm fast_standing(rt_session *s)
+{
+    const char *realm = rt_realm_name(s->realm);
+    if (trace_hub_is_mgmt_realm(s->rt->hub, realm)) {
+        return (rt_trace_realm)(s->tr_realm = RT_TRACE_REALM_MGMT);
+    }
+    if (!s->tpeer && !(s->tpeer = trace_peer_new(s->id, realm, s->authid, s->authrole))) {
+        return RT_TRACE_REALM_UNKNOWN;
+    }
+    return (rt_trace_realm)(s->tr_realm = RT_TRACE_REALM_TRACED);
+}
+
 static inline __attribute__((always_inline)) bool
 record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len,
             const rt_encoded *e, const wamp_buf *wire, const char *drop, bool anchor, bool last)
 {
     rt_router *rt = s->rt;
-    const char *realm = rt_realm_name(s->realm);
-    if (!s->tpeer && !(s->tpeer = trace_peer_new(s->id, realm, s->authid, s->authrole))) {
-        return false;
+    if (s->tr_realm != RT_TRACE_REALM_TRACED) {
+        rt_trace_realm k = s->tr_realm ? (rt_trace_realm)s->tr_realm : fast_standing(s);
+        if (k != RT_TRACE_REALM_TRACED) {
+            /* The management realm's messages: done (kept by no fast trace); no peer: the
+             * general way. */
+            return k == RT_TRACE_REALM_MGMT;
+        }
     }
     read_clock(rt);
     if (!rt->cur.uri && rt->cur.uri_text) {
@@ -237,7 +255,6 @@ record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len
     const rt_cur_action *a = &rt->cur;
     /* Every field the hub reads written once (no zeroed copy first). */
     trace_fast f;
-    f.realm = realm;
     trace_rec_view *v = &f.v;
     v->pc_ns = a->now_ns;
     v->ts_ns = wall_of(rt, a->now_ns);

@@ -23,6 +23,14 @@
 #include "trace_hub.h"
 #include "wamp_msg.h"
 
+/* rt_session.tr_realm: a joined session's standing with the fast trace (trace_hub_record_fast()),
+ * found on its first record after the join. */
+typedef enum rt_trace_realm {
+    RT_TRACE_REALM_UNKNOWN = 0, /* not found yet (or left its realm) */
+    RT_TRACE_REALM_TRACED,      /* its peer is made (tpeer) */
+    RT_TRACE_REALM_MGMT,        /* the management realm: the fast trace keeps nothing of it */
+} rt_trace_realm;
+
 typedef struct rt_cur_action {
     bool set;                     /* an action is open */
     bool last;                    /* the next message sent completes it */

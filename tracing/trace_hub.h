@@ -214,17 +214,20 @@ typedef struct trace_fast {
      * router parsed or built (known); bytes (rx) or wire (tx) set; ser_bytes as trace_input's (all
      * 0: from the bytes' length in wire_ser); seq, key, env, env_len unused. */
     trace_rec_view v;
-    const char *realm; /* the session's realm: nothing of the management realm is kept */
 } trace_fast;
 
 /* The fast path of recording (only while trace_hub_fast_ready()): appends f's message to the fast
  * trace exactly as trace_hub_match() + trace_hub_record_matched() would record it (the same
  * record, and kept for trace_hub_repeat() the same way), without a trace_ctx, a trace_input, a
- * filter or a list of hits. Returns true when it is done with the message (recorded, or of the
- * management realm and so not kept); false, having recorded nothing, for what it leaves to the
+ * filter or a list of hits. The caller hands in no message of the management realm (the fast
+ * trace keeps nothing of it: trace_hub_is_mgmt_realm(), asked once per session). Returns true
+ * when it recorded the message; false, having recorded nothing, for what it leaves to the
  * general path: a CHALLENGE or AUTHENTICATE (redacted there), a message larger than
  * TRACE_STRIP_MIN for a trace without payload (stripped there), no bytes. f->v is modified. */
 bool trace_hub_record_fast(trace_hub *hub, trace_fast *f);
+
+/* true if realm is the management realm the hub was made with (no trace keeps its messages). */
+bool trace_hub_is_mgmt_realm(const trace_hub *hub, const char *realm);
 
 /* A new reference on the hub's shared string for the URI text uri of len bytes (interned: the
  * records of every action with that URI share one object); NULL on allocation failure. A caller

@@ -32,6 +32,17 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
     bool last = hub->rep.pend_last;
     hub->pub.rep.n_pend = 0;
     hub->rep.pend_last = false;
+    if (hub->rep.store) {
+        uint8_t flags = hub->rep.rec.flags;
+        size_t k = trace_store_append_repeats(hub->rep.store, hub->rep.rec.key, hub->rep.rec.uri,
+                                              hub->rep.rec.pc_ns, pend, n, flags,
+                                              (uint8_t)(flags | (last ? TRACE_CORR_LAST : 0)));
+        if (k == n) {
+            return;
+        }
+        pend += k; /* (the rest as records of their own, below) */
+        n -= k;
+    }
     size_t nt = hub->rep.n;
     /* The gathered references move into the last trace; the others take their own. */
     for (size_t i = 0; i + 1 < nt; i++) {
@@ -67,6 +78,7 @@ static void rep_forget(trace_hub *hub)
     wamp_buf_unref(&hub->pub.rep.wire);
     trace_str_unref(&hub->rep.uri);
     hub->rep.n = 0;
+    hub->rep.store = NULL;
 }
 
 void trace_hub_flush_repeats(trace_hub *hub)
@@ -486,6 +498,7 @@ static void rep_keep_view(trace_hub *hub, const trace_rec_view *v, trace_str *ur
     hub->pub.rep.pc_ns = v->pc_ns;
     hub->pub.rep.has_corr = (v->flags & TRACE_CORR_HAS) != 0;
     hub->rep.uri = uri_ref;
+    hub->rep.store = NULL;
     hub->rep.rec = *v;
     hub->rep.rec.key = key;
     hub->rep.rec.peer = NULL;
@@ -637,15 +650,18 @@ static __attribute__((noinline)) uint64_t fast_keep(trace_hub *hub, trace *t,
     rep_keep_view(hub, v, v->uri ? trace_str_ref(v->uri) : NULL, key);
     hub->rep.traces[0] = t;
     hub->rep.n = 1;
+    hub->rep.store = hub->fast_store; /* (NULL: persisted) */
     return key;
+}
+
+bool trace_hub_is_mgmt_realm(const trace_hub *hub, const char *realm)
+{
+    return trace_is_mgmt_realm(hub->mgmt_realm, realm);
 }
 
 bool trace_hub_record_fast(trace_hub *hub, trace_fast *f)
 {
     match_begin(hub);
-    if (trace_is_mgmt_realm(hub->mgmt_realm, f->realm)) {
-        return true; /* the fast trace's filter keeps nothing of it */
-    }
     trace *t = hub->pub.fast;
     trace_rec_view *v = &f->v;
     size_t len;

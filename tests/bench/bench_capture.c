@@ -73,7 +73,6 @@ static bool record_fast(trace_hub *h, trace_dir dir, int type, trace_peer *peer,
 {
     trace_fast f;
     memset(&f, 0, sizeof(f));
-    f.realm = "realm1";
     if (!*uri) { /* the action's URI, as the router makes it */
         *uri = trace_hub_uri(h, "com.example.topic", strlen("com.example.topic"));
     }

@@ -496,6 +496,36 @@ START_TEST(test_management_realm)
 
 END_TEST
 
+/* The same with one trace alone (the flight recorder's way: the hub's fast path): nothing of the
+ * management realm, before or after the join, and every message of another realm. */
+START_TEST(test_management_realm_fast_path)
+{
+    T.cfg.mgmt_enabled = true;
+    T.cfg.mgmt_realm = "mgmt";
+    test_router_fini(&T);
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    trace *all = start("all", NULL);
+    ck_assert(trace_hub_fast_ready(rt_router_trace_hub(T.rt)));
+    fake_conn *local = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_join(local, "mgmt");
+    fake_conn_send(local, "[48, 1, {}, \"com.example.nothing\"]");
+    json_decref(fake_conn_next(local)); /* its ERROR */
+    fake_conn_send(local, "[32, 2, {}, \"com.example.t\"]");
+    json_decref(fake_conn_next(local)); /* SUBSCRIBED */
+    ck_assert_uint_eq(trace_store_records(trace_get_store(all)), 0);
+    fake_conn *other = fake_conn_new(T.rt, WAMP_SER_JSON);
+    fake_conn_join(other, "realm1");
+    size_t joined = trace_store_records(trace_get_store(all)); /* HELLO, WELCOME, meta events */
+    ck_assert_uint_ge(joined, 2);
+    fake_conn_send(other, "[32, 2, {}, \"com.example.t\"]");
+    json_decref(fake_conn_next(other));
+    ck_assert_uint_eq(trace_store_records(trace_get_store(all)), joined + 2);
+    fake_conn_free(local);
+    fake_conn_free(other);
+}
+
+END_TEST
+
 /* A handshake an adapter refused: counted per reason, and a connection record in the traces
  * that keep everything (not in a filtered one). */
 START_TEST(test_refused_handshake_recorded)
@@ -1259,6 +1289,7 @@ static Suite *rt_trace_suite(void)
     tcase_add_test(tc, test_subscribe_unsubscribe_and_session_open);
     tcase_add_test(tc, test_filters_and_concurrent_traces);
     tcase_add_test(tc, test_management_realm);
+    tcase_add_test(tc, test_management_realm_fast_path);
     tcase_add_test(tc, test_flight_recorder_started_by_router);
     tcase_add_test(tc, test_refused_handshake_recorded);
     tcase_add_test(tc, test_idle_tracing_allocates_nothing);

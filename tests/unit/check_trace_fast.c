@@ -123,9 +123,13 @@ static void record_general(side *sd, const msg *m)
 static void record(side *sd, const msg *m)
 {
     if (sd->fast && trace_hub_fast_ready(sd->hub)) {
+        if (trace_hub_is_mgmt_realm(sd->hub, m->realm)) {
+            /* As the router: the management realm's messages are none of the fast trace's. */
+            sd->fast_taken++;
+            return;
+        }
         trace_fast f;
         memset(&f, 0, sizeof(f));
-        f.realm = m->realm;
         if (!sd->slot && m->uri) { /* the action's URI, as the router makes it */
             sd->slot = trace_hub_uri(sd->hub, m->uri, strlen(m->uri));
         }
