@@ -28,9 +28,15 @@ static inline bool rt_trace_sends_last(const rt_router *rt)
 static inline bool rt_trace_tx_repeat(rt_session *s, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
-    if (drop || !rt->cur.now_set ||
-        !trace_hub_repeat_gather(rt->hub, wire, s->tpeer, rt->cur.set, rt->cur.uuid,
-                                 rt->cur.now_ns)) {
+    if (drop) {
+        return false;
+    }
+    /* The buffer this action recorded at this reading (rt_cur_action.rep_wire): only whether the
+     * hub still keeps it is asked. Otherwise the hub compares the action and the clock. */
+    if (!(wire == rt->cur.rep_wire
+                  ? trace_hub_repeat_push(rt->hub, wire, s->tpeer)
+                  : rt->cur.now_set && trace_hub_repeat_gather(rt->hub, wire, s->tpeer, rt->cur.set,
+                                                               rt->cur.uuid, rt->cur.now_ns))) {
         return false;
     }
     /* Whether it completes the action asked only now: most receivers are not asked at all. */

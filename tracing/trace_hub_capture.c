@@ -32,7 +32,7 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
     bool last = hub->rep.pend_last;
     hub->pub.rep.n_pend = 0;
     hub->rep.pend_last = false;
-    if (hub->rep.store) {
+    if (hub->rep.store && trace_is_running(hub->rep.traces[0])) {
         uint8_t flags = hub->rep.rec.flags;
         size_t k = trace_store_append_repeats(hub->rep.store, hub->rep.rec.key, hub->rep.rec.uri,
                                               hub->rep.rec.pc_ns, pend, n, flags,

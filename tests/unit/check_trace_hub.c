@@ -1078,6 +1078,88 @@ static size_t offer_event(trace_hub *h, trace_peer *peer, trace_str *uri, const 
     return trace_hub_on_message(h, &c, &in);
 }
 
+/* The router's way with the flight recorder (one trace in memory, the fast path): an EVENT
+ * recorded through trace_hub_record_fast(); its next receivers pushed (trace_hub_repeat_push(),
+ * only while the hub keeps that buffer) go straight to the trace's store, and not into a trace
+ * stopped meanwhile. */
+static bool fast_event(trace_hub *h, trace_peer *peer, trace_str *uri, const uint8_t *corr,
+                       const wamp_buf *wire)
+{
+    trace_fast f;
+    memset(&f, 0, sizeof(f));
+    f.v.pc_ns = PC0;
+    f.v.ts_ns = TS0;
+    f.v.peer = peer;
+    f.v.uri = uri;
+    f.v.corr = corr;
+    f.v.flags = TRACE_CORR_HAS;
+    f.v.wire = wire;
+    f.v.dir = TRACE_TX;
+    f.v.msg_type = WAMP_MSG_EVENT;
+    f.v.wire_ser = WAMP_SER_JSON;
+    return trace_hub_record_fast(h, &f);
+}
+
+START_TEST(test_repeat_push_fast_store)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "fr", NULL);
+    ck_assert(trace_hub_fast_ready(h));
+    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
+    wamp_buf *wire = NULL, *other = NULL;
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &wire), WAMP_OK);
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &other), WAMP_OK);
+    trace_peer *peers[3] = {trace_peer_new(9, "realm1", "bob", "user"),
+                            trace_peer_new(10, "realm1", "carol", "user"),
+                            trace_peer_new(11, "realm1", "dave", "user")};
+    trace_str *uri = trace_str_new("com.example.topic");
+    uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3};
+    const trace_store *st = trace_get_store(t);
+    ck_assert(!trace_hub_repeat_push(h, wire, peers[1])); /* nothing kept */
+    ck_assert(fast_event(h, peers[0], uri, corr, wire));
+    ck_assert_ptr_eq(trace_hub_repeat_wire(h), wire);
+    ck_assert(!trace_hub_repeat_push(h, other, peers[1]));
+    ck_assert(!trace_hub_repeat_push(h, wire, NULL));
+    ck_assert(trace_hub_repeat_push(h, wire, peers[1]));
+    trace_hub_repeat_close(h, false);
+    ck_assert(trace_hub_repeat_push(h, wire, peers[2]));
+    trace_hub_repeat_close(h, true); /* the action's last: appended now */
+    ck_assert_uint_eq(trace_store_records(st), 3);
+    ck_assert_uint_eq(trace_store_messages(st), 1);
+    for (uint64_t i = 0; i < 3; i++) {
+        const trace_record *r = trace_store_get(st, i, &(trace_record){0});
+        ck_assert_ptr_eq(r->peer, peers[i]);
+        ck_assert_ptr_eq(r->uri, uri);
+        ck_assert_mem_eq(r->corr, corr, TRACE_UUID_LEN);
+        ck_assert_uint_eq(r->flags, TRACE_CORR_HAS | (i == 2 ? TRACE_CORR_LAST : 0));
+    }
+    /* Anything else recorded: the hub forgets the buffer. */
+    ck_assert(fast_event(h, peers[0], uri, corr, wire));
+    ck_assert_uint_eq(offer_rx(h), 1);
+    ck_assert_ptr_null(trace_hub_repeat_wire(h));
+    ck_assert(!trace_hub_repeat_push(h, wire, peers[1]));
+    /* Kept again, then the trace stops (as a trace's own limit stops it): nothing more in it. */
+    ck_assert(fast_event(h, peers[0], uri, corr, wire));
+    size_t held = trace_store_records(st);
+    ck_assert(trace_hub_repeat_push(h, wire, peers[1]));
+    trace_stop(t, TRACE_STOP_STOPPED, PC0, TS0);
+    trace_hub_flush(h);
+    ck_assert_uint_eq(trace_store_records(st), held);
+    trace_hub_free(h);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+    ck_assert_uint_eq(trace_str_refs(uri), 1);
+    trace_str_unref(&uri);
+    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
+    wamp_buf_unref(&wire);
+    wamp_buf_unref(&other);
+    json_decref(event);
+}
+
+END_TEST
+
 /* trace_hub_repeat(): the next receiver of the message just recorded is appended without
  * matching or building anything, but only when that is certain to record the same thing as the
  * usual path: the same buffer, clock reading and correlation, a message kept for it (tx,
@@ -1458,6 +1540,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_peer_and_uri_slots_filled_lazily);
     tcase_add_test(cap, test_action_uris_interned);
     tcase_add_test(cap, test_repeat_only_when_certain);
+    tcase_add_test(cap, test_repeat_push_fast_store);
     tcase_add_test(cap, test_repeat_large_fan_out);
     tcase_add_test(cap, test_repeat_in_memory_limits);
     suite_add_tcase(s, cap);
