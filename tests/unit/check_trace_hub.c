@@ -1078,6 +1078,47 @@ static size_t offer_event(trace_hub *h, trace_peer *peer, trace_str *uri, const 
     return trace_hub_on_message(h, &c, &in);
 }
 
+/* What the repeat tests send: an EVENT encoded twice (two buffers of one message), the peers of
+ * three receivers, the topic and a correlation. */
+typedef struct repeat_fix {
+    json_t *event;
+    wamp_buf *wire, *other;
+    trace_peer *peers[3];
+    trace_str *uri;
+    uint8_t corr[TRACE_UUID_LEN];
+} repeat_fix;
+
+static void repeat_fix_init(repeat_fix *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, f->event, &f->wire), WAMP_OK);
+    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, f->event, &f->other), WAMP_OK);
+    const char *who[3] = {"bob", "carol", "dave"};
+    for (size_t i = 0; i < 3; i++) {
+        f->peers[i] = trace_peer_new(9 + i, "realm1", who[i], "user");
+    }
+    f->uri = trace_str_new("com.example.topic");
+    f->corr[0] = 1;
+    f->corr[1] = 2;
+    f->corr[2] = 3;
+}
+
+/* After the hub is freed: nothing of f is referenced any more. */
+static void repeat_fix_fini(repeat_fix *f)
+{
+    ck_assert_uint_eq(wamp_buf_refs(f->wire), 1);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_uint_eq(trace_peer_refs(f->peers[i]), 1);
+        trace_peer_unref(&f->peers[i]);
+    }
+    ck_assert_uint_eq(trace_str_refs(f->uri), 1);
+    trace_str_unref(&f->uri);
+    wamp_buf_unref(&f->wire);
+    wamp_buf_unref(&f->other);
+    json_decref(f->event);
+}
+
 /* The router's way with the flight recorder (one trace in memory, the fast path): an EVENT
  * recorded through trace_hub_record_fast(); its next receivers pushed (trace_hub_repeat_push(),
  * only while the hub keeps that buffer) go straight to the trace's store, and not into a trace
@@ -1105,15 +1146,12 @@ START_TEST(test_repeat_push_fast_store)
     trace_hub *h = hub_of(4);
     trace *t = start(h, "fr", NULL);
     ck_assert(trace_hub_fast_ready(h));
-    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
-    wamp_buf *wire = NULL, *other = NULL;
-    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &wire), WAMP_OK);
-    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &other), WAMP_OK);
-    trace_peer *peers[3] = {trace_peer_new(9, "realm1", "bob", "user"),
-                            trace_peer_new(10, "realm1", "carol", "user"),
-                            trace_peer_new(11, "realm1", "dave", "user")};
-    trace_str *uri = trace_str_new("com.example.topic");
-    uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3};
+    repeat_fix x;
+    repeat_fix_init(&x);
+    const wamp_buf *wire = x.wire, *other = x.other;
+    trace_peer *const *peers = x.peers;
+    trace_str *uri = x.uri;
+    const uint8_t *corr = x.corr;
     const trace_store *st = trace_get_store(t);
     ck_assert(!trace_hub_repeat_push(h, wire, peers[1])); /* nothing kept */
     ck_assert(fast_event(h, peers[0], uri, corr, wire));
@@ -1146,16 +1184,7 @@ START_TEST(test_repeat_push_fast_store)
     trace_hub_flush(h);
     ck_assert_uint_eq(trace_store_records(st), held);
     trace_hub_free(h);
-    for (size_t i = 0; i < 3; i++) {
-        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
-        trace_peer_unref(&peers[i]);
-    }
-    ck_assert_uint_eq(trace_str_refs(uri), 1);
-    trace_str_unref(&uri);
-    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
-    wamp_buf_unref(&wire);
-    wamp_buf_unref(&other);
-    json_decref(event);
+    repeat_fix_fini(&x);
 }
 
 END_TEST
@@ -1170,15 +1199,13 @@ START_TEST(test_repeat_only_when_certain)
     char dir[256];
     trace_hub *h = persisted_hub(dir, sizeof(dir), 0);
     trace *p = start(h, "p", "{\"persist\": true}");
-    json_t *event = json_loads("[36,5,6,{},[\"hello\"]]", 0, NULL);
-    wamp_buf *wire = NULL, *other = NULL;
-    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &wire), WAMP_OK);
-    ck_assert_int_eq(wamp_codec_encode(WAMP_SER_JSON, event, &other), WAMP_OK);
-    trace_peer *peers[3] = {trace_peer_new(9, "realm1", "bob", "user"),
-                            trace_peer_new(10, "realm1", "carol", "user"),
-                            trace_peer_new(11, "realm1", "dave", "user")};
-    trace_str *uri = trace_str_new("com.example.topic");
-    uint8_t corr[TRACE_UUID_LEN] = {1, 2, 3};
+    repeat_fix x;
+    repeat_fix_init(&x);
+    json_t *event = x.event;
+    wamp_buf *wire = x.wire, *other = x.other;
+    trace_peer *const *peers = x.peers;
+    trace_str *uri = x.uri;
+    const uint8_t *corr = x.corr;
     uint8_t corr2[TRACE_UUID_LEN] = {1, 2, 4};
     /* Nothing recorded yet. */
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
@@ -1269,16 +1296,7 @@ START_TEST(test_repeat_only_when_certain)
     ck_assert_int_eq(trace_hub_delete(h, "who"), WAMP_OK);
     ck_assert(!trace_hub_repeat(h, wire, peers[1], corr, PC0, false));
     trace_hub_free(h);
-    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
-    for (size_t i = 0; i < 3; i++) {
-        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
-        trace_peer_unref(&peers[i]);
-    }
-    ck_assert_uint_eq(trace_str_refs(uri), 1);
-    trace_str_unref(&uri);
-    wamp_buf_unref(&wire);
-    wamp_buf_unref(&other);
-    json_decref(event);
+    repeat_fix_fini(&x);
     tmp_dir_remove(dir);
 }
 
