@@ -217,10 +217,6 @@ static __attribute__((noinline)) void action_uri(rt_router *rt, rt_session *s)
     }
 }
 
-/* Hands a message of the joined session s to the hub's fast trace (trace_hub_record_fast(),
- * only while trace_hub_fast_ready()): rx with its bytes (data, len), tx with the buffer encoded
- * for s (wire) and the encodings e made; anchor / last as the correlation flags. true when the
- * hub is done with it; false: the caller records it the general way. */
 /* s's standing with the fast trace (rt_session.tr_realm), found now: RT_TRACE_REALM_UNKNOWN
  * without memory for its peer (asked again next time). */
 static __attribute__((noinline)) rt_trace_realm fast_standing(rt_session *s)
@@ -235,6 +231,10 @@ static __attribute__((noinline)) rt_trace_realm fast_standing(rt_session *s)
     return (rt_trace_realm)(s->tr_realm = RT_TRACE_REALM_TRACED);
 }
 
+/* Hands a message of the joined session s to the hub's fast trace (trace_hub_record_fast(),
+ * only while trace_hub_fast_ready()): rx with its bytes (data, len), tx with the buffer encoded
+ * for s (wire) and the encodings e made; anchor / last as the correlation flags. true when the
+ * hub is done with it; false: the caller records it the general way. */
 static inline __attribute__((always_inline)) bool
 record_fast(rt_session *s, trace_dir dir, int type, const void *data, size_t len,
             const rt_encoded *e, const wamp_buf *wire, const char *drop, bool anchor, bool last)

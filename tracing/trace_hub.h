@@ -256,11 +256,6 @@ void trace_hub_repeat_end(trace_hub *hub, bool last);
 static inline bool trace_hub_repeat(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
                                     const uint8_t *correlation, uint64_t pc_ns, bool last);
 
-/* trace_hub_repeat() in two steps, for a caller that knows whether the message is its action's
- * last only at some cost (the router): trace_hub_repeat_gather() is everything but last (the
- * correlation given as has_corr and, if so, its 16 bytes), and returns what trace_hub_repeat()
- * would; after true, trace_hub_repeat_close() says whether it was the last (and appends the
- * batch when it is full). */
 /* The buffer of the message the hub keeps for repeats (NULL: none): after recording a message
  * sent with wire, trace_hub_repeat_wire(hub) == wire says the hub kept it. */
 static inline const wamp_buf *trace_hub_repeat_wire(const trace_hub *hub)
@@ -268,9 +263,10 @@ static inline const wamp_buf *trace_hub_repeat_wire(const trace_hub *hub)
     return ((const struct trace_hub_pub *)(const void *)hub)->rep.wire;
 }
 
-/* trace_hub_repeat_gather() for a caller that knows the receiver's message is the one the hub
- * kept, for the same action at the same clock reading (it recorded it and nothing changed since):
- * only whether the hub still keeps wire is checked. */
+/* trace_hub_repeat_gather() (below) for a caller that knows the receiver's message is the one the
+ * hub kept, for the same action at the same clock reading (it recorded it and nothing changed
+ * since): only whether the hub still keeps wire is checked. After true, trace_hub_repeat_close()
+ * as after a gather. */
 static inline bool trace_hub_repeat_push(trace_hub *hub, const wamp_buf *wire, trace_peer *peer)
 {
     struct trace_hub_rep *r = &((struct trace_hub_pub *)(void *)hub)->rep;
@@ -281,6 +277,11 @@ static inline bool trace_hub_repeat_push(trace_hub *hub, const wamp_buf *wire, t
     return true;
 }
 
+/* trace_hub_repeat() in two steps, for a caller that knows whether the message is its action's
+ * last only at some cost (the router): trace_hub_repeat_gather() is everything but last (the
+ * correlation given as has_corr and, if so, its 16 bytes), and returns what trace_hub_repeat()
+ * would; after true, trace_hub_repeat_close() says whether it was the last (and appends the
+ * batch when it is full). */
 static inline bool trace_hub_repeat_gather(trace_hub *hub, const wamp_buf *wire, trace_peer *peer,
                                            bool has_corr, const uint8_t *correlation,
                                            uint64_t pc_ns)
