@@ -380,7 +380,6 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
 void rt_router_read_begin(rt_router *rt)
 {
     rt->cur.now_set = false;
-    rt->cur.rep_wire = NULL;
     rt->cur.in_read = true;
 }
 
@@ -388,7 +387,6 @@ void rt_router_read_end(rt_router *rt)
 {
     rt->cur.in_read = false;
     rt->cur.now_set = false;
-    rt->cur.rep_wire = NULL;
 }
 
 void rt_router_tick(rt_router *rt)

@@ -329,7 +329,6 @@ static void flush_pending(rt_router *rt, bool last_known, bool last)
 /* rt_trace_action_open() where no action is open and no PUBLISH waits (just closed). */
 static inline void action_set(rt_router *rt, const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
 {
-    rt->cur.rep_wire = NULL;
     rt->cur.set = true;
     rt->cur.last = false;
     memcpy(rt->cur.uuid, uuid, TRACE_UUID_LEN);
@@ -368,7 +367,6 @@ void rt_trace_action_close(rt_router *rt)
     rt->cur.meta_pending = false;
     rt->cur.realm = NULL;
     rt->cur.callee_node = NULL;
-    rt->cur.rep_wire = NULL;
 }
 
 /* Sets a new anchored action for uri of len bytes (NULL = none), borrowed from the message being
@@ -395,7 +393,6 @@ void rt_trace_action_stash(rt_router *rt, rt_cur_action *saved)
         flush_pending(rt, false, false);
     }
     *saved = rt->cur;
-    rt->cur.rep_wire = NULL;
     rt->cur.set = false;
     rt->cur.last = false;
     rt->cur.meta_pending = false;
@@ -412,7 +409,6 @@ void rt_trace_action_unstash(rt_router *rt, rt_cur_action *saved)
     /* The clock reading belongs to the message being handled, not to the action. */
     saved->now_set = rt->cur.now_set;
     saved->now_ns = rt->cur.now_ns;
-    saved->rep_wire = NULL;
     rt->cur = *saved;
 }
 
@@ -519,7 +515,6 @@ static void obs_message_edge(void *ctx, rt_router *rt)
 {
     (void)ctx;
     rt->cur.now_set = false;
-    rt->cur.rep_wire = NULL;
 }
 
 wamp_err rt_trace_attach(rt_router *rt)
@@ -683,11 +678,6 @@ void rt_trace_tx(rt_session *s, const rt_encoded *e, const wamp_buf *wire, const
     if (!wire || !s->realm || !trace_hub_fast_ready(rt->hub) ||
         !record_fast(s, TRACE_TX, e->type, NULL, 0, e, wire, drop, false, last)) {
         tx_general(s, e, wire, drop, last);
-    }
-    if (e->type == WAMP_MSG_EVENT) {
-        /* One the hub keeps for repeats: its next receivers in this action are repeats. (Any
-         * other record makes the hub forget what it kept.) */
-        rt->cur.rep_wire = wire && trace_hub_repeat_wire(rt->hub) == wire ? wire : NULL;
     }
     /* "last" marks one message: the next one sent is not the last unless marked again. */
     rt->cur.last = false;

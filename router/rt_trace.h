@@ -53,12 +53,6 @@ typedef struct rt_cur_action {
     bool in_read; /* between rt_router_read_begin() and rt_router_read_end() */
     /* Meta events this action caused are queued (rt_meta.c): they complete it, not its reply. */
     bool meta_pending;
-    /* The EVENT buffer the hub keeps for repeats (trace_hub_repeat_wire()), recorded for this
-     * action at this clock reading (NULL: none): its next receivers are repeats without the
-     * hub comparing the action and clock again (rt_trace_tx_repeat()). Cleared whenever the
-     * action or the clock reading changes. (A buffer is only ever sent by one fan-out, within one
-     * action and one reading, so that is a second guard, not the only one.) */
-    const wamp_buf *rep_wire;
 } rt_cur_action;
 
 /* The clock of trace records (their pc_ns): the CPU's time-stamp counter scaled to

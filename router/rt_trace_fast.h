@@ -21,22 +21,16 @@ static inline bool rt_trace_sends_last(const rt_router *rt)
 /* The fan-out fast path of tracing an EVENT sent to s, inline in the send path (an EVENT to
  * the next subscriber is most of what a fan-out sends): while a trace runs and no received
  * PUBLISH waits for its record (rt->pend.s), the hub appends the message just recorded again
- * with s's peer when it is certainly that message (trace_hub_repeat()); true then. Otherwise
- * the caller records it with rt_trace_tx(). The same buffer is the same message with the same
- * encodings: only a fan-out sends one rt_encoded to several sessions, and it encodes every
- * serializer it needs before the first send (rt_broker.c, fan_out). */
+ * with s's peer when it is certainly that message; true then. Otherwise the caller records it
+ * with rt_trace_tx(). A buffer the hub still keeps (nothing was recorded since it was) is certainly
+ * that message, for this action at this clock reading, so the hub compares nothing else
+ * (trace_hub_repeat_push()): only a fan-out sends one rt_encoded to several sessions, within the
+ * handling of one message (one action, one clock reading), and it encodes every serializer it
+ * needs before the first send (rt_broker.c, fan_out). */
 static inline bool rt_trace_tx_repeat(rt_session *s, const wamp_buf *wire, const char *drop)
 {
     rt_router *rt = s->rt;
-    if (drop) {
-        return false;
-    }
-    /* The buffer this action recorded at this reading (rt_cur_action.rep_wire): only whether the
-     * hub still keeps it is asked. Otherwise the hub compares the action and the clock. */
-    if (!(wire == rt->cur.rep_wire
-                  ? trace_hub_repeat_push(rt->hub, wire, s->tpeer)
-                  : rt->cur.now_set && trace_hub_repeat_gather(rt->hub, wire, s->tpeer, rt->cur.set,
-                                                               rt->cur.uuid, rt->cur.now_ns))) {
+    if (drop || !trace_hub_repeat_push(rt->hub, wire, s->tpeer)) {
         return false;
     }
     /* Whether it completes the action asked only now: most receivers are not asked at all. */

@@ -263,14 +263,14 @@ static inline const wamp_buf *trace_hub_repeat_wire(const trace_hub *hub)
     return ((const struct trace_hub_pub *)(const void *)hub)->rep.wire;
 }
 
-/* trace_hub_repeat_gather() (below) for a caller that knows the receiver's message is the one the
- * hub kept, for the same action at the same clock reading (it recorded it and nothing changed
- * since): only whether the hub still keeps wire is checked. After true, trace_hub_repeat_close()
- * as after a gather. */
+/* trace_hub_repeat_gather() (below) for a caller that knows that a buffer the hub keeps is the
+ * same message for the same action at the same clock reading (the router: only one fan-out sends
+ * a buffer): only whether the hub keeps wire is checked. After true, trace_hub_repeat_close() as
+ * after a gather. */
 static inline bool trace_hub_repeat_push(trace_hub *hub, const wamp_buf *wire, trace_peer *peer)
 {
     struct trace_hub_rep *r = &((struct trace_hub_pub *)(void *)hub)->rep;
-    if (wire != r->wire || !peer) {
+    if (!wire || wire != r->wire || !peer) {
         return false;
     }
     r->pend[r->n_pend++] = trace_peer_ref(peer);
@@ -286,15 +286,12 @@ static inline bool trace_hub_repeat_gather(trace_hub *hub, const wamp_buf *wire,
                                            bool has_corr, const uint8_t *correlation,
                                            uint64_t pc_ns)
 {
-    struct trace_hub_rep *r = &((struct trace_hub_pub *)(void *)hub)->rep;
-    if (!wire || wire != r->wire || !peer || pc_ns != r->pc_ns || has_corr != r->has_corr) {
+    const struct trace_hub_rep *r = &((const struct trace_hub_pub *)(const void *)hub)->rep;
+    if (pc_ns != r->pc_ns || has_corr != r->has_corr ||
+        (has_corr && !trace_uuid_eq(correlation, r->corr))) {
         return false;
     }
-    if (has_corr && !trace_uuid_eq(correlation, r->corr)) {
-        return false;
-    }
-    r->pend[r->n_pend++] = trace_peer_ref(peer);
-    return true;
+    return trace_hub_repeat_push(hub, wire, peer);
 }
 
 static inline void trace_hub_repeat_close(trace_hub *hub, bool last)
