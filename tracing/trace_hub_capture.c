@@ -32,9 +32,13 @@ static __attribute__((noinline)) void rep_flush_gathered(trace_hub *hub)
     bool last = hub->rep.pend_last;
     hub->pub.rep.n_pend = 0;
     hub->rep.pend_last = false;
-    if (hub->rep.store && trace_is_running(hub->rep.traces[0])) {
+    /* The message went to the fast trace alone, which keeps it in memory (and has no
+     * max_records): straight into its store, as trace_append_run_take() would append them. */
+    trace_store *st =
+            hub->rep.n == 1 && hub->rep.traces[0] == hub->pub.fast ? hub->fast_store : NULL;
+    if (st && trace_is_running(hub->pub.fast)) {
         uint8_t flags = hub->rep.rec.flags;
-        size_t k = trace_store_append_repeats(hub->rep.store, hub->rep.rec.key, hub->rep.rec.uri,
+        size_t k = trace_store_append_repeats(st, hub->rep.rec.key, hub->rep.rec.uri,
                                               hub->rep.rec.pc_ns, pend, n, flags,
                                               (uint8_t)(flags | (last ? TRACE_CORR_LAST : 0)));
         if (k == n) {
@@ -78,7 +82,6 @@ static void rep_forget(trace_hub *hub)
     wamp_buf_unref(&hub->pub.rep.wire);
     trace_str_unref(&hub->rep.uri);
     hub->rep.n = 0;
-    hub->rep.store = NULL;
 }
 
 void trace_hub_flush_repeats(trace_hub *hub)
@@ -498,7 +501,6 @@ static void rep_keep_view(trace_hub *hub, const trace_rec_view *v, trace_str *ur
     hub->pub.rep.pc_ns = v->pc_ns;
     hub->pub.rep.has_corr = (v->flags & TRACE_CORR_HAS) != 0;
     hub->rep.uri = uri_ref;
-    hub->rep.store = NULL;
     hub->rep.rec = *v;
     hub->rep.rec.key = key;
     hub->rep.rec.peer = NULL;
@@ -650,7 +652,6 @@ static __attribute__((noinline)) uint64_t fast_keep(trace_hub *hub, trace *t,
     rep_keep_view(hub, v, v->uri ? trace_str_ref(v->uri) : NULL, key);
     hub->rep.traces[0] = t;
     hub->rep.n = 1;
-    hub->rep.store = hub->fast_store; /* (NULL: persisted) */
     return key;
 }
 

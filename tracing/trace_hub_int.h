@@ -54,10 +54,6 @@ struct trace_hub {
         size_t n;
         uint64_t keys;  /* the last trace_rec_view.key given */
         bool pend_last; /* the last receiver gathered completes the action */
-        /* The fast trace's store when the message went to it alone (the fast path, in memory):
-         * the repeats go straight to the store (trace_store_append_repeats()), what trace.c
-         * would do for a running trace without max_records. NULL otherwise. */
-        trace_store *store;
     } rep;
 };
 
