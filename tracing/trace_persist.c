@@ -30,9 +30,7 @@ static trace_persist *persist_alloc(const trace_persist_config *cfg)
     }
     p->fd = -1;
     p->idx_fd = -1;
-    p->run_off = NO_RUN;
-    p->pack_off = NO_PACK;
-    p->blk.base_off = NO_BASE;
+    persist_marks_clear(p);
     p->io = cfg ? cfg->io : NULL;
     p->io_from = NO_SEQ;
     p->segment_bytes =

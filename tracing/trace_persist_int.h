@@ -256,6 +256,15 @@ struct trace_persist {
     def_slot defs[DEF_SLOTS]; /* direct-mapped by the peer's address (hint_slot()) */
 };
 
+/* The write buffer's marks (the run and the pack that may grow, where the base bytes are) point
+ * into its bytes: none once they are gone (handed over to the writer, or never written). */
+static inline void persist_marks_clear(trace_persist *p)
+{
+    p->run_off = NO_RUN;
+    p->pack_off = NO_PACK;
+    p->blk.base_off = NO_BASE;
+}
+
 /* The next seq the files would hold (the segments' end). */
 static inline uint64_t files_next(const trace_persist *p)
 {

@@ -530,9 +530,7 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     size_t n_idx = s && p->fd >= 0 ? s->n_idx - p->idx_written : 0;
     if (!w || (p->fd < 0 && !(flags & (JOB_SYNC_DIR | JOB_SYNC_PARENT | JOB_UNLINK)))) {
         p->len = 0;
-        p->run_off = NO_RUN;
-        p->pack_off = NO_PACK;
-        p->blk.base_off = NO_BASE;
+        persist_marks_clear(p);
         return WAMP_OK;
     }
     if (!p->len && !n_idx && !flags) {
@@ -565,9 +563,7 @@ static wamp_err submit(trace_persist *p, unsigned flags, uint64_t unlink_first)
     p->buf = b;
     p->cap = cap;
     p->len = 0;
-    p->run_off = NO_RUN;       /* the run went with the buffer */
-    p->pack_off = NO_PACK;     /* the pack too */
-    p->blk.base_off = NO_BASE; /* and the base bytes */
+    persist_marks_clear(p); /* they went with the buffer */
     j->flags = flags;
     j->fd = p->fd;
     j->idx_fd = p->idx_fd;
