@@ -442,10 +442,10 @@ static __attribute__((noinline)) bool append_steady_grouped(trace_store *st,
                                                             const void *src, size_t len,
                                                             uint64_t *seq)
 {
-    size_t count = st->count;
-    if (count != st->limit || len - 1 >= TRACE_STORE_COPY_MAX) { /* (len 0 wraps) */
+    if (!store_steady_len(st, len)) {
         return false;
     }
+    size_t count = st->count;
     unsigned char *ring = st->ring;
     size_t head = st->rhead, tail = st->rtail, hgone = st->hgone;
     store_msg *m = (store_msg *)(void *)(ring + head); /* the oldest message */
@@ -466,7 +466,7 @@ static __attribute__((noinline)) bool append_steady_grouped(trace_store *st,
             return false;
         }
     }
-    uint32_t cost = (uint32_t)len + TRACE_RECORD_OVERHEAD;
+    uint32_t cost = store_cost_small(len);
     uint64_t bytes = st->bytes - m->cost + cost;
     size_t size = store_msg_size(len);
     if (bytes > st->max_bytes || (st->wrapped ? nhead : st->rcap) - tail < size) {

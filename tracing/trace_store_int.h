@@ -201,6 +201,19 @@ store_put_steady(trace_store *st, unsigned char *ring, size_t tail, size_t size,
     copy_small((unsigned char *)(n + 1), src, len);
 }
 
+/* What a record keeping len bytes (at most TRACE_STORE_COPY_MAX) counts against max_bytes. */
+static inline uint32_t store_cost_small(size_t len)
+{
+    return (uint32_t)len + TRACE_RECORD_OVERHEAD;
+}
+
+/* The steady appends' first condition: the store full at its limit (each append evicts) and a
+ * message of len bytes small enough to be copied into its entry (1 to TRACE_STORE_COPY_MAX). */
+static inline bool store_steady_len(const trace_store *st, size_t len)
+{
+    return st->count == st->limit && len - 1 < TRACE_STORE_COPY_MAX; /* (len 0 wraps) */
+}
+
 /* trace_store_append_view()'s steady state, which is every append of a flight recorder that has
  * run a while: the store full at its limit, so the append evicts the oldest record; that record
  * a message without repeats, so its entry at the ring's read end goes with it; a small message,
@@ -213,17 +226,17 @@ static inline __attribute__((always_inline)) bool
 trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *src, size_t len,
                           uint64_t *seq)
 {
-    size_t count = st->count;
-    if (count != st->limit || len - 1 >= TRACE_STORE_COPY_MAX) { /* (len 0 wraps) */
+    if (!store_steady_len(st, len)) {
         return false;
     }
+    size_t count = st->count;
     unsigned char *ring = st->ring;
     size_t head = st->rhead, tail = st->rtail, rcap = st->rcap;
     bool wrapped = st->wrapped;
     store_prefetch(ring, head, tail);
     store_msg *m = (store_msg *)(void *)(ring + head); /* the oldest message */
     size_t nhead = head + m->h.word;
-    uint32_t cost = (uint32_t)len + TRACE_RECORD_OVERHEAD;
+    uint32_t cost = store_cost_small(len);
     uint64_t bytes = st->bytes - m->cost + cost;
     size_t size = store_msg_size(len);
     /* Room at the write end once the oldest is gone: up to the end, or (wrapped) up to the
