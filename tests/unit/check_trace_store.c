@@ -355,6 +355,30 @@ static trace_peer *const *given(trace_peer *const *peers, size_t n)
     return peers;
 }
 
+/* n peers of one user, session ids first, first + 1, ... (references of their own). */
+static void peers_new(trace_peer **peers, size_t n, uint64_t first)
+{
+    for (size_t i = 0; i < n; i++) {
+        peers[i] = trace_peer_new(first + i, "realm1", "alice", "user");
+    }
+}
+
+/* After the store that held them is freed: nothing holds peers[0..n) any more (nor uri, nor
+ * wire when given); each released. */
+static void released(trace_peer **peers, size_t n, trace_str **uri, wamp_buf **wire)
+{
+    if (wire) {
+        ck_assert_uint_eq(wamp_buf_refs(*wire), 1);
+        wamp_buf_unref(wire);
+    }
+    ck_assert_uint_eq(trace_str_refs(*uri), 1);
+    trace_str_unref(uri);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
+        trace_peer_unref(&peers[i]);
+    }
+}
+
 /* A fan-out's repeats share the newest record's message entry (uri and wire: a large message,
  * referenced): one reference on them for the whole run, released with the run's last record
  * held, across ring wraps; each repeat holds its own peer and flags, and reads back like a
@@ -362,9 +386,7 @@ static trace_peer *const *given(trace_peer *const *peers, size_t n)
 START_TEST(test_repeat_shares_message)
 {
     trace_peer *peers[3];
-    for (int i = 0; i < 3; i++) {
-        peers[i] = trace_peer_new(10 + (uint64_t)i, "realm1", "alice", "user");
-    }
+    peers_new(peers, 3, 10);
     trace_str *uri = trace_str_new("com.example.topic");
     const size_t wlen = TRACE_STORE_COPY_MAX + 1;
     wamp_buf *wire = buf_of(wlen);
@@ -410,14 +432,7 @@ START_TEST(test_repeat_shares_message)
     ck_assert_uint_eq(trace_store_next_seq(st), 12);
     ck_assert_uint_eq(wamp_buf_refs(wire), 2); /* seqs 9 and 10 still held */
     trace_store_free(st);
-    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
-    ck_assert_uint_eq(trace_str_refs(uri), 1);
-    for (int i = 0; i < 3; i++) {
-        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
-        trace_peer_unref(&peers[i]);
-    }
-    trace_str_unref(&uri);
-    wamp_buf_unref(&wire);
+    released(peers, 3, &uri, &wire);
 }
 
 END_TEST
@@ -537,9 +552,7 @@ static uint64_t append_mixed(trace_store *st, trace_peer *peer)
 START_TEST(test_fanout_evicted_seq_by_seq)
 {
     trace_peer *peers[4];
-    for (int i = 0; i < 4; i++) {
-        peers[i] = trace_peer_new(20 + (uint64_t)i, "realm1", "alice", "user");
-    }
+    peers_new(peers, 4, 20);
     trace_str *uri = trace_str_new("com.example.topic");
     wamp_buf *wire = buf_of(TRACE_STORE_COPY_MAX + 1); /* referenced, not copied */
     trace_store *st = trace_store_new(8, 1 << 20);
@@ -591,14 +604,7 @@ START_TEST(test_fanout_evicted_seq_by_seq)
     ck_assert_uint_eq(trace_store_bytes(st),
                       trace_store_records(st) * TRACE_RECORD_OVERHEAD + held_len(st));
     trace_store_free(st);
-    ck_assert_uint_eq(wamp_buf_refs(wire), 1);
-    ck_assert_uint_eq(trace_str_refs(uri), 1);
-    for (int i = 0; i < 4; i++) {
-        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
-        trace_peer_unref(&peers[i]);
-    }
-    trace_str_unref(&uri);
-    wamp_buf_unref(&wire);
+    released(peers, 4, &uri, &wire);
 }
 
 END_TEST
@@ -636,9 +642,7 @@ START_TEST(test_steady_state_allocates_nothing)
 {
     alloc_count_install();
     trace_peer *peers[3];
-    for (int i = 0; i < 3; i++) {
-        peers[i] = trace_peer_new(30 + (uint64_t)i, "realm1", "alice", "user");
-    }
+    peers_new(peers, 3, 30);
     trace_str *uri = trace_str_new("com.example.topic");
     wamp_buf *wires[7];
     for (size_t i = 0; i < 7; i++) {
@@ -660,11 +664,7 @@ START_TEST(test_steady_state_allocates_nothing)
         ck_assert_uint_eq(wamp_buf_refs(wires[i]), 1); /* copied: no reference kept */
         wamp_buf_unref(&wires[i]);
     }
-    for (int i = 0; i < 3; i++) {
-        ck_assert_uint_eq(trace_peer_refs(peers[i]), 1);
-        trace_peer_unref(&peers[i]);
-    }
-    trace_str_unref(&uri);
+    released(peers, 3, &uri, NULL);
 }
 
 END_TEST
