@@ -192,7 +192,7 @@ static size_t ring_place(trace_store *st, size_t sz)
 static bool ring_rebuild_to(trace_store *st, size_t ncap)
 {
     size_t used = ring_used(st);
-    unsigned char *nr = malloc(ncap + STORE_PREFETCH_BYTES);
+    unsigned char *nr = malloc(ncap + STORE_RING_SPARE);
     if (!nr) {
         return false;
     }
@@ -786,7 +786,7 @@ uint64_t trace_store_bytes(const trace_store *st)
 
 size_t trace_store_alloc_bytes(const trace_store *st)
 {
-    return (st->ring ? st->rcap + STORE_PREFETCH_BYTES : 0) +
+    return (st->ring ? st->rcap + STORE_RING_SPARE : 0) +
            (st->idx ? (st->imask + 1) * sizeof(uint32_t) : 0);
 }
 

@@ -115,9 +115,9 @@ static inline size_t store_msg_size(size_t len)
     return sizeof(store_msg) + ((len + 7) & ~(size_t)7);
 }
 
-/* Prefetch distance, in bytes ahead of the ring's read and write ends; the ring's allocation
- * has this many bytes more than its capacity, so that such a prefetch stays within it. */
-#define STORE_PREFETCH_BYTES 2048
+/* Spare bytes allocated past the ring's capacity, so that a prefetch of the lines just after
+ * an entry at the ring's end (store_prefetch_next()) stays within the allocation. */
+#define STORE_RING_SPARE 256
 
 /* memcpy(d, s, n) (n > 0), without a call into the C library for the usual small message: up to
  * 64 bytes as at most two overlapping 32-byte (or smaller) moves. */
@@ -143,17 +143,22 @@ static inline void copy_small(unsigned char *d, const void *s, size_t n)
     memcpy(d, s, n);
 }
 
-/* A store that evicts keeps evicting: each append reads the oldest entry and writes the new one
- * at the write end, both last touched about a round of the ring ago and out of cache. Requesting
- * the lines STORE_PREFETCH_BYTES ahead of both ends (not wrapped: past the end, the allocation's
- * spare bytes) overlaps those misses with the work between appends; a prefetch never faults.
- * Inline, not a function of its own: GCC deems a function of nothing but prefetches pure and
- * deletes the call. */
-static inline __attribute__((always_inline)) void store_prefetch(const unsigned char *ring,
-                                                                 size_t head, size_t tail)
+/* A store that evicts keeps evicting: each append reads the oldest entry's header (its size,
+ * its cost, the references it drops) and writes the new entry at the write end, lines last
+ * touched about a round of the ring ago and, in a ring larger than the L2 cache (the flight
+ * recorder's of JSON calls: about 1.9 MB), out of it. So an append that evicted requests, for
+ * the next one, the header of the entry that is oldest now (nhead: its first 40 bytes, which
+ * may cross into the next line) and the lines after the write end (wend), where the next entry
+ * goes. Exactly these lines: a fixed distance ahead of both ends (the earlier design) fetched
+ * one line per record at some offset of the ring, while a JSON record spans three, and hid
+ * nothing. Inline, not a function of its own: GCC deems a function of nothing but prefetches
+ * pure and deletes the call. */
+static inline __attribute__((always_inline)) void store_prefetch_next(const unsigned char *ring,
+                                                                      size_t nhead, size_t wend)
 {
-    __builtin_prefetch(ring + head + STORE_PREFETCH_BYTES, 0, 3);
-    __builtin_prefetch(ring + tail + STORE_PREFETCH_BYTES, 1, 3);
+    __builtin_prefetch(ring + nhead, 0, 3);
+    __builtin_prefetch(ring + nhead + 64, 0, 3);
+    __builtin_prefetch(ring + wend + 128, 1, 3);
 }
 
 /* Writes the message entry m (size bytes, its one seq's peer and flags) of v's parts: peer, uri
@@ -233,7 +238,6 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
     unsigned char *ring = st->ring;
     size_t head = st->rhead, tail = st->rtail, rcap = st->rcap;
     bool wrapped = st->wrapped;
-    store_prefetch(ring, head, tail);
     store_msg *m = (store_msg *)(void *)(ring + head); /* the oldest message */
     size_t nhead = head + m->h.word;
     uint32_t cost = store_cost_small(len);
@@ -257,6 +261,7 @@ trace_store_append_steady(trace_store *st, const trace_rec_view *v, const void *
     wamp_buf_unref(&old_wire);
     st->rhead = nhead;
     *slot = (uint32_t)(tail >> 3);
+    store_prefetch_next(ring, nhead, tail + size);
     store_put_steady(st, ring, tail, size, bytes, key, v, src, len, cost);
     *seq = s;
     return true;
