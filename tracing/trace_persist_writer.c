@@ -1,6 +1,7 @@
 /* trace_persist_writer.c: the writer thread of a writable persisted trace and the service
  * thread's side of it: jobs (the buffered records handed over), fsync policy, rotation, retention
  * and the sticky I/O error. */
+#define _GNU_SOURCE /* sync_file_range(2) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +18,8 @@
  * Each writable trace has one. The service thread only encodes records into a buffer; a full
  * buffer (TRACE_PERSIST_BUFFER_MAX), the tick's flush, an fsync that is due and the closing of a
  * rotated segment become jobs, executed in order here: CRC-32C of each record, write(2) of the
- * records and of the index entries, fsync(2), close(2), fsync of the directories. Before, these
+ * records and of the index entries, the release of their pages from the page cache
+ * (cache_release()), fsync(2), close(2), fsync of the directories. Before, these
  * ran on the service thread and took 25-30% of its time in a pub/sub run keeping everything,
  * part of it asleep in the kernel's dirty-page throttling (tests/bench/HISTORY.md, "the writer
  * thread").
@@ -74,6 +76,36 @@ static void job_crc(job *j)
     }
 }
 
+/* What the writer leaves of a segment in the page cache: the last PERSIST_CACHE_KEEP bytes
+ * written (the records readers most likely want, and those whose writeback has not ended yet).
+ * A trace's data is written once and rarely read; left there it grows the page cache by all of it
+ * (gigabytes, pushing out what other processes use), and every page of that growth is a fresh
+ * one: on a virtual machine a page the guest never used costs the host a fault, and copying into
+ * it cost about 2.5 ns a byte against 0.2 into a page freed and used again (tests/bench/
+ * HISTORY.md, "the writer's page cache"). So after each job the writer starts the writeback of
+ * what it wrote (sync_file_range, without waiting) and drops what it wrote more than this long
+ * ago (POSIX_FADV_DONTNEED: clean pages go, pages still dirty or being written stay). Neither
+ * changes durability (fsync policy) or what readers see (they read it back from the file). */
+#define PERSIST_CACHE_KEEP (8u * 1024u * 1024u)
+
+static void cache_release(writer *w, const job *j)
+{
+    if (j->seg_first != w->cache_seg || j->base < w->cache_from) {
+        w->cache_seg = j->seg_first; /* another segment (or one written over): from its start */
+        w->cache_from = 0;
+    }
+#ifdef SYNC_FILE_RANGE_WRITE
+    (void)sync_file_range(j->fd, (off_t)j->base, (off_t)j->len, SYNC_FILE_RANGE_WRITE);
+#endif
+    uint64_t end = j->base + j->len;
+    if (end >= w->cache_from + 2 * (uint64_t)PERSIST_CACHE_KEEP) {
+        uint64_t to = end - PERSIST_CACHE_KEEP;
+        (void)posix_fadvise(j->fd, (off_t)w->cache_from, (off_t)(to - w->cache_from),
+                            POSIX_FADV_DONTNEED);
+        w->cache_from = to;
+    }
+}
+
 /* The job's data to disk; false after an error (set). */
 static bool job_write(writer *w, job *j)
 {
@@ -89,6 +121,7 @@ static bool job_write(writer *w, job *j)
             writer_set_error(w, "write", j->seg_first, "seg", e);
             return false;
         }
+        cache_release(w, j);
     }
     if (j->idx_len && !persist_write_all(w->io, j->idx_fd, j->idx, j->idx_len)) {
         writer_set_error(w, "write", j->seg_first, "idx", errno);
@@ -156,6 +189,9 @@ static void job_finish(writer *w, job *j)
     }
     if (j->flags & JOB_CLOSE) {
         if (j->fd >= 0) {
+            /* A complete segment's pages, clean after the fsync above, leave the page cache with
+             * it (cache_release()). */
+            (void)posix_fadvise(j->fd, 0, 0, POSIX_FADV_DONTNEED);
             close(j->fd);
         }
         if (j->idx_fd >= 0) {

@@ -1,8 +1,9 @@
 /* check_trace_persist.c: persisted traces on disk: CRC-32C, segment write/read (flushed and
  * buffered), reload, torn tails cut, index seeks, rotation, retention by bytes and by age, I/O
- * errors, and the trace / hub level (cache of newest records in memory, older seqs from disk,
- * restart as "shutdown" or "crash", delete removes the files). Each test works in its own
- * temporary directory. */
+ * errors, the page cache the writer leaves, and the trace / hub level (cache of newest records in
+ * memory, older seqs from disk, restart as "shutdown" or "crash", delete removes the files). Each
+ * test works in its own temporary directory. */
+#define _DEFAULT_SOURCE /* mincore(2) */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1353,6 +1355,72 @@ static uint64_t append_fillers(trace_persist *p, trace_peer *peer, uint64_t from
     return from + n + 1;
 }
 
+/* How many of the file's pages are in the page cache (mincore() of a mapping of it). */
+static size_t cached_pages(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    off_t size = file_size(path);
+    ck_assert_int_gt(size, 0);
+    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    long page = sysconf(_SC_PAGESIZE);
+    size_t n = ((size_t)size + (size_t)page - 1) / (size_t)page, cached = 0;
+    unsigned char *vec = malloc(n);
+    ck_assert_ptr_nonnull(vec);
+    ck_assert_int_eq(mincore(m, (size_t)size, vec), 0);
+    for (size_t i = 0; i < n; i++) {
+        cached += vec[i] & 1;
+    }
+    free(vec);
+    munmap(m, (size_t)size);
+    close(fd);
+    return cached;
+}
+
+/* The writer keeps a trace out of the page cache: a complete segment's pages leave it once the
+ * rotation has fsynced it (the writer's cache_release() and job_finish()), and every record still
+ * reads back, from the disk. The data directory is under the working directory (the build's, on
+ * a disk): in a tmpfs the page cache is where files live and nothing leaves it. */
+START_TEST(test_writer_leaves_page_cache)
+{
+    char dir[] = "check_trace_persist_cache.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    trace_persist_config cfg = {
+            .data_dir = dir, .segment_bytes = 1u << 20, .fsync = TRACE_FSYNC_INTERVAL};
+    char id[TRACE_PERSIST_ID_MAX];
+    trace_persist *p = created(&cfg, id);
+    trace_peer *peer = trace_peer_new(7, "realm1", NULL, "anonymous");
+    for (uint64_t s = 0; s < 1000; s += 101) {
+        (void)append_fillers(p, peer, s, 100, 4000); /* 4,000 bytes each, none alike */
+        ck_assert_int_eq(trace_persist_flush(p, false, PC0), WAMP_OK);
+    }
+    ck_assert_uint_ge(trace_persist_segments(p), 3); /* about 260 records a segment */
+    trace_persist_free(p); /* the writer thread finishes every job first */
+    char seg[600];
+    snprintf(seg, sizeof(seg), "%s/%s/%020llu.seg", dir, id, 0ull);
+    ck_assert_int_gt(file_size(seg), 1 << 19);
+    ck_assert_uint_eq(cached_pages(seg), 0);
+    p = reopened(NULL, &cfg, id);
+    trace_record *out = calloc(1010, sizeof(*out));
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(trace_persist_read(p, 0, UINT64_MAX, 1010, out), 1010);
+    for (size_t k = 0; k < 1010; k++) {
+        size_t len;
+        const unsigned char *b = trace_record_data(&out[k], &len);
+        ck_assert_uint_eq(out[k].seq, k);
+        ck_assert_uint_eq(len, 4000);
+        ck_assert_uint_eq(b[len - 1], (unsigned char)k);
+        trace_record_fini(&out[k]);
+    }
+    free(out);
+    trace_persist_free(p);
+    trace_peer_unref(&peer);
+    tmp_dir_remove(dir);
+}
+
+END_TEST
+
 /* Fan-outs of one topic to the same receivers, one after another in a block: from the second on,
  * the block's memo of the receivers' order writes each entry (a byte, the memo's code); more
  * receivers than the memo holds, a receiver out of its usual place, a message without its last
@@ -2294,6 +2362,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_io_error_directory_gone);
     tcase_add_test(c, test_io_error_file_size_limit);
     tcase_add_test(c, test_writer_backlog_bounded);
+    tcase_add_test(c, test_writer_leaves_page_cache);
     tcase_add_test(c, test_fsync_latency_and_records_written);
     tcase_add_test(c, test_compact_fan_out);
     tcase_add_test(c, test_compact_crafted_repeats);
