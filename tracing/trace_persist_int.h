@@ -325,10 +325,12 @@ typedef struct writer {
     const char *dir;      /* the trace's directory (the trace_persist's; outlives the thread) */
     const char *data_dir; /* and the data directory */
     const trace_persist_io *io;
-    /* The writer thread's own: the segment whose pages it releases (its first seq) and the offset
-     * below which it dropped them from the page cache (cache_release()). */
+    /* The writer thread's own (cache_release()): the segment whose pages it releases (its first
+     * seq), the offset below which it dropped them from the page cache, and the one below which
+     * it started their writeback. */
     uint64_t cache_seg;
     uint64_t cache_from;
+    uint64_t cache_wb;
 } writer;
 
 /* A cursor over a record body being decoded (ok: false once it ran past the end). */

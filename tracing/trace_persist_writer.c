@@ -76,34 +76,40 @@ static void job_crc(job *j)
     }
 }
 
-/* What the writer leaves of a segment in the page cache: the last PERSIST_CACHE_KEEP bytes
- * written (the records readers most likely want, and those whose writeback has not ended yet).
- * A trace's data is written once and rarely read; left there it grows the page cache by all of it
- * (gigabytes, pushing out what other processes use), and every page of that growth is a fresh
- * one: on a virtual machine a page the guest never used costs the host a fault, and copying into
- * it cost about 2.5 ns a byte against 0.2 into a page freed and used again (tests/bench/
- * HISTORY.md, "the writer's page cache"). So after each job the writer starts the writeback of
- * what it wrote (sync_file_range, without waiting) and drops what it wrote more than this long
- * ago (POSIX_FADV_DONTNEED: clean pages go, pages still dirty or being written stay). Neither
- * changes durability (fsync policy) or what readers see (they read it back from the file). */
-#define PERSIST_CACHE_KEEP (8u * 1024u * 1024u)
+/* How the writer keeps a trace out of the page cache. A trace's data is written once and rarely
+ * read; left in the page cache it grows it by all of it (gigabytes, pushing out what other
+ * processes use), and every page of that growth is a fresh one: on a virtual machine a page the
+ * guest never used costs the host a fault, and copying into it cost about 2.5 ns a byte against
+ * 0.2 into a page freed and used again (tests/bench/HISTORY.md, "the recorder over sockets").
+ * So each time PERSIST_CACHE_STEP more bytes of a segment are written, the writer starts their
+ * writeback (sync_file_range, without waiting: large requests, once a step rather than per job)
+ * and drops the step before from the page cache (POSIX_FADV_DONTNEED: its writeback started a
+ * step ago, so its pages are clean or soon are; pages still dirty stay), keeping the newest one
+ * to two steps; a rotated segment's pages go once its last job has fsynced it (job_finish()).
+ * Neither changes durability (the fsync policy) or what readers see (they read the file). */
+#define PERSIST_CACHE_STEP (4u * 1024u * 1024u)
 
 static void cache_release(writer *w, const job *j)
 {
-    if (j->seg_first != w->cache_seg || j->base < w->cache_from) {
-        w->cache_seg = j->seg_first; /* another segment (or one written over): from its start */
-        w->cache_from = 0;
+    if (j->seg_first != w->cache_seg || j->base < w->cache_wb) {
+        /* Another segment (or one written over after an error): from its start. */
+        w->cache_seg = j->seg_first;
+        w->cache_from = w->cache_wb = 0;
+    }
+    uint64_t end = j->base + j->len;
+    if (end - w->cache_wb < PERSIST_CACHE_STEP) {
+        return;
     }
 #ifdef SYNC_FILE_RANGE_WRITE
-    (void)sync_file_range(j->fd, (off_t)j->base, (off_t)j->len, SYNC_FILE_RANGE_WRITE);
+    (void)sync_file_range(j->fd, (off_t)w->cache_wb, (off_t)(end - w->cache_wb),
+                          SYNC_FILE_RANGE_WRITE);
 #endif
-    uint64_t end = j->base + j->len;
-    if (end >= w->cache_from + 2 * (uint64_t)PERSIST_CACHE_KEEP) {
-        uint64_t to = end - PERSIST_CACHE_KEEP;
-        (void)posix_fadvise(j->fd, (off_t)w->cache_from, (off_t)(to - w->cache_from),
+    if (w->cache_wb > w->cache_from) {
+        (void)posix_fadvise(j->fd, (off_t)w->cache_from, (off_t)(w->cache_wb - w->cache_from),
                             POSIX_FADV_DONTNEED);
-        w->cache_from = to;
+        w->cache_from = w->cache_wb;
     }
+    w->cache_wb = end;
 }
 
 /* The job's data to disk; false after an error (set). */
