@@ -35,17 +35,8 @@ if [[ -z ${CONFIG:-} ]]; then
     python3 "$here/no_flight_config.py" "$repo/configs/default.json" "$config"
 fi
 
-pid=""
-stop() {
-    if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    pid=""
-}
-trap stop EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# The router started last: stopped by PID at exit (stop(), the traps).
+. "$here/lib_stop.sh"
 
 # Calls to FUNC (summed over its callers) and FUNC's inclusive Ir, from a callgrind output.
 count() { # file func

@@ -49,17 +49,8 @@ mkdir -p "$scratch"
 no_flight=$scratch/default-no-flight-recorder.json
 "$python" "$here/no_flight_config.py" "$repo/configs/default.json" "$no_flight"
 
-pid=""
-stop() {
-    if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    pid=""
-}
-trap stop EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# The router started last: stopped by PID at exit (stop(), the traps).
+. "$here/lib_stop.sh"
 
 # The summary of one run: rate from wamp-bench's RESULT line, samples from perf.
 summary() { # name perf.data bench.out
