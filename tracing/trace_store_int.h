@@ -148,8 +148,9 @@ static inline void copy_small(unsigned char *d, const void *s, size_t n)
  * touched about a round of the ring ago and, in a ring larger than the L2 cache (the flight
  * recorder's of JSON calls: about 1.9 MB), out of it. So an append that evicted requests, for
  * the next one, the header of the entry that is oldest now (nhead: its first 40 bytes, which
- * may cross into the next line) and the lines after the write end (wend), where the next entry
- * goes. Exactly these lines: a fixed distance ahead of both ends (the earlier design) fetched
+ * may cross into the next line) and, for the next entry, the line two past the new write end
+ * (wend; the lines before it are the entry being written now, or were requested by the append
+ * before). Exactly these lines: a fixed distance ahead of both ends (the earlier design) fetched
  * one line per record at some offset of the ring, while a JSON record spans three, and hid
  * nothing. Inline, not a function of its own: GCC deems a function of nothing but prefetches
  * pure and deletes the call. */
