@@ -431,18 +431,6 @@ uint64_t trace_store_append_take(trace_store *st, trace_record *rec)
     return seq;
 }
 
-/* After evicting the entry at off, the lines an eviction reads next: the entries after it in the
- * ring (the read end's next seqs: a message's repeats, then the next message's header). In a ring
- * larger than the cache (a trace of everything in memory: limit 100,000) each of them is
- * otherwise a miss when its seq goes. Inline: a function of nothing but prefetches is deleted. */
-static inline __attribute__((always_inline)) void prefetch_evictions(const unsigned char *ring,
-                                                                     size_t off, int lines)
-{
-    for (int i = 1; i <= lines; i++) {
-        __builtin_prefetch(ring + off + 64 * (size_t)i, 0, 3);
-    }
-}
-
 /* trace_store_append_steady()'s counterpart where the oldest record is one of a fan-out's seqs:
  * the store full at its limit, a small message, copied, that fits at the write end once the
  * oldest is gone (without wrapping), the budget holding it in place of the oldest. The eviction
@@ -485,7 +473,9 @@ static __attribute__((noinline)) bool append_steady_grouped(trace_store *st,
         return false;
     }
     trace_peer *old = e->peer;
-    prefetch_evictions(ring, off, 1);
+    /* The next evictions read on from here, the seqs after this one (a ring larger than the cache,
+     * as a trace of everything in memory holds, misses each otherwise). */
+    store_prefetch_lines(ring, off + 64, 1);
     uint64_t key = v->key;
     /* (The oldest's slot is read before the new seq's is written: the same one when the index
      * holds exactly count slots.) */
@@ -619,7 +609,6 @@ static size_t replace_oldest(trace_store *st, size_t moff, uint32_t cost, trace_
     size_t tail = st->rtail, k = 0;
     /* Every repeat entry's first 8 bytes are the same: written from this one. */
     const store_ent rep = {.word = store_rep_word(moff), .flags = flags};
-    size_t evicted = st->rhead; /* the last entry evicted */
     while (k < n && st->rhead != moff) {
         size_t head = st->rhead;
         const store_msg *om = msg_at(st, head);
@@ -650,7 +639,6 @@ static size_t replace_oldest(trace_store *st, size_t moff, uint32_t cost, trace_
             trace_peer_unref(&old);
         }
         tail += run * sizeof(store_ent);
-        evicted = off;
         first += run;
         k += run;
         if (run < left) {
@@ -659,7 +647,9 @@ static size_t replace_oldest(trace_store *st, size_t moff, uint32_t cost, trace_
         }
         oldest_msg_gone(st, off);
     }
-    prefetch_evictions(ring, evicted, 3);
+    /* The entries the next evictions read: the oldest seq's on (in a ring larger than the
+     * cache, as a trace of everything in memory holds, each is a miss otherwise). */
+    store_prefetch_lines(ring, (size_t)idx[first & mask] << 3, 3);
     if (k == n) {
         /* The n-th is the newest record, written last. */
         ((store_ent *)(void *)(ring + tail - sizeof(store_ent)))->flags = last_flags;

@@ -116,7 +116,8 @@ static inline size_t store_msg_size(size_t len)
 }
 
 /* Spare bytes allocated past the ring's capacity, so that a prefetch of the lines just after
- * an entry at the ring's end (store_prefetch_next()) stays within the allocation. */
+ * an entry at the ring's end (store_prefetch_lines(), at most 4 lines from within the ring)
+ * stays within the allocation. */
 #define STORE_RING_SPARE 256
 
 /* memcpy(d, s, n) (n > 0), without a call into the C library for the usual small message: up to
@@ -152,13 +153,21 @@ static inline void copy_small(unsigned char *d, const void *s, size_t n)
  * (wend; the lines before it are the entry being written now, or were requested by the append
  * before). Exactly these lines: a fixed distance ahead of both ends (the earlier design) fetched
  * one line per record at some offset of the ring, while a JSON record spans three, and hid
- * nothing. Inline, not a function of its own: GCC deems a function of nothing but prefetches
- * pure and deletes the call. */
+ * nothing. store_prefetch_lines() requests the lines lines from off on, to read; the evictions
+ * of a fan-out's seqs use it too (trace_store.c). Inline, not functions of their own: GCC deems
+ * a function of nothing but prefetches pure and deletes the call. */
+static inline __attribute__((always_inline)) void store_prefetch_lines(const unsigned char *ring,
+                                                                       size_t off, int lines)
+{
+    for (int i = 0; i < lines; i++) {
+        __builtin_prefetch(ring + off + 64 * (size_t)i, 0, 3);
+    }
+}
+
 static inline __attribute__((always_inline)) void store_prefetch_next(const unsigned char *ring,
                                                                       size_t nhead, size_t wend)
 {
-    __builtin_prefetch(ring + nhead, 0, 3);
-    __builtin_prefetch(ring + nhead + 64, 0, 3);
+    store_prefetch_lines(ring, nhead, 2);
     __builtin_prefetch(ring + wend + 128, 1, 3);
 }
 
