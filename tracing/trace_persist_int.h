@@ -326,10 +326,8 @@ typedef struct writer {
     const char *data_dir; /* and the data directory */
     const trace_persist_io *io;
     /* The writer thread's own (cache_release()): the segment whose pages it releases (its first
-     * seq), the offset below which it dropped them from the page cache, and the one below which
-     * it started their writeback. */
+     * seq) and the offset below which it started their writeback. */
     uint64_t cache_seg;
-    uint64_t cache_from;
     uint64_t cache_wb;
 } writer;
 

@@ -83,10 +83,11 @@ static void job_crc(job *j)
  * 0.2 into a page freed and used again (tests/bench/HISTORY.md, "the recorder over sockets").
  * So each time PERSIST_CACHE_STEP more bytes of a segment are written, the writer starts their
  * writeback (sync_file_range, without waiting: large requests, once a step rather than per job)
- * and drops the step before from the page cache (POSIX_FADV_DONTNEED: its writeback started a
- * step ago, so its pages are clean or soon are; pages still dirty stay), keeping the newest one
- * to two steps; a rotated segment's pages go once its last job has fsynced it (job_finish()).
- * Neither changes durability (the fsync policy) or what readers see (they read the file). */
+ * and drops what came before them from the page cache (POSIX_FADV_DONTNEED: the step before had
+ * its writeback started a step ago, so its pages are clean or soon are; pages still dirty stay,
+ * and go at a later step), keeping the newest one to two steps; a rotated segment's pages go once
+ * its last job has fsynced it (job_finish()). Neither changes durability (the fsync policy) or
+ * what readers see (they read the file). */
 #define PERSIST_CACHE_STEP (4u * 1024u * 1024u)
 
 static void cache_release(writer *w, const job *j)
@@ -94,7 +95,7 @@ static void cache_release(writer *w, const job *j)
     if (j->seg_first != w->cache_seg || j->base < w->cache_wb) {
         /* Another segment (or one written over after an error): from its start. */
         w->cache_seg = j->seg_first;
-        w->cache_from = w->cache_wb = 0;
+        w->cache_wb = 0;
     }
     uint64_t end = j->base + j->len;
     if (end - w->cache_wb < PERSIST_CACHE_STEP) {
@@ -104,10 +105,8 @@ static void cache_release(writer *w, const job *j)
     (void)sync_file_range(j->fd, (off_t)w->cache_wb, (off_t)(end - w->cache_wb),
                           SYNC_FILE_RANGE_WRITE);
 #endif
-    if (w->cache_wb > w->cache_from) {
-        (void)posix_fadvise(j->fd, (off_t)w->cache_from, (off_t)(w->cache_wb - w->cache_from),
-                            POSIX_FADV_DONTNEED);
-        w->cache_from = w->cache_wb;
+    if (w->cache_wb) {
+        (void)posix_fadvise(j->fd, 0, (off_t)w->cache_wb, POSIX_FADV_DONTNEED);
     }
     w->cache_wb = end;
 }
