@@ -35,8 +35,15 @@ if [[ -z ${CONFIG:-} ]]; then
     python3 "$here/no_flight_config.py" "$repo/configs/default.json" "$config"
 fi
 
-# The router started last: stopped by PID at exit (stop(), the traps).
+# stop_pid, stop_on_exit: stopping what this script started, by PID.
 . "$here/lib_stop.sh"
+pid="" # the router started last
+# shellcheck disable=SC2317 # called through the trap
+stop() {
+    stop_pid "$pid"
+    pid=""
+}
+stop_on_exit stop
 
 # Calls to FUNC (summed over its callers) and FUNC's inclusive Ir, from a callgrind output.
 count() { # file func

@@ -64,26 +64,14 @@ router_pid=""
 
 log() { printf '== %s\n' "$*" >&2; }
 
+# stop_pid, stop_on_exit: stopping what this script started, by PID.
+. "$here/lib_stop.sh"
+# shellcheck disable=SC2317 # called through the trap
 stop_router() {
-    if [[ -n $router_pid ]] && kill -0 "$router_pid" 2>/dev/null; then
-        kill -TERM "$router_pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
-            kill -0 "$router_pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$router_pid" 2>/dev/null; then
-            log "router $router_pid did not stop after SIGTERM within 5 s; sending SIGKILL"
-            kill -KILL "$router_pid" 2>/dev/null || true
-        fi
-        wait "$router_pid" 2>/dev/null || true
-    fi
+    stop_pid "$router_pid"
     router_pid=""
 }
-# The EXIT trap cleans up; a signal ends the run (a trap that only cleaned up let the run go on
-# with the next configuration after Ctrl-C or kill).
-trap stop_router EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stop_on_exit stop_router
 
 # Waits for a ports file (wampscope, fox-wamp) or a listening port (bonefish); prints the URL.
 wait_url() {

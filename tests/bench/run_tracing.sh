@@ -80,21 +80,8 @@ status=0
 
 log() { printf '== %s\n' "$*" >&2; }
 
-stop_pid() { # pid: SIGTERM, wait up to 5 s, then SIGKILL
-    local pid=$1
-    if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "process $pid did not stop after SIGTERM within 5 s; sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-        wait "$pid" 2>/dev/null || true
-    fi
-}
+# stop_pid, stop_on_exit: stopping what this script started, by PID.
+. "$here/lib_stop.sh"
 # shellcheck disable=SC2317 # called through the trap
 cleanup() {
     if [[ -n $perf_pid ]]; then
@@ -105,11 +92,7 @@ cleanup() {
     stop_pid "$router_pid"
     router_pid=""
 }
-# The EXIT trap cleans up; a signal ends the run (a trap that only cleaned up let the run go on
-# with the next configuration after Ctrl-C or kill).
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stop_on_exit cleanup
 
 # The embedded default config (configs/default.json) without the flight recorder: every
 # configuration but (f) runs with it, so that (a) is really "no trace".
