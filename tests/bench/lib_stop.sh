@@ -28,3 +28,12 @@ stop_on_exit() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
 }
+
+# stop: stop_pid for the scripts that keep the router they started last in `pid` (run_callgrind.sh,
+# run_perf_share.sh: `stop_on_exit stop`).
+pid=""
+# shellcheck disable=SC2317 # called through the trap
+stop() {
+    stop_pid "$pid"
+    pid=""
+}

@@ -35,14 +35,8 @@ if [[ -z ${CONFIG:-} ]]; then
     python3 "$here/no_flight_config.py" "$repo/configs/default.json" "$config"
 fi
 
-# stop_pid, stop_on_exit: stopping what this script started, by PID.
+# stop (of `pid`, the router started last), stop_on_exit: stopping it by PID.
 . "$here/lib_stop.sh"
-pid="" # the router started last
-# shellcheck disable=SC2317 # called through the trap
-stop() {
-    stop_pid "$pid"
-    pid=""
-}
 stop_on_exit stop
 
 # Calls to FUNC (summed over its callers) and FUNC's inclusive Ir, from a callgrind output.

@@ -49,14 +49,8 @@ mkdir -p "$scratch"
 no_flight=$scratch/default-no-flight-recorder.json
 "$python" "$here/no_flight_config.py" "$repo/configs/default.json" "$no_flight"
 
-# stop_pid, stop_on_exit: stopping what this script started, by PID.
+# stop (of `pid`, the router started last), stop_on_exit: stopping it by PID.
 . "$here/lib_stop.sh"
-pid="" # the router started last
-# shellcheck disable=SC2317 # called through the trap
-stop() {
-    stop_pid "$pid"
-    pid=""
-}
 stop_on_exit stop
 
 # The summary of one run: rate from wamp-bench's RESULT line, samples from perf.
