@@ -16,9 +16,9 @@
  * that holds `limit` seqs; the ring is rebuilt, when an entry fits neither after the write end
  * nor (the end's rest skipped) at the front before the read end, 2 to 4 times what it then holds
  * plus the new entry, its entries moved to the front in order and the index (and the repeats'
- * message offsets) moved along; and when it is about to wrap while over 1.5 times that, it
- * is rebuilt at 1.25 times (a store that filled up stops at that). An entry never wraps, so its
- * bytes are one span. */
+ * message offsets) moved along; and when the store is full for the first time, or its ring is
+ * about to wrap, while over 1.5 times that, it is rebuilt at 1.25 times (a store that filled up
+ * stops at that). An entry never wraps, so its bytes are one span. */
 #include "trace_store.h"
 
 #include <stddef.h>
@@ -242,20 +242,40 @@ static bool ring_rebuild(trace_store *st, size_t sz)
     return ring_rebuild_to(st, ncap);
 }
 
+/* A ring over 1.5 times what it needs (what it holds and sz more bytes) is rebuilt at 1.25 times
+ * that; without memory it stays as it is. */
+static void ring_fit(trace_store *st, size_t sz)
+{
+    size_t need = ring_used(st) + sz;
+    if (st->rcap > STORE_RING_INITIAL && st->rcap / 3 > need / 2) {
+        size_t ncap =
+                (need + need / 4 + STORE_RING_INITIAL - 1) & ~(size_t)(STORE_RING_INITIAL - 1);
+        (void)ring_rebuild_to(st, ncap);
+    }
+}
+
+/* After appends to a store that had dropped nothing (filling): when it is full for the first
+ * time (at its limit, or its budget evicted), the ring, grown to 2 to 4 times what it held while
+ * it filled, is fitted to what it holds now. It would be at its first wrap otherwise, and until
+ * then every append writes pages of it that were never touched: the memory of a store that fills
+ * and then takes little more (a flight recorder holding the joins of 10,000 idle sessions) would
+ * stay at up to 4 times what it holds. */
+static void fit_when_full(trace_store *st, bool filling)
+{
+    if (filling && (st->count == st->limit || st->dropped != 0)) {
+        ring_fit(st, 0);
+    }
+}
+
 /* Room in the ring for an entry of sz bytes: its offset. Rebuilds the ring when it does not fit
  * (or smaller, see the top of the file); without memory for that, drops the oldest records until
  * it fits, as long as more than keep are held; SIZE_MAX where it still does not. */
 static size_t ring_reserve(trace_store *st, size_t sz, size_t keep)
 {
-    size_t need = ring_used(st) + sz;
-    if (!st->wrapped && st->rcap - st->rtail < sz && st->rcap > STORE_RING_INITIAL &&
-        st->rcap / 3 > need / 2) {
-        /* About to wrap around a ring over 1.5 times what it needs (grown while the store
-         * filled, or by a burst of large messages): rebuilt to 1.25 times that, once a round at
-         * most. Without memory it stays as it is. */
-        size_t ncap =
-                (need + need / 4 + STORE_RING_INITIAL - 1) & ~(size_t)(STORE_RING_INITIAL - 1);
-        (void)ring_rebuild_to(st, ncap);
+    if (!st->wrapped && st->rcap - st->rtail < sz) {
+        /* About to wrap around a ring grown by a burst of large messages: once a round at
+         * most. */
+        ring_fit(st, sz);
     }
     size_t off = ring_place(st, sz);
     while (off == SIZE_MAX) {
@@ -377,6 +397,7 @@ append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
     uint32_t cost = cost_of(src || wire ? len : 0);
     size_t kept = src ? len : 0;
     size_t size = store_msg_size(kept);
+    bool filling = st->dropped == 0;
     if (!make_room(st, cost)) {
         *seq = drop_new(st);
         return false;
@@ -410,6 +431,7 @@ append_parts(trace_store *st, const trace_rec_view *v, bool take, uint64_t *seq)
     st->newest = off;
     st->key = v->key;
     *seq = s;
+    fit_when_full(st, filling);
     return true;
 }
 
@@ -667,11 +689,13 @@ static __attribute__((noinline)) size_t append_repeats_slow(trace_store *st, uin
                                                             size_t n, uint8_t flags,
                                                             uint8_t last_flags)
 {
+    bool filling = st->dropped == 0;
     for (; k < n; k++) {
         if (!append_repeat(st, cost, peers[k], k == n - 1 ? last_flags : flags)) {
             break;
         }
     }
+    fit_when_full(st, filling);
     return k;
 }
 

@@ -12,7 +12,8 @@
  * offset per seq locates a record. The bytes a record keeps (a received message, a sent one of
  * at most TRACE_STORE_COPY_MAX bytes, a message without its payload) count in each store that
  * keeps the message. The ring is rebuilt 1.25 to 4 times what it holds (larger or smaller as that
- * changes, at most once a round in steady state) and the index doubles up to `limit` seqs:
+ * changes, at most once a round in steady state; at 1.25 times when the store is first full)
+ * and the index doubles up to `limit` seqs:
  * steady-state appends allocate nothing. The index's offsets (32 bits, in 8-byte words, one bit
  * of a repeat's for its kind) bound the ring to 8 GiB, so a store holds at most 4 GiB of
  * entries: one whose max_bytes allows more drops its oldest records there (counted in dropped),

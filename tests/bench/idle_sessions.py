@@ -8,7 +8,8 @@ HELLO timeout is long enough, then, from this process (non-blocking sockets, no 
      cost of a connection as libwebsockets holds it (plus our per-connection adapter state and
      the unjoined session),
   3. sends HELLO on every connection, waits for every WELCOME, measures RSS again: the cost of
-     a joined session (realm membership, authid/authrole, ids),
+     a joined session (realm membership, authid/authrole, ids; with the flight recorder on, as
+     in the default config, its records of the joins, whose count and bytes it prints too),
   4. closes everything and measures RSS once more.
 RSS is read from /proc/PID/status (VmRSS) after the router has been idle for a moment.
 Prints one RESULT line with the per-connection figures (bytes) and the totals. A measuring tool,
@@ -84,6 +85,19 @@ def pump(conns, want, deadline):
         raise RuntimeError("%d connections did not answer in time" % pending)
 
 
+def flight_recorder(ports):
+    """The flight recorder's figures from the management API (trace_ctl.py, which needs
+    python3-autobahn): the records it holds and the bytes they count against its budget (each
+    record's kept bytes + TRACE_RECORD_OVERHEAD, 128). {} when there is none or no answer."""
+    try:
+        out = subprocess.run([sys.executable, os.path.join(HERE, "trace_ctl.py"), "--ports-file",
+                              ports, "get", "flight-recorder"], capture_output=True, text=True,
+                             timeout=30)
+        return json.loads(out.stdout) if out.returncode == 0 else {}
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--router", required=True)
@@ -135,15 +149,17 @@ def main():
         pump(conns, lambda c: len(c["buf"]) > 4 and b"[2," in c["buf"], time.monotonic() + 120)
         joined = settle(proc.pid)
         t2 = time.monotonic()
+        recorder = flight_recorder(ports)
         for c in conns:
             c["sock"].close()
         closed = settle(proc.pid, 3.0)
         n = args.sessions
         print("RESULT sessions=%d rss_base=%d rss_upgraded=%d rss_joined=%d rss_closed=%d "
               "per_connection_lws_and_adapter=%d per_session_joined_extra=%d "
-              "per_session_total=%d upgrade_s=%.1f join_s=%.1f"
+              "per_session_total=%d upgrade_s=%.1f join_s=%.1f recorder_records=%s recorder_bytes=%s"
               % (n, base, upgraded, joined, closed, (upgraded - base) // n,
-                 (joined - upgraded) // n, (joined - base) // n, t1 - t0, t2 - t1))
+                 (joined - upgraded) // n, (joined - base) // n, t1 - t0, t2 - t1,
+                 recorder.get("records", "na"), recorder.get("bytes", "na")))
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -141,14 +141,30 @@ START_TEST(test_received_bytes_copied_into_the_byte_ring)
 
 END_TEST
 
+/* Appends records seq from..to - 1 with mixed_bytes() each (received bytes, copied). */
+static void append_mixed_rx(trace_store *st, uint64_t from, uint64_t to)
+{
+    unsigned char in[MIXED_MAX];
+    for (uint64_t i = from; i < to; i++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.dir = TRACE_RX;
+        r.len = (uint32_t)mixed_bytes(i, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+    }
+}
+
 START_TEST(test_byte_ring_shrinks_after_a_burst)
 {
-    /* A burst of large received messages grows the ring; once small ones replace them, the
-     * ring is rebuilt small when its write end comes around, their bytes intact. */
+    /* In a full store, a burst of large received messages grows the ring; once small ones
+     * replace them, the ring is rebuilt small when its write end comes around, their bytes
+     * intact. */
     trace_store *st = trace_store_new(20, (uint64_t)1 << 30);
+    append_mixed_rx(st, 0, 20);
     static unsigned char big[100000];
     memset(big, 'b', sizeof(big));
-    for (uint64_t i = 0; i < 20; i++) {
+    for (uint64_t i = 20; i < 40; i++) {
         trace_record r;
         memset(&r, 0, sizeof(r));
         r.bytes = big;
@@ -156,9 +172,9 @@ START_TEST(test_byte_ring_shrinks_after_a_burst)
         ck_assert_uint_eq(trace_store_append_take(st, &r), i);
     }
     size_t burst = trace_store_alloc_bytes(st);
-    ck_assert_uint_ge(burst, 2 * 20 * sizeof(big));
+    ck_assert_uint_ge(burst, 20 * sizeof(big));
     unsigned char in[MIXED_MAX];
-    uint64_t seq = 20;
+    uint64_t seq = 40;
     for (; seq < 200000 && trace_store_alloc_bytes(st) >= burst / 8; seq++) {
         trace_record r;
         memset(&r, 0, sizeof(r));
@@ -174,7 +190,39 @@ START_TEST(test_byte_ring_shrinks_after_a_burst)
         r.bytes = in;
         ck_assert_uint_eq(trace_store_append_take(st, &r), seq);
     }
-    ck_assert_uint_ge(trace_store_first_seq(st), 20);
+    ck_assert_uint_ge(trace_store_first_seq(st), 40);
+    check_mixed(st);
+    trace_store_free(st);
+}
+
+END_TEST
+
+START_TEST(test_ring_fitted_when_full)
+{
+    /* While it fills, the ring grows to 2 to 4 times what it holds. Once full (at its limit, or
+     * its budget evicting), it is fitted to what it holds (1.25 times, to a page) right away,
+     * not at its first wrap: a recorder that filled and then takes little keeps no more. Its
+     * cost counts every entry's header and bytes, so it bounds what the ring holds. */
+    trace_store *st = trace_store_new(5000, UINT64_MAX);
+    append_mixed_rx(st, 0, 4999);
+    size_t index = 8192 * sizeof(uint32_t);
+    ck_assert_uint_gt(trace_store_alloc_bytes(st), 3 * trace_store_bytes(st) / 2 + index);
+    append_mixed_rx(st, 4999, 5000); /* full */
+    ck_assert_uint_le(trace_store_alloc_bytes(st), 5 * trace_store_bytes(st) / 4 + 4096 + index);
+    check_mixed(st);
+    append_mixed_rx(st, 5000, 6000); /* evicting: stays fitted */
+    ck_assert_uint_le(trace_store_alloc_bytes(st), 5 * trace_store_bytes(st) / 4 + 4096 + index);
+    check_mixed(st);
+    trace_store_free(st);
+    /* Full by its budget first: the same once the budget evicts. */
+    st = trace_store_new(100000, 3000 * (MIXED_MAX / 2 + TRACE_RECORD_OVERHEAD));
+    uint64_t n = 0;
+    while (trace_store_dropped(st) == 0) {
+        append_mixed_rx(st, n, n + 1);
+        n++;
+    }
+    index = (size_t)8192 * sizeof(uint32_t);
+    ck_assert_uint_le(trace_store_alloc_bytes(st), 5 * trace_store_bytes(st) / 4 + 4096 + index);
     check_mixed(st);
     trace_store_free(st);
 }
@@ -809,6 +857,7 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_ring_growth_and_wraparound);
     tcase_add_test(tc, test_received_bytes_copied_into_the_byte_ring);
     tcase_add_test(tc, test_byte_ring_shrinks_after_a_burst);
+    tcase_add_test(tc, test_ring_fitted_when_full);
     tcase_add_test(tc, test_range_bounds_and_limit);
     tcase_add_test(tc, test_paging_across_drops);
     tcase_add_test(tc, test_skip_gives_seqs_without_holding);
