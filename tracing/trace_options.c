@@ -413,28 +413,30 @@ static wamp_err opt_trace_level(const json_t *v, trace_options *o, char *why, si
 typedef wamp_err (*opt_fn)(const json_t *v, trace_options *o, char *why, size_t why_len);
 
 /* The table of ../mgmt/README.md "trace_options", in its order (also the order of the
- * effective-options echo). */
+ * effective-options echo). A filter list given as null is absent: everything passes, as the echo
+ * shows it (null), so that a trace's options as read start a trace with the same ones. */
 static const struct opt_spec {
     const char *key;
     opt_fn parse;
+    bool null_is_absent;
 } opt_specs[] = {
-        {"realms", opt_realms},
-        {"uris", opt_uris},
-        {"msg_types", opt_msg_types},
-        {"direction", opt_direction},
-        {"session_ids", opt_session_ids},
-        {"authids", opt_authids},
-        {"authroles", opt_authroles},
-        {"trace_app_payload", opt_trace_app_payload},
-        {"limit", opt_limit},
-        {"max_bytes", opt_max_bytes},
-        {"duration", opt_duration},
-        {"max_records", opt_max_records},
-        {"batching_period", opt_batching_period},
-        {"persist", opt_persist},
-        {"trace_level", opt_trace_level},
-        {"persist_max_bytes", opt_persist_max_bytes},
-        {"persist_max_age", opt_persist_max_age},
+        {"realms", opt_realms, true},
+        {"uris", opt_uris, true},
+        {"msg_types", opt_msg_types, true},
+        {"direction", opt_direction, false},
+        {"session_ids", opt_session_ids, true},
+        {"authids", opt_authids, true},
+        {"authroles", opt_authroles, true},
+        {"trace_app_payload", opt_trace_app_payload, false},
+        {"limit", opt_limit, false},
+        {"max_bytes", opt_max_bytes, false},
+        {"duration", opt_duration, false},
+        {"max_records", opt_max_records, false},
+        {"batching_period", opt_batching_period, false},
+        {"persist", opt_persist, false},
+        {"trace_level", opt_trace_level, false},
+        {"persist_max_bytes", opt_persist_max_bytes, false},
+        {"persist_max_age", opt_persist_max_age, false},
 };
 
 #define N_OPT_SPECS (sizeof(opt_specs) / sizeof(opt_specs[0]))
@@ -550,7 +552,7 @@ wamp_err trace_options_parse_with(const json_t *j, const trace_option_defaults *
         }
         for (size_t i = 0; i < N_OPT_SPECS; i++) {
             v = json_object_get(j, opt_specs[i].key);
-            if (v) {
+            if (v && !(json_is_null(v) && opt_specs[i].null_is_absent)) {
                 err = opt_specs[i].parse(v, out, why, why_len);
                 if (err != WAMP_OK) {
                     goto fail;

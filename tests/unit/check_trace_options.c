@@ -154,6 +154,48 @@ START_TEST(test_every_key_valid)
 
 END_TEST
 
+START_TEST(test_echo_starts_the_same_trace)
+{
+    /* A trace's options as its metadata shows them (every key, null for an absent filter list)
+     * start a trace with the same options: what a client that restarts a trace, or copies one,
+     * sends back. */
+    const char *given[] = {
+            "{}",
+            "{\"limit\": 10000, \"trace_app_payload\": false}",
+            "{\"realms\": [\"realm1\"], \"uris\": [{\"uri\": \"com.\", \"match\": \"prefix\"}], "
+            "\"msg_types\": [\"Call\"], \"session_ids\": [7], \"authids\": [\"a\"], "
+            "\"authroles\": [\"r\"], \"duration\": 60, \"max_records\": 5, \"persist\": true, "
+            "\"persist_max_age\": 3600}",
+            "{\"trace_level\": \"action\", \"direction\": \"both\", \"max_bytes\": 4096}",
+    };
+    for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++) {
+        trace_options a, b;
+        parse_ok(given[i], &a);
+        char why[256] = "";
+        ck_assert_msg(trace_options_parse(a.json, &b, why, sizeof(why)) == WAMP_OK,
+                      "%s: its echo refused: %s", given[i], why);
+        ck_assert_msg(json_equal(a.json, b.json), "%s: echo %s, then %s", given[i],
+                      json_dumps(a.json, JSON_COMPACT), json_dumps(b.json, JSON_COMPACT));
+        ck_assert_uint_eq(a.n_realms, b.n_realms);
+        ck_assert_uint_eq(a.n_uris, b.n_uris);
+        ck_assert_int_eq(a.has_msg_types, b.has_msg_types);
+        ck_assert_uint_eq(a.n_session_ids, b.n_session_ids);
+        ck_assert_uint_eq(a.n_authids, b.n_authids);
+        ck_assert_uint_eq(a.n_authroles, b.n_authroles);
+        trace_options_fini(&a);
+        trace_options_fini(&b);
+    }
+    /* A null filter list is the list left out: everything passes. */
+    trace_options o;
+    parse_ok("{\"realms\": null, \"uris\": null, \"msg_types\": null, \"session_ids\": null, "
+             "\"authids\": null, \"authroles\": null}",
+             &o);
+    assert_defaults(&o);
+    trace_options_fini(&o);
+}
+
+END_TEST
+
 START_TEST(test_uris_star_and_prefix_all)
 {
     trace_options o;
@@ -342,6 +384,7 @@ static Suite *trace_options_suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_every_key_valid);
+    tcase_add_test(tc, test_echo_starts_the_same_trace);
     tcase_add_test(tc, test_uris_star_and_prefix_all);
     tcase_add_test(tc, test_invalid_values_name_the_option);
     tcase_add_test(tc, test_unknown_key_and_non_object);
