@@ -101,6 +101,20 @@ static void check_mixed(const trace_store *st)
     ck_assert_uint_eq(trace_store_bytes(st), sum);
 }
 
+/* Appends records seq from..to - 1 with mixed_bytes() each (received bytes, copied). */
+static void append_mixed_rx(trace_store *st, uint64_t from, uint64_t to)
+{
+    unsigned char in[MIXED_MAX];
+    for (uint64_t i = from; i < to; i++) {
+        trace_record r;
+        memset(&r, 0, sizeof(r));
+        r.dir = TRACE_RX;
+        r.len = (uint32_t)mixed_bytes(i, in);
+        r.bytes = in;
+        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+    }
+}
+
 START_TEST(test_received_bytes_copied_into_the_byte_ring)
 {
     /* Records of mixed sizes through a store limited by count (the copies wrap around the byte
@@ -126,12 +140,7 @@ START_TEST(test_received_bytes_copied_into_the_byte_ring)
     /* A byte budget of about ten records: evictions by bytes free the ring's oldest copies. */
     st = trace_store_new(1000, 10 * (MIXED_MAX / 2 + TRACE_RECORD_OVERHEAD));
     for (uint64_t i = 0; i < 500; i++) {
-        trace_record r;
-        memset(&r, 0, sizeof(r));
-        r.dir = TRACE_RX;
-        r.len = (uint32_t)mixed_bytes(i, in);
-        r.bytes = in;
-        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
+        append_mixed_rx(st, i, i + 1);
         check_mixed(st);
         ck_assert_uint_le(trace_store_bytes(st), trace_store_max_bytes(st));
     }
@@ -140,20 +149,6 @@ START_TEST(test_received_bytes_copied_into_the_byte_ring)
 }
 
 END_TEST
-
-/* Appends records seq from..to - 1 with mixed_bytes() each (received bytes, copied). */
-static void append_mixed_rx(trace_store *st, uint64_t from, uint64_t to)
-{
-    unsigned char in[MIXED_MAX];
-    for (uint64_t i = from; i < to; i++) {
-        trace_record r;
-        memset(&r, 0, sizeof(r));
-        r.dir = TRACE_RX;
-        r.len = (uint32_t)mixed_bytes(i, in);
-        r.bytes = in;
-        ck_assert_uint_eq(trace_store_append_take(st, &r), i);
-    }
-}
 
 START_TEST(test_byte_ring_shrinks_after_a_burst)
 {
@@ -173,23 +168,12 @@ START_TEST(test_byte_ring_shrinks_after_a_burst)
     }
     size_t burst = trace_store_alloc_bytes(st);
     ck_assert_uint_ge(burst, 20 * sizeof(big));
-    unsigned char in[MIXED_MAX];
     uint64_t seq = 40;
     for (; seq < 200000 && trace_store_alloc_bytes(st) >= burst / 8; seq++) {
-        trace_record r;
-        memset(&r, 0, sizeof(r));
-        r.len = (uint32_t)mixed_bytes(seq, in);
-        r.bytes = in;
-        ck_assert_uint_eq(trace_store_append_take(st, &r), seq);
+        append_mixed_rx(st, seq, seq + 1);
     }
     ck_assert_uint_lt(trace_store_alloc_bytes(st), burst / 8);
-    for (uint64_t end = seq + 20; seq < end; seq++) { /* the last large ones go too */
-        trace_record r;
-        memset(&r, 0, sizeof(r));
-        r.len = (uint32_t)mixed_bytes(seq, in);
-        r.bytes = in;
-        ck_assert_uint_eq(trace_store_append_take(st, &r), seq);
-    }
+    append_mixed_rx(st, seq, seq + 20); /* the last large ones go too */
     ck_assert_uint_ge(trace_store_first_seq(st), 40);
     check_mixed(st);
     trace_store_free(st);
