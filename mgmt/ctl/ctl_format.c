@@ -376,9 +376,37 @@ void ctl_format_meta(FILE *out, const json_t *meta)
 
 /* --- Records -------------------------------------------------------------------------------- */
 
+/* The columns src (n of them, SEQ first) with SEQ as wide as st->seq_width asks, in dst. */
+static const col *seq_cols(const col *src, int n, const ctl_style *st, col *dst)
+{
+    memcpy(dst, src, (size_t)n * sizeof(*dst));
+    if (st->seq_width > dst[0].width) {
+        dst[0].width = dst[0].min = st->seq_width;
+    }
+    return dst;
+}
+
+void ctl_format_fit_seq_to(ctl_style *st, long long seq)
+{
+    char text[24];
+    int n = snprintf(text, sizeof(text), "%lld", seq);
+    st->seq_width = n > st->seq_width ? n : st->seq_width;
+}
+
+void ctl_format_fit_seq(ctl_style *st, const json_t *records)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(records, i, r)
+    {
+        ctl_format_fit_seq_to(st, int_of(r, "seq"));
+    }
+}
+
 void ctl_format_records_header(FILE *out, const ctl_style *st)
 {
-    put_header(out, st, record_cols, NCOLS(record_cols));
+    col cols[NCOLS(record_cols)];
+    put_header(out, st, seq_cols(record_cols, NCOLS(record_cols), st, cols), NCOLS(record_cols));
 }
 
 /* The record's ts as the UTC time of day with milliseconds ("-" if it has none). */
@@ -404,7 +432,8 @@ bool ctl_format_is_action(const json_t *rec)
 
 void ctl_format_actions_header(FILE *out, const ctl_style *st)
 {
-    put_header(out, st, action_cols, NCOLS(action_cols));
+    col cols[NCOLS(action_cols)];
+    put_header(out, st, seq_cols(action_cols, NCOLS(action_cols), st, cols), NCOLS(action_cols));
 }
 
 static void action_row(FILE *out, const ctl_style *st, const json_t *rec)
@@ -439,7 +468,9 @@ static void action_row(FILE *out, const ctl_style *st, const json_t *rec)
                           err ? err : "-"};
     const char *sgr[] = {NULL, NULL, failed ? SGR_RED : NULL,  NULL, NULL,
                          NULL, NULL, failed ? SGR_FAIL : NULL, NULL, err ? SGR_RED : NULL};
-    put_row(out, st, action_cols, NCOLS(action_cols), text, sgr);
+    col cols[NCOLS(action_cols)];
+    put_row(out, st, seq_cols(action_cols, NCOLS(action_cols), st, cols), NCOLS(action_cols), text,
+            sgr);
 }
 
 /* The error URI an Error (msg[4]) or Abort (msg[2]) record carries, NULL for other records. */
@@ -508,7 +539,9 @@ void ctl_format_record_row(FILE *out, const ctl_style *st, const json_t *rec)
                                  : "null"};
     const char *sgr[] = {NULL, NULL, dir_sgr, err ? SGR_RED : NULL, NULL,
                          NULL, NULL, NULL,    err ? SGR_RED : NULL};
-    put_row(out, st, record_cols, NCOLS(record_cols), text, sgr);
+    col cols[NCOLS(record_cols)];
+    put_row(out, st, seq_cols(record_cols, NCOLS(record_cols), st, cols), NCOLS(record_cols), text,
+            sgr);
     free(json);
     free(msg);
 }

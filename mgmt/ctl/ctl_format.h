@@ -21,11 +21,13 @@
 /* How tables are drawn. columns > 0: fit the table into that many columns (a terminal's width).
  * columns == 0: every column at its full width and the last one cut at msg_width characters
  * (0 = whole: --wide). color: ANSI colours (errors and failed actions red, rx cyan, tx green,
- * undelivered yellow, headers bold). */
+ * undelivered yellow, headers bold). seq_width: the records' SEQ column, when wider than its
+ * 6 characters (0: 6; ctl_format_fit_seq()). */
 typedef struct ctl_style {
     int columns;
     int msg_width;
     bool color;
+    int seq_width;
 } ctl_style;
 
 /* traces: "ID STATUS RECORDS DROPPED STARTED RUNTIME" header and one row per metadata object of
@@ -38,6 +40,11 @@ void ctl_format_meta(FILE *out, const json_t *meta);
  * with A (anchor) / L (last); MSG the compact message. An Error record's MSG starts with its
  * error URI, an Abort's with its reason, since the cut message might hide them. */
 void ctl_format_records_header(FILE *out, const ctl_style *st);
+/* Widens st's SEQ column to the digits of the largest seq among records (an array), so that the
+ * header and every row line up (a busy flight recorder's seqs have seven digits and more). */
+void ctl_format_fit_seq(ctl_style *st, const json_t *records);
+/* The same for seqs up to seq (a live table: where the trace stands, with room to grow). */
+void ctl_format_fit_seq_to(ctl_style *st, long long seq);
 void ctl_format_record_row(FILE *out, const ctl_style *st, const json_t *rec);
 /* Action records (trace_level "action"; ctl_format_record_row() prints them this way):
  * "SEQ TIME ACTION REALM ORIGINATOR URI RESP SUCCESS DURATION" with the originator's session

@@ -2,6 +2,7 @@
  * Parses the command line, connects (ctl_client), runs one command against the management API
  * (mgmt/README.md) and maps failures to the documented exit statuses. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1239,6 +1240,7 @@ static int cmd_data(ctl *c)
     } else {
         /* An action trace's records get their own columns; merged records their node first. */
         ctl_style st = table_style(c, f.width);
+        ctl_format_fit_seq(&st, all);
         if (merged) {
             printf("%-12s ", "NODE");
         }
@@ -1507,6 +1509,14 @@ static int tail_run(ctl *c)
     }
     json_decref(m);
     f.style = table_style(c, f.width);
+    /* SEQ as wide as the seqs where the trace stands, ten times over (it goes on growing). */
+    const char *nn;
+    json_t *nv;
+    json_object_foreach(next, nn, nv)
+    {
+        long long s = (long long)json_integer_value(nv);
+        ctl_format_fit_seq_to(&f.style, s < LLONG_MAX / 10 ? s * 10 : s);
+    }
     if (!f.json) {
         if (every) {
             printf("%-12s ", "NODE");

@@ -314,6 +314,54 @@ START_TEST(test_fit_80_columns)
 
 END_TEST
 
+/* Where in the line at p (up to its newline) the text word ends; -1 when absent. */
+static long end_of(const char *p, const char *word)
+{
+    const char *nl = strchr(p, '\n');
+    const char *w = strstr(p, word);
+    return w && (!nl || w < nl) ? (long)(w - p + (long)strlen(word)) : -1;
+}
+
+START_TEST(test_seq_column_fits_the_seqs)
+{
+    /* A busy flight recorder's seqs have seven digits and more: the SEQ column widens to the
+     * largest seq shown, so that the header and every row line up (right-aligned numbers). */
+    const char *recs =
+            "[{\"seq\": 7, \"ts\": 1.5, \"direction\": \"rx\", \"msg_type\": \"Call\"},"
+            " {\"seq\": 12345678, \"ts\": 1.5, \"direction\": \"tx\", \"msg_type\": \"Result\"}]";
+    json_error_t e;
+    json_t *all = json_loads(recs, 0, &e);
+    ck_assert_ptr_nonnull(all);
+    ctl_style st = {.columns = 0, .msg_width = 20, .color = false};
+    ctl_format_fit_seq(&st, all);
+    ck_assert_int_eq(st.seq_width, 8);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_format_records_header(f, &st);
+    ctl_format_record_row(f, &st, json_array_get(all, 0));
+    ctl_format_record_row(f, &st, json_array_get(all, 1));
+    fclose(f);
+    const char *row1 = strchr(buf, '\n') + 1;
+    const char *row2 = strchr(row1, '\n') + 1;
+    ck_assert_int_eq(end_of(buf, "SEQ"), 8);
+    ck_assert_int_eq(end_of(row1, "7"), 8);
+    ck_assert_int_eq(end_of(row2, "12345678"), 8);
+    ck_assert_int_eq(end_of(buf, "TIME"), 8 + 1 + 4);
+    ck_assert_int_eq(end_of(row1, " 00:00:01.500"), 8 + 1 + 12);
+    ck_assert_int_eq(end_of(row2, " 00:00:01.500"), 8 + 1 + 12);
+    ck_assert_int_eq(end_of(row1, " rx"), end_of(row2, " tx"));
+    free(buf);
+    /* Seqs of six digits or fewer keep the column at 6. */
+    ctl_style narrow = {.columns = 0, .msg_width = 20, .color = false};
+    json_array_remove(all, 1);
+    ctl_format_fit_seq(&narrow, all);
+    ck_assert_int_le(narrow.seq_width, 6);
+    json_decref(all);
+}
+
+END_TEST
+
 START_TEST(test_fit_200_columns)
 {
     ctl_style st = {.columns = 200, .color = false};
@@ -529,6 +577,7 @@ static Suite *ctl_format_suite(void)
     tcase_add_test(tc, test_traces_and_meta);
     tcase_add_test(tc, test_fit_80_columns);
     tcase_add_test(tc, test_fit_200_columns);
+    tcase_add_test(tc, test_seq_column_fits_the_seqs);
     tcase_add_test(tc, test_colour);
     tcase_add_test(tc, test_error_uri_and_control_chars);
     tcase_add_test(tc, test_shortest_floats);
