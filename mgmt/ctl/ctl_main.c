@@ -1579,8 +1579,105 @@ static void progress(long long done, long long total)
     fflush(stderr);
 }
 
-/* Long: the paging loop (each page from the last seq + 1, converted, written, the progress bar)
- * and the output file's cleanup on every failure, in one place. */
+/* A gap item for the seqs first..last that a trace dropped before the export read them, in the
+ * shape of the API's gap items (mgmt/README.md "Gap items") with the reason "dropped". */
+static bool export_dropped(FILE *out, long long first, long long last)
+{
+    json_t *gap = json_pack("{s:I, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)last, "kind",
+                            "gap", "msg_type", "Gap", "from_seq", (json_int_t)first, "to_seq",
+                            (json_int_t)last, "reason", "dropped");
+    bool ok = gap && ctl_export_jsonl(out, gap);
+    json_decref(gap);
+    return ok;
+}
+
+/* An export under way. One node: the seqs the trace held when it began, [from, to], and no
+ * further (a busy trace would be chased for ever); what the trace drops before a page reads it
+ * (a running flight recorder moves on while it is read) is missing from the copy, and each such
+ * range is said where it would be (a gap item in the JSON Lines) and counted (lost, gaps). --node
+ * '*': the merged pages from cursor, as they come. */
+typedef struct export_run {
+    ctl *c;
+    const char *id;
+    long long page;
+    bool merged;
+    FILE *out;
+    ctl_chrome *ch; /* the Chrome export; NULL: JSON Lines */
+    json_t *cursor, *reported;
+    long long from, to, total, done, lost, gaps;
+} export_run;
+
+/* Writes one item of a page, after a gap item for the seqs dropped before it (one node). */
+static bool export_item(export_run *x, const json_t *r)
+{
+    long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
+    /* The item's first seq: a record's own, a gap item's from_seq. */
+    long long first = json_is_string(json_object_get(r, "kind"))
+                              ? (long long)json_integer_value(json_object_get(r, "from_seq"))
+                              : seq;
+    bool ok = true;
+    if (!x->merged && first > x->from) {
+        x->lost += first - x->from;
+        x->gaps++;
+        ok = x->ch || export_dropped(x->out, x->from, first - 1);
+    }
+    if (!x->merged) {
+        x->from = seq + 1;
+    }
+    return ok && (x->ch ? ctl_chrome_add(x->ch, r) : ctl_export_jsonl(x->out, r));
+}
+
+/* Pages through the trace into x->out, a progress bar on a terminal. EX_OK, or a failed call's
+ * status; *ok false when writing failed. */
+static int export_pages(export_run *x, bool *ok)
+{
+    bool bar = isatty(STDERR_FILENO);
+    int rc = EX_OK;
+    while (*ok && (x->merged || x->from <= x->to)) {
+        json_t *recs;
+        rc = x->merged ? merged_page(x->c, x->id, &x->cursor, x->page, x->reported, &recs)
+                       : page(x->c, x->id, x->from, x->to, x->page, &recs);
+        if (rc != EX_OK) {
+            *ok = false;
+            break;
+        }
+        size_t got = json_array_size(recs);
+        size_t i;
+        json_t *r;
+        json_array_foreach(recs, i, r)
+        {
+            *ok = *ok && export_item(x, r);
+        }
+        x->done += (long long)got;
+        json_decref(recs);
+        if (bar) {
+            progress(x->done, x->total > x->done ? x->total : x->done);
+        }
+        if (got == 0) {
+            break;
+        }
+    }
+    if (*ok && !x->merged && x->from <= x->to) {
+        /* The last records the trace held at the start, dropped before they were read. */
+        x->lost += x->to + 1 - x->from;
+        x->gaps++;
+        *ok = x->ch || export_dropped(x->out, x->from, x->to);
+    }
+    if (bar) {
+        fputc('\n', stderr);
+    }
+    return rc;
+}
+
+/* The seqs the metadata m says a trace holds (next_seq - first_seq). */
+static long long held_seqs(const json_t *m)
+{
+    return (long long)json_integer_value(json_object_get(m, "next_seq")) -
+           (long long)json_integer_value(json_object_get(m, "first_seq"));
+}
+
+/* Long: the arguments, the output file and its cleanup on every failure, in one place (the
+ * paging is export_pages()). */
 static int cmd_export(ctl *c)
 {
     const char *pos[1];
@@ -1603,80 +1700,49 @@ static int cmd_export(ctl *c)
     }
     /* --node '*': get_trace answered {node_id: metadata-or-error}; the records of every node,
      * merged in time order, each naming its node. */
-    bool merged = every_node(c);
-    json_t *cursor = merged ? json_integer(0) : NULL;
-    json_t *reported = merged ? json_object() : NULL;
-    long long total = 0;
-    if (merged) {
+    export_run x = {.c = c, .id = id, .page = f.page, .merged = every_node(c), .to = -1};
+    if (x.merged) {
+        x.cursor = json_integer(0);
+        x.reported = json_object();
         const char *node;
         json_t *m;
         json_object_foreach(meta, node, m)
         {
-            total += (long long)json_integer_value(json_object_get(m, "next_seq")) -
-                     (long long)json_integer_value(json_object_get(m, "first_seq"));
+            x.total += held_seqs(m);
         }
     } else {
-        total = (long long)json_integer_value(json_object_get(meta, "next_seq")) -
-                (long long)json_integer_value(json_object_get(meta, "first_seq"));
+        x.total = held_seqs(meta);
+        x.from = (long long)json_integer_value(json_object_get(meta, "first_seq"));
+        x.to = x.from + x.total - 1;
     }
     bool to_stdout = strcmp(f.out, "-") == 0;
-    FILE *out = to_stdout ? stdout : fopen(f.out, "w");
-    if (!out) {
+    x.out = to_stdout ? stdout : fopen(f.out, "w");
+    if (!x.out) {
         errline("cannot write %s: %s", f.out, strerror(errno));
         json_decref(meta);
+        json_decref(x.cursor);
+        json_decref(x.reported);
         return EX_FAIL;
     }
     bool chrome = strcmp(f.format, "chrome") == 0;
-    bool bar = isatty(STDERR_FILENO);
-    ctl_chrome *ch = chrome ? ctl_chrome_new(out) : NULL;
-    bool ok = !chrome || ch;
-    long long from = 0, done = 0;
-    while (ok) {
-        json_t *recs;
-        rc = merged ? merged_page(c, id, &cursor, f.page, reported, &recs)
-                    : page(c, id, from, -1, f.page, &recs);
-        if (rc != EX_OK) {
-            ok = false;
-            break;
-        }
-        size_t got = json_array_size(recs);
-        size_t i;
-        json_t *r;
-        json_array_foreach(recs, i, r)
-        {
-            ok = ok && (chrome ? ctl_chrome_add(ch, r) : ctl_export_jsonl(out, r));
-        }
-        if (got > 0) {
-            from = (long long)json_integer_value(
-                           json_object_get(json_array_get(recs, got - 1), "seq")) +
-                   1;
-        }
-        done += (long long)got;
-        json_decref(recs);
-        if (bar) {
-            progress(done, total > done ? total : done);
-        }
-        if (got == 0) {
-            break;
-        }
-    }
-    if (bar) {
-        fputc('\n', stderr);
-    }
+    x.ch = chrome ? ctl_chrome_new(x.out) : NULL;
+    bool ok = !chrome || x.ch;
+    rc = export_pages(&x, &ok);
     if (ok && chrome) {
-        json_t *other = json_pack("{s:s, s:O, s:I}", "exported_by", "wampscope-ctl", "trace", meta,
-                                  "records", (json_int_t)done);
-        ok = other && ctl_chrome_finish(ch, other);
+        json_t *other =
+                json_pack("{s:s, s:O, s:I, s:I}", "exported_by", "wampscope-ctl", "trace", meta,
+                          "records", (json_int_t)x.done, "records_missing", (json_int_t)x.lost);
+        ok = other && ctl_chrome_finish(x.ch, other);
         json_decref(other);
     }
-    ctl_chrome_free(ch);
+    ctl_chrome_free(x.ch);
     json_decref(meta);
-    json_decref(cursor);
-    json_decref(reported);
-    if (fflush(out) != 0 || ferror(out)) {
+    json_decref(x.cursor);
+    json_decref(x.reported);
+    if (fflush(x.out) != 0 || ferror(x.out)) {
         ok = false;
     }
-    if (!to_stdout && fclose(out) != 0) {
+    if (!to_stdout && fclose(x.out) != 0) {
         ok = false;
     }
     if (!ok) {
@@ -1689,8 +1755,15 @@ static int cmd_export(ctl *c)
         }
         return rc;
     }
-    fprintf(stderr, "wampscope-ctl: exported %lld records of trace %s to %s (%s)\n", done, id,
+    fprintf(stderr, "wampscope-ctl: exported %lld records of trace %s to %s (%s)\n", x.done, id,
             to_stdout ? "stdout" : f.out, f.format);
+    if (x.lost) {
+        fprintf(stderr,
+                "wampscope-ctl: %lld records the trace held when the export began were dropped "
+                "before they could be read (%lld gap%s%s); a larger --page or a larger trace "
+                "limit keeps more of them\n",
+                x.lost, x.gaps, x.gaps == 1 ? "" : "s", chrome ? "" : ", marked in the file");
+    }
     return EX_OK;
 }
 
@@ -1977,7 +2050,11 @@ static const cmd commands[] = {
          "and writes it to FILE (- = stdout): jsonl = one record object per line; chrome =\n"
          "Chrome Trace Event JSON for Perfetto / chrome://tracing (a process per realm, a\n"
          "thread per session, an instant per message, a slice per action with flow arrows\n"
-         "from the anchor to each follower). A progress bar on a terminal.\n"},
+         "from the anchor to each follower). A progress bar on a terminal. It stops where\n"
+         "the trace stood when it began; records the trace drops before they are read (a\n"
+         "busy flight recorder moves on) are missing, and said so: a gap item with reason\n"
+         "\"dropped\" in the JSON Lines, records_missing in the Chrome file, a count on\n"
+         "stderr.\n"},
         {"mark", cmd_mark,
          "usage: wampscope-ctl mark [ID] NAME [--meta JSON] [--json]\n"
          "Adds a marker record (msg_type Marker, NAME as uri, the --meta object as msg) to\n"

@@ -445,6 +445,55 @@ class TestExportAndMark(CtlTestCase):
         r = await self.ctl("export", "ex", "--format", "chrome", "-o", "/nonexistent/dir/x.json")
         self.assert_error(r, EX_FAIL, "cannot write")
 
+    async def test_export_says_what_the_trace_dropped_while_read(self):
+        """A running trace that holds 20 records, read a record a page while a publisher keeps
+        it evicting: the export stops at the seq where the trace stood when it began (it does
+        not chase the traffic), and every seq from its first one on is either a record or inside
+        a gap item with the reason "dropped", counted on stderr, never a silent jump."""
+        prefix = h.uri(self, "")
+        await self.ok("start", "ring", "--realm", "realm1", "--limit", "20")
+        pub = await self.session("json")
+        for i in range(40):
+            pub.publish(prefix + "t", i)
+        await h.step(pub.call("wamp.session.count"))  # the 40 PUBLISHes are in
+        running = True
+
+        async def keep_publishing():
+            i = 0
+            while running:
+                for _ in range(50):
+                    pub.publish(prefix + "t", i)
+                    i += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.ensure_future(keep_publishing())
+        try:
+            r = await self.ok("export", "ring", "--format", "jsonl", "-o", "-", "--page", "1")
+        finally:
+            running = False
+            await task
+        items = [json.loads(x) for x in r.out.splitlines()]
+        gaps = [x for x in items if x.get("kind") == "gap"]
+        self.assertGreater(len(gaps), 0, r.err)
+        expect = items[0].get("from_seq", items[0]["seq"])
+        for x in items:
+            if x.get("kind") == "gap":
+                self.assertEqual((x["from_seq"], x["reason"], x["msg_type"]),
+                                 (expect, "dropped", "Gap"))
+                self.assertEqual(x["seq"], x["to_seq"])
+                expect = x["to_seq"] + 1
+            else:
+                self.assertEqual(x["seq"], expect, (r.err, [(y["seq"], y.get("from_seq"), y["msg_type"]) for y in items]))
+                expect += 1
+        lost = sum(x["to_seq"] - x["from_seq"] + 1 for x in gaps)
+        records = len(items) - len(gaps)
+        self.assertIn("exported %d records" % records, r.err)
+        self.assertIn("%d records the trace held when the export began were dropped" % lost, r.err)
+        # It ended at the seq the trace had reached when it began, not later.
+        self.assertGreaterEqual(expect - (items[0].get("from_seq", items[0]["seq"])), 20, (r.err, [(x["seq"], x.get("from_seq"), x["msg_type"]) for x in items]))
+        m = as_json(await h.step((await self.mgmt()).call(P + "get_trace", NODE, WORKER, "ring")))
+        self.assertLess(expect, m["next_seq"])
+
     async def test_pages_over_the_message_size_limit(self):
         """Records of ~1 MiB each: a default page (100) exceeds the 4 MiB message limit of
         configs/test-e2e.json. The router answers payload_size_exceeded (not silence), and
