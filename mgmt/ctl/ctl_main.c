@@ -1173,6 +1173,23 @@ static int flag_data(ctl *c, void *state, int argc, char **argv, int *i)
     return FLAG_UNKNOWN;
 }
 
+/* A gap item for the seqs first..last that a trace dropped before this client read them (a page
+ * read after it began with a later seq than the one asked for), in the shape of the API's gap
+ * items (mgmt/README.md "Gap items") with the reason "dropped". NULL without memory. */
+static json_t *dropped_item(long long first, long long last)
+{
+    return json_pack("{s:I, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)last, "kind", "gap",
+                     "msg_type", "Gap", "from_seq", (json_int_t)first, "to_seq", (json_int_t)last,
+                     "reason", "dropped");
+}
+
+/* The first seq an item of a page stands for: a record's own, a gap item's from_seq. */
+static long long item_first_seq(const json_t *r)
+{
+    const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
+    return (long long)json_integer_value(json_object_get(r, key));
+}
+
 /* Long: a command driver: flags, one node or every node, paging loop, output format, each a few
  * lines in sequence. */
 static int cmd_data(ctl *c)
@@ -1203,6 +1220,7 @@ static int cmd_data(ctl *c)
         json_decref(reported);
         return usage_error(c, "--to does not apply with --node '*' (pages go by each node's seq)");
     }
+    bool paged = false;
     while (left > 0) {
         json_t *recs;
         long long want = filtering ? 1000 : left < 10000 ? left : 10000;
@@ -1219,6 +1237,15 @@ static int cmd_data(ctl *c)
             json_decref(recs);
             break;
         }
+        /* One node, after the first page: what the trace dropped since the page before (a busy
+         * trace moves on while it is read), a gap item where it would be, whatever the
+         * filters. */
+        long long first = item_first_seq(json_array_get(recs, 0));
+        if (!merged && paged && first > from && left > 0) {
+            json_array_append_new(all, dropped_item(from, first - 1));
+            left--;
+        }
+        paged = true;
         from = (long long)json_integer_value(
                        json_object_get(json_array_get(recs, got - 1), "seq")) +
                1;
@@ -1579,13 +1606,10 @@ static void progress(long long done, long long total)
     fflush(stderr);
 }
 
-/* A gap item for the seqs first..last that a trace dropped before the export read them, in the
- * shape of the API's gap items (mgmt/README.md "Gap items") with the reason "dropped". */
+/* export: the gap item of the seqs first..last (dropped_item()), written as a line. */
 static bool export_dropped(FILE *out, long long first, long long last)
 {
-    json_t *gap = json_pack("{s:I, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)last, "kind",
-                            "gap", "msg_type", "Gap", "from_seq", (json_int_t)first, "to_seq",
-                            (json_int_t)last, "reason", "dropped");
+    json_t *gap = dropped_item(first, last);
     bool ok = gap && ctl_export_jsonl(out, gap);
     json_decref(gap);
     return ok;
@@ -1611,10 +1635,7 @@ typedef struct export_run {
 static bool export_item(export_run *x, const json_t *r)
 {
     long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
-    /* The item's first seq: a record's own, a gap item's from_seq. */
-    long long first = json_is_string(json_object_get(r, "kind"))
-                              ? (long long)json_integer_value(json_object_get(r, "from_seq"))
-                              : seq;
+    long long first = item_first_seq(r);
     bool ok = true;
     if (!x->merged && first > x->from) {
         x->lost += first - x->from;
@@ -2022,7 +2043,9 @@ static const cmd commands[] = {
          "--wide prints every column whole; --width N: every column, MSG cut to N characters\n"
          "(0 = whole); not on a terminal, MSG is cut to 60. An Error's MSG starts with its\n"
          "error URI, an Abort's with its reason. An action trace's records: SEQ TIME ACTION\n"
-         "REALM ORIGINATOR URI RESP (responders) SUCCESS DURATION.\n"
+         "REALM ORIGINATOR URI RESP (responders) SUCCESS DURATION. Records the trace drops\n"
+         "between two pages of the reading (a busy flight recorder moves on) show as a Gap\n"
+         "item with reason \"dropped\" where they were, whatever the filters.\n"
          "Filters (client-side; kinds combine with AND, repeated values with OR):\n"
          "  --type TYPE      msg_type (action records: action), e.g. Call,Error; any case\n"
          "  --session ID     session_id (action records: the originator's)\n"
