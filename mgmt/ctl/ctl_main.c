@@ -1084,8 +1084,13 @@ static bool list_has(const char *list, const char *word)
     return false;
 }
 
+/* Whether rec passes the filters. A gap item (the API's, or one this client adds for what a
+ * trace dropped before it read it) always does: it stands for records that may have matched. */
 static bool filter_match(const rec_filter *f, const json_t *rec)
 {
+    if (json_is_string(json_object_get(rec, "kind"))) {
+        return true;
+    }
     bool action = ctl_format_is_action(rec);
     if (f->ntypes) {
         const char *t = json_string_value(json_object_get(rec, action ? "action" : "msg_type"));
@@ -1351,13 +1356,25 @@ static void tail_records(const tail_flags *f, const json_t *recs, const char *no
     json_array_foreach(recs, i, r)
     {
         long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
-        if (seq >= *next) {
-            if (node) {
-                json_object_set_new(r, "node_id", json_string(node));
-            }
-            tail_print(f, r);
-            *next = seq + 1;
+        if (seq < *next) {
+            continue;
         }
+        /* Seqs the trace dropped before they could be read (a fill that came too late): a gap
+         * item where they were. */
+        long long first = item_first_seq(r);
+        json_t *gap = first > *next ? dropped_item(*next, first - 1) : NULL;
+        if (gap) {
+            if (node) {
+                json_object_set_new(gap, "node_id", json_string(node));
+            }
+            tail_print(f, gap);
+            json_decref(gap);
+        }
+        if (node) {
+            json_object_set_new(r, "node_id", json_string(node));
+        }
+        tail_print(f, r);
+        *next = seq + 1;
     }
     fflush(stdout);
 }
@@ -1377,15 +1394,7 @@ static int tail_fill(ctl *c, const char *id, const tail_flags *f, const char *no
             return rc;
         }
         size_t got = json_array_size(recs);
-        if (got > 0) {
-            long long first =
-                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
-            if (first > *next) {
-                fprintf(stderr, "wampscope-ctl: records %lld..%lld are gone (trace limits)\n",
-                        *next, first - 1);
-                *next = first;
-            }
-        }
+        /* (Records the trace dropped before this page: a gap item where they were.) */
         tail_records(f, recs, node, next);
         json_decref(recs);
         if (got == 0) {
@@ -2055,9 +2064,10 @@ static const cmd commands[] = {
          "usage: wampscope-ctl tail ID [-n N] [--json] [--wide | --width N] [FILTERS]\n"
          "Prints the last N records (default 10; counted before filtering), then every new\n"
          "record as it arrives (the live on_trace_data feed; gaps are filled with\n"
-         "get_trace_data). Ends when the trace stops, or on Ctrl-C (exit status 0). --json:\n"
-         "one record object per line. Table and FILTERS as for data (--type, --session,\n"
-         "--uri, --dir).\n"},
+         "get_trace_data, and what the trace dropped before it could be read shows as a Gap\n"
+         "item with reason \"dropped\"). Ends when the trace stops, or on Ctrl-C (exit\n"
+         "status 0). --json: one record object per line. Table and FILTERS as for data\n"
+         "(--type, --session, --uri, --dir).\n"},
         {"stats", cmd_stats,
          "usage: wampscope-ctl stats [--watch [S]] [--json]\n"
          "Prints the worker's stats (get_worker): what the router holds now (sessions, queued\n"
