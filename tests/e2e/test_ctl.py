@@ -499,9 +499,7 @@ class TestExportAndMark(CtlTestCase):
                                      (expect, "dropped", "Gap", x["to_seq"]), listing)
                     expect = x["to_seq"] + 1
                 else:
-                    self.assertGreaterEqual(x["seq"], expect, listing)
-                    if what != "data":  # (data's filter leaves records out)
-                        self.assertEqual(x["seq"], expect, listing)
+                    self.assertEqual(x["seq"], expect, listing)
                     expect = x["seq"] + 1
             return expect, gaps
 
@@ -514,11 +512,13 @@ class TestExportAndMark(CtlTestCase):
         self.assertEqual(end - items[0].get("from_seq", items[0]["seq"]), 20, r.err)
         m = as_json(await h.step((await self.mgmt()).call(P + "get_trace", NODE, WORKER, "ring")))
         self.assertLess(end, m["next_seq"])
+        # data and tail read while the publisher goes on: a gap in their output is likely, not
+        # certain (a reader that keeps up loses nothing; data stops at an empty page). Only
+        # PUBLISHes come meanwhile, so data's filter leaves nothing out.
         items = json.loads(d.out)
-        self.assertEqual(len(items), 200)
-        accounted(items, "data")
+        self.assertTrue(0 < len(items) <= 200, d)
+        accounted(items, "data", need_gap=False)
         self.assertTrue(all(x["msg_type"] in ("Publish", "Gap") for x in items))
-        # (A gap in tail's output is likely, not certain: its fills may come in time.)
         accounted(tailed, "tail", need_gap=False)
 
     async def test_pages_over_the_message_size_limit(self):
