@@ -204,6 +204,19 @@ function disconnected(why) {
 }
 
 // Calls a management procedure on node (a node_id, or "*" for every node).
+// A gap item's text: how many records, which seqs, and why they are missing.
+function gapText(r) {
+  const n = r.to_seq - r.from_seq + 1;
+  const why = r.reason === 'dropped' ? 'dropped before they were read' : r.reason;
+  return `⋯ ${n} record${n === 1 ? '' : 's'} missing (${r.from_seq}–${r.to_seq}): ${why}`;
+}
+
+// A gap item for the seqs first..last that a trace dropped before this page read them, in the
+// shape of the API's gap items with the reason "dropped" (as wampscope-ctl writes them).
+function droppedItem(first, last) {
+  return { seq: last, kind: 'gap', msg_type: 'Gap', from_seq: first, to_seq: last, reason: 'dropped' };
+}
+
 function api(node, proc, ...args) {
   const worker = app.workers.get(node) || app.worker;
   return app.sess.call(P + proc, [node, worker, ...args]).then((r) => r.args[0]);
@@ -418,6 +431,7 @@ class TraceView {
     this.meta = app.traces.get(traceKey(node, id)) || { id };
     this.records = []; // seq order (merged: the pages' order)
     this.nextSeq = 0; // the seq after the last record held
+    this.gaps = 0; // gap items among the records
     this.cursor = 0; // merged: get_trace_data "*"'s from_seq (its last answer's `next`)
     this.lanes = new Map(); // "realm\u0001session" -> {realm, session, authid, authrole}
     this.laneOrder = []; // lanes, grouped by realm
@@ -456,34 +470,45 @@ class TraceView {
   }
 
   // Appends records in seq order (older or repeated seqs are ignored; merged pages tile the
-  // records, so all of theirs are taken).
+  // records, so all of theirs are taken). One node: the seqs the trace dropped before the page
+  // read them (a busy trace moves on while it is read) get a gap item where they were.
   add(recs) {
     for (const r of recs) {
       if (typeof r.seq !== 'number' || (!this.merged && r.seq < this.nextSeq)) continue;
-      const i = this.records.length;
-      this.records.push(r);
-      this.nextSeq = r.seq + 1;
-      if (this.filtered && matches(r, this.needle)) this.filtered.push(i);
-      if (isAction(r)) {
-        this.addLane(r, r.originator);
-        for (const x of r.responders || []) this.addLane(r, x);
-      } else if (r.session_id != null) {
-        this.addLane(r, r);
+      const first = r.kind === 'gap' ? r.from_seq : r.seq;
+      if (!this.merged && this.records.length && first > this.nextSeq) {
+        this.push(droppedItem(this.nextSeq, first - 1));
       }
-      if (r.correlation) {
-        let c = this.corr.get(r.correlation);
-        if (!c) {
-          c = { idx: [], anchor: null, last: null, error: null };
-          this.corr.set(r.correlation, c);
-        }
-        c.idx.push(i);
-        if (!c.anchor && (r.correlation_is_anchor || c.idx.length === 1)) c.anchor = i;
-        if (r.correlation_is_last) c.last = i;
-        if (r.msg_type === 'Error' || r.msg_type === 'Abort') c.error = i;
-      }
+      this.push(r);
     }
     this.actions = null;
     this.schedule();
+  }
+
+  // Appends one item (a record, or a gap item) and what it adds: lanes, correlations, search.
+  push(r) {
+    const i = this.records.length;
+    this.records.push(r);
+    this.nextSeq = r.seq + 1;
+    if (this.filtered && matches(r, this.needle)) this.filtered.push(i);
+    if (isAction(r)) {
+      this.addLane(r, r.originator);
+      for (const x of r.responders || []) this.addLane(r, x);
+    } else if (r.session_id != null) {
+      this.addLane(r, r);
+    }
+    if (r.correlation) {
+      let c = this.corr.get(r.correlation);
+      if (!c) {
+        c = { idx: [], anchor: null, last: null, error: null };
+        this.corr.set(r.correlation, c);
+      }
+      c.idx.push(i);
+      if (!c.anchor && (r.correlation_is_anchor || c.idx.length === 1)) c.anchor = i;
+      if (r.correlation_is_last) c.last = i;
+      if (r.msg_type === 'Error' || r.msg_type === 'Abort') c.error = i;
+    }
+    if (r.kind === 'gap') this.gaps++;
   }
 
   // Reads every record from seq nextSeq on, page by page (get_trace_data).
@@ -563,7 +588,8 @@ class TraceView {
     $('tv-status').textContent = m.status || '';
     $('tv-status').className = `badge ${m.status === 'running' ? 'running' : 'stopped'}`;
     const level = (m.options && m.options.trace_level) || 'message';
-    $('tv-stats').textContent = `${this.records.length} records here · ${m.records ?? '?'} held by the router` +
+    $('tv-stats').textContent = `${this.records.length - this.gaps} records here` +
+      `${this.gaps ? ` · ${this.gaps} gap${this.gaps === 1 ? '' : 's'}` : ''} · ${m.records ?? '?'} held by the router` +
       `${m.dropped ? ` · ${m.dropped} dropped` : ''} · ${this.lanes.size} sessions · ${level} level` +
       (this.merged && this.nodeErrors && Object.keys(this.nodeErrors).length ?
         ` · not read: ${nodeErrorsText(this.nodeErrors)}` : '');
@@ -798,6 +824,22 @@ function drawSequence(v) {
       ctx.fillStyle = COLORS.marker;
       ctx.textAlign = 'center';
       ctx.fillText(label, routerX - sx, y);
+    } else if (r.kind === 'gap') {
+      // Records the trace cannot give (dropped before they were read, or lost on disk).
+      ctx.strokeStyle = COLORS.err;
+      ctx.setLineDash([2, 4]);
+      ctx.beginPath();
+      ctx.moveTo(GUTTER, y);
+      ctx.lineTo(w, y);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = '#fff';
+      const label = gapText(r);
+      const tw = ctx.measureText(label).width;
+      ctx.fillRect(routerX - sx - tw / 2 - 6, y - 8, tw + 12, 16);
+      ctx.fillStyle = COLORS.err;
+      ctx.textAlign = 'center';
+      ctx.fillText(label, routerX - sx, y);
     } else if (isAction(r)) {
       const ox = r.originator ? cols.get(v.laneKey(r, r.originator)) : null;
       const color = related ? COLORS.hl : r.success ? COLORS.rx : COLORS.err;
@@ -974,13 +1016,14 @@ function drawTable(v) {
         `<span class="num ${r.success ? 'good' : 'bad'}">${fmtMs(r.duration)} ms</span></div>`;
       continue;
     }
-    const bad = r.msg_type === 'Error' || r.msg_type === 'Abort' || r.dropped;
+    const bad = r.msg_type === 'Error' || r.msg_type === 'Abort' || r.dropped || r.kind === 'gap';
     html += `<div class="${cls}" data-i="${i}" style="top:${k * TROW}px;grid-template-columns:${cols}">` +
       `${seq}<span class="mono">${clockTime(r.ts)}</span>` +
       `<span class="dir-${esc(r.direction)}">${esc(r.direction || '')}</span>` +
       `<span class="${bad ? 'bad' : ''}">${esc(r.msg_type)}</span><span>${esc(r.realm ?? '')}</span>` +
       `<span class="mono">${esc(r.session_id ?? '')}</span><span>${esc(r.authid ?? '')}</span>` +
-      `<span>${esc(r.authrole ?? '')}</span><span class="mono">${esc(r.uri ?? '')}</span>` +
+      `<span>${esc(r.authrole ?? '')}</span>` +
+      `<span class="mono">${esc(r.kind === 'gap' ? gapText(r) : r.uri ?? '')}</span>` +
       `<span class="mono">${esc((r.correlation || '').slice(0, 8))}</span>` +
       `<span class="num">${esc(fmtBytes(recSize(r)))}</span></div>`;
   }
@@ -1166,24 +1209,44 @@ function initTraceActions() {
 }
 
 // JSON Lines, built here from get_trace_data pages: one record per line, as the API returns it
-// (node "*": the merged pages, records with their node_id).
+// (node "*": the merged pages, records with their node_id). One node: the seqs the trace held
+// when the download began, and no further (a busy trace is not chased); what the trace drops
+// before a page reads it gets a gap item where it was (reason "dropped", as wampscope-ctl's
+// export writes it).
 async function download(node, id) {
   const b = $('tv-download');
   b.disabled = true;
   try {
     const lines = [];
-    let from = 0;
-    for (;;) {
-      let page = await api(node, 'get_trace_data', id, from, null, PAGE);
+    let from = 0, to = null, records = 0, missing = 0;
+    const gap = (first, last) => {
+      lines.push(JSON.stringify(droppedItem(first, last)));
+      missing += last - first + 1;
+    };
+    if (node !== '*') {
+      const m = await api(node, 'get_trace', id);
+      from = m.first_seq;
+      to = m.next_seq - 1;
+    }
+    while (to === null || from <= to) {
+      let page = await api(node, 'get_trace_data', id, from, to, PAGE);
       if (node === '*') {
         from = page.next;
         page = page.records;
       }
       if (!page.length) break;
-      for (const r of page) lines.push(JSON.stringify(r));
-      if (node !== '*') from = page[page.length - 1].seq + 1;
-      b.textContent = `Downloading… ${lines.length}`;
+      for (const r of page) {
+        if (node !== '*') {
+          const first = r.kind === 'gap' ? r.from_seq : r.seq;
+          if (first > from) gap(from, first - 1);
+          from = r.seq + 1;
+        }
+        lines.push(JSON.stringify(r));
+        records += r.kind === 'gap' ? 0 : 1;
+      }
+      b.textContent = `Downloading… ${records}`;
     }
+    if (to !== null && from <= to) gap(from, to);
     const blob = new Blob(lines.map((l) => l + '\n'), { type: 'application/x-ndjson' });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(blob);
@@ -1192,7 +1255,8 @@ async function download(node, id) {
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-    toast(`${id}.jsonl: ${lines.length} records`, false);
+    toast(`${id}.jsonl: ${records} records` +
+      (missing ? `; ${missing} dropped before they could be read (marked as gaps)` : ''), !!missing);
   } catch (e) {
     toast(`download: ${errText(e)}`);
   } finally {
