@@ -810,36 +810,10 @@ function drawSequence(v) {
     ctx.textAlign = 'left';
     ctx.fillText(clockTime(r.ts), 60, y);
     if (r.msg_type === 'Marker') {
-      ctx.strokeStyle = COLORS.marker;
-      ctx.setLineDash([6, 4]);
-      ctx.beginPath();
-      ctx.moveTo(GUTTER, y);
-      ctx.lineTo(w, y);
-      ctx.stroke();
-      ctx.setLineDash([]);
-      ctx.fillStyle = '#fff';
-      const label = `◆ ${r.uri}`;
-      const tw = ctx.measureText(label).width;
-      ctx.fillRect(routerX - sx - tw / 2 - 6, y - 8, tw + 12, 16);
-      ctx.fillStyle = COLORS.marker;
-      ctx.textAlign = 'center';
-      ctx.fillText(label, routerX - sx, y);
+      across(ctx, y, w, routerX - sx, COLORS.marker, [6, 4], `◆ ${r.uri}`);
     } else if (r.kind === 'gap') {
       // Records the trace cannot give (dropped before they were read, or lost on disk).
-      ctx.strokeStyle = COLORS.err;
-      ctx.setLineDash([2, 4]);
-      ctx.beginPath();
-      ctx.moveTo(GUTTER, y);
-      ctx.lineTo(w, y);
-      ctx.stroke();
-      ctx.setLineDash([]);
-      ctx.fillStyle = '#fff';
-      const label = gapText(r);
-      const tw = ctx.measureText(label).width;
-      ctx.fillRect(routerX - sx - tw / 2 - 6, y - 8, tw + 12, 16);
-      ctx.fillStyle = COLORS.err;
-      ctx.textAlign = 'center';
-      ctx.fillText(label, routerX - sx, y);
+      across(ctx, y, w, routerX - sx, COLORS.err, [2, 4], gapText(r));
     } else if (isAction(r)) {
       const ox = r.originator ? cols.get(v.laneKey(r, r.originator)) : null;
       const color = related ? COLORS.hl : r.success ? COLORS.rx : COLORS.err;
@@ -861,6 +835,23 @@ function drawSequence(v) {
     ctx.globalAlpha = 1;
   }
   drawSeqHead(v, cols, routerX, colW, sx);
+}
+
+// A dashed line across the diagram at y (a marker, a gap), its label boxed at x.
+function across(ctx, y, w, x, color, dash, label) {
+  ctx.strokeStyle = color;
+  ctx.setLineDash(dash);
+  ctx.beginPath();
+  ctx.moveTo(GUTTER, y);
+  ctx.lineTo(w, y);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  ctx.fillStyle = '#fff';
+  const tw = ctx.measureText(label).width;
+  ctx.fillRect(x - tw / 2 - 6, y - 8, tw + 12, 16);
+  ctx.fillStyle = color;
+  ctx.textAlign = 'center';
+  ctx.fillText(label, x, y);
 }
 
 // The arrow's label, above its middle, cut to the arrow's length.
