@@ -1188,11 +1188,16 @@ static json_t *dropped_item(long long first, long long last)
                      "reason", "dropped");
 }
 
-/* The first seq an item of a page stands for: a record's own, a gap item's from_seq. */
-static long long item_first_seq(const json_t *r)
+/* Reading a trace item by item in seq order, *next the seq expected: the gap item for what the
+ * trace dropped before item r when r starts past it (r's first seq: a record's own, a gap item's
+ * from_seq), else NULL; *next then goes past r. */
+static json_t *gap_before(const json_t *r, long long *next)
 {
     const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
-    return (long long)json_integer_value(json_object_get(r, key));
+    long long first = (long long)json_integer_value(json_object_get(r, key));
+    json_t *gap = first > *next ? dropped_item(*next, first - 1) : NULL;
+    *next = (long long)json_integer_value(json_object_get(r, "seq")) + 1;
+    return gap;
 }
 
 /* Long: a command driver: flags, one node or every node, paging loop, output format, each a few
@@ -1242,22 +1247,19 @@ static int cmd_data(ctl *c)
             json_decref(recs);
             break;
         }
-        /* One node, after the first page: what the trace dropped since the page before (a busy
-         * trace moves on while it is read), a gap item where it would be, whatever the
-         * filters. */
-        long long first = item_first_seq(json_array_get(recs, 0));
-        if (!merged && paged && first > from && left > 0) {
-            json_array_append_new(all, dropped_item(from, first - 1));
-            left--;
-        }
-        paged = true;
-        from = (long long)json_integer_value(
-                       json_object_get(json_array_get(recs, got - 1), "seq")) +
-               1;
         size_t k;
         json_t *r;
         json_array_foreach(recs, k, r)
         {
+            /* One node, once something was read: what the trace dropped meanwhile (a busy trace
+             * moves on while it is read), a gap item where it was, whatever the filters. */
+            json_t *gap = merged ? NULL : gap_before(r, &from);
+            if (gap && paged && left > 0) {
+                json_array_append(all, gap);
+                left--;
+            }
+            json_decref(gap);
+            paged = true;
             if (left > 0 && filter_match(&f.filt, r)) {
                 json_array_append(all, r);
                 left--;
@@ -1361,8 +1363,7 @@ static void tail_records(const tail_flags *f, const json_t *recs, const char *no
         }
         /* Seqs the trace dropped before they could be read (a fill that came too late): a gap
          * item where they were. */
-        long long first = item_first_seq(r);
-        json_t *gap = first > *next ? dropped_item(*next, first - 1) : NULL;
+        json_t *gap = gap_before(r, next);
         if (gap) {
             if (node) {
                 json_object_set_new(gap, "node_id", json_string(node));
@@ -1374,7 +1375,6 @@ static void tail_records(const tail_flags *f, const json_t *recs, const char *no
             json_object_set_new(r, "node_id", json_string(node));
         }
         tail_print(f, r);
-        *next = seq + 1;
     }
     fflush(stdout);
 }
@@ -1615,15 +1615,6 @@ static void progress(long long done, long long total)
     fflush(stderr);
 }
 
-/* export: the gap item of the seqs first..last (dropped_item()), written as a line. */
-static bool export_dropped(FILE *out, long long first, long long last)
-{
-    json_t *gap = dropped_item(first, last);
-    bool ok = gap && ctl_export_jsonl(out, gap);
-    json_decref(gap);
-    return ok;
-}
-
 /* An export under way. One node: the seqs the trace held when it began, [from, to], and no
  * further (a busy trace would be chased for ever); what the trace drops before a page reads it
  * (a running flight recorder moves on while it is read) is missing from the copy, and each such
@@ -1640,20 +1631,24 @@ typedef struct export_run {
     long long from, to, total, done, lost, gaps;
 } export_run;
 
+/* export: a gap item (consumed; NULL: none) counted, and written unless the export is Chrome's. */
+static bool export_gap(export_run *x, json_t *gap)
+{
+    bool ok = true;
+    if (gap) {
+        x->lost += (long long)json_integer_value(json_object_get(gap, "to_seq")) -
+                   (long long)json_integer_value(json_object_get(gap, "from_seq")) + 1;
+        x->gaps++;
+        ok = x->ch || ctl_export_jsonl(x->out, gap);
+    }
+    json_decref(gap);
+    return ok;
+}
+
 /* Writes one item of a page, after a gap item for the seqs dropped before it (one node). */
 static bool export_item(export_run *x, const json_t *r)
 {
-    long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
-    long long first = item_first_seq(r);
-    bool ok = true;
-    if (!x->merged && first > x->from) {
-        x->lost += first - x->from;
-        x->gaps++;
-        ok = x->ch || export_dropped(x->out, x->from, first - 1);
-    }
-    if (!x->merged) {
-        x->from = seq + 1;
-    }
+    bool ok = export_gap(x, x->merged ? NULL : gap_before(r, &x->from));
     return ok && (x->ch ? ctl_chrome_add(x->ch, r) : ctl_export_jsonl(x->out, r));
 }
 
@@ -1689,9 +1684,7 @@ static int export_pages(export_run *x, bool *ok)
     }
     if (*ok && !x->merged && x->from <= x->to) {
         /* The last records the trace held at the start, dropped before they were read. */
-        x->lost += x->to + 1 - x->from;
-        x->gaps++;
-        *ok = x->ch || export_dropped(x->out, x->from, x->to);
+        *ok = export_gap(x, dropped_item(x->from, x->to));
     }
     if (bar) {
         fputc('\n', stderr);

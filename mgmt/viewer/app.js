@@ -203,7 +203,6 @@ function disconnected(why) {
   $('login-view').hidden = false;
 }
 
-// Calls a management procedure on node (a node_id, or "*" for every node).
 // A gap item's text: how many records, which seqs, and why they are missing.
 function gapText(r) {
   const n = r.to_seq - r.from_seq + 1;
@@ -217,6 +216,15 @@ function droppedItem(first, last) {
   return { seq: last, kind: 'gap', msg_type: 'Gap', from_seq: first, to_seq: last, reason: 'dropped' };
 }
 
+// Reading a trace in seq order with next the seq expected: the gap item for what the trace dropped
+// before item r when r starts past it (r's first seq: a record's own, a gap item's from_seq),
+// else null.
+function gapBefore(r, next) {
+  const first = r.kind === 'gap' ? r.from_seq : r.seq;
+  return first > next ? droppedItem(next, first - 1) : null;
+}
+
+// Calls a management procedure on node (a node_id, or "*" for every node).
 function api(node, proc, ...args) {
   const worker = app.workers.get(node) || app.worker;
   return app.sess.call(P + proc, [node, worker, ...args]).then((r) => r.args[0]);
@@ -475,10 +483,8 @@ class TraceView {
   add(recs) {
     for (const r of recs) {
       if (typeof r.seq !== 'number' || (!this.merged && r.seq < this.nextSeq)) continue;
-      const first = r.kind === 'gap' ? r.from_seq : r.seq;
-      if (!this.merged && this.records.length && first > this.nextSeq) {
-        this.push(droppedItem(this.nextSeq, first - 1));
-      }
+      const gap = !this.merged && this.records.length ? gapBefore(r, this.nextSeq) : null;
+      if (gap) this.push(gap);
       this.push(r);
     }
     this.actions = null;
@@ -1210,9 +1216,9 @@ async function download(node, id) {
   try {
     const lines = [];
     let from = 0, to = null, records = 0, missing = 0;
-    const gap = (first, last) => {
-      lines.push(JSON.stringify(droppedItem(first, last)));
-      missing += last - first + 1;
+    const addGap = (g) => {
+      lines.push(JSON.stringify(g));
+      missing += g.to_seq - g.from_seq + 1;
     };
     if (node !== '*') {
       const m = await api(node, 'get_trace', id);
@@ -1228,8 +1234,8 @@ async function download(node, id) {
       if (!page.length) break;
       for (const r of page) {
         if (node !== '*') {
-          const first = r.kind === 'gap' ? r.from_seq : r.seq;
-          if (first > from) gap(from, first - 1);
+          const g = gapBefore(r, from);
+          if (g) addGap(g);
           from = r.seq + 1;
         }
         lines.push(JSON.stringify(r));
@@ -1237,7 +1243,7 @@ async function download(node, id) {
       }
       b.textContent = `Downloading… ${records}`;
     }
-    if (to !== null && from <= to) gap(from, to);
+    if (to !== null && from <= to) addGap(droppedItem(from, to));
     const blob = new Blob(lines.map((l) => l + '\n'), { type: 'application/x-ndjson' });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(blob);
