@@ -49,6 +49,26 @@ async function open(opts) {
   return c.session;
 }
 
+// Opens the page and logs in as its form stands (anonymous, from loopback).
+async function logIn(page) {
+  await page.goto(viewerUrl(router));
+  await page.click('#login-go');
+  await page.waitForSelector('#app-view:not([hidden])');
+}
+
+// Starts trace id from the form, its fields typed (a select's value chosen), and waits for its
+// view.
+async function startFromForm(page, id, fields) {
+  await page.click('#new-trace-toggle');
+  await page.type('input[name=trace_id]', id);
+  for (const [selector, value] of fields) {
+    if (selector.startsWith('select')) await page.select(selector, value);
+    else await page.type(selector, value);
+  }
+  await page.click('#start-go');
+  await until(async () => (await page.$eval('#tv-id', (e) => e.textContent)) === id, 'the trace view');
+}
+
 // Pixels of the canvas close to an RGB colour.
 async function countPixels(page, selector, [r, g, b]) {
   return page.$eval(selector, (c, want) => {
@@ -227,17 +247,10 @@ test('an action-level trace from the form, and 100,000 records drawn window by w
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  await page.goto(viewerUrl(router));
-  await page.click('#login-go');
-  await page.waitForSelector('#app-view:not([hidden])');
+  await logIn(page);
 
   // Action level: one record per completed CALL, shown in the action view.
-  await page.click('#new-trace-toggle');
-  await page.type('input[name=trace_id]', 'acts');
-  await page.select('select[name=trace_level]', 'action');
-  await page.type('input[name=realms]', 'realm2');
-  await page.click('#start-go');
-  await until(async () => (await page.$eval('#tv-id', (e) => e.textContent)) === 'acts', 'the trace view');
+  await startFromForm(page, 'acts', [['select[name=trace_level]', 'action'], ['input[name=realms]', 'realm2']]);
   const callee = await open({ realm: 'realm2' });
   await callee.register('com.acts.echo', (args) => args[0]);
   const caller = await open({ realm: 'realm2' });
@@ -388,22 +401,15 @@ test('the page answers a router that refuses the login', async () => {
 test('what a trace drops while the page reads it shows where it was', async () => {
   // A trace that holds 20 records and bursts of publications: the live feed's batches start
   // past what the page read, and its reads of the gap come too late. The page shows a gap
-  // item there (table row, stats), never a silent jump; its download does the same.
+  // item there (table row, stats), never a silent jump.
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
   const mgmt = await open({ realm: 'mgmt' });
   const node = (await mgmt.call(MGMT + 'list_nodes'))[0];
   const worker = (await mgmt.call(MGMT + 'list_workers', [node]))[0];
-  await page.goto(viewerUrl(router));
-  await page.click('#login-go');
-  await page.waitForSelector('#app-view:not([hidden])');
-  await page.click('#new-trace-toggle');
-  await page.type('input[name=trace_id]', 'ring');
-  await page.type('input[name=realms]', 'realm1');
-  await page.type('input[name=limit]', '20');
-  await page.click('#start-go');
-  await until(async () => (await page.$eval('#tv-id', (e) => e.textContent)) === 'ring', 'the trace view');
+  await logIn(page);
+  await startFromForm(page, 'ring', [['input[name=realms]', 'realm1'], ['input[name=limit]', '20']]);
   const pub = await open({ realm: 'realm1' });
   let n = 0, last = '';
   const stats = await until(async () => {
