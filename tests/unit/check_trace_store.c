@@ -181,6 +181,13 @@ START_TEST(test_byte_ring_shrinks_after_a_burst)
 
 END_TEST
 
+/* What a store of at most 8,192 index slots takes once its ring is fitted: 1.25 times the cost it
+ * counts (which covers every entry's header and bytes), rounded up to a page, and its index. */
+static size_t fitted_max(const trace_store *st)
+{
+    return 5 * trace_store_bytes(st) / 4 + 4096 + 8192 * sizeof(uint32_t);
+}
+
 START_TEST(test_ring_fitted_when_full)
 {
     /* While it fills, the ring grows to 2 to 4 times what it holds. Once full (at its limit, or
@@ -189,13 +196,13 @@ START_TEST(test_ring_fitted_when_full)
      * cost counts every entry's header and bytes, so it bounds what the ring holds. */
     trace_store *st = trace_store_new(5000, UINT64_MAX);
     append_mixed_rx(st, 0, 4999);
-    size_t index = 8192 * sizeof(uint32_t);
-    ck_assert_uint_gt(trace_store_alloc_bytes(st), 3 * trace_store_bytes(st) / 2 + index);
+    ck_assert_uint_gt(trace_store_alloc_bytes(st),
+                      3 * trace_store_bytes(st) / 2 + 8192 * sizeof(uint32_t));
     append_mixed_rx(st, 4999, 5000); /* full */
-    ck_assert_uint_le(trace_store_alloc_bytes(st), 5 * trace_store_bytes(st) / 4 + 4096 + index);
+    ck_assert_uint_le(trace_store_alloc_bytes(st), fitted_max(st));
     check_mixed(st);
     append_mixed_rx(st, 5000, 6000); /* evicting: stays fitted */
-    ck_assert_uint_le(trace_store_alloc_bytes(st), 5 * trace_store_bytes(st) / 4 + 4096 + index);
+    ck_assert_uint_le(trace_store_alloc_bytes(st), fitted_max(st));
     check_mixed(st);
     trace_store_free(st);
     /* Full by its budget first: the same once the budget evicts. */
@@ -205,8 +212,7 @@ START_TEST(test_ring_fitted_when_full)
         append_mixed_rx(st, n, n + 1);
         n++;
     }
-    index = (size_t)8192 * sizeof(uint32_t);
-    ck_assert_uint_le(trace_store_alloc_bytes(st), 5 * trace_store_bytes(st) / 4 + 4096 + index);
+    ck_assert_uint_le(trace_store_alloc_bytes(st), fitted_max(st));
     check_mixed(st);
     trace_store_free(st);
 }
