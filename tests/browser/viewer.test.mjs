@@ -401,7 +401,7 @@ test('the page answers a router that refuses the login', async () => {
 test('what a trace drops while the page reads it shows where it was', async () => {
   // A trace that holds 20 records and bursts of publications: the live feed's batches start
   // past what the page read, and its reads of the gap come too late. The page shows a gap
-  // item there (table row, stats), never a silent jump.
+  // item there (table row, stats), never a silent jump; so does its download.
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
@@ -431,6 +431,59 @@ test('what a trace drops while the page reads it shows where it was', async () =
     assert.match(row, /⋯ \d+ records? missing \(\d+–\d+\): dropped before they were read/);
   }
   await page.screenshot({ path: path.join(artifactsDir(), 'viewer-gap.png') });
+
+  // The download, while the publisher keeps the trace evicting: it reads the seqs the trace held
+  // when it began, and each of them is in the file as a record or inside a "dropped" gap item,
+  // in order, with no silent jump; downloaded until one met a drop and still read records (the
+  // publisher's bursts grow while the downloads meet no drop, and shrink while they read
+  // nothing).
+  const downloads = path.join(artifactsDir(), 'downloads-gap');
+  fs.rmSync(downloads, { recursive: true, force: true });
+  fs.mkdirSync(downloads, { recursive: true });
+  const cdp = await chrome.browser.target().createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+  const file = path.join(downloads, 'ring.jsonl');
+  let pressing = true, burst = 2;
+  const pressure = (async () => {
+    while (pressing) {
+      for (let k = 0; k < burst; k++) pub.publish('com.browser.ring', [n++]);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  })();
+  let tries = 0;
+  const items = await until(async () => {
+    fs.rmSync(file, { force: true });
+    tries++;
+    await page.click('#tv-download');
+    await until(() => fs.existsSync(file), 'the download');
+    const got = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
+    const gaps = got.filter((x) => x.kind === 'gap').length;
+    if (gaps === 0) burst = Math.min(burst * 2, 300);
+    else if (gaps === got.length) burst = Math.max(1, Math.floor(burst / 2));
+    return gaps > 0 && gaps < got.length && got;
+  }, 'a download that met a drop and read records', 60000).finally(async () => {
+    pressing = false;
+    await pressure;
+  });
+  // The trace was full when the download began: its range is the 20 seqs it held.
+  const start = items[0].kind === 'gap' ? items[0].from_seq : items[0].seq;
+  let next = start;
+  for (const x of items) {
+    if (x.kind === 'gap') {
+      assert.deepEqual([x.msg_type, x.reason, x.from_seq, x.seq], ['Gap', 'dropped', next, x.to_seq]);
+      assert.ok(x.to_seq >= x.from_seq);
+      next = x.to_seq + 1;
+    } else {
+      assert.equal(x.seq, next, `no silent jump before seq ${x.seq}`);
+      assert.equal(x.kind, undefined);
+      next = x.seq + 1;
+    }
+  }
+  assert.equal(next - start, 20, 'the download covers the 20 seqs the trace held');
+  const toast = await page.$eval('#toast', (e) => e.textContent);
+  assert.match(toast, /^ring\.jsonl: \d+ records; \d+ dropped before they could be read/);
+  console.log(`viewer gap test: a download met a drop at try ${tries} (bursts of ${burst}), ` +
+    `${items.length} items`);
   await mgmt.call(MGMT + 'stop_trace', [node, worker, 'ring']);
   await mgmt.call(MGMT + 'delete_trace', [node, worker, 'ring']);
   await page.close();
