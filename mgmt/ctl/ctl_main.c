@@ -1200,6 +1200,26 @@ static json_t *gap_before(const json_t *r, long long *next)
     return gap;
 }
 
+/* gap_before() for the merged reading (--node '*'), record by record in the pages' order: expect
+ * maps each node to the seq next expected of it (absent: nothing of it read yet, and nothing
+ * before its first item reported). The gap item names its node. A node's items come in its seq
+ * order, so a jump between two of them is what the node's trace dropped before a page read it. */
+static json_t *node_gap_before(json_t *expect, const json_t *r)
+{
+    const char *node = json_string_value(json_object_get(r, "node_id"));
+    if (!node) {
+        return NULL;
+    }
+    json_t *e = json_object_get(expect, node);
+    long long next = e ? (long long)json_integer_value(e) : LLONG_MAX;
+    json_t *gap = gap_before(r, &next);
+    json_object_set_new(expect, node, json_integer(next));
+    if (gap) {
+        json_object_set_new(gap, "node_id", json_string(node));
+    }
+    return gap;
+}
+
 /* Long: a command driver: flags, one node or every node, paging loop, output format, each a few
  * lines in sequence. */
 static int cmd_data(ctl *c)
@@ -1224,10 +1244,12 @@ static int cmd_data(ctl *c)
     bool merged = every_node(c);
     json_t *cursor = merged ? json_integer(f.from) : NULL;
     json_t *reported = merged ? json_object() : NULL;
+    json_t *expect = merged ? json_object() : NULL; /* node_gap_before() */
     if (merged && f.to >= 0) {
         json_decref(all);
         json_decref(cursor);
         json_decref(reported);
+        json_decref(expect);
         return usage_error(c, "--to does not apply with --node '*' (pages go by each node's seq)");
     }
     bool paged = false;
@@ -1240,6 +1262,7 @@ static int cmd_data(ctl *c)
             json_decref(all);
             json_decref(cursor);
             json_decref(reported);
+            json_decref(expect);
             return rc;
         }
         size_t got = json_array_size(recs);
@@ -1251,10 +1274,10 @@ static int cmd_data(ctl *c)
         json_t *r;
         json_array_foreach(recs, k, r)
         {
-            /* One node, once something was read: what the trace dropped meanwhile (a busy trace
-             * moves on while it is read), a gap item where it was, whatever the filters. */
-            json_t *gap = merged ? NULL : gap_before(r, &from);
-            if (gap && paged && left > 0) {
+            /* Once something (of that node) was read: what the trace dropped meanwhile (a busy
+             * trace moves on while it is read), a gap item where it was, whatever the filters. */
+            json_t *gap = merged ? node_gap_before(expect, r) : gap_before(r, &from);
+            if (gap && (merged || paged) && left > 0) {
                 json_array_append(all, gap);
                 left--;
             }
@@ -1269,6 +1292,7 @@ static int cmd_data(ctl *c)
     }
     json_decref(cursor);
     json_decref(reported);
+    json_decref(expect);
     if (f.json) {
         print_json(all);
     } else {
@@ -1619,7 +1643,9 @@ static void progress(long long done, long long total)
  * further (a busy trace would be chased for ever); what the trace drops before a page reads it
  * (a running flight recorder moves on while it is read) is missing from the copy, and each such
  * range is said where it would be (a gap item in the JSON Lines) and counted (lost, gaps). --node
- * '*': the merged pages from cursor, as they come. */
+ * '*': the merged pages from cursor, and of each node the seqs its trace held when the export
+ * began, from expect (node_gap_before()) up to bound ({node_id: next_seq}), with the same gap
+ * items; a node that answers an error is left out from then on (said on stderr). */
 typedef struct export_run {
     ctl *c;
     const char *id;
@@ -1627,7 +1653,7 @@ typedef struct export_run {
     bool merged;
     FILE *out;
     ctl_chrome *ch; /* the Chrome export; NULL: JSON Lines */
-    json_t *cursor, *reported;
+    json_t *cursor, *reported, *expect, *bound;
     long long from, to, total, done, lost, gaps;
 } export_run;
 
@@ -1645,10 +1671,60 @@ static bool export_gap(export_run *x, json_t *gap)
     return ok;
 }
 
-/* Writes one item of a page, after a gap item for the seqs dropped before it (one node). */
+/* Whether item r of a merged page is past what its node's trace held when the export began (or
+ * of a node that held nothing of it then). */
+static bool past_bound(const export_run *x, const json_t *r)
+{
+    const char *node = json_string_value(json_object_get(r, "node_id"));
+    json_t *b = node ? json_object_get(x->bound, node) : NULL;
+    const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
+    return !b || json_integer_value(json_object_get(r, key)) >= json_integer_value(b);
+}
+
+/* Whether a merged export has read every node's range: each node's cursor at its bound, but a
+ * node's that answered an error. */
+static bool merged_done(const export_run *x)
+{
+    const char *node;
+    json_t *b;
+    json_object_foreach(x->bound, node, b)
+    {
+        json_t *next = json_object_get(x->cursor, node);
+        if (!json_object_get(x->reported, node) &&
+            (!json_is_integer(next) || json_integer_value(next) < json_integer_value(b))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The last seqs of each node's range that its trace dropped before they were read (merged). */
+static bool merged_end_gaps(export_run *x)
+{
+    bool ok = true;
+    const char *node;
+    json_t *b;
+    json_object_foreach(x->bound, node, b)
+    {
+        long long from = (long long)json_integer_value(json_object_get(x->expect, node));
+        long long to = (long long)json_integer_value(b) - 1;
+        if (ok && !json_object_get(x->reported, node) && from <= to) {
+            json_t *gap = dropped_item(from, to);
+            json_object_set_new(gap, "node_id", json_string(node));
+            ok = export_gap(x, gap);
+        }
+    }
+    return ok;
+}
+
+/* Writes one item of a page, after a gap item for the seqs dropped before it; an item of a merged
+ * page past its node's range is left out. */
 static bool export_item(export_run *x, const json_t *r)
 {
-    bool ok = export_gap(x, x->merged ? NULL : gap_before(r, &x->from));
+    if (x->merged && past_bound(x, r)) {
+        return true;
+    }
+    bool ok = export_gap(x, x->merged ? node_gap_before(x->expect, r) : gap_before(r, &x->from));
     return ok && (x->ch ? ctl_chrome_add(x->ch, r) : ctl_export_jsonl(x->out, r));
 }
 
@@ -1678,12 +1754,14 @@ static int export_pages(export_run *x, bool *ok)
         if (bar) {
             progress(x->done, x->total > x->done ? x->total : x->done);
         }
-        if (got == 0) {
+        if (got == 0 || (x->merged && merged_done(x))) {
             break;
         }
     }
-    if (*ok && !x->merged && x->from <= x->to) {
-        /* The last records the trace held at the start, dropped before they were read. */
+    /* The last records the trace held at the start, dropped before they were read. */
+    if (*ok && x->merged) {
+        *ok = merged_end_gaps(x);
+    } else if (*ok && x->from <= x->to) {
         *ok = export_gap(x, dropped_item(x->from, x->to));
     }
     if (bar) {
@@ -1727,11 +1805,19 @@ static int cmd_export(ctl *c)
     if (x.merged) {
         x.cursor = json_integer(0);
         x.reported = json_object();
+        x.expect = json_object();
+        x.bound = json_object();
         const char *node;
         json_t *m;
         json_object_foreach(meta, node, m)
         {
-            x.total += held_seqs(m);
+            json_t *first = json_object_get(m, "first_seq");
+            json_t *next = json_object_get(m, "next_seq");
+            if (json_is_integer(first) && json_is_integer(next)) { /* (not an error) */
+                x.total += held_seqs(m);
+                json_object_set(x.expect, node, first);
+                json_object_set(x.bound, node, next);
+            }
         }
     } else {
         x.total = held_seqs(meta);
@@ -1745,6 +1831,8 @@ static int cmd_export(ctl *c)
         json_decref(meta);
         json_decref(x.cursor);
         json_decref(x.reported);
+        json_decref(x.expect);
+        json_decref(x.bound);
         return EX_FAIL;
     }
     bool chrome = strcmp(f.format, "chrome") == 0;
@@ -1762,6 +1850,8 @@ static int cmd_export(ctl *c)
     json_decref(meta);
     json_decref(x.cursor);
     json_decref(x.reported);
+    json_decref(x.expect);
+    json_decref(x.bound);
     if (fflush(x.out) != 0 || ferror(x.out)) {
         ok = false;
     }
@@ -2080,7 +2170,8 @@ static const cmd commands[] = {
          "the trace stood when it began; records the trace drops before they are read (a\n"
          "busy flight recorder moves on) are missing, and said so: a gap item with reason\n"
          "\"dropped\" in the JSON Lines, records_missing in the Chrome file, a count on\n"
-         "stderr.\n"},
+         "stderr. --node '*': of every node what its trace held when the export began,\n"
+         "merged in time order, a node's gap items naming it.\n"},
         {"mark", cmd_mark,
          "usage: wampscope-ctl mark [ID] NAME [--meta JSON] [--json]\n"
          "Adds a marker record (msg_type Marker, NAME as uri, the --meta object as msg) to\n"

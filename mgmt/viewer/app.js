@@ -224,6 +224,18 @@ function gapBefore(r, next) {
   return first > next ? droppedItem(next, first - 1) : null;
 }
 
+// gapBefore() of a merged reading (node "*"), item by item in the pages' order: nodeNext maps
+// each node to the seq next expected of it (absent: nothing of it read yet, and nothing before
+// its first item reported). A node's items come in its seq order, so a jump between two of them
+// is what its trace dropped before a page read them; the gap item names the node.
+function nodeGapBefore(nodeNext, r) {
+  const next = nodeNext.get(r.node_id);
+  const g = next == null ? null : gapBefore(r, next);
+  nodeNext.set(r.node_id, r.seq + 1);
+  if (g) g.node_id = r.node_id;
+  return g;
+}
+
 // Calls a management procedure on node (a node_id, or "*" for every node).
 function api(node, proc, ...args) {
   const worker = app.workers.get(node) || app.worker;
@@ -441,6 +453,7 @@ class TraceView {
     this.nextSeq = 0; // the seq after the last record held
     this.gaps = 0; // gap items among the records
     this.cursor = 0; // merged: get_trace_data "*"'s from_seq (its last answer's `next`)
+    this.nodeNext = new Map(); // merged: node -> the seq next expected of it (nodeGapBefore())
     this.lanes = new Map(); // "realm\u0001session" -> {realm, session, authid, authrole}
     this.laneOrder = []; // lanes, grouped by realm
     this.laneIndex = new Map(); // key -> column
@@ -478,12 +491,13 @@ class TraceView {
   }
 
   // Appends records in seq order (older or repeated seqs are ignored; merged pages tile the
-  // records, so all of theirs are taken). One node: the seqs the trace dropped before the page
-  // read them (a busy trace moves on while it is read) get a gap item where they were.
+  // records, so all of theirs are taken). The seqs the trace (merged: a node's) dropped before
+  // the page read them (a busy trace moves on while it is read) get a gap item where they were.
   add(recs) {
     for (const r of recs) {
       if (typeof r.seq !== 'number' || (!this.merged && r.seq < this.nextSeq)) continue;
-      const gap = !this.merged && this.records.length ? gapBefore(r, this.nextSeq) : null;
+      const gap = this.merged ? nodeGapBefore(this.nodeNext, r) :
+        this.records.length ? gapBefore(r, this.nextSeq) : null;
       if (gap) this.push(gap);
       this.push(r);
     }
@@ -1206,16 +1220,17 @@ function initTraceActions() {
 }
 
 // JSON Lines, built here from get_trace_data pages: one record per line, as the API returns it
-// (node "*": the merged pages, records with their node_id). One node: the seqs the trace held
-// when the download began, and no further (a busy trace is not chased); what the trace drops
-// before a page reads it gets a gap item where it was (reason "dropped", as wampscope-ctl's
-// export writes it).
+// (node "*": the merged pages as they come, records with their node_id). One node: the seqs the
+// trace held when the download began, and no further (a busy trace is not chased). What the
+// trace (merged: a node's) drops before a page reads it gets a gap item where it was (reason
+// "dropped", as wampscope-ctl's export writes it).
 async function download(node, id) {
   const b = $('tv-download');
   b.disabled = true;
   try {
     const lines = [];
     let from = 0, to = null, records = 0, missing = 0;
+    const nodeNext = new Map();
     const addGap = (g) => {
       lines.push(JSON.stringify(g));
       missing += g.to_seq - g.from_seq + 1;
@@ -1233,11 +1248,9 @@ async function download(node, id) {
       }
       if (!page.length) break;
       for (const r of page) {
-        if (node !== '*') {
-          const g = gapBefore(r, from);
-          if (g) addGap(g);
-          from = r.seq + 1;
-        }
+        const g = node === '*' ? nodeGapBefore(nodeNext, r) : gapBefore(r, from);
+        if (g) addGap(g);
+        if (node !== '*') from = r.seq + 1;
         lines.push(JSON.stringify(r));
         records += r.kind === 'gap' ? 0 : 1;
       }

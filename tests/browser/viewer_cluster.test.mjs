@@ -209,3 +209,57 @@ test('the viewer shows every node of a cluster', async () => {
   await page.close();
   assert.deepEqual(problems, []);
 });
+
+test('what a cluster-wide trace drops while the page reads it shows where, on its node', async () => {
+  // A trace of 20 records on every node, node_b's kept evicting by bursts of publications: the
+  // merged pages read node_b's records past what they read of it before. The page puts a gap
+  // item naming node_b there (table row with its node, stats), never a silent jump.
+  const [a, b] = routers;
+  const problems = [];
+  const page = await chrome.browser.newPage();
+  watchPage(page, problems);
+  const mgmt = await open(a, 'mgmt');
+  await until(async () => (await mgmt.call(MGMT + 'list_nodes')).length === 2, 'both nodes in list_nodes');
+  const worker = (await mgmt.call(MGMT + 'list_workers', ['node_b']))[0];
+  await mgmt.call(MGMT + 'start_trace', ['*', worker, 'cwring', { limit: 20, realms: ['realm1'] }]);
+  await page.goto(`${viewerUrl(a)}?connect=1`);
+  await page.waitForSelector('#app-view:not([hidden])');
+  await clickUntil(page, '#trace-list li[data-node="*"][data-id="cwring"]',
+    async () => (await page.$eval('#tv-node', (e) => e.textContent)) === 'every node (*)', 'the * view');
+  const pubA = await open(a, 'realm1');
+  await pubA.publish('com.vc.ring.a', [0], {}, { acknowledge: true });
+  const pubB = await open(b, 'realm1');
+  let n = 0, last = '';
+  await until(async () => {
+    for (let k = 0; k < 300; k++) pubB.publish('com.vc.ring.b', [n++]);
+    last = await page.$eval('#tv-stats', (e) => e.textContent);
+    return /· \d+ gaps? ·/.test(last);
+  }, 'a gap in the page', 20000).catch((e) => {
+    throw new Error(`${e.message}: the page says "${last}" after ${n} publications`);
+  });
+  await page.click('.tab[data-tab=table]');
+  await page.type('#search', 'dropped');
+  const rows = await until(async () => {
+    const t = await page.$$eval('#table-rows .trow', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+    return t.length > 0 && t.every((r) => r.join(' ').includes('Gap')) && t;
+  }, 'only the gap rows');
+  for (const r of rows) {
+    assert.equal(r[1], 'node_b');
+    assert.match(r.join(' '), /⋯ \d+ records? missing \(\d+–\d+\): dropped before they were read/);
+  }
+  // Each node's items in the page: records and gap items cover its seqs from its first on.
+  const items = await page.evaluate(() => window.wampscopeViewer.view.records.map((r) =>
+    ({ node: r.node_id, kind: r.kind, seq: r.seq, from: r.from_seq })));
+  const next = new Map();
+  for (const x of items) {
+    const first = x.kind === 'gap' ? x.from : x.seq;
+    if (next.has(x.node)) assert.equal(first, next.get(x.node), `no silent jump on ${x.node} at ${x.seq}`);
+    next.set(x.node, x.seq + 1);
+  }
+  assert.deepEqual([...next.keys()].sort(), ['node_a', 'node_b']);
+  await page.screenshot({ path: path.join(artifactsDir(), 'viewer-cluster-3-gap.png') });
+  await mgmt.call(MGMT + 'stop_trace', ['*', worker, 'cwring']);
+  await mgmt.call(MGMT + 'delete_trace', ['*', worker, 'cwring']);
+  await page.close();
+  assert.deepEqual(problems, []);
+});

@@ -256,6 +256,80 @@ class TestClusterMgmt(ch.ClusterCase):
         await self.finish(self.a, self.b)
 
 
+    def node_runs(self, items):
+        """The items of a merged reading by node, in order, each node's checked: its records and
+        "dropped" gap items (naming the node) cover every seq from its first item on, with no
+        silent jump. {node_id: (first seq, seq after the last, gap items)}."""
+        runs = {}
+        for x in items:
+            node = x["node_id"]
+            first = x["from_seq"] if x.get("kind") == "gap" else x["seq"]
+            start, nxt, gaps = runs.get(node, (first, first, 0))
+            self.assertEqual(first, nxt, "no silent jump on %s before %s" % (node, x))
+            if x.get("kind") == "gap":
+                self.assertEqual((x["msg_type"], x["reason"], x["seq"]),
+                                 ("Gap", "dropped", x["to_seq"]), x)
+                self.assertGreaterEqual(x["to_seq"], x["from_seq"])
+                gaps += 1
+            runs[node] = (start, x["seq"] + 1, gaps)
+        return runs
+
+    async def test_merged_reading_says_what_each_node_dropped(self):
+        """wampscope-ctl export and data with --node '*' while node B's trace of 20 records keeps
+        evicting: each node's records and "dropped" gap items (naming the node) tile its seqs with
+        no silent jump; the export reads what each node held when it began, and no further."""
+        await self.start_cluster()
+        [w] = await self.call("list_workers", "node_a")
+        await self.call("start_trace", "*", w, "ring", {"limit": 20, "realms": ["realm1"]})
+        pub_a = await h.open_session(self.a, "realm1", "json")
+        pub_b = await h.open_session(self.b, "realm1", "json")
+        for i in range(30):  # node A's trace full, and then idle
+            await h.step(pub_a.publish(h.uri(self, "a"), i, options=PublishOptions(acknowledge=True)))
+        pressing = True
+
+        async def press():
+            n = 0
+            while pressing:
+                for _ in range(20):
+                    pub_b.publish(h.uri(self, "b"), n)
+                    n += 1
+                await asyncio.sleep(0.002)
+
+        task = asyncio.ensure_future(press())
+        path = os.path.join(self.tmp, "ring.jsonl")
+        try:
+            await asyncio.sleep(0.2)
+            for attempt in range(20):
+                rc, out, err = await self.ctl(self.a, "--node", "*", "export", "ring", "--format",
+                                              "jsonl", "-o", path, "--page", "1")
+                self.assertEqual(rc, 0, err)
+                with open(path, encoding="utf-8") as f:
+                    runs = self.node_runs([json.loads(line) for line in f])
+                # Both traces were full when it began: 20 seqs each, and no more.
+                self.assertEqual({n: r[1] - r[0] for n, r in runs.items()},
+                                 {"node_a": 20, "node_b": 20})
+                self.assertEqual(runs["node_a"][2], 0)
+                if runs["node_b"][2]:
+                    self.assertRegex(err, r"records the trace held when the export began were dropped")
+                    break
+            else:
+                self.fail("no export met a drop on node_b in 20 tries")
+            rc, out, err = await self.ctl(self.a, "--node", "*", "data", "ring", "--json",
+                                          "--limit", "300")
+            self.assertEqual(rc, 0, err)
+            # What it read tiles each node's seqs the same way (node_b's records may still be
+            # held back: "Merged reading").
+            runs = self.node_runs(json.loads(out))
+            self.assertEqual(runs["node_a"][1] - runs["node_a"][0], 20)
+        finally:
+            pressing = False
+            await task
+        await pub_a.close()
+        await pub_b.close()
+        await self.call("stop_trace", "*", w, "ring")
+        await self.call("delete_trace", "*", w, "ring")
+        await self.finish(self.a, self.b)
+
     async def ctl(self, router, *args):
         """wampscope-ctl --url router --realm mgmt args...: (exit status, stdout, stderr)."""
         env = dict(os.environ)
