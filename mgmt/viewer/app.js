@@ -1220,43 +1220,30 @@ function initTraceActions() {
 }
 
 // JSON Lines, built here from get_trace_data pages: one record per line, as the API returns it
-// (node "*": the merged pages as they come, records with their node_id). One node: the seqs the
-// trace held when the download began, and no further (a busy trace is not chased). What the
-// trace (merged: a node's) drops before a page reads it gets a gap item where it was (reason
-// "dropped", as wampscope-ctl's export writes it).
+// (node "*": the merged pages, records with their node_id). The seqs the trace (node "*": each
+// node's) held when the download began, and no further (a busy trace is not chased); what the
+// trace drops before a page reads it gets a gap item where it was (reason "dropped", as
+// wampscope-ctl's export writes it; node "*": naming the node).
 async function download(node, id) {
   const b = $('tv-download');
   b.disabled = true;
   try {
     const lines = [];
-    let from = 0, to = null, records = 0, missing = 0;
-    const nodeNext = new Map();
-    const addGap = (g) => {
-      lines.push(JSON.stringify(g));
-      missing += g.to_seq - g.from_seq + 1;
-    };
-    if (node !== '*') {
-      const m = await api(node, 'get_trace', id);
-      from = m.first_seq;
-      to = m.next_seq - 1;
-    }
-    while (to === null || from <= to) {
-      let page = await api(node, 'get_trace_data', id, from, to, PAGE);
-      if (node === '*') {
-        from = page.next;
-        page = page.records;
-      }
-      if (!page.length) break;
-      for (const r of page) {
-        const g = node === '*' ? nodeGapBefore(nodeNext, r) : gapBefore(r, from);
-        if (g) addGap(g);
-        if (node !== '*') from = r.seq + 1;
+    let records = 0, missing = 0;
+    const out = {
+      add(r) {
         lines.push(JSON.stringify(r));
         records += r.kind === 'gap' ? 0 : 1;
-      }
-      b.textContent = `Downloading… ${records}`;
-    }
-    if (to !== null && from <= to) addGap(droppedItem(from, to));
+      },
+      gap(g) {
+        lines.push(JSON.stringify(g));
+        missing += g.to_seq - g.from_seq + 1;
+      },
+      progress() {
+        b.textContent = `Downloading… ${records}`;
+      },
+    };
+    const failed = node === '*' ? await readMerged(id, out) : await readNode(node, id, out);
     const blob = new Blob(lines.map((l) => l + '\n'), { type: 'application/x-ndjson' });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(blob);
@@ -1266,13 +1253,69 @@ async function download(node, id) {
     a.remove();
     setTimeout(() => URL.revokeObjectURL(a.href), 10000);
     toast(`${id}.jsonl: ${records} records` +
-      (missing ? `; ${missing} dropped before they could be read (marked as gaps)` : ''), !!missing);
+      (missing ? `; ${missing} dropped before they could be read (marked as gaps)` : '') +
+      (failed.size ? `; not read: ${[...failed].join(', ')}` : ''), !!(missing || failed.size));
   } catch (e) {
     toast(`download: ${errText(e)}`);
   } finally {
     b.disabled = false;
     b.textContent = 'Download JSON Lines';
   }
+}
+
+// download() of one node's trace into out; the nodes not read (none).
+async function readNode(node, id, out) {
+  const m = await api(node, 'get_trace', id);
+  let from = m.first_seq;
+  const to = m.next_seq - 1;
+  while (from <= to) {
+    const page = await api(node, 'get_trace_data', id, from, to, PAGE);
+    if (!page.length) break;
+    for (const r of page) {
+      const g = gapBefore(r, from);
+      if (g) out.gap(g);
+      from = r.seq + 1;
+      out.add(r);
+    }
+    out.progress();
+  }
+  if (from <= to) out.gap(droppedItem(from, to));
+  return new Set();
+}
+
+// download() of a trace of every node into out: the merged pages, of each node the seqs from the
+// first_seq to the next_seq its trace had when the download began (get_trace "*"); a node that
+// answers an error is left out from then on. Returns the nodes left out.
+async function readMerged(id, out) {
+  const bound = new Map(), nodeNext = new Map(), failed = new Set();
+  for (const [n, m] of Object.entries(await api('*', 'get_trace', id) || {})) {
+    if (m && typeof m.next_seq === 'number') {
+      bound.set(n, m.next_seq);
+      nodeNext.set(n, m.first_seq);
+    } else {
+      failed.add(n);
+    }
+  }
+  const reached = (next) => [...bound].every(([n, end]) => failed.has(n) || (next[n] ?? 0) >= end);
+  let cursor = 0;
+  for (;;) {
+    const page = await api('*', 'get_trace_data', id, cursor, null, PAGE);
+    cursor = page.next;
+    for (const n of Object.keys(page.errors || {})) failed.add(n);
+    for (const r of page.records) {
+      const end = bound.get(r.node_id);
+      if (end == null || (r.kind === 'gap' ? r.from_seq : r.seq) >= end) continue;
+      const g = nodeGapBefore(nodeNext, r);
+      if (g) out.gap(g);
+      out.add(r);
+    }
+    out.progress();
+    if (!page.records.length || reached(cursor)) break;
+  }
+  for (const [n, end] of bound) {
+    if (!failed.has(n) && nodeNext.get(n) < end) out.gap({ ...droppedItem(nodeNext.get(n), end - 1), node_id: n });
+  }
+  return failed;
 }
 
 initLogin();

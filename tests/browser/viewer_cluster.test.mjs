@@ -258,6 +258,55 @@ test('what a cluster-wide trace drops while the page reads it shows where, on it
   }
   assert.deepEqual([...next.keys()].sort(), ['node_a', 'node_b']);
   await page.screenshot({ path: path.join(artifactsDir(), 'viewer-cluster-3-gap.png') });
+
+  // The download, while node_b's trace keeps evicting: of each node the seqs its trace held when
+  // it began, and no further (it ends, the traffic going on), each a record or inside a gap item
+  // naming the node; downloaded until one met a drop on node_b and still read records of it.
+  const downloads = path.join(artifactsDir(), 'downloads-cluster');
+  fs.rmSync(downloads, { recursive: true, force: true });
+  fs.mkdirSync(downloads, { recursive: true });
+  const cdp = await chrome.browser.target().createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+  const file = path.join(downloads, 'cwring.jsonl');
+  const metaA = await mgmt.call(MGMT + 'get_trace', ['node_a', worker, 'cwring']); // (idle)
+  let pressing = true, burst = 2;
+  const pressure = (async () => {
+    while (pressing) {
+      for (let k = 0; k < burst; k++) pubB.publish('com.vc.ring.b', [n++]);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  })();
+  const spans = await until(async () => {
+    fs.rmSync(file, { force: true });
+    await page.click('#tv-download');
+    await until(() => fs.existsSync(file), 'the download', 15000);
+    const got = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
+    const byNode = new Map();
+    for (const x of got) {
+      const first = x.kind === 'gap' ? x.from_seq : x.seq;
+      const o = byNode.get(x.node_id) || { start: first, next: first, gaps: 0, recs: 0 };
+      assert.equal(first, o.next, `no silent jump on ${x.node_id} at ${x.seq}`);
+      if (x.kind === 'gap') {
+        assert.deepEqual([x.msg_type, x.reason, x.seq], ['Gap', 'dropped', x.to_seq]);
+        o.gaps++;
+      } else {
+        o.recs++;
+      }
+      o.next = x.seq + 1;
+      byNode.set(x.node_id, o);
+    }
+    const b = byNode.get('node_b');
+    if (!b || b.gaps === 0) burst = Math.min(burst * 2, 300);
+    else if (b.recs === 0) burst = Math.max(1, Math.floor(burst / 2));
+    return b && b.gaps > 0 && b.recs > 0 && byNode;
+  }, 'a download that met a drop on node_b and read records of it', 60000).finally(async () => {
+    pressing = false;
+    await pressure;
+  });
+  assert.deepEqual([...spans.keys()].sort(), ['node_a', 'node_b']);
+  assert.equal(spans.get('node_a').next - spans.get('node_a').start, metaA.next_seq - metaA.first_seq);
+  assert.equal(spans.get('node_a').gaps, 0);
+  assert.equal(spans.get('node_b').next - spans.get('node_b').start, 20);
   await mgmt.call(MGMT + 'stop_trace', ['*', worker, 'cwring']);
   await mgmt.call(MGMT + 'delete_trace', ['*', worker, 'cwring']);
   await page.close();
