@@ -138,3 +138,45 @@ export async function until(fn, what, ms = 15000) {
     await sleep(50);
   }
 }
+
+// A fresh directory name under the artifacts directory that chrome (launchBrowser()'s) downloads
+// to from now on; returns its path.
+export async function downloadsTo(chrome, name) {
+  const dir = path.join(artifactsDir(), name);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const cdp = await chrome.browser.target().createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dir });
+  return dir;
+}
+
+// Clicks selector on page and returns the items of the JSON Lines file it downloads, file (any
+// earlier one removed first).
+export async function downloadJsonl(page, selector, file) {
+  fs.rmSync(file, { force: true });
+  await page.click(selector);
+  await until(() => fs.existsSync(file), 'the download');
+  return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
+}
+
+// Calls publish() in bursts, a burst a millisecond, while until() retries attempt(tune) (what,
+// ms as for until()); returns attempt's truthy answer. attempt() tunes the bursts: tune(1)
+// doubles them (it met too little), tune(-1) halves them (too much).
+export async function whilePublishing(publish, attempt, what, ms = 60000) {
+  let pressing = true, burst = 2;
+  const tune = (more) => {
+    burst = more > 0 ? Math.min(burst * 2, 300) : Math.max(1, Math.floor(burst / 2));
+  };
+  const pressure = (async () => {
+    while (pressing) {
+      for (let k = 0; k < burst; k++) publish();
+      await sleep(1);
+    }
+  })();
+  try {
+    return await until(() => attempt(tune), what, ms);
+  } finally {
+    pressing = false;
+    await pressure;
+  }
+}

@@ -13,7 +13,8 @@ import { after, before, test } from 'node:test';
 
 import { autobahn, openSession, startRouter } from '../interop/node/harness.mjs';
 import {
-  artifactsDir, clickUntil, launchBrowser, until, viewerConfig, viewerUrl, watchPage,
+  artifactsDir, clickUntil, downloadJsonl, downloadsTo, launchBrowser, until, viewerConfig,
+  viewerUrl, watchPage, whilePublishing,
 } from './browser.mjs';
 
 const MGMT = 'crossbarfabriccenter.';
@@ -88,11 +89,7 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  const downloads = path.join(out, 'downloads');
-  fs.rmSync(downloads, { recursive: true, force: true });
-  fs.mkdirSync(downloads, { recursive: true });
-  const cdp = await chrome.browser.target().createCDPSession();
-  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+  const downloads = await downloadsTo(chrome, 'downloads');
 
   const mgmt = await open({ realm: 'mgmt' });
   const node = (await mgmt.call(MGMT + 'list_nodes'))[0];
@@ -437,34 +434,16 @@ test('what a trace drops while the page reads it shows where it was', async () =
   // in order, with no silent jump; downloaded until one met a drop and still read records (the
   // publisher's bursts grow while the downloads meet no drop, and shrink while they read
   // nothing).
-  const downloads = path.join(artifactsDir(), 'downloads-gap');
-  fs.rmSync(downloads, { recursive: true, force: true });
-  fs.mkdirSync(downloads, { recursive: true });
-  const cdp = await chrome.browser.target().createCDPSession();
-  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
-  const file = path.join(downloads, 'ring.jsonl');
-  let pressing = true, burst = 2;
-  const pressure = (async () => {
-    while (pressing) {
-      for (let k = 0; k < burst; k++) pub.publish('com.browser.ring', [n++]);
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-  })();
+  const file = path.join(await downloadsTo(chrome, 'downloads-gap'), 'ring.jsonl');
   let tries = 0;
-  const items = await until(async () => {
-    fs.rmSync(file, { force: true });
+  const items = await whilePublishing(() => pub.publish('com.browser.ring', [n++]), async (tune) => {
     tries++;
-    await page.click('#tv-download');
-    await until(() => fs.existsSync(file), 'the download');
-    const got = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
+    const got = await downloadJsonl(page, '#tv-download', file);
     const gaps = got.filter((x) => x.kind === 'gap').length;
-    if (gaps === 0) burst = Math.min(burst * 2, 300);
-    else if (gaps === got.length) burst = Math.max(1, Math.floor(burst / 2));
+    if (gaps === 0) tune(1);
+    else if (gaps === got.length) tune(-1);
     return gaps > 0 && gaps < got.length && got;
-  }, 'a download that met a drop and read records', 60000).finally(async () => {
-    pressing = false;
-    await pressure;
-  });
+  }, 'a download that met a drop and read records');
   // The trace was full when the download began: its range is the 20 seqs it held.
   const start = items[0].kind === 'gap' ? items[0].from_seq : items[0].seq;
   let next = start;
@@ -482,8 +461,7 @@ test('what a trace drops while the page reads it shows where it was', async () =
   assert.equal(next - start, 20, 'the download covers the 20 seqs the trace held');
   const toast = await page.$eval('#toast', (e) => e.textContent);
   assert.match(toast, /^ring\.jsonl: \d+ records; \d+ dropped before they could be read/);
-  console.log(`viewer gap test: a download met a drop at try ${tries} (bursts of ${burst}), ` +
-    `${items.length} items`);
+  console.log(`viewer gap test: a download met a drop at try ${tries}, ${items.length} items`);
   await mgmt.call(MGMT + 'stop_trace', [node, worker, 'ring']);
   await mgmt.call(MGMT + 'delete_trace', [node, worker, 'ring']);
   await page.close();

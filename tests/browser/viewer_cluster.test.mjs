@@ -15,7 +15,10 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { openSession, startRouter } from '../interop/node/harness.mjs';
-import { artifactsDir, clickUntil, launchBrowser, until, viewerUrl, watchPage } from './browser.mjs';
+import {
+  artifactsDir, clickUntil, downloadJsonl, downloadsTo, launchBrowser, until, viewerUrl, watchPage,
+  whilePublishing,
+} from './browser.mjs';
 
 const MGMT = 'crossbarfabriccenter.';
 const NATS_BIN = fs.existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
@@ -107,14 +110,21 @@ async function open(router, realm) {
 
 const texts = (page, sel) => page.$$eval(sel, (es) => es.map((e) => e.textContent.trim()));
 
-test('the viewer shows every node of a cluster', async () => {
-  const [a, b] = routers;
+// A new page (its problems collected) and a management session on node_a once both nodes are
+// listed, with the worker's id.
+async function setUp() {
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  const mgmt = await open(a, 'mgmt');
+  const mgmt = await open(routers[0], 'mgmt');
   await until(async () => (await mgmt.call(MGMT + 'list_nodes')).length === 2, 'both nodes in list_nodes');
   const worker = (await mgmt.call(MGMT + 'list_workers', ['node_b']))[0];
+  return { problems, page, mgmt, worker };
+}
+
+test('the viewer shows every node of a cluster', async () => {
+  const [a, b] = routers;
+  const { problems, page, mgmt, worker } = await setUp();
   const traceOn = (node) => mgmt.call(MGMT + 'list_traces', [node, worker, true]);
 
   // Logged in on node_a: both nodes, each as a group of the trace list; the form offers them.
@@ -215,12 +225,7 @@ test('what a cluster-wide trace drops while the page reads it shows where, on it
   // merged pages read node_b's records past what they read of it before. The page puts a gap
   // item naming node_b there (table row with its node, stats), never a silent jump.
   const [a, b] = routers;
-  const problems = [];
-  const page = await chrome.browser.newPage();
-  watchPage(page, problems);
-  const mgmt = await open(a, 'mgmt');
-  await until(async () => (await mgmt.call(MGMT + 'list_nodes')).length === 2, 'both nodes in list_nodes');
-  const worker = (await mgmt.call(MGMT + 'list_workers', ['node_b']))[0];
+  const { problems, page, mgmt, worker } = await setUp();
   await mgmt.call(MGMT + 'start_trace', ['*', worker, 'cwring', { limit: 20, realms: ['realm1'] }]);
   await page.goto(`${viewerUrl(a)}?connect=1`);
   await page.waitForSelector('#app-view:not([hidden])');
@@ -262,27 +267,11 @@ test('what a cluster-wide trace drops while the page reads it shows where, on it
   // The download, while node_b's trace keeps evicting: of each node the seqs its trace held when
   // it began, and no further (it ends, the traffic going on), each a record or inside a gap item
   // naming the node; downloaded until one met a drop on node_b and still read records of it.
-  const downloads = path.join(artifactsDir(), 'downloads-cluster');
-  fs.rmSync(downloads, { recursive: true, force: true });
-  fs.mkdirSync(downloads, { recursive: true });
-  const cdp = await chrome.browser.target().createCDPSession();
-  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
-  const file = path.join(downloads, 'cwring.jsonl');
+  const file = path.join(await downloadsTo(chrome, 'downloads-cluster'), 'cwring.jsonl');
   const metaA = await mgmt.call(MGMT + 'get_trace', ['node_a', worker, 'cwring']); // (idle)
-  let pressing = true, burst = 2;
-  const pressure = (async () => {
-    while (pressing) {
-      for (let k = 0; k < burst; k++) pubB.publish('com.vc.ring.b', [n++]);
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-  })();
-  const spans = await until(async () => {
-    fs.rmSync(file, { force: true });
-    await page.click('#tv-download');
-    await until(() => fs.existsSync(file), 'the download', 15000);
-    const got = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
+  const spans = await whilePublishing(() => pubB.publish('com.vc.ring.b', [n++]), async (tune) => {
     const byNode = new Map();
-    for (const x of got) {
+    for (const x of await downloadJsonl(page, '#tv-download', file)) {
       const first = x.kind === 'gap' ? x.from_seq : x.seq;
       const o = byNode.get(x.node_id) || { start: first, next: first, gaps: 0, recs: 0 };
       assert.equal(first, o.next, `no silent jump on ${x.node_id} at ${x.seq}`);
@@ -296,13 +285,10 @@ test('what a cluster-wide trace drops while the page reads it shows where, on it
       byNode.set(x.node_id, o);
     }
     const b = byNode.get('node_b');
-    if (!b || b.gaps === 0) burst = Math.min(burst * 2, 300);
-    else if (b.recs === 0) burst = Math.max(1, Math.floor(burst / 2));
+    if (!b || b.gaps === 0) tune(1);
+    else if (b.recs === 0) tune(-1);
     return b && b.gaps > 0 && b.recs > 0 && byNode;
-  }, 'a download that met a drop on node_b and read records of it', 60000).finally(async () => {
-    pressing = false;
-    await pressure;
-  });
+  }, 'a download that met a drop on node_b and read records of it');
   assert.deepEqual([...spans.keys()].sort(), ['node_a', 'node_b']);
   assert.equal(spans.get('node_a').next - spans.get('node_a').start, metaA.next_seq - metaA.first_seq);
   assert.equal(spans.get('node_a').gaps, 0);
