@@ -1717,15 +1717,18 @@ static bool merged_end_gaps(export_run *x)
     return ok;
 }
 
-/* Writes one item of a page, after a gap item for the seqs dropped before it; an item of a merged
- * page past its node's range is left out. */
+/* Writes one item of a page (counted in done), after a gap item for the seqs dropped before it;
+ * an item of a merged page past its node's range is left out. */
 static bool export_item(export_run *x, const json_t *r)
 {
     if (x->merged && past_bound(x, r)) {
         return true;
     }
-    bool ok = export_gap(x, x->merged ? node_gap_before(x->expect, r) : gap_before(r, &x->from));
-    return ok && (x->ch ? ctl_chrome_add(x->ch, r) : ctl_export_jsonl(x->out, r));
+    if (!export_gap(x, x->merged ? node_gap_before(x->expect, r) : gap_before(r, &x->from))) {
+        return false;
+    }
+    x->done++;
+    return x->ch ? ctl_chrome_add(x->ch, r) : ctl_export_jsonl(x->out, r);
 }
 
 /* Pages through the trace into x->out, a progress bar on a terminal. EX_OK, or a failed call's
@@ -1749,7 +1752,6 @@ static int export_pages(export_run *x, bool *ok)
         {
             *ok = *ok && export_item(x, r);
         }
-        x->done += (long long)got;
         json_decref(recs);
         if (bar) {
             progress(x->done, x->total > x->done ? x->total : x->done);
