@@ -3,8 +3,10 @@
 // and one on every node ("*") from the form, shows the cluster-wide trace's merged records with
 // their node (table column, lane headers), marks, stops and deletes it on every node with one
 // click each, and shows a node that does not answer (SIGSTOP) as that node's error while the
-// other node's traces stay listed (mgmt/README.md "Cluster", "Trace viewer"). Any console
-// error, page error or failed request fails the test.
+// other node's traces stay listed; and a cluster-wide trace that one node's traffic keeps
+// evicting shows, in the page and in its download, where that node's records were dropped
+// (mgmt/README.md "Cluster", "Trace viewer"). Any console error, page error or failed request
+// fails the test.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

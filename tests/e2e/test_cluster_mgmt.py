@@ -8,7 +8,8 @@ wamp.error.payload_size_exceeded; a cluster-wide trace (node_id "*") started, ma
 deleted on every node with one call each, which a node C joining while it runs starts too, and a
 stopped node B appears as a wamp.error.timeout entry, and the merged pages of every node's records
 tile the traffic in time order, and wampscope-ctl's workers and stats with --node '*' answer for
-every node (mgmt/README.md "Cluster")."""
+every node, and its export and data with --node '*' mark what a busy node's trace dropped while
+they read it (mgmt/README.md "Cluster")."""
 
 import asyncio
 import json
