@@ -1188,13 +1188,19 @@ static json_t *dropped_item(long long first, long long last)
                      "reason", "dropped");
 }
 
-/* Reading a trace item by item in seq order, *next the seq expected: the gap item for what the
- * trace dropped before item r when r starts past it (r's first seq: a record's own, a gap item's
- * from_seq), else NULL; *next then goes past r. */
-static json_t *gap_before(const json_t *r, long long *next)
+/* The first seq item r stands for: a record's own, a gap item's from_seq. */
+static long long item_first(const json_t *r)
 {
     const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
-    long long first = (long long)json_integer_value(json_object_get(r, key));
+    return (long long)json_integer_value(json_object_get(r, key));
+}
+
+/* Reading a trace item by item in seq order, *next the seq expected: the gap item for what the
+ * trace dropped before item r when r starts past it (item_first()), else NULL; *next then goes
+ * past r. */
+static json_t *gap_before(const json_t *r, long long *next)
+{
+    long long first = item_first(r);
     json_t *gap = first > *next ? dropped_item(*next, first - 1) : NULL;
     *next = (long long)json_integer_value(json_object_get(r, "seq")) + 1;
     return gap;
@@ -1238,20 +1244,16 @@ static int cmd_data(ctl *c)
     }
     /* Pages of at most 10000 (the API's bound) until limit records or an empty page; with
      * filters, pages of 1000 until limit records matched. */
+    bool merged = every_node(c);
+    if (merged && f.to >= 0) {
+        return usage_error(c, "--to does not apply with --node '*' (pages go by each node's seq)");
+    }
     bool filtering = filter_active(&f.filt);
     json_t *all = json_array();
     long long from = f.from, left = f.limit;
-    bool merged = every_node(c);
     json_t *cursor = merged ? json_integer(f.from) : NULL;
     json_t *reported = merged ? json_object() : NULL;
     json_t *expect = merged ? json_object() : NULL; /* node_gap_before() */
-    if (merged && f.to >= 0) {
-        json_decref(all);
-        json_decref(cursor);
-        json_decref(reported);
-        json_decref(expect);
-        return usage_error(c, "--to does not apply with --node '*' (pages go by each node's seq)");
-    }
     bool paged = false;
     while (left > 0) {
         json_t *recs;
@@ -1259,11 +1261,7 @@ static int cmd_data(ctl *c)
         rc = merged ? merged_page(c, pos[0], &cursor, want, reported, &recs)
                     : page(c, pos[0], from, f.to, want, &recs);
         if (rc != EX_OK) {
-            json_decref(all);
-            json_decref(cursor);
-            json_decref(reported);
-            json_decref(expect);
-            return rc;
+            break;
         }
         size_t got = json_array_size(recs);
         if (got == 0) {
@@ -1293,6 +1291,10 @@ static int cmd_data(ctl *c)
     json_decref(cursor);
     json_decref(reported);
     json_decref(expect);
+    if (rc != EX_OK) {
+        json_decref(all);
+        return rc;
+    }
     if (f.json) {
         print_json(all);
     } else {
@@ -1657,6 +1659,15 @@ typedef struct export_run {
     long long from, to, total, done, lost, gaps;
 } export_run;
 
+/* Releases what the export run holds (the JSON it read with). */
+static void export_run_fini(export_run *x)
+{
+    json_decref(x->cursor);
+    json_decref(x->reported);
+    json_decref(x->expect);
+    json_decref(x->bound);
+}
+
 /* export: a gap item (consumed; NULL: none) counted, and written unless the export is Chrome's. */
 static bool export_gap(export_run *x, json_t *gap)
 {
@@ -1677,8 +1688,7 @@ static bool past_bound(const export_run *x, const json_t *r)
 {
     const char *node = json_string_value(json_object_get(r, "node_id"));
     json_t *b = node ? json_object_get(x->bound, node) : NULL;
-    const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
-    return !b || json_integer_value(json_object_get(r, key)) >= json_integer_value(b);
+    return !b || item_first(r) >= (long long)json_integer_value(b);
 }
 
 /* Whether a merged export has read every node's range: each node's cursor at its bound, but a
@@ -1831,10 +1841,7 @@ static int cmd_export(ctl *c)
     if (!x.out) {
         errline("cannot write %s: %s", f.out, strerror(errno));
         json_decref(meta);
-        json_decref(x.cursor);
-        json_decref(x.reported);
-        json_decref(x.expect);
-        json_decref(x.bound);
+        export_run_fini(&x);
         return EX_FAIL;
     }
     bool chrome = strcmp(f.format, "chrome") == 0;
@@ -1850,10 +1857,7 @@ static int cmd_export(ctl *c)
     }
     ctl_chrome_free(x.ch);
     json_decref(meta);
-    json_decref(x.cursor);
-    json_decref(x.reported);
-    json_decref(x.expect);
-    json_decref(x.bound);
+    export_run_fini(&x);
     if (fflush(x.out) != 0 || ferror(x.out)) {
         ok = false;
     }

@@ -216,11 +216,13 @@ function droppedItem(first, last) {
   return { seq: last, kind: 'gap', msg_type: 'Gap', from_seq: first, to_seq: last, reason: 'dropped' };
 }
 
+// The first seq item r stands for: a record's own, a gap item's from_seq.
+const firstSeq = (r) => (r.kind === 'gap' ? r.from_seq : r.seq);
+
 // Reading a trace in seq order with next the seq expected: the gap item for what the trace dropped
-// before item r when r starts past it (r's first seq: a record's own, a gap item's from_seq),
-// else null.
+// before item r when r starts past it (firstSeq()), else null.
 function gapBefore(r, next) {
-  const first = r.kind === 'gap' ? r.from_seq : r.seq;
+  const first = firstSeq(r);
   return first > next ? droppedItem(next, first - 1) : null;
 }
 
@@ -1304,7 +1306,7 @@ async function readMerged(id, out) {
     for (const n of Object.keys(page.errors || {})) failed.add(n);
     for (const r of page.records) {
       const end = bound.get(r.node_id);
-      if (end == null || (r.kind === 'gap' ? r.from_seq : r.seq) >= end) continue;
+      if (end == null || firstSeq(r) >= end) continue;
       const g = nodeGapBefore(nodeNext, r);
       if (g) out.gap(g);
       out.add(r);
