@@ -29,11 +29,12 @@ BROWSER_NPM_STAMP := $(BROWSER_DIR)/node_modules/.wampscope-npm-ci
 
 # Debian 12 packages: toolchain, the C libraries, Check, the interop clients, NATS (the C client
 # for the cluster link, the server for its e2e tests), the metrics checkers of test_metrics.py
-# (prometheus_client's parser; promtool from prometheus) and the browser of the trace viewer's tests.
+# (prometheus_client's parser; promtool from prometheus), the browser of the trace viewer's tests
+# and libfaketime (a cluster node whose wall clock is off, in the merged-reading tests).
 DEB_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libmsgpack-dev \
 	libjansson-dev libsodium-dev check python3 python3-autobahn python3-msgpack python3-nacl \
 	python3-cbor2 python3-prometheus-client prometheus nodejs npm openssl clang libclang-rt-14-dev \
-	libnats-dev nats-server chromium
+	libnats-dev nats-server chromium libfaketime
 
 # root runs apt-get directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

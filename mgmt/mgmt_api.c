@@ -406,10 +406,20 @@ static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, trace *t, 
     return err;
 }
 
-/* cluster.get_trace_page(node_id, worker_id, trace_id, from_seq, limit), for the merged reading
- * (not registered): {"records", "now", "running"} where from_seq is this node's cursor, or a map
- * {node_id: seq} holding it (absent: 0), and now this node's wall clock after the read
- * (mgmt_merge.h). */
+/* A node's seq in a merged reading's argument v: v itself (an integer for every node) or
+ * v[node_id]; dflt when it has none, in_map when v is a map without node_id. */
+static json_int_t seq_for_node(const json_t *v, const char *node_id, json_int_t dflt,
+                               json_int_t in_map)
+{
+    json_t *mine = json_is_object(v) ? json_object_get(v, node_id) : (json_t *)v;
+    return json_is_integer(mine) ? json_integer_value(mine) : json_is_object(v) ? in_map : dflt;
+}
+
+/* cluster.get_trace_page(node_id, worker_id, trace_id, from_seq, limit, to_seq), for the merged
+ * reading (not registered): {"records", "now", "running"} where from_seq is this node's cursor,
+ * or a map {node_id: seq} holding it (absent: 0), to_seq its last seq to read the same way
+ * (absent or null: no bound; a map without this node: nothing), and now this node's wall clock
+ * after the read (mgmt_merge.h). */
 static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, trace *t, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
@@ -419,12 +429,13 @@ static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, trace *t, cons
     if (!arg_int(args, kwargs, 4, "limit", 1, 10000, 100, &limit, reply, &err)) {
         return err;
     }
-    json_t *from = rt_local_arg(args, kwargs, 3, "from_seq");
-    json_t *mine = json_is_object(from) ? json_object_get(from, m->cfg->node_id) : from;
-    uint64_t seq = json_is_integer(mine) && json_integer_value(mine) > 0
-                           ? (uint64_t)json_integer_value(mine)
-                           : 0;
-    json_t *recs = trace_render_records(t, seq, TRACE_SEQ_NONE, (size_t)limit);
+    const char *node = m->cfg->node_id;
+    json_int_t from = seq_for_node(rt_local_arg(args, kwargs, 3, "from_seq"), node, 0, 0);
+    json_int_t to = seq_for_node(rt_local_arg(args, kwargs, 5, "to_seq"), node, -2, -1);
+    json_t *recs =
+            to == -1 ? json_array()
+                     : trace_render_records(t, from > 0 ? (uint64_t)from : 0,
+                                            to < 0 ? TRACE_SEQ_NONE : (uint64_t)to, (size_t)limit);
     return rt_local_reply_value(reply,
                                 recs ? json_pack("{s:o, s:f, s:b}", "records", recs, "now",
                                                  trace_ns_to_seconds(rt_router_wall_ns(m->rt)),
@@ -636,13 +647,38 @@ static wamp_err run_everywhere(mgmt_api *m, rt_session *caller, const mgmt_proc 
 /* The answer of a merged reading from the nodes' pages (mgmt_cluster_finish_fn). */
 static json_t *merge_finish(const json_t *map, const json_t *arg)
 {
-    return mgmt_merge_pages(map, json_object_get(arg, "from"),
+    return mgmt_merge_pages(map, json_object_get(arg, "from"), json_object_get(arg, "to"),
                             (size_t)json_integer_value(json_object_get(arg, "limit")));
+}
+
+/* Whether v is a merged reading's seq argument: null (or absent), an integer >= 0, or a map
+ * {node_id: integer >= 0}. */
+static bool node_seqs_ok(const json_t *v)
+{
+    if (!v || json_is_null(v)) {
+        return true;
+    }
+    if (json_is_integer(v)) {
+        return json_integer_value(v) >= 0;
+    }
+    if (!json_is_object(v)) {
+        return false;
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x)
+    {
+        if (!json_is_integer(x) || json_integer_value(x) < 0) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* get_trace_data with node_id "*" (mgmt/README.md "Merged reading"): every node's page read
  * from its cursor, merged in time order; from_seq is one seq for every node or a map
- * {node_id: seq}; to_seq must be null. */
+ * {node_id: seq}, to_seq null or each node's last seq the same way (a node missing from its map
+ * is not read). */
 static wamp_err read_everywhere(mgmt_api *m, rt_session *caller, const json_t *args,
                                 const json_t *kwargs, rt_local_reply *reply)
 {
@@ -654,31 +690,23 @@ static wamp_err read_everywhere(mgmt_api *m, rt_session *caller, const json_t *a
         !arg_int(args, kwargs, 5, "limit", 1, 10000, 100, &limit, reply, &err)) {
         return err;
     }
-    json_t *to = rt_local_arg(args, kwargs, 4, "to_seq");
-    if (to && !json_is_null(to)) {
-        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
-                                    "to_seq: must be null with node_id \"*\"");
-    }
     json_t *from = rt_local_arg(args, kwargs, 3, "from_seq");
-    bool from_ok =
-            !from || json_is_null(from) || (json_is_integer(from) && json_integer_value(from) >= 0);
-    if (json_is_object(from)) {
-        const char *k;
-        json_t *v;
-        from_ok = true;
-        json_object_foreach((json_t *)from, k, v)
-        {
-            from_ok = from_ok && json_is_integer(v) && json_integer_value(v) >= 0;
-        }
-    }
-    if (!from_ok) {
+    if (!node_seqs_ok(from)) {
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
                                     "from_seq: must be an integer >= 0 or a map {node_id: seq}");
     }
+    json_t *to = rt_local_arg(args, kwargs, 4, "to_seq");
+    if (!node_seqs_ok(to)) {
+        return rt_local_reply_error(
+                reply, WAMP_ERROR_INVALID_ARGUMENT,
+                "to_seq: must be null, an integer >= 0 or a map {node_id: seq}");
+    }
     json_t *cursor = from && !json_is_null(from) ? json_incref(from) : json_integer(0);
-    json_t *a = json_pack("[s, s, s, O, I]", "*", worker, id, cursor, (json_int_t)limit);
+    json_t *upto = to ? json_incref(to) : json_null();
+    json_t *a = json_pack("[s, s, s, O, I, O]", "*", worker, id, cursor, (json_int_t)limit, upto);
     json_t *k = json_object();
-    json_t *arg = json_pack("{s:O, s:I}", "from", cursor, "limit", (json_int_t)limit);
+    json_t *arg =
+            json_pack("{s:O, s:O, s:I}", "from", cursor, "to", upto, "limit", (json_int_t)limit);
     err = a && k && arg
                   ? mgmt_cluster_fanout(m->mc, m->cfg->node_id, run_forwarded, m, caller,
                                         "cluster.get_trace_page", a, k, merge_finish, arg, reply)
@@ -689,6 +717,7 @@ static wamp_err read_everywhere(mgmt_api *m, rt_session *caller, const json_t *a
     json_decref(a);
     json_decref(k);
     json_decref(cursor);
+    json_decref(upto);
     return err;
 }
 

@@ -17,6 +17,7 @@ typedef struct merge_key {
 typedef struct merge_stream {
     const char *node;
     json_t *recs; /* borrowed */
+    size_t len;   /* the items of recs within the node's bound */
     size_t pos;
     double last_ts; /* ts of the item before pos (a gap item sorts there) */
 } merge_stream;
@@ -53,9 +54,37 @@ static json_int_t from_of(const json_t *from, const char *node)
     return json_is_integer(v) ? json_integer_value(v) : 0;
 }
 
+/* A node's last seq to read (inclusive): to itself when it is one seq for every node, else
+ * to[node], or -1 (none) for a node missing from the map; -2: no bound (to NULL or null). */
+static json_int_t to_of(const json_t *to, const char *node)
+{
+    if (json_is_object(to)) {
+        json_t *v = json_object_get(to, node);
+        return json_is_integer(v) ? json_integer_value(v) : -1;
+    }
+    return json_is_integer(to) ? json_integer_value(to) : -2;
+}
+
+/* How many of a node's page's items (from the first) lie within its bound to (to_of()): a node
+ * that ignored the bound (an older one) answers the items after it too, which are left unread. */
+static size_t within_bound(json_t *recs, json_int_t to)
+{
+    size_t n = json_array_size(recs);
+    if (to == -2) {
+        return n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *seq = json_object_get(json_array_get(recs, i), "seq");
+        if (json_is_integer(seq) && json_integer_value(seq) > to) {
+            return i;
+        }
+    }
+    return n;
+}
+
 /* Long: a k-way merge of the nodes' pages with its cut (where the next page starts for each
  * node), which needs the per-node state of both phases at once. */
-json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, size_t limit)
+json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, const json_t *to, size_t limit)
 {
     size_t n = json_object_size(pages);
     merge_stream *st = calloc(n ? n : 1, sizeof(*st));
@@ -84,12 +113,18 @@ json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, size_t limit)
             ok = false;
             break;
         }
+        json_int_t upto = to_of(to, node);
+        size_t len = within_bound(recs, upto);
         merge_stream *s = &st[ns++];
-        *s = (merge_stream){.node = node, .recs = recs};
+        *s = (merge_stream){.node = node, .recs = recs, .len = len};
         ok = json_object_set_new(next, node, json_integer(from_of(from, node))) == 0;
         /* The first key this node's unread records can have. */
         merge_key bound = {0};
-        size_t len = json_array_size(recs);
+        merge_key end;
+        if (upto != -2 && (len < limit ||
+                           (item_key(s, json_array_get(recs, len - 1), &end) && end.seq >= upto))) {
+            continue; /* all it holds of its bounded range is here: nothing more to come */
+        }
         if (len > 0 && len >= limit) {
             merge_stream tmp = *s;
             for (size_t i = 0; ok && i < len; i++) {
@@ -118,7 +153,7 @@ json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, size_t limit)
         merge_key bk = {0}, k;
         for (size_t i = 0; ok && i < ns; i++) {
             merge_stream *s = &st[i];
-            if (s->pos >= json_array_size(s->recs)) {
+            if (s->pos >= s->len) {
                 continue;
             }
             ok = item_key(s, json_array_get(s->recs, s->pos), &k);

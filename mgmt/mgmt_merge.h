@@ -15,13 +15,18 @@
  *
  * pages maps node ids to such a page or to an error {"error": URI, "args": [...]}. from is the
  * cursor every page was read from (an integer) or a map {node_id: seq} (a node missing from it
- * read from 0). Returns a new
+ * read from 0). to is NULL (or null: no bound) or each node's last seq to read, as from (an
+ * integer for every node, or a map: a node missing from it reads nothing): a node's items past
+ * it are left unread, and a node whose page holds all it holds up to it (fewer items than limit,
+ * or one at or past it) cuts nothing, running or not, so that a bounded reading is never held
+ * back.
+ * Returns a new
  * {"records", "next", "errors"}: at most limit records taken in (ts, node id, seq) order from the
  * heads of the pages (each node's records stay in seq order and are taken as a prefix, so the
  * cursors in "next" never skip or repeat one), each with "node_id" added; none at or after the
  * first key that a node's unread records could have (its last record's key when its page is full,
  * (now, node, next seq) while its trace runs); "next" = from updated past what was taken; "errors"
  * the nodes' errors. NULL on allocation failure or when a page is malformed. */
-json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, size_t limit);
+json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, const json_t *to, size_t limit);
 
 #endif /* MGMT_MERGE_H */

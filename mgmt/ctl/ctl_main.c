@@ -974,23 +974,26 @@ static int page(ctl *c, const char *id, long long from, long long to, long long 
 typedef struct merged_req {
     const char *id;
     const json_t *cursor;
+    const json_t *to;
 } merged_req;
 
 static json_t *merged_args(const ctl *c, const void *ctx, long long limit)
 {
     const merged_req *r = ctx;
-    return json_pack("[s, s, s, O, n, I]", "*", c->worker, r->id, r->cursor, (json_int_t)limit);
+    return json_pack("[s, s, s, O, O, I]", "*", c->worker, r->id, r->cursor, r->to,
+                     (json_int_t)limit);
 }
 
 /* --node '*': one merged page of every node's records from *cursor (an integer or the map
- * {node_id: seq} of the previous page's "next", replaced by this page's), at most limit (fewer
- * when the router's message size limit needs it: data_call()). A node's error is reported once
- * on stderr (reported: the nodes already reported, a JSON object). */
-static int merged_page(ctl *c, const char *id, json_t **cursor, long long limit, json_t *reported,
-                       json_t **records)
+ * {node_id: seq} of the previous page's "next", replaced by this page's) up to to ({node_id:
+ * last seq}: merged_range()), at most limit (fewer when the router's message size limit needs
+ * it: data_call()). A node's error is reported once on stderr (reported: the nodes already
+ * reported, a JSON object). */
+static int merged_page(ctl *c, const char *id, json_t **cursor, const json_t *to, long long limit,
+                       json_t *reported, json_t **records)
 {
     *records = NULL;
-    merged_req r = {.id = id, .cursor = *cursor};
+    merged_req r = {.id = id, .cursor = *cursor, .to = to};
     json_t *v = NULL;
     int rc = data_call(c, merged_args, &r, limit, &v);
     if (rc != EX_OK) {
@@ -1018,6 +1021,35 @@ static int merged_page(ctl *c, const char *id, json_t **cursor, long long limit,
     *records = json_incref(recs);
     json_decref(v);
     return EX_OK;
+}
+
+/* What a merged reading reads, from meta (get_trace "*": {node_id: metadata or error}): of each
+ * node the seqs its trace held then. *first maps each node to its first_seq, *bound to its
+ * next_seq, *to (the merged pages' to_seq) to its last seq where it held any; nodes that answered
+ * an error are in none. Returns the seqs held in all (new objects in *first, *bound, *to). */
+static long long merged_range(const json_t *meta, json_t **first, json_t **bound, json_t **to)
+{
+    long long total = 0;
+    *first = json_object();
+    *bound = json_object();
+    *to = json_object();
+    const char *node;
+    json_t *m;
+    json_object_foreach((json_t *)meta, node, m)
+    {
+        json_t *f = json_object_get(m, "first_seq");
+        json_t *n = json_object_get(m, "next_seq");
+        if (json_is_integer(f) && json_is_integer(n)) { /* (not an error) */
+            json_int_t held = json_integer_value(n) - json_integer_value(f);
+            total += held;
+            json_object_set(*first, node, f);
+            json_object_set(*bound, node, n);
+            if (held > 0) {
+                json_object_set_new(*to, node, json_integer(json_integer_value(n) - 1));
+            }
+        }
+    }
+    return total;
 }
 
 /* data / tail: client-side record filters. A record must match every kind given, and one of
@@ -1248,6 +1280,19 @@ static int cmd_data(ctl *c)
     if (merged && f.to >= 0) {
         return usage_error(c, "--to does not apply with --node '*' (pages go by each node's seq)");
     }
+    /* --node '*': of each node, what its trace held when data began (a running trace is read
+     * up to there, so that no node's records wait for another's clock). */
+    json_t *to = NULL;
+    if (merged) {
+        json_t *meta, *first, *bound;
+        if ((rc = call(c, PROC("get_trace"), target_args_id(c, pos[0]), &meta)) != EX_OK) {
+            return rc;
+        }
+        (void)merged_range(meta, &first, &bound, &to);
+        json_decref(first);
+        json_decref(bound);
+        json_decref(meta);
+    }
     bool filtering = filter_active(&f.filt);
     json_t *all = json_array();
     long long from = f.from, left = f.limit;
@@ -1258,7 +1303,7 @@ static int cmd_data(ctl *c)
     while (left > 0) {
         json_t *recs;
         long long want = filtering ? 1000 : left < 10000 ? left : 10000;
-        rc = merged ? merged_page(c, pos[0], &cursor, want, reported, &recs)
+        rc = merged ? merged_page(c, pos[0], &cursor, to, want, reported, &recs)
                     : page(c, pos[0], from, f.to, want, &recs);
         if (rc != EX_OK) {
             break;
@@ -1289,6 +1334,7 @@ static int cmd_data(ctl *c)
         json_decref(recs);
     }
     json_decref(cursor);
+    json_decref(to);
     json_decref(reported);
     json_decref(expect);
     if (rc != EX_OK) {
@@ -1645,9 +1691,10 @@ static void progress(long long done, long long total)
  * further (a busy trace would be chased for ever); what the trace drops before a page reads it
  * (a running flight recorder moves on while it is read) is missing from the copy, and each such
  * range is said where it would be (a gap item in the JSON Lines) and counted (lost, gaps). --node
- * '*': the merged pages from cursor, and of each node the seqs its trace held when the export
- * began, from expect (node_gap_before()) up to bound ({node_id: next_seq}), with the same gap
- * items; a node that answers an error is left out from then on (said on stderr). */
+ * '*': the merged pages from cursor up to to (merged_range()), of each node the seqs its trace
+ * held when the export began, from expect (node_gap_before()) up to bound ({node_id:
+ * next_seq}), with the same gap items; a node that answers an error is left out from then on
+ * (said on stderr). */
 typedef struct export_run {
     ctl *c;
     const char *id;
@@ -1655,7 +1702,7 @@ typedef struct export_run {
     bool merged;
     FILE *out;
     ctl_chrome *ch; /* the Chrome export; NULL: JSON Lines */
-    json_t *cursor, *reported, *expect, *bound;
+    json_t *cursor, *reported, *expect, *bound, *to_map;
     long long from, to, total, done, lost, gaps;
 } export_run;
 
@@ -1666,6 +1713,7 @@ static void export_run_fini(export_run *x)
     json_decref(x->reported);
     json_decref(x->expect);
     json_decref(x->bound);
+    json_decref(x->to_map);
 }
 
 /* export: a gap item (consumed; NULL: none) counted, and written unless the export is Chrome's. */
@@ -1680,15 +1728,6 @@ static bool export_gap(export_run *x, json_t *gap)
     }
     json_decref(gap);
     return ok;
-}
-
-/* Whether item r of a merged page is past what its node's trace held when the export began (or
- * of a node that held nothing of it then). */
-static bool past_bound(const export_run *x, const json_t *r)
-{
-    const char *node = json_string_value(json_object_get(r, "node_id"));
-    json_t *b = node ? json_object_get(x->bound, node) : NULL;
-    return !b || item_first(r) >= (long long)json_integer_value(b);
 }
 
 /* Whether a merged export has read every node's range: each node's cursor at its bound, but a
@@ -1727,13 +1766,10 @@ static bool merged_end_gaps(export_run *x)
     return ok;
 }
 
-/* Writes one item of a page (counted in done), after a gap item for the seqs dropped before it;
- * an item of a merged page past its node's range is left out. */
+/* Writes one item of a page (counted in done), after a gap item for the seqs dropped before it
+ * (a merged page holds no item past its node's range: to_seq). */
 static bool export_item(export_run *x, const json_t *r)
 {
-    if (x->merged && past_bound(x, r)) {
-        return true;
-    }
     if (!export_gap(x, x->merged ? node_gap_before(x->expect, r) : gap_before(r, &x->from))) {
         return false;
     }
@@ -1749,8 +1785,9 @@ static int export_pages(export_run *x, bool *ok)
     int rc = EX_OK;
     while (*ok && (x->merged || x->from <= x->to)) {
         json_t *recs;
-        rc = x->merged ? merged_page(x->c, x->id, &x->cursor, x->page, x->reported, &recs)
-                       : page(x->c, x->id, x->from, x->to, x->page, &recs);
+        rc = x->merged
+                     ? merged_page(x->c, x->id, &x->cursor, x->to_map, x->page, x->reported, &recs)
+                     : page(x->c, x->id, x->from, x->to, x->page, &recs);
         if (rc != EX_OK) {
             *ok = false;
             break;
@@ -1817,20 +1854,7 @@ static int cmd_export(ctl *c)
     if (x.merged) {
         x.cursor = json_integer(0);
         x.reported = json_object();
-        x.expect = json_object();
-        x.bound = json_object();
-        const char *node;
-        json_t *m;
-        json_object_foreach(meta, node, m)
-        {
-            json_t *first = json_object_get(m, "first_seq");
-            json_t *next = json_object_get(m, "next_seq");
-            if (json_is_integer(first) && json_is_integer(next)) { /* (not an error) */
-                x.total += held_seqs(m);
-                json_object_set(x.expect, node, first);
-                json_object_set(x.bound, node, next);
-            }
-        }
+        x.total = merged_range(meta, &x.expect, &x.bound, &x.to_map);
     } else {
         x.total = held_seqs(meta);
         x.from = (long long)json_integer_value(json_object_get(meta, "first_seq"));
@@ -2143,7 +2167,9 @@ static const cmd commands[] = {
          "error URI, an Abort's with its reason. An action trace's records: SEQ TIME ACTION\n"
          "REALM ORIGINATOR URI RESP (responders) SUCCESS DURATION. Records the trace drops\n"
          "between two pages of the reading (a busy flight recorder moves on) show as a Gap\n"
-         "item with reason \"dropped\" where they were, whatever the filters.\n"
+         "item with reason \"dropped\" where they were, whatever the filters. --node '*':\n"
+         "every node's records up to where its trace stood when data began, merged in time\n"
+         "order (--to does not apply).\n"
          "Filters (client-side; kinds combine with AND, repeated values with OR):\n"
          "  --type TYPE      msg_type (action records: action), e.g. Call,Error; any case\n"
          "  --session ID     session_id (action records: the originator's)\n"
@@ -2177,7 +2203,8 @@ static const cmd commands[] = {
          "busy flight recorder moves on) are missing, and said so: a gap item with reason\n"
          "\"dropped\" in the JSON Lines, records_missing in the Chrome file, a count on\n"
          "stderr. --node '*': of every node what its trace held when the export began,\n"
-         "merged in time order, a node's gap items naming it.\n"},
+         "merged in time order (at once, whatever the nodes' clocks), a node's gap items\n"
+         "naming it.\n"},
         {"mark", cmd_mark,
          "usage: wampscope-ctl mark [ID] NAME [--meta JSON] [--json]\n"
          "Adds a marker record (msg_type Marker, NAME as uri, the --meta object as msg) to\n"

@@ -1286,14 +1286,16 @@ async function readNode(node, id, out) {
 }
 
 // download() of a trace of every node into out: the merged pages, of each node the seqs from the
-// first_seq to the next_seq its trace had when the download began (get_trace "*"); a node that
-// answers an error is left out from then on. Returns the nodes left out.
+// first_seq to the next_seq its trace had when the download began (get_trace "*"; the pages'
+// to_seq, so that no node's records wait for another's clock); a node that answers an error is
+// left out from then on. Returns the nodes left out.
 async function readMerged(id, out) {
-  const bound = new Map(), nodeNext = new Map(), failed = new Set();
+  const bound = new Map(), nodeNext = new Map(), failed = new Set(), to = {};
   for (const [n, m] of Object.entries(await api('*', 'get_trace', id) || {})) {
     if (m && typeof m.next_seq === 'number') {
       bound.set(n, m.next_seq);
       nodeNext.set(n, m.first_seq);
+      if (m.next_seq > m.first_seq) to[n] = m.next_seq - 1;
     } else {
       failed.add(n);
     }
@@ -1301,12 +1303,10 @@ async function readMerged(id, out) {
   const reached = (next) => [...bound].every(([n, end]) => failed.has(n) || (next[n] ?? 0) >= end);
   let cursor = 0;
   for (;;) {
-    const page = await api('*', 'get_trace_data', id, cursor, null, PAGE);
+    const page = await api('*', 'get_trace_data', id, cursor, to, PAGE);
     cursor = page.next;
     for (const n of Object.keys(page.errors || {})) failed.add(n);
     for (const r of page.records) {
-      const end = bound.get(r.node_id);
-      if (end == null || firstSeq(r) >= end) continue;
       const g = nodeGapBefore(nodeNext, r);
       if (g) out.gap(g);
       out.add(r);

@@ -5,8 +5,9 @@
 // click each, and shows a node that does not answer (SIGSTOP) as that node's error while the
 // other node's traces stay listed; and a cluster-wide trace that one node's traffic keeps
 // evicting shows, in the page and in its download, where that node's records were dropped
-// (mgmt/README.md "Cluster", "Trace viewer"). Any console error, page error or failed request
-// fails the test.
+// (mgmt/README.md "Cluster", "Trace viewer"); and the download of a cluster-wide trace on two
+// nodes whose wall clocks are 5 s apart (libfaketime) has every record of both at once, none
+// called dropped. Any console error, page error or failed request fails the test.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -57,7 +58,7 @@ async function startNats() {
 // A node's config: realm1 open to anonymous, a web transport with WAMP at /ws and the viewer at
 // /trace/, the management API on realm "mgmt", no flight recorder, and the cluster on nats. A
 // long node_ttl keeps a stopped node in list_nodes while the test looks at its error.
-function nodeConfig(nodeId, natsPort) {
+function nodeConfig(nodeId, natsPort, cluster = 'vcluster') {
   const cfg = {
     version: 2,
     controller: { id: nodeId },
@@ -70,7 +71,7 @@ function nodeConfig(nodeId, natsPort) {
       wampscope: {
         management: { enabled: true, realm: 'mgmt' },
         tracing: { flight_recorder: false },
-        cluster: { name: 'vcluster', heartbeat_interval: 500, node_ttl: 20000, connect_timeout: 500,
+        cluster: { name: cluster, heartbeat_interval: 500, node_ttl: 20000, connect_timeout: 500,
           reconnect_wait: 200, request_timeout: 1000, nats: { servers: [`nats://127.0.0.1:${natsPort}`] } },
       },
     }],
@@ -112,15 +113,15 @@ async function open(router, realm) {
 
 const texts = (page, sel) => page.$$eval(sel, (es) => es.map((e) => e.textContent.trim()));
 
-// A new page (its problems collected) and a management session on node_a once both nodes are
-// listed, with the worker's id.
-async function setUp() {
+// A new page (its problems collected) and a management session on node_a (or on the router
+// given) once both nodes are listed, with the worker's id.
+async function setUp(router = routers[0]) {
   const problems = [];
   const page = await chrome.browser.newPage();
   watchPage(page, problems);
-  const mgmt = await open(routers[0], 'mgmt');
+  const mgmt = await open(router, 'mgmt');
   await until(async () => (await mgmt.call(MGMT + 'list_nodes')).length === 2, 'both nodes in list_nodes');
-  const worker = (await mgmt.call(MGMT + 'list_workers', ['node_b']))[0];
+  const worker = (await mgmt.call(MGMT + 'list_workers', [(await mgmt.call(MGMT + 'list_nodes'))[1]]))[0];
   return { problems, page, mgmt, worker };
 }
 
@@ -299,6 +300,56 @@ test('what a cluster-wide trace drops while the page reads it shows where, on it
   assert.equal(spans.get('node_b').next - spans.get('node_b').start, 20);
   await mgmt.call(MGMT + 'stop_trace', ['*', worker, 'cwring']);
   await mgmt.call(MGMT + 'delete_trace', ['*', worker, 'cwring']);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+// Environment for a router whose wall clock is offset (libfaketime's FAKETIME, e.g. '-5s') from
+// the machine's, its monotonic clock left alone.
+function fakedClock(offset) {
+  const dir = fs.readdirSync('/usr/lib').map((d) => path.join('/usr/lib', d, 'faketime/libfaketimeMT.so.1'));
+  const lib = dir.find((f) => fs.existsSync(f));
+  assert.ok(lib, 'libfaketime (make deps)');
+  const asan = process.env.ASAN_OPTIONS;
+  return { LD_PRELOAD: lib, FAKETIME: offset, DONT_FAKE_MONOTONIC: '1',
+    ASAN_OPTIONS: (asan ? `${asan}:` : '') + 'verify_asan_link_order=0' };
+}
+
+test('a cluster-wide trace downloads whole at once when the nodes\' clocks differ', async () => {
+  // Two more nodes in a cluster of their own, node_c's wall clock 5 s behind node_d's: node_d's
+  // records are 5 s ahead of node_c's clock, so the live merged pages hold them back until it
+  // passes them; the download reads of each node what its trace held, every record at once, none
+  // called dropped, node_c's (earlier by its clock) first.
+  const c = await startRouter(nodeConfig('node_c', nats.port, 'vskew'), fakedClock('-5s'));
+  routers.push(c);
+  const d = await startRouter(nodeConfig('node_d', nats.port, 'vskew'));
+  routers.push(d);
+  const { problems, page, mgmt, worker } = await setUp(c);
+  await mgmt.call(MGMT + 'start_trace', ['*', worker, 'skew', { realms: ['realm1'] }]);
+  for (const [router, topic] of [[c, 'com.vc.skew.c'], [d, 'com.vc.skew.d']]) {
+    const s = await open(router, 'realm1');
+    for (let i = 0; i < 5; i++) await s.publish(topic, [i], {}, { acknowledge: true });
+  }
+  const held = await mgmt.call(MGMT + 'get_trace', ['*', worker, 'skew']);
+  const counts = Object.fromEntries(Object.entries(held).map(([n, m]) => [n, m.next_seq - m.first_seq]));
+  // What the live pages show: node_d's records wait for node_c's clock.
+  const live = await mgmt.call(MGMT + 'get_trace_data', ['*', worker, 'skew', 0, null, 1000]);
+  assert.deepEqual([...new Set(live.records.map((r) => r.node_id))], ['node_c']);
+  await page.goto(`${viewerUrl(c)}?connect=1`);
+  await page.waitForSelector('#app-view:not([hidden])');
+  await clickUntil(page, '#trace-list li[data-node="*"][data-id="skew"]',
+    async () => (await page.$eval('#tv-node', (e) => e.textContent)) === 'every node (*)', 'the * view');
+  const file = path.join(await downloadsTo(chrome, 'downloads-skew'), 'skew.jsonl');
+  const got = await downloadJsonl(page, '#tv-download', file);
+  assert.deepEqual(got.filter((x) => x.kind === 'gap'), []);
+  const spans = nodeSpans(got);
+  assert.deepEqual(Object.fromEntries([...spans].map(([n, o]) => [n, o.next - o.start])), counts);
+  assert.deepEqual(got.map((x) => x.node_id),
+    [...Array(counts.node_c).fill('node_c'), ...Array(counts.node_d).fill('node_d')]);
+  await until(async () => (await page.$eval('#toast', (e) => e.textContent)) === `skew.jsonl: ${got.length} records`,
+    'the toast: every record, none dropped');
+  await mgmt.call(MGMT + 'stop_trace', ['*', worker, 'skew']);
+  await mgmt.call(MGMT + 'delete_trace', ['*', worker, 'skew']);
   await page.close();
   assert.deepEqual(problems, []);
 });

@@ -9,9 +9,11 @@ deleted on every node with one call each, which a node C joining while it runs s
 stopped node B appears as a wamp.error.timeout entry, and the merged pages of every node's records
 tile the traffic in time order, and wampscope-ctl's workers and stats with --node '*' answer for
 every node, and its export and data with --node '*' mark what a busy node's trace dropped while
-they read it (mgmt/README.md "Cluster")."""
+they read it, and read every record at once, none called dropped, while one node's wall clock is
+5 s behind the other's (libfaketime) (mgmt/README.md "Cluster")."""
 
 import asyncio
+import glob
 import json
 import os
 import re
@@ -46,6 +48,15 @@ def write_config(tmp, node_id, nats_port, name):
     return path
 
 
+def faked_clock(offset):
+    """Environment for a router whose wall clock is offset (libfaketime's FAKETIME, e.g. "-5s")
+    from the machine's, its monotonic clock left alone."""
+    [lib] = glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    return {"LD_PRELOAD": lib, "FAKETIME": offset, "DONT_FAKE_MONOTONIC": "1",
+            "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+
+
 class TestClusterMgmt(ch.ClusterCase):
     PREFIX = "m_"
     TMP_PREFIX = "wampscope-cmgmt-"
@@ -68,8 +79,9 @@ class TestClusterMgmt(ch.ClusterCase):
         for r in routers:
             r.stop()
 
-    def node(self, node_id):
-        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name))
+    def node(self, node_id, env=None):
+        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name),
+                         env=env)
         self.addCleanup(r.cleanup)
         return r.start()
 
@@ -333,6 +345,52 @@ class TestClusterMgmt(ch.ClusterCase):
         await pub_b.close()
         await self.call("stop_trace", "*", w, "ring")
         await self.call("delete_trace", "*", w, "ring")
+        await self.finish(self.a, self.b)
+
+    async def test_merged_reading_of_nodes_whose_clocks_differ(self):
+        """wampscope-ctl export and data with --node '*' while node A's wall clock is 5 s behind
+        node B's (libfaketime): B's records, 5 s ahead of A's clock, would wait for it in a page
+        that a reading cannot bound, but an export and a data reading bound each node to what
+        its trace held: both get every record of both nodes at once, none called dropped."""
+        self.nats.start()
+        self.a = self.node("node_a", env=faked_clock("-5s"))
+        self.b = self.node("node_b")
+        for r in (self.a, self.b):
+            ch.wait_log(r, ch.nodes_line(self.name, "node_a", "node_b"))
+        self.mgmt = await h.open_session(self.a, "mgmt", "json")
+        [w] = await self.call("list_workers", "node_a")
+        await self.call("start_trace", "*", w, "skew", {"realms": ["realm1"]})
+        for node in (self.a, self.b):
+            pub = await h.open_session(node, "realm1", "json")
+            for i in range(5):
+                await h.step(pub.publish(h.uri(self, "t"), i,
+                                         options=PublishOptions(acknowledge=True)))
+            await pub.close()
+        held = await self.call("get_trace", "*", w, "skew")
+        counts = {n: m["next_seq"] - m["first_seq"] for n, m in held.items()}
+        # The records of node B are ahead of node A's clock: an unbounded page holds them back.
+        page = await self.call("get_trace_data", "*", w, "skew", 0, None, 1000)
+        self.assertEqual({r["node_id"] for r in page["records"]}, {"node_a"})
+        path = os.path.join(self.tmp, "skew.jsonl")
+        rc, out, err = await self.ctl(self.a, "--node", "*", "export", "skew", "--format", "jsonl",
+                                      "-o", path)
+        self.assertEqual(rc, 0, err)
+        with open(path, encoding="utf-8") as f:
+            items = [json.loads(line) for line in f]
+        self.assertEqual([x for x in items if x.get("kind") == "gap"], [])
+        runs = self.node_runs(items)
+        self.assertEqual({n: r[1] - r[0] for n, r in runs.items()}, counts)
+        # In time order: node A's records, 5 s behind, first.
+        self.assertEqual([x["node_id"] for x in items],
+                         ["node_a"] * counts["node_a"] + ["node_b"] * counts["node_b"])
+        self.assertIn("exported %d records" % len(items), err)
+        rc, out, err = await self.ctl(self.a, "--node", "*", "data", "skew", "--json",
+                                      "--limit", "1000")
+        self.assertEqual(rc, 0, err)
+        runs = self.node_runs(json.loads(out))
+        self.assertEqual({n: r[1] - r[0] for n, r in runs.items()}, counts)
+        await self.call("stop_trace", "*", w, "skew")
+        await self.call("delete_trace", "*", w, "skew")
         await self.finish(self.a, self.b)
 
     async def ctl(self, router, *args):

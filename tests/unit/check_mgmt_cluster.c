@@ -3,7 +3,9 @@
  * asynchronously (results and errors with their URIs), a node that is not a member, a timeout
  * through lost messages and the fake clock, a caller leaving before the answer, and the link's
  * figures in get_worker; node_id "*" (one call on every node, answered with a map of their results
- * or errors, a silent node as a timeout entry). */
+ * or errors, a silent node as a timeout entry); the merged reading of a cluster-wide trace
+ * (mgmt_merge_pages(): cut where a node could still write, never held back when bounded by
+ * to_seq, also with the records' clock an hour ahead of the nodes'). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -589,21 +591,31 @@ static void page_str(const json_t *recs, char *out, size_t size)
     }
 }
 
-/* mgmt_merge_pages() on pages given as JSON text; the records as page_str(), and *next. */
-static void merge(const char *pages, const char *from, size_t limit, char *out, size_t size,
-                  json_t **next)
+/* mgmt_merge_pages() on pages given as JSON text, read up to to (JSON text, NULL: no bound);
+ * the records as page_str(), and *next. */
+static void merge_to(const char *pages, const char *from, const char *to, size_t limit, char *out,
+                     size_t size, json_t **next)
 {
     json_t *p = json_loads(pages, 0, NULL);
     json_t *f = json_loads(from, JSON_DECODE_ANY, NULL);
+    json_t *t = to ? json_loads(to, JSON_DECODE_ANY, NULL) : NULL;
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_nonnull(f);
-    json_t *m = mgmt_merge_pages(p, f, limit);
+    ck_assert(!to || t);
+    json_t *m = mgmt_merge_pages(p, f, t, limit);
     ck_assert_ptr_nonnull(m);
     page_str(json_object_get(m, "records"), out, size);
     *next = json_incref(json_object_get(m, "next"));
     json_decref(m);
     json_decref(p);
     json_decref(f);
+    json_decref(t);
+}
+
+static void merge(const char *pages, const char *from, size_t limit, char *out, size_t size,
+                  json_t **next)
+{
+    merge_to(pages, from, NULL, limit, out, size, next);
 }
 
 START_TEST(test_merge_cuts_where_a_node_could_still_write)
@@ -652,9 +664,56 @@ START_TEST(test_merge_cuts_where_a_node_could_still_write)
     /* A malformed page: NULL (the caller answers an error). */
     json_t *p = json_loads("{\"A\": {\"records\": 5, \"now\": 1}}", 0, NULL);
     json_t *zero = json_integer(0);
-    ck_assert_ptr_null(mgmt_merge_pages(p, zero, 10));
+    ck_assert_ptr_null(mgmt_merge_pages(p, zero, NULL, 10));
     json_decref(zero);
     json_decref(p);
+}
+
+END_TEST
+
+/* Node B's page read by a node whose clock is behind B's. */
+#define SKEWED_PAGES                                                                   \
+    "{\"A\": {\"records\": [{\"seq\": 0, \"ts\": 1}], \"now\": 4, \"running\": true}," \
+    " \"B\": {\"records\": [{\"seq\": 0, \"ts\": 2}, {\"seq\": 1, \"ts\": 6},"         \
+    " {\"seq\": 2, \"ts\": 7}, {\"seq\": 3, \"ts\": 8}], \"now\": 9, \"running\": true}}"
+
+START_TEST(test_merge_bounded_is_never_held_back)
+{
+    char got[256];
+    json_t *next;
+    /* A's clock is behind B's (A reads at 4, B's records are at 6 to 8): unbounded, B's newer
+     * records wait for A's clock, however long, and a page can be empty while they wait. */
+    merge(SKEWED_PAGES, "0", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0");
+    json_decref(next);
+    merge("{\"A\": {\"records\": [], \"now\": 4, \"running\": true},"
+          " \"B\": {\"records\": [{\"seq\": 1, \"ts\": 6}, {\"seq\": 2, \"ts\": 7}], \"now\": 9,"
+          " \"running\": true}}",
+          "{\"A\": 1, \"B\": 1}", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "");
+    json_decref(next);
+    /* Bounded to what each node held (A up to 0, B up to 2): nothing more of either can come,
+     * so nothing waits; B's item past its bound is left unread. */
+    merge_to(SKEWED_PAGES, "0", "{\"A\": 0, \"B\": 2}", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0 B1 B2");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 3);
+    json_decref(next);
+    /* One bound for every node; a node missing from the map: none of it (a node that ignored
+     * the bound answered its page all the same). */
+    merge_to(SKEWED_PAGES, "0", "1", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0 B1");
+    json_decref(next);
+    merge_to(SKEWED_PAGES, "0", "{\"B\": 3}", 10, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "B0 B1 B2 B3");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "A")), 0);
+    json_decref(next);
+    /* A full page of a node that ignored the bound (an older one): what is past it is left
+     * unread, and the cursor stays at the bound. */
+    merge_to(SKEWED_PAGES, "0", "{\"A\": 0, \"B\": 1}", 4, got, sizeof(got), &next);
+    ck_assert_str_eq(got, "A0 B0 B1");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(next, "B")), 2);
+    json_decref(next);
 }
 
 END_TEST
@@ -749,7 +808,9 @@ START_TEST(test_merged_reading_tiles_every_node)
     json_decref(next);
     fake_conn_free(on_a);
     fake_conn_free(on_b);
-    expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", 0, 5]"),
+    expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", 0, -2]"),
+                 "wamp.error.invalid_argument", "to_seq");
+    expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", 0, {\"A\": \"5\"}]"),
                  "wamp.error.invalid_argument", "to_seq");
     expect_error(call("get_trace_data", "[\"*\", \"router1\", \"mr\", {\"A\": -1}]"),
                  "wamp.error.invalid_argument", "from_seq");
@@ -762,6 +823,56 @@ START_TEST(test_merged_reading_tiles_every_node)
                              json_object_get(json_object_get(v, "errors"), "B"), "error")),
                      MGMT_ERROR_NO_SUCH_OBJECT);
     json_decref(m);
+}
+
+END_TEST
+
+/* The seqs of a merged page's records, as page_str(). */
+static void merged_str(const char *args, char *out, size_t size)
+{
+    json_t *m = call("get_trace_data", args);
+    page_str(json_object_get(result(m), "records"), out, size);
+    json_decref(m);
+}
+
+START_TEST(test_bounded_merged_reading_with_a_clock_ahead)
+{
+    json_decref(call("start_trace", "[\"*\", \"router1\", \"sk\", {\"msg_types\": [\"Call\"]}]"));
+    fake_conn *on_a = fake_conn_new_joined(A.t.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *on_b = fake_conn_new_joined(B.t.rt, WAMP_SER_JSON, "realm1");
+    /* The routers' wall offsets were taken from the real clock; the fake one now jumps an hour
+     * with no tick between: the records' ts are an hour ahead of the nodes' wall clocks, as on
+     * a node whose clock is ahead of another's. */
+    fake_clock_advance_ms(&A.t.clock, 3600 * 1000);
+    for (int i = 1; i <= 4; i++) {
+        fake_clock_advance_ms(&A.t.clock, 1000);
+        fake_conn_send(i % 2 ? on_a : on_b, "[48, %d, {}, \"com.nobody\", [%d]]", i, i);
+    }
+    char got[128];
+    /* Unbounded, every record waits for the clocks: the page is empty while the trace runs. */
+    merged_str("[\"*\", \"router1\", \"sk\", 0, null, 10]", got, sizeof(got));
+    ck_assert_str_eq(got, "");
+    /* Bounded to what each node held (get_trace "*": next_seq), nothing waits. */
+    json_t *m = call("get_trace", "[\"*\", \"router1\", \"sk\"]");
+    json_t *held = result(m);
+    ck_assert_int_eq(
+            (int)json_integer_value(json_object_get(json_object_get(held, "A"), "next_seq")), 2);
+    ck_assert_int_eq(
+            (int)json_integer_value(json_object_get(json_object_get(held, "B"), "next_seq")), 2);
+    json_decref(m);
+    merged_str("[\"*\", \"router1\", \"sk\", 0, {\"A\": 1, \"B\": 1}, 10]", got, sizeof(got));
+    ck_assert_str_eq(got, "A0 B0 A1 B1");
+    /* A bound reached on one node: the other's records still come, from their cursor. */
+    merged_str("[\"*\", \"router1\", \"sk\", {\"A\": 2, \"B\": 1}, {\"A\": 1, \"B\": 1}, 10]", got,
+               sizeof(got));
+    ck_assert_str_eq(got, "B1");
+    /* A node the map leaves out is not read. */
+    merged_str("[\"*\", \"router1\", \"sk\", 0, {\"B\": 1}, 10]", got, sizeof(got));
+    ck_assert_str_eq(got, "B0 B1");
+    fake_conn_free(on_a);
+    fake_conn_free(on_b);
+    json_decref(call("stop_trace", "[\"*\", \"router1\", \"sk\"]"));
+    json_decref(call("delete_trace", "[\"*\", \"router1\", \"sk\"]"));
 }
 
 END_TEST
@@ -997,6 +1108,8 @@ static Suite *mgmt_cluster_suite(void)
     tcase_add_test(tc, test_joiner_starts_the_cluster_wide_traces);
     tcase_add_test(tc, test_merged_reading_tiles_every_node);
     tcase_add_test(tc, test_merge_cuts_where_a_node_could_still_write);
+    tcase_add_test(tc, test_merge_bounded_is_never_held_back);
+    tcase_add_test(tc, test_bounded_merged_reading_with_a_clock_ahead);
     tcase_add_test(tc, test_live_topics_of_the_other_node);
     tcase_add_test(tc, test_live_interest_expires);
     tcase_add_test(tc, test_live_events_bounded_per_node);

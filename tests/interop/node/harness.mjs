@@ -43,8 +43,9 @@ export function step(p, what = 'step', ms = STEP_TIMEOUT_MS) {
   return Promise.race([Promise.resolve(p), timeout]).finally(() => clearTimeout(timer));
 }
 
-// config: a file under configs/ (default the shared e2e config), or an absolute path.
-export async function startRouter(config = 'configs/test-e2e.json') {
+// config: a file under configs/ (default the shared e2e config), or an absolute path; env: more
+// environment variables for the router (e.g. LD_PRELOAD).
+export async function startRouter(config = 'configs/test-e2e.json', env = null) {
   const bin = process.env.RT_ROUTER_BIN;
   const src = process.env.RT_SOURCE_DIR;
   assert.ok(bin && src, 'RT_ROUTER_BIN and RT_SOURCE_DIR must be set (run via ctest)');
@@ -59,7 +60,8 @@ export async function startRouter(config = 'configs/test-e2e.json') {
   if (fs.existsSync('/usr/bin/setpriv')) {
     argv = ['/usr/bin/setpriv', '--pdeathsig', 'KILL', '--', ...argv];
   }
-  const proc = spawn(argv[0], argv.slice(1), { cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(argv[0], argv.slice(1), { cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'],
+    env: env ? { ...process.env, ...env } : process.env });
   const router = { proc, tmp, stdout: '', stderr: '', exited: null };
   proc.stdout.setEncoding('utf8').on('data', (d) => { router.stdout += d; });
   proc.stderr.setEncoding('utf8').on('data', (d) => { router.stderr += d; });
