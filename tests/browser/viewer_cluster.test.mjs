@@ -7,7 +7,8 @@
 // evicting shows, in the page and in its download, where that node's records were dropped
 // (mgmt/README.md "Cluster", "Trace viewer"); and the download of a cluster-wide trace on two
 // nodes whose wall clocks are 5 s apart (libfaketime) has every record of both at once, none
-// called dropped. Any console error, page error or failed request fails the test.
+// called dropped, and names a node that does not answer as not read. Any console error, page
+// error or failed request fails the test.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -348,6 +349,16 @@ test('a cluster-wide trace downloads whole at once when the nodes\' clocks diffe
     [...Array(counts.node_c).fill('node_c'), ...Array(counts.node_d).fill('node_d')]);
   await until(async () => (await page.$eval('#toast', (e) => e.textContent)) === `skew.jsonl: ${got.length} records`,
     'the toast: every record, none dropped');
+  // node_d stops answering: the download has node_c's records, and its toast names node_d.
+  d.proc.kill('SIGSTOP');
+  try {
+    const without = await downloadJsonl(page, '#tv-download', file);
+    assert.deepEqual(without, got.filter((x) => x.node_id === 'node_c'));
+    await until(async () => (await page.$eval('#toast', (e) => e.textContent)) ===
+      `skew.jsonl: ${counts.node_c} records; not read: node_d`, 'the toast naming node_d');
+  } finally {
+    d.proc.kill('SIGCONT');
+  }
   await mgmt.call(MGMT + 'stop_trace', ['*', worker, 'skew']);
   await mgmt.call(MGMT + 'delete_trace', ['*', worker, 'skew']);
   await page.close();
