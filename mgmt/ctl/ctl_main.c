@@ -1024,15 +1024,20 @@ static int merged_page(ctl *c, const char *id, json_t **cursor, const json_t *to
 }
 
 /* What a merged reading reads, from meta (get_trace "*": {node_id: metadata or error}): of each
- * node the seqs its trace held then. *first maps each node to its first_seq, *bound to its
- * next_seq, *to (the merged pages' to_seq) to its last seq where it held any; nodes that answered
- * an error are in none. Returns the seqs held in all (new objects in *first, *bound, *to). */
-static long long merged_range(const json_t *meta, json_t **first, json_t **bound, json_t **to)
+ * node the seqs its trace held then. *to (the merged pages' to_seq) maps each node to its last
+ * seq where it held any, *first (unless NULL) to its first_seq, *bound (unless NULL) to its
+ * next_seq; nodes that answered an error are in none. Returns the seqs held in all (new objects
+ * in *to, *first, *bound). */
+static long long merged_range(const json_t *meta, json_t **to, json_t **first, json_t **bound)
 {
     long long total = 0;
-    *first = json_object();
-    *bound = json_object();
     *to = json_object();
+    if (first) {
+        *first = json_object();
+    }
+    if (bound) {
+        *bound = json_object();
+    }
     const char *node;
     json_t *m;
     json_object_foreach((json_t *)meta, node, m)
@@ -1042,8 +1047,12 @@ static long long merged_range(const json_t *meta, json_t **first, json_t **bound
         if (json_is_integer(f) && json_is_integer(n)) { /* (not an error) */
             json_int_t held = json_integer_value(n) - json_integer_value(f);
             total += held;
-            json_object_set(*first, node, f);
-            json_object_set(*bound, node, n);
+            if (first) {
+                json_object_set(*first, node, f);
+            }
+            if (bound) {
+                json_object_set(*bound, node, n);
+            }
             if (held > 0) {
                 json_object_set_new(*to, node, json_integer(json_integer_value(n) - 1));
             }
@@ -1284,13 +1293,11 @@ static int cmd_data(ctl *c)
      * up to there, so that no node's records wait for another's clock). */
     json_t *to = NULL;
     if (merged) {
-        json_t *meta, *first, *bound;
+        json_t *meta;
         if ((rc = call(c, PROC("get_trace"), target_args_id(c, pos[0]), &meta)) != EX_OK) {
             return rc;
         }
-        (void)merged_range(meta, &first, &bound, &to);
-        json_decref(first);
-        json_decref(bound);
+        (void)merged_range(meta, &to, NULL, NULL);
         json_decref(meta);
     }
     bool filtering = filter_active(&f.filt);
@@ -1854,7 +1861,7 @@ static int cmd_export(ctl *c)
     if (x.merged) {
         x.cursor = json_integer(0);
         x.reported = json_object();
-        x.total = merged_range(meta, &x.expect, &x.bound, &x.to_map);
+        x.total = merged_range(meta, &x.to_map, &x.expect, &x.bound);
     } else {
         x.total = held_seqs(meta);
         x.from = (long long)json_integer_value(json_object_get(meta, "first_seq"));
