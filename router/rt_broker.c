@@ -966,10 +966,17 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
     }
 }
 
-void rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns)
+bool rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns, bool wins_tie,
+                             uint64_t *kept_ns)
 {
     rt_retained *r = retained_find(b, topic);
-    if (r && r->wall_ns < before_ns) {
-        retained_remove(b, r);
+    if (!r) {
+        return false;
     }
+    if (r->wall_ns < before_ns || (r->wall_ns == before_ns && !wins_tie)) {
+        retained_remove(b, r);
+        return false;
+    }
+    *kept_ns = r->wall_ns;
+    return true;
 }

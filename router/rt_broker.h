@@ -145,7 +145,12 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
                                 const char *authid, const char *authrole,
                                 void (*fn)(void *arg, const rt_broker_pub *p), void *arg);
 /* Another node retained an event on topic at wall-clock time before_ns (rt_router_wall_ns()):
- * this node's retained event of topic goes, unless it was retained at before_ns or later. */
-void rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns);
+ * this node's retained event of topic goes, unless it was retained later, or at before_ns and
+ * wins_tie (this node's id sorts after the other's). Returns whether this node's stays, with
+ * when it was retained in *kept_ns: the cluster then tells the others (rt_cluster_broker.c), so
+ * that of the events retained on one topic the latest by the nodes' wall clocks alone remains,
+ * in whatever order the notices cross. */
+bool rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns, bool wins_tie,
+                             uint64_t *kept_ns);
 
 #endif /* RT_BROKER_H */

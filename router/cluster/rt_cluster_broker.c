@@ -330,6 +330,21 @@ static bool mark_nodes(rt_cluster_broker *cb, const char *realm, const char *top
     return any;
 }
 
+/* Tells every other node that this node retains an event on topic of realm since wall_ns: theirs
+ * of an earlier time goes (rt_broker_retained_drop()). */
+static void notice_retained(rt_cluster_broker *cb, const char *realm, const char *topic,
+                            uint64_t wall_ns)
+{
+    json_t *m = json_pack("{s:s, s:s, s:s, s:I}", "n", rt_cluster_node_id(cb->c), "r", realm, "t",
+                          topic, "w", (json_int_t)wall_ns);
+    char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    if (text) {
+        (void)cb->ops->publish(cb->link, cb->subj_drop, NULL, text, strlen(text));
+    }
+    free(text);
+}
+
 static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
 {
     (void)b;
@@ -340,14 +355,7 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
     }
     const char *realm = rt_realm_name(rl->realm);
     if (p->retain) {
-        json_t *m = json_pack("{s:s, s:s, s:s, s:I}", "n", rt_cluster_node_id(cb->c), "r", realm,
-                              "t", p->topic, "w", (json_int_t)rt_router_wall_ns(cb->rt));
-        char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
-        json_decref(m);
-        if (text) {
-            (void)cb->ops->publish(cb->link, cb->subj_drop, NULL, text, strlen(text));
-        }
-        free(text);
+        notice_retained(cb, realm, p->topic, rt_router_wall_ns(cb->rt));
     }
     if (!mark_nodes(cb, realm, p->topic)) {
         return;
@@ -397,12 +405,19 @@ static void on_retained_drop(void *arg, const char *subject, const char *reply, 
     rt_cluster_broker *cb = arg;
     json_error_t jerr;
     json_t *m = json_loadb(data, len, 0, &jerr);
+    const char *node = json_string_value(json_object_get(m, "n"));
     const char *realm = json_string_value(json_object_get(m, "r"));
     const char *topic = json_string_value(json_object_get(m, "t"));
     json_t *w = json_object_get(m, "w");
-    rt_broker *b = realm && topic && json_is_integer(w) ? broker_of(cb, realm) : NULL;
+    rt_broker *b = node && realm && topic && json_is_integer(w) ? broker_of(cb, realm) : NULL;
+    uint64_t kept;
     if (b) {
-        rt_broker_retained_drop(b, topic, (uint64_t)json_integer_value(w));
+        /* This node's event is the later one: the other node is told to drop its own (its
+         * notice may have crossed this node's, or its clock be behind). */
+        if (rt_broker_retained_drop(b, topic, (uint64_t)json_integer_value(w),
+                                    strcmp(rt_cluster_node_id(cb->c), node) > 0, &kept)) {
+            notice_retained(cb, realm, topic, kept);
+        }
     } else {
         bad_message(cb, "a retained-event notice", len);
     }

@@ -2,6 +2,7 @@
 store, stopped by PID), node configs, log waits, and ClusterCase, the test case that starts a
 cluster of wampscope nodes on it and opens sessions on them."""
 
+import glob
 import json
 import os
 import re
@@ -21,6 +22,16 @@ CONNECT_TIMEOUT_MS = 500
 # Documented bound for a killed node to leave the others' list: node_ttl + 3 heartbeats.
 KILL_BOUND_S = (NODE_TTL_MS + 3 * HEARTBEAT_MS) / 1000.0
 SLACK_S = 1.5  # a loaded 2-core machine and sanitizer builds
+
+
+def faked_clock(offset):
+    """Environment for a router whose wall clock is offset (libfaketime's FAKETIME, e.g. "-5s")
+    from the machine's, its monotonic clock left alone: nodes whose clocks disagree, on one
+    machine."""
+    [lib] = glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    return {"LD_PRELOAD": lib, "FAKETIME": offset, "DONT_FAKE_MONOTONIC": "1",
+            "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
 
 
 def free_port():
@@ -135,17 +146,19 @@ class ClusterCase(h.AsyncTestCase):
         await h.close_sessions(self.sessions)
         await super().asyncTearDown()
 
-    def node(self, node_id, start=True, nats=None):
-        """A router for node node_id (the cluster's "nats" config section: nats, if given),
-        started unless start is false."""
-        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name, nats))
+    def node(self, node_id, start=True, nats=None, env=None):
+        """A router for node node_id (the cluster's "nats" config section: nats, if given; more
+        environment variables: env, e.g. faked_clock()), started unless start is false."""
+        r = h.RouterProc(config=write_config(self.tmp, node_id, self.nats.port, self.name, nats),
+                         env=env)
         self.addCleanup(r.cleanup)
         return r.start() if start else r
 
-    def nodes(self, *ids):
-        """Starts nats-server, then the nodes ids; returns their routers once each lists all."""
+    def nodes(self, *ids, envs=None):
+        """Starts nats-server, then the nodes ids (envs: {node id: env} for node()); returns their
+        routers once each lists all."""
         self.nats.start()
-        routers = [self.node(i) for i in ids]
+        routers = [self.node(i, env=(envs or {}).get(i)) for i in ids]
         for r in routers:
             wait_log(r, nodes_line(self.name, *sorted(ids)))
         return routers

@@ -13,7 +13,6 @@ they read it, and read every record at once, none called dropped, while one node
 5 s behind the other's (libfaketime) (mgmt/README.md "Cluster")."""
 
 import asyncio
-import glob
 import json
 import os
 import re
@@ -48,28 +47,19 @@ def write_config(tmp, node_id, nats_port, name):
     return path
 
 
-def faked_clock(offset):
-    """Environment for a router whose wall clock is offset (libfaketime's FAKETIME, e.g. "-5s")
-    from the machine's, its monotonic clock left alone."""
-    [lib] = glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
-    asan = os.environ.get("ASAN_OPTIONS", "")
-    return {"LD_PRELOAD": lib, "FAKETIME": offset, "DONT_FAKE_MONOTONIC": "1",
-            "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
-
-
 class TestClusterMgmt(ch.ClusterCase):
     PREFIX = "m_"
     TMP_PREFIX = "wampscope-cmgmt-"
 
-    async def start_cluster(self, nats_conf=None):
-        """nats-server (with the configuration text nats_conf, if any) and nodes A and B; the
-        management session on A."""
+    async def start_cluster(self, nats_conf=None, envs=None):
+        """nats-server (with the configuration text nats_conf, if any) and nodes A and B (envs as
+        for nodes()); the management session on A."""
         if nats_conf:
             path = os.path.join(self.tmp, "nats.conf")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(nats_conf)
             self.nats.extra = ["-c", path]
-        self.a, self.b = self.nodes("node_a", "node_b")
+        self.a, self.b = self.nodes("node_a", "node_b", envs=envs)
         self.mgmt = await h.open_session(self.a, "mgmt", "json")
 
     async def finish(self, *routers):
@@ -352,12 +342,7 @@ class TestClusterMgmt(ch.ClusterCase):
         node B's (libfaketime): B's records, 5 s ahead of A's clock, would wait for it in a page
         that a reading cannot bound, but an export and a data reading bound each node to what
         its trace held: both get every record of both nodes at once, none called dropped."""
-        self.nats.start()
-        self.a = self.node("node_a", env=faked_clock("-5s"))
-        self.b = self.node("node_b")
-        for r in (self.a, self.b):
-            ch.wait_log(r, ch.nodes_line(self.name, "node_a", "node_b"))
-        self.mgmt = await h.open_session(self.a, "mgmt", "json")
+        await self.start_cluster(envs={"node_a": ch.faked_clock("-5s")})
         [w] = await self.call("list_workers", "node_a")
         await self.call("start_trace", "*", w, "skew", {"realms": ["realm1"]})
         for node in (self.a, self.b):

@@ -2,7 +2,8 @@
 port, temp store), with python3-autobahn clients on different nodes and mixed serializers:
 exact, prefix and wildcard subscriptions receive each event exactly once with one publication
 id; the PUBLISH options (exclude/eligible by session, authid and authrole, disclose_me,
-acknowledge) hold across nodes; retained events are served from the node that holds them; a node
+acknowledge) hold across nodes; retained events are served from the node that holds them, one
+per topic in the cluster also while one node's wall clock is 5 s behind (libfaketime); a node
 killed with kill -9 has its interest dropped (documented bound: node_ttl + 3 heartbeats); and a
 stopped nats-server leaves local routing going, then cross-node events flow again once it is
 back. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
@@ -140,6 +141,26 @@ class TestClusterPubSub(ch.ClusterCase):
         events = await ev.wait_for(lambda e: len(e) >= 1)
         self.assertEqual(events[0][0], ["kept"])
         self.assertTrue(events[0][2].retained)
+
+    async def test_one_retained_event_when_clocks_differ(self):
+        """node_a's wall clock is 5 s behind node_b's (libfaketime): node_b retains an event, then
+        node_a one on the same topic, which its clock dates before node_b's. The topic keeps one
+        retained event in the cluster, the one retained last by the nodes' wall clocks, and a
+        subscriber on either node gets that one alone."""
+        a, b = self.nodes("node_a", "node_b", envs={"node_a": ch.faked_clock("-5s")})
+        topic = h.uri(self, "r")
+        retain = PublishOptions(acknowledge=True, retain=True)
+        await h.step((await self.session(b, "json")).publish(topic, "from b", options=retain))
+        await asyncio.sleep(0.3)  # node_b's notice reaches node_a before node_a retains
+        await h.step((await self.session(a, "json")).publish(topic, "from a", options=retain))
+        for node in (a, b, a, b):
+            s = await self.session(node, "msgpack")
+            ev = Events()
+            await h.step(s.subscribe(ev, topic, options=opts(get_retained=True)))
+            await ev.wait_for(lambda e: len(e) >= 1)
+            await asyncio.sleep(0.5)  # any other node's retained event would have come by now
+            self.assertEqual([e[0] for e in ev.events], [["from b"]])
+            self.assertTrue(ev.events[0][2].retained)
 
     async def test_killed_node_interest_dropped(self):
         a, b, c = self.nodes("node_a", "node_b", "node_c")

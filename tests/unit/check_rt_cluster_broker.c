@@ -1,8 +1,9 @@
 /* check_rt_cluster_broker.c: publish/subscribe across three nodes, each a router of its own
  * (tests/support/test_router.c) with its sessions on the fake transport, linked by the fake bus:
  * exact, prefix and wildcard interest, one message per interested node and each EVENT once,
- * every PUBLISH option, retained events on another node, a node leaving, the link down, the size
- * limit and messages that are not valid. */
+ * every PUBLISH option, retained events on another node (one per topic in the cluster: a node
+ * holding a later one answers an older notice, ties by node id), a node leaving, the link down,
+ * the size limit and messages that are not valid. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +393,39 @@ START_TEST(test_options_apply_on_the_receiving_node)
 
 END_TEST
 
+/* Retained-event notices seen on the bus: how many, and the last one's node, topic and time. */
+typedef struct notices {
+    int n;
+    char node[16];
+    char topic[64];
+    uint64_t wall_ns;
+} notices;
+
+static void on_notice(void *arg, const char *subject, const char *reply, const void *data,
+                      size_t len)
+{
+    (void)subject;
+    (void)reply;
+    notices *nt = arg;
+    json_t *m = json_loadb(data, len, 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    nt->n++;
+    snprintf(nt->node, sizeof(nt->node), "%s", json_string_value(json_object_get(m, "n")));
+    snprintf(nt->topic, sizeof(nt->topic), "%s", json_string_value(json_object_get(m, "t")));
+    nt->wall_ns = (uint64_t)json_integer_value(json_object_get(m, "w"));
+    json_decref(m);
+}
+
+/* Node id (on link l) tells the others it retained an event on com.r.one at wall_ns. */
+static void drop_notice(fake_link *l, const char *id, uint64_t wall_ns)
+{
+    char text[128];
+    snprintf(text, sizeof(text), "{\"n\":\"%s\",\"r\":\"realm1\",\"t\":\"com.r.one\",\"w\":%llu}",
+             id, (unsigned long long)wall_ns);
+    ck_assert_int_eq(fake_link_ops.publish(l, "wsc.ret.drop", NULL, text, strlen(text)), WAMP_OK);
+    fake_bus_run(bus);
+}
+
 START_TEST(test_retained_events_served_from_the_node_holding_them)
 {
     fake_conn *pa = joined(0, WAMP_SER_JSON);
@@ -440,20 +474,41 @@ START_TEST(test_retained_events_served_from_the_node_holding_them)
         json_decref(m);
     }
     ck_assert_int_eq(sum, 13);
-    /* A drop notice older than the event held (crossing a newer retain) leaves it. */
+    /* A drop notice older than the event held (crossing a newer retain, or from a node whose
+     * clock is behind) leaves it, and C answers with its own, so that the other node drops its
+     * event: one per topic in the cluster. */
     fake_link *raw = fake_link_new(bus, NULL);
     fake_link_set_up(raw, true);
     fake_bus_run(bus);
-    static const char old_drop[] = "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com.r.one\",\"w\":1}";
-    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.ret.drop", NULL, old_drop, strlen(old_drop)),
+    notices seen = {0};
+    uint64_t s_seen;
+    ck_assert_int_eq(fake_link_ops.subscribe(raw, "wsc.ret.drop", NULL, on_notice, &seen, &s_seen),
                      WAMP_OK);
-    fake_bus_run(bus);
+    drop_notice(raw, "z", 1);
     fake_conn_clear(sa);
     int64_t one = subscribe_opts(sa, "com.r.one", "{\"get_retained\": true}");
     fake_bus_run(bus);
     m = expect_event(sa, one); /* C's, still held */
     ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(m, 4), 0)), 11);
     json_decref(m);
+    ck_assert_int_eq(seen.n, 1);
+    ck_assert_str_eq(seen.node, "c");
+    ck_assert_str_eq(seen.topic, "com.r.one");
+    uint64_t held_ns = seen.wall_ns;
+    ck_assert_uint_gt(held_ns, 1);
+    /* A notice of the same time: the node whose id sorts last keeps its event. "b" < "c": C
+     * keeps it (and says so); "d" > "c": C drops it, and says nothing. */
+    drop_notice(raw, "b", held_ns);
+    ck_assert_int_eq(seen.n, 2);
+    ck_assert_uint_eq(seen.wall_ns, held_ns);
+    drop_notice(raw, "d", held_ns);
+    ck_assert_int_eq(seen.n, 2);
+    fake_conn_clear(sa);
+    one = subscribe_opts(sa, "com.r.one", "{\"get_retained\": true}");
+    fake_bus_run(bus);
+    (void)one;
+    ck_assert_uint_eq(fake_conn_pending(sa), 0); /* no retained event left */
+    fake_link_free(raw);
 }
 
 END_TEST
