@@ -385,7 +385,7 @@ bool rt_nats_is_closed(rt_nats *n, char *why, size_t len)
 void rt_nats_wait(rt_nats *n, uint32_t ms)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
     ts.tv_sec += (time_t)(ns / 1000000000u);
     ts.tv_nsec = (long)(ns % 1000000000u);
@@ -498,8 +498,14 @@ wamp_err rt_nats_new(const rt_cluster_config *cfg, rt_cluster *core, rt_nats **o
         snprintf(err, err_len, "out of memory");
         return WAMP_ENOMEM;
     }
-    pthread_cond_init(&n->ev_cv, NULL);
-    pthread_cond_init(&n->job_cv, NULL);
+    /* Waits are timed on the monotonic clock: a step of the wall clock neither lengthens nor
+     * cuts them. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->ev_cv, &ca);
+    pthread_cond_init(&n->job_cv, &ca);
+    pthread_condattr_destroy(&ca);
     n->sync_ok = true;
     if (natsOptions_Create(&n->opts) != NATS_OK || natsStatistics_Create(&n->stats) != NATS_OK ||
         natsInbox_Create(&n->inbox) != NATS_OK) {
