@@ -135,6 +135,22 @@ static wamp_err proc_list_workers(mgmt_api *m, const mgmt_who *who, const json_t
     return rt_local_reply_value(reply, json_pack("[s]", m->cfg->worker_id));
 }
 
+/* get_worker's stats.cluster.clock_offsets: {node_id: seconds} of each other node's wall clock
+ * from this node's (negative: behind), as its heartbeats say. */
+static json_t *clock_offsets(const rt_cluster *c)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < rt_cluster_clock_offset_count(c); i++) {
+        int64_t ns;
+        const char *node = rt_cluster_clock_offset_at(c, i, &ns);
+        if (json_object_set_new(o, node, json_real((double)ns / 1e9)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
 /* The live topics' counters in get_worker's stats.cluster (mgmt/README.md "Live data"). */
 static json_t *live_stats(const mgmt_api *m)
 {
@@ -194,7 +210,9 @@ static json_t *worker_stats(const mgmt_api *m)
                               (json_int_t)ls.bytes_in, "bytes_out", (json_int_t)ls.bytes_out,
                               "dropped", (json_int_t)ls.dropped, "nodes",
                               (json_int_t)rt_cluster_node_count(c))) != 0 ||
-            json_object_update_new(json_object_get(o, "cluster"), live_stats(m)) != 0) {
+            json_object_update_new(json_object_get(o, "cluster"), live_stats(m)) != 0 ||
+            json_object_set_new(json_object_get(o, "cluster"), "clock_offsets", clock_offsets(c)) !=
+                    0) {
             json_decref(o);
             o = NULL;
         }

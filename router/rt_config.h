@@ -275,6 +275,8 @@ typedef struct rt_cluster_config {
     size_t max_calls;            /* calls in flight to other nodes, and served for them (10,000) */
     size_t max_registrations;    /* registrations this node announces (100,000) */
     bool send_asap; /* each NATS publish written at once, not by cnats' flusher (false) */
+    /* another node's wall clock further off than this is logged (1,000; 0: never) */
+    uint32_t max_clock_offset_ms;
 } rt_cluster_config;
 
 typedef struct rt_config {

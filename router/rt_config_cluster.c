@@ -26,6 +26,7 @@ static const cfg_field cluster_fields[] = {
     CLUSTER("max_calls",          CFG_SIZE, max_calls,          10000, 1, 1000000, NULL),
     CLUSTER("max_registrations",  CFG_SIZE, max_registrations,  100000, 1, 10000000, NULL),
     CLUSTER("send_asap",          CFG_BOOL, send_asap,          0, 0, 1, NULL),
+    CLUSTER("max_clock_offset",   CFG_U32,  max_clock_offset_ms, 1000, 0, 3600000, "ms"),
 };
 /* clang-format on */
 

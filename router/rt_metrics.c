@@ -144,6 +144,13 @@ static void sample_f(mbuf *b, const char *name, double v)
     mb_printf(b, "%s %.17g\n", name, v);
 }
 
+/* One sample of a float value with labels (as sample_u64()). */
+static void sample_fl(mbuf *b, const char *name, const char *const *labels, double v)
+{
+    sample_key(b, name, labels);
+    mb_printf(b, " %.17g\n", v);
+}
+
 /* rt_router_stats counters without labels: one row each. */
 typedef struct stat_row {
     const char *name;
@@ -328,6 +335,14 @@ static void render_cluster(mbuf *b, const rt_cluster *c)
         memcpy(&v, (const char *)&ls + r->off, sizeof(v));
         const char *lb[] = {"direction", r->direction, NULL};
         sample_u64(b, r->name, r->direction ? lb : NULL, v);
+    }
+    family(b, "wampscope_cluster_clock_offset_seconds", M_GAUGE,
+           "How far another node's wall clock is from this node's (negative: behind), "
+           "estimated from its heartbeats.");
+    for (size_t i = 0; i < rt_cluster_clock_offset_count(c); i++) {
+        int64_t ns;
+        const char *lb[] = {"node", rt_cluster_clock_offset_at(c, i, &ns), NULL};
+        sample_fl(b, "wampscope_cluster_clock_offset_seconds", lb, (double)ns / 1e9);
     }
 }
 

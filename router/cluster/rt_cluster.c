@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "rt_cluster_clock.h"
 #include "rt_log.h"
 
 /* Bucket and subject names: "<name>_nodes", "<name>.nodes.changed", "<name>.node.<id>.info",
@@ -110,6 +111,12 @@ struct rt_cluster {
 
     rt_cluster_hooks on_joined; /* rt_cluster_add_on_joined(), in order */
     rt_cluster_hooks on_tick;   /* rt_cluster_add_on_tick(), in order */
+
+    /* rt_cluster_watch_clocks(): NULL clk without */
+    rt_cluster_clock *clk;
+    rt_cluster_wall_fn wall;
+    void *wall_ctx;
+    char subj_clock[NAME_MAX_LEN];
 };
 
 static uint64_t now_us(const rt_cluster *c)
@@ -215,6 +222,11 @@ static void log_nodes(const rt_cluster *c)
 
 static void on_info(void *arg, wamp_err err, const void *data, size_t len);
 
+static bool node_is_listed(void *arg, const char *node)
+{
+    return rt_cluster_has_node(arg, node);
+}
+
 /* Replaces the list by keys (NULL, 0 = just this node); logs and asks about new nodes. A node
  * kept from the old list keeps its flags; flags of new nodes are 0. */
 static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
@@ -273,6 +285,9 @@ static wamp_err nodes_set(rt_cluster *c, const char *const *keys, size_t n_keys)
     c->n_nodes = n_keys;
     if (changed && c->ops) { /* not for the initial list of rt_cluster_new() */
         log_nodes(c);
+    }
+    if (changed && c->clk) {
+        rt_cluster_clock_prune(c->clk, node_is_listed, c);
     }
     return WAMP_OK;
 }
@@ -544,6 +559,40 @@ static void heartbeat(rt_cluster *c)
         c->beat_pending = c->ops->kv(c->link, &op, on_beat, c) == WAMP_OK;
     }
     read_keys(c);
+    if (c->clk) {
+        /* "<node id> <wall ns>" to every node (rt_cluster_clock.h). */
+        char msg[RT_CLUSTER_TOKEN_MAX + 32];
+        int n = snprintf(msg, sizeof(msg), "%s %" PRIu64, c->node_id, c->wall(c->wall_ctx));
+        if (n > 0 && (size_t)n < sizeof(msg)) {
+            c->ops->publish(c->link, c->subj_clock, NULL, msg, (size_t)n);
+        }
+    }
+}
+
+_Static_assert(RT_CLUSTER_TOKEN_MAX == 64, "on_clock() reads a node id with %64s");
+
+/* Another node's heartbeat clock reading. */
+static void on_clock(void *arg, const char *subject, const char *reply, const void *data,
+                     size_t len)
+{
+    (void)subject;
+    (void)reply;
+    rt_cluster *c = arg;
+    uint64_t now = c->wall(c->wall_ctx);
+    char msg[RT_CLUSTER_TOKEN_MAX + 32];
+    char id[RT_CLUSTER_TOKEN_MAX + 1];
+    uint64_t wall;
+    char end;
+    if (!data || len >= sizeof(msg)) {
+        return;
+    }
+    memcpy(msg, data, len);
+    msg[len] = '\0';
+    if (sscanf(msg, "%64s %" SCNu64 "%c", id, &wall, &end) != 2 || !rt_cluster_has_node(c, id) ||
+        strcmp(id, c->node_id) == 0) {
+        return; /* malformed, or of a node not (or no more) in the list, or this node's own */
+    }
+    (void)rt_cluster_clock_heard(c->clk, id, wall, now);
 }
 
 /* ---- Subscriptions ------------------------------------------------------------------------ */
@@ -621,10 +670,34 @@ void rt_cluster_free(rt_cluster *c)
         return;
     }
     nodes_clear(c);
+    rt_cluster_clock_free(c->clk);
     free(c->name);
     free(c->node_id);
     free(c->value);
     free(c);
+}
+
+wamp_err rt_cluster_watch_clocks(rt_cluster *c, rt_cluster_wall_fn wall, void *ctx,
+                                 uint32_t max_offset_ms)
+{
+    rt_cluster_clock_free(c->clk);
+    if (!(c->clk = rt_cluster_clock_new(c->name, max_offset_ms))) {
+        return WAMP_ENOMEM;
+    }
+    c->wall = wall;
+    c->wall_ctx = ctx;
+    snprintf(c->subj_clock, sizeof(c->subj_clock), "%s.clock", c->name);
+    return WAMP_OK;
+}
+
+size_t rt_cluster_clock_offset_count(const rt_cluster *c)
+{
+    return rt_cluster_clock_count(c->clk);
+}
+
+const char *rt_cluster_clock_offset_at(const rt_cluster *c, size_t i, int64_t *offset_ns)
+{
+    return rt_cluster_clock_node(c->clk, i, offset_ns);
 }
 
 wamp_err rt_cluster_set_link(rt_cluster *c, const rt_cluster_ops *ops, void *link)
@@ -635,6 +708,9 @@ wamp_err rt_cluster_set_link(rt_cluster *c, const rt_cluster_ops *ops, void *lin
     wamp_err err = ops->subscribe(link, c->subj_changed, NULL, on_changed, c, &sub);
     if (err == WAMP_OK) {
         err = ops->subscribe(link, c->subj_info, NULL, on_info_request, c, &sub);
+    }
+    if (err == WAMP_OK && c->clk) {
+        err = ops->subscribe(link, c->subj_clock, NULL, on_clock, c, &sub);
     }
     return err;
 }

@@ -149,4 +149,20 @@ wamp_err rt_cluster_kv(rt_cluster *c, const rt_cluster_kv_op *op, rt_cluster_kv_
 /* Link state and traffic counters (from the link), for the stats. */
 void rt_cluster_link_stats_get(const rt_cluster *c, rt_cluster_link_stats *out);
 
+/* --- The nodes' wall clocks ------------------------------------------------------------------ */
+
+/* Wall clock in ns since the epoch. */
+typedef uint64_t (*rt_cluster_wall_fn)(void *ctx);
+
+/* Sends this node's wall clock reading (wall) with every heartbeat on "<name>.clock", and
+ * estimates each other node's offset from theirs (rt_cluster_clock.h); a node further off than
+ * max_offset_ms (0: never) is logged, once until it is back within it. Call before
+ * rt_cluster_set_link(). WAMP_ENOMEM. */
+wamp_err rt_cluster_watch_clocks(rt_cluster *c, rt_cluster_wall_fn wall, void *ctx,
+                                 uint32_t max_offset_ms);
+/* The live nodes heard from (0 without rt_cluster_watch_clocks()), and node i's id (borrowed)
+ * with its clock's offset from this node's in ns (negative: behind). */
+size_t rt_cluster_clock_offset_count(const rt_cluster *c);
+const char *rt_cluster_clock_offset_at(const rt_cluster *c, size_t i, int64_t *offset_ns);
+
 #endif /* RT_CLUSTER_H */

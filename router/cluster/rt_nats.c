@@ -404,6 +404,18 @@ void rt_nats_set_wake(rt_nats *n, void (*wake)(void *ctx), void *ctx)
     pthread_mutex_unlock(&n->mu);
 }
 
+/* The link's condition variables, their waits timed on the monotonic clock: a step of the wall
+ * clock neither lengthens nor cuts them (rt_nats_wait()). */
+static void conds_init(rt_nats *n)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->ev_cv, &ca);
+    pthread_cond_init(&n->job_cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 /* ---- Life cycle -------------------------------------------------------------------------- */
 
 static natsStatus set_options(rt_nats *n, char *err, size_t err_len)
@@ -498,14 +510,7 @@ wamp_err rt_nats_new(const rt_cluster_config *cfg, rt_cluster *core, rt_nats **o
         snprintf(err, err_len, "out of memory");
         return WAMP_ENOMEM;
     }
-    /* Waits are timed on the monotonic clock: a step of the wall clock neither lengthens nor
-     * cuts them. */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&n->ev_cv, &ca);
-    pthread_cond_init(&n->job_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    conds_init(n);
     n->sync_ok = true;
     if (natsOptions_Create(&n->opts) != NATS_OK || natsStatistics_Create(&n->stats) != NATS_OK ||
         natsInbox_Create(&n->inbox) != NATS_OK) {

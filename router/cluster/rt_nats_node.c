@@ -32,6 +32,11 @@ static uint64_t node_clock(void *ctx)
     return rt_router_now_us(ctx);
 }
 
+static uint64_t node_wall(void *ctx)
+{
+    return rt_router_wall_ns(ctx);
+}
+
 rt_cluster *rt_nats_node_cluster(rt_nats_node *nn)
 {
     return nn->member;
@@ -131,7 +136,13 @@ wamp_err rt_nats_node_start(rt_router *rt, const rt_config *cfg, rt_nats_node **
     }
     nn->rt = rt;
     nn->cfg = cc;
-    wamp_err e = rt_nats_new(cc, nn->member, &nn->link, err, err_len);
+    wamp_err e = rt_cluster_watch_clocks(nn->member, node_wall, rt, cc->max_clock_offset_ms);
+    if (e != WAMP_OK) {
+        snprintf(err, err_len, "out of memory");
+        node_free(nn);
+        return e;
+    }
+    e = rt_nats_new(cc, nn->member, &nn->link, err, err_len);
     if (e != WAMP_OK) {
         node_free(nn);
         return e;

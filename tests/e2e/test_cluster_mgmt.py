@@ -10,7 +10,8 @@ stopped node B appears as a wamp.error.timeout entry, and the merged pages of ev
 tile the traffic in time order, and wampscope-ctl's workers and stats with --node '*' answer for
 every node, and its export and data with --node '*' mark what a busy node's trace dropped while
 they read it, and read every record at once, none called dropped, while one node's wall clock is
-5 s behind the other's (libfaketime) (mgmt/README.md "Cluster")."""
+5 s behind the other's (libfaketime), and each node tells that offset (get_worker, metrics, one
+log line) (mgmt/README.md "Cluster")."""
 
 import asyncio
 import json
@@ -376,6 +377,37 @@ class TestClusterMgmt(ch.ClusterCase):
         self.assertEqual({n: r[1] - r[0] for n, r in runs.items()}, counts)
         await self.call("stop_trace", "*", w, "skew")
         await self.call("delete_trace", "*", w, "skew")
+        await self.finish(self.a, self.b)
+
+    async def test_clock_offsets_of_the_nodes(self):
+        """node_a's wall clock is 5 s behind node_b's (libfaketime): each node estimates the
+        other's offset from its heartbeats, shows it in get_worker's stats.cluster.clock_offsets
+        and in wampscope_cluster_clock_offset_seconds, and logs it once (over max_clock_offset,
+        1 s by default)."""
+        await self.start_cluster(envs={"node_a": ch.faked_clock("-5s")})
+        [w] = await self.call("list_workers", "node_a")
+        for node, other, sign in (("node_a", "node_b", 1), ("node_b", "node_a", -1)):
+            deadline = time.monotonic() + 10
+            while True:
+                offsets = (await self.call("get_worker", node, w))["stats"]["cluster"][
+                    "clock_offsets"]
+                if other in offsets or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            self.assertEqual(list(offsets), [other])
+            # Within the heartbeats' time on the way (and libfaketime's own offset reading).
+            self.assertAlmostEqual(offsets[other], 5.0 * sign, delta=0.5)
+        ch.wait_log(self.b, r"cluster %s: node node_a's wall clock is [45]\.\d+ s behind this "
+                    r"node's \(over max_clock_offset 1\.000 s\)" % self.name)
+        ch.wait_log(self.a, r"node node_b's wall clock is [45]\.\d+ s ahead of this node's")
+        [url] = [u for u in self.a.urls if u.startswith("http://")]
+        with urllib.request.urlopen(url, timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        [line] = [ln for ln in lines
+                  if ln.startswith('wampscope_cluster_clock_offset_seconds{node="node_b"} ')]
+        self.assertAlmostEqual(float(line.split()[-1]), 5.0, delta=0.5)
+        with open(self.b.stderr_path, encoding="utf-8") as f:
+            self.assertEqual(f.read().count("wall clock is"), 1)
         await self.finish(self.a, self.b)
 
     async def ctl(self, router, *args):

@@ -673,9 +673,12 @@ void fake_link_free(fake_link *l)
     free(l);
 }
 
-rt_cluster *fake_cluster_member_new(fake_bus *b, fake_clock *clock, const char *node_id,
-                                    uint64_t instance, uint32_t heartbeat_ms, uint32_t node_ttl_ms,
-                                    uint32_t request_timeout_ms, fake_link **link)
+/* A member (and its link in *link) as fake_cluster_member_new() says; wall NULL: no clock
+ * watch. */
+static rt_cluster *member_new(fake_bus *b, fake_clock *clock, const char *node_id,
+                              uint64_t instance, uint32_t heartbeat_ms, uint32_t node_ttl_ms,
+                              uint32_t request_timeout_ms, rt_cluster_wall_fn wall, void *ctx,
+                              uint32_t max_offset_ms, fake_link **link)
 {
     rt_cluster_options o = {.name = "wsc",
                             .node_id = node_id,
@@ -684,7 +687,8 @@ rt_cluster *fake_cluster_member_new(fake_bus *b, fake_clock *clock, const char *
                             .node_ttl_ms = node_ttl_ms,
                             .request_timeout_ms = request_timeout_ms};
     rt_cluster *c = rt_cluster_new(&o, instance, fake_clock_now, clock);
-    if (!c) {
+    if (!c || (wall && rt_cluster_watch_clocks(c, wall, ctx, max_offset_ms) != WAMP_OK)) {
+        rt_cluster_free(c);
         return NULL;
     }
     fake_link *l = fake_link_new(b, c);
@@ -695,4 +699,19 @@ rt_cluster *fake_cluster_member_new(fake_bus *b, fake_clock *clock, const char *
     }
     *link = l;
     return c;
+}
+
+rt_cluster *fake_cluster_member_new(fake_bus *b, fake_clock *clock, const char *node_id,
+                                    uint64_t instance, uint32_t heartbeat_ms, uint32_t node_ttl_ms,
+                                    uint32_t request_timeout_ms, fake_link **link)
+{
+    return member_new(b, clock, node_id, instance, heartbeat_ms, node_ttl_ms, request_timeout_ms,
+                      NULL, NULL, 0, link);
+}
+
+rt_cluster *fake_cluster_member_new_clocked(fake_bus *b, fake_clock *clock, const char *node_id,
+                                            uint64_t instance, rt_cluster_wall_fn wall, void *ctx,
+                                            uint32_t max_offset_ms, fake_link **link)
+{
+    return member_new(b, clock, node_id, instance, 1000, 4000, 500, wall, ctx, max_offset_ms, link);
 }

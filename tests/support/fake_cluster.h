@@ -53,6 +53,11 @@ void fake_link_set_up(fake_link *l, bool up);
  * node TTL and request timeout in ms, reading clock (borrowed), with a new link on b attached
  * (connecting: not up yet) in *link. The caller frees the member after the link (rt_cluster_free
  * after fake_bus_free or fake_link_free). NULL on failure. */
+/* fake_cluster_member_new(), watching the nodes' clocks (rt_cluster_watch_clocks()) with wall
+ * (ctx) as its wall clock and max_offset_ms as the bound logged. */
+rt_cluster *fake_cluster_member_new_clocked(fake_bus *b, fake_clock *clock, const char *node_id,
+                                            uint64_t instance, rt_cluster_wall_fn wall, void *ctx,
+                                            uint32_t max_offset_ms, fake_link **link);
 rt_cluster *fake_cluster_member_new(fake_bus *b, fake_clock *clock, const char *node_id,
                                     uint64_t instance, uint32_t heartbeat_ms, uint32_t node_ttl_ms,
                                     uint32_t request_timeout_ms, fake_link **link);
