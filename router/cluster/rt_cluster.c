@@ -583,16 +583,20 @@ static void on_clock(void *arg, const char *subject, const char *reply, const vo
     char id[RT_CLUSTER_TOKEN_MAX + 1];
     uint64_t wall;
     char end;
-    if (!data || len >= sizeof(msg)) {
+    if (data && len < sizeof(msg)) {
+        memcpy(msg, data, len);
+        msg[len] = '\0';
+    }
+    if (!data || len >= sizeof(msg) || sscanf(msg, "%64s %" SCNu64 "%c", id, &wall, &end) != 2) {
+        RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, now_us(c), "cluster clock reading not valid", 0,
+                       "cluster %s: ignoring a clock reading that is not valid (%zu bytes)",
+                       c->name, len);
         return;
     }
-    memcpy(msg, data, len);
-    msg[len] = '\0';
-    if (sscanf(msg, "%64s %" SCNu64 "%c", id, &wall, &end) != 2 || !rt_cluster_has_node(c, id) ||
-        strcmp(id, c->node_id) == 0) {
-        return; /* malformed, or of a node not (or no more) in the list, or this node's own */
+    /* A node not (or no more) listed is not counted. */
+    if (rt_cluster_has_node(c, id) && strcmp(id, c->node_id) != 0) {
+        (void)rt_cluster_clock_heard(c->clk, id, wall, now);
     }
-    (void)rt_cluster_clock_heard(c->clk, id, wall, now);
 }
 
 /* ---- Subscriptions ------------------------------------------------------------------------ */

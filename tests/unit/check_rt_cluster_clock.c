@@ -136,6 +136,26 @@ START_TEST(test_members_learn_each_others_offsets)
     ck_assert_uint_eq(log_count_lines(log, "node c's wall clock is 3.500 s behind"), 1);
     ck_assert_uint_eq(log_count_lines(log, "wall clock"), 4);
     free(log);
+    /* Four readings that are not valid (one line: rate-limited) and one of a node not in the
+     * list: no offset changes. */
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    log_capture_begin(&lc);
+    static const char *const bad[] = {"b", "b x", "b 1 2", "", "z 5"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.clock", NULL, bad[i], strlen(bad[i])),
+                         WAMP_OK);
+    }
+    fake_bus_run(bus);
+    log = log_capture_end(&lc);
+    ck_assert_uint_eq(log_count_lines(log, "ignoring a clock reading that is not valid"), 1);
+    free(log);
+    ck_assert_uint_eq(rt_cluster_clock_offset_count(c[0]), 2);
+    int64_t ns;
+    (void)rt_cluster_clock_offset_at(c[0], 0, &ns);
+    ck_assert_int_eq(ns, 3 * S);
+    fake_link_free(raw);
     /* c leaves: the others forget it. */
     rt_cluster_leave(c[2]);
     for (int t = 0; t < 20; t++) {
