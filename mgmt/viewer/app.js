@@ -33,6 +33,7 @@ const app = {
   workers: new Map(), // node -> worker_id
   traces: new Map(), // traceKey(node, id) -> metadata (with `node`; node "*": cluster-wide)
   nodeErrors: new Map(), // node -> why its traces could not be listed
+  clockOffsets: {}, // node -> seconds its wall clock is from app.node's (get_worker, stats.cluster)
   view: null, // the open trace (TraceView)
   pollTimer: null,
   listedAt: 0, // when the trace list was last read (ms)
@@ -250,6 +251,15 @@ function nodeErrorsText(answer) {
     .map(([n, x]) => `${n}: ${x.error}${x.args && x.args[0] ? ` (${x.args[0]})` : ''}`).join('; ');
 }
 
+// The nodes whose wall clock is a second or more from the page's node's, for a merged trace's
+// header: merged pages order records by the nodes' clocks and hold a node's records back while
+// another's clock is behind them (mgmt/README.md "Merged reading"). '' when none is.
+function clocksApartText() {
+  const apart = Object.entries(app.clockOffsets).filter(([, s]) => Math.abs(s) >= 1)
+    .map(([n, s]) => `${n} ${Math.abs(s).toFixed(1)} s ${s < 0 ? 'behind' : 'ahead of'} ${app.node}`);
+  return apart.length ? ` · clocks apart: ${apart.join(', ')}` : '';
+}
+
 // --------------------------------------------------------------------------------- trace list --
 
 async function refreshTraces() {
@@ -272,7 +282,11 @@ async function refreshTraces() {
         errors.set(node, errText(e));
       }
     }));
-    if (clustered()) addClusterWide(traces);
+    if (clustered()) {
+      addClusterWide(traces);
+      const w = await api(app.node, 'get_worker').catch(() => null);
+      app.clockOffsets = (w && w.stats && w.stats.cluster && w.stats.cluster.clock_offsets) || {};
+    }
     app.traces = traces;
     app.nodeErrors = errors;
     renderTraceList();
@@ -614,7 +628,8 @@ class TraceView {
       `${this.gaps ? ` · ${this.gaps} gap${this.gaps === 1 ? '' : 's'}` : ''} · ${m.records ?? '?'} held by the router` +
       `${m.dropped ? ` · ${m.dropped} dropped` : ''} · ${this.lanes.size} sessions · ${level} level` +
       (this.merged && this.nodeErrors && Object.keys(this.nodeErrors).length ?
-        ` · not read: ${nodeErrorsText(this.nodeErrors)}` : '');
+        ` · not read: ${nodeErrorsText(this.nodeErrors)}` : '') +
+      (this.merged ? clocksApartText() : '');
     $('tv-stop').disabled = m.status !== 'running';
     $('tv-mark').disabled = m.status !== 'running';
     $('tv-delete').disabled = m.status === 'running';

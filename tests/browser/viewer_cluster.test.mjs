@@ -7,7 +7,8 @@
 // evicting shows, in the page and in its download, where that node's records were dropped
 // (mgmt/README.md "Cluster", "Trace viewer"); and the download of a cluster-wide trace on two
 // nodes whose wall clocks are 5 s apart (libfaketime) has every record of both at once, none
-// called dropped, and names a node that does not answer as not read. Any console error, page
+// called dropped, and names a node that does not answer as not read; that trace's header says
+// the clocks are apart. Any console error, page
 // error or failed request fails the test.
 
 import assert from 'node:assert/strict';
@@ -176,6 +177,8 @@ test('the viewer shows every node of a cluster', async () => {
     return rows.some((r) => r[1] === 'node_a' && r[9] === 'com.vc.a') &&
       rows.some((r) => r[1] === 'node_b' && r[9] === 'com.vc.b');
   }, 'records of both nodes in the table');
+  // One machine, one clock: the header says nothing of clocks apart.
+  assert.doesNotMatch(await page.$eval('#tv-stats', (e) => e.textContent), /clocks apart/);
   // Clicking a record names its node.
   const rowB = await page.$$eval('#table-rows .trow', (rs) => rs.find((r) => r.children[9].textContent === 'com.vc.b').dataset.i);
   await clickUntil(page, `#table-rows .trow[data-i="${rowB}"]`,
@@ -340,6 +343,9 @@ test('a cluster-wide trace downloads whole at once when the nodes\' clocks diffe
   await page.waitForSelector('#app-view:not([hidden])');
   await clickUntil(page, '#trace-list li[data-node="*"][data-id="skew"]',
     async () => (await page.$eval('#tv-node', (e) => e.textContent)) === 'every node (*)', 'the * view');
+  // Its header says that the clocks are apart (node_c's heartbeats' estimate, get_worker).
+  await until(async () => (await page.$eval('#tv-stats', (e) => e.textContent))
+    .endsWith(' · clocks apart: node_d 5.0 s ahead of node_c'), 'the clocks in the header');
   const file = path.join(await downloadsTo(chrome, 'downloads-skew'), 'skew.jsonl');
   const got = await downloadJsonl(page, '#tv-download', file);
   assert.deepEqual(got.filter((x) => x.kind === 'gap'), []);
