@@ -966,6 +966,16 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
     }
 }
 
+void rt_broker_retained_times(rt_broker *b,
+                              void (*fn)(void *arg, const char *topic, uint64_t wall_ns), void *arg)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
+         rt_hmap_iter_next(&b->retained, &it)) {
+        const rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        fn(arg, r->topic, r->wall_ns);
+    }
+}
+
 bool rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns, bool wins_tie,
                              uint64_t *kept_ns)
 {

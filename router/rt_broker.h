@@ -144,6 +144,11 @@ wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t 
 void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
                                 const char *authid, const char *authrole,
                                 void (*fn)(void *arg, const rt_broker_pub *p), void *arg);
+/* Calls fn(arg, topic, wall_ns) for every retained event: its topic and when it was retained
+ * (wall clock). */
+void rt_broker_retained_times(rt_broker *b,
+                              void (*fn)(void *arg, const char *topic, uint64_t wall_ns),
+                              void *arg);
 /* Another node retained an event on topic at wall-clock time before_ns (rt_router_wall_ns()):
  * this node's retained event of topic goes, unless it was retained later, or at before_ns and
  * wins_tie (this node's id sorts after the other's). Returns whether this node's stays, with

@@ -67,6 +67,7 @@ struct rt_cluster_broker {
     rt_list patterns;
     uint64_t sub_ev, sub_drop, sub_ret;
     bool served;
+    bool joined_hook; /* on_joined() added to the member */
     char subj_drop[SUBJ_MAX];
     size_t max_msg;
     rt_cluster_broker_stats st; /* but remote_interest: by_key's count */
@@ -579,6 +580,25 @@ static wamp_err hook_realm(rt_cluster_broker *cb, rt_realm *r)
     return WAMP_OK;
 }
 
+/* notice_retained() of one of a realm's retained events (relay_retained()). */
+static void renotice(void *arg, const char *topic, uint64_t wall_ns)
+{
+    relay *rl = arg;
+    notice_retained(rl->cb, rt_realm_name(rl->realm), topic, wall_ns);
+}
+
+/* Each time this node joins (after start, and after its link came back): its retained events
+ * told to the others again, so that two retained on one topic while the nodes could not hear
+ * each other (a partition, a NATS server restarting) become one, as when they are retained
+ * (on_retained_drop()). */
+static void on_joined(void *arg)
+{
+    rt_cluster_broker *cb = arg;
+    for (size_t i = 0; i < cb->n_relays; i++) {
+        rt_broker_retained_times(cb->relays[i]->broker, renotice, cb->relays[i]);
+    }
+}
+
 /* Announces the subscriptions the realm has already (made before the cluster was attached). */
 static bool announce_existing(const rt_subscription *sub, void *ctx)
 {
@@ -637,6 +657,10 @@ wamp_err rt_cluster_broker_new(rt_router *rt, rt_cluster *c, const rt_cluster_br
         goto fail;
     }
     cb->served = true;
+    if ((err = rt_cluster_add_on_joined(c, on_joined, cb)) != WAMP_OK) {
+        goto fail;
+    }
+    cb->joined_hook = true;
     const rt_config *cfg = rt_router_config(rt);
     for (size_t i = 0; i < cfg->n_realms; i++) {
         rt_realm *r = rt_router_find_realm(rt, cfg->realms[i].name);
@@ -668,6 +692,9 @@ void rt_cluster_broker_free(rt_cluster_broker *cb)
         rt_cluster_unserve(cb->c, cb->sub_ev);
         rt_cluster_unserve(cb->c, cb->sub_ret);
         cb->ops->unsubscribe(cb->link, cb->sub_drop);
+    }
+    if (cb->joined_hook) {
+        rt_cluster_remove_on_joined(cb->c, on_joined, cb);
     }
     rt_cluster_table_free(cb->table);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&cb->by_key); it.node;) {

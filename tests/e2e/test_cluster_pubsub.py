@@ -3,7 +3,8 @@ port, temp store), with python3-autobahn clients on different nodes and mixed se
 exact, prefix and wildcard subscriptions receive each event exactly once with one publication
 id; the PUBLISH options (exclude/eligible by session, authid and authrole, disclose_me,
 acknowledge) hold across nodes; retained events are served from the node that holds them, one
-per topic in the cluster also while one node's wall clock is 5 s behind (libfaketime); a node
+per topic in the cluster also while one node's wall clock is 5 s behind (libfaketime) and after
+the nodes retained one each while they could not hear each other; a node
 killed with kill -9 has its interest dropped (documented bound: node_ttl + 3 heartbeats); and a
 stopped nats-server leaves local routing going, then cross-node events flow again once it is
 back. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
@@ -195,6 +196,11 @@ class TestClusterPubSub(ch.ClusterCase):
         # Local routing never stops; B's event is dropped (counted, logged).
         await h.step(pub.publish(topic, "local", options=ACK))
         await ea.wait_for(lambda ev: any(e[0] == ["local"] for e in ev))
+        # An event retained on each node while they cannot hear each other: once they are
+        # back, the topic keeps one in the cluster, the later.
+        retain = PublishOptions(acknowledge=True, retain=True)
+        await h.step(pub.publish(topic + ".r", "from a", options=retain))
+        await h.step(sb.publish(topic + ".r", "from b", options=retain))
         self.nats = ch.NatsServer(self.tmp, port=self.nats.port)
         self.addCleanup(self.nats.stop)
         self.nats.start()
@@ -205,6 +211,13 @@ class TestClusterPubSub(ch.ClusterCase):
         await h.step(pub.publish(topic, "again", options=ACK))
         await eb.wait_for(lambda ev: any(e[0] == ["again"] for e in ev))
         self.assertNotIn(["local"], [e[0] for e in eb.events])
+        for node in (a, b):
+            s = await self.session(node, "json")
+            er = Events()
+            await h.step(s.subscribe(er, topic + ".r", options=opts(get_retained=True)))
+            await er.wait_for(lambda e: len(e) >= 1)
+            await asyncio.sleep(0.5)  # any other node's retained event would have come by now
+            self.assertEqual([e[0] for e in er.events], [["from b"]])
 
 
 if __name__ == "__main__":
