@@ -1,6 +1,7 @@
 /* rt_cluster_clock.c: the other nodes' clock offsets (rt_cluster_clock.h). */
 #include "rt_cluster_clock.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,7 +102,10 @@ bool rt_cluster_clock_heard(rt_cluster_clock *k, const char *node, uint64_t wall
     if (!p) {
         return false;
     }
-    int64_t d = wall_ns >= now_ns ? (int64_t)(wall_ns - now_ns) : -(int64_t)(now_ns - wall_ns);
+    /* (Clamped: a reading can be anything another node sends.) */
+    uint64_t mag = wall_ns >= now_ns ? wall_ns - now_ns : now_ns - wall_ns;
+    int64_t d = mag > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)mag;
+    d = wall_ns >= now_ns ? d : -d;
     p->diff[p->next] = d;
     p->next = (p->next + 1) % RT_CLUSTER_CLOCK_WINDOW;
     p->n += p->n < RT_CLUSTER_CLOCK_WINDOW;

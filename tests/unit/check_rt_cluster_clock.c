@@ -64,9 +64,13 @@ START_TEST(test_offsets_and_the_log)
     ck_assert_uint_eq(rt_cluster_clock_count(k), 1);
     ck_assert_int_eq(offset_of(k, 0, "b"), -S / 100);
     rt_cluster_clock_free(k);
-    /* A bound of 0: nothing is logged. */
+    /* A bound of 0: nothing is logged. Readings at the ends of the range are clamped. */
     k = rt_cluster_clock_new("quiet", 0);
     ck_assert(rt_cluster_clock_heard(k, "b", T0 + 3600 * SU, T0));
+    ck_assert(rt_cluster_clock_heard(k, "c", UINT64_MAX, 0));
+    ck_assert(rt_cluster_clock_heard(k, "d", 0, UINT64_MAX));
+    ck_assert_int_eq(offset_of(k, 1, "c"), INT64_MAX);
+    ck_assert_int_eq(offset_of(k, 2, "d"), -INT64_MAX);
     rt_cluster_clock_free(k);
     char *log = log_capture_end(&lc);
     ck_assert_uint_eq(log_count_lines(log, "node b's wall clock is 4.900 s ahead of this node's "
