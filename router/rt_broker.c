@@ -966,6 +966,15 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
     }
 }
 
+bool rt_broker_retained_time(rt_broker *b, const char *topic, uint64_t *wall_ns)
+{
+    const rt_retained *r = retained_find(b, topic);
+    if (r) {
+        *wall_ns = r->wall_ns;
+    }
+    return r != NULL;
+}
+
 void rt_broker_retained_times(rt_broker *b,
                               void (*fn)(void *arg, const char *topic, uint64_t wall_ns), void *arg)
 {

@@ -348,7 +348,6 @@ static void notice_retained(rt_cluster_broker *cb, const char *realm, const char
 
 static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
 {
-    (void)b;
     relay *rl = ctx;
     rt_cluster_broker *cb = rl->cb;
     if (!cb) {
@@ -356,7 +355,15 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
     }
     const char *realm = rt_realm_name(rl->realm);
     if (p->retain) {
-        notice_retained(cb, realm, p->topic, rt_router_wall_ns(cb->rt));
+        /* The event's own time, as every later notice of it says: two nodes retaining at once
+         * then compare the same two times both ways, and exactly one event stays. (Not kept
+         * here, over this node's limits: the time of the publication, which still makes the
+         * others drop their older one.) */
+        uint64_t at;
+        if (!rt_broker_retained_time(b, p->topic, &at)) {
+            at = rt_router_wall_ns(cb->rt);
+        }
+        notice_retained(cb, realm, p->topic, at);
     }
     if (!mark_nodes(cb, realm, p->topic)) {
         return;
