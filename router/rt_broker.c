@@ -969,9 +969,7 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
 bool rt_broker_retained_time(rt_broker *b, const char *topic, uint64_t *wall_ns)
 {
     const rt_retained *r = retained_find(b, topic);
-    if (r) {
-        *wall_ns = r->wall_ns;
-    }
+    *wall_ns = r ? r->wall_ns : 0;
     return r != NULL;
 }
 
