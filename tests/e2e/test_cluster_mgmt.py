@@ -17,13 +17,16 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 import time
 import urllib.request
 
 from autobahn.exception import PayloadExceededError
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import PublishOptions
+from prometheus_client.parser import text_string_to_metric_families
 
 import cluster_harness as ch
 import rt_harness as h
@@ -403,9 +406,16 @@ class TestClusterMgmt(ch.ClusterCase):
         [url] = [u for u in self.a.urls if u.startswith("http://")]
         with urllib.request.urlopen(url, timeout=10) as r:
             lines = r.read().decode().splitlines()
-        [line] = [ln for ln in lines
-                  if ln.startswith('wampscope_cluster_clock_offset_seconds{node="node_b"} ')]
-        self.assertAlmostEqual(float(line.split()[-1]), 5.0, delta=0.5)
+        # The text with the cluster's families, this one's float samples with their labels
+        # included, is what Prometheus' parser and promtool accept.
+        fams = {f.name: f for f in text_string_to_metric_families("\n".join(lines) + "\n")}
+        [sample] = fams["wampscope_cluster_clock_offset_seconds"].samples
+        self.assertEqual(sample.labels, {"node": "node_b"})
+        self.assertAlmostEqual(sample.value, 5.0, delta=0.5)
+        r = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"],
+                           input=("\n".join(lines) + "\n").encode(), capture_output=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode())
         with open(self.b.stderr_path, encoding="utf-8") as f:
             self.assertEqual(f.read().count("wall clock is"), 1)
         await self.finish(self.a, self.b)
