@@ -164,5 +164,8 @@ wamp_err rt_cluster_watch_clocks(rt_cluster *c, rt_cluster_wall_fn wall, void *c
  * with its clock's offset from this node's in ns (negative: behind). */
 size_t rt_cluster_clock_offset_count(const rt_cluster *c);
 const char *rt_cluster_clock_offset_at(const rt_cluster *c, size_t i, int64_t *offset_ns);
+/* A wall clock reading of node (ms since the epoch) on this node's clock: less node's estimated
+ * offset, the reading as it is while none is known. */
+uint64_t rt_cluster_wall_ms_here(const rt_cluster *c, const char *node, uint64_t ms);
 
 #endif /* RT_CLUSTER_H */

@@ -84,9 +84,8 @@ static void say(rt_cluster_clock *k, peer_clock *p)
     if (over) {
         RT_LOG_WARN(0,
                     "cluster %s: node %s's wall clock is %.3f s %s this node's (over "
-                    "max_clock_offset %.3f s): merged trace readings, retained events and "
-                    "first/last registrations go by the nodes' wall clocks; synchronize them "
-                    "(NTP)",
+                    "max_clock_offset %.3f s): merged trace readings and retained events go "
+                    "by the nodes' wall clocks; synchronize them (NTP)",
                     k->name, p->node, s, p->offset < 0 ? "behind" : "ahead of",
                     (double)k->max_ns / 1e9);
     } else {
@@ -129,6 +128,17 @@ void rt_cluster_clock_prune(rt_cluster_clock *k, bool (*live)(void *arg, const c
         }
     }
     k->n = o;
+}
+
+bool rt_cluster_clock_offset(const rt_cluster_clock *k, const char *node, int64_t *offset_ns)
+{
+    for (size_t i = 0; k && i < k->n; i++) {
+        if (strcmp(k->v[i].node, node) == 0) {
+            *offset_ns = k->v[i].offset;
+            return true;
+        }
+    }
+    return false;
 }
 
 size_t rt_cluster_clock_count(const rt_cluster_clock *k)

@@ -637,7 +637,9 @@ const char *rt_cluster_regs_route(rt_cluster_regs *r, const char *realm, const c
         uint64_t at = n_local ? (first ? local->first_ms : local->last_ms) : 0;
         bool have = n_local > 0;
         for (size_t i = 0; i < g->n_nodes; i++) {
-            uint64_t t = first ? g->nodes[i].first_ms : g->nodes[i].last_ms;
+            /* On this node's clock, as local->first_ms and last_ms are. */
+            uint64_t t = rt_cluster_wall_ms_here(
+                    r->c, g->nodes[i].id, first ? g->nodes[i].first_ms : g->nodes[i].last_ms);
             if (!have || (first ? t < at : t > at)) {
                 have = true;
                 at = t;

@@ -4,8 +4,9 @@ with python3-autobahn clients on different nodes and mixed serializers: a call c
 roundrobin registration spanning nodes, progressive results, cancel, call timeouts, the callee
 leaving, kill -9 of the callee's node (answered wamp.error.canceled within node_ttl + 3
 heartbeats), a stopped nats-server (calls in flight answered wamp.error.network_failure, local
-calls going on, cross-node calls again once it is back) and payload passthru mode (ppt_*) across
-nodes. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
+calls going on, cross-node calls again once it is back), payload passthru mode (ppt_*) across
+nodes, and a shared "first" registration going by one clock while one node's wall clock is 5 s
+behind (libfaketime). The harness (nats-server, configs, log waits) is cluster_harness.py's."""
 
 import asyncio
 import json
@@ -72,6 +73,33 @@ class TestClusterRpc(ch.ClusterCase):
         with self.assertRaises(ApplicationError) as cm:
             await h.step(caller.call(h.uri(self, "none")))
         self.assertEqual(cm.exception.error, "wamp.error.no_such_procedure")
+
+    async def test_first_goes_by_one_clock(self):
+        """node_a's wall clock is 5 s behind node_b's (libfaketime). A shared registration with
+        invoke "first": node_b's callee registers, then node_a's. By node_a's clock its callee
+        came first; each node puts the other's registration times on its own clock with the
+        offset it measured from the heartbeats, so a CALL on either node goes to node_b's."""
+        a, b = self.nodes("node_a", "node_b", envs={"node_a": ch.faked_clock("-5s")})
+        await asyncio.sleep(1.5)  # a few heartbeats: each node measures the other's clock
+        proc = h.uri(self, "first")
+        first = RegisterOptions(invoke="first")
+        sb = await self.session(b, "json")
+        await h.step(sb.register(lambda: "b", proc, options=first))
+        await asyncio.sleep(0.5)
+        sa = await self.session(a, "json")
+        await h.step(sa.register(lambda: "a", proc, options=first))
+        for node in (a, b):
+            caller = await self.session(node, "msgpack")
+            deadline = time.monotonic() + 10
+            # (Until the node knows both registrations: the table's deltas cross NATS.)
+            while True:
+                got = await self.call_when_known(caller, proc)
+                if got == "b" or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            self.assertEqual(got, "b")
+            for _ in range(5):
+                self.assertEqual(await h.step(caller.call(proc)), "b")
 
     async def test_already_exists_across_nodes(self):
         a, b = self.nodes("node_a", "node_b")

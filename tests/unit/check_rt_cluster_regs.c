@@ -58,11 +58,27 @@ static void teardown(void)
     }
 }
 
-static node *start(size_t i)
+/* The nodes' wall clocks (start_clocked()): the fake clock from a fixed epoch, plus each node's
+ * offset in ms. */
+static int64_t wall_off_ms[3];
+
+static uint64_t wall_of(void *ctx)
+{
+    int64_t off = *(const int64_t *)ctx * 1000000;
+    return 1795700000ull * 1000000000ull + clk.now_us * 1000u + (uint64_t)off;
+}
+
+/* Node i (its id "a", "b" or "c") with its registry, its wall clock off by off_ms and watched
+ * (rt_cluster_watch_clocks()) unless off_ms is INT64_MIN. */
+static node *start_clocked(size_t i, int64_t off_ms)
 {
     static const char *const ids[] = {"a", "b", "c"};
     node *n = &nodes[i];
-    n->c = fake_cluster_member_new(bus, &clk, ids[i], i + 1, HB_MS, TTL_MS, 500, &n->l);
+    wall_off_ms[i] = off_ms;
+    n->c = off_ms == INT64_MIN
+                   ? fake_cluster_member_new(bus, &clk, ids[i], i + 1, HB_MS, TTL_MS, 500, &n->l)
+                   : fake_cluster_member_new_clocked(bus, &clk, ids[i], i + 1, wall_of,
+                                                     &wall_off_ms[i], 1000, &n->l);
     ck_assert_ptr_nonnull(n->c);
     rt_cluster_regs_options ro = {.ops = &fake_link_ops,
                                   .link = n->l,
@@ -77,6 +93,11 @@ static node *start(size_t i)
     fake_link_set_up(n->l, true);
     fake_bus_run(bus);
     return n;
+}
+
+static node *start(size_t i)
+{
+    return start_clocked(i, INT64_MIN);
 }
 
 static void kill_node(node *n)
@@ -229,6 +250,37 @@ START_TEST(test_first_last_random)
 
 END_TEST
 
+START_TEST(test_first_last_on_one_clock)
+{
+    /* b's wall clock is 1 s behind a's and c's: its callee registered at 300 by its clock did
+     * at 1300 by c's, after a's at 500. Once c has heard the nodes' clocks, first goes to a and
+     * last to b, as they registered. */
+    node *a = start_clocked(0, 0), *b = start_clocked(1, -1000), *c = start_clocked(2, 0);
+    (void)a;
+    (void)b;
+    run_ms(2 * HB_MS + 100);
+    int64_t ns = 0;
+    ck_assert_uint_eq(rt_cluster_clock_offset_count(c->c), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const char *id = rt_cluster_clock_offset_at(c->c, i, &ns);
+        ck_assert_int_eq(ns, id[0] == 'b' ? -1000000000ll : 0);
+    }
+    ck_assert_int_eq(reg(a, "f", WAMP_MATCH_EXACT, "first", 1, 500), WAMP_OK);
+    ck_assert_int_eq(reg(b, "f", WAMP_MATCH_EXACT, "first", 1, 300), WAMP_OK);
+    ck_assert_str_eq(route(c, "f", NULL), "a");
+    rt_creg_local lc = {"f", WAMP_MATCH_EXACT, "first", 1, 400, 400};
+    ck_assert_int_eq(reg(c, "f", WAMP_MATCH_EXACT, "first", 1, 400), WAMP_OK);
+    ck_assert_str_eq(route(c, "f", &lc), ""); /* c's own, at 400, is first */
+    ck_assert_int_eq(reg(a, "l", WAMP_MATCH_EXACT, "last", 1, 500), WAMP_OK);
+    ck_assert_int_eq(reg(b, "l", WAMP_MATCH_EXACT, "last", 1, 300), WAMP_OK);
+    ck_assert_str_eq(route(c, "l", NULL), "b");
+    /* A node c has not heard from: its reading as it is. */
+    ck_assert_uint_eq(rt_cluster_wall_ms_here(c->c, "z", 300), 300);
+    ck_assert_uint_eq(rt_cluster_wall_ms_here(c->c, "b", 300), 1300);
+}
+
+END_TEST
+
 START_TEST(test_pattern_precedence)
 {
     node *a = start(0), *b = start(1);
@@ -303,6 +355,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_single_race);
     tcase_add_test(tc, test_shared_policies);
     tcase_add_test(tc, test_first_last_random);
+    tcase_add_test(tc, test_first_last_on_one_clock);
     tcase_add_test(tc, test_pattern_precedence);
     tcase_add_test(tc, test_killed_node);
     tcase_add_test(tc, test_link_down_then_back);
