@@ -180,6 +180,8 @@ typedef struct pub_ctx {
     bool exclude_me;
     bool disclose; /* publisher identification */
     bool retain;   /* event retention */
+    /* when retain_event() retained it (wall clock), 0 when it did not */
+    uint64_t retained_ns;
     pub_filter filter;
     const rt_broker_pub *from; /* another node's publication (its publisher), or NULL */
 } pub_ctx;
@@ -426,10 +428,10 @@ static size_t limit_or(size_t v, size_t dflt)
     return v ? v : dflt;
 }
 
-/* PUBLISH with retain: the event replaces the topic's retained one. Within the realm's limits
- * (topics and bytes): over them the event is not retained (and the topic keeps none), which is
- * logged. WAMP_ENOMEM. */
-static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *options)
+/* PUBLISH with retain: the event replaces the topic's retained one (p->retained_ns: when).
+ * Within the realm's limits (topics and bytes): over them the event is not retained (and the
+ * topic keeps none), which is logged. WAMP_ENOMEM. */
+static wamp_err retain_event(rt_broker *b, pub_ctx *p, const json_t *options)
 {
     rt_router *rt = rt_realm_router(b->realm);
     size_t max_topics = limit_or(rt->cfg->limits.max_retained_topics, RT_DEF_MAX_RETAINED_TOPICS);
@@ -478,6 +480,7 @@ static wamp_err retain_event(rt_broker *b, const pub_ctx *p, const json_t *optio
         return WAMP_ENOMEM;
     }
     b->retained_bytes += bytes;
+    p->retained_ns = r->wall_ns;
     return WAMP_OK;
 }
 
@@ -608,7 +611,8 @@ static void tell_remote(rt_broker *b, rt_session *s, const wamp_msg *m, const pu
                         .publisher = s->id,
                         .publisher_authid = s->authid,
                         .publisher_authrole = s->authrole,
-                        .retain = p->retain};
+                        .retain = p->retain,
+                        .retained_ns = p->retained_ns};
     /* The other nodes' EVENTs carry the publication's correlation (while a trace runs). */
     rt_action_mark mark;
     memset(&mark, 0, sizeof(mark));
@@ -964,13 +968,6 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
                         json_string_value(json_object_get(pub, "publisher_authrole"))};
         fn(arg, &rp);
     }
-}
-
-bool rt_broker_retained_time(rt_broker *b, const char *topic, uint64_t *wall_ns)
-{
-    const rt_retained *r = retained_find(b, topic);
-    *wall_ns = r ? r->wall_ns : 0;
-    return r != NULL;
 }
 
 void rt_broker_retained_times(rt_broker *b,

@@ -119,6 +119,7 @@ typedef struct rt_broker_pub {
     uint64_t publisher;          /*   its session id, authid and authrole (NULL: none) */
     const char *publisher_authid, *publisher_authrole;
     bool retain;                /* the publisher asked to retain it (event_retention) */
+    uint64_t retained_ns;       /* retained here then (wall clock); 0: not (or not asked) */
     const uint8_t *correlation; /* RT_BROKER_CORRELATION_LEN bytes while a trace runs, or NULL */
 } rt_broker_pub;
 
@@ -144,9 +145,6 @@ wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t 
 void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
                                 const char *authid, const char *authrole,
                                 void (*fn)(void *arg, const rt_broker_pub *p), void *arg);
-/* When this node's retained event of topic was retained (wall clock), in *wall_ns; false when it
- * holds none. */
-bool rt_broker_retained_time(rt_broker *b, const char *topic, uint64_t *wall_ns);
 /* Calls fn(arg, topic, wall_ns) for every retained event: its topic and when it was retained
  * (wall clock). */
 void rt_broker_retained_times(rt_broker *b,

@@ -348,6 +348,7 @@ static void notice_retained(rt_cluster_broker *cb, const char *realm, const char
 
 static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
 {
+    (void)b;
     relay *rl = ctx;
     rt_cluster_broker *cb = rl->cb;
     if (!cb) {
@@ -359,11 +360,8 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
          * then compare the same two times both ways, and exactly one event stays. (Not kept
          * here, over this node's limits: the time of the publication, which still makes the
          * others drop their older one.) */
-        uint64_t at;
-        if (!rt_broker_retained_time(b, p->topic, &at)) {
-            at = rt_router_wall_ns(cb->rt);
-        }
-        notice_retained(cb, realm, p->topic, at);
+        notice_retained(cb, realm, p->topic,
+                        p->retained_ns ? p->retained_ns : rt_router_wall_ns(cb->rt));
     }
     if (!mark_nodes(cb, realm, p->topic)) {
         return;
