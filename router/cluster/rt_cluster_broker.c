@@ -67,7 +67,6 @@ struct rt_cluster_broker {
     rt_list patterns;
     uint64_t sub_ev, sub_drop, sub_ret;
     bool served;
-    bool joined_hook; /* on_joined() added to the member */
     char subj_drop[SUBJ_MAX];
     size_t max_msg;
     rt_cluster_broker_stats st; /* but remote_interest: by_key's count */
@@ -585,7 +584,7 @@ static wamp_err hook_realm(rt_cluster_broker *cb, rt_realm *r)
     return WAMP_OK;
 }
 
-/* notice_retained() of one of a realm's retained events (relay_retained()). */
+/* notice_retained() of one of a realm's retained events (on_joined()). */
 static void renotice(void *arg, const char *topic, uint64_t wall_ns)
 {
     relay *rl = arg;
@@ -665,7 +664,6 @@ wamp_err rt_cluster_broker_new(rt_router *rt, rt_cluster *c, const rt_cluster_br
     if ((err = rt_cluster_add_on_joined(c, on_joined, cb)) != WAMP_OK) {
         goto fail;
     }
-    cb->joined_hook = true;
     const rt_config *cfg = rt_router_config(rt);
     for (size_t i = 0; i < cfg->n_realms; i++) {
         rt_realm *r = rt_router_find_realm(rt, cfg->realms[i].name);
@@ -698,9 +696,7 @@ void rt_cluster_broker_free(rt_cluster_broker *cb)
         rt_cluster_unserve(cb->c, cb->sub_ret);
         cb->ops->unsubscribe(cb->link, cb->sub_drop);
     }
-    if (cb->joined_hook) {
-        rt_cluster_remove_on_joined(cb->c, on_joined, cb);
-    }
+    rt_cluster_remove_on_joined(cb->c, on_joined, cb); /* (not added: nothing happens) */
     rt_cluster_table_free(cb->table);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&cb->by_key); it.node;) {
         interest *in = RT_CONTAINER_OF(it.node, interest, by_key);
