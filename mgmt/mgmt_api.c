@@ -424,15 +424,6 @@ static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, trace *t, 
     return err;
 }
 
-/* A node's seq in a merged reading's argument v: v itself (an integer for every node) or
- * v[node_id]; dflt when it has none, in_map when v is a map without node_id. */
-static json_int_t seq_for_node(const json_t *v, const char *node_id, json_int_t dflt,
-                               json_int_t in_map)
-{
-    json_t *mine = json_is_object(v) ? json_object_get(v, node_id) : (json_t *)v;
-    return json_is_integer(mine) ? json_integer_value(mine) : json_is_object(v) ? in_map : dflt;
-}
-
 /* cluster.get_trace_page(node_id, worker_id, trace_id, from_seq, limit, to_seq), for the merged
  * reading (not registered): {"records", "now", "running"} where from_seq is this node's cursor,
  * or a map {node_id: seq} holding it (absent: 0), to_seq its last seq to read the same way
@@ -448,8 +439,8 @@ static wamp_err proc_trace_page(mgmt_api *m, const mgmt_who *who, trace *t, cons
         return err;
     }
     const char *node = m->cfg->node_id;
-    json_int_t from = seq_for_node(rt_local_arg(args, kwargs, 3, "from_seq"), node, 0, 0);
-    json_int_t to = seq_for_node(rt_local_arg(args, kwargs, 5, "to_seq"), node, -2, -1);
+    json_int_t from = mgmt_merge_from_of(rt_local_arg(args, kwargs, 3, "from_seq"), node);
+    json_int_t to = mgmt_merge_to_of(rt_local_arg(args, kwargs, 5, "to_seq"), node);
     json_t *recs =
             to == -1 ? json_array()
                      : trace_render_records(t, from > 0 ? (uint64_t)from : 0,

@@ -47,16 +47,13 @@ static bool item_key(const merge_stream *s, const json_t *rec, merge_key *k)
     return true;
 }
 
-/* A node's cursor: from itself when it is one seq for every node, else from[node] or 0. */
-static json_int_t from_of(const json_t *from, const char *node)
+json_int_t mgmt_merge_from_of(const json_t *from, const char *node)
 {
     json_t *v = json_is_integer(from) ? (json_t *)from : json_object_get(from, node);
     return json_is_integer(v) ? json_integer_value(v) : 0;
 }
 
-/* A node's last seq to read (inclusive): to itself when it is one seq for every node, else
- * to[node], or -1 (none) for a node missing from the map; -2: no bound (to NULL or null). */
-static json_int_t to_of(const json_t *to, const char *node)
+json_int_t mgmt_merge_to_of(const json_t *to, const char *node)
 {
     if (json_is_object(to)) {
         json_t *v = json_object_get(to, node);
@@ -65,7 +62,8 @@ static json_int_t to_of(const json_t *to, const char *node)
     return json_is_integer(to) ? json_integer_value(to) : -2;
 }
 
-/* How many of a node's page's items (from the first) lie within its bound to (to_of()): a node
+/* How many of a node's page's items (from the first) lie within its bound to
+ * (mgmt_merge_to_of()): a node
  * that ignored the bound (an older one) answers the items after it too, which are left unread. */
 static size_t within_bound(json_t *recs, json_int_t to)
 {
@@ -104,7 +102,7 @@ json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, const json_t *
         }
         if (json_object_get(page, "error")) {
             ok = json_object_set(errors, node, page) == 0 &&
-                 json_object_set_new(next, node, json_integer(from_of(from, node))) == 0;
+                 json_object_set_new(next, node, json_integer(mgmt_merge_from_of(from, node))) == 0;
             continue;
         }
         json_t *recs = json_object_get(page, "records");
@@ -113,11 +111,11 @@ json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, const json_t *
             ok = false;
             break;
         }
-        json_int_t upto = to_of(to, node);
+        json_int_t upto = mgmt_merge_to_of(to, node);
         size_t len = within_bound(recs, upto);
         merge_stream *s = &st[ns++];
         *s = (merge_stream){.node = node, .recs = recs, .len = len};
-        ok = json_object_set_new(next, node, json_integer(from_of(from, node))) == 0;
+        ok = json_object_set_new(next, node, json_integer(mgmt_merge_from_of(from, node))) == 0;
         /* The first key this node's unread records can have. */
         merge_key bound = {0};
         merge_key end;
@@ -133,7 +131,7 @@ json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, const json_t *
             }
             bound.seq++;
         } else if (json_is_true(json_object_get(page, "running"))) {
-            json_int_t seq = from_of(from, node);
+            json_int_t seq = mgmt_merge_from_of(from, node);
             merge_key last;
             if (len > 0 && item_key(s, json_array_get(recs, len - 1), &last)) {
                 seq = last.seq + 1;

@@ -29,4 +29,12 @@
  * the nodes' errors. NULL on allocation failure or when a page is malformed. */
 json_t *mgmt_merge_pages(const json_t *pages, const json_t *from, const json_t *to, size_t limit);
 
+/* A node's cursor in a merged reading's from_seq: from itself when it is one seq for every node,
+ * else from[node], or 0. */
+json_int_t mgmt_merge_from_of(const json_t *from, const char *node);
+/* A node's last seq to read (inclusive) in a merged reading's to_seq: to itself when it is one
+ * seq for every node, else to[node], or -1 (none) for a node missing from the map; -2: no bound
+ * (to NULL or null). */
+json_int_t mgmt_merge_to_of(const json_t *to, const char *node);
+
 #endif /* MGMT_MERGE_H */
