@@ -1024,19 +1024,15 @@ static int merged_page(ctl *c, const char *id, json_t **cursor, const json_t *to
 }
 
 /* What a merged reading reads, from meta (get_trace "*": {node_id: metadata or error}): of each
- * node the seqs its trace held then. *to (the merged pages' to_seq) maps each node to its last
- * seq where it held any, *first (unless NULL) to its first_seq, *bound (unless NULL) to its
- * next_seq; nodes that answered an error are in none. Returns the seqs held in all (new objects
- * in *to, *first, *bound). */
-static long long merged_range(const json_t *meta, json_t **to, json_t **first, json_t **bound)
+ * node the seqs its trace held then. *to (the merged pages' to_seq) maps each node that held
+ * any to its last seq, and *first (unless NULL) to its first_seq; nodes that held none or
+ * answered an error are in neither. Returns the seqs held in all (new objects in *to, *first). */
+static long long merged_range(const json_t *meta, json_t **to, json_t **first)
 {
     long long total = 0;
     *to = json_object();
     if (first) {
         *first = json_object();
-    }
-    if (bound) {
-        *bound = json_object();
     }
     const char *node;
     json_t *m;
@@ -1044,17 +1040,12 @@ static long long merged_range(const json_t *meta, json_t **to, json_t **first, j
     {
         json_t *f = json_object_get(m, "first_seq");
         json_t *n = json_object_get(m, "next_seq");
-        if (json_is_integer(f) && json_is_integer(n)) { /* (not an error) */
-            json_int_t held = json_integer_value(n) - json_integer_value(f);
+        json_int_t held = json_integer_value(n) - json_integer_value(f);
+        if (json_is_integer(f) && json_is_integer(n) && held > 0) { /* (not an error) */
             total += held;
+            json_object_set_new(*to, node, json_integer(json_integer_value(n) - 1));
             if (first) {
                 json_object_set(*first, node, f);
-            }
-            if (bound) {
-                json_object_set(*bound, node, n);
-            }
-            if (held > 0) {
-                json_object_set_new(*to, node, json_integer(json_integer_value(n) - 1));
             }
         }
     }
@@ -1229,19 +1220,13 @@ static json_t *dropped_item(long long first, long long last)
                      "reason", "dropped");
 }
 
-/* The first seq item r stands for: a record's own, a gap item's from_seq. */
-static long long item_first(const json_t *r)
-{
-    const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
-    return (long long)json_integer_value(json_object_get(r, key));
-}
-
 /* Reading a trace item by item in seq order, *next the seq expected: the gap item for what the
- * trace dropped before item r when r starts past it (item_first()), else NULL; *next then goes
- * past r. */
+ * trace dropped before item r when r starts past it (r's first seq: a record's own, a gap item's
+ * from_seq), else NULL; *next then goes past r. */
 static json_t *gap_before(const json_t *r, long long *next)
 {
-    long long first = item_first(r);
+    const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
+    long long first = (long long)json_integer_value(json_object_get(r, key));
     json_t *gap = first > *next ? dropped_item(*next, first - 1) : NULL;
     *next = (long long)json_integer_value(json_object_get(r, "seq")) + 1;
     return gap;
@@ -1297,7 +1282,7 @@ static int cmd_data(ctl *c)
         if ((rc = call(c, PROC("get_trace"), target_args_id(c, pos[0]), &meta)) != EX_OK) {
             return rc;
         }
-        (void)merged_range(meta, &to, NULL, NULL);
+        (void)merged_range(meta, &to, NULL);
         json_decref(meta);
     }
     bool filtering = filter_active(&f.filt);
@@ -1698,10 +1683,10 @@ static void progress(long long done, long long total)
  * further (a busy trace would be chased for ever); what the trace drops before a page reads it
  * (a running flight recorder moves on while it is read) is missing from the copy, and each such
  * range is said where it would be (a gap item in the JSON Lines) and counted (lost, gaps). --node
- * '*': the merged pages from cursor up to to (merged_range()), of each node the seqs its trace
- * held when the export began, from expect (node_gap_before()) up to bound ({node_id:
- * next_seq}), with the same gap items; a node that answers an error is left out from then on
- * (said on stderr). */
+ * '*': the merged pages from cursor, of each node the seqs its trace held when the export
+ * began, from expect (node_gap_before()) up to to_map ({node_id: last seq}: merged_range()),
+ * with the same gap items; a node that answers an error is left out from then on (said on
+ * stderr). */
 typedef struct export_run {
     ctl *c;
     const char *id;
@@ -1709,7 +1694,7 @@ typedef struct export_run {
     bool merged;
     FILE *out;
     ctl_chrome *ch; /* the Chrome export; NULL: JSON Lines */
-    json_t *cursor, *reported, *expect, *bound, *to_map;
+    json_t *cursor, *reported, *expect, *to_map;
     long long from, to, total, done, lost, gaps;
 } export_run;
 
@@ -1719,7 +1704,6 @@ static void export_run_fini(export_run *x)
     json_decref(x->cursor);
     json_decref(x->reported);
     json_decref(x->expect);
-    json_decref(x->bound);
     json_decref(x->to_map);
 }
 
@@ -1737,17 +1721,17 @@ static bool export_gap(export_run *x, json_t *gap)
     return ok;
 }
 
-/* Whether a merged export has read every node's range: each node's cursor at its bound, but a
- * node's that answered an error. */
+/* Whether a merged export has read every node's range: each node's cursor past its last seq,
+ * but a node's that answered an error. */
 static bool merged_done(const export_run *x)
 {
     const char *node;
-    json_t *b;
-    json_object_foreach(x->bound, node, b)
+    json_t *last;
+    json_object_foreach(x->to_map, node, last)
     {
         json_t *next = json_object_get(x->cursor, node);
         if (!json_object_get(x->reported, node) &&
-            (!json_is_integer(next) || json_integer_value(next) < json_integer_value(b))) {
+            (!json_is_integer(next) || json_integer_value(next) <= json_integer_value(last))) {
             return false;
         }
     }
@@ -1759,11 +1743,11 @@ static bool merged_end_gaps(export_run *x)
 {
     bool ok = true;
     const char *node;
-    json_t *b;
-    json_object_foreach(x->bound, node, b)
+    json_t *last;
+    json_object_foreach(x->to_map, node, last)
     {
         long long from = (long long)json_integer_value(json_object_get(x->expect, node));
-        long long to = (long long)json_integer_value(b) - 1;
+        long long to = (long long)json_integer_value(last);
         if (ok && !json_object_get(x->reported, node) && from <= to) {
             json_t *gap = dropped_item(from, to);
             json_object_set_new(gap, "node_id", json_string(node));
@@ -1861,7 +1845,7 @@ static int cmd_export(ctl *c)
     if (x.merged) {
         x.cursor = json_integer(0);
         x.reported = json_object();
-        x.total = merged_range(meta, &x.to_map, &x.expect, &x.bound);
+        x.total = merged_range(meta, &x.to_map, &x.expect);
     } else {
         x.total = held_seqs(meta);
         x.from = (long long)json_integer_value(json_object_get(meta, "first_seq"));

@@ -33,7 +33,7 @@ const app = {
   workers: new Map(), // node -> worker_id
   traces: new Map(), // traceKey(node, id) -> metadata (with `node`; node "*": cluster-wide)
   nodeErrors: new Map(), // node -> why its traces could not be listed
-  clockOffsets: {}, // node -> seconds its wall clock is from app.node's (get_worker, stats.cluster)
+  clockOffsets: {}, // node -> seconds its wall clock is from app.node's (read while a "*" view is open)
   view: null, // the open trace (TraceView)
   pollTimer: null,
   listedAt: 0, // when the trace list was last read (ms)
@@ -217,13 +217,11 @@ function droppedItem(first, last) {
   return { seq: last, kind: 'gap', msg_type: 'Gap', from_seq: first, to_seq: last, reason: 'dropped' };
 }
 
-// The first seq item r stands for: a record's own, a gap item's from_seq.
-const firstSeq = (r) => (r.kind === 'gap' ? r.from_seq : r.seq);
-
 // Reading a trace in seq order with next the seq expected: the gap item for what the trace dropped
-// before item r when r starts past it (firstSeq()), else null.
+// before item r when r starts past it (r's first seq: a record's own, a gap item's from_seq),
+// else null.
 function gapBefore(r, next) {
-  const first = firstSeq(r);
+  const first = r.kind === 'gap' ? r.from_seq : r.seq;
   return first > next ? droppedItem(next, first - 1) : null;
 }
 
@@ -282,8 +280,8 @@ async function refreshTraces() {
         errors.set(node, errText(e));
       }
     }));
-    if (clustered()) {
-      addClusterWide(traces);
+    if (clustered()) addClusterWide(traces);
+    if (app.view && app.view.merged) { // (its header names the clocks apart)
       const w = await api(app.node, 'get_worker').catch(() => null);
       app.clockOffsets = (w && w.stats && w.stats.cluster && w.stats.cluster.clock_offsets) || {};
     }
@@ -1305,17 +1303,16 @@ async function readNode(node, id, out) {
 // to_seq, so that no node's records wait for another's clock); a node that answers an error is
 // left out from then on. Returns the nodes left out.
 async function readMerged(id, out) {
-  const bound = new Map(), nodeNext = new Map(), failed = new Set(), to = {};
+  const nodeNext = new Map(), failed = new Set(), to = {}; // to: node -> its last seq held
   for (const [n, m] of Object.entries(await api('*', 'get_trace', id) || {})) {
-    if (m && typeof m.next_seq === 'number') {
-      bound.set(n, m.next_seq);
-      nodeNext.set(n, m.first_seq);
-      if (m.next_seq > m.first_seq) to[n] = m.next_seq - 1;
-    } else {
+    if (!m || typeof m.next_seq !== 'number') {
       failed.add(n);
+    } else if (m.next_seq > m.first_seq) {
+      nodeNext.set(n, m.first_seq);
+      to[n] = m.next_seq - 1;
     }
   }
-  const reached = (next) => [...bound].every(([n, end]) => failed.has(n) || (next[n] ?? 0) >= end);
+  const reached = (next) => Object.entries(to).every(([n, last]) => failed.has(n) || (next[n] ?? 0) > last);
   let cursor = 0;
   for (;;) {
     const page = await api('*', 'get_trace_data', id, cursor, to, PAGE);
@@ -1329,8 +1326,8 @@ async function readMerged(id, out) {
     out.progress();
     if (!page.records.length || reached(cursor)) break;
   }
-  for (const [n, end] of bound) {
-    if (!failed.has(n) && nodeNext.get(n) < end) out.gap({ ...droppedItem(nodeNext.get(n), end - 1), node_id: n });
+  for (const [n, last] of Object.entries(to)) {
+    if (!failed.has(n) && nodeNext.get(n) <= last) out.gap({ ...droppedItem(nodeNext.get(n), last), node_id: n });
   }
   return failed;
 }
