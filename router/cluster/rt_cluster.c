@@ -707,15 +707,12 @@ const char *rt_cluster_clock_offset_at(const rt_cluster *c, size_t i, int64_t *o
 uint64_t rt_cluster_wall_ms_here(const rt_cluster *c, const char *node, uint64_t ms)
 {
     int64_t ns;
-    if (!rt_cluster_clock_offset(c->clk, node, &ns)) {
+    if (!rt_cluster_clock_offset(c->clk, node, &ns) || ms > (uint64_t)INT64_MAX / 2) {
         return ms;
     }
-    int64_t off = ns / 1000000; /* ms, toward 0 */
-    if (off >= 0) {
-        return ms > (uint64_t)off ? ms - (uint64_t)off : 0;
-    }
-    uint64_t add = (uint64_t)(-(off + 1)) + 1;
-    return ms > UINT64_MAX - add ? UINT64_MAX : ms + add;
+    /* (An offset in ms is within +-INT64_MAX / 10^6: no overflow below.) */
+    int64_t here = (int64_t)ms - ns / 1000000;
+    return here < 0 ? 0 : (uint64_t)here;
 }
 
 wamp_err rt_cluster_set_link(rt_cluster *c, const rt_cluster_ops *ops, void *link)

@@ -46,12 +46,23 @@ void rt_cluster_clock_free(rt_cluster_clock *k)
     free(k);
 }
 
-static peer_clock *peer_get(rt_cluster_clock *k, const char *node)
+/* Node's entry, or NULL. */
+static peer_clock *peer_find(const rt_cluster_clock *k, const char *node)
 {
-    for (size_t i = 0; i < k->n; i++) {
+    for (size_t i = 0; k && i < k->n; i++) {
         if (strcmp(k->v[i].node, node) == 0) {
             return &k->v[i];
         }
+    }
+    return NULL;
+}
+
+/* Node's entry, made if needed; NULL on allocation failure. */
+static peer_clock *peer_get(rt_cluster_clock *k, const char *node)
+{
+    peer_clock *found = peer_find(k, node);
+    if (found) {
+        return found;
     }
     if (k->n == k->cap) {
         size_t cap = k->cap ? 2 * k->cap : 4;
@@ -74,7 +85,8 @@ static peer_clock *peer_get(rt_cluster_clock *k, const char *node)
 /* Logs a node's offset crossing the bound, either way (once per crossing). */
 static void say(rt_cluster_clock *k, peer_clock *p)
 {
-    uint64_t mag = p->offset < 0 ? (uint64_t)(-(p->offset + 1)) + 1 : (uint64_t)p->offset;
+    /* (Offsets are clamped to +-INT64_MAX: rt_cluster_clock_heard().) */
+    uint64_t mag = (uint64_t)(p->offset < 0 ? -p->offset : p->offset);
     bool over = k->max_ns && mag > k->max_ns;
     if (over == p->over) {
         return;
@@ -132,13 +144,11 @@ void rt_cluster_clock_prune(rt_cluster_clock *k, bool (*live)(void *arg, const c
 
 bool rt_cluster_clock_offset(const rt_cluster_clock *k, const char *node, int64_t *offset_ns)
 {
-    for (size_t i = 0; k && i < k->n; i++) {
-        if (strcmp(k->v[i].node, node) == 0) {
-            *offset_ns = k->v[i].offset;
-            return true;
-        }
+    const peer_clock *p = peer_find(k, node);
+    if (p) {
+        *offset_ns = p->offset;
     }
-    return false;
+    return p != NULL;
 }
 
 size_t rt_cluster_clock_count(const rt_cluster_clock *k)
