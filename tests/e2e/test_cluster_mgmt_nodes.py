@@ -215,7 +215,9 @@ class TestClusterMgmtNodes(ClusterMgmtCase):
 
         # Node B killed mid-trace: reported gone, A's and C's records still readable.
         b.kill()
-        page = await self.call(mgmt, "get_trace_data", "*", w, tid, 0, None, 1000)
+        page = await ch.after_kill(
+            lambda: self.call(mgmt, "get_trace_data", "*", w, tid, 0, None, 1000),
+            lambda p: p["errors"].get("node_b", {}).get("error") == "wamp.error.timeout")
         self.assertEqual(page["errors"]["node_b"]["error"], "crossbar.error.no_such_object")
         self.assertIn('"node_b"', page["errors"]["node_b"]["args"][0])
         got = {(r["node_id"], r["seq"]) for r in page["records"]}
