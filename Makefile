@@ -141,24 +141,18 @@ test: deps
 # from the committed seeds (tests/fuzz/corpus/<t>) and regressions, keeps what it discovers in
 # build-fuzz/corpus/<t> (never in the source tree) and writes a crashing input to
 # build-fuzz/crashes/<t>/: copy it into tests/fuzz/regressions/<t>/ with the fix, and every test
-# build replays it from then on. FUZZ_SECONDS per target: 0 (off) in `make test` unless CI is set
-# (then 40); `make fuzz FUZZ_SECONDS=3600` for a long run by hand.
+# build replays it from then on. The targets run NPROC at a time (tests/fuzz/run_target.sh).
+# FUZZ_SECONDS per target: 0 (off) in `make test` unless CI is set (then 40); `make fuzz
+# FUZZ_SECONDS=3600` for a long run by hand.
 fuzz-build:
 	CC=clang cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRT_FUZZ=ON \
 		-DRT_SANITIZE=address,undefined
 	cmake --build $(FUZZ_DIR) -j$(NPROC) --target $(FUZZ_TARGETS)
 
 fuzz: deps fuzz-build
-	@for t in $(FUZZ_TARGETS); do \
-		mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/crashes/$$t; \
-		echo "fuzz: $$t for $(FUZZ_RUN_SECONDS) s"; \
-		$(SANITIZER_ENV) $(FUZZ_DIR)/tests/fuzz/$$t -max_total_time=$(FUZZ_RUN_SECONDS) \
-			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crashes/$$t/ \
-			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t \
-			2>$(FUZZ_DIR)/$$t.log || { tail -n 60 $(FUZZ_DIR)/$$t.log; \
-			echo "fuzz: $$t failed; the input is in $(FUZZ_DIR)/crashes/$$t/"; exit 1; }; \
-		grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' $(FUZZ_DIR)/$$t.log; \
-	done
+	@echo "fuzz: $(words $(FUZZ_TARGETS)) targets, $(FUZZ_RUN_SECONDS) s each, $(NPROC) at a time"
+	@printf '%s\n' $(FUZZ_TARGETS) | $(SANITIZER_ENV) xargs -P $(NPROC) -I{} \
+		tests/fuzz/run_target.sh $(FUZZ_DIR) {} $(FUZZ_RUN_SECONDS)
 
 # Crash-consistency harness of persisted traces (tests/crash/README.md): SECONDS of writers
 # killed with SIGKILL, injected write/fsync failures and damaged files, each followed by a reopen
