@@ -22,8 +22,11 @@
 #define TABLE_NAME "subs"
 /* Snapshot chunks of the interest table: a URI is short, so 64 KiB holds hundreds of entries. */
 #define TABLE_MESSAGE_BYTES 65536
-/* "<name>.node.<id>.ev", "<name>.ret.drop". */
+/* "<name>.node.<id>.ev", "<name>.ret.drop", "<name>.ret.drops". */
 #define SUBJ_MAX (2 * RT_CLUSTER_TOKEN_MAX + 32)
+/* A batch of retained-event notices ("<name>.ret.drops") is sent once its entries take about
+ * this many bytes: a few hundred topics a message, well within a NATS server's max_payload. */
+#define NOTICE_BATCH_BYTES 8192
 
 /* One realm's hooks: the observer's and the broker's ctx. Owned by the realm's observer list
  * (freed by its detach), as the list outlives the cluster broker; cb is NULL once that is gone. */
@@ -65,9 +68,10 @@ struct rt_cluster_broker {
     size_t n_nodes;
     rt_hmap by_key, by_topic;
     rt_list patterns;
-    uint64_t sub_ev, sub_drop, sub_ret;
+    uint64_t sub_ev, sub_drop, sub_drops, sub_ret;
     bool served;
     char subj_drop[SUBJ_MAX];
+    char subj_drops[SUBJ_MAX];
     size_t max_msg;
     rt_cluster_broker_stats st; /* but remote_interest: by_key's count */
 };
@@ -345,6 +349,56 @@ static void notice_retained(rt_cluster_broker *cb, const char *realm, const char
     free(text);
 }
 
+/* Notices of many retained events of one realm in few messages (a join tells all of this node's
+ * again, and the answers to such a batch): {"n": node, "r": realm, "d": [[topic, wall_ns], ...]}
+ * on "<name>.ret.drops", each message of about NOTICE_BATCH_BYTES. (A node of an earlier version
+ * does not subscribe to that subject: it gets the single notices alone.) */
+typedef struct notice_batch {
+    rt_cluster_broker *cb;
+    const char *realm;
+    json_t *d;    /* the entries not sent yet, or NULL */
+    size_t bytes; /* about what they take */
+} notice_batch;
+
+/* Sends the batch's entries (if any) as one message. */
+static void batch_flush(notice_batch *nb)
+{
+    if (!nb->d) {
+        return;
+    }
+    rt_cluster_broker *cb = nb->cb;
+    size_t n = json_array_size(nb->d);
+    json_t *m = json_pack("{s:s, s:s, s:o}", "n", rt_cluster_node_id(cb->c), "r", nb->realm, "d",
+                          nb->d); /* (takes d, also on failure) */
+    nb->d = NULL;
+    nb->bytes = 0;
+    char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    wamp_err err = text ? cb->ops->publish(cb->link, cb->subj_drops, NULL, text, strlen(text))
+                        : WAMP_ENOMEM;
+    free(text);
+    if (err != WAMP_OK) {
+        RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(cb->rt), "cluster notices not sent", 0,
+                       "cluster: %zu retained-event notices of realm %s not sent: %s", n, nb->realm,
+                       wamp_strerror(err));
+    }
+}
+
+/* Adds the notice of topic's retained event of wall_ns to the batch, sent when it is full. */
+static void batch_add(notice_batch *nb, const char *topic, uint64_t wall_ns)
+{
+    if (!nb->d && !(nb->d = json_array())) {
+        return;
+    }
+    if (json_array_append_new(nb->d, json_pack("[s, I]", topic, (json_int_t)wall_ns)) != 0) {
+        return; /* out of memory: that notice is not sent */
+    }
+    nb->bytes += strlen(topic) + 32;
+    if (nb->bytes >= NOTICE_BATCH_BYTES) {
+        batch_flush(nb);
+    }
+}
+
 static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
 {
     (void)b;
@@ -402,8 +456,34 @@ static void on_event(void *arg, const char *subject, const char *reply, const vo
     rt_cluster_envelope_fini(&e);
 }
 
-static void on_retained_drop(void *arg, const char *subject, const char *reply, const void *data,
-                             size_t len)
+/* One notice from node: [topic, w] (JSON, either NULL). This node's retained event on topic goes
+ * if it is older than w (ties by node id); when this node's is the later one, the other node is
+ * told to drop its own (its notice may have crossed this node's, or its clock be behind): into
+ * answers when the notice came in a batch, else at once. false: not a valid notice. */
+static bool take_notice(rt_cluster_broker *cb, rt_broker *b, const char *node, const char *realm,
+                        const json_t *topic_j, const json_t *w, notice_batch *answers)
+{
+    const char *topic = json_string_value(topic_j);
+    uint64_t kept;
+    if (!topic || !json_is_integer(w)) {
+        return false;
+    }
+    if (rt_broker_retained_drop(b, topic, (uint64_t)json_integer_value(w),
+                                strcmp(rt_cluster_node_id(cb->c), node) > 0, &kept)) {
+        if (answers) {
+            batch_add(answers, topic, kept);
+        } else {
+            notice_retained(cb, realm, topic, kept);
+        }
+    }
+    return true;
+}
+
+/* A notice ("<name>.ret.drop": {"n": node, "r": realm, "t": topic, "w": wall_ns}) or a batch of
+ * them ("<name>.ret.drops", notice_batch; the answers batched too). An entry of a batch that is
+ * not [topic, time] is skipped, and the message counted as not valid. */
+static void on_notices(void *arg, const char *subject, const char *reply, const void *data,
+                       size_t len)
 {
     (void)subject;
     (void)reply;
@@ -412,19 +492,25 @@ static void on_retained_drop(void *arg, const char *subject, const char *reply, 
     json_t *m = json_loadb(data, len, 0, &jerr);
     const char *node = json_string_value(json_object_get(m, "n"));
     const char *realm = json_string_value(json_object_get(m, "r"));
-    const char *topic = json_string_value(json_object_get(m, "t"));
-    json_t *w = json_object_get(m, "w");
-    rt_broker *b = node && realm && topic && json_is_integer(w) ? broker_of(cb, realm) : NULL;
-    uint64_t kept;
-    if (b) {
-        /* This node's event is the later one: the other node is told to drop its own (its
-         * notice may have crossed this node's, or its clock be behind). */
-        if (rt_broker_retained_drop(b, topic, (uint64_t)json_integer_value(w),
-                                    strcmp(rt_cluster_node_id(cb->c), node) > 0, &kept)) {
-            notice_retained(cb, realm, topic, kept);
+    json_t *d = json_object_get(m, "d");
+    rt_broker *b = node && realm ? broker_of(cb, realm) : NULL;
+    bool ok = b && (!d || json_is_array(d));
+    if (ok && d) {
+        notice_batch answers = {.cb = cb, .realm = realm};
+        size_t i;
+        json_t *e;
+        json_array_foreach(d, i, e)
+        {
+            ok &= json_array_size(e) == 2 && take_notice(cb, b, node, realm, json_array_get(e, 0),
+                                                         json_array_get(e, 1), &answers);
         }
-    } else {
-        bad_message(cb, "a retained-event notice", len);
+        batch_flush(&answers);
+    } else if (ok) {
+        ok = take_notice(cb, b, node, realm, json_object_get(m, "t"), json_object_get(m, "w"),
+                         NULL);
+    }
+    if (!ok) {
+        bad_message(cb, d ? "a batch of retained-event notices" : "a retained-event notice", len);
     }
     json_decref(m);
 }
@@ -584,22 +670,23 @@ static wamp_err hook_realm(rt_cluster_broker *cb, rt_realm *r)
     return WAMP_OK;
 }
 
-/* notice_retained() of one of a realm's retained events (on_joined()). */
+/* batch_add() of one of a realm's retained events (on_joined()). */
 static void renotice(void *arg, const char *topic, uint64_t wall_ns)
 {
-    relay *rl = arg;
-    notice_retained(rl->cb, rt_realm_name(rl->realm), topic, wall_ns);
+    batch_add(arg, topic, wall_ns);
 }
 
 /* Each time this node joins (after start, and after its link came back): its retained events
- * told to the others again, so that two retained on one topic while the nodes could not hear
- * each other (a partition, a NATS server restarting) become one, as when they are retained
- * (on_retained_drop()). */
+ * told to the others again, in batches, so that two retained on one topic while the nodes could
+ * not hear each other (a partition, a NATS server restarting) become one, as when they are
+ * retained (on_notices()). */
 static void on_joined(void *arg)
 {
     rt_cluster_broker *cb = arg;
     for (size_t i = 0; i < cb->n_relays; i++) {
-        rt_broker_retained_times(cb->relays[i]->broker, renotice, cb->relays[i]);
+        notice_batch nb = {.cb = cb, .realm = rt_realm_name(cb->relays[i]->realm)};
+        rt_broker_retained_times(cb->relays[i]->broker, renotice, &nb);
+        batch_flush(&nb);
     }
 }
 
@@ -633,6 +720,7 @@ wamp_err rt_cluster_broker_new(rt_router *rt, rt_cluster *c, const rt_cluster_br
     rt_hmap_init(&cb->by_topic);
     rt_list_init(&cb->patterns);
     snprintf(cb->subj_drop, sizeof(cb->subj_drop), "%s.ret.drop", rt_cluster_name(c));
+    snprintf(cb->subj_drops, sizeof(cb->subj_drops), "%s.ret.drops", rt_cluster_name(c));
     rt_cluster_table_options to = {.table = TABLE_NAME,
                                    .ops = o->ops,
                                    .link = o->link,
@@ -654,7 +742,13 @@ wamp_err rt_cluster_broker_new(rt_router *rt, rt_cluster *c, const rt_cluster_br
         rt_cluster_unserve(c, cb->sub_ev);
         goto fail;
     }
-    err = o->ops->subscribe(o->link, cb->subj_drop, NULL, on_retained_drop, cb, &cb->sub_drop);
+    err = o->ops->subscribe(o->link, cb->subj_drop, NULL, on_notices, cb, &cb->sub_drop);
+    if (err == WAMP_OK) {
+        err = o->ops->subscribe(o->link, cb->subj_drops, NULL, on_notices, cb, &cb->sub_drops);
+        if (err != WAMP_OK) {
+            o->ops->unsubscribe(o->link, cb->sub_drop);
+        }
+    }
     if (err != WAMP_OK) {
         rt_cluster_unserve(c, cb->sub_ev);
         rt_cluster_unserve(c, cb->sub_ret);
@@ -695,6 +789,7 @@ void rt_cluster_broker_free(rt_cluster_broker *cb)
         rt_cluster_unserve(cb->c, cb->sub_ev);
         rt_cluster_unserve(cb->c, cb->sub_ret);
         cb->ops->unsubscribe(cb->link, cb->sub_drop);
+        cb->ops->unsubscribe(cb->link, cb->sub_drops);
     }
     rt_cluster_remove_on_joined(cb->c, on_joined, cb); /* (not added: nothing happens) */
     rt_cluster_table_free(cb->table);

@@ -27,9 +27,13 @@
  * Retained events stay on the node that received the PUBLISH; a node that retains an event for a
  * topic tells the others ("<name>.ret.drop", with its wall-clock time), which drop theirs unless
  * theirs is newer, so one node holds a topic's retained event: the last one retained, as far as
- * the nodes' clocks agree (run NTP). A SUBSCRIBE with get_retained is answered from this node at
- * once, and asks every other live node for the retained events the subscription matches and admits
- * (service "ret", rt_cluster_serve()); their answers follow as EVENTs with Details.retained.
+ * the nodes' clocks agree (run NTP). A node that holds a later one answers with its own notice.
+ * Each time a node joins (also after a lost link) it tells all its retained events again, in
+ * batches of a few hundred ("<name>.ret.drops"; answered in batches too), so that two retained on
+ * one topic while the nodes could not hear each other become one. A SUBSCRIBE with get_retained
+ * is answered from this node at once, and asks every other live node for the retained events the
+ * subscription matches and admits (service "ret", rt_cluster_serve()); their answers follow as
+ * EVENTs with Details.retained.
  *
  * Ownership: the caller owns it; the router, the cluster and its link are borrowed and must
  * outlive it (free it before the link). Service thread only. */

@@ -10,14 +10,17 @@
 #include <string.h>
 
 #include <check.h>
+#include <jansson.h>
 
 #include "fake_clock.h"
 #include "fake_cluster.h"
 #include "fake_transport.h"
+#include "rt_broker.h"
 #include "rt_cluster.h"
 #include "rt_cluster_broker.h"
 #include "rt_cluster_envelope.h"
 #include "rt_metrics.h"
+#include "rt_realm.h"
 #include "test_router.h"
 #include "wamp_types.h"
 
@@ -616,6 +619,107 @@ START_TEST(test_one_retained_event_after_a_link_outage)
 
 END_TEST
 
+/* Retained events held by node i's realm1. */
+static size_t retained_on(size_t i)
+{
+    return rt_broker_retained_count(rt_realm_broker(rt_router_find_realm(nodes[i].t.rt, "realm1")));
+}
+
+/* What a listener on the notice subjects saw: single notices, batches and their entries. */
+static size_t seen_single, seen_batches, seen_entries;
+
+static void count_notices(void *arg, const char *subject, const char *reply, const void *data,
+                          size_t len)
+{
+    (void)arg;
+    (void)reply;
+    json_t *m = json_loadb(data, len, 0, NULL);
+    if (strcmp(subject, "wsc.ret.drops") == 0) {
+        seen_batches++;
+        seen_entries += json_array_size(json_object_get(m, "d"));
+    } else {
+        seen_single++;
+    }
+    json_decref(m);
+}
+
+/* s publishes a retained event with argument arg on each of the n topics
+ * com.r.<k>. */
+static void retain_many(fake_conn *s, int n, int arg)
+{
+    for (int k = 0; k < n; k++) {
+        fake_conn_send(s, "[16, %d, {\"retain\": true}, \"com.r.%d\", [%d]]", k + 1, k, arg);
+    }
+    fake_bus_run(bus);
+}
+
+START_TEST(test_rejoin_notices_go_in_batches)
+{
+    /* As test_one_retained_event_after_a_link_outage, on 300 topics: A's join tells its 300
+     * retained events in a few messages, B answers its later ones the same way, and then B holds
+     * every topic's event and A none. */
+    fake_conn *pa = joined(0, WAMP_SER_JSON);
+    fake_conn *pb = joined(1, WAMP_SER_JSON);
+    run_ms(HB_MS + 100);
+    retain_many(pa, 300, 1);
+    ck_assert_uint_eq(retained_on(0), 300);
+    fake_link_set_up(nodes[0].l, false);
+    fake_bus_run(bus);
+    run_ms(100);
+    retain_many(pb, 300, 2);
+    ck_assert_uint_eq(retained_on(0), 300); /* (it heard nothing) */
+    ck_assert_uint_eq(retained_on(1), 300);
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    uint64_t id;
+    ck_assert_int_eq(fake_link_ops.subscribe(raw, "wsc.ret.drop", NULL, count_notices, NULL, &id),
+                     WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.subscribe(raw, "wsc.ret.drops", NULL, count_notices, NULL, &id),
+                     WAMP_OK);
+    seen_single = seen_batches = seen_entries = 0;
+    fake_link_set_up(nodes[0].l, true);
+    run_ms(HB_MS);
+    ck_assert_uint_eq(retained_on(0), 0);
+    ck_assert_uint_eq(retained_on(1), 300);
+    ck_assert_uint_eq(retained_on(2), 0);
+    ck_assert_uint_eq(seen_single, 0);
+    ck_assert_uint_eq(seen_entries, 600); /* A's 300, and B's 300 answers */
+    ck_assert_uint_ge(seen_batches, 2);
+    ck_assert_uint_le(seen_batches, 6);
+    ck_assert_uint_eq(stats(1).events_bad, 0);
+}
+
+END_TEST
+
+START_TEST(test_bad_notice_batches_are_counted)
+{
+    /* Batches that are not valid are counted and ignored; a valid entry of a batch with a bad
+     * one is still taken. */
+    fake_conn *pb = joined(1, WAMP_SER_JSON);
+    retain_many(pb, 2, 2);
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    const char *bad[] = {
+            "",
+            "{\"n\": \"z\", \"r\": \"realm1\"}",
+            "{\"n\": \"z\", \"r\": \"nope\", \"d\": []}",
+            "{\"n\": \"z\", \"r\": \"realm1\", \"d\": {}}",
+            "{\"n\": \"z\", \"r\": \"realm1\", \"d\": [[\"com.r.0\"], 7, [\"com.r.1\", "
+            "4000000000000000000]]}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.ret.drops", NULL, bad[i], strlen(bad[i])),
+                         WAMP_OK);
+    }
+    fake_bus_run(bus);
+    ck_assert_uint_eq(stats(1).events_bad, 5);
+    /* The last one's valid entry, later than B's event on com.r.1, dropped it. */
+    ck_assert_uint_eq(retained_on(1), 1);
+}
+
+END_TEST
+
 START_TEST(test_bad_messages_are_counted_and_ignored)
 {
     fake_conn *sb = joined(1, WAMP_SER_JSON);
@@ -726,6 +830,8 @@ static Suite *rt_cluster_broker_suite(void)
     tcase_add_test(tc, test_killed_node_loses_its_interest);
     tcase_add_test(tc, test_link_down_drops_events_then_interest);
     tcase_add_test(tc, test_one_retained_event_after_a_link_outage);
+    tcase_add_test(tc, test_rejoin_notices_go_in_batches);
+    tcase_add_test(tc, test_bad_notice_batches_are_counted);
     tcase_add_test(tc, test_bad_messages_are_counted_and_ignored);
     tcase_add_test(tc, test_event_carries_the_publication_correlation);
     suite_add_tcase(s, tc);
