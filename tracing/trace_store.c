@@ -24,6 +24,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "trace_store_int.h"
 
@@ -74,11 +77,32 @@ static void msg_release(store_msg *m)
     wamp_buf_unref(&m->wire);
 }
 
+/* A ring or index of this many bytes or more is given back to the system when it is freed. */
+#define STORE_TRIM_MIN ((size_t)1 << 20)
+
+/* After a ring or index of n bytes was freed. glibc keeps a large block freed in its heap once an
+ * allocation that large has raised its (dynamic) mmap threshold: the process would keep the
+ * largest ring it ever had, however small its traces' rings are now (a trace of everything under
+ * the soak load, tests/bench/run_soak.sh: 52 MB held for rings of 13-30). So after a large one
+ * the heap's free pages go back (malloc_trim(): at a ring's rebuild, when it grows or is fitted
+ * at a wrap, and at the store's end; never per record). */
+static void store_freed(size_t n)
+{
+#ifdef __GLIBC__
+    if (n >= STORE_TRIM_MIN) {
+        (void)malloc_trim(0);
+    }
+#else
+    (void)n;
+#endif
+}
+
 void trace_store_free(trace_store *st)
 {
     if (!st) {
         return;
     }
+    size_t bytes = st->rcap + (st->idx ? (st->imask + 1) * sizeof(*st->idx) : 0);
     for (size_t i = 0; i < st->count; i++) {
         uint64_t s = st->first_seq + i;
         store_ent *e = ent_at(st, seq_off(st, s));
@@ -94,6 +118,7 @@ void trace_store_free(trace_store *st)
     free(st->ring);
     free(st->idx);
     free(st);
+    store_freed(bytes);
 }
 
 /* The ring's bytes from the read end to the write end (the skipped rest of the end excluded). */
@@ -219,6 +244,7 @@ static bool ring_rebuild_to(trace_store *st, size_t ncap)
         st->newest = st->newest >= head ? st->newest - head : st->newest + a;
     }
     free(st->ring);
+    store_freed(st->rcap);
     st->ring = nr;
     st->rcap = ncap;
     st->rhead = 0;
@@ -310,6 +336,7 @@ static bool index_grow(trace_store *st)
         nidx[s & (ncap - 1)] = st->idx[s & st->imask];
     }
     free(st->idx);
+    store_freed(icap * sizeof(*st->idx));
     st->idx = nidx;
     st->imask = ncap - 1;
     return true;
