@@ -7,7 +7,9 @@
 #   - wamp-bench rounds of RPC (100 in flight) and pub/sub (10 subscribers), both serializers,
 #     back to back (each round: fresh sessions, 20 s);
 #   - a trace capturing everything (default limits: 100,000 records, 64 MiB: it fills in the
-#     first seconds, then evicts, so its memory is part of the steady state);
+#     first seconds, then evicts, so its memory is part of the steady state), started with
+#     TRACE_OPTIONS (trace_options JSON, default none: in memory; e.g. '{"persist": true}', whose
+#     files go to the scratch directory's wampscope-data/ and are deleted at the end);
 #   - churn: sessions joining, subscribing, calling, publishing and leaving, several per second
 #     (soak_churn.py, python3-autobahn, alternating serializers).
 # Every 10 s it samples the router's RSS (VmRSS). At the end it prints the samples, the error
@@ -19,7 +21,7 @@
 # is leaked or kept raises the floor. Exit status 0 when both hold, 1 otherwise. Everything listens on 127.0.0.1; only processes this
 # script started are stopped, by PID.
 #
-# Environment: SOAK_SECONDS, WARMUP_SECONDS, WINDOW_SECONDS, BUILD_DIR, BENCH_SCRATCH (default
+# Environment: SOAK_SECONDS, WARMUP_SECONDS, WINDOW_SECONDS, TRACE_OPTIONS, BUILD_DIR, BENCH_SCRATCH (default
 # /tmp/wampscope-soak), PYTHON (default /usr/bin/python3).
 set -euo pipefail
 
@@ -32,7 +34,8 @@ warmup=${WARMUP_SECONDS:-60}
 window=${WINDOW_SECONDS:-60}
 python=${PYTHON:-/usr/bin/python3}
 mkdir -p "$scratch"
-rm -f "$scratch"/bench.*.out "$scratch"/rss.csv "$scratch"/churn.out
+scratch=$(cd "$scratch" && pwd) # (the router runs in it)
+rm -rf "$scratch"/bench.*.out "$scratch"/rss.csv "$scratch"/churn.out "$scratch/wampscope-data"
 
 if [[ ! -x $build/router/wampscope || ! -x $build/tests/bench/wamp-bench ]]; then
     cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -45,12 +48,14 @@ cleanup() {
         kill -TERM "$pid" 2>/dev/null || true
     done
     wait 2>/dev/null || true
+    rm -rf "$scratch/wampscope-data"
 }
 trap cleanup EXIT
 
 ports=$scratch/ports
 rm -f "$ports"
-"$build/router/wampscope" --port 0 --ports-file "$ports" --log-level warn >"$scratch/router.log" 2>&1 &
+(cd "$scratch" && exec "$build/router/wampscope" --port 0 --ports-file "$ports" --log-level warn \
+    >"$scratch/router.log" 2>&1) &
 router=$!
 pids+=("$router")
 for _ in $(seq 1 100); do
@@ -58,7 +63,8 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 url=$(grep -m1 '^ws://' "$ports")
-"$python" "$here/trace_ctl.py" --url "$url" start soak >/dev/null
+"$python" "$here/trace_ctl.py" --url "$url" start soak ${TRACE_OPTIONS:+--options "$TRACE_OPTIONS"} \
+    >/dev/null
 
 start=$(date +%s)
 end=$((start + soak))
