@@ -21,7 +21,12 @@
 # is leaked or kept raises the floor. Exit status 0 when both hold, 1 otherwise. Everything listens on 127.0.0.1; only processes this
 # script started are stopped, by PID.
 #
-# Environment: SOAK_SECONDS, WARMUP_SECONDS, WINDOW_SECONDS, TRACE_OPTIONS, BUILD_DIR, BENCH_SCRATCH (default
+# CLUSTER=1 runs it on a cluster of two nodes instead (a nats-server with JetStream on a free
+# port, node_a and node_b, the flight recorder on each): the bench rounds put the callee and every
+# second subscriber on node_b (wamp-bench --url2), a churn client runs on each node (its own
+# URIs), the trace runs on node_a, and the verdict holds for each node's RSS.
+#
+# Environment: SOAK_SECONDS, WARMUP_SECONDS, WINDOW_SECONDS, TRACE_OPTIONS, CLUSTER, BUILD_DIR, BENCH_SCRATCH (default
 # /tmp/wampscope-soak), PYTHON (default /usr/bin/python3).
 set -euo pipefail
 
@@ -35,7 +40,7 @@ window=${WINDOW_SECONDS:-60}
 python=${PYTHON:-/usr/bin/python3}
 mkdir -p "$scratch"
 scratch=$(cd "$scratch" && pwd) # (the router runs in it)
-rm -rf "$scratch"/bench.*.out "$scratch"/rss.csv "$scratch"/churn.out "$scratch/wampscope-data"
+rm -rf "$scratch"/bench.*.out "$scratch"/rss.csv "$scratch"/churn.*.out "$scratch/wampscope-data"
 
 if [[ ! -x $build/router/wampscope || ! -x $build/tests/bench/wamp-bench ]]; then
     cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -43,27 +48,75 @@ if [[ ! -x $build/router/wampscope || ! -x $build/tests/bench/wamp-bench ]]; the
 fi
 
 pids=()
+nats_pid=""
 cleanup() {
     for pid in "${pids[@]}"; do
         kill -TERM "$pid" 2>/dev/null || true
     done
-    wait 2>/dev/null || true
-    rm -rf "$scratch/wampscope-data"
+    wait "${pids[@]}" 2>/dev/null || true
+    if [[ -n $nats_pid ]]; then # (after the nodes: they leave the cluster cleanly)
+        kill -TERM "$nats_pid" 2>/dev/null || true
+        wait "$nats_pid" 2>/dev/null || true
+    fi
+    rm -rf "$scratch/wampscope-data" "$scratch/js" "$scratch"/node_*-data
 }
 trap cleanup EXIT
 
-ports=$scratch/ports
-rm -f "$ports"
-(cd "$scratch" && exec "$build/router/wampscope" --port 0 --ports-file "$ports" --log-level warn \
-    >"$scratch/router.log" 2>&1) &
-router=$!
-pids+=("$router")
-for _ in $(seq 1 100); do
-    [[ -s $ports ]] && break
-    sleep 0.1
-done
-url=$(grep -m1 '^ws://' "$ports")
-"$python" "$here/trace_ctl.py" --url "$url" start soak ${TRACE_OPTIONS:+--options "$TRACE_OPTIONS"} \
+# Starts a router in the scratch directory (a name, then its arguments); appends it to routers,
+# its URL to urls.
+routers=()
+urls=()
+start_router() {
+    local name=$1 ports=$scratch/$1.ports
+    shift
+    rm -f "$ports"
+    (cd "$scratch" && exec "$build/router/wampscope" "$@" --ports-file "$ports" --log-level warn \
+        >"$scratch/$name.log" 2>&1) &
+    routers+=("$!")
+    pids+=("$!")
+    for _ in $(seq 1 100); do
+        [[ -s $ports ]] && break
+        sleep 0.1
+    done
+    urls+=("$(grep -m1 '^ws://' "$ports")")
+}
+
+# A node of the CLUSTER=1 cluster: its configuration (name, NATS port).
+node_config() {
+    cat >"$scratch/$1.json" <<EOF
+{"version": 2, "controller": {"id": "$1"},
+ "workers": [{"type": "router",
+   "realms": [{"name": "realm1", "roles": [{"name": "anonymous", "permissions": [
+     {"uri": "", "match": "prefix",
+      "allow": {"call": true, "register": true, "publish": true, "subscribe": true}}]}]}],
+   "transports": [{"type": "websocket",
+                   "endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"}}],
+   "wampscope": {"management": {"enabled": true, "realm": "mgmt",
+                                "trusted_networks": ["127.0.0.0/8"]},
+                 "tracing": {"data_dir": "$scratch/$1-data"},
+                 "cluster": {"name": "soak", "nats": {"servers": ["nats://127.0.0.1:$2"]}}}}]}
+EOF
+}
+
+if [[ ${CLUSTER:-0} == 1 ]]; then
+    nats_port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
+print(s.getsockname()[1])')
+    nats_bin=$(command -v nats-server || echo /usr/sbin/nats-server)
+    "$nats_bin" -a 127.0.0.1 -p "$nats_port" -js -sd "$scratch/js" >"$scratch/nats.log" 2>&1 &
+    nats_pid=$!
+    for _ in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break
+        sleep 0.1
+    done
+    for node in node_a node_b; do
+        node_config "$node" "$nats_port"
+        start_router "$node" -c "$scratch/$node.json"
+    done
+    sleep 2 # both joined
+else
+    start_router router --port 0
+fi
+"$python" "$here/trace_ctl.py" --url "${urls[0]}" start soak ${TRACE_OPTIONS:+--options "$TRACE_OPTIONS"} \
     >/dev/null
 
 start=$(date +%s)
@@ -73,47 +126,64 @@ end=$((start + soak))
     round=0
     while [[ $(date +%s) -lt $end ]]; do
         round=$((round + 1))
-        "$build/tests/bench/wamp-bench" --url "$url" --scenarios rpc,pubsub --inflight 100 \
-            --seconds 8 --warmup 1 >"$scratch/bench.$round.out" 2>&1 || true
+        "$build/tests/bench/wamp-bench" --url "${urls[0]}" ${urls[1]:+--url2 "${urls[1]}"} \
+            --scenarios rpc,pubsub --inflight 100 --seconds 8 --warmup 1 \
+            >"$scratch/bench.$round.out" 2>&1 || true
     done
 ) &
 pids+=("$!")
 
-"$python" "$here/soak_churn.py" --url "$url" --until "$end" >"$scratch/churn.out" 2>&1 &
-churn=$!
-pids+=("$churn")
+churns=()
+for i in "${!urls[@]}"; do
+    "$python" "$here/soak_churn.py" --url "${urls[$i]}" --until "$end" --prefix "soak.churn$i" \
+        >"$scratch/churn.$i.out" 2>&1 &
+    churns+=("$!")
+    pids+=("$!")
+done
 
-echo "t_s,rss_kib" >"$scratch/rss.csv"
+echo "t_s$(printf ',rss_kib_%s' "${!routers[@]}")" >"$scratch/rss.csv"
 while [[ $(date +%s) -lt $end ]]; do
-    kill -0 "$router" 2>/dev/null || { echo "soak: the router died" >&2; exit 1; }
-    rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$router/status")
-    echo "$(($(date +%s) - start)),$rss" >>"$scratch/rss.csv"
+    line=$(($(date +%s) - start))
+    for r in "${routers[@]}"; do
+        kill -0 "$r" 2>/dev/null || { echo "soak: a router died" >&2; exit 1; }
+        line+=,$(awk '/^VmRSS:/ {print $2}' "/proc/$r/status")
+    done
+    echo "$line" >>"$scratch/rss.csv"
     sleep 10
 done
-wait "$churn" || true
-trace=$("$python" "$here/trace_ctl.py" --url "$url" get soak)
+wait "${churns[@]}" || true
+trace=$("$python" "$here/trace_ctl.py" --url "${urls[0]}" get soak)
 
 bench_errors=$(cat "$scratch"/bench.*.out | grep -oE 'errors=[0-9]+|mismatches=[0-9]+|invalid=[0-9]+' |
     awk -F= '{s += $2} END {print s + 0}')
 bench_bad=$(cat "$scratch"/bench.*.out | grep -E '^RESULT' | grep -vc 'status=ok' || true)
 runs=$(cat "$scratch"/bench.*.out | grep -c '^RESULT' || true)
-churn_line=$(grep '^CHURN' "$scratch/churn.out" || echo "CHURN missing")
-churn_errors=$(sed -nE 's/.* errors=([0-9]+).*/\1/p' <<<"$churn_line")
-# The least sample in [from, to) seconds.
+churn_lines=$(cat "$scratch"/churn.*.out | grep '^CHURN' || true)
+churn_errors=$(grep -oE 'errors=[0-9]+' <<<"$churn_lines" | awk -F= '{s += $2} END {print s + 0}')
+if [[ $(grep -c '^CHURN' <<<"$churn_lines") -ne ${#urls[@]} ]]; then
+    churn_errors=missing # a churn client did not finish
+fi
+# The least sample of column col (2: the first router's) in [from, to) seconds.
 floor_of() {
-    awk -F, -v a="$1" -v b="$2" 'NR > 1 && $1 >= a && $1 < b && (m == "" || $2 < m) {m = $2}
-        END {print m}' "$scratch/rss.csv"
+    awk -F, -v c="$1" -v a="$2" -v b="$3" \
+        'NR > 1 && $1 >= a && $1 < b && (m == "" || $c + 0 < m) {m = $c + 0} END {print m}' \
+        "$scratch/rss.csv"
 }
 last_t=$(tail -1 "$scratch/rss.csv" | cut -d, -f1)
-rss_warm=$(floor_of "$warmup" $((warmup + window)))
-rss_end=$(floor_of $((last_t - window + 1)) $((last_t + 1)))
 
-echo "RSS samples (s, KiB): $(tail -n +2 "$scratch/rss.csv" | tr '\n' ' ')"
+echo "RSS samples (s, KiB of each router): $(tail -n +2 "$scratch/rss.csv" | tr '\n' ' ')"
 echo "wamp-bench: $runs runs, $bench_bad not ok, errors+mismatches+invalid=$bench_errors"
-echo "$churn_line"
+echo "${churn_lines:-CHURN missing}"
 echo "trace: $trace"
-ratio=$(awk -v a="$rss_end" -v b="$rss_warm" 'BEGIN {printf "%.3f", a / b}')
-echo "SOAK seconds=$soak rss_floor_after_warmup_kib=$rss_warm rss_floor_end_kib=$rss_end ratio=$ratio" \
-    "bench_runs=$runs bench_not_ok=$bench_bad bench_errors=$bench_errors churn_errors=${churn_errors:-?}"
-[[ $bench_bad -eq 0 && $bench_errors -eq 0 && ${churn_errors:-1} -eq 0 ]] &&
-    awk -v r="$ratio" 'BEGIN {exit !(r <= 1.10)}'
+ok=1
+[[ $bench_bad -eq 0 && $bench_errors -eq 0 && $churn_errors == 0 ]] || ok=0
+for i in "${!routers[@]}"; do
+    rss_warm=$(floor_of $((i + 2)) "$warmup" $((warmup + window)))
+    rss_end=$(floor_of $((i + 2)) $((last_t - window + 1)) $((last_t + 1)))
+    ratio=$(awk -v a="$rss_end" -v b="$rss_warm" 'BEGIN {printf "%.3f", a / b}')
+    awk -v r="$ratio" 'BEGIN {exit !(r <= 1.10)}' || ok=0
+    echo "SOAK router=$i seconds=$soak rss_floor_after_warmup_kib=$rss_warm" \
+        "rss_floor_end_kib=$rss_end ratio=$ratio bench_runs=$runs bench_not_ok=$bench_bad" \
+        "bench_errors=$bench_errors churn_errors=$churn_errors"
+done
+[[ $ok == 1 ]]

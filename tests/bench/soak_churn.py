@@ -2,7 +2,7 @@
 """soak_churn.py: sessions that come and go, for run_soak.sh.
 
 Until --until (a Unix time), repeatedly: join realm1 (serializers alternating), register a
-procedure, subscribe to a topic, call the procedure, publish with acknowledge and wait for the
+procedure, subscribe to a topic (URIs under --prefix), call the procedure, publish with acknowledge and wait for the
 event, unregister, leave. Checks every result; prints `CHURN cycles=N errors=M seconds=S` at the
 end (errors = failed or wrong steps, with the first few on stderr). Exit status 0.
 """
@@ -36,7 +36,7 @@ class Churner(ApplicationSession):
             done.set_result(True)
 
 
-async def cycle(url, ser, i):
+async def cycle(url, ser, i, prefix):
     loop = asyncio.get_running_loop()
     joined, gone = loop.create_future(), loop.create_future()
     factory = WampWebSocketClientFactory(
@@ -46,7 +46,7 @@ async def cycle(url, ser, i):
     transport, _ = await loop.create_connection(factory, u.hostname, u.port)
     try:
         s = await asyncio.wait_for(joined, 10)
-        proc, topic = "soak.churn.p%d" % i, "soak.churn.t%d" % i
+        proc, topic = "%s.p%d" % (prefix, i), "%s.t%d" % (prefix, i)
         reg = await s.register(lambda x: x + 1, proc)
         got = loop.create_future()
         await s.subscribe(lambda x: got.done() or got.set_result(x), topic)
@@ -66,13 +66,15 @@ async def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
     ap.add_argument("--until", type=float, required=True)
+    ap.add_argument("--prefix", default="soak.churn",
+                    help="of the URIs (procedure PREFIX.pN, topic PREFIX.tN)")
     args = ap.parse_args()
     cycles = errors = 0
     t0 = time.time()
     sers = [JsonSerializer(), MsgPackSerializer()]
     while time.time() < args.until:
         try:
-            await cycle(args.url, sers[cycles % 2], cycles)
+            await cycle(args.url, sers[cycles % 2], cycles, args.prefix)
         except Exception as e:  # counted, reported, and the churn goes on
             errors += 1
             if errors <= 5:
