@@ -551,9 +551,11 @@ void ctl_format_record_row(FILE *out, const ctl_style *st, const json_t *rec)
 /* get_worker's gauges (what the router holds now); every other stat is a counter. */
 static bool is_gauge(const char *key)
 {
-    static const char *const gauges[] = {"sessions",       "queued_messages", "queued_bytes",
-                                         "subscriptions",  "registrations",   "pending_calls",
-                                         "retained_events"};
+    static const char *const gauges[] = {"sessions", "queued_messages", "queued_bytes",
+                                         "subscriptions", "registrations", "pending_calls",
+                                         "retained_events",
+                                         /* stats.cluster's */
+                                         "nodes", "live_interested_nodes"};
     for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++) {
         if (strcmp(key, gauges[i]) == 0) {
             return true;
@@ -597,6 +599,37 @@ static void stats_section(FILE *out, const ctl_style *st, const json_t *stats, c
     }
 }
 
+/* stats.cluster (a node of a cluster): the link's state, its gauges and counters as the
+ * router's, then how far each other node's wall clock is from this node's. */
+static void stats_cluster(FILE *out, const ctl_style *st, const json_t *cl, const json_t *prev,
+                          double elapsed_s)
+{
+    char line[128];
+    snprintf(line, sizeof(line), "cluster link %s", str_or(cl, "state", "?"));
+    fputc('\n', out);
+    put_cell(out, st, line, st->columns, true, false, true, SGR_BOLD);
+    fputc('\n', out);
+    stats_section(out, st, cl, prev, elapsed_s, true);
+    fputc('\n', out);
+    stats_section(out, st, cl, prev, elapsed_s, false);
+    const json_t *offsets = json_object_get(cl, "clock_offsets");
+    if (json_object_size(offsets) == 0) {
+        return;
+    }
+    fputc('\n', out);
+    if (st->color) {
+        fputs(SGR_BOLD, out);
+    }
+    fprintf(out, "%-28s %14s", "CLOCK OF NODE", "OFFSET (s)");
+    fputs(st->color ? SGR_RESET "\n" : "\n", out);
+    const char *node;
+    json_t *v;
+    json_object_foreach((json_t *)offsets, node, v)
+    {
+        fprintf(out, "%-28s %+14.6f\n", node, json_number_value(v));
+    }
+}
+
 void ctl_format_stats(FILE *out, const ctl_style *st, const char *node, const json_t *worker,
                       const json_t *prev, double elapsed_s)
 {
@@ -622,4 +655,8 @@ void ctl_format_stats(FILE *out, const ctl_style *st, const char *node, const js
     stats_section(out, st, stats, prev_stats, elapsed_s, true);
     fputc('\n', out);
     stats_section(out, st, stats, prev_stats, elapsed_s, false);
+    const json_t *cl = json_object_get(stats, "cluster");
+    if (json_is_object(cl)) {
+        stats_cluster(out, st, cl, json_object_get(prev_stats, "cluster"), elapsed_s);
+    }
 }

@@ -403,6 +403,14 @@ class TestClusterMgmt(ch.ClusterCase):
             self.assertEqual(list(offsets), [other])
             # Within the heartbeats' time on the way (and libfaketime's own offset reading).
             self.assertAlmostEqual(offsets[other], 5.0 * sign, delta=0.5)
+        # wampscope-ctl stats shows them: node_a's table node_b about 5 s ahead, node_b's
+        # node_a about 5 s behind.
+        rc, out, err = await self.ctl(self.a, "--node", "*", "stats")
+        self.assertEqual(rc, 0, err)
+        shown = re.findall(r"\n(node_[ab]) +([-+][0-9]+\.[0-9]{6})\n", out)
+        self.assertEqual([n for n, _ in shown], ["node_b", "node_a"], out)
+        self.assertAlmostEqual(float(shown[0][1]), 5.0, delta=0.5)
+        self.assertAlmostEqual(float(shown[1][1]), -5.0, delta=0.5)
         ch.wait_log(self.b, r"cluster %s: node node_a's wall clock is [45]\.\d+ s behind this "
                     r"node's \(over max_clock_offset 1\.000 s\)" % self.name)
         ch.wait_log(self.a, r"node node_b's wall clock is [45]\.\d+ s ahead of this node's")
@@ -458,6 +466,9 @@ class TestClusterMgmt(ch.ClusterCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("node_a", out)
         self.assertIn("node_b", out)
+        # Each node's table ends with its cluster link: its state and the live nodes it sees.
+        self.assertEqual(out.count("\ncluster link up\n"), 2, out)
+        self.assertEqual(len(re.findall(r"\nnodes +2\n", out)), 2, out)
         rc, out, err = await self.ctl(self.a, "--node", "*", "stats", "--watch", "1")
         self.assertEqual(rc, 2, (out, err))
         self.assertIn("follows one node", err)

@@ -567,6 +567,49 @@ START_TEST(test_stats)
 
 END_TEST
 
+START_TEST(test_stats_of_a_cluster_node)
+{
+    json_t *w0 = json_loads(
+            "{\"id\": \"router1\", \"pid\": 42, \"uptime\": 5, \"realms\": [\"realm1\"],"
+            "\"stats\": {\"sessions\": 1, \"cluster\": {\"state\": \"up\", \"reconnects\": 0,"
+            "\"messages_in\": 40, \"nodes\": 3, \"live_interested_nodes\": 0,"
+            "\"clock_offsets\": {\"node_b\": -0.000412, \"node_c\": 5.0021}}}}",
+            0, NULL);
+    ck_assert_ptr_nonnull(w0);
+    json_t *w1 = json_deep_copy(w0);
+    json_t *cl1 = json_object_get(json_object_get(w1, "stats"), "cluster");
+    json_object_set_new(cl1, "messages_in", json_integer(60));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ctl_style plain = {.columns = 80};
+    ctl_format_stats(f, &plain, "node_a", w0, NULL, 0);
+    fputs("--\n", f);
+    ctl_format_stats(f, &plain, "node_a", w1, w0, 2.0);
+    fclose(f);
+    /* After the router's sections: the link's state, its gauges, its counters (with rates from
+     * the second sample on), then each node's clock offset; nothing of the router's is lost. */
+    char *second = strstr(buf, "--\n");
+    ck_assert_ptr_nonnull(second);
+    const char *link = strstr(buf, "\ncluster link up\n");
+    ck_assert_ptr_nonnull(link);
+    ck_assert(strstr(buf, "\nsessions ") < link);
+    ck_assert(link < strstr(buf, "\nnodes                                     3\n"));
+    ck_assert(strstr(link, "\nnodes ") < strstr(link, "\nmessages_in "));
+    ck_assert_ptr_nonnull(
+            strstr(second, "\nmessages_in                              60       10.0\n"));
+    ck_assert_ptr_nonnull(strstr(link, "\nCLOCK OF NODE                    OFFSET (s)\n"));
+    ck_assert_ptr_nonnull(strstr(link, "\nnode_b                            -0.000412\n"));
+    ck_assert_ptr_nonnull(strstr(link, "\nnode_c                            +5.002100\n"));
+    ck_assert_ptr_null(strstr(buf, "clock_offsets"));
+    ck_assert_ptr_null(strstr(buf, "\nstate"));
+    free(buf);
+    json_decref(w0);
+    json_decref(w1);
+}
+
+END_TEST
+
 static Suite *ctl_format_suite(void)
 {
     Suite *s = suite_create("ctl_format");
@@ -582,6 +625,7 @@ static Suite *ctl_format_suite(void)
     tcase_add_test(tc, test_error_uri_and_control_chars);
     tcase_add_test(tc, test_shortest_floats);
     tcase_add_test(tc, test_stats);
+    tcase_add_test(tc, test_stats_of_a_cluster_node);
     suite_add_tcase(s, tc);
     return s;
 }
