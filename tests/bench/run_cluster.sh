@@ -21,6 +21,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+. "$here/lib_cluster.sh"
 build=${BUILD_DIR:-$repo/build}
 scratch=${BENCH_SCRATCH:-/tmp/wampscope-bench-cluster}
 router_core=${ROUTER_CORE:-0}
@@ -65,34 +66,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-nats_port=$(free_port)
-taskset -c "$bench_core" "$nats_bin" -a 127.0.0.1 -p "$nats_port" -js -sd "$scratch/js" \
-    >"$scratch/nats.log" 2>&1 &
-nats_pid=$!
-for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break
-    sleep 0.1
-done
+start_nats "$scratch" "$bench_core"
 
 config() { # node id, with_cluster (0/1)
     local cluster=""
     if [[ $2 == 1 ]]; then
-        cluster=", \"cluster\": {\"name\": \"bench\", \"send_asap\": $send_asap, \"nats\": {\"servers\": [\"nats://127.0.0.1:$nats_port\"]}}"
+        cluster="{\"name\": \"bench\", \"send_asap\": $send_asap, \"nats\": {\"servers\": [\"nats://127.0.0.1:$nats_port\"]}}"
     fi
-    cat >"$scratch/$1.json" <<EOF
-{"version": 2, "controller": {"id": "$1"},
- "workers": [{"type": "router",
-   "realms": [{"name": "realm1", "roles": [{"name": "anonymous", "permissions": [
-     {"uri": "", "match": "prefix",
-      "allow": {"call": true, "register": true, "publish": true, "subscribe": true}}]}]}],
-   "transports": [{"type": "websocket", "endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"}}],
-   "wampscope": {"management": {"enabled": false},
-                 "tracing": {"data_dir": "$scratch/$1-data"}$cluster}}]}
-EOF
+    node_config "$scratch/$1.json" "$1" "$scratch/$1-data" false "$cluster"
 }
 
 start_node() { # id -> prints its URL; appends its pid to pids and to $scratch/<id>.pid

@@ -32,6 +32,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+. "$here/lib_cluster.sh"
 build=${BUILD_DIR:-$repo/build-rel}
 scratch=${BENCH_SCRATCH:-/tmp/wampscope-soak}
 soak=${SOAK_SECONDS:-600}
@@ -81,35 +82,11 @@ start_router() {
     urls+=("$(grep -m1 '^ws://' "$ports")")
 }
 
-# A node of the CLUSTER=1 cluster: its configuration (name, NATS port).
-node_config() {
-    cat >"$scratch/$1.json" <<EOF
-{"version": 2, "controller": {"id": "$1"},
- "workers": [{"type": "router",
-   "realms": [{"name": "realm1", "roles": [{"name": "anonymous", "permissions": [
-     {"uri": "", "match": "prefix",
-      "allow": {"call": true, "register": true, "publish": true, "subscribe": true}}]}]}],
-   "transports": [{"type": "websocket",
-                   "endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"}}],
-   "wampscope": {"management": {"enabled": true, "realm": "mgmt",
-                                "trusted_networks": ["127.0.0.0/8"]},
-                 "tracing": {"data_dir": "$scratch/$1-data"},
-                 "cluster": {"name": "soak", "nats": {"servers": ["nats://127.0.0.1:$2"]}}}}]}
-EOF
-}
-
 if [[ ${CLUSTER:-0} == 1 ]]; then
-    nats_port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
-print(s.getsockname()[1])')
-    nats_bin=$(command -v nats-server || echo /usr/sbin/nats-server)
-    "$nats_bin" -a 127.0.0.1 -p "$nats_port" -js -sd "$scratch/js" >"$scratch/nats.log" 2>&1 &
-    nats_pid=$!
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break
-        sleep 0.1
-    done
+    start_nats "$scratch"
     for node in node_a node_b; do
-        node_config "$node" "$nats_port"
+        node_config "$scratch/$node.json" "$node" "$scratch/$node-data" true \
+            "{\"name\": \"soak\", \"nats\": {\"servers\": [\"nats://127.0.0.1:$nats_port\"]}}"
         start_router "$node" -c "$scratch/$node.json"
     done
     sleep 2 # both joined
