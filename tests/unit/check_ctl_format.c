@@ -520,6 +520,21 @@ START_TEST(test_shortest_floats)
 
 END_TEST
 
+/* What stats shows of w0, then "--", then of w1 two seconds later (plain, 80 columns); free it. */
+static char *two_samples(const char *node, const json_t *w0, const json_t *w1)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ctl_style plain = {.columns = 80};
+    ctl_format_stats(f, &plain, node, w0, NULL, 0);
+    fputs("--\n", f);
+    ctl_format_stats(f, &plain, node, w1, w0, 2.0);
+    fclose(f);
+    return buf;
+}
+
 START_TEST(test_stats)
 {
     json_t *w0 = json_loads(
@@ -531,14 +546,7 @@ START_TEST(test_stats)
     json_t *st1 = json_object_get(w1, "stats");
     json_object_set_new(st1, "messages_rx", json_integer(130));
     json_object_set_new(st1, "sessions", json_integer(4));
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_style plain = {.columns = 80};
-    ctl_format_stats(f, &plain, "node1", w0, NULL, 0);
-    fputs("--\n", f);
-    ctl_format_stats(f, &plain, "node1", w1, w0, 2.0);
-    fclose(f);
+    char *buf = two_samples("node1", w0, w1);
     ck_assert_ptr_nonnull(strstr(buf, "worker router1 on node node1, pid 42, up 1d 02h 03m 04s, "
                                       "realms: realm1, mgmt\n"));
     char *second = strstr(buf, "--\n");
@@ -579,14 +587,7 @@ START_TEST(test_stats_of_a_cluster_node)
     json_t *w1 = json_deep_copy(w0);
     json_t *cl1 = json_object_get(json_object_get(w1, "stats"), "cluster");
     json_object_set_new(cl1, "messages_in", json_integer(60));
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ctl_style plain = {.columns = 80};
-    ctl_format_stats(f, &plain, "node_a", w0, NULL, 0);
-    fputs("--\n", f);
-    ctl_format_stats(f, &plain, "node_a", w1, w0, 2.0);
-    fclose(f);
+    char *buf = two_samples("node_a", w0, w1);
     /* After the router's sections: the link's state, its gauges, its counters (with rates from
      * the second sample on), then each node's clock offset; nothing of the router's is lost. */
     char *second = strstr(buf, "--\n");
