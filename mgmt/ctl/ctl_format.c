@@ -564,18 +564,28 @@ static bool is_gauge(const char *key)
     return false;
 }
 
+/* The stats tables' first column: a name at least this wide. */
+#define STATS_NAME_WIDTH 28
+
 static void stats_section(FILE *out, const ctl_style *st, const json_t *stats, const json_t *prev,
                           double elapsed_s, bool gauges)
 {
     bool rates = !gauges && prev && elapsed_s > 0;
+    const char *key;
+    json_t *v;
+    int w = STATS_NAME_WIDTH; /* wider when a name of the section is */
+    json_object_foreach((json_t *)stats, key, v)
+    {
+        if (is_gauge(key) == gauges && json_is_number(v) && strlen(key) > (size_t)w) {
+            w = strlen(key) < 128 ? (int)strlen(key) : 128;
+        }
+    }
     if (st->color) {
         fputs(SGR_BOLD, out);
     }
-    fprintf(out, "%-28s %14s%s", gauges ? "NOW" : "SINCE START", gauges ? "VALUE" : "TOTAL",
+    fprintf(out, "%-*s %14s%s", w, gauges ? "NOW" : "SINCE START", gauges ? "VALUE" : "TOTAL",
             rates ? "     RATE/s" : "");
     fputs(st->color ? SGR_RESET "\n" : "\n", out);
-    const char *key;
-    json_t *v;
     json_object_foreach((json_t *)stats, key, v)
     {
         if (is_gauge(key) != gauges || !json_is_number(v)) {
@@ -587,7 +597,7 @@ static void stats_section(FILE *out, const ctl_style *st, const json_t *stats, c
         } else {
             ctl_format_real(num, sizeof(num), json_real_value(v));
         }
-        fprintf(out, "%-28s %14s", key, num);
+        fprintf(out, "%-*s %14s", w, key, num);
         json_t *was = json_object_get(prev, key);
         if (rates && json_is_number(was)) {
             double r = (json_number_value(v) - json_number_value(was)) / elapsed_s;
@@ -616,17 +626,22 @@ static void stats_cluster(FILE *out, const ctl_style *st, const json_t *cl, cons
     if (json_object_size(offsets) == 0) {
         return;
     }
+    const char *node;
+    json_t *v;
+    int w = STATS_NAME_WIDTH; /* (a node id has at most 64 characters) */
+    json_object_foreach((json_t *)offsets, node, v)
+    {
+        w = strlen(node) > (size_t)w && strlen(node) < 128 ? (int)strlen(node) : w;
+    }
     fputc('\n', out);
     if (st->color) {
         fputs(SGR_BOLD, out);
     }
-    fprintf(out, "%-28s %14s", "CLOCK OF NODE", "OFFSET (s)");
+    fprintf(out, "%-*s %14s", w, "CLOCK OF NODE", "OFFSET (s)");
     fputs(st->color ? SGR_RESET "\n" : "\n", out);
-    const char *node;
-    json_t *v;
     json_object_foreach((json_t *)offsets, node, v)
     {
-        fprintf(out, "%-28s %+14.6f\n", node, json_number_value(v));
+        fprintf(out, "%-*s %+14.6f\n", w, node, json_number_value(v));
     }
 }
 

@@ -575,6 +575,26 @@ START_TEST(test_stats)
 
 END_TEST
 
+START_TEST(test_stats_names_longer_than_the_column)
+{
+    /* A section whose names are longer than the first column's 28 characters widens it: the
+     * values stay in one column. */
+    json_t *w = json_loads("{\"id\": \"r\", \"stats\": {\"handshakes_refused_subprotocol\": 2,"
+                           "\"x\": 1, \"sessions\": 3}}",
+                           0, NULL);
+    char *buf = two_samples("n", w, w);
+    const char *since = strstr(buf, "SINCE START");
+    ck_assert_ptr_nonnull(since);
+    ck_assert_ptr_nonnull(strstr(since, "\nhandshakes_refused_subprotocol              2"));
+    ck_assert_ptr_nonnull(strstr(since, "\nx                                           1"));
+    /* The gauges' section keeps its width. */
+    ck_assert_ptr_nonnull(strstr(buf, "\nsessions                                  3\n"));
+    free(buf);
+    json_decref(w);
+}
+
+END_TEST
+
 START_TEST(test_stats_of_a_cluster_node)
 {
     json_t *w0 = json_loads(
@@ -627,6 +647,7 @@ static Suite *ctl_format_suite(void)
     tcase_add_test(tc, test_shortest_floats);
     tcase_add_test(tc, test_stats);
     tcase_add_test(tc, test_stats_of_a_cluster_node);
+    tcase_add_test(tc, test_stats_names_longer_than_the_column);
     suite_add_tcase(s, tc);
     return s;
 }
