@@ -154,7 +154,10 @@ export async function downloadsTo(chrome, name) {
 // earlier one removed first).
 export async function downloadJsonl(page, selector, file) {
   fs.rmSync(file, { force: true });
-  await page.click(selector);
+  // Clicked in the page (the element's click()), not with the mouse: the live stats beside the
+  // button change width as records arrive, and a mouse click at where the button was a moment
+  // before can land beside it (no download then, and a wait that times out).
+  await page.$eval(selector, (b) => b.click());
   await until(() => fs.existsSync(file), 'the download');
   return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
 }
