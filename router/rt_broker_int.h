@@ -1,6 +1,8 @@
-/* rt_broker_int.h: PRIVATE to rt_broker.c and rt_broker_subs.c: the broker's structs and the
- * subscription table's functions that the message handlers (rt_broker.c) call. rt_broker_subs.c
- * calls nothing of rt_broker.c. */
+/* rt_broker_int.h: PRIVATE to the broker's files: its structs, the subscription table's functions
+ * (rt_broker_subs.c), a publication's options (rt_broker_pub.c) and event retention
+ * (rt_broker_retained.c), which the message handlers (rt_broker.c) call. From the bottom:
+ * rt_broker_subs.c and rt_broker_pub.c call nothing else of the broker, rt_broker_retained.c
+ * calls those two, rt_broker.c all three. */
 #ifndef RT_BROKER_INT_H
 #define RT_BROKER_INT_H
 #include <stddef.h>
@@ -87,5 +89,54 @@ void rt_broker_remove_member(rt_broker *b, rt_sub_member *mb);
 /* Whether uri is a valid subscription pattern for match (SUBSCRIBE answers invalid_uri
  * otherwise). */
 bool rt_broker_pattern_is_valid(const char *uri, wamp_match match);
+
+/* Subscriber black- and whitelisting (spec "Subscriber Black- and Whitelisting"). Each list is
+ * borrowed from the PUBLISH options, NULL when absent or empty (Crossbar treats an empty list as
+ * no restriction). A receiver must be in every eligible* list given and in no exclude* list. */
+typedef struct pub_filter {
+    const json_t *eligible, *eligible_authid, *eligible_authrole;
+    const json_t *exclude, *exclude_authid, *exclude_authrole;
+    bool any; /* at least one list given */
+} pub_filter;
+
+/* One publication being dispatched. */
+typedef struct pub_ctx {
+    rt_session *publisher; /* NULL for the router's own publications */
+    const char *topic;
+    uint64_t publication;
+    json_t *args, *kwargs; /* borrowed: the router's own payload (jansson) */
+    rt_payload payload;    /* borrowed: a client's payload, as its bytes */
+    const json_t *ppt;     /* borrowed: PUBLISH.Options holding ppt_* keys, or NULL */
+    bool exclude_me;
+    bool disclose; /* publisher identification */
+    bool retain;   /* event retention */
+    /* when rt_broker_retain_event() retained it (wall clock), 0 when it did not */
+    uint64_t retained_ns;
+    pub_filter filter;
+    const rt_broker_pub *from; /* another node's publication (its publisher), or NULL */
+} pub_ctx;
+
+/* Parses PUBLISH options into p (publisher, topic, payload set by the caller); NULL if they are
+ * acceptable, else a message for the ERROR (invalid_argument). */
+const char *rt_broker_parse_publish(const json_t *opts, pub_ctx *p, bool *ack);
+/* Whether the lists admit the session (id, authid, authrole); it may be on another node. */
+bool rt_broker_lists_admit(const pub_filter *f, uint64_t id, const char *authid,
+                           const char *authrole);
+/* Adds publisher identification for (id, authid, authrole) to details d; non-zero on allocation
+ * failure. */
+int rt_broker_set_publisher(json_t *d, uint64_t id, const char *authid, const char *authrole);
+/* The publication context of another node's publication rp; false if its options are not
+ * valid. */
+bool rt_broker_remote_ctx(const rt_broker_pub *rp, pub_ctx *p);
+
+/* PUBLISH with retain: the event replaces the topic's retained one (p->retained_ns: when), within
+ * the realm's limits (over them it is not retained, and logged). WAMP_ENOMEM. */
+wamp_err rt_broker_retain_event(rt_broker *b, pub_ctx *p, const json_t *options);
+/* SUBSCRIBED for sub (SUBSCRIBE m of s), then (get_retained) every retained event it admits,
+ * this node's and (asked for) the other nodes'. */
+wamp_err rt_broker_subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
+                              const rt_subscription *sub, bool get_retained);
+/* Frees every retained event of b (rt_broker_free()). */
+void rt_broker_retained_clear(rt_broker *b);
 
 #endif /* RT_BROKER_INT_H */

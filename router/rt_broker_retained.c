@@ -1,0 +1,326 @@
+/* rt_broker_retained.c: event retention (PUBLISH with retain, SUBSCRIBE with get_retained), also
+ * for other nodes (rt_broker.h). Calls the publication's options (rt_broker_pub.c) and the
+ * subscription table (rt_broker_subs.c), never rt_broker.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_broker.h"
+#include "rt_broker_int.h"
+#include "rt_core_int.h"
+#include "rt_log.h"
+#include "rt_session.h"
+#include "rt_trace.h"
+#include "wamp_id.h"
+#include "wamp_uri.h"
+
+/* The retained event of one topic (event_retention): the payload as published, the publisher's
+ * identity when it was disclosed, and the publication's black/white lists, which also decide who
+ * gets it later. */
+typedef struct rt_retained {
+    rt_hnode by_topic;
+    char *topic;
+    json_t *args, *kwargs; /* owned references, NULL when absent (a router-built payload) */
+    rt_payload payload;    /* owned copy of the publisher's payload bytes (ser 0: none) */
+    json_t *ppt;           /* owned: the publication's ppt_* options (payload passthru), or NULL */
+    json_t *publisher;     /* owned: {"publisher", "publisher_authid", ...} or NULL */
+    json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
+    size_t bytes;          /* counted against limits.max_retained_bytes */
+    uint64_t wall_ns;      /* when it was retained (wall clock, rt_trace_wall_ns()) */
+} rt_retained;
+
+static size_t json_size(const json_t *v)
+{
+    return v ? json_dumpb(v, NULL, 0, JSON_COMPACT) : 0;
+}
+
+static rt_retained *retained_find(const rt_broker *b, const char *topic)
+{
+    size_t len = strlen(topic);
+    for (rt_hnode *n = rt_hmap_first(&b->retained, rt_broker_uri_hash(topic, len)); n;
+         n = rt_hmap_next(n)) {
+        rt_retained *r = RT_CONTAINER_OF(n, rt_retained, by_topic);
+        if (strcmp(r->topic, topic) == 0) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Frees r (not in b->retained). */
+static void retained_free(rt_retained *r)
+{
+    json_decref(r->args);
+    json_decref(r->kwargs);
+    rt_payload_fini(&r->payload);
+    json_decref(r->ppt);
+    json_decref(r->publisher);
+    json_decref(r->options);
+    free(r->topic);
+    free(r);
+}
+
+static void retained_remove(rt_broker *b, rt_retained *r)
+{
+    rt_hmap_remove(&b->retained, &r->by_topic);
+    b->retained_bytes -= r->bytes;
+    retained_free(r);
+}
+
+static size_t limit_or(size_t v, size_t dflt)
+{
+    return v ? v : dflt;
+}
+
+/* PUBLISH with retain: the event replaces the topic's retained one (p->retained_ns: when).
+ * Within the realm's limits (topics and bytes): over them the event is not retained (and the
+ * topic keeps none), which is logged. WAMP_ENOMEM. */
+wamp_err rt_broker_retain_event(rt_broker *b, pub_ctx *p, const json_t *options)
+{
+    rt_router *rt = rt_realm_router(b->realm);
+    size_t max_topics = limit_or(rt->cfg->limits.max_retained_topics, RT_DEF_MAX_RETAINED_TOPICS);
+    size_t max_bytes = limit_or(rt->cfg->limits.max_retained_bytes, RT_DEF_MAX_RETAINED_BYTES);
+    rt_retained *old = retained_find(b, p->topic);
+    if (old) {
+        retained_remove(b, old);
+    }
+    size_t bytes = strlen(p->topic) + json_size(p->args) + json_size(p->kwargs) +
+                   p->payload.args.len + p->payload.kwargs.len +
+                   (p->filter.any ? json_size(options) : 0);
+    if (b->retained.count >= max_topics || bytes > max_bytes ||
+        b->retained_bytes > max_bytes - bytes) {
+        RT_LOG_INFO_LIMITED(
+                rt_router_now_us(rt), "event not retained", p->publisher ? p->publisher->id : 0,
+                "event on %s not retained: realm %s holds %zu retained topics, %zu bytes "
+                "(limits.max_retained_topics %zu, max_retained_bytes %zu; this one %zu bytes)",
+                p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes, max_topics,
+                max_bytes, bytes);
+        rt->stats.events_not_retained++;
+        return WAMP_OK;
+    }
+    rt_retained *r = calloc(1, sizeof(*r));
+    if (!r || !(r->topic = strdup(p->topic))) {
+        free(r);
+        return WAMP_ENOMEM;
+    }
+    r->bytes = bytes;
+    r->wall_ns = rt_trace_wall_ns();
+    r->args = p->args ? json_incref(p->args) : NULL;
+    r->kwargs = p->kwargs ? json_incref(p->kwargs) : NULL;
+    r->options = p->filter.any ? json_incref((json_t *)options) : NULL;
+    bool oom = rt_payload_dup(&p->payload, &r->payload) != WAMP_OK;
+    if (!oom && p->ppt) {
+        r->ppt = json_object();
+        oom = !r->ppt || wamp_msg_ppt_copy(r->ppt, p->ppt) != 0;
+    }
+    if (!oom && p->disclose && p->publisher) {
+        r->publisher = json_object();
+        oom = !r->publisher ||
+              rt_broker_set_publisher(r->publisher, p->publisher->id, p->publisher->authid,
+                                      p->publisher->authrole) != 0;
+    }
+    if (oom || rt_hmap_insert(&b->retained, &r->by_topic,
+                              rt_broker_uri_hash(r->topic, strlen(r->topic))) != WAMP_OK) {
+        retained_free(r);
+        return WAMP_ENOMEM;
+    }
+    b->retained_bytes += bytes;
+    p->retained_ns = r->wall_ns;
+    return WAMP_OK;
+}
+
+/* Whether subscription sub's new member s gets retained event r: the topic matches, and the
+ * publication's black/white lists admit s (exclude_me does not apply: the publisher may
+ * subscribe later to read its own retained state). */
+static bool retained_admits_id(const char *uri, wamp_match match, const rt_retained *r, uint64_t id,
+                               const char *authid, const char *authrole)
+{
+    if (!wamp_uri_matches(uri, match, r->topic)) {
+        return false;
+    }
+    pub_ctx p;
+    bool ack;
+    return !r->options ||
+           (rt_broker_parse_publish(r->options, &p, &ack) == NULL &&
+            (!p.filter.any || rt_broker_lists_admit(&p.filter, id, authid, authrole)));
+}
+
+static bool retained_admits(const rt_subscription *sub, const rt_retained *r, const rt_session *s)
+{
+    return retained_admits_id(sub->uri, sub->match, r, s->id, s->authid, s->authrole);
+}
+
+/* EVENT of a retained event to s for sub: Details d (consumed; NULL: out of memory), which holds
+ * the publisher's keys when it was disclosed, gets Details.retained, the ppt_* options of ppt
+ * and, for a pattern subscription, Details.topic. This node's retained events and other nodes'
+ * (rt_broker_deliver_retained()) go out the same way. */
+static wamp_err send_retained_event(rt_session *s, const rt_subscription *sub, json_t *d,
+                                    const json_t *ppt, const char *topic, uint64_t publication,
+                                    const rt_payload *payload, const json_t *args,
+                                    const json_t *kwargs)
+{
+    if (!d || json_object_set_new(d, "retained", json_true()) != 0 ||
+        wamp_msg_ppt_copy(d, ppt) != 0 ||
+        (sub->match != WAMP_MATCH_EXACT &&
+         json_object_set_new(d, "topic", json_string(topic)) != 0)) {
+        json_decref(d);
+        return WAMP_ENOMEM;
+    }
+    return rt_session_send_payload(
+            s,
+            wamp_msg_new_event(sub->id, publication, d, args ? json_incref((json_t *)args) : NULL,
+                               kwargs ? json_incref((json_t *)kwargs) : NULL),
+            payload);
+}
+
+/* EVENT of retained event r for subscription sub to s. */
+static wamp_err send_retained(const rt_subscription *sub, const rt_retained *r, rt_session *s)
+{
+    return send_retained_event(s, sub, r->publisher ? json_copy(r->publisher) : json_object(),
+                               r->ppt, r->topic, wamp_id_random(), &r->payload, r->args, r->kwargs);
+}
+
+/* SUBSCRIBED for sub, then (get_retained) every retained event it admits; the last message
+ * completes the SUBSCRIBE action. */
+static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
+                                const rt_subscription *sub, bool get_retained)
+{
+    size_t n = 0;
+    rt_retained *only = NULL;
+    if (get_retained && sub->match == WAMP_MATCH_EXACT) {
+        only = retained_find(b, sub->uri);
+        n = only && retained_admits(sub, only, s) ? 1 : 0;
+    } else if (get_retained) {
+        /* A pattern: every retained topic it matches (bounded by limits.max_retained_topics). */
+        for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
+             rt_hmap_iter_next(&b->retained, &it)) {
+            n += retained_admits(sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s) ? 1 : 0;
+        }
+    }
+    if (n == 0) {
+        rt_observers_action_last(&s->rt->observers, s->rt);
+    }
+    wamp_err err = rt_session_send(s, wamp_msg_new_subscribed(m->id, sub->id));
+    if (err != WAMP_OK || n == 0) {
+        return err;
+    }
+    if (only) {
+        rt_observers_action_last(&s->rt->observers, s->rt);
+        return send_retained(sub, only, s);
+    }
+    size_t sent = 0;
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node && err == WAMP_OK;
+         rt_hmap_iter_next(&b->retained, &it)) {
+        rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        if (retained_admits(sub, r, s)) {
+            if (++sent == n) {
+                rt_observers_action_last(&s->rt->observers, s->rt);
+            }
+            err = send_retained(sub, r, s);
+        }
+    }
+    return err;
+}
+
+/* subscribed_here(), then other nodes' retained events are asked for. */
+wamp_err rt_broker_subscribed(rt_broker *b, rt_session *s, const wamp_msg *m,
+                              const rt_subscription *sub, bool get_retained)
+{
+    wamp_err err = subscribed_here(b, s, m, sub, get_retained);
+    if (err == WAMP_OK && get_retained && b->remote) {
+        b->remote->get_retained(b->remote_ctx, b, s, sub);
+    }
+    return err;
+}
+
+size_t rt_broker_retained_count(const rt_broker *b)
+{
+    return b->retained.count;
+}
+
+size_t rt_broker_retained_bytes(const rt_broker *b)
+{
+    return b->retained_bytes;
+}
+
+wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t sub_id,
+                                    const rt_broker_pub *rp)
+{
+    rt_session *s = rt_router_session_by_id(rt_realm_router(b->realm), session_id);
+    rt_sub_member *mb = s && s->realm == b->realm && s->state == RT_SESSION_JOINED
+                                ? rt_broker_find_member(s, sub_id)
+                                : NULL;
+    pub_ctx p;
+    if (!mb || !rt_broker_remote_ctx(rp, &p)) {
+        return WAMP_OK;
+    }
+    json_t *d = json_object();
+    if (d && rp->disclose &&
+        rt_broker_set_publisher(d, rp->publisher, rp->publisher_authid, rp->publisher_authrole) !=
+                0) {
+        json_decref(d);
+        return WAMP_ENOMEM;
+    }
+    return send_retained_event(s, mb->sub, d, p.ppt, rp->topic, rp->publication, &rp->payload,
+                               rp->args, rp->kwargs);
+}
+
+void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
+                                const char *authid, const char *authrole,
+                                void (*fn)(void *arg, const rt_broker_pub *p), void *arg)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
+         rt_hmap_iter_next(&b->retained, &it)) {
+        const rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        if (!retained_admits_id(uri, match, r, id, authid, authrole)) {
+            continue;
+        }
+        json_t *pub = r->publisher;
+        rt_broker_pub rp = {
+                .topic = r->topic,
+                .publication = wamp_id_random(),
+                .payload = r->payload,
+                .args = r->args,
+                .kwargs = r->kwargs,
+                .options = r->ppt,
+                .disclose = pub != NULL,
+                .publisher = (uint64_t)json_integer_value(json_object_get(pub, "publisher")),
+                .publisher_authid = json_string_value(json_object_get(pub, "publisher_authid")),
+                .publisher_authrole =
+                        json_string_value(json_object_get(pub, "publisher_authrole"))};
+        fn(arg, &rp);
+    }
+}
+
+void rt_broker_retained_times(rt_broker *b,
+                              void (*fn)(void *arg, const char *topic, uint64_t wall_ns), void *arg)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
+         rt_hmap_iter_next(&b->retained, &it)) {
+        const rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        fn(arg, r->topic, r->wall_ns);
+    }
+}
+
+bool rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns, bool wins_tie,
+                             uint64_t *kept_ns)
+{
+    rt_retained *r = retained_find(b, topic);
+    if (!r) {
+        return false;
+    }
+    if (r->wall_ns < before_ns || (r->wall_ns == before_ns && !wins_tie)) {
+        retained_remove(b, r);
+        return false;
+    }
+    *kept_ns = r->wall_ns;
+    return true;
+}
+
+void rt_broker_retained_clear(rt_broker *b)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;) {
+        rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
+        rt_hmap_iter_next(&b->retained, &it);
+        retained_remove(b, r);
+    }
+}
