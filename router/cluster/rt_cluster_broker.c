@@ -334,19 +334,25 @@ static bool mark_nodes(rt_cluster_broker *cb, const char *realm, const char *top
     return any;
 }
 
+/* Publishes m (taken; NULL: out of memory) as compact JSON on subject. */
+static wamp_err publish_json(rt_cluster_broker *cb, const char *subject, json_t *m)
+{
+    char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    wamp_err err =
+            text ? cb->ops->publish(cb->link, subject, NULL, text, strlen(text)) : WAMP_ENOMEM;
+    free(text);
+    return err;
+}
+
 /* Tells every other node that this node retains an event on topic of realm since wall_ns: theirs
  * of an earlier time goes (rt_broker_retained_drop()). */
 static void notice_retained(rt_cluster_broker *cb, const char *realm, const char *topic,
                             uint64_t wall_ns)
 {
-    json_t *m = json_pack("{s:s, s:s, s:s, s:I}", "n", rt_cluster_node_id(cb->c), "r", realm, "t",
-                          topic, "w", (json_int_t)wall_ns);
-    char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
-    json_decref(m);
-    if (text) {
-        (void)cb->ops->publish(cb->link, cb->subj_drop, NULL, text, strlen(text));
-    }
-    free(text);
+    (void)publish_json(cb, cb->subj_drop,
+                       json_pack("{s:s, s:s, s:s, s:I}", "n", rt_cluster_node_id(cb->c), "r", realm,
+                                 "t", topic, "w", (json_int_t)wall_ns));
 }
 
 /* Notices of many retained events of one realm in few messages (a join tells all of this node's
@@ -368,15 +374,12 @@ static void batch_flush(notice_batch *nb)
     }
     rt_cluster_broker *cb = nb->cb;
     size_t n = json_array_size(nb->d);
-    json_t *m = json_pack("{s:s, s:s, s:o}", "n", rt_cluster_node_id(cb->c), "r", nb->realm, "d",
-                          nb->d); /* (takes d, also on failure) */
+    /* (json_pack() takes d, also on failure) */
+    wamp_err err = publish_json(cb, cb->subj_drops,
+                                json_pack("{s:s, s:s, s:o}", "n", rt_cluster_node_id(cb->c), "r",
+                                          nb->realm, "d", nb->d));
     nb->d = NULL;
     nb->bytes = 0;
-    char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
-    json_decref(m);
-    wamp_err err = text ? cb->ops->publish(cb->link, cb->subj_drops, NULL, text, strlen(text))
-                        : WAMP_ENOMEM;
-    free(text);
     if (err != WAMP_OK) {
         RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(cb->rt), "cluster notices not sent", 0,
                        "cluster: %zu retained-event notices of realm %s not sent: %s", n, nb->realm,
