@@ -564,28 +564,43 @@ static bool is_gauge(const char *key)
     return false;
 }
 
-/* The stats tables' first column: a name at least this wide. */
-#define STATS_NAME_WIDTH 28
+/* The stats tables' first column: a name at least this wide, wider (up to 128) when a name of
+ * the table is: of the numbers in o, the gauges (which 1), the counters (0), or all (-1). */
+static int name_width(const json_t *o, int which)
+{
+    int w = 28;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v)
+    {
+        size_t n = strlen(key);
+        if (json_is_number(v) && (which < 0 || is_gauge(key) == which) && n > (size_t)w) {
+            w = n < 128 ? (int)n : 128;
+        }
+    }
+    return w;
+}
+
+/* A stats table's head: the name column w wide, then the value's, then rest. */
+static void stats_head(FILE *out, const ctl_style *st, int w, const char *name, const char *value,
+                       const char *rest)
+{
+    if (st->color) {
+        fputs(SGR_BOLD, out);
+    }
+    fprintf(out, "%-*s %14s%s", w, name, value, rest);
+    fputs(st->color ? SGR_RESET "\n" : "\n", out);
+}
 
 static void stats_section(FILE *out, const ctl_style *st, const json_t *stats, const json_t *prev,
                           double elapsed_s, bool gauges)
 {
     bool rates = !gauges && prev && elapsed_s > 0;
+    int w = name_width(stats, gauges);
+    stats_head(out, st, w, gauges ? "NOW" : "SINCE START", gauges ? "VALUE" : "TOTAL",
+               rates ? "     RATE/s" : "");
     const char *key;
     json_t *v;
-    int w = STATS_NAME_WIDTH; /* wider when a name of the section is */
-    json_object_foreach((json_t *)stats, key, v)
-    {
-        if (is_gauge(key) == gauges && json_is_number(v) && strlen(key) > (size_t)w) {
-            w = strlen(key) < 128 ? (int)strlen(key) : 128;
-        }
-    }
-    if (st->color) {
-        fputs(SGR_BOLD, out);
-    }
-    fprintf(out, "%-*s %14s%s", w, gauges ? "NOW" : "SINCE START", gauges ? "VALUE" : "TOTAL",
-            rates ? "     RATE/s" : "");
-    fputs(st->color ? SGR_RESET "\n" : "\n", out);
     json_object_foreach((json_t *)stats, key, v)
     {
         if (is_gauge(key) != gauges || !json_is_number(v)) {
@@ -626,19 +641,11 @@ static void stats_cluster(FILE *out, const ctl_style *st, const json_t *cl, cons
     if (json_object_size(offsets) == 0) {
         return;
     }
+    int w = name_width(offsets, -1);
+    fputc('\n', out);
+    stats_head(out, st, w, "CLOCK OF NODE", "OFFSET (s)", "");
     const char *node;
     json_t *v;
-    int w = STATS_NAME_WIDTH; /* (a node id has at most 64 characters) */
-    json_object_foreach((json_t *)offsets, node, v)
-    {
-        w = strlen(node) > (size_t)w && strlen(node) < 128 ? (int)strlen(node) : w;
-    }
-    fputc('\n', out);
-    if (st->color) {
-        fputs(SGR_BOLD, out);
-    }
-    fprintf(out, "%-*s %14s", w, "CLOCK OF NODE", "OFFSET (s)");
-    fputs(st->color ? SGR_RESET "\n" : "\n", out);
     json_object_foreach((json_t *)offsets, node, v)
     {
         fprintf(out, "%-*s %+14.6f\n", w, node, json_number_value(v));
