@@ -85,7 +85,9 @@ static void msg_release(store_msg *m)
  * largest ring it ever had, however small its traces' rings are now (a trace of everything under
  * the soak load, tests/bench/run_soak.sh: 52 MB held for rings of 13-30). So after a large one
  * the heap's free pages go back (malloc_trim(): at a ring's rebuild, when it grows or is fitted
- * at a wrap, and at the store's end; never per record). */
+ * at a wrap, and at the store's end; never per record). Here, not as a fixed mmap threshold for
+ * the whole process (mallopt() in main()): that would also map and unmap every large message
+ * buffer, whose reuse from the heap is what glibc's moving threshold is for. */
 static void store_freed(size_t n)
 {
 #ifdef __GLIBC__
