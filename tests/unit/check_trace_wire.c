@@ -1,0 +1,580 @@
+/* check_trace_wire.c: the wire capture (tracing/trace_wire.h). Streams of WebSocket and RawSocket
+ * frames are generated (fragmented messages, control frames, masks on the received side), cut
+ * into chunks at random places and interleaved as the transport adapter would append them; the
+ * decoder must give back every message it can have, byte for byte under its seq, and report
+ * every other seq as lost or dropped, exactly as a model of the ring computes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "trace_record.h"
+#include "trace_wire.h"
+
+/* --- A generated stream ---------------------------------------------------------------------- */
+
+typedef struct gen_msg {
+    size_t start, end; /* stream offsets: its first frame's first octet, its last frame's end */
+    unsigned char *data;
+    size_t len;
+    uint64_t seq;
+} gen_msg;
+
+typedef struct gen_stream {
+    uint64_t conn;
+    uint8_t dir, framing, ser;
+    unsigned char *bytes;
+    size_t len, cap;
+    size_t *starts; /* offsets where a frame starts, ascending */
+    size_t nstarts, starts_cap;
+    gen_msg *msgs;
+    size_t nmsgs, msgs_cap;
+    size_t cut; /* octets already cut into chunks */
+} gen_stream;
+
+typedef struct gen_chunk {
+    gen_stream *st;
+    size_t start, end;
+    bool gap;
+} gen_chunk;
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return n ? (uint32_t)(rng_state >> 33) % n : 0;
+}
+
+static void put(gen_stream *s, const void *p, size_t n)
+{
+    if (s->cap - s->len < n) {
+        s->cap = (s->cap + n) * 2;
+        s->bytes = realloc(s->bytes, s->cap);
+        ck_assert_ptr_nonnull(s->bytes);
+    }
+    memcpy(s->bytes + s->len, p, n);
+    s->len += n;
+}
+
+static void frame_start(gen_stream *s)
+{
+    if (s->nstarts == s->starts_cap) {
+        s->starts_cap = s->starts_cap ? s->starts_cap * 2 : 64;
+        s->starts = realloc(s->starts, s->starts_cap * sizeof(*s->starts));
+        ck_assert_ptr_nonnull(s->starts);
+    }
+    s->starts[s->nstarts++] = s->len;
+}
+
+/* One frame: WebSocket (masked when received by the router) or RawSocket (op: its type). */
+static void frame(gen_stream *s, uint8_t op, bool fin, const unsigned char *p, size_t n)
+{
+    frame_start(s);
+    if (s->framing == TRACE_WIRE_RAWSOCKET) {
+        unsigned char h[4] = {op, (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+                              (unsigned char)n};
+        put(s, h, 4);
+        put(s, p, n);
+        return;
+    }
+    unsigned char h[14];
+    size_t hn = 2;
+    bool masked = s->dir == TRACE_RX;
+    h[0] = (unsigned char)((fin ? 0x80 : 0) | op);
+    if (n < 126) {
+        h[1] = (unsigned char)n;
+    } else if (n < 65536) {
+        h[1] = 126;
+        h[2] = (unsigned char)(n >> 8);
+        h[3] = (unsigned char)n;
+        hn = 4;
+    } else {
+        h[1] = 127;
+        for (int i = 0; i < 8; i++) {
+            h[2 + i] = (unsigned char)((uint64_t)n >> (56 - 8 * i));
+        }
+        hn = 10;
+    }
+    unsigned char mask[4] = {0};
+    if (masked) {
+        h[1] |= 0x80;
+        for (int i = 0; i < 4; i++) {
+            mask[i] = (unsigned char)rnd(256);
+            h[hn++] = mask[i];
+        }
+    }
+    put(s, h, hn);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)(p[i] ^ (masked ? mask[i & 3] : 0));
+        put(s, &c, 1);
+    }
+}
+
+static void control(gen_stream *s)
+{
+    unsigned char body[125];
+    size_t n = rnd(20);
+    memset(body, 'p', n);
+    frame(s, s->framing == TRACE_WIRE_RAWSOCKET ? (uint8_t)(1 + rnd(2)) : (uint8_t)(9 + rnd(2)),
+          true, body, n);
+}
+
+/* A message of len random octets, in 1 to 3 frames with control frames between (WebSocket). */
+static void message(gen_stream *s, size_t len)
+{
+    if (s->nmsgs == s->msgs_cap) {
+        s->msgs_cap = s->msgs_cap ? s->msgs_cap * 2 : 32;
+        s->msgs = realloc(s->msgs, s->msgs_cap * sizeof(*s->msgs));
+        ck_assert_ptr_nonnull(s->msgs);
+    }
+    gen_msg *m = &s->msgs[s->nmsgs++];
+    m->data = malloc(len ? len : 1);
+    ck_assert_ptr_nonnull(m->data);
+    for (size_t i = 0; i < len; i++) {
+        m->data[i] = (unsigned char)rnd(256);
+    }
+    m->len = len;
+    m->seq = UINT64_MAX;
+    m->start = s->len;
+    if (rnd(4) == 0) {
+        control(s);
+        m->start = s->len;
+    }
+    size_t frames = s->framing == TRACE_WIRE_WEBSOCKET ? 1 + rnd(3) : 1;
+    size_t at = 0;
+    for (size_t f = 0; f < frames; f++) {
+        size_t n = f + 1 == frames ? len - at : rnd((uint32_t)(len - at + 1));
+        uint8_t op = f ? 0 : s->framing == TRACE_WIRE_RAWSOCKET ? 0 : (uint8_t)(1 + rnd(2));
+        frame(s, op, f + 1 == frames, m->data + at, n);
+        at += n;
+        if (f + 1 < frames && rnd(3) == 0) {
+            control(s);
+        }
+    }
+    m->end = s->len;
+}
+
+static size_t msg_len(void)
+{
+    switch (rnd(10)) {
+    case 0:
+        return 0;
+    case 1:
+        return 126 + rnd(400); /* a 16-bit length */
+    case 2:
+        return rnd(50) == 0 ? 65536 + rnd(3000) : 1000 + rnd(3000); /* a 64-bit length, rarely */
+    default:
+        return 1 + rnd(125);
+    }
+}
+
+static void stream_free(gen_stream *s)
+{
+    for (size_t i = 0; i < s->nmsgs; i++) {
+        free(s->msgs[i].data);
+    }
+    free(s->msgs);
+    free(s->starts);
+    free(s->bytes);
+}
+
+/* --- The capture of a scenario, and its model --------------------------------------------------
+ */
+
+typedef struct scenario {
+    gen_stream st[6];
+    size_t nst;
+    gen_chunk *chunks;
+    size_t nchunks;
+    trace_wire *w;
+    size_t cap;
+} scenario;
+
+/* The capturer: the first frame start in [a, b) as a lead, and the messages ending in it. */
+static void cut(scenario *sc, gen_stream *s, size_t n)
+{
+    size_t a = s->cut, b = a + n;
+    uint32_t lead = TRACE_WIRE_NO_START;
+    for (size_t i = 0; i < s->nstarts; i++) {
+        if (s->starts[i] >= a && s->starts[i] < b) {
+            lead = (uint32_t)(s->starts[i] - a);
+            break;
+        }
+    }
+    uint32_t nmsg = 0;
+    for (size_t i = 0; i < s->nmsgs; i++) {
+        if (s->msgs[i].end > a && s->msgs[i].end <= b) {
+            nmsg++;
+        }
+    }
+    trace_wire_chunk c = {.conn = s->conn,
+                          .ts_ns = 1000 + sc->nchunks,
+                          .lead = lead,
+                          .nmsg = nmsg,
+                          .dir = s->dir,
+                          .framing = s->framing,
+                          .ser = s->ser};
+    uint64_t first = trace_wire_append(sc->w, &c, s->bytes + a, n);
+    for (size_t i = 0; i < s->nmsgs; i++) {
+        if (s->msgs[i].end > a && s->msgs[i].end <= b) {
+            s->msgs[i].seq = first++;
+        }
+    }
+    sc->chunks[sc->nchunks++] = (gen_chunk){.st = s, .start = a, .end = b, .gap = n > sc->cap - 40};
+    s->cut = b;
+}
+
+/* Builds nst streams of nmsg messages each and appends them, cut into chunks of up to max_chunk
+ * octets (sometimes more), streams interleaved at random, into a ring of cap. */
+static void build(scenario *sc, size_t nst, size_t nmsg, size_t max_chunk, size_t cap)
+{
+    memset(sc, 0, sizeof(*sc));
+    sc->nst = nst;
+    sc->cap = (cap + 7) & ~(size_t)7;
+    sc->w = trace_wire_new(cap);
+    ck_assert_ptr_nonnull(sc->w);
+    size_t total = 0;
+    for (size_t i = 0; i < nst; i++) {
+        gen_stream *s = &sc->st[i];
+        s->conn = 100 + i / 2;
+        s->dir = i % 2 ? TRACE_TX : TRACE_RX;
+        s->framing = (i / 2) % 3 == 2 ? TRACE_WIRE_RAWSOCKET : TRACE_WIRE_WEBSOCKET;
+        s->ser = (uint8_t)(1 + i % 3);
+        for (size_t k = 0; k < nmsg; k++) {
+            message(s, msg_len());
+        }
+        if (rnd(2)) {
+            control(s);
+        }
+        total += s->len;
+    }
+    sc->chunks = calloc(total + 1, sizeof(*sc->chunks));
+    ck_assert_ptr_nonnull(sc->chunks);
+    for (;;) {
+        size_t left = 0;
+        for (size_t i = 0; i < nst; i++) {
+            left += sc->st[i].len > sc->st[i].cut;
+        }
+        if (!left) {
+            break;
+        }
+        gen_stream *s;
+        do {
+            s = &sc->st[rnd((uint32_t)nst)];
+        } while (s->cut == s->len);
+        size_t rest = s->len - s->cut;
+        /* Mostly short reads and writes; now and then a long one (a backlog), rarely one the
+         * size of what is left, which may be larger than the ring. */
+        size_t n = rnd(20) == 0    ? 1 + rnd(3000)
+                   : rnd(200) == 0 ? rest
+                                   : 1 + rnd((uint32_t)max_chunk);
+        cut(sc, s, n < rest ? n : rest);
+    }
+}
+
+static void scenario_free(scenario *sc)
+{
+    for (size_t i = 0; i < sc->nst; i++) {
+        stream_free(&sc->st[i]);
+    }
+    free(sc->chunks);
+    trace_wire_free(sc->w);
+}
+
+/* Whether the decoder can have message m of s: every chunk it spans is held and kept, and its
+ * stream picked up (at a held chunk's first frame start after the oldest held chunk or a gap) at
+ * or before its start. */
+static bool decodable(const scenario *sc, const gen_stream *s, const gen_msg *m, size_t held_from)
+{
+    bool synced = false;
+    size_t sync_at = 0;
+    for (size_t k = held_from; k < sc->nchunks; k++) {
+        const gen_chunk *c = &sc->chunks[k];
+        if (c->st != s) {
+            continue;
+        }
+        if (c->start >= m->end) {
+            break;
+        }
+        if (c->gap) {
+            synced = false;
+            continue;
+        }
+        if (!synced) {
+            for (size_t i = 0; i < s->nstarts; i++) {
+                if (s->starts[i] >= c->start && s->starts[i] < c->end) {
+                    synced = true;
+                    sync_at = s->starts[i];
+                    break;
+                }
+            }
+        }
+    }
+    return synced && sync_at <= m->start;
+}
+
+typedef struct got {
+    uint64_t seq;
+    bool lost;
+    uint64_t conn, ts;
+    uint8_t dir, ser;
+    unsigned char *data;
+    size_t len;
+} got;
+
+typedef struct collect {
+    got *v;
+    size_t n, cap;
+    size_t stop_after; /* 0: never stop */
+} collect;
+
+static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
+{
+    collect *c = ctx;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 256;
+        c->v = realloc(c->v, c->cap * sizeof(*c->v));
+        ck_assert_ptr_nonnull(c->v);
+    }
+    got *g = &c->v[c->n++];
+    memset(g, 0, sizeof(*g));
+    g->seq = seq;
+    g->lost = m == NULL;
+    if (m) {
+        ck_assert_uint_eq(m->seq, seq);
+        g->conn = m->conn;
+        g->ts = m->ts_ns;
+        g->dir = m->dir;
+        g->ser = m->ser;
+        g->len = m->len;
+        g->data = malloc(m->len ? m->len : 1);
+        ck_assert_ptr_nonnull(g->data);
+        if (m->len) {
+            memcpy(g->data, m->data, m->len);
+        }
+    }
+    return !c->stop_after || c->n < c->stop_after;
+}
+
+static void collect_free(collect *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->v[i].data);
+    }
+    free(c->v);
+}
+
+/* Decodes sc from from_seq and checks every seq against the model. Returns the messages that
+ * came back whole. */
+static size_t check_decode(scenario *sc, uint64_t from_seq)
+{
+    size_t held_from = sc->nchunks - trace_wire_chunks(sc->w);
+    uint64_t first = trace_wire_first_seq(sc->w), next = trace_wire_next_seq(sc->w);
+    ck_assert_uint_eq(trace_wire_dropped(sc->w), first);
+    collect c = {0};
+    trace_wire_walk walk;
+    ck_assert_int_eq(trace_wire_decode(sc->w, from_seq, on_seq, &c, &walk), WAMP_OK);
+    ck_assert_uint_eq(walk.first_seq, first);
+    ck_assert_uint_eq(walk.next_seq, next);
+    ck_assert_uint_eq(walk.mismatch, 0);
+    uint64_t from = from_seq > first ? from_seq : first;
+    ck_assert_uint_eq(c.n, next > from ? next - from : 0); /* every seq once, in order */
+    ck_assert_uint_eq(walk.messages + walk.lost, c.n);
+    size_t whole = 0;
+    for (size_t i = 0; i < sc->nst; i++) {
+        gen_stream *s = &sc->st[i];
+        for (size_t k = 0; k < s->nmsgs; k++) {
+            gen_msg *m = &s->msgs[k];
+            ck_assert_uint_ne(m->seq, UINT64_MAX);
+            if (m->seq < from) {
+                continue;
+            }
+            got *g = &c.v[m->seq - from];
+            ck_assert_uint_eq(g->seq, m->seq);
+            bool want = decodable(sc, s, m, held_from);
+            ck_assert_msg(g->lost == !want, "seq %llu: lost %d, the model says %s",
+                          (unsigned long long)m->seq, g->lost, want ? "whole" : "lost");
+            if (want) {
+                ck_assert_uint_eq(g->conn, s->conn);
+                ck_assert_uint_eq(g->dir, s->dir);
+                ck_assert_uint_eq(g->ser, s->ser);
+                ck_assert_uint_eq(g->len, m->len);
+                if (m->len) {
+                    ck_assert_mem_eq(g->data, m->data, m->len);
+                }
+                whole++;
+            }
+        }
+    }
+    collect_free(&c);
+    return whole;
+}
+
+/* --- Tests -------------------------------------------------------------------------------------
+ */
+
+/* Everything fits: every message back, whole, whatever the chunks' cuts. */
+START_TEST(test_everything_held_comes_back)
+{
+    rng_state = 42 + (uint64_t)_i;
+    scenario sc;
+    build(&sc, 6, 40, 1 + rnd(300), 8u << 20);
+    ck_assert_uint_eq(trace_wire_first_seq(sc.w), 0);
+    ck_assert_uint_eq(trace_wire_dropped(sc.w), 0);
+    size_t total = 0;
+    for (size_t i = 0; i < sc.nst; i++) {
+        total += sc.st[i].nmsgs;
+    }
+    ck_assert_uint_eq(trace_wire_next_seq(sc.w), total);
+    ck_assert_uint_eq(check_decode(&sc, 0), total);
+    scenario_free(&sc);
+}
+
+END_TEST
+
+/* A small ring: the oldest chunks go; what they began is lost, never handed out in part, and
+ * what the ring holds from each stream's first frame start on comes back. */
+START_TEST(test_small_ring_loses_only_what_began_outside)
+{
+    rng_state = 1000 + (uint64_t)_i;
+    scenario sc;
+    build(&sc, 3 + rnd(4), 30, 1 + rnd(200), TRACE_WIRE_MIN_CAP + rnd(8000));
+    ck_assert_uint_gt(trace_wire_dropped(sc.w), 0);
+    ck_assert_uint_le(trace_wire_used(sc.w), sc.cap);
+    (void)check_decode(&sc, 0);
+    scenario_free(&sc);
+}
+
+END_TEST
+
+/* From a seq on: the same seqs as a whole walk, from there. */
+START_TEST(test_from_a_seq)
+{
+    rng_state = 7;
+    scenario sc;
+    build(&sc, 4, 50, 120, 1u << 16);
+    uint64_t first = trace_wire_first_seq(sc.w), next = trace_wire_next_seq(sc.w);
+    ck_assert_uint_gt(next, first + 10);
+    (void)check_decode(&sc, first + (next - first) / 2);
+    (void)check_decode(&sc, next - 1);
+    (void)check_decode(&sc, next);
+    (void)check_decode(&sc, 0);
+    scenario_free(&sc);
+}
+
+END_TEST
+
+/* A chunk larger than the ring is kept as a gap: the messages it touches are lost, and the stream
+ * picks up again at the next chunk's first frame start. */
+START_TEST(test_too_large_chunk_is_a_gap)
+{
+    trace_wire *w = trace_wire_new(TRACE_WIRE_MIN_CAP);
+    ck_assert_ptr_nonnull(w);
+    gen_stream s = {.conn = 9, .dir = TRACE_TX, .framing = TRACE_WIRE_WEBSOCKET, .ser = 1};
+    rng_state = 3;
+    message(&s, 10);   /* 0 */
+    message(&s, 9000); /* 1: larger than the ring */
+    message(&s, 20);   /* 2 */
+    scenario sc = {.w = w, .cap = TRACE_WIRE_MIN_CAP, .nst = 1};
+    sc.st[0] = s;
+    sc.chunks = calloc(8, sizeof(*sc.chunks));
+    ck_assert_ptr_nonnull(sc.chunks);
+    gen_stream *st = &sc.st[0];
+    cut(&sc, st, st->msgs[0].end);                   /* message 0 */
+    cut(&sc, st, st->msgs[1].end - st->msgs[0].end); /* message 1, as one chunk: a gap */
+    cut(&sc, st, st->len - st->msgs[1].end);         /* message 2 */
+    ck_assert_uint_eq(trace_wire_chunks(w), 3);
+    collect c = {0};
+    trace_wire_walk walk;
+    ck_assert_int_eq(trace_wire_decode(w, 0, on_seq, &c, &walk), WAMP_OK);
+    ck_assert_uint_eq(c.n, 3);
+    ck_assert(!c.v[0].lost && c.v[0].len == 10);
+    ck_assert(c.v[1].lost);
+    ck_assert(!c.v[2].lost && c.v[2].len == 20);
+    ck_assert_mem_eq(c.v[2].data, st->msgs[2].data, 20);
+    ck_assert_uint_eq(walk.lost, 1);
+    collect_free(&c);
+    (void)check_decode(&sc, 0);
+    scenario_free(&sc);
+}
+
+END_TEST
+
+/* The callback's false ends the walk at once. */
+START_TEST(test_stop)
+{
+    rng_state = 11;
+    scenario sc;
+    build(&sc, 2, 20, 50, 1u << 20);
+    collect c = {.stop_after = 5};
+    trace_wire_walk walk;
+    ck_assert_int_eq(trace_wire_decode(sc.w, 0, on_seq, &c, &walk), WAMP_OK);
+    ck_assert_uint_eq(c.n, 5);
+    ck_assert_uint_eq(walk.messages + walk.lost, 5);
+    collect_free(&c);
+    scenario_free(&sc);
+}
+
+END_TEST
+
+/* The timestamp is the chunk's that holds the message's last octet; an empty capture walks
+ * nothing; a chunk without messages moves no seq. */
+START_TEST(test_clock_and_empty)
+{
+    trace_wire *w = trace_wire_new(0);
+    ck_assert_ptr_nonnull(w);
+    collect c = {0};
+    ck_assert_int_eq(trace_wire_decode(w, 0, on_seq, &c, NULL), WAMP_OK);
+    ck_assert_uint_eq(c.n, 0);
+    /* "ab" as one unmasked text frame, cut after its header. */
+    const unsigned char f[] = {0x81, 0x02, 'a', 'b'};
+    trace_wire_chunk h = {.conn = 1,
+                          .ts_ns = 5,
+                          .lead = 0,
+                          .nmsg = 0,
+                          .dir = TRACE_TX,
+                          .framing = TRACE_WIRE_WEBSOCKET,
+                          .ser = 1};
+    ck_assert_uint_eq(trace_wire_append(w, &h, f, 2), 0);
+    ck_assert_uint_eq(trace_wire_next_seq(w), 0);
+    h.ts_ns = 8;
+    h.lead = TRACE_WIRE_NO_START;
+    h.nmsg = 1;
+    ck_assert_uint_eq(trace_wire_append(w, &h, f + 2, 2), 0);
+    ck_assert_uint_eq(trace_wire_next_seq(w), 1);
+    ck_assert_int_eq(trace_wire_decode(w, 0, on_seq, &c, NULL), WAMP_OK);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert(!c.v[0].lost);
+    ck_assert_uint_eq(c.v[0].ts, 8);
+    ck_assert_uint_eq(c.v[0].len, 2);
+    ck_assert_mem_eq(c.v[0].data, "ab", 2);
+    collect_free(&c);
+    trace_wire_free(w);
+}
+
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("trace_wire");
+    TCase *tc = tcase_create("wire");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_everything_held_comes_back, 0, 20);
+    tcase_add_loop_test(tc, test_small_ring_loses_only_what_began_outside, 0, 200);
+    tcase_add_test(tc, test_from_a_seq);
+    tcase_add_test(tc, test_too_large_chunk_is_a_gap);
+    tcase_add_test(tc, test_stop);
+    tcase_add_test(tc, test_clock_and_empty);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,483 @@
+/* trace_wire.c: the wire capture's ring and its decoder (see trace_wire.h).
+ *
+ * The ring: entries written once, each a chunk's header and its bytes (padded to 8), appended at
+ * the write end and dropped from the read end, oldest first. An entry never wraps: one that does
+ * not fit before the ring's end starts at the front, the end's rest skipped (wend marks where the
+ * entries before the wrap end). The decoder walks the entries in order, keeping one parse state
+ * per stream (connection and direction) in a table of its own. */
+#include "trace_wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_record.h"
+
+/* A chunk too large for the ring: kept as its header alone, a gap in its stream. */
+#define WIRE_GAP 1u
+
+typedef struct wire_ent {
+    uint64_t conn;
+    uint64_t ts_ns;
+    uint64_t first_seq;
+    uint32_t len; /* of the bytes that follow (0 for a gap) */
+    uint32_t lead;
+    uint32_t nmsg;
+    uint8_t dir;
+    uint8_t framing;
+    uint8_t ser;
+    uint8_t flags;
+} wire_ent;
+
+_Static_assert(sizeof(wire_ent) % 8 == 0, "entries stay 8-aligned");
+
+struct trace_wire {
+    unsigned char *ring;
+    size_t cap;
+    size_t head; /* the oldest entry */
+    size_t tail; /* the write end */
+    size_t wend; /* while wrapped: the end of the entries before the front's */
+    bool wrapped;
+    size_t chunks;
+    size_t used;
+    uint64_t next_seq;
+    uint64_t dropped;
+};
+
+trace_wire *trace_wire_new(size_t cap)
+{
+    cap = cap < TRACE_WIRE_MIN_CAP ? TRACE_WIRE_MIN_CAP : (cap + 7) & ~(size_t)7;
+    trace_wire *w = calloc(1, sizeof(*w));
+    if (!w || !(w->ring = malloc(cap))) {
+        free(w);
+        return NULL;
+    }
+    w->cap = cap;
+    return w;
+}
+
+void trace_wire_free(trace_wire *w)
+{
+    if (w) {
+        free(w->ring);
+        free(w);
+    }
+}
+
+static inline size_t ent_size(size_t len)
+{
+    return sizeof(wire_ent) + ((len + 7) & ~(size_t)7);
+}
+
+static inline const wire_ent *ent_at(const trace_wire *w, size_t off)
+{
+    return (const wire_ent *)(const void *)(w->ring + off);
+}
+
+/* The offset of the entry after the one at off of size sz. */
+static inline size_t ent_next(const trace_wire *w, size_t off, size_t sz)
+{
+    off += sz;
+    return w->wrapped && off == w->wend ? 0 : off;
+}
+
+static void drop_oldest(trace_wire *w)
+{
+    const wire_ent *e = ent_at(w, w->head);
+    size_t sz = ent_size(e->len);
+    w->dropped += e->nmsg;
+    w->used -= sz;
+    w->chunks--;
+    w->head += sz;
+    if (w->wrapped && w->head == w->wend) {
+        w->head = 0;
+        w->wrapped = false;
+    }
+}
+
+/* Makes room for an entry of sz bytes (at most cap) at the write end. */
+static void make_room(trace_wire *w, size_t sz)
+{
+    for (;;) {
+        if (w->chunks == 0) {
+            w->head = w->tail = 0;
+            w->wrapped = false;
+        }
+        if (!w->wrapped) {
+            if (w->cap - w->tail >= sz) {
+                return;
+            }
+            w->wend = w->tail; /* the rest of the ring is skipped */
+            w->tail = 0;
+            w->wrapped = true;
+        } else if (w->head - w->tail >= sz) {
+            return;
+        } else {
+            drop_oldest(w);
+        }
+    }
+}
+
+uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void *p, size_t n)
+{
+    wire_ent h = {.conn = c->conn,
+                  .ts_ns = c->ts_ns,
+                  .first_seq = w->next_seq,
+                  .len = (uint32_t)n,
+                  .lead = c->lead,
+                  .nmsg = c->nmsg,
+                  .dir = c->dir,
+                  .framing = c->framing,
+                  .ser = c->ser};
+    if (n > w->cap - sizeof(wire_ent) || n > UINT32_MAX) {
+        h.len = 0;
+        h.flags = WIRE_GAP;
+        n = 0;
+    }
+    size_t sz = ent_size(n);
+    make_room(w, sz);
+    unsigned char *d = w->ring + w->tail;
+    memcpy(d, &h, sizeof(h));
+    if (n) {
+        memcpy(d + sizeof(h), p, n);
+    }
+    w->tail += sz;
+    w->used += sz;
+    w->chunks++;
+    w->next_seq += c->nmsg;
+    return h.first_seq;
+}
+
+uint64_t trace_wire_next_seq(const trace_wire *w)
+{
+    return w->next_seq;
+}
+
+uint64_t trace_wire_first_seq(const trace_wire *w)
+{
+    return w->chunks ? ent_at(w, w->head)->first_seq : w->next_seq;
+}
+
+uint64_t trace_wire_dropped(const trace_wire *w)
+{
+    return w->dropped;
+}
+
+size_t trace_wire_chunks(const trace_wire *w)
+{
+    return w->chunks;
+}
+
+size_t trace_wire_used(const trace_wire *w)
+{
+    return w->used;
+}
+
+/* --- Decoding ----------------------------------------------------------------------------------
+ */
+
+/* Where a stream's parser is: everything but the message's bytes, so that a chunk can be counted
+ * on a copy first (how many messages it completes) and then decoded. */
+typedef struct wire_pos {
+    bool synced;     /* at a known place in the stream */
+    bool skip_msg;   /* inside a message whose start is not held: its frames are skipped */
+    bool in_msg;     /* inside a fragmented message being joined */
+    uint8_t hdr[14]; /* the frame header being read */
+    uint8_t hdr_have;
+    uint8_t hdr_need; /* 0 until known */
+    bool in_payload;
+    bool data; /* the frame is a data frame (its payload is the message's) */
+    bool fin;
+    bool masked;
+    uint8_t mask[4];
+    uint64_t need;   /* payload octets of the frame still to read */
+    uint64_t offset; /* payload octets of the frame read (for the mask) */
+} wire_pos;
+
+typedef struct wire_stream {
+    uint64_t key; /* conn << 1 | tx; 0: a free slot */
+    wire_pos pos;
+    unsigned char *buf; /* the message being joined */
+    size_t len, cap;
+} wire_stream;
+
+typedef struct wire_dec {
+    wire_stream *tab;
+    size_t mask; /* slots - 1 */
+    size_t n;
+    bool oom;
+} wire_dec;
+
+static wire_stream *stream_find(wire_dec *d, uint64_t key)
+{
+    if (d->n * 2 >= d->mask + 1) {
+        size_t ncap = (d->mask + 1) * 2;
+        wire_stream *nt = calloc(ncap, sizeof(*nt));
+        if (!nt) {
+            d->oom = true;
+            return NULL;
+        }
+        for (size_t i = 0; i <= d->mask; i++) {
+            if (d->tab[i].key) {
+                size_t j = (size_t)(d->tab[i].key * 0x9E3779B97F4A7C15ull) & (ncap - 1);
+                while (nt[j].key) {
+                    j = (j + 1) & (ncap - 1);
+                }
+                nt[j] = d->tab[i];
+            }
+        }
+        free(d->tab);
+        d->tab = nt;
+        d->mask = ncap - 1;
+    }
+    size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) & d->mask;
+    while (d->tab[i].key && d->tab[i].key != key) {
+        i = (i + 1) & d->mask;
+    }
+    if (!d->tab[i].key) {
+        d->tab[i].key = key;
+        d->n++;
+    }
+    return &d->tab[i];
+}
+
+static bool buf_add(wire_stream *s, const unsigned char *p, size_t n, const uint8_t *mask,
+                    uint64_t offset)
+{
+    if (s->cap - s->len < n) {
+        size_t ncap = s->cap ? s->cap : 256;
+        while (ncap - s->len < n) {
+            ncap *= 2;
+        }
+        unsigned char *nb = realloc(s->buf, ncap);
+        if (!nb) {
+            return false;
+        }
+        s->buf = nb;
+        s->cap = ncap;
+    }
+    unsigned char *out = s->buf + s->len;
+    if (mask) {
+        for (size_t i = 0; i < n; i++) {
+            out[i] = p[i] ^ mask[(offset + i) & 3];
+        }
+    } else {
+        memcpy(out, p, n);
+    }
+    s->len += n;
+    return true;
+}
+
+/* The header's length once its first octets are known (WebSocket: 2 to 14; RawSocket: 4). */
+static uint8_t header_need(const wire_pos *q, uint8_t framing)
+{
+    if (framing == TRACE_WIRE_RAWSOCKET) {
+        return 4;
+    }
+    if (q->hdr_have < 2) {
+        return 0;
+    }
+    uint8_t len7 = q->hdr[1] & 0x7f;
+    return (uint8_t)(2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + ((q->hdr[1] & 0x80) ? 4 : 0));
+}
+
+/* A complete header read: the frame's kind and length, and what it does to the message. */
+static void header_done(wire_pos *q, uint8_t framing)
+{
+    q->in_payload = true;
+    q->offset = 0;
+    if (framing == TRACE_WIRE_RAWSOCKET) {
+        q->data = (q->hdr[0] & 0x07) == 0;
+        q->fin = true;
+        q->masked = false;
+        q->need = (uint64_t)q->hdr[1] << 16 | (uint64_t)q->hdr[2] << 8 | q->hdr[3];
+        return;
+    }
+    uint8_t op = q->hdr[0] & 0x0f;
+    uint8_t len7 = q->hdr[1] & 0x7f;
+    size_t at = 2;
+    q->need = len7;
+    if (len7 == 126) {
+        q->need = (uint64_t)q->hdr[2] << 8 | q->hdr[3];
+        at = 4;
+    } else if (len7 == 127) {
+        q->need = 0;
+        for (int i = 0; i < 8; i++) {
+            q->need = q->need << 8 | q->hdr[2 + i];
+        }
+        at = 10;
+    }
+    q->masked = (q->hdr[1] & 0x80) != 0;
+    if (q->masked) {
+        memcpy(q->mask, q->hdr + at, 4);
+    }
+    q->fin = (q->hdr[0] & 0x80) != 0;
+    q->data = op < 8;
+    if (!q->data) {
+        return; /* a control frame: not part of any message */
+    }
+    if (op != 0) { /* a new message (a text or binary frame) */
+        q->skip_msg = false;
+        q->in_msg = true;
+    } else if (!q->in_msg) { /* a continuation of a message whose start is not held */
+        q->skip_msg = true;
+        q->in_msg = true;
+    }
+}
+
+typedef struct wire_emit {
+    const wire_ent *e;
+    uint64_t seq;      /* of the next message to hand out */
+    uint64_t last_seq; /* one past the chunk's last seq */
+    uint64_t from_seq;
+    trace_wire_fn fn;
+    void *ctx;
+    trace_wire_walk *walk;
+    bool stop;
+} wire_emit;
+
+/* A message completed: counted (no stream: the counting pass) or handed out. */
+static void complete(wire_stream *s, wire_emit *em, size_t *count)
+{
+    (*count)++;
+    if (!s || !em) {
+        return;
+    }
+    if (em->seq >= em->last_seq) {
+        em->walk->mismatch++;
+    } else if (!em->stop && em->seq >= em->from_seq) {
+        trace_wire_msg m = {.seq = em->seq,
+                            .conn = em->e->conn,
+                            .ts_ns = em->e->ts_ns,
+                            .dir = em->e->dir,
+                            .ser = em->e->ser,
+                            .data = s->buf,
+                            .len = s->len};
+        em->walk->messages++;
+        em->stop = !em->fn(em->ctx, em->seq, &m);
+    }
+    em->seq++;
+    s->len = 0;
+}
+
+/* Parses n bytes at p from the position q; with s (the stream whose position q is) and em, joins
+ * the messages' bytes and hands each complete one to em; returns the messages it completed. *oom
+ * set when a message's buffer could not grow: em stops there. */
+static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t n, wire_stream *s,
+                   wire_emit *em, bool *oom)
+{
+    size_t done = 0;
+    size_t i = 0;
+    while (i < n) {
+        if (!q->in_payload) {
+            q->hdr[q->hdr_have++] = p[i++];
+            if (!q->hdr_need) {
+                q->hdr_need = header_need(q, framing);
+            }
+            if (q->hdr_need && q->hdr_have == q->hdr_need) {
+                header_done(q, framing);
+            } else {
+                continue;
+            }
+        } else {
+            size_t take = q->need < n - i ? (size_t)q->need : n - i;
+            if (s && q->data && !q->skip_msg &&
+                !buf_add(s, p + i, take, q->masked ? q->mask : NULL, q->offset)) {
+                *oom = true; /* the walk ends here (trace_wire_decode(): WAMP_ENOMEM) */
+                em->stop = true;
+                q->skip_msg = true;
+                s->len = 0;
+            }
+            q->need -= take;
+            q->offset += take;
+            i += take;
+        }
+        if (q->in_payload && q->need == 0) { /* the frame is complete */
+            if (q->data && q->fin) {
+                if (!q->skip_msg) {
+                    complete(s, em, &done);
+                } else if (s) {
+                    s->len = 0;
+                }
+                q->in_msg = false;
+                q->skip_msg = false;
+            }
+            q->in_payload = false;
+            q->hdr_have = q->hdr_need = 0;
+        }
+    }
+    return done;
+}
+
+/* Decodes one chunk: the stream resynchronised where it must be, its lost seqs first (those of
+ * messages completing in it that the decoder cannot have: they began before what it holds), then
+ * its messages. */
+static void chunk_decode(wire_dec *d, const wire_ent *e, wire_emit *em)
+{
+    wire_stream *s = stream_find(d, e->conn << 1 | (e->dir == TRACE_TX));
+    if (!s) {
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)(e + 1);
+    size_t n = e->len;
+    if (e->flags & WIRE_GAP) {
+        memset(&s->pos, 0, sizeof(s->pos)); /* picks up at the next chunk's lead */
+        s->len = 0;
+        n = 0;
+    } else if (!s->pos.synced) {
+        memset(&s->pos, 0, sizeof(s->pos));
+        s->len = 0;
+        if (e->lead == TRACE_WIRE_NO_START || e->lead > n) {
+            n = 0;
+        } else {
+            s->pos.synced = true;
+            p += e->lead;
+            n -= e->lead;
+        }
+    }
+    /* How many of its messages the decoder will have: counted on a copy of the position. */
+    wire_pos q = s->pos;
+    bool oom = false;
+    size_t have = n ? feed(&q, e->framing, p, n, NULL, NULL, &oom) : 0;
+    size_t lost = e->nmsg > have ? e->nmsg - have : 0;
+    for (size_t i = 0; i < lost; i++, em->seq++) {
+        if (!em->stop && em->seq >= em->from_seq) {
+            em->walk->lost++;
+            em->stop = !em->fn(em->ctx, em->seq, NULL);
+        }
+    }
+    if (n) {
+        (void)feed(&s->pos, e->framing, p, n, s, em, &oom);
+    }
+    d->oom = d->oom || oom;
+}
+
+wamp_err trace_wire_decode(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn, void *ctx,
+                           trace_wire_walk *out)
+{
+    trace_wire_walk walk = {.first_seq = trace_wire_first_seq(w), .next_seq = w->next_seq};
+    wire_dec d = {.tab = calloc(16, sizeof(wire_stream)), .mask = 15};
+    if (!d.tab) {
+        if (out) {
+            *out = walk;
+        }
+        return WAMP_ENOMEM;
+    }
+    wire_emit em = {.from_seq = from_seq, .fn = fn, .ctx = ctx, .walk = &walk};
+    size_t off = w->head;
+    for (size_t k = 0; k < w->chunks && !em.stop && !d.oom; k++) {
+        const wire_ent *e = ent_at(w, off);
+        em.e = e;
+        em.seq = e->first_seq;
+        em.last_seq = e->first_seq + e->nmsg;
+        chunk_decode(&d, e, &em); /* (before from_seq: only the streams' state moves) */
+        off = ent_next(w, off, ent_size(e->len));
+    }
+    for (size_t i = 0; i <= d.mask; i++) {
+        free(d.tab[i].buf);
+    }
+    free(d.tab);
+    if (out) {
+        *out = walk;
+    }
+    return d.oom ? WAMP_ENOMEM : WAMP_OK;
+}

@@ -1,0 +1,106 @@
+/* trace_wire.h: the wire capture: connections' transport bytes, in the chunks they were read and
+ * written in, kept in one ring of bytes; and its decoder, which turns what the ring holds back
+ * into messages, each with the seq it was captured under.
+ *
+ * What it is for: a recorder whose cost on the message path is one append per read or write of
+ * a connection (a header and one copy of the bytes, whatever number of messages they carry),
+ * leaving every per-message step (the frames, the message's type and fields) to whoever reads.
+ * A chunk is what the transport adapter read from or wrote to one connection at once, after TLS
+ * and from the first octet after the opening handshake: WebSocket frames (RFC 6455, masked from
+ * the client, unmasked from the server; no extension: the router negotiates none) or RawSocket
+ * frames (a 4-octet prefix: type and 24-bit length). The capturer says, per chunk, how many data
+ * messages end in it (nmsg: it framed or parsed them, it knows) and where its first frame starts
+ * (lead), which is what lets the decoder pick up a stream whose earlier chunks the ring let go.
+ *
+ * Seqs: every message gets one, in the order the chunks were appended and, within a chunk, in
+ * stream order: a chunk's messages are first_seq .. first_seq + nmsg - 1, where first_seq is the
+ * capture's next seq when it was appended. The ring keeps the newest chunks that fit in its
+ * capacity; a chunk that makes room drops the oldest whole chunks (their messages count as
+ * dropped). Held messages are those of held chunks; one that began in a chunk no longer held (or
+ * in one too large to keep, kept as a gap) is lost: the decoder reports it, by seq, as such, and
+ * never hands out part of a message.
+ *
+ * Ownership: the capture owns its ring and copies what it is given. Decoding allocates its own
+ * state and frees it before it returns. Service thread only. */
+#ifndef TRACE_WIRE_H
+#define TRACE_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wamp_err.h"
+
+typedef enum trace_wire_framing {
+    TRACE_WIRE_WEBSOCKET = 1,
+    TRACE_WIRE_RAWSOCKET = 2
+} trace_wire_framing;
+
+/* trace_wire_chunk.lead when no frame starts in the chunk (it lies inside one frame). */
+#define TRACE_WIRE_NO_START UINT32_MAX
+
+/* The smallest ring (bytes). */
+#define TRACE_WIRE_MIN_CAP 4096
+
+/* What the capturer says of one chunk. */
+typedef struct trace_wire_chunk {
+    uint64_t conn;   /* the connection (nonzero); one stream per connection and direction */
+    uint64_t ts_ns;  /* when it was read or written */
+    uint32_t lead;   /* octets at its start that continue a frame begun in an earlier chunk of
+                      * the stream (0: a frame starts at its first octet), or TRACE_WIRE_NO_START */
+    uint32_t nmsg;   /* data messages whose last octet is in it */
+    uint8_t dir;     /* TRACE_RX (read from the connection) or TRACE_TX (written to it) */
+    uint8_t framing; /* trace_wire_framing */
+    uint8_t ser;     /* wamp_ser of the connection's messages */
+} trace_wire_chunk;
+
+typedef struct trace_wire trace_wire;
+
+/* A capture whose ring holds cap bytes (at least TRACE_WIRE_MIN_CAP; rounded up to 8), allocated
+ * now. NULL without memory. */
+trace_wire *trace_wire_new(size_t cap);
+void trace_wire_free(trace_wire *w); /* NULL-safe */
+
+/* Appends the chunk c of n bytes at p (n may be 0), dropping the oldest chunks to make room.
+ * A chunk too large for the ring keeps its header alone: a gap in its stream, its messages lost.
+ * Returns the seq of its first message. Never fails. */
+uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void *p, size_t n);
+
+/* The seq the next message will get; the oldest seq of a held chunk (next seq: none held). */
+uint64_t trace_wire_next_seq(const trace_wire *w);
+uint64_t trace_wire_first_seq(const trace_wire *w);
+/* Messages of chunks dropped to make room (seqs below first_seq), and chunks held. */
+uint64_t trace_wire_dropped(const trace_wire *w);
+size_t trace_wire_chunks(const trace_wire *w);
+/* Bytes of the ring in use (headers, bytes and padding of held chunks). */
+size_t trace_wire_used(const trace_wire *w);
+
+/* One message as decoded: borrowed, valid during the callback only. */
+typedef struct trace_wire_msg {
+    uint64_t seq;
+    uint64_t conn;
+    uint64_t ts_ns; /* of the chunk its last octet came in */
+    uint8_t dir;
+    uint8_t ser;
+    const unsigned char *data; /* unmasked, its frames joined */
+    size_t len;
+} trace_wire_msg;
+
+/* Called for each message (msg) or each lost seq (msg NULL, seq given); false stops the walk. */
+typedef bool (*trace_wire_fn)(void *ctx, uint64_t seq, const trace_wire_msg *msg);
+
+typedef struct trace_wire_walk {
+    uint64_t first_seq; /* the oldest held seq when the walk began */
+    uint64_t next_seq;  /* the next seq when the walk began */
+    uint64_t messages;  /* messages handed to fn */
+    uint64_t lost;      /* lost seqs handed to fn */
+    uint64_t mismatch;  /* messages decoded beyond a chunk's nmsg (not handed out) */
+} trace_wire_walk;
+
+/* Decodes the held chunks, oldest first, and calls fn for every seq from from_seq on, in seq
+ * order: the message, or NULL when it is lost. *out (may be NULL) is filled either way.
+ * WAMP_ENOMEM: the decoder's state could not grow (fn saw a prefix of the seqs). */
+wamp_err trace_wire_decode(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn, void *ctx,
+                           trace_wire_walk *out);
+
+#endif /* TRACE_WIRE_H */
