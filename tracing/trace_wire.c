@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_record.h"
-
 /* A chunk too large for the ring: kept as its header alone, a gap in its stream. */
 #define WIRE_GAP 1u
 
@@ -183,7 +181,6 @@ typedef struct wire_pos {
     bool in_msg;     /* inside a fragmented message being joined */
     uint8_t hdr[14]; /* the frame header being read */
     uint8_t hdr_have;
-    uint8_t hdr_need; /* 0 until known */
     bool in_payload;
     bool data; /* the frame is a data frame (its payload is the message's) */
     bool fin;
@@ -267,55 +264,189 @@ static bool buf_add(wire_stream *s, const unsigned char *p, size_t n, const uint
     return true;
 }
 
-/* The header's length once its first octets are known (WebSocket: 2 to 14; RawSocket: 4). */
-static uint8_t header_need(const wire_pos *q, uint8_t framing)
+/* --- Frame headers (the capturer's scan and the decoder) ---------------------------------------
+ */
+
+/* What a frame header says. */
+typedef struct wire_frame {
+    uint64_t len; /* payload octets */
+    uint8_t op;   /* WebSocket opcode; RawSocket: 1 (a message, as a final text frame) or 9 */
+    bool fin;
+    bool masked;
+    uint8_t mask[4];
+} wire_frame;
+
+/* Reads the frame header at h, of which avail octets are there: its length in octets (WebSocket
+ * 2 to 14, RawSocket 4) with *f filled when they are all there, else 0 (more are needed). */
+static inline size_t frame_head(uint8_t framing, const uint8_t *h, size_t avail, wire_frame *f)
 {
     if (framing == TRACE_WIRE_RAWSOCKET) {
+        if (avail < 4) {
+            return 0;
+        }
+        f->len = (uint64_t)h[1] << 16 | (uint64_t)h[2] << 8 | h[3];
+        f->op = (h[0] & 0x07) == 0 ? 1 : 9; /* a message, or a PING or PONG */
+        f->fin = true;
+        f->masked = false;
         return 4;
     }
-    if (q->hdr_have < 2) {
+    if (avail < 2) {
         return 0;
     }
-    uint8_t len7 = q->hdr[1] & 0x7f;
-    return (uint8_t)(2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + ((q->hdr[1] & 0x80) ? 4 : 0));
+    uint8_t len7 = h[1] & 0x7f;
+    size_t at = len7 == 126 ? 4 : len7 == 127 ? 10 : 2;
+    f->masked = (h[1] & 0x80) != 0;
+    size_t hl = at + (f->masked ? 4 : 0);
+    if (avail < hl) {
+        return 0;
+    }
+    f->len = len7;
+    if (len7 == 126) {
+        f->len = (uint64_t)h[2] << 8 | h[3];
+    } else if (len7 == 127) {
+        f->len = 0;
+        for (int i = 0; i < 8; i++) {
+            f->len = f->len << 8 | h[2 + i];
+        }
+    }
+    if (f->masked) {
+        memcpy(f->mask, h + at, 4);
+    }
+    f->op = h[0] & 0x0f;
+    f->fin = (h[0] & 0x80) != 0;
+    return hl;
 }
+
+/* --- The capturer's scan -----------------------------------------------------------------------
+ */
+
+void trace_wire_stream_init(trace_wire_stream *st, uint64_t conn, uint8_t dir, uint8_t framing,
+                            uint8_t ser)
+{
+    memset(st, 0, sizeof(*st));
+    st->conn = conn;
+    st->dir = dir;
+    st->framing = framing;
+    st->ser = ser;
+}
+
+/* A frame header read (f, from its first octet on): into its payload, or (empty) past it. */
+static inline uint32_t scan_frame(trace_wire_stream *st, const wire_frame *f)
+{
+    st->ends_msg = f->fin && f->op < 8;
+    st->need = f->len;
+    st->in_payload = f->len != 0;
+    return f->len == 0 && st->ends_msg;
+}
+
+/* The usual run of frames, from a frame start at p[0]: whole frames with short headers (a
+ * WebSocket length under 126, any RawSocket frame), counted from their first two octets alone;
+ * returns where the first frame that is not such starts (n: none). */
+static inline size_t scan_small(uint8_t framing, const unsigned char *p, size_t n, uint32_t *nmsg)
+{
+    size_t i = 0;
+    if (framing == TRACE_WIRE_RAWSOCKET) {
+        while (n - i >= 4) {
+            size_t end = i + 4 + ((size_t)p[i + 1] << 16 | (size_t)p[i + 2] << 8 | p[i + 3]);
+            if (end > n) {
+                break;
+            }
+            *nmsg += (p[i] & 0x07) == 0;
+            i = end;
+        }
+        return i;
+    }
+    while (n - i >= 2) {
+        unsigned len7 = p[i + 1] & 0x7fu;
+        if (len7 >= 126) {
+            break;
+        }
+        size_t end = i + 2 + ((size_t)(p[i + 1] >> 7) << 2) + len7;
+        if (end > n) {
+            break;
+        }
+        *nmsg += (p[i] & 0x88) == 0x80; /* FIN, and a data frame's opcode (under 8) */
+        i = end;
+    }
+    return i;
+}
+
+/* Follows st's frames through p[0..n): the messages ending there; *lead the offset of the first
+ * frame header starting there (TRACE_WIRE_NO_START: none). Whole headers are read where they lie,
+ * a header split between chunks octet by octet; payloads are skipped by their length. */
+static uint32_t scan(trace_wire_stream *st, const unsigned char *p, size_t n, uint32_t *lead)
+{
+    uint32_t nmsg = 0;
+    size_t i = 0;
+    *lead = TRACE_WIRE_NO_START;
+    while (i < n) {
+        if (st->in_payload) {
+            if (st->need > n - i) {
+                st->need -= n - i;
+                break;
+            }
+            i += (size_t)st->need;
+            st->need = 0;
+            st->in_payload = false;
+            nmsg += st->ends_msg;
+            continue;
+        }
+        wire_frame f;
+        if (st->hdr_have == 0) {
+            if (*lead == TRACE_WIRE_NO_START) {
+                *lead = (uint32_t)i;
+            }
+            i += scan_small(st->framing, p + i, n - i, &nmsg);
+            size_t hl = i < n ? frame_head(st->framing, p + i, n - i, &f) : 0;
+            if (hl) {
+                i += hl;
+                nmsg += scan_frame(st, &f);
+                continue;
+            }
+            if (i == n) {
+                break;
+            }
+        }
+        st->hdr[st->hdr_have++] = p[i++];
+        if (frame_head(st->framing, st->hdr, st->hdr_have, &f)) {
+            st->hdr_have = 0;
+            nmsg += scan_frame(st, &f);
+        }
+    }
+    return nmsg;
+}
+
+uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, uint64_t ts_ns, const void *p,
+                            size_t n)
+{
+    trace_wire_chunk c = {.conn = st->conn,
+                          .ts_ns = ts_ns,
+                          .dir = st->dir,
+                          .framing = st->framing,
+                          .ser = st->ser};
+    c.nmsg = scan(st, p, n, &c.lead);
+    return trace_wire_append(w, &c, p, n);
+}
+
+/* --- The decoder's frames -----------------------------------------------------------------------
+ */
 
 /* A complete header read: the frame's kind and length, and what it does to the message. */
 static void header_done(wire_pos *q, uint8_t framing)
 {
+    wire_frame f = {0};
+    (void)frame_head(framing, q->hdr, q->hdr_have, &f);
     q->in_payload = true;
     q->offset = 0;
-    if (framing == TRACE_WIRE_RAWSOCKET) {
-        q->data = (q->hdr[0] & 0x07) == 0;
-        q->fin = true;
-        q->masked = false;
-        q->need = (uint64_t)q->hdr[1] << 16 | (uint64_t)q->hdr[2] << 8 | q->hdr[3];
-        return;
-    }
-    uint8_t op = q->hdr[0] & 0x0f;
-    uint8_t len7 = q->hdr[1] & 0x7f;
-    size_t at = 2;
-    q->need = len7;
-    if (len7 == 126) {
-        q->need = (uint64_t)q->hdr[2] << 8 | q->hdr[3];
-        at = 4;
-    } else if (len7 == 127) {
-        q->need = 0;
-        for (int i = 0; i < 8; i++) {
-            q->need = q->need << 8 | q->hdr[2 + i];
-        }
-        at = 10;
-    }
-    q->masked = (q->hdr[1] & 0x80) != 0;
-    if (q->masked) {
-        memcpy(q->mask, q->hdr + at, 4);
-    }
-    q->fin = (q->hdr[0] & 0x80) != 0;
-    q->data = op < 8;
+    q->need = f.len;
+    q->masked = f.masked;
+    memcpy(q->mask, f.mask, 4);
+    q->fin = f.fin;
+    q->data = f.op < 8;
     if (!q->data) {
         return; /* a control frame: not part of any message */
     }
-    if (op != 0) { /* a new message (a text or binary frame) */
+    if (f.op != 0) { /* a new message (a text or binary frame) */
         q->skip_msg = false;
         q->in_msg = true;
     } else if (!q->in_msg) { /* a continuation of a message whose start is not held */
@@ -369,11 +500,9 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
     size_t i = 0;
     while (i < n) {
         if (!q->in_payload) {
+            wire_frame f;
             q->hdr[q->hdr_have++] = p[i++];
-            if (!q->hdr_need) {
-                q->hdr_need = header_need(q, framing);
-            }
-            if (q->hdr_need && q->hdr_have == q->hdr_need) {
+            if (frame_head(framing, q->hdr, q->hdr_have, &f)) {
                 header_done(q, framing);
             } else {
                 continue;
@@ -402,7 +531,7 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
                 q->skip_msg = false;
             }
             q->in_payload = false;
-            q->hdr_have = q->hdr_need = 0;
+            q->hdr_have = 0;
         }
     }
     return done;

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace_record.h"
 #include "wamp_err.h"
 
 typedef enum trace_wire_framing {
@@ -74,6 +75,30 @@ uint64_t trace_wire_dropped(const trace_wire *w);
 size_t trace_wire_chunks(const trace_wire *w);
 /* Bytes of the ring in use (headers, bytes and padding of held chunks). */
 size_t trace_wire_used(const trace_wire *w);
+
+/* The capturer's side of one stream (a connection's reads, or its writes): which it is, and where
+ * its frames are. trace_wire_capture() follows the frame headers through the bytes (not the
+ * payloads: their lengths are in the headers) to say where each chunk's first frame starts and
+ * how many messages end in it. Caller storage (one per connection and direction, next to the
+ * connection), set up by trace_wire_stream_init() at the first octet after the handshake. */
+typedef struct trace_wire_stream {
+    uint64_t conn;
+    uint64_t need;   /* payload octets of the current frame still to come */
+    uint8_t hdr[14]; /* a frame header split between chunks, so far */
+    uint8_t hdr_have;
+    uint8_t dir, framing, ser;
+    bool in_payload;
+    bool ends_msg; /* the current frame is a message's last */
+} trace_wire_stream;
+
+void trace_wire_stream_init(trace_wire_stream *st, uint64_t conn, uint8_t dir, uint8_t framing,
+                            uint8_t ser);
+
+/* Appends n bytes at p that stream st read or wrote (the next ones of its stream, in order) as a
+ * chunk at ts_ns: trace_wire_append() with its lead and nmsg found by following st's frames.
+ * Returns the seq of its first message. */
+uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, uint64_t ts_ns, const void *p,
+                            size_t n);
 
 /* One message as decoded: borrowed, valid during the callback only. */
 typedef struct trace_wire_msg {

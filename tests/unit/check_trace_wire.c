@@ -29,7 +29,8 @@ typedef struct gen_stream {
     size_t nstarts, starts_cap;
     gen_msg *msgs;
     size_t nmsgs, msgs_cap;
-    size_t cut; /* octets already cut into chunks */
+    size_t cut;             /* octets already cut into chunks */
+    trace_wire_stream scan; /* the capturer's state of it */
 } gen_stream;
 
 typedef struct gen_chunk {
@@ -189,6 +190,7 @@ typedef struct scenario {
     size_t nchunks;
     trace_wire *w;
     size_t cap;
+    bool by_header; /* chunks appended with the model's lead and nmsg, not trace_wire_capture() */
 } scenario;
 
 /* The capturer: the first frame start in [a, b) as a lead, and the messages ending in it. */
@@ -208,14 +210,23 @@ static void cut(scenario *sc, gen_stream *s, size_t n)
             nmsg++;
         }
     }
-    trace_wire_chunk c = {.conn = s->conn,
-                          .ts_ns = 1000 + sc->nchunks,
-                          .lead = lead,
-                          .nmsg = nmsg,
-                          .dir = s->dir,
-                          .framing = s->framing,
-                          .ser = s->ser};
-    uint64_t first = trace_wire_append(sc->w, &c, s->bytes + a, n);
+    uint64_t first;
+    if (sc->by_header) { /* as the capturer's own header says */
+        trace_wire_chunk c = {.conn = s->conn,
+                              .ts_ns = 1000 + sc->nchunks,
+                              .lead = lead,
+                              .nmsg = nmsg,
+                              .dir = s->dir,
+                              .framing = s->framing,
+                              .ser = s->ser};
+        first = trace_wire_append(sc->w, &c, s->bytes + a, n);
+    } else { /* the scan finds the same */
+        if (a == 0) {
+            trace_wire_stream_init(&s->scan, s->conn, s->dir, s->framing, s->ser);
+        }
+        first = trace_wire_capture(sc->w, &s->scan, 1000 + sc->nchunks, s->bytes + a, n);
+    }
+    ck_assert_uint_eq(trace_wire_next_seq(sc->w), first + nmsg);
     for (size_t i = 0; i < s->nmsgs; i++) {
         if (s->msgs[i].end > a && s->msgs[i].end <= b) {
             s->msgs[i].seq = first++;
@@ -230,6 +241,7 @@ static void cut(scenario *sc, gen_stream *s, size_t n)
 static void build(scenario *sc, size_t nst, size_t nmsg, size_t max_chunk, size_t cap)
 {
     memset(sc, 0, sizeof(*sc));
+    sc->by_header = rnd(2);
     sc->nst = nst;
     sc->cap = (cap + 7) & ~(size_t)7;
     sc->w = trace_wire_new(cap);
