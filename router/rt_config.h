@@ -305,6 +305,9 @@ typedef struct rt_config {
     int tracing_fsync;
     uint32_t tracing_fsync_interval_ms;
     uint64_t tracing_write_backlog; /* bytes queued for a persisted trace's writer thread */
+    /* wampscope.tracing.wire_capture: bytes of the wire capture's ring (trace_wire.h); 0 = no
+     * wire capture (the default). */
+    uint64_t tracing_wire_capture;
     uint64_t tracing_persist_max_bytes;
     uint64_t tracing_persist_max_age_s;
     /* wampscope.tracing.flight_recorder: the trace_options (owned JSON object) of the always-on

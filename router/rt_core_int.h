@@ -18,6 +18,7 @@
 #include "rt_session.h"
 #include "rt_trace.h"
 #include "trace_hub.h"
+#include "trace_wire.h"
 #include "wamp_id.h"
 
 struct rt_router {
@@ -39,9 +40,11 @@ struct rt_router {
                              * (auth_failure_delay), oldest first (rt_session.in_wait) */
     size_t n_sessions;
     wamp_idgen ids;
-    trace_hub *hub;           /* owned; trace_hub_is_active() is the one branch on the hot path */
-    rt_cur_action cur;        /* the action being handled (rt_trace.h) */
-    rt_trace_pending pend;    /* its PUBLISH's record, while that waits (rt_trace.h) */
+    trace_hub *hub;        /* owned; trace_hub_is_active() is the one branch on the hot path */
+    trace_wire *wire;      /* owned: the wire capture (wampscope.tracing.wire_capture), or NULL */
+    uint64_t wire_conns;   /* connection ids given to the wire capture's streams */
+    rt_cur_action cur;     /* the action being handled (rt_trace.h) */
+    rt_trace_pending pend; /* its PUBLISH's record, while that waits (rt_trace.h) */
     rt_realm_config mgmt_cfg; /* the management realm's synthesized configuration */
     bool shutting_down;
     uint64_t shutdown_deadline_us;

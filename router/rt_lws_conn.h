@@ -59,6 +59,8 @@ typedef struct rt_lws_ws_conn {
     bool ping_out;              /* a PING of ours awaits its PONG */
     uint16_t close_code;
     char close_reason[RT_LWS_CONN_REASON_MAX];
+    /* The wire capture's two streams of this connection (owned), NULL when it does not run. */
+    struct rt_lws_ws_wire *wire;
 } rt_lws_ws_conn;
 
 /* The HTTP part (rt_lws_web.c): the answer being written, or an HTTP bridge request. */
@@ -158,6 +160,9 @@ bool rt_lws_ws_mid_frame(const rt_lws_conn *c);
 /* RAW_WRITEABLE of a WebSocket after conn->out is written (or before it, to finish a frame).
  * Returns -1 to close. */
 int rt_lws_ws_writeable(rt_lws_conn *c);
+/* conn->out's n octets at p went out (the front writes them): the WebSocket's frames among them
+ * (control frames; not the 101 answer) go to the wire capture. */
+void rt_lws_ws_wire_out(rt_lws_conn *c, const unsigned char *p, size_t n);
 /* RAW_CLOSE of a WebSocket: ends the session, frees the receive state. */
 void rt_lws_ws_closed(rt_lws_conn *c);
 

@@ -302,6 +302,9 @@ static int on_writeable(rt_lws_conn *c)
 {
     if (c->out && wamp_buf_len(c->out) && !rt_lws_ws_mid_frame(c)) {
         int r = rt_lws_conn_write(c, wamp_buf_data(c->out), wamp_buf_len(c->out));
+        if (r >= 0) {
+            rt_lws_ws_wire_out(c, wamp_buf_data(c->out), wamp_buf_len(c->out));
+        }
         wamp_buf_unref(&c->out);
         if (r < 0) {
             return -1;

@@ -73,6 +73,56 @@ _Static_assert(RT_LWS_WS_COALESCE_MAX + WAMP_WS_HEADER_MAX <= RT_LWS_WS_SCRATCH,
 /* Octets of an offer joined on the stack; longer ones are joined on the heap. */
 #define RT_LWS_WS_OFFER_STACK 512
 
+/* The wire capture of a WebSocket (trace_wire.h): its frames as read (before they are unmasked in
+ * place) and as written, each read and write one chunk. tx_skip: octets of the 101 answer still
+ * to go out through conn->out, which are no frames. */
+struct rt_lws_ws_wire {
+    trace_wire_stream rx, tx;
+    size_t tx_skip;
+};
+
+static void wire_rx(rt_lws_conn *c, const void *p, size_t n)
+{
+    if (c->u.ws.wire) {
+        rt_router_wire_capture(rt_lws_conn_router(c), &c->u.ws.wire->rx, p, n);
+    }
+}
+
+static void wire_tx(rt_lws_conn *c, const void *p, size_t n)
+{
+    if (c->u.ws.wire) {
+        rt_router_wire_capture(rt_lws_conn_router(c), &c->u.ws.wire->tx, p, n);
+    }
+}
+
+void rt_lws_ws_wire_out(rt_lws_conn *c, const unsigned char *p, size_t n)
+{
+    struct rt_lws_ws_wire *ww = c->u.ws.wire;
+    if (c->mode != RT_LWS_CONN_WS || !ww) {
+        return;
+    }
+    size_t skip = ww->tx_skip < n ? ww->tx_skip : n;
+    ww->tx_skip -= skip;
+    wire_tx(c, p + skip, n - skip);
+}
+
+/* Sets up the wire capture's streams of c (a WebSocket of ser whose 101 answer of head octets
+ * is queued), when the capture runs. Without memory c is not captured. */
+static void wire_start(rt_lws_conn *c, wamp_ser ser, size_t head)
+{
+    uint64_t conn;
+    if (!rt_router_wire_conn(rt_lws_conn_router(c), &conn)) {
+        return;
+    }
+    struct rt_lws_ws_wire *ww = malloc(sizeof(*ww));
+    if (ww) {
+        trace_wire_stream_init(&ww->rx, conn, TRACE_RX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
+        trace_wire_stream_init(&ww->tx, conn, TRACE_TX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
+        ww->tx_skip = head;
+    }
+    c->u.ws.wire = ww;
+}
+
 static uint64_t sid_of(const rt_lws_conn *c)
 {
     return c->u.ws.sess ? rt_session_id(c->u.ws.sess) : 0;
@@ -344,6 +394,7 @@ int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req)
     if (n <= 0 || (size_t)n >= sizeof(head) || !rt_lws_conn_out(c, head, (size_t)n)) {
         return -1;
     }
+    wire_start(c, ser, (size_t)n);
     w->sess = rt_router_attach(rt_lws_conn_router(c), &ws_ops, c, ser, &peer);
     if (!w->sess) {
         RT_LOG_INFO(0, "connection from %s refused (shutting down or out of memory)", peer.addr);
@@ -474,6 +525,9 @@ static bool reading(const rt_lws_conn *c)
 static int rx_slice(rt_lws_conn *c, unsigned char *in, size_t len)
 {
     rt_lws_ws_conn *w = &c->u.ws;
+    if (reading(c)) {
+        wire_rx(c, in, len); /* as read: the parser unmasks in place */
+    }
     while (len) {
         if (!reading(c)) {
             return 1; /* failed, or the peer's CLOSE is answered: nothing more is read */
@@ -521,6 +575,7 @@ static int rx_direct(rt_lws_conn *c)
             return 0; /* nothing more yet (or the end: lws finds it on its next read) */
         }
         size_t k = n < room ? n : room;
+        wire_rx(c, p, k); /* as read, before the commit unmasks them */
         wamp_ws_event ev;
         memset(&ev, 0, sizeof(ev));
         int r = on_parsed(c, wamp_ws_rx_commit(&w->ws, k, &ev), &ev);
@@ -573,6 +628,7 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
         RT_LOG_DEBUG(sid_of(c), "write failed; closing");
         return -1;
     }
+    wire_tx(c, out, used);
     if (b || w->closing) {
         lws_callback_on_writable(c->wsi);
     }
@@ -631,6 +687,11 @@ static ssize_t tx_gather(rt_lws_conn *c, size_t budget)
     ssize_t r = niov ? rt_lws_conn_sendiov(c->wsi, iov, niov) : 0;
     if (r <= 0) {
         return r;
+    }
+    for (size_t i = 0, left = (size_t)r; i < niov && left; i++) { /* what went out, in order */
+        size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+        wire_tx(c, iov[i].iov_base, k);
+        left -= k;
     }
     /* Step over what went out: whole frames, whole messages, and the part of a frame. */
     size_t done = (size_t)r;
@@ -692,6 +753,9 @@ static int tx_large(rt_lws_conn *c, wamp_buf *b)
             }
             memcpy(p - h, head, h);
             int r = rt_lws_conn_write(c, p - h, n + h);
+            if (r >= 0) {
+                wire_tx(c, p - h, n + h); /* (lws keeps what the socket did not take) */
+            }
             if (!first) {
                 memcpy(p - h, saved, h);
             }
@@ -768,4 +832,6 @@ void rt_lws_ws_closed(rt_lws_conn *c)
         w->counted = false;
     }
     wamp_ws_fini(&w->ws);
+    free(w->wire);
+    w->wire = NULL;
 }

@@ -131,7 +131,9 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
                             cfg->mgmt_enabled ? cfg->mgmt_realm : NULL);
     rt->realms = calloc(cfg->n_realms + 1, sizeof(*rt->realms));
-    if (!rt->hub || !rt->realms || rt_trace_attach(rt) != WAMP_OK) {
+    rt->wire = cfg->tracing_wire_capture ? trace_wire_new(cfg->tracing_wire_capture) : NULL;
+    if (!rt->hub || !rt->realms || rt_trace_attach(rt) != WAMP_OK ||
+        (cfg->tracing_wire_capture && !rt->wire)) {
         goto fail;
     }
     trace_hub_set_defaults(rt->hub, cfg->tracing_default_limit, cfg->tracing_default_max_bytes);
@@ -207,8 +209,22 @@ void rt_router_free(rt_router *rt)
     rt_observers_fini(&rt->observers);
     rt_trace_action_close(rt);
     trace_hub_free(rt->hub);
+    trace_wire_free(rt->wire);
     rt_hmap_fini(&rt->sessions_by_id);
     free(rt);
+}
+
+bool rt_router_wire_conn(rt_router *rt, uint64_t *conn)
+{
+    *conn = rt->wire ? ++rt->wire_conns : 0;
+    return rt->wire != NULL;
+}
+
+void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n)
+{
+    if (rt->wire && n) {
+        (void)trace_wire_capture(rt->wire, st, rt_trace_ts_now(rt), p, n);
+    }
 }
 
 uint64_t rt_router_wall_ns(const rt_router *rt)
