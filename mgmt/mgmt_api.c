@@ -22,6 +22,7 @@
 #include "rt_realm.h"
 #include "rt_session.h"
 #include "rt_trace.h"
+#include "rt_trace_wire.h"
 #include "trace_hub.h"
 #include "trace_render.h"
 #include "wamp_id.h"
@@ -424,6 +425,60 @@ static wamp_err proc_get_trace_data(mgmt_api *m, const mgmt_who *who, trace *t, 
     return err;
 }
 
+/* get_wire_data's page being read: records (a JSON array) up to limit. */
+typedef struct wire_page {
+    json_t *records;
+    size_t limit;
+    bool oom;
+} wire_page;
+
+static bool wire_page_add(void *ctx, uint64_t seq, const trace_record *rec)
+{
+    wire_page *pg = ctx;
+    json_t *r = rec ? trace_render_record(rec, true)
+                    : json_pack("{s:I, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)seq, "kind",
+                                "gap", "msg_type", "Gap", "from_seq", (json_int_t)seq, "to_seq",
+                                (json_int_t)seq, "reason", "lost");
+    if (!r || json_array_append_new(pg->records, r) != 0) {
+        pg->oom = true;
+        return false;
+    }
+    return json_array_size(pg->records) < pg->limit;
+}
+
+/* get_wire_data(node_id, worker_id, from_seq=0, limit=100): the wire capture's messages from
+ * from_seq on (mgmt/README.md, "get_wire_data"): {"first_seq", "next_seq", "dropped", "records"},
+ * each record as get_trace_data's (its payload included), a message the capture holds only in
+ * part a gap of one seq ("reason": "lost"). crossbar.error.not_running without a wire capture. */
+static wamp_err proc_get_wire_data(mgmt_api *m, const mgmt_who *who, const json_t *args,
+                                   const json_t *kwargs, rt_local_reply *reply)
+{
+    wamp_err err = WAMP_OK;
+    json_int_t from, limit;
+    (void)who;
+    if (!arg_int(args, kwargs, 2, "from_seq", 0, (json_int_t)WAMP_ID_MAX, 0, &from, reply, &err) ||
+        !arg_int(args, kwargs, 3, "limit", 1, 10000, 100, &limit, reply, &err)) {
+        return err;
+    }
+    wire_page pg = {.records = json_array(), .limit = (size_t)limit};
+    trace_wire_walk walk;
+    err = pg.records ? rt_router_wire_read(m->rt, (uint64_t)from, wire_page_add, &pg, &walk)
+                     : WAMP_ENOMEM;
+    if (err == WAMP_EINVAL) {
+        json_decref(pg.records);
+        return rt_local_reply_error(reply, MGMT_ERROR_NOT_RUNNING,
+                                    "no wire capture runs (wampscope.tracing.wire_capture)");
+    }
+    if (err != WAMP_OK || pg.oom) {
+        json_decref(pg.records);
+        return WAMP_ENOMEM;
+    }
+    return rt_local_reply_value(
+            reply, json_pack("{s:I, s:I, s:I, s:o}", "first_seq", (json_int_t)walk.first_seq,
+                             "next_seq", (json_int_t)walk.next_seq, "dropped",
+                             (json_int_t)walk.first_seq, "records", pg.records));
+}
+
 /* cluster.get_trace_page(node_id, worker_id, trace_id, from_seq, limit, to_seq), for the merged
  * reading (not registered): {"records", "now", "running"} where from_seq is this node's cursor,
  * or a map {node_id: seq} holding it (absent: 0), to_seq its last seq to read the same way
@@ -582,6 +637,7 @@ static const mgmt_proc procs[] = {
         {"delete_trace", NULL, proc_delete_trace, MGMT_WORKER, true, false},
         {"get_trace_data", NULL, proc_get_trace_data, MGMT_WORKER, false, false},
         {"mark_trace", proc_mark_trace, NULL, MGMT_WORKER, true, false},
+        {"get_wire_data", proc_get_wire_data, NULL, MGMT_WORKER, false, false},
         /* Crossbar's remote-API names for the same procedures (mgmt/README.md "Crossbar
          * alias names"). */
         {"remote.tracing.get_traces", proc_list_traces, NULL, MGMT_WORKER, true, false},

@@ -17,6 +17,7 @@
 #include "rt_lws_raw.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libwebsockets.h>
@@ -27,6 +28,7 @@
 #include "rt_lws_ws.h"
 #include "rt_router.h"
 #include "rt_session.h"
+#include "rt_trace_wire.h"
 #include "wamp_buf.h"
 #include "wamp_rawsock.h"
 
@@ -55,6 +57,14 @@ typedef struct raw_pss {
     bool close_now; /* ... by the adapter: close once ctl is written, even with a queue */
     bool counted;   /* holds a place in *lis->raw_conns (options.max_connections) */
     char peer[64];  /* for log lines */
+
+    /* The wire capture's streams of this connection (owned; NULL when it does not run): its
+     * frames after the handshake as read and written; tx_skip: octets of the handshake reply
+     * still to go out through ctl, which are no frame. */
+    struct raw_wire {
+        trace_wire_stream rx, tx;
+        size_t tx_skip;
+    } * wire;
 } raw_pss;
 
 _Static_assert(sizeof(raw_pss) <= RT_LWS_RAW_STATE_MAX, "the RawSocket state fits rt_lws_conn");
@@ -122,6 +132,38 @@ static const rt_transport_ops raw_ops = {
         .want_write = op_want_write,
         .close = op_close,
 };
+
+static void wire_rx(raw_pss *pss, const void *p, size_t n)
+{
+    if (pss->wire) {
+        rt_router_wire_capture(router_of(pss->wsi), &pss->wire->rx, p, n);
+    }
+}
+
+static void wire_tx(raw_pss *pss, const void *p, size_t n)
+{
+    if (pss->wire) {
+        size_t skip = pss->wire->tx_skip < n ? pss->wire->tx_skip : n;
+        pss->wire->tx_skip -= skip;
+        rt_router_wire_capture(router_of(pss->wsi), &pss->wire->tx, (const uint8_t *)p + skip,
+                               n - skip);
+    }
+}
+
+/* Sets up the wire capture's streams of the accepted connection pss (its session s of ser),
+ * when the capture runs; its handshake reply is queued next. Without memory it is not captured. */
+static void wire_start(raw_pss *pss, rt_session *s, wamp_ser ser)
+{
+    uint64_t conn;
+    if (!rt_router_wire_conn(router_of(pss->wsi), &conn) ||
+        !(pss->wire = malloc(sizeof(*pss->wire)))) {
+        return;
+    }
+    trace_wire_stream_init(&pss->wire->rx, conn, TRACE_RX, TRACE_WIRE_RAWSOCKET, (uint8_t)ser);
+    trace_wire_stream_init(&pss->wire->tx, conn, TRACE_TX, TRACE_WIRE_RAWSOCKET, (uint8_t)ser);
+    pss->wire->tx_skip = (pss->ctl ? wamp_buf_len(pss->ctl) : 0) + WAMP_RAWSOCK_PREFIX;
+    rt_session_set_wire(s, &pss->wire->rx, &pss->wire->tx);
+}
 
 static void close_after_ctl(raw_pss *pss)
 {
@@ -224,6 +266,7 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
         }
         return;
     }
+    wire_start(pss, pss->sess, ev->ser);
     ctl_push(pss, ev->reply, sizeof(ev->reply));
 }
 
@@ -255,6 +298,9 @@ static void on_frame(raw_pss *pss, const wamp_rawsock_event *ev)
 /* RAW_RX. Returns -1 to drop the connection at once (framing broken: nothing more to say). */
 static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t len)
 {
+    if (!pss->closing) {
+        wire_rx(pss, in, len);
+    }
     while (len && !pss->closing) {
         size_t used = 0;
         wamp_rawsock_event ev;
@@ -283,6 +329,7 @@ static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t 
         switch (ev.kind) {
         case WAMP_RAWSOCK_EV_ACCEPTED:
             on_accepted(wsi, pss, &ev);
+            wire_rx(pss, in, len); /* the frames that came with the handshake */
             break;
         case WAMP_RAWSOCK_EV_REFUSED:
             RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us(wsi),
@@ -321,6 +368,7 @@ static int tx_coalesced(struct lws *wsi, raw_pss *pss, wamp_buf *b)
 {
     unsigned char *out = pss->lis->tx_scratch;
     size_t used = 0;
+    uint32_t nmsg = 0;
     while (b && wamp_buf_len(b) <= RT_LWS_RAW_COALESCE_MAX) {
         size_t n = wamp_buf_len(b);
         if (used + WAMP_RAWSOCK_PREFIX + n > RT_LWS_WS_SCRATCH) {
@@ -330,11 +378,15 @@ static int tx_coalesced(struct lws *wsi, raw_pss *pss, wamp_buf *b)
         used += WAMP_RAWSOCK_PREFIX;
         memcpy(out + used, wamp_buf_cdata(b), n);
         used += n;
+        nmsg++;
         rt_session_tx_pop(pss->sess);
         b = rt_session_tx_peek(pss->sess);
     }
     if (write_all(wsi, pss, out, used) < 0) {
         return -1;
+    }
+    if (pss->wire) { /* whole frames, one message each */
+        rt_router_wire_capture_whole(router_of(wsi), &pss->wire->tx, out, used, nmsg);
     }
     if (b || pss->closing) {
         lws_callback_on_writable(wsi);
@@ -363,8 +415,10 @@ static int tx_large(struct lws *wsi, raw_pss *pss, wamp_buf *b)
             return -1;
         }
         size_t took = (size_t)r < pre ? (size_t)r : pre;
+        wire_tx(pss, prefix + pss->tx_pre, took);
         pss->tx_pre = (uint8_t)(pss->tx_pre + took);
         n = (size_t)r - took; /* payload bytes written; 0 when the socket is full */
+        wire_tx(pss, p, n);
     } else {
         /* TLS: the prefix goes into the headroom before the first piece (another session
          * sharing the buffer writes its own there when its turn comes); lws copies what the
@@ -377,6 +431,7 @@ static int tx_large(struct lws *wsi, raw_pss *pss, wamp_buf *b)
         if (write_all(wsi, pss, p - extra, n + extra) < 0) {
             return -1;
         }
+        wire_tx(pss, p - extra, n + extra);
     }
     if (n < left) {
         pss->tx_off += n;
@@ -397,6 +452,9 @@ static int on_writeable(struct lws *wsi, raw_pss *pss)
 {
     if (pss->ctl && wamp_buf_len(pss->ctl) && !pss->tx_pre && !pss->tx_off) {
         int r = write_all(wsi, pss, wamp_buf_data(pss->ctl), wamp_buf_len(pss->ctl));
+        if (r == 0) {
+            wire_tx(pss, wamp_buf_data(pss->ctl), wamp_buf_len(pss->ctl));
+        }
         wamp_buf_unref(&pss->ctl);
         if (r < 0) {
             return -1;
@@ -423,6 +481,8 @@ static void on_close(raw_pss *pss)
 {
     rt_session_on_closed(pss->sess); /* NULL before the handshake: a no-op */
     pss->sess = NULL;
+    free(pss->wire);
+    pss->wire = NULL;
     wamp_buf_unref(&pss->ctl);
     if (pss->adopted) {
         wamp_rawsock_fini(&pss->rs);

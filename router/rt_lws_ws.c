@@ -44,6 +44,7 @@
 #include "rt_router.h"
 #include "rt_session.h"
 #include "rt_subproto.h"
+#include "rt_trace_wire.h"
 #include "wamp_buf.h"
 #include "wamp_types.h"
 #include "wamp_ws.h"
@@ -107,20 +108,19 @@ void rt_lws_ws_wire_out(rt_lws_conn *c, const unsigned char *p, size_t n)
 }
 
 /* Sets up the wire capture's streams of c (a WebSocket of ser whose 101 answer of head octets
- * is queued), when the capture runs. Without memory c is not captured. */
+ * is queued, its session attached), when the capture runs. Without memory c is not captured. */
 static void wire_start(rt_lws_conn *c, wamp_ser ser, size_t head)
 {
     uint64_t conn;
-    if (!rt_router_wire_conn(rt_lws_conn_router(c), &conn)) {
+    struct rt_lws_ws_wire *ww;
+    if (!rt_router_wire_conn(rt_lws_conn_router(c), &conn) || !(ww = malloc(sizeof(*ww)))) {
         return;
     }
-    struct rt_lws_ws_wire *ww = malloc(sizeof(*ww));
-    if (ww) {
-        trace_wire_stream_init(&ww->rx, conn, TRACE_RX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
-        trace_wire_stream_init(&ww->tx, conn, TRACE_TX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
-        ww->tx_skip = head;
-    }
+    trace_wire_stream_init(&ww->rx, conn, TRACE_RX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
+    trace_wire_stream_init(&ww->tx, conn, TRACE_TX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
+    ww->tx_skip = head;
     c->u.ws.wire = ww;
+    rt_session_set_wire(c->u.ws.sess, &ww->rx, &ww->tx);
 }
 
 static uint64_t sid_of(const rt_lws_conn *c)
@@ -324,6 +324,18 @@ static bool choose(const rt_http1_req *req, unsigned enabled, wamp_ser *ser, cha
     return chosen;
 }
 
+/* Queues the 101 answer accepting the upgrade with ser; returns its length (0: it cannot be). */
+static size_t answer_101(rt_lws_conn *c, const char *accept, wamp_ser ser)
+{
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                     "Sec-WebSocket-Protocol: %s\r\n\r\n",
+                     accept, rt_subproto_name(ser));
+    return n > 0 && (size_t)n < sizeof(head) && rt_lws_conn_out(c, head, (size_t)n) ? (size_t)n : 0;
+}
+
 int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req)
 {
     const rt_lws_ws_listener *lis = c->lis;
@@ -385,22 +397,17 @@ int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req)
     wamp_ws_init(&w->ws, &wc);
     (*wp->conns)++;
     w->counted = true;
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
-                     "Sec-WebSocket-Protocol: %s\r\n\r\n",
-                     accept, rt_subproto_name(ser));
-    if (n <= 0 || (size_t)n >= sizeof(head) || !rt_lws_conn_out(c, head, (size_t)n)) {
+    size_t head = answer_101(c, accept, ser);
+    if (!head) {
         return -1;
     }
-    wire_start(c, ser, (size_t)n);
     w->sess = rt_router_attach(rt_lws_conn_router(c), &ws_ops, c, ser, &peer);
     if (!w->sess) {
         RT_LOG_INFO(0, "connection from %s refused (shutting down or out of memory)", peer.addr);
         request_close(c, WAMP_WS_CLOSE_GOING_AWAY, "unavailable", true);
         return 0;
     }
+    wire_start(c, ser, head);
     if (wp->cfg->auto_ping_interval_ms) {
         ping_schedule(c, wp->cfg->auto_ping_interval_ms);
     }
@@ -613,6 +620,7 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
     unsigned char *out = c->lis->tx_scratch;
     wamp_ws_opcode op = w->text ? WAMP_WS_OP_TEXT : WAMP_WS_OP_BINARY;
     size_t used = 0;
+    uint32_t nmsg = 0;
     while (b && wamp_buf_len(b) <= RT_LWS_WS_COALESCE_MAX) {
         size_t n = wamp_buf_len(b);
         if (used + WAMP_WS_HEADER_MAX + n > RT_LWS_WS_SCRATCH) {
@@ -621,6 +629,7 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
         used += wamp_ws_header(out + used, op, true, n);
         memcpy(out + used, wamp_buf_cdata(b), n);
         used += n;
+        nmsg++;
         rt_session_tx_pop(w->sess);
         b = rt_session_tx_peek(w->sess);
     }
@@ -628,7 +637,9 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
         RT_LOG_DEBUG(sid_of(c), "write failed; closing");
         return -1;
     }
-    wire_tx(c, out, used);
+    if (w->wire) { /* whole frames, one message each */
+        rt_router_wire_capture_whole(rt_lws_conn_router(c), &w->wire->tx, out, used, nmsg);
+    }
     if (b || w->closing) {
         lws_callback_on_writable(c->wsi);
     }

@@ -107,6 +107,35 @@ static rt_realm *realm_new(rt_router *rt, const rt_realm_config *cfg)
     return r;
 }
 
+/* The hub's settings from cfg (defaults, persistence, the flight recorder's reserved slot) and
+ * the wire capture. */
+static wamp_err tracing_setup(rt_router *rt, const rt_config *cfg)
+{
+    trace_hub_set_defaults(rt->hub, cfg->tracing_default_limit, cfg->tracing_default_max_bytes);
+    trace_hub_set_persist_defaults(rt->hub, cfg->tracing_persist_max_bytes,
+                                   cfg->tracing_persist_max_age_s);
+    trace_hub_set_log(rt->hub, hub_log, rt);
+    const trace_persist_config pcfg = {
+            .data_dir = cfg->tracing_data_dir,
+            .segment_bytes = cfg->tracing_segment_bytes,
+            .fsync = (trace_fsync_mode)cfg->tracing_fsync,
+            .fsync_interval_ms = cfg->tracing_fsync_interval_ms,
+            .write_backlog = cfg->tracing_write_backlog,
+    };
+    if (trace_hub_set_persist(rt->hub, &pcfg) != WAMP_OK) {
+        return WAMP_EINVAL;
+    }
+    if (cfg->tracing_flight_recorder &&
+        trace_hub_reserve(rt->hub, RT_FLIGHT_RECORDER_ID, cfg->tracing_flight_recorder) !=
+                WAMP_OK) {
+        return WAMP_EINVAL;
+    }
+    if (cfg->tracing_wire_capture && !(rt->wire = trace_wire_new(cfg->tracing_wire_capture))) {
+        return WAMP_ENOMEM;
+    }
+    return WAMP_OK;
+}
+
 rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ctx)
 {
     rt_router *rt = calloc(1, sizeof(*rt));
@@ -131,28 +160,8 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     rt->hub = trace_hub_new(cfg->tracing_max_traces ? cfg->tracing_max_traces : 16,
                             cfg->mgmt_enabled ? cfg->mgmt_realm : NULL);
     rt->realms = calloc(cfg->n_realms + 1, sizeof(*rt->realms));
-    rt->wire = cfg->tracing_wire_capture ? trace_wire_new(cfg->tracing_wire_capture) : NULL;
     if (!rt->hub || !rt->realms || rt_trace_attach(rt) != WAMP_OK ||
-        (cfg->tracing_wire_capture && !rt->wire)) {
-        goto fail;
-    }
-    trace_hub_set_defaults(rt->hub, cfg->tracing_default_limit, cfg->tracing_default_max_bytes);
-    trace_hub_set_persist_defaults(rt->hub, cfg->tracing_persist_max_bytes,
-                                   cfg->tracing_persist_max_age_s);
-    trace_hub_set_log(rt->hub, hub_log, rt);
-    const trace_persist_config pcfg = {
-            .data_dir = cfg->tracing_data_dir,
-            .segment_bytes = cfg->tracing_segment_bytes,
-            .fsync = (trace_fsync_mode)cfg->tracing_fsync,
-            .fsync_interval_ms = cfg->tracing_fsync_interval_ms,
-            .write_backlog = cfg->tracing_write_backlog,
-    };
-    if (trace_hub_set_persist(rt->hub, &pcfg) != WAMP_OK) {
-        goto fail;
-    }
-    if (cfg->tracing_flight_recorder &&
-        trace_hub_reserve(rt->hub, RT_FLIGHT_RECORDER_ID, cfg->tracing_flight_recorder) !=
-                WAMP_OK) {
+        tracing_setup(rt, cfg) != WAMP_OK) {
         goto fail;
     }
     /* Persisted traces of earlier runs come back as stopped traces. */
@@ -212,19 +221,6 @@ void rt_router_free(rt_router *rt)
     trace_wire_free(rt->wire);
     rt_hmap_fini(&rt->sessions_by_id);
     free(rt);
-}
-
-bool rt_router_wire_conn(rt_router *rt, uint64_t *conn)
-{
-    *conn = rt->wire ? ++rt->wire_conns : 0;
-    return rt->wire != NULL;
-}
-
-void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n)
-{
-    if (rt->wire && n) {
-        (void)trace_wire_capture(rt->wire, st, rt_trace_ts_now(rt), p, n);
-    }
 }
 
 uint64_t rt_router_wall_ns(const rt_router *rt)

@@ -208,11 +208,4 @@ void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out);
 struct rt_log_session_info;
 bool rt_router_log_session_info(void *rt, uint64_t session_id, struct rt_log_session_info *out);
 
-/* The wire capture (wampscope.tracing.wire_capture; trace_wire.h): whether it runs, with a new
- * connection id in *conn for a connection's two streams (0 when it does not run). */
-bool rt_router_wire_conn(rt_router *rt, uint64_t *conn);
-/* Appends the n bytes at p (the next ones of st's stream) to the wire capture, at the trace
- * clock's time. */
-void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n);
-
 #endif /* RT_ROUTER_H */

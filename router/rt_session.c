@@ -35,6 +35,12 @@ uint64_t rt_session_id(const rt_session *s)
     return s->id;
 }
 
+void rt_session_set_wire(rt_session *s, trace_wire_stream *rx, trace_wire_stream *tx)
+{
+    s->wire_rx = rx;
+    s->wire_tx = tx;
+}
+
 rt_session_state rt_session_state_get(const rt_session *s)
 {
     return s->state;

@@ -132,6 +132,16 @@ uint64_t rt_trace_ts_now(rt_router *rt)
     return wall_of(rt, pc_ns(rt));
 }
 
+uint64_t rt_trace_pc_now(rt_router *rt)
+{
+    return pc_ns(rt);
+}
+
+uint64_t rt_trace_wall_of(const rt_router *rt, uint64_t pc)
+{
+    return wall_of(rt, pc);
+}
+
 void rt_trace_sync_clocks(rt_router *rt)
 {
     rt_trace_clock *c = &rt->tclock;

@@ -142,6 +142,9 @@ uint64_t rt_trace_wall_ns(void);
 /* The ts (wall-clock ns) a record kept now would get: the trace clock plus its wall offset, so
  * never less than the ts of a record kept before (until the next re-anchoring moves the offset). */
 uint64_t rt_trace_ts_now(rt_router *rt);
+/* The trace clock's reading now (monotonic, ns), and the wall clock at a reading pc. */
+uint64_t rt_trace_pc_now(rt_router *rt);
+uint64_t rt_trace_wall_of(const rt_router *rt, uint64_t pc);
 /* Records a connection event outside any session (trace_hub_on_connection()): event
  * ("refused"), reason, the listener's id, the peer's address and a one-line detail, each NULL
  * when unknown (then left out). Call only while trace_hub_is_active(). */

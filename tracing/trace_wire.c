@@ -16,6 +16,7 @@
 typedef struct wire_ent {
     uint64_t conn;
     uint64_t ts_ns;
+    uint64_t wall_ns;
     uint64_t first_seq;
     uint32_t len; /* of the bytes that follow (0 for a gap) */
     uint32_t lead;
@@ -26,7 +27,8 @@ typedef struct wire_ent {
     uint8_t flags;
 } wire_ent;
 
-_Static_assert(sizeof(wire_ent) % 8 == 0, "entries stay 8-aligned");
+_Static_assert(sizeof(wire_ent) == TRACE_WIRE_CHUNK_HEADER && sizeof(wire_ent) % 8 == 0,
+               "entries stay 8-aligned");
 
 struct trace_wire {
     unsigned char *ring;
@@ -119,6 +121,7 @@ uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void 
 {
     wire_ent h = {.conn = c->conn,
                   .ts_ns = c->ts_ns,
+                  .wall_ns = c->wall_ns,
                   .first_seq = w->next_seq,
                   .len = (uint32_t)n,
                   .lead = c->lead,
@@ -344,30 +347,33 @@ static inline uint32_t scan_frame(trace_wire_stream *st, const wire_frame *f)
  * returns where the first frame that is not such starts (n: none). */
 static inline size_t scan_small(uint8_t framing, const unsigned char *p, size_t n, uint32_t *nmsg)
 {
+    /* Locals only: a store through nmsg may alias p's octets for the compiler. */
     size_t i = 0;
+    uint32_t k = 0;
     if (framing == TRACE_WIRE_RAWSOCKET) {
         while (n - i >= 4) {
             size_t end = i + 4 + ((size_t)p[i + 1] << 16 | (size_t)p[i + 2] << 8 | p[i + 3]);
             if (end > n) {
                 break;
             }
-            *nmsg += (p[i] & 0x07) == 0;
+            k += (p[i] & 0x07) == 0;
             i = end;
         }
-        return i;
-    }
-    while (n - i >= 2) {
-        unsigned len7 = p[i + 1] & 0x7fu;
-        if (len7 >= 126) {
-            break;
+    } else {
+        const unsigned char *q = p, *end = p + n;
+        while (end - q >= 2) {
+            unsigned b1 = q[1];
+            unsigned len7 = b1 & 0x7fu;
+            const unsigned char *next = q + 2 + ((b1 >> 5) & 4u) + len7; /* (4: a mask) */
+            if (len7 >= 126 || next > end) {
+                break;
+            }
+            k += (q[0] & 0x88u) == 0x80u; /* FIN, and a data frame's opcode (under 8) */
+            q = next;
         }
-        size_t end = i + 2 + ((size_t)(p[i + 1] >> 7) << 2) + len7;
-        if (end > n) {
-            break;
-        }
-        *nmsg += (p[i] & 0x88) == 0x80; /* FIN, and a data frame's opcode (under 8) */
-        i = end;
+        i = (size_t)(q - p);
     }
+    *nmsg += k;
     return i;
 }
 
@@ -416,15 +422,33 @@ static uint32_t scan(trace_wire_stream *st, const unsigned char *p, size_t n, ui
     return nmsg;
 }
 
-uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, uint64_t ts_ns, const void *p,
+uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, trace_wire_time t, const void *p,
                             size_t n)
 {
     trace_wire_chunk c = {.conn = st->conn,
-                          .ts_ns = ts_ns,
+                          .ts_ns = t.ts_ns,
+                          .wall_ns = t.wall_ns,
                           .dir = st->dir,
                           .framing = st->framing,
                           .ser = st->ser};
     c.nmsg = scan(st, p, n, &c.lead);
+    return trace_wire_append(w, &c, p, n);
+}
+
+uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wire_time t,
+                                  const void *p, size_t n, uint32_t nmsg)
+{
+    if (st->in_payload || st->hdr_have) {
+        return trace_wire_capture(w, st, t, p, n); /* not at a frame start: follow them */
+    }
+    trace_wire_chunk c = {.conn = st->conn,
+                          .ts_ns = t.ts_ns,
+                          .wall_ns = t.wall_ns,
+                          .lead = n ? 0 : TRACE_WIRE_NO_START,
+                          .nmsg = nmsg,
+                          .dir = st->dir,
+                          .framing = st->framing,
+                          .ser = st->ser};
     return trace_wire_append(w, &c, p, n);
 }
 
@@ -479,6 +503,7 @@ static void complete(wire_stream *s, wire_emit *em, size_t *count)
         trace_wire_msg m = {.seq = em->seq,
                             .conn = em->e->conn,
                             .ts_ns = em->e->ts_ns,
+                            .wall_ns = em->e->wall_ns,
                             .dir = em->e->dir,
                             .ser = em->e->ser,
                             .data = s->buf,

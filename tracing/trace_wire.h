@@ -40,19 +40,23 @@ typedef enum trace_wire_framing {
 /* trace_wire_chunk.lead when no frame starts in the chunk (it lies inside one frame). */
 #define TRACE_WIRE_NO_START UINT32_MAX
 
+/* Bytes of a chunk's header in the ring (its bytes follow, padded to 8). */
+#define TRACE_WIRE_CHUNK_HEADER 48
+
 /* The smallest ring (bytes). */
 #define TRACE_WIRE_MIN_CAP 4096
 
 /* What the capturer says of one chunk. */
 typedef struct trace_wire_chunk {
-    uint64_t conn;   /* the connection (nonzero); one stream per connection and direction */
-    uint64_t ts_ns;  /* when it was read or written */
-    uint32_t lead;   /* octets at its start that continue a frame begun in an earlier chunk of
-                      * the stream (0: a frame starts at its first octet), or TRACE_WIRE_NO_START */
-    uint32_t nmsg;   /* data messages whose last octet is in it */
-    uint8_t dir;     /* TRACE_RX (read from the connection) or TRACE_TX (written to it) */
-    uint8_t framing; /* trace_wire_framing */
-    uint8_t ser;     /* wamp_ser of the connection's messages */
+    uint64_t conn;    /* the connection (nonzero); one stream per connection and direction */
+    uint64_t ts_ns;   /* when it was read or written: a monotonic clock's reading */
+    uint64_t wall_ns; /* ... and the wall clock's (ns since the epoch) */
+    uint32_t lead;    /* octets at its start that continue a frame begun in an earlier chunk of
+                       * the stream (0: a frame starts at its first octet), or TRACE_WIRE_NO_START */
+    uint32_t nmsg;    /* data messages whose last octet is in it */
+    uint8_t dir;      /* TRACE_RX (read from the connection) or TRACE_TX (written to it) */
+    uint8_t framing;  /* trace_wire_framing */
+    uint8_t ser;      /* wamp_ser of the connection's messages */
 } trace_wire_chunk;
 
 typedef struct trace_wire trace_wire;
@@ -94,17 +98,29 @@ typedef struct trace_wire_stream {
 void trace_wire_stream_init(trace_wire_stream *st, uint64_t conn, uint8_t dir, uint8_t framing,
                             uint8_t ser);
 
+/* When a chunk was read or written: a monotonic clock's reading and the wall clock's. */
+typedef struct trace_wire_time {
+    uint64_t ts_ns, wall_ns;
+} trace_wire_time;
+
 /* Appends n bytes at p that stream st read or wrote (the next ones of its stream, in order) as a
- * chunk at ts_ns: trace_wire_append() with its lead and nmsg found by following st's frames.
+ * chunk at time t: trace_wire_append() with its lead and nmsg found by following st's frames.
  * Returns the seq of its first message. */
-uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, uint64_t ts_ns, const void *p,
+uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, trace_wire_time t, const void *p,
                             size_t n);
+
+/* trace_wire_capture() of n bytes the caller framed itself: nmsg whole messages, each one data
+ * frame with FIN set, from p[0] on (a writer's batch of small messages), so that nothing needs
+ * following. Where st is inside a frame it follows the frames after all. */
+uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wire_time t,
+                                  const void *p, size_t n, uint32_t nmsg);
 
 /* One message as decoded: borrowed, valid during the callback only. */
 typedef struct trace_wire_msg {
     uint64_t seq;
     uint64_t conn;
-    uint64_t ts_ns; /* of the chunk its last octet came in */
+    uint64_t ts_ns;   /* of the chunk its last octet came in */
+    uint64_t wall_ns; /* (its wall clock) */
     uint8_t dir;
     uint8_t ser;
     const unsigned char *data; /* unmasked, its frames joined */

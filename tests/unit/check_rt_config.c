@@ -2322,7 +2322,7 @@ START_TEST(test_readme_documents_settings)
         ck_assert(st.min <= st.def && st.def <= st.max);
         n++;
     }
-    ck_assert_uint_eq(n, 27);
+    ck_assert_uint_eq(n, 28);
     ck_assert_uint_eq(documented, n);
 }
 

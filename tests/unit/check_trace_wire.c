@@ -41,6 +41,12 @@ typedef struct gen_chunk {
 
 static uint64_t rng_state;
 
+/* A chunk's time: the wall clock a fixed distance from the monotonic one. */
+static trace_wire_time wt(uint64_t ts)
+{
+    return (trace_wire_time){.ts_ns = ts, .wall_ns = ts + 1000000};
+}
+
 static uint32_t rnd(uint32_t n)
 {
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
@@ -214,6 +220,7 @@ static void cut(scenario *sc, gen_stream *s, size_t n)
     if (sc->by_header) { /* as the capturer's own header says */
         trace_wire_chunk c = {.conn = s->conn,
                               .ts_ns = 1000 + sc->nchunks,
+                              .wall_ns = 1001000 + sc->nchunks,
                               .lead = lead,
                               .nmsg = nmsg,
                               .dir = s->dir,
@@ -224,7 +231,7 @@ static void cut(scenario *sc, gen_stream *s, size_t n)
         if (a == 0) {
             trace_wire_stream_init(&s->scan, s->conn, s->dir, s->framing, s->ser);
         }
-        first = trace_wire_capture(sc->w, &s->scan, 1000 + sc->nchunks, s->bytes + a, n);
+        first = trace_wire_capture(sc->w, &s->scan, wt(1000 + sc->nchunks), s->bytes + a, n);
     }
     ck_assert_uint_eq(trace_wire_next_seq(sc->w), first + nmsg);
     for (size_t i = 0; i < s->nmsgs; i++) {
@@ -232,7 +239,8 @@ static void cut(scenario *sc, gen_stream *s, size_t n)
             s->msgs[i].seq = first++;
         }
     }
-    sc->chunks[sc->nchunks++] = (gen_chunk){.st = s, .start = a, .end = b, .gap = n > sc->cap - 40};
+    sc->chunks[sc->nchunks++] = (gen_chunk){
+            .st = s, .start = a, .end = b, .gap = n > sc->cap - TRACE_WIRE_CHUNK_HEADER};
     s->cut = b;
 }
 
@@ -357,6 +365,7 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
         ck_assert_uint_eq(m->seq, seq);
         g->conn = m->conn;
         g->ts = m->ts_ns;
+        ck_assert_uint_eq(m->wall_ns, m->ts_ns + 1000000);
         g->dir = m->dir;
         g->ser = m->ser;
         g->len = m->len;
@@ -543,6 +552,7 @@ START_TEST(test_clock_and_empty)
     const unsigned char f[] = {0x81, 0x02, 'a', 'b'};
     trace_wire_chunk h = {.conn = 1,
                           .ts_ns = 5,
+                          .wall_ns = 1000005,
                           .lead = 0,
                           .nmsg = 0,
                           .dir = TRACE_TX,
@@ -551,6 +561,7 @@ START_TEST(test_clock_and_empty)
     ck_assert_uint_eq(trace_wire_append(w, &h, f, 2), 0);
     ck_assert_uint_eq(trace_wire_next_seq(w), 0);
     h.ts_ns = 8;
+    h.wall_ns = 1000008;
     h.lead = TRACE_WIRE_NO_START;
     h.nmsg = 1;
     ck_assert_uint_eq(trace_wire_append(w, &h, f + 2, 2), 0);
@@ -567,6 +578,56 @@ START_TEST(test_clock_and_empty)
 
 END_TEST
 
+/* A writer's batch of whole one-frame messages, captured without following its frames, is held
+ * and decoded as the same bytes followed would be; a batch that starts inside a frame (the rest
+ * of a large message first) is followed after all. */
+START_TEST(test_capture_whole)
+{
+    rng_state = 21;
+    gen_stream s = {.conn = 4,
+                    .dir = TRACE_TX,
+                    .framing = (uint8_t)(_i ? TRACE_WIRE_RAWSOCKET : TRACE_WIRE_WEBSOCKET),
+                    .ser = 2};
+    for (int k = 0; k < 6; k++) {
+        unsigned char body[40];
+        memset(body, 'a' + k, sizeof(body));
+        frame(&s, s.framing == TRACE_WIRE_RAWSOCKET ? 0 : 2, true, body, 10 + (size_t)k);
+    }
+    trace_wire *a = trace_wire_new(1u << 16), *b = trace_wire_new(1u << 16);
+    ck_assert(a && b);
+    trace_wire_stream sa, sb;
+    trace_wire_stream_init(&sa, s.conn, s.dir, s.framing, s.ser);
+    trace_wire_stream_init(&sb, s.conn, s.dir, s.framing, s.ser);
+    size_t half = s.starts[3];
+    /* Three whole messages, then a cut in the middle of the fourth's frame, then the rest. */
+    (void)trace_wire_capture(a, &sa, wt(1), s.bytes, half);
+    (void)trace_wire_capture_whole(b, &sb, wt(1), s.bytes, half, 3);
+    (void)trace_wire_capture(a, &sa, wt(2), s.bytes + half, 3);
+    (void)trace_wire_capture(b, &sb, wt(2), s.bytes + half, 3);
+    (void)trace_wire_capture(a, &sa, wt(3), s.bytes + half + 3, s.len - half - 3);
+    (void)trace_wire_capture_whole(b, &sb, wt(3), s.bytes + half + 3, s.len - half - 3, 99);
+    ck_assert_uint_eq(trace_wire_next_seq(a), 6);
+    ck_assert_uint_eq(trace_wire_next_seq(b), 6); /* inside a frame: followed, not 99 */
+    collect ca = {0}, cb = {0};
+    ck_assert_int_eq(trace_wire_decode(a, 0, on_seq, &ca, NULL), WAMP_OK);
+    ck_assert_int_eq(trace_wire_decode(b, 0, on_seq, &cb, NULL), WAMP_OK);
+    ck_assert_uint_eq(ca.n, 6);
+    ck_assert_uint_eq(cb.n, 6);
+    for (size_t i = 0; i < 6; i++) {
+        ck_assert(!cb.v[i].lost);
+        ck_assert_uint_eq(cb.v[i].len, 10 + i);
+        ck_assert_uint_eq(cb.v[i].len, ca.v[i].len);
+        ck_assert_mem_eq(cb.v[i].data, ca.v[i].data, ca.v[i].len);
+    }
+    collect_free(&ca);
+    collect_free(&cb);
+    trace_wire_free(a);
+    trace_wire_free(b);
+    stream_free(&s);
+}
+
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("trace_wire");
@@ -578,6 +639,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_too_large_chunk_is_a_gap);
     tcase_add_test(tc, test_stop);
     tcase_add_test(tc, test_clock_and_empty);
+    tcase_add_loop_test(tc, test_capture_whole, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

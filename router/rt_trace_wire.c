@@ -1,0 +1,130 @@
+/* rt_trace_wire.c: the wire capture on the router's side (see rt_trace_wire.h). */
+#include "rt_trace_wire.h"
+
+#include <stdlib.h>
+
+#include "rt_core_int.h"
+#include "rt_realm.h"
+#include "rt_trace.h"
+#include "wamp_codec.h"
+
+bool rt_router_wire_conn(rt_router *rt, uint64_t *conn)
+{
+    *conn = rt->wire ? ++rt->wire_conns : 0;
+    return rt->wire != NULL;
+}
+
+/* The trace clock's reading now, and the wall clock's at it. */
+static trace_wire_time wire_now(rt_router *rt)
+{
+    uint64_t pc = rt_trace_pc_now(rt);
+    return (trace_wire_time){.ts_ns = pc, .wall_ns = rt_trace_wall_of(rt, pc)};
+}
+
+void rt_trace_wire_joined(rt_session *s)
+{
+    if (s->wire_rx && trace_hub_is_mgmt_realm(s->rt->hub, rt_realm_name(s->realm))) {
+        s->wire_rx->conn = s->wire_tx->conn = 0; /* (rt_router_wire_capture() skips them) */
+    }
+}
+
+void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n)
+{
+    if (rt->wire && n && st->conn) {
+        (void)trace_wire_capture(rt->wire, st, wire_now(rt), p, n);
+    }
+}
+
+void rt_router_wire_capture_whole(rt_router *rt, trace_wire_stream *st, const void *p, size_t n,
+                                  uint32_t nmsg)
+{
+    if (rt->wire && n && st->conn) {
+        (void)trace_wire_capture_whole(rt->wire, st, wire_now(rt), p, n, nmsg);
+    }
+}
+
+/* A live session by its connection's id. */
+typedef struct conn_sess {
+    uint64_t conn;
+    rt_session *s;
+} conn_sess;
+
+typedef struct wire_read {
+    conn_sess *by_conn; /* sorted by conn */
+    size_t n;
+    rt_wire_read_fn fn;
+    void *ctx;
+} wire_read;
+
+static int conn_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const conn_sess *)a)->conn, y = ((const conn_sess *)b)->conn;
+    return x < y ? -1 : x > y;
+}
+
+static rt_session *session_of(const wire_read *r, uint64_t conn)
+{
+    conn_sess key = {.conn = conn};
+    conn_sess *hit = r->n ? bsearch(&key, r->by_conn, r->n, sizeof(key), conn_cmp) : NULL;
+    return hit ? hit->s : NULL;
+}
+
+/* The record of the captured message m (seq), handed to r's callback. */
+static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
+{
+    wire_read *r = ctx;
+    if (!m) {
+        return r->fn(r->ctx, seq, NULL);
+    }
+    trace_record rec = {.seq = seq,
+                        .pc_ns = m->ts_ns,
+                        .ts_ns = m->wall_ns,
+                        .bytes = m->data,
+                        .len = m->len > UINT32_MAX ? UINT32_MAX : (uint32_t)m->len,
+                        .dir = m->dir,
+                        .wire_ser = m->ser};
+    if (m->ser < WAMP_SER_COUNT) {
+        rec.ser_bytes[m->ser] = rec.len;
+    }
+    wamp_msg wm;
+    char why[WAMP_WHY_LEN];
+    bool ok = m->ser > 0 && m->ser < WAMP_SER_COUNT &&
+              wamp_codec_decode_msg((wamp_ser)m->ser, m->data, m->len, &wm, why, sizeof(why)) ==
+                      WAMP_OK;
+    if (ok) {
+        rec.msg_type = (uint8_t)wm.type;
+        rec.uri = wm.uri ? trace_str_new(wm.uri) : NULL;
+        wamp_msg_fini(&wm);
+    }
+    rt_session *s = session_of(r, m->conn);
+    if (s && s->realm) {
+        rec.peer = trace_peer_new(s->id, rt_realm_name(s->realm), s->authid, s->authrole);
+    }
+    bool go = r->fn(r->ctx, seq, &rec);
+    trace_record_fini(&rec); /* its peer and URI (its bytes are the capture's) */
+    return go;
+}
+
+wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn fn, void *ctx,
+                             trace_wire_walk *out)
+{
+    if (!rt->wire) {
+        return WAMP_EINVAL;
+    }
+    wire_read r = {.fn = fn, .ctx = ctx};
+    r.by_conn = malloc((rt->n_sessions ? rt->n_sessions : 1) * sizeof(*r.by_conn));
+    if (!r.by_conn) {
+        return WAMP_ENOMEM;
+    }
+    RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
+    {
+        rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
+        if (s->wire_rx && s->wire_rx->conn && r.n < rt->n_sessions) {
+            r.by_conn[r.n++] = (conn_sess){.conn = s->wire_rx->conn, .s = s};
+        }
+    }
+    qsort(r.by_conn, r.n, sizeof(*r.by_conn), conn_cmp);
+    wamp_err err = trace_wire_decode(rt->wire, from_seq, on_seq, &r, out);
+    free(r.by_conn);
+    return err;
+}
