@@ -251,6 +251,9 @@ typedef struct rt_cidr {
 /* The flight recorder: an always-on trace of this name (wampscope.tracing.flight_recorder). */
 #define RT_FLIGHT_RECORDER_ID    "flight-recorder"
 #define RT_FLIGHT_RECORDER_LIMIT 10000 /* its default limit, in records */
+/* The largest wire capture (wampscope.tracing.wire_capture): a read decodes the ring from its
+ * oldest chunk, about 1.5 ms per MiB held, while the service loop waits. */
+#define RT_WIRE_CAPTURE_MAX ((uint64_t)64 << 20)
 
 /* wampscope.cluster: this node's link to a cluster of nodes over NATS (configs/README.md,
  * "cluster"). Secrets (password, token) are wiped when the config is freed. */
@@ -305,8 +308,8 @@ typedef struct rt_config {
     int tracing_fsync;
     uint32_t tracing_fsync_interval_ms;
     uint64_t tracing_write_backlog; /* bytes queued for a persisted trace's writer thread */
-    /* wampscope.tracing.wire_capture: bytes of the wire capture's ring (trace_wire.h); 0 = no
-     * wire capture (the default). */
+    /* wampscope.tracing.wire_capture: bytes of the wire capture's ring (trace_wire.h), at most
+     * RT_WIRE_CAPTURE_MAX; 0 = no wire capture (the default). */
     uint64_t tracing_wire_capture;
     uint64_t tracing_persist_max_bytes;
     uint64_t tracing_persist_max_age_s;

@@ -68,7 +68,7 @@ static const cfg_field tracing_fields[] = {
     TRACING("persist_max_age",   CFG_U64,  tracing_persist_max_age_s, 0, 0,
             (json_int_t)TRACE_OPT_PERSIST_AGE_MAX, "seconds"),
     TRACING("wire_capture",      CFG_U64,  tracing_wire_capture, 0, 0,
-            (json_int_t)1 << 32, "bytes"),
+            (json_int_t)RT_WIRE_CAPTURE_MAX, "bytes"),
     TRACING("write_backlog",     CFG_U64,  tracing_write_backlog,
             (json_int_t)TRACE_PERSIST_BACKLOG_DEFAULT, (json_int_t)TRACE_PERSIST_BACKLOG_MIN,
             (json_int_t)TRACE_PERSIST_BACKLOG_MAX, "bytes"),

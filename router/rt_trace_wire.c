@@ -6,6 +6,7 @@
 #include "rt_core_int.h"
 #include "rt_realm.h"
 #include "rt_trace.h"
+#include "trace_strip.h"
 #include "wamp_codec.h"
 
 bool rt_router_wire_conn(rt_router *rt, uint64_t *conn)
@@ -69,6 +70,28 @@ static rt_session *session_of(const wire_read *r, uint64_t conn)
     return hit ? hit->s : NULL;
 }
 
+/* rec's bytes (a captured message in ser) where they may hold a secret (a CHALLENGE, an
+ * AUTHENTICATE, or bytes that do not decode as a message): a redacted copy in their place
+ * (rec->wire) when they hold one, as a trace keeps them, or no bytes at all when that copy
+ * cannot be made. */
+static void redact(trace_record *rec, wamp_ser ser)
+{
+    json_t *v = NULL;
+    if (wamp_codec_decode_value(ser, rec->bytes, rec->len, &v, NULL, 0) != WAMP_OK) {
+        return; /* no value: shown as none (trace_render.h) */
+    }
+    if (trace_strip_holds_secret(v)) {
+        wamp_buf *b = NULL;
+        if (!trace_strip_redact(v) || wamp_codec_encode(ser, v, &b) != WAMP_OK) {
+            b = NULL;
+        }
+        rec->wire = b;
+        rec->bytes = NULL;
+        rec->len = 0;
+    }
+    json_decref(v);
+}
+
 /* The record of the captured message m (seq), handed to r's callback. */
 static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
 {
@@ -93,8 +116,14 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
                       WAMP_OK;
     if (ok) {
         rec.msg_type = (uint8_t)wm.type;
-        rec.uri = wm.uri ? trace_str_new(wm.uri) : NULL;
+        /* (an AUTHENTICATE's "URI" field holds its Signature) */
+        bool secret = wm.type == WAMP_MSG_CHALLENGE || wm.type == WAMP_MSG_AUTHENTICATE;
+        rec.uri = wm.uri && !secret ? trace_str_new(wm.uri) : NULL;
         wamp_msg_fini(&wm);
+    }
+    if ((!ok || rec.msg_type == WAMP_MSG_CHALLENGE || rec.msg_type == WAMP_MSG_AUTHENTICATE) &&
+        m->ser > 0 && m->ser < WAMP_SER_COUNT) {
+        redact(&rec, (wamp_ser)m->ser);
     }
     rt_session *s = session_of(r, m->conn);
     if (s && s->realm) {

@@ -96,38 +96,6 @@ void trace_hub_clear_repeats(trace_hub *hub)
 
 /* --- Capture path ---------------------------------------------------------------------------- */
 
-/* A CHALLENGE (Extra) or AUTHENTICATE (Signature) message: holds a secret. */
-static bool holds_secret(const json_t *msg)
-{
-    if (!json_is_array(msg)) {
-        return false;
-    }
-    const json_t *code = json_array_get(msg, 0);
-    if (!json_is_integer(code)) {
-        return false;
-    }
-    json_int_t t = json_integer_value(code);
-    return t == WAMP_MSG_CHALLENGE || t == WAMP_MSG_AUTHENTICATE;
-}
-
-/* Replaces the secret of a CHALLENGE/AUTHENTICATE array (a private copy) with "***": the
- * Signature of AUTHENTICATE [5, Signature, Extra], the Extra of CHALLENGE [4, AuthMethod, Extra].
- * A malformed one (wrong arity) gets every element after the code replaced. */
-static bool redact(json_t *msg)
-{
-    bool auth = json_integer_value(json_array_get(msg, 0)) == WAMP_MSG_AUTHENTICATE;
-    size_t n = json_array_size(msg);
-    for (size_t i = 1; i < n; i++) {
-        if (n == 3 && i != (auth ? 1u : 2u)) {
-            continue;
-        }
-        if (json_array_set_new(msg, i, json_string("***")) != 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static bool ser_is_valid(wamp_ser ser)
 {
     return ser == WAMP_SER_JSON || ser == WAMP_SER_MSGPACK || ser == WAMP_SER_CBOR;
@@ -164,9 +132,9 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool know
      * message of unknown code needs its JSON looked at, not every message of the capture path. */
     bool may_hold_secret = decoded || c->msg_type == WAMP_MSG_CHALLENGE ||
                            c->msg_type == WAMP_MSG_AUTHENTICATE || !known;
-    if (msg && may_hold_secret && holds_secret(msg)) {
+    if (msg && may_hold_secret && trace_strip_holds_secret(msg)) {
         json_t *copy = json_deep_copy(msg);
-        if (copy && redact(copy)) {
+        if (copy && trace_strip_redact(copy)) {
             *ser = ser_is_valid(in->ser) ? in->ser : WAMP_SER_JSON;
             if (wamp_codec_encode(*ser, copy, &b) != WAMP_OK) {
                 b = NULL;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "wamp_rd.h"
 #include "wamp_types.h"
 
@@ -84,4 +86,36 @@ size_t trace_strip_payload(wamp_ser ser, int msg_type, const void *data, size_t 
         memcpy(out + h, d + h, pre - h);
     }
     return pre;
+}
+
+/* A CHALLENGE (Extra) or AUTHENTICATE (Signature) message: holds a secret. */
+bool trace_strip_holds_secret(const json_t *msg)
+{
+    if (!json_is_array(msg)) {
+        return false;
+    }
+    const json_t *code = json_array_get(msg, 0);
+    if (!json_is_integer(code)) {
+        return false;
+    }
+    json_int_t t = json_integer_value(code);
+    return t == WAMP_MSG_CHALLENGE || t == WAMP_MSG_AUTHENTICATE;
+}
+
+/* Replaces the secret of a CHALLENGE/AUTHENTICATE array (a private copy) with "***": the
+ * Signature of AUTHENTICATE [5, Signature, Extra], the Extra of CHALLENGE [4, AuthMethod, Extra].
+ * A malformed one (wrong arity) gets every element after the code replaced. */
+bool trace_strip_redact(json_t *msg)
+{
+    bool auth = json_integer_value(json_array_get(msg, 0)) == WAMP_MSG_AUTHENTICATE;
+    size_t n = json_array_size(msg);
+    for (size_t i = 1; i < n; i++) {
+        if (n == 3 && i != (auth ? 1u : 2u)) {
+            continue;
+        }
+        if (json_array_set_new(msg, i, json_string("***")) != 0) {
+            return false;
+        }
+    }
+    return true;
 }

@@ -11,6 +11,7 @@
 #ifndef TRACE_STRIP_H
 #define TRACE_STRIP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "wamp_types.h"
@@ -32,5 +33,15 @@ size_t trace_payload_index(int msg_type);
  * neither read nor validated). */
 size_t trace_strip_payload(wamp_ser ser, int msg_type, const void *data, size_t len,
                            unsigned char *out, size_t cap);
+
+struct json_t;
+
+/* Secrets (the router's own rule for every record a trace keeps, and for the wire capture's):
+ * true when msg is a CHALLENGE or an AUTHENTICATE array (its first element the code 4 or 5). */
+bool trace_strip_holds_secret(const struct json_t *msg);
+/* Replaces the secret of such an array (a private copy) with "***": the Signature of
+ * AUTHENTICATE [5, Signature, Extra], the Extra of CHALLENGE [4, AuthMethod, Extra]; a malformed
+ * one (another arity) gets every element after the code replaced. false without memory. */
+bool trace_strip_redact(struct json_t *msg);
 
 #endif /* TRACE_STRIP_H */

@@ -61,6 +61,7 @@ static const char usage_text[] =
         "  show ID               a trace's metadata\n"
         "  stats                 the worker's counters and gauges (--watch [S]: refresh)\n"
         "  data ID               a trace's records (table, or --json)\n"
+        "  wire                  the wire capture's messages (table, or --json)\n"
         "  tail ID               follow a trace's records live (Ctrl-C ends)\n"
         "  export ID             write a whole trace to a file (JSON Lines or Chrome trace)\n"
         "  mark [ID] NAME        add a marker record to one trace or to every running one\n"
@@ -1252,6 +1253,95 @@ static json_t *node_gap_before(json_t *expect, const json_t *r)
     return gap;
 }
 
+/* data's and wire's output: the records as a table fitting the terminal (an action trace's its
+ * own columns; merged records their node first) or, with --json, as a JSON list. */
+static void print_records(ctl *c, const data_flags *f, const json_t *all, bool merged)
+{
+    if (f->json) {
+        print_json(all);
+        return;
+    }
+    ctl_style st = table_style(c, f->width);
+    ctl_format_fit_seq(&st, all);
+    if (merged) {
+        printf("%-12s ", "NODE");
+    }
+    if (ctl_format_is_action(json_array_get(all, 0))) {
+        ctl_format_actions_header(stdout, &st);
+    } else {
+        ctl_format_records_header(stdout, &st);
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(all, i, r)
+    {
+        if (merged) {
+            printf("%-12s ", json_string_value(json_object_get(r, "node_id")));
+        }
+        ctl_format_record_row(stdout, &st, r);
+    }
+}
+
+/* wire: the wire capture's messages (get_wire_data) from --from on, paged and printed as data
+ * prints a trace's records; what the ring let go between two pages, a gap item "dropped". */
+static int cmd_wire(ctl *c)
+{
+    int n, rc;
+    data_flags f = {.from = 0, .to = -1, .limit = 100, .width = -1};
+    if ((rc = parse_cmd_args(c, &f, flag_data, NULL, 0, &n)) != EX_OK) {
+        return rc;
+    }
+    if (f.to >= 0) {
+        return usage_error(c, "--to does not apply to wire");
+    }
+    if ((rc = resolve_target(c, true)) != EX_OK) {
+        return rc;
+    }
+    if (every_node(c)) {
+        return usage_error(c, "--node '*' does not apply to wire: name one node");
+    }
+    json_t *all = json_array();
+    long long from = f.from, left = f.limit;
+    bool paged = false, filtering = filter_active(&f.filt);
+    while (left > 0) {
+        long long want = filtering ? 1000 : left < 10000 ? left : 10000;
+        json_t *res;
+        rc = call(c, PROC("get_wire_data"),
+                  json_pack("[s, s, I, I]", c->node, c->worker, (json_int_t)from, (json_int_t)want),
+                  &res);
+        if (rc != EX_OK) {
+            break;
+        }
+        json_t *recs = json_object_get(res, "records");
+        if (!json_is_array(recs) || json_array_size(recs) == 0) {
+            json_decref(res);
+            break;
+        }
+        size_t k;
+        json_t *r;
+        json_array_foreach(recs, k, r)
+        {
+            json_t *gap = gap_before(r, &from);
+            if (gap && paged && left > 0) {
+                json_array_append(all, gap);
+                left--;
+            }
+            json_decref(gap);
+            paged = true;
+            if (left > 0 && filter_match(&f.filt, r)) {
+                json_array_append(all, r);
+                left--;
+            }
+        }
+        json_decref(res);
+    }
+    if (rc == EX_OK) {
+        print_records(c, &f, all, false);
+    }
+    json_decref(all);
+    return rc;
+}
+
 /* Long: a command driver: flags, one node or every node, paging loop, output format, each a few
  * lines in sequence. */
 static int cmd_data(ctl *c)
@@ -1333,30 +1423,7 @@ static int cmd_data(ctl *c)
         json_decref(all);
         return rc;
     }
-    if (f.json) {
-        print_json(all);
-    } else {
-        /* An action trace's records get their own columns; merged records their node first. */
-        ctl_style st = table_style(c, f.width);
-        ctl_format_fit_seq(&st, all);
-        if (merged) {
-            printf("%-12s ", "NODE");
-        }
-        if (ctl_format_is_action(json_array_get(all, 0))) {
-            ctl_format_actions_header(stdout, &st);
-        } else {
-            ctl_format_records_header(stdout, &st);
-        }
-        size_t i;
-        json_t *r;
-        json_array_foreach(all, i, r)
-        {
-            if (merged) {
-                printf("%-12s ", json_string_value(json_object_get(r, "node_id")));
-            }
-            ctl_format_record_row(stdout, &st, r);
-        }
-    }
+    print_records(c, &f, all, merged);
     json_decref(all);
     return EX_OK;
 }
@@ -2166,6 +2233,15 @@ static const cmd commands[] = {
          "  --session ID     session_id (action records: the originator's)\n"
          "  --uri URI        the record's uri; a trailing * matches a prefix\n"
          "  --dir rx|tx      direction (leaves out action records and markers)\n"},
+        {"wire", cmd_wire,
+         "usage: wampscope-ctl wire [--from SEQ] [--limit N] [--json] [--wide | --width N]\n"
+         "                          [FILTERS]\n"
+         "Prints the wire capture's messages (wampscope.tracing.wire_capture; get_wire_data)\n"
+         "from seq SEQ on (default: the oldest it holds), at most N (default 100) that pass\n"
+         "the filters, as data prints a trace's records: each message as it went over the\n"
+         "wire, its session while that is joined. A message the capture holds only in part is\n"
+         "a Gap item \"lost\"; what it lets go between two pages, a Gap item \"dropped\".\n"
+         "Table and FILTERS as for data. Exit status 6 when the router runs no wire capture.\n"},
         {"tail", cmd_tail,
          "usage: wampscope-ctl tail ID [-n N] [--json] [--wide | --width N] [FILTERS]\n"
          "Prints the last N records (default 10; counted before filtering), then every new\n"

@@ -228,7 +228,7 @@ else
 fi
 
 # ---- table: medians over the repetitions of each router's "ok" runs ----
-for r in bonefish baseline fox shipped off mem persist; do
+for r in bonefish baseline fox shipped off mem persist wire; do
     cat "$scratch/$r".out.* >"$scratch/$r.out" 2>/dev/null || : >"$scratch/$r.out"
 done
 mhz=$(cat "$scratch/cpu_mhz" 2>/dev/null || true)
