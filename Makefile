@@ -20,7 +20,7 @@ FUZZ_DIR := build-fuzz
 DEB_DIR := build-deb
 PREFIX ?= /usr/local
 FUZZ_TARGETS := fuzz_json fuzz_msgpack fuzz_cbor fuzz_transcode fuzz_rawsock fuzz_session fuzz_http \
-	fuzz_ws fuzz_http1
+	fuzz_ws fuzz_http1 fuzz_wire
 FUZZ_SECONDS ?= $(if $(CI),40,0)
 # `make fuzz` alone runs 60 s per target when FUZZ_SECONDS is 0.
 FUZZ_RUN_SECONDS = $(if $(filter-out 0,$(FUZZ_SECONDS)),$(FUZZ_SECONDS),60)

@@ -455,8 +455,9 @@ uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wi
 /* --- The decoder's frames -----------------------------------------------------------------------
  */
 
-/* A complete header read: the frame's kind and length, and what it does to the message. */
-static void header_done(wire_pos *q, uint8_t framing)
+/* A complete header read: the frame's kind and length, and what it does to the message. Returns
+ * whether the frame starts a new message (whose bytes replace whatever an unfinished one left). */
+static bool header_done(wire_pos *q, uint8_t framing)
 {
     wire_frame f = {0};
     (void)frame_head(framing, q->hdr, q->hdr_have, &f);
@@ -468,15 +469,18 @@ static void header_done(wire_pos *q, uint8_t framing)
     q->fin = f.fin;
     q->data = f.op < 8;
     if (!q->data) {
-        return; /* a control frame: not part of any message */
+        return false; /* a control frame: not part of any message */
     }
     if (f.op != 0) { /* a new message (a text or binary frame) */
         q->skip_msg = false;
         q->in_msg = true;
-    } else if (!q->in_msg) { /* a continuation of a message whose start is not held */
+        return true;
+    }
+    if (!q->in_msg) { /* a continuation of a message whose start is not held */
         q->skip_msg = true;
         q->in_msg = true;
     }
+    return false;
 }
 
 typedef struct wire_emit {
@@ -527,10 +531,11 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
         if (!q->in_payload) {
             wire_frame f;
             q->hdr[q->hdr_have++] = p[i++];
-            if (frame_head(framing, q->hdr, q->hdr_have, &f)) {
-                header_done(q, framing);
-            } else {
+            if (!frame_head(framing, q->hdr, q->hdr_have, &f)) {
                 continue;
+            }
+            if (header_done(q, framing) && s) {
+                s->len = 0; /* (a message left unfinished never ends: it has no seq) */
             }
         } else {
             size_t take = q->need < n - i ? (size_t)q->need : n - i;

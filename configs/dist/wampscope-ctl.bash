@@ -10,7 +10,7 @@ _wampscope_ctl()
     prev=""
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
 
-    local commands="nodes workers traces start stop delete show stats data tail export mark help"
+    local commands="nodes workers traces start stop delete show stats data wire tail export mark help"
     local global="--url --realm --node --worker --authid --ticket-file --secret-file --key-file
         --timeout --ca-file --no-color --wide --help --version"
     local types="Hello Welcome Abort Challenge Authenticate Goodbye Error Publish Published
@@ -92,6 +92,7 @@ _wampscope_ctl()
     delete) opts="" ;;
     stats) opts="--watch --json" ;;
     data) opts="--from --to --limit --json --width --type --session --uri --dir" ;;
+    wire) opts="--from --limit --json --width --type --session --uri --dir" ;;
     tail) opts="-n --lines --json --width --type --session --uri --dir" ;;
     export) opts="--format -o --page" ;;
     mark) opts="--meta --json" ;;

@@ -1253,6 +1253,22 @@ static json_t *node_gap_before(json_t *expect, const json_t *r)
     return gap;
 }
 
+/* Reading pages into all, left items at most: the gap item (consumed; NULL: none) of what went
+ * missing before record r, when it counts (report), then r if it passes the filters. */
+static void take_item(json_t *all, json_t *gap, bool report, const json_t *r,
+                      const rec_filter *filt, long long *left)
+{
+    if (gap && report && *left > 0) {
+        json_array_append(all, gap);
+        (*left)--;
+    }
+    json_decref(gap);
+    if (*left > 0 && filter_match(filt, r)) {
+        json_array_append(all, (json_t *)(uintptr_t)r);
+        (*left)--;
+    }
+}
+
 /* data's and wire's output: the records as a table fitting the terminal (an action trace's its
  * own columns; merged records their node first) or, with --json, as a JSON list. */
 static void print_records(ctl *c, const data_flags *f, const json_t *all, bool merged)
@@ -1321,17 +1337,8 @@ static int cmd_wire(ctl *c)
         json_t *r;
         json_array_foreach(recs, k, r)
         {
-            json_t *gap = gap_before(r, &from);
-            if (gap && paged && left > 0) {
-                json_array_append(all, gap);
-                left--;
-            }
-            json_decref(gap);
+            take_item(all, gap_before(r, &from), paged, r, &f.filt, &left);
             paged = true;
-            if (left > 0 && filter_match(&f.filt, r)) {
-                json_array_append(all, r);
-                left--;
-            }
         }
         json_decref(res);
     }
@@ -1402,16 +1409,8 @@ static int cmd_data(ctl *c)
             /* Once something (of that node) was read: what the trace dropped meanwhile (a busy
              * trace moves on while it is read), a gap item where it was, whatever the filters. */
             json_t *gap = merged ? node_gap_before(expect, r) : gap_before(r, &from);
-            if (gap && (merged || paged) && left > 0) {
-                json_array_append(all, gap);
-                left--;
-            }
-            json_decref(gap);
+            take_item(all, gap, merged || paged, r, &f.filt, &left);
             paged = true;
-            if (left > 0 && filter_match(&f.filt, r)) {
-                json_array_append(all, r);
-                left--;
-            }
         }
         json_decref(recs);
     }
