@@ -2,6 +2,7 @@
 #include "rt_trace_wire.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt_core_int.h"
 #include "rt_realm.h"
@@ -22,11 +23,37 @@ static trace_wire_time wire_now(rt_router *rt)
     return (trace_wire_time){.ts_ns = pc, .wall_ns = rt_trace_wall_of(rt, pc)};
 }
 
+/* A join fact's bytes (rt_trace_wire_joined()): the session id (8 octets, in this host's order:
+ * the process that writes them reads them), then its realm, authid and authrole, each
+ * NUL-terminated. */
+#define JOIN_FACT_ID 8
+
 void rt_trace_wire_joined(rt_session *s)
 {
-    if (s->wire_rx && trace_hub_is_mgmt_realm(s->rt->hub, rt_realm_name(s->realm))) {
-        s->wire_rx->conn = s->wire_tx->conn = 0; /* (rt_router_wire_capture() skips them) */
+    if (!s->wire_rx || !s->wire_rx->conn || !s->rt->wire) {
+        return;
     }
+    const char *realm = rt_realm_name(s->realm);
+    if (trace_hub_is_mgmt_realm(s->rt->hub, realm)) {
+        s->wire_rx->conn = s->wire_tx->conn = 0; /* (rt_router_wire_capture() skips them) */
+        return;
+    }
+    const char *str[3] = {realm, s->authid ? s->authid : "", s->authrole ? s->authrole : ""};
+    size_t len[3], n = JOIN_FACT_ID;
+    for (int i = 0; i < 3; i++) {
+        len[i] = strlen(str[i]) + 1;
+        n += len[i];
+    }
+    unsigned char *p = malloc(n);
+    if (!p) {
+        return; /* its messages are known by its session only while it lives */
+    }
+    memcpy(p, &s->id, JOIN_FACT_ID);
+    for (int i = 0, at = JOIN_FACT_ID; i < 3; at += (int)len[i], i++) {
+        memcpy(p + at, str[i], len[i]);
+    }
+    trace_wire_fact(s->rt->wire, s->wire_rx->conn, wire_now(s->rt), p, n);
+    free(p);
 }
 
 void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n)
@@ -50,12 +77,78 @@ typedef struct conn_sess {
     rt_session *s;
 } conn_sess;
 
+/* A connection's session as its join fact says. */
+typedef struct conn_fact {
+    rt_hnode node; /* in wire_read.facts */
+    uint64_t conn;
+    trace_peer *peer; /* reference */
+} conn_fact;
+
 typedef struct wire_read {
     conn_sess *by_conn; /* sorted by conn */
     size_t n;
+    rt_hmap facts; /* conn_fact by conn */
     rt_wire_read_fn fn;
     void *ctx;
 } wire_read;
+
+static conn_fact *fact_find(const rt_hmap *m, uint64_t conn)
+{
+    for (rt_hnode *n = rt_hmap_first(m, rt_hash_u64(conn)); n; n = rt_hmap_next(n)) {
+        conn_fact *f = RT_CONTAINER_OF(n, conn_fact, node);
+        if (f->conn == conn) {
+            return f;
+        }
+    }
+    return NULL;
+}
+
+/* The session a join fact of n bytes at p names; NULL when it is malformed or without memory. */
+static trace_peer *fact_peer(const unsigned char *p, size_t n)
+{
+    const char *str[3];
+    size_t at = JOIN_FACT_ID;
+    uint64_t id;
+    if (n < JOIN_FACT_ID) {
+        return NULL;
+    }
+    memcpy(&id, p, JOIN_FACT_ID);
+    for (int i = 0; i < 3; i++) {
+        const unsigned char *z = at < n ? memchr(p + at, '\0', n - at) : NULL;
+        if (!z) {
+            return NULL;
+        }
+        str[i] = (const char *)p + at;
+        at = (size_t)(z - p) + 1;
+    }
+    return trace_peer_new(id, str[0], str[1], str[2]);
+}
+
+/* A held join fact: the session of its connection from there on, and (early, the first of the
+ * connection's) before it too: its HELLO and whatever the connection carried before it joined. */
+static void on_fact(void *ctx, uint64_t conn, const void *p, size_t n, bool early)
+{
+    wire_read *r = ctx;
+    conn_fact *f = fact_find(&r->facts, conn);
+    if (f && early) {
+        return;
+    }
+    trace_peer *peer = fact_peer(p, n);
+    if (!peer) {
+        return;
+    }
+    if (!f) {
+        f = calloc(1, sizeof(*f));
+        if (!f || rt_hmap_insert(&r->facts, &f->node, rt_hash_u64(conn)) != WAMP_OK) {
+            free(f);
+            trace_peer_unref(&peer);
+            return;
+        }
+        f->conn = conn;
+    }
+    trace_peer_unref(&f->peer);
+    f->peer = peer;
+}
 
 static int conn_cmp(const void *a, const void *b)
 {
@@ -125,8 +218,11 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
         m->ser > 0 && m->ser < WAMP_SER_COUNT) {
         redact(&rec, (wamp_ser)m->ser);
     }
-    rt_session *s = session_of(r, m->conn);
-    if (s && s->realm) {
+    conn_fact *f = fact_find(&r->facts, m->conn);
+    rt_session *s = f ? NULL : session_of(r, m->conn);
+    if (f) {
+        rec.peer = trace_peer_ref(f->peer);
+    } else if (s && s->realm) {
         rec.peer = trace_peer_new(s->id, rt_realm_name(s->realm), s->authid, s->authrole);
     }
     bool go = r->fn(r->ctx, seq, &rec);
@@ -153,7 +249,15 @@ wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn f
         }
     }
     qsort(r.by_conn, r.n, sizeof(*r.by_conn), conn_cmp);
-    wamp_err err = trace_wire_decode(rt->wire, from_seq, on_seq, &r, out);
+    rt_hmap_init(&r.facts);
+    wamp_err err = trace_wire_decode_facts(rt->wire, from_seq, on_seq, on_fact, &r, out);
+    for (rt_hmap_iter it = rt_hmap_iter_begin(&r.facts); it.node;) {
+        conn_fact *f = RT_CONTAINER_OF(it.node, conn_fact, node);
+        rt_hmap_iter_next(&r.facts, &it);
+        trace_peer_unref(&f->peer);
+        free(f);
+    }
+    rt_hmap_fini(&r.facts);
     free(r.by_conn);
     return err;
 }

@@ -148,6 +148,16 @@ uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void 
     return h.first_seq;
 }
 
+void trace_wire_fact(trace_wire *w, uint64_t conn, trace_wire_time t, const void *p, size_t n)
+{
+    trace_wire_chunk c = {.conn = conn,
+                          .ts_ns = t.ts_ns,
+                          .wall_ns = t.wall_ns,
+                          .lead = TRACE_WIRE_NO_START,
+                          .framing = TRACE_WIRE_FACT};
+    (void)trace_wire_append(w, &c, p, n);
+}
+
 uint64_t trace_wire_next_seq(const trace_wire *w)
 {
     return w->next_seq;
@@ -613,6 +623,28 @@ static void chunk_decode(wire_dec *d, const wire_ent *e, wire_emit *em)
 wamp_err trace_wire_decode(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn, void *ctx,
                            trace_wire_walk *out)
 {
+    return trace_wire_decode_facts(w, from_seq, fn, NULL, ctx, out);
+}
+
+/* Hands every held fact of w to fact, early. */
+static void facts_early(const trace_wire *w, trace_wire_fact_fn fact, void *ctx)
+{
+    size_t off = w->head;
+    for (size_t k = 0; k < w->chunks; k++) {
+        const wire_ent *e = ent_at(w, off);
+        if (e->framing == TRACE_WIRE_FACT && !(e->flags & WIRE_GAP)) {
+            fact(ctx, e->conn, e + 1, e->len, true);
+        }
+        off = ent_next(w, off, ent_size(e->len));
+    }
+}
+
+wamp_err trace_wire_decode_facts(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn,
+                                 trace_wire_fact_fn fact, void *ctx, trace_wire_walk *out)
+{
+    if (fact) {
+        facts_early(w, fact, ctx);
+    }
     trace_wire_walk walk = {.first_seq = trace_wire_first_seq(w), .next_seq = w->next_seq};
     wire_dec d = {.tab = calloc(16, sizeof(wire_stream)), .mask = 15};
     if (!d.tab) {
@@ -625,10 +657,16 @@ wamp_err trace_wire_decode(const trace_wire *w, uint64_t from_seq, trace_wire_fn
     size_t off = w->head;
     for (size_t k = 0; k < w->chunks && !em.stop && !d.oom; k++) {
         const wire_ent *e = ent_at(w, off);
-        em.e = e;
-        em.seq = e->first_seq;
-        em.last_seq = e->first_seq + e->nmsg;
-        chunk_decode(&d, e, &em); /* (before from_seq: only the streams' state moves) */
+        if (e->framing == TRACE_WIRE_FACT) {
+            if (fact && !(e->flags & WIRE_GAP)) {
+                fact(ctx, e->conn, e + 1, e->len, false);
+            }
+        } else {
+            em.e = e;
+            em.seq = e->first_seq;
+            em.last_seq = e->first_seq + e->nmsg;
+            chunk_decode(&d, e, &em); /* (before from_seq: only the streams' state moves) */
+        }
         off = ent_next(w, off, ent_size(e->len));
     }
     for (size_t i = 0; i <= d.mask; i++) {

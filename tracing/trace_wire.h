@@ -34,7 +34,10 @@
 
 typedef enum trace_wire_framing {
     TRACE_WIRE_WEBSOCKET = 1,
-    TRACE_WIRE_RAWSOCKET = 2
+    TRACE_WIRE_RAWSOCKET = 2,
+    /* Not bytes of the wire: a fact the router notes about a connection (trace_wire_fact()),
+     * kept in the ring among its traffic. No stream, no seq. */
+    TRACE_WIRE_FACT = 3
 } trace_wire_framing;
 
 /* trace_wire_chunk.lead when no frame starts in the chunk (it lies inside one frame). */
@@ -115,6 +118,11 @@ uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, trace_wire_tim
 uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wire_time t,
                                   const void *p, size_t n, uint32_t nmsg);
 
+/* Appends a fact of n bytes at p about connection conn at time t (a chunk of TRACE_WIRE_FACT
+ * framing, without seqs): what the reader cannot find in the bytes, e.g. the session that joined
+ * on a connection. Dropped with the traffic around it. */
+void trace_wire_fact(trace_wire *w, uint64_t conn, trace_wire_time t, const void *p, size_t n);
+
 /* One message as decoded: borrowed, valid during the callback only. */
 typedef struct trace_wire_msg {
     uint64_t seq;
@@ -143,5 +151,16 @@ typedef struct trace_wire_walk {
  * WAMP_ENOMEM: the decoder's state could not grow (fn saw a prefix of the seqs). */
 wamp_err trace_wire_decode(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn, void *ctx,
                            trace_wire_walk *out);
+
+/* A held fact (trace_wire_fact()): its connection and bytes (borrowed for the call). early: the
+ * pass over every held fact before the walk (so that what a connection carried before its
+ * first fact can be told from it too); else the walk has come to it, after the messages
+ * before it and before those after it. */
+typedef void (*trace_wire_fact_fn)(void *ctx, uint64_t conn, const void *p, size_t n, bool early);
+
+/* trace_wire_decode() that also hands the held facts to fact (ctx for both): every one early,
+ * then each again in its place in the walk. */
+wamp_err trace_wire_decode_facts(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn,
+                                 trace_wire_fact_fn fact, void *ctx, trace_wire_walk *out);
 
 #endif /* TRACE_WIRE_H */

@@ -177,6 +177,7 @@ class TestWireCapture(WireTestCase):
         url = self.router.url
         result, event, ser, _ = await asyncio.get_running_loop().run_in_executor(
             None, run_default_client, url)
+        await asyncio.sleep(0.2)  # its GOODBYE's answer written, its connection closed
         self.assertEqual((result, event, ser), (5, "hi", "msgpack"))
         wire, _ = await self.wire()
         types = [(r["direction"], r["msg_type"]) for r in wire]
@@ -188,7 +189,17 @@ class TestWireCapture(WireTestCase):
         call = next(r for r in wire if r["msg_type"] == "Call")
         self.assertEqual(call["msg"][3:5], ["com.example.add2", [2, 3]])
         self.assertEqual(list(call["serializations"]), ["msgpack"])
-        self.assertIsNone(call["session_id"])  # it left: no live session has its connection
+        # It left, and its session is still known: the join noted with the traffic, which also
+        # names the session of what its connection carried before it joined.
+        welcome = next(r for r in wire if r["msg_type"] == "Welcome")
+        hello = next(r for r in wire if r["msg_type"] == "Hello" and r["msg"][1] == "realm1")
+        for r in (call, welcome, hello):
+            self.assertEqual((r["session_id"], r["realm"], r["authrole"]),
+                             (welcome["msg"][1], "realm1", "anonymous"))
+        probe = await self.session("json")
+        with self.assertRaises(ApplicationError) as cm:  # gone indeed: the fact told
+            await h.step(probe.call("wamp.session.get", welcome["msg"][1]))
+        self.assertEqual(cm.exception.error, "wamp.error.no_such_session")
 
 
     async def test_secrets_redacted(self):

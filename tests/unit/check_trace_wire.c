@@ -3,6 +3,7 @@
  * into chunks at random places and interleaved as the transport adapter would append them; the
  * decoder must give back every message it can have, byte for byte under its seq, and report
  * every other seq as lost or dropped, exactly as a model of the ring computes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -628,6 +629,65 @@ START_TEST(test_capture_whole)
 
 END_TEST
 
+/* Facts: kept among the traffic without seqs, handed out once early and once in their place,
+ * dropped with the oldest chunks like any. */
+typedef struct fact_log {
+    char ev[64][16]; /* "e:<conn>:<text>" early, "f:<conn>:<text>" in place, "m:<seq>" */
+    size_t n;
+} fact_log;
+
+static void on_fact(void *ctx, uint64_t conn, const void *p, size_t n, bool early)
+{
+    fact_log *l = ctx;
+    ck_assert_uint_lt(l->n, 64);
+    snprintf(l->ev[l->n++], 16, "%c:%llu:%.*s", early ? 'e' : 'f', (unsigned long long)conn, (int)n,
+             (const char *)p);
+}
+
+static bool on_msg_logged(void *ctx, uint64_t seq, const trace_wire_msg *m)
+{
+    fact_log *l = ctx;
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_lt(l->n, 64);
+    snprintf(l->ev[l->n++], 16, "m:%llu", (unsigned long long)seq);
+    return true;
+}
+
+START_TEST(test_facts)
+{
+    trace_wire *w = trace_wire_new(TRACE_WIRE_MIN_CAP);
+    ck_assert_ptr_nonnull(w);
+    trace_wire_stream st;
+    trace_wire_stream_init(&st, 7, TRACE_TX, TRACE_WIRE_WEBSOCKET, 1);
+    const unsigned char f[] = {0x81, 0x02, 'h', 'i'};
+    (void)trace_wire_capture(w, &st, wt(1), f, sizeof(f)); /* seq 0 */
+    trace_wire_fact(w, 7, wt(2), "A", 1);
+    (void)trace_wire_capture(w, &st, wt(3), f, sizeof(f)); /* seq 1 */
+    trace_wire_fact(w, 8, wt(4), "B", 1);
+    ck_assert_uint_eq(trace_wire_next_seq(w), 2); /* facts take no seq */
+    fact_log l = {0};
+    ck_assert_int_eq(trace_wire_decode_facts(w, 1, on_msg_logged, on_fact, &l, NULL), WAMP_OK);
+    const char *want[] = {"e:7:A", "e:8:B", "f:7:A", "m:1", "f:8:B"};
+    ck_assert_uint_eq(l.n, 5);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_str_eq(l.ev[i], want[i]);
+    }
+    /* Traffic enough to drop them: gone with it. */
+    for (int i = 0; i < 200; i++) {
+        (void)trace_wire_capture(w, &st, wt(10), f, sizeof(f));
+    }
+    memset(&l, 0, sizeof(l));
+    l.n = 0;
+    ck_assert_int_eq(trace_wire_decode_facts(w, trace_wire_next_seq(w) - 1, on_msg_logged, on_fact,
+                                             &l, NULL),
+                     WAMP_OK);
+    ck_assert_uint_eq(l.n, 1);
+    ck_assert_str_eq(l.ev[0], "m:201");
+    trace_wire_free(w);
+}
+
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("trace_wire");
@@ -640,6 +700,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_stop);
     tcase_add_test(tc, test_clock_and_empty);
     tcase_add_loop_test(tc, test_capture_whole, 0, 2);
+    tcase_add_test(tc, test_facts);
     suite_add_tcase(s, tc);
     return s;
 }
