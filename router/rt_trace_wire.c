@@ -49,8 +49,10 @@ void rt_trace_wire_joined(rt_session *s)
         return; /* its messages are known by its session only while it lives */
     }
     memcpy(p, &s->id, JOIN_FACT_ID);
-    for (int i = 0, at = JOIN_FACT_ID; i < 3; at += (int)len[i], i++) {
+    size_t at = JOIN_FACT_ID;
+    for (int i = 0; i < 3; i++) {
         memcpy(p + at, str[i], len[i]);
+        at += len[i];
     }
     trace_wire_fact(s->rt->wire, s->wire_rx->conn, wire_now(s->rt), p, n);
     free(p);
