@@ -577,6 +577,26 @@ static void render_traces(mbuf *b, const rt_router *rt)
     }
 }
 
+/* The wire capture (wampscope.tracing.wire_capture), when it runs. */
+static void render_wire(mbuf *b, const trace_wire *w)
+{
+    if (!w) {
+        return;
+    }
+    family(b, "wampscope_wire_capture_messages_total", M_COUNTER,
+           "Messages the wire capture gave seqs to (its next seq).");
+    sample_u64(b, "wampscope_wire_capture_messages_total", NULL, trace_wire_next_seq(w));
+    family(b, "wampscope_wire_capture_dropped_messages_total", M_COUNTER,
+           "Messages of the chunks the wire capture's ring let go to make room.");
+    sample_u64(b, "wampscope_wire_capture_dropped_messages_total", NULL, trace_wire_dropped(w));
+    family(b, "wampscope_wire_capture_bytes", M_GAUGE,
+           "Bytes of the wire capture's ring in use (chunks' headers and bytes).");
+    sample_u64(b, "wampscope_wire_capture_bytes", NULL, trace_wire_used(w));
+    family(b, "wampscope_wire_capture_capacity_bytes", M_GAUGE,
+           "Bytes of the wire capture's ring (wampscope.tracing.wire_capture).");
+    sample_u64(b, "wampscope_wire_capture_capacity_bytes", NULL, trace_wire_capacity(w));
+}
+
 static void render_proc(mbuf *b, const rt_metrics_proc *p)
 {
     family(b, "process_cpu_seconds_total", M_COUNTER, "User and system CPU time spent, seconds.");
@@ -617,6 +637,7 @@ wamp_err rt_metrics_render(const rt_router *rt, const rt_metrics_proc *proc, cha
     render_messages(&b, st, true);
     render_messages(&b, st, false);
     render_traces(&b, rt);
+    render_wire(&b, rt->wire);
     if (rt->cluster) {
         render_cluster(&b, rt->cluster);
     }

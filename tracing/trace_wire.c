@@ -183,6 +183,11 @@ size_t trace_wire_used(const trace_wire *w)
     return w->used;
 }
 
+size_t trace_wire_capacity(const trace_wire *w)
+{
+    return w->cap;
+}
+
 /* --- Decoding ----------------------------------------------------------------------------------
  */
 

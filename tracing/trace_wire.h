@@ -80,8 +80,9 @@ uint64_t trace_wire_first_seq(const trace_wire *w);
 /* Messages of chunks dropped to make room (seqs below first_seq), and chunks held. */
 uint64_t trace_wire_dropped(const trace_wire *w);
 size_t trace_wire_chunks(const trace_wire *w);
-/* Bytes of the ring in use (headers, bytes and padding of held chunks). */
+/* Bytes of the ring in use (headers, bytes and padding of held chunks), and its size. */
 size_t trace_wire_used(const trace_wire *w);
+size_t trace_wire_capacity(const trace_wire *w);
 
 /* The capturer's side of one stream (a connection's reads, or its writes): which it is, and where
  * its frames are. trace_wire_capture() follows the frame headers through the bytes (not the

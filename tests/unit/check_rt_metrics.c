@@ -20,6 +20,7 @@
 #include "rt_log.h"
 #include "rt_metrics.h"
 #include "rt_router.h"
+#include "rt_trace_wire.h"
 #include "test_router.h"
 #include "tmp_dir.h"
 #include "trace.h"
@@ -450,6 +451,39 @@ START_TEST(test_traces_labelled_by_id)
 
 END_TEST
 
+/* The wire capture's figures, only when it runs (its ring, what it captured and let go). */
+START_TEST(test_wire_capture)
+{
+    char *text = render(NULL);
+    ck_assert_ptr_null(strstr(text, "wampscope_wire_capture"));
+    free(text);
+    rt_router_free(T.rt);
+    T.cfg.tracing_wire_capture = 4096;
+    T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
+    ck_assert_ptr_nonnull(T.rt);
+    uint64_t conn;
+    ck_assert(rt_router_wire_conn(T.rt, &conn));
+    trace_wire_stream st;
+    trace_wire_stream_init(&st, conn, TRACE_TX, TRACE_WIRE_WEBSOCKET, WAMP_SER_JSON);
+    unsigned char frames[2 + 100];
+    frames[0] = 0x81; /* a final text frame of 100 octets */
+    frames[1] = 100;
+    memset(frames + 2, 'x', 100);
+    for (int i = 0; i < 100; i++) { /* 100 messages in chunks of 152 octets: some let go */
+        rt_router_wire_capture(T.rt, &st, frames, sizeof(frames));
+    }
+    text = render(NULL);
+    ck_assert(value_of(text, "wampscope_wire_capture_messages_total") == 100);
+    double dropped = value_of(text, "wampscope_wire_capture_dropped_messages_total");
+    ck_assert(dropped > 0 && dropped < 100);
+    ck_assert(value_of(text, "wampscope_wire_capture_capacity_bytes") == 4096);
+    double used = value_of(text, "wampscope_wire_capture_bytes");
+    ck_assert(used == (100 - dropped) * (TRACE_WIRE_CHUNK_HEADER + 104));
+    free(text);
+}
+
+END_TEST
+
 START_TEST(test_persisted_trace_fsyncs)
 {
     /* A persisted trace whose every write is fsynced: its fsyncs as a histogram, and every
@@ -558,6 +592,7 @@ static Suite *rt_metrics_suite(void)
     tcase_add_test(tc, test_cluster_link);
     tcase_add_test(tc, test_messages_by_type_and_serializer);
     tcase_add_test(tc, test_traces_labelled_by_id);
+    tcase_add_test(tc, test_wire_capture);
     tcase_add_test(tc, test_persisted_trace_fsyncs);
     tcase_add_test(tc, test_refused_handshakes_by_reason);
     tcase_add_test(tc, test_process_figures);
