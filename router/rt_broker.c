@@ -287,6 +287,7 @@ wamp_err rt_broker_on_publish(rt_broker *b, rt_session *s, const wamp_msg *m)
      * role's permission ("disclose": {"publisher": true}, as in Crossbar). */
     p.disclose = p.disclose || perm->disclose_publisher;
     p.publication = wamp_id_random();
+    rt_observers_published(&s->rt->observers, s, m->id, p.publication);
     size_t n = rt_broker_collect_matches(b, m->uri);
     if (n == SIZE_MAX) {
         return WAMP_ENOMEM;

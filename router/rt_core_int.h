@@ -21,6 +21,9 @@
 #include "trace_wire.h"
 #include "wamp_id.h"
 
+/* Bytes of routing facts the router gathers before it appends them to the wire capture. */
+#define RT_WIRE_FACTS 2048
+
 struct rt_router {
     const rt_config *cfg;
     rt_clock_fn clock;
@@ -40,11 +43,15 @@ struct rt_router {
                              * (auth_failure_delay), oldest first (rt_session.in_wait) */
     size_t n_sessions;
     wamp_idgen ids;
-    trace_hub *hub;        /* owned; trace_hub_is_active() is the one branch on the hot path */
-    trace_wire *wire;      /* owned: the wire capture (wampscope.tracing.wire_capture), or NULL */
-    uint64_t wire_conns;   /* connection ids given to the wire capture's streams */
-    rt_cur_action cur;     /* the action being handled (rt_trace.h) */
-    rt_trace_pending pend; /* its PUBLISH's record, while that waits (rt_trace.h) */
+    trace_hub *hub;      /* owned; trace_hub_is_active() is the one branch on the hot path */
+    trace_wire *wire;    /* owned: the wire capture (wampscope.tracing.wire_capture), or NULL */
+    uint64_t wire_conns; /* connection ids given to the wire capture's streams */
+    /* Routing facts noted since the capture's last append (rt_trace_wire.c): appended, as one
+     * fact, before the next chunk or when full. */
+    unsigned char wire_facts[RT_WIRE_FACTS];
+    size_t n_wire_facts;
+    rt_cur_action cur;        /* the action being handled (rt_trace.h) */
+    rt_trace_pending pend;    /* its PUBLISH's record, while that waits (rt_trace.h) */
     rt_realm_config mgmt_cfg; /* the management realm's synthesized configuration */
     bool shutting_down;
     uint64_t shutdown_deadline_us;

@@ -466,6 +466,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return WAMP_ENOMEM;
     }
     rt_observers_action_mark(&s->rt->observers, s->rt, &c->action);
+    rt_observers_call_routed(&s->rt->observers, s, m->id, callee, c->invocation);
     rt_payload payload = rt_payload_of(m);
     if (m->args || m->kwargs) {
         /* A payload as jansson values (a message parsed from a tree): in the envelope. */

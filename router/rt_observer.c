@@ -5,7 +5,8 @@
 
 wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
 {
-    if (o->listening && l->actions) {
+    bool routes = o->call_routed || o->published;
+    if ((o->listening && l->actions) || (routes && l->routes)) {
         return WAMP_EEXIST;
     }
     if (l->n == l->cap) {
@@ -23,6 +24,9 @@ wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
         if (l->v[i].listening) {
             l->actions = &l->v[i];
             l->listening = l->v[i].listening;
+        }
+        if (l->v[i].call_routed || l->v[i].published) {
+            l->routes = &l->v[i];
         }
     }
     return WAMP_OK;

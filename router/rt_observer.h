@@ -68,6 +68,14 @@ typedef struct rt_observer {
     /* Router-wide: the reply of the action being handled is out (called only after an observer
      * asked for it with rt_observers_defer()); the action is still open. */
     void (*action_replied)(void *ctx, rt_router *rt);
+    /* Router-wide, routing reports (rt_observers_call_routed(), _published(): one branch when no
+     * observer of the list sets them; one observer at most does): caller's CALL call_id goes to
+     * callee as INVOCATION inv_id (before it is sent); publisher's PUBLISH request_id got
+     * publication_id (before its EVENTs are sent). */
+    void (*call_routed)(void *ctx, rt_session *caller, uint64_t call_id, rt_session *callee,
+                        uint64_t inv_id);
+    void (*published)(void *ctx, rt_session *publisher, uint64_t request_id,
+                      uint64_t publication_id);
     /* The list is being finalized (rt_observers_fini()): release ctx if the observer owns it. */
     void (*detach)(void *ctx);
 
@@ -108,6 +116,9 @@ typedef struct rt_observers {
     rt_observer *v; /* owned, n used of cap */
     size_t n, cap;
     bool deferred; /* an observer queued work for action_replied */
+    /* The observer taking the routing reports (call_routed, published), NULL if none: at most
+     * one does (rt_observers_add() refuses another with WAMP_EEXIST). */
+    const rt_observer *routes;
     /* The observer taking the action reports (it has a listening member), NULL if none, and its
      * listening counter. */
     const rt_observer *actions;
@@ -115,7 +126,8 @@ typedef struct rt_observers {
 } rt_observers;
 
 /* Appends a copy of *o. WAMP_ENOMEM (list unchanged); WAMP_EEXIST if o takes the action reports
- * (o->listening set) and another observer of the list does already. */
+ * (o->listening set) or the routing reports (call_routed or published set) and another observer
+ * of the list does already. */
 wamp_err rt_observers_add(rt_observers *l, const rt_observer *o);
 /* Calls every detach (in registration order) and frees the list; it is empty afterwards. */
 void rt_observers_fini(rt_observers *l);
@@ -131,6 +143,23 @@ void rt_observers_registration_added(const rt_observers *l, rt_realm *r, rt_sess
                                      uint64_t reg_id, bool created);
 void rt_observers_registration_removed(const rt_observers *l, rt_realm *r, rt_session *s,
                                        uint64_t reg_id, const char *uri, bool deleted);
+
+/* Routing reports (rt_observer.call_routed, .published): one branch when nobody takes them. */
+static inline void rt_observers_call_routed(const rt_observers *l, rt_session *caller,
+                                            uint64_t call_id, rt_session *callee, uint64_t inv_id)
+{
+    if (l->routes && l->routes->call_routed) {
+        l->routes->call_routed(l->routes->ctx, caller, call_id, callee, inv_id);
+    }
+}
+
+static inline void rt_observers_published(const rt_observers *l, rt_session *publisher,
+                                          uint64_t request_id, uint64_t publication_id)
+{
+    if (l->routes && l->routes->published) {
+        l->routes->published(l->routes->ctx, publisher, request_id, publication_id);
+    }
+}
 
 /* An observer has queued work for the end of the current action: l's action_replied runs once
  * the reply is out (rt_observers_replied()). */

@@ -16,6 +16,7 @@
 #include "rt_meta.h"
 #include "rt_realm.h"
 #include "rt_session.h"
+#include "rt_trace_wire.h"
 #include "wamp_codec.h"
 
 static const rt_permission mgmt_permissions[] = {{
@@ -131,6 +132,9 @@ static wamp_err tracing_setup(rt_router *rt, const rt_config *cfg)
         return WAMP_EINVAL;
     }
     if (cfg->tracing_wire_capture && !(rt->wire = trace_wire_new(cfg->tracing_wire_capture))) {
+        return WAMP_ENOMEM;
+    }
+    if (rt_trace_wire_attach(rt) != WAMP_OK) {
         return WAMP_ENOMEM;
     }
     return WAMP_OK;

@@ -8,6 +8,7 @@
 #include "rt_realm.h"
 #include "rt_trace.h"
 #include "trace_strip.h"
+#include "trace_wire_corr.h"
 #include "wamp_codec.h"
 
 bool rt_router_wire_conn(rt_router *rt, uint64_t *conn)
@@ -23,10 +24,79 @@ static trace_wire_time wire_now(rt_router *rt)
     return (trace_wire_time){.ts_ns = pc, .wall_ns = rt_trace_wall_of(rt, pc)};
 }
 
-/* A join fact's bytes (rt_trace_wire_joined()): the session id (8 octets, in this host's order:
- * the process that writes them reads them), then its realm, authid and authrole, each
- * NUL-terminated. */
-#define JOIN_FACT_ID 8
+/* The facts the router notes (trace_wire_fact()): a kind octet, then (integers of 8 octets in
+ * this host's order: the process that writes them reads them)
+ *   'J' a join: the session id, then its realm, authid and authrole, each NUL-terminated (a fact
+ *       of its own, of the session's connection);
+ *   'C' a routed call: the caller's connection, its CALL id, the callee's connection, the
+ *       INVOCATION id;
+ *   'P' a publication: the publisher's connection, its PUBLISH id, the publication id.
+ * Routing facts are gathered and appended together (facts_flush()): a fact of connection 0, the
+ * facts one after the other. */
+#define FACT_JOIN    'J'
+#define FACT_CALL    'C'
+#define FACT_PUB     'P'
+#define JOIN_FACT_ID 9 /* the kind and the session id */
+
+/* The routing facts gathered (rt_router.wire_facts), appended as one fact (of connection 0):
+ * before any chunk, so that they come after the read that brought their requests and before
+ * the write that carries what they caused. */
+static inline void facts_flush(rt_router *rt)
+{
+    if (rt->n_wire_facts) {
+        trace_wire_fact(rt->wire, 0, wire_now(rt), rt->wire_facts, rt->n_wire_facts);
+        rt->n_wire_facts = 0;
+    }
+}
+
+/* A routing fact of kind and the n integers v (n <= 4), gathered. */
+static void fact_ids(rt_router *rt, char kind, const uint64_t *v, size_t n)
+{
+    if (RT_WIRE_FACTS - rt->n_wire_facts < 1 + 4 * 8) {
+        facts_flush(rt);
+    }
+    unsigned char *b = rt->wire_facts + rt->n_wire_facts;
+    b[0] = (unsigned char)kind;
+    memcpy(b + 1, v, n * 8);
+    rt->n_wire_facts += 1 + n * 8;
+}
+
+/* A session's connection in the capture (0: none). */
+static uint64_t conn_of(const rt_session *s)
+{
+    return s && s->wire_rx ? s->wire_rx->conn : 0;
+}
+
+static void obs_call_routed(void *ctx, rt_session *caller, uint64_t call_id, rt_session *callee,
+                            uint64_t inv_id)
+{
+    rt_router *rt = ctx;
+    uint64_t a = conn_of(caller), b = conn_of(callee);
+    if (a || b) {
+        const uint64_t v[4] = {a, call_id, b, inv_id};
+        fact_ids(rt, FACT_CALL, v, 4);
+    }
+}
+
+static void obs_published(void *ctx, rt_session *publisher, uint64_t request_id,
+                          uint64_t publication_id)
+{
+    rt_router *rt = ctx;
+    uint64_t a = conn_of(publisher);
+    if (a) {
+        const uint64_t v[3] = {a, request_id, publication_id};
+        fact_ids(rt, FACT_PUB, v, 3);
+    }
+}
+
+wamp_err rt_trace_wire_attach(rt_router *rt)
+{
+    if (!rt->wire) {
+        return WAMP_OK;
+    }
+    rt_observer o = {.ctx = rt, .call_routed = obs_call_routed, .published = obs_published};
+    return rt_observers_add(&rt->observers, &o);
+}
 
 void rt_trace_wire_joined(rt_session *s)
 {
@@ -48,7 +118,9 @@ void rt_trace_wire_joined(rt_session *s)
     if (!p) {
         return; /* its messages are known by its session only while it lives */
     }
-    memcpy(p, &s->id, JOIN_FACT_ID);
+    facts_flush(s->rt); /* (in order) */
+    p[0] = FACT_JOIN;
+    memcpy(p + 1, &s->id, JOIN_FACT_ID - 1);
     size_t at = JOIN_FACT_ID;
     for (int i = 0; i < 3; i++) {
         memcpy(p + at, str[i], len[i]);
@@ -61,6 +133,7 @@ void rt_trace_wire_joined(rt_session *s)
 void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n)
 {
     if (rt->wire && n && st->conn) {
+        facts_flush(rt);
         (void)trace_wire_capture(rt->wire, st, wire_now(rt), p, n);
     }
 }
@@ -69,6 +142,7 @@ void rt_router_wire_capture_whole(rt_router *rt, trace_wire_stream *st, const vo
                                   uint32_t nmsg)
 {
     if (rt->wire && n && st->conn) {
+        facts_flush(rt);
         (void)trace_wire_capture_whole(rt->wire, st, wire_now(rt), p, n, nmsg);
     }
 }
@@ -89,7 +163,9 @@ typedef struct conn_fact {
 typedef struct wire_read {
     conn_sess *by_conn; /* sorted by conn */
     size_t n;
-    rt_hmap facts; /* conn_fact by conn */
+    rt_hmap facts;         /* conn_fact by conn */
+    trace_wire_corr *corr; /* NULL without memory: no correlation */
+    uint64_t from;         /* seqs before are read for their facts and actions only */
     rt_wire_read_fn fn;
     void *ctx;
 } wire_read;
@@ -114,7 +190,7 @@ static trace_peer *fact_peer(const unsigned char *p, size_t n)
     if (n < JOIN_FACT_ID) {
         return NULL;
     }
-    memcpy(&id, p, JOIN_FACT_ID);
+    memcpy(&id, p + 1, JOIN_FACT_ID - 1);
     for (int i = 0; i < 3; i++) {
         const unsigned char *z = at < n ? memchr(p + at, '\0', n - at) : NULL;
         if (!z) {
@@ -128,9 +204,8 @@ static trace_peer *fact_peer(const unsigned char *p, size_t n)
 
 /* A held join fact: the session of its connection from there on, and (early, the first of the
  * connection's) before it too: its HELLO and whatever the connection carried before it joined. */
-static void on_fact(void *ctx, uint64_t conn, const void *p, size_t n, bool early)
+static void on_join(wire_read *r, uint64_t conn, const void *p, size_t n, bool early)
 {
-    wire_read *r = ctx;
     conn_fact *f = fact_find(&r->facts, conn);
     if (f && early) {
         return;
@@ -165,6 +240,38 @@ static rt_session *session_of(const wire_read *r, uint64_t conn)
     return hit ? hit->s : NULL;
 }
 
+/* A held fact, in its place in the walk (routing facts) or early too (joins). */
+static void on_fact(void *ctx, uint64_t conn, const void *p, size_t n, bool early)
+{
+    wire_read *r = ctx;
+    const unsigned char *b = p;
+    uint64_t v[4];
+    if (n == 0) {
+        return;
+    }
+    if (b[0] == FACT_JOIN) {
+        on_join(r, conn, p, n, early);
+        return;
+    }
+    if (early || !r->corr) {
+        return;
+    }
+    /* Routing facts, one after the other. */
+    for (size_t at = 0; at < n;) {
+        size_t len = b[at] == FACT_CALL ? 1 + 4 * 8 : b[at] == FACT_PUB ? 1 + 3 * 8 : 0;
+        if (!len || n - at < len) {
+            return; /* (none other is written) */
+        }
+        memcpy(v, b + at + 1, len - 1);
+        if (b[at] == FACT_CALL) {
+            (void)trace_wire_corr_call(r->corr, v[0], v[1], v[2], v[3]);
+        } else {
+            (void)trace_wire_corr_published(r->corr, v[0], v[1], v[2]);
+        }
+        at += len;
+    }
+}
+
 /* rec's bytes (a captured message in ser) where they may hold a secret (a CHALLENGE, an
  * AUTHENTICATE, or bytes that do not decode as a message): a redacted copy in their place
  * (rec->wire) when they hold one, as a trace keeps them, or no bytes at all when that copy
@@ -192,7 +299,21 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
 {
     wire_read *r = ctx;
     if (!m) {
-        return r->fn(r->ctx, seq, NULL);
+        return seq < r->from || r->fn(r->ctx, seq, NULL);
+    }
+    wamp_msg wm;
+    char why[WAMP_WHY_LEN];
+    bool ok = m->ser > 0 && m->ser < WAMP_SER_COUNT &&
+              wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
+                                          sizeof(why)) == WAMP_OK;
+    uint8_t corr[TRACE_UUID_LEN];
+    uint8_t flags =
+            ok && r->corr ? trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr) : 0;
+    if (seq < r->from) {
+        if (ok) {
+            wamp_msg_fini(&wm);
+        }
+        return true;
     }
     trace_record rec = {.seq = seq,
                         .pc_ns = m->ts_ns,
@@ -204,11 +325,10 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     if (m->ser < WAMP_SER_COUNT) {
         rec.ser_bytes[m->ser] = rec.len;
     }
-    wamp_msg wm;
-    char why[WAMP_WHY_LEN];
-    bool ok = m->ser > 0 && m->ser < WAMP_SER_COUNT &&
-              wamp_codec_decode_msg((wamp_ser)m->ser, m->data, m->len, &wm, why, sizeof(why)) ==
-                      WAMP_OK;
+    if (flags) {
+        rec.flags = flags;
+        memcpy(rec.corr, corr, TRACE_UUID_LEN);
+    }
     if (ok) {
         rec.msg_type = (uint8_t)wm.type;
         /* (an AUTHENTICATE's "URI" field holds its Signature) */
@@ -238,9 +358,11 @@ wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn f
     if (!rt->wire) {
         return WAMP_EINVAL;
     }
-    wire_read r = {.fn = fn, .ctx = ctx};
+    facts_flush(rt); /* what was noted since the last chunk */
+    wire_read r = {.fn = fn, .ctx = ctx, .from = from_seq, .corr = trace_wire_corr_new()};
     r.by_conn = malloc((rt->n_sessions ? rt->n_sessions : 1) * sizeof(*r.by_conn));
     if (!r.by_conn) {
+        trace_wire_corr_free(r.corr);
         return WAMP_ENOMEM;
     }
     RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
@@ -252,7 +374,9 @@ wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn f
     }
     qsort(r.by_conn, r.n, sizeof(*r.by_conn), conn_cmp);
     rt_hmap_init(&r.facts);
-    wamp_err err = trace_wire_decode_facts(rt->wire, from_seq, on_seq, on_fact, &r, out);
+    /* From the oldest held seq: the actions of the seqs before from_seq are those of some after. */
+    wamp_err err = trace_wire_decode_facts(rt->wire, 0, on_seq, on_fact, &r, out);
+    trace_wire_corr_free(r.corr);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&r.facts); it.node;) {
         conn_fact *f = RT_CONTAINER_OF(it.node, conn_fact, node);
         rt_hmap_iter_next(&r.facts, &it);

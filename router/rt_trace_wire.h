@@ -23,6 +23,10 @@ bool rt_router_wire_conn(rt_router *rt, uint64_t *conn);
  * trace clock's reading and the wall clock's (its records' pc and ts). */
 void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n);
 
+/* Registers the wire capture's observer on rt's router-wide list when the capture runs: routed
+ * calls and publications noted as facts, for the correlation of what it holds. */
+wamp_err rt_trace_wire_attach(rt_router *rt);
+
 /* s has joined its realm: on the management realm its connection is captured no further (what a
  * management client reads would otherwise be captured again as it goes out). */
 void rt_trace_wire_joined(rt_session *s);

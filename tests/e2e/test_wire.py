@@ -107,6 +107,14 @@ class WireTestCase(h.AsyncTestCase):
             frm = page[-1]["seq"] + 1
 
 
+# Messages of a session's opening and closing, which the wire capture correlates with nothing.
+SESSION_LEVEL = ("Hello", "Welcome", "Goodbye", "Abort", "Challenge", "Authenticate")
+# Answers whose correlation_is_last the two must agree on (an EVENT's is the flight recorder's
+# knowledge of the last receiver, which the wire does not tell).
+ANSWERS = ("Result", "Error", "Published", "Subscribed", "Registered", "Unsubscribed",
+           "Unregistered", "Call", "Invocation", "Yield", "Publish")
+
+
 def by_session(records):
     """(session_id, direction) -> [(msg_type, msg)] in seq order, messages of joined sessions."""
     out = {}
@@ -154,12 +162,46 @@ class TestWireCapture(WireTestCase):
                     w = [m for m in want[(s._session_id, d)] if m[0] not in ("Hello", "Welcome")]
                     g = [m for m in got[(s._session_id, d)] if m[0] not in ("Hello", "Welcome")]
                     self.assertEqual(g, w)
+        self.check_correlation(wire, await self.flight(), sessions)
         calls = [r for r in wire if r["msg_type"] == "Call"]
         self.assertEqual(len(calls), 20)
         self.assertEqual(calls[3]["msg"][4], [3, 1])
         self.assertEqual(calls[3]["uri"], "com.example.wire.add")
         self.assertEqual(calls[3]["serializations"], {"json": calls[3]["serializations"]["json"]})
         self.assertGreater(calls[3]["serializations"]["json"], 0)
+
+    def check_correlation(self, wire, flight, sessions):
+        """The wire capture's correlation groups the messages of each session as the flight
+        recorder's does (its UUIDs are its own): the same anchors, the same last messages of
+        calls and acknowledged requests, and one action for one action."""
+        def aligned(records):
+            out = {}
+            for r in records:
+                if r.get("kind") == "gap" or r["msg_type"] in SESSION_LEVEL:
+                    continue
+                out.setdefault((r["session_id"], r["direction"]), []).append(r)
+            return out
+        got, want = aligned(wire), aligned(flight)
+        to_wire, to_flight = {}, {}
+        pairs = 0
+        for s in sessions:
+            for d in ("rx", "tx"):
+                g, w = got[(s._session_id, d)], want[(s._session_id, d)]
+                self.assertEqual([r["msg_type"] for r in g], [r["msg_type"] for r in w])
+                for a, b in zip(g, w):
+                    with self.subTest(seq=a["seq"], msg_type=a["msg_type"]):
+                        self.assertIsNotNone(a["correlation"])
+                        self.assertEqual(to_wire.setdefault(b["correlation"], a["correlation"]),
+                                         a["correlation"])
+                        self.assertEqual(to_flight.setdefault(a["correlation"], b["correlation"]),
+                                         b["correlation"])
+                        self.assertEqual(a["correlation_is_anchor"], b["correlation_is_anchor"])
+                        if a["msg_type"] in ANSWERS:
+                            self.assertEqual(a["correlation_is_last"], b["correlation_is_last"])
+                        pairs += 1
+        self.assertEqual(pairs, 144)  # every message of the four sessions after their WELCOME
+        # 20 calls and 20 publications, a registration and a subscription: 42 actions.
+        self.assertEqual(len(to_wire), 42)
 
     async def test_management_connection_not_captured(self):
         await self.traffic()

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "fake_transport.h"
+#include "rt_core_int.h"
 #include "rt_observer.h"
 #include "rt_realm.h"
 #include "rt_router.h"
@@ -321,6 +322,66 @@ START_TEST(test_router_reports_to_realm_observers)
 
 END_TEST
 
+/* The routing reports: one observer of a list takes them; the dealer reports which INVOCATION a
+ * CALL became before sending it, the broker the publication id of a PUBLISH. */
+static uint64_t routed[4], pub[3];
+
+static void on_routed(void *ctx, rt_session *caller, uint64_t call_id, rt_session *callee,
+                      uint64_t inv_id)
+{
+    (void)ctx;
+    routed[0] = rt_session_id(caller);
+    routed[1] = call_id;
+    routed[2] = rt_session_id(callee);
+    routed[3] = inv_id;
+}
+
+static void on_published(void *ctx, rt_session *publisher, uint64_t request_id,
+                         uint64_t publication_id)
+{
+    (void)ctx;
+    pub[0] = rt_session_id(publisher);
+    pub[1] = request_id;
+    pub[2] = publication_id;
+}
+
+START_TEST(test_routing_reports)
+{
+    test_router t;
+    test_router_init(&t);
+    rt_observers *l = &t.rt->observers;
+    rt_observer o = {.call_routed = on_routed, .published = on_published};
+    ck_assert_int_eq(rt_observers_add(l, &o), WAMP_OK);
+    rt_observer again = {.published = on_published};
+    ck_assert_int_eq(rt_observers_add(l, &again), WAMP_EEXIST); /* one takes them */
+    fake_conn *callee = fake_conn_new(t.rt, WAMP_SER_JSON);
+    fake_conn *caller = fake_conn_new(t.rt, WAMP_SER_JSON);
+    uint64_t callee_id = fake_conn_join(callee, "realm1");
+    uint64_t caller_id = fake_conn_join(caller, "realm1");
+    fake_conn_send(callee, "[64, 1, {}, \"com.example.proc\"]");
+    json_decref(fake_conn_next(callee)); /* REGISTERED */
+    fake_conn_send(caller, "[48, 77, {}, \"com.example.proc\", [1]]");
+    json_t *inv = fake_conn_next(callee);
+    ck_assert_int_eq(json_integer_value(json_array_get(inv, 0)), 68);
+    ck_assert_uint_eq(routed[0], caller_id);
+    ck_assert_uint_eq(routed[1], 77);
+    ck_assert_uint_eq(routed[2], callee_id);
+    ck_assert_uint_eq(routed[3], (uint64_t)json_integer_value(json_array_get(inv, 1)));
+    json_decref(inv);
+    fake_conn_send(caller, "[16, 9, {\"acknowledge\": true}, \"com.example.topic\"]");
+    json_t *ack = fake_conn_next(caller);
+    ck_assert_int_eq(json_integer_value(json_array_get(ack, 0)), 17);
+    ck_assert_uint_eq(pub[0], caller_id);
+    ck_assert_uint_eq(pub[1], 9);
+    ck_assert_uint_eq(pub[2], (uint64_t)json_integer_value(json_array_get(ack, 2)));
+    json_decref(ack);
+    fake_conn_free(callee);
+    fake_conn_free(caller);
+    test_router_fini(&t);
+}
+
+END_TEST
+
 static Suite *rt_observer_suite(void)
 {
     Suite *s = suite_create("rt_observer");
@@ -329,6 +390,7 @@ static Suite *rt_observer_suite(void)
     tcase_add_test(tc, test_action_reports_only_while_listening);
     tcase_add_test(tc, test_replied_only_when_deferred);
     tcase_add_test(tc, test_router_reports_to_realm_observers);
+    tcase_add_test(tc, test_routing_reports);
     suite_add_tcase(s, tc);
     return s;
 }

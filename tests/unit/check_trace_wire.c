@@ -11,6 +11,8 @@
 
 #include "trace_record.h"
 #include "trace_wire.h"
+#include "trace_wire_corr.h"
+#include "wamp_msg.h"
 
 /* --- A generated stream ---------------------------------------------------------------------- */
 
@@ -688,6 +690,84 @@ START_TEST(test_facts)
 
 END_TEST
 
+/* The flags and UUID trace_wire_corr_of() gives the JSON message text received (rx) or sent on
+ * conn at seq. */
+static uint8_t corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint8_t dir,
+                       const char *text, uint8_t uuid[TRACE_UUID_LEN])
+{
+    wamp_msg m;
+    char why[WAMP_WHY_LEN];
+    ck_assert_int_eq(
+            wamp_msg_parse_bytes_fields(WAMP_SER_JSON, text, strlen(text), &m, why, sizeof(why)),
+            WAMP_OK);
+    memset(uuid, 0, TRACE_UUID_LEN);
+    uint8_t f = trace_wire_corr_of(c, seq, conn, dir, &m, uuid);
+    wamp_msg_fini(&m);
+    return f;
+}
+
+/* Correlation from the messages' ids and the router's two routing facts. */
+START_TEST(test_correlation)
+{
+    const uint8_t HAS = TRACE_CORR_HAS, ANCHOR = TRACE_CORR_ANCHOR, LAST = TRACE_CORR_LAST;
+    trace_wire_corr *c = trace_wire_corr_new();
+    ck_assert_ptr_nonnull(c);
+    uint8_t u[TRACE_UUID_LEN], v[TRACE_UUID_LEN], w[TRACE_UUID_LEN];
+    /* A call: CALL, the fact, INVOCATION, YIELD, a progressive RESULT, the final one. */
+    ck_assert_uint_eq(corr_of(c, 10, 1, TRACE_RX, "[48,7,{},\"com.x\",[1]]", u), HAS | ANCHOR);
+    ck_assert_uint_eq(u[6] >> 4, 4); /* shaped as a version 4 UUID */
+    ck_assert(trace_wire_corr_call(c, 1, 7, 2, 99));
+    ck_assert_uint_eq(corr_of(c, 11, 2, TRACE_TX, "[68,99,5,{},[1]]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 12, 2, TRACE_RX, "[70,99,{},[2]]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 13, 2, TRACE_RX, "[8,68,99,{},\"com.err\"]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 14, 1, TRACE_TX, "[50,7,{\"progress\":true},[2]]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 15, 1, TRACE_TX, "[50,7,{},[2]]", v), HAS | LAST);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    /* The same request id again later: another action. */
+    ck_assert_uint_eq(corr_of(c, 20, 1, TRACE_RX, "[48,7,{},\"com.x\",[1]]", v), HAS | ANCHOR);
+    ck_assert(memcmp(v, u, TRACE_UUID_LEN) != 0);
+    ck_assert_uint_eq(corr_of(c, 21, 1, TRACE_TX, "[8,48,7,{},\"com.err\"]", w), HAS | LAST);
+    ck_assert_mem_eq(w, v, TRACE_UUID_LEN);
+    /* An answer whose request was not met: a UUID of its key alone, the same in another walk. */
+    ck_assert_uint_eq(corr_of(c, 22, 1, TRACE_TX, "[50,8,{}]", u), HAS | LAST);
+    trace_wire_corr *c2 = trace_wire_corr_new();
+    ck_assert_ptr_nonnull(c2);
+    ck_assert_uint_eq(corr_of(c2, 5, 1, TRACE_TX, "[50,8,{}]", v), HAS | LAST);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    trace_wire_corr_free(c2);
+    /* A publication: PUBLISH, the fact, its EVENTs, PUBLISHED; an EVENT of another: none. */
+    ck_assert_uint_eq(corr_of(c, 30, 3, TRACE_RX, "[16,1,{},\"com.t\",[1]]", u), HAS | ANCHOR);
+    ck_assert(trace_wire_corr_published(c, 3, 1, 555));
+    ck_assert_uint_eq(corr_of(c, 31, 4, TRACE_TX, "[36,12,555,{},[1]]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 32, 3, TRACE_TX, "[17,1,555]", v), HAS | LAST);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 33, 4, TRACE_TX, "[36,12,556,{},[1]]", v), 0);
+    /* A subscription; and what belongs to no action. */
+    ck_assert_uint_eq(corr_of(c, 40, 4, TRACE_RX, "[32,3,{},\"com.t\"]", u), HAS | ANCHOR);
+    ck_assert_uint_eq(corr_of(c, 41, 4, TRACE_TX, "[33,3,12]", v), HAS | LAST);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 42, 4, TRACE_RX, "[1,\"realm1\",{\"roles\":{}}]", v), 0);
+    ck_assert_uint_eq(corr_of(c, 43, 4, TRACE_TX, "[68,1234,5,{}]", v), 0); /* no fact */
+    /* Many actions: the table grows and keeps them. */
+    for (uint64_t i = 0; i < 1000; i++) {
+        char t[64];
+        snprintf(t, sizeof(t), "[48,%llu,{},\"com.x\"]", (unsigned long long)(100 + i));
+        (void)corr_of(c, 100 + i, 9, TRACE_RX, t, u);
+        ck_assert(trace_wire_corr_call(c, 9, 100 + i, 10, 5000 + i));
+    }
+    ck_assert_uint_eq(corr_of(c, 2000, 9, TRACE_TX, "[50,100,{}]", u), HAS | LAST);
+    ck_assert_uint_eq(corr_of(c, 2001, 10, TRACE_TX, "[68,5000,5,{}]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    trace_wire_corr_free(c);
+}
+
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("trace_wire");
@@ -701,6 +781,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_clock_and_empty);
     tcase_add_loop_test(tc, test_capture_whole, 0, 2);
     tcase_add_test(tc, test_facts);
+    tcase_add_test(tc, test_correlation);
     suite_add_tcase(s, tc);
     return s;
 }

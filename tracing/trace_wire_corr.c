@@ -1,0 +1,211 @@
+/* trace_wire_corr.c: correlation of the wire capture's messages (see trace_wire_corr.h). One
+ * open-addressing table maps an action's key to its UUID: a request (connection, request id), an
+ * invocation (callee's connection, INVOCATION id), a publication (its id). */
+#include "trace_wire_corr.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    K_REQ = 1,
+    K_INV = 2,
+    K_PUB = 3
+};
+
+typedef struct corr_ent {
+    uint64_t conn, id;
+    uint8_t kind; /* 0: a free slot */
+    uint8_t uuid[TRACE_UUID_LEN];
+} corr_ent;
+
+struct trace_wire_corr {
+    corr_ent *tab;
+    size_t mask; /* slots - 1 */
+    size_t n;
+};
+
+trace_wire_corr *trace_wire_corr_new(void)
+{
+    trace_wire_corr *c = calloc(1, sizeof(*c));
+    if (c && !(c->tab = calloc(64, sizeof(*c->tab)))) {
+        free(c);
+        return NULL;
+    }
+    if (c) {
+        c->mask = 63;
+    }
+    return c;
+}
+
+void trace_wire_corr_free(trace_wire_corr *c)
+{
+    if (c) {
+        free(c->tab);
+        free(c);
+    }
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static size_t slot_of(const trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind)
+{
+    size_t i = (size_t)mix(conn ^ mix(id ^ ((uint64_t)kind << 56))) & c->mask;
+    while (c->tab[i].kind &&
+           !(c->tab[i].kind == kind && c->tab[i].conn == conn && c->tab[i].id == id)) {
+        i = (i + 1) & c->mask;
+    }
+    return i;
+}
+
+static bool grow(trace_wire_corr *c)
+{
+    size_t ncap = (c->mask + 1) * 2;
+    corr_ent *old = c->tab;
+    size_t oldcap = c->mask + 1;
+    corr_ent *nt = calloc(ncap, sizeof(*nt));
+    if (!nt) {
+        return false;
+    }
+    c->tab = nt;
+    c->mask = ncap - 1;
+    for (size_t i = 0; i < oldcap; i++) {
+        if (old[i].kind) {
+            c->tab[slot_of(c, old[i].conn, old[i].id, old[i].kind)] = old[i];
+        }
+    }
+    free(old);
+    return true;
+}
+
+/* The entry of the key, NULL when there is none. */
+static const corr_ent *find(const trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind)
+{
+    const corr_ent *e = &c->tab[slot_of(c, conn, id, kind)];
+    return e->kind ? e : NULL;
+}
+
+/* Sets the key's UUID (a new entry, or the one there replaced); false without memory. */
+static bool put(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
+                const uint8_t uuid[TRACE_UUID_LEN])
+{
+    if ((c->n + 1) * 2 > c->mask + 1 && !grow(c)) {
+        return false;
+    }
+    corr_ent *e = &c->tab[slot_of(c, conn, id, kind)];
+    if (!e->kind) {
+        c->n++;
+        *e = (corr_ent){.conn = conn, .id = id, .kind = kind};
+    }
+    memcpy(e->uuid, uuid, TRACE_UUID_LEN);
+    return true;
+}
+
+/* The UUID of the request (conn, id) opened at seq (UINT64_MAX: its request not met), shaped as
+ * a random (version 4) UUID. */
+static void derive(uint64_t conn, uint64_t id, uint64_t seq, uint8_t uuid[TRACE_UUID_LEN])
+{
+    uint64_t a = mix(conn ^ 0x5741u), b = mix(a ^ mix(id) ^ mix(seq ^ 0x4D53u));
+    memcpy(uuid, &a, 8);
+    memcpy(uuid + 8, &b, 8);
+    uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+    uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+/* The UUID of the request (conn, id): the one its request got, else derived from the key. */
+static void request_uuid(const trace_wire_corr *c, uint64_t conn, uint64_t id,
+                         uint8_t uuid[TRACE_UUID_LEN])
+{
+    const corr_ent *e = find(c, conn, id, K_REQ);
+    if (e) {
+        memcpy(uuid, e->uuid, TRACE_UUID_LEN);
+    } else {
+        derive(conn, id, UINT64_MAX, uuid);
+    }
+}
+
+bool trace_wire_corr_call(trace_wire_corr *c, uint64_t caller_conn, uint64_t call_id,
+                          uint64_t callee_conn, uint64_t inv_id)
+{
+    uint8_t uuid[TRACE_UUID_LEN];
+    request_uuid(c, caller_conn, call_id, uuid);
+    return put(c, callee_conn, inv_id, K_INV, uuid);
+}
+
+bool trace_wire_corr_published(trace_wire_corr *c, uint64_t conn, uint64_t request_id,
+                               uint64_t publication_id)
+{
+    uint8_t uuid[TRACE_UUID_LEN];
+    request_uuid(c, conn, request_id, uuid);
+    return put(c, 0, publication_id, K_PUB, uuid);
+}
+
+/* Found: the key's UUID into uuid and flags, else 0. */
+static uint8_t known(const trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
+                     uint8_t flags, uint8_t uuid[TRACE_UUID_LEN])
+{
+    const corr_ent *e = find(c, conn, id, kind);
+    if (!e) {
+        return 0;
+    }
+    memcpy(uuid, e->uuid, TRACE_UUID_LEN);
+    return (uint8_t)(TRACE_CORR_HAS | flags);
+}
+
+/* A request's answer (to the client that asked: its connection and request id). */
+static uint8_t answer(const trace_wire_corr *c, uint64_t conn, uint64_t id, bool last,
+                      uint8_t uuid[TRACE_UUID_LEN])
+{
+    request_uuid(c, conn, id, uuid);
+    return (uint8_t)(TRACE_CORR_HAS | (last ? TRACE_CORR_LAST : 0));
+}
+
+uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint8_t dir,
+                           const wamp_msg *m, uint8_t uuid[TRACE_UUID_LEN])
+{
+    bool rx = dir == TRACE_RX;
+    switch (m->type) {
+    case WAMP_MSG_CALL:
+    case WAMP_MSG_PUBLISH:
+    case WAMP_MSG_SUBSCRIBE:
+    case WAMP_MSG_UNSUBSCRIBE:
+    case WAMP_MSG_REGISTER:
+    case WAMP_MSG_UNREGISTER:
+        if (!rx) {
+            return 0;
+        }
+        derive(conn, m->id, seq, uuid);
+        return put(c, conn, m->id, K_REQ, uuid) ? TRACE_CORR_HAS | TRACE_CORR_ANCHOR : 0;
+    case WAMP_MSG_CANCEL:
+        return rx ? answer(c, conn, m->id, false, uuid) : 0;
+    case WAMP_MSG_RESULT:
+        return rx ? 0
+                  : answer(c, conn, m->id, !json_is_true(json_object_get(m->dict, "progress")),
+                           uuid);
+    case WAMP_MSG_PUBLISHED:
+    case WAMP_MSG_SUBSCRIBED:
+    case WAMP_MSG_UNSUBSCRIBED:
+    case WAMP_MSG_REGISTERED:
+    case WAMP_MSG_UNREGISTERED:
+        return rx ? 0 : answer(c, conn, m->id, true, uuid);
+    case WAMP_MSG_ERROR:
+        if (m->req_type == WAMP_MSG_INVOCATION) { /* the callee's: the caller's ERROR follows */
+            return rx ? known(c, conn, m->id, K_INV, 0, uuid) : 0;
+        }
+        return rx ? 0 : answer(c, conn, m->id, true, uuid);
+    case WAMP_MSG_INVOCATION:
+    case WAMP_MSG_INTERRUPT:
+        return rx ? 0 : known(c, conn, m->id, K_INV, 0, uuid);
+    case WAMP_MSG_YIELD:
+        return rx ? known(c, conn, m->id, K_INV, 0, uuid) : 0;
+    case WAMP_MSG_EVENT:
+        return rx ? 0 : known(c, 0, m->id2, K_PUB, 0, uuid);
+    default:
+        return 0;
+    }
+}

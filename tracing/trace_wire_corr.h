@@ -1,0 +1,53 @@
+/* trace_wire_corr.h: correlation for the wire capture's messages (trace_wire.h), derived when
+ * the capture is read: which messages belong to one action (a CALL, its INVOCATION, YIELD and
+ * RESULT; a PUBLISH, its EVENTs and PUBLISHED; a SUBSCRIBE and its SUBSCRIBED; ...), as a trace's
+ * correlation says it (mgmt/README.md, "Correlation"), from the messages' own ids and from two
+ * facts the router notes as it routes: a call's INVOCATION id and a publication's id.
+ *
+ * Fed in wire order (the order of trace_wire_decode_facts()): each message with
+ * trace_wire_corr_of(), each routing fact with trace_wire_corr_call() or
+ * trace_wire_corr_published() where the walk meets it. The router notes a fact while it handles
+ * the request, after the read that brought the request and before the write that carries what
+ * it caused, so a walk meets request, fact and answers in that order.
+ *
+ * Actions are keyed by what names them on the wire: a request by its connection and request id,
+ * an invocation by its callee's connection and INVOCATION id, a publication by its id. An
+ * action's UUID is derived from the key of its anchor (its request), so reads of the same
+ * capture give the same UUIDs; an action whose request the capture no longer holds gets it from
+ * the fact. Memory: one entry per action key met in a walk; no limit beyond what the walk reads.
+ * Service thread only. */
+#ifndef TRACE_WIRE_CORR_H
+#define TRACE_WIRE_CORR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_record.h"
+#include "wamp_msg.h"
+
+typedef struct trace_wire_corr trace_wire_corr;
+
+/* NULL without memory. */
+trace_wire_corr *trace_wire_corr_new(void);
+void trace_wire_corr_free(trace_wire_corr *c); /* NULL-safe */
+
+/* Facts: caller_conn's CALL call_id went to callee_conn as INVOCATION inv_id (0: a connection
+ * the capture does not hold); conn's PUBLISH request_id got publication_id. false without
+ * memory (the fact is then not known). */
+bool trace_wire_corr_call(trace_wire_corr *c, uint64_t caller_conn, uint64_t call_id,
+                          uint64_t callee_conn, uint64_t inv_id);
+bool trace_wire_corr_published(trace_wire_corr *c, uint64_t conn, uint64_t request_id,
+                               uint64_t publication_id);
+
+/* The correlation of message m (seq), decoded from connection conn in direction dir (TRACE_RX:
+ * sent by the client, TRACE_TX: by the router): its action's UUID in uuid and the flags
+ * (TRACE_CORR_HAS, _ANCHOR: it opens the action, _LAST: it completes it), or 0 when it belongs to
+ * no action (a HELLO, a GOODBYE, an EVENT whose publication the walk did not meet) or without
+ * memory. A request's UUID comes from its connection, request id and seq (a request id a client
+ * uses again is another action); an answer whose request the walk did not meet gets one from its
+ * connection and request id alone. */
+uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint8_t dir,
+                           const wamp_msg *m, uint8_t uuid[TRACE_UUID_LEN]);
+
+#endif /* TRACE_WIRE_CORR_H */
