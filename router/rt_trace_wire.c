@@ -10,6 +10,7 @@
 #include "trace_strip.h"
 #include "trace_wire_corr.h"
 #include "wamp_codec.h"
+#include "wamp_rd.h"
 
 bool rt_router_wire_conn(rt_router *rt, uint64_t *conn)
 {
@@ -272,6 +273,39 @@ static void on_fact(void *ctx, uint64_t conn, const void *p, size_t n, bool earl
     }
 }
 
+/* The next element of r as an id (an integer >= 0) into *out; false when it is something else. */
+static bool next_id(wamp_rd *r, uint64_t *out)
+{
+    wamp_tok t;
+    if (wamp_rd_next(r, &t) != WAMP_OK || t.kind != WAMP_TOK_INT || t.i < 0) {
+        return false;
+    }
+    *out = (uint64_t)t.i;
+    return true;
+}
+
+/* What the correlation needs of a message before the page (its type and ids; no dict: its flags
+ * are not read), from the envelope's first elements, no value built. false when they are not
+ * there. */
+static bool peek_ids(wamp_ser ser, const void *p, size_t n, wamp_msg *m)
+{
+    wamp_rd r;
+    wamp_tok t;
+    uint64_t type = 0, req = 0;
+    memset(m, 0, sizeof(*m));
+    wamp_rd_init_one_pass(&r, ser, p, n);
+    bool ok = wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_ARRAY && next_id(&r, &type);
+    if (ok && type == WAMP_MSG_ERROR) {
+        ok = next_id(&r, &req) && next_id(&r, &m->id);
+        m->req_type = (wamp_msg_type)req;
+    } else if (ok && next_id(&r, &m->id) && type == WAMP_MSG_EVENT) {
+        ok = next_id(&r, &m->id2);
+    }
+    m->type = (wamp_msg_type)type;
+    wamp_rd_fini(&r);
+    return ok;
+}
+
 /* rec's bytes (a captured message in ser) where they may hold a secret (a CHALLENGE, an
  * AUTHENTICATE, or bytes that do not decode as a message): a redacted copy in their place
  * (rec->wire) when they hold one, as a trace keeps them, or no bytes at all when that copy
@@ -303,18 +337,18 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     }
     wamp_msg wm;
     char why[WAMP_WHY_LEN];
-    bool ok = m->ser > 0 && m->ser < WAMP_SER_COUNT &&
-              wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
-                                          sizeof(why)) == WAMP_OK;
     uint8_t corr[TRACE_UUID_LEN];
-    uint8_t flags =
-            ok && r->corr ? trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr) : 0;
-    if (seq < r->from) {
-        if (ok) {
-            wamp_msg_fini(&wm);
+    bool valid = m->ser > 0 && m->ser < WAMP_SER_COUNT;
+    if (seq < r->from) { /* its action only */
+        if (valid && r->corr && peek_ids((wamp_ser)m->ser, m->data, m->len, &wm)) {
+            (void)trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr);
         }
         return true;
     }
+    bool ok = valid && wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
+                                                   sizeof(why)) == WAMP_OK;
+    uint8_t flags =
+            ok && r->corr ? trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr) : 0;
     trace_record rec = {.seq = seq,
                         .pc_ns = m->ts_ns,
                         .ts_ns = m->wall_ns,

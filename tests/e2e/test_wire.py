@@ -163,6 +163,11 @@ class TestWireCapture(WireTestCase):
                     g = [m for m in got[(s._session_id, d)] if m[0] not in ("Hello", "Welcome")]
                     self.assertEqual(g, w)
         self.check_correlation(wire, await self.flight(), sessions)
+        # A page from the middle: the same records, correlation included (the actions of what
+        # came before it are read too).
+        mid = len(wire) // 2
+        tail, _ = await self.wire(mid)
+        self.assertEqual(tail[:len(wire) - mid], wire[mid:])
         calls = [r for r in wire if r["msg_type"] == "Call"]
         self.assertEqual(len(calls), 20)
         self.assertEqual(calls[3]["msg"][4], [3, 1])
