@@ -90,9 +90,9 @@ struct rt_session {
     bool hello_corr_set; /* the session-opening exchange's correlation (HELLO ... WELCOME) */
     uint8_t hello_corr[TRACE_UUID_LEN];
     uint8_t tr_realm; /* rt_trace_realm: its standing with the fast trace (rt_trace.c) */
-    /* Its connection's two streams in the wire capture (trace_wire.h), borrowed from the
-     * transport adapter while the session lives; NULL: not captured. */
-    trace_wire_stream *wire_rx, *wire_tx;
+    /* Its connection in the wire capture (rt_trace_wire.h), borrowed from the transport adapter
+     * while the session lives; NULL: not captured. */
+    struct rt_wire_conn *wire;
     rt_hnode by_id;       /* in rt_router.sessions_by_id */
     rt_list in_router;    /* in rt_router.sessions */
     rt_list in_wait;      /* in rt_router.greeting until WELCOME, then in auth_failed if it fails */

@@ -60,7 +60,7 @@ typedef struct rt_lws_ws_conn {
     uint16_t close_code;
     char close_reason[RT_LWS_CONN_REASON_MAX];
     /* The wire capture's two streams of this connection (owned), NULL when it does not run. */
-    struct rt_lws_ws_wire *wire;
+    struct rt_wire_conn *wire;
 } rt_lws_ws_conn;
 
 /* The HTTP part (rt_lws_web.c): the answer being written, or an HTTP bridge request. */

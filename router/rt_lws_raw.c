@@ -58,13 +58,9 @@ typedef struct raw_pss {
     bool counted;   /* holds a place in *lis->raw_conns (options.max_connections) */
     char peer[64];  /* for log lines */
 
-    /* The wire capture's streams of this connection (owned; NULL when it does not run): its
-     * frames after the handshake as read and written; tx_skip: octets of the handshake reply
-     * still to go out through ctl, which are no frame. */
-    struct raw_wire {
-        trace_wire_stream rx, tx;
-        size_t tx_skip;
-    } * wire;
+    /* This connection in the wire capture (owned; NULL when it does not run): its frames after
+     * the handshake as read and written (the handshake's reply, through ctl first, is none). */
+    rt_wire_conn *wire;
 } raw_pss;
 
 _Static_assert(sizeof(raw_pss) <= RT_LWS_RAW_STATE_MAX, "the RawSocket state fits rt_lws_conn");
@@ -135,34 +131,12 @@ static const rt_transport_ops raw_ops = {
 
 static void wire_rx(raw_pss *pss, const void *p, size_t n)
 {
-    if (pss->wire) {
-        rt_router_wire_capture(router_of(pss->wsi), &pss->wire->rx, p, n);
-    }
+    rt_wire_conn_rx(router_of(pss->wsi), pss->wire, p, n);
 }
 
 static void wire_tx(raw_pss *pss, const void *p, size_t n)
 {
-    if (pss->wire) {
-        size_t skip = pss->wire->tx_skip < n ? pss->wire->tx_skip : n;
-        pss->wire->tx_skip -= skip;
-        rt_router_wire_capture(router_of(pss->wsi), &pss->wire->tx, (const uint8_t *)p + skip,
-                               n - skip);
-    }
-}
-
-/* Sets up the wire capture's streams of the accepted connection pss (its session s of ser),
- * when the capture runs; its handshake reply is queued next. Without memory it is not captured. */
-static void wire_start(raw_pss *pss, rt_session *s, wamp_ser ser)
-{
-    uint64_t conn;
-    if (!rt_router_wire_conn(router_of(pss->wsi), &conn) ||
-        !(pss->wire = malloc(sizeof(*pss->wire)))) {
-        return;
-    }
-    trace_wire_stream_init(&pss->wire->rx, conn, TRACE_RX, TRACE_WIRE_RAWSOCKET, (uint8_t)ser);
-    trace_wire_stream_init(&pss->wire->tx, conn, TRACE_TX, TRACE_WIRE_RAWSOCKET, (uint8_t)ser);
-    pss->wire->tx_skip = (pss->ctl ? wamp_buf_len(pss->ctl) : 0) + WAMP_RAWSOCK_PREFIX;
-    rt_session_set_wire(s, &pss->wire->rx, &pss->wire->tx);
+    rt_wire_conn_tx(router_of(pss->wsi), pss->wire, p, n);
 }
 
 static void close_after_ctl(raw_pss *pss)
@@ -266,7 +240,9 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
         }
         return;
     }
-    wire_start(pss, pss->sess, ev->ser);
+    /* (its handshake reply, queued next, is no frame) */
+    pss->wire = rt_wire_conn_start(router_of(wsi), pss->sess, TRACE_WIRE_RAWSOCKET, ev->ser,
+                                   (pss->ctl ? wamp_buf_len(pss->ctl) : 0) + WAMP_RAWSOCK_PREFIX);
     ctl_push(pss, ev->reply, sizeof(ev->reply));
 }
 
@@ -385,9 +361,7 @@ static int tx_coalesced(struct lws *wsi, raw_pss *pss, wamp_buf *b)
     if (write_all(wsi, pss, out, used) < 0) {
         return -1;
     }
-    if (pss->wire) { /* whole frames, one message each */
-        rt_router_wire_capture_whole(router_of(wsi), &pss->wire->tx, out, used, nmsg);
-    }
+    rt_wire_conn_tx_whole(router_of(wsi), pss->wire, out, used, nmsg); /* one a message */
     if (b || pss->closing) {
         lws_callback_on_writable(wsi);
     }
@@ -481,7 +455,7 @@ static void on_close(raw_pss *pss)
 {
     rt_session_on_closed(pss->sess); /* NULL before the handshake: a no-op */
     pss->sess = NULL;
-    free(pss->wire);
+    rt_wire_conn_free(pss->wire);
     pss->wire = NULL;
     wamp_buf_unref(&pss->ctl);
     if (pss->adopted) {

@@ -74,53 +74,24 @@ _Static_assert(RT_LWS_WS_COALESCE_MAX + WAMP_WS_HEADER_MAX <= RT_LWS_WS_SCRATCH,
 /* Octets of an offer joined on the stack; longer ones are joined on the heap. */
 #define RT_LWS_WS_OFFER_STACK 512
 
-/* The wire capture of a WebSocket (trace_wire.h): its frames as read (before they are unmasked in
- * place) and as written, each read and write one chunk. tx_skip: octets of the 101 answer still
- * to go out through conn->out, which are no frames. */
-struct rt_lws_ws_wire {
-    trace_wire_stream rx, tx;
-    size_t tx_skip;
-};
-
+/* The wire capture of a WebSocket (rt_trace_wire.h): its frames as read (before they are unmasked
+ * in place) and as written, each read and write one chunk; the 101 answer that goes out through
+ * conn->out first is no frame (the capture's tx_skip). */
 static void wire_rx(rt_lws_conn *c, const void *p, size_t n)
 {
-    if (c->u.ws.wire) {
-        rt_router_wire_capture(rt_lws_conn_router(c), &c->u.ws.wire->rx, p, n);
-    }
+    rt_wire_conn_rx(rt_lws_conn_router(c), c->u.ws.wire, p, n);
 }
 
 static void wire_tx(rt_lws_conn *c, const void *p, size_t n)
 {
-    if (c->u.ws.wire) {
-        rt_router_wire_capture(rt_lws_conn_router(c), &c->u.ws.wire->tx, p, n);
-    }
+    rt_wire_conn_tx(rt_lws_conn_router(c), c->u.ws.wire, p, n);
 }
 
 void rt_lws_ws_wire_out(rt_lws_conn *c, const unsigned char *p, size_t n)
 {
-    struct rt_lws_ws_wire *ww = c->u.ws.wire;
-    if (c->mode != RT_LWS_CONN_WS || !ww) {
-        return;
+    if (c->mode == RT_LWS_CONN_WS) {
+        wire_tx(c, p, n);
     }
-    size_t skip = ww->tx_skip < n ? ww->tx_skip : n;
-    ww->tx_skip -= skip;
-    wire_tx(c, p + skip, n - skip);
-}
-
-/* Sets up the wire capture's streams of c (a WebSocket of ser whose 101 answer of head octets
- * is queued, its session attached), when the capture runs. Without memory c is not captured. */
-static void wire_start(rt_lws_conn *c, wamp_ser ser, size_t head)
-{
-    uint64_t conn;
-    struct rt_lws_ws_wire *ww;
-    if (!rt_router_wire_conn(rt_lws_conn_router(c), &conn) || !(ww = malloc(sizeof(*ww)))) {
-        return;
-    }
-    trace_wire_stream_init(&ww->rx, conn, TRACE_RX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
-    trace_wire_stream_init(&ww->tx, conn, TRACE_TX, TRACE_WIRE_WEBSOCKET, (uint8_t)ser);
-    ww->tx_skip = head;
-    c->u.ws.wire = ww;
-    rt_session_set_wire(c->u.ws.sess, &ww->rx, &ww->tx);
 }
 
 static uint64_t sid_of(const rt_lws_conn *c)
@@ -407,7 +378,7 @@ int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req)
         request_close(c, WAMP_WS_CLOSE_GOING_AWAY, "unavailable", true);
         return 0;
     }
-    wire_start(c, ser, head);
+    w->wire = rt_wire_conn_start(rt_lws_conn_router(c), w->sess, TRACE_WIRE_WEBSOCKET, ser, head);
     if (wp->cfg->auto_ping_interval_ms) {
         ping_schedule(c, wp->cfg->auto_ping_interval_ms);
     }
@@ -637,9 +608,7 @@ static int tx_coalesced(rt_lws_conn *c, wamp_buf *b)
         RT_LOG_DEBUG(sid_of(c), "write failed; closing");
         return -1;
     }
-    if (w->wire) { /* whole frames, one message each */
-        rt_router_wire_capture_whole(rt_lws_conn_router(c), &w->wire->tx, out, used, nmsg);
-    }
+    rt_wire_conn_tx_whole(rt_lws_conn_router(c), w->wire, out, used, nmsg); /* one a message */
     if (b || w->closing) {
         lws_callback_on_writable(c->wsi);
     }
@@ -843,6 +812,6 @@ void rt_lws_ws_closed(rt_lws_conn *c)
         w->counted = false;
     }
     wamp_ws_fini(&w->ws);
-    free(w->wire);
+    rt_wire_conn_free(w->wire);
     w->wire = NULL;
 }

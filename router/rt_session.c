@@ -35,10 +35,9 @@ uint64_t rt_session_id(const rt_session *s)
     return s->id;
 }
 
-void rt_session_set_wire(rt_session *s, trace_wire_stream *rx, trace_wire_stream *tx)
+void rt_session_set_wire(rt_session *s, struct rt_wire_conn *wc)
 {
-    s->wire_rx = rx;
-    s->wire_tx = tx;
+    s->wire = wc;
 }
 
 rt_session_state rt_session_state_get(const rt_session *s)

@@ -12,10 +12,26 @@
 #include "wamp_codec.h"
 #include "wamp_rd.h"
 
-bool rt_router_wire_conn(rt_router *rt, uint64_t *conn)
+rt_wire_conn *rt_wire_conn_start(rt_router *rt, rt_session *s, uint8_t framing, wamp_ser ser,
+                                 size_t skip)
 {
-    *conn = rt->wire ? ++rt->wire_conns : 0;
-    return rt->wire != NULL;
+    rt_wire_conn *wc = rt->wire ? malloc(sizeof(*wc)) : NULL;
+    if (!wc) {
+        return NULL;
+    }
+    uint64_t conn = ++rt->wire_conns;
+    trace_wire_stream_init(&wc->rx, conn, TRACE_RX, framing, (uint8_t)ser);
+    trace_wire_stream_init(&wc->tx, conn, TRACE_TX, framing, (uint8_t)ser);
+    wc->tx_skip = skip;
+    if (s) {
+        rt_session_set_wire(s, wc);
+    }
+    return wc;
+}
+
+void rt_wire_conn_free(rt_wire_conn *wc)
+{
+    free(wc);
 }
 
 /* The trace clock's reading now, and the wall clock's at it. */
@@ -65,7 +81,7 @@ static void fact_ids(rt_router *rt, char kind, const uint64_t *v, size_t n)
 /* A session's connection in the capture (0: none). */
 static uint64_t conn_of(const rt_session *s)
 {
-    return s && s->wire_rx ? s->wire_rx->conn : 0;
+    return s && s->wire ? s->wire->rx.conn : 0;
 }
 
 static void obs_call_routed(void *ctx, rt_session *caller, uint64_t call_id, rt_session *callee,
@@ -101,12 +117,13 @@ wamp_err rt_trace_wire_attach(rt_router *rt)
 
 void rt_trace_wire_joined(rt_session *s)
 {
-    if (!s->wire_rx || !s->wire_rx->conn || !s->rt->wire) {
+    uint64_t conn = conn_of(s);
+    if (!conn) {
         return;
     }
     const char *realm = rt_realm_name(s->realm);
     if (trace_hub_is_mgmt_realm(s->rt->hub, realm)) {
-        s->wire_rx->conn = s->wire_tx->conn = 0; /* (rt_router_wire_capture() skips them) */
+        s->wire->rx.conn = s->wire->tx.conn = 0; /* (rt_router_wire_capture() skips them) */
         return;
     }
     const char *str[3] = {realm, s->authid ? s->authid : "", s->authrole ? s->authrole : ""};
@@ -127,7 +144,7 @@ void rt_trace_wire_joined(rt_session *s)
         memcpy(p + at, str[i], len[i]);
         at += len[i];
     }
-    trace_wire_fact(s->rt->wire, s->wire_rx->conn, wire_now(s->rt), p, n);
+    trace_wire_fact(s->rt->wire, conn, wire_now(s->rt), p, n);
     free(p);
 }
 
@@ -139,12 +156,18 @@ void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p,
     }
 }
 
-void rt_router_wire_capture_whole(rt_router *rt, trace_wire_stream *st, const void *p, size_t n,
-                                  uint32_t nmsg)
+void rt_wire_conn_tx_skip(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n)
 {
-    if (rt->wire && n && st->conn) {
+    size_t skip = wc->tx_skip < n ? wc->tx_skip : n;
+    wc->tx_skip -= skip;
+    rt_router_wire_capture(rt, &wc->tx, (const unsigned char *)p + skip, n - skip);
+}
+
+void rt_wire_conn_tx_whole(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n, uint32_t nmsg)
+{
+    if (wc && rt->wire && n && wc->tx.conn) {
         facts_flush(rt);
-        (void)trace_wire_capture_whole(rt->wire, st, wire_now(rt), p, n, nmsg);
+        (void)trace_wire_capture_whole(rt->wire, &wc->tx, wire_now(rt), p, n, nmsg);
     }
 }
 
@@ -402,8 +425,8 @@ wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn f
     RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
     {
         rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
-        if (s->wire_rx && s->wire_rx->conn && r.n < rt->n_sessions) {
-            r.by_conn[r.n++] = (conn_sess){.conn = s->wire_rx->conn, .s = s};
+        if (conn_of(s) && r.n < rt->n_sessions) {
+            r.by_conn[r.n++] = (conn_sess){.conn = conn_of(s), .s = s};
         }
     }
     qsort(r.by_conn, r.n, sizeof(*r.by_conn), conn_cmp);

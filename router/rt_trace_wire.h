@@ -15,13 +15,43 @@
 #include "trace_wire.h"
 #include "wamp_err.h"
 
-/* Whether the wire capture runs, with a new connection id in *conn for a connection's two
- * streams (0 when it does not run). */
-bool rt_router_wire_conn(rt_router *rt, uint64_t *conn);
+/* One connection in the wire capture: its two streams (the same connection id; 0 once it is
+ * captured no further) and the octets a transport adapter writes before its first frame (the
+ * opening handshake's answer), which are no frames. Made by rt_wire_conn_start() for the
+ * adapter, which owns it (rt_wire_conn_free()); its session borrows it. */
+typedef struct rt_wire_conn {
+    trace_wire_stream rx, tx;
+    size_t tx_skip;
+} rt_wire_conn;
+
+/* A new connection of session s (NULL: none) in the wire capture, of framing (trace_wire_framing)
+ * and ser, whose first skip octets written are no frames; NULL when the capture does not run
+ * (or without memory: the connection is not captured). */
+rt_wire_conn *rt_wire_conn_start(rt_router *rt, rt_session *s, uint8_t framing, wamp_ser ser,
+                                 size_t skip);
+void rt_wire_conn_free(rt_wire_conn *wc); /* NULL-safe */
 
 /* Appends the n bytes at p (the next ones of st's stream) to the wire capture, stamped with the
  * trace clock's reading and the wall clock's (its records' pc and ts). */
 void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n);
+/* rt_wire_conn_tx() out of line: the octets to skip first. */
+void rt_wire_conn_tx_skip(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n);
+
+/* What the adapter read (n octets at p, as they came: before any unmasking) and wrote, for a
+ * connection wc of the capture; nothing when wc is NULL (one branch). */
+static inline void rt_wire_conn_rx(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n)
+{
+    if (wc) {
+        rt_router_wire_capture(rt, &wc->rx, p, n);
+    }
+}
+
+static inline void rt_wire_conn_tx(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n)
+{
+    if (wc) {
+        rt_wire_conn_tx_skip(rt, wc, p, n);
+    }
+}
 
 /* Registers the wire capture's observer on rt's router-wide list when the capture runs: routed
  * calls and publications noted as facts, for the correlation of what it holds. */
@@ -31,10 +61,9 @@ wamp_err rt_trace_wire_attach(rt_router *rt);
  * management client reads would otherwise be captured again as it goes out). */
 void rt_trace_wire_joined(rt_session *s);
 
-/* rt_router_wire_capture() of nmsg messages the adapter framed itself, one unfragmented data
- * frame each (trace_wire_capture_whole()). */
-void rt_router_wire_capture_whole(rt_router *rt, trace_wire_stream *st, const void *p, size_t n,
-                                  uint32_t nmsg);
+/* rt_wire_conn_tx() of nmsg messages the adapter framed itself, one unfragmented data frame
+ * each (trace_wire_capture_whole()), after its handshake's answer. */
+void rt_wire_conn_tx_whole(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n, uint32_t nmsg);
 
 /* One seq of rt_router_wire_read(): the record a trace would show of the captured message (rec,
  * borrowed for the call: its bytes are the message as it went over the wire, its peer the

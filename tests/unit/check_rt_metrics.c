@@ -461,16 +461,14 @@ START_TEST(test_wire_capture)
     T.cfg.tracing_wire_capture = 4096;
     T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
     ck_assert_ptr_nonnull(T.rt);
-    uint64_t conn;
-    ck_assert(rt_router_wire_conn(T.rt, &conn));
-    trace_wire_stream st;
-    trace_wire_stream_init(&st, conn, TRACE_TX, TRACE_WIRE_WEBSOCKET, WAMP_SER_JSON);
+    rt_wire_conn *wc = rt_wire_conn_start(T.rt, NULL, TRACE_WIRE_WEBSOCKET, WAMP_SER_JSON, 0);
+    ck_assert_ptr_nonnull(wc);
     unsigned char frames[2 + 100];
     frames[0] = 0x81; /* a final text frame of 100 octets */
     frames[1] = 100;
     memset(frames + 2, 'x', 100);
     for (int i = 0; i < 100; i++) { /* 100 messages in chunks of 152 octets: some let go */
-        rt_router_wire_capture(T.rt, &st, frames, sizeof(frames));
+        rt_wire_conn_tx(T.rt, wc, frames, sizeof(frames));
     }
     text = render(NULL);
     ck_assert(value_of(text, "wampscope_wire_capture_messages_total") == 100);
@@ -480,6 +478,7 @@ START_TEST(test_wire_capture)
     double used = value_of(text, "wampscope_wire_capture_bytes");
     ck_assert(used == (100 - dropped) * (TRACE_WIRE_CHUNK_HEADER + 104));
     free(text);
+    rt_wire_conn_free(wc);
 }
 
 END_TEST
