@@ -435,10 +435,7 @@ typedef struct wire_page {
 static bool wire_page_add(void *ctx, uint64_t seq, const trace_record *rec)
 {
     wire_page *pg = ctx;
-    json_t *r = rec ? trace_render_record(rec, true)
-                    : json_pack("{s:I, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)seq, "kind",
-                                "gap", "msg_type", "Gap", "from_seq", (json_int_t)seq, "to_seq",
-                                (json_int_t)seq, "reason", "lost");
+    json_t *r = rec ? trace_render_record(rec, true) : trace_render_gap(seq, seq, "lost");
     if (!r || json_array_append_new(pg->records, r) != 0) {
         pg->oom = true;
         return false;

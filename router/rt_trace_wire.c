@@ -339,11 +339,8 @@ static void redact(trace_record *rec, wamp_ser ser)
     if (wamp_codec_decode_value(ser, rec->bytes, rec->len, &v, NULL, 0) != WAMP_OK) {
         return; /* no value: shown as none (trace_render.h) */
     }
-    if (trace_strip_holds_secret(v)) {
-        wamp_buf *b = NULL;
-        if (!trace_strip_redact(v) || wamp_codec_encode(ser, v, &b) != WAMP_OK) {
-            b = NULL;
-        }
+    wamp_buf *b;
+    if (trace_strip_redacted(ser, v, &b)) {
         rec->wire = b;
         rec->bytes = NULL;
         rec->len = 0;

@@ -132,15 +132,9 @@ static wamp_buf *kept_bytes(const trace_ctx *c, const trace_input *in, bool know
      * message of unknown code needs its JSON looked at, not every message of the capture path. */
     bool may_hold_secret = decoded || c->msg_type == WAMP_MSG_CHALLENGE ||
                            c->msg_type == WAMP_MSG_AUTHENTICATE || !known;
-    if (msg && may_hold_secret && trace_strip_holds_secret(msg)) {
-        json_t *copy = json_deep_copy(msg);
-        if (copy && trace_strip_redact(copy)) {
-            *ser = ser_is_valid(in->ser) ? in->ser : WAMP_SER_JSON;
-            if (wamp_codec_encode(*ser, copy, &b) != WAMP_OK) {
-                b = NULL;
-            }
-        }
-        json_decref(copy);
+    wamp_ser kept_ser = ser_is_valid(in->ser) ? in->ser : WAMP_SER_JSON;
+    if (msg && may_hold_secret && trace_strip_redacted(kept_ser, msg, &b)) {
+        *ser = kept_ser;
     } else if (in->wire) {
         /* The buffer is shared and immutable; taking a reference only changes its count. */
         b = wamp_buf_ref((wamp_buf *)(uintptr_t)in->wire);

@@ -206,6 +206,18 @@ static void write_gap(wamp_wr *w, const trace_gap *g, uint64_t to_seq)
     wamp_wr_end(w);
 }
 
+json_t *trace_render_gap(uint64_t from_seq, uint64_t to_seq, const char *reason)
+{
+    trace_gap g = {.from_seq = from_seq, .to_seq = to_seq, .reason = reason};
+    wamp_wr w;
+    json_t *out = NULL;
+    wamp_wr_init(&w, WAMP_WR_TREE, 0, 0);
+    write_gap(&w, &g, to_seq);
+    (void)wamp_wr_finish_tree(&w, &out);
+    wamp_wr_fini(&w);
+    return out;
+}
+
 /* The gaps of p that meet [lo, hi), oldest first, in *out (malloc'ed; NULL if none). */
 static size_t gaps_in(const trace_persist *p, uint64_t lo, uint64_t hi, trace_gap **out)
 {

@@ -31,6 +31,9 @@
  * when set. app_payload false: msg loses its Arguments and ArgumentsKw. An action record
  * (TRACE_MSG_ACTION) renders as trace_action_write_record() says. */
 json_t *trace_render_record(const trace_record *r, bool app_payload);
+/* A gap item of the seqs from_seq..to_seq (mgmt/README.md, "Gap items"), with reason; its seq is
+ * to_seq. NULL without memory. */
+json_t *trace_render_gap(uint64_t from_seq, uint64_t to_seq, const char *reason);
 
 /* The records of t with from_seq <= seq <= to_seq (TRACE_SEQ_NONE: up to the newest), oldest
  * first, at most limit (see trace_store_range()), as an array of record objects rendered with

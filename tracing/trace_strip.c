@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "wamp_codec.h"
 #include "wamp_rd.h"
 #include "wamp_types.h"
 
@@ -117,5 +118,19 @@ bool trace_strip_redact(json_t *msg)
             return false;
         }
     }
+    return true;
+}
+
+bool trace_strip_redacted(wamp_ser ser, const json_t *msg, wamp_buf **out)
+{
+    *out = NULL;
+    if (!trace_strip_holds_secret(msg)) {
+        return false;
+    }
+    json_t *copy = json_deep_copy(msg);
+    if (copy && trace_strip_redact(copy) && wamp_codec_encode(ser, copy, out) != WAMP_OK) {
+        *out = NULL;
+    }
+    json_decref(copy);
     return true;
 }

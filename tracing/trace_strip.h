@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "wamp_buf.h"
 #include "wamp_types.h"
 
 /* Messages longer than this many bytes are kept without their payload by the traces that keep
@@ -43,5 +44,9 @@ bool trace_strip_holds_secret(const struct json_t *msg);
  * AUTHENTICATE [5, Signature, Extra], the Extra of CHALLENGE [4, AuthMethod, Extra]; a malformed
  * one (another arity) gets every element after the code replaced. false without memory. */
 bool trace_strip_redact(struct json_t *msg);
+/* What a record may keep of msg when it holds a secret (trace_strip_holds_secret()): *out, a
+ * redacted copy encoded in ser, NULL without memory (then nothing of it may be kept). Returns
+ * whether msg holds one; msg itself is not changed. */
+bool trace_strip_redacted(wamp_ser ser, const struct json_t *msg, wamp_buf **out);
 
 #endif /* TRACE_STRIP_H */
