@@ -472,21 +472,21 @@ uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wi
 
 /* A complete header read: the frame's kind and length, and what it does to the message. Returns
  * whether the frame starts a new message (whose bytes replace whatever an unfinished one left). */
-static bool header_done(wire_pos *q, uint8_t framing)
+static bool header_done(wire_pos *q, const wire_frame *f)
 {
-    wire_frame f = {0};
-    (void)frame_head(framing, q->hdr, q->hdr_have, &f);
     q->in_payload = true;
     q->offset = 0;
-    q->need = f.len;
-    q->masked = f.masked;
-    memcpy(q->mask, f.mask, 4);
-    q->fin = f.fin;
-    q->data = f.op < 8;
+    q->need = f->len;
+    q->masked = f->masked;
+    if (f->masked) {
+        memcpy(q->mask, f->mask, 4);
+    }
+    q->fin = f->fin;
+    q->data = f->op < 8;
     if (!q->data) {
         return false; /* a control frame: not part of any message */
     }
-    if (f.op != 0) { /* a new message (a text or binary frame) */
+    if (f->op != 0) { /* a new message (a text or binary frame) */
         q->skip_msg = false;
         q->in_msg = true;
         return true;
@@ -549,7 +549,7 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
             if (!frame_head(framing, q->hdr, q->hdr_have, &f)) {
                 continue;
             }
-            if (header_done(q, framing) && s) {
+            if (header_done(q, &f) && s) {
                 s->len = 0; /* (a message left unfinished never ends: it has no seq) */
             }
         } else {

@@ -20,7 +20,6 @@
 typedef struct seen {
     uint64_t next;                /* seq expected next */
     size_t n;                     /* seqs seen */
-    bool stop_at_seen;            /* (unused: walks run to the end) */
     unsigned char *msg[MAX_SEQS]; /* copies of whole messages by seq - first (NULL: lost) */
     size_t len[MAX_SEQS];
     uint64_t first;
