@@ -134,9 +134,6 @@ static wamp_err tracing_setup(rt_router *rt, const rt_config *cfg)
     if (cfg->tracing_wire_capture && !(rt->wire = trace_wire_new(cfg->tracing_wire_capture))) {
         return WAMP_ENOMEM;
     }
-    if (rt_trace_wire_attach(rt) != WAMP_OK) {
-        return WAMP_ENOMEM;
-    }
     return WAMP_OK;
 }
 
@@ -192,7 +189,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     }
     /* The meta API: procedures on the realms that serve it, an observer on every realm (events
      * on a realm without the procedures go to whoever may subscribe there). */
-    if (rt_meta_attach(rt) != WAMP_OK) {
+    if (rt_meta_attach(rt) != WAMP_OK || rt_trace_wire_attach(rt) != WAMP_OK) {
         goto fail;
     }
     if (cfg->tracing_flight_recorder) {

@@ -21,7 +21,6 @@
 #include "rt_options.h"
 #include "rt_realm.h"
 #include "rt_session.h"
-#include "rt_trace_wire.h"
 #include "rt_wirelog.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -168,7 +167,6 @@ static wamp_err session_join(rt_session *s, rt_realm *realm, char *authid_take, 
     rt_realm_member_add(realm, s);
     rt_list_remove(&s->in_wait);
     s->state = RT_SESSION_JOINED;
-    rt_trace_wire_joined(s);
     RT_LOG_LIMITED_N(RT_LOG_BURST_SESSION, RT_LOG_LEVEL_INFO, rt_router_now_us(rt), "joined realm",
                      s->id, "joined realm %s as %s/%s (%s, %s, %s)", rt_realm_name(realm),
                      s->authid, s->authrole, rt_auth_method_name(method), wamp_ser_name(s->ser),

@@ -106,22 +106,17 @@ static void obs_published(void *ctx, rt_session *publisher, uint64_t request_id,
     }
 }
 
-wamp_err rt_trace_wire_attach(rt_router *rt)
+/* A session joined realm r (the realms' session_joined report, before WELCOME): on the
+ * management realm its connection is captured no further (what a management client reads would
+ * otherwise be captured again as it goes out), elsewhere its join is noted as a fact. */
+static void obs_session_joined(void *ctx, rt_realm *r, rt_session *s)
 {
-    if (!rt->wire) {
-        return WAMP_OK;
-    }
-    rt_observer o = {.ctx = rt, .call_routed = obs_call_routed, .published = obs_published};
-    return rt_observers_add(&rt->observers, &o);
-}
-
-void rt_trace_wire_joined(rt_session *s)
-{
+    (void)ctx;
     uint64_t conn = conn_of(s);
     if (!conn) {
         return;
     }
-    const char *realm = rt_realm_name(s->realm);
+    const char *realm = rt_realm_name(r);
     if (trace_hub_is_mgmt_realm(s->rt->hub, realm)) {
         s->wire->rx.conn = s->wire->tx.conn = 0; /* (rt_router_wire_capture() skips them) */
         return;
@@ -146,6 +141,20 @@ void rt_trace_wire_joined(rt_session *s)
     }
     trace_wire_fact(s->rt->wire, conn, wire_now(s->rt), p, n);
     free(p);
+}
+
+wamp_err rt_trace_wire_attach(rt_router *rt)
+{
+    if (!rt->wire) {
+        return WAMP_OK;
+    }
+    rt_observer o = {.ctx = rt, .call_routed = obs_call_routed, .published = obs_published};
+    wamp_err err = rt_observers_add(&rt->observers, &o);
+    const rt_observer joins = {.ctx = rt, .session_joined = obs_session_joined};
+    for (size_t i = 0; err == WAMP_OK && i < rt->n_realms; i++) {
+        err = rt_observers_add(rt_realm_observers(rt->realms[i]), &joins);
+    }
+    return err;
 }
 
 void rt_router_wire_capture(rt_router *rt, trace_wire_stream *st, const void *p, size_t n)

@@ -53,13 +53,11 @@ static inline void rt_wire_conn_tx(rt_router *rt, rt_wire_conn *wc, const void *
     }
 }
 
-/* Registers the wire capture's observer on rt's router-wide list when the capture runs: routed
- * calls and publications noted as facts, for the correlation of what it holds. */
+/* Registers the wire capture's observers when it runs (after the realms are made): on rt's
+ * router-wide list the routing reports (routed calls and publications noted as facts, for its
+ * correlation), on every realm's the joins (noted as facts; a session joining the management
+ * realm is captured no further, its HELLO the last of it). */
 wamp_err rt_trace_wire_attach(rt_router *rt);
-
-/* s has joined its realm: on the management realm its connection is captured no further (what a
- * management client reads would otherwise be captured again as it goes out). */
-void rt_trace_wire_joined(rt_session *s);
 
 /* rt_wire_conn_tx() of nmsg messages the adapter framed itself, one unfragmented data frame
  * each (trace_wire_capture_whole()), after its handshake's answer. */
