@@ -252,7 +252,7 @@ typedef struct rt_cidr {
 #define RT_FLIGHT_RECORDER_ID    "flight-recorder"
 #define RT_FLIGHT_RECORDER_LIMIT 10000 /* its default limit, in records */
 /* The largest wire capture (wampscope.tracing.wire_capture): a read decodes the ring from its
- * oldest chunk and follows every action in it (its correlation), 6 to 9 ms per MiB held, while
+ * oldest chunk and follows every action in it (its correlation), about 5 ms per MiB held, while
  * the service loop waits. */
 #define RT_WIRE_CAPTURE_MAX ((uint64_t)8 << 20)
 
