@@ -17,6 +17,7 @@
 #include "mgmt_merge.h"
 #include "rt_broker.h"
 #include "rt_dealer.h"
+#include "rt_flight.h"
 #include "rt_local.h"
 #include "rt_options.h"
 #include "rt_realm.h"
@@ -568,13 +569,21 @@ static wamp_err proc_mark_trace(mgmt_api *m, const mgmt_who *who, const json_t *
 
 /* --- Live feed (from rt_router_tick) -------------------------------------------------------- */
 
+/* Whether anyone is subscribed to on_trace_data, here or on another node. */
+static bool wants_batches(void *ctx)
+{
+    mgmt_api *m = ctx;
+    return rt_broker_receiver_count(m->broker, NULL, MGMT_TOPIC_PREFIX "on_trace_data", false) >
+                   0 ||
+           mgmt_live_wants(m->live, MGMT_LIVE_DATA);
+}
+
 static void on_batch(void *ctx, trace *t, const trace_batch *b)
 {
     mgmt_api *m = ctx;
     /* Rendering a period's records is the expensive part of a trace: skip it while nobody is
      * subscribed, here or on another node (a late subscriber fills the gap with get_trace_data). */
-    if (rt_broker_receiver_count(m->broker, NULL, MGMT_TOPIC_PREFIX "on_trace_data", false) == 0 &&
-        !mgmt_live_wants(m->live, MGMT_LIVE_DATA)) {
+    if (!wants_batches(m)) {
         return;
     }
     json_t *records = trace_render_records(t, b->first_seq, b->last_seq, SIZE_MAX);
@@ -662,6 +671,10 @@ static wamp_err run_proc(mgmt_api *m, const mgmt_proc *p, const mgmt_who *who, c
     if (p->target != MGMT_ANY_NODE &&
         !check_target(m, args, kwargs, p->target == MGMT_WORKER, reply, &err)) {
         return err;
+    }
+    if (p->tfn || p->fn == proc_mark_trace || p->fn == proc_list_traces) {
+        /* A trace read or marked holds everything up to now (rt_flight.h). */
+        (void)rt_router_flight_sync(m->rt);
     }
     if (p->tfn) {
         trace *t;
@@ -900,6 +913,7 @@ wamp_err mgmt_api_new(rt_router *rt, uint64_t started_wall_ns, mgmt_api **out)
         }
     }
     m->events.on_batch = on_batch;
+    m->events.wants_batches = wants_batches;
     m->events.on_stopped = on_stopped;
     rt_router_set_trace_events(rt, &m->events, m);
     *out = m;

@@ -255,6 +255,8 @@ typedef struct rt_cidr {
  * oldest chunk and follows every action in it (its correlation), about 5 ms per MiB held, while
  * the service loop waits. */
 #define RT_WIRE_CAPTURE_MAX ((uint64_t)8 << 20)
+/* The wire capture's size for a flight recorder read from it when wire_capture does not say. */
+#define RT_FLIGHT_WIRE_DEFAULT ((uint64_t)4 << 20)
 
 /* wampscope.cluster: this node's link to a cluster of nodes over NATS (configs/README.md,
  * "cluster"). Secrets (password, token) are wiped when the config is freed. */
@@ -320,6 +322,11 @@ typedef struct rt_config {
      * them, already checked by trace_options_parse(). NULL = no flight recorder
      * ("flight_recorder": false, and a zeroed hand-built config). The loader's default is on. */
     struct json_t *tracing_flight_recorder;
+    /* wampscope.tracing.flight_recorder.from_wire (the loader's default: true, unless the options
+     * persist): the flight recorder's records are read from the wire capture when someone reads
+     * them (rt_flight.h) rather than recorded per message; the wire capture then runs, of
+     * RT_FLIGHT_WIRE_DEFAULT bytes unless wire_capture says. A zeroed hand-built config: false. */
+    bool tracing_flight_from_wire;
     char *log_level; /* wampscope.log_level or NULL (then the command line decides) */
     /* wampscope.metrics: an HTTP listener of its own serving the Prometheus text (rt_metrics.h)
      * on metrics_path (default "/metrics"). TCP only, no TLS; metrics_interface NULL = all

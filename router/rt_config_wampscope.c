@@ -99,12 +99,14 @@ static const char *const fsync_names[] = {"interval", "batch", "never"};
 _Static_assert(RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS == 1 && TRACE_FSYNC_NEVER == 2,
                "the name tables above follow the enums");
 
-/* wampscope.tracing.flight_recorder: true (the default), false, or {"enabled": bool, "options":
- * {trace_options}}. The options go over the flight recorder's own defaults (limit 10000,
- * trace_app_payload false) and are checked now, as start_trace would check them, so that a
- * mistake is a configuration error rather than a missing flight recorder. */
+/* wampscope.tracing.flight_recorder: true (the default), false, or {"enabled": bool, "from_wire":
+ * bool (default true, false for persisted options), "options": {trace_options}}. The options go
+ * over the flight recorder's own defaults (limit 10000, trace_app_payload false) and are checked
+ * now, as start_trace would check them, so that a mistake is a configuration error rather than a
+ * missing flight recorder. */
 static const key_rule flight_recorder_rules[] = {
         K_PARSED("enabled"),
+        K_PARSED("from_wire"),
         K_PARSED("options"),
 };
 
@@ -118,7 +120,7 @@ static wamp_err parse_flight_recorder(cfg_ctx *c, const char *path, const json_t
 {
     cfg_path fp = cfg_key(path, "flight_recorder");
     cfg_path op = cfg_key(fp.s, "options");
-    bool enabled = true;
+    bool enabled = true, from_wire = true;
     const json_t *given = NULL;
     if (json_is_boolean(v)) {
         enabled = json_is_true(v);
@@ -129,6 +131,9 @@ static wamp_err parse_flight_recorder(cfg_ctx *c, const char *path, const json_t
                 cfg_check_keys(c, fp.s, v, flight_recorder_rules, N_RULES(flight_recorder_rules));
         if (err == WAMP_OK) {
             err = cfg_opt_bool(c, fp.s, v, "enabled", &enabled);
+        }
+        if (err == WAMP_OK) {
+            err = cfg_opt_bool(c, fp.s, v, "from_wire", &from_wire);
         }
         if (err != WAMP_OK) {
             return err;
@@ -149,11 +154,21 @@ static wamp_err parse_flight_recorder(cfg_ctx *c, const char *path, const json_t
     trace_options o;
     char why[256] = "";
     wamp_err err = trace_options_parse(opts, &o, why, sizeof(why));
+    bool persist = err == WAMP_OK && o.persist;
     trace_options_fini(&o);
     if (err != WAMP_OK) {
         json_decref(opts);
         return err == WAMP_EINVAL ? cfg_refuse(c, op.s, "%s", why) : cfg_oom(c);
     }
+    if (from_wire && persist && json_is_object(v) && json_object_get(v, "from_wire")) {
+        json_decref(opts);
+        cfg_path wp = cfg_key(fp.s, "from_wire");
+        return cfg_refuse(c, wp.s,
+                          "a persisted flight recorder records each message as it goes: "
+                          "from_wire needs options.persist false");
+    }
+    /* (a persisted flight recorder records each message as it goes) */
+    cfg->tracing_flight_from_wire = enabled && from_wire && !persist;
     json_decref(cfg->tracing_flight_recorder);
     cfg->tracing_flight_recorder = enabled ? opts : NULL;
     if (!enabled) {
@@ -188,6 +203,7 @@ wamp_err cfg_wampscope_defaults(cfg_ctx *c, rt_config *cfg)
     cfg->tracing_fsync = TRACE_FSYNC_INTERVAL;
     cfg->mgmt_enabled = true;
     cfg->tracing_flight_recorder = flight_recorder_defaults();
+    cfg->tracing_flight_from_wire = true;
     if (!cfg->tracing_flight_recorder) {
         return cfg_oom(c);
     }

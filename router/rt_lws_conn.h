@@ -79,6 +79,8 @@ typedef struct rt_lws_web_conn {
     rt_bridge_sig sig;
     rt_session *sess;
     bool sess_closed; /* the router asked the session's transport to close */
+    /* The request session's messages in the wire capture (owned), NULL when it does not run. */
+    struct rt_wire_conn *wire;
 } rt_lws_web_conn;
 
 typedef struct rt_lws_conn {

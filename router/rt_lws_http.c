@@ -14,6 +14,7 @@
 #include <libwebsockets.h>
 
 #include "rt_config.h"
+#include "rt_flight.h"
 #include "rt_log.h"
 #include "rt_metrics.h"
 
@@ -67,6 +68,7 @@ static int on_request(struct lws *wsi, http_pss *pss, const char *path)
     }
     rt_metrics_proc proc;
     bool have_proc = rt_metrics_proc_read(&proc);
+    (void)rt_router_flight_sync(h->rt); /* the flight recorder's figures as it holds them */
     free(pss->body);
     pss->body = NULL;
     if (rt_metrics_render(h->rt, have_proc ? &proc : NULL, &pss->body, &pss->len) != WAMP_OK) {

@@ -25,6 +25,7 @@
 #include "rt_lws_peer.h"
 #include "rt_router.h"
 #include "rt_session.h"
+#include "rt_trace_wire.h"
 
 /* Octets of body per write (from the shared scratch buffer). */
 #define RT_LWS_WEB_CHUNK ((size_t)32 * 1024)
@@ -224,6 +225,8 @@ static void bridge_release(rt_lws_web_conn *w)
         rt_session_on_closed(w->sess);
         w->sess = NULL;
     }
+    rt_wire_conn_free(w->wire);
+    w->wire = NULL;
     wamp_buf_unref(&w->body);
     free(w->sig_buf);
     w->sig_buf = NULL;
@@ -390,12 +393,19 @@ static int bridge_body_done(rt_lws_conn *c)
     snprintf(authid, sizeof(authid), "http-bridge:%s", wp->prefix);
     wamp_err err = WAMP_OK;
     w->sess = rt_router_attach(rt, &bridge_ops, w, WAMP_SER_JSON, &peer);
+    if (w->sess) {
+        /* Its messages go into the wire capture whole (there are no frames to capture). */
+        w->wire = rt_wire_conn_start(rt, w->sess, TRACE_WIRE_MESSAGE, WAMP_SER_JSON, 0);
+    }
     if (!w->sess) {
         err = rt_bridge_deny(503, "the router is not taking sessions (shutting down)", &a);
     } else if ((err = rt_session_join_internal(w->sess, wp->realm, authid, wp->role)) ==
                WAMP_ENOTFOUND) {
         err = rt_bridge_deny(500, "the path's realm or role does not exist", &a);
     } else if (err == WAMP_OK) {
+        if (w->wire) {
+            rt_wire_conn_msg(rt, w->wire, TRACE_RX, msg, msg_len);
+        }
         err = rt_session_on_message(w->sess, msg, msg_len);
         free(msg);
         if (err == WAMP_OK) {
@@ -421,6 +431,10 @@ static int bridge_writeable(rt_lws_conn *c)
     bool have = false;
     wamp_buf *b;
     while (!have && (b = rt_session_tx_peek(w->sess))) {
+        if (w->wire) {
+            rt_wire_conn_msg(rt_lws_conn_router(c), w->wire, TRACE_TX, wamp_buf_cdata(b),
+                             wamp_buf_len(b));
+        }
         json_t *m =
                 json_loadb((const char *)wamp_buf_cdata(b), wamp_buf_len(b), JSON_ALLOW_NUL, NULL);
         wamp_err err = m ? rt_bridge_answer_of(m, RT_LWS_WEB_BRIDGE_REQUEST, &have, &a) : WAMP_OK;

@@ -12,6 +12,7 @@
 #include "rt_broker.h"
 #include "rt_core_int.h"
 #include "rt_dealer.h"
+#include "rt_flight.h"
 #include "rt_log.h"
 #include "rt_meta.h"
 #include "rt_realm.h"
@@ -131,7 +132,11 @@ static wamp_err tracing_setup(rt_router *rt, const rt_config *cfg)
                 WAMP_OK) {
         return WAMP_EINVAL;
     }
-    if (cfg->tracing_wire_capture && !(rt->wire = trace_wire_new(cfg->tracing_wire_capture))) {
+    uint64_t wire = cfg->tracing_wire_capture;
+    if (!wire && cfg->tracing_flight_recorder && cfg->tracing_flight_from_wire) {
+        wire = RT_FLIGHT_WIRE_DEFAULT;
+    }
+    if (wire && !(rt->wire = trace_wire_new(wire))) {
         return WAMP_ENOMEM;
     }
     return WAMP_OK;
@@ -194,6 +199,7 @@ rt_router *rt_router_new(const rt_config *cfg, rt_clock_fn clock, void *clock_ct
     }
     if (cfg->tracing_flight_recorder) {
         start_flight_recorder(rt);
+        rt_flight_attach(rt);
     }
     return rt;
 fail:
@@ -248,14 +254,38 @@ void rt_router_incoming_too_big(rt_router *rt)
     rt->stats.incoming_too_big++;
 }
 
+/* A connection event outside any session for the traces that keep such events and the wire
+ * capture: event ("refused"), reason, the listener's id, the peer's address and a one-line
+ * detail, each NULL when unknown (then left out). Out of memory: counted and logged, not traced. */
+static void connection_event(rt_router *rt, const char *event, const char *reason,
+                             const char *transport, const char *peer, const char *detail)
+{
+    if (!trace_hub_is_active(rt->hub) && !rt->wire) {
+        return;
+    }
+    json_t *info = json_object();
+    const char *keys[] = {"event", "reason", "transport", "peer", "detail"};
+    const char *vals[] = {event, reason, transport, peer, detail};
+    for (size_t i = 0; info && i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (vals[i]) {
+            json_object_set_new(info, keys[i], json_string(vals[i]));
+        }
+    }
+    if (info && trace_hub_is_active(rt->hub)) {
+        rt_trace_connection(rt, info);
+    }
+    if (info) {
+        rt_router_wire_connection(rt, info);
+    }
+    json_decref(info);
+}
+
 void rt_router_refused_connection(rt_router *rt, const char *listener_id, const char *peer,
                                   const char *why)
 {
     rt->stats.connection_refusals++;
-    if (trace_hub_is_active(rt->hub)) {
-        rt_trace_connection(rt, "refused", "limit", listener_id, peer && *peer ? peer : NULL,
-                            why ? why : "limits.rawsocket_min_length");
-    }
+    connection_event(rt, "refused", "limit", listener_id, peer && *peer ? peer : NULL,
+                     why ? why : "limits.rawsocket_min_length");
     if (!why) {
         return;
     }
@@ -289,9 +319,7 @@ void rt_router_refused_handshake(rt_router *rt, rt_refusal reason, const char *l
     rt->stats.handshakes_refused[reason]++;
     const char *name = rt_refusal_name(reason);
     peer = peer && *peer ? peer : NULL;
-    if (trace_hub_is_active(rt->hub)) {
-        rt_trace_connection(rt, "refused", name, listener_id, peer, detail);
-    }
+    connection_event(rt, "refused", name, listener_id, peer, detail);
     /* A client that retries in a loop must not flood the log (RT_LOG_LIMITED: the first lines,
      * then a summary with the count every 10 s while it goes on; a handshake is what a
      * connection causes once: RT_LOG_BURST_CONN lines before counting starts). A TLS failure
@@ -407,7 +435,12 @@ void rt_router_tick(rt_router *rt)
     uint64_t now = rt_router_now_us(rt);
     rt_trace_sync_clocks(rt);
     rt_log_tick(now); /* the summaries of rate-limited log lines */
-    /* Traces: duration auto-stop and the live feed (also for traces that just stopped). */
+    /* Traces: duration auto-stop and the live feed (also for traces that just stopped); the
+     * flight recorder read from the wire capture is fed first while the live feed has takers. */
+    const trace_hub_events *ev = rt->trace_events;
+    if (rt->flight_fed && ev && (!ev->wants_batches || ev->wants_batches(rt->trace_events_ctx))) {
+        (void)rt_router_flight_sync(rt);
+    }
     trace_hub_tick(rt->hub, now * 1000u, rt_trace_wall_ns(), rt->trace_events,
                    rt->trace_events_ctx);
     /* The greeting list is ordered by deadline (constant timeout, appended in time order). */

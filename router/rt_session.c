@@ -23,6 +23,7 @@
 #include "rt_options.h"
 #include "rt_realm.h"
 #include "rt_trace_fast.h"
+#include "rt_trace_wire.h"
 #include "rt_wirelog.h"
 #include "wamp_codec.h"
 #include "wamp_id.h"
@@ -33,11 +34,6 @@
 uint64_t rt_session_id(const rt_session *s)
 {
     return s->id;
-}
-
-void rt_session_set_wire(rt_session *s, struct rt_wire_conn *wc)
-{
-    s->wire = wc;
 }
 
 rt_session_state rt_session_state_get(const rt_session *s)
@@ -254,6 +250,10 @@ static inline __attribute__((always_inline)) void trace_tx(rt_session *s, rt_enc
         }
         rt_trace_tx(s, e, wire, drop);
     }
+    if (drop && s->wire) {
+        rt_wire_dropped(s, e->type, wire,
+                        drop); /* (what was sent, the capture has from the wire) */
+    }
 }
 
 /* Encodes e for s's serializer unless done already (logged and traced on failure). */
@@ -328,6 +328,9 @@ static void make_room(rt_session *s, size_t len)
         RT_ASSERT(victim); /* rt_outq_can_make_room() said so */
         if (trace_hub_is_active(rt->hub)) {
             rt_trace_tx_dropped_queued(s, victim, "slow_consumer");
+        }
+        if (s->wire) {
+            rt_wire_dropped(s, 0, victim, "slow_consumer");
         }
         wamp_buf_unref(&victim);
         s->events_dropped++;
@@ -485,11 +488,14 @@ void rt_session_note_undelivered(rt_session *s, size_t first)
         return;
     }
     s->rt->stats.messages_undelivered += q->count - first;
-    if (trace_hub_is_active(s->rt->hub)) {
+    if (trace_hub_is_active(s->rt->hub) || s->wire) {
         for (size_t i = first; i < q->slots; i++) {
             wamp_buf *b = rt_outq_slot(q, i);
-            if (b) {
+            if (b && trace_hub_is_active(s->rt->hub)) {
                 rt_trace_tx_dropped_queued(s, b, "session_closed");
+            }
+            if (b && s->wire) {
+                rt_wire_dropped(s, 0, b, "session_closed");
             }
         }
     }

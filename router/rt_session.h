@@ -58,11 +58,6 @@ typedef enum rt_session_state {
 uint64_t rt_session_id(const rt_session *s);
 struct rt_wire_conn;
 
-/* Notes s's connection in the wire capture (rt_wire_conn_start(); borrowed, living as long as s):
- * reading the capture finds the session of a connection's messages by it
- * (rt_router_wire_read()), and a session that joins the management realm is captured no further
- * (its HELLO is the last of it). */
-void rt_session_set_wire(rt_session *s, struct rt_wire_conn *wc);
 rt_session_state rt_session_state_get(const rt_session *s);
 wamp_ser rt_session_ser(const rt_session *s);
 rt_realm *rt_session_realm(const rt_session *s);

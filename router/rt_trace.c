@@ -149,23 +149,10 @@ void rt_trace_sync_clocks(rt_router *rt)
     rt->wall_offset_ns = (int64_t)(rt_trace_wall_ns() - now);
 }
 
-void rt_trace_connection(rt_router *rt, const char *event, const char *reason,
-                         const char *transport, const char *peer, const char *detail)
+void rt_trace_connection(rt_router *rt, const json_t *info)
 {
-    json_t *info = json_object();
-    const char *keys[] = {"event", "reason", "transport", "peer", "detail"};
-    const char *vals[] = {event, reason, transport, peer, detail};
-    for (size_t i = 0; info && i < sizeof(keys) / sizeof(keys[0]); i++) {
-        if (vals[i]) {
-            json_object_set_new(info, keys[i], json_string(vals[i]));
-        }
-    }
-    if (!info) {
-        return; /* out of memory: the event is counted and logged, not traced */
-    }
     uint64_t pc = pc_ns(rt);
     trace_hub_on_connection(rt->hub, info, pc, wall_of(rt, pc));
-    json_decref(info);
 }
 
 /* The filter's view of a message of s. */

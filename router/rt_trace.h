@@ -145,10 +145,8 @@ uint64_t rt_trace_ts_now(rt_router *rt);
 /* The trace clock's reading now (monotonic, ns), and the wall clock at a reading pc. */
 uint64_t rt_trace_pc_now(rt_router *rt);
 uint64_t rt_trace_wall_of(const rt_router *rt, uint64_t pc);
-/* Records a connection event outside any session (trace_hub_on_connection()): event
- * ("refused"), reason, the listener's id, the peer's address and a one-line detail, each NULL
- * when unknown (then left out). Call only while trace_hub_is_active(). */
-void rt_trace_connection(rt_router *rt, const char *event, const char *reason,
-                         const char *transport, const char *peer, const char *detail);
+/* Records a connection event outside any session (trace_hub_on_connection()): info, a JSON
+ * object (borrowed; rt_router.c makes it). Call only while trace_hub_is_active(). */
+void rt_trace_connection(rt_router *rt, const json_t *info);
 
 #endif /* RT_TRACE_H */

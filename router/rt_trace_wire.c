@@ -24,7 +24,7 @@ rt_wire_conn *rt_wire_conn_start(rt_router *rt, rt_session *s, uint8_t framing, 
     trace_wire_stream_init(&wc->tx, conn, TRACE_TX, framing, (uint8_t)ser);
     wc->tx_skip = skip;
     if (s) {
-        rt_session_set_wire(s, wc);
+        s->wire = wc; /* (borrowed: the adapter frees it after the session) */
     }
     return wc;
 }
@@ -106,9 +106,10 @@ static void obs_published(void *ctx, rt_session *publisher, uint64_t request_id,
     }
 }
 
-/* A session joined realm r (the realms' session_joined report, before WELCOME): on the
- * management realm its connection is captured no further (what a management client reads would
- * otherwise be captured again as it goes out), elsewhere its join is noted as a fact. */
+/* A session joined realm r (the realms' session_joined report, before WELCOME): its join is
+ * noted as a fact, and on the management realm its connection is captured no further (what a
+ * management client reads would otherwise be captured again as it goes out): its HELLO, named
+ * after that session, is the last of it. */
 static void obs_session_joined(void *ctx, rt_realm *r, rt_session *s)
 {
     (void)ctx;
@@ -119,7 +120,6 @@ static void obs_session_joined(void *ctx, rt_realm *r, rt_session *s)
     const char *realm = rt_realm_name(r);
     if (trace_hub_is_mgmt_realm(s->rt->hub, realm)) {
         s->wire->rx.conn = s->wire->tx.conn = 0; /* (rt_router_wire_capture() skips them) */
-        return;
     }
     const char *str[3] = {realm, s->authid ? s->authid : "", s->authrole ? s->authrole : ""};
     size_t len[3], n = JOIN_FACT_ID;
@@ -177,6 +177,50 @@ void rt_wire_conn_tx_whole(rt_router *rt, rt_wire_conn *wc, const void *p, size_
     if (wc && rt->wire && n && wc->tx.conn) {
         facts_flush(rt);
         (void)trace_wire_capture_whole(rt->wire, &wc->tx, wire_now(rt), p, n, nmsg);
+    }
+}
+
+void rt_wire_conn_msg(rt_router *rt, rt_wire_conn *wc, uint8_t dir, const void *p, size_t n)
+{
+    const trace_wire_stream *st = dir == TRACE_RX ? &wc->rx : &wc->tx;
+    if (rt->wire && st->conn) {
+        facts_flush(rt);
+        (void)trace_wire_message(rt->wire, st->conn, dir, st->ser, wire_now(rt),
+                                 TRACE_WIRE_NOTE_MESSAGE, p, n);
+    }
+}
+
+/* The reasons the router drops a message (rt_session.c), by their code (index + 1) in a
+ * TRACE_WIRE_NOTE_DROPPED note. */
+static const char *const drop_reasons[] = {"encode_failed", "session_closed", "too_big",
+                                           "queue_full", "slow_consumer"};
+#define N_DROP_REASONS (sizeof(drop_reasons) / sizeof(drop_reasons[0]))
+
+void rt_wire_dropped(rt_session *s, int type, const wamp_buf *wire, const char *drop)
+{
+    rt_router *rt = s->rt;
+    const rt_wire_conn *wc = s->wire;
+    if (!rt->wire || !wc || !wc->tx.conn) {
+        return;
+    }
+    uint32_t code = 0;
+    for (size_t i = 0; i < N_DROP_REASONS && !code; i++) {
+        code = strcmp(drop, drop_reasons[i]) == 0 ? (uint32_t)i + 1 : 0;
+    }
+    uint32_t note = TRACE_WIRE_NOTE_DROPPED | code << 8 | ((uint32_t)type & 0xffu) << 16;
+    facts_flush(rt);
+    (void)trace_wire_message(rt->wire, wc->tx.conn, TRACE_TX, wc->tx.ser, wire_now(rt), note,
+                             wire ? wamp_buf_cdata(wire) : NULL, wire ? wamp_buf_len(wire) : 0);
+}
+
+void rt_router_wire_connection(rt_router *rt, const json_t *info)
+{
+    char *text = rt->wire ? json_dumps(info, JSON_COMPACT) : NULL;
+    if (text) {
+        facts_flush(rt);
+        (void)trace_wire_message(rt->wire, 0, 0, WAMP_SER_JSON, wire_now(rt),
+                                 TRACE_WIRE_NOTE_CONNECTION, text, strlen(text));
+        free(text);
     }
 }
 
@@ -327,7 +371,11 @@ static bool peek_ids(wamp_ser ser, const void *p, size_t n, wamp_msg *m)
     memset(m, 0, sizeof(*m));
     wamp_rd_init_one_pass(&r, ser, p, n);
     bool ok = wamp_rd_next(&r, &t) == WAMP_OK && t.kind == WAMP_TOK_ARRAY && next_id(&r, &type);
-    if (ok && type == WAMP_MSG_ERROR) {
+    if (ok &&
+        (type == WAMP_MSG_HELLO || type == WAMP_MSG_WELCOME || type == WAMP_MSG_ABORT ||
+         type == WAMP_MSG_GOODBYE || type == WAMP_MSG_CHALLENGE || type == WAMP_MSG_AUTHENTICATE)) {
+        /* (the session's opening and closing: the type is all) */
+    } else if (ok && type == WAMP_MSG_ERROR) {
         ok = next_id(&r, &req) && next_id(&r, &m->id);
         m->req_type = (wamp_msg_type)req;
     } else if (ok && next_id(&r, &m->id) && type == WAMP_MSG_EVENT) {
@@ -336,6 +384,13 @@ static bool peek_ids(wamp_ser ser, const void *p, size_t n, wamp_msg *m)
     m->type = (wamp_msg_type)type;
     wamp_rd_fini(&r);
     return ok;
+}
+
+/* true for the requests that open an action with a URI of their own. */
+static bool opens_action(wamp_msg_type t)
+{
+    return t == WAMP_MSG_CALL || t == WAMP_MSG_PUBLISH || t == WAMP_MSG_SUBSCRIBE ||
+           t == WAMP_MSG_REGISTER;
 }
 
 /* rec's bytes (a captured message in ser) where they may hold a secret (a CHALLENGE, an
@@ -357,6 +412,22 @@ static void redact(trace_record *rec, wamp_ser ser)
     json_decref(v);
 }
 
+/* A connection event (TRACE_WIRE_NOTE_CONNECTION) as a trace's connection record. */
+static bool on_connection(wire_read *r, uint64_t seq, const trace_wire_msg *m)
+{
+    if (seq < r->from) {
+        return true;
+    }
+    trace_record rec = {.seq = seq,
+                        .pc_ns = m->ts_ns,
+                        .ts_ns = m->wall_ns,
+                        .bytes = m->data,
+                        .len = m->len > UINT32_MAX ? UINT32_MAX : (uint32_t)m->len,
+                        .msg_type = TRACE_MSG_CONNECTION,
+                        .wire_ser = WAMP_SER_JSON};
+    return r->fn(r->ctx, seq, &rec);
+}
+
 /* The record of the captured message m (seq), handed to r's callback. */
 static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
 {
@@ -364,20 +435,35 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     if (!m) {
         return seq < r->from || r->fn(r->ctx, seq, NULL);
     }
+    uint32_t note = m->note & 0xffu;
+    if (note == TRACE_WIRE_NOTE_CONNECTION) {
+        return on_connection(r, seq, m);
+    }
+    bool dropped = note == TRACE_WIRE_NOTE_DROPPED;
     wamp_msg wm;
     char why[WAMP_WHY_LEN];
     uint8_t corr[TRACE_UUID_LEN];
     bool valid = m->ser > 0 && m->ser < WAMP_SER_COUNT;
     if (seq < r->from) { /* its action only */
-        if (valid && r->corr && peek_ids((wamp_ser)m->ser, m->data, m->len, &wm)) {
-            (void)trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr);
+        if (valid && !dropped && r->corr && peek_ids((wamp_ser)m->ser, m->data, m->len, &wm)) {
+            if (!opens_action(wm.type) || m->dir != TRACE_RX) {
+                (void)trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr);
+            } else if (wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
+                                                   sizeof(why)) == WAMP_OK) {
+                /* (and its URI, the action's) */
+                (void)trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr);
+                wamp_msg_fini(&wm);
+            }
         }
         return true;
     }
     bool ok = valid && wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
                                                    sizeof(why)) == WAMP_OK;
-    uint8_t flags =
-            ok && r->corr ? trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr) : 0;
+    /* A message not sent is named after its action (its URI) but is none of it: no answer, no
+     * correlation (a sent one's lookup changes nothing but for a GOODBYE). */
+    uint8_t flags = ok && r->corr && !(dropped && wm.type == WAMP_MSG_GOODBYE)
+                            ? trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr)
+                            : 0;
     trace_record rec = {.seq = seq,
                         .pc_ns = m->ts_ns,
                         .ts_ns = m->wall_ns,
@@ -388,7 +474,12 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     if (m->ser < WAMP_SER_COUNT) {
         rec.ser_bytes[m->ser] = rec.len;
     }
-    if (flags) {
+    if (dropped) {
+        uint32_t code = m->note >> 8 & 0xffu;
+        rec.dropped = code && code <= N_DROP_REASONS ? drop_reasons[code - 1] : "dropped";
+        rec.msg_type = (uint8_t)(m->note >> 16); /* (its bytes say it too, when it has any) */
+    }
+    if (flags && !dropped) {
         rec.flags = flags;
         memcpy(rec.corr, corr, TRACE_UUID_LEN);
     }
@@ -396,7 +487,12 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
         rec.msg_type = (uint8_t)wm.type;
         /* (an AUTHENTICATE's "URI" field holds its Signature) */
         bool secret = wm.type == WAMP_MSG_CHALLENGE || wm.type == WAMP_MSG_AUTHENTICATE;
-        rec.uri = wm.uri && !secret ? trace_str_new(wm.uri) : NULL;
+        trace_str *au = flags ? trace_wire_corr_uri(r->corr) : NULL;
+        if (au) {
+            rec.uri = trace_str_ref(au);
+        } else if (wm.uri && !secret && opens_action(wm.type)) {
+            rec.uri = trace_str_new(wm.uri);
+        }
         wamp_msg_fini(&wm);
     }
     if ((!ok || rec.msg_type == WAMP_MSG_CHALLENGE || rec.msg_type == WAMP_MSG_AUTHENTICATE) &&

@@ -9,10 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "rt_router.h"
 #include "rt_session.h"
 #include "trace_record.h"
 #include "trace_wire.h"
+#include "wamp_buf.h"
 #include "wamp_err.h"
 
 /* One connection in the wire capture: its two streams (the same connection id; 0 once it is
@@ -62,6 +65,19 @@ wamp_err rt_trace_wire_attach(rt_router *rt);
 /* rt_wire_conn_tx() of nmsg messages the adapter framed itself, one unfragmented data frame
  * each (trace_wire_capture_whole()), after its handshake's answer. */
 void rt_wire_conn_tx_whole(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n, uint32_t nmsg);
+
+/* One whole message of n bytes at p that wc's session received (dir TRACE_RX) or was sent
+ * (TRACE_TX) without a transport's framing (the HTTP bridge's; trace_wire_message()). */
+void rt_wire_conn_msg(rt_router *rt, rt_wire_conn *wc, uint8_t dir, const void *p, size_t n);
+
+/* A message of WAMP code type that the router dropped instead of sending it to s (drop: the
+ * reason, one of rt_session.c's; wire: its bytes, NULL when it was not encoded), noted in the
+ * capture on s's connection. Nothing when s is not captured. */
+void rt_wire_dropped(rt_session *s, int type, const wamp_buf *wire, const char *drop);
+
+/* A connection event outside any session (rt_trace_connection()'s info, borrowed), noted in the
+ * capture when it runs. */
+void rt_router_wire_connection(rt_router *rt, const json_t *info);
 
 /* One seq of rt_router_wire_read(): the record a trace would show of the captured message (rec,
  * borrowed for the call: its bytes are the message as it went over the wire, its peer the

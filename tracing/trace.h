@@ -85,6 +85,7 @@ struct trace_head {
     bool persists;   /* has files (options.persist): records go there, not to the store */
     bool peer_blind; /* message-level, and its filter does not look at the peer session */
     bool payload;    /* keeps the application payload (options.trace_app_payload) */
+    bool fed;        /* fed by its owner (trace_set_fed()), not by the capture path */
 };
 
 static inline bool trace_is_running(const trace *t)
@@ -119,6 +120,21 @@ static inline bool trace_is_peer_blind(const trace *t)
 {
     return ((const struct trace_head *)(const void *)t)->peer_blind;
 }
+
+/* true if t is fed (trace_set_fed()): the hub's capture path passes it by. */
+static inline bool trace_is_fed(const trace *t)
+{
+    return ((const struct trace_head *)(const void *)t)->fed;
+}
+
+/* Makes t a fed trace: its records come from whoever calls trace_set_fed() (the router's flight
+ * recorder read from the wire capture: trace_hub_feed()), never from the hub's capture path, and
+ * it no longer counts in the hub's running traces (trace_hub_is_active()). For good. */
+void trace_set_fed(trace *t);
+/* A fed trace's n messages that its feeder lost before it could append them: their seqs are
+ * given out and counted as dropped (trace_dropped()); records still held are dropped too (and
+ * counted), so that held seqs stay contiguous. Nothing happens to a stopped trace. */
+void trace_lose(trace *t, uint64_t n);
 
 /* "running" / "stopped". */
 const char *trace_status_name(const trace *t);

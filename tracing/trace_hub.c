@@ -302,7 +302,7 @@ static void fast_refresh(trace_hub *hub)
     trace *only = NULL;
     size_t running = 0;
     for (size_t i = 0; i < hub->n; i++) {
-        if (trace_is_running(hub->traces[i])) {
+        if (trace_is_running(hub->traces[i]) && !trace_is_fed(hub->traces[i])) {
             only = hub->traces[i];
             running++;
         }
@@ -376,6 +376,13 @@ wamp_err trace_hub_start(trace_hub *hub, const char *id, const json_t *options, 
     return WAMP_OK;
 }
 
+void trace_hub_set_fed(trace_hub *hub, trace *t)
+{
+    trace_hub_flush_repeats(hub);
+    trace_set_fed(t);
+    fast_refresh(hub);
+}
+
 wamp_err trace_hub_stop(trace_hub *hub, const char *id, uint64_t pc_ns, uint64_t ts_ns, trace **out)
 {
     trace_hub_flush_repeats(hub);
@@ -423,7 +430,7 @@ size_t trace_hub_on_connection(trace_hub *hub, const json_t *info, uint64_t pc_n
     for (size_t i = 0; i < hub->n; i++) {
         trace *t = hub->traces[i];
         uint64_t seq;
-        if (trace_is_running(t) && trace_keeps_all(t) &&
+        if (trace_is_running(t) && trace_keeps_all(t) && !trace_is_fed(t) &&
             trace_connection(t, info, pc_ns, ts_ns, &seq) == WAMP_OK) {
             kept++;
         }

@@ -196,6 +196,10 @@ typedef struct trace_input {
      * code must be the ctx's msg_type: the hub looks into it only when that says CHALLENGE,
      * AUTHENTICATE or a code it does not know. */
     const json_t *msg;
+    /* bytes (without msg) were parsed by the caller as a well-formed message of the ctx's
+     * msg_type, and that is not a CHALLENGE or AUTHENTICATE: kept as given, not decoded again
+     * (trace_hub_feed()). */
+    bool bytes_parsed;
     /* Bytes on the wire per serializer (index wamp_ser): for tx every encoding the router made
      * of this message. All 0: derived from wire / len in ser. */
     size_t ser_bytes[WAMP_SER_COUNT];
@@ -338,6 +342,18 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx);
 uint64_t trace_hub_match_gen(const trace_hub *hub);
 size_t trace_hub_record_matched(trace_hub *hub, const trace_ctx *ctx, const trace_input *in);
 
+/* Fed traces (the router's flight recorder read from its wire capture): t (held by the hub)
+ * becomes a fed trace (trace_set_fed()): no capture call above passes it a message, it does not
+ * count in trace_hub_is_active() and is never the fast trace; trace_hub_feed() appends to it.
+ * For good. */
+void trace_hub_set_fed(trace_hub *hub, trace *t);
+/* Offers one message to the fed trace t alone, as trace_hub_on_message() would offer it to a
+ * running trace (its filter, its level, redaction, the payload strip): returns 1 when t stored a
+ * record of it (or, action-level, took it in), else 0. The input's bytes (in->bytes, no wire) may
+ * come without in->msg when in->bytes_parsed says they are a well-formed message of
+ * ctx->msg_type. Never keeps the message for trace_hub_repeat(). */
+size_t trace_hub_feed(trace_hub *hub, trace *t, const trace_ctx *ctx, const trace_input *in);
+
 /* A connection event outside any session (a refused handshake, ...): appends a connection
  * record (trace_connection(): msg_type "Connection", info, a JSON object, borrowed, as msg) to
  * every running trace whose filter keeps everything (trace_keeps_all(): no restriction, as
@@ -352,6 +368,9 @@ typedef struct trace_hub_events {
     /* t stopped (any reason, manual stops included) and was not announced yet: on_trace_stopped.
      * Called after t's last batch. */
     void (*on_stopped)(void *ctx, trace *t);
+    /* Whether on_batch is wanted now (someone listens): the owner of a fed trace
+     * (trace_hub_set_fed()) feeds it before the tick only then. NULL: always. */
+    bool (*wants_batches)(void *ctx);
 } trace_hub_events;
 
 /* Every 100 ms: stops traces whose duration has elapsed, writes persisted traces' buffered

@@ -315,12 +315,29 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
     /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
     for (size_t i = 0; i < hub->n; i++) {
         trace *t = hub->traces[i];
+        if (trace_is_fed(t)) {
+            continue; /* (not counted in running: see trace_hub_set_fed()) */
+        }
         if (trace_keeps_all(t) ? trace_is_running(t) && !mgmt : trace_matches(t, ctx)) {
             hub->n_action_hits += !trace_keeps_all(t) && trace_get_action(t) != NULL;
             hub->hits[hub->n_hits++] = t;
         }
     }
     return hub->n_hits;
+}
+
+size_t trace_hub_feed(trace_hub *hub, trace *t, const trace_ctx *ctx, const trace_input *in)
+{
+    match_begin(hub);
+    bool keep = trace_keeps_all(t)
+                        ? trace_is_running(t) && !trace_is_mgmt_realm(hub->mgmt_realm, ctx->realm)
+                        : trace_matches(t, ctx);
+    if (!keep) {
+        return 0;
+    }
+    hub->n_action_hits = trace_get_action(t) != NULL;
+    hub->hits[hub->n_hits++] = t;
+    return trace_hub_record_matched(hub, ctx, in);
 }
 
 size_t trace_hub_on_message(trace_hub *hub, const trace_ctx *ctx, const trace_input *in)
@@ -391,7 +408,7 @@ static size_t record_actions(trace_hub *hub, size_t n, const trace_ctx *ctx, con
  * one dropped before it was encoded (encoded here): kept_bytes() makes those. */
 static bool bytes_as_given(const trace_ctx *c, const trace_input *in, bool known)
 {
-    return (in->wire || (in->bytes && in->msg)) && ser_is_valid(in->ser) &&
+    return (in->wire || (in->bytes && (in->msg || in->bytes_parsed))) && ser_is_valid(in->ser) &&
            c->msg_type != WAMP_MSG_CHALLENGE && c->msg_type != WAMP_MSG_AUTHENTICATE && known;
 }
 

@@ -148,6 +148,20 @@ uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void 
     return h.first_seq;
 }
 
+uint64_t trace_wire_message(trace_wire *w, uint64_t conn, uint8_t dir, uint8_t ser,
+                            trace_wire_time t, uint32_t note, const void *p, size_t n)
+{
+    trace_wire_chunk c = {.conn = conn,
+                          .ts_ns = t.ts_ns,
+                          .wall_ns = t.wall_ns,
+                          .lead = note, /* (no frames: the field holds the note) */
+                          .nmsg = 1,
+                          .dir = dir,
+                          .framing = TRACE_WIRE_MESSAGE,
+                          .ser = ser};
+    return trace_wire_append(w, &c, p, n);
+}
+
 void trace_wire_fact(trace_wire *w, uint64_t conn, trace_wire_time t, const void *p, size_t n)
 {
     trace_wire_chunk c = {.conn = conn,
@@ -582,6 +596,30 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
     return done;
 }
 
+/* A TRACE_WIRE_MESSAGE chunk: its one message (lost when it was too large to keep). */
+static void message_decode(const wire_ent *e, wire_emit *em)
+{
+    if (em->stop || em->seq < em->from_seq) {
+        return;
+    }
+    if (e->flags & WIRE_GAP) {
+        em->walk->lost++;
+        em->stop = !em->fn(em->ctx, em->seq, NULL);
+        return;
+    }
+    trace_wire_msg m = {.seq = em->seq,
+                        .conn = e->conn,
+                        .ts_ns = e->ts_ns,
+                        .wall_ns = e->wall_ns,
+                        .dir = e->dir,
+                        .ser = e->ser,
+                        .data = (const unsigned char *)(e + 1),
+                        .len = e->len,
+                        .note = e->lead};
+    em->walk->messages++;
+    em->stop = !em->fn(em->ctx, em->seq, &m);
+}
+
 /* Decodes one chunk: the stream resynchronised where it must be, its lost seqs first (those of
  * messages completing in it that the decoder cannot have: they began before what it holds), then
  * its messages. */
@@ -666,6 +704,9 @@ wamp_err trace_wire_decode_facts(const trace_wire *w, uint64_t from_seq, trace_w
             if (fact && !(e->flags & WIRE_GAP)) {
                 fact(ctx, e->conn, e + 1, e->len, false);
             }
+        } else if (e->framing == TRACE_WIRE_MESSAGE) {
+            em.seq = e->first_seq;
+            message_decode(e, &em);
         } else {
             em.e = e;
             em.seq = e->first_seq;

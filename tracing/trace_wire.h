@@ -37,8 +37,22 @@ typedef enum trace_wire_framing {
     TRACE_WIRE_RAWSOCKET = 2,
     /* Not bytes of the wire: a fact the router notes about a connection (trace_wire_fact()),
      * kept in the ring among its traffic. No stream, no seq. */
-    TRACE_WIRE_FACT = 3
+    TRACE_WIRE_FACT = 3,
+    /* Not bytes of the wire either: one whole message as the router handled it, for what no
+     * transport frames (trace_wire_message()): a session without a connection's bytes (the
+     * HTTP bridge's), a message the router dropped instead of writing it, a connection event.
+     * One seq; no stream. */
+    TRACE_WIRE_MESSAGE = 4
 } trace_wire_framing;
+
+/* What a TRACE_WIRE_MESSAGE chunk holds (its note): the low 8 bits one of these, and for
+ * TRACE_WIRE_NOTE_DROPPED the reason's code (the router's own numbering) in bits 8..15 and the
+ * message's WAMP code in bits 16..23 (for one dropped before it was encoded: no bytes). */
+enum {
+    TRACE_WIRE_NOTE_MESSAGE = 0,    /* a message received or sent */
+    TRACE_WIRE_NOTE_DROPPED = 1,    /* a message the router did not send */
+    TRACE_WIRE_NOTE_CONNECTION = 2, /* a connection event: a JSON object of text (no conn) */
+};
 
 /* trace_wire_chunk.lead when no frame starts in the chunk (it lies inside one frame). */
 #define TRACE_WIRE_NO_START UINT32_MAX
@@ -124,6 +138,12 @@ uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wi
  * on a connection. Dropped with the traffic around it. */
 void trace_wire_fact(trace_wire *w, uint64_t conn, trace_wire_time t, const void *p, size_t n);
 
+/* Appends one whole message of n bytes at p (a TRACE_WIRE_MESSAGE chunk: no framing), of
+ * connection conn (0: none), direction dir and serializer ser, at time t, with note (see the
+ * notes above). Returns its seq. */
+uint64_t trace_wire_message(trace_wire *w, uint64_t conn, uint8_t dir, uint8_t ser,
+                            trace_wire_time t, uint32_t note, const void *p, size_t n);
+
 /* One message as decoded: borrowed, valid during the callback only. */
 typedef struct trace_wire_msg {
     uint64_t seq;
@@ -134,6 +154,7 @@ typedef struct trace_wire_msg {
     uint8_t ser;
     const unsigned char *data; /* unmasked, its frames joined */
     size_t len;
+    uint32_t note; /* a TRACE_WIRE_MESSAGE chunk's note; TRACE_WIRE_NOTE_MESSAGE otherwise */
 } trace_wire_msg;
 
 /* Called for each message (msg) or each lost seq (msg NULL, seq given); false stops the walk. */

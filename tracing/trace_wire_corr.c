@@ -9,19 +9,24 @@
 enum {
     K_REQ = 1,
     K_INV = 2,
-    K_PUB = 3
+    K_PUB = 3,
+    K_HELLO = 4, /* a connection's HELLO (id 0) */
+    K_BYE = 5,   /* a connection's GOODBYE: id 1 the client's (an action), 2 the router's */
 };
 
 typedef struct corr_ent {
     uint64_t conn, id;
     uint8_t kind; /* 0: a free slot */
     uint8_t uuid[TRACE_UUID_LEN];
+    trace_str *uri; /* the action's URI (a reference), NULL: none */
 } corr_ent;
 
 struct trace_wire_corr {
     corr_ent *tab;
     size_t mask; /* slots - 1 */
     size_t n;
+    trace_str *memo; /* the URI last made (a reference): the next request's, usually */
+    trace_str *cur;  /* the URI of the last trace_wire_corr_of()'s action */
 };
 
 trace_wire_corr *trace_wire_corr_new(void)
@@ -40,6 +45,10 @@ trace_wire_corr *trace_wire_corr_new(void)
 void trace_wire_corr_free(trace_wire_corr *c)
 {
     if (c) {
+        for (size_t i = 0; i <= c->mask; i++) {
+            trace_str_unref(&c->tab[i].uri);
+        }
+        trace_str_unref(&c->memo);
         free(c->tab);
         free(c);
     }
@@ -90,9 +99,10 @@ static const corr_ent *find(const trace_wire_corr *c, uint64_t conn, uint64_t id
     return e->kind ? e : NULL;
 }
 
-/* Sets the key's UUID (a new entry, or the one there replaced); false without memory. */
+/* Sets the key's UUID and URI (borrowed; NULL: none) in a new entry or the one there; false
+ * without memory. */
 static bool put(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
-                const uint8_t uuid[TRACE_UUID_LEN])
+                const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
 {
     if ((c->n + 1) * 2 > c->mask + 1 && !grow(c)) {
         return false;
@@ -103,6 +113,10 @@ static bool put(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
         *e = (corr_ent){.conn = conn, .id = id, .kind = kind};
     }
     memcpy(e->uuid, uuid, TRACE_UUID_LEN);
+    if (e->uri != uri) {
+        trace_str_unref(&e->uri);
+        e->uri = uri ? trace_str_ref(uri) : NULL;
+    }
     return true;
 }
 
@@ -117,58 +131,118 @@ static void derive(uint64_t conn, uint64_t id, uint64_t seq, uint8_t uuid[TRACE_
     uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
 }
 
-/* The UUID of the request (conn, id): the one its request got, else derived from the key. */
-static void request_uuid(const trace_wire_corr *c, uint64_t conn, uint64_t id,
-                         uint8_t uuid[TRACE_UUID_LEN])
+/* The UUID of the request (conn, id): the one its request got, else derived from the key; its
+ * URI (borrowed), NULL when the request was not met or has none. */
+static trace_str *request_uuid(const trace_wire_corr *c, uint64_t conn, uint64_t id,
+                               uint8_t uuid[TRACE_UUID_LEN])
 {
     const corr_ent *e = find(c, conn, id, K_REQ);
     if (e) {
         memcpy(uuid, e->uuid, TRACE_UUID_LEN);
-    } else {
-        derive(conn, id, UINT64_MAX, uuid);
+        return e->uri;
     }
+    derive(conn, id, UINT64_MAX, uuid);
+    return NULL;
+}
+
+/* The shared string of a request's URI text (borrowed: the memo's), NULL for none or without
+ * memory. */
+static trace_str *intern(trace_wire_corr *c, const char *uri)
+{
+    if (!uri) {
+        return NULL;
+    }
+    size_t n = strlen(uri);
+    if (!c->memo || !trace_str_is(c->memo, uri, n)) {
+        trace_str_unref(&c->memo);
+        c->memo = trace_str_new(uri);
+    }
+    return c->memo;
 }
 
 bool trace_wire_corr_call(trace_wire_corr *c, uint64_t caller_conn, uint64_t call_id,
                           uint64_t callee_conn, uint64_t inv_id)
 {
     uint8_t uuid[TRACE_UUID_LEN];
-    request_uuid(c, caller_conn, call_id, uuid);
-    return put(c, callee_conn, inv_id, K_INV, uuid);
+    trace_str *uri = request_uuid(c, caller_conn, call_id, uuid);
+    return put(c, callee_conn, inv_id, K_INV, uuid, uri);
 }
 
 bool trace_wire_corr_published(trace_wire_corr *c, uint64_t conn, uint64_t request_id,
                                uint64_t publication_id)
 {
     uint8_t uuid[TRACE_UUID_LEN];
-    request_uuid(c, conn, request_id, uuid);
-    return put(c, 0, publication_id, K_PUB, uuid);
+    trace_str *uri = request_uuid(c, conn, request_id, uuid);
+    return put(c, 0, publication_id, K_PUB, uuid, uri);
 }
 
-/* Found: the key's UUID into uuid and flags, else 0. */
-static uint8_t known(const trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
-                     uint8_t flags, uint8_t uuid[TRACE_UUID_LEN])
+/* Found: the key's UUID into uuid (its URI c->cur) and flags, else 0. */
+static uint8_t known(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind, uint8_t flags,
+                     uint8_t uuid[TRACE_UUID_LEN])
 {
     const corr_ent *e = find(c, conn, id, kind);
     if (!e) {
         return 0;
     }
     memcpy(uuid, e->uuid, TRACE_UUID_LEN);
+    c->cur = e->uri;
     return (uint8_t)(TRACE_CORR_HAS | flags);
 }
 
 /* A request's answer (to the client that asked: its connection and request id). */
-static uint8_t answer(const trace_wire_corr *c, uint64_t conn, uint64_t id, bool last,
+static uint8_t answer(trace_wire_corr *c, uint64_t conn, uint64_t id, bool last,
                       uint8_t uuid[TRACE_UUID_LEN])
 {
-    request_uuid(c, conn, id, uuid);
+    c->cur = request_uuid(c, conn, id, uuid);
     return (uint8_t)(TRACE_CORR_HAS | (last ? TRACE_CORR_LAST : 0));
+}
+
+trace_str *trace_wire_corr_uri(const trace_wire_corr *c)
+{
+    return c->cur;
+}
+
+/* The opening and closing of a session: HELLO opens an action (CHALLENGE and AUTHENTICATE in it,
+ * WELCOME or ABORT its last); a client's GOODBYE opens one that the router's reply completes,
+ * unless it answers the router's own GOODBYE (then neither has one). */
+static uint8_t session_level(trace_wire_corr *c, uint64_t seq, uint64_t conn, bool rx,
+                             wamp_msg_type type, uint8_t uuid[TRACE_UUID_LEN])
+{
+    switch (type) {
+    case WAMP_MSG_HELLO:
+        if (!rx) {
+            return 0;
+        }
+        derive(conn, 0, seq, uuid);
+        return put(c, conn, 0, K_HELLO, uuid, NULL) ? TRACE_CORR_HAS | TRACE_CORR_ANCHOR : 0;
+    case WAMP_MSG_CHALLENGE:
+    case WAMP_MSG_AUTHENTICATE:
+        return rx == (type == WAMP_MSG_AUTHENTICATE) ? known(c, conn, 0, K_HELLO, 0, uuid) : 0;
+    case WAMP_MSG_WELCOME:
+    case WAMP_MSG_ABORT:
+        return rx ? 0 : known(c, conn, 0, K_HELLO, TRACE_CORR_LAST, uuid);
+    default: /* GOODBYE */
+        if (find(c, conn, 2, K_BYE)) {
+            return 0; /* the client's answer to the router's */
+        }
+        if (rx) {
+            derive(conn, 1, seq ^ 0x4742u, uuid);
+            return put(c, conn, 1, K_BYE, uuid, NULL) ? TRACE_CORR_HAS | TRACE_CORR_ANCHOR : 0;
+        }
+        if (find(c, conn, 1, K_BYE)) {
+            return known(c, conn, 1, K_BYE, TRACE_CORR_LAST, uuid);
+        }
+        derive(conn, 2, seq, uuid);
+        (void)put(c, conn, 2, K_BYE, uuid, NULL); /* the router's own: no action */
+        return 0;
+    }
 }
 
 uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint8_t dir,
                            const wamp_msg *m, uint8_t uuid[TRACE_UUID_LEN])
 {
     bool rx = dir == TRACE_RX;
+    c->cur = NULL;
     switch (m->type) {
     case WAMP_MSG_CALL:
     case WAMP_MSG_PUBLISH:
@@ -180,7 +254,11 @@ uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint
             return 0;
         }
         derive(conn, m->id, seq, uuid);
-        return put(c, conn, m->id, K_REQ, uuid) ? TRACE_CORR_HAS | TRACE_CORR_ANCHOR : 0;
+        if (!put(c, conn, m->id, K_REQ, uuid, intern(c, m->uri))) {
+            return 0;
+        }
+        c->cur = c->memo && m->uri ? c->memo : NULL;
+        return TRACE_CORR_HAS | TRACE_CORR_ANCHOR;
     case WAMP_MSG_CANCEL:
         return rx ? answer(c, conn, m->id, false, uuid) : 0;
     case WAMP_MSG_RESULT:
@@ -205,6 +283,13 @@ uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint
         return rx ? known(c, conn, m->id, K_INV, 0, uuid) : 0;
     case WAMP_MSG_EVENT:
         return rx ? 0 : known(c, 0, m->id2, K_PUB, 0, uuid);
+    case WAMP_MSG_HELLO:
+    case WAMP_MSG_CHALLENGE:
+    case WAMP_MSG_AUTHENTICATE:
+    case WAMP_MSG_WELCOME:
+    case WAMP_MSG_ABORT:
+    case WAMP_MSG_GOODBYE:
+        return session_level(c, seq, conn, rx, m->type, uuid);
     default:
         return 0;
     }

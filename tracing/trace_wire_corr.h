@@ -14,7 +14,8 @@
  * an invocation by its callee's connection and INVOCATION id, a publication by its id. An
  * action's UUID is derived from the key of its anchor (its request), so reads of the same
  * capture give the same UUIDs; an action whose request the capture no longer holds gets it from
- * the fact. Memory: one entry per action key met in a walk; no limit beyond what the walk reads.
+ * the fact. Each action keeps its request's URI (one string shared by the consecutive requests of
+ * one URI). Memory: one entry per action key met in a walk; no limit beyond what the walk reads.
  * Service thread only. */
 #ifndef TRACE_WIRE_CORR_H
 #define TRACE_WIRE_CORR_H
@@ -49,5 +50,12 @@ bool trace_wire_corr_published(trace_wire_corr *c, uint64_t conn, uint64_t reque
  * connection and request id alone. */
 uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint8_t dir,
                            const wamp_msg *m, uint8_t uuid[TRACE_UUID_LEN]);
+
+/* The URI of the action of the message trace_wire_corr_of() was last asked about: the request's
+ * own (a CALL's procedure, a PUBLISH's or SUBSCRIBE's topic, a REGISTER's procedure) for it and
+ * every message of its action the walk correlates (an INVOCATION, a RESULT, an EVENT, ...); NULL
+ * when that message has no action, or its action no URI (an UNSUBSCRIBE's) or a request the walk
+ * did not meet. Borrowed until the next call into c. */
+trace_str *trace_wire_corr_uri(const trace_wire_corr *c);
 
 #endif /* TRACE_WIRE_CORR_H */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""no_flight_config.py IN OUT [WIRE_BYTES]: writes the router config IN to OUT with its first
+"""no_flight_config.py IN OUT [per-message]: writes the router config IN to OUT with its first
 worker's flight recorder off (the benchmarks' configuration in which no trace runs); with
-WIRE_BYTES, the wire capture on with a ring of that many bytes (wampscope.tracing.wire_capture)."""
+per-message, the flight recorder on and recorded per message ("from_wire": false) instead."""
 
 import json
 import sys
@@ -9,8 +9,9 @@ import sys
 with open(sys.argv[1], encoding="utf-8") as f:
     cfg = json.load(f)
 tracing = cfg["workers"][0].setdefault("wampscope", {}).setdefault("tracing", {})
-tracing["flight_recorder"] = False
-if len(sys.argv) > 3:
-    tracing["wire_capture"] = int(sys.argv[3])
+if len(sys.argv) > 3 and sys.argv[3] == "per-message":
+    tracing["flight_recorder"] = {"from_wire": False}
+else:
+    tracing["flight_recorder"] = False
 with open(sys.argv[2], "w", encoding="utf-8") as f:
     json.dump(cfg, f, indent=2)

@@ -8,19 +8,20 @@
 #   baseline   BASELINE_WAMPSCOPE=/path/to/wampscope: another build of wampscope (an older commit),
 #              run as shipped (its embedded default config); the table gives shipped / baseline
 #   fox        fox-wamp@FOX_VERSION, npm-installed in the scratch directory (only if in ROUTERS)
-#   shipped    wampscope, the embedded default config (flight recorder on)
+#   shipped    wampscope, the embedded default config (flight recorder on, read from the wire
+#              capture)
 #   off        wampscope, flight recorder off (the default config with flight_recorder false)
 #   mem        "off" + one trace capturing everything in memory (default trace options)
 #   persist    "off" + one trace capturing everything, persisted ({"persist": true})
-#   wire       "off" + the wire capture (wampscope.tracing.wire_capture, WIRE_BYTES: 2 MiB, about
-#              what the flight recorder's 10,000 records of small RPC calls take)
+#   permsg     the default config with the flight recorder recorded per message
+#              ("from_wire": false), as shipped before it was read from the wire capture
 #
 # Usage: tests/bench/run_compare.sh [-- WAMP-BENCH OPTIONS...]   (run from anywhere)
 # Environment:
 #   BONEFISH         the bonefish daemon binary (run as `bonefish -r REALM -w PORT`)
 #   BASELINE_WAMPSCOPE  the wampscope binary of the "baseline" router (absent: no such runs)
 #   ROUTERS          what to run, in this order each round (default "bonefish baseline shipped
-#                    off mem persist wire"; add "fox" for fox-wamp)
+#                    off mem persist permsg"; add "fox" for fox-wamp)
 #   PAYLOADS         payload sizes in bytes, one set of runs per size (default 32; the issue's
 #                    sizes: "32 1024 16384 65536"); the size is passed as wamp-bench --payload
 #   BENCH_SCRATCH    scratch directory outside the repo (default /tmp/wampscope-bench):
@@ -51,8 +52,7 @@ fox_version=${FOX_VERSION:-0.7.28}
 router_core=${ROUTER_CORE:-0}
 bench_core=${BENCH_CORE:-1}
 realm=${BENCH_REALM:-realm1}
-routers=${ROUTERS:-bonefish baseline shipped off mem persist wire}
-wire_bytes=${WIRE_BYTES:-2097152}
+routers=${ROUTERS:-bonefish baseline shipped off mem persist permsg}
 payloads=${PAYLOADS:-32}
 python=${PYTHON:-/usr/bin/python3}
 bonefish=${BONEFISH:+$(realpath -m "$BONEFISH")}
@@ -145,10 +145,10 @@ if [[ $table_only != 1 && " ${router_list[*]} " == *" fox "* ]] &&
     (cd "$fox_dir" && npm install --no-audit --no-fund "fox-wamp@$fox_version" >"$scratch/npm.log" 2>&1)
 fi
 
-# The embedded default config with the flight recorder off (off, mem, persist), and with the
-# wire capture too (wire).
+# The embedded default config with the flight recorder off (off, mem, persist), and with it
+# recorded per message (permsg).
 no_flight=$scratch/default-no-flight-recorder.json
-wire_cfg=$scratch/default-wire-capture.json
+permsg_cfg=$scratch/default-per-message.json
 
 ctl() { # trace_ctl.py against the running wampscope at $1, pinned to BENCH_CORE
     local url=$1
@@ -173,9 +173,9 @@ run_router() {
     off | mem | persist)
         cmd=("$router_bin" -c "$no_flight" --port 0 --ports-file "$ports" --log-level warn)
         ;;
-    wire) cmd=("$router_bin" -c "$wire_cfg" --port 0 --ports-file "$ports" --log-level warn) ;;
+    permsg) cmd=("$router_bin" -c "$permsg_cfg" --port 0 --ports-file "$ports" --log-level warn) ;;
     *)
-        log "unknown router $name (bonefish, baseline, fox, shipped, off, mem, persist, wire)"
+        log "unknown router $name (bonefish, baseline, fox, shipped, off, mem, persist, permsg)"
         return 1
         ;;
     esac
@@ -210,7 +210,7 @@ run_router() {
 if [[ $table_only != 1 ]]; then
     rm -f "$scratch"/*.out.* "$scratch"/*.log
     "$python" "$here/no_flight_config.py" "$repo/configs/default.json" "$no_flight"
-    "$python" "$here/no_flight_config.py" "$repo/configs/default.json" "$wire_cfg" "$wire_bytes"
+    "$python" "$here/no_flight_config.py" "$repo/configs/default.json" "$permsg_cfg" per-message
     # Alternate the routers so that drift in the machine's background load hits all alike.
     for i in $(seq 1 "$repeat"); do
         for r in "${router_list[@]}"; do
@@ -228,7 +228,7 @@ else
 fi
 
 # ---- table: medians over the repetitions of each router's "ok" runs ----
-for r in bonefish baseline fox shipped off mem persist wire; do
+for r in bonefish baseline fox shipped off mem persist permsg; do
     cat "$scratch/$r".out.* >"$scratch/$r.out" 2>/dev/null || : >"$scratch/$r.out"
 done
 mhz=$(cat "$scratch/cpu_mhz" 2>/dev/null || true)
@@ -351,7 +351,7 @@ function target_le(what, x, want) {
     printf "  %-62s %7s  (target <= %.2f) %s\n", what, x, want, (x + 0 <= want ? "met" : "MISSED")
 }
 BEGIN {
-    nwho = split("bonefish baseline fox shipped off mem persist wire", who, " ")
+    nwho = split("bonefish baseline fox shipped off mem persist permsg", who, " ")
     for (i = 1; i <= nwho; i++) load(who[i])
     print ""
     what = repeat > 1 ? (stat == "best" ? ", best of " : ", medians of ") repeat " rounds" : ""
@@ -360,14 +360,14 @@ BEGIN {
         print "Bonefish: absent from this run (BONEFISH=/path/to/bonefish to include it)"
     print "shipped = wampscope as shipped (flight recorder on); off = flight recorder off;"
     print "mem / persist = off + one trace capturing everything, in memory / persisted"
-    if (ran["wire"]) print "wire = off + the wire capture (wampscope.tracing.wire_capture)"
+    if (ran["permsg"]) print "permsg = the flight recorder recorded per message (\"from_wire\": false)"
     if (ran["baseline"]) print "baseline = the wampscope build of BASELINE_WAMPSCOPE, as shipped; sh/base = shipped / baseline"
     hdr = sprintf("%-8s %-7s %6s %10s %10s %10s %10s %10s", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist")
     if (ran["baseline"]) hdr = hdr sprintf(" %10s %8s", "baseline", "sh/base")
     if (ran["fox"]) hdr = hdr sprintf(" %10s", "fox-wamp")
-    if (ran["wire"]) hdr = hdr sprintf(" %10s", "wire")
+    if (ran["permsg"]) hdr = hdr sprintf(" %10s", "permsg")
     hdr = hdr sprintf(" %8s %8s %8s %8s", "sh/bf", "sh/off", "mem/off", "pers/off")
-    if (ran["wire"]) hdr = hdr sprintf(" %8s", "wire/off")
+    if (ran["permsg"]) hdr = hdr sprintf(" %8s", "pm/off")
     hdr = hdr sprintf(" %8s %8s %6s", "p50 bf", "p50 sh", "bg%")
     print hdr
     for (k = 1; k <= nkeys; k++) {
@@ -380,19 +380,19 @@ BEGIN {
         line = sprintf("%-8s %-7s %6s %10s %10s %10s %10s %10s", sk[1], sk[2], sk[3], cell(bf, "%.0f"), cell(sh, "%.0f"), cell(of, "%.0f"), cell(me, "%.0f"), cell(pe, "%.0f"))
         if (ran["baseline"]) line = line sprintf(" %10s %8s", cell(med("baseline", key, "rate"), "%.0f"), ratio(sh, med("baseline", key, "rate")))
         if (ran["fox"]) line = line sprintf(" %10s", cell(med("fox", key, "rate"), "%.0f"))
-        wi = med("wire", key, "rate")
-        if (ran["wire"]) line = line sprintf(" %10s", cell(wi, "%.0f"))
+        wi = med("permsg", key, "rate")
+        if (ran["permsg"]) line = line sprintf(" %10s", cell(wi, "%.0f"))
         line = line sprintf(" %8s %8s %8s %8s", ratio(sh, bf), ratio(sh, of), ratio(me, of), ratio(pe, of))
-        if (ran["wire"]) line = line sprintf(" %8s", ratio(wi, of))
+        if (ran["permsg"]) line = line sprintf(" %8s", ratio(wi, of))
         line = line sprintf(" %8s %8s %6.0f", cell(med("bonefish", key, "p50_us"), "%.0f"), cell(med("shipped", key, "p50_us"), "%.0f"), bg)
         print line
     }
     print ""
     print "Router CPU per message, microseconds (router CPU share / rate; pub/sub: per event delivered)"
-    printf "%-8s %-7s %6s %10s %10s %10s %10s %10s %10s %10s\n", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist", "baseline", "wire"
+    printf "%-8s %-7s %6s %10s %10s %10s %10s %10s %10s %10s\n", "scenario", "ser", "bytes", "bonefish", "shipped", "off", "mem", "persist", "baseline", "permsg"
     for (k = 1; k <= nkeys; k++) {
         key = order[k]; split(key, sk, " ")
-        printf "%-8s %-7s %6s %10s %10s %10s %10s %10s %10s %10s\n", sk[1], sk[2], sk[3], cell(cpu_us("bonefish", key), "%.2f"), cell(cpu_us("shipped", key), "%.2f"), cell(cpu_us("off", key), "%.2f"), cell(cpu_us("mem", key), "%.2f"), cell(cpu_us("persist", key), "%.2f"), cell(cpu_us("baseline", key), "%.2f"), cell(cpu_us("wire", key), "%.2f")
+        printf "%-8s %-7s %6s %10s %10s %10s %10s %10s %10s %10s\n", sk[1], sk[2], sk[3], cell(cpu_us("bonefish", key), "%.2f"), cell(cpu_us("shipped", key), "%.2f"), cell(cpu_us("off", key), "%.2f"), cell(cpu_us("mem", key), "%.2f"), cell(cpu_us("persist", key), "%.2f"), cell(cpu_us("baseline", key), "%.2f"), cell(cpu_us("permsg", key), "%.2f")
     }
     cycles_table()
     print ""
@@ -403,8 +403,8 @@ BEGIN {
         target(key ": flight recorder on / off", "shipped", "off", 0.97)
         target(key ": trace of everything in memory / no trace", "mem", "off", 0.90)
         target(key ": trace of everything persisted / no trace", "persist", "off", 0.90)
-        if (ran["wire"])
-            target(key ": wire capture / off (as the recorder)", "wire", "off", 0.97)
+        if (ran["permsg"])
+            target(key ": per-message flight recorder / off", "permsg", "off", 0.97)
         if (sk[3] + 0 >= 16384 && ran["baseline"])
             target(key ": as shipped / baseline", "shipped", "baseline", 2)
         if (sk[3] + 0 <= 64) {

@@ -167,6 +167,21 @@ class TestDropOldestEvents(OverloadTestCase):
         for r in drops[:50]:
             self.assertEqual((r["direction"], r["msg_type"], r["session_id"], r["uri"]),
                              ("tx", "Event", sid, topic), r)
+        # So does the flight recorder, read from the wire capture: a dropped EVENT is noted there
+        # instead of the bytes it never wrote (the newest ones: the capture keeps what fits).
+        meta = await h.step(self.mgmt.call(MGMT + "get_trace", NODE, WORKER, "flight-recorder"))
+        fr_drops, seq = [], meta["first_seq"]
+        while True:
+            recs = await h.step(self.mgmt.call(MGMT + "get_trace_data", NODE, WORKER,
+                                               "flight-recorder", seq, None, 100))
+            if not recs:
+                break
+            fr_drops += [r for r in recs if r.get("dropped") == "slow_consumer"]
+            seq = recs[-1]["seq"] + 1
+        self.assertGreater(len(fr_drops), 0)
+        for r in fr_drops[:50]:
+            self.assertEqual((r["direction"], r["msg_type"], r["session_id"], r["uri"],
+                              r["correlation"]), ("tx", "Event", sid, topic, None), r)
         # The subscriber reads again: its connection is alive, the newest EVENTs reach it, and
         # it leaves with a normal GOODBYE exchange.
         await h.step(pub.publish(topic, -2, "last", options=PublishOptions(acknowledge=True)))

@@ -1521,6 +1521,89 @@ START_TEST(test_repeat_large_fan_out)
 
 END_TEST
 
+/* A fed trace (the flight recorder read from the wire capture): the capture path passes it by,
+ * trace_hub_feed() appends to it alone through its filter, trace_lose() gives lost messages
+ * their seqs as dropped. */
+START_TEST(test_fed_trace)
+{
+    trace_hub *h = hub_of(4);
+    trace *t = start(h, "fr", "{\"trace_app_payload\": false}");
+    ck_assert(trace_hub_fast_ready(h));
+    trace_hub_set_fed(h, t);
+    ck_assert(trace_is_fed(t) && trace_is_running(t));
+    ck_assert(!trace_hub_is_active(h)); /* the capture path costs its one branch */
+    ck_assert(!trace_hub_fast_ready(h));
+    trace *other = start(h, "other", NULL);
+    ck_assert(trace_hub_is_active(h));
+    ck_assert_uint_eq(*trace_hub_active_word(h), 1);
+    ck_assert(trace_hub_fast_ready(h)); /* "other" is the fast trace: it runs alone */
+    ck_assert_uint_eq(offer_rx(h), 1);  /* "other" alone */
+    ck_assert_uint_eq(held(t), 0);
+    ck_assert_uint_eq(held(other), 1);
+    json_t *info = json_object();
+    ck_assert_uint_eq(trace_hub_on_connection(h, info, PC0, TS0), 1);
+    json_decref(info);
+    ck_assert_uint_eq(held(t), 0);
+
+    /* Fed: the message's bytes as parsed (no JSON tree), its peer made from the context. */
+    trace_ctx c = {.direction = TRACE_RX,
+                   .msg_type = WAMP_MSG_PUBLISH,
+                   .session_id = 7,
+                   .realm = "realm1",
+                   .uri = "com.example.topic"};
+    trace_input in = {.pc_ns = PC0 + 3 * MS,
+                      .ts_ns = TS0 + 3 * MS,
+                      .ser = WAMP_SER_JSON,
+                      .bytes = publish_json,
+                      .len = sizeof(publish_json) - 1,
+                      .bytes_parsed = true};
+    ck_assert_uint_eq(trace_hub_feed(h, t, &c, &in), 1);
+    ck_assert_uint_eq(held(other), 2); /* fed to t alone (other: the PUBLISH, the connection) */
+    trace_record r;
+    ck_assert_ptr_nonnull(trace_store_get(trace_get_store(t), 0, &r));
+    ck_assert_uint_eq(r.msg_type, WAMP_MSG_PUBLISH);
+    ck_assert_uint_eq(r.pc_ns, PC0 + 3 * MS);
+    ck_assert_uint_eq(trace_peer_session_id(r.peer), 7);
+    ck_assert_str_eq(trace_str_get(r.uri), "com.example.topic");
+    ck_assert_uint_eq(r.len, sizeof(publish_json) - 1);
+    ck_assert_mem_eq(r.bytes, publish_json, r.len);
+    /* Its filter holds: nothing of the management realm. */
+    c.realm = "mgmt";
+    ck_assert_uint_eq(trace_hub_feed(h, t, &c, &in), 0);
+    /* Lost: seqs given out, counted as dropped, with what was held (held seqs stay contiguous). */
+    trace_lose(t, 5);
+    ck_assert_uint_eq(trace_next_seq(t), 6);
+    ck_assert_uint_eq(trace_first_seq(t), 6);
+    ck_assert_uint_eq(trace_dropped(t), 6);
+    c.realm = "realm1";
+    ck_assert_uint_eq(trace_hub_feed(h, t, &c, &in), 1);
+    ck_assert_uint_eq(trace_next_seq(t), 7);
+    ck_assert_uint_eq(trace_records(t), 1);
+    /* A CHALLENGE fed is redacted as the capture path redacts it. */
+    static const char challenge[] = "[4,\"wampcra\",{\"challenge\":\"s3cret\"}]";
+    trace_ctx cc = {.direction = TRACE_TX, .msg_type = WAMP_MSG_CHALLENGE, .realm = "realm1"};
+    trace_input ci = {.ser = WAMP_SER_JSON, .bytes = challenge, .len = sizeof(challenge) - 1};
+    ck_assert_uint_eq(trace_hub_feed(h, t, &cc, &ci), 1);
+    ck_assert_ptr_nonnull(trace_store_get(trace_get_store(t), 7, &r));
+    const char *kept = r.wire ? (const char *)wamp_buf_cdata(r.wire) : (const char *)r.bytes;
+    size_t n = r.wire ? wamp_buf_len(r.wire) : r.len;
+    char text[128] = "";
+    ck_assert_uint_lt(n, sizeof(text));
+    memcpy(text, kept, n);
+    ck_assert_ptr_null(strstr(text, "s3cret"));
+    ck_assert_ptr_nonnull(strstr(text, "***"));
+    /* Stopped: nothing more. */
+    ck_assert_int_eq(trace_hub_stop(h, "fr", PC0, TS0, NULL), WAMP_OK);
+    ck_assert_uint_eq(trace_hub_feed(h, t, &c, &in), 0);
+    trace_lose(t, 3);
+    ck_assert_uint_eq(trace_next_seq(t), 8);
+    ck_assert_uint_eq(trace_hub_stop(h, "other", PC0, TS0, NULL), WAMP_OK);
+    ck_assert(!trace_hub_is_active(h));
+    trace_hub_free(h);
+}
+
+END_TEST
+
 static Suite *trace_hub_suite(void)
 {
     Suite *s = suite_create("trace_hub");
@@ -1560,6 +1643,7 @@ static Suite *trace_hub_suite(void)
     tcase_add_test(cap, test_repeat_only_when_certain);
     tcase_add_test(cap, test_repeat_push_fast_store);
     tcase_add_test(cap, test_repeat_large_fan_out);
+    tcase_add_test(cap, test_fed_trace);
     tcase_add_test(cap, test_repeat_in_memory_limits);
     suite_add_tcase(s, cap);
     return s;

@@ -690,6 +690,61 @@ START_TEST(test_facts)
 
 END_TEST
 
+/* Message chunks (trace_wire_message()): one seq each, in the order of the chunks around them,
+ * handed out as they were given with their notes; one too large to keep is lost. */
+static bool on_note(void *ctx, uint64_t seq, const trace_wire_msg *m)
+{
+    fact_log *l = ctx;
+    ck_assert_uint_lt(l->n, 64);
+    if (!m) {
+        snprintf(l->ev[l->n++], 16, "%llu:lost", (unsigned long long)seq);
+    } else {
+        snprintf(l->ev[l->n++], 16, "%llu:%llu:%x:%.*s", (unsigned long long)seq,
+                 (unsigned long long)m->conn, (unsigned)m->note, (int)(m->len < 4 ? m->len : 4),
+                 (const char *)m->data);
+    }
+    return true;
+}
+
+START_TEST(test_message_chunks)
+{
+    trace_wire *w = trace_wire_new(TRACE_WIRE_MIN_CAP);
+    ck_assert_ptr_nonnull(w);
+    trace_wire_stream st;
+    trace_wire_stream_init(&st, 7, TRACE_TX, TRACE_WIRE_WEBSOCKET, 1);
+    const unsigned char f[] = {0x81, 0x02, 'h', 'i', 0x81, 0x01, 'x'};
+    /* A frame cut in two around a message chunk of another connection: the stream goes on. */
+    (void)trace_wire_capture(w, &st, wt(1), f, 5); /* seq 0: "hi", and the next frame's head */
+    ck_assert_uint_eq(trace_wire_message(w, 3, TRACE_RX, 1, wt(2), 0, "[1]", 3), 1);
+    (void)trace_wire_capture(w, &st, wt(3), f + 5, 2); /* seq 2: "x" */
+    ck_assert_uint_eq(trace_wire_message(w, 7, TRACE_TX, 1, wt(4), 0x240301, "[36]", 4), 3);
+    ck_assert_uint_eq(trace_wire_message(w, 0, 0, 1, wt(5), 2, "{}", 2), 4);
+    static char big[TRACE_WIRE_MIN_CAP * 2];
+    memset(big, 'b', sizeof(big));
+    ck_assert_uint_eq(trace_wire_message(w, 3, TRACE_RX, 1, wt(6), 0, big, sizeof(big)), 5);
+    ck_assert_uint_eq(trace_wire_message(w, 3, TRACE_RX, 1, wt(7), 0, "", 0), 6);
+    ck_assert_uint_eq(trace_wire_next_seq(w), 7);
+    fact_log l = {0};
+    trace_wire_walk walk;
+    ck_assert_int_eq(trace_wire_decode(w, 0, on_note, &l, &walk), WAMP_OK);
+    const char *want[] = {"0:7:0:hi", "1:3:0:[1]", "2:7:0:x", "3:7:240301:[36]",
+                          "4:0:2:{}", "5:lost",    "6:3:0:"};
+    ck_assert_uint_eq(l.n, 7);
+    for (size_t i = 0; i < 7; i++) {
+        ck_assert_str_eq(l.ev[i], want[i]);
+    }
+    ck_assert_uint_eq(walk.lost, 1);
+    ck_assert_uint_eq(walk.messages, 6);
+    /* From a seq: the ones before are not handed out. */
+    memset(&l, 0, sizeof(l));
+    ck_assert_int_eq(trace_wire_decode(w, 3, on_note, &l, NULL), WAMP_OK);
+    ck_assert_uint_eq(l.n, 4);
+    ck_assert_str_eq(l.ev[0], "3:7:240301:[36]");
+    trace_wire_free(w);
+}
+
+END_TEST
+
 /* The flags and UUID trace_wire_corr_of() gives the JSON message text received (rx) or sent on
  * conn at seq. */
 static uint8_t corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint8_t dir,
@@ -717,8 +772,10 @@ START_TEST(test_correlation)
     ck_assert_uint_eq(corr_of(c, 10, 1, TRACE_RX, "[48,7,{},\"com.x\",[1]]", u), HAS | ANCHOR);
     ck_assert_uint_eq(u[6] >> 4, 4); /* shaped as a version 4 UUID */
     ck_assert(trace_wire_corr_call(c, 1, 7, 2, 99));
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(c)), "com.x");
     ck_assert_uint_eq(corr_of(c, 11, 2, TRACE_TX, "[68,99,5,{},[1]]", v), HAS);
     ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(c)), "com.x"); /* the action's URI */
     ck_assert_uint_eq(corr_of(c, 12, 2, TRACE_RX, "[70,99,{},[2]]", v), HAS);
     ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
     ck_assert_uint_eq(corr_of(c, 13, 2, TRACE_RX, "[8,68,99,{},\"com.err\"]", v), HAS);
@@ -734,6 +791,7 @@ START_TEST(test_correlation)
     ck_assert_mem_eq(w, v, TRACE_UUID_LEN);
     /* An answer whose request was not met: a UUID of its key alone, the same in another walk. */
     ck_assert_uint_eq(corr_of(c, 22, 1, TRACE_TX, "[50,8,{}]", u), HAS | LAST);
+    ck_assert_ptr_null(trace_wire_corr_uri(c)); /* (nor its URI) */
     trace_wire_corr *c2 = trace_wire_corr_new();
     ck_assert_ptr_nonnull(c2);
     ck_assert_uint_eq(corr_of(c2, 5, 1, TRACE_TX, "[50,8,{}]", v), HAS | LAST);
@@ -744,6 +802,7 @@ START_TEST(test_correlation)
     ck_assert(trace_wire_corr_published(c, 3, 1, 555));
     ck_assert_uint_eq(corr_of(c, 31, 4, TRACE_TX, "[36,12,555,{},[1]]", v), HAS);
     ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(c)), "com.t");
     ck_assert_uint_eq(corr_of(c, 32, 3, TRACE_TX, "[17,1,555]", v), HAS | LAST);
     ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
     ck_assert_uint_eq(corr_of(c, 33, 4, TRACE_TX, "[36,12,556,{},[1]]", v), 0);
@@ -751,8 +810,31 @@ START_TEST(test_correlation)
     ck_assert_uint_eq(corr_of(c, 40, 4, TRACE_RX, "[32,3,{},\"com.t\"]", u), HAS | ANCHOR);
     ck_assert_uint_eq(corr_of(c, 41, 4, TRACE_TX, "[33,3,12]", v), HAS | LAST);
     ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
-    ck_assert_uint_eq(corr_of(c, 42, 4, TRACE_RX, "[1,\"realm1\",{\"roles\":{}}]", v), 0);
     ck_assert_uint_eq(corr_of(c, 43, 4, TRACE_TX, "[68,1234,5,{}]", v), 0); /* no fact */
+    ck_assert_uint_eq(corr_of(c, 44, 4, TRACE_TX, "[36,12,777,{},[1]]", v), 0);
+    ck_assert_ptr_null(trace_wire_corr_uri(c));
+    /* A session's opening: HELLO, CHALLENGE, AUTHENTICATE, WELCOME; and its closing. */
+    ck_assert_uint_eq(corr_of(c, 50, 5, TRACE_RX, "[1,\"realm1\",{\"roles\":{}}]", u),
+                      HAS | ANCHOR);
+    ck_assert_ptr_null(trace_wire_corr_uri(c));
+    ck_assert_uint_eq(corr_of(c, 51, 5, TRACE_TX, "[4,\"ticket\",{}]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 52, 5, TRACE_RX, "[5,\"sig\",{}]", v), HAS);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 53, 5, TRACE_TX, "[2,77,{}]", v), HAS | LAST);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_uint_eq(corr_of(c, 54, 5, TRACE_RX, "[6,{},\"wamp.close.normal\"]", u), HAS | ANCHOR);
+    ck_assert_uint_eq(corr_of(c, 55, 5, TRACE_TX, "[6,{},\"wamp.close.goodbye_and_out\"]", v),
+                      HAS | LAST);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    /* The router's own GOODBYE and the client's answer: no action. */
+    ck_assert_uint_eq(corr_of(c, 56, 6, TRACE_TX, "[6,{},\"wamp.close.system_shutdown\"]", v), 0);
+    ck_assert_uint_eq(corr_of(c, 57, 6, TRACE_RX, "[6,{},\"wamp.close.goodbye_and_out\"]", v), 0);
+    /* An ABORT answering a HELLO. */
+    ck_assert_uint_eq(corr_of(c, 58, 7, TRACE_RX, "[1,\"nope\",{\"roles\":{}}]", u), HAS | ANCHOR);
+    ck_assert_uint_eq(corr_of(c, 59, 7, TRACE_TX, "[3,{},\"wamp.error.no_such_realm\"]", v),
+                      HAS | LAST);
+    ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
     /* Many actions: the table grows and keeps them. */
     for (uint64_t i = 0; i < 1000; i++) {
         char t[64];
@@ -761,8 +843,10 @@ START_TEST(test_correlation)
         ck_assert(trace_wire_corr_call(c, 9, 100 + i, 10, 5000 + i));
     }
     ck_assert_uint_eq(corr_of(c, 2000, 9, TRACE_TX, "[50,100,{}]", u), HAS | LAST);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(c)), "com.x");
     ck_assert_uint_eq(corr_of(c, 2001, 10, TRACE_TX, "[68,5000,5,{}]", v), HAS);
     ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(c)), "com.x");
     trace_wire_corr_free(c);
 }
 
@@ -778,6 +862,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_from_a_seq);
     tcase_add_test(tc, test_too_large_chunk_is_a_gap);
     tcase_add_test(tc, test_stop);
+    tcase_add_test(tc, test_message_chunks);
     tcase_add_test(tc, test_clock_and_empty);
     tcase_add_loop_test(tc, test_capture_whole, 0, 2);
     tcase_add_test(tc, test_facts);

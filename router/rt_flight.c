@@ -1,0 +1,146 @@
+/* rt_flight.c: the flight recorder read from the wire capture (see rt_flight.h). */
+#include "rt_flight.h"
+
+#include <jansson.h>
+
+#include "rt_core_int.h"
+#include "rt_log.h"
+#include "rt_trace_wire.h"
+#include "trace_hub.h"
+#include "wamp_codec.h"
+
+/* The fed flight recorder, NULL when there is none (or it was deleted and started again: an
+ * ordinary trace then). */
+static trace *fed_trace(const rt_router *rt)
+{
+    trace *t = rt->wire && rt->flight_fed ? trace_hub_find(rt->hub, RT_FLIGHT_RECORDER_ID) : NULL;
+    return t && trace_is_fed(t) ? t : NULL;
+}
+
+void rt_flight_attach(rt_router *rt)
+{
+    trace *t = rt->cfg->tracing_flight_from_wire && rt->wire
+                       ? trace_hub_find(rt->hub, RT_FLIGHT_RECORDER_ID)
+                       : NULL;
+    if (t && trace_is_running(t)) {
+        trace_hub_set_fed(rt->hub, t);
+        rt->flight_fed = true;
+        rt->flight_next = trace_wire_next_seq(rt->wire);
+        RT_LOG_INFO(0,
+                    "flight recorder read from the wire capture (%zu bytes): records are made "
+                    "when the trace is read (wampscope.tracing.flight_recorder.from_wire)",
+                    trace_wire_capacity(rt->wire));
+    }
+}
+
+typedef struct feed {
+    trace_hub *hub;
+    trace *t;
+    uint64_t lost; /* lost seqs not given out yet */
+    uint64_t next; /* the seq after the last one met */
+} feed;
+
+static void give_lost(feed *f)
+{
+    if (f->lost) {
+        trace_lose(f->t, f->lost);
+        f->lost = 0;
+    }
+}
+
+/* A connection event, for a flight recorder that keeps every message (as
+ * trace_hub_on_connection() chooses). */
+static void feed_connection(feed *f, const trace_record *rec)
+{
+    json_t *info = trace_keeps_all(f->t) && rec->bytes
+                           ? json_loadb((const char *)rec->bytes, rec->len, 0, NULL)
+                           : NULL;
+    uint64_t seq;
+    if (info) {
+        (void)trace_connection(f->t, info, rec->pc_ns, rec->ts_ns, &seq);
+    }
+    json_decref(info);
+}
+
+/* One seq of the capture, for the flight recorder. */
+static bool on_rec(void *ctx, uint64_t seq, const trace_record *rec)
+{
+    feed *f = ctx;
+    f->next = seq + 1;
+    if (!rec) {
+        f->lost++;
+        return true;
+    }
+    give_lost(f);
+    if (rec->msg_type == TRACE_MSG_CONNECTION) {
+        feed_connection(f, rec);
+        return trace_is_running(f->t);
+    }
+    trace_peer *p = rec->peer, *hello = NULL;
+    if (p && rec->msg_type == WAMP_MSG_HELLO && rec->dir == TRACE_RX) {
+        /* Named as when it came: the session it opened and the realm, no authentication yet. */
+        p = hello = trace_peer_new(trace_peer_session_id(p), trace_peer_realm(p), NULL, NULL);
+    }
+    bool has = rec->flags & TRACE_CORR_HAS;
+    trace_ctx c = {
+            .direction = (trace_dir)rec->dir,
+            .msg_type = rec->msg_type,
+            .session_id = p ? trace_peer_session_id(p) : 0,
+            .realm = p ? trace_peer_realm(p) : NULL,
+            .authid = p ? trace_peer_authid(p) : NULL,
+            .authrole = p ? trace_peer_authrole(p) : NULL,
+            .uri = rec->uri ? trace_str_get(rec->uri) : NULL,
+            .correlation = has ? rec->corr : NULL,
+            .correlation_is_anchor = rec->flags & TRACE_CORR_ANCHOR,
+    };
+    trace_input in = {
+            .pc_ns = rec->pc_ns,
+            .ts_ns = rec->ts_ns,
+            .peer = p,
+            .uri = rec->uri,
+            .correlation = c.correlation,
+            .correlation_is_anchor = c.correlation_is_anchor,
+            .correlation_is_last = rec->flags & TRACE_CORR_LAST,
+            .ser = (wamp_ser)rec->wire_ser,
+            .wire = rec->wire, /* a redacted copy, or NULL: the bytes as they went */
+            .bytes = rec->wire ? NULL : rec->bytes,
+            .len = rec->wire ? 0 : rec->len,
+            .bytes_parsed = !rec->wire && rec->msg_type != 0,
+            .dropped = rec->dropped,
+    };
+    json_t *msg = NULL;
+    if (in.bytes && trace_get_action(f->t) &&
+        (rec->msg_type == WAMP_MSG_ERROR || rec->msg_type == WAMP_MSG_ABORT) &&
+        wamp_codec_decode_value(in.ser, in.bytes, in.len, &msg, NULL, 0) == WAMP_OK) {
+        in.msg = msg; /* an action-level trace names an answer's error URI */
+    }
+    (void)trace_hub_feed(f->hub, f->t, &c, &in);
+    json_decref(msg);
+    trace_peer_unref(&hello);
+    return trace_is_running(f->t);
+}
+
+uint64_t rt_router_flight_sync(rt_router *rt)
+{
+    trace *t = fed_trace(rt);
+    uint64_t next = rt->wire ? trace_wire_next_seq(rt->wire) : 0;
+    if (!t || !trace_is_running(t) || rt->flight_next >= next) {
+        return 0;
+    }
+    uint64_t from = rt->flight_next;
+    feed f = {.hub = rt->hub, .t = t, .next = from};
+    uint64_t first = trace_wire_first_seq(rt->wire);
+    if (first > from) { /* dropped from the capture before this sync */
+        f.lost = first - from;
+        f.next = first;
+    }
+    trace_wire_walk walk;
+    wamp_err err = rt_router_wire_read(rt, f.next, on_rec, &f, &walk);
+    if (err == WAMP_OK && trace_is_running(t) && f.next < walk.next_seq) {
+        f.lost += walk.next_seq - f.next; /* (none: every seq is met) */
+        f.next = walk.next_seq;
+    }
+    give_lost(&f);
+    rt->flight_next = f.next;
+    return f.next - from;
+}
