@@ -50,6 +50,7 @@ struct rt_router {
      * the capture's next message not given to it yet. */
     bool flight_fed;
     uint64_t flight_next;
+    struct rt_wire_follow *flight_follow; /* owned: its reader of the capture */
     /* Routing facts noted since the capture's last append (rt_trace_wire.c): appended, as one
      * fact, before the next chunk or when full. */
     unsigned char wire_facts[RT_WIRE_FACTS];

@@ -22,10 +22,10 @@ void rt_flight_attach(rt_router *rt)
     trace *t = rt->cfg->tracing_flight_from_wire && rt->wire
                        ? trace_hub_find(rt->hub, RT_FLIGHT_RECORDER_ID)
                        : NULL;
-    if (t && trace_is_running(t)) {
+    if (t && trace_is_running(t) && (rt->flight_follow = rt_wire_follow_new())) {
         trace_hub_set_fed(rt->hub, t);
         rt->flight_fed = true;
-        rt->flight_next = trace_wire_next_seq(rt->wire);
+        rt->flight_next = 0; /* (the follower starts at seq 0) */
         RT_LOG_INFO(0,
                     "flight recorder read from the wire capture (%zu bytes): records are made "
                     "when the trace is read (wampscope.tracing.flight_recorder.from_wire)",
@@ -123,24 +123,32 @@ static bool on_rec(void *ctx, uint64_t seq, const trace_record *rec)
 uint64_t rt_router_flight_sync(rt_router *rt)
 {
     trace *t = fed_trace(rt);
-    uint64_t next = rt->wire ? trace_wire_next_seq(rt->wire) : 0;
-    if (!t || !trace_is_running(t) || rt->flight_next >= next) {
+    if (!t || !trace_is_running(t) || rt->flight_next >= trace_wire_next_seq(rt->wire)) {
         return 0;
     }
     uint64_t from = rt->flight_next;
     feed f = {.hub = rt->hub, .t = t, .next = from};
     uint64_t first = trace_wire_first_seq(rt->wire);
-    if (first > from) { /* dropped from the capture before this sync */
+    if (first > from) { /* let go before the follower reached them (walk.skipped): first */
         f.lost = first - from;
         f.next = first;
     }
+    /* A trace that keeps every message and holds its last `limit` records: the ones before those
+     * would only come in to be dropped, so they are read for their actions alone, and dropped
+     * at once (as the limit would drop them). */
+    uint64_t end = trace_wire_next_seq(rt->wire);
+    size_t limit = trace_get_options(t)->limit;
+    if (trace_keeps_all(t) && !trace_get_options(t)->max_records && limit && end - f.next > limit) {
+        give_lost(&f);
+        trace_skip(t, end - limit - f.next);
+        f.next = end - limit;
+    }
     trace_wire_walk walk;
-    wamp_err err = rt_router_wire_read(rt, f.next, on_rec, &f, &walk);
-    if (err == WAMP_OK && trace_is_running(t) && f.next < walk.next_seq) {
-        f.lost += walk.next_seq - f.next; /* (none: every seq is met) */
-        f.next = walk.next_seq;
+    (void)rt_router_wire_follow(rt, rt->flight_follow, f.next, on_rec, &f, &walk);
+    if (trace_is_running(t) && f.next < end) {
+        f.lost += end - f.next; /* (a walk ended early without memory: the follower is past) */
     }
     give_lost(&f);
-    rt->flight_next = f.next;
-    return f.next - from;
+    rt->flight_next = end;
+    return end - from;
 }

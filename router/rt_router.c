@@ -225,6 +225,7 @@ void rt_router_free(rt_router *rt)
     rt_observers_fini(&rt->observers);
     rt_trace_action_close(rt);
     trace_hub_free(rt->hub);
+    rt_wire_follow_free(rt->flight_follow);
     trace_wire_free(rt->wire);
     rt_hmap_fini(&rt->sessions_by_id);
     free(rt);

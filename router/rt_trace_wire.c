@@ -240,7 +240,7 @@ typedef struct conn_fact {
 typedef struct wire_read {
     conn_sess *by_conn; /* sorted by conn */
     size_t n;
-    rt_hmap facts;         /* conn_fact by conn */
+    rt_hmap *facts;        /* conn_fact by conn (the read's, or a follower's) */
     trace_wire_corr *corr; /* NULL without memory: no correlation */
     uint64_t from;         /* seqs before are read for their facts and actions only */
     rt_wire_read_fn fn;
@@ -283,7 +283,7 @@ static trace_peer *fact_peer(const unsigned char *p, size_t n)
  * connection's) before it too: its HELLO and whatever the connection carried before it joined. */
 static void on_join(wire_read *r, uint64_t conn, const void *p, size_t n, bool early)
 {
-    conn_fact *f = fact_find(&r->facts, conn);
+    conn_fact *f = fact_find(r->facts, conn);
     if (f && early) {
         return;
     }
@@ -293,7 +293,7 @@ static void on_join(wire_read *r, uint64_t conn, const void *p, size_t n, bool e
     }
     if (!f) {
         f = calloc(1, sizeof(*f));
-        if (!f || rt_hmap_insert(&r->facts, &f->node, rt_hash_u64(conn)) != WAMP_OK) {
+        if (!f || rt_hmap_insert(r->facts, &f->node, rt_hash_u64(conn)) != WAMP_OK) {
             free(f);
             trace_peer_unref(&peer);
             return;
@@ -499,7 +499,7 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
         m->ser > 0 && m->ser < WAMP_SER_COUNT) {
         redact(&rec, (wamp_ser)m->ser);
     }
-    conn_fact *f = fact_find(&r->facts, m->conn);
+    conn_fact *f = fact_find(r->facts, m->conn);
     rt_session *s = f ? NULL : session_of(r, m->conn);
     if (f) {
         rec.peer = trace_peer_ref(f->peer);
@@ -511,6 +511,39 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     return go;
 }
 
+/* r's snapshot of the live sessions by connection (r->by_conn, sorted); false without memory. */
+static bool snapshot_sessions(rt_router *rt, wire_read *r)
+{
+    r->by_conn = malloc((rt->n_sessions ? rt->n_sessions : 1) * sizeof(*r->by_conn));
+    if (!r->by_conn) {
+        return false;
+    }
+    RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
+    {
+        rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
+        if (conn_of(s) && r->n < rt->n_sessions) {
+            r->by_conn[r->n++] = (conn_sess){.conn = conn_of(s), .s = s};
+        }
+    }
+    qsort(r->by_conn, r->n, sizeof(*r->by_conn), conn_cmp);
+    return true;
+}
+
+/* Drops the join facts of m (all of them; dead_only: those whose connection has no live session
+ * in r's snapshot). */
+static void facts_drop(rt_hmap *m, const wire_read *r, bool dead_only)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(m); it.node;) {
+        conn_fact *f = RT_CONTAINER_OF(it.node, conn_fact, node);
+        rt_hmap_iter_next(m, &it);
+        if (!dead_only || !session_of(r, f->conn)) {
+            rt_hmap_remove(m, &f->node);
+            trace_peer_unref(&f->peer);
+            free(f);
+        }
+    }
+}
+
 wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn fn, void *ctx,
                              trace_wire_walk *out)
 {
@@ -518,31 +551,74 @@ wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn f
         return WAMP_EINVAL;
     }
     facts_flush(rt); /* what was noted since the last chunk */
-    wire_read r = {.fn = fn, .ctx = ctx, .from = from_seq, .corr = trace_wire_corr_new()};
-    r.by_conn = malloc((rt->n_sessions ? rt->n_sessions : 1) * sizeof(*r.by_conn));
-    if (!r.by_conn) {
+    rt_hmap facts;
+    rt_hmap_init(&facts);
+    wire_read r = {
+            .fn = fn, .ctx = ctx, .from = from_seq, .corr = trace_wire_corr_new(), .facts = &facts};
+    if (!snapshot_sessions(rt, &r)) {
         trace_wire_corr_free(r.corr);
         return WAMP_ENOMEM;
     }
-    RT_LIST_FOREACH_SAFE(it, nx, &rt->sessions)
-    {
-        rt_session *s = RT_CONTAINER_OF(it, rt_session, in_router);
-        if (conn_of(s) && r.n < rt->n_sessions) {
-            r.by_conn[r.n++] = (conn_sess){.conn = conn_of(s), .s = s};
-        }
-    }
-    qsort(r.by_conn, r.n, sizeof(*r.by_conn), conn_cmp);
-    rt_hmap_init(&r.facts);
     /* From the oldest held seq: the actions of the seqs before from_seq are those of some after. */
     wamp_err err = trace_wire_decode_facts(rt->wire, 0, on_seq, on_fact, &r, out);
     trace_wire_corr_free(r.corr);
-    for (rt_hmap_iter it = rt_hmap_iter_begin(&r.facts); it.node;) {
-        conn_fact *f = RT_CONTAINER_OF(it.node, conn_fact, node);
-        rt_hmap_iter_next(&r.facts, &it);
-        trace_peer_unref(&f->peer);
+    facts_drop(&facts, &r, false);
+    rt_hmap_fini(&facts);
+    free(r.by_conn);
+    return err;
+}
+
+/* A follower: the incremental reader and what it keeps between reads. */
+struct rt_wire_follow {
+    trace_wire_reader *rd;
+    trace_wire_corr *corr; /* bounded */
+    rt_hmap facts;         /* the join facts of live connections */
+};
+
+/* Actions a follower keeps per generation of its correlation (two generations). */
+#define FOLLOW_ACTIONS 65536
+
+rt_wire_follow *rt_wire_follow_new(void)
+{
+    rt_wire_follow *f = calloc(1, sizeof(*f));
+    if (!f) {
+        return NULL;
+    }
+    f->rd = trace_wire_reader_new();
+    f->corr = trace_wire_corr_new();
+    rt_hmap_init(&f->facts);
+    if (!f->rd || !f->corr) {
+        rt_wire_follow_free(f);
+        return NULL;
+    }
+    trace_wire_corr_bound(f->corr, FOLLOW_ACTIONS);
+    return f;
+}
+
+void rt_wire_follow_free(rt_wire_follow *f)
+{
+    if (f) {
+        facts_drop(&f->facts, &(wire_read){0}, false);
+        rt_hmap_fini(&f->facts);
+        trace_wire_corr_free(f->corr);
+        trace_wire_reader_free(f->rd);
         free(f);
     }
-    rt_hmap_fini(&r.facts);
+}
+
+wamp_err rt_router_wire_follow(rt_router *rt, rt_wire_follow *f, uint64_t from_seq,
+                               rt_wire_read_fn fn, void *ctx, trace_wire_walk *out)
+{
+    if (!rt->wire) {
+        return WAMP_EINVAL;
+    }
+    facts_flush(rt);
+    wire_read r = {.fn = fn, .ctx = ctx, .from = from_seq, .corr = f->corr, .facts = &f->facts};
+    if (!snapshot_sessions(rt, &r)) {
+        return WAMP_ENOMEM;
+    }
+    wamp_err err = trace_wire_reader_next(f->rd, rt->wire, on_seq, on_fact, &r, out);
+    facts_drop(&f->facts, &r, true); /* (no chunk of a connection gone can come any more) */
     free(r.by_conn);
     return err;
 }

@@ -91,4 +91,18 @@ typedef bool (*rt_wire_read_fn)(void *ctx, uint64_t seq, const trace_record *rec
 wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn fn, void *ctx,
                              trace_wire_walk *out);
 
+/* A follower of the wire capture (the flight recorder's): rt_router_wire_follow() hands out, at
+ * each call, the records of what the capture took in since the last one, each message decoded
+ * once (trace_wire_reader), with its session and correlation as rt_router_wire_read() gives
+ * them; it keeps the streams' states, the actions of its last 65,536 to 131,072 requests and the
+ * joins of live connections between calls. NULL without memory. */
+typedef struct rt_wire_follow rt_wire_follow;
+rt_wire_follow *rt_wire_follow_new(void);
+void rt_wire_follow_free(rt_wire_follow *f); /* NULL-safe */
+/* Messages before from_seq are read for their actions only (not handed out, lost ones
+ * neither). WAMP_EINVAL: no wire capture runs; WAMP_ENOMEM: the walk ended early.
+ * out->skipped: the seqs the capture let go before f reached them (not handed out). */
+wamp_err rt_router_wire_follow(rt_router *rt, rt_wire_follow *f, uint64_t from_seq,
+                               rt_wire_read_fn fn, void *ctx, trace_wire_walk *out);
+
 #endif /* RT_TRACE_WIRE_H */

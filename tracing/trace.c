@@ -31,7 +31,8 @@ struct trace {
     trace_persist *persist;
     json_t *given_options; /* as the client gave them, for meta.json; may be NULL */
     bool io_error_pending; /* stopped by an I/O error not reported yet */
-    uint64_t lost;         /* seqs given out for messages lost before they came (trace_lose()) */
+    uint64_t skipped;      /* seqs given out for messages dropped before they came (trace_skip()) */
+    uint64_t lost;         /* messages its feeder lost (trace_lose()) */
 };
 
 /* meta.json: what trace_reload() needs to rebuild the trace (see trace_persist.h). */
@@ -283,13 +284,25 @@ void trace_set_fed(trace *t)
     t->h.fed = true;
 }
 
-void trace_lose(trace *t, uint64_t n)
+void trace_skip(trace *t, uint64_t n)
 {
     if (!t->h.running || n == 0) {
         return;
     }
     (void)trace_store_skip_n(t->store, n); /* (counts what it drops of the held records) */
-    t->lost += n;
+    t->skipped += n;
+}
+
+void trace_lose(trace *t, uint64_t n)
+{
+    if (t->h.running) {
+        t->lost += n;
+    }
+}
+
+uint64_t trace_lost(const trace *t)
+{
+    return t->lost;
 }
 
 bool trace_stop(trace *t, trace_stop_reason reason, uint64_t pc_ns, uint64_t ts_ns)
@@ -759,7 +772,7 @@ uint64_t trace_dropped(const trace *t)
 {
     uint64_t abandoned = t->action ? trace_action_abandoned(t->action) : 0;
     if (!t->persist) {
-        return trace_store_dropped(t->store) + abandoned + t->lost;
+        return trace_store_dropped(t->store) + abandoned + t->skipped;
     }
     return trace_next_seq(t) - trace_records(t) + abandoned;
 }

@@ -131,10 +131,17 @@ static inline bool trace_is_fed(const trace *t)
  * recorder read from the wire capture: trace_hub_feed()), never from the hub's capture path, and
  * it no longer counts in the hub's running traces (trace_hub_is_active()). For good. */
 void trace_set_fed(trace *t);
-/* A fed trace's n messages that its feeder lost before it could append them: their seqs are
- * given out and counted as dropped (trace_dropped()); records still held are dropped too (and
- * counted), so that held seqs stay contiguous. Nothing happens to a stopped trace. */
+/* A fed trace's n messages that it would have kept and then dropped at once (its limit: n or more
+ * newer records follow them): their seqs are given out and counted as dropped
+ * (trace_dropped()), and the records still held are dropped too, as the limit would drop them.
+ * Nothing happens to a stopped trace. */
+void trace_skip(trace *t, uint64_t n);
+/* A fed trace's n messages that its feeder lost before it could offer them (the wire capture let
+ * them go, or held them only in part): counted (trace_lost()), no seqs. Nothing happens to a
+ * stopped trace. */
 void trace_lose(trace *t, uint64_t n);
+/* Messages a fed trace's feeder lost (trace_lose()); 0 for any other trace. */
+uint64_t trace_lost(const trace *t);
 
 /* "running" / "stopped". */
 const char *trace_status_name(const trace *t);

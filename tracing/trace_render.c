@@ -414,6 +414,11 @@ json_t *trace_render_meta(const trace *t, const char *node_id, const char *worke
         json_decref(obj);
         return NULL;
     }
+    if (trace_is_fed(t) &&
+        json_object_set_new(obj, "lost", json_integer((json_int_t)trace_lost(t))) != 0) {
+        json_decref(obj);
+        return NULL;
+    }
     return obj;
 }
 

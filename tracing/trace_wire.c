@@ -41,6 +41,7 @@ struct trace_wire {
     size_t used;
     uint64_t next_seq;
     uint64_t dropped;
+    uint64_t appended; /* chunks ever appended: the oldest held one is appended - chunks */
 };
 
 trace_wire *trace_wire_new(size_t cap)
@@ -144,6 +145,7 @@ uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void 
     w->tail += sz;
     w->used += sz;
     w->chunks++;
+    w->appended++;
     w->next_seq += c->nmsg;
     return h.first_seq;
 }
@@ -224,6 +226,7 @@ typedef struct wire_pos {
 
 typedef struct wire_stream {
     uint64_t key; /* conn << 1 | tx; 0: a free slot */
+    uint64_t idx; /* the index of its last chunk decoded (trace_wire.appended - 1 then) */
     wire_pos pos;
     unsigned char *buf; /* the message being joined */
     size_t len, cap;
@@ -514,6 +517,7 @@ static bool header_done(wire_pos *q, const wire_frame *f)
 
 typedef struct wire_emit {
     const wire_ent *e;
+    uint64_t idx;      /* e's index */
     uint64_t seq;      /* of the next message to hand out */
     uint64_t last_seq; /* one past the chunk's last seq */
     uint64_t from_seq;
@@ -629,6 +633,7 @@ static void chunk_decode(wire_dec *d, const wire_ent *e, wire_emit *em)
     if (!s) {
         return;
     }
+    s->idx = em->idx;
     const unsigned char *p = (const unsigned char *)(e + 1);
     size_t n = e->len;
     if (e->flags & WIRE_GAP) {
@@ -669,11 +674,11 @@ wamp_err trace_wire_decode(const trace_wire *w, uint64_t from_seq, trace_wire_fn
     return trace_wire_decode_facts(w, from_seq, fn, NULL, ctx, out);
 }
 
-/* Hands every held fact of w to fact, early. */
-static void facts_early(const trace_wire *w, trace_wire_fact_fn fact, void *ctx)
+/* Hands the facts among count chunks of w from the one at off on to fact, early. */
+static void facts_early(const trace_wire *w, size_t off, size_t count, trace_wire_fact_fn fact,
+                        void *ctx)
 {
-    size_t off = w->head;
-    for (size_t k = 0; k < w->chunks; k++) {
+    for (size_t k = 0; k < count; k++) {
         const wire_ent *e = ent_at(w, off);
         if (e->framing == TRACE_WIRE_FACT && !(e->flags & WIRE_GAP)) {
             fact(ctx, e->conn, e + 1, e->len, true);
@@ -682,11 +687,49 @@ static void facts_early(const trace_wire *w, trace_wire_fact_fn fact, void *ctx)
     }
 }
 
+/* Decodes count chunks of w from the one at off on, whose index is idx (facts handed to fact in
+ * their place), until em stops or d runs out of memory; returns the offset of the last chunk it
+ * went through (off itself when count is 0). */
+static size_t walk_chunks(wire_dec *d, const trace_wire *w, size_t off, uint64_t idx, size_t count,
+                          wire_emit *em, trace_wire_fact_fn fact, void *ctx)
+{
+    size_t last = off;
+    for (size_t k = 0; k < count && !em->stop && !d->oom; k++) {
+        const wire_ent *e = ent_at(w, off);
+        em->idx = idx + k;
+        if (e->framing == TRACE_WIRE_FACT) {
+            if (fact && !(e->flags & WIRE_GAP)) {
+                fact(ctx, e->conn, e + 1, e->len, false);
+            }
+        } else if (e->framing == TRACE_WIRE_MESSAGE) {
+            em->seq = e->first_seq;
+            message_decode(e, em);
+        } else {
+            em->e = e;
+            em->seq = e->first_seq;
+            em->last_seq = e->first_seq + e->nmsg;
+            chunk_decode(d, e, em); /* (before from_seq: only the streams' state moves) */
+        }
+        last = off;
+        off = ent_next(w, off, ent_size(e->len));
+    }
+    return last;
+}
+
+static void dec_fini(wire_dec *d)
+{
+    for (size_t i = 0; d->tab && i <= d->mask; i++) {
+        free(d->tab[i].buf);
+    }
+    free(d->tab);
+    d->tab = NULL;
+}
+
 wamp_err trace_wire_decode_facts(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn,
                                  trace_wire_fact_fn fact, void *ctx, trace_wire_walk *out)
 {
     if (fact) {
-        facts_early(w, fact, ctx);
+        facts_early(w, w->head, w->chunks, fact, ctx);
     }
     trace_wire_walk walk = {.first_seq = trace_wire_first_seq(w), .next_seq = w->next_seq};
     wire_dec d = {.tab = calloc(16, sizeof(wire_stream)), .mask = 15};
@@ -697,30 +740,129 @@ wamp_err trace_wire_decode_facts(const trace_wire *w, uint64_t from_seq, trace_w
         return WAMP_ENOMEM;
     }
     wire_emit em = {.from_seq = from_seq, .fn = fn, .ctx = ctx, .walk = &walk};
-    size_t off = w->head;
-    for (size_t k = 0; k < w->chunks && !em.stop && !d.oom; k++) {
-        const wire_ent *e = ent_at(w, off);
-        if (e->framing == TRACE_WIRE_FACT) {
-            if (fact && !(e->flags & WIRE_GAP)) {
-                fact(ctx, e->conn, e + 1, e->len, false);
-            }
-        } else if (e->framing == TRACE_WIRE_MESSAGE) {
-            em.seq = e->first_seq;
-            message_decode(e, &em);
-        } else {
-            em.e = e;
-            em.seq = e->first_seq;
-            em.last_seq = e->first_seq + e->nmsg;
-            chunk_decode(&d, e, &em); /* (before from_seq: only the streams' state moves) */
-        }
-        off = ent_next(w, off, ent_size(e->len));
-    }
-    for (size_t i = 0; i <= d.mask; i++) {
-        free(d.tab[i].buf);
-    }
-    free(d.tab);
+    (void)walk_chunks(&d, w, w->head, w->appended - w->chunks, w->chunks, &em, fact, ctx);
+    dec_fini(&d);
     if (out) {
         *out = walk;
     }
     return d.oom ? WAMP_ENOMEM : WAMP_OK;
+}
+
+/* --- The incremental reader ------------------------------------------------------------------ */
+
+struct trace_wire_reader {
+    wire_dec d;        /* its streams' parse states */
+    bool started;      /* it has read (the fields below mean something) */
+    uint64_t last_idx; /* the chunk it read last: its index (trace_wire.appended - 1 then) */
+    size_t last_off;   /* ... and its offset */
+    uint64_t next_idx; /* the chunk to read next */
+    uint64_t next_seq; /* the seq to hand out next */
+};
+
+trace_wire_reader *trace_wire_reader_new(void)
+{
+    trace_wire_reader *r = calloc(1, sizeof(*r));
+    if (r && !(r->d.tab = calloc(16, sizeof(wire_stream)))) {
+        free(r);
+        return NULL;
+    }
+    if (r) {
+        r->d.mask = 15;
+    }
+    return r;
+}
+
+void trace_wire_reader_free(trace_wire_reader *r)
+{
+    if (r) {
+        dec_fini(&r->d);
+        free(r);
+    }
+}
+
+uint64_t trace_wire_reader_next_seq(const trace_wire_reader *r)
+{
+    return r->next_seq;
+}
+
+/* Every stream picked up again at its next frame start (what r held of them is gone). */
+static void reader_resync(trace_wire_reader *r)
+{
+    for (size_t i = 0; i <= r->d.mask; i++) {
+        memset(&r->d.tab[i].pos, 0, sizeof(r->d.tab[i].pos));
+        r->d.tab[i].len = 0;
+    }
+    r->d.oom = false;
+}
+
+/* Forgets the streams none of whose chunks the ring holds any more (connections gone, or quiet
+ * for a whole ring): a stream that goes on is picked up at its next frame start. Once the table
+ * is at least half full of them. */
+static void reader_forget(trace_wire_reader *r, uint64_t head_idx)
+{
+    wire_dec *d = &r->d;
+    size_t gone = 0;
+    for (size_t i = 0; i <= d->mask; i++) {
+        gone += d->tab[i].key && d->tab[i].idx < head_idx;
+    }
+    if (gone < 16 || gone * 2 < d->n) {
+        return;
+    }
+    wire_dec nd = {.tab = calloc(d->mask + 1, sizeof(wire_stream)), .mask = d->mask};
+    if (!nd.tab) {
+        return; /* (kept: tried again next time) */
+    }
+    for (size_t i = 0; i <= d->mask; i++) {
+        wire_stream *s = &d->tab[i];
+        if (!s->key) {
+            continue;
+        }
+        if (s->idx < head_idx) {
+            free(s->buf);
+            continue;
+        }
+        wire_stream *t = stream_find(&nd, s->key); /* (no growth: fewer than before) */
+        *t = *s;
+    }
+    free(d->tab);
+    *d = nd;
+}
+
+wamp_err trace_wire_reader_next(trace_wire_reader *r, const trace_wire *w, trace_wire_fn fn,
+                                trace_wire_fact_fn fact, void *ctx, trace_wire_walk *out)
+{
+    uint64_t head_idx = w->appended - w->chunks;
+    trace_wire_walk walk = {.first_seq = trace_wire_first_seq(w), .next_seq = w->next_seq};
+    size_t off = w->head;
+    if (!r->started) {
+        walk.skipped = walk.first_seq; /* (from seq 0) */
+        r->next_idx = head_idx;
+    } else if (r->next_idx < head_idx) {
+        reader_resync(r); /* chunks it did not read are gone */
+        walk.skipped = walk.first_seq - r->next_seq;
+        r->next_idx = head_idx;
+    } else if (r->last_idx >= head_idx) {
+        off = ent_next(w, r->last_off, ent_size(ent_at(w, r->last_off)->len));
+    }
+    size_t count = (size_t)(w->appended - r->next_idx);
+    if (fact && count) {
+        facts_early(w, off, count, fact, ctx);
+    }
+    wire_emit em = {.fn = fn, .ctx = ctx, .walk = &walk};
+    if (count) {
+        r->last_off = walk_chunks(&r->d, w, off, r->next_idx, count, &em, fact, ctx);
+        r->last_idx = w->appended - 1;
+        r->started = true;
+    }
+    r->next_idx = w->appended;
+    r->next_seq = w->next_seq;
+    bool oom = r->d.oom;
+    if (oom) {
+        reader_resync(r); /* (the walk ended early: what it did not hand out is lost to it) */
+    }
+    reader_forget(r, w->appended - w->chunks);
+    if (out) {
+        *out = walk;
+    }
+    return oom ? WAMP_ENOMEM : WAMP_OK;
 }

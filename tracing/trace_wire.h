@@ -166,6 +166,7 @@ typedef struct trace_wire_walk {
     uint64_t messages;  /* messages handed to fn */
     uint64_t lost;      /* lost seqs handed to fn */
     uint64_t mismatch;  /* messages decoded beyond a chunk's nmsg (not handed out) */
+    uint64_t skipped;   /* trace_wire_reader_next(): seqs let go before the reader reached them */
 } trace_wire_walk;
 
 /* Decodes the held chunks, oldest first, and calls fn for every seq from from_seq on, in seq
@@ -184,5 +185,24 @@ typedef void (*trace_wire_fact_fn)(void *ctx, uint64_t conn, const void *p, size
  * then each again in its place in the walk. */
 wamp_err trace_wire_decode_facts(const trace_wire *w, uint64_t from_seq, trace_wire_fn fn,
                                  trace_wire_fact_fn fact, void *ctx, trace_wire_walk *out);
+
+/* An incremental reader: it decodes each chunk once, whatever number of times it is called,
+ * keeping its streams' parse states between calls. Each call hands out the messages of the
+ * chunks appended since the last (at the first call, of every held chunk), every seq from where
+ * the last call stopped (seq 0 at first), in order (message or lost), and their facts (those
+ * among the new chunks early, then each in its place). When the ring let chunks go before the
+ * reader reached them, their seqs are counted in walk.skipped (not handed out) and the streams
+ * are picked up at their next frame starts, as the stateless decoder picks up a stream whose
+ * earlier chunks are gone. A callback's false stops the handing out; the reader is past those
+ * chunks all the same. NULL without memory. Service thread only; the reader belongs to one capture.
+ */
+typedef struct trace_wire_reader trace_wire_reader;
+trace_wire_reader *trace_wire_reader_new(void);
+void trace_wire_reader_free(trace_wire_reader *r); /* NULL-safe */
+/* WAMP_ENOMEM: the walk ended early (the rest of its chunks are lost to the reader). */
+wamp_err trace_wire_reader_next(trace_wire_reader *r, const trace_wire *w, trace_wire_fn fn,
+                                trace_wire_fact_fn fact, void *ctx, trace_wire_walk *out);
+/* The seq the reader hands out next (the capture's next seq after a call). */
+uint64_t trace_wire_reader_next_seq(const trace_wire_reader *r);
 
 #endif /* TRACE_WIRE_H */

@@ -1,6 +1,7 @@
-/* trace_wire_corr.c: correlation of the wire capture's messages (see trace_wire_corr.h). One
+/* trace_wire_corr.c: correlation of the wire capture's messages (see trace_wire_corr.h). An
  * open-addressing table maps an action's key to its UUID: a request (connection, request id), an
- * invocation (callee's connection, INVOCATION id), a publication (its id). */
+ * invocation (callee's connection, INVOCATION id), a publication (its id); bounded, two
+ * generations of them. */
 #include "trace_wire_corr.h"
 
 #include <stdlib.h>
@@ -21,35 +22,59 @@ typedef struct corr_ent {
     trace_str *uri; /* the action's URI (a reference), NULL: none */
 } corr_ent;
 
-struct trace_wire_corr {
+/* One generation of actions: an open-addressing table. */
+typedef struct corr_tab {
     corr_ent *tab;
     size_t mask; /* slots - 1 */
     size_t n;
-    trace_str *memo; /* the URI last made (a reference): the next request's, usually */
-    trace_str *cur;  /* the URI of the last trace_wire_corr_of()'s action */
+} corr_tab;
+
+struct trace_wire_corr {
+    corr_tab cur, prev; /* the newer actions, and the generation before (max: see bound) */
+    size_t max;         /* actions of a generation (0: one generation, unbounded) */
+    trace_str *memo;    /* the URI last made (a reference): the next request's, usually */
+    trace_str *cur_uri; /* the URI of the last trace_wire_corr_of()'s action */
 };
+
+static bool tab_init(corr_tab *t)
+{
+    t->n = 0;
+    t->mask = 63;
+    t->tab = calloc(64, sizeof(*t->tab));
+    return t->tab != NULL;
+}
+
+static void tab_fini(corr_tab *t)
+{
+    for (size_t i = 0; t->tab && i <= t->mask; i++) {
+        trace_str_unref(&t->tab[i].uri);
+    }
+    free(t->tab);
+    t->tab = NULL;
+    t->n = 0;
+}
 
 trace_wire_corr *trace_wire_corr_new(void)
 {
     trace_wire_corr *c = calloc(1, sizeof(*c));
-    if (c && !(c->tab = calloc(64, sizeof(*c->tab)))) {
+    if (c && !tab_init(&c->cur)) {
         free(c);
         return NULL;
     }
-    if (c) {
-        c->mask = 63;
-    }
     return c;
+}
+
+void trace_wire_corr_bound(trace_wire_corr *c, size_t max)
+{
+    c->max = max;
 }
 
 void trace_wire_corr_free(trace_wire_corr *c)
 {
     if (c) {
-        for (size_t i = 0; i <= c->mask; i++) {
-            trace_str_unref(&c->tab[i].uri);
-        }
+        tab_fini(&c->cur);
+        tab_fini(&c->prev);
         trace_str_unref(&c->memo);
-        free(c->tab);
         free(c);
     }
 }
@@ -62,41 +87,57 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static size_t slot_of(const trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind)
+static size_t slot_of(const corr_tab *t, uint64_t conn, uint64_t id, uint8_t kind)
 {
-    size_t i = (size_t)mix(conn ^ mix(id ^ ((uint64_t)kind << 56))) & c->mask;
-    while (c->tab[i].kind &&
-           !(c->tab[i].kind == kind && c->tab[i].conn == conn && c->tab[i].id == id)) {
-        i = (i + 1) & c->mask;
+    size_t i = (size_t)mix(conn ^ mix(id ^ ((uint64_t)kind << 56))) & t->mask;
+    while (t->tab[i].kind &&
+           !(t->tab[i].kind == kind && t->tab[i].conn == conn && t->tab[i].id == id)) {
+        i = (i + 1) & t->mask;
     }
     return i;
 }
 
-static bool grow(trace_wire_corr *c)
+static bool grow(corr_tab *t)
 {
-    size_t ncap = (c->mask + 1) * 2;
-    corr_ent *old = c->tab;
-    size_t oldcap = c->mask + 1;
+    size_t ncap = (t->mask + 1) * 2;
+    corr_ent *old = t->tab;
+    size_t oldcap = t->mask + 1;
     corr_ent *nt = calloc(ncap, sizeof(*nt));
     if (!nt) {
         return false;
     }
-    c->tab = nt;
-    c->mask = ncap - 1;
+    t->tab = nt;
+    t->mask = ncap - 1;
     for (size_t i = 0; i < oldcap; i++) {
         if (old[i].kind) {
-            c->tab[slot_of(c, old[i].conn, old[i].id, old[i].kind)] = old[i];
+            t->tab[slot_of(t, old[i].conn, old[i].id, old[i].kind)] = old[i];
         }
     }
     free(old);
     return true;
 }
 
-/* The entry of the key, NULL when there is none. */
+/* The entry of the key, NULL when there is none: the newer generation's, else the older's. */
 static const corr_ent *find(const trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind)
 {
-    const corr_ent *e = &c->tab[slot_of(c, conn, id, kind)];
+    const corr_ent *e = &c->cur.tab[slot_of(&c->cur, conn, id, kind)];
+    if (!e->kind && c->prev.tab) {
+        e = &c->prev.tab[slot_of(&c->prev, conn, id, kind)];
+    }
     return e->kind ? e : NULL;
+}
+
+/* A new generation when the newer one is full (bounded): the older one's actions forgotten. */
+static bool rotate(trace_wire_corr *c)
+{
+    corr_tab fresh;
+    if (!tab_init(&fresh)) {
+        return false;
+    }
+    tab_fini(&c->prev);
+    c->prev = c->cur;
+    c->cur = fresh;
+    return true;
 }
 
 /* Sets the key's UUID and URI (borrowed; NULL: none) in a new entry or the one there; false
@@ -104,12 +145,16 @@ static const corr_ent *find(const trace_wire_corr *c, uint64_t conn, uint64_t id
 static bool put(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
                 const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
 {
-    if ((c->n + 1) * 2 > c->mask + 1 && !grow(c)) {
+    if (c->max && c->cur.n >= c->max && !rotate(c)) {
         return false;
     }
-    corr_ent *e = &c->tab[slot_of(c, conn, id, kind)];
+    corr_tab *t = &c->cur;
+    if ((t->n + 1) * 2 > t->mask + 1 && !grow(t)) {
+        return false;
+    }
+    corr_ent *e = &t->tab[slot_of(t, conn, id, kind)];
     if (!e->kind) {
-        c->n++;
+        t->n++;
         *e = (corr_ent){.conn = conn, .id = id, .kind = kind};
     }
     memcpy(e->uuid, uuid, TRACE_UUID_LEN);
@@ -176,7 +221,7 @@ bool trace_wire_corr_published(trace_wire_corr *c, uint64_t conn, uint64_t reque
     return put(c, 0, publication_id, K_PUB, uuid, uri);
 }
 
-/* Found: the key's UUID into uuid (its URI c->cur) and flags, else 0. */
+/* Found: the key's UUID into uuid (its URI c->cur_uri) and flags, else 0. */
 static uint8_t known(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind, uint8_t flags,
                      uint8_t uuid[TRACE_UUID_LEN])
 {
@@ -185,7 +230,7 @@ static uint8_t known(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kin
         return 0;
     }
     memcpy(uuid, e->uuid, TRACE_UUID_LEN);
-    c->cur = e->uri;
+    c->cur_uri = e->uri;
     return (uint8_t)(TRACE_CORR_HAS | flags);
 }
 
@@ -193,13 +238,13 @@ static uint8_t known(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kin
 static uint8_t answer(trace_wire_corr *c, uint64_t conn, uint64_t id, bool last,
                       uint8_t uuid[TRACE_UUID_LEN])
 {
-    c->cur = request_uuid(c, conn, id, uuid);
+    c->cur_uri = request_uuid(c, conn, id, uuid);
     return (uint8_t)(TRACE_CORR_HAS | (last ? TRACE_CORR_LAST : 0));
 }
 
 trace_str *trace_wire_corr_uri(const trace_wire_corr *c)
 {
-    return c->cur;
+    return c->cur_uri;
 }
 
 /* The opening and closing of a session: HELLO opens an action (CHALLENGE and AUTHENTICATE in it,
@@ -242,7 +287,7 @@ uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint
                            const wamp_msg *m, uint8_t uuid[TRACE_UUID_LEN])
 {
     bool rx = dir == TRACE_RX;
-    c->cur = NULL;
+    c->cur_uri = NULL;
     switch (m->type) {
     case WAMP_MSG_CALL:
     case WAMP_MSG_PUBLISH:
@@ -257,7 +302,7 @@ uint8_t trace_wire_corr_of(trace_wire_corr *c, uint64_t seq, uint64_t conn, uint
         if (!put(c, conn, m->id, K_REQ, uuid, intern(c, m->uri))) {
             return 0;
         }
-        c->cur = c->memo && m->uri ? c->memo : NULL;
+        c->cur_uri = c->memo && m->uri ? c->memo : NULL;
         return TRACE_CORR_HAS | TRACE_CORR_ANCHOR;
     case WAMP_MSG_CANCEL:
         return rx ? answer(c, conn, m->id, false, uuid) : 0;

@@ -15,7 +15,7 @@
  * action's UUID is derived from the key of its anchor (its request), so reads of the same
  * capture give the same UUIDs; an action whose request the capture no longer holds gets it from
  * the fact. Each action keeps its request's URI (one string shared by the consecutive requests of
- * one URI). Memory: one entry per action key met in a walk; no limit beyond what the walk reads.
+ * one URI). Memory: one entry per action key met in a walk (trace_wire_corr_bound() bounds it).
  * Service thread only. */
 #ifndef TRACE_WIRE_CORR_H
 #define TRACE_WIRE_CORR_H
@@ -29,8 +29,13 @@
 
 typedef struct trace_wire_corr trace_wire_corr;
 
-/* NULL without memory. */
+/* NULL without memory. Unbounded until trace_wire_corr_bound(). */
 trace_wire_corr *trace_wire_corr_new(void);
+/* Keeps at most about 2 * max actions (max > 0), for a reader that follows a capture for good
+ * (trace_wire_reader): when max actions are newer than the older generation, that generation is
+ * forgotten. An answer whose request was forgotten gets the UUID of its key alone (and no URI),
+ * as one whose request the walk did not meet. */
+void trace_wire_corr_bound(trace_wire_corr *c, size_t max);
 void trace_wire_corr_free(trace_wire_corr *c); /* NULL-safe */
 
 /* Facts: caller_conn's CALL call_id went to callee_conn as INVOCATION inv_id (0: a connection

@@ -1522,8 +1522,8 @@ START_TEST(test_repeat_large_fan_out)
 END_TEST
 
 /* A fed trace (the flight recorder read from the wire capture): the capture path passes it by,
- * trace_hub_feed() appends to it alone through its filter, trace_lose() gives lost messages
- * their seqs as dropped. */
+ * trace_hub_feed() appends to it alone through its filter, trace_skip() gives messages its limit
+ * would drop their seqs as dropped, trace_lose() counts the ones its feeder lost. */
 START_TEST(test_fed_trace)
 {
     trace_hub *h = hub_of(4);
@@ -1570,10 +1570,16 @@ START_TEST(test_fed_trace)
     /* Its filter holds: nothing of the management realm. */
     c.realm = "mgmt";
     ck_assert_uint_eq(trace_hub_feed(h, t, &c, &in), 0);
-    /* Lost: seqs given out, counted as dropped, with what was held (held seqs stay contiguous). */
-    trace_lose(t, 5);
+    /* Skipped: seqs given out, counted as dropped, with what was held (as its limit drops). */
+    trace_skip(t, 5);
     ck_assert_uint_eq(trace_next_seq(t), 6);
     ck_assert_uint_eq(trace_first_seq(t), 6);
+    ck_assert_uint_eq(trace_dropped(t), 6);
+    /* Lost: counted, no seqs. */
+    ck_assert_uint_eq(trace_lost(t), 0);
+    trace_lose(t, 2);
+    ck_assert_uint_eq(trace_lost(t), 2);
+    ck_assert_uint_eq(trace_next_seq(t), 6);
     ck_assert_uint_eq(trace_dropped(t), 6);
     c.realm = "realm1";
     ck_assert_uint_eq(trace_hub_feed(h, t, &c, &in), 1);
@@ -1595,8 +1601,10 @@ START_TEST(test_fed_trace)
     /* Stopped: nothing more. */
     ck_assert_int_eq(trace_hub_stop(h, "fr", PC0, TS0, NULL), WAMP_OK);
     ck_assert_uint_eq(trace_hub_feed(h, t, &c, &in), 0);
+    trace_skip(t, 3);
     trace_lose(t, 3);
     ck_assert_uint_eq(trace_next_seq(t), 8);
+    ck_assert_uint_eq(trace_lost(t), 2);
     ck_assert_uint_eq(trace_hub_stop(h, "other", PC0, TS0, NULL), WAMP_OK);
     ck_assert(!trace_hub_is_active(h));
     trace_hub_free(h);

@@ -200,7 +200,14 @@ typedef struct scenario {
     trace_wire *w;
     size_t cap;
     bool by_header; /* chunks appended with the model's lead and nmsg, not trace_wire_capture() */
+    /* An incremental reader called now and then while the chunks are appended (NULL: none),
+     * what it handed out, and the seqs it was told it skipped. */
+    trace_wire_reader *rd;
+    struct collect *rd_got;
+    uint64_t rd_skipped;
 } scenario;
+
+static void reader_call(scenario *sc);
 
 /* The capturer: the first frame start in [a, b) as a lead, and the messages ending in it. */
 static void cut(scenario *sc, gen_stream *s, size_t n)
@@ -245,13 +252,19 @@ static void cut(scenario *sc, gen_stream *s, size_t n)
     sc->chunks[sc->nchunks++] = (gen_chunk){
             .st = s, .start = a, .end = b, .gap = n > sc->cap - TRACE_WIRE_CHUNK_HEADER};
     s->cut = b;
+    if (sc->rd && rnd(8) == 0) {
+        reader_call(sc);
+    }
 }
 
 /* Builds nst streams of nmsg messages each and appends them, cut into chunks of up to max_chunk
  * octets (sometimes more), streams interleaved at random, into a ring of cap. */
-static void build(scenario *sc, size_t nst, size_t nmsg, size_t max_chunk, size_t cap)
+static void build_read(scenario *sc, trace_wire_reader *rd, struct collect *rd_got, size_t nst,
+                       size_t nmsg, size_t max_chunk, size_t cap)
 {
     memset(sc, 0, sizeof(*sc));
+    sc->rd = rd; /* (NULL: none) */
+    sc->rd_got = rd_got;
     sc->by_header = rnd(2);
     sc->nst = nst;
     sc->cap = (cap + 7) & ~(size_t)7;
@@ -294,6 +307,11 @@ static void build(scenario *sc, size_t nst, size_t nmsg, size_t max_chunk, size_
                                    : 1 + rnd((uint32_t)max_chunk);
         cut(sc, s, n < rest ? n : rest);
     }
+}
+
+static void build(scenario *sc, size_t nst, size_t nmsg, size_t max_chunk, size_t cap)
+{
+    build_read(sc, NULL, NULL, nst, nmsg, max_chunk, cap);
 }
 
 static void scenario_free(scenario *sc)
@@ -379,6 +397,15 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
         }
     }
     return !c->stop_after || c->n < c->stop_after;
+}
+
+static void reader_call(scenario *sc)
+{
+    trace_wire_walk walk;
+    ck_assert_int_eq(trace_wire_reader_next(sc->rd, sc->w, on_seq, NULL, sc->rd_got, &walk),
+                     WAMP_OK);
+    sc->rd_skipped += walk.skipped;
+    ck_assert_uint_eq(trace_wire_reader_next_seq(sc->rd), trace_wire_next_seq(sc->w));
 }
 
 static void collect_free(collect *c)
@@ -852,6 +879,106 @@ START_TEST(test_correlation)
 
 END_TEST
 
+/* A bounded correlation (a reader that follows the capture for good) forgets the older of its two
+ * generations of actions, and keeps the newer ones. */
+START_TEST(test_correlation_bounded)
+{
+    trace_wire_corr *c = trace_wire_corr_new();
+    ck_assert_ptr_nonnull(c);
+    trace_wire_corr_bound(c, 100);
+    uint8_t u[TRACE_UUID_LEN], v[TRACE_UUID_LEN], first[TRACE_UUID_LEN], late[TRACE_UUID_LEN];
+    for (uint64_t i = 0; i < 350; i++) {
+        char t[64];
+        snprintf(t, sizeof(t), "[48,%llu,{},\"com.x\"]", (unsigned long long)i + 1);
+        ck_assert_uint_eq(corr_of(c, i, 1, TRACE_RX, t, u), TRACE_CORR_HAS | TRACE_CORR_ANCHOR);
+        if (i == 0) {
+            memcpy(first, u, TRACE_UUID_LEN);
+        } else if (i == 320) {
+            memcpy(late, u, TRACE_UUID_LEN);
+        }
+    }
+    /* The newest: its answer has its UUID and URI. The first: forgotten. */
+    ck_assert_uint_eq(corr_of(c, 400, 1, TRACE_TX, "[50,321,{}]", v),
+                      TRACE_CORR_HAS | TRACE_CORR_LAST);
+    ck_assert_mem_eq(v, late, TRACE_UUID_LEN);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(c)), "com.x");
+    ck_assert_uint_eq(corr_of(c, 401, 1, TRACE_TX, "[50,1,{}]", v),
+                      TRACE_CORR_HAS | TRACE_CORR_LAST);
+    ck_assert(memcmp(v, first, TRACE_UUID_LEN) != 0);
+    ck_assert_ptr_null(trace_wire_corr_uri(c));
+    trace_wire_corr_free(c);
+}
+
+END_TEST
+
+/* The incremental reader, called at random points while the chunks are appended: every seq
+ * once, in order, but for the ones it was told it skipped; every message it hands out the
+ * model's message of that seq, byte for byte; with a ring that holds everything, every message
+ * whole, whatever the points it was called at. */
+static void check_reader(uint32_t seed, size_t cap)
+{
+    rng_state = seed * 2654435761u + 7;
+    collect c = {0};
+    trace_wire_reader *rd = trace_wire_reader_new();
+    ck_assert_ptr_nonnull(rd);
+    scenario sc;
+    size_t nst = 2 + rnd(4), nmsg = 5 + rnd(40), max_chunk = 1 + rnd(400);
+    build_read(&sc, rd, &c, nst, nmsg, max_chunk, cap);
+    reader_call(&sc);
+    uint64_t expect = 0, skipped = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        if (c.v[i].seq != expect) {
+            ck_assert_uint_gt(c.v[i].seq, expect);
+            skipped += c.v[i].seq - expect;
+        }
+        expect = c.v[i].seq + 1;
+    }
+    ck_assert_uint_eq(skipped, sc.rd_skipped);
+    ck_assert_uint_eq(expect, trace_wire_next_seq(sc.w)); /* up to the last seq */
+    ck_assert_uint_eq(c.n + skipped, expect);
+    size_t whole = 0, total = 0;
+    for (size_t i = 0; i < sc.nst; i++) {
+        for (size_t k = 0; k < sc.st[i].nmsgs; k++) {
+            const gen_msg *m = &sc.st[i].msgs[k];
+            total++;
+            for (size_t j = 0; j < c.n; j++) { /* (small: a linear search does) */
+                if (c.v[j].seq == m->seq && !c.v[j].lost) {
+                    ck_assert_uint_eq(c.v[j].len, m->len);
+                    ck_assert(m->len == 0 || memcmp(c.v[j].data, m->data, m->len) == 0);
+                    whole++;
+                }
+            }
+        }
+    }
+    if (trace_wire_dropped(sc.w) == 0 && !sc.rd_skipped) {
+        bool gaps = false;
+        for (size_t k = 0; k < sc.nchunks; k++) {
+            gaps = gaps || sc.chunks[k].gap;
+        }
+        if (!gaps) {
+            ck_assert_uint_eq(whole, total); /* everything held: everything whole */
+        }
+    }
+    collect_free(&c);
+    trace_wire_reader_free(rd);
+    sc.rd = NULL;
+    scenario_free(&sc);
+}
+
+START_TEST(test_reader_everything_held)
+{
+    check_reader((uint32_t)_i, (size_t)1 << 22);
+}
+
+END_TEST
+
+START_TEST(test_reader_small_ring)
+{
+    check_reader(1000u + (uint32_t)_i, 8192 + (size_t)_i * 512);
+}
+
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("trace_wire");
@@ -863,6 +990,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_too_large_chunk_is_a_gap);
     tcase_add_test(tc, test_stop);
     tcase_add_test(tc, test_message_chunks);
+    tcase_add_test(tc, test_correlation_bounded);
+    tcase_add_loop_test(tc, test_reader_everything_held, 0, 40);
+    tcase_add_loop_test(tc, test_reader_small_ring, 0, 60);
     tcase_add_test(tc, test_clock_and_empty);
     tcase_add_loop_test(tc, test_capture_whole, 0, 2);
     tcase_add_test(tc, test_facts);
