@@ -13,17 +13,14 @@ their seqs and reports them as dropped, never a broken record; the metrics agree
 
 import asyncio
 import json
-import os
-import shutil
-import tempfile
 import urllib.request
 
 from autobahn.wamp.exception import ApplicationError
 from autobahn.wamp.types import PublishOptions
 
 import rt_harness as h
+import test_wire as tw
 from test_client_defaults import run_default_client
-from test_rawsocket import open_raw_session, rs_urls, tcp_port
 
 P = "crossbarfabriccenter."
 FR = "flight-recorder"
@@ -34,68 +31,26 @@ SAME = ("direction", "msg_type", "session_id", "realm", "authid", "authrole", "u
         "correlation_is_anchor", "correlation_is_last")
 
 
-def write_config(tmp, wire_capture=None):
-    with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/default.json"),
-              encoding="utf-8") as f:
-        cfg = json.load(f)
+def flight_config(wire_capture):
+    """test_wire's configuration with the flight recorder read from the wire, the HTTP bridge's
+    caller and publisher paths (their requests' sessions have no frames: their messages go in
+    whole) and the metrics listener."""
+    cfg = tw.wire_config(wire_capture, {"from_wire": True})
     w = cfg["workers"][0]
-    tracing = w["wampscope"].setdefault("tracing", {})
-    if wire_capture is not None:
-        tracing["wire_capture"] = wire_capture
-    tracing["flight_recorder"] = {"from_wire": True}
-    # The HTTP bridge: its requests' sessions have no frames; their messages go in whole.
     w["transports"][0]["paths"]["call"] = {"type": "caller", "realm": "realm1",
                                            "role": "anonymous"}
     w["transports"][0]["paths"]["publish"] = {"type": "publisher", "realm": "realm1",
                                               "role": "anonymous"}
     w["wampscope"]["metrics"] = {"endpoint": {"type": "tcp", "port": 0, "interface": "127.0.0.1"},
                                  "path": "/metrics"}
-    w["transports"].append(
-        {"type": "rawsocket", "id": "rs_tcp", "serializers": ["json", "msgpack"],
-         "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0}})
-    path = os.path.join(tmp, "config.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(cfg, f)
-    return path
+    return cfg
 
 
-class FlightWireCase(h.AsyncTestCase):
+class FlightWireCase(tw.WireTestCase):
     wire_capture = None
 
-    async def asyncSetUp(self):
-        await super().asyncSetUp()
-        self.tmp = tempfile.mkdtemp(prefix="wampscope-flight-wire-")
-        self._sessions = []
-        self._mgmt = None
-        self.router = h.RouterProc(write_config(self.tmp, self.wire_capture)).start()
-
-    async def asyncTearDown(self):
-        try:
-            for s in reversed(self._sessions):
-                try:
-                    await s.close()
-                except Exception:  # a broken client must not hide the router's status
-                    s.abort_transport()
-        finally:
-            try:
-                self.router.stop()
-            finally:
-                shutil.rmtree(self.tmp, ignore_errors=True)
-
-    async def session(self, serializer, realm="realm1", rawsocket=False):
-        if rawsocket:
-            s = await open_raw_session(realm, serializer, port=tcp_port(rs_urls(self.router)[0]))
-        else:
-            s = await h.open_session(self.router, realm, serializer)
-        self._sessions.append(s)
-        return s
-
-    async def api(self, proc, *args, **kw):
-        if not self._mgmt:
-            self._mgmt = await self.session("json", realm="mgmt")
-            self.node = (await h.step(self._mgmt.call(P + "list_nodes")))[0]
-            self.worker = (await h.step(self._mgmt.call(P + "list_workers", self.node)))[0]
-        return await h.step(self._mgmt.call(P + proc, self.node, self.worker, *args, **kw))
+    def make_config(self):
+        return tw.save_config(self.tmp, flight_config(self.wire_capture))
 
     async def post(self, path, body):
         """(status, JSON answer) of a POST to the router's web transport, off the event loop."""
@@ -107,15 +62,6 @@ class FlightWireCase(h.AsyncTestCase):
             with urllib.request.urlopen(req, timeout=10) as r:
                 return r.status, json.loads(r.read())
         return await h.step(asyncio.get_running_loop().run_in_executor(None, run))
-
-    async def records(self, trace_id):
-        out, frm = [], 0
-        while True:
-            page = await self.api("get_trace_data", trace_id, frm, None, 10000)
-            if not page:
-                return out
-            out += page
-            frm = page[-1]["seq"] + 1
 
 
 def by_session(records):

@@ -116,6 +116,17 @@ class OverloadTestCase(h.AsyncTestCase):
         self.assertEqual((await self.run_blocking(sub.recv_wamp))[0], 33)
         return sub, welcome[1], topic
 
+    async def slow_consumer_drops(self, trace_id):
+        """The records of trace_id that say a message was dropped for a slow consumer."""
+        drops, seq = [], 0
+        while True:  # pages that fit the management transport's 1 MiB messages
+            recs = await h.step(self.mgmt.call(MGMT + "get_trace_data", NODE, WORKER, trace_id,
+                                               seq, None, 100))
+            if not recs:
+                return drops
+            drops += [r for r in recs if r.get("dropped") == "slow_consumer"]
+            seq = recs[-1]["seq"] + 1
+
     async def flood(self, topic, until):
         """An autobahn publisher floods topic until until(stats) is true (60 s at most).
         Returns (publisher, stats, EVENTs published)."""
@@ -155,29 +166,14 @@ class TestDropOldestEvents(OverloadTestCase):
         # Rate-limited: one first line, then summaries, never a line per EVENT.
         self.assertLess(self.log().count("EVENTs dropped"), 20)
         # The trace shows the dropped EVENTs of this subscriber, with the topic.
-        drops, seq = [], 0
-        while True:  # pages that fit the management transport's 1 MiB messages
-            recs = await h.step(self.mgmt.call(MGMT + "get_trace_data", NODE, WORKER, trace_id,
-                                               seq, None, 100))
-            if not recs:
-                break
-            drops += [r for r in recs if r.get("dropped") == "slow_consumer"]
-            seq = recs[-1]["seq"] + 1
+        drops = await self.slow_consumer_drops(trace_id)
         self.assertGreater(len(drops), 0)
         for r in drops[:50]:
             self.assertEqual((r["direction"], r["msg_type"], r["session_id"], r["uri"]),
                              ("tx", "Event", sid, topic), r)
         # So does the flight recorder, read from the wire capture: a dropped EVENT is noted there
         # instead of the bytes it never wrote (the newest ones: the capture keeps what fits).
-        meta = await h.step(self.mgmt.call(MGMT + "get_trace", NODE, WORKER, "flight-recorder"))
-        fr_drops, seq = [], meta["first_seq"]
-        while True:
-            recs = await h.step(self.mgmt.call(MGMT + "get_trace_data", NODE, WORKER,
-                                               "flight-recorder", seq, None, 100))
-            if not recs:
-                break
-            fr_drops += [r for r in recs if r.get("dropped") == "slow_consumer"]
-            seq = recs[-1]["seq"] + 1
+        fr_drops = await self.slow_consumer_drops("flight-recorder")
         self.assertGreater(len(fr_drops), 0)
         for r in fr_drops[:50]:
             self.assertEqual((r["direction"], r["msg_type"], r["session_id"], r["uri"],

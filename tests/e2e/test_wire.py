@@ -28,20 +28,23 @@ P = "crossbarfabriccenter."
 FR = "flight-recorder"
 
 
-def write_config(tmp, wire_capture):
-    """configs/default.json with wampscope.tracing.wire_capture (None: absent), into tmp."""
+def wire_config(wire_capture, flight_recorder):
+    """configs/default.json with wampscope.tracing.wire_capture (None: absent), flight_recorder
+    and a RawSocket listener, as a dict."""
     with open(os.path.join(os.environ["RT_SOURCE_DIR"], "configs/default.json"),
               encoding="utf-8") as f:
         cfg = json.load(f)
     tracing = cfg["workers"][0]["wampscope"].setdefault("tracing", {})
     if wire_capture is not None:
         tracing["wire_capture"] = wire_capture
-    # The flight recorder records each message as it goes (not from the wire capture: the
-    # comparisons below are of two recorders) and keeps the payload: they are of whole messages.
-    tracing["flight_recorder"] = {"from_wire": False, "options": {"trace_app_payload": True}}
+    tracing["flight_recorder"] = flight_recorder
     cfg["workers"][0]["transports"].append(
         {"type": "rawsocket", "id": "rs_tcp", "serializers": ["json", "msgpack"],
          "endpoint": {"type": "tcp", "interface": "127.0.0.1", "port": 0}})
+    return cfg
+
+
+def save_config(tmp, cfg):
     path = os.path.join(tmp, "config.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f)
@@ -56,7 +59,14 @@ class WireTestCase(h.AsyncTestCase):
         self.tmp = tempfile.mkdtemp(prefix="wampscope-wire-")
         self._sessions = []
         self._mgmt = None
-        self.router = h.RouterProc(write_config(self.tmp, self.wire_capture)).start()
+        self.router = h.RouterProc(self.make_config()).start()
+
+    def make_config(self):
+        # The flight recorder records each message as it goes (not from the wire capture: the
+        # comparisons below are of two recorders) and keeps the payload: they are of whole
+        # messages.
+        return save_config(self.tmp, wire_config(self.wire_capture, {
+            "from_wire": False, "options": {"trace_app_payload": True}}))
 
     async def asyncTearDown(self):
         try:
@@ -98,10 +108,11 @@ class WireTestCase(h.AsyncTestCase):
             out += page["records"]
             frm = page["records"][-1]["seq"] + 1
 
-    async def flight(self):
+    async def records(self, trace_id=FR):
+        """Every record of the trace, through get_trace_data pages."""
         out, frm = [], 0
         while True:
-            page = await self.api("get_trace_data", FR, frm, None, 10000)
+            page = await self.api("get_trace_data", trace_id, frm, None, 10000)
             if not page:
                 return out
             out += page
@@ -152,7 +163,7 @@ class TestWireCapture(WireTestCase):
         self.assertEqual([r["seq"] for r in wire], list(range(page["next_seq"])))
         self.assertFalse([r for r in wire if r.get("kind") == "gap"])
         got = by_session(wire)
-        want = by_session(await self.flight())
+        want = by_session(await self.records())
         for s in sessions:
             for d in ("rx", "tx"):
                 with self.subTest(session=s._session_id, direction=d):
@@ -163,7 +174,7 @@ class TestWireCapture(WireTestCase):
                     w = [m for m in want[(s._session_id, d)] if m[0] not in ("Hello", "Welcome")]
                     g = [m for m in got[(s._session_id, d)] if m[0] not in ("Hello", "Welcome")]
                     self.assertEqual(g, w)
-        self.check_correlation(wire, await self.flight(), sessions)
+        self.check_correlation(wire, await self.records(), sessions)
         # A page from the middle: the same records, correlation included (the actions of what
         # came before it are read too).
         mid = len(wire) // 2
