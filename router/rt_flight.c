@@ -36,8 +36,8 @@ void rt_flight_attach(rt_router *rt)
 typedef struct feed {
     trace_hub *hub;
     trace *t;
-    uint64_t lost; /* lost seqs not given out yet */
-    uint64_t next; /* the seq after the last one met */
+    uint64_t lost; /* messages lost, not counted in the trace yet (trace_lose()) */
+    uint64_t next; /* the capture's seq after the last one met */
 } feed;
 
 static void give_lost(feed *f)

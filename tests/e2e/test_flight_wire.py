@@ -7,8 +7,9 @@ Checks: the flight recorder holds the very records the per-message trace holds (
 session, action URI, the message with its payload stripped as the flight recorder's options say,
 correlation as a one-to-one mapping of actions with the same anchors and last answers), in seq
 order without a hole; a marker lands after the messages before it; a stopped flight recorder takes
-nothing more; a wire capture too small for the traffic between two reads gives the lost messages
-their seqs and reports them as dropped, never a broken record; the metrics agree with get_trace.
+nothing more; a wire capture too small for the traffic between two reads counts what it let go in
+get_trace's "lost", records what it held without a hole in the seqs, never a broken record; the
+metrics agree with get_trace.
 """
 
 import asyncio

@@ -868,6 +868,7 @@ START_TEST(test_flight_recorder_config)
     for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
         rt_config *cfg = load_ok(on[i]);
         assert_flight_recorder_default(cfg);
+        ck_assert(cfg->tracing_flight_from_wire); /* read from the wire capture by default */
         rt_config_free(cfg);
     }
     /* Off. */
@@ -880,8 +881,29 @@ START_TEST(test_flight_recorder_config)
     for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
         rt_config *cfg = load_ok(off[i]);
         ck_assert_ptr_null(cfg->tracing_flight_recorder);
+        ck_assert(!cfg->tracing_flight_from_wire);
         rt_config_free(cfg);
     }
+    /* Recorded per message: asked for, or persisted (a persisted one always is). */
+    rt_config *pm = load_ok(WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'from_wire':false}}}"));
+    assert_flight_recorder_default(pm);
+    ck_assert(!pm->tracing_flight_from_wire);
+    rt_config_free(pm);
+    pm = load_ok(WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'options':{'persist':true}}}}"));
+    ck_assert(!pm->tracing_flight_from_wire);
+    rt_config_free(pm);
+    char err[ERR_LEN] = "";
+    ck_assert_int_eq(load_q(WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'from_wire':true,"
+                                           "'options':{'persist':true}}}}"),
+                            &pm, err),
+                     WAMP_EINVAL);
+    ck_assert_str_eq(err, P_WS ".tracing.flight_recorder.from_wire: a persisted flight recorder "
+                               "records each message as it goes: from_wire needs options.persist "
+                               "false");
+    ck_assert_int_eq(
+            load_q(WITH_WAMPSCOPE("{'tracing':{'flight_recorder':{'from_wire':1}}}"), &pm, err),
+            WAMP_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "flight_recorder.from_wire"));
     /* Options go over the flight recorder's defaults; the others stay. */
     rt_config *cfg = load_ok(WITH_WAMPSCOPE(
             "{'tracing':{'flight_recorder':{'options':{'limit':500,'realms':['realm1'],"
