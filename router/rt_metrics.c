@@ -441,6 +441,7 @@ typedef enum trace_value {
     TV_DROPPED,
     TV_RECORDS,
     TV_BYTES,
+    TV_LOST,
 } trace_value;
 
 typedef struct trace_row {
@@ -461,6 +462,10 @@ static const trace_row trace_rows[] = {
         {"wampscope_trace_records", M_GAUGE, "Records readable now (memory, or disk if persisted).",
          TV_RECORDS},
         {"wampscope_trace_bytes", M_GAUGE, "Bytes the trace's readable records take.", TV_BYTES},
+        {"wampscope_trace_lost_messages_total", M_COUNTER,
+         "Messages the flight recorder read from the wire capture never recorded (the capture "
+         "let them go before a read reached them); 0 for other traces.",
+         TV_LOST},
 };
 
 static uint64_t trace_value_of(const trace *t, trace_value what)
@@ -476,6 +481,8 @@ static uint64_t trace_value_of(const trace *t, trace_value what)
         return trace_records(t);
     case TV_BYTES:
         return trace_bytes(t);
+    case TV_LOST:
+        return trace_lost(t);
     }
     return 0;
 }

@@ -173,6 +173,9 @@ class TestFlightFromWire(FlightWireCase):
         line = next(x for x in text.splitlines()
                     if x.startswith('wampscope_trace_records{trace="%s"}' % FR))
         scraped = int(float(line.split()[-1]))
+        lost = next(x for x in text.splitlines()
+                    if x.startswith('wampscope_trace_lost_messages_total{trace="%s"}' % FR))
+        self.assertEqual(lost.split()[-1], "0")
         meta = await self.api("get_trace", FR)
         self.assertGreaterEqual(scraped, 12)  # HELLO, WELCOME, five calls and their results
         # The API's read comes later and may hold the management client's own HELLO besides.
