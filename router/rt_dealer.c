@@ -806,6 +806,10 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
             memcpy(c->action.id, call->corr, RT_ACTION_ID_LEN);
         }
     }
+    if (call->corr) {
+        rt_observers_remote_invoked(&rt->observers, callee, c->invocation, call->corr,
+                                    call->procedure);
+    }
     rt_payload payload = {
             .ser = call->payload.ser, .args = call->payload.args, .kwargs = call->payload.kwargs};
     wamp_err err = rt_session_send_payload(

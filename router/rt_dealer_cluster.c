@@ -63,6 +63,10 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
     rt_payload p = rt_payload_of(m);
     rt_action_mark action = {0}; /* the CALL's, while a trace runs: the callee's node uses its id */
     rt_observers_action_mark(&rt->observers, rt, &action);
+    /* (or one the wire capture makes for it, so that both nodes name the action alike) */
+    uint8_t made[RT_ACTION_ID_LEN];
+    const uint8_t *corr = rt_observers_remote_call(
+            &rt->observers, s, m->id, rt_action_mark_is_set(&action) ? action.id : NULL, made);
     rt_crpc_call call = {.realm = rt_realm_name(d->realm),
                          .procedure = m->uri,
                          .caller = s->id,
@@ -70,7 +74,7 @@ wamp_err rt_dealer_cluster_call(rt_dealer *d, rt_session *s, const wamp_msg *m, 
                          .authid = s->authid,
                          .authrole = s->authrole,
                          .receive_progress = progress,
-                         .corr = rt_action_mark_is_set(&action) ? action.id : NULL,
+                         .corr = corr,
                          .ppt = ppt ? m->dict : NULL,
                          .payload = {p.ser, p.args, p.kwargs}};
     wamp_err err = rt_cluster_dealer_call(rt->dcl->cd, node, m->id, &call, deadline);

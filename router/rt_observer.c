@@ -5,7 +5,7 @@
 
 wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
 {
-    bool routes = o->call_routed || o->published;
+    bool routes = o->call_routed || o->published || o->remote_call || o->remote_invoked;
     if ((o->listening && l->actions) || (routes && l->routes)) {
         return WAMP_EEXIST;
     }
@@ -25,7 +25,8 @@ wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
             l->actions = &l->v[i];
             l->listening = l->v[i].listening;
         }
-        if (l->v[i].call_routed || l->v[i].published) {
+        if (l->v[i].call_routed || l->v[i].published || l->v[i].remote_call ||
+            l->v[i].remote_invoked) {
             l->routes = &l->v[i];
         }
     }

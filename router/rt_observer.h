@@ -76,6 +76,15 @@ typedef struct rt_observer {
                         uint64_t inv_id);
     void (*published)(void *ctx, rt_session *publisher, uint64_t request_id,
                       uint64_t publication_id);
+    /* A call that crosses nodes (rt_observers_remote_call(), _remote_invoked()): caller's CALL
+     * call_id goes to another node, which the action's id goes with; returns that id: corr (the
+     * action's, while a trace runs) or, corr NULL, a new one written to buf; NULL: none. And on
+     * the callee's node: the call with the id corr (of procedure) goes to callee as INVOCATION
+     * inv_id (before it is sent). */
+    const uint8_t *(*remote_call)(void *ctx, rt_session *caller, uint64_t call_id,
+                                  const uint8_t *corr, uint8_t buf[RT_ACTION_ID_LEN]);
+    void (*remote_invoked)(void *ctx, rt_session *callee, uint64_t inv_id,
+                           const uint8_t corr[RT_ACTION_ID_LEN], const char *procedure);
     /* The list is being finalized (rt_observers_fini()): release ctx if the observer owns it. */
     void (*detach)(void *ctx);
 
@@ -150,6 +159,26 @@ static inline void rt_observers_call_routed(const rt_observers *l, rt_session *c
 {
     if (l->routes && l->routes->call_routed) {
         l->routes->call_routed(l->routes->ctx, caller, call_id, callee, inv_id);
+    }
+}
+
+static inline const uint8_t *rt_observers_remote_call(const rt_observers *l, rt_session *caller,
+                                                      uint64_t call_id, const uint8_t *corr,
+                                                      uint8_t buf[RT_ACTION_ID_LEN])
+{
+    if (l->routes && l->routes->remote_call) {
+        return l->routes->remote_call(l->routes->ctx, caller, call_id, corr, buf);
+    }
+    return corr;
+}
+
+static inline void rt_observers_remote_invoked(const rt_observers *l, rt_session *callee,
+                                               uint64_t inv_id,
+                                               const uint8_t corr[RT_ACTION_ID_LEN],
+                                               const char *procedure)
+{
+    if (l->routes && l->routes->remote_invoked) {
+        l->routes->remote_invoked(l->routes->ctx, callee, inv_id, corr, procedure);
     }
 }
 

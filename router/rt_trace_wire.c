@@ -47,12 +47,18 @@ static trace_wire_time wire_now(rt_router *rt)
  *       of its own, of the session's connection);
  *   'C' a routed call: the caller's connection, its CALL id, the callee's connection, the
  *       INVOCATION id;
- *   'P' a publication: the publisher's connection, its PUBLISH id, the publication id.
- * Routing facts are gathered and appended together (facts_flush()): a fact of connection 0, the
- * facts one after the other. */
+ *   'P' a publication: the publisher's connection, its PUBLISH id, the publication id;
+ *   'R' a call to another node: the caller's connection, its CALL id, the index of the chunk
+ *       the CALL came in, and the action's UUID sent along (16 octets);
+ *   'I' on the callee's node, that call's INVOCATION: the callee's connection, the INVOCATION
+ *       id, the UUID, then the procedure (the rest of the fact; a fact of its own).
+ * Routing facts ('C', 'P', 'R') are gathered and appended together (facts_flush()): a fact of
+ * connection 0, the facts one after the other. */
 #define FACT_JOIN    'J'
 #define FACT_CALL    'C'
 #define FACT_PUB     'P'
+#define FACT_REMOTE  'R'
+#define FACT_INVOKED 'I'
 #define JOIN_FACT_ID 9 /* the kind and the session id */
 
 /* The routing facts gathered (rt_router.wire_facts), appended as one fact (of connection 0):
@@ -66,10 +72,10 @@ static inline void facts_flush(rt_router *rt)
     }
 }
 
-/* A routing fact of kind and the n integers v (n <= 4), gathered. */
+/* A routing fact of kind and the n integers v (n <= 5), gathered. */
 static void fact_ids(rt_router *rt, char kind, const uint64_t *v, size_t n)
 {
-    if (RT_WIRE_FACTS - rt->n_wire_facts < 1 + 4 * 8) {
+    if (RT_WIRE_FACTS - rt->n_wire_facts < 1 + 5 * 8) {
         facts_flush(rt);
     }
     unsigned char *b = rt->wire_facts + rt->n_wire_facts;
@@ -93,6 +99,48 @@ static void obs_call_routed(void *ctx, rt_session *caller, uint64_t call_id, rt_
         const uint64_t v[4] = {a, call_id, b, inv_id};
         fact_ids(rt, FACT_CALL, v, 4);
     }
+}
+
+/* A call to another node: the id its action goes with (the trace's, or one made here), noted
+ * with the CALL's connection and chunk, so that the readers of both nodes give it that UUID. */
+static const uint8_t *obs_remote_call(void *ctx, rt_session *caller, uint64_t call_id,
+                                      const uint8_t *corr, uint8_t buf[RT_ACTION_ID_LEN])
+{
+    rt_router *rt = ctx;
+    uint64_t a = conn_of(caller);
+    if (!a) {
+        return corr;
+    }
+    if (!corr) {
+        trace_uuid_gen_next(&rt->uuids, buf);
+        corr = buf;
+    }
+    uint64_t v[5] = {a, call_id, caller->wire->rx.last_chunk};
+    memcpy(&v[3], corr, RT_ACTION_ID_LEN);
+    fact_ids(rt, FACT_REMOTE, v, 5);
+    return corr;
+}
+
+static void obs_remote_invoked(void *ctx, rt_session *callee, uint64_t inv_id,
+                               const uint8_t corr[RT_ACTION_ID_LEN], const char *procedure)
+{
+    rt_router *rt = ctx;
+    uint64_t b = conn_of(callee);
+    size_t ulen = procedure ? strlen(procedure) : 0;
+    unsigned char *p = b ? malloc(1 + 16 + RT_ACTION_ID_LEN + ulen) : NULL;
+    if (!p) {
+        return; /* (not captured, or no memory: its INVOCATION has no correlation) */
+    }
+    p[0] = FACT_INVOKED;
+    memcpy(p + 1, &b, 8);
+    memcpy(p + 9, &inv_id, 8);
+    memcpy(p + 17, corr, RT_ACTION_ID_LEN);
+    if (ulen) {
+        memcpy(p + 17 + RT_ACTION_ID_LEN, procedure, ulen);
+    }
+    facts_flush(rt); /* (in order) */
+    trace_wire_fact(rt->wire, b, wire_now(rt), p, 1 + 16 + RT_ACTION_ID_LEN + ulen);
+    free(p);
 }
 
 static void obs_published(void *ctx, rt_session *publisher, uint64_t request_id,
@@ -148,7 +196,11 @@ wamp_err rt_trace_wire_attach(rt_router *rt)
     if (!rt->wire) {
         return WAMP_OK;
     }
-    rt_observer o = {.ctx = rt, .call_routed = obs_call_routed, .published = obs_published};
+    rt_observer o = {.ctx = rt,
+                     .call_routed = obs_call_routed,
+                     .published = obs_published,
+                     .remote_call = obs_remote_call,
+                     .remote_invoked = obs_remote_invoked};
     wamp_err err = rt_observers_add(&rt->observers, &o);
     const rt_observer joins = {.ctx = rt, .session_joined = obs_session_joined};
     for (size_t i = 0; err == WAMP_OK && i < rt->n_realms; i++) {
@@ -182,11 +234,12 @@ void rt_wire_conn_tx_whole(rt_router *rt, rt_wire_conn *wc, const void *p, size_
 
 void rt_wire_conn_msg(rt_router *rt, rt_wire_conn *wc, uint8_t dir, const void *p, size_t n)
 {
-    const trace_wire_stream *st = dir == TRACE_RX ? &wc->rx : &wc->tx;
+    trace_wire_stream *st = dir == TRACE_RX ? &wc->rx : &wc->tx;
     if (rt->wire && st->conn) {
         facts_flush(rt);
         (void)trace_wire_message(rt->wire, st->conn, dir, st->ser, wire_now(rt),
                                  TRACE_WIRE_NOTE_MESSAGE, p, n);
+        st->last_chunk = trace_wire_appended(rt->wire) - 1;
     }
 }
 
@@ -237,9 +290,18 @@ typedef struct conn_fact {
     trace_peer *peer; /* reference */
 } conn_fact;
 
+/* A call to another node met early ('R'): the UUID its CALL takes, by connection, CALL id and
+ * chunk. */
+typedef struct remote_call {
+    rt_hnode node; /* in wire_read.remote */
+    uint64_t conn, id, chunk;
+    uint8_t uuid[TRACE_UUID_LEN];
+} remote_call;
+
 typedef struct wire_read {
     conn_sess *by_conn; /* sorted by conn */
     size_t n;
+    rt_hmap remote;        /* remote_call by key, those of the walk's facts (early) */
     rt_hmap *facts;        /* conn_fact by conn (the read's, or a follower's) */
     trace_wire_corr *corr; /* NULL without memory: no correlation */
     uint64_t from;         /* seqs before are read for their facts and actions only */
@@ -317,36 +379,126 @@ static rt_session *session_of(const wire_read *r, uint64_t conn)
     return hit ? hit->s : NULL;
 }
 
-/* A held fact, in its place in the walk (routing facts) or early too (joins). */
+static uint64_t remote_hash(uint64_t conn, uint64_t id, uint64_t chunk)
+{
+    return rt_hash_u64(conn ^ rt_hash_u64(id ^ rt_hash_u64(chunk)));
+}
+
+/* The UUID the CALL id of conn, come in chunk, takes ('R'), NULL if none. */
+static const remote_call *remote_find(const wire_read *r, uint64_t conn, uint64_t id,
+                                      uint64_t chunk)
+{
+    for (rt_hnode *n = rt_hmap_first(&r->remote, remote_hash(conn, id, chunk)); n;
+         n = rt_hmap_next(n)) {
+        const remote_call *c = RT_CONTAINER_OF(n, remote_call, node);
+        if (c->conn == conn && c->id == id && c->chunk == chunk) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* An 'R' fact met early: its CALL, met later in the walk, takes its UUID. */
+static void remote_note(wire_read *r, const uint64_t v[5])
+{
+    remote_call *c = calloc(1, sizeof(*c));
+    if (!c) {
+        return; /* (the CALL keeps the UUID of its own key) */
+    }
+    *c = (remote_call){.conn = v[0], .id = v[1], .chunk = v[2]};
+    memcpy(c->uuid, &v[3], TRACE_UUID_LEN);
+    if (rt_hmap_insert(&r->remote, &c->node, remote_hash(c->conn, c->id, c->chunk)) != WAMP_OK) {
+        free(c);
+    }
+}
+
+static void remote_clear(rt_hmap *m)
+{
+    for (rt_hmap_iter it = rt_hmap_iter_begin(m); it.node;) {
+        remote_call *c = RT_CONTAINER_OF(it.node, remote_call, node);
+        rt_hmap_iter_next(m, &it);
+        rt_hmap_remove(m, &c->node);
+        free(c);
+    }
+    rt_hmap_fini(m);
+}
+
+/* An 'I' fact (of its own): the INVOCATION of a call from another node takes its UUID. */
+static void on_invoked(wire_read *r, const unsigned char *b, size_t n)
+{
+    uint64_t v[2];
+    if (n < 1 + 16 + TRACE_UUID_LEN) {
+        return;
+    }
+    memcpy(v, b + 1, 16);
+    size_t ulen = n - (1 + 16 + TRACE_UUID_LEN);
+    char *uri = ulen ? malloc(ulen + 1) : NULL;
+    if (uri) {
+        memcpy(uri, b + 1 + 16 + TRACE_UUID_LEN, ulen);
+        uri[ulen] = '\0';
+    }
+    (void)trace_wire_corr_invoked(r->corr, v[0], v[1], b + 17, uri);
+    free(uri);
+}
+
+/* The gathered routing facts at b (n octets), one after the other: early, the 'R' ones alone. */
+static void on_routing(wire_read *r, const unsigned char *b, size_t n, bool early)
+{
+    uint64_t v[5];
+    for (size_t at = 0; at < n;) {
+        size_t len = b[at] == FACT_CALL     ? 1 + 4 * 8
+                     : b[at] == FACT_PUB    ? 1 + 3 * 8
+                     : b[at] == FACT_REMOTE ? 1 + 5 * 8
+                                            : 0;
+        if (!len || n - at < len) {
+            return; /* (none other is written) */
+        }
+        memcpy(v, b + at + 1, len - 1);
+        if (early) {
+            if (b[at] == FACT_REMOTE) {
+                remote_note(r, v);
+            }
+        } else if (b[at] == FACT_CALL) {
+            (void)trace_wire_corr_call(r->corr, v[0], v[1], v[2], v[3]);
+        } else if (b[at] == FACT_PUB) {
+            (void)trace_wire_corr_published(r->corr, v[0], v[1], v[2]);
+        }
+        at += len;
+    }
+}
+
+/* A held fact, in its place in the walk (routing facts) or early too (joins, calls to other
+ * nodes). */
 static void on_fact(void *ctx, uint64_t conn, const void *p, size_t n, bool early)
 {
     wire_read *r = ctx;
     const unsigned char *b = p;
-    uint64_t v[4];
     if (n == 0) {
         return;
     }
     if (b[0] == FACT_JOIN) {
         on_join(r, conn, p, n, early);
-        return;
-    }
-    if (early || !r->corr) {
-        return;
-    }
-    /* Routing facts, one after the other. */
-    for (size_t at = 0; at < n;) {
-        size_t len = b[at] == FACT_CALL ? 1 + 4 * 8 : b[at] == FACT_PUB ? 1 + 3 * 8 : 0;
-        if (!len || n - at < len) {
-            return; /* (none other is written) */
+    } else if (r->corr && b[0] == FACT_INVOKED) {
+        if (!early) {
+            on_invoked(r, b, n);
         }
-        memcpy(v, b + at + 1, len - 1);
-        if (b[at] == FACT_CALL) {
-            (void)trace_wire_corr_call(r->corr, v[0], v[1], v[2], v[3]);
-        } else {
-            (void)trace_wire_corr_published(r->corr, v[0], v[1], v[2]);
-        }
-        at += len;
+    } else if (r->corr) {
+        on_routing(r, b, n, early);
     }
+}
+
+/* The correlation of m (wm: its fields), a CALL to another node taking the UUID noted for it. */
+static uint8_t corr_of(wire_read *r, uint64_t seq, const trace_wire_msg *m, const wamp_msg *wm,
+                       uint8_t corr[TRACE_UUID_LEN])
+{
+    uint8_t flags = trace_wire_corr_of(r->corr, seq, m->conn, m->dir, wm, corr);
+    const remote_call *c = flags && wm->type == WAMP_MSG_CALL && r->remote.count
+                                   ? remote_find(r, m->conn, wm->id, m->chunk)
+                                   : NULL;
+    if (c && trace_wire_corr_rename(r->corr, m->conn, wm->id, c->uuid)) {
+        memcpy(corr, c->uuid, TRACE_UUID_LEN);
+    }
+    return flags;
 }
 
 /* The next element of r as an id (an integer >= 0) into *out; false when it is something else. */
@@ -447,11 +599,11 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     if (seq < r->from) { /* its action only */
         if (valid && !dropped && r->corr && peek_ids((wamp_ser)m->ser, m->data, m->len, &wm)) {
             if (!opens_action(wm.type) || m->dir != TRACE_RX) {
-                (void)trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr);
+                (void)corr_of(r, seq, m, &wm, corr);
             } else if (wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
                                                    sizeof(why)) == WAMP_OK) {
                 /* (and its URI, the action's) */
-                (void)trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr);
+                (void)corr_of(r, seq, m, &wm, corr);
                 wamp_msg_fini(&wm);
             }
         }
@@ -462,7 +614,7 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     /* A message not sent is named after its action (its URI) but is none of it: no answer, no
      * correlation (a sent one's lookup changes nothing but for a GOODBYE). */
     uint8_t flags = ok && r->corr && !(dropped && wm.type == WAMP_MSG_GOODBYE)
-                            ? trace_wire_corr_of(r->corr, seq, m->conn, m->dir, &wm, corr)
+                            ? corr_of(r, seq, m, &wm, corr)
                             : 0;
     trace_record rec = {.seq = seq,
                         .pc_ns = m->ts_ns,
@@ -559,8 +711,10 @@ wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn f
         trace_wire_corr_free(r.corr);
         return WAMP_ENOMEM;
     }
+    rt_hmap_init(&r.remote);
     /* From the oldest held seq: the actions of the seqs before from_seq are those of some after. */
     wamp_err err = trace_wire_decode_facts(rt->wire, 0, on_seq, on_fact, &r, out);
+    remote_clear(&r.remote);
     trace_wire_corr_free(r.corr);
     facts_drop(&facts, &r, false);
     rt_hmap_fini(&facts);
@@ -617,7 +771,9 @@ wamp_err rt_router_wire_follow(rt_router *rt, rt_wire_follow *f, uint64_t from_s
     if (!snapshot_sessions(rt, &r)) {
         return WAMP_ENOMEM;
     }
+    rt_hmap_init(&r.remote);
     wamp_err err = trace_wire_reader_next(f->rd, rt->wire, on_seq, on_fact, &r, out);
+    remote_clear(&r.remote);
     facts_drop(&f->facts, &r, true); /* (no chunk of a connection gone can come any more) */
     free(r.by_conn);
     return err;

@@ -184,6 +184,11 @@ uint64_t trace_wire_first_seq(const trace_wire *w)
     return w->chunks ? ent_at(w, w->head)->first_seq : w->next_seq;
 }
 
+uint64_t trace_wire_appended(const trace_wire *w)
+{
+    return w->appended;
+}
+
 uint64_t trace_wire_dropped(const trace_wire *w)
 {
     return w->dropped;
@@ -464,7 +469,9 @@ uint64_t trace_wire_capture(trace_wire *w, trace_wire_stream *st, trace_wire_tim
                           .framing = st->framing,
                           .ser = st->ser};
     c.nmsg = scan(st, p, n, &c.lead);
-    return trace_wire_append(w, &c, p, n);
+    uint64_t first = trace_wire_append(w, &c, p, n);
+    st->last_chunk = w->appended - 1;
+    return first;
 }
 
 uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wire_time t,
@@ -481,7 +488,9 @@ uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wi
                           .dir = st->dir,
                           .framing = st->framing,
                           .ser = st->ser};
-    return trace_wire_append(w, &c, p, n);
+    uint64_t first = trace_wire_append(w, &c, p, n);
+    st->last_chunk = w->appended - 1;
+    return first;
 }
 
 /* --- The decoder's frames -----------------------------------------------------------------------
@@ -544,7 +553,8 @@ static void complete(wire_stream *s, wire_emit *em, size_t *count)
                             .dir = em->e->dir,
                             .ser = em->e->ser,
                             .data = s->buf,
-                            .len = s->len};
+                            .len = s->len,
+                            .chunk = em->idx};
         em->walk->messages++;
         em->stop = !em->fn(em->ctx, em->seq, &m);
     }
@@ -619,7 +629,8 @@ static void message_decode(const wire_ent *e, wire_emit *em)
                         .ser = e->ser,
                         .data = (const unsigned char *)(e + 1),
                         .len = e->len,
-                        .note = e->lead};
+                        .note = e->lead,
+                        .chunk = em->idx};
     em->walk->messages++;
     em->stop = !em->fn(em->ctx, em->seq, &m);
 }

@@ -91,6 +91,8 @@ uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void 
 /* The seq the next message will get; the oldest seq of a held chunk (next seq: none held). */
 uint64_t trace_wire_next_seq(const trace_wire *w);
 uint64_t trace_wire_first_seq(const trace_wire *w);
+/* Chunks ever appended (facts and message chunks included): the next one's index. */
+uint64_t trace_wire_appended(const trace_wire *w);
 /* Messages of chunks dropped to make room (seqs below first_seq), and chunks held. */
 uint64_t trace_wire_dropped(const trace_wire *w);
 size_t trace_wire_chunks(const trace_wire *w);
@@ -111,6 +113,9 @@ typedef struct trace_wire_stream {
     uint8_t dir, framing, ser;
     bool in_payload;
     bool ends_msg; /* the current frame is a message's last */
+    /* The index of its last chunk (trace_wire_appended() - 1 then; set by the capture calls): a
+     * fact about the message being handled names the chunk it came in by it. */
+    uint64_t last_chunk;
 } trace_wire_stream;
 
 void trace_wire_stream_init(trace_wire_stream *st, uint64_t conn, uint8_t dir, uint8_t framing,
@@ -154,7 +159,8 @@ typedef struct trace_wire_msg {
     uint8_t ser;
     const unsigned char *data; /* unmasked, its frames joined */
     size_t len;
-    uint32_t note; /* a TRACE_WIRE_MESSAGE chunk's note; TRACE_WIRE_NOTE_MESSAGE otherwise */
+    uint32_t note;  /* a TRACE_WIRE_MESSAGE chunk's note; TRACE_WIRE_NOTE_MESSAGE otherwise */
+    uint64_t chunk; /* the index of the chunk its last octet came in (trace_wire_appended()) */
 } trace_wire_msg;
 
 /* Called for each message (msg) or each lost seq (msg NULL, seq given); false stops the walk. */

@@ -221,6 +221,23 @@ bool trace_wire_corr_published(trace_wire_corr *c, uint64_t conn, uint64_t reque
     return put(c, 0, publication_id, K_PUB, uuid, uri);
 }
 
+bool trace_wire_corr_rename(trace_wire_corr *c, uint64_t conn, uint64_t id,
+                            const uint8_t uuid[TRACE_UUID_LEN])
+{
+    corr_ent *e = (corr_ent *)(uintptr_t)find(c, conn, id, K_REQ);
+    if (!e) {
+        return false;
+    }
+    memcpy(e->uuid, uuid, TRACE_UUID_LEN);
+    return true;
+}
+
+bool trace_wire_corr_invoked(trace_wire_corr *c, uint64_t callee_conn, uint64_t inv_id,
+                             const uint8_t uuid[TRACE_UUID_LEN], const char *procedure)
+{
+    return put(c, callee_conn, inv_id, K_INV, uuid, intern(c, procedure));
+}
+
 /* Found: the key's UUID into uuid (its URI c->cur_uri) and flags, else 0. */
 static uint8_t known(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind, uint8_t flags,
                      uint8_t uuid[TRACE_UUID_LEN])

@@ -46,6 +46,15 @@ bool trace_wire_corr_call(trace_wire_corr *c, uint64_t caller_conn, uint64_t cal
 bool trace_wire_corr_published(trace_wire_corr *c, uint64_t conn, uint64_t request_id,
                                uint64_t publication_id);
 
+/* Facts of a call that crosses nodes, whose action's UUID the caller's node chose and sent
+ * along: conn's CALL request id (met already) has uuid; on the callee's node, its INVOCATION
+ * inv_id to callee_conn has uuid, and procedure (NUL-terminated; NULL: none) as its URI. false
+ * when there is no such request, or without memory. */
+bool trace_wire_corr_rename(trace_wire_corr *c, uint64_t conn, uint64_t id,
+                            const uint8_t uuid[TRACE_UUID_LEN]);
+bool trace_wire_corr_invoked(trace_wire_corr *c, uint64_t callee_conn, uint64_t inv_id,
+                             const uint8_t uuid[TRACE_UUID_LEN], const char *procedure);
+
 /* The correlation of message m (seq), decoded from connection conn in direction dir (TRACE_RX:
  * sent by the client, TRACE_TX: by the router): its action's UUID in uuid and the flags
  * (TRACE_CORR_HAS, _ANCHOR: it opens the action, _LAST: it completes it), or 0 when it belongs to

@@ -136,6 +136,37 @@ class TestClusterCorrelation(tcmn.ClusterMgmtCase):
         self.assertEqual(len(engine["flows"]), 6)  # 3 followers of each anchor
         await self.stop_nodes(a, b, c)
 
+    async def test_flight_recorders_share_correlation(self):
+        # No trace runs: each node's flight recorder is read from its wire capture, and a call
+        # from A to B carries, in both, the one UUID A's capture chose for it.
+        a, b, c = self.node("node_a"), self.node("node_b"), self.node("node_c")
+        self.wait_nodes((a, b, c), NODES)
+        caller, _, _ = await self.apps(a, b)
+        self.assertEqual(await h.step(caller.call(h.uri(self, "double"), 21)), 42)
+        mgmt = await self.session(c, "mgmt")
+        [w] = await self.call(mgmt, "list_workers", "node_c")
+        fr = {n: await self.call(mgmt, "get_trace_data", n, w, "flight-recorder", 0, None, 10000)
+              for n in ("node_a", "node_b")}
+        # (the flight recorder keeps no payload: the last CALL of the procedure is this one)
+        call = [r for r in fr["node_a"]
+                if r["msg_type"] == "Call" and r["uri"] == h.uri(self, "double")][-1]
+        corr = call["correlation"]
+        self.assertTrue(corr and call["correlation_is_anchor"])
+        on_a = [r for r in fr["node_a"] if r["correlation"] == corr]
+        on_b = [r for r in fr["node_b"] if r["correlation"] == corr]
+        self.assertEqual([r["msg_type"] for r in on_a], ["Call", "Result"])
+        self.assertEqual([r["msg_type"] for r in on_b], ["Invocation", "Yield"])
+        self.assertEqual({r["uri"] for r in on_a + on_b}, {h.uri(self, "double")})
+        self.assertEqual([r["correlation_is_last"] for r in on_a + on_b],
+                         [False, True, False, False])
+        # Every call that reached B (the warm-up's, too) has its CALL's UUID there, each its own.
+        calls_a = [r["correlation"] for r in fr["node_a"] if r["msg_type"] == "Call"]
+        invs_b = [r["correlation"] for r in fr["node_b"] if r["msg_type"] == "Invocation"]
+        self.assertLessEqual(set(invs_b), set(calls_a))
+        self.assertEqual(len(set(calls_a)), len(calls_a))
+        self.assertEqual(len(set(invs_b)), len(invs_b))
+        await self.stop_nodes(a, b, c)
+
     async def test_cross_node_call_action_record(self):
         a, b, c = self.node("node_a"), self.node("node_b"), self.node("node_c")
         self.wait_nodes((a, b, c), NODES)

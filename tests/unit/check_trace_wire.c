@@ -911,6 +911,34 @@ START_TEST(test_correlation_bounded)
 
 END_TEST
 
+/* A call that crosses nodes: the caller's node gives its CALL the UUID it sent along
+ * (trace_wire_corr_rename()), the callee's node its INVOCATION (trace_wire_corr_invoked()), with
+ * the procedure as its URI; their answers follow. */
+START_TEST(test_correlation_across_nodes)
+{
+    const uint8_t HAS = TRACE_CORR_HAS, ANCHOR = TRACE_CORR_ANCHOR, LAST = TRACE_CORR_LAST;
+    uint8_t sent[TRACE_UUID_LEN], u[TRACE_UUID_LEN];
+    memset(sent, 0xab, sizeof(sent));
+    trace_wire_corr *a = trace_wire_corr_new(), *b = trace_wire_corr_new();
+    ck_assert(a && b);
+    ck_assert_uint_eq(corr_of(a, 1, 7, TRACE_RX, "[48,5,{},\"com.x\",[1]]", u), HAS | ANCHOR);
+    ck_assert(memcmp(u, sent, TRACE_UUID_LEN) != 0);
+    ck_assert(trace_wire_corr_rename(a, 7, 5, sent));
+    ck_assert(!trace_wire_corr_rename(a, 7, 6, sent)); /* (no such request) */
+    ck_assert_uint_eq(corr_of(a, 9, 7, TRACE_TX, "[50,5,{},[2]]", u), HAS | LAST);
+    ck_assert_mem_eq(u, sent, TRACE_UUID_LEN);
+    ck_assert(trace_wire_corr_invoked(b, 3, 77, sent, "com.x"));
+    ck_assert_uint_eq(corr_of(b, 4, 3, TRACE_TX, "[68,77,12,{},[1]]", u), HAS);
+    ck_assert_mem_eq(u, sent, TRACE_UUID_LEN);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(b)), "com.x");
+    ck_assert_uint_eq(corr_of(b, 5, 3, TRACE_RX, "[70,77,{},[2]]", u), HAS);
+    ck_assert_mem_eq(u, sent, TRACE_UUID_LEN);
+    trace_wire_corr_free(a);
+    trace_wire_corr_free(b);
+}
+
+END_TEST
+
 /* The incremental reader, called at random points while the chunks are appended: every seq
  * once, in order, but for the ones it was told it skipped; every message it hands out the
  * model's message of that seq, byte for byte; with a ring that holds everything, every message
@@ -991,6 +1019,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_stop);
     tcase_add_test(tc, test_message_chunks);
     tcase_add_test(tc, test_correlation_bounded);
+    tcase_add_test(tc, test_correlation_across_nodes);
     tcase_add_loop_test(tc, test_reader_everything_held, 0, 40);
     tcase_add_loop_test(tc, test_reader_small_ring, 0, 60);
     tcase_add_test(tc, test_clock_and_empty);
