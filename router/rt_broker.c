@@ -222,11 +222,14 @@ static void tell_remote(rt_broker *b, rt_session *s, const wamp_msg *m, const pu
                         .publisher_authrole = s->authrole,
                         .retain = p->retain,
                         .retained_ns = p->retained_ns};
-    /* The other nodes' EVENTs carry the publication's correlation (while a trace runs). */
+    /* The other nodes' EVENTs carry the publication's correlation (while a trace runs; or one
+     * the wire capture makes for it, so that every node names the action alike). */
     rt_action_mark mark;
     memset(&mark, 0, sizeof(mark));
     rt_observers_action_mark(&rt->observers, rt, &mark);
-    rp.correlation = rt_action_mark_is_set(&mark) ? mark.id : NULL;
+    uint8_t made[RT_BROKER_CORRELATION_LEN];
+    rp.correlation = rt_observers_remote_call(&rt->observers, s, m->id,
+                                              rt_action_mark_is_set(&mark) ? mark.id : NULL, made);
     b->remote->published(b->remote_ctx, b, &rp);
     rt_observers_action_forget(&rt->observers, &mark);
 }
@@ -495,6 +498,9 @@ wamp_err rt_broker_deliver(rt_broker *b, const rt_broker_pub *rp)
     /* A message of its own: one clock reading, none left behind. */
     rt_observers_message_edge(obs, rt);
     /* The EVENTs carry the publication's correlation, as on the publisher's node. */
+    if (rp->correlation) {
+        rt_observers_remote_published(obs, rp->publication, rp->correlation, rp->topic);
+    }
     bool stashed = rp->correlation && rt_observers_listening(obs);
     void *saved = stashed ? rt_observers_action_stash(obs, rt) : NULL;
     if (stashed) {

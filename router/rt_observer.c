@@ -5,7 +5,8 @@
 
 wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
 {
-    bool routes = o->call_routed || o->published || o->remote_call || o->remote_invoked;
+    bool routes = o->call_routed || o->published || o->remote_call || o->remote_invoked ||
+                  o->remote_published;
     if ((o->listening && l->actions) || (routes && l->routes)) {
         return WAMP_EEXIST;
     }
@@ -26,7 +27,7 @@ wamp_err rt_observers_add(rt_observers *l, const rt_observer *o)
             l->listening = l->v[i].listening;
         }
         if (l->v[i].call_routed || l->v[i].published || l->v[i].remote_call ||
-            l->v[i].remote_invoked) {
+            l->v[i].remote_invoked || l->v[i].remote_published) {
             l->routes = &l->v[i];
         }
     }

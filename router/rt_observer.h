@@ -76,15 +76,18 @@ typedef struct rt_observer {
                         uint64_t inv_id);
     void (*published)(void *ctx, rt_session *publisher, uint64_t request_id,
                       uint64_t publication_id);
-    /* A call that crosses nodes (rt_observers_remote_call(), _remote_invoked()): caller's CALL
-     * call_id goes to another node, which the action's id goes with; returns that id: corr (the
-     * action's, while a trace runs) or, corr NULL, a new one written to buf; NULL: none. And on
-     * the callee's node: the call with the id corr (of procedure) goes to callee as INVOCATION
-     * inv_id (before it is sent). */
+    /* An action that crosses nodes (rt_observers_remote_call(), _remote_invoked(),
+     * _remote_published()): caller's CALL (or PUBLISH) call_id goes to other nodes, which the
+     * action's id goes with; returns that id: corr (the action's, while a trace runs) or, corr
+     * NULL, a new one written to buf; NULL: none. On the callee's node: the call with the id corr
+     * (of procedure) goes to callee as INVOCATION inv_id (before it is sent). On a subscriber's
+     * node: the publication publication_id (of topic) with the id corr is delivered here. */
     const uint8_t *(*remote_call)(void *ctx, rt_session *caller, uint64_t call_id,
                                   const uint8_t *corr, uint8_t buf[RT_ACTION_ID_LEN]);
     void (*remote_invoked)(void *ctx, rt_session *callee, uint64_t inv_id,
                            const uint8_t corr[RT_ACTION_ID_LEN], const char *procedure);
+    void (*remote_published)(void *ctx, uint64_t publication_id,
+                             const uint8_t corr[RT_ACTION_ID_LEN], const char *topic);
     /* The list is being finalized (rt_observers_fini()): release ctx if the observer owns it. */
     void (*detach)(void *ctx);
 
@@ -179,6 +182,15 @@ static inline void rt_observers_remote_invoked(const rt_observers *l, rt_session
 {
     if (l->routes && l->routes->remote_invoked) {
         l->routes->remote_invoked(l->routes->ctx, callee, inv_id, corr, procedure);
+    }
+}
+
+static inline void rt_observers_remote_published(const rt_observers *l, uint64_t publication_id,
+                                                 const uint8_t corr[RT_ACTION_ID_LEN],
+                                                 const char *topic)
+{
+    if (l->routes && l->routes->remote_published) {
+        l->routes->remote_published(l->routes->ctx, publication_id, corr, topic);
     }
 }
 

@@ -48,10 +48,13 @@ static trace_wire_time wire_now(rt_router *rt)
  *   'C' a routed call: the caller's connection, its CALL id, the callee's connection, the
  *       INVOCATION id;
  *   'P' a publication: the publisher's connection, its PUBLISH id, the publication id;
- *   'R' a call to another node: the caller's connection, its CALL id, the index of the chunk
- *       the CALL came in, and the action's UUID sent along (16 octets);
+ *   'R' a call (or publication) that goes to other nodes: the client's connection, its CALL (or
+ *       PUBLISH) id, the index of the chunk the request came in, and the action's UUID sent
+ *       along (16 octets);
  *   'I' on the callee's node, that call's INVOCATION: the callee's connection, the INVOCATION
- *       id, the UUID, then the procedure (the rest of the fact; a fact of its own).
+ *       id, the UUID, then the procedure (the rest of the fact; a fact of its own);
+ *   'E' on a subscriber's node, that publication: its id, the UUID, then the topic (a fact of
+ *       its own).
  * Routing facts ('C', 'P', 'R') are gathered and appended together (facts_flush()): a fact of
  * connection 0, the facts one after the other. */
 #define FACT_JOIN    'J'
@@ -59,6 +62,7 @@ static trace_wire_time wire_now(rt_router *rt)
 #define FACT_PUB     'P'
 #define FACT_REMOTE  'R'
 #define FACT_INVOKED 'I'
+#define FACT_EVENTS  'E'
 #define JOIN_FACT_ID 9 /* the kind and the session id */
 
 /* The routing facts gathered (rt_router.wire_facts), appended as one fact (of connection 0):
@@ -143,6 +147,26 @@ static void obs_remote_invoked(void *ctx, rt_session *callee, uint64_t inv_id,
     free(p);
 }
 
+static void obs_remote_published(void *ctx, uint64_t publication_id,
+                                 const uint8_t corr[RT_ACTION_ID_LEN], const char *topic)
+{
+    rt_router *rt = ctx;
+    size_t tlen = topic ? strlen(topic) : 0;
+    unsigned char *p = malloc(1 + 8 + RT_ACTION_ID_LEN + tlen);
+    if (!p) {
+        return; /* (no memory: its EVENTs here have no correlation) */
+    }
+    p[0] = FACT_EVENTS;
+    memcpy(p + 1, &publication_id, 8);
+    memcpy(p + 9, corr, RT_ACTION_ID_LEN);
+    if (tlen) {
+        memcpy(p + 9 + RT_ACTION_ID_LEN, topic, tlen);
+    }
+    facts_flush(rt); /* (in order) */
+    trace_wire_fact(rt->wire, 0, wire_now(rt), p, 1 + 8 + RT_ACTION_ID_LEN + tlen);
+    free(p);
+}
+
 static void obs_published(void *ctx, rt_session *publisher, uint64_t request_id,
                           uint64_t publication_id)
 {
@@ -200,7 +224,8 @@ wamp_err rt_trace_wire_attach(rt_router *rt)
                      .call_routed = obs_call_routed,
                      .published = obs_published,
                      .remote_call = obs_remote_call,
-                     .remote_invoked = obs_remote_invoked};
+                     .remote_invoked = obs_remote_invoked,
+                     .remote_published = obs_remote_published};
     wamp_err err = rt_observers_add(&rt->observers, &o);
     const rt_observer joins = {.ctx = rt, .session_joined = obs_session_joined};
     for (size_t i = 0; err == WAMP_OK && i < rt->n_realms; i++) {
@@ -423,21 +448,29 @@ static void remote_clear(rt_hmap *m)
     rt_hmap_fini(m);
 }
 
-/* An 'I' fact (of its own): the INVOCATION of a call from another node takes its UUID. */
-static void on_invoked(wire_read *r, const unsigned char *b, size_t n)
+/* An 'I' or 'E' fact (of its own): the INVOCATION of a call from another node, or the EVENTs
+ * of its publication, take its UUID (and its procedure or topic as their URI). */
+static void on_remote(wire_read *r, const unsigned char *b, size_t n)
 {
+    size_t nids = b[0] == FACT_INVOKED ? 2 : 1;
+    size_t head = 1 + nids * 8 + TRACE_UUID_LEN;
     uint64_t v[2];
-    if (n < 1 + 16 + TRACE_UUID_LEN) {
+    if (n < head) {
         return;
     }
-    memcpy(v, b + 1, 16);
-    size_t ulen = n - (1 + 16 + TRACE_UUID_LEN);
+    memcpy(v, b + 1, nids * 8);
+    size_t ulen = n - head;
     char *uri = ulen ? malloc(ulen + 1) : NULL;
     if (uri) {
-        memcpy(uri, b + 1 + 16 + TRACE_UUID_LEN, ulen);
+        memcpy(uri, b + head, ulen);
         uri[ulen] = '\0';
     }
-    (void)trace_wire_corr_invoked(r->corr, v[0], v[1], b + 17, uri);
+    const uint8_t *uuid = b + 1 + nids * 8;
+    if (b[0] == FACT_INVOKED) {
+        (void)trace_wire_corr_invoked(r->corr, v[0], v[1], uuid, uri);
+    } else {
+        (void)trace_wire_corr_published_as(r->corr, v[0], uuid, uri);
+    }
     free(uri);
 }
 
@@ -478,23 +511,25 @@ static void on_fact(void *ctx, uint64_t conn, const void *p, size_t n, bool earl
     }
     if (b[0] == FACT_JOIN) {
         on_join(r, conn, p, n, early);
-    } else if (r->corr && b[0] == FACT_INVOKED) {
+    } else if (r->corr && (b[0] == FACT_INVOKED || b[0] == FACT_EVENTS)) {
         if (!early) {
-            on_invoked(r, b, n);
+            on_remote(r, b, n);
         }
     } else if (r->corr) {
         on_routing(r, b, n, early);
     }
 }
 
-/* The correlation of m (wm: its fields), a CALL to another node taking the UUID noted for it. */
+/* The correlation of m (wm: its fields), a CALL or PUBLISH to other nodes taking the UUID noted
+ * for it. */
 static uint8_t corr_of(wire_read *r, uint64_t seq, const trace_wire_msg *m, const wamp_msg *wm,
                        uint8_t corr[TRACE_UUID_LEN])
 {
     uint8_t flags = trace_wire_corr_of(r->corr, seq, m->conn, m->dir, wm, corr);
-    const remote_call *c = flags && wm->type == WAMP_MSG_CALL && r->remote.count
-                                   ? remote_find(r, m->conn, wm->id, m->chunk)
-                                   : NULL;
+    const remote_call *c =
+            flags && (wm->type == WAMP_MSG_CALL || wm->type == WAMP_MSG_PUBLISH) && r->remote.count
+                    ? remote_find(r, m->conn, wm->id, m->chunk)
+                    : NULL;
     if (c && trace_wire_corr_rename(r->corr, m->conn, wm->id, c->uuid)) {
         memcpy(corr, c->uuid, TRACE_UUID_LEN);
     }

@@ -238,6 +238,12 @@ bool trace_wire_corr_invoked(trace_wire_corr *c, uint64_t callee_conn, uint64_t 
     return put(c, callee_conn, inv_id, K_INV, uuid, intern(c, procedure));
 }
 
+bool trace_wire_corr_published_as(trace_wire_corr *c, uint64_t publication_id,
+                                  const uint8_t uuid[TRACE_UUID_LEN], const char *topic)
+{
+    return put(c, 0, publication_id, K_PUB, uuid, intern(c, topic));
+}
+
 /* Found: the key's UUID into uuid (its URI c->cur_uri) and flags, else 0. */
 static uint8_t known(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind, uint8_t flags,
                      uint8_t uuid[TRACE_UUID_LEN])

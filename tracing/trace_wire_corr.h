@@ -54,6 +54,9 @@ bool trace_wire_corr_rename(trace_wire_corr *c, uint64_t conn, uint64_t id,
                             const uint8_t uuid[TRACE_UUID_LEN]);
 bool trace_wire_corr_invoked(trace_wire_corr *c, uint64_t callee_conn, uint64_t inv_id,
                              const uint8_t uuid[TRACE_UUID_LEN], const char *procedure);
+/* On a subscriber's node, publication_id of another node has uuid and topic (NULL: none). */
+bool trace_wire_corr_published_as(trace_wire_corr *c, uint64_t publication_id,
+                                  const uint8_t uuid[TRACE_UUID_LEN], const char *topic);
 
 /* The correlation of message m (seq), decoded from connection conn in direction dir (TRACE_RX:
  * sent by the client, TRACE_TX: by the router): its action's UUID in uuid and the flags

@@ -138,11 +138,17 @@ class TestClusterCorrelation(tcmn.ClusterMgmtCase):
 
     async def test_flight_recorders_share_correlation(self):
         # No trace runs: each node's flight recorder is read from its wire capture, and a call
-        # from A to B carries, in both, the one UUID A's capture chose for it.
+        # from A to B, or a publication from A with subscribers on A and B, carries in both the
+        # one UUID A's capture chose for it.
         a, b, c = self.node("node_a"), self.node("node_b"), self.node("node_c")
         self.wait_nodes((a, b, c), NODES)
-        caller, _, _ = await self.apps(a, b)
+        caller, got_b, got_a = await self.apps(a, b)
+        warm_b, warm_a = len(got_b), len(got_a)
         self.assertEqual(await h.step(caller.call(h.uri(self, "double"), 21)), 42)
+        await h.step(caller.publish(h.uri(self, "ev"), "traced",
+                                    options=PublishOptions(acknowledge=True)))
+        await self.wait_for(lambda: len(got_b) > warm_b and len(got_a) > warm_a,
+                            "the event on A and B")
         mgmt = await self.session(c, "mgmt")
         [w] = await self.call(mgmt, "list_workers", "node_c")
         fr = {n: await self.call(mgmt, "get_trace_data", n, w, "flight-recorder", 0, None, 10000)
@@ -159,6 +165,16 @@ class TestClusterCorrelation(tcmn.ClusterMgmtCase):
         self.assertEqual({r["uri"] for r in on_a + on_b}, {h.uri(self, "double")})
         self.assertEqual([r["correlation_is_last"] for r in on_a + on_b],
                          [False, True, False, False])
+        # The publication: PUBLISH, EVENT and PUBLISHED on A, EVENT on B.
+        pub = [r for r in fr["node_a"]
+               if r["msg_type"] == "Publish" and r["uri"] == h.uri(self, "ev")][-1]
+        pcorr = pub["correlation"]
+        self.assertTrue(pcorr and pcorr != corr)
+        self.assertEqual(sorted(r["msg_type"] for r in fr["node_a"] if r["correlation"] == pcorr),
+                         ["Event", "Publish", "Published"])
+        ev_b = [r for r in fr["node_b"] if r["correlation"] == pcorr]
+        self.assertEqual([(r["msg_type"], r["uri"]) for r in ev_b],
+                         [("Event", h.uri(self, "ev"))])
         # Every call that reached B (the warm-up's, too) has its CALL's UUID there, each its own.
         calls_a = [r["correlation"] for r in fr["node_a"] if r["msg_type"] == "Call"]
         invs_b = [r["correlation"] for r in fr["node_b"] if r["msg_type"] == "Invocation"]

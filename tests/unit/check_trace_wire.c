@@ -933,6 +933,12 @@ START_TEST(test_correlation_across_nodes)
     ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(b)), "com.x");
     ck_assert_uint_eq(corr_of(b, 5, 3, TRACE_RX, "[70,77,{},[2]]", u), HAS);
     ck_assert_mem_eq(u, sent, TRACE_UUID_LEN);
+    /* A publication of another node: its EVENTs here. */
+    sent[0] = 0x11;
+    ck_assert(trace_wire_corr_published_as(b, 4242, sent, "com.t"));
+    ck_assert_uint_eq(corr_of(b, 6, 3, TRACE_TX, "[36,9,4242,{},[1]]", u), HAS);
+    ck_assert_mem_eq(u, sent, TRACE_UUID_LEN);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(b)), "com.t");
     trace_wire_corr_free(a);
     trace_wire_corr_free(b);
 }
