@@ -351,13 +351,16 @@ void ctl_format_traces(FILE *out, const ctl_style *st, const json_t *metas)
 
 void ctl_format_meta(FILE *out, const json_t *meta)
 {
-    static const char *const keys[] = {"id",          "node_id",       "worker_id", "status",
-                                       "started",     "ended",         "runtime",   "first_seq",
-                                       "next_seq",    "records",       "dropped",   "bytes",
-                                       "stop_reason", "persistent_id", "options"};
+    static const char *const keys[] = {"id",       "node_id",     "worker_id",     "status",
+                                       "started",  "ended",       "runtime",       "first_seq",
+                                       "next_seq", "records",     "dropped",       "lost",
+                                       "bytes",    "stop_reason", "persistent_id", "options"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(meta, keys[i]);
         char *s = NULL;
+        if (!v && strcmp(keys[i], "lost") == 0) {
+            continue; /* (the flight recorder read from the wire capture's alone) */
+        }
         if (json_is_string(v)) {
             fprintf(out, "%-14s ", keys[i]);
             put_clean(out, json_string_value(v), strlen(json_string_value(v)));

@@ -163,8 +163,17 @@ START_TEST(test_traces_and_meta)
     ck_assert_ptr_nonnull(strstr(buf, "\nended          -\n"));
     ck_assert_ptr_nonnull(strstr(buf, "\nruntime        12.34\n")); /* shortest float */
     ck_assert_ptr_nonnull(strstr(buf, "\noptions        {\"limit\":5}\n"));
+    ck_assert_ptr_null(strstr(buf, "\nlost")); /* (only a trace read from the wire says it) */
     ck_assert_ptr_nonnull(
             strstr(buf, " 2026-01-02T03:04:05.678Z      12.3s\n")); /* right-aligned */
+    free(buf);
+    /* The flight recorder read from the wire capture says what it lost. */
+    json_object_set_new(m, "lost", json_integer(7));
+    f = open_memstream(&buf, &len);
+    ctl_format_meta(f, m);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\ndropped        2\nlost           7\n"));
+    json_object_del(m, "lost");
     free(buf);
     /* A long id: whole when the table fits (ID as wide as it), cut at 80 columns. */
     json_object_set_new(m, "id",
