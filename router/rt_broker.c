@@ -221,15 +221,14 @@ static void tell_remote(rt_broker *b, rt_session *s, const wamp_msg *m, const pu
                         .publisher_authid = s->authid,
                         .publisher_authrole = s->authrole,
                         .retain = p->retain,
-                        .retained_ns = p->retained_ns};
-    /* The other nodes' EVENTs carry the publication's correlation (while a trace runs; or one
-     * the wire capture makes for it, so that every node names the action alike). */
+                        .retained_ns = p->retained_ns,
+                        .session = s,
+                        .request = m->id};
+    /* The other nodes' EVENTs carry the publication's correlation (while a trace runs). */
     rt_action_mark mark;
     memset(&mark, 0, sizeof(mark));
     rt_observers_action_mark(&rt->observers, rt, &mark);
-    uint8_t made[RT_BROKER_CORRELATION_LEN];
-    rp.correlation = rt_observers_remote_call(&rt->observers, s, m->id,
-                                              rt_action_mark_is_set(&mark) ? mark.id : NULL, made);
+    rp.correlation = rt_action_mark_is_set(&mark) ? mark.id : NULL;
     b->remote->published(b->remote_ctx, b, &rp);
     rt_observers_action_forget(&rt->observers, &mark);
 }
@@ -481,6 +480,16 @@ void rt_broker_set_remote(rt_broker *b, const rt_broker_remote *ops, void *ctx)
 {
     b->remote = ops;
     b->remote_ctx = ctx;
+}
+
+const uint8_t *rt_broker_pub_correlation(const rt_broker_pub *p,
+                                         uint8_t buf[RT_BROKER_CORRELATION_LEN])
+{
+    if (!p->session) {
+        return p->correlation;
+    }
+    return rt_observers_remote_call(&p->session->rt->observers, p->session, p->request,
+                                    p->correlation, buf);
 }
 
 wamp_err rt_broker_deliver(rt_broker *b, const rt_broker_pub *rp)

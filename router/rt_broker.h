@@ -121,7 +121,17 @@ typedef struct rt_broker_pub {
     bool retain;                /* the publisher asked to retain it (event_retention) */
     uint64_t retained_ns;       /* retained here then (wall clock); 0: not (or not asked) */
     const uint8_t *correlation; /* RT_BROKER_CORRELATION_LEN bytes while a trace runs, or NULL */
+    /* A client's publication (on its node only): its session and PUBLISH id; NULL / 0 else. */
+    rt_session *session;
+    uint64_t request;
 } rt_broker_pub;
+
+/* The correlation a client's publication p carries to the nodes it goes to: its trace's
+ * (p->correlation), or one the wire capture chooses for it then (written to buf), so that every
+ * node's capture names the action alike (rt_observer.remote_call). Ask only when p does go to
+ * another node. */
+const uint8_t *rt_broker_pub_correlation(const rt_broker_pub *p,
+                                         uint8_t buf[RT_BROKER_CORRELATION_LEN]);
 
 typedef struct rt_broker_remote {
     /* A client's publication p went to this node's subscribers. */

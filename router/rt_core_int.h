@@ -46,11 +46,9 @@ struct rt_router {
     trace_hub *hub;      /* owned; trace_hub_is_active() is the one branch on the hot path */
     trace_wire *wire;    /* owned: the wire capture (wampscope.tracing.wire_capture), or NULL */
     uint64_t wire_conns; /* connection ids given to the wire capture's streams */
-    /* The flight recorder read from the wire capture (rt_flight.h): it is fed, and the seq of
-     * the capture's next message not given to it yet. */
-    bool flight_fed;
-    uint64_t flight_next;
-    struct rt_wire_follow *flight_follow; /* owned: its reader of the capture */
+    /* The flight recorder read from the wire capture (rt_flight.h): its reader of the capture
+     * (owned), NULL when it is not fed from it. */
+    struct rt_wire_follow *flight_follow;
     /* Routing facts noted since the capture's last append (rt_trace_wire.c): appended, as one
      * fact, before the next chunk or when full. */
     unsigned char wire_facts[RT_WIRE_FACTS];

@@ -13,7 +13,7 @@
  * ordinary trace then). */
 static trace *fed_trace(const rt_router *rt)
 {
-    trace *t = rt->wire && rt->flight_fed ? trace_hub_find(rt->hub, RT_FLIGHT_RECORDER_ID) : NULL;
+    trace *t = rt->flight_follow ? trace_hub_find(rt->hub, RT_FLIGHT_RECORDER_ID) : NULL;
     return t && trace_is_fed(t) ? t : NULL;
 }
 
@@ -24,8 +24,6 @@ void rt_flight_attach(rt_router *rt)
                        : NULL;
     if (t && trace_is_running(t) && (rt->flight_follow = rt_wire_follow_new())) {
         trace_hub_set_fed(rt->hub, t);
-        rt->flight_fed = true;
-        rt->flight_next = 0; /* (the follower starts at seq 0) */
         RT_LOG_INFO(0,
                     "flight recorder read from the wire capture (%zu bytes): records are made "
                     "when the trace is read (wampscope.tracing.flight_recorder.from_wire)",
@@ -36,17 +34,9 @@ void rt_flight_attach(rt_router *rt)
 typedef struct feed {
     trace_hub *hub;
     trace *t;
-    uint64_t lost; /* messages lost, not counted in the trace yet (trace_lose()) */
+    uint64_t lost; /* messages lost (trace_lose(), once the walk is over) */
     uint64_t next; /* the capture's seq after the last one met */
 } feed;
-
-static void give_lost(feed *f)
-{
-    if (f->lost) {
-        trace_lose(f->t, f->lost);
-        f->lost = 0;
-    }
-}
 
 /* A connection event, for a flight recorder that keeps every message (as
  * trace_hub_on_connection() chooses). */
@@ -71,7 +61,6 @@ static bool on_rec(void *ctx, uint64_t seq, const trace_record *rec)
         f->lost++;
         return true;
     }
-    give_lost(f);
     if (rec->msg_type == TRACE_MSG_CONNECTION) {
         feed_connection(f, rec);
         return trace_is_running(f->t);
@@ -123,23 +112,22 @@ static bool on_rec(void *ctx, uint64_t seq, const trace_record *rec)
 uint64_t rt_router_flight_sync(rt_router *rt)
 {
     trace *t = fed_trace(rt);
-    if (!t || !trace_is_running(t) || rt->flight_next >= trace_wire_next_seq(rt->wire)) {
+    uint64_t from = t ? rt_wire_follow_next_seq(rt->flight_follow) : 0;
+    uint64_t end = t ? trace_wire_next_seq(rt->wire) : 0;
+    if (!t || !trace_is_running(t) || from >= end) {
         return 0;
     }
-    uint64_t from = rt->flight_next;
     feed f = {.hub = rt->hub, .t = t, .next = from};
     uint64_t first = trace_wire_first_seq(rt->wire);
-    if (first > from) { /* let go before the follower reached them (walk.skipped): first */
+    if (first > from) { /* let go before the follower reached them (its walk.skipped) */
         f.lost = first - from;
         f.next = first;
     }
     /* A trace that keeps every message and holds its last `limit` records: the ones before those
      * would only come in to be dropped, so they are read for their actions alone, and dropped
      * at once (as the limit would drop them). */
-    uint64_t end = trace_wire_next_seq(rt->wire);
     size_t limit = trace_get_options(t)->limit;
     if (trace_keeps_all(t) && !trace_get_options(t)->max_records && limit && end - f.next > limit) {
-        give_lost(&f);
         trace_skip(t, end - limit - f.next);
         f.next = end - limit;
     }
@@ -148,7 +136,6 @@ uint64_t rt_router_flight_sync(rt_router *rt)
     if (trace_is_running(t) && f.next < end) {
         f.lost += end - f.next; /* (a walk ended early without memory: the follower is past) */
     }
-    give_lost(&f);
-    rt->flight_next = end;
+    trace_lose(t, f.lost);
     return end - from;
 }

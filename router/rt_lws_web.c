@@ -403,9 +403,7 @@ static int bridge_body_done(rt_lws_conn *c)
                WAMP_ENOTFOUND) {
         err = rt_bridge_deny(500, "the path's realm or role does not exist", &a);
     } else if (err == WAMP_OK) {
-        if (w->wire) {
-            rt_wire_conn_msg(rt, w->wire, TRACE_RX, msg, msg_len);
-        }
+        rt_wire_conn_msg(rt, w->wire, TRACE_RX, msg, msg_len);
         err = rt_session_on_message(w->sess, msg, msg_len);
         free(msg);
         if (err == WAMP_OK) {
@@ -431,10 +429,8 @@ static int bridge_writeable(rt_lws_conn *c)
     bool have = false;
     wamp_buf *b;
     while (!have && (b = rt_session_tx_peek(w->sess))) {
-        if (w->wire) {
-            rt_wire_conn_msg(rt_lws_conn_router(c), w->wire, TRACE_TX, wamp_buf_cdata(b),
-                             wamp_buf_len(b));
-        }
+        rt_wire_conn_msg(rt_lws_conn_router(c), w->wire, TRACE_TX, wamp_buf_cdata(b),
+                         wamp_buf_len(b));
         json_t *m =
                 json_loadb((const char *)wamp_buf_cdata(b), wamp_buf_len(b), JSON_ALLOW_NUL, NULL);
         wamp_err err = m ? rt_bridge_answer_of(m, RT_LWS_WEB_BRIDGE_REQUEST, &have, &a) : WAMP_OK;

@@ -439,7 +439,8 @@ void rt_router_tick(rt_router *rt)
     /* Traces: duration auto-stop and the live feed (also for traces that just stopped); the
      * flight recorder read from the wire capture is fed first while the live feed has takers. */
     const trace_hub_events *ev = rt->trace_events;
-    if (rt->flight_fed && ev && (!ev->wants_batches || ev->wants_batches(rt->trace_events_ctx))) {
+    if (rt->flight_follow && ev &&
+        (!ev->wants_batches || ev->wants_batches(rt->trace_events_ctx))) {
         (void)rt_router_flight_sync(rt);
     }
     trace_hub_tick(rt->hub, now * 1000u, rt_trace_wall_ns(), rt->trace_events,

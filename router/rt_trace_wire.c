@@ -125,46 +125,41 @@ static const uint8_t *obs_remote_call(void *ctx, rt_session *caller, uint64_t ca
     return corr;
 }
 
+/* A fact of its own of connection conn: kind, the nids ids, the action's UUID, then text (NULL:
+ * none) to the end ('I', 'E'). Without memory it is not noted: those messages then have no
+ * correlation. */
+static void fact_remote(rt_router *rt, uint64_t conn, char kind, const uint64_t *ids, size_t nids,
+                        const uint8_t uuid[RT_ACTION_ID_LEN], const char *text)
+{
+    size_t head = 1 + nids * 8 + RT_ACTION_ID_LEN, tlen = text ? strlen(text) : 0;
+    unsigned char *p = malloc(head + tlen);
+    if (!p) {
+        return;
+    }
+    p[0] = (unsigned char)kind;
+    memcpy(p + 1, ids, nids * 8);
+    memcpy(p + 1 + nids * 8, uuid, RT_ACTION_ID_LEN);
+    if (tlen) {
+        memcpy(p + head, text, tlen);
+    }
+    facts_flush(rt); /* (in order) */
+    trace_wire_fact(rt->wire, conn, wire_now(rt), p, head + tlen);
+    free(p);
+}
+
 static void obs_remote_invoked(void *ctx, rt_session *callee, uint64_t inv_id,
                                const uint8_t corr[RT_ACTION_ID_LEN], const char *procedure)
 {
-    rt_router *rt = ctx;
-    uint64_t b = conn_of(callee);
-    size_t ulen = procedure ? strlen(procedure) : 0;
-    unsigned char *p = b ? malloc(1 + 16 + RT_ACTION_ID_LEN + ulen) : NULL;
-    if (!p) {
-        return; /* (not captured, or no memory: its INVOCATION has no correlation) */
+    uint64_t ids[2] = {conn_of(callee), inv_id};
+    if (ids[0]) { /* (a callee not captured: nothing to name) */
+        fact_remote(ctx, ids[0], FACT_INVOKED, ids, 2, corr, procedure);
     }
-    p[0] = FACT_INVOKED;
-    memcpy(p + 1, &b, 8);
-    memcpy(p + 9, &inv_id, 8);
-    memcpy(p + 17, corr, RT_ACTION_ID_LEN);
-    if (ulen) {
-        memcpy(p + 17 + RT_ACTION_ID_LEN, procedure, ulen);
-    }
-    facts_flush(rt); /* (in order) */
-    trace_wire_fact(rt->wire, b, wire_now(rt), p, 1 + 16 + RT_ACTION_ID_LEN + ulen);
-    free(p);
 }
 
 static void obs_remote_published(void *ctx, uint64_t publication_id,
                                  const uint8_t corr[RT_ACTION_ID_LEN], const char *topic)
 {
-    rt_router *rt = ctx;
-    size_t tlen = topic ? strlen(topic) : 0;
-    unsigned char *p = malloc(1 + 8 + RT_ACTION_ID_LEN + tlen);
-    if (!p) {
-        return; /* (no memory: its EVENTs here have no correlation) */
-    }
-    p[0] = FACT_EVENTS;
-    memcpy(p + 1, &publication_id, 8);
-    memcpy(p + 9, corr, RT_ACTION_ID_LEN);
-    if (tlen) {
-        memcpy(p + 9 + RT_ACTION_ID_LEN, topic, tlen);
-    }
-    facts_flush(rt); /* (in order) */
-    trace_wire_fact(rt->wire, 0, wire_now(rt), p, 1 + 8 + RT_ACTION_ID_LEN + tlen);
-    free(p);
+    fact_remote(ctx, 0, FACT_EVENTS, &publication_id, 1, corr, topic);
 }
 
 static void obs_published(void *ctx, rt_session *publisher, uint64_t request_id,
@@ -259,8 +254,8 @@ void rt_wire_conn_tx_whole(rt_router *rt, rt_wire_conn *wc, const void *p, size_
 
 void rt_wire_conn_msg(rt_router *rt, rt_wire_conn *wc, uint8_t dir, const void *p, size_t n)
 {
-    trace_wire_stream *st = dir == TRACE_RX ? &wc->rx : &wc->tx;
-    if (rt->wire && st->conn) {
+    trace_wire_stream *st = !wc ? NULL : dir == TRACE_RX ? &wc->rx : &wc->tx;
+    if (st && rt->wire && st->conn) {
         facts_flush(rt);
         (void)trace_wire_message(rt->wire, st->conn, dir, st->ser, wire_now(rt),
                                  TRACE_WIRE_NOTE_MESSAGE, p, n);
@@ -716,19 +711,37 @@ static bool snapshot_sessions(rt_router *rt, wire_read *r)
     return true;
 }
 
-/* Drops the join facts of m (all of them; dead_only: those whose connection has no live session
- * in r's snapshot). */
-static void facts_drop(rt_hmap *m, const wire_read *r, bool dead_only)
+/* Drops the join facts of m: all of them (live NULL), or those whose connection has no session
+ * in live's snapshot. */
+static void facts_drop(rt_hmap *m, const wire_read *live)
 {
     for (rt_hmap_iter it = rt_hmap_iter_begin(m); it.node;) {
         conn_fact *f = RT_CONTAINER_OF(it.node, conn_fact, node);
         rt_hmap_iter_next(m, &it);
-        if (!dead_only || !session_of(r, f->conn)) {
+        if (!live || !session_of(live, f->conn)) {
             rt_hmap_remove(m, &f->node);
             trace_peer_unref(&f->peer);
             free(f);
         }
     }
+}
+
+/* One walk of r (its callback, from, correlation and join facts set) over the capture: every
+ * held chunk (rd NULL; the actions of the seqs before r->from are those of some after), or
+ * those rd has not read yet. The join facts of connections gone are dropped afterwards. */
+static wamp_err walk(rt_router *rt, wire_read *r, trace_wire_reader *rd, trace_wire_walk *out)
+{
+    facts_flush(rt); /* what was noted since the last chunk */
+    if (!snapshot_sessions(rt, r)) {
+        return WAMP_ENOMEM;
+    }
+    rt_hmap_init(&r->remote);
+    wamp_err err = rd ? trace_wire_reader_next(rd, rt->wire, on_seq, on_fact, r, out)
+                      : trace_wire_decode_facts(rt->wire, 0, on_seq, on_fact, r, out);
+    remote_clear(&r->remote);
+    facts_drop(r->facts, r); /* (no chunk of a connection gone can come any more) */
+    free(r->by_conn);
+    return err;
 }
 
 wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn fn, void *ctx,
@@ -737,23 +750,14 @@ wamp_err rt_router_wire_read(rt_router *rt, uint64_t from_seq, rt_wire_read_fn f
     if (!rt->wire) {
         return WAMP_EINVAL;
     }
-    facts_flush(rt); /* what was noted since the last chunk */
     rt_hmap facts;
     rt_hmap_init(&facts);
     wire_read r = {
             .fn = fn, .ctx = ctx, .from = from_seq, .corr = trace_wire_corr_new(), .facts = &facts};
-    if (!snapshot_sessions(rt, &r)) {
-        trace_wire_corr_free(r.corr);
-        return WAMP_ENOMEM;
-    }
-    rt_hmap_init(&r.remote);
-    /* From the oldest held seq: the actions of the seqs before from_seq are those of some after. */
-    wamp_err err = trace_wire_decode_facts(rt->wire, 0, on_seq, on_fact, &r, out);
-    remote_clear(&r.remote);
+    wamp_err err = walk(rt, &r, NULL, out);
     trace_wire_corr_free(r.corr);
-    facts_drop(&facts, &r, false);
+    facts_drop(&facts, NULL);
     rt_hmap_fini(&facts);
-    free(r.by_conn);
     return err;
 }
 
@@ -787,7 +791,7 @@ rt_wire_follow *rt_wire_follow_new(void)
 void rt_wire_follow_free(rt_wire_follow *f)
 {
     if (f) {
-        facts_drop(&f->facts, &(wire_read){0}, false);
+        facts_drop(&f->facts, NULL);
         rt_hmap_fini(&f->facts);
         trace_wire_corr_free(f->corr);
         trace_wire_reader_free(f->rd);
@@ -801,15 +805,11 @@ wamp_err rt_router_wire_follow(rt_router *rt, rt_wire_follow *f, uint64_t from_s
     if (!rt->wire) {
         return WAMP_EINVAL;
     }
-    facts_flush(rt);
     wire_read r = {.fn = fn, .ctx = ctx, .from = from_seq, .corr = f->corr, .facts = &f->facts};
-    if (!snapshot_sessions(rt, &r)) {
-        return WAMP_ENOMEM;
-    }
-    rt_hmap_init(&r.remote);
-    wamp_err err = trace_wire_reader_next(f->rd, rt->wire, on_seq, on_fact, &r, out);
-    remote_clear(&r.remote);
-    facts_drop(&f->facts, &r, true); /* (no chunk of a connection gone can come any more) */
-    free(r.by_conn);
-    return err;
+    return walk(rt, &r, f->rd, out);
+}
+
+uint64_t rt_wire_follow_next_seq(const rt_wire_follow *f)
+{
+    return trace_wire_reader_next_seq(f->rd);
 }

@@ -67,7 +67,8 @@ wamp_err rt_trace_wire_attach(rt_router *rt);
 void rt_wire_conn_tx_whole(rt_router *rt, rt_wire_conn *wc, const void *p, size_t n, uint32_t nmsg);
 
 /* One whole message of n bytes at p that wc's session received (dir TRACE_RX) or was sent
- * (TRACE_TX) without a transport's framing (the HTTP bridge's; trace_wire_message()). */
+ * (TRACE_TX) without a transport's framing (the HTTP bridge's; trace_wire_message()); nothing
+ * when wc is NULL. */
 void rt_wire_conn_msg(rt_router *rt, rt_wire_conn *wc, uint8_t dir, const void *p, size_t n);
 
 /* A message of WAMP code type that the router dropped instead of sending it to s (drop: the
@@ -104,5 +105,7 @@ void rt_wire_follow_free(rt_wire_follow *f); /* NULL-safe */
  * out->skipped: the seqs the capture let go before f reached them (not handed out). */
 wamp_err rt_router_wire_follow(rt_router *rt, rt_wire_follow *f, uint64_t from_seq,
                                rt_wire_read_fn fn, void *ctx, trace_wire_walk *out);
+/* The capture's seq f hands out next (0 before its first call). */
+uint64_t rt_wire_follow_next_seq(const rt_wire_follow *f);
 
 #endif /* RT_TRACE_WIRE_H */

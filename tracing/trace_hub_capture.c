@@ -302,23 +302,26 @@ static inline void match_begin(trace_hub *hub)
     hub->n_action_hits = 0;
 }
 
+/* Whether t keeps the message of ctx (mgmt: it is of the management realm). A trace that keeps
+ * everything (the usual "capture all" trace, the flight recorder) is tested here, inline:
+ * running, and the message not on the management realm (its filter's one exclusion, the hub's
+ * realm, tested once per message). */
+static inline bool keeps(const trace *t, const trace_ctx *ctx, bool mgmt)
+{
+    return trace_keeps_all(t) ? trace_is_running(t) && !mgmt : trace_matches(t, ctx);
+}
+
 size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
 {
     match_begin(hub);
     if (!hub->pub.running) {
         return 0;
     }
-    /* A trace that keeps everything (the usual "capture all" trace, the flight recorder) is
-     * tested here, inline: running, and the message not on the management realm (its filter's
-     * one exclusion, the hub's realm, tested once per message). */
     bool mgmt = trace_is_mgmt_realm(hub->mgmt_realm, ctx->realm);
     /* Filters first: nothing is allocated, referenced or copied for a rejected message. */
     for (size_t i = 0; i < hub->n; i++) {
         trace *t = hub->traces[i];
-        if (trace_is_fed(t)) {
-            continue; /* (not counted in running: see trace_hub_set_fed()) */
-        }
-        if (trace_keeps_all(t) ? trace_is_running(t) && !mgmt : trace_matches(t, ctx)) {
+        if (!trace_is_fed(t) && keeps(t, ctx, mgmt)) { /* (a fed trace: trace_hub_feed()) */
             hub->n_action_hits += !trace_keeps_all(t) && trace_get_action(t) != NULL;
             hub->hits[hub->n_hits++] = t;
         }
@@ -329,10 +332,7 @@ size_t trace_hub_match(trace_hub *hub, const trace_ctx *ctx)
 size_t trace_hub_feed(trace_hub *hub, trace *t, const trace_ctx *ctx, const trace_input *in)
 {
     match_begin(hub);
-    bool keep = trace_keeps_all(t)
-                        ? trace_is_running(t) && !trace_is_mgmt_realm(hub->mgmt_realm, ctx->realm)
-                        : trace_matches(t, ctx);
-    if (!keep) {
+    if (!keeps(t, ctx, trace_is_mgmt_realm(hub->mgmt_realm, ctx->realm))) {
         return 0;
     }
     hub->n_action_hits = trace_get_action(t) != NULL;

@@ -422,8 +422,12 @@ static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
     if (!mark_nodes(cb, realm, p->topic)) {
         return;
     }
+    /* It goes: with the correlation every node is to give it. */
+    uint8_t made[RT_BROKER_CORRELATION_LEN];
+    rt_broker_pub out = *p;
+    out.correlation = rt_broker_pub_correlation(p, made);
     rt_cluster_bytes env = {0};
-    if (!rt_cluster_envelope_add(&env, rt_cluster_node_id(cb->c), realm, p, NULL)) {
+    if (!rt_cluster_envelope_add(&env, rt_cluster_node_id(cb->c), realm, &out, NULL)) {
         free(env.p);
         dropped(cb, "(any)", 0, WAMP_ENOMEM);
         return;
