@@ -34,9 +34,20 @@ void rt_flight_attach(rt_router *rt)
 typedef struct feed {
     trace_hub *hub;
     trace *t;
+    uint64_t skip; /* messages the limit drops before the first one handed in (trace_skip()) */
     uint64_t lost; /* messages lost (trace_lose(), once the walk is over) */
     uint64_t next; /* the capture's seq after the last one met */
 } feed;
+
+/* The messages the limit drops come first, once something follows them (a sync that reads
+ * nothing gives no seqs). */
+static void feed_skip(feed *f)
+{
+    if (f->skip) {
+        trace_skip(f->t, f->skip);
+        f->skip = 0;
+    }
+}
 
 /* A connection event, for a flight recorder that keeps every message (as
  * trace_hub_on_connection() chooses). */
@@ -61,6 +72,7 @@ static bool on_rec(void *ctx, uint64_t seq, const trace_record *rec)
         f->lost++;
         return true;
     }
+    feed_skip(f);
     if (rec->msg_type == TRACE_MSG_CONNECTION) {
         feed_connection(f, rec);
         return trace_is_running(f->t);
@@ -112,9 +124,18 @@ static bool on_rec(void *ctx, uint64_t seq, const trace_record *rec)
 uint64_t rt_router_flight_sync(rt_router *rt)
 {
     trace *t = fed_trace(rt);
-    uint64_t from = t ? rt_wire_follow_next_seq(rt->flight_follow) : 0;
-    uint64_t end = t ? trace_wire_next_seq(rt->wire) : 0;
-    if (!t || !trace_is_running(t) || from >= end) {
+    if (!t || !trace_is_running(t)) {
+        /* Stopped, deleted, or started again as an ordinary trace: it takes nothing more. */
+        rt_wire_follow_free(rt->flight_follow);
+        rt->flight_follow = NULL;
+        return 0;
+    }
+    /* The routing facts gathered go in first: appending them may let the oldest chunks go, and
+     * what is held is read now. */
+    rt_router_wire_flush(rt);
+    uint64_t from = rt_wire_follow_next_seq(rt->flight_follow);
+    uint64_t end = trace_wire_next_seq(rt->wire);
+    if (from >= end) {
         return 0;
     }
     feed f = {.hub = rt->hub, .t = t, .next = from};
@@ -128,13 +149,19 @@ uint64_t rt_router_flight_sync(rt_router *rt)
      * at once (as the limit would drop them). */
     size_t limit = trace_get_options(t)->limit;
     if (trace_keeps_all(t) && !trace_get_options(t)->max_records && limit && end - f.next > limit) {
-        trace_skip(t, end - limit - f.next);
+        f.skip = end - limit - f.next;
         f.next = end - limit;
     }
     trace_wire_walk walk;
     (void)rt_router_wire_follow(rt, rt->flight_follow, f.next, on_rec, &f, &walk);
-    if (trace_is_running(t) && f.next < end) {
-        f.lost += end - f.next; /* (a walk ended early without memory: the follower is past) */
+    if (rt_wire_follow_next_seq(rt->flight_follow) == from) {
+        return 0; /* (the walk could not start: the same messages next time) */
+    }
+    if (trace_is_running(t)) {
+        feed_skip(&f);
+        if (f.next < end) {
+            f.lost += end - f.next; /* (a walk ended early without memory: the follower is past) */
+        }
     }
     trace_lose(t, f.lost);
     return end - from;

@@ -1,12 +1,13 @@
 /* rt_router_ctx.c: the reads of the router context that every core module makes (its clock,
- * config, id generator, statistics, realm by name). They sit below the broker, dealer, sessions
- * and tracing that use them; rt_router.c, which builds, ticks and frees the router, sits above
- * them all. */
+ * config, id generators, statistics, realm by name; a session's id drawn anew). They sit below
+ * the broker, dealer, sessions and tracing that use them; rt_router.c, which builds, ticks and
+ * frees the router, sits above them all. */
 #include <string.h>
 
 #include "rt_core_int.h"
 #include "rt_realm.h"
 #include "rt_router.h"
+#include "wamp_id.h"
 
 const rt_config *rt_router_config(const rt_router *rt)
 {
@@ -73,4 +74,16 @@ rt_session *rt_router_session_by_id(const rt_router *rt, uint64_t id)
         }
     }
     return NULL;
+}
+
+void rt_router_session_new_id(rt_session *s)
+{
+    rt_router *rt = s->rt;
+    rt_hmap_remove(&rt->sessions_by_id, &s->by_id);
+    uint64_t old = s->id;
+    do {
+        s->id = wamp_id_random();
+    } while (s->id == old || rt_router_session_by_id(rt, s->id));
+    /* (into the place just freed: the map does not grow, so this cannot fail) */
+    (void)rt_hmap_insert(&rt->sessions_by_id, &s->by_id, rt_hash_u64(s->id));
 }

@@ -564,6 +564,8 @@ static wamp_err on_joined(rt_session *s, const wamp_msg *m)
         wamp_err err = rt_session_send(s, wamp_msg_new_goodbye(NULL, WAMP_CLOSE_GOODBYE_AND_OUT));
         session_leave(s);
         if (s->state == RT_SESSION_JOINED) {
+            /* The connection may carry another session: it will be a new one. */
+            rt_router_session_new_id(s);
             s->state = RT_SESSION_ESTABLISHED;
             s->hello_deadline_us =
                     rt_router_now_us(s->rt) + (uint64_t)s->rt->cfg->limits.hello_timeout_ms * 1000;

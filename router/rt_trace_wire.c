@@ -303,11 +303,20 @@ typedef struct conn_sess {
     rt_session *s;
 } conn_sess;
 
+/* Later joins of a connection a walk keeps (met early, before their own HELLO). */
+#define CONN_LATER 2
+
 /* A connection's session as its join fact says. */
 typedef struct conn_fact {
     rt_hnode node; /* in wire_read.facts */
     uint64_t conn;
     trace_peer *peer; /* reference */
+    bool joined;      /* peer is a join fact's met in its place: that session has joined */
+    /* The joins of the connection's next sessions (a client joining again after a GOODBYE),
+     * met early, oldest first (references): the next one names the connection from its HELLO
+     * on. */
+    trace_peer *later[CONN_LATER];
+    size_t n_later;
 } conn_fact;
 
 /* A call to another node met early ('R'): the UUID its CALL takes, by connection, CALL id and
@@ -361,17 +370,36 @@ static trace_peer *fact_peer(const unsigned char *p, size_t n)
     return trace_peer_new(id, str[0], str[1], str[2]);
 }
 
+static void fact_free(conn_fact *f)
+{
+    trace_peer_unref(&f->peer);
+    for (size_t i = 0; i < f->n_later; i++) {
+        trace_peer_unref(&f->later[i]);
+    }
+    free(f);
+}
+
 /* A held join fact: the session of its connection from there on, and (early, the first of the
- * connection's) before it too: its HELLO and whatever the connection carried before it joined. */
+ * connection's) before it too: its HELLO and whatever the connection carried before it joined.
+ * A connection's later joins met early name it from their own HELLO on (conn_hello()). */
 static void on_join(wire_read *r, uint64_t conn, const void *p, size_t n, bool early)
 {
     conn_fact *f = fact_find(r->facts, conn);
-    if (f && early) {
+    if (f && early && f->n_later == CONN_LATER) {
         return;
     }
     trace_peer *peer = fact_peer(p, n);
     if (!peer) {
         return;
+    }
+    if (f && early) {
+        f->later[f->n_later++] = peer;
+        return;
+    }
+    if (f && f->n_later && trace_peer_session_id(f->later[0]) == trace_peer_session_id(peer)) {
+        /* (that join, met in its place now) */
+        trace_peer_unref(&f->later[0]);
+        memmove(f->later, f->later + 1, --f->n_later * sizeof(*f->later));
     }
     if (!f) {
         f = calloc(1, sizeof(*f));
@@ -384,6 +412,19 @@ static void on_join(wire_read *r, uint64_t conn, const void *p, size_t n, bool e
     }
     trace_peer_unref(&f->peer);
     f->peer = peer;
+    f->joined = !early;
+}
+
+/* A HELLO received on conn: when the session its fact names has joined, a new session begins,
+ * named after the connection's next join if one was met early. */
+static void conn_hello(wire_read *r, uint64_t conn)
+{
+    conn_fact *f = fact_find(r->facts, conn);
+    if (f && f->joined && f->n_later) {
+        trace_peer_unref(&f->peer);
+        f->peer = trace_peer_ref(f->later[0]);
+        f->joined = false;
+    }
 }
 
 static int conn_cmp(const void *a, const void *b)
@@ -610,6 +651,28 @@ static bool on_connection(wire_read *r, uint64_t seq, const trace_wire_msg *m)
     return r->fn(r->ctx, seq, &rec);
 }
 
+/* A message (sent, of a known serializer) before r->from: its action alone, and its session
+ * when it is a HELLO. */
+static void follow_only(wire_read *r, uint64_t seq, const trace_wire_msg *m)
+{
+    wamp_msg wm;
+    char why[WAMP_WHY_LEN];
+    uint8_t corr[TRACE_UUID_LEN];
+    if (!peek_ids((wamp_ser)m->ser, m->data, m->len, &wm)) {
+        return;
+    }
+    if (wm.type == WAMP_MSG_HELLO && m->dir == TRACE_RX) {
+        conn_hello(r, m->conn);
+    }
+    if (!opens_action(wm.type) || m->dir != TRACE_RX) {
+        (void)corr_of(r, seq, m, &wm, corr);
+    } else if (wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
+                                           sizeof(why)) == WAMP_OK) {
+        (void)corr_of(r, seq, m, &wm, corr); /* (and its URI, the action's) */
+        wamp_msg_fini(&wm);
+    }
+}
+
 /* The record of the captured message m (seq), handed to r's callback. */
 static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
 {
@@ -626,16 +689,9 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     char why[WAMP_WHY_LEN];
     uint8_t corr[TRACE_UUID_LEN];
     bool valid = m->ser > 0 && m->ser < WAMP_SER_COUNT;
-    if (seq < r->from) { /* its action only */
-        if (valid && !dropped && r->corr && peek_ids((wamp_ser)m->ser, m->data, m->len, &wm)) {
-            if (!opens_action(wm.type) || m->dir != TRACE_RX) {
-                (void)corr_of(r, seq, m, &wm, corr);
-            } else if (wamp_msg_parse_bytes_fields((wamp_ser)m->ser, m->data, m->len, &wm, why,
-                                                   sizeof(why)) == WAMP_OK) {
-                /* (and its URI, the action's) */
-                (void)corr_of(r, seq, m, &wm, corr);
-                wamp_msg_fini(&wm);
-            }
+    if (seq < r->from) {
+        if (valid && !dropped && r->corr) {
+            follow_only(r, seq, m);
         }
         return true;
     }
@@ -667,6 +723,9 @@ static bool on_seq(void *ctx, uint64_t seq, const trace_wire_msg *m)
     }
     if (ok) {
         rec.msg_type = (uint8_t)wm.type;
+        if (wm.type == WAMP_MSG_HELLO && m->dir == TRACE_RX) {
+            conn_hello(r, m->conn);
+        }
         /* (an AUTHENTICATE's "URI" field holds its Signature) */
         bool secret = wm.type == WAMP_MSG_CHALLENGE || wm.type == WAMP_MSG_AUTHENTICATE;
         trace_str *au = flags ? trace_wire_corr_uri(r->corr) : NULL;
@@ -720,8 +779,7 @@ static void facts_drop(rt_hmap *m, const wire_read *live)
         rt_hmap_iter_next(m, &it);
         if (!live || !session_of(live, f->conn)) {
             rt_hmap_remove(m, &f->node);
-            trace_peer_unref(&f->peer);
-            free(f);
+            fact_free(f);
         }
     }
 }
@@ -812,4 +870,11 @@ wamp_err rt_router_wire_follow(rt_router *rt, rt_wire_follow *f, uint64_t from_s
 uint64_t rt_wire_follow_next_seq(const rt_wire_follow *f)
 {
     return trace_wire_reader_next_seq(f->rd);
+}
+
+void rt_router_wire_flush(rt_router *rt)
+{
+    if (rt->wire) {
+        facts_flush(rt);
+    }
 }

@@ -107,5 +107,9 @@ wamp_err rt_router_wire_follow(rt_router *rt, rt_wire_follow *f, uint64_t from_s
                                rt_wire_read_fn fn, void *ctx, trace_wire_walk *out);
 /* The capture's seq f hands out next (0 before its first call). */
 uint64_t rt_wire_follow_next_seq(const rt_wire_follow *f);
+/* Appends the routing facts gathered since the capture's last chunk (a walk does first). A
+ * reader that notes the capture's seqs before it walks calls this before: the append may let the
+ * oldest chunks go. */
+void rt_router_wire_flush(rt_router *rt);
 
 #endif /* RT_TRACE_WIRE_H */

@@ -304,6 +304,23 @@ static bool buf_add(wire_stream *s, const unsigned char *p, size_t n, const uint
     return true;
 }
 
+/* The most a stream's buffer keeps between messages: a larger one (a large message joined) is
+ * freed once its message is done, so a reader holds no more than this for each connection that
+ * once sent or received a large message. */
+#define WIRE_BUF_KEEP (64u * 1024u)
+
+/* The stream's message is done (handed out or given up): its buffer emptied, and freed when
+ * large. */
+static void buf_done(wire_stream *s)
+{
+    s->len = 0;
+    if (s->cap > WIRE_BUF_KEEP) {
+        free(s->buf);
+        s->buf = NULL;
+        s->cap = 0;
+    }
+}
+
 /* --- Frame headers (the capturer's scan and the decoder) ---------------------------------------
  */
 
@@ -559,7 +576,7 @@ static void complete(wire_stream *s, wire_emit *em, size_t *count)
         em->stop = !em->fn(em->ctx, em->seq, &m);
     }
     em->seq++;
-    s->len = 0;
+    buf_done(s);
 }
 
 /* Parses n bytes at p from the position q; with s (the stream whose position q is) and em, joins
@@ -578,7 +595,7 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
                 continue;
             }
             if (header_done(q, &f) && s) {
-                s->len = 0; /* (a message left unfinished never ends: it has no seq) */
+                buf_done(s); /* (a message left unfinished never ends: it has no seq) */
             }
         } else {
             size_t take = q->need < n - i ? (size_t)q->need : n - i;
@@ -587,7 +604,7 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
                 *oom = true; /* the walk ends here (trace_wire_decode(): WAMP_ENOMEM) */
                 em->stop = true;
                 q->skip_msg = true;
-                s->len = 0;
+                buf_done(s);
             }
             q->need -= take;
             q->offset += take;
@@ -598,7 +615,7 @@ static size_t feed(wire_pos *q, uint8_t framing, const unsigned char *p, size_t 
                 if (!q->skip_msg) {
                     complete(s, em, &done);
                 } else if (s) {
-                    s->len = 0;
+                    buf_done(s);
                 }
                 q->in_msg = false;
                 q->skip_msg = false;
@@ -649,11 +666,11 @@ static void chunk_decode(wire_dec *d, const wire_ent *e, wire_emit *em)
     size_t n = e->len;
     if (e->flags & WIRE_GAP) {
         memset(&s->pos, 0, sizeof(s->pos)); /* picks up at the next chunk's lead */
-        s->len = 0;
+        buf_done(s);
         n = 0;
     } else if (!s->pos.synced) {
         memset(&s->pos, 0, sizeof(s->pos));
-        s->len = 0;
+        buf_done(s);
         if (e->lead == TRACE_WIRE_NO_START || e->lead > n) {
             n = 0;
         } else {
@@ -699,14 +716,19 @@ static void facts_early(const trace_wire *w, size_t off, size_t count, trace_wir
 }
 
 /* Decodes count chunks of w from the one at off on, whose index is idx (facts handed to fact in
- * their place), until em stops or d runs out of memory; returns the offset of the last chunk it
- * went through (off itself when count is 0). */
+ * their place), until em stops or d runs out of memory (the chunks after that are passed over
+ * undecoded); returns the offset of the last of the count chunks (off itself when count is 0). */
 static size_t walk_chunks(wire_dec *d, const trace_wire *w, size_t off, uint64_t idx, size_t count,
                           wire_emit *em, trace_wire_fact_fn fact, void *ctx)
 {
     size_t last = off;
-    for (size_t k = 0; k < count && !em->stop && !d->oom; k++) {
+    for (size_t k = 0; k < count; k++) {
         const wire_ent *e = ent_at(w, off);
+        last = off;
+        off = ent_next(w, off, ent_size(e->len));
+        if (em->stop || d->oom) {
+            continue;
+        }
         em->idx = idx + k;
         if (e->framing == TRACE_WIRE_FACT) {
             if (fact && !(e->flags & WIRE_GAP)) {
@@ -721,8 +743,6 @@ static size_t walk_chunks(wire_dec *d, const trace_wire *w, size_t off, uint64_t
             em->last_seq = e->first_seq + e->nmsg;
             chunk_decode(d, e, em); /* (before from_seq: only the streams' state moves) */
         }
-        last = off;
-        off = ent_next(w, off, ent_size(e->len));
     }
     return last;
 }
@@ -794,6 +814,15 @@ void trace_wire_reader_free(trace_wire_reader *r)
 uint64_t trace_wire_reader_next_seq(const trace_wire_reader *r)
 {
     return r->next_seq;
+}
+
+size_t trace_wire_reader_buffered(const trace_wire_reader *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i <= r->d.mask; i++) {
+        n += r->d.tab[i].cap;
+    }
+    return n;
 }
 
 /* Every stream picked up again at its next frame start (what r held of them is gone). */
@@ -868,8 +897,10 @@ wamp_err trace_wire_reader_next(trace_wire_reader *r, const trace_wire *w, trace
     r->next_idx = w->appended;
     r->next_seq = w->next_seq;
     bool oom = r->d.oom;
-    if (oom) {
-        reader_resync(r); /* (the walk ended early: what it did not hand out is lost to it) */
+    if (oom || em.stop) {
+        /* The walk ended early: what it did not hand out is lost to it, and the streams' states
+         * are those of where it stopped. */
+        reader_resync(r);
     }
     reader_forget(r, w->appended - w->chunks);
     if (out) {

@@ -210,5 +210,8 @@ wamp_err trace_wire_reader_next(trace_wire_reader *r, const trace_wire *w, trace
                                 trace_wire_fact_fn fact, void *ctx, trace_wire_walk *out);
 /* The seq the reader hands out next (the capture's next seq after a call). */
 uint64_t trace_wire_reader_next_seq(const trace_wire_reader *r);
+/* The bytes the reader's streams hold for the messages they join: a stream keeps at most 64 KiB
+ * between messages (a larger buffer is freed once its message is done). */
+size_t trace_wire_reader_buffered(const trace_wire_reader *r);
 
 #endif /* TRACE_WIRE_H */

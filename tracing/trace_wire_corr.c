@@ -87,9 +87,15 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* The slot where the key's probe sequence starts. */
+static size_t home_of(const corr_tab *t, uint64_t conn, uint64_t id, uint8_t kind)
+{
+    return (size_t)mix(conn ^ mix(id ^ ((uint64_t)kind << 56))) & t->mask;
+}
+
 static size_t slot_of(const corr_tab *t, uint64_t conn, uint64_t id, uint8_t kind)
 {
-    size_t i = (size_t)mix(conn ^ mix(id ^ ((uint64_t)kind << 56))) & t->mask;
+    size_t i = home_of(t, conn, id, kind);
     while (t->tab[i].kind &&
            !(t->tab[i].kind == kind && t->tab[i].conn == conn && t->tab[i].id == id)) {
         i = (i + 1) & t->mask;
@@ -141,15 +147,18 @@ static bool rotate(trace_wire_corr *c)
 }
 
 /* Sets the key's UUID and URI (borrowed; NULL: none) in a new entry or the one there; false
- * without memory. */
+ * without memory. Both may be an entry's of the older generation, which a rotation frees: the
+ * URI is held and the UUID copied first. */
 static bool put(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
                 const uint8_t uuid[TRACE_UUID_LEN], trace_str *uri)
 {
-    if (c->max && c->cur.n >= c->max && !rotate(c)) {
-        return false;
-    }
+    uint8_t u[TRACE_UUID_LEN];
+    memcpy(u, uuid, TRACE_UUID_LEN);
+    trace_str *held = uri ? trace_str_ref(uri) : NULL;
     corr_tab *t = &c->cur;
-    if ((t->n + 1) * 2 > t->mask + 1 && !grow(t)) {
+    if ((c->max && c->cur.n >= c->max && !rotate(c)) ||
+        ((t->n + 1) * 2 > t->mask + 1 && !grow(t))) {
+        trace_str_unref(&held);
         return false;
     }
     corr_ent *e = &t->tab[slot_of(t, conn, id, kind)];
@@ -157,12 +166,37 @@ static bool put(trace_wire_corr *c, uint64_t conn, uint64_t id, uint8_t kind,
         t->n++;
         *e = (corr_ent){.conn = conn, .id = id, .kind = kind};
     }
-    memcpy(e->uuid, uuid, TRACE_UUID_LEN);
-    if (e->uri != uri) {
-        trace_str_unref(&e->uri);
-        e->uri = uri ? trace_str_ref(uri) : NULL;
-    }
+    memcpy(e->uuid, u, TRACE_UUID_LEN);
+    trace_str_unref(&e->uri);
+    e->uri = held;
     return true;
+}
+
+/* Removes the key's entry from t, if there is one: the entries after it in its probe sequence
+ * move back where they belong (no tombstones). */
+static void tab_del(corr_tab *t, uint64_t conn, uint64_t id, uint8_t kind)
+{
+    if (!t->tab) {
+        return;
+    }
+    size_t i = slot_of(t, conn, id, kind);
+    if (!t->tab[i].kind) {
+        return;
+    }
+    trace_str_unref(&t->tab[i].uri);
+    t->tab[i].kind = 0;
+    t->n--;
+    for (size_t j = (i + 1) & t->mask; t->tab[j].kind; j = (j + 1) & t->mask) {
+        const corr_ent *m = &t->tab[j];
+        size_t home = home_of(t, m->conn, m->id, m->kind);
+        /* It stays when its home lies cyclically in (i, j]: the hole is not on its way. */
+        if (((j - home) & t->mask) < ((j - i) & t->mask)) {
+            continue;
+        }
+        t->tab[i] = *m;
+        t->tab[j] = (corr_ent){0};
+        i = j;
+    }
 }
 
 /* The UUID of the request (conn, id) opened at seq (UINT64_MAX: its request not met), shaped as
@@ -280,6 +314,12 @@ static uint8_t session_level(trace_wire_corr *c, uint64_t seq, uint64_t conn, bo
     case WAMP_MSG_HELLO:
         if (!rx) {
             return 0;
+        }
+        /* A new session on the connection (a client may join again after a GOODBYE): the
+         * GOODBYEs of the one before are over. */
+        for (uint64_t bye = 1; bye <= 2; bye++) {
+            tab_del(&c->cur, conn, bye, K_BYE);
+            tab_del(&c->prev, conn, bye, K_BYE);
         }
         derive(conn, 0, seq, uuid);
         return put(c, conn, 0, K_HELLO, uuid, NULL) ? TRACE_CORR_HAS | TRACE_CORR_ANCHOR : 0;

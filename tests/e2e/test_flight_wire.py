@@ -149,6 +149,43 @@ class TestFlightFromWire(FlightWireCase):
         self.assertEqual([r["uri"] for r in errors], ["com.example.fw.fail"])
         self.assertEqual(errors[0]["msg"][4], "com.example.fw.failed")
 
+    async def test_joining_again_on_one_connection(self):
+        """A client that leaves and joins again over the same WebSocket: each HELLO named as the
+        per-message trace names it (the second after the second session, not the first)."""
+        await self.api("start_trace", ALL, {"trace_app_payload": False})
+
+        def client():
+            ws = h.RawWs(self.router.host, self.router.port)
+            try:
+                ids = []
+                for _ in range(2):
+                    welcome = ws.hello("realm1")
+                    ids.append(welcome[1])
+                    ws.send_json([48, 1, {}, "wamp.session.count"])
+                    self.assertEqual(ws.recv_wamp()[0], 50)
+                    ws.send_json([6, {}, "wamp.close.normal"])
+                    self.assertEqual(ws.recv_wamp()[0], 6)
+                return ids
+            finally:
+                ws.close()
+        ids = await h.step(asyncio.get_running_loop().run_in_executor(None, client))
+        self.assertNotEqual(ids[0], ids[1])
+        await h.step(self.api("stop_trace", ALL))
+
+        def hellos(records):
+            return [(r["session_id"], r["realm"], r["correlation"] is not None) for r in records
+                    if r["msg_type"] in ("Hello", "Welcome") and r["realm"] == "realm1"]
+        fr, per = hellos(await self.records(FR)), hellos(await self.records(ALL))
+        self.assertEqual(fr, per)
+        self.assertEqual([x[0] for x in fr], [ids[0], ids[0], ids[1], ids[1]])
+        got = [(r["session_id"], r["direction"], r["msg_type"], r["correlation_is_anchor"],
+                r["correlation_is_last"]) for r in await self.records(FR)
+               if r["session_id"] in ids]
+        want = [(r["session_id"], r["direction"], r["msg_type"], r["correlation_is_anchor"],
+                 r["correlation_is_last"]) for r in await self.records(ALL)
+                if r["session_id"] in ids]
+        self.assertEqual(got, want)
+
     async def test_marker_in_order_and_stop(self):
         caller = await self.session("json")
         await h.step(caller.call("wamp.session.count"))
@@ -207,6 +244,33 @@ class TestSmallCapture(FlightWireCase):
             self.assertIn(r["msg_type"], ("Call", "Invocation", "Yield", "Result", "Hello"))
             if r["msg_type"] == "Call":
                 self.assertEqual(r["uri"], "com.example.fw.echo")
+        # Publications without subscribers leave the router's notes of them waiting to go into
+        # the capture, which the next read appends first, letting the oldest chunks go: those
+        # count as lost too. (Forty of them in one read: their notes make a large fact.) Every
+        # message the capture took is a record or counted lost, but the management client's
+        # HELLO, which the flight recorder does not keep.
+        ws = await h.step(asyncio.get_running_loop().run_in_executor(
+            None, h.RawWs, self.router.host, self.router.port))
+        try:
+            self.assertEqual((await h.step(asyncio.get_running_loop().run_in_executor(
+                None, ws.hello)))[0], 2)
+            rx0 = (await self.api("get_worker"))["stats"]["messages_rx"]
+            ws.sock.sendall(b"".join(h.masked_frame(h.OP_TEXT, json.dumps(
+                [16, i + 1, {}, "com.example.fw.nobody", [i]]).encode()) for i in range(40)))
+            # They are the last thing the router took for the capture once it counts them
+            # received (each get_worker is one message received more; no procedure on a trace,
+            # which would read the capture, yet).
+            for polls in range(1, 500):
+                if (await self.api("get_worker"))["stats"]["messages_rx"] - rx0 - polls >= 40:
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                self.fail("the publications never came in")
+            meta = await self.api("get_trace", FR)
+            _, page = await self.wire(10 ** 9)
+        finally:
+            ws.close()
+        self.assertEqual(meta["next_seq"] + meta["lost"] + 1, page["next_seq"])
 
 
 if __name__ == "__main__":

@@ -55,6 +55,34 @@ class TestJoin(h.RouterTestCase):
             ws.close()
 
 
+    async def test_join_again_on_one_connection(self):
+        """GOODBYE, then HELLO again over the same WebSocket: a new session, with an id of its
+        own; the one before is gone."""
+        watcher2 = await self.session("json", realm="realm2")
+        watcher3 = await self.session("json", realm="realm3")
+        ws = h.RawWs(self.router.host, self.router.port, self.router.path)
+        try:
+            first = ws.hello("realm2")
+            self.assertEqual(first[0], 2, first)
+            info = await h.step(watcher2.call("wamp.session.get", first[1]))
+            self.assertEqual(info["session"], first[1])
+            ws.send_json([6, {}, "wamp.close.normal"])
+            self.assertEqual(ws.recv_wamp()[:3], [6, {}, "wamp.close.goodbye_and_out"])
+            second = ws.hello("realm3")
+            self.assertEqual(second[0], 2, second)
+            self.assertNotEqual(second[1], first[1])
+            self.assertTrue(1 <= second[1] <= 2**53)
+            with self.assertRaises(ApplicationError) as cm:
+                await h.step(watcher2.call("wamp.session.get", first[1]))
+            self.assertEqual(cm.exception.error, "wamp.error.no_such_session")
+            info = await h.step(watcher3.call("wamp.session.get", second[1]))
+            self.assertEqual(info["session"], second[1])
+            ws.send_json([48, 1, {}, "wamp.session.count"])
+            self.assertEqual(ws.recv_wamp(), [50, 1, {}, [2]])
+        finally:
+            ws.close()
+
+
 class TestHandshake(h.RouterTestCase):
     def _handshake(self, protocols):
         ws = h.RawWs(self.router.host, self.router.port, self.router.path, protocols=protocols)

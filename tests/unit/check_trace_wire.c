@@ -862,6 +862,36 @@ START_TEST(test_correlation)
     ck_assert_uint_eq(corr_of(c, 59, 7, TRACE_TX, "[3,{},\"wamp.error.no_such_realm\"]", v),
                       HAS | LAST);
     ck_assert_mem_eq(v, u, TRACE_UUID_LEN);
+    /* The client joins again on connection 5; the router's GOODBYE then ends that session, and
+     * the client's answer: no action (the GOODBYEs of the session before are over). */
+    ck_assert_uint_eq(corr_of(c, 60, 5, TRACE_RX, "[1,\"realm1\",{\"roles\":{}}]", u),
+                      HAS | ANCHOR);
+    ck_assert_uint_eq(corr_of(c, 61, 5, TRACE_TX, "[2,78,{}]", v), HAS | LAST);
+    ck_assert_uint_eq(corr_of(c, 62, 5, TRACE_TX, "[6,{},\"wamp.close.killed\"]", v), 0);
+    ck_assert_uint_eq(corr_of(c, 63, 5, TRACE_RX, "[6,{},\"wamp.close.goodbye_and_out\"]", v), 0);
+    /* Many connections close; half of them join again before the router answers: their
+     * GOODBYEs are forgotten, those of the others still found (entries removed from a crowded
+     * table leave no one unreachable). */
+    uint8_t bye[300][TRACE_UUID_LEN];
+    for (uint64_t k = 0; k < 300; k++) {
+        ck_assert_uint_eq(
+                corr_of(c, 3000 + k, 100 + k, TRACE_RX, "[6,{},\"wamp.close.normal\"]", bye[k]),
+                HAS | ANCHOR);
+    }
+    for (uint64_t k = 0; k < 300; k += 2) {
+        ck_assert_uint_eq(corr_of(c, 3400 + k, 100 + k, TRACE_RX, "[1,\"realm1\",{}]", u),
+                          HAS | ANCHOR);
+    }
+    for (uint64_t k = 0; k < 300; k++) {
+        uint8_t f =
+                corr_of(c, 3800 + k, 100 + k, TRACE_TX, "[6,{},\"wamp.close.goodbye_and_out\"]", v);
+        if (k % 2) {
+            ck_assert_uint_eq(f, HAS | LAST);
+            ck_assert_mem_eq(v, bye[k], TRACE_UUID_LEN);
+        } else {
+            ck_assert_uint_eq(f, 0); /* the router's own now */
+        }
+    }
     /* Many actions: the table grows and keeps them. */
     for (uint64_t i = 0; i < 1000; i++) {
         char t[64];
@@ -906,6 +936,24 @@ START_TEST(test_correlation_bounded)
                       TRACE_CORR_HAS | TRACE_CORR_LAST);
     ck_assert(memcmp(v, first, TRACE_UUID_LEN) != 0);
     ck_assert_ptr_null(trace_wire_corr_uri(c));
+    trace_wire_corr_free(c);
+    /* A routing fact whose request is in the older generation, noted as the newer one is full:
+     * the rotation that makes room frees that request's entry (and its URI, the last reference
+     * on it), and the invocation keeps both all the same. */
+    c = trace_wire_corr_new();
+    ck_assert_ptr_nonnull(c);
+    trace_wire_corr_bound(c, 2);
+    ck_assert_uint_eq(corr_of(c, 1, 1, TRACE_RX, "[48,7,{},\"com.a\"]", first),
+                      TRACE_CORR_HAS | TRACE_CORR_ANCHOR);
+    for (uint64_t id = 8; id <= 10; id++) {
+        char t[64];
+        snprintf(t, sizeof(t), "[48,%llu,{},\"com.b\"]", (unsigned long long)id);
+        (void)corr_of(c, id, 1, TRACE_RX, t, u);
+    }
+    ck_assert(trace_wire_corr_call(c, 1, 7, 2, 100));
+    ck_assert_uint_eq(corr_of(c, 20, 2, TRACE_RX, "[70,100,{}]", v), TRACE_CORR_HAS);
+    ck_assert_mem_eq(v, first, TRACE_UUID_LEN);
+    ck_assert_str_eq(trace_str_get(trace_wire_corr_uri(c)), "com.a");
     trace_wire_corr_free(c);
 }
 
@@ -1013,6 +1061,85 @@ START_TEST(test_reader_small_ring)
 
 END_TEST
 
+/* A RawSocket stream of conn with n messages of len octets each ('x'), one chunk per message. */
+static void raw_msgs(trace_wire *w, trace_wire_stream *st, size_t n, size_t len)
+{
+    unsigned char *b = malloc(4 + len);
+    ck_assert_ptr_nonnull(b);
+    memset(b, 'x', 4 + len);
+    b[0] = 0;
+    b[1] = (unsigned char)(len >> 16);
+    b[2] = (unsigned char)(len >> 8);
+    b[3] = (unsigned char)len;
+    for (size_t i = 0; i < n; i++) {
+        (void)trace_wire_capture(w, st, wt(1), b, 4 + len);
+    }
+    free(b);
+}
+
+/* A reader whose callback stopped it is past the chunks of that call all the same: when the ring
+ * then lets those go, it reads on from the chunks it has not read, handing out no seq twice. */
+START_TEST(test_reader_stopped)
+{
+    trace_wire *w = trace_wire_new(4096);
+    ck_assert_ptr_nonnull(w);
+    trace_wire_stream st;
+    trace_wire_stream_init(&st, 1, TRACE_RX, TRACE_WIRE_RAWSOCKET, WAMP_SER_MSGPACK);
+    raw_msgs(w, &st, 16, 196);
+    trace_wire_reader *rd = trace_wire_reader_new();
+    ck_assert_ptr_nonnull(rd);
+    collect c = {.stop_after = 2};
+    ck_assert_int_eq(trace_wire_reader_next(rd, w, on_seq, NULL, &c, NULL), WAMP_OK);
+    ck_assert_uint_eq(c.n, 2);
+    uint64_t next = trace_wire_reader_next_seq(rd);
+    ck_assert_uint_eq(next, trace_wire_next_seq(w));
+    raw_msgs(w, &st, 1, 396); /* lets the oldest chunks go */
+    raw_msgs(w, &st, 3, 100);
+    collect d = {0};
+    trace_wire_walk walk;
+    ck_assert_int_eq(trace_wire_reader_next(rd, w, on_seq, NULL, &d, &walk), WAMP_OK);
+    ck_assert_uint_eq(d.n, 4); /* the four new messages, and nothing before them */
+    for (size_t i = 0; i < d.n; i++) {
+        ck_assert_uint_eq(d.v[i].seq, next + i);
+        ck_assert(!d.v[i].lost);
+        ck_assert_uint_eq(d.v[i].len, i == 0 ? 396 : 100);
+    }
+    ck_assert_uint_eq(walk.skipped, 0);
+    collect_free(&c);
+    collect_free(&d);
+    trace_wire_reader_free(rd);
+    trace_wire_free(w);
+}
+
+END_TEST
+
+/* A stream that joined a large message holds no more than 64 KiB for it afterwards. */
+START_TEST(test_reader_buffer_shrinks)
+{
+    trace_wire *w = trace_wire_new((size_t)4 << 20);
+    ck_assert_ptr_nonnull(w);
+    trace_wire_stream st;
+    trace_wire_stream_init(&st, 1, TRACE_RX, TRACE_WIRE_RAWSOCKET, WAMP_SER_MSGPACK);
+    trace_wire_reader *rd = trace_wire_reader_new();
+    ck_assert_ptr_nonnull(rd);
+    raw_msgs(w, &st, 1, 1000000);
+    collect c = {0};
+    ck_assert_int_eq(trace_wire_reader_next(rd, w, on_seq, NULL, &c, NULL), WAMP_OK);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_uint_eq(c.v[0].len, 1000000);
+    ck_assert_uint_le(trace_wire_reader_buffered(rd), 64 * 1024);
+    raw_msgs(w, &st, 2, 10000);
+    ck_assert_int_eq(trace_wire_reader_next(rd, w, on_seq, NULL, &c, NULL), WAMP_OK);
+    ck_assert_uint_eq(c.n, 3);
+    ck_assert_uint_gt(trace_wire_reader_buffered(rd), 0); /* (a small one is kept) */
+    ck_assert_uint_le(trace_wire_reader_buffered(rd), 64 * 1024);
+    collect_free(&c);
+    trace_wire_reader_free(rd);
+    trace_wire_free(w);
+}
+
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("trace_wire");
@@ -1028,6 +1155,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_correlation_across_nodes);
     tcase_add_loop_test(tc, test_reader_everything_held, 0, 40);
     tcase_add_loop_test(tc, test_reader_small_ring, 0, 60);
+    tcase_add_test(tc, test_reader_stopped);
+    tcase_add_test(tc, test_reader_buffer_shrinks);
     tcase_add_test(tc, test_clock_and_empty);
     tcase_add_loop_test(tc, test_capture_whole, 0, 2);
     tcase_add_test(tc, test_facts);
