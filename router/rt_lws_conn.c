@@ -98,14 +98,19 @@ bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n)
 
 void rt_lws_conn_refuse(rt_lws_conn *c, unsigned status, const char *body)
 {
+    rt_lws_conn_refuse_with(c, status, "", body);
+}
+
+void rt_lws_conn_refuse_with(rt_lws_conn *c, unsigned status, const char *fields, const char *body)
+{
     char head[512];
     char date[RT_HTTP1_DATE_MAX];
     rt_http1_date((int64_t)(rt_router_wall_ns(rt_lws_conn_router(c)) / 1000000000u), date);
     int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %u %s\r\n%s%s%scontent-type: text/plain\r\ncontent-length: %zu\r\n"
-                     "connection: close\r\n\r\n%s\n",
+                     "HTTP/1.1 %u %s\r\n%s%s%s%scontent-type: text/plain\r\ncontent-length: "
+                     "%zu\r\nconnection: close\r\n\r\n%s\n",
                      status, rt_http1_reason(status), date[0] ? "date: " : "", date,
-                     date[0] ? "\r\n" : "", strlen(body) + 1, body);
+                     date[0] ? "\r\n" : "", fields, strlen(body) + 1, body);
     c->mode = RT_LWS_CONN_ANSWER;
     c->keep_alive = false;
     if (n > 0 && (size_t)n < sizeof(head)) {

@@ -141,6 +141,8 @@ bool rt_lws_conn_can_recv(struct lws *wsi);
 size_t rt_lws_conn_recv2(struct lws *wsi, void *a, size_t na, void *b, size_t nb);
 /* Answers with status and a one-line text body (a refusal) and closes after writing it. */
 void rt_lws_conn_refuse(rt_lws_conn *c, unsigned status, const char *body);
+/* rt_lws_conn_refuse() with more header fields (fields: each line with its CRLF; "" for none). */
+void rt_lws_conn_refuse_with(rt_lws_conn *c, unsigned status, const char *fields, const char *body);
 /* Asks for WRITEABLE unless the context is being torn down. */
 void rt_lws_conn_want_write(rt_lws_conn *c);
 /* The WebSocket path of lis that a request for path (len octets, not decoded) names, or NULL;

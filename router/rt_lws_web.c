@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <libwebsockets.h>
@@ -33,6 +34,8 @@ _Static_assert(RT_LWS_WEB_CHUNK <= RT_LWS_WS_SCRATCH, "a chunk fits the scratch 
 /* Bodies up to this size go out with the head, in one write. */
 #define RT_LWS_WEB_INLINE ((size_t)4 * 1024)
 
+/* The first allocation of an HTTP bridge request's body (it grows as the body comes). */
+#define RT_LWS_WEB_BODY_FIRST (64u * 1024u)
 /* Octets of the status line and headers (a Location of a redirect included). */
 #define RT_LWS_WEB_HEADERS 4096
 /* Octets of a header value copied for rt_http / rt_bridge (longer ones are ignored). */
@@ -158,6 +161,11 @@ static int answer(rt_lws_conn *c)
     ok = ok && add(buf, sizeof(buf), &k, "connection", c->keep_alive ? "keep-alive" : "close");
     ok = ok && k + 2 < sizeof(buf);
     if (!ok) {
+        /* Headers that do not fit (a Location built from a very long path): no answer can be
+         * made, and the response's resources go with the connection. */
+        RT_LOG_DEBUG(0, "HTTP answer %u: its headers do not fit in %zu bytes; closing", r->status,
+                     sizeof(buf));
+        rt_http_resp_fini(&w->resp);
         return -1;
     }
     memcpy(buf + k, "\r\n", 2);
@@ -251,6 +259,7 @@ static int bridge_answer(rt_lws_conn *c, const char *method, rt_bridge_answer *a
     r->length = a->len;
     r->cache_secs = -1;
     r->no_store = true;
+    r->head = strcmp(method, "HEAD") == 0;
     r->why = a->status >= 400 ? "HTTP bridge request refused" : NULL;
     a->body = NULL;
     account(c, method, path, r->status, r->why);
@@ -332,9 +341,23 @@ static int bridge_begin(rt_lws_conn *c, const rt_http1_req *req, const rt_web_pa
         }
         return bridge_answer(c, method, &a, true);
     }
-    w->body = wamp_buf_new(body_len ? (size_t)body_len : 16);
+    /* The buffer grows as the body comes: a head that only announces a large body holds no
+     * more than this. */
+    w->body = wamp_buf_new(
+            body_len ? (size_t)(body_len < RT_LWS_WEB_BODY_FIRST ? body_len : RT_LWS_WEB_BODY_FIRST)
+                     : 16);
     if (!w->body) {
         return -1;
+    }
+    char expect[32];
+    if (body_len && req->minor == 1 && value_of(req, "Expect", expect, sizeof(expect)) &&
+        strcasecmp(expect, "100-continue") == 0) {
+        /* RFC 9110 10.1.1: the client waits for this before it sends the body (libcurl does,
+         * for a second, for larger bodies). */
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (!rt_lws_conn_out(c, cont, sizeof(cont) - 1)) {
+            return -1;
+        }
     }
     w->body_need = body_len;
     c->mode = RT_LWS_CONN_BODY;

@@ -224,15 +224,22 @@ static void quote(const char *s, size_t n, char *out, size_t len)
     }
 }
 
-/* Counts, logs and records a refused handshake, and answers it. Returns 0. */
-static int refuse(rt_lws_conn *c, rt_refusal reason, const char *detail, unsigned status,
-                  const char *body)
+/* Counts, logs and records a refused handshake, and answers it, with the header fields
+ * (rt_lws_conn_refuse_with()). Returns 0. */
+static int refuse_with(rt_lws_conn *c, rt_refusal reason, const char *detail, unsigned status,
+                       const char *fields, const char *body)
 {
     rt_peer peer;
     fill_peer(c, &peer);
     rt_router_refused_handshake(rt_lws_conn_router(c), reason, c->lis->cfg->id, peer.addr, detail);
-    rt_lws_conn_refuse(c, status, body);
+    rt_lws_conn_refuse_with(c, status, fields, body);
     return 0;
+}
+
+static int refuse(rt_lws_conn *c, rt_refusal reason, const char *detail, unsigned status,
+                  const char *body)
+{
+    return refuse_with(c, reason, detail, status, "", body);
 }
 
 /* The path's listener holds options.max_connections WebSocket connections already. */
@@ -240,6 +247,9 @@ static bool over_cap(const rt_lws_ws_path *wp)
 {
     return wp->cfg->max_connections && *wp->conns >= wp->cfg->max_connections;
 }
+
+/* bad_request()'s answer for a Sec-WebSocket-Version other than 13. */
+static const char BAD_VERSION[] = "no valid Sec-WebSocket-Version header (13)";
 
 /* What is wrong with the request as a WebSocket upgrade (RFC 6455 4.2.1), or NULL; *key is
  * the Sec-WebSocket-Key field. */
@@ -259,7 +269,7 @@ static const char *bad_request(const rt_http1_req *req, const rt_http1_field **k
     }
     f = rt_http1_field_get(req, "Sec-WebSocket-Version");
     if (!f || f->value.len != 2 || memcmp(f->value.p, "13", 2) != 0) {
-        return "no valid Sec-WebSocket-Version header (13)";
+        return BAD_VERSION;
     }
     if (!rt_http1_has_token(req, "Connection", "upgrade")) {
         return "no \"Connection: Upgrade\" header";
@@ -319,7 +329,9 @@ int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req)
     }
     const char *bad = bad_request(req, &key);
     if (bad) {
-        return refuse(c, RT_REFUSAL_REQUEST, bad, 400, bad);
+        /* RFC 6455 4.2.2: a version refused, the versions this server speaks go with it. */
+        return refuse_with(c, RT_REFUSAL_REQUEST, bad, 400,
+                           bad == BAD_VERSION ? "sec-websocket-version: 13\r\n" : "", bad);
     }
     const rt_lws_ws_path *wp = rt_lws_conn_ws_path(lis, req->path.p, req->path.len);
     if (!wp) {

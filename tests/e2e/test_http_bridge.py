@@ -253,6 +253,78 @@ class BridgeTest(h.AsyncTestCase):
         # The router still answers.
         self.assertEqual((await self.post("/publish", {"topic": OK + "t"}))[0], 200)
 
+    def raw(self, data, reads):
+        """Sends data on a fresh connection and reads what comes back until reads(so_far) says
+        it is enough (or the router closes). Blocking: run off the event loop."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        try:
+            sock.sendall(data)
+            got = b""
+            while not reads(got):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            return sock, got
+        except BaseException:
+            sock.close()
+            raise
+
+    async def test_head_answer_has_no_body(self):
+        """HEAD on a bridge path: the 405's headers alone (its Content-Length says what a GET
+        would get), so that the next answer on the connection starts where it should."""
+        def run():
+            sock, got = self.raw(b"HEAD /call HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 b"GET /call HTTP/1.1\r\nHost: x\r\n\r\n",
+                                 lambda g: g.count(b"\r\n\r\n") >= 2 and
+                                 g.rstrip().endswith(b"}"))
+            sock.close()
+            return got
+        got = await h.step(asyncio.get_running_loop().run_in_executor(None, run))
+        head, rest = got.split(b"\r\n\r\n", 1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 405 "), head)
+        self.assertIn(b"content-length:", head.lower())
+        self.assertTrue(rest.startswith(b"HTTP/1.1 405 "), rest[:80])  # no body in between
+        second_head, body = rest.split(b"\r\n\r\n", 1)
+        length = int([line.split(b":", 1)[1] for line in second_head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")][0])
+        self.assertEqual(len(body), length)
+        self.assertEqual(json.loads(body)["error"],
+                         "Method not accepted by the REST bridge. (GET not allowed, only POST, "
+                         "PUT)")
+
+    async def test_expect_100_continue(self):
+        """A client that asks (curl does for larger bodies) is told to go on before it sends the
+        body, then gets its answer."""
+        sub = await self.session()
+        events = h.Events()
+        await h.step(sub.subscribe(events, OK + "expect"))
+        body = json.dumps({"topic": OK + "expect", "args": ["x" * 1000]}).encode()
+
+        def run():
+            sock, got = self.raw(b"POST /publish HTTP/1.1\r\nHost: x\r\n"
+                                 b"Content-Type: application/json\r\n"
+                                 b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+                                 % len(body), lambda g: b"\r\n\r\n" in g)
+            try:
+                first = got
+                sock.sendall(body)
+                while got.count(b"\r\n\r\n") < 2 or not got.rstrip().endswith(b"}"):
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+                return first, got
+            finally:
+                sock.close()
+        first, got = await h.step(asyncio.get_running_loop().run_in_executor(None, run))
+        self.assertEqual(first, b"HTTP/1.1 100 Continue\r\n\r\n")
+        final = got[len(first):]
+        self.assertTrue(final.startswith(b"HTTP/1.1 200 "), final[:80])
+        self.assertIn("id", json.loads(final.split(b"\r\n\r\n", 1)[1]))
+        await events.wait_for(1)
+        self.assertEqual(events.args0(), ["x" * 1000])
+
     async def test_crossbar_error_answers(self):
         cases = [
             (b"{bad", 400, deny("Request body was invalid JSON.")),
@@ -379,6 +451,8 @@ class BridgeSessionLimitTest(BridgeTest):
     test_crossbar_error_answers = None
     test_signed_requests = None
     test_bridge_publish_is_traced = None
+    test_head_answer_has_no_body = None
+    test_expect_100_continue = None
 
 
 class CrossbarRestExampleTest(h.AsyncTestCase):

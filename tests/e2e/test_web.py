@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 
 import rt_harness as h
 from test_client_defaults import run_default_client
@@ -306,6 +307,20 @@ class WebTest(WebTestBase):
         status, _, body = self.get("/files/")
         self.assertIn(b'<a href="sub/">sub/</a>', body)
         self.assertIn(b'<a href="hello.txt">hello.txt</a> (13 bytes)', body)
+
+    async def test_redirect_too_long_for_its_headers(self):
+        """A directory whose redirect (its path with a slash, percent-encoded) would not fit in
+        the answer's headers: the connection closes without an answer, holding nothing (the
+        router's sanitizers check, at its stop, that nothing leaked)."""
+        name = "é" * 60  # 120 octets, 360 percent-encoded
+        parts = [name] * 12
+        os.makedirs(os.path.join(self.tmp, "node", "www", *parts))
+        target = ("/" + "/".join(urllib.parse.quote(p) for p in parts)).encode()
+        self.assertGreater(len(target), 4096)
+        for _ in range(3):
+            status, data = raw_request(self.port, target, ctx=self.ctx)
+            self.assertEqual((status, data), (None, b""))
+        self.assertEqual(self.get("/hello.txt")[0], 200)  # and the router serves on
 
     async def test_redirect_nodeinfo_viewer(self):
         status, hdrs, _ = self.get("/old")

@@ -34,10 +34,10 @@ FR = "flight-recorder"
 DEFAULT_CONFIG = "configs/default.json"
 
 
-def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None, drop=()):
+def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None, drop=(), extra=()):
     """Sends an upgrade request with one Sec-WebSocket-Protocol line per entry of
-    protocol_lines (over TLS with ssl_ctx; without the header lines whose names are in drop);
-    returns (status, headers, body, socket). The socket stays open."""
+    protocol_lines (over TLS with ssl_ctx; without the header lines whose names are in drop,
+    with the lines of extra); returns (status, headers, body, socket). The socket stays open."""
     sock = socket.create_connection((host, port), timeout=10)
     if ssl_ctx:
         sock = ssl_ctx.wrap_socket(sock, server_hostname="localhost")
@@ -45,7 +45,7 @@ def raw_upgrade(host, port, path, protocol_lines, ssl_ctx=None, drop=()):
     lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (host, port), "Upgrade: websocket",
              "Connection: Upgrade", "Sec-WebSocket-Key: " + key, "Sec-WebSocket-Version: 13"]
     lines += ["Sec-WebSocket-Protocol: " + p for p in protocol_lines]
-    lines = [x for x in lines if x.split(":")[0] not in drop]
+    lines = [x for x in lines if x.split(":")[0] not in drop] + list(extra)
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -95,10 +95,10 @@ class HandshakeTest(h.AsyncTestCase):
         finally:
             self.router.stop()
 
-    def upgrade(self, protocol_lines, path=None, drop=()):
+    def upgrade(self, protocol_lines, path=None, drop=(), extra=()):
         status, headers, body, sock = raw_upgrade(self.router.host, self.router.port,
                                                   path or self.router.path, protocol_lines,
-                                                  drop=drop)
+                                                  drop=drop, extra=extra)
         self._socks.append(sock)
         return status, headers, body
 
@@ -187,6 +187,17 @@ class HandshakeTest(h.AsyncTestCase):
         self.assertIn("/not-wamp", msgs[2]["detail"])
         log = self.router.stderr_text() + self.router.stdout_text()
         self.assertIn("refused by listener transport1 (subprotocol)", log)
+
+    async def test_wrong_version_names_the_one_spoken(self):
+        """RFC 6455 4.2.2: a refused version gets the versions the router speaks."""
+        status, headers, body = self.upgrade(["wamp.2.json"], drop=("Sec-WebSocket-Version",),
+                                             extra=("Sec-WebSocket-Version: 8",))
+        self.assertEqual(status, 400)
+        self.assertEqual(headers.get("sec-websocket-version"), "13")
+        self.assertIn("Sec-WebSocket-Version", body)
+        status, headers, _ = self.upgrade(["wamp.2.json"], drop=("Sec-WebSocket-Key",))
+        self.assertEqual(status, 400)
+        self.assertNotIn("sec-websocket-version", headers)  # (another refusal: not named)
 
     async def test_headers_too_long_answered_431_and_logged_at_info(self):
         # Over the 16 KiB of a request head (wampscope.limits.http_max_head): 431, then close.
