@@ -1,7 +1,8 @@
 /* rt_lws_http.c: the metrics listener's HTTP adapter. GET of the configured path: 200 with the
- * text; another method on that path: 405 (Allow: GET); any other path: 404. A request renders
- * the whole text once (a few KiB to a few hundred KiB, depending on realms, transports and
- * traces), and the body goes out in chunks, one lws_write per WRITEABLE (STYLE §6). */
+ * text, the connection's last answer; another method on that path: 405 (Allow: GET); any other
+ * path: 404. A request renders the whole text once (a few KiB to a few hundred KiB, depending
+ * on realms, transports and traces), and the body goes out in chunks, one lws_write per
+ * WRITEABLE. */
 #include "rt_lws_http.h"
 
 #include <arpa/inet.h>
@@ -33,6 +34,7 @@ struct rt_lws_http {
 typedef struct http_pss {
     char *body; /* owned: the rendered text while it is being written */
     size_t len, sent;
+    bool closing; /* the answer is written: the connection closes (closing()) */
     unsigned char chunk[LWS_PRE + RT_HTTP_CHUNK];
 } http_pss;
 
@@ -77,8 +79,12 @@ static int on_request(struct lws *wsi, http_pss *pss, const char *path)
     pss->sent = 0;
     unsigned char buf[LWS_PRE + 512];
     unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof(buf) - 1;
+    static const char close_it[] = "close";
     if (lws_add_http_common_headers(wsi, HTTP_STATUS_OK, RT_METRICS_CONTENT_TYPE, pss->len, &p,
                                     end) ||
+        lws_add_http_header_by_name(
+                wsi, (const unsigned char *)"connection:", (const unsigned char *)close_it,
+                (int)strlen(close_it), &p, end) ||
         lws_finalize_write_http_header(wsi, start, &p, end)) {
         return -1;
     }
@@ -86,8 +92,24 @@ static int on_request(struct lws *wsi, http_pss *pss, const char *path)
     return 0;
 }
 
+/* The metrics answer is the connection's last ("connection: close"): lws 4.1 would not take up
+ * a request pipelined behind an answer it completed on WRITEABLE, so nothing is left waiting
+ * for an answer that never comes; a pipelining client retries it on a new connection (RFC 9112
+ * 9.3.2). Closes once lws has written all of it. */
+static int closing(struct lws *wsi)
+{
+    if (lws_partial_buffered(wsi)) {
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    return -1;
+}
+
 static int write_chunk(struct lws *wsi, http_pss *pss)
 {
+    if (pss->closing) {
+        return closing(wsi);
+    }
     if (!pss->body) {
         return 0;
     }
@@ -108,7 +130,8 @@ static int write_chunk(struct lws *wsi, http_pss *pss)
     }
     free(pss->body);
     pss->body = NULL;
-    return transaction_done(wsi);
+    pss->closing = true;
+    return closing(wsi);
 }
 
 static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,

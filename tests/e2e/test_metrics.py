@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -232,10 +233,37 @@ class MetricsTest(AsyncTestCase):
         # Still serving after all that.
         self.assertEqual(http_request(self.url)[0], 200)
 
+    async def test_answer_closes_the_connection(self):
+        """A scrape's answer is its connection's last (connection: close), so a request
+        pipelined behind it is not left waiting for an answer: the connection closes once the
+        answer is out, and the client asks again on a new one."""
+        u = urlparse(self.url)
+        sock = socket.create_connection((u.hostname, u.port), timeout=10)
+        try:
+            sock.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\nGET /other HTTP/1.1\r\n"
+                         b"Host: x\r\n\r\n" % u.path.encode())
+            got = b""
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        finally:
+            sock.close()
+        head, body = got.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        self.assertTrue(lines[0].startswith("HTTP/1.1 200"), lines[0])
+        headers = {k.strip().lower(): v.strip() for k, _, v in
+                   (line.partition(":") for line in lines[1:])}
+        self.assertEqual(headers["connection"], "close")
+        self.assertEqual(len(body), int(headers["content-length"]))  # nothing after it
+        self.assertIn(b"wampscope_sessions", body)
+        self.assertEqual(http_request(self.url, "GET", "/other")[0], 404)
+
 
 class LargeTextTest(MetricsTest):
-    """A text far over the adapter's 16 KiB write chunk (one sessions series per realm), over
-    one keep-alive connection scraped twice."""
+    """A text far over the adapter's 16 KiB write chunk (one sessions series per realm), scraped
+    twice by one client (each answer closes its connection: the client opens another)."""
 
     EXTRA_REALMS = 400
 
@@ -243,8 +271,9 @@ class LargeTextTest(MetricsTest):
     test_promtool_accepts_the_text = None
     test_only_get_of_the_path = None
     test_refused_handshakes_by_reason = None
+    test_answer_closes_the_connection = None
 
-    async def test_large_text_in_chunks_keep_alive(self):
+    async def test_large_text_in_chunks(self):
         await self.session("json", realm="m399")
         u = urlparse(self.url)
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
@@ -254,6 +283,7 @@ class LargeTextTest(MetricsTest):
                 r = conn.getresponse()
                 body = r.read().decode()
                 self.assertEqual(r.status, 200)
+                self.assertEqual(r.getheader("connection"), "close")
                 self.assertEqual(int(r.getheader("content-length")), len(body.encode()))
                 self.assertGreater(len(body), 16384)  # more than one chunk
                 samples = {}
