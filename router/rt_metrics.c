@@ -291,7 +291,8 @@ static void render_cluster_calls(mbuf *b, const rt_cluster_dealer_stats *st)
     sample_u64(b, "wampscope_cluster_calls_pending", in, st->pending_in);
     family(b, "wampscope_cluster_calls_ended_total", M_COUNTER,
            "Calls across nodes ended without the callee's answer, by reason: the other node "
-           "left (node_gone), the link was down (link_down), the caller's deadline (timeout).");
+           "left or joined again (node_gone), the link was down (link_down), the caller's "
+           "deadline (timeout).");
     const char *gone[] = {"reason", "node_gone", NULL}, *down[] = {"reason", "link_down", NULL},
                *late[] = {"reason", "timeout", NULL};
     sample_u64(b, "wampscope_cluster_calls_ended_total", gone, st->node_gone);

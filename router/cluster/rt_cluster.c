@@ -72,6 +72,16 @@ static void hooks_run(const rt_cluster_hooks *h)
     }
 }
 
+/* Callbacks of rt_cluster_add_on_node_joined(). */
+typedef struct rt_cluster_node_hooks {
+    struct {
+        void (*fn)(void *arg, const char *node_id);
+        void *arg;
+    } v[RT_CLUSTER_ON_JOINED_MAX]; /* in the order added */
+
+    size_t n;
+} rt_cluster_node_hooks;
+
 struct rt_cluster {
     char *name;
     char *node_id;
@@ -109,8 +119,9 @@ struct rt_cluster {
     uint8_t *node_flags; /* NODE_* per entry of nodes */
     size_t n_nodes;
 
-    rt_cluster_hooks on_joined; /* rt_cluster_add_on_joined(), in order */
-    rt_cluster_hooks on_tick;   /* rt_cluster_add_on_tick(), in order */
+    rt_cluster_hooks on_joined;           /* rt_cluster_add_on_joined(), in order */
+    rt_cluster_hooks on_tick;             /* rt_cluster_add_on_tick(), in order */
+    rt_cluster_node_hooks on_node_joined; /* rt_cluster_add_on_node_joined(), in order */
 
     /* rt_cluster_watch_clocks(): NULL clk without */
     rt_cluster_clock *clk;
@@ -168,11 +179,12 @@ static void nodes_clear(rt_cluster *c)
     c->n_nodes = 0;
 }
 
-/* Index of id in the node list, or n_nodes. */
+/* Index of id (len octets, not NUL-terminated; from the bus: it may hold a NUL) in the node
+ * list, or n_nodes. */
 static size_t node_index(const rt_cluster *c, const char *id, size_t len)
 {
     for (size_t i = 0; i < c->n_nodes; i++) {
-        if (strncmp(c->nodes[i], id, len) == 0 && c->nodes[i][len] == '\0') {
+        if (strlen(c->nodes[i]) == len && memcmp(c->nodes[i], id, len) == 0) {
             return i;
         }
     }
@@ -612,6 +624,16 @@ static void on_changed(void *arg, const char *subject, const char *reply, const 
     const char *id = left ? (const char *)data + plen : data;
     size_t id_len = left ? len - plen : (data ? len : 0);
     size_t k = node_index(c, id ? id : "", id ? id_len : 0);
+    if (!left && id && id_len <= RT_CLUSTER_TOKEN_MAX) {
+        char node[RT_CLUSTER_TOKEN_MAX + 1];
+        memcpy(node, id, id_len);
+        node[id_len] = '\0';
+        if (rt_cluster_token_is_valid(node) && strcmp(node, c->node_id) != 0) {
+            for (size_t i = 0; i < c->on_node_joined.n; i++) {
+                c->on_node_joined.v[i].fn(c->on_node_joined.v[i].arg, node);
+            }
+        }
+    }
     if (k < c->n_nodes) {
         if (left) {
             c->node_flags[k] |= NODE_LEFT;
@@ -869,6 +891,32 @@ wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *ar
 void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
     hooks_remove(&c->on_joined, fn, arg);
+}
+
+wamp_err rt_cluster_add_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
+                                       void *arg)
+{
+    rt_cluster_node_hooks *h = &c->on_node_joined;
+    if (h->n == RT_CLUSTER_ON_JOINED_MAX) {
+        return WAMP_ETOOBIG;
+    }
+    h->v[h->n].fn = fn;
+    h->v[h->n].arg = arg;
+    h->n++;
+    return WAMP_OK;
+}
+
+void rt_cluster_remove_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
+                                      void *arg)
+{
+    rt_cluster_node_hooks *h = &c->on_node_joined;
+    for (size_t i = 0; i < h->n; i++) {
+        if (h->v[i].fn == fn && h->v[i].arg == arg) {
+            memmove(&h->v[i], &h->v[i + 1], (h->n - i - 1) * sizeof(h->v[0]));
+            h->n--;
+            return;
+        }
+    }
 }
 
 wamp_err rt_cluster_add_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg)

@@ -135,6 +135,18 @@ wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, si
 wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
 /* Removes the callback added with the same fn and arg (none: nothing happens). */
 void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
+/* fn(arg, node_id) is called for each join another node announces on "<name>.nodes.changed":
+ * a node joining for the first time, again after its link was down, or a new process that took
+ * over the id of one that was killed. Whatever that node had in progress with this one before
+ * its join is over: it has forgotten it (a process that is new, or one whose link went down,
+ * which ends its calls with the other nodes). The announcement goes out before anything else the
+ * node sends after its join, so what comes from it after that is of the new join. Same contract
+ * and limit as rt_cluster_add_on_joined(). */
+wamp_err rt_cluster_add_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
+                                       void *arg);
+/* Removes the callback added with the same fn and arg (none: nothing happens). */
+void rt_cluster_remove_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
+                                      void *arg);
 /* fn(arg) is called at every rt_cluster_tick() (every 100 ms at least, whatever the link's
  * state), for a service's own timers; same contract and limit as rt_cluster_add_on_joined(). */
 wamp_err rt_cluster_add_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg);

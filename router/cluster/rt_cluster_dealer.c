@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "rt_hmap.h"
 #include "rt_list.h"
 #include "rt_log.h"
@@ -830,11 +832,11 @@ static void on_msg(void *arg, const char *subject, const char *reply, const void
     }
 }
 
-/* Ends every call with p: B's callers get ERROR uri; with in_too, the calls p made here are
- * canceled killnowait (nobody can be answered). The callbacks may not free p (pinned). */
-static void peer_fail(rt_cluster_dealer *cd, peer *p, const char *uri, bool in_too)
+/* Ends every call with p, each counted in *count: B's callers get ERROR uri; with in_too, the
+ * calls p made here are canceled killnowait (nobody can be answered). The callbacks may not free
+ * p (pinned). */
+static void peer_fail(rt_cluster_dealer *cd, peer *p, const char *uri, bool in_too, uint64_t *count)
 {
-    uint64_t *count = strcmp(uri, WAMP_ERROR_CANCELED) == 0 ? &cd->st.node_gone : &cd->st.link_down;
     p->pinned = true;
     while (!rt_list_is_empty(&p->out)) {
         (*count)++;
@@ -875,7 +877,22 @@ void rt_cluster_dealer_tick(rt_cluster_dealer *cd, uint64_t now_us)
             p->missing_since_us = now_us;
         }
         bool in_too = !up || now_us - p->missing_since_us >= (uint64_t)cd->o.peer_grace_ms * 1000;
-        peer_fail(cd, p, up ? WAMP_ERROR_CANCELED : WAMP_ERROR_NETWORK_FAILURE, in_too);
+        peer_fail(cd, p, up ? WAMP_ERROR_CANCELED : WAMP_ERROR_NETWORK_FAILURE, in_too,
+                  up ? &cd->st.node_gone : &cd->st.link_down);
+    }
+}
+
+/* Another node joined (rt_cluster_add_on_node_joined()): again after its link was down, or as
+ * a new process in place of one that was killed. Either way it has forgotten the calls between
+ * it and this node (rt_cluster_dealer_tick() ends them on a node whose link is down): this
+ * node's callers waiting on it get ERROR wamp.error.network_failure, and the calls it made here
+ * are canceled, their callees interrupted. */
+static void on_node_joined(void *arg, const char *node_id)
+{
+    rt_cluster_dealer *cd = arg;
+    peer *p = peer_find(cd, node_id, false);
+    if (p) {
+        peer_fail(cd, p, WAMP_ERROR_NETWORK_FAILURE, true, &cd->st.node_gone);
     }
 }
 
@@ -903,7 +920,19 @@ wamp_err rt_cluster_dealer_new(rt_cluster *c, const rt_cluster_dealer_options *o
     rt_hmap_init(&cd->in_by_xid);
     rt_list_init(&cd->peers);
     rt_list_init(&cd->timeouts);
+    /* (next_xid is the last one given: the first call takes it + 1) */
+    if (o->first_xid) {
+        cd->next_xid = o->first_xid - 1;
+    } else {
+        randombytes_buf(&cd->next_xid, sizeof(cd->next_xid));
+    }
     wamp_err err = rt_cluster_serve(c, "rpc", on_msg, cd, &cd->sub);
+    if (err == WAMP_OK) {
+        err = rt_cluster_add_on_node_joined(c, on_node_joined, cd);
+        if (err != WAMP_OK) {
+            rt_cluster_unserve(c, cd->sub);
+        }
+    }
     if (err != WAMP_OK) {
         free(cd);
         return err;
@@ -918,6 +947,7 @@ void rt_cluster_dealer_free(rt_cluster_dealer *cd)
         return;
     }
     rt_cluster_unserve(cd->c, cd->sub);
+    rt_cluster_remove_on_node_joined(cd->c, on_node_joined, cd);
     RT_LIST_FOREACH_SAFE(it, nx, &cd->peers)
     {
         peer *p = RT_CONTAINER_OF(it, peer, link);

@@ -28,15 +28,21 @@
  *     caller itself), the caller leaving (rt_cluster_dealer_caller_left(): nobody is answered),
  *     or rt_cluster_dealer_tick() finding the call's deadline passed (ERROR wamp.error.timeout),
  *     A gone from the live node list (ERROR wamp.error.canceled, as for a callee that leaves on
- *     one node) or the link not up (ERROR wamp.error.network_failure). In the last four cases A
- *     gets CANCEL killnowait if it can still be reached.
+ *     one node), the link not up, or A joining again (ERROR wamp.error.network_failure). When
+ *     the caller leaves or the deadline passes, A gets CANCEL killnowait (the bus permitting).
  *   - A holds the call from ops.invoke() until the dealer gives its final answer
- *     (rt_cluster_dealer_answer()), a CANCEL skip/killnowait from B, or the tick finding B gone
- *     from the live list for options.peer_grace_ms, or the link not up: ops.cancel() then tells
- *     the dealer (killnowait: INTERRUPT to a callee that cancels, and the call forgotten).
+ *     (rt_cluster_dealer_answer()), a CANCEL skip/killnowait from B, the tick finding B gone
+ *     from the live list for options.peer_grace_ms or the link not up, or B joining again:
+ *     ops.cancel() then tells the dealer (killnowait: INTERRUPT to a callee that cancels, and
+ *     the call forgotten).
+ *   A node that joins again (rt_cluster_add_on_node_joined(): its link was down, or it is a new
+ *   process in place of a killed one) has forgotten its calls with the others, so both sides end
+ *   theirs when its announcement arrives; a process's xids start at random
+ *   (options.first_xid), so an answer meant for its predecessor's calls matches none of its own.
  *   So a call never waits on a node that is gone: B's caller is answered within node_ttl +
- *   heartbeat + one tick of a kill -9 of A, and at once when B's link is down. A lost envelope
- *   (the bus is at-most-once) is not detected: CALL.Options.timeout bounds such a call.
+ *   heartbeat + one tick of a kill -9 of A, when A's announcement arrives if A came back before
+ *   that, and at once when B's link is down. A lost envelope or announcement (the bus is
+ *   at-most-once) is not detected: CALL.Options.timeout bounds such a call.
  *
  * Bounds: at most options.max_calls_out crossing calls waiting on this node and
  * options.max_calls_in served for other nodes (over them a call is refused: WAMP_EAGAIN on B,
@@ -132,12 +138,17 @@ typedef struct rt_cluster_dealer_options {
     size_t max_calls_out;   /* crossing calls this node's callers wait for */
     size_t max_calls_in;    /* calls this node serves for other nodes */
     uint32_t peer_grace_ms; /* a caller's node missing this long from the list: its calls end */
+    /* The xid of this process's first call, the next ones counting up from it; 0: drawn at
+     * random (the router's: an answer meant for a call of the process that held this node id
+     * before cannot match one of this process's). Tests fix it. */
+    uint64_t first_xid;
 } rt_cluster_dealer_options;
 
 typedef struct rt_cluster_dealer_stats {
     uint64_t calls_out, calls_in;     /* crossing calls made, served */
     uint64_t answers_out, answers_in; /* YIELD/ERROR envelopes sent, received */
-    uint64_t node_gone;               /* calls ended because the other node left */
+    uint64_t node_gone;               /* calls ended because the other node left, or joined
+                                       * again (it forgot them) */
     uint64_t link_down;               /* calls ended because the link was not up */
     uint64_t timeouts;                /* calls ended by their deadline */
     uint64_t refused;                 /* calls over max_calls_out / max_calls_in */

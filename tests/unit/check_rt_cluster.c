@@ -242,6 +242,63 @@ START_TEST(test_link_down_up_reannounces)
 
 END_TEST
 
+/* What rt_cluster_add_on_node_joined() reported, as "b,b,...". */
+static char joins_seen[256];
+
+static void on_node_joined(void *arg, const char *node_id)
+{
+    (void)arg;
+    if (joins_seen[0]) {
+        strcat(joins_seen, ",");
+    }
+    strcat(joins_seen, node_id);
+}
+
+/* Another node's joins are reported (the first one, and again after its link came back), this
+ * node's own are not; announcements that name no valid node (a NUL inside, too long, a bad
+ * token) are none, and are read within their bounds. */
+START_TEST(test_node_joined_reported)
+{
+    joins_seen[0] = '\0';
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    ck_assert_int_eq(rt_cluster_add_on_node_joined(a->c, on_node_joined, NULL), WAMP_OK);
+    fake_link_set_up(a->l, true);
+    run_ms(100);
+    ck_assert_str_eq(joins_seen, "");
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    ck_assert_str_eq(joins_seen, "b");
+    fake_link_set_up(b->l, false);
+    run_ms(HB_MS);
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    ck_assert_str_eq(joins_seen, "b,b");
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    char data[4000];
+    memset(data, 'x', sizeof(data));
+    data[0] = 'b';
+    data[1] = '\0'; /* "b", a NUL, then 3998 octets */
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.nodes.changed", NULL, data, sizeof(data)),
+                     WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.nodes.changed", NULL, data, 70), WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.nodes.changed", NULL, "b.c", 3), WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.nodes.changed", NULL, "left:b", 6), WAMP_OK);
+    fake_bus_run(bus);
+    ck_assert_str_eq(joins_seen, "b,b");
+    ck_assert_str_eq(list_of(a), "a,b");
+    rt_cluster_remove_on_node_joined(a->c, on_node_joined, NULL);
+    fake_link_set_up(b->l, false);
+    run_ms(HB_MS);
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    ck_assert_str_eq(joins_seen, "b,b"); /* removed */
+}
+
+END_TEST
+
 START_TEST(test_lost_announcement_caught_by_heartbeat)
 {
     node *a = start(0, "a", 1);
@@ -459,6 +516,7 @@ static Suite *rt_cluster_suite(void)
     tcase_add_test(tc, test_restart_after_kill_takes_over_the_expired_key);
     tcase_add_test(tc, test_link_down_up_reannounces);
     tcase_add_test(tc, test_lost_announcement_caught_by_heartbeat);
+    tcase_add_test(tc, test_node_joined_reported);
     tcase_add_test(tc, test_torn_listing_keeps_the_list);
     tcase_add_test(tc, test_short_listing_keeps_the_node);
     tcase_add_test(tc, test_clean_leave_is_seen_at_once);

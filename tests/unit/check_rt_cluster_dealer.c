@@ -1,8 +1,9 @@
 /* check_rt_cluster_dealer.c: calls crossing nodes over the fake bus (tests/support/fake_cluster.c)
  * with a stub dealer on each node: results with payload and caller disclosure, progressive
  * results, errors, the three cancel modes, timeouts, the caller leaving, the callee's or the
- * caller's node killed, the link down and back, the limits, malformed envelopes, and payload
- * passthru (ppt_*) options both ways. */
+ * caller's node killed, or restarted at once (before the others' lists missed it), either node's
+ * link down for a heartbeat and back, the limits, malformed envelopes, and payload passthru
+ * (ppt_*) options both ways. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,8 @@ static void setup(void)
     opts = (rt_cluster_dealer_options){.max_message = 4096,
                                        .max_calls_out = 100,
                                        .max_calls_in = 100,
-                                       .peer_grace_ms = GRACE_MS};
+                                       .peer_grace_ms = GRACE_MS,
+                                       .first_xid = 1};
 }
 
 static void teardown(void)
@@ -464,6 +466,127 @@ START_TEST(test_link_down_and_back)
 
 END_TEST
 
+/* Node i killed with kill -9 and started again at once: the same id, another instance; it joins
+ * once its old key expired, before the other nodes' lists missed it twice. Returns the node once
+ * it joined again; *missed says whether `other` ever lost it from its list meanwhile. */
+static node *restart(size_t i, node *other, bool *missed)
+{
+    static const char *const ids[] = {"a", "b", "c"};
+    kill_node(&nodes[i]);
+    node *n = &nodes[i];
+    n->c = fake_cluster_member_new(bus, &clk, ids[i], 77 + i, HB_MS, TTL_MS, 500, &n->l);
+    ck_assert_ptr_nonnull(n->c);
+    ck_assert_int_eq(rt_cluster_dealer_new(n->c, &opts, &stub_ops, &n->st, &n->st.cd), WAMP_OK);
+    fake_link_set_up(n->l, true);
+    *missed = false;
+    for (int t = 0; t < 100 && rt_cluster_member_state_get(n->c) != RT_CLUSTER_MEMBER_JOINED; t++) {
+        run_ms(100);
+        *missed |= !rt_cluster_has_node(other->c, ids[i]);
+    }
+    ck_assert_int_eq(rt_cluster_member_state_get(n->c), RT_CLUSTER_MEMBER_JOINED);
+    return n;
+}
+
+/* The caller's node restarts at once: the node it calls cancels the old process's calls when the
+ * new one joins (their callees are interrupted), and a late answer to one of them reaches no one,
+ * least of all the new process's callers. */
+START_TEST(test_caller_node_restarted)
+{
+    node *a = start(0), *b = start(1);
+    ck_assert_int_eq(call(b, "a", 1, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    uint64_t old_inv = a->st.inv;
+    bool missed;
+    b = restart(1, a, &missed);
+    ck_assert(!missed); /* (what makes it hard: a never saw b go) */
+    ck_assert_uint_eq(a->st.n_cancel, 1);
+    ck_assert_int_eq(a->st.mode, RT_CRPC_KILLNOWAIT);
+    ck_assert_uint_eq(a->st.cancel_inv, old_inv);
+    ck_assert_uint_eq(stats(a).pending_in, 0);
+    ck_assert_uint_eq(stats(a).node_gone, 1);
+    ck_assert_int_eq(call(b, "a", 50, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    ck_assert(!answer(a, old_inv, NULL, false, "[\"old\"]")); /* forgotten */
+    ck_assert(answer(a, a->st.inv, NULL, false, "[\"new\"]"));
+    fake_bus_run(bus);
+    ck_assert_uint_eq(b->st.n_answers, 1);
+    ck_assert_uint_eq(b->st.request, 50);
+    ck_assert_str_eq(b->st.ans_args, "[\"new\"]");
+}
+
+END_TEST
+
+/* The callee's node restarts at once: its callers on other nodes get wamp.error.network_failure
+ * when it joins again, not a wait without end. */
+START_TEST(test_callee_node_restarted)
+{
+    node *a = start(0), *b = start(1);
+    ck_assert_int_eq(call(b, "a", 1, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    bool missed;
+    a = restart(0, b, &missed);
+    ck_assert(!missed);
+    run_ms(HB_MS);
+    ck_assert_uint_eq(b->st.n_answers, 1);
+    ck_assert_uint_eq(b->st.request, 1);
+    ck_assert_str_eq(b->st.error, "wamp.error.network_failure");
+    ck_assert_uint_eq(stats(b).pending_out, 0);
+    ck_assert_uint_eq(stats(b).node_gone, 1);
+    /* The new process serves. */
+    ck_assert_int_eq(call(b, "a", 2, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    ck_assert(answer(a, a->st.inv, NULL, false, "[2]"));
+    fake_bus_run(bus);
+    ck_assert_uint_eq(b->st.n_answers, 2);
+    ck_assert_str_eq(b->st.error, "");
+}
+
+END_TEST
+
+/* The callee's node loses its link for a heartbeat (less than node_ttl): it ends the calls it
+ * served (their callees interrupted) and, when it joins again, its callers on other nodes learn
+ * that theirs are over. */
+START_TEST(test_callee_link_flap)
+{
+    node *a = start(0), *b = start(1);
+    ck_assert_int_eq(call(b, "a", 1, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    fake_link_set_up(a->l, false);
+    run_ms(HB_MS);
+    ck_assert_uint_eq(a->st.n_cancel, 1);
+    ck_assert_int_eq(a->st.mode, RT_CRPC_KILLNOWAIT);
+    ck_assert_uint_eq(b->st.n_answers, 0); /* (b cannot know yet) */
+    fake_link_set_up(a->l, true);
+    run_ms(2 * HB_MS);
+    ck_assert_uint_eq(b->st.n_answers, 1);
+    ck_assert_str_eq(b->st.error, "wamp.error.network_failure");
+    ck_assert_uint_eq(stats(b).pending_out, 0);
+}
+
+END_TEST
+
+/* The caller's node loses its link for a heartbeat: it answers its caller at once, and when it
+ * joins again, the callee's node cancels the call (no call held there for a caller long gone). */
+START_TEST(test_caller_link_flap)
+{
+    node *a = start(0), *b = start(1);
+    ck_assert_int_eq(call(b, "a", 1, false, clk.now_us + 2000 * 1000), WAMP_OK);
+    fake_bus_run(bus);
+    uint64_t inv = a->st.inv;
+    fake_link_set_up(b->l, false);
+    run_ms(HB_MS);
+    ck_assert_uint_eq(b->st.n_answers, 1);
+    ck_assert_str_eq(b->st.error, "wamp.error.network_failure");
+    ck_assert_uint_eq(stats(a).pending_in, 1);
+    fake_link_set_up(b->l, true);
+    run_ms(2 * HB_MS);
+    ck_assert_uint_eq(a->st.n_cancel, 1);
+    ck_assert_uint_eq(a->st.cancel_inv, inv);
+    ck_assert_uint_eq(stats(a).pending_in, 0);
+}
+
+END_TEST
+
 START_TEST(test_limits)
 {
     opts.max_calls_out = 2;
@@ -666,6 +789,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_caller_node_killed);
     tcase_add_test(tc, test_link_down_and_back);
     tcase_add_test(tc, test_limits);
+    tcase_add_test(tc, test_caller_node_restarted);
+    tcase_add_test(tc, test_callee_node_restarted);
+    tcase_add_test(tc, test_callee_link_flap);
+    tcase_add_test(tc, test_caller_link_flap);
     tcase_add_test(tc, test_malformed_envelopes);
     tcase_add_test(tc, test_payload_passthru);
     suite_add_tcase(s, tc);
