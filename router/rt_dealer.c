@@ -825,7 +825,15 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
 void rt_dealer_cancel_remote(rt_dealer *d, uint64_t invocation, rt_crpc_mode mode)
 {
     rt_call *c = find_call(d, invocation);
-    if (!c || c->caller || c->killing) {
+    if (!c || c->caller) {
+        return;
+    }
+    if (c->killing) {
+        /* Told to interrupt already; killnowait: the caller's node waits no more (its caller
+         * left, or its deadline passed), and forgot the call: so does this node. */
+        if (mode == RT_CRPC_KILLNOWAIT) {
+            call_abandon(d, c);
+        }
         return;
     }
     bool can = callee_can_interrupt(c);

@@ -498,6 +498,28 @@ START_TEST(test_progress_and_cancel_kill)
 
 END_TEST
 
+/* CANCEL kill, then the caller leaves before the callee answers: its node cancels killnowait,
+ * and the callee's node forgets the call then (it was told to interrupt already). */
+START_TEST(test_kill_then_caller_gone)
+{
+    node *a = start(0), *b = start(1);
+    fake_conn *callee, *caller;
+    uint64_t inv = call_pending(a, b, &callee, &caller, "{}");
+    ck_assert_int_eq(fake_conn_send(caller, "[49, 1, {\"mode\": \"kill\"}]"), WAMP_OK);
+    run_ms(100);
+    json_t *intr = expect(callee, 69);
+    ck_assert_int_eq(fake_msg_int(intr, 1), (int64_t)inv);
+    json_decref(intr);
+    ck_assert_uint_eq(test_router_call_count(a->tr.rt, "realm1"), 1);
+    fake_conn_free(caller);
+    run_ms(100);
+    ck_assert_uint_eq(test_router_call_count(a->tr.rt, "realm1"), 0);
+    ck_assert_uint_eq(fake_conn_pending(callee), 0); /* (no second INTERRUPT) */
+    fake_conn_free(callee);
+}
+
+END_TEST
+
 START_TEST(test_cancel_killnowait_and_skip)
 {
     node *a = start(0), *b = start(1);
@@ -668,6 +690,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_pattern_precedence_across);
     tcase_add_test(tc, test_progress_and_cancel_kill);
     tcase_add_test(tc, test_cancel_killnowait_and_skip);
+    tcase_add_test(tc, test_kill_then_caller_gone);
     tcase_add_test(tc, test_timeout_across);
     tcase_add_test(tc, test_callee_and_caller_leave);
     tcase_add_test(tc, test_callee_node_killed);
