@@ -51,6 +51,9 @@ typedef struct own {
     char invoke[INVOKE_MAX];
     size_t n;
     bool held; /* the bucket key is this node's: written again every ttl/2 */
+    /* Its claim got no answer from the bus (a request that timed out, the link up): the tick
+     * claims it again (reclaim()). */
+    bool unclaimed;
     uint64_t next_write_us;
 } own;
 
@@ -331,6 +334,7 @@ static void claim_done(claim *cl, wamp_err err)
         own *o = own_get(r, cl->key, cl->kv, cl->invoke);
         if (o) {
             o->held = true;
+            o->unclaimed = false;
             o->next_write_us = now_us(r) + (uint64_t)r->o.ttl_ms * 500;
         }
     }
@@ -356,6 +360,14 @@ static void on_claim_kv(void *arg, const rt_cluster_kv_result *res)
     claim *cl = arg;
     rt_cluster_regs *r = cl->r;
     if (res->err == WAMP_ECLOSED || res->err == WAMP_EIO) {
+        /* No answer (the link went down, or the bus did not answer in time): the registration
+         * serves here unclaimed, as with the link down. A re-join claims it again; with the link
+         * still up nothing would, so the tick does (the answer may have been lost: the key may
+         * be this node's already, which the claim finds). */
+        own *o = res->err == WAMP_EIO ? own_get(r, cl->key, cl->kv, cl->invoke) : NULL;
+        if (o) {
+            o->unclaimed = true;
+        }
         claim_done(cl, WAMP_ECLOSED);
         return;
     }
@@ -470,28 +482,45 @@ wamp_err rt_cluster_regs_claim(rt_cluster_regs *r, const char *realm, const char
     return WAMP_OK;
 }
 
+/* This node claims the key of its registration o again (no callback: it serves already). */
+static void reclaim(rt_cluster_regs *r, own *o)
+{
+    wamp_match m;
+    size_t realm_len;
+    const char *uri;
+    if (o->n == 0 || !key_split(o->key, &m, &realm_len, &uri)) {
+        return;
+    }
+    char *realm = strndup(o->key + 2, realm_len);
+    claim *cl = realm ? claim_new(r, realm, uri, m, o->invoke) : NULL;
+    free(realm);
+    if (cl) {
+        cl->rejoin = true;
+        o->held = false;
+        o->unclaimed = false;
+        if (claim_step(cl) != WAMP_OK) {
+            claim_free(cl); /* the link went again: the next join claims it */
+        }
+    }
+}
+
+/* true while a claim of the table key is on its way. */
+static bool claiming(const rt_cluster_regs *r, const char *key)
+{
+    for (const rt_list *it = r->claims.next; it != &r->claims; it = it->next) {
+        if (strcmp(RT_CONTAINER_OF(it, claim, link)->key, key) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* After a (re-)join: this node claims the keys of its registrations again. */
 static void on_joined(void *arg)
 {
     rt_cluster_regs *r = arg;
     for (rt_hmap_iter it = rt_hmap_iter_begin(&r->own); it.node; rt_hmap_iter_next(&r->own, &it)) {
-        own *o = RT_CONTAINER_OF(it.node, own, hn);
-        wamp_match m;
-        size_t realm_len;
-        const char *uri;
-        if (o->n == 0 || !key_split(o->key, &m, &realm_len, &uri)) {
-            continue;
-        }
-        char *realm = strndup(o->key + 2, realm_len);
-        claim *cl = realm ? claim_new(r, realm, uri, m, o->invoke) : NULL;
-        free(realm);
-        if (cl) {
-            cl->rejoin = true;
-            o->held = false;
-            if (claim_step(cl) != WAMP_OK) {
-                claim_free(cl); /* the link went again: the next join claims it */
-            }
-        }
+        reclaim(r, RT_CONTAINER_OF(it.node, own, hn));
     }
 }
 
@@ -685,8 +714,13 @@ void rt_cluster_regs_tick(rt_cluster_regs *r)
     /* Keys are due every ttl/2; looking every ttl/8 writes each before ttl, and a tick costs
      * one compare however many registrations the node holds. */
     r->next_scan_us = now + (uint64_t)r->o.ttl_ms * 125;
+    bool joined = rt_cluster_member_state_get(r->c) == RT_CLUSTER_MEMBER_JOINED;
     for (rt_hmap_iter it = rt_hmap_iter_begin(&r->own); it.node; rt_hmap_iter_next(&r->own, &it)) {
         own *o = RT_CONTAINER_OF(it.node, own, hn);
+        if (o->unclaimed && !o->held && joined && !r->stopped && !claiming(r, o->key)) {
+            reclaim(r, o);
+            continue;
+        }
         if (!o->held || now < o->next_write_us) {
             continue;
         }

@@ -86,6 +86,7 @@ struct fake_bus {
     size_t drop, dropped;
     size_t torn;      /* KEYS listings still to tear (fake_bus_tear_keys) */
     size_t shortened; /* KEYS listings still to shorten (fake_bus_short_keys) */
+    size_t kv_fail;   /* key-value operations still to fail (fake_bus_fail_kv) */
 };
 
 static void *xmemdup(const void *p, size_t n)
@@ -215,6 +216,11 @@ static wamp_err kv_do(fake_link *l, const rt_cluster_kv_op *op, rt_cluster_kv_fn
     e->arg = arg;
     if (!l->up) {
         e->err = WAMP_ECLOSED;
+        return WAMP_OK;
+    }
+    if (b->kv_fail && op->kind != RT_CLUSTER_KV_KEYS) {
+        b->kv_fail--;
+        e->err = WAMP_EIO; /* (the server did not answer in time: nothing was done) */
         return WAMP_OK;
     }
     bucket *k = bucket_get(b, op->bucket, op->ttl_ms);
@@ -509,6 +515,11 @@ void fake_bus_tear_keys(fake_bus *b, size_t n)
 void fake_bus_short_keys(fake_bus *b, size_t n)
 {
     b->shortened = n;
+}
+
+void fake_bus_fail_kv(fake_bus *b, size_t n)
+{
+    b->kv_fail = n;
 }
 
 size_t fake_bus_dropped(const fake_bus *b)

@@ -37,6 +37,9 @@ void fake_bus_tear_keys(fake_bus *b, size_t n);
 /* The next n KEYS listings of two keys or more lack their last key, nothing else amiss (the
  * NATS client's listing can also miss a key written meanwhile without repeating another). */
 void fake_bus_short_keys(fake_bus *b, size_t n);
+/* The next n key-value operations but listings (on links that are up) fail with WAMP_EIO, as a
+ * JetStream request that timed out: nothing is done. */
+void fake_bus_fail_kv(fake_bus *b, size_t n);
 /* Messages lost so far by fake_bus_drop(). */
 size_t fake_bus_dropped(const fake_bus *b);
 

@@ -346,6 +346,31 @@ START_TEST(test_link_down_then_back)
 
 END_TEST
 
+/* A claim that gets no answer from the bus while the link stays up (a request that timed out):
+ * the registration serves here unclaimed, and the tick claims it, so that another node cannot
+ * take a "single" procedure meanwhile for good. */
+START_TEST(test_claim_without_answer_retried)
+{
+    node *a = start(0), *b = start(1);
+    fake_bus_fail_kv(bus, 1);
+    ck_assert_int_eq(claim(a, "t", WAMP_MATCH_EXACT, "single"), WAMP_ECLOSED);
+    ck_assert_int_eq(rt_cluster_regs_set(a->r, "realm1", "t", WAMP_MATCH_EXACT, "single", 1, 1, 1),
+                     WAMP_OK);
+    run_ms(TTL_MS);
+    ck_assert_int_eq(claim(b, "t", WAMP_MATCH_EXACT, "single"), WAMP_EEXIST);
+    ck_assert_str_eq(route(b, "t", NULL), "a");
+    /* Failing again and again, it is tried again and again, then held once the bus answers. */
+    fake_bus_fail_kv(bus, 1);
+    ck_assert_int_eq(claim(a, "u", WAMP_MATCH_EXACT, "single"), WAMP_ECLOSED);
+    ck_assert_int_eq(rt_cluster_regs_set(a->r, "realm1", "u", WAMP_MATCH_EXACT, "single", 1, 1, 1),
+                     WAMP_OK);
+    fake_bus_fail_kv(bus, 3);
+    run_ms(TTL_MS);
+    ck_assert_int_eq(claim(b, "u", WAMP_MATCH_EXACT, "single"), WAMP_EEXIST);
+}
+
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("rt_cluster_regs");
@@ -359,6 +384,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_pattern_precedence);
     tcase_add_test(tc, test_killed_node);
     tcase_add_test(tc, test_link_down_then_back);
+    tcase_add_test(tc, test_claim_without_answer_retried);
     suite_add_tcase(s, tc);
     return s;
 }
