@@ -33,17 +33,21 @@
 /* Link-down warnings: at most one per this many microseconds. */
 #define WARN_INTERVAL_US (60ull * 1000 * 1000)
 
-/* Callbacks the services added (rt_cluster_add_on_joined(), rt_cluster_add_on_tick()). */
+/* Callbacks the services added (rt_cluster_add_on_joined(), rt_cluster_add_on_tick(),
+ * rt_cluster_add_on_node_joined()). fn is kept as the generic function type and called as the
+ * type it was added as (hooks_run(), node_hooks_run()). */
+typedef void (*hook_fn)(void);
+
 typedef struct rt_cluster_hooks {
     struct {
-        void (*fn)(void *arg);
+        hook_fn fn;
         void *arg;
     } v[RT_CLUSTER_ON_JOINED_MAX]; /* in the order added */
 
     size_t n;
 } rt_cluster_hooks;
 
-static wamp_err hooks_add(rt_cluster_hooks *h, void (*fn)(void *arg), void *arg)
+static wamp_err hooks_add(rt_cluster_hooks *h, hook_fn fn, void *arg)
 {
     if (h->n == RT_CLUSTER_ON_JOINED_MAX) {
         return WAMP_ETOOBIG;
@@ -54,7 +58,7 @@ static wamp_err hooks_add(rt_cluster_hooks *h, void (*fn)(void *arg), void *arg)
     return WAMP_OK;
 }
 
-static void hooks_remove(rt_cluster_hooks *h, void (*fn)(void *arg), void *arg)
+static void hooks_remove(rt_cluster_hooks *h, hook_fn fn, void *arg)
 {
     for (size_t i = 0; i < h->n; i++) {
         if (h->v[i].fn == fn && h->v[i].arg == arg) {
@@ -68,19 +72,16 @@ static void hooks_remove(rt_cluster_hooks *h, void (*fn)(void *arg), void *arg)
 static void hooks_run(const rt_cluster_hooks *h)
 {
     for (size_t i = 0; i < h->n; i++) {
-        h->v[i].fn(h->v[i].arg);
+        ((void (*)(void *))h->v[i].fn)(h->v[i].arg);
     }
 }
 
-/* Callbacks of rt_cluster_add_on_node_joined(). */
-typedef struct rt_cluster_node_hooks {
-    struct {
-        void (*fn)(void *arg, const char *node_id);
-        void *arg;
-    } v[RT_CLUSTER_ON_JOINED_MAX]; /* in the order added */
-
-    size_t n;
-} rt_cluster_node_hooks;
+static void node_hooks_run(const rt_cluster_hooks *h, const char *node_id)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        ((void (*)(void *, const char *))h->v[i].fn)(h->v[i].arg, node_id);
+    }
+}
 
 struct rt_cluster {
     char *name;
@@ -119,9 +120,9 @@ struct rt_cluster {
     uint8_t *node_flags; /* NODE_* per entry of nodes */
     size_t n_nodes;
 
-    rt_cluster_hooks on_joined;           /* rt_cluster_add_on_joined(), in order */
-    rt_cluster_hooks on_tick;             /* rt_cluster_add_on_tick(), in order */
-    rt_cluster_node_hooks on_node_joined; /* rt_cluster_add_on_node_joined(), in order */
+    rt_cluster_hooks on_joined;      /* rt_cluster_add_on_joined(), in order */
+    rt_cluster_hooks on_tick;        /* rt_cluster_add_on_tick(), in order */
+    rt_cluster_hooks on_node_joined; /* rt_cluster_add_on_node_joined(), in order */
 
     /* rt_cluster_watch_clocks(): NULL clk without */
     rt_cluster_clock *clk;
@@ -629,9 +630,7 @@ static void on_changed(void *arg, const char *subject, const char *reply, const 
         memcpy(node, id, id_len);
         node[id_len] = '\0';
         if (rt_cluster_token_is_valid(node) && strcmp(node, c->node_id) != 0) {
-            for (size_t i = 0; i < c->on_node_joined.n; i++) {
-                c->on_node_joined.v[i].fn(c->on_node_joined.v[i].arg, node);
-            }
+            node_hooks_run(&c->on_node_joined, node);
         }
     }
     if (k < c->n_nodes) {
@@ -885,48 +884,34 @@ uint32_t rt_cluster_request_timeout_ms(const rt_cluster *c)
 
 wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
-    return hooks_add(&c->on_joined, fn, arg);
+    return hooks_add(&c->on_joined, (hook_fn)fn, arg);
 }
 
 void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
-    hooks_remove(&c->on_joined, fn, arg);
+    hooks_remove(&c->on_joined, (hook_fn)fn, arg);
 }
 
 wamp_err rt_cluster_add_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
                                        void *arg)
 {
-    rt_cluster_node_hooks *h = &c->on_node_joined;
-    if (h->n == RT_CLUSTER_ON_JOINED_MAX) {
-        return WAMP_ETOOBIG;
-    }
-    h->v[h->n].fn = fn;
-    h->v[h->n].arg = arg;
-    h->n++;
-    return WAMP_OK;
+    return hooks_add(&c->on_node_joined, (hook_fn)fn, arg);
 }
 
 void rt_cluster_remove_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
                                       void *arg)
 {
-    rt_cluster_node_hooks *h = &c->on_node_joined;
-    for (size_t i = 0; i < h->n; i++) {
-        if (h->v[i].fn == fn && h->v[i].arg == arg) {
-            memmove(&h->v[i], &h->v[i + 1], (h->n - i - 1) * sizeof(h->v[0]));
-            h->n--;
-            return;
-        }
-    }
+    hooks_remove(&c->on_node_joined, (hook_fn)fn, arg);
 }
 
 wamp_err rt_cluster_add_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
-    return hooks_add(&c->on_tick, fn, arg);
+    return hooks_add(&c->on_tick, (hook_fn)fn, arg);
 }
 
 void rt_cluster_remove_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg)
 {
-    hooks_remove(&c->on_tick, fn, arg);
+    hooks_remove(&c->on_tick, (hook_fn)fn, arg);
 }
 
 const char *rt_cluster_name(const rt_cluster *c)
