@@ -115,7 +115,7 @@ static size_t find_seg(const trace_persist *p, uint64_t seq)
 }
 
 /* Offset of the index entry at or before seq in s. */
-static uint64_t find_off(const seg *s, uint64_t seq)
+static uint64_t find_off(const seg *s, uint64_t seq, uint64_t *at_seq)
 {
     size_t lo = 0, hi = s->n_idx;
     while (lo < hi) {
@@ -126,12 +126,13 @@ static uint64_t find_off(const seg *s, uint64_t seq)
             hi = mid;
         }
     }
+    *at_seq = lo ? s->idx[lo - 1].seq : s->first_seq;
     return lo ? s->idx[lo - 1].off : 0;
 }
 
 /* The offset of the first index entry of s after off (where reading goes on after damage: a
  * reopen verified that each one starts a block), or UINT64_MAX. */
-static uint64_t next_block_after(const seg *s, uint64_t off)
+static uint64_t next_block_after(const seg *s, uint64_t off, uint64_t *at_seq)
 {
     size_t lo = 0, hi = s->n_idx;
     while (lo < hi) {
@@ -142,6 +143,7 @@ static uint64_t next_block_after(const seg *s, uint64_t off)
             hi = mid;
         }
     }
+    *at_seq = lo < s->n_idx ? s->idx[lo].seq : UINT64_MAX;
     return lo < s->n_idx ? s->idx[lo].off : UINT64_MAX;
 }
 
@@ -154,6 +156,9 @@ typedef struct read_state {
     reader rd;
     block blk;
     bool done; /* a record at or past to_seq was met */
+    /* The seq the next compact record must have: the reopen's rule (trace_persist_reload.c), so
+     * that a record it found out of place, and counted in a gap, is not returned either. */
+    uint64_t expect;
 } read_state;
 
 /* The body of the record at off (its CRC checked when it is on disk), or NULL if damaged. */
@@ -183,6 +188,11 @@ static bool read_run(read_state *st, const unsigned char *b, uint32_t len, uint3
         trace_record *r = &st->out[st->n];
         st->blk.seq++;
         ok = persist_decode_repeat(&c, &st->blk, true, true, r);
+        if (ok && r->seq != st->expect++) {
+            ok = false; /* out of place: damage */
+            trace_record_fini(r);
+            continue;
+        }
         if (!ok || r->seq < st->from_seq || r->seq >= st->to_seq) {
             done = ok && r->seq >= st->to_seq;
             trace_record_fini(r);
@@ -230,6 +240,10 @@ static bool read_one(read_state *st, const unsigned char *b, uint32_t len, bool 
     }
     bool ok = compact ? persist_decode_compact(b, len, &st->blk, &st->out[n])
                       : persist_decode_record(b, len, &st->out[n], n ? &st->out[n - 1] : NULL);
+    if (ok && compact && st->out[n].seq != st->expect++) {
+        trace_record_fini(&st->out[n]); /* out of place: damage */
+        return false;
+    }
     if (!ok || st->out[n].seq < st->from_seq || st->out[n].seq >= st->to_seq) {
         st->done = ok && st->out[n].seq >= st->to_seq;
         trace_record_fini(&st->out[n]);
@@ -243,14 +257,17 @@ static bool read_one(read_state *st, const unsigned char *b, uint32_t len, bool 
 static void read_segment(read_state *st, const seg *s)
 {
     /* An index entry (or the segment's start) starts a block of compact records. */
-    uint64_t off = st->from_seq > s->first_seq ? find_off(s, st->from_seq) : 0;
+    st->expect = s->first_seq;
+    uint64_t off = st->from_seq > s->first_seq ? find_off(s, st->from_seq, &st->expect) : 0;
     persist_block_reset(&st->blk);
     while (!st->done && st->n < st->limit && off < s->size) {
         uint64_t at = off;
         uint32_t len, run = 0;
         bool compact;
         const unsigned char *b = read_frame(&st->rd, off, &len, &compact);
-        bool ok = b != NULL;
+        /* A block's first seq comes in a record that starts a block, as the reopen requires. */
+        bool ok = b != NULL && (!compact || block_pos(s, st->expect) != 0 ||
+                                (b[0] & (C_BLOCK | C_REPEAT)) == C_BLOCK);
         if (ok) {
             off += HDR_LEN + len;
             if (compact && persist_is_run(b, len, &st->blk, &run)) {
@@ -263,7 +280,7 @@ static void read_segment(read_state *st, const seg *s)
         }
         if (!ok) {
             /* A gap (the reopen found it): reading goes on at the next block start. */
-            off = next_block_after(s, at);
+            off = next_block_after(s, at, &st->expect);
             persist_block_reset(&st->blk);
         }
     }

@@ -24,20 +24,69 @@ static int cmp_gap(const void *a, const void *b)
     return x->from_seq < y->from_seq ? -1 : x->from_seq > y->from_seq;
 }
 
-/* A record that a reader can start at: whole, its CRC right, decoding from a fresh block, the
- * seq `want` (or, want = NO_SEQ, any seq from min_seq on that starts a block of s). */
-static bool block_start_at(int fd, uint64_t off, uint64_t file_size, const seg *s, uint64_t want,
-                           uint64_t min_seq, unsigned char **body, size_t *cap, uint64_t *seq)
+/* Whether the seq a block's first record starts with fits: `want` (or, want = NO_SEQ, any seq
+ * from min_seq on), at a block start of s. */
+static bool block_seq_fits(const seg *s, uint64_t seq, uint64_t want, uint64_t min_seq)
 {
-    uint32_t len;
+    return (want == NO_SEQ ? seq >= min_seq : seq == want) && block_pos(s, seq) == 0;
+}
+
+/* What the head of a candidate at off says, read without its body: a compact record's frame
+ * whose body fits in the file, starts a block (C_BLOCK) and opens with a seq that fits
+ * (block_seq_fits(): the absolute seq after the what, type and dir bytes). An older frame is
+ * let through (its check is its CRC). *len: the body's length, for the CRC work it will cost. So
+ * a candidate costs its CRC only when its head makes sense: damage, or binary message bytes
+ * that happen to look like a frame header, cost a few bytes each. */
+static bool block_head_fits(int fd, uint64_t off, uint64_t file_size, const seg *s, uint64_t want,
+                            uint64_t min_seq, uint32_t *len)
+{
+    unsigned char h[HDR_LEN + 3 + VAR_MAX];
+    bool compact;
+    if (off >= file_size || file_size - off < HDR_LEN) {
+        return false;
+    }
+    size_t n = file_size - off < sizeof(h) ? (size_t)(file_size - off) : sizeof(h);
+    if (!persist_pread_all(fd, h, n, off) || !persist_frame_len(get32(h), len, &compact) ||
+        *len > file_size - off - HDR_LEN) {
+        return false;
+    }
+    if (!compact) {
+        return true;
+    }
+    const unsigned char *b = h + HDR_LEN;
+    if ((b[0] & (C_BLOCK | C_REPEAT)) != C_BLOCK) {
+        return false;
+    }
+    uint64_t seq = 0;
+    for (size_t i = 3, shift = 0; HDR_LEN + i < n && shift < 64; i++, shift += 7) {
+        seq |= (uint64_t)(b[i] & 0x7fu) << shift;
+        if (!(b[i] & 0x80u)) {
+            return block_seq_fits(s, seq, want, min_seq);
+        }
+    }
+    return false;
+}
+
+/* A record that a reader can start at: whole, its CRC right, decoding from a fresh block, the
+ * seq `want` (or, want = NO_SEQ, any seq from min_seq on), at a block start of s. Each one whose
+ * head fits costs its body's CRC out of *budget; false once that is spent. */
+static bool block_start_at(int fd, uint64_t off, uint64_t file_size, const seg *s, uint64_t want,
+                           uint64_t min_seq, unsigned char **body, size_t *cap, uint64_t *seq,
+                           uint64_t *budget)
+{
+    uint32_t len, head_len;
     bool compact;
     uint64_t count, ts;
+    if (!*budget || !block_head_fits(fd, off, file_size, s, want, min_seq, &head_len)) {
+        return false;
+    }
+    *budget = head_len > *budget ? 0 : *budget - head_len;
     block b = {0};
     bool ok = persist_read_record_fd(fd, off, file_size, body, cap, &len, &compact) &&
               (!compact || ((*body)[0] & (C_BLOCK | C_REPEAT)) == C_BLOCK) &&
               persist_verify_body(*body, len, compact, &b, seq, &count, &ts) &&
-              (want == NO_SEQ ? *seq >= min_seq && (!compact || block_pos(s, *seq) == 0)
-                              : *seq == want);
+              (want == NO_SEQ ? *seq >= min_seq : *seq == want) &&
+              (!compact || block_pos(s, *seq) == 0);
     persist_block_reset(&b);
     return ok;
 }
@@ -104,21 +153,24 @@ static bool read_record_win(fwin *w, uint64_t off, const unsigned char **body, u
     return true;
 }
 
-/* CRC work a resynchronisation by scanning may do per segment (damage made by hand could ask
- * for a CRC of up to the file's size at each byte otherwise). */
+/* CRC work the resynchronisations of one segment may do, its index's entries and the scans
+ * together (damage made by hand could ask for a CRC of up to the file's size at each byte
+ * otherwise; block_head_fits() keeps most candidates from costing any). */
 #define RESYNC_BUDGET ((uint64_t)64 * 1024 * 1024)
 
 /* Where reading can go on after damage at off (seq min_seq not readable): the next entry of the
  * segment's index file that verifies as a block start, else the next block start found by
- * scanning the bytes (compact segments only; bounded by RESYNC_BUDGET). false if none. */
+ * scanning the bytes (compact segments only); the CRC work out of *budget (the segment's).
+ * false if none. */
 static bool resync(int fd, uint64_t off, uint64_t file_size, const seg *s, const idx_entry *hint,
                    size_t n_hint, uint64_t min_seq, unsigned char **body, size_t *cap,
-                   uint64_t *at_off, uint64_t *at_seq)
+                   uint64_t *budget, uint64_t *at_off, uint64_t *at_seq)
 {
-    for (size_t i = 0; i < n_hint; i++) {
+    for (size_t i = 0; i < n_hint && *budget; i++) {
         uint64_t seq;
         if (hint[i].off > off && hint[i].seq >= min_seq &&
-            block_start_at(fd, hint[i].off, file_size, s, hint[i].seq, min_seq, body, cap, &seq)) {
+            block_start_at(fd, hint[i].off, file_size, s, hint[i].seq, min_seq, body, cap, &seq,
+                           budget)) {
             *at_off = hint[i].off;
             *at_seq = seq;
             return true;
@@ -129,8 +181,7 @@ static bool resync(int fd, uint64_t off, uint64_t file_size, const seg *s, const
         return false;
     }
     bool found = false;
-    uint64_t budget = RESYNC_BUDGET;
-    for (uint64_t base = off + 1; !found && base + HDR_LEN < file_size && budget;) {
+    for (uint64_t base = off + 1; !found && base + HDR_LEN < file_size && *budget;) {
         size_t n = file_size - base < READ_CHUNK ? (size_t)(file_size - base) : READ_CHUNK;
         if (!persist_pread_all(fd, win, n, base)) {
             break;
@@ -143,15 +194,15 @@ static bool resync(int fd, uint64_t off, uint64_t file_size, const seg *s, const
                 (win[i + HDR_LEN] & (C_BLOCK | C_REPEAT)) != C_BLOCK) {
                 continue;
             }
-            budget = len > budget ? 0 : budget - len;
             uint64_t seq;
-            if (block_start_at(fd, base + i, file_size, s, NO_SEQ, min_seq, body, cap, &seq)) {
+            if (block_start_at(fd, base + i, file_size, s, NO_SEQ, min_seq, body, cap, &seq,
+                               budget)) {
                 *at_off = base + i;
                 *at_seq = seq;
                 found = true;
                 break;
             }
-            if (!budget) {
+            if (!*budget) {
                 break;
             }
         }
@@ -271,7 +322,7 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq)
     bool compact;
     block blk = {0};
     fwin win = {.fd = fd, .size = file_size};
-    uint64_t off = 0, seq = first_seq, last_ts = 0, valid_end = 0;
+    uint64_t off = 0, seq = first_seq, last_ts = 0, valid_end = 0, budget = RESYNC_BUDGET;
     wamp_err err = WAMP_OK;
     for (;;) {
         uint64_t rseq = 0, rcount = 0, rts = 0;
@@ -295,7 +346,8 @@ static wamp_err load_segment(trace_persist *p, uint64_t first_seq)
         }
         /* Damage: go on at the next block start that verifies, if there is one. */
         uint64_t at_off, at_seq;
-        if (!resync(fd, off, file_size, s, hint, n_hint, seq, &body, &cap, &at_off, &at_seq)) {
+        if (!resync(fd, off, file_size, s, hint, n_hint, seq, &body, &cap, &budget, &at_off,
+                    &at_seq)) {
             break; /* a damaged tail */
         }
         if (at_seq > seq &&

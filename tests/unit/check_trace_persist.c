@@ -1922,6 +1922,122 @@ START_TEST(test_reload_damage_is_gaps)
 
 END_TEST
 
+/* Every record trace_persist_read() returns, from seq 0: each once, in seq order, none in a
+ * gap, and each what make_rec() wrote for its seq. Returns how many. */
+static uint64_t read_all_checked(trace_persist *p)
+{
+    uint64_t from = 0, got = 0;
+    int64_t last = -1;
+    trace_record out[64];
+    for (;;) {
+        size_t n = trace_persist_read(p, from, UINT64_MAX, 64, out);
+        for (size_t i = 0; i < n; i++) {
+            trace_record *r = &out[i];
+            ck_assert_int_gt((int64_t)r->seq, last);
+            last = (int64_t)r->seq;
+            ck_assert_uint_ge(r->seq, trace_persist_first_seq(p));
+            ck_assert_uint_eq(r->pc_ns, PC0 + r->seq * 1000); /* its own record */
+            for (size_t g = 0; g < trace_persist_gap_count(p); g++) {
+                trace_gap gap = trace_persist_gap(p, g);
+                ck_assert_msg(r->seq < gap.from_seq || r->seq > gap.to_seq,
+                              "seq %llu returned inside gap %llu..%llu", (unsigned long long)r->seq,
+                              (unsigned long long)gap.from_seq, (unsigned long long)gap.to_seq);
+            }
+            got++;
+            trace_record_fini(r);
+        }
+        if (n == 0) {
+            return got;
+        }
+        from = (uint64_t)last + 1;
+    }
+}
+
+/* A segment file whose name lies about its first seq (renamed, or damaged by hand): the reopen
+ * places what it can (block starts where that first seq puts them) and the reader returns
+ * exactly the records the reopen counted, each once and where it belongs, never one before the
+ * trace's first seq nor one in a gap. Named 256, the blocks from 256 on fit; named 100, none does
+ * (the file is set aside whole, nothing is read from it). */
+static void renamed_segment(uint64_t named, uint64_t want_records)
+{
+    trace_persist_config cfg = config(0);
+    trace_persist *p = NULL;
+    char id[TRACE_PERSIST_ID_MAX], seg[600], to[640], idx[600], idx_to[640];
+    written_trace(&cfg, 1000, 40, id, seg, sizeof(seg));
+    snprintf(idx, sizeof(idx), "%.*sidx", (int)(strlen(seg) - 3), seg);
+    snprintf(to, sizeof(to), "%.*s%020llu.seg", (int)(strlen(seg) - 24), seg,
+             (unsigned long long)named);
+    snprintf(idx_to, sizeof(idx_to), "%.*s%020llu.idx", (int)(strlen(seg) - 24), seg,
+             (unsigned long long)named);
+    ck_assert_int_eq(rename(seg, to), 0);
+    ck_assert_int_eq(rename(idx, idx_to), 0);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_records(p), want_records);
+    ck_assert_uint_eq(read_all_checked(p), want_records);
+    trace_persist_free(p);
+    ck_assert_int_eq(access(to, F_OK), 0); /* (never deleted) */
+}
+
+START_TEST(test_renamed_segment_reads_as_reloaded)
+{
+    renamed_segment(256, 1000 - 256);
+    renamed_segment(100, 0);
+}
+
+END_TEST
+
+/* Damage in the middle of a segment of binary messages whose index is mostly gone (it is only
+ * a hint): the scan for the next block start meets many bytes that look like a frame's header
+ * (one in a couple of thousand, in random bytes); those whose head does not fit cost no CRC, so
+ * the scan reaches the next block start, the damage is a gap of about a block, and nothing after
+ * it is cut off the file. */
+START_TEST(test_resync_through_binary_messages)
+{
+    trace_persist_config cfg = config((uint64_t)64 << 20);
+    char id[TRACE_PERSIST_ID_MAX], seg[600], idx[600];
+    trace_persist *p = created(&cfg, id);
+    seg_path(p, 0, seg, sizeof(seg));
+    uint32_t x = 12345;
+    for (uint64_t seq = 0; seq < 16000; seq++) {
+        trace_record r = make_rec(seq, 0);
+        wamp_buf_unref(&r.wire);
+        r.wire = wamp_buf_new(1000);
+        unsigned char *d = wamp_buf_reserve(&r.wire, 1000);
+        for (size_t i = 0; i < 1000; i++) {
+            x = x * 1103515245u + 12345u;
+            d[i] = (unsigned char)(x >> 16);
+        }
+        wamp_buf_commit(r.wire, 1000);
+        r.ser_bytes[WAMP_SER_JSON] = 0;
+        r.ser_bytes[WAMP_SER_MSGPACK] = 1000;
+        r.wire_ser = WAMP_SER_MSGPACK;
+        ck_assert_int_eq(trace_persist_append(p, &r), WAMP_OK);
+        trace_record_fini(&r);
+    }
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    trace_persist_free(p);
+    off_t whole = file_size(seg);
+    int fd = open(seg, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    unsigned char b[3] = {0x55, 0xaa, 0x55};
+    ck_assert_int_eq(pwrite(fd, b, sizeof(b), whole / 2), (ssize_t)sizeof(b));
+    close(fd);
+    snprintf(idx, sizeof(idx), "%.*sidx", (int)(strlen(seg) - 3), seg);
+    ck_assert_int_eq(truncate(idx, file_size(idx) / 4 / 16 * 16), 0);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_next_seq(p), 16000);
+    ck_assert_uint_ge(trace_persist_records(p), 16000 - 2 * TRACE_PERSIST_INDEX_EVERY);
+    ck_assert_uint_eq(trace_persist_gap_count(p), 1);
+    ck_assert_int_eq(file_size(seg), whole);
+    trace_persist_free(p);
+}
+
+END_TEST
+
 START_TEST(test_truncated_segment_names_seg)
 {
     /* Issue 23, 1: the warning about a truncated segment named its .idx file. */
@@ -2372,6 +2488,8 @@ static Suite *suite(void)
     tcase_add_test(c, test_run_memo_across_fan_outs);
     tcase_add_test(c, test_v1_segments_still_read);
     tcase_add_test(c, test_truncated_segment_names_seg);
+    tcase_add_test(c, test_renamed_segment_reads_as_reloaded);
+    tcase_add_test(c, test_resync_through_binary_messages);
     tcase_add_test(c, test_corrupt_block_reads_on);
     tcase_add_test(c, test_v6_segments_still_read);
     tcase_add_test(c, test_v7_refs_round_trip);
