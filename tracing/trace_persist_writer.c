@@ -129,7 +129,13 @@ static bool job_write(writer *w, job *j)
         cache_release(w, j);
     }
     if (j->idx_len && !persist_write_all(w->io, j->idx_fd, j->idx, j->idx_len)) {
-        writer_set_error(w, "write", j->seg_first, "idx", errno);
+        int e = errno;
+        /* The job failed: its records are the io_error gap, so they go from the segment too (a
+         * reopen, which rebuilds the index from the records, would find them there). */
+        if (j->len && ftruncate(j->fd, (off_t)j->base) != 0) {
+            e = e ? e : errno;
+        }
+        writer_set_error(w, "write", j->seg_first, "idx", e);
         return false;
     }
     return true;

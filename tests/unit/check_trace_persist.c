@@ -5,6 +5,7 @@
  * test works in its own temporary directory. */
 #define _DEFAULT_SOURCE /* mincore(2) */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -2038,6 +2039,62 @@ START_TEST(test_resync_through_binary_messages)
 
 END_TEST
 
+/* A disk that refuses the first index write (a write of whole 16-byte entries, under 100 bytes:
+ * a batch's records are far larger) once armed, as a full disk may. */
+static atomic_int idx_write_fails;
+
+static ssize_t failing_idx_write(void *ctx, int fd, const void *buf, size_t n)
+{
+    (void)ctx;
+    if (n % 16 == 0 && n < 100 && atomic_load(&idx_write_fails) > 0) {
+        atomic_fetch_sub(&idx_write_fails, 1);
+        errno = ENOSPC;
+        return -1;
+    }
+    return write(fd, buf, n);
+}
+
+/* A batch whose records are written but whose index entries are not: the batch failed, its
+ * records are the io_error gap, and they are not in the segment either, so a restart finds the
+ * same records and the same gap. */
+START_TEST(test_index_write_error_is_the_gap)
+{
+    static const trace_persist_io io = {.write = failing_idx_write};
+    trace_persist_config cfg = config(0);
+    cfg.io = &io;
+    char id[TRACE_PERSIST_ID_MAX];
+    trace_persist *p = created(&cfg, id);
+    append_n(p, 0, 300, 20);
+    ck_assert_int_eq(trace_persist_flush(p, true, PC0), WAMP_OK);
+    append_n(p, 300, 300, 20);
+    atomic_store(&idx_write_fails, 1);
+    (void)trace_persist_flush(p, true, PC0 + SEC);
+    ck_assert_int_eq(atomic_load(&idx_write_fails), 0);
+    trace_record out[1];
+    (void)trace_persist_read(p, 0, 1, 1, out); /* (the error is seen) */
+    trace_record_fini(&out[0]);
+    uint64_t records = trace_persist_records(p);
+    size_t gaps = trace_persist_gap_count(p);
+    ck_assert_uint_eq(gaps, 1);
+    trace_gap before = trace_persist_gap(p, 0);
+    ck_assert_str_eq(before.reason, TRACE_GAP_IO_ERROR);
+    ck_assert_uint_eq(read_all_checked(p), records);
+    (void)trace_persist_seal(p);
+    trace_persist_free(p);
+    json_t *m = NULL;
+    ck_assert_int_eq(trace_persist_open(&cfg, id, &p, &m, NULL, 0), WAMP_OK);
+    json_decref(m);
+    ck_assert_uint_eq(trace_persist_records(p), records);
+    ck_assert_uint_eq(trace_persist_gap_count(p), 1);
+    trace_gap after = trace_persist_gap(p, 0);
+    ck_assert_uint_eq(after.from_seq, before.from_seq);
+    ck_assert_uint_eq(after.to_seq, before.to_seq);
+    ck_assert_uint_eq(read_all_checked(p), records);
+    trace_persist_free(p);
+}
+
+END_TEST
+
 START_TEST(test_truncated_segment_names_seg)
 {
     /* Issue 23, 1: the warning about a truncated segment named its .idx file. */
@@ -2490,6 +2547,7 @@ static Suite *suite(void)
     tcase_add_test(c, test_truncated_segment_names_seg);
     tcase_add_test(c, test_renamed_segment_reads_as_reloaded);
     tcase_add_test(c, test_resync_through_binary_messages);
+    tcase_add_test(c, test_index_write_error_is_the_gap);
     tcase_add_test(c, test_corrupt_block_reads_on);
     tcase_add_test(c, test_v6_segments_still_read);
     tcase_add_test(c, test_v7_refs_round_trip);
