@@ -586,6 +586,7 @@ void rt_config_free(rt_config *cfg)
     free(cfg->worker_id);
     free(cfg->mgmt_realm);
     free(cfg->mgmt_trusted);
+    json_decref(cfg->mgmt_origins);
     if (cfg->mgmt_auth) {
         cfg_free_auth(cfg->mgmt_auth);
         free(cfg->mgmt_auth);

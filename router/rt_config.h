@@ -341,6 +341,10 @@ typedef struct rt_config {
      * default loopback rule. Host bits are zero; no entry is IPv4-mapped (::ffff:0:0/96). */
     rt_cidr *mgmt_trusted;
     size_t n_mgmt_trusted;
+    /* wampscope.management.allowed_origins: web origins ("http://host:port", compared without
+     * regard to case) whose pages protected mode admits too; NULL or [] for none. A page of the
+     * router's own origin (an Origin equal to the handshake's Host) needs no entry. */
+    struct json_t *mgmt_origins;
     /* wampscope.management.auth: credentials for the management realm (principals' role
      * defaults to "admin"). NULL = protected mode (anonymous admin from trusted networks). When
      * set, protected mode is off and every session on the management realm authenticates with

@@ -80,10 +80,8 @@ static const key_rule limits_rules[] = {
 };
 
 static const key_rule management_rules[] = {
-        K_PARSED("realm"),
-        K_PARSED("enabled"),
-        K_PARSED("trusted_networks"),
-        K_PARSED("auth"),
+        K_PARSED("realm"),           K_PARSED("enabled"), K_PARSED("trusted_networks"),
+        K_PARSED("allowed_origins"), K_PARSED("auth"),
 };
 
 static const key_rule tracing_rules[] = {
@@ -246,6 +244,24 @@ static wamp_err parse_management(cfg_ctx *c, const char *path, const json_t *o, 
     if (!cfg_stop(err) && trusted) {
         err = cfg_worse(err,
                         cfg_parse_trusted(c, cfg_key(path, "trusted_networks").s, trusted, cfg));
+    }
+    const json_t *origins = json_object_get(o, "allowed_origins");
+    if (!cfg_stop(err) && origins) {
+        cfg_path op = cfg_key(path, "allowed_origins");
+        bool ok = json_is_array(origins);
+        for (size_t i = 0; ok && i < json_array_size(origins); i++) {
+            const char *v = json_string_value(json_array_get(origins, i));
+            ok = v && (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0) &&
+                 !strchr(strchr(v, ':') + 3, '/');
+        }
+        if (!ok) {
+            err = cfg_worse(err, cfg_refuse(c, op.s,
+                                            "must be a list of web origins (\"http://host:port\" "
+                                            "or \"https://host:port\", no path)"));
+        } else {
+            json_decref(cfg->mgmt_origins);
+            cfg->mgmt_origins = json_incref((json_t *)origins);
+        }
     }
     const json_t *mauth = json_object_get(o, "auth");
     if (!cfg_stop(err) && mauth) {

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libwebsockets.h>
 
@@ -248,6 +249,31 @@ static bool over_cap(const rt_lws_ws_path *wp)
     return wp->cfg->max_connections && *wp->conns >= wp->cfg->max_connections;
 }
 
+/* Whether the upgrade comes from a web page of another origin (rt_peer.foreign_origin): an
+ * Origin header (browsers send one; other clients need not) that is neither "http(s)://" and
+ * the request's Host, nor one of wampscope.management.allowed_origins. */
+static bool foreign_origin(const rt_config *cfg, const rt_http1_req *req)
+{
+    const rt_http1_field *o = rt_http1_field_get(req, "Origin");
+    if (!o) {
+        return false;
+    }
+    const char *p = o->value.p;
+    size_t n = o->value.len;
+    for (size_t i = 0; cfg->mgmt_origins && i < json_array_size(cfg->mgmt_origins); i++) {
+        const char *a = json_string_value(json_array_get(cfg->mgmt_origins, i));
+        if (a && strlen(a) == n && strncasecmp(a, p, n) == 0) {
+            return false;
+        }
+    }
+    size_t skip = n > 7 && strncasecmp(p, "http://", 7) == 0    ? 7
+                  : n > 8 && strncasecmp(p, "https://", 8) == 0 ? 8
+                                                                : 0;
+    const rt_http1_field *h = rt_http1_field_get(req, "Host");
+    return !skip || !h || h->value.len != n - skip ||
+           strncasecmp(p + skip, h->value.p, h->value.len) != 0;
+}
+
 /* bad_request()'s answer for a Sec-WebSocket-Version other than 13. */
 static const char BAD_VERSION[] = "no valid Sec-WebSocket-Version header (13)";
 
@@ -373,6 +399,7 @@ int rt_lws_ws_upgrade(rt_lws_conn *c, const rt_http1_req *req)
     }
     peer.listener_id = wp->cfg->id;
     peer.max_message_size = wp->cfg->max_message_size;
+    peer.foreign_origin = foreign_origin(rt_router_config(rt_lws_conn_router(c)), req);
     w->path = wp;
     w->text = ser == WAMP_SER_JSON;
     c->mode = RT_LWS_CONN_WS;

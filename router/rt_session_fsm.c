@@ -454,15 +454,22 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         /* Protected mode (mgmt/README.md "Access"): with no management credential, the
          * management realm takes anonymous sessions, as "admin", only from peers in
          * wampscope.management.trusted_networks (default: loopback). */
-        if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr)) {
-            RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
-                             "management realm refused", s->id,
-                             "management realm refused to untrusted peer %s "
-                             "(wampscope.management.trusted_networks)",
-                             s->peer.addr);
-            rt_session_send_abort(
-                    s, WAMP_ERROR_NOT_AUTHORIZED,
-                    "the management realm accepts anonymous sessions from trusted networks only");
+        if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr) || s->peer.foreign_origin) {
+            /* A web page of another origin is refused whatever its address: any page a browser
+             * on a trusted host opens could otherwise drive the router. */
+            RT_LOG_LIMITED_N(
+                    RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                    "management realm refused", s->id,
+                    "management realm refused to %s peer %s "
+                    "(wampscope.management.%s)",
+                    s->peer.foreign_origin ? "a web page of another origin, " : "untrusted",
+                    s->peer.addr, s->peer.foreign_origin ? "allowed_origins" : "trusted_networks");
+            rt_session_send_abort(s, WAMP_ERROR_NOT_AUTHORIZED,
+                                  s->peer.foreign_origin
+                                          ? "the management realm accepts anonymous sessions "
+                                            "from web pages of the router's own origin only"
+                                          : "the management realm accepts anonymous sessions "
+                                            "from trusted networks only");
             rt_session_close(s, 1000, "not authorized", false);
             return WAMP_OK;
         }

@@ -23,6 +23,10 @@ typedef struct rt_peer {
     bool is_loopback;        /* connection came from 127.0.0.0/8 or ::1 */
     const char *listener_id; /* borrowed from the config; may be NULL */
     size_t max_message_size; /* limit of this transport */
+    /* A WebSocket opened by a web page of another origin than the router's (its Origin header
+     * neither the handshake's Host nor in wampscope.management.allowed_origins): the page's
+     * loopback address is no trust of its own (protected mode refuses it the management realm). */
+    bool foreign_origin;
 } rt_peer;
 
 #endif /* RT_TRANSPORT_H */

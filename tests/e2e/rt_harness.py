@@ -432,7 +432,7 @@ class RawWs:
     """A blocking WebSocket client speaking just enough RFC 6455 to misbehave on purpose."""
 
     def __init__(self, host, port, path="/ws", protocols=("wamp.2.json",), timeout=10.0,
-                 source_address=None):
+                 source_address=None, headers=()):
         # source_address: (ip, port) to bind the client socket to, e.g. ("127.0.0.2", 0) to
         # connect from another loopback address than the router's.
         self.sock = socket.create_connection((host, port), timeout=timeout,
@@ -440,14 +440,15 @@ class RawWs:
         self.buf = b""
         self.status = None
         self.headers = {}
-        self._handshake(host, port, path, protocols)
+        self._handshake(host, port, path, protocols, headers)
 
-    def _handshake(self, host, port, path, protocols):
+    def _handshake(self, host, port, path, protocols, headers=()):
         key = base64.b64encode(os.urandom(16)).decode()
         lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (host, port), "Upgrade: websocket",
                  "Connection: Upgrade", "Sec-WebSocket-Key: " + key, "Sec-WebSocket-Version: 13"]
         if protocols:
             lines.append("Sec-WebSocket-Protocol: " + ", ".join(protocols))
+        lines += list(headers)
         self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         while b"\r\n\r\n" not in self.buf:
             try:

@@ -188,6 +188,35 @@ class HandshakeTest(h.AsyncTestCase):
         log = self.router.stderr_text() + self.router.stdout_text()
         self.assertIn("refused by listener transport1 (subprotocol)", log)
 
+    async def test_management_realm_refuses_other_origins(self):
+        """Protected mode: a web page of another origin is refused the management realm even
+        from loopback (any page a browser on this host opens could drive the router); a page of
+        the router's own origin, and a client that sends no Origin, are admitted."""
+        host, port, path = self.router.host, self.router.port, self.router.path
+
+        def hello(origin):
+            headers = ("Origin: " + origin,) if origin else ()
+            ws = h.RawWs(host, port, path, headers=headers)
+            try:
+                return ws.hello("mgmt")
+            finally:
+                ws.close()
+        refused = hello("http://evil.example:8917")
+        self.assertEqual(refused[0], 3, refused)  # ABORT
+        self.assertEqual(refused[2], "wamp.error.not_authorized")
+        self.assertEqual(hello("null")[0], 3)  # (a sandboxed page, a file)
+        self.assertEqual(hello("http://127.0.0.1:%d" % (port + 1))[0], 3)
+        self.assertEqual(hello("http://%s:%d" % (host, port))[0], 2)  # WELCOME: its own
+        self.assertEqual(hello(None)[0], 2)
+        # Other realms take pages of any origin, as before.
+        ws = h.RawWs(host, port, path, headers=("Origin: http://evil.example:8917",))
+        try:
+            self.assertEqual(ws.hello("realm1")[0], 2)
+        finally:
+            ws.close()
+        log = self.router.stderr_text() + self.router.stdout_text()
+        self.assertIn("a web page of another origin", log)
+
     async def test_wrong_version_names_the_one_spoken(self):
         """RFC 6455 4.2.2: a refused version gets the versions the router speaks."""
         status, headers, body = self.upgrade(["wamp.2.json"], drop=("Sec-WebSocket-Version",),

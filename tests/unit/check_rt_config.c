@@ -1024,6 +1024,34 @@ START_TEST(test_trusted_networks_explicit)
 
 END_TEST
 
+/* wampscope.management.allowed_origins: web origins, kept as given; anything else refused. */
+START_TEST(test_allowed_origins)
+{
+    rt_config *cfg = load_ok(WITH_WAMPSCOPE(
+            "{'management':{'allowed_origins':['http://127.0.0.1:8000','https://ops.example']}}"));
+    ck_assert_uint_eq(json_array_size(cfg->mgmt_origins), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(cfg->mgmt_origins, 1)),
+                     "https://ops.example");
+    rt_config_free(cfg);
+    cfg = load_ok(WITH_WAMPSCOPE("{'management':{}}"));
+    ck_assert_ptr_null(cfg->mgmt_origins);
+    rt_config_free(cfg);
+    static const char *const bad[] = {
+            WITH_WAMPSCOPE("{'management':{'allowed_origins':'http://a:1'}}"),
+            WITH_WAMPSCOPE("{'management':{'allowed_origins':[1]}}"),
+            WITH_WAMPSCOPE("{'management':{'allowed_origins':['ftp://a:1']}}"),
+            WITH_WAMPSCOPE("{'management':{'allowed_origins':['http://a:1/viewer']}}"),
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[ERR_LEN] = "";
+        cfg = NULL;
+        ck_assert_int_eq(load_q(bad[i], &cfg, err), WAMP_EINVAL);
+        ck_assert_msg(strstr(err, "management.allowed_origins") != NULL, "%s", err);
+    }
+}
+
+END_TEST
+
 /* /0, and prefixes that do not end on a byte boundary. */
 START_TEST(test_trusted_networks_prefixes)
 {
@@ -2384,6 +2412,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_wampscope_values);
     tcase_add_test(tc, test_flight_recorder_config);
     tcase_add_test(tc, test_trusted_networks_explicit);
+    tcase_add_test(tc, test_allowed_origins);
     tcase_add_test(tc, test_trusted_networks_prefixes);
     tcase_add_test(tc, test_trusted_networks_empty);
     tcase_add_test(tc, test_trusted_networks_hand_built);
