@@ -129,6 +129,22 @@ static wamp_err parse_router(cfg_ctx *c, const char *path, const json_t *w, rt_c
                              cfg->mgmt_realm, i);
         }
     }
+    /* An HTTP bridge request joins its realm without a HELLO, past the management realm's
+     * access rules (protected mode, management credentials): it may not act there. */
+    for (size_t l = 0; cfg->mgmt_enabled && cfg->mgmt_realm && l < cfg->n_listeners; l++) {
+        const rt_listener *li = &cfg->listeners[l];
+        for (size_t i = 0; i < li->n_web; i++) {
+            const rt_web_path *wp = &li->web[i];
+            if ((wp->kind == RT_WEB_PUBLISHER || wp->kind == RT_WEB_CALLER) && wp->realm &&
+                strcmp(wp->realm, cfg->mgmt_realm) == 0) {
+                err = cfg_refuse(c, cfg_key(path, "transports").s,
+                                 "the HTTP bridge path %s of transport %s acts in the management "
+                                 "realm \"%s\", which its requests would join past the "
+                                 "management realm's access rules: use an application realm",
+                                 wp->prefix, li->id ? li->id : "(unnamed)", cfg->mgmt_realm);
+            }
+        }
+    }
     return err;
 }
 

@@ -1052,6 +1052,23 @@ START_TEST(test_allowed_origins)
 
 END_TEST
 
+/* An HTTP bridge path may not act in the management realm: its requests join without a HELLO,
+ * past the management realm's access rules. */
+START_TEST(test_bridge_not_on_management_realm)
+{
+    char err[ERR_LEN] = "";
+    rt_config *cfg = NULL;
+    ck_assert_int_eq(load_q(WITH_PATHS("{'call':{'type':'caller','realm':'mgmt','role':'admin'}}"),
+                            &cfg, err),
+                     WAMP_EINVAL);
+    ck_assert_msg(strstr(err, "the HTTP bridge path /call") && strstr(err, "management realm"),
+                  "%s", err);
+    cfg = load_ok(WITH_PATHS("{'call':{'type':'caller','realm':'realm1','role':'anonymous'}}"));
+    rt_config_free(cfg);
+}
+
+END_TEST
+
 /* /0, and prefixes that do not end on a byte boundary. */
 START_TEST(test_trusted_networks_prefixes)
 {
@@ -2413,6 +2430,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_flight_recorder_config);
     tcase_add_test(tc, test_trusted_networks_explicit);
     tcase_add_test(tc, test_allowed_origins);
+    tcase_add_test(tc, test_bridge_not_on_management_realm);
     tcase_add_test(tc, test_trusted_networks_prefixes);
     tcase_add_test(tc, test_trusted_networks_empty);
     tcase_add_test(tc, test_trusted_networks_hand_built);
