@@ -462,6 +462,21 @@ START_TEST(test_error_uri_and_control_chars)
     ck_assert_ptr_nonnull(strstr(row, " r? "));
     ck_assert_ptr_nonnull(strstr(row, "\"a\\u001B[2Jb\"]")); /* JSON-escaped in MSG */
     free(row);
+    /* C1 controls in UTF-8 (U+009B is CSI, U+009D OSC, U+009C ST), which terminals act on as
+     * they do on ESC [ and ESC ], and a bidirectional override (U+202E): '?' in the columns,
+     * a \\u escape in the message's JSON. Other non-ASCII text shows as it is. */
+    row = capture_row("{\"seq\": 1, \"msg_type\": \"Publish\", \"uri\": \"com.\\u009b31mred\","
+                      "\"realm\": \"r\\u202e\\u00e9\", \"msg\": [16, 1, {}, \"t\", "
+                      "[\"\\u009d0;T\\u009c\\u009b2J\"]]}",
+                      0);
+    ck_assert_ptr_null(strstr(row, "\xc2\x9b"));
+    ck_assert_ptr_null(strstr(row, "\xc2\x9c"));
+    ck_assert_ptr_null(strstr(row, "\xc2\x9d"));
+    ck_assert_ptr_null(strstr(row, "\xe2\x80\xae"));
+    ck_assert_ptr_nonnull(strstr(row, " com.?31mred "));
+    ck_assert_ptr_nonnull(strstr(row, " r?\xc3\xa9 "));
+    ck_assert_ptr_nonnull(strstr(row, "[\"\\u009d0;T\\u009c\\u009b2J\"]"));
+    free(row);
 }
 
 END_TEST
