@@ -40,15 +40,41 @@ wamp_err rt_local_call_args(const wamp_msg *m, json_t **args, json_t **kwargs, c
     return WAMP_OK;
 }
 
+/* Cuts s (NUL-terminated) before a UTF-8 sequence its end left incomplete (a message cut to its
+ * buffer may end inside a character). */
+static void utf8_cut_tail(char *s)
+{
+    size_t i = strlen(s), cont = 0;
+    while (i > 0 && cont < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        cont++;
+    }
+    if (i == 0) {
+        return;
+    }
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (need > cont + 1) {
+        s[i - 1] = '\0';
+    }
+}
+
 wamp_err rt_local_reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof(msg)) {
+        utf8_cut_tail(msg); /* (a long name in it, cut inside a character: not valid UTF-8) */
+    }
     r->error_uri = uri;
     r->args = json_pack("[s]", msg);
+    if (!r->args) {
+        /* Text that is not UTF-8 (a name that never was): the error, without its text. */
+        r->args = json_pack("[s]", "(the error's text is not valid UTF-8)");
+    }
     return r->args ? WAMP_OK : WAMP_ENOMEM;
 }
 

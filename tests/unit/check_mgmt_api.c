@@ -169,6 +169,36 @@ START_TEST(test_argument_and_option_errors)
 
 END_TEST
 
+/* An error naming a long non-ASCII id is cut to its buffer at a character's boundary: the
+ * answer is an ERROR with valid text, not a connection closed for want of memory. */
+START_TEST(test_long_non_ascii_id_in_an_error)
+{
+    char args[1024];
+    char id[600] = "";
+    for (int i = 0; i < 240; i++) {
+        strcat(id, "a");
+    }
+    for (int i = 0; i < 10; i++) {
+        strcat(id, "\xc3\xa9"); /* é */
+    }
+    snprintf(args, sizeof(args), "[\"testnode\", \"router1\", \"%s\"]", id);
+    json_t *m = call("get_trace", args, NULL);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    const char *msg = json_string_value(json_array_get(json_array_get(m, 5), 0));
+    ck_assert_ptr_nonnull(msg);
+    ck_assert_uint_gt(strlen(msg), 200);
+    json_decref(m);
+    for (int i = 0; i < 100; i++) { /* "é" * 200: cut after any byte of the name */
+        snprintf(id + strlen(id), sizeof(id) - strlen(id), "%s", "\xc3\xa9");
+    }
+    snprintf(args, sizeof(args), "[\"testnode\", \"router1\", \"%s\"]", id + 240);
+    m = call("get_trace", args, NULL);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ERROR);
+    json_decref(m);
+}
+
+END_TEST
+
 /* Ids, names and node/worker ids are read with their real length: NUL inside one is an
  * invalid argument, never cut ("a\u0000b" is not trace "a"). */
 START_TEST(test_nul_in_argument_strings)
@@ -493,6 +523,7 @@ static Suite *mgmt_api_suite(void)
     tcase_add_test(tc, test_trace_lifecycle);
     tcase_add_test(tc, test_argument_and_option_errors);
     tcase_add_test(tc, test_nul_in_argument_strings);
+    tcase_add_test(tc, test_long_non_ascii_id_in_an_error);
     tcase_add_test(tc, test_live_topics);
     tcase_add_test(tc, test_mark_trace);
     tcase_add_test(tc, test_crossbar_aliases);
