@@ -83,14 +83,24 @@ function fmtBytes(n) {
   return `${(n / 1048576).toFixed(1)} MiB`;
 }
 
+// v as indented JSON in HTML, coloured: the JSON text is cut into tokens first (a string is
+// everything up to its closing quote, escaped quotes included), then each piece is escaped.
 function prettyJson(v) {
-  const text = esc(JSON.stringify(v, null, 2));
-  return text.replace(/(&quot;(?:[^&]|&(?!quot;))*?&quot;)(\s*:)?|\b(true|false|null)\b|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g,
-    (m, str, colon, lit, num) => {
-      if (str) return colon ? `<span class="k">${str}</span>${colon}` : `<span class="s">${str}</span>`;
-      if (lit) return `<span class="l">${lit}</span>`;
-      return `<span class="n">${num}</span>`;
-    });
+  const text = JSON.stringify(v, null, 2);
+  if (text === undefined) return esc(String(v));
+  const re = /("(?:[^"\\]|\\.)*")(\s*:)?|\b(true|false|null)\b|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g;
+  let out = '';
+  let last = 0;
+  let m;
+  while ((m = re.exec(text)) !== null) {
+    const [, str, colon, lit, num] = m;
+    out += esc(text.slice(last, m.index));
+    if (str) out += colon ? `<span class="k">${esc(str)}</span>${esc(colon)}` : `<span class="s">${esc(str)}</span>`;
+    else if (lit) out += `<span class="l">${lit}</span>`;
+    else out += `<span class="n">${num}</span>`;
+    last = re.lastIndex;
+  }
+  return out + esc(text.slice(last));
 }
 
 // Sum of a record's wire sizes (the largest serialization).

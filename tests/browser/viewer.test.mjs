@@ -129,7 +129,9 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
     throw new autobahn.Error('com.browser.error.oops', ['no']);
   });
   const caller = await open({ realm: 'realm1', serializer: 'msgpack' });
-  for (let i = 0; i < 3; i++) assert.equal(await caller.call('com.browser.add', [i, 1]), i + 1);
+  // (Strings with quotes, which the message pane must show as they are.)
+  const quoted = { q: 'a"b', t: "it's 42", h: '</span><b>x</b>' };
+  for (let i = 0; i < 3; i++) assert.equal(await caller.call('com.browser.add', [i, 1], quoted), i + 1);
   await assert.rejects(caller.call('com.browser.fail'), (e) => e.error === 'com.browser.error.oops');
   const got = [];
   for (const s of [await open({ realm: 'realm1' }), await open({ realm: 'realm1', serializer: 'msgpack' })]) {
@@ -169,6 +171,8 @@ test('the viewer logs in, traces, shows, exports and deletes', async () => {
   assert.equal(await page.$eval('#detail-title', (e) => e.textContent), `Call #${held[callIdx].seq}`);
   const msgText = await page.$eval('#detail-msg', (e) => e.textContent);
   assert.deepEqual(JSON.parse(msgText), held[callIdx].msg);
+  assert.deepEqual(held[callIdx].msg[5], quoted);
+  assert.equal(await page.$eval('#detail-msg', (e) => e.querySelectorAll('b').length), 0);
   const fields = await page.$eval('#detail-fields', (e) => e.textContent);
   assert.match(fields, /msgpack \d+ B/);
   assert.match(fields, /anonymous/);
