@@ -479,8 +479,7 @@ class TraceView {
     this.cursor = 0; // merged: get_trace_data "*"'s from_seq (its last answer's `next`)
     this.nodeNext = new Map(); // merged: node -> the seq next expected of it (nodeGapBefore())
     this.lanes = new Map(); // "realm\u0001session" -> {realm, session, authid, authrole}
-    this.laneOrder = []; // lanes, grouped by realm
-    this.laneIndex = new Map(); // key -> column
+    this.lanesSorted = null; // laneOrder, made when next asked for (null: lanes changed)
     this.corr = new Map(); // correlation -> {idx: [record index], anchor, last, error}
     this.hoverCorr = null;
     this.selected = null; // record index
@@ -508,10 +507,18 @@ class TraceView {
     }
     this.lanes.set(key, { node: r.node_id, realm: r.realm, session: who.session_id, authid: who.authid,
       authrole: who.authrole });
-    this.laneOrder = [...this.lanes.entries()].sort((a, b) =>
-      String(a[1].realm).localeCompare(String(b[1].realm)) ||
-      String(a[1].node ?? '').localeCompare(String(b[1].node ?? '')));
-    this.laneIndex = new Map(this.laneOrder.map(([k], i) => [k, i]));
+    this.lanesSorted = null; // (sorted once when drawn, not once per new lane: a page of
+    // thousands of sessions' records adds thousands of lanes)
+  }
+
+  // The lanes grouped by realm (and node), as [key, lane] in column order.
+  get laneOrder() {
+    if (!this.lanesSorted) {
+      this.lanesSorted = [...this.lanes.entries()].sort((a, b) =>
+        String(a[1].realm).localeCompare(String(b[1].realm)) ||
+        String(a[1].node ?? '').localeCompare(String(b[1].node ?? '')));
+    }
+    return this.lanesSorted;
   }
 
   // Appends records in seq order (older or repeated seqs are ignored; merged pages tile the
@@ -816,9 +823,10 @@ function drawSequence(v) {
   ctx.font = '12px ' + getComputedStyle(document.body).fontFamily;
   ctx.textBaseline = 'middle';
 
-  // Lifelines.
+  // Lifelines: the lanes in view only (a trace of thousands of sessions has thousands).
   ctx.lineWidth = 1;
   for (const x of cols.values()) {
+    if (x < sx - colW || x > sx + w + colW) continue;
     ctx.strokeStyle = '#e3e7ee';
     ctx.beginPath();
     ctx.moveTo(x - sx + 0.5, 0);
@@ -949,6 +957,7 @@ function drawSeqHead(v, cols, routerX, colW, sx) {
   }
   for (const [key, lane] of v.laneOrder) {
     const x = cols.get(key) - sx;
+    if (x < -colW || x > w + colW) continue; // (in view only: each label is measured to fit)
     ctx.font = `600 12px ${font}`;
     ctx.fillStyle = '#1d2430';
     ctx.fillText(fit(ctx, lane.authid || String(lane.session), colW - 10), x, 32);
