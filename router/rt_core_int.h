@@ -165,6 +165,8 @@ rt_list *rt_realm_members(rt_realm *r);
 
 /* The session with this id in any state (rt_router_ctx.c), or NULL. Borrowed. */
 rt_session *rt_router_session_by_id(const rt_router *rt, uint64_t id);
+/* A session id no session holds: ids are of the global scope, drawn at random. */
+uint64_t rt_router_draw_session_id(const rt_router *rt);
 /* Gives s, which has left its realm and may join again, a new session id: every session its
  * own (WAMP's session ids are of the global scope, drawn at random). */
 void rt_router_session_new_id(rt_session *s);

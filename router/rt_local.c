@@ -11,6 +11,7 @@
 #include "rt_options.h"
 #include "rt_trace.h"
 #include "wamp_types.h"
+#include "wamp_ws.h"
 
 wamp_err rt_local_call_args(const wamp_msg *m, json_t **args, json_t **kwargs, char *why,
                             size_t why_len)
@@ -40,35 +41,15 @@ wamp_err rt_local_call_args(const wamp_msg *m, json_t **args, json_t **kwargs, c
     return WAMP_OK;
 }
 
-/* Cuts s (NUL-terminated) before a UTF-8 sequence its end left incomplete (a message cut to its
- * buffer may end inside a character). */
-static void utf8_cut_tail(char *s)
-{
-    size_t i = strlen(s), cont = 0;
-    while (i > 0 && cont < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
-        i--;
-        cont++;
-    }
-    if (i == 0) {
-        return;
-    }
-    unsigned char lead = (unsigned char)s[i - 1];
-    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (need > cont + 1) {
-        s[i - 1] = '\0';
-    }
-}
-
 wamp_err rt_local_reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
 {
-    char msg[256];
+    char msg[256 + 4]; /* (255 octets kept, and what follows them: where a character ends) */
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (n >= (int)sizeof(msg)) {
-        utf8_cut_tail(msg); /* (a long name in it, cut inside a character: not valid UTF-8) */
-    }
+    /* A long name in it is cut at a character's boundary (inside one: not valid UTF-8). */
+    msg[n < 0 ? 0 : wamp_utf8_cut(msg, strnlen(msg, sizeof(msg)), 255)] = '\0';
     r->error_uri = uri;
     r->args = json_pack("[s]", msg);
     if (!r->args) {

@@ -357,11 +357,6 @@ void rt_router_gauges_get(const rt_router *rt, rt_router_gauges *out)
     }
 }
 
-static bool session_id_taken(const rt_router *rt, uint64_t id)
-{
-    return rt_router_session_by_id(rt, id) != NULL;
-}
-
 static const rt_listener *find_listener(const rt_config *cfg, const char *id)
 {
     for (size_t i = 0; id && i < cfg->n_listeners; i++) {
@@ -402,10 +397,7 @@ rt_session *rt_router_attach(rt_router *rt, const rt_transport_ops *ops, void *t
     rt_list_init(&s->regs);
     rt_list_init(&s->calls_made);
     rt_list_init(&s->calls_served);
-    /* Session ids are global scope: random, and unique among live sessions. */
-    do {
-        s->id = wamp_id_random();
-    } while (session_id_taken(rt, s->id));
+    s->id = rt_router_draw_session_id(rt);
     if (rt_hmap_insert(&rt->sessions_by_id, &s->by_id, rt_hash_u64(s->id)) != WAMP_OK) {
         free(s);
         return NULL;

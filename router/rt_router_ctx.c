@@ -76,14 +76,21 @@ rt_session *rt_router_session_by_id(const rt_router *rt, uint64_t id)
     return NULL;
 }
 
+uint64_t rt_router_draw_session_id(const rt_router *rt)
+{
+    uint64_t id;
+    do {
+        id = wamp_id_random();
+    } while (rt_router_session_by_id(rt, id));
+    return id;
+}
+
 void rt_router_session_new_id(rt_session *s)
 {
     rt_router *rt = s->rt;
+    uint64_t id = rt_router_draw_session_id(rt); /* (s still holds its own: another one) */
     rt_hmap_remove(&rt->sessions_by_id, &s->by_id);
-    uint64_t old = s->id;
-    do {
-        s->id = wamp_id_random();
-    } while (s->id == old || rt_router_session_by_id(rt, s->id));
+    s->id = id;
     /* (into the place just freed: the map does not grow, so this cannot fail) */
     (void)rt_hmap_insert(&rt->sessions_by_id, &s->by_id, rt_hash_u64(s->id));
 }

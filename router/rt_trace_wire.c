@@ -126,25 +126,15 @@ static const uint8_t *obs_remote_call(void *ctx, rt_session *caller, uint64_t ca
 }
 
 /* A fact of its own of connection conn: kind, the nids ids, the action's UUID, then text (NULL:
- * none) to the end ('I', 'E'). Without memory it is not noted: those messages then have no
- * correlation. */
+ * none) to the end ('I', 'E'). */
 static void fact_remote(rt_router *rt, uint64_t conn, char kind, const uint64_t *ids, size_t nids,
                         const uint8_t uuid[RT_ACTION_ID_LEN], const char *text)
 {
-    size_t head = 1 + nids * 8 + RT_ACTION_ID_LEN, tlen = text ? strlen(text) : 0;
-    unsigned char *p = malloc(head + tlen);
-    if (!p) {
-        return;
-    }
-    p[0] = (unsigned char)kind;
-    memcpy(p + 1, ids, nids * 8);
-    memcpy(p + 1 + nids * 8, uuid, RT_ACTION_ID_LEN);
-    if (tlen) {
-        memcpy(p + head, text, tlen);
-    }
+    const unsigned char k = (unsigned char)kind;
+    const trace_wire_part parts[] = {
+            {&k, 1}, {ids, nids * 8}, {uuid, RT_ACTION_ID_LEN}, {text, text ? strlen(text) : 0}};
     facts_flush(rt); /* (in order) */
-    trace_wire_fact(rt->wire, conn, wire_now(rt), p, head + tlen);
-    free(p);
+    trace_wire_fact_parts(rt->wire, conn, wire_now(rt), parts, sizeof(parts) / sizeof(parts[0]));
 }
 
 static void obs_remote_invoked(void *ctx, rt_session *callee, uint64_t inv_id,
@@ -188,26 +178,16 @@ static void obs_session_joined(void *ctx, rt_realm *r, rt_session *s)
     if (trace_hub_is_mgmt_realm(s->rt->hub, realm)) {
         s->wire->rx.conn = s->wire->tx.conn = 0; /* (rt_router_wire_capture() skips them) */
     }
-    const char *str[3] = {realm, s->authid ? s->authid : "", s->authrole ? s->authrole : ""};
-    size_t len[3], n = JOIN_FACT_ID;
-    for (int i = 0; i < 3; i++) {
-        len[i] = strlen(str[i]) + 1;
-        n += len[i];
-    }
-    unsigned char *p = malloc(n);
-    if (!p) {
-        return; /* its messages are known by its session only while it lives */
-    }
+    const char *authid = s->authid ? s->authid : "", *authrole = s->authrole ? s->authrole : "";
+    const unsigned char kind = FACT_JOIN;
+    const trace_wire_part parts[] = {{&kind, 1},
+                                     {&s->id, JOIN_FACT_ID - 1},
+                                     {realm, strlen(realm) + 1},
+                                     {authid, strlen(authid) + 1},
+                                     {authrole, strlen(authrole) + 1}};
     facts_flush(s->rt); /* (in order) */
-    p[0] = FACT_JOIN;
-    memcpy(p + 1, &s->id, JOIN_FACT_ID - 1);
-    size_t at = JOIN_FACT_ID;
-    for (int i = 0; i < 3; i++) {
-        memcpy(p + at, str[i], len[i]);
-        at += len[i];
-    }
-    trace_wire_fact(s->rt->wire, conn, wire_now(s->rt), p, n);
-    free(p);
+    trace_wire_fact_parts(s->rt->wire, conn, wire_now(s->rt), parts,
+                          sizeof(parts) / sizeof(parts[0]));
 }
 
 wamp_err rt_trace_wire_attach(rt_router *rt)

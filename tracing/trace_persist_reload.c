@@ -25,10 +25,11 @@ static int cmp_gap(const void *a, const void *b)
 }
 
 /* Whether the seq a block's first record starts with fits: `want` (or, want = NO_SEQ, any seq
- * from min_seq on), at a block start of s. */
-static bool block_seq_fits(const seg *s, uint64_t seq, uint64_t want, uint64_t min_seq)
+ * from min_seq on), and (compact records) at a block start of s. */
+static bool block_seq_fits(const seg *s, uint64_t seq, uint64_t want, uint64_t min_seq,
+                           bool compact)
 {
-    return (want == NO_SEQ ? seq >= min_seq : seq == want) && block_pos(s, seq) == 0;
+    return (want == NO_SEQ ? seq >= min_seq : seq == want) && (!compact || block_pos(s, seq) == 0);
 }
 
 /* What the head of a candidate at off says, read without its body: a compact record's frame
@@ -61,7 +62,7 @@ static bool block_head_fits(int fd, uint64_t off, uint64_t file_size, const seg 
     for (size_t i = 3, shift = 0; HDR_LEN + i < n && shift < 64; i++, shift += 7) {
         seq |= (uint64_t)(b[i] & 0x7fu) << shift;
         if (!(b[i] & 0x80u)) {
-            return block_seq_fits(s, seq, want, min_seq);
+            return block_seq_fits(s, seq, want, min_seq, true);
         }
     }
     return false;
@@ -85,8 +86,7 @@ static bool block_start_at(int fd, uint64_t off, uint64_t file_size, const seg *
     bool ok = persist_read_record_fd(fd, off, file_size, body, cap, &len, &compact) &&
               (!compact || ((*body)[0] & (C_BLOCK | C_REPEAT)) == C_BLOCK) &&
               persist_verify_body(*body, len, compact, &b, seq, &count, &ts) &&
-              (want == NO_SEQ ? *seq >= min_seq : *seq == want) &&
-              (!compact || block_pos(s, *seq) == 0);
+              block_seq_fits(s, *seq, want, min_seq, compact);
     persist_block_reset(&b);
     return ok;
 }

@@ -118,7 +118,12 @@ static void make_room(trace_wire *w, size_t sz)
     }
 }
 
-uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void *p, size_t n)
+/* trace_wire_append() of the n_parts pieces, n bytes in all, one after the other. Inline: with
+ * one piece (every capture) it is the plain copy. */
+static inline __attribute__((always_inline)) uint64_t append_parts(trace_wire *w,
+                                                                   const trace_wire_chunk *c,
+                                                                   const trace_wire_part *parts,
+                                                                   size_t n_parts, size_t n)
 {
     wire_ent h = {.conn = c->conn,
                   .ts_ns = c->ts_ns,
@@ -139,8 +144,12 @@ uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void 
     make_room(w, sz);
     unsigned char *d = w->ring + w->tail;
     memcpy(d, &h, sizeof(h));
-    if (n) {
-        memcpy(d + sizeof(h), p, n);
+    d += sizeof(h);
+    for (size_t i = 0; n && i < n_parts; i++) {
+        if (parts[i].n) {
+            memcpy(d, parts[i].p, parts[i].n);
+            d += parts[i].n;
+        }
     }
     w->tail += sz;
     w->used += sz;
@@ -148,6 +157,12 @@ uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void 
     w->appended++;
     w->next_seq += c->nmsg;
     return h.first_seq;
+}
+
+uint64_t trace_wire_append(trace_wire *w, const trace_wire_chunk *c, const void *p, size_t n)
+{
+    const trace_wire_part part = {p, n};
+    return append_parts(w, c, &part, 1, n);
 }
 
 uint64_t trace_wire_message(trace_wire *w, uint64_t conn, uint8_t dir, uint8_t ser,
@@ -164,14 +179,25 @@ uint64_t trace_wire_message(trace_wire *w, uint64_t conn, uint8_t dir, uint8_t s
     return trace_wire_append(w, &c, p, n);
 }
 
-void trace_wire_fact(trace_wire *w, uint64_t conn, trace_wire_time t, const void *p, size_t n)
+void trace_wire_fact_parts(trace_wire *w, uint64_t conn, trace_wire_time t,
+                           const trace_wire_part *parts, size_t n_parts)
 {
     trace_wire_chunk c = {.conn = conn,
                           .ts_ns = t.ts_ns,
                           .wall_ns = t.wall_ns,
                           .lead = TRACE_WIRE_NO_START,
                           .framing = TRACE_WIRE_FACT};
-    (void)trace_wire_append(w, &c, p, n);
+    size_t n = 0;
+    for (size_t i = 0; i < n_parts; i++) {
+        n += parts[i].n;
+    }
+    (void)append_parts(w, &c, parts, n_parts, n);
+}
+
+void trace_wire_fact(trace_wire *w, uint64_t conn, trace_wire_time t, const void *p, size_t n)
+{
+    const trace_wire_part part = {p, n};
+    trace_wire_fact_parts(w, conn, t, &part, 1);
 }
 
 uint64_t trace_wire_next_seq(const trace_wire *w)
@@ -747,6 +773,13 @@ static size_t walk_chunks(wire_dec *d, const trace_wire *w, size_t off, uint64_t
     return last;
 }
 
+/* An empty stream table (16 slots); false without memory. */
+static bool dec_init(wire_dec *d)
+{
+    *d = (wire_dec){.tab = calloc(16, sizeof(wire_stream)), .mask = 15};
+    return d->tab != NULL;
+}
+
 static void dec_fini(wire_dec *d)
 {
     for (size_t i = 0; d->tab && i <= d->mask; i++) {
@@ -763,8 +796,8 @@ wamp_err trace_wire_decode_facts(const trace_wire *w, uint64_t from_seq, trace_w
         facts_early(w, w->head, w->chunks, fact, ctx);
     }
     trace_wire_walk walk = {.first_seq = trace_wire_first_seq(w), .next_seq = w->next_seq};
-    wire_dec d = {.tab = calloc(16, sizeof(wire_stream)), .mask = 15};
-    if (!d.tab) {
+    wire_dec d;
+    if (!dec_init(&d)) {
         if (out) {
             *out = walk;
         }
@@ -793,12 +826,9 @@ struct trace_wire_reader {
 trace_wire_reader *trace_wire_reader_new(void)
 {
     trace_wire_reader *r = calloc(1, sizeof(*r));
-    if (r && !(r->d.tab = calloc(16, sizeof(wire_stream)))) {
+    if (r && !dec_init(&r->d)) {
         free(r);
         return NULL;
-    }
-    if (r) {
-        r->d.mask = 15;
     }
     return r;
 }
@@ -830,7 +860,7 @@ static void reader_resync(trace_wire_reader *r)
 {
     for (size_t i = 0; i <= r->d.mask; i++) {
         memset(&r->d.tab[i].pos, 0, sizeof(r->d.tab[i].pos));
-        r->d.tab[i].len = 0;
+        buf_done(&r->d.tab[i]);
     }
     r->d.oom = false;
 }

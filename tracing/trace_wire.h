@@ -143,6 +143,17 @@ uint64_t trace_wire_capture_whole(trace_wire *w, trace_wire_stream *st, trace_wi
  * on a connection. Dropped with the traffic around it. */
 void trace_wire_fact(trace_wire *w, uint64_t conn, trace_wire_time t, const void *p, size_t n);
 
+/* A piece of a fact's bytes (trace_wire_fact_parts()). */
+typedef struct trace_wire_part {
+    const void *p;
+    size_t n;
+} trace_wire_part;
+
+/* trace_wire_fact() of the n_parts pieces one after the other, written straight into the ring:
+ * a fact made of fields needs no buffer of its own. */
+void trace_wire_fact_parts(trace_wire *w, uint64_t conn, trace_wire_time t,
+                           const trace_wire_part *parts, size_t n_parts);
+
 /* Appends one whole message of n bytes at p (a TRACE_WIRE_MESSAGE chunk: no framing), of
  * connection conn (0: none), direction dir and serializer ser, at time t, with note (see the
  * notes above). Returns its seq. */

@@ -560,19 +560,24 @@ size_t wamp_ws_header(uint8_t out[WAMP_WS_HEADER_MAX], wamp_ws_opcode op, bool f
     return 10;
 }
 
+size_t wamp_utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max) {
+        return len;
+    }
+    /* Cut before a continuation octet would split a character: back up to its lead. */
+    while (max > 0 && ((unsigned char)s[max] & 0xc0u) == 0x80u) {
+        max--;
+    }
+    return max;
+}
+
 size_t wamp_ws_close_frame(uint8_t out[2 + WAMP_WS_CONTROL_MAX], uint16_t code, const char *reason)
 {
     if (code == 0) {
         return wamp_ws_header(out, WAMP_WS_OP_CLOSE, true, 0);
     }
-    size_t rlen = reason ? strlen(reason) : 0;
-    if (rlen > WAMP_WS_CONTROL_MAX - 2) {
-        rlen = WAMP_WS_CONTROL_MAX - 2;
-        /* Cut before a continuation octet would split a character: back up to its lead. */
-        while (rlen > 0 && ((unsigned char)reason[rlen] & 0xc0u) == 0x80u) {
-            rlen--;
-        }
-    }
+    size_t rlen = reason ? wamp_utf8_cut(reason, strlen(reason), WAMP_WS_CONTROL_MAX - 2) : 0;
     size_t h = wamp_ws_header(out, WAMP_WS_OP_CLOSE, true, 2 + rlen);
     out[h] = (uint8_t)(code >> 8);
     out[h + 1] = (uint8_t)code;

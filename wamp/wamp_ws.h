@@ -157,6 +157,11 @@ bool wamp_ws_key_valid(const char *key, size_t len);
  * NUL into out. WAMP_EINVAL (out untouched) when !wamp_ws_key_valid(key, len). */
 wamp_err wamp_ws_accept(const char *key, size_t len, char out[WAMP_WS_ACCEPT_LEN + 1]);
 
+/* The length of the UTF-8 text s (len octets) cut to at most max octets at a character
+ * boundary: len when it is no longer, else max backed up over the continuation octets of the
+ * character that s[max] is inside. */
+size_t wamp_utf8_cut(const char *s, size_t len, size_t max);
+
 /* Incremental UTF-8 validation (also used for text frames): state starts at
  * WAMP_UTF8_ACCEPT; feed chunks with wamp_utf8_step(); WAMP_UTF8_REJECT is final; the text is
  * valid when the state is WAMP_UTF8_ACCEPT at its end. Overlong forms, surrogates and code
