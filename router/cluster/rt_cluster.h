@@ -10,7 +10,12 @@
  * expires by then; a live node keeps it, and the id is refused (rt_cluster_is_refused()).
  * A joined node writes its key every heartbeat and reads the bucket's keys (the live node list)
  * every heartbeat too; join and leave are also announced on "<name>.nodes.changed" (the payload:
- * the node id, or "left:" and the id) so that the other nodes read the list at once. A node a
+ * the node id, a space and the join, or "left:" and the id) so that the other nodes read the list
+ * at once. A join is "<instance>.<count>": the count of this process's joins, one more each time
+ * its link came back. Every heartbeat, and once right after the announcement, the node also sends
+ * "<id> <wall clock ns, 0: none> <join>" on "<name>.clock" (the wall clock for
+ * rt_cluster_watch_clocks()), so that a node that lost an announcement learns of the join at the
+ * next heartbeat (rt_cluster_add_on_node_joined()). A node a
  * listing lacks leaves the list when it announced its leave, or when the listing before lacked it
  * too: the NATS client's listing can miss a live node whose key is written meanwhile, and one
  * such listing must not drop it. So a clean leave (the key deleted, then announced) is seen at
@@ -135,18 +140,24 @@ wamp_err rt_cluster_reply(rt_cluster *c, const char *reply, const void *data, si
 wamp_err rt_cluster_add_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
 /* Removes the callback added with the same fn and arg (none: nothing happens). */
 void rt_cluster_remove_on_joined(rt_cluster *c, void (*fn)(void *arg), void *arg);
-/* fn(arg, node_id) is called for each join another node announces on "<name>.nodes.changed":
- * a node joining for the first time, again after its link was down, or a new process that took
- * over the id of one that was killed. Whatever that node had in progress with this one before
- * its join is over: it has forgotten it (a process that is new, or one whose link went down,
- * which ends its calls with the other nodes). The announcement goes out before anything else the
- * node sends after its join, so what comes from it after that is of the new join. Same contract
- * and limit as rt_cluster_add_on_joined(). */
-wamp_err rt_cluster_add_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
-                                       void *arg);
+/* A join of another node (rt_cluster_add_on_node_joined()). announced: the join announcement on
+ * "<name>.nodes.changed", which that node sends before anything else after its join, so what
+ * comes from it after this call is of the new join. !announced: the announcement was lost, and a
+ * heartbeat reading of that node tells of a join other than the one heard before; what came from
+ * it since its join (calls it made here) may be of the new join as well as of the old one. */
+typedef void (*rt_cluster_node_joined_fn)(void *arg, const char *node_id, bool announced);
+
+/* fn is called for each join of another node: a node joining for the first time (announced
+ * only), again after its link was down, or a new process that took over the id of one that was
+ * killed. Whatever this node had in progress with that one before its join is over: it has
+ * forgotten it (a process that is new, or one whose link went down, which ends its calls with
+ * the other nodes). Each join of a listed node is reported once, by whichever of its
+ * announcement and its heartbeat reading comes first; a join this node never heard of before it
+ * (the node's first heartbeat reading lost too, within a heartbeat of the node being listed) is
+ * not reported. Same contract and limit as rt_cluster_add_on_joined(). */
+wamp_err rt_cluster_add_on_node_joined(rt_cluster *c, rt_cluster_node_joined_fn fn, void *arg);
 /* Removes the callback added with the same fn and arg (none: nothing happens). */
-void rt_cluster_remove_on_node_joined(rt_cluster *c, void (*fn)(void *arg, const char *node_id),
-                                      void *arg);
+void rt_cluster_remove_on_node_joined(rt_cluster *c, rt_cluster_node_joined_fn fn, void *arg);
 /* fn(arg) is called at every rt_cluster_tick() (every 100 ms at least, whatever the link's
  * state), for a service's own timers; same contract and limit as rt_cluster_add_on_joined(). */
 wamp_err rt_cluster_add_on_tick(rt_cluster *c, void (*fn)(void *arg), void *arg);
@@ -166,8 +177,9 @@ void rt_cluster_link_stats_get(const rt_cluster *c, rt_cluster_link_stats *out);
 /* Wall clock in ns since the epoch. */
 typedef uint64_t (*rt_cluster_wall_fn)(void *ctx);
 
-/* Sends this node's wall clock reading (wall) with every heartbeat on "<name>.clock", and
- * estimates each other node's offset from theirs (rt_cluster_clock.h); a node further off than
+/* Sends this node's wall clock reading (wall) with every heartbeat on "<name>.clock" (without
+ * it, the reading is 0: none), and estimates each other node's offset from theirs
+ * (rt_cluster_clock.h); a node further off than
  * max_offset_ms (0: never) is logged, once until it is back within it. Call before
  * rt_cluster_set_link(). WAMP_ENOMEM. */
 wamp_err rt_cluster_watch_clocks(rt_cluster *c, rt_cluster_wall_fn wall, void *ctx,

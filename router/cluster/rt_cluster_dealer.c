@@ -885,15 +885,26 @@ void rt_cluster_dealer_tick(rt_cluster_dealer *cd, uint64_t now_us)
 /* Another node joined (rt_cluster_add_on_node_joined()): again after its link was down, or as
  * a new process in place of one that was killed. Either way it has forgotten the calls between
  * it and this node (rt_cluster_dealer_tick() ends them on a node whose link is down): this
- * node's callers waiting on it get ERROR wamp.error.network_failure, and the calls it made here
- * are canceled, their callees interrupted. */
-static void on_node_joined(void *arg, const char *node_id)
+ * node's callers waiting on it get ERROR wamp.error.network_failure, and, when the join was
+ * announced, the calls it made here are canceled, their callees interrupted. A join learnt late
+ * (its announcement lost) leaves those: the calls it made since its join are among them, and
+ * an old one only holds its callee until it answers (the answer then finds no call there); the
+ * node gets CANCEL killnowait for each call failed here, which may be one it took since. */
+static void on_node_joined(void *arg, const char *node_id, bool announced)
 {
     rt_cluster_dealer *cd = arg;
     peer *p = peer_find(cd, node_id, false);
-    if (p) {
-        peer_fail(cd, p, WAMP_ERROR_NETWORK_FAILURE, true, &cd->st.node_gone);
+    if (!p) {
+        return;
     }
+    if (!announced) {
+        /* A call sent since its join is one it may hold. */
+        RT_LIST_FOREACH_SAFE(it, nx, &p->out)
+        {
+            send_cancel(cd, RT_CONTAINER_OF(it, out_call, in_peer), RT_CRPC_KILLNOWAIT);
+        }
+    }
+    peer_fail(cd, p, WAMP_ERROR_NETWORK_FAILURE, announced, &cd->st.node_gone);
 }
 
 /* --- Life ---------------------------------------------------------------------------------------

@@ -39,10 +39,14 @@
  *   process in place of a killed one) has forgotten its calls with the others, so both sides end
  *   theirs when its announcement arrives; a process's xids start at random
  *   (options.first_xid), so an answer meant for its predecessor's calls matches none of its own.
+ *   When the announcement was lost, B learns of A's join from A's next heartbeat reading: B's
+ *   callers waiting on A then get ERROR wamp.error.network_failure, and A gets CANCEL killnowait
+ *   for each (a call B sent since A's join is one A may hold); the calls A made on B stay until
+ *   their callees answer (some may be of A's new join).
  *   So a call never waits on a node that is gone: B's caller is answered within node_ttl +
- *   heartbeat + one tick of a kill -9 of A, when A's announcement arrives if A came back before
- *   that, and at once when B's link is down. A lost envelope or announcement (the bus is
- *   at-most-once) is not detected: CALL.Options.timeout bounds such a call.
+ *   heartbeat + one tick of a kill -9 of A, when A's announcement arrives (or, lost, at A's next
+ *   heartbeat) if A came back before that, and at once when B's link is down. A lost envelope (the
+ *   bus is at-most-once) is not detected: CALL.Options.timeout bounds such a call.
  *
  * Bounds: at most options.max_calls_out crossing calls waiting on this node and
  * options.max_calls_in served for other nodes (over them a call is refused: WAMP_EAGAIN on B,

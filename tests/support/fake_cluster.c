@@ -73,6 +73,7 @@ struct fake_link {
     bool ever_up;
     sub *subs;
     uint64_t next_sub;
+    size_t drop; /* fake_link_drop() */
     rt_cluster_link_stats stats;
 };
 
@@ -341,6 +342,18 @@ static size_t route(fake_bus *b, const fake_link *from, const char *subject, con
     return n;
 }
 
+/* Whether a message l publishes now is lost (fake_bus_drop(), fake_link_drop()): counted. */
+static bool lose(fake_bus *b, fake_link *l)
+{
+    size_t *n = l->drop ? &l->drop : b->drop ? &b->drop : NULL;
+    if (!n) {
+        return false;
+    }
+    (*n)--;
+    b->dropped++;
+    return true;
+}
+
 static wamp_err op_publish(void *link, const char *subject, const char *reply, const void *data,
                            size_t len)
 {
@@ -351,9 +364,7 @@ static wamp_err op_publish(void *link, const char *subject, const char *reply, c
     }
     l->stats.msgs_out++;
     l->stats.bytes_out += len;
-    if (b->drop) {
-        b->drop--;
-        b->dropped++;
+    if (lose(b, l)) {
         return WAMP_OK;
     }
     route(b, l, subject, reply, data, len);
@@ -426,9 +437,7 @@ static wamp_err op_request(void *link, const char *subject, const void *data, si
     b->pending = p;
     l->stats.msgs_out++;
     l->stats.bytes_out += len;
-    if (b->drop) {
-        b->drop--;
-        b->dropped++;
+    if (lose(b, l)) {
         return WAMP_OK;
     }
     if (route(b, l, subject, p->inbox, data, len) == 0) {
@@ -505,6 +514,11 @@ void fake_bus_free(fake_bus *b)
 void fake_bus_drop(fake_bus *b, size_t n)
 {
     b->drop = n;
+}
+
+void fake_link_drop(fake_link *l, size_t n)
+{
+    l->drop = n;
 }
 
 void fake_bus_tear_keys(fake_bus *b, size_t n)

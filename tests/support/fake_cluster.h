@@ -40,7 +40,7 @@ void fake_bus_short_keys(fake_bus *b, size_t n);
 /* The next n key-value operations but listings (on links that are up) fail with WAMP_EIO, as a
  * JetStream request that timed out: nothing is done. */
 void fake_bus_fail_kv(fake_bus *b, size_t n);
-/* Messages lost so far by fake_bus_drop(). */
+/* Messages lost so far by fake_bus_drop() and fake_link_drop(). */
 size_t fake_bus_dropped(const fake_bus *b);
 
 /* New link in state connecting; its state changes go to c (may be NULL: no core attached, the
@@ -49,6 +49,8 @@ fake_link *fake_link_new(fake_bus *b, rt_cluster *c);
 /* kill -9 of the link's node: removed from the bus, its queued events and pending requests are
  * dropped (their callbacks never run). NULL-safe. */
 void fake_link_free(fake_link *l);
+/* The next n messages l publishes (requests and replies included) are lost. */
+void fake_link_drop(fake_link *l, size_t n);
 /* Queues the state change (up, or down after having been up). */
 void fake_link_set_up(fake_link *l, bool up);
 

@@ -242,16 +242,20 @@ START_TEST(test_link_down_up_reannounces)
 
 END_TEST
 
-/* What rt_cluster_add_on_node_joined() reported, as "b,b,...". */
+/* What rt_cluster_add_on_node_joined() reported, as "b,b,...", a join learnt from a heartbeat
+ * marked with "~" ("b~"). */
 static char joins_seen[256];
 
-static void on_node_joined(void *arg, const char *node_id)
+static void on_node_joined(void *arg, const char *node_id, bool announced)
 {
     (void)arg;
     if (joins_seen[0]) {
         strcat(joins_seen, ",");
     }
     strcat(joins_seen, node_id);
+    if (!announced) {
+        strcat(joins_seen, "~");
+    }
 }
 
 /* Another node's joins are reported (the first one, and again after its link came back), this
@@ -295,6 +299,93 @@ START_TEST(test_node_joined_reported)
     fake_link_set_up(b->l, true);
     run_ms(100);
     ck_assert_str_eq(joins_seen, "b,b"); /* removed */
+}
+
+END_TEST
+
+/* A join whose announcement is lost is reported from the node's heartbeat reading: at once from
+ * the reading sent right behind the announcement, else at the next heartbeat; a new process in
+ * place of a killed one likewise. Each join once: an announcement that comes after the reading
+ * told of it is no news, nor is a reading after the announcement. Readings from a node of an
+ * earlier version (no join) and readings that are not valid change nothing. */
+START_TEST(test_join_heard_from_heartbeat)
+{
+    joins_seen[0] = '\0';
+    node *a = start(0, "a", 1);
+    node *b = start(1, "b", 2);
+    ck_assert_int_eq(rt_cluster_add_on_node_joined(a->c, on_node_joined, NULL), WAMP_OK);
+    fake_link_set_up(a->l, true);
+    fake_link_set_up(b->l, true);
+    run_ms(HB_MS + 100); /* a has heard one of b's heartbeats since it listed b */
+    ck_assert_str_eq(list_of(a), "a,b");
+    ck_assert_str_eq(joins_seen, "b");
+    /* b's link flaps; its announcement is lost, the reading behind it is not. */
+    fake_link_set_up(b->l, false);
+    run_ms(HB_MS);
+    ck_assert_str_eq(list_of(a), "a,b");
+    fake_link_drop(b->l, 1); /* its announcement */
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    ck_assert_str_eq(joins_seen, "b,b~");
+    run_ms(2 * HB_MS);
+    ck_assert_str_eq(joins_seen, "b,b~"); /* once */
+    /* Again, the reading behind the announcement lost too: the next heartbeat tells. */
+    fake_link_set_up(b->l, false);
+    run_ms(HB_MS);
+    fake_link_drop(b->l, 2); /* its announcement and the reading behind it */
+    fake_link_set_up(b->l, true);
+    run_ms(100);
+    ck_assert_uint_eq(fake_bus_dropped(bus), 3);
+    ck_assert_str_eq(joins_seen, "b,b~");
+    run_ms(HB_MS);
+    ck_assert_str_eq(joins_seen, "b,b~,b~");
+    /* The reading first, the announcement after it: one report. The fake bus delivers in order,
+     * so the two are sent by hand: b's next join as b would send it. */
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    const char *reading = "b 5 0000000000000002.4", *ann = "b 0000000000000002.4";
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.clock", NULL, reading, strlen(reading)),
+                     WAMP_OK);
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.nodes.changed", NULL, ann, strlen(ann)),
+                     WAMP_OK);
+    fake_bus_run(bus);
+    ck_assert_str_eq(joins_seen, "b,b~,b~,b~");
+    /* Readings of an earlier version, and ones that are not valid: nothing. */
+    static const char *const odd[] = {"b 5",
+                                      "b 5 0000000000000002",
+                                      "b 5 000000000000000G.5",
+                                      "b 5 0000000000000002.",
+                                      "b 5 0000000000000002.99999999999999999999",
+                                      "b 5 0000000000000002.6 x",
+                                      "b 5 00000000000000002.6"};
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.clock", NULL, odd[i], strlen(odd[i])),
+                         WAMP_OK);
+    }
+    fake_bus_run(bus);
+    ck_assert_str_eq(joins_seen, "b,b~,b~,b~");
+    /* b's own readings (join 4 is not what b has) are news again: a join other than the last. */
+    run_ms(HB_MS);
+    ck_assert_str_eq(joins_seen, "b,b~,b~,b~,b~");
+    /* A new process in place of b, killed: both of its join messages lost; it joins once its
+     * old key expired, before a's list missed b. */
+    kill_node(b);
+    b = start(1, "b", 3);
+    fake_link_drop(b->l, 2);
+    fake_link_set_up(b->l, true);
+    bool missed = false;
+    for (int t = 0; t < 100 && rt_cluster_member_state_get(b->c) != RT_CLUSTER_MEMBER_JOINED; t++) {
+        run_ms(100);
+        missed |= !rt_cluster_has_node(a->c, "b");
+    }
+    ck_assert_int_eq(rt_cluster_member_state_get(b->c), RT_CLUSTER_MEMBER_JOINED);
+    ck_assert(!missed);
+    ck_assert_uint_eq(fake_bus_dropped(bus), 5);
+    ck_assert_str_eq(joins_seen, "b,b~,b~,b~,b~");
+    run_ms(HB_MS);
+    ck_assert_str_eq(joins_seen, "b,b~,b~,b~,b~,b~");
+    rt_cluster_remove_on_node_joined(a->c, on_node_joined, NULL);
 }
 
 END_TEST
@@ -517,6 +608,7 @@ static Suite *rt_cluster_suite(void)
     tcase_add_test(tc, test_link_down_up_reannounces);
     tcase_add_test(tc, test_lost_announcement_caught_by_heartbeat);
     tcase_add_test(tc, test_node_joined_reported);
+    tcase_add_test(tc, test_join_heard_from_heartbeat);
     tcase_add_test(tc, test_torn_listing_keeps_the_list);
     tcase_add_test(tc, test_short_listing_keeps_the_node);
     tcase_add_test(tc, test_clean_leave_is_seen_at_once);

@@ -153,7 +153,7 @@ START_TEST(test_members_learn_each_others_offsets)
     }
     fake_bus_run(bus);
     log = log_capture_end(&lc);
-    ck_assert_uint_eq(log_count_lines(log, "ignoring a clock reading that is not valid"), 1);
+    ck_assert_uint_eq(log_count_lines(log, "ignoring a heartbeat reading that is not valid"), 1);
     free(log);
     ck_assert_uint_eq(rt_cluster_clock_offset_count(c[0]), 2);
     int64_t ns;

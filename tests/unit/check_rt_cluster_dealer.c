@@ -467,9 +467,11 @@ START_TEST(test_link_down_and_back)
 END_TEST
 
 /* Node i killed with kill -9 and started again at once: the same id, another instance; it joins
- * once its old key expired, before the other nodes' lists missed it twice. Returns the node once
- * it joined again; *missed says whether `other` ever lost it from its list meanwhile. */
-static node *restart(size_t i, node *other, bool *missed)
+ * once its old key expired, before the other nodes' lists missed it twice. The first `lose`
+ * messages the new process publishes are lost (1: its join announcement, 2: and the heartbeat
+ * reading behind it). Returns the node once it joined again; *missed says whether `other` ever
+ * lost it from its list meanwhile. */
+static node *restart(size_t i, node *other, size_t lose, bool *missed)
 {
     static const char *const ids[] = {"a", "b", "c"};
     kill_node(&nodes[i]);
@@ -477,6 +479,7 @@ static node *restart(size_t i, node *other, bool *missed)
     n->c = fake_cluster_member_new(bus, &clk, ids[i], 77 + i, HB_MS, TTL_MS, 500, &n->l);
     ck_assert_ptr_nonnull(n->c);
     ck_assert_int_eq(rt_cluster_dealer_new(n->c, &opts, &stub_ops, &n->st, &n->st.cd), WAMP_OK);
+    fake_link_drop(n->l, lose);
     fake_link_set_up(n->l, true);
     *missed = false;
     for (int t = 0; t < 100 && rt_cluster_member_state_get(n->c) != RT_CLUSTER_MEMBER_JOINED; t++) {
@@ -497,7 +500,7 @@ START_TEST(test_caller_node_restarted)
     fake_bus_run(bus);
     uint64_t old_inv = a->st.inv;
     bool missed;
-    b = restart(1, a, &missed);
+    b = restart(1, a, 0, &missed);
     ck_assert(!missed); /* (what makes it hard: a never saw b go) */
     ck_assert_uint_eq(a->st.n_cancel, 1);
     ck_assert_int_eq(a->st.mode, RT_CRPC_KILLNOWAIT);
@@ -524,7 +527,7 @@ START_TEST(test_callee_node_restarted)
     ck_assert_int_eq(call(b, "a", 1, false, 0), WAMP_OK);
     fake_bus_run(bus);
     bool missed;
-    a = restart(0, b, &missed);
+    a = restart(0, b, 0, &missed);
     ck_assert(!missed);
     run_ms(HB_MS);
     ck_assert_uint_eq(b->st.n_answers, 1);
@@ -539,6 +542,78 @@ START_TEST(test_callee_node_restarted)
     fake_bus_run(bus);
     ck_assert_uint_eq(b->st.n_answers, 2);
     ck_assert_str_eq(b->st.error, "");
+}
+
+END_TEST
+
+/* The callee's node restarts at once and both of its join messages are lost (the bus is
+ * at-most-once): its next heartbeat reading tells the caller's node, whose callers waiting on
+ * the old process then get wamp.error.network_failure, and the new process gets CANCEL
+ * killnowait for each (ignored: it never had them). A call the new process took before that
+ * reading came is failed too, and canceled there. */
+START_TEST(test_callee_node_restarted_unannounced)
+{
+    node *a = start(0), *b = start(1);
+    run_ms(HB_MS); /* b has heard a's heartbeat */
+    ck_assert_int_eq(call(b, "a", 1, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    bool missed;
+    a = restart(0, b, 2, &missed);
+    ck_assert(!missed);
+    ck_assert_uint_eq(fake_bus_dropped(bus), 2);
+    ck_assert_uint_eq(b->st.n_answers, 0);                /* b cannot know yet */
+    ck_assert_int_eq(call(b, "a", 2, false, 0), WAMP_OK); /* to the new process */
+    fake_bus_run(bus);
+    ck_assert_uint_eq(a->st.n_invoked, 1);
+    run_ms(HB_MS);
+    ck_assert_uint_eq(b->st.n_answers, 2);
+    ck_assert_str_eq(b->st.error, "wamp.error.network_failure");
+    ck_assert_uint_eq(stats(b).pending_out, 0);
+    ck_assert_uint_eq(stats(b).node_gone, 2);
+    ck_assert_uint_eq(a->st.n_cancel, 1);
+    ck_assert_int_eq(a->st.mode, RT_CRPC_KILLNOWAIT);
+    ck_assert_uint_eq(a->st.cancel_inv, a->st.inv);
+    ck_assert_uint_eq(stats(a).pending_in, 0);
+    /* The new process serves. */
+    ck_assert_int_eq(call(b, "a", 3, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    ck_assert(answer(a, a->st.inv, NULL, false, "[3]"));
+    fake_bus_run(bus);
+    ck_assert_uint_eq(b->st.n_answers, 3);
+    ck_assert_uint_eq(b->st.request, 3);
+    ck_assert_str_eq(b->st.error, "");
+}
+
+END_TEST
+
+/* The caller's node restarts at once, its announcement lost: its heartbeat reading tells the
+ * callee's node of the join, which leaves the calls served for it (one of them could be of the
+ * new process): the old one ends when its callee answers, and a call of the new process is
+ * answered. */
+START_TEST(test_caller_node_restarted_unannounced)
+{
+    node *a = start(0), *b = start(1);
+    run_ms(HB_MS);
+    ck_assert_int_eq(call(b, "a", 1, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    uint64_t old_inv = a->st.inv;
+    bool missed;
+    opts.first_xid = 1000; /* the new process's own (random in the router) */
+    b = restart(1, a, 1, &missed);
+    ck_assert(!missed);
+    ck_assert_int_eq(call(b, "a", 50, false, 0), WAMP_OK);
+    fake_bus_run(bus);
+    uint64_t new_inv = a->st.inv;
+    run_ms(HB_MS);
+    ck_assert_uint_eq(a->st.n_cancel, 0);
+    ck_assert_uint_eq(stats(a).pending_in, 2);
+    ck_assert(answer(a, old_inv, NULL, false, "[\"old\"]")); /* into the void */
+    ck_assert(answer(a, new_inv, NULL, false, "[\"new\"]"));
+    fake_bus_run(bus);
+    ck_assert_uint_eq(stats(a).pending_in, 0);
+    ck_assert_uint_eq(b->st.n_answers, 1);
+    ck_assert_uint_eq(b->st.request, 50);
+    ck_assert_str_eq(b->st.ans_args, "[\"new\"]");
 }
 
 END_TEST
@@ -791,6 +866,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_caller_node_restarted);
     tcase_add_test(tc, test_callee_node_restarted);
+    tcase_add_test(tc, test_callee_node_restarted_unannounced);
+    tcase_add_test(tc, test_caller_node_restarted_unannounced);
     tcase_add_test(tc, test_callee_link_flap);
     tcase_add_test(tc, test_caller_link_flap);
     tcase_add_test(tc, test_malformed_envelopes);
