@@ -309,6 +309,12 @@ static wamp_err on_authenticate(rt_session *s, const wamp_msg *m)
     }
     rt_realm *realm = rt_router_find_realm(s->rt, rt_auth_pending_realm(s->auth));
     const char *role = rt_auth_pending_role(s->auth);
+    RT_ASSERT(realm && role);
+    /* The session limits count joined sessions only: sessions that passed the check at HELLO
+     * and authenticated since may have filled the room, so it is checked again here. */
+    if (!session_limits_allow(s, realm)) {
+        return WAMP_OK;
+    }
     char *authid = strdup(rt_auth_pending_authid(s->auth));
     json_t *authextra = NULL;
     if (method == RT_AUTH_CRYPTOSIGN) {
@@ -322,7 +328,6 @@ static wamp_err on_authenticate(rt_session *s, const wamp_msg *m)
             return WAMP_ENOMEM;
         }
     }
-    RT_ASSERT(realm && role);
     return session_join(s, realm, authid, role, method, authextra);
 }
 

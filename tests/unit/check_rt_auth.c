@@ -965,6 +965,35 @@ START_TEST(test_trace_redaction_and_correlation)
 
 END_TEST
 
+START_TEST(test_session_limit_after_challenge)
+{
+    /* limits.max_sessions counts joined sessions; a session authenticating is not one yet. Two
+     * clients that both get their CHALLENGE while the realm has room must not both join when
+     * there is room for one: the limit is checked again when AUTHENTICATE would join. */
+    teardown();
+    setup_router("{'limits':{'max_sessions':1,'auth_failure_delay':700}}");
+    fake_conn *a = conn(WAMP_SER_JSON);
+    fake_conn *b = conn(WAMP_SER_JSON);
+    hello(a, "realm1", "joe", "[\"ticket\"]", NULL);
+    json_decref(expect_challenge(a, "ticket"));
+    hello(b, "realm1", "joe", "[\"ticket\"]", NULL);
+    json_decref(expect_challenge(b, "ticket"));
+    authenticate(a, "joes-ticket");
+    json_decref(expect_welcome(a, "joe", "user", "ticket"));
+    authenticate(b, "joes-ticket");
+    json_t *m = fake_conn_next(b);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ABORT);
+    ck_assert_str_eq(fake_msg_str(m, 2), "wampscope.error.limit_reached");
+    json_decref(m);
+    ck_assert(b->close_requested);
+    ck_assert_uint_eq(rt_realm_member_count(rt_router_find_realm(RT, "realm1")), 1);
+    fake_conn_free(a);
+    fake_conn_free(b);
+}
+
+END_TEST
+
 static Suite *auth_suite(void)
 {
     Suite *s = suite_create("rt_auth");
@@ -990,6 +1019,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_trace_redaction_and_correlation);
     tcase_add_test(tc, test_failure_log_lines);
     tcase_add_test(tc, test_nul_in_hello_fields);
+    tcase_add_test(tc, test_session_limit_after_challenge);
     suite_add_tcase(s, tc);
     return s;
 }
