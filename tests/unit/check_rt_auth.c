@@ -505,6 +505,33 @@ START_TEST(test_unknown_principal_and_role)
 
 END_TEST
 
+START_TEST(test_long_non_ascii_authid)
+{
+    /* The denial quotes the client's authid; cut to fit, it must still be UTF-8, or the ABORT
+     * goes without its message (json_pack refuses the text). */
+    char authid[256] = "";
+    for (size_t i = 0; i < 100; i++) {
+        strcat(authid, "\xc3\xa9"); /* U+00E9, two octets */
+    }
+    for (size_t off = 0; off < 2; off++) {
+        fake_conn *c = conn(WAMP_SER_JSON);
+        hello(c, "realm1", authid + off * 2, "[\"ticket\"]", NULL);
+        fake_clock_advance_ms(&CLK, DELAY_MS);
+        rt_router_tick(RT);
+        json_t *m = fake_conn_next(c);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_ABORT);
+        ck_assert_str_eq(fake_msg_str(m, 2), WAMP_ERROR_NO_SUCH_PRINCIPAL);
+        const char *msg = json_string_value(json_object_get(json_array_get(m, 1), "message"));
+        ck_assert_ptr_nonnull(msg);
+        ck_assert(strncmp(msg, "no principal with authid \"\xc3\xa9", 28) == 0);
+        json_decref(m);
+        fake_conn_free(c);
+    }
+}
+
+END_TEST
+
 START_TEST(test_no_auth_method)
 {
     /* Anonymous is not offered on this transport; not sending authmethods means anonymous. */
@@ -1020,6 +1047,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_failure_log_lines);
     tcase_add_test(tc, test_nul_in_hello_fields);
     tcase_add_test(tc, test_session_limit_after_challenge);
+    tcase_add_test(tc, test_long_non_ascii_authid);
     suite_add_tcase(s, tc);
     return s;
 }
