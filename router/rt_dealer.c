@@ -405,6 +405,23 @@ static bool call_options_ok(rt_session *s, const wamp_msg *m, bool *ppt, wamp_er
     return true;
 }
 
+/* The registration a CALL of uri reaches on this node (NULL if none), and in a cluster the node
+ * that serves the call instead (*node; NULL = this one). */
+static rt_registration *route_call(rt_dealer *d, const rt_session *s, const char *uri,
+                                   const char **node)
+{
+    rt_registration *reg = rt_dealer_match_registration(d, uri);
+    /* wamp.* is the router's namespace: only its own procedures answer there. REGISTER refuses
+     * wamp.* URIs, but a client's pattern (prefix "wamp", wildcard ".session.get") can match
+     * one, and must not answer calls meant for the router, here or on another node. */
+    bool restricted = strncmp(uri, "wamp.", 5) == 0;
+    if (restricted && reg && !reg->fn) {
+        reg = NULL;
+    }
+    *node = s->rt->dcl && !restricted ? rt_dealer_cluster_route(d, reg, uri) : NULL;
+    return reg;
+}
+
 wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
     if (!wamp_uri_is_valid(m->uri, WAMP_URI_LOOSE)) {
@@ -429,8 +446,8 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
     bool progress = has_options && json_is_true(json_object_get(m->dict, "receive_progress"));
     bool disclose = perm->disclose_caller ||
                     (has_options && json_is_true(json_object_get(m->dict, "disclose_me")));
-    rt_registration *reg = rt_dealer_match_registration(d, m->uri);
-    const char *node = s->rt->dcl ? rt_dealer_cluster_route(d, reg, m->uri) : NULL;
+    const char *node = NULL;
+    rt_registration *reg = route_call(d, s, m->uri, &node);
     if (node) {
         return rt_dealer_cluster_call(d, s, m, node, timeout_v, disclose, progress, ppt);
     }

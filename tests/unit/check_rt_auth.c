@@ -1021,6 +1021,54 @@ START_TEST(test_session_limit_after_challenge)
 
 END_TEST
 
+/* joe (role user: everything allowed) joined over ticket. */
+static fake_conn *joe_joined(void)
+{
+    fake_conn *c = conn(WAMP_SER_JSON);
+    hello(c, "realm1", "joe", "[\"ticket\"]", NULL);
+    json_decref(expect_challenge(c, "ticket"));
+    authenticate(c, "joes-ticket");
+    json_decref(expect_welcome(c, "joe", "user", "ticket"));
+    return c;
+}
+
+START_TEST(test_restricted_procedures_stay_the_routers)
+{
+    /* REGISTER refuses wamp.* URIs, whatever the permissions say; a pattern that merely
+     * matches such URIs (prefix "wamp", wildcard ".session.add_testament") must not let a
+     * client answer the calls other sessions make to the router's namespace. */
+    fake_conn *callee = joe_joined();
+    fake_conn *caller = joe_joined();
+    fake_conn_send(callee, "[64, 1, {\"match\":\"prefix\"}, \"wamp\"]");
+    json_t *m = fake_conn_next(callee);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_REGISTERED);
+    json_decref(m);
+    fake_conn_send(callee, "[64, 2, {\"match\":\"wildcard\"}, \".session.add_testament\"]");
+    m = fake_conn_next(callee);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_REGISTERED);
+    json_decref(m);
+    fake_conn_send(caller, "[48, 7, {}, \"wamp.session.add_testament\", [\"x\", [], {}]]");
+    fake_conn_send(caller, "[48, 8, {}, \"wamp.registration.remove_callee\", [1, 2]]");
+    ck_assert_uint_eq(fake_conn_pending(callee), 0); /* no INVOCATION */
+    fake_expect_error(caller, WAMP_MSG_CALL, 7, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    fake_expect_error(caller, WAMP_MSG_CALL, 8, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    /* The router's own procedures are not affected, and nor are other URIs. */
+    fake_conn_send(caller, "[48, 9, {}, \"wamp.session.count\"]");
+    m = fake_conn_next(caller);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_RESULT);
+    json_decref(m);
+    fake_conn_send(callee, "[64, 3, {\"match\":\"prefix\"}, \"com.\"]");
+    json_decref(fake_conn_next(callee));
+    fake_conn_send(caller, "[48, 10, {}, \"com.x\"]");
+    m = fake_conn_next(callee);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_INVOCATION);
+    json_decref(m);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
 static Suite *auth_suite(void)
 {
     Suite *s = suite_create("rt_auth");
@@ -1048,6 +1096,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_nul_in_hello_fields);
     tcase_add_test(tc, test_session_limit_after_challenge);
     tcase_add_test(tc, test_long_non_ascii_authid);
+    tcase_add_test(tc, test_restricted_procedures_stay_the_routers);
     suite_add_tcase(s, tc);
     return s;
 }
