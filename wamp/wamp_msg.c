@@ -305,6 +305,23 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
         goto fail;
     }
     for (size_t i = 0; !wamp_rd_at_end(&r); i++, n++) {
+        /* Only what the checks look at is built: the code and the elements its type has.
+         * Elements past the type's arity, those after an unknown code, and a list or dict in
+         * the code's place are validated but not built: the message is refused for them anyway,
+         * and as jansson values they would cost many times their size (a "[]" some 130 bytes). */
+        if (spec ? i >= spec->max : (i > 0 || wamp_rd_next_is_container(&r))) {
+            const unsigned char *skipped;
+            size_t skipped_len;
+            if ((err = wamp_rd_skip(&r, &skipped, &skipped_len, NULL)) != WAMP_OK) {
+                goto rd_fail;
+            }
+            /* A list or dict as the code: wamp_msg_parse() refuses it as not an integer. */
+            if (i == 0 && json_array_append_new(root, json_null()) != 0) {
+                err = WAMP_ENOMEM;
+                goto fail;
+            }
+            continue;
+        }
         if (spec && is_payload(spec, i)) {
             wamp_tok_kind kind;
             size_t k = spec->kind[i - 1] == FK_ARGS ? 0 : 1;

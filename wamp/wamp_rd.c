@@ -215,6 +215,29 @@ bool wamp_rd_at_end(wamp_rd *r)
     return p < r->end && *p == (l->is_map ? '}' : ']');
 }
 
+bool wamp_rd_next_is_container(wamp_rd *r)
+{
+    if (r->err != WAMP_OK || r->done || wamp_rd_at_end(r)) {
+        return false;
+    }
+    const unsigned char *p = r->p;
+    if (r->ser == WAMP_SER_JSON) {
+        p = js_skip_ws(p, r->end);
+        if (r->depth > 0 && !r->lv[r->depth - 1].first && p < r->end && *p == ',') {
+            p = js_skip_ws(p + 1, r->end);
+        }
+        return p < r->end && (*p == '[' || *p == '{');
+    }
+    if (p >= r->end) {
+        return false;
+    }
+    if (r->ser == WAMP_SER_MSGPACK) {
+        /* fixmap, fixarray; array 16/32, map 16/32 */
+        return (*p & 0xe0) == 0x80 || (*p >= 0xdc && *p <= 0xdf);
+    }
+    return *p >> 5 == 4 || *p >> 5 == 5; /* CBOR major types 4 (array) and 5 (map) */
+}
+
 bool wamp_rd_done(const wamp_rd *r)
 {
     return r->done;

@@ -129,6 +129,10 @@ wamp_err wamp_rd_skip(wamp_rd *r, const unsigned char **p, size_t *n, wamp_tok_k
  * (JSON: the next byte after whitespace closes it); false outside any container and after an
  * error. Reads nothing. */
 bool wamp_rd_at_end(wamp_rd *r);
+/* true when the next value, the top-level value or an array's next element, is an array or a
+ * map (so that a caller may skip it instead of building it); false for anything else, at a
+ * container's end and after an error. Reads nothing and validates nothing. */
+bool wamp_rd_next_is_container(wamp_rd *r);
 /* true once the top-level value has been read completely. */
 bool wamp_rd_done(const wamp_rd *r);
 /* Reason of the last error ("" when none). */

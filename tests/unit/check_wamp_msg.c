@@ -9,6 +9,7 @@
 #include <check.h>
 #include <jansson.h>
 
+#include "alloc_count.h"
 #include "wamp_codec.h"
 #include "wamp_msg.h"
 #include "wamp_rd.h"
@@ -828,6 +829,69 @@ START_TEST(test_parse_fields_agrees)
 
 END_TEST
 
+/* A message refused for its arity, its unknown type or a type that is not an integer is
+ * validated to its end, but the elements the refusal does not look at are not built as jansson
+ * values: built, each "[]" costs some 130 bytes, and one 16 MiB message of them from a peer that
+ * has not even sent HELLO would take over 700 MiB and seconds of the service thread. */
+START_TEST(test_refused_elements_not_built)
+{
+    enum {
+        EXTRA = 10000
+    };
+
+    static const struct {
+        const char *head, *tail, *why;
+    } cases[] = {
+            {"[1,\"realm1\",{}", "]", "HELLO: expected 3 elements, got 10003"},
+            {"[99", "]", "unknown message type 99"},
+            {"[[[]", "]]", "message type must be an integer"},
+    };
+
+    alloc_count_install();
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t head = strlen(cases[c].head), tail = strlen(cases[c].tail);
+        char *text = malloc(head + 3 * EXTRA + tail);
+        ck_assert_ptr_nonnull(text);
+        memcpy(text, cases[c].head, head);
+        size_t n = head;
+        for (size_t i = 0; i < EXTRA; i++, n += 3) {
+            memcpy(text + n, ",[]", 3);
+        }
+        memcpy(text + n, cases[c].tail, tail);
+        n += tail;
+        wamp_msg m;
+        char why[WAMP_WHY_LEN];
+        size_t before = alloc_count_json();
+        ck_assert_int_eq(wamp_msg_parse_bytes_fields(WAMP_SER_JSON, text, n, &m, why, sizeof(why)),
+                         WAMP_EPROTO);
+        size_t built = alloc_count_json() - before;
+        ck_assert_str_eq(why, cases[c].why);
+        ck_assert_msg(built < 100, "%s...: %zu jansson allocations", cases[c].head, built);
+        /* Malformed input among them is still reported as such. */
+        text[n - 2] = ',';
+        ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, text, n, &m, why, sizeof(why)),
+                         WAMP_EPROTO);
+        ck_assert_msg(strstr(why, "at offset"), "%s", why);
+        free(text);
+    }
+    /* MessagePack: the same arity error, from an array16 of one HELLO and 10,000 empty arrays. */
+    size_t n = 12 + EXTRA;
+    unsigned char *mp = malloc(n);
+    ck_assert_ptr_nonnull(mp);
+    memcpy(mp, "\xdc\x27\x13\x01\xa6realm1\x80", 12);
+    memset(mp + 12, 0x90, n - 12);
+    wamp_msg m;
+    char why[WAMP_WHY_LEN];
+    size_t before = alloc_count_json();
+    ck_assert_int_eq(wamp_msg_parse_bytes_fields(WAMP_SER_MSGPACK, mp, n, &m, why, sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_str_eq(why, "HELLO: expected 3 elements, got 10003");
+    ck_assert_uint_lt(alloc_count_json() - before, 100);
+    free(mp);
+}
+
+END_TEST
+
 /* One shared integer per known code, the first element of the lists wamp_msg_make_root()
  * makes. */
 START_TEST(test_code_values_shared)
@@ -890,6 +954,7 @@ static Suite *wamp_msg_suite(void)
     tcase_add_test(tc, test_parse_fields_long_uri);
     tcase_add_test(tc, test_parse_fields_msgpack_forms);
     tcase_add_test(tc, test_code_values_shared);
+    tcase_add_test(tc, test_refused_elements_not_built);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("names_builders");

@@ -608,6 +608,46 @@ START_TEST(test_init_in_array)
 
 END_TEST
 
+/* wamp_rd_next_is_container(): the next value of [1, [], {}, "x"] is a container for the
+ * second and third elements only, in every serializer, and the peek reads nothing. */
+START_TEST(test_next_is_container)
+{
+    static const struct {
+        wamp_ser ser;
+        const char *p;
+        size_t n;
+    } in[] = {
+            {WAMP_SER_JSON, "[1 , [] ,{}, \"x\"]", 17},
+            {WAMP_SER_MSGPACK, "\x94\x01\x90\x80\xa1x", 6},
+            {WAMP_SER_MSGPACK, "\x94\x01\xdc\x00\x00\xde\x00\x00\xa1x", 10},
+            {WAMP_SER_CBOR, "\x84\x01\x80\xa0\x61x", 6},
+    };
+
+    static const bool want[] = {false, true, true, false};
+    for (size_t c = 0; c < sizeof(in) / sizeof(in[0]); c++) {
+        wamp_rd r;
+        wamp_tok t;
+        const unsigned char *p;
+        size_t n;
+        wamp_rd_init_one_pass(&r, in[c].ser, in[c].p, in[c].n);
+        ck_assert(wamp_rd_next_is_container(&r));
+        ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+        ck_assert(t.kind == WAMP_TOK_ARRAY);
+        for (size_t i = 0; i < 4; i++) {
+            ck_assert_msg(wamp_rd_next_is_container(&r) == want[i], "case %zu element %zu", c, i);
+            ck_assert_msg(wamp_rd_next_is_container(&r) == want[i], "case %zu element %zu", c, i);
+            ck_assert_int_eq(wamp_rd_skip(&r, &p, &n, NULL), WAMP_OK);
+        }
+        ck_assert(!wamp_rd_next_is_container(&r)); /* the list's end */
+        ck_assert_int_eq(wamp_rd_next(&r, &t), WAMP_OK);
+        ck_assert(t.kind == WAMP_TOK_END && wamp_rd_done(&r));
+        ck_assert(!wamp_rd_next_is_container(&r));
+        wamp_rd_fini(&r);
+    }
+}
+
+END_TEST
+
 /* wamp_codec_decode_value(): uint64 above INT64_MAX is WAMP_ERANGE naming the value; NUL keys
  * and binary come through; CBOR through wamp_codec_decode()/encode() round-trips. */
 START_TEST(test_decode_value)
@@ -1237,6 +1277,7 @@ static Suite *wamp_rd_suite(void)
     tcase_add_loop_test(tc, test_depth_limit, 0, 3);
     tcase_add_test(tc, test_skip_slices);
     tcase_add_test(tc, test_init_in_array);
+    tcase_add_test(tc, test_next_is_container);
     tcase_add_test(tc, test_mp_skip_fix_agrees);
     tcase_add_test(tc, test_skip_one_pass_agrees);
     tcase_add_test(tc, test_mp_envelope_fast_path);
