@@ -305,18 +305,26 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
         goto fail;
     }
     for (size_t i = 0; !wamp_rd_at_end(&r); i++, n++) {
-        /* Only what the checks look at is built: the code and the elements its type has.
+        /* Only what the checks look at is built: the code and the elements its type has, and of
+         * those a list or dict only where a dict belongs (at most WAMP_MSG_VALUES_MAX values).
          * Elements past the type's arity, those after an unknown code, and a list or dict in
-         * the code's place are validated but not built: the message is refused for them anyway,
-         * and as jansson values they would cost many times their size (a "[]" some 130 bytes). */
-        if (spec ? i >= spec->max : (i > 0 || wamp_rd_next_is_container(&r))) {
+         * the place of the code, an id or a URI are validated but not built: the message is
+         * refused for them anyway, and as jansson values they would cost many times their size
+         * (a "[]" some 130 bytes). */
+        bool extra = spec ? i >= spec->max : i > 0;
+        /* (spec is known from the element after the code on) */
+        bool scalar_place =
+                !extra && (!spec || (!is_payload(spec, i) && spec->kind[i - 1] != FK_DICT));
+        bool misplaced = scalar_place && wamp_rd_next_is_container(&r);
+        if (extra || misplaced) {
             const unsigned char *skipped;
             size_t skipped_len;
             if ((err = wamp_rd_skip(&r, &skipped, &skipped_len, NULL)) != WAMP_OK) {
                 goto rd_fail;
             }
-            /* A list or dict as the code: wamp_msg_parse() refuses it as not an integer. */
-            if (i == 0 && json_array_append_new(root, json_null()) != 0) {
+            /* A list or dict in a scalar's place: wamp_msg_parse() refuses the null as it would
+             * have refused it ("must be an integer", "must be a string"). */
+            if (misplaced && json_array_append_new(root, json_null()) != 0) {
                 err = WAMP_ENOMEM;
                 goto fail;
             }
@@ -342,6 +350,7 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
             }
             continue;
         }
+        wamp_rd_limit_values(&r, WAMP_MSG_VALUES_MAX);
         err = wamp_rd_json(&r, &v);
         if (err == WAMP_ERANGE) {
             /* Malformed input further on is reported as such: read the rest first. */
@@ -354,6 +363,11 @@ wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_m
                 snprintf(r.why, sizeof(r.why), "%s", range_why);
             }
             err = WAMP_EPROTO;
+        }
+        if (err != WAMP_OK && spec && r.values_left == 0) {
+            why_set(why, why_len, "%s: element %zu (%s) holds %s", spec->name, i,
+                    spec->field[i - 1], wamp_rd_why(&r));
+            goto fail;
         }
         if (err != WAMP_OK) {
             goto rd_fail;
@@ -462,6 +476,7 @@ static bool field_read(wamp_rd *r, const struct msg_spec *spec, size_t n, wamp_m
     }
     if (kind == FK_DICT) {
         json_t *v = NULL;
+        wamp_rd_limit_values(r, WAMP_MSG_VALUES_MAX);
         if (wamp_rd_json(r, &v) != WAMP_OK || !json_is_object(v)) {
             json_decref(v);
             return false;
@@ -691,6 +706,7 @@ wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len)
         }
         wamp_rd r;
         wamp_rd_init(&r, m->ser, raw[k]->p, raw[k]->len);
+        wamp_rd_limit_values(&r, WAMP_MSG_VALUES_MAX);
         wamp_err err = wamp_rd_json(&r, &v[k]);
         if (err != WAMP_OK) {
             why_set(why, why_len, "%s: %s", names[k], wamp_rd_why(&r));

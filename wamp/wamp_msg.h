@@ -62,6 +62,14 @@ typedef struct wamp_slice {
 /* URIs up to this many bytes (the NUL included) are kept in a message parsed into fields. */
 #define WAMP_MSG_URI_INLINE 128
 
+/* The most values an envelope (the elements but Arguments and ArgumentsKw, and what its
+ * Details/Options hold) may hold, and so may each payload wamp_msg_decode_payload() builds
+ * (wamp_rd_limit_values(): an array, map or scalar counts one, a map key none). Beyond, the
+ * message is malformed (WAMP_EPROTO, "more than 131072 values"): built as jansson values, a
+ * message of empty lists would cost some 45 times its size (742 MiB for 16 MiB) and seconds of
+ * the service loop, whoever sent it. A PUBLISH's "eligible" list of 100,000 session ids fits. */
+#define WAMP_MSG_VALUES_MAX 131072
+
 typedef struct wamp_msg {
     json_t *root; /* owned: the message array (parsed from bytes: without the payload); NULL
                    * when parsed into fields (until wamp_msg_make_root()) */
@@ -102,7 +110,8 @@ wamp_err wamp_msg_parse(json_t *root, wamp_msg *out, char *why, size_t why_len);
  * the token reader (wamp_rd.h) and kept as slices of data (out->args_raw, out->kwargs_raw,
  * out->ser), valid as long as data is. WAMP_EPROTO with a reason in why for malformed input
  * (whatever wamp_rd refuses, anywhere in the message; a duplicate key or an integer above INT64_MAX
- * in the envelope; Arguments not a list, ArgumentsKw not a dict; the wamp_msg_parse() rules);
+ * in the envelope, or more than WAMP_MSG_VALUES_MAX values in it; Arguments not a list,
+ * ArgumentsKw not a dict; the wamp_msg_parse() rules);
  * WAMP_ENOMEM. *out is zeroed after failure. */
 wamp_err wamp_msg_parse_bytes(wamp_ser ser, const void *data, size_t len, wamp_msg *out, char *why,
                               size_t why_len);
@@ -128,7 +137,8 @@ wamp_err wamp_msg_make_root(wamp_msg *m);
  * of a message parsed from bytes, for a consumer that needs the values; a no-op (WAMP_OK) when
  * they exist already or the message has no payload. WAMP_ERANGE when a value cannot be
  * represented (an integer above INT64_MAX: why names it and says where), WAMP_EPROTO for a
- * duplicate map key, WAMP_ENOMEM. m->args/kwargs stay NULL after failure. */
+ * duplicate map key or a payload of more than WAMP_MSG_VALUES_MAX values, WAMP_ENOMEM.
+ * m->args/kwargs stay NULL after failure. */
 wamp_err wamp_msg_decode_payload(wamp_msg *m, char *why, size_t why_len);
 
 /* Payload passthru mode (WAMP Advanced Profile "Payload Passthru Mode"): the ppt_* keys of an

@@ -146,6 +146,7 @@ void wamp_rd_init(wamp_rd *r, wamp_ser ser, const void *p, size_t n)
     r->end = r->start + (p ? n : 0);
     r->depth = 0;
     r->done = r->counting = r->counted = r->one_pass = r->share_empty_map = false;
+    r->values_left = r->values_max = SIZE_MAX;
     r->lv = r->lv_inline;
     r->lv_cap = WAMP_RD_INLINE_LEVELS;
     r->counts = NULL;
@@ -168,6 +169,11 @@ void wamp_rd_init_in_array(wamp_rd *r, wamp_ser ser, const void *p, size_t n, si
     r->p = r->tok_start = r->tok_end = r->start + (at < n ? at : n);
     r->lv[0] = (wamp_rd_level){.left = left, .is_map = false, .key_next = false, .first = false};
     r->depth = 1;
+}
+
+void wamp_rd_limit_values(wamp_rd *r, size_t max)
+{
+    r->values_left = r->values_max = max;
 }
 
 void wamp_rd_fini(wamp_rd *r)
@@ -1401,10 +1407,14 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
 {
     *out = NULL;
     if ((r->ser == WAMP_SER_MSGPACK || (r->ser == WAMP_SER_JSON && r->one_pass)) &&
-        r->err == WAMP_OK && r->depth > 0) {
+        r->err == WAMP_OK && r->depth > 0 && r->values_left > 0) {
         int fast = r->ser == WAMP_SER_MSGPACK ? mp_fast_json(r, out) : js_fast_json(r, out);
-        if (fast != 0) {
-            return fast > 0 ? WAMP_OK : r->err;
+        if (fast > 0) {
+            r->values_left--;
+            return WAMP_OK;
+        }
+        if (fast < 0) {
+            return r->err;
         }
     }
     wamp_tok t;
@@ -1415,6 +1425,13 @@ wamp_err wamp_rd_json(wamp_rd *r, json_t **out)
     do {
         if (wamp_rd_next(r, &t) != WAMP_OK) {
             goto fail;
+        }
+        if (t.kind != WAMP_TOK_END && !(t.kind == WAMP_TOK_STR && t.is_key)) {
+            if (r->values_left == 0) {
+                (void)bad(r, "more than %zu values", r->values_max);
+                goto fail;
+            }
+            r->values_left--;
         }
         size_t at = (size_t)(r->tok_start - r->start);
         json_t *item = NULL;

@@ -89,6 +89,9 @@ typedef struct wamp_rd {
     /* wamp_rd_json(): an empty map that is an array's element comes back as the shared
      * wamp_rd_empty_map() (false after init; wamp_msg_parse_bytes() sets it for envelopes) */
     bool share_empty_map;
+    /* wamp_rd_json(): values it may still build, over every call on this reader, and the limit
+     * it started from (wamp_rd_limit_values(); no limit after init) */
+    size_t values_left, values_max;
     wamp_rd_level *lv;
     size_t lv_cap;
     wamp_rd_level lv_inline[WAMP_RD_INLINE_LEVELS];
@@ -115,6 +118,11 @@ void wamp_rd_init_in_array(wamp_rd *r, wamp_ser ser, const void *p, size_t n, si
                            size_t left);
 /* Frees the scratch space. NULL-safe, idempotent. */
 void wamp_rd_fini(wamp_rd *r);
+/* Bounds the jansson values wamp_rd_json() builds on r, over all its calls: each array, map and
+ * scalar counts one (map keys do not). Beyond, wamp_rd_json() fails with WAMP_EPROTO ("more than
+ * max values"): a value built costs many times its encoded size (an empty list, two bytes, about
+ * 130 bytes as a jansson array), which the limit bounds. Call after init, before reading. */
+void wamp_rd_limit_values(wamp_rd *r, size_t max);
 
 /* The next token into *t. WAMP_OK; WAMP_EPROTO for malformed input (see above); WAMP_ENOMEM;
  * WAMP_EINVAL when the value is already complete. Errors are sticky. The token that completes

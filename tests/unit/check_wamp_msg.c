@@ -892,6 +892,122 @@ START_TEST(test_refused_elements_not_built)
 
 END_TEST
 
+/* text: head, then n times unit, then tail (malloc'd; its length in *len). */
+static char *repeat(const char *head, const char *unit, size_t n, const char *tail, size_t *len)
+{
+    size_t h = strlen(head), u = strlen(unit), t = strlen(tail);
+    char *s = malloc(h + u * n + t + 1);
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, head, h);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(s + h + u * i, unit, u);
+    }
+    memcpy(s + h + u * n, tail, t + 1);
+    *len = h + u * n + t;
+    return s;
+}
+
+/* Details/Options hold at most WAMP_MSG_VALUES_MAX values (the dict, the list in it and its
+ * empty lists here), in both parses and both serializers, and so does a payload decoded for the
+ * router's own procedures: the jansson values built for a message stay bounded whatever its
+ * size. A list or dict where an id or a URI belongs is not built at all, and is refused as any
+ * other value there. */
+START_TEST(test_envelope_values_bounded)
+{
+    const size_t fits = WAMP_MSG_VALUES_MAX - 2; /* + the dict and its list */
+    char why[WAMP_WHY_LEN];
+    wamp_msg m;
+    for (size_t extra = 0; extra < 2; extra++) {
+        size_t len;
+        char *text = repeat("[1,\"realm1\",{\"x\":[[]", ",[]", fits - 1 + extra, "]}]", &len);
+        /* JSON, read into fields and through the full parse */
+        wamp_err want = extra ? WAMP_EPROTO : WAMP_OK;
+        ck_assert_int_eq(
+                wamp_msg_parse_bytes_fields(WAMP_SER_JSON, text, len, &m, why, sizeof(why)), want);
+        if (!extra) {
+            ck_assert_uint_eq(json_array_size(json_object_get(m.dict, "x")), fits);
+            wamp_msg_fini(&m);
+        } else {
+            ck_assert_str_eq(why, "HELLO: element 2 (Details) holds more than 131072 values");
+        }
+        ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
+                         want);
+        if (!extra) {
+            wamp_msg_fini(&m);
+        }
+        free(text);
+        /* MessagePack: [1, "realm1", {"x": [[], ...]}] with an array32 */
+        size_t n = fits + extra, mlen = 17 + n;
+        unsigned char *mp = malloc(mlen);
+        ck_assert_ptr_nonnull(mp);
+        memcpy(mp, "\x93\x01\xa6realm1\x81\xa1x\xdd", 13);
+        for (int b = 0; b < 4; b++) {
+            mp[13 + b] = (unsigned char)(n >> (24 - 8 * b));
+        }
+        memset(mp + 17, 0x90, n);
+        ck_assert_int_eq(
+                wamp_msg_parse_bytes_fields(WAMP_SER_MSGPACK, mp, mlen, &m, why, sizeof(why)),
+                want);
+        if (!extra) {
+            wamp_msg_fini(&m);
+        } else {
+            ck_assert_str_eq(why, "HELLO: element 2 (Details) holds more than 131072 values");
+        }
+        free(mp);
+    }
+    /* A message of a million empty lists in its Options builds no more than the bound: about
+     * four jansson allocations a value (an empty list is two, and the list holding them grows),
+     * where the million would take four million. */
+    alloc_count_install();
+    size_t len;
+    char *text = repeat("[16,1,{\"x\":[[]", ",[]", 1000000, "]},\"a.b\"]", &len);
+    size_t before = alloc_count_json();
+    ck_assert_int_eq(wamp_msg_parse_bytes_fields(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_uint_le(alloc_count_json() - before, 5 * (size_t)WAMP_MSG_VALUES_MAX);
+    free(text);
+    /* Where an id belongs: not built, refused as a null would be. */
+    char null_why[WAMP_WHY_LEN];
+    static const char null_text[] = "[16,null,{},\"a.b\"]";
+    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, null_text, strlen(null_text), &m, null_why,
+                                          sizeof(null_why)),
+                     WAMP_EPROTO);
+    text = repeat("[16,[[]", ",[]", 10000, "],{},\"a.b\"]", &len);
+    before = alloc_count_json();
+    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_uint_lt(alloc_count_json() - before, 100);
+    ck_assert_str_eq(why, null_why);
+    free(text);
+    /* Where the URI belongs, the same. */
+    static const char null_uri[] = "[16,1,{},null]";
+    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, null_uri, strlen(null_uri), &m, null_why,
+                                          sizeof(null_why)),
+                     WAMP_EPROTO);
+    text = repeat("[16,1,{},{\"k\":[[]", ",[]", 10000, "]}]", &len);
+    before = alloc_count_json();
+    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
+                     WAMP_EPROTO);
+    ck_assert_uint_lt(alloc_count_json() - before, 100);
+    ck_assert_str_eq(why, null_why);
+    free(text);
+    /* A payload decoded for a router procedure: the same bound, per payload. */
+    for (size_t extra = 0; extra < 2; extra++) {
+        text = repeat("[48,1,{},\"wamp.session.list\",[[]", ",[]", WAMP_MSG_VALUES_MAX - 2 + extra,
+                      "]]", &len);
+        ck_assert_int_eq(
+                wamp_msg_parse_bytes_fields(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
+                WAMP_OK);
+        ck_assert_int_eq(wamp_msg_decode_payload(&m, why, sizeof(why)),
+                         extra ? WAMP_EPROTO : WAMP_OK);
+        ck_assert(extra ? m.args == NULL : json_array_size(m.args) == WAMP_MSG_VALUES_MAX - 1);
+        wamp_msg_fini(&m);
+        free(text);
+    }
+}
+
+END_TEST
+
 /* One shared integer per known code, the first element of the lists wamp_msg_make_root()
  * makes. */
 START_TEST(test_code_values_shared)
@@ -955,6 +1071,7 @@ static Suite *wamp_msg_suite(void)
     tcase_add_test(tc, test_parse_fields_msgpack_forms);
     tcase_add_test(tc, test_code_values_shared);
     tcase_add_test(tc, test_refused_elements_not_built);
+    tcase_add_test(tc, test_envelope_values_bounded);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("names_builders");
