@@ -16,9 +16,11 @@
  * the realm has no pattern subscription.
  *
  * Event retention: PUBLISH options.retain stores the event as the topic's retained one (per
- * realm, bounded by limits.max_retained_topics / max_retained_bytes); SUBSCRIBE
- * options.get_retained delivers, after SUBSCRIBED, the retained event of every topic the
- * subscription matches that the publication's black/white lists admit (Details.retained).
+ * realm, bounded by limits.max_retained_topics / max_retained_bytes); one with black/white lists
+ * keeps the topic's earlier ones behind it for the sessions its lists leave out. SUBSCRIBE
+ * options.get_retained delivers, after SUBSCRIBED, for every topic the subscription matches, the
+ * newest retained event whose publication's black/white lists admit the subscriber
+ * (Details.retained).
  *
  * Ownership: the broker owns its subscriptions, membership records and retained events; sessions
  * only hold the list links (rt_session.subs). Service thread only; the fan-out is not re-entrant

@@ -15,9 +15,21 @@
 
 /* The retained event of one topic (event_retention): the payload as published, the publisher's
  * identity when it was disclosed, and the publication's black/white lists, which also decide who
- * gets it later. */
-typedef struct rt_retained {
-    rt_hnode by_topic;
+ * gets it later.
+ *
+ * Spec "Event Retention": a subscriber gets the most recent retained event it would have
+ * received. So an event retained with black/white lists does not replace the topic's earlier
+ * ones: they stay, older, behind it (`older`), for the sessions its lists leave out. An event
+ * for all ends the chain (nothing older can be anyone's most recent), and a chain holds at most
+ * RT_RETAINED_LISTED_MAX listed events, the oldest listed going first. The newest is in
+ * b->retained. */
+#define RT_RETAINED_LISTED_MAX 8
+
+typedef struct rt_retained rt_retained;
+
+struct rt_retained {
+    rt_hnode by_topic;  /* the newest of a topic only */
+    rt_retained *older; /* owned: the topic's previous retained events, newest first */
     char *topic;
     json_t *args, *kwargs; /* owned references, NULL when absent (a router-built payload) */
     rt_payload payload;    /* owned copy of the publisher's payload bytes (ser 0: none) */
@@ -26,7 +38,7 @@ typedef struct rt_retained {
     json_t *options;       /* owned: the PUBLISH options when they hold listing options, or NULL */
     size_t bytes;          /* counted against limits.max_retained_bytes */
     uint64_t wall_ns;      /* when it was retained (wall clock, rt_trace_wall_ns()) */
-} rt_retained;
+};
 
 static size_t json_size(const json_t *v)
 {
@@ -46,7 +58,7 @@ static rt_retained *retained_find(const rt_broker *b, const char *topic)
     return NULL;
 }
 
-/* Frees r (not in b->retained). */
+/* Frees r (not in b->retained), not the events older than it. */
 static void retained_free(rt_retained *r)
 {
     json_decref(r->args);
@@ -59,11 +71,46 @@ static void retained_free(rt_retained *r)
     free(r);
 }
 
+/* Frees the chain from r on (not in b->retained). */
+static void retained_free_chain(rt_broker *b, rt_retained *r)
+{
+    while (r) {
+        rt_retained *older = r->older;
+        b->retained_bytes -= r->bytes;
+        retained_free(r);
+        r = older;
+    }
+}
+
+/* Removes a topic's retained events (r: the newest). */
 static void retained_remove(rt_broker *b, rt_retained *r)
 {
     rt_hmap_remove(&b->retained, &r->by_topic);
-    b->retained_bytes -= r->bytes;
-    retained_free(r);
+    retained_free_chain(b, r);
+}
+
+/* The events to keep behind a new listed event of the topic whose newest is old: old's chain
+ * less its oldest listed events past RT_RETAINED_LISTED_MAX - 1, unlinked from b->retained. */
+static rt_retained *retained_keep_behind(rt_broker *b, rt_retained *old)
+{
+    rt_hmap_remove(&b->retained, &old->by_topic);
+    for (;;) {
+        size_t listed = 0;
+        rt_retained **oldest = NULL;
+        for (rt_retained **link = &old; *link; link = &(*link)->older) {
+            if ((*link)->options) {
+                listed++;
+                oldest = link;
+            }
+        }
+        if (listed < RT_RETAINED_LISTED_MAX) {
+            return old;
+        }
+        rt_retained *r = *oldest;
+        *oldest = r->older;
+        b->retained_bytes -= r->bytes;
+        retained_free(r);
+    }
 }
 
 static size_t limit_or(size_t v, size_t dflt)
@@ -71,7 +118,8 @@ static size_t limit_or(size_t v, size_t dflt)
     return v ? v : dflt;
 }
 
-/* PUBLISH with retain: the event replaces the topic's retained one (p->retained_ns: when).
+/* PUBLISH with retain: the event becomes the topic's newest retained one (p->retained_ns:
+ * when); an event for all replaces the topic's others, a listed one keeps them behind it.
  * Within the realm's limits (topics and bytes): over them the event is not retained (and the
  * topic keeps none), which is logged. WAMP_ENOMEM. */
 wamp_err rt_broker_retain_event(rt_broker *b, pub_ctx *p, const json_t *options)
@@ -79,8 +127,10 @@ wamp_err rt_broker_retain_event(rt_broker *b, pub_ctx *p, const json_t *options)
     rt_router *rt = rt_realm_router(b->realm);
     size_t max_topics = limit_or(rt->cfg->limits.max_retained_topics, RT_DEF_MAX_RETAINED_TOPICS);
     size_t max_bytes = limit_or(rt->cfg->limits.max_retained_bytes, RT_DEF_MAX_RETAINED_BYTES);
-    rt_retained *old = retained_find(b, p->topic);
-    if (old) {
+    rt_retained *old = retained_find(b, p->topic), *behind = NULL;
+    if (old && p->filter.any) {
+        behind = retained_keep_behind(b, old);
+    } else if (old) {
         retained_remove(b, old);
     }
     size_t bytes = strlen(p->topic) + json_size(p->args) + json_size(p->kwargs) +
@@ -95,11 +145,13 @@ wamp_err rt_broker_retain_event(rt_broker *b, pub_ctx *p, const json_t *options)
                 p->topic, rt_realm_name(b->realm), b->retained.count, b->retained_bytes, max_topics,
                 max_bytes, bytes);
         rt->stats.events_not_retained++;
+        retained_free_chain(b, behind);
         return WAMP_OK;
     }
     rt_retained *r = calloc(1, sizeof(*r));
     if (!r || !(r->topic = strdup(p->topic))) {
         free(r);
+        retained_free_chain(b, behind);
         return WAMP_ENOMEM;
     }
     r->bytes = bytes;
@@ -121,32 +173,41 @@ wamp_err rt_broker_retain_event(rt_broker *b, pub_ctx *p, const json_t *options)
     if (oom || rt_hmap_insert(&b->retained, &r->by_topic,
                               rt_broker_uri_hash(r->topic, strlen(r->topic))) != WAMP_OK) {
         retained_free(r);
+        retained_free_chain(b, behind);
         return WAMP_ENOMEM;
     }
+    r->older = behind;
     b->retained_bytes += bytes;
     p->retained_ns = r->wall_ns;
     return WAMP_OK;
 }
 
-/* Whether subscription sub's new member s gets retained event r: the topic matches, and the
- * publication's black/white lists admit s (exclude_me does not apply: the publisher may
- * subscribe later to read its own retained state). */
-static bool retained_admits_id(const char *uri, wamp_match match, const rt_retained *r, uint64_t id,
-                               const char *authid, const char *authrole)
+/* The retained event of one topic (r: its newest) that a new member of a subscription of (uri,
+ * match), session (id, authid, authrole), gets: if the topic matches, the newest whose
+ * publication's black/white lists admit it (exclude_me does not apply: the publisher may
+ * subscribe later to read its own retained state). NULL if none. */
+static const rt_retained *retained_pick(const rt_retained *r, const char *uri, wamp_match match,
+                                        uint64_t id, const char *authid, const char *authrole)
 {
     if (!wamp_uri_matches(uri, match, r->topic)) {
-        return false;
+        return NULL;
     }
-    pub_ctx p;
-    bool ack;
-    return !r->options ||
-           (rt_broker_parse_publish(r->options, &p, &ack) == NULL &&
-            (!p.filter.any || rt_broker_lists_admit(&p.filter, id, authid, authrole)));
+    for (; r; r = r->older) {
+        pub_ctx p;
+        bool ack;
+        if (!r->options ||
+            (rt_broker_parse_publish(r->options, &p, &ack) == NULL &&
+             (!p.filter.any || rt_broker_lists_admit(&p.filter, id, authid, authrole)))) {
+            return r;
+        }
+    }
+    return NULL;
 }
 
-static bool retained_admits(const rt_subscription *sub, const rt_retained *r, const rt_session *s)
+static const rt_retained *retained_for(const rt_subscription *sub, const rt_retained *r,
+                                       const rt_session *s)
 {
-    return retained_admits_id(sub->uri, sub->match, r, s->id, s->authid, s->authrole);
+    return retained_pick(r, sub->uri, sub->match, s->id, s->authid, s->authrole);
 }
 
 /* EVENT of a retained event to s for sub: Details d (consumed; NULL: out of memory), which holds
@@ -185,15 +246,16 @@ static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
                                 const rt_subscription *sub, bool get_retained)
 {
     size_t n = 0;
-    rt_retained *only = NULL;
+    const rt_retained *only = NULL;
     if (get_retained && sub->match == WAMP_MATCH_EXACT) {
-        only = retained_find(b, sub->uri);
-        n = only && retained_admits(sub, only, s) ? 1 : 0;
+        const rt_retained *r = retained_find(b, sub->uri);
+        only = r ? retained_for(sub, r, s) : NULL;
+        n = only ? 1 : 0;
     } else if (get_retained) {
         /* A pattern: every retained topic it matches (bounded by limits.max_retained_topics). */
         for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
              rt_hmap_iter_next(&b->retained, &it)) {
-            n += retained_admits(sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s) ? 1 : 0;
+            n += retained_for(sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s) ? 1 : 0;
         }
     }
     if (n == 0) {
@@ -210,8 +272,9 @@ static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
     size_t sent = 0;
     for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node && err == WAMP_OK;
          rt_hmap_iter_next(&b->retained, &it)) {
-        rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
-        if (retained_admits(sub, r, s)) {
+        const rt_retained *r =
+                retained_for(sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s);
+        if (r) {
             if (++sent == n) {
                 rt_observers_action_last(&s->rt->observers, s->rt);
             }
@@ -270,8 +333,9 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
 {
     for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
          rt_hmap_iter_next(&b->retained, &it)) {
-        const rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
-        if (!retained_admits_id(uri, match, r, id, authid, authrole)) {
+        const rt_retained *r = retained_pick(RT_CONTAINER_OF(it.node, rt_retained, by_topic), uri,
+                                             match, id, authid, authrole);
+        if (!r) {
             continue;
         }
         json_t *pub = r->publisher;

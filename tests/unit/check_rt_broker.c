@@ -1079,6 +1079,58 @@ START_TEST(test_retained_event_keeps_listing_and_disclosure)
 
 END_TEST
 
+/* Spec "Event Retention": a subscriber gets the most recent retained event it would have
+ * received. An event retained for a few (black/white lists) does not hide the earlier one for
+ * all from the others; a later event for all replaces both; a topic keeps a bounded number of
+ * listed events above its event for all. */
+START_TEST(test_listed_retained_event_keeps_the_one_for_all)
+{
+    fake_conn *pub = joined(WAMP_SER_JSON, "realm1"), *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_MSGPACK, "realm1");
+    rt_broker *br = broker_of("realm1");
+    fake_conn_send(pub, "[16, 1, {\"retain\": true}, \"com.t\", [\"all\"]]");
+    size_t bytes_all = rt_broker_retained_bytes(br);
+    char o[128];
+    snprintf(o, sizeof(o), "{\"retain\": true, \"eligible\": [%llu]}",
+             (unsigned long long)rt_session_id(a->s));
+    fake_conn_send(pub, "[16, 2, %s, \"com.t\", [\"a\"]]", o);
+    ck_assert_uint_eq(rt_broker_retained_count(br), 1);
+    size_t bytes_listed = rt_broker_retained_bytes(br) - bytes_all;
+    int64_t ia = subscribe_opts(a, 1, "{\"get_retained\": true}", "com.t");
+    json_decref(expect_retained(a, ia, NULL, "a"));
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    int64_t ib = subscribe_opts(b, 1, "{\"get_retained\": true}", "com.t");
+    json_decref(expect_retained(b, ib, NULL, "all"));
+    ck_assert_uint_eq(fake_conn_pending(b), 0);
+    int64_t ip = subscribe_opts(b, 2, "{\"match\": \"prefix\", \"get_retained\": true}", "com.");
+    json_decref(expect_retained(b, ip, "com.t", "all"));
+    ck_assert_uint_eq(fake_conn_pending(b), 0);
+    /* Many listed events: the topic keeps the newest few, and still the one for all. */
+    for (int i = 0; i < 50; i++) {
+        fake_conn_send(pub, "[16, 3, %s, \"com.t\", [\"a\"]]", o);
+    }
+    ck_assert_uint_le(rt_broker_retained_bytes(br), bytes_all + 10 * bytes_listed);
+    fake_conn_clear(a);
+    fake_conn_send(b, "[32, 4, {\"get_retained\": true}, \"com.t\"]");
+    json_decref(fake_conn_next(b)); /* SUBSCRIBED */
+    json_decref(expect_retained(b, ib, NULL, "all"));
+    /* A new event for all replaces them all. */
+    fake_conn_send(pub, "[16, 5, {\"retain\": true}, \"com.t\", [\"all2\"]]");
+    fake_conn_clear(a);
+    fake_conn_clear(b);
+    ck_assert_uint_eq(rt_broker_retained_bytes(br), bytes_all + 1);
+    fake_conn_send(a, "[32, 6, {\"get_retained\": true}, \"com.t\"]");
+    json_decref(fake_conn_next(a)); /* SUBSCRIBED */
+    json_decref(expect_retained(a, ia, NULL, "all2"));
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    fake_conn_free(pub);
+    fake_conn_free(a);
+    fake_conn_free(b);
+    ck_assert_uint_eq(rt_broker_retained_count(br), 1);
+}
+
+END_TEST
+
 static void retain_limits_setup(void)
 {
     test_router_init(&T);
@@ -1350,6 +1402,7 @@ static Suite *rt_broker_suite(void)
     tcase_set_timeout(tt, 10);
     tcase_add_test(tt, test_retained_event_delivered_on_get_retained);
     tcase_add_test(tt, test_retained_events_for_pattern_subscriptions);
+    tcase_add_test(tt, test_listed_retained_event_keeps_the_one_for_all);
     tcase_add_test(tt, test_welcome_announces_event_retention);
     suite_add_tcase(s, tt);
     TCase *tl = tcase_create("retention_limits");
