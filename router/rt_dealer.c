@@ -693,7 +693,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
         rt_router *rt = caller->rt;
         bool traced = rt_observers_action_resume(&rt->observers, rt, &c->action);
         RT_LOG_DEBUG(caller->id, "call %llu timed out", (unsigned long long)c->request);
-        if (callee_can_interrupt(c)) {
+        if (callee_can_interrupt(c) && !c->killing) { /* a kill has interrupted it already */
             (void)send_interrupt(c, "killnowait");
         }
         uint64_t request = c->request;

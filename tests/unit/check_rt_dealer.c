@@ -881,6 +881,28 @@ START_TEST(test_call_timeout)
 
 END_TEST
 
+/* CANCEL kill interrupted the call already; its deadline passing ends the call for the caller
+ * without a second INTERRUPT, as the caller leaving does (spec "Call Timeouts": the mode is
+ * killnowait, and a killnowait after a kill tells the callee nothing new). */
+START_TEST(test_timeout_after_kill_interrupts_once)
+{
+    fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    do_register(callee, "com.slow");
+    long long inv = start_call(caller, callee, 1, "{\"timeout\": 500}", "com.slow");
+    fake_conn_send(caller, "[49, 1, {\"mode\": \"kill\"}]");
+    expect_interrupt(callee, inv, "kill");
+    fake_clock_advance_ms(&T.clock, 500);
+    rt_router_tick(T.rt);
+    fake_expect_error(caller, WAMP_MSG_CALL, 1, WAMP_ERROR_TIMEOUT);
+    ck_assert_uint_eq(fake_conn_pending(callee), 0);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
 START_TEST(test_caller_identification)
 {
     fake_conn *callee = joined(WAMP_SER_JSON, "locked");
@@ -1188,6 +1210,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_caller_leaving_interrupts_canceling_callee);
     tcase_add_test(tc, test_leaving_with_progressive_and_canceled_calls);
     tcase_add_test(tc, test_call_timeout);
+    tcase_add_test(tc, test_timeout_after_kill_interrupts_once);
     tcase_add_test(tc, test_caller_identification);
     tcase_add_test(tc, test_local_procedure_with_patterns);
     tcase_add_test(tc, test_payload_exact_across_serializers);
