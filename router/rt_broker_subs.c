@@ -301,9 +301,24 @@ size_t rt_broker_collect_matches(rt_broker *b, const char *topic)
     return n;
 }
 
-/* The member record of session s for subscription id, or NULL. */
+/* The member record of session s for subscription id, or NULL. It walks whichever is shorter:
+ * the subscription's members or the session's subscriptions. A session may hold
+ * limits.max_subscriptions of them: walking them all for each of its SUBSCRIBEs and UNSUBSCRIBEs
+ * (n^2 steps) let one client stall the router for many seconds. */
 rt_sub_member *rt_broker_find_member(rt_session *s, uint64_t id)
 {
+    const rt_subscription *sub = s->realm ? rt_broker_find(rt_realm_broker(s->realm), id) : NULL;
+    if (s->realm && !sub) {
+        return NULL;
+    }
+    if (sub && sub->n_members < s->n_subs) {
+        for (size_t i = 0; i < sub->n_members; i++) {
+            if (sub->members[i]->s == s) {
+                return sub->members[i];
+            }
+        }
+        return NULL;
+    }
     RT_LIST_FOREACH_SAFE(it, nx, &s->subs)
     {
         rt_sub_member *mb = RT_CONTAINER_OF(it, rt_sub_member, in_session);

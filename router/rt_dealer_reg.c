@@ -310,17 +310,46 @@ void rt_dealer_register_commit(rt_dealer *d, rt_session *s, const rt_creg_claim 
     }
 }
 
+static rt_registration *find_by_id(const rt_dealer *d, uint64_t id)
+{
+    for (rt_hnode *n = rt_hmap_first(&d->by_id, rt_hash_u64(id)); n; n = rt_hmap_next(n)) {
+        rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_id);
+        if (reg->id == id) {
+            return reg;
+        }
+    }
+    return NULL;
+}
+
+/* Session s's membership of registration reg_id in d, or NULL. It walks whichever is shorter:
+ * the registration's callees or the session's registrations (up to limits.max_registrations,
+ * which walking for each UNREGISTER made n^2 steps). */
+static rt_reg_callee *find_callee(const rt_dealer *d, rt_session *s, uint64_t reg_id)
+{
+    rt_registration *reg = find_by_id(d, reg_id);
+    if (!reg) {
+        return NULL;
+    }
+    bool by_reg = reg->n_callees < s->n_regs;
+    rt_list *head = by_reg ? &reg->callees : &s->regs;
+    for (rt_list *it = head->next; it != head; it = it->next) {
+        rt_reg_callee *rc = by_reg ? RT_CONTAINER_OF(it, rt_reg_callee, in_reg)
+                                   : RT_CONTAINER_OF(it, rt_reg_callee, in_session);
+        if (rc->session == s && rc->reg == reg) {
+            return rc;
+        }
+    }
+    return NULL;
+}
+
 wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
 {
-    RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
-    {
-        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
-        if (rc->reg->id == m->id2) {
-            /* Calls already invoked stay pending on the callee and complete normally. */
-            rt_dealer_reg_callee_remove(d, rc);
-            rt_observers_action_last(&s->rt->observers, s->rt);
-            return rt_session_send(s, wamp_msg_new_unregistered(m->id));
-        }
+    rt_reg_callee *rc = find_callee(d, s, m->id2);
+    if (rc) {
+        /* Calls already invoked stay pending on the callee and complete normally. */
+        rt_dealer_reg_callee_remove(d, rc);
+        rt_observers_action_last(&s->rt->observers, s->rt);
+        return rt_session_send(s, wamp_msg_new_unregistered(m->id));
     }
     return rt_session_send_error(s, WAMP_MSG_UNREGISTER, m->id, WAMP_ERROR_NO_SUCH_REGISTRATION,
                                  "no such registration for this session");
@@ -328,14 +357,8 @@ wamp_err rt_dealer_on_unregister(rt_dealer *d, rt_session *s, const wamp_msg *m)
 
 const char *rt_dealer_procedure_of(rt_session *s, uint64_t reg_id)
 {
-    RT_LIST_FOREACH_SAFE(it, nx, &s->regs)
-    {
-        rt_reg_callee *rc = RT_CONTAINER_OF(it, rt_reg_callee, in_session);
-        if (rc->reg->id == reg_id) {
-            return rc->reg->uri;
-        }
-    }
-    return NULL;
+    rt_reg_callee *rc = s->realm ? find_callee(rt_realm_dealer(s->realm), s, reg_id) : NULL;
+    return rc ? rc->reg->uri : NULL;
 }
 
 /* --- Enumeration ----------------------------------------------------------------------------- */
@@ -348,17 +371,6 @@ static void reg_info(const rt_registration *reg, rt_reg_info *out)
     out->invoke = rt_dealer_invoke_name(reg->invoke);
     out->n_callees = reg->n_callees;
     out->created_us = reg->created_us;
-}
-
-static rt_registration *find_by_id(const rt_dealer *d, uint64_t id)
-{
-    for (rt_hnode *n = rt_hmap_first(&d->by_id, rt_hash_u64(id)); n; n = rt_hmap_next(n)) {
-        rt_registration *reg = RT_CONTAINER_OF(n, rt_registration, by_id);
-        if (reg->id == id) {
-            return reg;
-        }
-    }
-    return NULL;
 }
 
 void rt_dealer_foreach(const rt_dealer *d, bool (*fn)(void *ctx, const rt_reg_info *r), void *ctx)

@@ -59,6 +59,53 @@ START_TEST(test_subscribers_share_subscription_id)
 
 END_TEST
 
+/* A session's membership of a subscription is found from whichever side is shorter (the
+ * subscription's members, or the session's subscriptions): both give the same answers. */
+START_TEST(test_membership_found_from_either_side)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *c = joined(WAMP_SER_JSON, "realm1");
+    int64_t t0 = subscribe(a, "com.t0");
+    for (int i = 1; i < 5; i++) {
+        char topic[16];
+        snprintf(topic, sizeof(topic), "com.t%d", i);
+        subscribe(a, topic);
+    }
+    ck_assert_int_eq(subscribe(b, "com.t0"), t0);
+    subscribe(c, "com.t1");
+    ck_assert_int_eq(subscribe(a, "com.t0"), t0);      /* again: the same, a is found a member */
+    fake_conn_send(c, "[34, 2, %lld]", (long long)t0); /* c is not a member */
+    fake_expect_error(c, WAMP_MSG_UNSUBSCRIBE, 2, WAMP_ERROR_NO_SUCH_SUBSCRIPTION);
+    for (int i = 0; i < 2; i++) {
+        fake_conn_send(a, "[34, 3, %lld]", (long long)t0);
+        if (i == 0) {
+            json_t *m = fake_conn_next(a);
+            ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_UNSUBSCRIBED);
+            json_decref(m);
+        } else {
+            fake_expect_error(a, WAMP_MSG_UNSUBSCRIBE, 3, WAMP_ERROR_NO_SUCH_SUBSCRIPTION);
+        }
+    }
+    fake_conn_send(c, "[16, 4, {}, \"com.t0\", [1]]");
+    ck_assert_uint_eq(fake_conn_pending(a), 0);
+    json_t *ev = fake_conn_next(b);
+    ck_assert_int_eq(fake_msg_int(ev, 0), WAMP_MSG_EVENT);
+    json_decref(ev);
+    fake_conn_send(b, "[34, 5, %lld]", (long long)t0);
+    json_t *m = fake_conn_next(b);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_UNSUBSCRIBED);
+    json_decref(m);
+    fake_conn_send(b, "[34, 6, %lld]", (long long)t0); /* the subscription is gone */
+    fake_expect_error(b, WAMP_MSG_UNSUBSCRIBE, 6, WAMP_ERROR_NO_SUCH_SUBSCRIPTION);
+    ck_assert_uint_eq(test_router_sub_count(T.rt, "realm1"), 4);
+    fake_conn_free(a);
+    fake_conn_free(b);
+    fake_conn_free(c);
+}
+
+END_TEST
+
 START_TEST(test_publish_fans_out_excluding_publisher)
 {
     fake_conn *subs[3];
@@ -1367,6 +1414,7 @@ static Suite *rt_broker_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_subscribers_share_subscription_id);
+    tcase_add_test(tc, test_membership_found_from_either_side);
     tcase_add_test(tc, test_publish_fans_out_excluding_publisher);
     tcase_add_test(tc, test_exclude_me_false_delivers_to_publisher);
     tcase_add_test(tc, test_publish_without_ack_is_silent);

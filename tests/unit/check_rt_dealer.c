@@ -513,6 +513,52 @@ START_TEST(test_shared_registration_policies)
 
 END_TEST
 
+/* A session's membership of a registration is found from whichever side is shorter (the
+ * registration's callees, or the session's registrations): both give the same answers. */
+START_TEST(test_unregister_found_from_either_side)
+{
+    fake_conn *a = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *b = joined(WAMP_SER_JSON, "realm1");
+    int64_t rr = register_opts(a, "{\"invoke\": \"roundrobin\"}", "com.rr");
+    int64_t own = register_opts(a, "{}", "com.own0");
+    for (int i = 1; i < 4; i++) {
+        char proc[16];
+        snprintf(proc, sizeof(proc), "com.own%d", i);
+        register_opts(a, "{}", proc);
+    }
+    ck_assert_int_eq(register_opts(b, "{\"invoke\": \"roundrobin\"}", "com.rr"), rr);
+    fake_conn_send(b, "[66, 1, %lld]", (long long)own); /* b is not a callee of it */
+    fake_expect_error(b, WAMP_MSG_UNREGISTER, 1, WAMP_ERROR_NO_SUCH_REGISTRATION);
+    for (int i = 0; i < 2; i++) {
+        fake_conn_send(a, "[66, 2, %lld]", (long long)rr);
+        if (i == 0) {
+            json_t *m = fake_conn_next(a);
+            ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_UNREGISTERED);
+            json_decref(m);
+        } else {
+            fake_expect_error(a, WAMP_MSG_UNREGISTER, 2, WAMP_ERROR_NO_SUCH_REGISTRATION);
+        }
+    }
+    fake_conn *callees[2] = {a, b};
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    char proc[8];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(call_goes_to(caller, callees, 2, "com.rr", proc, sizeof(proc)), 1);
+    }
+    fake_conn_send(b, "[66, 3, %lld]", (long long)rr);
+    json_t *m = fake_conn_next(b);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_UNREGISTERED);
+    json_decref(m);
+    fake_conn_send(b, "[66, 4, %lld]", (long long)rr); /* the registration is gone */
+    fake_expect_error(b, WAMP_MSG_UNREGISTER, 4, WAMP_ERROR_NO_SUCH_REGISTRATION);
+    ck_assert_uint_eq(test_router_reg_count(T.rt, "realm1"), 4);
+    fake_conn_free(a);
+    fake_conn_free(b);
+    fake_conn_free(caller);
+}
+
+END_TEST
+
 START_TEST(test_progressive_results)
 {
     fake_conn *callee = joined(WAMP_SER_MSGPACK, "realm1");
@@ -1202,6 +1248,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_pattern_precedence);
     tcase_add_test(tc, test_pattern_register_errors);
     tcase_add_test(tc, test_shared_registration_policies);
+    tcase_add_test(tc, test_unregister_found_from_either_side);
     tcase_add_test(tc, test_shared_registration_skips_closing_callee);
     tcase_add_test(tc, test_progressive_results);
     tcase_add_test(tc, test_cancel_modes);
