@@ -39,7 +39,7 @@ typedef struct rt_call {
     rt_hnode by_request; /* in d->requests (CANCEL finds it there) */
     rt_list in_caller;   /* in caller->calls_made */
     rt_list in_callee;   /* in callee->calls_served */
-    rt_list in_timeouts; /* in d->timeouts (by deadline) while deadline_us != 0 */
+    size_t timed_at;     /* 1 + its index in d->timed while deadline_us != 0, else 0 */
     uint64_t deadline_us;
     bool receive_progress; /* CALL.Options.receive_progress */
     bool killing;          /* CANCEL mode kill: INTERRUPT sent, the callee's answer ends it */
@@ -71,9 +71,89 @@ rt_dealer *rt_dealer_new(rt_realm *realm)
     rt_hmap_init(&d->requests);
     rt_list_init(&d->prefix);
     rt_list_init(&d->wildcard);
-    rt_list_init(&d->timeouts);
     return d;
 }
+
+/* --- Deadlines: d->timed, a binary min-heap ----------------------------------------------------
+ */
+
+/* Earlier deadline first; among equal ones, the earlier call (invocation ids grow). */
+static bool timed_before(const rt_call *a, const rt_call *b)
+{
+    return a->deadline_us != b->deadline_us ? a->deadline_us < b->deadline_us
+                                            : a->invocation < b->invocation;
+}
+
+static void timed_set(rt_dealer *d, size_t i, rt_call *c)
+{
+    d->timed[i] = c;
+    c->timed_at = i + 1;
+}
+
+static void timed_up(rt_dealer *d, size_t i)
+{
+    rt_call *c = d->timed[i];
+    while (i > 0 && timed_before(c, d->timed[(i - 1) / 2])) {
+        timed_set(d, i, d->timed[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    timed_set(d, i, c);
+}
+
+static void timed_down(rt_dealer *d, size_t i)
+{
+    rt_call *c = d->timed[i];
+    for (size_t child = 2 * i + 1; child < d->n_timed; child = 2 * i + 1) {
+        if (child + 1 < d->n_timed && timed_before(d->timed[child + 1], d->timed[child])) {
+            child++;
+        }
+        if (!timed_before(d->timed[child], c)) {
+            break;
+        }
+        timed_set(d, i, d->timed[child]);
+        i = child;
+    }
+    timed_set(d, i, c);
+}
+
+/* Adds c (deadline_us set) to the deadlines; WAMP_ENOMEM (nothing changed). */
+static wamp_err timed_add(rt_dealer *d, rt_call *c)
+{
+    if (d->n_timed == d->cap_timed) {
+        size_t ncap = d->cap_timed ? d->cap_timed * 2 : 64;
+        rt_call **nt = realloc(d->timed, ncap * sizeof(*nt));
+        if (!nt) {
+            return WAMP_ENOMEM;
+        }
+        d->timed = nt;
+        d->cap_timed = ncap;
+    }
+    d->timed[d->n_timed++] = c;
+    timed_up(d, d->n_timed - 1);
+    return WAMP_OK;
+}
+
+/* Removes c from the deadlines, if it is there. */
+static void timed_remove(rt_dealer *d, rt_call *c)
+{
+    if (!c->timed_at) {
+        return;
+    }
+    size_t i = c->timed_at - 1;
+    c->timed_at = 0;
+    rt_call *last = d->timed[--d->n_timed];
+    if (i == d->n_timed) {
+        return;
+    }
+    d->timed[i] = last;
+    if (i > 0 && timed_before(last, d->timed[(i - 1) / 2])) {
+        timed_up(d, i);
+    } else {
+        timed_down(d, i);
+    }
+}
+
+/* --- Calls ------------------------------------------------------------------------------------ */
 
 static uint64_t request_hash(const rt_session *caller, uint64_t request)
 {
@@ -93,7 +173,7 @@ static void call_remove(rt_dealer *d, rt_call *c)
     }
     rt_list_remove(&c->in_caller);
     rt_list_remove(&c->in_callee);
-    rt_list_remove(&c->in_timeouts);
+    timed_remove(d, c);
     rt_observers_action_forget(&c->callee->rt->observers, &c->action);
     rt_jalloc_free(c);
 }
@@ -141,6 +221,7 @@ void rt_dealer_free(rt_dealer *d)
     rt_hmap_fini(&d->by_id);
     rt_hmap_fini(&d->calls);
     rt_hmap_fini(&d->requests);
+    free(d->timed);
     free(d);
 }
 
@@ -267,18 +348,6 @@ static rt_session *pick_callee(rt_registration *reg)
     return callee;
 }
 
-/* Links c into the deadline list, kept sorted; calls usually arrive in deadline order, so the
- * walk from the tail stops at once. */
-static void timeout_insert(rt_dealer *d, rt_call *c)
-{
-    rt_list *it = d->timeouts.prev;
-    while (it != &d->timeouts &&
-           RT_CONTAINER_OF(it, rt_call, in_timeouts)->deadline_us > c->deadline_us) {
-        it = it->prev;
-    }
-    rt_list_add_tail(it->next, &c->in_timeouts);
-}
-
 /* INVOCATION.Details for the features in use (NULL = {} when none is): Details.procedure for a
  * pattern registration, receive_progress, the caller's identity (disclose), the CALL's ppt_*
  * options (ppt: the CALL.Options holding them, or NULL). *oom set on failure. */
@@ -331,8 +400,8 @@ static const char *callee_unfit(const rt_session *callee, bool ppt, const char *
 }
 
 /* New pending call of caller s (CALL.Request request) served by callee, linked into the maps,
- * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the deadline
- * list; NULL on allocation failure (nothing linked). */
+ * the sessions' lists and (CALL.Options.timeout, capped by limits.max_call_timeout) the
+ * deadlines; NULL on allocation failure (nothing linked). */
 static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64_t request,
                          bool progress, const json_t *timeout_v)
 {
@@ -348,7 +417,6 @@ static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64
     c->caller = s;
     c->callee = callee;
     c->receive_progress = progress;
-    rt_list_init(&c->in_timeouts);
     if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
         rt_jalloc_free(c);
         return NULL;
@@ -362,8 +430,9 @@ static rt_call *call_new(rt_dealer *d, rt_session *s, rt_session *callee, uint64
     s->n_calls_made++;
     rt_list_add_tail(&callee->calls_served, &c->in_callee);
     c->deadline_us = rt_dealer_call_deadline_us(s->rt, timeout_v);
-    if (c->deadline_us) {
-        timeout_insert(d, c);
+    if (c->deadline_us && timed_add(d, c) != WAMP_OK) {
+        call_remove(d, c);
+        return NULL;
     }
     return c;
 }
@@ -684,8 +753,8 @@ wamp_err rt_dealer_on_cancel(rt_dealer *d, rt_session *s, const wamp_msg *m)
 
 void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
 {
-    while (!rt_list_is_empty(&d->timeouts)) {
-        rt_call *c = RT_CONTAINER_OF(d->timeouts.next, rt_call, in_timeouts);
+    while (d->n_timed > 0) {
+        rt_call *c = d->timed[0];
         if (c->deadline_us > now_us) {
             return;
         }
@@ -697,7 +766,7 @@ void rt_dealer_tick(rt_dealer *d, uint64_t now_us)
             (void)send_interrupt(c, "killnowait");
         }
         uint64_t request = c->request;
-        call_abandon(d, c); /* unlinks it from d->timeouts */
+        call_abandon(d, c); /* removes it from d->timed */
         if (caller->state == RT_SESSION_JOINED) {
             (void)rt_session_send_error(caller, WAMP_MSG_CALL, request, WAMP_ERROR_TIMEOUT,
                                         "the call timed out");
@@ -808,8 +877,7 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
     c->invocation = rt_router_next_id(rt);
     c->callee = callee;
     c->receive_progress = call->receive_progress;
-    rt_list_init(&c->in_caller);
-    rt_list_init(&c->in_timeouts); /* the caller's node keeps the deadline */
+    rt_list_init(&c->in_caller); /* the caller's node keeps the deadline */
     if (rt_hmap_insert(&d->calls, &c->by_invocation, rt_hash_u64(c->invocation)) != WAMP_OK) {
         json_decref(details);
         free(c);

@@ -54,7 +54,11 @@ struct rt_dealer {
     rt_hmap requests; /* calls by (caller, CALL.Request) */
     rt_list prefix;   /* prefix registrations */
     rt_list wildcard; /* wildcard registrations */
-    rt_list timeouts; /* calls with a deadline, earliest first */
+    /* Calls with a deadline: a binary min-heap by (deadline, invocation), n_timed of cap_timed
+     * used. (A sorted list cost each CALL a walk past every later deadline of the realm, which
+     * callers could make all of them.) */
+    struct rt_call **timed;
+    size_t n_timed, cap_timed;
 
     /* Abandoned traced calls, for their late answers: RT_DEALER_LATE_MAX entries once one was
      * abandoned, NULL before; late_next is the entry the next one replaces. */

@@ -949,6 +949,55 @@ START_TEST(test_timeout_after_kill_interrupts_once)
 
 END_TEST
 
+/* Deadlines in any order, some calls answered or canceled before theirs: each call times out at
+ * its own deadline, in deadline order, and only the calls still pending do. */
+START_TEST(test_timeouts_in_any_order)
+{
+    enum {
+        N = 120
+    };
+
+    fake_conn *callee = joined(WAMP_SER_JSON, "realm1");
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    do_register(callee, "com.slow");
+    long long inv[N];
+    for (int i = 0; i < N; i++) {
+        char opts[32];
+        snprintf(opts, sizeof(opts), "{\"timeout\": %d}", ((i * 37) % N + 1) * 10);
+        inv[i] = start_call(caller, callee, i + 1, opts, "com.slow");
+    }
+    for (int i = 0; i < N; i += 3) {
+        fake_conn_send(callee, "[70, %lld, {}]", inv[i]); /* answered */
+    }
+    for (int i = 1; i < N; i += 7) {
+        fake_conn_send(caller, "[49, %d, {\"mode\": \"skip\"}]", i + 1); /* canceled */
+    }
+    fake_conn_clear(caller);
+    int fired = 0;
+    for (int step = 1; step <= N; step++) {
+        fake_clock_advance_ms(&T.clock, 10);
+        rt_router_tick(T.rt);
+        /* The call whose timeout is step * 10 ms: i with (i * 37) % N + 1 == step. */
+        int i = 0;
+        while ((i * 37) % N + 1 != step) {
+            i++;
+        }
+        if (i % 3 == 0 || i % 7 == 1) {
+            ck_assert_uint_eq(fake_conn_pending(caller), 0);
+            continue;
+        }
+        fake_expect_error(caller, WAMP_MSG_CALL, (uint64_t)i + 1, WAMP_ERROR_TIMEOUT);
+        ck_assert_uint_eq(fake_conn_pending(caller), 0);
+        fired++;
+    }
+    ck_assert_int_gt(fired, N / 2);
+    ck_assert_uint_eq(test_router_call_count(T.rt, "realm1"), 0);
+    fake_conn_free(caller);
+    fake_conn_free(callee);
+}
+
+END_TEST
+
 START_TEST(test_caller_identification)
 {
     fake_conn *callee = joined(WAMP_SER_JSON, "locked");
@@ -1258,6 +1307,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_leaving_with_progressive_and_canceled_calls);
     tcase_add_test(tc, test_call_timeout);
     tcase_add_test(tc, test_timeout_after_kill_interrupts_once);
+    tcase_add_test(tc, test_timeouts_in_any_order);
     tcase_add_test(tc, test_caller_identification);
     tcase_add_test(tc, test_local_procedure_with_patterns);
     tcase_add_test(tc, test_payload_exact_across_serializers);
