@@ -337,10 +337,18 @@ static rt_session *pick_callee(rt_registration *reg)
     rt_session *callee = RT_CONTAINER_OF(n, rt_reg_callee, in_reg)->session;
     if (callee->state != RT_SESSION_JOINED && reg->n_callees > 1) {
         /* Closing (its registrations go when the transport reports it closed): a shared
-         * registration's call goes to another member, in registration order. */
-        for (rt_list *it = reg->callees.next; it != &reg->callees; it = it->next) {
+         * registration's call goes to another member as the policy would pick among them: for
+         * last the newest, else the first in registration order (which, for roundrobin, then
+         * waits at the tail: the members keep taking turns). */
+        bool back = reg->invoke == RT_INVOKE_LAST;
+        for (rt_list *it = back ? reg->callees.prev : reg->callees.next; it != &reg->callees;
+             it = back ? it->prev : it->next) {
             rt_session *other = RT_CONTAINER_OF(it, rt_reg_callee, in_reg)->session;
             if (other->state == RT_SESSION_JOINED) {
+                if (reg->invoke == RT_INVOKE_ROUNDROBIN) {
+                    rt_list_remove(it);
+                    rt_list_add_tail(&reg->callees, it);
+                }
                 return other;
             }
         }

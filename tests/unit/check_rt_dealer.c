@@ -669,6 +669,35 @@ START_TEST(test_shared_registration_skips_closing_callee)
 
 END_TEST
 
+/* A closing member (its transport has not reported the close yet) is passed over the way its
+ * policy would: last goes to the newest other member, roundrobin keeps taking turns. */
+START_TEST(test_closing_callee_passed_over_by_policy)
+{
+    fake_conn *last[3], *rr[3];
+    for (int i = 0; i < 3; i++) {
+        last[i] = joined(WAMP_SER_JSON, "realm1");
+        register_opts(last[i], "{\"invoke\": \"last\"}", "com.last");
+        rr[i] = joined(WAMP_SER_JSON, "realm1");
+        register_opts(rr[i], "{\"invoke\": \"roundrobin\"}", "com.rr");
+    }
+    fake_conn *caller = joined(WAMP_SER_JSON, "realm1");
+    char proc[8];
+    /* The closing members' queues are not read: reading them reports them closed. */
+    fake_conn_send_raw(last[2], "not json", 8); /* the newest is closing */
+    ck_assert_int_eq(call_goes_to(caller, last, 2, "com.last", proc, sizeof(proc)), 1);
+    fake_conn_send_raw(rr[0], "not json", 8); /* roundrobin's next is closing */
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(call_goes_to(caller, rr + 1, 2, "com.rr", proc, sizeof(proc)), i % 2);
+    }
+    fake_conn_free(caller);
+    for (int i = 0; i < 3; i++) {
+        fake_conn_free(last[i]);
+        fake_conn_free(rr[i]);
+    }
+}
+
+END_TEST
+
 START_TEST(test_cancel_modes)
 {
     fake_conn *callee = joined_canceling(WAMP_SER_JSON, "realm1");
@@ -1299,6 +1328,7 @@ static Suite *rt_dealer_suite(void)
     tcase_add_test(tc, test_shared_registration_policies);
     tcase_add_test(tc, test_unregister_found_from_either_side);
     tcase_add_test(tc, test_shared_registration_skips_closing_callee);
+    tcase_add_test(tc, test_closing_callee_passed_over_by_policy);
     tcase_add_test(tc, test_progressive_results);
     tcase_add_test(tc, test_cancel_modes);
     tcase_add_test(tc, test_cancel_finds_its_call);
