@@ -141,6 +141,10 @@ wamp_buf *rt_outq_take_droppable(rt_outq *q)
     while (q->slots > 1 && !slot_at(q, q->slots - 1)->buf) {
         q->slots--; /* empty slots at the tail are free again */
     }
+    if (q->scan_from > q->slots) {
+        /* The next push goes into a reclaimed slot: the search must not start past it. */
+        q->scan_from = q->slots;
+    }
     if (q->slots - q->count > q->count + 8) {
         /* More empty slots than entries: compact (amortized over the drops that made them).
          * Out of memory: the ring stays as it is, still correct. */

@@ -433,6 +433,35 @@ START_TEST(test_drop_oldest_events_disconnects_when_no_room)
 
 END_TEST
 
+/* The only EVENT behind the head is the newest queued message: dropping it frees the queue's
+ * last slot, into which the next EVENT goes; that one must be found and dropped in its turn
+ * (the router aborted on it). */
+START_TEST(test_drop_oldest_events_at_the_tail)
+{
+    setup_policy(RT_SLOW_CONSUMER_DROP_OLDEST_EVENTS);
+    fake_conn *slow = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    fake_conn *pub = fake_conn_new_joined(T.rt, WAMP_SER_JSON, "realm1");
+    subscribe(slow, 1, "com.flood");
+    /* One EVENT (the head), 98 SUBSCRIBED, one EVENT: the queue is full. */
+    fake_conn_send(pub, "[16, 1, {}, \"com.flood\", [0]]");
+    for (int i = 0; i < 98; i++) {
+        fake_conn_send(slow, "[32, %d, {}, \"com.t%d\"]", i + 2, i);
+    }
+    for (int i = 1; i <= 3; i++) {
+        fake_conn_send(pub, "[16, %d, {}, \"com.flood\", [%d]]", i + 1, i);
+    }
+    ck_assert(!slow->close_requested);
+    ck_assert_uint_eq(dropped_stat(), 2);
+    ck_assert_uint_eq(fake_conn_pending(slow), 100);
+    json_t *last = json_array_get(slow->inbox, 99);
+    ck_assert_int_eq(fake_msg_int(last, 0), WAMP_MSG_EVENT);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(last, 4), 0)), 3);
+    fake_conn_free(slow);
+    fake_conn_free(pub);
+}
+
+END_TEST
+
 /* Queued EVENTs also make room for a reply: the session keeps its connection and gets it. */
 START_TEST(test_drop_oldest_events_room_for_reply)
 {
@@ -662,6 +691,7 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, test_drop_oldest_events_keeps_head);
     tcase_add_test(tc, test_drop_oldest_events_disconnects_when_no_room);
     tcase_add_test(tc, test_drop_oldest_events_room_for_reply);
+    tcase_add_test(tc, test_drop_oldest_events_at_the_tail);
     tcase_add_test(tc, test_disconnect_policy_default);
     tcase_add_test(tc, test_queue_left_at_close_is_undelivered);
     tcase_add_test(tc, test_hello_timeout_counted);

@@ -186,6 +186,41 @@ START_TEST(test_take_droppable_behind_others)
 
 END_TEST
 
+/* Droppable entries taken from the tail free their slots; a droppable entry pushed into those
+ * slots afterwards is found by the next take (a slow consumer under drop_oldest_events whose
+ * queue fills again after its EVENTs were dropped). */
+START_TEST(test_take_droppable_after_tail_reclaimed)
+{
+    rt_outq q;
+    rt_outq_init(&q, 1 << 20, 10);
+    wamp_buf *head = buf_of(1), *d1 = buf_of(2), *d2 = buf_of(3), *d3 = buf_of(4);
+    ck_assert_int_eq(rt_outq_push(&q, head, false), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, d1, true), WAMP_OK);
+    ck_assert_int_eq(rt_outq_push(&q, d2, true), WAMP_OK);
+    wamp_buf *t = rt_outq_take_droppable(&q);
+    ck_assert_ptr_eq(t, d1);
+    wamp_buf_unref(&t);
+    t = rt_outq_take_droppable(&q);
+    ck_assert_ptr_eq(t, d2);
+    wamp_buf_unref(&t);
+    ck_assert_uint_eq(q.slots, 1); /* both slots reclaimed */
+    ck_assert_int_eq(rt_outq_push(&q, d3, true), WAMP_OK);
+    ck_assert(rt_outq_can_make_room(&q, 1));
+    t = rt_outq_take_droppable(&q);
+    ck_assert_ptr_eq(t, d3);
+    wamp_buf_unref(&t);
+    ck_assert_uint_eq(q.count, 1);
+    ck_assert_uint_eq(q.droppable_count, 0);
+    ck_assert_ptr_eq(rt_outq_peek(&q), head);
+    rt_outq_fini(&q);
+    wamp_buf_unref(&head);
+    wamp_buf_unref(&d1);
+    wamp_buf_unref(&d2);
+    wamp_buf_unref(&d3);
+}
+
+END_TEST
+
 /* Pops over the slots taken entries leave, the head being written meanwhile. */
 START_TEST(test_pop_over_taken_slots)
 {
@@ -347,6 +382,7 @@ static Suite *rt_outq_suite(void)
     tcase_add_test(tc, test_take_droppable);
     tcase_add_test(tc, test_cannot_make_room);
     tcase_add_test(tc, test_take_droppable_behind_others);
+    tcase_add_test(tc, test_take_droppable_after_tail_reclaimed);
     tcase_add_test(tc, test_pop_over_taken_slots);
     tcase_add_test(tc, test_peek_n);
     tcase_add_test(tc, test_hmap_insert_find_remove);
