@@ -40,8 +40,9 @@ _Static_assert(RT_LWS_RAW_COALESCE_MAX + WAMP_RAWSOCK_PREFIX <= RT_LWS_WS_SCRATC
                "a coalesced frame fits the scratch buffer");
 /* Larger messages are written in pieces of this size, one per WRITEABLE. */
 #define RT_LWS_RAW_CHUNK ((size_t)64 * 1024)
-/* PONGs owed to a client that sends PINGs faster than it reads: beyond this many bytes of
- * pending control data the connection is closed. */
+/* PONGs owed to a client that sends PINGs faster than it reads: a PING that finds this many
+ * bytes of control data pending closes the connection. (One PONG is always taken, however
+ * long: a PING's payload may be as long as any message.) */
 #define RT_LWS_RAW_CTL_MAX ((size_t)1024 * 1024)
 
 typedef struct raw_pss {
@@ -187,10 +188,11 @@ static void on_adopt(struct lws *wsi, raw_pss *pss)
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
 }
 
-/* Queues control bytes; false (and the connection is closing) when too much is pending. */
-static bool ctl_push(raw_pss *pss, const void *p, size_t n)
+/* Queues control bytes, at most max pending in all; false (and the connection is closing) when
+ * too much is pending. */
+static bool ctl_push(raw_pss *pss, const void *p, size_t n, size_t max)
 {
-    wamp_err err = wamp_buf_append(&pss->ctl, p, n, RT_LWS_RAW_CTL_MAX);
+    wamp_err err = wamp_buf_append(&pss->ctl, p, n, max);
     if (err != WAMP_OK) {
         RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, now_us(pss->wsi),
                          "RawSocket control data refused", sid_of(pss),
@@ -221,7 +223,7 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
         rt_router_refused_connection(router_of(wsi), peer.listener_id, pss->peer, why);
         uint8_t reply[WAMP_RAWSOCK_PREFIX];
         wamp_rawsock_error_reply(reply, WAMP_RAWSOCK_ERR_CONNECTIONS);
-        if (ctl_push(pss, reply, sizeof(reply))) {
+        if (ctl_push(pss, reply, sizeof(reply), RT_LWS_RAW_CTL_MAX)) {
             close_after_ctl(pss);
         }
         return;
@@ -235,7 +237,7 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
                          pss->peer);
         uint8_t reply[WAMP_RAWSOCK_PREFIX];
         wamp_rawsock_error_reply(reply, WAMP_RAWSOCK_ERR_CONNECTIONS);
-        if (ctl_push(pss, reply, sizeof(reply))) {
+        if (ctl_push(pss, reply, sizeof(reply), RT_LWS_RAW_CTL_MAX)) {
             close_after_ctl(pss);
         }
         return;
@@ -243,7 +245,7 @@ static void on_accepted(struct lws *wsi, raw_pss *pss, const wamp_rawsock_event 
     /* (its handshake reply, queued next, is no frame) */
     pss->wire = rt_wire_conn_start(router_of(wsi), pss->sess, TRACE_WIRE_RAWSOCKET, ev->ser,
                                    (pss->ctl ? wamp_buf_len(pss->ctl) : 0) + WAMP_RAWSOCK_PREFIX);
-    ctl_push(pss, ev->reply, sizeof(ev->reply));
+    ctl_push(pss, ev->reply, sizeof(ev->reply), RT_LWS_RAW_CTL_MAX);
 }
 
 static void on_frame(raw_pss *pss, const wamp_rawsock_event *ev)
@@ -258,11 +260,14 @@ static void on_frame(raw_pss *pss, const wamp_rawsock_event *ev)
         return;
     }
     case WAMP_RAWSOCK_PING: {
-        /* Exactly one PONG echoing the payload (spec "RawSocket Transport", Framing). */
+        /* Exactly one PONG echoing the payload (spec "RawSocket Transport", Framing), whatever
+         * its length, unless RT_LWS_RAW_CTL_MAX bytes are owed already. */
         uint8_t prefix[WAMP_RAWSOCK_PREFIX];
         (void)wamp_rawsock_prefix(prefix, WAMP_RAWSOCK_PONG, ev->len);
-        if (ctl_push(pss, prefix, sizeof(prefix)) && ev->len) {
-            ctl_push(pss, ev->data, ev->len);
+        size_t owed = pss->ctl ? wamp_buf_len(pss->ctl) : 0;
+        size_t max = owed < RT_LWS_RAW_CTL_MAX ? owed + sizeof(prefix) + ev->len : owed;
+        if (ctl_push(pss, prefix, sizeof(prefix), max) && ev->len) {
+            ctl_push(pss, ev->data, ev->len, max);
         }
         return;
     }
@@ -315,7 +320,7 @@ static int on_rx(struct lws *wsi, raw_pss *pss, const unsigned char *in, size_t 
                 /* limits.rawsocket_min_length: counted like the other limits (logged above). */
                 rt_router_refused_connection(router_of(wsi), cfg_of(pss->lis)->id, pss->peer, NULL);
             }
-            if (ctl_push(pss, ev.reply, sizeof(ev.reply))) {
+            if (ctl_push(pss, ev.reply, sizeof(ev.reply), RT_LWS_RAW_CTL_MAX)) {
                 close_after_ctl(pss);
             }
             break;

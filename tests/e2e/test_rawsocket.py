@@ -382,6 +382,18 @@ class RawSocketTestCase(h.AsyncTestCase):
                 self.assertEqual(r.recv_json()[0], 6)
                 self.assertTrue(r.at_eof())
 
+    async def test_ping_as_long_as_a_message_gets_its_pong(self):
+        # The json-only listener accepts frames up to limits.max_message_size (4 MiB, LENGTH 13):
+        # a PING of 2 MiB is within it, and the spec asks for exactly one PONG echoing it.
+        r = self.raw(port=self.json_port)
+        self.assertEqual(r.handshake(0xF1), bytes([MAGIC, 0xD1, 0, 0]))
+        self.assertEqual(r.hello()[0], 2)
+        payload = os.urandom(2 * 1024 * 1024)
+        r.send_frame(PING, payload)
+        self.assertEqual(r.recv_frame(), (PONG, payload))
+        r.send_json([48, 1, {}, "wamp.no_such_proc"])
+        self.assertEqual(r.recv_json()[:2], [8, 48])
+
     async def test_two_frames_in_one_write_and_msgpack(self):
         r = self.raw()
         # Client LENGTH 1 (1 KiB): WELCOME with its feature list is over LENGTH 0's 512 bytes.
