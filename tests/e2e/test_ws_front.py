@@ -12,7 +12,8 @@ write, or arriving in pieces, come out whole and in order, and invalid UTF-8 dee
 closes with 1007; a backlog of large and small events to a subscriber that reads nothing for a
 while (written several frames per sendmsg()) arrives whole and in order, also when every write
 is cut short inside a frame (an LD_PRELOAD shim, short_sendmsg.c); with auto_ping a PING
-comes every interval and a client that stops answering is dropped after auto_ping_timeout; a request
+comes every interval and a client that stops answering is dropped after auto_ping_timeout; a client
+that floods PINGs and never reads their PONGs is dropped within limits.close_timeout; a request
 head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
 connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
 answered in order on one connection, and one whose client stops reading the answers is dropped
@@ -36,6 +37,7 @@ E2E_CONFIG = "configs/test-e2e.json"
 HEAD_TIMEOUT_MS = 600
 IDLE_TIMEOUT_MS = 800
 PING_MS = 1000
+CLOSE_TIMEOUT_MS = 1000
 
 
 def front_config(tmp):
@@ -46,7 +48,7 @@ def front_config(tmp):
     w = cfg["workers"][0]
     w["wampscope"].setdefault("limits", {}).update(
         {"http_head_timeout": HEAD_TIMEOUT_MS, "http_idle_timeout": IDLE_TIMEOUT_MS,
-         "http_max_head": 2048})
+         "http_max_head": 2048, "close_timeout": CLOSE_TIMEOUT_MS})
     w["transports"][0]["paths"]["trace"] = {"type": "wampscope-trace-viewer"}
     w["transports"].append(
         {"type": "websocket", "id": "ws_ping",
@@ -349,6 +351,39 @@ class FrontTest(h.AsyncTestCase):
         secs = wait_eof(w.sock, 5)
         self.assertIsNotNone(secs)
         self.assertLess(secs, 2 * PING_MS / 1000 + 0.5)
+
+    async def test_ping_flood_from_a_client_that_never_reads_is_dropped(self):
+        # PINGs sent by a client that never reads their PONGs fill the connection's control
+        # output; the router then closes it, and limits.close_timeout bounds the close like any
+        # other: the connection must be gone before the client reads anything. (Whether the
+        # router goes on reading while its socket is full depends on how its last write was
+        # cut, so a connection whose flood stalls first is left and another one tried.)
+        pid = self.router.proc.pid
+        pings = h.masked_frame(h.OP_PING, b"p" * 125) * 100
+        for _ in range(8):
+            fds = len(os.listdir("/proc/%d/fd" % pid))
+            refused = self.router.stderr_text().count("cannot queue")
+            w = self.ws()
+            w.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            self.assertEqual(w.hello()[0], 2)
+            w.sock.settimeout(0.2)
+            left = b""
+            deadline = time.monotonic() + 4
+            while (self.router.stderr_text().count("cannot queue") == refused and
+                   time.monotonic() < deadline):
+                left = left or pings
+                try:
+                    left = left[w.sock.send(left):]  # whole frames only, in order
+                except socket.timeout:
+                    pass
+            if self.router.stderr_text().count("cannot queue") > refused:
+                break
+        else:
+            self.fail("the control output never filled")
+        deadline = time.monotonic() + CLOSE_TIMEOUT_MS / 1000 + 3
+        while len(os.listdir("/proc/%d/fd" % pid)) > fds:
+            self.assertLess(time.monotonic(), deadline, "the connection was never dropped")
+            await asyncio.sleep(0.1)
 
     # --- HTTP limits --------------------------------------------------------------------------
 
