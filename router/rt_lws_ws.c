@@ -111,8 +111,19 @@ static void fill_peer(const rt_lws_conn *c, rt_peer *peer)
 
 /* --- Close ---------------------------------------------------------------------------------- */
 
+/* limits.close_timeout from now on bounds the close: a peer that never reads, or never answers
+ * our CLOSE, is dropped then. */
+static void close_deadline(rt_lws_conn *c)
+{
+    if (!*c->lis->tearing_down) {
+        uint32_t ms = rt_router_config(rt_lws_conn_router(c))->limits.close_timeout_ms;
+        ms = ms ? ms : 5000; /* a zeroed hand-built config */
+        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
+    }
+}
+
 /* Asks for our CLOSE (code, reason): after the queue, or at once; the close timeout bounds the
- * rest (a peer that never reads, or never answers the CLOSE). */
+ * rest. */
 static void request_close(rt_lws_conn *c, uint16_t code, const char *reason, bool at_once)
 {
     rt_lws_ws_conn *w = &c->u.ws;
@@ -125,10 +136,8 @@ static void request_close(rt_lws_conn *c, uint16_t code, const char *reason, boo
     snprintf(w->close_reason, sizeof(w->close_reason), "%s", reason ? reason : "");
     if (!*c->lis->tearing_down) {
         rt_lws_conn_want_write(c);
-        uint32_t ms = rt_router_config(rt_lws_conn_router(c))->limits.close_timeout_ms;
-        ms = ms ? ms : 5000; /* a zeroed hand-built config */
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
     }
+    close_deadline(c);
 }
 
 /* Queues our CLOSE frame. */
@@ -488,6 +497,9 @@ static int peer_close(rt_lws_conn *c, const wamp_ws_event *ev)
     w->close_reason[0] = '\0';
     send_close(c);
     c->close_after_out = true;
+    /* A peer that sent its CLOSE and reads no more would hold the connection (and its
+     * session's queue) for good: the close timeout bounds the echo too. */
+    close_deadline(c);
     return 0;
 }
 

@@ -13,7 +13,8 @@ closes with 1007; a backlog of large and small events to a subscriber that reads
 while (written several frames per sendmsg()) arrives whole and in order, also when every write
 is cut short inside a frame (an LD_PRELOAD shim, short_sendmsg.c); with auto_ping a PING
 comes every interval and a client that stops answering is dropped after auto_ping_timeout; a client
-that floods PINGs and never reads their PONGs is dropped within limits.close_timeout; a request
+that floods PINGs and never reads their PONGs, and one that sends its CLOSE with its socket full
+and reads no more, are dropped within limits.close_timeout; a request
 head not complete within wampscope.limits.http_head_timeout (slowloris) and a keep-alive
 connection idle for http_idle_timeout are closed without an answer; pipelined HTTP requests are
 answered in order on one connection, and one whose client stops reading the answers is dropped
@@ -380,6 +381,23 @@ class FrontTest(h.AsyncTestCase):
                 break
         else:
             self.fail("the control output never filled")
+        deadline = time.monotonic() + CLOSE_TIMEOUT_MS / 1000 + 3
+        while len(os.listdir("/proc/%d/fd" % pid)) > fds:
+            self.assertLess(time.monotonic(), deadline, "the connection was never dropped")
+            await asyncio.sleep(0.1)
+
+    async def test_close_from_a_client_that_never_reads_is_bounded(self):
+        # A subscriber whose socket is full sends its CLOSE and reads nothing more: the echo of
+        # its CLOSE cannot go out, and limits.close_timeout bounds that close as any other.
+        pid = self.router.proc.pid
+        fds = len(os.listdir("/proc/%d/fd" % pid))
+        sub, pub, topic = self.subscribed_pair("never_reads", sub_rcvbuf=4096)
+        for i in range(100):
+            pub.send_json([16, i + 1, {}, topic, ["x" * 100000]])
+        time.sleep(0.5)
+        sub.send_frame(h.OP_CLOSE, struct.pack("!H", 1000))
+        pub.sock.close()
+        self._socks.remove(pub)
         deadline = time.monotonic() + CLOSE_TIMEOUT_MS / 1000 + 3
         while len(os.listdir("/proc/%d/fd" % pid)) > fds:
             self.assertLess(time.monotonic(), deadline, "the connection was never dropped")
