@@ -1,6 +1,6 @@
 /* rt_lws_front.c: see rt_lws_front.h and rt_lws_conn.h. The request-head loop: input is kept
  * in conn->in; a complete head (rt_http1_parse()) goes to the WebSocket handshake
- * (rt_lws_ws_upgrade()) when it carries an Upgrade field, else to the HTTP services
+ * (rt_lws_ws_upgrade()) when its Upgrade field names websocket, else to the HTTP services
  * (rt_lws_web_request()). While an answer is written, later requests (pipelined) wait in
  * conn->in; beyond http_max_head + RT_LWS_FRONT_IN_SLACK octets of them the socket is not read
  * (lws_rx_flow_control()) until the answer is out.
@@ -188,7 +188,10 @@ static int process(rt_lws_conn *c)
         lws_sul_cancel(&c->timer);
         c->keep_alive = rt_http1_keep_alive(&req);
         size_t head_len = req.head_len;
-        if (rt_http1_field_get(&req, "Upgrade")) {
+        /* An upgrade to another protocol (h2c, which curl --http2 asks for) is ignored and the
+         * request answered as HTTP/1.1 (RFC 7230 6.7); an upgrade to websocket, valid or not,
+         * is the handshake's to answer. */
+        if (rt_http1_has_token(&req, "Upgrade", "websocket")) {
             rt_lws_web_closed(c);
             memset(&c->u, 0, sizeof(c->u));
             if (rt_lws_ws_upgrade(c, &req) < 0) {

@@ -217,6 +217,21 @@ class HandshakeTest(h.AsyncTestCase):
         log = self.router.stderr_text() + self.router.stdout_text()
         self.assertIn("a web page of another origin", log)
 
+    async def test_upgrade_to_another_protocol_is_ignored(self):
+        """RFC 7230 6.7: an Upgrade the server does not take (curl --http2 asks for h2c on every
+        http:// request) is ignored: the request is answered as without it."""
+        h2c = ("Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c",
+               "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA")
+        drop = ("Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version")
+        status, headers, body = self.upgrade([], path="/trace/", drop=drop, extra=h2c)
+        self.assertEqual(status, 200, body)
+        self.assertIn("text/html", headers.get("content-type", ""))
+        status, _, _ = self.upgrade([], path="/no-such-file", drop=drop, extra=h2c)
+        self.assertEqual(status, 404)
+        # An upgrade to websocket that is not valid is still refused as one.
+        status, _, body = self.upgrade(["wamp.2.json"], drop=("Sec-WebSocket-Key",))
+        self.assertEqual(status, 400)
+
     async def test_wrong_version_names_the_one_spoken(self):
         """RFC 6455 4.2.2: a refused version gets the versions the router speaks."""
         status, headers, body = self.upgrade(["wamp.2.json"], drop=("Sec-WebSocket-Version",),
