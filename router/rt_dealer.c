@@ -1,6 +1,6 @@
 /* rt_dealer.c: calls: CALL -> INVOCATION, YIELD/ERROR -> RESULT/ERROR, progressive results,
- * CANCEL, timeouts, router-local procedures' answers (now or deferred). The registration table
- * is rt_dealer_reg.c.
+ * CANCEL, timeouts. The registration table is rt_dealer_reg.c, calls of the router's own
+ * procedures and their answers (now or deferred) rt_dealer_local.c.
  *
  * INVOCATION request ids come from the router-scope counter, so one map keyed by that id finds
  * the pending call for any callee; YIELD/ERROR are accepted only from the callee it was sent to.
@@ -27,8 +27,6 @@
 #include "rt_options.h"
 #include "rt_session.h"
 #include "wamp_uri.h"
-
-#define RT_ERROR_RUNTIME "wamp.error.runtime_error"
 
 typedef struct rt_call {
     uint64_t invocation; /* INVOCATION.Request */
@@ -239,78 +237,6 @@ static rt_call *find_call(const rt_dealer *d, uint64_t invocation)
         }
     }
     return NULL;
-}
-
-static void local_reply_fini(rt_local_reply *reply)
-{
-    json_decref(reply->args);
-    json_decref(reply->kwargs);
-    wamp_buf_unref(&reply->args_encoded);
-    reply->args = reply->kwargs = NULL;
-}
-
-wamp_err rt_dealer_send_local_reply(rt_session *s, uint64_t request, rt_local_reply *reply)
-{
-    wamp_err err;
-    rt_observers_action_last(&s->rt->observers, s->rt);
-    if (reply->error_uri) {
-        wamp_buf_unref(&reply->args_encoded);
-        err = rt_session_send(s, wamp_msg_new_error(WAMP_MSG_CALL, request, NULL, reply->error_uri,
-                                                    reply->args, reply->kwargs));
-        reply->args = reply->kwargs = NULL;
-        return err;
-    }
-    if (reply->args_encoded) {
-        err = rt_session_send_with_tail(s, wamp_msg_new_result(request, NULL, NULL, NULL),
-                                        reply->args_encoded);
-    } else {
-        err = rt_session_send(s, wamp_msg_new_result(request, NULL, reply->args, reply->kwargs));
-        reply->args = reply->kwargs = NULL;
-    }
-    local_reply_fini(reply);
-    if (err == WAMP_ETOOBIG || err == WAMP_EINVAL) {
-        /* As for a callee's answer: the caller learns why instead of waiting forever. */
-        return rt_session_send_error(s, WAMP_MSG_CALL, request, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED,
-                                     "the result exceeds the caller's message size limit");
-    }
-    return err;
-}
-
-static wamp_err call_local(rt_registration *reg, rt_session *s, const wamp_msg *m)
-{
-    json_t *args, *kwargs;
-    char why[WAMP_WHY_LEN];
-    rt_local_reply reply = {.request = m->id};
-    wamp_err err = rt_local_call_args(m, &args, &kwargs, why, sizeof(why));
-    if (err == WAMP_ERANGE || err == WAMP_EPROTO) {
-        /* A payload the router cannot look into (say a uint64 above 2^63-1) is the caller's
-         * mistake for this procedure, not a protocol violation. */
-        RT_LOG_DEBUG(s->id, "CALL %s: %s", reg->uri, why);
-        rt_observers_action_last(&s->rt->observers, s->rt);
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, WAMP_ERROR_INVALID_ARGUMENT, why);
-    }
-    if (err == WAMP_OK) {
-        err = reg->fn(reg->fn_ctx, s, args, kwargs, &reply);
-    }
-    json_decref(args);
-    json_decref(kwargs);
-    if (err == WAMP_ENOMEM) {
-        local_reply_fini(&reply);
-        return err;
-    }
-    if (err != WAMP_OK) {
-        RT_LOG_LIMITED(RT_LOG_LEVEL_WARN, rt_router_now_us(s->rt), "router procedure failed", s->id,
-                       "local procedure %s failed: %s", reg->uri, wamp_strerror(err));
-        local_reply_fini(&reply);
-        return rt_session_send_error(s, WAMP_MSG_CALL, m->id, RT_ERROR_RUNTIME,
-                                     "internal error in router procedure");
-    }
-    if (reply.deferred) {
-        /* Answered later through rt_dealer_answer_deferred(): nothing goes out now. */
-        local_reply_fini(&reply);
-        return WAMP_OK;
-    }
-    return rt_dealer_send_local_reply(s, m->id, &reply);
 }
 
 /* The callee a new call of reg goes to, by the registration's invocation policy. */
@@ -537,7 +463,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return ppt ? rt_session_send_error(s, WAMP_MSG_CALL, m->id,
                                            WAMP_ERROR_FEATURE_NOT_SUPPORTED,
                                            "router procedures do not take passthru payloads")
-                   : call_local(reg, s, m);
+                   : rt_dealer_call_local(reg, s, m);
     }
     size_t max_calls = rt_router_config(s->rt)->limits.max_pending_calls;
     if (max_calls && s->n_calls_made >= max_calls) {
@@ -944,66 +870,4 @@ void rt_dealer_cancel_remote(rt_dealer *d, uint64_t invocation, rt_crpc_mode mod
     if (answer) {
         rt_dealer_cluster_answer(rt, invocation, NULL, WAMP_ERROR_CANCELED, false);
     }
-}
-
-/* --- Deferred answers of local procedures ----------------------------------------------- */
-
-struct rt_dealer_deferred {
-    rt_router *rt;
-    uint64_t session_id;
-    uint64_t request;
-    rt_action_mark action; /* the CALL's action, kept while a trace ran */
-};
-
-wamp_err rt_dealer_defer(rt_session *caller, rt_local_reply *reply, rt_dealer_deferred **out)
-{
-    rt_dealer_deferred *h = calloc(1, sizeof(*h));
-    *out = h;
-    if (!h) {
-        return WAMP_ENOMEM;
-    }
-    rt_router *rt = caller->rt;
-    h->rt = rt;
-    h->session_id = caller->id;
-    h->request = reply->request;
-    rt_observers_action_mark(&rt->observers, rt, &h->action);
-    reply->deferred = true;
-    return WAMP_OK;
-}
-
-void rt_dealer_deferred_free(rt_dealer_deferred *h)
-{
-    if (!h) {
-        return;
-    }
-    rt_observers_action_forget(&h->rt->observers, &h->action);
-    free(h);
-}
-
-uint64_t rt_dealer_deferred_session(const rt_dealer_deferred *h)
-{
-    return h->session_id;
-}
-
-bool rt_dealer_answer_deferred(rt_router *rt, rt_dealer_deferred *h, rt_local_reply *reply)
-{
-    rt_session *s = rt_router_session_by_id(rt, h->session_id);
-    if (!s || s->state != RT_SESSION_JOINED) {
-        RT_LOG_DEBUG(h->session_id, "the caller left before its answer (CALL %llu): dropped",
-                     (unsigned long long)h->request);
-        local_reply_fini(reply);
-        rt_dealer_deferred_free(h);
-        return false;
-    }
-    /* The answer belongs to the CALL's action, not to whatever is being handled now. */
-    void *saved = rt_observers_action_stash(&rt->observers, rt);
-    (void)rt_observers_action_resume(&rt->observers, rt, &h->action);
-    wamp_err err = rt_dealer_send_local_reply(s, h->request, reply);
-    rt_observers_action_restore(&rt->observers, rt, saved);
-    if (err != WAMP_OK) {
-        RT_LOG_WARN(s->id, "answer to CALL %llu not sent: %s", (unsigned long long)h->request,
-                    wamp_strerror(err));
-    }
-    rt_dealer_deferred_free(h);
-    return true;
 }

@@ -141,4 +141,9 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
 void rt_dealer_cancel_remote(rt_dealer *d, uint64_t invocation, rt_crpc_mode mode);
 void rt_dealer_register_commit(rt_dealer *d, rt_session *s, const rt_creg_claim *cl);
 
+/* For rt_dealer.c (rt_dealer_local.c): CALL m of s to the router's own procedure reg: its
+ * arguments decoded (wamp.error.invalid_argument when they cannot be), the procedure run, and
+ * its answer sent (or left to rt_dealer_answer_deferred()). WAMP_ENOMEM: s unusable. */
+wamp_err rt_dealer_call_local(rt_registration *reg, rt_session *s, const wamp_msg *m);
+
 #endif /* RT_DEALER_INT_H */
