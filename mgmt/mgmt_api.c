@@ -332,12 +332,17 @@ static wamp_err proc_start_trace(mgmt_api *m, const mgmt_who *who, const json_t 
         return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT,
                                     "trace_id: must be a string without NUL bytes, or null");
     }
+    char why[200] = "";
+    if (json_is_string(id) && !trace_id_check(json_string_value(id), why, sizeof(why))) {
+        /* An argument out of range, as a NUL in it: not an option (trace_hub_start() says
+         * invalid_configuration for all it refuses). */
+        return rt_local_reply_error(reply, WAMP_ERROR_INVALID_ARGUMENT, "%s, or null", why);
+    }
     if (options && !json_is_null(options) && !json_is_object(options)) {
         return rt_local_reply_error(reply, MGMT_ERROR_INVALID_CONFIGURATION,
                                     "trace_options: must be a dict or null");
     }
     trace *t = NULL;
-    char why[200] = "";
     wamp_err err =
             trace_hub_start(m->hub, json_is_string(id) ? json_string_value(id) : NULL, options,
                             now_pc_ns(m), rt_router_wall_ns(m->rt), &t, why, sizeof(why));

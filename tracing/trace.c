@@ -117,6 +117,7 @@ wamp_err trace_new(const char *id, const json_t *options, const trace_option_def
         }
     }
     t->h.keeps_all = !t->action && trace_filter_keeps_all(t->filter);
+    t->h.keeps_connections = !t->action && trace_filter_keeps_connections(t->filter);
     t->h.peer_blind = !t->action && !trace_filter_reads_peer(t->filter);
     t->h.payload = t->opts.trace_app_payload;
     t->h.running = true;

@@ -82,10 +82,11 @@ wamp_err trace_rename(trace *t, const char *id);
 struct trace_head {
     bool running;
     bool keeps_all;
-    bool persists;   /* has files (options.persist): records go there, not to the store */
-    bool peer_blind; /* message-level, and its filter does not look at the peer session */
-    bool payload;    /* keeps the application payload (options.trace_app_payload) */
-    bool fed;        /* fed by its owner (trace_set_fed()), not by the capture path */
+    bool keeps_connections; /* trace_filter_keeps_connections(), message-level */
+    bool persists;          /* has files (options.persist): records go there, not to the store */
+    bool peer_blind;        /* message-level, and its filter does not look at the peer session */
+    bool payload;           /* keeps the application payload (options.trace_app_payload) */
+    bool fed;               /* fed by its owner (trace_set_fed()), not by the capture path */
 };
 
 static inline bool trace_is_running(const trace *t)
@@ -98,6 +99,13 @@ static inline bool trace_is_running(const trace *t)
 static inline bool trace_keeps_all(const trace *t)
 {
     return ((const struct trace_head *)(const void *)t)->keeps_all;
+}
+
+/* true if t is a message-level trace that keeps connection records
+ * (trace_filter_keeps_connections()). */
+static inline bool trace_keeps_connections(const trace *t)
+{
+    return ((const struct trace_head *)(const void *)t)->keeps_connections;
 }
 
 /* true if t keeps its records in files (options.persist), where trace_append_rec() encodes a

@@ -9,6 +9,7 @@
 
 struct trace_filter {
     uint64_t types[2]; /* bit per WAMP code, 0..127 */
+    bool connections;  /* msg_types names "Connection" */
     unsigned dir_mask;
     /* The management realm while "realms" is absent; NULL when there is no exclusion to apply
      * (no management realm, or a realms list, which is then the whole truth). */
@@ -63,6 +64,7 @@ trace_filter *trace_filter_new(const trace_options *o, const char *mgmt_realm)
     }
     f->types[0] = o->msg_types[0];
     f->types[1] = o->msg_types[1];
+    f->connections = o->msg_connections;
     f->dir_mask = o->direction;
     if (!dup_strings(o->realms, o->n_realms, &f->realms, &f->n_realms) ||
         !dup_strings(o->authids, o->n_authids, &f->authids, &f->n_authids) ||
@@ -140,6 +142,12 @@ bool trace_filter_keeps_all(const trace_filter *f)
     return f->dir_mask == (TRACE_RX | TRACE_TX) && f->types[0] == UINT64_MAX &&
            f->types[1] == UINT64_MAX && !f->n_sessions && !f->n_realms && !f->n_authids &&
            !f->n_authroles && !f->n_uris;
+}
+
+bool trace_filter_keeps_connections(const trace_filter *f)
+{
+    return trace_filter_keeps_all(f) || (f->connections && !f->n_realms && !f->n_uris &&
+                                         !f->n_sessions && !f->n_authids && !f->n_authroles);
 }
 
 bool trace_filter_reads_peer(const trace_filter *f)

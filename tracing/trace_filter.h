@@ -63,6 +63,11 @@ static inline bool trace_is_mgmt_realm(const char *mgmt, const char *realm)
  * hub tests such a trace inline (trace_hub_match()), without a call per message. */
 bool trace_filter_keeps_all(const trace_filter *f);
 
+/* true if a trace of f keeps connection records (TRACE_MSG_CONNECTION, which have no realm,
+ * URI, peer or direction): when f restricts nothing (trace_filter_keeps_all()), or when its
+ * msg_types names "Connection" and it restricts no realm, URI or peer session. */
+bool trace_filter_keeps_connections(const trace_filter *f);
+
 /* true if f looks at the peer session (session_ids, authids or authroles): one message sent to
  * several sessions may then match for some of them only. */
 bool trace_filter_reads_peer(const trace_filter *f);

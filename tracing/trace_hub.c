@@ -430,7 +430,7 @@ size_t trace_hub_on_connection(trace_hub *hub, const json_t *info, uint64_t pc_n
     for (size_t i = 0; i < hub->n; i++) {
         trace *t = hub->traces[i];
         uint64_t seq;
-        if (trace_is_running(t) && trace_keeps_all(t) && !trace_is_fed(t) &&
+        if (trace_is_running(t) && trace_keeps_connections(t) && !trace_is_fed(t) &&
             trace_connection(t, info, pc_ns, ts_ns, &seq) == WAMP_OK) {
             kept++;
         }

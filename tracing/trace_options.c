@@ -33,6 +33,14 @@ bool trace_msg_type_parse(const char *name, int *out)
         *out = TRACE_MSG_MARKER;
         return true;
     }
+    if (strcasecmp(name, "Unknown") == 0) {
+        *out = 0;
+        return true;
+    }
+    if (strcasecmp(name, "Connection") == 0) {
+        *out = TRACE_MSG_CONNECTION;
+        return true;
+    }
     for (int t = 1; t <= WAMP_MSG_TYPE_MAX; t++) {
         if (wamp_msg_type_is_known(t) && strcasecmp(name, wamp_msg_type_title(t)) == 0) {
             *out = t;
@@ -232,8 +240,11 @@ static wamp_err opt_msg_types(const json_t *v, trace_options *o, char *why, size
                             i, name);
         }
         /* Markers are added on request (mark_trace) and never filtered: the name is accepted
-         * but has no bit. */
-        if (t != TRACE_MSG_MARKER) {
+         * but has no bit. Connection records are no message: a flag
+         * (trace_filter_keeps_connections()). */
+        if (t == TRACE_MSG_CONNECTION) {
+            o->msg_connections = true;
+        } else if (t != TRACE_MSG_MARKER) {
             o->msg_types[t / 64] |= (uint64_t)1 << (t % 64);
         }
     }

@@ -52,9 +52,10 @@ typedef struct trace_options {
     size_t n_realms;
     trace_uri_pat *uris; /* 0 entries when absent or when a plain "*" was listed */
     size_t n_uris;
-    uint64_t msg_types[2]; /* bit per WAMP code (0..127); all ones when absent */
+    uint64_t msg_types[2]; /* bit per WAMP code (0..127; 0: "Unknown"); all ones when absent */
     bool has_msg_types;
-    unsigned direction; /* mask of trace_dir bits: TRACE_RX | TRACE_TX for "both" */
+    bool msg_connections; /* msg_types names "Connection" (connection records: no bit) */
+    unsigned direction;   /* mask of trace_dir bits: TRACE_RX | TRACE_TX for "both" */
     uint64_t *session_ids;
     size_t n_session_ids;
     char **authids;
@@ -100,8 +101,10 @@ wamp_err trace_options_parse_with(const json_t *j, const trace_option_defaults *
 /* Releases everything o owns (NULL-safe) and zeroes it. */
 void trace_options_fini(trace_options *o);
 
-/* Parses a msg_type name as in trace records ("Publish", ..., "Marker"; case-insensitive) into
- * its WAMP code (TRACE_MSG_MARKER for "Marker"); false if unknown. */
+/* Parses a msg_type name as in trace records ("Publish", ..., "Marker", "Unknown",
+ * "Connection"; case-insensitive) into its WAMP code (TRACE_MSG_MARKER for "Marker", 0 for
+ * "Unknown": received bytes that did not decode, TRACE_MSG_CONNECTION for "Connection"); false
+ * if unknown. */
 bool trace_msg_type_parse(const char *name, int *out);
 
 #endif /* TRACE_OPTIONS_H */

@@ -161,6 +161,12 @@ START_TEST(test_argument_and_option_errors)
     expect_error("start_trace", "[\"testnode\", \"router1\", null, {\"limit\": 0}]",
                  MGMT_ERROR_INVALID_CONFIGURATION);
     expect_error("start_trace", "[\"testnode\", \"router1\", 5]", WAMP_ERROR_INVALID_ARGUMENT);
+    /* An id out of range is an argument out of range, as one with a NUL in it: not an option. */
+    expect_error("start_trace", "[\"testnode\", \"router1\", \"\"]", WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("start_trace", "[\"testnode\", \"router1\", \"a\\tb\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
+    expect_error("start_trace", "[\"testnode\", \"router1\", \"a\\u0000b\"]",
+                 WAMP_ERROR_INVALID_ARGUMENT);
     /* max_traces is 3 here. */
     json_decref(call("start_trace", "[\"testnode\", \"router1\"]", NULL));
     json_decref(call("start_trace", "[\"testnode\", \"router1\"]", NULL));

@@ -992,6 +992,44 @@ START_TEST(test_trace_redaction_and_correlation)
 
 END_TEST
 
+/* A protocol violation while authenticating (an AUTHENTICATE that does not decode as one, so
+ * its record is "Unknown") is recorded with the realm HELLO asked for, as the HELLO and the
+ * CHALLENGE are, and so is the ABORT that answers it: a trace of that realm shows why the
+ * client was refused. */
+START_TEST(test_trace_violation_while_authenticating_has_its_realm)
+{
+    trace *t = NULL;
+    char why[160] = "";
+    json_t *opts = json_pack("{s:[s]}", "realms", "realm1");
+    ck_assert_msg(trace_hub_start(rt_router_trace_hub(RT), "realm1-only", opts, 1, 1, &t, why,
+                                  sizeof(why)) == WAMP_OK,
+                  "%s", why);
+    json_decref(opts);
+    static const char *const bad[] = {"[5, 42, {}]", "[5, \"sig\"]"};
+    for (size_t i = 0; i < 2; i++) {
+        fake_conn *c = conn(WAMP_SER_JSON);
+        hello(c, "realm1", "joe", "[\"ticket\"]", NULL);
+        json_decref(expect_challenge(c, "ticket"));
+        ck_assert_int_eq(fake_conn_send(c, "%s", bad[i]), WAMP_OK);
+        fake_expect_abort(c, WAMP_ERROR_PROTOCOL_VIOLATION);
+        fake_conn_free(c);
+    }
+    json_t *recs = trace_render_records(t, 0, UINT64_MAX, 100);
+    ck_assert_uint_eq(json_array_size(recs), 8);
+    static const char *const types[] = {"Hello", "Challenge", "Unknown", "Abort"};
+    for (size_t i = 0; i < 8; i++) {
+        const json_t *r = json_array_get(recs, i);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "msg_type")), types[i % 4]);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "realm")), "realm1");
+        ck_assert_int_eq(
+                json_integer_value(json_object_get(r, "session_id")),
+                json_integer_value(json_object_get(json_array_get(recs, i / 4 * 4), "session_id")));
+    }
+    json_decref(recs);
+}
+
+END_TEST
+
 START_TEST(test_session_limit_after_challenge)
 {
     /* limits.max_sessions counts joined sessions; a session authenticating is not one yet. Two
@@ -1092,6 +1130,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_zero_delay);
     tcase_add_test(tc, test_management_credentials);
     tcase_add_test(tc, test_trace_redaction_and_correlation);
+    tcase_add_test(tc, test_trace_violation_while_authenticating_has_its_realm);
     tcase_add_test(tc, test_failure_log_lines);
     tcase_add_test(tc, test_nul_in_hello_fields);
     tcase_add_test(tc, test_session_limit_after_challenge);

@@ -134,6 +134,49 @@ START_TEST(test_msg_types)
     c.msg_type = 500;
     ck_assert(!trace_filter_match(f, &c));
     trace_filter_free(f);
+    /* "Unknown", the records of received bytes that did not decode: those alone. */
+    f = filter_of("{\"msg_types\": [\"Unknown\"]}");
+    trace_ctx bare = {.direction = TRACE_RX, .msg_type = 0};
+    ck_assert(trace_filter_match(f, &bare));
+    c.msg_type = WAMP_MSG_PUBLISH;
+    ck_assert(!trace_filter_match(f, &c));
+    ck_assert(!trace_filter_keeps_connections(f));
+    trace_filter_free(f);
+}
+
+END_TEST
+
+/* Connection records: kept by a filter that restricts nothing, or one whose msg_types names
+ * "Connection" and that restricts no realm, URI or peer (they have none). */
+START_TEST(test_keeps_connections)
+{
+    static const struct {
+        const char *json;
+        bool keeps;
+    } cases[] = {
+            {NULL, true},
+            {"{\"msg_types\": [\"Connection\"]}", true},
+            {"{\"msg_types\": [\"Call\", \"connection\"], \"direction\": \"rx\"}", true},
+            {"{\"msg_types\": [\"Call\"]}", false},
+            {"{\"direction\": \"rx\"}", false},
+            {"{\"msg_types\": [\"Connection\"], \"realms\": [\"realm1\"]}", false},
+            {"{\"msg_types\": [\"Connection\"], \"uris\": [\"a.b\"]}", false},
+            {"{\"msg_types\": [\"Connection\"], \"session_ids\": [7]}", false},
+            {"{\"msg_types\": [\"Connection\"], \"authids\": [\"a\"]}", false},
+            {"{\"msg_types\": [\"Connection\"], \"authroles\": [\"r\"]}", false},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        trace_filter *f = filter_of(cases[i].json);
+        ck_assert_msg(trace_filter_keeps_connections(f) == cases[i].keeps, "%s",
+                      cases[i].json ? cases[i].json : "defaults");
+        trace_filter_free(f);
+    }
+    /* Naming it selects no message. */
+    trace_filter *f = filter_of("{\"msg_types\": [\"Connection\"]}");
+    trace_ctx c = ctx();
+    ck_assert(!trace_filter_match(f, &c));
+    trace_filter_free(f);
 }
 
 END_TEST
@@ -329,6 +372,7 @@ static Suite *trace_filter_suite(void)
     tcase_add_test(tc, test_keeps_all);
     tcase_add_test(tc, test_direction);
     tcase_add_test(tc, test_msg_types);
+    tcase_add_test(tc, test_keeps_connections);
     tcase_add_test(tc, test_realms);
     tcase_add_test(tc, test_mgmt_realm_exclusion);
     tcase_add_test(tc, test_uris_exact_and_plain_strings);

@@ -872,17 +872,22 @@ END_TEST
 
 START_TEST(test_connection_records)
 {
-    trace_hub *h = hub_of(4);
+    trace_hub *h = hub_of(6);
     trace *all = start(h, "all", NULL);
     trace *calls = start(h, "calls", "{\"msg_types\": [\"Call\"]}");
+    trace *conns = start(h, "conns", "{\"msg_types\": [\"connection\", \"Call\"]}");
+    trace *realm = start(h, "realm", "{\"msg_types\": [\"Connection\"], \"realms\": [\"realm1\"]}");
     trace *stopped = start(h, "stopped", NULL);
     trace_hub_stop(h, "stopped", PC0, TS0, NULL);
     json_t *info = json_pack("{s:s, s:s, s:s, s:s}", "event", "refused", "reason", "subprotocol",
                              "transport", "t1", "peer", "127.0.0.1:5555");
-    /* Only running traces that keep everything take it. */
-    ck_assert_uint_eq(trace_hub_on_connection(h, info, PC0 + MS, TS0 + MS), 1);
+    /* Only running traces that keep everything, or that name "Connection" in msg_types and
+     * restrict no realm, URI or peer, take it. */
+    ck_assert_uint_eq(trace_hub_on_connection(h, info, PC0 + MS, TS0 + MS), 2);
     ck_assert_uint_eq(held(all), 1);
     ck_assert_uint_eq(held(calls), 0);
+    ck_assert_uint_eq(held(conns), 1);
+    ck_assert_uint_eq(held(realm), 0);
     ck_assert_uint_eq(held(stopped), 0);
     const trace_record *r = trace_store_get(trace_get_store(all), 0, &(trace_record){0});
     ck_assert(trace_record_is_connection(r));

@@ -240,7 +240,7 @@ START_TEST(test_invalid_values_name_the_option)
             {"{\"msg_types\": []}", "msg_types:"},
             {"{\"msg_types\": [\"Publish\", \"Publsh\"]}", "msg_types[1]:"},
             {"{\"msg_types\": [16]}", "msg_types[0]:"},
-            {"{\"msg_types\": [\"Unknown\"]}", "msg_types[0]:"},
+            {"{\"msg_types\": [\"Gap\"]}", "msg_types[0]:"},
             {"{\"direction\": \"in\"}", "direction:"},
             {"{\"direction\": null}", "direction:"},
             {"{\"session_ids\": [0]}", "session_ids[0]:"},
@@ -370,7 +370,13 @@ START_TEST(test_msg_type_names)
             ck_assert_int_eq(t, code);
         }
     }
-    ck_assert(!trace_msg_type_parse("Unknown", &t));
+    /* The names of records that are no WAMP message of a known type. */
+    ck_assert(trace_msg_type_parse("Unknown", &t));
+    ck_assert_int_eq(t, 0);
+    ck_assert(trace_msg_type_parse("connection", &t));
+    ck_assert_int_eq(t, TRACE_MSG_CONNECTION);
+    ck_assert_str_eq(trace_msg_type_title(TRACE_MSG_CONNECTION), "Connection");
+    ck_assert(!trace_msg_type_parse("Gap", &t));
     ck_assert(!trace_msg_type_parse("", &t));
     ck_assert(!trace_msg_type_parse(NULL, &t));
 }
