@@ -78,11 +78,30 @@ static bool filter_admits(const pub_filter *f, const rt_session *to)
     return !f->any || rt_broker_lists_admit(f, to->id, to->authid, to->authrole);
 }
 
-/* Whether publication p reaches session to. */
-static bool is_receiver(const rt_session *to, const pub_ctx *p)
+/* The last permission decision of rt_broker_may_receive() over one subscription's members:
+ * members of one role (most of them) cost one lookup per publication. */
+typedef struct role_memo {
+    const char *role;
+    bool may;
+} role_memo;
+
+/* Whether publication p reaches session to, a member of subscription sub (memo: that
+ * subscription's, zeroed before its first member). */
+static bool is_receiver(const rt_broker *b, const rt_subscription *sub, const rt_session *to,
+                        const pub_ctx *p, role_memo *memo)
 {
-    return to->state == RT_SESSION_JOINED && !(to == p->publisher && p->exclude_me) &&
-           filter_admits(&p->filter, to);
+    if (to->state != RT_SESSION_JOINED || (to == p->publisher && p->exclude_me) ||
+        !filter_admits(&p->filter, to)) {
+        return false;
+    }
+    if (sub->match == WAMP_MATCH_EXACT) {
+        return true;
+    }
+    if (!memo->role || !to->authrole || strcmp(memo->role, to->authrole) != 0) {
+        memo->role = to->authrole;
+        memo->may = rt_broker_may_receive(b, sub, to, p->topic);
+    }
+    return memo->may;
 }
 
 /* EVENT.Details for subscription sub: Details.topic for a pattern subscription, the publisher's
@@ -143,7 +162,8 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
     for (size_t h = n; h-- > 0 && !any;) {
         const rt_subscription *sub = b->hits[h];
         size_t end = sub->n_members;
-        while (end > 0 && !is_receiver(sub->members[end - 1]->s, p)) {
+        role_memo memo = {0};
+        while (end > 0 && !is_receiver(b, sub, sub->members[end - 1]->s, p, &memo)) {
             end--;
         }
         if (end > 0) {
@@ -155,6 +175,7 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
     for (size_t h = 0; any && h <= last_hit; h++) {
         const rt_subscription *sub = b->hits[h];
         size_t end = h == last_hit ? last_end : sub->n_members;
+        role_memo memo = {0};
         bool oom;
         json_t *details = event_details(sub, p, &oom);
         if (oom) {
@@ -179,14 +200,14 @@ static wamp_err fan_out(rt_broker *b, const pub_ctx *p, size_t n, bool mark_last
              * serializer among the members there is nothing to do: the first send encodes it. */
             for (size_t i = 0; i < end; i++) {
                 wamp_ser ser = sub->members[i]->s->ser;
-                if (!ev.buf[ser] && is_receiver(sub->members[i]->s, p)) {
+                if (!ev.buf[ser] && is_receiver(b, sub, sub->members[i]->s, p, &memo)) {
                     (void)rt_encoded_encode(&ev, ser);
                 }
             }
         }
         for (size_t i = 0; i < end; i++) {
             rt_session *to = sub->members[i]->s;
-            if (!is_receiver(to, p)) {
+            if (!is_receiver(b, sub, to, p, &memo)) {
                 continue;
             }
             if (mark_last && h == last_hit && i + 1 == end) {
@@ -449,8 +470,9 @@ static size_t count_receivers(rt_broker *b, const pub_ctx *p, size_t enough)
     size_t n = rt_broker_collect_matches(b, p->topic), count = 0;
     for (size_t h = 0; n != SIZE_MAX && h < n; h++) {
         const rt_subscription *sub = b->hits[h];
+        role_memo memo = {0};
         for (size_t i = 0; i < sub->n_members; i++) {
-            count += is_receiver(sub->members[i]->s, p) ? 1 : 0;
+            count += is_receiver(b, sub, sub->members[i]->s, p, &memo) ? 1 : 0;
             if (count == enough) {
                 return count;
             }

@@ -10,6 +10,7 @@
 
 #include "rt_broker.h"
 #include "rt_core_int.h"
+#include "rt_realm.h"
 
 typedef struct rt_sub_member {
     rt_list in_session; /* in rt_session.subs */
@@ -64,6 +65,17 @@ struct rt_broker {
     const rt_broker_remote *remote; /* other nodes (rt_broker_set_remote()), or NULL */
     void *remote_ctx;
 };
+
+/* Whether s, a member of subscription sub, may get an event on topic: always through an exact
+ * subscription (authorized when made); through a pattern, only a topic s's role may subscribe to.
+ * The SUBSCRIBE of a pattern was authorized on the pattern's text, and an exact permission on
+ * "com.a" must not let a prefix subscription to "com.a" receive "com.a.secret". */
+static inline bool rt_broker_may_receive(const rt_broker *b, const rt_subscription *sub,
+                                         const rt_session *s, const char *topic)
+{
+    return sub->match == WAMP_MATCH_EXACT ||
+           rt_realm_authorize(b->realm, s->authrole, RT_ACTION_SUBSCRIBE, topic);
+}
 
 /* FNV-1a hash of uri's first len bytes, as the subscription table and the retained events hash
  * their keys. */

@@ -204,10 +204,11 @@ static const rt_retained *retained_pick(const rt_retained *r, const char *uri, w
     return NULL;
 }
 
-static const rt_retained *retained_for(const rt_subscription *sub, const rt_retained *r,
-                                       const rt_session *s)
+static const rt_retained *retained_for(const rt_broker *b, const rt_subscription *sub,
+                                       const rt_retained *r, const rt_session *s)
 {
-    return retained_pick(r, sub->uri, sub->match, s->id, s->authid, s->authrole);
+    const rt_retained *e = retained_pick(r, sub->uri, sub->match, s->id, s->authid, s->authrole);
+    return e && rt_broker_may_receive(b, sub, s, e->topic) ? e : NULL;
 }
 
 /* EVENT of a retained event to s for sub: Details d (consumed; NULL: out of memory), which holds
@@ -249,13 +250,13 @@ static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
     const rt_retained *only = NULL;
     if (get_retained && sub->match == WAMP_MATCH_EXACT) {
         const rt_retained *r = retained_find(b, sub->uri);
-        only = r ? retained_for(sub, r, s) : NULL;
+        only = r ? retained_for(b, sub, r, s) : NULL;
         n = only ? 1 : 0;
     } else if (get_retained) {
         /* A pattern: every retained topic it matches (bounded by limits.max_retained_topics). */
         for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
              rt_hmap_iter_next(&b->retained, &it)) {
-            n += retained_for(sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s) ? 1 : 0;
+            n += retained_for(b, sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s) ? 1 : 0;
         }
     }
     if (n == 0) {
@@ -273,7 +274,7 @@ static wamp_err subscribed_here(rt_broker *b, rt_session *s, const wamp_msg *m,
     for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node && err == WAMP_OK;
          rt_hmap_iter_next(&b->retained, &it)) {
         const rt_retained *r =
-                retained_for(sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s);
+                retained_for(b, sub, RT_CONTAINER_OF(it.node, rt_retained, by_topic), s);
         if (r) {
             if (++sent == n) {
                 rt_observers_action_last(&s->rt->observers, s->rt);
@@ -313,7 +314,7 @@ wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t 
                                 ? rt_broker_find_member(s, sub_id)
                                 : NULL;
     pub_ctx p;
-    if (!mb || !rt_broker_remote_ctx(rp, &p)) {
+    if (!mb || !rt_broker_remote_ctx(rp, &p) || !rt_broker_may_receive(b, mb->sub, s, rp->topic)) {
         return WAMP_OK;
     }
     json_t *d = json_object();

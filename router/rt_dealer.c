@@ -317,13 +317,24 @@ static json_t *invocation_details(const rt_registration *reg, const char *proced
     return det;
 }
 
-/* Why callee cannot take a new call (ppt: it uses payload passthru mode), with the ERROR's URI
- * in *uri; NULL if it can. */
-static const char *callee_unfit(const rt_session *callee, bool ppt, const char **uri)
+/* Why callee, picked from reg, cannot take a new call of procedure (ppt: it uses payload
+ * passthru mode), with the ERROR's URI in *uri; NULL if it can. A pattern registration was
+ * authorized on its pattern's text: it serves only the procedures the callee's role may
+ * register (an exact permission on "com.a" must not let a prefix registration of "com.a" serve
+ * "com.a.secret"); for the others, as for a procedure nobody registered, no_such_procedure. */
+static const char *callee_unfit(const rt_dealer *d, const rt_registration *reg,
+                                const rt_session *callee, const char *procedure, bool ppt,
+                                const char **uri)
 {
     if (callee->state != RT_SESSION_JOINED) {
         *uri = WAMP_ERROR_CANCELED;
         return "the callee is leaving";
+    }
+    if (reg->match != WAMP_MATCH_EXACT &&
+        !rt_realm_authorize(d->realm, callee->authrole, RT_ACTION_REGISTER, procedure)) {
+        *uri = WAMP_ERROR_NO_SUCH_PROCEDURE;
+        return "no callee may serve this procedure (a pattern registration covers it, its "
+               "callee's role may not register it)";
     }
     if (ppt && !callee->ppt_callee) {
         /* Spec "Payload Passthru Mode": an application error for the caller. */
@@ -470,7 +481,7 @@ wamp_err rt_dealer_on_call(rt_dealer *d, rt_session *s, const wamp_msg *m)
         return rt_session_refuse_limit(s, WAMP_MSG_CALL, m->id, "max_pending_calls", max_calls);
     }
     rt_session *callee = pick_callee(reg);
-    const char *unfit_uri, *unfit = callee_unfit(callee, ppt, &unfit_uri);
+    const char *unfit_uri, *unfit = callee_unfit(d, reg, callee, m->uri, ppt, &unfit_uri);
     if (unfit) {
         return rt_session_send_error(s, WAMP_MSG_CALL, m->id, unfit_uri, unfit);
     }
@@ -795,7 +806,7 @@ const char *rt_dealer_invoke_remote(rt_dealer *d, const rt_crpc_call *call, uint
     }
     rt_session *callee = pick_callee(reg);
     const char *unfit_uri;
-    if (callee_unfit(callee, call->ppt != NULL, &unfit_uri)) {
+    if (callee_unfit(d, reg, callee, call->procedure, call->ppt != NULL, &unfit_uri)) {
         return unfit_uri;
     }
     bool oom = false;

@@ -740,12 +740,29 @@ static rt_permission roles_guest[] = {{.uri = "",
                                        .allow_publish = true,
                                        .allow_subscribe = true,
                                        .disclose_publisher = true}};
-static rt_role roles_roles[] = {{.name = "anonymous", .permissions = roles_all, .n_permissions = 1},
-                                {.name = "guest", .permissions = roles_guest, .n_permissions = 2}};
-static rt_realm_config roles_realm[] = {{.name = "roles", .roles = roles_roles, .n_roles = 2}};
+/* "narrow": everything on exactly com.a, and under com.pub. but com.pub.secret. */
+static rt_permission roles_narrow[] = {{.uri = "com.a",
+                                        .match = WAMP_MATCH_EXACT,
+                                        .allow_call = true,
+                                        .allow_register = true,
+                                        .allow_publish = true,
+                                        .allow_subscribe = true},
+                                       {.uri = "com.pub.",
+                                        .match = WAMP_MATCH_PREFIX,
+                                        .allow_call = true,
+                                        .allow_register = true,
+                                        .allow_publish = true,
+                                        .allow_subscribe = true},
+                                       {.uri = "com.pub.secret.", .match = WAMP_MATCH_PREFIX}};
+static rt_role roles_roles[] = {
+        {.name = "anonymous", .permissions = roles_all, .n_permissions = 1},
+        {.name = "guest", .permissions = roles_guest, .n_permissions = 2},
+        {.name = "narrow", .permissions = roles_narrow, .n_permissions = 3}};
+static rt_realm_config roles_realm[] = {{.name = "roles", .roles = roles_roles, .n_roles = 3}};
 static rt_listener roles_listeners[] = {
         {.id = "anon", .anonymous_role = "anonymous", .max_message_size = 1024 * 1024},
-        {.id = "guest", .anonymous_role = "guest", .max_message_size = 1024 * 1024}};
+        {.id = "guest", .anonymous_role = "guest", .max_message_size = 1024 * 1024},
+        {.id = "narrow", .anonymous_role = "narrow", .max_message_size = 1024 * 1024}};
 
 static void roles_setup(void)
 {
@@ -754,7 +771,7 @@ static void roles_setup(void)
     T.cfg.realms = roles_realm;
     T.cfg.n_realms = 1;
     T.cfg.listeners = roles_listeners;
-    T.cfg.n_listeners = 2;
+    T.cfg.n_listeners = 3;
     T.rt = rt_router_new(&T.cfg, fake_clock_now, &T.clock);
     ck_assert_ptr_nonnull(T.rt);
 }
@@ -782,6 +799,83 @@ static unsigned delivered(fake_conn *pub, const char *options, fake_conn **sessi
     }
     return got;
 }
+
+/* Sends text on c and asserts the answer's type. */
+static void sent_answered(fake_conn *c, const char *text, int type)
+{
+    ck_assert_int_eq(fake_conn_send(c, "%s", text), WAMP_OK);
+    json_t *m = fake_conn_next(c);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(fake_msg_int(m, 0), type);
+    json_decref(m);
+}
+
+/* A pattern subscription or registration is authorized on its pattern's text, and then serves
+ * only the URIs its session's role may subscribe to or register: an exact permission on com.a
+ * does not let a prefix subscription to com.a receive com.a.secret or com.ab, nor a wildcard
+ * under an allowed prefix receive a topic of a denied one; retained events alike; a CALL its
+ * pattern registration covers but its role may not register finds no such procedure. A role
+ * that allows everything gets everything. */
+START_TEST(test_patterns_serve_only_what_the_role_may)
+{
+    fake_conn *pub = with_role("anon");
+    fake_conn *all = with_role("anon");
+    fake_conn *narrow = with_role("narrow");
+    sent_answered(pub, "[16, 9, {\"retain\": true, \"acknowledge\": true}, \"com.a.secret\", [0]]",
+                  WAMP_MSG_PUBLISHED);
+    for (int i = 0; i < 2; i++) {
+        fake_conn *c = i ? narrow : all;
+        sent_answered(c, "[32, 1, {\"match\": \"prefix\", \"get_retained\": true}, \"com.a\"]",
+                      WAMP_MSG_SUBSCRIBED);
+        /* The retained event of com.a.secret: to the role that may, only. */
+        if (c == all) {
+            json_t *m = fake_conn_next(all);
+            ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_EVENT);
+            json_decref(m);
+        }
+        ck_assert_uint_eq(fake_conn_pending(c), 0);
+        sent_answered(c, "[32, 2, {\"match\": \"wildcard\"}, \"com.pub..x\"]", WAMP_MSG_SUBSCRIBED);
+    }
+
+    static const struct {
+        const char *topic;
+        bool narrow;
+    } cases[] = {{"com.a", true},
+                 {"com.a.secret", false},
+                 {"com.ab", false},
+                 {"com.pub.y.x", true},
+                 {"com.pub.secret.x", false}};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fake_conn_send(pub, "[16, 1, {}, \"%s\", [1]]", cases[i].topic);
+        ck_assert_msg(fake_conn_pending(all) == 1, "%s", cases[i].topic);
+        ck_assert_msg(fake_conn_pending(narrow) == (cases[i].narrow ? 1 : 0), "%s", cases[i].topic);
+        fake_conn_clear(all);
+        fake_conn_clear(narrow);
+    }
+    /* Registrations. */
+    sent_answered(narrow, "[64, 4, {\"match\": \"prefix\"}, \"com.a\"]", WAMP_MSG_REGISTERED);
+    fake_conn_send(pub, "[48, 5, {}, \"com.a\", []]");
+    json_t *m = fake_conn_next(narrow);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_INVOCATION);
+    json_decref(m);
+    fake_conn_send(pub, "[48, 6, {}, \"com.a.secret\", []]");
+    ck_assert_uint_eq(fake_conn_pending(narrow), 0);
+    fake_expect_error(pub, WAMP_MSG_CALL, 6, WAMP_ERROR_NO_SUCH_PROCEDURE);
+    /* The same pattern registered by a role that may serves it all. */
+    fake_conn *callee = with_role("anon");
+    sent_answered(callee, "[64, 7, {\"match\": \"prefix\"}, \"com.pub.\"]", WAMP_MSG_REGISTERED);
+    fake_conn_send(pub, "[48, 8, {}, \"com.pub.secret.x\", []]");
+    m = fake_conn_next(callee);
+    ck_assert_int_eq(fake_msg_int(m, 0), WAMP_MSG_INVOCATION);
+    json_decref(m);
+    fake_conn_free(callee);
+    fake_conn_free(narrow);
+    fake_conn_free(all);
+    fake_conn_free(pub);
+}
+
+END_TEST
 
 START_TEST(test_blackwhite_listing)
 {
@@ -1441,6 +1535,7 @@ static Suite *rt_broker_suite(void)
     tcase_add_checked_fixture(tr, roles_setup, teardown);
     tcase_set_timeout(tr, 10);
     tcase_add_test(tr, test_blackwhite_listing);
+    tcase_add_test(tr, test_patterns_serve_only_what_the_role_may);
     tcase_add_test(tr, test_blackwhite_listing_over_patterns_and_counts);
     tcase_add_test(tr, test_publisher_identification);
     tcase_add_test(tr, test_retained_event_keeps_listing_and_disclosure);
