@@ -966,31 +966,27 @@ START_TEST(test_envelope_values_bounded)
                      WAMP_EPROTO);
     ck_assert_uint_le(alloc_count_json() - before, 5 * (size_t)WAMP_MSG_VALUES_MAX);
     free(text);
-    /* Where an id belongs: not built, refused as a null would be. */
-    char null_why[WAMP_WHY_LEN];
-    static const char null_text[] = "[16,null,{},\"a.b\"]";
-    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, null_text, strlen(null_text), &m, null_why,
-                                          sizeof(null_why)),
-                     WAMP_EPROTO);
-    text = repeat("[16,[[]", ",[]", 10000, "],{},\"a.b\"]", &len);
-    before = alloc_count_json();
-    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
-                     WAMP_EPROTO);
-    ck_assert_uint_lt(alloc_count_json() - before, 100);
-    ck_assert_str_eq(why, null_why);
-    free(text);
-    /* Where the URI belongs, the same. */
-    static const char null_uri[] = "[16,1,{},null]";
-    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, null_uri, strlen(null_uri), &m, null_why,
-                                          sizeof(null_why)),
-                     WAMP_EPROTO);
-    text = repeat("[16,1,{},{\"k\":[[]", ",[]", 10000, "]}]", &len);
-    before = alloc_count_json();
-    ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
-                     WAMP_EPROTO);
-    ck_assert_uint_lt(alloc_count_json() - before, 100);
-    ck_assert_str_eq(why, null_why);
-    free(text);
+
+    /* Where an id or the URI belongs: not built, refused as a null would be. */
+    static const struct {
+        const char *as_null, *head, *tail;
+    } places[] = {{"[16,null,{},\"a.b\"]", "[16,[[]", "],{},\"a.b\"]"},
+                  {"[16,1,{},null]", "[16,1,{},{\"k\":[[]", "]}]"}};
+
+    for (size_t i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+        char null_why[WAMP_WHY_LEN];
+        ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, places[i].as_null,
+                                              strlen(places[i].as_null), &m, null_why,
+                                              sizeof(null_why)),
+                         WAMP_EPROTO);
+        text = repeat(places[i].head, ",[]", 10000, places[i].tail, &len);
+        before = alloc_count_json();
+        ck_assert_int_eq(wamp_msg_parse_bytes(WAMP_SER_JSON, text, len, &m, why, sizeof(why)),
+                         WAMP_EPROTO);
+        ck_assert_uint_lt(alloc_count_json() - before, 100);
+        ck_assert_str_eq(why, null_why);
+        free(text);
+    }
     /* A payload decoded for a router procedure: the same bound, per payload. */
     for (size_t extra = 0; extra < 2; extra++) {
         text = repeat("[48,1,{},\"wamp.session.list\",[[]", ",[]", WAMP_MSG_VALUES_MAX - 2 + extra,
