@@ -78,30 +78,37 @@ static bool filter_admits(const pub_filter *f, const rt_session *to)
     return !f->any || rt_broker_lists_admit(f, to->id, to->authid, to->authrole);
 }
 
-/* The last permission decision of rt_broker_may_receive() over one subscription's members:
- * members of one role (most of them) cost one lookup per publication. */
+/* The last permission decision of rt_broker_may_receive() over one pattern subscription's
+ * members: members of one role (most of them) cost one lookup per publication. */
 typedef struct role_memo {
     const char *role;
     bool may;
 } role_memo;
 
-/* Whether publication p reaches session to, a member of subscription sub (memo: that
- * subscription's, zeroed before its first member). */
-static bool is_receiver(const rt_broker *b, const rt_subscription *sub, const rt_session *to,
-                        const pub_ctx *p, role_memo *memo)
+/* rt_broker_may_receive() for to, a member of the pattern subscription sub, through memo (that
+ * subscription's, zeroed before its first member). Out of line: exact subscriptions, most
+ * fan-outs, never come here. */
+static __attribute__((noinline)) bool pattern_admits(const rt_broker *b, const rt_subscription *sub,
+                                                     const rt_session *to, const pub_ctx *p,
+                                                     role_memo *memo)
 {
-    if (to->state != RT_SESSION_JOINED || (to == p->publisher && p->exclude_me) ||
-        !filter_admits(&p->filter, to)) {
-        return false;
-    }
-    if (sub->match == WAMP_MATCH_EXACT) {
-        return true;
-    }
     if (!memo->role || !to->authrole || strcmp(memo->role, to->authrole) != 0) {
         memo->role = to->authrole;
         memo->may = rt_broker_may_receive(b, sub, to, p->topic);
     }
     return memo->may;
+}
+
+/* Whether publication p reaches session to, a member of subscription sub (memo: see
+ * pattern_admits()). Inline: it runs for every receiver of every fan-out. */
+static inline __attribute__((always_inline)) bool is_receiver(const rt_broker *b,
+                                                              const rt_subscription *sub,
+                                                              const rt_session *to,
+                                                              const pub_ctx *p, role_memo *memo)
+{
+    return to->state == RT_SESSION_JOINED && !(to == p->publisher && p->exclude_me) &&
+           filter_admits(&p->filter, to) &&
+           (sub->match == WAMP_MATCH_EXACT || pattern_admits(b, sub, to, p, memo));
 }
 
 /* EVENT.Details for subscription sub: Details.topic for a pattern subscription, the publisher's

@@ -428,7 +428,7 @@ static rt_registration *route_call(rt_dealer *d, const rt_session *s, const char
     /* wamp.* is the router's namespace: only its own procedures answer there. REGISTER refuses
      * wamp.* URIs, but a client's pattern (prefix "wamp", wildcard ".session.get") can match
      * one, and must not answer calls meant for the router, here or on another node. */
-    bool restricted = strncmp(uri, "wamp.", 5) == 0;
+    bool restricted = uri[0] == 'w' && strncmp(uri, "wamp.", 5) == 0; /* (no call, mostly) */
     if (restricted && reg && !reg->fn) {
         reg = NULL;
     }
