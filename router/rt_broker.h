@@ -157,17 +157,22 @@ wamp_err rt_broker_deliver_retained(rt_broker *b, uint64_t session_id, uint64_t 
 void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match, uint64_t id,
                                 const char *authid, const char *authrole,
                                 void (*fn)(void *arg, const rt_broker_pub *p), void *arg);
-/* Calls fn(arg, topic, wall_ns) for every retained event: its topic and when it was retained
- * (wall clock). */
+/* Calls fn(arg, topic, wall_ns) for every topic's retained event for all (without black/white
+ * lists): its topic and when it was retained (wall clock). Topics holding listed events alone are
+ * left out: a listed event replaces no other (rt_broker_retained.c), so other nodes need not hear
+ * of it. */
 void rt_broker_retained_times(rt_broker *b,
                               void (*fn)(void *arg, const char *topic, uint64_t wall_ns),
                               void *arg);
-/* Another node retained an event on topic at wall-clock time before_ns (rt_router_wall_ns()):
- * this node's retained event of topic goes, unless it was retained later, or at before_ns and
- * wins_tie (this node's id sorts after the other's). Returns whether this node's stays, with
- * when it was retained in *kept_ns: the cluster then tells the others (rt_cluster_broker.c), so
- * that of the events retained on one topic the latest by the nodes' wall clocks alone remains,
- * in whatever order the notices cross. */
+/* Whether topic's newest retained event carries black/white lists. */
+bool rt_broker_retained_is_listed(const rt_broker *b, const char *topic);
+/* Another node retained an event for all on topic at wall-clock time before_ns
+ * (rt_router_wall_ns()): this node's retained events of topic retained earlier go (at before_ns
+ * too, unless wins_tie: this node's id sorts after the other's); later listed ones stay, for the
+ * sessions their lists admit. Returns whether this node's event for all stays (it was retained
+ * later), with when in *kept_ns: the cluster then tells the others (rt_cluster_broker.c), so
+ * that of the events for all retained on one topic the latest by the nodes' wall clocks alone
+ * remains, in whatever order the notices cross. */
 bool rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns, bool wins_tie,
                              uint64_t *kept_ns);
 

@@ -356,28 +356,56 @@ void rt_broker_retained_foreach(rt_broker *b, const char *uri, wamp_match match,
     }
 }
 
+/* The event for all that ends the chain from r, or NULL (the chain holds listed events alone). */
+static rt_retained *for_all_of(rt_retained *r)
+{
+    while (r && r->options) {
+        r = r->older;
+    }
+    return r;
+}
+
 void rt_broker_retained_times(rt_broker *b,
                               void (*fn)(void *arg, const char *topic, uint64_t wall_ns), void *arg)
 {
     for (rt_hmap_iter it = rt_hmap_iter_begin(&b->retained); it.node;
          rt_hmap_iter_next(&b->retained, &it)) {
-        const rt_retained *r = RT_CONTAINER_OF(it.node, rt_retained, by_topic);
-        fn(arg, r->topic, r->wall_ns);
+        const rt_retained *r = for_all_of(RT_CONTAINER_OF(it.node, rt_retained, by_topic));
+        if (r) {
+            fn(arg, r->topic, r->wall_ns);
+        }
     }
+}
+
+bool rt_broker_retained_is_listed(const rt_broker *b, const char *topic)
+{
+    const rt_retained *r = retained_find(b, topic);
+    return r && r->options;
 }
 
 bool rt_broker_retained_drop(rt_broker *b, const char *topic, uint64_t before_ns, bool wins_tie,
                              uint64_t *kept_ns)
 {
     rt_retained *r = retained_find(b, topic);
-    if (!r) {
+    rt_retained **cut = &r;
+    while (*cut && ((*cut)->wall_ns > before_ns || ((*cut)->wall_ns == before_ns && wins_tie))) {
+        cut = &(*cut)->older;
+    }
+    if (*cut == r) {
+        if (r) {
+            retained_remove(b, r); /* every one older */
+        }
         return false;
     }
-    if (r->wall_ns < before_ns || (r->wall_ns == before_ns && !wins_tie)) {
-        retained_remove(b, r);
+    /* The later (listed) events stay for the sessions they admit: the other node's event for
+     * all is older, and still the most recent for the others. */
+    retained_free_chain(b, *cut);
+    *cut = NULL;
+    const rt_retained *all = for_all_of(r);
+    if (!all) {
         return false;
     }
-    *kept_ns = r->wall_ns;
+    *kept_ns = all->wall_ns;
     return true;
 }
 

@@ -345,8 +345,8 @@ static wamp_err publish_json(rt_cluster_broker *cb, const char *subject, json_t 
     return err;
 }
 
-/* Tells every other node that this node retains an event on topic of realm since wall_ns: theirs
- * of an earlier time goes (rt_broker_retained_drop()). */
+/* Tells every other node that this node retains an event for all on topic of realm since wall_ns:
+ * theirs of an earlier time go (rt_broker_retained_drop()). */
 static void notice_retained(rt_cluster_broker *cb, const char *realm, const char *topic,
                             uint64_t wall_ns)
 {
@@ -404,18 +404,18 @@ static void batch_add(notice_batch *nb, const char *topic, uint64_t wall_ns)
 
 static void on_published(void *ctx, rt_broker *b, const rt_broker_pub *p)
 {
-    (void)b;
     relay *rl = ctx;
     rt_cluster_broker *cb = rl->cb;
     if (!cb) {
         return;
     }
     const char *realm = rt_realm_name(rl->realm);
-    if (p->retain) {
+    if (p->retain && !(p->retained_ns && rt_broker_retained_is_listed(b, p->topic))) {
         /* The event's own time, as every later notice of it says: two nodes retaining at once
          * then compare the same two times both ways, and exactly one event stays. (Not kept
          * here, over this node's limits: the time of the publication, which still makes the
-         * others drop their older one.) */
+         * others drop their older one.) An event kept with black/white lists replaces none:
+         * the others' stay for the sessions its lists leave out, so they are not told. */
         notice_retained(cb, realm, p->topic,
                         p->retained_ns ? p->retained_ns : rt_router_wall_ns(cb->rt));
     }
@@ -463,10 +463,10 @@ static void on_event(void *arg, const char *subject, const char *reply, const vo
     rt_cluster_envelope_fini(&e);
 }
 
-/* One notice from node: [topic, w] (JSON, either NULL). This node's retained event on topic goes
- * if it is older than w (ties by node id); when this node's is the later one, the other node is
- * told to drop its own (its notice may have crossed this node's, or its clock be behind): into
- * answers when the notice came in a batch, else at once. false: not a valid notice. */
+/* One notice from node: [topic, w] (JSON, either NULL). This node's retained events on topic
+ * older than w go (ties by node id); when this node's event for all is the later one, the other
+ * node is told to drop its own (its notice may have crossed this node's, or its clock be behind):
+ * into answers when the notice came in a batch, else at once. false: not a valid notice. */
 static bool take_notice(rt_cluster_broker *cb, rt_broker *b, const char *node, const char *realm,
                         const json_t *topic_j, const json_t *w, notice_batch *answers)
 {

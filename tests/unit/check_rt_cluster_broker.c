@@ -720,6 +720,72 @@ START_TEST(test_bad_notice_batches_are_counted)
 
 END_TEST
 
+/* The first arguments of the retained events on topic that a new subscription of c gets, as
+ * digits in the order they came (0: none). */
+static int retained_digits(fake_conn *c, const char *topic)
+{
+    fake_conn_clear(c);
+    int64_t sub = subscribe_opts(c, topic, "{\"get_retained\": true}");
+    run_ms(600); /* (the other nodes' answers, within the request timeout) */
+    int digits = 0;
+    while (fake_conn_pending(c)) {
+        json_t *m = expect_event(c, sub);
+        digits = digits * 10 + (int)json_integer_value(json_array_get(json_array_get(m, 4), 0));
+        json_decref(m);
+    }
+    return digits;
+}
+
+START_TEST(test_listed_retained_events_keep_the_one_for_all)
+{
+    /* Spec "Event Retention": a subscriber gets the most recent retained event it would have
+     * received. An event retained with black/white lists therefore leaves the topic's earlier
+     * event for all to the sessions its lists leave out, across nodes as on one node
+     * (rt_broker_retained.c). */
+    uint64_t xid, yid;
+    char auth[64];
+    fake_conn *pa = joined(0, WAMP_SER_JSON);
+    fake_conn *pb = joined(1, WAMP_SER_JSON);
+    fake_conn *x = joined_id(2, WAMP_SER_JSON, &xid, auth, sizeof(auth));
+    fake_conn *y = joined_id(2, WAMP_SER_JSON, &yid, auth, sizeof(auth));
+    run_ms(HB_MS + 100);
+    fake_conn_send(pa, "[16, 1, {\"retain\": true}, \"com.l\", [1]]");
+    fake_bus_run(bus);
+    fake_conn_send(pb, "[16, 1, {\"retain\": true, \"eligible\": [%llu]}, \"com.l\", [2]]",
+                   (unsigned long long)xid);
+    fake_bus_run(bus);
+    ck_assert_int_eq(retained_digits(y, "com.l"), 1); /* A still holds its event for all */
+    /* B retains an event for all, then a listed one, on com.m; a notice of an event for all
+     * retained between them (node z) takes B's event for all, not its later listed one, and B
+     * does not answer it (it holds no later event for all). */
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    notices seen = {0};
+    uint64_t s_seen;
+    ck_assert_int_eq(fake_link_ops.subscribe(raw, "wsc.ret.drop", NULL, on_notice, &seen, &s_seen),
+                     WAMP_OK);
+    fake_conn_send(pb, "[16, 2, {\"retain\": true}, \"com.m\", [3]]");
+    fake_bus_run(bus);
+    ck_assert_int_eq(seen.n, 1);
+    uint64_t w3 = seen.wall_ns;
+    fake_conn_send(pb, "[16, 3, {\"retain\": true, \"eligible\": [%llu]}, \"com.m\", [4]]",
+                   (unsigned long long)xid);
+    fake_bus_run(bus);
+    char text[128];
+    snprintf(text, sizeof(text), "{\"n\":\"z\",\"r\":\"realm1\",\"t\":\"com.m\",\"w\":%llu}",
+             (unsigned long long)(w3 + 1));
+    ck_assert_int_eq(fake_link_ops.publish(raw, "wsc.ret.drop", NULL, text, strlen(text)), WAMP_OK);
+    fake_bus_run(bus);
+    ck_assert_str_eq(seen.node, "b");
+    ck_assert_uint_eq(seen.wall_ns, w3); /* no answer from B */
+    ck_assert_int_eq(retained_digits(y, "com.m"), 0);
+    ck_assert_int_eq(retained_digits(x, "com.m"), 4);
+    fake_link_free(raw);
+}
+
+END_TEST
+
 START_TEST(test_bad_messages_are_counted_and_ignored)
 {
     fake_conn *sb = joined(1, WAMP_SER_JSON);
@@ -832,6 +898,7 @@ static Suite *rt_cluster_broker_suite(void)
     tcase_add_test(tc, test_one_retained_event_after_a_link_outage);
     tcase_add_test(tc, test_rejoin_notices_go_in_batches);
     tcase_add_test(tc, test_bad_notice_batches_are_counted);
+    tcase_add_test(tc, test_listed_retained_events_keep_the_one_for_all);
     tcase_add_test(tc, test_bad_messages_are_counted_and_ignored);
     tcase_add_test(tc, test_event_carries_the_publication_correlation);
     suite_add_tcase(s, tc);
