@@ -56,12 +56,17 @@ static void push_state(rt_nats *n, rt_cluster_link_state st)
     }
 }
 
-static void push_reply(rt_nats *n, uint64_t token, wamp_err err, const void *data, size_t len)
+/* from_bus: a reply received, which any process on the server can send to the inbox, in any
+ * number and size: held to max_pending_bytes as a message is (rt_nats_ev_push()). Else the
+ * answer to an op refused here, always queued. */
+static void push_reply(rt_nats *n, uint64_t token, wamp_err err, const void *data, size_t len,
+                       bool from_bus)
 {
     ev *e = rt_nats_ev_new(EV_REPLY);
     if (!e) {
         return;
     }
+    e->capped = from_bus;
     e->id = token;
     e->err = err;
     e->data = rt_nats_memdup(data, len);
@@ -143,9 +148,9 @@ static void on_inbox(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
     if (token && end && !*end) {
         int dlen = natsMsg_GetDataLength(msg);
         if (natsMsg_IsNoResponders(msg)) {
-            push_reply(n, token, WAMP_ENOTFOUND, NULL, 0);
+            push_reply(n, token, WAMP_ENOTFOUND, NULL, 0, true);
         } else {
-            push_reply(n, token, WAMP_OK, natsMsg_GetData(msg), dlen > 0 ? (size_t)dlen : 0);
+            push_reply(n, token, WAMP_OK, natsMsg_GetData(msg), dlen > 0 ? (size_t)dlen : 0, true);
         }
     }
     natsMsg_Destroy(msg);
@@ -239,7 +244,7 @@ static wamp_err op_request(void *link, const char *subject, const void *data, si
     }
     if (err != WAMP_OK) {
         /* Answered through the queue: callbacks never run inside an op. */
-        push_reply(n, r->token, err, NULL, 0);
+        push_reply(n, r->token, err, NULL, 0, false);
     }
     return WAMP_OK;
 }

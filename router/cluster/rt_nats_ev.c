@@ -40,13 +40,15 @@ void rt_nats_ev_free(ev *e)
     free(e);
 }
 
-/* Queues e (taken) and wakes the service loop. A message over max_pending_bytes is dropped
- * (counted); other events (state, replies, kv results) are always queued: each answers an
- * operation that was admitted, and their number is bounded by the operations. */
+/* Queues e (taken) and wakes the service loop. A message or a reply received over
+ * max_pending_bytes is dropped (counted: a request then times out); other events (state, kv
+ * results, the answers of refused requests) are always queued: each answers an operation that
+ * was admitted, and their number is bounded by the operations. */
 void rt_nats_ev_push(rt_nats *n, ev *e)
 {
     pthread_mutex_lock(&n->mu);
-    if (e->kind == EV_MSG && n->pending_bytes + e->cost > n->cfg->max_pending_bytes) {
+    if ((e->kind == EV_MSG || e->capped) &&
+        n->pending_bytes + e->cost > n->cfg->max_pending_bytes) {
         n->dropped++;
         pthread_mutex_unlock(&n->mu);
         rt_nats_ev_free(e);

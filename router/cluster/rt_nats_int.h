@@ -36,6 +36,7 @@ typedef struct ev {
     char **keys; /* EV_KV (KEYS) */
     size_t n_keys;
     size_t cost; /* counted in pending_bytes */
+    bool capped; /* EV_REPLY from the bus: dropped over max_pending_bytes, as EV_MSG */
 } ev;
 
 typedef struct job {

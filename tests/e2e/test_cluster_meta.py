@@ -5,6 +5,8 @@ subscriptions, subscribers, registrations and callees of both (merge rules in RE
 Cluster, "Meta API"); a node that does not answer in time (stopped with SIGSTOP) is left out
 and logged. The harness (nats-server, configs, log waits) is cluster_harness.py's."""
 
+import asyncio
+import json
 import os
 import signal
 import time
@@ -85,6 +87,48 @@ class TestClusterMeta(ch.ClusterCase):
             os.kill(b.proc.pid, signal.SIGCONT)
         ch.wait_log(a, r"cluster meta: node node_b did not answer wamp\.session\.count")
         self.assertEqual(await h.step(sa.call("wamp.session.count")), 2)
+
+    async def test_replies_count_against_max_pending_bytes(self):
+        """Any process on the NATS server may publish on a node's reply subject: a reply over
+        cluster.max_pending_bytes is dropped there like any message, not queued whatever its
+        size. A raw client answers node_a's meta request for stopped node_b with 100 KB."""
+        self.nats.start()
+        a = self.node("node_a", start=False)
+        with open(a.config, encoding="utf-8") as f:
+            cfg = json.load(f)
+        cfg["workers"][0]["wampscope"]["cluster"]["max_pending_bytes"] = 65536
+        with open(a.config, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        a.start()
+        b = self.node("node_b")
+        for r in (a, b):
+            ch.wait_log(r, ch.nodes_line(self.name, "node_a", "node_b"))
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.nats.port)
+        self.addCleanup(writer.close)
+        await h.step(reader.readline())  # INFO
+        writer.write(b'CONNECT {"verbose":false,"pedantic":false}\r\n'
+                     b"SUB %s.node.node_b.meta 1\r\nPING\r\n" % self.name.encode())
+        while (await h.step(reader.readline())).strip() != b"PONG":
+            pass
+        sa = await self.session(a, "json")
+        os.kill(b.proc.pid, signal.SIGSTOP)
+        try:
+            call = asyncio.ensure_future(sa.call("wamp.session.count"))
+            while True:
+                line = (await h.step(reader.readline())).split()
+                if line[0] == b"PING":
+                    writer.write(b"PONG\r\n")
+                elif line[0] == b"MSG":
+                    await h.step(reader.readexactly(int(line[-1]) + 2))
+                    reply = line[3]
+                    break
+            forged = b'{"result": 1000}' + b" " * 100000
+            writer.write(b"PUB %s %d\r\n%s\r\n" % (reply, len(forged), forged))
+            await h.step(writer.drain())
+            self.assertEqual(await h.step(call), 1)  # node_a alone: the reply was dropped
+        finally:
+            os.kill(b.proc.pid, signal.SIGCONT)
+        ch.wait_log(a, r"incoming message\(s\) dropped: more than max_pending_bytes")
 
 
 if __name__ == "__main__":
