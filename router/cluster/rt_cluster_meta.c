@@ -5,6 +5,7 @@
  * Answer: {"result": value} or {"error": uri}. */
 #include "rt_cluster_meta.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,17 +213,25 @@ static void join_arrays(json_t *acc, const json_t *v)
     }
 }
 
-/* Adds one node's result (borrowed) to g->acc. */
-static void merge(gather *g, json_t *v)
+/* Adds one node's result (borrowed) to g->acc; false when it cannot be one: a count that is not
+ * a non-negative integer, or that takes the sum past the integer range (another node, or any
+ * process on the bus, sent it). */
+static bool merge(gather *g, json_t *v)
 {
+    if (procs[g->proc].how == MERGE_SUM &&
+        (!json_is_integer(v) || json_integer_value(v) < 0 ||
+         (json_is_integer(g->acc) &&
+          json_integer_value(v) > LLONG_MAX - json_integer_value(g->acc)))) {
+        return false;
+    }
     if (!g->acc) {
         g->acc = procs[g->proc].how == MERGE_MATCH && json_is_null(v) ? json_array()
                                                                       : json_deep_copy(v);
-        return;
+        return true;
     }
     switch (procs[g->proc].how) {
     case MERGE_SUM:
-        if (json_is_integer(g->acc) && json_is_integer(v)) {
+        if (json_is_integer(g->acc)) {
             (void)json_integer_set(g->acc, json_integer_value(g->acc) + json_integer_value(v));
         }
         break;
@@ -246,6 +255,7 @@ static void merge(gather *g, json_t *v)
         }
         break;
     }
+    return true;
 }
 
 static void gather_free(gather *g)
@@ -293,10 +303,10 @@ static void on_reply(void *arg, wamp_err err, const void *data, size_t len)
         json_t *ans = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         json_t *v = json_object_get(ans, "result");
         const char *e = json_string_value(json_object_get(ans, "error"));
-        if (v) {
-            merge(g, v);
-        } else if (!json_is_object(ans) ||
-                   (e && strcmp(e, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED) == 0)) {
+        if (v && !merge(g, v)) {
+            part_missing(p, "answer not understood");
+        } else if (!v && (!json_is_object(ans) ||
+                          (e && strcmp(e, WAMP_ERROR_PAYLOAD_SIZE_EXCEEDED) == 0))) {
             part_missing(p, e ? e : "answer not understood");
         }
         json_decref(ans);
@@ -407,7 +417,7 @@ static wamp_err meta_call(void *ctx, rt_session *caller, const json_t *args, con
     *reply = (rt_local_reply){.request = g->local.request};
     rt_list_add_tail(&s->m->gathers, &g->in_m);
     if (!g->local.error_uri) {
-        merge(g, result_of(&g->local));
+        (void)merge(g, result_of(&g->local));
     }
     bool asked = rt_dealer_defer(caller, reply, &g->h) == WAMP_OK && scatter(g, text);
     free(text);

@@ -374,6 +374,40 @@ START_TEST(test_request_not_understood)
 
 END_TEST
 
+/* A process on the bus answering node b's meta requests with the largest count there is. */
+static void on_forged_request(void *arg, const char *subject, const char *reply, const void *data,
+                              size_t len)
+{
+    (void)subject;
+    (void)data;
+    (void)len;
+    static const char huge[] = "{\"result\": 9223372036854775807}";
+    ck_assert_int_eq(fake_link_ops.publish(arg, reply, NULL, huge, strlen(huge)), WAMP_OK);
+}
+
+START_TEST(test_sum_past_the_integer_range_is_left_out)
+{
+    fake_conn *ca = joined(0, NULL);
+    rt_cluster_meta_free(nodes[1].meta); /* b serves no meta requests: the forger answers */
+    nodes[1].meta = NULL;
+    fake_link *raw = fake_link_new(bus, NULL);
+    fake_link_set_up(raw, true);
+    fake_bus_run(bus);
+    uint64_t sub;
+    ck_assert_int_eq(
+            fake_link_ops.subscribe(raw, "wsc.node.b.meta", NULL, on_forged_request, raw, &sub),
+            WAMP_OK);
+    log_capture lc;
+    log_capture_begin(&lc);
+    ck_assert_int_eq(result_int(ca, "wamp.session.count", "[]"), 1);
+    char *text = log_capture_end(&lc);
+    ck_assert_uint_eq(log_count_lines(text, "cluster meta: node b did not answer"), 1);
+    free(text);
+    fake_link_free(raw);
+}
+
+END_TEST
+
 START_TEST(test_freed_puts_local_procedures_back)
 {
     fake_conn *ca = joined(0, NULL);
@@ -400,6 +434,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_registrations_of_both_nodes);
     tcase_add_test(tc, test_node_not_answering_is_left_out);
     tcase_add_test(tc, test_request_not_understood);
+    tcase_add_test(tc, test_sum_past_the_integer_range_is_left_out);
     tcase_add_test(tc, test_freed_puts_local_procedures_back);
     suite_add_tcase(s, tc);
     return s;
