@@ -235,6 +235,23 @@ static size_t utf8_seq(const unsigned char *s, size_t len)
     return n;
 }
 
+/* The code point of the valid n-byte UTF-8 sequence at s when a terminal acts on it rather than
+ * shows it: a C1 control (U+0080..U+009F; U+009B is CSI, U+009D OSC), or a bidirectional
+ * override or isolate (U+202A..U+202E, U+2066..U+2069), which reorder what follows; 0
+ * otherwise. */
+static unsigned term_control(const unsigned char *s, size_t n)
+{
+    if (n == 2 && s[0] == 0xC2 && s[1] <= 0x9F) {
+        return s[1];
+    }
+    if (n == 3 && s[0] == 0xE2 &&
+        ((s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) ||
+         (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9))) {
+        return 0x2000u + ((unsigned)(s[1] & 0x3F) << 6) + (s[2] & 0x3Fu);
+    }
+    return 0;
+}
+
 /* Calls put(ctx, piece, n) for each piece of the escaped text of s. */
 static void json_escape_each(const char *s, size_t len, void (*put)(void *, const char *, size_t),
                              void *ctx)
@@ -250,7 +267,7 @@ static void json_escape_each(const char *s, size_t len, void (*put)(void *, cons
                 break;
             }
             size_t n = c < 0x80 ? 1 : utf8_seq(u + run, len - run);
-            if (n == 0) {
+            if (n == 0 || (n > 1 && term_control(u + run, n))) {
                 break;
             }
             run += n;
@@ -261,7 +278,16 @@ static void json_escape_each(const char *s, size_t len, void (*put)(void *, cons
             continue;
         }
         unsigned char c = u[i];
-        char esc[8];
+        char esc[12];
+        size_t n = c < 0x80 ? 1 : utf8_seq(u + i, len - i);
+        unsigned cp = n > 1 ? term_control(u + i, n) : 0;
+        if (cp) {
+            /* Valid JSON as it was, but a reader who cats the log sees no escape sequence. */
+            snprintf(esc, sizeof(esc), "\\u%04x", cp);
+            put(ctx, esc, 6);
+            i += n;
+            continue;
+        }
         switch (c) {
         case '"':
             put(ctx, "\\\"", 2);
@@ -392,6 +418,39 @@ __attribute__((format(printf, 2, 0))) static void format_msg(lbuf *m, const char
     }
 }
 
+/* Appends s[0..len) to a text line with what could drive a terminal, break the line or make it
+ * invalid UTF-8 escaped: C0 controls, DEL and bytes of no valid UTF-8 sequence as \xNN, C1 and
+ * bidirectional controls as \uNNNN. Messages carry what peers send (URIs, reasons, authids). */
+static void lb_text(lbuf *b, const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        size_t run = i, n = 0;
+        while (run < len) {
+            unsigned char c = u[run];
+            n = c < 0x20 || c == 0x7F ? 0 : c < 0x80 ? 1 : utf8_seq(u + run, len - run);
+            if (n == 0 || (n > 1 && term_control(u + run, n))) {
+                break;
+            }
+            run += n;
+        }
+        if (run > i) {
+            lb_put(b, s + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned cp = n > 1 ? term_control(u + i, n) : 0;
+        if (cp) {
+            lb_printf(b, "\\u%04x", cp);
+            i += n;
+        } else {
+            lb_printf(b, "\\x%02x", u[i]);
+            i++;
+        }
+    }
+}
+
 static void build_text(lbuf *b, rt_log_level level, uint64_t sid, const rt_log_field *f, size_t n,
                        const lbuf *msg)
 {
@@ -404,10 +463,11 @@ static void build_text(lbuf *b, rt_log_level level, uint64_t sid, const rt_log_f
     if (sid != 0) {
         lb_printf(b, "[session %" PRIu64 "] ", sid);
     }
-    lb_put(b, msg->p, msg->len);
+    lb_text(b, msg->p, msg->len);
     for (size_t i = 0; i < n; i++) {
         if (f[i].str) {
-            lb_printf(b, " %s=%s", f[i].key, f[i].str);
+            lb_printf(b, " %s=", f[i].key);
+            lb_text(b, f[i].str, strlen(f[i].str));
         } else {
             lb_printf(b, " %s=%" PRIu64, f[i].key, f[i].num);
         }

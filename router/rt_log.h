@@ -1,5 +1,7 @@
 /* rt_log.h: leveled logging, one line per event, to stderr (default) or syslog(3), as text
  *   2026-11-22T03:20:38.123Z INFO  [session 123456] message key=value
+ * (the message and fields with C0, DEL, C1 and bidirectional controls and bytes of no valid
+ * UTF-8 written as \xNN or \uNNNN: what a peer sends never drives a terminal or breaks a line)
  * or as one JSON object a line (--log-format json)
  *   {"ts":"2026-11-22T03:20:38.123456Z","level":"info","msg":"message","session":123456,
  *    "realm":"realm1","peer":"127.0.0.1:5000","key":"value"}
@@ -72,8 +74,9 @@ typedef struct rt_log_field {
     uint64_t num;
 } rt_log_field;
 
-/* Writes "s" with quotes, backslashes and control characters escaped as JSON requires, and
- * every byte that is not part of valid UTF-8 as \ufffd, into out (NUL-terminated, cut to
+/* Writes "s" with quotes, backslashes and control characters escaped as JSON requires, C1
+ * controls and bidirectional overrides and isolates as \uNNNN (a terminal would act on them),
+ * and every byte that is not part of valid UTF-8 as \ufffd, into out (NUL-terminated, cut to
  * out_len; out may be NULL with out_len 0). Returns the length of the whole escaped text
  * (without the quotes, which are not written), as snprintf does. */
 size_t rt_log_json_escape(const char *s, size_t len, char *out, size_t out_len);

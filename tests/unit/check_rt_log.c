@@ -439,6 +439,11 @@ START_TEST(test_json_escape)
     expect_escape("\xed\xa0\x80", 3, "\\ufffd\\ufffd\\ufffd");            /* UTF-16 surrogate */
     expect_escape("\xf4\x90\x80\x80", 4, "\\ufffd\\ufffd\\ufffd\\ufffd"); /* > U+10FFFF */
     expect_escape("\xf4\x8f\xbf\xbf", 4, "\xf4\x8f\xbf\xbf");             /* U+10FFFF itself */
+    /* Code points a terminal acts on: C1 controls (U+009B is CSI) and bidirectional overrides
+     * and isolates are escaped too; their neighbours pass. */
+    expect_escape("\xc2\x9b"
+                  "31m\xc2\xa0\xe2\x80\xae\xe2\x81\xa9\xe2\x80\xaf",
+                  16, "\\u009b31m\xc2\xa0\\u202e\\u2069\xe2\x80\xaf");
 }
 
 END_TEST
@@ -561,6 +566,34 @@ START_TEST(test_text_fields_and_trace_level)
 
 END_TEST
 
+/* Text lines: what a peer sends (a GOODBYE reason, a URI, an authid) cannot write escape
+ * sequences to the operator's terminal, nor break a line, nor put invalid UTF-8 in the log:
+ * control characters (C0, DEL, C1), bidirectional controls and bytes of no valid UTF-8
+ * sequence are written as escapes. */
+START_TEST(test_text_peer_strings_escaped)
+{
+    log_capture c;
+    log_capture_begin(&c);
+    RT_LOG_INFO(5, "GOODBYE (%s): leaving",
+                "a\x1b[2J\xc2\x9b"
+                "31m\xe2\x80\xae"
+                "b\xff\x01\tc\xc3\xa9\\");
+    rt_log_field f[] = {{.key = "authid", .str = "\x1b]0;title\x07\x7f"}};
+    rt_log_ev(RT_LOG_LEVEL_INFO, 0, f, 1, "joined");
+    char *out = log_capture_end(&c);
+    ck_assert_uint_eq(count_lines(out), 2);
+    ck_assert_msg(strstr(out, "INFO  [session 5] GOODBYE "
+                              "(a\\x1b[2J\\u009b31m\\u202eb\\xff\\x01\\x09c\xc3\xa9\\): leaving\n"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "INFO  joined authid=\\x1b]0;title\\x07\\x7f\n"), "%s", out);
+    for (const unsigned char *u = (const unsigned char *)out; *u; u++) {
+        ck_assert_msg(*u >= 0x20 || *u == '\n', "control byte 0x%02x in %s", *u, out);
+    }
+    free(out);
+}
+
+END_TEST
+
 START_TEST(test_output_names)
 {
     rt_log_format f = RT_LOG_FORMAT_TEXT;
@@ -596,6 +629,7 @@ static Suite *rt_log_suite(void)
     tcase_add_test(tc, test_json_escape_cut);
     tcase_add_test(tc, test_json_lines);
     tcase_add_test(tc, test_text_fields_and_trace_level);
+    tcase_add_test(tc, test_text_peer_strings_escaped);
     tcase_add_test(tc, test_output_names);
     suite_add_tcase(s, tc);
 
