@@ -159,6 +159,41 @@ static void put_clean(FILE *out, const char *s, size_t len)
     }
 }
 
+void ctl_format_vclean(FILE *out, const char *fmt, va_list ap)
+{
+    char stack[1024];
+    char *text = stack;
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(stack, sizeof(stack), fmt, ap);
+    if (n >= (int)sizeof(stack)) {
+        size_t cap = n < 65536 ? (size_t)n + 1 : 65536;
+        text = malloc(cap);
+        if (text) {
+            n = vsnprintf(text, cap, fmt, ap2);
+            n = n < (int)cap ? n : (int)cap - 1;
+        } else {
+            text = stack;
+            n = (int)sizeof(stack) - 1;
+        }
+    }
+    va_end(ap2);
+    if (n > 0) {
+        put_clean(out, text, (size_t)n);
+    }
+    if (text != stack) {
+        free(text);
+    }
+}
+
+void ctl_format_clean(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ctl_format_vclean(out, fmt, ap);
+    va_end(ap);
+}
+
 /* Writes JSON text (jansson's, which escapes C0 controls) with the code points unsafe_at()
  * finds escaped as \uXXXX too: the same JSON, and nothing in it drives the terminal. They can
  * only be inside strings, where the escape means the same. */

@@ -12,6 +12,7 @@
 #ifndef CTL_FORMAT_H
 #define CTL_FORMAT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -64,5 +65,13 @@ char *ctl_format_real(char *buf, size_t n, double v);
 /* v as JSON text (compact, or pretty with 2-space indents), reals as ctl_format_real() writes
  * them. NULL on allocation failure; free() the result. */
 char *ctl_format_json(const json_t *v, bool pretty);
+
+/* printf(fmt, ...) to out with control characters (C0, DEL, C1) and bidirectional controls of
+ * the formatted text written as '?' (newlines too: the caller ends its line): for text that
+ * carries the router's strings (node and worker ids, error URIs and messages) outside tables.
+ * A text over 64 KiB is cut. */
+void ctl_format_clean(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ctl_format_vclean(FILE *out, const char *fmt, va_list ap)
+        __attribute__((format(printf, 2, 0)));
 
 #endif /* CTL_FORMAT_H */

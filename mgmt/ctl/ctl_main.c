@@ -131,6 +131,13 @@ static void on_sigint(int sig)
 
 static void errline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* v's text, "?" when it is not a string (a router may answer anything). */
+static const char *str_or_q(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s ? s : "?";
+}
+
 /* Colour on fd: a terminal, and NO_COLOR unset or empty (https://no-color.org; --no-color sets
  * it, so the environment is the one place that says so). */
 static bool colour_on(int fd)
@@ -145,7 +152,7 @@ static void errline(const char *fmt, ...)
     bool red = colour_on(STDERR_FILENO);
     va_start(ap, fmt);
     fputs(red ? "\033[31mwampscope-ctl: " : "wampscope-ctl: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    ctl_format_vclean(stderr, fmt, ap); /* error URIs and messages come from the router */
     fputs(red ? "\033[0m\n" : "\n", stderr);
     va_end(ap);
 }
@@ -439,7 +446,8 @@ static int cmd_nodes(ctl *c)
         json_t *s;
         json_array_foreach(v, i, s)
         {
-            puts(json_string_value(s) ? json_string_value(s) : "?");
+            ctl_format_clean(stdout, "%s", str_or_q(s));
+            putchar('\n');
         }
     }
     json_decref(v);
@@ -494,7 +502,8 @@ static void workers_each(ctl *c, const char *node, json_t *answer, void *ctx)
     json_t *s;
     json_array_foreach(answer, i, s)
     {
-        printf("%s %s\n", node, json_string_value(s) ? json_string_value(s) : "?");
+        ctl_format_clean(stdout, "%s %s", node, str_or_q(s));
+        putchar('\n');
     }
     json_decref(answer);
 }
@@ -528,7 +537,8 @@ static int cmd_workers(ctl *c)
         json_t *s;
         json_array_foreach(v, i, s)
         {
-            puts(json_string_value(s) ? json_string_value(s) : "?");
+            ctl_format_clean(stdout, "%s", str_or_q(s));
+            putchar('\n');
         }
     }
     json_decref(v);
@@ -658,12 +668,15 @@ static int traces_of_every_node(ctl *c, const traces_flags *f)
         ctl_style st = table_style(c, -1);
         for (size_t k = 0; k < n_nodes; k++) {
             json_t *v = json_object_get(out, nodes[k]);
-            printf("%snode %s\n", k ? "\n" : "", nodes[k]);
+            fputs(k ? "\nnode " : "node ", stdout);
+            ctl_format_clean(stdout, "%s", nodes[k]);
+            putchar('\n');
             if (json_is_array(v)) {
                 ctl_format_traces(stdout, &st, v);
             } else {
-                printf("  %s: %s\n", json_string_value(json_object_get(v, "error")),
-                       json_string_value(json_array_get(json_object_get(v, "args"), 0)));
+                ctl_format_clean(stdout, "  %s: %s", str_or_q(json_object_get(v, "error")),
+                                 str_or_q(json_array_get(json_object_get(v, "args"), 0)));
+                putchar('\n');
             }
         }
     }
@@ -1012,8 +1025,8 @@ static int merged_page(ctl *c, const char *id, json_t **cursor, const json_t *to
     json_object_foreach(json_object_get(v, "errors"), node, err)
     {
         if (!json_object_get(reported, node)) {
-            errline("node %s: %s: %s", node, json_string_value(json_object_get(err, "error")),
-                    json_string_value(json_array_get(json_object_get(err, "args"), 0)));
+            errline("node %s: %s: %s", node, str_or_q(json_object_get(err, "error")),
+                    str_or_q(json_array_get(json_object_get(err, "args"), 0)));
             json_object_set_new(reported, node, json_true());
         }
     }
@@ -1292,7 +1305,7 @@ static void print_records(ctl *c, const data_flags *f, const json_t *all, bool m
     json_array_foreach(all, i, r)
     {
         if (merged) {
-            printf("%-12s ", json_string_value(json_object_get(r, "node_id")));
+            ctl_format_clean(stdout, "%-12s ", str_or_q(json_object_get(r, "node_id")));
         }
         ctl_format_record_row(stdout, &st, r);
     }
@@ -1473,7 +1486,7 @@ static void tail_print(const tail_flags *f, const json_t *rec)
     } else {
         const char *node = json_string_value(json_object_get(rec, "node_id"));
         if (node) {
-            printf("%-12s ", node);
+            ctl_format_clean(stdout, "%-12s ", node);
         }
         ctl_format_record_row(stdout, &f->style, rec);
     }
@@ -1661,8 +1674,8 @@ static int tail_run(ctl *c)
         json_object_foreach(m, node, nm)
         {
             if (json_object_get(nm, "error")) {
-                errline("node %s: %s: %s", node, json_string_value(json_object_get(nm, "error")),
-                        json_string_value(json_array_get(json_object_get(nm, "args"), 0)));
+                errline("node %s: %s: %s", node, str_or_q(json_object_get(nm, "error")),
+                        str_or_q(json_array_get(json_object_get(nm, "args"), 0)));
             } else {
                 tail_cursor(nm, &f, node, next, running);
             }
@@ -2027,7 +2040,9 @@ static int cmd_mark(ctl *c)
         json_t *v;
         json_object_foreach(res, k, v)
         {
-            printf("%s: marker \"%s\" is seq %lld\n", k, name, (long long)json_integer_value(v));
+            ctl_format_clean(stdout, "%s: marker \"%s\" is seq %lld", k, name,
+                             (long long)json_integer_value(v));
+            putchar('\n');
         }
     }
     json_decref(res);

@@ -10,12 +10,16 @@ traces, and the Crossbar alias procedure names called with autobahn.
 
 import asyncio
 import base64
+import hashlib
 import json
 import os
 import pty
+import re
 import signal
 import socket
+import struct
 import tempfile
+import threading
 
 import rt_harness as h
 
@@ -771,6 +775,137 @@ class TestTls(h.AsyncTestCase):
         self.assertEqual(len(r.err.strip().splitlines()), 1, r)
         self.assertIn("cannot connect", r.err)
         self.assertIn("--ca-file", r.err)
+
+
+class FakeRouter:
+    """A WebSocket server on 127.0.0.1 that speaks just enough WAMP for wampscope-ctl: it welcomes
+    every HELLO (or answers it with abort, a message) and answers every CALL with
+    answer(procedure, request_id), a message (a list) or None for no answer. One connection at a
+    time, in a thread; stopped by close()."""
+
+    def __init__(self, answer, abort=None):
+        self.answer, self.abort = answer, abort
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.url = "ws://127.0.0.1:%d/ws" % self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the thread's accept() (Linux)
+        except OSError:
+            pass
+        self.sock.close()
+        self.thread.join(5)
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    self._session(conn)
+                except (OSError, ValueError):
+                    pass
+
+    @staticmethod
+    def _recv_exact(conn, n):
+        b = b""
+        while len(b) < n:
+            chunk = conn.recv(n - len(b))
+            if not chunk:
+                raise OSError("closed")
+            b += chunk
+        return b
+
+    def _session(self, conn):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            head += chunk
+        key = re.search(rb"(?i)sec-websocket-key:\s*(\S+)", head).group(1)
+        accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
+                                  .digest())
+        conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                     b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept +
+                     b"\r\nSec-WebSocket-Protocol: wamp.2.json\r\n\r\n")
+        while True:
+            b0, b1 = self._recv_exact(conn, 2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack("!H", self._recv_exact(conn, 2))[0]
+            elif n == 127:
+                n = struct.unpack("!Q", self._recv_exact(conn, 8))[0]
+            mask = self._recv_exact(conn, 4)
+            data = bytes(c ^ mask[i % 4] for i, c in enumerate(self._recv_exact(conn, n)))
+            if b0 & 0x0F == 8:
+                return
+            msg = json.loads(data)
+            if msg[0] == 1:
+                reply = self.abort or [2, 1, {"roles": {"dealer": {}, "broker": {}}}]
+            elif msg[0] == 48:
+                reply = self.answer(msg[3], msg[1])
+            elif msg[0] == 6:
+                reply = [6, {}, "wamp.close.goodbye_and_out"]
+            else:
+                reply = None
+            if reply is not None:
+                out = json.dumps(reply).encode()
+                hdr = bytes([0x81]) + (bytes([len(out)]) if len(out) < 126 else
+                                       bytes([126]) + struct.pack("!H", len(out)))
+                conn.sendall(hdr + out)
+            if msg[0] in (3, 6) or (reply and reply[0] == 3):
+                return  # the session is over: close the connection
+
+
+class TestHostileRouter(h.AsyncTestCase):
+    """wampscope-ctl against a router it does not control: what the router says reaches the
+    terminal without its escape sequences (ESC, C1 controls, bidirectional overrides)."""
+
+    EVIL = "\x1b]0;owned\x07\x1b[2J\u009b31m\u202eevil"
+
+    async def run_ctl(self, router, *args):
+        proc = await asyncio.create_subprocess_exec(
+            h.ctl_bin(), "--url", router.url, *args, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        return Result(proc.returncode, out.decode(), err.decode())
+
+    def assert_clean(self, text):
+        for bad in ("\x1b", "\x07", "\u009b", "\u202e"):
+            self.assertNotIn(bad, text)
+
+    async def test_escapes_in_answers_and_errors(self):
+        def answer(proc, req):
+            if proc.endswith("list_nodes"):
+                return [50, req, {}, [[self.EVIL, "n2"]]]
+            return [8, 48, req, {}, "com.err" + self.EVIL, ["message" + self.EVIL]]
+        router = FakeRouter(answer)
+        self.addCleanup(router.close)
+        r = await self.run_ctl(router, "nodes")
+        self.assertEqual(r.rc, EX_OK, r)
+        self.assertEqual(len(r.out.splitlines()), 2, r)
+        self.assert_clean(r.out)
+        r = await self.run_ctl(router, "workers")
+        self.assertEqual(r.rc, EX_REFUSED, r)
+        self.assertIn("com.err", r.err)
+        self.assertEqual(len(r.err.splitlines()), 1, r)
+        self.assert_clean(r.err)
+
+    async def test_escapes_in_an_abort(self):
+        router = FakeRouter(lambda proc, req: None,
+                            abort=[3, {"message": "no" + self.EVIL}, "wamp.error.x" + self.EVIL])
+        self.addCleanup(router.close)
+        r = await self.run_ctl(router, "nodes")
+        self.assertEqual(r.rc, EX_AUTH, r)
+        self.assertIn("refused the session", r.err)
+        self.assert_clean(r.err)
 
 
 if __name__ == "__main__":
