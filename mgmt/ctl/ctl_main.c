@@ -138,6 +138,17 @@ static const char *str_or_q(const json_t *v)
     return s ? s : "?";
 }
 
+/* The seqs a trace gives out are integers in [0, 2^53]: a seq (first_seq, next_seq, from_seq,
+ * to_seq, a record's seq) read from an answer is clamped to that range, so that the arithmetic
+ * on it (the next seq, the seqs held, a gap's size) cannot overflow whatever a router answers. */
+#define CTL_SEQ_MAX (1LL << 53)
+
+static long long seq_of(const json_t *v)
+{
+    json_int_t n = json_integer_value(v);
+    return n < 0 ? 0 : n > CTL_SEQ_MAX ? CTL_SEQ_MAX : (long long)n;
+}
+
 /* Colour on fd: a terminal, and NO_COLOR unset or empty (https://no-color.org; --no-color sets
  * it, so the environment is the one place that says so). */
 static bool colour_on(int fd)
@@ -1054,10 +1065,10 @@ static long long merged_range(const json_t *meta, json_t **to, json_t **first)
     {
         json_t *f = json_object_get(m, "first_seq");
         json_t *n = json_object_get(m, "next_seq");
-        json_int_t held = json_integer_value(n) - json_integer_value(f);
+        long long held = seq_of(n) - seq_of(f);
         if (json_is_integer(f) && json_is_integer(n) && held > 0) { /* (not an error) */
-            total += held;
-            json_object_set_new(*to, node, json_integer(json_integer_value(n) - 1));
+            total = total < CTL_SEQ_MAX ? total + held : total;     /* stays in range */
+            json_object_set_new(*to, node, json_integer(seq_of(n) - 1));
             if (first) {
                 json_object_set(*first, node, f);
             }
@@ -1240,9 +1251,9 @@ static json_t *dropped_item(long long first, long long last)
 static json_t *gap_before(const json_t *r, long long *next)
 {
     const char *key = json_is_string(json_object_get(r, "kind")) ? "from_seq" : "seq";
-    long long first = (long long)json_integer_value(json_object_get(r, key));
+    long long first = seq_of(json_object_get(r, key));
     json_t *gap = first > *next ? dropped_item(*next, first - 1) : NULL;
-    *next = (long long)json_integer_value(json_object_get(r, "seq")) + 1;
+    *next = seq_of(json_object_get(r, "seq")) + 1;
     return gap;
 }
 
@@ -1500,7 +1511,7 @@ static void tail_records(const tail_flags *f, const json_t *recs, const char *no
     json_t *r;
     json_array_foreach(recs, i, r)
     {
-        long long seq = (long long)json_integer_value(json_object_get(r, "seq"));
+        long long seq = seq_of(json_object_get(r, "seq"));
         if (seq < *next) {
             continue;
         }
@@ -1572,8 +1583,8 @@ static int tail_fill_node(ctl *c, const char *id, const tail_flags *f, const cha
 static void tail_cursor(const json_t *m, const tail_flags *f, const char *node, json_t *next,
                         json_t *running)
 {
-    long long first = (long long)json_integer_value(json_object_get(m, "first_seq"));
-    long long n = (long long)json_integer_value(json_object_get(m, "next_seq")) - f->lines;
+    long long first = seq_of(json_object_get(m, "first_seq"));
+    long long n = seq_of(json_object_get(m, "next_seq")) - f->lines;
     json_object_set_new(next, node, json_integer(n < first ? first : n));
     const char *status = json_string_value(json_object_get(m, "status"));
     if (status && strcmp(status, "running") == 0) {
@@ -1619,8 +1630,7 @@ static int tail_follow(ctl *c, const char *id, const tail_flags *f, uint64_t sub
         long long seq = (long long)json_integer_value(cur);
         if (sub == sub_data) {
             json_t *recs = json_array_get(args, 4);
-            long long seq0 =
-                    (long long)json_integer_value(json_object_get(json_array_get(recs, 0), "seq"));
+            long long seq0 = seq_of(json_object_get(json_array_get(recs, 0), "seq"));
             if (json_array_size(recs) > 0 && seq0 > seq) {
                 rc = tail_fill_node(c, id, f, from, node_col, &seq, seq0 - 1);
             }
@@ -1791,8 +1801,9 @@ static bool export_gap(export_run *x, json_t *gap)
 {
     bool ok = true;
     if (gap) {
-        x->lost += (long long)json_integer_value(json_object_get(gap, "to_seq")) -
-                   (long long)json_integer_value(json_object_get(gap, "from_seq")) + 1;
+        long long n = seq_of(json_object_get(gap, "to_seq")) -
+                      seq_of(json_object_get(gap, "from_seq")) + 1;
+        x->lost = x->lost < CTL_SEQ_MAX ? x->lost + n : x->lost; /* stays in range */
         x->gaps++;
         ok = x->ch || ctl_export_jsonl(x->out, gap);
     }
@@ -1892,8 +1903,7 @@ static int export_pages(export_run *x, bool *ok)
 /* The seqs the metadata m says a trace holds (next_seq - first_seq). */
 static long long held_seqs(const json_t *m)
 {
-    return (long long)json_integer_value(json_object_get(m, "next_seq")) -
-           (long long)json_integer_value(json_object_get(m, "first_seq"));
+    return seq_of(json_object_get(m, "next_seq")) - seq_of(json_object_get(m, "first_seq"));
 }
 
 /* Long: the arguments, the output file and its cleanup on every failure, in one place (the
@@ -1927,7 +1937,7 @@ static int cmd_export(ctl *c)
         x.total = merged_range(meta, &x.to_map, &x.expect);
     } else {
         x.total = held_seqs(meta);
-        x.from = (long long)json_integer_value(json_object_get(meta, "first_seq"));
+        x.from = seq_of(json_object_get(meta, "first_seq"));
         x.to = x.from + x.total - 1;
     }
     bool to_stdout = strcmp(f.out, "-") == 0;

@@ -851,6 +851,8 @@ class FakeRouter:
                 reply = self.abort or [2, 1, {"roles": {"dealer": {}, "broker": {}}}]
             elif msg[0] == 48:
                 reply = self.answer(msg[3], msg[1])
+            elif msg[0] == 32:
+                reply = [33, msg[1], 1000 + msg[1]]
             elif msg[0] == 6:
                 reply = [6, {}, "wamp.close.goodbye_and_out"]
             else:
@@ -897,6 +899,43 @@ class TestHostileRouter(h.AsyncTestCase):
         self.assertIn("com.err", r.err)
         self.assertEqual(len(r.err.splitlines()), 1, r)
         self.assert_clean(r.err)
+
+    async def test_seqs_out_of_range(self):
+        """Seqs at the ends of the 64-bit range (which a router's seqs never reach) must not
+        overflow data's paging, tail's cursors or export's counts."""
+        big = 2**63 - 1
+        meta = {"id": "t", "status": "stopped", "first_seq": -big - 1, "next_seq": big,
+                "records": big, "dropped": -1, "trace_level": "message"}
+        pages = {"n": 0}
+
+        def answer(proc, req):
+            p = proc.rsplit(".", 1)[-1]
+            if p == "list_nodes":
+                return [50, req, {}, [["n"]]]
+            if p == "list_workers":
+                return [50, req, {}, [["w"]]]
+            if p == "get_trace":
+                return [50, req, {}, [meta]]
+            if p == "get_trace_data":
+                pages["n"] += 1
+                recs = [{"seq": big, "ts": 1e300, "direction": "rx", "type": "Call"},
+                        {"seq": -big - 1, "ts": -1e300, "direction": "tx", "type": "Result"}]
+                return [50, req, {}, [recs if pages["n"] % 2 else []]]
+            return [8, 48, req, {}, "wamp.error.no_such_procedure", ["?"]]
+        router = FakeRouter(answer)
+        self.addCleanup(router.close)
+        with tempfile.TemporaryDirectory() as d:
+            for args in (("data", "t"), ("tail", "t"), ("export", "--format", "jsonl", "-o",
+                                                         os.path.join(d, "t.jsonl"), "t"),
+                         ("export", "--format", "chrome", "-o", os.path.join(d, "t.json"), "t")):
+                r = await self.run_ctl(router, *args)
+                self.assertEqual(r.rc, EX_OK, (args, r))
+                self.assertNotIn("runtime error", r.err, (args, r))  # UBSan's report
+            with open(os.path.join(d, "t.json")) as f:
+                json.load(f)
+            with open(os.path.join(d, "t.jsonl")) as f:
+                for line in f:
+                    json.loads(line)
 
     async def test_escapes_in_an_abort(self):
         router = FakeRouter(lambda proc, req: None,
