@@ -377,6 +377,58 @@ START_TEST(test_chrome_empty_trace)
 
 END_TEST
 
+/* Names longer than the converter's buffers (a topic of 400 'é', a realm and an authid of 200),
+ * cut inside a character, must still make events: the records are any peer's, and one of them
+ * used to fail the whole export. The names are cut at a character boundary. */
+START_TEST(test_chrome_long_non_ascii_names)
+{
+    char uri[801], realm[401], authid[401];
+    for (size_t i = 0; i < 400; i++) {
+        memcpy(uri + 2 * i, "\xc3\xa9", 2);
+    }
+    uri[800] = '\0';
+    memcpy(realm, uri, 400);
+    realm[400] = '\0';
+    authid[0] = 'x'; /* then 199 'é': the cuts fall at other offsets */
+    memcpy(authid + 1, uri, 398);
+    authid[399] = '\0';
+    json_t *rec[] = {
+            json_pack("{s:i, s:f, s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "seq", 0, "ts", 1.5,
+                      "direction", "rx", "msg_type", "Publish", "realm", realm, "session_id", 7,
+                      "authid", authid, "authrole", "r", "uri", uri),
+            json_pack("{s:i, s:f, s:s, s:s, s:s, s:{s:i}, s:s, s:s, s:f}", "seq", 1, "ts", 2.0,
+                      "action", "publish", "realm", realm, "uri", uri, "originator", "session_id",
+                      7, "correlation", "a1", "msg_type", "Publish", "duration", 0.001),
+            json_pack("{s:i, s:f, s:s, s:s}", "seq", 2, "ts", 3.0, "msg_type", "Marker", "uri",
+                      uri),
+    };
+    char *text[3];
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_ptr_nonnull(rec[i]);
+        text[i] = json_dumps(rec[i], 0);
+        json_decref(rec[i]);
+    }
+    json_t *doc = chrome_of((const char *const *)text, 3, NULL);
+    const json_t *events = json_object_get(doc, "traceEvents");
+    size_t i, named = 0;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        const char *name = sget(e, "name");
+        ck_assert_ptr_nonnull(name);
+        named += strncmp(name, "Publish \xc3\xa9", 9) == 0 ||
+                 strncmp(name, "publish \xc3\xa9", 9) == 0 ||
+                 strncmp(name, "Marker \xc3\xa9", 8) == 0;
+    }
+    ck_assert_uint_eq(named, 3);
+    json_decref(doc);
+    for (size_t k = 0; k < 3; k++) {
+        free(text[k]);
+    }
+}
+
+END_TEST
+
 /* Action records (trace_level "action"): one complete slice each on the originator's track,
  * [ts, ts + duration], record in args, no instants; overlapping actions of one session go to
  * an overlap lane so that slices nest. */
@@ -554,6 +606,7 @@ static Suite *ctl_export_suite(void)
     tcase_add_test(tc, test_jsonl_lines_are_the_records);
     tcase_add_test(tc, test_chrome_structure);
     tcase_add_test(tc, test_chrome_empty_trace);
+    tcase_add_test(tc, test_chrome_long_non_ascii_names);
     tcase_add_test(tc, test_chrome_action_records);
     tcase_add_test(tc, test_chrome_shared_reading);
     tcase_add_test(tc, test_chrome_merged_nodes);
