@@ -415,6 +415,21 @@ static void render_refusals(mbuf *b, const rt_router_stats *st)
     }
 }
 
+/* wampscope_http_responses_total{class}: get_worker's http_responses_1xx ... 5xx, zeros
+ * included. */
+static void render_http(mbuf *b, const rt_router_stats *st)
+{
+    const char *name = "wampscope_http_responses_total";
+    family(b, name, M_COUNTER,
+           "HTTP answers of the web transports (files, redirects, the HTTP bridge, refused "
+           "upgrades), by status class.");
+    for (int k = 0; k < 5; k++) {
+        char cls[4] = {(char)('1' + k), 'x', 'x', '\0'};
+        const char *lab[] = {"class", cls, NULL};
+        sample_u64(b, name, lab, st->http_responses[k]);
+    }
+}
+
 static void render_messages(mbuf *b, const rt_router_stats *st, bool rx)
 {
     const char *name = rx ? "wampscope_messages_received_total" : "wampscope_messages_sent_total";
@@ -642,6 +657,7 @@ wamp_err rt_metrics_render(const rt_router *rt, const rt_metrics_proc *proc, cha
         sample_u64(&b, stat_rows[i].name, NULL, stat_at(st, stat_rows[i].off));
     }
     render_refusals(&b, st);
+    render_http(&b, st);
     render_messages(&b, st, true);
     render_messages(&b, st, false);
     render_traces(&b, rt);

@@ -530,6 +530,30 @@ START_TEST(test_refused_handshakes_by_reason)
 
 END_TEST
 
+/* The web transports' answers by status class, as get_worker's http_responses_*xx. */
+START_TEST(test_http_responses_by_class)
+{
+    static const unsigned statuses[] = {200, 200, 304, 404, 503, 101, 99, 600};
+    for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+        rt_router_http_response(T.rt, statuses[i]);
+    }
+    char *text = render(NULL);
+
+    static const struct {
+        const char *cls;
+        double n;
+    } want[] = {{"1xx", 1}, {"2xx", 2}, {"3xx", 1}, {"4xx", 1}, {"5xx", 1}};
+
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char key[96];
+        snprintf(key, sizeof(key), "wampscope_http_responses_total{class=\"%s\"}", want[i].cls);
+        ck_assert_msg(value_of(text, key) == want[i].n, "%s", key);
+    }
+    free(text);
+}
+
+END_TEST
+
 START_TEST(test_process_figures)
 {
     rt_metrics_proc p;
@@ -594,6 +618,7 @@ static Suite *rt_metrics_suite(void)
     tcase_add_test(tc, test_wire_capture);
     tcase_add_test(tc, test_persisted_trace_fsyncs);
     tcase_add_test(tc, test_refused_handshakes_by_reason);
+    tcase_add_test(tc, test_http_responses_by_class);
     tcase_add_test(tc, test_process_figures);
     tcase_add_test(tc, test_trace_level_lines);
     suite_add_tcase(s, tc);
