@@ -247,8 +247,9 @@ wamp_err cfg_parse_ws_service(cfg_ctx *c, const char *path, const json_t *o, boo
  * transport's socket (shares_port), as a universal transport's RawSocket part does. */
 typedef struct cfg_spares {
     rt_listener *l;
-    size_t n;    /* entries reserved */
-    size_t used; /* entries filled */
+    cfg_path *kp; /* the key path of each entry's part (where its "id" goes), for messages */
+    size_t n;     /* entries reserved */
+    size_t used;  /* entries filled */
 } cfg_spares;
 
 /* Crossbar's path key rule (checkconfig.py _WEB_PATH_PAT_STR): ^([a-z0-9A-Z_\-]+|/)$. */

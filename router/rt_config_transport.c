@@ -240,6 +240,7 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
     /* The RawSocket part's entry comes first, filled below. */
     rt_listener *raw = NULL;
     if (rs && (ws || web) && spares->used < spares->n) {
+        spares->kp[spares->used] = cfg_key(path, "rawsocket");
         raw = &spares->l[spares->used++];
     }
     if (web && err == WAMP_OK) {
@@ -387,15 +388,17 @@ static size_t count_listeners(const json_t *transports)
 }
 
 /* Listener k (of transport path ip) against the earlier ones: IDs, Unix paths and TCP ports are
- * unique. tix maps a listener back to its transport for messages. */
+ * unique. tix maps a listener back to its transport for messages; kp gives the key path of the
+ * part a listener sharing its transport's socket comes from (a RawSocket part, a WebSocket
+ * path), whose "id" a clash names. */
 static wamp_err check_unique(cfg_ctx *c, const char *ip, const rt_config *cfg, size_t k,
-                             const size_t *tix)
+                             const size_t *tix, const cfg_path *kp)
 {
     const rt_listener *l = &cfg->listeners[k];
     for (size_t j = 0; j < k; j++) {
         const rt_listener *m = &cfg->listeners[j];
         if (l->id && m->id && strcmp(l->id, m->id) == 0) {
-            return cfg_refuse(c, cfg_key(ip, l->shares_port ? "rawsocket.id" : "id").s,
+            return cfg_refuse(c, cfg_key(l->shares_port ? kp[k].s : ip, "id").s,
                               "transport ID \"%s\" is already used by transports[%zu]", l->id,
                               tix[j]);
         }
@@ -426,8 +429,10 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
     size_t n_listeners = count_listeners(transports);
     cfg->listeners = calloc(n_listeners, sizeof(*cfg->listeners));
     size_t *tix = calloc(n_listeners, sizeof(*tix));
-    if (!cfg->listeners || !tix) {
+    cfg_path *kp = calloc(n_listeners, sizeof(*kp));
+    if (!cfg->listeners || !tix || !kp) {
         free(tix);
+        free(kp);
         return cfg_oom(c);
     }
     cfg->n_listeners = n_listeners;
@@ -436,7 +441,7 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
     for (size_t i = 0; i < n && !cfg_stop(err); i++) {
         cfg_path ip = cfg_index(tp.s, i);
         rt_listener *l = &cfg->listeners[li];
-        cfg_spares spares = {.l = l + 1, .n = n_listeners - li - 1};
+        cfg_spares spares = {.l = l + 1, .kp = kp + li + 1, .n = n_listeners - li - 1};
         wamp_err e = parse_transport(c, ip.s, json_array_get(transports, i), i, &cfg->limits, l,
                                      &spares);
         size_t first = li;
@@ -447,11 +452,12 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
         }
         /* A refused transport's fields may be missing: it is not compared. */
         for (size_t k = first; k < li && e == WAMP_OK; k++) {
-            e = check_unique(c, ip.s, cfg, k, tix);
+            e = check_unique(c, ip.s, cfg, k, tix, kp);
         }
         err = cfg_worse(err, e);
     }
     free(tix);
+    free(kp);
     return err;
 }
 

@@ -429,6 +429,7 @@ wamp_err cfg_parse_ws_path(cfg_ctx *c, const char *kp, const json_t *svc, const 
         if (spares->used >= spares->n) {
             return cfg_refuse(c, kp, "internal error: no listener reserved for this path");
         }
+        snprintf(spares->kp[spares->used].s, sizeof(spares->kp[spares->used].s), "%s", kp);
         x = &spares->l[spares->used++];
         x->shares_port = true;
     }

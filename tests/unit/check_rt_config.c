@@ -1777,6 +1777,26 @@ static const refusal refusals[] = {
                 "{'type':'websocket','id':'web1_ws2','endpoint':{'type':'tcp','port':2}}"),
          "workers[0].transports[1].id: transport ID \"web1_ws2\" is already used by "
          "transports[0]"},
+        /* A clash of a part's ID (given, or made from the transport's ID and the path) names
+         * that part's "id". */
+        {WITH_WEB("'id':'web1','paths':{'ws':{'type':'websocket'},'ws2':{'type':'websocket',"
+                  "'id':'web1'}}"),
+         P_T ".paths.ws2.id: transport ID \"web1\" is already used by transports[0]"},
+        {WITH_WEB("'id':'web1','paths':{'ws':{'type':'websocket'},'a-b':{'type':'websocket'},"
+                  "'a_b':{'type':'websocket'}}"),
+         P_T ".paths.a_b.id: transport ID \"web1_a_b\" is already used by transports[0]"},
+        {WITH_WEB("'id':'web1','paths':{'ws':{'type':'websocket'},'n-x':{'type':'path','paths':"
+                  "{'y':{'type':'websocket'}}},'n_x':{'type':'path','paths':{'y':{'type':"
+                  "'websocket'}}}}"),
+         P_T ".paths.n_x.paths.y.id: transport ID \"web1_n_x_y\" is already used by "
+             "transports[0]"},
+        {WITH_UNI("'id':'uni','rawsocket':{'id':'uni'},'websocket':{'ws':{}}"),
+         P_T ".rawsocket.id: transport ID \"uni\" is already used by transports[0]"},
+        {WITH_UNI("'id':'uni','websocket':{'ws':{},'ws2':{'id':'uni'}}"),
+         P_T ".websocket.ws2.id: transport ID \"uni\" is already used by transports[0]"},
+        {WITH_UNI("'id':'uni','websocket':{'ws':{}},'web':{'paths':{'x':{'type':'websocket',"
+                  "'id':'uni'}}}"),
+         P_T ".web.paths.x.id: transport ID \"uni\" is already used by transports[0]"},
         {WITH_PATHS("{'a/b':{'type':'websocket'}}"),
          P_T ".paths[\"a/b\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_PATHS("{'ws':{'type':'websocket','endpoint':{}}}"),
