@@ -179,20 +179,28 @@ static bool json_stderr(const main_args *a)
 }
 
 /* A start-up message: a log line of level lv when the log is JSON on stderr, else
- * "wampscope: ..." on stderr. */
+ * "wampscope: ..." on stderr. Whole, however long: the configuration's warning that names every
+ * ignored key runs to a few KiB (cut only when out of memory). */
 __attribute__((format(printf, 3, 4))) static void say(const main_args *a, rt_log_level lv,
                                                       const char *fmt, ...)
 {
-    char msg[1024];
+    char small[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
     va_end(ap);
-    if (json_stderr(a)) {
-        rt_log(lv, 0, "%s", msg);
-    } else {
-        fprintf(stderr, "wampscope: %s\n", msg);
+    char *msg = n >= 0 && (size_t)n >= sizeof(small) ? malloc((size_t)n + 1) : NULL;
+    if (msg) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
     }
+    if (json_stderr(a)) {
+        rt_log(lv, 0, "%s", msg ? msg : small);
+    } else {
+        fprintf(stderr, "wampscope: %s\n", msg ? msg : small);
+    }
+    free(msg);
 }
 
 /* Every error and warning of the configuration, one a line on stderr, each starting with the

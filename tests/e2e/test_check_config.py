@@ -117,6 +117,23 @@ class CheckConfigTest(unittest.TestCase):
             "workers[0].options.cpu_affinity, "
             "workers[0].realms[0].roles[0].permissions[0].cache" % path)
 
+    def test_long_warning_line_whole(self):
+        # 30 ignored keys make a warning of about 1700 characters: printed whole, not cut.
+        perms = [{"uri": "com.app%d" % i, "allow": {"call": True}, "cache": True}
+                 for i in range(30)]
+        path = self.write("long.json", json.dumps(config(router={
+            "realms": [{"name": "realm1", "roles": [{"name": "anonymous", "permissions": perms}]}],
+            "transports": [ws_transport()],
+        })))
+        status, out, err = self.run_router("--check-config", "-c", path)
+        self.assertEqual(status, 0, err)
+        lines = err.splitlines()
+        self.assertEqual(len(lines), 1, err)
+        keys = ", ".join("workers[0].realms[0].roles[0].permissions[%d].cache" % i
+                         for i in range(30))
+        self.assertEqual(lines[0], "wampscope: %s: warning: 30 key(s) with no effect in "
+                         "wampscope, ignored: %s" % (path, keys))
+
     def test_tls_files_next_to_the_config(self):
         self.write("node/tls/server.key", "not checked by --check-config\n")
         self.write("node/tls/server.crt", "not checked by --check-config\n")
