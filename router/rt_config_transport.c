@@ -415,6 +415,25 @@ static wamp_err check_unique(cfg_ctx *c, const char *ip, const rt_config *cfg, s
     return WAMP_OK;
 }
 
+/* The metrics listener (parsed before the transports) against the transports' TCP ports: on one
+ * address and port, libwebsockets hands the one listening socket to the transport, and the
+ * metrics would never be served. */
+static wamp_err check_metrics_port(cfg_ctx *c, const char *path, const rt_config *cfg,
+                                   const size_t *tix)
+{
+    for (size_t k = 0; cfg->metrics_enabled && cfg->metrics_port != 0 && k < cfg->n_listeners;
+         k++) {
+        const rt_listener *l = &cfg->listeners[k];
+        if (!l->unix_path && !l->shares_port && l->port == cfg->metrics_port &&
+            same_interface(l->interface, cfg->metrics_interface)) {
+            cfg_path mp = cfg_key(cfg_key(path, "wampscope").s, "metrics");
+            return cfg_refuse(c, cfg_key(cfg_key(mp.s, "endpoint").s, "port").s,
+                              "port %d is already used by transports[%zu]", l->port, tix[k]);
+        }
+    }
+    return WAMP_OK;
+}
+
 wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_config *cfg)
 {
     const json_t *transports = json_object_get(w, "transports");
@@ -455,6 +474,9 @@ wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_
             e = check_unique(c, ip.s, cfg, k, tix, kp);
         }
         err = cfg_worse(err, e);
+    }
+    if (!cfg_stop(err)) {
+        err = cfg_worse(err, check_metrics_port(c, path, cfg, tix));
     }
     free(tix);
     free(kp);

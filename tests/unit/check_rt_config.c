@@ -375,6 +375,17 @@ START_TEST(test_metrics_section)
              P_WS ".metrics.path: must start with \"/\""},
             {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':1},'auth':{}}}"),
              P_WS ".metrics.auth: unknown key"},
+            /* A transport's port: libwebsockets would hand the listener's socket to the
+             * transport, and the metrics would never be served. */
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':8080}}}"),
+             P_WS ".metrics.endpoint.port: port 8080 is already used by transports[0]"},
+            {WITH_WAMPSCOPE("{'metrics':{'endpoint':{'type':'tcp','port':8080,"
+                            "'interface':'127.0.0.1'}}}"),
+             P_WS ".metrics.endpoint.port: port 8080 is already used by transports[0]"},
+            {WORKER("'realms':[" R1 "],'transports':[" T1 ",{'type':'websocket','endpoint':"
+                    "{'type':'tcp','port':9100,'interface':'127.0.0.1'}}],'wampscope':{'metrics':"
+                    "{'endpoint':{'type':'tcp','port':9100,'interface':'127.0.0.1'}}}"),
+             P_WS ".metrics.endpoint.port: port 9100 is already used by transports[1]"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
