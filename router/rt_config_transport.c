@@ -192,6 +192,28 @@ static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *w
     return err;
 }
 
+/* A top-level key of the web part's paths that the websocket part has too: both would serve one
+ * URL path, and the request would reach only one of them. (Nested keys serve longer paths.) */
+static wamp_err check_web_keys(cfg_ctx *c, const char *path, const json_t *ws, const json_t *web)
+{
+    const json_t *paths = json_object_get(web, "paths");
+    if (!json_is_object(ws) || !json_is_object(paths)) {
+        return WAMP_OK;
+    }
+    cfg_path pp = cfg_key(cfg_key(path, "web").s, "paths");
+    const char *key;
+    const json_t *svc;
+    wamp_err err = WAMP_OK;
+    json_object_foreach((json_t *)paths, key, svc)
+    {
+        if (json_object_get(ws, key)) {
+            err = cfg_refuse(c, cfg_key(pp.s, key).s, "path \"%s\" is served by %s already",
+                             cfg_web_key_prefix("", key).s, cfg_key("websocket", key).s);
+        }
+    }
+    return err;
+}
+
 /* The endpoint of the listener that owns the socket, copied into a listener sharing it. */
 static wamp_err copy_endpoint(cfg_ctx *c, const rt_listener *l, rt_listener *x)
 {
@@ -247,6 +269,9 @@ static wamp_err parse_universal(cfg_ctx *c, const char *path, const json_t *o, c
         cfg_path wp = cfg_key(path, "web");
         l->kind = RT_TRANSPORT_WEBSOCKET;
         err = cfg_check_keys(c, wp.s, web, universal_web_rules, N_RULES(universal_web_rules));
+        if (err == WAMP_OK && ws) {
+            err = check_web_keys(c, path, ws, web);
+        }
         if (err == WAMP_OK && json_object_get(web, "options")) {
             err = cfg_check_keys(c, cfg_key(wp.s, "options").s, json_object_get(web, "options"),
                                  web_option_rules, N_RULES(web_option_rules));

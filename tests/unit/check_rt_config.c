@@ -1479,6 +1479,12 @@ static const refusal refusals[] = {
          P_T ".websocket[\"/x\"]: a path key must be \"/\" or match [a-zA-Z0-9_-]+"},
         {WITH_UNI("'websocket':{'ws':{'type':'static'}}"),
          P_T ".websocket.ws.type: must be \"websocket\""},
+        /* One URL path, two services: one of them would never be reached. */
+        {WITH_UNI("'websocket':{'ws':{}},'web':{'paths':{'ws':{'type':'websocket'}}}"),
+         P_T ".web.paths.ws: path \"/ws\" is served by websocket.ws already"},
+        {WITH_UNI("'websocket':{'/':{}},'web':{'paths':{'x':{'type':'nodeinfo'},'/':{'type':"
+                  "'nodeinfo'}}}"),
+         P_T ".web.paths[\"/\"]: path \"/\" is served by websocket[\"/\"] already"},
         {WITH_UNI("'websocket':{'ws':{'cookie':{}}}"),
          P_T ".websocket.ws.cookie: cookie tracking is not supported yet"},
         {WITH_UNI("'rawsocket':{'endpoint':{}},'websocket':{'ws':{}}"),
