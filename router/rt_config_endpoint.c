@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -82,13 +83,18 @@ wamp_err cfg_readable_file(cfg_ctx *c, const char *path, const json_t *o, const 
     if (!file) {
         return cfg_oom(c);
     }
+    /* fopen() also opens a directory, whose reads then fail. */
     FILE *f = fopen(file, "rb");
-    if (!f) {
-        err = cfg_refuse(c, kp.s, "cannot read \"%s\": %s", file, strerror(errno));
+    struct stat st;
+    int e = !f ? errno : fstat(fileno(f), &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (f) {
+        fclose(f);
+    }
+    if (e) {
+        err = cfg_refuse(c, kp.s, "cannot read \"%s\": %s", file, strerror(e));
         free(file);
         return err;
     }
-    fclose(f);
     free(*out);
     *out = file;
     return WAMP_OK;

@@ -1548,6 +1548,9 @@ static const refusal refusals[] = {
                  "'certificate':'/nonexistent/c.pem'}}"),
          P_T ".endpoint.tls.certificate: cannot read \"/nonexistent/c.pem\": No such file or "
              "directory"},
+        /* fopen() opens a directory, whose read then fails (in OpenSSL, at start). */
+        {WITH_EP("{'type':'tcp','port':8443,'tls':{'key':'/dev/null','certificate':'/'}}"),
+         P_T ".endpoint.tls.certificate: cannot read \"/\": Is a directory"},
         {WITH_EP("{'type':'tcp','port':8443,'tls':{'key':'k'}}"),
          P_T ".endpoint.tls.certificate: is required"},
         {WITH_EP("{'type':'tcp','port':8443,'tls':{'certificate':''}}"),
