@@ -225,6 +225,45 @@ static void report_config(const main_args *a, wamp_err e, const rt_config_diag *
     }
 }
 
+/* Two interfaces share addresses: one of them is all interfaces (NULL), or they are the same. */
+static bool same_interface(const char *a, const char *b)
+{
+    return !a || !b || strcmp(a, b) == 0;
+}
+
+/* --port N moves the first WebSocket listener to N (rt_lws_new()). On the port of another
+ * listener, or of the metrics listener, on an overlapping interface, libwebsockets would share
+ * one socket between them and one of them would never be reached (the configuration refuses
+ * such ports; the command line must too). False, with a message, when N is such a port. */
+static bool port_option_is_free(const main_args *a, const rt_config *cfg)
+{
+    size_t w = 0;
+    while (w < cfg->n_listeners && cfg->listeners[w].kind != RT_TRANSPORT_WEBSOCKET) {
+        w++;
+    }
+    if (a->port <= 0 || w == cfg->n_listeners) {
+        return true;
+    }
+    const char *iface = cfg->listeners[w].interface;
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        const rt_listener *l = &cfg->listeners[i];
+        if (i != w && !l->unix_path && !l->shares_port && l->port == a->port &&
+            same_interface(iface, l->interface)) {
+            say(a, RT_LOG_LEVEL_ERR, "--port %d: transport %s listens on this port already",
+                a->port, l->id ? l->id : "?");
+            return false;
+        }
+    }
+    if (cfg->metrics_enabled && cfg->metrics_port == a->port &&
+        same_interface(iface, cfg->metrics_interface)) {
+        say(a, RT_LOG_LEVEL_ERR,
+            "--port %d: the metrics listener (wampscope.metrics) listens on this port already",
+            a->port);
+        return false;
+    }
+    return true;
+}
+
 /* The command line wins over the config's wampscope.log_level. */
 static bool apply_log_level(const main_args *a, const rt_config *cfg)
 {
@@ -375,7 +414,7 @@ int main(int argc, char **argv)
     if (e != WAMP_OK) {
         return EXIT_USAGE;
     }
-    if (!apply_log_level(&args, cfg)) {
+    if (!apply_log_level(&args, cfg) || !port_option_is_free(&args, cfg)) {
         rt_config_free(cfg);
         return EXIT_USAGE;
     }

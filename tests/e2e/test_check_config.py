@@ -134,6 +134,27 @@ class CheckConfigTest(unittest.TestCase):
         self.assertEqual(lines[0], "wampscope: %s: warning: 30 key(s) with no effect in "
                          "wampscope, ignored: %s" % (path, keys))
 
+    def test_port_option_on_another_listeners_port(self):
+        # --port moves the first WebSocket listener; onto the port of another listener (or of
+        # the metrics listener) libwebsockets would share one socket, and one of them would
+        # never be reached: refused, also by --check-config.
+        ep = {"type": "tcp", "port": 38474, "interface": "127.0.0.1"}
+        path = self.write("port.json", json.dumps(config(router={
+            "realms": [R1],
+            "transports": [ws_transport(), {"type": "rawsocket", "id": "raw1", "endpoint": ep}],
+            "wampscope": {"metrics": {"endpoint": dict(ep, port=38475)}},
+        })))
+        status, out, err = self.run_router("--check-config", "--port", "38474", "-c", path)
+        self.assertEqual(status, 2, err)
+        self.assertEqual(err, "wampscope: --port 38474: transport raw1 listens on this port "
+                         "already\n")
+        status, out, err = self.run_router("--check-config", "--port", "38475", "-c", path)
+        self.assertEqual(status, 2, err)
+        self.assertEqual(err, "wampscope: --port 38475: the metrics listener "
+                         "(wampscope.metrics) listens on this port already\n")
+        status, out, err = self.run_router("--check-config", "--port", "38476", "-c", path)
+        self.assertEqual(status, 0, err)
+
     def test_tls_files_next_to_the_config(self):
         self.write("node/tls/server.key", "not checked by --check-config\n")
         self.write("node/tls/server.crt", "not checked by --check-config\n")
