@@ -257,6 +257,10 @@ bool cfg_web_path_key_is_valid(const char *k);
 /* The URL path of key under prefix ("" at the top): "ws" -> "<prefix>/ws", "/" -> the prefix
  * ("/" at the top). */
 cfg_path cfg_web_key_prefix(const char *prefix, const char *key);
+/* The same into *out, refused at key path kp when it does not fit a cfg_path (a cut path would
+ * serve the service elsewhere). */
+wamp_err cfg_web_url(cfg_ctx *c, const char *kp, const char *prefix, const char *key,
+                     cfg_path *out);
 /* A WebSocket path service at key path kp serving URL path url: into l if it is the
  * transport's first (*has_ws false, then set), else into the next spare. */
 wamp_err cfg_parse_ws_path(cfg_ctx *c, const char *kp, const json_t *svc, const char *url,

@@ -183,8 +183,11 @@ static wamp_err parse_universal_ws(cfg_ctx *c, const char *path, const json_t *w
             err = cfg_worse(err, cfg_refuse(c, cfg_key(kp.s, "type").s, "must be \"websocket\""));
             continue;
         }
-        err = cfg_worse(err, cfg_parse_ws_path(c, kp.s, svc, cfg_web_key_prefix("", key).s, lim, l,
-                                               spares, &has_ws));
+        cfg_path url;
+        wamp_err e = cfg_web_url(c, kp.s, "", key, &url);
+        err = cfg_worse(
+                err,
+                e == WAMP_OK ? cfg_parse_ws_path(c, kp.s, svc, url.s, lim, l, spares, &has_ws) : e);
         if (cfg_stop(err)) {
             return err;
         }

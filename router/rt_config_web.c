@@ -136,6 +136,18 @@ cfg_path cfg_web_key_prefix(const char *prefix, const char *key)
     return r;
 }
 
+wamp_err cfg_web_url(cfg_ctx *c, const char *kp, const char *prefix, const char *key, cfg_path *out)
+{
+    size_t n = strcmp(key, "/") != 0 ? strlen(prefix) + 1 + strlen(key)
+               : prefix[0]           ? strlen(prefix)
+                                     : 1;
+    if (n >= sizeof(out->s)) {
+        return cfg_refuse(c, kp, "the URL path would be longer than %zu bytes", sizeof(out->s) - 1);
+    }
+    *out = cfg_web_key_prefix(prefix, key);
+    return WAMP_OK;
+}
+
 /* true when s holds a byte that must not go into an HTTP header or a file name check. */
 static bool has_ctl(const char *s)
 {
@@ -479,7 +491,12 @@ static wamp_err parse_web_paths(cfg_ctx *c, const char *pp, const json_t *paths,
             err = cfg_worse(err, e);
             continue;
         }
-        cfg_path url = cfg_web_key_prefix(prefix, key);
+        cfg_path url;
+        e = cfg_web_url(c, kp.s, prefix, key, &url);
+        if (e != WAMP_OK) {
+            err = cfg_worse(err, e);
+            continue;
+        }
         rt_web_path *w = NULL;
         if (strcmp(type, "websocket") == 0) {
             e = cfg_parse_ws_path(c, kp.s, svc, url.s, ww->lim, l, ww->spares, &ww->has_ws);

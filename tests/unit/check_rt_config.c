@@ -2059,6 +2059,45 @@ START_TEST(test_long_key_path)
 
 END_TEST
 
+/* A URL path (a web path key, under its nested path services' keys) holds at most 255 bytes;
+ * a longer one is refused, not cut (the service would be served on another path). */
+START_TEST(test_long_url_path)
+{
+    char json[2048];
+    char key[256];
+    char err[ERR_LEN] = "";
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 2] = '\0'; /* 254 bytes, "/" and the key: 255 */
+    snprintf(json, sizeof(json),
+             WITH_PATHS("{'ws':{'type':'websocket'},'%s':{'type':'json','value':1}}"), key);
+    rt_config *cfg = load_ok(json);
+    ck_assert_uint_eq(cfg->listeners[0].n_web, 1);
+    ck_assert_uint_eq(strlen(cfg->listeners[0].web[0].prefix), 255);
+    ck_assert_str_eq(cfg->listeners[0].web[0].prefix + 1, key);
+    rt_config_free(cfg);
+
+    /* The key with one more byte, at the top, nested, as a WebSocket path, in a universal
+     * transport's websocket part. */
+    char json_long[4][2048];
+    snprintf(json_long[0], sizeof(json_long[0]),
+             WITH_PATHS("{'ws':{'type':'websocket'},'k%s':{'type':'json','value':1}}"), key);
+    snprintf(json_long[1], sizeof(json_long[1]),
+             WITH_PATHS("{'ws':{'type':'websocket'},'n':{'type':'path','paths':{'%s':"
+                        "{'type':'nodeinfo'}}}}"),
+             key);
+    snprintf(json_long[2], sizeof(json_long[2]), WITH_PATHS("{'k%s':{'type':'websocket'}}"), key);
+    snprintf(json_long[3], sizeof(json_long[3]), WITH_UNI("'websocket':{'k%s':{}}"), key);
+    for (size_t i = 0; i < 4; i++) {
+        cfg = NULL;
+        ck_assert_int_eq(load_q(json_long[i], &cfg, err), WAMP_EINVAL);
+        ck_assert_ptr_null(cfg);
+        ck_assert_msg(strstr(err, ": the URL path would be longer than 255 bytes"), "%zu: %s", i,
+                      err);
+    }
+}
+
+END_TEST
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -2484,6 +2523,7 @@ static Suite *rt_config_suite(void)
     tcase_add_test(tc, test_json_syntax_errors);
     tcase_add_test(tc, test_small_error_buffer);
     tcase_add_test(tc, test_long_key_path);
+    tcase_add_test(tc, test_long_url_path);
     tcase_add_test(tc, test_message_is_one_line);
     tcase_add_test(tc, test_every_error_listed);
     tcase_add_test(tc, test_errors_in_lists);
