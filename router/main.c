@@ -225,12 +225,6 @@ static void report_config(const main_args *a, wamp_err e, const rt_config_diag *
     }
 }
 
-/* Two interfaces share addresses: one of them is all interfaces (NULL), or they are the same. */
-static bool same_interface(const char *a, const char *b)
-{
-    return !a || !b || strcmp(a, b) == 0;
-}
-
 /* --port N moves the first WebSocket listener to N (rt_lws_new()). On the port of another
  * listener, or of the metrics listener, on an overlapping interface, libwebsockets would share
  * one socket between them and one of them would never be reached (the configuration refuses
@@ -248,14 +242,14 @@ static bool port_option_is_free(const main_args *a, const rt_config *cfg)
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         const rt_listener *l = &cfg->listeners[i];
         if (i != w && !l->unix_path && !l->shares_port && l->port == a->port &&
-            same_interface(iface, l->interface)) {
+            rt_config_interfaces_overlap(iface, l->interface)) {
             say(a, RT_LOG_LEVEL_ERR, "--port %d: transport %s listens on this port already",
                 a->port, l->id ? l->id : "?");
             return false;
         }
     }
     if (cfg->metrics_enabled && cfg->metrics_port == a->port &&
-        same_interface(iface, cfg->metrics_interface)) {
+        rt_config_interfaces_overlap(iface, cfg->metrics_interface)) {
         say(a, RT_LOG_LEVEL_ERR,
             "--port %d: the metrics listener (wampscope.metrics) listens on this port already",
             a->port);

@@ -433,6 +433,10 @@ bool rt_config_parse_peer_addr(const char *text, rt_cidr *out);
 bool rt_config_is_trusted(const rt_config *cfg, const rt_cidr *addr);
 /* true when addr (as for rt_config_is_trusted()) lies in one of nets[0..n). */
 bool rt_config_addr_in(const rt_cidr *nets, size_t n, const rt_cidr *addr);
+/* Whether two listening interfaces (a listener's interface, NULL = all) share addresses, so that
+ * one port cannot serve both: one of them is all interfaces (NULL, or the wildcard address
+ * "0.0.0.0" or "::", which on Linux takes IPv4 too), or they are the same address. */
+bool rt_config_interfaces_overlap(const char *a, const char *b);
 /* rt_config_parse_peer_addr() + rt_config_is_trusted(); an unparsable address is not trusted. */
 bool rt_config_peer_is_trusted(const rt_config *cfg, const char *peer_addr);
 /* Writes "a.b.c.d/n" or "x::y/n" into buf (RT_CIDR_STRLEN bytes suffice); "" if len is too small

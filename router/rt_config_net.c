@@ -191,6 +191,17 @@ wamp_err cfg_default_trusted(cfg_ctx *c, rt_config *cfg)
     return WAMP_OK;
 }
 
+/* NULL, or a wildcard address. */
+static bool any_interface(const char *a)
+{
+    return !a || strcmp(a, "0.0.0.0") == 0 || strcmp(a, "::") == 0;
+}
+
+bool rt_config_interfaces_overlap(const char *a, const char *b)
+{
+    return any_interface(a) || any_interface(b) || strcmp(a, b) == 0;
+}
+
 bool rt_config_parse_peer_addr(const char *text, rt_cidr *out)
 {
     char host[INET6_ADDRSTRLEN];

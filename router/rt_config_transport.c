@@ -384,12 +384,6 @@ static wamp_err parse_transport(cfg_ctx *c, const char *path, const json_t *o, s
     return err;
 }
 
-static bool same_interface(const char *a, const char *b)
-{
-    /* NULL = all interfaces, which clashes with every address on that port. */
-    return !a || !b || strcmp(a, b) == 0;
-}
-
 /* A universal transport with a RawSocket part next to a WebSocket or web part becomes two
  * listeners; every WebSocket path of a web transport (or web part) after the first one more. */
 static size_t count_listeners(const json_t *transports)
@@ -435,7 +429,7 @@ static wamp_err check_unique(cfg_ctx *c, const char *ip, const rt_config *cfg, s
                               "\"%s\" is already used by transports[%zu]", l->unix_path, tix[j]);
         }
         if (!l->unix_path && !m->unix_path && !l->shares_port && l->port != 0 &&
-            l->port == m->port && same_interface(l->interface, m->interface)) {
+            l->port == m->port && rt_config_interfaces_overlap(l->interface, m->interface)) {
             return cfg_refuse(c, cfg_key(cfg_key(ip, "endpoint").s, "port").s,
                               "port %d is already used by transports[%zu]", l->port, tix[j]);
         }
@@ -453,7 +447,7 @@ static wamp_err check_metrics_port(cfg_ctx *c, const char *path, const rt_config
          k++) {
         const rt_listener *l = &cfg->listeners[k];
         if (!l->unix_path && !l->shares_port && l->port == cfg->metrics_port &&
-            same_interface(l->interface, cfg->metrics_interface)) {
+            rt_config_interfaces_overlap(l->interface, cfg->metrics_interface)) {
             cfg_path mp = cfg_key(cfg_key(path, "wampscope").s, "metrics");
             return cfg_refuse(c, cfg_key(cfg_key(mp.s, "endpoint").s, "port").s,
                               "port %d is already used by transports[%zu]", l->port, tix[k]);

@@ -1460,6 +1460,17 @@ static const refusal refusals[] = {
          "workers[0].transports[2].endpoint.path: \"/tmp/s\" is already used by transports[1]"},
         {WITH_T(T1 ",{'type':'rawsocket','endpoint':{'type':'tcp','port':8080}}"),
          "workers[0].transports[1].endpoint.port: port 8080 is already used by transports[0]"},
+        /* A wildcard address is all interfaces: it overlaps any other address (IPv6's takes
+         * IPv4 too). */
+        {WITH_T("{'type':'websocket','endpoint':{'type':'tcp','port':8081,'interface':'0.0.0.0'}},"
+                "{'type':'rawsocket','endpoint':{'type':'tcp','port':8081,"
+                "'interface':'127.0.0.1'}}"),
+         "workers[0].transports[1].endpoint.port: port 8081 is already used by transports[0]"},
+        {WITH_T("{'type':'websocket','endpoint':{'type':'tcp','port':8081,'interface':'::','"
+                "version':6}},"
+                "{'type':'rawsocket','endpoint':{'type':'tcp','port':8081,"
+                "'interface':'127.0.0.1'}}"),
+         "workers[0].transports[1].endpoint.port: port 8081 is already used by transports[0]"},
         {WITH_T("{'type':'universal'}"), P_T ".endpoint: is required"},
         {WITH_UNI("'mqtt':{}"), P_T ".mqtt: MQTT is not supported"},
         {WITH_UNI("'web':{}"), P_T ".web.paths: is required"},
