@@ -49,7 +49,9 @@ static const struct msg_spec msg_specs[WAMP_MSG_TYPE_MAX + 1] = {
         SPEC(WAMP_MSG_HELLO, "HELLO", "Hello", 3, 3, K(FK_URI, FK_DICT), N("Realm", "Details")),
         SPEC(WAMP_MSG_WELCOME, "WELCOME", "Welcome", 3, 3, K(FK_ID, FK_DICT),
              N("Session", "Details")),
-        SPEC(WAMP_MSG_ABORT, "ABORT", "Abort", 3, 3, K(FK_DICT, FK_URI), N("Details", "Reason")),
+        /* (Arguments and ArgumentsKw since the spec's RFC draft; xconn clients send them) */
+        SPEC(WAMP_MSG_ABORT, "ABORT", "Abort", 3, 5, K(FK_DICT, FK_URI, FK_ARGS, FK_KWARGS),
+             N("Details", "Reason", "Arguments", "ArgumentsKw")),
         SPEC(WAMP_MSG_CHALLENGE, "CHALLENGE", "Challenge", 3, 3, K(FK_URI, FK_DICT),
              N("AuthMethod", "Extra")),
         SPEC(WAMP_MSG_AUTHENTICATE, "AUTHENTICATE", "Authenticate", 3, 3, K(FK_URI, FK_DICT),

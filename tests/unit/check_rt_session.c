@@ -119,6 +119,26 @@ START_TEST(test_message_before_hello_is_violation)
 
 END_TEST
 
+/* An ABORT with Arguments and ArgumentsKw (the spec's RFC draft; xconn clients send them) is
+ * the peer giving up, as a bare one is: the connection closes, no ABORT answers it, no protocol
+ * violation is counted. */
+START_TEST(test_abort_with_arguments_closes)
+{
+    static const char *const aborts[] = {"[3, {}, \"wamp.close.normal\"]",
+                                         "[3, {}, \"wamp.close.normal\", [\"bye\"]]",
+                                         "[3, {}, \"wamp.close.normal\", [], {\"why\": 1}]"};
+    for (size_t i = 0; i < sizeof(aborts) / sizeof(aborts[0]); i++) {
+        fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
+        fake_conn_send(c, "%s", aborts[i]);
+        ck_assert_msg(c->close_requested && c->close_code == 1000, "%s", aborts[i]);
+        ck_assert_uint_eq(fake_conn_pending(c), 0);
+        ck_assert_uint_eq(rt_router_stats_get(T.rt)->protocol_violations, 0);
+        fake_conn_free(c);
+    }
+}
+
+END_TEST
+
 START_TEST(test_garbage_is_violation_with_reason)
 {
     fake_conn *c = fake_conn_new(T.rt, WAMP_SER_JSON);
@@ -405,6 +425,7 @@ static Suite *rt_session_suite(void)
     tcase_add_test(tc, test_invalid_realm_uri_aborts);
     tcase_add_test(tc, test_hello_without_roles_is_violation);
     tcase_add_test(tc, test_message_before_hello_is_violation);
+    tcase_add_test(tc, test_abort_with_arguments_closes);
     tcase_add_test(tc, test_garbage_is_violation_with_reason);
     tcase_add_test(tc, test_garbage_does_not_disturb_other_sessions);
     tcase_add_test(tc, test_second_hello_is_violation);
