@@ -856,9 +856,16 @@ static int cmd_start(ctl *c)
         json_decref(f.opts);
         return rc;
     }
+    /* No option flag: null options, the trace's defaults (for "flight-recorder", restarted
+     * after its delete, the configured ones; an empty object would replace them). */
+    json_t *opts = f.opts;
+    if (json_object_size(opts) == 0) {
+        json_decref(opts);
+        opts = NULL;
+    }
     json_t *m;
     rc = call(c, PROC("start_trace"),
-              json_pack("[s, s, s?, o]", c->node, c->worker, n ? pos[0] : NULL, f.opts), &m);
+              json_pack("[s, s, s?, o?]", c->node, c->worker, n ? pos[0] : NULL, opts), &m);
     if (rc != EX_OK) {
         return rc;
     }

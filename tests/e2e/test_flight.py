@@ -289,6 +289,18 @@ class TestDefaultConfig(FlightTestCase):
                          (10000, False))
         self.assertEqual(again["first_seq"], 0)
         self.assertEqual(sorted(await self.api("list_traces")), sorted([FR, "mine"]))
+        # wampscope-ctl start without option flags sends null options: the same restart (an
+        # empty object would give the plain trace defaults, payload kept).
+        await self.api("stop_trace", FR)
+        self.assertIsNone(await self.api("delete_trace", FR))
+        proc = await asyncio.create_subprocess_exec(
+            os.environ["RT_CTL_BIN"], "--url", self.router.url, "start", FR,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await h.step(proc.communicate())
+        self.assertEqual(proc.returncode, 0, err.decode(errors="replace"))
+        again = await self.api("get_trace", FR)
+        self.assertEqual((again["status"], again["options"]["limit"],
+                          again["options"]["trace_app_payload"]), ("running", 10000, False))
 
 
 class TestMaxTracesOne(FlightTestCase):
