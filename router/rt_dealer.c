@@ -69,6 +69,7 @@ rt_dealer *rt_dealer_new(rt_realm *realm)
     rt_hmap_init(&d->requests);
     rt_list_init(&d->prefix);
     rt_list_init(&d->wildcard);
+    rt_list_init(&d->claims);
     return d;
 }
 
@@ -205,6 +206,7 @@ void rt_dealer_free(rt_dealer *d)
         rt_observers_action_forget(&rt_realm_router(d->realm)->observers, &d->late[i].action);
     }
     free(d->late);
+    rt_dealer_claims_free(d);
     for (rt_hmap_iter it = rt_hmap_iter_begin(&d->calls); it.node;) {
         rt_call *c = RT_CONTAINER_OF(it.node, rt_call, by_invocation);
         rt_hmap_iter_next(&d->calls, &it);

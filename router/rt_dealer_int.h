@@ -64,8 +64,13 @@ struct rt_dealer {
      * abandoned, NULL before; late_next is the entry the next one replaces. */
     rt_late_call *late;
     size_t late_next;
+    /* REGISTERs waiting for their cluster-wide claim, with their actions while a trace runs
+     * (rt_dealer_reg.c, rt_claim_mark). */
+    rt_list claims;
 };
 
+/* Forgets the actions of the REGISTERs still waiting for their claims (the dealer is freed). */
+void rt_dealer_claims_free(rt_dealer *d);
 /* Frees reg and its callee records (unlinked from their sessions), unlinked from the maps. */
 void rt_dealer_registration_free(rt_dealer *d, rt_registration *reg);
 /* Removes one callee from its registration (reported to the realm's observers); the

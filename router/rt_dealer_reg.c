@@ -195,6 +195,63 @@ static bool parse_invoke(const json_t *v, rt_invoke *out)
 
 /* The REGISTER (request) of uri by s once validated: joins or creates the registration. With
  * may_claim and a cluster, a new registration is first claimed cluster-wide (answered later). */
+/* A REGISTER waiting for its cluster-wide claim (rt_dealer_cluster_claim()), and the action it
+ * belongs to, kept while a trace runs: its REGISTERED or ERROR, sent when the claim is decided
+ * (rt_dealer_register_commit()), is of that action (correlation, URI, last). */
+typedef struct rt_claim_mark {
+    rt_list link;
+    uint64_t session, request;
+    rt_action_mark action;
+} rt_claim_mark;
+
+/* Keeps the current action for s's REGISTER request, now waiting for its claim (nothing when no
+ * trace runs, or without memory: its answer is then of no action). */
+static void claim_mark_keep(rt_dealer *d, const rt_session *s, uint64_t request)
+{
+    rt_router *rt = s->rt;
+    if (!rt_observers_listening(&rt->observers)) {
+        return;
+    }
+    rt_claim_mark *cm = calloc(1, sizeof(*cm));
+    if (!cm) {
+        return;
+    }
+    cm->session = s->id;
+    cm->request = request;
+    rt_observers_action_mark(&rt->observers, rt, &cm->action);
+    rt_list_add_tail(&d->claims, &cm->link);
+}
+
+/* The kept action of (session, request)'s REGISTER, unlinked (the caller frees it), or NULL. */
+static rt_claim_mark *claim_mark_take(rt_dealer *d, uint64_t session, uint64_t request)
+{
+    RT_LIST_FOREACH_SAFE(it, nx, &d->claims)
+    {
+        rt_claim_mark *cm = RT_CONTAINER_OF(it, rt_claim_mark, link);
+        if (cm->session == session && cm->request == request) {
+            rt_list_remove(it);
+            return cm;
+        }
+    }
+    return NULL;
+}
+
+static void claim_mark_free(rt_router *rt, rt_claim_mark *cm)
+{
+    rt_observers_action_forget(&rt->observers, &cm->action);
+    free(cm);
+}
+
+void rt_dealer_claims_free(rt_dealer *d)
+{
+    rt_router *rt = rt_realm_router(d->realm);
+    RT_LIST_FOREACH_SAFE(it, nx, &d->claims)
+    {
+        rt_list_remove(it);
+        claim_mark_free(rt, RT_CONTAINER_OF(it, rt_claim_mark, link));
+    }
+}
+
 static wamp_err register_add(rt_dealer *d, rt_session *s, uint64_t request, const char *uri,
                              wamp_match match, rt_invoke invoke, bool may_claim)
 {
@@ -222,8 +279,11 @@ static wamp_err register_add(rt_dealer *d, rt_session *s, uint64_t request, cons
     rt_router *rt = rt_realm_router(d->realm);
     if (!reg && may_claim && rt->dcl) {
         wamp_err err = rt_dealer_cluster_claim(d, s, request, uri, match, invoke);
+        if (err == WAMP_OK) {
+            claim_mark_keep(d, s, request); /* REGISTERED or ERROR when the claim is decided */
+        }
         if (err != WAMP_ECLOSED) {
-            return err; /* WAMP_OK: REGISTERED or ERROR when the claim is decided */
+            return err;
         }
     }
     rt_reg_callee *rc = calloc(1, sizeof(*rc));
@@ -286,7 +346,8 @@ wamp_err rt_dealer_on_register(rt_dealer *d, rt_session *s, const wamp_msg *m)
     return register_add(d, s, m->id, m->uri, match, invoke, true);
 }
 
-void rt_dealer_register_commit(rt_dealer *d, rt_session *s, const rt_creg_claim *cl)
+/* The answer to a REGISTER whose claim is decided (cl), to s (NULL: gone). */
+static void commit_answer(rt_dealer *d, rt_session *s, const rt_creg_claim *cl)
 {
     rt_invoke invoke = RT_INVOKE_SINGLE;
     parse_invoke_name(cl->invoke, &invoke);
@@ -294,10 +355,27 @@ void rt_dealer_register_commit(rt_dealer *d, rt_session *s, const rt_creg_claim 
         (void)rt_session_send_error(s, WAMP_MSG_REGISTER, cl->request,
                                     WAMP_ERROR_PROCEDURE_ALREADY_EXISTS,
                                     "procedure is already registered on another node");
-        return;
-    }
-    if (s) {
+    } else if (s) {
         (void)register_add(d, s, cl->request, cl->uri, cl->match, invoke, false);
+    }
+}
+
+void rt_dealer_register_commit(rt_dealer *d, rt_session *s, const rt_creg_claim *cl)
+{
+    rt_router *rt = rt_realm_router(d->realm);
+    rt_claim_mark *cm = claim_mark_take(d, cl->session, cl->request);
+    if (cm) {
+        /* The answer belongs to the REGISTER's action, not to what is being handled now. */
+        void *saved = rt_observers_action_stash(&rt->observers, rt);
+        (void)rt_observers_action_resume(&rt->observers, rt, &cm->action);
+        commit_answer(d, s, cl);
+        rt_observers_action_restore(&rt->observers, rt, saved);
+        claim_mark_free(rt, cm);
+    } else {
+        commit_answer(d, s, cl);
+    }
+    if (cl->err == WAMP_EEXIST) {
+        return;
     }
     if (cl->err == WAMP_OK) {
         /* Claimed: now held by this node's registration, or released (the session left, or

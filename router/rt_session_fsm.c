@@ -462,13 +462,13 @@ static wamp_err on_hello(rt_session *s, const wamp_msg *m)
         if (!rt_config_peer_is_trusted(rt->cfg, s->peer.addr) || s->peer.foreign_origin) {
             /* A web page of another origin is refused whatever its address: any page a browser
              * on a trusted host opens could otherwise drive the router. */
-            RT_LOG_LIMITED_N(
-                    RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
-                    "management realm refused", s->id,
-                    "management realm refused to %s peer %s "
-                    "(wampscope.management.%s)",
-                    s->peer.foreign_origin ? "a web page of another origin, " : "untrusted",
-                    s->peer.addr, s->peer.foreign_origin ? "allowed_origins" : "trusted_networks");
+            RT_LOG_LIMITED_N(RT_LOG_BURST_CONN, RT_LOG_LEVEL_INFO, rt_router_now_us(rt),
+                             "management realm refused", s->id,
+                             "management realm refused to %s peer %s "
+                             "(wampscope.management.%s)",
+                             s->peer.foreign_origin ? "a web page of another origin," : "untrusted",
+                             s->peer.addr,
+                             s->peer.foreign_origin ? "allowed_origins" : "trusted_networks");
             rt_session_send_abort(s, WAMP_ERROR_NOT_AUTHORIZED,
                                   s->peer.foreign_origin
                                           ? "the management realm accepts anonymous sessions "

@@ -240,6 +240,52 @@ START_TEST(test_call_across_traced)
 
 END_TEST
 
+/* The record of records r whose msg_type is type (the first), or NULL. */
+static const json_t *record_of_type(const json_t *r, const char *type)
+{
+    for (size_t i = 0; i < json_array_size(r); i++) {
+        const json_t *rec = json_array_get(r, i);
+        if (strcmp(json_string_value(json_object_get(rec, "msg_type")), type) == 0) {
+            return rec;
+        }
+    }
+    return NULL;
+}
+
+/* Traced, a REGISTER that waits for its cluster-wide claim is one action with its answer: the
+ * REGISTERED sent when the claim is decided carries the REGISTER's correlation and procedure
+ * and completes it, and so does the ERROR of a claim another node holds. */
+START_TEST(test_register_across_traced)
+{
+    node *a = start(0), *b = start(1);
+    trace *ta = test_router_start_trace(&a->tr, "ta", NULL);
+    trace *tb = test_router_start_trace(&b->tr, "tb", NULL);
+    fake_conn *callee = client(a, WAMP_SER_JSON);
+    fake_conn *other = client(b, WAMP_SER_JSON);
+    ck_assert_int_eq(do_register(callee, 1, "com.x.add", "{}"), 65);
+    run_ms(100);
+    ck_assert_int_eq(do_register(other, 2, "com.x.add", "{}"), 8);
+    static const char *const answer[] = {"Registered", "Error"};
+    trace *traces[] = {ta, tb};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *r = test_router_records(traces[i]);
+        const json_t *reg = record_of_type(r, "Register"), *ans = record_of_type(r, answer[i]);
+        ck_assert_ptr_nonnull(reg);
+        ck_assert_ptr_nonnull(ans);
+        const char *corr = json_string_value(json_object_get(reg, "correlation"));
+        ck_assert_ptr_nonnull(corr);
+        ck_assert_str_eq(json_string_value(json_object_get(ans, "correlation")), corr);
+        ck_assert_str_eq(json_string_value(json_object_get(ans, "uri")), "com.x.add");
+        ck_assert(json_is_true(json_object_get(ans, "correlation_is_last")));
+        ck_assert(!json_is_true(json_object_get(reg, "correlation_is_last")));
+        json_decref(r);
+    }
+    fake_conn_free(callee);
+    fake_conn_free(other);
+}
+
+END_TEST
+
 /* Action-level traces on both nodes: the call across them is one record, on the caller's node,
  * naming the callee's node; the callee's node (no anchor there) writes none. A local call names
  * no node. */
@@ -683,6 +729,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_call_across);
     tcase_add_test(tc, test_call_across_traced);
+    tcase_add_test(tc, test_register_across_traced);
     tcase_add_test(tc, test_call_across_action_record);
     tcase_add_test(tc, test_payload_passthru_across);
     tcase_add_test(tc, test_already_exists_across);
