@@ -431,15 +431,19 @@ void ctl_format_traces(FILE *out, const ctl_style *st, const json_t *metas)
 
 void ctl_format_meta(FILE *out, const json_t *meta)
 {
-    static const char *const keys[] = {"id",       "node_id",     "worker_id",     "status",
-                                       "started",  "ended",       "runtime",       "first_seq",
-                                       "next_seq", "records",     "dropped",       "lost",
-                                       "bytes",    "stop_reason", "persistent_id", "options"};
+    static const char *const keys[] = {
+            "id",          "node_id",       "worker_id",      "status",   "started",
+            "ended",       "runtime",       "first_seq",      "next_seq", "records",
+            "dropped",     "lost",          "durable_to_seq", "gaps",     "bytes",
+            "stop_reason", "persistent_id", "options"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(meta, keys[i]);
         char *s = NULL;
-        if (!v && strcmp(keys[i], "lost") == 0) {
-            continue; /* (the flight recorder read from the wire capture's alone) */
+        /* Keys of some traces alone: lost, the flight recorder read from the wire capture's;
+         * durable_to_seq and gaps, a persisted trace's. */
+        if (!v && (strcmp(keys[i], "lost") == 0 || strcmp(keys[i], "durable_to_seq") == 0 ||
+                   strcmp(keys[i], "gaps") == 0)) {
+            continue;
         }
         if (json_is_string(v)) {
             fprintf(out, "%-14s ", keys[i]);

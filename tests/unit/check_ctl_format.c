@@ -175,6 +175,19 @@ START_TEST(test_traces_and_meta)
     ck_assert_ptr_nonnull(strstr(buf, "\ndropped        2\nlost           7\n"));
     json_object_del(m, "lost");
     free(buf);
+    /* A persisted trace says how far its files hold it, and its gaps. */
+    json_object_set_new(m, "durable_to_seq", json_integer(10));
+    json_object_set_new(
+            m, "gaps",
+            json_pack("[{s:i, s:i, s:s}]", "from_seq", 3, "to_seq", 4, "reason", "io_error"));
+    f = open_memstream(&buf, &len);
+    ctl_format_meta(f, m);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\ndropped        2\ndurable_to_seq 10\ngaps           "
+                                      "[{\"from_seq\":3,\"to_seq\":4,\"reason\":\"io_error\"}]\n"));
+    json_object_del(m, "durable_to_seq");
+    json_object_del(m, "gaps");
+    free(buf);
     /* A long id: whole when the table fits (ID as wide as it), cut at 80 columns. */
     json_object_set_new(m, "id",
                         json_string("a-trace-with-a-rather-long-name-that-goes-on-and-on"));
