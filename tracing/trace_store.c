@@ -50,7 +50,9 @@ trace_store *trace_store_new(size_t limit, uint64_t max_bytes)
         return NULL;
     }
     st->limit = limit;
-    st->max_bytes = max_bytes;
+    /* Held to the bound (trace_store.h): the large sent messages a store references lie outside
+     * its ring, and only the budget bounds them. */
+    st->max_bytes = max_bytes < TRACE_STORE_HOLD_MAX ? max_bytes : TRACE_STORE_HOLD_MAX;
     return st;
 }
 

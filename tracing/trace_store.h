@@ -14,10 +14,13 @@
  * keeps the message. The ring is rebuilt 1.25 to 4 times what it holds (larger or smaller as that
  * changes, at most once a round in steady state; at 1.25 times when the store is first full)
  * and the index doubles up to `limit` seqs:
- * steady-state appends allocate nothing. The index's offsets (32 bits, in 8-byte words, one bit
- * of a repeat's for its kind) bound the ring to 8 GiB, so a store holds at most 4 GiB of
- * entries: one whose max_bytes allows more drops its oldest records there (counted in dropped),
- * as at its budget.
+ * steady-state appends allocate nothing. A store holds at most TRACE_STORE_HOLD_MAX (4 GiB) of
+ * what its records count, whatever its max_bytes allows: its budget is held to that, so one whose
+ * max_bytes allows more drops its oldest records there (counted in dropped), as at its budget.
+ * That bounds the ring's entries (each takes at most its record's cost), which the index's
+ * offsets (32 bits, in 8-byte words, one bit of a repeat's for its kind) bound to a ring of
+ * 8 GiB, and the large sent messages held as references outside the ring, which only the budget
+ * bounds.
  * Ownership: the store owns every record it holds (their references included). Service thread
  * only. */
 #ifndef TRACE_STORE_H
@@ -33,12 +36,17 @@
  * path passes larger sent ones as a reference on the router's buffer (trace_record.wire). */
 #define TRACE_STORE_COPY_MAX 4096
 
+/* The most a store holds, in what its records count against max_bytes, whatever its max_bytes
+ * allows (top of the file). */
+#define TRACE_STORE_HOLD_MAX ((uint64_t)1 << 32)
+
 /* to_seq of trace_store_range(): up to the newest record. */
 #define TRACE_SEQ_NONE UINT64_MAX
 
 typedef struct trace_store trace_store;
 
-/* New empty store (limit >= 1 records, max_bytes bytes); allocates its first ring slots lazily.
+/* New empty store (limit >= 1 records, max_bytes bytes, held to TRACE_STORE_HOLD_MAX); allocates
+ * its first ring slots lazily.
  * NULL on allocation failure or limit == 0. */
 trace_store *trace_store_new(size_t limit, uint64_t max_bytes);
 /* Frees every record (NULL-safe). */
@@ -106,6 +114,6 @@ uint64_t trace_store_bytes(const trace_store *st);     /* sum of trace_record_co
  * against max_bytes is trace_store_bytes(). */
 size_t trace_store_alloc_bytes(const trace_store *st);
 size_t trace_store_limit(const trace_store *st);
-uint64_t trace_store_max_bytes(const trace_store *st);
+uint64_t trace_store_max_bytes(const trace_store *st); /* the budget in effect */
 
 #endif /* TRACE_STORE_H */

@@ -52,6 +52,43 @@ static uint64_t held_len(const trace_store *st)
     return sum;
 }
 
+/* A store holds at most TRACE_STORE_HOLD_MAX (4 GiB) whatever its max_bytes allows (mgmt/README.md,
+ * trace_options max_bytes): sent messages over TRACE_STORE_COPY_MAX are held as references on the
+ * router's buffers, outside the ring, so only the budget bounds them. Beyond, the oldest records
+ * are dropped and counted, as at the budget. (One 16 MiB buffer stands for distinct messages.) */
+START_TEST(test_held_bytes_bounded_whatever_the_budget)
+{
+    uint64_t tib = (uint64_t)1 << 40;
+    trace_store *st = trace_store_new(100000, tib);
+    size_t len = (size_t)16 << 20;
+    wamp_buf *wire = buf_of(len);
+    uint64_t cost = len + TRACE_RECORD_OVERHEAD;
+    for (uint64_t i = 0; i < 300; i++) {
+        trace_rec_view v = {.pc_ns = i,
+                            .wire = wire,
+                            .dir = TRACE_TX,
+                            .msg_type = 36,
+                            .wire_ser = WAMP_SER_JSON};
+        ck_assert_uint_eq(trace_store_append_view(st, &v), i);
+        ck_assert_uint_le(trace_store_bytes(st), TRACE_STORE_HOLD_MAX);
+    }
+    size_t fit = (size_t)(TRACE_STORE_HOLD_MAX / cost);
+    ck_assert_uint_eq(trace_store_records(st), fit);
+    ck_assert_uint_eq(trace_store_bytes(st), fit * cost);
+    ck_assert_uint_eq(trace_store_dropped(st), 300 - fit);
+    ck_assert_uint_eq(trace_store_first_seq(st), 300 - fit);
+    ck_assert_uint_eq(trace_store_get(st, 300 - fit, &(trace_record){0})->pc_ns, 300 - fit);
+    ck_assert_uint_eq(trace_store_max_bytes(st), TRACE_STORE_HOLD_MAX); /* (the budget in effect) */
+    trace_store_free(st);
+    /* A budget under the bound is kept as it is. */
+    st = trace_store_new(10, 1024);
+    ck_assert_uint_eq(trace_store_max_bytes(st), 1024);
+    trace_store_free(st);
+    wamp_buf_unref(&wire);
+}
+
+END_TEST
+
 /* Appends the message wire (a sent message: copied when small, referenced when larger than
  * TRACE_STORE_COPY_MAX) with peer, uri (NULL: none), pc_ns and flags, as the capture path does
  * (trace_store_append_view()), under key; returns its seq. */
@@ -835,6 +872,7 @@ static Suite *trace_store_suite(void)
     tcase_add_test(tc, test_count_limit_drops_oldest);
     tcase_add_test(tc, test_byte_limit_drops_oldest);
     tcase_add_test(tc, test_record_over_budget_alone);
+    tcase_add_test(tc, test_held_bytes_bounded_whatever_the_budget);
     tcase_add_test(tc, test_references_released_on_drop_and_free);
     tcase_add_test(tc, test_eviction_releases_every_reference);
     tcase_add_test(tc, test_repeat_shares_message);
