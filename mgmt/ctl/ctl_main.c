@@ -1435,6 +1435,7 @@ static int cmd_data(ctl *c)
         }
         size_t k;
         json_t *r;
+        long long asked = from;
         json_array_foreach(recs, k, r)
         {
             /* Once something (of that node) was read: what the trace dropped meanwhile (a busy
@@ -1444,6 +1445,9 @@ static int cmd_data(ctl *c)
             paged = true;
         }
         json_decref(recs);
+        if (!merged && from <= asked) {
+            break; /* a page that does not move on (only from a router that is not ours) */
+        }
     }
     json_decref(cursor);
     json_decref(to);

@@ -937,6 +937,23 @@ class TestHostileRouter(h.AsyncTestCase):
                 for line in f:
                     json.loads(line)
 
+    async def test_data_pages_that_do_not_move_on(self):
+        """A router that answers every page with the same record, which the filter leaves out,
+        cannot keep `data` paging for ever."""
+        def answer(proc, req):
+            p = proc.rsplit(".", 1)[-1]
+            if p == "list_nodes":
+                return [50, req, {}, [["n"]]]
+            if p == "list_workers":
+                return [50, req, {}, [["w"]]]
+            if p == "get_trace_data":
+                return [50, req, {}, [[{"seq": 5, "direction": "rx", "msg_type": "Call"}]]]
+            return [8, 48, req, {}, "wamp.error.no_such_procedure", ["?"]]
+        router = FakeRouter(answer)
+        self.addCleanup(router.close)
+        r = await self.run_ctl(router, "data", "t", "--type", "Publish")
+        self.assertEqual(r.rc, EX_OK, r)
+
     async def test_escapes_in_an_abort(self):
         router = FakeRouter(lambda proc, req: None,
                             abort=[3, {"message": "no" + self.EVIL}, "wamp.error.x" + self.EVIL])
