@@ -202,18 +202,13 @@ const char *rt_auth_pending_role(const rt_auth_pending *p)
 __attribute__((format(printf, 3, 4))) static void deny(rt_auth_denial *d, const char *reason,
                                                        const char *fmt, ...)
 {
-    /* The text is cut to fit at a character boundary: the message goes into ABORT.Details as
-     * a string, which must be UTF-8 (a cut inside a character made the ABORT go without it).
-     * The spare octets show whether the octet after the cut continues a character. */
-    char text[sizeof(d->message) + 4];
+    /* Cut to fit at a character boundary: the message goes into ABORT.Details as a string,
+     * which must be UTF-8 (a cut inside a character made the ABORT go without it). */
     va_list ap;
     d->reason = reason;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    (void)wamp_utf8_vsnprintf(d->message, sizeof(d->message), fmt, ap);
     va_end(ap);
-    size_t n = wamp_utf8_cut(text, strlen(text), sizeof(d->message) - 1);
-    memcpy(d->message, text, n);
-    d->message[n] = '\0';
     /* The message quotes the client's authid: keep it on one line. */
     for (char *c = d->message; *c; c++) {
         if ((unsigned char)*c < 0x20 || *c == 0x7f) {

@@ -43,13 +43,12 @@ wamp_err rt_local_call_args(const wamp_msg *m, json_t **args, json_t **kwargs, c
 
 wamp_err rt_local_reply_error(rt_local_reply *r, const char *uri, const char *fmt, ...)
 {
-    char msg[256 + 4]; /* (255 octets kept, and what follows them: where a character ends) */
+    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     /* A long name in it is cut at a character's boundary (inside one: not valid UTF-8). */
-    msg[n < 0 ? 0 : wamp_utf8_cut(msg, strnlen(msg, sizeof(msg)), 255)] = '\0';
+    (void)wamp_utf8_vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
     r->error_uri = uri;
     r->args = json_pack("[s]", msg);
     if (!r->args) {

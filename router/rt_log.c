@@ -13,6 +13,8 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "wamp_ws.h"
+
 /* The one documented exception to STYLE §5 (no file-scope mutable state): the threshold, the
  * format, the target and the session lookup are set by main() before the service loop starts,
  * and only read after that. Passing them to every RT_LOG_* call site would thread the router
@@ -236,20 +238,11 @@ static size_t utf8_seq(const unsigned char *s, size_t len)
 }
 
 /* The code point of the valid n-byte UTF-8 sequence at s when a terminal acts on it rather than
- * shows it: a C1 control (U+0080..U+009F; U+009B is CSI, U+009D OSC), or a bidirectional
- * override or isolate (U+202A..U+202E, U+2066..U+2069), which reorder what follows; 0
- * otherwise. */
+ * shows it (wamp_utf8_term_control()), else 0. */
 static unsigned term_control(const unsigned char *s, size_t n)
 {
-    if (n == 2 && s[0] == 0xC2 && s[1] <= 0x9F) {
-        return s[1];
-    }
-    if (n == 3 && s[0] == 0xE2 &&
-        ((s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) ||
-         (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9))) {
-        return 0x2000u + ((unsigned)(s[1] & 0x3F) << 6) + (s[2] & 0x3Fu);
-    }
-    return 0;
+    unsigned cp;
+    return wamp_utf8_term_control(s, n, &cp) == n ? cp : 0;
 }
 
 /* Calls put(ctx, piece, n) for each piece of the escaped text of s. */

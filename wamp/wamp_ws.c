@@ -13,6 +13,7 @@
 #include "wamp_ws.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -570,6 +571,56 @@ size_t wamp_utf8_cut(const char *s, size_t len, size_t max)
         max--;
     }
     return max;
+}
+
+size_t wamp_utf8_vsnprintf(char *out, size_t cap, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(out, cap, fmt, ap);
+    if (n < 0) {
+        out[0] = '\0';
+        return 0;
+    }
+    if ((size_t)n < cap) {
+        return (size_t)n;
+    }
+    /* Cut: the last character is kept only if all its octets made it. */
+    size_t end = cap - 1, lead = end;
+    while (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0u) == 0x80u) {
+        lead--;
+    }
+    if (lead > 0 && (unsigned char)out[lead - 1] >= 0xC0u) {
+        unsigned char c = (unsigned char)out[lead - 1];
+        size_t need = c >= 0xF0u ? 4 : c >= 0xE0u ? 3 : 2;
+        if (end - (lead - 1) < need) {
+            end = lead - 1;
+            out[end] = '\0';
+        }
+    }
+    return end;
+}
+
+size_t wamp_utf8_snprintf(char *out, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t n = wamp_utf8_vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+size_t wamp_utf8_term_control(const unsigned char *s, size_t n, unsigned *cp)
+{
+    if (n >= 2 && s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F) {
+        *cp = s[1];
+        return 2;
+    }
+    if (n >= 3 && s[0] == 0xE2 &&
+        ((s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) ||
+         (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9))) {
+        *cp = 0x2000u + ((unsigned)(s[1] & 0x3F) << 6) + (s[2] & 0x3Fu);
+        return 3;
+    }
+    return 0;
 }
 
 size_t wamp_ws_close_frame(uint8_t out[2 + WAMP_WS_CONTROL_MAX], uint16_t code, const char *reason)

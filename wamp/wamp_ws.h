@@ -24,6 +24,7 @@
 #ifndef WAMP_WS_H
 #define WAMP_WS_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -161,6 +162,18 @@ wamp_err wamp_ws_accept(const char *key, size_t len, char out[WAMP_WS_ACCEPT_LEN
  * boundary: len when it is no longer, else max backed up over the continuation octets of the
  * character that s[max] is inside. */
 size_t wamp_utf8_cut(const char *s, size_t len, size_t max);
+/* vsnprintf() into out (cap octets, cap > 0), a text that does not fit cut at a character
+ * boundary, so that what formats as UTF-8 stays UTF-8 (a string cut inside a character is no JSON
+ * string: jansson refuses it). Returns the length written. */
+size_t wamp_utf8_vsnprintf(char *out, size_t cap, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
+size_t wamp_utf8_snprintf(char *out, size_t cap, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+/* When the valid UTF-8 at s (n octets left) starts with a character a terminal acts on rather
+ * than shows: a C1 control (U+0080..U+009F; U+009B is CSI, U+009D OSC), or a bidirectional
+ * override or isolate (U+202A..U+202E, U+2066..U+2069), which reorder what follows: its length
+ * in octets, its code point in *cp; else 0. */
+size_t wamp_utf8_term_control(const unsigned char *s, size_t n, unsigned *cp);
 
 /* Incremental UTF-8 validation (also used for text frames): state starts at
  * WAMP_UTF8_ACCEPT; feed chunks with wamp_utf8_step(); WAMP_UTF8_REJECT is final; the text is

@@ -4,38 +4,13 @@
 #include "ctl_export.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl_format.h"
-
-/* printf into a name or key buffer of len bytes; a text cut to fit loses the bytes of a character
- * it cut into, so that it stays UTF-8 (jansson refuses a string or key that is not). */
-__attribute__((format(printf, 3, 4))) static void name_printf(char *out, size_t len,
-                                                              const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(out, len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n < len) {
-        return;
-    }
-    size_t end = strlen(out), lead = end;
-    while (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0) == 0x80) {
-        lead--; /* back over the continuation bytes at the end */
-    }
-    if (lead > 0 && (unsigned char)out[lead - 1] >= 0xC0) {
-        unsigned char c = (unsigned char)out[lead - 1];
-        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-        if (end - (lead - 1) < need) {
-            out[lead - 1] = '\0'; /* that character did not fit whole */
-        }
-    }
-}
+#include "wamp_ws.h"
 
 /* The category of every slice and flow event (action records' slices included). */
 #define CHROME_CAT "wamp"
@@ -138,11 +113,11 @@ static json_int_t pid_of(ctl_chrome *c, const json_t *rec)
     const char *node = json_string_value(json_object_get(rec, "node_id"));
     char key[300], name[310];
     if (node) {
-        name_printf(key, sizeof(key), "node\n%s", node); /* '\n' is in no realm name */
-        name_printf(name, sizeof(name), "node %s", node);
+        wamp_utf8_snprintf(key, sizeof(key), "node\n%s", node); /* '\n' is in no realm name */
+        wamp_utf8_snprintf(name, sizeof(name), "node %s", node);
     } else {
-        name_printf(key, sizeof(key), "%s", str_or(rec, "realm", "(no realm)"));
-        name_printf(name, sizeof(name), "realm %s", key);
+        wamp_utf8_snprintf(key, sizeof(key), "%s", str_or(rec, "realm", "(no realm)"));
+        wamp_utf8_snprintf(name, sizeof(name), "realm %s", key);
     }
     json_t *v = json_object_get(c->pids, key);
     if (v) {
@@ -177,9 +152,9 @@ static void event_name(const json_t *rec, char *out, size_t len)
     const char *type = str_or(rec, "msg_type", "Unknown");
     const char *uri = json_string_value(json_object_get(rec, "uri"));
     if (uri) {
-        name_printf(out, len, "%s %s", type, uri);
+        wamp_utf8_snprintf(out, len, "%s %s", type, uri);
     } else {
-        name_printf(out, len, "%s", type);
+        wamp_utf8_snprintf(out, len, "%s", type);
     }
 }
 
@@ -219,9 +194,9 @@ static json_int_t session_tid(ctl_chrome *c, json_int_t pid, const json_t *who, 
     snprintf(key, 64, "%lld/%lld", (long long)pid, (long long)session);
     const char *authid = json_string_value(json_object_get(who, "authid"));
     const char *authrole = json_string_value(json_object_get(who, "authrole"));
-    name_printf(tname, sizeof(tname), "session %lld%s%s%s%s%s", (long long)session,
-                authid ? " " : "", authid ? authid : "", authrole ? " (" : "",
-                authrole ? authrole : "", authrole ? ")" : "");
+    wamp_utf8_snprintf(tname, sizeof(tname), "session %lld%s%s%s%s%s", (long long)session,
+                       authid ? " " : "", authid ? authid : "", authrole ? " (" : "",
+                       authrole ? authrole : "", authrole ? ")" : "");
     return tid_of(c, key, pid, tname);
 }
 
@@ -236,8 +211,8 @@ static bool add_action(ctl_chrome *c, const json_t *rec)
         return false;
     }
     const char *uri = json_string_value(json_object_get(rec, "uri"));
-    name_printf(name, sizeof(name), "%s%s%s", str_or(rec, "action", "action"), uri ? " " : "",
-                uri ? uri : "");
+    wamp_utf8_snprintf(name, sizeof(name), "%s%s%s", str_or(rec, "action", "action"),
+                       uri ? " " : "", uri ? uri : "");
     double start = ts_us(rec);
     double dur = json_number_value(json_object_get(rec, "duration")) * 1e6;
     const char *corr = json_string_value(json_object_get(rec, "correlation"));
@@ -269,7 +244,7 @@ bool ctl_chrome_add(ctl_chrome *c, const json_t *rec)
                 return false;
             }
         }
-        name_printf(name, sizeof(name), "Marker %s", str_or(rec, "uri", ""));
+        wamp_utf8_snprintf(name, sizeof(name), "Marker %s", str_or(rec, "uri", ""));
         return emit(c, json_pack("{s:s, s:s, s:s, s:s, s:f, s:i, s:i, s:O}", "name", name, "cat",
                                  "marker", "ph", "i", "s", "g", "ts", ts, "pid", 0, "tid", 0,
                                  "args", rec));

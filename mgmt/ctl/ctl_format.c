@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "wamp_ws.h"
+
 #define SGR_RESET "\033[0m"
 #define SGR_BOLD  "\033[1m"
 #define SGR_RED   "\033[31m"
@@ -123,25 +125,6 @@ static size_t prefix_bytes(const char *s, size_t n)
     return i;
 }
 
-/* The length (2 or 3) of the UTF-8 sequence at s (n bytes left) when it is a code point a
- * terminal acts on rather than shows: a C1 control (U+0080..U+009F: CSI, OSC, ...), or a
- * bidirectional override or isolate (U+202A..U+202E, U+2066..U+2069), which reorder what
- * follows; 0 otherwise. *cp: the code point. */
-static size_t unsafe_at(const unsigned char *s, size_t n, unsigned *cp)
-{
-    if (n >= 2 && s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F) {
-        *cp = s[1];
-        return 2;
-    }
-    if (n >= 3 && s[0] == 0xE2 &&
-        ((s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) ||
-         (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9))) {
-        *cp = 0x2000u + ((unsigned)(s[1] & 0x3F) << 6) + (s[2] & 0x3Fu);
-        return 3;
-    }
-    return 0;
-}
-
 /* Writes len bytes of s with control characters (C0, DEL, C1) and bidirectional controls as
  * '?': text from the wire never drives the terminal. */
 static void put_clean(FILE *out, const char *s, size_t len)
@@ -149,7 +132,7 @@ static void put_clean(FILE *out, const char *s, size_t len)
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len; i++) {
         unsigned cp;
-        size_t k = unsafe_at(u + i, len - i, &cp);
+        size_t k = wamp_utf8_term_control(u + i, len - i, &cp);
         if (k) {
             fputc('?', out);
             i += k - 1;
@@ -194,16 +177,16 @@ void ctl_format_clean(FILE *out, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Writes JSON text (jansson's, which escapes C0 controls) with the code points unsafe_at()
- * finds escaped as \uXXXX too: the same JSON, and nothing in it drives the terminal. They can
- * only be inside strings, where the escape means the same. */
+/* Writes JSON text (jansson's, which escapes C0 controls) with the code points
+ * wamp_utf8_term_control() finds escaped as \uXXXX too: the same JSON, and nothing in it drives the
+ * terminal. They can only be inside strings, where the escape means the same. */
 static bool put_json_text(FILE *out, const char *text)
 {
     const unsigned char *u = (const unsigned char *)text;
     size_t n = strlen(text);
     for (size_t i = 0; i < n; i++) {
         unsigned cp;
-        size_t k = unsafe_at(u + i, n - i, &cp);
+        size_t k = wamp_utf8_term_control(u + i, n - i, &cp);
         if (k ? fprintf(out, "\\u%04x", cp) < 0 : fputc(u[i], out) == EOF) {
             return false;
         }
