@@ -14,6 +14,13 @@
 #include "rt_log.h"
 #include "rt_router.h"
 
+void rt_lws_close_deadline(struct lws *wsi, const rt_router *rt)
+{
+    uint32_t ms = rt_router_config(rt)->limits.close_timeout_ms;
+    ms = ms ? ms : 5000; /* a zeroed hand-built config */
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
+}
+
 rt_router *rt_lws_conn_router(const rt_lws_conn *c)
 {
     return lws_context_user(lws_get_context(c->wsi));
@@ -91,11 +98,8 @@ bool rt_lws_conn_out(rt_lws_conn *c, const void *p, size_t n)
         c->close_after_out = true;
         rt_lws_conn_want_write(c);
         /* A peer that does not read (a PING flood, say) never lets out what is pending, and
-         * its input is read and dropped meanwhile: limits.close_timeout bounds this close as
-         * it bounds the others. */
-        uint32_t ms = rt_router_config(rt_lws_conn_router(c))->limits.close_timeout_ms;
-        ms = ms ? ms : 5000; /* a zeroed hand-built config */
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
+         * its input is read and dropped meanwhile: bounded as the other closes are. */
+        rt_lws_close_deadline(c->wsi, rt_lws_conn_router(c));
         return false;
     }
     rt_lws_conn_want_write(c);

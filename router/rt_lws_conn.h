@@ -113,6 +113,9 @@ typedef struct rt_lws_conn {
 /* --- rt_lws_conn.c --------------------------------------------------------------------------- */
 
 rt_router *rt_lws_conn_router(const rt_lws_conn *c);
+/* A connection the router closes with output pending: limits.close_timeout from now on bounds
+ * it (lws drops it then), so that a peer that never reads cannot hold it. */
+void rt_lws_close_deadline(struct lws *wsi, const rt_router *rt);
 /* The router's monotonic clock in microseconds (rate-limited log lines). */
 uint64_t rt_lws_conn_now_us(const rt_lws_conn *c);
 /* Queues n octets to write before anything else and asks for WRITEABLE. false (and the

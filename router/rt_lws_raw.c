@@ -108,9 +108,7 @@ static void op_want_write(void *tp)
  * limits.close_timeout runs out. */
 static void close_deadline(raw_pss *pss)
 {
-    uint32_t ms = rt_router_config(router_of(pss->wsi))->limits.close_timeout_ms;
-    ms = ms ? ms : 5000; /* a zeroed hand-built config */
-    lws_set_timeout(pss->wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
+    rt_lws_close_deadline(pss->wsi, router_of(pss->wsi));
 }
 
 static void op_close(void *tp, uint16_t code, const char *reason)

@@ -116,9 +116,7 @@ static void fill_peer(const rt_lws_conn *c, rt_peer *peer)
 static __attribute__((noinline, cold)) void close_deadline(rt_lws_conn *c)
 {
     if (!*c->lis->tearing_down) {
-        uint32_t ms = rt_router_config(rt_lws_conn_router(c))->limits.close_timeout_ms;
-        ms = ms ? ms : 5000; /* a zeroed hand-built config */
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, (int)((ms + 999) / 1000));
+        rt_lws_close_deadline(c->wsi, rt_lws_conn_router(c));
     }
 }
 
