@@ -13,10 +13,10 @@
 #define RT_HAVE_TSC 0
 #endif
 
-#include "rt_auth.h"
 #include "rt_core_int.h"
 #include "rt_realm.h"
 #include "rt_trace_fast.h"
+#include "rt_wirelog.h"
 #include "wamp_codec.h"
 
 uint64_t rt_trace_wall_ns(void)
@@ -163,11 +163,7 @@ static void fill_ctx(rt_session *s, trace_dir dir, int type, trace_ctx *c)
     c->direction = dir;
     c->msg_type = type;
     c->session_id = s->id;
-    /* Before the join: the realm HELLO asked for (while authenticating, for any message, an
-     * undecodable one or the ABORT of a protocol violation too; while the HELLO is handled). */
-    c->realm = s->realm  ? rt_realm_name(s->realm)
-               : s->auth ? rt_auth_pending_realm(s->auth)
-                         : a->realm;
+    c->realm = rt_wirelog_realm(s);
     c->authid = s->authid;
     c->authrole = s->authrole;
     c->uri = a->uri_text;

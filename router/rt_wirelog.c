@@ -6,9 +6,7 @@
 #include "wamp_codec.h"
 #include "wamp_msg.h"
 
-/* The realm a line names: the joined one, else the one HELLO asked for (while authenticating,
- * or while a traced HELLO is handled). */
-static const char *realm_of(const rt_session *s)
+const char *rt_wirelog_realm(const rt_session *s)
 {
     if (s->realm) {
         return rt_realm_name(s->realm);
@@ -21,7 +19,7 @@ static const char *realm_of(const rt_session *s)
 
 void rt_wirelog_line(const rt_session *s, bool rx, int type, size_t len)
 {
-    const char *realm = realm_of(s);
+    const char *realm = rt_wirelog_realm(s);
     rt_log_field f[4];
     size_t n = 0;
     f[n++] = (rt_log_field){.key = "dir", .str = rx ? "rx" : "tx"};
@@ -40,7 +38,7 @@ bool rt_router_log_session_info(void *ctx, uint64_t session_id, rt_log_session_i
     if (!s) {
         return false;
     }
-    out->realm = realm_of(s);
+    out->realm = rt_wirelog_realm(s);
     out->peer = s->peer.addr;
     return true;
 }

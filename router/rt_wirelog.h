@@ -13,6 +13,10 @@
 #include "rt_core_int.h"
 #include "rt_log.h"
 
+/* The realm a message of s is of, as log lines and trace records name it: the joined one, else
+ * the one HELLO asked for (while authenticating, whatever the message, an undecodable one or
+ * the ABORT of a protocol violation too; while a traced HELLO is handled); NULL if none. */
+const char *rt_wirelog_realm(const rt_session *s);
 /* Writes the trace-level line of one message (type: its WAMP code, 0 = undecodable). */
 void rt_wirelog_line(const rt_session *s, bool rx, int type, size_t len);
 
