@@ -123,28 +123,28 @@ bool cfg_web_path_key_is_valid(const char *k)
     return true;
 }
 
-/* The URL path of key under prefix ("" at the top): key "ws" serves "<prefix>/ws", key "/" the
- * prefix itself ("/" at the top), as in Crossbar's resource tree. */
+/* The URL path of key under prefix ("" at the top) into *r: key "ws" serves "<prefix>/ws", key
+ * "/" the prefix itself ("/" at the top), as in Crossbar's resource tree. Returns the length the
+ * whole path takes (sizeof(r->s) or more: cut). */
+static int key_url(const char *prefix, const char *key, cfg_path *r)
+{
+    return strcmp(key, "/") == 0 ? snprintf(r->s, sizeof(r->s), "%s", prefix[0] ? prefix : "/")
+                                 : snprintf(r->s, sizeof(r->s), "%s/%s", prefix, key);
+}
+
 cfg_path cfg_web_key_prefix(const char *prefix, const char *key)
 {
     cfg_path r;
-    if (strcmp(key, "/") == 0) {
-        snprintf(r.s, sizeof(r.s), "%s", prefix[0] ? prefix : "/");
-    } else {
-        snprintf(r.s, sizeof(r.s), "%s/%s", prefix, key);
-    }
+    (void)key_url(prefix, key, &r);
     return r;
 }
 
 wamp_err cfg_web_url(cfg_ctx *c, const char *kp, const char *prefix, const char *key, cfg_path *out)
 {
-    size_t n = strcmp(key, "/") != 0 ? strlen(prefix) + 1 + strlen(key)
-               : prefix[0]           ? strlen(prefix)
-                                     : 1;
-    if (n >= sizeof(out->s)) {
+    int n = key_url(prefix, key, out);
+    if (n < 0 || (size_t)n >= sizeof(out->s)) {
         return cfg_refuse(c, kp, "the URL path would be longer than %zu bytes", sizeof(out->s) - 1);
     }
-    *out = cfg_web_key_prefix(prefix, key);
     return WAMP_OK;
 }
 
