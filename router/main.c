@@ -239,14 +239,11 @@ static bool port_option_is_free(const main_args *a, const rt_config *cfg)
         return true;
     }
     const char *iface = cfg->listeners[w].interface;
-    for (size_t i = 0; i < cfg->n_listeners; i++) {
-        const rt_listener *l = &cfg->listeners[i];
-        if (i != w && !l->unix_path && !l->shares_port && l->port == a->port &&
-            rt_config_interfaces_overlap(iface, l->interface)) {
-            say(a, RT_LOG_LEVEL_ERR, "--port %d: transport %s listens on this port already",
-                a->port, l->id ? l->id : "?");
-            return false;
-        }
+    size_t k = rt_config_listener_on_port(cfg, w, iface, a->port);
+    if (k < cfg->n_listeners) {
+        say(a, RT_LOG_LEVEL_ERR, "--port %d: transport %s listens on this port already", a->port,
+            cfg->listeners[k].id ? cfg->listeners[k].id : "?");
+        return false;
     }
     if (cfg->metrics_enabled && cfg->metrics_port == a->port &&
         rt_config_interfaces_overlap(iface, cfg->metrics_interface)) {

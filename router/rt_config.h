@@ -437,6 +437,10 @@ bool rt_config_addr_in(const rt_cidr *nets, size_t n, const rt_cidr *addr);
  * one port cannot serve both: one of them is all interfaces (NULL, or the wildcard address
  * "0.0.0.0" or "::", which on Linux takes IPv4 too), or they are the same address. */
 bool rt_config_interfaces_overlap(const char *a, const char *b);
+/* The listener of cfg, other than listener skip (SIZE_MAX: none), that listens on TCP port on an
+ * interface overlapping iface with a socket of its own (not a part sharing its transport's):
+ * its index, or cfg->n_listeners when none does. One such port serves one listener only. */
+size_t rt_config_listener_on_port(const rt_config *cfg, size_t skip, const char *iface, int port);
 /* rt_config_parse_peer_addr() + rt_config_is_trusted(); an unparsable address is not trusted. */
 bool rt_config_peer_is_trusted(const rt_config *cfg, const char *peer_addr);
 /* Writes "a.b.c.d/n" or "x::y/n" into buf (RT_CIDR_STRLEN bytes suffice); "" if len is too small

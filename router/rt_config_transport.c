@@ -443,17 +443,28 @@ static wamp_err check_unique(cfg_ctx *c, const char *ip, const rt_config *cfg, s
 static wamp_err check_metrics_port(cfg_ctx *c, const char *path, const rt_config *cfg,
                                    const size_t *tix)
 {
-    for (size_t k = 0; cfg->metrics_enabled && cfg->metrics_port != 0 && k < cfg->n_listeners;
-         k++) {
+    size_t k = cfg->metrics_enabled && cfg->metrics_port != 0
+                       ? rt_config_listener_on_port(cfg, SIZE_MAX, cfg->metrics_interface,
+                                                    cfg->metrics_port)
+                       : cfg->n_listeners;
+    if (k == cfg->n_listeners) {
+        return WAMP_OK;
+    }
+    cfg_path mp = cfg_key(cfg_key(path, "wampscope").s, "metrics");
+    return cfg_refuse(c, cfg_key(cfg_key(mp.s, "endpoint").s, "port").s,
+                      "port %d is already used by transports[%zu]", cfg->metrics_port, tix[k]);
+}
+
+size_t rt_config_listener_on_port(const rt_config *cfg, size_t skip, const char *iface, int port)
+{
+    for (size_t k = 0; k < cfg->n_listeners; k++) {
         const rt_listener *l = &cfg->listeners[k];
-        if (!l->unix_path && !l->shares_port && l->port == cfg->metrics_port &&
-            rt_config_interfaces_overlap(l->interface, cfg->metrics_interface)) {
-            cfg_path mp = cfg_key(cfg_key(path, "wampscope").s, "metrics");
-            return cfg_refuse(c, cfg_key(cfg_key(mp.s, "endpoint").s, "port").s,
-                              "port %d is already used by transports[%zu]", l->port, tix[k]);
+        if (k != skip && !l->unix_path && !l->shares_port && l->port == port &&
+            rt_config_interfaces_overlap(l->interface, iface)) {
+            return k;
         }
     }
-    return WAMP_OK;
+    return cfg->n_listeners;
 }
 
 wamp_err cfg_parse_transports(cfg_ctx *c, const char *path, const json_t *w, rt_config *cfg)
